@@ -1,0 +1,127 @@
+# medtrust build: GNU make, out-of-tree. `make` builds build/medtrust and
+# build/libmedtrust.a; `make test` builds a sanitized tree in build/test
+# with -Werror and runs every suite. See README.md.
+
+BUILD     ?= build
+CC        ?= gcc
+CXX       ?= g++
+PREFIX    ?= /usr/local
+MEDTRUST_DATA ?= $(abspath ../shared/data)
+export MEDTRUST_DATA
+
+CSTD := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wpointer-arith -Wcast-qual -Wwrite-strings \
+        -Wformat=2 -Wundef -Wvla -Wconversion -Wdouble-promotion \
+        -Wimplicit-fallthrough -Wnull-dereference \
+        -Werror=implicit-function-declaration \
+        -Werror=incompatible-pointer-types
+SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all \
+        -fno-omit-frame-pointer
+OPT  ?= -O2 -g
+
+PKGS := sqlite3 jansson libutf8proc
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc $(PKG_CFLAGS) \
+              -MMD -MP $(EXTRA_CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lstemmer -lpthread -lm $(EXTRA_LDLIBS)
+ifeq ($(SANITIZE),1)
+CFLAGS_ALL += $(SAN)
+LDFLAGS    += $(SAN)
+endif
+ifeq ($(WERROR),1)
+CFLAGS_ALL += -Werror
+endif
+
+# Library layers, lowest first (ARCHITECTURE.md).
+LAYERS   := core text store index
+LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
+CLI_SRC  := $(wildcard src/cli/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+LIB      := $(BUILD)/libmedtrust.a
+BIN      := $(BUILD)/medtrust
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FIX_SRC  := $(wildcard tests/fixtures/*.c)
+FIX_BIN  := $(FIX_SRC:tests/fixtures/%.c=$(BUILD)/fixtures/%)
+HDRS     := $(wildcard include/medtrust/*.h)
+
+.PHONY: all test unit-build lint demo bench install clean bootstrap \
+        check-headers
+.DEFAULT_GOAL := all
+
+all: $(BIN) $(LIB)
+
+bootstrap:
+	@bash scripts/bootstrap
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL)
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(LIB) \
+	    $(LDFLAGS) $(LDLIBS_ALL) -lcmocka
+
+$(BUILD)/fixtures/%: tests/fixtures/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS_ALL)
+
+# Every public header compiles alone as C11 and as C++.
+$(BUILD)/headers.ok: $(HDRS)
+	@mkdir -p $(dir $@)
+	@for h in $(HDRS); do \
+	  echo "#include \"$${h#include/}\"" > $(BUILD)/hdr.c; \
+	  $(CC) -std=c11 $(WARN) -Werror -Iinclude -fsyntax-only \
+	      $(BUILD)/hdr.c || exit 1; \
+	  $(CXX) -std=c++11 -Wall -Werror -Iinclude -fsyntax-only -x c++ \
+	      $(BUILD)/hdr.c || exit 1; \
+	done
+	@touch $@
+
+unit-build: $(BIN) $(UNIT_BIN) $(FIX_BIN) $(BUILD)/headers.ok
+
+test: bootstrap
+	@$(MAKE) --no-print-directory BUILD=build/test SANITIZE=1 WERROR=1 \
+	    OPT="-O1 -g" unit-build
+	@bash tests/run.sh build/test
+
+lint: bootstrap
+	@bash scripts/lint
+
+demo: bootstrap
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo
+
+bench: bootstrap
+	@$(MAKE) --no-print-directory all
+	@bash bench/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+	    $(DESTDIR)$(PREFIX)/include/medtrust \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/medtrust
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmedtrust.a
+	install -m 644 $(HDRS) $(DESTDIR)$(PREFIX)/include/medtrust/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' \
+	    -e 's|@LIBS@|$(LDLIBS_ALL)|' medtrust.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/medtrust.pc
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

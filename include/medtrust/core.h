@@ -1,0 +1,69 @@
+/* medtrust core services shared by every layer: fault-injectable
+ * allocation, logging through a callback, and the library version. */
+#ifndef MEDTRUST_CORE_H
+#define MEDTRUST_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_VERSION_STRING "0.1.0"
+
+/* Returns MT_VERSION_STRING. */
+const char *mt_version(void);
+
+/* ==== Allocation ====
+ * Every allocation in medtrust goes through these, so tests can make the
+ * n-th allocation fail. They behave as malloc/calloc/realloc/free. */
+void *mt_malloc(size_t n);
+void *mt_calloc(size_t count, size_t size);
+void *mt_realloc(void *p, size_t n);
+void mt_free(void *p);
+/* Returns a copy of s (or of its first n bytes, NUL-terminated) that the
+ * caller frees with mt_free, or NULL when out of memory. */
+char *mt_strdup(const char *s);
+char *mt_strndup(const char *s, size_t n);
+
+/* Testing: after 'n' more successful allocations, every allocation fails
+ * until mt_alloc_fail_reset(). n < 0 disables injection. Thread-safe. */
+void mt_alloc_fail_after(long n);
+void mt_alloc_fail_reset(void);
+/* Returns how many allocations failed by injection since the last reset. */
+long mt_alloc_failures(void);
+
+/* ==== Logging ==== */
+enum mt_log_level {
+    MT_LOG_DEBUG,
+    MT_LOG_INFO,
+    MT_LOG_WARN,
+    MT_LOG_ERROR,
+};
+
+/* Receives every message at or above the threshold. 'msg' has no trailing
+ * newline and is valid only during the call. */
+typedef void (*mt_log_fn)(enum mt_log_level level, const char *msg,
+                          void *user);
+
+/* Sets the process-wide log sink (NULL silences the library) and the
+ * threshold. The library itself never prints. Not thread-safe against
+ * concurrent logging: set it once at start-up. */
+void mt_log_set(mt_log_fn fn, void *user, enum mt_log_level threshold);
+
+/* Logs a printf-style message through the sink. Thread-safe when the sink
+ * is. */
+void mt_log(enum mt_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Returns "debug", "info", "warn" or "error". */
+const char *mt_log_level_str(enum mt_log_level level);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,54 @@
+/* Bounded growable byte buffers and string slices. A buffer never grows
+ * past its 'max'; its data is always NUL-terminated once allocated. */
+#ifndef MT_CORE_BUF_H
+#define MT_CORE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "medtrust/status.h"
+
+/* A borrowed view of n bytes at p (not NUL-terminated in general). */
+struct mt_str {
+    const char *p;
+    size_t n;
+};
+
+#define MT_STR_C(lit) ((struct mt_str){(lit), sizeof(lit) - 1})
+
+struct mt_buf {
+    char *data; /* NULL until the first append */
+    size_t len;
+    size_t cap;
+    size_t max; /* hard limit on cap, NUL included */
+};
+
+/* An empty buffer that may hold up to max-1 bytes plus the NUL. */
+#define MT_BUF_INIT(max_) ((struct mt_buf){NULL, 0, 0, (max_)})
+/* Default limit for buffers that hold one record or one document. */
+#define MT_BUF_DEFAULT_MAX ((size_t)1 << 30)
+
+struct mt_str mt_str_from(const char *s);
+int mt_str_eq(struct mt_str a, struct mt_str b);
+int mt_str_eq_c(struct mt_str a, const char *s);
+struct mt_str mt_str_trim(struct mt_str s);
+
+/* Appends n bytes. On any failure the buffer is left unchanged. Returns
+ * MT_ELIMIT past max, MT_ENOMEM when allocation fails. */
+enum mt_status mt_buf_append(struct mt_buf *b, const void *p, size_t n);
+enum mt_status mt_buf_append_str(struct mt_buf *b, const char *s);
+enum mt_status mt_buf_putc(struct mt_buf *b, char c);
+enum mt_status mt_buf_printf(struct mt_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt,
+                              va_list ap);
+/* Makes sure data is allocated (an empty string) so callers may read it. */
+enum mt_status mt_buf_reserve(struct mt_buf *b, size_t cap);
+/* Empties the buffer but keeps its memory. */
+void mt_buf_reset(struct mt_buf *b);
+/* Hands the data to the caller (free with mt_free) and empties b. May
+ * return NULL when nothing was ever appended. */
+char *mt_buf_take(struct mt_buf *b);
+void mt_buf_free(struct mt_buf *b);
+
+#endif

@@ -1,0 +1,32 @@
+/* Shared helpers for cmocka unit tests: CHECK works regardless of NDEBUG,
+ * and data paths come from $MEDTRUST_DATA. */
+#ifndef MT_TEST_CHECK_H
+#define MT_TEST_CHECK_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define CHECK(cond) assert_true(cond)
+#define CHECK_OK(expr) assert_int_equal((expr), MT_OK)
+
+/* Writes "$MEDTRUST_DATA/rel" into buf; skips the test when the data
+ * folder is absent (CI always has it). */
+static inline const char *test_data_path(char *buf, size_t n,
+                                         const char *rel)
+{
+    const char *d = getenv("MEDTRUST_DATA");
+
+    if (!d)
+        d = "../shared/data";
+    snprintf(buf, n, "%s/%s", d, rel);
+    return buf;
+}
+
+#endif

@@ -1,0 +1,108 @@
+/* Unit tests for src/core: status, alloc injection, buffers, arena. */
+#include "check.h"
+
+#include "core/arena.h"
+#include "core/buf.h"
+#include "medtrust/core.h"
+
+static void test_status_table_has_text(void **state)
+{
+    (void)state;
+    CHECK(strcmp(mt_status_str(MT_OK), "success") == 0);
+    CHECK(strcmp(mt_status_str(MT_ENOMEM), "out of memory") == 0);
+    CHECK(strcmp(mt_status_str((enum mt_status)999), "unknown status") == 0);
+}
+
+static void test_fail_records_message(void **state)
+{
+    struct mt_error err;
+    (void)state;
+    CHECK(mt_fail(&err, MT_EPARSE, "line %d", 7) == MT_EPARSE);
+    CHECK(err.status == MT_EPARSE);
+    CHECK(strcmp(err.msg, "line 7") == 0);
+    mt_error_prefix(&err, "%s", "f.csv");
+    CHECK(strcmp(err.msg, "f.csv: line 7") == 0);
+    CHECK(mt_fail(NULL, MT_EIO, "x") == MT_EIO);
+}
+
+static void test_alloc_injection_fails_nth(void **state)
+{
+    void *a;
+    void *b;
+    (void)state;
+    mt_alloc_fail_after(1);
+    a = mt_malloc(8);
+    b = mt_malloc(8);
+    mt_alloc_fail_reset();
+    CHECK(a != NULL);
+    CHECK(b == NULL);
+    CHECK(mt_alloc_failures() == 1);
+    mt_free(a);
+}
+
+static void test_buf_refuses_growth_past_max(void **state)
+{
+    struct mt_buf b = MT_BUF_INIT(8);
+    (void)state;
+    CHECK(mt_buf_append(&b, "1234567", 7) == MT_OK);
+    CHECK(mt_buf_append(&b, "8", 1) == MT_ELIMIT);
+    CHECK(b.len == 7 && strcmp(b.data, "1234567") == 0);
+    mt_buf_free(&b);
+}
+
+static void test_buf_unchanged_on_oom(void **state)
+{
+    struct mt_buf b = MT_BUF_INIT(1 << 20);
+    char big[200];
+    (void)state;
+    memset(big, 'x', sizeof big);
+    CHECK_OK(mt_buf_append(&b, "ab", 2));
+    mt_alloc_fail_after(0);
+    CHECK(mt_buf_append(&b, big, sizeof big) == MT_ENOMEM);
+    mt_alloc_fail_reset();
+    CHECK(b.len == 2 && strcmp(b.data, "ab") == 0);
+    CHECK_OK(mt_buf_printf(&b, "%0300d", 5));
+    CHECK(b.len == 302);
+    mt_buf_free(&b);
+}
+
+static void test_str_trim_and_eq(void **state)
+{
+    struct mt_str s = mt_str_trim(mt_str_from("  hi \n"));
+    (void)state;
+    CHECK(mt_str_eq_c(s, "hi"));
+    CHECK(!mt_str_eq_c(s, "hip"));
+}
+
+static void test_arena_aligns_and_resets(void **state)
+{
+    struct mt_arena a = MT_ARENA_INIT(128);
+    char *s;
+    int i;
+    (void)state;
+    for (i = 0; i < 100; i++) {
+        void *p = mt_arena_alloc(&a, (size_t)i + 1);
+        CHECK(p != NULL);
+        CHECK(((uintptr_t)p % _Alignof(max_align_t)) == 0);
+    }
+    s = mt_arena_strndup(&a, "hello world", 5);
+    CHECK(strcmp(s, "hello") == 0);
+    mt_arena_reset(&a);
+    CHECK(a.used == 0);
+    CHECK(mt_arena_alloc(&a, 4096) != NULL);
+    mt_arena_free(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_table_has_text),
+        cmocka_unit_test(test_fail_records_message),
+        cmocka_unit_test(test_alloc_injection_fails_nth),
+        cmocka_unit_test(test_buf_refuses_growth_past_max),
+        cmocka_unit_test(test_buf_unchanged_on_oom),
+        cmocka_unit_test(test_str_trim_and_eq),
+        cmocka_unit_test(test_arena_aligns_and_resets),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
