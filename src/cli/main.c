@@ -1,14 +1,86 @@
-/* medtrust command: dispatches on the verb table. */
+/* medtrust command: global flags, logging to stderr, and the verb table. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "medtrust/core.h"
+
+static const struct cli_verb *const verbs[] = {
+    &cli_verb_index,
+    &cli_verb_stats,
+};
+
+#define NVERBS (sizeof verbs / sizeof verbs[0])
+
+static void log_stderr(enum mt_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    fprintf(stderr, "medtrust: %s: %s\n", mt_log_level_str(level), msg);
+}
+
+static void usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "Usage: medtrust [--verbose|--quiet] VERB [OPTIONS]\n\n"
+               "medtrust makes medical text trustworthy: it indexes medical "
+               "corpora,\nchecks clinical notes for errors and answers "
+               "questions with verified\nreferences.\n\nVerbs:\n");
+    for (i = 0; i < NVERBS; i++)
+        fprintf(f, "  %-10s %s\n", verbs[i]->name, verbs[i]->summary);
+    fprintf(f, "\nRun 'medtrust VERB --help' for a verb's options.\n"
+               "Environment: MEDTRUST_DATA (data sets, default "
+               "../shared/data).\n"
+               "Exit status: 0 success, 1 bad input or request, 2 internal "
+               "failure.\n");
+}
+
+static int run_verb(const struct cli_verb *v, int argc, char **argv)
+{
+    struct cli_args a;
+    int rc = cli_parse(v, argc, argv, &a);
+
+    if (rc == 0)
+        rc = v->run(&a);
+    else if (rc < 0)
+        rc = 0;
+    cli_args_free(&a);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-        printf("medtrust %s\n", mt_version());
-        return 0;
+    enum mt_log_level level = MT_LOG_INFO;
+    size_t i;
+
+    while (argc > 1 && argv[1][0] == '-') {
+        if (strcmp(argv[1], "--version") == 0) {
+            printf("medtrust %s\n", mt_version());
+            return 0;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[1], "--verbose") == 0 || strcmp(argv[1], "-v") == 0)
+            level = MT_LOG_DEBUG;
+        else if (strcmp(argv[1], "--quiet") == 0 ||
+                 strcmp(argv[1], "-q") == 0)
+            level = MT_LOG_ERROR;
+        else
+            break;
+        argc--;
+        argv++;
     }
-    return 0;
+    mt_log_set(log_stderr, NULL, level);
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    for (i = 0; i < NVERBS; i++)
+        if (strcmp(argv[1], verbs[i]->name) == 0)
+            return run_verb(verbs[i], argc - 1, argv + 1);
+    fprintf(stderr, "medtrust: unknown verb '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 1;
 }

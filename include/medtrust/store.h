@@ -1,0 +1,123 @@
+/* medtrust corpus store: a directory holding an SQLite database (WAL mode)
+ * with sources, documents, chunks and the corpus's analyzer and chunker
+ * settings. One handle is used by one thread at a time. */
+#ifndef MEDTRUST_STORE_H
+#define MEDTRUST_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mt_store;
+
+/* Corpus settings fixed when the store is created. */
+struct mt_store_params {
+    const char *analyzer;   /* "english" (default), "arabic", "cjk", ... */
+    uint32_t chunk_size;    /* code points, default 1000 */
+    uint32_t chunk_overlap; /* code points, default 200 */
+    int create;             /* create the directory and store if missing */
+    int read_only;          /* open without write access */
+};
+
+/* Fills 'p' with the defaults above (create = 1, read_only = 0). */
+void mt_store_default_params(struct mt_store_params *p);
+
+/* Opens or creates the store in directory 'dir'; 'params' (may be NULL)
+ * is copied. A new store records the analyzer and chunker settings; an
+ * existing one keeps its own, and they win over 'params'. Older schema
+ * versions are migrated forward. On success *out owns the handle (close
+ * with mt_store_close); on failure *out is left unchanged. */
+enum mt_status mt_store_open(const char *dir,
+                             const struct mt_store_params *params,
+                             struct mt_store **out, struct mt_error *err);
+
+/* Closes the store; NULL is allowed. An open transaction is rolled back. */
+void mt_store_close(struct mt_store *s);
+
+/* The settings in force for this store (owned by the handle). */
+const struct mt_store_params *mt_store_settings(const struct mt_store *s);
+
+/* Schema version of the opened store (after migration). */
+int mt_store_schema_version(const struct mt_store *s);
+
+/* Transactions group writes; every put outside one is its own
+ * transaction. Nesting is not allowed. */
+enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err);
+enum mt_status mt_store_commit(struct mt_store *s, struct mt_error *err);
+void mt_store_rollback(struct mt_store *s);
+
+/* Looks up the source 'name', creating it when absent; *id receives its
+ * row id. */
+enum mt_status mt_store_source(struct mt_store *s, const char *name,
+                               int64_t *id, struct mt_error *err);
+
+/* A document to store. All strings are borrowed for the call. */
+struct mt_doc {
+    const char *ext_id;   /* the corpus's own id, unique within a source */
+    const char *title;    /* may be NULL */
+    const char *text;     /* UTF-8 */
+    size_t text_len;
+    const char *metadata; /* JSON object text, may be NULL for {} */
+};
+
+/* Inserts the document, or replaces the one with the same ext_id in the
+ * source, and rewrites its chunks with the store's chunker. *n_chunks (may
+ * be NULL) receives the number of chunks. */
+enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
+                            const struct mt_doc *doc, size_t *n_chunks,
+                            struct mt_error *err);
+
+/* Counts for one source, or for the whole store. */
+struct mt_store_counts {
+    const char *source; /* owned by the store; NULL for the total */
+    uint64_t documents;
+    uint64_t chunks;
+    uint64_t text_bytes;
+};
+
+/* Calls fn once per source (ordered by name) and then once with the total
+ * (source == NULL). Stops with fn's status when it is not MT_OK. */
+typedef enum mt_status (*mt_store_counts_fn)(
+    const struct mt_store_counts *c, void *user);
+enum mt_status mt_store_stats(struct mt_store *s, mt_store_counts_fn fn,
+                              void *user, struct mt_error *err);
+
+/* Runs SQLite's integrity check; MT_OK when the database is sound. */
+enum mt_status mt_store_check(struct mt_store *s, struct mt_error *err);
+
+/* Options for ingesting a JSONL file of {"id","text","title"?,...}. */
+struct mt_ingest_params {
+    const char *source;   /* source name; default: the file's base name */
+    uint32_t batch_size;  /* documents per transaction, default 1000 */
+    int skip_bad;         /* skip malformed lines instead of failing */
+    /* Called after each committed batch with the number of input records
+     * handled so far (written or skipped); may be NULL. */
+    void (*progress)(uint64_t records, void *user);
+    void *progress_user;
+};
+
+void mt_ingest_default_params(struct mt_ingest_params *p);
+
+struct mt_ingest_result {
+    uint64_t documents; /* documents written (inserted or replaced) */
+    uint64_t chunks;
+    uint64_t skipped;   /* malformed lines skipped (skip_bad) */
+};
+
+/* Ingests 'path' ("-" for stdin) in transactional batches: a crash keeps
+ * exactly the batches that committed. Other fields than id, text and title
+ * are kept as the document's metadata. */
+enum mt_status mt_store_ingest_jsonl(struct mt_store *s, const char *path,
+                                     const struct mt_ingest_params *params,
+                                     struct mt_ingest_result *res,
+                                     struct mt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

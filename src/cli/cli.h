@@ -1,0 +1,63 @@
+/* The medtrust command: verb table, option tables and shared helpers. One
+ * option table per verb drives both getopt_long and --help. */
+#ifndef MT_CLI_H
+#define MT_CLI_H
+
+#include <stddef.h>
+
+#include "medtrust/status.h"
+
+#define CLI_MAX_OPTS 32
+
+struct cli_opt {
+    const char *name; /* long name, without "--" */
+    int key;          /* short letter, or 0 for long-only */
+    const char *arg;  /* metavariable, or NULL for a flag */
+    const char *help; /* one line; say the default and bounds */
+    int repeat;       /* may be given more than once */
+};
+
+struct cli_args {
+    const struct cli_opt *opts;
+    const char *val[CLI_MAX_OPTS]; /* last value; "1" for a given flag */
+    const char **multi[CLI_MAX_OPTS];
+    size_t nmulti[CLI_MAX_OPTS];
+    char **pos; /* positional arguments */
+    int npos;
+};
+
+struct cli_verb {
+    const char *name;
+    const char *summary;
+    const char *usage; /* after "medtrust VERB " */
+    const char *details; /* paragraph printed after the options, or NULL */
+    const struct cli_opt *opts;
+    int (*run)(struct cli_args *a);
+};
+
+/* Parses argv (argv[0] is the verb). Returns 0 to run, 1 after printing a
+ * usage error, -1 after printing --help. */
+int cli_parse(const struct cli_verb *v, int argc, char **argv,
+              struct cli_args *a);
+void cli_args_free(struct cli_args *a);
+
+/* Value of option 'name', or NULL when absent. */
+const char *cli_get(const struct cli_args *a, const char *name);
+/* Every value of a repeatable option. */
+const char **cli_get_all(const struct cli_args *a, const char *name,
+                         size_t *n);
+/* Parses an unsigned integer option within [lo, hi]; prints an error and
+ * returns -1 when invalid; returns 0 and leaves *out when absent. */
+int cli_get_uint(const struct cli_args *a, const char *name,
+                 unsigned long lo, unsigned long hi, unsigned long *out);
+
+void cli_print_help(const struct cli_verb *v);
+
+/* Prints "medtrust: ERROR: message" and a hint; returns the exit code. */
+int cli_fail(const struct mt_error *err, enum mt_status st);
+
+/* Verbs. */
+extern const struct cli_verb cli_verb_index;
+extern const struct cli_verb cli_verb_stats;
+
+#endif

@@ -1,0 +1,86 @@
+/* medtrust stats: documents and chunks per source in a store. */
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "medtrust/core.h"
+#include "medtrust/store.h"
+
+static const struct cli_opt stats_opts[] = {
+    {"db", 'd', "DIR", "store directory (required)", 0},
+    {"json", 'j', NULL, "print one JSON object per source and the total", 0},
+    {"check", 0, NULL, "also run the database integrity check", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+static enum mt_status print_counts(const struct mt_store_counts *c,
+                                   void *user)
+{
+    const int *json = user;
+
+    if (*json) {
+        json_t *o = json_pack("{s:s?,s:I,s:I,s:I}", "source", c->source,
+                              "documents", (json_int_t)c->documents,
+                              "chunks", (json_int_t)c->chunks, "bytes",
+                              (json_int_t)c->text_bytes);
+        if (!o)
+            return MT_ENOMEM;
+        json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        putchar('\n');
+        json_decref(o);
+        return MT_OK;
+    }
+    printf("%-24s %10llu documents %10llu chunks %12llu bytes\n",
+           c->source ? c->source : "total",
+           (unsigned long long)c->documents, (unsigned long long)c->chunks,
+           (unsigned long long)c->text_bytes);
+    return MT_OK;
+}
+
+static void print_settings(struct mt_store *s, int json)
+{
+    const struct mt_store_params *p = mt_store_settings(s);
+
+    if (json)
+        return;
+    printf("store schema v%d, analyzer %s, chunks of %u characters with %u "
+           "overlap\n",
+           mt_store_schema_version(s), p->analyzer, p->chunk_size,
+           p->chunk_overlap);
+}
+
+static int stats_run(struct cli_args *a)
+{
+    struct mt_store_params sp;
+    struct mt_error err = {MT_OK, ""};
+    struct mt_store *s = NULL;
+    int json = cli_get(a, "json") != NULL;
+    enum mt_status st;
+
+    if (!cli_get(a, "db")) {
+        fprintf(stderr, "medtrust stats: --db is required\n");
+        return 1;
+    }
+    mt_store_default_params(&sp);
+    sp.create = 0;
+    sp.read_only = 1;
+    st = mt_store_open(cli_get(a, "db"), &sp, &s, &err);
+    if (st == MT_OK && cli_get(a, "check"))
+        st = mt_store_check(s, &err);
+    if (st == MT_OK) {
+        print_settings(s, json);
+        st = mt_store_stats(s, print_counts, &json, &err);
+    }
+    mt_store_close(s);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_stats = {
+    "stats",
+    "print document and chunk counts per source",
+    "--db DIR [--json] [--check]",
+    NULL,
+    stats_opts,
+    stats_run,
+};

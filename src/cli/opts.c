@@ -1,0 +1,193 @@
+/* Option parsing and --help, driven by each verb's option table. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "medtrust/core.h"
+
+static size_t count_opts(const struct cli_opt *o)
+{
+    size_t n = 0;
+
+    while (o[n].name)
+        n++;
+    return n;
+}
+
+/* Builds the getopt_long tables; help is index n. */
+static void build_tables(const struct cli_opt *o, size_t n,
+                         struct option *lo, char *so)
+{
+    size_t i;
+    size_t k = 0;
+
+    so[k++] = ':';
+    for (i = 0; i < n; i++) {
+        lo[i].name = o[i].name;
+        lo[i].has_arg = o[i].arg ? required_argument : no_argument;
+        lo[i].flag = NULL;
+        lo[i].val = 256 + (int)i;
+        if (o[i].key) {
+            so[k++] = (char)o[i].key;
+            if (o[i].arg)
+                so[k++] = ':';
+        }
+    }
+    lo[n] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[n + 1] = (struct option){NULL, 0, NULL, 0};
+    so[k++] = 'h';
+    so[k] = '\0';
+}
+
+static long opt_index(const struct cli_opt *o, size_t n, int c)
+{
+    size_t i;
+
+    if (c >= 256)
+        return c - 256;
+    for (i = 0; i < n; i++)
+        if (o[i].key == c)
+            return (long)i;
+    return -1;
+}
+
+static int store_val(struct cli_args *a, size_t i, const char *v)
+{
+    const char **m;
+
+    a->val[i] = v ? v : "1";
+    m = mt_realloc(a->multi[i], (a->nmulti[i] + 1) * sizeof *m);
+    if (!m)
+        return -1;
+    m[a->nmulti[i]++] = a->val[i];
+    a->multi[i] = m;
+    return 0;
+}
+
+static int usage_error(const struct cli_verb *v, const char *what,
+                       const char *opt)
+{
+    fprintf(stderr, "medtrust %s: %s '%s'\n", v->name, what, opt);
+    fprintf(stderr, "Try 'medtrust %s --help'.\n", v->name);
+    return 1;
+}
+
+int cli_parse(const struct cli_verb *v, int argc, char **argv,
+              struct cli_args *a)
+{
+    struct option lo[CLI_MAX_OPTS + 2];
+    char so[3 * CLI_MAX_OPTS + 4];
+    size_t n = count_opts(v->opts);
+    int c;
+
+    memset(a, 0, sizeof *a);
+    a->opts = v->opts;
+    build_tables(v->opts, n, lo, so);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+        long i = opt_index(v->opts, n, c);
+        if (c == 'h') {
+            cli_print_help(v);
+            return -1;
+        }
+        if (c == '?')
+            return usage_error(v, "unknown option", argv[optind - 1]);
+        if (c == ':')
+            return usage_error(v, "missing value for", argv[optind - 1]);
+        if (i < 0 || store_val(a, (size_t)i, optarg) != 0)
+            return usage_error(v, "cannot parse", argv[optind - 1]);
+    }
+    a->pos = argv + optind;
+    a->npos = argc - optind;
+    return 0;
+}
+
+void cli_args_free(struct cli_args *a)
+{
+    size_t i;
+
+    for (i = 0; i < CLI_MAX_OPTS; i++)
+        mt_free(a->multi[i]);
+    memset(a, 0, sizeof *a);
+}
+
+static long find(const struct cli_args *a, const char *name)
+{
+    size_t i;
+
+    for (i = 0; a->opts && a->opts[i].name; i++)
+        if (strcmp(a->opts[i].name, name) == 0)
+            return (long)i;
+    return -1;
+}
+
+const char *cli_get(const struct cli_args *a, const char *name)
+{
+    long i = find(a, name);
+
+    return i < 0 ? NULL : a->val[i];
+}
+
+const char **cli_get_all(const struct cli_args *a, const char *name,
+                         size_t *n)
+{
+    long i = find(a, name);
+
+    *n = i < 0 ? 0 : a->nmulti[i];
+    return i < 0 ? NULL : a->multi[i];
+}
+
+int cli_get_uint(const struct cli_args *a, const char *name,
+                 unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    const char *s = cli_get(a, name);
+    char *end;
+    unsigned long v;
+
+    if (!s)
+        return 0;
+    v = strtoul(s, &end, 10);
+    if (*s == '-' || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "medtrust: --%s must be an integer in %lu..%lu, "
+                "not '%s'\n", name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_print_help(const struct cli_verb *v)
+{
+    const struct cli_opt *o;
+    char left[64];
+
+    printf("Usage: medtrust %s %s\n\n%s\n\nOptions:\n", v->name, v->usage,
+           v->summary);
+    for (o = v->opts; o->name; o++) {
+        if (o->key)
+            snprintf(left, sizeof left, "-%c, --%s%s%s", o->key, o->name,
+                     o->arg ? " " : "", o->arg ? o->arg : "");
+        else
+            snprintf(left, sizeof left, "    --%s%s%s", o->name,
+                     o->arg ? " " : "", o->arg ? o->arg : "");
+        printf("  %-28s %s%s\n", left, o->help,
+               o->repeat ? " (repeatable)" : "");
+    }
+    printf("  %-28s %s\n", "-h, --help", "show this help and exit");
+    if (v->details)
+        printf("\n%s\n", v->details);
+}
+
+int cli_fail(const struct mt_error *err, enum mt_status st)
+{
+    const char *msg = err && err->msg[0] ? err->msg : mt_status_str(st);
+
+    fprintf(stderr, "medtrust: error: %s\n", msg);
+    if (st == MT_ENOMEM)
+        fprintf(stderr, "medtrust: free some memory or use smaller "
+                "batches (--batch).\n");
+    return mt_status_exit_code(st);
+}

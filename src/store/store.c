@@ -1,0 +1,417 @@
+/* Store handle: opening, schema migration, settings and transactions.
+ * The store is DIR/store.db, an SQLite database in WAL mode. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "medtrust/core.h"
+#include "store/store_int.h"
+
+/* ==== Schema ====
+ * Each entry moves the schema from version i to i+1 and runs in one
+ * transaction with the PRAGMA user_version bump, so a crash mid-migration
+ * leaves the old version intact. Append new versions; never edit old. */
+static const char *const migrations[] = {
+    /* v1: corpus */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE sources(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    " created_at INTEGER NOT NULL DEFAULT (strftime('%s','now')));"
+    "CREATE TABLE documents(id INTEGER PRIMARY KEY,"
+    " source_id INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,"
+    " ext_id TEXT NOT NULL, title TEXT, text TEXT NOT NULL,"
+    " metadata TEXT NOT NULL DEFAULT '{}',"
+    " updated_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
+    " UNIQUE(source_id, ext_id));"
+    "CREATE TABLE chunks(id INTEGER PRIMARY KEY,"
+    " doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
+    " ordinal INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " text TEXT NOT NULL, UNIQUE(doc_id, ordinal));",
+};
+
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+void mt_store_default_params(struct mt_store_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->analyzer = "english";
+    p->chunk_size = 1000;
+    p->chunk_overlap = 200;
+    p->create = 1;
+}
+
+enum mt_status mt_store_dberr(struct mt_store *s, int rc, const char *what,
+                              struct mt_error *err)
+{
+    int base = rc & 0xff;
+    enum mt_status st = MT_EDB;
+
+    if (base == SQLITE_NOMEM)
+        st = MT_ENOMEM;
+    else if (base == SQLITE_IOERR || base == SQLITE_CANTOPEN ||
+             base == SQLITE_FULL || base == SQLITE_READONLY)
+        st = MT_EIO;
+    return mt_fail(err, st, "%s: %s: %s", s->dir, what,
+                   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+enum mt_status mt_store_exec(struct mt_store *s, const char *sql,
+                             struct mt_error *err)
+{
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+    if (rc != SQLITE_OK)
+        return mt_store_dberr(s, rc, "executing SQL", err);
+    return MT_OK;
+}
+
+enum mt_status mt_store_prepare(struct mt_store *s, const char *sql,
+                                sqlite3_stmt **st, struct mt_error *err)
+{
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+
+    if (rc != SQLITE_OK)
+        return mt_store_dberr(s, rc, "preparing SQL", err);
+    return MT_OK;
+}
+
+static enum mt_status user_version(struct mt_store *s, int *v,
+                                   struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(s, "PRAGMA user_version", &st, err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (step != SQLITE_ROW)
+        return mt_store_dberr(s, step, "reading schema version", err);
+    return MT_OK;
+}
+
+static enum mt_status migrate_one(struct mt_store *s, int from,
+                                  struct mt_error *err)
+{
+    char bump[64];
+    enum mt_status st = mt_store_exec(s, "BEGIN IMMEDIATE", err);
+
+    if (st != MT_OK)
+        return st;
+    snprintf(bump, sizeof bump, "PRAGMA user_version=%d", from + 1);
+    st = mt_store_exec(s, migrations[from], err);
+    if (st == MT_OK)
+        st = mt_store_exec(s, bump, err);
+    if (st == MT_OK)
+        st = mt_store_exec(s, "COMMIT", err);
+    if (st != MT_OK)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+static enum mt_status migrate(struct mt_store *s, struct mt_error *err)
+{
+    int v = 0;
+    enum mt_status st = user_version(s, &v, err);
+
+    if (st != MT_OK)
+        return st;
+    if (v > SCHEMA_VERSION)
+        return mt_fail(err, MT_EUNSUPPORTED,
+                       "%s: store schema version %d is newer than this "
+                       "medtrust supports (%d); upgrade medtrust",
+                       s->dir, v, SCHEMA_VERSION);
+    if (v < SCHEMA_VERSION && s->params.read_only)
+        return mt_fail(err, MT_EUNSUPPORTED,
+                       "%s: store needs migration from version %d; open it "
+                       "once for writing", s->dir, v);
+    for (; v < SCHEMA_VERSION; v++) {
+        st = migrate_one(s, v, err);
+        if (st != MT_OK)
+            return st;
+    }
+    s->schema_version = v;
+    return MT_OK;
+}
+
+int mt_store_schema_version(const struct mt_store *s)
+{
+    return s->schema_version;
+}
+
+const struct mt_store_params *mt_store_settings(const struct mt_store *s)
+{
+    return &s->params;
+}
+
+/* ==== Settings ==== */
+
+static enum mt_status meta_get(struct mt_store *s, const char *key,
+                               char *val, size_t n, int *found,
+                               struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(
+        s, "SELECT value FROM meta WHERE key=?1", &st, err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    *found = step == SQLITE_ROW;
+    if (*found)
+        snprintf(val, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return mt_store_dberr(s, step, "reading settings", err);
+    return MT_OK;
+}
+
+static enum mt_status meta_put(struct mt_store *s, const char *key,
+                               const char *val, struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(
+        s, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", &st,
+        err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, val, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE)
+        return mt_store_dberr(s, step, "writing settings", err);
+    return MT_OK;
+}
+
+static enum mt_status save_settings(struct mt_store *s, struct mt_error *err)
+{
+    char num[32];
+    enum mt_status st = meta_put(s, "analyzer", s->analyzer, err);
+
+    snprintf(num, sizeof num, "%u", s->params.chunk_size);
+    if (st == MT_OK)
+        st = meta_put(s, "chunk_size", num, err);
+    snprintf(num, sizeof num, "%u", s->params.chunk_overlap);
+    if (st == MT_OK)
+        st = meta_put(s, "chunk_overlap", num, err);
+    return st;
+}
+
+static enum mt_status load_u32(struct mt_store *s, const char *key,
+                               uint32_t *out, struct mt_error *err)
+{
+    char val[64];
+    int found = 0;
+    unsigned long v;
+    char *end;
+    enum mt_status st = meta_get(s, key, val, sizeof val, &found, err);
+
+    if (st != MT_OK || !found)
+        return st;
+    errno = 0;
+    v = strtoul(val, &end, 10);
+    if (errno || *end || v > UINT32_MAX)
+        return mt_fail(err, MT_EPARSE, "%s: setting %s has bad value '%s'",
+                       s->dir, key, val);
+    *out = (uint32_t)v;
+    return MT_OK;
+}
+
+/* Existing settings win; a new store records those from params. */
+static enum mt_status settings(struct mt_store *s, struct mt_error *err)
+{
+    int found = 0;
+    enum mt_status st = meta_get(s, "analyzer", s->analyzer,
+                                 sizeof s->analyzer, &found, err);
+
+    if (st != MT_OK)
+        return st;
+    if (!found)
+        return s->params.read_only ? MT_OK : save_settings(s, err);
+    st = load_u32(s, "chunk_size", &s->params.chunk_size, err);
+    if (st == MT_OK)
+        st = load_u32(s, "chunk_overlap", &s->params.chunk_overlap, err);
+    return st;
+}
+
+/* ==== Open and close ==== */
+
+static enum mt_status ensure_dir(const char *dir, int create,
+                                 struct mt_error *err)
+{
+    struct stat sb;
+
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return mt_fail(err, MT_EINVAL, "%s: not a directory", dir);
+        return MT_OK;
+    }
+    if (!create)
+        return mt_fail(err, MT_ENOTFOUND,
+                       "%s: no store here; create one with 'medtrust index "
+                       "--db %s --input FILE.jsonl'", dir, dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return mt_fail(err, MT_EIO, "%s: cannot create directory: %s", dir,
+                       strerror(errno));
+    return MT_OK;
+}
+
+static enum mt_status open_db(struct mt_store *s, struct mt_error *err)
+{
+    char *path = mt_malloc(strlen(s->dir) + sizeof "/store.db");
+    int flags = s->params.read_only
+                    ? SQLITE_OPEN_READONLY
+                    : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc;
+
+    if (!path)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", s->dir);
+    sprintf(path, "%s/store.db", s->dir);
+    rc = sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
+    mt_free(path);
+    if (rc != SQLITE_OK)
+        return mt_store_dberr(s, rc, "opening store.db", err);
+    sqlite3_busy_timeout(s->db, 10000);
+    sqlite3_extended_result_codes(s->db, 1);
+    /* WAL with synchronous=NORMAL: a killed process never corrupts the
+     * database or loses a committed transaction; only power loss may drop
+     * the last transactions. */
+    if (s->params.read_only)
+        return mt_store_exec(s, "PRAGMA foreign_keys=ON", err);
+    return mt_store_exec(s,
+                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                         "PRAGMA foreign_keys=ON;",
+                         err);
+}
+
+static enum mt_status store_init(struct mt_store *s, const char *dir,
+                                 const struct mt_store_params *params,
+                                 struct mt_error *err)
+{
+    enum mt_status st;
+
+    s->params = *params;
+    snprintf(s->analyzer, sizeof s->analyzer, "%s",
+             params->analyzer ? params->analyzer : "english");
+    s->params.analyzer = s->analyzer;
+    s->dir = mt_strdup(dir);
+    if (!s->dir)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
+    if (mt_store_sqlite_init() != SQLITE_OK)
+        return mt_fail(err, MT_EDB, "%s: cannot initialise SQLite", dir);
+    st = ensure_dir(dir, params->create && !params->read_only, err);
+    if (st == MT_OK)
+        st = open_db(s, err);
+    if (st == MT_OK)
+        st = migrate(s, err);
+    if (st == MT_OK)
+        st = settings(s, err);
+    return st;
+}
+
+enum mt_status mt_store_open(const char *dir,
+                             const struct mt_store_params *params,
+                             struct mt_store **out, struct mt_error *err)
+{
+    struct mt_store_params defaults;
+    struct mt_store *s;
+    enum mt_status st;
+
+    if (!dir || !out)
+        return mt_fail(err, MT_EINVAL, "mt_store_open: no directory given");
+    if (!params) {
+        mt_store_default_params(&defaults);
+        params = &defaults;
+    }
+    s = mt_calloc(1, sizeof *s);
+    if (!s)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
+    st = store_init(s, dir, params, err);
+    if (st != MT_OK) {
+        mt_store_close(s);
+        return st;
+    }
+    *out = s;
+    return MT_OK;
+}
+
+void mt_store_close(struct mt_store *s)
+{
+    if (!s)
+        return;
+    if (s->in_txn)
+        mt_store_rollback(s);
+    mt_store_finalize_cached(s);
+    if (s->db)
+        sqlite3_close_v2(s->db);
+    mt_free(s->stats_names);
+    mt_free(s->dir);
+    mt_free(s);
+}
+
+/* ==== Transactions ==== */
+
+enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (s->in_txn)
+        return mt_fail(err, MT_EINVAL, "%s: transaction already open",
+                       s->dir);
+    st = mt_store_exec(s, "BEGIN IMMEDIATE", err);
+    if (st == MT_OK)
+        s->in_txn = 1;
+    return st;
+}
+
+enum mt_status mt_store_commit(struct mt_store *s, struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (!s->in_txn)
+        return mt_fail(err, MT_EINVAL, "%s: no open transaction", s->dir);
+    st = mt_store_exec(s, "COMMIT", err);
+    if (st != MT_OK) {
+        mt_store_rollback(s);
+        return st;
+    }
+    s->in_txn = 0;
+    return MT_OK;
+}
+
+void mt_store_rollback(struct mt_store *s)
+{
+    if (!s->in_txn)
+        return;
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    s->in_txn = 0;
+}
+
+enum mt_status mt_store_check(struct mt_store *s, struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(s, "PRAGMA integrity_check", &st,
+                                         err);
+    const char *res;
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    step = sqlite3_step(st);
+    res = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
+                             : NULL;
+    if (!res || strcmp(res, "ok") != 0)
+        rc = mt_fail(err, MT_EDB, "%s: integrity check failed: %s", s->dir,
+                     res ? res : sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    return rc;
+}
