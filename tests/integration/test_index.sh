@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Integration: `medtrust index` and `stats` on the real MedQuAD corpus, re-runs
+# without duplicates, --help of every verb, and clear errors on bad input.
+. "$(dirname "$0")/lib.sh"
+MQ="$DATA/medquad/corpus.jsonl"
+
+out=$("$MT" index --db "$TMP/db" --input "$MQ" --source medquad \
+    --no-progress 2>"$TMP/err")
+if echo "$out" | grep -Eq 'indexed 15809 documents, [0-9]+ chunks'; then
+    ok "index reports 15,809 MedQuAD documents and a chunk count"
+else
+    not_ok "index reports 15,809 MedQuAD documents" "$out" "$(cat "$TMP/err")"
+fi
+chunks=$(echo "$out" | sed -n 's/.*documents, \([0-9]*\) chunks.*/\1/p')
+
+stats=$("$MT" stats --db "$TMP/db" --json --check)
+if echo "$stats" | grep -q "\"source\":\"medquad\",\"documents\":15809,\"chunks\":$chunks"; then
+    ok "stats prints the per-source counts"
+else
+    not_ok "stats prints the per-source counts" "$stats"
+fi
+
+"$MT" index --db "$TMP/db" --input "$MQ" --source medquad --no-progress \
+    >/dev/null 2>&1
+stats2=$("$MT" stats --db "$TMP/db" --json)
+if [ "$stats" = "$stats2" ]; then
+    ok "re-indexing the same ids adds no duplicates"
+else
+    not_ok "re-indexing the same ids adds no duplicates" "$stats2"
+fi
+
+"$MT" index --db "$TMP/db" --input "$DATA/pubmedqa/corpus.jsonl" \
+    --source pubmedqa --json --no-progress >"$TMP/pq" 2>/dev/null
+if grep -q '"documents":1000' "$TMP/pq" &&
+    "$MT" stats --db "$TMP/db" | grep -Eq '^total +16809 documents'; then
+    ok "a second source adds to the total"
+else
+    not_ok "a second source adds to the total" "$(cat "$TMP/pq")"
+fi
+
+for verb in index stats; do
+    if "$MT" "$verb" --help | grep -q -- '--db DIR'; then
+        ok "$verb --help lists its options"
+    else
+        not_ok "$verb --help lists its options"
+    fi
+done
+if "$MT" --help | grep -q 'index' && "$MT" --version | grep -q medtrust; then
+    ok "top-level --help and --version"
+else
+    not_ok "top-level --help and --version"
+fi
+
+"$MT" index --db "$TMP/db2" --input "$TMP/missing.jsonl" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'missing.jsonl' "$TMP/err"; then
+    ok "a missing input file is exit 1 naming the file"
+else
+    not_ok "a missing input file is exit 1 naming the file" "rc=$rc" \
+        "$(cat "$TMP/err")"
+fi
+
+printf '{"id":"a","text":"x"}\n{"id":"b","text":\n{"id":"c","text":"y"}\n' \
+    >"$TMP/bad.jsonl"
+"$MT" index --db "$TMP/db3" --input "$TMP/bad.jsonl" --no-progress \
+    2>"$TMP/err" >/dev/null
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'bad.jsonl:2' "$TMP/err"; then
+    ok "a malformed line is exit 1 naming file and line"
+else
+    not_ok "a malformed line is exit 1 naming file and line" "rc=$rc" \
+        "$(cat "$TMP/err")"
+fi
+out=$("$MT" index --db "$TMP/db4" --input "$TMP/bad.jsonl" --skip-bad \
+    --no-progress 2>&1)
+if echo "$out" | grep -q 'indexed 2 documents.*skipped 1 malformed'; then
+    ok "--skip-bad skips and reports the count"
+else
+    not_ok "--skip-bad skips and reports the count" "$out"
+fi
+
+"$MT" index --db "$TMP/db5" --input "$MQ" --batch 0 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q -- '--batch must be' "$TMP/err"; then
+    ok "an out-of-range option is refused with its bounds"
+else
+    not_ok "an out-of-range option is refused" "rc=$rc" "$(cat "$TMP/err")"
+fi
+
+"$MT" stats --db "$TMP/none" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'medtrust index' "$TMP/err"; then
+    ok "stats on a missing store says how to create one"
+else
+    not_ok "stats on a missing store" "rc=$rc" "$(cat "$TMP/err")"
+fi

@@ -1,0 +1,246 @@
+/* Unit tests for src/store: open/migrate, upsert without duplicates,
+ * settings persistence, batches, and the OOM paths (SQLite's allocations go
+ * through mt_malloc too, so injection reaches the database layer). */
+#include "check.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "medtrust/core.h"
+#include "medtrust/store.h"
+
+static char tmpl[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpl, sizeof tmpl, "/tmp/mt-store-XXXXXX");
+    return mkdtemp(tmpl) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    return system(cmd);
+}
+
+static void dir_path(char *buf, size_t n, const char *leaf)
+{
+    snprintf(buf, n, "%s/%s", tmpl, leaf);
+}
+
+static enum mt_status count_total(const struct mt_store_counts *c,
+                                  void *user)
+{
+    struct mt_store_counts *out = user;
+    if (!c->source)
+        *out = *c;
+    return MT_OK;
+}
+
+static struct mt_store_counts totals(struct mt_store *s)
+{
+    struct mt_store_counts c = {NULL, 0, 0, 0};
+    CHECK_OK(mt_store_stats(s, count_total, &c, NULL));
+    return c;
+}
+
+static void put_text(struct mt_store *s, int64_t src, const char *id,
+                     const char *text)
+{
+    struct mt_doc d = {id, "T", text, strlen(text), "{\"k\":1}"};
+    CHECK_OK(mt_store_put(s, src, &d, NULL, NULL));
+}
+
+static void test_store_upsert_replaces_without_duplicates(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    int64_t src = 0;
+    struct mt_store_counts c;
+    char big[2500];
+    (void)state;
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    dir_path(dir, sizeof dir, "upsert");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK(mt_store_schema_version(s) >= 1);
+    CHECK_OK(mt_store_source(s, "src", &src, NULL));
+    put_text(s, src, "d1", big);
+    put_text(s, src, "d2", "short text");
+    c = totals(s);
+    CHECK(c.documents == 2);
+    CHECK(c.chunks == 4); /* 2499 chars: 3 chunks of <= 1000, then 1 */
+    put_text(s, src, "d1", "now short");
+    c = totals(s);
+    CHECK(c.documents == 2 && c.chunks == 2);
+    CHECK_OK(mt_store_check(s, NULL));
+    mt_store_close(s);
+}
+
+static void test_store_keeps_settings_of_existing_store(void **state)
+{
+    char dir[128];
+    struct mt_store_params p;
+    struct mt_store *s = NULL;
+    (void)state;
+    dir_path(dir, sizeof dir, "settings");
+    mt_store_default_params(&p);
+    p.analyzer = "cjk";
+    p.chunk_size = 300;
+    p.chunk_overlap = 50;
+    CHECK_OK(mt_store_open(dir, &p, &s, NULL));
+    mt_store_close(s);
+    mt_store_default_params(&p);
+    CHECK_OK(mt_store_open(dir, &p, &s, NULL));
+    CHECK(strcmp(mt_store_settings(s)->analyzer, "cjk") == 0);
+    CHECK(mt_store_settings(s)->chunk_size == 300);
+    CHECK(mt_store_settings(s)->chunk_overlap == 50);
+    mt_store_close(s);
+}
+
+static void test_store_missing_dir_is_clear_error(void **state)
+{
+    char dir[128];
+    struct mt_store_params p;
+    struct mt_store *s = NULL;
+    struct mt_error err;
+    (void)state;
+    dir_path(dir, sizeof dir, "nothing-here");
+    mt_store_default_params(&p);
+    p.create = 0;
+    CHECK(mt_store_open(dir, &p, &s, &err) == MT_ENOTFOUND);
+    CHECK(s == NULL);
+    CHECK(strstr(err.msg, "medtrust index") != NULL);
+}
+
+static void test_store_rejects_newer_schema(void **state)
+{
+    char dir[128];
+    char db[160];
+    struct mt_store *s = NULL;
+    struct mt_error err;
+    sqlite3 *raw = NULL;
+    (void)state;
+    dir_path(dir, sizeof dir, "newer");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    mt_store_close(s);
+    s = NULL;
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw, "PRAGMA user_version=999", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_close(raw);
+    CHECK(mt_store_open(dir, NULL, &s, &err) == MT_EUNSUPPORTED);
+    CHECK(strstr(err.msg, "999") != NULL);
+}
+
+static void test_store_rollback_drops_batch(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    int64_t src = 0;
+    (void)state;
+    dir_path(dir, sizeof dir, "rollback");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_source(s, "x", &src, NULL));
+    CHECK_OK(mt_store_begin(s, NULL));
+    CHECK(mt_store_begin(s, NULL) == MT_EINVAL);
+    put_text(s, src, "a", "alpha");
+    put_text(s, src, "b", "beta");
+    mt_store_rollback(s);
+    CHECK(totals(s).documents == 0);
+    CHECK_OK(mt_store_begin(s, NULL));
+    put_text(s, src, "a", "alpha");
+    CHECK_OK(mt_store_commit(s, NULL));
+    CHECK(totals(s).documents == 1);
+    mt_store_close(s);
+}
+
+/* One open-write-close cycle; returns its status. */
+static enum mt_status oom_cycle(const char *dir)
+{
+    struct mt_store *s = NULL;
+    struct mt_doc d = {"id1", "title", "some text to chunk", 18, NULL};
+    int64_t src = 0;
+    enum mt_status st = mt_store_open(dir, NULL, &s, NULL);
+
+    if (st == MT_OK)
+        st = mt_store_source(s, "oom", &src, NULL);
+    if (st == MT_OK)
+        st = mt_store_put(s, src, &d, NULL, NULL);
+    mt_store_close(s);
+    return st;
+}
+
+static void test_store_survives_every_allocation_failure(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    long n;
+    enum mt_status st = MT_ENOMEM;
+    (void)state;
+    dir_path(dir, sizeof dir, "oom");
+    for (n = 0; n < 5000 && st != MT_OK; n++) {
+        mt_alloc_fail_after(n);
+        st = oom_cycle(dir);
+        mt_alloc_fail_reset();
+        /* Any failure must be reported, never a crash or a leak. */
+        CHECK(st == MT_OK || st == MT_ENOMEM || st == MT_EDB ||
+              st == MT_EIO);
+    }
+    CHECK(st == MT_OK);
+    CHECK(n > 10); /* injection really reached the store */
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_check(s, NULL));
+    CHECK(totals(s).documents == 1);
+    mt_store_close(s);
+}
+
+static void test_ingest_reports_bad_line_and_skips(void **state)
+{
+    char dir[128];
+    char file[160];
+    struct mt_store *s = NULL;
+    struct mt_ingest_params ip;
+    struct mt_ingest_result r;
+    struct mt_error err;
+    FILE *f;
+    (void)state;
+    dir_path(dir, sizeof dir, "ingest");
+    dir_path(file, sizeof file, "in.jsonl");
+    f = fopen(file, "w");
+    fputs("{\"id\":\"a\",\"text\":\"alpha\",\"year\":2001}\n"
+          "{\"id\":7,\"text\":\"seven\",\"title\":\"T\"}\n"
+          "{\"id\":\"c\"}\n"
+          "{\"id\":\"d\",\"text\":\"delta\"}\n", f);
+    fclose(f);
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    mt_ingest_default_params(&ip);
+    ip.batch_size = 2;
+    CHECK(mt_store_ingest_jsonl(s, file, &ip, &r, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "in.jsonl:3") != NULL);
+    CHECK(strstr(err.msg, "text") != NULL);
+    CHECK(totals(s).documents == 2); /* the first batch committed */
+    ip.skip_bad = 1;
+    CHECK_OK(mt_store_ingest_jsonl(s, file, &ip, &r, &err));
+    CHECK(r.documents == 3 && r.skipped == 1);
+    CHECK(totals(s).documents == 3);
+    mt_store_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_store_upsert_replaces_without_duplicates),
+        cmocka_unit_test(test_store_keeps_settings_of_existing_store),
+        cmocka_unit_test(test_store_missing_dir_is_clear_error),
+        cmocka_unit_test(test_store_rejects_newer_schema),
+        cmocka_unit_test(test_store_rollback_drops_batch),
+        cmocka_unit_test(test_store_survives_every_allocation_failure),
+        cmocka_unit_test(test_ingest_reports_bad_line_and_skips),
+    };
+    return cmocka_run_group_tests_name("store", tests, setup, teardown);
+}
