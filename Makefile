@@ -36,7 +36,11 @@ CFLAGS_ALL += -Werror
 endif
 
 # Library layers, lowest first (ARCHITECTURE.md).
-LAYERS   := core text store index
+LAYERS   := core text store index model agents eval server
+
+# Per-subsystem fragments (extra flags, libraries, generated sources) live in
+# mk/*.mk so each layer's build needs stay beside each other.
+-include $(sort $(wildcard mk/*.mk))
 LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
