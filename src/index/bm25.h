@@ -1,0 +1,171 @@
+/* BM25 inverted index: a builder that writes one immutable segment file,
+ * and an mmapped reader with exact top-k search (block-max MaxScore). */
+#ifndef MT_INDEX_BM25_H
+#define MT_INDEX_BM25_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "medtrust/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Scoring (BM25F-style, one k1 and b for all fields):
+ *
+ *   wtf(t,d) = sum_f w_f * tf_f(t,d)    weighted term frequency, as float
+ *   dl(d)    = sum_f w_f * len_f(d)     weighted length in tokens, as float
+ *   avgdl    = mean of dl over all N documents (empty ones included)
+ *   idf(t)   = ln(1 + (N - df + 0.5) / (df + 0.5))   (Lucene; never < 0)
+ *   s(t,d)   = qtf * idf * wtf * (k1 + 1) / (wtf + k1 * (1 - b + b*dl/avgdl))
+ *   score(d) = sum of s(t,d) over the distinct known query terms in d
+ *
+ * df counts documents holding t in any field. A term repeated in the query
+ * counts once per occurrence through qtf; unknown terms add nothing. All
+ * arithmetic is in double; the terms of a document's sum are added in one
+ * fixed order (ascending term upper bound, then first position in the
+ * query) by both the pruned and the exhaustive search, so their scores are
+ * bit-identical. Hits rank by score descending, then doc ascending. */
+
+enum { MT_BM25_FIELD_TITLE = 0, MT_BM25_FIELD_TEXT = 1, MT_BM25_FIELDS = 2 };
+
+/* Default field weights: a title token counts twice a body token, a common
+ * BM25F choice for short, descriptive titles. Tune per corpus. */
+#define MT_BM25_DEFAULT_TITLE_WEIGHT 2.0f
+#define MT_BM25_DEFAULT_TEXT_WEIGHT 1.0f
+/* Anserini's BEIR "flat" defaults. */
+#define MT_BM25_DEFAULT_K1 0.9f
+#define MT_BM25_DEFAULT_B 0.4f
+/* Postings per compressed block; each block records its last doc and the
+ * bounds its score is computed from. */
+#define MT_BM25_BLOCK 128u
+/* Most distinct known terms one query may use (MT_ELIMIT past it). */
+#define MT_BM25_MAX_QTERMS 4096u
+
+/* Build parameters, stored in the segment. */
+struct mt_bm25_params {
+    float field_weight[MT_BM25_FIELDS]; /* each in [0.001, 1000] */
+};
+
+/* Returns title 2.0, text 1.0. */
+struct mt_bm25_params mt_bm25_default_params(void);
+
+/* ==== Builder ==== */
+struct mt_bm25_builder;
+
+/* Creates an empty builder; 'params' (NULL for defaults) is copied.
+ * MT_EINVAL for weights out of range. Free with mt_bm25_builder_free(). */
+enum mt_status mt_bm25_builder_new(const struct mt_bm25_params *params,
+                                   struct mt_bm25_builder **out,
+                                   struct mt_error *err);
+
+/* Adds the analysed tokens of one field of document 'doc'. Documents come
+ * in non-decreasing order (fields of one doc in any order, repeatable);
+ * numbers skipped are empty documents, and N is the last doc + 1. Terms
+ * are copied; empty terms and terms over 255 bytes are ignored. After a
+ * failure the builder may only be freed. Not thread-safe. */
+enum mt_status mt_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
+                                   uint32_t field, const struct mt_str *terms,
+                                   size_t nterms, struct mt_error *err);
+
+/* Makes N at least 'ndocs' (trailing empty documents). */
+enum mt_status mt_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
+                                         uint32_t ndocs,
+                                         struct mt_error *err);
+
+/* Writes the index as one segment file, atomically (path.tmp, fsync,
+ * rename, fsync of the directory). The builder stays usable for more
+ * documents and further writes. */
+enum mt_status mt_bm25_builder_write(struct mt_bm25_builder *b,
+                                     const char *path, struct mt_error *err);
+
+/* Frees the builder. NULL is allowed. */
+void mt_bm25_builder_free(struct mt_bm25_builder *b);
+
+/* ==== Reader ==== */
+struct mt_bm25;
+
+/* Maps the segment at 'path' and validates it completely: checksums of
+ * every section and the structure (term order, block tables, bounds). A
+ * truncated or damaged file is MT_EPARSE with a message naming the file
+ * and section. On success *out owns the index (mt_bm25_close()); on
+ * failure it is left unchanged. An open index is read-only: any number of
+ * threads may search it at once. */
+enum mt_status mt_bm25_open(const char *path, struct mt_bm25 **out,
+                            struct mt_error *err);
+
+/* As mt_bm25_open() over n bytes the caller keeps valid until close. */
+enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
+                                struct mt_bm25 **out, struct mt_error *err);
+
+/* Unmaps and frees. NULL is allowed. */
+void mt_bm25_close(struct mt_bm25 *idx);
+
+struct mt_bm25_stats {
+    uint32_t docs;      /* N */
+    uint32_t terms;     /* distinct terms */
+    uint64_t postings;  /* (term, doc) pairs */
+    uint64_t bytes;     /* segment file size */
+    double avgdl;       /* mean weighted document length */
+    float field_weight[MT_BM25_FIELDS];
+};
+
+/* Fills *st. Thread-safe. */
+void mt_bm25_stats(const struct mt_bm25 *idx, struct mt_bm25_stats *st);
+
+/* ==== Search ==== */
+
+/* Per-thread scratch memory for searches, reused across calls so a query
+ * allocates nothing once it has warmed up. One context serves one search
+ * at a time; give each thread its own. */
+struct mt_bm25_ctx;
+
+/* Creates / frees a context. Free accepts NULL. */
+enum mt_status mt_bm25_ctx_new(struct mt_bm25_ctx **out);
+void mt_bm25_ctx_free(struct mt_bm25_ctx *ctx);
+
+struct mt_bm25_hit {
+    uint32_t doc;
+    float score;
+};
+
+struct mt_bm25_search_params {
+    float k1; /* >= 0, default 0.9 */
+    float b;  /* in [0, 1], default 0.4 */
+    /* Optional filter: a doc is a candidate only when accept returns
+     * nonzero. Called from the searching thread, at most once per doc. */
+    int (*accept)(uint32_t doc, void *user);
+    void *accept_user;
+    /* Optional scratch; NULL allocates a temporary one per call. */
+    struct mt_bm25_ctx *ctx;
+};
+
+/* Returns k1 0.9, b 0.4, no filter, no context. */
+struct mt_bm25_search_params mt_bm25_default_search_params(void);
+
+/* Finds the k best documents for the query terms (already analysed like
+ * the indexed text). hits[] must hold k entries; *nhits gets the number
+ * written (less than k when fewer documents match), best first, ties by
+ * ascending doc. No terms, only unknown terms or k = 0 give 0 hits and
+ * MT_OK. sp may be NULL for defaults. MT_EINVAL for bad k1/b, MT_ELIMIT
+ * for more than MT_BM25_MAX_QTERMS distinct known terms, MT_ENOMEM.
+ * Thread-safe on one index given distinct contexts. */
+enum mt_status mt_bm25_search(const struct mt_bm25 *idx,
+                              const struct mt_str *qterms, size_t nq,
+                              const struct mt_bm25_search_params *sp,
+                              struct mt_bm25_hit *hits, size_t k,
+                              size_t *nhits, struct mt_error *err);
+
+/* As mt_bm25_search() but scores every posting of every query term, with
+ * no pruning: the reference for tests and benchmarks. Same results. */
+enum mt_status mt_bm25_search_exhaustive(
+    const struct mt_bm25 *idx, const struct mt_str *qterms, size_t nq,
+    const struct mt_bm25_search_params *sp, struct mt_bm25_hit *hits,
+    size_t k, size_t *nhits, struct mt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,374 @@
+/* BM25 segment reader: the postings codec, opening and validating a
+ * segment, and dictionary lookup. Search lives in bm25_search.c. */
+#include <string.h>
+
+#include "index/bm25_int.h"
+#include "medtrust/core.h"
+
+/* ==== Codec ==== */
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+enum mt_status mt_bm25_put_posting(uint8_t **buf, size_t *len, size_t *cap,
+                                   uint32_t gap, uint32_t tf_title,
+                                   uint32_t tf_text)
+{
+    uint64_t code = (uint64_t)tf_text << 1 | (tf_title > 0);
+
+    if (*cap - *len < 20) { /* 5 + 10 + 5 bytes at most */
+        size_t nc = *cap ? *cap * 2 : 32;
+        uint8_t *p = mt_realloc(*buf, nc);
+        if (!p)
+            return MT_ENOMEM;
+        *buf = p;
+        *cap = nc;
+    }
+    *len += put_varint(*buf + *len, gap);
+    *len += put_varint(*buf + *len, code);
+    if (tf_title)
+        *len += put_varint(*buf + *len, tf_title);
+    return MT_OK;
+}
+
+/* Reads one LEB128 varint; 0 at the end of input or an overlong one. */
+static inline int get_varint(const uint8_t **pp, const uint8_t *end,
+                             uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t x = 0;
+
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        *pp = p + 1;
+        return 1;
+    }
+    for (unsigned sh = 0; p < end && sh < 64; sh += 7) {
+        uint8_t c = *p++;
+        x |= (uint64_t)(c & 0x7F) << sh;
+        if (c < 0x80) {
+            *v = x;
+            *pp = p;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
+                        uint32_t last, uint32_t n,
+                        const float w[MT_BM25_FIELDS], uint32_t *docs,
+                        float *wtf)
+{
+    const uint8_t *p = *pp;
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t gap;
+        uint64_t code;
+        uint64_t tt = 0;
+        if (!get_varint(&p, end, &gap) || !get_varint(&p, end, &code))
+            break;
+        if ((code & 1) && !get_varint(&p, end, &tt))
+            break;
+        if ((int64_t)last - prev <= 0 ||
+            gap >= (uint64_t)((int64_t)last - prev)) /* doc > last */
+            break;
+        prev += (int64_t)gap + 1;
+        docs[i] = (uint32_t)prev;
+        wtf[i] = bm25_weigh(w, (double)tt, (double)(code >> 1));
+    }
+    *pp = p;
+    return i;
+}
+
+/* ==== Open and validate ==== */
+
+struct mt_bm25_params mt_bm25_default_params(void)
+{
+    struct mt_bm25_params p = {
+        {MT_BM25_DEFAULT_TITLE_WEIGHT, MT_BM25_DEFAULT_TEXT_WEIGHT}};
+    return p;
+}
+
+void mt_bm25_close(struct mt_bm25 *idx)
+{
+    if (!idx)
+        return;
+    mt_seg_close(idx->seg);
+    mt_free(idx);
+}
+
+static enum mt_status bad(const struct mt_bm25 *idx, struct mt_error *err,
+                          const char *sec, const char *what)
+{
+    return mt_fail(err, MT_EPARSE, "%s: section '%s': %s",
+                   mt_seg_name(idx->seg), sec, what);
+}
+
+/* Fetches section id and checks its size is count * elem bytes (or, with
+ * elem 0, anything). Sections are 16-byte aligned by the segment. */
+static enum mt_status section(const struct mt_bm25 *idx, uint32_t id,
+                              uint64_t count, size_t elem, const void **p,
+                              size_t *n, struct mt_error *err)
+{
+    char ids[5];
+    enum mt_status st = mt_seg_section(idx->seg, id, p, n, err);
+
+    if (st != MT_OK)
+        return st == MT_ENOTFOUND ? MT_EPARSE : st;
+    if (((uintptr_t)*p & 7) != 0)
+        return bad(idx, err, mt_seg_id_str(id, ids), "misaligned");
+    if (elem && (*n % elem != 0 || *n / elem != count))
+        return bad(idx, err, mt_seg_id_str(id, ids), "wrong size");
+    return MT_OK;
+}
+
+static enum mt_status load_meta(struct mt_bm25 *idx, struct mt_error *err)
+{
+    const void *p;
+    size_t n;
+    const struct bm25_meta *m;
+    enum mt_status st = section(idx, BM25_SEC_META, 1,
+                                sizeof(struct bm25_meta), &p, &n, err);
+
+    if (st != MT_OK)
+        return st;
+    m = p;
+    idx->meta = *m;
+    m = &idx->meta;
+    if (m->block != MT_BM25_BLOCK || m->ndocs == BM25_END)
+        return bad(idx, err, "META", "unsupported block size or doc count");
+    if (!(m->avgdl >= 0.0) || !(m->weight[0] > 0.0f) ||
+        !(m->weight[1] > 0.0f))
+        return bad(idx, err, "META", "bad average length or weights");
+    if (m->nblocks > m->npostings || m->npostings > (uint64_t)m->nterms *
+                                                        m->ndocs)
+        return bad(idx, err, "META", "inconsistent counts");
+    return MT_OK;
+}
+
+static enum mt_status load_sections(struct mt_bm25 *idx,
+                                    struct mt_error *err)
+{
+    const struct bm25_meta *m = &idx->meta;
+    const void *p;
+    size_t n;
+    enum mt_status st;
+
+    st = section(idx, BM25_SEC_DLEN, m->ndocs, sizeof(float), &p, &n, err);
+    if (st != MT_OK)
+        return st;
+    idx->dl = p;
+    st = section(idx, BM25_SEC_TSTR, 0, 0, &p, &n, err);
+    if (st != MT_OK)
+        return st;
+    idx->tstr = p;
+    idx->tstr_n = n;
+    st = section(idx, BM25_SEC_TERM, m->nterms, sizeof(struct bm25_term),
+                 &p, &n, err);
+    if (st != MT_OK)
+        return st;
+    idx->terms = p;
+    st = section(idx, BM25_SEC_BLKS, m->nblocks, sizeof(struct bm25_blk), &p,
+                 &n, err);
+    if (st != MT_OK)
+        return st;
+    idx->blks = p;
+    st = section(idx, BM25_SEC_POST, 0, 0, &p, &n, err);
+    idx->post = p;
+    idx->post_n = n;
+    return st;
+}
+
+static int term_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? memcmp(a, b, n) : 0;
+
+    if (c)
+        return c;
+    return an < bn ? -1 : an > bn;
+}
+
+/* Checks the blocks of term ti: docs rise and stay below N, offsets rise
+ * and stay inside the term's postings. */
+static int blocks_ok(const struct mt_bm25 *idx, uint32_t ti, uint32_t nb)
+{
+    const struct bm25_term *t = &idx->terms[ti];
+    const struct bm25_blk *b = idx->blks + t->blk;
+    const uint8_t *s;
+    const uint8_t *e;
+    int64_t prev = -1;
+    uint32_t off = 0;
+
+    mt_bm25_term_range(idx, ti, &s, &e);
+    for (uint32_t j = 0; j < nb; j++) {
+        if ((int64_t)b[j].last <= prev || b[j].last >= idx->meta.ndocs)
+            return 0;
+        if (b[j].off < off || b[j].off > (size_t)(e - s))
+            return 0;
+        if (j == 0 && b[j].off != 0)
+            return 0;
+        prev = b[j].last;
+        off = b[j].off;
+    }
+    return 1;
+}
+
+static enum mt_status check_term(const struct mt_bm25 *idx, uint32_t i,
+                                 uint64_t *nblk, uint64_t *npost,
+                                 struct mt_error *err)
+{
+    const struct bm25_term *t = &idx->terms[i];
+    const struct bm25_term *prev = i ? t - 1 : NULL;
+    uint32_t nb;
+
+    if (t->str_len == 0 || t->str_off > idx->tstr_n ||
+        t->str_len > idx->tstr_n - t->str_off)
+        return bad(idx, err, "TERM", "term text out of bounds");
+    if (prev && term_cmp(idx->tstr + prev->str_off, prev->str_len,
+                         idx->tstr + t->str_off, t->str_len) >= 0)
+        return bad(idx, err, "TERM", "terms out of order");
+    if (t->df == 0 || t->df > idx->meta.ndocs || t->blk != *nblk)
+        return bad(idx, err, "TERM", "bad document frequency or block");
+    if (t->post_off > idx->post_n || (prev && t->post_off < prev->post_off))
+        return bad(idx, err, "TERM", "postings offset out of bounds");
+    nb = (t->df + MT_BM25_BLOCK - 1) / MT_BM25_BLOCK;
+    if (nb > idx->meta.nblocks - *nblk)
+        return bad(idx, err, "BLKS", "too few blocks");
+    *nblk += nb;
+    *npost += t->df;
+    return MT_OK;
+}
+
+static enum mt_status validate(struct mt_bm25 *idx, struct mt_error *err)
+{
+    uint64_t nblk = 0;
+    uint64_t npost = 0;
+    enum mt_status st = load_meta(idx, err);
+
+    if (st == MT_OK)
+        st = load_sections(idx, err);
+    for (uint32_t i = 0; st == MT_OK && i < idx->meta.nterms; i++)
+        st = check_term(idx, i, &nblk, &npost, err);
+    if (st != MT_OK)
+        return st;
+    if (nblk != idx->meta.nblocks || npost != idx->meta.npostings)
+        return bad(idx, err, "META", "counts disagree with the terms");
+    /* Second pass: term ranges are known to be in order now. */
+    for (uint32_t i = 0; i < idx->meta.nterms; i++) {
+        uint32_t nb = (idx->terms[i].df + MT_BM25_BLOCK - 1) / MT_BM25_BLOCK;
+        if (!blocks_ok(idx, i, nb))
+            return bad(idx, err, "BLKS", "block table out of order");
+    }
+    return MT_OK;
+}
+
+static enum mt_status finish_open(struct mt_bm25 *idx, struct mt_bm25 **out,
+                                  struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+
+    if (mt_seg_version(idx->seg) != BM25_VERSION)
+        st = mt_fail(err, MT_EPARSE, "%s: unsupported BM25 version %u",
+                     mt_seg_name(idx->seg), mt_seg_version(idx->seg));
+    if (st == MT_OK)
+        st = validate(idx, err);
+    if (st != MT_OK) {
+        mt_bm25_close(idx);
+        return st;
+    }
+    *out = idx;
+    return MT_OK;
+}
+
+enum mt_status mt_bm25_open(const char *path, struct mt_bm25 **out,
+                            struct mt_error *err)
+{
+    struct mt_bm25 *idx = mt_calloc(1, sizeof *idx);
+    enum mt_status st;
+
+    if (!idx)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
+    st = mt_seg_open(path, BM25_MAGIC, 0, &idx->seg, err);
+    if (st != MT_OK) {
+        mt_bm25_close(idx);
+        return st;
+    }
+    return finish_open(idx, out, err);
+}
+
+enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
+                                struct mt_bm25 **out, struct mt_error *err)
+{
+    struct mt_bm25 *idx;
+    enum mt_status st;
+
+    if (((uintptr_t)data & (MT_SEG_ALIGN - 1)) != 0)
+        return mt_fail(err, MT_EINVAL, "%s: buffer not 16-byte aligned",
+                       name);
+    idx = mt_calloc(1, sizeof *idx);
+    if (!idx)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", name);
+    st = mt_seg_open_mem(data, n, name, BM25_MAGIC, 0, &idx->seg, err);
+    if (st != MT_OK) {
+        mt_bm25_close(idx);
+        return st;
+    }
+    return finish_open(idx, out, err);
+}
+
+/* ==== Lookup and stats ==== */
+
+int64_t mt_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
+{
+    size_t lo = 0;
+    size_t hi = idx->meta.nterms;
+
+    if (t.n == 0 || !t.p)
+        return -1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct bm25_term *e = &idx->terms[mid];
+        int c = term_cmp(idx->tstr + e->str_off, e->str_len, t.p, t.n);
+        if (c == 0)
+            return (int64_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+void mt_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
+                        const uint8_t **start, const uint8_t **end)
+{
+    uint64_t e = ti + 1 < idx->meta.nterms ? idx->terms[ti + 1].post_off
+                                           : idx->post_n;
+
+    *start = idx->post + idx->terms[ti].post_off;
+    *end = idx->post + e;
+}
+
+void mt_bm25_stats(const struct mt_bm25 *idx, struct mt_bm25_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->docs = idx->meta.ndocs;
+    st->terms = idx->meta.nterms;
+    st->postings = idx->meta.npostings;
+    st->bytes = mt_seg_size(idx->seg);
+    st->avgdl = idx->meta.avgdl;
+    st->field_weight[0] = idx->meta.weight[0];
+    st->field_weight[1] = idx->meta.weight[1];
+}

@@ -1,0 +1,806 @@
+/* HNSW (Malkov & Yashunin) over int8 codes: seeded level assignment,
+ * heuristic neighbour selection as in hnswlib, pooled per-query scratch
+ * with generation-stamped visited marks, and a checksummed mmapped file. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/hnsw.h"
+#include "index/simd.h"
+#include "medtrust/core.h"
+
+#define HNSW_MAGIC "MTHNSW01"
+#define HNSW_VERSION 1u
+#define HNSW_MAX_LEVEL 30u
+#define HNSW_MAX_M 128u
+#define NONE UINT32_MAX
+
+/* Per-query (or per-build) scratch; all buffers grow by doubling, so a
+ * warm scratch never allocates. */
+struct heap {
+    struct mt_vec_hit *a;
+    uint32_t n;
+    uint32_t cap;
+};
+
+struct scratch {
+    struct scratch *next;
+    uint32_t *visited; /* visited[id] == gen means seen this search */
+    uint32_t gen;
+    struct heap cands; /* best on top */
+    struct heap res;   /* worst on top, at most ef */
+    struct heap sel;   /* plain array: results, then selected */
+    struct heap bl;    /* plain array: back-link pruning */
+    float *qf;
+    int8_t *qcodes;
+};
+
+struct pool {
+    pthread_mutex_t lock;
+    struct scratch *free;
+};
+
+struct mt_hnsw {
+    struct mt_hnsw_params p;
+    const struct mt_vecset *vs;
+    struct mt_vecset *own_vs;
+    const struct mt_simd_kernels *k;
+    uint32_t n;
+    uint32_t dims;
+    uint32_t M0; /* level-0 degree, 2*M */
+    uint32_t max_level;
+    uint32_t entry;
+    uint64_t n_upper; /* upper-level link blocks */
+    const uint8_t *levels;
+    const uint32_t *upper_off; /* first upper block of each node */
+    const uint32_t *links0;    /* n blocks of [count, M0 ids] */
+    const uint32_t *upper;     /* n_upper blocks of [count, M ids] */
+    uint8_t *levels_mem;
+    uint32_t *upper_off_mem;
+    uint32_t *links0_mem;
+    uint32_t *upper_mem;
+    struct mt_vec_map map;
+    int mapped;
+    struct pool *pool;
+};
+
+/* ==== Heaps ==== */
+
+static enum mt_status heap_reserve(struct heap *h, uint32_t need)
+{
+    uint32_t cap = h->cap ? h->cap : 64;
+    void *p;
+
+    if (need <= h->cap)
+        return MT_OK;
+    while (cap < need)
+        cap *= 2;
+    p = mt_realloc(h->a, (size_t)cap * sizeof *h->a);
+    if (!p)
+        return MT_ENOMEM;
+    h->a = p;
+    h->cap = cap;
+    return MT_OK;
+}
+
+/* With worst_top the root is the worst hit, otherwise the best. */
+static int above(struct mt_vec_hit a, struct mt_vec_hit b, int worst_top)
+{
+    return worst_top ? mt_vec_hit_better(b, a) : mt_vec_hit_better(a, b);
+}
+
+static enum mt_status heap_push(struct heap *h, struct mt_vec_hit x,
+                                int worst_top)
+{
+    uint32_t i;
+
+    if (h->n == h->cap && heap_reserve(h, h->n + 1) != MT_OK)
+        return MT_ENOMEM;
+    i = h->n++;
+    while (i > 0 && above(x, h->a[(i - 1) / 2], worst_top)) {
+        h->a[i] = h->a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->a[i] = x;
+    return MT_OK;
+}
+
+static void heap_pop(struct heap *h, int worst_top)
+{
+    struct mt_vec_hit x = h->a[--h->n];
+    uint32_t i = 0;
+
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && above(h->a[c + 1], h->a[c], worst_top))
+            c++;
+        if (!above(h->a[c], x, worst_top))
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (h->n > 0)
+        h->a[i] = x;
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+    const struct mt_vec_hit *x = a;
+    const struct mt_vec_hit *y = b;
+
+    if (mt_vec_hit_better(*x, *y))
+        return -1;
+    return mt_vec_hit_better(*y, *x);
+}
+
+/* ==== Scratch pool ==== */
+
+static void scratch_free(struct scratch *s)
+{
+    if (!s)
+        return;
+    mt_free(s->visited);
+    mt_free(s->cands.a);
+    mt_free(s->res.a);
+    mt_free(s->sel.a);
+    mt_free(s->bl.a);
+    mt_free(s->qf);
+    mt_free(s);
+}
+
+static struct scratch *scratch_new(const struct mt_hnsw *h)
+{
+    struct scratch *s = mt_calloc(1, sizeof *s);
+
+    if (!s)
+        return NULL;
+    s->visited = mt_calloc(h->n ? h->n : 1, sizeof *s->visited);
+    s->qf = mt_malloc((size_t)h->dims * (sizeof(float) + 1));
+    if (!s->visited || !s->qf) {
+        scratch_free(s);
+        return NULL;
+    }
+    s->qcodes = (int8_t *)(s->qf + h->dims);
+    return s;
+}
+
+static struct scratch *scratch_get(const struct mt_hnsw *h)
+{
+    struct scratch *s;
+
+    pthread_mutex_lock(&h->pool->lock);
+    s = h->pool->free;
+    if (s)
+        h->pool->free = s->next;
+    pthread_mutex_unlock(&h->pool->lock);
+    return s ? s : scratch_new(h);
+}
+
+static void scratch_put(const struct mt_hnsw *h, struct scratch *s)
+{
+    pthread_mutex_lock(&h->pool->lock);
+    s->next = h->pool->free;
+    h->pool->free = s;
+    pthread_mutex_unlock(&h->pool->lock);
+}
+
+static void new_generation(struct scratch *s, uint32_t n)
+{
+    if (++s->gen == 0) { /* wrapped: clear stale marks once */
+        memset(s->visited, 0, (size_t)n * sizeof *s->visited);
+        s->gen = 1;
+    }
+}
+
+/* ==== Graph access ==== */
+
+static uint32_t max_links(const struct mt_hnsw *h, uint32_t level)
+{
+    return level ? h->p.M : h->M0;
+}
+
+/* Returns [count, ids...] of node id on 'level' (<= its level). */
+static const uint32_t *links(const struct mt_hnsw *h, uint32_t id,
+                             uint32_t level)
+{
+    if (level == 0)
+        return h->links0 + (size_t)id * (h->M0 + 1);
+    return h->upper + ((size_t)h->upper_off[id] + level - 1) * (h->p.M + 1);
+}
+
+static uint32_t *links_mut(struct mt_hnsw *h, uint32_t id, uint32_t level)
+{
+    if (level == 0)
+        return h->links0_mem + (size_t)id * (h->M0 + 1);
+    return h->upper_mem +
+           ((size_t)h->upper_off_mem[id] + level - 1) * (h->p.M + 1);
+}
+
+/* Similarity of the quantised query to node id: int8 dot times scales. */
+static float sim_q(const struct mt_hnsw *h, const int8_t *q, float qs,
+                   uint32_t id)
+{
+    return (float)h->k->dot_i8(q, mt_vecset_code(h->vs, id), h->dims) * qs *
+           mt_vecset_scale(h->vs, id);
+}
+
+static float sim_nodes(const struct mt_hnsw *h, uint32_t a, uint32_t b)
+{
+    return sim_q(h, mt_vecset_code(h->vs, a), mt_vecset_scale(h->vs, a), b);
+}
+
+/* ==== Search ==== */
+
+/* Hill-climbs on one upper level from *cur towards the query. */
+static void greedy(const struct mt_hnsw *h, const int8_t *q, float qs,
+                   struct mt_vec_hit *cur, uint32_t level)
+{
+    int changed = 1;
+
+    while (changed) {
+        const uint32_t *l = links(h, cur->id, level);
+        uint32_t i;
+        changed = 0;
+        for (i = 1; i <= l[0]; i++) {
+            struct mt_vec_hit x = {l[i], sim_q(h, q, qs, l[i])};
+            if (mt_vec_hit_better(x, *cur)) {
+                *cur = x;
+                changed = 1;
+            }
+        }
+    }
+}
+
+static int accepted(const struct mt_vec_filter *f, uint32_t id)
+{
+    return !f || !f->accept || f->accept(id, f->user);
+}
+
+/* Offers neighbour x found while expanding: a candidate when it could
+ * enter the results, a result when the filter accepts it. */
+static enum mt_status offer(struct scratch *s, struct mt_vec_hit x,
+                            uint32_t ef, const struct mt_vec_filter *f)
+{
+    if (s->res.n >= ef && !mt_vec_hit_better(x, s->res.a[0]))
+        return MT_OK;
+    if (heap_push(&s->cands, x, 0) != MT_OK)
+        return MT_ENOMEM;
+    if (!accepted(f, x.id))
+        return MT_OK;
+    if (heap_push(&s->res, x, 1) != MT_OK)
+        return MT_ENOMEM;
+    if (s->res.n > ef)
+        heap_pop(&s->res, 1);
+    return MT_OK;
+}
+
+/* Best-first search of one level from 'ep'; leaves up to ef results in
+ * s->res. */
+static enum mt_status search_layer(const struct mt_hnsw *h, struct scratch *s,
+                                   const int8_t *q, float qs,
+                                   struct mt_vec_hit ep, uint32_t level,
+                                   uint32_t ef,
+                                   const struct mt_vec_filter *f)
+{
+    new_generation(s, h->n);
+    s->cands.n = 0;
+    s->res.n = 0;
+    s->visited[ep.id] = s->gen;
+    if (offer(s, ep, ef, f) != MT_OK)
+        return MT_ENOMEM;
+    while (s->cands.n > 0) {
+        struct mt_vec_hit c = s->cands.a[0];
+        const uint32_t *l;
+        uint32_t i;
+        if (s->res.n >= ef && mt_vec_hit_better(s->res.a[0], c))
+            break;
+        heap_pop(&s->cands, 0);
+        l = links(h, c.id, level);
+        for (i = 1; i <= l[0]; i++)
+            __builtin_prefetch(mt_vecset_code(h->vs, l[i]));
+        for (i = 1; i <= l[0]; i++) {
+            struct mt_vec_hit x = {l[i], 0.0f};
+            if (s->visited[x.id] == s->gen)
+                continue;
+            s->visited[x.id] = s->gen;
+            x.score = sim_q(h, q, qs, x.id);
+            if (offer(s, x, ef, f) != MT_OK)
+                return MT_ENOMEM;
+        }
+    }
+    return MT_OK;
+}
+
+/* Moves the results heap into s->sel, sorted best first. */
+static enum mt_status results_sorted(struct scratch *s)
+{
+    if (heap_reserve(&s->sel, s->res.n) != MT_OK)
+        return MT_ENOMEM;
+    memcpy(s->sel.a, s->res.a, (size_t)s->res.n * sizeof *s->res.a);
+    s->sel.n = s->res.n;
+    qsort(s->sel.a, s->sel.n, sizeof *s->sel.a, hit_cmp);
+    return MT_OK;
+}
+
+/* Descends from the entry point to level 0 and searches it with ef. */
+static enum mt_status search_from_top(const struct mt_hnsw *h,
+                                      struct scratch *s, const int8_t *q,
+                                      float qs, uint32_t ef,
+                                      const struct mt_vec_filter *f)
+{
+    struct mt_vec_hit cur = {h->entry, sim_q(h, q, qs, h->entry)};
+    uint32_t l;
+
+    for (l = h->max_level; l > 0; l--)
+        greedy(h, q, qs, &cur, l);
+    if (search_layer(h, s, q, qs, cur, 0, ef, f) != MT_OK)
+        return MT_ENOMEM;
+    return results_sorted(s);
+}
+
+static float rescore_one(const struct mt_hnsw *h, const float *qf,
+                         uint32_t id)
+{
+    const float *v = mt_vecset_float(h->vs, id);
+
+    if (v)
+        return h->k->dot_f32(qf, v, h->dims);
+    return h->k->dot_f32_i8(qf, mt_vecset_code(h->vs, id), h->dims) *
+           mt_vecset_scale(h->vs, id);
+}
+
+enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
+                              uint32_t k, uint32_t ef,
+                              const struct mt_vec_filter *filter,
+                              struct mt_vec_hit *hits, uint32_t *n)
+{
+    struct mt_vec_topk t = {hits, 0, k};
+    struct scratch *s;
+    enum mt_status st;
+    float qs;
+    uint32_t i;
+
+    *n = 0;
+    if (k == 0 || h->n == 0)
+        return MT_OK;
+    ef = ef ? ef : h->p.ef_search;
+    ef = ef < k ? k : ef;
+    s = scratch_get(h);
+    if (!s)
+        return MT_ENOMEM;
+    st = mt_vecset_prepare_query(h->vs, query, s->qf, s->qcodes, &qs);
+    if (st == MT_OK)
+        st = search_from_top(h, s, s->qcodes, qs, ef, filter);
+    for (i = 0; st == MT_OK && i < s->sel.n; i++) {
+        struct mt_vec_hit x = s->sel.a[i];
+        if (h->p.rescore)
+            x.score = rescore_one(h, s->qf, x.id);
+        mt_vec_topk_push(&t, x.id, x.score);
+    }
+    mt_vec_topk_sort(&t);
+    *n = st == MT_OK ? t.n : 0;
+    scratch_put(h, s);
+    return st;
+}
+
+/* ==== Build ==== */
+
+/* hnswlib's heuristic: keep candidate c (best first) only when it is
+ * closer to the base than to every neighbour already kept; compacts 'c'
+ * in place and returns how many were kept, at most m. */
+static uint32_t select_neighbors(const struct mt_hnsw *h,
+                                 struct mt_vec_hit *c, uint32_t nc,
+                                 uint32_t m)
+{
+    uint32_t kept = 0;
+    uint32_t i;
+    uint32_t j;
+
+    for (i = 0; i < nc && kept < m; i++) {
+        int good = 1;
+        for (j = 0; j < kept && good; j++)
+            good = sim_nodes(h, c[i].id, c[j].id) <= c[i].score;
+        if (good)
+            c[kept++] = c[i];
+    }
+    return kept;
+}
+
+/* Adds link e -> q on 'level', pruning e's list with the heuristic when
+ * it is full. */
+static enum mt_status add_backlink(struct mt_hnsw *h, struct scratch *s,
+                                   uint32_t e, uint32_t q, uint32_t level)
+{
+    uint32_t *l = links_mut(h, e, level);
+    uint32_t m = max_links(h, level);
+    uint32_t i;
+
+    if (l[0] < m) {
+        l[++l[0]] = q;
+        return MT_OK;
+    }
+    if (heap_reserve(&s->bl, m + 1) != MT_OK)
+        return MT_ENOMEM;
+    for (i = 0; i < m; i++) {
+        s->bl.a[i].id = l[i + 1];
+        s->bl.a[i].score = sim_nodes(h, e, l[i + 1]);
+    }
+    s->bl.a[m].id = q;
+    s->bl.a[m].score = sim_nodes(h, e, q);
+    qsort(s->bl.a, m + 1, sizeof *s->bl.a, hit_cmp);
+    l[0] = select_neighbors(h, s->bl.a, m + 1, m);
+    for (i = 0; i < l[0]; i++)
+        l[i + 1] = s->bl.a[i].id;
+    return MT_OK;
+}
+
+/* Links node q on 'level' to its selected neighbours in s->sel and back;
+ * returns the best result as the next level's entry point. */
+static enum mt_status connect(struct mt_hnsw *h, struct scratch *s,
+                              uint32_t q, uint32_t level,
+                              struct mt_vec_hit *ep)
+{
+    uint32_t *l = links_mut(h, q, level);
+    uint32_t i;
+
+    *ep = s->sel.a[0];
+    l[0] = select_neighbors(h, s->sel.a, s->sel.n, h->p.M);
+    for (i = 0; i < l[0]; i++)
+        l[i + 1] = s->sel.a[i].id;
+    for (i = 0; i < l[0]; i++)
+        if (add_backlink(h, s, s->sel.a[i].id, q, level) != MT_OK)
+            return MT_ENOMEM;
+    return MT_OK;
+}
+
+static enum mt_status insert(struct mt_hnsw *h, struct scratch *s,
+                             uint32_t q)
+{
+    const int8_t *qc = mt_vecset_code(h->vs, q);
+    float qs = mt_vecset_scale(h->vs, q);
+    uint32_t lq = h->levels[q];
+    struct mt_vec_hit ep;
+    uint32_t l;
+
+    if (h->entry == NONE) {
+        h->entry = q;
+        h->max_level = lq;
+        return MT_OK;
+    }
+    ep.id = h->entry;
+    ep.score = sim_q(h, qc, qs, ep.id);
+    for (l = h->max_level; l > lq; l--)
+        greedy(h, qc, qs, &ep, l);
+    for (l = lq < h->max_level ? lq : h->max_level; l != NONE; l--) {
+        if (search_layer(h, s, qc, qs, ep, l, h->p.ef_construction,
+                         NULL) != MT_OK ||
+            results_sorted(s) != MT_OK || connect(h, s, q, l, &ep) != MT_OK)
+            return MT_ENOMEM;
+    }
+    if (lq > h->max_level) {
+        h->entry = q;
+        h->max_level = lq;
+    }
+    return MT_OK;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* level = floor(-ln(U) * mL) with mL = 1/ln(M), U uniform in (0, 1]. */
+static enum mt_status assign_levels(struct mt_hnsw *h)
+{
+    double ml = 1.0 / log((double)h->p.M);
+    uint64_t st = h->p.seed;
+    uint64_t blocks = 0;
+    uint32_t i;
+
+    h->levels = h->levels_mem = mt_malloc(h->n);
+    h->upper_off = h->upper_off_mem = mt_malloc((size_t)h->n * 4);
+    if (!h->levels_mem || !h->upper_off_mem)
+        return MT_ENOMEM;
+    for (i = 0; i < h->n; i++) {
+        double u = (double)((splitmix64(&st) >> 11) + 1) * 0x1p-53;
+        double lv = floor(-log(u) * ml);
+        h->levels_mem[i] = (uint8_t)(lv > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL
+                                                         : lv);
+        h->upper_off_mem[i] = (uint32_t)blocks;
+        blocks += h->levels_mem[i];
+    }
+    h->n_upper = blocks;
+    return MT_OK;
+}
+
+static enum mt_status alloc_graph(struct mt_hnsw *h)
+{
+    if (assign_levels(h) != MT_OK)
+        return MT_ENOMEM;
+    h->links0 = h->links0_mem =
+        mt_calloc((size_t)h->n * (h->M0 + 1), sizeof(uint32_t));
+    h->upper = h->upper_mem =
+        mt_calloc((size_t)h->n_upper * (h->p.M + 1), sizeof(uint32_t));
+    return h->links0_mem && h->upper_mem ? MT_OK : MT_ENOMEM;
+}
+
+struct mt_hnsw_params mt_hnsw_default_params(void)
+{
+    struct mt_hnsw_params p = {16, 200, 64, 42, 1};
+    return p;
+}
+
+static int params_ok(const struct mt_hnsw_params *p)
+{
+    return p->M >= 2 && p->M <= HNSW_MAX_M && p->ef_construction >= 1 &&
+           p->ef_search >= 1;
+}
+
+/* An index with no graph yet: parameters, kernels and the scratch pool. */
+static enum mt_status hnsw_alloc(const struct mt_hnsw_params *p,
+                                 struct mt_hnsw **out)
+{
+    struct mt_hnsw *h = mt_calloc(1, sizeof *h);
+
+    *out = NULL;
+    if (!h)
+        return MT_ENOMEM;
+    h->p = *p;
+    h->M0 = 2 * p->M;
+    h->entry = NONE;
+    h->k = mt_simd_get();
+    h->pool = mt_calloc(1, sizeof *h->pool);
+    if (!h->pool) {
+        mt_free(h);
+        return MT_ENOMEM;
+    }
+    pthread_mutex_init(&h->pool->lock, NULL);
+    *out = h;
+    return MT_OK;
+}
+
+enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
+                             const struct mt_hnsw_params *params,
+                             struct mt_hnsw **out)
+{
+    struct mt_hnsw_params p = params ? *params : mt_hnsw_default_params();
+    struct scratch *s = NULL;
+    struct mt_hnsw *h;
+    enum mt_status st;
+    uint32_t i;
+
+    *out = NULL;
+    if (!params_ok(&p))
+        return MT_EINVAL;
+    st = hnsw_alloc(&p, &h);
+    if (st != MT_OK)
+        return st;
+    h->vs = vs;
+    h->n = mt_vecset_count(vs);
+    h->dims = mt_vecset_dims(vs);
+    st = alloc_graph(h);
+    if (st == MT_OK && !(s = scratch_new(h)))
+        st = MT_ENOMEM;
+    for (i = 0; st == MT_OK && i < h->n; i++)
+        st = insert(h, s, i);
+    scratch_free(s);
+    if (st != MT_OK) {
+        mt_hnsw_free(h);
+        return st;
+    }
+    if (h->entry == NONE)
+        h->max_level = 0;
+    *out = h;
+    return MT_OK;
+}
+
+void mt_hnsw_free(struct mt_hnsw *h)
+{
+    if (!h)
+        return;
+    if (h->pool) {
+        while (h->pool->free) {
+            struct scratch *s = h->pool->free;
+            h->pool->free = s->next;
+            scratch_free(s);
+        }
+        pthread_mutex_destroy(&h->pool->lock);
+        mt_free(h->pool);
+    }
+    mt_free(h->levels_mem);
+    mt_free(h->upper_off_mem);
+    mt_free(h->links0_mem);
+    mt_free(h->upper_mem);
+    mt_vecset_free(h->own_vs);
+    if (h->mapped)
+        mt_vec_map_close(&h->map);
+    mt_free(h);
+}
+
+uint32_t mt_hnsw_count(const struct mt_hnsw *h)
+{
+    return h->n;
+}
+
+const struct mt_vecset *mt_hnsw_vecset(const struct mt_hnsw *h)
+{
+    return h->vs;
+}
+
+struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h)
+{
+    return h->p;
+}
+
+/* ==== Files ==== */
+
+static void hnsw_header(const struct mt_hnsw *h, struct mt_vec_hdr *hdr)
+{
+    memset(hdr, 0, sizeof *hdr);
+    memcpy(hdr->magic, HNSW_MAGIC, 8);
+    hdr->version = HNSW_VERSION;
+    hdr->dims = h->dims;
+    hdr->count = h->n;
+    hdr->aux[1] = h->p.M;
+    hdr->aux[2] = h->max_level;
+    hdr->aux[3] = h->entry;
+    hdr->aux[4] = h->n_upper;
+    hdr->aux[5] = h->p.ef_construction;
+    hdr->aux[6] = h->p.ef_search;
+    hdr->aux[7] = h->p.seed;
+    hdr->aux[8] = (uint64_t)h->p.rescore;
+}
+
+enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
+                             struct mt_error *err)
+{
+    struct mt_vec_writer w;
+    struct mt_vec_hdr hdr;
+    size_t n = h->n;
+    enum mt_status st;
+
+    hnsw_header(h, &hdr);
+    st = mt_vec_writer_begin(&w, path, err);
+    if (st != MT_OK)
+        return st;
+    st = mt_vecset_put_sections(h->vs, &w, &hdr.aux[0], err);
+    if (st == MT_OK)
+        st = mt_vec_writer_put(&w, h->levels, n, err);
+    if (st == MT_OK)
+        st = mt_vec_writer_put(&w, h->upper_off, n * 4, err);
+    if (st == MT_OK)
+        st = mt_vec_writer_put(&w, h->links0, n * (h->M0 + 1) * 4, err);
+    if (st == MT_OK)
+        st = mt_vec_writer_put(&w, h->upper,
+                               (size_t)h->n_upper * (h->p.M + 1) * 4, err);
+    if (st != MT_OK) {
+        mt_vec_writer_abort(&w);
+        return st;
+    }
+    return mt_vec_writer_commit(&w, &hdr, err);
+}
+
+/* Header fields into h->p and the graph shape; 0 when out of range. */
+static int read_header(struct mt_hnsw_params *p, const struct mt_vec_hdr *hdr)
+{
+    *p = mt_hnsw_default_params();
+    if (hdr->aux[1] < 2 || hdr->aux[1] > HNSW_MAX_M ||
+        hdr->aux[2] > HNSW_MAX_LEVEL || hdr->aux[4] > UINT32_MAX ||
+        hdr->aux[5] < 1 || hdr->aux[5] > UINT32_MAX || hdr->aux[6] < 1 ||
+        hdr->aux[6] > UINT32_MAX || hdr->aux[8] > 1)
+        return 0;
+    p->M = (uint32_t)hdr->aux[1];
+    p->ef_construction = (uint32_t)hdr->aux[5];
+    p->ef_search = (uint32_t)hdr->aux[6];
+    p->seed = hdr->aux[7];
+    p->rescore = (int)hdr->aux[8];
+    return 1;
+}
+
+static int list_ok(const uint32_t *l, uint32_t m, uint32_t n)
+{
+    uint32_t i;
+
+    if (l[0] > m)
+        return 0;
+    for (i = 1; i <= l[0]; i++)
+        if (l[i] >= n)
+            return 0;
+    return 1;
+}
+
+/* Checks every level, block offset and link, so that a file with a valid
+ * checksum but a bad graph cannot make a search read out of bounds. */
+static int graph_ok(const struct mt_hnsw *h)
+{
+    uint32_t i;
+    uint32_t l;
+
+    if (h->n == 0)
+        return h->entry == NONE && h->n_upper == 0;
+    if (h->entry >= h->n || h->levels[h->entry] != h->max_level)
+        return 0;
+    for (i = 0; i < h->n; i++) {
+        if (h->levels[i] > h->max_level ||
+            (uint64_t)h->upper_off[i] + h->levels[i] > h->n_upper)
+            return 0;
+        for (l = 0; l <= h->levels[i]; l++)
+            if (!list_ok(links(h, i, l), max_links(h, l), h->n))
+                return 0;
+    }
+    return 1;
+}
+
+static enum mt_status take_graph(struct mt_hnsw *h, struct mt_vec_map *m)
+{
+    size_t n = h->n;
+
+    h->levels = mt_vec_map_take(m, n);
+    h->upper_off = mt_vec_map_take(m, n * 4);
+    h->links0 = mt_vec_map_take(m, n * (h->M0 + 1) * 4);
+    h->upper = mt_vec_map_take(m, (size_t)h->n_upper * (h->p.M + 1) * 4);
+    if (!h->levels || !h->upper_off || !h->links0 || !h->upper ||
+        m->off != m->size - MT_VEC_HDR_SIZE || !graph_ok(h))
+        return MT_EPARSE;
+    return MT_OK;
+}
+
+static enum mt_status open_mapped(struct mt_hnsw *h, const char *path,
+                                  struct mt_error *err)
+{
+    const struct mt_vec_hdr *hdr = h->map.hdr;
+    enum mt_status st;
+
+    st = mt_vecset_view(&h->map, hdr->dims, hdr->count, hdr->aux[0],
+                        &h->own_vs, err);
+    if (st != MT_OK)
+        return mt_error_prefix(err, "%s", path);
+    h->vs = h->own_vs;
+    h->n = mt_vecset_count(h->vs);
+    h->dims = hdr->dims;
+    h->max_level = (uint32_t)hdr->aux[2];
+    h->entry = hdr->aux[3] > NONE ? 0 : (uint32_t)hdr->aux[3];
+    h->n_upper = hdr->aux[4];
+    if (hdr->aux[3] > NONE || take_graph(h, &h->map) != MT_OK)
+        return mt_fail(err, MT_EPARSE, "%s: bad graph", path);
+    return MT_OK;
+}
+
+enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
+                            struct mt_error *err)
+{
+    struct mt_hnsw_params p;
+    struct mt_vec_map m;
+    struct mt_hnsw *h;
+    enum mt_status st;
+
+    *out = NULL;
+    st = mt_vec_map_open(&m, path, HNSW_MAGIC, HNSW_VERSION, err);
+    if (st != MT_OK)
+        return st;
+    if (!read_header(&p, m.hdr)) {
+        mt_vec_map_close(&m);
+        return mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
+    }
+    st = hnsw_alloc(&p, &h);
+    if (st != MT_OK) {
+        mt_vec_map_close(&m);
+        return mt_fail(err, st, "%s: out of memory", path);
+    }
+    h->map = m;
+    h->mapped = 1;
+    st = open_mapped(h, path, err);
+    if (st != MT_OK) {
+        mt_hnsw_free(h);
+        return st;
+    }
+    *out = h;
+    return MT_OK;
+}

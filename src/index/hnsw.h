@@ -1,0 +1,85 @@
+/* HNSW graph over the int8 codes of a vector set, with optional float
+ * re-scoring of the candidates, deterministic builds from a seed, and a
+ * checksummed mmapped file holding both the vectors and the graph. */
+#ifndef MT_INDEX_HNSW_H
+#define MT_INDEX_HNSW_H
+
+#include <stdint.h>
+
+#include "index/vec.h"
+#include "medtrust/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Defaults reach recall@10 >= 0.95 against exact float search on
+ * clustered data (tests/unit/test_hnsw.c: 20K x 64, 50 clusters, about
+ * 0.99; 100K x 256: see the report in the lead's notes). */
+struct mt_hnsw_params {
+    uint32_t M;               /* links per node on upper levels, 2..128;
+                                 level 0 keeps 2*M. Default 16. */
+    uint32_t ef_construction; /* candidate list while building; default
+                                 200 */
+    uint32_t ef_search;       /* candidate list while searching when the
+                                 call passes ef 0; default 64 */
+    uint64_t seed;            /* level assignment PRNG; default 42 */
+    int rescore; /* 1 (default): re-score the ef candidates with the float
+                    query against the float vectors when the set keeps
+                    them, else against the dequantised int8 codes (this
+                    removes the query's quantisation error); 0: int8
+                    scores only */
+};
+
+struct mt_hnsw;
+
+/* Returns the defaults documented in struct mt_hnsw_params. */
+struct mt_hnsw_params mt_hnsw_default_params(void);
+
+/* Builds the graph over every vector in 'vs', single-threaded; 'params'
+ * (NULL for defaults) is copied. The index borrows 'vs', which must
+ * outlive it and not change. The same seed and vectors give the same
+ * graph. On success *out owns the index (mt_hnsw_free); MT_EINVAL for bad
+ * params, MT_ENOMEM. */
+enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
+                             const struct mt_hnsw_params *params,
+                             struct mt_hnsw **out);
+
+/* Frees an index from mt_hnsw_build or mt_hnsw_open; NULL is allowed. */
+void mt_hnsw_free(struct mt_hnsw *h);
+
+/* Writes the vectors and the graph to 'path' atomically (path.tmp, fsync,
+ * rename, fsync of the directory); MT_EIO naming the file in 'err'. */
+enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
+                             struct mt_error *err);
+
+/* Maps an index written by mt_hnsw_write, verifies its checksum and its
+ * graph (link counts, ids, levels). On success *out owns it. MT_EIO when
+ * it cannot be read, MT_EPARSE naming the file when truncated, corrupted
+ * or foreign. */
+enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
+                            struct mt_error *err);
+
+/* Approximate top-k of 'query' (dims floats): up to k hits, best first,
+ * ties by ascending id, into 'hits' (room for k), their number in *n.
+ * 'ef' 0 means the index's ef_search; ef below k is raised to k. Only
+ * vectors 'filter' accepts are returned (NULL: all). Thread-safe: any
+ * number of threads may search one index at once; per-query scratch comes
+ * from a pool, so a warm index does not allocate per query. MT_EINVAL for
+ * a bad query, MT_ENOMEM. */
+enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
+                              uint32_t k, uint32_t ef,
+                              const struct mt_vec_filter *filter,
+                              struct mt_vec_hit *hits, uint32_t *n);
+
+/* Number of vectors, and the vector set searched (owned by the index when
+ * it was opened from a file). */
+uint32_t mt_hnsw_count(const struct mt_hnsw *h);
+const struct mt_vecset *mt_hnsw_vecset(const struct mt_hnsw *h);
+/* The parameters in force (those of the build, or those stored). */
+struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,203 @@
+/* UTF-8 decoding and validation (strict, RFC 3629) and NFKC + case folding
+ * through utf8proc's buffer API, so folding allocates only via mt_*. */
+#include "text/utf8.h"
+
+#include <string.h>
+#include <utf8proc.h>
+
+#include "medtrust/core.h"
+
+/* As utf8proc_map() does, the same options drive every stage: COMPAT
+ * only takes effect in decomposition when COMPOSE is also set. */
+#define FOLD_OPTIONS                                                         \
+    (UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD | UTF8PROC_STABLE)
+
+/* Continuation byte test. */
+static int is_cont(unsigned char c)
+{
+    return (c & 0xC0) == 0x80;
+}
+
+/* Length of the sequence a lead byte starts, 0 when it is no lead byte.
+ * C0, C1 (overlong 2-byte) and F5..FF never start a sequence. */
+static size_t lead_len(unsigned char c)
+{
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        return 2;
+    if (c >= 0xE0 && c <= 0xEF)
+        return 3;
+    if (c >= 0xF0 && c <= 0xF4)
+        return 4;
+    return 0;
+}
+
+size_t mt_utf8_decode(const char *p, size_t n, int32_t *cp)
+{
+    const unsigned char *s = (const unsigned char *)p;
+    size_t len;
+    size_t i;
+    int32_t v;
+
+    if (n == 0)
+        return 0;
+    len = lead_len(s[0]);
+    *cp = -1;
+    if (len == 0 || len > n)
+        return 1;
+    if (len == 1) {
+        *cp = s[0];
+        return 1;
+    }
+    v = s[0] & (0x7F >> len);
+    for (i = 1; i < len; i++) {
+        if (!is_cont(s[i]))
+            return 1;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    /* Reject overlong 3/4-byte forms, surrogates and values past U+10FFFF;
+     * 2-byte overlongs were excluded by lead_len. */
+    if ((len == 3 && v < 0x800) || (len == 4 && v < 0x10000) ||
+        (v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF)
+        return 1;
+    *cp = v;
+    return len;
+}
+
+enum mt_status mt_utf8_validate(const char *p, size_t n, size_t *bad_offset)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        int32_t cp;
+        size_t len;
+
+        if ((unsigned char)p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        len = mt_utf8_decode(p + i, n - i, &cp);
+        if (cp < 0) {
+            if (bad_offset)
+                *bad_offset = i;
+            return MT_EPARSE;
+        }
+        i += len;
+    }
+    return MT_OK;
+}
+
+size_t mt_utf8_count(const char *p, size_t n)
+{
+    size_t i = 0;
+    size_t count = 0;
+
+    while (i < n) {
+        int32_t cp;
+
+        i += mt_utf8_decode(p + i, n - i, &cp);
+        count++;
+    }
+    return count;
+}
+
+size_t mt_utf8_encode(int32_t cp, char out[4])
+{
+    if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return (size_t)utf8proc_encode_char(cp, (utf8proc_uint8_t *)out);
+}
+
+/* Makes room for 'need' code points. */
+static enum mt_status scratch_reserve(struct mt_fold_scratch *s,
+                                      size_t need)
+{
+    int32_t *cp;
+    size_t cap = s->cap ? s->cap : 64;
+
+    if (need <= s->cap)
+        return MT_OK;
+    while (cap < need)
+        cap *= 2;
+    cp = mt_realloc(s->cp, cap * sizeof *cp);
+    if (!cp)
+        return MT_ENOMEM;
+    s->cp = cp;
+    s->cap = cap;
+    return MT_OK;
+}
+
+enum mt_status mt_text_fold_into(const char *p, size_t n,
+                                  struct mt_fold_scratch *s,
+                                  const char **out, size_t *out_n)
+{
+    const utf8proc_uint8_t *in = (const utf8proc_uint8_t *)p;
+    utf8proc_ssize_t got;
+    enum mt_status st;
+
+    /* A decomposition is rarely longer than 4x the input bytes; retry
+     * with the exact size utf8proc asks for when it is. Reserve one
+     * extra code point so reencode always has room for the NUL. */
+    st = scratch_reserve(s, n + 1 < 16 ? 16 : n + 1);
+    if (st != MT_OK)
+        return st;
+    for (;;) {
+        got = utf8proc_decompose(in, (utf8proc_ssize_t)n, s->cp,
+                                 (utf8proc_ssize_t)s->cap - 1,
+                                 FOLD_OPTIONS);
+        if (got < 0)
+            return got == UTF8PROC_ERROR_NOMEM ? MT_ENOMEM : MT_EPARSE;
+        if ((size_t)got < s->cap)
+            break;
+        st = scratch_reserve(s, (size_t)got + 1);
+        if (st != MT_OK)
+            return st;
+    }
+    got = utf8proc_normalize_utf32(s->cp, got, FOLD_OPTIONS);
+    if (got < 0)
+        return MT_EPARSE;
+    got = utf8proc_reencode(s->cp, got, FOLD_OPTIONS);
+    if (got < 0)
+        return MT_EPARSE;
+    *out = (const char *)s->cp;
+    *out_n = (size_t)got;
+    return MT_OK;
+}
+
+void mt_fold_scratch_free(struct mt_fold_scratch *s)
+{
+    if (!s)
+        return;
+    mt_free(s->cp);
+    s->cp = NULL;
+    s->cap = 0;
+}
+
+enum mt_status mt_text_fold(const char *p, size_t n, char **out,
+                            size_t *out_n, struct mt_error *err)
+{
+    struct mt_fold_scratch s = {NULL, 0};
+    const char *folded;
+    size_t len;
+    size_t bad = 0;
+    char *copy;
+    enum mt_status st;
+
+    if (mt_utf8_validate(p, n, &bad) != MT_OK)
+        return mt_fail(err, MT_EPARSE, "invalid UTF-8 at byte %zu", bad);
+    st = mt_text_fold_into(p, n, &s, &folded, &len);
+    if (st != MT_OK) {
+        mt_fold_scratch_free(&s);
+        return mt_fail(err, st, "case folding failed: %s",
+                       mt_status_str(st));
+    }
+    copy = mt_strndup(folded, len);
+    mt_fold_scratch_free(&s);
+    if (!copy)
+        return mt_fail(err, MT_ENOMEM, "out of memory folding text");
+    *out = copy;
+    if (out_n)
+        *out_n = len;
+    return MT_OK;
+}

@@ -1,0 +1,273 @@
+/* Unit tests for src/text: UTF-8 validation, NFKC + case folding, and the
+ * english/arabic/cjk/simple analyzers, with OOM loops. */
+#include "check.h"
+
+#include "core/arena.h"
+#include "medtrust/core.h"
+#include "text/analyzer.h"
+#include "text/utf8.h"
+
+static void test_utf8_validate_rejects_bad_forms(void **state)
+{
+    size_t bad = 99;
+    (void)state;
+    CHECK_OK(mt_utf8_validate("plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                              13, &bad));
+    /* overlong '/' (2 and 3 bytes) */
+    CHECK(mt_utf8_validate("ab\xc0\xaf", 4, &bad) == MT_EPARSE);
+    CHECK(bad == 2);
+    CHECK(mt_utf8_validate("\xe0\x80\xaf", 3, &bad) == MT_EPARSE);
+    CHECK(bad == 0);
+    /* surrogate U+D800 */
+    CHECK(mt_utf8_validate("x\xed\xa0\x80", 4, &bad) == MT_EPARSE);
+    CHECK(bad == 1);
+    /* truncated 3-byte sequence at the end */
+    CHECK(mt_utf8_validate("abc\xe2\x82", 5, &bad) == MT_EPARSE);
+    CHECK(bad == 3);
+    /* above U+10FFFF and a stray continuation byte */
+    CHECK(mt_utf8_validate("\xf4\x90\x80\x80", 4, &bad) == MT_EPARSE);
+    CHECK(mt_utf8_validate("a\x80", 2, &bad) == MT_EPARSE && bad == 1);
+    CHECK(mt_utf8_count("a\xc3\xa9\xe2\x82\xac\x80", 7) == 4);
+}
+
+static void test_utf8_decode_and_encode(void **state)
+{
+    int32_t cp = 0;
+    char out[4];
+    (void)state;
+    CHECK(mt_utf8_decode("\xe2\x82\xac", 3, &cp) == 3 && cp == 0x20AC);
+    CHECK(mt_utf8_decode("\xe2\x82", 2, &cp) == 1 && cp == -1);
+    CHECK(mt_utf8_decode("", 0, &cp) == 0);
+    CHECK(mt_utf8_encode(0x1F600, out) == 4);
+    CHECK(memcmp(out, "\xf0\x9f\x98\x80", 4) == 0);
+    CHECK(mt_utf8_encode(0xD800, out) == 0);
+}
+
+static void check_fold(const char *in, const char *want)
+{
+    char *out = NULL;
+    size_t n = 0;
+
+    CHECK_OK(mt_text_fold(in, strlen(in), &out, &n, NULL));
+    CHECK(n == strlen(want));
+    CHECK(strcmp(out, want) == 0);
+    mt_free(out);
+}
+
+static void test_fold_nfkc_and_case(void **state)
+{
+    struct mt_error err;
+    char *out = NULL;
+    size_t n;
+    (void)state;
+    check_fold("\xef\xac\x81", "fi");             /* fi ligature */
+    check_fold("Stra\xc3\x9f" "e", "strasse");    /* sharp s */
+    check_fold("\xef\xbc\x91\xef\xbc\x92", "12"); /* full-width digits */
+    check_fold("CAF\xc3\x89", "caf\xc3\xa9");     /* stays composed */
+    check_fold("Cafe\xcc\x81", "caf\xc3\xa9");    /* composes */
+    check_fold("", "");
+    CHECK(mt_text_fold("ok\xff", 3, &out, &n, &err) == MT_EPARSE);
+    CHECK(out == NULL);
+    CHECK(strstr(err.msg, "byte 2") != NULL);
+}
+
+static void test_fold_oom_loop(void **state)
+{
+    long k;
+    (void)state;
+    for (k = 0; k < 10; k++) {
+        char *out = NULL;
+        size_t n;
+        enum mt_status st;
+
+        mt_alloc_fail_after(k);
+        st = mt_text_fold("Stra\xc3\x9f" "e", 7, &out, &n, NULL);
+        mt_alloc_fail_reset();
+        if (st == MT_OK) {
+            CHECK(strcmp(out, "strasse") == 0);
+            mt_free(out);
+            return;
+        }
+        CHECK(st == MT_ENOMEM && out == NULL);
+    }
+    CHECK(0);
+}
+
+/* Runs analyzer 'name' on 'text' and joins "tok@pos" with spaces. */
+static void analyze(const char *name, const char *text, size_t n,
+                    char *buf, size_t cap)
+{
+    struct mt_analyzer *a = NULL;
+    struct mt_arena ar = MT_ARENA_INIT(4096);
+    struct mt_token *t = NULL;
+    size_t count = 0;
+    size_t i;
+    size_t used = 0;
+
+    CHECK_OK(mt_analyzer_new(name, &a, NULL));
+    CHECK(strcmp(mt_analyzer_name(a), name) == 0);
+    CHECK_OK(mt_analyzer_collect(a, text, n, &ar, &t, &count, NULL));
+    buf[0] = '\0';
+    for (i = 0; i < count; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s@%u",
+                                 i ? " " : "", t[i].p, t[i].position);
+    mt_arena_free(&ar);
+    mt_analyzer_free(a);
+}
+
+#define ANALYZE(name, lit, buf) analyze(name, lit, sizeof(lit) - 1, buf, \
+                                        sizeof buf)
+
+static void test_english_stops_and_stems(void **state)
+{
+    char got[512];
+    (void)state;
+    ANALYZE("english", "The patient is running; the patient's dogs.", got);
+    CHECK(strcmp(got, "patient@1 run@3 patient@5 dog@6") == 0);
+    ANALYZE("english", "Diabetes and diabetic Neuropathy", got);
+    CHECK(strcmp(got, "diabet@0 diabet@2 neuropathi@3") == 0);
+    ANALYZE("english", "T 38.5, BP 120/80 \xef\xac\x81" "brosis", got);
+    CHECK(strcmp(got, "t@0 38.5@1 bp@2 120@3 80@4 fibrosi@5") == 0);
+    ANALYZE("english", "", got);
+    CHECK(strcmp(got, "") == 0);
+}
+
+static void test_simple_folds_without_stemming(void **state)
+{
+    char got[512];
+    (void)state;
+    ANALYZE("simple", "The RUNNING Stra\xc3\x9f" "e-\xef\xbc\x91", got);
+    CHECK(strcmp(got, "the@0 running@1 strasse@2 1@3") == 0);
+}
+
+static void test_arabic_stems_and_drops_stops(void **state)
+{
+    char got[512];
+    (void)state;
+    /* "in the hospital and the patients" : "في" is a stop word */
+    ANALYZE("arabic", "\xd9\x81\xd9\x8a \xd8\xa7\xd9\x84\xd9\x85\xd8\xb3"
+                      "\xd8\xaa\xd8\xb4\xd9\x81\xd9\x89", got);
+    CHECK(strncmp(got, "\xd9\x85\xd8\xb3\xd8\xaa\xd8\xb4\xd9\x81", 10) == 0);
+    CHECK(strstr(got, "@1") != NULL);
+    CHECK(strstr(got, "@0") == NULL);
+}
+
+static void test_cjk_bigrams_and_mixed(void **state)
+{
+    char got[512];
+    (void)state;
+    ANALYZE("cjk", "\xe7\xb3\x96\xe5\xb0\xbf\xe7\x97\x85", got); /* 糖尿病 */
+    CHECK(strcmp(got, "\xe7\xb3\x96\xe5\xb0\xbf@0 "
+                      "\xe5\xb0\xbf\xe7\x97\x85@1") == 0);
+    /* 男，50岁 BP 110mmHg: a lone Han character is a unigram */
+    ANALYZE("cjk", "\xe7\x94\xb7\xef\xbc\x8c" "50\xe5\xb2\x81 BP 110mmHg",
+            got);
+    CHECK(strcmp(got, "\xe7\x94\xb7@0 50@1 \xe5\xb2\x81@2 bp@3 "
+                      "110mmhg@4") == 0);
+    /* half-width katakana folds to full width: ｶﾀ -> カタ */
+    ANALYZE("cjk", "\xef\xbd\xb6\xef\xbe\x80", got);
+    CHECK(strcmp(got, "\xe3\x82\xab\xe3\x82\xbf@0") == 0);
+}
+
+static void test_invalid_utf8_is_skipped(void **state)
+{
+    char got[512];
+    (void)state;
+    ANALYZE("english", "bad\xff\xfe" "bytes \xc0\xaf ok\xe2\x82", got);
+    CHECK(strcmp(got, "bad@0 byte@1 ok@2") == 0);
+    ANALYZE("cjk", "\xe7\xb3\x96\xe7\xb3" "x", got);
+    CHECK(strcmp(got, "\xe7\xb3\x96@0 x@1") == 0);
+}
+
+static void test_unknown_analyzer_lists_names(void **state)
+{
+    struct mt_analyzer *a = NULL;
+    struct mt_error err;
+    (void)state;
+    CHECK(mt_analyzer_new("klingon", &a, &err) == MT_EINVAL);
+    CHECK(a == NULL);
+    CHECK(strstr(err.msg, "english") && strstr(err.msg, "cjk"));
+}
+
+static enum mt_status stop_after_two(const char *tok, size_t n,
+                                     uint32_t pos, void *user)
+{
+    (void)tok;
+    (void)n;
+    *(int *)user += 1;
+    return pos >= 1 ? MT_ECANCELED : MT_OK;
+}
+
+static void test_callback_status_stops_run(void **state)
+{
+    struct mt_analyzer *a = NULL;
+    int calls = 0;
+    (void)state;
+    CHECK_OK(mt_analyzer_new("simple", &a, NULL));
+    CHECK(mt_analyzer_run(a, "a b c d", 7, stop_after_two, &calls, NULL) ==
+          MT_ECANCELED);
+    CHECK(calls == 2);
+    mt_analyzer_free(a);
+}
+
+static enum mt_status oom_once(long k, const char *name)
+{
+    static const char text[] =
+        "Patients with diabetes \xc3\xa9tudes \xe7\xb3\x96\xe5\xb0\xbf "
+        "\xd9\x81\xd9\x8a \xd8\xa7\xd9\x84\xd9\x85\xd8\xb1\xd9\x8a\xd8\xb6";
+    struct mt_analyzer *a = NULL;
+    struct mt_arena ar = MT_ARENA_INIT(64);
+    struct mt_token *t = NULL;
+    size_t count = 0;
+    enum mt_status st;
+
+    mt_alloc_fail_after(k);
+    st = mt_analyzer_new(name, &a, NULL);
+    if (st == MT_OK)
+        st = mt_analyzer_collect(a, text, sizeof text - 1, &ar, &t, &count,
+                                 NULL);
+    mt_alloc_fail_reset();
+    if (st == MT_OK)
+        CHECK(count >= 4);
+    mt_analyzer_free(a);
+    mt_arena_free(&ar);
+    return st;
+}
+
+static void test_analyzer_oom_loop(void **state)
+{
+    static const char *const names[] = {"english", "arabic", "cjk",
+                                        "simple"};
+    size_t i;
+    (void)state;
+    for (i = 0; i < 4; i++) {
+        long k;
+        enum mt_status st = MT_ENOMEM;
+
+        for (k = 0; k < 200 && st == MT_ENOMEM; k++) {
+            st = oom_once(k, names[i]);
+            CHECK(st == MT_OK || st == MT_ENOMEM);
+        }
+        CHECK(st == MT_OK);
+        CHECK(k > 1);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8_validate_rejects_bad_forms),
+        cmocka_unit_test(test_utf8_decode_and_encode),
+        cmocka_unit_test(test_fold_nfkc_and_case),
+        cmocka_unit_test(test_fold_oom_loop),
+        cmocka_unit_test(test_english_stops_and_stems),
+        cmocka_unit_test(test_simple_folds_without_stemming),
+        cmocka_unit_test(test_arabic_stems_and_drops_stops),
+        cmocka_unit_test(test_cjk_bigrams_and_mixed),
+        cmocka_unit_test(test_invalid_utf8_is_skipped),
+        cmocka_unit_test(test_unknown_analyzer_lists_names),
+        cmocka_unit_test(test_callback_status_stops_run),
+        cmocka_unit_test(test_analyzer_oom_loop),
+    };
+    return cmocka_run_group_tests_name("text", tests, NULL, NULL);
+}

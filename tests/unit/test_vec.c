@@ -1,0 +1,434 @@
+/* Unit tests for src/index vec and simd: truncation, int8 quantisation,
+ * kernels, flat search (int8 and float), and the vector file format. */
+#include "check.h"
+
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/simd.h"
+#include "index/vec.h"
+#include "medtrust/core.h"
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float rng_uniform(void) /* (0, 1] */
+{
+    return (float)((double)((rng_next() >> 11) + 1) * 0x1p-53);
+}
+
+static float rng_gauss(void)
+{
+    double u = (double)rng_uniform();
+    double v = (double)rng_uniform();
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static void random_unit(float *v, uint32_t dims)
+{
+    uint32_t i;
+    for (i = 0; i < dims; i++)
+        v[i] = rng_gauss();
+    CHECK_OK(mt_vec_normalize(v, dims));
+}
+
+static char tmpdir[64];
+
+static void path_in_tmp(char *buf, size_t n, const char *name)
+{
+    if (!tmpdir[0]) {
+        strcpy(tmpdir, "/tmp/mt_test_vec_XXXXXX");
+        CHECK(mkdtemp(tmpdir) != NULL);
+    }
+    snprintf(buf, n, "%s/%s", tmpdir, name);
+}
+
+static void test_quantize_error_within_half_step(void **state)
+{
+    float x[300];
+    int8_t c[300];
+    uint32_t d;
+    uint32_t i;
+    (void)state;
+    rng_state = 1;
+    for (d = 1; d <= 300; d += 37) {
+        int saw127 = 0;
+        float s;
+        for (i = 0; i < d; i++)
+            x[i] = rng_gauss() * 3.0f;
+        s = mt_vec_quantize(x, d, c);
+        CHECK(s > 0.0f);
+        for (i = 0; i < d; i++) {
+            CHECK(c[i] >= -127 && c[i] <= 127);
+            CHECK(fabsf(x[i] - (float)c[i] * s) <= s * 0.5f + 1e-5f);
+            saw127 |= c[i] == 127 || c[i] == -127;
+        }
+        CHECK(saw127);
+    }
+    for (i = 0; i < 8; i++)
+        x[i] = 0.0f;
+    CHECK(mt_vec_quantize(x, 8, c) == 0.0f);
+    for (i = 0; i < 8; i++)
+        CHECK(c[i] == 0);
+}
+
+static void test_truncate_renormalizes_to_unit(void **state)
+{
+    float in[768];
+    float out[768];
+    double s = 0.0;
+    uint32_t i;
+    (void)state;
+    rng_state = 2;
+    random_unit(in, 768);
+    CHECK_OK(mt_vec_truncate_normalize(in, 768, 256, out));
+    for (i = 0; i < 256; i++)
+        s += (double)out[i] * (double)out[i];
+    CHECK(fabs(s - 1.0) < 1e-5);
+    for (i = 1; i < 256; i++) /* same direction: a common positive ratio */
+        CHECK(fabsf(out[i] * in[0] - out[0] * in[i]) < 1e-5f);
+    CHECK(out[0] * in[0] > 0.0f);
+    CHECK(mt_vec_truncate_normalize(in, 768, 0, out) == MT_EINVAL);
+    CHECK(mt_vec_truncate_normalize(in, 768, 769, out) == MT_EINVAL);
+    memset(in, 0, sizeof in);
+    CHECK(mt_vec_truncate_normalize(in, 768, 16, out) == MT_EINVAL);
+    CHECK_OK(mt_vec_truncate_normalize(out, 256, 256, out)); /* in place */
+}
+
+static void fill_i8(int8_t *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        p[i] = (int8_t)(int)(rng_next() % 256u - 128u);
+}
+
+static void test_simd_int8_kernels_match_portable(void **state)
+{
+    const struct mt_simd_kernels *ref = mt_simd_level(MT_SIMD_PORTABLE);
+    static int8_t a[1027 * 3];
+    static int8_t b[1027];
+    int32_t want[3];
+    int32_t got[3];
+    int lv;
+    size_t n;
+    (void)state;
+    rng_state = 3;
+    CHECK(mt_simd_get() != NULL);
+    for (lv = 0; lv < MT_SIMD_LEVEL_COUNT; lv++) {
+        const struct mt_simd_kernels *k = mt_simd_level(lv);
+        if (!k)
+            continue;
+        print_message("kernel %s\n", k->name);
+        for (n = 1; n <= 1027; n++) {
+            fill_i8(a, 3 * n);
+            fill_i8(b, n);
+            a[0] = -128; /* the widening kernels are exact at -128 too */
+            b[0] = -128;
+            CHECK(k->dot_i8(a, b, n) == ref->dot_i8(a, b, n));
+            ref->dot_i8_batch(b, a, n, 3, n, want);
+            k->dot_i8_batch(b, a, n, 3, n, got);
+            CHECK(memcmp(want, got, sizeof want) == 0);
+        }
+    }
+}
+
+static void test_simd_float_kernels_agree(void **state)
+{
+    const struct mt_simd_kernels *ref = mt_simd_level(MT_SIMD_PORTABLE);
+    float a[515];
+    float b[515];
+    int8_t c[515];
+    int lv;
+    size_t n;
+    size_t i;
+    (void)state;
+    rng_state = 4;
+    for (lv = 0; lv < MT_SIMD_LEVEL_COUNT; lv++) {
+        const struct mt_simd_kernels *k = mt_simd_level(lv);
+        if (!k)
+            continue;
+        for (n = 1; n <= 515; n += 2) {
+            double exact = 0.0;
+            double exact8 = 0.0;
+            for (i = 0; i < n; i++) {
+                a[i] = rng_gauss();
+                b[i] = rng_gauss();
+                c[i] = (int8_t)(int)(rng_next() % 255u - 127u);
+                exact += (double)a[i] * (double)b[i];
+                exact8 += (double)a[i] * (double)c[i];
+            }
+            CHECK(fabs((double)k->dot_f32(a, b, n) - exact) < 1e-3);
+            CHECK(fabs((double)k->dot_f32_i8(a, c, n) - exact8) < 0.05);
+            CHECK(fabs((double)ref->dot_f32(a, b, n) - exact) < 1e-3);
+        }
+    }
+}
+
+static struct mt_vecset *random_set(uint32_t n, uint32_t dims, int keep)
+{
+    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset *vs;
+    float v[256];
+    uint32_t i;
+    uint32_t id;
+
+    p.keep_float = keep;
+    CHECK_OK(mt_vecset_new(dims, &p, &vs));
+    for (i = 0; i < n; i++) {
+        random_unit(v, dims);
+        CHECK_OK(mt_vecset_add(vs, v, &id));
+        CHECK(id == i);
+    }
+    return vs;
+}
+
+static void test_flat_int8_recall_vs_float(void **state)
+{
+    struct mt_vecset *vs;
+    struct mt_vec_hit hf[10];
+    struct mt_vec_hit hq[10];
+    float q[128];
+    uint32_t nf, nq, i, a, b;
+    uint32_t found = 0;
+    (void)state;
+    rng_state = 5;
+    vs = random_set(3000, 128, 1);
+    for (i = 0; i < 50; i++) {
+        random_unit(q, 128);
+        CHECK_OK(mt_vecset_search_float(vs, q, 10, NULL, hf, &nf));
+        CHECK_OK(mt_vecset_search_flat(vs, q, 10, NULL, hq, &nq));
+        CHECK(nf == 10 && nq == 10);
+        for (a = 0; a < 10; a++) {
+            CHECK(a == 0 || hq[a - 1].score >= hq[a].score);
+            for (b = 0; b < 10; b++)
+                found += hf[a].id == hq[b].id;
+        }
+        CHECK(fabsf(hf[0].score - hq[0].score) < 0.02f);
+    }
+    print_message("flat int8 recall@10 vs float: %.3f\n",
+                  (double)found / 500.0);
+    CHECK(found >= 450);
+    mt_vecset_free(vs);
+}
+
+static void test_flat_ties_break_by_id(void **state)
+{
+    struct mt_vecset *vs;
+    struct mt_vec_hit h[6];
+    float v[16];
+    float w[16];
+    uint32_t n, i;
+    (void)state;
+    rng_state = 6;
+    CHECK_OK(mt_vecset_new(16, NULL, &vs));
+    random_unit(v, 16);
+    for (i = 0; i < 8; i++) { /* ids 0,2,4,6 copy v; odd ids differ */
+        random_unit(w, 16);
+        CHECK_OK(mt_vecset_add(vs, i % 2 ? w : v, NULL));
+    }
+    CHECK_OK(mt_vecset_search_flat(vs, v, 3, NULL, h, &n));
+    CHECK(n == 3);
+    CHECK(h[0].id == 0 && h[1].id == 2 && h[2].id == 4);
+    CHECK(h[0].score == h[1].score && h[1].score == h[2].score);
+    CHECK_OK(mt_vecset_search_flat(vs, v, 6, NULL, h, &n));
+    CHECK(n == 6 && h[3].id == 6 && h[4].score < h[3].score);
+    mt_vecset_free(vs);
+}
+
+static int accept_even(uint32_t id, void *user)
+{
+    (*(int *)user)++;
+    return id % 2 == 0;
+}
+
+static void test_flat_filter_and_k_beyond_n(void **state)
+{
+    struct mt_vecset *vs;
+    struct mt_vec_hit h[50];
+    int calls = 0;
+    struct mt_vec_filter f = {accept_even, &calls};
+    float q[32];
+    uint32_t n, i;
+    (void)state;
+    rng_state = 7;
+    vs = random_set(40, 32, 1);
+    random_unit(q, 32);
+    CHECK_OK(mt_vecset_search_flat(vs, q, 50, &f, h, &n));
+    CHECK(n == 20 && calls == 40);
+    for (i = 0; i < n; i++)
+        CHECK(h[i].id % 2 == 0);
+    CHECK_OK(mt_vecset_search_float(vs, q, 50, &f, h, &n));
+    CHECK(n == 20);
+    CHECK_OK(mt_vecset_search_flat(vs, q, 50, NULL, h, &n));
+    CHECK(n == 40);
+    CHECK_OK(mt_vecset_search_flat(vs, q, 0, NULL, h, &n));
+    CHECK(n == 0);
+    mt_vecset_free(vs);
+    CHECK_OK(mt_vecset_new(32, NULL, &vs)); /* empty set */
+    CHECK_OK(mt_vecset_search_flat(vs, q, 5, NULL, h, &n));
+    CHECK(n == 0);
+    CHECK(mt_vecset_search_float(vs, q, 5, NULL, h, &n) == MT_EUNSUPPORTED);
+    mt_vecset_free(vs);
+}
+
+static void test_vecset_rejects_bad_input(void **state)
+{
+    struct mt_vecset *vs = (struct mt_vecset *)1;
+    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vec_hit h[2];
+    float v[4] = {0, 0, 0, 0};
+    uint32_t n;
+    (void)state;
+    CHECK(mt_vecset_new(0, NULL, &vs) == MT_EINVAL && vs == NULL);
+    CHECK(mt_vecset_new(MT_VEC_MAX_DIMS + 1, NULL, &vs) == MT_EINVAL);
+    p.max_count = 1;
+    CHECK_OK(mt_vecset_new(4, &p, &vs));
+    CHECK(mt_vecset_add(vs, v, NULL) == MT_EINVAL); /* zero vector */
+    v[1] = NAN;
+    CHECK(mt_vecset_add(vs, v, NULL) == MT_EINVAL);
+    v[1] = 1.0f;
+    CHECK_OK(mt_vecset_add(vs, v, NULL));
+    CHECK(mt_vecset_add(vs, v, NULL) == MT_ELIMIT);
+    CHECK(mt_vecset_count(vs) == 1);
+    v[1] = INFINITY;
+    CHECK(mt_vecset_search_flat(vs, v, 2, NULL, h, &n) == MT_EINVAL);
+    mt_vecset_free(vs);
+    mt_vecset_free(NULL);
+}
+
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    int c;
+    CHECK(f != NULL);
+    CHECK(fseek(f, off, SEEK_SET) == 0);
+    c = fgetc(f);
+    CHECK(fseek(f, off, SEEK_SET) == 0);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+static void copy_prefix(const char *from, const char *to, long n)
+{
+    FILE *a = fopen(from, "rb");
+    FILE *b = fopen(to, "wb");
+    long i;
+    CHECK(a && b);
+    for (i = 0; i < n; i++)
+        fputc(fgetc(a), b);
+    fclose(a);
+    fclose(b);
+}
+
+static void test_vecset_file_round_trip(void **state)
+{
+    char path[128];
+    char bad[128];
+    struct mt_vecset *vs;
+    struct mt_vecset *vo;
+    struct mt_vec_hit h1[10], h2[10];
+    struct mt_error err;
+    struct stat sb;
+    float q[48];
+    uint32_t n1, n2;
+    (void)state;
+    rng_state = 8;
+    path_in_tmp(path, sizeof path, "set.vec");
+    path_in_tmp(bad, sizeof bad, "bad.vec");
+    vs = random_set(500, 48, 1);
+    CHECK_OK(mt_vecset_write(vs, path, &err));
+    CHECK(access(bad, F_OK) != 0);
+    CHECK_OK(mt_vecset_open(path, &vo, &err));
+    CHECK(mt_vecset_count(vo) == 500 && mt_vecset_has_float(vo));
+    random_unit(q, 48);
+    CHECK_OK(mt_vecset_search_flat(vs, q, 10, NULL, h1, &n1));
+    CHECK_OK(mt_vecset_search_flat(vo, q, 10, NULL, h2, &n2));
+    CHECK(n1 == 10 && n2 == 10 && memcmp(h1, h2, sizeof h1) == 0);
+    CHECK(mt_vecset_add(vo, q, NULL) == MT_EUNSUPPORTED);
+    mt_vecset_free(vo);
+    CHECK(stat(path, &sb) == 0);
+    copy_prefix(path, bad, sb.st_size - 64);
+    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE && vo == NULL);
+    CHECK(strstr(err.msg, "bad.vec") != NULL);
+    copy_prefix(path, bad, 100);
+    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    copy_prefix(path, bad, sb.st_size);
+    flip_byte(bad, sb.st_size / 2);
+    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "checksum") != NULL);
+    copy_prefix(path, bad, sb.st_size);
+    flip_byte(bad, 12); /* dims in the header */
+    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    path_in_tmp(bad, sizeof bad, "missing.vec");
+    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EIO);
+    mt_vecset_free(vs);
+}
+
+static void test_vecset_oom_loop(void **state)
+{
+    long i;
+    int ok = 0;
+    (void)state;
+    for (i = 0; !ok && i < 100; i++) {
+        struct mt_vecset *vs = NULL;
+        enum mt_status st;
+        float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        uint32_t j;
+        struct mt_vec_hit h[3];
+        uint32_t n;
+        struct mt_vecset_params p = mt_vecset_default_params();
+        p.keep_float = 1;
+        mt_alloc_fail_after(i);
+        st = mt_vecset_new(8, &p, &vs);
+        for (j = 0; st == MT_OK && j < 100; j++) {
+            v[j % 8] += 1.0f;
+            st = mt_vecset_add(vs, v, NULL);
+        }
+        if (st == MT_OK)
+            st = mt_vecset_search_flat(vs, v, 3, NULL, h, &n);
+        mt_alloc_fail_reset();
+        CHECK(st == MT_OK || st == MT_ENOMEM);
+        CHECK(st != MT_ENOMEM || vs == NULL || mt_vecset_count(vs) == j - 1 ||
+              mt_vecset_count(vs) == 100);
+        ok = st == MT_OK;
+        mt_vecset_free(vs);
+    }
+    CHECK(ok && i > 3);
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    if (tmpdir[0]) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantize_error_within_half_step),
+        cmocka_unit_test(test_truncate_renormalizes_to_unit),
+        cmocka_unit_test(test_simd_int8_kernels_match_portable),
+        cmocka_unit_test(test_simd_float_kernels_agree),
+        cmocka_unit_test(test_flat_int8_recall_vs_float),
+        cmocka_unit_test(test_flat_ties_break_by_id),
+        cmocka_unit_test(test_flat_filter_and_k_beyond_n),
+        cmocka_unit_test(test_vecset_rejects_bad_input),
+        cmocka_unit_test(test_vecset_file_round_trip),
+        cmocka_unit_test(test_vecset_oom_loop),
+    };
+    return cmocka_run_group_tests_name("vec", tests, NULL, teardown);
+}
