@@ -128,7 +128,7 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
     struct mt_progress *bar = NULL;
     enum mt_status st;
 
-    pp.label = path;
+    pp.label = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     pp.total = count_lines(path);
     pp.quiet = o->quiet;
     st = mt_progress_new(&pp, &bar);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/jsonl.h"
 #include "medtrust/core.h"
 
 static const struct cli_verb *const verbs[] = {
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
         argv++;
     }
     mt_log_set(log_stderr, NULL, level);
+    mt_jsonl_init_alloc(); /* every JSON value through mt_malloc */
     if (argc < 2) {
         usage(stderr);
         return 1;

@@ -174,7 +174,9 @@ static int due(struct mt_progress *p, double t)
         return !p->drawn || since >= p->params.min_interval_s;
     if (total) {
         uint64_t step = p->done >= total ? 10 : p->done * 10 / total;
-        if (step > p->last_step) {
+        /* The 100 % line is left to mt_progress_finish, so it is not
+         * printed twice. */
+        if (step > p->last_step && step < 10) {
             p->last_step = step;
             return 1;
         }

@@ -8,6 +8,7 @@
 
 #include "medtrust/core.h"
 #include "store/store_int.h"
+#include "text/analyzer.h"
 
 /* ==== Schema ====
  * Each entry moves the schema from version i to i+1 and runs in one
@@ -192,10 +193,32 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
     return MT_OK;
 }
 
+/* A new store's settings must name a real analyzer and valid chunking. */
+static enum mt_status check_settings(struct mt_store *s,
+                                     struct mt_error *err)
+{
+    struct mt_analyzer *a = NULL;
+    enum mt_status st = mt_analyzer_new(s->analyzer, &a, err);
+
+    mt_analyzer_free(a);
+    if (st != MT_OK)
+        return st;
+    if (s->params.chunk_size == 0 ||
+        s->params.chunk_overlap > s->params.chunk_size)
+        return mt_fail(err, MT_EINVAL,
+                       "%s: chunk overlap %u must not exceed chunk size %u "
+                       "(and the size must be at least 1)",
+                       s->dir, s->params.chunk_overlap, s->params.chunk_size);
+    return MT_OK;
+}
+
 static enum mt_status save_settings(struct mt_store *s, struct mt_error *err)
 {
     char num[32];
-    enum mt_status st = meta_put(s, "analyzer", s->analyzer, err);
+    enum mt_status st = check_settings(s, err);
+
+    if (st == MT_OK)
+        st = meta_put(s, "analyzer", s->analyzer, err);
 
     snprintf(num, sizeof num, "%u", s->params.chunk_size);
     if (st == MT_OK)

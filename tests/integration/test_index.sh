@@ -94,3 +94,12 @@ if [ $rc -eq 1 ] && grep -q 'medtrust index' "$TMP/err"; then
 else
     not_ok "stats on a missing store" "rc=$rc" "$(cat "$TMP/err")"
 fi
+
+"$MT" index --db "$TMP/db6" --input "$TMP/bad.jsonl" --analyzer klingon \
+    2>"$TMP/err" >/dev/null
+rc=$?
+if [ $rc -eq 1 ] && grep -q "unknown analyzer 'klingon'.*english" "$TMP/err"; then
+    ok "an unknown analyzer is refused, listing the valid ones"
+else
+    not_ok "an unknown analyzer is refused" "rc=$rc" "$(cat "$TMP/err")"
+fi

@@ -16,8 +16,8 @@
 #define CHECK(cond) assert_true(cond)
 #define CHECK_OK(expr) assert_int_equal((expr), MT_OK)
 
-/* Writes "$MEDTRUST_DATA/rel" into buf; skips the test when the data
- * folder is absent (CI always has it). */
+/* Writes "$MEDTRUST_DATA/rel" into buf. The data sets are required: a
+ * test that needs a missing file fails, naming the path. */
 static inline const char *test_data_path(char *buf, size_t n,
                                          const char *rel)
 {
