@@ -72,8 +72,7 @@ enum mt_status mt_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
 
 /* Makes N at least 'ndocs' (trailing empty documents). */
 enum mt_status mt_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
-                                         uint32_t ndocs,
-                                         struct mt_error *err);
+                                         uint32_t ndocs, struct mt_error *err);
 
 /* Writes the index as one segment file, atomically (path.tmp, fsync,
  * rename, fsync of the directory). The builder stays usable for more
@@ -104,11 +103,11 @@ enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
 void mt_bm25_close(struct mt_bm25 *idx);
 
 struct mt_bm25_stats {
-    uint32_t docs;      /* N */
-    uint32_t terms;     /* distinct terms */
-    uint64_t postings;  /* (term, doc) pairs */
-    uint64_t bytes;     /* segment file size */
-    double avgdl;       /* mean weighted document length */
+    uint32_t docs;     /* N */
+    uint32_t terms;    /* distinct terms */
+    uint64_t postings; /* (term, doc) pairs */
+    uint64_t bytes;    /* segment file size */
+    double avgdl;      /* mean weighted document length */
     float field_weight[MT_BM25_FIELDS];
 };
 
@@ -155,15 +154,16 @@ struct mt_bm25_search_params mt_bm25_default_search_params(void);
 enum mt_status mt_bm25_search(const struct mt_bm25 *idx,
                               const struct mt_str *qterms, size_t nq,
                               const struct mt_bm25_search_params *sp,
-                              struct mt_bm25_hit *hits, size_t k,
-                              size_t *nhits, struct mt_error *err);
+                              struct mt_bm25_hit *hits, size_t k, size_t *nhits,
+                              struct mt_error *err);
 
 /* As mt_bm25_search() but scores every posting of every query term, with
  * no pruning: the reference for tests and benchmarks. Same results. */
-enum mt_status mt_bm25_search_exhaustive(
-    const struct mt_bm25 *idx, const struct mt_str *qterms, size_t nq,
-    const struct mt_bm25_search_params *sp, struct mt_bm25_hit *hits,
-    size_t k, size_t *nhits, struct mt_error *err);
+enum mt_status mt_bm25_search_exhaustive(const struct mt_bm25 *idx,
+                                         const struct mt_str *qterms, size_t nq,
+                                         const struct mt_bm25_search_params *sp,
+                                         struct mt_bm25_hit *hits, size_t k,
+                                         size_t *nhits, struct mt_error *err);
 
 #ifdef __cplusplus
 }

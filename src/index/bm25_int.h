@@ -44,17 +44,17 @@ struct bm25_meta {
 struct bm25_term {
     uint32_t str_off; /* into TSTR */
     uint32_t str_len;
-    uint32_t df;      /* postings = documents holding the term */
-    uint32_t blk;     /* first block in BLKS */
+    uint32_t df;       /* postings = documents holding the term */
+    uint32_t blk;      /* first block in BLKS */
     uint64_t post_off; /* into POST; the term ends where the next begins */
-    float max_wtf;    /* over the term's postings */
+    float max_wtf;     /* over the term's postings */
     float min_dl;
 };
 
 struct bm25_blk {
-    uint32_t last;  /* last doc in the block */
-    uint32_t off;   /* byte offset from the term's post_off */
-    float max_wtf;  /* a score bound: s grows with wtf, falls with dl */
+    uint32_t last; /* last doc in the block */
+    uint32_t off;  /* byte offset from the term's post_off */
+    float max_wtf; /* a score bound: s grows with wtf, falls with dl */
     float min_dl;
 };
 

@@ -93,6 +93,14 @@ uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
 
 /* ==== Open and validate ==== */
 
+/* Fuzz builds skip section CRCs so mutated inputs reach the structural
+ * checks below (the conventional libFuzzer macro; never in production). */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define OPEN_FLAGS MT_SEG_LAZY_CRC
+#else
+#define OPEN_FLAGS 0u
+#endif
+
 struct mt_bm25_params mt_bm25_default_params(void)
 {
     struct mt_bm25_params p = {
@@ -138,8 +146,8 @@ static enum mt_status load_meta(struct mt_bm25 *idx, struct mt_error *err)
     const void *p;
     size_t n;
     const struct bm25_meta *m;
-    enum mt_status st = section(idx, BM25_SEC_META, 1,
-                                sizeof(struct bm25_meta), &p, &n, err);
+    enum mt_status st =
+        section(idx, BM25_SEC_META, 1, sizeof(struct bm25_meta), &p, &n, err);
 
     if (st != MT_OK)
         return st;
@@ -148,17 +156,15 @@ static enum mt_status load_meta(struct mt_bm25 *idx, struct mt_error *err)
     m = &idx->meta;
     if (m->block != MT_BM25_BLOCK || m->ndocs == BM25_END)
         return bad(idx, err, "META", "unsupported block size or doc count");
-    if (!(m->avgdl >= 0.0) || !(m->weight[0] > 0.0f) ||
-        !(m->weight[1] > 0.0f))
+    if (!(m->avgdl >= 0.0) || !(m->weight[0] > 0.0f) || !(m->weight[1] > 0.0f))
         return bad(idx, err, "META", "bad average length or weights");
-    if (m->nblocks > m->npostings || m->npostings > (uint64_t)m->nterms *
-                                                        m->ndocs)
+    if (m->nblocks > m->npostings ||
+        m->npostings > (uint64_t)m->nterms * m->ndocs)
         return bad(idx, err, "META", "inconsistent counts");
     return MT_OK;
 }
 
-static enum mt_status load_sections(struct mt_bm25 *idx,
-                                    struct mt_error *err)
+static enum mt_status load_sections(struct mt_bm25 *idx, struct mt_error *err)
 {
     const struct bm25_meta *m = &idx->meta;
     const void *p;
@@ -174,8 +180,8 @@ static enum mt_status load_sections(struct mt_bm25 *idx,
         return st;
     idx->tstr = p;
     idx->tstr_n = n;
-    st = section(idx, BM25_SEC_TERM, m->nterms, sizeof(struct bm25_term),
-                 &p, &n, err);
+    st = section(idx, BM25_SEC_TERM, m->nterms, sizeof(struct bm25_term), &p,
+                 &n, err);
     if (st != MT_OK)
         return st;
     idx->terms = p;
@@ -300,7 +306,7 @@ enum mt_status mt_bm25_open(const char *path, struct mt_bm25 **out,
 
     if (!idx)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    st = mt_seg_open(path, BM25_MAGIC, 0, &idx->seg, err);
+    st = mt_seg_open(path, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
     if (st != MT_OK) {
         mt_bm25_close(idx);
         return st;
@@ -315,12 +321,11 @@ enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
     enum mt_status st;
 
     if (((uintptr_t)data & (MT_SEG_ALIGN - 1)) != 0)
-        return mt_fail(err, MT_EINVAL, "%s: buffer not 16-byte aligned",
-                       name);
+        return mt_fail(err, MT_EINVAL, "%s: buffer not 16-byte aligned", name);
     idx = mt_calloc(1, sizeof *idx);
     if (!idx)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", name);
-    st = mt_seg_open_mem(data, n, name, BM25_MAGIC, 0, &idx->seg, err);
+    st = mt_seg_open_mem(data, n, name, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
     if (st != MT_OK) {
         mt_bm25_close(idx);
         return st;
@@ -354,8 +359,8 @@ int64_t mt_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
 void mt_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
                         const uint8_t **start, const uint8_t **end)
 {
-    uint64_t e = ti + 1 < idx->meta.nterms ? idx->terms[ti + 1].post_off
-                                           : idx->post_n;
+    uint64_t e =
+        ti + 1 < idx->meta.nterms ? idx->terms[ti + 1].post_off : idx->post_n;
 
     *start = idx->post + idx->terms[ti].post_off;
     *end = idx->post + e;

@@ -261,8 +261,8 @@ static int accepted(const struct mt_vec_filter *f, uint32_t id)
 
 /* Offers neighbour x found while expanding: a candidate when it could
  * enter the results, a result when the filter accepts it. */
-static enum mt_status offer(struct scratch *s, struct mt_vec_hit x,
-                            uint32_t ef, const struct mt_vec_filter *f)
+static enum mt_status offer(struct scratch *s, struct mt_vec_hit x, uint32_t ef,
+                            const struct mt_vec_filter *f)
 {
     if (s->res.n >= ef && !mt_vec_hit_better(x, s->res.a[0]))
         return MT_OK;
@@ -282,8 +282,7 @@ static enum mt_status offer(struct scratch *s, struct mt_vec_hit x,
 static enum mt_status search_layer(const struct mt_hnsw *h, struct scratch *s,
                                    const int8_t *q, float qs,
                                    struct mt_vec_hit ep, uint32_t level,
-                                   uint32_t ef,
-                                   const struct mt_vec_filter *f)
+                                   uint32_t ef, const struct mt_vec_filter *f)
 {
     new_generation(s, h->n);
     s->cands.n = 0;
@@ -341,8 +340,7 @@ static enum mt_status search_from_top(const struct mt_hnsw *h,
     return results_sorted(s);
 }
 
-static float rescore_one(const struct mt_hnsw *h, const float *qf,
-                         uint32_t id)
+static float rescore_one(const struct mt_hnsw *h, const float *qf, uint32_t id)
 {
     const float *v = mt_vecset_float(h->vs, id);
 
@@ -391,9 +389,8 @@ enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
 /* hnswlib's heuristic: keep candidate c (best first) only when it is
  * closer to the base than to every neighbour already kept; compacts 'c'
  * in place and returns how many were kept, at most m. */
-static uint32_t select_neighbors(const struct mt_hnsw *h,
-                                 struct mt_vec_hit *c, uint32_t nc,
-                                 uint32_t m)
+static uint32_t select_neighbors(const struct mt_hnsw *h, struct mt_vec_hit *c,
+                                 uint32_t nc, uint32_t m)
 {
     uint32_t kept = 0;
     uint32_t i;
@@ -439,9 +436,8 @@ static enum mt_status add_backlink(struct mt_hnsw *h, struct scratch *s,
 
 /* Links node q on 'level' to its selected neighbours in s->sel and back;
  * returns the best result as the next level's entry point. */
-static enum mt_status connect(struct mt_hnsw *h, struct scratch *s,
-                              uint32_t q, uint32_t level,
-                              struct mt_vec_hit *ep)
+static enum mt_status connect(struct mt_hnsw *h, struct scratch *s, uint32_t q,
+                              uint32_t level, struct mt_vec_hit *ep)
 {
     uint32_t *l = links_mut(h, q, level);
     uint32_t i;
@@ -456,8 +452,7 @@ static enum mt_status connect(struct mt_hnsw *h, struct scratch *s,
     return MT_OK;
 }
 
-static enum mt_status insert(struct mt_hnsw *h, struct scratch *s,
-                             uint32_t q)
+static enum mt_status insert(struct mt_hnsw *h, struct scratch *s, uint32_t q)
 {
     const int8_t *qc = mt_vecset_code(h->vs, q);
     float qs = mt_vecset_scale(h->vs, q);
@@ -475,8 +470,8 @@ static enum mt_status insert(struct mt_hnsw *h, struct scratch *s,
     for (l = h->max_level; l > lq; l--)
         greedy(h, qc, qs, &ep, l);
     for (l = lq < h->max_level ? lq : h->max_level; l != NONE; l--) {
-        if (search_layer(h, s, qc, qs, ep, l, h->p.ef_construction,
-                         NULL) != MT_OK ||
+        if (search_layer(h, s, qc, qs, ep, l, h->p.ef_construction, NULL) !=
+                MT_OK ||
             results_sorted(s) != MT_OK || connect(h, s, q, l, &ep) != MT_OK)
             return MT_ENOMEM;
     }
@@ -511,8 +506,7 @@ static enum mt_status assign_levels(struct mt_hnsw *h)
     for (i = 0; i < h->n; i++) {
         double u = (double)((splitmix64(&st) >> 11) + 1) * 0x1p-53;
         double lv = floor(-log(u) * ml);
-        h->levels_mem[i] = (uint8_t)(lv > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL
-                                                         : lv);
+        h->levels_mem[i] = (uint8_t)(lv > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL : lv);
         h->upper_off_mem[i] = (uint32_t)blocks;
         blocks += h->levels_mem[i];
     }
@@ -533,7 +527,7 @@ static enum mt_status alloc_graph(struct mt_hnsw *h)
 
 struct mt_hnsw_params mt_hnsw_default_params(void)
 {
-    struct mt_hnsw_params p = {16, 200, 64, 42, 1};
+    struct mt_hnsw_params p = {16, 200, 128, 42, 1};
     return p;
 }
 
@@ -758,10 +752,12 @@ static enum mt_status open_mapped(struct mt_hnsw *h, const char *path,
     const struct mt_vec_hdr *hdr = h->map.hdr;
     enum mt_status st;
 
-    st = mt_vecset_view(&h->map, hdr->dims, hdr->count, hdr->aux[0],
-                        &h->own_vs, err);
-    if (st != MT_OK)
-        return mt_error_prefix(err, "%s", path);
+    st = mt_vecset_view(&h->map, hdr->dims, hdr->count, hdr->aux[0], &h->own_vs,
+                        err);
+    if (st != MT_OK) {
+        mt_error_prefix(err, "%s", path);
+        return st;
+    }
     h->vs = h->own_vs;
     h->n = mt_vecset_count(h->vs);
     h->dims = hdr->dims;

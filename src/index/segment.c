@@ -31,8 +31,8 @@ static void crc_init(void)
     }
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
-            crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^
-                            crc_tab[0][crc_tab[t - 1][i] & 0xFF];
+            crc_tab[t][i] =
+                (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xFF];
 }
 
 /* Slicing-by-8 software CRC over a pre-inverted state. */
@@ -155,8 +155,7 @@ struct mt_seg_writer {
 static enum mt_status w_io(struct mt_seg_writer *w, struct mt_error *err,
                            const char *what)
 {
-    return mt_fail(err, MT_EIO, "%s: %s: %s", w->tmp, what,
-                   strerror(errno));
+    return mt_fail(err, MT_EIO, "%s: %s: %s", w->tmp, what, strerror(errno));
 }
 
 static enum mt_status w_flush(struct mt_seg_writer *w, struct mt_error *err)
@@ -241,8 +240,7 @@ static enum mt_status w_alloc(const char *path, struct mt_seg_writer **out,
 }
 
 enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
-                                  uint32_t version,
-                                  struct mt_seg_writer **out,
+                                  uint32_t version, struct mt_seg_writer **out,
                                   struct mt_error *err)
 {
     static const unsigned char zero[MT_SEG_HEADER_SIZE];
@@ -325,8 +323,7 @@ enum mt_status mt_seg_writer_write(struct mt_seg_writer *w, const void *p,
                                    size_t n, struct mt_error *err)
 {
     if (!w->in_section)
-        return mt_fail(err, MT_EINVAL, "%s: write outside a section",
-                       w->path);
+        return mt_fail(err, MT_EINVAL, "%s: write outside a section", w->path);
     if (n == 0)
         return MT_OK;
     w->ents[w->n - 1].crc = mt_crc32c(w->ents[w->n - 1].crc, p, n);
@@ -373,8 +370,8 @@ static enum mt_status w_header(struct mt_seg_writer *w, uint64_t table_off,
 static enum mt_status fsync_dir(const char *path, struct mt_error *err)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? mt_strndup(path, (size_t)(slash - path) + 1)
-                      : mt_strdup(".");
+    char *dir =
+        slash ? mt_strndup(path, (size_t)(slash - path) + 1) : mt_strdup(".");
     int fd;
     int rc;
 
@@ -492,13 +489,14 @@ static enum mt_status check_header(struct mt_seg *s, const char magic[8],
     if (fsize != s->size)
         return mt_fail(err, MT_EPARSE,
                        "%s: truncated or extended: header says %llu bytes, "
-                       "file has %zu", s->name, (unsigned long long)fsize,
-                       s->size);
+                       "file has %zu",
+                       s->name, (unsigned long long)fsize, s->size);
     s->version = get32(h + 12);
     s->n = get32(h + 32);
     toff = get64(h + 24);
     if (s->n > MT_SEG_MAX_SECTIONS || toff < MT_SEG_HEADER_SIZE ||
-        toff > s->size || (s->size - toff) / MT_SEG_ENTRY_SIZE < s->n)
+        toff % MT_SEG_ALIGN || toff > s->size ||
+        s->size - toff != (uint64_t)s->n * MT_SEG_ENTRY_SIZE)
         return bad(s, err, "section table out of bounds");
     s->table = s->base + toff;
     if (get64(h + 40) != mt_crc32c(0, s->table, s->n * MT_SEG_ENTRY_SIZE))
@@ -532,6 +530,35 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
     return MT_OK;
 }
 
+/* Sections must lie in table order, back to back, each followed by zero
+ * padding to the next multiple of 16, so that every byte of the file is
+ * covered by a checksum or by this check. Runs after check_entry. */
+static enum mt_status check_layout(const struct mt_seg *s, struct mt_error *err)
+{
+    uint64_t pos = MT_SEG_HEADER_SIZE;
+    uint64_t toff = (uint64_t)(s->table - s->base);
+    char ids[5];
+
+    for (uint32_t i = 0; i < s->n; i++) {
+        const unsigned char *e = s->table + (size_t)i * MT_SEG_ENTRY_SIZE;
+        uint64_t end;
+        mt_seg_id_str(get32(e), ids);
+        if (get64(e + 8) != pos)
+            return mt_fail(err, MT_EPARSE, "%s: section '%s' misplaced",
+                           s->name, ids);
+        pos += get64(e + 16);
+        end = (pos + MT_SEG_ALIGN - 1) / MT_SEG_ALIGN * MT_SEG_ALIGN;
+        for (; pos < end && pos < toff; pos++)
+            if (s->base[pos] != 0)
+                return mt_fail(err, MT_EPARSE,
+                               "%s: section '%s': damaged padding", s->name,
+                               ids);
+    }
+    if (pos != toff)
+        return bad(s, err, "section table misplaced");
+    return MT_OK;
+}
+
 static enum mt_status seg_parse(struct mt_seg *s, const char magic[8],
                                 unsigned flags, struct mt_error *err)
 {
@@ -539,7 +566,7 @@ static enum mt_status seg_parse(struct mt_seg *s, const char magic[8],
 
     for (uint32_t i = 0; st == MT_OK && i < s->n; i++)
         st = check_entry(s, i, flags, err);
-    return st;
+    return st == MT_OK ? check_layout(s, err) : st;
 }
 
 static struct mt_seg *seg_new(const char *name, struct mt_error *err)
@@ -644,8 +671,8 @@ enum mt_status mt_seg_section(const struct mt_seg *s, uint32_t id,
     char ids[5];
 
     if (!e)
-        return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'",
-                       s->name, mt_seg_id_str(id, ids));
+        return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'", s->name,
+                       mt_seg_id_str(id, ids));
     *data = s->base + get64(e + 8);
     *size = (size_t)get64(e + 16);
     return MT_OK;
@@ -659,8 +686,8 @@ enum mt_status mt_seg_verify(const struct mt_seg *s, uint32_t id,
 
     mt_seg_id_str(id, ids);
     if (!e)
-        return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'",
-                       s->name, ids);
+        return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'", s->name,
+                       ids);
     if (get64(e + 24) !=
         mt_crc32c(0, s->base + get64(e + 8), (size_t)get64(e + 16)))
         return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",

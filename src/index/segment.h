@@ -38,8 +38,8 @@ extern "C" {
 #define MT_SEG_ENTRY_SIZE 32u
 #define MT_SEG_ALIGN 16u
 #define MT_SEG_MAX_SECTIONS 1024u
-#define MT_SEG_ID(a, b, c, d)                                               \
-    ((uint32_t)(unsigned char)(a) | (uint32_t)(unsigned char)(b) << 8 |     \
+#define MT_SEG_ID(a, b, c, d)                                                  \
+    ((uint32_t)(unsigned char)(a) | (uint32_t)(unsigned char)(b) << 8 |        \
      (uint32_t)(unsigned char)(c) << 16 | (uint32_t)(unsigned char)(d) << 24)
 
 /* CRC32C of n bytes at p, continuing from 'crc' (start with 0). Uses the
@@ -53,8 +53,7 @@ struct mt_seg_writer;
  * and caller format version. On success *out owns the writer: finish it
  * with mt_seg_writer_commit() or drop it with mt_seg_writer_abort(). */
 enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
-                                  uint32_t version,
-                                  struct mt_seg_writer **out,
+                                  uint32_t version, struct mt_seg_writer **out,
                                   struct mt_error *err);
 
 /* Starts section 'id' (ends the previous one). Ids must be unique. */

@@ -79,8 +79,8 @@ static float dot_f32_i8_portable(const float *q, const int8_t *c, size_t n)
 }
 
 static const struct mt_simd_kernels k_portable = {
-    MT_SIMD_PORTABLE, "portable", dot_i8_portable, dot_i8_batch_portable,
-    dot_f32_portable, dot_f32_i8_portable,
+    MT_SIMD_PORTABLE,      "portable",       dot_i8_portable,
+    dot_i8_batch_portable, dot_f32_portable, dot_f32_i8_portable,
 };
 
 #if MT_SIMD_X86
@@ -111,14 +111,17 @@ AVX2_T static inline int32_t dot_i8_avx2(const int8_t *a, const int8_t *b,
     int32_t s;
 
     for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(
-            load_i8x16_avx2(a + i), load_i8x16_avx2(b + i)));
-        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(
-            load_i8x16_avx2(a + i + 16), load_i8x16_avx2(b + i + 16)));
+        acc0 =
+            _mm256_add_epi32(acc0, _mm256_madd_epi16(load_i8x16_avx2(a + i),
+                                                     load_i8x16_avx2(b + i)));
+        acc1 = _mm256_add_epi32(acc1,
+                                _mm256_madd_epi16(load_i8x16_avx2(a + i + 16),
+                                                  load_i8x16_avx2(b + i + 16)));
     }
     if (i + 16 <= n) {
-        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(
-            load_i8x16_avx2(a + i), load_i8x16_avx2(b + i)));
+        acc0 =
+            _mm256_add_epi32(acc0, _mm256_madd_epi16(load_i8x16_avx2(a + i),
+                                                     load_i8x16_avx2(b + i)));
         i += 16;
     }
     s = hsum_i32_avx2(_mm256_add_epi32(acc0, acc1));
@@ -127,15 +130,14 @@ AVX2_T static inline int32_t dot_i8_avx2(const int8_t *a, const int8_t *b,
     return s;
 }
 
-AVX2_T static int32_t dot_i8_avx2_fn(const int8_t *a, const int8_t *b,
-                                     size_t n)
+AVX2_T static int32_t dot_i8_avx2_fn(const int8_t *a, const int8_t *b, size_t n)
 {
     return dot_i8_avx2(a, b, n);
 }
 
 AVX2_T static void dot_i8_batch_avx2(const int8_t *q, const int8_t *rows,
-                                     size_t stride, size_t nrows,
-                                     size_t dims, int32_t *out)
+                                     size_t stride, size_t nrows, size_t dims,
+                                     int32_t *out)
 {
     size_t r;
 
@@ -145,8 +147,8 @@ AVX2_T static void dot_i8_batch_avx2(const int8_t *q, const int8_t *rows,
 
 AVX2_T static inline float hsum_f32_avx2(__m256 v)
 {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
+    __m128 s =
+        _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
@@ -160,14 +162,14 @@ AVX2_T static float dot_f32_avx2(const float *a, const float *b, size_t n)
     float s;
 
     for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-                               _mm256_loadu_ps(b + i), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i),
+                               acc0);
         acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
                                _mm256_loadu_ps(b + i + 8), acc1);
     }
     if (i + 8 <= n) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-                               _mm256_loadu_ps(b + i), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i),
+                               acc0);
         i += 8;
     }
     s = hsum_f32_avx2(_mm256_add_ps(acc0, acc1));
@@ -176,8 +178,7 @@ AVX2_T static float dot_f32_avx2(const float *a, const float *b, size_t n)
     return s;
 }
 
-AVX2_T static float dot_f32_i8_avx2(const float *q, const int8_t *c,
-                                    size_t n)
+AVX2_T static float dot_f32_i8_avx2(const float *q, const int8_t *c, size_t n)
 {
     __m256 acc = _mm256_setzero_ps();
     size_t i = 0;
@@ -195,40 +196,39 @@ AVX2_T static float dot_f32_i8_avx2(const float *q, const int8_t *c,
 }
 
 static const struct mt_simd_kernels k_avx2 = {
-    MT_SIMD_AVX2, "avx2", dot_i8_avx2_fn, dot_i8_batch_avx2,
-    dot_f32_avx2, dot_f32_i8_avx2,
+    MT_SIMD_AVX2,      "avx2",       dot_i8_avx2_fn,
+    dot_i8_batch_avx2, dot_f32_avx2, dot_f32_i8_avx2,
 };
 
 /* ==== AVX-512 ==== */
 
-#define AVX512_T \
+#define AVX512_T                                                               \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
 /* vpdpwssd fuses madd and add; the tail uses a masked load, so the kernel
  * is exact with no scalar loop. */
-AVX512_T static inline int32_t dot_i8_avx512(const int8_t *a,
-                                             const int8_t *b, size_t n)
+AVX512_T static inline int32_t dot_i8_avx512(const int8_t *a, const int8_t *b,
+                                             size_t n)
 {
     __m512i acc0 = _mm512_setzero_si512();
     __m512i acc1 = _mm512_setzero_si512();
     size_t i = 0;
 
     for (; i + 64 <= n; i += 64) {
-        __m512i a0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-            (const __m256i *)(a + i)));
-        __m512i b0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-            (const __m256i *)(b + i)));
-        __m512i a1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-            (const __m256i *)(a + i + 32)));
-        __m512i b1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-            (const __m256i *)(b + i + 32)));
+        __m512i a0 =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(a + i)));
+        __m512i b0 =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(b + i)));
+        __m512i a1 = _mm512_cvtepi8_epi16(
+            _mm256_loadu_si256((const __m256i *)(a + i + 32)));
+        __m512i b1 = _mm512_cvtepi8_epi16(
+            _mm256_loadu_si256((const __m256i *)(b + i + 32)));
         acc0 = _mm512_dpwssd_epi32(acc0, a0, b0);
         acc1 = _mm512_dpwssd_epi32(acc1, a1, b1);
     }
     while (i < n) {
         size_t rem = n - i < 32 ? n - i : 32;
-        __mmask32 m = (__mmask32)(rem == 32 ? 0xffffffffu
-                                            : ((1u << rem) - 1u));
+        __mmask32 m = (__mmask32)(rem == 32 ? 0xffffffffu : ((1u << rem) - 1u));
         __m512i a0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, a + i));
         __m512i b0 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m, b + i));
         acc0 = _mm512_dpwssd_epi32(acc0, a0, b0);
@@ -243,10 +243,9 @@ AVX512_T static int32_t dot_i8_avx512_fn(const int8_t *a, const int8_t *b,
     return dot_i8_avx512(a, b, n);
 }
 
-AVX512_T static void dot_i8_batch_avx512(const int8_t *q,
-                                         const int8_t *rows, size_t stride,
-                                         size_t nrows, size_t dims,
-                                         int32_t *out)
+AVX512_T static void dot_i8_batch_avx512(const int8_t *q, const int8_t *rows,
+                                         size_t stride, size_t nrows,
+                                         size_t dims, int32_t *out)
 {
     size_t r;
 
@@ -255,19 +254,17 @@ AVX512_T static void dot_i8_batch_avx512(const int8_t *q,
 }
 
 static const struct mt_simd_kernels k_avx512 = {
-    MT_SIMD_AVX512, "avx512", dot_i8_avx512_fn, dot_i8_batch_avx512,
-    dot_f32_avx2, dot_f32_i8_avx2,
+    MT_SIMD_AVX512,      "avx512",     dot_i8_avx512_fn,
+    dot_i8_batch_avx512, dot_f32_avx2, dot_f32_i8_avx2,
 };
 
 static int cpu_has(enum mt_simd_level level)
 {
     __builtin_cpu_init();
     if (level == MT_SIMD_AVX2)
-        return __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (level == MT_SIMD_AVX512)
-        return cpu_has(MT_SIMD_AVX2) &&
-               __builtin_cpu_supports("avx512f") &&
+        return cpu_has(MT_SIMD_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512vnni");

@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum mt_simd_level {
     MT_SIMD_PORTABLE, /* plain C that gcc auto-vectorises */
     MT_SIMD_AVX2,     /* AVX2 + FMA */
@@ -45,4 +49,7 @@ const struct mt_simd_kernels *mt_simd_get(void);
  * cannot run them. For tests and benchmarks. */
 const struct mt_simd_kernels *mt_simd_level(enum mt_simd_level level);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -212,8 +212,8 @@ void mt_vec_hash_update(struct mt_vec_hash *h, const void *p, size_t n)
 
 uint64_t mt_vec_hash_final(const struct mt_vec_hash *h)
 {
-    uint64_t x = rotl64(h->v[0], 1) + rotl64(h->v[1], 7) +
-                 rotl64(h->v[2], 12) + rotl64(h->v[3], 18);
+    uint64_t x = rotl64(h->v[0], 1) + rotl64(h->v[1], 7) + rotl64(h->v[2], 12) +
+                 rotl64(h->v[3], 18);
 
     x ^= h->len;
     x ^= x >> 33;
@@ -272,8 +272,7 @@ enum mt_status mt_vec_writer_begin(struct mt_vec_writer *w, const char *path,
     if (w->fd < 0 || write_all(w->fd, zero, sizeof zero) != MT_OK) {
         int e = errno;
         mt_vec_writer_abort(w);
-        return mt_fail(err, MT_EIO, "%s: cannot write: %s", path,
-                       strerror(e));
+        return mt_fail(err, MT_EIO, "%s: cannot write: %s", path, strerror(e));
     }
     mt_vec_hash_init(&w->hash, 0);
     return MT_OK;
@@ -381,9 +380,10 @@ static enum mt_status map_check(struct mt_vec_map *m, const char *path,
         return mt_fail(err, MT_EPARSE, "%s: unsupported version %u", path,
                        (unsigned)h->version);
     if (h->payload_len != plen || plen % 64 != 0)
-        return mt_fail(err, MT_EPARSE, "%s: truncated or padded (%zu of "
-                       "%llu payload bytes)", path, plen,
-                       (unsigned long long)h->payload_len);
+        return mt_fail(err, MT_EPARSE,
+                       "%s: truncated or padded (%zu of "
+                       "%llu payload bytes)",
+                       path, plen, (unsigned long long)h->payload_len);
     mt_vec_hash_init(&hash, 0);
     mt_vec_hash_update(&hash, (const char *)m->base + MT_VEC_HDR_SIZE, plen);
     if (header_checksum(h, mt_vec_hash_final(&hash)) != h->checksum)
@@ -495,8 +495,7 @@ static enum mt_status vecset_grow(struct mt_vecset *vs, uint32_t cap)
         return MT_ENOMEM;
     vs->codes = vs->codes_mem = p;
     if (vs->p.keep_float) {
-        p = mt_realloc(vs->floats_mem,
-                       (size_t)cap * vs->dims * sizeof(float));
+        p = mt_realloc(vs->floats_mem, (size_t)cap * vs->dims * sizeof(float));
         if (!p)
             return MT_ENOMEM;
         vs->floats = vs->floats_mem = p;
@@ -515,8 +514,7 @@ static int all_finite(const float *v, uint32_t dims)
     return 1;
 }
 
-enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v,
-                             uint32_t *id)
+enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
 {
     size_t row = (size_t)vs->count * vs->dims;
     double norm = 1.0;
@@ -592,8 +590,8 @@ const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id)
 /* ==== Files ==== */
 
 enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_vec_writer *w,
-                                      uint64_t *flags, struct mt_error *err)
+                                      struct mt_vec_writer *w, uint64_t *flags,
+                                      struct mt_error *err)
 {
     size_t n = vs->count;
     enum mt_status st;
@@ -602,8 +600,8 @@ enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
              (vs->p.normalize ? VEC_FLAG_NORMALIZE : 0);
     st = mt_vec_writer_put(w, vs->scales, n * sizeof(float), err);
     if (st == MT_OK && vs->floats)
-        st = mt_vec_writer_put(w, vs->floats, n * vs->dims * sizeof(float),
-                               err);
+        st =
+            mt_vec_writer_put(w, vs->floats, n * vs->dims * sizeof(float), err);
     if (st == MT_OK)
         st = mt_vec_writer_put(w, vs->codes, n * vs->dims, err);
     return st;
@@ -672,11 +670,11 @@ enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
     st = mt_vec_map_open(&m, path, VECSET_MAGIC, VECSET_VERSION, err);
     if (st != MT_OK)
         return st;
-    st = mt_vecset_view(&m, m.hdr->dims, m.hdr->count, m.hdr->aux[0], out,
-                        err);
+    st = mt_vecset_view(&m, m.hdr->dims, m.hdr->count, m.hdr->aux[0], out, err);
     if (st != MT_OK) {
         mt_vec_map_close(&m);
-        return mt_error_prefix(err, "%s", path);
+        mt_error_prefix(err, "%s", path);
+        return st;
     }
     if (m.off != m.size - MT_VEC_HDR_SIZE) {
         mt_vecset_free(*out);
@@ -721,14 +719,13 @@ static void flat_scan(const struct mt_vecset *vs, const int8_t *qcodes,
     for (base = 0; base < vs->count; base += FLAT_BLOCK) {
         uint32_t nb = vs->count - base;
         nb = nb < FLAT_BLOCK ? nb : FLAT_BLOCK;
-        k->dot_i8_batch(qcodes, vs->codes + (size_t)base * vs->dims,
-                        vs->dims, nb, vs->dims, dots);
+        k->dot_i8_batch(qcodes, vs->codes + (size_t)base * vs->dims, vs->dims,
+                        nb, vs->dims, dots);
         for (r = 0; r < nb; r++) {
             uint32_t id = base + r;
             if (filtered_out(filter, id))
                 continue;
-            mt_vec_topk_push(t, id, (float)dots[r] * qscale *
-                                        vs->scales[id]);
+            mt_vec_topk_push(t, id, (float)dots[r] * qscale * vs->scales[id]);
         }
     }
 }
@@ -786,8 +783,8 @@ enum mt_status mt_vecset_search_float(const struct mt_vecset *vs,
     }
     for (id = 0; id < vs->count; id++)
         if (!filtered_out(filter, id))
-            mt_vec_topk_push(&t, id, kern->dot_f32(qf, mt_vecset_float(vs,
-                                                   id), vs->dims));
+            mt_vec_topk_push(
+                &t, id, kern->dot_f32(qf, mt_vecset_float(vs, id), vs->dims));
     mt_vec_topk_sort(&t);
     *n = t.n;
     mt_free(qf);

@@ -58,10 +58,10 @@ float mt_vec_quantize(const float *x, uint32_t dims, int8_t *codes);
  * embeddings the per-vector scale keeps the relative error near 1/254 of
  * the largest component. */
 struct mt_vecset_params {
-    int keep_float; /* also keep float32 copies (exact search, re-scoring);
-                       default 0: int8 only, 4x less memory */
-    int normalize;  /* scale added vectors and queries to unit length, so
-                       scores approximate cosine; default 1 */
+    int keep_float;     /* also keep float32 copies (exact search, re-scoring);
+                           default 0: int8 only, 4x less memory */
+    int normalize;      /* scale added vectors and queries to unit length, so
+                           scores approximate cosine; default 1 */
     uint32_t max_count; /* refuse adds past this (MT_ELIMIT); default
                            MT_VEC_MAX_COUNT */
 };
@@ -225,8 +225,8 @@ void mt_vec_map_close(struct mt_vec_map *m);
 /* Writes the set's sections (scales, floats, codes) for an embedding
  * file; stores flags in *flags. */
 enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_vec_writer *w,
-                                      uint64_t *flags, struct mt_error *err);
+                                      struct mt_vec_writer *w, uint64_t *flags,
+                                      struct mt_error *err);
 /* Builds a read-only set viewing the sections at the map's cursor; the
  * map must outlive it (the set does not unmap it). MT_EPARSE when the
  * sections are missing or inconsistent. */
