@@ -1,0 +1,536 @@
+/* Unit tests for src/index/hnsw: recall against exact float search on
+ * clustered data, determinism, file round trip and corruption, filters,
+ * edge cases, concurrent search and allocation failures. */
+#include "check.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/hnsw.h"
+#include "index/vec.h"
+#include "medtrust/core.h"
+
+#define N_VEC 20000
+#define DIMS 64
+#define N_CLUSTERS 50
+#define N_QUERIES 200
+#define K 10
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(void) /* (0, 1] */
+{
+    return (double)((rng_next() >> 11) + 1) * 0x1p-53;
+}
+
+static float rng_gauss(void)
+{
+    double u = rng_uniform();
+    double v = rng_uniform();
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static void normalize(float *v, uint32_t d)
+{
+    CHECK_OK(mt_vec_normalize(v, d));
+}
+
+/* Shared fixture: clustered unit vectors (50 Gaussian clusters, noise of
+ * norm about 0.8 around unit centres), queries from the same mixture,
+ * exact float top-10 computed here in double, and one default build. */
+static float *data;
+static float *queries;
+static uint32_t truth[N_QUERIES][K];
+static struct mt_vecset *vs;
+static struct mt_hnsw *idx;
+static char tmpdir[64];
+
+static void clustered(float *out, uint32_t n, const float *centres)
+{
+    uint32_t i;
+    uint32_t j;
+    for (i = 0; i < n; i++) {
+        const float *c = centres + (rng_next() % N_CLUSTERS) * DIMS;
+        for (j = 0; j < DIMS; j++)
+            out[i * DIMS + j] = c[j] + 0.1f * rng_gauss();
+        normalize(out + i * DIMS, DIMS);
+    }
+}
+
+static void exact_top(const float *q, uint32_t *out)
+{
+    struct mt_vec_hit h[K];
+    struct mt_vec_topk t = {h, 0, K};
+    uint32_t i;
+    uint32_t j;
+    for (i = 0; i < N_VEC; i++) {
+        double s = 0.0;
+        for (j = 0; j < DIMS; j++)
+            s += (double)q[j] * (double)data[i * DIMS + j];
+        mt_vec_topk_push(&t, i, (float)s);
+    }
+    mt_vec_topk_sort(&t);
+    for (i = 0; i < K; i++)
+        out[i] = h[i].id;
+}
+
+static int setup(void **state)
+{
+    static float centres[N_CLUSTERS * DIMS];
+    uint32_t i;
+    (void)state;
+    rng_state = 12345;
+    for (i = 0; i < N_CLUSTERS * DIMS; i++)
+        centres[i] = rng_gauss();
+    for (i = 0; i < N_CLUSTERS; i++)
+        normalize(centres + i * DIMS, DIMS);
+    data = malloc(sizeof(float) * N_VEC * DIMS);
+    queries = malloc(sizeof(float) * N_QUERIES * DIMS);
+    if (!data || !queries)
+        return -1;
+    clustered(data, N_VEC, centres);
+    clustered(queries, N_QUERIES, centres);
+    for (i = 0; i < N_QUERIES; i++)
+        exact_top(queries + i * DIMS, truth[i]);
+    if (mt_vecset_new(DIMS, NULL, &vs) != MT_OK)
+        return -1;
+    for (i = 0; i < N_VEC; i++)
+        if (mt_vecset_add(vs, data + i * DIMS, NULL) != MT_OK)
+            return -1;
+    strcpy(tmpdir, "/tmp/mt_test_hnsw_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    return mt_hnsw_build(vs, NULL, &idx) == MT_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    mt_hnsw_free(idx);
+    mt_vecset_free(vs);
+    free(data);
+    free(queries);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static double recall_of(const struct mt_hnsw *h, uint32_t ef)
+{
+    struct mt_vec_hit hits[K];
+    uint32_t found = 0;
+    uint32_t q, a, b, n;
+    for (q = 0; q < N_QUERIES; q++) {
+        CHECK_OK(mt_hnsw_search(h, queries + q * DIMS, K, ef, NULL, hits, &n));
+        CHECK(n == K);
+        for (a = 0; a < K; a++)
+            for (b = 0; b < K; b++)
+                found += hits[a].id == truth[q][b];
+    }
+    return (double)found / (N_QUERIES * K);
+}
+
+static void test_hnsw_default_recall_at_least_095(void **state)
+{
+    struct mt_hnsw_params p = mt_hnsw_params_of(idx);
+    double r = recall_of(idx, 0);
+    (void)state;
+    CHECK(p.M == 16 && p.ef_construction == 200 && p.ef_search == 128);
+    print_message("recall@10 default (ef %u): %.4f; ef 16: %.4f; "
+                  "ef 64: %.4f\n",
+                  p.ef_search, r, recall_of(idx, 16), recall_of(idx, 64));
+    CHECK(r >= 0.95);
+    CHECK(recall_of(idx, 64) >= 0.95);
+    CHECK(recall_of(idx, 16) < r); /* ef matters, so the test can fail */
+}
+
+static void test_hnsw_hits_sorted_and_distinct(void **state)
+{
+    struct mt_vec_hit h[K];
+    uint32_t n, i, j;
+    (void)state;
+    CHECK_OK(mt_hnsw_search(idx, queries, K, 0, NULL, h, &n));
+    for (i = 0; i < n; i++) {
+        CHECK(i == 0 || mt_vec_hit_better(h[i - 1], h[i]));
+        for (j = 0; j < i; j++)
+            CHECK(h[i].id != h[j].id);
+    }
+}
+
+static void search_all(const struct mt_hnsw *h, struct mt_vec_hit *out)
+{
+    uint32_t q, n;
+    for (q = 0; q < N_QUERIES; q++) {
+        CHECK_OK(
+            mt_hnsw_search(h, queries + q * DIMS, K, 0, NULL, out + q * K, &n));
+        CHECK(n == K);
+    }
+}
+
+static void file_bytes(const char *path, unsigned char **p, long *n)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *p = malloc((size_t)*n);
+    CHECK(*p && fread(*p, 1, (size_t)*n, f) == (size_t)*n);
+    fclose(f);
+}
+
+static void put_bytes(const char *path, const unsigned char *p, long n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(p, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+}
+
+static void test_hnsw_round_trip_identical(void **state)
+{
+    static struct mt_vec_hit a[N_QUERIES * K], b[N_QUERIES * K];
+    char path[128];
+    struct mt_error err;
+    struct mt_hnsw *o;
+    (void)state;
+    snprintf(path, sizeof path, "%s/idx.hnsw", tmpdir);
+    CHECK_OK(mt_hnsw_write(idx, path, &err));
+    CHECK_OK(mt_hnsw_open(path, &o, &err));
+    CHECK(mt_hnsw_count(o) == N_VEC);
+    search_all(idx, a);
+    search_all(o, b);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    mt_hnsw_free(o);
+}
+
+/* Same seed and vectors: byte-identical files; another seed differs. */
+static void test_hnsw_build_is_deterministic(void **state)
+{
+    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_vecset *small;
+    struct mt_hnsw *h1, *h2, *h3;
+    unsigned char *b1, *b2, *b3;
+    long n1, n2, n3;
+    char f1[128], f2[128], f3[128];
+    uint32_t i;
+    (void)state;
+    CHECK_OK(mt_vecset_new(DIMS, NULL, &small));
+    for (i = 0; i < 2000; i++)
+        CHECK_OK(mt_vecset_add(small, data + i * DIMS, NULL));
+    snprintf(f1, sizeof f1, "%s/d1", tmpdir);
+    snprintf(f2, sizeof f2, "%s/d2", tmpdir);
+    snprintf(f3, sizeof f3, "%s/d3", tmpdir);
+    CHECK_OK(mt_hnsw_build(small, &p, &h1));
+    CHECK_OK(mt_hnsw_build(small, &p, &h2));
+    p.seed = 7;
+    CHECK_OK(mt_hnsw_build(small, &p, &h3));
+    CHECK_OK(mt_hnsw_write(h1, f1, NULL));
+    CHECK_OK(mt_hnsw_write(h2, f2, NULL));
+    CHECK_OK(mt_hnsw_write(h3, f3, NULL));
+    file_bytes(f1, &b1, &n1);
+    file_bytes(f2, &b2, &n2);
+    file_bytes(f3, &b3, &n3);
+    CHECK(n1 == n2 && memcmp(b1, b2, (size_t)n1) == 0);
+    CHECK(n1 != n3 || memcmp(b1, b3, (size_t)n1) != 0);
+    free(b1);
+    free(b2);
+    free(b3);
+    mt_hnsw_free(h1);
+    mt_hnsw_free(h2);
+    mt_hnsw_free(h3);
+    mt_vecset_free(small);
+}
+
+static void expect_rejected(const char *path, const char *name)
+{
+    struct mt_error err;
+    struct mt_hnsw *o = (struct mt_hnsw *)1;
+    CHECK(mt_hnsw_open(path, &o, &err) == MT_EPARSE);
+    CHECK(o == NULL);
+    CHECK(strstr(err.msg, name) != NULL);
+}
+
+static void test_hnsw_rejects_truncated_and_flipped(void **state)
+{
+    static const long cuts[] = {0, 10, 127, 128, 129, 4096, -64, -1};
+    char good[128], bad[128];
+    unsigned char *b;
+    long n, i;
+    (void)state;
+    snprintf(good, sizeof good, "%s/idx.hnsw", tmpdir);
+    snprintf(bad, sizeof bad, "%s/bad.hnsw", tmpdir);
+    CHECK_OK(mt_hnsw_write(idx, good, NULL));
+    file_bytes(good, &b, &n);
+    for (i = 0; i < (long)(sizeof cuts / sizeof cuts[0]); i++) {
+        put_bytes(bad, b, cuts[i] < 0 ? n + cuts[i] : cuts[i]);
+        expect_rejected(bad, "bad.hnsw");
+    }
+    for (i = 0; i < 24; i++) { /* header, vectors, graph, last byte */
+        long off = i < 8 ? i * 16 : (i == 23 ? n - 1 : n / 23 * i);
+        b[off] ^= (unsigned char)(1u << (i % 8));
+        put_bytes(bad, b, n);
+        expect_rejected(bad, "bad.hnsw");
+        b[off] ^= (unsigned char)(1u << (i % 8));
+    }
+    put_bytes(bad, b, n); /* unchanged copy still opens */
+    {
+        struct mt_hnsw *o;
+        CHECK_OK(mt_hnsw_open(bad, &o, NULL));
+        mt_hnsw_free(o);
+    }
+    free(b);
+}
+
+/* Re-seals a modified file so only the structural checks can catch it. */
+static void reseal(unsigned char *b, long n)
+{
+    struct mt_vec_hash hh;
+    struct mt_vec_hdr hd;
+    uint64_t ph;
+    mt_vec_hash_init(&hh, 0);
+    mt_vec_hash_update(&hh, b + MT_VEC_HDR_SIZE, (size_t)n - MT_VEC_HDR_SIZE);
+    ph = mt_vec_hash_final(&hh);
+    memcpy(&hd, b, sizeof hd);
+    hd.checksum = 0;
+    mt_vec_hash_init(&hh, ph);
+    mt_vec_hash_update(&hh, &hd, sizeof hd);
+    hd.checksum = mt_vec_hash_final(&hh);
+    memcpy(b, &hd, sizeof hd);
+}
+
+static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
+{
+    /* 300 x 64: scales 1216, codes 19200, levels 320, upper_off 1216 */
+    const long links0 = MT_VEC_HDR_SIZE + 1216 + 19200 + 320 + 1216;
+    struct mt_vecset *s;
+    struct mt_hnsw *h;
+    char path[128];
+    unsigned char *b;
+    uint32_t w[2];
+    long n;
+    uint32_t i;
+    (void)state;
+    snprintf(path, sizeof path, "%s/graph.hnsw", tmpdir);
+    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    for (i = 0; i < 300; i++)
+        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
+    CHECK_OK(mt_hnsw_build(s, NULL, &h));
+    CHECK_OK(mt_hnsw_write(h, path, NULL));
+    mt_hnsw_free(h);
+    mt_vecset_free(s);
+    file_bytes(path, &b, &n);
+    memcpy(w, b + links0, sizeof w);
+    CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < 300); /* offsets are right */
+    reseal(b, n);
+    put_bytes(path, b, n);
+    CHECK_OK(mt_hnsw_open(path, &h, NULL)); /* reseal alone is harmless */
+    mt_hnsw_free(h);
+    w[1] = 300; /* a link past the last node */
+    memcpy(b + links0, w, sizeof w);
+    reseal(b, n);
+    put_bytes(path, b, n);
+    h = (struct mt_hnsw *)1;
+    CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
+    expect_rejected(path, "graph.hnsw");
+    b[12] = 0; /* dims 0, checksum resealed */
+    reseal(b, n);
+    put_bytes(path, b, n);
+    CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE);
+    free(b);
+}
+
+static void test_hnsw_rescore_modes(void **state)
+{
+    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_vecset *s;
+    struct mt_hnsw *h0, *h1;
+    struct mt_vec_hit a[3], b[3], f[3];
+    uint32_t i, na, nb, nf;
+    (void)state;
+    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    for (i = 0; i < 1000; i++)
+        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
+    p.rescore = 0;
+    CHECK_OK(mt_hnsw_build(s, &p, &h0));
+    p.rescore = 1;
+    CHECK_OK(mt_hnsw_build(s, &p, &h1));
+    for (i = 0; i < 10; i++) {
+        const float *q = queries + i * DIMS;
+        CHECK_OK(mt_hnsw_search(h0, q, 3, 0, NULL, a, &na));
+        CHECK_OK(mt_hnsw_search(h1, q, 3, 0, NULL, b, &nb));
+        CHECK_OK(mt_vecset_search_flat(s, q, 3, NULL, f, &nf));
+        CHECK(na == 3 && nb == 3 && nf == 3);
+        /* rescore 0 returns the int8 scores of the flat search */
+        CHECK(a[0].id == f[0].id && a[0].score == f[0].score);
+        CHECK(fabsf(b[0].score - a[0].score) < 0.02f);
+    }
+    mt_hnsw_free(h0);
+    mt_hnsw_free(h1);
+    mt_vecset_free(s);
+}
+
+static int accept_mod3(uint32_t id, void *user)
+{
+    (void)user;
+    return id % 3 == 0;
+}
+
+static void test_hnsw_filter_honoured(void **state)
+{
+    struct mt_vec_filter f = {accept_mod3, NULL};
+    struct mt_vec_hit h[K];
+    uint32_t q, i, n;
+    (void)state;
+    for (q = 0; q < 20; q++) {
+        CHECK_OK(mt_hnsw_search(idx, queries + q * DIMS, K, 0, &f, h, &n));
+        CHECK(n == K);
+        for (i = 0; i < n; i++)
+            CHECK(h[i].id % 3 == 0);
+    }
+}
+
+static void test_hnsw_small_and_empty(void **state)
+{
+    struct mt_vecset *s;
+    struct mt_hnsw *h, *o;
+    struct mt_vec_hit hits[10];
+    char path[128];
+    uint32_t n, i;
+    (void)state;
+    snprintf(path, sizeof path, "%s/empty.hnsw", tmpdir);
+    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    CHECK_OK(mt_hnsw_build(s, NULL, &h));
+    CHECK_OK(mt_hnsw_search(h, queries, 10, 0, NULL, hits, &n));
+    CHECK(n == 0);
+    CHECK_OK(mt_hnsw_write(h, path, NULL));
+    CHECK_OK(mt_hnsw_open(path, &o, NULL));
+    CHECK_OK(mt_hnsw_search(o, queries, 10, 0, NULL, hits, &n));
+    CHECK(n == 0 && mt_hnsw_count(o) == 0);
+    mt_hnsw_free(o);
+    mt_hnsw_free(h);
+    for (i = 0; i < 5; i++) /* k > n */
+        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
+    CHECK_OK(mt_hnsw_build(s, NULL, &h));
+    CHECK_OK(mt_hnsw_search(h, data + 2 * DIMS, 10, 3, NULL, hits, &n));
+    CHECK(n == 5 && hits[0].id == 2);
+    CHECK(fabsf(hits[0].score - 1.0f) < 0.01f);
+    CHECK_OK(mt_hnsw_search(h, data, 0, 0, NULL, hits, &n));
+    CHECK(n == 0);
+    mt_hnsw_free(h);
+    mt_vecset_free(s);
+    mt_hnsw_free(NULL);
+}
+
+static void test_hnsw_rejects_bad_params(void **state)
+{
+    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw *h = (struct mt_hnsw *)1;
+    struct mt_vec_hit hit = {0, 0.0f};
+    float zero[DIMS] = {0};
+    uint32_t n;
+    (void)state;
+    p.M = 1;
+    CHECK(mt_hnsw_build(vs, &p, &h) == MT_EINVAL && h == NULL);
+    CHECK(mt_hnsw_search(idx, zero, 1, 0, NULL, &hit, &n) == MT_EINVAL);
+    CHECK(n == 0);
+}
+
+struct job {
+    const struct mt_hnsw *h;
+    uint32_t first;
+    struct mt_vec_hit out[50 * K];
+    int ok;
+};
+
+static void *search_job(void *arg)
+{
+    struct job *j = arg;
+    uint32_t q, n;
+    int round;
+    j->ok = 1;
+    for (round = 0; round < 3; round++)
+        for (q = 0; q < 50; q++)
+            j->ok &= mt_hnsw_search(j->h, queries + (j->first + q) * DIMS, K, 0,
+                                    NULL, j->out + q * K, &n) == MT_OK &&
+                     n == K;
+    return NULL;
+}
+
+static void test_hnsw_concurrent_search_matches_serial(void **state)
+{
+    static struct mt_vec_hit serial[N_QUERIES * K];
+    static struct job jobs[4];
+    pthread_t t[4];
+    int i;
+    (void)state;
+    search_all(idx, serial);
+    for (i = 0; i < 4; i++) {
+        jobs[i].h = idx;
+        jobs[i].first = (uint32_t)i * 50;
+        CHECK(pthread_create(&t[i], NULL, search_job, &jobs[i]) == 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(jobs[i].ok);
+        CHECK(memcmp(jobs[i].out, serial + i * 50 * K, sizeof jobs[i].out) ==
+              0);
+    }
+}
+
+static void test_hnsw_oom_loop(void **state)
+{
+    struct mt_vecset *s;
+    struct mt_vec_hit hits[5];
+    long i;
+    int ok = 0;
+    uint32_t j, n;
+    (void)state;
+    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    for (j = 0; j < 300; j++)
+        CHECK_OK(mt_vecset_add(s, data + j * DIMS, NULL));
+    for (i = 0; !ok && i < 200; i++) {
+        struct mt_hnsw *h = (struct mt_hnsw *)1;
+        enum mt_status st;
+        mt_alloc_fail_after(i);
+        st = mt_hnsw_build(s, NULL, &h);
+        CHECK(st == MT_OK || (st == MT_ENOMEM && h == NULL));
+        if (st == MT_OK) /* the first search allocates its scratch */
+            st = mt_hnsw_search(h, data, 5, 0, NULL, hits, &n);
+        mt_alloc_fail_reset();
+        CHECK(st == MT_OK || st == MT_ENOMEM);
+        ok = st == MT_OK;
+        mt_hnsw_free(h);
+    }
+    print_message("hnsw build succeeded after %ld injected failures\n", i - 1);
+    CHECK(ok && i > 5 && n == 5);
+    mt_vecset_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hnsw_default_recall_at_least_095),
+        cmocka_unit_test(test_hnsw_hits_sorted_and_distinct),
+        cmocka_unit_test(test_hnsw_round_trip_identical),
+        cmocka_unit_test(test_hnsw_build_is_deterministic),
+        cmocka_unit_test(test_hnsw_rejects_truncated_and_flipped),
+        cmocka_unit_test(test_hnsw_rejects_bad_graph_with_valid_checksum),
+        cmocka_unit_test(test_hnsw_rescore_modes),
+        cmocka_unit_test(test_hnsw_filter_honoured),
+        cmocka_unit_test(test_hnsw_small_and_empty),
+        cmocka_unit_test(test_hnsw_rejects_bad_params),
+        cmocka_unit_test(test_hnsw_concurrent_search_matches_serial),
+        cmocka_unit_test(test_hnsw_oom_loop),
+    };
+    return cmocka_run_group_tests_name("hnsw", tests, setup, teardown);
+}
