@@ -117,6 +117,58 @@ enum mt_status mt_store_ingest_jsonl(struct mt_store *s, const char *path,
                                      struct mt_ingest_result *res,
                                      struct mt_error *err);
 
+/* ==== Chunks, for the search index ==== */
+
+/* One chunk as the index builder sees it. Strings are valid only during
+ * the callback. */
+struct mt_chunk_row {
+    int64_t chunk_id;
+    int64_t source_id;
+    const char *title; /* the document's title, or NULL */
+    const char *text;
+    size_t text_len;
+};
+
+typedef enum mt_status (*mt_store_chunk_fn)(const struct mt_chunk_row *row,
+                                            void *user);
+
+/* Calls fn for every chunk with id > after_id, in id order. Stops with
+ * fn's status when it is not MT_OK. */
+enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
+                                   mt_store_chunk_fn fn, void *user,
+                                   struct mt_error *err);
+
+/* Largest chunk id (0 when empty) and the number of chunks with id <=
+ * upto, which tells an index whether chunks it holds were deleted. */
+enum mt_status mt_store_chunk_span(struct mt_store *s, int64_t upto,
+                                   int64_t *max_id, uint64_t *count_upto,
+                                   struct mt_error *err);
+
+/* A chunk with its document, for showing a search hit. Strings belong to
+ * the store and stay valid until the next mt_store_chunk_get call. */
+struct mt_chunk_info {
+    int64_t chunk_id;
+    const char *doc_id; /* the corpus's own id */
+    const char *title;  /* may be NULL */
+    const char *text;
+    const char *source;
+    const char *metadata; /* JSON object text */
+    uint32_t ordinal;
+};
+
+/* Fetches chunk 'chunk_id'; MT_ENOTFOUND when it no longer exists. */
+enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
+                                  struct mt_chunk_info *out,
+                                  struct mt_error *err);
+
+/* Looks up a source by name without creating it; MT_ENOTFOUND if absent.
+ */
+enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
+                                    int64_t *id, struct mt_error *err);
+
+/* The store's directory (owned by the handle). */
+const char *mt_store_dir(const struct mt_store *s);
+
 #ifdef __cplusplus
 }
 #endif

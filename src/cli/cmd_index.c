@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
+#include "medtrust/index.h"
 #include "medtrust/store.h"
 
 static const struct cli_opt index_opts[] = {
@@ -23,6 +24,9 @@ static const struct cli_opt index_opts[] = {
     {"batch", 'b', "N", "documents per transaction, 1..1000000 (default "
      "1000)", 0},
     {"skip-bad", 0, NULL, "skip malformed lines and report how many", 0},
+    {"no-search-index", 0, NULL, "ingest only; do not update the search "
+     "index", 0},
+    {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -143,6 +147,44 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
     return st;
 }
 
+static void on_build(uint64_t done, uint64_t total, void *user)
+{
+    (void)total;
+    mt_progress_update(user, done);
+}
+
+static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
+                                  int rebuild, struct mt_error *err)
+{
+    struct mt_index_build_params bp;
+    struct mt_index_build_result br;
+    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress *bar = NULL;
+    uint64_t total = 0;
+    enum mt_status st;
+
+    mt_index_default_build_params(&bp);
+    bp.rebuild = rebuild;
+    pp.label = "search index";
+    pp.quiet = o->quiet;
+    pp.total = total;
+    st = mt_progress_new(&pp, &bar);
+    if (st != MT_OK)
+        return mt_fail(err, st, "out of memory");
+    bp.progress = on_build;
+    bp.progress_user = bar;
+    st = mt_index_build(s, &bp, &br, err);
+    if (st == MT_OK && br.chunks_added)
+        mt_progress_finish(bar);
+    mt_progress_free(bar);
+    if (st == MT_OK && !o->json)
+        printf("search index: %llu chunks added%s, %u segment%s\n",
+               (unsigned long long)br.chunks_added,
+               br.merged ? " (rebuilt)" : "", br.segments,
+               br.segments == 1 ? "" : "s");
+    return st;
+}
+
 static int index_run(struct cli_args *a)
 {
     struct index_opts o;
@@ -156,17 +198,21 @@ static int index_run(struct cli_args *a)
 
     if (read_opts(a, &o) < 0)
         return 1;
-    if (!o.db || n == 0) {
-        fprintf(stderr, "medtrust index: --db and --input are required\n"
+    if (!o.db) {
+        fprintf(stderr, "medtrust index: --db is required\n"
                         "Try 'medtrust index --help'.\n");
         return 1;
     }
+    /* Without --input, only an existing store's search index is updated. */
+    o.sp.create = n > 0;
     st = mt_store_open(o.db, &o.sp, &s, &err);
     for (i = 0; st == MT_OK && i < n; i++) {
         st = ingest_one(s, inputs[i], &o, &r, &err);
         if (st == MT_OK)
             print_result(inputs[i], o.ip.source, &r, o.json);
     }
+    if (st == MT_OK && !cli_get(a, "no-search-index"))
+        st = build_index(s, &o, cli_get(a, "rebuild") != NULL, &err);
     mt_store_close(s);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
@@ -174,13 +220,16 @@ static int index_run(struct cli_args *a)
 const struct cli_verb cli_verb_index = {
     "index",
     "ingest JSONL documents into a corpus store",
-    "--db DIR --input FILE.jsonl [--input ...] [OPTIONS]",
+    "--db DIR [--input FILE.jsonl ...] [OPTIONS]",
     "Each line of the input is a JSON object with \"id\" and \"text\" and an\n"
     "optional \"title\"; other fields are kept as metadata. Documents are\n"
     "split into chunks (the store's chunk size and overlap, in characters).\n"
     "Re-running with the same ids replaces those documents. Ingestion\n"
     "commits in batches: an interrupted run keeps every committed batch\n"
-    "and can simply be run again.",
+    "and can simply be run again. Then the search index is brought up to\n"
+    "date (new chunks in a new segment; a full rebuild after deletions).\n"
+    "Without --input, only the search index of an existing store is\n"
+    "updated.",
     index_opts,
     index_run,
 };

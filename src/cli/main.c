@@ -9,6 +9,9 @@
 static const struct cli_verb *const verbs[] = {
     &cli_verb_index,
     &cli_verb_stats,
+    &cli_verb_search,
+    &cli_verb_retrieval_eval,
+    &cli_verb_score,
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

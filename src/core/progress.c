@@ -73,6 +73,7 @@ enum mt_status mt_progress_new(const struct mt_progress_params *params,
         return MT_ENOMEM;
     }
     p->t0 = now_s();
+    p->last_draw = p->t0; /* plain lines: first after an interval */
     *out = p;
     return MT_OK;
 }

@@ -247,8 +247,8 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
     struct mt_seg_writer *w = NULL;
     enum mt_status st = w_alloc(path, &w, err);
 
-    if (st != MT_OK)
-        return st;
+    if (st != MT_OK || !w) /* !w never holds; it tells gcc so */
+        return st != MT_OK ? st : MT_EINTERNAL;
     memcpy(w->magic, magic, 8);
     w->version = version;
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -33,6 +33,8 @@ void mt_store_finalize_cached(struct mt_store *s)
     sqlite3_finalize(s->st_upsert);
     sqlite3_finalize(s->st_del_chunks);
     sqlite3_finalize(s->st_ins_chunk);
+    sqlite3_finalize(s->st_chunk_get);
+    s->st_chunk_get = NULL;
     s->st_upsert = NULL;
     s->st_del_chunks = NULL;
     s->st_ins_chunk = NULL;

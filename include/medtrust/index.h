@@ -1,0 +1,129 @@
+/* medtrust search index over a corpus store: BM25 (and, when an embedder
+ * built vectors, int8 dense search), hybrid fusion as VerifAI does it, and
+ * a rerank stage. The index lives in STORE_DIR/index as immutable,
+ * checksummed segment files named by a manifest that is swapped
+ * atomically, so a crash during a build never loses the last good index. */
+#ifndef MEDTRUST_INDEX_H
+#define MEDTRUST_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mt_search_mode {
+    MT_SEARCH_BM25,
+    MT_SEARCH_DENSE,
+    MT_SEARCH_HYBRID,
+};
+
+enum mt_fusion {
+    MT_FUSION_LINEAR, /* VerifAI: each list / its top score, weighted sum */
+    MT_FUSION_RRF,    /* reciprocal-rank fusion, 1 / (rrf_k + rank) */
+};
+
+/* Parses "bm25", "dense" or "hybrid"; MT_EINVAL otherwise. */
+enum mt_status mt_search_mode_parse(const char *s, enum mt_search_mode *out);
+const char *mt_search_mode_str(enum mt_search_mode m);
+
+/* Build settings. Segment merging keeps at most max_segments segments. */
+struct mt_index_build_params {
+    float title_weight;    /* BM25F weight of the title field, default 2 */
+    float text_weight;     /* default 1 */
+    uint32_t max_segments; /* merge everything past this, default 8 */
+    int rebuild;           /* ignore existing segments, build one anew */
+    /* Called as chunks are analysed; may be NULL. */
+    void (*progress)(uint64_t done, uint64_t total, void *user);
+    void *progress_user;
+};
+
+void mt_index_default_build_params(struct mt_index_build_params *p);
+
+struct mt_index_build_result {
+    uint64_t chunks_added;  /* chunks put in new segments */
+    uint32_t segments;      /* segments in the index afterwards */
+    int merged;             /* 1 when the build rewrote the whole index */
+};
+
+/* Brings the index of store 's' up to date: new chunks go into a new
+ * segment; when chunks were deleted or replaced, or there are more than
+ * max_segments segments, the whole index is rebuilt into one. Not
+ * thread-safe against another build of the same store. */
+enum mt_status mt_index_build(struct mt_store *s,
+                              const struct mt_index_build_params *params,
+                              struct mt_index_build_result *res,
+                              struct mt_error *err);
+
+struct mt_index;
+
+/* Opens the index of the store in 'dir' for searching (read-only). On
+ * success *out owns the handle (close with mt_index_close). One handle is
+ * used by one thread at a time: open one per worker thread (segments are
+ * mmapped, so extra handles share memory). */
+enum mt_status mt_index_open(const char *dir, struct mt_index **out,
+                             struct mt_error *err);
+void mt_index_close(struct mt_index *idx);
+
+/* One query. Strings are borrowed for the call. */
+struct mt_search_params {
+    enum mt_search_mode mode; /* default MT_SEARCH_BM25 */
+    uint32_t k;               /* hits to return, default 10 */
+    float k1;                 /* BM25 k1, default 0.9 (Anserini BEIR) */
+    float b;                  /* BM25 b, default 0.4 */
+    float w_lex;              /* hybrid weight of BM25, default 0.7 */
+    float w_sem;              /* hybrid weight of dense, default 0.3 */
+    enum mt_fusion fusion;    /* default MT_FUSION_LINEAR */
+    uint32_t rrf_k;           /* default 60 */
+    uint32_t retrieve_k;      /* first-stage depth per list, default 50 */
+    int doc_sum;              /* sum chunk scores per document (VerifAI) */
+    const char *source;       /* only hits from this source, or NULL */
+};
+
+void mt_search_default_params(struct mt_search_params *p);
+
+struct mt_search_hit {
+    uint32_t rank; /* 1-based */
+    int64_t chunk_id;
+    double score;
+    const char *doc_id; /* the corpus's own id */
+    const char *title;  /* may be NULL */
+    const char *text;   /* the chunk's text */
+    const char *source;
+};
+
+struct mt_search_result {
+    struct mt_search_hit *hits;
+    size_t n;
+    double elapsed_ms;
+    uint32_t query_terms; /* analysed terms that were searched */
+};
+
+/* Searches. On success *out is a result owned by the caller (free with
+ * mt_search_result_free). An empty query or one of only stop words gives
+ * zero hits; invalid UTF-8 is searched with its bad bytes skipped. */
+enum mt_status mt_index_search(struct mt_index *idx, const char *query,
+                               const struct mt_search_params *params,
+                               struct mt_search_result **out,
+                               struct mt_error *err);
+void mt_search_result_free(struct mt_search_result *r);
+
+struct mt_index_stats {
+    uint32_t segments;
+    uint64_t chunks;
+    uint64_t terms;    /* summed over segments */
+    uint64_t postings;
+    uint64_t bytes;    /* on disk */
+    const char *analyzer;
+};
+
+void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

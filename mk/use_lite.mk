@@ -1,0 +1,33 @@
+# use-lite (src/model/use_lite*): the kernels are built -O3 with FMA
+# contraction; tools/use_lite_convert turns the npm package's TF.js files
+# (third_party/use-lite, from scripts/bootstrap) into $(BUILD)/use-lite.mtw,
+# which the runtime finds beside or above the binary (see use_lite_file.c).
+UL_DIR   := third_party/use-lite/dist
+UL_MTW   := $(BUILD)/use-lite.mtw
+UL_CONV  := $(BUILD)/tools/use_lite_convert
+UL_BENCH := $(BUILD)/bench/use_lite_bench
+UL_LIB   := $(BUILD)/libmedtrust.a
+
+$(BUILD)/obj/src/model/use_lite_gemm.o: CFLAGS_ALL += -O3 -ffp-contract=fast
+$(BUILD)/obj/src/model/use_lite_file.o: \
+    CFLAGS_ALL += -DMT_USE_LITE_DATADIR='"$(PREFIX)/share/medtrust"'
+
+$(UL_CONV): tools/use_lite_convert.c $(UL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+
+$(UL_BENCH): bench/use_lite_bench.c $(UL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+
+ifneq ($(wildcard $(UL_DIR)/model.json),)
+$(UL_MTW): $(UL_CONV) $(UL_DIR)/model.json $(UL_DIR)/vocab.json
+	@echo "  CONVERT $@"
+	@$(UL_CONV) $(UL_DIR) $@
+
+all unit-build: $(UL_MTW)
+endif
+
+.PHONY: bench-use-lite
+bench-use-lite: $(UL_MTW) $(UL_BENCH)
+	@bash bench/use_lite.sh $(BUILD)

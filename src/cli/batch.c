@@ -1,0 +1,262 @@
+/* Batch search: JSONL queries, a pool of index handles, ordered output. */
+#include <pthread.h>
+#include <string.h>
+
+#include "cli/batch.h"
+#include "core/jsonl.h"
+#include "core/pool.h"
+#include "core/progress.h"
+#include "medtrust/core.h"
+
+#define BLOCK 256
+
+static char *id_string(json_t *v)
+{
+    char buf[32];
+
+    if (json_is_string(v))
+        return mt_strdup(json_string_value(v));
+    if (json_is_integer(v)) {
+        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(v));
+        return mt_strdup(buf);
+    }
+    return NULL;
+}
+
+static enum mt_status load_rel(struct batch_query *q, json_t *rel)
+{
+    size_t i;
+
+    if (!json_is_array(rel) || json_array_size(rel) == 0)
+        return MT_OK;
+    q->relevant = mt_calloc(json_array_size(rel), sizeof *q->relevant);
+    if (!q->relevant)
+        return MT_ENOMEM;
+    for (i = 0; i < json_array_size(rel); i++) {
+        q->relevant[i] = id_string(json_array_get(rel, i));
+        if (!q->relevant[i])
+            return MT_EPARSE;
+        q->nrel++;
+    }
+    return MT_OK;
+}
+
+static enum mt_status load_one(const char *path, struct mt_jsonl *r,
+                               json_t *o, struct batch_query *q,
+                               struct mt_error *err)
+{
+    json_t *text = json_object_get(o, "query");
+    enum mt_status st;
+
+    memset(q, 0, sizeof *q);
+    q->id = id_string(json_object_get(o, "id"));
+    if (!q->id || !json_is_string(text))
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: need \"id\" and a string \"query\"", path,
+                       mt_jsonl_line(r));
+    q->query = mt_strdup(json_string_value(text));
+    st = q->query ? load_rel(q, json_object_get(o, "relevant")) : MT_ENOMEM;
+    if (st == MT_EPARSE)
+        return mt_fail(err, st, "%s:%zu: \"relevant\" must hold ids", path,
+                       mt_jsonl_line(r));
+    if (st != MT_OK)
+        return mt_fail(err, st, "%s: out of memory", path);
+    return MT_OK;
+}
+
+static enum mt_status grow(struct batch_query **v, size_t n, size_t *cap)
+{
+    struct batch_query *p;
+
+    if (n < *cap)
+        return MT_OK;
+    *cap = *cap ? *cap * 2 : 256;
+    p = mt_realloc(*v, *cap * sizeof *p);
+    if (!p)
+        return MT_ENOMEM;
+    *v = p;
+    return MT_OK;
+}
+
+enum mt_status batch_load(const char *path, struct batch_query **out,
+                          size_t *n, struct mt_error *err)
+{
+    struct mt_jsonl *r = NULL;
+    struct batch_query *v = NULL;
+    size_t cnt = 0, cap = 0;
+    json_t *o = NULL;
+    enum mt_status st = mt_jsonl_open(path, NULL, &r, err);
+
+    while (st == MT_OK && (st = mt_jsonl_next(r, &o, err)) == MT_OK && o) {
+        st = grow(&v, cnt, &cap);
+        if (st != MT_OK) {
+            st = mt_fail(err, st, "%s: out of memory", path);
+            break;
+        }
+        st = load_one(path, r, o, &v[cnt], err);
+        cnt++;
+    }
+    mt_jsonl_close(r);
+    if (st != MT_OK) {
+        batch_free(v, cnt);
+        return st;
+    }
+    *out = v;
+    *n = cnt;
+    return MT_OK;
+}
+
+void batch_free(struct batch_query *q, size_t n)
+{
+    size_t i, j;
+
+    for (i = 0; q && i < n; i++) {
+        mt_free(q[i].id);
+        mt_free(q[i].query);
+        for (j = 0; j < q[i].nrel; j++)
+            mt_free(q[i].relevant[j]);
+        mt_free(q[i].relevant);
+    }
+    mt_free(q);
+}
+
+/* ==== Parallel runner ==== */
+
+struct runner {
+    struct mt_index **h;
+    int *busy;
+    size_t nh;
+    pthread_mutex_t mu;
+    const struct batch_query *q;
+    const struct mt_search_params *p;
+    size_t base;
+    struct mt_search_result **res;
+    enum mt_status *st;
+    struct mt_error *errs;
+    struct mt_progress *bar;
+};
+
+/* Takes a free handle; there are as many handles as pool threads plus
+ * the caller, so one is always free. */
+static size_t acquire(struct runner *r)
+{
+    size_t i;
+
+    pthread_mutex_lock(&r->mu);
+    for (i = 0; i < r->nh && r->busy[i]; i++)
+        ;
+    r->busy[i] = 1;
+    pthread_mutex_unlock(&r->mu);
+    return i;
+}
+
+static void release(struct runner *r, size_t i)
+{
+    pthread_mutex_lock(&r->mu);
+    r->busy[i] = 0;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void search_one(size_t i, void *arg)
+{
+    struct runner *r = arg;
+    size_t h = acquire(r);
+    size_t qi = r->base + i;
+
+    r->res[i] = NULL;
+    r->st[i] = mt_index_search(r->h[h], r->q[qi].query, r->p, &r->res[i],
+                               &r->errs[i]);
+    release(r, h);
+    mt_progress_add(r->bar, 1);
+}
+
+static enum mt_status runner_open(struct runner *r, const char *db,
+                                  size_t nh, struct mt_error *err)
+{
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    r->h = mt_calloc(nh, sizeof *r->h);
+    r->busy = mt_calloc(nh, sizeof *r->busy);
+    r->res = mt_calloc(BLOCK, sizeof *r->res);
+    r->st = mt_calloc(BLOCK, sizeof *r->st);
+    r->errs = mt_calloc(BLOCK, sizeof *r->errs);
+    if (!r->h || !r->busy || !r->res || !r->st || !r->errs)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; st == MT_OK && i < nh; i++) {
+        st = mt_index_open(db, &r->h[i], err);
+        r->nh = i + 1;
+    }
+    return st;
+}
+
+static void runner_close(struct runner *r)
+{
+    size_t i;
+
+    for (i = 0; r->h && i < r->nh; i++)
+        mt_index_close(r->h[i]);
+    mt_free(r->h);
+    mt_free(r->busy);
+    mt_free(r->res);
+    mt_free(r->st);
+    mt_free(r->errs);
+}
+
+static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
+                      batch_fn fn, void *user)
+{
+    size_t i;
+
+    mt_pool_parallel_for(pool, n, search_one, r);
+    for (i = 0; i < n; i++) {
+        fn(&r->q[r->base + i], r->base + i, r->res[i], r->st[i],
+           &r->errs[i], user);
+        mt_search_result_free(r->res[i]);
+    }
+}
+
+static enum mt_status start(struct runner *r, const char *db, unsigned jobs,
+                            size_t n, int progress, struct mt_pool **pool,
+                            struct mt_error *err)
+{
+    struct mt_progress_params pp = mt_progress_default_params();
+    enum mt_status st = mt_pool_new(jobs, pool);
+
+    if (st != MT_OK)
+        return mt_fail(err, st, "cannot start %u threads", jobs);
+    pp.label = "queries";
+    pp.total = n;
+    pp.quiet = !progress;
+    st = mt_progress_new(&pp, &r->bar);
+    if (st != MT_OK)
+        return mt_fail(err, st, "out of memory");
+    return runner_open(r, db, mt_pool_size(*pool) + 1, err);
+}
+
+enum mt_status batch_run(const char *db, const struct batch_query *q,
+                         size_t n, const struct mt_search_params *p,
+                         unsigned jobs, int progress, batch_fn fn,
+                         void *user, struct mt_error *err)
+{
+    struct runner r;
+    struct mt_pool *pool = NULL;
+    enum mt_status st;
+
+    memset(&r, 0, sizeof r);
+    pthread_mutex_init(&r.mu, NULL);
+    r.q = q;
+    r.p = p;
+    st = start(&r, db, jobs, n, progress, &pool, err);
+    for (r.base = 0; st == MT_OK && r.base < n; r.base += BLOCK)
+        run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn,
+                  user);
+    if (st == MT_OK)
+        mt_progress_finish(r.bar);
+    mt_progress_free(r.bar);
+    runner_close(&r);
+    mt_pool_free(pool);
+    pthread_mutex_destroy(&r.mu);
+    return st;
+}

@@ -1,0 +1,331 @@
+/* medtrust score: the MEDIQA-CORR 2024 scorer (plus ROUGE-2/L and KPCS) for
+ * one or more submissions, as text, JSON or an HTML report. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "eval/eval_int.h"
+#include "medtrust/core.h"
+#include "medtrust/eval.h"
+
+extern const struct cli_verb cli_verb_score;
+
+#define MAX_RUNS 16
+
+static const struct cli_opt score_opts[] = {
+    {"ref", 'r', "FILE.csv", "MEDEC-format reference CSV (required)", 0},
+    {"pred", 'p', "RUN.txt",
+     "submission: 'ID FLAG SENTENCE_ID CORRECTION' "
+     "a line (required; up to 16)",
+     1},
+    {"json", 'j', NULL, "print one JSON object per run", 0},
+    {"report", 0, "OUT.html", "write a self-contained HTML report", 0},
+    {"bleurt-scores", 0, "FILE",
+     "per-pair BLEURT scores ('ID SCORE' a "
+     "line), one per --pred in order",
+     1},
+    {"kpcs-match", 0, "MODE",
+     "KPCS keyword test: exact (default) or "
+     "normalized (case- and whitespace-insensitive)",
+     0},
+    {"kpcs-alpha", 0, "X", "KPCS alpha in [0,1] (default 0.5)", 0},
+    {"no-kpcs", 0, NULL, "do not compute KPCS", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+struct score_ctx {
+    struct mt_eval_ref *ref;
+    struct mt_eval_sub *sub[MAX_RUNS];
+    struct mt_eval_scores *bleurt[MAX_RUNS];
+    struct mt_eval_result *res[MAX_RUNS];
+    const char **preds;
+    size_t nrun;
+    struct mt_eval_params params;
+    int json;
+};
+
+static int read_params(struct cli_args *a, struct mt_eval_params *p)
+{
+    const char *m = cli_get(a, "kpcs-match");
+    const char *al = cli_get(a, "kpcs-alpha");
+    char *end = NULL;
+
+    mt_eval_default_params(p);
+    p->kpcs = cli_get(a, "no-kpcs") == NULL;
+    if (m && strcmp(m, "normalized") == 0)
+        p->kpcs_match = MT_EVAL_KW_NORMALIZED;
+    else if (m && strcmp(m, "exact") != 0) {
+        fprintf(stderr,
+                "medtrust score: --kpcs-match is exact or "
+                "normalized, not '%s'\n",
+                m);
+        return -1;
+    }
+    if (al) {
+        p->kpcs_alpha = strtod(al, &end);
+        if (*end || end == al || !(p->kpcs_alpha >= 0.0) ||
+            p->kpcs_alpha > 1.0) {
+            fprintf(stderr,
+                    "medtrust score: --kpcs-alpha must be a number "
+                    "in [0,1], not '%s'\n",
+                    al);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+
+    return s ? s + 1 : path;
+}
+
+static void print_diags(const struct mt_eval_sub *s,
+                        const struct mt_eval_result *r)
+{
+    size_t i;
+
+    for (i = 0; i < mt_eval_sub_ndiag(s); i++)
+        mt_log(MT_LOG_WARN, "%s", mt_eval_sub_diag(s, i));
+    for (i = 0; i < r->nwarnings; i++)
+        mt_log(MT_LOG_WARN, "%s", r->warnings[i]);
+}
+
+static enum mt_status load_run(struct score_ctx *c, size_t i, const char **bl,
+                               size_t nbl, struct mt_error *err)
+{
+    struct mt_eval_params p = c->params;
+    enum mt_status st = mt_eval_sub_load(c->preds[i], &c->sub[i], err);
+
+    if (st == MT_OK && nbl > 0)
+        st = mt_eval_scores_load(bl[i], &c->bleurt[i], err);
+    p.bleurt = c->bleurt[i];
+    if (st == MT_OK)
+        st = mt_eval_score(c->ref, c->sub[i], &p, &c->res[i], err);
+    if (st == MT_OK)
+        print_diags(c->sub[i], c->res[i]);
+    return st;
+}
+
+/* ==== Text output ==== */
+
+static void print_value(double v, double lo, double hi)
+{
+    if (isnan(v)) {
+        printf(" %22s", "-");
+        return;
+    }
+    if (isnan(lo))
+        printf(" %8.4f %13s", v, "");
+    else
+        printf(" %8.4f [%.3f,%.3f]", v, lo, hi);
+}
+
+static double headline(const struct mt_eval_result *r, int which)
+{
+    if (which == MT_EV_FLAG)
+        return r->flag_acc;
+    if (which == MT_EV_SENT)
+        return r->sent_acc;
+    return (r->metrics & (1u << which)) ? r->composite[which] : MT_EV_NAN;
+}
+
+static const char *headline_label(int which)
+{
+    static const char *const labels[MT_EVAL_METRIC_COUNT] = {
+        "ROUGE-1 F (composite)", "ROUGE-2 F (composite)",
+        "ROUGE-L F (composite)", "BERTScore F1 (composite)",
+        "BLEURT (composite)",    "aggregate (composite)",
+        "KPCS (composite)",
+    };
+
+    if (which == MT_EV_FLAG)
+        return "error flag accuracy";
+    if (which == MT_EV_SENT)
+        return "error sentence accuracy";
+    return labels[which];
+}
+
+static void print_row(const struct score_ctx *c, int which)
+{
+    size_t i;
+    double lo, hi, mean;
+
+    printf("%-26s", headline_label(which));
+    for (i = 0; i < c->nrun; i++) {
+        if (mt_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
+            lo = hi = MT_EV_NAN;
+        print_value(headline(c->res[i], which), lo, hi);
+    }
+    for (i = 1; i < c->nrun; i++) {
+        if (mt_ev_diff_ci(c->res[i], c->res[0], which, &mean, &lo, &hi) !=
+            MT_OK)
+            mean = lo = hi = MT_EV_NAN;
+        print_value(mean, lo, hi);
+    }
+    printf("\n");
+}
+
+static void print_metric_list(const struct mt_eval_result *r)
+{
+    printf("aggregate = mean of: ROUGE-1");
+    if (r->metrics & (1u << MT_EVAL_BERTSCORE))
+        printf(", BERTScore (model %s)", r->bert_model);
+    if (r->metrics & (1u << MT_EVAL_BLEURT))
+        printf(", BLEURT (from file)");
+    if (!(r->metrics & (1u << MT_EVAL_BERTSCORE)) ||
+        !(r->metrics & (1u << MT_EVAL_BLEURT)))
+        printf("  [not the official 3-metric aggregate: BERTScore and/or "
+               "BLEURT not given]");
+    printf("\n");
+}
+
+static void print_text(const struct score_ctx *c)
+{
+    size_t i;
+    int k;
+
+    printf("reference: %zu notes\n", c->res[0]->notes);
+    for (i = 0; i < c->nrun; i++)
+        printf("run %zu: %s: %zu predicted, %zu invalid lines, %zu scored "
+               "pairs\n",
+               i + 1, base_name(c->preds[i]), c->res[i]->predicted,
+               c->res[i]->invalid_lines, c->res[i]->pairs);
+    printf("\n%-26s", "metric (95% CI)");
+    for (i = 0; i < c->nrun; i++)
+        printf(" %22.22s", base_name(c->preds[i]));
+    for (i = 1; i < c->nrun; i++)
+        printf("  run %zu - run 1 (paired)", i + 1);
+    printf("\n");
+    print_row(c, MT_EV_FLAG);
+    print_row(c, MT_EV_SENT);
+    for (k = 0; k < MT_EVAL_METRIC_COUNT; k++)
+        if (c->res[0]->metrics & (1u << k))
+            print_row(c, k);
+    printf("\n");
+    print_metric_list(c->res[0]);
+    printf("CIs: percentile bootstrap over notes, %d resamples, seed %u.\n",
+           MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
+}
+
+static enum mt_status print_json(const struct score_ctx *c,
+                                 struct mt_error *err)
+{
+    size_t i;
+    char *s = NULL;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; st == MT_OK && i < c->nrun; i++) {
+        st = mt_eval_result_json(c->res[i], c->ref, c->preds[i], &s, err);
+        if (st == MT_OK)
+            printf("%s\n", s);
+        mt_free(s);
+        s = NULL;
+    }
+    return st;
+}
+
+static enum mt_status write_report(const struct score_ctx *c, const char *path,
+                                   struct mt_error *err)
+{
+    struct mt_eval_run runs[MAX_RUNS];
+    size_t i;
+
+    for (i = 0; i < c->nrun; i++) {
+        runs[i].name = base_name(c->preds[i]);
+        runs[i].result = c->res[i];
+        runs[i].sub = c->sub[i];
+    }
+    return mt_eval_report_write(path, c->ref, runs, c->nrun, err);
+}
+
+static void ctx_free(struct score_ctx *c)
+{
+    size_t i;
+
+    for (i = 0; i < MAX_RUNS; i++) {
+        mt_eval_result_free(c->res[i]);
+        mt_eval_sub_free(c->sub[i]);
+        mt_eval_scores_free(c->bleurt[i]);
+    }
+    mt_eval_ref_free(c->ref);
+}
+
+static int check_args(const struct score_ctx *c, size_t nbl)
+{
+    if (!c->preds || c->nrun == 0) {
+        fprintf(stderr, "medtrust score: --ref and --pred are required\n"
+                        "Try 'medtrust score --help'.\n");
+        return 1;
+    }
+    if (c->nrun > MAX_RUNS) {
+        fprintf(stderr, "medtrust score: at most %d --pred files\n", MAX_RUNS);
+        return 1;
+    }
+    if (nbl > 0 && nbl != c->nrun) {
+        fprintf(stderr,
+                "medtrust score: give one --bleurt-scores per "
+                "--pred (%zu for %zu)\n",
+                nbl, c->nrun);
+        return 1;
+    }
+    return 0;
+}
+
+static int score_run(struct cli_args *a)
+{
+    struct score_ctx c;
+    struct mt_error err = {MT_OK, ""};
+    size_t nbl = 0, i;
+    const char **bl = cli_get_all(a, "bleurt-scores", &nbl);
+    const char *ref = cli_get(a, "ref");
+    const char *report = cli_get(a, "report");
+    enum mt_status st;
+
+    memset(&c, 0, sizeof c);
+    c.preds = cli_get_all(a, "pred", &c.nrun);
+    c.json = cli_get(a, "json") != NULL;
+    if (!ref)
+        c.nrun = 0; /* check_args then says what is required */
+    if (check_args(&c, nbl) || read_params(a, &c.params) < 0)
+        return 1;
+    st = mt_eval_ref_load(ref, &c.ref, &err);
+    for (i = 0; st == MT_OK && i < c.nrun; i++)
+        st = load_run(&c, i, bl, nbl, &err);
+    if (st == MT_OK && report)
+        st = write_report(&c, report, &err);
+    if (st == MT_OK && c.json)
+        st = print_json(&c, &err);
+    else if (st == MT_OK)
+        print_text(&c);
+    ctx_free(&c);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_score = {
+    "score",
+    "score MEDIQA-CORR submissions against a MEDEC-format reference",
+    "--ref FILE.csv --pred RUN.txt [--pred ...] [--json] [--report "
+    "OUT.html]",
+    "Computes what the official MEDIQA-CORR 2024 script computes: error-flag\n"
+    "and error-sentence accuracy over all reference notes (a missing\n"
+    "prediction is wrong), and per-note correction scores (both NA: 1; one\n"
+    "NA: 0; else each metric clipped to [0,1]) summed over notes and divided\n"
+    "by the number of notes (composite), plus their mean over scored pairs.\n"
+    "ROUGE is the Python `rouge` package's. BLEURT comes from a file\n"
+    "(--bleurt-scores); BERTScore needs a token-embedding model and is not\n"
+    "computed by this build, so it is absent, and the aggregate is labelled\n"
+    "with the metrics it averages. KPCS (MedGuards) needs an 'Important\n"
+    "Words' column; the exact-substring keyword test is the default (in\n"
+    "MedErrBench EN test only 48 of 104 gold corrections contain their\n"
+    "keyword verbatim; 97 with --kpcs-match normalized). A correct NA counts\n"
+    "once in KPCS (the published code counted it twice).\n"
+    "Several --pred files give a side-by-side table with paired bootstrap\n"
+    "differences against the first run.",
+    score_opts,
+    score_run,
+};

@@ -1,0 +1,72 @@
+/* Parsing of the search options shared by `search` and `retrieval-eval`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/search_opts.h"
+
+static int get_float(const struct cli_args *a, const char *name, double lo,
+                     double hi, float *out)
+{
+    const char *s = cli_get(a, name);
+    char *end;
+    double v;
+
+    if (!s)
+        return 0;
+    v = strtod(s, &end);
+    if (*end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
+                "'%s'\n", name, lo, hi, s);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+static int read_mode(const struct cli_args *a, struct mt_search_params *p)
+{
+    const char *m = cli_get(a, "mode");
+    const char *f = cli_get(a, "fusion");
+
+    if (m && mt_search_mode_parse(m, &p->mode) != MT_OK) {
+        fprintf(stderr, "medtrust: --mode must be bm25, dense or hybrid, "
+                "not '%s'\n", m);
+        return -1;
+    }
+    if (f && strcmp(f, "linear") != 0 && strcmp(f, "rrf") != 0) {
+        fprintf(stderr, "medtrust: --fusion must be linear or rrf\n");
+        return -1;
+    }
+    if (f)
+        p->fusion = strcmp(f, "rrf") == 0 ? MT_FUSION_RRF : MT_FUSION_LINEAR;
+    return 0;
+}
+
+int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
+                     unsigned *jobs)
+{
+    unsigned long v;
+
+    mt_search_default_params(p);
+    if (read_mode(a, p) < 0 || get_float(a, "k1", 0, 100, &p->k1) < 0 ||
+        get_float(a, "b", 0, 1, &p->b) < 0 ||
+        get_float(a, "w-lex", 0, 1000, &p->w_lex) < 0 ||
+        get_float(a, "w-sem", 0, 1000, &p->w_sem) < 0)
+        return -1;
+    v = p->retrieve_k;
+    if (cli_get_uint(a, "retrieve", 1, 100000, &v) < 0)
+        return -1;
+    p->retrieve_k = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "jobs", 0, 256, &v) < 0)
+        return -1;
+    *jobs = (unsigned)v;
+    p->doc_sum = cli_get(a, "doc-sum") != NULL;
+    p->source = cli_get(a, "source");
+    if (!cli_get(a, "db")) {
+        fprintf(stderr, "medtrust: --db is required\n");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,176 @@
+/* Eval helpers: Python whitespace rules, a small string hash map, whole-file
+ * reading and clipping. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eval/eval_int.h"
+#include "medtrust/core.h"
+#include "text/utf8.h"
+
+#define EV_MAX_FILE ((size_t)1 << 30)
+
+/* Python's str.isspace(): the ASCII controls \t \n \v \f \r and
+ * \x1c-\x1f, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028,
+ * U+2029, U+202F, U+205F and U+3000. */
+static int py_space_cp(int32_t c)
+{
+    if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f))
+        return 1;
+    if (c == 0x85 || c == 0xa0 || c == 0x1680 || c == 0x3000)
+        return 1;
+    if (c >= 0x2000 && c <= 0x200a)
+        return 1;
+    return c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f;
+}
+
+size_t mt_ev_space_len(const char *p, size_t n)
+{
+    int32_t cp;
+    size_t len;
+
+    if (n == 0)
+        return 0;
+    if ((unsigned char)p[0] < 0x80)
+        return py_space_cp((unsigned char)p[0]) ? 1 : 0;
+    len = mt_utf8_decode(p, n, &cp);
+    return cp >= 0 && py_space_cp(cp) ? len : 0;
+}
+
+int mt_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok)
+{
+    size_t i = *pos;
+    size_t s;
+    size_t w;
+
+    while (i < n && (w = mt_ev_space_len(p + i, n - i)) > 0)
+        i += w;
+    if (i >= n) {
+        *pos = n;
+        return 0;
+    }
+    s = i;
+    while (i < n && mt_ev_space_len(p + i, n - i) == 0)
+        i++;
+    tok->p = p + s;
+    tok->n = i - s;
+    *pos = i;
+    return 1;
+}
+
+/* ==== Map ==== */
+
+static uint64_t hash_str(struct mt_str k)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    size_t i;
+
+    for (i = 0; i < k.n; i++) {
+        h ^= (unsigned char)k.p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static size_t map_slot(const struct mt_ev_map *m, struct mt_str k)
+{
+    size_t i = (size_t)hash_str(k) & (m->cap - 1);
+
+    while (m->keys[i].p && !mt_str_eq(m->keys[i], k))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+long mt_ev_map_get(const struct mt_ev_map *m, struct mt_str k)
+{
+    size_t i;
+
+    if (m->cap == 0)
+        return -1;
+    i = map_slot(m, k);
+    return m->keys[i].p ? m->vals[i] : -1;
+}
+
+static enum mt_status map_grow(struct mt_ev_map *m)
+{
+    struct mt_ev_map g = {NULL, NULL, m->cap ? m->cap * 2 : 64, 0};
+    size_t i;
+
+    g.keys = mt_calloc(g.cap, sizeof *g.keys);
+    g.vals = mt_calloc(g.cap, sizeof *g.vals);
+    if (!g.keys || !g.vals) {
+        mt_ev_map_free(&g);
+        return MT_ENOMEM;
+    }
+    for (i = 0; i < m->cap; i++) {
+        if (m->keys[i].p) {
+            size_t s = map_slot(&g, m->keys[i]);
+            g.keys[s] = m->keys[i];
+            g.vals[s] = m->vals[i];
+        }
+    }
+    g.len = m->len;
+    mt_ev_map_free(m);
+    *m = g;
+    return MT_OK;
+}
+
+enum mt_status mt_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v)
+{
+    size_t i;
+
+    if ((m->len + 1) * 2 > m->cap && map_grow(m) != MT_OK)
+        return MT_ENOMEM;
+    if (!k.p)
+        k.p = ""; /* a NULL pointer marks an empty slot */
+    i = map_slot(m, k);
+    if (!m->keys[i].p)
+        m->len++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    return MT_OK;
+}
+
+void mt_ev_map_free(struct mt_ev_map *m)
+{
+    mt_free(m->keys);
+    mt_free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ==== Files ==== */
+
+enum mt_status mt_ev_read_file(const char *path, char **data, size_t *n,
+                               struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT(EV_MAX_FILE);
+    char chunk[1 << 16];
+    size_t got;
+    enum mt_status st = MT_OK;
+    FILE *f = fopen(path, "rb");
+
+    if (!f)
+        return mt_fail(err, MT_EIO, "%s: cannot open: %s", path,
+                       strerror(errno));
+    while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        st = mt_buf_append(&b, chunk, got);
+    if (st == MT_OK && ferror(f))
+        st = MT_EIO;
+    if (st == MT_OK)
+        st = mt_buf_reserve(&b, 1);
+    fclose(f);
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return mt_fail(err, st, "%s: cannot read: %s", path, mt_status_str(st));
+    }
+    *n = b.len;
+    *data = mt_buf_take(&b);
+    return MT_OK;
+}
+
+double mt_ev_clip01(double v)
+{
+    if (v < 0.0)
+        return 0.0;
+    return v > 1.0 ? 1.0 : v;
+}

@@ -1,0 +1,377 @@
+/* The MEDIQA-CORR 2024 scorer: accuracies over all reference notes, per-note
+ * correction scores (NA rules, clipped metrics), composites, pair means and
+ * MedGuards KPCS. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eval/eval_int.h"
+#include "medtrust/core.h"
+#include "text/utf8.h"
+
+static const char *const metric_keys[MT_EVAL_METRIC_COUNT] = {
+    "rouge1", "rouge2", "rougeL", "bertscore", "bleurt", "aggregate", "kpcs",
+};
+
+const char *mt_eval_metric_key(enum mt_eval_metric m)
+{
+    return (unsigned)m < MT_EVAL_METRIC_COUNT ? metric_keys[m] : "unknown";
+}
+
+void mt_eval_default_params(struct mt_eval_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kpcs = 1;
+    p->kpcs_alpha = 0.5;
+    p->kpcs_match = MT_EVAL_KW_EXACT;
+}
+
+struct sctx {
+    const struct mt_eval_ref *ref;
+    const struct mt_eval_sub *sub;
+    struct mt_eval_params p;
+    struct mt_eval_result *r;
+    struct mt_error *err;
+};
+
+static enum mt_status warn(struct mt_eval_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static enum mt_status warn(struct mt_eval_result *r, const char *fmt, ...)
+{
+    struct mt_buf b = MT_BUF_INIT(4096);
+    char **w;
+    va_list ap;
+    enum mt_status st;
+
+    va_start(ap, fmt);
+    st = mt_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    w = st == MT_OK ? mt_realloc(r->warnings, (r->nwarnings + 1) * sizeof *w)
+                    : NULL;
+    if (!w) {
+        mt_buf_free(&b);
+        return MT_ENOMEM;
+    }
+    r->warnings = w;
+    r->warnings[r->nwarnings++] = mt_buf_take(&b);
+    return MT_OK;
+}
+
+/* ==== KPCS keyword test ==== */
+
+/* Case-folded (NFKC) text with whitespace runs collapsed to one space and
+ * trimmed, for --kpcs-match normalized. Caller frees. */
+static char *kw_normalize(const char *s)
+{
+    struct mt_buf b = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+    struct mt_str t;
+    char *f = NULL;
+    size_t fn = 0;
+    size_t pos = 0;
+    int first = 1;
+
+    if (mt_text_fold(s, strlen(s), &f, &fn, NULL) != MT_OK)
+        return NULL;
+    while (mt_ev_next_token(f, fn, &pos, &t)) {
+        if ((!first && mt_buf_putc(&b, ' ') != MT_OK) ||
+            mt_buf_append(&b, t.p, t.n) != MT_OK) {
+            mt_buf_free(&b);
+            mt_free(f);
+            return NULL;
+        }
+        first = 0;
+    }
+    mt_free(f);
+    if (mt_buf_reserve(&b, 1) != MT_OK)
+        return NULL;
+    return mt_buf_take(&b);
+}
+
+/* 1 when the keywords stand in the prediction, 0 when not, -1 on OOM. */
+static int keyword_found(const char *kw, const char *pred,
+                         enum mt_eval_kw_match how)
+{
+    char *a;
+    char *b;
+    int found;
+
+    if (how == MT_EVAL_KW_EXACT)
+        return strstr(pred, kw) != NULL;
+    a = kw_normalize(kw);
+    b = kw_normalize(pred);
+    found = a && b ? strstr(b, a) != NULL : -1;
+    mt_free(a);
+    mt_free(b);
+    return found;
+}
+
+/* ==== One scored pair ==== */
+
+static enum mt_status bert_pair(struct sctx *c, const char *cand,
+                                const char *refs, double *f)
+{
+    const struct mt_token_encoder *e = c->p.bert;
+    float *vc = NULL, *vr = NULL;
+    int32_t *ic = NULL, *ir = NULL;
+    size_t nc = 0, nr = 0, dc = 0, dr = 0;
+    struct mt_bertscore bs = {0.0, 0.0, 0.0};
+    enum mt_status st;
+
+    st = e->encode(e->user, cand, strlen(cand), &vc, &ic, &nc, &dc, c->err);
+    if (st == MT_OK)
+        st = e->encode(e->user, refs, strlen(refs), &vr, &ir, &nr, &dr, c->err);
+    if (st == MT_OK && dc != dr)
+        st = mt_fail(c->err, MT_EINTERNAL,
+                     "BERTScore encoder gave "
+                     "dimensions %zu and %zu",
+                     dc, dr);
+    if (st == MT_OK)
+        st = mt_bertscore_greedy(vc, nc, vr, nr, dc, NULL, NULL, c->p.bert_base,
+                                 &bs);
+    if (st == MT_EINVAL) {
+        bs.f = 0.0; /* a side without tokens matches nothing */
+        st = MT_OK;
+    }
+    *f = mt_ev_clip01(bs.f);
+    mt_free(vc);
+    mt_free(vr);
+    mt_free(ic);
+    mt_free(ir);
+    return st;
+}
+
+/* Mean of the computed metrics among ROUGE-1, BERTScore and BLEURT, as the
+ * official aggregate (ROUGE-1 is always computed). */
+static double aggregate(const double *m)
+{
+    static const int parts[] = {MT_EVAL_ROUGE1, MT_EVAL_BERTSCORE,
+                                MT_EVAL_BLEURT};
+    double sum = 0.0;
+    int k = 0;
+    size_t i;
+
+    for (i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (isnan(m[parts[i]]))
+            continue;
+        sum += m[parts[i]];
+        k++;
+    }
+    return k ? sum / k : MT_EV_NAN;
+}
+
+static enum mt_status score_pair(struct sctx *c, size_t i,
+                                 const struct mt_eval_pred *pr,
+                                 struct mt_eval_note_score *ns)
+{
+    const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
+    struct mt_rouge_scores rs;
+    double *m = ns->m;
+    enum mt_status st = mt_rouge(pr->correction, strlen(pr->correction),
+                                 n->correction, strlen(n->correction), &rs);
+
+    if (st == MT_EINVAL) { /* nothing left after the '.' split */
+        memset(&rs, 0, sizeof rs);
+        st = warn(c->r,
+                  "%s: prediction '%s' has no text for ROUGE; scored "
+                  "0 (the official script would stop here)",
+                  n->id, pr->correction);
+    }
+    if (st != MT_OK)
+        return mt_fail(c->err, st, "ROUGE: %s", mt_status_str(st));
+    m[MT_EVAL_ROUGE1] = mt_ev_clip01(rs.r1.f);
+    m[MT_EVAL_ROUGE2] = mt_ev_clip01(rs.r2.f);
+    m[MT_EVAL_ROUGEL] = mt_ev_clip01(rs.rl.f);
+    if (c->p.bert) {
+        st = bert_pair(c, pr->correction, n->correction, &m[MT_EVAL_BERTSCORE]);
+        if (st != MT_OK)
+            return st;
+    }
+    if (c->p.bleurt &&
+        mt_eval_scores_get(c->p.bleurt, n->id, &m[MT_EVAL_BLEURT]) != 0)
+        return mt_fail(c->err, MT_EPARSE,
+                       "BLEURT scores: no score for "
+                       "'%s', a note with both corrections given",
+                       n->id);
+    if (c->p.bleurt)
+        m[MT_EVAL_BLEURT] = mt_ev_clip01(m[MT_EVAL_BLEURT]);
+    m[MT_EVAL_AGGREGATE] = aggregate(m);
+    return MT_OK;
+}
+
+/* KPCS = kw * (alpha + (1 - alpha) * mean(ROUGE-1, BERTScore, BLEURT)),
+ * the mean over the computed ones, i.e. the aggregate. */
+static enum mt_status kpcs_pair(struct sctx *c, size_t i,
+                                const struct mt_eval_pred *pr,
+                                struct mt_eval_note_score *ns)
+{
+    const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
+    double a = c->p.kpcs_alpha;
+    int kw = keyword_found(n->keywords ? n->keywords : "", pr->correction,
+                           c->p.kpcs_match);
+
+    if (kw < 0)
+        return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    ns->kw = kw;
+    ns->m[MT_EVAL_KPCS] = kw * (a + (1.0 - a) * ns->m[MT_EVAL_AGGREGATE]);
+    return MT_OK;
+}
+
+/* Fills every computed metric of a note scored without metrics. */
+static void fill_const(struct mt_eval_note_score *ns, unsigned metrics,
+                       double v)
+{
+    int k;
+
+    for (k = 0; k < MT_EVAL_METRIC_COUNT; k++)
+        ns->m[k] = metrics & (1u << k) ? v : MT_EV_NAN;
+}
+
+static enum mt_status score_note(struct sctx *c, size_t i)
+{
+    const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
+    struct mt_eval_note_score *ns = &c->r->per_note[i];
+    long pi = mt_eval_sub_find(c->sub, n->id);
+    const struct mt_eval_pred *pr =
+        pi < 0 ? NULL : mt_eval_sub_pred(c->sub, (size_t)pi);
+    int gold_na = strcmp(n->correction, "NA") == 0;
+    enum mt_status st;
+
+    ns->pred = pi;
+    ns->kw = -1;
+    ns->kind = MT_EVAL_PAIR_MISSING;
+    fill_const(ns, c->r->metrics, 0.0);
+    if (!pr)
+        return MT_OK;
+    c->r->predicted++;
+    ns->flag_ok = strcmp(pr->flag, n->flag) == 0;
+    ns->sent_ok = strcmp(pr->sentence_id, n->sentence_id) == 0;
+    if (gold_na && strcmp(pr->correction, "NA") == 0) {
+        ns->kind = MT_EVAL_PAIR_BOTH_NA; /* counted once, KPCS included */
+        fill_const(ns, c->r->metrics, 1.0);
+        return MT_OK;
+    }
+    if (gold_na || strcmp(pr->correction, "NA") == 0) {
+        ns->kind = MT_EVAL_PAIR_ONE_NA;
+        return MT_OK;
+    }
+    ns->kind = MT_EVAL_PAIR_SCORED;
+    c->r->pairs++;
+    st = score_pair(c, i, pr, ns);
+    if (st == MT_OK && (c->r->metrics & (1u << MT_EVAL_KPCS)))
+        st = kpcs_pair(c, i, pr, ns);
+    return st;
+}
+
+static void summarise(struct mt_eval_result *r)
+{
+    size_t fl = 0, se = 0, i;
+    int k;
+
+    for (i = 0; i < r->notes; i++) {
+        fl += (size_t)r->per_note[i].flag_ok;
+        se += (size_t)r->per_note[i].sent_ok;
+    }
+    r->flag_acc = (double)fl / (double)r->notes;
+    r->sent_acc = (double)se / (double)r->notes;
+    for (k = 0; k < MT_EVAL_METRIC_COUNT; k++) {
+        double all = 0.0, pairs = 0.0;
+        for (i = 0; i < r->notes; i++) {
+            all += r->per_note[i].m[k];
+            if (r->per_note[i].kind == MT_EVAL_PAIR_SCORED)
+                pairs += r->per_note[i].m[k];
+        }
+        r->composite[k] = all / (double)r->notes; /* NAN stays NAN */
+        r->pairs_mean[k] = r->pairs ? pairs / (double)r->pairs : MT_EV_NAN;
+    }
+}
+
+static enum mt_status note_unknown(struct sctx *c)
+{
+    size_t i;
+    size_t shown = 0;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; st == MT_OK && i < mt_eval_sub_count(c->sub); i++) {
+        const struct mt_eval_pred *p = mt_eval_sub_pred(c->sub, i);
+        if (mt_eval_ref_find(c->ref, p->id) >= 0)
+            continue;
+        c->r->unknown_ids++;
+        if (shown++ < 10)
+            st = warn(c->r,
+                      "line %zu: id '%s' is not in the reference; "
+                      "ignored",
+                      p->line, p->id);
+    }
+    if (st == MT_OK && shown > 10)
+        st = warn(c->r, "%zu more predictions with unknown ids ignored",
+                  shown - 10);
+    return st;
+}
+
+static unsigned metric_mask(const struct sctx *c)
+{
+    unsigned m = (1u << MT_EVAL_ROUGE1) | (1u << MT_EVAL_ROUGE2) |
+                 (1u << MT_EVAL_ROUGEL) | (1u << MT_EVAL_AGGREGATE);
+
+    if (c->p.bert)
+        m |= 1u << MT_EVAL_BERTSCORE;
+    if (c->p.bleurt)
+        m |= 1u << MT_EVAL_BLEURT;
+    if (c->p.kpcs && mt_eval_ref_has_keywords(c->ref))
+        m |= 1u << MT_EVAL_KPCS;
+    return m;
+}
+
+enum mt_status mt_eval_score(const struct mt_eval_ref *ref,
+                             const struct mt_eval_sub *sub,
+                             const struct mt_eval_params *params,
+                             struct mt_eval_result **out, struct mt_error *err)
+{
+    struct sctx c = {ref, sub, {0}, NULL, err};
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    if (params)
+        c.p = *params;
+    else
+        mt_eval_default_params(&c.p);
+    c.r = mt_calloc(1, sizeof *c.r);
+    if (c.r) {
+        c.r->notes = mt_eval_ref_count(ref);
+        c.r->per_note = mt_calloc(c.r->notes + 1, sizeof *c.r->per_note);
+        c.r->bert_model =
+            c.p.bert ? mt_strdup(c.p.bert->model ? c.p.bert->model : "unnamed")
+                     : NULL;
+    }
+    if (!c.r || !c.r->per_note || (c.p.bert && !c.r->bert_model))
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    if (st == MT_OK) {
+        c.r->metrics = metric_mask(&c);
+        c.r->invalid_lines = mt_eval_sub_invalid(sub);
+        st = note_unknown(&c);
+    }
+    for (i = 0; st == MT_OK && i < c.r->notes; i++)
+        st = score_note(&c, i);
+    if (st != MT_OK) {
+        mt_eval_result_free(c.r);
+        return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
+    }
+    summarise(c.r);
+    *out = c.r;
+    return MT_OK;
+}
+
+void mt_eval_result_free(struct mt_eval_result *r)
+{
+    size_t i;
+
+    if (!r)
+        return;
+    for (i = 0; i < r->nwarnings; i++)
+        mt_free(r->warnings[i]);
+    mt_free(r->warnings);
+    mt_free(r->per_note);
+    mt_free(r->bert_model);
+    mt_free(r);
+}

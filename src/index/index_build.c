@@ -1,0 +1,346 @@
+/* Index build: analyses the store's chunks into a new BM25 segment plus a
+ * chunk-id file, then swaps the manifest. New chunks go into a new
+ * segment; deletions or too many segments trigger one full rebuild. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/arena.h"
+#include "index/bm25.h"
+#include "index/index_int.h"
+#include "index/segment.h"
+#include "medtrust/core.h"
+#include "text/analyzer.h"
+
+void mt_index_default_build_params(struct mt_index_build_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->title_weight = MT_BM25_DEFAULT_TITLE_WEIGHT;
+    p->text_weight = MT_BM25_DEFAULT_TEXT_WEIGHT;
+    p->max_segments = 8;
+}
+
+void mt_index_dir(const char *store_dir, char *buf, size_t n)
+{
+    if (snprintf(buf, n, "%s/index", store_dir) >= (int)n)
+        buf[0] = '\0'; /* an over-long path then fails to open */
+}
+
+void mt_index_seg_path(const char *index_dir, const char *name,
+                       const char *ext, char *buf, size_t n)
+{
+    if (snprintf(buf, n, "%s/%s.%s", index_dir, name, ext) >= (int)n)
+        buf[0] = '\0';
+}
+
+struct build {
+    const struct mt_index_build_params *p;
+    struct mt_analyzer *an;
+    struct mt_bm25_builder *bm;
+    struct mt_arena arena;
+    int64_t *cids;
+    uint32_t *srcs;
+    size_t n, cap;
+    uint64_t total;
+    int64_t max_id;
+    struct mt_error *err;
+};
+
+static enum mt_status push_ids(struct build *b, int64_t cid, int64_t src)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        int64_t *c = mt_realloc(b->cids, cap * sizeof *c);
+        uint32_t *s;
+        if (!c)
+            return MT_ENOMEM;
+        b->cids = c;
+        s = mt_realloc(b->srcs, cap * sizeof *s);
+        if (!s)
+            return MT_ENOMEM;
+        b->srcs = s;
+        b->cap = cap;
+    }
+    b->cids[b->n] = cid;
+    b->srcs[b->n] = (uint32_t)src;
+    b->n++;
+    return MT_OK;
+}
+
+static enum mt_status add_field(struct build *b, uint32_t doc,
+                                uint32_t field, const char *text, size_t n)
+{
+    struct mt_token *toks = NULL;
+    struct mt_str *terms;
+    size_t cnt = 0;
+    size_t i;
+    enum mt_status st = mt_analyzer_collect(b->an, text, n, &b->arena,
+                                            &toks, &cnt, b->err);
+
+    if (st != MT_OK || cnt == 0)
+        return st;
+    terms = mt_arena_alloc(&b->arena, cnt * sizeof *terms);
+    if (!terms)
+        return mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
+    for (i = 0; i < cnt; i++) {
+        terms[i].p = toks[i].p;
+        terms[i].n = toks[i].n;
+    }
+    return mt_bm25_builder_add(b->bm, doc, field, terms, cnt, b->err);
+}
+
+static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
+{
+    struct build *b = user;
+    uint32_t doc = (uint32_t)b->n;
+    enum mt_status st = MT_OK;
+
+    if (r->title)
+        st = add_field(b, doc, MT_BM25_FIELD_TITLE, r->title,
+                       strlen(r->title));
+    if (st == MT_OK)
+        st = add_field(b, doc, MT_BM25_FIELD_TEXT, r->text, r->text_len);
+    if (st == MT_OK && push_ids(b, r->chunk_id, r->source_id) != MT_OK)
+        st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
+    mt_arena_reset(&b->arena);
+    if (r->chunk_id > b->max_id)
+        b->max_id = r->chunk_id;
+    if (st == MT_OK && b->p->progress && (b->n % 1024 == 0))
+        b->p->progress(b->n, b->total, b->p->progress_user);
+    return st;
+}
+
+/* ==== Writing a segment ==== */
+
+static enum mt_status write_ids(const char *path, const struct build *b,
+                                struct mt_error *err)
+{
+    struct mt_seg_writer *w = NULL;
+    enum mt_status st = mt_seg_writer_open(path, MT_IDS_MAGIC,
+                                           MT_IDS_VERSION, &w, err);
+
+    if (st == MT_OK)
+        st = mt_seg_writer_begin(w, MT_SEG_ID('C', 'I', 'D', 'S'), err);
+    if (st == MT_OK)
+        st = mt_seg_writer_write(w, b->cids, b->n * sizeof *b->cids, err);
+    if (st == MT_OK)
+        st = mt_seg_writer_begin(w, MT_SEG_ID('S', 'R', 'C', 'S'), err);
+    if (st == MT_OK)
+        st = mt_seg_writer_write(w, b->srcs, b->n * sizeof *b->srcs, err);
+    if (st == MT_OK)
+        return mt_seg_writer_commit(w, err);
+    mt_seg_writer_abort(w);
+    return st;
+}
+
+/* Writes NAME.bm25 and NAME.ids; the ids file last, as a segment is only
+ * used once the manifest names it. */
+static enum mt_status write_segment(const char *dir, const char *name,
+                                    struct build *b, struct mt_error *err)
+{
+    char path[4096];
+    enum mt_status st = mt_bm25_builder_set_ndocs(b->bm, (uint32_t)b->n,
+                                                  err);
+
+    mt_index_seg_path(dir, name, "bm25", path, sizeof path);
+    if (st == MT_OK)
+        st = mt_bm25_builder_write(b->bm, path, err);
+    mt_index_seg_path(dir, name, "ids", path, sizeof path);
+    if (st == MT_OK)
+        st = write_ids(path, b, err);
+    return st;
+}
+
+/* Removes segment files the manifest no longer names, and stale temps. */
+static void collect_garbage(const char *dir, const struct mt_manifest *m)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        size_t i;
+        int keep = strncmp(e->d_name, "seg-", 4) != 0;
+        for (i = 0; !keep && i < m->nsegs; i++) {
+            size_t l = strlen(m->segs[i].name);
+            keep = strncmp(e->d_name, m->segs[i].name, l) == 0 &&
+                   e->d_name[l] == '.' && !strstr(e->d_name, ".tmp");
+        }
+        if (keep)
+            continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+            (int)sizeof path)
+            unlink(path);
+    }
+    closedir(d);
+}
+
+/* ==== Planning ==== */
+
+static uint64_t indexed_chunks(const struct mt_manifest *m)
+{
+    uint64_t n = 0;
+    size_t i;
+
+    for (i = 0; i < m->nsegs; i++)
+        n += m->segs[i].chunks;
+    return n;
+}
+
+/* Decides between appending a segment and a full rebuild. */
+static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
+                           const struct mt_index_build_params *p,
+                           int *full, uint64_t *todo, struct mt_error *err)
+{
+    int64_t max_id = 0;
+    uint64_t upto = 0, all = 0;
+    enum mt_status st = mt_store_chunk_span(s, m->max_chunk_id, &max_id,
+                                            &upto, err);
+
+    if (st == MT_OK)
+        st = mt_store_chunk_span(s, INT64_MAX, &max_id, &all, err);
+    if (st != MT_OK)
+        return st;
+    /* Fewer chunks at or below the indexed maximum than the segments hold
+     * means some were deleted or replaced since. */
+    *full = p->rebuild || upto != indexed_chunks(m) ||
+            m->nsegs + 1 > p->max_segments ||
+            strcmp(m->analyzer, mt_store_settings(s)->analyzer) != 0;
+    *todo = *full ? all : all - upto;
+    return MT_OK;
+}
+
+/* ==== Build ==== */
+
+static enum mt_status build_open(struct build *b, struct mt_store *s,
+                                 const struct mt_index_build_params *p,
+                                 struct mt_error *err)
+{
+    struct mt_bm25_params bp = mt_bm25_default_params();
+    enum mt_status st;
+
+    memset(b, 0, sizeof *b);
+    b->p = p;
+    b->err = err;
+    b->arena = MT_ARENA_INIT(64 * 1024);
+    bp.field_weight[MT_BM25_FIELD_TITLE] = p->title_weight;
+    bp.field_weight[MT_BM25_FIELD_TEXT] = p->text_weight;
+    st = mt_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
+    if (st == MT_OK)
+        st = mt_bm25_builder_new(&bp, &b->bm, err);
+    return st;
+}
+
+static void build_close(struct build *b)
+{
+    mt_analyzer_free(b->an);
+    mt_bm25_builder_free(b->bm);
+    mt_arena_free(&b->arena);
+    mt_free(b->cids);
+    mt_free(b->srcs);
+}
+
+/* Writes the new segment (if any) and the manifest that names it. */
+static enum mt_status commit(const char *dir, struct mt_store *s,
+                             struct mt_manifest *m, struct build *b,
+                             int full, struct mt_error *err)
+{
+    struct mt_manifest_seg seg;
+    enum mt_status st = MT_OK;
+
+    memset(&seg, 0, sizeof seg);
+    if (full) {
+        m->nsegs = 0;
+        m->max_chunk_id = 0;
+    }
+    if (b->n > 0) {
+        snprintf(seg.name, sizeof seg.name, "seg-%06u", m->next_seg++);
+        seg.chunks = b->n;
+        seg.max_chunk_id = b->max_id;
+        st = write_segment(dir, seg.name, b, err);
+        if (st == MT_OK && mt_manifest_add(m, &seg) != MT_OK)
+            st = mt_fail(err, MT_ENOMEM, "index build: out of memory");
+    }
+    if (st != MT_OK)
+        return st;
+    if (b->max_id > m->max_chunk_id)
+        m->max_chunk_id = b->max_id;
+    m->generation++;
+    snprintf(m->analyzer, sizeof m->analyzer, "%s",
+             mt_store_settings(s)->analyzer);
+    return mt_manifest_save(dir, m, err);
+}
+
+static enum mt_status ensure_dir(const char *dir, struct mt_error *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return mt_fail(err, MT_EIO, "%s: cannot create directory: %s", dir,
+                       strerror(errno));
+    return MT_OK;
+}
+
+static enum mt_status run_build(struct mt_store *s, const char *dir,
+                                struct mt_manifest *m,
+                                const struct mt_index_build_params *p,
+                                struct mt_index_build_result *res,
+                                struct mt_error *err)
+{
+    struct build b;
+    int full = 0;
+    uint64_t todo = 0;
+    enum mt_status st = plan(s, m, p, &full, &todo, err);
+
+    if (st != MT_OK || (!full && todo == 0))
+        return st;
+    st = build_open(&b, s, p, err);
+    b.total = todo;
+    if (st == MT_OK)
+        st = mt_store_each_chunk(s, full ? 0 : m->max_chunk_id, on_chunk, &b,
+                                 err);
+    if (st == MT_OK)
+        st = commit(dir, s, m, &b, full, err);
+    if (st == MT_OK) {
+        collect_garbage(dir, m);
+        res->chunks_added = b.n;
+        res->merged = full;
+        if (p->progress)
+            p->progress(b.n, b.total, p->progress_user);
+    }
+    build_close(&b);
+    return st;
+}
+
+enum mt_status mt_index_build(struct mt_store *s,
+                              const struct mt_index_build_params *params,
+                              struct mt_index_build_result *res,
+                              struct mt_error *err)
+{
+    struct mt_index_build_params defaults;
+    struct mt_index_build_result r = {0, 0, 0};
+    struct mt_manifest m;
+    char dir[4096];
+    int found = 0;
+    enum mt_status st;
+
+    if (!params) {
+        mt_index_default_build_params(&defaults);
+        params = &defaults;
+    }
+    mt_index_dir(mt_store_dir(s), dir, sizeof dir);
+    st = ensure_dir(dir, err);
+    if (st == MT_OK)
+        st = mt_manifest_load(dir, &m, &found, err);
+    if (st != MT_OK)
+        return st;
+    st = run_build(s, dir, &m, params, &r, err);
+    r.segments = (uint32_t)m.nsegs;
+    mt_manifest_free(&m);
+    if (res)
+        *res = r;
+    return st;
+}

@@ -1,0 +1,470 @@
+/* Index search: opens the manifest's segments (mmapped), analyses the
+ * query with the corpus's analyzer, searches every segment, merges, and
+ * fetches each hit's chunk and document from the store. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/arena.h"
+#include "index/bm25.h"
+#include "index/fusion.h"
+#include "index/index_int.h"
+#include "index/segment.h"
+#include "medtrust/core.h"
+#include "text/analyzer.h"
+
+struct seg {
+    struct mt_bm25 *bm;
+    struct mt_seg *ids;
+    const int64_t *cids;
+    const uint32_t *srcs;
+    uint32_t n;
+};
+
+struct mt_index {
+    char dir[4096];
+    struct mt_store *store;
+    struct mt_analyzer *an;
+    struct mt_manifest m;
+    struct seg *segs;
+    size_t nsegs;
+    struct mt_bm25_ctx *ctx;
+    struct mt_arena scratch; /* per query */
+};
+
+/* A result and the arena that holds its strings, freed together. */
+struct result {
+    struct mt_search_result pub;
+    struct mt_arena arena;
+};
+
+/* ==== Parameters ==== */
+
+void mt_search_default_params(struct mt_search_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->mode = MT_SEARCH_BM25;
+    p->k = 10;
+    p->k1 = MT_BM25_DEFAULT_K1;
+    p->b = MT_BM25_DEFAULT_B;
+    p->w_lex = 0.7f;
+    p->w_sem = 0.3f;
+    p->fusion = MT_FUSION_LINEAR;
+    p->rrf_k = 60;
+    p->retrieve_k = 50;
+}
+
+static const char *const mode_names[] = {"bm25", "dense", "hybrid"};
+
+enum mt_status mt_search_mode_parse(const char *s, enum mt_search_mode *out)
+{
+    int i;
+
+    for (i = 0; i < 3; i++)
+        if (strcmp(s, mode_names[i]) == 0) {
+            *out = (enum mt_search_mode)i;
+            return MT_OK;
+        }
+    return MT_EINVAL;
+}
+
+const char *mt_search_mode_str(enum mt_search_mode m)
+{
+    return (unsigned)m < 3 ? mode_names[m] : "unknown";
+}
+
+/* ==== Open and close ==== */
+
+static enum mt_status open_seg(struct mt_index *idx, const char *idir,
+                               const struct mt_manifest_seg *ms,
+                               struct seg *sg, struct mt_error *err)
+{
+    char path[4096];
+    const void *p = NULL;
+    size_t n = 0, n2 = 0;
+    enum mt_status st;
+
+    (void)idx;
+    mt_index_seg_path(idir, ms->name, "bm25", path, sizeof path);
+    st = mt_bm25_open(path, &sg->bm, err);
+    mt_index_seg_path(idir, ms->name, "ids", path, sizeof path);
+    if (st == MT_OK)
+        st = mt_seg_open(path, MT_IDS_MAGIC, 0, &sg->ids, err);
+    if (st == MT_OK)
+        st = mt_seg_section(sg->ids, MT_SEG_ID('C', 'I', 'D', 'S'), &p, &n,
+                            err);
+    sg->cids = p;
+    if (st == MT_OK)
+        st = mt_seg_section(sg->ids, MT_SEG_ID('S', 'R', 'C', 'S'), &p, &n2,
+                            err);
+    sg->srcs = p;
+    sg->n = (uint32_t)(n / sizeof(int64_t));
+    if (st == MT_OK && (n2 / sizeof(uint32_t) != sg->n ||
+                        sg->n != ms->chunks))
+        st = mt_fail(err, MT_EPARSE,
+                     "%s: holds %u chunks, the manifest says %llu; rebuild "
+                     "with 'medtrust index --rebuild'",
+                     path, sg->n, (unsigned long long)ms->chunks);
+    return st;
+}
+
+static enum mt_status open_segs(struct mt_index *idx, const char *idir,
+                                struct mt_error *err)
+{
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    idx->segs = mt_calloc(idx->m.nsegs ? idx->m.nsegs : 1,
+                          sizeof *idx->segs);
+    if (!idx->segs)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", idir);
+    for (i = 0; st == MT_OK && i < idx->m.nsegs; i++) {
+        st = open_seg(idx, idir, &idx->m.segs[i], &idx->segs[i], err);
+        idx->nsegs = i + 1;
+    }
+    return st;
+}
+
+static enum mt_status open_parts(struct mt_index *idx, const char *dir,
+                                 struct mt_error *err)
+{
+    struct mt_store_params sp;
+    char idir[4096];
+    int found = 0;
+    enum mt_status st;
+
+    mt_store_default_params(&sp);
+    sp.create = 0;
+    sp.read_only = 1;
+    st = mt_store_open(dir, &sp, &idx->store, err);
+    mt_index_dir(dir, idir, sizeof idir);
+    if (st == MT_OK)
+        st = mt_manifest_load(idir, &idx->m, &found, err);
+    if (st == MT_OK && !found)
+        st = mt_fail(err, MT_ENOTFOUND,
+                     "%s: the store has no search index yet; build it with "
+                     "'medtrust index --db %s'",
+                     dir, dir);
+    if (st == MT_OK)
+        st = mt_analyzer_new(idx->m.analyzer, &idx->an, err);
+    if (st == MT_OK)
+        st = open_segs(idx, idir, err);
+    if (st == MT_OK && mt_bm25_ctx_new(&idx->ctx) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
+    return st;
+}
+
+enum mt_status mt_index_open(const char *dir, struct mt_index **out,
+                             struct mt_error *err)
+{
+    struct mt_index *idx = mt_calloc(1, sizeof *idx);
+    enum mt_status st;
+
+    if (!idx)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
+    snprintf(idx->dir, sizeof idx->dir, "%s", dir);
+    idx->scratch = MT_ARENA_INIT(64 * 1024);
+    st = open_parts(idx, dir, err);
+    if (st != MT_OK) {
+        mt_index_close(idx);
+        return st;
+    }
+    *out = idx;
+    return MT_OK;
+}
+
+void mt_index_close(struct mt_index *idx)
+{
+    size_t i;
+
+    if (!idx)
+        return;
+    for (i = 0; i < idx->nsegs; i++) {
+        mt_bm25_close(idx->segs[i].bm);
+        mt_seg_close(idx->segs[i].ids);
+    }
+    mt_free(idx->segs);
+    mt_bm25_ctx_free(idx->ctx);
+    mt_analyzer_free(idx->an);
+    mt_manifest_free(&idx->m);
+    mt_store_close(idx->store);
+    mt_arena_free(&idx->scratch);
+    mt_free(idx);
+}
+
+void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st)
+{
+    size_t i;
+
+    memset(st, 0, sizeof *st);
+    st->segments = (uint32_t)idx->nsegs;
+    st->analyzer = idx->m.analyzer;
+    for (i = 0; i < idx->nsegs; i++) {
+        struct mt_bm25_stats bs;
+        mt_bm25_stats(idx->segs[i].bm, &bs);
+        st->chunks += idx->segs[i].n;
+        st->terms += bs.terms;
+        st->postings += bs.postings;
+        st->bytes += bs.bytes + mt_seg_size(idx->segs[i].ids);
+    }
+}
+
+/* ==== Search ==== */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+struct src_filter {
+    const uint32_t *srcs;
+    uint32_t sid;
+};
+
+static int accept_src(uint32_t doc, void *user)
+{
+    const struct src_filter *f = user;
+
+    return f->srcs[doc] == f->sid;
+}
+
+static enum mt_status analyse(struct mt_index *idx, const char *q,
+                              struct mt_str **terms, size_t *n,
+                              struct mt_error *err)
+{
+    struct mt_token *toks = NULL;
+    size_t i, cnt = 0;
+    enum mt_status st = mt_analyzer_collect(idx->an, q, strlen(q),
+                                            &idx->scratch, &toks, &cnt, err);
+
+    *n = 0;
+    if (st != MT_OK || cnt == 0)
+        return st;
+    *terms = mt_arena_alloc(&idx->scratch, cnt * sizeof **terms);
+    if (!*terms)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; i < cnt; i++) {
+        (*terms)[i].p = toks[i].p;
+        (*terms)[i].n = toks[i].n;
+    }
+    *n = cnt;
+    return MT_OK;
+}
+
+/* Searches every segment for its top 'want' and merges them. */
+static enum mt_status bm25_lists(struct mt_index *idx,
+                                 const struct mt_str *terms, size_t nq,
+                                 const struct mt_search_params *p,
+                                 int64_t sid, size_t want,
+                                 struct mt_scored **out, size_t *nout,
+                                 struct mt_error *err)
+{
+    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_hit *hits = mt_arena_alloc(&idx->scratch,
+                                              want * sizeof *hits);
+    struct mt_scored *all = mt_arena_alloc(
+        &idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+    struct src_filter f = {NULL, (uint32_t)sid};
+    size_t i, j, nh, n = 0;
+    enum mt_status st = MT_OK;
+
+    if (!hits || !all)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    sp.k1 = p->k1;
+    sp.b = p->b;
+    sp.ctx = idx->ctx;
+    for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
+        f.srcs = idx->segs[i].srcs;
+        sp.accept = sid >= 0 ? accept_src : NULL;
+        sp.accept_user = &f;
+        st = mt_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
+                            err);
+        for (j = 0; st == MT_OK && j < nh; j++) {
+            all[n].key = idx->segs[i].cids[hits[j].doc];
+            all[n++].score = hits[j].score;
+        }
+    }
+    mt_scored_sort(all, n);
+    *out = all;
+    *nout = n < want ? n : want;
+    return st;
+}
+
+static char *keep(struct result *r, const char *s)
+{
+    return s ? mt_arena_strndup(&r->arena, s, strlen(s)) : NULL;
+}
+
+/* Adds the chunk behind candidate c to the result; deleted chunks (the
+ * index is older than the store) are skipped. With doc_sum, a chunk of a
+ * document already listed adds its score to that hit instead. */
+static enum mt_status add_hit(struct mt_index *idx, struct result *r,
+                              const struct mt_scored *c, int doc_sum,
+                              struct mt_error *err)
+{
+    struct mt_chunk_info ci;
+    struct mt_search_hit *h;
+    size_t i;
+    enum mt_status st = mt_store_chunk_get(idx->store, c->key, &ci, err);
+
+    if (st == MT_ENOTFOUND)
+        return MT_OK;
+    if (st != MT_OK)
+        return st;
+    for (i = 0; doc_sum && i < r->pub.n; i++)
+        if (strcmp(r->pub.hits[i].doc_id, ci.doc_id) == 0) {
+            r->pub.hits[i].score += c->score;
+            return MT_OK;
+        }
+    h = &r->pub.hits[r->pub.n];
+    h->chunk_id = c->key;
+    h->score = c->score;
+    h->doc_id = keep(r, ci.doc_id);
+    h->title = keep(r, ci.title);
+    h->text = keep(r, ci.text);
+    h->source = keep(r, ci.source);
+    if (!h->doc_id || !h->text || !h->source || (ci.title && !h->title))
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    r->pub.n++;
+    return MT_OK;
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+    const struct mt_search_hit *x = a;
+    const struct mt_search_hit *y = b;
+
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return (x->chunk_id > y->chunk_id) - (x->chunk_id < y->chunk_id);
+}
+
+static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
+                                const struct mt_scored *c, size_t n,
+                                const struct mt_search_params *p,
+                                struct mt_error *err)
+{
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    r->pub.hits = mt_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
+    if (!r->pub.hits)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < p->k); i++)
+        st = add_hit(idx, r, &c[i], p->doc_sum, err);
+    if (p->doc_sum && r->pub.n > 1)
+        qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, hit_cmp);
+    if (r->pub.n > p->k)
+        r->pub.n = p->k;
+    for (i = 0; i < r->pub.n; i++)
+        r->pub.hits[i].rank = (uint32_t)(i + 1);
+    return st;
+}
+
+static enum mt_status check_params(const struct mt_search_params *p,
+                                   struct mt_error *err)
+{
+    if (p->k == 0 || p->k > 10000)
+        return mt_fail(err, MT_EINVAL, "k must be in 1..10000, not %u",
+                       p->k);
+    if ((unsigned)p->mode > MT_SEARCH_HYBRID)
+        return mt_fail(err, MT_EINVAL, "unknown search mode");
+    if (p->retrieve_k > 100000)
+        return mt_fail(err, MT_EINVAL, "retrieve depth %u is over 100000",
+                       p->retrieve_k);
+    return MT_OK;
+}
+
+static enum mt_status source_id(struct mt_index *idx, const char *name,
+                                int64_t *sid, struct mt_error *err)
+{
+    *sid = -1;
+    if (!name)
+        return MT_OK;
+    return mt_store_source_find(idx->store, name, sid, err);
+}
+
+/* Candidate depth: enough for k live hits after deleted chunks are
+ * skipped, or the first-stage depth for fusion and doc sums. */
+static size_t depth(const struct mt_search_params *p)
+{
+    size_t want = (size_t)p->k + 16;
+
+    if ((p->doc_sum || p->mode != MT_SEARCH_BM25) && p->retrieve_k > want)
+        want = p->retrieve_k;
+    return want;
+}
+
+static enum mt_status run_search(struct mt_index *idx, const char *query,
+                                 const struct mt_search_params *p,
+                                 struct result *r, struct mt_error *err)
+{
+    struct mt_str *terms = NULL;
+    struct mt_scored *cands = NULL;
+    size_t nq = 0, nc = 0;
+    int64_t sid = -1;
+    enum mt_status st = check_params(p, err);
+
+    if (st == MT_OK && p->mode != MT_SEARCH_BM25 && !idx->m.embedder[0])
+        st = mt_fail(err, MT_EUNSUPPORTED,
+                     "%s: the index has no vectors for %s search; build "
+                     "them with 'medtrust index --db %s --embedder "
+                     "use-lite'",
+                     idx->dir, mt_search_mode_str(p->mode), idx->dir);
+    if (st == MT_OK)
+        st = source_id(idx, p->source, &sid, err);
+    if (st == MT_OK)
+        st = analyse(idx, query, &terms, &nq, err);
+    if (st != MT_OK || nq == 0)
+        return st;
+    r->pub.query_terms = (uint32_t)nq;
+    st = bm25_lists(idx, terms, nq, p, sid, depth(p), &cands, &nc, err);
+    if (st == MT_OK)
+        st = fill_hits(idx, r, cands, nc, p, err);
+    return st;
+}
+
+enum mt_status mt_index_search(struct mt_index *idx, const char *query,
+                               const struct mt_search_params *params,
+                               struct mt_search_result **out,
+                               struct mt_error *err)
+{
+    struct mt_search_params defaults;
+    struct result *r = mt_calloc(1, sizeof *r);
+    double t0 = now_ms();
+    enum mt_status st;
+
+    if (!r)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    if (!params) {
+        mt_search_default_params(&defaults);
+        params = &defaults;
+    }
+    r->arena = MT_ARENA_INIT(16 * 1024);
+    st = run_search(idx, query ? query : "", params, r, err);
+    mt_arena_reset(&idx->scratch);
+    if (st != MT_OK) {
+        mt_search_result_free(&r->pub);
+        return st;
+    }
+    r->pub.elapsed_ms = now_ms() - t0;
+    *out = &r->pub;
+    return MT_OK;
+}
+
+void mt_search_result_free(struct mt_search_result *res)
+{
+    struct result *r;
+
+    if (!res)
+        return;
+    r = (struct result *)(void *)((char *)res -
+                                  offsetof(struct result, pub));
+    mt_arena_free(&r->arena);
+    mt_free(r);
+}

@@ -1,0 +1,227 @@
+/* Index manifest: JSON list of segments, replaced atomically. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "index/manifest.h"
+#include "medtrust/core.h"
+
+/* ==== Atomic file write ==== */
+
+static enum mt_status write_all(int fd, const void *data, size_t n,
+                                const char *path, struct mt_error *err)
+{
+    const char *p = data;
+
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return mt_fail(err, MT_EIO, "%s: write failed: %s", path,
+                           strerror(errno));
+        p += w;
+        n -= (size_t)w;
+    }
+    if (fsync(fd) != 0)
+        return mt_fail(err, MT_EIO, "%s: fsync failed: %s", path,
+                       strerror(errno));
+    return MT_OK;
+}
+
+static void fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+enum mt_status mt_write_atomic(const char *dir, const char *name,
+                               const void *data, size_t n,
+                               struct mt_error *err)
+{
+    char tmp[4096];
+    char dst[4096];
+    enum mt_status st;
+    int fd;
+
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return mt_fail(err, MT_EIO, "%s: cannot create: %s", tmp,
+                       strerror(errno));
+    st = write_all(fd, data, n, tmp, err);
+    close(fd);
+    if (st == MT_OK && rename(tmp, dst) != 0)
+        st = mt_fail(err, MT_EIO, "%s: rename failed: %s", dst,
+                     strerror(errno));
+    if (st != MT_OK) {
+        unlink(tmp);
+        return st;
+    }
+    fsync_dir(dir);
+    return MT_OK;
+}
+
+/* ==== Encoding ==== */
+
+static json_t *seg_json(const struct mt_manifest_seg *s)
+{
+    return json_pack("{s:s,s:I,s:I,s:b}", "name", s->name, "chunks",
+                     (json_int_t)s->chunks, "max_chunk_id",
+                     (json_int_t)s->max_chunk_id, "vectors", s->has_vectors);
+}
+
+static json_t *manifest_json(const struct mt_manifest *m)
+{
+    json_t *segs = json_array();
+    json_t *o;
+    size_t i;
+
+    for (i = 0; segs && i < m->nsegs; i++)
+        if (json_array_append_new(segs, seg_json(&m->segs[i])) != 0) {
+            json_decref(segs);
+            return NULL;
+        }
+    if (!segs)
+        return NULL;
+    o = json_pack("{s:i,s:I,s:i,s:s,s:I,s:s,s:i,s:o}", "format",
+                  MT_MANIFEST_FORMAT, "generation",
+                  (json_int_t)m->generation, "next_segment", (int)m->next_seg,
+                  "analyzer", m->analyzer, "max_chunk_id",
+                  (json_int_t)m->max_chunk_id, "embedder", m->embedder,
+                  "dims", (int)m->dims, "segments", segs);
+    return o;
+}
+
+enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
+                                struct mt_error *err)
+{
+    json_t *o = manifest_json(m);
+    char *txt = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER)
+                  : NULL;
+    enum mt_status st;
+
+    json_decref(o);
+    if (!txt)
+        return mt_fail(err, MT_ENOMEM, "%s/MANIFEST: out of memory", dir);
+    st = mt_write_atomic(dir, "MANIFEST", txt, strlen(txt), err);
+    mt_free(txt);
+    return st;
+}
+
+/* ==== Decoding ==== */
+
+static enum mt_status bad(const char *dir, const char *what,
+                          struct mt_error *err)
+{
+    return mt_fail(err, MT_EPARSE,
+                   "%s/MANIFEST: %s; rebuild the index with 'medtrust index "
+                   "--rebuild'",
+                   dir, what);
+}
+
+static enum mt_status load_seg(const char *dir, json_t *js,
+                               struct mt_manifest *m, struct mt_error *err)
+{
+    struct mt_manifest_seg s;
+    const char *name = NULL;
+    json_int_t chunks = 0;
+    json_int_t maxid = 0;
+    int vec = 0;
+
+    memset(&s, 0, sizeof s);
+    if (json_unpack(js, "{s:s,s:I,s:I,s?b}", "name", &name, "chunks",
+                    &chunks, "max_chunk_id", &maxid, "vectors", &vec) != 0 ||
+        strlen(name) >= sizeof s.name || strchr(name, '/') || chunks < 0)
+        return bad(dir, "a segment entry is malformed", err);
+    snprintf(s.name, sizeof s.name, "%s", name);
+    s.chunks = (uint64_t)chunks;
+    s.max_chunk_id = maxid;
+    s.has_vectors = vec;
+    if (mt_manifest_add(m, &s) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "%s/MANIFEST: out of memory", dir);
+    return MT_OK;
+}
+
+static enum mt_status load_json(const char *dir, json_t *o,
+                                struct mt_manifest *m, struct mt_error *err)
+{
+    int format = 0, next = 0, dims = 0;
+    json_int_t gen = 0, maxid = 0;
+    const char *an = NULL, *emb = "";
+    json_t *segs = NULL;
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    if (json_unpack(o, "{s:i,s:I,s:i,s:s,s:I,s?s,s?i,s:o}", "format",
+                    &format, "generation", &gen, "next_segment", &next,
+                    "analyzer", &an, "max_chunk_id", &maxid, "embedder",
+                    &emb, "dims", &dims, "segments", &segs) != 0 ||
+        !json_is_array(segs) || next < 0 || dims < 0)
+        return bad(dir, "a required field is missing or has the wrong type",
+                   err);
+    if (format != MT_MANIFEST_FORMAT)
+        return bad(dir, "unsupported manifest format", err);
+    m->generation = (uint64_t)gen;
+    m->next_seg = (uint32_t)next;
+    m->max_chunk_id = maxid;
+    m->dims = (uint32_t)dims;
+    snprintf(m->analyzer, sizeof m->analyzer, "%s", an);
+    snprintf(m->embedder, sizeof m->embedder, "%s", emb);
+    for (i = 0; st == MT_OK && i < json_array_size(segs); i++)
+        st = load_seg(dir, json_array_get(segs, i), m, err);
+    return st;
+}
+
+enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
+                                int *found, struct mt_error *err)
+{
+    char path[4096];
+    json_error_t je;
+    json_t *o;
+    enum mt_status st;
+
+    memset(m, 0, sizeof *m);
+    m->next_seg = 1;
+    snprintf(path, sizeof path, "%s/MANIFEST", dir);
+    *found = access(path, F_OK) == 0;
+    if (!*found)
+        return MT_OK;
+    o = json_load_file(path, 0, &je);
+    if (!o)
+        return mt_fail(err, MT_EPARSE, "%s:%d: %s", path, je.line, je.text);
+    st = load_json(dir, o, m, err);
+    json_decref(o);
+    if (st != MT_OK)
+        mt_manifest_free(m);
+    return st;
+}
+
+enum mt_status mt_manifest_add(struct mt_manifest *m,
+                               const struct mt_manifest_seg *seg)
+{
+    struct mt_manifest_seg *p =
+        mt_realloc(m->segs, (m->nsegs + 1) * sizeof *p);
+
+    if (!p)
+        return MT_ENOMEM;
+    p[m->nsegs++] = *seg;
+    m->segs = p;
+    return MT_OK;
+}
+
+void mt_manifest_free(struct mt_manifest *m)
+{
+    mt_free(m->segs);
+    m->segs = NULL;
+    m->nsegs = 0;
+}

@@ -1,0 +1,53 @@
+/* The index manifest: which segment files make up the current index. It
+ * is JSON, replaced atomically (temp file, fsync, rename, fsync dir), so a
+ * reader sees either the old or the new index, never a mix. */
+#ifndef MT_INDEX_MANIFEST_H
+#define MT_INDEX_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "medtrust/status.h"
+
+#define MT_MANIFEST_FORMAT 1
+#define MT_SEGMENT_NAME_MAX 32
+
+struct mt_manifest_seg {
+    char name[MT_SEGMENT_NAME_MAX]; /* e.g. "seg-000003" */
+    uint64_t chunks;
+    int64_t max_chunk_id;
+    int has_vectors;
+};
+
+struct mt_manifest {
+    uint64_t generation;
+    uint32_t next_seg;    /* number for the next new segment */
+    char analyzer[32];
+    int64_t max_chunk_id; /* every chunk id <= this is indexed */
+    char embedder[128];   /* "" when the index has no vectors */
+    uint32_t dims;
+    struct mt_manifest_seg *segs;
+    size_t nsegs;
+};
+
+/* Reads DIR/MANIFEST. A missing manifest yields an empty one (MT_OK) and
+ * *found = 0. Malformed -> MT_EPARSE naming the file and field. */
+enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
+                                int *found, struct mt_error *err);
+
+/* Writes DIR/MANIFEST atomically. */
+enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
+                                struct mt_error *err);
+
+/* Appends a segment; MT_ENOMEM leaves m unchanged. */
+enum mt_status mt_manifest_add(struct mt_manifest *m,
+                               const struct mt_manifest_seg *seg);
+
+void mt_manifest_free(struct mt_manifest *m);
+
+/* Writes a file atomically: DIR/NAME.tmp, fsync, rename, fsync DIR. */
+enum mt_status mt_write_atomic(const char *dir, const char *name,
+                               const void *data, size_t n,
+                               struct mt_error *err);
+
+#endif

@@ -1,0 +1,179 @@
+/* Embedder handle: dispatches a spec to its backend and applies what every
+ * backend shares, Matryoshka truncation and re-normalisation. */
+#include <math.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "model/embed.h"
+#include "model/use_lite.h"
+
+struct mt_embedder {
+    const struct mt_embedder_ops *ops;
+    void *self;
+    struct mt_embedder_params params;
+    uint32_t native; /* backend's dimension */
+    uint32_t dims;   /* after truncation */
+};
+
+void mt_embedder_default_params(struct mt_embedder_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->normalize = 1;
+    p->timeout_s = 120.0;
+}
+
+/* ==== Dispatch ==== */
+
+typedef enum mt_status (*open_fn)(const char *arg,
+                                  const struct mt_embedder_params *p,
+                                  struct mt_embedder **out,
+                                  struct mt_error *err);
+
+static enum mt_status open_use_lite(const char *arg,
+                                    const struct mt_embedder_params *p,
+                                    struct mt_embedder **out,
+                                    struct mt_error *err)
+{
+    return mt_use_lite_open(arg && *arg ? arg : NULL, p, out, err);
+}
+
+/* Spec prefixes; a NULL open is a backend not built in yet. */
+static const struct backend {
+    const char *prefix; /* matched exactly, or followed by ':' + argument */
+    open_fn open;
+} backends[] = {
+    {"use-lite", open_use_lite},
+    {"gguf", NULL},
+    {"openai", NULL},
+};
+
+enum mt_status mt_embedder_open(const char *spec,
+                                const struct mt_embedder_params *params,
+                                struct mt_embedder **out,
+                                struct mt_error *err)
+{
+    size_t i;
+
+    if (!spec || !*spec)
+        spec = "use-lite";
+    for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        size_t n = strlen(backends[i].prefix);
+        if (strncmp(spec, backends[i].prefix, n) != 0 ||
+            (spec[n] != '\0' && spec[n] != ':'))
+            continue;
+        if (!backends[i].open)
+            return mt_fail(err, MT_EUNSUPPORTED,
+                           "embedder '%s': the %s backend is not built into "
+                           "this medtrust yet (use use-lite)",
+                           spec, backends[i].prefix);
+        return backends[i].open(spec[n] ? spec + n + 1 : NULL, params, out,
+                                err);
+    }
+    return mt_fail(err, MT_EINVAL,
+                   "embedder '%s': expected use-lite[:FILE], gguf:PATH or "
+                   "openai:BASE_URL#MODEL",
+                   spec);
+}
+
+enum mt_status mt_embedder_new_take(const struct mt_embedder_ops *ops,
+                                    void *self,
+                                    const struct mt_embedder_params *params,
+                                    struct mt_embedder **out,
+                                    struct mt_error *err)
+{
+    struct mt_embedder *e = mt_calloc(1, sizeof *e);
+
+    if (!e) {
+        ops->free(self);
+        return mt_fail(err, MT_ENOMEM, "embedder handle");
+    }
+    e->ops = ops;
+    e->self = self;
+    if (params)
+        e->params = *params;
+    else
+        mt_embedder_default_params(&e->params);
+    e->native = ops->dims(self);
+    e->dims = e->params.dims ? e->params.dims : e->native;
+    if (e->dims > e->native) {
+        mt_fail(err, MT_EINVAL, "embedder %s: dims %u exceeds its %u",
+                ops->name, e->dims, e->native);
+        mt_embedder_free(e);
+        return MT_EINVAL;
+    }
+    *out = e;
+    return MT_OK;
+}
+
+uint32_t mt_embedder_dims(const struct mt_embedder *e)
+{
+    return e->dims;
+}
+
+const char *mt_embedder_name(const struct mt_embedder *e)
+{
+    return e->ops->name;
+}
+
+/* ==== Embedding ==== */
+
+/* Scales v to unit length; a zero vector stays zero. */
+static void normalize(float *v, size_t n)
+{
+    double ss = 0.0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        ss += (double)v[i] * (double)v[i];
+    if (ss <= 0.0)
+        return;
+    ss = 1.0 / sqrt(ss);
+    for (i = 0; i < n; i++)
+        v[i] = (float)((double)v[i] * ss);
+}
+
+/* Keeps the first e->dims of each native row (Matryoshka truncation). */
+static void truncate_rows(const struct mt_embedder *e, const float *full,
+                          size_t n, float *out)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        memcpy(out + i * e->dims, full + i * e->native,
+               e->dims * sizeof *out);
+}
+
+enum mt_status mt_embedder_embed(struct mt_embedder *e,
+                                 const struct mt_str *texts, size_t n,
+                                 float *out, struct mt_error *err)
+{
+    float *full = out;
+    enum mt_status st;
+    size_t i;
+
+    if (n == 0)
+        return MT_OK;
+    if (e->dims < e->native) {
+        full = mt_malloc(n * e->native * sizeof *full);
+        if (!full)
+            return mt_fail(err, MT_ENOMEM, "embedding %zu texts", n);
+    }
+    st = e->ops->embed(e->self, texts, n, full, err);
+    if (st == MT_OK && full != out)
+        truncate_rows(e, full, n, out);
+    if (full != out)
+        mt_free(full);
+    if (st == MT_OK && e->params.normalize)
+        for (i = 0; i < n; i++)
+            normalize(out + i * e->dims, e->dims);
+    return st;
+}
+
+void mt_embedder_free(struct mt_embedder *e)
+{
+    if (!e)
+        return;
+    if (e->ops)
+        e->ops->free(e->self);
+    mt_free(e);
+}

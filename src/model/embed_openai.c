@@ -1,0 +1,265 @@
+/* OpenAI-compatible embedder: POST /v1/embeddings with every text of a
+ * call in one request; replies are checked field by field. With a cache,
+ * each text's vector is stored on its own, so reruns reuse partial work. */
+#include <stdio.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "model/cache.h"
+#include "model/embed_openai.h"
+#include "model/http.h"
+#include "model/llm.h"
+
+#define EMBED_MAX_DIMS 65536
+
+#define NO_INDEX ((size_t)-1)
+
+struct oembed {
+    struct mt_http *http;
+    struct mt_cache *cache;
+    char *model;
+    uint32_t dims; /* 0 until the probe */
+    char url[512];
+};
+
+static void oembed_free(void *self)
+{
+    struct oembed *o = self;
+
+    if (!o)
+        return;
+    mt_http_free(o->http);
+    mt_cache_close(o->cache);
+    mt_free(o->model);
+    mt_free(o);
+}
+
+static uint32_t oembed_dims(const void *self)
+{
+    return ((const struct oembed *)self)->dims;
+}
+
+static enum mt_status bad_field(const struct oembed *o, struct mt_error *err,
+                                const char *arr, size_t i, const char *rest)
+{
+    char f[96];
+
+    /* names the field as "arr[i]rest", or "arr" when i is NO_INDEX */
+    if (i == NO_INDEX)
+        snprintf(f, sizeof f, "%s", arr);
+    else
+        snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
+    return mt_fail(err, MT_EPARSE,
+                   "%s: malformed reply: missing or invalid field '%s'",
+                   o->url, f);
+}
+
+/* Copies one "embedding" array; learns the dimension on the first. */
+static enum mt_status take_vector(struct oembed *o, json_t *v, float *dst,
+                                  size_t i, struct mt_error *err)
+{
+    size_t k;
+    size_t n = json_array_size(v);
+
+    if (!json_is_array(v) || n == 0 || n > EMBED_MAX_DIMS ||
+        (o->dims && n != o->dims))
+        return bad_field(o, err, "data", i, ".embedding");
+    if (!o->dims)
+        o->dims = (uint32_t)n;
+    if (!dst)
+        return MT_OK;
+    for (k = 0; k < n; k++) {
+        json_t *x = json_array_get(v, k);
+        if (!json_is_number(x))
+            return bad_field(o, err, "data", i, ".embedding");
+        dst[k] = (float)json_number_value(x);
+    }
+    return MT_OK;
+}
+
+static enum mt_status parse_data(struct oembed *o, json_t *reply, size_t n,
+                                 float *out, struct mt_error *err)
+{
+    json_t *data = json_object_get(reply, "data");
+    size_t i;
+
+    if (!json_is_array(data) || json_array_size(data) != n)
+        return bad_field(o, err, "data", NO_INDEX, "");
+    for (i = 0; i < n; i++) {
+        json_t *d = json_array_get(data, i);
+        json_t *ix = json_object_get(d, "index");
+        size_t at = ix ? (size_t)json_integer_value(ix) : i;
+        enum mt_status st;
+        if ((ix && !json_is_integer(ix)) || at >= n)
+            return bad_field(o, err, "data", i, ".index");
+        st = take_vector(o, json_object_get(d, "embedding"),
+                         out ? out + at * o->dims : NULL, i, err);
+        if (st != MT_OK)
+            return st;
+    }
+    return MT_OK;
+}
+
+/* One request for texts[idx[0..n)] into rows out[idx[j]]. */
+static enum mt_status request(struct oembed *o, const struct mt_str *texts,
+                              const size_t *idx, size_t n, float *tmp,
+                              struct mt_error *err)
+{
+    json_t *in = json_array();
+    json_t *b = json_pack("{s:s,s:o,s:s}", "model", o->model, "input", in,
+                          "encoding_format", "float");
+    json_t *reply = NULL;
+    enum mt_status st = b ? MT_OK : MT_ENOMEM;
+    size_t j;
+
+    for (j = 0; st == MT_OK && j < n; j++)
+        if (json_array_append_new(in, json_stringn(texts[idx[j]].p,
+                                                   texts[idx[j]].n)) != 0)
+            st = MT_ENOMEM;
+    if (st == MT_OK)
+        st = mt_http_post_json(o->http, "embeddings", b, &reply, err);
+    else
+        mt_fail(err, st, "embed: out of memory (or text not UTF-8)");
+    if (st == MT_OK)
+        st = parse_data(o, reply, n, tmp, err);
+    json_decref(reply);
+    json_decref(b);
+    return st;
+}
+
+/* ==== Cache ==== */
+
+static int cache_get_vec(struct oembed *o, struct mt_str t, float *dst)
+{
+    char *key = mt_strndup(t.p, t.n);
+    char *v = NULL;
+    size_t n = 0;
+    int hit = 0;
+
+    if (key && mt_cache_get(o->cache, "openai-embed", o->model, key, &v, &n,
+                            NULL) == MT_OK) {
+        hit = n == (size_t)o->dims * sizeof(float);
+        if (hit)
+            memcpy(dst, v, n);
+    }
+    mt_free(v);
+    mt_free(key);
+    return hit;
+}
+
+static void cache_put_vec(struct oembed *o, struct mt_str t, const float *v)
+{
+    char *key = mt_strndup(t.p, t.n);
+
+    if (key)
+        mt_cache_put(o->cache, "openai-embed", o->model, key, v,
+                     (size_t)o->dims * sizeof(float), NULL);
+    mt_free(key);
+}
+
+/* ==== Embedding ==== */
+
+static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
+                                   size_t n, float *out, struct mt_error *err)
+{
+    struct oembed *o = self;
+    size_t *miss = mt_malloc((n ? n : 1) * sizeof *miss);
+    float *tmp = NULL;
+    size_t nm = 0;
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    if (!miss)
+        return mt_fail(err, MT_ENOMEM, "embed: out of memory");
+    for (i = 0; i < n; i++)
+        if (!o->cache || !cache_get_vec(o, texts[i], out + i * o->dims))
+            miss[nm++] = i;
+    if (nm)
+        tmp = mt_malloc(nm * o->dims * sizeof *tmp);
+    if (nm && !tmp)
+        st = mt_fail(err, MT_ENOMEM, "embed: out of memory");
+    if (nm && st == MT_OK)
+        st = request(o, texts, miss, nm, tmp, err);
+    for (i = 0; st == MT_OK && i < nm; i++) {
+        memcpy(out + miss[i] * o->dims, tmp + i * o->dims,
+               o->dims * sizeof *tmp);
+        if (o->cache)
+            cache_put_vec(o, texts[miss[i]], tmp + i * o->dims);
+    }
+    mt_free(tmp);
+    mt_free(miss);
+    return st;
+}
+
+static const struct mt_embedder_ops oembed_ops = {
+    "openai",
+    oembed_embed,
+    oembed_dims,
+    oembed_free,
+};
+
+static enum mt_status probe(struct oembed *o, struct mt_error *err)
+{
+    struct mt_str t = MT_STR_C("dimension probe");
+    size_t zero = 0;
+
+    return request(o, &t, &zero, 1, NULL, err);
+}
+
+enum mt_status mt_embedder_open_openai(const char *url, const char *model,
+                                       const struct mt_embedder_params *p,
+                                       const char *cache_path,
+                                       struct mt_embedder **out,
+                                       struct mt_error *err)
+{
+    struct mt_embedder_params d;
+    struct mt_llm_params lp;
+    struct mt_http_params hp;
+    struct oembed *o = mt_calloc(1, sizeof *o);
+    enum mt_status st = MT_ENOMEM;
+
+    if (!p) {
+        mt_embedder_default_params(&d);
+        p = &d;
+    }
+    mt_llm_default_params(&lp);
+    hp = (struct mt_http_params){p->timeout_s > 0 ? p->timeout_s
+                                                  : lp.timeout_s,
+                                 lp.max_retries, lp.backoff_base_s,
+                                 lp.backoff_max_s, lp.max_concurrency,
+                                 "--embedder"};
+    if (!o || !(o->model = mt_strdup(model)))
+        goto fail;
+    st = mt_http_new(url, &hp, &o->http, err);
+    if (st == MT_OK && cache_path)
+        st = mt_cache_open(cache_path, &o->cache, err);
+    if (st != MT_OK)
+        goto fail;
+    mt_http_url(o->http, "embeddings", o->url, sizeof o->url);
+    st = probe(o, err);
+    if (st != MT_OK)
+        goto fail;
+    return mt_embedder_new_take(&oembed_ops, o, p, out, err);
+fail:
+    oembed_free(o);
+    if (st == MT_ENOMEM)
+        mt_fail(err, st, "out of memory");
+    return st;
+}
+
+enum mt_status mt_embedder_open_openai_spec(
+    const char *rest, const struct mt_embedder_params *p,
+    const char *cache_path, struct mt_embedder **out, struct mt_error *err)
+{
+    char *url = NULL;
+    char *model = NULL;
+    enum mt_status st = mt_model_split_url(rest, "--embedder", &url, &model,
+                                           err);
+
+    if (st != MT_OK)
+        return st;
+    st = mt_embedder_open_openai(url, model, p, cache_path, out, err);
+    mt_free(url);
+    mt_free(model);
+    return st;
+}

@@ -1,0 +1,470 @@
+/* libcurl JSON client for OpenAI-compatible servers: one easy handle per
+ * attempt, a counting semaphore for the concurrency limit, and retries
+ * with "equal jitter" backoff: delay = d/2 + U(0, d/2), d = base * 2^k
+ * capped at max; a Retry-After header replaces the computed delay. */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "core/buf.h"
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "model/http.h"
+
+#define HTTP_MAX_REPLY ((size_t)256 << 20)
+#define HTTP_MAX_RETRY_AFTER_S 600.0
+
+struct mt_http {
+    char *base;
+    char *key;
+    struct mt_http_params p;
+    char setting[96];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t active;
+    uint64_t rng;
+};
+
+/* What one attempt produced. */
+struct attempt {
+    long code;
+    CURLcode cc;
+    char curl_msg[CURL_ERROR_SIZE];
+    double retry_after; /* seconds, < 0 when absent */
+    struct mt_buf body;
+};
+
+enum verdict { V_OK, V_RETRY, V_FAIL };
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ==== Setup ==== */
+
+static char *make_base(const char *url)
+{
+    size_t n = strlen(url);
+    char *b;
+
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    b = mt_malloc(n + 4);
+    if (!b)
+        return NULL;
+    memcpy(b, url, n);
+    b[n] = '\0';
+    if (n < 3 || strcmp(b + n - 3, "/v1") != 0)
+        memcpy(b + n, "/v1", 4);
+    return b;
+}
+
+static char *env_key(void)
+{
+    const char *k = getenv("MEDTRUST_API_KEY");
+
+    if (!k || !*k)
+        k = getenv("OPENAI_API_KEY");
+    return k && *k ? mt_strdup(k) : NULL;
+}
+
+enum mt_status mt_http_new(const char *base_url,
+                           const struct mt_http_params *p,
+                           struct mt_http **out, struct mt_error *err)
+{
+    struct mt_http *h;
+
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK)
+        return mt_fail(err, MT_EINTERNAL, "libcurl initialisation failed");
+    if (strncmp(base_url, "http://", 7) != 0 &&
+        strncmp(base_url, "https://", 8) != 0)
+        return mt_fail(err, MT_EINVAL,
+                       "'%s' is not an http(s) URL: fix BASE_URL in %s",
+                       base_url, p->setting ? p->setting : "the spec");
+    mt_jsonl_init_alloc();
+    h = mt_calloc(1, sizeof *h);
+    if (!h)
+        return mt_fail(err, MT_ENOMEM, "http client: out of memory");
+    h->p = *p;
+    if (h->p.max_concurrency == 0)
+        h->p.max_concurrency = 1;
+    snprintf(h->setting, sizeof h->setting, "%s",
+             p->setting ? p->setting : "the model spec");
+    h->p.setting = h->setting;
+    h->base = make_base(base_url);
+    h->key = env_key();
+    h->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
+             (uint64_t)(uintptr_t)h;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    if (!h->base) {
+        mt_http_free(h);
+        return mt_fail(err, MT_ENOMEM, "http client: out of memory");
+    }
+    *out = h;
+    return MT_OK;
+}
+
+void mt_http_free(struct mt_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    mt_free(h->base);
+    if (h->key)
+        memset(h->key, 0, strlen(h->key));
+    mt_free(h->key);
+    mt_free(h);
+}
+
+void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
+                 size_t n)
+{
+    snprintf(buf, n, "%s/%s", h->base, endpoint);
+}
+
+/* ==== Concurrency limit and backoff ==== */
+
+static void sem_acquire(struct mt_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    while (h->active >= h->p.max_concurrency)
+        pthread_cond_wait(&h->cv, &h->mu);
+    h->active++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void sem_release(struct mt_http *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->active--;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Uniform in [0, 1) from a xorshift64 generator under the lock. */
+static double jitter_unit(struct mt_http *h)
+{
+    uint64_t x;
+
+    pthread_mutex_lock(&h->mu);
+    x = h->rng ? h->rng : 0x9e3779b97f4a7c15ULL;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    h->rng = x;
+    pthread_mutex_unlock(&h->mu);
+    return (double)(x >> 11) / 9007199254740992.0;
+}
+
+static double retry_delay(struct mt_http *h, uint32_t attempt, double ra)
+{
+    double d = h->p.backoff_base_s;
+    uint32_t i;
+
+    if (ra >= 0)
+        return ra > HTTP_MAX_RETRY_AFTER_S ? HTTP_MAX_RETRY_AFTER_S : ra;
+    for (i = 0; i < attempt && d < h->p.backoff_max_s; i++)
+        d *= 2;
+    if (d > h->p.backoff_max_s)
+        d = h->p.backoff_max_s;
+    return d / 2 + jitter_unit(h) * d / 2;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts;
+
+    if (s <= 0)
+        return;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ==== One attempt ==== */
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
+{
+    struct attempt *a = user;
+    size_t n = size * nmemb;
+
+    if (mt_buf_append(&a->body, p, n) != MT_OK)
+        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+    return n;
+}
+
+/* Parses "Retry-After: <seconds | HTTP-date>". */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
+{
+    struct attempt *a = user;
+    size_t n = size * nmemb;
+    char line[256];
+    char *v;
+
+    if (n < 12 || n >= sizeof line || strncasecmp(p, "retry-after:", 12))
+        return n;
+    memcpy(line, p + 12, n - 12);
+    line[n - 12] = '\0';
+    for (v = line; isspace((unsigned char)*v); v++)
+        ;
+    if (isdigit((unsigned char)*v)) {
+        a->retry_after = strtod(v, NULL);
+    } else {
+        time_t t = curl_getdate(v, NULL);
+        if (t > 0)
+            a->retry_after = t > time(NULL) ? (double)(t - time(NULL)) : 0;
+    }
+    return n;
+}
+
+static struct curl_slist *make_headers(const struct mt_http *h)
+{
+    struct curl_slist *l = NULL;
+    struct curl_slist *t;
+    char auth[1024];
+
+    l = curl_slist_append(l, "Content-Type: application/json");
+    if (!l)
+        return NULL;
+    t = curl_slist_append(l, "Expect:");
+    if (t && h->key) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->key);
+        t = curl_slist_append(t, auth);
+        memset(auth, 0, sizeof auth);
+    }
+    if (!t) {
+        curl_slist_free_all(l);
+        return NULL;
+    }
+    return t;
+}
+
+static void set_opts(CURL *c, const struct mt_http *h, const char *url,
+                     const char *body, struct attempt *a)
+{
+    long ms = (long)(h->p.timeout_s * 1000.0);
+
+    if (ms <= 0)
+        ms = 1;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms < 30000 ? ms : 30000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, a->curl_msg);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "medtrust/" MT_VERSION_STRING);
+}
+
+static enum mt_status attempt_once(struct mt_http *h, const char *url,
+                                   const char *body, struct attempt *a)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *hdr = make_headers(h);
+
+    mt_buf_reset(&a->body);
+    a->code = 0;
+    a->retry_after = -1;
+    a->curl_msg[0] = '\0';
+    if (!c || !hdr) {
+        curl_slist_free_all(hdr);
+        curl_easy_cleanup(c);
+        return MT_ENOMEM;
+    }
+    set_opts(c, h, url, body, a);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    sem_acquire(h);
+    a->cc = curl_easy_perform(c);
+    sem_release(h);
+    if (a->cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->code);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(c);
+    return MT_OK;
+}
+
+/* ==== Classifying a reply ==== */
+
+/* Copies the server's own error message (OpenAI, vLLM or llama.cpp shape)
+ * or the start of the body into buf. */
+static void server_message(const struct attempt *a, char *buf, size_t n)
+{
+    json_t *j = a->body.data ? json_loadb(a->body.data, a->body.len, 0, NULL)
+                             : NULL;
+    json_t *e = json_object_get(j, "error");
+    const char *m = json_string_value(json_object_get(e, "message"));
+
+    if (!m)
+        m = json_string_value(e);
+    if (!m)
+        m = json_string_value(json_object_get(j, "message"));
+    if (!m)
+        m = json_string_value(json_object_get(j, "detail"));
+    if (!m)
+        m = a->body.data ? a->body.data : "";
+    snprintf(buf, n, "%.200s", m);
+    json_decref(j);
+}
+
+static int mentions_context(const char *msg)
+{
+    char low[256];
+    size_t i;
+
+    for (i = 0; msg[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)tolower((unsigned char)msg[i]);
+    low[i] = '\0';
+    return strstr(low, "context") != NULL ||
+           strstr(low, "too many tokens") != NULL ||
+           strstr(low, "maximum input length") != NULL;
+}
+
+static enum mt_status fail_status(const struct mt_http *h, const char *url,
+                                  const struct attempt *a,
+                                  struct mt_error *err)
+{
+    char m[256];
+
+    server_message(a, m, sizeof m);
+    if (a->code == 401 || a->code == 403)
+        return mt_fail(err, MT_EINVAL,
+                       "%s: HTTP %ld unauthorized: set MEDTRUST_API_KEY (or "
+                       "OPENAI_API_KEY) to a valid key (server said: %s)",
+                       url, a->code, m);
+    if (a->code == 404)
+        return mt_fail(err, MT_ENOTFOUND,
+                       "%s: HTTP 404 not found: check BASE_URL and MODEL in "
+                       "%s (server said: %s)", url, h->setting, m);
+    if ((a->code == 400 || a->code == 413 || a->code == 422) &&
+        mentions_context(m))
+        return mt_fail(err, MT_ELIMIT,
+                       "%s: the request exceeds the model's context length: "
+                       "shorten the input or lower max_tokens, or pick a "
+                       "model with a longer context in %s (server said: %s)",
+                       url, h->setting, m);
+    return mt_fail(err, MT_EINVAL, "%s: HTTP %ld: %s", url, a->code, m);
+}
+
+static enum verdict classify(const struct mt_http *h, const char *url,
+                             const struct attempt *a, struct mt_error *err)
+{
+    if (a->cc == CURLE_OPERATION_TIMEDOUT) {
+        mt_fail(err, MT_EIO,
+                "%s: no reply within %.1f s: raise --timeout or "
+                "MEDTRUST_LLM_TIMEOUT, or check the server", url,
+                h->p.timeout_s);
+        return V_RETRY;
+    }
+    if (a->cc == CURLE_WRITE_ERROR) {
+        mt_fail(err, MT_ELIMIT, "%s: reply larger than %zu bytes", url,
+                HTTP_MAX_REPLY);
+        return V_FAIL;
+    }
+    if (a->cc != CURLE_OK) {
+        mt_fail(err, MT_EIO, "%s: cannot reach the server (%s): check "
+                "BASE_URL in %s", url,
+                a->curl_msg[0] ? a->curl_msg : curl_easy_strerror(a->cc),
+                h->setting);
+        return V_RETRY;
+    }
+    if (a->code == 200)
+        return V_OK;
+    if (a->code == 429 || a->code >= 500) {
+        char m[256];
+        server_message(a, m, sizeof m);
+        mt_fail(err, MT_EIO, "%s: HTTP %ld: %s", url, a->code, m);
+        return V_RETRY;
+    }
+    fail_status(h, url, a, err);
+    return V_FAIL;
+}
+
+/* ==== Request ==== */
+
+static enum mt_status parse_reply(const char *url, const struct attempt *a,
+                                  json_t **reply, struct mt_error *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0,
+                           &je);
+
+    if (!j)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: reply is not JSON (line %d column %d: %s)", url,
+                       je.line, je.column, je.text);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return mt_fail(err, MT_EPARSE, "%s: reply is not a JSON object", url);
+    }
+    *reply = j;
+    return MT_OK;
+}
+
+static enum mt_status gave_up(struct mt_error *e, uint32_t attempts)
+{
+    size_t n = strlen(e->msg);
+
+    if (attempts > 1)
+        snprintf(e->msg + n, sizeof e->msg - n, " (gave up after %u tries)",
+                 attempts);
+    return e->status;
+}
+
+enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
+                                 const json_t *body, json_t **reply,
+                                 struct mt_error *err)
+{
+    struct attempt a = {0, CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY)};
+    struct mt_error local;
+    struct mt_error *e = err ? err : &local;
+    char url[2048];
+    char *text = json_dumps(body, JSON_COMPACT);
+    enum mt_status st = MT_OK;
+    enum verdict v = V_FAIL;
+    uint32_t k;
+
+    if (!text)
+        return mt_fail(err, MT_ENOMEM, "http: out of memory");
+    mt_http_url(h, endpoint, url, sizeof url);
+    for (k = 0; k <= h->p.max_retries; k++) {
+        if (k > 0) {
+            double d = retry_delay(h, k - 1, a.retry_after);
+            mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
+                   h->p.max_retries, d);
+            sleep_s(d);
+        }
+        st = attempt_once(h, url, text, &a);
+        if (st != MT_OK)
+            break;
+        v = classify(h, url, &a, e);
+        if (v != V_RETRY)
+            break;
+    }
+    if (st != MT_OK)
+        st = mt_fail(e, st, "http: out of memory");
+    else if (v == V_OK)
+        st = parse_reply(url, &a, reply, e);
+    else
+        st = v == V_RETRY ? gave_up(e, k) : e->status;
+    mt_buf_free(&a.body);
+    mt_free(text);
+    return st;
+}

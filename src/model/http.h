@@ -1,0 +1,46 @@
+/* JSON over HTTP for the OpenAI-compatible backends (libcurl): timeouts,
+ * retries with exponential backoff and jitter on 429, 5xx and transport
+ * errors (honouring Retry-After), a concurrency limit, clear errors. */
+#ifndef MT_MODEL_HTTP_H
+#define MT_MODEL_HTTP_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "medtrust/status.h"
+
+struct mt_http;
+
+struct mt_http_params {
+    double timeout_s;         /* whole request, per attempt */
+    uint32_t max_retries;     /* retries after the first attempt */
+    double backoff_base_s;    /* delay before the first retry (pre-jitter) */
+    double backoff_max_s;     /* cap on one computed delay */
+    uint32_t max_concurrency; /* requests in flight, >= 1 */
+    const char *setting;      /* named in errors, e.g. "--llm/MEDTRUST_LLM" */
+};
+
+/* Creates a client for 'base_url' (copied; "/v1" is appended unless it
+ * already ends in it). The API key is read from MEDTRUST_API_KEY, then
+ * OPENAI_API_KEY. On success *out owns the client (mt_http_free). */
+enum mt_status mt_http_new(const char *base_url,
+                           const struct mt_http_params *p,
+                           struct mt_http **out, struct mt_error *err);
+
+/* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses
+ * the 200 reply into *reply (caller json_decref's it). Retries as above;
+ * 401, 404 and context-length refusals fail at once with a message naming
+ * the setting to fix. Thread-safe. */
+enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
+                                 const json_t *body, json_t **reply,
+                                 struct mt_error *err);
+
+/* Full URL for 'endpoint' into buf (for error messages). */
+void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
+                 size_t n);
+
+/* Frees the client; NULL is allowed. No request may be in flight. */
+void mt_http_free(struct mt_http *h);
+
+#endif

@@ -1,0 +1,410 @@
+/* LLM front end: spec parsing and per-role routing, parameter defaults and
+ * checks, timing, and the optional call cache around each backend call. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "model/cache.h"
+#include "model/llm.h"
+
+#define CHAT_MAX_N 64
+#define CHAT_MAX_STOP 8
+
+struct mt_llm {
+    const struct mt_llm_ops *ops;
+    void *self;
+    struct mt_cache *cache;
+};
+
+/* ==== Defaults ==== */
+
+void mt_llm_default_params(struct mt_llm_params *p)
+{
+    const char *t = getenv("MEDTRUST_LLM_TIMEOUT");
+    double v = t ? strtod(t, NULL) : 0;
+
+    memset(p, 0, sizeof *p);
+    p->timeout_s = v > 0 ? v : MT_LLM_DEFAULT_TIMEOUT_S;
+    p->max_retries = 4;
+    p->backoff_base_s = 0.5;
+    p->backoff_max_s = 30;
+    p->max_concurrency = 4;
+}
+
+void mt_chat_default_params(struct mt_chat_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->temperature = 0;
+    p->top_p = 1;
+    p->max_tokens = 512;
+    p->n = 1;
+    p->seed = 42;
+}
+
+double mt_model_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ==== Results ==== */
+
+enum mt_status mt_chat_result_init(struct mt_chat_result *r, uint32_t n)
+{
+    memset(r, 0, sizeof *r);
+    r->texts = mt_calloc(n ? n : 1, sizeof *r->texts);
+    if (!r->texts)
+        return MT_ENOMEM;
+    r->n = n;
+    return MT_OK;
+}
+
+void mt_chat_result_free(struct mt_chat_result *r)
+{
+    uint32_t i;
+
+    if (!r)
+        return;
+    for (i = 0; r->texts && i < r->n; i++)
+        mt_free(r->texts[i]);
+    mt_free(r->texts);
+    memset(r, 0, sizeof *r);
+}
+
+/* ==== Specs and routing ==== */
+
+enum mt_status mt_model_split_url(const char *rest, const char *setting,
+                                  char **url, char **model,
+                                  struct mt_error *err)
+{
+    const char *h = strrchr(rest, '#');
+
+    if (!h || h == rest || !h[1])
+        return mt_fail(err, MT_EINVAL,
+                       "'openai:%s' needs the form openai:BASE_URL#MODEL: "
+                       "fix %s", rest, setting);
+    *url = mt_strndup(rest, (size_t)(h - rest));
+    *model = mt_strdup(h + 1);
+    if (!*url || !*model) {
+        mt_free(*url);
+        mt_free(*model);
+        *url = *model = NULL;
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    return MT_OK;
+}
+
+static enum mt_status open_openai(const char *rest,
+                                  const struct mt_llm_params *p,
+                                  struct mt_llm **out, struct mt_error *err)
+{
+    char *url = NULL;
+    char *model = NULL;
+    enum mt_status st = mt_model_split_url(rest, "--llm/MEDTRUST_LLM", &url,
+                                           &model, err);
+
+    if (st != MT_OK)
+        return st;
+    st = mt_llm_openai_open(url, model, p, out, err);
+    mt_free(url);
+    mt_free(model);
+    return st;
+}
+
+enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
+                           struct mt_llm **out, struct mt_error *err)
+{
+    struct mt_llm_params d;
+
+    if (!p) {
+        mt_llm_default_params(&d);
+        p = &d;
+    }
+    if (!spec || !*spec)
+        return mt_fail(err, MT_EINVAL, "no LLM configured: set --llm or "
+                       "MEDTRUST_LLM (openai:BASE_URL#MODEL or gguf:PATH)");
+    if (strncmp(spec, "openai:", 7) == 0)
+        return open_openai(spec + 7, p, out, err);
+    if (strncmp(spec, "gguf:", 5) == 0 && spec[5])
+        return mt_llm_llama_open(spec + 5, p, out, err);
+    return mt_fail(err, MT_EINVAL,
+                   "unknown LLM spec '%s': use openai:BASE_URL#MODEL or "
+                   "gguf:PATH in --llm or MEDTRUST_LLM", spec);
+}
+
+const char *mt_llm_role_spec(const char *role, const char *fallback)
+{
+    char name[96] = "MEDTRUST_LLM_";
+    size_t k = strlen(name);
+    const char *v;
+    size_t i;
+
+    for (i = 0; role && role[i] && k + 1 < sizeof name; i++) {
+        unsigned char c = (unsigned char)role[i];
+        name[k++] = isalnum(c) ? (char)toupper(c) : '_';
+    }
+    name[k] = '\0';
+    v = role && *role ? getenv(name) : NULL;
+    if (!v || !*v)
+        v = getenv("MEDTRUST_LLM");
+    return v && *v ? v : fallback;
+}
+
+enum mt_status mt_llm_open_role(const char *role, const char *fallback,
+                                const struct mt_llm_params *p,
+                                struct mt_llm **out, struct mt_error *err)
+{
+    return mt_llm_open(mt_llm_role_spec(role, fallback), p, out, err);
+}
+
+/* ==== Handle ==== */
+
+enum mt_status mt_llm_new_take(const struct mt_llm_ops *ops, void *self,
+                               const struct mt_llm_params *p,
+                               struct mt_llm **out, struct mt_error *err)
+{
+    struct mt_llm *l = mt_calloc(1, sizeof *l);
+    enum mt_status st;
+
+    if (!l) {
+        ops->free(self);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    l->ops = ops;
+    l->self = self;
+    if (p && p->cache_path) {
+        st = mt_cache_open(p->cache_path, &l->cache, err);
+        if (st != MT_OK) {
+            mt_llm_close(l);
+            return st;
+        }
+    }
+    *out = l;
+    return MT_OK;
+}
+
+void mt_llm_close(struct mt_llm *l)
+{
+    if (!l)
+        return;
+    if (l->ops && l->self)
+        l->ops->free(l->self);
+    mt_cache_close(l->cache);
+    mt_free(l);
+}
+
+const char *mt_llm_backend(const struct mt_llm *l)
+{
+    return l->ops->name;
+}
+
+const char *mt_llm_model(const struct mt_llm *l)
+{
+    return l->ops->model(l->self);
+}
+
+/* ==== Requests ==== */
+
+enum mt_status mt_chat_check(const struct mt_llm_message *msgs,
+                             size_t n_msgs, const struct mt_chat_params *p,
+                             struct mt_error *err)
+{
+    size_t i;
+
+    if (!msgs || n_msgs == 0)
+        return mt_fail(err, MT_EINVAL, "chat: no messages");
+    if (p->n < 1 || p->n > CHAT_MAX_N)
+        return mt_fail(err, MT_EINVAL, "chat: n must be 1..%d, not %u",
+                       CHAT_MAX_N, p->n);
+    if (p->n_stop > CHAT_MAX_STOP || (p->n_stop && !p->stop))
+        return mt_fail(err, MT_EINVAL, "chat: at most %d stop strings",
+                       CHAT_MAX_STOP);
+    if (p->max_tokens == 0 || p->temperature < 0 || p->top_p <= 0 ||
+        p->top_p > 1)
+        return mt_fail(err, MT_EINVAL, "chat: max_tokens must be > 0, "
+                       "temperature >= 0 and top_p in (0, 1]");
+    for (i = 0; i < n_msgs; i++)
+        if (!msgs[i].role || !msgs[i].content)
+            return mt_fail(err, MT_EINVAL, "chat: message %zu lacks a role "
+                           "or content", i);
+    return MT_OK;
+}
+
+json_t *mt_chat_messages_json(const struct mt_llm_message *msgs, size_t n)
+{
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; a && i < n; i++) {
+        json_t *m = json_pack("{s:s,s:s}", "role", msgs[i].role, "content",
+                              msgs[i].content);
+        if (!m || json_array_append_new(a, m) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static int add_stops(json_t *o, const struct mt_chat_params *p)
+{
+    json_t *a;
+    size_t i;
+
+    if (p->n_stop == 0)
+        return 0;
+    a = json_array();
+    for (i = 0; a && i < p->n_stop; i++)
+        if (json_array_append_new(a, json_string(p->stop[i])) != 0)
+            break;
+    if (!a || i < p->n_stop) {
+        json_decref(a);
+        return -1;
+    }
+    return json_object_set_new(o, "stop", a);
+}
+
+char *mt_chat_request_key(const struct mt_llm_message *msgs, size_t n_msgs,
+                          const struct mt_chat_params *p)
+{
+    json_t *o = json_pack("{s:o,s:f,s:f,s:I,s:I}", "messages",
+                          mt_chat_messages_json(msgs, n_msgs), "temperature",
+                          (double)p->temperature, "top_p", (double)p->top_p,
+                          "max_tokens", (json_int_t)p->max_tokens, "n",
+                          (json_int_t)p->n);
+    char *s = NULL;
+    int bad = !o || add_stops(o, p) != 0;
+
+    if (!bad && p->temperature > 0)
+        bad = json_object_set_new(o, "seed", json_integer(
+                                                 (json_int_t)p->seed)) != 0;
+    if (!bad && p->grammar)
+        bad = json_object_set_new(o, "grammar", json_string(p->grammar));
+    else if (!bad && p->json_schema)
+        bad = json_object_set_new(o, "schema", json_string(p->json_schema));
+    if (!bad)
+        s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+/* ==== Cache encoding ==== */
+
+static char *result_encode(const struct mt_chat_result *r)
+{
+    json_t *a = json_array();
+    json_t *o;
+    char *s = NULL;
+    uint32_t i;
+
+    for (i = 0; a && i < r->n; i++)
+        json_array_append_new(a, json_string(r->texts[i]));
+    o = json_pack("{s:o,s:I,s:I}", "texts", a, "prompt_tokens",
+                  (json_int_t)r->prompt_tokens, "completion_tokens",
+                  (json_int_t)r->completion_tokens);
+    if (o && json_array_size(a) == r->n)
+        s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static enum mt_status result_decode(const char *s, size_t n,
+                                    struct mt_chat_result *r)
+{
+    json_t *o = json_loadb(s, n, 0, NULL);
+    json_t *a = json_object_get(o, "texts");
+    enum mt_status st = MT_EPARSE;
+    uint32_t i;
+
+    if (!json_is_array(a) || json_array_size(a) > CHAT_MAX_N)
+        goto out;
+    st = mt_chat_result_init(r, (uint32_t)json_array_size(a));
+    for (i = 0; st == MT_OK && i < r->n; i++) {
+        const char *t = json_string_value(json_array_get(a, i));
+        r->texts[i] = mt_strdup(t ? t : "");
+        if (!r->texts[i])
+            st = MT_ENOMEM;
+    }
+    r->prompt_tokens = (uint64_t)json_integer_value(
+        json_object_get(o, "prompt_tokens"));
+    r->completion_tokens = (uint64_t)json_integer_value(
+        json_object_get(o, "completion_tokens"));
+    r->cached = 1;
+    if (st != MT_OK)
+        mt_chat_result_free(r);
+out:
+    json_decref(o);
+    return st;
+}
+
+/* ==== Calls ==== */
+
+static int cache_lookup(struct mt_llm *l, const char *key,
+                        struct mt_chat_result *res)
+{
+    char *v = NULL;
+    size_t n = 0;
+    int hit;
+
+    if (mt_cache_get(l->cache, l->ops->name, mt_llm_model(l), key, &v, &n,
+                     NULL) != MT_OK)
+        return 0;
+    hit = result_decode(v, n, res) == MT_OK;
+    mt_free(v);
+    return hit;
+}
+
+static void cache_store(struct mt_llm *l, const char *key,
+                        const struct mt_chat_result *res)
+{
+    struct mt_error e;
+    char *v = result_encode(res);
+
+    if (v && mt_cache_put(l->cache, l->ops->name, mt_llm_model(l), key, v,
+                          strlen(v), &e) != MT_OK)
+        mt_log(MT_LOG_WARN, "%s", e.msg);
+    mt_free(v);
+}
+
+enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
+                           size_t n_msgs, const struct mt_chat_params *p,
+                           struct mt_chat_result *res, struct mt_error *err)
+{
+    struct mt_chat_params d;
+    double t0 = mt_model_now();
+    char *key = NULL;
+    enum mt_status st;
+
+    memset(res, 0, sizeof *res);
+    if (!p) {
+        mt_chat_default_params(&d);
+        p = &d;
+    }
+    st = mt_chat_check(msgs, n_msgs, p, err);
+    if (st != MT_OK)
+        return st;
+    mt_jsonl_init_alloc();
+    if (l->cache) {
+        key = mt_chat_request_key(msgs, n_msgs, p);
+        if (!key)
+            return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+        if (cache_lookup(l, key, res))
+            goto done;
+    }
+    st = l->ops->chat(l->self, msgs, n_msgs, p, res, err);
+    if (st == MT_OK && l->cache)
+        cache_store(l, key, res);
+done:
+    mt_free(key);
+    if (st != MT_OK)
+        mt_chat_result_free(res);
+    else
+        res->seconds = mt_model_now() - t0;
+    return st;
+}

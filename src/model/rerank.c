@@ -1,0 +1,160 @@
+/* Reranker front end (spec dispatch, call cache) and the OpenAI-compatible
+ * /v1/rerank backend of llama.cpp's server, vLLM and others. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "model/cache.h"
+#include "model/http.h"
+#include "model/llm.h"
+#include "model/rerank.h"
+
+struct mt_reranker {
+    const struct mt_reranker_ops *ops;
+    void *self;
+    struct mt_cache *cache;
+};
+
+void mt_reranker_default_params(struct mt_reranker_params *p)
+{
+    struct mt_llm_params lp;
+
+    mt_llm_default_params(&lp);
+    memset(p, 0, sizeof *p);
+    p->timeout_s = lp.timeout_s;
+    p->max_retries = lp.max_retries;
+    p->max_concurrency = lp.max_concurrency;
+}
+
+enum mt_status mt_reranker_new_take(const struct mt_reranker_ops *ops,
+                                    void *self,
+                                    const struct mt_reranker_params *p,
+                                    struct mt_reranker **out,
+                                    struct mt_error *err)
+{
+    struct mt_reranker *r = mt_calloc(1, sizeof *r);
+    enum mt_status st;
+
+    if (!r) {
+        ops->free(self);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    r->ops = ops;
+    r->self = self;
+    if (p && p->cache_path) {
+        st = mt_cache_open(p->cache_path, &r->cache, err);
+        if (st != MT_OK) {
+            mt_reranker_free(r);
+            return st;
+        }
+    }
+    *out = r;
+    return MT_OK;
+}
+
+void mt_reranker_free(struct mt_reranker *r)
+{
+    if (!r)
+        return;
+    if (r->ops && r->self)
+        r->ops->free(r->self);
+    mt_cache_close(r->cache);
+    mt_free(r);
+}
+
+const char *mt_reranker_name(const struct mt_reranker *r)
+{
+    return r->ops->name;
+}
+
+enum mt_status mt_reranker_open(const char *spec,
+                                const struct mt_reranker_params *p,
+                                struct mt_reranker **out,
+                                struct mt_error *err)
+{
+    struct mt_reranker_params d;
+    char *url = NULL;
+    char *model = NULL;
+    enum mt_status st;
+
+    if (!p) {
+        mt_reranker_default_params(&d);
+        p = &d;
+    }
+    if (spec && strncmp(spec, "gguf:", 5) == 0 && spec[5])
+        return mt_reranker_open_llama(spec + 5, p, out, err);
+    if (!spec || strncmp(spec, "openai:", 7) != 0)
+        return mt_fail(err, MT_EINVAL, "unknown reranker spec '%s': use "
+                       "gguf:PATH or openai:BASE_URL#MODEL in --reranker",
+                       spec ? spec : "");
+    st = mt_model_split_url(spec + 7, "--reranker", &url, &model, err);
+    if (st == MT_OK)
+        st = mt_reranker_open_openai(url, model, p, out, err);
+    mt_free(url);
+    mt_free(model);
+    return st;
+}
+
+/* ==== Scoring with the cache ==== */
+
+static char *request_key(const char *query, const struct mt_str *docs,
+                         size_t n)
+{
+    json_t *a = json_array();
+    json_t *o = json_pack("{s:s,s:o}", "query", query, "documents", a);
+    char *s = NULL;
+    size_t i;
+
+    for (i = 0; o && i < n; i++)
+        if (json_array_append_new(a, json_stringn(docs[i].p, docs[i].n)))
+            break;
+    if (o && i == n)
+        s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+static int cache_get(struct mt_reranker *r, const char *key, size_t n,
+                     float *scores)
+{
+    char *v = NULL;
+    size_t len = 0;
+    int hit = 0;
+
+    if (mt_cache_get(r->cache, r->ops->name, r->ops->model(r->self), key, &v,
+                     &len, NULL) == MT_OK && len == n * sizeof(float)) {
+        memcpy(scores, v, len);
+        hit = 1;
+    }
+    mt_free(v);
+    return hit;
+}
+
+enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
+                                 const struct mt_str *docs, size_t n,
+                                 float *scores, struct mt_error *err)
+{
+    char *key = NULL;
+    enum mt_status st;
+
+    if (n == 0)
+        return MT_OK;
+    mt_jsonl_init_alloc();
+    if (r->cache) {
+        key = request_key(query, docs, n);
+        if (!key)
+            return mt_fail(err, MT_EINVAL, "rerank: out of memory or text "
+                           "that is not UTF-8");
+        if (cache_get(r, key, n, scores)) {
+            mt_free(key);
+            return MT_OK;
+        }
+    }
+    st = r->ops->score(r->self, mt_str_from(query), docs, n, scores, err);
+    if (st == MT_OK && key)
+        mt_cache_put(r->cache, r->ops->name, r->ops->model(r->self), key,
+                     scores, n * sizeof(float), NULL);
+    mt_free(key);
+    return st;
+}

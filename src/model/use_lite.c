@@ -1,0 +1,183 @@
+/* The built-in "use-lite" embedder: Universal Sentence Encoder Lite run in
+ * C behind the embed.h vtable. A call is split into batches of texts that
+ * the thread pool embeds in parallel, each batch one packed forward pass.
+ */
+#include <string.h>
+
+#include "core/pool.h"
+#include "medtrust/core.h"
+#include "model/use_lite.h"
+
+#define DEFAULT_BATCH 32
+#define MAX_BATCH 1024 /* bounds scratch: ~11 MB per 100 tokens */
+
+struct use_lite {
+    struct mt_ul_model *model;
+    struct mt_pool *pool; /* NULL when running on the caller's thread */
+    uint32_t batch;
+};
+
+/* One embed call, shared by the batches running in parallel. */
+struct call {
+    const struct use_lite *u;
+    const struct mt_str *texts;
+    size_t n;
+    float *out;
+    enum mt_status *st; /* per batch */
+    size_t *clipped;    /* per batch: texts cut to MT_UL_MAX_LEN tokens */
+};
+
+static void free_ids(int32_t **ids, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        mt_free(ids[i]);
+}
+
+/* Tokenizes and embeds texts [lo, hi), at most MAX_BATCH of them. */
+static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
+                                size_t *clipped)
+{
+    int32_t **ids = mt_calloc(hi - lo, sizeof *ids);
+    size_t *lens = mt_calloc(hi - lo, sizeof *lens);
+    enum mt_status st = ids && lens ? MT_OK : MT_ENOMEM;
+    size_t i;
+
+    for (i = lo; i < hi && st == MT_OK; i++) {
+        st = mt_ul_tokenize(c->u->model, c->texts[i], &ids[i - lo],
+                            &lens[i - lo]);
+        if (st == MT_OK && lens[i - lo] > MT_UL_MAX_LEN) {
+            lens[i - lo] = MT_UL_MAX_LEN; /* as ClipToMaxLength does */
+            (*clipped)++;
+        }
+    }
+    if (st == MT_OK)
+        st = mt_ul_forward(&c->u->model->w, (const int32_t *const *)ids,
+                           lens, hi - lo, c->out + lo * MT_UL_DIM);
+    if (ids)
+        free_ids(ids, hi - lo);
+    mt_free(ids);
+    mt_free(lens);
+    return st;
+}
+
+static void batch_task(size_t b, void *arg)
+{
+    const struct call *c = arg;
+    size_t lo = b * c->u->batch;
+    size_t hi = lo + c->u->batch < c->n ? lo + c->u->batch : c->n;
+
+    c->st[b] = run_batch(c, lo, hi, &c->clipped[b]);
+}
+
+static enum mt_status ul_embed(void *self, const struct mt_str *texts,
+                               size_t n, float *out, struct mt_error *err)
+{
+    struct use_lite *u = self;
+    struct call c = {u, texts, n, out, NULL, NULL};
+    size_t nb = (n + u->batch - 1) / u->batch, b, clipped = 0;
+    enum mt_status st = MT_OK;
+
+    if (n == 0)
+        return MT_OK;
+    c.st = mt_calloc(nb, sizeof *c.st);
+    c.clipped = mt_calloc(nb, sizeof *c.clipped);
+    if (!c.st || !c.clipped)
+        st = mt_fail(err, MT_ENOMEM, "use-lite: embedding %zu texts", n);
+    else if (u->pool && nb > 1)
+        mt_pool_parallel_for(u->pool, nb, batch_task, &c);
+    else
+        for (b = 0; b < nb; b++)
+            batch_task(b, &c);
+    for (b = 0; st == MT_OK && b < nb; b++) {
+        clipped += c.clipped[b];
+        if (c.st[b] != MT_OK)
+            st = mt_fail(err, c.st[b], "use-lite: embedding failed: %s",
+                         mt_status_str(c.st[b]));
+    }
+    if (st == MT_OK && clipped)
+        mt_log(MT_LOG_INFO,
+               "use-lite: %zu of %zu texts truncated to the model's "
+               "maximum of %d tokens",
+               clipped, n, MT_UL_MAX_LEN);
+    mt_free(c.st);
+    mt_free(c.clipped);
+    return st;
+}
+
+static uint32_t ul_dims(const void *self)
+{
+    (void)self;
+    return MT_UL_DIM;
+}
+
+static void ul_free(void *self)
+{
+    struct use_lite *u = self;
+
+    if (!u)
+        return;
+    mt_pool_free(u->pool);
+    mt_ul_model_close(u->model);
+    mt_free(u);
+}
+
+static const struct mt_embedder_ops use_lite_ops = {
+    "use-lite",
+    ul_embed,
+    ul_dims,
+    ul_free,
+};
+
+static enum mt_status ul_load(struct use_lite *u, const char *path,
+                              const struct mt_embedder_params *p,
+                              struct mt_error *err)
+{
+    char *found = NULL;
+    enum mt_status st;
+
+    if (!path) {
+        found = mt_ul_find_weights(err);
+        if (!found)
+            return err ? err->status : MT_ENOTFOUND;
+        path = found;
+    }
+    st = mt_ul_model_open(path, &u->model, err);
+    if (st == MT_OK)
+        mt_log(MT_LOG_DEBUG, "use-lite: loaded %s%s", path,
+               u->model->int8 ? " (int8)" : "");
+    mt_free(found);
+    if (st != MT_OK)
+        return st;
+    u->batch = p->batch_size ? p->batch_size : DEFAULT_BATCH;
+    if (u->batch > MAX_BATCH)
+        u->batch = MAX_BATCH;
+    if (p->threads != 1 && mt_pool_new(p->threads, &u->pool) != MT_OK)
+        return mt_fail(err, MT_EINTERNAL, "use-lite: starting %u threads",
+                       p->threads);
+    return MT_OK;
+}
+
+enum mt_status mt_use_lite_open(const char *path,
+                                const struct mt_embedder_params *params,
+                                struct mt_embedder **out,
+                                struct mt_error *err)
+{
+    struct mt_embedder_params p;
+    struct use_lite *u = mt_calloc(1, sizeof *u);
+    enum mt_status st;
+
+    if (params)
+        p = *params;
+    else
+        mt_embedder_default_params(&p);
+    if (!u)
+        return mt_fail(err, MT_ENOMEM, "use-lite embedder");
+    st = ul_load(u, path, &p, err);
+    if (st != MT_OK) {
+        ul_free(u);
+        return st;
+    }
+    return mt_embedder_new_take(&use_lite_ops, u, &p, out, err);
+}

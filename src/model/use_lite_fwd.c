@@ -1,0 +1,239 @@
+/* USE-lite forward pass, written from the graph in model.json: token
+ * embedding x2 plus sinusoidal timing, two pre-norm transformer layers
+ * (4 heads, padding masked), mean pooling, tanh projection, L2 norm. The
+ * tokens of every sentence in a batch are packed into one matrix for the
+ * dense layers; attention runs per sentence over its own tokens. */
+#include <math.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "model/use_lite.h"
+
+#define LN_EPS 1e-6f      /* layer_norm/Cast/x */
+#define L2_EPS 1e-12f     /* l2_normalize/Maximum/y */
+#define N_TIMING 128      /* sin and cos channels each */
+
+/* Scratch for one batch of n_tok packed tokens. */
+struct fwd {
+    const struct mt_ul_weights *w;
+    const size_t *lens;
+    size_t n, n_tok;
+    float *x;   /* [n_tok, 512] layer input (layer 0 uses 256 columns) */
+    float *h;   /* [n_tok, 512] layer-norm output */
+    float *qkv; /* [n_tok, 1536] */
+    float *att; /* [n_tok, 512] attention output before projection */
+    float *y;   /* [n_tok, 512] */
+    float *ff;  /* [n_tok, 1536] */
+    float p[MT_UL_MAX_LEN]; /* attention row */
+};
+
+/* ==== Elementwise ==== */
+
+/* layer_norm: (x - mean) * rsqrt(var + eps) * g + b over d columns. */
+static void layer_norm(const float *x, size_t rows, size_t d,
+                       const float *g, const float *b, float *out)
+{
+    size_t r, j;
+
+    for (r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        float *o = out + r * d;
+        float mean = 0.0f, var = 0.0f, inv;
+        for (j = 0; j < d; j++)
+            mean += xr[j];
+        mean /= (float)d;
+        for (j = 0; j < d; j++)
+            var += (xr[j] - mean) * (xr[j] - mean);
+        var /= (float)d;
+        inv = 1.0f / sqrtf(var + LN_EPS);
+        for (j = 0; j < d; j++)
+            o[j] = g[j] * inv * (xr[j] - mean) + b[j];
+    }
+}
+
+static void add_into(float *y, const float *x, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+static void relu(float *x, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* Layer 0 input: the graph adds the embedding twice (Encode/Scatter plus
+ * AddTimingSignal's gather of it) and the timing signal at position t. */
+static void embed_tokens(struct fwd *f, const int32_t *const *ids)
+{
+    const float *inv = f->w->timing_inv;
+    size_t s, t, j;
+    float *x = f->x;
+
+    for (s = 0; s < f->n; s++) {
+        for (t = 0; t < f->lens[s]; t++, x += MT_UL_EMB) {
+            const float *e = f->w->embed + (size_t)ids[s][t] * MT_UL_EMB;
+            for (j = 0; j < N_TIMING; j++) {
+                float arg = (float)t * inv[j];
+                x[j] = e[j] + e[j] + sinf(arg);
+                x[j + N_TIMING] = e[j + N_TIMING] + e[j + N_TIMING] +
+                                  cosf(arg);
+            }
+        }
+    }
+}
+
+/* ==== Attention ==== */
+
+/* One head of one sentence: rows [0, len) of qkv (row stride 3*din),
+ * head columns [c0, c0 + dh); writes att (row stride din). */
+static void attend_head(struct fwd *f, const float *qkv, size_t len,
+                        size_t din, size_t c0, float scale, float *att)
+{
+    size_t dh = din / MT_UL_HEADS, i, j, d;
+    size_t ld = 3 * din;
+    float q[128];
+
+    for (i = 0; i < len; i++) {
+        float mx = -INFINITY, sum = 0.0f, *o = att + i * din + c0;
+        for (d = 0; d < dh; d++)
+            q[d] = qkv[i * ld + c0 + d] * scale;
+        for (j = 0; j < len; j++) {
+            f->p[j] = mt_ul_dot(q, qkv + j * ld + din + c0, dh);
+            mx = f->p[j] > mx ? f->p[j] : mx;
+        }
+        for (j = 0; j < len; j++) {
+            f->p[j] = expf(f->p[j] - mx);
+            sum += f->p[j];
+        }
+        memset(o, 0, dh * sizeof *o);
+        for (j = 0; j < len; j++)
+            mt_ul_axpy(f->p[j] / sum, qkv + j * ld + 2 * din + c0, o, dh);
+    }
+}
+
+static void attention(struct fwd *f, size_t din)
+{
+    /* 1/sqrt(depth): 0.125 for 64-wide heads, 0.0883883 for 128-wide */
+    float scale = 1.0f / sqrtf((float)(din / MT_UL_HEADS));
+    size_t s, h, row = 0;
+
+    for (s = 0; s < f->n; s++) {
+        for (h = 0; h < MT_UL_HEADS; h++)
+            attend_head(f, f->qkv + row * 3 * din, f->lens[s], din,
+                        h * (din / MT_UL_HEADS), scale,
+                        f->att + row * din);
+        row += f->lens[s];
+    }
+}
+
+/* ==== Layers ==== */
+
+/* x [n_tok, din] -> x [n_tok, 512]. Padding never reaches the packed
+ * rows, and the graph's -1e9 mask makes padded keys weigh exactly 0, so
+ * attending over each sentence's own tokens is the same computation. */
+static void layer(struct fwd *f, const struct mt_ul_layer *L)
+{
+    size_t n = f->n_tok, din = L->din;
+
+    layer_norm(f->x, n, din, L->ln1_g, L->ln1_b, f->h);
+    mt_ul_gemm(f->h, n, din, L->w_qkv, L->b_qkv, 3 * din, f->qkv);
+    attention(f, din);
+    mt_ul_gemm(f->att, n, din, L->w_out, L->b_out, MT_UL_DIM, f->y);
+    if (L->w_res) { /* AdjustResidualInput: dense 256 -> 512 */
+        mt_ul_gemm(f->x, n, din, L->w_res, L->b_res, MT_UL_DIM, f->h);
+        add_into(f->y, f->h, n * MT_UL_DIM);
+    } else {
+        add_into(f->y, f->x, n * MT_UL_DIM);
+    }
+    layer_norm(f->y, n, MT_UL_DIM, L->ln2_g, L->ln2_b, f->h);
+    mt_ul_gemm(f->h, n, MT_UL_DIM, L->w_ff1, L->b_ff1, MT_UL_FF, f->ff);
+    relu(f->ff, n * MT_UL_FF);
+    mt_ul_gemm(f->ff, n, MT_UL_FF, L->w_ff2, L->b_ff2, MT_UL_DIM, f->x);
+    add_into(f->x, f->y, n * MT_UL_DIM);
+}
+
+/* Mean over each sentence's tokens (divided by max(len, 1), so an empty
+ * text pools to zeros), tanh projection, then x * rsqrt(max(|x|^2, eps)).
+ */
+static void pool(struct fwd *f, float *out)
+{
+    size_t s, t, j, row = 0;
+
+    memset(f->h, 0, f->n * MT_UL_DIM * sizeof *f->h);
+    for (s = 0; s < f->n; s++) {
+        float *m = f->h + s * MT_UL_DIM;
+        float div = (float)(f->lens[s] ? f->lens[s] : 1);
+        for (t = 0; t < f->lens[s]; t++, row++)
+            add_into(m, f->x + row * MT_UL_DIM, MT_UL_DIM);
+        for (j = 0; j < MT_UL_DIM; j++)
+            m[j] /= div;
+    }
+    mt_ul_gemm(f->h, f->n, MT_UL_DIM, f->w->w_pool, f->w->b_pool, MT_UL_DIM,
+               out);
+    for (s = 0; s < f->n; s++) {
+        float *o = out + s * MT_UL_DIM, ss = 0.0f, inv;
+        for (j = 0; j < MT_UL_DIM; j++) {
+            o[j] = tanhf(o[j]);
+            ss += o[j] * o[j];
+        }
+        inv = 1.0f / sqrtf(ss > L2_EPS ? ss : L2_EPS);
+        for (j = 0; j < MT_UL_DIM; j++)
+            o[j] *= inv;
+    }
+}
+
+static enum mt_status fwd_alloc(struct fwd *f)
+{
+    size_t rows = f->n_tok > f->n ? f->n_tok : f->n;
+
+    f->x = mt_malloc(rows * MT_UL_DIM * sizeof(float));
+    f->h = mt_malloc(rows * MT_UL_DIM * sizeof(float));
+    f->qkv = mt_malloc(rows * 3 * MT_UL_DIM * sizeof(float));
+    f->att = mt_malloc(rows * MT_UL_DIM * sizeof(float));
+    f->y = mt_malloc(rows * MT_UL_DIM * sizeof(float));
+    f->ff = mt_malloc(rows * MT_UL_FF * sizeof(float));
+    if (!f->x || !f->h || !f->qkv || !f->att || !f->y || !f->ff)
+        return MT_ENOMEM;
+    return MT_OK;
+}
+
+static void fwd_free(struct fwd *f)
+{
+    mt_free(f->x);
+    mt_free(f->h);
+    mt_free(f->qkv);
+    mt_free(f->att);
+    mt_free(f->y);
+    mt_free(f->ff);
+}
+
+enum mt_status mt_ul_forward(const struct mt_ul_weights *w,
+                             const int32_t *const *ids, const size_t *lens,
+                             size_t n, float *out)
+{
+    struct fwd f;
+    enum mt_status st;
+    size_t s;
+
+    memset(&f, 0, sizeof f);
+    f.w = w;
+    f.lens = lens;
+    f.n = n;
+    for (s = 0; s < n; s++)
+        f.n_tok += lens[s];
+    st = fwd_alloc(&f);
+    if (st == MT_OK) {
+        embed_tokens(&f, ids);
+        layer(&f, &w->layer[0]);
+        layer(&f, &w->layer[1]);
+        pool(&f, out);
+    }
+    fwd_free(&f);
+    return st;
+}

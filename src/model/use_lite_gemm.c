@@ -1,0 +1,115 @@
+/* USE-lite matrix kernels in plain C that gcc vectorises: a 4x16 register
+ * tile over 16-column weight panels, plus dot/axpy for attention. Built
+ * with -O3 -ffp-contract=fast (mk/use_lite.mk) and, on x86-64 gcc, cloned
+ * for AVX2+FMA with a run-time dispatch (target_clones). */
+#include <stddef.h>
+#include <string.h>
+
+#include "model/use_lite.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&    \
+    !defined(MT_UL_NO_CLONES)
+#define KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define KERNEL
+#endif
+
+#define TILE_M 4
+#define BLOCK_M 64 /* rows of A kept hot while a panel streams past */
+#define P MT_UL_PANEL
+
+/* 8 floats; gcc lowers it to whatever the target has (2 x SSE, 1 x AVX).
+ * GNU C vector extension: gcc's auto-vectoriser transposes the plain
+ * loops of this tile across rows, which is much slower. */
+typedef float v8f __attribute__((vector_size(32)));
+
+/* Unaligned load of 8 floats (a macro: vector returns trip -Wpsabi). */
+#define LOAD8(v, p) memcpy(&(v), (p), sizeof(v))
+
+/* c[0..4)[0..16) = a[4][k] . panel[k][16] + bias[16] */
+static inline __attribute__((always_inline)) void
+tile4(const float *a, size_t lda, const float *bp, size_t k,
+      const float *bias, float *c, size_t ldc)
+{
+    v8f acc[TILE_M][2];
+    size_t kk, r;
+
+    for (r = 0; r < TILE_M; r++) {
+        LOAD8(acc[r][0], bias);
+        LOAD8(acc[r][1], bias + 8);
+    }
+    for (kk = 0; kk < k; kk++) {
+        v8f b0, b1;
+        LOAD8(b0, bp + kk * P);
+        LOAD8(b1, bp + kk * P + 8);
+        for (r = 0; r < TILE_M; r++) {
+            float av = a[r * lda + kk];
+            acc[r][0] += b0 * av;
+            acc[r][1] += b1 * av;
+        }
+    }
+    for (r = 0; r < TILE_M; r++)
+        memcpy(c + r * ldc, acc[r], sizeof acc[r]);
+}
+
+/* The same for one row (the tail of M). */
+static inline __attribute__((always_inline)) void
+tile1(const float *a, const float *bp, size_t k, const float *bias, float *c)
+{
+    v8f acc0, acc1, b0, b1;
+    size_t kk;
+
+    LOAD8(acc0, bias);
+    LOAD8(acc1, bias + 8);
+    for (kk = 0; kk < k; kk++) {
+        LOAD8(b0, bp + kk * P);
+        LOAD8(b1, bp + kk * P + 8);
+        acc0 += b0 * a[kk];
+        acc1 += b1 * a[kk];
+    }
+    memcpy(c, &acc0, sizeof acc0);
+    memcpy(c + 8, &acc1, sizeof acc1);
+}
+
+KERNEL
+void mt_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
+                const float *bias, size_t n, float *c)
+{
+    size_t i0, p, i;
+
+    for (i0 = 0; i0 < m; i0 += BLOCK_M) {
+        size_t i1 = i0 + BLOCK_M < m ? i0 + BLOCK_M : m;
+        for (p = 0; p < n / P; p++) {
+            const float *bp = b_packed + p * k * P;
+            for (i = i0; i + TILE_M <= i1; i += TILE_M)
+                tile4(a + i * k, k, bp, k, bias + p * P, c + i * n + p * P,
+                      n);
+            for (; i < i1; i++)
+                tile1(a + i * k, bp, k, bias + p * P, c + i * n + p * P);
+        }
+    }
+}
+
+KERNEL
+float mt_ul_dot(const float *a, const float *b, size_t n)
+{
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i, j;
+
+    for (i = 0; i + 8 <= n; i += 8)
+        for (j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++)
+        acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+           ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+KERNEL
+void mt_ul_axpy(float alpha, const float *x, float *y, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        y[i] += alpha * x[i];
+}

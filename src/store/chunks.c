@@ -1,0 +1,138 @@
+/* Chunk access for the search index: iteration in id order, the id span
+ * that detects deletions, and fetching a hit's chunk with its document. */
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "store/store_int.h"
+
+const char *mt_store_dir(const struct mt_store *s)
+{
+    return s->dir;
+}
+
+static const char each_sql[] =
+    "SELECT c.id, d.source_id, d.title, c.text FROM chunks c"
+    " JOIN documents d ON d.id = c.doc_id WHERE c.id > ?1 ORDER BY c.id";
+
+static void fill_row(sqlite3_stmt *st, struct mt_chunk_row *r)
+{
+    r->chunk_id = sqlite3_column_int64(st, 0);
+    r->source_id = sqlite3_column_int64(st, 1);
+    r->title = (const char *)sqlite3_column_text(st, 2);
+    r->text = (const char *)sqlite3_column_text(st, 3);
+    r->text_len = (size_t)sqlite3_column_bytes(st, 3);
+    if (!r->text)
+        r->text = "";
+}
+
+enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
+                                   mt_store_chunk_fn fn, void *user,
+                                   struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    struct mt_chunk_row row;
+    enum mt_status rc = mt_store_prepare(s, each_sql, &st, err);
+    int step = SQLITE_DONE;
+
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, after_id);
+    while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        fill_row(st, &row);
+        rc = fn(&row, user);
+    }
+    if (rc == MT_OK && step != SQLITE_DONE)
+        rc = mt_store_dberr(s, step, "reading chunks", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+enum mt_status mt_store_chunk_span(struct mt_store *s, int64_t upto,
+                                   int64_t *max_id, uint64_t *count_upto,
+                                   struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(
+        s,
+        "SELECT COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM chunks WHERE"
+        " id <= ?1) FROM chunks",
+        &st, err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, upto);
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        *max_id = sqlite3_column_int64(st, 0);
+        *count_upto = (uint64_t)sqlite3_column_int64(st, 1);
+    } else {
+        rc = mt_store_dberr(s, step, "counting chunks", err);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static const char get_sql[] =
+    "SELECT d.ext_id, d.title, c.text, s.name, d.metadata, c.ordinal"
+    " FROM chunks c JOIN documents d ON d.id = c.doc_id"
+    " JOIN sources s ON s.id = d.source_id WHERE c.id = ?1";
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
+                                  struct mt_chunk_info *out,
+                                  struct mt_error *err)
+{
+    sqlite3_stmt *st;
+    enum mt_status rc = MT_OK;
+    int step;
+
+    if (!s->st_chunk_get)
+        rc = mt_store_prepare(s, get_sql, &s->st_chunk_get, err);
+    if (rc != MT_OK)
+        return rc;
+    st = s->st_chunk_get;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, chunk_id);
+    step = sqlite3_step(st);
+    if (step == SQLITE_DONE)
+        return mt_fail(err, MT_ENOTFOUND, "%s: chunk %lld no longer exists",
+                       s->dir, (long long)chunk_id);
+    if (step != SQLITE_ROW)
+        return mt_store_dberr(s, step, "reading a chunk", err);
+    out->chunk_id = chunk_id;
+    out->doc_id = col_text(st, 0);
+    out->title = col_text(st, 1);
+    out->text = col_text(st, 2);
+    out->source = col_text(st, 3);
+    out->metadata = col_text(st, 4);
+    out->ordinal = (uint32_t)sqlite3_column_int(st, 5);
+    return MT_OK;
+}
+
+enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
+                                    int64_t *id, struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(
+        s, "SELECT id FROM sources WHERE name = ?1", &st, err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    else if (step == SQLITE_DONE)
+        rc = mt_fail(err, MT_ENOTFOUND, "%s: no source named '%s'", s->dir,
+                     name);
+    else
+        rc = mt_store_dberr(s, step, "looking up a source", err);
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -1,0 +1,437 @@
+/* Unit tests for the OpenAI-compatible backends against the loopback stub
+ * server: chat with n and usage, retries and backoff, errors, timeouts,
+ * the concurrency limit, rerank parsing, the call cache and routing. */
+#include "check.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "model/rerank.h"
+#include "stub.h"
+
+#define CHOICE(t) "{\"index\":0,\"message\":{\"role\":\"assistant\"," \
+                  "\"content\":\"" t "\"}}"
+#define OK_REPLY "{\"choices\":[" CHOICE("hello") "],\"usage\":" \
+                 "{\"prompt_tokens\":5,\"completion_tokens\":1}}"
+
+static const struct mt_llm_message msgs[] = {
+    {"system", "You are terse."},
+    {"user", "Say hello."},
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Opens openai:URL#m with fast retries for tests. */
+static struct mt_llm *open_llm(const struct stub *s, double timeout,
+                               uint32_t retries, const char *cache)
+{
+    struct mt_llm_params p;
+    struct mt_llm *l = NULL;
+    struct mt_error err;
+    char spec[128];
+
+    mt_llm_default_params(&p);
+    p.timeout_s = timeout;
+    p.max_retries = retries;
+    p.backoff_base_s = 0.02;
+    p.backoff_max_s = 0.1;
+    p.max_concurrency = 2;
+    p.cache_path = cache;
+    snprintf(spec, sizeof spec, "openai:%s#tiny-model", s->url);
+    CHECK_OK(mt_llm_open(spec, &p, &l, &err));
+    return l;
+}
+
+static enum mt_status chat1(struct mt_llm *l, struct mt_chat_result *r,
+                            struct mt_error *err)
+{
+    return mt_llm_chat(l, msgs, 2, NULL, r, err);
+}
+
+static void test_chat_returns_n_completions_and_usage(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    char body[8192];
+    (void)state;
+    stub_start(&s, "reply 200 0 - {\"choices\":[" CHOICE("a") ","
+                   CHOICE("b") "," CHOICE("c") "],\"usage\":{\"prompt_"
+                   "tokens\":11,\"completion_tokens\":7}}\n");
+    l = open_llm(&s, 5, 0, NULL);
+    mt_chat_default_params(&cp);
+    cp.n = 3;
+    cp.seed = 7;
+    cp.temperature = 0.7f;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    CHECK(r.n == 3);
+    CHECK(strcmp(r.texts[0], "a") == 0 && strcmp(r.texts[2], "c") == 0);
+    CHECK(r.prompt_tokens == 11 && r.completion_tokens == 7);
+    CHECK(r.seconds > 0 && !r.cached);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 1);
+    CHECK(strstr(body, "/v1/chat/completions") != NULL);
+    CHECK(strstr(body, "\"n\":3") && strstr(body, "\"seed\":7"));
+    CHECK(strstr(body, "\"model\":\"tiny-model\"") != NULL);
+    mt_chat_result_free(&r);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_json_schema_sent_as_response_format(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    const char *stop[] = {"\n\n"};
+    char body[8192];
+    (void)state;
+    stub_start(&s, "reply 200 0 - " OK_REPLY "\n");
+    l = open_llm(&s, 5, 0, NULL);
+    mt_chat_default_params(&cp);
+    cp.json_schema = "{\"type\":\"object\"}";
+    cp.stop = stop;
+    cp.n_stop = 1;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, NULL));
+    stub_requests(&s, NULL, body, sizeof body);
+    CHECK(strstr(body, "\"response_format\"") != NULL);
+    CHECK(strstr(body, "\"json_schema\"") != NULL);
+    CHECK(strstr(body, "\"stop\":[") != NULL);
+    mt_chat_result_free(&r);
+    cp.json_schema = "{not json";
+    CHECK(mt_llm_chat(l, msgs, 2, &cp, &r, NULL) == MT_EINVAL);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_retries_429_and_500_honouring_retry_after(void **st)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    double t0;
+    (void)st;
+    stub_start(&s, "reply 429 0 1 {\"error\":{\"message\":\"slow down\"}}\n"
+                   "reply 500 0 - {\"error\":\"boom\"}\n"
+                   "reply 503 0 - unavailable\n"
+                   "reply 200 0 - " OK_REPLY "\n");
+    l = open_llm(&s, 5, 4, NULL);
+    t0 = now_s();
+    CHECK_OK(chat1(l, &r, &err));
+    CHECK(now_s() - t0 >= 1.0); /* Retry-After: 1 was honoured */
+    CHECK(now_s() - t0 < 4.0);
+    CHECK(strcmp(r.texts[0], "hello") == 0);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 4);
+    mt_chat_result_free(&r);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_gives_up_after_max_retries(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    stub_start(&s, "reply 500 0 - {\"error\":{\"message\":\"down\"}}\n");
+    l = open_llm(&s, 5, 2, NULL);
+    CHECK(chat1(l, &r, &err) == MT_EIO);
+    CHECK(strstr(err.msg, "HTTP 500") && strstr(err.msg, "down"));
+    CHECK(strstr(err.msg, "gave up after 3 tries") != NULL);
+    CHECK(r.n == 0 && r.texts == NULL);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 3);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_malformed_reply_names_field(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    stub_start(&s, "reply 200 0 - {\"choices\":[{\"message\":"
+                   "{\"content\":5}}]}\n"
+                   "reply 200 0 - {\"id\":1}\n"
+                   "reply 200 0 - this is not json\n");
+    l = open_llm(&s, 5, 3, NULL);
+    CHECK(chat1(l, &r, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "'choices[0].message.content'") != NULL);
+    CHECK(chat1(l, &r, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "'choices'") != NULL);
+    CHECK(chat1(l, &r, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "not JSON") != NULL);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 3); /* never retried */
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_timeout_names_setting(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    double t0;
+    (void)state;
+    stub_start(&s, "hang\n");
+    l = open_llm(&s, 0.3, 1, NULL);
+    t0 = now_s();
+    CHECK(chat1(l, &r, &err) == MT_EIO);
+    CHECK(now_s() - t0 < 3.0);
+    CHECK(strstr(err.msg, "MEDTRUST_LLM_TIMEOUT") != NULL);
+    CHECK(strstr(err.msg, "--timeout") != NULL);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 2);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_dropped_connection_is_retried(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    (void)state;
+    stub_start(&s, "drop\ndrop\nreply 200 0 - " OK_REPLY "\n");
+    l = open_llm(&s, 5, 3, NULL);
+    CHECK_OK(chat1(l, &r, NULL));
+    CHECK(strcmp(r.texts[0], "hello") == 0);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 3);
+    mt_chat_result_free(&r);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_client_errors_are_clear_and_final(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    stub_start(&s, "reply 401 0 - {\"error\":{\"message\":\"bad key\"}}\n"
+                   "reply 404 0 - {\"error\":{\"message\":\"no model\"}}\n"
+                   "reply 400 0 - {\"error\":{\"message\":\"This model's "
+                   "maximum context length is 4096 tokens\"}}\n"
+                   "reply 400 0 - {\"error\":{\"message\":\"bad n\"}}\n");
+    l = open_llm(&s, 5, 3, NULL);
+    CHECK(chat1(l, &r, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "MEDTRUST_API_KEY") && strstr(err.msg, "bad key"));
+    CHECK(chat1(l, &r, &err) == MT_ENOTFOUND);
+    CHECK(strstr(err.msg, "MEDTRUST_LLM") && strstr(err.msg, "MODEL"));
+    CHECK(chat1(l, &r, &err) == MT_ELIMIT);
+    CHECK(strstr(err.msg, "context length") != NULL);
+    CHECK(chat1(l, &r, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "bad n") != NULL);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 4);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_chat_unreachable_url_names_setting(void **state)
+{
+    struct mt_llm_params p;
+    struct mt_llm *l = NULL;
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    mt_llm_default_params(&p);
+    p.max_retries = 0;
+    p.timeout_s = 2;
+    /* port 1 on loopback: nothing listens there */
+    CHECK_OK(mt_llm_open("openai:http://127.0.0.1:1/v1#m", &p, &l, &err));
+    CHECK(chat1(l, &r, &err) == MT_EIO);
+    CHECK(strstr(err.msg, "cannot reach") && strstr(err.msg, "--llm"));
+    CHECK(strstr(err.msg, "127.0.0.1:1/v1/chat/completions") != NULL);
+    mt_llm_close(l);
+}
+
+static void *chat_thread(void *arg)
+{
+    struct mt_chat_result r;
+
+    if (chat1(arg, &r, NULL) != MT_OK)
+        return arg;
+    mt_chat_result_free(&r);
+    return NULL;
+}
+
+static void test_chat_concurrency_limit_never_exceeded(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    pthread_t t[6];
+    void *ret;
+    int maxact = 0;
+    int i;
+    (void)state;
+    stub_start(&s, "reply 200 150 - " OK_REPLY "\n");
+    l = open_llm(&s, 5, 0, NULL); /* max_concurrency 2 */
+    for (i = 0; i < 6; i++)
+        CHECK(pthread_create(&t[i], NULL, chat_thread, l) == 0);
+    for (i = 0; i < 6; i++) {
+        pthread_join(t[i], &ret);
+        CHECK(ret == NULL);
+    }
+    CHECK(stub_requests(&s, &maxact, NULL, 0) == 6);
+    CHECK(maxact >= 1 && maxact <= 2);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static void test_cache_serves_second_identical_call(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r1;
+    struct mt_chat_result r2;
+    char cache[300];
+    (void)state;
+    stub_start(&s, "reply 200 0 - " OK_REPLY "\n");
+    snprintf(cache, sizeof cache, "%s/cache.db", s.dir);
+    l = open_llm(&s, 5, 0, cache);
+    mt_chat_default_params(&cp);
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r1, NULL));
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r2, NULL));
+    CHECK(!r1.cached && r2.cached);
+    CHECK(strcmp(r1.texts[0], r2.texts[0]) == 0);
+    CHECK(r2.prompt_tokens == 5 && r2.completion_tokens == 1);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 1);
+    mt_chat_result_free(&r1);
+    mt_chat_result_free(&r2);
+    /* temperature > 0: one entry per seed */
+    cp.temperature = 0.8f;
+    cp.seed = 1;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r1, NULL));
+    cp.seed = 2;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r2, NULL));
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 3);
+    mt_chat_result_free(&r1);
+    mt_chat_result_free(&r2);
+    mt_llm_close(l);
+    /* a new handle on the same file still hits (reruns cost nothing) */
+    l = open_llm(&s, 5, 0, cache);
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r1, NULL));
+    CHECK(r1.cached && stub_requests(&s, NULL, NULL, 0) == 3);
+    mt_chat_result_free(&r1);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+static struct mt_reranker *open_rerank(const struct stub *s,
+                                       const char *cache)
+{
+    struct mt_reranker_params p;
+    struct mt_reranker *r = NULL;
+    char spec[128];
+
+    mt_reranker_default_params(&p);
+    p.max_retries = 0;
+    p.cache_path = cache;
+    snprintf(spec, sizeof spec, "openai:%s#rr", s->url);
+    CHECK_OK(mt_reranker_open(spec, &p, &r, NULL));
+    return r;
+}
+
+static void test_rerank_parses_results_by_index(void **state)
+{
+    struct stub s;
+    struct mt_reranker *r;
+    struct mt_str docs[2] = {MT_STR_C("aspirin dose"), MT_STR_C("weather")};
+    float sc[2];
+    struct mt_error err;
+    char body[8192];
+    char cache[300];
+    (void)state;
+    stub_start(&s, "reply 200 0 - {\"results\":[{\"index\":1,\"relevance_"
+                   "score\":0.2},{\"index\":0,\"relevance_score\":0.9}]}\n"
+                   "reply 200 0 - {\"results\":[{\"index\":7,\"relevance_"
+                   "score\":0.2},{\"index\":0,\"relevance_score\":0.9}]}\n");
+    snprintf(cache, sizeof cache, "%s/cache.db", s.dir);
+    r = open_rerank(&s, cache);
+    CHECK_OK(mt_reranker_score(r, "aspirin", docs, 2, sc, &err));
+    CHECK(sc[0] > 0.89f && sc[0] < 0.91f && sc[1] > 0.19f && sc[1] < 0.21f);
+    stub_requests(&s, NULL, body, sizeof body);
+    CHECK(strstr(body, "/v1/rerank") && strstr(body, "\"query\":\"aspirin\""));
+    CHECK_OK(mt_reranker_score(r, "aspirin", docs, 2, sc, &err)); /* cache */
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 1);
+    CHECK(mt_reranker_score(r, "other", docs, 2, sc, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "'results[0].index'") != NULL);
+    mt_reranker_free(r);
+    stub_stop(&s);
+}
+
+static void test_specs_and_role_routing(void **state)
+{
+    struct mt_llm *l = NULL;
+    struct mt_error err;
+    (void)state;
+    CHECK(mt_llm_open("openai:http://127.0.0.1:9", NULL, &l, &err) ==
+          MT_EINVAL);
+    CHECK(strstr(err.msg, "BASE_URL#MODEL") != NULL);
+    CHECK(mt_llm_open("ftp:x", NULL, &l, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "MEDTRUST_LLM") != NULL);
+    CHECK(mt_llm_open("openai:localhost#m", NULL, &l, &err) == MT_EINVAL);
+    CHECK(l == NULL);
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_LLM_EVAL");
+    CHECK(mt_llm_role_spec("eval", NULL) == NULL);
+    CHECK(mt_llm_open_role("eval", NULL, NULL, &l, &err) == MT_EINVAL);
+    CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:d") == 0);
+    setenv("MEDTRUST_LLM", "gguf:all", 1);
+    CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:all") == 0);
+    setenv("MEDTRUST_LLM_EVAL", "gguf:cheap", 1);
+    CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:cheap") == 0);
+    CHECK(strcmp(mt_llm_role_spec("agent", NULL), "gguf:all") == 0);
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_LLM_EVAL");
+}
+
+static void test_timeout_default_from_environment(void **state)
+{
+    struct mt_llm_params p;
+    (void)state;
+    unsetenv("MEDTRUST_LLM_TIMEOUT");
+    mt_llm_default_params(&p);
+    CHECK(p.timeout_s == 120.0);
+    setenv("MEDTRUST_LLM_TIMEOUT", "7.5", 1);
+    mt_llm_default_params(&p);
+    CHECK(p.timeout_s == 7.5);
+    unsetenv("MEDTRUST_LLM_TIMEOUT");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chat_returns_n_completions_and_usage),
+        cmocka_unit_test(test_chat_json_schema_sent_as_response_format),
+        cmocka_unit_test(test_chat_retries_429_and_500_honouring_retry_after),
+        cmocka_unit_test(test_chat_gives_up_after_max_retries),
+        cmocka_unit_test(test_chat_malformed_reply_names_field),
+        cmocka_unit_test(test_chat_timeout_names_setting),
+        cmocka_unit_test(test_chat_dropped_connection_is_retried),
+        cmocka_unit_test(test_chat_client_errors_are_clear_and_final),
+        cmocka_unit_test(test_chat_unreachable_url_names_setting),
+        cmocka_unit_test(test_chat_concurrency_limit_never_exceeded),
+        cmocka_unit_test(test_cache_serves_second_identical_call),
+        cmocka_unit_test(test_rerank_parses_results_by_index),
+        cmocka_unit_test(test_specs_and_role_routing),
+        cmocka_unit_test(test_timeout_default_from_environment),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

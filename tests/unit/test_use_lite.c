@@ -1,0 +1,499 @@
+/* Unit tests for the use-lite embedder: tokens and vectors against golden
+ * files from the package's own JavaScript (tests/use_lite/make_golden.js),
+ * bad input, corrupted weight files, truncation, threads and int8. */
+#include "check.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "medtrust/core.h"
+#include "model/embed.h"
+#include "model/use_lite.h"
+
+#define GOLDEN "tests/use_lite/"
+#define N_VEC 200
+#define DIM 512
+
+struct golden {
+    char **texts;
+    size_t *lens;
+    size_t n;
+    float *vecs; /* N_VEC * DIM */
+};
+
+static struct golden G;
+
+/* ==== Fixtures ==== */
+
+static char *expand(json_t *o, size_t *len)
+{
+    json_t *t = json_object_get(o, "text");
+    json_int_t rep = json_integer_value(json_object_get(o, "repeat"));
+    size_t n = json_string_length(t), times = rep > 0 ? (size_t)rep : 1, i;
+    char *s = malloc(n * times + 1);
+
+    assert_non_null(s);
+    for (i = 0; i < times; i++)
+        memcpy(s + i * n, json_string_value(t), n);
+    s[n * times] = '\0';
+    *len = n * times;
+    return s;
+}
+
+static void load_sentences(void)
+{
+    FILE *f = fopen(GOLDEN "sentences.jsonl", "r");
+    char line[1 << 16];
+    size_t cap = 0;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, JSON_ALLOW_NUL, NULL);
+        assert_non_null(o);
+        if (G.n == cap) {
+            cap = cap ? cap * 2 : 64;
+            G.texts = realloc(G.texts, cap * sizeof *G.texts);
+            G.lens = realloc(G.lens, cap * sizeof *G.lens);
+            assert_true(G.texts && G.lens);
+        }
+        G.texts[G.n] = expand(o, &G.lens[G.n]);
+        G.n++;
+        json_decref(o);
+    }
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    FILE *f;
+
+    (void)state;
+    load_sentences();
+    G.vecs = malloc(N_VEC * DIM * sizeof *G.vecs);
+    f = fopen(GOLDEN "vectors.f32", "rb");
+    if (!G.vecs || !f ||
+        fread(G.vecs, sizeof *G.vecs, N_VEC * DIM, f) != N_VEC * DIM)
+        return -1;
+    fclose(f);
+    return G.n >= 500 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < G.n; i++)
+        free(G.texts[i]);
+    free(G.texts);
+    free(G.lens);
+    free(G.vecs);
+    return 0;
+}
+
+static struct mt_str text_at(size_t i)
+{
+    struct mt_str s = {G.texts[i], G.lens[i]};
+    return s;
+}
+
+static struct mt_embedder *open_embedder(const char *spec, uint32_t threads,
+                                         uint32_t batch, uint32_t dims)
+{
+    struct mt_embedder_params p;
+    struct mt_embedder *e = NULL;
+    struct mt_error err;
+
+    mt_embedder_default_params(&p);
+    p.threads = threads;
+    p.batch_size = batch;
+    p.dims = dims;
+    if (mt_embedder_open(spec, &p, &e, &err) != MT_OK)
+        print_error("open %s: %s\n", spec, err.msg);
+    assert_non_null(e);
+    return e;
+}
+
+static float *embed_all(struct mt_embedder *e, const struct mt_str *t,
+                        size_t n)
+{
+    float *v = malloc(n * mt_embedder_dims(e) * sizeof *v);
+    struct mt_error err;
+
+    assert_non_null(v);
+    if (mt_embedder_embed(e, t, n, v, &err) != MT_OK)
+        fail_msg("embed: %s", err.msg);
+    return v;
+}
+
+/* Worst cosine and max |diff| of rows a vs b. */
+static void compare(const float *a, const float *b, size_t n, size_t d,
+                    double *min_cos, double *max_diff)
+{
+    size_t i, j;
+
+    *min_cos = 1.0;
+    *max_diff = 0.0;
+    for (i = 0; i < n; i++) {
+        double dot = 0, na = 0, nb = 0;
+        for (j = 0; j < d; j++) {
+            double x = a[i * d + j], y = b[i * d + j];
+            dot += x * y;
+            na += x * x;
+            nb += y * y;
+            *max_diff = fmax(*max_diff, fabs(x - y));
+        }
+        *min_cos = fmin(*min_cos, dot / sqrt(na * nb));
+    }
+}
+
+/* ==== Tokenizer ==== */
+
+static void test_tokenizer_matches_js_on_all_sentences(void **state)
+{
+    struct mt_ul_model *m = NULL;
+    char *path = mt_ul_find_weights(NULL);
+    FILE *f = fopen(GOLDEN "tokens.jsonl", "r");
+    char *line = malloc(1 << 20);
+    size_t i = 0, bad = 0;
+
+    (void)state;
+    assert_true(path && f && line);
+    CHECK_OK(mt_ul_model_open(path, &m, NULL));
+    for (i = 0; fgets(line, 1 << 20, f); i++) {
+        json_t *a = json_loads(line, 0, NULL);
+        int32_t *ids = NULL;
+        size_t n = 0, j, same;
+        assert_true(a && i < G.n);
+        CHECK_OK(mt_ul_tokenize(m, text_at(i), &ids, &n));
+        same = n == json_array_size(a);
+        for (j = 0; same && j < n; j++)
+            same = ids[j] == json_integer_value(json_array_get(a, j));
+        if (!same && bad++ < 5)
+            print_message("token mismatch on sentence %zu: %.60s\n", i,
+                          G.texts[i]);
+        mt_free(ids);
+        json_decref(a);
+    }
+    print_message("tokenizer: %zu sentences, %zu mismatches\n", i, bad);
+    CHECK(i == G.n && bad == 0);
+    fclose(f);
+    free(line);
+    mt_free(path);
+    mt_ul_model_close(m);
+}
+
+/* ==== Vectors ==== */
+
+static void test_vectors_match_js(void **state)
+{
+    struct mt_embedder *e = open_embedder("use-lite", 2, 32, 0);
+    struct mt_str t[N_VEC];
+    double min_cos, max_diff;
+    float *v;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < N_VEC; i++)
+        t[i] = text_at(i);
+    CHECK(mt_embedder_dims(e) == DIM);
+    CHECK(strcmp(mt_embedder_name(e), "use-lite") == 0);
+    v = embed_all(e, t, N_VEC);
+    compare(v, G.vecs, N_VEC, DIM, &min_cos, &max_diff);
+    print_message("float32 vs TF.js: min cosine %.7f, max abs diff %.3g "
+                  "over %d sentences\n",
+                  min_cos, max_diff, N_VEC);
+    CHECK(min_cos >= 0.999);
+    CHECK(max_diff <= 1e-4);
+    free(v);
+    mt_embedder_free(e);
+}
+
+static void test_threads_and_batch_sizes_agree(void **state)
+{
+    struct mt_embedder *a = open_embedder(NULL, 1, 1, 0);
+    struct mt_embedder *b = open_embedder("use-lite", 3, 7, 0);
+    struct mt_str t[40];
+    double min_cos, max_diff;
+    float *va, *vb;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 40; i++)
+        t[i] = text_at(i * 5);
+    va = embed_all(a, t, 40);
+    vb = embed_all(b, t, 40);
+    compare(va, vb, 40, DIM, &min_cos, &max_diff);
+    CHECK(max_diff <= 1e-6);
+    free(va);
+    free(vb);
+    mt_embedder_free(a);
+    mt_embedder_free(b);
+}
+
+static void test_matryoshka_truncates_and_renormalises(void **state)
+{
+    struct mt_embedder *full = open_embedder("use-lite", 1, 0, 0);
+    struct mt_embedder *cut = open_embedder("use-lite", 1, 0, 128);
+    struct mt_str t[2] = {MT_STR_C("Aspirin for headache."),
+                          MT_STR_C("")};
+    float *vf, *vc;
+    size_t i, j;
+
+    (void)state;
+    CHECK(mt_embedder_dims(cut) == 128);
+    vf = embed_all(full, t, 2);
+    vc = embed_all(cut, t, 2);
+    for (i = 0; i < 2; i++) {
+        double ss = 0, nf = 0;
+        for (j = 0; j < 128; j++) {
+            double c = vc[i * 128 + j], f = vf[i * DIM + j];
+            ss += c * c;
+            nf += f * f;
+        }
+        CHECK(fabs(ss - 1.0) < 1e-5);
+        for (j = 0; j < 128; j++) {
+            double c = vc[i * 128 + j], f = vf[i * DIM + j];
+            CHECK(fabs(c - f / sqrt(nf)) < 1e-6);
+        }
+    }
+    free(vf);
+    free(vc);
+    mt_embedder_free(full);
+    mt_embedder_free(cut);
+}
+
+/* ==== Bad input ==== */
+
+struct log_seen {
+    int truncated;
+};
+
+static void log_sink(enum mt_log_level level, const char *msg, void *user)
+{
+    struct log_seen *s = user;
+
+    (void)level;
+    if (strstr(msg, "truncated"))
+        s->truncated++;
+}
+
+static int finite_unit(const float *v)
+{
+    double ss = 0;
+    size_t j;
+
+    for (j = 0; j < DIM; j++) {
+        if (!isfinite(v[j]))
+            return 0;
+        ss += (double)v[j] * (double)v[j];
+    }
+    return fabs(ss - 1.0) < 1e-4;
+}
+
+static void test_bad_input_gives_vectors(void **state)
+{
+    static const char bad_utf8[] = "caf\xc3 \xff\xfe\xed\xa0\x80 ok \xf0\x9f";
+    struct mt_embedder *e = open_embedder("use-lite", 2, 4, 0);
+    size_t big_n = 100 * 1024, i;
+    char *big = malloc(big_n);
+    struct log_seen seen = {0};
+    struct mt_str t[6];
+    float *v;
+
+    (void)state;
+    assert_non_null(big);
+    for (i = 0; i < big_n; i++)
+        big[i] = "Hypertension is common. "[i % 24];
+    t[0] = (struct mt_str){NULL, 0};
+    t[1] = MT_STR_C("x");
+    t[2] = (struct mt_str){big, big_n};
+    t[3] = (struct mt_str){bad_utf8, sizeof bad_utf8 - 1};
+    t[4] = (struct mt_str){"\0\0\0", 3};
+    t[5] = MT_STR_C("\xe2\x96\x81");
+    mt_log_set(log_sink, &seen, MT_LOG_DEBUG);
+    v = embed_all(e, t, 6);
+    mt_log_set(NULL, NULL, MT_LOG_INFO);
+    for (i = 0; i < 6; i++)
+        CHECK(finite_unit(v + i * DIM));
+    CHECK(seen.truncated == 1);
+    free(v);
+    free(big);
+    mt_embedder_free(e);
+}
+
+static void test_invalid_utf8_reads_as_replacement_chars(void **state)
+{
+    struct mt_ul_model *m = NULL;
+    char *path = mt_ul_find_weights(NULL);
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+
+    (void)state;
+    assert_non_null(path);
+    CHECK_OK(mt_ul_model_open(path, &m, NULL));
+    /* Node decodes ED A0 80 (a surrogate) as three U+FFFD */
+    CHECK_OK(mt_ul_tokenize(m, MT_STR_C("a\xed\xa0\x80z \xc3"), &a, &na));
+    CHECK_OK(mt_ul_tokenize(
+        m, MT_STR_C("a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xef\xbf\xbd"),
+        &b, &nb));
+    CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof *a) == 0);
+    mt_free(a);
+    mt_free(b);
+    mt_free(path);
+    mt_ul_model_close(m);
+}
+
+/* ==== Weight file ==== */
+
+static char *copy_weights(char *tmpl)
+{
+    char *path = mt_ul_find_weights(NULL);
+    FILE *in, *out;
+    char buf[1 << 16];
+    size_t got;
+    int fd = mkstemp(tmpl);
+
+    assert_true(path && fd >= 0);
+    in = fopen(path, "rb");
+    out = fdopen(fd, "wb");
+    assert_true(in && out);
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_true(fwrite(buf, 1, got, out) == got);
+    fclose(in);
+    fclose(out);
+    mt_free(path);
+    return tmpl;
+}
+
+static void poke(const char *path, long off, unsigned char x)
+{
+    FILE *f = fopen(path, "r+b");
+    int c;
+
+    assert_non_null(f);
+    fseek(f, off, SEEK_SET);
+    c = fgetc(f);
+    fseek(f, off, SEEK_SET);
+    fputc(c ^ x, f);
+    fclose(f);
+}
+
+static void expect_open_fails(const char *path, const char *needle)
+{
+    char spec[512];
+    struct mt_embedder *e = NULL;
+    struct mt_error err;
+
+    snprintf(spec, sizeof spec, "use-lite:%s", path);
+    CHECK(mt_embedder_open(spec, NULL, &e, &err) != MT_OK);
+    CHECK(e == NULL);
+    if (!strstr(err.msg, needle))
+        fail_msg("error '%s' lacks '%s'", err.msg, needle);
+}
+
+static void test_corrupted_weight_file_is_refused(void **state)
+{
+    char tmpl[] = "/tmp/mt-use-lite-XXXXXX";
+    char *path = copy_weights(tmpl);
+
+    (void)state;
+    poke(path, 20 << 20, 0x10); /* one bit deep in the tensors */
+    expect_open_fails(path, "checksum");
+    poke(path, 20 << 20, 0x10);
+    poke(path, 8, 0xFF); /* the version */
+    expect_open_fails(path, "version");
+    poke(path, 8, 0xFF);
+    CHECK(truncate(path, 1 << 20) == 0);
+    expect_open_fails(path, "truncated");
+    CHECK(truncate(path, 10) == 0);
+    expect_open_fails(path, "not a use-lite weight file");
+    expect_open_fails("/nonexistent/use-lite.mtw", "No such file");
+    unlink(path);
+}
+
+static void test_specs_dispatch(void **state)
+{
+    struct mt_embedder *e = NULL;
+    struct mt_error err;
+
+    (void)state;
+    CHECK(mt_embedder_open("gguf:/m.gguf", NULL, &e, &err) ==
+          MT_EUNSUPPORTED);
+    CHECK(mt_embedder_open("openai:http://127.0.0.1:1#m", NULL, &e, &err) ==
+          MT_EUNSUPPORTED);
+    CHECK(mt_embedder_open("use-litex", NULL, &e, &err) == MT_EINVAL);
+    CHECK(e == NULL);
+}
+
+static void test_open_survives_every_allocation_failure(void **state)
+{
+    struct mt_embedder_params p;
+    struct mt_embedder *e = NULL;
+    long n;
+
+    (void)state;
+    mt_embedder_default_params(&p);
+    p.threads = 1;
+    for (n = 0; n < 100 && !e; n++) {
+        mt_alloc_fail_after(n);
+        if (mt_embedder_open("use-lite", &p, &e, NULL) != MT_OK)
+            CHECK(e == NULL);
+        mt_alloc_fail_reset();
+    }
+    CHECK(e != NULL && n > 1);
+    mt_embedder_free(e);
+}
+
+/* ==== int8 ==== */
+
+static void test_int8_variant_accuracy(void **state)
+{
+    char out[] = "/tmp/mt-use-lite-i8-XXXXXX";
+    char spec[64];
+    struct mt_error err;
+    struct mt_embedder *e;
+    struct mt_str t[N_VEC];
+    double min_cos, max_diff;
+    float *v;
+    size_t i;
+    int fd = mkstemp(out);
+
+    (void)state;
+    if (access("third_party/use-lite/dist/model.json", R_OK) != 0)
+        skip();
+    assert_true(fd >= 0);
+    close(fd);
+    if (mt_ul_convert("third_party/use-lite/dist", out, 1, &err) != MT_OK)
+        fail_msg("convert: %s", err.msg);
+    snprintf(spec, sizeof spec, "use-lite:%s", out);
+    e = open_embedder(spec, 2, 32, 0);
+    for (i = 0; i < N_VEC; i++)
+        t[i] = text_at(i);
+    v = embed_all(e, t, N_VEC);
+    compare(v, G.vecs, N_VEC, DIM, &min_cos, &max_diff);
+    print_message("int8 vs TF.js: min cosine %.5f, max abs diff %.3g\n",
+                  min_cos, max_diff);
+    CHECK(min_cos >= 0.99);
+    free(v);
+    mt_embedder_free(e);
+    unlink(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokenizer_matches_js_on_all_sentences),
+        cmocka_unit_test(test_vectors_match_js),
+        cmocka_unit_test(test_threads_and_batch_sizes_agree),
+        cmocka_unit_test(test_matryoshka_truncates_and_renormalises),
+        cmocka_unit_test(test_bad_input_gives_vectors),
+        cmocka_unit_test(test_invalid_utf8_reads_as_replacement_chars),
+        cmocka_unit_test(test_corrupted_weight_file_is_refused),
+        cmocka_unit_test(test_specs_dispatch),
+        cmocka_unit_test(test_open_survives_every_allocation_failure),
+        cmocka_unit_test(test_int8_variant_accuracy),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
