@@ -113,7 +113,8 @@ enum mt_status mt_index_search(struct mt_index *idx, const char *query,
 void mt_search_result_free(struct mt_search_result *r);
 
 struct mt_index_stats {
-    uint32_t segments;
+    uint32_t segments;         /* segments in use */
+    uint32_t damaged_segments; /* left out: checksum or size wrong */
     uint64_t chunks;
     uint64_t terms;    /* summed over segments */
     uint64_t postings;

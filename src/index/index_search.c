@@ -32,6 +32,7 @@ struct mt_index {
     size_t nsegs;
     struct mt_bm25_ctx *ctx;
     struct mt_arena scratch; /* per query */
+    uint32_t bad_segs;       /* damaged segments left out */
 };
 
 /* A result and the arena that holds its strings, freed together. */
@@ -110,21 +111,45 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
     return st;
 }
 
+static void close_seg(struct seg *sg)
+{
+    mt_bm25_close(sg->bm);
+    mt_seg_close(sg->ids);
+    memset(sg, 0, sizeof *sg);
+}
+
+/* Opens every segment. A damaged one (bad checksum, truncated, missing)
+ * is reported and left out, so the rest of the index stays usable;
+ * only running out of memory fails the open. */
 static enum mt_status open_segs(struct mt_index *idx, const char *idir,
                                 struct mt_error *err)
 {
+    struct mt_error e;
     size_t i;
-    enum mt_status st = MT_OK;
+    enum mt_status st;
 
     idx->segs = mt_calloc(idx->m.nsegs ? idx->m.nsegs : 1,
                           sizeof *idx->segs);
     if (!idx->segs)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", idir);
-    for (i = 0; st == MT_OK && i < idx->m.nsegs; i++) {
-        st = open_seg(idx, idir, &idx->m.segs[i], &idx->segs[i], err);
-        idx->nsegs = i + 1;
+    for (i = 0; i < idx->m.nsegs; i++) {
+        struct seg *sg = &idx->segs[idx->nsegs];
+        mt_error_clear(&e);
+        st = open_seg(idx, idir, &idx->m.segs[i], sg, &e);
+        if (st == MT_ENOMEM) {
+            close_seg(sg);
+            return mt_fail(err, st, "%s", e.msg);
+        }
+        if (st == MT_OK) {
+            idx->nsegs++;
+            continue;
+        }
+        close_seg(sg);
+        idx->bad_segs++;
+        mt_log(MT_LOG_WARN, "skipping damaged segment: %s; run 'medtrust "
+               "index --db %s --rebuild'", e.msg, idx->dir);
     }
-    return st;
+    return MT_OK;
 }
 
 static enum mt_status open_parts(struct mt_index *idx, const char *dir,
@@ -181,10 +206,8 @@ void mt_index_close(struct mt_index *idx)
 
     if (!idx)
         return;
-    for (i = 0; i < idx->nsegs; i++) {
-        mt_bm25_close(idx->segs[i].bm);
-        mt_seg_close(idx->segs[i].ids);
-    }
+    for (i = 0; i < idx->nsegs; i++)
+        close_seg(&idx->segs[i]);
     mt_free(idx->segs);
     mt_bm25_ctx_free(idx->ctx);
     mt_analyzer_free(idx->an);
@@ -200,6 +223,7 @@ void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st)
 
     memset(st, 0, sizeof *st);
     st->segments = (uint32_t)idx->nsegs;
+    st->damaged_segments = idx->bad_segs;
     st->analyzer = idx->m.analyzer;
     for (i = 0; i < idx->nsegs; i++) {
         struct mt_bm25_stats bs;

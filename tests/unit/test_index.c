@@ -1,0 +1,370 @@
+/* Unit tests for the search index over a store: fusion, incremental
+ * builds and merges, search edge cases, corruption and OOM paths. */
+#include "check.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "index/fusion.h"
+#include "medtrust/core.h"
+#include "medtrust/index.h"
+#include "medtrust/store.h"
+
+static char tmpl[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpl, sizeof tmpl, "/tmp/mt-index-XXXXXX");
+    return mkdtemp(tmpl) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    return system(cmd);
+}
+
+/* lex (1:10, 2:5) and sem (2:0.8, 3:0.4), each divided by its top score:
+ * lex 1:1.0 2:0.5, sem 2:1.0 3:0.5; fused 0.7/0.3 -> 1:0.70, 2:0.65,
+ * 3:0.15. */
+static void test_fusion_linear_matches_hand_computation(void **state)
+{
+    struct mt_scored lex[] = {{2, 5.0}, {1, 10.0}};
+    struct mt_scored sem[] = {{3, 0.4}, {2, 0.8}};
+    struct mt_scored out[4];
+    size_t n = mt_fuse_linear(lex, 2, sem, 2, 0.7, 0.3, out);
+    (void)state;
+    CHECK(n == 3);
+    CHECK(out[0].key == 1 && fabs(out[0].score - 0.70) < 1e-12);
+    CHECK(out[1].key == 2 && fabs(out[1].score - 0.65) < 1e-12);
+    CHECK(out[2].key == 3 && fabs(out[2].score - 0.15) < 1e-12);
+}
+
+/* RRF with k 60: lex ranks 1:1 2:2, sem ranks 2:1 3:2. Key 2 gets
+ * 1/62 + 1/61; key 1 gets 1/61; key 3 gets 1/62. */
+static void test_fusion_rrf_matches_hand_computation(void **state)
+{
+    struct mt_scored lex[] = {{1, 3.0}, {2, 2.0}};
+    struct mt_scored sem[] = {{2, 0.9}, {3, 0.1}};
+    struct mt_scored out[4];
+    size_t n = mt_fuse_rrf(lex, 2, sem, 2, 1.0, 1.0, 60, out);
+    (void)state;
+    CHECK(n == 3);
+    CHECK(out[0].key == 2 &&
+          fabs(out[0].score - (1.0 / 62 + 1.0 / 61)) < 1e-12);
+    CHECK(out[1].key == 1 && fabs(out[1].score - 1.0 / 61) < 1e-12);
+    CHECK(out[2].key == 3 && fabs(out[2].score - 1.0 / 62) < 1e-12);
+}
+
+static void test_fusion_ignores_list_without_positive_top(void **state)
+{
+    struct mt_scored lex[] = {{1, 2.0}};
+    struct mt_scored sem[] = {{2, -0.5}, {3, 0.0}};
+    struct mt_scored out[3];
+    size_t n = mt_fuse_linear(lex, 1, sem, 2, 0.7, 0.3, out);
+    (void)state;
+    CHECK(n == 1 && out[0].key == 1);
+}
+
+static void store_path(char *buf, size_t n, const char *leaf)
+{
+    snprintf(buf, n, "%s/%s", tmpl, leaf);
+}
+
+static void put(struct mt_store *s, const char *src, const char *id,
+                const char *title, const char *text)
+{
+    struct mt_doc d = {id, title, text, strlen(text), NULL};
+    int64_t sid = 0;
+    CHECK_OK(mt_store_source(s, src, &sid, NULL));
+    CHECK_OK(mt_store_put(s, sid, &d, NULL, NULL));
+}
+
+static struct mt_index_build_result build(struct mt_store *s)
+{
+    struct mt_index_build_result r;
+    CHECK_OK(mt_index_build(s, NULL, &r, NULL));
+    return r;
+}
+
+static struct mt_search_result *search(const char *dir, const char *q,
+                                       const char *source)
+{
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    mt_search_default_params(&p);
+    p.source = source;
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    CHECK_OK(mt_index_search(idx, q, &p, &r, NULL));
+    mt_index_close(idx);
+    return r;
+}
+
+static void seed(struct mt_store *s)
+{
+    put(s, "a", "d1", "Diabetes", "Insulin lowers blood glucose levels.");
+    put(s, "a", "d2", "Asthma", "Inhaled steroids reduce airway swelling.");
+    put(s, "b", "d3", "Gout", "Uric acid crystals cause joint pain.");
+}
+
+static void test_index_incremental_then_merge_on_replace(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index_build_result r;
+    struct mt_search_result *res;
+    (void)state;
+    store_path(dir, sizeof dir, "incr");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    r = build(s);
+    CHECK(r.chunks_added == 3 && r.segments == 1);
+    r = build(s); /* nothing new */
+    CHECK(r.chunks_added == 0 && r.segments == 1);
+    put(s, "b", "d4", "Migraine", "Triptans relieve migraine headaches.");
+    r = build(s);
+    CHECK(r.chunks_added == 1 && r.segments == 2 && !r.merged);
+    res = search(dir, "migraine triptans", NULL);
+    CHECK(res->n == 1 && strcmp(res->hits[0].doc_id, "d4") == 0);
+    mt_search_result_free(res);
+    put(s, "a", "d1", "Diabetes", "Metformin is first-line therapy.");
+    r = build(s);
+    CHECK(r.merged && r.segments == 1 && r.chunks_added == 4);
+    res = search(dir, "insulin", NULL);
+    CHECK(res->n == 0); /* the replaced text is gone */
+    mt_search_result_free(res);
+    res = search(dir, "metformin", NULL);
+    CHECK(res->n == 1 && strcmp(res->hits[0].doc_id, "d1") == 0);
+    mt_search_result_free(res);
+    mt_store_close(s);
+}
+
+static void test_index_search_ranks_and_filters(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_search_result *res;
+    (void)state;
+    store_path(dir, sizeof dir, "rank");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    put(s, "b", "d5", "Joint pain", "Joint pain has many causes.");
+    build(s);
+    res = search(dir, "joint pain", NULL);
+    CHECK(res->n == 2);
+    CHECK(strcmp(res->hits[0].doc_id, "d5") == 0); /* title match */
+    CHECK(res->hits[0].rank == 1 && res->hits[1].rank == 2);
+    CHECK(res->hits[0].score >= res->hits[1].score);
+    CHECK(strcmp(res->hits[0].source, "b") == 0);
+    CHECK(strcmp(res->hits[0].title, "Joint pain") == 0);
+    mt_search_result_free(res);
+    res = search(dir, "joint pain", "a");
+    CHECK(res->n == 0);
+    mt_search_result_free(res);
+    mt_store_close(s);
+}
+
+static void test_index_odd_queries_never_fail(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_search_result *res;
+    char *big = mt_malloc(100 * 1024 + 1);
+    size_t i;
+    (void)state;
+    store_path(dir, sizeof dir, "odd");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    build(s);
+    mt_store_close(s);
+    res = search(dir, "", NULL);
+    CHECK(res->n == 0);
+    mt_search_result_free(res);
+    res = search(dir, "the of and is", NULL);
+    CHECK(res->n == 0 && res->query_terms == 0);
+    mt_search_result_free(res);
+    res = search(dir, "\xff\xfe gout \xc3", NULL);
+    CHECK(res->n == 1 && strcmp(res->hits[0].doc_id, "d3") == 0);
+    mt_search_result_free(res);
+    for (i = 0; i < 100 * 1024; i++)
+        big[i] = "gout asthma "[i % 12];
+    big[100 * 1024] = '\0';
+    res = search(dir, big, NULL);
+    CHECK(res->n == 2);
+    mt_search_result_free(res);
+    mt_free(big);
+}
+
+static void test_index_reports_clear_errors(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    struct mt_error err;
+    (void)state;
+    store_path(dir, sizeof dir, "errs");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    CHECK(mt_index_open(dir, &idx, &err) == MT_ENOTFOUND);
+    CHECK(strstr(err.msg, "medtrust index") != NULL);
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.mode = MT_SEARCH_HYBRID;
+    CHECK(mt_index_search(idx, "gout", &p, &r, &err) == MT_EUNSUPPORTED);
+    CHECK(strstr(err.msg, "--embedder") != NULL);
+    mt_search_default_params(&p);
+    p.source = "nope";
+    CHECK(mt_index_search(idx, "gout", &p, &r, &err) == MT_ENOTFOUND);
+    p.source = NULL;
+    p.k = 0;
+    CHECK(mt_index_search(idx, "gout", &p, &r, &err) == MT_EINVAL);
+    CHECK(r == NULL);
+    mt_index_close(idx);
+}
+
+static void flip_byte(const char *path, long off)
+{
+    FILE *f = fopen(path, "r+b");
+    int c;
+    CHECK(f != NULL);
+    fseek(f, off, SEEK_SET);
+    c = fgetc(f);
+    fseek(f, off, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+}
+
+/* Two segments; one is corrupted: it is detected, left out and the other
+ * stays searchable. A rebuild restores everything. */
+static void test_index_survives_corrupted_segment(void **state)
+{
+    char dir[128];
+    char seg[256];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_index_stats st;
+    struct mt_search_result *res;
+    struct mt_index_build_params bp;
+    (void)state;
+    store_path(dir, sizeof dir, "corrupt");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    build(s);
+    put(s, "b", "d4", "Migraine", "Triptans relieve migraine headaches.");
+    build(s);
+    snprintf(seg, sizeof seg, "%s/index/seg-000001.bm25", dir);
+    flip_byte(seg, 200);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_index_stats(idx, &st);
+    CHECK(st.segments == 1 && st.damaged_segments == 1);
+    mt_index_close(idx);
+    res = search(dir, "migraine", NULL);
+    CHECK(res->n == 1);
+    mt_search_result_free(res);
+    mt_index_default_build_params(&bp);
+    bp.rebuild = 1;
+    CHECK_OK(mt_index_build(s, &bp, NULL, NULL));
+    res = search(dir, "gout", NULL);
+    CHECK(res->n == 1);
+    mt_search_result_free(res);
+    CHECK(access(seg, F_OK) != 0); /* the old files were collected */
+    mt_store_close(s);
+}
+
+/* A build that died after writing segment files but before swapping the
+ * manifest leaves the old index in force; the next build removes the
+ * orphans. */
+static void test_index_ignores_and_collects_orphans(void **state)
+{
+    char dir[128];
+    char orphan[256];
+    struct mt_store *s = NULL;
+    struct mt_search_result *res;
+    FILE *f;
+    (void)state;
+    store_path(dir, sizeof dir, "orphan");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    build(s);
+    snprintf(orphan, sizeof orphan, "%s/index/seg-000099.bm25.tmp", dir);
+    f = fopen(orphan, "w");
+    fputs("half-written", f);
+    fclose(f);
+    res = search(dir, "gout", NULL);
+    CHECK(res->n == 1);
+    mt_search_result_free(res);
+    put(s, "b", "d9", "Gout", "Colchicine treats gout flares.");
+    build(s);
+    CHECK(access(orphan, F_OK) != 0);
+    mt_store_close(s);
+}
+
+static enum mt_status oom_cycle(const char *dir)
+{
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_result *r = NULL;
+    struct mt_index_build_params bp;
+    enum mt_status st = mt_store_open(dir, NULL, &s, NULL);
+
+    mt_index_default_build_params(&bp);
+    bp.rebuild = 1;
+    if (st == MT_OK)
+        st = mt_index_build(s, &bp, NULL, NULL);
+    mt_store_close(s);
+    if (st == MT_OK)
+        st = mt_index_open(dir, &idx, NULL);
+    if (st == MT_OK)
+        st = mt_index_search(idx, "joint pain gout", NULL, &r, NULL);
+    if (st == MT_OK && r->n != 1)
+        st = MT_EINTERNAL;
+    mt_search_result_free(r);
+    mt_index_close(idx);
+    return st;
+}
+
+static void test_index_survives_every_allocation_failure(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    enum mt_status st = MT_ENOMEM;
+    long n;
+    (void)state;
+    store_path(dir, sizeof dir, "oom");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    mt_store_close(s);
+    for (n = 0; n < 20000 && st != MT_OK; n++) {
+        mt_alloc_fail_after(n);
+        st = oom_cycle(dir);
+        mt_alloc_fail_reset();
+        CHECK(st != MT_EINTERNAL);
+    }
+    CHECK(st == MT_OK);
+    CHECK(n > 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fusion_linear_matches_hand_computation),
+        cmocka_unit_test(test_fusion_rrf_matches_hand_computation),
+        cmocka_unit_test(test_fusion_ignores_list_without_positive_top),
+        cmocka_unit_test(test_index_incremental_then_merge_on_replace),
+        cmocka_unit_test(test_index_search_ranks_and_filters),
+        cmocka_unit_test(test_index_odd_queries_never_fail),
+        cmocka_unit_test(test_index_reports_clear_errors),
+        cmocka_unit_test(test_index_survives_corrupted_segment),
+        cmocka_unit_test(test_index_ignores_and_collects_orphans),
+        cmocka_unit_test(test_index_survives_every_allocation_failure),
+    };
+    return cmocka_run_group_tests_name("index", tests, setup, teardown);
+}
