@@ -31,12 +31,33 @@ enum mt_fusion {
 enum mt_status mt_search_mode_parse(const char *s, enum mt_search_mode *out);
 const char *mt_search_mode_str(enum mt_search_mode m);
 
+/* Embeds n texts (text i is lens[i] bytes at texts[i], not NUL-terminated)
+ * into out, n * dims floats row-major. The index layer sits below the
+ * model layer, so the caller (the CLI, an application) supplies its
+ * embedder through this callback. */
+typedef enum mt_status (*mt_index_embed_fn)(void *user,
+                                            const char *const *texts,
+                                            const size_t *lens, size_t n,
+                                            float *out,
+                                            struct mt_error *err);
+
 /* Build settings. Segment merging keeps at most max_segments segments. */
 struct mt_index_build_params {
     float title_weight;    /* BM25F weight of the title field, default 2 */
     float text_weight;     /* default 1 */
     uint32_t max_segments; /* merge everything past this, default 8 */
     int rebuild;           /* ignore existing segments, build one anew */
+    /* Dense vectors: set embed to build them. 'embedder' names it (stored
+     * in the manifest; a different name forces a rebuild); dims is the
+     * embedder's output dimension. */
+    const char *embedder;
+    uint32_t dims;
+    mt_index_embed_fn embed;
+    void *embed_user;
+    uint32_t embed_batch;    /* texts per embed call, default 64 */
+    uint32_t hnsw_min;       /* segments with at least this many chunks
+                                get an HNSW graph; smaller ones are
+                                scanned flat (int8). Default 100000. */
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
@@ -82,6 +103,11 @@ struct mt_search_params {
     uint32_t retrieve_k;      /* first-stage depth per list, default 50 */
     int doc_sum;              /* sum chunk scores per document (VerifAI) */
     const char *source;       /* only hits from this source, or NULL */
+    /* Dense and hybrid: the query embedded by the index's embedder
+     * (mt_index_embedder tells which), query_dims floats. */
+    const float *query_vec;
+    uint32_t query_dims;
+    uint32_t ef;              /* HNSW search breadth, 0 = default (128) */
 };
 
 void mt_search_default_params(struct mt_search_params *p);
@@ -123,6 +149,16 @@ struct mt_index_stats {
 };
 
 void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st);
+
+/* The embedder the index's vectors came from ("" when it has none) and
+ * their dimension. The string belongs to the handle. */
+const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims);
+
+/* Reads the embedder recorded in the index of the store in 'dir' without
+ * opening the index: writes it into buf ("" when none or no index) and
+ * the dimension into *dims. */
+enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
+                                      uint32_t *dims, struct mt_error *err);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,10 @@
 #include "core/pool.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
+#include "model/embed.h"
 
 #define BLOCK 256
+#define EMBED_BATCH 64
 
 static char *id_string(json_t *v)
 {
@@ -117,8 +119,48 @@ void batch_free(struct batch_query *q, size_t n)
         for (j = 0; j < q[i].nrel; j++)
             mt_free(q[i].relevant[j]);
         mt_free(q[i].relevant);
+        mt_free(q[i].vec);
     }
     mt_free(q);
+}
+
+static enum mt_status embed_some(struct batch_query *q, size_t n,
+                                 struct mt_embedder *e, uint32_t dims,
+                                 struct mt_error *err)
+{
+    struct mt_str s[EMBED_BATCH];
+    float *out = mt_calloc(n * dims, sizeof *out);
+    size_t i;
+    enum mt_status st;
+
+    if (!out)
+        return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+    for (i = 0; i < n; i++)
+        s[i] = mt_str_from(q[i].query);
+    st = mt_embedder_embed(e, s, n, out, err);
+    for (i = 0; st == MT_OK && i < n; i++) {
+        q[i].vec = mt_malloc(dims * sizeof *q[i].vec);
+        if (!q[i].vec) {
+            st = mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+            break;
+        }
+        memcpy(q[i].vec, out + i * dims, dims * sizeof *out);
+    }
+    mt_free(out);
+    return st;
+}
+
+enum mt_status batch_embed(struct batch_query *q, size_t n,
+                           struct mt_embedder *e, struct mt_error *err)
+{
+    uint32_t dims = mt_embedder_dims(e);
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; st == MT_OK && i < n; i += EMBED_BATCH)
+        st = embed_some(q + i, n - i < EMBED_BATCH ? n - i : EMBED_BATCH, e,
+                        dims, err);
+    return st;
 }
 
 /* ==== Parallel runner ==== */
@@ -135,6 +177,7 @@ struct runner {
     enum mt_status *st;
     struct mt_error *errs;
     struct mt_progress *bar;
+    uint32_t dims; /* of the query vectors */
 };
 
 /* Takes a free handle; there are as many handles as pool threads plus
@@ -161,11 +204,14 @@ static void release(struct runner *r, size_t i)
 static void search_one(size_t i, void *arg)
 {
     struct runner *r = arg;
+    struct mt_search_params p = *r->p;
     size_t h = acquire(r);
     size_t qi = r->base + i;
 
+    p.query_vec = r->q[qi].vec;
+    p.query_dims = r->dims;
     r->res[i] = NULL;
-    r->st[i] = mt_index_search(r->h[h], r->q[qi].query, r->p, &r->res[i],
+    r->st[i] = mt_index_search(r->h[h], r->q[qi].query, &p, &r->res[i],
                                &r->errs[i]);
     release(r, h);
     mt_progress_add(r->bar, 1);
@@ -188,6 +234,8 @@ static enum mt_status runner_open(struct runner *r, const char *db,
         st = mt_index_open(db, &r->h[i], err);
         r->nh = i + 1;
     }
+    if (st == MT_OK)
+        mt_index_embedder(r->h[0], &r->dims);
     return st;
 }
 

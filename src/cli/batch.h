@@ -13,7 +13,15 @@ struct batch_query {
     char *query;
     char **relevant; /* document ids, from "relevant" (may be empty) */
     size_t nrel;
+    float *vec; /* the query embedded, for dense and hybrid search */
 };
+
+struct mt_embedder;
+
+/* Embeds every query with 'e' in batches (before the parallel search, so
+ * one embedder serves the whole run). */
+enum mt_status batch_embed(struct batch_query *q, size_t n,
+                           struct mt_embedder *e, struct mt_error *err);
 
 /* Reads {"id","query","relevant"?} lines. */
 enum mt_status batch_load(const char *path, struct batch_query **out,

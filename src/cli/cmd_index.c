@@ -5,10 +5,12 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "cli/embedder.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
+#include "model/embed.h"
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
@@ -27,6 +29,9 @@ static const struct cli_opt index_opts[] = {
     {"no-search-index", 0, NULL, "ingest only; do not update the search "
      "index", 0},
     {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
+    {"embedder", 'e', "SPEC", "embed chunks for dense and hybrid search: "
+     "use-lite, gguf:PATH, openai:URL#MODEL, or none (default: what the "
+     "index already uses, else none)", 0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -147,36 +152,71 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
     return st;
 }
 
+/* The embedder name recorded in the manifest (the CLI is single-threaded;
+ * STYLE.md allows globals in cli/). */
+static char o_name[128];
+
 static void on_build(uint64_t done, uint64_t total, void *user)
 {
     (void)total;
     mt_progress_update(user, done);
 }
 
+/* Sets up dense vectors for the build when an embedder applies. */
+static enum mt_status with_embedder(struct mt_store *s, const char *spec,
+                                    struct mt_index_build_params *bp,
+                                    struct mt_embedder **e,
+                                    struct mt_error *err)
+{
+    char recorded[128] = "";
+    uint32_t dims = 0;
+    enum mt_status st = mt_index_peek_embedder(mt_store_dir(s), recorded,
+                                               sizeof recorded, &dims, err);
+
+    if (st == MT_OK)
+        st = cli_embedder_for(mt_store_dir(s), spec, e, err);
+    if (st != MT_OK || !*e)
+        return st;
+    bp->embed = cli_embed_fn;
+    bp->embed_user = *e;
+    bp->dims = mt_embedder_dims(*e);
+    snprintf(o_name, sizeof o_name, "%s", spec && *spec ? spec : recorded);
+    bp->embedder = o_name;
+    return MT_OK;
+}
+
 static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
-                                  int rebuild, struct mt_error *err)
+                                  int rebuild, const char *embedder,
+                                  struct mt_error *err)
 {
     struct mt_index_build_params bp;
     struct mt_index_build_result br;
     struct mt_progress_params pp = mt_progress_default_params();
     struct mt_progress *bar = NULL;
+    struct mt_embedder *e = NULL;
     uint64_t total = 0;
     enum mt_status st;
 
     mt_index_default_build_params(&bp);
     bp.rebuild = rebuild;
+    st = with_embedder(s, embedder, &bp, &e, err);
+    if (st != MT_OK)
+        return st;
     pp.label = "search index";
     pp.quiet = o->quiet;
     pp.total = total;
     st = mt_progress_new(&pp, &bar);
-    if (st != MT_OK)
+    if (st != MT_OK) {
+        mt_embedder_free(e);
         return mt_fail(err, st, "out of memory");
+    }
     bp.progress = on_build;
     bp.progress_user = bar;
     st = mt_index_build(s, &bp, &br, err);
     if (st == MT_OK && br.chunks_added)
         mt_progress_finish(bar);
     mt_progress_free(bar);
+    mt_embedder_free(e);
     if (st == MT_OK && !o->json)
         printf("search index: %llu chunks added%s, %u segment%s\n",
                (unsigned long long)br.chunks_added,
@@ -212,7 +252,8 @@ static int index_run(struct cli_args *a)
             print_result(inputs[i], o.ip.source, &r, o.json);
     }
     if (st == MT_OK && !cli_get(a, "no-search-index"))
-        st = build_index(s, &o, cli_get(a, "rebuild") != NULL, &err);
+        st = build_index(s, &o, cli_get(a, "rebuild") != NULL,
+                         cli_get(a, "embedder"), &err);
     mt_store_close(s);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }

@@ -144,6 +144,8 @@ static int reval_run(struct cli_args *a)
     if (st == MT_OK && !acc.lat)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
+        st = search_embed_queries(a, &p, q, n, &err);
+    if (st == MT_OK)
         st = batch_run(cli_get(a, "db"), q, n, &p, jobs, 1, on_result, &acc,
                        &err);
     if (st == MT_OK)

@@ -68,14 +68,17 @@ static void on_result(const struct batch_query *q, size_t i,
     print_json(json_pack("{s:s,s:o}", "query_id", q->id, "hits", hits));
 }
 
-static int run_batch(const char *db, const char *path,
-                     const struct mt_search_params *p, unsigned jobs)
+static int run_batch(const struct cli_args *a, const char *db,
+                     const char *path, const struct mt_search_params *p,
+                     unsigned jobs)
 {
     struct mt_error err = {MT_OK, ""};
     struct batch_query *q = NULL;
     size_t n = 0;
     enum mt_status st = batch_load(path, &q, &n, &err);
 
+    if (st == MT_OK)
+        st = search_embed_queries(a, p, q, n, &err);
     if (st == MT_OK)
         st = batch_run(db, q, n, p, jobs, 1, on_result, NULL, &err);
     batch_free(q, n);
@@ -104,15 +107,25 @@ static char *join_query(const struct cli_args *a)
 }
 
 static int run_one(const char *db, const struct cli_args *a,
-                   const struct mt_search_params *p)
+                   const struct mt_search_params *params)
 {
     struct mt_error err = {MT_OK, ""};
     struct mt_index *idx = NULL;
     struct mt_search_result *r = NULL;
+    struct mt_search_params lp = *params;
+    const struct mt_search_params *p = &lp;
+    struct batch_query bq;
     char *q = join_query(a);
     size_t i;
     enum mt_status st = q ? mt_index_open(db, &idx, &err) : MT_ENOMEM;
 
+    memset(&bq, 0, sizeof bq);
+    bq.query = q;
+    if (st == MT_OK)
+        st = search_embed_queries(a, p, &bq, 1, &err);
+    lp.query_vec = bq.vec;
+    if (idx)
+        mt_index_embedder(idx, &lp.query_dims);
     if (st == MT_OK)
         st = mt_index_search(idx, q, p, &r, &err);
     if (st == MT_OK && cli_get(a, "json"))
@@ -122,6 +135,7 @@ static int run_one(const char *db, const struct cli_args *a,
         print_text(r);
     mt_search_result_free(r);
     mt_index_close(idx);
+    mt_free(bq.vec);
     mt_free(q);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
@@ -137,7 +151,8 @@ static int search_run(struct cli_args *a)
         return 1;
     p.k = (uint32_t)k;
     if (cli_get(a, "queries"))
-        return run_batch(cli_get(a, "db"), cli_get(a, "queries"), &p, jobs);
+        return run_batch(a, cli_get(a, "db"), cli_get(a, "queries"), &p,
+                         jobs);
     if (a->npos == 0) {
         fprintf(stderr, "medtrust search: give a QUERY or --queries FILE\n"
                         "Try 'medtrust search --help'.\n");

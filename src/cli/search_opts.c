@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/batch.h"
+#include "cli/embedder.h"
 #include "cli/search_opts.h"
+#include "model/embed.h"
 
 static int get_float(const struct cli_args *a, const char *name, double lo,
                      double hi, float *out)
@@ -69,4 +72,24 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
         return -1;
     }
     return 0;
+}
+
+enum mt_status search_embed_queries(const struct cli_args *a,
+                                    const struct mt_search_params *p,
+                                    struct batch_query *q, size_t n,
+                                    struct mt_error *err)
+{
+    struct mt_embedder *e = NULL;
+    enum mt_status st;
+
+    if (p->mode == MT_SEARCH_BM25)
+        return MT_OK;
+    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), &e,
+                          err);
+    if (st == MT_OK && !e)
+        return MT_OK; /* the search reports the missing vectors */
+    if (st == MT_OK)
+        st = batch_embed(q, n, e, err);
+    mt_embedder_free(e);
+    return st;
 }

@@ -22,6 +22,8 @@
          "(default 50)", 0},                                                 \
         {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0}, \
         {"source", 's', "NAME", "only hits from this source", 0},            \
+        {"embedder", 'e', "SPEC", "query embedder for dense/hybrid "        \
+         "(default: the one the index was built with)", 0},                  \
         {"jobs", 'J', "N", "threads for --queries, 0 = all CPUs (default " \
          "0)", 0}
 
@@ -29,5 +31,14 @@
  * -1 when one is invalid. */
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs);
+
+struct batch_query;
+
+/* For dense and hybrid modes, opens the embedder and embeds the queries
+ * into q[i].vec; nothing to do in BM25 mode. */
+enum mt_status search_embed_queries(const struct cli_args *a,
+                                    const struct mt_search_params *p,
+                                    struct batch_query *q, size_t n,
+                                    struct mt_error *err);
 
 #endif

@@ -21,6 +21,8 @@ void mt_index_default_build_params(struct mt_index_build_params *p)
     p->title_weight = MT_BM25_DEFAULT_TITLE_WEIGHT;
     p->text_weight = MT_BM25_DEFAULT_TEXT_WEIGHT;
     p->max_segments = 8;
+    p->embed_batch = 64;
+    p->hnsw_min = 100000;
 }
 
 void mt_index_dir(const char *store_dir, char *buf, size_t n)
@@ -46,6 +48,7 @@ struct build {
     size_t n, cap;
     uint64_t total;
     int64_t max_id;
+    struct mt_vbuild vb;
     struct mt_error *err;
 };
 
@@ -103,6 +106,8 @@ static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
                        strlen(r->title));
     if (st == MT_OK)
         st = add_field(b, doc, MT_BM25_FIELD_TEXT, r->text, r->text_len);
+    if (st == MT_OK)
+        st = mt_vbuild_add(&b->vb, r->title, r->text, r->text_len, b->err);
     if (st == MT_OK && push_ids(b, r->chunk_id, r->source_id) != MT_OK)
         st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
     mt_arena_reset(&b->arena);
@@ -148,6 +153,10 @@ static enum mt_status write_segment(const char *dir, const char *name,
     mt_index_seg_path(dir, name, "bm25", path, sizeof path);
     if (st == MT_OK)
         st = mt_bm25_builder_write(b->bm, path, err);
+    if (st == MT_OK)
+        st = mt_vbuild_flush(&b->vb, err);
+    if (st == MT_OK)
+        st = mt_vbuild_write(&b->vb, dir, name, b->p->hnsw_min, err);
     mt_index_seg_path(dir, name, "ids", path, sizeof path);
     if (st == MT_OK)
         st = write_ids(path, b, err);
@@ -192,6 +201,14 @@ static uint64_t indexed_chunks(const struct mt_manifest *m)
     return n;
 }
 
+/* The name recorded for the build's vectors; "" without vectors. */
+static const char *embedder_name(const struct mt_index_build_params *p)
+{
+    if (!p->embed)
+        return "";
+    return p->embedder && *p->embedder ? p->embedder : "custom";
+}
+
 /* Decides between appending a segment and a full rebuild. */
 static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
                            const struct mt_index_build_params *p,
@@ -210,7 +227,9 @@ static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
      * means some were deleted or replaced since. */
     *full = p->rebuild || upto != indexed_chunks(m) ||
             m->nsegs + 1 > p->max_segments ||
-            strcmp(m->analyzer, mt_store_settings(s)->analyzer) != 0;
+            strcmp(m->analyzer, mt_store_settings(s)->analyzer) != 0 ||
+            strcmp(m->embedder, embedder_name(p)) != 0 ||
+            (p->embed && m->dims != p->dims);
     *todo = *full ? all : all - upto;
     return MT_OK;
 }
@@ -233,6 +252,8 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
     st = mt_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
     if (st == MT_OK)
         st = mt_bm25_builder_new(&bp, &b->bm, err);
+    if (st == MT_OK)
+        st = mt_vbuild_init(&b->vb, p, err);
     return st;
 }
 
@@ -243,6 +264,7 @@ static void build_close(struct build *b)
     mt_arena_free(&b->arena);
     mt_free(b->cids);
     mt_free(b->srcs);
+    mt_vbuild_free(&b->vb);
 }
 
 /* Writes the new segment (if any) and the manifest that names it. */
@@ -262,6 +284,7 @@ static enum mt_status commit(const char *dir, struct mt_store *s,
         snprintf(seg.name, sizeof seg.name, "seg-%06u", m->next_seg++);
         seg.chunks = b->n;
         seg.max_chunk_id = b->max_id;
+        seg.has_vectors = b->p->embed != NULL;
         st = write_segment(dir, seg.name, b, err);
         if (st == MT_OK && mt_manifest_add(m, &seg) != MT_OK)
             st = mt_fail(err, MT_ENOMEM, "index build: out of memory");
@@ -273,6 +296,8 @@ static enum mt_status commit(const char *dir, struct mt_store *s,
     m->generation++;
     snprintf(m->analyzer, sizeof m->analyzer, "%s",
              mt_store_settings(s)->analyzer);
+    snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
+    m->dims = b->p->embed ? b->p->dims : 0;
     return mt_manifest_save(dir, m, err);
 }
 

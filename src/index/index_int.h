@@ -19,4 +19,59 @@ void mt_index_dir(const char *store_dir, char *buf, size_t n);
 void mt_index_seg_path(const char *index_dir, const char *name,
                        const char *ext, char *buf, size_t n);
 
+/* ==== Vectors of a segment (index_vec.c) ==== */
+
+struct mt_arena;
+struct mt_vecset;
+struct mt_hnsw;
+struct mt_vec_hit;
+struct mt_vec_filter;
+
+/* Accumulates chunk texts, embeds them in batches through the caller's
+ * callback and collects the vectors of one new segment. */
+struct mt_vbuild {
+    mt_index_embed_fn fn;
+    void *user;
+    uint32_t dims;
+    uint32_t batch;
+    struct mt_vecset *vs;
+    const char **texts;
+    size_t *lens;
+    size_t n;
+    struct mt_arena *arena;
+    float *out;
+};
+
+enum mt_status mt_vbuild_init(struct mt_vbuild *v,
+                              const struct mt_index_build_params *p,
+                              struct mt_error *err);
+/* Queues "title. text" for embedding; embeds when the batch is full. */
+enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
+                             const char *text, size_t len,
+                             struct mt_error *err);
+/* Embeds what is queued. */
+enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err);
+/* Writes NAME.vec (flat) or, with at least hnsw_min vectors, NAME.hnsw. */
+enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
+                               const char *name, uint32_t hnsw_min,
+                               struct mt_error *err);
+void mt_vbuild_free(struct mt_vbuild *v);
+
+/* An opened segment's vectors: a flat set, or an HNSW graph over one. */
+struct mt_vseg {
+    struct mt_vecset *vs;
+    struct mt_hnsw *h;
+};
+
+/* Opens NAME.hnsw when present, else NAME.vec. */
+enum mt_status mt_vseg_open(const char *idir, const char *name,
+                            uint32_t dims, struct mt_vseg *out,
+                            struct mt_error *err);
+uint32_t mt_vseg_count(const struct mt_vseg *v);
+enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
+                              uint32_t k, uint32_t ef,
+                              const struct mt_vec_filter *filter,
+                              struct mt_vec_hit *hits, uint32_t *n);
+void mt_vseg_close(struct mt_vseg *v);
+
 #endif

@@ -12,6 +12,7 @@
 #include "index/fusion.h"
 #include "index/index_int.h"
 #include "index/segment.h"
+#include "index/vec.h"
 #include "medtrust/core.h"
 #include "text/analyzer.h"
 
@@ -21,6 +22,7 @@ struct seg {
     const int64_t *cids;
     const uint32_t *srcs;
     uint32_t n;
+    struct mt_vseg v; /* empty when the segment has no vectors */
 };
 
 struct mt_index {
@@ -87,7 +89,6 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
     size_t n = 0, n2 = 0;
     enum mt_status st;
 
-    (void)idx;
     mt_index_seg_path(idir, ms->name, "bm25", path, sizeof path);
     st = mt_bm25_open(path, &sg->bm, err);
     mt_index_seg_path(idir, ms->name, "ids", path, sizeof path);
@@ -108,6 +109,11 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
                      "%s: holds %u chunks, the manifest says %llu; rebuild "
                      "with 'medtrust index --rebuild'",
                      path, sg->n, (unsigned long long)ms->chunks);
+    if (st == MT_OK && ms->has_vectors)
+        st = mt_vseg_open(idir, ms->name, idx->m.dims, &sg->v, err);
+    if (st == MT_OK && ms->has_vectors && mt_vseg_count(&sg->v) != sg->n)
+        st = mt_fail(err, MT_EPARSE, "%s: vector count differs from its "
+                     "chunk count", ms->name);
     return st;
 }
 
@@ -115,6 +121,7 @@ static void close_seg(struct seg *sg)
 {
     mt_bm25_close(sg->bm);
     mt_seg_close(sg->ids);
+    mt_vseg_close(&sg->v);
     memset(sg, 0, sizeof *sg);
 }
 
@@ -424,31 +431,124 @@ static size_t depth(const struct mt_search_params *p)
     return want;
 }
 
+/* Dense candidates: every segment's vectors searched for 'want'. */
+static enum mt_status dense_lists(struct mt_index *idx,
+                                  const struct mt_search_params *p,
+                                  int64_t sid, size_t want,
+                                  struct mt_scored **out, size_t *nout,
+                                  struct mt_error *err)
+{
+    struct mt_vec_hit *hits = mt_arena_alloc(&idx->scratch,
+                                             want * sizeof *hits);
+    struct mt_scored *all = mt_arena_alloc(
+        &idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+    struct src_filter f = {NULL, (uint32_t)sid};
+    struct mt_vec_filter vf = {accept_src, &f};
+    size_t i, j, n = 0;
+    uint32_t nh = 0;
+    enum mt_status st = MT_OK;
+
+    if (!hits || !all)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
+        f.srcs = idx->segs[i].srcs;
+        st = mt_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want,
+                            p->ef, sid >= 0 ? &vf : NULL, hits, &nh);
+        for (j = 0; st == MT_OK && j < nh; j++) {
+            all[n].key = idx->segs[i].cids[hits[j].id];
+            all[n++].score = hits[j].score;
+        }
+    }
+    if (st != MT_OK)
+        return mt_fail(err, st, "vector search: %s", mt_status_str(st));
+    mt_scored_sort(all, n);
+    *out = all;
+    *nout = n < want ? n : want;
+    return MT_OK;
+}
+
+static enum mt_status check_vectors(struct mt_index *idx,
+                                    const struct mt_search_params *p,
+                                    struct mt_error *err)
+{
+    if (p->mode == MT_SEARCH_BM25)
+        return MT_OK;
+    if (!idx->m.embedder[0])
+        return mt_fail(err, MT_EUNSUPPORTED,
+                       "%s: the index has no vectors for %s search; build "
+                       "them with 'medtrust index --db %s --embedder "
+                       "use-lite'",
+                       idx->dir, mt_search_mode_str(p->mode), idx->dir);
+    if (!p->query_vec || p->query_dims != idx->m.dims)
+        return mt_fail(err, MT_EINVAL,
+                       "%s search needs the query embedded by %s (%u "
+                       "dimensions)",
+                       mt_search_mode_str(p->mode), idx->m.embedder,
+                       idx->m.dims);
+    return MT_OK;
+}
+
+/* Fuses the BM25 and dense lists as the params say. */
+static enum mt_status fuse(struct mt_index *idx,
+                           const struct mt_search_params *p,
+                           const struct mt_scored *lex, size_t nlex,
+                           const struct mt_scored *sem, size_t nsem,
+                           struct mt_scored **out, size_t *n,
+                           struct mt_error *err)
+{
+    *out = mt_arena_alloc(&idx->scratch, (nlex + nsem + 1) * sizeof **out);
+    if (!*out)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    if (p->fusion == MT_FUSION_RRF)
+        *n = mt_fuse_rrf(lex, nlex, sem, nsem, p->w_lex, p->w_sem,
+                         p->rrf_k, *out);
+    else
+        *n = mt_fuse_linear(lex, nlex, sem, nsem, p->w_lex, p->w_sem, *out);
+    return MT_OK;
+}
+
+static enum mt_status candidates(struct mt_index *idx, const char *query,
+                                 const struct mt_search_params *p,
+                                 int64_t sid, struct result *r,
+                                 struct mt_scored **c, size_t *nc,
+                                 struct mt_error *err)
+{
+    struct mt_str *terms = NULL;
+    struct mt_scored *lex = NULL, *sem = NULL;
+    size_t nq = 0, nlex = 0, nsem = 0;
+    enum mt_status st = MT_OK;
+
+    if (p->mode != MT_SEARCH_DENSE)
+        st = analyse(idx, query, &terms, &nq, err);
+    r->pub.query_terms = (uint32_t)nq;
+    if (st == MT_OK && nq > 0)
+        st = bm25_lists(idx, terms, nq, p, sid, depth(p), &lex, &nlex, err);
+    if (st == MT_OK && p->mode != MT_SEARCH_BM25)
+        st = dense_lists(idx, p, sid, depth(p), &sem, &nsem, err);
+    if (st != MT_OK || p->mode != MT_SEARCH_HYBRID) {
+        *c = p->mode == MT_SEARCH_DENSE ? sem : lex;
+        *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;
+        return st;
+    }
+    return fuse(idx, p, lex, nlex, sem, nsem, c, nc, err);
+}
+
 static enum mt_status run_search(struct mt_index *idx, const char *query,
                                  const struct mt_search_params *p,
                                  struct result *r, struct mt_error *err)
 {
-    struct mt_str *terms = NULL;
     struct mt_scored *cands = NULL;
-    size_t nq = 0, nc = 0;
+    size_t nc = 0;
     int64_t sid = -1;
     enum mt_status st = check_params(p, err);
 
-    if (st == MT_OK && p->mode != MT_SEARCH_BM25 && !idx->m.embedder[0])
-        st = mt_fail(err, MT_EUNSUPPORTED,
-                     "%s: the index has no vectors for %s search; build "
-                     "them with 'medtrust index --db %s --embedder "
-                     "use-lite'",
-                     idx->dir, mt_search_mode_str(p->mode), idx->dir);
+    if (st == MT_OK)
+        st = check_vectors(idx, p, err);
     if (st == MT_OK)
         st = source_id(idx, p->source, &sid, err);
     if (st == MT_OK)
-        st = analyse(idx, query, &terms, &nq, err);
-    if (st != MT_OK || nq == 0)
-        return st;
-    r->pub.query_terms = (uint32_t)nq;
-    st = bm25_lists(idx, terms, nq, p, sid, depth(p), &cands, &nc, err);
-    if (st == MT_OK)
+        st = candidates(idx, query, p, sid, r, &cands, &nc, err);
+    if (st == MT_OK && nc > 0)
         st = fill_hits(idx, r, cands, nc, p, err);
     return st;
 }
@@ -491,4 +591,29 @@ void mt_search_result_free(struct mt_search_result *res)
                                   offsetof(struct result, pub));
     mt_arena_free(&r->arena);
     mt_free(r);
+}
+
+const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims)
+{
+    if (dims)
+        *dims = idx->m.dims;
+    return idx->m.embedder;
+}
+
+enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
+                                      uint32_t *dims, struct mt_error *err)
+{
+    struct mt_manifest m;
+    char idir[4096];
+    int found = 0;
+    enum mt_status st;
+
+    mt_index_dir(dir, idir, sizeof idir);
+    st = mt_manifest_load(idir, &m, &found, err);
+    if (st != MT_OK)
+        return st;
+    snprintf(buf, n, "%s", m.embedder);
+    *dims = m.dims;
+    mt_manifest_free(&m);
+    return MT_OK;
 }

@@ -78,3 +78,40 @@ then
 else
     not_ok "MedQuAD dev retrieval quality" "$(cat "$TMP/eval")"
 fi
+
+# Dense and hybrid search with the built-in USE-lite embedder, on a small
+# corpus written here.
+cat >"$TMP/small.jsonl" <<'JS'
+{"id":"h1","title":"Heart attack","text":"A myocardial infarction happens when blood flow to part of the heart muscle stops, causing chest pain."}
+{"id":"h2","title":"Broken bone","text":"A fracture of the femur needs surgery and months of rehabilitation before walking again."}
+{"id":"h3","title":"Flu","text":"Influenza spreads through droplets; fever, cough and body aches last about a week."}
+{"id":"h4","title":"Sunburn","text":"Too much ultraviolet light reddens and blisters the skin; use sunscreen."}
+JS
+"$MT" index --db "$TMP/dense" --input "$TMP/small.jsonl" --embedder use-lite \
+    --no-progress >"$TMP/out" 2>&1
+out=$("$MT" search --db "$TMP/dense" --mode dense --json -k 1 \
+    "my leg bone snapped" 2>&1)
+if echo "$out" | grep -q '"doc_id":"h2"'; then
+    ok "dense search finds the paraphrased document (USE-lite vectors)"
+else
+    not_ok "dense search with use-lite" "$out" "$(cat "$TMP/out")"
+fi
+out=$("$MT" search --db "$TMP/dense" --mode hybrid --json -k 4 \
+    "influenza fever" 2>&1)
+if [ "$(echo "$out" | grep -c '"rank"')" -ge 1 ] &&
+    echo "$out" | head -1 | grep -q '"doc_id":"h3"'; then
+    ok "hybrid search fuses BM25 and vectors"
+else
+    not_ok "hybrid search" "$out"
+fi
+printf '{"id":"h5","title":"Burns","text":"Scalding water burns the skin."}\n' \
+    >"$TMP/more.jsonl"
+"$MT" index --db "$TMP/dense" --input "$TMP/more.jsonl" --no-progress \
+    >"$TMP/out" 2>&1
+out=$("$MT" search --db "$TMP/dense" --mode dense --json -k 1 \
+    "hot liquid injured skin" 2>&1)
+if grep -q '2 segments' "$TMP/out" && echo "$out" | grep -q '"doc_id":"h[45]"'; then
+    ok "an update reuses the index's embedder for the new segment"
+else
+    not_ok "incremental dense update" "$(cat "$TMP/out")" "$out"
+fi
