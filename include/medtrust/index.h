@@ -41,6 +41,15 @@ typedef enum mt_status (*mt_index_embed_fn)(void *user,
                                             float *out,
                                             struct mt_error *err);
 
+/* Scores n passages against 'query' into scores (higher is more
+ * relevant): the cross-encoder of the rerank stage, supplied by the
+ * caller like the embedder. */
+typedef enum mt_status (*mt_index_rerank_fn)(void *user, const char *query,
+                                             const char *const *texts,
+                                             const size_t *lens, size_t n,
+                                             float *scores,
+                                             struct mt_error *err);
+
 /* Build settings. Segment merging keeps at most max_segments segments. */
 struct mt_index_build_params {
     float title_weight;    /* BM25F weight of the title field, default 2 */
@@ -108,6 +117,13 @@ struct mt_search_params {
     const float *query_vec;
     uint32_t query_dims;
     uint32_t ef;              /* HNSW search breadth, 0 = default (128) */
+    /* Rerank stage (IryoNLP, MedCPT): take the top rerank_depth hits
+     * (e.g. 50), score them with 'rerank' and keep the top k (e.g. 20).
+     * Without a rerank function the first-stage order passes through.
+     * 0 = no rerank stage. */
+    uint32_t rerank_depth;
+    mt_index_rerank_fn rerank;
+    void *rerank_user;
 };
 
 void mt_search_default_params(struct mt_search_params *p);

@@ -13,6 +13,7 @@
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "model/rerank.h"
 
 static const struct cli_opt reval_opts[] = {
     SEARCH_OPTS,
@@ -122,6 +123,7 @@ static int reval_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     struct batch_query *q = NULL;
     struct acc acc;
+    struct mt_reranker *rr = NULL;
     unsigned jobs = 0;
     unsigned long k = 10;
     size_t n = 0;
@@ -139,7 +141,9 @@ static int reval_run(struct cli_args *a)
     /* Chunks, not documents, are ranked: fetch deeper so that at least
      * max(k, 10) distinct documents are usually there. */
     p.k = (uint32_t)(3 * (k > 10 ? k : 10));
-    st = batch_load(cli_get(a, "queries"), &q, &n, &err);
+    st = search_open_reranker(a, &p, &rr, &err);
+    if (st == MT_OK)
+        st = batch_load(cli_get(a, "queries"), &q, &n, &err);
     acc.lat = st == MT_OK ? mt_calloc(n + 1, sizeof *acc.lat) : NULL;
     if (st == MT_OK && !acc.lat)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
@@ -152,6 +156,7 @@ static int reval_run(struct cli_args *a)
         report(&acc, &p, cli_get(a, "json") != NULL);
     mt_free(acc.lat);
     batch_free(q, n);
+    mt_reranker_free(rr);
     return st == MT_OK ? (acc.failed ? 1 : 0) : cli_fail(&err, st);
 }
 

@@ -8,6 +8,7 @@
 #include "cli/batch.h"
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
+#include "model/rerank.h"
 
 static const struct cli_opt search_opts[] = {
     SEARCH_OPTS,
@@ -143,22 +144,31 @@ static int run_one(const char *db, const struct cli_args *a,
 static int search_run(struct cli_args *a)
 {
     struct mt_search_params p;
+    struct mt_error err = {MT_OK, ""};
+    struct mt_reranker *rr = NULL;
     unsigned jobs = 0;
     unsigned long k = 10;
+    enum mt_status st;
+    int rc;
 
     if (search_opts_read(a, &p, &jobs) < 0 ||
         cli_get_uint(a, "k", 1, 10000, &k) < 0)
         return 1;
     p.k = (uint32_t)k;
-    if (cli_get(a, "queries"))
-        return run_batch(a, cli_get(a, "db"), cli_get(a, "queries"), &p,
-                         jobs);
-    if (a->npos == 0) {
+    if (!cli_get(a, "queries") && a->npos == 0) {
         fprintf(stderr, "medtrust search: give a QUERY or --queries FILE\n"
                         "Try 'medtrust search --help'.\n");
         return 1;
     }
-    return run_one(cli_get(a, "db"), a, &p);
+    st = search_open_reranker(a, &p, &rr, &err);
+    if (st != MT_OK)
+        return cli_fail(&err, st);
+    if (cli_get(a, "queries"))
+        rc = run_batch(a, cli_get(a, "db"), cli_get(a, "queries"), &p, jobs);
+    else
+        rc = run_one(cli_get(a, "db"), a, &p);
+    mt_reranker_free(rr);
+    return rc;
 }
 
 const struct cli_verb cli_verb_search = {

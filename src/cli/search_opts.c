@@ -6,7 +6,9 @@
 #include "cli/batch.h"
 #include "cli/embedder.h"
 #include "cli/search_opts.h"
+#include "medtrust/core.h"
 #include "model/embed.h"
+#include "model/rerank.h"
 
 static int get_float(const struct cli_args *a, const char *name, double lo,
                      double hi, float *out)
@@ -62,6 +64,10 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
         return -1;
     p->retrieve_k = (uint32_t)v;
     v = 0;
+    if (cli_get_uint(a, "rerank", 1, 10000, &v) < 0)
+        return -1;
+    p->rerank_depth = (uint32_t)v;
+    v = 0;
     if (cli_get_uint(a, "jobs", 0, 256, &v) < 0)
         return -1;
     *jobs = (unsigned)v;
@@ -92,4 +98,45 @@ enum mt_status search_embed_queries(const struct cli_args *a,
         st = batch_embed(q, n, e, err);
     mt_embedder_free(e);
     return st;
+}
+
+/* Bridges the index's rerank callback to a model-layer reranker. */
+static enum mt_status rerank_fn(void *user, const char *query,
+                                const char *const *texts, const size_t *lens,
+                                size_t n, float *scores, struct mt_error *err)
+{
+    struct mt_str *docs = mt_calloc(n ? n : 1, sizeof *docs);
+    size_t i;
+    enum mt_status st;
+
+    if (!docs)
+        return mt_fail(err, MT_ENOMEM, "rerank: out of memory");
+    for (i = 0; i < n; i++) {
+        docs[i].p = texts[i];
+        docs[i].n = lens[i];
+    }
+    st = mt_reranker_score(user, query, docs, n, scores, err);
+    mt_free(docs);
+    return st;
+}
+
+enum mt_status search_open_reranker(const struct cli_args *a,
+                                    struct mt_search_params *p,
+                                    struct mt_reranker **out,
+                                    struct mt_error *err)
+{
+    const char *spec = cli_get(a, "reranker");
+    enum mt_status st;
+
+    *out = NULL;
+    if (!spec)
+        return MT_OK;
+    st = mt_reranker_open(spec, NULL, out, err);
+    if (st != MT_OK)
+        return st;
+    if (!p->rerank_depth)
+        p->rerank_depth = 50;
+    p->rerank = rerank_fn;
+    p->rerank_user = *out;
+    return MT_OK;
 }

@@ -24,6 +24,10 @@
         {"source", 's', "NAME", "only hits from this source", 0},            \
         {"embedder", 'e', "SPEC", "query embedder for dense/hybrid "        \
          "(default: the one the index was built with)", 0},                  \
+        {"rerank", 0, "R", "rerank stage: score the top R hits with the "  \
+         "reranker, keep the top k (IryoNLP: 50 -> 20)", 0},                 \
+        {"reranker", 0, "SPEC", "cross-encoder for --rerank: gguf:PATH or " \
+         "openai:URL#MODEL (without one the order passes through)", 0},     \
         {"jobs", 'J', "N", "threads for --queries, 0 = all CPUs (default " \
          "0)", 0}
 
@@ -33,6 +37,14 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs);
 
 struct batch_query;
+struct mt_reranker;
+
+/* Opens --reranker when given and sets p's rerank callback; *out is the
+ * handle to free with mt_reranker_free (NULL when none). */
+enum mt_status search_open_reranker(const struct cli_args *a,
+                                    struct mt_search_params *p,
+                                    struct mt_reranker **out,
+                                    struct mt_error *err);
 
 /* For dense and hybrid modes, opens the embedder and embeds the queries
  * into q[i].vec; nothing to do in BM25 mode. */

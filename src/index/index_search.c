@@ -375,21 +375,58 @@ static int hit_cmp(const void *a, const void *b)
     return (x->chunk_id > y->chunk_id) - (x->chunk_id < y->chunk_id);
 }
 
+/* Hits the first stage keeps: k, or the rerank stage's depth. */
+static uint32_t first_stage_k(const struct mt_search_params *p)
+{
+    return p->rerank_depth > p->k ? p->rerank_depth : p->k;
+}
+
+/* Rescores the hits with the caller's cross-encoder. */
+static enum mt_status rerank(struct result *r, const char *query,
+                             const struct mt_search_params *p,
+                             struct mt_error *err)
+{
+    size_t n = r->pub.n, i;
+    const char **texts = mt_arena_alloc(&r->arena, (n + 1) * sizeof *texts);
+    size_t *lens = mt_arena_alloc(&r->arena, (n + 1) * sizeof *lens);
+    float *scores = mt_arena_alloc(&r->arena, (n + 1) * sizeof *scores);
+    enum mt_status st;
+
+    if (!texts || !lens || !scores)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; i < n; i++) {
+        texts[i] = r->pub.hits[i].text;
+        lens[i] = strlen(texts[i]);
+    }
+    st = p->rerank(p->rerank_user, query, texts, lens, n, scores, err);
+    for (i = 0; st == MT_OK && i < n; i++)
+        r->pub.hits[i].score = scores[i];
+    if (st == MT_OK && n > 1)
+        qsort(r->pub.hits, n, sizeof *r->pub.hits, hit_cmp);
+    return st;
+}
+
 static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
                                 const struct mt_scored *c, size_t n,
+                                const char *query,
                                 const struct mt_search_params *p,
                                 struct mt_error *err)
 {
+    uint32_t keep = first_stage_k(p);
     size_t i;
     enum mt_status st = MT_OK;
 
     r->pub.hits = mt_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
     if (!r->pub.hits)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
-    for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < p->k); i++)
+    for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < keep); i++)
         st = add_hit(idx, r, &c[i], p->doc_sum, err);
     if (p->doc_sum && r->pub.n > 1)
         qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, hit_cmp);
+    if (r->pub.n > keep)
+        r->pub.n = keep;
+    if (st == MT_OK && p->rerank_depth && p->rerank && r->pub.n)
+        st = rerank(r, query, p, err);
     if (r->pub.n > p->k)
         r->pub.n = p->k;
     for (i = 0; i < r->pub.n; i++)
@@ -405,9 +442,10 @@ static enum mt_status check_params(const struct mt_search_params *p,
                        p->k);
     if ((unsigned)p->mode > MT_SEARCH_HYBRID)
         return mt_fail(err, MT_EINVAL, "unknown search mode");
-    if (p->retrieve_k > 100000)
-        return mt_fail(err, MT_EINVAL, "retrieve depth %u is over 100000",
-                       p->retrieve_k);
+    if (p->retrieve_k > 100000 || p->rerank_depth > 10000)
+        return mt_fail(err, MT_EINVAL, "retrieve depth %u or rerank depth "
+                       "%u is too large (100000, 10000)",
+                       p->retrieve_k, p->rerank_depth);
     return MT_OK;
 }
 
@@ -424,7 +462,7 @@ static enum mt_status source_id(struct mt_index *idx, const char *name,
  * skipped, or the first-stage depth for fusion and doc sums. */
 static size_t depth(const struct mt_search_params *p)
 {
-    size_t want = (size_t)p->k + 16;
+    size_t want = (size_t)first_stage_k(p) + 16;
 
     if ((p->doc_sum || p->mode != MT_SEARCH_BM25) && p->retrieve_k > want)
         want = p->retrieve_k;
@@ -549,7 +587,7 @@ static enum mt_status run_search(struct mt_index *idx, const char *query,
     if (st == MT_OK)
         st = candidates(idx, query, p, sid, r, &cands, &nc, err);
     if (st == MT_OK && nc > 0)
-        st = fill_hits(idx, r, cands, nc, p, err);
+        st = fill_hits(idx, r, cands, nc, query, p, err);
     return st;
 }
 

@@ -352,6 +352,59 @@ static void test_index_survives_every_allocation_failure(void **state)
     CHECK(n > 20);
 }
 
+/* A stand-in cross-encoder: favours shorter passages. */
+static enum mt_status by_shortness(void *user, const char *query,
+                                   const char *const *texts,
+                                   const size_t *lens, size_t n,
+                                   float *scores, struct mt_error *err)
+{
+    size_t i;
+    (void)texts;
+    (void)err;
+    *(size_t *)user = n;
+    CHECK(strcmp(query, "pain joint gout") == 0);
+    for (i = 0; i < n; i++)
+        scores[i] = -(float)lens[i];
+    return MT_OK;
+}
+
+static void test_index_rerank_stage_reorders_top_r(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    size_t seen = 0;
+    (void)state;
+    store_path(dir, sizeof dir, "rerank");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    put(s, "b", "d5", "Joint pain", "Joint pain has many causes, gout "
+        "among them, and a long list of others that doctors consider.");
+    put(s, "b", "d6", "Pain", "Pain.");
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.k = 2;
+    p.rerank_depth = 50;
+    CHECK_OK(mt_index_search(idx, "pain joint gout", &p, &r, NULL));
+    CHECK(r->n == 2); /* no cross-encoder: first-stage order, cut to k */
+    CHECK(strcmp(r->hits[0].doc_id, "d5") == 0);
+    mt_search_result_free(r);
+    p.rerank = by_shortness;
+    p.rerank_user = &seen;
+    CHECK_OK(mt_index_search(idx, "pain joint gout", &p, &r, NULL));
+    CHECK(seen == 3); /* every first-stage hit went to the reranker */
+    CHECK(r->n == 2);
+    CHECK(strcmp(r->hits[0].doc_id, "d6") == 0);
+    CHECK(strcmp(r->hits[1].doc_id, "d3") == 0);
+    CHECK(r->hits[0].rank == 1 && r->hits[0].score == -5.0);
+    mt_search_result_free(r);
+    mt_index_close(idx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_index_survives_corrupted_segment),
         cmocka_unit_test(test_index_ignores_and_collects_orphans),
         cmocka_unit_test(test_index_survives_every_allocation_failure),
+        cmocka_unit_test(test_index_rerank_stage_reorders_top_r),
     };
     return cmocka_run_group_tests_name("index", tests, setup, teardown);
 }
