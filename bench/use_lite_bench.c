@@ -1,8 +1,6 @@
-/* use-lite throughput: embeds N sentences (split from a JSONL corpus with
- * medtrust's sentence splitter) or every chunk of the corpus, and prints
- * texts per second. bench/use_lite.sh runs it beside the TF.js baseline.
- *   use_lite_bench [--threads T] [--batch B] [--sentences N] [--dump FILE]
- *                  [--chunks] CORPUS.jsonl */
+/* use-lite throughput: embeds N sentences split from a JSONL corpus, or all
+ * its chunks, and prints texts/s; bench/use_lite.sh runs it beside TF.js.
+ * Usage: see parse() or run it without arguments. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +53,7 @@ static void push(struct texts *t, const char *p, size_t n)
 }
 
 /* Sentences of 20..300 bytes on one line, as a sentence embedder sees. */
-static void add_sentences(struct texts *t, const char *s, size_t n,
-                          size_t max)
+static void add_sentences(struct texts *t, const char *s, size_t n, size_t max)
 {
     struct mt_span *sp = NULL;
     size_t c = 0, i;
@@ -148,8 +145,8 @@ static int parse(int argc, char **argv, struct opts *o)
 }
 
 /* Embeds all texts in calls of 'per_call'; returns seconds. */
-static double run(struct mt_embedder *e, const struct texts *t,
-                  size_t per_call, float *out)
+static double run(struct mt_embedder *e, const struct texts *t, size_t per_call,
+                  float *out)
 {
     struct mt_error err;
     double t0 = now();
@@ -177,8 +174,9 @@ int main(int argc, char **argv)
     int rep, reps;
 
     if (parse(argc, argv, &o) != 0) {
-        fprintf(stderr, "usage: %s [--threads T] [--batch B] [--sentences "
-                        "N] [--dump FILE] [--chunks] CORPUS.jsonl\n",
+        fprintf(stderr,
+                "usage: %s [--threads T] [--batch B] [--sentences "
+                "N] [--dump FILE] [--chunks] CORPUS.jsonl\n",
                 argv[0]);
         return 1;
     }

@@ -26,6 +26,14 @@ $(UL_MTW): $(UL_CONV) $(UL_DIR)/model.json $(UL_DIR)/vocab.json
 	@$(UL_CONV) $(UL_DIR) $@
 
 all unit-build: $(UL_MTW)
+
+# `make install` also installs the weights where the runtime looks for them
+# (PREFIX/share/medtrust, i.e. ../share/medtrust from the installed binary).
+.PHONY: install-use-lite
+install: install-use-lite
+install-use-lite: $(UL_MTW)
+	install -d $(DESTDIR)$(PREFIX)/share/medtrust
+	install -m 644 $(UL_MTW) $(DESTDIR)$(PREFIX)/share/medtrust/use-lite.mtw
 endif
 
 .PHONY: bench-use-lite

@@ -49,8 +49,7 @@ static const struct backend {
 
 enum mt_status mt_embedder_open(const char *spec,
                                 const struct mt_embedder_params *params,
-                                struct mt_embedder **out,
-                                struct mt_error *err)
+                                struct mt_embedder **out, struct mt_error *err)
 {
     size_t i;
 
@@ -139,8 +138,7 @@ static void truncate_rows(const struct mt_embedder *e, const float *full,
     size_t i;
 
     for (i = 0; i < n; i++)
-        memcpy(out + i * e->dims, full + i * e->native,
-               e->dims * sizeof *out);
+        memcpy(out + i * e->dims, full + i * e->native, e->dims * sizeof *out);
 }
 
 enum mt_status mt_embedder_embed(struct mt_embedder *e,

@@ -15,6 +15,7 @@ struct use_lite {
     struct mt_ul_model *model;
     struct mt_pool *pool; /* NULL when running on the caller's thread */
     uint32_t batch;
+    int noted; /* truncation was logged at info level once already */
 };
 
 /* One embed call, shared by the batches running in parallel. */
@@ -53,8 +54,8 @@ static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
         }
     }
     if (st == MT_OK)
-        st = mt_ul_forward(&c->u->model->w, (const int32_t *const *)ids,
-                           lens, hi - lo, c->out + lo * MT_UL_DIM);
+        st = mt_ul_forward(&c->u->model->w, (const int32_t *const *)ids, lens,
+                           hi - lo, c->out + lo * MT_UL_DIM);
     if (ids)
         free_ids(ids, hi - lo);
     mt_free(ids);
@@ -71,8 +72,8 @@ static void batch_task(size_t b, void *arg)
     c->st[b] = run_batch(c, lo, hi, &c->clipped[b]);
 }
 
-static enum mt_status ul_embed(void *self, const struct mt_str *texts,
-                               size_t n, float *out, struct mt_error *err)
+static enum mt_status ul_embed(void *self, const struct mt_str *texts, size_t n,
+                               float *out, struct mt_error *err)
 {
     struct use_lite *u = self;
     struct call c = {u, texts, n, out, NULL, NULL};
@@ -96,11 +97,12 @@ static enum mt_status ul_embed(void *self, const struct mt_str *texts,
             st = mt_fail(err, c.st[b], "use-lite: embedding failed: %s",
                          mt_status_str(c.st[b]));
     }
-    if (st == MT_OK && clipped)
-        mt_log(MT_LOG_INFO,
+    if (st == MT_OK && clipped) /* info once, then debug: indexing */
+        mt_log(u->noted ? MT_LOG_DEBUG : MT_LOG_INFO, /* cuts most chunks */
                "use-lite: %zu of %zu texts truncated to the model's "
                "maximum of %d tokens",
                clipped, n, MT_UL_MAX_LEN);
+    u->noted |= clipped > 0;
     mt_free(c.st);
     mt_free(c.clipped);
     return st;
@@ -161,8 +163,7 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
 
 enum mt_status mt_use_lite_open(const char *path,
                                 const struct mt_embedder_params *params,
-                                struct mt_embedder **out,
-                                struct mt_error *err)
+                                struct mt_embedder **out, struct mt_error *err)
 {
     struct mt_embedder_params p;
     struct use_lite *u = mt_calloc(1, sizeof *u);

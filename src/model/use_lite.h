@@ -12,14 +12,14 @@
 #include "model/embed.h"
 
 /* ==== Architecture (fixed; the converter checks model.json agrees) ==== */
-#define MT_UL_DIM 512      /* hidden and output width */
-#define MT_UL_EMB 256      /* token embedding and layer-0 input width */
-#define MT_UL_FF 1536      /* FFN inner width */
-#define MT_UL_HEADS 4      /* attention heads in both layers */
-#define MT_UL_MAX_LEN 128  /* ClipToMaxLength: positions >= 128 dropped */
-#define MT_UL_VOCAB 8002   /* embedding rows */
-#define MT_UL_PANEL 16     /* column panel width of packed matrices */
-#define MT_UL_RESERVED 6   /* vocab entries the tokenizer never emits */
+#define MT_UL_DIM 512     /* hidden and output width */
+#define MT_UL_EMB 256     /* token embedding and layer-0 input width */
+#define MT_UL_FF 1536     /* FFN inner width */
+#define MT_UL_HEADS 4     /* attention heads in both layers */
+#define MT_UL_MAX_LEN 128 /* ClipToMaxLength: positions >= 128 dropped */
+#define MT_UL_VOCAB 8002  /* embedding rows */
+#define MT_UL_PANEL 16    /* column panel width of packed matrices */
+#define MT_UL_RESERVED 6  /* vocab entries the tokenizer never emits */
 
 /* Weight file: header, tensor table, piece table, strings, tensor data.
  * Little-endian; every tensor 64-byte aligned; CRC-32 over all bytes
@@ -67,7 +67,7 @@ struct mt_ul_piece {
 
 /* One transformer layer's weights; w_* are packed [in, out] matrices. */
 struct mt_ul_layer {
-    uint32_t din;  /* 256 for layer 0, 512 for layer 1 */
+    uint32_t din; /* 256 for layer 0, 512 for layer 1 */
     const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_out, *b_out;
     const float *w_res, *b_res; /* layer 0 only: residual 256 -> 512 */
     const float *ln2_g, *ln2_b, *w_ff1, *b_ff1, *w_ff2, *b_ff2;
@@ -84,8 +84,8 @@ struct mt_ul_weights {
 struct mt_ul_trie {
     uint64_t *keys; /* (parent + 1) << 21 | code point; 0 = empty slot */
     uint32_t *child;
-    size_t cap;      /* power of two */
-    int32_t *piece;  /* per node: piece index, or -1 */
+    size_t cap;     /* power of two */
+    int32_t *piece; /* per node: piece index, or -1 */
     size_t n_nodes;
     uint32_t max_depth;
 };
@@ -165,11 +165,10 @@ void mt_ul_axpy(float alpha, const float *x, float *y, size_t n);
 /* ==== Embedder (use_lite.c) ==== */
 
 /* Opens the built-in embedder from 'path' (NULL: mt_ul_find_weights) and
- * wraps it in an mt_embedder. Thread-safe embed calls are serialised by
- * the caller per the embed.h contract. */
+ * wraps it in an mt_embedder (params->threads workers, batch_size texts
+ * per forward pass, default 32). Calls on one handle must not overlap. */
 enum mt_status mt_use_lite_open(const char *path,
                                 const struct mt_embedder_params *params,
-                                struct mt_embedder **out,
-                                struct mt_error *err);
+                                struct mt_embedder **out, struct mt_error *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/use_lite.h"
 
@@ -27,46 +28,72 @@ struct wanted {
     int pack;         /* 1: packed matmul weight; 2: embedding */
 };
 
-#define LAYER_WANTED(L, D, Q)                                              \
-    {ENC "Layer_" #L TL LNORM "scale" CONCAT, "l" #L ".ln1_g", {D, 0}, 0}, \
-        {ENC "Layer_" #L TL LNORM "bias" CONCAT, "l" #L ".ln1_b", {D, 0}, 0}, \
-        {ENC_MOD "Layer_" #L TL                                            \
-         "MultiheadAttention/qkv_transform_single/kernel/part_0",          \
-         "l" #L ".w_qkv", {D, Q}, 1},                                       \
-        {ENC "Layer_" #L TL                                                \
-         "MultiheadAttention/qkv_transform_single/bias" CONCAT,            \
-         "l" #L ".b_qkv", {Q, 0}, 0},                                       \
-        {ENC_MOD "Layer_" #L TL                                            \
-         "MultiheadAttention/output_transform_single/kernel/part_0",       \
-         "l" #L ".w_out", {D, 512}, 1},                                     \
-        {ENC "Layer_" #L TL                                                \
-         "MultiheadAttention/output_transform_single/bias" CONCAT,         \
-         "l" #L ".b_out", {512, 0}, 0},                                     \
-        {ENC "Layer_" #L TL "FFN/" LNORM "scale" CONCAT, "l" #L ".ln2_g",  \
-         {512, 0}, 0},                                                      \
-        {ENC "Layer_" #L TL "FFN/" LNORM "bias" CONCAT, "l" #L ".ln2_b",   \
-         {512, 0}, 0},                                                      \
-        {STACK "Layer_" #L TL "FFN/conv1/Tensordot/Reshape_1",             \
-         "l" #L ".w_ff1", {512, 1536}, 1},                                  \
-        {ENC "Layer_" #L TL "FFN/conv1/bias" CONCAT, "l" #L ".b_ff1",      \
-         {1536, 0}, 0},                                                     \
-        {STACK "Layer_" #L TL "FFN/conv2/Tensordot/Reshape_1",             \
-         "l" #L ".w_ff2", {1536, 512}, 1},                                  \
-        {ENC "Layer_" #L TL "FFN/conv2/bias" CONCAT, "l" #L ".b_ff2",      \
-         {512, 0}, 0}
+#define LAYER_WANTED(L, D, Q)                                                  \
+    {ENC "Layer_" #L TL LNORM "scale" CONCAT, "l" #L ".ln1_g", {D, 0}, 0},     \
+        {ENC "Layer_" #L TL LNORM "bias" CONCAT, "l" #L ".ln1_b", {D, 0}, 0},  \
+        {ENC_MOD "Layer_" #L TL                                                \
+                 "MultiheadAttention/qkv_transform_single/kernel/part_0",      \
+         "l" #L ".w_qkv",                                                      \
+         {D, Q},                                                               \
+         1},                                                                   \
+        {ENC "Layer_" #L TL                                                    \
+             "MultiheadAttention/qkv_transform_single/bias" CONCAT,            \
+         "l" #L ".b_qkv",                                                      \
+         {Q, 0},                                                               \
+         0},                                                                   \
+        {ENC_MOD "Layer_" #L TL                                                \
+                 "MultiheadAttention/output_transform_single/kernel/part_0",   \
+         "l" #L ".w_out",                                                      \
+         {D, 512},                                                             \
+         1},                                                                   \
+        {ENC "Layer_" #L TL                                                    \
+             "MultiheadAttention/output_transform_single/bias" CONCAT,         \
+         "l" #L ".b_out",                                                      \
+         {512, 0},                                                             \
+         0},                                                                   \
+        {ENC "Layer_" #L TL "FFN/" LNORM "scale" CONCAT,                       \
+         "l" #L ".ln2_g",                                                      \
+         {512, 0},                                                             \
+         0},                                                                   \
+        {ENC "Layer_" #L TL "FFN/" LNORM "bias" CONCAT,                        \
+         "l" #L ".ln2_b",                                                      \
+         {512, 0},                                                             \
+         0},                                                                   \
+        {STACK "Layer_" #L TL "FFN/conv1/Tensordot/Reshape_1",                 \
+         "l" #L ".w_ff1",                                                      \
+         {512, 1536},                                                          \
+         1},                                                                   \
+        {ENC "Layer_" #L TL "FFN/conv1/bias" CONCAT,                           \
+         "l" #L ".b_ff1",                                                      \
+         {1536, 0},                                                            \
+         0},                                                                   \
+        {STACK "Layer_" #L TL "FFN/conv2/Tensordot/Reshape_1",                 \
+         "l" #L ".w_ff2",                                                      \
+         {1536, 512},                                                          \
+         1},                                                                   \
+    {                                                                          \
+        ENC "Layer_" #L TL "FFN/conv2/bias" CONCAT, "l" #L ".b_ff2", {512, 0}, \
+            0                                                                  \
+    }
 
 static const struct wanted wanted[] = {
     {"module/Embeddings_en", "embed", {MT_UL_VOCAB, MT_UL_EMB}, 2},
     {STACK "Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1",
-     "timing_inv", {1, 128}, 0},
+     "timing_inv",
+     {1, 128},
+     0},
     LAYER_WANTED(0, 256, 768),
     {ENC "Layer_0" TL "dense/kernel" CONCAT, "l0.w_res", {256, 512}, 1},
     {ENC "Layer_0" TL "dense/bias" CONCAT, "l0.b_res", {512, 0}, 0},
     LAYER_WANTED(1, 512, 1536),
-    {"module/Encoder_en/hidden_layers/tanh_layer_0/weights", "w_pool",
-     {512, 512}, 1},
-    {"module/Encoder_en/hidden_layers/tanh_layer_0/bias", "b_pool",
-     {512, 0}, 0},
+    {"module/Encoder_en/hidden_layers/tanh_layer_0/weights",
+     "w_pool",
+     {512, 512},
+     1},
+    {"module/Encoder_en/hidden_layers/tanh_layer_0/bias",
+     "b_pool",
+     {512, 0},
+     0},
 };
 #define N_WANTED (sizeof wanted / sizeof wanted[0])
 
@@ -137,8 +164,8 @@ static enum mt_status read_file(const char *path, struct mt_buf *b,
     return MT_OK;
 }
 
-static enum mt_status load_json(const char *dir, const char *name,
-                                json_t **out, struct mt_error *err)
+static enum mt_status load_json(const char *dir, const char *name, json_t **out,
+                                struct mt_error *err)
 {
     char path[4096];
     json_error_t jerr;
@@ -146,8 +173,7 @@ static enum mt_status load_json(const char *dir, const char *name,
     snprintf(path, sizeof path, "%s/%s", dir, name);
     *out = json_load_file(path, JSON_DECODE_ANY, &jerr);
     if (!*out)
-        return mt_fail(err, MT_EPARSE, "%s:%d: %s", path, jerr.line,
-                       jerr.text);
+        return mt_fail(err, MT_EPARSE, "%s:%d: %s", path, jerr.line, jerr.text);
     return MT_OK;
 }
 
@@ -311,8 +337,7 @@ static void pack_panels(const float *b, size_t k, size_t n, float *dst)
 
 /* Symmetric int8: q = round(x / s), s = max|x| / 127 per group of
  * 'count' values 'stride' apart. */
-static float quantize(const float *x, size_t count, size_t stride,
-                      int8_t *q)
+static float quantize(const float *x, size_t count, size_t stride, int8_t *q)
 {
     float mx = 0.0f, s;
     size_t i;
@@ -491,6 +516,7 @@ enum mt_status mt_ul_convert(const char *src_dir, const char *out_path,
     struct mt_buf img = MT_BUF_INIT(MAX_SHARD_BYTES);
     enum mt_status st;
 
+    mt_jsonl_init_alloc(); /* jansson allocates through mt_malloc */
     memset(&c, 0, sizeof c);
     c.dir = src_dir;
     c.int8 = int8;

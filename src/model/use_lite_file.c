@@ -57,9 +57,9 @@ static char *try_path(const char *dir, const char *rel)
 
 static char *beside_binary(void)
 {
-    static const char *const rels[] = {
-        WEIGHTS_NAME, "../" WEIGHTS_NAME, "../share/medtrust/" WEIGHTS_NAME,
-        "../../" WEIGHTS_NAME};
+    static const char *const rels[] = {WEIGHTS_NAME, "../" WEIGHTS_NAME,
+                                       "../share/medtrust/" WEIGHTS_NAME,
+                                       "../../" WEIGHTS_NAME};
     char exe[PATH_MAX];
     char *slash, *found = NULL;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -111,38 +111,52 @@ struct expect {
 
 /* The tensors in file order, with their slot in struct mt_ul_weights. */
 static const struct expect expects[] = {
-    {"embed", MT_UL_VOCAB, MT_UL_EMB, 2}, {"timing_inv", 1, 128, 0},
-    {"l0.ln1_g", 256, 0, 0},  {"l0.ln1_b", 256, 0, 0},
-    {"l0.w_qkv", 256, 768, 1}, {"l0.b_qkv", 768, 0, 0},
-    {"l0.w_out", 256, 512, 1}, {"l0.b_out", 512, 0, 0},
-    {"l0.ln2_g", 512, 0, 0},  {"l0.ln2_b", 512, 0, 0},
-    {"l0.w_ff1", 512, 1536, 1}, {"l0.b_ff1", 1536, 0, 0},
-    {"l0.w_ff2", 1536, 512, 1}, {"l0.b_ff2", 512, 0, 0},
-    {"l0.w_res", 256, 512, 1}, {"l0.b_res", 512, 0, 0},
-    {"l1.ln1_g", 512, 0, 0},  {"l1.ln1_b", 512, 0, 0},
-    {"l1.w_qkv", 512, 1536, 1}, {"l1.b_qkv", 1536, 0, 0},
-    {"l1.w_out", 512, 512, 1}, {"l1.b_out", 512, 0, 0},
-    {"l1.ln2_g", 512, 0, 0},  {"l1.ln2_b", 512, 0, 0},
-    {"l1.w_ff1", 512, 1536, 1}, {"l1.b_ff1", 1536, 0, 0},
-    {"l1.w_ff2", 1536, 512, 1}, {"l1.b_ff2", 512, 0, 0},
-    {"w_pool", 512, 512, 1},   {"b_pool", 512, 0, 0},
+    {"embed", MT_UL_VOCAB, MT_UL_EMB, 2},
+    {"timing_inv", 1, 128, 0},
+    {"l0.ln1_g", 256, 0, 0},
+    {"l0.ln1_b", 256, 0, 0},
+    {"l0.w_qkv", 256, 768, 1},
+    {"l0.b_qkv", 768, 0, 0},
+    {"l0.w_out", 256, 512, 1},
+    {"l0.b_out", 512, 0, 0},
+    {"l0.ln2_g", 512, 0, 0},
+    {"l0.ln2_b", 512, 0, 0},
+    {"l0.w_ff1", 512, 1536, 1},
+    {"l0.b_ff1", 1536, 0, 0},
+    {"l0.w_ff2", 1536, 512, 1},
+    {"l0.b_ff2", 512, 0, 0},
+    {"l0.w_res", 256, 512, 1},
+    {"l0.b_res", 512, 0, 0},
+    {"l1.ln1_g", 512, 0, 0},
+    {"l1.ln1_b", 512, 0, 0},
+    {"l1.w_qkv", 512, 1536, 1},
+    {"l1.b_qkv", 1536, 0, 0},
+    {"l1.w_out", 512, 512, 1},
+    {"l1.b_out", 512, 0, 0},
+    {"l1.ln2_g", 512, 0, 0},
+    {"l1.ln2_b", 512, 0, 0},
+    {"l1.w_ff1", 512, 1536, 1},
+    {"l1.b_ff1", 1536, 0, 0},
+    {"l1.w_ff2", 1536, 512, 1},
+    {"l1.b_ff2", 512, 0, 0},
+    {"w_pool", 512, 512, 1},
+    {"b_pool", 512, 0, 0},
 };
 #define N_EXPECT (sizeof expects / sizeof expects[0])
 
 static const float **slot(struct mt_ul_weights *w, size_t i)
 {
     const float **slots[N_EXPECT] = {
-        &w->embed, &w->timing_inv,
-        &w->layer[0].ln1_g, &w->layer[0].ln1_b, &w->layer[0].w_qkv,
-        &w->layer[0].b_qkv, &w->layer[0].w_out, &w->layer[0].b_out,
-        &w->layer[0].ln2_g, &w->layer[0].ln2_b, &w->layer[0].w_ff1,
-        &w->layer[0].b_ff1, &w->layer[0].w_ff2, &w->layer[0].b_ff2,
-        &w->layer[0].w_res, &w->layer[0].b_res,
-        &w->layer[1].ln1_g, &w->layer[1].ln1_b, &w->layer[1].w_qkv,
-        &w->layer[1].b_qkv, &w->layer[1].w_out, &w->layer[1].b_out,
-        &w->layer[1].ln2_g, &w->layer[1].ln2_b, &w->layer[1].w_ff1,
-        &w->layer[1].b_ff1, &w->layer[1].w_ff2, &w->layer[1].b_ff2,
-        &w->w_pool, &w->b_pool};
+        &w->embed,          &w->timing_inv,     &w->layer[0].ln1_g,
+        &w->layer[0].ln1_b, &w->layer[0].w_qkv, &w->layer[0].b_qkv,
+        &w->layer[0].w_out, &w->layer[0].b_out, &w->layer[0].ln2_g,
+        &w->layer[0].ln2_b, &w->layer[0].w_ff1, &w->layer[0].b_ff1,
+        &w->layer[0].w_ff2, &w->layer[0].b_ff2, &w->layer[0].w_res,
+        &w->layer[0].b_res, &w->layer[1].ln1_g, &w->layer[1].ln1_b,
+        &w->layer[1].w_qkv, &w->layer[1].b_qkv, &w->layer[1].w_out,
+        &w->layer[1].b_out, &w->layer[1].ln2_g, &w->layer[1].ln2_b,
+        &w->layer[1].w_ff1, &w->layer[1].b_ff1, &w->layer[1].w_ff2,
+        &w->layer[1].b_ff2, &w->w_pool,         &w->b_pool};
     return slots[i];
 }
 
@@ -191,8 +205,7 @@ static enum mt_status check_tensor(const struct mt_ul_model *m, size_t i,
         return mt_fail(err, MT_EPARSE, "no tensor %s", e->name);
     if (t->dims[0] != e->k || t->dims[1] != e->n ||
         !dtype_ok(e, t->dtype, m->int8))
-        return mt_fail(err, MT_EPARSE, "tensor %s: bad shape or type",
-                       e->name);
+        return mt_fail(err, MT_EPARSE, "tensor %s: bad shape or type", e->name);
     if (t->offset % 64 || t->offset > m->map_len ||
         t->nbytes != want_bytes(e, t->dtype) ||
         t->nbytes > m->map_len - t->offset)
@@ -222,21 +235,23 @@ static enum mt_status check_header(const struct mt_ul_model *m,
                        "weight file checksum mismatch (corrupted)");
     if (h->n_tensors > 256 || h->n_pieces < MT_UL_RESERVED ||
         h->n_pieces > MT_UL_VOCAB ||
-        h->pieces_off != sizeof *h + h->n_tensors * sizeof(struct mt_ul_tensor) ||
-        h->strings_off != h->pieces_off + h->n_pieces * sizeof(struct mt_ul_piece) ||
+        h->pieces_off !=
+            sizeof *h + h->n_tensors * sizeof(struct mt_ul_tensor) ||
+        h->strings_off !=
+            h->pieces_off + h->n_pieces * sizeof(struct mt_ul_piece) ||
         h->strings_len > m->map_len - h->strings_off)
         return mt_fail(err, MT_EPARSE, "weight file: bad tables");
     return MT_OK;
 }
 
-static enum mt_status check_pieces(struct mt_ul_model *m,
-                                   struct mt_error *err)
+static enum mt_status check_pieces(struct mt_ul_model *m, struct mt_error *err)
 {
     const struct mt_ul_header *h = m->map;
     uint32_t i;
 
-    m->pieces = (const struct mt_ul_piece *)(const void *)(
-        (const char *)m->map + h->pieces_off);
+    m->pieces =
+        (const struct mt_ul_piece *)(const void *)((const char *)m->map +
+                                                   h->pieces_off);
     m->strings = (const char *)m->map + h->strings_off;
     m->n_pieces = h->n_pieces;
     for (i = 0; i < m->n_pieces; i++)
@@ -275,8 +290,7 @@ static size_t deq_floats(void)
     return total;
 }
 
-static enum mt_status bind_tensors(struct mt_ul_model *m,
-                                   struct mt_error *err)
+static enum mt_status bind_tensors(struct mt_ul_model *m, struct mt_error *err)
 {
     const struct mt_ul_tensor *t = NULL;
     size_t i, used = 0;

@@ -1,17 +1,15 @@
-/* USE-lite forward pass, written from the graph in model.json: token
- * embedding x2 plus sinusoidal timing, two pre-norm transformer layers
- * (4 heads, padding masked), mean pooling, tanh projection, L2 norm. The
- * tokens of every sentence in a batch are packed into one matrix for the
- * dense layers; attention runs per sentence over its own tokens. */
+/* USE-lite forward pass from model.json's graph: 2x token embedding plus
+ * timing signal, two pre-norm transformer layers, mean pool, tanh, L2 norm;
+ * a batch's tokens are packed for the dense layers, attention per text. */
 #include <math.h>
 #include <string.h>
 
 #include "medtrust/core.h"
 #include "model/use_lite.h"
 
-#define LN_EPS 1e-6f      /* layer_norm/Cast/x */
-#define L2_EPS 1e-12f     /* l2_normalize/Maximum/y */
-#define N_TIMING 128      /* sin and cos channels each */
+#define LN_EPS 1e-6f  /* layer_norm/Cast/x */
+#define L2_EPS 1e-12f /* l2_normalize/Maximum/y */
+#define N_TIMING 128  /* sin and cos channels each */
 
 /* Scratch for one batch of n_tok packed tokens. */
 struct fwd {
@@ -30,8 +28,8 @@ struct fwd {
 /* ==== Elementwise ==== */
 
 /* layer_norm: (x - mean) * rsqrt(var + eps) * g + b over d columns. */
-static void layer_norm(const float *x, size_t rows, size_t d,
-                       const float *g, const float *b, float *out)
+static void layer_norm(const float *x, size_t rows, size_t d, const float *g,
+                       const float *b, float *out)
 {
     size_t r, j;
 
@@ -81,8 +79,7 @@ static void embed_tokens(struct fwd *f, const int32_t *const *ids)
             for (j = 0; j < N_TIMING; j++) {
                 float arg = (float)t * inv[j];
                 x[j] = e[j] + e[j] + sinf(arg);
-                x[j + N_TIMING] = e[j + N_TIMING] + e[j + N_TIMING] +
-                                  cosf(arg);
+                x[j + N_TIMING] = e[j + N_TIMING] + e[j + N_TIMING] + cosf(arg);
             }
         }
     }
@@ -92,8 +89,8 @@ static void embed_tokens(struct fwd *f, const int32_t *const *ids)
 
 /* One head of one sentence: rows [0, len) of qkv (row stride 3*din),
  * head columns [c0, c0 + dh); writes att (row stride din). */
-static void attend_head(struct fwd *f, const float *qkv, size_t len,
-                        size_t din, size_t c0, float scale, float *att)
+static void attend_head(struct fwd *f, const float *qkv, size_t len, size_t din,
+                        size_t c0, float scale, float *att)
 {
     size_t dh = din / MT_UL_HEADS, i, j, d;
     size_t ld = 3 * din;
@@ -126,8 +123,7 @@ static void attention(struct fwd *f, size_t din)
     for (s = 0; s < f->n; s++) {
         for (h = 0; h < MT_UL_HEADS; h++)
             attend_head(f, f->qkv + row * 3 * din, f->lens[s], din,
-                        h * (din / MT_UL_HEADS), scale,
-                        f->att + row * din);
+                        h * (din / MT_UL_HEADS), scale, f->att + row * din);
         row += f->lens[s];
     }
 }

@@ -1,13 +1,12 @@
-/* USE-lite matrix kernels in plain C that gcc vectorises: a 4x16 register
- * tile over 16-column weight panels, plus dot/axpy for attention. Built
- * with -O3 -ffp-contract=fast (mk/use_lite.mk) and, on x86-64 gcc, cloned
- * for AVX2+FMA with a run-time dispatch (target_clones). */
+/* USE-lite kernels: a 4x16 register tile over 16-column weight panels and
+ * dot/axpy for attention; built -O3 -ffp-contract=fast (mk/use_lite.mk),
+ * cloned for x86-64-v3 (AVX2+FMA) with run-time dispatch on x86-64 gcc. */
 #include <stddef.h>
 #include <string.h>
 
 #include "model/use_lite.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&    \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
     !defined(MT_UL_NO_CLONES)
 #define KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -28,8 +27,8 @@ typedef float v8f __attribute__((vector_size(32)));
 
 /* c[0..4)[0..16) = a[4][k] . panel[k][16] + bias[16] */
 static inline __attribute__((always_inline)) void
-tile4(const float *a, size_t lda, const float *bp, size_t k,
-      const float *bias, float *c, size_t ldc)
+tile4(const float *a, size_t lda, const float *bp, size_t k, const float *bias,
+      float *c, size_t ldc)
 {
     v8f acc[TILE_M][2];
     size_t kk, r;
@@ -82,8 +81,7 @@ void mt_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
         for (p = 0; p < n / P; p++) {
             const float *bp = b_packed + p * k * P;
             for (i = i0; i + TILE_M <= i1; i += TILE_M)
-                tile4(a + i * k, k, bp, k, bias + p * P, c + i * n + p * P,
-                      n);
+                tile4(a + i * k, k, bp, k, bias + p * P, c + i * n + p * P, n);
             for (; i < i1; i++)
                 tile1(a + i * k, bp, k, bias + p * P, c + i * n + p * P);
         }

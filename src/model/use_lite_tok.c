@@ -106,8 +106,7 @@ static enum mt_status symbols(struct mt_str text, int32_t **sym, size_t *n)
         return need >= 0 ? MT_ENOMEM : MT_EINTERNAL;
     }
     got = utf8proc_decompose((const utf8proc_uint8_t *)u8,
-                             (utf8proc_ssize_t)len, cp + 1, need,
-                             NFKC_OPTIONS);
+                             (utf8proc_ssize_t)len, cp + 1, need, NFKC_OPTIONS);
     mt_free(u8);
     if (got >= 0)
         got = utf8proc_normalize_utf32(cp + 1, got, NFKC_OPTIONS);
@@ -226,7 +225,7 @@ void mt_ul_trie_free(struct mt_ul_trie *t)
 /* ==== Viterbi ==== */
 
 struct lattice {
-    double *best; /* best[e]: score of the best path to position e */
+    double *best;  /* best[e]: score of the best path to position e */
     int32_t *word; /* word[e]: last piece on that path */
 };
 
@@ -242,8 +241,8 @@ static void relax(struct lattice *l, size_t s, size_t e, int32_t idx,
     }
 }
 
-static void forward(const struct mt_ul_model *m, const int32_t *sym,
-                    size_t n, struct lattice *l)
+static void forward(const struct mt_ul_model *m, const int32_t *sym, size_t n,
+                    struct lattice *l)
 {
     size_t s, e;
 

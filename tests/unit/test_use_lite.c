@@ -115,8 +115,7 @@ static struct mt_embedder *open_embedder(const char *spec, uint32_t threads,
     return e;
 }
 
-static float *embed_all(struct mt_embedder *e, const struct mt_str *t,
-                        size_t n)
+static float *embed_all(struct mt_embedder *e, const struct mt_str *t, size_t n)
 {
     float *v = malloc(n * mt_embedder_dims(e) * sizeof *v);
     struct mt_error err;
@@ -236,8 +235,7 @@ static void test_matryoshka_truncates_and_renormalises(void **state)
 {
     struct mt_embedder *full = open_embedder("use-lite", 1, 0, 0);
     struct mt_embedder *cut = open_embedder("use-lite", 1, 0, 128);
-    struct mt_str t[2] = {MT_STR_C("Aspirin for headache."),
-                          MT_STR_C("")};
+    struct mt_str t[2] = {MT_STR_C("Aspirin for headache."), MT_STR_C("")};
     float *vf, *vc;
     size_t i, j;
 
@@ -336,8 +334,8 @@ static void test_invalid_utf8_reads_as_replacement_chars(void **state)
     /* Node decodes ED A0 80 (a surrogate) as three U+FFFD */
     CHECK_OK(mt_ul_tokenize(m, MT_STR_C("a\xed\xa0\x80z \xc3"), &a, &na));
     CHECK_OK(mt_ul_tokenize(
-        m, MT_STR_C("a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xef\xbf\xbd"),
-        &b, &nb));
+        m, MT_STR_C("a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xef\xbf\xbd"), &b,
+        &nb));
     CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof *a) == 0);
     mt_free(a);
     mt_free(b);
@@ -419,8 +417,7 @@ static void test_specs_dispatch(void **state)
     struct mt_error err;
 
     (void)state;
-    CHECK(mt_embedder_open("gguf:/m.gguf", NULL, &e, &err) ==
-          MT_EUNSUPPORTED);
+    CHECK(mt_embedder_open("gguf:/m.gguf", NULL, &e, &err) == MT_EUNSUPPORTED);
     CHECK(mt_embedder_open("openai:http://127.0.0.1:1#m", NULL, &e, &err) ==
           MT_EUNSUPPORTED);
     CHECK(mt_embedder_open("use-litex", NULL, &e, &err) == MT_EINVAL);
