@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "medtrust/core.h"
+#include "medtrust/index.h"
 #include "medtrust/store.h"
 
 static const struct cli_opt stats_opts[] = {
@@ -50,6 +51,44 @@ static void print_settings(struct mt_store *s, int json)
            p->chunk_overlap);
 }
 
+/* The search index's shape, when the store has one. */
+static void print_index(const char *db, int json)
+{
+    struct mt_index *idx = NULL;
+    struct mt_index_stats st;
+    uint32_t dims = 0;
+    const char *emb;
+
+    if (mt_index_open(db, &idx, NULL) != MT_OK) {
+        if (!json)
+            printf("search index: none (build it with 'medtrust index "
+                   "--db %s')\n", db);
+        return;
+    }
+    mt_index_stats(idx, &st);
+    emb = mt_index_embedder(idx, &dims);
+    if (json) {
+        json_t *o = json_pack("{s:{s:i,s:i,s:I,s:I,s:I,s:s,s:i}}", "index",
+                              "segments", (int)st.segments, "damaged",
+                              (int)st.damaged_segments, "chunks",
+                              (json_int_t)st.chunks, "terms",
+                              (json_int_t)st.terms, "bytes",
+                              (json_int_t)st.bytes, "embedder", emb, "dims",
+                              (int)dims);
+        json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        putchar('\n');
+        json_decref(o);
+    } else {
+        printf("search index: %u segment%s (%u damaged), %llu chunks, %llu "
+               "terms, %.1f MB, vectors: %s\n",
+               st.segments, st.segments == 1 ? "" : "s",
+               st.damaged_segments, (unsigned long long)st.chunks,
+               (unsigned long long)st.terms, (double)st.bytes / 1e6,
+               emb[0] ? emb : "none");
+    }
+    mt_index_close(idx);
+}
+
 static int stats_run(struct cli_args *a)
 {
     struct mt_store_params sp;
@@ -64,7 +103,7 @@ static int stats_run(struct cli_args *a)
     }
     mt_store_default_params(&sp);
     sp.create = 0;
-    sp.read_only = 1;
+    sp.read_only = 0; /* so an older schema is migrated forward */
     st = mt_store_open(cli_get(a, "db"), &sp, &s, &err);
     if (st == MT_OK && cli_get(a, "check"))
         st = mt_store_check(s, &err);
@@ -72,6 +111,8 @@ static int stats_run(struct cli_args *a)
         print_settings(s, json);
         st = mt_store_stats(s, print_counts, &json, &err);
     }
+    if (st == MT_OK)
+        print_index(cli_get(a, "db"), json);
     mt_store_close(s);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
