@@ -62,5 +62,7 @@ extern const struct cli_verb cli_verb_stats;
 extern const struct cli_verb cli_verb_search;
 extern const struct cli_verb cli_verb_retrieval_eval;
 extern const struct cli_verb cli_verb_score;
+extern const struct cli_verb cli_verb_check;
+extern const struct cli_verb cli_verb_mediqa;
 
 #endif

@@ -12,6 +12,8 @@ static const struct cli_verb *const verbs[] = {
     &cli_verb_search,
     &cli_verb_retrieval_eval,
     &cli_verb_score,
+    &cli_verb_check,
+    &cli_verb_mediqa,
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

@@ -1,0 +1,204 @@
+/* The checker handle: parameters, per-role models, prompts, few-shot
+ * examples; strategy dispatch for one note. */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agents/agent_int.h"
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "model/rerank.h"
+
+/* Role names for MEDTRUST_LLM_<ROLE>. */
+static const char *const route_names[ROLE_COUNT] = {
+    "react", "eval", "reflect", "parser", "guard", "single",
+};
+
+static const char *const strategy_names[] = {"react-reflex", "guards",
+                                             "single"};
+
+enum mt_status mt_strategy_parse(const char *s, enum mt_strategy *out)
+{
+    size_t i;
+
+    for (i = 0; s && i < 3; i++) {
+        if (strcmp(s, strategy_names[i]) == 0) {
+            *out = (enum mt_strategy)i;
+            return MT_OK;
+        }
+    }
+    return MT_EINVAL;
+}
+
+const char *mt_strategy_str(enum mt_strategy s)
+{
+    return (unsigned)s < 3 ? strategy_names[s] : "unknown";
+}
+
+void mt_agent_default_params(struct mt_agent_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->strategy = MT_STRATEGY_REACT_REFLEX;
+    mt_llm_default_params(&p->llm);
+    p->max_steps = 4;
+    p->max_rounds = 5;
+    p->n_evals = 5;
+    p->accept_mean = 3.8;
+    p->accept_min = 3;
+    p->retrieve_k = 50;
+    p->rerank_k = 20;
+    p->chunk_chars = 1200;
+    p->temperature = 0;
+    p->eval_temperature = 1.0f;
+    p->max_tokens = 1024;
+    p->seed = 42;
+    p->max_note_bytes = (size_t)256 << 10;
+    p->max_few_shot = 3;
+}
+
+/* Copies the strings of p into a->strs and points a->p at them. */
+static enum mt_status copy_params(struct mt_agent *a,
+                                  const struct mt_agent_params *p)
+{
+    const char **fields[6];
+    size_t i;
+
+    a->p = *p;
+    fields[0] = &a->p.llm_spec;
+    fields[1] = &a->p.prompts_dir;
+    fields[2] = &a->p.few_shot_path;
+    fields[3] = &a->p.db_dir;
+    fields[4] = &a->p.reranker_spec;
+    fields[5] = &a->p.llm.cache_path;
+    for (i = 0; i < 6; i++) {
+        if (!*fields[i])
+            continue;
+        a->strs[i] = mt_strdup(*fields[i]);
+        if (!a->strs[i])
+            return MT_ENOMEM;
+        *fields[i] = a->strs[i];
+    }
+    return MT_OK;
+}
+
+static int role_used(enum mt_strategy s, int role)
+{
+    if (s == MT_STRATEGY_GUARDS)
+        return role == ROLE_GUARD;
+    if (s == MT_STRATEGY_SINGLE)
+        return role == ROLE_SINGLE;
+    return role <= ROLE_PARSER;
+}
+
+/* Opens each role's model once per distinct spec. */
+static enum mt_status open_models(struct mt_agent *a, struct mt_error *err)
+{
+    const char *spec[ROLE_COUNT];
+    int i;
+    int j;
+
+    for (i = 0; i < ROLE_COUNT; i++) {
+        enum mt_status st;
+
+        if (!role_used(a->p.strategy, i))
+            continue;
+        spec[i] = mt_llm_role_spec(route_names[i], a->p.llm_spec);
+        for (j = 0; j < i; j++)
+            if (a->llm[j] && spec[j] && spec[i] &&
+                strcmp(spec[i], spec[j]) == 0)
+                a->llm[i] = a->llm[j];
+        if (a->llm[i])
+            continue;
+        st = mt_llm_open(spec[i], &a->p.llm, &a->llm[i], err);
+        if (st != MT_OK)
+            return mt_error_prefix(err, "role %s", route_names[i]);
+        a->llm_owner[i] = 1;
+    }
+    return MT_OK;
+}
+
+/* Opens the first index handle now, so a bad --db fails at start-up. */
+static enum mt_status open_index(struct mt_agent *a, struct mt_error *err)
+{
+    struct mt_index *idx = NULL;
+    enum mt_status st = mt_index_open(a->p.db_dir, &idx, err);
+
+    if (st != MT_OK)
+        return st;
+    a->idx_free = mt_calloc(8, sizeof *a->idx_free);
+    if (!a->idx_free) {
+        mt_index_close(idx);
+        return mt_fail(err, MT_ENOMEM, "checker: out of memory");
+    }
+    a->cap_idx = 8;
+    a->idx_free[a->n_idx++] = idx;
+    return MT_OK;
+}
+
+static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
+{
+    enum mt_status st = mt_prompts_load(a->p.prompts_dir, &a->prompts, err);
+
+    if (st == MT_OK)
+        st = open_models(a, err);
+    if (st == MT_OK && a->p.strategy == MT_STRATEGY_SINGLE)
+        st = mt_agent_examples_load(a, err);
+    if (st == MT_OK && a->p.reranker_spec &&
+        a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+        st = mt_reranker_open(a->p.reranker_spec, NULL, &a->reranker, err);
+    if (st == MT_OK && a->p.db_dir &&
+        a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+        st = open_index(a, err);
+    return st;
+}
+
+enum mt_status mt_agent_open(const struct mt_agent_params *params,
+                             struct mt_agent **out, struct mt_error *err)
+{
+    struct mt_agent *a;
+    enum mt_status st;
+
+    if (!params || params->max_steps == 0 || params->max_rounds == 0 ||
+        params->n_evals == 0 || params->n_evals > 64 ||
+        params->rerank_k == 0 || params->retrieve_k < params->rerank_k)
+        return mt_fail(err, MT_EINVAL, "checker: steps, rounds and "
+                       "evaluators (1..64) must be positive and retrieve-k "
+                       ">= rerank-k >= 1");
+    mt_jsonl_init_alloc(); /* JSON values through mt_malloc */
+    a = mt_calloc(1, sizeof *a);
+    if (!a)
+        return mt_fail(err, MT_ENOMEM, "checker: out of memory");
+    pthread_mutex_init(&a->idx_mu, NULL);
+    st = copy_params(a, params);
+    if (st != MT_OK)
+        mt_fail(err, st, "checker: out of memory");
+    else
+        st = open_parts(a, err);
+    if (st != MT_OK) {
+        mt_agent_close(a);
+        return st;
+    }
+    *out = a;
+    return MT_OK;
+}
+
+void mt_agent_close(struct mt_agent *a)
+{
+    size_t i;
+
+    if (!a)
+        return;
+    for (i = 0; i < ROLE_COUNT; i++)
+        if (a->llm_owner[i])
+            mt_llm_close(a->llm[i]);
+    for (i = 0; i < a->n_idx; i++)
+        mt_index_close(a->idx_free[i]);
+    mt_free(a->idx_free);
+    mt_reranker_free(a->reranker);
+    mt_prompts_free(a->prompts);
+    mt_free(a->examples);
+    for (i = 0; i < 6; i++)
+        mt_free(a->strs[i]);
+    pthread_mutex_destroy(&a->idx_mu);
+    mt_free(a);
+}

@@ -1,0 +1,142 @@
+/* Internals shared by the strategies: the checker handle, one note's run
+ * (sentences, trace, usage, verdict) and the role call with one repeat and
+ * a fallback. */
+#ifndef MT_AGENTS_AGENT_INT_H
+#define MT_AGENTS_AGENT_INT_H
+
+#include <pthread.h>
+
+#include <jansson.h>
+
+#include "agents/prompt.h"
+#include "core/buf.h"
+#include "medtrust/agent.h"
+#include "medtrust/index.h"
+
+/* Model routing roles (MEDTRUST_LLM_<ROLE>). */
+enum agent_role {
+    ROLE_REACT,
+    ROLE_EVAL,
+    ROLE_REFLECT,
+    ROLE_PARSER,
+    ROLE_GUARD,
+    ROLE_SINGLE,
+    ROLE_COUNT
+};
+
+struct mt_reranker;
+
+struct mt_agent {
+    struct mt_agent_params p; /* strings point at the copies below */
+    char *strs[6];
+    struct mt_llm *llm[ROLE_COUNT];
+    int llm_owner[ROLE_COUNT]; /* 1 where this role opened the handle */
+    struct mt_prompts *prompts;
+    char *examples; /* few-shot text for `single` */
+    struct mt_reranker *reranker;
+    pthread_mutex_t idx_mu;
+    struct mt_index **idx_free; /* idle index handles, one per thread */
+    size_t n_idx;
+    size_t cap_idx;
+};
+
+/* One note being checked. */
+struct run {
+    struct mt_agent *a;
+    struct mt_str text;
+    struct mt_str *sents;
+    size_t nsents;
+    int sents_in_text; /* 1 when sents are spans of text */
+    char *block;       /* "<sentences>\nID | text\n...</sentences>" */
+    json_t *trace;
+    struct mt_check_usage u;
+    int flag;
+    int sid;
+    char *corr; /* owned; the corrected sentence */
+    int fallback;
+};
+
+/* Validates one parsed reply; returns 0 when usable, else writes why. */
+typedef int (*reply_check_fn)(struct run *r, json_t *o, void *user,
+                              char *why, size_t n);
+
+/* One role call: inputs, then what came back. */
+struct call {
+    enum agent_role role;
+    const char *prompt;               /* prompt file name */
+    const char *const *keys;          /* template variables */
+    const char *const *vals;
+    size_t nvars;
+    const struct mt_llm_message *hist; /* messages after the user one */
+    size_t nhist;
+    float temperature;
+    uint32_t n;                       /* samples (MedEval) */
+    reply_check_fn check;
+    void *check_user;
+    /* results */
+    int ok;          /* at least one valid reply */
+    json_t *objs;    /* array of the valid parsed replies */
+    char *raw;       /* text of the first valid reply */
+    json_t *records; /* trace records of this call */
+    struct mt_check_usage u;
+};
+
+/* Runs the call: up to two requests (a parse failure repeats with the
+ * error appended, a failed request repeats as is), validating each reply.
+ * Counts a fallback when nothing valid came back. Touches only 'c', so
+ * calls of one run may go in parallel. MT_ENOMEM is the only failure. */
+enum mt_status mt_call_run(struct run *r, struct call *c);
+
+/* Runs a and b at once (b on a new thread, a here) and merges both. */
+enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b);
+
+/* Runs c and merges it into r (usage, trace). */
+enum mt_status mt_call_do(struct run *r, struct call *c);
+
+/* Frees a call's results. */
+void mt_call_free(struct call *c);
+
+/* The first valid reply object (borrowed), or NULL. */
+json_t *mt_call_obj(const struct call *c);
+
+/* Appends {"step": step, ...fields of 'o' (stolen)} to the trace. */
+void mt_run_event(struct run *r, const char *step, json_t *o);
+
+/* Sets the verdict: flag 1 with sentence 'sid' and correction 'corr', or
+ * no error (flag 0). */
+enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
+                           const char *corr);
+
+/* Final-answer check shared by single, the parser and MedReAct's
+ * final_mistake: is_error, sentence_id (mapped from error_sentence by
+ * fuzzy matching when out of range), corrected_sentence. On success
+ * writes the answer into 'user' (struct final_answer *). */
+struct final_answer {
+    int flag;
+    int sid;
+    const char *corr; /* borrowed from the reply object */
+};
+int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
+
+/* Loads the few-shot examples of `single` into a->examples. */
+enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err);
+
+/* Strategies. */
+enum mt_status mt_strategy_single(struct run *r);
+enum mt_status mt_strategy_guards(struct run *r);
+enum mt_status mt_strategy_react(struct run *r);
+
+/* Searches the corpus for 'query' (retrieve_k, reranked to rerank_k when
+ * a reranker is set) and appends the passages to 'obs'; hit ids go to
+ * 'ids' (a JSON array). Without a corpus it says so in 'obs'. */
+enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
+                            struct mt_buf *obs, json_t *ids,
+                            struct mt_error *err);
+
+/* MedEval acceptance: mean of finals >= mean_min and the TRUE minimum
+ * over all reviewers >= min_min. Returns 1 to accept; *mean and *min get
+ * the statistics (0 when n == 0, which never accepts). */
+int mt_medeval_accept(const int *finals, size_t n, double mean_min,
+                   double min_min, double *mean, int *min);
+
+#endif

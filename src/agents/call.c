@@ -1,0 +1,272 @@
+/* Role calls: prompt rendering, the chat request, JSON extraction and
+ * validation, one repeat, fallbacks counted, every attempt traced. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agents/agent_int.h"
+#include "agents/reply.h"
+#include "medtrust/core.h"
+#include "text/utf8.h"
+
+#define PROMPT_MAX ((size_t)64 << 20)
+#define TRACE_REPLY_MAX 8192
+
+static const char *const role_names[ROLE_COUNT] = {
+    "react", "eval", "reflect", "parser", "guard", "single",
+};
+
+/* Renders the system and user messages of c into sys and user. */
+static enum mt_status render(struct run *r, const struct call *c,
+                             struct mt_buf *sys, struct mt_buf *user)
+{
+    struct mt_str ts;
+    struct mt_str tu;
+    enum mt_status st;
+
+    if (mt_prompts_get(r->a->prompts, c->prompt, &ts, &tu) < 0)
+        return MT_EINTERNAL;
+    st = mt_prompt_render(ts, c->keys, c->vals, c->nvars, sys);
+    if (st == MT_OK)
+        st = mt_prompt_render(tu, c->keys, c->vals, c->nvars, user);
+    if (st == MT_OK)
+        st = mt_buf_reserve(sys, 1);
+    return st == MT_OK ? mt_buf_reserve(user, 1) : st;
+}
+
+static json_t *record_new(const struct call *c, int attempt)
+{
+    return json_pack("{s:s,s:s,s:s,s:i}", "step", "call", "role",
+                     role_names[c->role], "prompt", c->prompt, "attempt",
+                     attempt + 1);
+}
+
+/* A JSON string of at most max bytes of s, cut before any ill-formed
+ * UTF-8 so the trace always serialises. */
+static json_t *text_json(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    size_t bad = n;
+
+    while (n > 0 && mt_utf8_validate(s, n, &bad) != MT_OK)
+        n = bad < n ? bad : n - 1;
+    return json_stringn_nocheck(s, n);
+}
+
+/* Validates each completion; keeps the valid ones. Returns the number
+ * kept; 'why' gets the last problem. */
+static size_t take_replies(struct run *r, struct call *c,
+                           const struct mt_chat_result *res, json_t *rec,
+                           char *why, size_t wn)
+{
+    json_t *raws = json_array();
+    size_t kept = 0;
+    uint32_t i;
+
+    for (i = 0; i < res->n; i++) {
+        json_t *o = mt_reply_extract(res->texts[i], why, wn);
+
+        json_array_append_new(raws,
+                              text_json(res->texts[i], TRACE_REPLY_MAX));
+        if (o && c->check(r, o, c->check_user, why, wn) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (!o)
+            continue;
+        json_array_append_new(c->objs, o);
+        if (!c->raw)
+            c->raw = mt_strdup(res->texts[i]);
+        kept++;
+    }
+    json_object_set_new(rec, "replies", raws);
+    return kept;
+}
+
+/* One request and its validation; returns 1 when usable replies came. */
+static int attempt(struct run *r, struct call *c,
+                   const struct mt_llm_message *m, size_t nm, int k,
+                   char *why, size_t wn)
+{
+    struct mt_chat_params cp;
+    struct mt_chat_result res;
+    struct mt_error err = {MT_OK, ""};
+    json_t *rec = record_new(c, k);
+    enum mt_status st;
+    size_t kept = 0;
+
+    mt_chat_default_params(&cp);
+    cp.temperature = c->temperature;
+    cp.n = c->n ? c->n : 1;
+    cp.max_tokens = r->a->p.max_tokens;
+    cp.seed = r->a->p.seed + (uint64_t)k;
+    st = mt_llm_chat(r->a->llm[c->role], m, nm, &cp, &res, &err);
+    c->u.llm_calls++;
+    c->u.critical_calls++;
+    if (st != MT_OK) {
+        c->u.failed_calls++;
+        snprintf(why, wn, "model call failed: %.400s",
+                 err.msg[0] ? err.msg : mt_status_str(st));
+    } else {
+        c->u.prompt_tokens += res.prompt_tokens;
+        c->u.completion_tokens += res.completion_tokens;
+        json_object_set_new(rec, "ms", json_integer((json_int_t)(
+            res.seconds * 1000)));
+        kept = take_replies(r, c, &res, rec, why, wn);
+        if (!kept)
+            c->u.parse_failures++;
+        mt_chat_result_free(&res);
+    }
+    json_object_set_new(rec, "ok", json_boolean(kept > 0));
+    if (!kept)
+        json_object_set_new(rec, "error", json_string(why));
+    json_array_append_new(c->records, rec);
+    return kept > 0 && st == MT_OK;
+}
+
+/* Messages: system, user, history, then (after a bad reply) the reply and
+ * the parse error. m has room for nhist + 4. */
+static size_t build_msgs(const struct call *c, struct mt_llm_message *m,
+                         const char *sys, const char *user)
+{
+    size_t n = 0;
+    size_t i;
+
+    m[n++] = (struct mt_llm_message){"system", sys};
+    m[n++] = (struct mt_llm_message){"user", user};
+    for (i = 0; i < c->nhist; i++)
+        m[n++] = c->hist[i];
+    return n;
+}
+
+static enum mt_status call_loop(struct run *r, struct call *c,
+                                const char *sys, const char *user)
+{
+    struct mt_llm_message *m = mt_calloc(c->nhist + 4, sizeof *m);
+    char why[512] = "";
+    char fix[700];
+    size_t nm;
+    int k;
+
+    if (!m)
+        return MT_ENOMEM;
+    nm = build_msgs(c, m, sys, user);
+    for (k = 0; k < 2 && !c->ok; k++) {
+        size_t extra = 0;
+
+        if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
+            snprintf(fix, sizeof fix, "Your reply could not be used (%.500s). "
+                     "Reply again with only the JSON object the "
+                     "instructions ask for.", why);
+            m[nm + extra++] = (struct mt_llm_message){"user", fix};
+        }
+        c->ok = attempt(r, c, m, nm + extra, k, why, sizeof why);
+    }
+    if (!c->ok)
+        c->u.fallbacks++;
+    mt_free(m);
+    return MT_OK;
+}
+
+enum mt_status mt_call_run(struct run *r, struct call *c)
+{
+    struct mt_buf sys = MT_BUF_INIT(PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(PROMPT_MAX);
+    enum mt_status st;
+
+    c->ok = 0;
+    memset(&c->u, 0, sizeof c->u);
+    c->objs = json_array();
+    c->records = json_array();
+    if (!c->objs || !c->records)
+        return MT_ENOMEM;
+    st = render(r, c, &sys, &user);
+    if (st == MT_OK)
+        st = call_loop(r, c, sys.data, user.data);
+    mt_buf_free(&sys);
+    mt_buf_free(&user);
+    return st;
+}
+
+void mt_call_free(struct call *c)
+{
+    json_decref(c->objs);
+    json_decref(c->records);
+    mt_free(c->raw);
+    c->objs = c->records = NULL;
+    c->raw = NULL;
+}
+
+json_t *mt_call_obj(const struct call *c)
+{
+    return c->ok ? json_array_get(c->objs, 0) : NULL;
+}
+
+/* Adds c's usage and trace records to r; 'crit' is the critical-path
+ * share (the call's own count, or the longer of a parallel pair). */
+static void merge(struct run *r, const struct call *c, uint32_t crit)
+{
+    r->u.llm_calls += c->u.llm_calls;
+    r->u.critical_calls += crit;
+    r->u.prompt_tokens += c->u.prompt_tokens;
+    r->u.completion_tokens += c->u.completion_tokens;
+    r->u.failed_calls += c->u.failed_calls;
+    r->u.parse_failures += c->u.parse_failures;
+    r->u.fallbacks += c->u.fallbacks;
+    json_array_extend(r->trace, c->records);
+}
+
+enum mt_status mt_call_do(struct run *r, struct call *c)
+{
+    enum mt_status st = mt_call_run(r, c);
+
+    if (st == MT_OK)
+        merge(r, c, c->u.critical_calls);
+    return st;
+}
+
+struct pair_job {
+    struct run *r;
+    struct call *c;
+    enum mt_status st;
+};
+
+static void *pair_main(void *arg)
+{
+    struct pair_job *j = arg;
+
+    j->st = mt_call_run(j->r, j->c);
+    return NULL;
+}
+
+enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b)
+{
+    struct pair_job jb = {r, b, MT_OK};
+    pthread_t t;
+    int threaded = pthread_create(&t, NULL, pair_main, &jb) == 0;
+    enum mt_status st = mt_call_run(r, a);
+    uint32_t crit;
+
+    if (threaded)
+        pthread_join(t, NULL);
+    else
+        pair_main(&jb);
+    if (st == MT_OK)
+        st = jb.st;
+    if (st != MT_OK)
+        return st;
+    crit = a->u.critical_calls > b->u.critical_calls ? a->u.critical_calls
+                                                     : b->u.critical_calls;
+    if (!threaded) /* ran one after the other */
+        crit = a->u.critical_calls + b->u.critical_calls;
+    merge(r, a, crit);
+    merge(r, b, 0);
+    return MT_OK;
+}
+
+void mt_run_event(struct run *r, const char *step, json_t *o)
+{
+    if (!o)
+        o = json_object();
+    json_object_set_new(o, "step", json_string(step));
+    json_array_append_new(r->trace, o);
+}

@@ -1,0 +1,310 @@
+/* MedGuards: two detection agents and an arbiter, two localisation agents
+ * and an arbiter, one correction agent. Confidence decides when an
+ * arbiter's reply is unusable: the more confident agent wins (see
+ * docs/agents.md for every rule). */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agents/agent_int.h"
+#include "agents/match.h"
+#include "agents/reply.h"
+#include "medtrust/core.h"
+
+#define DEFAULT_CONF 0.5
+#define DESC_MAX 4096
+
+/* One agent's opinion: a verdict (1 = INCORRECT) or a sentence id. */
+struct opinion {
+    int value;
+    double conf;
+    const char *reasoning;
+    const char *quote;
+};
+
+static double conf_of(const json_t *o)
+{
+    double c;
+
+    return mt_reply_conf(o, "confidence", &c) == 0 ? c : DEFAULT_CONF;
+}
+
+static int read_detect(const json_t *o, struct opinion *d, char *why,
+                       size_t n)
+{
+    const char *v = mt_reply_str(o, "verdict");
+
+    if (!v || (strcasecmp(v, "CORRECT") != 0 &&
+               strcasecmp(v, "INCORRECT") != 0)) {
+        snprintf(why, n, "\"verdict\" must be \"CORRECT\" or "
+                 "\"INCORRECT\"");
+        return -1;
+    }
+    d->value = strcasecmp(v, "INCORRECT") == 0;
+    d->conf = conf_of(o);
+    d->reasoning = mt_reply_str(o, "reasoning");
+    return 0;
+}
+
+static int read_locate(struct run *r, const json_t *o, struct opinion *d,
+                       char *why, size_t n)
+{
+    const char *q = mt_reply_str(o, "sentence");
+    double best = 0;
+    struct mt_str t = mt_str_trim(mt_str_from(q ? q : ""));
+
+    if (!q) {
+        snprintf(why, n, "\"sentence\" is missing");
+        return -1;
+    }
+    d->conf = conf_of(o);
+    d->reasoning = mt_reply_str(o, "reasoning");
+    d->quote = q;
+    if (t.n == 4 && strncasecmp(t.p, "NONE", 4) == 0) {
+        d->value = -1;
+        return 0;
+    }
+    d->value = mt_match_sentence(t, r->sents, r->nsents, MT_MATCH_MIN,
+                                 &best);
+    if (d->value < 0) {
+        snprintf(why, n, "the quoted sentence matches no sentence of the "
+                 "note (best similarity %.2f): quote one sentence "
+                 "verbatim, or NONE", best);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_detect(struct run *r, json_t *o, void *u, char *why,
+                        size_t n)
+{
+    struct opinion d;
+
+    (void)r;
+    (void)u;
+    return read_detect(o, &d, why, n);
+}
+
+static int check_locate(struct run *r, json_t *o, void *u, char *why,
+                        size_t n)
+{
+    struct opinion d;
+
+    (void)u;
+    return read_locate(r, o, &d, why, n);
+}
+
+static int check_correct(struct run *r, json_t *o, void *u, char *why,
+                         size_t n)
+{
+    const char *c = mt_reply_str(o, "corrected_sentence");
+
+    (void)r;
+    (void)u;
+    if (c && mt_str_trim(mt_str_from(c)).n > 0)
+        return 0;
+    snprintf(why, n, "\"corrected_sentence\" is missing or empty");
+    return -1;
+}
+
+static void call_init(struct call *c, const char *prompt,
+                      reply_check_fn check, const char *const *keys,
+                      const char *const *vals, size_t nvars, float temp)
+{
+    memset(c, 0, sizeof *c);
+    c->role = ROLE_GUARD;
+    c->prompt = prompt;
+    c->check = check;
+    c->keys = keys;
+    c->vals = vals;
+    c->nvars = nvars;
+    c->temperature = temp;
+}
+
+/* Reads the opinion of a finished call; -1 when it has none. */
+static int opinion_of(struct run *r, const struct call *c, int locate,
+                      struct opinion *d)
+{
+    char why[8];
+    json_t *o = mt_call_obj(c);
+
+    memset(d, 0, sizeof *d);
+    if (!o)
+        return -1;
+    return locate ? read_locate(r, o, d, why, sizeof why)
+                  : read_detect(o, d, why, sizeof why);
+}
+
+static void describe(char *buf, size_t n, const struct opinion *d,
+                     int locate)
+{
+    if (locate)
+        snprintf(buf, n, "sentence %d \"%s\" (confidence %.2f). Reasoning: "
+                 "%s", d->value, d->quote ? d->quote : "NONE", d->conf,
+                 d->reasoning ? d->reasoning : "(none)");
+    else
+        snprintf(buf, n, "%s (confidence %.2f). Reasoning: %s",
+                 d->value ? "INCORRECT" : "CORRECT", d->conf,
+                 d->reasoning ? d->reasoning : "(none)");
+}
+
+/* ==== Stages ==== */
+
+struct stage {
+    int locate;
+    const char *p1;
+    const char *p2;
+    const char *arbiter;
+    reply_check_fn check;
+};
+
+static const struct stage detect_stage = {
+    0, "guard_detect_1", "guard_detect_2", "guard_detect_arbiter",
+    check_detect,
+};
+static const struct stage locate_stage = {
+    1, "guard_locate_1", "guard_locate_2", "guard_locate_arbiter",
+    check_locate,
+};
+
+/* The disagreement: the arbiter sees both opinions and confidences; when
+ * its reply is unusable the more confident agent wins (on a tie: the
+ * INCORRECT verdict, or agent 1's sentence). */
+static enum mt_status arbitrate(struct run *r, const struct stage *s,
+                                const struct opinion *d, int *out,
+                                const char **rule)
+{
+    static const char *const keys[] = {"SENTENCES", "AGENT1", "AGENT2"};
+    char *desc = mt_malloc(2 * DESC_MAX);
+    const char *vals[3] = {r->block, desc, desc + DESC_MAX};
+    struct opinion da;
+    struct call c;
+    enum mt_status st;
+
+    if (!desc)
+        return MT_ENOMEM;
+    describe(desc, DESC_MAX, &d[0], s->locate);
+    describe(desc + DESC_MAX, DESC_MAX, &d[1], s->locate);
+    call_init(&c, s->arbiter, s->check, keys, vals, 3,
+              r->a->p.temperature);
+    st = mt_call_do(r, &c);
+    if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
+        *out = da.value;
+        *rule = "the arbiter decided";
+    } else if (d[0].conf != d[1].conf) {
+        *out = d[0].conf > d[1].conf ? d[0].value : d[1].value;
+        *rule = "arbiter unusable: the more confident agent wins";
+    } else {
+        *out = s->locate ? d[0].value : 1;
+        *rule = s->locate ? "arbiter unusable, equal confidence: agent 1"
+                          : "arbiter unusable, equal confidence: INCORRECT";
+    }
+    mt_call_free(&c);
+    mt_free(desc);
+    return st;
+}
+
+static enum mt_status decide(struct run *r, const struct stage *s,
+                             const struct opinion *d, const int *has,
+                             int *out, const char **rule)
+{
+    if (!has[0] && !has[1]) {
+        *out = s->locate ? -1 : 0;
+        *rule = "both agents failed: no error";
+        r->fallback = 1;
+        return MT_OK;
+    }
+    if (!has[0] || !has[1]) {
+        *out = has[0] ? d[0].value : d[1].value;
+        *rule = "one agent failed: the other's answer stands";
+        return MT_OK;
+    }
+    if (d[0].value == d[1].value) {
+        *out = d[0].value;
+        *rule = "the agents agree";
+        return MT_OK;
+    }
+    return arbitrate(r, s, d, out, rule);
+}
+
+static json_t *opinion_json(const struct opinion *d, int has)
+{
+    return has ? json_pack("{s:i,s:f}", "value", d->value, "confidence",
+                           d->conf)
+               : json_null();
+}
+
+/* Runs both agents of a stage at once, then decides. */
+static enum mt_status run_stage(struct run *r, const struct stage *s,
+                                int *out)
+{
+    static const char *const keys[] = {"SENTENCES"};
+    const char *vals[1] = {r->block};
+    struct call c[2];
+    struct opinion d[2];
+    int has[2];
+    const char *rule = "";
+    enum mt_status st;
+
+    call_init(&c[0], s->p1, s->check, keys, vals, 1, r->a->p.temperature);
+    call_init(&c[1], s->p2, s->check, keys, vals, 1, r->a->p.temperature);
+    st = mt_call_pair(r, &c[0], &c[1]);
+    has[0] = opinion_of(r, &c[0], s->locate, &d[0]) == 0;
+    has[1] = opinion_of(r, &c[1], s->locate, &d[1]) == 0;
+    if (st == MT_OK)
+        st = decide(r, s, d, has, out, &rule);
+    if (st == MT_OK)
+        mt_run_event(r, s->locate ? "guards_locate" : "guards_detect",
+                     json_pack("{s:o,s:o,s:i,s:s}", "agent1",
+                               opinion_json(&d[0], has[0]), "agent2",
+                               opinion_json(&d[1], has[1]), "decision",
+                               *out, "rule", rule));
+    mt_call_free(&c[0]);
+    mt_call_free(&c[1]);
+    return st;
+}
+
+static enum mt_status correct(struct run *r, int sid)
+{
+    static const char *const keys[] = {"SENTENCES", "ID", "SENTENCE"};
+    char id[24];
+    char *sent = mt_strndup(r->sents[sid].p, r->sents[sid].n);
+    const char *vals[3] = {r->block, id, sent};
+    struct call c;
+    enum mt_status st;
+
+    if (!sent)
+        return MT_ENOMEM;
+    snprintf(id, sizeof id, "%d", sid);
+    call_init(&c, "guard_correct", check_correct, keys, vals, 3,
+              r->a->p.temperature);
+    st = mt_call_do(r, &c);
+    if (st == MT_OK && c.ok) {
+        st = mt_run_verdict(r, 1, sid, mt_reply_str(mt_call_obj(&c),
+                                                   "corrected_sentence"));
+    } else if (st == MT_OK) {
+        r->fallback = 1;
+        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role",
+                     "guard_correct", "rule", "no usable correction: the "
+                     "sentence is kept as it stands"));
+        st = mt_run_verdict(r, 1, sid, sent);
+    }
+    mt_call_free(&c);
+    mt_free(sent);
+    return st;
+}
+
+enum mt_status mt_strategy_guards(struct run *r)
+{
+    int verdict = 0;
+    int sid = -1;
+    enum mt_status st = run_stage(r, &detect_stage, &verdict);
+
+    if (st == MT_OK && verdict)
+        st = run_stage(r, &locate_stage, &sid);
+    if (st != MT_OK)
+        return st;
+    if (!verdict || sid < 0)
+        return mt_run_verdict(r, 0, -1, NULL);
+    return correct(r, sid);
+}

@@ -1,0 +1,27 @@
+/* Reading model replies: the JSON object inside prose or code fences, and
+ * typed, bounds-checked field getters that tolerate common model habits
+ * (numbers as strings, "yes"/"no", percentages for confidences). */
+#ifndef MT_AGENTS_REPLY_H
+#define MT_AGENTS_REPLY_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/* Returns the JSON object in 'text': the whole text, else the body of a
+ * ``` code fence, else the first balanced {...} that parses. NULL when
+ * none; then 'why' (n bytes) says what went wrong. Caller json_decrefs. */
+json_t *mt_reply_extract(const char *text, char *why, size_t n);
+
+/* Integer 'key' of o in [lo, hi] (an integral number or a numeric
+ * string). Returns 0 and sets *v, or -1 when absent or invalid. */
+int mt_reply_int(const json_t *o, const char *key, long lo, long hi,
+                 long *v);
+/* Boolean 'key': true/false, 1/0, or "true"/"yes"/"false"/"no". */
+int mt_reply_bool(const json_t *o, const char *key, int *v);
+/* Confidence 'key' in [0,1]; values in (1,100] are read as percents. */
+int mt_reply_conf(const json_t *o, const char *key, double *v);
+/* String 'key' (borrowed from o), or NULL when absent or not a string. */
+const char *mt_reply_str(const json_t *o, const char *key);
+
+#endif

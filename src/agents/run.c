@@ -1,0 +1,347 @@
+/* One note's check: input validation, sentences, the verdict, and the
+ * result as a struct, JSON and a MEDIQA-CORR submission line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agents/agent_int.h"
+#include "medtrust/core.h"
+#include "text/sentence.h"
+#include "text/utf8.h"
+
+#define BLOCK_MAX ((size_t)16 << 20)
+
+static enum mt_status check_input(const struct mt_agent *a,
+                                  const struct mt_note *n,
+                                  struct mt_error *err)
+{
+    size_t bad = 0;
+    size_t i;
+
+    if (!n->text || n->text_len == 0)
+        return mt_fail(err, MT_EINVAL, "the note is empty");
+    if (n->text_len > a->p.max_note_bytes)
+        return mt_fail(err, MT_ELIMIT, "the note is %zu bytes; the limit "
+                       "is %zu", n->text_len, a->p.max_note_bytes);
+    if (memchr(n->text, '\0', n->text_len) ||
+        mt_utf8_validate(n->text, n->text_len, &bad) != MT_OK)
+        return mt_fail(err, MT_EINVAL, "the note is not UTF-8 text (bad "
+                       "byte at offset %zu)", bad);
+    for (i = 0; i < n->text_len; i++)
+        if (n->text[i] != ' ' && (n->text[i] < '\t' || n->text[i] > '\r'))
+            return MT_OK;
+    return mt_fail(err, MT_EINVAL, "the note is empty (only white space)");
+}
+
+static enum mt_status from_field(struct run *r, const struct mt_note *n,
+                                 struct mt_error *err)
+{
+    struct mt_medec_sentence *ms = NULL;
+    size_t cnt = 0;
+    size_t i;
+    enum mt_status st = mt_medec_sentences_parse(n->sentences,
+                                                 n->sentences_len, &ms,
+                                                 &cnt, err);
+
+    if (st != MT_OK)
+        return st;
+    r->sents = mt_calloc(cnt ? cnt : 1, sizeof *r->sents);
+    for (i = 0; r->sents && i < cnt; i++)
+        r->sents[i] = (struct mt_str){n->sentences + ms[i].span.start,
+                                      ms[i].span.end - ms[i].span.start};
+    mt_free(ms);
+    r->nsents = cnt;
+    return r->sents ? MT_OK : MT_ENOMEM;
+}
+
+static enum mt_status from_text(struct run *r, const struct mt_note *n,
+                                struct mt_error *err)
+{
+    struct mt_span *sp = NULL;
+    size_t cnt = 0;
+    size_t i;
+    enum mt_status st = mt_sentences_split(n->text, n->text_len, &sp, &cnt,
+                                           err);
+
+    if (st != MT_OK)
+        return st;
+    r->sents = mt_calloc(cnt ? cnt : 1, sizeof *r->sents);
+    for (i = 0; r->sents && i < cnt; i++)
+        r->sents[i] = (struct mt_str){n->text + sp[i].start,
+                                      sp[i].end - sp[i].start};
+    mt_free(sp);
+    r->nsents = cnt;
+    r->sents_in_text = 1;
+    return r->sents ? MT_OK : MT_ENOMEM;
+}
+
+/* Appends s with line breaks as spaces. */
+static enum mt_status put_flat(struct mt_buf *b, struct mt_str s)
+{
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; st == MT_OK && i < s.n; i++)
+        st = mt_buf_putc(b, s.p[i] == '\n' || s.p[i] == '\r' ? ' ' : s.p[i]);
+    return st;
+}
+
+static enum mt_status make_block(struct run *r)
+{
+    struct mt_buf b = MT_BUF_INIT(BLOCK_MAX);
+    enum mt_status st = mt_buf_append_str(&b, "<sentences>\n");
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < r->nsents; i++) {
+        st = mt_buf_printf(&b, "%zu | ", i);
+        if (st == MT_OK)
+            st = put_flat(&b, r->sents[i]);
+        if (st == MT_OK)
+            st = mt_buf_putc(&b, '\n');
+    }
+    if (st == MT_OK)
+        st = mt_buf_append_str(&b, "</sentences>");
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return st;
+    }
+    r->block = mt_buf_take(&b);
+    return MT_OK;
+}
+
+static enum mt_status run_init(struct run *r, struct mt_agent *a,
+                               const struct mt_note *n, struct mt_error *err)
+{
+    enum mt_status st = MT_EPARSE;
+
+    memset(r, 0, sizeof *r);
+    r->a = a;
+    r->sid = -1;
+    r->text = (struct mt_str){n->text, n->text_len};
+    r->trace = json_array();
+    if (!r->trace)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    if (n->sentences && n->sentences_len > 0) {
+        struct mt_error e2 = {MT_OK, ""};
+
+        st = from_field(r, n, &e2);
+        if (st == MT_EPARSE)
+            mt_run_event(r, "sentences", json_pack("{s:s,s:s}", "source",
+                      "split", "why", e2.msg));
+        else if (st != MT_OK)
+            return mt_fail(err, st, "%s", e2.msg);
+    }
+    if (st == MT_EPARSE)
+        st = from_text(r, n, err);
+    if (st == MT_OK && r->nsents == 0)
+        st = mt_fail(err, MT_EINVAL, "the note has no sentences");
+    if (st == MT_OK && make_block(r) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    return st;
+}
+
+static void run_free(struct run *r)
+{
+    json_decref(r->trace);
+    mt_free(r->sents);
+    mt_free(r->block);
+    mt_free(r->corr);
+}
+
+enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
+                           const char *corr)
+{
+    char *c = NULL;
+
+    if (flag && (sid < 0 || (size_t)sid >= r->nsents))
+        flag = 0;
+    if (flag && (!corr || !*corr)) /* never an empty correction */
+        corr = NULL;
+    if (flag) {
+        c = corr ? mt_strdup(corr)
+                 : mt_strndup(r->sents[sid].p, r->sents[sid].n);
+        if (!c)
+            return MT_ENOMEM;
+    }
+    mt_free(r->corr);
+    r->corr = c;
+    r->flag = flag;
+    r->sid = flag ? sid : -1;
+    return MT_OK;
+}
+
+/* ==== Result ==== */
+
+/* First occurrence of s in t, or NULL (memmem is not POSIX). */
+static const char *find(struct mt_str t, struct mt_str s)
+{
+    size_t i;
+
+    for (i = 0; s.n > 0 && i + s.n <= t.n; i++)
+        if (t.p[i] == s.p[0] && memcmp(t.p + i, s.p, s.n) == 0)
+            return t.p + i;
+    return NULL;
+}
+
+/* The note with sentence sid replaced by the correction. */
+static char *corrected_text(const struct run *r)
+{
+    struct mt_buf b = MT_BUF_INIT(BLOCK_MAX);
+    struct mt_str s;
+    const char *at = NULL;
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    if (!r->flag)
+        return mt_strndup(r->text.p, r->text.n);
+    s = r->sents[r->sid];
+    if (r->sents_in_text)
+        at = s.p;
+    else if (s.n > 0)
+        at = find(r->text, s);
+    if (at) {
+        st = mt_buf_append(&b, r->text.p, (size_t)(at - r->text.p));
+        if (st == MT_OK)
+            st = mt_buf_append_str(&b, r->corr);
+        if (st == MT_OK)
+            st = mt_buf_append(&b, at + s.n,
+                               r->text.n - (size_t)(at + s.n - r->text.p));
+    }
+    for (i = 0; !at && st == MT_OK && i < r->nsents; i++) {
+        st = i ? mt_buf_putc(&b, ' ') : MT_OK; /* rebuilt from sentences */
+        if (st == MT_OK)
+            st = (int)i == r->sid ? mt_buf_append_str(&b, r->corr)
+                                  : mt_buf_append(&b, r->sents[i].p,
+                                                  r->sents[i].n);
+    }
+    if (st == MT_OK)
+        st = mt_buf_reserve(&b, 1);
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}
+
+static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
+{
+    memset(o, 0, sizeof *o);
+    o->error_flag = r->flag;
+    o->sentence_id = r->sid;
+    o->strategy = r->a->p.strategy;
+    o->usage = r->u;
+    o->fallback = r->fallback;
+    o->error_sentence = r->flag ? mt_strndup(r->sents[r->sid].p,
+                                             r->sents[r->sid].n)
+                                : mt_strdup("");
+    o->corrected_sentence = mt_strdup(r->flag ? r->corr : "NA");
+    o->corrected_text = corrected_text(r);
+    o->trace = json_dumps(r->trace, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!o->error_sentence || !o->corrected_sentence || !o->corrected_text ||
+        !o->trace) {
+        mt_check_result_free(o);
+        return MT_ENOMEM;
+    }
+    return MT_OK;
+}
+
+static enum mt_status dispatch(struct run *r)
+{
+    switch (r->a->p.strategy) {
+    case MT_STRATEGY_GUARDS:
+        return mt_strategy_guards(r);
+    case MT_STRATEGY_SINGLE:
+        return mt_strategy_single(r);
+    case MT_STRATEGY_REACT_REFLEX:
+    default:
+        return mt_strategy_react(r);
+    }
+}
+
+enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
+                              struct mt_check_result *out,
+                              struct mt_error *err)
+{
+    struct run r;
+    enum mt_status st;
+
+    memset(out, 0, sizeof *out);
+    st = check_input(a, note, err);
+    if (st != MT_OK)
+        return st;
+    st = run_init(&r, a, note, err);
+    if (st == MT_OK)
+        st = dispatch(&r);
+    if (st == MT_OK)
+        mt_run_event(&r, "verdict", json_pack("{s:i,s:i,s:b}", "error_flag",
+                  r.flag, "sentence_id", r.sid, "fallback", r.fallback));
+    if (st == MT_OK)
+        st = fill_result(&r, out);
+    if (st == MT_ENOMEM)
+        mt_fail(err, st, "checker: out of memory");
+    run_free(&r);
+    return st;
+}
+
+void mt_check_result_free(struct mt_check_result *r)
+{
+    if (!r)
+        return;
+    mt_free(r->error_sentence);
+    mt_free(r->corrected_sentence);
+    mt_free(r->corrected_text);
+    mt_free(r->trace);
+    memset(r, 0, sizeof *r);
+}
+
+static json_t *usage_json(const struct mt_check_usage *u)
+{
+    return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:i}", "llm_calls",
+                     (int)u->llm_calls, "critical_calls",
+                     (int)u->critical_calls, "prompt_tokens",
+                     (json_int_t)u->prompt_tokens, "completion_tokens",
+                     (json_int_t)u->completion_tokens, "failed_calls",
+                     (int)u->failed_calls, "parse_failures",
+                     (int)u->parse_failures, "fallbacks", (int)u->fallbacks);
+}
+
+char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
+{
+    json_t *o = json_pack(
+        "{s:i,s:i,s:s,s:s,s:s,s:s,s:o}", "error_flag", r->error_flag,
+        "error_sentence_id", r->sentence_id, "error_sentence",
+        r->error_sentence ? r->error_sentence : "", "corrected_sentence",
+        r->corrected_sentence ? r->corrected_sentence : "NA",
+        "corrected_text", r->corrected_text ? r->corrected_text : "",
+        "strategy", mt_strategy_str(r->strategy), "usage",
+        usage_json(&r->usage));
+    char *s;
+
+    if (o && with_trace) {
+        json_t *t = r->trace ? json_loads(r->trace, 0, NULL) : NULL;
+
+        json_object_set_new(o, "trace", t ? t : json_array());
+    }
+    s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
+char *mt_check_submission_line(const char *id,
+                               const struct mt_check_result *r)
+{
+    struct mt_buf b = MT_BUF_INIT(BLOCK_MAX);
+    const char *c = r ? r->corrected_sentence : NULL;
+    enum mt_status st;
+
+    if (!r || !r->error_flag || !c || !*c)
+        st = mt_buf_printf(&b, "%s 0 -1 NA", id);
+    else
+        st = mt_buf_printf(&b, "%s 1 %d ", id, r->sentence_id);
+    if (st == MT_OK && r && r->error_flag && c && *c)
+        st = put_flat(&b, mt_str_from(c));
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}

@@ -1,0 +1,82 @@
+/* The single strategy: one chain-of-thought call with few-shot examples;
+ * also the final-answer check shared with MedReAct and the parser. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agents/agent_int.h"
+#include "agents/match.h"
+#include "agents/reply.h"
+#include "medtrust/core.h"
+
+/* Maps a quoted error sentence to an id; -1 when it matches none. */
+static int quote_id(struct run *r, const char *q, double *score)
+{
+    *score = 0;
+    if (!q || !*q)
+        return -1;
+    return mt_match_sentence(mt_str_from(q), r->sents, r->nsents,
+                             MT_MATCH_MIN, score);
+}
+
+int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
+{
+    struct final_answer *f = user;
+    const char *q = mt_reply_str(o, "error_sentence");
+    long sid = -1;
+    double score;
+
+    if (mt_reply_bool(o, "is_error", &f->flag) != 0) {
+        snprintf(why, n, "\"is_error\" must be true or false");
+        return -1;
+    }
+    f->sid = -1;
+    f->corr = mt_reply_str(o, "corrected_sentence");
+    if (!f->flag)
+        return 0;
+    if (mt_reply_int(o, "sentence_id", 0, (long)r->nsents - 1, &sid) != 0)
+        sid = quote_id(r, q, &score);
+    if (sid < 0) {
+        snprintf(why, n, "\"sentence_id\" must be a sentence id from 0 to "
+                 "%zu (or \"error_sentence\" must quote one)",
+                 r->nsents - 1);
+        return -1;
+    }
+    if (!f->corr || !*f->corr) {
+        snprintf(why, n, "\"corrected_sentence\" is missing or empty");
+        return -1;
+    }
+    f->sid = (int)sid;
+    return 0;
+}
+
+enum mt_status mt_strategy_single(struct run *r)
+{
+    static const char *const keys[] = {"SENTENCES", "EXAMPLES"};
+    const char *vals[2] = {r->block, r->a->examples};
+    struct final_answer f = {0, -1, NULL};
+    struct call c;
+    enum mt_status st;
+
+    memset(&c, 0, sizeof c);
+    c.role = ROLE_SINGLE;
+    c.prompt = "single";
+    c.keys = keys;
+    c.vals = vals;
+    c.nvars = 2;
+    c.temperature = r->a->p.temperature;
+    c.check = mt_check_final;
+    c.check_user = &f;
+    st = mt_call_do(r, &c);
+    if (st == MT_OK && c.ok) {
+        /* re-check the kept reply: f may hold a later, rejected one */
+        mt_check_final(r, mt_call_obj(&c), &f, (char[8]){0}, 8);
+        st = mt_run_verdict(r, f.flag, f.sid, f.corr);
+    } else if (st == MT_OK) {
+        r->fallback = 1;
+        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role", "single",
+                  "rule", "no usable answer: no error"));
+        st = mt_run_verdict(r, 0, -1, NULL);
+    }
+    mt_call_free(&c);
+    return st;
+}

@@ -1,0 +1,81 @@
+/* Parsing of the agent options shared by `check` and `mediqa`. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/agent_opts.h"
+
+static int get_double(const struct cli_args *a, const char *name, double lo,
+                      double hi, double *out)
+{
+    const char *s = cli_get(a, name);
+    char *end;
+    double v;
+
+    if (!s)
+        return 0;
+    v = strtod(s, &end);
+    if (*end || end == s || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
+                "'%s'\n", name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_u32(const struct cli_args *a, const char *name,
+                   unsigned long lo, unsigned long hi, uint32_t *out)
+{
+    unsigned long v = *out;
+
+    if (cli_get_uint(a, name, lo, hi, &v) < 0)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
+{
+    double t = p->temperature;
+    double et = p->eval_temperature;
+
+    if (get_u32(a, "steps", 1, 32, &p->max_steps) < 0 ||
+        get_u32(a, "rounds", 1, 32, &p->max_rounds) < 0 ||
+        get_u32(a, "evaluators", 1, 64, &p->n_evals) < 0 ||
+        get_u32(a, "retrieve-k", 1, 10000, &p->retrieve_k) < 0 ||
+        get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
+        get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
+        get_u32(a, "retries", 0, 10, &p->llm.max_retries) < 0 ||
+        get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
+        get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
+        get_double(a, "temperature", 0, 2, &t) < 0 ||
+        get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
+        get_double(a, "timeout", 0.001, 86400, &p->llm.timeout_s) < 0)
+        return -1;
+    p->temperature = (float)t;
+    p->eval_temperature = (float)et;
+    if (p->rerank_k > p->retrieve_k) {
+        fprintf(stderr, "medtrust: --rerank-k must not exceed "
+                "--retrieve-k\n");
+        return -1;
+    }
+    return 0;
+}
+
+int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
+{
+    const char *s = cli_get(a, "strategy");
+
+    mt_agent_default_params(p);
+    if (s && mt_strategy_parse(s, &p->strategy) != MT_OK) {
+        fprintf(stderr, "medtrust: --strategy must be react-reflex, guards "
+                "or single, not '%s'\n", s);
+        return -1;
+    }
+    p->db_dir = cli_get(a, "db");
+    p->llm_spec = cli_get(a, "llm");
+    p->prompts_dir = cli_get(a, "prompts");
+    p->few_shot_path = cli_get(a, "few-shot");
+    p->reranker_spec = cli_get(a, "reranker");
+    return read_numbers(a, p);
+}

@@ -1,0 +1,121 @@
+/* medtrust check: one clinical note (a file or stdin) through a checker
+ * strategy; prints the verdict as text or, with --json, with its trace. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/agent_opts.h"
+#include "core/buf.h"
+#include "medtrust/core.h"
+
+#define READ_MAX ((size_t)64 << 20)
+
+static const struct cli_opt check_opts[] = {
+    AGENT_OPTS,
+    {"json", 'j', NULL, "print the result and its trace as one JSON object",
+     0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+/* Reads 'path' ("-" for stdin) whole; the agent enforces the note limit. */
+static enum mt_status read_note(const char *path, struct mt_buf *b,
+                                struct mt_error *err)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    char chunk[65536];
+    size_t k;
+    enum mt_status st = MT_OK;
+
+    if (!f)
+        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        st = mt_buf_append(b, chunk, k);
+    if (st == MT_OK && ferror(f))
+        st = mt_fail(err, MT_EIO, "%s: read error", path);
+    else if (st != MT_OK)
+        mt_fail(err, st, "%s: larger than %zu bytes", path, READ_MAX);
+    if (f != stdin)
+        fclose(f);
+    return st == MT_OK ? mt_buf_reserve(b, 1) : st;
+}
+
+static void print_text(const struct mt_check_result *r)
+{
+    const struct mt_check_usage *u = &r->usage;
+
+    if (r->error_flag)
+        printf("error: sentence %d\n  %s\ncorrection:\n  %s\n",
+               r->sentence_id, r->error_sentence, r->corrected_sentence);
+    else
+        printf("no error found\n");
+    printf("strategy %s: %u LLM calls, %llu prompt + %llu completion "
+           "tokens%s\n", mt_strategy_str(r->strategy), u->llm_calls,
+           (unsigned long long)u->prompt_tokens,
+           (unsigned long long)u->completion_tokens,
+           r->fallback ? " (fallback verdict: see --json trace)" : "");
+}
+
+static enum mt_status check_one(const struct cli_args *a,
+                                struct mt_agent *ag, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT(READ_MAX);
+    struct mt_check_result r;
+    struct mt_note n = {a->pos[0], NULL, 0, NULL, 0};
+    enum mt_status st = read_note(a->pos[0], &b, err);
+    char *js;
+
+    memset(&r, 0, sizeof r);
+    n.text = b.data;
+    n.text_len = b.len;
+    if (st == MT_OK)
+        st = mt_agent_check(ag, &n, &r, err);
+    if (st == MT_OK && cli_get(a, "json")) {
+        js = mt_check_result_json(&r, 1);
+        if (js)
+            printf("%s\n", js);
+        st = js ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+        mt_free(js);
+    } else if (st == MT_OK) {
+        print_text(&r);
+    }
+    mt_check_result_free(&r);
+    mt_buf_free(&b);
+    return st;
+}
+
+static int check_run(struct cli_args *a)
+{
+    struct mt_agent_params p;
+    struct mt_agent *ag = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st;
+
+    if (agent_opts_read(a, &p) < 0)
+        return 1;
+    if (a->npos != 1) {
+        fprintf(stderr, "medtrust check: give one FILE (or - for stdin)\n"
+                        "Try 'medtrust check --help'.\n");
+        return 1;
+    }
+    st = mt_agent_open(&p, &ag, &err);
+    if (st == MT_OK)
+        st = check_one(a, ag, &err);
+    mt_agent_close(ag);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_check = {
+    "check",
+    "find and correct a medical error in a clinical note",
+    "[OPTIONS] FILE|-",
+    "Splits the note into sentences (ids from 0, as in MEDEC) and runs the\n"
+    "strategy: react-reflex (MedReAct'N'MedReFlex), guards (MedGuards) or\n"
+    "single (one call). Each role's model is MEDTRUST_LLM_<ROLE> (react,\n"
+    "eval, reflect, parser, guard, single), else --llm or MEDTRUST_LLM.\n"
+    "--json prints {\"error_flag\",\"error_sentence_id\",\"error_sentence\",\n"
+    "\"corrected_sentence\",\"corrected_text\",\"strategy\",\"usage\",\n"
+    "\"trace\"}. A model that fails or answers garbage gets one repeat,\n"
+    "then the role's fallback (docs/agents.md); the trace says which.",
+    check_opts,
+    check_run,
+};

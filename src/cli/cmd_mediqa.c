@@ -1,0 +1,448 @@
+/* medtrust mediqa: a MEDEC-format CSV through a checker strategy, notes in
+ * parallel, each finished note journaled (fdatasync) so --resume neither
+ * redoes nor loses one; the submission is written atomically at the end. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cli/agent_opts.h"
+#include "cli/journal.h"
+#include "core/csv.h"
+#include "core/progress.h"
+#include "medtrust/core.h"
+
+static const struct cli_opt mediqa_opts[] = {
+    AGENT_OPTS,
+    {"data", 'D', "FILE", "MEDEC-format CSV: Text ID, Text, and Sentences "
+     "when present (required)", 0},
+    {"out", 'o', "FILE", "submission file to write (required)", 0},
+    {"jobs", 'J', "N", "notes checked at once, 1..512 (default 4)", 0},
+    {"trace", 't', "FILE", "append one JSON line per note: result, usage, "
+     "trace", 0},
+    {"limit", 'n', "N", "only the first N notes", 0},
+    {"resume", 'r', NULL, "keep the notes OUT.journal says are done", 0},
+    {"no-progress", 0, NULL, "do not show a progress bar", 0},
+    {"json", 'j', NULL, "print a JSON summary of the run on stdout", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+struct note {
+    char *id;
+    char *text;
+    char *sents; /* NULL without a Sentences column */
+    char *line;  /* submission line once finished */
+    int resumed;
+};
+
+struct run_state {
+    struct note *notes;
+    size_t n;
+    size_t next;
+    struct mt_agent *agent;
+    struct journal *journal;
+    FILE *trace;
+    struct mt_progress *bar;
+    pthread_mutex_t mu;
+    struct mt_check_usage total;
+    size_t done;
+    size_t failed; /* notes whose check failed: fallback line */
+    size_t fallback; /* notes with a fallback verdict */
+    enum mt_status fatal;
+    struct mt_error fatal_err;
+};
+
+/* ==== Loading ==== */
+
+static void notes_free(struct note *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++) {
+        mt_free(v[i].id);
+        mt_free(v[i].text);
+        mt_free(v[i].sents);
+        mt_free(v[i].line);
+    }
+    mt_free(v);
+}
+
+static char *dup_field(struct mt_csv *c, long col)
+{
+    struct mt_str s = mt_csv_field(c, (size_t)col);
+
+    return mt_strndup(s.p ? s.p : "", s.n);
+}
+
+static enum mt_status add_note(struct mt_csv *c, const long *col,
+                               struct note **v, size_t *n, size_t *cap)
+{
+    struct note *x;
+
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+
+        x = mt_realloc(*v, nc * sizeof *x);
+        if (!x)
+            return MT_ENOMEM;
+        *v = x;
+        *cap = nc;
+    }
+    x = &(*v)[*n];
+    memset(x, 0, sizeof *x);
+    (*n)++;
+    x->id = dup_field(c, col[0]);
+    x->text = dup_field(c, col[1]);
+    x->sents = col[2] >= 0 ? dup_field(c, col[2]) : NULL;
+    if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
+        return MT_ENOMEM;
+    return mt_str_trim(mt_str_from(x->id)).n ? MT_OK : MT_EPARSE;
+}
+
+static enum mt_status header(struct mt_csv *c, const char *path, long *col,
+                             struct mt_error *err)
+{
+    int got = 0;
+    enum mt_status st = mt_csv_next(c, &got, err);
+
+    if (st != MT_OK)
+        return st;
+    col[0] = got ? mt_csv_find(c, "Text ID") : -1;
+    col[1] = got ? mt_csv_find(c, "Text") : -1;
+    col[2] = got ? mt_csv_find(c, "Sentences") : -1;
+    if (col[0] < 0 || col[1] < 0)
+        return mt_fail(err, MT_EPARSE, "%s: missing column%s%s%s (a "
+                       "MEDEC-format CSV needs Text ID and Text)", path,
+                       col[0] < 0 && col[1] < 0 ? "s" : "",
+                       col[0] < 0 ? " 'Text ID'" : "",
+                       col[1] < 0 ? " 'Text'" : "");
+    return MT_OK;
+}
+
+static enum mt_status load_notes(const char *path, size_t limit,
+                                 struct note **out, size_t *n,
+                                 struct mt_error *err)
+{
+    struct mt_csv *c = NULL;
+    struct note *v = NULL;
+    size_t cap = 0;
+    long col[3];
+    int got = 1;
+    enum mt_status st = mt_csv_open(path, NULL, &c, err);
+
+    *n = 0;
+    if (st == MT_OK)
+        st = header(c, path, col, err);
+    while (st == MT_OK && (!limit || *n < limit)) {
+        st = mt_csv_next(c, &got, err);
+        if (st != MT_OK || !got)
+            break;
+        st = add_note(c, col, &v, n, &cap);
+        if (st == MT_EPARSE)
+            mt_fail(err, st, "%s:%zu: empty Text ID", path, mt_csv_line(c));
+    }
+    mt_csv_close(c);
+    if (st == MT_OK) {
+        *out = v;
+        return MT_OK;
+    }
+    notes_free(v, *n);
+    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path)
+                           : st;
+}
+
+/* ==== Checking ==== */
+
+static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
+{
+    t->llm_calls += u->llm_calls;
+    t->critical_calls += u->critical_calls;
+    t->prompt_tokens += u->prompt_tokens;
+    t->completion_tokens += u->completion_tokens;
+    t->failed_calls += u->failed_calls;
+    t->parse_failures += u->parse_failures;
+    t->fallbacks += u->fallbacks;
+}
+
+/* The trace line: {"id":ID, ...result} or {"id":ID,"error":...}. */
+static char *trace_line(const char *id, const struct mt_check_result *r,
+                        const struct mt_error *err)
+{
+    json_t *o = r ? NULL : json_pack("{s:s,s:s,s:s}", "id", id, "error",
+                                     err->msg, "rule", "the check failed: "
+                                     "fallback line 0 -1 NA");
+    json_t *jid = json_string(id);
+    char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
+    char *res = r ? mt_check_result_json(r, 1) : NULL;
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    char *s = NULL;
+
+    if (o)
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    else if (ids && res && mt_buf_printf(&b, "{\"id\":%s,%s", ids,
+                                         res + 1) == MT_OK)
+        s = mt_buf_take(&b);
+    json_decref(o);
+    json_decref(jid);
+    mt_free(ids);
+    mt_free(res);
+    mt_buf_free(&b);
+    return s;
+}
+
+static void record(struct run_state *s, struct note *x, char *line,
+                   const struct mt_check_result *r, const struct mt_error *e)
+{
+    struct mt_error err = {MT_OK, ""};
+    char *tl = s->trace ? trace_line(x->id, r, e) : NULL;
+    enum mt_status st = line ? journal_append(s->journal, x->id, line, &err)
+                             : mt_fail(&err, MT_ENOMEM, "out of memory");
+
+    pthread_mutex_lock(&s->mu);
+    x->line = line;
+    if (st != MT_OK && s->fatal == MT_OK) {
+        s->fatal = st;
+        s->fatal_err = err;
+    }
+    if (tl)
+        fprintf(s->trace, "%s\n", tl);
+    if (r)
+        add_usage(&s->total, &r->usage);
+    s->failed += r == NULL;
+    s->fallback += r && r->fallback;
+    s->done++;
+    pthread_mutex_unlock(&s->mu);
+    mt_free(tl);
+    mt_progress_add(s->bar, 1);
+}
+
+static void check_note(struct run_state *s, struct note *x)
+{
+    struct mt_note nt = {x->id, x->text, strlen(x->text), x->sents,
+                         x->sents ? strlen(x->sents) : 0};
+    struct mt_check_result r;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st = mt_agent_check(s->agent, &nt, &r, &err);
+    char *line = mt_check_submission_line(x->id, st == MT_OK ? &r : NULL);
+
+    record(s, x, line, st == MT_OK ? &r : NULL, &err);
+    mt_check_result_free(&r);
+}
+
+static void *worker(void *arg)
+{
+    struct run_state *s = arg;
+
+    for (;;) {
+        struct note *x = NULL;
+
+        pthread_mutex_lock(&s->mu);
+        while (s->fatal == MT_OK && s->next < s->n && !x) {
+            x = &s->notes[s->next++];
+            if (x->resumed)
+                x = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (!x)
+            return NULL;
+        check_note(s, x);
+    }
+}
+
+static enum mt_status run_workers(struct run_state *s, unsigned jobs,
+                                  struct mt_error *err)
+{
+    pthread_t *t = mt_calloc(jobs, sizeof *t);
+    unsigned started = 0;
+    unsigned i;
+
+    if (!t)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; i < jobs; i++)
+        if (pthread_create(&t[i], NULL, worker, s) == 0)
+            t[started++] = t[i];
+    if (started == 0)
+        worker(s);
+    for (i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    mt_free(t);
+    if (s->fatal != MT_OK)
+        *err = s->fatal_err;
+    return s->fatal;
+}
+
+/* ==== The run ==== */
+
+static void on_resumed(const char *id, const char *line, void *user)
+{
+    struct run_state *s = user;
+    size_t i;
+
+    for (i = 0; i < s->n; i++) {
+        if (s->notes[i].resumed || strcmp(s->notes[i].id, id) != 0)
+            continue;
+        s->notes[i].line = mt_strdup(line);
+        s->notes[i].resumed = s->notes[i].line != NULL;
+        return;
+    }
+}
+
+static enum mt_status write_output(const struct run_state *s,
+                                   const char *path, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = mt_buf_reserve(&b, 1);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < s->n; i++)
+        st = mt_buf_printf(&b, "%s\n", s->notes[i].line);
+    if (st == MT_OK)
+        st = write_atomic(path, b.data, b.len, err);
+    else
+        mt_fail(err, st, "%s: out of memory", path);
+    mt_buf_free(&b);
+    return st;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static double wall_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void summary(const struct run_state *s, const struct cli_args *a,
+                    size_t resumed, double wall, double cpu)
+{
+    const struct mt_check_usage *u = &s->total;
+    size_t k = s->done ? s->done : 1;
+
+    fprintf(stderr, "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
+            "failed -> 0 -1 NA, %zu fallback verdicts); %u LLM calls (%u "
+            "on critical paths), %u failed calls, %u unusable replies, %u "
+            "role fallbacks; %.1f s wall, %.1f ms CPU per note\n", s->n,
+            resumed, s->done, s->failed, s->fallback, u->llm_calls,
+            u->critical_calls, u->failed_calls, u->parse_failures,
+            u->fallbacks, wall, cpu * 1000 / (double)k);
+    if (!cli_get(a, "json"))
+        return;
+    printf("{\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
+           "\"fallback_verdicts\":%zu,\"llm_calls\":%u,\"critical_calls\":"
+           "%u,\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
+           "\"failed_calls\":%u,\"parse_failures\":%u,\"fallbacks\":%u,"
+           "\"wall_s\":%.3f,\"cpu_s\":%.3f}\n", s->n, resumed, s->done,
+           s->failed, s->fallback, u->llm_calls, u->critical_calls,
+           (unsigned long long)u->prompt_tokens,
+           (unsigned long long)u->completion_tokens, u->failed_calls,
+           u->parse_failures, u->fallbacks, wall, cpu);
+}
+
+static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
+                               size_t *resumed, struct mt_error *err)
+{
+    char jpath[4200];
+    const char *tp = cli_get(a, "trace");
+    struct mt_progress_params pp = mt_progress_default_params();
+    size_t i;
+    enum mt_status st;
+
+    snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
+    st = journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, s,
+                      &s->journal, err);
+    if (st != MT_OK)
+        return st;
+    for (i = 0, *resumed = 0; i < s->n; i++)
+        *resumed += (size_t)s->notes[i].resumed;
+    if (tp && !(s->trace = fopen(tp, cli_get(a, "resume") ? "a" : "w")))
+        return mt_fail(err, MT_EIO, "--trace %s: cannot open", tp);
+    pp.label = "mediqa";
+    pp.total = s->n;
+    pp.quiet = cli_get(a, "no-progress") != NULL;
+    st = mt_progress_new(&pp, &s->bar);
+    if (st == MT_OK)
+        mt_progress_update(s->bar, *resumed);
+    return st == MT_OK ? MT_OK : mt_fail(err, st, "out of memory");
+}
+
+static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
+                                unsigned jobs, struct mt_error *err)
+{
+    size_t resumed = 0;
+    double t0 = wall_seconds();
+    enum mt_status st = open_run(a, s, &resumed, err);
+
+    if (st == MT_OK)
+        st = run_workers(s, jobs, err);
+    mt_progress_finish(s->bar);
+    if (s->trace)
+        fflush(s->trace);
+    if (st == MT_OK)
+        st = write_output(s, cli_get(a, "out"), err);
+    if (st == MT_OK)
+        summary(s, a, resumed, wall_seconds() - t0, cpu_seconds());
+    return st;
+}
+
+static int mediqa_run(struct cli_args *a)
+{
+    struct mt_agent_params p;
+    struct run_state s;
+    struct mt_error err = {MT_OK, ""};
+    unsigned long jobs = 4;
+    unsigned long limit = 0;
+    enum mt_status st;
+
+    memset(&s, 0, sizeof s);
+    if (agent_opts_read(a, &p) < 0 ||
+        cli_get_uint(a, "jobs", 1, 512, &jobs) < 0 ||
+        cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
+        return 1;
+    if (!cli_get(a, "data") || !cli_get(a, "out") || a->npos) {
+        fprintf(stderr, "medtrust mediqa: give --data FILE.csv and --out "
+                        "RUN.txt\nTry 'medtrust mediqa --help'.\n");
+        return 1;
+    }
+    p.llm.max_concurrency = (uint32_t)jobs * 2; /* guards pairs */
+    pthread_mutex_init(&s.mu, NULL);
+    st = load_notes(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
+    if (st == MT_OK)
+        st = mt_agent_open(&p, &s.agent, &err);
+    if (st == MT_OK)
+        st = mediqa_go(a, &s, (unsigned)jobs, &err);
+    mt_agent_close(s.agent);
+    journal_close(s.journal);
+    if (s.trace)
+        fclose(s.trace);
+    mt_progress_free(s.bar);
+    notes_free(s.notes, s.n);
+    pthread_mutex_destroy(&s.mu);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_mediqa = {
+    "mediqa",
+    "run a checker strategy over a MEDEC-format CSV (MEDIQA-CORR)",
+    "--data FILE.csv --out RUN.txt [OPTIONS]",
+    "Writes one line per note: <Text ID> <flag> <sentence id or -1>\n"
+    "<corrected sentence or NA>, in the CSV's order, using the note's own\n"
+    "Sentences field when the CSV has one. Each finished note is appended\n"
+    "to OUT.journal and synced, so after a crash --resume keeps every\n"
+    "finished note and checks only the rest; OUT is written atomically at\n"
+    "the end. A note whose check fails gets the line '<id> 0 -1 NA' and\n"
+    "the reason in --trace.",
+    mediqa_opts,
+    mediqa_run,
+};

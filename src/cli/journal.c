@@ -1,0 +1,187 @@
+/* Append-only JSONL journal with fdatasync per record, and atomic file
+ * replacement for the final submission. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/journal.h"
+#include "core/buf.h"
+#include "medtrust/core.h"
+
+struct journal {
+    int fd;
+    char *path;
+    pthread_mutex_t mu;
+};
+
+static enum mt_status write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return MT_EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return MT_OK;
+}
+
+/* Replays complete lines; returns the length of the good prefix. */
+static size_t replay(const char *d, size_t n, journal_fn fn, void *user)
+{
+    size_t i = 0;
+    size_t good = 0;
+
+    while (i < n) {
+        const char *nl = memchr(d + i, '\n', n - i);
+        json_t *o;
+
+        if (!nl)
+            break; /* torn: the crash came mid-write */
+        o = json_loadb(d + i, (size_t)(nl - (d + i)), 0, NULL);
+        if (o && json_is_string(json_object_get(o, "id")) &&
+            json_is_string(json_object_get(o, "line")))
+            fn(json_string_value(json_object_get(o, "id")),
+               json_string_value(json_object_get(o, "line")), user);
+        json_decref(o);
+        i = (size_t)(nl - d) + 1;
+        good = i;
+    }
+    return good;
+}
+
+static enum mt_status load(int fd, journal_fn fn, void *user,
+                           struct mt_error *err, const char *path)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    char chunk[65536];
+    ssize_t k;
+    size_t good;
+    enum mt_status st = MT_OK;
+
+    while (st == MT_OK && (k = read(fd, chunk, sizeof chunk)) > 0)
+        st = mt_buf_append(&b, chunk, (size_t)k);
+    if (st == MT_OK && b.len > 0) {
+        good = replay(b.data, b.len, fn, user);
+        if (good < b.len && ftruncate(fd, (off_t)good) != 0)
+            st = MT_EIO;
+    }
+    mt_buf_free(&b);
+    if (st != MT_OK)
+        return mt_fail(err, st, "%s: cannot read the journal", path);
+    return lseek(fd, 0, SEEK_END) < 0 ? mt_fail(err, MT_EIO, "%s: seek",
+                                                path)
+                                      : MT_OK;
+}
+
+enum mt_status journal_open(const char *path, int resume, journal_fn fn,
+                            void *user, struct journal **out,
+                            struct mt_error *err)
+{
+    struct journal *j = mt_calloc(1, sizeof *j);
+    enum mt_status st;
+
+    if (!j || !(j->path = mt_strdup(path))) {
+        mt_free(j);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    j->fd = open(path, O_RDWR | O_CREAT | (resume ? 0 : O_TRUNC), 0644);
+    if (j->fd < 0) {
+        st = mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+        journal_close(j);
+        return st;
+    }
+    st = resume ? load(j->fd, fn, user, err, path) : MT_OK;
+    if (st != MT_OK) {
+        journal_close(j);
+        return st;
+    }
+    *out = j;
+    return MT_OK;
+}
+
+enum mt_status journal_append(struct journal *j, const char *id,
+                              const char *line, struct mt_error *err)
+{
+    json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    enum mt_status st = s ? mt_buf_printf(&b, "%s\n", s) : MT_ENOMEM;
+
+    json_decref(o);
+    mt_free(s);
+    if (st == MT_OK) {
+        pthread_mutex_lock(&j->mu);
+        st = write_all(j->fd, b.data, b.len);
+        if (st == MT_OK && fdatasync(j->fd) != 0)
+            st = MT_EIO;
+        pthread_mutex_unlock(&j->mu);
+    }
+    mt_buf_free(&b);
+    if (st != MT_OK)
+        return mt_fail(err, st, "%s: cannot record note %s", j->path, id);
+    return MT_OK;
+}
+
+void journal_close(struct journal *j)
+{
+    if (!j)
+        return;
+    if (j->fd >= 0)
+        close(j->fd);
+    pthread_mutex_destroy(&j->mu);
+    mt_free(j->path);
+    mt_free(j);
+}
+
+/* fsyncs the directory holding 'path' so the rename itself is durable. */
+static void sync_dir(const char *path)
+{
+    char dir[4096];
+    const char *s = strrchr(path, '/');
+    int fd;
+
+    snprintf(dir, sizeof dir, "%.*s", s ? (int)(s - path) : 1,
+             s ? path : ".");
+    fd = open(dir[0] ? dir : "/", O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+enum mt_status write_atomic(const char *path, const char *data, size_t n,
+                            struct mt_error *err)
+{
+    char tmp[4200];
+    int fd;
+    enum mt_status st;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return mt_fail(err, MT_EIO, "%s: %s", tmp, strerror(errno));
+    st = write_all(fd, data, n);
+    if (st == MT_OK && fsync(fd) != 0)
+        st = MT_EIO;
+    if (close(fd) != 0)
+        st = MT_EIO;
+    if (st == MT_OK && rename(tmp, path) != 0)
+        st = MT_EIO;
+    if (st != MT_OK) {
+        unlink(tmp);
+        return mt_fail(err, st, "%s: cannot write: %s", path,
+                       strerror(errno));
+    }
+    sync_dir(path);
+    return MT_OK;
+}

@@ -1,0 +1,32 @@
+# Helpers for the check/mediqa integration tests: starts the role-aware
+# agent stub (tests/fixtures/agent_stub) on loopback. Source after lib.sh.
+# MEDTRUST_AGENTS_BIN: a binary with the verbs, until main.c lists them.
+MT=${MEDTRUST_AGENTS_BIN:-$MT}
+STUB_BIN=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}/fixtures/agent_stub
+STUB_PIDS=()
+trap 'for p in "${STUB_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+# stub_start NAME ARGS...: starts a stub; sets SPEC to its openai: spec.
+stub_start() {
+    local name=$1 port i
+    shift
+    "$STUB_BIN" --log "$TMP/$name.log" "$@" >"$TMP/$name.port" &
+    STUB_PIDS+=($!)
+    for i in $(seq 50); do
+        port=$(head -1 "$TMP/$name.port" 2>/dev/null)
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    SPEC="openai:http://127.0.0.1:$port#stub"
+}
+
+# Skips the whole suite when the binary lacks the verb (main.c not wired).
+need_verb() {
+    if ! "$MT" "$1" --help >/dev/null 2>&1; then
+        echo "# medtrust has no '$1' verb yet: skipped"
+        exit 0
+    fi
+}
+
+# py EXPR-SCRIPT: runs python3 with the script from stdin.
+py() { python3 - "$@"; }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Integration: `medtrust check` runs each strategy against the role-aware
+# loopback stub, on a small English note and on MedErrBench Chinese and
+# Arabic notes (read from $MEDTRUST_DATA at run time), honours --prompts,
+# survives a model that times out, and refuses bad input cleanly.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
+need_verb check
+stub_start main
+export MEDTRUST_LLM_TIMEOUT=20
+unset MEDTRUST_LLM
+
+printf 'A 62-year-old man has crushing chest pain.\nECG shows ST elevation in II, III and aVF.\nHe is given aspirin and sent home.\n' >"$TMP/note.txt"
+for s in react-reflex guards single; do
+    "$MT" check --llm "$SPEC" --strategy "$s" --json "$TMP/note.txt" \
+        >"$TMP/$s.json" 2>"$TMP/err"
+    if py "$TMP/$s.json" "$s" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+keys = {"error_flag", "error_sentence_id", "error_sentence",
+        "corrected_sentence", "corrected_text", "strategy", "usage", "trace"}
+assert keys <= set(r), set(r)
+assert r["strategy"] == sys.argv[2]
+assert r["error_flag"] == 1 and r["error_sentence_id"] == 2, r
+assert r["error_sentence"] == "He is given aspirin and sent home."
+assert r["corrected_text"].count("(corrected)") == 1
+assert r["usage"]["llm_calls"] >= 1 and r["usage"]["prompt_tokens"] > 0
+assert any(t.get("step") == "call" for t in r["trace"])
+PY
+        ok "check --strategy $s finds the stub's error and prints every key"
+    else
+        not_ok "check --strategy $s" "$(head -c 600 "$TMP/$s.json")" "$(tail -3 "$TMP/err")"
+    fi
+done
+
+# react-reflex with retrieval: search() reads a BM25 index built now.
+"$MT" index --db "$TMP/db" --input "$DATA/pubmedqa/corpus.jsonl" \
+    --no-progress >/dev/null 2>&1
+"$MT" check --llm "$SPEC" --db "$TMP/db" --json "$TMP/note.txt" \
+    >"$TMP/db.json" 2>"$TMP/err"
+if py "$TMP/db.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = [t for t in r["trace"] if t.get("step") == "search"]
+assert s and 0 < len(s[0]["hits"]) <= 20, s
+assert r["error_flag"] == 1
+PY
+    ok "react-reflex search() injects up to 20 passages from the index"
+else
+    not_ok "react-reflex with --db" "$(head -c 400 "$TMP/db.json")" "$(tail -3 "$TMP/err")"
+fi
+
+# Chinese and Arabic MedErrBench notes (the first validation note of each).
+for lang in CN ARA; do
+    csv="$DATA/mederrbench/validation/reviewed_data_${lang}_validation.csv"
+    py "$csv" "$TMP/$lang.txt" <<'PY'
+import csv, sys
+csv.field_size_limit(10**9)
+row = next(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
+open(sys.argv[2], "w", encoding="utf-8").write(row["Text"])
+PY
+    for s in react-reflex guards single; do
+        "$MT" check --llm "$SPEC" --strategy "$s" --json "$TMP/$lang.txt" \
+            >"$TMP/out.json" 2>"$TMP/err"
+        if py "$TMP/out.json" "$TMP/$lang.txt" "$lang" <<'PY'; then
+import json, sys, re
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+text = open(sys.argv[2], encoding="utf-8").read()
+script = r"[\u4e00-\u9fff]" if sys.argv[3] == "CN" else r"[\u0600-\u06ff]"
+assert r["error_flag"] == 1, r
+assert r["error_sentence"] and r["error_sentence"] in text
+assert re.search(script, r["corrected_sentence"]), r["corrected_sentence"]
+assert r["corrected_text"] != text
+PY
+            ok "check --strategy $s on a MedErrBench $lang note keeps its language"
+        else
+            not_ok "check --strategy $s on $lang" "$(head -c 400 "$TMP/out.json")" "$(tail -3 "$TMP/err")"
+        fi
+    done
+done
+
+# --prompts: a replaced single.txt is used (its marker makes the stub
+# answer as the parser, without the prose and code fence).
+mkdir -p "$TMP/prompts"
+printf '[agent:parser] custom prompt\n=== user ===\n{{SENTENCES}}\n' \
+    >"$TMP/prompts/single.txt"
+"$MT" check --llm "$SPEC" --strategy single --prompts "$TMP/prompts" --json \
+    "$TMP/note.txt" >"$TMP/p.json" 2>"$TMP/err"
+if grep -q '"error_flag":1' "$TMP/p.json" && ! grep -q 'Let me think' "$TMP/p.json"; then
+    ok "--prompts DIR replaces a built-in prompt"
+else
+    not_ok "--prompts DIR" "$(head -c 400 "$TMP/p.json")"
+fi
+
+# A model that times out: one repeat, then the documented fallback.
+stub_start slow --delay 3000
+"$MT" check --llm "$SPEC" --strategy single --timeout 0.5 --retries 0 \
+    --json "$TMP/note.txt" >"$TMP/t.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && py "$TMP/t.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["error_flag"] == 0 and r["corrected_sentence"] == "NA"
+assert r["usage"]["failed_calls"] == 2 and r["usage"]["fallbacks"] == 1
+assert any(t.get("step") == "fallback" for t in r["trace"])
+PY
+    ok "a timed-out model gets one repeat, then the fallback verdict"
+else
+    not_ok "timeout fallback (rc $rc)" "$(head -c 400 "$TMP/t.json")"
+fi
+
+# Bad input: a clear error and exit status 1, never a crash.
+bad() {
+    local name=$1 pat=$2
+    shift 2
+    "$MT" check --llm "$SPEC" --strategy single "$@" >"$TMP/b.out" 2>"$TMP/b.err"
+    local rc=$?
+    if [ $rc -eq 1 ] && grep -qi -- "$pat" "$TMP/b.err"; then
+        ok "$name"
+    else
+        not_ok "$name (rc $rc)" "$(tail -3 "$TMP/b.err")"
+    fi
+}
+: >"$TMP/empty.txt"
+bad "an empty note is refused" "empty" "$TMP/empty.txt"
+head -c 1048576 /dev/zero | tr '\0' 'a' >"$TMP/big.txt"
+bad "a 1 MB note is refused with the limit" "limit" "$TMP/big.txt"
+head -c 4096 /dev/urandom >"$TMP/bin.txt"
+bad "binary garbage is refused as not UTF-8" "UTF-8" "$TMP/bin.txt"
+bad "an unknown strategy is refused" "strategy" --strategy nope "$TMP/note.txt"
+bad "a missing file is reported" "no-such" "$TMP/no-such.txt"

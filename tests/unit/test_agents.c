@@ -1,0 +1,408 @@
+/* Unit tests for src/agents: JSON extraction from model prose, fuzzy
+ * sentence matching (English, Chinese, Arabic), the MedEval acceptance
+ * rule (true minimum), prompts, and submission lines. */
+#include "check.h"
+
+#include <unistd.h>
+
+#include "agents/agent_int.h"
+#include "agents/match.h"
+#include "agents/prompt.h"
+#include "agents/reply.h"
+#include "medtrust/agent.h"
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+
+static void test_extract_plain_fenced_and_prose(void **state)
+{
+    char why[256];
+    json_t *o;
+    long v;
+
+    (void)state;
+    o = mt_reply_extract("{\"a\":1}", why, sizeof why);
+    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 1);
+    json_decref(o);
+    o = mt_reply_extract("Sure!\n```json\n{\"a\": 2}\n```\nbye", why,
+                         sizeof why);
+    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 2);
+    json_decref(o);
+    o = mt_reply_extract("I think {not json} but {\"a\": \"3\", \"s\": "
+                         "\"x}\"} is it", why, sizeof why);
+    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 3);
+    CHECK(strcmp(mt_reply_str(o, "s"), "x}") == 0);
+    json_decref(o);
+}
+
+static void test_extract_rejects_garbage_with_reason(void **state)
+{
+    char why[256] = "";
+
+    (void)state;
+    CHECK(mt_reply_extract("", why, sizeof why) == NULL);
+    CHECK(strstr(why, "empty") != NULL);
+    CHECK(mt_reply_extract("no braces at all", why, sizeof why) == NULL);
+    CHECK(mt_reply_extract("[1,2,3]", why, sizeof why) == NULL);
+    CHECK(mt_reply_extract("{\"a\": ", why, sizeof why) == NULL);
+    CHECK(why[0] != '\0');
+}
+
+static void test_reply_getters_are_lenient_but_bounded(void **state)
+{
+    json_t *o = json_loads("{\"b\":\"yes\",\"c\":85,\"d\":0.4,\"i\":2.0,"
+                           "\"j\":2.5,\"k\":7}", 0, NULL);
+    int b = 0;
+    double c = 0;
+    long v = 0;
+
+    (void)state;
+    CHECK(mt_reply_bool(o, "b", &b) == 0 && b == 1);
+    CHECK(mt_reply_conf(o, "c", &c) == 0 && c > 0.849 && c < 0.851);
+    CHECK(mt_reply_conf(o, "d", &c) == 0 && c > 0.39 && c < 0.41);
+    CHECK(mt_reply_int(o, "i", 1, 5, &v) == 0 && v == 2);
+    CHECK(mt_reply_int(o, "j", 1, 5, &v) != 0);
+    CHECK(mt_reply_int(o, "k", 1, 5, &v) != 0);
+    CHECK(mt_reply_int(o, "missing", 1, 5, &v) != 0);
+    json_decref(o);
+}
+
+/* A static slice initializer (a compound literal is not constant). */
+#define SL(lit) {(lit), sizeof(lit) - 1}
+
+static const struct mt_str en[] = {
+    SL("A 45-year-old man presents with fever and cough."),
+    SL("Chest X-ray shows a right lower lobe infiltrate."),
+    SL("He is started on oral amoxicillin."),
+};
+
+static void test_match_english_verbatim_partial_and_miss(void **state)
+{
+    double s = 0;
+
+    (void)state;
+    CHECK(mt_match_sentence(MT_STR_C("He is started on oral amoxicillin."),
+                            en, 3, MT_MATCH_MIN, &s) == 2);
+    CHECK(s > 0.999);
+    /* case, punctuation and a missing word do not matter much */
+    CHECK(mt_match_sentence(MT_STR_C("chest x-ray shows right lower lobe "
+                                     "infiltrate"), en, 3, MT_MATCH_MIN,
+                            &s) == 1);
+    CHECK(mt_match_sentence(MT_STR_C("The patient likes jazz music"), en, 3,
+                            MT_MATCH_MIN, &s) == -1);
+    CHECK(mt_match_sentence(MT_STR_C(""), en, 3, MT_MATCH_MIN, &s) == -1);
+}
+
+static void test_match_chinese_uses_character_bigrams(void **state)
+{
+    static const struct mt_str cn[] = {
+        SL("患者男性，45岁，发热咳嗽三天。"),
+        SL("胸片显示右下肺浸润。"),
+        SL("给予口服阿莫西林治疗。"),
+    };
+    double s = 0;
+
+    (void)state;
+    /* no spaces in Chinese: tokens would see one word per clause */
+    CHECK(mt_match_sentence(MT_STR_C("胸片显示右下肺浸润"), cn, 3,
+                            MT_MATCH_MIN, &s) == 1);
+    CHECK(s > 0.9);
+    CHECK(mt_match_sentence(MT_STR_C("口服阿莫西林"), cn, 3, MT_MATCH_MIN,
+                            &s) == 2);
+    CHECK(mt_match_sentence(MT_STR_C("今天天气很好"), cn, 3, MT_MATCH_MIN,
+                            &s) == -1);
+}
+
+static void test_match_arabic_ignores_diacritics(void **state)
+{
+    static const struct mt_str ar[] = {
+        SL("يعاني المريض من حمى وسعال منذ ثلاثة أيام."),
+        SL("تم إعطاؤه أموكسيسيلين عن طريق الفم."),
+    };
+    double s = 0;
+
+    (void)state;
+    /* the same words with a fatha and a tatweel added */
+    CHECK(mt_match_sentence(MT_STR_C("تم إعطاؤهَ أموكسيسيـلين عن طريق الفم"),
+                            ar, 2, MT_MATCH_MIN, &s) == 1);
+    CHECK(s > 0.99);
+    CHECK(mt_match_sentence(MT_STR_C("المريض يعاني من حمى"), ar, 2,
+                            MT_MATCH_MIN, &s) == 0);
+}
+
+static void test_medeval_uses_true_minimum(void **state)
+{
+    static const int buggy[] = {5, 5, 5, 5, 2};
+    static const int ok[] = {4, 4, 4, 4, 3};
+    static const int low_mean[] = {4, 4, 4, 3, 3};
+    double mean;
+    int min;
+
+    (void)state;
+    /* mean 4.4 passes, but one reviewer gave 2: the running minimum of
+     * averages (4.4) would have accepted it */
+    CHECK(mt_medeval_accept(buggy, 5, 3.8, 3, &mean, &min) == 0);
+    CHECK(min == 2 && mean > 4.39 && mean < 4.41);
+    CHECK(mt_medeval_accept(ok, 5, 3.8, 3, &mean, &min) == 1);
+    CHECK(mt_medeval_accept(low_mean, 5, 3.8, 3, &mean, &min) == 0);
+    CHECK(mt_medeval_accept(ok, 0, 3.8, 3, &mean, &min) == 0);
+}
+
+static void test_prompts_render_and_override(void **state)
+{
+    static const char *const keys[] = {"A", "B"};
+    static const char *const vals[] = {"x", "yy"};
+    struct mt_buf b = MT_BUF_INIT(1024);
+    struct mt_prompts *p = NULL;
+    struct mt_str sys;
+    struct mt_str user;
+    char dir[] = "/tmp/mt-prompts-XXXXXX";
+    char path[128];
+    FILE *f;
+
+    (void)state;
+    CHECK_OK(mt_prompt_render(MT_STR_C("{{A}}-{{C}}-{{B}}{{"), keys, vals, 2,
+                              &b));
+    CHECK(strcmp(b.data, "x-{{C}}-yy{{") == 0);
+    mt_buf_free(&b);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/single.txt", dir);
+    f = fopen(path, "w");
+    fputs("[agent:single] custom\n=== user ===\n{{SENTENCES}}\n", f);
+    fclose(f);
+    CHECK_OK(mt_prompts_load(dir, &p, NULL));
+    CHECK(mt_prompts_get(p, "single", &sys, &user) == 0);
+    CHECK(sys.n == 21 && memcmp(sys.p, "[agent:single] custom", 21) == 0);
+    CHECK(mt_prompts_get(p, "guard_correct", &sys, &user) == 0); /* built-in */
+    CHECK(mt_prompts_get(p, "nope", &sys, &user) < 0);
+    mt_prompts_free(p);
+    f = fopen(path, "w");
+    fputs("no separator here\n", f);
+    fclose(f);
+    CHECK(mt_prompts_load(dir, &p, NULL) == MT_EPARSE);
+    unlink(path);
+    rmdir(dir);
+    CHECK(mt_prompts_load("/nonexistent/dir", &p, NULL) == MT_EIO);
+}
+
+static void test_submission_lines(void **state)
+{
+    struct mt_check_result r;
+    char corr[] = "Give\nceftriaxone.";
+    char *s;
+
+    (void)state;
+    memset(&r, 0, sizeof r);
+    s = mt_check_submission_line("ms-val-1", NULL);
+    CHECK(strcmp(s, "ms-val-1 0 -1 NA") == 0);
+    mt_free(s);
+    r.error_flag = 1;
+    r.sentence_id = 4;
+    r.corrected_sentence = corr;
+    s = mt_check_submission_line("ms-val-2", &r);
+    CHECK(strcmp(s, "ms-val-2 1 4 Give ceftriaxone.") == 0);
+    mt_free(s);
+}
+
+static void test_strategy_names_round_trip(void **state)
+{
+    enum mt_strategy s;
+
+    (void)state;
+    CHECK_OK(mt_strategy_parse("guards", &s));
+    CHECK(s == MT_STRATEGY_GUARDS);
+    CHECK(strcmp(mt_strategy_str(MT_STRATEGY_REACT_REFLEX),
+                 "react-reflex") == 0);
+    CHECK(mt_strategy_parse("react", &s) == MT_EINVAL);
+}
+
+/* ==== Against the role-aware stub (tests/fixtures/agent_stub) ==== */
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct astub {
+    pid_t pid;
+    char spec[96];
+};
+
+/* Starts agent_stub with up to 4 extra arguments; skips when not built. */
+static void astub_start(struct astub *s, const char *a1, const char *a2,
+                        const char *a3)
+{
+    const char *b = getenv("MEDTRUST_BUILD");
+    char bin[512];
+    int fd[2];
+    int port = 0;
+    FILE *f;
+
+    snprintf(bin, sizeof bin, "%s/fixtures/agent_stub", b ? b : "build");
+    if (access(bin, X_OK) != 0)
+        skip();
+    CHECK(pipe(fd) == 0);
+    s->pid = fork();
+    CHECK(s->pid >= 0);
+    if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execl(bin, bin, a1, a2, a3, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    f = fdopen(fd[0], "r");
+    CHECK(f && fscanf(f, "%d", &port) == 1);
+    fclose(f);
+    snprintf(s->spec, sizeof s->spec, "openai:http://127.0.0.1:%d#stub",
+             port);
+}
+
+static void astub_stop(struct astub *s)
+{
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, NULL, 0);
+}
+
+static const char note_text[] =
+    "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
+    "II, III and aVF. He is given aspirin and sent home.";
+
+static struct mt_agent *open_agent(const struct astub *s,
+                                   enum mt_strategy st)
+{
+    struct mt_agent_params p;
+    struct mt_agent *a = NULL;
+    struct mt_error err;
+
+    mt_agent_default_params(&p);
+    p.strategy = st;
+    p.llm_spec = s->spec;
+    p.llm.max_retries = 0;
+    p.llm.timeout_s = 10;
+    unsetenv("MEDTRUST_LLM");
+    CHECK_OK(mt_agent_open(&p, &a, &err));
+    return a;
+}
+
+static void check_note(struct mt_agent *a, struct mt_check_result *r)
+{
+    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0};
+    struct mt_error err;
+
+    CHECK_OK(mt_agent_check(a, &n, r, &err));
+}
+
+static void test_guards_confidence_decides_when_arbiter_fails(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+
+    (void)state;
+    astub_start(&s, "--disagree", "--garble", "guard_detect_arbiter");
+    a = open_agent(&s, MT_STRATEGY_GUARDS);
+    check_note(a, &r);
+    /* detect: INCORRECT (0.9) beats CORRECT (0.6) once the arbiter's two
+     * replies are garbage; localisation: agents 1 (last sentence, 0.8)
+     * and 2 (first, 0.4) differ and the arbiter picks the last one */
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    CHECK(strstr(r.trace, "the more confident agent wins") != NULL);
+    CHECK(r.usage.parse_failures == 2 && r.usage.fallbacks == 1);
+    /* 2 detect + 2 arbiter + 2 locate + 1 arbiter + 1 correct */
+    CHECK(r.usage.llm_calls == 8);
+    CHECK(r.usage.critical_calls == 6);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
+static void test_single_falls_back_after_one_repeat(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+
+    (void)state;
+    astub_start(&s, "--bad-id", NULL, NULL);
+    a = open_agent(&s, MT_STRATEGY_SINGLE);
+    check_note(a, &r);
+    CHECK(r.error_flag == 0 && r.sentence_id == -1 && r.fallback == 1);
+    CHECK(r.usage.llm_calls == 2 && r.usage.parse_failures == 2);
+    CHECK(r.usage.fallbacks == 1);
+    CHECK(strstr(r.trace, "sentence_id") != NULL);
+    CHECK(strcmp(r.corrected_sentence, "NA") == 0);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
+static void test_react_rejects_on_true_minimum_for_all_rounds(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+
+    (void)state;
+    astub_start(&s, "--eval-finals", "5,5,5,5,2", NULL);
+    a = open_agent(&s, MT_STRATEGY_REACT_REFLEX);
+    check_note(a, &r);
+    /* every round: search, final_mistake, MedEval (rejected); a
+     * reflection between rounds; after 5 rounds: no error */
+    CHECK(r.error_flag == 0);
+    CHECK(r.usage.llm_calls == 5 * 3 + 4);
+    CHECK(strstr(r.trace, "\"accepted\":true") == NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
+static void test_bad_input_is_refused(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    struct mt_note n = {"t", "   \n ", 5, NULL, 0};
+    struct mt_error err;
+    char *big;
+
+    (void)state;
+    astub_start(&s, NULL, NULL, NULL);
+    a = open_agent(&s, MT_STRATEGY_SINGLE);
+    CHECK(mt_agent_check(a, &n, &r, &err) == MT_EINVAL);
+    n.text = "ab\xff\xfe";
+    n.text_len = 4;
+    CHECK(mt_agent_check(a, &n, &r, &err) == MT_EINVAL);
+    big = mt_malloc(1 << 20);
+    memset(big, 'a', 1 << 20);
+    n.text = big;
+    n.text_len = 1 << 20;
+    CHECK(mt_agent_check(a, &n, &r, &err) == MT_ELIMIT);
+    CHECK(r.trace == NULL);
+    mt_free(big);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_extract_plain_fenced_and_prose),
+        cmocka_unit_test(test_extract_rejects_garbage_with_reason),
+        cmocka_unit_test(test_reply_getters_are_lenient_but_bounded),
+        cmocka_unit_test(test_match_english_verbatim_partial_and_miss),
+        cmocka_unit_test(test_match_chinese_uses_character_bigrams),
+        cmocka_unit_test(test_match_arabic_ignores_diacritics),
+        cmocka_unit_test(test_medeval_uses_true_minimum),
+        cmocka_unit_test(test_prompts_render_and_override),
+        cmocka_unit_test(test_submission_lines),
+        cmocka_unit_test(test_strategy_names_round_trip),
+        cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
+        cmocka_unit_test(test_single_falls_back_after_one_repeat),
+        cmocka_unit_test(test_react_rejects_on_true_minimum_for_all_rounds),
+        cmocka_unit_test(test_bad_input_is_refused),
+    };
+
+    mt_jsonl_init_alloc();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
