@@ -29,6 +29,33 @@ static const char *const migrations[] = {
     " doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
     " ordinal INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,"
     " text TEXT NOT NULL, UNIQUE(doc_id, ordinal));",
+    /* v2: accounts, sessions, API tokens, runs, audit trail, settings
+     * (src/store/accounts.c). Secrets are stored as SHA-256 hashes,
+     * passwords as argon2id strings. */
+    "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    " pwhash TEXT NOT NULL, role TEXT NOT NULL DEFAULT 'user'"
+    " CHECK(role IN ('admin','user')),"
+    " created_at INTEGER NOT NULL DEFAULT (strftime('%s','now')));"
+    "CREATE TABLE sessions(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
+    " user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    " csrf TEXT NOT NULL, created_at INTEGER NOT NULL,"
+    " expires_at INTEGER NOT NULL);"
+    "CREATE TABLE tokens(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE,"
+    " user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " created_at INTEGER NOT NULL DEFAULT (strftime('%s','now')));"
+    "CREATE TABLE runs(id INTEGER PRIMARY KEY,"
+    " user_id INTEGER REFERENCES users(id) ON DELETE SET NULL,"
+    " username TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,"
+    " input_hash TEXT, result TEXT, error TEXT,"
+    " created_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
+    " finished_at INTEGER);"
+    "CREATE INDEX runs_by_user ON runs(user_id, id);"
+    "CREATE TABLE audit(id INTEGER PRIMARY KEY,"
+    " at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
+    " user_id INTEGER, username TEXT, action TEXT NOT NULL,"
+    " detail TEXT NOT NULL DEFAULT '{}');"
+    "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

@@ -1,0 +1,64 @@
+/* medtrust HTTP server: the /v1 JSON API and the embedded web UI over GNU
+ * libmicrohttpd, with accounts, sessions, API tokens, limits, a job queue
+ * for model-bound work (streamed as Server-Sent Events) and log files. */
+#ifndef MEDTRUST_SERVER_H
+#define MEDTRUST_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mt_server;
+
+/* Server settings; strings are copied by mt_server_start. */
+struct mt_server_params {
+    const char *db_dir;       /* corpus store directory (required) */
+    const char *listen;       /* "HOST:PORT", default "127.0.0.1:8080"; port
+                                 0 picks a free one (see mt_server_port) */
+    const char *data_dir;     /* access.log and audit.log go here; NULL = no
+                                 log files */
+    uint32_t threads;         /* network threads, default 4 */
+    uint32_t llm_jobs;        /* model-bound jobs running at once, default 4 */
+    uint32_t max_queued;      /* jobs waiting beyond which 503, default 256 */
+    size_t max_body;          /* request body bytes, default 8 MiB (413) */
+    double rate_per_s;        /* requests per second per account, 0 = no
+                                 limit; default 20 (429 past the burst) */
+    uint32_t rate_burst;      /* default 40 */
+    uint32_t timeout_s;       /* idle connection timeout, default 30 */
+    uint32_t job_timeout_s;   /* a job is cancelled after this, default 600 */
+    uint32_t session_ttl_s;   /* default 43200 (12 h) */
+    int secure_cookies;       /* mark cookies Secure (when behind TLS) */
+    int test_routes;          /* test equipment: POST /v1/jobs/sleep */
+    const char *registration; /* "open" or "closed" stored at start;
+                                 NULL keeps the stored setting (default
+                                 open) */
+};
+
+/* Fills 'p' with the defaults above (db_dir NULL). */
+void mt_server_default_params(struct mt_server_params *p);
+
+/* Opens the store (migrating it to the accounts schema), starts the job
+ * workers and the network threads, and listens. On success *out owns the
+ * server (stop it with mt_server_stop); on failure *out is unchanged and
+ * 'err' says why. */
+enum mt_status mt_server_start(const struct mt_server_params *p,
+                               struct mt_server **out, struct mt_error *err);
+
+/* The TCP port the server listens on. */
+uint16_t mt_server_port(const struct mt_server *s);
+
+/* Stops gracefully: stops accepting connections, lets in-flight requests
+ * finish and running or queued jobs complete for up to 'grace_s' seconds
+ * (then cancels them, recording them as failed), ends event streams and
+ * frees everything. NULL is allowed. Call from one thread, once. */
+void mt_server_stop(struct mt_server *s, double grace_s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

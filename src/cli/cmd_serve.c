@@ -1,0 +1,151 @@
+/* medtrust serve: the HTTP API and web UI over a store, until SIGTERM or
+ * SIGINT, which stop it gracefully (in-flight requests and jobs finish). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "medtrust/core.h"
+#include "medtrust/server.h"
+
+extern const struct cli_verb cli_verb_serve;
+
+static const struct cli_opt serve_opts[] = {
+    {"db", 'd', "DIR", "store directory (required; created if missing)", 0},
+    {"listen", 'l', "HOST:PORT",
+     "address to listen on (default 127.0.0.1:8080; port 0 picks one)", 0},
+    {"data-dir", 'D', "DIR",
+     "where access.log and audit.log go (default: "
+     "no log files)",
+     0},
+    {"threads", 't', "N", "network threads, 1..256 (default 4)", 0},
+    {"llm-jobs", 0, "N",
+     "model-bound jobs running at once, 1..256 "
+     "(default 4)",
+     0},
+    {"max-body", 0, "BYTES",
+     "largest request body, 1KiB..1GiB (default "
+     "8 MiB)",
+     0},
+    {"rate-limit", 0, "N",
+     "requests a second per account, 0 = none "
+     "(default 20)",
+     0},
+    {"rate-burst", 0, "N",
+     "requests allowed in a burst, 1..100000 "
+     "(default 40)",
+     0},
+    {"timeout", 0, "S",
+     "idle connection timeout in seconds, 1..3600 "
+     "(default 30)",
+     0},
+    {"job-timeout", 0, "S",
+     "a job is cancelled after S seconds (default "
+     "600)",
+     0},
+    {"grace", 0, "S",
+     "on SIGTERM, wait up to S seconds for jobs, 0..3600 "
+     "(default 30)",
+     0},
+    {"registration", 0, "open|closed",
+     "store whether anyone may register "
+     "(default: keep the stored setting, initially open)",
+     0},
+    {"secure-cookies", 0, NULL, "mark cookies Secure (behind TLS)", 0},
+    {"test-routes", 0, NULL, "test equipment: enable POST /v1/jobs/sleep", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+/* Reads the numeric options; -1 after printing an error. */
+static int read_nums(struct cli_args *a, struct mt_server_params *p,
+                     unsigned long *grace)
+{
+    unsigned long th = p->threads, lj = p->llm_jobs, mb = p->max_body;
+    unsigned long rl = 20, rb = p->rate_burst, to = p->timeout_s;
+    unsigned long jt = p->job_timeout_s;
+
+    if (cli_get_uint(a, "threads", 1, 256, &th) < 0 ||
+        cli_get_uint(a, "llm-jobs", 1, 256, &lj) < 0 ||
+        cli_get_uint(a, "max-body", 1024, 1ul << 30, &mb) < 0 ||
+        cli_get_uint(a, "rate-limit", 0, 1000000, &rl) < 0 ||
+        cli_get_uint(a, "rate-burst", 1, 100000, &rb) < 0 ||
+        cli_get_uint(a, "timeout", 1, 3600, &to) < 0 ||
+        cli_get_uint(a, "job-timeout", 1, 86400, &jt) < 0 ||
+        cli_get_uint(a, "grace", 0, 3600, grace) < 0)
+        return -1;
+    p->threads = (uint32_t)th;
+    p->llm_jobs = (uint32_t)lj;
+    p->max_body = mb;
+    p->rate_per_s = (double)rl;
+    p->rate_burst = (uint32_t)rb;
+    p->timeout_s = (uint32_t)to;
+    p->job_timeout_s = (uint32_t)jt;
+    return 0;
+}
+
+/* Blocks the stop signals in every thread so that only sigwait sees
+ * them. */
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int serve_run(struct cli_args *a)
+{
+    struct mt_server_params p;
+    struct mt_error err = {MT_OK, ""};
+    struct mt_server *s = NULL;
+    unsigned long grace = 30;
+    sigset_t set;
+    int sig = 0;
+    enum mt_status st;
+
+    mt_server_default_params(&p);
+    p.db_dir = cli_get(a, "db");
+    if (!p.db_dir) {
+        fprintf(stderr, "medtrust serve: --db DIR is required\n"
+                        "Try 'medtrust serve --help'.\n");
+        return 1;
+    }
+    if (read_nums(a, &p, &grace) < 0)
+        return 1;
+    if (cli_get(a, "listen"))
+        p.listen = cli_get(a, "listen");
+    p.data_dir = cli_get(a, "data-dir");
+    p.registration = cli_get(a, "registration");
+    p.secure_cookies = cli_get(a, "secure-cookies") != NULL;
+    p.test_routes = cli_get(a, "test-routes") != NULL;
+    block_signals(&set);
+    st = mt_server_start(&p, &s, &err);
+    if (st != MT_OK)
+        return cli_fail(&err, st);
+    printf("listening on http://%s:%u\n",
+           strncmp(p.listen, "0.0.0.0:", 8) == 0 ? "127.0.0.1" : "localhost",
+           mt_server_port(s));
+    fflush(stdout);
+    sigwait(&set, &sig);
+    mt_log(MT_LOG_INFO, "signal %d: stopping (grace %lu s)", sig, grace);
+    mt_server_stop(s, (double)grace);
+    return 0;
+}
+
+const struct cli_verb cli_verb_serve = {
+    "serve",
+    "serve the HTTP JSON API (/v1) and the web UI",
+    "--db DIR [--listen HOST:PORT] [--data-dir DIR] [OPTIONS]",
+    "Routes: GET /v1/health; POST /v1/login, /v1/logout, /v1/register;\n"
+    "GET /v1/me; GET|POST /v1/tokens, DELETE /v1/tokens/ID; POST\n"
+    "/v1/search, /v1/score; GET /v1/runs, /v1/runs/ID, /v1/runs/ID/events\n"
+    "(Server-Sent Events); GET /v1/models; admin: GET /v1/users, GET|PUT\n"
+    "/v1/settings. Every /v1 route but health, login and register needs a\n"
+    "session cookie (state-changing requests also the X-CSRF-Token header)\n"
+    "or 'Authorization: Bearer TOKEN'. Create accounts with 'medtrust\n"
+    "user add'. SIGTERM or SIGINT stop the server gracefully.",
+    serve_opts,
+    serve_run,
+};

@@ -1,0 +1,390 @@
+/* The engine routes: health, search (the CLI's hit objects), score (the
+ * CLI's --json object, recorded as a run), runs, models, and the job
+ * routes (check and ask until their engines exist: 501; the synthetic
+ * sleep job that tests the job queue and event streams). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "medtrust/eval.h"
+#include "model/embed.h"
+#include "server/srv_int.h"
+
+#define QUERY_MAX 4096
+
+/* ==== Health and models ==== */
+
+void mt_srv_health(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
+{
+    size_t queued, running;
+
+    (void)rq;
+    (void)id;
+    pthread_mutex_lock(&s->job_mu);
+    queued = s->queued;
+    running = s->running;
+    pthread_mutex_unlock(&s->job_mu);
+    mt_srv_json(rs, 200,
+                json_pack("{s:s,s:s,s:{s:I,s:I,s:I}}", "status", "ok",
+                          "version", mt_version(), "jobs", "queued",
+                          (json_int_t)queued, "running", (json_int_t)running,
+                          "max_running", (json_int_t)s->p.llm_jobs));
+}
+
+/* A spec for display: the user:password@ part of a URL is cut out. */
+static json_t *spec_json(const char *spec)
+{
+    const char *at = spec ? strchr(spec, '@') : NULL;
+    const char *scheme = spec ? strstr(spec, "://") : NULL;
+    char buf[512];
+
+    if (!spec)
+        return json_null();
+    if (!at || !scheme || at < scheme || strchr(scheme + 3, '/') < at)
+        return json_string(spec);
+    snprintf(buf, sizeof buf, "%.*s%s", (int)(scheme + 3 - spec), spec, at + 1);
+    return json_string(buf);
+}
+
+/* Every MEDTRUST_LLM_<ROLE> variable (not the _TIMEOUT setting). */
+static json_t *role_specs(void)
+{
+    extern char **environ;
+    static const char pre[] = "MEDTRUST_LLM_";
+    json_t *o = json_object();
+    char role[64];
+    char **e;
+
+    for (e = environ; o && e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t n;
+        if (strncmp(*e, pre, sizeof pre - 1) != 0 || !eq)
+            continue;
+        n = (size_t)(eq - *e) - (sizeof pre - 1);
+        if (n == 0 || n >= sizeof role)
+            continue;
+        memcpy(role, *e + sizeof pre - 1, n);
+        role[n] = '\0';
+        if (strcmp(role, "TIMEOUT") == 0)
+            continue;
+        for (n = 0; role[n]; n++)
+            role[n] = (char)tolower((unsigned char)role[n]);
+        json_object_set_new(o, role, spec_json(eq + 1));
+    }
+    return o;
+}
+
+void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
+{
+    char emb[128] = "";
+    uint32_t dims = 0;
+    json_t *e;
+
+    (void)rq;
+    (void)id;
+    if (mt_index_peek_embedder(s->db_dir, emb, sizeof emb, &dims, NULL) !=
+            MT_OK ||
+        !emb[0])
+        e = json_null();
+    else
+        e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
+    mt_srv_json(rs, 200,
+                json_pack("{s:{s:o,s:o},s:o}", "llm", "default",
+                          spec_json(getenv("MEDTRUST_LLM")), "roles",
+                          role_specs(), "embedder", e));
+}
+
+/* ==== Search ==== */
+
+static json_t *hit_json(const struct mt_search_hit *h)
+{
+    /* The same object as `medtrust search --json` prints. */
+    return json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s}", "rank", (int)h->rank,
+                     "doc_id", h->doc_id, "chunk_id", (json_int_t)h->chunk_id,
+                     "score", h->score, "title", h->title, "text", h->text,
+                     "source", h->source);
+}
+
+static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
+                  struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!v)
+        return 0;
+    if (!json_is_number(v) || json_number_value(v) < lo ||
+        json_number_value(v) > hi) {
+        mt_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]", key, lo,
+                     hi);
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* Reads {"query","k","mode","w_lex","w_sem","source","retrieve"}. */
+static int search_params(json_t *o, struct mt_search_params *p, const char **q,
+                         struct srv_resp *rs)
+{
+    const char *mode = json_string_value(json_object_get(o, "mode"));
+    double k = 10, wl = p->w_lex, ws = p->w_sem, r = p->retrieve_k;
+
+    *q = json_string_value(json_object_get(o, "query"));
+    if (!*q || strlen(*q) > QUERY_MAX) {
+        mt_srv_error(rs, 400,
+                     "\"query\" must be a string of at most %d "
+                     "bytes",
+                     QUERY_MAX);
+        return -1;
+    }
+    if (mode && mt_search_mode_parse(mode, &p->mode) != MT_OK) {
+        mt_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
+        return -1;
+    }
+    if (num_in(o, "k", 1, 1000, &k, rs) ||
+        num_in(o, "w_lex", 0, 1e6, &wl, rs) ||
+        num_in(o, "w_sem", 0, 1e6, &ws, rs) ||
+        num_in(o, "retrieve", 1, 100000, &r, rs))
+        return -1;
+    p->k = (uint32_t)k;
+    p->w_lex = (float)wl;
+    p->w_sem = (float)ws;
+    p->retrieve_k = (uint32_t)r;
+    p->source = json_string_value(json_object_get(o, "source"));
+    return 0;
+}
+
+/* Opens the index's own embedder once (dense and hybrid queries). */
+static enum mt_status embed_query(struct mt_server *s, const char *q,
+                                  float **vec, uint32_t *dims,
+                                  struct mt_error *err)
+{
+    struct mt_str str = mt_str_from(q);
+    enum mt_status st = MT_OK;
+
+    pthread_mutex_lock(&s->embed_mu);
+    if (!s->embed_tried) {
+        s->embed_tried = 1;
+        st = mt_index_peek_embedder(s->db_dir, s->embedder_spec,
+                                    sizeof s->embedder_spec, &s->embed_dims,
+                                    err);
+        if (st == MT_OK && s->embedder_spec[0])
+            st = mt_embedder_open(s->embedder_spec, NULL, &s->embedder, err);
+    }
+    if (st == MT_OK && !s->embedder)
+        st = mt_fail(err, MT_EINVAL,
+                     "this index has no vectors: use mode "
+                     "bm25, or rebuild it with --embedder");
+    *dims = st == MT_OK ? mt_embedder_dims(s->embedder) : 0;
+    *vec = st == MT_OK ? mt_calloc(*dims ? *dims : 1, sizeof **vec) : NULL;
+    if (st == MT_OK && !*vec)
+        st = mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+    if (st == MT_OK)
+        st = mt_embedder_embed(s->embedder, &str, 1, *vec, err);
+    pthread_mutex_unlock(&s->embed_mu);
+    return st;
+}
+
+static json_t *hits_json(const struct mt_search_result *r)
+{
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; a && i < r->n; i++)
+        if (json_array_append_new(a, hit_json(&r->hits[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return json_pack("{s:o}", "hits", a);
+}
+
+static void search_audit(struct mt_server *s, struct srv_req *rq, const char *q,
+                         const struct mt_search_params *p, size_t nhits)
+{
+    char h[MT_SECRET_SIZE];
+
+    mt_sha256_hex(q, strlen(q), h);
+    mt_srv_audit(s, NULL, rq, "search",
+                 json_pack("{s:s,s:s,s:i,s:I}", "query_sha256", h, "mode",
+                           mt_search_mode_str(p->mode), "k", (int)p->k, "hits",
+                           (json_int_t)nhits));
+}
+
+void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
+{
+    struct mt_search_params p;
+    struct mt_error err = {MT_OK, ""};
+    struct mt_search_result *r = NULL;
+    struct srv_lease *l = NULL;
+    float *vec = NULL;
+    const char *q = NULL;
+    json_t *o = NULL;
+    enum mt_status st;
+
+    (void)id;
+    mt_search_default_params(&p);
+    if (mt_srv_body_json(rq, rs, &o) != 0 ||
+        search_params(o, &p, &q, rs) != 0) {
+        json_decref(o);
+        return;
+    }
+    st = p.mode == MT_SEARCH_BM25
+             ? MT_OK
+             : embed_query(s, q, &vec, &p.query_dims, &err);
+    p.query_vec = vec;
+    if (st == MT_OK)
+        st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK)
+        st = mt_srv_lease_index(s, l, &err);
+    if (st == MT_OK)
+        st = mt_index_search(l->idx, q, &p, &r, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK) {
+        search_audit(s, rq, q, &p, r->n);
+        mt_srv_json(rs, 200, hits_json(r));
+    } else {
+        mt_srv_fail(rs, st, &err);
+    }
+    mt_search_result_free(r);
+    mt_free(vec);
+    json_decref(o);
+}
+
+/* ==== Score ==== */
+
+struct score_in {
+    const char *ref, *sub, *name;
+    struct mt_eval_params params;
+};
+
+static int score_params(json_t *o, struct score_in *in, struct srv_resp *rs)
+{
+    const char *m = json_string_value(json_object_get(o, "kpcs_match"));
+    json_t *kp = json_object_get(o, "kpcs");
+
+    in->ref = json_string_value(json_object_get(o, "reference"));
+    in->sub = json_string_value(json_object_get(o, "submission"));
+    in->name = json_string_value(json_object_get(o, "name"));
+    if (!in->name)
+        in->name = "submission";
+    mt_eval_default_params(&in->params);
+    if (!in->ref || !in->sub) {
+        mt_srv_error(rs, 400,
+                     "the body needs \"reference\" (MEDEC-format "
+                     "CSV text) and \"submission\" (run text)");
+        return -1;
+    }
+    if (m && strcmp(m, "normalized") == 0)
+        in->params.kpcs_match = MT_EVAL_KW_NORMALIZED;
+    else if (m && strcmp(m, "exact") != 0) {
+        mt_srv_error(rs, 400, "\"kpcs_match\" is exact or normalized");
+        return -1;
+    }
+    if (kp && json_is_false(kp))
+        in->params.kpcs = 0;
+    return num_in(o, "kpcs_alpha", 0, 1, &in->params.kpcs_alpha, rs);
+}
+
+/* Scores into *json (the CLI's --json object, caller frees). */
+static enum mt_status score_json(const struct score_in *in, char **json,
+                                 size_t *notes, struct mt_error *err)
+{
+    struct mt_eval_ref *ref = NULL;
+    struct mt_eval_sub *sub = NULL;
+    struct mt_eval_result *res = NULL;
+    enum mt_status st =
+        mt_eval_ref_load_mem("reference", in->ref, strlen(in->ref), &ref, err);
+
+    if (st == MT_OK)
+        st = mt_eval_sub_parse(in->name, in->sub, strlen(in->sub), &sub, err);
+    if (st == MT_OK)
+        st = mt_eval_score(ref, sub, &in->params, &res, err);
+    if (st == MT_OK)
+        st = mt_eval_result_json(res, ref, in->name, json, err);
+    *notes = ref ? mt_eval_ref_count(ref) : 0;
+    mt_eval_result_free(res);
+    mt_eval_sub_free(sub);
+    mt_eval_ref_free(ref);
+    return st;
+}
+
+static char *input_hash(const struct score_in *in)
+{
+    char a[MT_SECRET_SIZE], b[MT_SECRET_SIZE], both[2 * MT_SECRET_SIZE];
+    char *h = mt_malloc(MT_SECRET_SIZE);
+
+    mt_sha256_hex(in->ref, strlen(in->ref), a);
+    mt_sha256_hex(in->sub, strlen(in->sub), b);
+    snprintf(both, sizeof both, "%s%s", a, b);
+    if (h)
+        mt_sha256_hex(both, strlen(both), h);
+    return h;
+}
+
+static void score_reply(struct mt_server *s, struct srv_lease *l,
+                        struct srv_req *rq, struct srv_resp *rs, int64_t run,
+                        const char *json, size_t notes)
+{
+    json_t *o = json_loads(json, JSON_DECODE_ANY, NULL);
+
+    mt_srv_audit(s, l, rq, "score",
+                 json_pack("{s:I,s:I}", "run_id", (json_int_t)run, "notes",
+                           (json_int_t)notes));
+    if (o)
+        json_object_set_new(o, "run_id", json_integer(run));
+    mt_srv_json(rs, 200, o);
+}
+
+void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    struct score_in in;
+    json_t *o = NULL;
+    char *json = NULL, *hash = NULL;
+    size_t notes = 0;
+    enum mt_status st;
+
+    if (mt_srv_body_json(rq, rs, &o) != 0 || score_params(o, &in, rs)) {
+        json_decref(o);
+        return;
+    }
+    hash = input_hash(&in);
+    st = hash ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    if (st == MT_OK)
+        st = mt_run_create(l->store, rq->user.id, rq->user.name, "score", hash,
+                           &id, &err);
+    if (st == MT_OK) {
+        st = score_json(&in, &json, &notes, &err);
+        /* Best effort: a failed update leaves the run "queued". */
+        mt_run_update(l->store, id, st == MT_OK ? "done" : "failed", json,
+                      st == MT_OK ? NULL : err.msg, NULL);
+    }
+    if (st == MT_OK)
+        score_reply(s, l, rq, rs, id, json, notes);
+    else
+        mt_srv_fail(rs, st, &err);
+    mt_srv_lease_put(s, l);
+    mt_free(json);
+    mt_free(hash);
+    json_decref(o);
+}
+
+/* ==== Check and ask: not yet ==== */
+
+void mt_srv_not_yet(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
+{
+    (void)s;
+    (void)id;
+    mt_srv_error(rs, 501,
+                 "%s is not available yet: its engine is not part of this "
+                 "build. Runs will be queued as jobs and streamed from "
+                 "/v1/runs/{id}/events.",
+                 rq->path);
+}

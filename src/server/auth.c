@@ -1,0 +1,434 @@
+/* Accounts over HTTP: authentication (Bearer tokens and session cookies),
+ * login, logout, registration, API tokens, and the admin's users and
+ * settings routes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "server/srv_int.h"
+
+#define COOKIE "mt_session"
+
+/* ==== Authentication ==== */
+
+/* Copies the mt_session cookie's value (64 hex digits) into sid. */
+static int cookie_sid(const char *h, char sid[MT_SECRET_SIZE])
+{
+    const char *p = h;
+    size_t n;
+
+    while (p && *p) {
+        p += strspn(p, " ;");
+        if (strncmp(p, COOKIE "=", sizeof COOKIE) == 0) {
+            p += sizeof COOKIE;
+            n = strcspn(p, "; ");
+            if (n != MT_SECRET_SIZE - 1 || strspn(p, "0123456789abcdef") < n)
+                return 0;
+            memcpy(sid, p, n);
+            sid[n] = '\0';
+            return 1;
+        }
+        p = strchr(p, ';');
+    }
+    return 0;
+}
+
+static int auth_token(struct mt_server *s, struct srv_req *rq, const char *tok,
+                      struct srv_resp *rs)
+{
+    struct srv_lease *l = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    if (st == MT_OK && strlen(tok) < MT_TOKEN_SIZE)
+        st = mt_token_lookup(l->store, tok, &rq->user, NULL, &err);
+    else if (st == MT_OK)
+        st = MT_ENOTFOUND;
+    mt_srv_lease_put(s, l);
+    if (st == MT_ENOTFOUND) {
+        mt_srv_error(rs, 401, "invalid or revoked API token");
+        return -1;
+    }
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return -1;
+    }
+    rq->authed = 1;
+    rq->via_token = 1;
+    return 0;
+}
+
+static int auth_session(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs)
+{
+    struct srv_lease *l = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    if (st == MT_OK)
+        st = mt_session_lookup(l->store, rq->sid, &rq->user, rq->csrf, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_ENOTFOUND) {
+        mt_srv_error(rs, 401, "session expired or ended: log in again");
+        return -1;
+    }
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return -1;
+    }
+    rq->authed = 1;
+    return 0;
+}
+
+int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs)
+{
+    const char *a = rq->header(rq->ctx, "Authorization");
+    const char *c = rq->header(rq->ctx, "Cookie");
+
+    if (a && strncmp(a, "Bearer ", 7) == 0)
+        return auth_token(s, rq, a + 7 + strspn(a + 7, " "), rs);
+    if (a) {
+        mt_srv_error(rs, 401, "Authorization must be 'Bearer TOKEN'");
+        return -1;
+    }
+    if (c && cookie_sid(c, rq->sid))
+        return auth_session(s, rq, rs);
+    mt_srv_error(rs, 401,
+                 "authentication required: log in (POST "
+                 "/v1/login) or send Authorization: Bearer TOKEN");
+    return -1;
+}
+
+/* ==== Helpers ==== */
+
+/* Reads the string members 'a' and 'b' of the body; 400 when missing. */
+static int two_strings(const struct srv_req *rq, struct srv_resp *rs,
+                       json_t **o, const char *a, const char **va,
+                       const char *b, const char **vb)
+{
+    if (mt_srv_body_json(rq, rs, o) != 0)
+        return -1;
+    *va = json_string_value(json_object_get(*o, a));
+    *vb = json_string_value(json_object_get(*o, b));
+    if (*va && *vb)
+        return 0;
+    mt_srv_error(rs, 400, "the body needs string members \"%s\" and \"%s\"", a,
+                 b);
+    json_decref(*o);
+    *o = NULL;
+    return -1;
+}
+
+static json_t *user_json(const struct mt_user *u)
+{
+    return json_pack("{s:I,s:s,s:s,s:I}", "id", (json_int_t)u->id, "username",
+                     u->name, "role", mt_role_str(u->role), "created_at",
+                     (json_int_t)u->created_at);
+}
+
+static void set_cookie(const struct mt_server *s, struct srv_resp *rs,
+                       const char *sid, long max_age)
+{
+    snprintf(rs->cookie, sizeof rs->cookie,
+             COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%ld%s",
+             sid, max_age, s->p.secure_cookies ? "; Secure" : "");
+}
+
+/* ==== Login, logout, registration ==== */
+
+static void login_ok(struct mt_server *s, struct srv_lease *l,
+                     struct srv_req *rq, struct srv_resp *rs)
+{
+    struct mt_error err = {MT_OK, ""};
+    char sid[MT_SECRET_SIZE], csrf[MT_SECRET_SIZE];
+    enum mt_status st = mt_session_create(
+        l->store, rq->user.id, (int64_t)s->p.session_ttl_s, sid, csrf, &err);
+
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return;
+    }
+    rq->authed = 1;
+    mt_srv_audit(s, l, rq, "login", NULL);
+    set_cookie(s, rs, sid, (long)s->p.session_ttl_s);
+    mt_srv_json(rs, 200,
+                json_pack("{s:s,s:s,s:s}", "csrf_token", csrf, "username",
+                          rq->user.name, "role", mt_role_str(rq->user.role)));
+}
+
+void mt_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    const char *name, *pw;
+    json_t *o = NULL;
+    enum mt_status st;
+
+    (void)id;
+    if (two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
+        return;
+    st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK)
+        st = mt_user_verify(l->store, name, pw, &rq->user, &err);
+    if (st == MT_OK) {
+        login_ok(s, l, rq, rs);
+    } else if (st == MT_ENOTFOUND) {
+        mt_srv_audit(s, l, rq, "login_failed",
+                     json_pack("{s:s}", "username", name));
+        mt_srv_error(rs, 401, "wrong user name or password");
+    } else {
+        mt_srv_fail(rs, st, &err);
+    }
+    mt_srv_lease_put(s, l);
+    json_decref(o);
+}
+
+void mt_srv_logout(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    enum mt_status st = MT_OK;
+
+    (void)id;
+    if (!rq->via_token) {
+        st = mt_srv_lease_get(s, &l, &err);
+        if (st == MT_OK)
+            st = mt_session_delete(l->store, rq->sid, &err);
+        if (st == MT_OK)
+            mt_srv_audit(s, l, rq, "logout", NULL);
+        mt_srv_lease_put(s, l);
+    }
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return;
+    }
+    set_cookie(s, rs, "", 0);
+    mt_srv_json(rs, 200, json_pack("{s:b}", "ok", 1));
+}
+
+static int registration_open(struct srv_lease *l, struct mt_error *err,
+                             enum mt_status *st)
+{
+    char v[16] = "open";
+    int found = 0;
+
+    *st = mt_setting_get(l->store, "registration", v, sizeof v, &found, err);
+    return *st == MT_OK && strcmp(v, "closed") != 0;
+}
+
+void mt_srv_register(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    const char *name, *pw;
+    json_t *o = NULL;
+    enum mt_status st;
+
+    if (two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
+        return;
+    st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK && !registration_open(l, &err, &st) && st == MT_OK) {
+        mt_srv_error(rs, 403, "registration is closed: ask an admin");
+    } else if (st == MT_OK) {
+        st = mt_user_add(l->store, name, pw, MT_ROLE_USER, &id, &err);
+        if (st == MT_OK &&
+            mt_user_get(l->store, name, &rq->user, &err) == MT_OK) {
+            rq->authed = 1;
+            mt_srv_audit(s, l, rq, "register", NULL);
+            mt_srv_json(rs, 201, user_json(&rq->user));
+        }
+    }
+    if (st != MT_OK)
+        mt_srv_fail(rs, st, &err);
+    mt_srv_lease_put(s, l);
+    json_decref(o);
+}
+
+void mt_srv_me(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+               int64_t id)
+{
+    json_t *o = user_json(&rq->user);
+
+    (void)s;
+    (void)id;
+    if (o && !rq->via_token)
+        json_object_set_new(o, "csrf_token", json_string(rq->csrf));
+    mt_srv_json(rs, 200, o);
+}
+
+/* ==== API tokens ==== */
+
+static enum mt_status token_row(const struct mt_token_info *t, void *user)
+{
+    json_t *o = json_pack("{s:I,s:s,s:I}", "id", (json_int_t)t->id, "name",
+                          t->name ? t->name : "", "created_at",
+                          (json_int_t)t->created_at);
+
+    if (!o || json_array_append_new(user, o) != 0)
+        return MT_ENOMEM;
+    return MT_OK;
+}
+
+void mt_srv_tokens_list(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    json_t *a = json_array();
+    enum mt_status st = a ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+
+    (void)id;
+    if (st == MT_OK)
+        st = mt_token_list(l->store, rq->user.id, token_row, a, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK)
+        mt_srv_json(rs, 200, json_pack("{s:o}", "tokens", a));
+    else
+        mt_srv_fail(rs, st, &err);
+    if (st != MT_OK)
+        json_decref(a);
+}
+
+void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    char tok[MT_TOKEN_SIZE];
+    json_t *o = NULL;
+    const char *name = "";
+    enum mt_status st;
+
+    if (rq->body_len && mt_srv_body_json(rq, rs, &o) != 0)
+        return;
+    if (o && json_string_value(json_object_get(o, "name")))
+        name = json_string_value(json_object_get(o, "name"));
+    st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK)
+        st = mt_token_create(l->store, rq->user.id, name, &id, tok, &err);
+    if (st == MT_OK) {
+        mt_srv_audit(s, l, rq, "token_create",
+                     json_pack("{s:I}", "token_id", (json_int_t)id));
+        mt_srv_json(rs, 201,
+                    json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "token",
+                              tok, "name", name));
+    } else {
+        mt_srv_fail(rs, st, &err);
+    }
+    mt_srv_lease_put(s, l);
+    json_decref(o);
+}
+
+void mt_srv_token_revoke(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    int64_t owner = rq->user.role == MT_ROLE_ADMIN ? 0 : rq->user.id;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    if (st == MT_OK)
+        st = mt_token_revoke(l->store, id, owner, &err);
+    if (st == MT_OK) {
+        mt_srv_audit(s, l, rq, "token_revoke",
+                     json_pack("{s:I}", "token_id", (json_int_t)id));
+        mt_srv_json(rs, 200, json_pack("{s:I}", "revoked", (json_int_t)id));
+    } else {
+        mt_srv_fail(rs, st, &err);
+    }
+    mt_srv_lease_put(s, l);
+}
+
+/* ==== Admin: users and settings ==== */
+
+static enum mt_status user_row(const struct mt_user *u, void *user)
+{
+    json_t *o = user_json(u);
+
+    if (!o || json_array_append_new(user, o) != 0)
+        return MT_ENOMEM;
+    return MT_OK;
+}
+
+void mt_srv_users(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    json_t *a = json_array();
+    enum mt_status st = a ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+
+    (void)rq;
+    (void)id;
+    if (st == MT_OK)
+        st = mt_user_list(l->store, user_row, a, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK) {
+        mt_srv_json(rs, 200, json_pack("{s:o}", "users", a));
+        return;
+    }
+    json_decref(a);
+    mt_srv_fail(rs, st, &err);
+}
+
+static void settings_reply(struct mt_server *s, struct srv_resp *rs)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    int open = st == MT_OK && registration_open(l, &err, &st);
+
+    mt_srv_lease_put(s, l);
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return;
+    }
+    mt_srv_json(rs, 200,
+                json_pack("{s:s}", "registration", open ? "open" : "closed"));
+}
+
+void mt_srv_settings_get(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
+{
+    (void)rq;
+    (void)id;
+    settings_reply(s, rs);
+}
+
+void mt_srv_settings_put(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    json_t *o = NULL;
+    const char *reg;
+    enum mt_status st;
+
+    (void)id;
+    if (mt_srv_body_json(rq, rs, &o) != 0)
+        return;
+    reg = json_string_value(json_object_get(o, "registration"));
+    if (!reg || (strcmp(reg, "open") != 0 && strcmp(reg, "closed") != 0)) {
+        mt_srv_error(rs, 400,
+                     "\"registration\" must be \"open\" or "
+                     "\"closed\"");
+        json_decref(o);
+        return;
+    }
+    st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK)
+        st = mt_setting_put(l->store, "registration", reg, &err);
+    if (st == MT_OK)
+        mt_srv_audit(s, l, rq, "settings",
+                     json_pack("{s:s}", "registration", reg));
+    mt_srv_lease_put(s, l);
+    json_decref(o);
+    if (st != MT_OK)
+        mt_srv_fail(rs, st, &err);
+    else
+        settings_reply(s, rs);
+}

@@ -1,0 +1,416 @@
+/* The job queue: model-bound requests run on a fixed set of worker threads
+ * (their number is the cap on concurrent LLM jobs), never on the network
+ * threads. Each job records its run in the store and keeps its events as
+ * Server-Sent Event text, which streams read while the job is live. */
+#include <string.h>
+#include <time.h>
+
+#include "core/buf.h"
+#include "medtrust/core.h"
+#include "server/srv_int.h"
+
+struct srv_waiter {
+    void *w;
+    void (*wake)(void *w);
+};
+
+struct srv_job {
+    struct mt_server *s;
+    int64_t run;
+    char kind[24];
+    srv_job_fn fn;
+    void *arg;
+    void (*arg_free)(void *arg);
+    char **ev; /* SSE text of each event */
+    size_t nev, evcap;
+    int done;
+    int refs; /* the queue or a worker holds one, each stream one */
+    double deadline;
+    struct srv_waiter *wait;
+    size_t nwait, waitcap;
+    struct srv_job *qnext; /* queue */
+    struct srv_job *lnext; /* live list */
+};
+
+/* Frees text from json_dumps with jansson's own allocator. */
+static void json_text_free(char *txt)
+{
+    json_malloc_t m;
+    json_free_t f;
+
+    if (!txt)
+        return;
+    json_get_alloc_funcs(&m, &f);
+    f(txt);
+}
+
+/* ==== Lifetime (job_mu held) ==== */
+
+static void job_free(struct srv_job *j)
+{
+    size_t i;
+
+    if (j->arg_free)
+        j->arg_free(j->arg);
+    for (i = 0; i < j->nev; i++)
+        mt_free(j->ev[i]);
+    mt_free(j->ev);
+    mt_free(j->wait);
+    mt_free(j);
+}
+
+static void unref_locked(struct mt_server *s, struct srv_job *j)
+{
+    struct srv_job **p;
+
+    if (--j->refs > 0)
+        return;
+    for (p = &s->live; *p; p = &(*p)->lnext)
+        if (*p == j) {
+            *p = j->lnext;
+            break;
+        }
+    job_free(j);
+}
+
+static void wake_locked(struct srv_job *j)
+{
+    size_t i;
+
+    for (i = 0; i < j->nwait; i++)
+        j->wait[i].wake(j->wait[i].w);
+    j->nwait = 0;
+}
+
+struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id)
+{
+    struct srv_job *j;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (j = s->live; j; j = j->lnext)
+        if (j->run == run_id)
+            break;
+    if (j)
+        j->refs++;
+    pthread_mutex_unlock(&s->job_mu);
+    return j;
+}
+
+void mt_srv_job_release(struct mt_server *s, struct srv_job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&s->job_mu);
+    unref_locked(s, j);
+    pthread_mutex_unlock(&s->job_mu);
+}
+
+/* ==== Events ==== */
+
+static void emit_text(struct srv_job *j, const char *type, const char *data)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+    char **grown;
+
+    if (mt_buf_printf(&b, "event: %s\ndata: %s\n\n", type, data) != MT_OK) {
+        mt_buf_free(&b);
+        return;
+    }
+    pthread_mutex_lock(&j->s->job_mu);
+    if (j->nev == j->evcap) {
+        size_t cap = j->evcap ? 2 * j->evcap : 8;
+        grown = mt_realloc(j->ev, cap * sizeof *grown);
+        if (grown) {
+            j->ev = grown;
+            j->evcap = cap;
+        }
+    }
+    if (j->nev < j->evcap)
+        j->ev[j->nev++] = mt_buf_take(&b);
+    wake_locked(j);
+    pthread_mutex_unlock(&j->s->job_mu);
+    mt_buf_free(&b);
+}
+
+void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
+{
+    char *txt =
+        data ? json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref(data);
+    if (!txt)
+        return;
+    emit_text(j, type, txt);
+    json_text_free(txt);
+}
+
+int mt_srv_job_canceled(struct srv_job *j)
+{
+    int c;
+
+    pthread_mutex_lock(&j->s->job_mu);
+    c = j->s->jobs_cancel;
+    pthread_mutex_unlock(&j->s->job_mu);
+    return c || mt_srv_now() > j->deadline;
+}
+
+void mt_srv_job_sleep(struct srv_job *j, unsigned ms)
+{
+    double until = mt_srv_now() + ms / 1000.0;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+
+    while (mt_srv_now() < until && !mt_srv_job_canceled(j))
+        nanosleep(&ts, NULL);
+}
+
+size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
+                       size_t *off, char *buf, size_t max, int *end,
+                       void *waiter, void (*suspend)(void *waiter),
+                       void (*wake)(void *waiter))
+{
+    size_t n = 0;
+
+    *end = 0;
+    pthread_mutex_lock(&s->job_mu);
+    if (*ev < j->nev) {
+        const char *e = j->ev[*ev];
+        size_t left = strlen(e) - *off;
+        n = left < max ? left : max;
+        memcpy(buf, e + *off, n);
+        *off += n;
+        if (*off == strlen(e)) {
+            (*ev)++;
+            *off = 0;
+        }
+    } else if (j->done || s->jobs_cancel) {
+        *end = 1;
+    } else if (j->nwait < 64) {
+        if (j->nwait == j->waitcap) {
+            size_t cap = j->waitcap ? 2 * j->waitcap : 4;
+            struct srv_waiter *g = mt_realloc(j->wait, cap * sizeof *g);
+            if (!g) {
+                *end = 1;
+                pthread_mutex_unlock(&s->job_mu);
+                return 0;
+            }
+            j->wait = g;
+            j->waitcap = cap;
+        }
+        j->wait[j->nwait].w = waiter;
+        j->wait[j->nwait++].wake = wake;
+        suspend(waiter);
+    } else {
+        *end = 1; /* too many streams on one job */
+    }
+    pthread_mutex_unlock(&s->job_mu);
+    return n;
+}
+
+void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
+{
+    size_t i;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (i = 0; i < j->nwait; i++)
+        if (j->wait[i].w == waiter) {
+            j->wait[i] = j->wait[--j->nwait];
+            break;
+        }
+    pthread_mutex_unlock(&s->job_mu);
+}
+
+void mt_srv_jobs_wake_all(struct mt_server *s)
+{
+    struct srv_job *j;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (j = s->live; j; j = j->lnext)
+        wake_locked(j);
+    pthread_mutex_unlock(&s->job_mu);
+}
+
+/* ==== Running ==== */
+
+static void record(struct mt_server *s, int64_t run, const char *status,
+                   const char *result, const char *error)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+
+    if (mt_srv_lease_get(s, &l, &err) == MT_OK)
+        mt_run_update(l->store, run, status, result, error, &err);
+    if (err.status != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)run, err.msg);
+    mt_srv_lease_put(s, l);
+}
+
+static void finish(struct srv_job *j, enum mt_status st, json_t *result,
+                   const struct mt_error *err)
+{
+    char *txt = st == MT_OK && result ? json_dumps(result, JSON_COMPACT) : NULL;
+    const char *msg = err->msg[0] ? err->msg : mt_status_str(st);
+    json_t *done;
+
+    record(j->s, j->run, st == MT_OK ? "done" : "failed", txt,
+           st == MT_OK ? NULL : msg);
+    if (st == MT_OK)
+        done = json_pack("{s:I,s:s,s:O?}", "id", (json_int_t)j->run, "status",
+                         "done", "result", result);
+    else
+        done = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)j->run, "status",
+                         "failed", "error", msg);
+    mt_srv_job_emit(j, "done", done);
+    json_text_free(txt);
+}
+
+static void run_job(struct mt_server *s, struct srv_job *j)
+{
+    struct mt_error err = {MT_OK, ""};
+    json_t *result = NULL;
+    enum mt_status st;
+
+    j->deadline = mt_srv_now() + s->p.job_timeout_s;
+    if (mt_srv_job_canceled(j)) {
+        st = mt_fail(&err, MT_ECANCELED,
+                     "the server stopped before the "
+                     "job ran");
+    } else {
+        record(s, j->run, "running", NULL, NULL);
+        mt_srv_job_emit(j, "status", json_pack("{s:s}", "status", "running"));
+        st = j->fn(j, j->arg, &result, &err);
+        if (st == MT_OK && mt_srv_now() > j->deadline)
+            st = mt_fail(&err, MT_ECANCELED, "the job timed out");
+    }
+    finish(j, st, result, &err);
+    json_decref(result);
+}
+
+static void *worker(void *arg)
+{
+    struct mt_server *s = arg;
+    struct srv_job *j;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (;;) {
+        while (!s->queue_head && !s->jobs_stop)
+            pthread_cond_wait(&s->job_cv, &s->job_mu);
+        if (!s->queue_head)
+            break;
+        j = s->queue_head;
+        s->queue_head = j->qnext;
+        if (!s->queue_head)
+            s->queue_tail = NULL;
+        s->queued--;
+        s->running++;
+        pthread_mutex_unlock(&s->job_mu);
+        run_job(s, j);
+        pthread_mutex_lock(&s->job_mu);
+        s->running--;
+        j->done = 1;
+        wake_locked(j);
+        unref_locked(s, j);
+        pthread_cond_broadcast(&s->idle_cv);
+    }
+    pthread_mutex_unlock(&s->job_mu);
+    return NULL;
+}
+
+/* ==== Queue ==== */
+
+static enum mt_status enqueue(struct mt_server *s, struct srv_job *j,
+                              struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+
+    pthread_mutex_lock(&s->job_mu);
+    if (s->jobs_stop)
+        st = mt_fail(err, MT_ECANCELED, "the server is shutting down");
+    else if (s->queued >= s->p.max_queued)
+        st = mt_fail(err, MT_ELIMIT,
+                     "the job queue is full (%zu jobs "
+                     "waiting): retry later",
+                     s->queued);
+    if (st == MT_OK) {
+        if (s->queue_tail)
+            s->queue_tail->qnext = j;
+        else
+            s->queue_head = j;
+        s->queue_tail = j;
+        s->queued++;
+        j->lnext = s->live;
+        s->live = j;
+        pthread_cond_signal(&s->job_cv);
+    }
+    pthread_mutex_unlock(&s->job_mu);
+    return st;
+}
+
+enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
+                                 const struct srv_job_spec *spec,
+                                 struct mt_error *err)
+{
+    struct srv_job *j = mt_calloc(1, sizeof *j);
+    enum mt_status st;
+
+    if (!j) {
+        if (spec->arg_free)
+            spec->arg_free(spec->arg);
+        record(s, run_id, "failed", NULL, "out of memory");
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    j->s = s;
+    j->run = run_id;
+    snprintf(j->kind, sizeof j->kind, "%s", spec->kind);
+    j->fn = spec->fn;
+    j->arg = spec->arg;
+    j->arg_free = spec->arg_free;
+    j->refs = 1;
+    st = enqueue(s, j, err);
+    if (st != MT_OK) {
+        record(s, run_id, "failed", NULL, err ? err->msg : "not queued");
+        job_free(j);
+    }
+    return st;
+}
+
+enum mt_status mt_srv_jobs_start(struct mt_server *s, struct mt_error *err)
+{
+    size_t i;
+
+    s->workers = mt_calloc(s->p.llm_jobs, sizeof *s->workers);
+    if (!s->workers)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; i < s->p.llm_jobs; i++) {
+        if (pthread_create(&s->workers[i], NULL, worker, s) != 0)
+            return mt_fail(err, MT_EINTERNAL, "cannot start job workers");
+        s->nworkers++;
+    }
+    return MT_OK;
+}
+
+void mt_srv_jobs_stop(struct mt_server *s, double grace_s)
+{
+    double until = mt_srv_now() + grace_s;
+    struct timespec ts;
+    size_t i;
+
+    pthread_mutex_lock(&s->job_mu);
+    s->jobs_stop = 1;
+    pthread_cond_broadcast(&s->job_cv);
+    while ((s->queued || s->running) && mt_srv_now() < until) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->idle_cv, &s->job_mu, &ts);
+    }
+    s->jobs_cancel = 1;
+    pthread_mutex_unlock(&s->job_mu);
+    for (i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i], NULL);
+    s->nworkers = 0;
+    mt_free(s->workers);
+    s->workers = NULL;
+}

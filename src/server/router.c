@@ -1,0 +1,300 @@
+/* Routing: the /v1 route table with each route's access level, the
+ * checks every request passes (authentication, CSRF, role, rate limit),
+ * the embedded static files, and the JSON response helpers. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "medtrust/core.h"
+#include "server/srv_int.h"
+#include "server/ui_assets.h"
+
+enum access {
+    OPEN,  /* no account needed */
+    USER,  /* a session or a token */
+    ADMIN, /* ... of an admin */
+};
+
+struct route {
+    const char *method;
+    const char *pattern; /* "{id}" matches a positive integer */
+    enum access access;
+    int test_only; /* only with params.test_routes */
+    srv_handler fn;
+};
+
+static const struct route routes[] = {
+    {"GET", "/v1/health", OPEN, 0, mt_srv_health},
+    {"POST", "/v1/login", OPEN, 0, mt_srv_login},
+    {"POST", "/v1/register", OPEN, 0, mt_srv_register},
+    {"POST", "/v1/logout", USER, 0, mt_srv_logout},
+    {"GET", "/v1/me", USER, 0, mt_srv_me},
+    {"GET", "/v1/tokens", USER, 0, mt_srv_tokens_list},
+    {"POST", "/v1/tokens", USER, 0, mt_srv_token_create},
+    {"DELETE", "/v1/tokens/{id}", USER, 0, mt_srv_token_revoke},
+    {"GET", "/v1/users", ADMIN, 0, mt_srv_users},
+    {"GET", "/v1/settings", ADMIN, 0, mt_srv_settings_get},
+    {"PUT", "/v1/settings", ADMIN, 0, mt_srv_settings_put},
+    {"POST", "/v1/search", USER, 0, mt_srv_search},
+    {"POST", "/v1/score", USER, 0, mt_srv_score},
+    {"POST", "/v1/check", USER, 0, mt_srv_not_yet},
+    {"POST", "/v1/ask", USER, 0, mt_srv_not_yet},
+    {"GET", "/v1/runs", USER, 0, mt_srv_runs_list},
+    {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get},
+    {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events},
+    {"GET", "/v1/models", USER, 0, mt_srv_models},
+    {"POST", "/v1/jobs/sleep", USER, 1, mt_srv_sleep_job},
+};
+
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+/* ==== Responses ==== */
+
+void mt_srv_resp_free(struct srv_resp *rs)
+{
+    mt_free(rs->body);
+    rs->body = NULL;
+    rs->len = 0;
+}
+
+void mt_srv_json(struct srv_resp *rs, unsigned status, json_t *o)
+{
+    static const char oom[] = "{\"error\":\"out of memory\"}";
+    size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
+    size_t n = o ? json_dumpb(o, NULL, 0, flags) : 0;
+
+    mt_srv_resp_free(rs);
+    rs->type = NULL;
+    rs->body = n ? mt_malloc(n + 1) : NULL;
+    if (rs->body && json_dumpb(o, rs->body, n, flags) == n) {
+        rs->body[n] = '\0';
+        rs->len = n;
+        rs->status = status;
+    } else {
+        mt_free(rs->body);
+        rs->body = mt_strdup(oom);
+        rs->len = rs->body ? sizeof oom - 1 : 0;
+        rs->status = 500;
+    }
+    json_decref(o);
+}
+
+void mt_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mt_srv_json(rs, status, json_pack("{s:s}", "error", msg));
+}
+
+void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
+                 const struct mt_error *err)
+{
+    unsigned code = 500;
+    const char *msg = err && err->msg[0] ? err->msg : mt_status_str(st);
+
+    if (st == MT_EINVAL || st == MT_EPARSE)
+        code = 400;
+    else if (st == MT_ENOTFOUND)
+        code = 404;
+    else if (st == MT_ELIMIT)
+        code = 413;
+    else if (st == MT_EUNSUPPORTED)
+        code = 501;
+    else if (st == MT_ECANCELED)
+        code = 503;
+    if (code >= 500)
+        mt_log(MT_LOG_ERROR, "server: %s", msg);
+    mt_srv_error(rs, code, "%s", msg);
+}
+
+int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
+                     json_t **out)
+{
+    json_error_t e;
+    json_t *o;
+
+    if (rq->body_len == 0) {
+        mt_srv_error(rs, 400, "the request needs a JSON object body");
+        return -1;
+    }
+    o = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &e);
+    if (!o) {
+        mt_srv_error(rs, 400, "malformed JSON at line %d column %d: %s", e.line,
+                     e.column, e.text);
+        return -1;
+    }
+    if (!json_is_object(o)) {
+        json_decref(o);
+        mt_srv_error(rs, 400, "the body must be a JSON object");
+        return -1;
+    }
+    *out = o;
+    return 0;
+}
+
+/* ==== Static files ==== */
+
+/* Serves an embedded UI file. Only exact names of the embedded set are
+ * served, so nothing on disk is reachable; '..' is refused outright. */
+static void serve_static(struct srv_req *rq, struct srv_resp *rs)
+{
+    const char *path = rq->path;
+    size_t i;
+
+    if (strstr(path, "..") || strchr(path, '\\') || strstr(path, "//")) {
+        mt_srv_error(rs, 400, "invalid path");
+        return;
+    }
+    if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0) {
+        mt_srv_error(rs, 405, "method not allowed");
+        return;
+    }
+    if (strcmp(path, "/") == 0)
+        path = "/index.html";
+    else if (strcmp(path, "/login") == 0)
+        path = "/login.html";
+    for (i = 0; i < mt_ui_asset_count; i++) {
+        if (strcmp(mt_ui_assets[i].path, path) != 0)
+            continue;
+        rs->status = 200;
+        rs->type = mt_ui_assets[i].type;
+        rs->static_body = mt_ui_assets[i].data;
+        rs->len = mt_ui_assets[i].len;
+        return;
+    }
+    mt_srv_error(rs, 404, "not found");
+}
+
+/* ==== Matching ==== */
+
+/* Matches 'path' against 'pat'; "{id}" takes 1 to 18 digits into *id. */
+static int match(const char *pat, const char *path, int64_t *id)
+{
+    while (*pat && *path) {
+        if (strncmp(pat, "{id}", 4) == 0) {
+            char *end = NULL;
+            size_t nd = strspn(path, "0123456789");
+            if (nd == 0 || nd > 18 || path[0] == '0')
+                return 0;
+            *id = (int64_t)strtoll(path, &end, 10);
+            path = end;
+            pat += 4;
+            continue;
+        }
+        if (*pat++ != *path++)
+            return 0;
+    }
+    return *pat == '\0' && *path == '\0';
+}
+
+/* Finds the route; *path_ok is set when some route has this path. */
+static const struct route *find_route(const struct mt_server *s,
+                                      const struct srv_req *rq, int64_t *id,
+                                      int *path_ok)
+{
+    size_t i;
+
+    *path_ok = 0;
+    for (i = 0; i < NROUTES; i++) {
+        if (routes[i].test_only && !s->p.test_routes)
+            continue;
+        if (!match(routes[i].pattern, rq->path, id))
+            continue;
+        *path_ok = 1;
+        if (strcmp(routes[i].method, rq->method) == 0)
+            return &routes[i];
+    }
+    return NULL;
+}
+
+/* ==== Checks ==== */
+
+static int is_safe_method(const char *m)
+{
+    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
+}
+
+/* A state-changing request on a session cookie must carry the session's
+ * CSRF token in X-CSRF-Token; tokens (Bearer) need none. */
+static int csrf_ok(const struct srv_req *rq)
+{
+    const char *h = rq->header(rq->ctx, "X-CSRF-Token");
+
+    if (rq->via_token || is_safe_method(rq->method))
+        return 1;
+    return h && strlen(h) == MT_SECRET_SIZE - 1 &&
+           sodium_memcmp(h, rq->csrf, MT_SECRET_SIZE - 1) == 0;
+}
+
+static int rate_ok(struct mt_server *s, const struct srv_req *rq,
+                   const struct route *r, struct srv_resp *rs)
+{
+    char key[96];
+    unsigned wait;
+
+    if (r->fn == mt_srv_health)
+        return 1;
+    if (rq->authed)
+        snprintf(key, sizeof key, "u:%lld", (long long)rq->user.id);
+    else
+        snprintf(key, sizeof key, "ip:%s", rq->remote ? rq->remote : "");
+    wait = mt_srv_rate_take(s, key);
+    if (wait == 0)
+        return 1;
+    rs->retry_after = wait;
+    mt_srv_error(rs, 429, "too many requests: slow down and retry in %u s",
+                 wait);
+    return 0;
+}
+
+static int access_ok(struct mt_server *s, struct srv_req *rq,
+                     const struct route *r, struct srv_resp *rs)
+{
+    if (r->access == OPEN)
+        return 1;
+    if (mt_srv_authenticate(s, rq, rs) != 0)
+        return 0;
+    if (!csrf_ok(rq)) {
+        mt_srv_error(rs, 403,
+                     "missing or wrong X-CSRF-Token header (the "
+                     "csrf_token from /v1/login or /v1/me)");
+        return 0;
+    }
+    if (r->access == ADMIN && rq->user.role != MT_ROLE_ADMIN) {
+        mt_srv_error(rs, 403, "this needs an admin account");
+        return 0;
+    }
+    return 1;
+}
+
+void mt_srv_handle(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs)
+{
+    const struct route *r;
+    int64_t id = 0;
+    int path_ok = 0;
+
+    rs->status = 500;
+    if (strncmp(rq->path, "/v1/", 4) != 0 && strcmp(rq->path, "/v1") != 0) {
+        serve_static(rq, rs);
+        return;
+    }
+    r = find_route(s, rq, &id, &path_ok);
+    if (!r) {
+        if (path_ok)
+            mt_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
+                         rq->path);
+        else
+            mt_srv_error(rs, 404, "no API route %s", rq->path);
+        return;
+    }
+    if (!access_ok(s, rq, r, rs) || !rate_ok(s, rq, r, rs))
+        return;
+    r->fn(s, rq, rs, id);
+}

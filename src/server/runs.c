@@ -1,0 +1,251 @@
+/* Runs over HTTP: listing and reading the runs table (users see their own,
+ * admins everyone's), the event-stream route, and the synthetic sleep job
+ * (test equipment) that exercises the job queue like a slow model call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "medtrust/core.h"
+#include "server/srv_int.h"
+
+struct run_ctx {
+    const struct srv_req *rq;
+    json_t *out; /* object (get) or array (list) */
+    int full;
+    int denied;
+};
+
+static int may_see(const struct srv_req *rq, const struct mt_run *r)
+{
+    return rq->user.role == MT_ROLE_ADMIN || r->user_id == rq->user.id;
+}
+
+static json_t *run_json(const struct mt_run *r, int full)
+{
+    json_t *o = json_pack(
+        "{s:I,s:s,s:s,s:s,s:I}", "id", (json_int_t)r->id, "user",
+        r->user ? r->user : "", "kind", r->kind ? r->kind : "", "status",
+        r->status ? r->status : "", "created_at", (json_int_t)r->created_at);
+
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "finished_at",
+                        r->finished_at ? json_integer(r->finished_at)
+                                       : json_null());
+    json_object_set_new(o, "error",
+                        r->error ? json_string(r->error) : json_null());
+    if (!full)
+        return o;
+    json_object_set_new(o, "input_sha256",
+                        r->input_hash ? json_string(r->input_hash)
+                                      : json_null());
+    json_object_set_new(
+        o, "result", r->result ? json_loads(r->result, 0, NULL) : json_null());
+    return o;
+}
+
+static enum mt_status on_run(const struct mt_run *r, void *user)
+{
+    struct run_ctx *c = user;
+    json_t *o;
+
+    if (!may_see(c->rq, r)) {
+        c->denied = 1;
+        return MT_OK;
+    }
+    o = run_json(r, c->full);
+    if (!o)
+        return MT_ENOMEM;
+    if (json_is_array(c->out))
+        return json_array_append_new(c->out, o) == 0 ? MT_OK : MT_ENOMEM;
+    c->out = o;
+    return MT_OK;
+}
+
+static uint32_t arg_u32(const struct srv_req *rq, const char *name,
+                        uint32_t def, uint32_t max)
+{
+    const char *v = rq->arg(rq->ctx, name);
+    char *end = NULL;
+    unsigned long n;
+
+    if (!v || !*v)
+        return def;
+    n = strtoul(v, &end, 10);
+    if (*end || n > max)
+        return def;
+    return (uint32_t)n;
+}
+
+void mt_srv_runs_list(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    struct run_ctx c = {rq, json_array(), 0, 0};
+    int all = rq->user.role == MT_ROLE_ADMIN && arg_u32(rq, "all", 0, 1);
+    enum mt_status st = c.out ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+
+    (void)id;
+    if (st == MT_OK)
+        st = mt_run_list(l->store, all ? 0 : rq->user.id,
+                         (int64_t)arg_u32(rq, "before", 0, 2000000000u),
+                         arg_u32(rq, "limit", 50, 500), on_run, &c, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK) {
+        mt_srv_json(rs, 200, json_pack("{s:o}", "runs", c.out));
+        return;
+    }
+    json_decref(c.out);
+    mt_srv_fail(rs, st, &err);
+}
+
+/* Reads run 'id' into c->out when the user may see it; 404 otherwise. */
+static int load_run(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id, struct run_ctx *c)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    (void)rq; /* c->rq decides what the user may see */
+    if (st == MT_OK)
+        st = mt_run_get(l->store, id, on_run, c, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK && c->out)
+        return 0;
+    if (st == MT_OK || st == MT_ENOTFOUND)
+        mt_srv_error(rs, 404, "no run %lld", (long long)id);
+    else
+        mt_srv_fail(rs, st, &err);
+    return -1;
+}
+
+void mt_srv_run_get(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
+{
+    struct run_ctx c = {rq, NULL, 1, 0};
+
+    if (load_run(s, rq, rs, id, &c) == 0)
+        mt_srv_json(rs, 200, c.out);
+}
+
+/* The route checks access and prepares the run's final state as one
+ * "done" event; the transport streams the live job instead when there is
+ * one (server.c). */
+void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
+                       struct srv_resp *rs, int64_t id)
+{
+    struct run_ctx c = {rq, NULL, 1, 0};
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    char *txt;
+
+    if (load_run(s, rq, rs, id, &c) != 0)
+        return;
+    mt_srv_json(rs, 200, c.out);
+    txt = mt_buf_printf(&b, "event: done\ndata: %s\n\n", rs->body) == MT_OK
+              ? mt_buf_take(&b)
+              : NULL;
+    mt_buf_free(&b);
+    mt_srv_resp_free(rs);
+    if (!txt) {
+        mt_srv_error(rs, 500, "out of memory");
+        return;
+    }
+    rs->body = txt;
+    rs->len = strlen(txt);
+    rs->status = 200;
+    rs->type = "text/event-stream";
+    rs->sse_run = id;
+}
+
+/* ==== The synthetic sleep job ==== */
+
+struct sleep_arg {
+    unsigned ms;
+    unsigned steps;
+};
+
+static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
+                               struct mt_error *err)
+{
+    const struct sleep_arg *a = arg;
+    unsigned i;
+
+    for (i = 0; i < a->steps; i++) {
+        mt_srv_job_sleep(j, a->ms / a->steps);
+        if (mt_srv_job_canceled(j))
+            return mt_fail(err, MT_ECANCELED, "job cancelled at step %u",
+                           i + 1);
+        mt_srv_job_emit(
+            j, "step",
+            json_pack("{s:i,s:i}", "step", (int)i + 1, "of", (int)a->steps));
+    }
+    *result =
+        json_pack("{s:i,s:i}", "slept_ms", (int)a->ms, "steps", (int)a->steps);
+    return *result ? MT_OK : MT_ENOMEM;
+}
+
+static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
+                      struct sleep_arg *a)
+{
+    json_t *o = NULL;
+    json_t *ms, *steps;
+
+    a->ms = 1000;
+    a->steps = 3;
+    if (rq->body_len == 0)
+        return 0;
+    if (mt_srv_body_json(rq, rs, &o) != 0)
+        return -1;
+    ms = json_object_get(o, "ms");
+    steps = json_object_get(o, "steps");
+    if (json_is_integer(ms) && json_integer_value(ms) >= 0 &&
+        json_integer_value(ms) <= 600000)
+        a->ms = (unsigned)json_integer_value(ms);
+    if (json_is_integer(steps) && json_integer_value(steps) >= 1 &&
+        json_integer_value(steps) <= 1000)
+        a->steps = (unsigned)json_integer_value(steps);
+    json_decref(o);
+    return 0;
+}
+
+void mt_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    struct sleep_arg a, *arg;
+    struct srv_job_spec spec = {"sleep", sleep_fn, NULL, mt_free};
+    enum mt_status st;
+    char ev[64];
+
+    if (sleep_args(rq, rs, &a) != 0)
+        return;
+    st = mt_srv_lease_get(s, &l, &err);
+    if (st == MT_OK)
+        st = mt_run_create(l->store, rq->user.id, rq->user.name, "sleep", NULL,
+                           &id, &err);
+    mt_srv_lease_put(s, l);
+    arg = st == MT_OK ? mt_malloc(sizeof *arg) : NULL;
+    if (st == MT_OK && !arg)
+        st = mt_fail(&err, MT_ENOMEM, "out of memory");
+    if (arg)
+        *arg = a;
+    spec.arg = arg;
+    if (st == MT_OK)
+        st = mt_srv_job_submit(s, id, &spec, &err);
+    if (st == MT_ELIMIT || st == MT_ECANCELED) {
+        rs->retry_after = 5;
+        mt_srv_error(rs, 503, "%s", err.msg);
+        return;
+    }
+    if (st != MT_OK) {
+        mt_srv_fail(rs, st, &err);
+        return;
+    }
+    snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
+    mt_srv_json(rs, 202,
+                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                          "queued", "events", ev));
+}

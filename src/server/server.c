@@ -1,0 +1,590 @@
+/* The server over GNU libmicrohttpd: epoll with a thread pool, bodies
+ * gathered into bounded buffers (413 past max_body), responses with
+ * security headers, event streams that suspend their connection while
+ * their job has nothing new, store leases, and graceful shutdown. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "core/buf.h"
+#include "medtrust/core.h"
+#include "model/embed.h"
+#include "server/srv_int.h"
+
+double mt_srv_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void mt_server_default_params(struct mt_server_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->listen = "127.0.0.1:8080";
+    p->threads = 4;
+    p->llm_jobs = 4;
+    p->max_queued = 256;
+    p->max_body = (size_t)8 << 20;
+    p->rate_per_s = 20;
+    p->rate_burst = 40;
+    p->timeout_s = 30;
+    p->job_timeout_s = 600;
+    p->session_ttl_s = 12 * 3600;
+}
+
+/* ==== Store leases ==== */
+
+enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
+                                struct mt_error *err)
+{
+    struct srv_lease *l;
+    enum mt_status st;
+
+    pthread_mutex_lock(&s->lease_mu);
+    l = s->free_leases;
+    if (l)
+        s->free_leases = l->next;
+    pthread_mutex_unlock(&s->lease_mu);
+    if (l) {
+        *out = l;
+        return MT_OK;
+    }
+    l = mt_calloc(1, sizeof *l);
+    if (!l)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    st = mt_store_open(s->db_dir, NULL, &l->store, err);
+    if (st != MT_OK) {
+        mt_free(l);
+        return st;
+    }
+    *out = l;
+    return MT_OK;
+}
+
+void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&s->lease_mu);
+    l->next = s->free_leases;
+    s->free_leases = l;
+    pthread_mutex_unlock(&s->lease_mu);
+}
+
+enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
+                                  struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (l->idx)
+        return MT_OK;
+    st = mt_index_open(s->db_dir, &l->idx, err);
+    if (st != MT_OK)
+        mt_error_prefix(err, "no usable search index (build one with "
+                             "'medtrust index')");
+    return st;
+}
+
+/* ==== Set-up and tear-down without the network ==== */
+
+static enum mt_status copy_params(struct mt_server *s,
+                                  const struct mt_server_params *p,
+                                  struct mt_error *err)
+{
+    s->p = *p;
+    if (!p->db_dir)
+        return mt_fail(err, MT_EINVAL, "the server needs a store (--db)");
+    if (s->p.threads == 0 || s->p.llm_jobs == 0 || s->p.max_body == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "threads, LLM jobs and the body "
+                       "limit must be at least 1");
+    s->db_dir = mt_strdup(p->db_dir);
+    s->listen = mt_strdup(p->listen ? p->listen : "127.0.0.1:8080");
+    s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
+    s->buckets = mt_calloc(SRV_RL_SLOTS, sizeof *s->buckets);
+    if (!s->db_dir || !s->listen || (p->data_dir && !s->data_dir) ||
+        !s->buckets)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    s->p.db_dir = s->db_dir;
+    s->p.listen = s->listen;
+    s->p.data_dir = s->data_dir;
+    s->p.registration = NULL;
+    return MT_OK;
+}
+
+/* Opens the first lease (creating and migrating the store) and applies
+ * the registration setting. */
+static enum mt_status first_lease(struct mt_server *s, const char *reg,
+                                  struct mt_error *err)
+{
+    struct srv_lease *l = NULL;
+    enum mt_status st = mt_srv_lease_get(s, &l, err);
+
+    if (st == MT_OK && mt_store_schema_version(l->store) < 2)
+        st = mt_fail(err, MT_EUNSUPPORTED,
+                     "%s: store has no accounts "
+                     "tables",
+                     s->db_dir);
+    if (st == MT_OK && reg && strcmp(reg, "open") != 0 &&
+        strcmp(reg, "closed") != 0)
+        st = mt_fail(err, MT_EINVAL,
+                     "registration is open or closed, not "
+                     "'%s'",
+                     reg);
+    if (st == MT_OK && reg)
+        st = mt_setting_put(l->store, "registration", reg, err);
+    mt_srv_lease_put(s, l);
+    return st;
+}
+
+enum mt_status mt_srv_init(struct mt_server *s,
+                           const struct mt_server_params *p,
+                           struct mt_error *err)
+{
+    enum mt_status st;
+
+    pthread_mutex_init(&s->lease_mu, NULL);
+    pthread_mutex_init(&s->embed_mu, NULL);
+    pthread_mutex_init(&s->rl_mu, NULL);
+    pthread_mutex_init(&s->req_mu, NULL);
+    pthread_cond_init(&s->req_cv, NULL);
+    pthread_mutex_init(&s->job_mu, NULL);
+    pthread_cond_init(&s->job_cv, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
+    if (mt_accounts_init() != MT_OK)
+        return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
+    st = copy_params(s, p, err);
+    if (st == MT_OK)
+        st = mt_srv_logs_open(s, err);
+    if (st == MT_OK)
+        st = first_lease(s, p->registration, err);
+    if (st == MT_OK)
+        st = mt_srv_jobs_start(s, err);
+    return st;
+}
+
+void mt_srv_fini(struct mt_server *s)
+{
+    struct srv_lease *l;
+
+    mt_srv_jobs_stop(s, 0);
+    while ((l = s->free_leases) != NULL) {
+        s->free_leases = l->next;
+        mt_index_close(l->idx);
+        mt_store_close(l->store);
+        mt_free(l);
+    }
+    mt_embedder_free(s->embedder);
+    mt_srv_logs_close(s);
+    mt_free(s->buckets);
+    mt_free(s->db_dir);
+    mt_free(s->listen);
+    mt_free(s->data_dir);
+    pthread_mutex_destroy(&s->lease_mu);
+    pthread_mutex_destroy(&s->embed_mu);
+    pthread_mutex_destroy(&s->rl_mu);
+    pthread_mutex_destroy(&s->req_mu);
+    pthread_cond_destroy(&s->req_cv);
+    pthread_mutex_destroy(&s->job_mu);
+    pthread_cond_destroy(&s->job_cv);
+    pthread_cond_destroy(&s->idle_cv);
+}
+
+/* ==== Event streams ==== */
+
+struct sse {
+    struct mt_server *s;
+    struct srv_job *j;
+    struct MHD_Connection *c;
+    size_t ev, off;
+};
+
+static void sse_suspend(void *w)
+{
+    MHD_suspend_connection(((struct sse *)w)->c);
+}
+
+static void sse_wake(void *w)
+{
+    MHD_resume_connection(((struct sse *)w)->c);
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct sse *x = cls;
+    int end = 0;
+    size_t n;
+
+    (void)pos;
+    n = mt_srv_job_read(x->s, x->j, &x->ev, &x->off, buf, max, &end, x,
+                        sse_suspend, sse_wake);
+    if (end)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return (ssize_t)n;
+}
+
+static void sse_free(void *cls)
+{
+    struct sse *x = cls;
+
+    mt_srv_job_unwait(x->s, x->j, x);
+    mt_srv_job_release(x->s, x->j);
+    mt_free(x);
+}
+
+/* A live job streams; a finished one answers with the body the handler
+ * prepared (its final state as one "done" event). */
+static struct MHD_Response *sse_response(struct mt_server *s,
+                                         struct MHD_Connection *c, int64_t run)
+{
+    struct srv_job *j = mt_srv_job_find(s, run);
+    struct sse *x = j ? mt_calloc(1, sizeof *x) : NULL;
+    struct MHD_Response *r;
+
+    if (!x) {
+        mt_srv_job_release(s, j);
+        return NULL;
+    }
+    x->s = s;
+    x->j = j;
+    x->c = c;
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, x,
+                                          sse_free);
+    if (!r)
+        sse_free(x);
+    return r;
+}
+
+/* ==== Requests ==== */
+
+struct conn {
+    struct mt_buf body;
+    double t0;
+    int too_big;
+};
+
+static const char *hdr_get(void *ctx, const char *name)
+{
+    return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+static const char *arg_get(void *ctx, const char *name)
+{
+    return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void remote_addr(struct MHD_Connection *c, char *buf, size_t n)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+    snprintf(buf, n, "?");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET,
+                  &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                  buf, (socklen_t)n);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6,
+                  &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                  buf, (socklen_t)n);
+}
+
+static void add_headers(struct mt_server *s, struct MHD_Response *r,
+                        const struct srv_resp *rs)
+{
+    char num[16];
+
+    MHD_add_response_header(r, "Content-Type",
+                            rs->type ? rs->type : "application/json");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cache-Control",
+                            rs->static_body ? "no-cache" : "no-store");
+    if (rs->sse_run)
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (rs->cookie[0])
+        MHD_add_response_header(r, "Set-Cookie", rs->cookie);
+    if (rs->retry_after) {
+        snprintf(num, sizeof num, "%u", rs->retry_after);
+        MHD_add_response_header(r, "Retry-After", num);
+    }
+    pthread_mutex_lock(&s->req_mu);
+    if (s->stopping)
+        MHD_add_response_header(r, "Connection", "close");
+    pthread_mutex_unlock(&s->req_mu);
+}
+
+static enum MHD_Result send_resp(struct mt_server *s, struct MHD_Connection *c,
+                                 struct srv_resp *rs)
+{
+    static char empty[1];
+    struct MHD_Response *r =
+        rs->sse_run ? sse_response(s, c, rs->sse_run) : NULL;
+    enum MHD_Result ret;
+
+    if (!r && rs->static_body)
+        r = MHD_create_response_from_buffer(rs->len,
+                                            (void *)(uintptr_t)rs->static_body,
+                                            MHD_RESPMEM_PERSISTENT);
+    else if (!r)
+        r = MHD_create_response_from_buffer(
+            rs->len, rs->body ? rs->body : empty, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    add_headers(s, r, rs);
+    ret = MHD_queue_response(c, rs->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Routes the request, sends the answer and logs it. */
+static enum MHD_Result dispatch(struct mt_server *s, struct MHD_Connection *c,
+                                struct conn *cc, const char *url,
+                                const char *method, unsigned early)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    char remote[64];
+    enum MHD_Result ret;
+    int stopping;
+
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    remote_addr(c, remote, sizeof remote);
+    rq.method = method;
+    rq.path = url;
+    rq.header = hdr_get;
+    rq.arg = arg_get;
+    rq.ctx = c;
+    rq.body = cc->body.data ? cc->body.data : "";
+    rq.body_len = cc->body.len;
+    rq.remote = remote;
+    rq.t0 = cc->t0;
+    pthread_mutex_lock(&s->req_mu);
+    stopping = s->stopping;
+    pthread_mutex_unlock(&s->req_mu);
+    if (early == 413)
+        mt_srv_error(&rs, 413, "request body too large (limit %zu bytes)",
+                     s->p.max_body);
+    else if (stopping)
+        mt_srv_error(&rs, 503, "the server is shutting down");
+    else
+        mt_srv_handle(s, &rq, &rs);
+    ret = send_resp(s, c, &rs);
+    mt_srv_log_access(s, &rq, &rs);
+    mt_srv_resp_free(&rs);
+    return ret;
+}
+
+static int body_too_big(struct mt_server *s, struct MHD_Connection *c)
+{
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    char *end = NULL;
+    unsigned long long n;
+
+    if (!cl)
+        return 0;
+    n = strtoull(cl, &end, 10);
+    return n > s->p.max_body;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    struct mt_server *s = cls;
+    struct conn *cc = *con_cls;
+
+    (void)version;
+    if (!cc) {
+        cc = mt_calloc(1, sizeof *cc);
+        if (!cc)
+            return MHD_NO;
+        cc->body = MT_BUF_INIT(s->p.max_body + 1);
+        cc->t0 = mt_srv_now();
+        *con_cls = cc;
+        pthread_mutex_lock(&s->req_mu);
+        s->inflight++;
+        pthread_mutex_unlock(&s->req_mu);
+        if (body_too_big(s, c))
+            return dispatch(s, c, cc, url, method, 413);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cc->too_big &&
+            mt_buf_append(&cc->body, upload, *upload_size) != MT_OK)
+            cc->too_big = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(s, c, cc, url, method, cc->too_big ? 413 : 0);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct mt_server *s = cls;
+    struct conn *cc = *con_cls;
+
+    (void)c;
+    (void)toe;
+    if (!cc)
+        return;
+    mt_buf_free(&cc->body);
+    mt_free(cc);
+    *con_cls = NULL;
+    pthread_mutex_lock(&s->req_mu);
+    s->inflight--;
+    pthread_cond_broadcast(&s->req_cv);
+    pthread_mutex_unlock(&s->req_mu);
+}
+
+__attribute__((format(printf, 2, 0))) static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    mt_log(MT_LOG_WARN, "http: %s", msg);
+}
+
+/* ==== Start and stop ==== */
+
+static enum mt_status parse_listen(const char *listen,
+                                   struct sockaddr_storage *ss,
+                                   struct mt_error *err)
+{
+    struct addrinfo hints, *res = NULL;
+    const char *colon = strrchr(listen, ':');
+    char host[256];
+    int rc;
+
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host)
+        return mt_fail(err, MT_EINVAL, "--listen wants HOST:PORT, not '%s'",
+                       listen);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0)
+        return mt_fail(err, MT_EINVAL, "--listen %s: %s", listen,
+                       gai_strerror(rc));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return MT_OK;
+}
+
+static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
+{
+    struct sockaddr_storage ss;
+    const union MHD_DaemonInfo *di;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    enum mt_status st = parse_listen(s->listen, &ss, err);
+
+    if (st != MT_OK)
+        return st;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    s->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, s, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)s->p.threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)s->p.timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!s->mhd)
+        return mt_fail(err, MT_EIO,
+                       "cannot listen on %s (in use, or not "
+                       "an address of this machine?)",
+                       s->listen);
+    di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : 0;
+    return MT_OK;
+}
+
+enum mt_status mt_server_start(const struct mt_server_params *p,
+                               struct mt_server **out, struct mt_error *err)
+{
+    struct mt_server *s = mt_calloc(1, sizeof *s);
+    enum mt_status st;
+
+    if (!s)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    st = mt_srv_init(s, p, err);
+    if (st == MT_OK)
+        st = start_mhd(s, err);
+    if (st != MT_OK) {
+        mt_srv_fini(s);
+        mt_free(s);
+        return st;
+    }
+    mt_log(MT_LOG_INFO, "serving %s on http://%s (port %u)", s->db_dir,
+           s->listen, s->port);
+    *out = s;
+    return MT_OK;
+}
+
+uint16_t mt_server_port(const struct mt_server *s)
+{
+    return s->port;
+}
+
+/* Waits until no request is in flight or 'until' passes. */
+static void wait_requests(struct mt_server *s, double until)
+{
+    struct timespec ts;
+
+    pthread_mutex_lock(&s->req_mu);
+    while (s->inflight > 0 && mt_srv_now() < until) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->req_cv, &s->req_mu, &ts);
+    }
+    pthread_mutex_unlock(&s->req_mu);
+}
+
+void mt_server_stop(struct mt_server *s, double grace_s)
+{
+    MHD_socket fd;
+
+    if (!s)
+        return;
+    fd = MHD_quiesce_daemon(s->mhd); /* no new connections */
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    pthread_mutex_lock(&s->req_mu);
+    s->stopping = 1;
+    pthread_mutex_unlock(&s->req_mu);
+    mt_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
+    mt_srv_jobs_wake_all(s);
+    wait_requests(s, mt_srv_now() + (grace_s > 1 ? grace_s : 1));
+    MHD_stop_daemon(s->mhd);
+    mt_srv_fini(s);
+    mt_log(MT_LOG_INFO, "server stopped");
+    mt_free(s);
+}

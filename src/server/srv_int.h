@@ -1,0 +1,274 @@
+/* Private parts of the server shared by its modules: the server context,
+ * transport-independent requests and responses (so routing can be fuzzed
+ * without a socket), store leases, jobs, rate limits and logs. */
+#ifndef MT_SERVER_SRV_INT_H
+#define MT_SERVER_SRV_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "medtrust/accounts.h"
+#include "medtrust/index.h"
+#include "medtrust/server.h"
+
+struct MHD_Daemon;
+struct mt_embedder;
+struct srv_job;
+
+/* ==== Requests and responses ==== */
+
+struct srv_req {
+    const char *method;
+    const char *path; /* decoded, without the query string */
+    /* Header and query-argument lookup (NULL when absent). */
+    const char *(*header)(void *ctx, const char *name);
+    const char *(*arg)(void *ctx, const char *name);
+    void *ctx;
+    const char *body; /* NUL-terminated, may be empty */
+    size_t body_len;
+    const char *remote; /* client address text */
+    double t0;          /* monotonic seconds at arrival */
+    /* Set by authentication. */
+    int authed;
+    int via_token;
+    struct mt_user user;
+    char sid[MT_SECRET_SIZE];
+    char csrf[MT_SECRET_SIZE];
+};
+
+struct srv_resp {
+    unsigned status;
+    const char *type; /* Content-Type; NULL means JSON */
+    char *body;       /* mt_malloc'd, or NULL */
+    size_t len;
+    const unsigned char *static_body; /* embedded asset, not freed */
+    char cookie[320];                 /* Set-Cookie value, or "" */
+    unsigned retry_after;             /* seconds, for 429 and 503; 0 = none */
+    int64_t sse_run; /* > 0: stream this run's job events instead */
+};
+
+/* ==== Store leases: one store (and index) handle per thread at a time ==== */
+
+struct srv_lease {
+    struct mt_store *store;
+    struct mt_index *idx;
+    struct srv_lease *next;
+};
+
+/* ==== Rate limits ==== */
+
+#define SRV_RL_SLOTS 1024
+
+struct srv_bucket {
+    char key[80];
+    double tokens;
+    double last;
+};
+
+/* ==== Log files ==== */
+
+struct srv_log {
+    FILE *f;
+    pthread_mutex_t mu;
+};
+
+/* ==== The server ==== */
+
+struct mt_server {
+    struct mt_server_params p;
+    char *db_dir, *listen, *data_dir;
+    struct MHD_Daemon *mhd;
+    uint16_t port;
+    /* leases */
+    pthread_mutex_t lease_mu;
+    struct srv_lease *free_leases;
+    /* query embedder for dense and hybrid search, shared under a lock */
+    pthread_mutex_t embed_mu;
+    struct mt_embedder *embedder;
+    char embedder_spec[128];
+    uint32_t embed_dims;
+    int embed_tried;
+    /* rate limits */
+    pthread_mutex_t rl_mu;
+    struct srv_bucket *buckets; /* SRV_RL_SLOTS */
+    /* logs */
+    struct srv_log access, audit;
+    /* in-flight requests, for graceful shutdown */
+    pthread_mutex_t req_mu;
+    pthread_cond_t req_cv;
+    long inflight;
+    int stopping;
+    /* jobs */
+    pthread_mutex_t job_mu;
+    pthread_cond_t job_cv;  /* workers wait for work */
+    pthread_cond_t idle_cv; /* shutdown waits for the queue to drain */
+    struct srv_job *queue_head, *queue_tail;
+    struct srv_job *live; /* every job not yet freed */
+    size_t queued, running;
+    pthread_t *workers;
+    size_t nworkers;
+    int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
+    int jobs_cancel; /* running jobs should give up */
+};
+
+/* Monotonic seconds. */
+double mt_srv_now(void);
+
+/* Sets up everything but the network (store check, leases, limits, logs,
+ * job workers); mt_srv_fini undoes it and accepts a half-built server. */
+enum mt_status mt_srv_init(struct mt_server *s,
+                           const struct mt_server_params *p,
+                           struct mt_error *err);
+void mt_srv_fini(struct mt_server *s);
+
+/* Routes one request and fills the response (the whole API). */
+void mt_srv_handle(struct mt_server *s, struct srv_req *rq,
+                   struct srv_resp *rs);
+/* Frees the response body. */
+void mt_srv_resp_free(struct srv_resp *rs);
+
+/* Leases: borrow a store handle (opening one when none is free); return
+ * it with mt_srv_lease_put. The index is opened on first use. */
+enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
+                                struct mt_error *err);
+void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l);
+enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
+                                  struct mt_error *err);
+
+/* ==== Response helpers (router.c) ==== */
+
+/* Sets a JSON response; takes 'o' (NULL gives a 500). */
+void mt_srv_json(struct srv_resp *rs, unsigned status, json_t *o);
+/* Sets {"error": message}. */
+void mt_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Maps a library status to an HTTP status and sets the error. */
+void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
+                 const struct mt_error *err);
+/* Parses the body as a JSON object into *out (caller decrefs); on failure
+ * sets a 400 response and returns -1. */
+int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
+                     json_t **out);
+
+/* ==== Handlers (auth.c, api.c), each (server, request, response, id) ==== */
+
+typedef void (*srv_handler)(struct mt_server *s, struct srv_req *rq,
+                            struct srv_resp *rs, int64_t id);
+
+void mt_srv_login(struct mt_server *, struct srv_req *, struct srv_resp *,
+                  int64_t);
+void mt_srv_logout(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mt_srv_register(struct mt_server *, struct srv_req *, struct srv_resp *,
+                     int64_t);
+void mt_srv_me(struct mt_server *, struct srv_req *, struct srv_resp *,
+               int64_t);
+void mt_srv_tokens_list(struct mt_server *, struct srv_req *, struct srv_resp *,
+                        int64_t);
+void mt_srv_token_create(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
+void mt_srv_token_revoke(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
+void mt_srv_users(struct mt_server *, struct srv_req *, struct srv_resp *,
+                  int64_t);
+void mt_srv_settings_get(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
+void mt_srv_settings_put(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
+void mt_srv_health(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mt_srv_search(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mt_srv_score(struct mt_server *, struct srv_req *, struct srv_resp *,
+                  int64_t);
+void mt_srv_not_yet(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mt_srv_runs_list(struct mt_server *, struct srv_req *, struct srv_resp *,
+                      int64_t);
+void mt_srv_run_get(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mt_srv_run_events(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
+void mt_srv_models(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mt_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
+                      int64_t);
+
+/* Authenticates from "Authorization: Bearer" or the session cookie; fills
+ * rq->user. Returns 0, or sets a 401 response and returns -1. */
+int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs);
+
+/* ==== Rate limits (limits.c) ==== */
+
+/* Takes one token from key's bucket. Returns 0 when allowed, else the
+ * seconds to wait (>= 1). */
+unsigned mt_srv_rate_take(struct mt_server *s, const char *key);
+
+/* ==== Logs (logs.c) ==== */
+
+enum mt_status mt_srv_logs_open(struct mt_server *s, struct mt_error *err);
+void mt_srv_logs_close(struct mt_server *s);
+/* One access-log line per response. */
+void mt_srv_log_access(struct mt_server *s, const struct srv_req *rq,
+                       const struct srv_resp *rs);
+/* One audit line: who did 'action'; 'detail' (may be NULL) is a JSON
+ * object of hashes and counts, never note text or secrets; it is taken.
+ * With 'l' non-NULL the record also goes to the store's audit table. */
+void mt_srv_audit(struct mt_server *s, struct srv_lease *l,
+                  const struct srv_req *rq, const char *action, json_t *detail);
+
+/* ==== Jobs (jobs.c) ==== */
+
+/* A job function: does the work, emitting steps with mt_srv_job_emit,
+ * checking mt_srv_job_canceled, and returns its result object in *result
+ * (taken) or fails. */
+typedef enum mt_status (*srv_job_fn)(struct srv_job *j, void *arg,
+                                     json_t **result, struct mt_error *err);
+
+struct srv_job_spec {
+    const char *kind; /* "check", "ask", "sleep", ... */
+    srv_job_fn fn;
+    void *arg; /* taken: freed with arg_free */
+    void (*arg_free)(void *arg);
+};
+
+enum mt_status mt_srv_jobs_start(struct mt_server *s, struct mt_error *err);
+/* Stops taking jobs, waits up to grace_s for queued and running jobs,
+ * cancels the rest and joins the workers. */
+void mt_srv_jobs_stop(struct mt_server *s, double grace_s);
+
+/* Queues a job for run 'run_id'. MT_ELIMIT when the queue is full,
+ * MT_ECANCELED when the server is stopping. The spec's arg is taken even
+ * on failure. */
+enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
+                                 const struct srv_job_spec *spec,
+                                 struct mt_error *err);
+/* Appends an event ("step", ...) with 'data' (taken) and wakes streams. */
+void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
+/* 1 when the job should stop (timeout or shutdown). */
+int mt_srv_job_canceled(struct srv_job *j);
+/* Sleeps up to ms milliseconds, waking early on cancellation. */
+void mt_srv_job_sleep(struct srv_job *j, unsigned ms);
+
+/* Event streams (sse.c). Finds the live job of run 'run_id' and takes a
+ * reference, or returns NULL. */
+struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id);
+void mt_srv_job_release(struct mt_server *s, struct srv_job *j);
+/* Copies up to max bytes of the stream from event *ev, byte *off on.
+ * Returns bytes copied; 0 with *end set when the stream is over; 0 with
+ * *end clear when nothing is ready (then 'waiter' is registered and
+ * 'wake(waiter)' is called, under the job lock, once there is more). */
+size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
+                       size_t *off, char *buf, size_t max, int *end,
+                       void *waiter, void (*suspend)(void *waiter),
+                       void (*wake)(void *waiter));
+/* Removes 'waiter' from the job (when a stream goes away). */
+void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
+/* Wakes every waiting stream (shutdown). */
+void mt_srv_jobs_wake_all(struct mt_server *s);
+
+#endif

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Integration: `medtrust user` and `medtrust serve` driven with curl: login,
+# CSRF, tokens, roles, registration switch, search hits equal to the CLI's,
+# score equal to `score --json`, 400/401/403/413/429, path traversal, an
+# event stream, logs without secrets, and graceful shutdown on SIGTERM.
+. "$(dirname "$0")/lib.sh"
+MT=${MEDTRUST_SERVE_BIN:-$MT}
+if ! "$MT" serve --help >/dev/null 2>&1; then
+    echo "# SKIP: this medtrust has no serve verb yet (verb table)"
+    exit 0
+fi
+head -300 "$DATA/medquad/corpus.jsonl" >"$TMP/c.jsonl"
+"$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --source medquad \
+    --no-progress >/dev/null 2>&1
+echo 'alice-password' | "$MT" user add --db "$TMP/db" alice --admin 2>/dev/null
+echo 'bob-password' | "$MT" user add --db "$TMP/db" bob 2>/dev/null
+check "user list shows roles" sh -c \
+    "'$MT' user list --db '$TMP/db' | grep -q '^alice	admin'"
+
+# serve_start NAME ARGS...: starts a server, sets $U and $PID_NAME.
+serve_start() {
+    local name=$1
+    shift
+    "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    eval "PID_$name=$!"
+    for _ in $(seq 100); do
+        grep -q listening "$TMP/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
+}
+serve_start main --data-dir "$TMP/logs" --test-routes --rate-limit 0
+MAIN=$U
+code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
+expect() { # expect NAME CODE CURL-ARGS...
+    local name=$1 want=$2 got
+    shift 2
+    got=$(code "$@")
+    if [ "$got" = "$want" ]; then ok "$name"; else
+        not_ok "$name" "wanted $want, got $got: $(head -c 300 "$TMP/body")"
+    fi
+}
+J=(-H 'Content-Type: application/json')
+expect "health needs no account" 200 "$MAIN/v1/health"
+expect "search without a session is 401" 401 "${J[@]}" "$MAIN/v1/search" \
+    -d '{"query":"gout"}'
+expect "wrong password is 401" 401 "$MAIN/v1/login" \
+    -d '{"username":"alice","password":"wrong-one"}'
+expect "login works" 200 -c "$TMP/jar" "$MAIN/v1/login" \
+    -d '{"username":"alice","password":"alice-password"}'
+CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+grep -q 'HttpOnly' "$TMP/jar" && ok "session cookie is HttpOnly" ||
+    not_ok "session cookie is HttpOnly" "$(cat "$TMP/jar")"
+A=(-b "$TMP/jar" -H "X-CSRF-Token: $CSRF")
+expect "POST without X-CSRF-Token is 403" 403 -b "$TMP/jar" \
+    "$MAIN/v1/search" -d '{"query":"gout"}'
+expect "malformed JSON is 400" 400 "${A[@]}" "$MAIN/v1/search" -d '{"query":'
+grep -q 'malformed JSON' "$TMP/body" && ok "400 says what is wrong" ||
+    not_ok "400 says what is wrong" "$(cat "$TMP/body")"
+
+expect "search works" 200 "${A[@]}" "$MAIN/v1/search" \
+    -d '{"query":"symptoms of gout","k":5}'
+"$MT" search --db "$TMP/db" --json -k 5 "symptoms of gout" >"$TMP/cli.jsonl"
+if python3 - "$TMP/body" "$TMP/cli.jsonl" <<'PY'
+import json, sys
+api = json.load(open(sys.argv[1]))["hits"]
+cli = [json.loads(l) for l in open(sys.argv[2])]
+assert api == cli and len(api) == 5, (api[:1], cli[:1])
+PY
+then ok "search returns the CLI's hit objects"; else
+    not_ok "search returns the CLI's hit objects"; fi
+
+curl -s -c "$TMP/bjar" "$MAIN/v1/login" \
+    -d '{"username":"bob","password":"bob-password"}' >"$TMP/body"
+BC=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+expect "a user may not list users (403)" 403 -b "$TMP/bjar" "$MAIN/v1/users"
+expect "a user may not change settings (403)" 403 -b "$TMP/bjar" \
+    -H "X-CSRF-Token: $BC" -X PUT "$MAIN/v1/settings" \
+    -d '{"registration":"closed"}'
+expect "an admin may list users" 200 "${A[@]}" "$MAIN/v1/users"
+
+expect "token created" 201 "${A[@]}" -X POST "$MAIN/v1/tokens" -d '{"name":"ci"}'
+TOK=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$TMP/body")
+TID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/body")
+T=(-H "Authorization: Bearer $TOK")
+expect "a token works without CSRF" 200 "${T[@]}" "$MAIN/v1/search" \
+    -d '{"query":"gout"}'
+expect "revoking a token" 200 "${A[@]}" -X DELETE "$MAIN/v1/tokens/$TID"
+expect "a revoked token is 401" 401 "${T[@]}" "$MAIN/v1/search" \
+    -d '{"query":"gout"}'
+
+expect "admin closes registration" 200 "${A[@]}" -X PUT \
+    "$MAIN/v1/settings" -d '{"registration":"closed"}'
+expect "registration closed is 403" 403 "$MAIN/v1/register" \
+    -d '{"username":"carol","password":"carol-password"}'
+expect "admin opens registration" 200 "${A[@]}" -X PUT \
+    "$MAIN/v1/settings" -d '{"registration":"open"}'
+expect "registration open is 201" 201 "$MAIN/v1/register" \
+    -d '{"username":"carol","password":"carol-password"}'
+
+expect "path traversal is refused" 400 --path-as-is "$MAIN/../etc/passwd"
+expect "encoded traversal is refused" 400 --path-as-is \
+    "$MAIN/%2e%2e/%2e%2e/etc/passwd"
+expect "files outside the UI are 404" 404 "$MAIN/etc/passwd"
+expect "the UI is served at /" 200 "$MAIN/"
+
+cat >"$TMP/ref.csv" <<'CSV'
+Text ID,Text,Sentences,Error Flag,Error Sentence ID,Error Sentence,Corrected Sentence,Corrected Text
+ms-1,t,"0 A. 1 B.",1,1,B.,The patient was given metformin for diabetes.,t
+ms-2,t,"0 A.",0,-1,NA,NA,t
+ms-3,t,"0 A. 1 C.",1,1,C.,Gout is treated with colchicine.,t
+CSV
+printf 'ms-1 1 1 The patient was given insulin for diabetes.\nms-2 0 -1 NA\nms-3 1 0 Gout is treated with colchicine.\n' >"$TMP/run.txt"
+python3 -c 'import json,sys; print(json.dumps({"reference": open(sys.argv[1]).read(), "submission": open(sys.argv[2]).read(), "name": sys.argv[2]}))' \
+    "$TMP/ref.csv" "$TMP/run.txt" >"$TMP/score.json"
+expect "score works" 200 "${A[@]}" "$MAIN/v1/score" -d @"$TMP/score.json"
+cp "$TMP/body" "$TMP/score.out"
+"$MT" score --ref "$TMP/ref.csv" --pred "$TMP/run.txt" --json >"$TMP/cli-score.json" 2>/dev/null
+if python3 - "$TMP/score.out" "$TMP/cli-score.json" <<'PY'
+import json, sys
+api = json.load(open(sys.argv[1])); cli = json.load(open(sys.argv[2]))
+run = api.pop("run_id")
+assert api == cli, (api, cli)
+assert run > 0
+PY
+then ok "score returns the CLI's --json object and a run id"; else
+    not_ok "score returns the CLI's object" "$(head -c 300 "$TMP/score.out")"; fi
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/score.out")
+expect "the score run is recorded" 200 "${A[@]}" "$MAIN/v1/runs/$RUN"
+grep -q '"status":"done"' "$TMP/body" && ok "the run is done with its result" ||
+    not_ok "the run is done" "$(head -c 300 "$TMP/body")"
+expect "check is not available yet (501)" 501 "${A[@]}" "$MAIN/v1/check" -d '{}'
+
+expect "a slow job is queued" 202 "${A[@]}" "$MAIN/v1/jobs/sleep" \
+    -d '{"ms":600,"steps":3}'
+JOB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$MAIN/v1/runs/$JOB/events" >"$TMP/sse"
+if [ "$(grep -c '^event: step' "$TMP/sse")" -eq 3 ] &&
+    grep -q '^event: done' "$TMP/sse" && grep -q '"status":"done"' "$TMP/sse"; then
+    ok "the job's steps stream as Server-Sent Events"
+else not_ok "SSE stream" "$(cat "$TMP/sse")"; fi
+
+expect "logout" 200 "${A[@]}" -X POST "$MAIN/v1/logout"
+expect "after logout the session is gone" 401 -b "$TMP/jar" "$MAIN/v1/me"
+
+if grep -q 'query_sha256' "$TMP/logs/audit.log" &&
+    ! grep -qi 'symptoms of gout\|alice-password\|metformin' "$TMP/logs/"*.log &&
+    ! grep -q "$TOK" "$TMP/logs/"*.log && grep -q '"path":"/v1/search"' "$TMP/logs/access.log"; then
+    ok "access and audit logs hold hashes, no query text or secrets"
+else not_ok "logs" "$(tail -3 "$TMP/logs/audit.log")"; fi
+
+# Graceful shutdown: a running job and a slow request finish after SIGTERM.
+curl -s -c "$TMP/jar" "$MAIN/v1/login" -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
+CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+A=(-b "$TMP/jar" -H "X-CSRF-Token: $CSRF")
+curl -s "${A[@]}" "$MAIN/v1/jobs/sleep" -d '{"ms":1500,"steps":3}' >"$TMP/body"
+JOB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$MAIN/v1/runs/$JOB/events" >"$TMP/sse2" &
+SSE=$!
+sleep 0.3
+kill -TERM "$PID_main"
+wait "$PID_main"
+rc=$?
+wait "$SSE"
+st=$(sqlite3 "$TMP/db/store.db" "SELECT status FROM runs WHERE id=$JOB")
+if [ $rc -eq 0 ] && [ "$st" = done ] && grep -q '^event: done' "$TMP/sse2"; then
+    ok "SIGTERM: the running job finishes and its stream ends, exit 0"
+else not_ok "graceful shutdown" "rc=$rc status=$st" "$(tail -3 "$TMP/main.err")"; fi
+
+# Limits on a second server: 413 past --max-body, 429 past the rate.
+serve_start lim --max-body 2048 --rate-limit 1 --rate-burst 3
+head -c 5000 /dev/zero | tr '\0' x >"$TMP/big"
+expect "a body past --max-body is 413" 413 "$U/v1/login" -d @"$TMP/big"
+n429=0
+for _ in 1 2 3 4 5 6; do
+    [ "$(code "$U/v1/login" -d '{"username":"alice","password":"x"}')" = 429 ] &&
+        n429=$((n429 + 1))
+done
+if [ $n429 -ge 2 ] && grep -qi 'retry' "$TMP/body"; then
+    ok "requests past the rate limit are 429"
+else not_ok "429" "$n429 $(cat "$TMP/body")"; fi
+kill -TERM "$PID_lim"
+wait "$PID_lim"

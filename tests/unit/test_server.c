@@ -1,0 +1,528 @@
+/* API tests for src/server and src/store/accounts.c: the server runs in
+ * process on an ephemeral loopback port and libcurl talks to it. Covers
+ * 401/403/CSRF, tokens, 400 on bad JSON, 413, 429, path traversal, search
+ * hits, score runs, an event stream of a synthetic job, and graceful stop
+ * while a job runs. */
+#include "check.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/jsonl.h"
+#include "medtrust/accounts.h"
+#include "medtrust/core.h"
+#include "medtrust/index.h"
+#include "medtrust/server.h"
+
+static char dir[64];
+static char db[96];
+
+/* ==== Fixture: a store with a few documents, an index and two users ==== */
+
+static void put(struct mt_store *s, int64_t src, const char *id,
+                const char *title, const char *text)
+{
+    struct mt_doc d = {id, title, text, strlen(text), NULL};
+    CHECK_OK(mt_store_put(s, src, &d, NULL, NULL));
+}
+
+static int setup(void **state)
+{
+    struct mt_store *s = NULL;
+    int64_t src = 0;
+
+    (void)state;
+    mt_jsonl_init_alloc();
+    snprintf(dir, sizeof dir, "/tmp/mt-server-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(db, sizeof db, "%s/db", dir);
+    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK_OK(mt_store_source(s, "notes", &src, NULL));
+    put(s, src, "d1", "Gout", "Gout causes sudden joint pain and swelling.");
+    put(s, src, "d2", "Asthma", "Asthma narrows the airways; wheezing.");
+    put(s, src, "d3", NULL, "Metformin treats type 2 diabetes.");
+    CHECK_OK(mt_index_build(s, NULL, NULL, NULL));
+    CHECK_OK(
+        mt_user_add(s, "alice", "alice-password", MT_ROLE_ADMIN, NULL, NULL));
+    CHECK_OK(mt_user_add(s, "bob", "bob-password", MT_ROLE_USER, NULL, NULL));
+    mt_store_close(s);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+
+    (void)state;
+    curl_global_cleanup();
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+static struct mt_server *start(double rate, size_t max_body)
+{
+    struct mt_server_params p;
+    struct mt_server *srv = NULL;
+    struct mt_error err = {MT_OK, ""};
+    char logs[128];
+
+    snprintf(logs, sizeof logs, "%s/logs", dir);
+    mt_server_default_params(&p);
+    p.db_dir = db;
+    p.listen = "127.0.0.1:0";
+    p.data_dir = logs;
+    p.rate_per_s = rate;
+    p.rate_burst = 3;
+    p.max_body = max_body;
+    p.test_routes = 1;
+    p.threads = 2;
+    p.llm_jobs = 2;
+    if (mt_server_start(&p, &srv, &err) != MT_OK)
+        fprintf(stderr, "start: %s\n", err.msg);
+    CHECK(srv != NULL);
+    CHECK(mt_server_port(srv) > 0);
+    return srv;
+}
+
+/* ==== A small HTTP client ==== */
+
+struct client {
+    CURL *c;
+    uint16_t port;
+    char csrf[MT_SECRET_SIZE];
+    char bearer[MT_TOKEN_SIZE + 32];
+    long status;
+    struct mt_buf body;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *user)
+{
+    struct client *cl = user;
+
+    if (mt_buf_append(&cl->body, p, size * n) != MT_OK)
+        return 0;
+    return size * n;
+}
+
+static void client_init(struct client *cl, uint16_t port)
+{
+    memset(cl, 0, sizeof *cl);
+    cl->c = curl_easy_init();
+    cl->port = port;
+    cl->body = MT_BUF_INIT((size_t)1 << 26);
+    curl_easy_setopt(cl->c, CURLOPT_COOKIEFILE, ""); /* cookie engine */
+    curl_easy_setopt(cl->c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(cl->c, CURLOPT_WRITEDATA, cl);
+    curl_easy_setopt(cl->c, CURLOPT_TIMEOUT, 30L);
+}
+
+static void client_free(struct client *cl)
+{
+    curl_easy_cleanup(cl->c);
+    mt_buf_free(&cl->body);
+}
+
+/* Sends a request (body NULL: none) and returns the status; the answer
+ * is in cl->body.data. With csrf set, the session's token is sent. */
+static long req(struct client *cl, const char *method, const char *path,
+                const char *body, int csrf)
+{
+    struct curl_slist *h = NULL;
+    char url[512], hdr[160];
+
+    mt_buf_reset(&cl->body);
+    mt_buf_reserve(&cl->body, 1);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", cl->port, path);
+    curl_easy_setopt(cl->c, CURLOPT_URL, url);
+    curl_easy_setopt(cl->c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(cl->c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(cl->c, CURLOPT_HTTPGET, body ? 0L : 1L);
+    if (body)
+        curl_easy_setopt(cl->c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(cl->c, CURLOPT_PATH_AS_IS, 1L);
+    if (csrf && cl->csrf[0]) {
+        snprintf(hdr, sizeof hdr, "X-CSRF-Token: %s", cl->csrf);
+        h = curl_slist_append(h, hdr);
+    }
+    if (cl->bearer[0])
+        h = curl_slist_append(h, cl->bearer);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(cl->c, CURLOPT_HTTPHEADER, h);
+    cl->status = 0;
+    if (curl_easy_perform(cl->c) == CURLE_OK)
+        curl_easy_getinfo(cl->c, CURLINFO_RESPONSE_CODE, &cl->status);
+    curl_slist_free_all(h);
+    return cl->status;
+}
+
+static json_t *body_json(const struct client *cl)
+{
+    json_t *o = json_loads(cl->body.data ? cl->body.data : "", 0, NULL);
+
+    CHECK(o != NULL);
+    return o;
+}
+
+static void login(struct client *cl, const char *user, const char *pw)
+{
+    char body[128];
+    json_t *o;
+
+    snprintf(body, sizeof body, "{\"username\":\"%s\",\"password\":\"%s\"}",
+             user, pw);
+    assert_int_equal(req(cl, "POST", "/v1/login", body, 0), 200);
+    o = body_json(cl);
+    snprintf(cl->csrf, sizeof cl->csrf, "%s",
+             json_string_value(json_object_get(o, "csrf_token")));
+    CHECK(strlen(cl->csrf) == 64);
+    json_decref(o);
+}
+
+static const char search_body[] = "{\"query\":\"gout joint pain\",\"k\":2}";
+
+/* ==== Tests ==== */
+
+static void test_server_auth_csrf_roles(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a, b;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    client_init(&b, mt_server_port(srv));
+    assert_int_equal(req(&a, "GET", "/v1/health", NULL, 0), 200);
+    assert_int_equal(req(&a, "POST", "/v1/search", search_body, 0), 401);
+    assert_int_equal(req(&a, "GET", "/v1/runs", NULL, 0), 401);
+    assert_int_equal(req(&a, "POST", "/v1/login",
+                         "{\"username\":\"alice\",\"password\":\"nope-nope\"}",
+                         0),
+                     401);
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/search", search_body, 0), 403);
+    CHECK(strstr(a.body.data, "X-CSRF-Token") != NULL);
+    assert_int_equal(req(&a, "POST", "/v1/search", search_body, 1), 200);
+    assert_int_equal(req(&a, "GET", "/v1/users", NULL, 0), 200);
+    login(&b, "bob", "bob-password");
+    assert_int_equal(req(&b, "GET", "/v1/users", NULL, 0), 403);
+    assert_int_equal(
+        req(&b, "PUT", "/v1/settings", "{\"registration\":\"closed\"}", 1),
+        403);
+    assert_int_equal(req(&b, "POST", "/v1/logout", NULL, 1), 200);
+    assert_int_equal(req(&b, "GET", "/v1/me", NULL, 0), 401);
+    client_free(&a);
+    client_free(&b);
+    mt_server_stop(srv, 1);
+}
+
+static void test_server_token_works_until_revoked(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a, t;
+    char path[64];
+    json_t *o;
+    json_int_t id;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    client_init(&t, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/tokens", "{\"name\":\"ci\"}", 1),
+                     201);
+    o = body_json(&a);
+    id = json_integer_value(json_object_get(o, "id"));
+    snprintf(t.bearer, sizeof t.bearer, "Authorization: Bearer %s",
+             json_string_value(json_object_get(o, "token")));
+    json_decref(o);
+    /* a token needs no CSRF header */
+    assert_int_equal(req(&t, "POST", "/v1/search", search_body, 0), 200);
+    snprintf(path, sizeof path, "/v1/tokens/%lld", (long long)id);
+    assert_int_equal(req(&a, "DELETE", path, NULL, 1), 200);
+    assert_int_equal(req(&t, "POST", "/v1/search", search_body, 0), 401);
+    snprintf(t.bearer, sizeof t.bearer, "Authorization: Bearer mt_00");
+    assert_int_equal(req(&t, "GET", "/v1/me", NULL, 0), 401);
+    client_free(&a);
+    client_free(&t);
+    mt_server_stop(srv, 1);
+}
+
+static void test_server_search_returns_cli_hits(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a;
+    json_t *o, *h;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/search", search_body, 1), 200);
+    o = body_json(&a);
+    h = json_array_get(json_object_get(o, "hits"), 0);
+    CHECK(json_array_size(json_object_get(o, "hits")) >= 1);
+    CHECK(json_integer_value(json_object_get(h, "rank")) == 1);
+    assert_string_equal(json_string_value(json_object_get(h, "doc_id")), "d1");
+    CHECK(json_object_get(h, "chunk_id") && json_object_get(h, "score") &&
+          json_object_get(h, "text") && json_object_get(h, "source"));
+    json_decref(o);
+    assert_int_equal(req(&a, "POST", "/v1/search", "{\"query\":", 1), 400);
+    CHECK(strstr(a.body.data, "malformed JSON") != NULL);
+    assert_int_equal(req(&a, "POST", "/v1/search", "[1]", 1), 400);
+    assert_int_equal(req(&a, "POST", "/v1/search", "{\"k\":3}", 1), 400);
+    assert_int_equal(
+        req(&a, "POST", "/v1/search", "{\"query\":\"x\",\"k\":0}", 1), 400);
+    assert_int_equal(req(&a, "POST", "/v1/check", "{}", 1), 501);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+static void test_server_limits_413_429(void **state)
+{
+    struct mt_server *srv = start(1, 4096);
+    struct client a;
+    char big[8192];
+    int i, got429 = 0;
+
+    (void)state;
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/search", big, 1), 413);
+    for (i = 0; i < 10 && !got429; i++)
+        got429 = req(&a, "GET", "/v1/me", NULL, 0) == 429;
+    CHECK(got429);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+static void test_server_static_refuses_traversal(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    assert_int_equal(req(&a, "GET", "/", NULL, 0), 200);
+    CHECK(strstr(a.body.data, "<html") != NULL);
+    assert_int_equal(req(&a, "GET", "/login.html", NULL, 0), 200);
+    assert_int_equal(req(&a, "GET", "/../etc/passwd", NULL, 0), 400);
+    assert_int_equal(req(&a, "GET", "/%2e%2e/%2e%2e/etc/passwd", NULL, 0), 400);
+    assert_int_equal(req(&a, "GET", "/etc/passwd", NULL, 0), 404);
+    assert_int_equal(req(&a, "GET", "/v1/nothing", NULL, 0), 404);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+static const char ref_csv[] =
+    "Text ID,Text,Sentences,Error Flag,Error Sentence ID,Error Sentence,"
+    "Corrected Sentence,Corrected Text\n"
+    "ms-1,t,\"0 A. 1 B.\",1,1,B.,The patient has gout.,t\n"
+    "ms-2,t,\"0 A.\",0,-1,NA,NA,t\n";
+static const char sub_txt[] =
+    "ms-1 1 1 \"The patient has gout.\"\nms-2 0 -1 NA\n";
+
+static void test_server_score_records_run(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a;
+    char path[64];
+    json_t *o = json_pack("{s:s,s:s,s:s}", "reference", ref_csv, "submission",
+                          sub_txt, "name", "run1");
+    size_t n = json_dumpb(o, NULL, 0, JSON_COMPACT);
+    char *body = mt_malloc(n + 1);
+    json_int_t run;
+
+    (void)state;
+    CHECK(body && json_dumpb(o, body, n, JSON_COMPACT) == n);
+    body[n] = '\0';
+    json_decref(o);
+    client_init(&a, mt_server_port(srv));
+    login(&a, "bob", "bob-password");
+    assert_int_equal(req(&a, "POST", "/v1/score", body, 1), 200);
+    o = body_json(&a);
+    CHECK(json_number_value(json_object_get(o, "error_flag_accuracy")) == 1.0);
+    run = json_integer_value(json_object_get(o, "run_id"));
+    CHECK(run > 0);
+    json_decref(o);
+    snprintf(path, sizeof path, "/v1/runs/%lld", (long long)run);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    CHECK(strstr(a.body.data, "\"status\":\"done\"") != NULL);
+    CHECK(strstr(a.body.data, "\"kind\":\"score\"") != NULL);
+    assert_int_equal(req(&a, "GET", "/v1/runs", NULL, 0), 200);
+    CHECK(strstr(a.body.data, "\"kind\":\"score\"") != NULL);
+    assert_int_equal(req(&a, "POST", "/v1/score", "{\"reference\":\"x\"}", 1),
+                     400);
+    mt_free(body);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+static long start_sleep_job(struct client *cl, int ms, int steps)
+{
+    char body[64];
+    json_t *o;
+    long id;
+
+    snprintf(body, sizeof body, "{\"ms\":%d,\"steps\":%d}", ms, steps);
+    assert_int_equal(req(cl, "POST", "/v1/jobs/sleep", body, 1), 202);
+    o = body_json(cl);
+    id = (long)json_integer_value(json_object_get(o, "run_id"));
+    json_decref(o);
+    return id;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    while ((hay = strstr(hay, needle)) != NULL) {
+        n++;
+        hay += strlen(needle);
+    }
+    return n;
+}
+
+static void test_server_sse_streams_job_events(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a;
+    char path[64];
+    long id;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    id = start_sleep_job(&a, 300, 3);
+    snprintf(path, sizeof path, "/v1/runs/%ld/events", id);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    CHECK(strstr(a.body.data, "event: status\ndata: {\"status\":"
+                              "\"running\"}") != NULL);
+    assert_int_equal(count(a.body.data, "event: step\n"), 3);
+    CHECK(strstr(a.body.data, "data: {\"step\":3,\"of\":3}") != NULL);
+    CHECK(strstr(a.body.data, "event: done\n") != NULL);
+    CHECK(strstr(a.body.data, "\"status\":\"done\"") != NULL);
+    /* once finished, the stream is the stored final state */
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    CHECK(strncmp(a.body.data, "event: done\n", 12) == 0);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+static enum mt_status copy_status(const struct mt_run *r, void *user)
+{
+    snprintf(user, 16, "%s", r->status);
+    return MT_OK;
+}
+
+static void test_server_stop_lets_jobs_finish(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct mt_store *s = NULL;
+    struct client a;
+    char status[16] = "";
+    long id, queued;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    id = start_sleep_job(&a, 400, 2);
+    queued = start_sleep_job(&a, 400, 2);
+    usleep(100 * 1000);
+    mt_server_stop(srv, 10); /* graceful: running and queued jobs finish */
+    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK_OK(mt_run_get(s, id, copy_status, status, NULL));
+    assert_string_equal(status, "done");
+    CHECK_OK(mt_run_get(s, queued, copy_status, status, NULL));
+    assert_string_equal(status, "done");
+    mt_store_close(s);
+    client_free(&a);
+}
+
+static void test_server_stop_cancels_past_grace(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct mt_store *s = NULL;
+    struct client a;
+    char status[16] = "";
+    long id;
+    double t0;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    id = start_sleep_job(&a, 60000, 2);
+    usleep(100 * 1000);
+    t0 = (double)time(NULL);
+    mt_server_stop(srv, 0.2);
+    CHECK((double)time(NULL) - t0 < 10);
+    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK_OK(mt_run_get(s, id, copy_status, status, NULL));
+    assert_string_equal(status, "failed");
+    mt_store_close(s);
+    client_free(&a);
+}
+
+static void test_accounts_sessions_tokens(void **state)
+{
+    struct mt_store *s = NULL;
+    struct mt_user u;
+    char sid[MT_SECRET_SIZE], csrf[MT_SECRET_SIZE], c2[MT_SECRET_SIZE];
+    char tok[MT_TOKEN_SIZE];
+    int64_t tid = 0, id = 0;
+
+    (void)state;
+    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK(mt_store_schema_version(s) >= 2);
+    assert_int_equal(
+        mt_user_add(s, "bad name", "long-enough", MT_ROLE_USER, NULL, NULL),
+        MT_EINVAL);
+    assert_int_equal(mt_user_add(s, "carol", "short", MT_ROLE_USER, NULL, NULL),
+                     MT_EINVAL);
+    CHECK_OK(
+        mt_user_add(s, "carol", "carol-password", MT_ROLE_USER, &id, NULL));
+    assert_int_equal(
+        mt_user_add(s, "carol", "carol-password", MT_ROLE_USER, NULL, NULL),
+        MT_EINVAL);
+    assert_int_equal(mt_user_verify(s, "carol", "wrong-password", &u, NULL),
+                     MT_ENOTFOUND);
+    assert_int_equal(mt_user_verify(s, "nobody", "wrong-password", &u, NULL),
+                     MT_ENOTFOUND);
+    CHECK_OK(mt_user_verify(s, "carol", "carol-password", &u, NULL));
+    CHECK(u.id == id && u.role == MT_ROLE_USER);
+    CHECK_OK(mt_session_create(s, id, 3600, sid, csrf, NULL));
+    CHECK_OK(mt_session_lookup(s, sid, &u, c2, NULL));
+    assert_string_equal(csrf, c2);
+    CHECK_OK(mt_session_create(s, id, -1, sid, csrf, NULL)); /* expired */
+    assert_int_equal(mt_session_lookup(s, sid, &u, c2, NULL), MT_ENOTFOUND);
+    CHECK_OK(mt_token_create(s, id, "t", &tid, tok, NULL));
+    CHECK(strncmp(tok, "mt_", 3) == 0 && strlen(tok) == 67);
+    CHECK_OK(mt_token_lookup(s, tok, &u, NULL, NULL));
+    assert_int_equal(mt_token_revoke(s, tid, id + 1000, NULL), MT_ENOTFOUND);
+    CHECK_OK(mt_user_passwd(s, "carol", "new-password", NULL));
+    CHECK_OK(mt_user_del(s, "carol", NULL));
+    assert_int_equal(mt_token_lookup(s, tok, &u, NULL, NULL), MT_ENOTFOUND);
+    assert_int_equal(mt_user_del(s, "carol", NULL), MT_ENOTFOUND);
+    mt_store_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_auth_csrf_roles),
+        cmocka_unit_test(test_server_token_works_until_revoked),
+        cmocka_unit_test(test_server_search_returns_cli_hits),
+        cmocka_unit_test(test_server_limits_413_429),
+        cmocka_unit_test(test_server_static_refuses_traversal),
+        cmocka_unit_test(test_server_score_records_run),
+        cmocka_unit_test(test_server_sse_streams_job_events),
+        cmocka_unit_test(test_server_stop_lets_jobs_finish),
+        cmocka_unit_test(test_server_stop_cancels_past_grace),
+        cmocka_unit_test(test_accounts_sessions_tokens),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
