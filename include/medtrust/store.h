@@ -65,11 +65,20 @@ struct mt_doc {
     const char *metadata; /* JSON object text, may be NULL for {} */
 };
 
+/* What mt_store_put did. */
+struct mt_put_result {
+    size_t chunks;  /* chunks written (0 when unchanged) */
+    int unchanged;  /* 1 when an identical document was already stored */
+};
+
 /* Inserts the document, or replaces the one with the same ext_id in the
- * source, and rewrites its chunks with the store's chunker. *n_chunks (may
- * be NULL) receives the number of chunks. */
+ * source, and rewrites its chunks with the store's chunker. A document
+ * identical to the stored one (title, text and metadata) is left alone,
+ * so re-ingesting a corpus costs no re-chunking and no index rebuild.
+ * 'res' may be NULL. */
 enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
-                            const struct mt_doc *doc, size_t *n_chunks,
+                            const struct mt_doc *doc,
+                            struct mt_put_result *res,
                             struct mt_error *err);
 
 /* Counts for one source, or for the whole store. */
@@ -105,6 +114,7 @@ void mt_ingest_default_params(struct mt_ingest_params *p);
 
 struct mt_ingest_result {
     uint64_t documents; /* documents written (inserted or replaced) */
+    uint64_t unchanged; /* identical to the stored ones, left alone */
     uint64_t chunks;
     uint64_t skipped;   /* malformed lines skipped (skip_bad) */
 };

@@ -108,8 +108,9 @@ static void print_result(const char *path, const char *source,
                          const struct mt_ingest_result *r, int json)
 {
     if (json) {
-        json_t *o = json_pack("{s:s,s:I,s:I,s:I}", "input", path,
+        json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "input", path,
                               "documents", (json_int_t)r->documents,
+                              "unchanged", (json_int_t)r->unchanged,
                               "chunks", (json_int_t)r->chunks, "skipped",
                               (json_int_t)r->skipped);
         if (o) {
@@ -123,6 +124,8 @@ static void print_result(const char *path, const char *source,
            (unsigned long long)r->documents, (unsigned long long)r->chunks);
     if (source)
         printf(" (source %s)", source);
+    if (r->unchanged)
+        printf("; %llu unchanged", (unsigned long long)r->unchanged);
     if (r->skipped)
         printf("; skipped %llu malformed lines", (unsigned long long)r->skipped);
     printf("\n");

@@ -52,7 +52,8 @@ static enum mt_status prepare_cached(struct mt_store *s,
             " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(source_id, ext_id) DO "
             "UPDATE SET title=excluded.title, text=excluded.text,"
             " metadata=excluded.metadata, updated_at=strftime('%s','now')"
-            " RETURNING id",
+            " WHERE title IS NOT excluded.title OR text IS NOT excluded.text"
+            " OR metadata IS NOT excluded.metadata RETURNING id",
             &s->st_upsert, err);
     if (st == MT_OK && !s->st_del_chunks)
         st = mt_store_prepare(s, "DELETE FROM chunks WHERE doc_id=?1",
@@ -79,6 +80,8 @@ static enum mt_status step_done(struct mt_store *s, sqlite3_stmt *st,
     return MT_OK;
 }
 
+/* Writes the document row; *doc_id is 0 when an identical row was
+ * already there (the conditional upsert then returns no row). */
 static enum mt_status upsert_doc(struct mt_store *s, int64_t source_id,
                                  const struct mt_doc *d, int64_t *doc_id,
                                  struct mt_error *err)
@@ -93,12 +96,13 @@ static enum mt_status upsert_doc(struct mt_store *s, int64_t source_id,
     sqlite3_bind_text(st, 4, d->text, (int)d->text_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, d->metadata ? d->metadata : "{}", -1,
                       SQLITE_STATIC);
+    *doc_id = 0;
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *doc_id = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
-    if (rc != SQLITE_ROW)
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return mt_store_dberr(s, rc, "writing document", err);
     return MT_OK;
 }
@@ -141,7 +145,8 @@ static enum mt_status check_doc(struct mt_store *s, const struct mt_doc *d,
 }
 
 static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
-                              const struct mt_doc *doc, size_t *n_chunks,
+                              const struct mt_doc *doc,
+                              struct mt_put_result *res,
                               struct mt_error *err)
 {
     struct mt_chunk_params cp;
@@ -152,33 +157,39 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
 
     if (st == MT_OK)
         st = prepare_cached(s, err);
-    if (st != MT_OK)
+    if (st == MT_OK)
+        st = upsert_doc(s, source_id, doc, &doc_id, err);
+    if (st != MT_OK || doc_id == 0) {
+        res->unchanged = st == MT_OK;
         return st;
+    }
     cp.chunk_size = s->params.chunk_size;
     cp.chunk_overlap = s->params.chunk_overlap;
     st = mt_chunk_text(doc->text, doc->text_len, &cp, &ch, &n, err);
     if (st == MT_OK)
-        st = upsert_doc(s, source_id, doc, &doc_id, err);
-    if (st == MT_OK)
         st = insert_chunks(s, doc_id, doc->text, ch, n, err);
     mt_free(ch);
-    if (st == MT_OK && n_chunks)
-        *n_chunks = n;
+    res->chunks = n;
     return st;
 }
 
 enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
-                            const struct mt_doc *doc, size_t *n_chunks,
+                            const struct mt_doc *doc,
+                            struct mt_put_result *res,
                             struct mt_error *err)
 {
+    struct mt_put_result local;
     enum mt_status st;
 
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
     if (s->in_txn)
-        return put_doc(s, source_id, doc, n_chunks, err);
+        return put_doc(s, source_id, doc, res, err);
     /* A document and its chunks change together or not at all. */
     st = mt_store_begin(s, err);
     if (st == MT_OK)
-        st = put_doc(s, source_id, doc, n_chunks, err);
+        st = put_doc(s, source_id, doc, res, err);
     if (st == MT_OK)
         return mt_store_commit(s, err);
     mt_store_rollback(s);

@@ -85,7 +85,7 @@ static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
     struct mt_doc d;
     json_t *text = json_object_get(obj, "text");
     json_t *title = json_object_get(obj, "title");
-    size_t nch = 0;
+    struct mt_put_result pr;
     enum mt_status st;
 
     memset(&d, 0, sizeof d);
@@ -102,20 +102,24 @@ static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
     d.metadata = metadata_json(obj);
     if (!d.metadata)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", in->path);
-    st = mt_store_put(in->s, in->source_id, &d, &nch, err);
+    st = mt_store_put(in->s, in->source_id, &d, &pr, err);
     mt_free((char *)(uintptr_t)d.metadata);
     if (st != MT_OK)
         return mt_error_prefix(err, "%s:%zu", in->path,
                                mt_jsonl_line(in->r));
-    in->res.documents++;
-    in->res.chunks += nch;
+    if (pr.unchanged)
+        in->res.unchanged++;
+    else
+        in->res.documents++;
+    in->res.chunks += pr.chunks;
     return MT_OK;
 }
 
 static void report(struct ingest *in)
 {
     if (in->p->progress)
-        in->p->progress(in->res.documents + in->res.skipped +
+        in->p->progress(in->res.documents + in->res.unchanged +
+                            in->res.skipped +
                             mt_jsonl_skipped(in->r),
                         in->p->progress_user);
 }

@@ -20,13 +20,19 @@ else
     not_ok "stats prints the per-source counts" "$stats"
 fi
 
-"$MT" index --db "$TMP/db" --input "$MQ" --source medquad --no-progress \
-    >/dev/null 2>&1
+out=$("$MT" index --db "$TMP/db" --input "$MQ" --source medquad \
+    --no-progress 2>&1)
 stats2=$("$MT" stats --db "$TMP/db" --json)
 if [ "$stats" = "$stats2" ]; then
     ok "re-indexing the same ids adds no duplicates"
 else
     not_ok "re-indexing the same ids adds no duplicates" "$stats2"
+fi
+if echo "$out" | grep -q 'indexed 0 documents, 0 chunks.*15809 unchanged' &&
+    echo "$out" | grep -q 'search index: 0 chunks added'; then
+    ok "re-indexing an unchanged corpus rewrites nothing"
+else
+    not_ok "re-indexing an unchanged corpus rewrites nothing" "$out"
 fi
 
 "$MT" index --db "$TMP/db" --input "$DATA/pubmedqa/corpus.jsonl" \

@@ -80,6 +80,31 @@ static void test_store_upsert_replaces_without_duplicates(void **state)
     mt_store_close(s);
 }
 
+static void test_store_leaves_identical_document_alone(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_doc d = {"d1", "T", "same text", 9, "{\"k\":1}"};
+    struct mt_put_result r;
+    int64_t src = 0;
+    (void)state;
+    dir_path(dir, sizeof dir, "same");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_source(s, "src", &src, NULL));
+    CHECK_OK(mt_store_put(s, src, &d, &r, NULL));
+    CHECK(!r.unchanged && r.chunks == 1);
+    CHECK_OK(mt_store_put(s, src, &d, &r, NULL));
+    CHECK(r.unchanged && r.chunks == 0);
+    d.metadata = "{\"k\":2}"; /* metadata alone counts as a change */
+    CHECK_OK(mt_store_put(s, src, &d, &r, NULL));
+    CHECK(!r.unchanged && r.chunks == 1);
+    d.title = NULL;
+    CHECK_OK(mt_store_put(s, src, &d, &r, NULL));
+    CHECK(!r.unchanged);
+    CHECK(totals(s).documents == 1 && totals(s).chunks == 1);
+    mt_store_close(s);
+}
+
 static void test_store_keeps_settings_of_existing_store(void **state)
 {
     char dir[128];
@@ -226,7 +251,7 @@ static void test_ingest_reports_bad_line_and_skips(void **state)
     CHECK(totals(s).documents == 2); /* the first batch committed */
     ip.skip_bad = 1;
     CHECK_OK(mt_store_ingest_jsonl(s, file, &ip, &r, &err));
-    CHECK(r.documents == 3 && r.skipped == 1);
+    CHECK(r.documents == 1 && r.unchanged == 2 && r.skipped == 1);
     CHECK(totals(s).documents == 3);
     mt_store_close(s);
 }
@@ -235,6 +260,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_upsert_replaces_without_duplicates),
+        cmocka_unit_test(test_store_leaves_identical_document_alone),
         cmocka_unit_test(test_store_keeps_settings_of_existing_store),
         cmocka_unit_test(test_store_missing_dir_is_clear_error),
         cmocka_unit_test(test_store_rejects_newer_schema),
