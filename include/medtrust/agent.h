@@ -51,6 +51,13 @@ struct mt_agent_params {
     uint64_t seed;             /* sampling seed (42) */
     size_t max_note_bytes;     /* longer notes are refused (256 KiB) */
     uint32_t max_few_shot;     /* examples kept from few_shot_path (3) */
+    /* Called with each trace record as a check adds it, so a caller can
+     * follow the trajectory live: the note's id (mt_note.id, may be NULL)
+     * and the record as compact JSON text, both valid during the call.
+     * Runs on the checking thread; checks running at once on one handle
+     * call it concurrently. NULL = none (default). */
+    void (*on_step)(void *user, const char *note_id, const char *step_json);
+    void *on_step_user;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
@@ -130,6 +137,164 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
  * fallback line "<id> 0 -1 NA". Caller frees with mt_free. */
 char *mt_check_submission_line(const char *id,
                                const struct mt_check_result *r);
+
+/* ==== Verified question answering (VerifAI) ====
+ * Added by the [ask] work: hybrid retrieval, an answer that cites the
+ * retrieved documents, and each cited claim checked against each document
+ * it cites. docs/ask.md describes the pipeline and the verdict rule. */
+
+/* A verdict on one (claim, cited document) pair, or a claim's overall
+ * verdict. UNVERIFIED: the verifier failed on the pair (the result says
+ * why); NO_REFERENCE: the cited id is not among the retrieved documents
+ * (a hallucinated citation, never shown to the verifier). */
+enum mt_qa_label {
+    MT_QA_SUPPORT,
+    MT_QA_CONTRADICT,
+    MT_QA_NO_EVIDENCE,
+    MT_QA_NO_REFERENCE,
+    MT_QA_UNVERIFIED,
+};
+
+#define MT_QA_NLABELS 5
+
+/* "SUPPORT", "CONTRADICT", "NO_EVIDENCE", "NO_REFERENCE", "UNVERIFIED". */
+const char *mt_qa_label_str(enum mt_qa_label l);
+
+/* Reads a verdict label, case-insensitively and leniently: the names
+ * above, and the data sets' spellings (supports, entailment, refutes,
+ * contradiction, nei, neutral, "not enough info"). MT_EINVAL otherwise. */
+enum mt_status mt_qa_label_parse(const char *s, enum mt_qa_label *out);
+
+/* Settings of a question answerer. Strings are copied by mt_qa_open. */
+struct mt_qa_params {
+    const char *db_dir;        /* corpus store; NULL = verify only */
+    const char *llm_spec;      /* answer and judge model unless
+                                  MEDTRUST_LLM_QA / MEDTRUST_LLM_JUDGE or
+                                  MEDTRUST_LLM is set */
+    struct mt_llm_params llm;  /* timeouts, retries, HTTP concurrency */
+    const char *nli_spec;      /* "gguf:PATH" (NLI classifier) or "llm"
+                                  (prompted judge); NULL = MEDTRUST_NLI,
+                                  else "llm" */
+    const char *embedder_spec; /* query and claim embedder: NULL = the
+                                  index's own, "none" = hashed words */
+    const char *reranker_spec; /* cross-encoder: retrieve rerank_depth,
+                                  keep k; NULL = none */
+    const char *prompts_dir;   /* qa_*.txt here replace built-in prompts */
+    float w_lex;               /* hybrid weight of BM25 (0.7) */
+    float w_sem;               /* hybrid weight of vectors (0.3) */
+    uint32_t k;                /* documents given to the model (10) */
+    uint32_t rerank_depth;     /* hits reranked with a reranker (50) */
+    const char *source;        /* only documents of this source, or NULL */
+    int32_t year_from;         /* only documents whose metadata "year" */
+    int32_t year_to;           /* lies in [from, to]; 0 = open end */
+    const char *label_format;  /* citation label, "{id}" replaced by the
+                                  document id ("PUBMED:{id}") */
+    uint32_t max_tokens;       /* answer length budget (1024) */
+    float temperature;         /* answer temperature (0) */
+    uint64_t seed;             /* sampling seed (42) */
+    uint32_t doc_chars;        /* bytes of each document shown (4000) */
+    size_t max_question_bytes; /* longer questions are refused (8 KiB) */
+    int final_verdict;         /* ask the answer to end with a line
+                                  "Answer: yes|no|maybe" (PubMedQA) */
+};
+
+/* Fills 'p' with the defaults above and mt_llm_default_params. */
+void mt_qa_default_params(struct mt_qa_params *p);
+
+struct mt_qa;
+
+/* Opens an answerer: the models (answer role "qa", judge role "judge"),
+ * the NLI classifier, embedder, reranker, prompts, and the index of
+ * db_dir. On success *out owns the handle (mt_qa_close); on failure *out
+ * is unchanged and 'err' names the setting to fix. */
+enum mt_status mt_qa_open(const struct mt_qa_params *params,
+                          struct mt_qa **out, struct mt_error *err);
+
+/* Closes the answerer; NULL is allowed. No call may be running. */
+void mt_qa_close(struct mt_qa *q);
+
+/* One verdict of a claim on one cited document. */
+struct mt_qa_verdict {
+    const char *doc_id;
+    enum mt_qa_label label;
+    float score;          /* the verifier's probability of 'label' */
+    const char *evidence; /* closest document sentence (SUPPORT and
+                             CONTRADICT), else NULL */
+    const char *error;    /* why the pair is UNVERIFIED, else NULL */
+};
+
+/* A claim: answer sentences that share citations. */
+struct mt_qa_claim {
+    const char *text;          /* without the citation brackets */
+    const char *const *refs;   /* cited document ids, in order, unique */
+    size_t nrefs;
+    struct mt_qa_verdict *verdicts; /* one per ref */
+    size_t nverdicts;
+    enum mt_qa_label label;    /* the overall verdict (see mt_qa_ask) */
+};
+
+/* A retrieved document, in rank order. */
+struct mt_qa_doc {
+    const char *doc_id;
+    const char *title; /* may be NULL */
+    const char *text;  /* as shown to the model (doc_chars) */
+    double score;      /* fused (or reranked) retrieval score */
+};
+
+struct mt_qa_usage {
+    uint32_t llm_calls;      /* chat requests, answer and judge */
+    uint32_t failed_calls;   /* requests the backend failed */
+    uint64_t prompt_tokens;
+    uint64_t completion_tokens;
+    uint32_t verifications;  /* (claim, document) pairs verified */
+    uint32_t verify_failures;
+    double seconds;          /* wall time of the whole question */
+};
+
+/* The result of one question. Every string and array belongs to the
+ * result: free it with mt_qa_result_free. */
+struct mt_qa_result {
+    const char *question;
+    const char *answer;        /* "" when no answer was produced */
+    struct mt_qa_claim *claims;
+    size_t nclaims;
+    struct mt_qa_doc *docs;
+    size_t ndocs;
+    const char *search;        /* "hybrid" or "bm25" */
+    const char *final_verdict; /* "yes", "no", "maybe" or NULL */
+    const char *const *notes;  /* why the result is partial, if it is */
+    size_t nnotes;
+    struct mt_qa_usage usage;
+    void *mem_;                /* private */
+};
+
+/* Answers 'question': retrieves, answers with citations, splits the
+ * answer into claims and verifies each (claim, cited document) pair. A
+ * claim's overall verdict: CONTRADICT if any cited document contradicts
+ * it, else SUPPORT if any supports it, else NO_EVIDENCE if any was
+ * verified, else UNVERIFIED if the verifier failed, else NO_REFERENCE.
+ * Model and verifier failures never fail the call: the result is partial
+ * and its notes say why. Fails for bad input (MT_EINVAL: empty question,
+ * not UTF-8, no corpus; MT_ELIMIT: over max_question_bytes), search
+ * failures and MT_ENOMEM; then *out is NULL. Thread-safe. */
+enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
+                         struct mt_qa_result **out, struct mt_error *err);
+
+void mt_qa_result_free(struct mt_qa_result *r);
+
+/* The result as compact JSON: {"question","answer","claims":[{"text",
+ * "refs","verdicts":[{"doc_id","label","score","evidence_sentence"}],
+ * "label"}],"documents":[{"doc_id","title","score"}],"search",
+ * "final_verdict","notes","usage":{...}}. Caller frees with mt_free;
+ * NULL when out of memory. */
+char *mt_qa_result_json(const struct mt_qa_result *r);
+
+/* Verifies one claim against one evidence text with the configured
+ * verifier (as for a retrieved document): *label is SUPPORT, CONTRADICT
+ * or NO_EVIDENCE and *score its probability. Thread-safe. */
+enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
+                            const char *evidence, enum mt_qa_label *label,
+                            float *score, struct mt_error *err);
 
 #ifdef __cplusplus
 }

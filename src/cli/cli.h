@@ -64,6 +64,8 @@ extern const struct cli_verb cli_verb_retrieval_eval;
 extern const struct cli_verb cli_verb_score;
 extern const struct cli_verb cli_verb_check;
 extern const struct cli_verb cli_verb_mediqa;
+extern const struct cli_verb cli_verb_ask;
+extern const struct cli_verb cli_verb_qa_eval;
 extern const struct cli_verb cli_verb_serve;
 extern const struct cli_verb cli_verb_user;
 

@@ -14,6 +14,8 @@ static const struct cli_verb *const verbs[] = {
     &cli_verb_score,
     &cli_verb_check,
     &cli_verb_mediqa,
+    &cli_verb_ask,
+    &cli_verb_qa_eval,
     &cli_verb_serve,
     &cli_verb_user,
 };

@@ -1,0 +1,333 @@
+/* Verified question answering (VerifAI): the answerer handle, the model
+ * calls, and one question from retrieval to verified claims. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agents/qa_int.h"
+#include "agents/reply.h"
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "model/embed.h"
+#include "model/nli.h"
+#include "model/rerank.h"
+#include "text/utf8.h"
+
+#define PROMPT_MAX ((size_t)64 << 20)
+
+void mt_qa_default_params(struct mt_qa_params *p)
+{
+    memset(p, 0, sizeof *p);
+    mt_llm_default_params(&p->llm);
+    p->w_lex = 0.7f;
+    p->w_sem = 0.3f;
+    p->k = 10;
+    p->rerank_depth = 50;
+    p->label_format = "PUBMED:{id}";
+    p->max_tokens = 1024;
+    p->temperature = 0;
+    p->seed = 42;
+    p->doc_chars = 4000;
+    p->max_question_bytes = 8192;
+}
+
+/* ==== Handle ==== */
+
+static enum mt_status copy_params(struct mt_qa *q, const struct mt_qa_params *p)
+{
+    const char **f[9];
+    size_t i;
+
+    q->p = *p;
+    f[0] = &q->p.db_dir;
+    f[1] = &q->p.llm_spec;
+    f[2] = &q->p.nli_spec;
+    f[3] = &q->p.embedder_spec;
+    f[4] = &q->p.reranker_spec;
+    f[5] = &q->p.prompts_dir;
+    f[6] = &q->p.source;
+    f[7] = &q->p.label_format;
+    f[8] = &q->p.llm.cache_path;
+    for (i = 0; i < 9; i++) {
+        if (!*f[i])
+            continue;
+        q->strs[i] = mt_strdup(*f[i]);
+        if (!q->strs[i])
+            return MT_ENOMEM;
+        *f[i] = q->strs[i];
+    }
+    return MT_OK;
+}
+
+/* Splits label_format at "{id}" into label_pre and label_suf. */
+static enum mt_status split_label(struct mt_qa *q, struct mt_error *err)
+{
+    const char *f = q->p.label_format;
+    const char *at = strstr(f, "{id}");
+
+    if (!at || strchr(f, '[') || strchr(f, ']') || strchr(f, ','))
+        return mt_fail(err, MT_EINVAL,
+                       "--label '%s' must hold {id} and no "
+                       "brackets or commas",
+                       f);
+    q->label_pre = mt_strndup(f, (size_t)(at - f));
+    q->label_suf = mt_strdup(at + 4);
+    if (!q->label_pre || !q->label_suf)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    return MT_OK;
+}
+
+static enum mt_status open_verifier(struct mt_qa *q, struct mt_error *err)
+{
+    const char *nli = q->p.nli_spec ? q->p.nli_spec : getenv("MEDTRUST_NLI");
+    const char *a = mt_llm_role_spec("qa", q->p.llm_spec);
+    const char *j = mt_llm_role_spec("judge", q->p.llm_spec);
+    enum mt_status st;
+
+    if (nli && *nli && strcmp(nli, "llm") != 0)
+        return mt_nli_open(nli, NULL, &q->nli, err);
+    if (q->answer_llm && a && j && strcmp(a, j) == 0) {
+        q->judge_llm = q->answer_llm;
+        return MT_OK;
+    }
+    st =
+        mt_llm_open_role("judge", q->p.llm_spec, &q->p.llm, &q->judge_llm, err);
+    q->judge_owned = st == MT_OK;
+    return st == MT_OK ? MT_OK : mt_error_prefix(err, "--nli llm (the judge)");
+}
+
+/* The embedder: the given spec, else the one the index was built with. */
+static enum mt_status open_embedder(struct mt_qa *q, struct mt_error *err)
+{
+    const char *spec = q->p.embedder_spec;
+    char rec[128] = "";
+    uint32_t dims = 0;
+    enum mt_status st;
+
+    if (spec && strcmp(spec, "none") == 0)
+        return MT_OK;
+    if (!spec && q->p.db_dir) {
+        st = mt_index_peek_embedder(q->p.db_dir, rec, sizeof rec, &dims, err);
+        if (st != MT_OK)
+            return st;
+        spec = rec[0] ? rec : NULL;
+    }
+    return spec ? mt_embedder_open(spec, NULL, &q->emb, err) : MT_OK;
+}
+
+static enum mt_status open_parts(struct mt_qa *q, struct mt_error *err)
+{
+    enum mt_status st = split_label(q, err);
+
+    if (st == MT_OK)
+        st = mt_prompts_load(q->p.prompts_dir, &q->prompts, err);
+    if (st == MT_OK && q->p.db_dir) {
+        st = mt_llm_open_role("qa", q->p.llm_spec, &q->p.llm, &q->answer_llm,
+                              err);
+        if (st != MT_OK)
+            mt_error_prefix(err, "--llm (the answer model)");
+    }
+    if (st == MT_OK)
+        st = open_verifier(q, err);
+    if (st == MT_OK)
+        st = open_embedder(q, err);
+    if (st == MT_OK && q->p.reranker_spec)
+        st = mt_reranker_open(q->p.reranker_spec, NULL, &q->reranker, err);
+    if (st == MT_OK && q->p.db_dir)
+        st = mt_qa_pool_open(q, err);
+    return st;
+}
+
+enum mt_status mt_qa_open(const struct mt_qa_params *params, struct mt_qa **out,
+                          struct mt_error *err)
+{
+    struct mt_qa *q;
+    enum mt_status st;
+
+    if (!params || params->k == 0 || params->k > 1000 ||
+        params->rerank_depth > 10000 || params->doc_chars < 64 ||
+        !params->label_format || params->max_question_bytes == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "ask: k must be in 1..1000, the "
+                       "rerank depth at most 10000, doc-chars at least 64 "
+                       "and a label format given");
+    mt_jsonl_init_alloc(); /* JSON values through mt_malloc */
+    q = mt_calloc(1, sizeof *q);
+    if (!q)
+        return mt_fail(err, MT_ENOMEM, "ask: out of memory");
+    pthread_mutex_init(&q->emb_mu, NULL);
+    pthread_mutex_init(&q->pool_mu, NULL);
+    st = copy_params(q, params);
+    if (st != MT_OK)
+        mt_fail(err, st, "ask: out of memory");
+    else
+        st = open_parts(q, err);
+    if (st != MT_OK) {
+        mt_qa_close(q);
+        return st;
+    }
+    *out = q;
+    return MT_OK;
+}
+
+void mt_qa_close(struct mt_qa *q)
+{
+    size_t i;
+
+    if (!q)
+        return;
+    mt_qa_pool_close(q);
+    if (q->judge_owned)
+        mt_llm_close(q->judge_llm);
+    mt_llm_close(q->answer_llm);
+    mt_nli_free(q->nli);
+    mt_embedder_free(q->emb);
+    mt_reranker_free(q->reranker);
+    mt_prompts_free(q->prompts);
+    mt_free(q->label_pre);
+    mt_free(q->label_suf);
+    for (i = 0; i < 9; i++)
+        mt_free(q->strs[i]);
+    pthread_mutex_destroy(&q->emb_mu);
+    pthread_mutex_destroy(&q->pool_mu);
+    mt_free(q);
+}
+
+/* ==== Helpers ==== */
+
+enum mt_status mt_qa_note(struct qa_run *r, const char *fmt, ...)
+{
+    va_list ap;
+    enum mt_status st;
+
+    va_start(ap, fmt);
+    st = mt_buf_vprintf(&r->notes, fmt, ap);
+    va_end(ap);
+    if (st == MT_OK)
+        st = mt_buf_putc(&r->notes, '\0');
+    r->nnotes += st == MT_OK;
+    return st;
+}
+
+char *mt_qa_keep(struct qa_run *r, const char *s, size_t n)
+{
+    return mt_arena_strndup(r->mem, s ? s : "", s ? n : 0);
+}
+
+enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
+                           float **out, uint32_t *dims, struct mt_error *err)
+{
+    uint32_t d = q->emb ? mt_embedder_dims(q->emb) : QA_HASH_DIMS;
+    float *v = mt_calloc(n * d + 1, sizeof *v);
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    if (!v)
+        return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+    if (q->emb) {
+        pthread_mutex_lock(&q->emb_mu);
+        st = mt_embedder_embed(q->emb, t, n, v, err);
+        pthread_mutex_unlock(&q->emb_mu);
+    }
+    for (i = 0; !q->emb && i < n; i++)
+        mt_qa_hash_embed(t[i].p, t[i].n, v + i * d);
+    if (st != MT_OK) {
+        mt_free(v);
+        return st;
+    }
+    *out = v;
+    *dims = d;
+    return MT_OK;
+}
+
+/* ==== Model calls ==== */
+
+static enum mt_status render(struct qa_run *r, const char *name,
+                             const char *const *keys, const char *const *vals,
+                             size_t n, struct mt_buf *sys, struct mt_buf *user)
+{
+    struct mt_str ts;
+    struct mt_str tu;
+    enum mt_status st;
+
+    if (mt_prompts_get(r->q->prompts, name, &ts, &tu) < 0)
+        return MT_EINTERNAL;
+    st = mt_prompt_render(ts, keys, vals, n, sys);
+    if (st == MT_OK)
+        st = mt_prompt_render(tu, keys, vals, n, user);
+    if (st == MT_OK)
+        st = mt_buf_reserve(sys, 1);
+    return st == MT_OK ? mt_buf_reserve(user, 1) : st;
+}
+
+/* One request; returns 1 with *reply set when the reply is usable. */
+static int attempt(struct qa_run *r, struct mt_llm *l,
+                   const struct mt_llm_message *m, size_t nm,
+                   const struct mt_chat_params *cp, int json, char **reply,
+                   char *why, size_t wn)
+{
+    struct mt_qa_usage *u = &r->res->usage;
+    struct mt_chat_result res;
+    struct mt_error e = {MT_OK, ""};
+    enum mt_status st = mt_llm_chat(l, m, nm, cp, &res, &e);
+    json_t *o = NULL;
+
+    u->llm_calls++;
+    if (st != MT_OK) {
+        u->failed_calls++;
+        snprintf(why, wn, "model call failed: %.400s",
+                 e.msg[0] ? e.msg : mt_status_str(st));
+        return 0;
+    }
+    u->prompt_tokens += res.prompt_tokens;
+    u->completion_tokens += res.completion_tokens;
+    if (json && !(o = mt_reply_extract(res.texts[0], why, wn))) {
+        mt_chat_result_free(&res);
+        return 0;
+    }
+    json_decref(o);
+    *reply = mt_strdup(res.texts[0]);
+    mt_chat_result_free(&res);
+    return *reply != NULL;
+}
+
+enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
+                          const char *const *keys, const char *const *vals,
+                          size_t nvars, float temperature, uint32_t max_tokens,
+                          int json, char **reply, char *why, size_t wn)
+{
+    struct mt_buf sys = MT_BUF_INIT(PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(PROMPT_MAX);
+    struct mt_llm_message m[3];
+    struct mt_chat_params cp;
+    char fix[700];
+    int k, ok = 0;
+    enum mt_status st = render(r, name, keys, vals, nvars, &sys, &user);
+
+    mt_chat_default_params(&cp);
+    cp.temperature = temperature;
+    cp.max_tokens = max_tokens;
+    m[0] = (struct mt_llm_message){"system", sys.data};
+    m[1] = (struct mt_llm_message){"user", user.data};
+    for (k = 0; st == MT_OK && k < 2 && !ok; k++) {
+        size_t nm = 2;
+
+        if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
+            snprintf(fix, sizeof fix,
+                     "Your reply could not be used "
+                     "(%.500s). Reply again with only the JSON object the "
+                     "instructions ask for.",
+                     why);
+            m[nm++] = (struct mt_llm_message){"user", fix};
+        }
+        cp.seed = r->q->p.seed + (uint64_t)k;
+        ok = attempt(r, l, m, nm, &cp, json, reply, why, wn);
+    }
+    mt_buf_free(&sys);
+    mt_buf_free(&user);
+    if (st != MT_OK)
+        return st;
+    return ok ? MT_OK : MT_EIO;
+}

@@ -1,0 +1,287 @@
+/* One question: input checks, retrieval, the referenced answer, claims
+ * and their verification; the result's memory and its JSON form. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "agents/qa_int.h"
+#include "medtrust/core.h"
+#include "text/utf8.h"
+
+#define DOCS_MAX ((size_t)64 << 20)
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static enum mt_status check_question(const struct mt_qa *q, const char *s,
+                                     struct mt_error *err)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (!q->p.db_dir || !q->answer_llm)
+        return mt_fail(err, MT_EINVAL, "ask: no corpus: give --db DIR");
+    if (mt_str_trim((struct mt_str){s ? s : "", n}).n == 0)
+        return mt_fail(err, MT_EINVAL, "ask: the question is empty");
+    if (n > q->p.max_question_bytes)
+        return mt_fail(err, MT_ELIMIT,
+                       "ask: the question is %zu bytes; "
+                       "the limit is %zu",
+                       n, q->p.max_question_bytes);
+    if (mt_utf8_validate(s, n, NULL) != MT_OK)
+        return mt_fail(err, MT_EINVAL,
+                       "ask: the question is not UTF-8 "
+                       "text");
+    return MT_OK;
+}
+
+/* ==== The answer ==== */
+
+/* "<documents>[LABEL] title\ntext\n\n...</documents>" */
+static enum mt_status docs_block(const struct qa_run *r, struct mt_buf *b)
+{
+    const struct mt_qa_result *res = r->res;
+    enum mt_status st = mt_buf_append_str(b, "<documents>\n");
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < res->ndocs; i++) {
+        const struct mt_qa_doc *d = &res->docs[i];
+
+        st = mt_buf_printf(b, "[%s%s%s] %s\n%s\n\n", r->q->label_pre, d->doc_id,
+                           r->q->label_suf, d->title ? d->title : "", d->text);
+    }
+    if (st == MT_OK)
+        st = mt_buf_append_str(b, "</documents>");
+    return st;
+}
+
+static enum mt_status answer(struct qa_run *r)
+{
+    static const char *const keys[] = {"QUESTION", "DOCUMENTS", "LABEL",
+                                       "FINAL"};
+    struct mt_buf docs = MT_BUF_INIT(DOCS_MAX);
+    struct mt_buf label = MT_BUF_INIT(256);
+    const char *vals[4];
+    char why[512] = "";
+    char *reply = NULL;
+    enum mt_status st = docs_block(r, &docs);
+
+    if (st == MT_OK)
+        st = mt_buf_printf(&label, "%sID%s", r->q->label_pre, r->q->label_suf);
+    vals[0] = r->res->question;
+    vals[1] = docs.data;
+    vals[2] = label.data;
+    vals[3] = r->q->p.final_verdict
+                  ? "Finish with one last line that reads 'Answer: yes', "
+                    "'Answer: no' or 'Answer: maybe'."
+                  : "";
+    if (st == MT_OK)
+        st = mt_qa_chat(r, r->q->answer_llm, "qa_answer", keys, vals, 4,
+                        r->q->p.temperature, r->q->p.max_tokens, 0, &reply, why,
+                        sizeof why);
+    r->answer_failed = st == MT_EIO;
+    if (st == MT_EIO) /* the model failed twice: an honest empty answer */
+        st = mt_qa_note(r, "no answer: %s", why);
+    r->res->answer = mt_qa_keep(r, reply, reply ? strlen(reply) : 0);
+    if (st == MT_OK && !r->res->answer)
+        st = MT_ENOMEM;
+    mt_free(reply);
+    mt_buf_free(&docs);
+    mt_buf_free(&label);
+    return st;
+}
+
+/* ==== The pipeline ==== */
+
+static enum mt_status finish_notes(struct qa_run *r)
+{
+    const char **v = mt_arena_alloc(r->mem, (r->nnotes + 1) * sizeof *v);
+    const char *p = r->notes.data;
+    size_t i;
+
+    if (!v)
+        return MT_ENOMEM;
+    for (i = 0; i < r->nnotes; i++) {
+        v[i] = mt_qa_keep(r, p, strlen(p));
+        if (!v[i])
+            return MT_ENOMEM;
+        p += strlen(p) + 1;
+    }
+    r->res->notes = v;
+    r->res->nnotes = r->nnotes;
+    return MT_OK;
+}
+
+static enum mt_status after_answer(struct qa_run *r, struct mt_error *err)
+{
+    struct mt_qa_result *res = r->res;
+    enum mt_status st;
+
+    if (!res->answer[0])
+        return r->answer_failed
+                   ? MT_OK
+                   : mt_qa_note(r, "the model returned an empty answer");
+    res->final_verdict = mt_qa_final_word(res->answer);
+    st = mt_qa_claims(r, err);
+    if (st == MT_OK && res->nclaims == 0)
+        st = mt_qa_note(r, "the answer cites none of the documents: no "
+                           "claim could be verified");
+    if (st == MT_OK)
+        st = mt_qa_verify_claims(r, err);
+    return st;
+}
+
+static enum mt_status pipeline(struct qa_run *r, const char *question,
+                               struct mt_error *err)
+{
+    enum mt_status st;
+
+    r->res->question = mt_qa_keep(r, question, strlen(question));
+    if (!r->res->question)
+        return MT_ENOMEM;
+    st = mt_qa_retrieve(r, question, err);
+    if (st != MT_OK)
+        return st;
+    if (r->res->ndocs == 0) {
+        r->res->answer = "";
+        return mt_qa_note(r, "no document matched the question: no answer "
+                             "was generated");
+    }
+    st = answer(r);
+    if (st == MT_OK)
+        st = after_answer(r, err);
+    return st;
+}
+
+enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
+                         struct mt_qa_result **out, struct mt_error *err)
+{
+    struct mt_arena *mem;
+    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0};
+    double t0 = now_s();
+    enum mt_status st = check_question(q, question, err);
+
+    *out = NULL;
+    if (st != MT_OK)
+        return st;
+    mem = mt_calloc(1, sizeof *mem);
+    if (!mem)
+        return mt_fail(err, MT_ENOMEM, "ask: out of memory");
+    *mem = MT_ARENA_INIT(64 * 1024);
+    r.mem = mem;
+    r.res = mt_arena_alloc(mem, sizeof *r.res);
+    st = r.res ? MT_OK : MT_ENOMEM;
+    if (st == MT_OK) {
+        memset(r.res, 0, sizeof *r.res);
+        r.res->mem_ = mem;
+        r.res->search = "bm25";
+        st = pipeline(&r, question, err);
+    }
+    if (st == MT_OK)
+        st = finish_notes(&r);
+    mt_buf_free(&r.notes);
+    if (st != MT_OK) {
+        mt_arena_free(mem);
+        mt_free(mem);
+        return st == MT_ENOMEM ? mt_fail(err, st, "ask: out of memory") : st;
+    }
+    r.res->usage.seconds = now_s() - t0;
+    *out = r.res;
+    return MT_OK;
+}
+
+void mt_qa_result_free(struct mt_qa_result *r)
+{
+    struct mt_arena *mem;
+
+    if (!r)
+        return;
+    mem = r->mem_;
+    mt_arena_free(mem); /* r lives in the arena */
+    mt_free(mem);
+}
+
+/* ==== JSON ==== */
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *verdict_json(const struct mt_qa_verdict *v)
+{
+    json_t *o = json_pack("{s:s,s:s,s:f,s:o}", "doc_id", v->doc_id, "label",
+                          mt_qa_label_str(v->label), "score", (double)v->score,
+                          "evidence_sentence", str_or_null(v->evidence));
+
+    if (o && v->error)
+        json_object_set_new(o, "error", json_string(v->error));
+    return o;
+}
+
+static json_t *claim_json(const struct mt_qa_claim *c)
+{
+    json_t *refs = json_array();
+    json_t *vs = json_array();
+    size_t i;
+
+    for (i = 0; i < c->nrefs; i++)
+        json_array_append_new(refs, json_string(c->refs[i]));
+    for (i = 0; i < c->nverdicts; i++)
+        json_array_append_new(vs, verdict_json(&c->verdicts[i]));
+    return json_pack("{s:s,s:o,s:o,s:s}", "text", c->text, "refs", refs,
+                     "verdicts", vs, "label", mt_qa_label_str(c->label));
+}
+
+static json_t *usage_json(const struct mt_qa_usage *u)
+{
+    return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:f}", "llm_calls",
+                     (int)u->llm_calls, "failed_calls", (int)u->failed_calls,
+                     "prompt_tokens", (json_int_t)u->prompt_tokens,
+                     "completion_tokens", (json_int_t)u->completion_tokens,
+                     "verifications", (int)u->verifications, "verify_failures",
+                     (int)u->verify_failures, "seconds", u->seconds);
+}
+
+static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
+{
+    json_t *claims = json_array();
+    json_t *docs = json_array();
+    json_t *notes = json_array();
+    size_t i;
+
+    for (i = 0; i < r->nclaims; i++)
+        json_array_append_new(claims, claim_json(&r->claims[i]));
+    for (i = 0; i < r->ndocs; i++)
+        json_array_append_new(docs, json_pack("{s:s,s:o,s:f}", "doc_id",
+                                              r->docs[i].doc_id, "title",
+                                              str_or_null(r->docs[i].title),
+                                              "score", r->docs[i].score));
+    for (i = 0; i < r->nnotes; i++)
+        json_array_append_new(notes, json_string(r->notes[i]));
+    json_object_set_new(o, "claims", claims);
+    json_object_set_new(o, "documents", docs);
+    json_object_set_new(o, "search", json_string(r->search));
+    json_object_set_new(o, "final_verdict", str_or_null(r->final_verdict));
+    json_object_set_new(o, "notes", notes);
+    json_object_set_new(o, "usage", usage_json(&r->usage));
+    return o;
+}
+
+char *mt_qa_result_json(const struct mt_qa_result *r)
+{
+    json_t *o =
+        json_pack("{s:s,s:s}", "question", r->question, "answer", r->answer);
+    char *s =
+        o ? json_dumps(lists_json(r, o), JSON_COMPACT | JSON_PRESERVE_ORDER)
+          : NULL;
+
+    json_decref(o);
+    return s;
+}

@@ -1,0 +1,458 @@
+/* Claims of an answer: sentences, their bracketed citations, and uncited
+ * middle sentences merged into the neighbouring claim they fit best
+ * (VerifAI); also the hashed-words fallback embedding and the closing
+ * yes/no/maybe of an answer. */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agents/qa_int.h"
+#include "medtrust/core.h"
+#include "model/embed.h"
+#include "text/sentence.h"
+
+#define QA_MAX_REFS 32    /* citations kept per sentence */
+#define QA_GROUP_MAX 1024 /* bytes inside one bracket group */
+
+struct cite_ctx {
+    struct mt_arena *a;
+    const char *pre;
+    const char *suf;
+    const char *const *known;
+    size_t nknown;
+};
+
+/* ==== Citations ==== */
+
+static long find_known(const struct cite_ctx *c, const char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < c->nknown; i++)
+        if (strlen(c->known[i]) == n && memcmp(c->known[i], p, n) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* The id an item names: pre + id + suf, or a bare known id. */
+static int item_id(const struct cite_ctx *c, struct mt_str it,
+                   struct mt_str *id)
+{
+    size_t np = strlen(c->pre);
+    size_t ns = strlen(c->suf);
+
+    it = mt_str_trim(it);
+    if (it.n > np + ns && memcmp(it.p, c->pre, np) == 0 &&
+        memcmp(it.p + it.n - ns, c->suf, ns) == 0) {
+        *id = mt_str_trim((struct mt_str){it.p + np, it.n - np - ns});
+        return id->n > 0 && np + ns > 0;
+    }
+    *id = it;
+    return it.n > 0 && find_known(c, it.p, it.n) >= 0;
+}
+
+static enum mt_status add_ref(const struct cite_ctx *c, struct mt_qa_sent *s,
+                              struct mt_str id)
+{
+    size_t i;
+    char *k;
+
+    for (i = 0; i < s->nrefs; i++)
+        if (mt_str_eq_c(id, s->refs[i]))
+            return MT_OK;
+    if (s->nrefs == QA_MAX_REFS)
+        return MT_OK;
+    k = mt_arena_strndup(c->a, id.p, id.n);
+    if (!k)
+        return MT_ENOMEM;
+    s->docs[s->nrefs] = find_known(c, id.p, id.n);
+    s->refs[s->nrefs++] = k;
+    return MT_OK;
+}
+
+/* Reads the group p[0..n) (between the brackets). Returns 1 and adds its
+ * ids to s when every item is a citation, 0 when it is other text. */
+static int cite_group(const struct cite_ctx *c, const char *p, size_t n,
+                      struct mt_qa_sent *s, enum mt_status *st)
+{
+    struct mt_str id;
+    size_t i = 0;
+
+    if (n == 0 || n > QA_GROUP_MAX)
+        return 0;
+    while (i <= n) { /* every item must be a citation */
+        size_t j = i;
+
+        while (j < n && p[j] != ',' && p[j] != ';')
+            j++;
+        if (!item_id(c, (struct mt_str){p + i, j - i}, &id))
+            return 0;
+        i = j + 1;
+    }
+    for (i = 0; i <= n && *st == MT_OK;) {
+        size_t j = i;
+
+        while (j < n && p[j] != ',' && p[j] != ';')
+            j++;
+        item_id(c, (struct mt_str){p + i, j - i}, &id);
+        *st = add_ref(c, s, id);
+        i = j + 1;
+    }
+    return 1;
+}
+
+static enum mt_status sent_init(struct mt_arena *a, struct mt_qa_sent *s)
+{
+    s->refs = mt_arena_alloc(a, QA_MAX_REFS * sizeof *s->refs);
+    s->docs = mt_arena_alloc(a, QA_MAX_REFS * sizeof *s->docs);
+    s->nrefs = 0;
+    return s->refs && s->docs ? MT_OK : MT_ENOMEM;
+}
+
+static void trim_tail(struct mt_buf *t)
+{
+    while (t->len > 0 && isspace((unsigned char)t->data[t->len - 1]))
+        t->data[--t->len] = '\0';
+}
+
+/* One sentence p[0..n): its text without citation groups, and its
+ * citations; groups that open it go to 'prev' (may be NULL). */
+static enum mt_status parse_sent(const struct cite_ctx *c, const char *p,
+                                 size_t n, struct mt_qa_sent *s,
+                                 struct mt_qa_sent *prev)
+{
+    struct mt_buf t = MT_BUF_INIT(n + 2);
+    enum mt_status st = mt_buf_reserve(&t, n + 1);
+    size_t i = 0;
+    int lead = 1;
+
+    while (st == MT_OK && i < n) {
+        const char *e = p[i] == '[' ? memchr(p + i, ']', n - i) : NULL;
+        struct mt_qa_sent *to = lead && prev ? prev : s;
+
+        if (e && cite_group(c, p + i + 1, (size_t)(e - (p + i)) - 1, to, &st)) {
+            trim_tail(&t);
+            i = (size_t)(e - p) + 1;
+            continue;
+        }
+        lead = lead && isspace((unsigned char)p[i]);
+        st = mt_buf_putc(&t, p[i++]);
+    }
+    if (st == MT_OK) {
+        struct mt_str x = mt_str_trim((struct mt_str){t.data, t.len});
+
+        s->text = mt_arena_strndup(c->a, x.p ? x.p : "", x.n);
+        st = s->text ? MT_OK : MT_ENOMEM;
+    }
+    mt_buf_free(&t);
+    return st;
+}
+
+enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
+                                  const char *pre, const char *suf,
+                                  const char *const *known, size_t nknown,
+                                  struct mt_qa_sent **out, size_t *n)
+{
+    struct cite_ctx c = {a, pre, suf, known, nknown};
+    struct mt_span *sp = NULL;
+    struct mt_qa_sent *v;
+    size_t cnt = 0, i, k = 0;
+    enum mt_status st =
+        mt_sentences_split(answer, strlen(answer), &sp, &cnt, NULL);
+
+    *n = 0;
+    if (st != MT_OK)
+        return st;
+    v = mt_arena_alloc(a, (cnt + 1) * sizeof *v);
+    st = v ? MT_OK : MT_ENOMEM;
+    for (i = 0; st == MT_OK && i < cnt; i++) {
+        st = sent_init(a, &v[k]);
+        if (st == MT_OK)
+            st = parse_sent(&c, answer + sp[i].start, sp[i].end - sp[i].start,
+                            &v[k], k ? &v[k - 1] : NULL);
+        if (st == MT_OK && v[k].text[0]) /* only citations: merged */
+            k++;
+    }
+    mt_free(sp);
+    *out = v;
+    *n = st == MT_OK ? k : 0;
+    return st;
+}
+
+/* ==== Grouping ==== */
+
+double mt_qa_dot(const float *a, const float *b, uint32_t dims)
+{
+    double s = 0;
+    uint32_t i;
+
+    for (i = 0; i < dims; i++)
+        s += (double)a[i] * (double)b[i];
+    return s;
+}
+
+/* Best similarity of sentence g to the known documents claim c cites. */
+static double sim(const struct mt_qa_sent *s, size_t g, size_t c,
+                  const float *sv, const float *dv, uint32_t dims)
+{
+    double best = -1e300;
+    size_t k;
+
+    for (k = 0; k < s[c].nrefs; k++) {
+        double d;
+
+        if (s[c].docs[k] < 0)
+            continue;
+        d = mt_qa_dot(sv + g * dims, dv + (size_t)s[c].docs[k] * dims, dims);
+        if (d > best)
+            best = d;
+    }
+    return best;
+}
+
+void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
+                 const float *doc_vecs, uint32_t dims, long *owner)
+{
+    size_t i, j, g;
+
+    for (i = 0; i < n; i++)
+        owner[i] = s[i].nrefs ? (long)i : -1;
+    for (i = 0; i < n && !s[i].nrefs; i++)
+        ;
+    while (i < n) {
+        int right = 0;
+
+        for (j = i + 1; j < n && !s[j].nrefs; j++)
+            ;
+        if (j == n)
+            break; /* the rest is a conclusion */
+        for (g = i + 1; g < j; g++) {
+            if (!right && sent_vecs && doc_vecs)
+                right = sim(s, g, j, sent_vecs, doc_vecs, dims) >
+                        sim(s, g, i, sent_vecs, doc_vecs, dims);
+            owner[g] = (long)(right ? j : i);
+        }
+        i = j;
+    }
+}
+
+/* Common English words that carry no topic; skipped when hashing. */
+static int stop_word(const char *w, size_t n)
+{
+    static const char *const stop[] = {
+        "the",  "and",   "for",   "with",  "that",  "this", "was",
+        "were", "are",   "from",  "have",  "has",   "had",  "not",
+        "but",  "its",   "their", "these", "those", "than", "then",
+        "been", "which", "who",   "into",  "also",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof stop / sizeof stop[0]; i++)
+        if (strlen(stop[i]) == n && strncasecmp(stop[i], w, n) == 0)
+            return 1;
+    return n < 3;
+}
+
+void mt_qa_hash_embed(const char *s, size_t n, float *out)
+{
+    size_t i = 0;
+    double norm = 0;
+
+    memset(out, 0, QA_HASH_DIMS * sizeof *out);
+    while (i < n) {
+        uint32_t h = 2166136261u;
+        size_t w = i;
+
+        for (; i < n &&
+               (isalnum((unsigned char)s[i]) || (unsigned char)s[i] >= 0x80);
+             i++)
+            h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
+        if (i > w && !stop_word(s + w, i - w))
+            out[h % QA_HASH_DIMS] += 1.0f;
+        else if (i == w)
+            i++;
+    }
+    for (i = 0; i < QA_HASH_DIMS; i++) { /* sublinear tf: 1 + ln(tf) */
+        if (out[i] > 0)
+            out[i] = 1.0f + logf(out[i]);
+        norm += (double)out[i] * (double)out[i];
+    }
+    for (i = 0; norm > 0 && i < QA_HASH_DIMS; i++)
+        out[i] = (float)((double)out[i] / sqrt(norm));
+}
+
+/* ==== The closing verdict ==== */
+
+static const char *verdict_word(const char *p)
+{
+    static const char *const words[] = {"yes", "no", "maybe"};
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        size_t n = strlen(words[i]);
+
+        if (strncasecmp(p, words[i], n) == 0 && !isalnum((unsigned char)p[n]))
+            return words[i];
+    }
+    return NULL;
+}
+
+/* The word after the last "answer:" (markdown and quotes skipped). */
+static const char *after_answer(const char *a)
+{
+    const char *last = NULL;
+    const char *p;
+
+    for (p = a; *p; p++)
+        if (strncasecmp(p, "answer:", 7) == 0)
+            last = p + 7;
+    if (!last)
+        return NULL;
+    while (*last && strchr(" \t*_\"'`", *last))
+        last++;
+    return verdict_word(last);
+}
+
+const char *mt_qa_final_word(const char *answer)
+{
+    const char *w = after_answer(answer);
+    const char *line = answer;
+    const char *p;
+
+    if (w)
+        return w;
+    for (p = answer; *p; p++) /* the last line with text */
+        if (*p == '\n' && p[1] && !isspace((unsigned char)p[1]))
+            line = p + 1;
+    for (p = line; *p && *p != '\n'; p++) {
+        const char *v = p == line || !isalnum((unsigned char)p[-1])
+                            ? verdict_word(p)
+                            : NULL;
+
+        if (v)
+            w = v;
+    }
+    return w;
+}
+
+/* ==== Claims of a result ==== */
+
+/* Vectors of the sentences and documents, when a gap needs them. */
+static enum mt_status vectors(struct qa_run *r, const struct mt_qa_sent *s,
+                              size_t n, float **sv, float **dv, uint32_t *dims,
+                              struct mt_error *err)
+{
+    const struct mt_qa_result *res = r->res;
+    struct mt_str *t = mt_calloc(n + res->ndocs + 1, sizeof *t);
+    float *all = NULL;
+    size_t i;
+    enum mt_status st;
+
+    if (!t)
+        return mt_fail(err, MT_ENOMEM, "ask: out of memory");
+    for (i = 0; i < n; i++)
+        t[i] = mt_str_from(s[i].text);
+    for (i = 0; i < res->ndocs; i++)
+        t[n + i] = mt_str_from(res->docs[i].text);
+    st = mt_qa_embed(r->q, t, n + res->ndocs, &all, dims, err);
+    mt_free(t);
+    if (st != MT_OK)
+        return st;
+    *sv = all;
+    *dv = all + n * *dims;
+    return MT_OK;
+}
+
+/* Whether an uncited sentence stands between two cited ones. */
+static int has_gap(const struct mt_qa_sent *s, size_t n)
+{
+    size_t i;
+    int seen = 0, gap = 0;
+
+    for (i = 0; i < n; i++) {
+        if (s[i].nrefs && seen && gap)
+            return 1;
+        seen |= s[i].nrefs > 0;
+        gap = seen && !s[i].nrefs;
+    }
+    return 0;
+}
+
+/* Claim h: its members' texts joined, and h's citations. */
+static enum mt_status make_claim(struct qa_run *r, const struct mt_qa_sent *s,
+                                 size_t n, const long *owner, size_t h,
+                                 struct mt_qa_claim *c)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < n; i++)
+        if (owner[i] == (long)h)
+            st = mt_buf_printf(&b, "%s%s", b.len ? " " : "", s[i].text);
+    memset(c, 0, sizeof *c);
+    if (st == MT_OK) {
+        c->text = mt_qa_keep(r, b.data ? b.data : "", b.len);
+        st = c->text ? MT_OK : MT_ENOMEM;
+    }
+    c->refs = s[h].refs;
+    c->nrefs = s[h].nrefs;
+    mt_buf_free(&b);
+    return st;
+}
+
+static enum mt_status build_claims(struct qa_run *r, const struct mt_qa_sent *s,
+                                   size_t n, const long *owner)
+{
+    struct mt_qa_result *res = r->res;
+    size_t i, k = 0;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; i < n; i++)
+        k += s[i].nrefs > 0;
+    res->claims = mt_arena_alloc(r->mem, (k + 1) * sizeof *res->claims);
+    if (!res->claims)
+        return MT_ENOMEM;
+    for (i = 0; st == MT_OK && i < n; i++)
+        if (s[i].nrefs)
+            st = make_claim(r, s, n, owner, i, &res->claims[res->nclaims++]);
+    return st;
+}
+
+enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
+{
+    struct mt_qa_result *res = r->res;
+    const char **known =
+        mt_arena_alloc(r->mem, (res->ndocs + 1) * sizeof *known);
+    struct mt_qa_sent *s = NULL;
+    long *owner = NULL;
+    float *sv = NULL, *dv = NULL;
+    uint32_t dims = 0;
+    size_t n = 0, i;
+    enum mt_status st = known ? MT_OK : MT_ENOMEM;
+
+    for (i = 0; known && i < res->ndocs; i++)
+        known[i] = res->docs[i].doc_id;
+    if (st == MT_OK)
+        st = mt_qa_parse_answer(r->mem, res->answer, r->q->label_pre,
+                                r->q->label_suf, known, res->ndocs, &s, &n);
+    if (st == MT_OK && !(owner = mt_calloc(n + 1, sizeof *owner)))
+        st = MT_ENOMEM;
+    if (st == MT_OK && has_gap(s, n))
+        st = vectors(r, s, n, &sv, &dv, &dims, err);
+    if (st != MT_OK && st != MT_ENOMEM) /* group without similarities */
+        st = mt_qa_note(r,
+                        "the embedder failed (%s): uncited sentences "
+                        "joined the claim before them",
+                        err ? err->msg : "");
+    if (st == MT_OK) {
+        mt_qa_group(s, n, sv, dv, dims, owner);
+        st = build_claims(r, s, n, owner);
+    }
+    mt_free(sv); /* dv points into the same block */
+    mt_free(owner);
+    if (st == MT_ENOMEM)
+        return mt_fail(err, st, "ask: out of memory");
+    return st;
+}

@@ -1,0 +1,301 @@
+/* Verification of (claim, cited document) pairs: the NLI classifier
+ * (input "claim [SEP] title abstract", as VerifAI) or the prompted LLM
+ * judge, the closest document sentence as evidence, and the overall
+ * verdict of a claim. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agents/qa_int.h"
+#include "agents/reply.h"
+#include "medtrust/core.h"
+#include "model/nli.h"
+#include "text/sentence.h"
+
+#define JUDGE_TOKENS 300
+
+static const char *const label_names[MT_QA_NLABELS] = {
+    "SUPPORT", "CONTRADICT", "NO_EVIDENCE", "NO_REFERENCE", "UNVERIFIED",
+};
+
+const char *mt_qa_label_str(enum mt_qa_label l)
+{
+    return (unsigned)l < MT_QA_NLABELS ? label_names[l] : "UNKNOWN";
+}
+
+/* Other spellings, as the claim-verification data sets write them. */
+static const struct {
+    const char *name;
+    enum mt_qa_label label;
+} aliases[] = {
+    {"supports", MT_QA_SUPPORT},
+    {"supported", MT_QA_SUPPORT},
+    {"entailment", MT_QA_SUPPORT},
+    {"support", MT_QA_SUPPORT},
+    {"refutes", MT_QA_CONTRADICT},
+    {"refuted", MT_QA_CONTRADICT},
+    {"contradiction", MT_QA_CONTRADICT},
+    {"contradict", MT_QA_CONTRADICT},
+    {"contradicts", MT_QA_CONTRADICT},
+    {"nei", MT_QA_NO_EVIDENCE},
+    {"neutral", MT_QA_NO_EVIDENCE},
+    {"not enough info", MT_QA_NO_EVIDENCE},
+    {"no_evidence", MT_QA_NO_EVIDENCE},
+    {"no evidence", MT_QA_NO_EVIDENCE},
+    {"no_reference", MT_QA_NO_REFERENCE},
+    {"unverified", MT_QA_UNVERIFIED},
+};
+
+enum mt_status mt_qa_label_parse(const char *s, enum mt_qa_label *out)
+{
+    struct mt_str t = mt_str_trim(mt_str_from(s ? s : ""));
+    size_t i;
+
+    for (i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        if (strlen(aliases[i].name) == t.n &&
+            strncasecmp(aliases[i].name, t.p, t.n) == 0) {
+            *out = aliases[i].label;
+            return MT_OK;
+        }
+    }
+    return MT_EINVAL;
+}
+
+enum mt_qa_label mt_qa_from_nli(int nli_label)
+{
+    switch (nli_label) {
+    case MT_NLI_SUPPORT:
+        return MT_QA_SUPPORT;
+    case MT_NLI_CONTRADICT:
+        return MT_QA_CONTRADICT;
+    case MT_NLI_NO_EVIDENCE:
+        return MT_QA_NO_EVIDENCE;
+    default:
+        return MT_QA_UNVERIFIED;
+    }
+}
+
+enum mt_qa_label mt_qa_overall(const struct mt_qa_verdict *v, size_t n)
+{
+    static const enum mt_qa_label order[] = {
+        MT_QA_CONTRADICT,
+        MT_QA_SUPPORT,
+        MT_QA_NO_EVIDENCE,
+        MT_QA_UNVERIFIED,
+    };
+    size_t i, k;
+
+    for (k = 0; k < sizeof order / sizeof order[0]; k++)
+        for (i = 0; i < n; i++)
+            if (v[i].label == order[k])
+                return order[k];
+    return MT_QA_NO_REFERENCE;
+}
+
+/* ==== One pair ==== */
+
+static enum mt_status judge_llm(struct qa_run *r, const char *claim,
+                                const char *doc, enum mt_qa_label *label,
+                                float *score, char *why, size_t wn)
+{
+    static const char *const keys[] = {"CLAIM", "DOCUMENT"};
+    const char *vals[2] = {claim, doc};
+    char *reply = NULL;
+    json_t *o = NULL;
+    double conf = 1;
+    enum mt_status st = mt_qa_chat(r, r->q->judge_llm, "qa_judge", keys, vals,
+                                   2, 0, JUDGE_TOKENS, 1, &reply, why, wn);
+
+    if (st == MT_OK)
+        o = mt_reply_extract(reply, why, wn);
+    if (st == MT_OK && !o)
+        st = MT_EPARSE;
+    if (st == MT_OK &&
+        (mt_qa_label_parse(mt_reply_str(o, "label"), label) != MT_OK ||
+         *label > MT_QA_NO_EVIDENCE)) {
+        snprintf(why, wn,
+                 "the judge gave no SUPPORT, CONTRADICT or "
+                 "NO_EVIDENCE label");
+        st = MT_EPARSE;
+    }
+    if (st == MT_OK && mt_reply_conf(o, "confidence", &conf) != 0)
+        conf = 1;
+    *score = (float)conf;
+    json_decref(o);
+    mt_free(reply);
+    return st;
+}
+
+static enum mt_status judge_nli(struct mt_nli *nli, const char *claim,
+                                const char *doc, enum mt_qa_label *label,
+                                float *score, char *why, size_t wn)
+{
+    struct mt_error e = {MT_OK, ""};
+    enum mt_nli_label l = MT_NLI_NO_EVIDENCE;
+    float probs[3] = {0, 0, 0};
+    enum mt_status st;
+
+    /* claim first: VerifAI's classifier reads "claim [SEP] abstract" */
+    st = mt_nli_classify(nli, claim, doc, probs, &l, &e);
+    if (st != MT_OK) {
+        snprintf(why, wn, "NLI classifier failed: %s",
+                 e.msg[0] ? e.msg : mt_status_str(st));
+        return st;
+    }
+    *label = mt_qa_from_nli((int)l);
+    *score = (unsigned)l < 3 ? probs[l] : 0;
+    return MT_OK;
+}
+
+static enum mt_status judge(struct qa_run *r, const char *claim,
+                            const char *doc, enum mt_qa_label *label,
+                            float *score, char *why, size_t wn)
+{
+    enum mt_status st;
+
+    r->res->usage.verifications++;
+    if (r->q->nli)
+        st = judge_nli(r->q->nli, claim, doc, label, score, why, wn);
+    else
+        st = judge_llm(r, claim, doc, label, score, why, wn);
+    if (st != MT_OK)
+        r->res->usage.verify_failures++;
+    return st;
+}
+
+/* The sentence of doc closest to the claim by embedding dot product. */
+static enum mt_status evidence(struct qa_run *r, const char *claim,
+                               const char *doc, const char **out,
+                               struct mt_error *err)
+{
+    struct mt_span *sp = NULL;
+    struct mt_str *t = NULL;
+    float *v = NULL;
+    uint32_t dims = 0;
+    size_t n = 0, i, best = 0;
+    enum mt_status st = mt_sentences_split(doc, strlen(doc), &sp, &n, err);
+
+    if (st == MT_OK && n > 0 && !(t = mt_calloc(n + 1, sizeof *t)))
+        st = mt_fail(err, MT_ENOMEM, "ask: out of memory");
+    for (i = 0; t && i < n; i++)
+        t[i + 1] = (struct mt_str){doc + sp[i].start, sp[i].end - sp[i].start};
+    if (t) {
+        t[0] = mt_str_from(claim);
+        st = mt_qa_embed(r->q, t, n + 1, &v, &dims, err);
+    }
+    for (i = 1; st == MT_OK && v && i < n; i++)
+        if (mt_qa_dot(v, v + (i + 1) * dims, dims) >
+            mt_qa_dot(v, v + (best + 1) * dims, dims))
+            best = i;
+    if (st == MT_OK && t)
+        *out = mt_qa_keep(r, t[best + 1].p, t[best + 1].n);
+    mt_free(v);
+    mt_free(t);
+    mt_free(sp);
+    return st;
+}
+
+/* ==== Claims ==== */
+
+static long doc_index(const struct mt_qa_result *res, const char *id)
+{
+    size_t i;
+
+    for (i = 0; i < res->ndocs; i++)
+        if (strcmp(res->docs[i].doc_id, id) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* "title text" of document d, as the verifier reads it. */
+static char *premise(const struct mt_qa_doc *d)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+
+    if (mt_buf_printf(&b, "%s%s%s", d->title ? d->title : "",
+                      d->title ? " " : "", d->text) != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}
+
+static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
+                                 struct mt_qa_verdict *v, struct mt_error *err)
+{
+    long d = doc_index(r->res, v->doc_id);
+    char why[512] = "";
+    char *doc;
+    enum mt_status st;
+
+    if (d < 0) { /* hallucinated: never shown to the verifier */
+        v->label = MT_QA_NO_REFERENCE;
+        return MT_OK;
+    }
+    doc = premise(&r->res->docs[d]);
+    if (!doc)
+        return mt_fail(err, MT_ENOMEM, "ask: out of memory");
+    st = judge(r, c->text, doc, &v->label, &v->score, why, sizeof why);
+    mt_free(doc);
+    if (st == MT_ENOMEM)
+        return mt_fail(err, st, "ask: out of memory");
+    if (st != MT_OK) {
+        v->label = MT_QA_UNVERIFIED;
+        v->error = mt_qa_keep(r, why, strlen(why));
+        return v->error ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    if (v->label == MT_QA_SUPPORT || v->label == MT_QA_CONTRADICT)
+        st = evidence(r, c->text, r->res->docs[d].text, &v->evidence, err);
+    return st == MT_ENOMEM ? st : MT_OK; /* evidence is optional */
+}
+
+enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
+{
+    struct mt_qa_result *res = r->res;
+    size_t i, k;
+    enum mt_status st = MT_OK;
+
+    for (i = 0; st == MT_OK && i < res->nclaims; i++) {
+        struct mt_qa_claim *c = &res->claims[i];
+
+        c->verdicts =
+            mt_arena_alloc(r->mem, (c->nrefs + 1) * sizeof *c->verdicts);
+        if (!c->verdicts)
+            return mt_fail(err, MT_ENOMEM, "ask: out of memory");
+        memset(c->verdicts, 0, (c->nrefs + 1) * sizeof *c->verdicts);
+        for (k = 0; st == MT_OK && k < c->nrefs; k++) {
+            c->verdicts[k].doc_id = c->refs[k];
+            st = verify_ref(r, c, &c->verdicts[k], err);
+        }
+        c->nverdicts = c->nrefs;
+        c->label = mt_qa_overall(c->verdicts, c->nverdicts);
+    }
+    if (st == MT_OK && res->usage.verify_failures)
+        st = mt_qa_note(r,
+                        "the verifier failed on %u of %u (claim, "
+                        "document) pairs: they are UNVERIFIED",
+                        res->usage.verify_failures, res->usage.verifications);
+    return st;
+}
+
+enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
+                            const char *evidence_text, enum mt_qa_label *label,
+                            float *score, struct mt_error *err)
+{
+    struct mt_arena mem = MT_ARENA_INIT(4096);
+    struct mt_qa_result res;
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0};
+    char why[512] = "";
+    enum mt_status st;
+
+    memset(&res, 0, sizeof res);
+    if (!claim || !evidence_text)
+        return mt_fail(err, MT_EINVAL, "verify: claim and evidence needed");
+    st = judge(&r, claim, evidence_text, label, score, why, sizeof why);
+    mt_buf_free(&r.notes);
+    mt_arena_free(&mem);
+    if (st != MT_OK)
+        return mt_fail(err, st, "%s", why[0] ? why : mt_status_str(st));
+    return MT_OK;
+}

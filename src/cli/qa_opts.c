@@ -1,0 +1,385 @@
+/* `ask` and `qa-eval` options, and their parallel batch of questions with
+ * a journal (fdatasync per question) so a killed run resumes. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/journal.h"
+#include "cli/qa_opts.h"
+#include "core/buf.h"
+#include "core/jsonl.h"
+#include "core/progress.h"
+#include "medtrust/core.h"
+
+/* ==== Options ==== */
+
+static int get_double(const struct cli_args *a, const char *name, double lo,
+                      double hi, double *out)
+{
+    const char *s = cli_get(a, name);
+    char *end;
+    double v;
+
+    if (!s)
+        return 0;
+    v = strtod(s, &end);
+    if (*end || end == s || v < lo || v > hi) {
+        fprintf(stderr,
+                "medtrust: --%s must be a number in %g..%g, not "
+                "'%s'\n",
+                name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_floats(const struct cli_args *a, struct mt_qa_params *p)
+{
+    double wl = p->w_lex, ws = p->w_sem, t = p->temperature;
+    double to = p->llm.timeout_s;
+
+    if (get_double(a, "w-lex", 0, 1000, &wl) < 0 ||
+        get_double(a, "w-sem", 0, 1000, &ws) < 0 ||
+        get_double(a, "temperature", 0, 2, &t) < 0 ||
+        get_double(a, "timeout", 0.1, 86400, &to) < 0)
+        return -1;
+    p->w_lex = (float)wl;
+    p->w_sem = (float)ws;
+    p->temperature = (float)t;
+    p->llm.timeout_s = to;
+    return 0;
+}
+
+static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
+{
+    unsigned long k = p->k, rr = p->rerank_depth, mt = p->max_tokens;
+    unsigned long dc = p->doc_chars, mq = p->max_question_bytes;
+    unsigned long re = p->llm.max_retries, yf = 0, yt = 0;
+
+    if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0 ||
+        cli_get_uint(a, "rerank", 1, 10000, &rr) < 0 ||
+        cli_get_uint(a, "max-tokens", 16, 65536, &mt) < 0 ||
+        cli_get_uint(a, "doc-chars", 64, 1000000, &dc) < 0 ||
+        cli_get_uint(a, "max-question", 1, 1 << 24, &mq) < 0 ||
+        cli_get_uint(a, "retries", 0, 10, &re) < 0 ||
+        cli_get_uint(a, "year-from", 1, 99999, &yf) < 0 ||
+        cli_get_uint(a, "year-to", 1, 99999, &yt) < 0)
+        return -1;
+    p->k = (uint32_t)k;
+    p->rerank_depth = (uint32_t)rr;
+    p->max_tokens = (uint32_t)mt;
+    p->doc_chars = (uint32_t)dc;
+    p->max_question_bytes = mq;
+    p->llm.max_retries = (uint32_t)re;
+    p->year_from = (int32_t)yf;
+    p->year_to = (int32_t)yt;
+    return 0;
+}
+
+int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
+{
+    mt_qa_default_params(p);
+    if (get_floats(a, p) < 0 || get_uints(a, p) < 0)
+        return -1;
+    p->db_dir = cli_get(a, "db");
+    p->llm_spec = cli_get(a, "llm");
+    p->nli_spec = cli_get(a, "nli");
+    p->embedder_spec = cli_get(a, "embedder");
+    p->reranker_spec = cli_get(a, "reranker");
+    p->source = cli_get(a, "source");
+    p->prompts_dir = cli_get(a, "prompts");
+    if (cli_get(a, "label"))
+        p->label_format = cli_get(a, "label");
+    return 0;
+}
+
+/* ==== Questions ==== */
+
+void qa_items_free(struct qa_item *v, size_t n)
+{
+    size_t i, j;
+
+    for (i = 0; v && i < n; i++) {
+        for (j = 0; j < v[i].nrel; j++)
+            mt_free(v[i].relevant[j]);
+        mt_free(v[i].relevant);
+        mt_free(v[i].id);
+        mt_free(v[i].query);
+        mt_free(v[i].gold);
+        mt_free(v[i].line);
+    }
+    mt_free(v);
+}
+
+static char *dup_json_str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+
+    return s ? mt_strdup(s) : NULL;
+}
+
+static enum mt_status fill_item(struct qa_item *x, json_t *o)
+{
+    json_t *rel = json_object_get(o, "relevant");
+    size_t i;
+
+    x->id = dup_json_str(o, "id");
+    x->query = dup_json_str(o, "query");
+    x->gold = dup_json_str(o, "answer");
+    if (!x->id || !x->query)
+        return MT_EPARSE;
+    x->relevant = mt_calloc(json_array_size(rel) + 1, sizeof *x->relevant);
+    if (!x->relevant)
+        return MT_ENOMEM;
+    for (i = 0; i < json_array_size(rel); i++) {
+        const char *s = json_string_value(json_array_get(rel, i));
+
+        if (s && !(x->relevant[x->nrel++] = mt_strdup(s)))
+            return MT_ENOMEM;
+    }
+    return MT_OK;
+}
+
+static enum mt_status grow(struct qa_item **v, size_t n, size_t *cap)
+{
+    struct qa_item *x;
+
+    if (n < *cap)
+        return MT_OK;
+    x = mt_realloc(*v, (*cap ? *cap * 2 : 64) * sizeof *x);
+    if (!x)
+        return MT_ENOMEM;
+    *v = x;
+    *cap = *cap ? *cap * 2 : 64;
+    return MT_OK;
+}
+
+enum mt_status qa_items_load(const char *path, size_t limit,
+                             struct qa_item **out, size_t *n,
+                             struct mt_error *err)
+{
+    struct mt_jsonl_params jp = mt_jsonl_default_params();
+    struct mt_jsonl *r = NULL;
+    struct qa_item *v = NULL;
+    size_t cap = 0;
+    json_t *o = NULL; /* owned by the reader */
+    enum mt_status st = mt_jsonl_open(path, &jp, &r, err);
+
+    *n = 0;
+    while (st == MT_OK && (!limit || *n < limit)) {
+        st = mt_jsonl_next(r, &o, err);
+        if (st != MT_OK || !o)
+            break;
+        st = grow(&v, *n, &cap);
+        if (st == MT_OK) {
+            memset(&v[*n], 0, sizeof v[*n]);
+            st = fill_item(&v[(*n)++], o);
+        }
+        if (st == MT_EPARSE)
+            mt_fail(err, st,
+                    "%s:%zu: each line needs string \"id\" and "
+                    "\"query\" fields",
+                    path, mt_jsonl_line(r));
+    }
+    mt_jsonl_close(r);
+    if (st != MT_OK) {
+        qa_items_free(v, *n);
+        return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
+    }
+    *out = v;
+    return MT_OK;
+}
+
+/* ==== The batch ==== */
+
+struct batch {
+    struct mt_qa *q;
+    struct qa_item *v;
+    size_t n;
+    size_t next;
+    struct journal *journal;
+    struct mt_progress *bar;
+    pthread_mutex_t mu;
+    struct qa_batch_stats stats;
+    enum mt_status fatal;
+    struct mt_error fatal_err;
+};
+
+/* {"id":ID,...result} or {"id":ID,"question":Q,"error":why}. */
+static char *result_line(const struct qa_item *x, const struct mt_qa_result *r,
+                         const struct mt_error *e)
+{
+    json_t *jid = json_string(x->id);
+    char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
+    char *res = r ? mt_qa_result_json(r) : NULL;
+    json_t *o = r ? NULL
+                  : json_pack("{s:s,s:s,s:s}", "id", x->id, "question",
+                              x->query, "error", e->msg);
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    char *s = NULL;
+
+    if (o)
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    else if (ids && res &&
+             mt_buf_printf(&b, "{\"id\":%s,%s", ids, res + 1) == MT_OK)
+        s = mt_buf_take(&b);
+    json_decref(o);
+    json_decref(jid);
+    mt_free(ids);
+    mt_free(res);
+    mt_buf_free(&b);
+    return s;
+}
+
+static void record(struct batch *b, struct qa_item *x, char *line, int ok)
+{
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st = !line ? mt_fail(&err, MT_ENOMEM, "out of memory")
+                        : b->journal
+                            ? journal_append(b->journal, x->id, line, &err)
+                            : MT_OK;
+
+    pthread_mutex_lock(&b->mu);
+    x->line = line;
+    if (st != MT_OK && b->fatal == MT_OK) {
+        b->fatal = st;
+        b->fatal_err = err;
+    }
+    b->stats.answered += ok != 0;
+    b->stats.failed += ok == 0;
+    pthread_mutex_unlock(&b->mu);
+    mt_progress_add(b->bar, 1);
+}
+
+static void ask_one(struct batch *b, struct qa_item *x)
+{
+    struct mt_qa_result *r = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st = mt_qa_ask(b->q, x->query, &r, &err);
+
+    if (st != MT_OK && !err.msg[0])
+        snprintf(err.msg, sizeof err.msg, "%s", mt_status_str(st));
+    record(b, x, result_line(x, st == MT_OK ? r : NULL, &err), st == MT_OK);
+    mt_qa_result_free(r);
+}
+
+static void *worker(void *arg)
+{
+    struct batch *b = arg;
+
+    for (;;) {
+        struct qa_item *x = NULL;
+
+        pthread_mutex_lock(&b->mu);
+        while (b->fatal == MT_OK && b->next < b->n && !x) {
+            x = &b->v[b->next++];
+            if (x->resumed)
+                x = NULL;
+        }
+        pthread_mutex_unlock(&b->mu);
+        if (!x)
+            return NULL;
+        ask_one(b, x);
+    }
+}
+
+static void on_resumed(const char *id, const char *line, void *user)
+{
+    struct batch *b = user;
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        struct qa_item *x = &b->v[i];
+
+        if (x->resumed || strcmp(x->id, id) != 0)
+            continue;
+        x->line = mt_strdup(line);
+        x->resumed = x->line != NULL;
+        b->stats.resumed += (size_t)x->resumed;
+        return;
+    }
+}
+
+static enum mt_status start(struct batch *b, const struct qa_batch_params *bp,
+                            struct mt_error *err)
+{
+    struct mt_progress_params pp = mt_progress_default_params();
+    enum mt_status st = MT_OK;
+
+    if (bp->journal)
+        st = journal_open(bp->journal, bp->resume, on_resumed, b, &b->journal,
+                          err);
+    if (st != MT_OK)
+        return st;
+    pp.label = bp->label;
+    pp.total = b->n;
+    pp.quiet = bp->quiet;
+    st = mt_progress_new(&pp, &b->bar);
+    if (st != MT_OK)
+        return mt_fail(err, st, "out of memory");
+    mt_progress_update(b->bar, b->stats.resumed);
+    return MT_OK;
+}
+
+static void run_threads(struct batch *b, unsigned jobs)
+{
+    pthread_t t[512];
+    unsigned started = 0, i;
+
+    for (i = 0; i < jobs && i < 512; i++)
+        if (pthread_create(&t[started], NULL, worker, b) == 0)
+            started++;
+    if (started == 0)
+        worker(b);
+    for (i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
+enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
+                            const struct qa_batch_params *bp,
+                            struct qa_batch_stats *stats, struct mt_error *err)
+{
+    struct batch b;
+    enum mt_status st;
+
+    memset(&b, 0, sizeof b);
+    b.q = q;
+    b.v = v;
+    b.n = n;
+    pthread_mutex_init(&b.mu, NULL);
+    st = start(&b, bp, err);
+    if (st == MT_OK) {
+        run_threads(&b, bp->jobs ? bp->jobs : 1);
+        st = b.fatal;
+        if (st != MT_OK)
+            *err = b.fatal_err;
+    }
+    if (b.bar)
+        mt_progress_finish(b.bar);
+    mt_progress_free(b.bar);
+    journal_close(b.journal);
+    pthread_mutex_destroy(&b.mu);
+    *stats = b.stats;
+    return st;
+}
+
+enum mt_status qa_items_write(const struct qa_item *v, size_t n,
+                              const char *path, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = mt_buf_reserve(&b, 1);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < n; i++)
+        st = mt_buf_printf(&b, "%s\n", v[i].line ? v[i].line : "{}");
+    if (st == MT_OK)
+        st = write_atomic(path, b.data, b.len, err);
+    else
+        mt_fail(err, st, "%s: out of memory", path);
+    mt_buf_free(&b);
+    return st;
+}

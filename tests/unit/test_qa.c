@@ -1,0 +1,434 @@
+/* Unit tests for verified question answering (src/agents/qa*.c): citation
+ * parsing, the uncited-sentence merge with hand-computed similarities,
+ * the overall-verdict rule, label mapping (from a tiny GGUF classifier's
+ * labels when one can be made), NO_REFERENCE never classified, and bad
+ * input (empty, 100 KB, no hits) refused or answered honestly. */
+#include "check.h"
+
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agents/qa_int.h"
+#include "core/jsonl.h"
+#include "medtrust/agent.h"
+#include "medtrust/core.h"
+#include "medtrust/index.h"
+#include "medtrust/store.h"
+#include "model/nli.h"
+
+/* A model address nobody listens on: any call to it fails. */
+#define DEAD_LLM "openai:http://127.0.0.1:9#none"
+
+static char db_dir[64];
+
+/* ==== Citations ==== */
+
+static void test_parse_citations_groups_leading_and_unknown(void **state)
+{
+    static const char *known[] = {"11", "22", "33"};
+    struct mt_arena a = MT_ARENA_INIT(4096);
+    struct mt_qa_sent *s = NULL;
+    size_t n = 0;
+
+    (void)state;
+    CHECK_OK(mt_qa_parse_answer(
+        &a,
+        "Intro here. Aspirin helps [PUBMED:11]. Statins too "
+        "[PUBMED:22, PUBMED:33][PUBMED:22]. [PUBMED:44] Next one. See "
+        "[figure 1] and [33].",
+        "PUBMED:", "", known, 3, &s, &n));
+    CHECK(n == 5);
+    CHECK(strcmp(s[0].text, "Intro here.") == 0 && s[0].nrefs == 0);
+    CHECK(strcmp(s[1].text, "Aspirin helps.") == 0 && s[1].nrefs == 1);
+    CHECK(strcmp(s[1].refs[0], "11") == 0 && s[1].docs[0] == 0);
+    /* duplicates dropped; the next sentence's leading [44] joins here */
+    CHECK(strcmp(s[2].text, "Statins too.") == 0 && s[2].nrefs == 3);
+    CHECK(strcmp(s[2].refs[2], "44") == 0 && s[2].docs[2] == -1);
+    CHECK(s[2].docs[0] == 1 && s[2].docs[1] == 2);
+    CHECK(strcmp(s[3].text, "Next one.") == 0 && s[3].nrefs == 0);
+    /* a bracket that is not a label stays text; a bare known id cites */
+    CHECK(strcmp(s[4].text, "See [figure 1] and.") == 0);
+    CHECK(s[4].nrefs == 1 && strcmp(s[4].refs[0], "33") == 0);
+    mt_arena_free(&a);
+}
+
+static void test_parse_empty_and_uncited_answers(void **state)
+{
+    struct mt_arena a = MT_ARENA_INIT(4096);
+    struct mt_qa_sent *s = NULL;
+    size_t n = 9;
+
+    (void)state;
+    CHECK_OK(mt_qa_parse_answer(&a, "", "PUBMED:", "", NULL, 0, &s, &n));
+    CHECK(n == 0);
+    CHECK_OK(mt_qa_parse_answer(&a, "No citation here. None [x].", "DOC:", "",
+                                NULL, 0, &s, &n));
+    CHECK(n == 2 && s[0].nrefs == 0 && s[1].nrefs == 0);
+    CHECK(strcmp(s[1].text, "None [x].") == 0);
+    mt_arena_free(&a);
+}
+
+/* ==== Merging uncited sentences ==== */
+
+/* Sentences: intro, cited doc 0, two uncited, cited doc 1, conclusion. */
+static void merge_case(const float sv[12], const long *want)
+{
+    static const float dv[4] = {1, 0, 0, 1}; /* d0 = x axis, d1 = y */
+    long d0 = 0, d1 = 1;
+    const char *r0 = "A", *r1 = "B";
+    struct mt_qa_sent s[6];
+    long owner[6];
+    size_t i;
+
+    memset(s, 0, sizeof s);
+    for (i = 0; i < 6; i++)
+        s[i].text = "x";
+    s[1] = (struct mt_qa_sent){"x", &r0, 1, &d0};
+    s[4] = (struct mt_qa_sent){"x", &r1, 1, &d1};
+    mt_qa_group(s, 6, sv, dv, 2, owner);
+    for (i = 0; i < 6; i++)
+        CHECK(owner[i] == want[i]);
+}
+
+static void test_merge_uncited_by_hand_computed_similarity(void **state)
+{
+    /* s2 . d0 = 0.9 > s2 . d1 = 0.1: left; s3: 0.2 < 0.8: right */
+    static const float a[12] = {1, 1, 1, 0, 0.9f, 0.1f, 0.2f, 0.8f, 0, 1, 1, 1};
+    static const long wa[6] = {-1, 1, 1, 4, 4, -1};
+    /* s2 prefers right (0.7 > 0.3), so s3 follows though it prefers
+     * left: claims stay contiguous */
+    static const float b[12] = {1, 1, 1, 0, 0.3f, 0.7f, 0.9f, 0.1f, 0, 1, 1, 1};
+    static const long wb[6] = {-1, 1, 4, 4, 4, -1};
+    /* a tie (0.5 = 0.5) goes left */
+    static const float c[12] = {1, 1, 1, 0, 0.5f, 0.5f, 0.5f, 0.5f, 0, 1, 1, 1};
+    static const long wc[6] = {-1, 1, 1, 1, 4, -1};
+
+    (void)state;
+    merge_case(a, wa);
+    merge_case(b, wb);
+    merge_case(c, wc);
+}
+
+static void test_merge_unknown_documents_and_no_vectors_go_left(void **state)
+{
+    static const float dv[2] = {1, 0};
+    static const float sv[6] = {0, 0, 1, 0, 0, 0};
+    long dl = -1, d0 = 0, owner[3];
+    const char *r = "Z", *r0 = "A";
+    struct mt_qa_sent s[3] = {
+        {"x", &r, 1, &dl}, {"x", NULL, 0, NULL}, {"x", &r0, 1, &d0}};
+
+    (void)state;
+    /* the left claim cites only an id not retrieved: nothing to compare,
+     * so the sentence goes where a known document is (right) */
+    mt_qa_group(s, 3, sv, dv, 2, owner);
+    CHECK(owner[0] == 0 && owner[1] == 2 && owner[2] == 2);
+    mt_qa_group(s, 3, NULL, NULL, 0, owner);
+    CHECK(owner[1] == 0);
+}
+
+static void test_hash_embedding_is_unit_and_topical(void **state)
+{
+    float a[QA_HASH_DIMS], b[QA_HASH_DIMS], c[QA_HASH_DIMS];
+    const char *x = "Aspirin reduces myocardial infarction";
+
+    (void)state;
+    mt_qa_hash_embed(x, strlen(x), a);
+    mt_qa_hash_embed("aspirin and infarction", 22, b);
+    mt_qa_hash_embed("the and of", 10, c);
+    CHECK(mt_qa_dot(a, a, QA_HASH_DIMS) > 0.999);
+    CHECK(mt_qa_dot(a, a, QA_HASH_DIMS) < 1.001);
+    CHECK(mt_qa_dot(a, b, QA_HASH_DIMS) > 0.5);
+    CHECK(mt_qa_dot(c, c, QA_HASH_DIMS) == 0); /* only stop words */
+}
+
+/* ==== Verdicts ==== */
+
+static enum mt_qa_label overall2(enum mt_qa_label x, enum mt_qa_label y)
+{
+    struct mt_qa_verdict v[2];
+
+    memset(v, 0, sizeof v);
+    v[0].label = x;
+    v[1].label = y;
+    return mt_qa_overall(v, 2);
+}
+
+static void test_overall_verdict_rule(void **state)
+{
+    (void)state;
+    CHECK(overall2(MT_QA_SUPPORT, MT_QA_CONTRADICT) == MT_QA_CONTRADICT);
+    CHECK(overall2(MT_QA_SUPPORT, MT_QA_NO_REFERENCE) == MT_QA_SUPPORT);
+    CHECK(overall2(MT_QA_NO_EVIDENCE, MT_QA_SUPPORT) == MT_QA_SUPPORT);
+    CHECK(overall2(MT_QA_NO_EVIDENCE, MT_QA_NO_REFERENCE) == MT_QA_NO_EVIDENCE);
+    CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_EVIDENCE) == MT_QA_NO_EVIDENCE);
+    CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_REFERENCE) == MT_QA_UNVERIFIED);
+    CHECK(overall2(MT_QA_NO_REFERENCE, MT_QA_NO_REFERENCE) ==
+          MT_QA_NO_REFERENCE);
+    CHECK(mt_qa_overall(NULL, 0) == MT_QA_NO_REFERENCE);
+}
+
+static void test_label_names_and_data_set_spellings(void **state)
+{
+    enum mt_qa_label l;
+    int i;
+
+    (void)state;
+    for (i = 0; i < MT_QA_NLABELS; i++) {
+        CHECK_OK(mt_qa_label_parse(mt_qa_label_str((enum mt_qa_label)i), &l));
+        CHECK((int)l == i);
+    }
+    CHECK_OK(mt_qa_label_parse(" Supports ", &l));
+    CHECK(l == MT_QA_SUPPORT);
+    CHECK_OK(mt_qa_label_parse("REFUTES", &l));
+    CHECK(l == MT_QA_CONTRADICT);
+    CHECK_OK(mt_qa_label_parse("NEI", &l));
+    CHECK(l == MT_QA_NO_EVIDENCE);
+    CHECK(mt_qa_label_parse("maybe", &l) == MT_EINVAL);
+    CHECK(mt_qa_label_parse(NULL, &l) == MT_EINVAL);
+}
+
+static void test_final_word(void **state)
+{
+    (void)state;
+    CHECK(strcmp(mt_qa_final_word("Long text.\nAnswer: **Yes**"), "yes") == 0);
+    CHECK(strcmp(mt_qa_final_word("Answer: no. The answer: maybe"), "maybe") ==
+          0);
+    CHECK(strcmp(mt_qa_final_word("It helps.\nSo, no."), "no") == 0);
+    CHECK(mt_qa_final_word("Nothing is known [1].") == NULL);
+    CHECK(mt_qa_final_word("") == NULL);
+}
+
+/* The tiny random classifier's labels (entailment, neutral,
+ * contradiction, in that order in the GGUF) map by name. */
+static void test_nli_labels_map_from_gguf(void **state)
+{
+    const char *b = getenv("MEDTRUST_BUILD");
+    char path[256], cmd[700];
+    struct mt_nli *nli = NULL;
+    enum mt_nli_label l;
+    float p[3];
+
+    (void)state;
+    CHECK(mt_qa_from_nli(MT_NLI_SUPPORT) == MT_QA_SUPPORT);
+    CHECK(mt_qa_from_nli(MT_NLI_CONTRADICT) == MT_QA_CONTRADICT);
+    CHECK(mt_qa_from_nli(MT_NLI_NO_EVIDENCE) == MT_QA_NO_EVIDENCE);
+    CHECK(mt_qa_from_nli(7) == MT_QA_UNVERIFIED);
+    snprintf(path, sizeof path, "%s/cls.gguf", db_dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/fixtures/make_tiny_gguf classify %s "
+             "third_party/llama.cpp/models >/dev/null 2>&1",
+             b ? b : "build", path);
+    if (system(cmd) != 0) {
+        printf("# no tiny classifier (llama.cpp absent): mapping only\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "gguf:%s", path);
+    CHECK_OK(mt_nli_open(cmd, NULL, &nli, NULL));
+    CHECK_OK(mt_nli_classify(nli, "Aspirin helps.", "Aspirin helps a lot.", p,
+                             &l, NULL));
+    CHECK((unsigned)l < 3);
+    CHECK(p[0] + p[1] + p[2] > 0.99f && p[0] + p[1] + p[2] < 1.01f);
+    CHECK(p[l] >= p[0] && p[l] >= p[1] && p[l] >= p[2]);
+    CHECK(mt_qa_from_nli((int)l) == (enum mt_qa_label)l);
+    mt_nli_free(nli);
+    unlink(path);
+}
+
+/* ==== The handle ==== */
+
+static int make_db(void **state)
+{
+    static const char docs[] =
+        "{\"id\":\"A1\",\"title\":\"Aspirin\",\"text\":\"Aspirin lowers "
+        "the risk of a second heart attack.\",\"year\":2010}\n"
+        "{\"id\":\"B2\",\"text\":\"Statins lower cholesterol.\","
+        "\"year\":\"2019\"}\n";
+    struct mt_store *s = NULL;
+    char path[128];
+    FILE *f;
+
+    (void)state;
+    mt_jsonl_init_alloc();
+    snprintf(db_dir, sizeof db_dir, "/tmp/mt-qa-XXXXXX");
+    if (!mkdtemp(db_dir))
+        return -1;
+    snprintf(path, sizeof path, "%s/docs.jsonl", db_dir);
+    f = fopen(path, "w");
+    fputs(docs, f);
+    fclose(f);
+    strcat(db_dir, "/db");
+    if (mt_store_open(db_dir, NULL, &s, NULL) != MT_OK ||
+        mt_store_ingest_jsonl(s, path, NULL, NULL, NULL) != MT_OK ||
+        mt_index_build(s, NULL, NULL, NULL) != MT_OK)
+        return -1;
+    mt_store_close(s);
+    return 0;
+}
+
+static int remove_db(void **state)
+{
+    char cmd[128];
+
+    (void)state;
+    db_dir[strlen(db_dir) - 3] = '\0';
+    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct mt_qa *open_qa(void)
+{
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+
+    mt_qa_default_params(&p);
+    p.db_dir = db_dir;
+    p.llm_spec = DEAD_LLM;
+    p.nli_spec = "llm";
+    p.embedder_spec = "none";
+    p.llm.max_retries = 0;
+    p.llm.timeout_s = 5;
+    CHECK_OK(mt_qa_open(&p, &q, NULL));
+    return q;
+}
+
+static void test_bad_questions_are_refused(void **state)
+{
+    struct mt_qa *q = open_qa();
+    struct mt_qa_result *r = (void *)1;
+    struct mt_error e = {MT_OK, ""};
+    char *big = mt_malloc(100 * 1024 + 1);
+
+    (void)state;
+    CHECK(mt_qa_ask(q, "", &r, &e) == MT_EINVAL && r == NULL);
+    CHECK(strstr(e.msg, "empty") != NULL);
+    CHECK(mt_qa_ask(q, " \n\t", &r, NULL) == MT_EINVAL);
+    memset(big, 'a', 100 * 1024);
+    big[100 * 1024] = '\0';
+    CHECK(mt_qa_ask(q, big, &r, &e) == MT_ELIMIT && r == NULL);
+    CHECK(strstr(e.msg, "102400 bytes") != NULL);
+    CHECK(mt_qa_ask(q, "\xff\xfe bad", &r, NULL) == MT_EINVAL);
+    mt_free(big);
+    mt_qa_close(q);
+}
+
+static void test_no_hits_answers_honestly_without_a_model(void **state)
+{
+    struct mt_qa *q = open_qa();
+    struct mt_qa_result *r = NULL;
+    json_t *o;
+    char *js;
+
+    (void)state;
+    CHECK_OK(mt_qa_ask(q, "zzqx wwvq", &r, NULL));
+    CHECK(r->ndocs == 0 && r->nclaims == 0 && r->answer[0] == '\0');
+    CHECK(r->usage.llm_calls == 0);
+    CHECK(r->nnotes == 2); /* BM25 only, and no documents */
+    CHECK(strstr(r->notes[1], "no document matched") != NULL);
+    js = mt_qa_result_json(r);
+    o = json_loads(js, 0, NULL);
+    CHECK(o && json_is_array(json_object_get(o, "claims")));
+    CHECK(json_is_object(json_object_get(o, "usage")));
+    CHECK(strcmp(json_string_value(json_object_get(o, "search")), "bm25") == 0);
+    json_decref(o);
+    mt_free(js);
+    mt_qa_result_free(r);
+    mt_qa_close(q);
+}
+
+/* A claim that cites a retrieved and a never-retrieved id: the second is
+ * NO_REFERENCE without any verifier call; the first reaches the (dead)
+ * judge and is UNVERIFIED with the reason. */
+static void test_unretrieved_citation_is_never_classified(void **state)
+{
+    struct mt_qa *q = open_qa();
+    struct mt_arena mem = MT_ARENA_INIT(4096);
+    struct mt_qa_result res;
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0};
+    struct mt_qa_doc doc = {"A1", "Aspirin", "Aspirin lowers risk.", 1};
+    const char *refs[2] = {"99999999", "A1"};
+    struct mt_qa_claim c;
+
+    (void)state;
+    memset(&res, 0, sizeof res);
+    memset(&c, 0, sizeof c);
+    res.docs = &doc;
+    res.ndocs = 1;
+    c.text = "Aspirin lowers risk.";
+    c.refs = refs;
+    c.nrefs = 1; /* first only the hallucinated id */
+    res.claims = &c;
+    res.nclaims = 1;
+    CHECK_OK(mt_qa_verify_claims(&r, NULL));
+    CHECK(c.verdicts[0].label == MT_QA_NO_REFERENCE);
+    CHECK(c.label == MT_QA_NO_REFERENCE);
+    CHECK(res.usage.verifications == 0 && res.usage.llm_calls == 0);
+    c.nrefs = 2;
+    CHECK_OK(mt_qa_verify_claims(&r, NULL));
+    CHECK(c.verdicts[0].label == MT_QA_NO_REFERENCE);
+    CHECK(c.verdicts[1].label == MT_QA_UNVERIFIED && c.verdicts[1].error);
+    CHECK(c.label == MT_QA_UNVERIFIED);
+    CHECK(res.usage.verifications == 1 && res.usage.verify_failures == 1);
+    CHECK(r.nnotes == 1); /* "the verifier failed on 1 of 1 ..." */
+    mt_buf_free(&r.notes);
+    mt_arena_free(&mem);
+    mt_qa_close(q);
+}
+
+static void test_year_metadata_and_chunk_overlap(void **state)
+{
+    struct mt_buf b = MT_BUF_INIT(256);
+
+    (void)state;
+    CHECK(mt_qa_meta_year("{\"year\":2011}") == 2011);
+    CHECK(mt_qa_meta_year("{\"year\":\"1999\"}") == 1999);
+    CHECK(mt_qa_meta_year("{\"mesh\":[]}") == 0);
+    CHECK(mt_qa_meta_year("not json") == 0);
+    CHECK(mt_qa_meta_year(NULL) == 0);
+    CHECK_OK(mt_buf_append_str(&b, "one two three"));
+    CHECK_OK(mt_qa_join_overlap(&b, "two three four", 14));
+    CHECK(strcmp(b.data, "one two three four") == 0);
+    CHECK_OK(mt_qa_join_overlap(&b, "five", 4));
+    CHECK(strcmp(b.data, "one two three four five") == 0);
+    mt_buf_free(&b);
+}
+
+static void test_open_refuses_bad_params(void **state)
+{
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+    struct mt_error e = {MT_OK, ""};
+
+    (void)state;
+    mt_qa_default_params(&p);
+    p.k = 0;
+    CHECK(mt_qa_open(&p, &q, NULL) == MT_EINVAL && q == NULL);
+    mt_qa_default_params(&p);
+    p.llm_spec = DEAD_LLM;
+    p.label_format = "PUBMED";
+    CHECK(mt_qa_open(&p, &q, &e) == MT_EINVAL && q == NULL);
+    CHECK(strstr(e.msg, "{id}") != NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_citations_groups_leading_and_unknown),
+        cmocka_unit_test(test_parse_empty_and_uncited_answers),
+        cmocka_unit_test(test_merge_uncited_by_hand_computed_similarity),
+        cmocka_unit_test(test_merge_unknown_documents_and_no_vectors_go_left),
+        cmocka_unit_test(test_hash_embedding_is_unit_and_topical),
+        cmocka_unit_test(test_overall_verdict_rule),
+        cmocka_unit_test(test_label_names_and_data_set_spellings),
+        cmocka_unit_test(test_final_word),
+        cmocka_unit_test(test_nli_labels_map_from_gguf),
+        cmocka_unit_test(test_bad_questions_are_refused),
+        cmocka_unit_test(test_no_hits_answers_honestly_without_a_model),
+        cmocka_unit_test(test_unretrieved_citation_is_never_classified),
+        cmocka_unit_test(test_year_metadata_and_chunk_overlap),
+        cmocka_unit_test(test_open_refuses_bad_params),
+    };
+
+    return cmocka_run_group_tests(tests, make_db, remove_db);
+}
