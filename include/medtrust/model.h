@@ -42,15 +42,15 @@ struct mt_llm_message {
 
 /* Per-call sampling settings. Strings are borrowed for the call. */
 struct mt_chat_params {
-    float temperature;         /* 0 = greedy (default 0) */
-    float top_p;               /* 1 = off (default 1) */
-    uint32_t max_tokens;       /* completion budget (default 512) */
-    uint32_t n;                /* completions wanted, 1..64 (default 1) */
-    uint64_t seed;             /* sampling seed (default 42) */
-    const char *const *stop;   /* stop strings, may be NULL */
-    size_t n_stop;             /* up to 8 */
-    const char *json_schema;   /* JSON Schema text constraining output */
-    const char *grammar;       /* raw GBNF (gguf only); wins over schema */
+    float temperature;       /* 0 = greedy (default 0) */
+    float top_p;             /* 1 = off (default 1) */
+    uint32_t max_tokens;     /* completion budget (default 512) */
+    uint32_t n;              /* completions wanted, 1..64 (default 1) */
+    uint64_t seed;           /* sampling seed (default 42) */
+    const char *const *stop; /* stop strings, may be NULL */
+    size_t n_stop;           /* up to 8 */
+    const char *json_schema; /* JSON Schema text constraining output */
+    const char *grammar;     /* raw GBNF (gguf only); wins over schema */
 };
 
 /* Fills 'p' with the defaults above. */

@@ -54,6 +54,7 @@ struct run {
     int sid;
     char *corr; /* owned; the corrected sentence */
     int fallback;
+    const char *note_id; /* borrowed mt_note.id, for params.on_step */
 };
 
 /* Validates one parsed reply; returns 0 when usable, else writes why. */

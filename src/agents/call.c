@@ -201,10 +201,27 @@ json_t *mt_call_obj(const struct call *c)
     return c->ok ? json_array_get(c->objs, 0) : NULL;
 }
 
+/* Passes the trace records from index 'from' on to params.on_step. */
+static void notify(struct run *r, size_t from)
+{
+    size_t i;
+
+    for (i = from; r->a->p.on_step && i < json_array_size(r->trace); i++) {
+        char *txt = json_dumps(json_array_get(r->trace, i),
+                               JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+        if (txt)
+            r->a->p.on_step(r->a->p.on_step_user, r->note_id, txt);
+        mt_free(txt); /* jansson allocates through mt_malloc here */
+    }
+}
+
 /* Adds c's usage and trace records to r; 'crit' is the critical-path
  * share (the call's own count, or the longer of a parallel pair). */
 static void merge(struct run *r, const struct call *c, uint32_t crit)
 {
+    size_t from;
+
     r->u.llm_calls += c->u.llm_calls;
     r->u.critical_calls += crit;
     r->u.prompt_tokens += c->u.prompt_tokens;
@@ -212,7 +229,9 @@ static void merge(struct run *r, const struct call *c, uint32_t crit)
     r->u.failed_calls += c->u.failed_calls;
     r->u.parse_failures += c->u.parse_failures;
     r->u.fallbacks += c->u.fallbacks;
+    from = json_array_size(r->trace);
     json_array_extend(r->trace, c->records);
+    notify(r, from);
 }
 
 enum mt_status mt_call_do(struct run *r, struct call *c)
@@ -265,8 +284,11 @@ enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b)
 
 void mt_run_event(struct run *r, const char *step, json_t *o)
 {
+    size_t from = json_array_size(r->trace);
+
     if (!o)
         o = json_object();
     json_object_set_new(o, "step", json_string(step));
     json_array_append_new(r->trace, o);
+    notify(r, from);
 }

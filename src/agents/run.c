@@ -116,6 +116,7 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
     memset(r, 0, sizeof *r);
     r->a = a;
     r->sid = -1;
+    r->note_id = n->id;
     r->text = (struct mt_str){n->text, n->text_len};
     r->trace = json_array();
     if (!r->trace)

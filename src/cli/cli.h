@@ -66,6 +66,8 @@ extern const struct cli_verb cli_verb_check;
 extern const struct cli_verb cli_verb_mediqa;
 extern const struct cli_verb cli_verb_ask;
 extern const struct cli_verb cli_verb_qa_eval;
+extern const struct cli_verb cli_verb_embed;
+extern const struct cli_verb cli_verb_models;
 extern const struct cli_verb cli_verb_serve;
 extern const struct cli_verb cli_verb_user;
 

@@ -16,6 +16,8 @@ static const struct cli_verb *const verbs[] = {
     &cli_verb_mediqa,
     &cli_verb_ask,
     &cli_verb_qa_eval,
+    &cli_verb_embed,
+    &cli_verb_models,
     &cli_verb_serve,
     &cli_verb_user,
 };

@@ -115,8 +115,8 @@ static enum mt_status copy_row(sqlite3_stmt *s, char **val, size_t *n)
 }
 
 enum mt_status mt_cache_get(struct mt_cache *c, const char *backend,
-                            const char *model, const char *request,
-                            char **val, size_t *n, struct mt_error *err)
+                            const char *model, const char *request, char **val,
+                            size_t *n, struct mt_error *err)
 {
     static const char sql[] =
         "SELECT response FROM model_calls WHERE hash = ?1 AND backend = ?2"

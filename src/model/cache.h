@@ -20,8 +20,8 @@ enum mt_status mt_cache_open(const char *path, struct mt_cache **out,
  * *val is a copy the caller frees with mt_free (NUL-terminated past *n)
  * and MT_OK is returned; MT_ENOTFOUND on a miss. */
 enum mt_status mt_cache_get(struct mt_cache *c, const char *backend,
-                            const char *model, const char *request,
-                            char **val, size_t *n, struct mt_error *err);
+                            const char *model, const char *request, char **val,
+                            size_t *n, struct mt_error *err);
 
 /* Stores (replacing) the value for (backend, model, request). */
 enum mt_status mt_cache_put(struct mt_cache *c, const char *backend,

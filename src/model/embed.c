@@ -5,6 +5,8 @@
 
 #include "medtrust/core.h"
 #include "model/embed.h"
+#include "model/embed_llama.h"
+#include "model/embed_openai.h"
 #include "model/use_lite.h"
 
 struct mt_embedder {
@@ -43,8 +45,8 @@ static const struct backend {
     open_fn open;
 } backends[] = {
     {"use-lite", open_use_lite},
-    {"gguf", NULL},
-    {"openai", NULL},
+    {"gguf", mt_embedder_open_llama},
+    {"openai", mt_embedder_open_openai_spec},
 };
 
 enum mt_status mt_embedder_open(const char *spec,

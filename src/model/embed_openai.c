@@ -50,8 +50,8 @@ static enum mt_status bad_field(const struct oembed *o, struct mt_error *err,
     else
         snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
     return mt_fail(err, MT_EPARSE,
-                   "%s: malformed reply: missing or invalid field '%s'",
-                   o->url, f);
+                   "%s: malformed reply: missing or invalid field '%s'", o->url,
+                   f);
 }
 
 /* Copies one "embedding" array; learns the dimension on the first. */
@@ -113,8 +113,8 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
     size_t j;
 
     for (j = 0; st == MT_OK && j < n; j++)
-        if (json_array_append_new(in, json_stringn(texts[idx[j]].p,
-                                                   texts[idx[j]].n)) != 0)
+        if (json_array_append_new(
+                in, json_stringn(texts[idx[j]].p, texts[idx[j]].n)) != 0)
             st = MT_ENOMEM;
     if (st == MT_OK)
         st = mt_http_post_json(o->http, "embeddings", b, &reply, err);
@@ -223,10 +223,11 @@ enum mt_status mt_embedder_open_openai(const char *url, const char *model,
         p = &d;
     }
     mt_llm_default_params(&lp);
-    hp = (struct mt_http_params){p->timeout_s > 0 ? p->timeout_s
-                                                  : lp.timeout_s,
-                                 lp.max_retries, lp.backoff_base_s,
-                                 lp.backoff_max_s, lp.max_concurrency,
+    hp = (struct mt_http_params){p->timeout_s > 0 ? p->timeout_s : lp.timeout_s,
+                                 lp.max_retries,
+                                 lp.backoff_base_s,
+                                 lp.backoff_max_s,
+                                 lp.max_concurrency,
                                  "--embedder"};
     if (!o || !(o->model = mt_strdup(model)))
         goto fail;
@@ -247,18 +248,23 @@ fail:
     return st;
 }
 
-enum mt_status mt_embedder_open_openai_spec(
-    const char *rest, const struct mt_embedder_params *p,
-    const char *cache_path, struct mt_embedder **out, struct mt_error *err)
+enum mt_status mt_embedder_open_openai_spec(const char *rest,
+                                            const struct mt_embedder_params *p,
+                                            struct mt_embedder **out,
+                                            struct mt_error *err)
 {
     char *url = NULL;
     char *model = NULL;
-    enum mt_status st = mt_model_split_url(rest, "--embedder", &url, &model,
-                                           err);
+    enum mt_status st;
 
+    if (!rest)
+        return mt_fail(err, MT_EINVAL,
+                       "--embedder openai: needs "
+                       "openai:BASE_URL#MODEL");
+    st = mt_model_split_url(rest, "--embedder", &url, &model, err);
     if (st != MT_OK)
         return st;
-    st = mt_embedder_open_openai(url, model, p, cache_path, out, err);
+    st = mt_embedder_open_openai(url, model, p, NULL, out, err);
     mt_free(url);
     mt_free(model);
     return st;

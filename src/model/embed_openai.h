@@ -15,9 +15,11 @@ enum mt_status mt_embedder_open_openai(const char *url, const char *model,
                                        struct mt_embedder **out,
                                        struct mt_error *err);
 
-/* The same for the spec remainder "BASE_URL#MODEL" (after "openai:"). */
-enum mt_status mt_embedder_open_openai_spec(
-    const char *rest, const struct mt_embedder_params *p,
-    const char *cache_path, struct mt_embedder **out, struct mt_error *err);
+/* The same, without a cache, for the spec remainder "BASE_URL#MODEL"
+ * (after "openai:"); fits mt_embedder_open's dispatch table. */
+enum mt_status mt_embedder_open_openai_spec(const char *rest,
+                                            const struct mt_embedder_params *p,
+                                            struct mt_embedder **out,
+                                            struct mt_error *err);
 
 #endif

@@ -39,6 +39,7 @@ struct attempt {
     char curl_msg[CURL_ERROR_SIZE];
     double retry_after; /* seconds, < 0 when absent */
     struct mt_buf body;
+    enum mt_status wst; /* why the body callback stopped, if it did */
 };
 
 enum verdict { V_OK, V_RETRY, V_FAIL };
@@ -79,8 +80,7 @@ static char *env_key(void)
     return k && *k ? mt_strdup(k) : NULL;
 }
 
-enum mt_status mt_http_new(const char *base_url,
-                           const struct mt_http_params *p,
+enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
                            struct mt_http **out, struct mt_error *err)
 {
     struct mt_http *h;
@@ -203,7 +203,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
     struct attempt *a = user;
     size_t n = size * nmemb;
 
-    if (mt_buf_append(&a->body, p, n) != MT_OK)
+    a->wst = mt_buf_append(&a->body, p, n);
+    if (a->wst != MT_OK)
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
     return n;
 }
@@ -281,6 +282,7 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
     struct curl_slist *hdr = make_headers(h);
 
     mt_buf_reset(&a->body);
+    a->wst = MT_OK;
     a->code = 0;
     a->retry_after = -1;
     a->curl_msg[0] = '\0';
@@ -307,8 +309,8 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
  * or the start of the body into buf. */
 static void server_message(const struct attempt *a, char *buf, size_t n)
 {
-    json_t *j = a->body.data ? json_loadb(a->body.data, a->body.len, 0, NULL)
-                             : NULL;
+    json_t *j =
+        a->body.data ? json_loadb(a->body.data, a->body.len, 0, NULL) : NULL;
     json_t *e = json_object_get(j, "error");
     const char *m = json_string_value(json_object_get(e, "message"));
 
@@ -338,8 +340,7 @@ static int mentions_context(const char *msg)
 }
 
 static enum mt_status fail_status(const struct mt_http *h, const char *url,
-                                  const struct attempt *a,
-                                  struct mt_error *err)
+                                  const struct attempt *a, struct mt_error *err)
 {
     char m[256];
 
@@ -352,7 +353,8 @@ static enum mt_status fail_status(const struct mt_http *h, const char *url,
     if (a->code == 404)
         return mt_fail(err, MT_ENOTFOUND,
                        "%s: HTTP 404 not found: check BASE_URL and MODEL in "
-                       "%s (server said: %s)", url, h->setting, m);
+                       "%s (server said: %s)",
+                       url, h->setting, m);
     if ((a->code == 400 || a->code == 413 || a->code == 422) &&
         mentions_context(m))
         return mt_fail(err, MT_ELIMIT,
@@ -369,9 +371,13 @@ static enum verdict classify(const struct mt_http *h, const char *url,
     if (a->cc == CURLE_OPERATION_TIMEDOUT) {
         mt_fail(err, MT_EIO,
                 "%s: no reply within %.1f s: raise --timeout or "
-                "MEDTRUST_LLM_TIMEOUT, or check the server", url,
-                h->p.timeout_s);
+                "MEDTRUST_LLM_TIMEOUT, or check the server",
+                url, h->p.timeout_s);
         return V_RETRY;
+    }
+    if (a->cc == CURLE_WRITE_ERROR && a->wst == MT_ENOMEM) {
+        mt_fail(err, MT_ENOMEM, "%s: out of memory reading the reply", url);
+        return V_FAIL;
     }
     if (a->cc == CURLE_WRITE_ERROR) {
         mt_fail(err, MT_ELIMIT, "%s: reply larger than %zu bytes", url,
@@ -379,9 +385,10 @@ static enum verdict classify(const struct mt_http *h, const char *url,
         return V_FAIL;
     }
     if (a->cc != CURLE_OK) {
-        mt_fail(err, MT_EIO, "%s: cannot reach the server (%s): check "
-                "BASE_URL in %s", url,
-                a->curl_msg[0] ? a->curl_msg : curl_easy_strerror(a->cc),
+        mt_fail(err, MT_EIO,
+                "%s: cannot reach the server (%s): check "
+                "BASE_URL in %s",
+                url, a->curl_msg[0] ? a->curl_msg : curl_easy_strerror(a->cc),
                 h->setting);
         return V_RETRY;
     }
@@ -403,8 +410,8 @@ static enum mt_status parse_reply(const char *url, const struct attempt *a,
                                   json_t **reply, struct mt_error *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0,
-                           &je);
+    json_t *j =
+        json_loadb(a->body.data ? a->body.data : "", a->body.len, 0, &je);
 
     if (!j)
         return mt_fail(err, MT_EPARSE,
@@ -432,8 +439,9 @@ enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
                                  const json_t *body, json_t **reply,
                                  struct mt_error *err)
 {
-    struct attempt a = {0, CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY)};
-    struct mt_error local;
+    struct attempt a = {0,    CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+                        MT_OK};
+    struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
     char url[2048];
     char *text = json_dumps(body, JSON_COMPACT);

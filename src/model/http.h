@@ -24,8 +24,7 @@ struct mt_http_params {
 /* Creates a client for 'base_url' (copied; "/v1" is appended unless it
  * already ends in it). The API key is read from MEDTRUST_API_KEY, then
  * OPENAI_API_KEY. On success *out owns the client (mt_http_free). */
-enum mt_status mt_http_new(const char *base_url,
-                           const struct mt_http_params *p,
+enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
                            struct mt_http **out, struct mt_error *err);
 
 /* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses

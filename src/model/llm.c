@@ -88,7 +88,8 @@ enum mt_status mt_model_split_url(const char *rest, const char *setting,
     if (!h || h == rest || !h[1])
         return mt_fail(err, MT_EINVAL,
                        "'openai:%s' needs the form openai:BASE_URL#MODEL: "
-                       "fix %s", rest, setting);
+                       "fix %s",
+                       rest, setting);
     *url = mt_strndup(rest, (size_t)(h - rest));
     *model = mt_strdup(h + 1);
     if (!*url || !*model) {
@@ -106,8 +107,8 @@ static enum mt_status open_openai(const char *rest,
 {
     char *url = NULL;
     char *model = NULL;
-    enum mt_status st = mt_model_split_url(rest, "--llm/MEDTRUST_LLM", &url,
-                                           &model, err);
+    enum mt_status st =
+        mt_model_split_url(rest, "--llm/MEDTRUST_LLM", &url, &model, err);
 
     if (st != MT_OK)
         return st;
@@ -127,7 +128,8 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         p = &d;
     }
     if (!spec || !*spec)
-        return mt_fail(err, MT_EINVAL, "no LLM configured: set --llm or "
+        return mt_fail(err, MT_EINVAL,
+                       "no LLM configured: set --llm or "
                        "MEDTRUST_LLM (openai:BASE_URL#MODEL or gguf:PATH)");
     if (strncmp(spec, "openai:", 7) == 0)
         return open_openai(spec + 7, p, out, err);
@@ -135,7 +137,8 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         return mt_llm_llama_open(spec + 5, p, out, err);
     return mt_fail(err, MT_EINVAL,
                    "unknown LLM spec '%s': use openai:BASE_URL#MODEL or "
-                   "gguf:PATH in --llm or MEDTRUST_LLM", spec);
+                   "gguf:PATH in --llm or MEDTRUST_LLM",
+                   spec);
 }
 
 const char *mt_llm_role_spec(const char *role, const char *fallback)
@@ -211,8 +214,8 @@ const char *mt_llm_model(const struct mt_llm *l)
 
 /* ==== Requests ==== */
 
-enum mt_status mt_chat_check(const struct mt_llm_message *msgs,
-                             size_t n_msgs, const struct mt_chat_params *p,
+enum mt_status mt_chat_check(const struct mt_llm_message *msgs, size_t n_msgs,
+                             const struct mt_chat_params *p,
                              struct mt_error *err)
 {
     size_t i;
@@ -227,12 +230,15 @@ enum mt_status mt_chat_check(const struct mt_llm_message *msgs,
                        CHAT_MAX_STOP);
     if (p->max_tokens == 0 || p->temperature < 0 || p->top_p <= 0 ||
         p->top_p > 1)
-        return mt_fail(err, MT_EINVAL, "chat: max_tokens must be > 0, "
+        return mt_fail(err, MT_EINVAL,
+                       "chat: max_tokens must be > 0, "
                        "temperature >= 0 and top_p in (0, 1]");
     for (i = 0; i < n_msgs; i++)
         if (!msgs[i].role || !msgs[i].content)
-            return mt_fail(err, MT_EINVAL, "chat: message %zu lacks a role "
-                           "or content", i);
+            return mt_fail(err, MT_EINVAL,
+                           "chat: message %zu lacks a role "
+                           "or content",
+                           i);
     return MT_OK;
 }
 
@@ -282,8 +288,8 @@ char *mt_chat_request_key(const struct mt_llm_message *msgs, size_t n_msgs,
     int bad = !o || add_stops(o, p) != 0;
 
     if (!bad && p->temperature > 0)
-        bad = json_object_set_new(o, "seed", json_integer(
-                                                 (json_int_t)p->seed)) != 0;
+        bad = json_object_set_new(o, "seed",
+                                  json_integer((json_int_t)p->seed)) != 0;
     if (!bad && p->grammar)
         bad = json_object_set_new(o, "grammar", json_string(p->grammar));
     else if (!bad && p->json_schema)
@@ -331,10 +337,10 @@ static enum mt_status result_decode(const char *s, size_t n,
         if (!r->texts[i])
             st = MT_ENOMEM;
     }
-    r->prompt_tokens = (uint64_t)json_integer_value(
-        json_object_get(o, "prompt_tokens"));
-    r->completion_tokens = (uint64_t)json_integer_value(
-        json_object_get(o, "completion_tokens"));
+    r->prompt_tokens =
+        (uint64_t)json_integer_value(json_object_get(o, "prompt_tokens"));
+    r->completion_tokens =
+        (uint64_t)json_integer_value(json_object_get(o, "completion_tokens"));
     r->cached = 1;
     if (st != MT_OK)
         mt_chat_result_free(r);

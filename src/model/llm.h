@@ -51,12 +51,11 @@ char *mt_chat_request_key(const struct mt_llm_message *msgs, size_t n_msgs,
 
 /* The messages as a JSON array of {"role","content"}; NULL when out of
  * memory. */
-json_t *mt_chat_messages_json(const struct mt_llm_message *msgs,
-                              size_t n);
+json_t *mt_chat_messages_json(const struct mt_llm_message *msgs, size_t n);
 
 /* Validates n_msgs and p (n, n_stop, roles). */
-enum mt_status mt_chat_check(const struct mt_llm_message *msgs,
-                             size_t n_msgs, const struct mt_chat_params *p,
+enum mt_status mt_chat_check(const struct mt_llm_message *msgs, size_t n_msgs,
+                             const struct mt_chat_params *p,
                              struct mt_error *err);
 
 /* Seconds from a monotonic clock. */

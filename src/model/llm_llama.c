@@ -1,7 +1,391 @@
-/* llama.cpp chat backend (gguf:PATH). Placeholder until the in-process
- * backend lands: reports that GGUF models are not available. */
+/* llama.cpp chat backend (gguf:PATH): the model's own chat template, a
+ * seeded sampler chain, GBNF from a JSON schema, and n samples that share
+ * the prompt's KV cache (the prompt is decoded once; each sample rewinds to
+ * it). One context per handle, serialised by a mutex. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "medtrust/core.h"
 #include "model/llm.h"
-#include "model/rerank.h"
+
+#ifdef MT_HAVE_LLAMA
+#include "core/buf.h"
+#include "model/gbnf.h"
+#include "model/llama_rt.h"
+
+#define LCHAT_DEFAULT_CTX 4096u
+#define SETTING "--llm/MEDTRUST_LLM"
+
+struct lchat {
+    struct llama_model *model;
+    struct llama_context *ctx;
+    const struct llama_vocab *vocab;
+    pthread_mutex_t mu;
+    char *name;
+    uint32_t n_ctx;
+};
+
+static void lchat_free(void *self)
+{
+    struct lchat *c = self;
+
+    if (!c)
+        return;
+    if (c->ctx)
+        llama_free(c->ctx);
+    if (c->model)
+        mt_llama_release(c->model);
+    pthread_mutex_destroy(&c->mu);
+    mt_free(c->name);
+    mt_free(c);
+}
+
+static const char *lchat_model(const void *self)
+{
+    return ((const struct lchat *)self)->name;
+}
+
+/* ==== Prompt ==== */
+
+static enum mt_status apply_template(struct lchat *c,
+                                     const struct mt_llm_message *m, size_t n,
+                                     char **out, struct mt_error *err)
+{
+    const char *tmpl = llama_model_chat_template(c->model, NULL);
+    struct llama_chat_message *cm = mt_malloc(n * sizeof *cm);
+    size_t cap = 1024;
+    char *buf = NULL;
+    int32_t r = 0;
+    size_t i;
+
+    for (i = 0; cm && i < n; i++) {
+        cm[i].role = m[i].role;
+        cm[i].content = m[i].content;
+        cap += 2 * strlen(m[i].content) + 64;
+    }
+    while (cm && (buf = mt_realloc(buf, cap)) != NULL) {
+        r = llama_chat_apply_template(tmpl, cm, n, true, buf, (int32_t)cap);
+        if (r < 0 || (size_t)r < cap)
+            break;
+        cap = (size_t)r + 1;
+    }
+    mt_free(cm);
+    if (!cm || !buf || r < 0) {
+        mt_free(buf);
+        return !cm || !buf ? mt_fail(err, MT_ENOMEM, "chat: out of memory")
+                           : mt_fail(err, MT_EUNSUPPORTED,
+                                     "gguf %s: its "
+                                     "chat template is not one llama.cpp "
+                                     "knows",
+                                     c->name);
+    }
+    buf[r] = '\0';
+    *out = buf;
+    return MT_OK;
+}
+
+/* ==== Sampling ==== */
+
+/* A seeded sampler chain and, apart from it, the grammar. As llama.cpp's
+ * common sampler does, the chain samples first and the grammar only checks
+ * that token; the whole vocabulary goes through the grammar only when it
+ * is rejected (matching 150k tokens against a grammar every step is
+ * slow). */
+struct samp {
+    struct llama_sampler *chain;
+    struct llama_sampler *grammar; /* NULL when unconstrained */
+    llama_token_data *cand;        /* n_vocab, allocated on first need */
+};
+
+static void samp_free(struct samp *s)
+{
+    if (s->chain)
+        llama_sampler_free(s->chain);
+    if (s->grammar)
+        llama_sampler_free(s->grammar);
+    mt_free(s->cand);
+    memset(s, 0, sizeof *s);
+}
+
+static int samp_init(struct lchat *c, const struct mt_chat_params *p,
+                     const char *grammar, uint64_t seed, struct samp *s)
+{
+    struct llama_sampler_chain_params cp = llama_sampler_chain_default_params();
+
+    memset(s, 0, sizeof *s);
+    cp.no_perf = true;
+    s->chain = llama_sampler_chain_init(cp);
+    if (grammar)
+        s->grammar = llama_sampler_init_grammar(c->vocab, grammar, "root");
+    if (!s->chain || (grammar && !s->grammar)) {
+        samp_free(s);
+        return -1;
+    }
+    if (p->temperature <= 0) {
+        llama_sampler_chain_add(s->chain, llama_sampler_init_greedy());
+        return 0;
+    }
+    if (p->top_p < 1)
+        llama_sampler_chain_add(s->chain,
+                                llama_sampler_init_top_p(p->top_p, 1));
+    llama_sampler_chain_add(s->chain, llama_sampler_init_temp(p->temperature));
+    llama_sampler_chain_add(s->chain, llama_sampler_init_dist((uint32_t)seed));
+    return 0;
+}
+
+/* Samples the next token; -1 when out of memory. */
+static llama_token samp_next(struct lchat *c, struct samp *s)
+{
+    llama_token t = llama_sampler_sample(s->chain, c->ctx, -1);
+    llama_token_data one = {t, 1.0f, 0.0f};
+    llama_token_data_array arr = {&one, 1, -1, false};
+    int32_t nv = llama_vocab_n_tokens(c->vocab);
+    const float *logits;
+    int32_t i;
+
+    if (!s->grammar)
+        return t;
+    llama_sampler_apply(s->grammar, &arr);
+    if (one.logit > -INFINITY) {
+        llama_sampler_accept(s->grammar, t);
+        return t;
+    }
+    if (!s->cand && !(s->cand = mt_malloc((size_t)nv * sizeof *s->cand)))
+        return -1;
+    logits = llama_get_logits_ith(c->ctx, -1);
+    for (i = 0; i < nv; i++)
+        s->cand[i] = (llama_token_data){i, logits[i], 0.0f};
+    arr = (llama_token_data_array){s->cand, (size_t)nv, -1, false};
+    llama_sampler_apply(s->grammar, &arr);
+    llama_sampler_apply(s->chain, &arr);
+    t = arr.data[arr.selected].id;
+    llama_sampler_accept(s->grammar, t);
+    return t;
+}
+
+/* Cuts the text at the first stop string; returns 1 when one was found.
+ * Only the tail that the last piece (of 'added' bytes) can have completed
+ * is searched, so the scan costs O(piece + stop) per token. */
+static int cut_stop(struct mt_buf *b, size_t added,
+                    const struct mt_chat_params *p)
+{
+    size_t i;
+
+    for (i = 0; b->data && i < p->n_stop; i++) {
+        size_t sl = strlen(p->stop[i]);
+        size_t from = b->len > added + sl ? b->len - added - sl : 0;
+        char *at = sl ? strstr(b->data + from, p->stop[i]) : NULL;
+        if (at) {
+            b->len = (size_t)(at - b->data);
+            b->data[b->len] = '\0';
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static enum mt_status append_piece(struct lchat *c, llama_token t,
+                                   struct mt_buf *b)
+{
+    char piece[256];
+    int32_t n =
+        llama_token_to_piece(c->vocab, t, piece, sizeof piece, 0, false);
+
+    if (n < 0)
+        return MT_ELIMIT;
+    return mt_buf_append(b, piece, (size_t)n);
+}
+
+/* One completion: rewind the KV cache to the prompt minus its last token,
+ * decode that token again for fresh logits, then sample up to budget. */
+static enum mt_status sample_one(struct lchat *c, const llama_token *prompt,
+                                 int32_t np, const struct mt_chat_params *p,
+                                 struct samp *sp, uint32_t budget,
+                                 struct mt_buf *out, uint64_t *ntok)
+{
+    llama_memory_t mem = llama_get_memory(c->ctx);
+    llama_token tok = prompt[np - 1];
+    size_t before;
+    uint32_t k;
+
+    llama_memory_seq_rm(mem, 0, np - 1, -1);
+    for (k = 0; k < budget; k++) {
+        if (llama_decode(c->ctx, llama_batch_get_one(&tok, 1)) != 0)
+            return MT_EINTERNAL;
+        tok = samp_next(c, sp);
+        if (tok < 0)
+            return MT_ENOMEM;
+        if (llama_vocab_is_eog(c->vocab, tok))
+            break;
+        (*ntok)++;
+        before = out->len;
+        if (append_piece(c, tok, out) != MT_OK)
+            return MT_ENOMEM;
+        if (cut_stop(out, out->len - before, p))
+            break;
+    }
+    return MT_OK;
+}
+
+static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
+                              size_t nm, llama_token **toks, int32_t *np,
+                              struct mt_error *err)
+{
+    char *text = NULL;
+    enum mt_status st = apply_template(c, m, nm, &text, err);
+
+    if (st == MT_OK)
+        st = mt_llama_tokenize(c->vocab, text, strlen(text), 1, toks, np, err);
+    mt_free(text);
+    if (st != MT_OK)
+        return st;
+    if (*np < 1 || (uint32_t)*np >= c->n_ctx) {
+        mt_free(*toks);
+        *toks = NULL;
+        return mt_fail(err, MT_ELIMIT,
+                       "gguf %s: the prompt is %d tokens "
+                       "but the context holds %u: shorten the input, or "
+                       "raise the context size (n_ctx)",
+                       c->name, *np, c->n_ctx);
+    }
+    return MT_OK;
+}
+
+static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
+                                  int32_t np, const struct mt_chat_params *p,
+                                  const char *grammar, struct mt_chat_result *r,
+                                  struct mt_error *err)
+{
+    uint32_t budget = c->n_ctx - (uint32_t)np;
+    enum mt_status st = MT_OK;
+    uint32_t i;
+
+    if (p->max_tokens < budget)
+        budget = p->max_tokens;
+    for (i = 0; st == MT_OK && i < p->n; i++) {
+        struct mt_buf out = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+        struct samp sp;
+        if (samp_init(c, p, grammar, p->seed + i, &sp) != 0)
+            return mt_fail(err, MT_EINVAL,
+                           "chat: the grammar does not "
+                           "parse (check the JSON schema or GBNF)");
+        st = sample_one(c, toks, np, p, &sp, budget, &out,
+                        &r->completion_tokens);
+        samp_free(&sp);
+        if (st == MT_OK && mt_buf_reserve(&out, 1) != MT_OK)
+            st = MT_ENOMEM;
+        r->texts[i] = st == MT_OK ? mt_buf_take(&out) : NULL;
+        mt_buf_free(&out);
+    }
+    if (st != MT_OK)
+        return mt_fail(err, st, "gguf %s: generation failed (%s)", c->name,
+                       mt_status_str(st));
+    return MT_OK;
+}
+
+static enum mt_status
+lchat_locked(struct lchat *c, const struct mt_llm_message *m, size_t nm,
+             const struct mt_chat_params *p, const char *grammar,
+             struct mt_chat_result *r, struct mt_error *err)
+{
+    llama_token *toks = NULL;
+    int32_t np = 0;
+    enum mt_status st = prepare(c, m, nm, &toks, &np, err);
+
+    if (st != MT_OK)
+        return st;
+    llama_memory_clear(llama_get_memory(c->ctx), true);
+    if (np > 1 && llama_decode(c->ctx, llama_batch_get_one(toks, np - 1)))
+        st = mt_fail(err, MT_EINTERNAL,
+                     "gguf %s: decoding the prompt "
+                     "failed",
+                     c->name);
+    r->prompt_tokens = (uint64_t)np;
+    if (st == MT_OK)
+        st = run_samples(c, toks, np, p, grammar, r, err);
+    mt_free(toks);
+    return st;
+}
+
+static enum mt_status lchat_chat(void *self, const struct mt_llm_message *m,
+                                 size_t nm, const struct mt_chat_params *p,
+                                 struct mt_chat_result *r, struct mt_error *err)
+{
+    struct lchat *c = self;
+    char *grammar = NULL;
+    enum mt_status st = mt_chat_result_init(r, p->n);
+
+    if (st != MT_OK)
+        return mt_fail(err, st, "chat: out of memory");
+    if (!p->grammar && p->json_schema)
+        st = mt_gbnf_from_schema(p->json_schema, &grammar, err);
+    if (st != MT_OK)
+        return st;
+    pthread_mutex_lock(&c->mu);
+    st = lchat_locked(c, m, nm, p, p->grammar ? p->grammar : grammar, r, err);
+    pthread_mutex_unlock(&c->mu);
+    mt_free(grammar);
+    return st;
+}
+
+static const struct mt_llm_ops lchat_ops = {
+    "gguf",
+    lchat_chat,
+    lchat_model,
+    lchat_free,
+};
+
+static char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+
+    return mt_strdup(s ? s + 1 : path);
+}
+
+enum mt_status mt_llm_llama_open(const char *path,
+                                 const struct mt_llm_params *p,
+                                 struct mt_llm **out, struct mt_error *err)
+{
+    struct llama_context_params cp = llama_context_default_params();
+    struct lchat *c = mt_calloc(1, sizeof *c);
+    uint32_t train;
+    enum mt_status st;
+
+    if (!c || !(c->name = base_name(path))) {
+        mt_free(c);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    st = mt_llama_load(path, MT_LLAMA_CHAT, SETTING, &c->model, err);
+    if (st != MT_OK)
+        goto fail;
+    c->vocab = llama_model_get_vocab(c->model);
+    train = (uint32_t)llama_model_n_ctx_train(c->model);
+    c->n_ctx = p->n_ctx ? p->n_ctx : LCHAT_DEFAULT_CTX;
+    if (!p->n_ctx && train && train < c->n_ctx)
+        c->n_ctx = train;
+    cp.n_ctx = c->n_ctx;
+    cp.n_batch = c->n_ctx;
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = mt_llama_threads(p->threads);
+    cp.no_perf = true;
+    c->ctx = llama_init_from_model(c->model, cp);
+    if (!c->ctx) {
+        st = mt_fail(err, MT_ENOMEM,
+                     "gguf:%s: cannot create a context of "
+                     "%u tokens",
+                     path, c->n_ctx);
+        goto fail;
+    }
+    c->n_ctx = llama_n_ctx(c->ctx); /* llama.cpp may round it up */
+    return mt_llm_new_take(&lchat_ops, c, p, out, err);
+fail:
+    lchat_free(c);
+    return st;
+}
+
+#else /* !MT_HAVE_LLAMA */
 
 enum mt_status mt_llm_llama_open(const char *path,
                                  const struct mt_llm_params *p,
@@ -10,16 +394,9 @@ enum mt_status mt_llm_llama_open(const char *path,
     (void)p;
     (void)out;
     return mt_fail(err, MT_EUNSUPPORTED,
-                   "gguf:%s: this build has no llama.cpp backend", path);
+                   "gguf:%s: this medtrust was built "
+                   "without llama.cpp (run scripts/bootstrap and rebuild)",
+                   path);
 }
 
-enum mt_status mt_reranker_open_llama(const char *path,
-                                      const struct mt_reranker_params *p,
-                                      struct mt_reranker **out,
-                                      struct mt_error *err)
-{
-    (void)p;
-    (void)out;
-    return mt_fail(err, MT_EUNSUPPORTED,
-                   "gguf:%s: this build has no llama.cpp backend", path);
-}
+#endif

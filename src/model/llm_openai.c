@@ -49,9 +49,8 @@ static int add_format(json_t *b, const struct mt_chat_params *p,
     }
     return json_object_set_new(
         b, "response_format",
-        json_pack("{s:s,s:{s:s,s:o,s:b}}", "type", "json_schema",
-                  "json_schema", "name", "response", "schema", schema,
-                  "strict", 1));
+        json_pack("{s:s,s:{s:s,s:o,s:b}}", "type", "json_schema", "json_schema",
+                  "name", "response", "schema", schema, "strict", 1));
 }
 
 static int add_stops(json_t *b, const struct mt_chat_params *p)
@@ -70,28 +69,27 @@ static int add_stops(json_t *b, const struct mt_chat_params *p)
     return 0;
 }
 
-static json_t *make_body(const struct openai *o,
-                         const struct mt_llm_message *m, size_t nm,
-                         const struct mt_chat_params *p, uint32_t n,
-                         uint64_t seed, struct mt_error *err)
+static enum mt_status make_body(const struct openai *o,
+                                const struct mt_llm_message *m, size_t nm,
+                                const struct mt_chat_params *p, uint32_t n,
+                                uint64_t seed, json_t **out,
+                                struct mt_error *err)
 {
-    json_t *b = json_pack("{s:s,s:o,s:f,s:f,s:I,s:I,s:I}", "model",
-                          o->model, "messages", mt_chat_messages_json(m, nm),
-                          "temperature", (double)p->temperature, "top_p",
-                          (double)p->top_p, "max_tokens",
-                          (json_int_t)p->max_tokens, "n", (json_int_t)n,
-                          "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
+    json_t *b = json_pack(
+        "{s:s,s:o,s:f,s:f,s:I,s:I,s:I}", "model", o->model, "messages",
+        mt_chat_messages_json(m, nm), "temperature", (double)p->temperature,
+        "top_p", (double)p->top_p, "max_tokens", (json_int_t)p->max_tokens, "n",
+        (json_int_t)n, "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
     struct mt_error e = {MT_OK, ""};
 
     if (!b || add_stops(b, p) != 0 || add_format(b, p, &e) != 0) {
         json_decref(b);
-        if (e.status != MT_OK)
-            *err = e;
-        else
-            mt_fail(err, MT_ENOMEM, "chat: out of memory");
-        return NULL;
+        if (e.status == MT_OK)
+            return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+        return mt_fail(err, e.status, "%s", e.msg);
     }
-    return b;
+    *out = b;
+    return MT_OK;
 }
 
 /* ==== Reply ==== */
@@ -100,8 +98,8 @@ static enum mt_status bad_field(const struct openai *o, struct mt_error *err,
                                 const char *field)
 {
     return mt_fail(err, MT_EPARSE,
-                   "%s: malformed reply: missing or invalid field '%s'",
-                   o->url, field);
+                   "%s: malformed reply: missing or invalid field '%s'", o->url,
+                   field);
 }
 
 static enum mt_status take_choices(const struct openai *o, json_t *reply,
@@ -130,8 +128,7 @@ static enum mt_status take_choices(const struct openai *o, json_t *reply,
 }
 
 static enum mt_status take_usage(const struct openai *o, json_t *reply,
-                                 struct mt_chat_result *r,
-                                 struct mt_error *err)
+                                 struct mt_chat_result *r, struct mt_error *err)
 {
     json_t *u = json_object_get(reply, "usage");
     json_t *pt = json_object_get(u, "prompt_tokens");
@@ -161,9 +158,10 @@ static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
 
     for (round = 0; st == MT_OK && got < p->n; round++) {
         json_t *reply = NULL;
-        json_t *b = make_body(o, m, nm, p, p->n - got, p->seed + round, err);
-        if (!b)
-            return err ? err->status : MT_ENOMEM;
+        json_t *b = NULL;
+        st = make_body(o, m, nm, p, p->n - got, p->seed + round, &b, err);
+        if (st != MT_OK)
+            break;
         st = mt_http_post_json(o->http, "chat/completions", b, &reply, err);
         json_decref(b);
         if (st == MT_OK)
@@ -186,8 +184,8 @@ enum mt_status mt_llm_openai_open(const char *url, const char *model,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err)
 {
-    struct mt_http_params hp = {p->timeout_s, p->max_retries,
-                                p->backoff_base_s, p->backoff_max_s,
+    struct mt_http_params hp = {p->timeout_s,       p->max_retries,
+                                p->backoff_base_s,  p->backoff_max_s,
                                 p->max_concurrency, "--llm/MEDTRUST_LLM"};
     struct openai *o = mt_calloc(1, sizeof *o);
     enum mt_status st;

@@ -70,8 +70,7 @@ const char *mt_reranker_name(const struct mt_reranker *r)
 
 enum mt_status mt_reranker_open(const char *spec,
                                 const struct mt_reranker_params *p,
-                                struct mt_reranker **out,
-                                struct mt_error *err)
+                                struct mt_reranker **out, struct mt_error *err)
 {
     struct mt_reranker_params d;
     char *url = NULL;
@@ -85,7 +84,8 @@ enum mt_status mt_reranker_open(const char *spec,
     if (spec && strncmp(spec, "gguf:", 5) == 0 && spec[5])
         return mt_reranker_open_llama(spec + 5, p, out, err);
     if (!spec || strncmp(spec, "openai:", 7) != 0)
-        return mt_fail(err, MT_EINVAL, "unknown reranker spec '%s': use "
+        return mt_fail(err, MT_EINVAL,
+                       "unknown reranker spec '%s': use "
                        "gguf:PATH or openai:BASE_URL#MODEL in --reranker",
                        spec ? spec : "");
     st = mt_model_split_url(spec + 7, "--reranker", &url, &model, err);
@@ -98,8 +98,7 @@ enum mt_status mt_reranker_open(const char *spec,
 
 /* ==== Scoring with the cache ==== */
 
-static char *request_key(const char *query, const struct mt_str *docs,
-                         size_t n)
+static char *request_key(const char *query, const struct mt_str *docs, size_t n)
 {
     json_t *a = json_array();
     json_t *o = json_pack("{s:s,s:o}", "query", query, "documents", a);
@@ -123,7 +122,8 @@ static int cache_get(struct mt_reranker *r, const char *key, size_t n,
     int hit = 0;
 
     if (mt_cache_get(r->cache, r->ops->name, r->ops->model(r->self), key, &v,
-                     &len, NULL) == MT_OK && len == n * sizeof(float)) {
+                     &len, NULL) == MT_OK &&
+        len == n * sizeof(float)) {
         memcpy(scores, v, len);
         hit = 1;
     }
@@ -144,7 +144,8 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
     if (r->cache) {
         key = request_key(query, docs, n);
         if (!key)
-            return mt_fail(err, MT_EINVAL, "rerank: out of memory or text "
+            return mt_fail(err, MT_EINVAL,
+                           "rerank: out of memory or text "
                            "that is not UTF-8");
         if (cache_get(r, key, n, scores)) {
             mt_free(key);

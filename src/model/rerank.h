@@ -29,8 +29,8 @@ struct mt_reranker_ops {
     const char *name; /* "gguf", "openai" */
     /* Writes one score per document into scores (higher = more relevant). */
     enum mt_status (*score)(void *self, struct mt_str query,
-                            const struct mt_str *docs, size_t n,
-                            float *scores, struct mt_error *err);
+                            const struct mt_str *docs, size_t n, float *scores,
+                            struct mt_error *err);
     const char *(*model)(const void *self);
     void (*free)(void *self);
 };
@@ -48,8 +48,7 @@ enum mt_status mt_reranker_new_take(const struct mt_reranker_ops *ops,
  * *out is unchanged and 'err' names --reranker. */
 enum mt_status mt_reranker_open(const char *spec,
                                 const struct mt_reranker_params *p,
-                                struct mt_reranker **out,
-                                struct mt_error *err);
+                                struct mt_reranker **out, struct mt_error *err);
 
 /* Scores n documents against 'query' into scores[0..n). Thread-safe (the
  * gguf backend serialises calls). */

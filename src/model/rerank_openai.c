@@ -44,8 +44,8 @@ static enum mt_status bad_field(const struct orerank *o, struct mt_error *err,
     else
         snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
     return mt_fail(err, MT_EPARSE,
-                   "%s: malformed reply: missing or invalid field '%s'",
-                   o->url, f);
+                   "%s: malformed reply: missing or invalid field '%s'", o->url,
+                   f);
 }
 
 static enum mt_status parse_results(const struct orerank *o, json_t *reply,
@@ -85,9 +85,9 @@ static enum mt_status orerank_score(void *self, struct mt_str query,
 {
     struct orerank *o = self;
     json_t *a = json_array();
-    json_t *b = json_pack("{s:s,s:s%,s:o,s:I}", "model", o->model, "query",
-                          query.p, query.n, "documents", a, "top_n",
-                          (json_int_t)n);
+    json_t *b =
+        json_pack("{s:s,s:s%,s:o,s:I}", "model", o->model, "query", query.p,
+                  query.n, "documents", a, "top_n", (json_int_t)n);
     json_t *reply = NULL;
     enum mt_status st = b ? MT_OK : MT_EINVAL;
     size_t i;
@@ -118,8 +118,8 @@ enum mt_status mt_reranker_open_openai(const char *url, const char *model,
                                        struct mt_reranker **out,
                                        struct mt_error *err)
 {
-    struct mt_http_params hp = {p->timeout_s, p->max_retries, 0.5, 30,
-                                p->max_concurrency, "--reranker"};
+    struct mt_http_params hp = {p->timeout_s, p->max_retries,     0.5,
+                                30,           p->max_concurrency, "--reranker"};
     struct orerank *o = mt_calloc(1, sizeof *o);
     enum mt_status st;
 

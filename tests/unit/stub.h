@@ -4,6 +4,7 @@
 #define MT_TEST_STUB_H
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ static inline void stub_start(struct stub *s, const char *script)
     s->pid = fork();
     assert_true(s->pid >= 0);
     if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
         dup2(fd[1], 1);
         close(fd[0]);
         execl(bin, bin, sp, s->log, (char *)NULL);

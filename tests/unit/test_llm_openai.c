@@ -8,12 +8,18 @@
 
 #include "medtrust/core.h"
 #include "medtrust/model.h"
+#include "model/embed.h"
+#include "model/embed_openai.h"
+#include "model/nli.h"
 #include "model/rerank.h"
 #include "stub.h"
 
-#define CHOICE(t) "{\"index\":0,\"message\":{\"role\":\"assistant\"," \
-                  "\"content\":\"" t "\"}}"
-#define OK_REPLY "{\"choices\":[" CHOICE("hello") "],\"usage\":" \
+#define CHOICE(t)                                                              \
+    "{\"index\":0,\"message\":{\"role\":\"assistant\","                        \
+    "\"content\":\"" t "\"}}"
+#define OK_REPLY                                                               \
+    "{\"choices\":[" CHOICE(                                                   \
+        "hello") "],\"usage\":"                                                \
                  "{\"prompt_tokens\":5,\"completion_tokens\":1}}"
 
 static const struct mt_llm_message msgs[] = {
@@ -65,9 +71,10 @@ static void test_chat_returns_n_completions_and_usage(void **state)
     struct mt_error err;
     char body[8192];
     (void)state;
-    stub_start(&s, "reply 200 0 - {\"choices\":[" CHOICE("a") ","
-                   CHOICE("b") "," CHOICE("c") "],\"usage\":{\"prompt_"
-                   "tokens\":11,\"completion_tokens\":7}}\n");
+    stub_start(
+        &s, "reply 200 0 - {\"choices\":[" CHOICE("a") "," CHOICE(
+                "b") "," CHOICE("c") "],\"usage\":{\"prompt_"
+                                     "tokens\":11,\"completion_tokens\":7}}\n");
     l = open_llm(&s, 5, 0, NULL);
     mt_chat_default_params(&cp);
     cp.n = 3;
@@ -332,8 +339,7 @@ static void test_cache_serves_second_identical_call(void **state)
     stub_stop(&s);
 }
 
-static struct mt_reranker *open_rerank(const struct stub *s,
-                                       const char *cache)
+static struct mt_reranker *open_rerank(const struct stub *s, const char *cache)
 {
     struct mt_reranker_params p;
     struct mt_reranker *r = NULL;
@@ -375,6 +381,97 @@ static void test_rerank_parses_results_by_index(void **state)
     stub_stop(&s);
 }
 
+#define EMB(i, a, b) "{\"index\":" #i ",\"embedding\":[" #a "," #b "]}"
+
+static const char embed_script[] = "reply 200 0 - {\"data\":[" EMB(
+    0, 1, 0) "]}\n"
+             "reply 200 0 - {\"data\":[" EMB(1, 0, 2) "," EMB(
+                 0, 3, 4) "]}\n"
+                          "reply 200 0 - {\"data\":[" EMB(0, 1, 0) "," EMB(
+                              1, 1, 2) ",{\"index\":2,\"embedding\":[1]}]}\n";
+
+static void test_embeddings_parse_normalise_and_cache(void **state)
+{
+    struct stub s;
+    struct mt_embedder *e = NULL;
+    struct mt_embedder_params p;
+    struct mt_str t[2] = {MT_STR_C("fever"), MT_STR_C("cough")};
+    float v[4];
+    struct mt_error err;
+    char cache[300];
+    char body[8192];
+    (void)state;
+    stub_start(&s, embed_script);
+    snprintf(cache, sizeof cache, "%s/cache.db", s.dir);
+    mt_embedder_default_params(&p);
+    CHECK_OK(mt_embedder_open_openai(s.url, "emb", &p, cache, &e, &err));
+    CHECK(mt_embedder_dims(e) == 2);
+    CHECK_OK(mt_embedder_embed(e, t, 2, v, &err));
+    /* row 0 is index 0 = (3,4)/5, row 1 is (0,2)/2 */
+    CHECK(v[0] > 0.59f && v[0] < 0.61f && v[1] > 0.79f && v[1] < 0.81f);
+    CHECK(v[2] > -0.01f && v[2] < 0.01f && v[3] > 0.99f);
+    stub_requests(&s, NULL, body, sizeof body);
+    CHECK(strstr(body, "/v1/embeddings") && strstr(body, "\"cough\""));
+    CHECK_OK(mt_embedder_embed(e, t, 2, v, &err)); /* from the cache */
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 2);
+    t[0] = mt_str_from("new");
+    t[1] = mt_str_from("other");
+    CHECK(mt_embedder_embed(e, t, 2, v, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "'data'") != NULL);
+    mt_embedder_free(e);
+    stub_stop(&s);
+}
+
+static void test_embedder_open_fails_clearly(void **state)
+{
+    struct stub s;
+    struct mt_embedder *e = NULL;
+    struct mt_error err;
+    char spec[128];
+    (void)state;
+    stub_start(&s, "reply 404 0 - {\"error\":{\"message\":\"nope\"}}\n");
+    snprintf(spec, sizeof spec, "%s#missing", s.url);
+    CHECK(mt_embedder_open_openai_spec(spec, NULL, &e, &err) == MT_ENOTFOUND);
+    CHECK(strstr(err.msg, "--embedder") && e == NULL);
+    CHECK(mt_embedder_open_openai_spec("http://x", NULL, &e, &err) ==
+          MT_EINVAL);
+    CHECK(mt_embedder_open_openai_spec(NULL, NULL, &e, &err) == MT_EINVAL);
+    stub_stop(&s);
+}
+
+#define JUDGE(t) "reply 200 0 - {\"choices\":[" CHOICE(t) "]}\n"
+
+static const char judge_script[] = JUDGE("{\\\"label\\\":\\\"CONTRADICT\\\"}")
+    JUDGE("I think NO_EVIDENCE.") JUDGE("dunno");
+
+static void test_nli_llm_judge_reads_label(void **state)
+{
+    struct stub s;
+    struct mt_nli *n = NULL;
+    struct mt_error err;
+    enum mt_nli_label lab;
+    float pr[3];
+    char spec[128];
+    char body[8192];
+    (void)state;
+    stub_start(&s, judge_script);
+    snprintf(spec, sizeof spec, "llm:openai:%s#judge", s.url);
+    CHECK_OK(mt_nli_open(spec, NULL, &n, &err));
+    CHECK_OK(mt_nli_classify(n, "No aspirin was given.", "Aspirin was given.",
+                             pr, &lab, &err));
+    CHECK(lab == MT_NLI_CONTRADICT && pr[MT_NLI_CONTRADICT] == 1.0f);
+    stub_requests(&s, NULL, body, sizeof body);
+    CHECK(strstr(body, "NO_EVIDENCE") && strstr(body, "json_schema"));
+    CHECK_OK(mt_nli_classify(n, "a", "b", NULL, &lab, &err));
+    CHECK(lab == MT_NLI_NO_EVIDENCE);
+    CHECK(mt_nli_classify(n, "a", "b", NULL, &lab, &err) == MT_EPARSE);
+    CHECK(strcmp(mt_nli_label_str(MT_NLI_SUPPORT), "SUPPORT") == 0);
+    mt_nli_free(n);
+    CHECK(mt_nli_open("bert", NULL, &n, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "--nli") != NULL);
+    stub_stop(&s);
+}
+
 static void test_specs_and_role_routing(void **state)
 {
     struct mt_llm *l = NULL;
@@ -399,6 +496,51 @@ static void test_specs_and_role_routing(void **state)
     CHECK(strcmp(mt_llm_role_spec("agent", NULL), "gguf:all") == 0);
     unsetenv("MEDTRUST_LLM");
     unsetenv("MEDTRUST_LLM_EVAL");
+}
+
+/* Every allocation failure in open, chat and close is reported cleanly
+ * (ASan checks that nothing leaks on any of these paths). */
+static void test_chat_survives_allocation_failures(void **state)
+{
+    struct stub s;
+    struct mt_llm_params p;
+    char spec[128];
+    char cache[300];
+    long n;
+    int done = 0;
+    (void)state;
+    stub_start(&s, "reply 200 0 - " OK_REPLY "\n");
+    snprintf(spec, sizeof spec, "openai:%s#m", s.url);
+    snprintf(cache, sizeof cache, "%s/cache.db", s.dir);
+    mt_llm_default_params(&p);
+    p.max_retries = 0;
+    p.cache_path = cache;
+    for (n = 0; n < 400 && !done; n++) {
+        struct mt_llm *l = NULL;
+        struct mt_chat_result r;
+        enum mt_status st;
+        struct mt_error err = {MT_OK, ""};
+        mt_alloc_fail_after(n);
+        st = mt_llm_open(spec, &p, &l, &err);
+        if (st == MT_OK)
+            st = mt_llm_chat(l, msgs, 2, NULL, &r, &err);
+        mt_alloc_fail_reset();
+        if (st == MT_EINVAL)
+            fail_msg("n=%ld: %s", n, err.msg);
+        if (!(st == MT_OK || st == MT_ENOMEM || st == MT_EDB || st == MT_EIO ||
+              st == MT_EPARSE || st == MT_EINTERNAL))
+            fail_msg("n=%ld: %s", n, mt_status_str(st));
+        CHECK(st == MT_OK || st == MT_ENOMEM || st == MT_EDB || st == MT_EIO ||
+              st == MT_EPARSE || st == MT_EINTERNAL);
+        if (st == MT_OK) {
+            CHECK(r.n == 1);
+            mt_chat_result_free(&r);
+            done = 1;
+        }
+        mt_llm_close(l);
+    }
+    CHECK(done);
+    stub_stop(&s);
 }
 
 static void test_timeout_default_from_environment(void **state)
@@ -429,7 +571,11 @@ int main(void)
         cmocka_unit_test(test_chat_concurrency_limit_never_exceeded),
         cmocka_unit_test(test_cache_serves_second_identical_call),
         cmocka_unit_test(test_rerank_parses_results_by_index),
+        cmocka_unit_test(test_embeddings_parse_normalise_and_cache),
+        cmocka_unit_test(test_embedder_open_fails_clearly),
+        cmocka_unit_test(test_nli_llm_judge_reads_label),
         cmocka_unit_test(test_specs_and_role_routing),
+        cmocka_unit_test(test_chat_survives_allocation_failures),
         cmocka_unit_test(test_timeout_default_from_environment),
     };
 

@@ -1,0 +1,214 @@
+/* medtrust models: lists the configured LLMs (default and per role),
+ * embedder, reranker and NLI model, and checks that each one loads (an
+ * LLM answers a one-token chat). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "core/jsonl.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "model/embed.h"
+#include "model/nli.h"
+#include "model/rerank.h"
+
+extern char **environ;
+
+static const struct cli_opt models_opts[] = {
+    {"llm", 'l', "SPEC",
+     "openai:BASE_URL#MODEL or gguf:PATH (default "
+     "MEDTRUST_LLM)",
+     0},
+    {"embedder", 'e', "SPEC",
+     "embedder (default MEDTRUST_EMBEDDER, else "
+     "use-lite)",
+     0},
+    {"reranker", 'r', "SPEC", "reranker (default MEDTRUST_RERANKER)", 0},
+    {"nli", 'n', "SPEC",
+     "NLI classifier: gguf:PATH, llm or llm:SPEC "
+     "(default MEDTRUST_NLI)",
+     0},
+    {"timeout", 0, "SECONDS",
+     "bound on each check, 1..86400 (default 120 "
+     "or MEDTRUST_LLM_TIMEOUT)",
+     0},
+    {"no-check", 0, NULL, "list only; do not load anything", 0},
+    {"json", 'j', NULL, "print one JSON object per model", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+struct check_ctx {
+    double timeout;
+    int json;
+    int no_check;
+    int failed;
+};
+
+static void report(struct check_ctx *c, const char *kind, const char *spec,
+                   enum mt_status st, const char *detail)
+{
+    const char *status = c->no_check   ? "unchecked"
+                         : st == MT_OK ? "ok"
+                                       : "failed";
+    json_t *o;
+    char *t;
+
+    if (st != MT_OK && !c->no_check)
+        c->failed = 1;
+    if (!c->json) {
+        printf("%-14s %-40s %s%s%s\n", kind, spec, status,
+               detail[0] ? ": " : "", detail);
+        return;
+    }
+    o = json_pack("{s:s,s:s,s:s,s:s}", "kind", kind, "spec", spec, "status",
+                  status, "detail", detail);
+    t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (t)
+        printf("%s\n", t);
+    mt_free(t);
+    json_decref(o);
+}
+
+static enum mt_status check_llm(const char *spec, double timeout, char *detail,
+                                size_t n, struct mt_error *err)
+{
+    static const struct mt_llm_message ping[] = {{"user", "ping"}};
+    struct mt_llm_params p;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_llm *l = NULL;
+    enum mt_status st;
+
+    mt_llm_default_params(&p);
+    p.timeout_s = timeout;
+    p.max_retries = 1;
+    mt_chat_default_params(&cp);
+    cp.max_tokens = 1;
+    st = mt_llm_open(spec, &p, &l, err);
+    if (st == MT_OK)
+        st = mt_llm_chat(l, ping, 1, &cp, &r, err);
+    if (st == MT_OK) {
+        snprintf(detail, n, "%s model %s, answered in %.2f s",
+                 mt_llm_backend(l), mt_llm_model(l), r.seconds);
+        mt_chat_result_free(&r);
+    }
+    mt_llm_close(l);
+    return st;
+}
+
+static enum mt_status check_other(const char *kind, const char *spec,
+                                  double timeout, char *detail, size_t n,
+                                  struct mt_error *err)
+{
+    struct mt_embedder_params ep;
+    struct mt_reranker_params rp;
+    struct mt_embedder *e = NULL;
+    struct mt_reranker *r = NULL;
+    struct mt_nli *nli = NULL;
+    enum mt_status st;
+
+    mt_embedder_default_params(&ep);
+    mt_reranker_default_params(&rp);
+    ep.timeout_s = rp.timeout_s = timeout;
+    if (strcmp(kind, "embedder") == 0) {
+        st = mt_embedder_open(spec, &ep, &e, err);
+        if (st == MT_OK)
+            snprintf(detail, n, "%u dimensions", mt_embedder_dims(e));
+    } else if (strcmp(kind, "reranker") == 0) {
+        st = mt_reranker_open(spec, &rp, &r, err);
+    } else {
+        st = mt_nli_open(spec, &rp, &nli, err);
+    }
+    mt_embedder_free(e);
+    mt_reranker_free(r);
+    mt_nli_free(nli);
+    return st;
+}
+
+static void check_one(struct check_ctx *c, const char *kind, const char *spec)
+{
+    struct mt_error err = {MT_OK, ""};
+    char detail[MT_ERROR_MSG_MAX + 64] = "";
+    enum mt_status st = MT_OK;
+
+    if (!spec || !*spec) {
+        report(c, kind, "-", MT_OK, "not configured");
+        return;
+    }
+    if (!c->no_check && strncmp(kind, "llm", 3) == 0)
+        st = check_llm(spec, c->timeout, detail, sizeof detail, &err);
+    else if (!c->no_check)
+        st = check_other(kind, spec, c->timeout, detail, sizeof detail, &err);
+    if (st != MT_OK)
+        snprintf(detail, sizeof detail, "%s",
+                 err.msg[0] ? err.msg : mt_status_str(st));
+    report(c, kind, spec, st, detail);
+}
+
+/* Every MEDTRUST_LLM_<ROLE>=SPEC in the environment. */
+static void check_roles(struct check_ctx *c)
+{
+    char kind[64];
+    char **e;
+
+    for (e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t k = eq ? (size_t)(eq - *e) : 0;
+        if (strncmp(*e, "MEDTRUST_LLM_", 13) != 0 || k <= 13 ||
+            strncmp(*e, "MEDTRUST_LLM_TIMEOUT=", 21) == 0 || k > 50)
+            continue;
+        snprintf(kind, sizeof kind, "llm[%.*s]", (int)(k - 13), *e + 13);
+        check_one(c, kind, eq + 1);
+    }
+}
+
+static const char *opt_or_env(struct cli_args *a, const char *opt,
+                              const char *env, const char *dflt)
+{
+    const char *v = cli_get(a, opt);
+
+    if (!v)
+        v = getenv(env);
+    return v && *v ? v : dflt;
+}
+
+static int models_run(struct cli_args *a)
+{
+    struct check_ctx c = {MT_LLM_DEFAULT_TIMEOUT_S, 0, 0, 0};
+    unsigned long t = 0;
+
+    mt_jsonl_init_alloc();
+    if (cli_get_uint(a, "timeout", 1, 86400, &t) < 0)
+        return 1;
+    if (t)
+        c.timeout = (double)t;
+    else if (getenv("MEDTRUST_LLM_TIMEOUT"))
+        c.timeout = atof(getenv("MEDTRUST_LLM_TIMEOUT"));
+    c.json = cli_get(a, "json") != NULL;
+    c.no_check = cli_get(a, "no-check") != NULL;
+    check_one(&c, "llm", opt_or_env(a, "llm", "MEDTRUST_LLM", NULL));
+    check_roles(&c);
+    check_one(&c, "embedder",
+              opt_or_env(a, "embedder", "MEDTRUST_EMBEDDER", "use-lite"));
+    check_one(&c, "reranker",
+              opt_or_env(a, "reranker", "MEDTRUST_RERANKER", NULL));
+    check_one(&c, "nli", opt_or_env(a, "nli", "MEDTRUST_NLI", NULL));
+    return c.failed ? 1 : 0;
+}
+
+const struct cli_verb cli_verb_models = {
+    "models",
+    "list the configured models and check that they load",
+    "[--llm SPEC] [--embedder SPEC] [--reranker SPEC] [--nli SPEC]",
+    "Lists the LLM (--llm or MEDTRUST_LLM), each per-role override\n"
+    "(MEDTRUST_LLM_<ROLE>, e.g. MEDTRUST_LLM_EVAL), the embedder, the\n"
+    "reranker and the NLI model, and checks each: local models are loaded,\n"
+    "and an LLM must answer a one-token chat. Exit status 1 when any check\n"
+    "fails. Specs: openai:BASE_URL#MODEL (key from MEDTRUST_API_KEY or\n"
+    "OPENAI_API_KEY), gguf:PATH, and use-lite for the embedder.",
+    models_opts,
+    models_run,
+};

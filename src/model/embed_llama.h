@@ -1,0 +1,15 @@
+/* llama.cpp embedder (gguf:PATH) behind src/model/embed.h. */
+#ifndef MT_MODEL_EMBED_LLAMA_H
+#define MT_MODEL_EMBED_LLAMA_H
+
+#include "model/embed.h"
+
+/* Opens a BERT-family (or any pooled) GGUF embedding model at 'path' with
+ * the pooling the GGUF declares; fits mt_embedder_open's dispatch table
+ * ("gguf:PATH" -> PATH). Errors name --embedder. Calls serialise. */
+enum mt_status mt_embedder_open_llama(const char *path,
+                                      const struct mt_embedder_params *p,
+                                      struct mt_embedder **out,
+                                      struct mt_error *err);
+
+#endif

@@ -1,0 +1,49 @@
+/* Shared llama.cpp runtime for the gguf backends: one-time backend
+ * loading, log routing into mt_log, checked model loading, tokenising. */
+#ifndef MT_MODEL_LLAMA_RT_H
+#define MT_MODEL_LLAMA_RT_H
+
+#ifdef MT_HAVE_LLAMA
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llama.h>
+
+#include "medtrust/status.h"
+
+/* What a model file must be for the caller. */
+enum mt_llama_role {
+    MT_LLAMA_CHAT,     /* decoder with a vocabulary, not pooled */
+    MT_LLAMA_EMBED,    /* pooled (mean, CLS, last) embedding model */
+    MT_LLAMA_RANK,     /* rank pooling, one output (cross-encoder) */
+    MT_LLAMA_CLASSIFY, /* rank pooling, n labelled outputs */
+};
+
+/* Loads backends from MEDTRUST_LLAMA_LIB or the build's bundle folder and
+ * initialises llama.cpp once per process. Thread-safe. */
+enum mt_status mt_llama_init(struct mt_error *err);
+
+/* Checks 'path' (missing, not GGUF, wrong architecture for 'role') and
+ * loads the model, or shares the one already loaded from the same path.
+ * 'setting' (e.g. "--embedder") is named in errors. On success *out is the
+ * model; give it back with mt_llama_release. Thread-safe. */
+enum mt_status mt_llama_load(const char *path, enum mt_llama_role role,
+                             const char *setting, struct llama_model **out,
+                             struct mt_error *err);
+
+/* Drops one reference to a model from mt_llama_load; the last frees it.
+ * Its contexts must be freed first. Thread-safe. */
+void mt_llama_release(struct llama_model *m);
+
+/* Tokenises n bytes of text into a new array (mt_free) of *n_out tokens;
+ * 'special' adds BOS/CLS/SEP as the vocabulary wants. */
+enum mt_status mt_llama_tokenize(const struct llama_vocab *v, const char *text,
+                                 size_t n, int special, llama_token **out,
+                                 int32_t *n_out, struct mt_error *err);
+
+/* Threads to use: 'threads' or the online CPU count. */
+int32_t mt_llama_threads(uint32_t threads);
+
+#endif
+#endif
