@@ -176,13 +176,16 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
 {
     static const char *const keys[] = {"SENTENCES", "AGENT1", "AGENT2"};
     char *desc = mt_malloc(2 * DESC_MAX);
-    const char *vals[3] = {r->block, desc, desc + DESC_MAX};
+    const char *vals[3];
     struct opinion da;
     struct call c;
     enum mt_status st;
 
     if (!desc)
         return MT_ENOMEM;
+    vals[0] = r->block;
+    vals[1] = desc;
+    vals[2] = desc + DESC_MAX;
     describe(desc, DESC_MAX, &d[0], s->locate);
     describe(desc + DESC_MAX, DESC_MAX, &d[1], s->locate);
     call_init(&c, s->arbiter, s->check, keys, vals, 3,

@@ -4,25 +4,6 @@
 
 #include "cli/agent_opts.h"
 
-static int get_double(const struct cli_args *a, const char *name, double lo,
-                      double hi, double *out)
-{
-    const char *s = cli_get(a, name);
-    char *end;
-    double v;
-
-    if (!s)
-        return 0;
-    v = strtod(s, &end);
-    if (*end || end == s || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
-                "'%s'\n", name, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int get_u32(const struct cli_args *a, const char *name,
                    unsigned long lo, unsigned long hi, uint32_t *out)
 {
@@ -46,11 +27,11 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
         get_u32(a, "retries", 0, 10, &p->llm.max_retries) < 0 ||
-        get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
-        get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
-        get_double(a, "temperature", 0, 2, &t) < 0 ||
-        get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
-        get_double(a, "timeout", 0.001, 86400, &p->llm.timeout_s) < 0)
+        cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
+        cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
+        cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
+        cli_get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
+        cli_get_double(a, "timeout", 0.001, 86400, &p->llm.timeout_s) < 0)
         return -1;
     p->temperature = (float)t;
     p->eval_temperature = (float)et;

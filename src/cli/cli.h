@@ -51,6 +51,12 @@ const char **cli_get_all(const struct cli_args *a, const char *name,
 int cli_get_uint(const struct cli_args *a, const char *name,
                  unsigned long lo, unsigned long hi, unsigned long *out);
 
+/* Parses a number option within [lo, hi] the same way; NaN is refused. */
+int cli_get_double(const struct cli_args *a, const char *name, double lo,
+                   double hi, double *out);
+int cli_get_float(const struct cli_args *a, const char *name, double lo,
+                  double hi, float *out);
+
 void cli_print_help(const struct cli_verb *v);
 
 /* Prints "medtrust: ERROR: message" and a hint; returns the exit code. */

@@ -159,6 +159,36 @@ int cli_get_uint(const struct cli_args *a, const char *name,
     return 0;
 }
 
+int cli_get_double(const struct cli_args *a, const char *name, double lo,
+                   double hi, double *out)
+{
+    const char *s = cli_get(a, name);
+    char *end;
+    double v;
+
+    if (!s)
+        return 0;
+    v = strtod(s, &end);
+    if (*end || end == s || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
+                "'%s'\n", name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_get_float(const struct cli_args *a, const char *name, double lo,
+                  double hi, float *out)
+{
+    double v = *out;
+
+    if (cli_get_double(a, name, lo, hi, &v) < 0)
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
 void cli_print_help(const struct cli_verb *v)
 {
     const struct cli_opt *o;

@@ -16,36 +16,15 @@
 
 /* ==== Options ==== */
 
-static int get_double(const struct cli_args *a, const char *name, double lo,
-                      double hi, double *out)
-{
-    const char *s = cli_get(a, name);
-    char *end;
-    double v;
-
-    if (!s)
-        return 0;
-    v = strtod(s, &end);
-    if (*end || end == s || v < lo || v > hi) {
-        fprintf(stderr,
-                "medtrust: --%s must be a number in %g..%g, not "
-                "'%s'\n",
-                name, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int get_floats(const struct cli_args *a, struct mt_qa_params *p)
 {
     double wl = p->w_lex, ws = p->w_sem, t = p->temperature;
     double to = p->llm.timeout_s;
 
-    if (get_double(a, "w-lex", 0, 1000, &wl) < 0 ||
-        get_double(a, "w-sem", 0, 1000, &ws) < 0 ||
-        get_double(a, "temperature", 0, 2, &t) < 0 ||
-        get_double(a, "timeout", 0.1, 86400, &to) < 0)
+    if (cli_get_double(a, "w-lex", 0, 1000, &wl) < 0 ||
+        cli_get_double(a, "w-sem", 0, 1000, &ws) < 0 ||
+        cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
+        cli_get_double(a, "timeout", 0.1, 86400, &to) < 0)
         return -1;
     p->w_lex = (float)wl;
     p->w_sem = (float)ws;

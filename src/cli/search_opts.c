@@ -10,25 +10,6 @@
 #include "model/embed.h"
 #include "model/rerank.h"
 
-static int get_float(const struct cli_args *a, const char *name, double lo,
-                     double hi, float *out)
-{
-    const char *s = cli_get(a, name);
-    char *end;
-    double v;
-
-    if (!s)
-        return 0;
-    v = strtod(s, &end);
-    if (*end || end == s || v < lo || v > hi) {
-        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
-                "'%s'\n", name, lo, hi, s);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
-}
-
 static int read_mode(const struct cli_args *a, struct mt_search_params *p)
 {
     const char *m = cli_get(a, "mode");
@@ -54,10 +35,10 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
     unsigned long v;
 
     mt_search_default_params(p);
-    if (read_mode(a, p) < 0 || get_float(a, "k1", 0, 100, &p->k1) < 0 ||
-        get_float(a, "b", 0, 1, &p->b) < 0 ||
-        get_float(a, "w-lex", 0, 1000, &p->w_lex) < 0 ||
-        get_float(a, "w-sem", 0, 1000, &p->w_sem) < 0)
+    if (read_mode(a, p) < 0 || cli_get_float(a, "k1", 0, 100, &p->k1) < 0 ||
+        cli_get_float(a, "b", 0, 1, &p->b) < 0 ||
+        cli_get_float(a, "w-lex", 0, 1000, &p->w_lex) < 0 ||
+        cli_get_float(a, "w-sem", 0, 1000, &p->w_sem) < 0)
         return -1;
     v = p->retrieve_k;
     if (cli_get_uint(a, "retrieve", 1, 100000, &v) < 0)
