@@ -37,6 +37,10 @@ struct mt_server_params {
     const char *registration; /* "open" or "closed" stored at start;
                                  NULL keeps the stored setting (default
                                  open) */
+    const char *llm_spec;     /* model of every checker role unless
+                                 MEDTRUST_LLM_<ROLE> is set: openai:URL#M
+                                 or gguf:PATH; NULL = MEDTRUST_LLM; with
+                                 none, POST /v1/check says how to set one */
 };
 
 /* Fills 'p' with the defaults above (db_dir NULL). */

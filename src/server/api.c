@@ -1,10 +1,12 @@
-/* The engine routes: health, search (the CLI's hit objects), score (the
- * CLI's --json object, recorded as a run), runs, models, and the job
- * routes (check and ask until their engines exist: 501; the synthetic
- * sleep job that tests the job queue and event streams). */
+/* The engine routes: health, models, sources, search (the CLI's hit
+ * objects), score (the CLI's --json object, recorded as a run with its
+ * HTML report), and ask until its engine is wired (501). Check is in
+ * check.c, runs and the synthetic sleep job in runs.c. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
@@ -76,9 +78,21 @@ static json_t *role_specs(void)
     return o;
 }
 
+/* Which checker strategies have a model for each of their roles. */
+static json_t *check_ready(const struct mt_server *s)
+{
+    int react = mt_srv_llm_spec(s, "react") && mt_srv_llm_spec(s, "eval") &&
+                mt_srv_llm_spec(s, "reflect") && mt_srv_llm_spec(s, "parser");
+
+    return json_pack("{s:b,s:b,s:b}", "react-reflex", react, "guards",
+                     mt_srv_llm_spec(s, "guard") != NULL, "single",
+                     mt_srv_llm_spec(s, "single") != NULL);
+}
+
 void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
                    int64_t id)
 {
+    const char *llm = getenv("MEDTRUST_LLM");
     char emb[128] = "";
     uint32_t dims = 0;
     json_t *e;
@@ -92,9 +106,50 @@ void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     else
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
     mt_srv_json(rs, 200,
-                json_pack("{s:{s:o,s:o},s:o}", "llm", "default",
-                          spec_json(getenv("MEDTRUST_LLM")), "roles",
-                          role_specs(), "embedder", e));
+                json_pack("{s:{s:o,s:o},s:o,s:o}", "llm", "default",
+                          spec_json(llm && *llm ? llm : s->llm_spec), "roles",
+                          role_specs(), "embedder", e, "check",
+                          check_ready(s)));
+}
+
+/* ==== Sources ==== */
+
+static enum mt_status source_row(const struct mt_store_counts *c, void *user)
+{
+    json_t *o =
+        json_pack("{s:s?,s:I,s:I,s:I}", "name", c->source, "documents",
+                  (json_int_t)c->documents, "chunks", (json_int_t)c->chunks,
+                  "text_bytes", (json_int_t)c->text_bytes);
+
+    if (!o)
+        return MT_ENOMEM;
+    if (!c->source) /* the total comes last */
+        return json_object_set_new(user, "total", o) ? MT_ENOMEM : MT_OK;
+    return json_array_append_new(json_object_get(user, "sources"), o)
+               ? MT_ENOMEM
+               : MT_OK;
+}
+
+/* GET /v1/sources: the corpora in the store, with their counts. */
+void mt_srv_sources(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    json_t *o = json_pack("{s:[]}", "sources");
+    enum mt_status st = o ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+
+    (void)rq;
+    (void)id;
+    if (st == MT_OK)
+        st = mt_store_stats(l->store, source_row, o, &err);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK) {
+        mt_srv_json(rs, 200, o);
+        return;
+    }
+    json_decref(o);
+    mt_srv_fail(rs, st, &err);
 }
 
 /* ==== Search ==== */
@@ -289,9 +344,30 @@ static int score_params(json_t *o, struct score_in *in, struct srv_resp *rs)
     return num_in(o, "kpcs_alpha", 0, 1, &in->params.kpcs_alpha, rs);
 }
 
-/* Scores into *json (the CLI's --json object, caller frees). */
+/* Writes the run's HTML report for GET /v1/runs/ID/report; a failure
+ * is logged and leaves the run without a report. */
+static void save_report(const char *path, const struct mt_eval_ref *ref,
+                        const struct mt_eval_sub *sub,
+                        const struct mt_eval_result *res, const char *name)
+{
+    struct mt_eval_run run = {name, res, sub};
+    struct mt_error err = {MT_OK, ""};
+    char dir[4096];
+
+    snprintf(dir, sizeof dir, "%s", path);
+    if (strrchr(dir, '/'))
+        *strrchr(dir, '/') = '\0';
+    if ((mkdir(dir, 0750) != 0 && errno != EEXIST) ||
+        mt_eval_report_write(path, ref, &run, 1, &err) != MT_OK)
+        mt_log(MT_LOG_WARN, "server: no report at %s: %s", path,
+               err.msg[0] ? err.msg : strerror(errno));
+}
+
+/* Scores into *json (the CLI's --json object, caller frees) and writes
+ * the HTML report to 'report'. */
 static enum mt_status score_json(const struct score_in *in, char **json,
-                                 size_t *notes, struct mt_error *err)
+                                 size_t *notes, const char *report,
+                                 struct mt_error *err)
 {
     struct mt_eval_ref *ref = NULL;
     struct mt_eval_sub *sub = NULL;
@@ -305,6 +381,8 @@ static enum mt_status score_json(const struct score_in *in, char **json,
         st = mt_eval_score(ref, sub, &in->params, &res, err);
     if (st == MT_OK)
         st = mt_eval_result_json(res, ref, in->name, json, err);
+    if (st == MT_OK)
+        save_report(report, ref, sub, res, in->name);
     *notes = ref ? mt_eval_ref_count(ref) : 0;
     mt_eval_result_free(res);
     mt_eval_sub_free(sub);
@@ -347,6 +425,7 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     struct score_in in;
     json_t *o = NULL;
     char *json = NULL, *hash = NULL;
+    char report[4096];
     size_t notes = 0;
     enum mt_status st;
 
@@ -360,7 +439,8 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         st = mt_run_create(l->store, rq->user.id, rq->user.name, "score", hash,
                            &id, &err);
     if (st == MT_OK) {
-        st = score_json(&in, &json, &notes, &err);
+        mt_srv_report_path(s, id, report, sizeof report);
+        st = score_json(&in, &json, &notes, report, &err);
         /* Best effort: a failed update leaves the run "queued". */
         mt_run_update(l->store, id, st == MT_OK ? "done" : "failed", json,
                       st == MT_OK ? NULL : err.msg, NULL);

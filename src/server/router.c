@@ -40,12 +40,14 @@ static const struct route routes[] = {
     {"PUT", "/v1/settings", ADMIN, 0, mt_srv_settings_put},
     {"POST", "/v1/search", USER, 0, mt_srv_search},
     {"POST", "/v1/score", USER, 0, mt_srv_score},
-    {"POST", "/v1/check", USER, 0, mt_srv_not_yet},
+    {"POST", "/v1/check", USER, 0, mt_srv_check},
     {"POST", "/v1/ask", USER, 0, mt_srv_not_yet},
     {"GET", "/v1/runs", USER, 0, mt_srv_runs_list},
     {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get},
     {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events},
+    {"GET", "/v1/runs/{id}/report", USER, 0, mt_srv_run_report},
     {"GET", "/v1/models", USER, 0, mt_srv_models},
+    {"GET", "/v1/sources", USER, 0, mt_srv_sources},
     {"POST", "/v1/jobs/sleep", USER, 1, mt_srv_sleep_job},
 };
 
@@ -141,6 +143,15 @@ int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
 
 /* ==== Static files ==== */
 
+/* The UI keeps every script and style sheet in its own file, so the
+ * policy allows no inline code; reports are framed from /v1 (same
+ * origin), nothing else is. */
+static const char ui_csp[] =
+    "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; frame-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'";
+
 /* Serves an embedded UI file. Only exact names of the embedded set are
  * served, so nothing on disk is reachable; '..' is refused outright. */
 static void serve_static(struct srv_req *rq, struct srv_resp *rs)
@@ -160,10 +171,13 @@ static void serve_static(struct srv_req *rq, struct srv_resp *rs)
         path = "/index.html";
     else if (strcmp(path, "/login") == 0)
         path = "/login.html";
+    else if (strcmp(path, "/favicon.ico") == 0)
+        path = "/favicon.svg";
     for (i = 0; i < mt_ui_asset_count; i++) {
         if (strcmp(mt_ui_assets[i].path, path) != 0)
             continue;
         rs->status = 200;
+        rs->csp = ui_csp;
         rs->type = mt_ui_assets[i].type;
         rs->static_body = mt_ui_assets[i].data;
         rs->len = mt_ui_assets[i].len;

@@ -1,6 +1,9 @@
 /* Runs over HTTP: listing and reading the runs table (users see their own,
- * admins everyone's), the event-stream route, and the synthetic sleep job
- * (test equipment) that exercises the job queue like a slow model call. */
+ * admins everyone's), the event-stream route, score runs' HTML reports,
+ * and the synthetic sleep job (test equipment) that exercises the job
+ * queue like a slow model call. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +160,76 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
     rs->status = 200;
     rs->type = "text/event-stream";
     rs->sse_run = id;
+}
+
+/* ==== Reports ==== */
+
+#define REPORT_MAX ((size_t)64 << 20)
+
+/* The report's own inline CSS and scripts run in a sandbox (an opaque
+ * origin: no cookies, no API), framed only by the UI. */
+static const char report_csp[] =
+    "default-src 'none'; style-src 'unsafe-inline'; "
+    "script-src 'unsafe-inline'; img-src data:; "
+    "frame-ancestors 'self'; sandbox allow-scripts";
+
+void mt_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
+                        size_t n)
+{
+    snprintf(buf, n, "%s/reports/run-%lld.html", s->db_dir, (long long)id);
+}
+
+static enum mt_status read_file(const char *path, struct mt_buf *b)
+{
+    FILE *f = fopen(path, "rb");
+    char chunk[65536];
+    size_t k;
+    enum mt_status st = MT_OK;
+
+    if (!f)
+        return errno == ENOENT ? MT_ENOTFOUND : MT_EIO;
+    while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        st = mt_buf_append(b, chunk, k);
+    if (st == MT_OK && ferror(f))
+        st = MT_EIO;
+    fclose(f);
+    return st;
+}
+
+/* GET /v1/runs/ID/report: the HTML report of a score run. */
+void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
+                       struct srv_resp *rs, int64_t id)
+{
+    struct run_ctx c = {rq, NULL, 0, 0};
+    struct mt_buf b = MT_BUF_INIT(REPORT_MAX);
+    const char *kind;
+    char path[4096];
+    enum mt_status st;
+
+    if (load_run(s, rq, rs, id, &c) != 0)
+        return;
+    kind = json_string_value(json_object_get(c.out, "kind"));
+    st = kind && strcmp(kind, "score") == 0 ? MT_OK : MT_ENOTFOUND;
+    json_decref(c.out);
+    mt_srv_report_path(s, id, path, sizeof path);
+    if (st == MT_OK)
+        st = read_file(path, &b);
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        if (st == MT_ENOTFOUND)
+            mt_srv_error(rs, 404, "run %lld has no report", (long long)id);
+        else
+            mt_srv_error(rs, 500, "cannot read the report of run %lld",
+                         (long long)id);
+        return;
+    }
+    mt_srv_resp_free(rs);
+    rs->len = b.len;
+    rs->body = mt_buf_take(&b);
+    rs->status = 200;
+    rs->type = "text/html; charset=utf-8";
+    rs->csp = report_csp;
+    rs->frame_self = 1;
 }
 
 /* ==== The synthetic sleep job ==== */

@@ -110,13 +110,15 @@ static enum mt_status copy_params(struct mt_server *s,
     s->db_dir = mt_strdup(p->db_dir);
     s->listen = mt_strdup(p->listen ? p->listen : "127.0.0.1:8080");
     s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
+    s->llm_spec = p->llm_spec ? mt_strdup(p->llm_spec) : NULL;
     s->buckets = mt_calloc(SRV_RL_SLOTS, sizeof *s->buckets);
     if (!s->db_dir || !s->listen || (p->data_dir && !s->data_dir) ||
-        !s->buckets)
+        (p->llm_spec && !s->llm_spec) || !s->buckets)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->p.db_dir = s->db_dir;
     s->p.listen = s->listen;
     s->p.data_dir = s->data_dir;
+    s->p.llm_spec = s->llm_spec;
     s->p.registration = NULL;
     return MT_OK;
 }
@@ -160,6 +162,7 @@ enum mt_status mt_srv_init(struct mt_server *s,
     pthread_mutex_init(&s->job_mu, NULL);
     pthread_cond_init(&s->job_cv, NULL);
     pthread_cond_init(&s->idle_cv, NULL);
+    pthread_mutex_init(&s->agent_mu, NULL);
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     st = copy_params(s, p, err);
@@ -177,6 +180,7 @@ void mt_srv_fini(struct mt_server *s)
     struct srv_lease *l;
 
     mt_srv_jobs_stop(s, 0);
+    mt_srv_agents_close(s); /* no job runs any more */
     while ((l = s->free_leases) != NULL) {
         s->free_leases = l->next;
         mt_index_close(l->idx);
@@ -189,6 +193,8 @@ void mt_srv_fini(struct mt_server *s)
     mt_free(s->db_dir);
     mt_free(s->listen);
     mt_free(s->data_dir);
+    mt_free(s->llm_spec);
+    pthread_mutex_destroy(&s->agent_mu);
     pthread_mutex_destroy(&s->lease_mu);
     pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->rl_mu);
@@ -307,7 +313,10 @@ static void add_headers(struct mt_server *s, struct MHD_Response *r,
     MHD_add_response_header(r, "Content-Type",
                             rs->type ? rs->type : "application/json");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "X-Frame-Options",
+                            rs->frame_self ? "SAMEORIGIN" : "DENY");
+    if (rs->csp)
+        MHD_add_response_header(r, "Content-Security-Policy", rs->csp);
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(r, "Cache-Control",
                             rs->static_body ? "no-cache" : "no-store");

@@ -15,6 +15,7 @@
 #include "medtrust/server.h"
 
 struct MHD_Daemon;
+struct mt_agent;
 struct mt_embedder;
 struct srv_job;
 
@@ -48,6 +49,8 @@ struct srv_resp {
     char cookie[320];                 /* Set-Cookie value, or "" */
     unsigned retry_after;             /* seconds, for 429 and 503; 0 = none */
     int64_t sse_run; /* > 0: stream this run's job events instead */
+    const char *csp; /* Content-Security-Policy (static), or NULL */
+    int frame_self;  /* may be framed by this origin (reports) */
 };
 
 /* ==== Store leases: one store (and index) handle per thread at a time ==== */
@@ -112,6 +115,10 @@ struct mt_server {
     size_t nworkers;
     int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
     int jobs_cancel; /* running jobs should give up */
+    /* note checkers, one per strategy, opened on first use (check.c) */
+    pthread_mutex_t agent_mu;
+    struct mt_agent *agents[3];
+    char *llm_spec;
 };
 
 /* Monotonic seconds. */
@@ -186,6 +193,12 @@ void mt_srv_score(struct mt_server *, struct srv_req *, struct srv_resp *,
                   int64_t);
 void mt_srv_not_yet(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
+void mt_srv_check(struct mt_server *, struct srv_req *, struct srv_resp *,
+                  int64_t);
+void mt_srv_sources(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mt_srv_run_report(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
 void mt_srv_runs_list(struct mt_server *, struct srv_req *, struct srv_resp *,
                       int64_t);
 void mt_srv_run_get(struct mt_server *, struct srv_req *, struct srv_resp *,
@@ -201,6 +214,17 @@ void mt_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
  * rq->user. Returns 0, or sets a 401 response and returns -1. */
 int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
                         struct srv_resp *rs);
+
+/* Closes the note checkers (after the job workers have stopped). */
+void mt_srv_agents_close(struct mt_server *s);
+
+/* The model spec of role 'role' ("react", "guard", ...): its
+ * MEDTRUST_LLM_<ROLE>, else --llm, else MEDTRUST_LLM; NULL when none. */
+const char *mt_srv_llm_spec(const struct mt_server *s, const char *role);
+
+/* The path of run 'id''s HTML score report: DB/reports/run-ID.html. */
+void mt_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
+                        size_t n);
 
 /* ==== Rate limits (limits.c) ==== */
 

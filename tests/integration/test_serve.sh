@@ -9,6 +9,8 @@ if ! "$MT" serve --help >/dev/null 2>&1; then
     echo "# SKIP: this medtrust has no serve verb yet (verb table)"
     exit 0
 fi
+unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
+    MEDTRUST_LLM_PARSER MEDTRUST_LLM_GUARD MEDTRUST_LLM_SINGLE
 head -300 "$DATA/medquad/corpus.jsonl" >"$TMP/c.jsonl"
 "$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --source medquad \
     --no-progress >/dev/null 2>&1
@@ -130,7 +132,16 @@ RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])
 expect "the score run is recorded" 200 "${A[@]}" "$MAIN/v1/runs/$RUN"
 grep -q '"status":"done"' "$TMP/body" && ok "the run is done with its result" ||
     not_ok "the run is done" "$(head -c 300 "$TMP/body")"
-expect "check is not available yet (501)" 501 "${A[@]}" "$MAIN/v1/check" -d '{}'
+expect "check without a note is 400" 400 "${A[@]}" "$MAIN/v1/check" -d '{}'
+expect "check without a model is 503" 503 "${A[@]}" "$MAIN/v1/check" \
+    -d '{"note":"He has gout."}'
+grep -q -- '--llm' "$TMP/body" && ok "503 says how to configure a model" ||
+    not_ok "503 says how to configure a model" "$(cat "$TMP/body")"
+expect "the UI is served with a Content-Security-Policy" 200 -D "$TMP/hdr" \
+    "$MAIN/login"
+grep -qi "^content-security-policy: default-src 'self'; script-src 'self';" \
+    "$TMP/hdr" && ok "UI pages allow only their own scripts" ||
+    not_ok "UI CSP header" "$(cat "$TMP/hdr")"
 
 expect "a slow job is queued" 202 "${A[@]}" "$MAIN/v1/jobs/sleep" \
     -d '{"ms":600,"steps":3}'

@@ -274,7 +274,10 @@ static void test_server_search_returns_cli_hits(void **state)
     assert_int_equal(req(&a, "POST", "/v1/search", "{\"k\":3}", 1), 400);
     assert_int_equal(
         req(&a, "POST", "/v1/search", "{\"query\":\"x\",\"k\":0}", 1), 400);
-    assert_int_equal(req(&a, "POST", "/v1/check", "{}", 1), 501);
+    assert_int_equal(req(&a, "POST", "/v1/check", "{}", 1), 400);
+    assert_int_equal(req(&a, "POST", "/v1/check",
+                         "{\"note\":\"x.\",\"strategy\":\"nope\"}", 1),
+                     400);
     client_free(&a);
     mt_server_stop(srv, 1);
 }
@@ -354,9 +357,45 @@ static void test_server_score_records_run(void **state)
     CHECK(strstr(a.body.data, "\"kind\":\"score\"") != NULL);
     assert_int_equal(req(&a, "GET", "/v1/runs", NULL, 0), 200);
     CHECK(strstr(a.body.data, "\"kind\":\"score\"") != NULL);
+    snprintf(path, sizeof path, "/v1/runs/%lld/report", (long long)run);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    CHECK(strstr(a.body.data, "<svg") != NULL);
+    assert_int_equal(req(&a, "GET", "/v1/runs/999999/report", NULL, 0), 404);
     assert_int_equal(req(&a, "POST", "/v1/score", "{\"reference\":\"x\"}", 1),
                      400);
     mt_free(body);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+/* With no model configured, a check is refused with how to set one. */
+static void test_server_check_without_llm_says_how(void **state)
+{
+    static const char *const vars[] = {
+        "MEDTRUST_LLM",         "MEDTRUST_LLM_REACT",  "MEDTRUST_LLM_EVAL",
+        "MEDTRUST_LLM_REFLECT", "MEDTRUST_LLM_PARSER", "MEDTRUST_LLM_GUARD",
+        "MEDTRUST_LLM_SINGLE"};
+    struct mt_server *srv;
+    struct client a;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    srv = start(0, 1 << 20);
+    client_init(&a, mt_server_port(srv));
+    login(&a, "bob", "bob-password");
+    assert_int_equal(req(&a, "POST", "/v1/check",
+                         "{\"note\":\"He has gout.\",\"strategy\":"
+                         "\"guards\"}",
+                         1),
+                     503);
+    CHECK(strstr(a.body.data, "--llm") != NULL);
+    CHECK(strstr(a.body.data, "MEDTRUST_LLM") != NULL);
+    assert_int_equal(req(&a, "GET", "/v1/models", NULL, 0), 200);
+    CHECK(strstr(a.body.data, "\"guards\":false") != NULL);
+    assert_int_equal(req(&a, "GET", "/v1/sources", NULL, 0), 200);
+    CHECK(strstr(a.body.data, "\"name\":\"notes\"") != NULL);
     client_free(&a);
     mt_server_stop(srv, 1);
 }
@@ -518,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_server_limits_413_429),
         cmocka_unit_test(test_server_static_refuses_traversal),
         cmocka_unit_test(test_server_score_records_run),
+        cmocka_unit_test(test_server_check_without_llm_says_how),
         cmocka_unit_test(test_server_sse_streams_job_events),
         cmocka_unit_test(test_server_stop_lets_jobs_finish),
         cmocka_unit_test(test_server_stop_cancels_past_grace),

@@ -1,0 +1,331 @@
+/* POST /v1/check: a clinical note checked on the job queue (the model
+ * never runs on a network thread), recorded as a run whose result is the
+ * CLI's `check --json` object, its trace streamed step by step as
+ * Server-Sent Events. One checker per strategy is opened on first use. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "medtrust/agent.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "server/srv_int.h"
+
+#define NOTE_MAX ((size_t)256 << 10) /* the checker's own default limit */
+#define PASSAGE_CHARS 360            /* bytes of a passage in a step */
+
+/* Roles each strategy calls (MEDTRUST_LLM_<ROLE>). */
+static const char *const roles_react[] = {"react", "eval", "reflect", "parser",
+                                          NULL};
+static const char *const roles_guards[] = {"guard", NULL};
+static const char *const roles_single[] = {"single", NULL};
+
+struct check_arg {
+    struct mt_agent *agent; /* the server's, lives until mt_srv_fini */
+    char *note;
+    size_t len;
+    char *sentences; /* MEDEC Sentences field, or NULL */
+    size_t slen;
+    char id[32]; /* "run-ID": the note id that routes steps to the job */
+};
+
+const char *mt_srv_llm_spec(const struct mt_server *s, const char *role)
+{
+    return mt_llm_role_spec(role, s->llm_spec);
+}
+
+static const char *const *strategy_roles(enum mt_strategy st)
+{
+    if (st == MT_STRATEGY_GUARDS)
+        return roles_guards;
+    if (st == MT_STRATEGY_SINGLE)
+        return roles_single;
+    return roles_react;
+}
+
+/* ==== Steps: the agent's trace records become "step" events ==== */
+
+/* Length of at most max bytes of s that ends on a UTF-8 boundary. */
+static size_t utf8_cut(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}
+
+static json_t *passage_json(const struct mt_search_hit *h)
+{
+    size_t n = utf8_cut(h->text, PASSAGE_CHARS);
+    json_t *o =
+        json_pack("{s:s,s:s?,s:s#,s:b}", "doc_id", h->doc_id, "title", h->title,
+                  "text", h->text, (int)n, "cut", n < strlen(h->text));
+
+    return o;
+}
+
+/* The trace keeps only the ids of a search's hits. The checker's search
+ * is BM25 over this same store (retrieve 50, keep 20), so running the
+ * query again here finds the same passages for the UI to show. */
+static void add_passages(struct mt_server *s, json_t *step)
+{
+    const char *q = json_string_value(json_object_get(step, "query"));
+    json_t *ids = json_object_get(step, "hits");
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    struct srv_lease *l = NULL;
+    json_t *out = json_array();
+    size_t i, k;
+
+    if (!q || !json_array_size(ids) || !out ||
+        mt_srv_lease_get(s, &l, NULL) != MT_OK ||
+        mt_srv_lease_index(s, l, NULL) != MT_OK) {
+        mt_srv_lease_put(s, l);
+        json_decref(out);
+        return;
+    }
+    mt_search_default_params(&p);
+    p.k = (uint32_t)json_array_size(ids);
+    p.retrieve_k = p.k > 50 ? p.k : 50;
+    if (mt_index_search(l->idx, q, &p, &r, NULL) == MT_OK)
+        for (i = 0; i < r->n && i < json_array_size(ids); i++) {
+            const char *id = json_string_value(json_array_get(ids, i));
+            for (k = 0; k < r->n && id && strcmp(r->hits[k].doc_id, id); k++)
+                ;
+            if (k < r->n)
+                json_array_append_new(out, passage_json(&r->hits[k]));
+        }
+    mt_search_result_free(r);
+    mt_srv_lease_put(s, l);
+    json_object_set_new(step, "passages", out);
+}
+
+/* params.on_step: routes the record to the live job of run "run-ID". */
+static void on_step(void *user, const char *note_id, const char *step_json)
+{
+    struct mt_server *s = user;
+    long long run = 0;
+    struct srv_job *j;
+    const char *kind;
+    json_t *o;
+
+    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
+        return;
+    j = mt_srv_job_find(s, (int64_t)run);
+    if (!j)
+        return;
+    o = json_loads(step_json, 0, NULL);
+    kind = json_string_value(json_object_get(o, "step"));
+    if (kind && strcmp(kind, "search") == 0)
+        add_passages(s, o);
+    mt_srv_job_emit(j, "step", o);
+    mt_srv_job_release(s, j);
+}
+
+/* ==== Checkers ==== */
+
+static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
+                                 struct mt_agent **out, struct mt_error *err)
+{
+    struct mt_agent_params p;
+    struct srv_lease *l = NULL;
+    int has_index = 0;
+
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
+        has_index = mt_srv_lease_index(s, l, NULL) == MT_OK;
+    mt_srv_lease_put(s, l);
+    mt_agent_default_params(&p);
+    p.strategy = st;
+    p.llm_spec = s->llm_spec;
+    p.db_dir = has_index ? s->db_dir : NULL; /* react-reflex's search() */
+    p.on_step = on_step;
+    p.on_step_user = s;
+    return mt_agent_open(&p, out, err);
+}
+
+/* The shared checker of strategy 'st', opened on first use. */
+static enum mt_status agent_get(struct mt_server *s, enum mt_strategy st,
+                                struct mt_agent **out, struct mt_error *err)
+{
+    enum mt_status rc = MT_OK;
+
+    pthread_mutex_lock(&s->agent_mu);
+    if (!s->agents[st])
+        rc = agent_open(s, st, &s->agents[st], err);
+    *out = s->agents[st];
+    pthread_mutex_unlock(&s->agent_mu);
+    return rc;
+}
+
+void mt_srv_agents_close(struct mt_server *s)
+{
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        mt_agent_close(s->agents[i]);
+        s->agents[i] = NULL;
+    }
+}
+
+/* ==== The job ==== */
+
+static void arg_free(void *p)
+{
+    struct check_arg *a = p;
+
+    if (!a)
+        return;
+    mt_free(a->note);
+    mt_free(a->sentences);
+    mt_free(a);
+}
+
+static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
+                               struct mt_error *err)
+{
+    struct check_arg *a = arg;
+    struct mt_note n = {a->id, a->note, a->len, a->sentences, a->slen};
+    struct mt_check_result r;
+    enum mt_status st = mt_agent_check(a->agent, &n, &r, err);
+    char *txt = st == MT_OK ? mt_check_result_json(&r, 1) : NULL;
+
+    (void)j; /* the checker cannot be interrupted; its calls time out */
+    if (st == MT_OK && txt)
+        *result = json_loads(txt, 0, NULL);
+    if (st == MT_OK && !*result)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_free(txt);
+    mt_check_result_free(&r);
+    return st;
+}
+
+/* ==== The route ==== */
+
+/* Reads {"note","strategy","sentences"} into a new job argument. */
+static struct check_arg *read_body(const struct srv_req *rq,
+                                   struct srv_resp *rs, enum mt_strategy *st)
+{
+    json_t *o = NULL;
+    const char *note, *strat, *sents;
+    struct check_arg *a = NULL;
+
+    if (mt_srv_body_json(rq, rs, &o) != 0)
+        return NULL;
+    note = json_string_value(json_object_get(o, "note"));
+    strat = json_string_value(json_object_get(o, "strategy"));
+    sents = json_string_value(json_object_get(o, "sentences"));
+    *st = MT_STRATEGY_REACT_REFLEX;
+    if (!note || !*note || strlen(note) > NOTE_MAX)
+        mt_srv_error(rs, 400,
+                     "\"note\" must be the note's text, 1 to %zu "
+                     "bytes",
+                     NOTE_MAX);
+    else if (strat && mt_strategy_parse(strat, st) != MT_OK)
+        mt_srv_error(rs, 400,
+                     "\"strategy\" is react-reflex, guards or "
+                     "single");
+    else if ((a = mt_calloc(1, sizeof *a)) != NULL) {
+        a->len = strlen(note);
+        a->note = mt_strdup(note);
+        a->slen = sents ? strlen(sents) : 0;
+        a->sentences = sents ? mt_strdup(sents) : NULL;
+        if (!a->note || (sents && !a->sentences)) {
+            arg_free(a);
+            a = NULL;
+        }
+    }
+    if (!a && rs->status != 400)
+        mt_srv_error(rs, 500, "out of memory");
+    json_decref(o);
+    return a;
+}
+
+/* 503 with what to set when a role of the strategy has no model. */
+static int llm_configured(struct mt_server *s, enum mt_strategy st,
+                          struct srv_resp *rs)
+{
+    const char *const *r;
+
+    for (r = strategy_roles(st); *r; r++)
+        if (!mt_srv_llm_spec(s, *r))
+            break;
+    if (!*r)
+        return 1;
+    mt_srv_error(rs, 503,
+                 "no language model is configured, so notes cannot be "
+                 "checked. Start the server with --llm "
+                 "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
+                 "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
+                 "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
+                 "role alone). Search works without a model.",
+                 *r);
+    return 0;
+}
+
+/* Records the run and queues the job; returns the run id or 0. */
+static int64_t submit(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, struct check_arg *a,
+                      enum mt_strategy strat)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_job_spec spec = {"check", check_fn, a, arg_free};
+    struct srv_lease *l = NULL;
+    char h[MT_SECRET_SIZE];
+    int64_t id = 0;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    mt_sha256_hex(a->note, a->len, h);
+    if (st == MT_OK)
+        st = mt_run_create(l->store, rq->user.id, rq->user.name, "check", h,
+                           &id, &err);
+    if (st == MT_OK)
+        mt_srv_audit(s, l, rq, "check",
+                     json_pack("{s:I,s:s,s:s,s:I}", "run_id", (json_int_t)id,
+                               "strategy", mt_strategy_str(strat),
+                               "note_sha256", h, "bytes", (json_int_t)a->len));
+    mt_srv_lease_put(s, l);
+    if (st != MT_OK) {
+        arg_free(a);
+        mt_srv_fail(rs, st, &err);
+        return 0;
+    }
+    snprintf(a->id, sizeof a->id, "run-%lld", (long long)id);
+    st = mt_srv_job_submit(s, id, &spec, &err);
+    if (st == MT_OK)
+        return id;
+    rs->retry_after = 5;
+    mt_srv_error(rs, 503, "%s", err.msg);
+    return 0;
+}
+
+void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    enum mt_strategy strat;
+    struct check_arg *a = read_body(rq, rs, &strat);
+    char ev[64];
+
+    if (!a)
+        return;
+    if (!llm_configured(s, strat, rs)) {
+        arg_free(a);
+        return;
+    }
+    if (agent_get(s, strat, &a->agent, &err) != MT_OK) {
+        arg_free(a);
+        mt_srv_error(rs, 503, "the checker could not start: %s", err.msg);
+        return;
+    }
+    id = submit(s, rq, rs, a, strat);
+    if (!id)
+        return;
+    snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
+    mt_srv_json(rs, 202,
+                json_pack("{s:I,s:s,s:s,s:s}", "run_id", (json_int_t)id,
+                          "status", "queued", "strategy",
+                          mt_strategy_str(strat), "events", ev));
+}

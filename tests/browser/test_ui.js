@@ -1,0 +1,402 @@
+// Drives the web UI of a running `medtrust serve` in headless Chromium
+// (Debian chromium via playwright-core): register, log in, search, check a
+// note (highlighted sentence, diff, live trajectory), ask, runs with an
+// inline report, settings, log out; every control labelled and reachable
+// by Tab; no console error. Prints TAP-like "ok"/"not ok" lines and saves
+// screenshots.
+// Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const pw = require(path.join(__dirname, '../../third_party/browser/' +
+    'node_modules/playwright-core'));
+
+const [base, shots, profile, adminPw] = process.argv.slice(2);
+let failed = 0;
+function check(name, cond, detail) {
+  if (cond) {
+    console.log('ok - ' + name);
+  } else {
+    failed++;
+    console.log('not ok - ' + name);
+    if (detail) console.log('# ' + String(detail).replace(/\n/g, ' '));
+  }
+}
+
+// Console errors, less the HTTP errors this test provokes on purpose
+// (each listed with its path and status when it is provoked).
+const errors = [];
+const expected = [];
+function watch(page) {
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    const url = (m.location() && m.location().url) || '';
+    const ok = expected.some((e) => url.endsWith(e.path) &&
+        m.text().includes('status of ' + e.status));
+    if (!ok) errors.push(m.text() + ' ' + url);
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+}
+
+async function shot(page, name) {
+  const file = path.join(shots, 'ui_' + name + '.png');
+  await page.screenshot({path: file, fullPage: true});
+  return file;
+}
+
+// ==== Accessibility: names and keyboard reach ====
+
+const CONTROL = /^\s*- (button|textbox|searchbox|combobox|slider|spinbutton|checkbox|radio|link|listbox)\b(.*)$/;
+
+// Every control in the accessibility tree has a name.
+async function unnamedControls(page) {
+  const snap = await page.locator('body').ariaSnapshot();
+  return snap.split('\n').filter((l) => {
+    const m = l.match(CONTROL);
+    return m && !/^\s*"[^"]+"/.test(m[2]);
+  });
+}
+
+// Tabs through the page and returns the visible, enabled controls that
+// focus never reached.
+async function unreachable(page) {
+  const ids = await page.evaluate(() => {
+    const sel = 'a[href], button, input, select, textarea, [tabindex="0"]';
+    const out = [];
+    document.querySelectorAll(sel).forEach((e, i) => {
+      const r = e.getBoundingClientRect();
+      const vis = r.width > 0 && r.height > 0 &&
+          getComputedStyle(e).visibility !== 'hidden';
+      if (!vis || e.disabled || e.closest('[hidden]')) return;
+      e.dataset.tabid = String(i);
+      out.push(String(i));
+    });
+    // Start from the top of the document, as after loading the page.
+    document.body.tabIndex = -1;
+    document.body.focus();
+    document.body.removeAttribute('tabindex');
+    return out;
+  });
+  const seen = new Set();
+  for (let i = 0; i < ids.length + 60; i++) {
+    await page.keyboard.press('Tab');
+    const id = await page.evaluate(() => document.activeElement &&
+        document.activeElement.dataset ? document.activeElement.dataset.tabid : '');
+    if (id) seen.add(id);
+  }
+  const missed = ids.filter((i) => !seen.has(i));
+  return page.evaluate((m) => m.map((i) => {
+    const e = document.querySelector('[data-tabid="' + i + '"]');
+    return e.tagName + '#' + e.id + ' ' + (e.textContent || '').slice(0, 30);
+  }), missed);
+}
+
+async function a11y(page, where) {
+  const bad = await unnamedControls(page);
+  check('every control on ' + where + ' has a label', bad.length === 0,
+      bad.join(' | '));
+  const missed = await unreachable(page);
+  check('every control on ' + where + ' is reachable with Tab',
+      missed.length === 0, missed.join(' | '));
+}
+
+// ==== Flows ====
+
+async function register(page, user, pass) {
+  await page.goto(base + '/login');
+  await a11y(page, 'the login page');
+  await page.fill('#reg-user', user);
+  await page.fill('#reg-pass', pass);
+  await page.click('#reg-btn');
+  await page.waitForURL(base + '/', {timeout: 10000});
+  await page.waitForSelector('#who:not(:empty)');
+  check('register logs the new user in',
+      (await page.textContent('#who')).includes(user));
+}
+
+async function logIn(page, user, pass) {
+  await page.goto(base + '/login');
+  await page.fill('#login-user', user);
+  await page.fill('#login-pass', pass);
+  await page.click('#login-btn');
+  await page.waitForURL(base + '/', {timeout: 10000});
+  await page.waitForSelector('#who:not(:empty)');
+  return (await page.textContent('#who')).includes(user);
+}
+
+async function logOut(page) {
+  await page.click('#logout');
+  await page.waitForURL(/\/login$/, {timeout: 10000});
+  return page.isVisible('#login-btn');
+}
+
+async function search(page) {
+  await page.goto(base + '/#search');
+  await page.waitForSelector('#search-source option:nth-child(2)',
+      {state: 'attached'});
+  await page.fill('#search-q', 'gout treatment');
+  await page.click('#search-btn');
+  await page.waitForSelector('#search-hits li', {timeout: 10000});
+  const hits = await page.$$eval('#search-hits li', (l) => l.length);
+  const marks = await page.$$eval('#search-hits mark', (m) =>
+    m.map((x) => x.textContent.toLowerCase()));
+  check('search shows hits', hits > 0, 'hits=' + hits);
+  check('search highlights the query terms', marks.length > 0 &&
+      marks.every((m) => m.startsWith('gout') || m.startsWith('treat')),
+  marks.slice(0, 5).join(','));
+  // The weight slider by keyboard: more semantic weight, hybrid search.
+  await page.focus('#search-w');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  const w = await page.$eval('#search-w', (e) => e.value);
+  await page.selectOption('#search-source', 'medquad');
+  await page.click('#search-btn');
+  await page.waitForFunction(() => /hits \(hybrid\)/.test(
+      document.getElementById('search-status').textContent));
+  const src = await page.$$eval('#search-hits .hit-meta', (m) =>
+    m.map((x) => x.textContent.split(' ')[0]));
+  check('the slider moves by keyboard and gives a hybrid search',
+      w === '40', 'value=' + w);
+  check('the source filter keeps medquad hits only', src.length > 0 &&
+      src.every((s) => s === 'medquad'), src.join(','));
+  await shot(page, 'search');
+  await a11y(page, 'Search');
+}
+
+const NOTE = 'A 62-year-old man has crushing chest pain.\n' +
+    'ECG shows ST elevation in II, III and aVF.\n' +
+    'He is given aspirin and sent home.\n';
+
+async function checkNote(page, strategy) {
+  await page.goto(base + '/#check');
+  await page.fill('#check-note', NOTE);
+  await page.selectOption('#check-strategy', strategy);
+  await page.click('#check-btn');
+  await page.waitForSelector('#check-err-sentence', {timeout: 60000});
+  const mark = await page.textContent('#check-err-sentence');
+  const ins = await page.$$eval('#check-diff ins', (e) =>
+    e.map((x) => x.textContent).join(''));
+  const steps = await page.$$eval('#check-trace > li', (l) =>
+    l.map((x) => x.dataset.step));
+  return {mark, ins, steps,
+    visible: await page.isVisible('#check-err-sentence') &&
+        await page.isVisible('#check-diff')};
+}
+
+async function checks(page) {
+  // Steps stream while the run works: the first shows before the verdict.
+  const first = page.waitForSelector('#check-trace > li', {timeout: 30000})
+      .then(() => page.$('#check-verdict')).then((v) => v === null);
+  const r = await checkNote(page, 'react-reflex');
+  check('check highlights the erroneous sentence', r.visible &&
+      r.mark === 'He is given aspirin and sent home.', r.mark);
+  check('check shows the word diff to the correction',
+      r.ins.includes('(corrected)'), r.ins);
+  check('react-reflex trajectory shows search, reviews and verdict',
+      ['call', 'search', 'medeval', 'verdict'].every((s) => r.steps.includes(s)),
+      r.steps.join(','));
+  check('trajectory steps arrive live, before the verdict', await first);
+  const passages = await page.$$eval('[data-step="search"] .passage',
+      (p) => p.length);
+  const reviews = await page.$$eval('[data-step="call"] table tbody tr',
+      (t) => t.length);
+  check('search steps list retrieved passages', passages > 0,
+      'passages=' + passages);
+  check('the five MedEval reviews are shown with scores', reviews === 5,
+      'rows=' + reviews);
+  await shot(page, 'check_react');
+  const g = await checkNote(page, 'guards');
+  const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
+    l.map((x) => x.textContent));
+  check('guards shows each agent\'s verdict and the arbiter', arb.length === 2 &&
+      arb.every((t) => t.includes('Agent 1') && t.includes('Decision') &&
+          t.includes('confidence')), arb.join(' | ').slice(0, 300));
+  check('guards highlights the sentence and the diff', g.visible &&
+      g.ins.includes('(corrected)'), g.ins);
+  await shot(page, 'check_guards');
+  await a11y(page, 'Check');
+}
+
+async function ask(page) {
+  await page.goto(base + '/#ask');
+  await page.fill('#ask-q', 'How is gout treated?');
+  const resp = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
+  expected.push({path: '/v1/ask', status: 501});
+  await page.click('#ask-btn');
+  const r = await resp;
+  if (r.status() === 501 || r.status() === 503) {
+    const msg = (await r.json()).error;
+    await page.waitForFunction(() =>
+      document.getElementById('ask-msg').textContent !== '');
+    const shown = await page.textContent('#ask-msg');
+    check('ask shows the server\'s message while /v1/ask is unavailable',
+        shown === msg && msg.length > 0, shown);
+  } else {
+    await page.waitForSelector('#ask-answer .claim', {timeout: 60000});
+    const labels = await page.$$eval('#ask-answer .claim', (c) =>
+      c.map((x) => [x.dataset.label, getComputedStyle(x).backgroundColor]));
+    check('ask colours each claim by its verdict', labels.length > 0 &&
+        labels.every(([l, bg]) => l && bg !== 'rgba(0, 0, 0, 0)'),
+    JSON.stringify(labels));
+    await page.hover('#ask-answer .claim');
+    const tip = await page.isVisible('#ask-answer .claim .tip');
+    check('hovering a claim shows the cited document and evidence', tip);
+    await page.focus('#ask-answer .claim');
+    check('focusing a claim shows it too',
+        await page.isVisible('#ask-answer .claim:focus .tip'));
+  }
+  await shot(page, 'ask');
+  await a11y(page, 'Ask');
+  await askRendering(page);
+}
+
+// The Ask page's rendering of the documented /v1/ask JSON (whatever the
+// route answers today): one claim of each verdict, coloured, with the
+// cited document's title and closest sentence on hover and on focus.
+const SAMPLE = {question: 'How is gout treated?',
+  answer: 'Gout is treated with colchicine [d1]. ...',
+  claims: [
+    {text: 'Gout is treated with colchicine.', refs: ['d1'], label: 'SUPPORT',
+      verdicts: [{doc_id: 'd1', label: 'SUPPORT', score: 0.93,
+        evidence_sentence: 'Colchicine relieves gout flares.'}]},
+    {text: 'Gout never recurs.', refs: ['d2'], label: 'CONTRADICT',
+      verdicts: [{doc_id: 'd2', label: 'CONTRADICT', score: 0.88,
+        evidence_sentence: 'Gout attacks often recur.'}]},
+    {text: 'Cherries cure gout.', refs: ['d1'], label: 'NO_EVIDENCE',
+      verdicts: [{doc_id: 'd1', label: 'NO_EVIDENCE', score: 0.7,
+        evidence_sentence: null}]},
+    {text: 'Gout is a virus.', refs: ['x9'], label: 'NO_REFERENCE',
+      verdicts: [{doc_id: 'x9', label: 'NO_REFERENCE', score: 0,
+        evidence_sentence: null}]}],
+  documents: [{doc_id: 'd1', title: 'Gout treatment', score: 1.2},
+    {doc_id: 'd2', title: 'Gout recurrence', score: 0.9}]};
+
+async function askRendering(page) {
+  await page.evaluate(async (sample) => {
+    const m = await import('/js/ask.js');
+    const out = document.getElementById('ask-result');
+    out.replaceChildren(m.renderAsk(sample));
+  }, SAMPLE);
+  const colours = await page.$$eval('#ask-answer .claim', (c) =>
+    c.map((x) => x.dataset.label + '=' + getComputedStyle(x).backgroundColor));
+  check('claims are green, red, orange and grey by verdict',
+      colours.join(' ') === 'SUPPORT=rgb(218, 251, 225) ' +
+      'CONTRADICT=rgb(255, 235, 233) NO_EVIDENCE=rgb(255, 241, 214) ' +
+      'NO_REFERENCE=rgb(230, 233, 237)', colours.join(' '));
+  await page.hover('#ask-answer .claim.SUPPORT');
+  const tip = await page.textContent('#ask-answer .claim.SUPPORT .tip');
+  check('hovering a claim shows the cited title and closest sentence',
+      await page.isVisible('#ask-answer .claim.SUPPORT .tip') &&
+      tip.includes('Gout treatment') &&
+      tip.includes('Colchicine relieves gout flares.'), tip);
+  await page.mouse.move(0, 0);
+  await page.focus('#ask-answer .claim.CONTRADICT');
+  check('focusing a claim with the keyboard shows its evidence too',
+      await page.isVisible('#ask-answer .claim.CONTRADICT .tip'));
+  const links = await page.$$eval('#ask-answer .claim.SUPPORT a',
+      (a) => a.map((x) => x.getAttribute('href')));
+  check('claims link to their documents', links.includes('#doc-d1'),
+      links.join(','));
+  await shot(page, 'ask_claims');
+}
+
+// A score run made through the API from the page, then its report inline.
+async function runs(page) {
+  const run = await page.evaluate(async () => {
+    const ref = 'Text ID,Text,Sentences,Error Flag,Error Sentence ID,' +
+        'Error Sentence,Corrected Sentence,Corrected Text\n' +
+        'ms-1,t,"0 A. 1 B.",1,1,B.,The patient was given metformin.,t\n' +
+        'ms-2,t,"0 A.",0,-1,NA,NA,t\n';
+    const sub = 'ms-1 1 1 The patient was given insulin.\nms-2 0 -1 NA\n';
+    const r = await fetch('/v1/score', {method: 'POST', headers: {
+      'Content-Type': 'application/json',
+      'X-CSRF-Token': sessionStorage.getItem('medtrust.csrf')},
+    body: JSON.stringify({reference: ref, submission: sub, name: 'demo'})});
+    return (await r.json()).run_id;
+  });
+  await page.goto(base + '/#runs');
+  await page.waitForSelector('#runs-table tbody tr');
+  const kinds = await page.$$eval('#runs-table tbody tr td:nth-child(2)',
+      (t) => t.map((x) => x.textContent));
+  check('runs lists the check and score runs', kinds.includes('check') &&
+      kinds.includes('score'), kinds.join(','));
+  await page.waitForFunction(() => [...document.querySelectorAll(
+      '#runs-table tbody td:nth-child(7)')].some((t) =>
+    t.textContent.includes('aggregate')));
+  check('runs show their scores', true);
+  await page.click('button[aria-label="Open run ' + run + '"]');
+  await page.waitForSelector('#run-report');
+  const frame = await (await page.$('#run-report')).contentFrame();
+  await frame.waitForSelector('svg', {timeout: 10000});
+  const charts = await frame.$$eval('svg', (s) => s.length);
+  check('a score run shows its HTML report inline', charts > 0,
+      'charts=' + charts);
+  await shot(page, 'runs');
+  await a11y(page, 'Runs');
+}
+
+async function settings(page) {
+  await page.goto(base + '/#settings');
+  await page.waitForSelector('#set-users table');
+  const users = await page.textContent('#set-users');
+  const models = await page.textContent('#set-models');
+  const corpora = await page.textContent('#set-sources');
+  check('settings list users, models and corpora', users.includes('carol') &&
+      models.includes('openai:') && corpora.includes('pubmedqa'),
+  [users, models, corpora].join(' | ').slice(0, 300));
+  await page.click('#set-reg');
+  await page.waitForFunction(() =>
+    document.getElementById('set-reg-status').textContent.includes('closed'));
+  expected.push({path: '/v1/register', status: 403});
+  const r = await page.evaluate(async () => (await fetch('/v1/register', {
+    method: 'POST', body: JSON.stringify({username: 'dave',
+      password: 'dave-password'})})).status);
+  check('the admin closes registration from settings', r === 403,
+      'status=' + r);
+  await page.click('#set-reg');
+  await page.waitForFunction(() =>
+    document.getElementById('set-reg-status').textContent.includes('open'));
+  await shot(page, 'settings');
+  await a11y(page, 'Settings');
+}
+
+let page = null;
+
+async function main() {
+  fs.mkdirSync(shots, {recursive: true});
+  const ctx = await pw.chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: {width: 1366, height: 768},
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+      '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  page = ctx.pages()[0] || await ctx.newPage();
+  page.setDefaultTimeout(20000);
+  watch(page);
+  await register(page, 'carol', 'carol-password');
+  check('log out returns to the login page', await logOut(page));
+  check('log in with the form', await logIn(page, 'carol', 'carol-password'));
+  await search(page);
+  await checks(page);
+  await ask(page);
+  await runs(page);
+  check('log out', await logOut(page));
+  check('the admin logs in', await logIn(page, 'admin', adminPw));
+  await settings(page);
+  check('the admin logs out', await logOut(page));
+  expected.push({path: '/v1/me', status: 401});
+  const r = await page.goto(base + '/');
+  await page.waitForURL(/\/login$/, {timeout: 10000});
+  check('after logout the app sends you to the login page', r.ok());
+  check('no console errors', errors.length === 0, errors.join(' | '));
+  await ctx.close();
+}
+
+main().then(() => process.exit(failed ? 1 : 0), async (e) => {
+  console.log('not ok - browser run: ' + String(e).split('\n')[0]);
+  if (errors.length) console.log('# console: ' + errors.join(' | '));
+  if (page) await shot(page, 'failure').catch(() => {});
+  process.exit(1);
+});

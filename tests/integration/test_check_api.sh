@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Integration: POST /v1/check on `medtrust serve --llm` (the role-aware
+# agent stub): each strategy queues a run whose result is the CLI's
+# `check --json` object, its steps stream as Server-Sent Events (search
+# steps with passages), the run and an audit line (a hash, no note text)
+# are recorded, bad input is 400, a missing model is 503 with what to set,
+# and a cap of one LLM job queues the rest while searches stay fast.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
+if ! "$MT" serve --help >/dev/null 2>&1; then
+    echo "# SKIP: this medtrust has no serve verb yet"
+    exit 0
+fi
+unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
+    MEDTRUST_LLM_PARSER MEDTRUST_LLM_GUARD MEDTRUST_LLM_SINGLE
+SERVE_PIDS=()
+trap 'for p in "${STUB_PIDS[@]}" "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+head -150 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
+"$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --source pubmedqa \
+    --no-progress >/dev/null 2>&1
+echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
+
+# serve_start NAME ARGS...: starts a server; sets U, A (curl auth args).
+serve_start() {
+    local name=$1 csrf
+    shift
+    "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    SERVE_PIDS+=($!)
+    for _ in $(seq 100); do
+        grep -q listening "$TMP/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
+    curl -s -c "$TMP/$name.jar" "$U/v1/login" \
+        -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
+    csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+    A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")
+}
+code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
+expect() { # expect NAME CODE CURL-ARGS...
+    local name=$1 want=$2 got
+    shift 2
+    got=$(code "$@")
+    if [ "$got" = "$want" ]; then ok "$name"; else
+        not_ok "$name" "wanted $want, got $got: $(head -c 300 "$TMP/body")"
+    fi
+}
+
+printf 'A 62-year-old man has crushing chest pain.\nECG shows ST elevation in II, III and aVF.\nHe is given aspirin and sent home.\n' >"$TMP/note.txt"
+body() { # body STRATEGY: the request for the note
+    python3 -c 'import json,sys; print(json.dumps({"note": open(sys.argv[1]).read(), "strategy": sys.argv[2]}))' "$TMP/note.txt" "$1"
+}
+
+# ==== Without a model ====
+serve_start nollm
+expect "check without a model is 503" 503 "${A[@]}" "$U/v1/check" -d "$(body guards)"
+grep -q -- '--llm' "$TMP/body" && grep -q 'MEDTRUST_LLM' "$TMP/body" &&
+    ok "the 503 says how to configure a model" ||
+    not_ok "the 503 says how to configure a model" "$(cat "$TMP/body")"
+expect "no run was recorded for it" 200 "${A[@]}" "$U/v1/runs"
+grep -q '"runs":\[\]' "$TMP/body" && ok "the runs list is empty" ||
+    not_ok "the runs list is empty" "$(cat "$TMP/body")"
+
+# ==== With the stub ====
+stub_start main --delay 400
+serve_start main --llm "$SPEC" --data-dir "$TMP/logs"
+expect "an empty note is 400" 400 "${A[@]}" "$U/v1/check" -d '{"note":""}'
+expect "an unknown strategy is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"x.","strategy":"nope"}'
+expect "a check needs a session" 401 "$U/v1/check" -d "$(body single)"
+for s in react-reflex guards single; do
+    expect "check --strategy $s is queued (202)" 202 "${A[@]}" "$U/v1/check" \
+        -d "$(body $s)"
+    RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/$s.sse"
+    "$MT" check --llm "$SPEC" --db "$TMP/db" --strategy "$s" --json \
+        "$TMP/note.txt" >"$TMP/$s.cli" 2>/dev/null
+    curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/$s.run"
+    if python3 - "$TMP/$s.sse" "$TMP/$s.cli" "$TMP/$s.run" "$s" <<'PY'; then
+import json, sys, hashlib
+sse, cli, run, strat = sys.argv[1:]
+events = []
+for block in open(sse).read().split("\n\n"):
+    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+    if "event" in lines:
+        events.append((lines["event"], json.loads(lines["data"])))
+kinds = [e for e, _ in events]
+assert kinds[-1] == "done" and "step" in kinds, kinds
+steps = [d for e, d in events if e == "step"]
+done = events[-1][1]
+api = done["result"]
+want = json.load(open(cli))
+strip = lambda t: [{k: v for k, v in s.items() if k not in ("ms", "passages")}
+                   for s in t]
+# every trace record streamed as a step, in order
+assert strip(steps) == strip(api["trace"])
+assert strip(api.pop("trace")) == strip(want.pop("trace"))
+assert api == want, (api, want)
+if strat == "react-reflex":
+    s = [d for d in steps if d["step"] == "search"][0]
+    assert s["passages"] and s["passages"][0]["doc_id"] == s["hits"][0], s
+r = json.load(open(run))
+assert r["status"] == "done" and r["kind"] == "check"
+note = open(sys.argv[1].replace(strat + ".sse", "note.txt"), "rb").read()
+assert r["input_sha256"] == hashlib.sha256(note).hexdigest()
+PY
+        ok "check $s: steps stream live and the result is the CLI's --json"
+    else
+        not_ok "check $s over HTTP" "$(head -c 400 "$TMP/$s.sse")"
+    fi
+done
+if grep -q '"action":"check"' "$TMP/logs/audit.log" &&
+    grep -q 'note_sha256' "$TMP/logs/audit.log" &&
+    ! grep -qi 'aspirin' "$TMP/logs/"*.log; then
+    ok "the audit log records each check by hash, without note text"
+else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
+
+# ==== One LLM job at a time: the rest wait, searches do not ====
+stub_start slow --delay 400
+serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
+for _ in 1 2 3; do
+    code "${A[@]}" "$U/v1/check" -d "$(body single)" >/dev/null
+done
+sleep 0.3
+curl -s "$U/v1/health" >"$TMP/health"
+t0=$(date +%s%N)
+code "${A[@]}" "$U/v1/search" -d '{"query":"aspirin chest pain","k":5}' >"$TMP/scode"
+ms=$((($(date +%s%N) - t0) / 1000000))
+if python3 - "$TMP/health" <<'PY'; then
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"]
+assert j["running"] == 1 and j["queued"] >= 1 and j["max_running"] == 1, j
+PY
+    ok "--llm-jobs 1 runs one check and queues the others"
+else not_ok "LLM job cap" "$(cat "$TMP/health")"; fi
+if [ "$(cat "$TMP/scode")" = 200 ] && [ "$ms" -lt 2000 ]; then
+    ok "a search answers while checks run ($ms ms)"
+else not_ok "search during checks" "code $(cat "$TMP/scode"), $ms ms"; fi
+for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+rc=0
+for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
+SERVE_PIDS=()
+[ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
+    not_ok "servers stop" "rc=$rc"

@@ -1,0 +1,56 @@
+// The app shell: checks the session (else goes to the login page), keeps
+// the CSRF token, switches pages on the URL's #fragment, and logs out.
+import {api, errorText, setCsrf} from './api.js';
+import {$} from './dom.js';
+import {initSearch} from './search.js';
+import {initCheck} from './check.js';
+import {initAsk} from './ask.js';
+import {initRuns, loadRuns} from './runs.js';
+import {initSettings, loadSettings} from './settings.js';
+
+const PAGES = ['search', 'check', 'ask', 'runs', 'settings'];
+let me = null;
+
+function show() {
+  let page = location.hash.slice(1);
+  if (!PAGES.includes(page)) page = 'search';
+  for (const s of document.querySelectorAll('main > section[data-page]')) {
+    s.hidden = s.dataset.page !== page;
+  }
+  for (const a of document.querySelectorAll('nav.tabs a')) {
+    if (a.dataset.page === page) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  document.title = 'medtrust: ' + page;
+  if (page === 'runs') loadRuns();
+  if (page === 'settings') loadSettings(me);
+}
+
+async function start() {
+  const res = await api('GET', '/v1/me');
+  if (res.status === 401) {
+    location.href = '/login';
+    return;
+  }
+  if (!res.ok) {
+    $('app-msg').textContent = errorText(res);
+    return;
+  }
+  me = res.data;
+  setCsrf(me.csrf_token);
+  $('who').textContent = me.username + (me.role === 'admin' ? ' (admin)' : '');
+  $('logout').addEventListener('click', async () => {
+    await api('POST', '/v1/logout');
+    setCsrf('');
+    location.href = '/login';
+  });
+  initCheck();
+  initAsk();
+  initRuns(me);
+  initSettings();
+  window.addEventListener('hashchange', show);
+  show();
+  await initSearch();
+}
+
+start();

@@ -1,0 +1,118 @@
+// Ask page: POST /v1/ask; the answer's claims are coloured by their
+// verdict (SUPPORT green, CONTRADICT red, NO_EVIDENCE orange, NO_REFERENCE
+// grey) and, on hover or keyboard focus, show each cited document's title
+// and its closest sentence. An unavailable route shows the server's words.
+import {api, errorText} from './api.js';
+import {$, clear, el} from './dom.js';
+import {followRun} from './check.js';
+
+const LABELS = {
+  SUPPORT: 'supported', CONTRADICT: 'contradicted',
+  NO_EVIDENCE: 'no evidence in the cited document',
+  NO_REFERENCE: 'cites a document that was not retrieved',
+  UNVERIFIED: 'not verified',
+};
+
+// A link to a retrieved document in the list below the answer; a cited
+// id that was not retrieved (NO_REFERENCE) has nothing to link to.
+function docLink(id, docs) {
+  if (!docs.has(id)) return el('span', {class: 'muted'}, id);
+  return el('a', {href: '#doc-' + encodeURIComponent(id),
+    'data-doc': id}, id);
+}
+
+function verdictItem(v, docs) {
+  const d = docs.get(v.doc_id) || {};
+  return el('li', {},
+      el('span', {class: 'label-' + v.label}, v.label), ' ',
+      el('strong', {}, d.title || v.doc_id), ' (', docLink(v.doc_id, docs), ')',
+      typeof v.score === 'number' ? ', score ' + v.score.toFixed(2) : '',
+      v.evidence_sentence ? el('div', {}, el('span', {class: 'muted'},
+          'Closest sentence: '), '“' + v.evidence_sentence + '”') : null);
+}
+
+function claimNode(c, i, docs) {
+  const tipId = 'claim-tip-' + i;
+  const label = c.label || 'UNVERIFIED';
+  const refs = (c.refs || []).map((r) => ['[', docLink(r, docs), ']']);
+  const tip = el('span', {class: 'tip', role: 'tooltip', id: tipId},
+      el('span', {class: 'label-' + label}, label), ': ', LABELS[label] || '',
+      el('ul', {}, (c.verdicts || []).map((v) => verdictItem(v, docs))));
+  return el('span', {class: 'claim ' + label, tabindex: '0',
+    'data-label': label, 'aria-describedby': tipId},
+  c.text, ' ', refs, tip);
+}
+
+function legend() {
+  return el('ul', {class: 'legend', 'aria-label': 'Colour legend'},
+      Object.keys(LABELS).slice(0, 4).map((k) =>
+        el('li', {}, el('span', {class: 'claim ' + k}, k), ' ' + LABELS[k])));
+}
+
+function pubmedLink(id) {
+  if (!/^\d{5,9}$/.test(id)) return null;
+  return el('a', {href: 'https://pubmed.ncbi.nlm.nih.gov/' + id + '/',
+    rel: 'noopener noreferrer', target: '_blank'}, 'PubMed');
+}
+
+export function renderAsk(r) {
+  const docs = new Map((r.documents || []).map((d) => [d.doc_id, d]));
+  const claims = r.claims || [];
+  const answer = el('div', {class: 'answer', id: 'ask-answer'});
+  if (claims.length) {
+    claims.forEach((c, i) => answer.append(claimNode(c, i, docs), ' '));
+  } else {
+    answer.append(r.answer || 'No answer was produced.');
+  }
+  return el('div', {class: 'panel'},
+      el('h2', {}, 'Answer'), legend(), answer,
+      r.final_verdict ? el('p', {}, 'Final verdict: ' + r.final_verdict) : null,
+      (r.notes || []).length ? el('div', {class: 'msg info'},
+          'Partial result: ' + r.notes.join(' ')) : null,
+      el('h3', {}, 'Documents'),
+      el('ol', {}, (r.documents || []).map((d) => el('li', {
+        id: 'doc-' + d.doc_id}, el('strong', {}, d.title || d.doc_id), ' ',
+      el('span', {class: 'muted'}, d.doc_id + (typeof d.score === 'number' ?
+          ' · score ' + d.score.toFixed(3) : '')), ' ', pubmedLink(d.doc_id)))));
+}
+
+async function submit(ev) {
+  ev.preventDefault();
+  const question = $('ask-q').value.trim();
+  const out = clear($('ask-result'));
+  $('ask-msg').textContent = '';
+  $('ask-status').textContent = 'Asking…';
+  $('ask-btn').disabled = true;
+  const res = await api('POST', '/v1/ask', {question});
+  const done = (r) => {
+    $('ask-btn').disabled = false;
+    $('ask-status').textContent = '';
+    out.append(renderAsk(r));
+  };
+  if (!res.ok) {
+    $('ask-btn').disabled = false;
+    $('ask-status').textContent = '';
+    $('ask-msg').textContent = errorText(res);
+    return;
+  }
+  if (res.status !== 202) {
+    done(res.data);
+    return;
+  }
+  // Queued as a run: follow it like a check.
+  followRun(res.data.run_id, () => {}, (s) => {
+    $('ask-status').textContent = 'Run ' + res.data.run_id + ': ' + s + '…';
+  }, (run) => {
+    if (run.status === 'done') {
+      done(run.result);
+    } else {
+      $('ask-btn').disabled = false;
+      $('ask-status').textContent = '';
+      $('ask-msg').textContent = run.error || 'the question failed';
+    }
+  });
+}
+
+export function initAsk() {
+  $('ask-form').addEventListener('submit', submit);
+}

@@ -1,0 +1,167 @@
+// Check page: sends a note to POST /v1/check, follows the run's events
+// (Server-Sent Events) to show the trajectory live, then shows the note
+// with the erroneous sentence highlighted and a word diff to the
+// correction. renderCheckResult is shared with the Runs page.
+import {api, errorText} from './api.js';
+import {$, clear, el} from './dom.js';
+import {renderDiff} from './diff.js';
+import {renderStep} from './trace.js';
+
+const HINTS = {
+  'react-reflex': 'Searches the corpus step by step, has five reviewers ' +
+      'score the answer and reflects when they reject it. Slowest, most ' +
+      'thorough.',
+  'guards': 'Two agents detect and locate the error, an arbiter settles ' +
+      'disagreements, one agent corrects it.',
+  'single': 'One prompted call: the fastest baseline.',
+};
+
+// The note (or, without it, the corrected note) with the error marked.
+function noteView(note, r) {
+  const box = el('div', {class: 'note-view', id: 'check-note-view'});
+  const text = note || r.corrected_text || '';
+  const needle = note ? r.error_sentence : r.corrected_sentence;
+  const at = r.error_flag && needle ? text.indexOf(needle) : -1;
+  if (at < 0) {
+    box.append(text);
+    return box;
+  }
+  // The erroneous sentence in the note, or the correction in its place.
+  const mark = note ? el('mark', {class: 'err', id: 'check-err-sentence'},
+      needle) : el('mark', {class: 'fix'}, needle);
+  box.append(text.slice(0, at), mark, text.slice(at + needle.length));
+  return box;
+}
+
+export function renderCheckResult(r, note) {
+  const u = r.usage || {};
+  const verdict = r.error_flag ?
+    'Error found in sentence ' + r.error_sentence_id + ' (counting from 0)' :
+    'No error found';
+  const parts = [
+    el('h2', {}, 'Verdict'),
+    el('p', {class: 'verdict', id: 'check-verdict'}, verdict),
+    el('h3', {}, note ? 'The note' : 'The corrected note'),
+    noteView(note, r),
+  ];
+  if (r.error_flag) {
+    parts.push(el('h3', {}, 'Correction'),
+        el('div', {id: 'check-diff'},
+            renderDiff(r.error_sentence, r.corrected_sentence)));
+  }
+  parts.push(el('p', {class: 'muted'}, 'Strategy ' + r.strategy + ': ' +
+      (u.llm_calls || 0) + ' model calls, ' + (u.prompt_tokens || 0) +
+      ' prompt and ' + (u.completion_tokens || 0) + ' completion tokens' +
+      (u.fallbacks ? ', ' + u.fallbacks + ' fallbacks' : '') + '.'));
+  return el('div', {class: 'panel', id: 'check-verdict-panel'}, parts);
+}
+
+// A live trajectory list; add(record) appends one step.
+export function trajectory() {
+  const list = el('ol', {class: 'trace', id: 'check-trace',
+    'aria-label': 'Trajectory'});
+  const state = {};
+  return {
+    node: el('div', {class: 'panel'}, el('h2', {}, 'Trajectory'), list),
+    add: (rec) => list.append(renderStep(rec, state)),
+    count: () => list.children.length,
+  };
+}
+
+// Follows run 'id' until it ends: events while it streams, then (if the
+// stream breaks) the run itself. Calls onStep and, once, onEnd(run).
+export function followRun(id, onStep, onStatus, onEnd) {
+  let ended = false;
+  const end = (run) => {
+    if (!ended) {
+      ended = true;
+      onEnd(run);
+    }
+  };
+  const es = new EventSource('/v1/runs/' + id + '/events');
+  es.addEventListener('status', (ev) => onStatus(JSON.parse(ev.data).status));
+  es.addEventListener('step', (ev) => onStep(JSON.parse(ev.data)));
+  es.addEventListener('done', (ev) => {
+    es.close();
+    end(JSON.parse(ev.data));
+  });
+  es.onerror = () => {
+    es.close();
+    if (!ended) poll(id, end);
+  };
+}
+
+async function poll(id, end) {
+  for (;;) {
+    const res = await api('GET', '/v1/runs/' + id);
+    if (!res.ok) {
+      end({status: 'failed', error: errorText(res)});
+      return;
+    }
+    if (res.data.status === 'done' || res.data.status === 'failed') {
+      end(res.data);
+      return;
+    }
+    await new Promise((ok) => setTimeout(ok, 1000));
+  }
+}
+
+async function submit(ev) {
+  ev.preventDefault();
+  const note = $('check-note').value;
+  const strategy = $('check-strategy').value;
+  const out = clear($('check-result'));
+  const btn = $('check-btn');
+  $('check-msg').textContent = '';
+  btn.disabled = true;
+  const res = await api('POST', '/v1/check', {note, strategy});
+  if (!res.ok) {
+    $('check-msg').textContent = errorText(res);
+    $('check-status').textContent = '';
+    btn.disabled = false;
+    return;
+  }
+  const id = res.data.run_id;
+  $('check-status').textContent = 'Run ' + id + ' queued.';
+  const verdict = el('div');
+  const traj = trajectory();
+  out.append(verdict, traj.node);
+  followRun(id, traj.add, (s) => {
+    $('check-status').textContent = 'Run ' + id + ': ' + s + '…';
+  }, (run) => {
+    btn.disabled = false;
+    if (run.status !== 'done') {
+      $('check-status').textContent = 'Run ' + id + ' failed.';
+      $('check-msg').textContent = run.error || 'the check failed';
+      return;
+    }
+    $('check-status').textContent = 'Run ' + id + ' done.';
+    // A stream that joined late missed the steps: show them from the result.
+    if (traj.count() === 0) (run.result.trace || []).forEach(traj.add);
+    verdict.append(renderCheckResult(run.result, note));
+  });
+}
+
+// Says up front when the chosen strategy has no model configured (the
+// server refuses such a check with the same advice).
+let ready = null;
+
+function strategyHint() {
+  const sel = $('check-strategy');
+  let text = HINTS[sel.value] || '';
+  if (ready && ready[sel.value] === false) {
+    text += ' No language model is configured for it: start the server ' +
+        'with --llm openai:BASE_URL#MODEL or --llm gguf:PATH, or set ' +
+        'MEDTRUST_LLM.';
+  }
+  $('check-strategy-hint').textContent = text;
+}
+
+export async function initCheck() {
+  $('check-strategy').addEventListener('change', strategyHint);
+  $('check-form').addEventListener('submit', submit);
+  strategyHint();
+  const res = await api('GET', '/v1/models');
+  ready = res.ok ? res.data.check : null;
+  strategyHint();
+}

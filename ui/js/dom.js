@@ -1,0 +1,80 @@
+// Small DOM helpers. Text from the server only ever enters the page as
+// text nodes (never as HTML), so notes, documents and model replies cannot
+// inject markup.
+
+// el('p', {class: 'x'}, 'text', child, ...): a new element.
+export function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat(Infinity)) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+export function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  return node;
+}
+
+export function $(id) {
+  return document.getElementById(id);
+}
+
+// Words of a query worth highlighting: 3+ letters, not common words.
+const STOP = new Set(['the', 'and', 'for', 'are', 'what', 'with', 'how',
+  'does', 'which', 'who', 'why', 'when', 'from', 'that', 'this', 'can',
+  'was', 'were', 'has', 'have', 'not', 'into', 'of']);
+
+export function queryTerms(q) {
+  const words = q.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) || [];
+  return [...new Set(words.filter((w) => !STOP.has(w)))];
+}
+
+function escapeRe(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+// Text with each word starting with a query term wrapped in <mark>
+// (prefix match, so "treatment" is marked for "treatments" and back).
+export function highlight(text, terms) {
+  const frag = document.createDocumentFragment();
+  if (!terms.length) {
+    frag.append(text);
+    return frag;
+  }
+  const stems = terms.map((t) => escapeRe(t.length > 5 ? t.slice(0, 5) : t));
+  const re = new RegExp('(?<![\\p{L}\\p{N}])(?:' + stems.join('|') +
+      ')[\\p{L}\\p{N}]*', 'giu');
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    frag.append(text.slice(last, m.index), el('mark', {}, m[0]));
+    last = m.index + m[0].length;
+  }
+  frag.append(text.slice(last));
+  return frag;
+}
+
+// "2024-05-01 12:30" from Unix seconds.
+export function when(sec) {
+  if (!sec) return '';
+  const d = new Date(sec * 1000);
+  const p = (n) => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) +
+      ' ' + p(d.getHours()) + ':' + p(d.getMinutes());
+}
+
+// A table from headers and rows of cells (strings or nodes).
+export function table(caption, heads, rows) {
+  return el('table', {},
+      caption ? el('caption', {class: 'muted'}, caption) : null,
+      el('thead', {}, el('tr', {}, heads.map((h) => el('th', {scope: 'col'}, h)))),
+      el('tbody', {}, rows.map((r) => el('tr', {}, r.map((c) => el('td', {}, c))))));
+}

@@ -1,0 +1,72 @@
+// Search page: POST /v1/search with a lexical/semantic weight (BM25 and
+// vectors fused as VerifAI does), top k and a source filter; hits show
+// with the query's words highlighted. The API has no year filter yet.
+import {api, errorText} from './api.js';
+import {$, clear, el, highlight, queryTerms} from './dom.js';
+
+let hasVectors = false;
+
+// The slider is the semantic share in percent.
+function weights() {
+  const sem = hasVectors ? Number($('search-w').value) : 0;
+  if (sem === 0) return {mode: 'bm25'};
+  if (sem === 100) return {mode: 'dense'};
+  return {mode: 'hybrid', w_lex: (100 - sem) / 100, w_sem: sem / 100};
+}
+
+function showWeights() {
+  const sem = Number($('search-w').value);
+  $('search-w-val').textContent = hasVectors ?
+    'Lexical (BM25) ' + (100 - sem) + '% · semantic (vectors) ' + sem + '%' :
+    'This index has no vectors (build it with --embedder use-lite), so ' +
+    'search is lexical (BM25) only.';
+  $('search-w').setAttribute('aria-valuetext', $('search-w-val').textContent);
+}
+
+function hitItem(h, terms) {
+  return el('li', {},
+      el('strong', {}, highlight(h.title || h.doc_id, terms)),
+      el('div', {class: 'hit-meta'}, h.source + ' · ' + h.doc_id +
+          ' · score ' + h.score.toFixed(3)),
+      el('div', {}, highlight(h.text, terms)));
+}
+
+async function submit(ev) {
+  ev.preventDefault();
+  const q = $('search-q').value.trim();
+  const body = Object.assign({query: q, k: Number($('search-k').value) || 10},
+      weights());
+  if ($('search-source').value) body.source = $('search-source').value;
+  $('search-msg').textContent = '';
+  $('search-status').textContent = 'Searching…';
+  $('search-btn').disabled = true;
+  const t0 = performance.now();
+  const res = await api('POST', '/v1/search', body);
+  $('search-btn').disabled = false;
+  const list = clear($('search-hits'));
+  if (!res.ok) {
+    $('search-msg').textContent = errorText(res);
+    $('search-status').textContent = '';
+    return;
+  }
+  const terms = queryTerms(q);
+  res.data.hits.forEach((h) => list.append(hitItem(h, terms)));
+  $('search-status').textContent = res.data.hits.length + ' hits (' +
+      body.mode + ') in ' + Math.round(performance.now() - t0) + ' ms.';
+}
+
+export async function initSearch() {
+  $('search-form').addEventListener('submit', submit);
+  $('search-w').addEventListener('input', showWeights);
+  const [models, sources] = await Promise.all([api('GET', '/v1/models'),
+    api('GET', '/v1/sources')]);
+  hasVectors = models.ok && !!models.data.embedder;
+  $('search-w').disabled = !hasVectors;
+  showWeights();
+  if (sources.ok) {
+    for (const s of sources.data.sources) {
+      $('search-source').append(el('option', {value: s.name},
+          s.name + ' (' + s.documents + ' documents)'));
+    }
+  }
+}
