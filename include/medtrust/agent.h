@@ -79,8 +79,8 @@ void mt_agent_close(struct mt_agent *a);
 
 /* One note. Strings are borrowed for the call. */
 struct mt_note {
-    const char *id;        /* used in the trace; may be NULL */
-    const char *text;      /* the note, UTF-8 */
+    const char *id;   /* used in the trace; may be NULL */
+    const char *text; /* the note, UTF-8 */
     size_t text_len;
     const char *sentences; /* MEDEC `Sentences` field, or NULL to split */
     size_t sentences_len;
@@ -108,8 +108,8 @@ struct mt_check_result {
     char *corrected_text;     /* the note with the correction applied */
     enum mt_strategy strategy;
     struct mt_check_usage usage;
-    char *trace;              /* JSON array text, one object per step */
-    int fallback;             /* 1 when the verdict is a fallback */
+    char *trace;  /* JSON array text, one object per step */
+    int fallback; /* 1 when the verdict is a fallback */
 };
 
 /* Checks one note. Model failures never fail the call: each role retries
@@ -135,8 +135,7 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
  * "<id> <flag> <sentence id or -1> <corrected sentence or NA>", with line
  * breaks in the correction turned into spaces. r == NULL gives the
  * fallback line "<id> 0 -1 NA". Caller frees with mt_free. */
-char *mt_check_submission_line(const char *id,
-                               const struct mt_check_result *r);
+char *mt_check_submission_line(const char *id, const struct mt_check_result *r);
 
 /* ==== Verified question answering (VerifAI) ====
  * Added by the [ask] work: hybrid retrieval, an answer that cites the
@@ -207,8 +206,8 @@ struct mt_qa;
  * the NLI classifier, embedder, reranker, prompts, and the index of
  * db_dir. On success *out owns the handle (mt_qa_close); on failure *out
  * is unchanged and 'err' names the setting to fix. */
-enum mt_status mt_qa_open(const struct mt_qa_params *params,
-                          struct mt_qa **out, struct mt_error *err);
+enum mt_status mt_qa_open(const struct mt_qa_params *params, struct mt_qa **out,
+                          struct mt_error *err);
 
 /* Closes the answerer; NULL is allowed. No call may be running. */
 void mt_qa_close(struct mt_qa *q);
@@ -225,12 +224,12 @@ struct mt_qa_verdict {
 
 /* A claim: answer sentences that share citations. */
 struct mt_qa_claim {
-    const char *text;          /* without the citation brackets */
-    const char *const *refs;   /* cited document ids, in order, unique */
+    const char *text;        /* without the citation brackets */
+    const char *const *refs; /* cited document ids, in order, unique */
     size_t nrefs;
     struct mt_qa_verdict *verdicts; /* one per ref */
     size_t nverdicts;
-    enum mt_qa_label label;    /* the overall verdict (see mt_qa_ask) */
+    enum mt_qa_label label; /* the overall verdict (see mt_qa_ask) */
 };
 
 /* A retrieved document, in rank order. */
@@ -242,20 +241,20 @@ struct mt_qa_doc {
 };
 
 struct mt_qa_usage {
-    uint32_t llm_calls;      /* chat requests, answer and judge */
-    uint32_t failed_calls;   /* requests the backend failed */
+    uint32_t llm_calls;    /* chat requests, answer and judge */
+    uint32_t failed_calls; /* requests the backend failed */
     uint64_t prompt_tokens;
     uint64_t completion_tokens;
-    uint32_t verifications;  /* (claim, document) pairs verified */
+    uint32_t verifications; /* (claim, document) pairs verified */
     uint32_t verify_failures;
-    double seconds;          /* wall time of the whole question */
+    double seconds; /* wall time of the whole question */
 };
 
 /* The result of one question. Every string and array belongs to the
  * result: free it with mt_qa_result_free. */
 struct mt_qa_result {
     const char *question;
-    const char *answer;        /* "" when no answer was produced */
+    const char *answer; /* "" when no answer was produced */
     struct mt_qa_claim *claims;
     size_t nclaims;
     struct mt_qa_doc *docs;
@@ -265,7 +264,7 @@ struct mt_qa_result {
     const char *const *notes;  /* why the result is partial, if it is */
     size_t nnotes;
     struct mt_qa_usage usage;
-    void *mem_;                /* private */
+    void *mem_; /* private */
 };
 
 /* Answers 'question': retrieves, answers with citations, splits the

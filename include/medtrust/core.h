@@ -47,8 +47,7 @@ enum mt_log_level {
 
 /* Receives every message at or above the threshold. 'msg' has no trailing
  * newline and is valid only during the call. */
-typedef void (*mt_log_fn)(enum mt_log_level level, const char *msg,
-                          void *user);
+typedef void (*mt_log_fn)(enum mt_log_level level, const char *msg, void *user);
 
 /* Sets the process-wide log sink (NULL silences the library) and the
  * threshold. The library itself never prints. Not thread-safe against

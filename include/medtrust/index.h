@@ -38,8 +38,7 @@ const char *mt_search_mode_str(enum mt_search_mode m);
 typedef enum mt_status (*mt_index_embed_fn)(void *user,
                                             const char *const *texts,
                                             const size_t *lens, size_t n,
-                                            float *out,
-                                            struct mt_error *err);
+                                            float *out, struct mt_error *err);
 
 /* Scores n passages against 'query' into scores (higher is more
  * relevant): the cross-encoder of the rerank stage, supplied by the
@@ -63,10 +62,10 @@ struct mt_index_build_params {
     uint32_t dims;
     mt_index_embed_fn embed;
     void *embed_user;
-    uint32_t embed_batch;    /* texts per embed call, default 64 */
-    uint32_t hnsw_min;       /* segments with at least this many chunks
-                                get an HNSW graph; smaller ones are
-                                scanned flat (int8). Default 100000. */
+    uint32_t embed_batch; /* texts per embed call, default 64 */
+    uint32_t hnsw_min;    /* segments with at least this many chunks
+                             get an HNSW graph; smaller ones are
+                             scanned flat (int8). Default 100000. */
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
@@ -75,9 +74,9 @@ struct mt_index_build_params {
 void mt_index_default_build_params(struct mt_index_build_params *p);
 
 struct mt_index_build_result {
-    uint64_t chunks_added;  /* chunks put in new segments */
-    uint32_t segments;      /* segments in the index afterwards */
-    int merged;             /* 1 when the build rewrote the whole index */
+    uint64_t chunks_added; /* chunks put in new segments */
+    uint32_t segments;     /* segments in the index afterwards */
+    int merged;            /* 1 when the build rewrote the whole index */
 };
 
 /* Brings the index of store 's' up to date: new chunks go into a new
@@ -116,7 +115,7 @@ struct mt_search_params {
      * (mt_index_embedder tells which), query_dims floats. */
     const float *query_vec;
     uint32_t query_dims;
-    uint32_t ef;              /* HNSW search breadth, 0 = default (128) */
+    uint32_t ef; /* HNSW search breadth, 0 = default (128) */
     /* Rerank stage (IryoNLP, MedCPT): take the top rerank_depth hits
      * (e.g. 50), score them with 'rerank' and keep the top k (e.g. 20).
      * Without a rerank function the first-stage order passes through.
@@ -158,9 +157,9 @@ struct mt_index_stats {
     uint32_t segments;         /* segments in use */
     uint32_t damaged_segments; /* left out: checksum or size wrong */
     uint64_t chunks;
-    uint64_t terms;    /* summed over segments */
+    uint64_t terms; /* summed over segments */
     uint64_t postings;
-    uint64_t bytes;    /* on disk */
+    uint64_t bytes; /* on disk */
     const char *analyzer;
 };
 

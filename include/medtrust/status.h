@@ -9,17 +9,17 @@
 extern "C" {
 #endif
 
-#define MT_STATUS_MAP(X)                                                     \
-    X(OK, "success")                                                         \
-    X(ENOMEM, "out of memory")                                               \
-    X(EINVAL, "invalid argument")                                            \
-    X(EPARSE, "malformed input")                                             \
-    X(ELIMIT, "size or count limit exceeded")                                \
-    X(EIO, "input/output error")                                             \
-    X(ENOTFOUND, "not found")                                                \
-    X(EDB, "database error")                                                 \
-    X(EUNSUPPORTED, "unsupported")                                           \
-    X(ECANCELED, "canceled")                                                 \
+#define MT_STATUS_MAP(X)                                                       \
+    X(OK, "success")                                                           \
+    X(ENOMEM, "out of memory")                                                 \
+    X(EINVAL, "invalid argument")                                              \
+    X(EPARSE, "malformed input")                                               \
+    X(ELIMIT, "size or count limit exceeded")                                  \
+    X(EIO, "input/output error")                                               \
+    X(ENOTFOUND, "not found")                                                  \
+    X(EDB, "database error")                                                   \
+    X(EUNSUPPORTED, "unsupported")                                             \
+    X(ECANCELED, "canceled")                                                   \
     X(EINTERNAL, "internal error")
 
 enum mt_status {
@@ -44,9 +44,8 @@ const char *mt_status_str(enum mt_status st);
 
 /* Records 'st' and a printf-style message in 'err' (may be NULL) and returns
  * 'st', so an error site is one line: return mt_fail(err, MT_EPARSE, ...). */
-enum mt_status mt_fail(struct mt_error *err, enum mt_status st,
-                       const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+enum mt_status mt_fail(struct mt_error *err, enum mt_status st, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
 
 /* Prefixes the message already in 'err' with a printf-style context, e.g.
  * the file name. Returns err->status (or MT_EINTERNAL when err is NULL). */

@@ -58,17 +58,17 @@ enum mt_status mt_store_source(struct mt_store *s, const char *name,
 
 /* A document to store. All strings are borrowed for the call. */
 struct mt_doc {
-    const char *ext_id;   /* the corpus's own id, unique within a source */
-    const char *title;    /* may be NULL */
-    const char *text;     /* UTF-8 */
+    const char *ext_id; /* the corpus's own id, unique within a source */
+    const char *title;  /* may be NULL */
+    const char *text;   /* UTF-8 */
     size_t text_len;
     const char *metadata; /* JSON object text, may be NULL for {} */
 };
 
 /* What mt_store_put did. */
 struct mt_put_result {
-    size_t chunks;  /* chunks written (0 when unchanged) */
-    int unchanged;  /* 1 when an identical document was already stored */
+    size_t chunks; /* chunks written (0 when unchanged) */
+    int unchanged; /* 1 when an identical document was already stored */
 };
 
 /* Inserts the document, or replaces the one with the same ext_id in the
@@ -77,8 +77,7 @@ struct mt_put_result {
  * so re-ingesting a corpus costs no re-chunking and no index rebuild.
  * 'res' may be NULL. */
 enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
-                            const struct mt_doc *doc,
-                            struct mt_put_result *res,
+                            const struct mt_doc *doc, struct mt_put_result *res,
                             struct mt_error *err);
 
 /* Counts for one source, or for the whole store. */
@@ -91,8 +90,8 @@ struct mt_store_counts {
 
 /* Calls fn once per source (ordered by name) and then once with the total
  * (source == NULL). Stops with fn's status when it is not MT_OK. */
-typedef enum mt_status (*mt_store_counts_fn)(
-    const struct mt_store_counts *c, void *user);
+typedef enum mt_status (*mt_store_counts_fn)(const struct mt_store_counts *c,
+                                             void *user);
 enum mt_status mt_store_stats(struct mt_store *s, mt_store_counts_fn fn,
                               void *user, struct mt_error *err);
 
@@ -101,9 +100,9 @@ enum mt_status mt_store_check(struct mt_store *s, struct mt_error *err);
 
 /* Options for ingesting a JSONL file of {"id","text","title"?,...}. */
 struct mt_ingest_params {
-    const char *source;   /* source name; default: the file's base name */
-    uint32_t batch_size;  /* documents per transaction, default 1000 */
-    int skip_bad;         /* skip malformed lines instead of failing */
+    const char *source;  /* source name; default: the file's base name */
+    uint32_t batch_size; /* documents per transaction, default 1000 */
+    int skip_bad;        /* skip malformed lines instead of failing */
     /* Called after each committed batch with the number of input records
      * handled so far (written or skipped); may be NULL. */
     void (*progress)(uint64_t records, void *user);
@@ -116,7 +115,7 @@ struct mt_ingest_result {
     uint64_t documents; /* documents written (inserted or replaced) */
     uint64_t unchanged; /* identical to the stored ones, left alone */
     uint64_t chunks;
-    uint64_t skipped;   /* malformed lines skipped (skip_bad) */
+    uint64_t skipped; /* malformed lines skipped (skip_bad) */
 };
 
 /* Ingests 'path' ("-" for stdin) in transactional batches: a crash keeps

@@ -146,8 +146,7 @@ static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
     if (st == MT_OK && a->p.reranker_spec &&
         a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = mt_reranker_open(a->p.reranker_spec, NULL, &a->reranker, err);
-    if (st == MT_OK && a->p.db_dir &&
-        a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+    if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = open_index(a, err);
     return st;
 }
@@ -159,9 +158,10 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
     enum mt_status st;
 
     if (!params || params->max_steps == 0 || params->max_rounds == 0 ||
-        params->n_evals == 0 || params->n_evals > 64 ||
-        params->rerank_k == 0 || params->retrieve_k < params->rerank_k)
-        return mt_fail(err, MT_EINVAL, "checker: steps, rounds and "
+        params->n_evals == 0 || params->n_evals > 64 || params->rerank_k == 0 ||
+        params->retrieve_k < params->rerank_k)
+        return mt_fail(err, MT_EINVAL,
+                       "checker: steps, rounds and "
                        "evaluators (1..64) must be positive and retrieve-k "
                        ">= rerank-k >= 1");
     mt_jsonl_init_alloc(); /* JSON values through mt_malloc */

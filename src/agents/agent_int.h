@@ -58,20 +58,20 @@ struct run {
 };
 
 /* Validates one parsed reply; returns 0 when usable, else writes why. */
-typedef int (*reply_check_fn)(struct run *r, json_t *o, void *user,
-                              char *why, size_t n);
+typedef int (*reply_check_fn)(struct run *r, json_t *o, void *user, char *why,
+                              size_t n);
 
 /* One role call: inputs, then what came back. */
 struct call {
     enum agent_role role;
-    const char *prompt;               /* prompt file name */
-    const char *const *keys;          /* template variables */
+    const char *prompt;      /* prompt file name */
+    const char *const *keys; /* template variables */
     const char *const *vals;
     size_t nvars;
     const struct mt_llm_message *hist; /* messages after the user one */
     size_t nhist;
     float temperature;
-    uint32_t n;                       /* samples (MedEval) */
+    uint32_t n; /* samples (MedEval) */
     reply_check_fn check;
     void *check_user;
     /* results */
@@ -106,7 +106,7 @@ void mt_run_event(struct run *r, const char *step, json_t *o);
 /* Sets the verdict: flag 1 with sentence 'sid' and correction 'corr', or
  * no error (flag 0). */
 enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
-                           const char *corr);
+                              const char *corr);
 
 /* Final-answer check shared by single, the parser and MedReAct's
  * final_mistake: is_error, sentence_id (mapped from error_sentence by
@@ -131,13 +131,13 @@ enum mt_status mt_strategy_react(struct run *r);
  * a reranker is set) and appends the passages to 'obs'; hit ids go to
  * 'ids' (a JSON array). Without a corpus it says so in 'obs'. */
 enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
-                            struct mt_buf *obs, json_t *ids,
-                            struct mt_error *err);
+                               struct mt_buf *obs, json_t *ids,
+                               struct mt_error *err);
 
 /* MedEval acceptance: mean of finals >= mean_min and the TRUE minimum
  * over all reviewers >= min_min. Returns 1 to accept; *mean and *min get
  * the statistics (0 when n == 0, which never accepts). */
 int mt_medeval_accept(const int *finals, size_t n, double mean_min,
-                   double min_min, double *mean, int *min);
+                      double min_min, double *mean, int *min);
 
 #endif

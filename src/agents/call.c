@@ -65,8 +65,7 @@ static size_t take_replies(struct run *r, struct call *c,
     for (i = 0; i < res->n; i++) {
         json_t *o = mt_reply_extract(res->texts[i], why, wn);
 
-        json_array_append_new(raws,
-                              text_json(res->texts[i], TRACE_REPLY_MAX));
+        json_array_append_new(raws, text_json(res->texts[i], TRACE_REPLY_MAX));
         if (o && c->check(r, o, c->check_user, why, wn) != 0) {
             json_decref(o);
             o = NULL;
@@ -84,8 +83,8 @@ static size_t take_replies(struct run *r, struct call *c,
 
 /* One request and its validation; returns 1 when usable replies came. */
 static int attempt(struct run *r, struct call *c,
-                   const struct mt_llm_message *m, size_t nm, int k,
-                   char *why, size_t wn)
+                   const struct mt_llm_message *m, size_t nm, int k, char *why,
+                   size_t wn)
 {
     struct mt_chat_params cp;
     struct mt_chat_result res;
@@ -109,8 +108,8 @@ static int attempt(struct run *r, struct call *c,
     } else {
         c->u.prompt_tokens += res.prompt_tokens;
         c->u.completion_tokens += res.completion_tokens;
-        json_object_set_new(rec, "ms", json_integer((json_int_t)(
-            res.seconds * 1000)));
+        json_object_set_new(rec, "ms",
+                            json_integer((json_int_t)(res.seconds * 1000)));
         kept = take_replies(r, c, &res, rec, why, wn);
         if (!kept)
             c->u.parse_failures++;
@@ -138,8 +137,8 @@ static size_t build_msgs(const struct call *c, struct mt_llm_message *m,
     return n;
 }
 
-static enum mt_status call_loop(struct run *r, struct call *c,
-                                const char *sys, const char *user)
+static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
+                                const char *user)
 {
     struct mt_llm_message *m = mt_calloc(c->nhist + 4, sizeof *m);
     char why[512] = "";
@@ -154,9 +153,11 @@ static enum mt_status call_loop(struct run *r, struct call *c,
         size_t extra = 0;
 
         if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
-            snprintf(fix, sizeof fix, "Your reply could not be used (%.500s). "
+            snprintf(fix, sizeof fix,
+                     "Your reply could not be used (%.500s). "
                      "Reply again with only the JSON object the "
-                     "instructions ask for.", why);
+                     "instructions ask for.",
+                     why);
             m[nm + extra++] = (struct mt_llm_message){"user", fix};
         }
         c->ok = attempt(r, c, m, nm + extra, k, why, sizeof why);

@@ -16,7 +16,10 @@
 
 enum { C_TEXT, C_SENTS, C_FLAG, C_SID, C_CORR, NCOLS };
 static const char *const col_names[NCOLS] = {
-    "Text", "Sentences", "Error Flag", "Error Sentence ID",
+    "Text",
+    "Sentences",
+    "Error Flag",
+    "Error Sentence ID",
     "Corrected Sentence",
 };
 
@@ -73,10 +76,10 @@ static enum mt_status put_example(struct mt_buf *b, struct mt_csv *c,
                                : (struct mt_str){NULL, 0});
     if (st != MT_OK)
         return st;
-    ans = json_pack("{s:b,s:i,s:s%}", "is_error", flag, "sentence_id",
-                    flag ? atoi(sid.p ? sid.p : "-1") : -1,
-                    "corrected_sentence", flag ? corr.p : "",
-                    flag ? corr.n : (size_t)0);
+    ans =
+        json_pack("{s:b,s:i,s:s%}", "is_error", flag, "sentence_id",
+                  flag ? atoi(sid.p ? sid.p : "-1") : -1, "corrected_sentence",
+                  flag ? corr.p : "", flag ? corr.n : (size_t)0);
     s = ans ? json_dumps(ans, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(ans);
     st = s ? mt_buf_printf(b, "Answer: %s\n\n", s) : MT_ENOMEM;
@@ -84,8 +87,8 @@ static enum mt_status put_example(struct mt_buf *b, struct mt_csv *c,
     return st;
 }
 
-static enum mt_status find_cols(struct mt_csv *c, const char *path,
-                                long *col, struct mt_error *err)
+static enum mt_status find_cols(struct mt_csv *c, const char *path, long *col,
+                                struct mt_error *err)
 {
     int got = 0;
     enum mt_status st = mt_csv_next(c, &got, err);
@@ -97,9 +100,11 @@ static enum mt_status find_cols(struct mt_csv *c, const char *path,
         col[i] = got ? mt_csv_find(c, col_names[i]) : -1;
     if (col[C_SENTS] < 0 || col[C_FLAG] < 0 || col[C_SID] < 0 ||
         col[C_CORR] < 0)
-        return mt_fail(err, MT_EPARSE, "--few-shot %s: needs the columns "
+        return mt_fail(err, MT_EPARSE,
+                       "--few-shot %s: needs the columns "
                        "Sentences, Error Flag, Error Sentence ID and "
-                       "Corrected Sentence", path);
+                       "Corrected Sentence",
+                       path);
     return MT_OK;
 }
 
@@ -148,9 +153,11 @@ enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err)
         return a->examples ? MT_OK : MT_ENOMEM;
     }
     if (looks_like_eval(path))
-        return mt_fail(err, MT_EINVAL, "--few-shot %s looks like an "
+        return mt_fail(err, MT_EINVAL,
+                       "--few-shot %s looks like an "
                        "evaluation split (validation/test): give a "
-                       "training split", path);
+                       "training split",
+                       path);
     st = mt_csv_open(path, NULL, &c, err);
     if (st == MT_OK)
         st = find_cols(c, path, col, err);

@@ -29,14 +29,14 @@ static double conf_of(const json_t *o)
     return mt_reply_conf(o, "confidence", &c) == 0 ? c : DEFAULT_CONF;
 }
 
-static int read_detect(const json_t *o, struct opinion *d, char *why,
-                       size_t n)
+static int read_detect(const json_t *o, struct opinion *d, char *why, size_t n)
 {
     const char *v = mt_reply_str(o, "verdict");
 
-    if (!v || (strcasecmp(v, "CORRECT") != 0 &&
-               strcasecmp(v, "INCORRECT") != 0)) {
-        snprintf(why, n, "\"verdict\" must be \"CORRECT\" or "
+    if (!v ||
+        (strcasecmp(v, "CORRECT") != 0 && strcasecmp(v, "INCORRECT") != 0)) {
+        snprintf(why, n,
+                 "\"verdict\" must be \"CORRECT\" or "
                  "\"INCORRECT\"");
         return -1;
     }
@@ -64,19 +64,19 @@ static int read_locate(struct run *r, const json_t *o, struct opinion *d,
         d->value = -1;
         return 0;
     }
-    d->value = mt_match_sentence(t, r->sents, r->nsents, MT_MATCH_MIN,
-                                 &best);
+    d->value = mt_match_sentence(t, r->sents, r->nsents, MT_MATCH_MIN, &best);
     if (d->value < 0) {
-        snprintf(why, n, "the quoted sentence matches no sentence of the "
+        snprintf(why, n,
+                 "the quoted sentence matches no sentence of the "
                  "note (best similarity %.2f): quote one sentence "
-                 "verbatim, or NONE", best);
+                 "verbatim, or NONE",
+                 best);
         return -1;
     }
     return 0;
 }
 
-static int check_detect(struct run *r, json_t *o, void *u, char *why,
-                        size_t n)
+static int check_detect(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     struct opinion d;
 
@@ -85,8 +85,7 @@ static int check_detect(struct run *r, json_t *o, void *u, char *why,
     return read_detect(o, &d, why, n);
 }
 
-static int check_locate(struct run *r, json_t *o, void *u, char *why,
-                        size_t n)
+static int check_locate(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     struct opinion d;
 
@@ -94,8 +93,7 @@ static int check_locate(struct run *r, json_t *o, void *u, char *why,
     return read_locate(r, o, &d, why, n);
 }
 
-static int check_correct(struct run *r, json_t *o, void *u, char *why,
-                         size_t n)
+static int check_correct(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     const char *c = mt_reply_str(o, "corrected_sentence");
 
@@ -107,9 +105,9 @@ static int check_correct(struct run *r, json_t *o, void *u, char *why,
     return -1;
 }
 
-static void call_init(struct call *c, const char *prompt,
-                      reply_check_fn check, const char *const *keys,
-                      const char *const *vals, size_t nvars, float temp)
+static void call_init(struct call *c, const char *prompt, reply_check_fn check,
+                      const char *const *keys, const char *const *vals,
+                      size_t nvars, float temp)
 {
     memset(c, 0, sizeof *c);
     c->role = ROLE_GUARD;
@@ -135,12 +133,13 @@ static int opinion_of(struct run *r, const struct call *c, int locate,
                   : read_detect(o, d, why, sizeof why);
 }
 
-static void describe(char *buf, size_t n, const struct opinion *d,
-                     int locate)
+static void describe(char *buf, size_t n, const struct opinion *d, int locate)
 {
     if (locate)
-        snprintf(buf, n, "sentence %d \"%s\" (confidence %.2f). Reasoning: "
-                 "%s", d->value, d->quote ? d->quote : "NONE", d->conf,
+        snprintf(buf, n,
+                 "sentence %d \"%s\" (confidence %.2f). Reasoning: "
+                 "%s",
+                 d->value, d->quote ? d->quote : "NONE", d->conf,
                  d->reasoning ? d->reasoning : "(none)");
     else
         snprintf(buf, n, "%s (confidence %.2f). Reasoning: %s",
@@ -159,12 +158,10 @@ struct stage {
 };
 
 static const struct stage detect_stage = {
-    0, "guard_detect_1", "guard_detect_2", "guard_detect_arbiter",
-    check_detect,
+    0, "guard_detect_1", "guard_detect_2", "guard_detect_arbiter", check_detect,
 };
 static const struct stage locate_stage = {
-    1, "guard_locate_1", "guard_locate_2", "guard_locate_arbiter",
-    check_locate,
+    1, "guard_locate_1", "guard_locate_2", "guard_locate_arbiter", check_locate,
 };
 
 /* The disagreement: the arbiter sees both opinions and confidences; when
@@ -188,8 +185,7 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
     vals[2] = desc + DESC_MAX;
     describe(desc, DESC_MAX, &d[0], s->locate);
     describe(desc + DESC_MAX, DESC_MAX, &d[1], s->locate);
-    call_init(&c, s->arbiter, s->check, keys, vals, 3,
-              r->a->p.temperature);
+    call_init(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
     st = mt_call_do(r, &c);
     if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
         *out = da.value;
@@ -208,8 +204,8 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
 }
 
 static enum mt_status decide(struct run *r, const struct stage *s,
-                             const struct opinion *d, const int *has,
-                             int *out, const char **rule)
+                             const struct opinion *d, const int *has, int *out,
+                             const char **rule)
 {
     if (!has[0] && !has[1]) {
         *out = s->locate ? -1 : 0;
@@ -238,8 +234,7 @@ static json_t *opinion_json(const struct opinion *d, int has)
 }
 
 /* Runs both agents of a stage at once, then decides. */
-static enum mt_status run_stage(struct run *r, const struct stage *s,
-                                int *out)
+static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
 {
     static const char *const keys[] = {"SENTENCES"};
     const char *vals[1] = {r->block};
@@ -260,8 +255,8 @@ static enum mt_status run_stage(struct run *r, const struct stage *s,
         mt_run_event(r, s->locate ? "guards_locate" : "guards_detect",
                      json_pack("{s:o,s:o,s:i,s:s}", "agent1",
                                opinion_json(&d[0], has[0]), "agent2",
-                               opinion_json(&d[1], has[1]), "decision",
-                               *out, "rule", rule));
+                               opinion_json(&d[1], has[1]), "decision", *out,
+                               "rule", rule));
     mt_call_free(&c[0]);
     mt_call_free(&c[1]);
     return st;
@@ -283,13 +278,14 @@ static enum mt_status correct(struct run *r, int sid)
               r->a->p.temperature);
     st = mt_call_do(r, &c);
     if (st == MT_OK && c.ok) {
-        st = mt_run_verdict(r, 1, sid, mt_reply_str(mt_call_obj(&c),
-                                                   "corrected_sentence"));
+        st = mt_run_verdict(
+            r, 1, sid, mt_reply_str(mt_call_obj(&c), "corrected_sentence"));
     } else if (st == MT_OK) {
         r->fallback = 1;
-        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role",
-                     "guard_correct", "rule", "no usable correction: the "
-                     "sentence is kept as it stands"));
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s}", "role", "guard_correct", "rule",
+                               "no usable correction: the "
+                               "sentence is kept as it stands"));
         st = mt_run_verdict(r, 1, sid, sent);
     }
     mt_call_free(&c);

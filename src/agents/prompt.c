@@ -68,9 +68,9 @@ static enum mt_status read_file(const char *path, char **out, size_t *n,
     enum mt_status st = MT_OK;
 
     if (!f)
-        return errno == ENOENT ? MT_ENOTFOUND
-                               : mt_fail(err, MT_EIO, "%s: %s", path,
-                                         strerror(errno));
+        return errno == ENOENT
+                   ? MT_ENOTFOUND
+                   : mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
     while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
         st = mt_buf_append(&b, chunk, k);
     if (st == MT_OK)
@@ -105,8 +105,10 @@ static enum mt_status load_one(struct prompt *p, size_t i, const char *dir,
             return mt_fail(err, MT_ENOMEM, "prompts: out of memory");
     }
     if (split(p, p->text, n) < 0)
-        return mt_fail(err, MT_EPARSE, "%s: no '" USER_SEP "' line "
-                       "separating the system and user parts", path);
+        return mt_fail(err, MT_EPARSE,
+                       "%s: no '" USER_SEP "' line "
+                       "separating the system and user parts",
+                       path);
     return MT_OK;
 }
 
@@ -119,8 +121,10 @@ enum mt_status mt_prompts_load(const char *dir, struct mt_prompts **out,
     size_t i;
 
     if (dir && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        return mt_fail(err, MT_EIO, "--prompts %s: not a readable "
-                       "directory", dir);
+        return mt_fail(err, MT_EIO,
+                       "--prompts %s: not a readable "
+                       "directory",
+                       dir);
     ps = mt_calloc(1, sizeof *ps);
     if (!ps)
         return mt_fail(err, MT_ENOMEM, "prompts: out of memory");

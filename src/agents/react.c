@@ -13,8 +13,8 @@
 #define N_SCORES 6
 
 static const char *const score_keys[N_SCORES] = {
-    "validity", "preciseness", "confidence", "relevance", "completeness",
-    "final",
+    "validity",  "preciseness",  "confidence",
+    "relevance", "completeness", "final",
 };
 
 /* Per round: the trajectory for MedEval and MedReFlex, the ReAct message
@@ -57,8 +57,7 @@ int mt_medeval_accept(const int *finals, size_t n, double mean_min,
 
 /* ==== Reply checks ==== */
 
-static int check_react(struct run *r, json_t *o, void *u, char *why,
-                       size_t n)
+static int check_react(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     json_t *act = json_object_get(o, "action");
     const char *name = mt_reply_str(act, "name");
@@ -74,13 +73,13 @@ static int check_react(struct run *r, json_t *o, void *u, char *why,
         return mt_check_final(r, act, &f, why, n);
     if (strcmp(name, "search") == 0 && q && *q)
         return 0;
-    snprintf(why, n, "\"action\" must be {\"name\":\"search\",\"query\":"
+    snprintf(why, n,
+             "\"action\" must be {\"name\":\"search\",\"query\":"
              "...} or {\"name\":\"final_mistake\",...}");
     return -1;
 }
 
-static int check_eval(struct run *r, json_t *o, void *u, char *why,
-                      size_t n)
+static int check_eval(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     long v;
     int i;
@@ -97,8 +96,7 @@ static int check_eval(struct run *r, json_t *o, void *u, char *why,
     return 0;
 }
 
-static int check_reflect(struct run *r, json_t *o, void *u, char *why,
-                         size_t n)
+static int check_reflect(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     const char *p = mt_reply_str(o, "plan");
 
@@ -110,10 +108,9 @@ static int check_reflect(struct run *r, json_t *o, void *u, char *why,
     return -1;
 }
 
-static void call_init(struct call *c, enum agent_role role,
-                      const char *prompt, reply_check_fn check,
-                      const char *const *keys, const char *const *vals,
-                      size_t nvars)
+static void call_init(struct call *c, enum agent_role role, const char *prompt,
+                      reply_check_fn check, const char *const *keys,
+                      const char *const *vals, size_t nvars)
 {
     memset(c, 0, sizeof *c);
     c->role = role;
@@ -126,8 +123,7 @@ static void call_init(struct call *c, enum agent_role role,
 
 /* ==== MedReAct ==== */
 
-static enum mt_status hist_push(struct round *rd, const char *role,
-                                char *owned)
+static enum mt_status hist_push(struct round *rd, const char *role, char *owned)
 {
     struct mt_llm_message *m;
     char **o;
@@ -170,18 +166,20 @@ static enum mt_status do_search(struct run *r, struct round *rd,
     struct mt_buf obs = MT_BUF_INIT(TEXT_MAX);
     struct mt_error err = {MT_OK, ""};
     json_t *ids = json_array();
-    enum mt_status st = mt_buf_printf(&obs, "Observation: passages found "
-                                      "for \"%s\":\n", q);
+    enum mt_status st = mt_buf_printf(&obs,
+                                      "Observation: passages found "
+                                      "for \"%s\":\n",
+                                      q);
 
     if (st == MT_OK)
         st = mt_agent_search(r->a, q, &obs, ids, &err);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = mt_buf_printf(&obs, "The search failed: %s\n", err.msg);
     if (st == MT_OK && left == 1)
-        st = mt_buf_append_str(&obs, "You have one step left: your next "
-                               "reply must use the final_mistake action.");
-    mt_run_event(r, "search", json_pack("{s:s,s:o}", "query", q, "hits",
-                                        ids));
+        st =
+            mt_buf_append_str(&obs, "You have one step left: your next "
+                                    "reply must use the final_mistake action.");
+    mt_run_event(r, "search", json_pack("{s:s,s:o}", "query", q, "hits", ids));
     if (st == MT_OK)
         st = mt_buf_printf(&rd->traj, "- search(\"%s\"): %zu passages\n", q,
                            json_array_size(ids));
@@ -195,8 +193,7 @@ static enum mt_status do_search(struct run *r, struct round *rd,
 
 /* One MedReAct step; *done is set when the round's steps are over. */
 static enum mt_status react_step(struct run *r, struct round *rd,
-                                 const char *memory, uint32_t step,
-                                 int *done)
+                                 const char *memory, uint32_t step, int *done)
 {
     static const char *const keys[] = {"SENTENCES", "MEMORY", "STEPS"};
     char steps[16];
@@ -214,16 +211,17 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     act = json_object_get(mt_call_obj(&c), "action");
     *done = 1;
     if (st == MT_OK && !c.ok)
-        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role", "react",
-                     "rule", "no usable step: the round ends without an "
-                     "answer"));
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s}", "role", "react", "rule",
+                               "no usable step: the round ends without an "
+                               "answer"));
     if (st == MT_OK && act)
         st = mt_buf_printf(&rd->traj, "- thought: %s\n",
                            mt_reply_str(mt_call_obj(&c), "thought")
                                ? mt_reply_str(mt_call_obj(&c), "thought")
                                : "");
-    if (st == MT_OK && act && strcmp(mt_reply_str(act, "name"),
-                                     "final_mistake") == 0) {
+    if (st == MT_OK && act &&
+        strcmp(mt_reply_str(act, "name"), "final_mistake") == 0) {
         rd->answer = json_deep_copy(act);
         st = rd->answer ? MT_OK : MT_ENOMEM;
     } else if (st == MT_OK && act && step + 1 < r->a->p.max_steps) {
@@ -259,10 +257,11 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
         for (j = 0; j < N_SCORES; j++)
             mt_reply_int(o, score_keys[j], 1, 5, &v[j]);
         finals[k++] = (int)v[N_SCORES - 1];
-        mt_buf_printf(&rd->reviews, "Reviewer %zu: validity %ld, "
+        mt_buf_printf(&rd->reviews,
+                      "Reviewer %zu: validity %ld, "
                       "preciseness %ld, confidence %ld, relevance %ld, "
-                      "completeness %ld, final %ld. %s\n", k, v[0], v[1],
-                      v[2], v[3], v[4], v[5], cm ? cm : "");
+                      "completeness %ld, final %ld. %s\n",
+                      k, v[0], v[1], v[2], v[3], v[4], v[5], cm ? cm : "");
     }
     return k;
 }
@@ -270,8 +269,7 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
 static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
                               int *accepted)
 {
-    static const char *const keys[] = {"SENTENCES", "TRAJECTORY",
-                                       "ANSWER"};
+    static const char *const keys[] = {"SENTENCES", "TRAJECTORY", "ANSWER"};
     const char *vals[3] = {r->block, rd->traj.data ? rd->traj.data : "",
                            answer};
     int finals[64];
@@ -293,10 +291,12 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     for (i = 0; i < n; i++)
         json_array_append_new(fa, json_integer(finals[i]));
     if (st == MT_OK)
-        mt_run_event(r, "medeval", json_pack("{s:o,s:f,s:i,s:b,s:s?}",
-                     "finals", fa, "mean", mean, "min", min, "accepted",
-                     *accepted, "rule", n ? NULL : "no usable review: "
-                     "not accepted"));
+        mt_run_event(r, "medeval",
+                     json_pack("{s:o,s:f,s:i,s:b,s:s?}", "finals", fa, "mean",
+                               mean, "min", min, "accepted", *accepted, "rule",
+                               n ? NULL
+                                 : "no usable review: "
+                                   "not accepted"));
     else
         json_decref(fa);
     mt_call_free(&c);
@@ -305,9 +305,8 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
 
 /* ==== MedReFlex ==== */
 
-static enum mt_status medreflex(struct run *r, struct round *rd,
-                                char *answer, struct mt_buf *memory,
-                                uint32_t round)
+static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
+                                struct mt_buf *memory, uint32_t round)
 {
     static const char *const keys[] = {"SENTENCES", "MEMORY", "TRAJECTORY",
                                        "ANSWER", "REVIEWS"};
@@ -323,18 +322,20 @@ static enum mt_status medreflex(struct run *r, struct round *rd,
     st = mt_call_do(r, &c);
     o = mt_call_obj(&c);
     if (st == MT_OK && o)
-        st = mt_buf_printf(memory, "Round %u: %s Plan: %s\n", round + 1,
-                           mt_reply_str(o, "reflection")
-                               ? mt_reply_str(o, "reflection")
-                               : "",
-                           mt_reply_str(o, "plan"));
+        st = mt_buf_printf(
+            memory, "Round %u: %s Plan: %s\n", round + 1,
+            mt_reply_str(o, "reflection") ? mt_reply_str(o, "reflection") : "",
+            mt_reply_str(o, "plan"));
     else if (st == MT_OK) {
-        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role",
-                     "reflect", "rule", "no usable reflection: a generic "
-                     "lesson is kept"));
-        st = mt_buf_printf(memory, "Round %u: the answer was not accepted. "
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s}", "role", "reflect", "rule",
+                               "no usable reflection: a generic "
+                               "lesson is kept"));
+        st = mt_buf_printf(memory,
+                           "Round %u: the answer was not accepted. "
                            "Re-examine every sentence and search before "
-                           "answering.\n", round + 1);
+                           "answering.\n",
+                           round + 1);
     }
     mt_call_free(&c);
     return st;
@@ -359,9 +360,10 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
     if (st == MT_OK && c.ok) {
         mt_check_final(r, mt_call_obj(&c), &f, why, sizeof why);
     } else if (st == MT_OK) {
-        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role", "parser",
-                     "rule", "no usable final answer: the accepted "
-                     "MedReAct answer is used as it stands"));
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s}", "role", "parser", "rule",
+                               "no usable final answer: the accepted "
+                               "MedReAct answer is used as it stands"));
         mt_check_final(r, answer, &f, why, sizeof why);
     }
     if (st == MT_OK)
@@ -381,12 +383,13 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     enum mt_status st = MT_OK;
 
     *accepted = 0;
-    for (step = 0; st == MT_OK && !done && step < r->a->p.max_steps;
-         step++)
+    for (step = 0; st == MT_OK && !done && step < r->a->p.max_steps; step++)
         st = react_step(r, rd, memory, step, &done);
     if (st == MT_OK && !rd->answer)
-        mt_run_event(r, "round", json_pack("{s:s}", "rule", "no "
-                     "final_mistake in this round: not accepted"));
+        mt_run_event(r, "round",
+                     json_pack("{s:s}", "rule",
+                               "no "
+                               "final_mistake in this round: not accepted"));
     if (st == MT_OK && rd->answer) {
         char *ans = dump(rd->answer);
 
@@ -427,8 +430,10 @@ enum mt_status mt_strategy_react(struct run *r)
         st = ans ? final_parser(r, rd.answer, ans) : MT_ENOMEM;
         mt_free(ans);
     } else if (st == MT_OK) {
-        mt_run_event(r, "rounds", json_pack("{s:s}", "rule", "no answer "
-                     "accepted in any round: no error"));
+        mt_run_event(r, "rounds",
+                     json_pack("{s:s}", "rule",
+                               "no answer "
+                               "accepted in any round: no error"));
         st = mt_run_verdict(r, 0, -1, NULL);
     }
     round_free(&rd);

@@ -20,8 +20,7 @@ static json_t *try_object(const char *p, size_t n, char *why, size_t wn)
     if (o)
         snprintf(why, wn, "the reply's JSON is not an object");
     else
-        snprintf(why, wn, "JSON error at column %d: %s", je.column,
-                 je.text);
+        snprintf(why, wn, "JSON error at column %d: %s", je.column, je.text);
     json_decref(o);
     return NULL;
 }
@@ -148,8 +147,7 @@ int mt_reply_conf(const json_t *o, const char *key, double *v)
 {
     double d;
 
-    if (num_value(json_object_get(o, key), &d) != 0 || !(d >= 0) ||
-        d > 100)
+    if (num_value(json_object_get(o, key), &d) != 0 || !(d >= 0) || d > 100)
         return -1;
     *v = d > 1 ? d / 100 : d;
     return 0;

@@ -15,8 +15,7 @@ json_t *mt_reply_extract(const char *text, char *why, size_t n);
 
 /* Integer 'key' of o in [lo, hi] (an integral number or a numeric
  * string). Returns 0 and sets *v, or -1 when absent or invalid. */
-int mt_reply_int(const json_t *o, const char *key, long lo, long hi,
-                 long *v);
+int mt_reply_int(const json_t *o, const char *key, long lo, long hi, long *v);
 /* Boolean 'key': true/false, 1/0, or "true"/"yes"/"false"/"no". */
 int mt_reply_bool(const json_t *o, const char *key, int *v);
 /* Confidence 'key' in [0,1]; values in (1,100] are read as percents. */

@@ -11,8 +11,7 @@
 #define BLOCK_MAX ((size_t)16 << 20)
 
 static enum mt_status check_input(const struct mt_agent *a,
-                                  const struct mt_note *n,
-                                  struct mt_error *err)
+                                  const struct mt_note *n, struct mt_error *err)
 {
     size_t bad = 0;
     size_t i;
@@ -20,12 +19,16 @@ static enum mt_status check_input(const struct mt_agent *a,
     if (!n->text || n->text_len == 0)
         return mt_fail(err, MT_EINVAL, "the note is empty");
     if (n->text_len > a->p.max_note_bytes)
-        return mt_fail(err, MT_ELIMIT, "the note is %zu bytes; the limit "
-                       "is %zu", n->text_len, a->p.max_note_bytes);
+        return mt_fail(err, MT_ELIMIT,
+                       "the note is %zu bytes; the limit "
+                       "is %zu",
+                       n->text_len, a->p.max_note_bytes);
     if (memchr(n->text, '\0', n->text_len) ||
         mt_utf8_validate(n->text, n->text_len, &bad) != MT_OK)
-        return mt_fail(err, MT_EINVAL, "the note is not UTF-8 text (bad "
-                       "byte at offset %zu)", bad);
+        return mt_fail(err, MT_EINVAL,
+                       "the note is not UTF-8 text (bad "
+                       "byte at offset %zu)",
+                       bad);
     for (i = 0; i < n->text_len; i++)
         if (n->text[i] != ' ' && (n->text[i] < '\t' || n->text[i] > '\r'))
             return MT_OK;
@@ -38,9 +41,8 @@ static enum mt_status from_field(struct run *r, const struct mt_note *n,
     struct mt_medec_sentence *ms = NULL;
     size_t cnt = 0;
     size_t i;
-    enum mt_status st = mt_medec_sentences_parse(n->sentences,
-                                                 n->sentences_len, &ms,
-                                                 &cnt, err);
+    enum mt_status st = mt_medec_sentences_parse(n->sentences, n->sentences_len,
+                                                 &ms, &cnt, err);
 
     if (st != MT_OK)
         return st;
@@ -59,15 +61,15 @@ static enum mt_status from_text(struct run *r, const struct mt_note *n,
     struct mt_span *sp = NULL;
     size_t cnt = 0;
     size_t i;
-    enum mt_status st = mt_sentences_split(n->text, n->text_len, &sp, &cnt,
-                                           err);
+    enum mt_status st =
+        mt_sentences_split(n->text, n->text_len, &sp, &cnt, err);
 
     if (st != MT_OK)
         return st;
     r->sents = mt_calloc(cnt ? cnt : 1, sizeof *r->sents);
     for (i = 0; r->sents && i < cnt; i++)
-        r->sents[i] = (struct mt_str){n->text + sp[i].start,
-                                      sp[i].end - sp[i].start};
+        r->sents[i] =
+            (struct mt_str){n->text + sp[i].start, sp[i].end - sp[i].start};
     mt_free(sp);
     r->nsents = cnt;
     r->sents_in_text = 1;
@@ -126,8 +128,9 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
 
         st = from_field(r, n, &e2);
         if (st == MT_EPARSE)
-            mt_run_event(r, "sentences", json_pack("{s:s,s:s}", "source",
-                      "split", "why", e2.msg));
+            mt_run_event(
+                r, "sentences",
+                json_pack("{s:s,s:s}", "source", "split", "why", e2.msg));
         else if (st != MT_OK)
             return mt_fail(err, st, "%s", e2.msg);
     }
@@ -149,7 +152,7 @@ static void run_free(struct run *r)
 }
 
 enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
-                           const char *corr)
+                              const char *corr)
 {
     char *c = NULL;
 
@@ -210,9 +213,9 @@ static char *corrected_text(const struct run *r)
     for (i = 0; !at && st == MT_OK && i < r->nsents; i++) {
         st = i ? mt_buf_putc(&b, ' ') : MT_OK; /* rebuilt from sentences */
         if (st == MT_OK)
-            st = (int)i == r->sid ? mt_buf_append_str(&b, r->corr)
-                                  : mt_buf_append(&b, r->sents[i].p,
-                                                  r->sents[i].n);
+            st = (int)i == r->sid
+                     ? mt_buf_append_str(&b, r->corr)
+                     : mt_buf_append(&b, r->sents[i].p, r->sents[i].n);
     }
     if (st == MT_OK)
         st = mt_buf_reserve(&b, 1);
@@ -231,9 +234,9 @@ static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
     o->strategy = r->a->p.strategy;
     o->usage = r->u;
     o->fallback = r->fallback;
-    o->error_sentence = r->flag ? mt_strndup(r->sents[r->sid].p,
-                                             r->sents[r->sid].n)
-                                : mt_strdup("");
+    o->error_sentence = r->flag
+                            ? mt_strndup(r->sents[r->sid].p, r->sents[r->sid].n)
+                            : mt_strdup("");
     o->corrected_sentence = mt_strdup(r->flag ? r->corr : "NA");
     o->corrected_text = corrected_text(r);
     o->trace = json_dumps(r->trace, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -259,8 +262,7 @@ static enum mt_status dispatch(struct run *r)
 }
 
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
-                              struct mt_check_result *out,
-                              struct mt_error *err)
+                              struct mt_check_result *out, struct mt_error *err)
 {
     struct run r;
     enum mt_status st;
@@ -273,8 +275,9 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
     if (st == MT_OK)
         st = dispatch(&r);
     if (st == MT_OK)
-        mt_run_event(&r, "verdict", json_pack("{s:i,s:i,s:b}", "error_flag",
-                  r.flag, "sentence_id", r.sid, "fallback", r.fallback));
+        mt_run_event(&r, "verdict",
+                     json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
+                               "sentence_id", r.sid, "fallback", r.fallback));
     if (st == MT_OK)
         st = fill_result(&r, out);
     if (st == MT_ENOMEM)
@@ -311,10 +314,9 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
         "{s:i,s:i,s:s,s:s,s:s,s:s,s:o}", "error_flag", r->error_flag,
         "error_sentence_id", r->sentence_id, "error_sentence",
         r->error_sentence ? r->error_sentence : "", "corrected_sentence",
-        r->corrected_sentence ? r->corrected_sentence : "NA",
-        "corrected_text", r->corrected_text ? r->corrected_text : "",
-        "strategy", mt_strategy_str(r->strategy), "usage",
-        usage_json(&r->usage));
+        r->corrected_sentence ? r->corrected_sentence : "NA", "corrected_text",
+        r->corrected_text ? r->corrected_text : "", "strategy",
+        mt_strategy_str(r->strategy), "usage", usage_json(&r->usage));
     char *s;
 
     if (o && with_trace) {
@@ -327,8 +329,7 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
     return s;
 }
 
-char *mt_check_submission_line(const char *id,
-                               const struct mt_check_result *r)
+char *mt_check_submission_line(const char *id, const struct mt_check_result *r)
 {
     struct mt_buf b = MT_BUF_INIT(BLOCK_MAX);
     const char *c = r ? r->corrected_sentence : NULL;

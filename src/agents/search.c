@@ -104,7 +104,7 @@ enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
 
     if (!a->p.db_dir)
         return mt_buf_append_str(obs, "No medical corpus is configured: "
-                                 "rely on your own knowledge.\n");
+                                      "rely on your own knowledge.\n");
     st = borrow(a, &idx, err);
     if (st != MT_OK)
         return st;

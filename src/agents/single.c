@@ -14,8 +14,8 @@ static int quote_id(struct run *r, const char *q, double *score)
     *score = 0;
     if (!q || !*q)
         return -1;
-    return mt_match_sentence(mt_str_from(q), r->sents, r->nsents,
-                             MT_MATCH_MIN, score);
+    return mt_match_sentence(mt_str_from(q), r->sents, r->nsents, MT_MATCH_MIN,
+                             score);
 }
 
 int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
@@ -36,7 +36,8 @@ int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
     if (mt_reply_int(o, "sentence_id", 0, (long)r->nsents - 1, &sid) != 0)
         sid = quote_id(r, q, &score);
     if (sid < 0) {
-        snprintf(why, n, "\"sentence_id\" must be a sentence id from 0 to "
+        snprintf(why, n,
+                 "\"sentence_id\" must be a sentence id from 0 to "
                  "%zu (or \"error_sentence\" must quote one)",
                  r->nsents - 1);
         return -1;
@@ -73,8 +74,9 @@ enum mt_status mt_strategy_single(struct run *r)
         st = mt_run_verdict(r, f.flag, f.sid, f.corr);
     } else if (st == MT_OK) {
         r->fallback = 1;
-        mt_run_event(r, "fallback", json_pack("{s:s,s:s}", "role", "single",
-                  "rule", "no usable answer: no error"));
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s}", "role", "single", "rule",
+                               "no usable answer: no error"));
         st = mt_run_verdict(r, 0, -1, NULL);
     }
     mt_call_free(&c);

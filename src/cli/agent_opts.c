@@ -4,8 +4,8 @@
 
 #include "cli/agent_opts.h"
 
-static int get_u32(const struct cli_args *a, const char *name,
-                   unsigned long lo, unsigned long hi, uint32_t *out)
+static int get_u32(const struct cli_args *a, const char *name, unsigned long lo,
+                   unsigned long hi, uint32_t *out)
 {
     unsigned long v = *out;
 
@@ -37,7 +37,7 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
     p->eval_temperature = (float)et;
     if (p->rerank_k > p->retrieve_k) {
         fprintf(stderr, "medtrust: --rerank-k must not exceed "
-                "--retrieve-k\n");
+                        "--retrieve-k\n");
         return -1;
     }
     return 0;
@@ -49,8 +49,10 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
 
     mt_agent_default_params(p);
     if (s && mt_strategy_parse(s, &p->strategy) != MT_OK) {
-        fprintf(stderr, "medtrust: --strategy must be react-reflex, guards "
-                "or single, not '%s'\n", s);
+        fprintf(stderr,
+                "medtrust: --strategy must be react-reflex, guards "
+                "or single, not '%s'\n",
+                s);
         return -1;
     }
     p->db_dir = cli_get(a, "db");

@@ -6,31 +6,42 @@
 #include "cli/cli.h"
 #include "medtrust/agent.h"
 
-#define AGENT_OPTS                                                           \
-    {"strategy", 'S', "S", "react-reflex (default), guards or single", 0}, \
-        {"db", 'd', "DIR", "corpus store searched by react-reflex "        \
-         "(default: none, the agent relies on the model)", 0},             \
-        {"llm", 'l', "SPEC", "model for every role: openai:URL#MODEL or "  \
-         "gguf:PATH (default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)", 0}, \
-        {"prompts", 0, "DIR", "NAME.txt files here replace built-in "     \
-         "prompts", 0},                                                    \
-        {"few-shot", 0, "FILE", "MEDEC-format CSV of examples for single " \
-         "(a training split)", 0},                                         \
-        {"reranker", 0, "SPEC", "cross-encoder reranking search hits "    \
-         "50 -> 20", 0},                                                   \
-        {"steps", 0, "N", "MedReAct steps per round, 1..32 (default 4)",  \
-         0},                                                               \
-        {"rounds", 0, "M", "MedReFlex rounds, 1..32 (default 5)", 0},     \
-        {"evaluators", 0, "N", "MedEval samples, 1..64 (default 5)", 0},  \
-        {"accept-mean", 0, "X", "accept when mean final >= X (3.8)", 0},  \
-        {"accept-min", 0, "X", "... and minimum final >= X (3)", 0},      \
-        {"retrieve-k", 0, "N", "search hits before reranking (50)", 0},   \
-        {"rerank-k", 0, "N", "search hits shown to the agent (20)", 0},   \
-        {"temperature", 0, "X", "agents' temperature (0)", 0},            \
-        {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},     \
-        {"max-tokens", 0, "N", "completion budget per call (1024)", 0},   \
-        {"timeout", 0, "S", "seconds per model call (default 120)", 0},   \
-        {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0}
+#define AGENT_OPTS                                                             \
+    {"strategy", 'S', "S", "react-reflex (default), guards or single", 0},     \
+        {"db", 'd', "DIR",                                                     \
+         "corpus store searched by react-reflex "                              \
+         "(default: none, the agent relies on the model)",                     \
+         0},                                                                   \
+        {"llm", 'l', "SPEC",                                                   \
+         "model for every role: openai:URL#MODEL or "                          \
+         "gguf:PATH (default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",         \
+         0},                                                                   \
+        {"prompts", 0, "DIR",                                                  \
+         "NAME.txt files here replace built-in "                               \
+         "prompts",                                                            \
+         0},                                                                   \
+        {"few-shot", 0, "FILE",                                                \
+         "MEDEC-format CSV of examples for single "                            \
+         "(a training split)",                                                 \
+         0},                                                                   \
+        {"reranker", 0, "SPEC",                                                \
+         "cross-encoder reranking search hits "                                \
+         "50 -> 20",                                                           \
+         0},                                                                   \
+        {"steps", 0, "N", "MedReAct steps per round, 1..32 (default 4)", 0},   \
+        {"rounds", 0, "M", "MedReFlex rounds, 1..32 (default 5)", 0},          \
+        {"evaluators", 0, "N", "MedEval samples, 1..64 (default 5)", 0},       \
+        {"accept-mean", 0, "X", "accept when mean final >= X (3.8)", 0},       \
+        {"accept-min", 0, "X", "... and minimum final >= X (3)", 0},           \
+        {"retrieve-k", 0, "N", "search hits before reranking (50)", 0},        \
+        {"rerank-k", 0, "N", "search hits shown to the agent (20)", 0},        \
+        {"temperature", 0, "X", "agents' temperature (0)", 0},                 \
+        {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
+        {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
+        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
+    {                                                                          \
+        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
+    }
 
 /* Reads the options into p (defaults first); prints an error and returns
  * -1 when one is invalid. */

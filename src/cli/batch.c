@@ -44,9 +44,8 @@ static enum mt_status load_rel(struct batch_query *q, json_t *rel)
     return MT_OK;
 }
 
-static enum mt_status load_one(const char *path, struct mt_jsonl *r,
-                               json_t *o, struct batch_query *q,
-                               struct mt_error *err)
+static enum mt_status load_one(const char *path, struct mt_jsonl *r, json_t *o,
+                               struct batch_query *q, struct mt_error *err)
 {
     json_t *text = json_object_get(o, "query");
     enum mt_status st;
@@ -81,8 +80,8 @@ static enum mt_status grow(struct batch_query **v, size_t n, size_t *cap)
     return MT_OK;
 }
 
-enum mt_status batch_load(const char *path, struct batch_query **out,
-                          size_t *n, struct mt_error *err)
+enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
+                          struct mt_error *err)
 {
     struct mt_jsonl *r = NULL;
     struct batch_query *v = NULL;
@@ -211,14 +210,14 @@ static void search_one(size_t i, void *arg)
     p.query_vec = r->q[qi].vec;
     p.query_dims = r->dims;
     r->res[i] = NULL;
-    r->st[i] = mt_index_search(r->h[h], r->q[qi].query, &p, &r->res[i],
-                               &r->errs[i]);
+    r->st[i] =
+        mt_index_search(r->h[h], r->q[qi].query, &p, &r->res[i], &r->errs[i]);
     release(r, h);
     mt_progress_add(r->bar, 1);
 }
 
-static enum mt_status runner_open(struct runner *r, const char *db,
-                                  size_t nh, struct mt_error *err)
+static enum mt_status runner_open(struct runner *r, const char *db, size_t nh,
+                                  struct mt_error *err)
 {
     size_t i;
     enum mt_status st = MT_OK;
@@ -259,8 +258,8 @@ static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
 
     mt_pool_parallel_for(pool, n, search_one, r);
     for (i = 0; i < n; i++) {
-        fn(&r->q[r->base + i], r->base + i, r->res[i], r->st[i],
-           &r->errs[i], user);
+        fn(&r->q[r->base + i], r->base + i, r->res[i], r->st[i], &r->errs[i],
+           user);
         mt_search_result_free(r->res[i]);
     }
 }
@@ -283,10 +282,10 @@ static enum mt_status start(struct runner *r, const char *db, unsigned jobs,
     return runner_open(r, db, mt_pool_size(*pool) + 1, err);
 }
 
-enum mt_status batch_run(const char *db, const struct batch_query *q,
-                         size_t n, const struct mt_search_params *p,
-                         unsigned jobs, int progress, batch_fn fn,
-                         void *user, struct mt_error *err)
+enum mt_status batch_run(const char *db, const struct batch_query *q, size_t n,
+                         const struct mt_search_params *p, unsigned jobs,
+                         int progress, batch_fn fn, void *user,
+                         struct mt_error *err)
 {
     struct runner r;
     struct mt_pool *pool = NULL;
@@ -298,8 +297,7 @@ enum mt_status batch_run(const char *db, const struct batch_query *q,
     r.p = p;
     st = start(&r, db, jobs, n, progress, &pool, err);
     for (r.base = 0; st == MT_OK && r.base < n; r.base += BLOCK)
-        run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn,
-                  user);
+        run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn, user);
     if (st == MT_OK)
         mt_progress_finish(r.bar);
     mt_progress_free(r.bar);

@@ -29,7 +29,7 @@ struct cli_args {
 struct cli_verb {
     const char *name;
     const char *summary;
-    const char *usage; /* after "medtrust VERB " */
+    const char *usage;   /* after "medtrust VERB " */
     const char *details; /* paragraph printed after the options, or NULL */
     const struct cli_opt *opts;
     int (*run)(struct cli_args *a);
@@ -44,12 +44,11 @@ void cli_args_free(struct cli_args *a);
 /* Value of option 'name', or NULL when absent. */
 const char *cli_get(const struct cli_args *a, const char *name);
 /* Every value of a repeatable option. */
-const char **cli_get_all(const struct cli_args *a, const char *name,
-                         size_t *n);
+const char **cli_get_all(const struct cli_args *a, const char *name, size_t *n);
 /* Parses an unsigned integer option within [lo, hi]; prints an error and
  * returns -1 when invalid; returns 0 and leaves *out when absent. */
-int cli_get_uint(const struct cli_args *a, const char *name,
-                 unsigned long lo, unsigned long hi, unsigned long *out);
+int cli_get_uint(const struct cli_args *a, const char *name, unsigned long lo,
+                 unsigned long hi, unsigned long *out);
 
 /* Parses a number option within [lo, hi] the same way; NaN is refused. */
 int cli_get_double(const struct cli_args *a, const char *name, double lo,

@@ -12,8 +12,7 @@
 
 static const struct cli_opt check_opts[] = {
     AGENT_OPTS,
-    {"json", 'j', NULL, "print the result and its trace as one JSON object",
-     0},
+    {"json", 'j', NULL, "print the result and its trace as one JSON object", 0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -44,19 +43,20 @@ static void print_text(const struct mt_check_result *r)
     const struct mt_check_usage *u = &r->usage;
 
     if (r->error_flag)
-        printf("error: sentence %d\n  %s\ncorrection:\n  %s\n",
-               r->sentence_id, r->error_sentence, r->corrected_sentence);
+        printf("error: sentence %d\n  %s\ncorrection:\n  %s\n", r->sentence_id,
+               r->error_sentence, r->corrected_sentence);
     else
         printf("no error found\n");
     printf("strategy %s: %u LLM calls, %llu prompt + %llu completion "
-           "tokens%s\n", mt_strategy_str(r->strategy), u->llm_calls,
+           "tokens%s\n",
+           mt_strategy_str(r->strategy), u->llm_calls,
            (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens,
            r->fallback ? " (fallback verdict: see --json trace)" : "");
 }
 
-static enum mt_status check_one(const struct cli_args *a,
-                                struct mt_agent *ag, struct mt_error *err)
+static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
+                                struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT(READ_MAX);
     struct mt_check_result r;

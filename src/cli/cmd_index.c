@@ -14,24 +14,38 @@
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
-    {"input", 'i', "FILE", "JSONL corpus: {\"id\",\"text\",\"title\"?,...} "
-     "a line; - for stdin (required)", 1},
+    {"input", 'i', "FILE",
+     "JSONL corpus: {\"id\",\"text\",\"title\"?,...} "
+     "a line; - for stdin (required)",
+     1},
     {"source", 's', "NAME", "source name (default: the file's base name)", 0},
-    {"analyzer", 'a', "NAME", "analyzer for a new store: english, arabic, "
-     "cjk, simple (default english)", 0},
-    {"chunk-size", 0, "N", "chunk size in characters for a new store, "
-     "1..1000000 (default 1000)", 0},
-    {"chunk-overlap", 0, "N", "chunk overlap in characters for a new store "
-     "(default 200)", 0},
-    {"batch", 'b', "N", "documents per transaction, 1..1000000 (default "
-     "1000)", 0},
+    {"analyzer", 'a', "NAME",
+     "analyzer for a new store: english, arabic, "
+     "cjk, simple (default english)",
+     0},
+    {"chunk-size", 0, "N",
+     "chunk size in characters for a new store, "
+     "1..1000000 (default 1000)",
+     0},
+    {"chunk-overlap", 0, "N",
+     "chunk overlap in characters for a new store "
+     "(default 200)",
+     0},
+    {"batch", 'b', "N",
+     "documents per transaction, 1..1000000 (default "
+     "1000)",
+     0},
     {"skip-bad", 0, NULL, "skip malformed lines and report how many", 0},
-    {"no-search-index", 0, NULL, "ingest only; do not update the search "
-     "index", 0},
+    {"no-search-index", 0, NULL,
+     "ingest only; do not update the search "
+     "index",
+     0},
     {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
-    {"embedder", 'e', "SPEC", "embed chunks for dense and hybrid search: "
+    {"embedder", 'e', "SPEC",
+     "embed chunks for dense and hybrid search: "
      "use-lite, gguf:PATH, openai:URL#MODEL, or none (default: what the "
-     "index already uses, else none)", 0},
+     "index already uses, else none)",
+     0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -108,11 +122,10 @@ static void print_result(const char *path, const char *source,
                          const struct mt_ingest_result *r, int json)
 {
     if (json) {
-        json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "input", path,
-                              "documents", (json_int_t)r->documents,
-                              "unchanged", (json_int_t)r->unchanged,
-                              "chunks", (json_int_t)r->chunks, "skipped",
-                              (json_int_t)r->skipped);
+        json_t *o = json_pack(
+            "{s:s,s:I,s:I,s:I,s:I}", "input", path, "documents",
+            (json_int_t)r->documents, "unchanged", (json_int_t)r->unchanged,
+            "chunks", (json_int_t)r->chunks, "skipped", (json_int_t)r->skipped);
         if (o) {
             json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
             putchar('\n');
@@ -127,7 +140,8 @@ static void print_result(const char *path, const char *source,
     if (r->unchanged)
         printf("; %llu unchanged", (unsigned long long)r->unchanged);
     if (r->skipped)
-        printf("; skipped %llu malformed lines", (unsigned long long)r->skipped);
+        printf("; skipped %llu malformed lines",
+               (unsigned long long)r->skipped);
     printf("\n");
 }
 

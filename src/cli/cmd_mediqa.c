@@ -17,12 +17,16 @@
 
 static const struct cli_opt mediqa_opts[] = {
     AGENT_OPTS,
-    {"data", 'D', "FILE", "MEDEC-format CSV: Text ID, Text, and Sentences "
-     "when present (required)", 0},
+    {"data", 'D', "FILE",
+     "MEDEC-format CSV: Text ID, Text, and Sentences "
+     "when present (required)",
+     0},
     {"out", 'o', "FILE", "submission file to write (required)", 0},
     {"jobs", 'J', "N", "notes checked at once, 1..512 (default 4)", 0},
-    {"trace", 't', "FILE", "append one JSON line per note: result, usage, "
-     "trace", 0},
+    {"trace", 't', "FILE",
+     "append one JSON line per note: result, usage, "
+     "trace",
+     0},
     {"limit", 'n', "N", "only the first N notes", 0},
     {"resume", 'r', NULL, "keep the notes OUT.journal says are done", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
@@ -49,7 +53,7 @@ struct run_state {
     pthread_mutex_t mu;
     struct mt_check_usage total;
     size_t done;
-    size_t failed; /* notes whose check failed: fallback line */
+    size_t failed;   /* notes whose check failed: fallback line */
     size_t fallback; /* notes with a fallback verdict */
     enum mt_status fatal;
     struct mt_error fatal_err;
@@ -114,9 +118,10 @@ static enum mt_status header(struct mt_csv *c, const char *path, long *col,
     col[1] = got ? mt_csv_find(c, "Text") : -1;
     col[2] = got ? mt_csv_find(c, "Sentences") : -1;
     if (col[0] < 0 || col[1] < 0)
-        return mt_fail(err, MT_EPARSE, "%s: missing column%s%s%s (a "
-                       "MEDEC-format CSV needs Text ID and Text)", path,
-                       col[0] < 0 && col[1] < 0 ? "s" : "",
+        return mt_fail(err, MT_EPARSE,
+                       "%s: missing column%s%s%s (a "
+                       "MEDEC-format CSV needs Text ID and Text)",
+                       path, col[0] < 0 && col[1] < 0 ? "s" : "",
                        col[0] < 0 ? " 'Text ID'" : "",
                        col[1] < 0 ? " 'Text'" : "");
     return MT_OK;
@@ -150,8 +155,7 @@ static enum mt_status load_notes(const char *path, size_t limit,
         return MT_OK;
     }
     notes_free(v, *n);
-    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path)
-                           : st;
+    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path) : st;
 }
 
 /* ==== Checking ==== */
@@ -171,9 +175,11 @@ static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
 static char *trace_line(const char *id, const struct mt_check_result *r,
                         const struct mt_error *err)
 {
-    json_t *o = r ? NULL : json_pack("{s:s,s:s,s:s}", "id", id, "error",
-                                     err->msg, "rule", "the check failed: "
-                                     "fallback line 0 -1 NA");
+    json_t *o =
+        r ? NULL
+          : json_pack("{s:s,s:s,s:s}", "id", id, "error", err->msg, "rule",
+                      "the check failed: "
+                      "fallback line 0 -1 NA");
     json_t *jid = json_string(id);
     char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
     char *res = r ? mt_check_result_json(r, 1) : NULL;
@@ -182,8 +188,8 @@ static char *trace_line(const char *id, const struct mt_check_result *r,
 
     if (o)
         s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    else if (ids && res && mt_buf_printf(&b, "{\"id\":%s,%s", ids,
-                                         res + 1) == MT_OK)
+    else if (ids && res &&
+             mt_buf_printf(&b, "{\"id\":%s,%s", ids, res + 1) == MT_OK)
         s = mt_buf_take(&b);
     json_decref(o);
     json_decref(jid);
@@ -290,8 +296,8 @@ static void on_resumed(const char *id, const char *line, void *user)
     }
 }
 
-static enum mt_status write_output(const struct run_state *s,
-                                   const char *path, struct mt_error *err)
+static enum mt_status write_output(const struct run_state *s, const char *path,
+                                   struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
     enum mt_status st = mt_buf_reserve(&b, 1);
@@ -330,22 +336,23 @@ static void summary(const struct run_state *s, const struct cli_args *a,
     const struct mt_check_usage *u = &s->total;
     size_t k = s->done ? s->done : 1;
 
-    fprintf(stderr, "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
+    fprintf(stderr,
+            "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
             "failed -> 0 -1 NA, %zu fallback verdicts); %u LLM calls (%u "
             "on critical paths), %u failed calls, %u unusable replies, %u "
-            "role fallbacks; %.1f s wall, %.1f ms CPU per note\n", s->n,
-            resumed, s->done, s->failed, s->fallback, u->llm_calls,
-            u->critical_calls, u->failed_calls, u->parse_failures,
-            u->fallbacks, wall, cpu * 1000 / (double)k);
+            "role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
+            s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
+            u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
+            wall, cpu * 1000 / (double)k);
     if (!cli_get(a, "json"))
         return;
     printf("{\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
            "\"fallback_verdicts\":%zu,\"llm_calls\":%u,\"critical_calls\":"
            "%u,\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
            "\"failed_calls\":%u,\"parse_failures\":%u,\"fallbacks\":%u,"
-           "\"wall_s\":%.3f,\"cpu_s\":%.3f}\n", s->n, resumed, s->done,
-           s->failed, s->fallback, u->llm_calls, u->critical_calls,
-           (unsigned long long)u->prompt_tokens,
+           "\"wall_s\":%.3f,\"cpu_s\":%.3f}\n",
+           s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
+           u->critical_calls, (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens, u->failed_calls,
            u->parse_failures, u->fallbacks, wall, cpu);
 }

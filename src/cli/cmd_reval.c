@@ -17,8 +17,10 @@
 
 static const struct cli_opt reval_opts[] = {
     SEARCH_OPTS,
-    {"queries", 'q', "FILE", "JSONL of {\"id\",\"query\",\"relevant\":[doc "
-     "ids]} (required)", 0},
+    {"queries", 'q', "FILE",
+     "JSONL of {\"id\",\"query\",\"relevant\":[doc "
+     "ids]} (required)",
+     0},
     {"k", 'k', "N", "cut-off for recall@k, 1..1000 (default 10)", 0},
     {"json", 'j', NULL, "print the metrics as one JSON object", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -33,8 +35,7 @@ struct acc {
 
 /* Marks the distinct documents of the ranking relevant or not. */
 static size_t judge(const struct batch_query *q,
-                    const struct mt_search_result *r, uint8_t *rel,
-                    size_t max)
+                    const struct mt_search_result *r, uint8_t *rel, size_t max)
 {
     const char *seen[1024];
     size_t i, j, n = 0;
@@ -103,8 +104,8 @@ static void report(struct acc *a, const struct mt_search_params *p, int js)
             "{s:I,s:I,s:s,s:I,s:f,s:f,s:f,s:f,s:{s:f,s:f}}", "queries",
             (json_int_t)a->n, "failed", (json_int_t)a->failed, "mode",
             mt_search_mode_str(p->mode), "k", (json_int_t)a->k, "recall",
-            a->recall / n, "mrr@10", a->mrr / n, "ndcg@10", a->ndcg / n,
-            "map", a->map / n, "latency_ms", "p50", p50, "p95", p95);
+            a->recall / n, "mrr@10", a->mrr / n, "ndcg@10", a->ndcg / n, "map",
+            a->map / n, "latency_ms", "p50", p50, "p95", p95);
         json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);

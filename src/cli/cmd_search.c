@@ -13,8 +13,10 @@
 static const struct cli_opt search_opts[] = {
     SEARCH_OPTS,
     {"k", 'k', "N", "hits to return, 1..10000 (default 10)", 0},
-    {"queries", 'q', "FILE", "JSONL of {\"id\",\"query\"}: one output line "
-     "per query", 0},
+    {"queries", 'q', "FILE",
+     "JSONL of {\"id\",\"query\"}: one output line "
+     "per query",
+     0},
     {"json", 'j', NULL, "one JSON object per hit", 0},
     {NULL, 0, NULL, NULL, 0},
 };
@@ -69,9 +71,8 @@ static void on_result(const struct batch_query *q, size_t i,
     print_json(json_pack("{s:s,s:o}", "query_id", q->id, "hits", hits));
 }
 
-static int run_batch(const struct cli_args *a, const char *db,
-                     const char *path, const struct mt_search_params *p,
-                     unsigned jobs)
+static int run_batch(const struct cli_args *a, const char *db, const char *path,
+                     const struct mt_search_params *p, unsigned jobs)
 {
     struct mt_error err = {MT_OK, ""};
     struct batch_query *q = NULL;
@@ -178,7 +179,8 @@ const struct cli_verb cli_verb_search = {
     "BM25 uses the corpus's analyzer; k1 and b default to Anserini's BEIR\n"
     "settings. Hybrid search normalises each list by its top score and\n"
     "fuses them 0.7/0.3, as VerifAI does. With --json each hit is\n"
-    "{\"rank\",\"doc_id\",\"chunk_id\",\"score\",\"title\",\"text\",\"source\"};"
+    "{\"rank\",\"doc_id\",\"chunk_id\",\"score\",\"title\",\"text\",\"source\"}"
+    ";"
     "\nwith --queries each line is {\"query_id\",\"hits\":[...]}.",
     search_opts,
     search_run,

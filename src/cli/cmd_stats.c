@@ -15,16 +15,15 @@ static const struct cli_opt stats_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-static enum mt_status print_counts(const struct mt_store_counts *c,
-                                   void *user)
+static enum mt_status print_counts(const struct mt_store_counts *c, void *user)
 {
     const int *json = user;
 
     if (*json) {
-        json_t *o = json_pack("{s:s?,s:I,s:I,s:I}", "source", c->source,
-                              "documents", (json_int_t)c->documents,
-                              "chunks", (json_int_t)c->chunks, "bytes",
-                              (json_int_t)c->text_bytes);
+        json_t *o =
+            json_pack("{s:s?,s:I,s:I,s:I}", "source", c->source, "documents",
+                      (json_int_t)c->documents, "chunks", (json_int_t)c->chunks,
+                      "bytes", (json_int_t)c->text_bytes);
         if (!o)
             return MT_ENOMEM;
         json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -33,9 +32,8 @@ static enum mt_status print_counts(const struct mt_store_counts *c,
         return MT_OK;
     }
     printf("%-24s %10llu documents %10llu chunks %12llu bytes\n",
-           c->source ? c->source : "total",
-           (unsigned long long)c->documents, (unsigned long long)c->chunks,
-           (unsigned long long)c->text_bytes);
+           c->source ? c->source : "total", (unsigned long long)c->documents,
+           (unsigned long long)c->chunks, (unsigned long long)c->text_bytes);
     return MT_OK;
 }
 
@@ -62,29 +60,27 @@ static void print_index(const char *db, int json)
     if (mt_index_open(db, &idx, NULL) != MT_OK) {
         if (!json)
             printf("search index: none (build it with 'medtrust index "
-                   "--db %s')\n", db);
+                   "--db %s')\n",
+                   db);
         return;
     }
     mt_index_stats(idx, &st);
     emb = mt_index_embedder(idx, &dims);
     if (json) {
-        json_t *o = json_pack("{s:{s:i,s:i,s:I,s:I,s:I,s:s,s:i}}", "index",
-                              "segments", (int)st.segments, "damaged",
-                              (int)st.damaged_segments, "chunks",
-                              (json_int_t)st.chunks, "terms",
-                              (json_int_t)st.terms, "bytes",
-                              (json_int_t)st.bytes, "embedder", emb, "dims",
-                              (int)dims);
+        json_t *o = json_pack(
+            "{s:{s:i,s:i,s:I,s:I,s:I,s:s,s:i}}", "index", "segments",
+            (int)st.segments, "damaged", (int)st.damaged_segments, "chunks",
+            (json_int_t)st.chunks, "terms", (json_int_t)st.terms, "bytes",
+            (json_int_t)st.bytes, "embedder", emb, "dims", (int)dims);
         json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);
     } else {
         printf("search index: %u segment%s (%u damaged), %llu chunks, %llu "
                "terms, %.1f MB, vectors: %s\n",
-               st.segments, st.segments == 1 ? "" : "s",
-               st.damaged_segments, (unsigned long long)st.chunks,
-               (unsigned long long)st.terms, (double)st.bytes / 1e6,
-               emb[0] ? emb : "none");
+               st.segments, st.segments == 1 ? "" : "s", st.damaged_segments,
+               (unsigned long long)st.chunks, (unsigned long long)st.terms,
+               (double)st.bytes / 1e6, emb[0] ? emb : "none");
     }
     mt_index_close(idx);
 }

@@ -26,8 +26,7 @@ enum mt_status cli_embed_fn(void *user, const char *const *texts,
 }
 
 enum mt_status cli_embedder_for(const char *db, const char *spec,
-                                struct mt_embedder **out,
-                                struct mt_error *err)
+                                struct mt_embedder **out, struct mt_error *err)
 {
     char recorded[128] = "";
     uint32_t dims = 0;
@@ -37,8 +36,7 @@ enum mt_status cli_embedder_for(const char *db, const char *spec,
     if (spec && strcmp(spec, "none") == 0)
         return MT_OK;
     if (!spec || !*spec) {
-        st = mt_index_peek_embedder(db, recorded, sizeof recorded, &dims,
-                                    err);
+        st = mt_index_peek_embedder(db, recorded, sizeof recorded, &dims, err);
         if (st != MT_OK || !recorded[0])
             return st;
         spec = recorded;

@@ -16,8 +16,7 @@ enum mt_status cli_embed_fn(void *user, const char *const *texts,
  * was built with, if any). *out is NULL when no embedder applies ("none",
  * or no spec and an index without vectors). */
 enum mt_status cli_embedder_for(const char *db, const char *spec,
-                                struct mt_embedder **out,
-                                struct mt_error *err);
+                                struct mt_embedder **out, struct mt_error *err);
 
 /* Embeds one query into a buffer the caller frees with mt_free. */
 enum mt_status cli_embed_query(struct mt_embedder *e, const char *q,

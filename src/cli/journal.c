@@ -77,8 +77,7 @@ static enum mt_status load(int fd, journal_fn fn, void *user,
     mt_buf_free(&b);
     if (st != MT_OK)
         return mt_fail(err, st, "%s: cannot read the journal", path);
-    return lseek(fd, 0, SEEK_END) < 0 ? mt_fail(err, MT_EIO, "%s: seek",
-                                                path)
+    return lseek(fd, 0, SEEK_END) < 0 ? mt_fail(err, MT_EIO, "%s: seek", path)
                                       : MT_OK;
 }
 
@@ -150,8 +149,7 @@ static void sync_dir(const char *path)
     const char *s = strrchr(path, '/');
     int fd;
 
-    snprintf(dir, sizeof dir, "%.*s", s ? (int)(s - path) : 1,
-             s ? path : ".");
+    snprintf(dir, sizeof dir, "%.*s", s ? (int)(s - path) : 1, s ? path : ".");
     fd = open(dir[0] ? dir : "/", O_RDONLY);
     if (fd >= 0) {
         fsync(fd);
@@ -179,8 +177,7 @@ enum mt_status write_atomic(const char *path, const char *data, size_t n,
         st = MT_EIO;
     if (st != MT_OK) {
         unlink(tmp);
-        return mt_fail(err, st, "%s: cannot write: %s", path,
-                       strerror(errno));
+        return mt_fail(err, st, "%s: cannot write: %s", path, strerror(errno));
     }
     sync_dir(path);
     return MT_OK;

@@ -7,18 +7,10 @@
 #include "medtrust/core.h"
 
 static const struct cli_verb *const verbs[] = {
-    &cli_verb_index,
-    &cli_verb_stats,
-    &cli_verb_search,
-    &cli_verb_retrieval_eval,
-    &cli_verb_score,
-    &cli_verb_check,
-    &cli_verb_mediqa,
-    &cli_verb_ask,
-    &cli_verb_qa_eval,
-    &cli_verb_embed,
-    &cli_verb_models,
-    &cli_verb_serve,
+    &cli_verb_index,          &cli_verb_stats,  &cli_verb_search,
+    &cli_verb_retrieval_eval, &cli_verb_score,  &cli_verb_check,
+    &cli_verb_mediqa,         &cli_verb_ask,    &cli_verb_qa_eval,
+    &cli_verb_embed,          &cli_verb_models, &cli_verb_serve,
     &cli_verb_user,
 };
 
@@ -76,8 +68,7 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[1], "--verbose") == 0 || strcmp(argv[1], "-v") == 0)
             level = MT_LOG_DEBUG;
-        else if (strcmp(argv[1], "--quiet") == 0 ||
-                 strcmp(argv[1], "-q") == 0)
+        else if (strcmp(argv[1], "--quiet") == 0 || strcmp(argv[1], "-q") == 0)
             level = MT_LOG_ERROR;
         else
             break;

@@ -17,8 +17,8 @@ static size_t count_opts(const struct cli_opt *o)
 }
 
 /* Builds the getopt_long tables; help is index n. */
-static void build_tables(const struct cli_opt *o, size_t n,
-                         struct option *lo, char *so)
+static void build_tables(const struct cli_opt *o, size_t n, struct option *lo,
+                         char *so)
 {
     size_t i;
     size_t k = 0;
@@ -131,8 +131,7 @@ const char *cli_get(const struct cli_args *a, const char *name)
     return i < 0 ? NULL : a->val[i];
 }
 
-const char **cli_get_all(const struct cli_args *a, const char *name,
-                         size_t *n)
+const char **cli_get_all(const struct cli_args *a, const char *name, size_t *n)
 {
     long i = find(a, name);
 
@@ -140,8 +139,8 @@ const char **cli_get_all(const struct cli_args *a, const char *name,
     return i < 0 ? NULL : a->multi[i];
 }
 
-int cli_get_uint(const struct cli_args *a, const char *name,
-                 unsigned long lo, unsigned long hi, unsigned long *out)
+int cli_get_uint(const struct cli_args *a, const char *name, unsigned long lo,
+                 unsigned long hi, unsigned long *out)
 {
     const char *s = cli_get(a, name);
     char *end;
@@ -151,8 +150,10 @@ int cli_get_uint(const struct cli_args *a, const char *name,
         return 0;
     v = strtoul(s, &end, 10);
     if (*s == '-' || *end || end == s || v < lo || v > hi) {
-        fprintf(stderr, "medtrust: --%s must be an integer in %lu..%lu, "
-                "not '%s'\n", name, lo, hi, s);
+        fprintf(stderr,
+                "medtrust: --%s must be an integer in %lu..%lu, "
+                "not '%s'\n",
+                name, lo, hi, s);
         return -1;
     }
     *out = v;
@@ -170,8 +171,10 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
         return 0;
     v = strtod(s, &end);
     if (*end || end == s || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "medtrust: --%s must be a number in %g..%g, not "
-                "'%s'\n", name, lo, hi, s);
+        fprintf(stderr,
+                "medtrust: --%s must be a number in %g..%g, not "
+                "'%s'\n",
+                name, lo, hi, s);
         return -1;
     }
     *out = v;
@@ -218,6 +221,6 @@ int cli_fail(const struct mt_error *err, enum mt_status st)
     fprintf(stderr, "medtrust: error: %s\n", msg);
     if (st == MT_ENOMEM)
         fprintf(stderr, "medtrust: free some memory or use smaller "
-                "batches (--batch).\n");
+                        "batches (--batch).\n");
     return mt_status_exit_code(st);
 }

@@ -7,37 +7,54 @@
 #include "cli/cli.h"
 #include "medtrust/agent.h"
 
-#define QA_OPTS                                                              \
-    {"db", 'd', "DIR", "corpus store to search (required to answer)", 0},   \
-        {"llm", 'l', "SPEC", "answer model: openai:URL#MODEL or gguf:PATH " \
-         "(default MEDTRUST_LLM; MEDTRUST_LLM_QA wins)", 0},                 \
-        {"nli", 0, "SPEC", "verifier: gguf:PATH (NLI classifier) or llm "  \
-         "(prompted judge, MEDTRUST_LLM_JUDGE); default MEDTRUST_NLI, else " \
-         "llm", 0},                                                          \
-        {"embedder", 'e', "SPEC", "query and claim embedder: use-lite, "   \
-         "gguf:PATH, openai:URL#MODEL or none (default: the index's)", 0},  \
-        {"reranker", 0, "SPEC", "cross-encoder: retrieve --rerank "        \
-         "documents, keep -k", 0},                                           \
-        {"rerank", 0, "N", "documents reranked, 1..10000 (default 50)", 0}, \
-        {"top-k", 'k', "N", "documents given to the model, 1..1000 "       \
-         "(default 10)", 0},                                                 \
-        {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7)", 0},        \
-        {"w-sem", 0, "X", "hybrid weight of vectors (default 0.3)", 0},     \
-        {"source", 's', "NAME", "only documents of this source", 0},        \
-        {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},\
-        {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},  \
-        {"label", 0, "FMT", "citation label, {id} = document id "          \
-         "(default PUBMED:{id})", 0},                                        \
-        {"max-tokens", 0, "N", "answer length budget, 16..65536 (1024)",   \
-         0},                                                                 \
-        {"temperature", 0, "X", "answer temperature, 0..2 (default 0)", 0}, \
-        {"doc-chars", 0, "N", "bytes of each document shown, 64..1000000 " \
-         "(4000)", 0},                                                       \
-        {"max-question", 0, "N", "longest question in bytes (8192)", 0},   \
-        {"prompts", 0, "DIR", "qa_*.txt files here replace built-in "      \
-         "prompts", 0},                                                      \
-        {"timeout", 0, "S", "seconds per model call (default 120)", 0},    \
-        {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0}
+#define QA_OPTS                                                                \
+    {"db", 'd', "DIR", "corpus store to search (required to answer)", 0},      \
+        {"llm", 'l', "SPEC",                                                   \
+         "answer model: openai:URL#MODEL or gguf:PATH "                        \
+         "(default MEDTRUST_LLM; MEDTRUST_LLM_QA wins)",                       \
+         0},                                                                   \
+        {"nli", 0, "SPEC",                                                     \
+         "verifier: gguf:PATH (NLI classifier) or llm "                        \
+         "(prompted judge, MEDTRUST_LLM_JUDGE); default MEDTRUST_NLI, else "   \
+         "llm",                                                                \
+         0},                                                                   \
+        {"embedder", 'e', "SPEC",                                              \
+         "query and claim embedder: use-lite, "                                \
+         "gguf:PATH, openai:URL#MODEL or none (default: the index's)",         \
+         0},                                                                   \
+        {"reranker", 0, "SPEC",                                                \
+         "cross-encoder: retrieve --rerank "                                   \
+         "documents, keep -k",                                                 \
+         0},                                                                   \
+        {"rerank", 0, "N", "documents reranked, 1..10000 (default 50)", 0},    \
+        {"top-k", 'k', "N",                                                    \
+         "documents given to the model, 1..1000 "                              \
+         "(default 10)",                                                       \
+         0},                                                                   \
+        {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7)", 0},           \
+        {"w-sem", 0, "X", "hybrid weight of vectors (default 0.3)", 0},        \
+        {"source", 's', "NAME", "only documents of this source", 0},           \
+        {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \
+        {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},     \
+        {"label", 0, "FMT",                                                    \
+         "citation label, {id} = document id "                                 \
+         "(default PUBMED:{id})",                                              \
+         0},                                                                   \
+        {"max-tokens", 0, "N", "answer length budget, 16..65536 (1024)", 0},   \
+        {"temperature", 0, "X", "answer temperature, 0..2 (default 0)", 0},    \
+        {"doc-chars", 0, "N",                                                  \
+         "bytes of each document shown, 64..1000000 "                          \
+         "(4000)",                                                             \
+         0},                                                                   \
+        {"max-question", 0, "N", "longest question in bytes (8192)", 0},       \
+        {"prompts", 0, "DIR",                                                  \
+         "qa_*.txt files here replace built-in "                               \
+         "prompts",                                                            \
+         0},                                                                   \
+        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
+    {                                                                          \
+        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
+    }
 
 /* Reads the options into p (defaults first); prints an error and returns
  * -1 when one is invalid. */
@@ -49,8 +66,8 @@ struct qa_item {
     char *query;
     char **relevant; /* gold document ids (qa-eval) */
     size_t nrel;
-    char *gold;      /* gold yes/no/maybe, or NULL */
-    char *line;      /* the result as one JSON line, once done */
+    char *gold; /* gold yes/no/maybe, or NULL */
+    char *line; /* the result as one JSON line, once done */
     int resumed;
 };
 
@@ -78,8 +95,7 @@ struct qa_batch_stats {
  * journaled (synced) as it finishes; every item's line is set. */
 enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
                             const struct qa_batch_params *bp,
-                            struct qa_batch_stats *stats,
-                            struct mt_error *err);
+                            struct qa_batch_stats *stats, struct mt_error *err);
 
 /* Writes the lines of v, one a line, to 'path' atomically. */
 enum mt_status qa_items_write(const struct qa_item *v, size_t n,

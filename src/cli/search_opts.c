@@ -16,8 +16,10 @@ static int read_mode(const struct cli_args *a, struct mt_search_params *p)
     const char *f = cli_get(a, "fusion");
 
     if (m && mt_search_mode_parse(m, &p->mode) != MT_OK) {
-        fprintf(stderr, "medtrust: --mode must be bm25, dense or hybrid, "
-                "not '%s'\n", m);
+        fprintf(stderr,
+                "medtrust: --mode must be bm25, dense or hybrid, "
+                "not '%s'\n",
+                m);
         return -1;
     }
     if (f && strcmp(f, "linear") != 0 && strcmp(f, "rrf") != 0) {
@@ -71,8 +73,7 @@ enum mt_status search_embed_queries(const struct cli_args *a,
 
     if (p->mode == MT_SEARCH_BM25)
         return MT_OK;
-    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), &e,
-                          err);
+    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), &e, err);
     if (st == MT_OK && !e)
         return MT_OK; /* the search reports the missing vectors */
     if (st == MT_OK)

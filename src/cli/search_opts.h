@@ -7,29 +7,39 @@
 
 /* Option table rows for the search parameters; spliced into each verb's
  * table by the SEARCH_OPTS macro. */
-#define SEARCH_OPTS                                                          \
-    {"db", 'd', "DIR", "store directory (required)", 0},                     \
-        {"mode", 'm', "MODE", "bm25, dense or hybrid (default bm25)", 0},    \
-        {"k1", 0, "X", "BM25 k1, 0..100 (default 0.9, Anserini BEIR)", 0},  \
-        {"b", 0, "X", "BM25 b, 0..1 (default 0.4, Anserini BEIR)", 0},       \
-        {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7, VerifAI)",   \
-         0},                                                                 \
-        {"w-sem", 0, "X", "hybrid weight of dense (default 0.3, VerifAI)",  \
-         0},                                                                 \
-        {"fusion", 0, "F", "hybrid fusion: linear or rrf (default linear)", \
-         0},                                                                 \
-        {"retrieve", 'r', "N", "first-stage depth per list, 1..100000 "     \
-         "(default 50)", 0},                                                 \
-        {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0}, \
-        {"source", 's', "NAME", "only hits from this source", 0},            \
-        {"embedder", 'e', "SPEC", "query embedder for dense/hybrid "        \
-         "(default: the one the index was built with)", 0},                  \
-        {"rerank", 0, "R", "rerank stage: score the top R hits with the "  \
-         "reranker, keep the top k (IryoNLP: 50 -> 20)", 0},                 \
-        {"reranker", 0, "SPEC", "cross-encoder for --rerank: gguf:PATH or " \
-         "openai:URL#MODEL (without one the order passes through)", 0},     \
-        {"jobs", 'J', "N", "threads for --queries, 0 = all CPUs (default " \
-         "0)", 0}
+#define SEARCH_OPTS                                                            \
+    {"db", 'd', "DIR", "store directory (required)", 0},                       \
+        {"mode", 'm', "MODE", "bm25, dense or hybrid (default bm25)", 0},      \
+        {"k1", 0, "X", "BM25 k1, 0..100 (default 0.9, Anserini BEIR)", 0},     \
+        {"b", 0, "X", "BM25 b, 0..1 (default 0.4, Anserini BEIR)", 0},         \
+        {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7, VerifAI)", 0},  \
+        {"w-sem", 0, "X", "hybrid weight of dense (default 0.3, VerifAI)", 0}, \
+        {"fusion", 0, "F", "hybrid fusion: linear or rrf (default linear)",    \
+         0},                                                                   \
+        {"retrieve", 'r', "N",                                                 \
+         "first-stage depth per list, 1..100000 "                              \
+         "(default 50)",                                                       \
+         0},                                                                   \
+        {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0},    \
+        {"source", 's', "NAME", "only hits from this source", 0},              \
+        {"embedder", 'e', "SPEC",                                              \
+         "query embedder for dense/hybrid "                                    \
+         "(default: the one the index was built with)",                        \
+         0},                                                                   \
+        {"rerank", 0, "R",                                                     \
+         "rerank stage: score the top R hits with the "                        \
+         "reranker, keep the top k (IryoNLP: 50 -> 20)",                       \
+         0},                                                                   \
+        {"reranker", 0, "SPEC",                                                \
+         "cross-encoder for --rerank: gguf:PATH or "                           \
+         "openai:URL#MODEL (without one the order passes through)",            \
+         0},                                                                   \
+    {                                                                          \
+        "jobs", 'J', "N",                                                      \
+            "threads for --queries, 0 = all CPUs (default "                    \
+            "0)",                                                              \
+            0                                                                  \
+    }
 
 /* Reads the shared options into p and *jobs; prints an error and returns
  * -1 when one is invalid. */

@@ -40,8 +40,7 @@ enum mt_status mt_buf_append_str(struct mt_buf *b, const char *s);
 enum mt_status mt_buf_putc(struct mt_buf *b, char c);
 enum mt_status mt_buf_printf(struct mt_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt,
-                              va_list ap);
+enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap);
 /* Makes sure data is allocated (an empty string) so callers may read it. */
 enum mt_status mt_buf_reserve(struct mt_buf *b, size_t cap);
 /* Empties the buffer but keeps its memory. */

@@ -13,17 +13,16 @@
 struct mt_csv;
 
 struct mt_csv_params {
-    char delim;         /* field separator, default ',' */
-    size_t max_record;  /* bytes in one record, default 64 MiB */
-    size_t max_fields;  /* fields in one record, default 4096 */
+    char delim;        /* field separator, default ',' */
+    size_t max_record; /* bytes in one record, default 64 MiB */
+    size_t max_fields; /* fields in one record, default 4096 */
 };
 
 void mt_csv_default_params(struct mt_csv_params *p);
 
 /* Opens 'path' for reading. 'params' may be NULL for defaults. On success
  * *out owns a reader (free with mt_csv_close). */
-enum mt_status mt_csv_open(const char *path,
-                           const struct mt_csv_params *params,
+enum mt_status mt_csv_open(const char *path, const struct mt_csv_params *params,
                            struct mt_csv **out, struct mt_error *err);
 
 /* Reads from a memory buffer (borrowed; must outlive the reader). 'name'
@@ -35,8 +34,7 @@ enum mt_status mt_csv_open_mem(const char *name, const char *data, size_t n,
 /* Reads the next record. Sets *got to 1 when a record was read, 0 at end of
  * input. On a malformed record returns MT_EPARSE with "FILE:LINE:COL: why"
  * in err. */
-enum mt_status mt_csv_next(struct mt_csv *c, int *got,
-                           struct mt_error *err);
+enum mt_status mt_csv_next(struct mt_csv *c, int *got, struct mt_error *err);
 
 /* Number of fields in the current record. */
 size_t mt_csv_nfields(const struct mt_csv *c);

@@ -18,8 +18,8 @@ const char *mt_status_str(enum mt_status st)
     return status_text[st];
 }
 
-enum mt_status mt_fail(struct mt_error *err, enum mt_status st,
-                       const char *fmt, ...)
+enum mt_status mt_fail(struct mt_error *err, enum mt_status st, const char *fmt,
+                       ...)
 {
     va_list ap;
 

@@ -31,8 +31,8 @@ void mt_index_dir(const char *store_dir, char *buf, size_t n)
         buf[0] = '\0'; /* an over-long path then fails to open */
 }
 
-void mt_index_seg_path(const char *index_dir, const char *name,
-                       const char *ext, char *buf, size_t n)
+void mt_index_seg_path(const char *index_dir, const char *name, const char *ext,
+                       char *buf, size_t n)
 {
     if (snprintf(buf, n, "%s/%s.%s", index_dir, name, ext) >= (int)n)
         buf[0] = '\0';
@@ -73,15 +73,15 @@ static enum mt_status push_ids(struct build *b, int64_t cid, int64_t src)
     return MT_OK;
 }
 
-static enum mt_status add_field(struct build *b, uint32_t doc,
-                                uint32_t field, const char *text, size_t n)
+static enum mt_status add_field(struct build *b, uint32_t doc, uint32_t field,
+                                const char *text, size_t n)
 {
     struct mt_token *toks = NULL;
     struct mt_str *terms;
     size_t cnt = 0;
     size_t i;
-    enum mt_status st = mt_analyzer_collect(b->an, text, n, &b->arena,
-                                            &toks, &cnt, b->err);
+    enum mt_status st =
+        mt_analyzer_collect(b->an, text, n, &b->arena, &toks, &cnt, b->err);
 
     if (st != MT_OK || cnt == 0)
         return st;
@@ -102,8 +102,7 @@ static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
     enum mt_status st = MT_OK;
 
     if (r->title)
-        st = add_field(b, doc, MT_BM25_FIELD_TITLE, r->title,
-                       strlen(r->title));
+        st = add_field(b, doc, MT_BM25_FIELD_TITLE, r->title, strlen(r->title));
     if (st == MT_OK)
         st = add_field(b, doc, MT_BM25_FIELD_TEXT, r->text, r->text_len);
     if (st == MT_OK)
@@ -124,8 +123,8 @@ static enum mt_status write_ids(const char *path, const struct build *b,
                                 struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
-    enum mt_status st = mt_seg_writer_open(path, MT_IDS_MAGIC,
-                                           MT_IDS_VERSION, &w, err);
+    enum mt_status st =
+        mt_seg_writer_open(path, MT_IDS_MAGIC, MT_IDS_VERSION, &w, err);
 
     if (st == MT_OK)
         st = mt_seg_writer_begin(w, MT_SEG_ID('C', 'I', 'D', 'S'), err);
@@ -147,8 +146,7 @@ static enum mt_status write_segment(const char *dir, const char *name,
                                     struct build *b, struct mt_error *err)
 {
     char path[4096];
-    enum mt_status st = mt_bm25_builder_set_ndocs(b->bm, (uint32_t)b->n,
-                                                  err);
+    enum mt_status st = mt_bm25_builder_set_ndocs(b->bm, (uint32_t)b->n, err);
 
     mt_index_seg_path(dir, name, "bm25", path, sizeof path);
     if (st == MT_OK)
@@ -211,13 +209,13 @@ static const char *embedder_name(const struct mt_index_build_params *p)
 
 /* Decides between appending a segment and a full rebuild. */
 static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
-                           const struct mt_index_build_params *p,
-                           int *full, uint64_t *todo, struct mt_error *err)
+                           const struct mt_index_build_params *p, int *full,
+                           uint64_t *todo, struct mt_error *err)
 {
     int64_t max_id = 0;
     uint64_t upto = 0, all = 0;
-    enum mt_status st = mt_store_chunk_span(s, m->max_chunk_id, &max_id,
-                                            &upto, err);
+    enum mt_status st =
+        mt_store_chunk_span(s, m->max_chunk_id, &max_id, &upto, err);
 
     if (st == MT_OK)
         st = mt_store_chunk_span(s, INT64_MAX, &max_id, &all, err);
@@ -269,8 +267,8 @@ static void build_close(struct build *b)
 
 /* Writes the new segment (if any) and the manifest that names it. */
 static enum mt_status commit(const char *dir, struct mt_store *s,
-                             struct mt_manifest *m, struct build *b,
-                             int full, struct mt_error *err)
+                             struct mt_manifest *m, struct build *b, int full,
+                             struct mt_error *err)
 {
     struct mt_manifest_seg seg;
     enum mt_status st = MT_OK;

@@ -16,8 +16,8 @@
 void mt_index_dir(const char *store_dir, char *buf, size_t n);
 
 /* Writes "INDEX_DIR/NAME.EXT" into buf. */
-void mt_index_seg_path(const char *index_dir, const char *name,
-                       const char *ext, char *buf, size_t n);
+void mt_index_seg_path(const char *index_dir, const char *name, const char *ext,
+                       char *buf, size_t n);
 
 /* ==== Vectors of a segment (index_vec.c) ==== */
 
@@ -64,9 +64,8 @@ struct mt_vseg {
 };
 
 /* Opens NAME.hnsw when present, else NAME.vec. */
-enum mt_status mt_vseg_open(const char *idir, const char *name,
-                            uint32_t dims, struct mt_vseg *out,
-                            struct mt_error *err);
+enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
+                            struct mt_vseg *out, struct mt_error *err);
 uint32_t mt_vseg_count(const struct mt_vseg *v);
 enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
                               uint32_t k, uint32_t ef,

@@ -81,8 +81,8 @@ const char *mt_search_mode_str(enum mt_search_mode m)
 /* ==== Open and close ==== */
 
 static enum mt_status open_seg(struct mt_index *idx, const char *idir,
-                               const struct mt_manifest_seg *ms,
-                               struct seg *sg, struct mt_error *err)
+                               const struct mt_manifest_seg *ms, struct seg *sg,
+                               struct mt_error *err)
 {
     char path[4096];
     const void *p = NULL;
@@ -95,16 +95,15 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
     if (st == MT_OK)
         st = mt_seg_open(path, MT_IDS_MAGIC, 0, &sg->ids, err);
     if (st == MT_OK)
-        st = mt_seg_section(sg->ids, MT_SEG_ID('C', 'I', 'D', 'S'), &p, &n,
-                            err);
+        st =
+            mt_seg_section(sg->ids, MT_SEG_ID('C', 'I', 'D', 'S'), &p, &n, err);
     sg->cids = p;
     if (st == MT_OK)
         st = mt_seg_section(sg->ids, MT_SEG_ID('S', 'R', 'C', 'S'), &p, &n2,
                             err);
     sg->srcs = p;
     sg->n = (uint32_t)(n / sizeof(int64_t));
-    if (st == MT_OK && (n2 / sizeof(uint32_t) != sg->n ||
-                        sg->n != ms->chunks))
+    if (st == MT_OK && (n2 / sizeof(uint32_t) != sg->n || sg->n != ms->chunks))
         st = mt_fail(err, MT_EPARSE,
                      "%s: holds %u chunks, the manifest says %llu; rebuild "
                      "with 'medtrust index --rebuild'",
@@ -112,8 +111,10 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
     if (st == MT_OK && ms->has_vectors)
         st = mt_vseg_open(idir, ms->name, idx->m.dims, &sg->v, err);
     if (st == MT_OK && ms->has_vectors && mt_vseg_count(&sg->v) != sg->n)
-        st = mt_fail(err, MT_EPARSE, "%s: vector count differs from its "
-                     "chunk count", ms->name);
+        st = mt_fail(err, MT_EPARSE,
+                     "%s: vector count differs from its "
+                     "chunk count",
+                     ms->name);
     return st;
 }
 
@@ -135,8 +136,7 @@ static enum mt_status open_segs(struct mt_index *idx, const char *idir,
     size_t i;
     enum mt_status st;
 
-    idx->segs = mt_calloc(idx->m.nsegs ? idx->m.nsegs : 1,
-                          sizeof *idx->segs);
+    idx->segs = mt_calloc(idx->m.nsegs ? idx->m.nsegs : 1, sizeof *idx->segs);
     if (!idx->segs)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", idir);
     for (i = 0; i < idx->m.nsegs; i++) {
@@ -153,8 +153,10 @@ static enum mt_status open_segs(struct mt_index *idx, const char *idir,
         }
         close_seg(sg);
         idx->bad_segs++;
-        mt_log(MT_LOG_WARN, "skipping damaged segment: %s; run 'medtrust "
-               "index --db %s --rebuild'", e.msg, idx->dir);
+        mt_log(MT_LOG_WARN,
+               "skipping damaged segment: %s; run 'medtrust "
+               "index --db %s --rebuild'",
+               e.msg, idx->dir);
     }
     return MT_OK;
 }
@@ -290,16 +292,15 @@ static enum mt_status analyse(struct mt_index *idx, const char *q,
 /* Searches every segment for its top 'want' and merges them. */
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
-                                 const struct mt_search_params *p,
-                                 int64_t sid, size_t want,
-                                 struct mt_scored **out, size_t *nout,
-                                 struct mt_error *err)
+                                 const struct mt_search_params *p, int64_t sid,
+                                 size_t want, struct mt_scored **out,
+                                 size_t *nout, struct mt_error *err)
 {
     struct mt_bm25_search_params sp = mt_bm25_default_search_params();
-    struct mt_bm25_hit *hits = mt_arena_alloc(&idx->scratch,
-                                              want * sizeof *hits);
-    struct mt_scored *all = mt_arena_alloc(
-        &idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+    struct mt_bm25_hit *hits =
+        mt_arena_alloc(&idx->scratch, want * sizeof *hits);
+    struct mt_scored *all =
+        mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
     struct src_filter f = {NULL, (uint32_t)sid};
     size_t i, j, nh, n = 0;
     enum mt_status st = MT_OK;
@@ -438,12 +439,12 @@ static enum mt_status check_params(const struct mt_search_params *p,
                                    struct mt_error *err)
 {
     if (p->k == 0 || p->k > 10000)
-        return mt_fail(err, MT_EINVAL, "k must be in 1..10000, not %u",
-                       p->k);
+        return mt_fail(err, MT_EINVAL, "k must be in 1..10000, not %u", p->k);
     if ((unsigned)p->mode > MT_SEARCH_HYBRID)
         return mt_fail(err, MT_EINVAL, "unknown search mode");
     if (p->retrieve_k > 100000 || p->rerank_depth > 10000)
-        return mt_fail(err, MT_EINVAL, "retrieve depth %u or rerank depth "
+        return mt_fail(err, MT_EINVAL,
+                       "retrieve depth %u or rerank depth "
                        "%u is too large (100000, 10000)",
                        p->retrieve_k, p->rerank_depth);
     return MT_OK;
@@ -471,15 +472,14 @@ static size_t depth(const struct mt_search_params *p)
 
 /* Dense candidates: every segment's vectors searched for 'want'. */
 static enum mt_status dense_lists(struct mt_index *idx,
-                                  const struct mt_search_params *p,
-                                  int64_t sid, size_t want,
-                                  struct mt_scored **out, size_t *nout,
-                                  struct mt_error *err)
+                                  const struct mt_search_params *p, int64_t sid,
+                                  size_t want, struct mt_scored **out,
+                                  size_t *nout, struct mt_error *err)
 {
-    struct mt_vec_hit *hits = mt_arena_alloc(&idx->scratch,
-                                             want * sizeof *hits);
-    struct mt_scored *all = mt_arena_alloc(
-        &idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+    struct mt_vec_hit *hits =
+        mt_arena_alloc(&idx->scratch, want * sizeof *hits);
+    struct mt_scored *all =
+        mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
     struct src_filter f = {NULL, (uint32_t)sid};
     struct mt_vec_filter vf = {accept_src, &f};
     size_t i, j, n = 0;
@@ -527,29 +527,26 @@ static enum mt_status check_vectors(struct mt_index *idx,
 }
 
 /* Fuses the BM25 and dense lists as the params say. */
-static enum mt_status fuse(struct mt_index *idx,
-                           const struct mt_search_params *p,
-                           const struct mt_scored *lex, size_t nlex,
-                           const struct mt_scored *sem, size_t nsem,
-                           struct mt_scored **out, size_t *n,
-                           struct mt_error *err)
+static enum mt_status
+fuse(struct mt_index *idx, const struct mt_search_params *p,
+     const struct mt_scored *lex, size_t nlex, const struct mt_scored *sem,
+     size_t nsem, struct mt_scored **out, size_t *n, struct mt_error *err)
 {
     *out = mt_arena_alloc(&idx->scratch, (nlex + nsem + 1) * sizeof **out);
     if (!*out)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
     if (p->fusion == MT_FUSION_RRF)
-        *n = mt_fuse_rrf(lex, nlex, sem, nsem, p->w_lex, p->w_sem,
-                         p->rrf_k, *out);
+        *n = mt_fuse_rrf(lex, nlex, sem, nsem, p->w_lex, p->w_sem, p->rrf_k,
+                         *out);
     else
         *n = mt_fuse_linear(lex, nlex, sem, nsem, p->w_lex, p->w_sem, *out);
     return MT_OK;
 }
 
 static enum mt_status candidates(struct mt_index *idx, const char *query,
-                                 const struct mt_search_params *p,
-                                 int64_t sid, struct result *r,
-                                 struct mt_scored **c, size_t *nc,
-                                 struct mt_error *err)
+                                 const struct mt_search_params *p, int64_t sid,
+                                 struct result *r, struct mt_scored **c,
+                                 size_t *nc, struct mt_error *err)
 {
     struct mt_str *terms = NULL;
     struct mt_scored *lex = NULL, *sem = NULL;
@@ -625,8 +622,7 @@ void mt_search_result_free(struct mt_search_result *res)
 
     if (!res)
         return;
-    r = (struct result *)(void *)((char *)res -
-                                  offsetof(struct result, pub));
+    r = (struct result *)(void *)((char *)res - offsetof(struct result, pub));
     mt_arena_free(&r->arena);
     mt_free(r);
 }

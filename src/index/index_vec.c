@@ -58,8 +58,7 @@ enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err)
 }
 
 enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
-                             const char *text, size_t len,
-                             struct mt_error *err)
+                             const char *text, size_t len, struct mt_error *err)
 {
     size_t tl = title ? strlen(title) : 0;
     char *p;
@@ -121,9 +120,8 @@ void mt_vbuild_free(struct mt_vbuild *v)
 
 /* ==== Search side ==== */
 
-enum mt_status mt_vseg_open(const char *idir, const char *name,
-                            uint32_t dims, struct mt_vseg *out,
-                            struct mt_error *err)
+enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
+                            struct mt_vseg *out, struct mt_error *err)
 {
     char path[4096];
     enum mt_status st;
@@ -140,8 +138,10 @@ enum mt_status mt_vseg_open(const char *idir, const char *name,
         got = st == MT_OK ? mt_vecset_dims(out->vs) : 0;
     }
     if (st == MT_OK && got != dims)
-        st = mt_fail(err, MT_EPARSE, "%s: vectors of %u dimensions, the "
-                     "manifest says %u", path, got, dims);
+        st = mt_fail(err, MT_EPARSE,
+                     "%s: vectors of %u dimensions, the "
+                     "manifest says %u",
+                     path, got, dims);
     return st;
 }
 

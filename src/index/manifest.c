@@ -44,8 +44,7 @@ static void fsync_dir(const char *dir)
 }
 
 enum mt_status mt_write_atomic(const char *dir, const char *name,
-                               const void *data, size_t n,
-                               struct mt_error *err)
+                               const void *data, size_t n, struct mt_error *err)
 {
     char tmp[4096];
     char dst[4096];
@@ -61,8 +60,8 @@ enum mt_status mt_write_atomic(const char *dir, const char *name,
     st = write_all(fd, data, n, tmp, err);
     close(fd);
     if (st == MT_OK && rename(tmp, dst) != 0)
-        st = mt_fail(err, MT_EIO, "%s: rename failed: %s", dst,
-                     strerror(errno));
+        st =
+            mt_fail(err, MT_EIO, "%s: rename failed: %s", dst, strerror(errno));
     if (st != MT_OK) {
         unlink(tmp);
         return st;
@@ -94,11 +93,10 @@ static json_t *manifest_json(const struct mt_manifest *m)
     if (!segs)
         return NULL;
     o = json_pack("{s:i,s:I,s:i,s:s,s:I,s:s,s:i,s:o}", "format",
-                  MT_MANIFEST_FORMAT, "generation",
-                  (json_int_t)m->generation, "next_segment", (int)m->next_seg,
-                  "analyzer", m->analyzer, "max_chunk_id",
-                  (json_int_t)m->max_chunk_id, "embedder", m->embedder,
-                  "dims", (int)m->dims, "segments", segs);
+                  MT_MANIFEST_FORMAT, "generation", (json_int_t)m->generation,
+                  "next_segment", (int)m->next_seg, "analyzer", m->analyzer,
+                  "max_chunk_id", (json_int_t)m->max_chunk_id, "embedder",
+                  m->embedder, "dims", (int)m->dims, "segments", segs);
     return o;
 }
 
@@ -106,8 +104,7 @@ enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
                                 struct mt_error *err)
 {
     json_t *o = manifest_json(m);
-    char *txt = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER)
-                  : NULL;
+    char *txt = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     enum mt_status st;
 
     json_decref(o);
@@ -139,8 +136,8 @@ static enum mt_status load_seg(const char *dir, json_t *js,
     int vec = 0;
 
     memset(&s, 0, sizeof s);
-    if (json_unpack(js, "{s:s,s:I,s:I,s?b}", "name", &name, "chunks",
-                    &chunks, "max_chunk_id", &maxid, "vectors", &vec) != 0 ||
+    if (json_unpack(js, "{s:s,s:I,s:I,s?b}", "name", &name, "chunks", &chunks,
+                    "max_chunk_id", &maxid, "vectors", &vec) != 0 ||
         strlen(name) >= sizeof s.name || strchr(name, '/') || chunks < 0)
         return bad(dir, "a segment entry is malformed", err);
     snprintf(s.name, sizeof s.name, "%s", name);
@@ -162,10 +159,10 @@ static enum mt_status load_json(const char *dir, json_t *o,
     size_t i;
     enum mt_status st = MT_OK;
 
-    if (json_unpack(o, "{s:i,s:I,s:i,s:s,s:I,s?s,s?i,s:o}", "format",
-                    &format, "generation", &gen, "next_segment", &next,
-                    "analyzer", &an, "max_chunk_id", &maxid, "embedder",
-                    &emb, "dims", &dims, "segments", &segs) != 0 ||
+    if (json_unpack(o, "{s:i,s:I,s:i,s:s,s:I,s?s,s?i,s:o}", "format", &format,
+                    "generation", &gen, "next_segment", &next, "analyzer", &an,
+                    "max_chunk_id", &maxid, "embedder", &emb, "dims", &dims,
+                    "segments", &segs) != 0 ||
         !json_is_array(segs) || next < 0 || dims < 0)
         return bad(dir, "a required field is missing or has the wrong type",
                    err);
@@ -209,8 +206,7 @@ enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
 enum mt_status mt_manifest_add(struct mt_manifest *m,
                                const struct mt_manifest_seg *seg)
 {
-    struct mt_manifest_seg *p =
-        mt_realloc(m->segs, (m->nsegs + 1) * sizeof *p);
+    struct mt_manifest_seg *p = mt_realloc(m->segs, (m->nsegs + 1) * sizeof *p);
 
     if (!p)
         return MT_ENOMEM;

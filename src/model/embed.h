@@ -25,8 +25,8 @@ void mt_embedder_default_params(struct mt_embedder_params *p);
 struct mt_embedder_ops {
     const char *name; /* "use-lite", "gguf", "openai" */
     /* Embeds n texts into out (n * dims floats, row-major). */
-    enum mt_status (*embed)(void *self, const struct mt_str *texts,
-                            size_t n, float *out, struct mt_error *err);
+    enum mt_status (*embed)(void *self, const struct mt_str *texts, size_t n,
+                            float *out, struct mt_error *err);
     uint32_t (*dims)(const void *self); /* native output dimension */
     void (*free)(void *self);
 };
@@ -36,8 +36,7 @@ struct mt_embedder_ops {
  * On success *out owns the handle (free with mt_embedder_free). */
 enum mt_status mt_embedder_open(const char *spec,
                                 const struct mt_embedder_params *params,
-                                struct mt_embedder **out,
-                                struct mt_error *err);
+                                struct mt_embedder **out, struct mt_error *err);
 
 /* Wraps backend state in a handle; takes ownership of 'self' (freed with
  * ops->free even on failure). Used by backends' open functions. */

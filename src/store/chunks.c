@@ -118,8 +118,8 @@ enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
                                     int64_t *id, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
-        s, "SELECT id FROM sources WHERE name = ?1", &st, err);
+    enum mt_status rc =
+        mt_store_prepare(s, "SELECT id FROM sources WHERE name = ?1", &st, err);
     int step;
 
     if (rc != MT_OK)

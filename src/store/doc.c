@@ -40,8 +40,7 @@ void mt_store_finalize_cached(struct mt_store *s)
     s->st_ins_chunk = NULL;
 }
 
-static enum mt_status prepare_cached(struct mt_store *s,
-                                     struct mt_error *err)
+static enum mt_status prepare_cached(struct mt_store *s, struct mt_error *err)
 {
     enum mt_status st = MT_OK;
 
@@ -108,9 +107,8 @@ static enum mt_status upsert_doc(struct mt_store *s, int64_t source_id,
 }
 
 static enum mt_status insert_chunks(struct mt_store *s, int64_t doc_id,
-                                    const char *text,
-                                    const struct mt_chunk *ch, size_t n,
-                                    struct mt_error *err)
+                                    const char *text, const struct mt_chunk *ch,
+                                    size_t n, struct mt_error *err)
 {
     sqlite3_stmt *st = s->st_ins_chunk;
     enum mt_status rc = MT_OK;
@@ -136,18 +134,17 @@ static enum mt_status check_doc(struct mt_store *s, const struct mt_doc *d,
     if (!d->ext_id || !d->ext_id[0])
         return mt_fail(err, MT_EINVAL, "%s: document without an id", s->dir);
     if (!d->text)
-        return mt_fail(err, MT_EINVAL, "%s: document %s has no text",
-                       s->dir, d->ext_id);
+        return mt_fail(err, MT_EINVAL, "%s: document %s has no text", s->dir,
+                       d->ext_id);
     if (d->text_len > (size_t)1 << 30)
-        return mt_fail(err, MT_ELIMIT, "%s: document %s is over 1 GiB",
-                       s->dir, d->ext_id);
+        return mt_fail(err, MT_ELIMIT, "%s: document %s is over 1 GiB", s->dir,
+                       d->ext_id);
     return MT_OK;
 }
 
 static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
                               const struct mt_doc *doc,
-                              struct mt_put_result *res,
-                              struct mt_error *err)
+                              struct mt_put_result *res, struct mt_error *err)
 {
     struct mt_chunk_params cp;
     struct mt_chunk *ch = NULL;
@@ -174,8 +171,7 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
 }
 
 enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
-                            const struct mt_doc *doc,
-                            struct mt_put_result *res,
+                            const struct mt_doc *doc, struct mt_put_result *res,
                             struct mt_error *err)
 {
     struct mt_put_result local;
@@ -222,8 +218,8 @@ static enum mt_status stats_row(struct mt_store *s, sqlite3_stmt *st,
                                 struct mt_error *err)
 {
     struct mt_store_counts c;
-    enum mt_status rc = keep_name(s, (const char *)sqlite3_column_text(st, 0),
-                                  err);
+    enum mt_status rc =
+        keep_name(s, (const char *)sqlite3_column_text(st, 0), err);
 
     if (rc != MT_OK)
         return rc;

@@ -74,8 +74,8 @@ static enum mt_status bad_doc(struct ingest *in, const char *why,
         in->res.skipped++;
         return MT_OK;
     }
-    return mt_fail(err, MT_EPARSE, "%s:%zu: %s", in->path,
-                   mt_jsonl_line(in->r), why);
+    return mt_fail(err, MT_EPARSE, "%s:%zu: %s", in->path, mt_jsonl_line(in->r),
+                   why);
 }
 
 static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
@@ -105,8 +105,7 @@ static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
     st = mt_store_put(in->s, in->source_id, &d, &pr, err);
     mt_free((char *)(uintptr_t)d.metadata);
     if (st != MT_OK)
-        return mt_error_prefix(err, "%s:%zu", in->path,
-                               mt_jsonl_line(in->r));
+        return mt_error_prefix(err, "%s:%zu", in->path, mt_jsonl_line(in->r));
     if (pr.unchanged)
         in->res.unchanged++;
     else
@@ -119,8 +118,7 @@ static void report(struct ingest *in)
 {
     if (in->p->progress)
         in->p->progress(in->res.documents + in->res.unchanged +
-                            in->res.skipped +
-                            mt_jsonl_skipped(in->r),
+                            in->res.skipped + mt_jsonl_skipped(in->r),
                         in->p->progress_user);
 }
 

@@ -66,7 +66,7 @@ static void mem_shutdown(void *app)
 }
 
 static const sqlite3_mem_methods mem_methods = {
-    mem_malloc, mem_free,     mem_realloc, mem_size,
+    mem_malloc,  mem_free, mem_realloc,  mem_size,
     mem_roundup, mem_init, mem_shutdown, NULL,
 };
 

@@ -156,7 +156,8 @@ static enum mt_status migrate(struct mt_store *s, struct mt_error *err)
     if (v < SCHEMA_VERSION && s->params.read_only)
         return mt_fail(err, MT_EUNSUPPORTED,
                        "%s: store needs migration from version %d; open it "
-                       "once for writing", s->dir, v);
+                       "once for writing",
+                       s->dir, v);
     for (; v < SCHEMA_VERSION; v++) {
         st = migrate_one(s, v, err);
         if (st != MT_OK)
@@ -178,13 +179,12 @@ const struct mt_store_params *mt_store_settings(const struct mt_store *s)
 
 /* ==== Settings ==== */
 
-static enum mt_status meta_get(struct mt_store *s, const char *key,
-                               char *val, size_t n, int *found,
-                               struct mt_error *err)
+static enum mt_status meta_get(struct mt_store *s, const char *key, char *val,
+                               size_t n, int *found, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
-        s, "SELECT value FROM meta WHERE key=?1", &st, err);
+    enum mt_status rc =
+        mt_store_prepare(s, "SELECT value FROM meta WHERE key=?1", &st, err);
     int step;
 
     if (rc != MT_OK)
@@ -205,8 +205,7 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
 {
     sqlite3_stmt *st = NULL;
     enum mt_status rc = mt_store_prepare(
-        s, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", &st,
-        err);
+        s, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", &st, err);
     int step;
 
     if (rc != MT_OK)
@@ -221,8 +220,7 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
 }
 
 /* A new store's settings must name a real analyzer and valid chunking. */
-static enum mt_status check_settings(struct mt_store *s,
-                                     struct mt_error *err)
+static enum mt_status check_settings(struct mt_store *s, struct mt_error *err)
 {
     struct mt_analyzer *a = NULL;
     enum mt_status st = mt_analyzer_new(s->analyzer, &a, err);
@@ -280,8 +278,8 @@ static enum mt_status load_u32(struct mt_store *s, const char *key,
 static enum mt_status settings(struct mt_store *s, struct mt_error *err)
 {
     int found = 0;
-    enum mt_status st = meta_get(s, "analyzer", s->analyzer,
-                                 sizeof s->analyzer, &found, err);
+    enum mt_status st =
+        meta_get(s, "analyzer", s->analyzer, sizeof s->analyzer, &found, err);
 
     if (st != MT_OK)
         return st;
@@ -308,7 +306,8 @@ static enum mt_status ensure_dir(const char *dir, int create,
     if (!create)
         return mt_fail(err, MT_ENOTFOUND,
                        "%s: no store here; create one with 'medtrust index "
-                       "--db %s --input FILE.jsonl'", dir, dir);
+                       "--db %s --input FILE.jsonl'",
+                       dir, dir);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return mt_fail(err, MT_EIO, "%s: cannot create directory: %s", dir,
                        strerror(errno));
@@ -415,8 +414,7 @@ enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err)
     enum mt_status st;
 
     if (s->in_txn)
-        return mt_fail(err, MT_EINVAL, "%s: transaction already open",
-                       s->dir);
+        return mt_fail(err, MT_EINVAL, "%s: transaction already open", s->dir);
     st = mt_store_exec(s, "BEGIN IMMEDIATE", err);
     if (st == MT_OK)
         s->in_txn = 1;
@@ -449,16 +447,14 @@ void mt_store_rollback(struct mt_store *s)
 enum mt_status mt_store_check(struct mt_store *s, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(s, "PRAGMA integrity_check", &st,
-                                         err);
+    enum mt_status rc = mt_store_prepare(s, "PRAGMA integrity_check", &st, err);
     const char *res;
     int step;
 
     if (rc != MT_OK)
         return rc;
     step = sqlite3_step(st);
-    res = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0)
-                             : NULL;
+    res = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
     if (!res || strcmp(res, "ok") != 0)
         rc = mt_fail(err, MT_EDB, "%s: integrity check failed: %s", s->dir,
                      res ? res : sqlite3_errmsg(s->db));

@@ -15,34 +15,29 @@
 
 /* Lucene's EnglishAnalyzer default stop set (ENGLISH_STOP_WORDS_SET). */
 static const char *const english_stop[] = {
-    "a",    "an",    "and",   "are",  "as",   "at",   "be",   "but",
-    "by",   "for",   "if",    "in",   "into", "is",   "it",   "no",
-    "not",  "of",    "on",    "or",   "such", "that", "the",  "their",
-    "then", "there", "these", "they", "this", "to",   "was",  "will",
-    "with", NULL,
+    "a",    "an",   "and",  "are",  "as",   "at",    "be",   "but",   "by",
+    "for",  "if",   "in",   "into", "is",   "it",    "no",   "not",   "of",
+    "on",   "or",   "such", "that", "the",  "their", "then", "there", "these",
+    "they", "this", "to",   "was",  "will", "with",  NULL,
 };
 
 /* The most frequent entries of Lucene's Arabic stop list (function words,
  * pronouns, common particles with their wa-/fa- prefixed forms). */
 static const char *const arabic_stop[] = {
-    "من",    "ومن",   "منها",  "منه",   "في",    "وفي",   "فيها",
-    "فيه",   "و",     "ف",     "ثم",    "او",    "أو",    "ب",
-    "بها",   "به",    "ا",     "أ",     "اى",    "اي",    "أي",
-    "أى",    "لا",    "ولا",   "الا",   "ألا",   "إلا",   "لكن",
-    "ما",    "وما",   "كما",   "فما",   "عن",    "مع",    "اذا",
-    "إذا",   "ان",    "أن",    "إن",    "انها",  "أنها",  "إنها",
-    "انه",   "أنه",   "إنه",   "بان",   "بأن",   "فان",   "فأن",
-    "وان",   "وأن",   "وإن",   "التى",  "التي",  "الذى",  "الذي",
-    "الذين", "الى",   "الي",   "إلى",   "إلي",   "على",   "عليها",
-    "عليه",  "اما",   "أما",   "إما",   "ايضا",  "أيضا",  "كل",
-    "وكل",   "لم",    "ولم",   "لن",    "ولن",   "هى",    "هي",
-    "هو",    "وهى",   "وهي",   "وهو",   "فهى",   "فهي",   "فهو",
-    "انت",   "أنت",   "لك",    "لها",   "له",    "هذه",   "هذا",
-    "تلك",   "ذلك",   "هناك",  "كانت",  "كان",   "يكون",  "تكون",
-    "وكانت", "وكان",  "غير",   "بعض",   "قد",    "نحو",   "بين",
-    "بينما", "منذ",   "ضمن",   "حيث",   "الان",  "الآن",  "خلال",
-    "بعد",   "قبل",   "حتى",   "عند",   "عندما", "لدى",   "جميع",
-    NULL,
+    "من",   "ومن",  "منها",  "منه",  "في",   "وفي",  "فيها",  "فيه",  "و",
+    "ف",    "ثم",   "او",    "أو",   "ب",    "بها",  "به",    "ا",    "أ",
+    "اى",   "اي",   "أي",    "أى",   "لا",   "ولا",  "الا",   "ألا",  "إلا",
+    "لكن",  "ما",   "وما",   "كما",  "فما",  "عن",   "مع",    "اذا",  "إذا",
+    "ان",   "أن",   "إن",    "انها", "أنها", "إنها", "انه",   "أنه",  "إنه",
+    "بان",  "بأن",  "فان",   "فأن",  "وان",  "وأن",  "وإن",   "التى", "التي",
+    "الذى", "الذي", "الذين", "الى",  "الي",  "إلى",  "إلي",   "على",  "عليها",
+    "عليه", "اما",  "أما",   "إما",  "ايضا", "أيضا", "كل",    "وكل",  "لم",
+    "ولم",  "لن",   "ولن",   "هى",   "هي",   "هو",   "وهى",   "وهي",  "وهو",
+    "فهى",  "فهي",  "فهو",   "انت",  "أنت",  "لك",   "لها",   "له",   "هذه",
+    "هذا",  "تلك",  "ذلك",   "هناك", "كانت", "كان",  "يكون",  "تكون", "وكانت",
+    "وكان", "غير",  "بعض",   "قد",   "نحو",  "بين",  "بينما", "منذ",  "ضمن",
+    "حيث",  "الان", "الآن",  "خلال", "بعد",  "قبل",  "حتى",   "عند",  "عندما",
+    "لدى",  "جميع", NULL,
 };
 
 /* ==== Analyzer kinds ==== */
@@ -129,7 +124,8 @@ enum mt_status mt_analyzer_new(const char *name, struct mt_analyzer **out,
     if (!k)
         return mt_fail(err, MT_EINVAL,
                        "unknown analyzer '%s' (valid: english, arabic, "
-                       "cjk, simple)", name ? name : "(null)");
+                       "cjk, simple)",
+                       name ? name : "(null)");
     a = mt_calloc(1, sizeof *a);
     if (!a)
         return mt_fail(err, MT_ENOMEM, "out of memory creating analyzer");
@@ -224,8 +220,7 @@ static int is_apos(int32_t c)
 
 /* ==== Emitting ==== */
 
-static enum mt_status deliver(struct mt_analyzer *a, const char *w,
-                              size_t n)
+static enum mt_status deliver(struct mt_analyzer *a, const char *w, size_t n)
 {
     uint32_t pos = a->pos++;
 
@@ -233,9 +228,8 @@ static enum mt_status deliver(struct mt_analyzer *a, const char *w,
 }
 
 /* Folds a word into a NUL-terminated string (a->tok or fold scratch). */
-static enum mt_status fold_word(struct mt_analyzer *a, const char *p,
-                                size_t n, int ascii, const char **w,
-                                size_t *wn)
+static enum mt_status fold_word(struct mt_analyzer *a, const char *p, size_t n,
+                                int ascii, const char **w, size_t *wn)
 {
     size_t i;
 
@@ -257,8 +251,8 @@ static size_t strip_possessive(char *w, size_t n)
 {
     if (n >= 2 && w[n - 1] == 's' && w[n - 2] == '\'')
         n -= 2;
-    else if (n >= 4 && w[n - 1] == 's' && memcmp(w + n - 4, "\xe2\x80\x99",
-                                                 3) == 0)
+    else if (n >= 4 && w[n - 1] == 's' &&
+             memcmp(w + n - 4, "\xe2\x80\x99", 3) == 0)
         n -= 4;
     if (n >= 1 && w[n - 1] == '\'')
         n--;
@@ -266,8 +260,8 @@ static size_t strip_possessive(char *w, size_t n)
     return n;
 }
 
-static enum mt_status emit_word(struct mt_analyzer *a, const char *p,
-                                size_t n, int ascii)
+static enum mt_status emit_word(struct mt_analyzer *a, const char *p, size_t n,
+                                int ascii)
 {
     const char *w;
     size_t wn;
@@ -296,8 +290,8 @@ static enum mt_status emit_word(struct mt_analyzer *a, const char *p,
 }
 
 /* Feeds one CJK character: emits the bigram it closes, if any. */
-static enum mt_status cjk_char(struct mt_analyzer *a, const char *p,
-                               size_t n, size_t *run)
+static enum mt_status cjk_char(struct mt_analyzer *a, const char *p, size_t n,
+                               size_t *run)
 {
     const char *f;
     size_t fn;
@@ -333,8 +327,8 @@ static enum mt_status cjk_end(struct mt_analyzer *a, size_t run)
 
 /* Returns the end of the word starting at i: letters, digits and marks,
  * plus an apostrophe between letters and a '.' or ',' between digits. */
-static size_t word_end(const struct mt_analyzer *a, const char *text,
-                       size_t n, size_t i, int *ascii)
+static size_t word_end(const struct mt_analyzer *a, const char *text, size_t n,
+                       size_t i, int *ascii)
 {
     int32_t c;
     int32_t prev = 0;
@@ -384,8 +378,7 @@ static enum mt_status scan_cjk(struct mt_analyzer *a, const char *text,
     return cjk_end(a, run);
 }
 
-static enum mt_status scan(struct mt_analyzer *a, const char *text,
-                           size_t n)
+static enum mt_status scan(struct mt_analyzer *a, const char *text, size_t n)
 {
     size_t i = 0;
     enum mt_status st = MT_OK;

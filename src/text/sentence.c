@@ -119,15 +119,15 @@ static size_t closer_len(const char *t, size_t n, size_t i)
 
 /* Abbreviations that never end a sentence when a word follows. */
 static const char *const abbr_title[] = {
-    "dr", "mr", "mrs", "ms", "prof", "st", "no", "vs", "e.g", "i.e",
-    "approx", "fig", "cf", "al", "dept", "sr", "jr", "nos", "pt", NULL,
+    "dr",     "mr",  "mrs", "ms", "prof", "st", "no", "vs",  "e.g", "i.e",
+    "approx", "fig", "cf",  "al", "dept", "sr", "jr", "nos", "pt",  NULL,
 };
 
 /* Abbreviations that end a sentence only before a capital letter. */
 static const char *const abbr_soft[] = {
-    "mg", "mcg", "ml", "kg", "g", "b.i.d", "t.i.d", "q.i.d", "q.d",
-    "p.o", "p.r.n", "q.h", "h.s", "q.o.d", "etc", "min", "hr", "hrs",
-    "a.m", "p.m", "i.v", "i.m", "s.c", NULL,
+    "mg",  "mcg", "ml",    "kg",  "g",   "b.i.d", "t.i.d", "q.i.d",
+    "q.d", "p.o", "p.r.n", "q.h", "h.s", "q.o.d", "etc",   "min",
+    "hr",  "hrs", "a.m",   "p.m", "i.v", "i.m",   "s.c",   NULL,
 };
 
 static int in_list(const char *const *list, const char *w, size_t n)
@@ -282,8 +282,7 @@ static size_t stop_end(const char *t, size_t n, size_t i, int *wide)
 
 /* Returns the end of the sentence that starts at 'start', and sets *next
  * to where the next one starts. */
-static size_t next_boundary(const char *t, size_t n, size_t start,
-                            size_t *next)
+static size_t next_boundary(const char *t, size_t n, size_t start, size_t *next)
 {
     size_t i = start;
 
@@ -347,8 +346,18 @@ static enum strength strength_before(const struct field *f, size_t from,
                                      size_t j)
 {
     static const char *const strong[] = {
-        ".", "!", "?", ";", "\xd8\x8c", "\xd8\x9b", "\xd8\x9f",
-        "\xe3\x80\x82", "\xef\xbc\x81", "\xef\xbc\x9f", "\xef\xbc\x9b", NULL,
+        ".",
+        "!",
+        "?",
+        ";",
+        "\xd8\x8c",
+        "\xd8\x9b",
+        "\xd8\x9f",
+        "\xe3\x80\x82",
+        "\xef\xbc\x81",
+        "\xef\xbc\x9f",
+        "\xef\xbc\x9b",
+        NULL,
     };
     static const char *const medium[] = {
         ",", ":", "\xef\xbc\x8c", "\xef\xbc\x9a", NULL,
@@ -356,8 +365,8 @@ static enum strength strength_before(const struct field *f, size_t from,
     size_t p = j;
     size_t k;
 
-    while (p > from && (f->t[p - 1] == ' ' || f->t[p - 1] == '\t' ||
-                        f->t[p - 1] == '\r'))
+    while (p > from &&
+           (f->t[p - 1] == ' ' || f->t[p - 1] == '\t' || f->t[p - 1] == '\r'))
         p--;
     if (p > from && f->t[p - 1] == '\n')
         return S_STRONG;
@@ -492,8 +501,7 @@ static int detect_lines(const char *t, size_t n)
 }
 
 static enum mt_status push_sentence(struct vec *v, const char *t, int id,
-                                    size_t a, size_t b,
-                                    struct mt_error *err)
+                                    size_t a, size_t b, struct mt_error *err)
 {
     struct mt_medec_sentence s;
 
@@ -524,8 +532,7 @@ static int skip_id0(const char *t, size_t n, size_t *pos)
 
 enum mt_status mt_medec_sentences_parse(const char *field, size_t n,
                                         struct mt_medec_sentence **out,
-                                        size_t *count,
-                                        struct mt_error *err)
+                                        size_t *count, struct mt_error *err)
 {
     struct vec v = {NULL, 0, 0, sizeof(struct mt_medec_sentence)};
     struct field f = {field, n, detect_lines(field, n)};

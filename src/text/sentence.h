@@ -47,8 +47,7 @@ struct mt_medec_sentence {
  * MT_EPARSE. On failure *out and *count are unchanged. Thread-safe. */
 enum mt_status mt_medec_sentences_parse(const char *field, size_t n,
                                         struct mt_medec_sentence **out,
-                                        size_t *count,
-                                        struct mt_error *err);
+                                        size_t *count, struct mt_error *err);
 
 #ifdef __cplusplus
 }

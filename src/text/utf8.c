@@ -9,7 +9,7 @@
 
 /* As utf8proc_map() does, the same options drive every stage: COMPAT
  * only takes effect in decomposition when COMPOSE is also set. */
-#define FOLD_OPTIONS                                                         \
+#define FOLD_OPTIONS                                                           \
     (UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD | UTF8PROC_STABLE)
 
 /* Continuation byte test. */
@@ -110,8 +110,7 @@ size_t mt_utf8_encode(int32_t cp, char out[4])
 }
 
 /* Makes room for 'need' code points. */
-static enum mt_status scratch_reserve(struct mt_fold_scratch *s,
-                                      size_t need)
+static enum mt_status scratch_reserve(struct mt_fold_scratch *s, size_t need)
 {
     int32_t *cp;
     size_t cap = s->cap ? s->cap : 64;
@@ -129,8 +128,8 @@ static enum mt_status scratch_reserve(struct mt_fold_scratch *s,
 }
 
 enum mt_status mt_text_fold_into(const char *p, size_t n,
-                                  struct mt_fold_scratch *s,
-                                  const char **out, size_t *out_n)
+                                 struct mt_fold_scratch *s, const char **out,
+                                 size_t *out_n)
 {
     const utf8proc_uint8_t *in = (const utf8proc_uint8_t *)p;
     utf8proc_ssize_t got;
@@ -144,8 +143,7 @@ enum mt_status mt_text_fold_into(const char *p, size_t n,
         return st;
     for (;;) {
         got = utf8proc_decompose(in, (utf8proc_ssize_t)n, s->cp,
-                                 (utf8proc_ssize_t)s->cap - 1,
-                                 FOLD_OPTIONS);
+                                 (utf8proc_ssize_t)s->cap - 1, FOLD_OPTIONS);
         if (got < 0)
             return got == UTF8PROC_ERROR_NOMEM ? MT_ENOMEM : MT_EPARSE;
         if ((size_t)got < s->cap)
@@ -174,8 +172,8 @@ void mt_fold_scratch_free(struct mt_fold_scratch *s)
     s->cap = 0;
 }
 
-enum mt_status mt_text_fold(const char *p, size_t n, char **out,
-                            size_t *out_n, struct mt_error *err)
+enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
+                            struct mt_error *err)
 {
     struct mt_fold_scratch s = {NULL, 0};
     const char *folded;
@@ -189,8 +187,7 @@ enum mt_status mt_text_fold(const char *p, size_t n, char **out,
     st = mt_text_fold_into(p, n, &s, &folded, &len);
     if (st != MT_OK) {
         mt_fold_scratch_free(&s);
-        return mt_fail(err, st, "case folding failed: %s",
-                       mt_status_str(st));
+        return mt_fail(err, st, "case folding failed: %s", mt_status_str(st));
     }
     copy = mt_strndup(folded, len);
     mt_fold_scratch_free(&s);

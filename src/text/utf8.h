@@ -44,8 +44,8 @@ struct mt_fold_scratch {
  * the next call with 's'. Allocates only when 's' must grow. Returns
  * MT_ENOMEM, or MT_EPARSE when the input is not valid UTF-8. */
 enum mt_status mt_text_fold_into(const char *p, size_t n,
-                                 struct mt_fold_scratch *s,
-                                 const char **out, size_t *out_n);
+                                 struct mt_fold_scratch *s, const char **out,
+                                 size_t *out_n);
 
 /* Frees the scratch memory; 's' may be NULL. */
 void mt_fold_scratch_free(struct mt_fold_scratch *s);
@@ -56,8 +56,8 @@ void mt_fold_scratch_free(struct mt_fold_scratch *s);
  * *out_n bytes that the caller frees with mt_free. Invalid UTF-8 yields
  * MT_EPARSE with the byte offset in 'err'; out of memory MT_ENOMEM. On
  * failure *out is left unchanged. Thread-safe. */
-enum mt_status mt_text_fold(const char *p, size_t n, char **out,
-                            size_t *out_n, struct mt_error *err);
+enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
+                            struct mt_error *err);
 
 #ifdef __cplusplus
 }

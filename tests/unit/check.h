@@ -18,8 +18,7 @@
 
 /* Writes "$MEDTRUST_DATA/rel" into buf. The data sets are required: a
  * test that needs a missing file fails, naming the path. */
-static inline const char *test_data_path(char *buf, size_t n,
-                                         const char *rel)
+static inline const char *test_data_path(char *buf, size_t n, const char *rel)
 {
     const char *d = getenv("MEDTRUST_DATA");
 

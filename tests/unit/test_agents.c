@@ -28,7 +28,8 @@ static void test_extract_plain_fenced_and_prose(void **state)
     CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 2);
     json_decref(o);
     o = mt_reply_extract("I think {not json} but {\"a\": \"3\", \"s\": "
-                         "\"x}\"} is it", why, sizeof why);
+                         "\"x}\"} is it",
+                         why, sizeof why);
     CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 3);
     CHECK(strcmp(mt_reply_str(o, "s"), "x}") == 0);
     json_decref(o);
@@ -50,7 +51,8 @@ static void test_extract_rejects_garbage_with_reason(void **state)
 static void test_reply_getters_are_lenient_but_bounded(void **state)
 {
     json_t *o = json_loads("{\"b\":\"yes\",\"c\":85,\"d\":0.4,\"i\":2.0,"
-                           "\"j\":2.5,\"k\":7}", 0, NULL);
+                           "\"j\":2.5,\"k\":7}",
+                           0, NULL);
     int b = 0;
     double c = 0;
     long v = 0;
@@ -67,7 +69,10 @@ static void test_reply_getters_are_lenient_but_bounded(void **state)
 }
 
 /* A static slice initializer (a compound literal is not constant). */
-#define SL(lit) {(lit), sizeof(lit) - 1}
+#define SL(lit)                                                                \
+    {                                                                          \
+        (lit), sizeof(lit) - 1                                                 \
+    }
 
 static const struct mt_str en[] = {
     SL("A 45-year-old man presents with fever and cough."),
@@ -80,13 +85,13 @@ static void test_match_english_verbatim_partial_and_miss(void **state)
     double s = 0;
 
     (void)state;
-    CHECK(mt_match_sentence(MT_STR_C("He is started on oral amoxicillin."),
-                            en, 3, MT_MATCH_MIN, &s) == 2);
+    CHECK(mt_match_sentence(MT_STR_C("He is started on oral amoxicillin."), en,
+                            3, MT_MATCH_MIN, &s) == 2);
     CHECK(s > 0.999);
     /* case, punctuation and a missing word do not matter much */
     CHECK(mt_match_sentence(MT_STR_C("chest x-ray shows right lower lobe "
-                                     "infiltrate"), en, 3, MT_MATCH_MIN,
-                            &s) == 1);
+                                     "infiltrate"),
+                            en, 3, MT_MATCH_MIN, &s) == 1);
     CHECK(mt_match_sentence(MT_STR_C("The patient likes jazz music"), en, 3,
                             MT_MATCH_MIN, &s) == -1);
     CHECK(mt_match_sentence(MT_STR_C(""), en, 3, MT_MATCH_MIN, &s) == -1);
@@ -103,8 +108,8 @@ static void test_match_chinese_uses_character_bigrams(void **state)
 
     (void)state;
     /* no spaces in Chinese: tokens would see one word per clause */
-    CHECK(mt_match_sentence(MT_STR_C("胸片显示右下肺浸润"), cn, 3,
-                            MT_MATCH_MIN, &s) == 1);
+    CHECK(mt_match_sentence(MT_STR_C("胸片显示右下肺浸润"), cn, 3, MT_MATCH_MIN,
+                            &s) == 1);
     CHECK(s > 0.9);
     CHECK(mt_match_sentence(MT_STR_C("口服阿莫西林"), cn, 3, MT_MATCH_MIN,
                             &s) == 2);
@@ -122,8 +127,8 @@ static void test_match_arabic_ignores_diacritics(void **state)
 
     (void)state;
     /* the same words with a fatha and a tatweel added */
-    CHECK(mt_match_sentence(MT_STR_C("تم إعطاؤهَ أموكسيسيـلين عن طريق الفم"),
-                            ar, 2, MT_MATCH_MIN, &s) == 1);
+    CHECK(mt_match_sentence(MT_STR_C("تم إعطاؤهَ أموكسيسيـلين عن طريق الفم"), ar,
+                            2, MT_MATCH_MIN, &s) == 1);
     CHECK(s > 0.99);
     CHECK(mt_match_sentence(MT_STR_C("المريض يعاني من حمى"), ar, 2,
                             MT_MATCH_MIN, &s) == 0);
@@ -160,8 +165,8 @@ static void test_prompts_render_and_override(void **state)
     FILE *f;
 
     (void)state;
-    CHECK_OK(mt_prompt_render(MT_STR_C("{{A}}-{{C}}-{{B}}{{"), keys, vals, 2,
-                              &b));
+    CHECK_OK(
+        mt_prompt_render(MT_STR_C("{{A}}-{{C}}-{{B}}{{"), keys, vals, 2, &b));
     CHECK(strcmp(b.data, "x-{{C}}-yy{{") == 0);
     mt_buf_free(&b);
     CHECK(mkdtemp(dir) != NULL);
@@ -210,8 +215,8 @@ static void test_strategy_names_round_trip(void **state)
     (void)state;
     CHECK_OK(mt_strategy_parse("guards", &s));
     CHECK(s == MT_STRATEGY_GUARDS);
-    CHECK(strcmp(mt_strategy_str(MT_STRATEGY_REACT_REFLEX),
-                 "react-reflex") == 0);
+    CHECK(strcmp(mt_strategy_str(MT_STRATEGY_REACT_REFLEX), "react-reflex") ==
+          0);
     CHECK(mt_strategy_parse("react", &s) == MT_EINVAL);
 }
 
@@ -254,8 +259,7 @@ static void astub_start(struct astub *s, const char *a1, const char *a2,
     f = fdopen(fd[0], "r");
     CHECK(f && fscanf(f, "%d", &port) == 1);
     fclose(f);
-    snprintf(s->spec, sizeof s->spec, "openai:http://127.0.0.1:%d#stub",
-             port);
+    snprintf(s->spec, sizeof s->spec, "openai:http://127.0.0.1:%d#stub", port);
 }
 
 static void astub_stop(struct astub *s)
@@ -268,8 +272,7 @@ static const char note_text[] =
     "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
     "II, III and aVF. He is given aspirin and sent home.";
 
-static struct mt_agent *open_agent(const struct astub *s,
-                                   enum mt_strategy st)
+static struct mt_agent *open_agent(const struct astub *s, enum mt_strategy st)
 {
     struct mt_agent_params p;
     struct mt_agent *a = NULL;

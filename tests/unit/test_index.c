@@ -354,9 +354,9 @@ static void test_index_survives_every_allocation_failure(void **state)
 
 /* A stand-in cross-encoder: favours shorter passages. */
 static enum mt_status by_shortness(void *user, const char *query,
-                                   const char *const *texts,
-                                   const size_t *lens, size_t n,
-                                   float *scores, struct mt_error *err)
+                                   const char *const *texts, const size_t *lens,
+                                   size_t n, float *scores,
+                                   struct mt_error *err)
 {
     size_t i;
     (void)texts;
@@ -380,7 +380,8 @@ static void test_index_rerank_stage_reorders_top_r(void **state)
     store_path(dir, sizeof dir, "rerank");
     CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
     seed(s);
-    put(s, "b", "d5", "Joint pain", "Joint pain has many causes, gout "
+    put(s, "b", "d5", "Joint pain",
+        "Joint pain has many causes, gout "
         "among them, and a long list of others that doctors consider.");
     put(s, "b", "d6", "Pain", "Pain.");
     build(s);

@@ -18,19 +18,18 @@ static void split_join(const char *text, char *buf, size_t cap)
     CHECK_OK(mt_sentences_split(text, strlen(text), &s, &n, NULL));
     buf[0] = '\0';
     for (i = 0; i < n; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%.*s",
-                                 i ? " | " : "",
-                                 (int)(s[i].end - s[i].start),
-                                 text + s[i].start);
+        used +=
+            (size_t)snprintf(buf + used, cap - used, "%s%.*s", i ? " | " : "",
+                             (int)(s[i].end - s[i].start), text + s[i].start);
     mt_free(s);
 }
 
-#define SPLIT_IS(text, want)                                                 \
-    do {                                                                     \
-        split_join(text, got, sizeof got);                                   \
-        if (strcmp(got, want) != 0)                                          \
-            print_message("got: %s\n", got);                                 \
-        CHECK(strcmp(got, want) == 0);                                       \
+#define SPLIT_IS(text, want)                                                   \
+    do {                                                                       \
+        split_join(text, got, sizeof got);                                     \
+        if (strcmp(got, want) != 0)                                            \
+            print_message("got: %s\n", got);                                   \
+        CHECK(strcmp(got, want) == 0);                                         \
     } while (0)
 
 static void test_split_abbreviations_and_decimals(void **state)
@@ -45,8 +44,7 @@ static void test_split_abbreviations_and_decimals(void **state)
              "NSAID. Approx. 3 days.",
              "Take 5 mg p.o. b.i.d. for pain. | Use e.g. ibuprofen, i.e. an "
              "NSAID. | Approx. 3 days.");
-    SPLIT_IS("Dose was 10 mg. He improved.",
-             "Dose was 10 mg. | He improved.");
+    SPLIT_IS("Dose was 10 mg. He improved.", "Dose was 10 mg. | He improved.");
     SPLIT_IS("Room No. 5 at St. Mary. Done", "Room No. 5 at St. Mary. | Done");
 }
 
@@ -104,10 +102,9 @@ static enum mt_status parse_join(const char *f, char *buf, size_t cap,
 
     buf[0] = '\0';
     for (i = 0; st == MT_OK && i < n; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%d:%.*s",
-                                 i ? " | " : "", s[i].id,
-                                 (int)(s[i].span.end - s[i].span.start),
-                                 f + s[i].span.start);
+        used += (size_t)snprintf(
+            buf + used, cap - used, "%s%d:%.*s", i ? " | " : "", s[i].id,
+            (int)(s[i].span.end - s[i].span.start), f + s[i].span.start);
     mt_free(s);
     return st;
 }
@@ -120,13 +117,13 @@ static void test_medec_parse_forms(void **state)
     CHECK_OK(parse_join("0 First one.\n1 He took 2 tabs.\n2 Done.", got,
                         sizeof got, NULL));
     CHECK(strcmp(got, "0:First one. | 1:He took 2 tabs. | 2:Done.") == 0);
-    CHECK_OK(parse_join("0 Gave 1 dose. 1 He took 2 tabs, 3 times. 2 End.",
-                        got, sizeof got, NULL));
+    CHECK_OK(parse_join("0 Gave 1 dose. 1 He took 2 tabs, 3 times. 2 End.", got,
+                        sizeof got, NULL));
     CHECK(strcmp(got, "0:Gave 1 dose. | 1:He took 2 tabs, 3 times. | "
                       "2:End.") == 0);
     /* lab lists with no punctuation: capital after the id */
-    CHECK_OK(parse_join("0 Labs: 1 Hemoglobin 14 g/dL 2 Sodium 140 mEq/L",
-                        got, sizeof got, NULL));
+    CHECK_OK(parse_join("0 Labs: 1 Hemoglobin 14 g/dL 2 Sodium 140 mEq/L", got,
+                        sizeof got, NULL));
     CHECK(strcmp(got, "0:Labs: | 1:Hemoglobin 14 g/dL | "
                       "2:Sodium 140 mEq/L") == 0);
     CHECK(parse_join("1 No zero.", got, sizeof got, &err) == MT_EPARSE);
@@ -145,8 +142,8 @@ static void test_medec_parse_oom_loop(void **state)
     int i;
     (void)state;
     for (i = 0; i < 40; i++)
-        used += (size_t)snprintf(f + used, sizeof f - used, "%d Line %d. ",
-                                 i, i);
+        used +=
+            (size_t)snprintf(f + used, sizeof f - used, "%d Line %d. ", i, i);
     for (k = 0; k < 10; k++) {
         struct mt_medec_sentence *s = NULL;
         size_t n = 0;
@@ -167,7 +164,7 @@ static void test_medec_parse_oom_loop(void **state)
 
 /* ==== Real data ==== */
 
-#define MEDEC_CSV                                                            \
+#define MEDEC_CSV                                                              \
     "medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 
 struct cols {
@@ -333,8 +330,7 @@ static void check_file(const char *rel)
 
         if (mt_medec_sentences_parse(field.p, field.n, &g, &ng, &err) !=
             MT_OK) {
-            print_message("%s line %zu: %s\n", rel, mt_csv_line(csv),
-                          err.msg);
+            print_message("%s line %zu: %s\n", rel, mt_csv_line(csv), err.msg);
             CHECK(0);
         }
         for (i = 0; i < ng; i++)
@@ -361,9 +357,8 @@ static void test_medec_parse_every_file(void **state)
     check_file(MEDEC_CSV);
     for (l = 0; l < 3; l++) {
         for (s = 0; s < 3; s++) {
-            snprintf(rel, sizeof rel,
-                     "mederrbench/%s/reviewed_data_%s_%s.csv", splits[s],
-                     langs[l], splits[s]);
+            snprintf(rel, sizeof rel, "mederrbench/%s/reviewed_data_%s_%s.csv",
+                     splits[s], langs[l], splits[s]);
             check_file(rel);
         }
     }

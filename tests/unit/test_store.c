@@ -31,8 +31,7 @@ static void dir_path(char *buf, size_t n, const char *leaf)
     snprintf(buf, n, "%s/%s", tmpl, leaf);
 }
 
-static enum mt_status count_total(const struct mt_store_counts *c,
-                                  void *user)
+static enum mt_status count_total(const struct mt_store_counts *c, void *user)
 {
     struct mt_store_counts *out = user;
     if (!c->source)
@@ -213,8 +212,7 @@ static void test_store_survives_every_allocation_failure(void **state)
         st = oom_cycle(dir);
         mt_alloc_fail_reset();
         /* Any failure must be reported, never a crash or a leak. */
-        CHECK(st == MT_OK || st == MT_ENOMEM || st == MT_EDB ||
-              st == MT_EIO);
+        CHECK(st == MT_OK || st == MT_ENOMEM || st == MT_EDB || st == MT_EIO);
     }
     CHECK(st == MT_OK);
     CHECK(n > 10); /* injection really reached the store */
@@ -240,7 +238,8 @@ static void test_ingest_reports_bad_line_and_skips(void **state)
     fputs("{\"id\":\"a\",\"text\":\"alpha\",\"year\":2001}\n"
           "{\"id\":7,\"text\":\"seven\",\"title\":\"T\"}\n"
           "{\"id\":\"c\"}\n"
-          "{\"id\":\"d\",\"text\":\"delta\"}\n", f);
+          "{\"id\":\"d\",\"text\":\"delta\"}\n",
+          f);
     fclose(f);
     CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
     mt_ingest_default_params(&ip);

@@ -60,8 +60,10 @@ static void test_fold_nfkc_and_case(void **state)
     char *out = NULL;
     size_t n;
     (void)state;
-    check_fold("\xef\xac\x81", "fi");             /* fi ligature */
-    check_fold("Stra\xc3\x9f" "e", "strasse");    /* sharp s */
+    check_fold("\xef\xac\x81", "fi"); /* fi ligature */
+    check_fold("Stra\xc3\x9f"
+               "e",
+               "strasse");                        /* sharp s */
     check_fold("\xef\xbc\x91\xef\xbc\x92", "12"); /* full-width digits */
     check_fold("CAF\xc3\x89", "caf\xc3\xa9");     /* stays composed */
     check_fold("Cafe\xcc\x81", "caf\xc3\xa9");    /* composes */
@@ -81,7 +83,9 @@ static void test_fold_oom_loop(void **state)
         enum mt_status st;
 
         mt_alloc_fail_after(k);
-        st = mt_text_fold("Stra\xc3\x9f" "e", 7, &out, &n, NULL);
+        st = mt_text_fold("Stra\xc3\x9f"
+                          "e",
+                          7, &out, &n, NULL);
         mt_alloc_fail_reset();
         if (st == MT_OK) {
             CHECK(strcmp(out, "strasse") == 0);
@@ -94,8 +98,8 @@ static void test_fold_oom_loop(void **state)
 }
 
 /* Runs analyzer 'name' on 'text' and joins "tok@pos" with spaces. */
-static void analyze(const char *name, const char *text, size_t n,
-                    char *buf, size_t cap)
+static void analyze(const char *name, const char *text, size_t n, char *buf,
+                    size_t cap)
 {
     struct mt_analyzer *a = NULL;
     struct mt_arena ar = MT_ARENA_INIT(4096);
@@ -115,8 +119,8 @@ static void analyze(const char *name, const char *text, size_t n,
     mt_analyzer_free(a);
 }
 
-#define ANALYZE(name, lit, buf) analyze(name, lit, sizeof(lit) - 1, buf, \
-                                        sizeof buf)
+#define ANALYZE(name, lit, buf)                                                \
+    analyze(name, lit, sizeof(lit) - 1, buf, sizeof buf)
 
 static void test_english_stops_and_stems(void **state)
 {
@@ -126,7 +130,10 @@ static void test_english_stops_and_stems(void **state)
     CHECK(strcmp(got, "patient@1 run@3 patient@5 dog@6") == 0);
     ANALYZE("english", "Diabetes and diabetic Neuropathy", got);
     CHECK(strcmp(got, "diabet@0 diabet@2 neuropathi@3") == 0);
-    ANALYZE("english", "T 38.5, BP 120/80 \xef\xac\x81" "brosis", got);
+    ANALYZE("english",
+            "T 38.5, BP 120/80 \xef\xac\x81"
+            "brosis",
+            got);
     CHECK(strcmp(got, "t@0 38.5@1 bp@2 120@3 80@4 fibrosi@5") == 0);
     ANALYZE("english", "", got);
     CHECK(strcmp(got, "") == 0);
@@ -136,7 +143,10 @@ static void test_simple_folds_without_stemming(void **state)
 {
     char got[512];
     (void)state;
-    ANALYZE("simple", "The RUNNING Stra\xc3\x9f" "e-\xef\xbc\x91", got);
+    ANALYZE("simple",
+            "The RUNNING Stra\xc3\x9f"
+            "e-\xef\xbc\x91",
+            got);
     CHECK(strcmp(got, "the@0 running@1 strasse@2 1@3") == 0);
 }
 
@@ -145,8 +155,10 @@ static void test_arabic_stems_and_drops_stops(void **state)
     char got[512];
     (void)state;
     /* "in the hospital and the patients" : "في" is a stop word */
-    ANALYZE("arabic", "\xd9\x81\xd9\x8a \xd8\xa7\xd9\x84\xd9\x85\xd8\xb3"
-                      "\xd8\xaa\xd8\xb4\xd9\x81\xd9\x89", got);
+    ANALYZE("arabic",
+            "\xd9\x81\xd9\x8a \xd8\xa7\xd9\x84\xd9\x85\xd8\xb3"
+            "\xd8\xaa\xd8\xb4\xd9\x81\xd9\x89",
+            got);
     CHECK(strncmp(got, "\xd9\x85\xd8\xb3\xd8\xaa\xd8\xb4\xd9\x81", 10) == 0);
     CHECK(strstr(got, "@1") != NULL);
     CHECK(strstr(got, "@0") == NULL);
@@ -160,7 +172,9 @@ static void test_cjk_bigrams_and_mixed(void **state)
     CHECK(strcmp(got, "\xe7\xb3\x96\xe5\xb0\xbf@0 "
                       "\xe5\xb0\xbf\xe7\x97\x85@1") == 0);
     /* 男，50岁 BP 110mmHg: a lone Han character is a unigram */
-    ANALYZE("cjk", "\xe7\x94\xb7\xef\xbc\x8c" "50\xe5\xb2\x81 BP 110mmHg",
+    ANALYZE("cjk",
+            "\xe7\x94\xb7\xef\xbc\x8c"
+            "50\xe5\xb2\x81 BP 110mmHg",
             got);
     CHECK(strcmp(got, "\xe7\x94\xb7@0 50@1 \xe5\xb2\x81@2 bp@3 "
                       "110mmhg@4") == 0);
@@ -173,9 +187,15 @@ static void test_invalid_utf8_is_skipped(void **state)
 {
     char got[512];
     (void)state;
-    ANALYZE("english", "bad\xff\xfe" "bytes \xc0\xaf ok\xe2\x82", got);
+    ANALYZE("english",
+            "bad\xff\xfe"
+            "bytes \xc0\xaf ok\xe2\x82",
+            got);
     CHECK(strcmp(got, "bad@0 byte@1 ok@2") == 0);
-    ANALYZE("cjk", "\xe7\xb3\x96\xe7\xb3" "x", got);
+    ANALYZE("cjk",
+            "\xe7\xb3\x96\xe7\xb3"
+            "x",
+            got);
     CHECK(strcmp(got, "\xe7\xb3\x96@0 x@1") == 0);
 }
 
@@ -189,8 +209,8 @@ static void test_unknown_analyzer_lists_names(void **state)
     CHECK(strstr(err.msg, "english") && strstr(err.msg, "cjk"));
 }
 
-static enum mt_status stop_after_two(const char *tok, size_t n,
-                                     uint32_t pos, void *user)
+static enum mt_status stop_after_two(const char *tok, size_t n, uint32_t pos,
+                                     void *user)
 {
     (void)tok;
     (void)n;
@@ -236,8 +256,7 @@ static enum mt_status oom_once(long k, const char *name)
 
 static void test_analyzer_oom_loop(void **state)
 {
-    static const char *const names[] = {"english", "arabic", "cjk",
-                                        "simple"};
+    static const char *const names[] = {"english", "arabic", "cjk", "simple"};
     size_t i;
     (void)state;
     for (i = 0; i < 4; i++) {
