@@ -11,6 +11,10 @@ export MEDTRUST_DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export CMOCKA_MESSAGE_OUTPUT=STDOUT
+# New indexes embed with USE-lite by default; under ASan that costs minutes
+# on the big corpora, so tests index without vectors unless they ask for
+# them with --embedder use-lite.
+export MEDTRUST_EMBEDDER=${MEDTRUST_EMBEDDER:-none}
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
 passed=0

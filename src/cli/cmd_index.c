@@ -1,6 +1,8 @@
 /* medtrust index: ingest JSONL corpora into a store, with progress. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -44,7 +46,8 @@ static const struct cli_opt index_opts[] = {
     {"embedder", 'e', "SPEC",
      "embed chunks for dense and hybrid search: "
      "use-lite, gguf:PATH, openai:URL#MODEL, or none (default: what the "
-     "index already uses, else none)",
+     "index already uses; for a new index $MEDTRUST_EMBEDDER, else "
+     "use-lite)",
      0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
@@ -180,6 +183,20 @@ static void on_build(uint64_t done, uint64_t total, void *user)
 }
 
 /* Sets up dense vectors for the build when an embedder applies. */
+/* The embedder when --embedder is absent: an existing index keeps its
+ * own (even none); a new one gets $MEDTRUST_EMBEDDER, else the built-in
+ * USE-lite, so dense and hybrid search work with no configuration. */
+static const char *default_embedder(struct mt_store *s)
+{
+    char manifest[4200];
+    const char *env = getenv("MEDTRUST_EMBEDDER");
+
+    snprintf(manifest, sizeof manifest, "%s/index/MANIFEST", mt_store_dir(s));
+    if (access(manifest, F_OK) == 0)
+        return NULL;
+    return env && *env ? env : "use-lite";
+}
+
 static enum mt_status with_embedder(struct mt_store *s, const char *spec,
                                     struct mt_index_build_params *bp,
                                     struct mt_embedder **e,
@@ -190,6 +207,8 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
     enum mt_status st = mt_index_peek_embedder(mt_store_dir(s), recorded,
                                                sizeof recorded, &dims, err);
 
+    if (!spec)
+        spec = default_embedder(s);
     if (st == MT_OK)
         st = cli_embedder_for(mt_store_dir(s), spec, e, err);
     if (st != MT_OK || !*e)
