@@ -111,8 +111,9 @@ demo: bootstrap
 	@$(MAKE) --no-print-directory all
 	@bash scripts/demo
 
-bench: bootstrap
-	@$(MAKE) --no-print-directory all
+bench:
+	@bash scripts/bootstrap --bench
+	@$(MAKE) --no-print-directory all bench-build
 	@bash bench/run
 
 install: all

@@ -27,7 +27,7 @@ STUB_PID=$!
 sleep 0.3
 SPEC="openai:http://127.0.0.1:$(head -1 "$TMP/port")#stub"
 echo "indexing MedQuAD for react-reflex search() ..." >&2
-"$MT" index --db "$TMP/db" --input "$DATA/medquad/corpus.jsonl" \
+"$MT" index --db "$TMP/db" --input "$DATA/medquad/corpus.jsonl" --embedder none \
     --no-progress >/dev/null 2>&1
 
 printf '| strategy | notes | wall s | ideal s | wall/ideal | CPU ms/note | LLM calls/note | critical calls/note | prompt tok/note | completion tok/note |\n'

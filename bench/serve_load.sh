@@ -24,7 +24,7 @@ PID=
 cleanup() { [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-"$MT" index --db "$TMP/db" --input "$DATA/medquad/corpus.jsonl" \
+"$MT" index --db "$TMP/db" --input "$DATA/medquad/corpus.jsonl" --embedder none \
     --source medquad --no-progress >/dev/null 2>&1
 echo 'bench-password' | "$MT" user add --db "$TMP/db" bench 2>/dev/null
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --threads "$THREADS" \

@@ -1,0 +1,45 @@
+# Retrieval benchmarks (bench/, run by `make bench` through bench/run):
+# medtrust programs link $(BUILD)/libmedtrust.a; the baselines link SQLite
+# FTS5, Xapian, hnswlib (header-only) and FAISS from Debian (installed by
+# `scripts/bootstrap --bench`). Not part of `make test`.
+BENCH_DIR  := $(BUILD)/bench
+BENCH_LIB  := $(BUILD)/libmedtrust.a
+BENCH_CFLAGS := $(filter-out -O2 -O1 -O0 -MMD -MP,$(CFLAGS_ALL)) -O2 -Ibench
+BENCH_CXXFLAGS := -std=c++17 -O3 -march=native -g -Wall -Wextra -Ibench \
+                  -Iinclude -Isrc
+BENCH_C  := vec_mt bm25_mt hybrid_mt bm25_fts5
+BENCH_X  := bm25_xapian vec_hnswlib vec_faiss
+BENCH_BIN := $(BENCH_C:%=$(BENCH_DIR)/%) $(BENCH_X:%=$(BENCH_DIR)/%) \
+             $(BENCH_DIR)/gen_corpus $(BENCH_DIR)/vec_gen $(BENCH_DIR)/membw
+
+$(BENCH_C:%=$(BENCH_DIR)/%): $(BENCH_DIR)/%: bench/%.c bench/bench_util.h \
+    bench/bench_mt.h \
+    $(BENCH_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+
+# Self-contained helpers, built -O3 -march=native.
+$(BENCH_DIR)/gen_corpus: bench/gen_corpus.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O2 -o $@ $< -ljansson
+$(BENCH_DIR)/vec_gen: bench/vec_gen.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O3 -march=native -Wall -Wextra \
+	    -o $@ $< -lpthread -lm
+$(BENCH_DIR)/membw: bench/membw.c bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O3 -march=native -Wall -Wextra \
+	    -Ibench -o $@ $< -lpthread
+
+$(BENCH_DIR)/bm25_xapian: bench/bm25_xapian.cc bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) -o $@ $< -lxapian -lsqlite3
+$(BENCH_DIR)/vec_hnswlib: bench/vec_hnswlib.cc bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) -o $@ $< -lpthread
+$(BENCH_DIR)/vec_faiss: bench/vec_faiss.cc bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(BENCH_CXXFLAGS) -fopenmp -o $@ $< -lfaiss -llapack -lblas
+
+.PHONY: bench-build
+bench-build: $(BUILD)/medtrust $(BENCH_BIN)
