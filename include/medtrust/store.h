@@ -49,6 +49,9 @@ int mt_store_schema_version(const struct mt_store *s);
  * transaction. Nesting is not allowed. */
 enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err);
 enum mt_status mt_store_commit(struct mt_store *s, struct mt_error *err);
+/* A read transaction: a consistent snapshot for several reads, taken
+ * once instead of once per statement. End it with mt_store_commit. */
+enum mt_status mt_store_begin_read(struct mt_store *s, struct mt_error *err);
 void mt_store_rollback(struct mt_store *s);
 
 /* Looks up the source 'name', creating it when absent; *id receives its

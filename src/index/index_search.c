@@ -420,8 +420,14 @@ static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
     r->pub.hits = mt_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
     if (!r->pub.hits)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    /* One snapshot for all the hits' reads, not one per statement. */
+    st = mt_store_begin_read(idx->store, err);
     for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < keep); i++)
         st = add_hit(idx, r, &c[i], p->doc_sum, err);
+    if (st == MT_OK)
+        st = mt_store_commit(idx->store, err);
+    else
+        mt_store_rollback(idx->store);
     if (p->doc_sum && r->pub.n > 1)
         qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, hit_cmp);
     if (r->pub.n > keep)

@@ -421,6 +421,18 @@ enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err)
     return st;
 }
 
+enum mt_status mt_store_begin_read(struct mt_store *s, struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (s->in_txn)
+        return mt_fail(err, MT_EINVAL, "%s: transaction already open", s->dir);
+    st = mt_store_exec(s, "BEGIN DEFERRED", err);
+    if (st == MT_OK)
+        s->in_txn = 1;
+    return st;
+}
+
 enum mt_status mt_store_commit(struct mt_store *s, struct mt_error *err)
 {
     enum mt_status st;

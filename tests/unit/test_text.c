@@ -272,9 +272,53 @@ static void test_analyzer_oom_loop(void **state)
     }
 }
 
+/* Concatenates every token, '|'-separated, into out. */
+static void tokens_of(struct mt_analyzer *a, const char *text, char *out,
+                      size_t cap)
+{
+    struct mt_arena arena = MT_ARENA_INIT(4096);
+    struct mt_token *t = NULL;
+    size_t n = 0, i, len = 0;
+
+    CHECK_OK(mt_analyzer_collect(a, text, strlen(text), &arena, &t, &n, NULL));
+    out[0] = '\0';
+    for (i = 0; i < n && len + t[i].n + 2 < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s|", t[i].p);
+    mt_arena_free(&arena);
+}
+
+/* The stem cache must never change a stem: the same text through a warm
+ * analyzer, a cold one, and with thousands of colliding words between. */
+static void test_analyzer_stem_cache_is_transparent(void **state)
+{
+    static char text[200000], warm[200000], cold[200000], noise[120000];
+    struct mt_analyzer *a = NULL;
+    struct mt_analyzer *b = NULL;
+    size_t i, len = 0;
+    (void)state;
+    for (i = 0; i < 8000 && len < sizeof noise - 32; i++)
+        len += (size_t)snprintf(noise + len, sizeof noise - len, "w%zurunning ",
+                                i * 7919);
+    snprintf(text, sizeof text,
+             "running runners ran easily diabetic "
+             "diabetes hospitalizations hospitalized nationalization "
+             "generously");
+    CHECK_OK(mt_analyzer_new("english", &a, NULL));
+    CHECK_OK(mt_analyzer_new("english", &b, NULL));
+    tokens_of(a, text, warm, sizeof warm);  /* fills the cache */
+    tokens_of(a, noise, cold, sizeof cold); /* evicts many slots */
+    tokens_of(a, text, warm, sizeof warm);
+    tokens_of(b, text, cold, sizeof cold);
+    CHECK(strcmp(warm, cold) == 0);
+    CHECK(strstr(warm, "run|runner|ran|easili|diabet|diabet|") != NULL);
+    mt_analyzer_free(a);
+    mt_analyzer_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_analyzer_stem_cache_is_transparent),
         cmocka_unit_test(test_utf8_validate_rejects_bad_forms),
         cmocka_unit_test(test_utf8_decode_and_encode),
         cmocka_unit_test(test_fold_nfkc_and_case),
