@@ -60,5 +60,6 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->prompts_dir = cli_get(a, "prompts");
     p->few_shot_path = cli_get(a, "few-shot");
     p->reranker_spec = cli_get(a, "reranker");
+    p->llm.cache_path = cli_get(a, "cache");
     return read_numbers(a, p);
 }

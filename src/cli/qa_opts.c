@@ -66,6 +66,7 @@ int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
         return -1;
     p->db_dir = cli_get(a, "db");
     p->llm_spec = cli_get(a, "llm");
+    p->llm.cache_path = cli_get(a, "cache");
     p->nli_spec = cli_get(a, "nli");
     p->embedder_spec = cli_get(a, "embedder");
     p->reranker_spec = cli_get(a, "reranker");

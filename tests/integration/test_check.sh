@@ -129,3 +129,26 @@ head -c 4096 /dev/urandom >"$TMP/bin.txt"
 bad "binary garbage is refused as not UTF-8" "UTF-8" "$TMP/bin.txt"
 bad "an unknown strategy is refused" "strategy" --strategy nope "$TMP/note.txt"
 bad "a missing file is reported" "no-such" "$TMP/no-such.txt"
+
+# The call cache: a rerun with the same note and models costs no calls.
+stub_start cache
+printf 'A 30-year-old woman has cystitis. She was given nitrofurantoin.\n' \
+    >"$TMP/cache-note.txt"
+"$MT" check --llm "$SPEC" --strategy guards --cache "$TMP/calls.db" --json \
+    "$TMP/cache-note.txt" >"$TMP/c1.json" 2>/dev/null
+n1=$(wc -l <"$TMP/cache.log")
+"$MT" check --llm "$SPEC" --strategy guards --cache "$TMP/calls.db" --json \
+    "$TMP/cache-note.txt" >"$TMP/c2.json" 2>/dev/null
+n2=$(wc -l <"$TMP/cache.log")
+if [ "$n1" -gt 0 ] && [ "$n1" -eq "$n2" ] &&
+    py "$TMP/c1.json" "$TMP/c2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("error_flag", "error_sentence_id", "corrected_sentence"):
+    assert a[k] == b[k], k
+PY
+then
+    ok "--cache: the rerun answers the same with no model calls ($n1 calls once)"
+else
+    not_ok "--cache rerun" "calls $n1 then $n2"
+fi
