@@ -123,6 +123,14 @@ struct mt_search_params {
     uint32_t rerank_depth;
     mt_index_rerank_fn rerank;
     void *rerank_user;
+    /* Metadata filter (e.g. VerifAI's year range): keep hits whose
+     * document metadata field 'filter_key' is a number (or numeric
+     * string) in [filter_min, filter_max]; documents without it are left
+     * out. The first stage fetches deeper (10 x) to make up for the hits
+     * it drops. NULL = no filter. */
+    const char *filter_key;
+    double filter_min;
+    double filter_max;
 };
 
 void mt_search_default_params(struct mt_search_params *p);

@@ -192,8 +192,12 @@ static int embed_run(struct cli_args *a)
                         "(not both)\nTry 'medtrust embed --help'.\n");
         return 1;
     }
+    /* MEDTRUST_EMBEDDER=none only means "index without vectors"; embedding
+     * itself then uses the built-in default. */
     if (!spec)
         spec = getenv("MEDTRUST_EMBEDDER");
+    if (spec && strcmp(spec, "none") == 0 && !cli_get(a, "embedder"))
+        spec = NULL;
     st = mt_embedder_open(spec, &p, &e, &err);
     if (st == MT_OK && input)
         st = embed_file(e, input, json, &failed, &err);

@@ -1,4 +1,5 @@
 /* Parsing of the search options shared by `search` and `retrieval-eval`. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,50 @@ static int read_mode(const struct cli_args *a, struct mt_search_params *p)
     return 0;
 }
 
+/* Parses one end of a --filter range; an empty end is unbounded. */
+static int range_end(const char *p, size_t n, double unbounded, double *out)
+{
+    char buf[64];
+    char *end = NULL;
+
+    if (n == 0) {
+        *out = unbounded;
+        return 0;
+    }
+    if (n >= sizeof buf)
+        return -1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    *out = strtod(buf, &end);
+    return *end || end == buf ? -1 : 0;
+}
+
+/* Parses --filter KEY=MIN..MAX (either end may be left out). */
+static int read_filter(const struct cli_args *a, struct mt_search_params *p)
+{
+    static char key[128];
+    const char *f = cli_get(a, "filter");
+    const char *eq = f ? strchr(f, '=') : NULL;
+    const char *dots = eq ? strstr(eq, "..") : NULL;
+
+    if (!f)
+        return 0;
+    if (!eq || !dots || eq == f || (size_t)(eq - f) >= sizeof key ||
+        range_end(eq + 1, (size_t)(dots - eq - 1), -HUGE_VAL, &p->filter_min) <
+            0 ||
+        range_end(dots + 2, strlen(dots + 2), HUGE_VAL, &p->filter_max) < 0) {
+        fprintf(stderr,
+                "medtrust: --filter must be KEY=MIN..MAX, e.g. "
+                "year=2010..2015, not '%s'\n",
+                f);
+        return -1;
+    }
+    memcpy(key, f, (size_t)(eq - f));
+    key[eq - f] = '\0';
+    p->filter_key = key;
+    return 0;
+}
+
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs)
 {
@@ -55,6 +100,8 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
         return -1;
     *jobs = (unsigned)v;
     p->doc_sum = cli_get(a, "doc-sum") != NULL;
+    if (read_filter(a, p) < 0)
+        return -1;
     p->source = cli_get(a, "source");
     if (!cli_get(a, "db")) {
         fprintf(stderr, "medtrust: --db is required\n");

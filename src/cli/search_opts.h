@@ -22,6 +22,10 @@
          0},                                                                   \
         {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0},    \
         {"source", 's', "NAME", "only hits from this source", 0},              \
+        {"filter", 0, "KEY=MIN..MAX",                                          \
+         "keep documents whose metadata number KEY is in range, e.g. "         \
+         "year=2010..2015 (either end may be left out)",                       \
+         0},                                                                   \
         {"embedder", 'e', "SPEC",                                              \
          "query embedder for dense/hybrid "                                    \
          "(default: the one the index was built with)",                        \

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "core/arena.h"
 #include "index/bm25.h"
 #include "index/fusion.h"
@@ -327,6 +329,26 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     return st;
 }
 
+/* Whether the metadata field p->filter_key is a number in the range. */
+static int meta_in_range(const char *meta, const struct mt_search_params *p)
+{
+    json_t *o = meta ? json_loads(meta, 0, NULL) : NULL;
+    json_t *v = o ? json_object_get(o, p->filter_key) : NULL;
+    double x = 0.0;
+    char *end = NULL;
+    int ok = 0;
+
+    if (json_is_number(v)) {
+        x = json_number_value(v);
+        ok = 1;
+    } else if (json_is_string(v)) {
+        x = strtod(json_string_value(v), &end);
+        ok = end != json_string_value(v) && *end == '\0';
+    }
+    json_decref(o);
+    return ok && x >= p->filter_min && x <= p->filter_max;
+}
+
 static char *keep(struct result *r, const char *s)
 {
     return s ? mt_arena_strndup(&r->arena, s, strlen(s)) : NULL;
@@ -336,7 +358,8 @@ static char *keep(struct result *r, const char *s)
  * index is older than the store) are skipped. With doc_sum, a chunk of a
  * document already listed adds its score to that hit instead. */
 static enum mt_status add_hit(struct mt_index *idx, struct result *r,
-                              const struct mt_scored *c, int doc_sum,
+                              const struct mt_scored *c,
+                              const struct mt_search_params *p,
                               struct mt_error *err)
 {
     struct mt_chunk_info ci;
@@ -348,7 +371,9 @@ static enum mt_status add_hit(struct mt_index *idx, struct result *r,
         return MT_OK;
     if (st != MT_OK)
         return st;
-    for (i = 0; doc_sum && i < r->pub.n; i++)
+    if (p->filter_key && !meta_in_range(ci.metadata, p))
+        return MT_OK;
+    for (i = 0; p->doc_sum && i < r->pub.n; i++)
         if (strcmp(r->pub.hits[i].doc_id, ci.doc_id) == 0) {
             r->pub.hits[i].score += c->score;
             return MT_OK;
@@ -423,7 +448,7 @@ static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
     /* One snapshot for all the hits' reads, not one per statement. */
     st = mt_store_begin_read(idx->store, err);
     for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < keep); i++)
-        st = add_hit(idx, r, &c[i], p->doc_sum, err);
+        st = add_hit(idx, r, &c[i], p, err);
     if (st == MT_OK)
         st = mt_store_commit(idx->store, err);
     else
@@ -470,6 +495,9 @@ static enum mt_status source_id(struct mt_index *idx, const char *name,
 static size_t depth(const struct mt_search_params *p)
 {
     size_t want = (size_t)first_stage_k(p) + 16;
+
+    if (p->filter_key)
+        want = 10 * want + 100; /* post-filtered: fetch deeper */
 
     if ((p->doc_sum || p->mode != MT_SEARCH_BM25) && p->retrieve_k > want)
         want = p->retrieve_k;

@@ -406,6 +406,48 @@ static void test_index_rerank_stage_reorders_top_r(void **state)
     mt_index_close(idx);
 }
 
+static void put_meta(struct mt_store *s, const char *id, const char *meta)
+{
+    struct mt_doc d = {id, "Trial", "aspirin trial outcome", 21, meta};
+    int64_t sid = 0;
+    CHECK_OK(mt_store_source(s, "pm", &sid, NULL));
+    CHECK_OK(mt_store_put(s, sid, &d, NULL, NULL));
+}
+
+static void test_index_metadata_filter_keeps_range(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    (void)state;
+    store_path(dir, sizeof dir, "meta");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    put_meta(s, "y2001", "{\"year\":2001}");
+    put_meta(s, "y2012", "{\"year\":2012}");
+    put_meta(s, "y2015s", "{\"year\":\"2015\"}");
+    put_meta(s, "none", "{\"mesh\":[\"x\"]}");
+    put_meta(s, "junk", "{\"year\":\"soon\"}");
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.filter_key = "year";
+    p.filter_min = 2010;
+    p.filter_max = 2015;
+    CHECK_OK(mt_index_search(idx, "aspirin", &p, &r, NULL));
+    CHECK(r->n == 2);
+    CHECK(strncmp(r->hits[0].doc_id, "y201", 4) == 0);
+    CHECK(strncmp(r->hits[1].doc_id, "y201", 4) == 0);
+    mt_search_result_free(r);
+    p.filter_min = 1990;
+    CHECK_OK(mt_index_search(idx, "aspirin", &p, &r, NULL));
+    CHECK(r->n == 3); /* no year or a non-numeric one: left out */
+    mt_search_result_free(r);
+    mt_index_close(idx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_index_ignores_and_collects_orphans),
         cmocka_unit_test(test_index_survives_every_allocation_failure),
         cmocka_unit_test(test_index_rerank_stage_reorders_top_r),
+        cmocka_unit_test(test_index_metadata_filter_keeps_range),
     };
     return cmocka_run_group_tests_name("index", tests, setup, teardown);
 }
