@@ -195,6 +195,15 @@ struct mt_qa_params {
     size_t max_question_bytes; /* longer questions are refused (8 KiB) */
     int final_verdict;         /* ask the answer to end with a line
                                   "Answer: yes|no|maybe" (PubMedQA) */
+    /* Called as each claim's verdicts become final, so a caller can show
+     * the verification live: the claim's 0-based index among n claims and
+     * the claim as compact JSON text (the object mt_qa_result_json puts
+     * in "claims"), valid during the call. Runs on the thread that called
+     * mt_qa_ask, before it returns; questions asked at once on one handle
+     * call it concurrently, each on its own thread. NULL = none. */
+    void (*on_claim)(void *user, size_t index, size_t n,
+                     const char *claim_json);
+    void *on_claim_user;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

@@ -41,6 +41,9 @@ struct mt_server_params {
                                  MEDTRUST_LLM_<ROLE> is set: openai:URL#M
                                  or gguf:PATH; NULL = MEDTRUST_LLM; with
                                  none, POST /v1/check says how to set one */
+    const char *nli_spec;     /* verifier of POST /v1/ask: gguf:PATH (an
+                                 NLI classifier) or "llm" (the prompted
+                                 judge); NULL = MEDTRUST_NLI, else "llm" */
 };
 
 /* Fills 'p' with the defaults above (db_dir NULL). */

@@ -239,6 +239,15 @@ static json_t *claim_json(const struct mt_qa_claim *c)
                      "verdicts", vs, "label", mt_qa_label_str(c->label));
 }
 
+char *mt_qa_claim_json(const struct mt_qa_claim *c)
+{
+    json_t *o = claim_json(c);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref(o);
+    return s;
+}
+
 static json_t *usage_json(const struct mt_qa_usage *u)
 {
     return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:f}", "llm_calls",

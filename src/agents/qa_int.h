@@ -150,7 +150,12 @@ enum mt_qa_label mt_qa_overall(const struct mt_qa_verdict *v, size_t n);
 /* Maps a classifier label (enum mt_nli_label) to a verdict. */
 enum mt_qa_label mt_qa_from_nli(int nli_label);
 
-/* Verifies every claim of r->res against its cited documents. */
+/* Claim c as compact JSON text (its object in mt_qa_result_json);
+ * caller frees with mt_free; NULL when out of memory. */
+char *mt_qa_claim_json(const struct mt_qa_claim *c);
+
+/* Verifies every claim of r->res against its cited documents, calling
+ * params.on_claim as each claim's verdicts become final. */
 enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err);
 
 /* ==== Model calls (qa.c) ==== */

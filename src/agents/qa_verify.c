@@ -250,6 +250,22 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
     return st == MT_ENOMEM ? st : MT_OK; /* evidence is optional */
 }
 
+/* params.on_claim with claim i's final verdicts. */
+static enum mt_status report_claim(const struct qa_run *r, size_t i)
+{
+    const struct mt_qa_params *p = &r->q->p;
+    char *js;
+
+    if (!p->on_claim)
+        return MT_OK;
+    js = mt_qa_claim_json(&r->res->claims[i]);
+    if (!js)
+        return MT_ENOMEM;
+    p->on_claim(p->on_claim_user, i, r->res->nclaims, js);
+    mt_free(js);
+    return MT_OK;
+}
+
 enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
 {
     struct mt_qa_result *res = r->res;
@@ -270,6 +286,8 @@ enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
         }
         c->nverdicts = c->nrefs;
         c->label = mt_qa_overall(c->verdicts, c->nverdicts);
+        if (st == MT_OK && report_claim(r, i) != MT_OK)
+            return mt_fail(err, MT_ENOMEM, "ask: out of memory");
     }
     if (st == MT_OK && res->usage.verify_failures)
         st = mt_qa_note(r,

@@ -53,8 +53,12 @@ static const struct cli_opt serve_opts[] = {
      "(default: keep the stored setting, initially open)",
      0},
     {"llm", 'L', "SPEC",
-     "model for POST /v1/check: openai:URL#MODEL or gguf:PATH (default "
-     "MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",
+     "model for POST /v1/check and /v1/ask: openai:URL#MODEL or gguf:PATH "
+     "(default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",
+     0},
+    {"nli", 0, "SPEC",
+     "verifier of /v1/ask claims: gguf:PATH (NLI classifier) or llm "
+     "(the model as judge); default MEDTRUST_NLI, else llm",
      0},
     {"secure-cookies", 0, NULL, "mark cookies Secure (behind TLS)", 0},
     {"test-routes", 0, NULL, "test equipment: enable POST /v1/jobs/sleep", 0},
@@ -123,6 +127,7 @@ static int serve_run(struct cli_args *a)
     p.data_dir = cli_get(a, "data-dir");
     p.registration = cli_get(a, "registration");
     p.llm_spec = cli_get(a, "llm");
+    p.nli_spec = cli_get(a, "nli");
     p.secure_cookies = cli_get(a, "secure-cookies") != NULL;
     p.test_routes = cli_get(a, "test-routes") != NULL;
     block_signals(&set);
@@ -145,15 +150,15 @@ const struct cli_verb cli_verb_serve = {
     "--db DIR [--listen HOST:PORT] [--data-dir DIR] [OPTIONS]",
     "Routes: GET /v1/health; POST /v1/login, /v1/logout, /v1/register;\n"
     "GET /v1/me; GET|POST /v1/tokens, DELETE /v1/tokens/ID; POST\n"
-    "/v1/search, /v1/score, /v1/check (202: a queued run); GET /v1/runs,\n"
-    "/v1/runs/ID, /v1/runs/ID/events (Server-Sent Events),\n"
+    "/v1/search, /v1/score, /v1/check and /v1/ask (202: a queued run);\n"
+    "GET /v1/runs, /v1/runs/ID, /v1/runs/ID/events (Server-Sent Events),\n"
     "/v1/runs/ID/report (a score run's HTML report); GET /v1/models,\n"
     "/v1/sources; admin: GET /v1/users, GET|PUT /v1/settings. The web UI\n"
-    "is at /. Checking notes needs a model (--llm or MEDTRUST_LLM). Every /v1 "
-    "route but health, login and register needs a\n"
-    "session cookie (state-changing requests also the X-CSRF-Token header)\n"
-    "or 'Authorization: Bearer TOKEN'. Create accounts with 'medtrust\n"
-    "user add'. SIGTERM or SIGINT stop the server gracefully.",
+    "is at /. Checking notes and answering questions need a model (--llm\n"
+    "or MEDTRUST_LLM). Every /v1 route but health, login and register needs\n"
+    "a session cookie (state-changing requests also the X-CSRF-Token\n"
+    "header) or 'Authorization: Bearer TOKEN'. Create accounts with\n"
+    "'medtrust user add'. SIGTERM or SIGINT stop the server gracefully.",
     serve_opts,
     serve_run,
 };

@@ -1,7 +1,7 @@
 /* The engine routes: health, models, sources, search (the CLI's hit
  * objects), score (the CLI's --json object, recorded as a run with its
- * HTML report), and ask until its engine is wired (501). Check is in
- * check.c, runs and the synthetic sleep job in runs.c. */
+ * HTML report). Check is in check.c, ask in ask.c, runs and the
+ * synthetic sleep job in runs.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -93,6 +93,7 @@ void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
                    int64_t id)
 {
     const char *llm = getenv("MEDTRUST_LLM");
+    const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
     char emb[128] = "";
     uint32_t dims = 0;
     json_t *e;
@@ -106,10 +107,11 @@ void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     else
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
     mt_srv_json(rs, 200,
-                json_pack("{s:{s:o,s:o},s:o,s:o}", "llm", "default",
+                json_pack("{s:{s:o,s:o},s:o,s:o,s:b,s:o}", "llm", "default",
                           spec_json(llm && *llm ? llm : s->llm_spec), "roles",
-                          role_specs(), "embedder", e, "check",
-                          check_ready(s)));
+                          role_specs(), "embedder", e, "check", check_ready(s),
+                          "ask", mt_srv_ask_ready(s), "nli",
+                          spec_json(nli && *nli ? nli : "llm")));
 }
 
 /* ==== Sources ==== */
@@ -453,18 +455,4 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     mt_free(json);
     mt_free(hash);
     json_decref(o);
-}
-
-/* ==== Check and ask: not yet ==== */
-
-void mt_srv_not_yet(struct mt_server *s, struct srv_req *rq,
-                    struct srv_resp *rs, int64_t id)
-{
-    (void)s;
-    (void)id;
-    mt_srv_error(rs, 501,
-                 "%s is not available yet: its engine is not part of this "
-                 "build. Runs will be queued as jobs and streamed from "
-                 "/v1/runs/{id}/events.",
-                 rq->path);
 }

@@ -24,6 +24,8 @@ struct srv_job {
     char **ev; /* SSE text of each event */
     size_t nev, evcap;
     int done;
+    int on_thread; /* a worker runs it now, on 'thread' */
+    pthread_t thread;
     int refs; /* the queue or a worker holds one, each stream one */
     double deadline;
     struct srv_waiter *wait;
@@ -89,6 +91,21 @@ struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id)
     pthread_mutex_lock(&s->job_mu);
     for (j = s->live; j; j = j->lnext)
         if (j->run == run_id)
+            break;
+    if (j)
+        j->refs++;
+    pthread_mutex_unlock(&s->job_mu);
+    return j;
+}
+
+struct srv_job *mt_srv_job_self(struct mt_server *s)
+{
+    pthread_t me = pthread_self();
+    struct srv_job *j;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (j = s->live; j; j = j->lnext)
+        if (j->on_thread && pthread_equal(j->thread, me))
             break;
     if (j)
         j->refs++;
@@ -302,9 +319,12 @@ static void *worker(void *arg)
             s->queue_tail = NULL;
         s->queued--;
         s->running++;
+        j->thread = pthread_self();
+        j->on_thread = 1;
         pthread_mutex_unlock(&s->job_mu);
         run_job(s, j);
         pthread_mutex_lock(&s->job_mu);
+        j->on_thread = 0;
         s->running--;
         j->done = 1;
         wake_locked(j);

@@ -41,7 +41,7 @@ static const struct route routes[] = {
     {"POST", "/v1/search", USER, 0, mt_srv_search},
     {"POST", "/v1/score", USER, 0, mt_srv_score},
     {"POST", "/v1/check", USER, 0, mt_srv_check},
-    {"POST", "/v1/ask", USER, 0, mt_srv_not_yet},
+    {"POST", "/v1/ask", USER, 0, mt_srv_ask},
     {"GET", "/v1/runs", USER, 0, mt_srv_runs_list},
     {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get},
     {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events},

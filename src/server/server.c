@@ -111,14 +111,17 @@ static enum mt_status copy_params(struct mt_server *s,
     s->listen = mt_strdup(p->listen ? p->listen : "127.0.0.1:8080");
     s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
     s->llm_spec = p->llm_spec ? mt_strdup(p->llm_spec) : NULL;
+    s->nli_spec = p->nli_spec ? mt_strdup(p->nli_spec) : NULL;
     s->buckets = mt_calloc(SRV_RL_SLOTS, sizeof *s->buckets);
     if (!s->db_dir || !s->listen || (p->data_dir && !s->data_dir) ||
-        (p->llm_spec && !s->llm_spec) || !s->buckets)
+        (p->llm_spec && !s->llm_spec) || (p->nli_spec && !s->nli_spec) ||
+        !s->buckets)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->p.db_dir = s->db_dir;
     s->p.listen = s->listen;
     s->p.data_dir = s->data_dir;
     s->p.llm_spec = s->llm_spec;
+    s->p.nli_spec = s->nli_spec;
     s->p.registration = NULL;
     return MT_OK;
 }
@@ -163,6 +166,7 @@ enum mt_status mt_srv_init(struct mt_server *s,
     pthread_cond_init(&s->job_cv, NULL);
     pthread_cond_init(&s->idle_cv, NULL);
     pthread_mutex_init(&s->agent_mu, NULL);
+    pthread_mutex_init(&s->qa_mu, NULL);
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     st = copy_params(s, p, err);
@@ -181,6 +185,7 @@ void mt_srv_fini(struct mt_server *s)
 
     mt_srv_jobs_stop(s, 0);
     mt_srv_agents_close(s); /* no job runs any more */
+    mt_srv_qa_close(s);
     while ((l = s->free_leases) != NULL) {
         s->free_leases = l->next;
         mt_index_close(l->idx);
@@ -194,7 +199,9 @@ void mt_srv_fini(struct mt_server *s)
     mt_free(s->listen);
     mt_free(s->data_dir);
     mt_free(s->llm_spec);
+    mt_free(s->nli_spec);
     pthread_mutex_destroy(&s->agent_mu);
+    pthread_mutex_destroy(&s->qa_mu);
     pthread_mutex_destroy(&s->lease_mu);
     pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->rl_mu);

@@ -16,6 +16,7 @@
 
 struct MHD_Daemon;
 struct mt_agent;
+struct mt_qa;
 struct mt_embedder;
 struct srv_job;
 
@@ -78,6 +79,25 @@ struct srv_log {
     pthread_mutex_t mu;
 };
 
+/* ==== Question answerers, one per set of filters (ask.c) ==== */
+
+#define SRV_QA_SLOTS 8
+#define SRV_SOURCE_MAX 128 /* bytes of a source name, with its NUL */
+
+/* The settings of POST /v1/ask that live in the answerer's params. */
+struct srv_qa_key {
+    uint32_t k;
+    int32_t year_from, year_to;  /* 0 = open end */
+    char source[SRV_SOURCE_MAX]; /* "" = every source */
+};
+
+struct srv_qa {
+    struct mt_qa *qa; /* NULL: a free slot */
+    struct srv_qa_key key;
+    unsigned refs; /* jobs using it; only an idle slot is reused */
+    uint64_t used; /* last use, for least-recently-used reuse */
+};
+
 /* ==== The server ==== */
 
 struct mt_server {
@@ -119,6 +139,11 @@ struct mt_server {
     pthread_mutex_t agent_mu;
     struct mt_agent *agents[3];
     char *llm_spec;
+    /* question answerers, opened on first use of their filters (ask.c) */
+    pthread_mutex_t qa_mu;
+    struct srv_qa qas[SRV_QA_SLOTS];
+    uint64_t qa_tick;
+    char *nli_spec;
 };
 
 /* Monotonic seconds. */
@@ -191,10 +216,10 @@ void mt_srv_search(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
 void mt_srv_score(struct mt_server *, struct srv_req *, struct srv_resp *,
                   int64_t);
-void mt_srv_not_yet(struct mt_server *, struct srv_req *, struct srv_resp *,
-                    int64_t);
 void mt_srv_check(struct mt_server *, struct srv_req *, struct srv_resp *,
                   int64_t);
+void mt_srv_ask(struct mt_server *, struct srv_req *, struct srv_resp *,
+                int64_t);
 void mt_srv_sources(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
 void mt_srv_run_report(struct mt_server *, struct srv_req *, struct srv_resp *,
@@ -217,6 +242,11 @@ int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
 
 /* Closes the note checkers (after the job workers have stopped). */
 void mt_srv_agents_close(struct mt_server *s);
+/* Closes the question answerers (after the job workers have stopped). */
+void mt_srv_qa_close(struct mt_server *s);
+/* 1 when POST /v1/ask has the models it needs (answer, and the judge
+ * unless an NLI classifier verifies). */
+int mt_srv_ask_ready(const struct mt_server *s);
 
 /* The model spec of role 'role' ("react", "guard", ...): its
  * MEDTRUST_LLM_<ROLE>, else --llm, else MEDTRUST_LLM; NULL when none. */
@@ -273,6 +303,10 @@ enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
                                  struct mt_error *err);
 /* Appends an event ("step", ...) with 'data' (taken) and wakes streams. */
 void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
+/* The job the calling worker thread is running, with a reference taken
+ * (mt_srv_job_release), or NULL: routes a library callback that runs on
+ * the job's thread to its job. */
+struct srv_job *mt_srv_job_self(struct mt_server *s);
 /* 1 when the job should stop (timeout or shutdown). */
 int mt_srv_job_canceled(struct srv_job *j);
 /* Sleeps up to ms milliseconds, waking early on cancellation. */

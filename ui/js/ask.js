@@ -1,7 +1,9 @@
-// Ask page: POST /v1/ask; the answer's claims are coloured by their
-// verdict (SUPPORT green, CONTRADICT red, NO_EVIDENCE orange, NO_REFERENCE
-// grey) and, on hover or keyboard focus, show each cited document's title
-// and its closest sentence. An unavailable route shows the server's words.
+// Ask page: POST /v1/ask queues a run; each claim shows as it is verified
+// (the run's "step" events), then the answer's claims are coloured by
+// their verdict (SUPPORT green, CONTRADICT red, NO_EVIDENCE orange,
+// NO_REFERENCE grey) and, on hover or keyboard focus, show each cited
+// document's title and its closest sentence. A refusal (no model
+// configured, bad input) shows the server's own words.
 import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
@@ -76,6 +78,25 @@ export function renderAsk(r) {
           ' · score ' + d.score.toFixed(3) : '')), ' ', pubmedLink(d.doc_id)))));
 }
 
+// The live list of verified claims: add(step) appends one "claim" step.
+function verification() {
+  const list = el('ol', {class: 'trace', id: 'ask-steps',
+    'aria-label': 'Verified claims'});
+  return {
+    node: el('div', {class: 'panel'}, el('h2', {}, 'Verification'), list),
+    add: (st) => {
+      if (st.step !== 'claim' || !st.claim) return;
+      const c = st.claim;
+      list.append(el('li', {'data-label': c.label},
+          el('span', {class: 'label-' + c.label}, c.label), ' ',
+          'claim ' + (st.index + 1) + ' of ' + st.of + ': ', c.text,
+          el('span', {class: 'muted'}, ' (' + (c.verdicts || []).map((v) =>
+            v.doc_id + ' ' + v.label).join(', ') + ')')));
+    },
+    count: () => list.children.length,
+  };
+}
+
 async function submit(ev) {
   ev.preventDefault();
   const question = $('ask-q').value.trim();
@@ -84,11 +105,14 @@ async function submit(ev) {
   $('ask-status').textContent = 'Asking…';
   $('ask-btn').disabled = true;
   const res = await api('POST', '/v1/ask', {question});
+  const answer = el('div');
+  const steps = verification();
   const done = (r) => {
     $('ask-btn').disabled = false;
     $('ask-status').textContent = '';
-    out.append(renderAsk(r));
+    answer.append(renderAsk(r));
   };
+  out.append(answer);
   if (!res.ok) {
     $('ask-btn').disabled = false;
     $('ask-status').textContent = '';
@@ -100,10 +124,17 @@ async function submit(ev) {
     return;
   }
   // Queued as a run: follow it like a check.
-  followRun(res.data.run_id, () => {}, (s) => {
+  out.append(steps.node);
+  followRun(res.data.run_id, steps.add, (s) => {
     $('ask-status').textContent = 'Run ' + res.data.run_id + ': ' + s + '…';
   }, (run) => {
     if (run.status === 'done') {
+      // A stream that joined late missed the steps: show them from the result.
+      const cs = run.result.claims || [];
+      if (steps.count() === 0) {
+        cs.forEach((c, i) => steps.add({step: 'claim', index: i,
+          of: cs.length, claim: c}));
+      }
       done(run.result);
     } else {
       $('ask-btn').disabled = false;

@@ -11,10 +11,14 @@ function models(m) {
       [['every role (default)', m.llm.default || 'none configured']].concat(
           roles.map(([k, v]) => [k, v || '']))),
   el('p', {}, 'Checker strategies: ' + (check || 'unknown') + '.'),
+  el('p', {}, 'Question answering: ' + (m.ask ? 'ready' : 'needs a model') +
+      ', claims verified by ' + (m.nli === 'llm' || !m.nli ?
+        'the model as judge' : m.nli) + '.'),
   el('p', {}, 'Embedder of the index: ' + (m.embedder ?
       m.embedder.spec + ' (' + m.embedder.dims + ' dimensions)' :
       'none (lexical search only)') + '.'),
-  m.llm.default ? null : el('p', {class: 'msg info'}, 'To check notes, ' +
+  m.llm.default ? null : el('p', {class: 'msg info'}, 'To check notes ' +
+      'and answer questions, ' +
       'start the server with --llm openai:BASE_URL#MODEL or --llm ' +
       'gguf:PATH, or set MEDTRUST_LLM.')];
 }

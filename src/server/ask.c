@@ -1,0 +1,366 @@
+/* POST /v1/ask: a question answered with verified references (VerifAI) on
+ * the job queue, recorded as a run whose result is the CLI's `ask --json`
+ * object, each claim streamed as a "step" event once its verdicts are
+ * final. Answerers are opened on first use of their filters and kept. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "medtrust/agent.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "server/srv_int.h"
+
+#define QUESTION_MAX ((size_t)8 << 10) /* the answerer's own default limit */
+
+struct ask_arg {
+    struct mt_server *s;
+    struct mt_qa *qa; /* a slot's, or private when slot < 0 */
+    int slot;
+    struct srv_qa_key key;
+    char *question;
+};
+
+/* ==== Models ==== */
+
+/* The verifier is the LLM judge unless an NLI classifier is named. */
+static int judge_is_llm(const struct mt_server *s)
+{
+    const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
+
+    return !nli || !*nli || strcmp(nli, "llm") == 0;
+}
+
+/* The role without a model ("QA" or "JUDGE"), or NULL when none lacks. */
+static const char *missing_role(const struct mt_server *s)
+{
+    if (!mt_srv_llm_spec(s, "qa"))
+        return "QA";
+    if (judge_is_llm(s) && !mt_srv_llm_spec(s, "judge"))
+        return "JUDGE";
+    return NULL;
+}
+
+int mt_srv_ask_ready(const struct mt_server *s)
+{
+    return missing_role(s) == NULL;
+}
+
+/* ==== Steps: each verified claim becomes a "step" event ==== */
+
+/* params.on_claim: runs on the job's worker thread. */
+static void on_claim(void *user, size_t index, size_t n, const char *claim)
+{
+    struct mt_server *s = user;
+    struct srv_job *j = mt_srv_job_self(s);
+    json_t *o;
+
+    if (!j)
+        return;
+    o = json_loads(claim, 0, NULL);
+    if (o)
+        mt_srv_job_emit(j, "step",
+                        json_pack("{s:s,s:I,s:I,s:o}", "step", "claim", "index",
+                                  (json_int_t)index, "of", (json_int_t)n,
+                                  "claim", o));
+    mt_srv_job_release(s, j);
+}
+
+/* ==== Answerers ==== */
+
+static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
+                              struct mt_qa **out, struct mt_error *err)
+{
+    struct mt_qa_params p;
+
+    mt_qa_default_params(&p);
+    p.db_dir = s->db_dir;
+    p.llm_spec = s->llm_spec;
+    p.nli_spec = s->nli_spec;
+    p.k = k->k;
+    p.source = k->source[0] ? k->source : NULL;
+    p.year_from = k->year_from;
+    p.year_to = k->year_to;
+    p.on_claim = on_claim;
+    p.on_claim_user = s;
+    return mt_qa_open(&p, out, err);
+}
+
+static int key_eq(const struct srv_qa_key *a, const struct srv_qa_key *b)
+{
+    return a->k == b->k && a->year_from == b->year_from &&
+           a->year_to == b->year_to && strcmp(a->source, b->source) == 0;
+}
+
+/* The slot to open a new answerer in: a free one, else the least
+ * recently used idle one; -1 when every slot is busy (qa_mu held). */
+static int victim(const struct mt_server *s)
+{
+    int i, best = -1;
+
+    for (i = 0; i < SRV_QA_SLOTS; i++) {
+        const struct srv_qa *q = &s->qas[i];
+        if (!q->qa)
+            return i;
+        if (q->refs == 0 && (best < 0 || q->used < s->qas[best].used))
+            best = i;
+    }
+    return best;
+}
+
+/* Takes an answerer for a->key into a->qa: a kept one with the same
+ * filters, else a new one in a reusable slot, else a private one that
+ * the job closes. */
+static enum mt_status qa_get(struct mt_server *s, struct ask_arg *a,
+                             struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+    int i;
+
+    pthread_mutex_lock(&s->qa_mu);
+    for (i = 0; i < SRV_QA_SLOTS; i++)
+        if (s->qas[i].qa && key_eq(&s->qas[i].key, &a->key))
+            break;
+    if (i == SRV_QA_SLOTS) {
+        i = victim(s);
+        if (i >= 0) {
+            mt_qa_close(s->qas[i].qa);
+            memset(&s->qas[i], 0, sizeof s->qas[i]);
+        }
+        st = qa_open(s, &a->key, i >= 0 ? &s->qas[i].qa : &a->qa, err);
+        if (st == MT_OK && i >= 0)
+            s->qas[i].key = a->key;
+    }
+    if (st == MT_OK && i >= 0) {
+        s->qas[i].refs++;
+        s->qas[i].used = ++s->qa_tick;
+        a->qa = s->qas[i].qa;
+    }
+    a->slot = i;
+    pthread_mutex_unlock(&s->qa_mu);
+    return st;
+}
+
+/* Gives a->qa back: to its slot, or closes a private one. */
+static void qa_put(struct ask_arg *a)
+{
+    if (!a->qa)
+        return;
+    if (a->slot < 0) {
+        mt_qa_close(a->qa);
+    } else {
+        pthread_mutex_lock(&a->s->qa_mu);
+        a->s->qas[a->slot].refs--;
+        pthread_mutex_unlock(&a->s->qa_mu);
+    }
+    a->qa = NULL;
+}
+
+void mt_srv_qa_close(struct mt_server *s)
+{
+    size_t i;
+
+    for (i = 0; i < SRV_QA_SLOTS; i++) {
+        mt_qa_close(s->qas[i].qa);
+        memset(&s->qas[i], 0, sizeof s->qas[i]);
+    }
+}
+
+/* ==== The job ==== */
+
+static void arg_free(void *p)
+{
+    struct ask_arg *a = p;
+
+    if (!a)
+        return;
+    qa_put(a); /* a job that never ran still holds its answerer */
+    mt_free(a->question);
+    mt_free(a);
+}
+
+static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
+                             struct mt_error *err)
+{
+    struct ask_arg *a = arg;
+    struct mt_qa_result *r = NULL;
+    enum mt_status st = mt_qa_ask(a->qa, a->question, &r, err);
+    char *txt = st == MT_OK ? mt_qa_result_json(r) : NULL;
+
+    (void)j; /* the answerer cannot be interrupted; its calls time out */
+    if (txt)
+        *result = json_loads(txt, 0, NULL);
+    if (st == MT_OK && !*result)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_free(txt);
+    mt_qa_result_free(r);
+    qa_put(a);
+    return st;
+}
+
+/* ==== The route ==== */
+
+/* Reads an optional integer field into *out; 400 when out of [lo, hi]. */
+static int int_in(json_t *o, const char *key, long lo, long hi, long *out,
+                  struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo ||
+        json_integer_value(v) > hi) {
+        mt_srv_error(rs, 400, "\"%s\" must be an integer in %ld..%ld", key, lo,
+                     hi);
+        return -1;
+    }
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+/* Reads "k", "source", "year_from" and "year_to" into k. */
+static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
+{
+    json_t *src = json_object_get(o, "source");
+    long n = 10, yf = 0, yt = 0;
+
+    if (int_in(o, "k", 1, 1000, &n, rs) ||
+        int_in(o, "year_from", 1, 99999, &yf, rs) ||
+        int_in(o, "year_to", 1, 99999, &yt, rs))
+        return -1;
+    if (yf && yt && yf > yt) {
+        mt_srv_error(rs, 400, "\"year_from\" is after \"year_to\"");
+        return -1;
+    }
+    if (src && !json_is_null(src) &&
+        (!json_is_string(src) || json_string_length(src) >= SRV_SOURCE_MAX)) {
+        mt_srv_error(rs, 400,
+                     "\"source\" must be a source name of at most "
+                     "%d bytes",
+                     SRV_SOURCE_MAX - 1);
+        return -1;
+    }
+    memset(k, 0, sizeof *k);
+    k->k = (uint32_t)n;
+    k->year_from = (int32_t)yf;
+    k->year_to = (int32_t)yt;
+    snprintf(k->source, sizeof k->source, "%s",
+             json_string_value(src) ? json_string_value(src) : "");
+    return 0;
+}
+
+/* Reads {"question","k","source","year_from","year_to"}. */
+static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
+                                 struct srv_resp *rs)
+{
+    json_t *o = NULL;
+    const char *q;
+    struct srv_qa_key key;
+    struct ask_arg *a = NULL;
+
+    if (mt_srv_body_json(rq, rs, &o) != 0)
+        return NULL;
+    q = json_string_value(json_object_get(o, "question"));
+    if (!q || mt_str_trim(mt_str_from(q)).n == 0 || strlen(q) > QUESTION_MAX)
+        mt_srv_error(rs, 400,
+                     "\"question\" must be the question's text, 1 to %zu "
+                     "bytes",
+                     QUESTION_MAX);
+    else if (read_key(o, &key, rs) == 0 &&
+             (a = mt_calloc(1, sizeof *a)) != NULL) {
+        a->s = s;
+        a->key = key;
+        a->question = mt_strdup(q);
+        if (!a->question) {
+            arg_free(a);
+            a = NULL;
+        }
+    }
+    if (!a && rs->status != 400)
+        mt_srv_error(rs, 500, "out of memory");
+    json_decref(o);
+    return a;
+}
+
+/* 503 with what to set when a role has no model; never a fake answer. */
+static int llm_configured(struct mt_server *s, struct srv_resp *rs)
+{
+    const char *role = missing_role(s);
+
+    if (!role)
+        return 1;
+    mt_srv_error(rs, 503,
+                 "no language model is configured, so questions cannot be "
+                 "answered. Start the server with --llm "
+                 "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
+                 "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
+                 "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
+                 "role alone). Search works without a model.",
+                 role);
+    return 0;
+}
+
+/* Records the run, audits it by the question's hash and queues the job;
+ * returns the run id or 0 (the argument is taken either way). */
+static int64_t submit(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, struct ask_arg *a)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_job_spec spec = {"ask", ask_fn, a, arg_free};
+    struct srv_lease *l = NULL;
+    char h[MT_SECRET_SIZE];
+    size_t n = strlen(a->question);
+    int64_t id = 0;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    mt_sha256_hex(a->question, n, h);
+    if (st == MT_OK)
+        st = mt_run_create(l->store, rq->user.id, rq->user.name, "ask", h, &id,
+                           &err);
+    if (st == MT_OK)
+        mt_srv_audit(s, l, rq, "ask",
+                     json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
+                               "question_sha256", h, "bytes", (json_int_t)n,
+                               "k", (int)a->key.k));
+    mt_srv_lease_put(s, l);
+    if (st != MT_OK) {
+        arg_free(a);
+        mt_srv_fail(rs, st, &err);
+        return 0;
+    }
+    st = mt_srv_job_submit(s, id, &spec, &err);
+    if (st == MT_OK)
+        return id;
+    rs->retry_after = 5;
+    mt_srv_error(rs, 503, "%s", err.msg);
+    return 0;
+}
+
+void mt_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct ask_arg *a = read_body(s, rq, rs);
+    char ev[64];
+
+    if (!a)
+        return;
+    if (!llm_configured(s, rs)) {
+        arg_free(a);
+        return;
+    }
+    if (qa_get(s, a, &err) != MT_OK) {
+        arg_free(a);
+        mt_srv_error(rs, 503, "the question answerer could not start: %s",
+                     err.msg);
+        return;
+    }
+    id = submit(s, rq, rs, a);
+    if (!id)
+        return;
+    snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
+    mt_srv_json(rs, 202,
+                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                          "queued", "events", ev));
+}

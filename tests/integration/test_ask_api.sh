@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Integration: POST /v1/ask on `medtrust serve --llm` (the role-aware agent
+# stub's qa_answer and qa_judge roles): a queued run whose result is the
+# CLI's `ask --json` object for the same question and store (timing aside),
+# each claim streamed as a step once verified, a cited id that was never
+# retrieved coming through as NO_REFERENCE, filters (k, source, years)
+# passed on, the run and an audit line holding the question's hash (never
+# its text), 400 for bad input, 503 with what to set when no model is
+# configured, --nli choosing the verifier, and the LLM job cap.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
+if ! "$MT" serve --help >/dev/null 2>&1 || ! "$MT" ask --help >/dev/null 2>&1; then
+    echo "# SKIP: this medtrust has no serve or ask verb yet"
+    exit 0
+fi
+unset MEDTRUST_LLM MEDTRUST_NLI MEDTRUST_LLM_QA MEDTRUST_LLM_JUDGE
+export MEDTRUST_LLM_TIMEOUT=20
+SERVE_PIDS=()
+trap 'for p in "${STUB_PIDS[@]}" "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+head -150 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
+"$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --source pubmedqa \
+    --no-progress >/dev/null 2>&1
+echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
+Q="Do mitochondria play a role in remodelling lace plant leaves during programmed cell death?"
+
+# serve_start NAME ARGS...: starts a server; sets U, A (curl auth args).
+serve_start() {
+    local name=$1 csrf
+    shift
+    "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    SERVE_PIDS+=($!)
+    for _ in $(seq 100); do
+        grep -q listening "$TMP/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
+    curl -s -c "$TMP/$name.jar" "$U/v1/login" \
+        -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
+    csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+    A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")
+}
+code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
+expect() { # expect NAME CODE CURL-ARGS...
+    local name=$1 want=$2 got
+    shift 2
+    got=$(code "$@")
+    if [ "$got" = "$want" ]; then ok "$name"; else
+        not_ok "$name" "wanted $want, got $got: $(head -c 300 "$TMP/body")"
+    fi
+}
+# body QUESTION [JSON-EXTRA]: the request body.
+body() {
+    python3 -c 'import json,sys; o=json.loads(sys.argv[2] or "{}"); o["question"]=sys.argv[1]; print(json.dumps(o))' "$1" "${2:-}"
+}
+# ask_run NAME QUESTION [JSON-EXTRA]: asks, follows the events to the end
+# and reads the run: $TMP/NAME.sse and $TMP/NAME.run.
+ask_run() {
+    local name=$1 run
+    code "${A[@]}" "$U/v1/ask" -d "$(body "$2" "${3:-}")" >"$TMP/$name.code"
+    cp "$TMP/body" "$TMP/$name.202"
+    run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("run_id", 0))' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$run/events" >"$TMP/$name.sse"
+    curl -s "${A[@]}" "$U/v1/runs/$run" >"$TMP/$name.run"
+}
+# same NAME CLI-JSON: the API run NAME equals the CLI's object, its steps
+# are the result's claims in order; writes the events' kinds to NAME.kinds.
+same() {
+    py "$TMP/$1.sse" "$2" "$TMP/$1.run" "$TMP/$1.code" >"$TMP/$1.kinds" <<'PY'
+import json, sys
+sse, cli, run, code = sys.argv[1:]
+assert open(code).read().strip() == "202", open(code).read()
+events = []
+for block in open(sse).read().split("\n\n"):
+    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+    if "event" in lines:
+        events.append((lines["event"], json.loads(lines["data"])))
+kinds = [e for e, _ in events]
+assert kinds[-1] == "done" and events[-1][1]["status"] == "done", events[-1]
+api = events[-1][1]["result"]
+want = json.load(open(cli))
+for r in (api, want):
+    r["usage"].pop("seconds")
+if api != want:
+    import difflib
+    a = json.dumps(api, indent=1, sort_keys=True).splitlines()
+    b = json.dumps(want, indent=1, sort_keys=True).splitlines()
+    print("\n".join(difflib.unified_diff(a, b, lineterm="")), file=sys.stderr)
+assert api == want
+steps = [d for e, d in events if e == "step"]
+assert [s["step"] for s in steps] == ["claim"] * len(api["claims"])
+assert [s["claim"] for s in steps] == api["claims"], steps
+assert all(s["index"] == i and s["of"] == len(steps)
+           for i, s in enumerate(steps))
+r = json.load(open(run))
+assert r["kind"] == "ask" and r["status"] == "done", r
+r["result"]["usage"].pop("seconds")
+assert r["result"] == api
+print(" ".join(kinds))
+PY
+}
+
+# ==== Without a model ====
+serve_start nollm
+expect "ask without a model is 503" 503 "${A[@]}" "$U/v1/ask" -d "$(body "$Q")"
+grep -q -- '--llm' "$TMP/body" && grep -q 'MEDTRUST_LLM' "$TMP/body" &&
+    ok "the 503 says how to configure a model" ||
+    not_ok "the 503 says how to configure a model" "$(cat "$TMP/body")"
+expect "no run was recorded for it" 200 "${A[@]}" "$U/v1/runs"
+grep -q '"runs":\[\]' "$TMP/body" && ok "the runs list is empty" ||
+    not_ok "the runs list is empty" "$(cat "$TMP/body")"
+expect "models say ask needs a model" 200 "${A[@]}" "$U/v1/models"
+grep -q '"ask":false' "$TMP/body" && ok "/v1/models: ask is not ready" ||
+    not_ok "/v1/models ask readiness" "$(cat "$TMP/body")"
+
+# ==== With the stub ====
+stub_start main --delay 300
+serve_start main --llm "$SPEC" --data-dir "$TMP/logs"
+expect "an empty question is 400" 400 "${A[@]}" "$U/v1/ask" -d '{"question":""}'
+expect "a blank question is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d '{"question":"  \n\t "}'
+expect "a body without a question is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d '{"k":3}'
+expect "a question over 8 KiB is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$(head -c 9000 /dev/zero | tr '\0' 'a')")"
+expect "k out of range is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"k":0}')"
+expect "year_from after year_to is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"year_from":2015,"year_to":2010}')"
+expect "malformed JSON is 400" 400 "${A[@]}" "$U/v1/ask" -d '{"question":'
+expect "an ask needs a session" 401 "$U/v1/ask" -d "$(body "$Q")"
+
+ask_run one "$Q"
+"$MT" ask --db "$TMP/db" --llm "$SPEC" --json "$Q" >"$TMP/one.cli" 2>"$TMP/err"
+if same one "$TMP/one.cli"; then
+    ok "ask: claims stream as steps and the result is the CLI's --json ($(cat "$TMP/one.kinds" | tr ' ' '\n' | sort | uniq -c | tr -s ' \n' ' '))"
+else
+    not_ok "ask over HTTP equals ask --json" "$(head -c 600 "$TMP/one.sse")" "$(tail -2 "$TMP/err")"
+fi
+if py "$TMP/one.run" "$Q" <<'PY'; then
+import json, sys, hashlib
+r = json.load(open(sys.argv[1]))
+assert r["input_sha256"] == hashlib.sha256(sys.argv[2].encode()).hexdigest()
+res = r["result"]
+docs = {d["doc_id"] for d in res["documents"]}
+vs = [v for c in res["claims"] for v in c["verdicts"]]
+fake = [v for v in vs if v["doc_id"] == "99999999"]
+assert "99999999" not in docs and fake, vs
+assert all(v["label"] == "NO_REFERENCE" and v["evidence_sentence"] is None
+           for v in fake), fake
+assert all(v["label"] != "NO_REFERENCE" for v in vs if v["doc_id"] in docs)
+assert any(c["label"] == "SUPPORT" for c in res["claims"]), res["claims"]
+PY
+    ok "a stub answer citing an id never retrieved gives NO_REFERENCE"
+else
+    not_ok "NO_REFERENCE over HTTP" "$(head -c 600 "$TMP/one.run")"
+fi
+if grep -q '"action":"ask"' "$TMP/logs/audit.log" &&
+    grep -q "\"question_sha256\":\"$(printf '%s' "$Q" | sha256sum | cut -d' ' -f1)\"" \
+        "$TMP/logs/audit.log" &&
+    ! grep -qi 'mitochondria' "$TMP/logs/"*.log; then
+    ok "the audit log records the question's hash, not its text"
+else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
+
+# Filters are the CLI's: -k, --source, --year-from/--year-to.
+ask_run filt "$Q" '{"k":3,"source":"pubmedqa","year_from":2005,"year_to":2013}'
+"$MT" ask --db "$TMP/db" --llm "$SPEC" -k 3 --source pubmedqa \
+    --year-from 2005 --year-to 2013 --json "$Q" >"$TMP/filt.cli" 2>"$TMP/err"
+if same filt "$TMP/filt.cli" >/dev/null &&
+    py "$TMP/filt.cli" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert 0 < len(r["documents"]) <= 3, r["documents"]
+PY
+    ok "k, source and year filters give the CLI's result"
+else
+    not_ok "ask filters" "$(head -c 400 "$TMP/filt.sse")" "$(head -c 300 "$TMP/filt.cli")"
+fi
+ask_run nosrc "$Q" '{"source":"no-such-source"}'
+if py "$TMP/nosrc.run" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed" and "no-such-source" in r["error"], r
+assert r["result"] is None
+PY
+    ok "an unknown source fails the run with the reason, no answer"
+else not_ok "unknown source" "$(head -c 400 "$TMP/nosrc.run")"; fi
+
+# ==== --nli: the tiny GGUF classifier verifies, the model only answers ====
+if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" classify "$TMP/cls.gguf" \
+    third_party/llama.cpp/models >/dev/null 2>&1; then
+    serve_start nli --llm "$SPEC" --nli "gguf:$TMP/cls.gguf"
+    ask_run nli "$Q"
+    "$MT" ask --db "$TMP/db" --llm "$SPEC" --nli "gguf:$TMP/cls.gguf" \
+        --json "$Q" >"$TMP/nli.cli" 2>"$TMP/err"
+    if same nli "$TMP/nli.cli" >/dev/null && py "$TMP/nli.cli" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["usage"]["llm_calls"] == 1, r["usage"]
+PY
+        ok "serve --nli gguf: the classifier verifies, as ask --nli does"
+    else
+        not_ok "serve --nli" "$(head -c 400 "$TMP/nli.sse")" "$(tail -2 "$TMP/err")"
+    fi
+fi
+
+# ==== One LLM job at a time: asks queue, searches do not ====
+stub_start slow --delay 400
+serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
+for _ in 1 2 3; do
+    code "${A[@]}" "$U/v1/ask" -d "$(body "$Q")" >/dev/null
+done
+sleep 0.3
+curl -s "$U/v1/health" >"$TMP/health"
+t0=$(date +%s%N)
+code "${A[@]}" "$U/v1/search" -d '{"query":"lace plant","k":5}' >"$TMP/scode"
+ms=$((($(date +%s%N) - t0) / 1000000))
+if py "$TMP/health" <<'PY'; then
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"]
+assert j["running"] == 1 and j["queued"] >= 1 and j["max_running"] == 1, j
+PY
+    ok "--llm-jobs 1 runs one ask and queues the others"
+else not_ok "LLM job cap" "$(cat "$TMP/health")"; fi
+if [ "$(cat "$TMP/scode")" = 200 ] && [ "$ms" -lt 2000 ]; then
+    ok "a search answers while asks run ($ms ms)"
+else not_ok "search during asks" "code $(cat "$TMP/scode"), $ms ms"; fi
+for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+rc=0
+for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
+SERVE_PIDS=()
+[ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
+    not_ok "servers stop" "rc=$rc" "$(tail -3 "$TMP"/*.err)"
