@@ -157,6 +157,20 @@ enum mt_status mt_idf_build(const int32_t *const *ids, const size_t *nids,
 double mt_idf_get(const struct mt_idf *t, int32_t id);
 void mt_idf_free(struct mt_idf *t);
 
+/* Reads BERTScore baselines (P, R, F) for rescaling from 'spec': one
+ * number (used for P, R and F), three numbers "P,R,F" (commas or spaces),
+ * or the path of a file holding either, or a bert_score rescale_baseline
+ * file ("LAYER,P,R,F" header, one row a layer), whose row for 'layer' is
+ * taken (the layer the token embeddings come from; -1: the last row). Every
+ * baseline must be a finite number below 1. Returns MT_EPARSE or MT_EIO
+ * with the reason in 'err' (may be NULL); 'out' is unchanged on failure. */
+enum mt_status mt_bertscore_baseline_load(const char *spec, long layer,
+                                          double out[3], struct mt_error *err);
+
+/* 1 when 'model' (a BERTScore model label) names the model of the official
+ * MEDIQA-CORR run, microsoft/deberta-xlarge-mnli. */
+int mt_bertscore_official_model(const char *model);
+
 /* ==== Scoring ==== */
 
 enum mt_eval_metric {
@@ -184,7 +198,10 @@ struct mt_eval_params {
     const struct mt_eval_scores *bleurt;
     /* BERTScore encoder (NULL: no BERTScore). */
     const struct mt_token_encoder *bert;
-    int bert_idf;            /* idf weighting over the references */
+    /* idf weighting (mt_idf_build) over the gold corrections of every
+     * reference note that has one (not NA), so every run gets the same
+     * weights; needs the encoder's token ids. */
+    int bert_idf;
     const double *bert_base; /* P, R, F baselines, or NULL */
     int kpcs;                /* compute KPCS (needs Important Words) */
     double kpcs_alpha;       /* kw * (alpha + (1 - alpha) * mean), 0.5 */
@@ -241,6 +258,9 @@ struct mt_eval_result {
     char *bert_model; /* BERTScore model label, or NULL */
     char **warnings;  /* messages for the user */
     size_t nwarnings;
+    int bert_idf;        /* BERTScore weighted by idf over the references */
+    int bert_rescaled;   /* BERTScore rescaled with bert_base */
+    double bert_base[3]; /* P, R, F baselines when bert_rescaled */
 };
 
 /* Scores 'sub' against 'ref' as the official MEDIQA-CORR 2024 script does

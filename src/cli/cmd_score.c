@@ -9,6 +9,7 @@
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "model/token_encoder.h"
 
 extern const struct cli_verb cli_verb_score;
 
@@ -32,6 +33,14 @@ static const struct cli_opt score_opts[] = {
      0},
     {"kpcs-alpha", 0, "X", "KPCS alpha in [0,1] (default 0.5)", 0},
     {"no-kpcs", 0, NULL, "do not compute KPCS", 0},
+    {"bertscore-model", 0, "gguf:PATH",
+     "compute BERTScore with this llama.cpp encoder's per-token embeddings", 0},
+    {"bertscore-baseline", 0, "B|P,R,F|FILE",
+     "rescale BERTScore as (x - b) / (1 - b): one baseline, three, or a "
+     "file (bert_score's LAYER,P,R,F tables accepted)",
+     0},
+    {"bertscore-idf", 0, NULL,
+     "weight BERTScore tokens by idf over the reference corrections", 0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -43,8 +52,50 @@ struct score_ctx {
     const char **preds;
     size_t nrun;
     struct mt_eval_params params;
+    struct mt_tok_encoder *tok;   /* BERTScore encoder, or NULL */
+    struct mt_token_encoder bert; /* eval's view of 'tok' */
+    double base[3];               /* BERTScore baselines */
     int json;
 };
+
+/* ==== BERTScore encoder ==== */
+
+/* The adapter from src/model's token encoder to eval's callback: the eval
+ * layer sits below the model layer and never includes it. */
+static enum mt_status tok_encode(void *user, const char *text, size_t n,
+                                 float **vecs, int32_t **ids, size_t *ntok,
+                                 size_t *dim, struct mt_error *err)
+{
+    return mt_tok_encoder_encode(user, text, n, vecs, ids, ntok, dim, err);
+}
+
+static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
+                                struct mt_error *err)
+{
+    const char *spec = cli_get(a, "bertscore-model");
+    const char *base = cli_get(a, "bertscore-baseline");
+    enum mt_status st;
+
+    if (!spec && (base || cli_get(a, "bertscore-idf")))
+        return mt_fail(err, MT_EINVAL,
+                       "--bertscore-baseline and "
+                       "--bertscore-idf need --bertscore-model gguf:PATH");
+    if (!spec)
+        return MT_OK;
+    st = mt_tok_encoder_open(spec, NULL, &c->tok, err);
+    if (st == MT_OK && base) /* bert_score's table row = the output layer */
+        st = mt_bertscore_baseline_load(
+            base, (long)mt_tok_encoder_layers(c->tok), c->base, err);
+    if (st != MT_OK)
+        return st;
+    c->bert.model = mt_tok_encoder_model(c->tok);
+    c->bert.encode = tok_encode;
+    c->bert.user = c->tok;
+    c->params.bert = &c->bert;
+    c->params.bert_idf = cli_get(a, "bertscore-idf") != NULL;
+    c->params.bert_base = base ? c->base : NULL;
+    return MT_OK;
+}
 
 static int read_params(struct cli_args *a, struct mt_eval_params *p)
 {
@@ -150,12 +201,28 @@ static const char *headline_label(int which)
     return labels[which];
 }
 
+/* Width of the label column: BERTScore's row names its model. */
+static int label_width(const struct score_ctx *c)
+{
+    const char *m = c->res[0]->bert_model;
+    size_t w = m ? strlen("BERTScore (model )") + strlen(m) : 0;
+
+    return w > 26 ? (int)(w < 200 ? w : 200) : 26;
+}
+
 static void print_row(const struct score_ctx *c, int which)
 {
     size_t i;
     double lo, hi, mean;
+    int w = label_width(c);
 
-    printf("%-26s", headline_label(which));
+    if (which == MT_EVAL_BERTSCORE)
+        printf("BERTScore (model %s)%*s", c->res[0]->bert_model,
+               w - (int)strlen("BERTScore (model )") -
+                   (int)strlen(c->res[0]->bert_model),
+               "");
+    else
+        printf("%-*s", w, headline_label(which));
     for (i = 0; i < c->nrun; i++) {
         if (mt_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
             lo = hi = MT_EV_NAN;
@@ -184,6 +251,23 @@ static void print_metric_list(const struct mt_eval_result *r)
     printf("\n");
 }
 
+static void print_bert_info(const struct mt_eval_result *r)
+{
+    if (!r->bert_model)
+        return;
+    printf("BERTScore (model %s): per-token embeddings, special tokens left "
+           "out, %s, ",
+           r->bert_model,
+           r->bert_idf ? "idf over the reference corrections"
+                       : "uniform weights");
+    if (r->bert_rescaled)
+        printf("rescaled with baselines P %.6g R %.6g F %.6g", r->bert_base[0],
+               r->bert_base[1], r->bert_base[2]);
+    else
+        printf("not rescaled");
+    printf(";\n  %s.\n", mt_ev_bert_note(r));
+}
+
 static void print_text(const struct score_ctx *c)
 {
     size_t i;
@@ -195,7 +279,7 @@ static void print_text(const struct score_ctx *c)
                "pairs\n",
                i + 1, base_name(c->preds[i]), c->res[i]->predicted,
                c->res[i]->invalid_lines, c->res[i]->pairs);
-    printf("\n%-26s", "metric (95% CI)");
+    printf("\n%-*s", label_width(c), "metric (95% CI)");
     for (i = 0; i < c->nrun; i++)
         printf(" %22.22s", base_name(c->preds[i]));
     for (i = 1; i < c->nrun; i++)
@@ -210,6 +294,7 @@ static void print_text(const struct score_ctx *c)
     print_metric_list(c->res[0]);
     printf("CIs: percentile bootstrap over notes, %d resamples, seed %u.\n",
            MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
+    print_bert_info(c->res[0]);
 }
 
 static enum mt_status print_json(const struct score_ctx *c,
@@ -253,6 +338,7 @@ static void ctx_free(struct score_ctx *c)
         mt_eval_scores_free(c->bleurt[i]);
     }
     mt_eval_ref_free(c->ref);
+    mt_tok_encoder_close(c->tok);
 }
 
 static int check_args(const struct score_ctx *c, size_t nbl)
@@ -293,7 +379,9 @@ static int score_run(struct cli_args *a)
         c.nrun = 0; /* check_args then says what is required */
     if (check_args(&c, nbl) || read_params(a, &c.params) < 0)
         return 1;
-    st = mt_eval_ref_load(ref, &c.ref, &err);
+    st = open_bert(a, &c, &err);
+    if (st == MT_OK)
+        st = mt_eval_ref_load(ref, &c.ref, &err);
     for (i = 0; st == MT_OK && i < c.nrun; i++)
         st = load_run(&c, i, bl, nbl, &err);
     if (st == MT_OK && report)
@@ -310,16 +398,24 @@ const struct cli_verb cli_verb_score = {
     "score",
     "score MEDIQA-CORR submissions against a MEDEC-format reference",
     "--ref FILE.csv --pred RUN.txt [--pred ...] [--json] [--report "
-    "OUT.html]",
+    "OUT.html] [--bertscore-model gguf:PATH [--bertscore-baseline B] "
+    "[--bertscore-idf]]",
     "Computes what the official MEDIQA-CORR 2024 script computes: error-flag\n"
     "and error-sentence accuracy over all reference notes (a missing\n"
     "prediction is wrong), and per-note correction scores (both NA: 1; one\n"
     "NA: 0; else each metric clipped to [0,1]) summed over notes and divided\n"
     "by the number of notes (composite), plus their mean over scored pairs.\n"
     "ROUGE is the Python `rouge` package's. BLEURT comes from a file\n"
-    "(--bleurt-scores); BERTScore needs a token-embedding model and is not\n"
-    "computed by this build, so it is absent, and the aggregate is labelled\n"
-    "with the metrics it averages. KPCS (MedGuards) needs an 'Important\n"
+    "(--bleurt-scores). BERTScore needs --bertscore-model gguf:PATH, any\n"
+    "llama.cpp encoder (e.g. a BERT GGUF), read per token with pooling off\n"
+    "and special tokens left out; it is labelled 'BERTScore (model X)' and\n"
+    "is not the official score, which used microsoft/deberta-xlarge-mnli\n"
+    "(layer 40, rescaled with its baseline). --bertscore-baseline rescales\n"
+    "as bert_score does, (x - b) / (1 - b), from one value, P,R,F or a file\n"
+    "(in a bert_score LAYER,P,R,F table the row of the model's last layer).\n"
+    "--bertscore-idf weights tokens by idf over the reference corrections.\n"
+    "Without BERTScore or BLEURT the aggregate is labelled with the metrics\n"
+    "it averages. KPCS (MedGuards) needs an 'Important\n"
     "Words' column; the exact-substring keyword test is the default (in\n"
     "MedErrBench EN test only 48 of 104 gold corrections contain their\n"
     "keyword verbatim; 97 with --kpcs-match normalized). A correct NA counts\n"

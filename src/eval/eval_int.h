@@ -37,6 +37,10 @@ enum mt_status mt_ev_read_file(const char *path, char **data, size_t *n,
 
 double mt_ev_clip01(double v);
 
+/* One sentence on whether r's BERTScore may be compared with the official
+ * MEDIQA-CORR run (static text; r must have BERTScore). */
+const char *mt_ev_bert_note(const struct mt_eval_result *r);
+
 /* NAN as a double (NAN itself is a float constant). */
 #define MT_EV_NAN ((double)NAN)
 

@@ -2,6 +2,7 @@
  * pair means, the metrics used, bootstrap intervals and breakdowns. Absent
  * metrics are absent keys, never 0. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -107,6 +108,25 @@ static json_t *warnings(const struct mt_eval_result *r)
     return a;
 }
 
+/* How BERTScore was computed: model label, idf, baselines, and whether it
+ * may be compared with the official run. */
+static void add_bert(json_t *o, const struct mt_eval_result *r)
+{
+    char label[512];
+
+    if (!r->bert_model)
+        return;
+    snprintf(label, sizeof label, "BERTScore (model %s)", r->bert_model);
+    json_object_set_new(o, "bertscore_model", json_string(r->bert_model));
+    json_object_set_new(o, "bertscore_label", json_string(label));
+    json_object_set_new(o, "bertscore_idf", json_boolean(r->bert_idf));
+    if (r->bert_rescaled)
+        json_object_set_new(o, "bertscore_baseline",
+                            json_pack("[f,f,f]", r->bert_base[0],
+                                      r->bert_base[1], r->bert_base[2]));
+    json_object_set_new(o, "bertscore_note", json_string(mt_ev_bert_note(r)));
+}
+
 static json_t *run_obj(const struct mt_eval_result *r,
                        const struct mt_eval_ref *ref, const char *name)
 {
@@ -122,8 +142,7 @@ static json_t *run_obj(const struct mt_eval_result *r,
     json_object_set_new(o, "pairs_mean", metric_obj(r, r->pairs_mean));
     json_object_set_new(o, "pairs", json_integer((json_int_t)r->pairs));
     json_object_set_new(o, "metrics_used", metrics_used(r));
-    if (r->bert_model)
-        json_object_set_new(o, "bertscore_model", json_string(r->bert_model));
+    add_bert(o, r);
     json_object_set_new(o, "ci", ci_obj(r));
     json_object_set_new(o, "breakdown", breakdown(r, ref));
     json_object_set_new(o, "unknown_ids",

@@ -217,7 +217,13 @@ static void headline_row(struct mt_ev_out *o, const struct mt_eval_run *rn,
     double lo, hi;
     size_t i;
 
-    mt_ev_outf(o, "<tr><th>%s</th>", label_of(which));
+    if (which == MT_EVAL_BERTSCORE) { /* "BERTScore (model X)" */
+        mt_ev_outs(o, "<tr><th>BERTScore (model ");
+        mt_ev_html_text(o, rn[0].result->bert_model, 0);
+        mt_ev_outs(o, ")</th>");
+    } else {
+        mt_ev_outf(o, "<tr><th>%s</th>", label_of(which));
+    }
     for (i = 0; i < nrun; i++) {
         double v = headline(rn[i].result, which);
         if (isnan(v)) {
@@ -256,6 +262,26 @@ static void headline_table(struct mt_ev_out *o, const struct mt_eval_run *rn,
     mt_ev_outs(o, "</tbody></table>\n");
 }
 
+/* How BERTScore was computed, and whether it compares with the official
+ * run. */
+static void bert_note(struct mt_ev_out *o, const struct mt_eval_result *r)
+{
+    mt_ev_outs(o, "<p class=\"note\" id=\"bertscore-note\">BERTScore (model ");
+    mt_ev_html_text(o, r->bert_model, 0);
+    mt_ev_outs(o, "): greedy cosine matching of the model's per-token "
+                  "embeddings (special tokens left out), ");
+    mt_ev_outs(o, r->bert_idf ? "idf-weighted over the reference corrections"
+                              : "uniform token weights");
+    if (r->bert_rescaled)
+        mt_ev_outf(o, ", rescaled with baselines P %.6g, R %.6g, F %.6g",
+                   r->bert_base[0], r->bert_base[1], r->bert_base[2]);
+    else
+        mt_ev_outs(o, ", not rescaled");
+    mt_ev_outs(o, "; ");
+    mt_ev_html_text(o, mt_ev_bert_note(r), 0);
+    mt_ev_outs(o, ".</p>\n");
+}
+
 static void metric_note(struct mt_ev_out *o, const struct mt_eval_result *r)
 {
     mt_ev_outs(o, "<p class=\"note\">Aggregate = mean of ROUGE-1");
@@ -276,6 +302,8 @@ static void metric_note(struct mt_ev_out *o, const struct mt_eval_result *r)
                "seed %u. KPCS counts a correct NA once (the published "
                "MedGuards code counted it twice).</p>\n",
                MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
+    if (r->metrics & (1u << MT_EVAL_BERTSCORE))
+        bert_note(o, r);
 }
 
 /* ==== Charts ==== */

@@ -32,6 +32,7 @@ struct sctx {
     struct mt_eval_params p;
     struct mt_eval_result *r;
     struct mt_error *err;
+    struct mt_idf *idf; /* BERTScore idf weights, or NULL */
 };
 
 static enum mt_status warn(struct mt_eval_result *r, const char *fmt, ...)
@@ -108,36 +109,103 @@ static int keyword_found(const char *kw, const char *pred,
 
 /* ==== One scored pair ==== */
 
+/* One encoded text: token rows, ids and (with idf) their weights. */
+struct enc {
+    float *v;
+    int32_t *ids;
+    double *w;
+    size_t n, dim;
+};
+
+static void enc_free(struct enc *x)
+{
+    mt_free(x->v);
+    mt_free(x->ids);
+    mt_free(x->w);
+    memset(x, 0, sizeof *x);
+}
+
+static enum mt_status enc_text(struct sctx *c, const char *s, struct enc *x)
+{
+    const struct mt_token_encoder *e = c->p.bert;
+    enum mt_status st = e->encode(e->user, s, strlen(s), &x->v, &x->ids, &x->n,
+                                  &x->dim, c->err);
+    size_t i;
+
+    if (st != MT_OK || !c->idf || x->n == 0)
+        return st;
+    if (!x->ids)
+        return mt_fail(c->err, MT_EINVAL,
+                       "BERTScore idf: the encoder gives no token ids");
+    x->w = mt_malloc(x->n * sizeof *x->w);
+    if (!x->w)
+        return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    for (i = 0; i < x->n; i++)
+        x->w[i] = mt_idf_get(c->idf, x->ids[i]);
+    return MT_OK;
+}
+
 static enum mt_status bert_pair(struct sctx *c, const char *cand,
                                 const char *refs, double *f)
 {
-    const struct mt_token_encoder *e = c->p.bert;
-    float *vc = NULL, *vr = NULL;
-    int32_t *ic = NULL, *ir = NULL;
-    size_t nc = 0, nr = 0, dc = 0, dr = 0;
+    struct enc a = {NULL, NULL, NULL, 0, 0};
+    struct enc b = {NULL, NULL, NULL, 0, 0};
     struct mt_bertscore bs = {0.0, 0.0, 0.0};
-    enum mt_status st;
+    enum mt_status st = enc_text(c, cand, &a);
 
-    st = e->encode(e->user, cand, strlen(cand), &vc, &ic, &nc, &dc, c->err);
     if (st == MT_OK)
-        st = e->encode(e->user, refs, strlen(refs), &vr, &ir, &nr, &dr, c->err);
-    if (st == MT_OK && dc != dr)
+        st = enc_text(c, refs, &b);
+    if (st == MT_OK && a.dim != b.dim)
         st = mt_fail(c->err, MT_EINTERNAL,
                      "BERTScore encoder gave "
                      "dimensions %zu and %zu",
-                     dc, dr);
+                     a.dim, b.dim);
     if (st == MT_OK)
-        st = mt_bertscore_greedy(vc, nc, vr, nr, dc, NULL, NULL, c->p.bert_base,
-                                 &bs);
+        st = mt_bertscore_greedy(a.v, a.n, b.v, b.n, a.dim, a.w, b.w,
+                                 c->p.bert_base, &bs);
     if (st == MT_EINVAL) {
         bs.f = 0.0; /* a side without tokens matches nothing */
         st = MT_OK;
     }
     *f = mt_ev_clip01(bs.f);
-    mt_free(vc);
-    mt_free(vr);
-    mt_free(ic);
-    mt_free(ir);
+    enc_free(&a);
+    enc_free(&b);
+    return st;
+}
+
+/* idf over the reference corrections: every note whose gold correction is
+ * not NA, the same table for every run so that paired differences compare
+ * like with like (bert_score's score(cands, refs, idf=True) takes it over
+ * the refs it is handed, i.e. one run's scored pairs). */
+static enum mt_status build_idf(struct sctx *c)
+{
+    size_t n = mt_eval_ref_count(c->ref);
+    int32_t **ids = mt_calloc(n + 1, sizeof *ids);
+    size_t *nids = mt_calloc(n + 1, sizeof *nids);
+    size_t m = 0;
+    size_t i;
+    enum mt_status st = ids && nids ? MT_OK : MT_ENOMEM;
+
+    for (i = 0; st == MT_OK && i < n; i++) {
+        const struct mt_eval_note *note = mt_eval_ref_note(c->ref, i);
+        struct enc x = {NULL, NULL, NULL, 0, 0};
+        if (strcmp(note->correction, "NA") == 0)
+            continue;
+        st = enc_text(c, note->correction, &x); /* c->idf is still NULL */
+        if (st == MT_OK && x.n > 0 && !x.ids)
+            st = mt_fail(c->err, MT_EINVAL,
+                         "BERTScore idf: the encoder gives no token ids");
+        ids[m] = x.ids;
+        nids[m++] = x.n;
+        x.ids = NULL;
+        enc_free(&x);
+    }
+    if (st == MT_OK)
+        st = mt_idf_build((const int32_t *const *)ids, nids, m, &c->idf);
+    for (i = 0; i < m; i++)
+        mt_free(ids[i]);
+    mt_free(ids);
+    mt_free(nids);
     return st;
 }
 
@@ -323,36 +391,53 @@ static unsigned metric_mask(const struct sctx *c)
     return m;
 }
 
+/* A zeroed result for the notes of c->ref, recording how BERTScore is
+ * computed. */
+static enum mt_status result_new(struct sctx *c)
+{
+    const struct mt_token_encoder *e = c->p.bert;
+    struct mt_eval_result *r = mt_calloc(1, sizeof *r);
+
+    c->r = r;
+    if (!r)
+        return MT_ENOMEM;
+    r->notes = mt_eval_ref_count(c->ref);
+    r->per_note = mt_calloc(r->notes + 1, sizeof *r->per_note);
+    if (!r->per_note)
+        return MT_ENOMEM;
+    r->metrics = metric_mask(c);
+    r->invalid_lines = mt_eval_sub_invalid(c->sub);
+    if (!e)
+        return MT_OK;
+    r->bert_model = mt_strdup(e->model ? e->model : "unnamed");
+    r->bert_idf = c->p.bert_idf != 0;
+    r->bert_rescaled = c->p.bert_base != NULL;
+    if (c->p.bert_base)
+        memcpy(r->bert_base, c->p.bert_base, sizeof r->bert_base);
+    return r->bert_model ? MT_OK : MT_ENOMEM;
+}
+
 enum mt_status mt_eval_score(const struct mt_eval_ref *ref,
                              const struct mt_eval_sub *sub,
                              const struct mt_eval_params *params,
                              struct mt_eval_result **out, struct mt_error *err)
 {
-    struct sctx c = {ref, sub, {0}, NULL, err};
-    enum mt_status st = MT_OK;
+    struct sctx c = {ref, sub, {0}, NULL, err, NULL};
+    enum mt_status st;
     size_t i;
 
     if (params)
         c.p = *params;
     else
         mt_eval_default_params(&c.p);
-    c.r = mt_calloc(1, sizeof *c.r);
-    if (c.r) {
-        c.r->notes = mt_eval_ref_count(ref);
-        c.r->per_note = mt_calloc(c.r->notes + 1, sizeof *c.r->per_note);
-        c.r->bert_model =
-            c.p.bert ? mt_strdup(c.p.bert->model ? c.p.bert->model : "unnamed")
-                     : NULL;
-    }
-    if (!c.r || !c.r->per_note || (c.p.bert && !c.r->bert_model))
-        st = mt_fail(err, MT_ENOMEM, "out of memory");
-    if (st == MT_OK) {
-        c.r->metrics = metric_mask(&c);
-        c.r->invalid_lines = mt_eval_sub_invalid(sub);
+    st = result_new(&c);
+    if (st == MT_OK)
         st = note_unknown(&c);
-    }
+    if (st == MT_OK && c.p.bert && c.p.bert_idf)
+        st = build_idf(&c);
     for (i = 0; st == MT_OK && i < c.r->notes; i++)
         st = score_note(&c, i);
+    mt_idf_free(c.idf);
     if (st != MT_OK) {
         mt_eval_result_free(c.r);
         return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;

@@ -87,7 +87,8 @@ static const char *role_text(enum mt_llama_role r)
 {
     static const char *const t[] = {
         "a chat (generative) model", "an embedding model",
-        "a reranker (cross-encoder)", "a sequence classifier"};
+        "a reranker (cross-encoder)", "a sequence classifier",
+        "a token encoder (a GGUF that declares a pooling type, e.g. BERT)"};
     return t[r];
 }
 
@@ -122,6 +123,8 @@ static int role_fits(const struct llama_model *m, enum mt_llama_role role)
         return pool == LLAMA_POOLING_TYPE_RANK && llama_model_n_cls_out(m) == 1;
     case MT_LLAMA_CLASSIFY:
         return pool == LLAMA_POOLING_TYPE_RANK && llama_model_n_cls_out(m) > 1;
+    case MT_LLAMA_TOKENS: /* hidden states under any head */
+        return pool >= 0;
     }
     return 0;
 }

@@ -18,6 +18,7 @@ enum mt_llama_role {
     MT_LLAMA_EMBED,    /* pooled (mean, CLS, last) embedding model */
     MT_LLAMA_RANK,     /* rank pooling, one output (cross-encoder) */
     MT_LLAMA_CLASSIFY, /* rank pooling, n labelled outputs */
+    MT_LLAMA_TOKENS,   /* any model declaring a pooling type, read per token */
 };
 
 /* Loads backends from MEDTRUST_LLAMA_LIB or the build's bundle folder and

@@ -168,3 +168,56 @@ if "$MT" score --ref "$MEDEC" --pred "$TMP/messy.txt" --json \
 else
     not_ok "messy submission" "$(cat "$TMP/err")"
 fi
+
+# (g) BERTScore from a tiny random-weight BERT GGUF made here: every output
+# names the model; misuse is refused clearly. The numbers themselves are
+# checked against greedy matching in tests/unit/test_token_encoder.c.
+GEN="${MEDTRUST_BUILD:-$ROOT/build}/fixtures/make_tiny_gguf"
+VOCAB=${MEDTRUST_LLAMA_VOCAB:-$ROOT/third_party/llama.cpp/models}
+if "$GEN" embed "$TMP/tiny.gguf" "$VOCAB" >/dev/null 2>&1; then
+    printf '%s\n' 'Text ID,Text,Error Flag,Error Type,Error Sentence ID,'\
+'Corrected Sentence' \
+        't-0,x,1,Diagnosis,2,The patient has gout.' 't-1,x,0,NA,-1,NA' \
+        >"$TMP/small.csv"
+    printf '%s\n' 't-0 1 2 "The patient has gout."' 't-1 0 -1 NA' \
+        >"$TMP/small.txt"
+    if "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
+        --bertscore-model "gguf:$TMP/tiny.gguf" --report "$TMP/b.html" \
+        >"$TMP/out" 2>"$TMP/err" &&
+        grep -q '^BERTScore (model tiny.gguf) ' "$TMP/out" &&
+        grep -q 'not the official MEDIQA-CORR BERTScore' "$TMP/out" &&
+        grep -q '<th>BERTScore (model tiny.gguf)</th>' "$TMP/b.html" &&
+        grep -q 'id="bertscore-note"' "$TMP/b.html"; then
+        ok "BERTScore (model tiny.gguf) named in the table and the report"
+    else
+        not_ok "BERTScore labels" "$(cat "$TMP/out" "$TMP/err" | head -20)"
+    fi
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
+        --bertscore-model "gguf:$TMP/none.gguf" >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q 'none.gguf: cannot open the model file' \
+        "$TMP/err" && grep -q 'fix the path in --bertscore-model' "$TMP/err"; then
+        ok "missing BERTScore model named, exit 1"
+    else
+        not_ok "missing BERTScore model" "rc=$rc" "$(cat "$TMP/err")"
+    fi
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
+        --bertscore-idf >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q 'need --bertscore-model' "$TMP/err"; then
+        ok "--bertscore-idf without a model refused"
+    else
+        not_ok "--bertscore-idf alone" "rc=$rc" "$(cat "$TMP/err")"
+    fi
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
+        --bertscore-model "gguf:$TMP/tiny.gguf" --bertscore-baseline 1.5 \
+        >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q 'below 1' "$TMP/err"; then
+        ok "BERTScore baseline of 1 or more refused"
+    else
+        not_ok "bad baseline" "rc=$rc" "$(cat "$TMP/err")"
+    fi
+else
+    ok "make_tiny_gguf unavailable (built without llama.cpp) # SKIP"
+fi

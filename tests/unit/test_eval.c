@@ -407,6 +407,139 @@ static void test_bertscore_idf_weights(void **state)
     mt_idf_free(t);
 }
 
+/* A fake encoder for the score tests: one token a word, id = first byte,
+ * a one-hot row at id % 8 (distinct letters are orthogonal). */
+static enum mt_status fake_encode(void *user, const char *text, size_t n,
+                                  float **vecs, int32_t **ids, size_t *ntok,
+                                  size_t *dim, struct mt_error *err)
+{
+    size_t i, k = 0;
+    (void)user;
+    (void)err;
+    *vecs = mt_calloc(n * 8 + 8, sizeof **vecs);
+    *ids = mt_calloc(n + 1, sizeof **ids);
+    if (!*vecs || !*ids)
+        return MT_ENOMEM;
+    for (i = 0; i < n; i++) {
+        if (text[i] == ' ' || (i > 0 && text[i - 1] != ' '))
+            continue;
+        (*ids)[k] = (unsigned char)text[i];
+        (*vecs)[k * 8 + (size_t)(*ids)[k] % 8] = 1.0f;
+        k++;
+    }
+    *ntok = k;
+    *dim = 8;
+    return MT_OK;
+}
+
+static const char bert_csv[] =
+    "Text ID,Text,Error Flag,Error Type,Error Sentence ID,Corrected "
+    "Sentence,Important Words\n"
+    "b-0,x,1,Diagnosis,1,a b,a\n"
+    "b-1,x,1,Diagnosis,1,a c,a\n"
+    "b-2,x,0,NA,-1,NA,NA\n";
+
+static struct mt_eval_result *score_fake(int idf, const double *base)
+{
+    static const char run[] = "b-0 1 1 a d\nb-1 1 1 a c\nb-2 0 -1 NA\n";
+    struct mt_token_encoder te = {"fake", fake_encode, NULL};
+    struct mt_eval_params p;
+    struct mt_eval_ref *r = NULL;
+    struct mt_eval_sub *s = parse(run, MT_OK, NULL);
+    struct mt_eval_result *res = NULL;
+
+    CHECK_OK(
+        mt_eval_ref_load_mem("b.csv", bert_csv, sizeof bert_csv - 1, &r, NULL));
+    mt_eval_default_params(&p);
+    p.bert = &te;
+    p.bert_idf = idf;
+    p.bert_base = base;
+    CHECK_OK(mt_eval_score(r, s, &p, &res, NULL));
+    mt_eval_ref_free(r);
+    mt_eval_sub_free(s);
+    return res;
+}
+
+static void test_score_bertscore_enters_aggregate_and_kpcs(void **state)
+{
+    /* b-0 "a d" vs "a b": P = (1 + 0)/2, R = (1 + 0)/2, F = 0.5; b-1
+     * identical: 1; b-2 NA/NA: 1. Composite (0.5 + 1 + 1) / 3. */
+    struct mt_eval_result *r = score_fake(0, NULL);
+    const double *m0 = r->per_note[0].m;
+    (void)state;
+    CHECK(fabs(m0[MT_EVAL_BERTSCORE] - 0.5) < EPS);
+    CHECK(fabs(r->composite[MT_EVAL_BERTSCORE] - 2.5 / 3.0) < EPS);
+    CHECK(fabs(m0[MT_EVAL_AGGREGATE] -
+               (m0[MT_EVAL_ROUGE1] + m0[MT_EVAL_BERTSCORE]) / 2.0) < EPS);
+    CHECK(fabs(m0[MT_EVAL_KPCS] - (0.5 + 0.5 * m0[MT_EVAL_AGGREGATE])) < EPS);
+    CHECK(strcmp(r->bert_model, "fake") == 0 && !r->bert_idf);
+    CHECK(!r->bert_rescaled);
+    mt_eval_result_free(r);
+}
+
+static void test_score_bertscore_idf_over_references(void **state)
+{
+    /* idf over the 2 gold corrections {a,b}, {a,c}: idf(a) = ln(3/3) = 0,
+     * idf(b) = idf(c) = ln(3/2), idf(d) = ln 3 (unseen). b-0: P = (0*1 +
+     * ln3*0)/ln3 = 0, R = (0*1 + ln1.5*0)/ln1.5 = 0, F = 0; b-1: P = R = 1.
+     * Composite (0 + 1 + 1) / 3. */
+    struct mt_eval_result *r = score_fake(1, NULL);
+    (void)state;
+    CHECK(r->bert_idf);
+    CHECK(fabs(r->per_note[0].m[MT_EVAL_BERTSCORE]) < EPS);
+    CHECK(fabs(r->per_note[1].m[MT_EVAL_BERTSCORE] - 1.0) < EPS);
+    CHECK(fabs(r->composite[MT_EVAL_BERTSCORE] - 2.0 / 3.0) < EPS);
+    mt_eval_result_free(r);
+}
+
+static void test_score_bertscore_rescaled(void **state)
+{
+    /* F baseline 0.2: b-0 (0.5 - 0.2) / 0.8 = 0.375; b-1 stays 1. */
+    static const double base[3] = {0.1, 0.1, 0.2};
+    struct mt_eval_result *r = score_fake(0, base);
+    (void)state;
+    CHECK(r->bert_rescaled && r->bert_base[2] == 0.2);
+    CHECK(fabs(r->per_note[0].m[MT_EVAL_BERTSCORE] - 0.375) < EPS);
+    CHECK(fabs(r->per_note[1].m[MT_EVAL_BERTSCORE] - 1.0) < EPS);
+    mt_eval_result_free(r);
+}
+
+static void test_bertscore_baseline_specs(void **state)
+{
+    char path[] = "/tmp/mt-base-XXXXXX";
+    struct mt_error err = {MT_OK, ""};
+    double b[3] = {9, 9, 9};
+    int fd;
+    FILE *f;
+    (void)state;
+    CHECK_OK(mt_bertscore_baseline_load("0.83", -1, b, NULL));
+    CHECK(b[0] == 0.83 && b[1] == 0.83 && b[2] == 0.83);
+    CHECK_OK(mt_bertscore_baseline_load("0.1, 0.2 0.3", -1, b, NULL));
+    CHECK(b[0] == 0.1 && b[1] == 0.2 && b[2] == 0.3);
+    CHECK(mt_bertscore_baseline_load("1.0", -1, b, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "below 1") && b[0] == 0.1);
+    CHECK(mt_bertscore_baseline_load("0.1,0.2", -1, b, &err) == MT_EIO);
+    fd = mkstemp(path);
+    CHECK(fd >= 0);
+    f = fdopen(fd, "w");
+    fputs("LAYER,P,R,F\n0,0.5,0.5,0.5\n1,0.6,0.7,0.8\n2,0.1,0.2,0.3\n\n", f);
+    fclose(f);
+    CHECK_OK(mt_bertscore_baseline_load(path, 1, b, NULL));
+    CHECK(b[0] == 0.6 && b[1] == 0.7 && b[2] == 0.8);
+    CHECK_OK(mt_bertscore_baseline_load(path, -1, b, NULL));
+    CHECK(b[2] == 0.3);
+    CHECK(mt_bertscore_baseline_load(path, 7, b, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "layer 7") != NULL);
+    f = fopen(path, "w");
+    fputs("0.4 0.5 0.6\n", f);
+    fclose(f);
+    CHECK_OK(mt_bertscore_baseline_load(path, 3, b, NULL));
+    CHECK(b[0] == 0.4 && b[2] == 0.6);
+    unlink(path);
+    CHECK(mt_bertscore_official_model("microsoft/deberta-xlarge-mnli"));
+    CHECK(!mt_bertscore_official_model("embed.gguf"));
+}
+
 /* ==== Bootstrap ==== */
 
 static void test_bootstrap_is_deterministic(void **state)
@@ -510,6 +643,10 @@ int main(void)
         cmocka_unit_test(test_mederrbench_en_keyword_verbatim_fraction),
         cmocka_unit_test(test_bertscore_greedy_hand_worked),
         cmocka_unit_test(test_bertscore_idf_weights),
+        cmocka_unit_test(test_score_bertscore_enters_aggregate_and_kpcs),
+        cmocka_unit_test(test_score_bertscore_idf_over_references),
+        cmocka_unit_test(test_score_bertscore_rescaled),
+        cmocka_unit_test(test_bertscore_baseline_specs),
         cmocka_unit_test(test_bootstrap_is_deterministic),
         cmocka_unit_test(test_retrieval_metrics_hand_worked),
         cmocka_unit_test(test_report_is_written_atomically),
