@@ -118,26 +118,31 @@ if grep -q '"action":"check"' "$TMP/logs/audit.log" &&
 else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
 
 # ==== One LLM job at a time: the rest wait, searches do not ====
-stub_start slow --delay 400
+# No timing thresholds: the checks prove an order of events. The stub
+# answers each call after 2 s, so three single-call checks keep the queue
+# busy for about 6 s; a search that answers while the health endpoint
+# still shows queued checks did not wait behind them.
+stub_start slow --delay 2000
 serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
 for _ in 1 2 3; do
     code "${A[@]}" "$U/v1/check" -d "$(body single)" >/dev/null
 done
-sleep 0.3
-curl -s "$U/v1/health" >"$TMP/health"
-t0=$(date +%s%N)
-code "${A[@]}" "$U/v1/search" -d '{"query":"aspirin chest pain","k":5}' >"$TMP/scode"
-ms=$((($(date +%s%N) - t0) / 1000000))
-if python3 - "$TMP/health" <<'PY'; then
-import json, sys
-j = json.load(open(sys.argv[1]))["jobs"]
-assert j["running"] == 1 and j["queued"] >= 1 and j["max_running"] == 1, j
-PY
+jobs_state() {
+    curl -s "$U/v1/health" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(j["running"], j["queued"], j["max_running"])'
+}
+for _ in $(seq 100); do
+    read -r running queued maxr <<<"$(jobs_state)"
+    [ "$running" = 1 ] && break
+    sleep 0.1
+done
+if [ "$running" = 1 ] && [ "$queued" -ge 1 ] && [ "$maxr" = 1 ]; then
     ok "--llm-jobs 1 runs one check and queues the others"
-else not_ok "LLM job cap" "$(cat "$TMP/health")"; fi
-if [ "$(cat "$TMP/scode")" = 200 ] && [ "$ms" -lt 2000 ]; then
-    ok "a search answers while checks run ($ms ms)"
-else not_ok "search during checks" "code $(cat "$TMP/scode"), $ms ms"; fi
+else not_ok "LLM job cap" "running $running queued $queued max $maxr"; fi
+code "${A[@]}" "$U/v1/search" -d '{"query":"aspirin chest pain","k":5}' >"$TMP/scode"
+read -r running2 queued2 _ <<<"$(jobs_state)"
+if [ "$(cat "$TMP/scode")" = 200 ] && [ $((running2 + queued2)) -ge 1 ]; then
+    ok "a search answers while checks are still queued or running"
+else not_ok "search during checks" "code $(cat "$TMP/scode"), running $running2 queued $queued2"; fi
 for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 rc=0
 for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
