@@ -38,9 +38,6 @@ endif
 # Library layers, lowest first (ARCHITECTURE.md).
 LAYERS   := core text store index model agents eval server
 
-# Per-subsystem fragments (extra flags, libraries, generated sources) live in
-# mk/*.mk so each layer's build needs stay beside each other.
--include $(sort $(wildcard mk/*.mk))
 LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -53,6 +50,12 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FIX_SRC  := $(wildcard tests/fixtures/*.c)
 FIX_BIN  := $(FIX_SRC:tests/fixtures/%.c=$(BUILD)/fixtures/%)
 HDRS     := $(wildcard include/medtrust/*.h)
+
+# Per-subsystem fragments (extra flags, libraries, generated sources,
+# bench programs) live in mk/*.mk so each layer's build needs stay beside
+# each other. Included after LIB, BIN and BUILD are set, since their rules
+# name them as prerequisites.
+-include $(sort $(wildcard mk/*.mk))
 
 .PHONY: all test unit-build lint demo bench install clean bootstrap \
         check-headers

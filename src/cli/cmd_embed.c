@@ -14,6 +14,8 @@
 #define EMBED_BATCH 32
 
 static const struct cli_opt embed_opts[] = {
+    {"cache", 0, "FILE",
+     "SQLite call cache: texts embedded before cost nothing (default off)", 0},
     {"embedder", 'e', "SPEC",
      "use-lite (default), gguf:PATH or "
      "openai:BASE_URL#MODEL (or MEDTRUST_EMBEDDER)",
@@ -163,6 +165,7 @@ static int read_params(struct cli_args *a, struct mt_embedder_params *p)
     if (cli_get_uint(a, "threads", 1, 1024, &v) < 0)
         return -1;
     p->threads = (uint32_t)v;
+    p->cache_path = cli_get(a, "cache");
     v = 0;
     if (cli_get_uint(a, "timeout", 1, 86400, &v) < 0)
         return -1;

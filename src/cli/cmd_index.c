@@ -43,6 +43,10 @@ static const struct cli_opt index_opts[] = {
      "index",
      0},
     {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
+    {"cache", 0, "FILE",
+     "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
+     "has seen (default off)",
+     0},
     {"embedder", 'e', "SPEC",
      "embed chunks for dense and hybrid search: "
      "use-lite, gguf:PATH, openai:URL#MODEL, or none (default: what the "
@@ -175,6 +179,7 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
 /* The embedder name recorded in the manifest (the CLI is single-threaded;
  * STYLE.md allows globals in cli/). */
 static char o_name[128];
+static const char *o_cache; /* --cache */
 
 static void on_build(uint64_t done, uint64_t total, void *user)
 {
@@ -210,7 +215,7 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
     if (!spec)
         spec = default_embedder(s);
     if (st == MT_OK)
-        st = cli_embedder_for(mt_store_dir(s), spec, e, err);
+        st = cli_embedder_for(mt_store_dir(s), spec, o_cache, e, err);
     if (st != MT_OK || !*e)
         return st;
     bp->embed = cli_embed_fn;
@@ -281,6 +286,7 @@ static int index_run(struct cli_args *a)
     }
     /* Without --input, only an existing store's search index is updated. */
     o.sp.create = n > 0;
+    o_cache = cli_get(a, "cache");
     st = mt_store_open(o.db, &o.sp, &s, &err);
     for (i = 0; st == MT_OK && i < n; i++) {
         st = ingest_one(s, inputs[i], &o, &r, &err);

@@ -26,8 +26,10 @@ enum mt_status cli_embed_fn(void *user, const char *const *texts,
 }
 
 enum mt_status cli_embedder_for(const char *db, const char *spec,
+                                const char *cache_path,
                                 struct mt_embedder **out, struct mt_error *err)
 {
+    struct mt_embedder_params p;
     char recorded[128] = "";
     uint32_t dims = 0;
     enum mt_status st;
@@ -41,7 +43,9 @@ enum mt_status cli_embedder_for(const char *db, const char *spec,
             return st;
         spec = recorded;
     }
-    return mt_embedder_open(spec, NULL, out, err);
+    mt_embedder_default_params(&p);
+    p.cache_path = cache_path;
+    return mt_embedder_open(spec, &p, out, err);
 }
 
 enum mt_status cli_embed_query(struct mt_embedder *e, const char *q,

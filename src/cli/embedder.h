@@ -13,9 +13,11 @@ enum mt_status cli_embed_fn(void *user, const char *const *texts,
                             struct mt_error *err);
 
 /* Opens the embedder 'spec' (NULL or "" -> the one the store's index
- * was built with, if any). *out is NULL when no embedder applies ("none",
+ * was built with, if any), with the call cache at cache_path (may be
+ * NULL). *out is NULL when no embedder applies ("none",
  * or no spec and an index without vectors). */
 enum mt_status cli_embedder_for(const char *db, const char *spec,
+                                const char *cache_path,
                                 struct mt_embedder **out, struct mt_error *err);
 
 /* Embeds one query into a buffer the caller frees with mt_free. */

@@ -120,7 +120,8 @@ enum mt_status search_embed_queries(const struct cli_args *a,
 
     if (p->mode == MT_SEARCH_BM25)
         return MT_OK;
-    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), &e, err);
+    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), NULL, &e,
+                          err);
     if (st == MT_OK && !e)
         return MT_OK; /* the search reports the missing vectors */
     if (st == MT_OK)

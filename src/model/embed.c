@@ -1,9 +1,11 @@
 /* Embedder handle: dispatches a spec to its backend and applies what every
  * backend shares, Matryoshka truncation and re-normalisation. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "medtrust/core.h"
+#include "model/cache.h"
 #include "model/embed.h"
 #include "model/embed_llama.h"
 #include "model/embed_openai.h"
@@ -13,8 +15,10 @@ struct mt_embedder {
     const struct mt_embedder_ops *ops;
     void *self;
     struct mt_embedder_params params;
-    uint32_t native; /* backend's dimension */
-    uint32_t dims;   /* after truncation */
+    uint32_t native;        /* backend's dimension */
+    uint32_t dims;          /* after truncation */
+    struct mt_cache *cache; /* NULL unless params.cache_path */
+    char spec[256];         /* the cache's model key */
 };
 
 void mt_embedder_default_params(struct mt_embedder_params *p)
@@ -49,6 +53,23 @@ static const struct backend {
     {"openai", mt_embedder_open_openai_spec},
 };
 
+/* Opens the call cache of a freshly opened embedder when asked to. */
+static enum mt_status attach_cache(enum mt_status st, const char *spec,
+                                   const struct mt_embedder_params *p,
+                                   struct mt_embedder **out,
+                                   struct mt_error *err)
+{
+    if (st != MT_OK || !p || !p->cache_path)
+        return st;
+    snprintf((*out)->spec, sizeof(*out)->spec, "%s", spec);
+    st = mt_cache_open(p->cache_path, &(*out)->cache, err);
+    if (st != MT_OK) {
+        mt_embedder_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 enum mt_status mt_embedder_open(const char *spec,
                                 const struct mt_embedder_params *params,
                                 struct mt_embedder **out, struct mt_error *err)
@@ -67,8 +88,9 @@ enum mt_status mt_embedder_open(const char *spec,
                            "embedder '%s': the %s backend is not built into "
                            "this medtrust yet (use use-lite)",
                            spec, backends[i].prefix);
-        return backends[i].open(spec[n] ? spec + n + 1 : NULL, params, out,
-                                err);
+        return attach_cache(
+            backends[i].open(spec[n] ? spec + n + 1 : NULL, params, out, err),
+            spec, params, out, err);
     }
     return mt_fail(err, MT_EINVAL,
                    "embedder '%s': expected use-lite[:FILE], gguf:PATH or "
@@ -143,9 +165,9 @@ static void truncate_rows(const struct mt_embedder *e, const float *full,
         memcpy(out + i * e->dims, full + i * e->native, e->dims * sizeof *out);
 }
 
-enum mt_status mt_embedder_embed(struct mt_embedder *e,
-                                 const struct mt_str *texts, size_t n,
-                                 float *out, struct mt_error *err)
+static enum mt_status embed_direct(struct mt_embedder *e,
+                                   const struct mt_str *texts, size_t n,
+                                   float *out, struct mt_error *err)
 {
     float *full = out;
     enum mt_status st;
@@ -169,11 +191,101 @@ enum mt_status mt_embedder_embed(struct mt_embedder *e,
     return st;
 }
 
+/* ==== Call cache ==== */
+
+/* The request key: output shape, then the text. */
+static char *cache_key(const struct mt_embedder *e, struct mt_str t)
+{
+    char head[48];
+    int hn =
+        snprintf(head, sizeof head, "%u|%d|", e->dims, e->params.normalize);
+    char *k = mt_malloc((size_t)hn + t.n + 1);
+
+    if (!k)
+        return NULL;
+    memcpy(k, head, (size_t)hn);
+    memcpy(k + hn, t.p, t.n);
+    k[(size_t)hn + t.n] = '\0';
+    return k;
+}
+
+static int cache_get_vec(struct mt_embedder *e, struct mt_str t, float *dst)
+{
+    char *key = cache_key(e, t);
+    char *v = NULL;
+    size_t n = 0;
+    int hit = 0;
+
+    if (key && mt_cache_get(e->cache, e->ops->name, e->spec, key, &v, &n,
+                            NULL) == MT_OK) {
+        hit = n == (size_t)e->dims * sizeof(float);
+        if (hit)
+            memcpy(dst, v, n);
+    }
+    mt_free(v);
+    mt_free(key);
+    return hit;
+}
+
+static void cache_put_vec(struct mt_embedder *e, struct mt_str t,
+                          const float *v)
+{
+    char *key = cache_key(e, t);
+
+    if (key)
+        mt_cache_put(e->cache, e->ops->name, e->spec, key, v,
+                     (size_t)e->dims * sizeof(float), NULL);
+    mt_free(key);
+}
+
+/* Embeds only the texts the cache lacks, then stores them. */
+static enum mt_status embed_cached(struct mt_embedder *e,
+                                   const struct mt_str *texts, size_t n,
+                                   float *out, struct mt_error *err)
+{
+    size_t *miss = mt_malloc(n * sizeof *miss);
+    struct mt_str *mt = mt_malloc(n * sizeof *mt);
+    float *tmp = mt_malloc(n * e->dims * sizeof *tmp);
+    size_t i, nm = 0;
+    enum mt_status st = MT_OK;
+
+    if (!miss || !mt || !tmp)
+        st = mt_fail(err, MT_ENOMEM, "embedding %zu texts", n);
+    for (i = 0; st == MT_OK && i < n; i++)
+        if (!cache_get_vec(e, texts[i], out + i * e->dims)) {
+            mt[nm] = texts[i];
+            miss[nm++] = i;
+        }
+    if (st == MT_OK && nm)
+        st = embed_direct(e, mt, nm, tmp, err);
+    for (i = 0; st == MT_OK && i < nm; i++) {
+        memcpy(out + miss[i] * e->dims, tmp + i * e->dims,
+               e->dims * sizeof *tmp);
+        cache_put_vec(e, mt[i], tmp + i * e->dims);
+    }
+    mt_free(miss);
+    mt_free(mt);
+    mt_free(tmp);
+    return st;
+}
+
+enum mt_status mt_embedder_embed(struct mt_embedder *e,
+                                 const struct mt_str *texts, size_t n,
+                                 float *out, struct mt_error *err)
+{
+    if (n == 0)
+        return MT_OK;
+    if (e->cache)
+        return embed_cached(e, texts, n, out, err);
+    return embed_direct(e, texts, n, out, err);
+}
+
 void mt_embedder_free(struct mt_embedder *e)
 {
     if (!e)
         return;
     if (e->ops)
         e->ops->free(e->self);
+    mt_cache_close(e->cache);
     mt_free(e);
 }

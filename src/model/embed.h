@@ -17,6 +17,10 @@ struct mt_embedder_params {
     uint32_t dims;       /* Matryoshka truncation, 0 = native dims */
     int normalize;       /* unit-length output (default 1) */
     double timeout_s;    /* per call, for remote backends (default 120) */
+    /* SQLite call cache (model/cache.h) for every backend, keyed by the
+     * spec, the output dims and the text; NULL = no cache. Only read
+     * during mt_embedder_open. */
+    const char *cache_path;
 };
 
 void mt_embedder_default_params(struct mt_embedder_params *p);

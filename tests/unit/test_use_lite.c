@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "medtrust/core.h"
+#include "model/cache.h"
 #include "model/embed.h"
 #include "model/use_lite.h"
 
@@ -482,9 +483,46 @@ static void test_int8_variant_accuracy(void **state)
     unlink(out);
 }
 
+/* The generic embedder cache is really read: a vector planted under the
+ * key of a text comes back instead of a fresh embedding, and a different
+ * output size is a different key. */
+static void test_embedder_cache_is_read_and_keyed(void **state)
+{
+    char db[] = "/tmp/mt-embcache-XXXXXX";
+    struct mt_embedder_params p;
+    struct mt_embedder *e = NULL;
+    struct mt_cache *c = NULL;
+    struct mt_str t = MT_STR_C("hello cache");
+    static float v[512], planted[512], w[64];
+    int fd = mkstemp(db);
+    (void)state;
+    CHECK(fd >= 0);
+    close(fd);
+    mt_embedder_default_params(&p);
+    p.cache_path = db;
+    CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+    CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
+    planted[0] = 1.0f;
+    CHECK_OK(mt_cache_open(db, &c, NULL));
+    CHECK(mt_cache_count(c) == 1);
+    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|hello cache",
+                          planted, sizeof planted, NULL));
+    mt_cache_close(c);
+    CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
+    CHECK(v[0] == 1.0f && v[1] == 0.0f);
+    mt_embedder_free(e);
+    p.dims = 64;
+    CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+    CHECK_OK(mt_embedder_embed(e, &t, 1, w, NULL));
+    CHECK(w[1] != 0.0f); /* 64-d output: its own key, a real vector */
+    mt_embedder_free(e);
+    unlink(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embedder_cache_is_read_and_keyed),
         cmocka_unit_test(test_tokenizer_matches_js_on_all_sentences),
         cmocka_unit_test(test_vectors_match_js),
         cmocka_unit_test(test_threads_and_batch_sizes_agree),
