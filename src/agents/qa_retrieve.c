@@ -10,6 +10,7 @@
 
 #include "agents/qa_int.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 #include "medtrust/store.h"
 #include "model/embed.h"
 #include "model/rerank.h"
@@ -171,16 +172,6 @@ static enum mt_status whole_doc(struct mt_store *s,
     return st;
 }
 
-/* Length of at most max bytes of s[0..n) ending on a UTF-8 boundary. */
-static size_t cut(const char *s, size_t n, size_t max)
-{
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        max--;
-    return max;
-}
-
 static int year_ok(const struct mt_qa_params *p, struct mt_store *s,
                    int64_t chunk)
 {
@@ -206,7 +197,8 @@ static enum mt_status add_doc(struct qa_run *r, struct qa_worker *w,
     if (st == MT_OK) {
         d->doc_id = mt_qa_keep(r, h->doc_id, strlen(h->doc_id));
         d->title = h->title ? mt_qa_keep(r, h->title, strlen(h->title)) : NULL;
-        d->text = mt_qa_keep(r, b.data, cut(b.data, b.len, r->q->p.doc_chars));
+        d->text = mt_qa_keep(r, b.data,
+                             mt_utf8_cut(b.data, b.len, r->q->p.doc_chars));
         d->score = h->score;
         st =
             d->doc_id && d->text && (d->title || !h->title) ? MT_OK : MT_ENOMEM;

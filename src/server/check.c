@@ -8,6 +8,7 @@
 
 #include "medtrust/agent.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 #include "medtrust/model.h"
 #include "server/srv_int.h"
 
@@ -45,21 +46,9 @@ static const char *const *strategy_roles(enum mt_strategy st)
 
 /* ==== Steps: the agent's trace records become "step" events ==== */
 
-/* Length of at most max bytes of s that ends on a UTF-8 boundary. */
-static size_t utf8_cut(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        max--;
-    return max;
-}
-
 static json_t *passage_json(const struct mt_search_hit *h)
 {
-    size_t n = utf8_cut(h->text, PASSAGE_CHARS);
+    size_t n = mt_utf8_cut(h->text, strlen(h->text), PASSAGE_CHARS);
     json_t *o =
         json_pack("{s:s,s:s?,s:s#,s:b}", "doc_id", h->doc_id, "title", h->title,
                   "text", h->text, (int)n, "cut", n < strlen(h->text));

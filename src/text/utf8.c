@@ -198,3 +198,12 @@ enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
         *out_n = len;
     return MT_OK;
 }
+
+size_t mt_utf8_cut(const char *p, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)p[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}

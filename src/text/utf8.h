@@ -28,6 +28,10 @@ size_t mt_utf8_decode(const char *p, size_t n, int32_t *cp);
  * Thread-safe. */
 size_t mt_utf8_count(const char *p, size_t n);
 
+/* Length of the longest prefix of p[0..n) that is at most max bytes and
+ * does not split a UTF-8 sequence (for truncating text for display). */
+size_t mt_utf8_cut(const char *p, size_t n, size_t max);
+
 /* Writes cp as UTF-8 into out (room for 4 bytes); returns the length, or
  * 0 when cp is not a Unicode scalar value. */
 size_t mt_utf8_encode(int32_t cp, char out[4]);
