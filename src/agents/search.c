@@ -6,6 +6,7 @@
 
 #include "agents/agent_int.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 #include "model/rerank.h"
 
 static enum mt_status borrow(struct mt_agent *a, struct mt_index **out,
@@ -43,35 +44,6 @@ static void give_back(struct mt_agent *a, struct mt_index *idx)
     pthread_mutex_unlock(&a->idx_mu);
 }
 
-static enum mt_status rerank_fn(void *user, const char *query,
-                                const char *const *texts, const size_t *lens,
-                                size_t n, float *scores, struct mt_error *err)
-{
-    struct mt_str *docs = mt_calloc(n ? n : 1, sizeof *docs);
-    size_t i;
-    enum mt_status st;
-
-    if (!docs)
-        return mt_fail(err, MT_ENOMEM, "rerank: out of memory");
-    for (i = 0; i < n; i++)
-        docs[i] = (struct mt_str){texts[i], lens[i]};
-    st = mt_reranker_score(user, query, docs, n, scores, err);
-    mt_free(docs);
-    return st;
-}
-
-/* Length of at most max bytes of s that ends on a UTF-8 boundary. */
-static size_t cut(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        max--;
-    return max;
-}
-
 static enum mt_status put_hits(struct mt_agent *a,
                                const struct mt_search_result *res,
                                struct mt_buf *obs, json_t *ids)
@@ -81,7 +53,7 @@ static enum mt_status put_hits(struct mt_agent *a,
 
     for (i = 0; st == MT_OK && i < res->n; i++) {
         const struct mt_search_hit *h = &res->hits[i];
-        size_t n = cut(h->text, a->p.chunk_chars);
+        size_t n = mt_utf8_cut(h->text, strlen(h->text), a->p.chunk_chars);
 
         st = mt_buf_printf(obs, "[%zu] %s: %.*s%s\n", i + 1,
                            h->title ? h->title : h->doc_id, (int)n, h->text,
@@ -113,7 +85,7 @@ enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
     sp.retrieve_k = a->p.retrieve_k;
     if (a->reranker) {
         sp.rerank_depth = a->p.retrieve_k;
-        sp.rerank = rerank_fn;
+        sp.rerank = mt_reranker_index_fn;
         sp.rerank_user = a->reranker;
     }
     st = mt_index_search(idx, query, &sp, &res, err);

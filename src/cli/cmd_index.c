@@ -218,7 +218,7 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
         st = cli_embedder_for(mt_store_dir(s), spec, o_cache, e, err);
     if (st != MT_OK || !*e)
         return st;
-    bp->embed = cli_embed_fn;
+    bp->embed = mt_embedder_index_fn;
     bp->embed_user = *e;
     bp->dims = mt_embedder_dims(*e);
     snprintf(o_name, sizeof o_name, "%s", spec && *spec ? spec : recorded);

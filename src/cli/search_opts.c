@@ -130,26 +130,6 @@ enum mt_status search_embed_queries(const struct cli_args *a,
     return st;
 }
 
-/* Bridges the index's rerank callback to a model-layer reranker. */
-static enum mt_status rerank_fn(void *user, const char *query,
-                                const char *const *texts, const size_t *lens,
-                                size_t n, float *scores, struct mt_error *err)
-{
-    struct mt_str *docs = mt_calloc(n ? n : 1, sizeof *docs);
-    size_t i;
-    enum mt_status st;
-
-    if (!docs)
-        return mt_fail(err, MT_ENOMEM, "rerank: out of memory");
-    for (i = 0; i < n; i++) {
-        docs[i].p = texts[i];
-        docs[i].n = lens[i];
-    }
-    st = mt_reranker_score(user, query, docs, n, scores, err);
-    mt_free(docs);
-    return st;
-}
-
 enum mt_status search_open_reranker(const struct cli_args *a,
                                     struct mt_search_params *p,
                                     struct mt_reranker **out,
@@ -166,7 +146,7 @@ enum mt_status search_open_reranker(const struct cli_args *a,
         return st;
     if (!p->rerank_depth)
         p->rerank_depth = 50;
-    p->rerank = rerank_fn;
+    p->rerank = mt_reranker_index_fn;
     p->rerank_user = *out;
     return MT_OK;
 }

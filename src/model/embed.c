@@ -289,3 +289,22 @@ void mt_embedder_free(struct mt_embedder *e)
     mt_cache_close(e->cache);
     mt_free(e);
 }
+
+enum mt_status mt_embedder_index_fn(void *user, const char *const *texts,
+                                    const size_t *lens, size_t n, float *out,
+                                    struct mt_error *err)
+{
+    struct mt_str *v = mt_calloc(n ? n : 1, sizeof *v);
+    size_t i;
+    enum mt_status st;
+
+    if (!v)
+        return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+    for (i = 0; i < n; i++) {
+        v[i].p = texts[i];
+        v[i].n = lens[i];
+    }
+    st = mt_embedder_embed(user, v, n, out, err);
+    mt_free(v);
+    return st;
+}

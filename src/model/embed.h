@@ -63,4 +63,10 @@ enum mt_status mt_embedder_embed(struct mt_embedder *e,
 
 void mt_embedder_free(struct mt_embedder *e);
 
+/* The index's embed callback (mt_index_embed_fn) over an embedder given
+ * as 'user', so mt_index_build can store vectors from any backend. */
+enum mt_status mt_embedder_index_fn(void *user, const char *const *texts,
+                                    const size_t *lens, size_t n, float *out,
+                                    struct mt_error *err);
+
 #endif

@@ -159,3 +159,23 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
     mt_free(key);
     return st;
 }
+
+enum mt_status mt_reranker_index_fn(void *user, const char *query,
+                                    const char *const *texts,
+                                    const size_t *lens, size_t n, float *scores,
+                                    struct mt_error *err)
+{
+    struct mt_str *docs = mt_calloc(n ? n : 1, sizeof *docs);
+    size_t i;
+    enum mt_status st;
+
+    if (!docs)
+        return mt_fail(err, MT_ENOMEM, "rerank: out of memory");
+    for (i = 0; i < n; i++) {
+        docs[i].p = texts[i];
+        docs[i].n = lens[i];
+    }
+    st = mt_reranker_score(user, query, docs, n, scores, err);
+    mt_free(docs);
+    return st;
+}

@@ -58,6 +58,14 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
 
 const char *mt_reranker_name(const struct mt_reranker *r);
 
+/* The index's rerank callback (mt_index_rerank_fn) over a reranker given
+ * as 'user': lets mt_index_search run its rerank stage through any
+ * backend. Thread-safe as mt_reranker_score is. */
+enum mt_status mt_reranker_index_fn(void *user, const char *query,
+                                    const char *const *texts,
+                                    const size_t *lens, size_t n, float *scores,
+                                    struct mt_error *err);
+
 /* Frees the handle; NULL is allowed. */
 void mt_reranker_free(struct mt_reranker *r);
 
