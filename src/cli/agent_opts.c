@@ -26,12 +26,11 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         get_u32(a, "retrieve-k", 1, 10000, &p->retrieve_k) < 0 ||
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
-        get_u32(a, "retries", 0, 10, &p->llm.max_retries) < 0 ||
         cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
         cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
         cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
         cli_get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
-        cli_get_double(a, "timeout", 0.001, 86400, &p->llm.timeout_s) < 0)
+        cli_llm_params_read(a, &p->llm) < 0)
         return -1;
     p->temperature = (float)t;
     p->eval_temperature = (float)et;
@@ -60,6 +59,5 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->prompts_dir = cli_get(a, "prompts");
     p->few_shot_path = cli_get(a, "few-shot");
     p->reranker_spec = cli_get(a, "reranker");
-    p->llm.cache_path = cli_get(a, "cache");
     return read_numbers(a, p);
 }

@@ -38,14 +38,7 @@
         {"temperature", 0, "X", "agents' temperature (0)", 0},                 \
         {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
         {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
-        {"cache", 0, "FILE",                                                   \
-         "SQLite call cache: a rerun with the same inputs costs no model "     \
-         "calls (default off)",                                                \
-         0},                                                                   \
-        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
-    {                                                                          \
-        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
-    }
+        CLI_MODEL_CALL_OPTS
 
 /* Reads the options into p (defaults first); prints an error and returns
  * -1 when one is invalid. */

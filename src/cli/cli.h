@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "medtrust/model.h"
 #include "medtrust/status.h"
 
 #define CLI_MAX_OPTS 32
@@ -55,6 +56,24 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
                    double hi, double *out);
 int cli_get_float(const struct cli_args *a, const char *name, double lo,
                   double hi, float *out);
+
+/* Option rows for how every model call is made (call cache, timeout,
+ * retries); spliced into the tables of the verbs that call models and read
+ * with cli_llm_params_read. */
+#define CLI_MODEL_CALL_OPTS                                                    \
+    {"cache", 0, "FILE",                                                       \
+     "SQLite call cache: a rerun with the same inputs costs no model "         \
+     "calls (default off)",                                                    \
+     0},                                                                       \
+        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
+    {                                                                          \
+        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
+    }
+
+/* Reads --cache, --timeout and --retries into p (whose defaults stay when
+ * an option is absent); prints an error and returns -1 when one is
+ * invalid. */
+int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);
 
 void cli_print_help(const struct cli_verb *v);
 

@@ -192,6 +192,18 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
     return 0;
 }
 
+int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p)
+{
+    unsigned long re = p->max_retries;
+
+    if (cli_get_double(a, "timeout", 0.001, 86400, &p->timeout_s) < 0 ||
+        cli_get_uint(a, "retries", 0, 10, &re) < 0)
+        return -1;
+    p->max_retries = (uint32_t)re;
+    p->cache_path = cli_get(a, "cache");
+    return 0;
+}
+
 void cli_print_help(const struct cli_verb *v)
 {
     const struct cli_opt *o;

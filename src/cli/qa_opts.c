@@ -19,17 +19,15 @@
 static int get_floats(const struct cli_args *a, struct mt_qa_params *p)
 {
     double wl = p->w_lex, ws = p->w_sem, t = p->temperature;
-    double to = p->llm.timeout_s;
 
     if (cli_get_double(a, "w-lex", 0, 1000, &wl) < 0 ||
         cli_get_double(a, "w-sem", 0, 1000, &ws) < 0 ||
         cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
-        cli_get_double(a, "timeout", 0.1, 86400, &to) < 0)
+        cli_llm_params_read(a, &p->llm) < 0)
         return -1;
     p->w_lex = (float)wl;
     p->w_sem = (float)ws;
     p->temperature = (float)t;
-    p->llm.timeout_s = to;
     return 0;
 }
 
@@ -37,14 +35,13 @@ static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
 {
     unsigned long k = p->k, rr = p->rerank_depth, mt = p->max_tokens;
     unsigned long dc = p->doc_chars, mq = p->max_question_bytes;
-    unsigned long re = p->llm.max_retries, yf = 0, yt = 0;
+    unsigned long yf = 0, yt = 0;
 
     if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0 ||
         cli_get_uint(a, "rerank", 1, 10000, &rr) < 0 ||
         cli_get_uint(a, "max-tokens", 16, 65536, &mt) < 0 ||
         cli_get_uint(a, "doc-chars", 64, 1000000, &dc) < 0 ||
         cli_get_uint(a, "max-question", 1, 1 << 24, &mq) < 0 ||
-        cli_get_uint(a, "retries", 0, 10, &re) < 0 ||
         cli_get_uint(a, "year-from", 1, 99999, &yf) < 0 ||
         cli_get_uint(a, "year-to", 1, 99999, &yt) < 0)
         return -1;
@@ -53,7 +50,6 @@ static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
     p->max_tokens = (uint32_t)mt;
     p->doc_chars = (uint32_t)dc;
     p->max_question_bytes = mq;
-    p->llm.max_retries = (uint32_t)re;
     p->year_from = (int32_t)yf;
     p->year_to = (int32_t)yt;
     return 0;
@@ -66,7 +62,6 @@ int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
         return -1;
     p->db_dir = cli_get(a, "db");
     p->llm_spec = cli_get(a, "llm");
-    p->llm.cache_path = cli_get(a, "cache");
     p->nli_spec = cli_get(a, "nli");
     p->embedder_spec = cli_get(a, "embedder");
     p->reranker_spec = cli_get(a, "reranker");

@@ -51,14 +51,7 @@
          "qa_*.txt files here replace built-in "                               \
          "prompts",                                                            \
          0},                                                                   \
-        {"cache", 0, "FILE",                                                   \
-         "SQLite call cache: a rerun with the same inputs costs no model "     \
-         "calls (default off)",                                                \
-         0},                                                                   \
-        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
-    {                                                                          \
-        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
-    }
+        CLI_MODEL_CALL_OPTS
 
 /* Reads the options into p (defaults first); prints an error and returns
  * -1 when one is invalid. */
