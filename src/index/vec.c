@@ -582,6 +582,16 @@ float mt_vecset_scale(const struct mt_vecset *vs, uint32_t id)
     return vs->scales[id];
 }
 
+const int8_t *mt_vecset_codes(const struct mt_vecset *vs)
+{
+    return vs->codes;
+}
+
+const float *mt_vecset_scales(const struct mt_vecset *vs)
+{
+    return vs->scales;
+}
+
 const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->floats ? vs->floats + (size_t)id * vs->dims : NULL;

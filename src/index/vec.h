@@ -127,6 +127,10 @@ enum mt_status mt_vecset_search_float(const struct mt_vecset *vs,
 
 const int8_t *mt_vecset_code(const struct mt_vecset *vs, uint32_t id);
 float mt_vecset_scale(const struct mt_vecset *vs, uint32_t id);
+/* All codes (count * dims, row-major) and all scales (count), for inner
+ * loops; valid until the set changes. */
+const int8_t *mt_vecset_codes(const struct mt_vecset *vs);
+const float *mt_vecset_scales(const struct mt_vecset *vs);
 /* NULL when the set keeps no floats. */
 const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id);
 int mt_vecset_normalizes(const struct mt_vecset *vs);
