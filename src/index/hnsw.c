@@ -395,14 +395,20 @@ static enum mt_status search_from_top(const struct mt_hnsw *h,
     return results_sorted(s);
 }
 
-static float rescore_one(const struct mt_hnsw *h, const float *qf, uint32_t id)
-{
-    const float *v = mt_vecset_float(h->vs, id);
+#define RESCORE_AHEAD 8 /* candidates prefetched ahead of re-scoring */
 
-    if (v)
-        return h->k->dot_f32(qf, v, h->dims);
-    return h->k->dot_f32_i8(qf, mt_vecset_code(h->vs, id), h->dims) *
-           mt_vecset_scale(h->vs, id);
+/* Prefetches what re-scoring candidate id will read: its residual (or
+ * float copy), cold at a million vectors. */
+static void prefetch_rescore(const struct mt_hnsw *h, uint32_t id)
+{
+    const float *f = mt_vecset_float(h->vs, id);
+    const uint8_t *r = mt_vecset_refine(h->vs, id);
+    const char *p = f ? (const char *)f : (const char *)r;
+    size_t len = f ? h->dims * sizeof(float) : (h->dims + 1) / 2;
+    size_t off;
+
+    for (off = 0; p && off < len; off += 64)
+        __builtin_prefetch(p + off);
 }
 
 enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
@@ -427,10 +433,15 @@ enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
     st = mt_vecset_prepare_query(h->vs, query, s->qf, s->qcodes, &qs);
     if (st == MT_OK)
         st = search_from_top(h, s, s->qcodes, qs, ef, filter);
+    for (i = 0;
+         st == MT_OK && h->p.rescore && i < RESCORE_AHEAD && i < s->sel.n; i++)
+        prefetch_rescore(h, s->sel.a[i].id);
     for (i = 0; st == MT_OK && i < s->sel.n; i++) {
         struct mt_vec_hit x = s->sel.a[i];
+        if (h->p.rescore && i + RESCORE_AHEAD < s->sel.n)
+            prefetch_rescore(h, s->sel.a[i + RESCORE_AHEAD].id);
         if (h->p.rescore)
-            x.score = rescore_one(h, s->qf, x.id);
+            x.score = mt_vecset_rescore(h->vs, s->qf, x.id);
         mt_vec_topk_push(&t, x.id, x.score);
     }
     mt_vec_topk_sort(&t);

@@ -13,14 +13,16 @@
 extern "C" {
 #endif
 
-/* Defaults and the recall@10 they reach against exact float search, int8
- * only (no float copies), re-scored with dequantised codes, on clustered
- * synthetic unit vectors (Gaussian clusters around unit centres):
- *   20K x 64, 50 clusters (test_hnsw.c):  ef 64 0.986, ef 128 0.987
- *   100K x 256, 100 clusters:             ef 64 0.958, ef 128 0.977
- *   300K x 256, 100 clusters:             ef 64 0.862, ef 128 0.951
- * so ef_search defaults to 128; larger sets need a larger ef (or
- * keep_float for re-scoring: flat int8 itself tops out at 0.97 there). */
+/* Defaults and the recall@10 they reach against exact float search on
+ * clustered synthetic unit vectors (Gaussian clusters around unit
+ * centres), int8 codes re-scored with the 4-bit residual (the vector
+ * set's default refine; see BENCHMARKS.md for the sweeps):
+ *   20K x 64, 50 clusters (test_hnsw.c):  ef 64 and 128 above 0.98
+ *   200K x 256, 100 clusters:             ef 96 >= 0.95
+ *   1M x 256, 100 clusters:               ef 384 >= 0.95
+ * so ef_search defaults to 128, and sets in the millions want ef 256-512
+ * (the ef argument of mt_hnsw_search). Without the residual the int8
+ * codes alone cap recall near 0.976, which costs a larger ef. */
 struct mt_hnsw_params {
     uint32_t M;               /* links per node on upper levels, 2..128;
                                  level 0 keeps 2*M. Default 16. */
@@ -30,10 +32,10 @@ struct mt_hnsw_params {
                                  call passes ef 0; default 128 */
     uint64_t seed;            /* level assignment PRNG; default 42 */
     int rescore; /* 1 (default): re-score the ef candidates with the float
-                    query against the float vectors when the set keeps
-                    them, else against the dequantised int8 codes (this
-                    removes the query's quantisation error); 0: int8
-                    scores only */
+                    query (mt_vecset_rescore): against the float vectors
+                    when the set keeps them, else the codes plus their
+                    4-bit residual (refine), else the dequantised codes;
+                    0: int8 scores only */
 };
 
 struct mt_hnsw;

@@ -26,6 +26,10 @@ _Static_assert(sizeof(struct mt_vec_hdr) == MT_VEC_HDR_SIZE,
 #define VECSET_VERSION 1u
 #define VEC_FLAG_FLOAT 1u
 #define VEC_FLAG_NORMALIZE 2u
+#define VEC_FLAG_REFINE 4u
+/* A residual r in [-1/2, 1/2] of a code step is kept as round(15 r), a
+ * 4-bit value in -7..7. */
+#define REFINE_STEPS 15
 #define FLAT_BLOCK 256 /* rows per batched kernel call */
 
 struct mt_vecset {
@@ -33,12 +37,15 @@ struct mt_vecset {
     uint32_t dims;
     uint32_t count;
     uint32_t cap;
-    const int8_t *codes; /* count * dims, row-major */
-    const float *scales; /* count */
-    const float *floats; /* count * dims, or NULL */
-    int8_t *codes_mem;   /* owned buffers while building */
+    const int8_t *codes;   /* count * dims, row-major */
+    const float *scales;   /* count */
+    const float *floats;   /* count * dims, or NULL */
+    const uint8_t *refine; /* count * rbytes nibbles, or NULL */
+    uint32_t rbytes;       /* (dims + 1) / 2 */
+    int8_t *codes_mem;     /* owned buffers while building */
     float *scales_mem;
     float *floats_mem;
+    uint8_t *refine_mem;
     struct mt_vec_map map; /* owned when 'mapped' */
     int mapped;
     int readonly;
@@ -444,7 +451,7 @@ void mt_vec_map_close(struct mt_vec_map *m)
 
 struct mt_vecset_params mt_vecset_default_params(void)
 {
-    struct mt_vecset_params p = {0, 1, MT_VEC_MAX_COUNT};
+    struct mt_vecset_params p = {0, 1, 1, MT_VEC_MAX_COUNT};
     return p;
 }
 
@@ -464,6 +471,7 @@ enum mt_status mt_vecset_new(uint32_t dims,
     if (vs->p.max_count == 0 || vs->p.max_count > MT_VEC_MAX_COUNT)
         vs->p.max_count = MT_VEC_MAX_COUNT;
     vs->dims = dims;
+    vs->rbytes = (dims + 1) / 2;
     *out = vs;
     return MT_OK;
 }
@@ -475,6 +483,7 @@ void mt_vecset_free(struct mt_vecset *vs)
     mt_free(vs->codes_mem);
     mt_free(vs->scales_mem);
     mt_free(vs->floats_mem);
+    mt_free(vs->refine_mem);
     if (vs->mapped)
         mt_vec_map_close(&vs->map);
     mt_free(vs);
@@ -500,6 +509,12 @@ static enum mt_status vecset_grow(struct mt_vecset *vs, uint32_t cap)
             return MT_ENOMEM;
         vs->floats = vs->floats_mem = p;
     }
+    if (vs->p.refine) {
+        p = mt_realloc(vs->refine_mem, (size_t)cap * vs->rbytes);
+        if (!p)
+            return MT_ENOMEM;
+        vs->refine = vs->refine_mem = p;
+    }
     vs->cap = cap;
     return MT_OK;
 }
@@ -514,10 +529,30 @@ static int all_finite(const float *v, uint32_t dims)
     return 1;
 }
 
+/* Residual of each component against its code, in units of the code
+ * step: r = x / scale - code in [-1/2, 1/2], kept as round(15 r), two
+ * components a byte (low nibble first). */
+static void put_residual(const float *x, uint32_t dims, const int8_t *codes,
+                         float scale, uint8_t *out)
+{
+    uint32_t i;
+
+    memset(out, 0, (dims + 1) / 2);
+    if (!(scale > 0.0f))
+        return;
+    for (i = 0; i < dims; i++) {
+        float r = x[i] / scale - (float)codes[i];
+        long v = lrintf(r * REFINE_STEPS);
+        v = v > 7 ? 7 : (v < -7 ? -7 : v);
+        out[i / 2] |= (uint8_t)(((unsigned long)v & 15u) << (4 * (i & 1)));
+    }
+}
+
 enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
 {
     size_t row = (size_t)vs->count * vs->dims;
     double norm = 1.0;
+    float scale;
     uint32_t i;
 
     if (vs->readonly)
@@ -540,9 +575,11 @@ enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
     }
     /* Quantisation is scale-invariant: codes of v/|v| are the codes of v
      * and only the scale divides by the norm. */
-    vs->scales_mem[vs->count] =
-        (float)((double)mt_vec_quantize(v, vs->dims, vs->codes_mem + row) /
-                norm);
+    scale = mt_vec_quantize(v, vs->dims, vs->codes_mem + row);
+    vs->scales_mem[vs->count] = (float)((double)scale / norm);
+    if (vs->refine_mem)
+        put_residual(v, vs->dims, vs->codes_mem + row, scale,
+                     vs->refine_mem + (size_t)vs->count * vs->rbytes);
     if (vs->floats_mem)
         for (i = 0; i < vs->dims; i++)
             vs->floats_mem[row + i] = (float)((double)v[i] / norm);
@@ -597,6 +634,46 @@ const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id)
     return vs->floats ? vs->floats + (size_t)id * vs->dims : NULL;
 }
 
+const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id)
+{
+    return vs->refine ? vs->refine + (size_t)id * vs->rbytes : NULL;
+}
+
+/* q . (code + residual / 15) * scale: the residual nibbles are unpacked
+ * into int8 so that both halves use the float x int8 kernel. */
+static float rescore_refined(const struct mt_vecset *vs, const float *q,
+                             uint32_t id)
+{
+    const struct mt_simd_kernels *k = mt_simd_get();
+    const uint8_t *r = mt_vecset_refine(vs, id);
+    int8_t res[512];
+    float dot = k->dot_f32_i8(q, mt_vecset_code(vs, id), vs->dims);
+    uint32_t done;
+
+    for (done = 0; done < vs->dims; done += (uint32_t)sizeof res) {
+        uint32_t n = vs->dims - done;
+        uint32_t i;
+        n = n < sizeof res ? n : (uint32_t)sizeof res;
+        for (i = 0; i < n; i++) {
+            uint8_t b = r[(done + i) / 2];
+            res[i] = (int8_t)((int8_t)(b << (4 * (1 - ((done + i) & 1)))) >> 4);
+        }
+        dot += k->dot_f32_i8(q + done, res, n) / (float)REFINE_STEPS;
+    }
+    return dot * vs->scales[id];
+}
+
+float mt_vecset_rescore(const struct mt_vecset *vs, const float *q, uint32_t id)
+{
+    const struct mt_simd_kernels *k = mt_simd_get();
+
+    if (vs->floats)
+        return k->dot_f32(q, mt_vecset_float(vs, id), vs->dims);
+    if (vs->refine)
+        return rescore_refined(vs, q, id);
+    return k->dot_f32_i8(q, mt_vecset_code(vs, id), vs->dims) * vs->scales[id];
+}
+
 /* ==== Files ==== */
 
 enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
@@ -607,13 +684,16 @@ enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
     enum mt_status st;
 
     *flags = (vs->floats ? VEC_FLAG_FLOAT : 0) |
-             (vs->p.normalize ? VEC_FLAG_NORMALIZE : 0);
+             (vs->p.normalize ? VEC_FLAG_NORMALIZE : 0) |
+             (vs->refine ? VEC_FLAG_REFINE : 0);
     st = mt_vec_writer_put(w, vs->scales, n * sizeof(float), err);
     if (st == MT_OK && vs->floats)
         st =
             mt_vec_writer_put(w, vs->floats, n * vs->dims * sizeof(float), err);
     if (st == MT_OK)
         st = mt_vec_writer_put(w, vs->codes, n * vs->dims, err);
+    if (st == MT_OK && vs->refine)
+        st = mt_vec_writer_put(w, vs->refine, n * vs->rbytes, err);
     return st;
 }
 
@@ -650,10 +730,11 @@ enum mt_status mt_vecset_view(struct mt_vec_map *m, uint32_t dims,
 
     *out = NULL;
     if (dims == 0 || dims > MT_VEC_MAX_DIMS || count > MT_VEC_MAX_COUNT ||
-        flags > (VEC_FLAG_FLOAT | VEC_FLAG_NORMALIZE))
+        flags > (VEC_FLAG_FLOAT | VEC_FLAG_NORMALIZE | VEC_FLAG_REFINE))
         return mt_fail(err, MT_EPARSE, "bad vector header");
     p.keep_float = (flags & VEC_FLAG_FLOAT) != 0;
     p.normalize = (flags & VEC_FLAG_NORMALIZE) != 0;
+    p.refine = (flags & VEC_FLAG_REFINE) != 0;
     if (mt_vecset_new(dims, &p, &vs) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     vs->readonly = 1;
@@ -662,7 +743,10 @@ enum mt_status mt_vecset_view(struct mt_vec_map *m, uint32_t dims,
     if (p.keep_float)
         vs->floats = mt_vec_map_take(m, n * dims * sizeof(float));
     vs->codes = mt_vec_map_take(m, n * dims);
-    if (!vs->scales || !vs->codes || (p.keep_float && !vs->floats)) {
+    if (p.refine)
+        vs->refine = mt_vec_map_take(m, n * vs->rbytes);
+    if (!vs->scales || !vs->codes || (p.keep_float && !vs->floats) ||
+        (p.refine && !vs->refine)) {
         mt_vecset_free(vs);
         return mt_fail(err, MT_EPARSE, "vector sections truncated");
     }
@@ -740,12 +824,40 @@ static void flat_scan(const struct mt_vecset *vs, const int8_t *qcodes,
     }
 }
 
+/* Re-scores the int8 candidates in t->h with mt_vecset_rescore and keeps
+ * the best k of them in hits. */
+static void rescore_pool(const struct mt_vecset *vs, const float *qf,
+                         const struct mt_vec_topk *pool, uint32_t k,
+                         struct mt_vec_hit *hits, uint32_t *n)
+{
+    struct mt_vec_topk t = {hits, 0, k};
+    uint32_t i;
+
+    for (i = 0; i < pool->n; i++)
+        mt_vec_topk_push(&t, pool->h[i].id,
+                         mt_vecset_rescore(vs, qf, pool->h[i].id));
+    mt_vec_topk_sort(&t);
+    *n = t.n;
+}
+
+/* Candidates the int8 scan keeps for re-scoring with the residual. */
+static uint32_t pool_size(const struct mt_vecset *vs, uint32_t k)
+{
+    uint32_t r = k > 16 ? 4 * k : 64;
+
+    if (!vs->refine)
+        return k;
+    return r < vs->count ? r : vs->count;
+}
+
 enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
                                      const float *query, uint32_t k,
                                      const struct mt_vec_filter *filter,
                                      struct mt_vec_hit *hits, uint32_t *n)
 {
+    uint32_t r = pool_size(vs, k);
     struct mt_vec_topk t = {hits, 0, k};
+    struct mt_vec_hit *pool = NULL;
     enum mt_status st;
     float qscale;
     float *qf;
@@ -754,15 +866,27 @@ enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
     if (k == 0 || vs->count == 0)
         return MT_OK;
     qf = mt_malloc((size_t)vs->dims * (sizeof(float) + 1));
-    if (!qf)
+    if (r > k && qf) {
+        pool = mt_malloc((size_t)r * sizeof *pool);
+        t.h = pool;
+        t.k = r;
+    }
+    if (!qf || (r > k && !pool)) {
+        mt_free(qf);
         return MT_ENOMEM;
+    }
     st = mt_vecset_prepare_query(vs, query, qf, (int8_t *)(qf + vs->dims),
                                  &qscale);
     if (st == MT_OK) {
         flat_scan(vs, (int8_t *)(qf + vs->dims), qscale, filter, &t);
-        mt_vec_topk_sort(&t);
-        *n = t.n;
+        if (pool)
+            rescore_pool(vs, qf, &t, k, hits, n);
+        else {
+            mt_vec_topk_sort(&t);
+            *n = t.n;
+        }
     }
+    mt_free(pool);
     mt_free(qf);
     return st;
 }

@@ -62,6 +62,13 @@ struct mt_vecset_params {
                            default 0: int8 only, 4x less memory */
     int normalize;      /* scale added vectors and queries to unit length, so
                            scores approximate cosine; default 1 */
+    int refine;         /* also keep a 4-bit residual of every int8 code
+                           (dims/2 bytes a vector, half the codes' size)
+                           and re-score search candidates with it. The
+                           int8 codes alone cap recall@10 against exact
+                           float near 0.976 on clustered 256-d data; with
+                           the residual (12 bits a component) it is
+                           0.998. Default 1 */
     uint32_t max_count; /* refuse adds past this (MT_ELIMIT); default
                            MT_VEC_MAX_COUNT */
 };
@@ -107,7 +114,9 @@ enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
                               struct mt_error *err);
 
 /* Exact search over the int8 codes: the query is quantised like the
- * vectors and score = dot_int32 * qscale * vscale. Writes up to k hits,
+ * vectors and score = dot_int32 * qscale * vscale; with refine, the best
+ * max(4k, 64) of that scan are re-scored with mt_vecset_rescore and
+ * ranked by it. Writes up to k hits,
  * best first, ties by ascending id, to 'hits' (room for k) and their
  * number to *n. 'filter' may be NULL. MT_EINVAL for a bad query when
  * normalising. Thread-safe for concurrent searches. */
@@ -131,6 +140,14 @@ float mt_vecset_scale(const struct mt_vecset *vs, uint32_t id);
  * loops; valid until the set changes. */
 const int8_t *mt_vecset_codes(const struct mt_vecset *vs);
 const float *mt_vecset_scales(const struct mt_vecset *vs);
+/* The 4-bit residual of vector id ((dims + 1) / 2 bytes), or NULL when
+ * the set keeps none. */
+const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id);
+/* Score of float query q (already prepared: normalised when the set
+ * normalises) against vector id, as precisely as the set allows: its
+ * float copy, else its code plus residual, else its dequantised code. */
+float mt_vecset_rescore(const struct mt_vecset *vs, const float *q,
+                        uint32_t id);
 /* NULL when the set keeps no floats. */
 const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id);
 int mt_vecset_normalizes(const struct mt_vecset *vs);

@@ -310,8 +310,9 @@ static void reseal(unsigned char *b, long n)
 
 static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
 {
-    /* 300 x 64: scales 1216, codes 19200, levels 320, upper_off 1216 */
-    const long links0 = MT_VEC_HDR_SIZE + 1216 + 19200 + 320 + 1216;
+    /* 300 x 64: scales 1216, codes 19200, residuals 9600, levels 320,
+     * upper_off 1216 */
+    const long links0 = MT_VEC_HDR_SIZE + 1216 + 19200 + 9600 + 320 + 1216;
     struct mt_vecset *s;
     struct mt_hnsw *h;
     char path[128];
@@ -356,8 +357,10 @@ static void test_hnsw_rescore_modes(void **state)
     struct mt_hnsw *h0, *h1;
     struct mt_vec_hit a[3], b[3], f[3];
     uint32_t i, na, nb, nf;
+    struct mt_vecset_params vp = mt_vecset_default_params();
     (void)state;
-    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    vp.refine = 0; /* flat search then ranks by the int8 scores alone */
+    CHECK_OK(mt_vecset_new(DIMS, &vp, &s));
     for (i = 0; i < 1000; i++)
         CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
     p.rescore = 0;

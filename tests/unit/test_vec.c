@@ -219,6 +219,94 @@ static void test_flat_int8_recall_vs_float(void **state)
     mt_vecset_free(vs);
 }
 
+/* Clustered unit vectors (10 Gaussian clusters, noise of norm ~0.8 as in
+ * bench/vec_gen.c): neighbours sit close together, which is where the int8
+ * codes alone lose recall and the 4-bit residual wins it back. */
+static void clustered(float *v, uint32_t n, uint32_t dims)
+{
+    float c[10][128];
+    uint32_t i;
+    uint32_t j;
+
+    for (i = 0; i < 10; i++)
+        random_unit(c[i], dims);
+    for (i = 0; i < n; i++) {
+        const float *ci = c[rng_next() % 10];
+        for (j = 0; j < dims; j++)
+            v[(size_t)i * dims + j] =
+                ci[j] + 0.8f * rng_gauss() / sqrtf((float)dims);
+        CHECK_OK(mt_vec_normalize(v + (size_t)i * dims, dims));
+    }
+}
+
+static uint32_t overlap10(const struct mt_vec_hit *a,
+                          const struct mt_vec_hit *b)
+{
+    uint32_t i;
+    uint32_t j;
+    uint32_t found = 0;
+
+    for (i = 0; i < 10; i++)
+        for (j = 0; j < 10; j++)
+            found += a[i].id == b[j].id;
+    return found;
+}
+
+static void test_flat_refine_beats_int8(void **state)
+{
+    enum { N = 4000, D = 128, Q = 40 };
+    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset *sets[2];
+    struct mt_vecset *exact;
+    struct mt_vec_hit hf[10], h[10];
+    float *v = mt_malloc((size_t)(N + Q) * D * sizeof *v);
+    uint32_t found[2] = {0, 0};
+    uint32_t i, r, n;
+    double err[2] = {0.0, 0.0};
+    (void)state;
+    CHECK(v != NULL);
+    rng_state = 11;
+    clustered(v, N + Q, D);
+    p.keep_float = 1;
+    p.refine = 0;
+    CHECK_OK(mt_vecset_new(D, &p, &exact));
+    for (r = 0; r < 2; r++) {
+        p.keep_float = 0;
+        p.refine = (int)r;
+        CHECK_OK(mt_vecset_new(D, &p, &sets[r]));
+    }
+    for (i = 0; i < N; i++) {
+        CHECK_OK(mt_vecset_add(exact, v + (size_t)i * D, NULL));
+        for (r = 0; r < 2; r++)
+            CHECK_OK(mt_vecset_add(sets[r], v + (size_t)i * D, NULL));
+    }
+    CHECK(mt_vecset_refine(sets[0], 0) == NULL);
+    CHECK(mt_vecset_refine(sets[1], 0) != NULL);
+    for (i = 0; i < Q; i++) {
+        const float *q = v + (size_t)(N + i) * D;
+        CHECK_OK(mt_vecset_search_float(exact, q, 10, NULL, hf, &n));
+        for (r = 0; r < 2; r++) {
+            CHECK_OK(mt_vecset_search_flat(sets[r], q, 10, NULL, h, &n));
+            CHECK(n == 10);
+            found[r] += overlap10(hf, h);
+            /* scores of the same vector: refined ones are near exact */
+            err[r] += fabs((double)mt_vecset_rescore(sets[r], q, hf[0].id) -
+                           (double)hf[0].score);
+        }
+    }
+    print_message("clustered recall@10: int8 %.3f, int8 + residual %.3f; "
+                  "mean score error %.2e vs %.2e\n",
+                  found[0] / (double)(Q * 10), found[1] / (double)(Q * 10),
+                  err[0] / Q, err[1] / Q);
+    CHECK(found[1] >= found[0]);
+    CHECK(found[1] >= Q * 10 * 97 / 100);
+    CHECK(err[1] * 4.0 < err[0]); /* the residual cuts the error >= 4x */
+    for (r = 0; r < 2; r++)
+        mt_vecset_free(sets[r]);
+    mt_vecset_free(exact);
+    mt_free(v);
+}
+
 static void test_flat_ties_break_by_id(void **state)
 {
     struct mt_vecset *vs;
@@ -424,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_simd_int8_kernels_match_portable),
         cmocka_unit_test(test_simd_float_kernels_agree),
         cmocka_unit_test(test_flat_int8_recall_vs_float),
+        cmocka_unit_test(test_flat_refine_beats_int8),
         cmocka_unit_test(test_flat_ties_break_by_id),
         cmocka_unit_test(test_flat_filter_and_k_beyond_n),
         cmocka_unit_test(test_vecset_rejects_bad_input),
