@@ -55,7 +55,8 @@ int main(int argc, char **argv)
     alg->setEf(128);
     for (size_t i = 0; i < 100 && i < nq; i++) // warm-up
         alg->searchKnn(q + i * d, 10);
-    static const size_t efs[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+    static const size_t efs[] = {16,  32,  48,  64,  96,  128,
+                                 192, 256, 384, 512, 768, 1024};
     size_t nefs = sizeof efs / sizeof efs[0];
     for (size_t e = 0; e < nefs; e++) {
         alg->setEf(efs[e]);

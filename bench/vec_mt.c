@@ -12,7 +12,8 @@
 #include "index/simd.h"
 #include "index/vec.h"
 
-static const uint32_t efs[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+static const uint32_t efs[] = {16,  32,  48,  64,  96,  128,
+                               192, 256, 384, 512, 768, 1024};
 #define NEFS (sizeof efs / sizeof efs[0])
 
 struct data {

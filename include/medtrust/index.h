@@ -115,7 +115,8 @@ struct mt_search_params {
      * (mt_index_embedder tells which), query_dims floats. */
     const float *query_vec;
     uint32_t query_dims;
-    uint32_t ef; /* HNSW search breadth, 0 = default (128) */
+    uint32_t ef; /* HNSW search breadth; 0 = the segment's default: 128 up
+                    to 350K vectors, growing as n^0.9 past that */
     /* Rerank stage (IryoNLP, MedCPT): take the top rerank_depth hits
      * (e.g. 50), score them with 'rerank' and keep the top k (e.g. 20).
      * Without a rerank function the first-stage order passes through.

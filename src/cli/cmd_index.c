@@ -43,6 +43,11 @@ static const struct cli_opt index_opts[] = {
      "index",
      0},
     {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
+    {"hnsw-min", 0, "N",
+     "new segments of at least N chunks get an HNSW graph over their "
+     "vectors, smaller ones are scanned exactly, 1..4000000000 (default "
+     "100000)",
+     0},
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
      "has seen (default off)",
@@ -93,6 +98,7 @@ struct index_opts {
     const char *db;
     struct mt_store_params sp;
     struct mt_ingest_params ip;
+    uint32_t hnsw_min; /* 0: the index's default */
     int json;
     int quiet;
 };
@@ -118,6 +124,10 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
     if (cli_get_uint(a, "batch", 1, 1000000, &v) < 0)
         return -1;
     o->ip.batch_size = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "hnsw-min", 1, 4000000000UL, &v) < 0)
+        return -1;
+    o->hnsw_min = (uint32_t)v;
     o->ip.source = cli_get(a, "source");
     o->ip.skip_bad = cli_get(a, "skip-bad") != NULL;
     o->json = cli_get(a, "json") != NULL;
@@ -240,6 +250,8 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
 
     mt_index_default_build_params(&bp);
     bp.rebuild = rebuild;
+    if (o->hnsw_min)
+        bp.hnsw_min = o->hnsw_min;
     st = with_embedder(s, embedder, &bp, &e, err);
     if (st != MT_OK)
         return st;

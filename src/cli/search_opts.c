@@ -96,6 +96,10 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
         return -1;
     p->rerank_depth = (uint32_t)v;
     v = 0;
+    if (cli_get_uint(a, "ef", 1, 10000, &v) < 0)
+        return -1;
+    p->ef = (uint32_t)v;
+    v = 0;
     if (cli_get_uint(a, "jobs", 0, 256, &v) < 0)
         return -1;
     *jobs = (unsigned)v;

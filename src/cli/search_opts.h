@@ -20,6 +20,10 @@
          "first-stage depth per list, 1..100000 "                              \
          "(default 50)",                                                       \
          0},                                                                   \
+        {"ef", 0, "N",                                                         \
+         "HNSW search breadth for dense/hybrid, 1..10000 (default: the "       \
+         "index's, from the segment size; more is slower and finds more)",     \
+         0},                                                                   \
         {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0},    \
         {"source", 's', "NAME", "only hits from this source", 0},              \
         {"filter", 0, "KEY=MIN..MAX",                                          \

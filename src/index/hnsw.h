@@ -16,20 +16,23 @@ extern "C" {
 /* Defaults and the recall@10 they reach against exact float search on
  * clustered synthetic unit vectors (Gaussian clusters around unit
  * centres), int8 codes re-scored with the 4-bit residual (the vector
- * set's default refine; see BENCHMARKS.md for the sweeps):
- *   20K x 64, 50 clusters (test_hnsw.c):  ef 64 and 128 above 0.98
- *   200K x 256, 100 clusters:             ef 96 >= 0.95
- *   1M x 256, 100 clusters:               ef 384 >= 0.95
- * so ef_search defaults to 128, and sets in the millions want ef 256-512
- * (the ef argument of mt_hnsw_search). Without the residual the int8
- * codes alone cap recall near 0.976, which costs a larger ef. */
+ * set's default refine; BENCHMARKS.md has the sweeps):
+ *   20K x 64, 50 clusters (test_hnsw.c):  ef 128 above 0.99
+ *   200K x 256, 100 clusters:             ef 96 0.970, ef 128 0.983
+ *   1M x 256, 100 clusters:               ef 256 0.932, ef 384 0.964
+ * Searching with ef 0 uses mt_hnsw_default_ef: ef_search (128) up to
+ * 350K vectors, then growing as n^0.9 (about 330 at 1M), which keeps
+ * that recall as sets grow. Without the residual the int8 codes alone
+ * cap recall near 0.976. */
 struct mt_hnsw_params {
     uint32_t M;               /* links per node on upper levels, 2..128;
                                  level 0 keeps 2*M. Default 16. */
     uint32_t ef_construction; /* candidate list while building; default
                                  200 */
     uint32_t ef_search;       /* candidate list while searching when the
-                                 call passes ef 0; default 128 */
+                                 call passes ef 0, for sets up to 350K
+                                 vectors (see mt_hnsw_default_ef);
+                                 default 128 */
     uint64_t seed;            /* level assignment PRNG; default 42 */
     int rescore; /* 1 (default): re-score the ef candidates with the float
                     query (mt_vecset_rescore): against the float vectors
@@ -69,7 +72,7 @@ enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
 
 /* Approximate top-k of 'query' (dims floats): up to k hits, best first,
  * ties by ascending id, into 'hits' (room for k), their number in *n.
- * 'ef' 0 means the index's ef_search; ef below k is raised to k. Only
+ * 'ef' 0 means mt_hnsw_default_ef; ef below k is raised to k. Only
  * vectors 'filter' accepts are returned (NULL: all). Thread-safe: any
  * number of threads may search one index at once; per-query scratch comes
  * from a pool, so a warm index does not allocate per query. MT_EINVAL for
@@ -78,6 +81,12 @@ enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
                               uint32_t k, uint32_t ef,
                               const struct mt_vec_filter *filter,
                               struct mt_vec_hit *hits, uint32_t *n);
+
+/* The ef a search with ef 0 uses: ef_search for up to 350K vectors, then
+ * ef_search * (n / 350K)^0.9, at most 4096. */
+uint32_t mt_hnsw_default_ef(const struct mt_hnsw *h);
+/* The same rule for n vectors and a given ef_search. */
+uint32_t mt_hnsw_ef_for(uint32_t n, uint32_t ef_search);
 
 /* Number of vectors, and the vector set searched (owned by the index when
  * it was opened from a file). */

@@ -104,6 +104,22 @@ if [ "$(echo "$out" | grep -c '"rank"')" -ge 1 ] &&
 else
     not_ok "hybrid search" "$out"
 fi
+"$MT" index --db "$TMP/graph" --input "$TMP/small.jsonl" --embedder use-lite \
+    --hnsw-min 1 --no-progress >"$TMP/out" 2>&1
+g1=$("$MT" search --db "$TMP/graph" --mode dense --json -k 1 --ef 1 \
+    "my leg bone snapped" 2>&1)
+g2=$("$MT" search --db "$TMP/graph" --mode dense --json -k 4 --ef 64 \
+    "my leg bone snapped" 2>&1)
+bad=$("$MT" search --db "$TMP/graph" --mode dense --ef 0 x 2>&1)
+if ls "$TMP/graph/index/"*.hnsw >/dev/null 2>&1 &&
+    echo "$g2" | head -1 | grep -q '"doc_id":"h2"' &&
+    [ "$(echo "$g1" | grep -c '"rank"')" = 1 ] &&
+    [ "$(echo "$g2" | grep -c '"rank"')" = 4 ] &&
+    echo "$bad" | grep -q -- '--ef must be'; then
+    ok "--hnsw-min builds an HNSW segment; --ef sets its search breadth"
+else
+    not_ok "HNSW segment and --ef" "$(cat "$TMP/out")" "$g1" "$g2" "$bad"
+fi
 printf '{"id":"h5","title":"Burns","text":"Scalding water burns the skin."}\n' \
     >"$TMP/more.jsonl"
 "$MT" index --db "$TMP/dense" --input "$TMP/more.jsonl" --no-progress \

@@ -146,6 +146,7 @@ static void test_hnsw_default_recall_at_least_095(void **state)
     double r = recall_of(idx, 0);
     (void)state;
     CHECK(p.M == 16 && p.ef_construction == 200 && p.ef_search == 128);
+    CHECK(mt_hnsw_default_ef(idx) == 128); /* small sets: ef_search */
     print_message("recall@10 default (ef %u): %.4f; ef 16: %.4f; "
                   "ef 64: %.4f\n",
                   p.ef_search, r, recall_of(idx, 16), recall_of(idx, 64));
@@ -350,6 +351,19 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     free(b);
 }
 
+static void test_hnsw_default_ef_grows_with_size(void **state)
+{
+    (void)state;
+    CHECK(mt_hnsw_ef_for(1000, 128) == 128);
+    CHECK(mt_hnsw_ef_for(350000, 128) == 128);
+    CHECK(mt_hnsw_ef_for(350000, 40) == 40);
+    /* 128 * (1M / 350K)^0.9 = 329.3; 2.3M: 696.8 */
+    CHECK(mt_hnsw_ef_for(1000000, 128) == 330);
+    CHECK(mt_hnsw_ef_for(2300000, 128) == 697);
+    CHECK(mt_hnsw_ef_for(UINT32_MAX, 128) == 4096);
+    CHECK(mt_hnsw_ef_for(400000, 128) > 128);
+}
+
 static void test_hnsw_rescore_modes(void **state)
 {
     struct mt_hnsw_params p = mt_hnsw_default_params();
@@ -528,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_hnsw_build_is_deterministic),
         cmocka_unit_test(test_hnsw_rejects_truncated_and_flipped),
         cmocka_unit_test(test_hnsw_rejects_bad_graph_with_valid_checksum),
+        cmocka_unit_test(test_hnsw_default_ef_grows_with_size),
         cmocka_unit_test(test_hnsw_rescore_modes),
         cmocka_unit_test(test_hnsw_filter_honoured),
         cmocka_unit_test(test_hnsw_small_and_empty),
