@@ -301,6 +301,24 @@ static int llm_configured(struct mt_server *s, struct srv_resp *rs)
     return 0;
 }
 
+/* A "source" filter must name a corpus of the store: 400 up front, not a
+ * queued run that fails. Returns 0 after answering 400. */
+static int source_known(struct srv_lease *l, const struct ask_arg *a,
+                        struct srv_resp *rs)
+{
+    struct mt_error err = {MT_OK, ""};
+    int64_t sid;
+
+    if (!a->key.source[0] || mt_store_source_find(l->store, a->key.source, &sid,
+                                                  &err) != MT_ENOTFOUND)
+        return 1;
+    mt_srv_error(rs, 400,
+                 "no source named '%s' in this store; GET /v1/sources lists "
+                 "them",
+                 a->key.source);
+    return 0;
+}
+
 /* Records the run, audits it by the question's hash and queues the job;
  * returns the run id or 0 (the argument is taken either way). */
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
@@ -315,6 +333,11 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     mt_sha256_hex(a->question, n, h);
+    if (st == MT_OK && !source_known(l, a, rs)) {
+        mt_srv_lease_put(s, l);
+        arg_free(a);
+        return 0;
+    }
     if (st == MT_OK)
         st = mt_run_create(l->store, rq->user.id, rq->user.name, "ask", h, &id,
                            &err);

@@ -145,15 +145,12 @@ PY
 else
     not_ok "ask filters" "$(head -c 400 "$TMP/filt.sse")" "$(head -c 300 "$TMP/filt.cli")"
 fi
-ask_run nosrc "$Q" '{"source":"no-such-source"}'
-if py "$TMP/nosrc.run" <<'PY'; then
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["status"] == "failed" and "no-such-source" in r["error"], r
-assert r["result"] is None
-PY
-    ok "an unknown source fails the run with the reason, no answer"
-else not_ok "unknown source" "$(head -c 400 "$TMP/nosrc.run")"; fi
+if [ "$(code "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"source":"no-such-source"}')")" = 400 ] &&
+    grep -q "no source named 'no-such-source'" "$TMP/body" &&
+    grep -q "/v1/sources" "$TMP/body"; then
+    ok "an unknown source is 400 up front, naming it and where sources are listed"
+else not_ok "unknown source" "$(head -c 400 "$TMP/body")"; fi
 
 # ==== --nli: the tiny GGUF classifier verifies, the model only answers ====
 if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" classify "$TMP/cls.gguf" \
