@@ -221,10 +221,38 @@ async function checks(page) {
 // arrive live, then the answer with coloured claims whose evidence shows
 // on hover and on focus, and the id the stub cites but never got
 // (NO_REFERENCE) in a claim's verdicts.
+// The Ask page's filters: sources from the store, years sent as they are
+// (a reversed range comes back as the server's 400, shown as it is).
+async function askFilters(page) {
+  await page.waitForSelector('#ask-source option:nth-child(2)',
+      {state: 'attached'});
+  const opts = await page.$$eval('#ask-source option', (o) =>
+    o.map((x) => x.value));
+  check('the Ask page offers the store\'s sources', opts.length > 1 &&
+      opts[0] === '', opts.join(','));
+  await page.fill('#ask-q', 'Is aspirin useful?');
+  await page.fill('#ask-year-from', '2015');
+  await page.fill('#ask-year-to', '2010');
+  expected.push({path: '/v1/ask', status: 400});
+  const bad = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
+  await page.click('#ask-btn');
+  const br = await bad;
+  await page.waitForFunction(() =>
+    document.getElementById('ask-msg').textContent.length > 0);
+  const msg = await page.textContent('#ask-msg');
+  check('year filters reach the server and its 400 shows',
+      br.status() === 400 && msg.includes('year_from'), br.status() + ' ' +
+      msg);
+  await page.fill('#ask-year-from', '');
+  await page.fill('#ask-year-to', '');
+}
+
 async function ask(page) {
   await page.goto(base + '/#ask');
+  await askFilters(page);
   await page.fill('#ask-q', 'Do mitochondria play a role in remodelling ' +
       'lace plant leaves during programmed cell death?');
+  const req = page.waitForRequest((r) => r.url().endsWith('/v1/ask'));
   const resp = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
   // Records the order in which the first step and the answer appear (a
   // step shown only with the answer, from the result, reads "step+answer").
@@ -242,6 +270,9 @@ async function ask(page) {
         {childList: true, subtree: true});
   });
   await page.click('#ask-btn');
+  const sent = (await req).postDataJSON();
+  check('the ask request carries k and no empty filters', sent.k === 10 &&
+      !('source' in sent) && !('year_from' in sent), JSON.stringify(sent));
   const r = await resp;
   check('ask queues a run (202)', r.status() === 202, 'status=' + r.status());
   await page.waitForSelector('#ask-answer .claim', {timeout: 60000});

@@ -1,5 +1,7 @@
 // The /v1 API from the browser: JSON requests with the session cookie and
 // the CSRF token the server hands out at login (kept for this tab only).
+import {el} from './dom.js';
+
 const CSRF_KEY = 'medtrust.csrf';
 
 export function setCsrf(token) {
@@ -40,4 +42,15 @@ export async function api(method, path, body) {
 export function errorText(res) {
   const m = res.data && res.data.error ? res.data.error : '';
   return m || ('request failed (HTTP ' + res.status + ')');
+}
+
+// Fills a <select> with the store's sources (GET /v1/sources), after its
+// "all sources" option; leaves it as it is when the request fails.
+export async function fillSources(select) {
+  const res = await api('GET', '/v1/sources');
+  if (!res.ok) return;
+  for (const s of res.data.sources) {
+    select.append(el('option', {value: s.name},
+        s.name + ' (' + s.documents + ' documents)'));
+  }
 }

@@ -4,7 +4,7 @@
 // NO_REFERENCE grey) and, on hover or keyboard focus, show each cited
 // document's title and its closest sentence. A refusal (no model
 // configured, bad input) shows the server's own words.
-import {api, errorText} from './api.js';
+import {api, errorText, fillSources} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
 
@@ -97,6 +97,18 @@ function verification() {
   };
 }
 
+// The request: the question plus the filters that are set (the server
+// checks them and answers 400 with the reason otherwise).
+function askBody(question) {
+  const body = {question};
+  const num = (id) => parseInt($(id).value, 10);
+  if (num('ask-k')) body.k = num('ask-k');
+  if ($('ask-source').value) body.source = $('ask-source').value;
+  if (num('ask-year-from')) body.year_from = num('ask-year-from');
+  if (num('ask-year-to')) body.year_to = num('ask-year-to');
+  return body;
+}
+
 async function submit(ev) {
   ev.preventDefault();
   const question = $('ask-q').value.trim();
@@ -104,7 +116,7 @@ async function submit(ev) {
   $('ask-msg').textContent = '';
   $('ask-status').textContent = 'Asking…';
   $('ask-btn').disabled = true;
-  const res = await api('POST', '/v1/ask', {question});
+  const res = await api('POST', '/v1/ask', askBody(question));
   const answer = el('div');
   const steps = verification();
   const done = (r) => {
@@ -144,6 +156,7 @@ async function submit(ev) {
   });
 }
 
-export function initAsk() {
+export async function initAsk() {
   $('ask-form').addEventListener('submit', submit);
+  await fillSources($('ask-source'));
 }

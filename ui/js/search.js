@@ -1,7 +1,7 @@
 // Search page: POST /v1/search with a lexical/semantic weight (BM25 and
 // vectors fused as VerifAI does), top k and a source filter; hits show
 // with the query's words highlighted. The API has no year filter yet.
-import {api, errorText} from './api.js';
+import {api, errorText, fillSources} from './api.js';
 import {$, clear, el, highlight, queryTerms} from './dom.js';
 
 let hasVectors = false;
@@ -58,15 +58,9 @@ async function submit(ev) {
 export async function initSearch() {
   $('search-form').addEventListener('submit', submit);
   $('search-w').addEventListener('input', showWeights);
-  const [models, sources] = await Promise.all([api('GET', '/v1/models'),
-    api('GET', '/v1/sources')]);
+  const [models] = await Promise.all([api('GET', '/v1/models'),
+    fillSources($('search-source'))]);
   hasVectors = models.ok && !!models.data.embedder;
   $('search-w').disabled = !hasVectors;
   showWeights();
-  if (sources.ok) {
-    for (const s of sources.data.sources) {
-      $('search-source').append(el('option', {value: s.name},
-          s.name + ' (' + s.documents + ' documents)'));
-    }
-  }
 }
