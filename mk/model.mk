@@ -13,6 +13,16 @@ CFLAGS_ALL += -DMT_HAVE_LLAMA=1 -DMT_LLAMA_LIB_DIR='"$(LLAMA_BIN)"' \
               -isystem $(LLAMA_SRC)/include -isystem $(LLAMA_SRC)/ggml/include
 LDLIBS_ALL += $(LLAMA_SO) $(LLAMA_BIN)/libggml.v0.5.0.so \
               $(LLAMA_BIN)/libggml-base.so -Wl,-rpath,$(LLAMA_BIN)
+# An installed binary finds the libraries `make install` puts beside it
+# first ($ORIGIN/../lib/medtrust); in the build tree that folder does not
+# exist and the loader falls through to third_party.
+LDFLAGS += -Wl,-rpath,'$$ORIGIN/../lib/medtrust'
+
+.PHONY: install-llama
+install: install-llama
+install-llama:
+	install -d $(DESTDIR)$(PREFIX)/lib/medtrust
+	install -m 755 $(LLAMA_BIN)/*.so $(DESTDIR)$(PREFIX)/lib/medtrust/
 endif
 
 # Model benchmarks (bench/model_bench.c, recorded in BENCHMARKS.md):

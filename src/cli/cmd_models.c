@@ -178,6 +178,7 @@ static const char *opt_or_env(struct cli_args *a, const char *opt,
 static int models_run(struct cli_args *a)
 {
     struct check_ctx c = {MT_LLM_DEFAULT_TIMEOUT_S, 0, 0, 0};
+    const char *emb;
     unsigned long t = 0;
 
     mt_jsonl_init_alloc();
@@ -191,8 +192,9 @@ static int models_run(struct cli_args *a)
     c.no_check = cli_get(a, "no-check") != NULL;
     check_one(&c, "llm", opt_or_env(a, "llm", "MEDTRUST_LLM", NULL));
     check_roles(&c);
-    check_one(&c, "embedder",
-              opt_or_env(a, "embedder", "MEDTRUST_EMBEDDER", "use-lite"));
+    emb = opt_or_env(a, "embedder", "MEDTRUST_EMBEDDER", "use-lite");
+    /* "none" means an index without vectors: no embedder to check */
+    check_one(&c, "embedder", strcmp(emb, "none") == 0 ? NULL : emb);
     check_one(&c, "reranker",
               opt_or_env(a, "reranker", "MEDTRUST_RERANKER", NULL));
     check_one(&c, "nli", opt_or_env(a, "nli", "MEDTRUST_NLI", NULL));

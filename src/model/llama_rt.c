@@ -30,12 +30,39 @@ static void on_log(enum ggml_log_level level, const char *text, void *user)
            "llama.cpp: %.*s", (int)n, text);
 }
 
+static char lib_dir[4096 + 64];
+
+/* Where the CPU backends (libggml-cpu-*.so) are: $MEDTRUST_LLAMA_LIB, else
+ * ../lib/medtrust beside the executable when `make install` put them
+ * there, else the build tree's third_party folder. */
+static void find_lib_dir(void)
+{
+    const char *env = getenv("MEDTRUST_LLAMA_LIB");
+    char exe[4096];
+    char probe[4096 + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash;
+
+    snprintf(lib_dir, sizeof lib_dir, "%s",
+             env && *env ? env : MT_LLAMA_LIB_DIR);
+    if ((env && *env) || n <= 0)
+        return;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(probe, sizeof probe, "%s/../lib/medtrust/libggml-base.so", exe);
+    if (access(probe, R_OK) == 0)
+        snprintf(lib_dir, sizeof lib_dir, "%s/../lib/medtrust", exe);
+}
+
 static void do_init(void)
 {
-    const char *dir = getenv("MEDTRUST_LLAMA_LIB");
-
     llama_log_set(on_log, NULL);
-    ggml_backend_load_all_from_path(dir && *dir ? dir : MT_LLAMA_LIB_DIR);
+    find_lib_dir();
+    mt_log(MT_LOG_DEBUG, "llama.cpp backends from %s", lib_dir);
+    ggml_backend_load_all_from_path(lib_dir);
     llama_backend_init();
 }
 
@@ -46,7 +73,7 @@ enum mt_status mt_llama_init(struct mt_error *err)
         return mt_fail(err, MT_EUNSUPPORTED,
                        "llama.cpp found no CPU backend in %s: set "
                        "MEDTRUST_LLAMA_LIB to the folder of libggml-cpu-*.so",
-                       MT_LLAMA_LIB_DIR);
+                       lib_dir);
     return MT_OK;
 }
 
