@@ -45,18 +45,15 @@ struct note {
 struct run_state {
     struct note *notes;
     size_t n;
-    size_t next;
+    struct work_queue q; /* q.mu also guards the counts below */
     struct mt_agent *agent;
     struct journal *journal;
     FILE *trace;
     struct mt_progress *bar;
-    pthread_mutex_t mu;
     struct mt_check_usage total;
     size_t done;
     size_t failed;   /* notes whose check failed: fallback line */
     size_t fallback; /* notes with a fallback verdict */
-    enum mt_status fatal;
-    struct mt_error fatal_err;
 };
 
 /* ==== Loading ==== */
@@ -207,12 +204,9 @@ static void record(struct run_state *s, struct note *x, char *line,
     enum mt_status st = line ? journal_append(s->journal, x->id, line, &err)
                              : mt_fail(&err, MT_ENOMEM, "out of memory");
 
-    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&s->q.mu);
     x->line = line;
-    if (st != MT_OK && s->fatal == MT_OK) {
-        s->fatal = st;
-        s->fatal_err = err;
-    }
+    work_fail_locked(&s->q, st, &err);
     if (tl)
         fprintf(s->trace, "%s\n", tl);
     if (r)
@@ -220,64 +214,28 @@ static void record(struct run_state *s, struct note *x, char *line,
     s->failed += r == NULL;
     s->fallback += r && r->fallback;
     s->done++;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->q.mu);
     mt_free(tl);
     mt_progress_add(s->bar, 1);
 }
 
-static void check_note(struct run_state *s, struct note *x)
+static void check_note(size_t i, void *user)
 {
+    struct run_state *s = user;
+    struct note *x = &s->notes[i];
     struct mt_note nt = {x->id, x->text, strlen(x->text), x->sents,
                          x->sents ? strlen(x->sents) : 0};
     struct mt_check_result r;
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = mt_agent_check(s->agent, &nt, &r, &err);
-    char *line = mt_check_submission_line(x->id, st == MT_OK ? &r : NULL);
+    enum mt_status st;
+    char *line;
 
+    if (x->resumed)
+        return;
+    st = mt_agent_check(s->agent, &nt, &r, &err);
+    line = mt_check_submission_line(x->id, st == MT_OK ? &r : NULL);
     record(s, x, line, st == MT_OK ? &r : NULL, &err);
     mt_check_result_free(&r);
-}
-
-static void *worker(void *arg)
-{
-    struct run_state *s = arg;
-
-    for (;;) {
-        struct note *x = NULL;
-
-        pthread_mutex_lock(&s->mu);
-        while (s->fatal == MT_OK && s->next < s->n && !x) {
-            x = &s->notes[s->next++];
-            if (x->resumed)
-                x = NULL;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (!x)
-            return NULL;
-        check_note(s, x);
-    }
-}
-
-static enum mt_status run_workers(struct run_state *s, unsigned jobs,
-                                  struct mt_error *err)
-{
-    pthread_t *t = mt_calloc(jobs, sizeof *t);
-    unsigned started = 0;
-    unsigned i;
-
-    if (!t)
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    for (i = 0; i < jobs; i++)
-        if (pthread_create(&t[i], NULL, worker, s) == 0)
-            t[started++] = t[i];
-    if (started == 0)
-        worker(s);
-    for (i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    mt_free(t);
-    if (s->fatal != MT_OK)
-        *err = s->fatal_err;
-    return s->fatal;
 }
 
 /* ==== The run ==== */
@@ -392,7 +350,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
     enum mt_status st = open_run(a, s, &resumed, err);
 
     if (st == MT_OK)
-        st = run_workers(s, jobs, err);
+        st = work_run(&s->q, jobs, check_note, s, err);
     mt_progress_finish(s->bar);
     if (s->trace)
         fflush(s->trace);
@@ -423,8 +381,9 @@ static int mediqa_run(struct cli_args *a)
         return 1;
     }
     p.llm.max_concurrency = (uint32_t)jobs * 2; /* guards pairs */
-    pthread_mutex_init(&s.mu, NULL);
+    work_init(&s.q, 0);
     st = load_notes(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
+    s.q.n = s.n;
     if (st == MT_OK)
         st = mt_agent_open(&p, &s.agent, &err);
     if (st == MT_OK)
@@ -435,7 +394,7 @@ static int mediqa_run(struct cli_args *a)
         fclose(s.trace);
     mt_progress_free(s.bar);
     notes_free(s.notes, s.n);
-    pthread_mutex_destroy(&s.mu);
+    work_destroy(&s.q);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
 

@@ -182,3 +182,72 @@ enum mt_status write_atomic(const char *path, const char *data, size_t n,
     sync_dir(path);
     return MT_OK;
 }
+
+/* ==== Work queue ==== */
+
+void work_init(struct work_queue *q, size_t n)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    q->n = n;
+}
+
+void work_destroy(struct work_queue *q)
+{
+    pthread_mutex_destroy(&q->mu);
+}
+
+void work_fail_locked(struct work_queue *q, enum mt_status st,
+                      const struct mt_error *err)
+{
+    if (st == MT_OK || q->fatal != MT_OK)
+        return;
+    q->fatal = st;
+    q->fatal_err = *err;
+}
+
+struct work_arg {
+    struct work_queue *q;
+    work_fn fn;
+    void *user;
+};
+
+static void *work_thread(void *arg)
+{
+    struct work_arg *w = arg;
+
+    for (;;) {
+        size_t i;
+
+        pthread_mutex_lock(&w->q->mu);
+        i = w->q->fatal == MT_OK && w->q->next < w->q->n ? w->q->next++
+                                                         : (size_t)-1;
+        pthread_mutex_unlock(&w->q->mu);
+        if (i == (size_t)-1)
+            return NULL;
+        w->fn(i, w->user);
+    }
+}
+
+enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
+                        void *user, struct mt_error *err)
+{
+    struct work_arg w = {q, fn, user};
+    pthread_t *t = mt_calloc(jobs ? jobs : 1, sizeof *t);
+    unsigned started = 0;
+    unsigned i;
+
+    if (!t)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; i < jobs; i++)
+        if (pthread_create(&t[started], NULL, work_thread, &w) == 0)
+            started++;
+    if (started == 0)
+        work_thread(&w);
+    for (i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    mt_free(t);
+    if (q->fatal != MT_OK)
+        *err = q->fatal_err;
+    return q->fatal;
+}

@@ -4,6 +4,9 @@
 #ifndef MT_CLI_JOURNAL_H
 #define MT_CLI_JOURNAL_H
 
+#include <pthread.h>
+#include <stddef.h>
+
 #include "medtrust/status.h"
 
 struct journal;
@@ -22,6 +25,33 @@ enum mt_status journal_append(struct journal *j, const char *id,
                               const char *line, struct mt_error *err);
 
 void journal_close(struct journal *j);
+
+/* The parallel half of a resumable batch (mediqa, ask --batch): worker
+ * threads take items 0..n-1 in order until all are taken or one reports
+ * a fatal error (a journal that cannot be written), after which no new
+ * item starts. 'mu' is free for the caller's own bookkeeping. */
+struct work_queue {
+    pthread_mutex_t mu;
+    size_t n;
+    size_t next;
+    enum mt_status fatal;
+    struct mt_error fatal_err;
+};
+
+/* Runs one item; items already done (resumed) should return at once. */
+typedef void (*work_fn)(size_t i, void *user);
+
+void work_init(struct work_queue *q, size_t n);
+void work_destroy(struct work_queue *q);
+
+/* Records the first fatal error; call with q->mu held. */
+void work_fail_locked(struct work_queue *q, enum mt_status st,
+                      const struct mt_error *err);
+
+/* Runs fn over the items with 'jobs' threads (the caller's thread alone
+ * when none can start). Returns the fatal error, copied into 'err'. */
+enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
+                        void *user, struct mt_error *err);
 
 /* Writes 'data' to 'path' atomically: a temporary file, fsync, rename. */
 enum mt_status write_atomic(const char *path, const char *data, size_t n,

@@ -174,14 +174,10 @@ enum mt_status qa_items_load(const char *path, size_t limit,
 struct batch {
     struct mt_qa *q;
     struct qa_item *v;
-    size_t n;
-    size_t next;
+    struct work_queue wq; /* wq.mu also guards stats */
     struct journal *journal;
     struct mt_progress *bar;
-    pthread_mutex_t mu;
     struct qa_batch_stats stats;
-    enum mt_status fatal;
-    struct mt_error fatal_err;
 };
 
 /* {"id":ID,...result} or {"id":ID,"question":Q,"error":why}. */
@@ -218,48 +214,30 @@ static void record(struct batch *b, struct qa_item *x, char *line, int ok)
                             ? journal_append(b->journal, x->id, line, &err)
                             : MT_OK;
 
-    pthread_mutex_lock(&b->mu);
+    pthread_mutex_lock(&b->wq.mu);
     x->line = line;
-    if (st != MT_OK && b->fatal == MT_OK) {
-        b->fatal = st;
-        b->fatal_err = err;
-    }
+    work_fail_locked(&b->wq, st, &err);
     b->stats.answered += ok != 0;
     b->stats.failed += ok == 0;
-    pthread_mutex_unlock(&b->mu);
+    pthread_mutex_unlock(&b->wq.mu);
     mt_progress_add(b->bar, 1);
 }
 
-static void ask_one(struct batch *b, struct qa_item *x)
+static void ask_one(size_t i, void *user)
 {
+    struct batch *b = user;
+    struct qa_item *x = &b->v[i];
     struct mt_qa_result *r = NULL;
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = mt_qa_ask(b->q, x->query, &r, &err);
+    enum mt_status st;
 
+    if (x->resumed)
+        return;
+    st = mt_qa_ask(b->q, x->query, &r, &err);
     if (st != MT_OK && !err.msg[0])
         snprintf(err.msg, sizeof err.msg, "%s", mt_status_str(st));
     record(b, x, result_line(x, st == MT_OK ? r : NULL, &err), st == MT_OK);
     mt_qa_result_free(r);
-}
-
-static void *worker(void *arg)
-{
-    struct batch *b = arg;
-
-    for (;;) {
-        struct qa_item *x = NULL;
-
-        pthread_mutex_lock(&b->mu);
-        while (b->fatal == MT_OK && b->next < b->n && !x) {
-            x = &b->v[b->next++];
-            if (x->resumed)
-                x = NULL;
-        }
-        pthread_mutex_unlock(&b->mu);
-        if (!x)
-            return NULL;
-        ask_one(b, x);
-    }
 }
 
 static void on_resumed(const char *id, const char *line, void *user)
@@ -267,7 +245,7 @@ static void on_resumed(const char *id, const char *line, void *user)
     struct batch *b = user;
     size_t i;
 
-    for (i = 0; i < b->n; i++) {
+    for (i = 0; i < b->wq.n; i++) {
         struct qa_item *x = &b->v[i];
 
         if (x->resumed || strcmp(x->id, id) != 0)
@@ -291,27 +269,13 @@ static enum mt_status start(struct batch *b, const struct qa_batch_params *bp,
     if (st != MT_OK)
         return st;
     pp.label = bp->label;
-    pp.total = b->n;
+    pp.total = b->wq.n;
     pp.quiet = bp->quiet;
     st = mt_progress_new(&pp, &b->bar);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
     mt_progress_update(b->bar, b->stats.resumed);
     return MT_OK;
-}
-
-static void run_threads(struct batch *b, unsigned jobs)
-{
-    pthread_t t[512];
-    unsigned started = 0, i;
-
-    for (i = 0; i < jobs && i < 512; i++)
-        if (pthread_create(&t[started], NULL, worker, b) == 0)
-            started++;
-    if (started == 0)
-        worker(b);
-    for (i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
 }
 
 enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
@@ -324,20 +288,15 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
     memset(&b, 0, sizeof b);
     b.q = q;
     b.v = v;
-    b.n = n;
-    pthread_mutex_init(&b.mu, NULL);
+    work_init(&b.wq, n);
     st = start(&b, bp, err);
-    if (st == MT_OK) {
-        run_threads(&b, bp->jobs ? bp->jobs : 1);
-        st = b.fatal;
-        if (st != MT_OK)
-            *err = b.fatal_err;
-    }
+    if (st == MT_OK)
+        st = work_run(&b.wq, bp->jobs ? bp->jobs : 1, ask_one, &b, err);
     if (b.bar)
         mt_progress_finish(b.bar);
     mt_progress_free(b.bar);
     journal_close(b.journal);
-    pthread_mutex_destroy(&b.mu);
+    work_destroy(&b.wq);
     *stats = b.stats;
     return st;
 }
