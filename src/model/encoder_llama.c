@@ -19,11 +19,7 @@
 #define ENC_MAX_CTX 8192u
 
 struct lenc {
-    struct llama_model *model;
-    struct llama_context *ctx;
-    const struct llama_vocab *vocab;
-    pthread_mutex_t mu;
-    char *name;
+    struct mt_llama_session ls;
     uint32_t n_ctx;
     uint32_t dims;    /* n_embd, or n_cls_out under rank pooling */
     int label_map[3]; /* NLI: output index of SUPPORT, CONTRADICT, NO_EV */
@@ -41,18 +37,13 @@ static void lenc_free(void *self)
 
     if (!e)
         return;
-    if (e->ctx)
-        llama_free(e->ctx);
-    if (e->model)
-        mt_llama_release(e->model);
-    pthread_mutex_destroy(&e->mu);
-    mt_free(e->name);
+    mt_llama_session_close(&e->ls);
     mt_free(e);
 }
 
 static const char *lenc_model(const void *self)
 {
-    return ((const struct lenc *)self)->name;
+    return ((const struct lenc *)self)->ls.name;
 }
 
 static uint32_t lenc_dims(const void *self)
@@ -65,34 +56,27 @@ static enum mt_status lenc_open(const char *path, enum mt_llama_role role,
                                 struct lenc **out, struct mt_error *err)
 {
     struct llama_context_params cp = llama_context_default_params();
-    const char *slash = strrchr(path, '/');
     struct lenc *e = mt_calloc(1, sizeof *e);
     enum mt_status st;
 
-    if (!e || !(e->name = mt_strdup(slash ? slash + 1 : path))) {
-        mt_free(e);
+    if (!e)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
-    pthread_mutex_init(&e->mu, NULL);
-    st = mt_llama_load(path, role, setting, &e->model, err);
+    st = mt_llama_session_open(&e->ls, path, role, setting, err);
     if (st != MT_OK)
         goto fail;
-    e->vocab = llama_model_get_vocab(e->model);
-    e->n_ctx = (uint32_t)llama_model_n_ctx_train(e->model);
+    e->n_ctx = (uint32_t)llama_model_n_ctx_train(e->ls.model);
     if (e->n_ctx == 0 || e->n_ctx > ENC_MAX_CTX)
         e->n_ctx = ENC_MAX_CTX;
-    e->dims = role == MT_LLAMA_EMBED ? (uint32_t)llama_model_n_embd(e->model)
-                                     : llama_model_n_cls_out(e->model);
+    e->dims = role == MT_LLAMA_EMBED ? (uint32_t)llama_model_n_embd(e->ls.model)
+                                     : llama_model_n_cls_out(e->ls.model);
     cp.n_ctx = cp.n_batch = cp.n_ubatch = e->n_ctx;
     cp.n_seq_max = ENC_MAX_SEQ;
     cp.embeddings = true;
     cp.n_threads = cp.n_threads_batch = mt_llama_threads(threads);
     cp.no_perf = true;
-    e->ctx = llama_init_from_model(e->model, cp);
-    if (!e->ctx) {
-        st = mt_fail(err, MT_ENOMEM, "gguf:%s: cannot create a context", path);
+    st = mt_llama_session_context(&e->ls, path, cp, err);
+    if (st != MT_OK)
         goto fail;
-    }
     *out = e;
     return MT_OK;
 fail:
@@ -125,11 +109,11 @@ static enum mt_status run_batch(struct lenc *e, const struct seq *s, size_t n,
             b.logits[j] = 1;
         }
     }
-    if (llama_get_memory(e->ctx))
-        llama_memory_clear(llama_get_memory(e->ctx), true);
-    rc = llama_decode(e->ctx, b);
+    if (llama_get_memory(e->ls.ctx))
+        llama_memory_clear(llama_get_memory(e->ls.ctx), true);
+    rc = llama_decode(e->ls.ctx, b);
     for (i = 0; rc == 0 && i < n; i++) {
-        const float *v = llama_get_embeddings_seq(e->ctx, (llama_seq_id)i);
+        const float *v = llama_get_embeddings_seq(e->ls.ctx, (llama_seq_id)i);
         if (!v) {
             rc = -1;
             break;
@@ -157,7 +141,7 @@ static enum mt_status encode(struct lenc *e, const struct seq *s, size_t n,
             return mt_fail(err, MT_EINTERNAL,
                            "gguf %s: llama.cpp failed "
                            "to encode a batch",
-                           e->name);
+                           e->ls.name);
         i = j;
     }
     return MT_OK;
@@ -177,7 +161,7 @@ static enum mt_status tok_one(struct lenc *e, struct mt_str t, struct seq *s,
                               struct mt_error *err)
 {
     enum mt_status st =
-        mt_llama_tokenize(e->vocab, t.p, t.n, 1, &s->t, &s->n, err);
+        mt_llama_tokenize(e->ls.vocab, t.p, t.n, 1, &s->t, &s->n, err);
 
     if (st == MT_OK && (uint32_t)s->n > e->n_ctx)
         s->n = (int32_t)e->n_ctx; /* as sentence encoders truncate */
@@ -199,9 +183,9 @@ static enum mt_status lenc_embed(void *self, const struct mt_str *texts,
     for (i = 0; st == MT_OK && i < n; i++)
         st = tok_one(e, texts[i], &s[i], err);
     if (st == MT_OK) {
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->ls.mu);
         st = encode(e, s, n, out, err);
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->ls.mu);
     }
     free_seqs(s, n);
     return st;
@@ -239,18 +223,18 @@ static enum mt_status tok_pair(struct lenc *e, struct mt_str a, struct mt_str b,
 {
     struct seq q = {NULL, 0};
     struct seq d = {NULL, 0};
-    llama_token sep = llama_vocab_sep(e->vocab);
+    llama_token sep = llama_vocab_sep(e->ls.vocab);
     enum mt_status st = tok_one(e, a, &q, err);
 
     if (st == MT_OK)
-        st = mt_llama_tokenize(e->vocab, b.p, b.n, 0, &d.t, &d.n, err);
+        st = mt_llama_tokenize(e->ls.vocab, b.p, b.n, 0, &d.t, &d.n, err);
     if (sep < 0)
-        sep = llama_vocab_eos(e->vocab);
+        sep = llama_vocab_eos(e->ls.vocab);
     if (st == MT_OK && (uint32_t)q.n + 1 >= e->n_ctx)
         st = mt_fail(err, MT_ELIMIT,
                      "gguf %s: the query alone fills the "
                      "%u-token context",
-                     e->name, e->n_ctx);
+                     e->ls.name, e->n_ctx);
     if (st == MT_OK && (uint32_t)(q.n + d.n + 1) > e->n_ctx)
         d.n = (int32_t)e->n_ctx - q.n - 1;
     if (st == MT_OK)
@@ -281,9 +265,9 @@ static enum mt_status score_pairs(struct lenc *e, struct mt_str query,
     for (i = 0; st == MT_OK && i < n; i++)
         st = tok_pair(e, query, docs[i], &s[i], err);
     if (st == MT_OK) {
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->ls.mu);
         st = encode(e, s, n, out, err);
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->ls.mu);
     }
     free_seqs(s, n);
     return st;
@@ -328,7 +312,7 @@ static int find_label(const struct lenc *e, const char *want)
     uint32_t i;
 
     for (i = 0; i < e->dims; i++) {
-        const char *l = llama_model_cls_label(e->model, i);
+        const char *l = llama_model_cls_label(e->ls.model, i);
         if (l && strstr(l, want))
             return (int)i;
     }

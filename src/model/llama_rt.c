@@ -77,6 +77,47 @@ enum mt_status mt_llama_init(struct mt_error *err)
     return MT_OK;
 }
 
+enum mt_status mt_llama_session_open(struct mt_llama_session *s,
+                                     const char *path, enum mt_llama_role role,
+                                     const char *setting, struct mt_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    enum mt_status st;
+
+    pthread_mutex_init(&s->mu, NULL);
+    s->name = mt_strdup(slash ? slash + 1 : path);
+    if (!s->name)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    st = mt_llama_load(path, role, setting, &s->model, err);
+    if (st == MT_OK)
+        s->vocab = llama_model_get_vocab(s->model);
+    return st;
+}
+
+enum mt_status mt_llama_session_context(struct mt_llama_session *s,
+                                        const char *path,
+                                        struct llama_context_params cp,
+                                        struct mt_error *err)
+{
+    s->ctx = llama_init_from_model(s->model, cp);
+    if (!s->ctx)
+        return mt_fail(err, MT_ENOMEM,
+                       "gguf:%s: cannot create a context of %u tokens", path,
+                       cp.n_ctx);
+    return MT_OK;
+}
+
+void mt_llama_session_close(struct mt_llama_session *s)
+{
+    if (s->ctx)
+        llama_free(s->ctx);
+    if (s->model)
+        mt_llama_release(s->model);
+    pthread_mutex_destroy(&s->mu);
+    mt_free(s->name);
+    memset(s, 0, sizeof *s);
+}
+
 int32_t mt_llama_threads(uint32_t threads)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -5,6 +5,7 @@
 
 #ifdef MT_HAVE_LLAMA
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,33 @@ void mt_llama_release(struct llama_model *m);
 enum mt_status mt_llama_tokenize(const struct llama_vocab *v, const char *text,
                                  size_t n, int special, llama_token **out,
                                  int32_t *n_out, struct mt_error *err);
+
+/* One loaded model with one context, as every gguf backend holds it: the
+ * context serves one call at a time under 'mu'. */
+struct mt_llama_session {
+    struct llama_model *model;
+    struct llama_context *ctx;
+    const struct llama_vocab *vocab;
+    pthread_mutex_t mu;
+    char *name; /* the file's base name, for results and errors */
+};
+
+/* Loads the model at 'path' for 'role' (mt_llama_load) into a zeroed
+ * session; no context yet. On failure the session needs
+ * mt_llama_session_close all the same. */
+enum mt_status mt_llama_session_open(struct mt_llama_session *s,
+                                     const char *path, enum mt_llama_role role,
+                                     const char *setting, struct mt_error *err);
+
+/* Creates the session's context from 'cp'; MT_ENOMEM naming the file
+ * when llama.cpp cannot. */
+enum mt_status mt_llama_session_context(struct mt_llama_session *s,
+                                        const char *path,
+                                        struct llama_context_params cp,
+                                        struct mt_error *err);
+
+/* Frees the context, releases the model and the name. */
+void mt_llama_session_close(struct mt_llama_session *s);
 
 /* Threads to use: 'threads' or the online CPU count. */
 int32_t mt_llama_threads(uint32_t threads);

@@ -18,11 +18,7 @@
 #define SETTING "--llm/MEDTRUST_LLM"
 
 struct lchat {
-    struct llama_model *model;
-    struct llama_context *ctx;
-    const struct llama_vocab *vocab;
-    pthread_mutex_t mu;
-    char *name;
+    struct mt_llama_session ls;
     uint32_t n_ctx;
 };
 
@@ -32,18 +28,13 @@ static void lchat_free(void *self)
 
     if (!c)
         return;
-    if (c->ctx)
-        llama_free(c->ctx);
-    if (c->model)
-        mt_llama_release(c->model);
-    pthread_mutex_destroy(&c->mu);
-    mt_free(c->name);
+    mt_llama_session_close(&c->ls);
     mt_free(c);
 }
 
 static const char *lchat_model(const void *self)
 {
-    return ((const struct lchat *)self)->name;
+    return ((const struct lchat *)self)->ls.name;
 }
 
 /* ==== Prompt ==== */
@@ -52,7 +43,7 @@ static enum mt_status apply_template(struct lchat *c,
                                      const struct mt_llm_message *m, size_t n,
                                      char **out, struct mt_error *err)
 {
-    const char *tmpl = llama_model_chat_template(c->model, NULL);
+    const char *tmpl = llama_model_chat_template(c->ls.model, NULL);
     struct llama_chat_message *cm = mt_malloc(n * sizeof *cm);
     size_t cap = 1024;
     char *buf = NULL;
@@ -78,7 +69,7 @@ static enum mt_status apply_template(struct lchat *c,
                                      "gguf %s: its "
                                      "chat template is not one llama.cpp "
                                      "knows",
-                                     c->name);
+                                     c->ls.name);
     }
     buf[r] = '\0';
     *out = buf;
@@ -117,7 +108,7 @@ static int samp_init(struct lchat *c, const struct mt_chat_params *p,
     cp.no_perf = true;
     s->chain = llama_sampler_chain_init(cp);
     if (grammar)
-        s->grammar = llama_sampler_init_grammar(c->vocab, grammar, "root");
+        s->grammar = llama_sampler_init_grammar(c->ls.vocab, grammar, "root");
     if (!s->chain || (grammar && !s->grammar)) {
         samp_free(s);
         return -1;
@@ -137,10 +128,10 @@ static int samp_init(struct lchat *c, const struct mt_chat_params *p,
 /* Samples the next token; -1 when out of memory. */
 static llama_token samp_next(struct lchat *c, struct samp *s)
 {
-    llama_token t = llama_sampler_sample(s->chain, c->ctx, -1);
+    llama_token t = llama_sampler_sample(s->chain, c->ls.ctx, -1);
     llama_token_data one = {t, 1.0f, 0.0f};
     llama_token_data_array arr = {&one, 1, -1, false};
-    int32_t nv = llama_vocab_n_tokens(c->vocab);
+    int32_t nv = llama_vocab_n_tokens(c->ls.vocab);
     const float *logits;
     int32_t i;
 
@@ -153,7 +144,7 @@ static llama_token samp_next(struct lchat *c, struct samp *s)
     }
     if (!s->cand && !(s->cand = mt_malloc((size_t)nv * sizeof *s->cand)))
         return -1;
-    logits = llama_get_logits_ith(c->ctx, -1);
+    logits = llama_get_logits_ith(c->ls.ctx, -1);
     for (i = 0; i < nv; i++)
         s->cand[i] = (llama_token_data){i, logits[i], 0.0f};
     arr = (llama_token_data_array){s->cand, (size_t)nv, -1, false};
@@ -190,7 +181,7 @@ static enum mt_status append_piece(struct lchat *c, llama_token t,
 {
     char piece[256];
     int32_t n =
-        llama_token_to_piece(c->vocab, t, piece, sizeof piece, 0, false);
+        llama_token_to_piece(c->ls.vocab, t, piece, sizeof piece, 0, false);
 
     if (n < 0)
         return MT_ELIMIT;
@@ -204,19 +195,19 @@ static enum mt_status sample_one(struct lchat *c, const llama_token *prompt,
                                  struct samp *sp, uint32_t budget,
                                  struct mt_buf *out, uint64_t *ntok)
 {
-    llama_memory_t mem = llama_get_memory(c->ctx);
+    llama_memory_t mem = llama_get_memory(c->ls.ctx);
     llama_token tok = prompt[np - 1];
     size_t before;
     uint32_t k;
 
     llama_memory_seq_rm(mem, 0, np - 1, -1);
     for (k = 0; k < budget; k++) {
-        if (llama_decode(c->ctx, llama_batch_get_one(&tok, 1)) != 0)
+        if (llama_decode(c->ls.ctx, llama_batch_get_one(&tok, 1)) != 0)
             return MT_EINTERNAL;
         tok = samp_next(c, sp);
         if (tok < 0)
             return MT_ENOMEM;
-        if (llama_vocab_is_eog(c->vocab, tok))
+        if (llama_vocab_is_eog(c->ls.vocab, tok))
             break;
         (*ntok)++;
         before = out->len;
@@ -236,7 +227,8 @@ static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
     enum mt_status st = apply_template(c, m, nm, &text, err);
 
     if (st == MT_OK)
-        st = mt_llama_tokenize(c->vocab, text, strlen(text), 1, toks, np, err);
+        st = mt_llama_tokenize(c->ls.vocab, text, strlen(text), 1, toks, np,
+                               err);
     mt_free(text);
     if (st != MT_OK)
         return st;
@@ -247,7 +239,7 @@ static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
                        "gguf %s: the prompt is %d tokens "
                        "but the context holds %u: shorten the input, or "
                        "raise the context size (n_ctx)",
-                       c->name, *np, c->n_ctx);
+                       c->ls.name, *np, c->n_ctx);
     }
     return MT_OK;
 }
@@ -279,7 +271,7 @@ static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
         mt_buf_free(&out);
     }
     if (st != MT_OK)
-        return mt_fail(err, st, "gguf %s: generation failed (%s)", c->name,
+        return mt_fail(err, st, "gguf %s: generation failed (%s)", c->ls.name,
                        mt_status_str(st));
     return MT_OK;
 }
@@ -295,12 +287,12 @@ lchat_locked(struct lchat *c, const struct mt_llm_message *m, size_t nm,
 
     if (st != MT_OK)
         return st;
-    llama_memory_clear(llama_get_memory(c->ctx), true);
-    if (np > 1 && llama_decode(c->ctx, llama_batch_get_one(toks, np - 1)))
+    llama_memory_clear(llama_get_memory(c->ls.ctx), true);
+    if (np > 1 && llama_decode(c->ls.ctx, llama_batch_get_one(toks, np - 1)))
         st = mt_fail(err, MT_EINTERNAL,
                      "gguf %s: decoding the prompt "
                      "failed",
-                     c->name);
+                     c->ls.name);
     r->prompt_tokens = (uint64_t)np;
     if (st == MT_OK)
         st = run_samples(c, toks, np, p, grammar, r, err);
@@ -322,9 +314,9 @@ static enum mt_status lchat_chat(void *self, const struct mt_llm_message *m,
         st = mt_gbnf_from_schema(p->json_schema, &grammar, err);
     if (st != MT_OK)
         return st;
-    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->ls.mu);
     st = lchat_locked(c, m, nm, p, p->grammar ? p->grammar : grammar, r, err);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->ls.mu);
     mt_free(grammar);
     return st;
 }
@@ -336,13 +328,6 @@ static const struct mt_llm_ops lchat_ops = {
     lchat_free,
 };
 
-static char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-
-    return mt_strdup(s ? s + 1 : path);
-}
-
 enum mt_status mt_llm_llama_open(const char *path,
                                  const struct mt_llm_params *p,
                                  struct mt_llm **out, struct mt_error *err)
@@ -352,16 +337,12 @@ enum mt_status mt_llm_llama_open(const char *path,
     uint32_t train;
     enum mt_status st;
 
-    if (!c || !(c->name = base_name(path))) {
-        mt_free(c);
+    if (!c)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
-    pthread_mutex_init(&c->mu, NULL);
-    st = mt_llama_load(path, MT_LLAMA_CHAT, SETTING, &c->model, err);
+    st = mt_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
     if (st != MT_OK)
         goto fail;
-    c->vocab = llama_model_get_vocab(c->model);
-    train = (uint32_t)llama_model_n_ctx_train(c->model);
+    train = (uint32_t)llama_model_n_ctx_train(c->ls.model);
     c->n_ctx = p->n_ctx ? p->n_ctx : LCHAT_DEFAULT_CTX;
     if (!p->n_ctx && train && train < c->n_ctx)
         c->n_ctx = train;
@@ -370,15 +351,10 @@ enum mt_status mt_llm_llama_open(const char *path,
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = mt_llama_threads(p->threads);
     cp.no_perf = true;
-    c->ctx = llama_init_from_model(c->model, cp);
-    if (!c->ctx) {
-        st = mt_fail(err, MT_ENOMEM,
-                     "gguf:%s: cannot create a context of "
-                     "%u tokens",
-                     path, c->n_ctx);
+    st = mt_llama_session_context(&c->ls, path, cp, err);
+    if (st != MT_OK)
         goto fail;
-    }
-    c->n_ctx = llama_n_ctx(c->ctx); /* llama.cpp may round it up */
+    c->n_ctx = llama_n_ctx(c->ls.ctx); /* llama.cpp may round it up */
     return mt_llm_new_take(&lchat_ops, c, p, out, err);
 fail:
     lchat_free(c);
