@@ -12,7 +12,7 @@
 
 #define EMBED_MAX_DIMS 65536
 
-#define NO_INDEX ((size_t)-1)
+#define NO_INDEX MT_HTTP_NO_INDEX
 
 struct oembed {
     struct mt_http *http;
@@ -42,16 +42,7 @@ static uint32_t oembed_dims(const void *self)
 static enum mt_status bad_field(const struct oembed *o, struct mt_error *err,
                                 const char *arr, size_t i, const char *rest)
 {
-    char f[96];
-
-    /* names the field as "arr[i]rest", or "arr" when i is NO_INDEX */
-    if (i == NO_INDEX)
-        snprintf(f, sizeof f, "%s", arr);
-    else
-        snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
-    return mt_fail(err, MT_EPARSE,
-                   "%s: malformed reply: missing or invalid field '%s'", o->url,
-                   f);
+    return mt_http_bad_field(o->url, err, arr, i, rest);
 }
 
 /* Copies one "embedding" array; learns the dimension on the first. */

@@ -476,3 +476,17 @@ enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
     mt_free(text);
     return st;
 }
+
+enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
+                                 const char *arr, size_t i, const char *rest)
+{
+    char f[96];
+
+    if (i == MT_HTTP_NO_INDEX)
+        snprintf(f, sizeof f, "%s", arr);
+    else
+        snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
+    return mt_fail(err, MT_EPARSE,
+                   "%s: malformed reply: missing or invalid field '%s'", url,
+                   f);
+}

@@ -27,6 +27,12 @@ struct mt_http_params {
 enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
                            struct mt_http **out, struct mt_error *err);
 
+/* MT_EPARSE for a reply from 'url' that lacks a field, named as
+ * "arr[i]rest", or "arr" alone when i is MT_HTTP_NO_INDEX. */
+#define MT_HTTP_NO_INDEX ((size_t)-1)
+enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
+                                 const char *arr, size_t i, const char *rest);
+
 /* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses
  * the 200 reply into *reply (caller json_decref's it). Retries as above;
  * 401, 404 and context-length refusals fail at once with a message naming

@@ -9,7 +9,7 @@
 #include "model/http.h"
 #include "model/rerank.h"
 
-#define NO_INDEX ((size_t)-1)
+#define NO_INDEX MT_HTTP_NO_INDEX
 
 struct orerank {
     struct mt_http *http;
@@ -36,16 +36,7 @@ static const char *orerank_model(const void *self)
 static enum mt_status bad_field(const struct orerank *o, struct mt_error *err,
                                 const char *arr, size_t i, const char *rest)
 {
-    char f[96];
-
-    /* names the field as "arr[i]rest", or "arr" when i is NO_INDEX */
-    if (i == NO_INDEX)
-        snprintf(f, sizeof f, "%s", arr);
-    else
-        snprintf(f, sizeof f, "%s[%zu]%s", arr, i, rest);
-    return mt_fail(err, MT_EPARSE,
-                   "%s: malformed reply: missing or invalid field '%s'", o->url,
-                   f);
+    return mt_http_bad_field(o->url, err, arr, i, rest);
 }
 
 static enum mt_status parse_results(const struct orerank *o, json_t *reply,
