@@ -51,6 +51,11 @@ struct mt_agent_params {
     uint64_t seed;             /* sampling seed (42) */
     size_t max_note_bytes;     /* longer notes are refused (256 KiB) */
     uint32_t max_few_shot;     /* examples kept from few_shot_path (3) */
+    int grammar;               /* 1 (default): gguf models answer under a
+                                  grammar made from each role's reply
+                                  schema, so their JSON always parses;
+                                  OpenAI-compatible servers are not sent
+                                  one */
     /* Called with each trace record as a check adds it, so a caller can
      * follow the trajectory live: the note's id (mt_note.id, may be NULL)
      * and the record as compact JSON text, both valid during the call.

@@ -51,6 +51,7 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->temperature = 0;
     p->eval_temperature = 1.0f;
     p->max_tokens = 1024;
+    p->grammar = 1;
     p->seed = 42;
     p->max_note_bytes = (size_t)256 << 10;
     p->max_few_shot = 3;

@@ -81,6 +81,18 @@ static size_t take_replies(struct run *r, struct call *c,
     return kept;
 }
 
+/* The reply's JSON Schema for a gguf model (sent as a grammar), unless
+ * the caller turned grammars off. OpenAI-compatible servers get none:
+ * support for response_format schemas varies, and a refusal would fail
+ * every call. */
+static const char *reply_schema(const struct run *r, const struct call *c)
+{
+    if (!r->a->p.grammar ||
+        strcmp(mt_llm_backend(r->a->llm[c->role]), "gguf") != 0)
+        return NULL;
+    return mt_reply_schema(c->prompt);
+}
+
 /* One request and its validation; returns 1 when usable replies came. */
 static int attempt(struct run *r, struct call *c,
                    const struct mt_llm_message *m, size_t nm, int k, char *why,
@@ -98,6 +110,7 @@ static int attempt(struct run *r, struct call *c,
     cp.n = c->n ? c->n : 1;
     cp.max_tokens = r->a->p.max_tokens;
     cp.seed = r->a->p.seed + (uint64_t)k;
+    cp.json_schema = reply_schema(r, c);
     st = mt_llm_chat(r->a->llm[c->role], m, nm, &cp, &res, &err);
     c->u.llm_calls++;
     c->u.critical_calls++;

@@ -23,4 +23,9 @@ int mt_reply_conf(const json_t *o, const char *key, double *v);
 /* String 'key' (borrowed from o), or NULL when absent or not a string. */
 const char *mt_reply_str(const json_t *o, const char *key);
 
+/* The JSON Schema of the reply the prompt named 'prompt' asks for (its
+ * file name without .txt; guard_detect_1 and the arbiter share one), or
+ * NULL when there is none. Static text. */
+const char *mt_reply_schema(const char *prompt);
+
 #endif

@@ -34,6 +34,7 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         return -1;
     p->temperature = (float)t;
     p->eval_temperature = (float)et;
+    p->grammar = cli_get(a, "no-grammar") == NULL;
     if (p->rerank_k > p->retrieve_k) {
         fprintf(stderr, "medtrust: --rerank-k must not exceed "
                         "--retrieve-k\n");

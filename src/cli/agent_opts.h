@@ -38,6 +38,10 @@
         {"temperature", 0, "X", "agents' temperature (0)", 0},                 \
         {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
         {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
+        {"no-grammar", 0, NULL,                                                \
+         "let gguf models answer freely (default: a grammar from each "        \
+         "role's reply schema keeps their JSON well-formed)",                  \
+         0},                                                                   \
         CLI_MODEL_CALL_OPTS
 
 /* Reads the options into p (defaults first); prints an error and returns

@@ -152,3 +152,40 @@ then
 else
     not_ok "--cache rerun" "calls $n1 then $n2"
 fi
+
+# A gguf model answers under a grammar made from the role's reply schema:
+# even a tiny random-weight model then writes JSON of the right shape,
+# which without the grammar (--no-grammar) it never does.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" chat "$TMP/chat.gguf" \
+    "$ROOT/third_party/llama.cpp/models" >/dev/null 2>&1; then
+    "$MT" check --llm "gguf:$TMP/chat.gguf" --strategy single --json \
+        "$TMP/note.txt" >"$TMP/g.json" 2>"$TMP/g.err"
+    "$MT" check --llm "gguf:$TMP/chat.gguf" --strategy single --json \
+        --no-grammar --max-tokens 48 "$TMP/note.txt" >"$TMP/ng.json" 2>&1
+    if py "$TMP/g.json" "$TMP/ng.json" <<'PY'; then
+import json, sys
+def replies(path):
+    r = json.load(open(path))
+    return [x for t in r["trace"] if t.get("step") == "call"
+            for x in t["replies"]]
+keys = ["reasoning", "is_error", "sentence_id", "error_sentence",
+        "corrected_sentence"]
+g = replies(sys.argv[1])
+assert g, "no replies"
+for x in g:
+    o = json.loads(x)
+    assert list(o) == keys, list(o)
+    assert isinstance(o["is_error"], bool) and isinstance(o["sentence_id"], int)
+def parses(x):
+    try:
+        return isinstance(json.loads(x), dict)
+    except ValueError:
+        return False
+assert not any(parses(x) for x in replies(sys.argv[2])), "free text parsed"
+PY
+        ok "gguf replies follow the reply schema's grammar; --no-grammar turns it off"
+    else
+        not_ok "gguf grammar" "$(tail -3 "$TMP/g.err")"
+    fi
+fi

@@ -12,6 +12,7 @@
 #include "medtrust/agent.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
+#include "model/gbnf.h"
 
 static void test_extract_plain_fenced_and_prose(void **state)
 {
@@ -208,6 +209,32 @@ static void test_submission_lines(void **state)
     mt_free(s);
 }
 
+/* Every built-in prompt that asks for a JSON reply has a schema, and every
+ * schema is valid JSON the grammar converter accepts. */
+static void test_reply_schemas_make_grammars(void **state)
+{
+    size_t i;
+    size_t with = 0;
+    (void)state;
+    for (i = 0; i < mt_prompts_builtin_count(); i++) {
+        const char *name = mt_prompts_builtin_name(i);
+        const char *schema = mt_reply_schema(name);
+        char *g = NULL;
+        struct mt_error err = {MT_OK, ""};
+        if (!schema)
+            continue;
+        with++;
+        if (mt_gbnf_from_schema(schema, &g, &err) != MT_OK)
+            fail_msg("%s: %s", name, err.msg);
+        CHECK(strstr(g, "root") != NULL);
+        mt_free(g);
+    }
+    /* react eval reflect parser single, 3 detect, 3 locate, correct */
+    CHECK(with == 12);
+    CHECK(mt_reply_schema("examples") == NULL);
+    CHECK(mt_reply_schema("qa_answer") == NULL);
+}
+
 static void test_strategy_names_round_trip(void **state)
 {
     enum mt_strategy s;
@@ -399,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_medeval_uses_true_minimum),
         cmocka_unit_test(test_prompts_render_and_override),
         cmocka_unit_test(test_submission_lines),
+        cmocka_unit_test(test_reply_schemas_make_grammars),
         cmocka_unit_test(test_strategy_names_round_trip),
         cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
         cmocka_unit_test(test_single_falls_back_after_one_repeat),

@@ -1,0 +1,84 @@
+/* JSON Schemas of the agents' replies, one per prompt, written to match
+ * the shapes the prompts ask for and the reply checks accept. A gguf model
+ * gets them as a grammar (GBNF), so even a small local model answers in
+ * well-formed JSON of the right shape; strings are bounded so that a reply
+ * always closes within the completion budget. */
+#include <string.h>
+
+#include "agents/reply.h"
+
+#define STR(n) "{\"type\":\"string\",\"maxLength\":" #n "}"
+#define BOOL "{\"type\":\"boolean\"}"
+#define INT "{\"type\":\"integer\"}"
+#define CONF "{\"type\":\"number\"}"
+#define GRADE "{\"enum\":[1,2,3,4,5]}"
+#define OBJ(props, req)                                                        \
+    "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "]}"
+
+/* The final answer's fields, shared by react's final_mistake, the parser
+ * and single. */
+#define FINAL_PROPS                                                            \
+    "\"is_error\":" BOOL ",\"sentence_id\":" INT                               \
+    ",\"error_sentence\":" STR(400) ",\"corrected_sentence\":" STR(400)
+#define FINAL_REQ                                                              \
+    "\"is_error\",\"sentence_id\",\"error_sentence\",\"corrected_sentence\""
+
+/* react's action holds both kinds' fields (the subset has no anyOf): the
+ * reply check reads "query" for a search and the final fields for
+ * final_mistake. */
+static const char react[] =
+    OBJ("\"observation\":" STR(300) ",\"thought\":" STR(300) ",\"action\":" OBJ(
+            "\"name\":{\"enum\":[\"search\",\"final_mistake\"]},\"query\":" STR(
+                120) "," FINAL_PROPS,
+            "\"name\",\"query\"," FINAL_REQ),
+        "\"observation\",\"thought\",\"action\"");
+
+static const char eval[] =
+    OBJ("\"validity\":" GRADE ",\"preciseness\":" GRADE ",\"confidence\":" GRADE
+        ",\"relevance\":" GRADE ",\"completeness\":" GRADE ",\"final\":" GRADE
+        ",\"comment\":" STR(300),
+        "\"validity\",\"preciseness\",\"confidence\",\"relevance\","
+        "\"completeness\",\"final\",\"comment\"");
+
+static const char reflect[] =
+    OBJ("\"reflection\":" STR(400) ",\"plan\":" STR(400),
+        "\"reflection\",\"plan\"");
+
+static const char parser[] =
+    OBJ(FINAL_PROPS ",\"reasoning\":" STR(200), FINAL_REQ ",\"reasoning\"");
+
+static const char single[] =
+    OBJ("\"reasoning\":" STR(400) "," FINAL_PROPS, "\"reasoning\"," FINAL_REQ);
+
+static const char detect[] = OBJ(
+    "\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},\"confidence\":" CONF
+    ",\"reasoning\":" STR(400),
+    "\"verdict\",\"confidence\",\"reasoning\"");
+
+static const char locate[] = OBJ(
+    "\"sentence\":" STR(400) ",\"confidence\":" CONF ",\"reasoning\":" STR(400),
+    "\"sentence\",\"confidence\",\"reasoning\"");
+
+static const char correct[] =
+    OBJ("\"corrected_sentence\":" STR(400) ",\"reasoning\":" STR(300),
+        "\"corrected_sentence\",\"reasoning\"");
+
+static const struct {
+    const char *prefix;
+    const char *schema;
+} schemas[] = {
+    {"react", react},         {"eval", eval},
+    {"reflect", reflect},     {"parser", parser},
+    {"single", single},       {"guard_detect", detect},
+    {"guard_locate", locate}, {"guard_correct", correct},
+};
+
+const char *mt_reply_schema(const char *prompt)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof schemas / sizeof schemas[0]; i++)
+        if (strncmp(prompt, schemas[i].prefix, strlen(schemas[i].prefix)) == 0)
+            return schemas[i].schema;
+    return NULL;
+}
