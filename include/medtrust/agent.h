@@ -63,6 +63,11 @@ struct mt_agent_params {
      * call it concurrently. NULL = none (default). */
     void (*on_step)(void *user, const char *note_id, const char *step_json);
     void *on_step_user;
+    /* Polled with the note's id before each model call: nonzero stops
+     * the check, which then fails with MT_ECANCELED (a call in flight
+     * finishes first). NULL = never (default). */
+    int (*cancelled)(void *user, const char *note_id);
+    void *cancelled_user;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
@@ -121,7 +126,8 @@ struct mt_check_result {
  * once, then applies its documented fallback (docs/agents.md), and the
  * trace says why. Fails only for bad input (MT_EINVAL: empty note or one
  * that is not UTF-8 text; MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad
- * Sentences field) or MT_ENOMEM; then 'out' is zeroed. Thread-safe: many
+ * Sentences field), MT_ECANCELED (params.cancelled said stop) or
+ * MT_ENOMEM; then 'out' is zeroed. Thread-safe: many
  * checks may run at once on one handle. */
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out,

@@ -165,6 +165,11 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     for (k = 0; k < 2 && !c->ok; k++) {
         size_t extra = 0;
 
+        if (r->a->p.cancelled &&
+            r->a->p.cancelled(r->a->p.cancelled_user, r->note_id)) {
+            mt_free(m);
+            return MT_ECANCELED;
+        }
         if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
             snprintf(fix, sizeof fix,
                      "Your reply could not be used (%.500s). "

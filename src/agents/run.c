@@ -282,6 +282,8 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
         st = fill_result(&r, out);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "checker: out of memory");
+    if (st == MT_ECANCELED)
+        mt_fail(err, st, "the check was cancelled");
     run_free(&r);
     return st;
 }

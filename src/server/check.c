@@ -114,6 +114,25 @@ static void on_step(void *user, const char *note_id, const char *step_json)
     mt_srv_job_release(s, j);
 }
 
+/* params.cancelled: whether the job of run "run-ID" was asked to stop
+ * (a user's cancel, its timeout, or shutdown). */
+static int cancelled(void *user, const char *note_id)
+{
+    struct mt_server *s = user;
+    long long run = 0;
+    struct srv_job *j;
+    int c;
+
+    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
+        return 0;
+    j = mt_srv_job_find(s, (int64_t)run);
+    if (!j)
+        return 0;
+    c = mt_srv_job_canceled(j);
+    mt_srv_job_release(s, j);
+    return c;
+}
+
 /* ==== Checkers ==== */
 
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
@@ -132,6 +151,8 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
     p.db_dir = has_index ? s->db_dir : NULL; /* react-reflex's search() */
     p.on_step = on_step;
     p.on_step_user = s;
+    p.cancelled = cancelled;
+    p.cancelled_user = s;
     return mt_agent_open(&p, out, err);
 }
 

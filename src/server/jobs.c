@@ -28,6 +28,7 @@ struct srv_job {
     pthread_t thread;
     int refs; /* the queue or a worker holds one, each stream one */
     double deadline;
+    int cancel; /* a user asked to stop it (under job_mu) */
     struct srv_waiter *wait;
     size_t nwait, waitcap;
     struct srv_job *qnext; /* queue */
@@ -166,9 +167,24 @@ int mt_srv_job_canceled(struct srv_job *j)
     int c;
 
     pthread_mutex_lock(&j->s->job_mu);
-    c = j->s->jobs_cancel;
+    c = j->s->jobs_cancel || j->cancel;
     pthread_mutex_unlock(&j->s->job_mu);
     return c || mt_srv_now() > j->deadline;
+}
+
+int mt_srv_job_cancel(struct mt_server *s, int64_t run_id)
+{
+    struct srv_job *j = mt_srv_job_find(s, run_id);
+    int live;
+
+    if (!j)
+        return 0;
+    pthread_mutex_lock(&s->job_mu);
+    live = !j->done;
+    j->cancel |= live;
+    pthread_mutex_unlock(&s->job_mu);
+    mt_srv_job_release(s, j);
+    return live;
 }
 
 void mt_srv_job_sleep(struct srv_job *j, unsigned ms)
@@ -289,8 +305,8 @@ static void run_job(struct mt_server *s, struct srv_job *j)
     j->deadline = mt_srv_now() + s->p.job_timeout_s;
     if (mt_srv_job_canceled(j)) {
         st = mt_fail(&err, MT_ECANCELED,
-                     "the server stopped before the "
-                     "job ran");
+                     j->cancel ? "cancelled before it ran"
+                               : "the server stopped before the job ran");
     } else {
         record(s, j->run, "running", NULL, NULL);
         mt_srv_job_emit(j, "status", json_pack("{s:s}", "status", "running"));

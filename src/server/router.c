@@ -45,6 +45,7 @@ static const struct route routes[] = {
     {"GET", "/v1/runs", USER, 0, mt_srv_runs_list},
     {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get},
     {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events},
+    {"POST", "/v1/runs/{id}/cancel", USER, 0, mt_srv_run_cancel},
     {"GET", "/v1/runs/{id}/report", USER, 0, mt_srv_run_report},
     {"GET", "/v1/models", USER, 0, mt_srv_models},
     {"GET", "/v1/sources", USER, 0, mt_srv_sources},

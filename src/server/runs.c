@@ -162,6 +162,28 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
     rs->sse_run = id;
 }
 
+/* POST /v1/runs/ID/cancel: asks a queued or running job to stop (its
+ * owner or an admin: load_run shows others' runs as 404). A check stops
+ * before its next model call and the run ends failed, "cancelled". */
+void mt_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
+                       struct srv_resp *rs, int64_t id)
+{
+    struct run_ctx c = {rq, NULL, 0, 0};
+
+    if (load_run(s, rq, rs, id, &c) != 0)
+        return;
+    json_decref(c.out);
+    if (!mt_srv_job_cancel(s, id)) {
+        mt_srv_error(rs, 409, "run %lld has already finished", (long long)id);
+        return;
+    }
+    mt_srv_audit(s, NULL, rq, "cancel",
+                 json_pack("{s:I}", "run_id", (json_int_t)id));
+    mt_srv_json(rs, 202,
+                json_pack("{s:I,s:s}", "run_id", (json_int_t)id, "status",
+                          "cancelling"));
+}
+
 /* ==== Reports ==== */
 
 #define REPORT_MAX ((size_t)64 << 20)

@@ -230,6 +230,8 @@ void mt_srv_run_get(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
 void mt_srv_run_events(struct mt_server *, struct srv_req *, struct srv_resp *,
                        int64_t);
+void mt_srv_run_cancel(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
 void mt_srv_models(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
 void mt_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
@@ -307,8 +309,11 @@ void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
  * (mt_srv_job_release), or NULL: routes a library callback that runs on
  * the job's thread to its job. */
 struct srv_job *mt_srv_job_self(struct mt_server *s);
-/* 1 when the job should stop (timeout or shutdown). */
+/* 1 when the job should stop (timeout, shutdown or a user's cancel). */
 int mt_srv_job_canceled(struct srv_job *j);
+/* Asks the live job of run 'run_id' to stop; returns 1 when one was
+ * running or queued, 0 when there is none (finished or unknown). */
+int mt_srv_job_cancel(struct mt_server *s, int64_t run_id);
 /* Sleeps up to ms milliseconds, waking early on cancellation. */
 void mt_srv_job_sleep(struct srv_job *j, unsigned ms);
 

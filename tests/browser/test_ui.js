@@ -183,6 +183,24 @@ async function checkNote(page, strategy) {
         await page.isVisible('#check-diff')};
 }
 
+// Cancel stops a running check: the run ends failed, "cancelled", with
+// the steps it had made, and the button goes away.
+async function cancelCheck(page) {
+  await page.goto(base + '/#check');
+  await page.fill('#check-note', NOTE);
+  await page.selectOption('#check-strategy', 'react-reflex');
+  await page.click('#check-btn');
+  await page.waitForSelector('#check-trace > li', {timeout: 30000});
+  await page.click('#check-cancel');
+  await page.waitForFunction(() =>
+    document.getElementById('check-msg').textContent.includes('cancel'),
+  null, {timeout: 30000});
+  check('Cancel stops a running check and says so',
+      await page.isHidden('#check-cancel') &&
+      await page.$('#check-verdict') === null,
+      await page.textContent('#check-msg'));
+}
+
 async function checks(page) {
   // Steps stream while the run works: the first shows before the verdict.
   const first = page.waitForSelector('#check-trace > li', {timeout: 30000})
@@ -441,6 +459,7 @@ async function main() {
   check('log in with the form', await logIn(page, 'carol', 'carol-password'));
   await search(page);
   await checks(page);
+  await cancelCheck(page);
   await ask(page);
   await runs(page);
   check('log out', await logOut(page));

@@ -84,6 +84,34 @@ if grep -q '"action":"check"' "$TMP/logs/audit.log" &&
     ok "the audit log records each check by hash, without note text"
 else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
 
+# ==== Cancelling a running check ====
+# react-reflex at 400 ms a call runs for seconds; after its first step the
+# cancel stops it before its next model call. No timing threshold: the
+# proof is that the run ends "cancelled" with fewer steps than a full run.
+expect "check react-reflex for cancelling is 202" 202 "${A[@]}" "$U/v1/check" \
+    -d "$(body react-reflex)"
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/cancel.sse" &
+spid=$!
+for _ in $(seq 200); do grep -q '^event: step' "$TMP/cancel.sse" && break; sleep 0.05; done
+expect "POST /v1/runs/ID/cancel is 202" 202 "${A[@]}" -X POST \
+    "$U/v1/runs/$RUN/cancel"
+wait $spid
+curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/cancel.run"
+if python3 - "$TMP/cancel.run" "$TMP/cancel.sse" "$TMP/react-reflex.sse" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed" and "cancelled" in r["error"], r
+n = lambda p: open(p).read().count("event: step")
+assert 0 < n(sys.argv[2]) < n(sys.argv[3]), (n(sys.argv[2]), n(sys.argv[3]))
+PY
+    ok "a cancelled check stops early and its run says cancelled"
+else not_ok "cancel a check" "$(head -c 300 "$TMP/cancel.run")"; fi
+expect "cancelling a finished run is 409" 409 "${A[@]}" -X POST \
+    "$U/v1/runs/$RUN/cancel"
+expect "cancelling an unknown run is 404" 404 "${A[@]}" -X POST \
+    "$U/v1/runs/999999/cancel"
+
 # ==== One LLM job at a time: the rest wait, searches do not ====
 # No timing thresholds: the checks prove an order of events. The stub
 # answers each call after 2 s, so three single-call checks keep the queue

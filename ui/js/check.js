@@ -106,6 +106,24 @@ async function poll(id, end) {
   }
 }
 
+// The Cancel button of a running check: POST /v1/runs/ID/cancel stops
+// it before its next model call; the run then ends "cancelled".
+function cancelButton(id) {
+  const b = $('check-cancel');
+  b.hidden = false;
+  b.disabled = false;
+  b.onclick = async () => {
+    b.disabled = true;
+    $('check-status').textContent = 'Run ' + id + ': cancelling…';
+    const res = await api('POST', '/v1/runs/' + id + '/cancel');
+    if (!res.ok) $('check-msg').textContent = errorText(res);
+  };
+  return {done: () => {
+    b.hidden = true;
+    b.onclick = null;
+  }};
+}
+
 async function submit(ev) {
   ev.preventDefault();
   const note = $('check-note').value;
@@ -123,6 +141,7 @@ async function submit(ev) {
   }
   const id = res.data.run_id;
   $('check-status').textContent = 'Run ' + id + ' queued.';
+  const cancel = cancelButton(id);
   const verdict = el('div');
   const traj = trajectory();
   out.append(verdict, traj.node);
@@ -130,6 +149,7 @@ async function submit(ev) {
     $('check-status').textContent = 'Run ' + id + ': ' + s + '…';
   }, (run) => {
     btn.disabled = false;
+    cancel.done();
     if (run.status !== 'done') {
       $('check-status').textContent = 'Run ' + id + ' failed.';
       $('check-msg').textContent = run.error || 'the check failed';
