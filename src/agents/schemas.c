@@ -63,6 +63,11 @@ static const char correct[] =
     OBJ("\"corrected_sentence\":" STR(400) ",\"reasoning\":" STR(300),
         "\"corrected_sentence\",\"reasoning\"");
 
+static const char judge[] =
+    OBJ("\"label\":{\"enum\":[\"SUPPORT\",\"CONTRADICT\",\"NO_EVIDENCE\"]},"
+        "\"confidence\":" CONF ",\"reasoning\":" STR(300),
+        "\"label\",\"confidence\",\"reasoning\"");
+
 static const struct {
     const char *prefix;
     const char *schema;
@@ -71,6 +76,7 @@ static const struct {
     {"reflect", reflect},     {"parser", parser},
     {"single", single},       {"guard_detect", detect},
     {"guard_locate", locate}, {"guard_correct", correct},
+    {"qa_judge", judge},
 };
 
 const char *mt_reply_schema(const char *prompt)

@@ -229,8 +229,9 @@ static void test_reply_schemas_make_grammars(void **state)
         CHECK(strstr(g, "root") != NULL);
         mt_free(g);
     }
-    /* react eval reflect parser single, 3 detect, 3 locate, correct */
-    CHECK(with == 12);
+    /* react eval reflect parser single, 3 detect, 3 locate, correct,
+     * qa_judge */
+    CHECK(with == 13);
     CHECK(mt_reply_schema("examples") == NULL);
     CHECK(mt_reply_schema("qa_answer") == NULL);
 }
