@@ -1,11 +1,10 @@
 /* OpenAI-compatible embedder: POST /v1/embeddings with every text of a
- * call in one request; replies are checked field by field. With a cache,
- * each text's vector is stored on its own, so reruns reuse partial work. */
+ * call in one request; replies are checked field by field. Caching is the
+ * generic embedder cache's (params.cache_path, model/embed.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "medtrust/core.h"
-#include "model/cache.h"
 #include "model/embed_openai.h"
 #include "model/http.h"
 #include "model/llm.h"
@@ -16,7 +15,6 @@
 
 struct oembed {
     struct mt_http *http;
-    struct mt_cache *cache;
     char *model;
     uint32_t dims; /* 0 until the probe */
     char url[512];
@@ -29,7 +27,6 @@ static void oembed_free(void *self)
     if (!o)
         return;
     mt_http_free(o->http);
-    mt_cache_close(o->cache);
     mt_free(o->model);
     mt_free(o);
 }
@@ -120,65 +117,22 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
 
 /* ==== Cache ==== */
 
-static int cache_get_vec(struct oembed *o, struct mt_str t, float *dst)
-{
-    char *key = mt_strndup(t.p, t.n);
-    char *v = NULL;
-    size_t n = 0;
-    int hit = 0;
-
-    if (key && mt_cache_get(o->cache, "openai-embed", o->model, key, &v, &n,
-                            NULL) == MT_OK) {
-        hit = n == (size_t)o->dims * sizeof(float);
-        if (hit)
-            memcpy(dst, v, n);
-    }
-    mt_free(v);
-    mt_free(key);
-    return hit;
-}
-
-static void cache_put_vec(struct oembed *o, struct mt_str t, const float *v)
-{
-    char *key = mt_strndup(t.p, t.n);
-
-    if (key)
-        mt_cache_put(o->cache, "openai-embed", o->model, key, v,
-                     (size_t)o->dims * sizeof(float), NULL);
-    mt_free(key);
-}
-
 /* ==== Embedding ==== */
 
 static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
                                    size_t n, float *out, struct mt_error *err)
 {
     struct oembed *o = self;
-    size_t *miss = mt_malloc((n ? n : 1) * sizeof *miss);
-    float *tmp = NULL;
-    size_t nm = 0;
+    size_t *idx = mt_malloc((n ? n : 1) * sizeof *idx);
+    enum mt_status st;
     size_t i;
-    enum mt_status st = MT_OK;
 
-    if (!miss)
+    if (!idx)
         return mt_fail(err, MT_ENOMEM, "embed: out of memory");
     for (i = 0; i < n; i++)
-        if (!o->cache || !cache_get_vec(o, texts[i], out + i * o->dims))
-            miss[nm++] = i;
-    if (nm)
-        tmp = mt_malloc(nm * o->dims * sizeof *tmp);
-    if (nm && !tmp)
-        st = mt_fail(err, MT_ENOMEM, "embed: out of memory");
-    if (nm && st == MT_OK)
-        st = request(o, texts, miss, nm, tmp, err);
-    for (i = 0; st == MT_OK && i < nm; i++) {
-        memcpy(out + miss[i] * o->dims, tmp + i * o->dims,
-               o->dims * sizeof *tmp);
-        if (o->cache)
-            cache_put_vec(o, texts[miss[i]], tmp + i * o->dims);
-    }
-    mt_free(tmp);
-    mt_free(miss);
+        idx[i] = i;
+    st = n ? request(o, texts, idx, n, out, err) : MT_OK;
+    mt_free(idx);
     return st;
 }
 
@@ -199,7 +153,6 @@ static enum mt_status probe(struct oembed *o, struct mt_error *err)
 
 enum mt_status mt_embedder_open_openai(const char *url, const char *model,
                                        const struct mt_embedder_params *p,
-                                       const char *cache_path,
                                        struct mt_embedder **out,
                                        struct mt_error *err)
 {
@@ -223,8 +176,6 @@ enum mt_status mt_embedder_open_openai(const char *url, const char *model,
     if (!o || !(o->model = mt_strdup(model)))
         goto fail;
     st = mt_http_new(url, &hp, &o->http, err);
-    if (st == MT_OK && cache_path)
-        st = mt_cache_open(cache_path, &o->cache, err);
     if (st != MT_OK)
         goto fail;
     mt_http_url(o->http, "embeddings", o->url, sizeof o->url);
@@ -255,7 +206,7 @@ enum mt_status mt_embedder_open_openai_spec(const char *rest,
     st = mt_model_split_url(rest, "--embedder", &url, &model, err);
     if (st != MT_OK)
         return st;
-    st = mt_embedder_open_openai(url, model, p, NULL, out, err);
+    st = mt_embedder_open_openai(url, model, p, out, err);
     mt_free(url);
     mt_free(model);
     return st;

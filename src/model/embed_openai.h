@@ -6,16 +6,16 @@
 
 /* Opens an embedder for BASE_URL 'url' and 'model' (both copied). The
  * native dimension is learned from one probe request, so a bad URL, key or
- * model fails here with a message naming --embedder. 'cache_path' (may be
- * NULL) turns on the call cache, one entry per text. On success *out owns
- * the handle (mt_embedder_free). Embedding calls are thread-safe. */
+ * model fails here with a message naming --embedder. On success *out
+ * owns the handle (mt_embedder_free). Embedding calls are thread-safe.
+ * Opened through mt_embedder_open, it gets the generic call cache
+ * (params.cache_path). */
 enum mt_status mt_embedder_open_openai(const char *url, const char *model,
                                        const struct mt_embedder_params *p,
-                                       const char *cache_path,
                                        struct mt_embedder **out,
                                        struct mt_error *err);
 
-/* The same, without a cache, for the spec remainder "BASE_URL#MODEL"
+/* The same for the spec remainder "BASE_URL#MODEL"
  * (after "openai:"); fits mt_embedder_open's dispatch table. */
 enum mt_status mt_embedder_open_openai_spec(const char *rest,
                                             const struct mt_embedder_params *p,

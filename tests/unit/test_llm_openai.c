@@ -403,8 +403,11 @@ static void test_embeddings_parse_normalise_and_cache(void **state)
     (void)state;
     stub_start(&s, embed_script);
     snprintf(cache, sizeof cache, "%s/cache.db", s.dir);
+    char spec[300];
     mt_embedder_default_params(&p);
-    CHECK_OK(mt_embedder_open_openai(s.url, "emb", &p, cache, &e, &err));
+    p.cache_path = cache; /* the generic embedder cache */
+    snprintf(spec, sizeof spec, "openai:%s#emb", s.url);
+    CHECK_OK(mt_embedder_open(spec, &p, &e, &err));
     CHECK(mt_embedder_dims(e) == 2);
     CHECK_OK(mt_embedder_embed(e, t, 2, v, &err));
     /* row 0 is index 0 = (3,4)/5, row 1 is (0,2)/2 */
