@@ -39,3 +39,35 @@ expect() { # expect NAME CODE CURL-ARGS...
 jobs_state() {
     curl -s "$U/v1/health" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"]; print(j["running"], j["queued"], j["max_running"])'
 }
+
+# job_cap_check WHAT PATH BODY QUERY: with a stub answering after 2 s and a
+# server capped at one LLM job, three POSTs of BODY to PATH run one at a
+# time while a search for QUERY still answers; then every server started
+# stops cleanly on SIGTERM. No timing thresholds: an order of events.
+job_cap_check() {
+    local what=$1 path=$2 req=$3 query=$4
+    local running queued maxr running2 queued2 p rc=0
+    stub_start slow --delay 2000
+    serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
+    for _ in 1 2 3; do
+        code "${A[@]}" "$U$path" -d "$req" >/dev/null
+    done
+    for _ in $(seq 100); do
+        read -r running queued maxr <<<"$(jobs_state)"
+        [ "$running" = 1 ] && break
+        sleep 0.1
+    done
+    if [ "$running" = 1 ] && [ "$queued" -ge 1 ] && [ "$maxr" = 1 ]; then
+        ok "--llm-jobs 1 runs one $what and queues the others"
+    else not_ok "LLM job cap" "running $running queued $queued max $maxr"; fi
+    code "${A[@]}" "$U/v1/search" -d "{\"query\":\"$query\",\"k\":5}" >"$TMP/scode"
+    read -r running2 queued2 _ <<<"$(jobs_state)"
+    if [ "$(cat "$TMP/scode")" = 200 ] && [ $((running2 + queued2)) -ge 1 ]; then
+        ok "a search answers while ${what}s are still queued or running"
+    else not_ok "search during ${what}s" "code $(cat "$TMP/scode"), running $running2 queued $queued2"; fi
+    for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
+    SERVE_PIDS=()
+    [ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
+        not_ok "servers stop" "rc=$rc" "$(tail -3 "$TMP"/*.err 2>/dev/null)"
+}

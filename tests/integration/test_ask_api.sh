@@ -174,27 +174,4 @@ fi
 # No timing thresholds: the stub answers each call after 2 s, and a search
 # that answers while asks are still queued or running did not wait for
 # them.
-stub_start slow --delay 2000
-serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
-for _ in 1 2 3; do
-    code "${A[@]}" "$U/v1/ask" -d "$(body "$Q")" >/dev/null
-done
-for _ in $(seq 100); do
-    read -r running queued maxr <<<"$(jobs_state)"
-    [ "$running" = 1 ] && break
-    sleep 0.1
-done
-if [ "$running" = 1 ] && [ "$queued" -ge 1 ] && [ "$maxr" = 1 ]; then
-    ok "--llm-jobs 1 runs one ask and queues the others"
-else not_ok "LLM job cap" "running $running queued $queued max $maxr"; fi
-code "${A[@]}" "$U/v1/search" -d '{"query":"lace plant","k":5}' >"$TMP/scode"
-read -r running2 queued2 _ <<<"$(jobs_state)"
-if [ "$(cat "$TMP/scode")" = 200 ] && [ $((running2 + queued2)) -ge 1 ]; then
-    ok "a search answers while asks are still queued or running"
-else not_ok "search during asks" "code $(cat "$TMP/scode"), running $running2 queued $queued2"; fi
-for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-rc=0
-for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
-SERVE_PIDS=()
-[ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
-    not_ok "servers stop" "rc=$rc" "$(tail -3 "$TMP"/*.err)"
+job_cap_check ask /v1/ask "$(body "$Q")" "lace plant"

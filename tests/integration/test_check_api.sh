@@ -117,27 +117,4 @@ expect "cancelling an unknown run is 404" 404 "${A[@]}" -X POST \
 # answers each call after 2 s, so three single-call checks keep the queue
 # busy for about 6 s; a search that answers while the health endpoint
 # still shows queued checks did not wait behind them.
-stub_start slow --delay 2000
-serve_start cap --llm "$SPEC" --llm-jobs 1 --rate-limit 0
-for _ in 1 2 3; do
-    code "${A[@]}" "$U/v1/check" -d "$(body single)" >/dev/null
-done
-for _ in $(seq 100); do
-    read -r running queued maxr <<<"$(jobs_state)"
-    [ "$running" = 1 ] && break
-    sleep 0.1
-done
-if [ "$running" = 1 ] && [ "$queued" -ge 1 ] && [ "$maxr" = 1 ]; then
-    ok "--llm-jobs 1 runs one check and queues the others"
-else not_ok "LLM job cap" "running $running queued $queued max $maxr"; fi
-code "${A[@]}" "$U/v1/search" -d '{"query":"aspirin chest pain","k":5}' >"$TMP/scode"
-read -r running2 queued2 _ <<<"$(jobs_state)"
-if [ "$(cat "$TMP/scode")" = 200 ] && [ $((running2 + queued2)) -ge 1 ]; then
-    ok "a search answers while checks are still queued or running"
-else not_ok "search during checks" "code $(cat "$TMP/scode"), running $running2 queued $queued2"; fi
-for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-rc=0
-for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
-SERVE_PIDS=()
-[ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
-    not_ok "servers stop" "rc=$rc"
+job_cap_check check /v1/check "$(body single)" "aspirin chest pain"
