@@ -172,28 +172,11 @@ static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
 static char *trace_line(const char *id, const struct mt_check_result *r,
                         const struct mt_error *err)
 {
-    json_t *o =
-        r ? NULL
-          : json_pack("{s:s,s:s,s:s}", "id", id, "error", err->msg, "rule",
-                      "the check failed: "
-                      "fallback line 0 -1 NA");
-    json_t *jid = json_string(id);
-    char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
-    char *res = r ? mt_check_result_json(r, 1) : NULL;
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    char *s = NULL;
-
-    if (o)
-        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    else if (ids && res &&
-             mt_buf_printf(&b, "{\"id\":%s,%s", ids, res + 1) == MT_OK)
-        s = mt_buf_take(&b);
-    json_decref(o);
-    json_decref(jid);
-    mt_free(ids);
-    mt_free(res);
-    mt_buf_free(&b);
-    return s;
+    return work_line(id, r ? mt_check_result_json(r, 1) : NULL,
+                     r ? NULL
+                       : json_pack("{s:s,s:s,s:s}", "id", id, "error", err->msg,
+                                   "rule",
+                                   "the check failed: fallback line 0 -1 NA"));
 }
 
 static void record(struct run_state *s, struct note *x, char *line,

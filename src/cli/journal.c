@@ -251,3 +251,23 @@ enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
         *err = q->fatal_err;
     return q->fatal;
 }
+
+char *work_line(const char *id, char *result, json_t *failure)
+{
+    json_t *jid = json_string(id);
+    char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    char *s = NULL;
+
+    if (!result && failure)
+        s = json_dumps(failure, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    else if (ids && result && result[0] == '{' &&
+             mt_buf_printf(&b, "{\"id\":%s,%s", ids, result + 1) == MT_OK)
+        s = mt_buf_take(&b);
+    json_decref(failure);
+    json_decref(jid);
+    mt_free(ids);
+    mt_free(result);
+    mt_buf_free(&b);
+    return s;
+}

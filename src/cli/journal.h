@@ -53,6 +53,13 @@ void work_fail_locked(struct work_queue *q, enum mt_status st,
 enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
                         void *user, struct mt_error *err);
 
+#include <jansson.h>
+
+/* One JSONL line for item 'id': {"id":ID, ...the members of 'result'} where
+ * 'result' is a JSON object's text (taken), or 'failure' as it is when
+ * 'result' is NULL (taken). NULL when out of memory. */
+char *work_line(const char *id, char *result, json_t *failure);
+
 /* Writes 'data' to 'path' atomically: a temporary file, fsync, rename. */
 enum mt_status write_atomic(const char *path, const char *data, size_t n,
                             struct mt_error *err);

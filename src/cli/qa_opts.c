@@ -184,26 +184,10 @@ struct batch {
 static char *result_line(const struct qa_item *x, const struct mt_qa_result *r,
                          const struct mt_error *e)
 {
-    json_t *jid = json_string(x->id);
-    char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
-    char *res = r ? mt_qa_result_json(r) : NULL;
-    json_t *o = r ? NULL
-                  : json_pack("{s:s,s:s,s:s}", "id", x->id, "question",
-                              x->query, "error", e->msg);
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    char *s = NULL;
-
-    if (o)
-        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    else if (ids && res &&
-             mt_buf_printf(&b, "{\"id\":%s,%s", ids, res + 1) == MT_OK)
-        s = mt_buf_take(&b);
-    json_decref(o);
-    json_decref(jid);
-    mt_free(ids);
-    mt_free(res);
-    mt_buf_free(&b);
-    return s;
+    return work_line(x->id, r ? mt_qa_result_json(r) : NULL,
+                     r ? NULL
+                       : json_pack("{s:s,s:s,s:s}", "id", x->id, "question",
+                                   x->query, "error", e->msg));
 }
 
 static void record(struct batch *b, struct qa_item *x, char *line, int ok)
