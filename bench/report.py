@@ -205,7 +205,8 @@ def vectors(files):
         mmem = m["hnsw"]["file_bytes"]
         hmem = h["hnsw"]["file_bytes"] if h else None
         rows = [
-            ["ef for recall@10 >= 0.95", pm["ef"], ph and ph["ef"], ""],
+            ["ef for recall@10 >= 0.95", pm["ef"], ph["ef"] if ph else "—",
+             ""],
             ["recall@10 at that ef", f(pm["recall10"]),
              f(ph and ph["recall10"]), ""],
             ["query latency (ms)", f(pm["ms"], "%.4f"),
