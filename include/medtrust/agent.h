@@ -215,6 +215,11 @@ struct mt_qa_params {
     void (*on_claim)(void *user, size_t index, size_t n,
                      const char *claim_json);
     void *on_claim_user;
+    /* Polled before each model call on the asking thread: nonzero stops
+     * the question, which then fails with MT_ECANCELED (a call in flight
+     * finishes first). NULL = never (default). */
+    int (*cancelled)(void *user);
+    void *cancelled_user;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

@@ -318,6 +318,10 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     for (k = 0; st == MT_OK && k < 2 && !ok; k++) {
         size_t nm = 2;
 
+        if (r->q->p.cancelled && r->q->p.cancelled(r->q->p.cancelled_user)) {
+            st = MT_ECANCELED;
+            break;
+        }
         if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
             snprintf(fix, sizeof fix,
                      "Your reply could not be used "

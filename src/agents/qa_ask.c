@@ -189,6 +189,8 @@ enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
     if (st != MT_OK) {
         mt_arena_free(mem);
         mt_free(mem);
+        if (st == MT_ECANCELED)
+            return mt_fail(err, st, "the question was cancelled");
         return st == MT_ENOMEM ? mt_fail(err, st, "ask: out of memory") : st;
     }
     r.res->usage.seconds = now_s() - t0;

@@ -240,6 +240,8 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
     mt_free(doc);
     if (st == MT_ENOMEM)
         return mt_fail(err, st, "ask: out of memory");
+    if (st == MT_ECANCELED)
+        return mt_fail(err, st, "the question was cancelled");
     if (st != MT_OK) {
         v->label = MT_QA_UNVERIFIED;
         v->error = mt_qa_keep(r, why, strlen(why));

@@ -49,6 +49,21 @@ int mt_srv_ask_ready(const struct mt_server *s)
 
 /* ==== Steps: each verified claim becomes a "step" event ==== */
 
+/* params.cancelled: whether the job on this worker thread was asked to
+ * stop (a user's cancel, its timeout, or shutdown). */
+static int cancelled(void *user)
+{
+    struct mt_server *s = user;
+    struct srv_job *j = mt_srv_job_self(s);
+    int c;
+
+    if (!j)
+        return 0;
+    c = mt_srv_job_canceled(j);
+    mt_srv_job_release(s, j);
+    return c;
+}
+
 /* params.on_claim: runs on the job's worker thread. */
 static void on_claim(void *user, size_t index, size_t n, const char *claim)
 {
@@ -83,6 +98,8 @@ static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
     p.year_from = k->year_from;
     p.year_to = k->year_to;
     p.on_claim = on_claim;
+    p.cancelled = cancelled;
+    p.cancelled_user = s;
     p.on_claim_user = s;
     return mt_qa_open(&p, out, err);
 }
@@ -188,7 +205,7 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
     enum mt_status st = mt_qa_ask(a->qa, a->question, &r, err);
     char *txt = st == MT_OK ? mt_qa_result_json(r) : NULL;
 
-    (void)j; /* the answerer cannot be interrupted; its calls time out */
+    (void)j; /* a cancel reaches the answerer through params.cancelled */
     if (txt)
         *result = json_loads(txt, 0, NULL);
     if (st == MT_OK && !*result)

@@ -152,6 +152,22 @@ if [ "$(code "${A[@]}" "$U/v1/ask" \
     ok "an unknown source is 400 up front, naming it and where sources are listed"
 else not_ok "unknown source" "$(head -c 400 "$TMP/body")"; fi
 
+# A cancel right after the ask: it stops before its next model call (or
+# never starts), and the run says so.
+code "${A[@]}" "$U/v1/ask" -d "$(body "$Q")" >/dev/null
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+ccode=$(code "${A[@]}" -X POST "$U/v1/runs/$RUN/cancel")
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >/dev/null
+curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/acancel.run"
+if [ "$ccode" = 202 ] && py "$TMP/acancel.run" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed" and "cancelled" in r["error"], r
+assert r["result"] is None
+PY
+    ok "a cancelled ask stops and its run says cancelled"
+else not_ok "cancel an ask" "code $ccode" "$(head -c 300 "$TMP/acancel.run")"; fi
+
 # ==== --nli: the tiny GGUF classifier verifies, the model only answers ====
 if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" classify "$TMP/cls.gguf" \
     third_party/llama.cpp/models >/dev/null 2>&1; then
