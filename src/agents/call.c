@@ -85,12 +85,12 @@ static size_t take_replies(struct run *r, struct call *c,
  * the caller turned grammars off. OpenAI-compatible servers get none:
  * support for response_format schemas varies, and a refusal would fail
  * every call. */
-static const char *reply_schema(const struct run *r, const struct call *c)
+static char *reply_schema(const struct run *r, const struct call *c)
 {
     if (!r->a->p.grammar ||
         strcmp(mt_llm_backend(r->a->llm[c->role]), "gguf") != 0)
         return NULL;
-    return mt_reply_schema(c->prompt);
+    return mt_reply_schema_for(c->prompt, r->nsents);
 }
 
 /* One request and its validation; returns 1 when usable replies came. */
@@ -102,6 +102,7 @@ static int attempt(struct run *r, struct call *c,
     struct mt_chat_result res;
     struct mt_error err = {MT_OK, ""};
     json_t *rec = record_new(c, k);
+    char *schema;
     enum mt_status st;
     size_t kept = 0;
 
@@ -110,8 +111,10 @@ static int attempt(struct run *r, struct call *c,
     cp.n = c->n ? c->n : 1;
     cp.max_tokens = r->a->p.max_tokens;
     cp.seed = r->a->p.seed + (uint64_t)k;
-    cp.json_schema = reply_schema(r, c);
+    schema = reply_schema(r, c);
+    cp.json_schema = schema;
     st = mt_llm_chat(r->a->llm[c->role], m, nm, &cp, &res, &err);
+    mt_free(schema);
     c->u.llm_calls++;
     c->u.critical_calls++;
     if (st != MT_OK) {

@@ -28,4 +28,10 @@ const char *mt_reply_str(const json_t *o, const char *key);
  * NULL when there is none. Static text. */
 const char *mt_reply_schema(const char *prompt);
 
+/* The same schema for a note of 'nsents' sentences: "sentence_id" becomes
+ * an enum of -1 and the note's ids, so a grammar cannot produce an id
+ * that is out of range. A new string (mt_free), or NULL when the prompt
+ * has no schema or memory ran out. */
+char *mt_reply_schema_for(const char *prompt, size_t nsents);
+
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "agents/reply.h"
+#include "core/buf.h"
+#include "medtrust/core.h"
 
 #define STR(n) "{\"type\":\"string\",\"maxLength\":" #n "}"
 #define BOOL "{\"type\":\"boolean\"}"
@@ -87,4 +89,35 @@ const char *mt_reply_schema(const char *prompt)
         if (strncmp(prompt, schemas[i].prefix, strlen(schemas[i].prefix)) == 0)
             return schemas[i].schema;
     return NULL;
+}
+
+#define SID_KEY "\"sentence_id\":" INT
+#define SID_MAX 1024 /* notes longer than this keep a plain integer */
+
+char *mt_reply_schema_for(const char *prompt, size_t nsents)
+{
+    const char *s = mt_reply_schema(prompt);
+    const char *at = s ? strstr(s, SID_KEY) : NULL;
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    if (!s)
+        return NULL;
+    if (!at || nsents == 0 || nsents > SID_MAX)
+        return mt_strdup(s);
+    st = mt_buf_append(&b, s, (size_t)(at - s));
+    if (st == MT_OK)
+        st = mt_buf_append_str(&b, "\"sentence_id\":{\"enum\":[-1");
+    for (i = 0; st == MT_OK && i < nsents; i++)
+        st = mt_buf_printf(&b, ",%zu", i);
+    if (st == MT_OK)
+        st = mt_buf_append_str(&b, "]}");
+    if (st == MT_OK)
+        st = mt_buf_append_str(&b, at + strlen(SID_KEY));
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
 }

@@ -153,9 +153,10 @@ else
     not_ok "--cache rerun" "calls $n1 then $n2"
 fi
 
-# A gguf model answers under a grammar made from the role's reply schema:
-# even a tiny random-weight model then writes JSON of the right shape,
-# which without the grammar (--no-grammar) it never does.
+# A gguf model answers under a grammar made from the role's reply schema
+# (sentence ids bounded by the note): even a tiny random-weight model then
+# writes JSON of the right shape, which without the grammar (--no-grammar)
+# it never does.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" chat "$TMP/chat.gguf" \
     "$ROOT/third_party/llama.cpp/models" >/dev/null 2>&1; then
@@ -177,6 +178,7 @@ for x in g:
     o = json.loads(x)
     assert list(o) == keys, list(o)
     assert isinstance(o["is_error"], bool) and isinstance(o["sentence_id"], int)
+    assert -1 <= o["sentence_id"] <= 2, o  # the note's ids bound the grammar
 def parses(x):
     try:
         return isinstance(json.loads(x), dict)

@@ -234,6 +234,19 @@ static void test_reply_schemas_make_grammars(void **state)
     CHECK(with == 13);
     CHECK(mt_reply_schema("examples") == NULL);
     CHECK(mt_reply_schema("qa_answer") == NULL);
+    {
+        /* a note's ids bound "sentence_id"; the grammar still converts */
+        char *s3 = mt_reply_schema_for("single", 3);
+        char *plain = mt_reply_schema_for("eval", 3);
+        char *g = NULL;
+        CHECK(s3 && strstr(s3, "\"sentence_id\":{\"enum\":[-1,0,1,2]}"));
+        CHECK(plain && strcmp(plain, mt_reply_schema("eval")) == 0);
+        CHECK_OK(mt_gbnf_from_schema(s3, &g, NULL));
+        mt_free(g);
+        mt_free(s3);
+        mt_free(plain);
+        CHECK(mt_reply_schema_for("examples", 3) == NULL);
+    }
 }
 
 static void test_strategy_names_round_trip(void **state)
