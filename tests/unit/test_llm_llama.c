@@ -3,6 +3,7 @@
  * tokenising, deterministic sampling, grammar-constrained JSON, embedding
  * shapes and normalisation, rerank scores, classifier labels, and errors. */
 #include "check.h"
+#include "tiny_gguf.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -27,25 +28,9 @@ static void path_of(char *buf, size_t n, const char *kind)
 
 static int make_models(void **state)
 {
-    static const char *kinds[] = {"chat", "embed", "rerank", "classify"};
-    const char *b = getenv("MEDTRUST_BUILD");
-    const char *v = getenv("MEDTRUST_LLAMA_VOCAB");
-    char cmd[1024];
-    char out[300];
-    size_t i;
+    static const char *const kinds[] = {"chat", "embed", "rerank", "classify"};
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/mt-gguf-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    for (i = 0; i < 4; i++) {
-        path_of(out, sizeof out, kinds[i]);
-        snprintf(cmd, sizeof cmd, "%s/fixtures/make_tiny_gguf %s %s %s",
-                 b ? b : "build", kinds[i], out,
-                 v ? v : "third_party/llama.cpp/models");
-        if (system(cmd) != 0)
-            dir[0] = '\0'; /* tests skip */
-    }
-    return 0;
+    return tiny_gguf_make(dir, sizeof dir, "/tmp/mt-gguf-XXXXXX", kinds, 4);
 }
 
 static int remove_models(void **state)

@@ -4,6 +4,7 @@
  * BERTScore that greedy matching worked here, from the same token
  * embeddings, gives. The CSV and runs are written here; no data-set text. */
 #include "check.h"
+#include "tiny_gguf.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -28,25 +29,9 @@ static void path_of(char *buf, size_t n, const char *name)
 
 static int make_models(void **state)
 {
-    static const char *kinds[] = {"embed", "rerank"};
-    const char *b = getenv("MEDTRUST_BUILD");
-    const char *v = getenv("MEDTRUST_LLAMA_VOCAB");
-    char cmd[1024];
-    char out[300];
-    size_t i;
+    static const char *const kinds[] = {"embed", "rerank"};
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/mt-tokenc-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    for (i = 0; i < 2; i++) {
-        snprintf(out, sizeof out, "%s/%s.gguf", dir, kinds[i]);
-        snprintf(cmd, sizeof cmd, "%s/fixtures/make_tiny_gguf %s %s %s",
-                 b ? b : "build", kinds[i], out,
-                 v ? v : "third_party/llama.cpp/models");
-        if (system(cmd) != 0)
-            dir[0] = '\0'; /* tests skip */
-    }
-    return 0;
+    return tiny_gguf_make(dir, sizeof dir, "/tmp/mt-tokenc-XXXXXX", kinds, 2);
 }
 
 static int remove_models(void **state)
