@@ -139,21 +139,12 @@ static enum mt_status ask_batch(const struct cli_args *a, struct mt_qa *q,
                                 unsigned jobs, size_t limit,
                                 struct mt_error *err)
 {
-    struct qa_batch_params bp = {NULL, cli_get(a, "resume") != NULL, jobs,
-                                 cli_get(a, "no-progress") != NULL, "ask"};
     struct qa_batch_stats bs;
     struct qa_item *v = NULL;
-    char jpath[4200];
     size_t n = 0;
-    enum mt_status st = qa_items_load(cli_get(a, "batch"), limit, &v, &n, err);
+    enum mt_status st =
+        qa_batch_file(a, "batch", "ask", q, jobs, limit, &v, &n, &bs, err);
 
-    snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
-    bp.journal = jpath;
-    memset(&bs, 0, sizeof bs);
-    if (st == MT_OK)
-        st = qa_batch_run(q, v, n, &bp, &bs, err);
-    if (st == MT_OK)
-        st = qa_items_write(v, n, cli_get(a, "out"), err);
     if (st == MT_OK)
         fprintf(stderr,
                 "ask: %zu questions (%zu resumed, %zu answered, "

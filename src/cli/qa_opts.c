@@ -301,3 +301,26 @@ enum mt_status qa_items_write(const struct qa_item *v, size_t n,
     mt_buf_free(&b);
     return st;
 }
+
+enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
+                             const char *label, struct mt_qa *q, unsigned jobs,
+                             size_t limit, struct qa_item **v, size_t *n,
+                             struct qa_batch_stats *bs, struct mt_error *err)
+{
+    struct qa_batch_params bp = {NULL, cli_get(a, "resume") != NULL, jobs,
+                                 cli_get(a, "no-progress") != NULL, label};
+    const char *out = cli_get(a, "out");
+    char jpath[4200];
+    enum mt_status st = qa_items_load(cli_get(a, input), limit, v, n, err);
+
+    memset(bs, 0, sizeof *bs);
+    if (out) {
+        snprintf(jpath, sizeof jpath, "%s.journal", out);
+        bp.journal = jpath;
+    }
+    if (st == MT_OK)
+        st = qa_batch_run(q, *v, *n, &bp, bs, err);
+    if (st == MT_OK && out)
+        st = qa_items_write(*v, *n, out, err);
+    return st;
+}

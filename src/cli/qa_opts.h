@@ -98,4 +98,14 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
 enum mt_status qa_items_write(const struct qa_item *v, size_t n,
                               const char *path, struct mt_error *err);
 
+/* The batch run of `ask --batch` and `qa-eval`: loads up to 'limit'
+ * questions from the file of option 'input', answers them (journal
+ * OUT.journal when --out is given; --resume, --no-progress; 'label' on
+ * the progress bar) and writes --out when given. *v and *n are the
+ * caller's to free (qa_items_free), whatever the result. */
+enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
+                             const char *label, struct mt_qa *q, unsigned jobs,
+                             size_t limit, struct qa_item **v, size_t *n,
+                             struct qa_batch_stats *bs, struct mt_error *err);
+
 #endif
