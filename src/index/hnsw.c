@@ -433,13 +433,12 @@ uint32_t mt_hnsw_default_ef(const struct mt_hnsw *h)
     return mt_hnsw_ef_for(h->n, h->p.ef_search);
 }
 
-/* Candidates re-scored, best int8 first: like the flat search, max(4k,
- * 64) of them. The int8 order is close enough that the true top k lie
- * among them, and re-scoring every one of a large ef cost a cold fetch
- * each (a tenth of query time at ef 384 over 1M vectors). */
+/* Candidates re-scored, best int8 first: mt_vec_rescore_pool of them, as
+ * in the flat search; re-scoring every one of a large ef cost a cold
+ * fetch each (a tenth of query time at ef 384 over 1M vectors). */
 static uint32_t rescore_count(const struct mt_hnsw *h, uint32_t k, uint32_t n)
 {
-    uint32_t r = k > 16 ? 4 * k : 64;
+    uint32_t r = mt_vec_rescore_pool(k);
 
     if (!h->p.rescore)
         return k < n ? k : n;

@@ -845,9 +845,14 @@ static void rescore_pool(const struct mt_vecset *vs, const float *qf,
 }
 
 /* Candidates the int8 scan keeps for re-scoring with the residual. */
+uint32_t mt_vec_rescore_pool(uint32_t k)
+{
+    return k > 16 ? 4 * k : 64;
+}
+
 static uint32_t pool_size(const struct mt_vecset *vs, uint32_t k)
 {
-    uint32_t r = k > 16 ? 4 * k : 64;
+    uint32_t r = mt_vec_rescore_pool(k);
 
     if (!vs->refine)
         return k;

@@ -148,6 +148,10 @@ const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id);
  * float copy, else its code plus residual, else its dequantised code. */
 float mt_vecset_rescore(const struct mt_vecset *vs, const float *q,
                         uint32_t id);
+/* How many of the best int8 candidates a top-k search re-scores with
+ * mt_vecset_rescore: max(4k, 64). The int8 order is close enough that
+ * the true top k lie among them. */
+uint32_t mt_vec_rescore_pool(uint32_t k);
 /* NULL when the set keeps no floats. */
 const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id);
 int mt_vecset_normalizes(const struct mt_vecset *vs);
