@@ -92,18 +92,25 @@ static void add_passages(struct mt_server *s, json_t *step)
     json_object_set_new(step, "passages", out);
 }
 
-/* params.on_step: routes the record to the live job of run "run-ID". */
+/* The live job of the check whose note id is "run-ID" (a reference the
+ * caller releases), or NULL. */
+static struct srv_job *note_job(struct mt_server *s, const char *note_id)
+{
+    long long run = 0;
+
+    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
+        return NULL;
+    return mt_srv_job_find(s, (int64_t)run);
+}
+
+/* params.on_step: routes the record to the check's live job. */
 static void on_step(void *user, const char *note_id, const char *step_json)
 {
     struct mt_server *s = user;
-    long long run = 0;
-    struct srv_job *j;
+    struct srv_job *j = note_job(s, note_id);
     const char *kind;
     json_t *o;
 
-    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
-        return;
-    j = mt_srv_job_find(s, (int64_t)run);
     if (!j)
         return;
     o = json_loads(step_json, 0, NULL);
@@ -114,18 +121,15 @@ static void on_step(void *user, const char *note_id, const char *step_json)
     mt_srv_job_release(s, j);
 }
 
-/* params.cancelled: whether the job of run "run-ID" was asked to stop
- * (a user's cancel, its timeout, or shutdown). */
+/* params.cancelled: whether the check's job was asked to stop (a user's
+ * cancel, its timeout, or shutdown). The agent may call it from a second
+ * thread (guards' pairs), so the job is found by note id, not by thread. */
 static int cancelled(void *user, const char *note_id)
 {
     struct mt_server *s = user;
-    long long run = 0;
-    struct srv_job *j;
+    struct srv_job *j = note_job(s, note_id);
     int c;
 
-    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
-        return 0;
-    j = mt_srv_job_find(s, (int64_t)run);
     if (!j)
         return 0;
     c = mt_srv_job_canceled(j);
