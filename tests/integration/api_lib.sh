@@ -71,3 +71,16 @@ job_cap_check() {
     [ $rc -eq 0 ] && ok "the servers stop cleanly on SIGTERM" ||
         not_ok "servers stop" "rc=$rc" "$(tail -3 "$TMP"/*.err 2>/dev/null)"
 }
+
+# no_model_check WHAT PATH BODY: on a server without a model, POST BODY to
+# PATH is 503 saying how to configure one, and no run is recorded.
+no_model_check() {
+    local what=$1 path=$2 req=$3
+    expect "$what without a model is 503" 503 "${A[@]}" "$U$path" -d "$req"
+    grep -q -- '--llm' "$TMP/body" && grep -q 'MEDTRUST_LLM' "$TMP/body" &&
+        ok "the 503 says how to configure a model" ||
+        not_ok "the 503 says how to configure a model" "$(cat "$TMP/body")"
+    expect "no run was recorded for it" 200 "${A[@]}" "$U/v1/runs"
+    grep -q '"runs":\[\]' "$TMP/body" && ok "the runs list is empty" ||
+        not_ok "the runs list is empty" "$(cat "$TMP/body")"
+}
