@@ -35,8 +35,9 @@ ifeq ($(WERROR),1)
 CFLAGS_ALL += -Werror
 endif
 
-# Library layers, lowest first (ARCHITECTURE.md).
-LAYERS   := core text store index model agents eval server
+# Library layers, lowest first (docs/architecture.md).
+LAYERS   := core text store index model retrieve llmcall check qa eval \
+            server
 
 LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)

@@ -1,14 +1,14 @@
-/* Unit tests for src/agents: JSON extraction from model prose, fuzzy
- * sentence matching (English, Chinese, Arabic), the MedEval acceptance
- * rule (true minimum), prompts, and submission lines. */
+/* Unit tests for src/check and src/llmcall: JSON extraction from model
+ * prose, fuzzy sentence matching (English, Chinese, Arabic), the MedEval
+ * acceptance rule (true minimum), prompts, and submission lines. */
 #include "check.h"
 
 #include <unistd.h>
 
-#include "agents/agent_int.h"
-#include "agents/match.h"
-#include "agents/prompt.h"
-#include "agents/reply.h"
+#include "check/agent_int.h"
+#include "check/match.h"
+#include "llmcall/prompt.h"
+#include "llmcall/reply.h"
 #include "medtrust/agent.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"

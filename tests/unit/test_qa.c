@@ -1,4 +1,4 @@
-/* Unit tests for verified question answering (src/agents/qa*.c): citation
+/* Unit tests for verified question answering (src/qa/qa*.c): citation
  * parsing, the uncited-sentence merge with hand-computed similarities,
  * the overall-verdict rule, label mapping (from a tiny GGUF classifier's
  * labels when one can be made), NO_REFERENCE never classified, and bad
@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "agents/qa_int.h"
+#include "qa/qa_int.h"
 #include "core/jsonl.h"
 #include "medtrust/agent.h"
 #include "medtrust/core.h"

@@ -1,14 +1,14 @@
-/* Internals of verified question answering (src/agents/qa*.c): the
+/* Internals of verified question answering (src/qa/qa*.c): the
  * answerer handle, retrieval, claim parsing and merging, verification and
  * the pure helpers the unit tests reach. */
-#ifndef MT_AGENTS_QA_INT_H
-#define MT_AGENTS_QA_INT_H
+#ifndef MT_QA_QA_INT_H
+#define MT_QA_QA_INT_H
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agents/prompt.h"
+#include "llmcall/prompt.h"
 #include "core/arena.h"
 #include "core/buf.h"
 #include "medtrust/agent.h"

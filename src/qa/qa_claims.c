@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/qa_int.h"
+#include "qa/qa_int.h"
 #include "medtrust/core.h"
 #include "model/embed.h"
 #include "text/sentence.h"

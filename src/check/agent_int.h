@@ -1,14 +1,14 @@
 /* Internals shared by the strategies: the checker handle, one note's run
  * (sentences, trace, usage, verdict) and the role call with one repeat and
  * a fallback. */
-#ifndef MT_AGENTS_AGENT_INT_H
-#define MT_AGENTS_AGENT_INT_H
+#ifndef MT_CHECK_AGENT_INT_H
+#define MT_CHECK_AGENT_INT_H
 
 #include <pthread.h>
 
 #include <jansson.h>
 
-#include "agents/prompt.h"
+#include "llmcall/prompt.h"
 #include "core/buf.h"
 #include "medtrust/agent.h"
 #include "medtrust/index.h"

@@ -1,9 +1,9 @@
-/* Prompt templates: built-in text files (src/agents/prompts/NAME.txt,
+/* Prompt templates: built-in text files (src/llmcall/prompts/NAME.txt,
  * compiled in) that a directory may override file by file. A file holds
  * the system part, a line "=== user ===", then the user part; {{KEY}} in
  * either is replaced when rendering. */
-#ifndef MT_AGENTS_PROMPT_H
-#define MT_AGENTS_PROMPT_H
+#ifndef MT_LLMCALL_PROMPT_H
+#define MT_LLMCALL_PROMPT_H
 
 #include <stddef.h>
 

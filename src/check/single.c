@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agents/agent_int.h"
-#include "agents/match.h"
-#include "agents/reply.h"
+#include "check/agent_int.h"
+#include "check/match.h"
+#include "llmcall/reply.h"
 #include "medtrust/core.h"
 
 /* Maps a quoted error sentence to an id; -1 when it matches none. */

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agents/agent_int.h"
-#include "agents/reply.h"
+#include "check/agent_int.h"
+#include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agents/agent_int.h"
+#include "check/agent_int.h"
 #include "medtrust/core.h"
 #include "text/sentence.h"
 #include "text/utf8.h"

@@ -1,8 +1,8 @@
 /* Reading model replies: the JSON object inside prose or code fences, and
  * typed, bounds-checked field getters that tolerate common model habits
  * (numbers as strings, "yes"/"no", percentages for confidences). */
-#ifndef MT_AGENTS_REPLY_H
-#define MT_AGENTS_REPLY_H
+#ifndef MT_LLMCALL_REPLY_H
+#define MT_LLMCALL_REPLY_H
 
 #include <stddef.h>
 

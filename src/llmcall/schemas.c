@@ -5,7 +5,7 @@
  * always closes within the completion budget. */
 #include <string.h>
 
-#include "agents/reply.h"
+#include "llmcall/reply.h"
 #include "core/buf.h"
 #include "medtrust/core.h"
 

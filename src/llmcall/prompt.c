@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agents/prompt.h"
+#include "llmcall/prompt.h"
 #include "medtrust/core.h"
 
 #define PROMPT_MAX ((size_t)1 << 20)

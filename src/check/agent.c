@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/agent_int.h"
+#include "check/agent_int.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/rerank.h"

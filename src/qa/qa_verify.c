@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/qa_int.h"
-#include "agents/reply.h"
+#include "qa/qa_int.h"
+#include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "model/nli.h"
 #include "text/sentence.h"

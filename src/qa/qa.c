@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "agents/qa_int.h"
-#include "agents/reply.h"
+#include "qa/qa_int.h"
+#include "llmcall/reply.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/embed.h"

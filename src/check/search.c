@@ -4,7 +4,7 @@
  * each search borrows one. */
 #include <string.h>
 
-#include "agents/agent_int.h"
+#include "check/agent_int.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 #include "model/rerank.h"

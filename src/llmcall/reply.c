@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/reply.h"
+#include "llmcall/reply.h"
 
 /* Tries to parse p[0..n) as one JSON object. */
 static json_t *try_object(const char *p, size_t n, char *why, size_t wn)

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "agents/qa_int.h"
+#include "qa/qa_int.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 

@@ -2,8 +2,8 @@
  * overlap for alphabetic scripts (Latin, Arabic), character bigrams for
  * Chinese and Japanese, after case folding and dropping punctuation and
  * Arabic diacritics. */
-#ifndef MT_AGENTS_MATCH_H
-#define MT_AGENTS_MATCH_H
+#ifndef MT_CHECK_MATCH_H
+#define MT_CHECK_MATCH_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* Few-shot examples for the single strategy: the built-in ones (our own
- * short notes, src/agents/prompts/examples.txt) or rows of a MEDEC-format
+ * short notes, src/llmcall/prompts/examples.txt) or rows of a MEDEC-format
  * training CSV given with --few-shot. */
 #include <ctype.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/agent_int.h"
+#include "check/agent_int.h"
 #include "core/csv.h"
 #include "medtrust/core.h"
 #include "text/sentence.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agents/match.h"
+#include "check/match.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 

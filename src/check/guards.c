@@ -6,9 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agents/agent_int.h"
-#include "agents/match.h"
-#include "agents/reply.h"
+#include "check/agent_int.h"
+#include "check/match.h"
+#include "llmcall/reply.h"
 #include "medtrust/core.h"
 
 #define DEFAULT_CONF 0.5

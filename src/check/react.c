@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agents/agent_int.h"
-#include "agents/reply.h"
+#include "check/agent_int.h"
+#include "llmcall/reply.h"
 #include "medtrust/core.h"
 
 #define TEXT_MAX ((size_t)64 << 20)
