@@ -98,8 +98,8 @@ static int reply_label(const char *text)
     return found;
 }
 
-static enum mt_status judge(struct mt_nli *n, const char *premise,
-                            const char *hypothesis, float probs[3],
+static enum mt_status judge(struct mt_nli *n, const char *claim,
+                            const char *evidence, float probs[3],
                             struct mt_error *err)
 {
     struct mt_buf user = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
@@ -112,8 +112,10 @@ static enum mt_status judge(struct mt_nli *n, const char *premise,
     mt_chat_default_params(&cp);
     cp.max_tokens = 32;
     cp.json_schema = judge_schema;
-    st = mt_buf_printf(&user, "Reference:\n%s\n\nClaim:\n%s", premise,
-                       hypothesis);
+    /* The evidence is the reference and the claim is the claim: the
+     * judge asks whether the reference supports the claim (VerifAI's
+     * verification step; the qa_judge prompt reads the same way). */
+    st = mt_buf_printf(&user, "Reference:\n%s\n\nClaim:\n%s", evidence, claim);
     m[1].content = user.data;
     if (st == MT_OK)
         st = mt_llm_chat(n->llm, m, 2, &cp, &r, err);
@@ -132,8 +134,8 @@ static enum mt_status judge(struct mt_nli *n, const char *premise,
     return st;
 }
 
-enum mt_status mt_nli_classify(struct mt_nli *n, const char *premise,
-                               const char *hypothesis, float probs[3],
+enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
+                               const char *evidence, float probs[3],
                                enum mt_nli_label *label, struct mt_error *err)
 {
     float pr[3];
@@ -141,9 +143,9 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *premise,
     int i;
 
     if (n->cls)
-        st = mt_llama_cls_probs(n->cls, premise, hypothesis, pr, err);
+        st = mt_llama_cls_probs(n->cls, claim, evidence, pr, err);
     else
-        st = judge(n, premise, hypothesis, pr, err);
+        st = judge(n, claim, evidence, pr, err);
     if (st != MT_OK)
         return st;
     *label = MT_NLI_SUPPORT;

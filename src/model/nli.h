@@ -26,11 +26,14 @@ struct mt_nli;
 enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
                            struct mt_nli **out, struct mt_error *err);
 
-/* Classifies whether 'premise' supports 'hypothesis'. probs (may be NULL)
- * receives probabilities indexed by enum mt_nli_label (one-hot for the
- * llm judge); *label the most likely. Thread-safe (calls serialise). */
-enum mt_status mt_nli_classify(struct mt_nli *n, const char *premise,
-                               const char *hypothesis, float probs[3],
+/* Classifies whether 'evidence' supports 'claim'. The gguf classifier
+ * reads the pair as "claim [SEP] evidence" (VerifAI's input order); the
+ * llm judge is shown the evidence as the reference and the claim as the
+ * claim. probs (may be NULL) receives probabilities indexed by enum
+ * mt_nli_label (one-hot for the llm judge); *label the most likely.
+ * Thread-safe (calls serialise). */
+enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
+                               const char *evidence, float probs[3],
                                enum mt_nli_label *label, struct mt_error *err);
 
 /* "SUPPORT", "CONTRADICT" or "NO_EVIDENCE". */

@@ -79,10 +79,71 @@ static void test_server_plays_queues_and_records_requests(void **state)
     script_stop(&s);
 }
 
+/* ==== VerifAI ==== */
+
+static const char nli_scenario[] =
+    "qa_judge if /<claim>\\nAspirin lowers the/ {\"label\":\"SUPPORT\","
+    "\"confidence\":0.9}\n"
+    "qa_judge if /<document>\\nAspirin lowers the/ {\"label\":\"CONTRADICT\","
+    "\"confidence\":0.9}\n"
+    "- if /Claim:\\nAspirin lowers the/ {\"label\":\"SUPPORT\"}\n"
+    "- if /Reference:\\nAspirin lowers the/ {\"label\":\"CONTRADICT\"}\n";
+
+static const char claim[] = "Aspirin lowers the risk of a second infarction.";
+static const char evidence[] =
+    "In 4,000 patients, daily aspirin cut reinfarction by a quarter.";
+
+static struct mt_qa *open_verifier(const struct script *s, const char *nli)
+{
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+
+    mt_qa_default_params(&p);
+    p.llm_spec = s->spec;
+    p.nli_spec = nli;
+    p.embedder_spec = "none";
+    p.llm.max_retries = 0;
+    p.llm.timeout_s = 10;
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_NLI");
+    CHECK_OK(mt_qa_open(&p, &q, NULL));
+    return q;
+}
+
+/* Both judges read the document as the evidence and the claim as the
+ * claim: the scripted judge says SUPPORT only when the claim stands where
+ * a claim belongs, CONTRADICT when the two are swapped. */
+static void test_both_judges_read_claim_and_evidence_the_right_way(void **st)
+{
+    struct script s;
+    char nli[160];
+    const char *specs[2] = {"llm", nli};
+    enum mt_qa_label l;
+    float score;
+    int i;
+
+    (void)st;
+    script_start(&s, nli_scenario);
+    snprintf(nli, sizeof nli, "llm:%s", s.spec);
+    for (i = 0; i < 2; i++) {
+        struct mt_qa *q = open_verifier(&s, specs[i]);
+
+        CHECK_OK(mt_qa_verify(q, claim, evidence, &l, &score, NULL));
+        CHECK(l == MT_QA_SUPPORT);
+        /* the scripted judge tells the directions apart */
+        CHECK_OK(mt_qa_verify(q, evidence, claim, &l, &score, NULL));
+        CHECK(l == MT_QA_CONTRADICT);
+        mt_qa_close(q);
+    }
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_plays_queues_and_records_requests),
+        cmocka_unit_test(
+            test_both_judges_read_claim_and_evidence_the_right_way),
     };
 
     mt_jsonl_init_alloc();
