@@ -149,7 +149,8 @@ const struct cli_verb cli_verb_serve = {
     "serve the HTTP JSON API (/v1) and the web UI",
     "--db DIR [--listen HOST:PORT] [--data-dir DIR] [OPTIONS]",
     "Routes: GET /v1/health; POST /v1/login, /v1/logout, /v1/register;\n"
-    "GET /v1/me; GET|POST /v1/tokens, DELETE /v1/tokens/ID; POST\n"
+    "GET /v1/me, /v1/session (200 either way: {\"authenticated\":false}\n"
+    "or /v1/me's object); GET|POST /v1/tokens, DELETE /v1/tokens/ID; POST\n"
     "/v1/search, /v1/score, /v1/check and /v1/ask (202: a queued run);\n"
     "GET /v1/runs, /v1/runs/ID, /v1/runs/ID/events (Server-Sent Events),\n"
     "/v1/runs/ID/report (a score run's HTML report); POST\n"

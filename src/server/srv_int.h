@@ -198,6 +198,9 @@ void mt_srv_register(struct mt_server *, struct srv_req *, struct srv_resp *,
                      int64_t);
 void mt_srv_me(struct mt_server *, struct srv_req *, struct srv_resp *,
                int64_t);
+/* ui.c */
+void mt_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
 void mt_srv_tokens_list(struct mt_server *, struct srv_req *, struct srv_resp *,
                         int64_t);
 void mt_srv_token_create(struct mt_server *, struct srv_req *,

@@ -2,14 +2,18 @@
 // (Debian chromium via playwright-core): register, log in, search, check a
 // note (highlighted sentence, diff, live trajectory), ask, runs with an
 // inline report, settings, log out; every control labelled and reachable
-// by Tab; no console error. Prints TAP-like "ok"/"not ok" lines and saves
-// screenshots.
+// by Tab; axe-core finds nothing serious or critical on any page in each
+// state (logged out, results shown, error shown) and nothing overflows a
+// 390 px or a 1280 px wide window; no console error and no failed request
+// but those provoked on purpose. Prints TAP-like "ok"/"not ok" lines and
+// saves screenshots at both widths.
 // Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const pw = require(path.join(__dirname, '../../third_party/browser/' +
-    'node_modules/playwright-core'));
+const TP = path.join(__dirname, '../../third_party/browser/node_modules');
+const pw = require(path.join(TP, 'playwright-core'));
+const AXE = fs.readFileSync(path.join(TP, 'axe-core/axe.min.js'), 'utf8');
 
 const [base, shots, profile, adminPw] = process.argv.slice(2);
 let failed = 0;
@@ -23,25 +27,104 @@ function check(name, cond, detail) {
   }
 }
 
-// Console errors, less the HTTP errors this test provokes on purpose
-// (each listed with its path and status when it is provoked).
+// Console errors, HTTP error responses and failed requests, less the
+// HTTP errors this test provokes on purpose (each listed with its path
+// and status when it is provoked).
 const errors = [];
 const expected = [];
+const isExpected = (url, status) => expected.some((e) =>
+  url.split('?')[0].endsWith(e.path) && status === e.status);
 function watch(page) {
   page.on('console', (m) => {
     if (m.type() !== 'error') return;
     const url = (m.location() && m.location().url) || '';
-    const ok = expected.some((e) => url.endsWith(e.path) &&
-        m.text().includes('status of ' + e.status));
-    if (!ok) errors.push(m.text() + ' ' + url);
+    const st = m.text().match(/status of (\d+)/);
+    if (!(st && isExpected(url, Number(st[1])))) {
+      errors.push(m.text() + ' ' + url);
+    }
   });
   page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !isExpected(r.url(), r.status())) {
+      errors.push('HTTP ' + r.status() + ' ' + r.url());
+    }
+  });
+  page.on('requestfailed', (r) => {
+    // An event stream the page closes itself reads as aborted.
+    const f = r.failure() ? r.failure().errorText : '';
+    if (!(f === 'net::ERR_ABORTED' && /\/events$/.test(r.url()))) {
+      errors.push('request failed: ' + r.url() + ' ' + f);
+    }
+  });
 }
 
 async function shot(page, name) {
   const file = path.join(shots, 'ui_' + name + '.png');
   await page.screenshot({path: file, fullPage: true});
   return file;
+}
+
+// ==== Accessibility (axe-core) and layout at two widths ====
+
+const WIDTHS = [390, 1280];
+const HEIGHT = 800;
+
+// axe-core's serious and critical violations on the page as it is now.
+// The script is evaluated through the debugging protocol, which the
+// page's Content-Security-Policy does not cover; the framed score report
+// has its own test (test_report.js).
+async function axeViolations(page) {
+  if (!await page.evaluate(() => typeof window.axe === 'object')) {
+    await page.evaluate(AXE + '\n;0');
+  }
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, {iframes: false,
+      resultTypes: ['violations']});
+    return r.violations.filter((v) => v.impact === 'serious' ||
+        v.impact === 'critical').map((v) => v.id + ' (' + v.impact + '): ' +
+        v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', '));
+  });
+}
+
+// The page's horizontal overflow: how far it is wider than the window,
+// with the outermost elements that stick out.
+async function overflow(page) {
+  return page.evaluate(() => {
+    const w = document.documentElement.clientWidth;
+    const extra = document.documentElement.scrollWidth - w;
+    const out = [];
+    if (extra > 0) {
+      for (const e of document.body.querySelectorAll('*')) {
+        const r = e.getBoundingClientRect();
+        if (r.right <= w + 1 || r.width === 0) continue;
+        if (out.some((o) => o.el.contains(e))) continue;
+        out.push({el: e, text: e.tagName.toLowerCase() +
+            (e.id ? '#' + e.id : '') + (e.className && e.className.baseVal ===
+            undefined ? '.' + String(e.className).split(' ')[0] : '') +
+            ' right=' + Math.round(r.right)});
+        if (out.length >= 4) break;
+      }
+    }
+    return {extra, culprits: out.map((o) => o.text)};
+  });
+}
+
+// axe at the default width, then each width: no horizontal overflow and a
+// full-page screenshot (ui_NAME_390.png, ui_NAME_1280.png).
+async function audit(page, name, where) {
+  const bad = await axeViolations(page);
+  check('axe finds nothing serious on ' + where, bad.length === 0,
+      bad.join(' | '));
+  const vp = page.viewportSize();
+  for (const w of WIDTHS) {
+    await page.setViewportSize({width: w, height: HEIGHT});
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+    const o = await overflow(page);
+    check(where + ' fits a ' + w + ' px window', o.extra <= 0,
+        'wider by ' + o.extra + ' px: ' + o.culprits.join(', '));
+    await shot(page, name + '_' + w);
+  }
+  await page.setViewportSize(vp);
 }
 
 // ==== Accessibility: names and keyboard reach ====
@@ -105,6 +188,7 @@ async function a11y(page, where) {
 async function register(page, user, pass) {
   await page.goto(base + '/login');
   await a11y(page, 'the login page');
+  await audit(page, 'login', 'the login page (logged out)');
   await page.fill('#reg-user', user);
   await page.fill('#reg-pass', pass);
   await page.click('#reg-btn');
@@ -122,6 +206,20 @@ async function logIn(page, user, pass) {
   await page.waitForURL(base + '/', {timeout: 10000});
   await page.waitForSelector('#who:not(:empty)');
   return (await page.textContent('#who')).includes(user);
+}
+
+// A wrong password: the login page shows the server's refusal.
+async function loginError(page) {
+  await page.goto(base + '/login');
+  await page.fill('#login-user', 'carol');
+  await page.fill('#login-pass', 'not-the-password');
+  expected.push({path: '/v1/login', status: 401});
+  await page.click('#login-btn');
+  await page.waitForFunction(() =>
+    document.getElementById('login-msg').textContent.length > 0);
+  check('a wrong password shows the refusal',
+      (await page.textContent('#login-msg')).length > 0);
+  await audit(page, 'login_error', 'the login page with an error shown');
 }
 
 async function logOut(page) {
@@ -159,7 +257,7 @@ async function search(page) {
       w === '40', 'value=' + w);
   check('the source filter keeps medquad hits only', src.length > 0 &&
       src.every((s) => s === 'medquad'), src.join(','));
-  await shot(page, 'search');
+  await audit(page, 'search', 'Search with results');
   await a11y(page, 'Search');
 }
 
@@ -167,18 +265,37 @@ const NOTE = 'A 62-year-old man has crushing chest pain.\n' +
     'ECG shows ST elevation in II, III and aVF.\n' +
     'He is given aspirin and sent home.\n';
 
+// Records, in the page, the order in which each named selector first
+// matches (two in the same change read "a+b"); window.order holds it.
+async function recordOrder(page, container, marks) {
+  await page.evaluate(([c, m]) => {
+    window.order = [];
+    const seen = new Set();
+    new MutationObserver(() => {
+      const now = m.filter(([n, sel]) => !seen.has(n) &&
+          document.querySelector(sel)).map(([n]) => n);
+      now.forEach((n) => seen.add(n));
+      if (now.length) window.order.push(now.join('+'));
+    }).observe(document.getElementById(c),
+        {childList: true, subtree: true, characterData: true});
+  }, [container, marks]);
+}
+
 async function checkNote(page, strategy) {
   await page.goto(base + '/#check');
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
+  await recordOrder(page, 'check-result', [['step', '#check-trace > li'],
+    ['verdict', '#check-verdict']]);
   await page.click('#check-btn');
   await page.waitForSelector('#check-err-sentence', {timeout: 60000});
+  const order = await page.evaluate(() => window.order);
   const mark = await page.textContent('#check-err-sentence');
   const ins = await page.$$eval('#check-diff ins', (e) =>
     e.map((x) => x.textContent).join(''));
   const steps = await page.$$eval('#check-trace > li', (l) =>
     l.map((x) => x.dataset.step));
-  return {mark, ins, steps,
+  return {mark, ins, steps, order,
     visible: await page.isVisible('#check-err-sentence') &&
         await page.isVisible('#check-diff')};
 }
@@ -199,12 +316,10 @@ async function cancelCheck(page) {
       await page.isHidden('#check-cancel') &&
       await page.$('#check-verdict') === null,
       await page.textContent('#check-msg'));
+  await audit(page, 'check_error', 'Check with an error shown');
 }
 
 async function checks(page) {
-  // Steps stream while the run works: the first shows before the verdict.
-  const first = page.waitForSelector('#check-trace > li', {timeout: 30000})
-      .then(() => page.$('#check-verdict')).then((v) => v === null);
   const r = await checkNote(page, 'react-reflex');
   check('check highlights the erroneous sentence', r.visible &&
       r.mark === 'He is given aspirin and sent home.', r.mark);
@@ -213,7 +328,8 @@ async function checks(page) {
   check('react-reflex trajectory shows search, reviews and verdict',
       ['call', 'search', 'medeval', 'verdict'].every((s) => r.steps.includes(s)),
       r.steps.join(','));
-  check('trajectory steps arrive live, before the verdict', await first);
+  check('trajectory steps arrive live, before the verdict',
+      r.order.join(',') === 'step,verdict', r.order.join(','));
   const passages = await page.$$eval('[data-step="search"] .passage',
       (p) => p.length);
   const reviews = await page.$$eval('[data-step="call"] table tbody tr',
@@ -222,7 +338,7 @@ async function checks(page) {
       'passages=' + passages);
   check('the five MedEval reviews are shown with scores', reviews === 5,
       'rows=' + reviews);
-  await shot(page, 'check_react');
+  await audit(page, 'check_react', 'Check with its result');
   const g = await checkNote(page, 'guards');
   const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
     l.map((x) => x.textContent));
@@ -261,6 +377,7 @@ async function askFilters(page) {
   check('year filters reach the server and its 400 shows',
       br.status() === 400 && msg.includes('year_from'), br.status() + ' ' +
       msg);
+  await audit(page, 'ask_error', 'Ask with an error shown');
   await page.fill('#ask-year-from', '');
   await page.fill('#ask-year-to', '');
 }
@@ -324,7 +441,7 @@ async function ask(page) {
       /NO_REFERENCE[^]*99999999|99999999[^]*NO_REFERENCE/.test(tips),
       tips.slice(0, 300));
   await page.focus(sel); // the screenshot shows a supported claim's evidence
-  await shot(page, 'ask_live');
+  await audit(page, 'ask_live', 'Ask with a verified answer');
   await a11y(page, 'Ask');
   await askRendering(page);
 }
@@ -410,7 +527,7 @@ async function runs(page) {
   const charts = await frame.$$eval('svg', (s) => s.length);
   check('a score run shows its HTML report inline', charts > 0,
       'charts=' + charts);
-  await shot(page, 'runs');
+  await audit(page, 'runs', 'Runs with a report');
   await a11y(page, 'Runs');
 }
 
@@ -427,15 +544,18 @@ async function settings(page) {
   await page.waitForFunction(() =>
     document.getElementById('set-reg-status').textContent.includes('closed'));
   expected.push({path: '/v1/register', status: 403});
-  const r = await page.evaluate(async () => (await fetch('/v1/register', {
-    method: 'POST', body: JSON.stringify({username: 'dave',
-      password: 'dave-password'})})).status);
+  const r = await page.evaluate(async () => {
+    const res = await fetch('/v1/register', {method: 'POST',
+      body: JSON.stringify({username: 'dave', password: 'dave-password'})});
+    await res.text();
+    return res.status;
+  });
   check('the admin closes registration from settings', r === 403,
       'status=' + r);
   await page.click('#set-reg');
   await page.waitForFunction(() =>
     document.getElementById('set-reg-status').textContent.includes('open'));
-  await shot(page, 'settings');
+  await audit(page, 'settings', 'Settings');
   await a11y(page, 'Settings');
 }
 
@@ -446,7 +566,7 @@ async function main() {
   const ctx = await pw.chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    viewport: {width: 1366, height: 768},
+    viewport: {width: 1280, height: HEIGHT},
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
       '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
@@ -456,6 +576,7 @@ async function main() {
   watch(page);
   await register(page, 'carol', 'carol-password');
   check('log out returns to the login page', await logOut(page));
+  await loginError(page);
   check('log in with the form', await logIn(page, 'carol', 'carol-password'));
   await search(page);
   await checks(page);
@@ -466,7 +587,6 @@ async function main() {
   check('the admin logs in', await logIn(page, 'admin', adminPw));
   await settings(page);
   check('the admin logs out', await logOut(page));
-  expected.push({path: '/v1/me', status: 401});
   const r = await page.goto(base + '/');
   await page.waitForURL(/\/login$/, {timeout: 10000});
   check('after logout the app sends you to the login page', r.ok());

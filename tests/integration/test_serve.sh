@@ -154,6 +154,14 @@ else not_ok "SSE stream" "$(cat "$TMP/sse")"; fi
 
 expect "logout" 200 "${A[@]}" -X POST "$MAIN/v1/logout"
 expect "after logout the session is gone" 401 -b "$TMP/jar" "$MAIN/v1/me"
+expect "/v1/session answers 200 logged out" 200 -b "$TMP/jar" \
+    "$MAIN/v1/session"
+grep -q '^{"authenticated":false}$' "$TMP/body" &&
+    ok "... with authenticated false" || not_ok "session" "$(cat "$TMP/body")"
+expect "/v1/session with a session" 200 -b "$TMP/bjar" "$MAIN/v1/session"
+grep -q '"username":"bob".*"authenticated":true' "$TMP/body" &&
+    ok "... says who and authenticated true" ||
+    not_ok "session" "$(cat "$TMP/body")"
 
 if grep -q 'query_sha256' "$TMP/logs/audit.log" &&
     ! grep -qi 'symptoms of gout\|alice-password\|metformin' "$TMP/logs/"*.log &&

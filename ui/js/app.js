@@ -1,4 +1,6 @@
-// The app shell: checks the session (else goes to the login page), keeps
+// The app shell: checks the session (GET /v1/session, which answers 200
+// logged in or not, so no request fails before login; logged out goes to
+// the login page), keeps
 // the CSRF token, switches pages on the URL's #fragment, and logs out.
 import {api, errorText, setCsrf} from './api.js';
 import {$} from './dom.js';
@@ -27,8 +29,8 @@ function show() {
 }
 
 async function start() {
-  const res = await api('GET', '/v1/me');
-  if (res.status === 401) {
+  const res = await api('GET', '/v1/session');
+  if (res.ok && !res.data.authenticated) {
     location.href = '/login';
     return;
   }
