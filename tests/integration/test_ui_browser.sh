@@ -15,7 +15,7 @@ if ! "$MT" serve --help >/dev/null 2>&1; then
     ok "serve verb not in this binary yet # SKIP"
     exit 0
 fi
-for need in /usr/bin/chromium "$PW" "$(command -v node)"; do
+for need in /usr/bin/chromium "$PW" "${PW%/*}/axe-core/axe.min.js" "$(command -v node)"; do
     if [ ! -e "$need" ]; then
         not_ok "browser test prerequisites" "missing $need (run make bootstrap)"
         exit 1

@@ -71,10 +71,14 @@ export function when(sec) {
       ' ' + p(d.getHours()) + ':' + p(d.getMinutes());
 }
 
-// A table from headers and rows of cells (strings or nodes).
+// A table from headers and rows of cells (strings or nodes), in a box
+// that scrolls sideways when the table is wider than the screen (the box
+// takes focus, so keyboard users can scroll it too).
 export function table(caption, heads, rows) {
-  return el('table', {},
+  return el('div', {class: 'table-wrap', tabindex: '0', role: 'region',
+    'aria-label': caption || 'Table: ' + heads.filter(Boolean).join(', ')},
+  el('table', {},
       caption ? el('caption', {class: 'muted'}, caption) : null,
       el('thead', {}, el('tr', {}, heads.map((h) => el('th', {scope: 'col'}, h)))),
-      el('tbody', {}, rows.map((r) => el('tr', {}, r.map((c) => el('td', {}, c))))));
+      el('tbody', {}, rows.map((r) => el('tr', {}, r.map((c) => el('td', {}, c)))))));
 }
