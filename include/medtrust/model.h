@@ -18,6 +18,25 @@ struct mt_llm;
 /* Default per-call timeout in seconds (MEDTRUST_LLM_TIMEOUT overrides). */
 #define MT_LLM_DEFAULT_TIMEOUT_S 120.0
 
+/* How an OpenAI-compatible server is asked for a reply in a JSON shape
+ * when a call has a json_schema (--response-format). */
+enum mt_response_format {
+    MT_RF_AUTO,        /* json_schema; on a 400 that names the field, fall
+                          back once to json_object, then to none (kept for
+                          the handle's life, logged) */
+    MT_RF_JSON_SCHEMA, /* {"type":"json_schema",...}, no fallback */
+    MT_RF_JSON_OBJECT, /* {"type":"json_object"}: any JSON object */
+    MT_RF_NONE,        /* no response_format: the prompt alone asks */
+};
+
+/* Parses "auto", "json_schema", "json_object" or "none". MT_EINVAL for
+ * anything else. */
+enum mt_status mt_response_format_parse(const char *s,
+                                        enum mt_response_format *out);
+
+/* The name of 'f' as mt_response_format_parse reads it. */
+const char *mt_response_format_name(enum mt_response_format f);
+
 /* Settings fixed when a backend is opened. Strings are copied. */
 struct mt_llm_params {
     double timeout_s;         /* bound on each model call (default 120) */
@@ -28,6 +47,7 @@ struct mt_llm_params {
     uint32_t threads;         /* llama.cpp threads, 0 = online CPUs */
     uint32_t n_ctx;           /* llama.cpp context, 0 = min(model, 4096) */
     const char *cache_path;   /* SQLite call cache file; NULL = no cache */
+    enum mt_response_format response_format; /* openai only (auto) */
 };
 
 /* Fills 'p' with the defaults above. timeout_s comes from
@@ -51,6 +71,16 @@ struct mt_chat_params {
     size_t n_stop;           /* up to 8 */
     const char *json_schema; /* JSON Schema text constraining output */
     const char *grammar;     /* raw GBNF (gguf only); wins over schema */
+    /* Streaming (NULL = off). When set, each completion's text is also
+     * passed on as it is generated: on_token(on_token_ctx, i, piece, len)
+     * for completion i, pieces in order and whole UTF-8 characters, which
+     * together equal texts[i]. When a failed attempt is retried,
+     * on_token(ctx, i, NULL, 0) comes first: drop what came for i. A
+     * cached reply comes as one piece. A nonzero return stops the call
+     * with MT_ECANCELED. Called on the calling thread; the OpenAI backend
+     * sends "stream": true, the gguf backend calls it per token. */
+    int (*on_token)(void *ctx, uint32_t i, const char *piece, size_t len);
+    void *on_token_ctx;
 };
 
 /* Fills 'p' with the defaults above. */
@@ -65,6 +95,9 @@ struct mt_chat_result {
     uint64_t completion_tokens; /* over all n completions */
     double seconds;             /* wall time of the call */
     int cached;                 /* 1 when served from the call cache */
+    int tokens_estimated;       /* 1 when a server reported no usage and
+                                   the token counts are estimates (about 4
+                                   bytes a token) */
 };
 
 /* Frees the texts and zeroes 'r'. NULL and zeroed results are allowed. */

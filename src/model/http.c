@@ -32,6 +32,21 @@ struct mt_http {
     uint64_t rng;
 };
 
+/* A streamed (server-sent events) reply being read: complete lines are
+ * cut from 'line', "data:" lines gather in 'data' until a blank line
+ * ends the event (as the SSE spec has it). */
+struct sse {
+    const struct mt_http_sse *cb;
+    struct mt_buf line;
+    struct mt_buf data;
+    int streamed;  /* a 200 reply's body is being read as events */
+    char first;    /* its first byte */
+    size_t events; /* delivered in this attempt */
+    int done;      /* "data: [DONE]" seen */
+    int failed;    /* the server sent an error event */
+    struct mt_error err;
+};
+
 /* What one attempt produced. */
 struct attempt {
     long code;
@@ -40,6 +55,8 @@ struct attempt {
     double retry_after; /* seconds, < 0 when absent */
     struct mt_buf body;
     enum mt_status wst; /* why the body callback stopped, if it did */
+    CURL *curl;         /* during the transfer */
+    struct sse *sse;    /* NULL for a plain JSON reply */
 };
 
 enum verdict { V_OK, V_RETRY, V_FAIL };
@@ -196,13 +213,149 @@ static void sleep_s(double s)
         ;
 }
 
+/* ==== Server-sent events ==== */
+
+#define SSE_MAX_EVENT ((size_t)16 << 20)
+
+/* One event's data: "[DONE]" ends the stream, {"error":...} is the
+ * server failing mid-way (llama.cpp, vLLM and OpenAI all send it so),
+ * anything else goes to the caller. */
+static enum mt_status sse_dispatch(struct sse *s)
+{
+    json_error_t je;
+    json_t *j;
+    json_t *e;
+    const char *m;
+    enum mt_status st;
+
+    if (s->data.len == 0)
+        return MT_OK;
+    if (strcmp(s->data.data, "[DONE]") == 0) {
+        s->done = 1;
+        return MT_OK;
+    }
+    j = json_loadb(s->data.data, s->data.len, 0, &je);
+    mt_buf_reset(&s->data);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return mt_fail(&s->err, MT_EPARSE,
+                       "event %zu is not a JSON object (%s)", s->events + 1,
+                       je.text[0] ? je.text : "not an object");
+    }
+    e = json_object_get(j, "error");
+    if (e) {
+        m = json_string_value(json_object_get(e, "message"));
+        s->failed = 1;
+        mt_fail(&s->err, MT_EIO, "the server failed mid-stream: %.200s",
+                m ? m : (json_string_value(e) ? json_string_value(e) : "?"));
+        json_decref(j);
+        return MT_EIO;
+    }
+    st = s->cb->on_event(s->cb->ctx, j, &s->err);
+    json_decref(j);
+    s->events++;
+    return st;
+}
+
+/* One complete line (without its end); "data:" gathers, a blank line
+ * dispatches, "event:", "id:", "retry:" and ":" comments are ignored. */
+static enum mt_status sse_line(struct sse *s, const char *p, size_t n)
+{
+    enum mt_status st = MT_OK;
+
+    if (n == 0)
+        return sse_dispatch(s);
+    if (n < 5 || strncmp(p, "data:", 5) != 0)
+        return MT_OK;
+    p += 5;
+    n -= 5;
+    if (n > 0 && *p == ' ') {
+        p++;
+        n--;
+    }
+    if (s->data.len > 0)
+        st = mt_buf_putc(&s->data, '\n');
+    if (st == MT_OK)
+        st = mt_buf_append(&s->data, p, n);
+    if (st != MT_OK)
+        return mt_fail(&s->err, st, "event %zu is larger than %zu bytes",
+                       s->events + 1, SSE_MAX_EVENT);
+    return MT_OK;
+}
+
+/* Feeds n bytes of the stream; lines may end in LF, CRLF or CR. */
+static enum mt_status sse_feed(struct sse *s, const char *p, size_t n)
+{
+    enum mt_status st = mt_buf_append(&s->line, p, n);
+    size_t from = 0;
+    size_t i;
+
+    if (st != MT_OK)
+        return mt_fail(&s->err, st, "event %zu is larger than %zu bytes",
+                       s->events + 1, SSE_MAX_EVENT);
+    for (i = 0; st == MT_OK && !s->done && i < s->line.len; i++) {
+        char c = s->line.data[i];
+        if (c != '\n' && c != '\r')
+            continue;
+        if (c == '\r' && i + 1 == s->line.len)
+            break; /* a CRLF may be split across reads */
+        st = sse_line(s, s->line.data + from, i - from);
+        if (c == '\r' && s->line.data[i + 1] == '\n')
+            i++;
+        from = i + 1;
+    }
+    memmove(s->line.data, s->line.data + from, s->line.len - from);
+    s->line.len -= from;
+    s->line.data[s->line.len] = '\0';
+    return st;
+}
+
+static void sse_reset(struct sse *s)
+{
+    mt_buf_reset(&s->line);
+    mt_buf_reset(&s->data);
+    s->streamed = 0;
+    s->first = 0;
+    s->events = 0;
+    s->done = 0;
+    s->failed = 0;
+    mt_error_clear(&s->err);
+}
+
+/* The stream ended: an event without its closing blank line still
+ * counts. */
+static void sse_finish(struct attempt *a)
+{
+    struct sse *s = a->sse;
+    enum mt_status st = MT_OK;
+
+    if (!s->done && s->first != '{' && s->line.len > 0)
+        st = sse_line(s, s->line.data, s->line.len);
+    if (st == MT_OK && !s->done)
+        st = sse_dispatch(s);
+    if (st != MT_OK) {
+        a->cc = CURLE_WRITE_ERROR;
+        a->wst = st;
+    }
+}
+
 /* ==== One attempt ==== */
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
 {
     struct attempt *a = user;
     size_t n = size * nmemb;
+    long code = 0;
 
+    if (a->sse && a->body.len == 0)
+        curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &code);
+    if (a->sse && code == 200) {
+        if (!a->sse->streamed && n > 0)
+            a->sse->first = p[0];
+        a->sse->streamed = 1;
+        a->wst = sse_feed(a->sse, p, n);
+        return a->wst == MT_OK ? n : 0;
+    }
     a->wst = mt_buf_append(&a->body, p, n);
     if (a->wst != MT_OK)
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
@@ -293,13 +446,19 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
     }
     set_opts(c, h, url, body, a);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    a->curl = c;
+    if (a->sse)
+        sse_reset(a->sse);
     sem_acquire(h);
     a->cc = curl_easy_perform(c);
     sem_release(h);
     if (a->cc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->code);
+    if (a->cc == CURLE_OK && a->sse && a->sse->streamed)
+        sse_finish(a);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
+    a->curl = NULL;
     return MT_OK;
 }
 
@@ -365,9 +524,47 @@ static enum mt_status fail_status(const struct mt_http *h, const char *url,
     return mt_fail(err, MT_EINVAL, "%s: HTTP %ld: %s", url, a->code, m);
 }
 
+/* A 200 stream that stopped early or that the caller or server ended:
+ * a cut-off or a mid-stream server error is retried like a 5xx; what the
+ * caller refused (malformed event, cancel) is not. */
+static enum verdict classify_sse(const char *url, const struct attempt *a,
+                                 struct mt_error *err)
+{
+    const struct sse *s = a->sse;
+
+    if (a->cc == CURLE_WRITE_ERROR && a->wst != MT_ENOMEM) {
+        mt_fail(err, a->wst, "%s: stream: %s", url, s->err.msg);
+        return s->failed ? V_RETRY : V_FAIL;
+    }
+    if (a->cc != CURLE_OK && a->cc != CURLE_OPERATION_TIMEDOUT) {
+        mt_fail(err, MT_EIO, "%s: stream cut off after %zu events (%s)", url,
+                s->events,
+                a->curl_msg[0] ? a->curl_msg : curl_easy_strerror(a->cc));
+        return V_RETRY;
+    }
+    if (a->cc != CURLE_OK || s->done)
+        return V_OK; /* timeouts: classify() says so */
+    if (s->events == 0 && s->first == '{') {
+        mt_fail(err, MT_EPARSE,
+                "%s: the reply is plain JSON, not server-sent events: the "
+                "server ignores \"stream\": true",
+                url);
+        return V_FAIL;
+    }
+    mt_fail(err, MT_EIO,
+            "%s: stream cut off after %zu events, before \"data: [DONE]\"", url,
+            s->events);
+    return V_RETRY;
+}
+
 static enum verdict classify(const struct mt_http *h, const char *url,
                              const struct attempt *a, struct mt_error *err)
 {
+    if (a->sse && a->sse->streamed) {
+        enum verdict v = classify_sse(url, a, err);
+        if (v != V_OK || a->cc == CURLE_OK)
+            return v;
+    }
     if (a->cc == CURLE_OPERATION_TIMEDOUT) {
         mt_fail(err, MT_EIO,
                 "%s: no reply within %.1f s: raise --timeout or "
@@ -435,43 +632,89 @@ static enum mt_status gave_up(struct mt_error *e, uint32_t attempts)
     return e->status;
 }
 
-enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
-                                 const json_t *body, json_t **reply,
-                                 struct mt_error *err)
+/* Runs attempts until one succeeds, fails for good or the retries run
+ * out; before a retry of a stream that delivered events the caller is
+ * told to drop them. */
+static enum mt_status run_attempts(struct mt_http *h, const char *url,
+                                   const char *text, struct attempt *a,
+                                   struct mt_error *e)
 {
-    struct attempt a = {0,    CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
-                        MT_OK};
-    struct mt_error local = {MT_OK, ""};
-    struct mt_error *e = err ? err : &local;
-    char url[2048];
-    char *text = json_dumps(body, JSON_COMPACT);
     enum mt_status st = MT_OK;
     enum verdict v = V_FAIL;
     uint32_t k;
 
-    if (!text)
-        return mt_fail(err, MT_ENOMEM, "http: out of memory");
-    mt_http_url(h, endpoint, url, sizeof url);
     for (k = 0; k <= h->p.max_retries; k++) {
         if (k > 0) {
-            double d = retry_delay(h, k - 1, a.retry_after);
+            double d = retry_delay(h, k - 1, a->retry_after);
             mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
                    h->p.max_retries, d);
+            if (a->sse && a->sse->events > 0 && a->sse->cb->on_restart)
+                a->sse->cb->on_restart(a->sse->cb->ctx);
             sleep_s(d);
         }
-        st = attempt_once(h, url, text, &a);
+        st = attempt_once(h, url, text, a);
         if (st != MT_OK)
-            break;
-        v = classify(h, url, &a, e);
+            return mt_fail(e, st, "http: out of memory");
+        v = classify(h, url, a, e);
         if (v != V_RETRY)
             break;
     }
-    if (st != MT_OK)
-        st = mt_fail(e, st, "http: out of memory");
-    else if (v == V_OK)
+    if (v == V_OK)
+        return MT_OK;
+    return v == V_RETRY ? gave_up(e, k) : e->status;
+}
+
+enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
+                                 const json_t *body, json_t **reply,
+                                 struct mt_error *err)
+{
+    struct attempt a = {0,     CURLE_OK, "",  -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+                        MT_OK, NULL,     NULL};
+    struct mt_error local = {MT_OK, ""};
+    struct mt_error *e = err ? err : &local;
+    char url[2048];
+    char *text = json_dumps(body, JSON_COMPACT);
+    enum mt_status st;
+
+    if (!text)
+        return mt_fail(err, MT_ENOMEM, "http: out of memory");
+    mt_http_url(h, endpoint, url, sizeof url);
+    st = run_attempts(h, url, text, &a, e);
+    if (st == MT_OK)
         st = parse_reply(url, &a, reply, e);
-    else
-        st = v == V_RETRY ? gave_up(e, k) : e->status;
+    mt_buf_free(&a.body);
+    mt_free(text);
+    return st;
+}
+
+enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
+                                const json_t *body,
+                                const struct mt_http_sse *cb,
+                                struct mt_error *err)
+{
+    struct sse s = {cb,
+                    MT_BUF_INIT(SSE_MAX_EVENT),
+                    MT_BUF_INIT(SSE_MAX_EVENT),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    {MT_OK, ""}};
+    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+                        MT_OK, NULL,     &s};
+    struct mt_error local = {MT_OK, ""};
+    struct mt_error *e = err ? err : &local;
+    char url[2048];
+    char *text = json_dumps(body, JSON_COMPACT);
+    enum mt_status st;
+
+    if (!text)
+        return mt_fail(err, MT_ENOMEM, "http: out of memory");
+    mt_http_url(h, endpoint, url, sizeof url);
+    st = run_attempts(h, url, text, &a, e);
+    mt_buf_free(&s.line);
+    mt_buf_free(&s.data);
     mt_buf_free(&a.body);
     mt_free(text);
     return st;

@@ -41,6 +41,28 @@ enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
                                  const json_t *body, json_t **reply,
                                  struct mt_error *err);
 
+/* A streamed reply ("stream": true): on_event gets each server-sent
+ * event's data parsed as a JSON object (borrowed for the call) and
+ * returns MT_OK to go on; anything else ends the call with that status
+ * and the message it put in 'err'. When an attempt that delivered events
+ * fails and is retried, on_restart (may be NULL) is called first: drop
+ * what came. */
+struct mt_http_sse {
+    enum mt_status (*on_event)(void *ctx, const json_t *data,
+                               struct mt_error *err);
+    void (*on_restart)(void *ctx);
+    void *ctx;
+};
+
+/* POSTs 'body' like mt_http_post_json and reads the 200 reply as
+ * server-sent events until "data: [DONE]". A stream cut off before it,
+ * or an {"error":...} event, is a failed attempt, retried as a 5xx is;
+ * a reply that is plain JSON is MT_EPARSE. Thread-safe. */
+enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
+                                const json_t *body,
+                                const struct mt_http_sse *cb,
+                                struct mt_error *err);
+
 /* Full URL for 'endpoint' into buf (for error messages). */
 void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
                  size_t n);

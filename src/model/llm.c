@@ -314,6 +314,9 @@ static char *result_encode(const struct mt_chat_result *r)
     o = json_pack("{s:o,s:I,s:I}", "texts", a, "prompt_tokens",
                   (json_int_t)r->prompt_tokens, "completion_tokens",
                   (json_int_t)r->completion_tokens);
+    if (o && r->tokens_estimated &&
+        json_object_set_new(o, "tokens_estimated", json_true()) != 0)
+        json_array_clear(a); /* out of memory: store nothing */
     if (o && json_array_size(a) == r->n)
         s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -341,6 +344,7 @@ static enum mt_status result_decode(const char *s, size_t n,
         (uint64_t)json_integer_value(json_object_get(o, "prompt_tokens"));
     r->completion_tokens =
         (uint64_t)json_integer_value(json_object_get(o, "completion_tokens"));
+    r->tokens_estimated = json_is_true(json_object_get(o, "tokens_estimated"));
     r->cached = 1;
     if (st != MT_OK)
         mt_chat_result_free(r);
@@ -350,6 +354,20 @@ out:
 }
 
 /* ==== Calls ==== */
+
+/* A cached reply streams as one piece per completion. */
+static enum mt_status cache_stream(const struct mt_chat_params *p,
+                                   const struct mt_chat_result *res,
+                                   struct mt_error *err)
+{
+    uint32_t i;
+
+    for (i = 0; p->on_token && i < res->n; i++)
+        if (res->texts[i][0] && p->on_token(p->on_token_ctx, i, res->texts[i],
+                                            strlen(res->texts[i])) != 0)
+            return mt_fail(err, MT_ECANCELED, "chat: stopped by the caller");
+    return MT_OK;
+}
 
 static int cache_lookup(struct mt_llm *l, const char *key,
                         struct mt_chat_result *res)
@@ -400,8 +418,10 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
         key = mt_chat_request_key(msgs, n_msgs, p);
         if (!key)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
-        if (cache_lookup(l, key, res))
+        if (cache_lookup(l, key, res)) {
+            st = cache_stream(p, res, err);
             goto done;
+        }
     }
     st = l->ops->chat(l->self, msgs, n_msgs, p, res, err);
     if (st == MT_OK && l->cache)

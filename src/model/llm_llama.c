@@ -188,16 +188,61 @@ static enum mt_status append_piece(struct lchat *c, llama_token t,
     return mt_buf_append(b, piece, (size_t)n);
 }
 
+/* ==== Streaming ==== */
+
+/* End of the longest prefix of s[0..end) that holds only whole UTF-8
+ * characters (a token's piece may end inside one). */
+static size_t whole_chars(const char *s, size_t from, size_t end)
+{
+    size_t k = end;
+    unsigned char c;
+    size_t need;
+
+    while (k > from && end - k < 3 && ((unsigned char)s[k - 1] & 0xc0) == 0x80)
+        k--;
+    if (k == from)
+        return end;
+    c = (unsigned char)s[k - 1];
+    need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return k - 1 + need > end ? k - 1 : end;
+}
+
+/* Passes on (p->on_token) the text of completion i from *sent up to what
+ * can no longer change: a stop string may still cut the last (longest
+ * stop - 1) bytes. 'final': all of it. Returns nonzero when the caller
+ * asked to stop. */
+static int emit(const struct mt_chat_params *p, uint32_t i,
+                const struct mt_buf *b, size_t *sent, int final)
+{
+    size_t end = b->len;
+    size_t hold = 0;
+    size_t k;
+
+    if (!p->on_token)
+        return 0;
+    for (k = 0; !final && k < p->n_stop; k++)
+        if (strlen(p->stop[k]) > hold + 1)
+            hold = strlen(p->stop[k]) - 1;
+    end = end > *sent + hold ? end - hold : *sent;
+    end = final ? end : whole_chars(b->data, *sent, end);
+    if (end <= *sent)
+        return 0;
+    k = *sent;
+    *sent = end;
+    return p->on_token(p->on_token_ctx, i, b->data + k, end - k);
+}
+
 /* One completion: rewind the KV cache to the prompt minus its last token,
  * decode that token again for fresh logits, then sample up to budget. */
 static enum mt_status sample_one(struct lchat *c, const llama_token *prompt,
                                  int32_t np, const struct mt_chat_params *p,
-                                 struct samp *sp, uint32_t budget,
+                                 struct samp *sp, uint32_t budget, uint32_t i,
                                  struct mt_buf *out, uint64_t *ntok)
 {
     llama_memory_t mem = llama_get_memory(c->ls.ctx);
     llama_token tok = prompt[np - 1];
     size_t before;
+    size_t sent = 0;
     uint32_t k;
 
     llama_memory_seq_rm(mem, 0, np - 1, -1);
@@ -215,8 +260,10 @@ static enum mt_status sample_one(struct lchat *c, const llama_token *prompt,
             return MT_ENOMEM;
         if (cut_stop(out, out->len - before, p))
             break;
+        if (emit(p, i, out, &sent, 0) != 0)
+            return MT_ECANCELED;
     }
-    return MT_OK;
+    return emit(p, i, out, &sent, 1) != 0 ? MT_ECANCELED : MT_OK;
 }
 
 static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
@@ -262,7 +309,7 @@ static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
             return mt_fail(err, MT_EINVAL,
                            "chat: the grammar does not "
                            "parse (check the JSON schema or GBNF)");
-        st = sample_one(c, toks, np, p, &sp, budget, &out,
+        st = sample_one(c, toks, np, p, &sp, budget, i, &out,
                         &r->completion_tokens);
         samp_free(&sp);
         if (st == MT_OK && mt_buf_reserve(&out, 1) != MT_OK)
@@ -270,6 +317,8 @@ static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
         r->texts[i] = st == MT_OK ? mt_buf_take(&out) : NULL;
         mt_buf_free(&out);
     }
+    if (st == MT_ECANCELED)
+        return mt_fail(err, st, "chat: stopped by the caller");
     if (st != MT_OK)
         return mt_fail(err, st, "gguf %s: generation failed (%s)", c->ls.name,
                        mt_status_str(st));

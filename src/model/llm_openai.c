@@ -1,17 +1,27 @@
 /* OpenAI-compatible chat backend (openai:BASE_URL#MODEL): POST
- * /v1/chat/completions with n, seed, stop and response_format; replies are
- * validated field by field. */
+ * /v1/chat/completions with n, seed, stop and response_format, plain or
+ * streamed as server-sent events; replies are validated field by field. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
+#include "core/buf.h"
 #include "medtrust/core.h"
 #include "model/http.h"
 #include "model/llm.h"
+
+/* Without a "usage" object, tokens are estimated at this many bytes each
+ * (the usual rule of thumb for English BPE vocabularies). */
+#define BYTES_PER_TOKEN_ESTIMATE 4
 
 struct openai {
     struct mt_http *http;
     char *model;
     char url[512];
+    pthread_mutex_t mu;
+    enum mt_response_format rf; /* what this endpoint is sent now */
+    int rf_auto;                /* 1: rf may still fall back */
 };
 
 static void openai_free(void *self)
@@ -20,6 +30,7 @@ static void openai_free(void *self)
 
     if (!o)
         return;
+    pthread_mutex_destroy(&o->mu);
     mt_http_free(o->http);
     mt_free(o->model);
     mt_free(o);
@@ -30,18 +41,99 @@ static const char *openai_model(const void *self)
     return ((const struct openai *)self)->model;
 }
 
+/* ==== Response format ==== */
+
+static const char *const rf_names[] = {"auto", "json_schema", "json_object",
+                                       "none"};
+
+enum mt_status mt_response_format_parse(const char *s,
+                                        enum mt_response_format *out)
+{
+    size_t i;
+
+    for (i = 0; s && i < sizeof rf_names / sizeof *rf_names; i++)
+        if (strcmp(s, rf_names[i]) == 0) {
+            *out = (enum mt_response_format)i;
+            return MT_OK;
+        }
+    return MT_EINVAL;
+}
+
+const char *mt_response_format_name(enum mt_response_format f)
+{
+    return (size_t)f < sizeof rf_names / sizeof *rf_names ? rf_names[f] : "?";
+}
+
+static enum mt_response_format rf_now(struct openai *o)
+{
+    enum mt_response_format f;
+
+    pthread_mutex_lock(&o->mu);
+    f = o->rf;
+    pthread_mutex_unlock(&o->mu);
+    return f;
+}
+
+/* A refusal of the response_format we sent: HTTP 400 or 422 whose
+ * server message names the field ("HTTP <code>: <message>" is
+ * mt_http_post_json's wording for a refused request). */
+static int refuses_format(const struct mt_error *e)
+{
+    const char *m = strstr(e->msg, ": HTTP 4");
+    char low[MT_ERROR_MSG_MAX];
+    size_t i;
+
+    if (e->status != MT_EINVAL || !m ||
+        (strncmp(m, ": HTTP 400:", 11) != 0 &&
+         strncmp(m, ": HTTP 422:", 11) != 0))
+        return 0;
+    for (i = 0; m[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)(m[i] >= 'A' && m[i] <= 'Z' ? m[i] + 32 : m[i]);
+    low[i] = '\0';
+    return strstr(low, "response_format") || strstr(low, "json_schema") ||
+           strstr(low, "json_object") || strstr(low, "response format");
+}
+
+/* Steps the endpoint down one format after a refusal of 'sent'; returns 1
+ * when the call should be made again. Concurrent calls may see the same
+ * refusal: only the first steps down. */
+static int rf_fall_back(struct openai *o, enum mt_response_format sent,
+                        const struct mt_error *e)
+{
+    int again = 0;
+
+    if (!refuses_format(e))
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    if (o->rf_auto && o->rf == sent && sent != MT_RF_NONE) {
+        o->rf = sent == MT_RF_JSON_SCHEMA ? MT_RF_JSON_OBJECT : MT_RF_NONE;
+        mt_log(MT_LOG_WARN,
+               "%s refused response_format %s (%s); sending %s from now on "
+               "(--response-format)",
+               o->url, rf_names[sent], e->msg, rf_names[o->rf]);
+    }
+    again = o->rf_auto && o->rf != sent;
+    pthread_mutex_unlock(&o->mu);
+    return again;
+}
+
 /* ==== Request ==== */
 
 static int add_format(json_t *b, const struct mt_chat_params *p,
-                      struct mt_error *err)
+                      enum mt_response_format f, struct mt_error *err)
 {
     json_error_t je;
     json_t *schema;
 
+    if (f == MT_RF_NONE)
+        return 0;
     if (p->grammar) /* llama.cpp's server accepts raw GBNF */
         return json_object_set_new(b, "grammar", json_string(p->grammar));
     if (!p->json_schema)
         return 0;
+    if (f == MT_RF_JSON_OBJECT)
+        return json_object_set_new(b, "response_format",
+                                   json_pack("{s:s}", "type", "json_object"));
     schema = json_loads(p->json_schema, 0, &je);
     if (!schema) {
         mt_fail(err, MT_EINVAL, "chat: json_schema is not JSON: %s", je.text);
@@ -69,11 +161,21 @@ static int add_stops(json_t *b, const struct mt_chat_params *p)
     return 0;
 }
 
+/* A streamed request also asks for the usage in the last event. */
+static int add_stream(json_t *b, const struct mt_chat_params *p)
+{
+    if (!p->on_token)
+        return 0;
+    return json_object_set_new(b, "stream", json_true()) ||
+           json_object_set_new(b, "stream_options",
+                               json_pack("{s:b}", "include_usage", 1));
+}
+
 static enum mt_status make_body(const struct openai *o,
                                 const struct mt_llm_message *m, size_t nm,
                                 const struct mt_chat_params *p, uint32_t n,
-                                uint64_t seed, json_t **out,
-                                struct mt_error *err)
+                                uint64_t seed, enum mt_response_format f,
+                                json_t **out, struct mt_error *err)
 {
     json_t *b = json_pack(
         "{s:s,s:o,s:f,s:f,s:I,s:I,s:I}", "model", o->model, "messages",
@@ -82,7 +184,8 @@ static enum mt_status make_body(const struct openai *o,
         (json_int_t)n, "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
     struct mt_error e = {MT_OK, ""};
 
-    if (!b || add_stops(b, p) != 0 || add_format(b, p, &e) != 0) {
+    if (!b || add_stops(b, p) != 0 || add_stream(b, p) != 0 ||
+        add_format(b, p, f, &e) != 0) {
         json_decref(b);
         if (e.status == MT_OK)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -127,8 +230,10 @@ static enum mt_status take_choices(const struct openai *o, json_t *reply,
     return MT_OK;
 }
 
-static enum mt_status take_usage(const struct openai *o, json_t *reply,
-                                 struct mt_chat_result *r, struct mt_error *err)
+/* Adds the reply's usage to r; *had is set when there was one. */
+static enum mt_status take_usage(const struct openai *o, const json_t *reply,
+                                 struct mt_chat_result *r, int *had,
+                                 struct mt_error *err)
 {
     json_t *u = json_object_get(reply, "usage");
     json_t *pt = json_object_get(u, "prompt_tokens");
@@ -141,11 +246,154 @@ static enum mt_status take_usage(const struct openai *o, json_t *reply,
         return bad_field(o, err, "usage");
     r->prompt_tokens += (uint64_t)json_integer_value(pt);
     r->completion_tokens += (uint64_t)json_integer_value(ct);
+    *had = 1;
     return MT_OK;
 }
 
+/* Counts for a round that reported no usage: bytes / 4 of the prompt
+ * (once per request) and of the completions it produced. */
+static void estimate_usage(const struct mt_llm_message *m, size_t nm,
+                           struct mt_chat_result *r, uint32_t from, uint32_t to)
+{
+    size_t bytes = 0;
+    size_t i;
+
+    for (i = 0; i < nm; i++)
+        bytes += strlen(m[i].content);
+    r->prompt_tokens +=
+        (bytes + BYTES_PER_TOKEN_ESTIMATE - 1) / BYTES_PER_TOKEN_ESTIMATE;
+    for (bytes = 0, i = from; i < to; i++)
+        bytes += strlen(r->texts[i]);
+    r->completion_tokens +=
+        (bytes + BYTES_PER_TOKEN_ESTIMATE - 1) / BYTES_PER_TOKEN_ESTIMATE;
+    r->tokens_estimated = 1;
+}
+
+/* ==== Streaming ==== */
+
+/* One streamed completion being gathered. */
+struct stream {
+    const struct openai *o;
+    const struct mt_chat_params *p;
+    uint32_t i; /* completion index passed to on_token */
+    struct mt_buf text;
+    struct mt_chat_result usage; /* only its token counts are used */
+    int had_usage;
+};
+
+/* {"choices":[{"delta":{"content":"..."}}], "usage":...}: the usage may
+ * come in a chunk of its own with no choices (OpenAI's include_usage). */
+static enum mt_status on_event(void *ctx, const json_t *ev,
+                               struct mt_error *err)
+{
+    struct stream *s = ctx;
+    json_t *ch = json_object_get(ev, "choices");
+    json_t *d = json_object_get(json_array_get(ch, 0), "delta");
+    json_t *c = json_object_get(d, "content");
+    const char *t = json_string_value(c);
+    size_t n = json_string_length(c);
+    enum mt_status st;
+
+    if (ch && !json_is_array(ch))
+        return bad_field(s->o, err, "choices");
+    if (c && !json_is_null(c) && !t)
+        return bad_field(s->o, err, "choices[0].delta.content");
+    st = take_usage(s->o, ev, &s->usage, &s->had_usage, err);
+    if (st != MT_OK || !t || n == 0)
+        return st;
+    if (mt_buf_append(&s->text, t, n) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    if (s->p->on_token(s->p->on_token_ctx, s->i, t, n) != 0)
+        return mt_fail(err, MT_ECANCELED, "chat: stopped by the caller");
+    return MT_OK;
+}
+
+static void on_restart(void *ctx)
+{
+    struct stream *s = ctx;
+
+    mt_buf_reset(&s->text);
+    s->usage.prompt_tokens = s->usage.completion_tokens = 0;
+    s->had_usage = 0;
+    s->p->on_token(s->p->on_token_ctx, s->i, NULL, 0);
+}
+
+/* One streamed request for completion r->texts[*got]. */
+static enum mt_status post_stream(struct openai *o, const json_t *b,
+                                  const struct mt_chat_params *p,
+                                  struct mt_chat_result *r, uint32_t *got,
+                                  int *had, struct mt_error *err)
+{
+    struct stream s = {o, p, *got, MT_BUF_INIT(MT_BUF_DEFAULT_MAX), {0}, 0};
+    struct mt_http_sse cb = {on_event, on_restart, &s};
+    enum mt_status st =
+        mt_http_post_sse(o->http, "chat/completions", b, &cb, err);
+
+    if (st == MT_OK && mt_buf_reserve(&s.text, 1) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    if (st == MT_OK) {
+        r->texts[(*got)++] = mt_buf_take(&s.text);
+        r->prompt_tokens += s.usage.prompt_tokens;
+        r->completion_tokens += s.usage.completion_tokens;
+        *had = s.had_usage;
+    }
+    mt_buf_free(&s.text);
+    return st;
+}
+
+/* ==== Calls ==== */
+
+static enum mt_status post_plain(struct openai *o, const json_t *b,
+                                 struct mt_chat_result *r, uint32_t *got,
+                                 int *had, struct mt_error *err)
+{
+    json_t *reply = NULL;
+    enum mt_status st =
+        mt_http_post_json(o->http, "chat/completions", b, &reply, err);
+
+    if (st == MT_OK)
+        st = take_choices(o, reply, r, got, err);
+    if (st == MT_OK)
+        st = take_usage(o, reply, r, had, err);
+    json_decref(reply);
+    return st;
+}
+
+/* One request of 'want' completions (1 when streaming), sent again in a
+ * simpler response format when auto mode meets a refusal. */
+static enum mt_status one_round(struct openai *o,
+                                const struct mt_llm_message *m, size_t nm,
+                                const struct mt_chat_params *p, uint64_t seed,
+                                struct mt_chat_result *r, uint32_t *got,
+                                struct mt_error *err)
+{
+    uint32_t want = p->on_token ? 1 : r->n - *got;
+    uint32_t from = *got;
+    enum mt_status st;
+    int had = 0;
+
+    for (;;) {
+        enum mt_response_format f = rf_now(o);
+        json_t *b = NULL;
+        st = make_body(o, m, nm, p, want, seed, f, &b, err);
+        if (st != MT_OK)
+            return st;
+        if (p->on_token)
+            st = post_stream(o, b, p, r, got, &had, err);
+        else
+            st = post_plain(o, b, r, got, &had, err);
+        json_decref(b);
+        if (st == MT_OK || !p->json_schema || !rf_fall_back(o, f, err))
+            break;
+    }
+    if (st == MT_OK && !had)
+        estimate_usage(m, nm, r, from, *got);
+    return st;
+}
+
 /* Servers that ignore n (llama.cpp's) return one choice: the rest are
- * requested again with the remaining count and a shifted seed. */
+ * requested again with the remaining count and a shifted seed. A streamed
+ * call asks for one completion a request. */
 static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
                                   size_t nm, const struct mt_chat_params *p,
                                   struct mt_chat_result *r,
@@ -156,20 +404,10 @@ static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
     uint64_t round;
     enum mt_status st = mt_chat_result_init(r, p->n);
 
-    for (round = 0; st == MT_OK && got < p->n; round++) {
-        json_t *reply = NULL;
-        json_t *b = NULL;
-        st = make_body(o, m, nm, p, p->n - got, p->seed + round, &b, err);
-        if (st != MT_OK)
-            break;
-        st = mt_http_post_json(o->http, "chat/completions", b, &reply, err);
-        json_decref(b);
-        if (st == MT_OK)
-            st = take_choices(o, reply, r, &got, err);
-        if (st == MT_OK)
-            st = take_usage(o, reply, r, err);
-        json_decref(reply);
-    }
+    if (st != MT_OK)
+        return mt_fail(err, st, "chat: out of memory");
+    for (round = 0; st == MT_OK && got < p->n; round++)
+        st = one_round(o, m, nm, p, p->seed + round, r, &got, err);
     return st;
 }
 
@@ -192,6 +430,9 @@ enum mt_status mt_llm_openai_open(const char *url, const char *model,
 
     if (!o)
         return mt_fail(err, MT_ENOMEM, "out of memory");
+    pthread_mutex_init(&o->mu, NULL);
+    o->rf_auto = p->response_format == MT_RF_AUTO;
+    o->rf = o->rf_auto ? MT_RF_JSON_SCHEMA : p->response_format;
     o->model = mt_strdup(model);
     if (!o->model) {
         openai_free(o);

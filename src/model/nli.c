@@ -105,7 +105,7 @@ static enum mt_status judge(struct mt_nli *n, const char *claim,
     struct mt_buf user = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     struct mt_llm_message m[2] = {{"system", judge_system}, {"user", ""}};
     struct mt_chat_params cp;
-    struct mt_chat_result r = {0, NULL, 0, 0, 0, 0};
+    struct mt_chat_result r = {0};
     enum mt_status st;
     int l = -1;
 

@@ -15,6 +15,7 @@
 #include "medtrust/model.h"
 #include "model/embed.h"
 #include "model/embed_llama.h"
+#include "text/utf8.h"
 #include "model/nli.h"
 #include "model/rerank.h"
 
@@ -204,6 +205,51 @@ static void test_chat_stops_at_stop_string(void **state)
     mt_chat_result_free(&b);
 }
 
+/* Streamed pieces: whole UTF-8 characters that together make the text,
+ * also when a stop string cuts it (held back until it cannot match). */
+struct pieces {
+    char text[512];
+    int n;
+    int bad_utf8;
+};
+
+static int collect(void *ctx, uint32_t i, const char *piece, size_t len)
+{
+    struct pieces *p = ctx;
+    size_t have = strlen(p->text);
+
+    CHECK(i == 0 && piece && len > 0 && have + len < sizeof p->text);
+    p->bad_utf8 |= mt_utf8_validate(piece, len, NULL) != MT_OK;
+    memcpy(p->text + have, piece, len);
+    p->text[have + len] = '\0';
+    p->n++;
+    return 0;
+}
+
+static void test_chat_streams_pieces_that_make_the_text(void **state)
+{
+    struct mt_llm *l = open_chat(512);
+    struct mt_chat_params cp;
+    struct mt_chat_result a;
+    struct mt_chat_result b;
+    struct pieces pc = {"", 0, 0};
+    const char *stops[1] = {"zz"};
+    (void)state;
+    mt_chat_default_params(&cp);
+    cp.max_tokens = 12;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &a, NULL));
+    cp.on_token = collect;
+    cp.on_token_ctx = &pc;
+    cp.stop = stops;
+    cp.n_stop = 1;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &b, NULL));
+    CHECK(strcmp(pc.text, b.texts[0]) == 0 && !pc.bad_utf8);
+    CHECK(strstr(a.texts[0], "zz") || strcmp(a.texts[0], b.texts[0]) == 0);
+    CHECK(pc.n >= 1 || b.texts[0][0] == '\0');
+    mt_chat_result_free(&a);
+    mt_chat_result_free(&b);
+}
+
 static void test_handles_share_one_loaded_model(void **state)
 {
     struct mt_llm *a = open_chat(512);
@@ -352,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_chat_schema_output_parses),
         cmocka_unit_test(test_chat_prompt_over_context_is_clear),
         cmocka_unit_test(test_chat_stops_at_stop_string),
+        cmocka_unit_test(test_chat_streams_pieces_that_make_the_text),
         cmocka_unit_test(test_handles_share_one_loaded_model),
         cmocka_unit_test(test_bad_model_files_name_the_setting),
         cmocka_unit_test(test_embeddings_shape_and_normalisation),
