@@ -1,10 +1,13 @@
 /* HNSW (Malkov & Yashunin) over int8 codes: seeded level assignment,
- * heuristic neighbour selection as in hnswlib, pooled per-query scratch
- * with a visited bitset, and a checksummed mmapped file. */
+ * heuristic neighbour selection as in hnswlib, a build on all cores with
+ * locked link lists (or a serial, deterministic one), pooled per-query
+ * scratch with a visited bitset, and a checksummed mmapped file. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "index/hnsw.h"
 #include "index/simd.h"
@@ -45,6 +48,21 @@ struct pool {
     struct scratch *free;
 };
 
+/* Shared state of a parallel build, as hnswlib's addPoint keeps it: one
+ * lock per link list (striped: node id & mask picks the mutex) and a
+ * global lock for the entry point. A thread holds at most one stripe at
+ * a time, and takes a stripe only after the global lock, never the other
+ * way, so there is no lock order to get wrong. */
+#define BUILD_STRIPES 4096u
+#define BUILD_MAX_THREADS 64u
+
+struct build_sync {
+    pthread_mutex_t global; /* entry, max_level */
+    pthread_mutex_t stripes[BUILD_STRIPES];
+    atomic_uint next;  /* next node to insert */
+    atomic_int failed; /* an insert ran out of memory: all stop */
+};
+
 struct mt_hnsw {
     struct mt_hnsw_params p;
     const struct mt_vecset *vs;
@@ -69,6 +87,7 @@ struct mt_hnsw {
     struct mt_vec_map map;
     int mapped;
     struct pool *pool;
+    struct build_sync *sync; /* during a parallel build only, else NULL */
 };
 
 /* ==== Heaps ==== */
@@ -243,6 +262,20 @@ static uint32_t *links_mut(struct mt_hnsw *h, uint32_t id, uint32_t level)
            ((size_t)h->upper_off_mem[id] + level - 1) * (h->p.M + 1);
 }
 
+/* Lock node id's link lists (all its levels) while a parallel build may
+ * change them; no-ops for a serial build and for searches. */
+static void lock_node(const struct mt_hnsw *h, uint32_t id)
+{
+    if (h->sync)
+        pthread_mutex_lock(&h->sync->stripes[id & (BUILD_STRIPES - 1)]);
+}
+
+static void unlock_node(const struct mt_hnsw *h, uint32_t id)
+{
+    if (h->sync)
+        pthread_mutex_unlock(&h->sync->stripes[id & (BUILD_STRIPES - 1)]);
+}
+
 /* Similarity of the quantised query to node id: int8 dot times scales. */
 static float sim_q(const struct mt_hnsw *h, const int8_t *q, float qs,
                    uint32_t id)
@@ -262,12 +295,16 @@ static float sim_nodes(const struct mt_hnsw *h, uint32_t a, uint32_t b)
 static void greedy(const struct mt_hnsw *h, const int8_t *q, float qs,
                    struct mt_vec_hit *cur, uint32_t level)
 {
+    uint32_t l[HNSW_MAX_M + 1]; /* a copy: a parallel build may change it */
     int changed = 1;
 
     while (changed) {
-        const uint32_t *l = links(h, cur->id, level);
+        const uint32_t *src = links(h, cur->id, level);
         uint32_t i;
         changed = 0;
+        lock_node(h, cur->id);
+        memcpy(l, src, ((size_t)src[0] + 1) * sizeof *l);
+        unlock_node(h, cur->id);
         for (i = 1; i <= l[0]; i++) {
             struct mt_vec_hit x = {l[i], sim_q(h, q, qs, l[i])};
             if (mt_vec_hit_better(x, *cur)) {
@@ -324,6 +361,7 @@ static uint32_t fresh_neighbours(const struct mt_hnsw *h, struct scratch *s,
     uint32_t nf = 0;
     uint32_t i;
 
+    lock_node(h, c);
     for (i = 1; i <= l[0]; i++) {
         uint32_t id = l[i];
         if (visit(s, id))
@@ -331,6 +369,7 @@ static uint32_t fresh_neighbours(const struct mt_hnsw *h, struct scratch *s,
         prefetch_node(h, id);
         s->bl.a[nf++].id = id;
     }
+    unlock_node(h, c);
     return nf;
 }
 
@@ -517,9 +556,10 @@ static uint32_t select_neighbors(const struct mt_hnsw *h, struct mt_vec_hit *c,
 }
 
 /* Adds link e -> q on 'level', pruning e's list with the heuristic when
- * it is full. */
-static enum mt_status add_backlink(struct mt_hnsw *h, struct scratch *s,
-                                   uint32_t e, uint32_t q, uint32_t level)
+ * it is full; the caller holds e's lock. */
+static enum mt_status add_backlink_locked(struct mt_hnsw *h, struct scratch *s,
+                                          uint32_t e, uint32_t q,
+                                          uint32_t level)
 {
     uint32_t *l = links_mut(h, e, level);
     uint32_t m = max_links(h, level);
@@ -544,52 +584,91 @@ static enum mt_status add_backlink(struct mt_hnsw *h, struct scratch *s,
     return MT_OK;
 }
 
+static enum mt_status add_backlink(struct mt_hnsw *h, struct scratch *s,
+                                   uint32_t e, uint32_t q, uint32_t level)
+{
+    enum mt_status st;
+
+    lock_node(h, e);
+    st = add_backlink_locked(h, s, e, q, level);
+    unlock_node(h, e);
+    return st;
+}
+
 /* Links node q on 'level' to its selected neighbours in s->sel and back;
  * returns the best result as the next level's entry point. */
 static enum mt_status connect(struct mt_hnsw *h, struct scratch *s, uint32_t q,
                               uint32_t level, struct mt_vec_hit *ep)
 {
     uint32_t *l = links_mut(h, q, level);
+    uint32_t kept = select_neighbors(h, s->sel.a, s->sel.n, h->p.M);
     uint32_t i;
 
     *ep = s->sel.a[0];
-    l[0] = select_neighbors(h, s->sel.a, s->sel.n, h->p.M);
-    for (i = 0; i < l[0]; i++)
+    lock_node(h, q);
+    l[0] = kept;
+    for (i = 0; i < kept; i++)
         l[i + 1] = s->sel.a[i].id;
-    for (i = 0; i < l[0]; i++)
+    unlock_node(h, q);
+    for (i = 0; i < kept; i++)
         if (add_backlink(h, s, s->sel.a[i].id, q, level) != MT_OK)
             return MT_ENOMEM;
     return MT_OK;
 }
 
-static enum mt_status insert(struct mt_hnsw *h, struct scratch *s, uint32_t q)
+/* Searches each level from lq (or the top, when lower) down and links q
+ * there, starting from 'ep' on level 'top'. */
+static enum mt_status link_levels(struct mt_hnsw *h, struct scratch *s,
+                                  uint32_t q, struct mt_vec_hit ep,
+                                  uint32_t top)
 {
     const int8_t *qc = mt_vecset_code(h->vs, q);
     float qs = mt_vecset_scale(h->vs, q);
     uint32_t lq = h->levels[q];
-    struct mt_vec_hit ep;
     uint32_t l;
 
-    if (h->entry == NONE) {
-        h->entry = q;
-        h->max_level = lq;
-        return MT_OK;
-    }
-    ep.id = h->entry;
-    ep.score = sim_q(h, qc, qs, ep.id);
-    for (l = h->max_level; l > lq; l--)
+    for (l = top; l > lq; l--)
         greedy(h, qc, qs, &ep, l);
-    for (l = lq < h->max_level ? lq : h->max_level; l != NONE; l--) {
+    for (l = lq < top ? lq : top; l != NONE; l--) {
         if (search_layer(h, s, qc, qs, ep, l, h->p.ef_construction, NULL) !=
                 MT_OK ||
             results_sorted(s) != MT_OK || connect(h, s, q, l, &ep) != MT_OK)
             return MT_ENOMEM;
     }
-    if (lq > h->max_level) {
+    return MT_OK;
+}
+
+/* Inserts node q. In a parallel build the entry point is read under the
+ * global lock, which a node that will become the new top keeps for its
+ * whole insert (as hnswlib does), so no one else starts from a top that
+ * is not linked yet; such nodes are rare (1 in M^level). */
+static enum mt_status insert(struct mt_hnsw *h, struct scratch *s, uint32_t q)
+{
+    uint32_t lq = h->levels[q];
+    struct mt_vec_hit ep;
+    enum mt_status st = MT_OK;
+    uint32_t top;
+    int raise;
+
+    if (h->sync)
+        pthread_mutex_lock(&h->sync->global);
+    raise = h->entry == NONE || lq > h->max_level;
+    ep.id = h->entry;
+    top = h->max_level;
+    if (h->sync && !raise)
+        pthread_mutex_unlock(&h->sync->global);
+    if (ep.id != NONE) {
+        ep.score = sim_q(h, mt_vecset_code(h->vs, q), mt_vecset_scale(h->vs, q),
+                         ep.id);
+        st = link_levels(h, s, q, ep, top);
+    }
+    if (raise) {
         h->entry = q;
         h->max_level = lq;
+        if (h->sync)
+            pthread_mutex_unlock(&h->sync->global);
     }
-    return MT_OK;
+    return st;
 }
 
 static uint64_t splitmix64(uint64_t *x)
@@ -637,14 +716,14 @@ static enum mt_status alloc_graph(struct mt_hnsw *h)
 
 struct mt_hnsw_params mt_hnsw_default_params(void)
 {
-    struct mt_hnsw_params p = {16, 200, 128, 42, 1};
+    struct mt_hnsw_params p = {16, 200, 128, 42, 1, 0};
     return p;
 }
 
 static int params_ok(const struct mt_hnsw_params *p)
 {
     return p->M >= 2 && p->M <= HNSW_MAX_M && p->ef_construction >= 1 &&
-           p->ef_search >= 1;
+           p->ef_search >= 1 && p->threads <= BUILD_MAX_THREADS;
 }
 
 /* An index with no graph yet: parameters, kernels and the scratch pool. */
@@ -670,15 +749,114 @@ static enum mt_status hnsw_alloc(const struct mt_hnsw_params *p,
     return MT_OK;
 }
 
+/* ==== Parallel build ==== */
+
+/* Threads a build uses: params.threads, or one per online core for 0;
+ * never more than one per 64 vectors, so tiny sets build serially. */
+static uint32_t build_threads(const struct mt_hnsw *h)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t t = h->p.threads;
+    uint32_t most = h->n / 64 + 1;
+
+    if (t == 0)
+        t = cores < 1 ? 1 : (uint32_t)cores;
+    if (t > BUILD_MAX_THREADS)
+        t = BUILD_MAX_THREADS;
+    return t < most ? t : most;
+}
+
+static enum mt_status insert_all_serial(struct mt_hnsw *h)
+{
+    struct scratch *s = scratch_new(h);
+    enum mt_status st = s ? MT_OK : MT_ENOMEM;
+    uint32_t i;
+
+    for (i = 0; st == MT_OK && i < h->n; i++)
+        st = insert(h, s, i);
+    scratch_free(s);
+    return st;
+}
+
+/* Takes the next node until none is left or an insert failed. Nodes go
+ * out one at a time in id order, so the graph grows much as the serial
+ * build grows it. */
+static void *build_worker(void *arg)
+{
+    struct mt_hnsw *h = arg;
+    struct scratch *s = scratch_new(h);
+
+    if (!s)
+        atomic_store(&h->sync->failed, 1);
+    while (s && !atomic_load(&h->sync->failed)) {
+        uint32_t q = atomic_fetch_add(&h->sync->next, 1);
+        if (q >= h->n)
+            break;
+        if (insert(h, s, q) != MT_OK)
+            atomic_store(&h->sync->failed, 1);
+    }
+    scratch_free(s);
+    return NULL;
+}
+
+static struct build_sync *sync_new(void)
+{
+    struct build_sync *y = mt_malloc(sizeof *y);
+    uint32_t i;
+
+    if (!y)
+        return NULL;
+    pthread_mutex_init(&y->global, NULL);
+    for (i = 0; i < BUILD_STRIPES; i++)
+        pthread_mutex_init(&y->stripes[i], NULL);
+    atomic_init(&y->next, 0);
+    atomic_init(&y->failed, 0);
+    return y;
+}
+
+static void sync_free(struct build_sync *y)
+{
+    uint32_t i;
+
+    if (!y)
+        return;
+    pthread_mutex_destroy(&y->global);
+    for (i = 0; i < BUILD_STRIPES; i++)
+        pthread_mutex_destroy(&y->stripes[i]);
+    mt_free(y);
+}
+
+/* Runs build_worker on 'nt' threads, this one included; a thread that
+ * cannot be started leaves its share to the others. */
+static enum mt_status insert_all_parallel(struct mt_hnsw *h, uint32_t nt)
+{
+    pthread_t tid[BUILD_MAX_THREADS];
+    uint32_t started = 0;
+    int failed;
+
+    h->sync = sync_new();
+    if (!h->sync)
+        return MT_ENOMEM;
+    while (started + 1 < nt &&
+           pthread_create(&tid[started], NULL, build_worker, h) == 0)
+        started++;
+    build_worker(h);
+    while (started > 0)
+        pthread_join(tid[--started], NULL);
+    failed = atomic_load(&h->sync->failed);
+    sync_free(h->sync);
+    h->sync = NULL;
+    return failed ? MT_ENOMEM : MT_OK;
+}
+
 enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
                              const struct mt_hnsw_params *params,
                              struct mt_hnsw **out)
 {
     struct mt_hnsw_params p = params ? *params : mt_hnsw_default_params();
-    struct scratch *s = NULL;
     struct mt_hnsw *h;
     enum mt_status st;
-    uint32_t i;
+    uint32_t nt;
 
     *out = NULL;
     if (!params_ok(&p))
@@ -692,11 +870,9 @@ enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
     h->codes = mt_vecset_codes(vs);
     h->scales = mt_vecset_scales(vs);
     st = alloc_graph(h);
-    if (st == MT_OK && !(s = scratch_new(h)))
-        st = MT_ENOMEM;
-    for (i = 0; st == MT_OK && i < h->n; i++)
-        st = insert(h, s, i);
-    scratch_free(s);
+    nt = build_threads(h);
+    if (st == MT_OK)
+        st = nt > 1 ? insert_all_parallel(h, nt) : insert_all_serial(h);
     if (st != MT_OK) {
         mt_hnsw_free(h);
         return st;

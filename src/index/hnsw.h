@@ -34,11 +34,17 @@ struct mt_hnsw_params {
                                  vectors (see mt_hnsw_default_ef);
                                  default 128 */
     uint64_t seed;            /* level assignment PRNG; default 42 */
-    int rescore; /* 1 (default): re-score the ef candidates with the float
-                    query (mt_vecset_rescore): against the float vectors
-                    when the set keeps them, else the codes plus their
-                    4-bit residual (refine), else the dequantised codes;
-                    0: int8 scores only */
+    int rescore;      /* 1 (default): re-score the ef candidates with the float
+                         query (mt_vecset_rescore): against the float vectors
+                         when the set keeps them, else the codes plus their
+                         4-bit residual (refine), else the dequantised codes;
+                         0: int8 scores only */
+    uint32_t threads; /* build threads: 0 (default) one per online core,
+                         at most 64; 1 the serial build, whose graph
+                         depends only on the seed and the vectors. A
+                         parallel graph differs from run to run (nodes
+                         race for their neighbours) with the same recall
+                         (test_hnsw.c, BENCHMARKS.md). Not stored. */
 };
 
 struct mt_hnsw;
@@ -46,11 +52,11 @@ struct mt_hnsw;
 /* Returns the defaults documented in struct mt_hnsw_params. */
 struct mt_hnsw_params mt_hnsw_default_params(void);
 
-/* Builds the graph over every vector in 'vs', single-threaded; 'params'
- * (NULL for defaults) is copied. The index borrows 'vs', which must
- * outlive it and not change. The same seed and vectors give the same
- * graph. On success *out owns the index (mt_hnsw_free); MT_EINVAL for bad
- * params, MT_ENOMEM. */
+/* Builds the graph over every vector in 'vs' on params.threads threads;
+ * 'params' (NULL for defaults) is copied. The index borrows 'vs', which
+ * must outlive it and not change. With threads 1 the same seed and
+ * vectors give the same graph. On success *out owns the index
+ * (mt_hnsw_free); MT_EINVAL for bad params, MT_ENOMEM. */
 enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
                              const struct mt_hnsw_params *params,
                              struct mt_hnsw **out);

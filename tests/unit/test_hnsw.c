@@ -87,6 +87,7 @@ static void exact_top(const float *q, uint32_t *out)
 static int setup(void **state)
 {
     static float centres[N_CLUSTERS * DIMS];
+    struct mt_hnsw_params hp = mt_hnsw_default_params();
     uint32_t i;
     (void)state;
     rng_state = 12345;
@@ -110,7 +111,11 @@ static int setup(void **state)
     strcpy(tmpdir, "/tmp/mt_test_hnsw_XXXXXX");
     if (!mkdtemp(tmpdir))
         return -1;
-    return mt_hnsw_build(vs, NULL, &idx) == MT_OK ? 0 : -1;
+    /* 4 threads: the parallel build interleaves inserts even on one
+     * core; test_hnsw_parallel_build_keeps_recall compares it with the
+     * serial build */
+    hp.threads = 4;
+    return mt_hnsw_build(vs, &hp, &idx) == MT_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -153,6 +158,28 @@ static void test_hnsw_default_recall_at_least_095(void **state)
     CHECK(r >= 0.95);
     CHECK(recall_of(idx, 64) >= 0.95);
     CHECK(recall_of(idx, 16) < r); /* ef matters, so the test can fail */
+}
+
+/* The parallel build (the fixture's, 4 threads) against the serial one:
+ * recall at every ef within 0.01 of it (a parallel graph differs from run
+ * to run; on this set builds differ by about 0.001). */
+static void test_hnsw_parallel_build_keeps_recall(void **state)
+{
+    static const uint32_t efs[] = {16, 32, 64, 128};
+    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw *serial;
+    uint32_t i;
+    (void)state;
+    p.threads = 1;
+    CHECK_OK(mt_hnsw_build(vs, &p, &serial));
+    for (i = 0; i < sizeof efs / sizeof efs[0]; i++) {
+        double rs = recall_of(serial, efs[i]);
+        double rp = recall_of(idx, efs[i]);
+        print_message("ef %u recall@10: serial %.4f, 4 threads %.4f\n", efs[i],
+                      rs, rp);
+        CHECK(rp >= rs - 0.01);
+    }
+    mt_hnsw_free(serial);
 }
 
 static void test_hnsw_hits_sorted_and_distinct(void **state)
@@ -225,6 +252,7 @@ static void test_hnsw_build_is_deterministic(void **state)
     char f1[128], f2[128], f3[128];
     uint32_t i;
     (void)state;
+    p.threads = 1; /* the serial build is the deterministic one */
     CHECK_OK(mt_vecset_new(DIMS, NULL, &small));
     for (i = 0; i < 2000; i++)
         CHECK_OK(mt_vecset_add(small, data + i * DIMS, NULL));
@@ -506,6 +534,7 @@ static void test_hnsw_concurrent_search_matches_serial(void **state)
 
 static void test_hnsw_oom_loop(void **state)
 {
+    struct mt_hnsw_params p = mt_hnsw_default_params();
     struct mt_vecset *s;
     struct mt_vec_hit hits[5];
     long i;
@@ -515,11 +544,12 @@ static void test_hnsw_oom_loop(void **state)
     CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
     for (j = 0; j < 300; j++)
         CHECK_OK(mt_vecset_add(s, data + j * DIMS, NULL));
+    p.threads = 4; /* the parallel build's failure paths */
     for (i = 0; !ok && i < 200; i++) {
         struct mt_hnsw *h = (struct mt_hnsw *)1;
         enum mt_status st;
         mt_alloc_fail_after(i);
-        st = mt_hnsw_build(s, NULL, &h);
+        st = mt_hnsw_build(s, &p, &h);
         CHECK(st == MT_OK || (st == MT_ENOMEM && h == NULL));
         if (st == MT_OK) /* the first search allocates its scratch */
             st = mt_hnsw_search(h, data, 5, 0, NULL, hits, &n);
@@ -537,6 +567,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hnsw_default_recall_at_least_095),
+        cmocka_unit_test(test_hnsw_parallel_build_keeps_recall),
         cmocka_unit_test(test_hnsw_hits_sorted_and_distinct),
         cmocka_unit_test(test_hnsw_round_trip_identical),
         cmocka_unit_test(test_hnsw_build_is_deterministic),
