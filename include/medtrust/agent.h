@@ -122,12 +122,16 @@ struct mt_check_result {
     int fallback; /* 1 when the verdict is a fallback */
 };
 
-/* Checks one note. Model failures never fail the call: each role retries
- * once, then applies its documented fallback (docs/agents.md), and the
- * trace says why. Fails only for bad input (MT_EINVAL: empty note or one
- * that is not UTF-8 text; MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad
- * Sentences field), MT_ECANCELED (params.cancelled said stop) or
- * MT_ENOMEM; then 'out' is zeroed. Thread-safe: many
+/* Checks one note. Each role retries once, then applies its documented
+ * fallback (docs/agents.md), and the trace says why. When the verdict is
+ * such a fallback because a role's model calls failed (HTTP, time-out;
+ * not a badly formed reply), the call fails with MT_EMODEL and 'out'
+ * still holds that fallback verdict, its usage and trace (free it):
+ * a failed call must never pass for an answer. Fails otherwise only for
+ * bad input (MT_EINVAL: empty note or one that is not UTF-8 text;
+ * MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad Sentences field),
+ * MT_ECANCELED (params.cancelled said stop) or MT_ENOMEM; then 'out' is
+ * zeroed. Thread-safe: many
  * checks may run at once on one handle. */
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out,
@@ -297,8 +301,11 @@ struct mt_qa_result {
  * claim's overall verdict: CONTRADICT if any cited document contradicts
  * it, else SUPPORT if any supports it, else NO_EVIDENCE if any was
  * verified, else UNVERIFIED if the verifier failed, else NO_REFERENCE.
- * Model and verifier failures never fail the call: the result is partial
- * and its notes say why. Fails for bad input (MT_EINVAL: empty question,
+ * Verifier failures never fail the call: the result is partial and its
+ * notes say why. When the answering model's calls failed, the call fails
+ * with MT_EMODEL and *out still holds the empty result with its notes
+ * (free it): a failed call must never pass for an answer. Fails for bad
+ * input (MT_EINVAL: empty question,
  * not UTF-8, no corpus; MT_ELIMIT: over max_question_bytes), search
  * failures and MT_ENOMEM; then *out is NULL. Thread-safe. */
 enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,

@@ -20,6 +20,7 @@ extern "C" {
     X(EDB, "database error")                                                   \
     X(EUNSUPPORTED, "unsupported")                                             \
     X(ECANCELED, "canceled")                                                   \
+    X(EMODEL, "the model calls failed")                                        \
     X(EINTERNAL, "internal error")
 
 enum mt_status {

@@ -54,6 +54,8 @@ struct run {
     int sid;
     char *corr; /* owned; the corrected sentence */
     int fallback;
+    uint32_t down;       /* roles whose model calls failed outright */
+    char down_why[256];  /* the last such failure */
     const char *note_id; /* borrowed mt_note.id, for params.on_step */
 };
 
@@ -80,6 +82,7 @@ struct call {
     char *raw;       /* text of the first valid reply */
     json_t *records; /* trace records of this call */
     struct mt_check_usage u;
+    char down_why[256]; /* set when no reply came because the calls failed */
 };
 
 /* Runs the call: up to two requests (a parse failure repeats with the

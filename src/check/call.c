@@ -185,6 +185,10 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     }
     if (!c->ok)
         c->u.fallbacks++;
+    /* the role has no answer because the backend failed, not because the
+     * model answered badly: the run reports it up (MT_EMODEL) */
+    if (!c->ok && strncmp(why, "model call failed", 17) == 0)
+        snprintf(c->down_why, sizeof c->down_why, "%.250s", why);
     mt_free(m);
     return MT_OK;
 }
@@ -196,6 +200,7 @@ enum mt_status mt_call_run(struct run *r, struct call *c)
     enum mt_status st;
 
     c->ok = 0;
+    c->down_why[0] = '\0';
     memset(&c->u, 0, sizeof c->u);
     c->objs = json_array();
     c->records = json_array();
@@ -251,6 +256,10 @@ static void merge(struct run *r, const struct call *c, uint32_t crit)
     r->u.failed_calls += c->u.failed_calls;
     r->u.parse_failures += c->u.parse_failures;
     r->u.fallbacks += c->u.fallbacks;
+    if (c->down_why[0]) {
+        r->down++;
+        snprintf(r->down_why, sizeof r->down_why, "%s", c->down_why);
+    }
     from = json_array_size(r->trace);
     json_array_extend(r->trace, c->records);
     notify(r, from);

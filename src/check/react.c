@@ -430,6 +430,9 @@ enum mt_status mt_strategy_react(struct run *r)
         st = ans ? final_parser(r, rd.answer, ans) : MT_ENOMEM;
         mt_free(ans);
     } else if (st == MT_OK) {
+        /* MedEval rejecting every answer is the paper's "no error"; no
+         * answer because the model calls failed is a fallback */
+        r->fallback = r->down > 0;
         mt_run_event(r, "rounds",
                      json_pack("{s:s}", "rule",
                                "no answer "

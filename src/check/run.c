@@ -280,6 +280,11 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                                "sentence_id", r.sid, "fallback", r.fallback));
     if (st == MT_OK)
         st = fill_result(&r, out);
+    if (st == MT_OK && r.fallback && r.down) /* 'out' holds the fallback */
+        st = mt_fail(err, MT_EMODEL,
+                     "the verdict is a fallback: the model calls of %u "
+                     "role%s failed (%s)",
+                     r.down, r.down == 1 ? "" : "s", r.down_why);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "checker: out of memory");
     if (st == MT_ECANCELED)

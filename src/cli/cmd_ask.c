@@ -119,13 +119,15 @@ static enum mt_status ask_one(const struct cli_args *a, struct mt_qa *q,
 
     if (st == MT_OK)
         st = mt_qa_ask(q, b.data, &r, err);
-    if (st == MT_OK && cli_get(a, "json")) {
+    /* MT_EMODEL: the empty result and its notes are shown, exit status 1 */
+    if (r && cli_get(a, "json")) {
         js = mt_qa_result_json(r);
         if (js)
             printf("%s\n", js);
-        st = js ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+        if (!js)
+            st = mt_fail(err, MT_ENOMEM, "out of memory");
         mt_free(js);
-    } else if (st == MT_OK) {
+    } else if (r) {
         print_text(r, label);
     }
     mt_qa_result_free(r);
@@ -150,7 +152,12 @@ static enum mt_status ask_batch(const struct cli_args *a, struct mt_qa *q,
                 "ask: %zu questions (%zu resumed, %zu answered, "
                 "%zu failed: see their \"error\")\n",
                 n, bs.resumed, bs.answered, bs.failed);
+    if (st == MT_OK)
+        qa_batch_failed_ids("ask", v, n);
     qa_items_free(v, n);
+    if (st == MT_OK && bs.failed) /* exit status 1, as mediqa's */
+        return mt_fail(err, MT_EMODEL, "%zu question%s failed", bs.failed,
+                       bs.failed == 1 ? "" : "s");
     return st;
 }
 

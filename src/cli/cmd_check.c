@@ -69,13 +69,15 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
     n.text_len = b.len;
     if (st == MT_OK)
         st = mt_agent_check(ag, &n, &r, err);
-    if (st == MT_OK && cli_get(a, "json")) {
+    /* MT_EMODEL: the fallback verdict is shown, and the exit status is 1 */
+    if ((st == MT_OK || st == MT_EMODEL) && cli_get(a, "json")) {
         js = mt_check_result_json(&r, 1);
         if (js)
             printf("%s\n", js);
-        st = js ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+        if (!js)
+            st = mt_fail(err, MT_ENOMEM, "out of memory");
         mt_free(js);
-    } else if (st == MT_OK) {
+    } else if (st == MT_OK || st == MT_EMODEL) {
         print_text(&r);
     }
     mt_check_result_free(&r);

@@ -28,7 +28,14 @@ static const struct cli_opt mediqa_opts[] = {
      "trace",
      0},
     {"limit", 'n', "N", "only the first N notes", 0},
-    {"resume", 'r', NULL, "keep the notes OUT.journal says are done", 0},
+    {"resume", 'r', NULL,
+     "keep the notes OUT.journal says are done; failed "
+     "ones are checked again",
+     0},
+    {"fallback-on-failure", 0, NULL,
+     "write a failed note's fallback line (by default "
+     "it is left out)",
+     0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {"json", 'j', NULL, "print a JSON summary of the run on stdout", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -40,6 +47,7 @@ struct note {
     char *sents; /* NULL without a Sentences column */
     char *line;  /* submission line once finished */
     int resumed;
+    int failed; /* its check failed: 'line' is a fallback */
 };
 
 struct run_state {
@@ -52,7 +60,7 @@ struct run_state {
     struct mt_progress *bar;
     struct mt_check_usage total;
     size_t done;
-    size_t failed;   /* notes whose check failed: fallback line */
+    size_t failed;   /* notes whose check failed (see note.failed) */
     size_t fallback; /* notes with a fallback verdict */
 };
 
@@ -168,33 +176,50 @@ static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
     t->fallbacks += u->fallbacks;
 }
 
-/* The trace line: {"id":ID, ...result} or {"id":ID,"error":...}. */
+/* The trace line: {"id":ID, ...result}, with "error" first when the
+ * check failed, or {"id":ID,"error":...} when it gave no result. */
 static char *trace_line(const char *id, const struct mt_check_result *r,
-                        const struct mt_error *err)
+                        const struct mt_error *err, int failed)
 {
-    return work_line(id, r ? mt_check_result_json(r, 1) : NULL,
-                     r ? NULL
-                       : json_pack("{s:s,s:s,s:s}", "id", id, "error", err->msg,
-                                   "rule",
-                                   "the check failed: fallback line 0 -1 NA"));
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    json_t *e = json_string(err->msg);
+    char *es = e ? json_dumps(e, JSON_ENCODE_ANY) : NULL;
+    char *res = r ? mt_check_result_json(r, 1) : NULL;
+
+    json_decref(e);
+    if (failed && res && es &&
+        mt_buf_printf(&b, "{\"error\":%s,%s", es, res + 1) == MT_OK) {
+        mt_free(res);
+        res = mt_buf_take(&b);
+    }
+    mt_buf_free(&b);
+    mt_free(es);
+    return work_line(id, res,
+                     res ? NULL
+                         : json_pack("{s:s,s:s,s:s}", "id", id, "error",
+                                     err->msg, "rule",
+                                     "the check failed: no verdict"));
 }
 
 static void record(struct run_state *s, struct note *x, char *line,
                    const struct mt_check_result *r, const struct mt_error *e)
 {
     struct mt_error err = {MT_OK, ""};
-    char *tl = s->trace ? trace_line(x->id, r, e) : NULL;
-    enum mt_status st = line ? journal_append(s->journal, x->id, line, &err)
+    int failed = e->status != MT_OK;
+    char *tl = s->trace ? trace_line(x->id, r, e, failed) : NULL;
+    enum mt_status st = line ? journal_append(s->journal, x->id, line,
+                                              failed ? e->msg : NULL, &err)
                              : mt_fail(&err, MT_ENOMEM, "out of memory");
 
     pthread_mutex_lock(&s->q.mu);
     x->line = line;
+    x->failed = failed;
     work_fail_locked(&s->q, st, &err);
     if (tl)
         fprintf(s->trace, "%s\n", tl);
     if (r)
         add_usage(&s->total, &r->usage);
-    s->failed += r == NULL;
+    s->failed += (size_t)failed;
     s->fallback += r && r->fallback;
     s->done++;
     pthread_mutex_unlock(&s->q.mu);
@@ -215,9 +240,14 @@ static void check_note(size_t i, void *user)
 
     if (x->resumed)
         return;
+    /* MT_EMODEL leaves the fallback verdict in r: a failed note all the
+     * same (issue 16), kept only under --fallback-on-failure */
     st = mt_agent_check(s->agent, &nt, &r, &err);
-    line = mt_check_submission_line(x->id, st == MT_OK ? &r : NULL);
-    record(s, x, line, st == MT_OK ? &r : NULL, &err);
+    if (st != MT_OK && err.status == MT_OK)
+        mt_fail(&err, st, "%s", mt_status_str(st));
+    err.status = st;
+    line = mt_check_submission_line(x->id, r.trace ? &r : NULL);
+    record(s, x, line, r.trace ? &r : NULL, &err);
     mt_check_result_free(&r);
 }
 
@@ -238,14 +268,15 @@ static void on_resumed(const char *id, const char *line, void *user)
 }
 
 static enum mt_status write_output(const struct run_state *s, const char *path,
-                                   struct mt_error *err)
+                                   int with_failed, struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
     enum mt_status st = mt_buf_reserve(&b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < s->n; i++)
-        st = mt_buf_printf(&b, "%s\n", s->notes[i].line);
+        if (s->notes[i].line && (with_failed || !s->notes[i].failed))
+            st = mt_buf_printf(&b, "%s\n", s->notes[i].line);
     if (st == MT_OK)
         st = write_atomic(path, b.data, b.len, err);
     else
@@ -271,6 +302,43 @@ static double wall_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Names the failed notes on stderr (the first FAILED_SHOWN of them). */
+#define FAILED_SHOWN 50
+static void failed_ids(const struct run_state *s, int kept)
+{
+    size_t i, k = 0;
+
+    if (!s->failed)
+        return;
+    fprintf(stderr,
+            "mediqa: %zu note%s failed (%s; --resume checks them "
+            "again; reasons in --trace and OUT.journal):",
+            s->failed, s->failed == 1 ? "" : "s",
+            kept ? "fallback lines written" : "left out of the submission");
+    for (i = 0; i < s->n; i++)
+        if (s->notes[i].failed && k++ < FAILED_SHOWN)
+            fprintf(stderr, " %s", s->notes[i].id);
+    if (k > FAILED_SHOWN)
+        fprintf(stderr, " ... and %zu more", k - FAILED_SHOWN);
+    fputc('\n', stderr);
+}
+
+/* The failed note ids as a JSON array, then the closing brace. */
+static void failed_json(const struct run_state *s)
+{
+    json_t *v = json_array();
+    char *txt;
+    size_t i;
+
+    for (i = 0; v && i < s->n; i++)
+        if (s->notes[i].failed)
+            json_array_append_new(v, json_string(s->notes[i].id));
+    txt = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    printf("%s}\n", txt ? txt : "null");
+    mt_free(txt);
+    json_decref(v);
+}
+
 static void summary(const struct run_state *s, const struct cli_args *a,
                     size_t resumed, double wall, double cpu)
 {
@@ -279,23 +347,25 @@ static void summary(const struct run_state *s, const struct cli_args *a,
 
     fprintf(stderr,
             "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
-            "failed -> 0 -1 NA, %zu fallback verdicts); %u LLM calls (%u "
+            "failed, %zu fallback verdicts); %u LLM calls (%u "
             "on critical paths), %u failed calls, %u unusable replies, %u "
             "role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
             s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
             u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
             wall, cpu * 1000 / (double)k);
+    failed_ids(s, cli_get(a, "fallback-on-failure") != NULL);
     if (!cli_get(a, "json"))
         return;
     printf("{\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
            "\"fallback_verdicts\":%zu,\"llm_calls\":%u,\"critical_calls\":"
            "%u,\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
            "\"failed_calls\":%u,\"parse_failures\":%u,\"fallbacks\":%u,"
-           "\"wall_s\":%.3f,\"cpu_s\":%.3f}\n",
+           "\"wall_s\":%.3f,\"cpu_s\":%.3f,\"failed_ids\":",
            s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
            u->critical_calls, (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens, u->failed_calls,
            u->parse_failures, u->fallbacks, wall, cpu);
+    failed_json(s);
 }
 
 static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
@@ -334,11 +404,13 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
 
     if (st == MT_OK)
         st = work_run(&s->q, jobs, check_note, s, err);
-    mt_progress_finish(s->bar);
+    if (s->bar) /* NULL when the run could not open (issue 16) */
+        mt_progress_finish(s->bar);
     if (s->trace)
         fflush(s->trace);
     if (st == MT_OK)
-        st = write_output(s, cli_get(a, "out"), err);
+        st = write_output(s, cli_get(a, "out"),
+                          cli_get(a, "fallback-on-failure") != NULL, err);
     if (st == MT_OK)
         summary(s, a, resumed, wall_seconds() - t0, cpu_seconds());
     return st;
@@ -378,7 +450,9 @@ static int mediqa_run(struct cli_args *a)
     mt_progress_free(s.bar);
     notes_free(s.notes, s.n);
     work_destroy(&s.q);
-    return st == MT_OK ? 0 : cli_fail(&err, st);
+    if (st != MT_OK)
+        return cli_fail(&err, st);
+    return s.failed ? 1 : 0; /* a failed note is never a success */
 }
 
 const struct cli_verb cli_verb_mediqa = {
@@ -390,8 +464,12 @@ const struct cli_verb cli_verb_mediqa = {
     "Sentences field when the CSV has one. Each finished note is appended\n"
     "to OUT.journal and synced, so after a crash --resume keeps every\n"
     "finished note and checks only the rest; OUT is written atomically at\n"
-    "the end. A note whose check fails gets the line '<id> 0 -1 NA' and\n"
-    "the reason in --trace.",
+    "the end. A note whose check fails (bad input, or a fallback verdict\n"
+    "because its model calls failed) is journaled as failed and left out\n"
+    "of OUT unless --fallback-on-failure is given; the summary names it,\n"
+    "--trace gives the reason, --resume checks it again, and the exit\n"
+    "status is 1. A second run on the same OUT while one is running is\n"
+    "refused (OUT.journal is locked).",
     mediqa_opts,
     mediqa_run,
 };

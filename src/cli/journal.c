@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -48,7 +49,8 @@ static size_t replay(const char *d, size_t n, journal_fn fn, void *user)
             break; /* torn: the crash came mid-write */
         o = json_loadb(d + i, (size_t)(nl - (d + i)), 0, NULL);
         if (o && json_is_string(json_object_get(o, "id")) &&
-            json_is_string(json_object_get(o, "line")))
+            json_is_string(json_object_get(o, "line")) &&
+            !json_object_get(o, "failed"))
             fn(json_string_value(json_object_get(o, "id")),
                json_string_value(json_object_get(o, "line")), user);
         json_decref(o);
@@ -81,6 +83,23 @@ static enum mt_status load(int fd, journal_fn fn, void *user,
                                       : MT_OK;
 }
 
+/* Opens without O_TRUNC, so a run refused by the lock leaves the
+ * other's journal whole, then empties it once the lock is held. */
+static enum mt_status open_locked(struct journal *j, const char *path,
+                                  struct mt_error *err)
+{
+    j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (j->fd < 0)
+        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0)
+        return mt_fail(err, MT_EIO, "%s: %s", path,
+                       errno == EWOULDBLOCK
+                           ? "another run is writing this output (its "
+                             "journal is locked); wait for it to finish"
+                           : strerror(errno));
+    return MT_OK;
+}
+
 enum mt_status journal_open(const char *path, int resume, journal_fn fn,
                             void *user, struct journal **out,
                             struct mt_error *err)
@@ -93,13 +112,11 @@ enum mt_status journal_open(const char *path, int resume, journal_fn fn,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&j->mu, NULL);
-    j->fd = open(path, O_RDWR | O_CREAT | (resume ? 0 : O_TRUNC), 0644);
-    if (j->fd < 0) {
+    st = open_locked(j, path, err);
+    if (st == MT_OK && resume)
+        st = load(j->fd, fn, user, err, path);
+    else if (st == MT_OK && ftruncate(j->fd, 0) != 0)
         st = mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
-        journal_close(j);
-        return st;
-    }
-    st = resume ? load(j->fd, fn, user, err, path) : MT_OK;
     if (st != MT_OK) {
         journal_close(j);
         return st;
@@ -109,9 +126,16 @@ enum mt_status journal_open(const char *path, int resume, journal_fn fn,
 }
 
 enum mt_status journal_append(struct journal *j, const char *id,
-                              const char *line, struct mt_error *err)
+                              const char *line, const char *failed,
+                              struct mt_error *err)
 {
     json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
+
+    if (o && failed) { /* true when the reason is not valid UTF-8 */
+        json_t *f = json_string(failed);
+
+        json_object_set_new(o, "failed", f ? f : json_true());
+    }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
     enum mt_status st = s ? mt_buf_printf(&b, "%s\n", s) : MT_ENOMEM;

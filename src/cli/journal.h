@@ -1,6 +1,8 @@
 /* Crash-safe record of finished notes for `mediqa --resume`: an
- * append-only JSONL file, one {"id","line"} object per note, each write
- * followed by fdatasync, so a killed run keeps every note it finished. */
+ * append-only JSONL file, one {"id","line"} object per note (with
+ * "failed" when its check failed), each write followed by fdatasync, so a
+ * killed run keeps every note it finished. The open journal holds an
+ * exclusive lock, so two runs on one output cannot interleave. */
 #ifndef MT_CLI_JOURNAL_H
 #define MT_CLI_JOURNAL_H
 
@@ -11,18 +13,23 @@
 
 struct journal;
 
-/* Called for each finished note found when resuming. */
+/* Called for each finished note found when resuming (failed ones are
+ * not replayed: a resumed run tries them again). */
 typedef void (*journal_fn)(const char *id, const char *line, void *user);
 
-/* Opens 'path'. With 'resume', replays its complete lines through fn and
- * cuts a torn last line (a crash mid-write); without, starts it empty. */
+/* Opens 'path' and locks it (flock, exclusive): MT_EIO naming the path
+ * when another process holds it. With 'resume', replays its complete
+ * lines through fn and cuts a torn last line (a crash mid-write);
+ * without, starts it empty. */
 enum mt_status journal_open(const char *path, int resume, journal_fn fn,
                             void *user, struct journal **out,
                             struct mt_error *err);
 
-/* Appends one finished note and syncs it to disk. Thread-safe. */
+/* Appends one finished note and syncs it to disk; 'failed' (NULL when
+ * it did not) says why its check failed. Thread-safe. */
 enum mt_status journal_append(struct journal *j, const char *id,
-                              const char *line, struct mt_error *err);
+                              const char *line, const char *failed,
+                              struct mt_error *err);
 
 void journal_close(struct journal *j);
 

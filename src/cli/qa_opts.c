@@ -190,16 +190,19 @@ static char *result_line(const struct qa_item *x, const struct mt_qa_result *r,
                                    x->query, "error", e->msg));
 }
 
-static void record(struct batch *b, struct qa_item *x, char *line, int ok)
+static void record(struct batch *b, struct qa_item *x, char *line,
+                   const struct mt_error *e)
 {
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = !line ? mt_fail(&err, MT_ENOMEM, "out of memory")
-                        : b->journal
-                            ? journal_append(b->journal, x->id, line, &err)
-                            : MT_OK;
+    int ok = e->status == MT_OK;
+    enum mt_status st = !line        ? mt_fail(&err, MT_ENOMEM, "out of memory")
+                        : b->journal ? journal_append(b->journal, x->id, line,
+                                                      ok ? NULL : e->msg, &err)
+                                     : MT_OK;
 
     pthread_mutex_lock(&b->wq.mu);
     x->line = line;
+    x->failed = !ok;
     work_fail_locked(&b->wq, st, &err);
     b->stats.answered += ok != 0;
     b->stats.failed += ok == 0;
@@ -220,7 +223,8 @@ static void ask_one(size_t i, void *user)
     st = mt_qa_ask(b->q, x->query, &r, &err);
     if (st != MT_OK && !err.msg[0])
         snprintf(err.msg, sizeof err.msg, "%s", mt_status_str(st));
-    record(b, x, result_line(x, st == MT_OK ? r : NULL, &err), st == MT_OK);
+    err.status = st; /* MT_EMODEL: no answer, whatever r holds */
+    record(b, x, result_line(x, st == MT_OK ? r : NULL, &err), &err);
     mt_qa_result_free(r);
 }
 
@@ -283,6 +287,27 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
     work_destroy(&b.wq);
     *stats = b.stats;
     return st;
+}
+
+void qa_batch_failed_ids(const char *label, const struct qa_item *v, size_t n)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (!v[i].failed)
+            continue;
+        if (k++ == 0)
+            fprintf(stderr,
+                    "%s: failed (--resume asks them again; the reason "
+                    "is in their \"error\"):",
+                    label);
+        if (k <= 50)
+            fprintf(stderr, " %s", v[i].id);
+    }
+    if (k > 50)
+        fprintf(stderr, " ... and %zu more", k - 50);
+    if (k)
+        fputc('\n', stderr);
 }
 
 enum mt_status qa_items_write(const struct qa_item *v, size_t n,

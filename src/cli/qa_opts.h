@@ -66,6 +66,7 @@ struct qa_item {
     char *gold; /* gold yes/no/maybe, or NULL */
     char *line; /* the result as one JSON line, once done */
     int resumed;
+    int failed; /* its ask failed: 'line' holds the "error" */
 };
 
 /* Reads up to 'limit' (0 = all) questions from a JSONL file. */
@@ -85,8 +86,12 @@ struct qa_batch_params {
 struct qa_batch_stats {
     size_t resumed;
     size_t answered;
-    size_t failed; /* questions whose ask failed: {"id","error"} lines */
+    size_t failed; /* questions whose ask failed: {"id","error"} lines,
+                    * journaled as failed so --resume asks them again */
 };
+
+/* Names the failed questions of v on stderr ('label': the verb). */
+void qa_batch_failed_ids(const char *label, const struct qa_item *v, size_t n);
 
 /* Answers every item not resumed with 'jobs' threads, each result
  * journaled (synced) as it finishes; every item's line is set. */

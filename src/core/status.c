@@ -72,6 +72,7 @@ int mt_status_exit_code(enum mt_status st)
     case MT_ENOTFOUND:
     case MT_EUNSUPPORTED:
     case MT_EIO:
+    case MT_EMODEL:
         return 1;
     default:
         return 2;

@@ -159,6 +159,17 @@ static enum mt_status pipeline(struct qa_run *r, const char *question,
     return st;
 }
 
+/* The "no answer: ..." note, which says why the model gave none. */
+static const char *no_answer_note(const struct mt_qa_result *res)
+{
+    size_t i;
+
+    for (i = 0; i < res->nnotes; i++)
+        if (strncmp(res->notes[i], "no answer: ", 11) == 0)
+            return res->notes[i];
+    return "no answer: the model calls failed";
+}
+
 enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
                          struct mt_qa_result **out, struct mt_error *err)
 {
@@ -195,6 +206,8 @@ enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
     }
     r.res->usage.seconds = now_s() - t0;
     *out = r.res;
+    if (r.answer_failed) /* the empty result is kept; it is no answer */
+        return mt_fail(err, MT_EMODEL, "%s", no_answer_note(r.res));
     return MT_OK;
 }
 

@@ -164,13 +164,14 @@ else
     not_ok "ask 100 KB question" "rc=$rc" "$(cat "$TMP/err")"
 fi
 
-# ask_note ARGS... -- NOTE: exit 0, no claims, a note containing NOTE.
+# ask_note ARGS... -- NOTE: exit $WANT_RC (0), no claims, a note
+# containing NOTE.
 ask_note() {
     local name=$1 note=$2
     shift 2
     "$MT" ask --db "$TMP/db" --json "$@" >"$TMP/f.json" 2>"$TMP/err"
     local rc=$?
-    if [ $rc -eq 0 ] && py "$TMP/f.json" "$note" <<'PY'; then
+    if [ $rc -eq "${WANT_RC:-0}" ] && py "$TMP/f.json" "$note" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["claims"] == [], r["claims"]
@@ -188,8 +189,8 @@ ask_note "ask: an answer citing nothing is reported, not invented" \
     "cites none" --llm "$SPEC" "$Q"
 stub_start empty --qa empty
 ask_note "ask: an empty answer is reported" "empty answer" --llm "$SPEC" "$Q"
-ask_note "ask: a dead model gives an honest empty result" "no answer" \
-    --llm "openai:http://127.0.0.1:9#none" --retries 0 "$Q"
+WANT_RC=1 ask_note "ask: a dead model gives an honest empty result, exit 1" \
+    "no answer" --llm "openai:http://127.0.0.1:9#none" --retries 0 "$Q"
 stub_start judge --garble qa_judge
 "$MT" ask --db "$TMP/db" --llm "$SPEC" --json "$Q" >"$TMP/g.json" 2>"$TMP/err"
 if py "$TMP/g.json" <<'PY'; then

@@ -92,12 +92,13 @@ else
     not_ok "--prompts DIR" "$(head -c 400 "$TMP/p.json")"
 fi
 
-# A model that times out: one repeat, then the documented fallback.
+# A model that times out: one repeat, then the documented fallback, shown
+# but failed (exit 1): a failed call is no verdict.
 stub_start slow --delay 3000
 "$MT" check --llm "$SPEC" --strategy single --timeout 0.5 --retries 0 \
     --json "$TMP/note.txt" >"$TMP/t.json" 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 0 ] && py "$TMP/t.json" <<'PY'; then
+if [ $rc -eq 1 ] && grep -q "fallback" "$TMP/err" && py "$TMP/t.json" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["error_flag"] == 0 and r["corrected_sentence"] == "NA"
