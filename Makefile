@@ -36,7 +36,7 @@ CFLAGS_ALL += -Werror
 endif
 
 # Library layers, lowest first (docs/architecture.md).
-LAYERS   := core text store index model retrieve llmcall check qa eval \
+LAYERS   := core text store corpus index model retrieve llmcall check qa eval \
             server
 
 LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))

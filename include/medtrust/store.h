@@ -83,6 +83,20 @@ enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
                             const struct mt_doc *doc, struct mt_put_result *res,
                             struct mt_error *err);
 
+/* As mt_store_put, but the text is already a chunk (MedRAG's snippets):
+ * it is stored as the document's one chunk, not re-chunked. */
+enum mt_status mt_store_put_chunk(struct mt_store *s, int64_t source_id,
+                                  const struct mt_doc *doc,
+                                  struct mt_put_result *res,
+                                  struct mt_error *err);
+
+/* Deletes the document 'ext_id' of the source and its chunks; *deleted
+ * (may be NULL) is 1 when there was one, 0 when there was none (not an
+ * error). The search index notices the deletion at its next build. */
+enum mt_status mt_store_delete(struct mt_store *s, int64_t source_id,
+                               const char *ext_id, int *deleted,
+                               struct mt_error *err);
+
 /* Counts for one source, or for the whole store. */
 struct mt_store_counts {
     const char *source; /* owned by the store; NULL for the total */

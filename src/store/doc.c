@@ -143,7 +143,7 @@ static enum mt_status check_doc(struct mt_store *s, const struct mt_doc *d,
 }
 
 static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
-                              const struct mt_doc *doc,
+                              const struct mt_doc *doc, int whole,
                               struct mt_put_result *res, struct mt_error *err)
 {
     struct mt_chunk_params cp;
@@ -160,6 +160,12 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
         res->unchanged = st == MT_OK;
         return st;
     }
+    if (whole) {
+        struct mt_chunk one = {0, doc->text_len};
+
+        res->chunks = doc->text_len > 0;
+        return insert_chunks(s, doc_id, doc->text, &one, res->chunks, err);
+    }
     cp.chunk_size = s->params.chunk_size;
     cp.chunk_overlap = s->params.chunk_overlap;
     st = mt_chunk_text(doc->text, doc->text_len, &cp, &ch, &n, err);
@@ -170,9 +176,9 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
     return st;
 }
 
-enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
-                            const struct mt_doc *doc, struct mt_put_result *res,
-                            struct mt_error *err)
+static enum mt_status put(struct mt_store *s, int64_t source_id,
+                          const struct mt_doc *doc, int whole,
+                          struct mt_put_result *res, struct mt_error *err)
 {
     struct mt_put_result local;
     enum mt_status st;
@@ -181,15 +187,53 @@ enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
         res = &local;
     memset(res, 0, sizeof *res);
     if (s->in_txn)
-        return put_doc(s, source_id, doc, res, err);
+        return put_doc(s, source_id, doc, whole, res, err);
     /* A document and its chunks change together or not at all. */
     st = mt_store_begin(s, err);
     if (st == MT_OK)
-        st = put_doc(s, source_id, doc, res, err);
+        st = put_doc(s, source_id, doc, whole, res, err);
     if (st == MT_OK)
         return mt_store_commit(s, err);
     mt_store_rollback(s);
     return st;
+}
+
+enum mt_status mt_store_delete(struct mt_store *s, int64_t source_id,
+                               const char *ext_id, int *deleted,
+                               struct mt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc = mt_store_prepare(
+        s, "DELETE FROM documents WHERE source_id=?1 AND ext_id=?2", &st, err);
+    int step;
+
+    if (rc != MT_OK)
+        return rc;
+    /* Chunks go with their document (ON DELETE CASCADE). */
+    sqlite3_bind_int64(st, 1, source_id);
+    sqlite3_bind_text(st, 2, ext_id, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    if (step != SQLITE_DONE)
+        rc = mt_store_dberr(s, step, "deleting document", err);
+    else if (deleted)
+        *deleted = sqlite3_changes(s->db) > 0;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+enum mt_status mt_store_put(struct mt_store *s, int64_t source_id,
+                            const struct mt_doc *doc, struct mt_put_result *res,
+                            struct mt_error *err)
+{
+    return put(s, source_id, doc, 0, res, err);
+}
+
+enum mt_status mt_store_put_chunk(struct mt_store *s, int64_t source_id,
+                                  const struct mt_doc *doc,
+                                  struct mt_put_result *res,
+                                  struct mt_error *err)
+{
+    return put(s, source_id, doc, 1, res, err);
 }
 
 /* ==== Counts ==== */

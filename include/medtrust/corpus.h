@@ -1,0 +1,75 @@
+/* medtrust corpus importers: the formats researchers have their corpora in
+ * (PubMed baseline XML, PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV),
+ * streamed into a store or into corpus JSONL. One importer handle runs in
+ * one thread at a time. */
+#ifndef MEDTRUST_CORPUS_H
+#define MEDTRUST_CORPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options for mt_import. Strings are borrowed for the call. */
+struct mt_import_params {
+    /* Where documents go: a store (writes in transactional batches), or,
+     * when 'jsonl_out' is set, that file (written to a temporary name and
+     * renamed into place only when the whole import succeeds). */
+    struct mt_store *store;
+    const char *jsonl_out;
+    /* When set, the format's questions (medquad, pubmedqa) are written
+     * there as {"id","query","relevant":[doc id],...} lines, atomically. */
+    const char *queries_out;
+    const char *source;  /* source name; default: per format (see import) */
+    uint32_t batch_size; /* documents per transaction, default 1000 */
+    int no_chunk;        /* store each text as one chunk (medrag: always) */
+    /* csv: the columns holding the id, the text and (optional) title. */
+    const char *id_col;
+    const char *text_col;
+    const char *title_col;
+    /* Called after each committed batch and at each file's end with the
+     * input bytes read so far and their total; may be NULL. */
+    void (*progress)(uint64_t done_bytes, uint64_t total_bytes, void *user);
+    void *progress_user;
+};
+
+/* Fills 'p' with the defaults: no store, no output, batch 1000. */
+void mt_import_default_params(struct mt_import_params *p);
+
+struct mt_import_result {
+    uint64_t files;     /* input files read to their end */
+    uint64_t resumed;   /* files skipped: imported whole by an earlier run */
+    uint64_t records;   /* records read */
+    uint64_t documents; /* documents written (inserted or replaced) */
+    uint64_t unchanged; /* identical to the stored ones, left alone */
+    uint64_t chunks;    /* chunks written */
+    uint64_t skipped;   /* records without text (no abstract, no answer) */
+    uint64_t deleted;   /* documents deleted (PubMed DeleteCitation) */
+    uint64_t delete_missing; /* deletions of documents not stored */
+    uint64_t queries;        /* questions written to queries_out */
+};
+
+/* The format names mt_import accepts, NULL-terminated. */
+extern const char *const mt_import_formats[];
+
+/* Imports 'paths' (n of them) in format 'format' ("pubmed", "pmc",
+ * "medquad", "pubmedqa", "medrag", "csv"). A folder argument is walked for
+ * the format's files (pmc: *.nxml, medquad: *.xml) in name order. A file a
+ * store already took in whole (same path, size and mtime) is skipped, so a
+ * rerun after a crash resumes with the first unfinished file. On failure
+ * the batch being written is rolled back (earlier batches stay, as with
+ * mt_store_ingest_jsonl), no output file is left behind, and 'err' names
+ * the file and the line or record. 'res' (may be NULL) gets the counts. */
+enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
+                         const struct mt_import_params *params,
+                         struct mt_import_result *res, struct mt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
