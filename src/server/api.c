@@ -13,8 +13,6 @@
 #include "model/embed.h"
 #include "server/srv_int.h"
 
-#define QUERY_MAX 4096
-
 /* ==== Health and models ==== */
 
 void mt_srv_health(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
@@ -182,29 +180,39 @@ static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
     return 0;
 }
 
+/* The bounded members of POST /v1/search; defaults are the library's
+ * (mt_search_default_params). */
+const struct srv_field mt_srv_search_fields[] = {
+    {"k", 1, 1000, 10, 1, "hits returned"},
+    {"w_lex", 0, 1e6, 0.7, 0, "hybrid weight of BM25"},
+    {"w_sem", 0, 1e6, 0.3, 0, "hybrid weight of vectors"},
+    {"retrieve", 1, 100000, 50, 1, "first-stage hits of each retriever"},
+};
+const size_t mt_srv_search_nfields =
+    sizeof mt_srv_search_fields / sizeof mt_srv_search_fields[0];
+
 /* Reads {"query","k","mode","w_lex","w_sem","source","retrieve"}. */
 static int search_params(json_t *o, struct mt_search_params *p, const char **q,
                          struct srv_resp *rs)
 {
     const char *mode = json_string_value(json_object_get(o, "mode"));
-    double k = 10, wl = p->w_lex, ws = p->w_sem, r = p->retrieve_k;
+    const struct srv_field *f = mt_srv_search_fields;
+    double k, wl, ws, r;
 
     *q = json_string_value(json_object_get(o, "query"));
-    if (!*q || strlen(*q) > QUERY_MAX) {
+    if (!*q || strlen(*q) > SRV_QUERY_MAX) {
         mt_srv_error(rs, 400,
                      "\"query\" must be a string of at most %d "
                      "bytes",
-                     QUERY_MAX);
+                     SRV_QUERY_MAX);
         return -1;
     }
     if (mode && mt_search_mode_parse(mode, &p->mode) != MT_OK) {
         mt_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
         return -1;
     }
-    if (num_in(o, "k", 1, 1000, &k, rs) ||
-        num_in(o, "w_lex", 0, 1e6, &wl, rs) ||
-        num_in(o, "w_sem", 0, 1e6, &ws, rs) ||
-        num_in(o, "retrieve", 1, 100000, &r, rs))
+    if (mt_srv_field(o, &f[0], &k, rs) || mt_srv_field(o, &f[1], &wl, rs) ||
+        mt_srv_field(o, &f[2], &ws, rs) || mt_srv_field(o, &f[3], &r, rs))
         return -1;
     p->k = (uint32_t)k;
     p->w_lex = (float)wl;

@@ -12,8 +12,6 @@
 #include "medtrust/model.h"
 #include "server/srv_int.h"
 
-#define QUESTION_MAX ((size_t)8 << 10) /* the answerer's own default limit */
-
 struct ask_arg {
     struct mt_server *s;
     struct mt_qa *qa; /* a slot's, or private when slot < 0 */
@@ -94,6 +92,8 @@ static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
     p.llm_spec = s->llm_spec;
     p.nli_spec = s->nli_spec;
     p.k = k->k;
+    p.w_lex = k->w_lex;
+    p.w_sem = k->w_sem;
     p.source = k->source[0] ? k->source : NULL;
     p.year_from = k->year_from;
     p.year_to = k->year_to;
@@ -106,8 +106,9 @@ static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
 
 static int key_eq(const struct srv_qa_key *a, const struct srv_qa_key *b)
 {
-    return a->k == b->k && a->year_from == b->year_from &&
-           a->year_to == b->year_to && strcmp(a->source, b->source) == 0;
+    return a->k == b->k && a->w_lex == b->w_lex && a->w_sem == b->w_sem &&
+           a->year_from == b->year_from && a->year_to == b->year_to &&
+           strcmp(a->source, b->source) == 0;
 }
 
 /* The slot to open a new answerer in: a free one, else the least
@@ -218,34 +219,34 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== The route ==== */
 
-/* Reads an optional integer field into *out; 400 when out of [lo, hi]. */
-static int int_in(json_t *o, const char *key, long lo, long hi, long *out,
-                  struct srv_resp *rs)
-{
-    json_t *v = json_object_get(o, key);
+/* The bounded members of POST /v1/ask. Defaults are the answerer's
+ * (mt_qa_default_params, VerifAI's 10 documents and 0.7/0.3 fusion); a
+ * year of 0 means an open end. */
+const struct srv_field mt_srv_ask_fields[] = {
+    {"k", 1, 100, 10, 1, "documents given to the model"},
+    {"w_lex", 0, 1, 0.7, 0, "hybrid weight of BM25"},
+    {"w_sem", 0, 1, 0.3, 0, "hybrid weight of vectors"},
+    {"year_from", 1, 99999, 0, 1, "first publication year"},
+    {"year_to", 1, 99999, 0, 1, "last publication year"},
+};
+const size_t mt_srv_ask_nfields =
+    sizeof mt_srv_ask_fields / sizeof mt_srv_ask_fields[0];
 
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v) || json_integer_value(v) < lo ||
-        json_integer_value(v) > hi) {
-        mt_srv_error(rs, 400, "\"%s\" must be an integer in %ld..%ld", key, lo,
-                     hi);
-        return -1;
-    }
-    *out = (long)json_integer_value(v);
-    return 0;
-}
-
-/* Reads "k", "source", "year_from" and "year_to" into k. */
+/* Reads "k", "w_lex", "w_sem", "source", "year_from" and "year_to". */
 static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
 {
+    const struct srv_field *f = mt_srv_ask_fields;
     json_t *src = json_object_get(o, "source");
-    long n = 10, yf = 0, yt = 0;
+    double n, wl, ws, yf, yt;
 
-    if (int_in(o, "k", 1, 1000, &n, rs) ||
-        int_in(o, "year_from", 1, 99999, &yf, rs) ||
-        int_in(o, "year_to", 1, 99999, &yt, rs))
+    if (mt_srv_field(o, &f[0], &n, rs) || mt_srv_field(o, &f[1], &wl, rs) ||
+        mt_srv_field(o, &f[2], &ws, rs) || mt_srv_field(o, &f[3], &yf, rs) ||
+        mt_srv_field(o, &f[4], &yt, rs))
         return -1;
+    if (wl + ws <= 0) {
+        mt_srv_error(rs, 400, "\"w_lex\" and \"w_sem\" cannot both be 0");
+        return -1;
+    }
     if (yf && yt && yf > yt) {
         mt_srv_error(rs, 400, "\"year_from\" is after \"year_to\"");
         return -1;
@@ -260,6 +261,8 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
     }
     memset(k, 0, sizeof *k);
     k->k = (uint32_t)n;
+    k->w_lex = (float)wl;
+    k->w_sem = (float)ws;
     k->year_from = (int32_t)yf;
     k->year_to = (int32_t)yt;
     snprintf(k->source, sizeof k->source, "%s",
@@ -279,11 +282,12 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
     if (mt_srv_body_json(rq, rs, &o) != 0)
         return NULL;
     q = json_string_value(json_object_get(o, "question"));
-    if (!q || mt_str_trim(mt_str_from(q)).n == 0 || strlen(q) > QUESTION_MAX)
+    if (!q || mt_str_trim(mt_str_from(q)).n == 0 ||
+        strlen(q) > SRV_QUESTION_MAX)
         mt_srv_error(rs, 400,
                      "\"question\" must be the question's text, 1 to %zu "
                      "bytes",
-                     QUESTION_MAX);
+                     SRV_QUESTION_MAX);
     else if (read_key(o, &key, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;

@@ -12,8 +12,23 @@
 #include "medtrust/model.h"
 #include "server/srv_int.h"
 
-#define NOTE_MAX ((size_t)256 << 10) /* the checker's own default limit */
-#define PASSAGE_CHARS 360            /* bytes of a passage in a step */
+#define PASSAGE_CHARS 360 /* bytes of a passage in a step */
+
+/* The bounded members of POST /v1/check: react-reflex's paper settings
+ * (Algorithm 1's N and M, MedEval's acceptance thresholds); defaults are
+ * mt_agent_default_params'. */
+const struct srv_field mt_srv_check_fields[] = {
+    {"max_steps", 1, 12, 4, 1, "MedReAct steps (searches) per round, N"},
+    {"max_rounds", 1, 10, 5, 1, "MedReFlex rounds, M"},
+    {"accept_mean", 1, 5, 3.8, 0,
+     "MedEval: accept when the mean final "
+     "score reaches this"},
+    {"accept_min", 1, 5, 3, 0,
+     "MedEval: ... and the lowest final score "
+     "reaches this"},
+};
+#define NSET (sizeof mt_srv_check_fields / sizeof mt_srv_check_fields[0])
+const size_t mt_srv_check_nfields = NSET;
 
 /* Roles each strategy calls (MEDTRUST_LLM_<ROLE>). */
 static const char *const roles_react[] = {"react", "eval", "reflect", "parser",
@@ -22,7 +37,9 @@ static const char *const roles_guards[] = {"guard", NULL};
 static const char *const roles_single[] = {"single", NULL};
 
 struct check_arg {
-    struct mt_agent *agent; /* the server's, lives until mt_srv_fini */
+    struct mt_agent *agent; /* the server's, lives until mt_srv_fini, or own */
+    struct mt_agent *own;   /* a checker of this job's own settings */
+    double set[NSET];       /* mt_srv_check_fields' values */
     char *note;
     size_t len;
     char *sentences; /* MEDEC Sentences field, or NULL */
@@ -139,8 +156,11 @@ static int cancelled(void *user, const char *note_id)
 
 /* ==== Checkers ==== */
 
+/* Opens a checker; 'set' (mt_srv_check_fields' values) or NULL for the
+ * defaults. */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 struct mt_agent **out, struct mt_error *err)
+                                 const double *set, struct mt_agent **out,
+                                 struct mt_error *err)
 {
     struct mt_agent_params p;
     struct srv_lease *l = NULL;
@@ -157,18 +177,45 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
     p.on_step_user = s;
     p.cancelled = cancelled;
     p.cancelled_user = s;
+    if (set) {
+        p.max_steps = (uint32_t)set[0];
+        p.max_rounds = (uint32_t)set[1];
+        p.accept_mean = set[2];
+        p.accept_min = set[3];
+    }
     return mt_agent_open(&p, out, err);
 }
 
-/* The shared checker of strategy 'st', opened on first use. */
+/* 1 when react-reflex settings differ from the defaults (the other
+ * strategies have none). */
+static int custom_settings(enum mt_strategy st, const double *set)
+{
+    size_t i;
+
+    for (i = 0; st == MT_STRATEGY_REACT_REFLEX && i < mt_srv_check_nfields; i++)
+        if (set[i] != mt_srv_check_fields[i].def)
+            return 1;
+    return 0;
+}
+
+/* The checker for a job: the shared one of strategy 'st' (opened on first
+ * use), or, for settings of its own, a new one in *own that the job
+ * closes. Opening one per job costs a model open (cheap for openai:, a
+ * model load for gguf:); the defaults never pay it. */
 static enum mt_status agent_get(struct mt_server *s, enum mt_strategy st,
-                                struct mt_agent **out, struct mt_error *err)
+                                const double *set, struct mt_agent **out,
+                                struct mt_agent **own, struct mt_error *err)
 {
     enum mt_status rc = MT_OK;
 
+    if (custom_settings(st, set)) {
+        rc = agent_open(s, st, set, own, err);
+        *out = *own;
+        return rc;
+    }
     pthread_mutex_lock(&s->agent_mu);
     if (!s->agents[st])
-        rc = agent_open(s, st, &s->agents[st], err);
+        rc = agent_open(s, st, NULL, &s->agents[st], err);
     *out = s->agents[st];
     pthread_mutex_unlock(&s->agent_mu);
     return rc;
@@ -192,6 +239,7 @@ static void arg_free(void *p)
 
     if (!a)
         return;
+    mt_agent_close(a->own);
     mt_free(a->note);
     mt_free(a->sentences);
     mt_free(a);
@@ -218,13 +266,26 @@ static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== The route ==== */
 
-/* Reads {"note","strategy","sentences"} into a new job argument. */
+/* Reads mt_srv_check_fields into set[]; -1 after a 400. */
+static int read_settings(json_t *o, double *set, struct srv_resp *rs)
+{
+    size_t i;
+
+    for (i = 0; i < mt_srv_check_nfields; i++)
+        if (mt_srv_field(o, &mt_srv_check_fields[i], &set[i], rs) != 0)
+            return -1;
+    return 0;
+}
+
+/* Reads {"note","strategy","sentences"} and the settings of
+ * mt_srv_check_fields into a new job argument. */
 static struct check_arg *read_body(const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
 {
     json_t *o = NULL;
     const char *note, *strat, *sents;
     struct check_arg *a = NULL;
+    double set[NSET];
 
     if (mt_srv_body_json(rq, rs, &o) != 0)
         return NULL;
@@ -232,16 +293,18 @@ static struct check_arg *read_body(const struct srv_req *rq,
     strat = json_string_value(json_object_get(o, "strategy"));
     sents = json_string_value(json_object_get(o, "sentences"));
     *st = MT_STRATEGY_REACT_REFLEX;
-    if (!note || !*note || strlen(note) > NOTE_MAX)
+    if (!note || !*note || strlen(note) > SRV_NOTE_MAX)
         mt_srv_error(rs, 400,
                      "\"note\" must be the note's text, 1 to %zu "
                      "bytes",
-                     NOTE_MAX);
+                     SRV_NOTE_MAX);
     else if (strat && mt_strategy_parse(strat, st) != MT_OK)
         mt_srv_error(rs, 400,
                      "\"strategy\" is react-reflex, guards or "
                      "single");
-    else if ((a = mt_calloc(1, sizeof *a)) != NULL) {
+    else if (read_settings(o, set, rs) == 0 &&
+             (a = mt_calloc(1, sizeof *a)) != NULL) {
+        memcpy(a->set, set, sizeof a->set);
         a->len = strlen(note);
         a->note = mt_strdup(note);
         a->slen = sents ? strlen(sents) : 0;
@@ -329,7 +392,7 @@ void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (agent_get(s, strat, &a->agent, &err) != MT_OK) {
+    if (agent_get(s, strat, a->set, &a->agent, &a->own, &err) != MT_OK) {
         arg_free(a);
         mt_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;

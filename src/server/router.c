@@ -33,6 +33,7 @@ static const struct route routes[] = {
     {"POST", "/v1/logout", USER, 0, mt_srv_logout},
     {"GET", "/v1/me", USER, 0, mt_srv_me},
     {"GET", "/v1/session", OPEN, 0, mt_srv_session},
+    {"GET", "/v1/limits", USER, 0, mt_srv_limits},
     {"GET", "/v1/tokens", USER, 0, mt_srv_tokens_list},
     {"POST", "/v1/tokens", USER, 0, mt_srv_token_create},
     {"DELETE", "/v1/tokens/{id}", USER, 0, mt_srv_token_revoke},

@@ -83,10 +83,14 @@ struct srv_log {
 
 #define SRV_QA_SLOTS 8
 #define SRV_SOURCE_MAX 128 /* bytes of a source name, with its NUL */
+#define SRV_QUERY_MAX 4096 /* bytes of a search query */
+#define SRV_QUESTION_MAX ((size_t)8 << 10) /* the answerer's own limit */
+#define SRV_NOTE_MAX ((size_t)256 << 10)   /* the checker's own limit */
 
 /* The settings of POST /v1/ask that live in the answerer's params. */
 struct srv_qa_key {
     uint32_t k;
+    float w_lex, w_sem;          /* hybrid weights of BM25 and vectors */
     int32_t year_from, year_to;  /* 0 = open end */
     char source[SRV_SOURCE_MAX]; /* "" = every source */
 };
@@ -185,6 +189,34 @@ void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
 int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
                      json_t **out);
 
+/* ==== Bounded request fields (ui.c) ==== */
+
+/* A numeric member of a request body with its bounds and default: the
+ * route enforces them (400 naming the member and its bounds) and GET
+ * /v1/limits lists them, so the UI's panels show the same bounds. */
+struct srv_field {
+    const char *name;
+    double lo, hi, def;
+    int integer;      /* 1: whole numbers only */
+    const char *what; /* what it sets, for people */
+};
+
+/* Reads o[f->name] into *out: f->def when absent or null. Returns 0, or
+ * sets a 400 response and returns -1. */
+int mt_srv_field(json_t *o, const struct srv_field *f, double *out,
+                 struct srv_resp *rs);
+/* The fields as GET /v1/limits shows them: {name: {min, max, default,
+ * integer, what}}. */
+json_t *mt_srv_fields_json(const struct srv_field *f, size_t n);
+
+/* The bounded fields of each route (search in api.c, ask.c, check.c). */
+extern const struct srv_field mt_srv_search_fields[];
+extern const size_t mt_srv_search_nfields;
+extern const struct srv_field mt_srv_ask_fields[];
+extern const size_t mt_srv_ask_nfields;
+extern const struct srv_field mt_srv_check_fields[];
+extern const size_t mt_srv_check_nfields;
+
 /* ==== Handlers (auth.c, api.c), each (server, request, response, id) ==== */
 
 typedef void (*srv_handler)(struct mt_server *s, struct srv_req *rq,
@@ -201,6 +233,8 @@ void mt_srv_me(struct mt_server *, struct srv_req *, struct srv_resp *,
 /* ui.c */
 void mt_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
+void mt_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
 void mt_srv_tokens_list(struct mt_server *, struct srv_req *, struct srv_resp *,
                         int64_t);
 void mt_srv_token_create(struct mt_server *, struct srv_req *,

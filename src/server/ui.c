@@ -1,6 +1,8 @@
 /* Routes the web UI needs beyond the engine's: the session state, known
  * without a failing request (GET /v1/session answers 200 either way, so
- * a logged-out page loads with a clean console). */
+ * a logged-out page loads with a clean console), and the limits of every
+ * setting the panels offer (GET /v1/limits), read from the same tables
+ * the routes enforce. */
 #include <string.h>
 
 #include "medtrust/core.h"
@@ -25,4 +27,76 @@ void mt_srv_session(struct mt_server *s, struct srv_req *rq,
     if (o)
         json_object_set_new(o, "authenticated", json_true());
     mt_srv_json(rs, 200, o);
+}
+
+/* ==== Bounded fields ==== */
+
+int mt_srv_field(json_t *o, const struct srv_field *f, double *out,
+                 struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, f->name);
+    double x;
+
+    *out = f->def;
+    if (!v || json_is_null(v))
+        return 0;
+    x = json_number_value(v);
+    if (!json_is_number(v) || x < f->lo || x > f->hi ||
+        (f->integer && (!json_is_integer(v)))) {
+        if (f->integer)
+            mt_srv_error(rs, 400, "\"%s\" must be an integer in %.0f..%.0f",
+                         f->name, f->lo, f->hi);
+        else
+            mt_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]",
+                         f->name, f->lo, f->hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+json_t *mt_srv_fields_json(const struct srv_field *f, size_t n)
+{
+    json_t *o = json_object();
+    size_t i;
+
+    for (i = 0; o && i < n; i++)
+        json_object_set_new(o, f[i].name,
+                            json_pack("{s:f,s:f,s:f,s:b,s:s}", "min", f[i].lo,
+                                      "max", f[i].hi, "default", f[i].def,
+                                      "integer", f[i].integer, "what",
+                                      f[i].what));
+    return o;
+}
+
+/* ==== GET /v1/limits ==== */
+
+static json_t *jobs_json(const struct mt_server *s)
+{
+    return json_pack("{s:I,s:I,s:I}", "max_running", (json_int_t)s->p.llm_jobs,
+                     "max_queued", (json_int_t)s->p.max_queued, "timeout_s",
+                     (json_int_t)s->p.job_timeout_s);
+}
+
+void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
+{
+    (void)rq;
+    (void)id;
+    mt_srv_json(
+        rs, 200,
+        json_pack(
+            "{s:I,s:o,s:{s:o,s:I,s:[sss]},s:{s:o,s:I,s:I},"
+            "s:{s:o,s:I,s:[sss]}}",
+            "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
+            "search", "fields",
+            mt_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
+            "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
+            "hybrid", "ask", "fields",
+            mt_srv_fields_json(mt_srv_ask_fields, mt_srv_ask_nfields),
+            "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
+            (json_int_t)(SRV_SOURCE_MAX - 1), "check", "fields",
+            mt_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
+            "note_bytes", (json_int_t)SRV_NOTE_MAX, "strategies",
+            "react-reflex", "guards", "single"));
 }

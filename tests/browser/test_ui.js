@@ -281,21 +281,24 @@ async function recordOrder(page, container, marks) {
   }, [container, marks]);
 }
 
-async function checkNote(page, strategy) {
+async function checkNote(page, strategy, settings) {
   await page.goto(base + '/#check');
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
+  for (const [id, v] of Object.entries(settings || {})) await page.fill(id, v);
+  const req = page.waitForRequest((r) => r.url().endsWith('/v1/check'));
   await recordOrder(page, 'check-result', [['step', '#check-trace > li'],
     ['verdict', '#check-verdict']]);
   await page.click('#check-btn');
   await page.waitForSelector('#check-err-sentence', {timeout: 60000});
   const order = await page.evaluate(() => window.order);
+  const sent = (await req).postDataJSON();
   const mark = await page.textContent('#check-err-sentence');
   const ins = await page.$$eval('#check-diff ins', (e) =>
     e.map((x) => x.textContent).join(''));
   const steps = await page.$$eval('#check-trace > li', (l) =>
     l.map((x) => x.dataset.step));
-  return {mark, ins, steps, order,
+  return {mark, ins, steps, order, sent,
     visible: await page.isVisible('#check-err-sentence') &&
         await page.isVisible('#check-diff')};
 }
@@ -320,7 +323,25 @@ async function cancelCheck(page) {
 }
 
 async function checks(page) {
-  const r = await checkNote(page, 'react-reflex');
+  // The settings panel: the paper's N, M and thresholds, bounded by the
+  // server's limits (GET /v1/limits) and sent with the check.
+  await page.goto(base + '/#check');
+  await page.waitForFunction(() =>
+    document.getElementById('check-rounds-lim').textContent.length > 0);
+  const lim = await page.evaluate(() => ['check-steps', 'check-rounds',
+    'check-mean', 'check-min'].map((id) => [document.getElementById(id).min,
+    document.getElementById(id).max, document.getElementById(id).value,
+    document.getElementById(id + '-lim').textContent].join(' ')));
+  check('the check panel shows each setting\'s limits and default',
+      lim.join('|') === '1 12 4 1 to 12, default 4.|1 10 5 1 to 10, ' +
+      'default 5.|1 5 3.8 1 to 5, default 3.8.|1 5 3 1 to 5, default 3.',
+      lim.join('|'));
+  const r = await checkNote(page, 'react-reflex',
+      {'#check-steps': '3', '#check-rounds': '2'});
+  check('the check request carries the panel\'s settings',
+      r.sent.max_steps === 3 && r.sent.max_rounds === 2 &&
+      r.sent.accept_mean === 3.8 && r.sent.accept_min === 3,
+      JSON.stringify(r.sent).slice(0, 200));
   check('check highlights the erroneous sentence', r.visible &&
       r.mark === 'He is given aspirin and sent home.', r.mark);
   check('check shows the word diff to the correction',
@@ -340,6 +361,9 @@ async function checks(page) {
       'rows=' + reviews);
   await audit(page, 'check_react', 'Check with its result');
   const g = await checkNote(page, 'guards');
+  check('guards has no paper settings: the panel hides, none are sent',
+      await page.isHidden('#check-config') && !('max_steps' in g.sent),
+      JSON.stringify(g.sent).slice(0, 200));
   const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
     l.map((x) => x.textContent));
   check('guards shows each agent\'s verdict and the arbiter', arb.length === 2 &&
@@ -364,6 +388,12 @@ async function askFilters(page) {
     o.map((x) => x.value));
   check('the Ask page offers the store\'s sources', opts.length > 1 &&
       opts[0] === '', opts.join(','));
+  const k = await page.evaluate(() => [document.getElementById('ask-k').max,
+    document.getElementById('ask-k-lim').textContent,
+    document.getElementById('ask-w-val').textContent].join(' | '));
+  check('the ask panel shows the server\'s limits and the weights',
+      k === '100 | 1 to 100, default 10. | Lexical (BM25) 70% · semantic ' +
+      '(vectors) 30%', k);
   await page.fill('#ask-q', 'Is aspirin useful?');
   await page.fill('#ask-year-from', '2015');
   await page.fill('#ask-year-to', '2010');
@@ -406,7 +436,8 @@ async function ask(page) {
   });
   await page.click('#ask-btn');
   const sent = (await req).postDataJSON();
-  check('the ask request carries k and no empty filters', sent.k === 10 &&
+  check('the ask request carries k, the weights and no empty filters',
+      sent.k === 10 && sent.w_lex === 0.7 && sent.w_sem === 0.3 &&
       !('source' in sent) && !('year_from' in sent), JSON.stringify(sent));
   const r = await resp;
   check('ask queues a run (202)', r.status() === 202, 'status=' + r.status());

@@ -91,6 +91,10 @@ expect "k out of range is 400" 400 "${A[@]}" "$U/v1/ask" \
 expect "year_from after year_to is 400" 400 "${A[@]}" "$U/v1/ask" \
     -d "$(body "$Q" '{"year_from":2015,"year_to":2010}')"
 expect "malformed JSON is 400" 400 "${A[@]}" "$U/v1/ask" -d '{"question":'
+expect "w_lex out of range is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"w_lex":2}')"
+grep -q 'w_lex.*\[0, 1\]' "$TMP/body" &&
+    ok "... naming the field and its bounds" || not_ok "400" "$(cat "$TMP/body")"
 expect "an ask needs a session" 401 "$U/v1/ask" -d "$(body "$Q")"
 
 ask_run one "$Q"
@@ -126,16 +130,17 @@ if grep -q '"action":"ask"' "$TMP/logs/audit.log" &&
 else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
 
 # Filters are the CLI's: -k, --source, --year-from/--year-to.
-ask_run filt "$Q" '{"k":3,"source":"pubmedqa","year_from":2005,"year_to":2013}'
+ask_run filt "$Q" '{"k":3,"source":"pubmedqa","year_from":2005,"year_to":2013,"w_lex":0.4,"w_sem":0.6}'
 "$MT" ask --db "$TMP/db" --llm "$SPEC" -k 3 --source pubmedqa \
-    --year-from 2005 --year-to 2013 --json "$Q" >"$TMP/filt.cli" 2>"$TMP/err"
+    --year-from 2005 --year-to 2013 --w-lex 0.4 --w-sem 0.6 --json "$Q" \
+    >"$TMP/filt.cli" 2>"$TMP/err"
 if same filt "$TMP/filt.cli" >/dev/null &&
     py "$TMP/filt.cli" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert 0 < len(r["documents"]) <= 3, r["documents"]
 PY
-    ok "k, source and year filters give the CLI's result"
+    ok "k, weights, source and year filters give the CLI's result"
 else
     not_ok "ask filters" "$(head -c 400 "$TMP/filt.sse")" "$(head -c 300 "$TMP/filt.cli")"
 fi

@@ -31,6 +31,27 @@ expect "an empty note is 400" 400 "${A[@]}" "$U/v1/check" -d '{"note":""}'
 expect "an unknown strategy is 400" 400 "${A[@]}" "$U/v1/check" \
     -d '{"note":"x.","strategy":"nope"}'
 expect "a check needs a session" 401 "$U/v1/check" -d "$(body single)"
+expect "max_rounds out of range is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"x.","max_rounds":99}'
+grep -q 'max_rounds.*an integer in 1\.\.10' "$TMP/body" &&
+    ok "... naming the field and its bounds" || not_ok "400" "$(cat "$TMP/body")"
+expect "accept_mean out of range is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"x.","accept_mean":9}'
+grep -q 'accept_mean.*\[1, 5\]' "$TMP/body" &&
+    ok "... naming the field and its bounds" || not_ok "400" "$(cat "$TMP/body")"
+expect "GET /v1/limits" 200 "${A[@]}" "$U/v1/limits"
+if python3 - "$TMP/body" <<'PY'; then
+import json, sys
+l = json.load(open(sys.argv[1]))
+c = l["check"]["fields"]
+assert c["max_rounds"] == {"min": 1, "max": 10, "default": 5, "integer": True,
+                           "what": "MedReFlex rounds, M"}, c
+assert c["accept_mean"]["default"] == 3.8 and not c["accept_mean"]["integer"]
+assert l["ask"]["fields"]["k"]["max"] == 100 and l["ask"]["question_bytes"] == 8192
+assert l["check"]["note_bytes"] == 262144 and l["body_bytes"] > 0, l
+PY
+    ok "/v1/limits lists each setting's bounds and default"
+else not_ok "/v1/limits" "$(head -c 400 "$TMP/body")"; fi
 for s in react-reflex guards single; do
     expect "check --strategy $s is queued (202)" 202 "${A[@]}" "$U/v1/check" \
         -d "$(body $s)"
@@ -77,6 +98,27 @@ if grep -q '"action":"check"' "$TMP/logs/audit.log" &&
     ! grep -qi 'aspirin' "$TMP/logs/"*.log; then
     ok "the audit log records each check by hash, without note text"
 else not_ok "audit log" "$(tail -2 "$TMP/logs/audit.log")"; fi
+
+# ==== The paper settings of a check, as `check --steps --rounds ...` ====
+SET='"max_steps":1,"max_rounds":2,"accept_mean":4.5,"accept_min":4'
+expect "a react-reflex check with its own settings is 202" 202 "${A[@]}" \
+    "$U/v1/check" -d "$(body react-reflex | sed "s/}\$/,$SET}/")"
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >/dev/null
+curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/set.run"
+"$MT" check --llm "$SPEC" --db "$TMP/db" --json --steps 1 --rounds 2 \
+    --accept-mean 4.5 --accept-min 4 "$TMP/note.txt" >"$TMP/set.cli" 2>/dev/null
+if python3 - "$TMP/set.run" "$TMP/set.cli" "$TMP/react-reflex.cli" <<'PY'; then
+import json, sys
+api = json.load(open(sys.argv[1]))["result"]
+cli, dflt = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
+assert strip(api.pop("trace")) == strip(cli.pop("trace"))
+assert api == cli, (api, cli)
+assert cli["usage"] != dflt["usage"], "the settings changed nothing"
+PY
+    ok "a check's settings give the CLI's result with the same options"
+else not_ok "check settings" "$(head -c 400 "$TMP/set.run")"; fi
 
 # ==== Cancelling a running check ====
 # react-reflex at 400 ms a call runs for seconds; after its first step the

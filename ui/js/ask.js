@@ -7,6 +7,8 @@
 import {api, errorText, fillSources} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
+import {bound, limits} from './limits.js';
+import {showWeight} from './search.js';
 
 const LABELS = {
   SUPPORT: 'supported', CONTRADICT: 'contradicted',
@@ -97,12 +99,21 @@ function verification() {
   };
 }
 
-// The request: the question plus the filters that are set (the server
-// checks them and answers 400 with the reason otherwise).
+let hasVectors = false;
+const showWeights = () => showWeight('ask-w', 'ask-w-val', hasVectors);
+
+// The request: the question plus the settings that are set (the server
+// checks them against GET /v1/limits' bounds and answers 400 with the
+// reason otherwise).
 function askBody(question) {
   const body = {question};
   const num = (id) => parseInt($(id).value, 10);
   if (num('ask-k')) body.k = num('ask-k');
+  if (hasVectors) {
+    const sem = Number($('ask-w').value) / 100;
+    body.w_lex = Math.round((1 - sem) * 100) / 100;
+    body.w_sem = sem;
+  }
   if ($('ask-source').value) body.source = $('ask-source').value;
   if (num('ask-year-from')) body.year_from = num('ask-year-from');
   if (num('ask-year-to')) body.year_to = num('ask-year-to');
@@ -158,5 +169,17 @@ async function submit(ev) {
 
 export async function initAsk() {
   $('ask-form').addEventListener('submit', submit);
-  await fillSources($('ask-source'));
+  $('ask-w').addEventListener('input', showWeights);
+  const [lim, models] = await Promise.all([limits(), api('GET', '/v1/models'),
+    fillSources($('ask-source'))]);
+  hasVectors = models.ok && !!models.data.embedder;
+  $('ask-w').disabled = !hasVectors;
+  const f = lim ? lim.ask.fields : {};
+  bound('ask-k', 'ask-k-lim', f.k);
+  bound('ask-year-from', 'ask-year-from-lim', f.year_from, true);
+  bound('ask-year-to', 'ask-year-to-lim', f.year_to, true);
+  if (f.w_sem && hasVectors) {
+    $('ask-w').value = String(Math.round(f.w_sem.default * 100));
+  }
+  showWeights();
 }

@@ -6,6 +6,11 @@ import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
+import {bound, limits} from './limits.js';
+
+// The paper settings' inputs, by the server's field names.
+const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
+  accept_mean: 'check-mean', accept_min: 'check-min'};
 
 const HINTS = {
   'react-reflex': 'Searches the corpus step by step, has five reviewers ' +
@@ -132,7 +137,13 @@ async function submit(ev) {
   const btn = $('check-btn');
   $('check-msg').textContent = '';
   btn.disabled = true;
-  const res = await api('POST', '/v1/check', {note, strategy});
+  const body = {note, strategy};
+  if (strategy === 'react-reflex') {
+    for (const [k, id] of Object.entries(SETTINGS)) {
+      if ($(id).value !== '') body[k] = Number($(id).value);
+    }
+  }
+  const res = await api('POST', '/v1/check', body);
   if (!res.ok) {
     $('check-msg').textContent = errorText(res);
     $('check-status').textContent = '';
@@ -175,12 +186,17 @@ function strategyHint() {
         'MEDTRUST_LLM.';
   }
   $('check-strategy-hint').textContent = text;
+  $('check-config').hidden = sel.value !== 'react-reflex';
 }
 
 export async function initCheck() {
   $('check-strategy').addEventListener('change', strategyHint);
   $('check-form').addEventListener('submit', submit);
   strategyHint();
+  const lim = await limits();
+  for (const [k, id] of Object.entries(SETTINGS)) {
+    bound(id, id + '-lim', lim ? lim.check.fields[k] : null);
+  }
   const res = await api('GET', '/v1/models');
   ready = res.ok ? res.data.check : null;
   strategyHint();

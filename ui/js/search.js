@@ -14,14 +14,17 @@ function weights() {
   return {mode: 'hybrid', w_lex: (100 - sem) / 100, w_sem: sem / 100};
 }
 
-function showWeights() {
-  const sem = Number($('search-w').value);
-  $('search-w-val').textContent = hasVectors ?
+// Writes a weight slider's value into its hint (and its aria-valuetext).
+export function showWeight(slider, hint, vectors) {
+  const sem = Number($(slider).value);
+  $(hint).textContent = vectors ?
     'Lexical (BM25) ' + (100 - sem) + '% · semantic (vectors) ' + sem + '%' :
     'This index has no vectors (build it with --embedder use-lite), so ' +
     'search is lexical (BM25) only.';
-  $('search-w').setAttribute('aria-valuetext', $('search-w-val').textContent);
+  $(slider).setAttribute('aria-valuetext', $(hint).textContent);
 }
+
+const showWeights = () => showWeight('search-w', 'search-w-val', hasVectors);
 
 function hitItem(h, terms) {
   return el('li', {},
