@@ -81,7 +81,7 @@ static int bench_embed(const char *path, uint32_t threads, unsigned N_SENT)
         free(s[i]);
     free(s);
     free(v);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     return 0;
 }
 
@@ -115,7 +115,7 @@ static int bench_rerank(const char *path, uint32_t threads)
            now() - t0, 500 / (now() - t0));
     for (i = 0; i < 50; i++)
         free(s[i]);
-    mt_reranker_free(r);
+    mt_reranker_close(r);
     return 0;
 }
 

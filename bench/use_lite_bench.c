@@ -206,7 +206,7 @@ int main(int argc, char **argv)
            "(best of %d; open %.3f s)\n",
            t.n, o.chunks ? "chunks" : "sentences", o.threads, best,
            (double)t.n / best, reps, load_s);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     free(out);
     while (t.n--)
         free((void *)(uintptr_t)t.v[t.n].p);

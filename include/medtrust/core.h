@@ -15,6 +15,12 @@ extern "C" {
 
 #define MT_VERSION_STRING "0.1.0"
 
+/* A borrowed view of n bytes at p (not NUL-terminated in general). */
+struct mt_str {
+    const char *p;
+    size_t n;
+};
+
 /* Returns MT_VERSION_STRING. */
 const char *mt_version(void);
 

@@ -1,12 +1,16 @@
-/* medtrust model runtime: one chat interface over llama.cpp (gguf:PATH) and
- * OpenAI-compatible HTTP servers (openai:BASE_URL#MODEL), with per-role
- * routing, timeouts, retries and an optional SQLite call cache. */
+/* medtrust model runtime: chat models (LLMs), sentence embedders,
+ * cross-encoder rerankers and NLI classifiers over llama.cpp (gguf:PATH)
+ * and OpenAI-compatible HTTP servers (openai:BASE_URL#MODEL), with per-role
+ * routing, timeouts, retries and an optional SQLite call cache. Every
+ * handle opens with mt_<kind>_open(spec, params, &out, err) and closes with
+ * mt_<kind>_close (NULL allowed). */
 #ifndef MEDTRUST_MODEL_H
 #define MEDTRUST_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -136,6 +140,129 @@ const char *mt_llm_model(const struct mt_llm *l);
 
 /* Closes the backend; NULL is allowed. No call may be in flight. */
 void mt_llm_close(struct mt_llm *l);
+
+/* ==== Embedders ==== */
+
+struct mt_embedder;
+
+struct mt_embedder_params {
+    uint32_t threads;    /* worker threads, 0 = all online CPUs */
+    uint32_t batch_size; /* texts per forward pass, 0 = backend default */
+    uint32_t dims;       /* Matryoshka truncation, 0 = native dims */
+    int normalize;       /* unit-length output (default 1) */
+    double timeout_s;    /* per call, for remote backends (default 120) */
+    /* SQLite call cache for every backend, keyed by the spec, the output
+     * dims and the text; NULL = no cache. Only read during
+     * mt_embedder_open. */
+    const char *cache_path;
+};
+
+void mt_embedder_default_params(struct mt_embedder_params *p);
+
+/* Opens the embedder named by 'spec': "use-lite", "gguf:PATH" or
+ * "openai:BASE_URL#MODEL". 'params' may be NULL for defaults and is copied.
+ * On success *out owns the handle (close with mt_embedder_close). */
+enum mt_status mt_embedder_open(const char *spec,
+                                const struct mt_embedder_params *params,
+                                struct mt_embedder **out, struct mt_error *err);
+
+/* Output dimension after truncation. */
+uint32_t mt_embedder_dims(const struct mt_embedder *e);
+/* Backend name ("use-lite", "gguf", "openai"); static. */
+const char *mt_embedder_name(const struct mt_embedder *e);
+
+/* Embeds n texts into out (n * mt_embedder_dims floats, row-major),
+ * truncated and normalised as the params say. Thread-safety: one call at
+ * a time per handle unless the backend documents otherwise. */
+enum mt_status mt_embedder_embed(struct mt_embedder *e,
+                                 const struct mt_str *texts, size_t n,
+                                 float *out, struct mt_error *err);
+
+/* Closes the handle; NULL is allowed. */
+void mt_embedder_close(struct mt_embedder *e);
+
+/* The index's embed callback (mt_index_embed_fn) over an embedder given
+ * as 'user', so mt_index_build can store vectors from any backend. */
+enum mt_status mt_embedder_index_fn(void *user, const char *const *texts,
+                                    const size_t *lens, size_t n, float *out,
+                                    struct mt_error *err);
+
+/* ==== Rerankers ==== */
+
+struct mt_reranker;
+
+struct mt_reranker_params {
+    uint32_t threads;         /* llama.cpp threads, 0 = online CPUs */
+    uint32_t n_ctx;           /* llama.cpp context, 0 = min(model, 4096) */
+    double timeout_s;         /* per HTTP call (default 120) */
+    uint32_t max_retries;     /* HTTP retries (default 4) */
+    uint32_t max_concurrency; /* HTTP requests in flight (default 4) */
+    const char *cache_path;   /* call cache file, NULL = none; copied */
+};
+
+/* Fills 'p' with the defaults (timeout from MEDTRUST_LLM_TIMEOUT). */
+void mt_reranker_default_params(struct mt_reranker_params *p);
+
+/* Opens "openai:BASE_URL#MODEL" (a /v1/rerank endpoint) or "gguf:PATH"
+ * (llama.cpp rank pooling); 'p' may be NULL and is copied. On success
+ * *out owns the handle (mt_reranker_close); on failure *out is unchanged
+ * and 'err' names --reranker. */
+enum mt_status mt_reranker_open(const char *spec,
+                                const struct mt_reranker_params *p,
+                                struct mt_reranker **out, struct mt_error *err);
+
+/* Scores n documents against 'query' into scores[0..n) (higher = more
+ * relevant). Thread-safe (the gguf backend serialises calls). */
+enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
+                                 const struct mt_str *docs, size_t n,
+                                 float *scores, struct mt_error *err);
+
+/* The index's rerank callback (mt_index_rerank_fn) over a reranker given
+ * as 'user': lets mt_index_search run its rerank stage through any
+ * backend. Thread-safe as mt_reranker_score is. */
+enum mt_status mt_reranker_index_fn(void *user, const char *query,
+                                    const char *const *texts,
+                                    const size_t *lens, size_t n, float *scores,
+                                    struct mt_error *err);
+
+/* Closes the handle; NULL is allowed. */
+void mt_reranker_close(struct mt_reranker *r);
+
+/* ==== NLI classifiers (claim verification) ==== */
+
+enum mt_nli_label {
+    MT_NLI_SUPPORT,     /* "entailment" */
+    MT_NLI_CONTRADICT,  /* "contradiction" */
+    MT_NLI_NO_EVIDENCE, /* "neutral" */
+};
+
+struct mt_nli;
+
+/* Opens the classifier named by 'spec':
+ *   gguf:PATH  a classifier whose labels (classifier.output_labels) name
+ *              entailment, contradiction and neutral;
+ *   llm        a prompted judge on MEDTRUST_LLM_NLI, else MEDTRUST_LLM;
+ *   llm:SPEC   the same on the chat model SPEC (openai:... or gguf:...).
+ * 'p' may be NULL (threads and timeout are used). On success *out owns the
+ * handle (mt_nli_close); errors name --nli. */
+enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
+                           struct mt_nli **out, struct mt_error *err);
+
+/* Classifies whether 'evidence' supports 'claim'. The gguf classifier
+ * reads the pair as "claim [SEP] evidence" (VerifAI's input order); the
+ * llm judge is shown the evidence as the reference and the claim as the
+ * claim. probs (may be NULL) receives probabilities indexed by enum
+ * mt_nli_label (one-hot for the llm judge); *label the most likely.
+ * Thread-safe (calls serialise). */
+enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
+                               const char *evidence, float probs[3],
+                               enum mt_nli_label *label, struct mt_error *err);
+
+/* "SUPPORT", "CONTRADICT" or "NO_EVIDENCE". */
+const char *mt_nli_label_str(enum mt_nli_label l);
+
+/* Closes the handle; NULL is allowed. */
+void mt_nli_close(struct mt_nli *n);
 
 #ifdef __cplusplus
 }

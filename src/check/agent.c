@@ -195,7 +195,7 @@ void mt_agent_close(struct mt_agent *a)
     for (i = 0; i < a->n_idx; i++)
         mt_index_close(a->idx_free[i]);
     mt_free(a->idx_free);
-    mt_reranker_free(a->reranker);
+    mt_reranker_close(a->reranker);
     mt_prompts_free(a->prompts);
     mt_free(a->examples);
     for (i = 0; i < 6; i++)

@@ -10,7 +10,7 @@
 
 #include "llmcall/prompt.h"
 #include "core/buf.h"
-#include "medtrust/agent.h"
+#include "medtrust/check.h"
 #include "medtrust/index.h"
 
 /* Model routing roles (MEDTRUST_LLM_<ROLE>). */

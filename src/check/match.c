@@ -192,20 +192,6 @@ static double score_sets(const struct units *q, const struct units *s)
     return 0.75 * c / (double)q->n + 0.25 * c / (double)s->n;
 }
 
-double mt_match_similarity(struct mt_str q, struct mt_str s)
-{
-    struct units uq = {NULL, 0, 0};
-    struct units us = {NULL, 0, 0};
-    int cjk = mostly_cjk(q);
-    double r = 0;
-
-    if (units_of(q, cjk, &uq) == 0 && units_of(s, cjk, &us) == 0)
-        r = score_sets(&uq, &us);
-    mt_free(uq.h);
-    mt_free(us.h);
-    return r;
-}
-
 int mt_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
                       double min_score, double *score)
 {

@@ -12,15 +12,12 @@
 /* Least similarity at which a quote names a sentence. */
 #define MT_MATCH_MIN 0.5
 
-/* Similarity of quote q to sentence s in [0, 1]:
+/* Id of the sentence most similar to q (the first on ties), or -1 when
+ * none reaches min_score. *score (may be NULL) gets the best score. The
+ * similarity of q to a sentence s, in [0, 1], is
  *   0.75 * |Q & S| / |Q| + 0.25 * |Q & S| / |S|
  * over the sets of units (tokens, or bigrams when q is mostly CJK), so a
- * verbatim quote scores 1 and a partial one stays high. 0 on no memory or
- * empty input. Thread-safe. */
-double mt_match_similarity(struct mt_str q, struct mt_str s);
-
-/* Id of the sentence most similar to q (the first on ties), or -1 when
- * none reaches min_score. *score (may be NULL) gets the best score. */
+ * verbatim quote scores 1 and a partial one stays high. Thread-safe. */
 int mt_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
                       double min_score, double *score);
 

@@ -4,7 +4,7 @@
 #define MT_CLI_AGENT_OPTS_H
 
 #include "cli/cli.h"
-#include "medtrust/agent.h"
+#include "medtrust/check.h"
 
 #define AGENT_OPTS                                                             \
     {"strategy", 'S', "S", "react-reflex (default), guards or single", 0},     \

@@ -206,7 +206,7 @@ static int embed_run(struct cli_args *a)
         st = embed_file(e, input, json, &failed, &err);
     else if (st == MT_OK)
         st = embed_args(e, a->pos, a->npos, json, &failed, &err);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     if (st != MT_OK)
         return cli_fail(&err, st);
     return failed ? 1 : 0; /* failed items were reported one by one */

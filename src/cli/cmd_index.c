@@ -260,7 +260,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     pp.total = total;
     st = mt_progress_new(&pp, &bar);
     if (st != MT_OK) {
-        mt_embedder_free(e);
+        mt_embedder_close(e);
         return mt_fail(err, st, "out of memory");
     }
     bp.progress = on_build;
@@ -269,7 +269,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     if (st == MT_OK && br.chunks_added)
         mt_progress_finish(bar);
     mt_progress_free(bar);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     if (st == MT_OK && !o->json)
         printf("search index: %llu chunks added%s, %u segment%s\n",
                (unsigned long long)br.chunks_added,

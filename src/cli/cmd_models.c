@@ -122,9 +122,9 @@ static enum mt_status check_other(const char *kind, const char *spec,
     } else {
         st = mt_nli_open(spec, &rp, &nli, err);
     }
-    mt_embedder_free(e);
-    mt_reranker_free(r);
-    mt_nli_free(nli);
+    mt_embedder_close(e);
+    mt_reranker_close(r);
+    mt_nli_close(nli);
     return st;
 }
 

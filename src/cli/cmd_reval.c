@@ -157,7 +157,7 @@ static int reval_run(struct cli_args *a)
         report(&acc, &p, cli_get(a, "json") != NULL);
     mt_free(acc.lat);
     batch_free(q, n);
-    mt_reranker_free(rr);
+    mt_reranker_close(rr);
     return st == MT_OK ? (acc.failed ? 1 : 0) : cli_fail(&err, st);
 }
 

@@ -168,7 +168,7 @@ static int search_run(struct cli_args *a)
         rc = run_batch(a, cli_get(a, "db"), cli_get(a, "queries"), &p, jobs);
     else
         rc = run_one(cli_get(a, "db"), a, &p);
-    mt_reranker_free(rr);
+    mt_reranker_close(rr);
     return rc;
 }
 

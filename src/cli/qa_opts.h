@@ -5,7 +5,7 @@
 #define MT_CLI_QA_OPTS_H
 
 #include "cli/cli.h"
-#include "medtrust/agent.h"
+#include "medtrust/qa.h"
 
 #define QA_OPTS                                                                \
     {"db", 'd', "DIR", "corpus store to search (required to answer)", 0},      \

@@ -130,7 +130,7 @@ enum mt_status search_embed_queries(const struct cli_args *a,
         return MT_OK; /* the search reports the missing vectors */
     if (st == MT_OK)
         st = batch_embed(q, n, e, err);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     return st;
 }
 

@@ -58,7 +58,7 @@ struct batch_query;
 struct mt_reranker;
 
 /* Opens --reranker when given and sets p's rerank callback; *out is the
- * handle to free with mt_reranker_free (NULL when none). */
+ * handle to free with mt_reranker_close (NULL when none). */
 enum mt_status search_open_reranker(const struct cli_args *a,
                                     struct mt_search_params *p,
                                     struct mt_reranker **out,

@@ -6,13 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "medtrust/core.h" /* struct mt_str */
 #include "medtrust/status.h"
-
-/* A borrowed view of n bytes at p (not NUL-terminated in general). */
-struct mt_str {
-    const char *p;
-    size_t n;
-};
 
 #define MT_STR_C(lit) ((struct mt_str){(lit), sizeof(lit) - 1})
 

@@ -64,7 +64,7 @@ static enum mt_status attach_cache(enum mt_status st, const char *spec,
     snprintf((*out)->spec, sizeof(*out)->spec, "%s", spec);
     st = mt_cache_open(p->cache_path, &(*out)->cache, err);
     if (st != MT_OK) {
-        mt_embedder_free(*out);
+        mt_embedder_close(*out);
         *out = NULL;
     }
     return st;
@@ -121,7 +121,7 @@ enum mt_status mt_embedder_new_take(const struct mt_embedder_ops *ops,
     if (e->dims > e->native) {
         mt_fail(err, MT_EINVAL, "embedder %s: dims %u exceeds its %u",
                 ops->name, e->dims, e->native);
-        mt_embedder_free(e);
+        mt_embedder_close(e);
         return MT_EINVAL;
     }
     *out = e;
@@ -280,7 +280,7 @@ enum mt_status mt_embedder_embed(struct mt_embedder *e,
     return embed_direct(e, texts, n, out, err);
 }
 
-void mt_embedder_free(struct mt_embedder *e)
+void mt_embedder_close(struct mt_embedder *e)
 {
     if (!e)
         return;

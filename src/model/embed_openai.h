@@ -7,7 +7,7 @@
 /* Opens an embedder for BASE_URL 'url' and 'model' (both copied). The
  * native dimension is learned from one probe request, so a bad URL, key or
  * model fails here with a message naming --embedder. On success *out
- * owns the handle (mt_embedder_free). Embedding calls are thread-safe.
+ * owns the handle (mt_embedder_close). Embedding calls are thread-safe.
  * Opened through mt_embedder_open, it gets the generic call cache
  * (params.cache_path). */
 enum mt_status mt_embedder_open_openai(const char *url, const char *model,

@@ -72,7 +72,7 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
     else
         st = open_judge(spec, p, n, err);
     if (st != MT_OK) {
-        mt_nli_free(n);
+        mt_nli_close(n);
         return st;
     }
     *out = n;
@@ -157,7 +157,7 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
     return MT_OK;
 }
 
-void mt_nli_free(struct mt_nli *n)
+void mt_nli_close(struct mt_nli *n)
 {
     if (!n)
         return;

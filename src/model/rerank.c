@@ -1,5 +1,6 @@
-/* Reranker front end (spec dispatch, call cache) and the OpenAI-compatible
- * /v1/rerank backend of llama.cpp's server, vLLM and others. */
+/* Reranker front end: spec dispatch and the call cache. The backends are
+ * rerank_openai.c (/v1/rerank of llama.cpp's server, vLLM and others) and
+ * encoder_llama.c (llama.cpp rank pooling). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ enum mt_status mt_reranker_new_take(const struct mt_reranker_ops *ops,
     if (p && p->cache_path) {
         st = mt_cache_open(p->cache_path, &r->cache, err);
         if (st != MT_OK) {
-            mt_reranker_free(r);
+            mt_reranker_close(r);
             return st;
         }
     }
@@ -53,7 +54,7 @@ enum mt_status mt_reranker_new_take(const struct mt_reranker_ops *ops,
     return MT_OK;
 }
 
-void mt_reranker_free(struct mt_reranker *r)
+void mt_reranker_close(struct mt_reranker *r)
 {
     if (!r)
         return;
@@ -61,11 +62,6 @@ void mt_reranker_free(struct mt_reranker *r)
         r->ops->free(r->self);
     mt_cache_close(r->cache);
     mt_free(r);
-}
-
-const char *mt_reranker_name(const struct mt_reranker *r)
-{
-    return r->ops->name;
 }
 
 enum mt_status mt_reranker_open(const char *spec,

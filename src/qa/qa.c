@@ -182,9 +182,9 @@ void mt_qa_close(struct mt_qa *q)
     if (q->judge_owned)
         mt_llm_close(q->judge_llm);
     mt_llm_close(q->answer_llm);
-    mt_nli_free(q->nli);
-    mt_embedder_free(q->emb);
-    mt_reranker_free(q->reranker);
+    mt_nli_close(q->nli);
+    mt_embedder_close(q->emb);
+    mt_reranker_close(q->reranker);
     mt_prompts_free(q->prompts);
     mt_free(q->label_pre);
     mt_free(q->label_suf);

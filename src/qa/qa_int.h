@@ -11,7 +11,7 @@
 #include "llmcall/prompt.h"
 #include "core/arena.h"
 #include "core/buf.h"
-#include "medtrust/agent.h"
+#include "medtrust/qa.h"
 #include "medtrust/index.h"
 
 struct mt_embedder;
@@ -144,7 +144,7 @@ enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
 /* ==== Verification (qa_verify.c) ==== */
 
 /* Overall verdict of a claim from its per-document verdicts (the rule in
- * agent.h). */
+ * qa.h). */
 enum mt_qa_label mt_qa_overall(const struct mt_qa_verdict *v, size_t n);
 
 /* Maps a classifier label (enum mt_nli_label) to a verdict. */

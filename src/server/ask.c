@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/buf.h"
-#include "medtrust/agent.h"
+#include "medtrust/qa.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "server/srv_int.h"

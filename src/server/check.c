@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "medtrust/agent.h"
+#include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 #include "medtrust/model.h"

@@ -192,7 +192,7 @@ void mt_srv_fini(struct mt_server *s)
         mt_store_close(l->store);
         mt_free(l);
     }
-    mt_embedder_free(s->embedder);
+    mt_embedder_close(s->embedder);
     mt_srv_logs_close(s);
     mt_free(s->buckets);
     mt_free(s->db_dir);

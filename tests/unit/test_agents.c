@@ -9,7 +9,7 @@
 #include "check/match.h"
 #include "llmcall/prompt.h"
 #include "llmcall/reply.h"
-#include "medtrust/agent.h"
+#include "medtrust/check.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/gbnf.h"

@@ -328,7 +328,7 @@ static void test_embeddings_shape_and_normalisation(void **state)
     CHECK(fabs(norm - 1.0) < 1e-3);
     CHECK(memcmp(v, v + 128, 64 * sizeof *v) == 0);
     CHECK(memcmp(v, v + 64, 64 * sizeof *v) != 0);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     p.dims = 16; /* Matryoshka truncation */
     CHECK_OK(mt_embedder_open_llama(path, &p, &e, &err));
     CHECK(mt_embedder_dims(e) == 16);
@@ -336,7 +336,7 @@ static void test_embeddings_shape_and_normalisation(void **state)
     for (norm = 0, i = 0; i < 16; i++)
         norm += (double)v[i] * (double)v[i];
     CHECK(fabs(norm - 1.0) < 1e-3);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
 }
 
 static void test_rerank_scores_are_finite_and_stable(void **state)
@@ -363,7 +363,7 @@ static void test_rerank_scores_are_finite_and_stable(void **state)
     CHECK(isfinite(s[0]) && isfinite(s[1]));
     CHECK(s[0] == s[2] && s[0] != s[1]);
     CHECK(memcmp(s, s2, sizeof s) == 0);
-    mt_reranker_free(r);
+    mt_reranker_close(r);
 }
 
 static void test_classifier_maps_nli_labels(void **state)
@@ -384,7 +384,7 @@ static void test_classifier_maps_nli_labels(void **state)
     CHECK(fabs((double)(pr[0] + pr[1] + pr[2]) - 1.0) < 1e-4);
     CHECK((unsigned)lab < 3 && pr[lab] >= pr[0] && pr[lab] >= pr[2]);
     CHECK(strlen(mt_nli_label_str(lab)) > 0);
-    mt_nli_free(n);
+    mt_nli_close(n);
     snprintf(spec, sizeof spec, "gguf:%s/rerank.gguf", dir);
     CHECK(mt_nli_open(spec, NULL, &n, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "--nli") != NULL);

@@ -377,7 +377,7 @@ static void test_rerank_parses_results_by_index(void **state)
     CHECK(stub_requests(&s, NULL, NULL, 0) == 1);
     CHECK(mt_reranker_score(r, "other", docs, 2, sc, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "'results[0].index'") != NULL);
-    mt_reranker_free(r);
+    mt_reranker_close(r);
     stub_stop(&s);
 }
 
@@ -421,7 +421,7 @@ static void test_embeddings_parse_normalise_and_cache(void **state)
     t[1] = mt_str_from("other");
     CHECK(mt_embedder_embed(e, t, 2, v, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "'data'") != NULL);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     stub_stop(&s);
 }
 
@@ -469,7 +469,7 @@ static void test_nli_llm_judge_reads_label(void **state)
     CHECK(lab == MT_NLI_NO_EVIDENCE);
     CHECK(mt_nli_classify(n, "a", "b", NULL, &lab, &err) == MT_EPARSE);
     CHECK(strcmp(mt_nli_label_str(MT_NLI_SUPPORT), "SUPPORT") == 0);
-    mt_nli_free(n);
+    mt_nli_close(n);
     CHECK(mt_nli_open("bert", NULL, &n, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "--nli") != NULL);
     stub_stop(&s);

@@ -11,7 +11,7 @@
 
 #include "qa/qa_int.h"
 #include "core/jsonl.h"
-#include "medtrust/agent.h"
+#include "medtrust/qa.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
@@ -232,7 +232,7 @@ static void test_nli_labels_map_from_gguf(void **state)
     CHECK(p[0] + p[1] + p[2] > 0.99f && p[0] + p[1] + p[2] < 1.01f);
     CHECK(p[l] >= p[0] && p[l] >= p[1] && p[l] >= p[2]);
     CHECK(mt_qa_from_nli((int)l) == (enum mt_qa_label)l);
-    mt_nli_free(nli);
+    mt_nli_close(nli);
     unlink(path);
 }
 

@@ -4,7 +4,7 @@
 #include "check.h"
 
 #include "core/jsonl.h"
-#include "medtrust/agent.h"
+#include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "script.h"
 

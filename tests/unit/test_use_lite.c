@@ -207,7 +207,7 @@ static void test_vectors_match_js(void **state)
     CHECK(min_cos >= 0.999);
     CHECK(max_diff <= 1e-4);
     free(v);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
 }
 
 static void test_threads_and_batch_sizes_agree(void **state)
@@ -228,8 +228,8 @@ static void test_threads_and_batch_sizes_agree(void **state)
     CHECK(max_diff <= 1e-6);
     free(va);
     free(vb);
-    mt_embedder_free(a);
-    mt_embedder_free(b);
+    mt_embedder_close(a);
+    mt_embedder_close(b);
 }
 
 static void test_matryoshka_truncates_and_renormalises(void **state)
@@ -259,8 +259,8 @@ static void test_matryoshka_truncates_and_renormalises(void **state)
     }
     free(vf);
     free(vc);
-    mt_embedder_free(full);
-    mt_embedder_free(cut);
+    mt_embedder_close(full);
+    mt_embedder_close(cut);
 }
 
 /* ==== Bad input ==== */
@@ -319,7 +319,7 @@ static void test_bad_input_gives_vectors(void **state)
     CHECK(seen.truncated == 1);
     free(v);
     free(big);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
 }
 
 static void test_invalid_utf8_reads_as_replacement_chars(void **state)
@@ -445,7 +445,7 @@ static void test_open_survives_every_allocation_failure(void **state)
         mt_alloc_fail_reset();
     }
     CHECK(e != NULL && n > 1);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
 }
 
 /* ==== int8 ==== */
@@ -479,7 +479,7 @@ static void test_int8_variant_accuracy(void **state)
                   min_cos, max_diff);
     CHECK(min_cos >= 0.99);
     free(v);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     unlink(out);
 }
 
@@ -510,12 +510,12 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     mt_cache_close(c);
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
     CHECK(v[0] == 1.0f && v[1] == 0.0f);
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     p.dims = 64;
     CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
     CHECK_OK(mt_embedder_embed(e, &t, 1, w, NULL));
     CHECK(w[1] != 0.0f); /* 64-d output: its own key, a real vector */
-    mt_embedder_free(e);
+    mt_embedder_close(e);
     unlink(db);
 }
 

@@ -1,0 +1,158 @@
+/* medtrust clinical-note checker (MEDIQA-CORR): decides whether a note holds
+ * a medical error, which sentence holds it and how to correct it, with the
+ * react-reflex (MedReAct'N'MedReFlex), guards (MedGuards) or single-call
+ * strategies. Every run keeps a trace of each model call and decision. */
+#ifndef MEDTRUST_CHECK_H
+#define MEDTRUST_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mt_strategy {
+    MT_STRATEGY_REACT_REFLEX, /* IryoNLP MedReAct'N'MedReFlex (default) */
+    MT_STRATEGY_GUARDS,       /* MedGuards: detect, localise, correct */
+    MT_STRATEGY_SINGLE,       /* one chain-of-thought call, few-shot */
+};
+
+/* Parses "react-reflex", "guards" or "single"; MT_EINVAL otherwise. */
+enum mt_status mt_strategy_parse(const char *s, enum mt_strategy *out);
+/* Returns the strategy's name (static string). */
+const char *mt_strategy_str(enum mt_strategy s);
+
+/* Settings of a checker. Strings are copied by mt_agent_open. */
+struct mt_agent_params {
+    enum mt_strategy strategy;
+    const char *llm_spec;      /* every role's model unless
+                                  MEDTRUST_LLM_<ROLE> or MEDTRUST_LLM is
+                                  set; NULL = environment only */
+    struct mt_llm_params llm;  /* timeouts, retries, HTTP concurrency */
+    const char *prompts_dir;   /* NAME.txt here replaces a built-in prompt */
+    const char *few_shot_path; /* MEDEC CSV of examples for `single` */
+    const char *db_dir;        /* corpus store for search(); NULL = none */
+    const char *reranker_spec; /* cross-encoder for the rerank stage */
+    uint32_t max_steps;        /* MedReAct steps per round, N (4) */
+    uint32_t max_rounds;       /* MedReFlex rounds, M (5) */
+    uint32_t n_evals;          /* MedEval samples (5) */
+    double accept_mean;        /* accept when mean final >= this (3.8) */
+    double accept_min;         /* ... and true min final >= this (3) */
+    uint32_t retrieve_k;       /* first-stage hits per search (50) */
+    uint32_t rerank_k;         /* hits injected after reranking (20) */
+    uint32_t chunk_chars;      /* bytes kept of each injected hit (1200) */
+    float temperature;         /* agents other than MedEval (0) */
+    float eval_temperature;    /* MedEval sampling temperature (1.0) */
+    uint32_t max_tokens;       /* completion budget per call (1024) */
+    uint64_t seed;             /* sampling seed (42) */
+    size_t max_note_bytes;     /* longer notes are refused (256 KiB) */
+    uint32_t max_few_shot;     /* examples kept from few_shot_path (3) */
+    int grammar;               /* 1 (default): gguf models answer under a
+                                  grammar made from each role's reply
+                                  schema, so their JSON always parses;
+                                  OpenAI-compatible servers are not sent
+                                  one */
+    /* Called with each trace record as a check adds it, so a caller can
+     * follow the trajectory live: the note's id (mt_note.id, may be NULL)
+     * and the record as compact JSON text, both valid during the call.
+     * Runs on the checking thread; checks running at once on one handle
+     * call it concurrently. NULL = none (default). */
+    void (*on_step)(void *user, const char *note_id, const char *step_json);
+    void *on_step_user;
+    /* Polled with the note's id before each model call: nonzero stops
+     * the check, which then fails with MT_ECANCELED (a call in flight
+     * finishes first). NULL = never (default). */
+    int (*cancelled)(void *user, const char *note_id);
+    void *cancelled_user;
+};
+
+/* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
+ * evaluators, 50 -> 20 retrieval) and mt_llm_default_params. */
+void mt_agent_default_params(struct mt_agent_params *p);
+
+struct mt_agent;
+
+/* Opens a checker: the models of the strategy's roles (routed per role by
+ * mt_llm_open_role), the prompts, the few-shot file and, for react-reflex
+ * with db_dir, the search index. On success *out owns the handle (free
+ * with mt_agent_close); on failure *out is unchanged and 'err' says what
+ * to fix. */
+enum mt_status mt_agent_open(const struct mt_agent_params *params,
+                             struct mt_agent **out, struct mt_error *err);
+
+/* Closes the checker; NULL is allowed. No check may be running. */
+void mt_agent_close(struct mt_agent *a);
+
+/* One note. Strings are borrowed for the call. */
+struct mt_note {
+    const char *id;   /* used in the trace; may be NULL */
+    const char *text; /* the note, UTF-8 */
+    size_t text_len;
+    const char *sentences; /* MEDEC `Sentences` field, or NULL to split */
+    size_t sentences_len;
+};
+
+/* Model use of one check. llm_calls counts every request sent; critical
+ * counts the requests on the longest dependent chain (parallel calls
+ * count once), which bounds the check's latency. */
+struct mt_check_usage {
+    uint32_t llm_calls;
+    uint32_t critical_calls;
+    uint64_t prompt_tokens;
+    uint64_t completion_tokens;
+    uint32_t failed_calls;   /* requests the backend failed (HTTP, time) */
+    uint32_t parse_failures; /* replies that were not valid for the role */
+    uint32_t fallbacks;      /* roles that fell back to their default */
+};
+
+/* The verdict on one note. Owned by the caller: mt_check_result_free. */
+struct mt_check_result {
+    int error_flag;           /* 1 when the note holds an error */
+    int sentence_id;          /* 0-based, -1 when none */
+    char *error_sentence;     /* "" when none */
+    char *corrected_sentence; /* "NA" when none */
+    char *corrected_text;     /* the note with the correction applied */
+    enum mt_strategy strategy;
+    struct mt_check_usage usage;
+    char *trace;  /* JSON array text, one object per step */
+    int fallback; /* 1 when the verdict is a fallback */
+};
+
+/* Checks one note. Each role retries once, then applies its documented
+ * fallback (docs/agents.md), and the trace says why. When the verdict is
+ * such a fallback because a role's model calls failed (HTTP, time-out;
+ * not a badly formed reply), the call fails with MT_EMODEL and 'out'
+ * still holds that fallback verdict, its usage and trace (free it):
+ * a failed call must never pass for an answer. Fails otherwise only for
+ * bad input (MT_EINVAL: empty note or one that is not UTF-8 text;
+ * MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad Sentences field),
+ * MT_ECANCELED (params.cancelled said stop) or MT_ENOMEM; then 'out' is
+ * zeroed. Thread-safe: many
+ * checks may run at once on one handle. */
+enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
+                              struct mt_check_result *out,
+                              struct mt_error *err);
+
+/* Frees the strings of 'r' and zeroes it; NULL is allowed. */
+void mt_check_result_free(struct mt_check_result *r);
+
+/* The result as compact JSON text: {"error_flag","error_sentence_id",
+ * "error_sentence","corrected_sentence","corrected_text","strategy",
+ * "usage":{...},"trace":[...]} (trace only when with_trace). Caller frees
+ * with mt_free; NULL when out of memory. */
+char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
+
+/* The MEDIQA-CORR submission line for note 'id' (no newline):
+ * "<id> <flag> <sentence id or -1> <corrected sentence or NA>", with line
+ * breaks in the correction turned into spaces. r == NULL gives the
+ * fallback line "<id> 0 -1 NA". Caller frees with mt_free. */
+char *mt_check_submission_line(const char *id, const struct mt_check_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
