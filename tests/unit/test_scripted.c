@@ -5,6 +5,7 @@
 
 #include "core/jsonl.h"
 #include "medtrust/check.h"
+#include "medtrust/qa.h"
 #include "medtrust/core.h"
 #include "script.h"
 
