@@ -81,14 +81,13 @@ static size_t take_replies(struct run *r, struct call *c,
     return kept;
 }
 
-/* The reply's JSON Schema for a gguf model (sent as a grammar), unless
- * the caller turned grammars off. OpenAI-compatible servers get none:
- * support for response_format schemas varies, and a refusal would fail
- * every call. */
+/* The reply's JSON Schema, unless the caller turned grammars off: a gguf
+ * model gets it as a grammar, an OpenAI-compatible server as
+ * response_format (json_schema, or what --response-format falls back
+ * to when the server refuses it). */
 static char *reply_schema(const struct run *r, const struct call *c)
 {
-    if (!r->a->p.grammar ||
-        strcmp(mt_llm_backend(r->a->llm[c->role]), "gguf") != 0)
+    if (!r->a->p.grammar)
         return NULL;
     return mt_reply_schema_for(c->prompt, r->nsents);
 }

@@ -66,13 +66,18 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
      "calls (default off)",                                                    \
      0},                                                                       \
         {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
+        {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0},      \
     {                                                                          \
-        "retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0         \
+        "response-format", 0, "MODE",                                          \
+            "how openai: servers are asked for JSON replies: auto (default: "  \
+            "json_schema, then json_object, then none, each step taken once "  \
+            "after a 400 naming the field), json_schema, json_object or none", \
+            0                                                                  \
     }
 
-/* Reads --cache, --timeout and --retries into p (whose defaults stay when
- * an option is absent); prints an error and returns -1 when one is
- * invalid. */
+/* Reads --cache, --timeout, --retries and --response-format into p (whose
+ * defaults stay when an option is absent); prints an error and returns -1 when
+ * one is invalid. */
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);
 
 void cli_print_help(const struct cli_verb *v);

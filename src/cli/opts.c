@@ -195,12 +195,20 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p)
 {
     unsigned long re = p->max_retries;
+    const char *rf = cli_get(a, "response-format");
 
     if (cli_get_double(a, "timeout", 0.001, 86400, &p->timeout_s) < 0 ||
         cli_get_uint(a, "retries", 0, 10, &re) < 0)
         return -1;
     p->max_retries = (uint32_t)re;
     p->cache_path = cli_get(a, "cache");
+    if (rf && mt_response_format_parse(rf, &p->response_format) != MT_OK) {
+        fprintf(stderr,
+                "medtrust: --response-format must be auto, json_schema, "
+                "json_object or none, not '%s'\n",
+                rf);
+        return -1;
+    }
     return 0;
 }
 

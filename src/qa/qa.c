@@ -309,9 +309,9 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     mt_chat_default_params(&cp);
     cp.temperature = temperature;
     cp.max_tokens = max_tokens;
-    /* a gguf judge answers under its reply schema's grammar, as the
-     * checker's roles do (docs/agents.md) */
-    if (json && strcmp(mt_llm_backend(l), "gguf") == 0)
+    /* the judge answers under its reply schema (a gguf grammar, or an
+     * OpenAI response_format), as the checker's roles do (docs/agents.md) */
+    if (json)
         cp.json_schema = mt_reply_schema(name);
     m[0] = (struct mt_llm_message){"system", sys.data};
     m[1] = (struct mt_llm_message){"user", user.data};
