@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs every unit (cmocka) and integration suite against the build tree in
-# $1 and ends with one "N passed, N failed" line totalling all suites.
+# $1 and ends with one "N passed, N failed, N skipped" line totalling all
+# suites; each skipped test is listed with its reason. An optional second
+# argument, a shell pattern, runs only the suites whose name matches it:
+#   bash tests/run.sh build/test 'test_vec*'
 set -u
 BUILD=${1:-build/test}
+FILTER=${2:-*}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export MEDTRUST_BIN="$ROOT/$BUILD/medtrust"
@@ -19,10 +23,36 @@ LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
 passed=0
 failed=0
+skipped=0
+suites=0
 failed_names=()
 
+# report NAME P F S LOG: adds a suite's counts to the totals and prints
+# its line; the skip reasons come from "$LOG.skips" (one per line).
+report() {
+    local name=$1 p=$2 f=$3 s=$4 log=$5
+    passed=$((passed + p))
+    failed=$((failed + f))
+    skipped=$((skipped + s))
+    suites=$((suites + 1))
+    printf '%-40s %3d passed, %d failed, %d skipped\n' "$name" "$p" "$f" "$s"
+    [ -s "$log.skips" ] && sed 's/^/    skipped: /' "$log.skips"
+    rm -f "$log.skips"
+}
+
+# cmocka: a test that calls SKIP_BECAUSE (tests/unit/check.h) prints
+# "# SKIP why" between its "[ RUN ]" and "[ SKIPPED ]" lines.
+cmocka_skips() {
+    awk '
+        /^\[ RUN      \] / { cur = $4; why = "" }
+        /^# SKIP / { why = substr($0, 8) }
+        /^\[  SKIPPED \] / && $4 == cur && $5 == "" {
+            print cur ": " (why == "" ? "no reason given" : why)
+        }' "$1"
+}
+
 run_unit() {
-    local bin=$1 name log p f rc
+    local bin=$1 name log p f s rc
     name=$(basename "$bin")
     log="$LOGDIR/$name.log"
     "$bin" >"$log" 2>&1
@@ -30,34 +60,38 @@ run_unit() {
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -1)
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' \
         "$log" | tail -1)
+    s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s), listed below:/\1/p' \
+        "$log" | tail -1)
     p=${p:-0}
     f=${f:-0}
+    s=${s:-0}
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1 # crashed or sanitizer abort before the summary
     fi
-    passed=$((passed + p))
-    failed=$((failed + f))
-    printf '%-40s %3d passed, %d failed\n' "$name" "$p" "$f"
+    cmocka_skips "$log" >"$log.skips"
+    report "$name" "$p" "$f" "$s" "$log"
     if [ "$f" -ne 0 ]; then
         failed_names+=("$name")
         grep -E 'FAILED|ERROR|error|Sanitizer' "$log" | head -20 | sed 's/^/    /'
     fi
 }
 
+# Integration scripts print TAP lines: "ok - name", "not ok - name", and
+# "ok - name # SKIP why" (tests/integration/lib.sh skip) for a skip.
 run_integration() {
-    local sh=$1 name log p f rc
+    local sh=$1 name log p f s rc
     name=$(basename "$sh" .sh)
     log="$LOGDIR/$name.log"
     bash "$sh" >"$log" 2>&1
     rc=$?
-    p=$(grep -c '^ok ' "$log")
+    s=$(grep -c '^ok .* # SKIP' "$log")
+    p=$(($(grep -c '^ok ' "$log") - s))
     f=$(grep -c '^not ok ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1
     fi
-    passed=$((passed + p))
-    failed=$((failed + f))
-    printf '%-40s %3d passed, %d failed\n' "$name" "$p" "$f"
+    sed -n 's/^ok - \(.*\) # SKIP \(.*\)$/\1: \2/p' "$log" >"$log.skips"
+    report "$name" "$p" "$f" "$s" "$log"
     if [ "$f" -ne 0 ]; then
         failed_names+=("$name")
         grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
@@ -65,14 +99,21 @@ run_integration() {
 }
 
 for bin in "$BUILD"/tests/test_*; do
+    # shellcheck disable=SC2053 # FILTER is a pattern
+    [[ $(basename "$bin") == $FILTER ]] || continue
     [ -x "$bin" ] && run_unit "$bin"
 done
 for sh in tests/integration/test_*.sh; do
+    [[ $(basename "$sh" .sh) == $FILTER ]] || continue
     [ -f "$sh" ] && run_integration "$sh"
 done
 
+if [ "$suites" -eq 0 ]; then
+    echo "no suite matches '$FILTER'"
+    failed=1
+fi
 if [ ${#failed_names[@]} -gt 0 ]; then
     echo "failing suites: ${failed_names[*]} (logs in $LOGDIR)"
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

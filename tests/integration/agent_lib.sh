@@ -20,13 +20,5 @@ stub_start() {
     SPEC="openai:http://127.0.0.1:$port#stub"
 }
 
-# Skips the whole suite when the binary lacks the verb (main.c not wired).
-need_verb() {
-    if ! "$MT" "$1" --help >/dev/null 2>&1; then
-        echo "# medtrust has no '$1' verb yet: skipped"
-        exit 0
-    fi
-}
-
 # py EXPR-SCRIPT: runs python3 with the script from stdin.
 py() { python3 - "$@"; }

@@ -122,7 +122,8 @@ PY
         not_ok "ask hybrid" "$(head -c 600 "$TMP/h.json")" "$(tail -3 "$TMP/err")"
     fi
 else
-    echo "# use-lite weights unavailable: hybrid case skipped"
+    not_ok "index with use-lite vectors" "$(tail -3 "$TMP/err")" \
+        "use-lite weights missing? (run make bootstrap)"
 fi
 
 # ---- the tiny GGUF classifier as verifier ----

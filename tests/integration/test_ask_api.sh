@@ -9,10 +9,7 @@
 # configured, --nli choosing the verifier, and the LLM job cap.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
-if ! "$MT" serve --help >/dev/null 2>&1 || ! "$MT" ask --help >/dev/null 2>&1; then
-    echo "# SKIP: this medtrust has no serve or ask verb yet"
-    exit 0
-fi
+need_verb serve ask
 unset MEDTRUST_LLM MEDTRUST_NLI MEDTRUST_LLM_QA MEDTRUST_LLM_JUDGE
 export MEDTRUST_LLM_TIMEOUT=20
 . "$(dirname "$0")/api_lib.sh"

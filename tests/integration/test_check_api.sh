@@ -7,10 +7,7 @@
 # and a cap of one LLM job queues the rest while searches stay fast.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
-if ! "$MT" serve --help >/dev/null 2>&1; then
-    echo "# SKIP: this medtrust has no serve verb yet"
-    exit 0
-fi
+need_verb serve
 unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
     MEDTRUST_LLM_PARSER MEDTRUST_LLM_GUARD MEDTRUST_LLM_SINGLE
 . "$(dirname "$0")/api_lib.sh"

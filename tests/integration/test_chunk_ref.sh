@@ -6,10 +6,7 @@ cd "$(dirname "$0")/../.." || exit 1
 G=tests/golden/chunk
 REF=tools/chunk_ref.py
 
-if ! command -v python3 >/dev/null; then
-    ok "chunk_ref: skipped, no python3"
-    exit 0
-fi
+need "python3 for the reference chunker" "$(command -v python3)"
 
 # same NAME EXPECTED CMD...: passes when CMD prints exactly EXPECTED.
 same() {
@@ -25,14 +22,10 @@ same() {
 
 same "chunk_ref synthetic" "$G/synthetic.expected" \
     python3 "$REF" synthetic "$G/synthetic.in"
-if [ -f "$DATA/medquad/corpus.jsonl" ]; then
-    same "chunk_ref medquad" "$G/medquad.expected" \
-        python3 "$REF" corpus "$DATA/medquad/corpus.jsonl" --every 200
-fi
-if [ -f "$DATA/pubmedqa/corpus.jsonl" ]; then
-    same "chunk_ref pubmedqa" "$G/pubmedqa.expected" \
-        python3 "$REF" corpus "$DATA/pubmedqa/corpus.jsonl" --every 50
-    same "chunk_ref pubmedqa size 300" "$G/pubmedqa_s300.expected" \
-        python3 "$REF" corpus "$DATA/pubmedqa/corpus.jsonl" --every 50 \
-        --size 300 --overlap 50
-fi
+same "chunk_ref medquad" "$G/medquad.expected" \
+    python3 "$REF" corpus "$DATA/medquad/corpus.jsonl" --every 200
+same "chunk_ref pubmedqa" "$G/pubmedqa.expected" \
+    python3 "$REF" corpus "$DATA/pubmedqa/corpus.jsonl" --every 50
+same "chunk_ref pubmedqa size 300" "$G/pubmedqa_s300.expected" \
+    python3 "$REF" corpus "$DATA/pubmedqa/corpus.jsonl" --every 50 \
+    --size 300 --overlap 50

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-[ -e "$ROOT/third_party/llama-linux-x64" ] || exit 0 # built without llama
+need "llama.cpp's prebuilt libraries" "$ROOT/third_party/llama-linux-x64"
 
 # The same variables as `make test`, so nothing is rebuilt.
 if make -s -C "$ROOT" install BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \

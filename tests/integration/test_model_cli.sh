@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Integration tests for `medtrust embed` and `medtrust models` (model
 # layer). Loopback only: the OpenAI-compatible stub and tiny GGUF models
-# made here. Prints nothing (0 tests) while the verbs are not wired in.
+# made here.
 . "$(dirname "$0")/lib.sh"
 B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
-"$MT" embed --help >/dev/null 2>&1 || exit 0
+need_verb embed models
 
 check "embed --json prints text and a vector" \
     bash -c "'$MT' embed --json 'chest pain' 'fever' > '$TMP/e.jsonl' &&

@@ -9,16 +9,8 @@ MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 LOGS=${MEDTRUST_BUILD:-$ROOT/build/test}/test-logs
 PW="$ROOT/third_party/browser/node_modules/playwright-core"
 
-if ! "$MT" score --help >/dev/null 2>&1; then
-    ok "score verb not in this binary yet # SKIP"
-    exit 0
-fi
-for need in /usr/bin/chromium "$PW" "$(command -v node)"; do
-    if [ ! -e "$need" ]; then
-        not_ok "browser test prerequisites" "missing $need (run make bootstrap)"
-        exit 1
-    fi
-done
+need_verb score
+need "browser test prerequisites" /usr/bin/chromium "$PW" "$(command -v node)"
 mkdir -p "$LOGS"
 python3 - "$MEDEC" "$TMP" <<'PY'
 import csv, sys

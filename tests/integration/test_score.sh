@@ -9,10 +9,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 EN="$DATA/mederrbench/test/reviewed_data_EN_test.csv"
 
-if ! "$MT" score --help >/dev/null 2>&1; then
-    ok "score verb not in this binary yet # SKIP"
-    exit 0
-fi
+need_verb score
 
 # gen.py MODE CSV OUT: writes a submission built from the reference.
 cat >"$TMP/gen.py" <<'EOF'
@@ -219,5 +216,5 @@ if "$GEN" embed "$TMP/tiny.gguf" "$VOCAB" >/dev/null 2>&1; then
         not_ok "bad baseline" "rc=$rc" "$(cat "$TMP/err")"
     fi
 else
-    ok "make_tiny_gguf unavailable (built without llama.cpp) # SKIP"
+    not_ok "make_tiny_gguf made a classifier" "llama.cpp missing? (run make bootstrap)"
 fi

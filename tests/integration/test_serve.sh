@@ -5,10 +5,7 @@
 # event stream, logs without secrets, and graceful shutdown on SIGTERM.
 . "$(dirname "$0")/lib.sh"
 MT=${MEDTRUST_SERVE_BIN:-$MT}
-if ! "$MT" serve --help >/dev/null 2>&1; then
-    echo "# SKIP: this medtrust has no serve verb yet (verb table)"
-    exit 0
-fi
+need_verb serve
 unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
     MEDTRUST_LLM_PARSER MEDTRUST_LLM_GUARD MEDTRUST_LLM_SINGLE
 head -300 "$DATA/medquad/corpus.jsonl" >"$TMP/c.jsonl"

@@ -11,16 +11,9 @@ LOGS=${MEDTRUST_BUILD:-$ROOT/build/test}/test-logs
 PW="$ROOT/third_party/browser/node_modules/playwright-core"
 SERVE_PID=
 
-if ! "$MT" serve --help >/dev/null 2>&1; then
-    ok "serve verb not in this binary yet # SKIP"
-    exit 0
-fi
-for need in /usr/bin/chromium "$PW" "${PW%/*}/axe-core/axe.min.js" "$(command -v node)"; do
-    if [ ! -e "$need" ]; then
-        not_ok "browser test prerequisites" "missing $need (run make bootstrap)"
-        exit 1
-    fi
-done
+need_verb serve
+need "browser test prerequisites" /usr/bin/chromium "$PW" \
+    "${PW%/*}/axe-core/axe.min.js" "$(command -v node)"
 mkdir -p "$LOGS"
 trap 'for p in "${STUB_PIDS[@]}" $SERVE_PID; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 unset MEDTRUST_LLM

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
+
 struct stub {
     pid_t pid;
     int port;
@@ -17,7 +19,7 @@ struct stub {
     char url[64];
 };
 
-/* Starts the stub with 'script' (its actions, one a line). Skips the test
+/* Starts the stub with 'script' (its actions, one a line). Fails the test
  * when the stub binary is not built. */
 static inline void stub_start(struct stub *s, const char *script)
 {
@@ -28,10 +30,8 @@ static inline void stub_start(struct stub *s, const char *script)
     FILE *f;
 
     snprintf(bin, sizeof bin, "%s/fixtures/stub_server", b ? b : "build");
-    if (access(bin, X_OK) != 0) {
-        fprintf(stderr, "stub_server not built (%s): skipped\n", bin);
-        skip();
-    }
+    if (access(bin, X_OK) != 0)
+        MISSING(bin);
     snprintf(s->dir, sizeof s->dir, "/tmp/mt-stub-XXXXXX");
     assert_non_null(mkdtemp(s->dir));
     snprintf(sp, sizeof sp, "%s/script", s->dir);

@@ -273,7 +273,7 @@ struct astub {
     char spec[96];
 };
 
-/* Starts agent_stub with up to 4 extra arguments; skips when not built. */
+/* Starts agent_stub with up to 4 extra arguments; fails when not built. */
 static void astub_start(struct astub *s, const char *a1, const char *a2,
                         const char *a3)
 {
@@ -285,7 +285,7 @@ static void astub_start(struct astub *s, const char *a1, const char *a2,
 
     snprintf(bin, sizeof bin, "%s/fixtures/agent_stub", b ? b : "build");
     if (access(bin, X_OK) != 0)
-        skip();
+        MISSING(bin);
     CHECK(pipe(fd) == 0);
     s->pid = fork();
     CHECK(s->pid >= 0);

@@ -291,7 +291,7 @@ static void check_corpus(const char *corpus_rel, const char *golden)
     FILE *f = fopen(test_data_path(path, sizeof path, corpus_rel), "r");
 
     if (!f)
-        skip();
+        fail_msg("cannot open %s (set MEDTRUST_DATA)", path);
     load_golden(golden, &raw, &want, &select);
     parse_select(select, &sel);
     CHECK_OK(mt_buf_reserve(&got, 1));
@@ -437,7 +437,7 @@ static void props_corpus(const char *rel, const struct mt_chunk_params *p)
     FILE *f = fopen(test_data_path(path, sizeof path, rel), "r");
 
     if (!f)
-        skip();
+        fail_msg("cannot open %s (set MEDTRUST_DATA)", path);
     while ((len = getline(&line, &cap, f)) > 0) {
         json_t *doc = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &jerr);
         json_t *text = json_object_get(doc, "text");

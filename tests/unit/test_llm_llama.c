@@ -57,7 +57,7 @@ static struct mt_llm *open_chat_ctx(uint32_t n_ctx)
     char spec[300];
 
     if (!dir[0])
-        skip();
+        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     mt_llm_default_params(&p);
     p.threads = 2;
     p.n_ctx = n_ctx;
@@ -192,7 +192,7 @@ static void test_chat_stops_at_stop_string(void **state)
     len = strlen(a.texts[0]);
     if (len < 4) {
         mt_chat_result_free(&a);
-        skip(); /* the random model said almost nothing */
+        SKIP_BECAUSE("the random chat model replied under 4 bytes");
     }
     memcpy(stop, a.texts[0] + len / 2, 2);
     cp.stop = stops;
@@ -279,7 +279,7 @@ static void test_bad_model_files_name_the_setting(void **state)
     FILE *f;
     (void)state;
     if (!dir[0])
-        skip();
+        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     snprintf(spec, sizeof spec, "gguf:%s/missing.gguf", dir);
     CHECK(mt_llm_open(spec, NULL, &l, &err) == MT_ENOTFOUND);
     CHECK(strstr(err.msg, "--llm") != NULL);
@@ -315,7 +315,7 @@ static void test_embeddings_shape_and_normalisation(void **state)
     uint32_t i;
     (void)state;
     if (!dir[0])
-        skip();
+        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     path_of(path, sizeof path, "embed");
     mt_embedder_default_params(&p);
     p.threads = 2;
@@ -352,7 +352,7 @@ static void test_rerank_scores_are_finite_and_stable(void **state)
     char spec[300];
     (void)state;
     if (!dir[0])
-        skip();
+        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     mt_reranker_default_params(&p);
     p.threads = 2;
     snprintf(spec, sizeof spec, "gguf:%s/rerank.gguf", dir);
@@ -375,7 +375,7 @@ static void test_classifier_maps_nli_labels(void **state)
     char spec[300];
     (void)state;
     if (!dir[0])
-        skip();
+        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     snprintf(spec, sizeof spec, "gguf:%s/classify.gguf", dir);
     if (mt_nli_open(spec, NULL, &n, &err) != MT_OK)
         fail_msg("%s", err.msg);

@@ -10,7 +10,7 @@
 /* Makes a new folder from 'tmpl' (a mkdtemp template, copied into dir of
  * n bytes) holding DIR/KIND.gguf for each of the nk kinds ("chat",
  * "embed", "rerank", "classify"). When a model cannot be made dir[0] is
- * cleared, so the tests that need one skip. Returns -1 only when the
+ * cleared, so the tests that need one fail. Returns -1 only when the
  * folder cannot be made. */
 static inline int tiny_gguf_make(char *dir, size_t n, const char *tmpl,
                                  const char *const *kinds, size_t nk)
@@ -28,7 +28,7 @@ static inline int tiny_gguf_make(char *dir, size_t n, const char *tmpl,
                  b ? b : "build", kinds[i], dir, kinds[i],
                  v ? v : "third_party/llama.cpp/models");
         if (system(cmd) != 0)
-            dir[0] = '\0'; /* tests skip */
+            dir[0] = '\0'; /* tests fail */
     }
     return 0;
 }
