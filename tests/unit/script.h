@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
+
 struct script {
     pid_t pid;
     char dir[64];
@@ -20,7 +22,7 @@ struct script {
     char spec[96]; /* openai:http://127.0.0.1:PORT#scripted */
 };
 
-/* Starts the server with 'scenario' (script lines); skips the test when
+/* Starts the server with 'scenario' (script lines); fails the test when
  * the fixture is not built. */
 static inline void script_start(struct script *s, const char *scenario)
 {
@@ -32,10 +34,8 @@ static inline void script_start(struct script *s, const char *scenario)
     FILE *f;
 
     snprintf(bin, sizeof bin, "%s/fixtures/script_server", b ? b : "build");
-    if (access(bin, X_OK) != 0) {
-        fprintf(stderr, "script_server not built (%s): skipped\n", bin);
-        skip();
-    }
+    if (access(bin, X_OK) != 0)
+        MISSING(bin);
     snprintf(s->dir, sizeof s->dir, "/tmp/mt-script-XXXXXX");
     assert_non_null(mkdtemp(s->dir));
     snprintf(sp, sizeof sp, "%s/scenario", s->dir);
