@@ -2,9 +2,12 @@
 # Runs every unit (cmocka) and integration suite against the build tree in
 # $1 and ends with one "N passed, N failed, N skipped" line totalling all
 # suites; each skipped test is listed with its reason. An optional second
-# argument, a shell pattern, runs only the suites whose name matches it:
+# argument, a shell pattern (extglob), runs only the suites whose name
+# matches it:
 #   bash tests/run.sh build/test 'test_vec*'
+#   bash tests/run.sh build/test '@(test_hnsw|test_search)'
 set -u
+shopt -s extglob
 BUILD=${1:-build/test}
 FILTER=${2:-*}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
