@@ -10,7 +10,8 @@ BENCH_CXXFLAGS := -std=c++17 -O3 -march=native -g -Wall -Wextra -Ibench \
 BENCH_C  := vec_mt bm25_mt hybrid_mt bm25_fts5
 BENCH_X  := bm25_xapian vec_hnswlib vec_faiss
 BENCH_BIN := $(BENCH_C:%=$(BENCH_DIR)/%) $(BENCH_X:%=$(BENCH_DIR)/%) \
-             $(BENCH_DIR)/gen_corpus $(BENCH_DIR)/vec_gen $(BENCH_DIR)/membw
+             $(BENCH_DIR)/gen_corpus $(BENCH_DIR)/vec_gen $(BENCH_DIR)/membw \
+             $(BENCH_DIR)/gen_pubmed
 
 $(BENCH_C:%=$(BENCH_DIR)/%): $(BENCH_DIR)/%: bench/%.c bench/bench_util.h \
     bench/bench_mt.h \
@@ -22,6 +23,10 @@ $(BENCH_C:%=$(BENCH_DIR)/%): $(BENCH_DIR)/%: bench/%.c bench/bench_util.h \
 $(BENCH_DIR)/gen_corpus: bench/gen_corpus.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -O2 -o $@ $< -ljansson
+$(BENCH_DIR)/gen_pubmed: bench/gen_pubmed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -O2 -Wall -Wextra -o $@ $< -ljansson \
+	    -lz -lm
 $(BENCH_DIR)/vec_gen: bench/vec_gen.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -O3 -march=native -Wall -Wextra \
