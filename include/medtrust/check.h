@@ -104,9 +104,11 @@ struct mt_check_usage {
     uint32_t critical_calls;
     uint64_t prompt_tokens;
     uint64_t completion_tokens;
-    uint32_t failed_calls;   /* requests the backend failed (HTTP, time) */
-    uint32_t parse_failures; /* replies that were not valid for the role */
-    uint32_t fallbacks;      /* roles that fell back to their default */
+    uint32_t failed_calls;    /* requests the backend failed (HTTP, time) */
+    uint32_t parse_failures;  /* replies that were not valid for the role */
+    uint32_t fallbacks;       /* roles that fell back to their default */
+    uint32_t estimated_calls; /* calls whose token counts are estimates:
+                                 the server reported no usage */
 };
 
 /* The verdict on one note. Owned by the caller: mt_check_result_free. */

@@ -134,7 +134,9 @@ struct mt_qa_usage {
     uint64_t completion_tokens;
     uint32_t verifications; /* (claim, document) pairs verified */
     uint32_t verify_failures;
-    double seconds; /* wall time of the whole question */
+    double seconds;           /* wall time of the whole question */
+    uint32_t estimated_calls; /* calls whose token counts are estimates:
+                                 the server reported no usage */
 };
 
 /* The result of one question. Every string and array belongs to the

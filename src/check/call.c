@@ -52,6 +52,19 @@ static json_t *text_json(const char *s, size_t max)
     return json_stringn_nocheck(s, n);
 }
 
+/* The call's token counts in its trace record, labelled "server" when the
+ * server reported them and "estimated" when it sent no usage. */
+static void usage_trace(json_t *rec, const struct mt_chat_result *res)
+{
+    json_object_set_new(rec, "prompt_tokens",
+                        json_integer((json_int_t)res->prompt_tokens));
+    json_object_set_new(rec, "completion_tokens",
+                        json_integer((json_int_t)res->completion_tokens));
+    json_object_set_new(
+        rec, "tokens",
+        json_string(res->tokens_estimated ? "estimated" : "server"));
+}
+
 /* Validates each completion; keeps the valid ones. Returns the number
  * kept; 'why' gets the last problem. */
 static size_t take_replies(struct run *r, struct call *c,
@@ -123,8 +136,10 @@ static int attempt(struct run *r, struct call *c,
     } else {
         c->u.prompt_tokens += res.prompt_tokens;
         c->u.completion_tokens += res.completion_tokens;
+        c->u.estimated_calls += res.tokens_estimated ? 1 : 0;
         json_object_set_new(rec, "ms",
                             json_integer((json_int_t)(res.seconds * 1000)));
+        usage_trace(rec, &res);
         kept = take_replies(r, c, &res, rec, why, wn);
         if (!kept)
             c->u.parse_failures++;
@@ -255,6 +270,7 @@ static void merge(struct run *r, const struct call *c, uint32_t crit)
     r->u.failed_calls += c->u.failed_calls;
     r->u.parse_failures += c->u.parse_failures;
     r->u.fallbacks += c->u.fallbacks;
+    r->u.estimated_calls += c->u.estimated_calls;
     if (c->down_why[0]) {
         r->down++;
         snprintf(r->down_why, sizeof r->down_why, "%s", c->down_why);

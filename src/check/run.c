@@ -306,13 +306,13 @@ void mt_check_result_free(struct mt_check_result *r)
 
 static json_t *usage_json(const struct mt_check_usage *u)
 {
-    return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:i}", "llm_calls",
-                     (int)u->llm_calls, "critical_calls",
-                     (int)u->critical_calls, "prompt_tokens",
-                     (json_int_t)u->prompt_tokens, "completion_tokens",
-                     (json_int_t)u->completion_tokens, "failed_calls",
-                     (int)u->failed_calls, "parse_failures",
-                     (int)u->parse_failures, "fallbacks", (int)u->fallbacks);
+    return json_pack(
+        "{s:i,s:i,s:I,s:I,s:i,s:i,s:i,s:i}", "llm_calls", (int)u->llm_calls,
+        "critical_calls", (int)u->critical_calls, "prompt_tokens",
+        (json_int_t)u->prompt_tokens, "completion_tokens",
+        (json_int_t)u->completion_tokens, "failed_calls", (int)u->failed_calls,
+        "parse_failures", (int)u->parse_failures, "fallbacks",
+        (int)u->fallbacks, "estimated_token_calls", (int)u->estimated_calls);
 }
 
 char *mt_check_result_json(const struct mt_check_result *r, int with_trace)

@@ -79,11 +79,12 @@ static void print_text(const struct mt_qa_result *r, const char *label)
                r->docs[i].title ? r->docs[i].title : "");
     for (i = 0; i < r->nnotes; i++)
         printf("%s%s\n", i ? "  " : "\nNotes:\n  ", r->notes[i]);
-    printf("\n%u LLM calls, %llu prompt + %llu completion tokens, %u "
+    printf("\n%u LLM calls, %llu prompt + %llu completion tokens%s, %u "
            "verifications, %.1f s\n",
            u->llm_calls, (unsigned long long)u->prompt_tokens,
-           (unsigned long long)u->completion_tokens, u->verifications,
-           u->seconds);
+           (unsigned long long)u->completion_tokens,
+           u->estimated_calls ? " (estimated: no usage from the server)" : "",
+           u->verifications, u->seconds);
 }
 
 /* ==== One question ==== */

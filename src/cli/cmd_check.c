@@ -48,10 +48,11 @@ static void print_text(const struct mt_check_result *r)
     else
         printf("no error found\n");
     printf("strategy %s: %u LLM calls, %llu prompt + %llu completion "
-           "tokens%s\n",
+           "tokens%s%s\n",
            mt_strategy_str(r->strategy), u->llm_calls,
            (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens,
+           u->estimated_calls ? " (estimated: no usage from the server)" : "",
            r->fallback ? " (fallback verdict: see --json trace)" : "");
 }
 

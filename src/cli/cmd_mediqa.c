@@ -174,6 +174,7 @@ static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
     t->failed_calls += u->failed_calls;
     t->parse_failures += u->parse_failures;
     t->fallbacks += u->fallbacks;
+    t->estimated_calls += u->estimated_calls;
 }
 
 /* The trace line: {"id":ID, ...result}, with "error" first when the
@@ -353,18 +354,25 @@ static void summary(const struct run_state *s, const struct cli_args *a,
             s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
             u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
             wall, cpu * 1000 / (double)k);
+    fprintf(stderr,
+            "mediqa: %llu prompt + %llu completion tokens (%u of %u calls "
+            "estimated: their server reported no usage)\n",
+            (unsigned long long)u->prompt_tokens,
+            (unsigned long long)u->completion_tokens, u->estimated_calls,
+            u->llm_calls);
     failed_ids(s, cli_get(a, "fallback-on-failure") != NULL);
     if (!cli_get(a, "json"))
         return;
     printf("{\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
            "\"fallback_verdicts\":%zu,\"llm_calls\":%u,\"critical_calls\":"
            "%u,\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
-           "\"failed_calls\":%u,\"parse_failures\":%u,\"fallbacks\":%u,"
+           "\"estimated_token_calls\":%u,\"failed_calls\":%u,"
+           "\"parse_failures\":%u,\"fallbacks\":%u,"
            "\"wall_s\":%.3f,\"cpu_s\":%.3f,\"failed_ids\":",
            s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
            u->critical_calls, (unsigned long long)u->prompt_tokens,
-           (unsigned long long)u->completion_tokens, u->failed_calls,
-           u->parse_failures, u->fallbacks, wall, cpu);
+           (unsigned long long)u->completion_tokens, u->estimated_calls,
+           u->failed_calls, u->parse_failures, u->fallbacks, wall, cpu);
     failed_json(s);
 }
 

@@ -283,6 +283,7 @@ static int attempt(struct qa_run *r, struct mt_llm *l,
     }
     u->prompt_tokens += res.prompt_tokens;
     u->completion_tokens += res.completion_tokens;
+    u->estimated_calls += res.tokens_estimated ? 1 : 0;
     if (json && !(o = mt_reply_extract(res.texts[0], why, wn))) {
         mt_chat_result_free(&res);
         return 0;

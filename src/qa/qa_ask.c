@@ -265,10 +265,11 @@ char *mt_qa_claim_json(const struct mt_qa_claim *c)
 
 static json_t *usage_json(const struct mt_qa_usage *u)
 {
-    return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:f}", "llm_calls",
+    return json_pack("{s:i,s:i,s:I,s:I,s:i,s:i,s:i,s:f}", "llm_calls",
                      (int)u->llm_calls, "failed_calls", (int)u->failed_calls,
                      "prompt_tokens", (json_int_t)u->prompt_tokens,
                      "completion_tokens", (json_int_t)u->completion_tokens,
+                     "estimated_token_calls", (int)u->estimated_calls,
                      "verifications", (int)u->verifications, "verify_failures",
                      (int)u->verify_failures, "seconds", u->seconds);
 }
