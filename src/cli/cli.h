@@ -88,6 +88,7 @@ int cli_fail(const struct mt_error *err, enum mt_status st);
 /* Verbs. */
 extern const struct cli_verb cli_verb_index;
 extern const struct cli_verb cli_verb_import;
+extern const struct cli_verb cli_verb_corpus;
 extern const struct cli_verb cli_verb_stats;
 extern const struct cli_verb cli_verb_search;
 extern const struct cli_verb cli_verb_retrieval_eval;

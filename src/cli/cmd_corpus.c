@@ -1,0 +1,614 @@
+/* medtrust corpus vote|filter: IryoNLP's MedWiki recipe as a tool. vote
+ * asks an LLM, --votes times at temperature 1.0, whether each item (a
+ * BERTopic topic's top words, or a document) is medical and keeps the
+ * items with at least --min-yes yes votes; filter then keeps the
+ * documents whose label passed. Votes go through the call cache and a
+ * journal, so a rerun costs no model calls and --resume skips finished
+ * items, as mediqa does. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/journal.h"
+#include "core/buf.h"
+#include "core/jsonl.h"
+#include "core/progress.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+
+static const struct cli_opt corpus_opts[] = {
+    {"input", 'i', "FILE",
+     "vote: JSONL items {\"id\", \"text\" | \"words\": [...] | \"title\"}; "
+     "filter: the documents to filter",
+     0},
+    {"out", 'o', "FILE",
+     "vote: one {\"id\",\"votes\",\"yes\",\"keep\"} line per item; filter: "
+     "the kept documents (default stdout for filter)",
+     0},
+    {"llm", 'l', "SPEC",
+     "vote: openai:URL#MODEL or gguf:PATH (default $MEDTRUST_LLM)", 0},
+    {"votes", 'n', "N", "vote: questions per item, 1..64 (default 5)", 0},
+    {"min-yes", 'm', "N",
+     "vote: yes votes an item needs to be kept (default 4)", 0},
+    {"prompt", 'p', "FILE",
+     "vote: the question; {{text}} stands for the item (default: is this "
+     "topic medical? answer yes or no)",
+     0},
+    {"jobs", 'J', "N", "vote: items in parallel, 1..64 (default 4)", 0},
+    {"resume", 'r', NULL,
+     "vote: keep the items OUT.journal holds from an interrupted run", 0},
+    {"keep", 'k', "FILE", "filter: the votes file of corpus vote", 0},
+    {"label", 0, "FIELD",
+     "filter: the document field naming its item (default \"topic\"; the "
+     "document's \"id\" when it has no such field)",
+     0},
+    {"no-progress", 0, NULL, "do not show a progress bar", 0},
+    CLI_MODEL_CALL_OPTS,
+    {NULL, 0, NULL, NULL, 0},
+};
+
+/* IryoNLP's MedWiki prompt is not published with its code; this one asks
+ * the same question of the same input (a topic's top words). */
+static const char default_prompt[] =
+    "Here are the most representative words of a topic found in a "
+    "collection of Wikipedia articles:\n\n{{text}}\n\nIs this topic "
+    "medical? Answer with one word: yes or no.";
+
+struct item {
+    char *id;
+    char *text; /* what {{text}} becomes */
+    char *line; /* the result line, once voted */
+    int resumed;
+};
+
+struct vote_run {
+    struct item *items;
+    size_t n;
+    char *prompt;
+    struct mt_llm *llm;
+    unsigned votes;
+    unsigned min_yes;
+    struct journal *journal;
+    struct mt_progress *bar;
+    struct work_queue q;
+    size_t failed;
+    size_t kept;
+};
+
+/* ==== Reading the items ==== */
+
+/* An item's text: "text", else "words" joined with ", ", else "title". */
+static char *item_text(json_t *o)
+{
+    json_t *w = json_object_get(o, "words");
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+    size_t i;
+
+    if (json_is_string(json_object_get(o, "text")))
+        return mt_strdup(json_string_value(json_object_get(o, "text")));
+    for (i = 0; i < json_array_size(w); i++) {
+        const char *s = json_string_value(json_array_get(w, i));
+
+        if (s && (mt_buf_append_str(&b, i ? ", " : "") != MT_OK ||
+                  mt_buf_append_str(&b, s) != MT_OK))
+            break;
+    }
+    if (b.len)
+        return mt_buf_take(&b);
+    mt_buf_free(&b);
+    if (json_is_string(json_object_get(o, "title")))
+        return mt_strdup(json_string_value(json_object_get(o, "title")));
+    return NULL;
+}
+
+static enum mt_status add_item(struct vote_run *r, json_t *o, const char *path,
+                               size_t line, size_t *cap, struct mt_error *err)
+{
+    json_t *id = json_object_get(o, "id");
+    struct item *x;
+
+    if (!json_is_string(id) && !json_is_integer(id))
+        return mt_fail(err, MT_EPARSE, "%s:%zu: item without an \"id\"", path,
+                       line);
+    if (r->n == *cap) {
+        struct item *v = mt_realloc(r->items, (*cap * 2 + 16) * sizeof *v);
+
+        if (!v)
+            return mt_fail(err, MT_ENOMEM, "out of memory");
+        r->items = v;
+        *cap = *cap * 2 + 16;
+    }
+    x = &r->items[r->n];
+    memset(x, 0, sizeof *x);
+    x->id = json_is_string(id) ? mt_strdup(json_string_value(id))
+                               : json_dumps(id, JSON_ENCODE_ANY);
+    x->text = item_text(o);
+    r->n++;
+    if (!x->id)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    if (!x->text)
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: item %s has no \"text\", \"words\" or "
+                       "\"title\"",
+                       path, line, x->id);
+    return MT_OK;
+}
+
+static enum mt_status read_items(struct vote_run *r, const char *path,
+                                 struct mt_error *err)
+{
+    struct mt_jsonl *j = NULL;
+    json_t *o = NULL;
+    size_t cap = 0;
+    enum mt_status st = mt_jsonl_open(path, NULL, &j, err);
+
+    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o)
+        st = add_item(r, o, path, mt_jsonl_line(j), &cap, err);
+    mt_jsonl_close(j);
+    if (st == MT_OK && r->n == 0)
+        st = mt_fail(err, MT_EPARSE, "%s: no items", path);
+    return st;
+}
+
+static char *read_file(const char *path, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
+    char chunk[4096];
+    size_t got;
+    FILE *f = fopen(path, "rb");
+
+    if (!f) {
+        mt_fail(err, MT_EIO, "%s: cannot open", path);
+        return NULL;
+    }
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (mt_buf_append(&b, chunk, got) != MT_OK)
+            break;
+    fclose(f);
+    if (!strstr(b.data ? b.data : "", "{{text}}")) {
+        mt_buf_free(&b);
+        mt_fail(err, MT_EINVAL, "%s: the prompt has no {{text}} placeholder",
+                path);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}
+
+/* ==== Voting ==== */
+
+/* "yes", "no" or "other", from the reply's first word. */
+static const char *vote_of(const char *reply)
+{
+    char w[8];
+    size_t n = 0;
+
+    while (*reply && !isalpha((unsigned char)*reply))
+        reply++;
+    while (n < sizeof w - 1 && isalpha((unsigned char)reply[n])) {
+        w[n] = (char)tolower((unsigned char)reply[n]);
+        n++;
+    }
+    w[n] = '\0';
+    if (strcmp(w, "yes") == 0)
+        return "yes";
+    if (strcmp(w, "no") == 0)
+        return "no";
+    return "other";
+}
+
+static char *fill_prompt(const char *tmpl, const char *text)
+{
+    const char *at = strstr(tmpl, "{{text}}");
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+
+    if (mt_buf_append(&b, tmpl, (size_t)(at - tmpl)) != MT_OK ||
+        mt_buf_append_str(&b, text) != MT_OK ||
+        mt_buf_append_str(&b, at + 8) != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}
+
+/* Asks 'votes' times; each vote its own call with its own seed, so the
+ * call cache keeps five answers, not one (temperature 1.0, as IryoNLP). */
+static enum mt_status ask_votes(struct vote_run *r, const char *prompt,
+                                json_t *votes, unsigned *yes,
+                                struct mt_error *err)
+{
+    struct mt_llm_message m = {"user", prompt};
+    struct mt_chat_params cp;
+    struct mt_chat_result res;
+    enum mt_status st = MT_OK;
+    unsigned v;
+
+    mt_chat_default_params(&cp);
+    cp.temperature = 1.0f;
+    cp.max_tokens = 8;
+    for (v = 0; st == MT_OK && v < r->votes; v++) {
+        const char *vote;
+
+        cp.seed = 1000 + v;
+        st = mt_llm_chat(r->llm, &m, 1, &cp, &res, err);
+        if (st != MT_OK)
+            break;
+        vote = vote_of(res.n ? res.texts[0] : "");
+        *yes += strcmp(vote, "yes") == 0;
+        json_array_append_new(votes, json_string(vote));
+        mt_chat_result_free(&res);
+    }
+    return st;
+}
+
+static char *vote_line(struct vote_run *r, struct item *x, int *keep,
+                       struct mt_error *err)
+{
+    char *prompt = fill_prompt(r->prompt, x->text);
+    json_t *votes = json_array();
+    unsigned yes = 0;
+    enum mt_status st =
+        prompt && votes ? ask_votes(r, prompt, votes, &yes, err) : MT_ENOMEM;
+    char *res = NULL;
+    json_t *o;
+
+    mt_free(prompt);
+    *keep = yes >= r->min_yes;
+    if (st == MT_OK) {
+        o = json_pack("{s:O,s:I,s:b}", "votes", votes, "yes", (json_int_t)yes,
+                      "keep", *keep);
+        res = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+    } else if (err->status == MT_OK) {
+        mt_fail(err, st, "out of memory");
+    }
+    json_decref(votes);
+    return res ? work_line(x->id, res, NULL) : NULL;
+}
+
+static void vote_item(size_t i, void *user)
+{
+    struct vote_run *r = user;
+    struct item *x = &r->items[i];
+    struct mt_error err = {MT_OK, ""};
+    struct mt_error jerr = {MT_OK, ""};
+    int keep = 0;
+    char *line;
+    enum mt_status st;
+
+    if (x->resumed)
+        return;
+    line = vote_line(r, x, &keep, &err);
+    st = line ? journal_append(r->journal, x->id, line, NULL, &jerr) : MT_OK;
+    pthread_mutex_lock(&r->q.mu);
+    x->line = line;
+    r->failed += line == NULL;
+    r->kept += line && keep;
+    if (!line)
+        mt_log(MT_LOG_ERROR, "item %s: %s", x->id, err.msg);
+    work_fail_locked(&r->q, st, &jerr);
+    pthread_mutex_unlock(&r->q.mu);
+    mt_progress_add(r->bar, 1);
+}
+
+/* ==== The vote run ==== */
+
+static void on_resumed(const char *id, const char *line, void *user)
+{
+    struct vote_run *r = user;
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        if (r->items[i].resumed || strcmp(r->items[i].id, id) != 0)
+            continue;
+        r->items[i].line = mt_strdup(line);
+        r->items[i].resumed = r->items[i].line != NULL;
+        r->kept += r->items[i].resumed && strstr(line, "\"keep\":true");
+        return;
+    }
+}
+
+static enum mt_status write_votes(const struct vote_run *r, const char *path,
+                                  struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = mt_buf_reserve(&b, 1);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < r->n; i++)
+        if (r->items[i].line)
+            st = mt_buf_printf(&b, "%s\n", r->items[i].line);
+    st = st == MT_OK ? write_atomic(path, b.data, b.len, err)
+                     : mt_fail(err, st, "%s: out of memory", path);
+    mt_buf_free(&b);
+    return st;
+}
+
+static int vote_opts(struct cli_args *a, struct vote_run *r, unsigned *jobs,
+                     struct mt_llm_params *lp)
+{
+    unsigned long v = 5, m = 4, j = 4;
+
+    if (cli_get_uint(a, "votes", 1, 64, &v) < 0 ||
+        cli_get_uint(a, "min-yes", 0, 64, &m) < 0 ||
+        cli_get_uint(a, "jobs", 1, 64, &j) < 0)
+        return -1;
+    if (m > v) {
+        fprintf(stderr,
+                "medtrust corpus vote: --min-yes %lu is more than "
+                "--votes %lu\n",
+                m, v);
+        return -1;
+    }
+    if (!cli_get(a, "input") || !cli_get(a, "out")) {
+        fprintf(stderr, "medtrust corpus vote: --input and --out are "
+                        "required\nTry 'medtrust corpus --help'.\n");
+        return -1;
+    }
+    r->votes = (unsigned)v;
+    r->min_yes = (unsigned)m;
+    *jobs = (unsigned)j;
+    mt_llm_default_params(lp);
+    return cli_llm_params_read(a, lp);
+}
+
+static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
+                                const struct mt_llm_params *lp,
+                                struct mt_error *err)
+{
+    char jpath[4200];
+    struct mt_progress_params pp = mt_progress_default_params();
+    size_t i;
+    enum mt_status st = read_items(r, cli_get(a, "input"), err);
+
+    if (st == MT_OK)
+        r->prompt = cli_get(a, "prompt") ? read_file(cli_get(a, "prompt"), err)
+                                         : mt_strdup(default_prompt);
+    if (st == MT_OK && !r->prompt)
+        st = err->status != MT_OK ? err->status : MT_ENOMEM;
+    if (st == MT_OK)
+        st = mt_llm_open_role("vote", cli_get(a, "llm"), lp, &r->llm, err);
+    snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
+    if (st == MT_OK)
+        st = journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, r,
+                          &r->journal, err);
+    pp.label = "vote";
+    pp.total = r->n;
+    pp.quiet = cli_get(a, "no-progress") != NULL;
+    if (st == MT_OK && mt_progress_new(&pp, &r->bar) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; st == MT_OK && i < r->n; i++)
+        if (r->items[i].resumed)
+            mt_progress_add(r->bar, 1);
+    return st;
+}
+
+static void vote_free(struct vote_run *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        mt_free(r->items[i].id);
+        mt_free(r->items[i].text);
+        mt_free(r->items[i].line);
+    }
+    mt_free(r->items);
+    mt_free(r->prompt);
+    mt_progress_free(r->bar);
+    journal_close(r->journal);
+    mt_llm_close(r->llm);
+    work_destroy(&r->q);
+}
+
+static int run_vote(struct cli_args *a)
+{
+    struct vote_run r;
+    struct mt_llm_params lp;
+    struct mt_error err = {MT_OK, ""};
+    unsigned jobs = 4;
+    enum mt_status st;
+
+    memset(&r, 0, sizeof r);
+    work_init(&r.q, 0);
+    if (vote_opts(a, &r, &jobs, &lp) < 0) {
+        vote_free(&r);
+        return 1;
+    }
+    st = vote_open(a, &r, &lp, &err);
+    r.q.n = r.n;
+    if (st == MT_OK)
+        st = work_run(&r.q, jobs, vote_item, &r, &err);
+    if (st == MT_OK)
+        mt_progress_finish(r.bar);
+    if (st == MT_OK)
+        st = write_votes(&r, cli_get(a, "out"), &err);
+    if (st == MT_OK)
+        fprintf(stderr,
+                "corpus vote: %zu items, %zu kept, %zu failed (run "
+                "again with --resume to retry them)\n",
+                r.n, r.kept, r.failed);
+    if (st == MT_OK && r.failed)
+        st = mt_fail(&err, MT_EIO, "%zu items could not be voted on", r.failed);
+    vote_free(&r);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+/* ==== filter ==== */
+
+struct keep_set {
+    char **ids;
+    size_t n;
+    size_t cap;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum mt_status keep_add(struct keep_set *k, json_t *o, const char *path,
+                               size_t line, struct mt_error *err)
+{
+    json_t *id = json_object_get(o, "id");
+    json_t *keep = json_object_get(o, "keep");
+
+    if (!json_is_string(id) || !json_is_boolean(keep))
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: not a corpus vote line (needs \"id\" and "
+                       "\"keep\")",
+                       path, line);
+    if (!json_is_true(keep))
+        return MT_OK;
+    if (k->n == k->cap) {
+        char **v = mt_realloc(k->ids, (k->cap * 2 + 64) * sizeof *v);
+
+        if (!v)
+            return mt_fail(err, MT_ENOMEM, "out of memory");
+        k->ids = v;
+        k->cap = k->cap * 2 + 64;
+    }
+    k->ids[k->n] = mt_strdup(json_string_value(id));
+    return k->ids[k->n++] ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+static enum mt_status keep_read(struct keep_set *k, const char *path,
+                                struct mt_error *err)
+{
+    struct mt_jsonl *j = NULL;
+    json_t *o = NULL;
+    enum mt_status st = mt_jsonl_open(path, NULL, &j, err);
+
+    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o)
+        st = keep_add(k, o, path, mt_jsonl_line(j), err);
+    mt_jsonl_close(j);
+    if (st == MT_OK && k->n)
+        qsort(k->ids, k->n, sizeof *k->ids, cmp_str);
+    return st;
+}
+
+static int kept(const struct keep_set *k, json_t *doc, const char *label)
+{
+    json_t *v = json_object_get(doc, label);
+    char buf[32];
+    const char *key = buf;
+
+    if (!v)
+        v = json_object_get(doc, "id");
+    if (json_is_string(v))
+        key = json_string_value(v);
+    else if (json_is_integer(v))
+        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(v));
+    else
+        return 0;
+    return k->n && bsearch(&key, k->ids, k->n, sizeof *k->ids, cmp_str);
+}
+
+static enum mt_status filter_docs(const struct keep_set *k, const char *in,
+                                  const char *label, FILE *out,
+                                  size_t counts[2], struct mt_error *err)
+{
+    struct mt_jsonl *j = NULL;
+    json_t *o = NULL;
+    enum mt_status st = mt_jsonl_open(in, NULL, &j, err);
+
+    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o) {
+        int keep = kept(k, o, label);
+
+        counts[keep]++;
+        if (keep && (json_dumpf(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER) ||
+                     fputc('\n', out) == EOF))
+            st = mt_fail(err, MT_EIO, "write failed");
+    }
+    mt_jsonl_close(j);
+    return st;
+}
+
+/* Writes to OUT.part and renames it into place on success. */
+static enum mt_status filter_to(const struct keep_set *k, struct cli_args *a,
+                                size_t counts[2], struct mt_error *err)
+{
+    const char *out = cli_get(a, "out");
+    const char *label = cli_get(a, "label") ? cli_get(a, "label") : "topic";
+    char tmp[4200];
+    FILE *f = stdout;
+    enum mt_status st;
+
+    if (out) {
+        snprintf(tmp, sizeof tmp, "%s.part", out);
+        f = fopen(tmp, "wb");
+        if (!f)
+            return mt_fail(err, MT_EIO, "%s: cannot create", tmp);
+    }
+    st = filter_docs(k, cli_get(a, "input"), label, f, counts, err);
+    if (!out)
+        return st;
+    if (fclose(f) != 0 && st == MT_OK)
+        st = mt_fail(err, MT_EIO, "%s: write failed", tmp);
+    if (st == MT_OK && rename(tmp, out) != 0)
+        st = mt_fail(err, MT_EIO, "%s: cannot rename into place", out);
+    if (st != MT_OK)
+        remove(tmp);
+    return st;
+}
+
+static int run_filter(struct cli_args *a)
+{
+    struct keep_set k = {NULL, 0, 0};
+    struct mt_error err = {MT_OK, ""};
+    size_t counts[2] = {0, 0};
+    size_t i;
+    enum mt_status st;
+
+    if (!cli_get(a, "keep") || !cli_get(a, "input")) {
+        fprintf(stderr, "medtrust corpus filter: --keep and --input are "
+                        "required\nTry 'medtrust corpus --help'.\n");
+        return 1;
+    }
+    st = keep_read(&k, cli_get(a, "keep"), &err);
+    if (st == MT_OK)
+        st = filter_to(&k, a, counts, &err);
+    for (i = 0; i < k.n; i++)
+        mt_free(k.ids[i]);
+    mt_free(k.ids);
+    if (st != MT_OK)
+        return cli_fail(&err, st);
+    fprintf(stderr, "corpus filter: %zu documents kept, %zu dropped\n",
+            counts[1], counts[0]);
+    return 0;
+}
+
+static int corpus_run(struct cli_args *a)
+{
+    const char *sub = a->npos > 0 ? a->pos[0] : "";
+
+    if (a->npos == 1 && strcmp(sub, "vote") == 0)
+        return run_vote(a);
+    if (a->npos == 1 && strcmp(sub, "filter") == 0)
+        return run_filter(a);
+    fprintf(stderr, "medtrust corpus: say 'vote' or 'filter'\n"
+                    "Try 'medtrust corpus --help'.\n");
+    return 1;
+}
+
+const struct cli_verb cli_verb_corpus = {
+    "corpus",
+    "keep the medical part of a corpus by LLM votes (MedWiki's recipe)",
+    "vote --input ITEMS.jsonl --out VOTES.jsonl [--llm SPEC] [--votes 5] "
+    "[--min-yes 4] [--prompt FILE] | filter --keep VOTES.jsonl --input "
+    "DOCS.jsonl [--out KEPT.jsonl] [--label FIELD]",
+    "vote asks the model --votes times (temperature 1.0, one call a vote,\n"
+    "each with its own seed) whether each item is medical, as IryoNLP\n"
+    "built MedWiki from BERTopic topics; a reply whose first word is \"yes\"\n"
+    "is a yes vote. Items with at least --min-yes yes votes get \"keep\":\n"
+    "true. Every finished item is journaled in OUT.journal: --resume keeps\n"
+    "them and asks only about the rest; --cache FILE makes a whole rerun\n"
+    "free of model calls. OUT is written, in input order, when all are\n"
+    "done. filter keeps the documents of --input whose --label field (or\n"
+    "id) names an item voted \"keep\".",
+    corpus_opts,
+    corpus_run,
+};
