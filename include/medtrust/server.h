@@ -17,33 +17,39 @@ struct mt_server;
 
 /* Server settings; strings are copied by mt_server_start. */
 struct mt_server_params {
-    const char *db_dir;       /* corpus store directory (required) */
-    const char *listen;       /* "HOST:PORT", default "127.0.0.1:8080"; port
-                                 0 picks a free one (see mt_server_port) */
-    const char *data_dir;     /* access.log and audit.log go here; NULL = no
-                                 log files */
-    uint32_t threads;         /* network threads, default 4 */
-    uint32_t llm_jobs;        /* model-bound jobs running at once, default 4 */
-    uint32_t max_queued;      /* jobs waiting beyond which 503, default 256 */
-    size_t max_body;          /* request body bytes, default 8 MiB (413) */
-    double rate_per_s;        /* requests per second per account, 0 = no
-                                 limit; default 20 (429 past the burst) */
-    uint32_t rate_burst;      /* default 40 */
-    uint32_t timeout_s;       /* idle connection timeout, default 30 */
-    uint32_t job_timeout_s;   /* a job is cancelled after this, default 600 */
-    uint32_t session_ttl_s;   /* default 43200 (12 h) */
-    int secure_cookies;       /* mark cookies Secure (when behind TLS) */
-    int test_routes;          /* test equipment: POST /v1/jobs/sleep */
-    const char *registration; /* "open" or "closed" stored at start;
-                                 NULL keeps the stored setting (default
-                                 open) */
-    const char *llm_spec;     /* model of every checker role unless
-                                 MEDTRUST_LLM_<ROLE> is set: openai:URL#M
-                                 or gguf:PATH; NULL = MEDTRUST_LLM; with
-                                 none, POST /v1/check says how to set one */
-    const char *nli_spec;     /* verifier of POST /v1/ask: gguf:PATH (an
-                                 NLI classifier) or "llm" (the prompted
-                                 judge); NULL = MEDTRUST_NLI, else "llm" */
+    const char *db_dir;        /* corpus store directory (required) */
+    const char *listen;        /* "HOST:PORT", default "127.0.0.1:8080"; port
+                                  0 picks a free one (see mt_server_port) */
+    const char *data_dir;      /* access.log and audit.log go here; NULL = no
+                                  log files */
+    uint32_t threads;          /* network threads, default 4 */
+    uint32_t llm_jobs;         /* model-bound jobs running at once, default 4 */
+    uint32_t max_queued;       /* jobs waiting beyond which 503, default 256 */
+    size_t max_body;           /* request body bytes, default 8 MiB (413) */
+    double rate_per_s;         /* requests per second per account, 0 = no
+                                  limit; default 20 (429 past the burst) */
+    uint32_t rate_burst;       /* default 40 */
+    uint32_t timeout_s;        /* idle connection timeout, default 30 */
+    uint32_t header_timeout_s; /* request line and headers must be in
+                                  this long after a connection (or its
+                                  previous response), default 10; 0 =
+                                  none */
+    uint32_t max_conns_per_ip; /* connections from one client address,
+                                  default 64; 0 = no cap */
+    uint32_t job_timeout_s;    /* a job is cancelled after this, default 600 */
+    uint32_t session_ttl_s;    /* default 43200 (12 h) */
+    int secure_cookies;        /* mark cookies Secure (when behind TLS) */
+    int test_routes;           /* test equipment: POST /v1/jobs/sleep */
+    const char *registration;  /* "open" or "closed" stored at start;
+                                  NULL keeps the stored setting (default
+                                  open) */
+    const char *llm_spec;      /* model of every checker role unless
+                                  MEDTRUST_LLM_<ROLE> is set: openai:URL#M
+                                  or gguf:PATH; NULL = MEDTRUST_LLM; with
+                                  none, POST /v1/check says how to set one */
+    const char *nli_spec;      /* verifier of POST /v1/ask: gguf:PATH (an
+                                  NLI classifier) or "llm" (the prompted
+                                  judge); NULL = MEDTRUST_NLI, else "llm" */
 };
 
 /* Fills 'p' with the defaults above (db_dir NULL). */

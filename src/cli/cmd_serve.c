@@ -40,6 +40,15 @@ static const struct cli_opt serve_opts[] = {
      "idle connection timeout in seconds, 1..3600 "
      "(default 30)",
      0},
+    {"header-timeout", 0, "S",
+     "the request line and headers must arrive within S "
+     "seconds of a connection or its previous answer, however slowly "
+     "they trickle, 0..3600, 0 = none (default 10)",
+     0},
+    {"max-conns-per-ip", 0, "N",
+     "connections from one client address, 0..100000, "
+     "0 = no cap (default 64)",
+     0},
     {"job-timeout", 0, "S",
      "a job is cancelled after S seconds (default "
      "600)",
@@ -92,6 +101,19 @@ static int read_nums(struct cli_args *a, struct mt_server_params *p,
     return 0;
 }
 
+/* Reads the connection guards; -1 after printing an error. */
+static int read_guards(struct cli_args *a, struct mt_server_params *p)
+{
+    unsigned long ht = p->header_timeout_s, mc = p->max_conns_per_ip;
+
+    if (cli_get_uint(a, "header-timeout", 0, 3600, &ht) < 0 ||
+        cli_get_uint(a, "max-conns-per-ip", 0, 100000, &mc) < 0)
+        return -1;
+    p->header_timeout_s = (uint32_t)ht;
+    p->max_conns_per_ip = (uint32_t)mc;
+    return 0;
+}
+
 /* Blocks the stop signals in every thread so that only sigwait sees
  * them. */
 static void block_signals(sigset_t *set)
@@ -120,7 +142,7 @@ static int serve_run(struct cli_args *a)
                         "Try 'medtrust serve --help'.\n");
         return 1;
     }
-    if (read_nums(a, &p, &grace) < 0)
+    if (read_nums(a, &p, &grace) < 0 || read_guards(a, &p) < 0)
         return 1;
     if (cli_get(a, "listen"))
         p.listen = cli_get(a, "listen");

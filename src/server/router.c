@@ -24,34 +24,39 @@ struct route {
     enum access access;
     int test_only; /* only with params.test_routes */
     srv_handler fn;
+    int big; /* takes bodies up to params.max_body, else SMALL_BODY */
 };
 
+/* Bodies of the routes that take no note or submission: credentials,
+ * queries, settings. A larger one is refused from its Content-Length. */
+#define SMALL_BODY ((size_t)64 << 10)
+
 static const struct route routes[] = {
-    {"GET", "/v1/health", OPEN, 0, mt_srv_health},
-    {"POST", "/v1/login", OPEN, 0, mt_srv_login},
-    {"POST", "/v1/register", OPEN, 0, mt_srv_register},
-    {"POST", "/v1/logout", USER, 0, mt_srv_logout},
-    {"GET", "/v1/me", USER, 0, mt_srv_me},
-    {"GET", "/v1/session", OPEN, 0, mt_srv_session},
-    {"GET", "/v1/limits", USER, 0, mt_srv_limits},
-    {"GET", "/v1/tokens", USER, 0, mt_srv_tokens_list},
-    {"POST", "/v1/tokens", USER, 0, mt_srv_token_create},
-    {"DELETE", "/v1/tokens/{id}", USER, 0, mt_srv_token_revoke},
-    {"GET", "/v1/users", ADMIN, 0, mt_srv_users},
-    {"GET", "/v1/settings", ADMIN, 0, mt_srv_settings_get},
-    {"PUT", "/v1/settings", ADMIN, 0, mt_srv_settings_put},
-    {"POST", "/v1/search", USER, 0, mt_srv_search},
-    {"POST", "/v1/score", USER, 0, mt_srv_score},
-    {"POST", "/v1/check", USER, 0, mt_srv_check},
-    {"POST", "/v1/ask", USER, 0, mt_srv_ask},
-    {"GET", "/v1/runs", USER, 0, mt_srv_runs_list},
-    {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get},
-    {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events},
-    {"POST", "/v1/runs/{id}/cancel", USER, 0, mt_srv_run_cancel},
-    {"GET", "/v1/runs/{id}/report", USER, 0, mt_srv_run_report},
-    {"GET", "/v1/models", USER, 0, mt_srv_models},
-    {"GET", "/v1/sources", USER, 0, mt_srv_sources},
-    {"POST", "/v1/jobs/sleep", USER, 1, mt_srv_sleep_job},
+    {"GET", "/v1/health", OPEN, 0, mt_srv_health, 0},
+    {"POST", "/v1/login", OPEN, 0, mt_srv_login, 0},
+    {"POST", "/v1/register", OPEN, 0, mt_srv_register, 0},
+    {"POST", "/v1/logout", USER, 0, mt_srv_logout, 0},
+    {"GET", "/v1/me", USER, 0, mt_srv_me, 0},
+    {"GET", "/v1/session", OPEN, 0, mt_srv_session, 0},
+    {"GET", "/v1/limits", USER, 0, mt_srv_limits, 0},
+    {"GET", "/v1/tokens", USER, 0, mt_srv_tokens_list, 0},
+    {"POST", "/v1/tokens", USER, 0, mt_srv_token_create, 0},
+    {"DELETE", "/v1/tokens/{id}", USER, 0, mt_srv_token_revoke, 0},
+    {"GET", "/v1/users", ADMIN, 0, mt_srv_users, 0},
+    {"GET", "/v1/settings", ADMIN, 0, mt_srv_settings_get, 0},
+    {"PUT", "/v1/settings", ADMIN, 0, mt_srv_settings_put, 0},
+    {"POST", "/v1/search", USER, 0, mt_srv_search, 0},
+    {"POST", "/v1/score", USER, 0, mt_srv_score, 1},
+    {"POST", "/v1/check", USER, 0, mt_srv_check, 1},
+    {"POST", "/v1/ask", USER, 0, mt_srv_ask, 0},
+    {"GET", "/v1/runs", USER, 0, mt_srv_runs_list, 0},
+    {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get, 0},
+    {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events, 0},
+    {"POST", "/v1/runs/{id}/cancel", USER, 0, mt_srv_run_cancel, 0},
+    {"GET", "/v1/runs/{id}/report", USER, 0, mt_srv_run_report, 0},
+    {"GET", "/v1/models", USER, 0, mt_srv_models, 0},
+    {"GET", "/v1/sources", USER, 0, mt_srv_sources, 0},
+    {"POST", "/v1/jobs/sleep", USER, 1, mt_srv_sleep_job, 0},
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
@@ -289,6 +294,32 @@ static int access_ok(struct mt_server *s, struct srv_req *rq,
         return 0;
     }
     return 1;
+}
+
+int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  size_t *max_body)
+{
+    const struct route *r;
+    int64_t id = 0;
+    int path_ok = 0;
+
+    *max_body = SMALL_BODY < s->p.max_body ? SMALL_BODY : s->p.max_body;
+    if (strncmp(rq->path, "/v1/", 4) != 0 && strcmp(rq->path, "/v1") != 0)
+        return 0; /* static files: the full answer says 400, 404 or 405 */
+    r = find_route(s, rq, &id, &path_ok);
+    if (!r) {
+        if (path_ok)
+            mt_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
+                         rq->path);
+        else
+            mt_srv_error(rs, 404, "no API route %s", rq->path);
+        return -1;
+    }
+    if (!access_ok(s, rq, r, rs))
+        return -1;
+    if (r->big)
+        *max_body = s->p.max_body;
+    return 0;
 }
 
 void mt_srv_handle(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs)

@@ -16,6 +16,7 @@
 #include "core/buf.h"
 #include "medtrust/core.h"
 #include "model/embed.h"
+#include "server/guard.h"
 #include "server/srv_int.h"
 
 double mt_srv_now(void)
@@ -37,6 +38,8 @@ void mt_server_default_params(struct mt_server_params *p)
     p->rate_per_s = 20;
     p->rate_burst = 40;
     p->timeout_s = 30;
+    p->header_timeout_s = 10;
+    p->max_conns_per_ip = 64;
     p->job_timeout_s = 600;
     p->session_ttl_s = 12 * 3600;
 }
@@ -167,6 +170,8 @@ enum mt_status mt_srv_init(struct mt_server *s,
     pthread_cond_init(&s->idle_cv, NULL);
     pthread_mutex_init(&s->agent_mu, NULL);
     pthread_mutex_init(&s->qa_mu, NULL);
+    pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_cond_init(&s->conn_cv, NULL);
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     st = copy_params(s, p, err);
@@ -202,6 +207,8 @@ void mt_srv_fini(struct mt_server *s)
     mt_free(s->nli_spec);
     pthread_mutex_destroy(&s->agent_mu);
     pthread_mutex_destroy(&s->qa_mu);
+    pthread_mutex_destroy(&s->conn_mu);
+    pthread_cond_destroy(&s->conn_cv);
     pthread_mutex_destroy(&s->lease_mu);
     pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->rl_mu);
@@ -282,7 +289,9 @@ static struct MHD_Response *sse_response(struct mt_server *s,
 struct conn {
     struct mt_buf body;
     double t0;
-    int too_big;
+    int started;  /* the access handler has seen this request */
+    int too_big;  /* the body passed the route's limit: discarded */
+    size_t nargs; /* query arguments (cut past SRV_MAX_ARGS) */
 };
 
 static const char *hdr_get(void *ctx, const char *name)
@@ -336,7 +345,7 @@ static void add_headers(struct mt_server *s, struct MHD_Response *r,
         MHD_add_response_header(r, "Retry-After", num);
     }
     pthread_mutex_lock(&s->req_mu);
-    if (s->stopping)
+    if (s->stopping || rs->close)
         MHD_add_response_header(r, "Connection", "close");
     pthread_mutex_unlock(&s->req_mu);
 }
@@ -364,56 +373,129 @@ static enum MHD_Result send_resp(struct mt_server *s, struct MHD_Connection *c,
     return ret;
 }
 
+static void fill_req(struct srv_req *rq, struct MHD_Connection *c,
+                     const struct conn *cc, const char *url, const char *method,
+                     char *remote, size_t nremote)
+{
+    memset(rq, 0, sizeof *rq);
+    remote_addr(c, remote, nremote);
+    rq->method = method;
+    rq->path = url;
+    rq->header = hdr_get;
+    rq->arg = arg_get;
+    rq->ctx = c;
+    rq->body = cc->body.data ? cc->body.data : "";
+    rq->body_len = cc->body.len;
+    rq->remote = remote;
+    rq->t0 = cc->t0;
+}
+
+/* Sends the answer, logs it and frees it. */
+static enum MHD_Result respond(struct mt_server *s, struct MHD_Connection *c,
+                               struct srv_req *rq, struct srv_resp *rs)
+{
+    enum MHD_Result ret = send_resp(s, c, rs);
+
+    mt_srv_log_access(s, rq, rs);
+    mt_srv_resp_free(rs);
+    return ret;
+}
+
 /* Routes the request, sends the answer and logs it. */
 static enum MHD_Result dispatch(struct mt_server *s, struct MHD_Connection *c,
                                 struct conn *cc, const char *url,
-                                const char *method, unsigned early)
+                                const char *method)
 {
     struct srv_req rq;
     struct srv_resp rs;
     char remote[64];
-    enum MHD_Result ret;
     int stopping;
 
-    memset(&rq, 0, sizeof rq);
     memset(&rs, 0, sizeof rs);
-    remote_addr(c, remote, sizeof remote);
-    rq.method = method;
-    rq.path = url;
-    rq.header = hdr_get;
-    rq.arg = arg_get;
-    rq.ctx = c;
-    rq.body = cc->body.data ? cc->body.data : "";
-    rq.body_len = cc->body.len;
-    rq.remote = remote;
-    rq.t0 = cc->t0;
+    fill_req(&rq, c, cc, url, method, remote, sizeof remote);
     pthread_mutex_lock(&s->req_mu);
     stopping = s->stopping;
     pthread_mutex_unlock(&s->req_mu);
-    if (early == 413)
+    if (cc->too_big)
         mt_srv_error(&rs, 413, "request body too large (limit %zu bytes)",
-                     s->p.max_body);
+                     cc->body.max - 1);
     else if (stopping)
         mt_srv_error(&rs, 503, "the server is shutting down");
     else
         mt_srv_handle(s, &rq, &rs);
-    ret = send_resp(s, c, &rs);
-    mt_srv_log_access(s, &rq, &rs);
-    mt_srv_resp_free(&rs);
-    return ret;
+    return respond(s, c, &rq, &rs);
 }
 
-static int body_too_big(struct mt_server *s, struct MHD_Connection *c)
+/* The request's headers are all in and its body is not read yet: refuse
+ * framing that could smuggle a request, too many arguments, a request
+ * its route would refuse on the headers alone (no session, wrong CSRF
+ * token: nothing unauthenticated is buffered), and a Content-Length past
+ * the route's limit. A refusal closes the connection, unread body and
+ * all. Returns 1 when it answered. */
+static int screen(struct mt_server *s, struct MHD_Connection *c,
+                  struct conn *cc, struct srv_req *rq, struct srv_resp *rs)
 {
-    const char *cl =
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    char *end = NULL;
-    unsigned long long n;
+    struct srv_framing f;
+    char why[160];
+    unsigned code = mt_srv_framing(c, &f, why, sizeof why);
+    size_t max = 0;
 
-    if (!cl)
+    rs->close = 1;
+    if (cc->nargs > SRV_MAX_ARGS)
+        mt_srv_error(rs, 431, "%zu query arguments (at most %d)", cc->nargs,
+                     SRV_MAX_ARGS);
+    else if (code)
+        mt_srv_error(rs, code, "refused: %s", why);
+    else if (mt_srv_screen(s, rq, rs, &max) != 0)
+        rs->close = f.has_body;
+    else if (f.length > max)
+        mt_srv_error(rs, 413, "request body too large (limit %zu bytes)", max);
+    else {
+        rs->close = 0;
+        cc->body.max = max + 1; /* chunked bodies stop buffering there */
         return 0;
-    n = strtoull(cl, &end, 10);
-    return n > s->p.max_body;
+    }
+    return 1;
+}
+
+static enum MHD_Result first_call(struct mt_server *s, struct MHD_Connection *c,
+                                  struct conn *cc, const char *url,
+                                  const char *method)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    char remote[64];
+
+    cc->started = 1;
+    mt_srv_conn_phase(s, c, 0);
+    memset(&rs, 0, sizeof rs);
+    fill_req(&rq, c, cc, url, method, remote, sizeof remote);
+    if (screen(s, c, cc, &rq, &rs))
+        return respond(s, c, &rq, &rs);
+    mt_srv_resp_free(&rs);
+    return MHD_YES;
+}
+
+/* MHD's URI log callback: the request's context, made before MHD parses
+ * the query (so too many arguments can be cut, see mt_srv_cut_args). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct mt_server *s = cls;
+    struct conn *cc = mt_calloc(1, sizeof *cc);
+
+    (void)c;
+    if (!cc)
+        return NULL;
+    /* MHD hands over its own request-line buffer, which it clobbers
+     * itself right after this call (libmicrohttpd 0.9.75 connection.c,
+     * parse_initial_message_line); cutting it there is safe */
+    cc->nargs = mt_srv_cut_args((char *)(uintptr_t)uri, SRV_MAX_ARGS);
+    cc->body = MT_BUF_INIT(s->p.max_body + 1);
+    cc->t0 = mt_srv_now();
+    pthread_mutex_lock(&s->req_mu);
+    s->inflight++;
+    pthread_mutex_unlock(&s->req_mu);
+    return cc;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
@@ -425,20 +507,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     struct conn *cc = *con_cls;
 
     (void)version;
-    if (!cc) {
-        cc = mt_calloc(1, sizeof *cc);
-        if (!cc)
-            return MHD_NO;
-        cc->body = MT_BUF_INIT(s->p.max_body + 1);
-        cc->t0 = mt_srv_now();
-        *con_cls = cc;
-        pthread_mutex_lock(&s->req_mu);
-        s->inflight++;
-        pthread_mutex_unlock(&s->req_mu);
-        if (body_too_big(s, c))
-            return dispatch(s, c, cc, url, method, 413);
-        return MHD_YES;
-    }
+    if (!cc)
+        return MHD_NO; /* out of memory in on_uri */
+    if (!cc->started)
+        return first_call(s, c, cc, url, method);
     if (*upload_size) {
         if (!cc->too_big &&
             mt_buf_append(&cc->body, upload, *upload_size) != MT_OK)
@@ -446,7 +518,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         *upload_size = 0;
         return MHD_YES;
     }
-    return dispatch(s, c, cc, url, method, cc->too_big ? 413 : 0);
+    return dispatch(s, c, cc, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -455,8 +527,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct mt_server *s = cls;
     struct conn *cc = *con_cls;
 
-    (void)c;
     (void)toe;
+    mt_srv_conn_phase(s, c, 1); /* the next request line's deadline */
     if (!cc)
         return;
     mt_buf_free(&cc->body);
@@ -528,7 +600,10 @@ static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
         (unsigned)s->p.threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION,
+        mt_srv_conn_notify, s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)s->p.max_conns_per_ip, MHD_OPTION_END);
     if (!s->mhd)
         return mt_fail(err, MT_EIO,
                        "cannot listen on %s (in use, or not "
@@ -549,8 +624,11 @@ enum mt_status mt_server_start(const struct mt_server_params *p,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = mt_srv_init(s, p, err);
     if (st == MT_OK)
+        st = mt_srv_guard_start(s, err);
+    if (st == MT_OK)
         st = start_mhd(s, err);
     if (st != MT_OK) {
+        mt_srv_guard_stop(s);
         mt_srv_fini(s);
         mt_free(s);
         return st;
@@ -600,6 +678,7 @@ void mt_server_stop(struct mt_server *s, double grace_s)
     mt_srv_jobs_wake_all(s);
     wait_requests(s, mt_srv_now() + (grace_s > 1 ? grace_s : 1));
     MHD_stop_daemon(s->mhd);
+    mt_srv_guard_stop(s);
     mt_srv_fini(s);
     mt_log(MT_LOG_INFO, "server stopped");
     mt_free(s);

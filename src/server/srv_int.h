@@ -19,6 +19,7 @@ struct mt_agent;
 struct mt_qa;
 struct mt_embedder;
 struct srv_job;
+struct srv_conn;
 
 /* ==== Requests and responses ==== */
 
@@ -52,6 +53,7 @@ struct srv_resp {
     int64_t sse_run; /* > 0: stream this run's job events instead */
     const char *csp; /* Content-Security-Policy (static), or NULL */
     int frame_self;  /* may be framed by this origin (reports) */
+    int close;       /* "Connection: close": the body was not read */
 };
 
 /* ==== Store leases: one store (and index) handle per thread at a time ==== */
@@ -148,6 +150,12 @@ struct mt_server {
     struct srv_qa qas[SRV_QA_SLOTS];
     uint64_t qa_tick;
     char *nli_spec;
+    /* connections, for the header deadline (guard.c) */
+    pthread_mutex_t conn_mu;
+    pthread_cond_t conn_cv;
+    struct srv_conn *conns;
+    pthread_t reaper;
+    int reaper_on, reaper_stop;
 };
 
 /* Monotonic seconds. */
@@ -159,6 +167,13 @@ enum mt_status mt_srv_init(struct mt_server *s,
                            const struct mt_server_params *p,
                            struct mt_error *err);
 void mt_srv_fini(struct mt_server *s);
+
+/* Checks a request on its headers alone, before its body is read: the
+ * route exists and allows the method, and its authentication, CSRF token
+ * and role hold. Returns 0 with *max_body the most body bytes the route
+ * takes, or -1 with the refusal in 'rs'. */
+int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  size_t *max_body);
 
 /* Routes one request and fills the response (the whole API). */
 void mt_srv_handle(struct mt_server *s, struct srv_req *rq,

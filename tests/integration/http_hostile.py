@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Hostile HTTP clients against a running `medtrust serve` on loopback
+(issue 16, items 1 to 4). Usage: http_hostile.py PORT PID CASE...
+Each case prints "ok - ..." or "not ok - ..." (TAP lines for lib.sh)."""
+import json
+import socket
+import sys
+import time
+
+PORT, PID = int(sys.argv[1]), int(sys.argv[2])
+HOST = "127.0.0.1"
+
+
+def conn(src=None, timeout=5.0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    if src:
+        s.bind((src, 0))
+    s.connect((HOST, PORT))
+    return s
+
+
+def read_all(s, limit=10.0):
+    """Everything until EOF; (data, closed, seconds)."""
+    t0, out = time.time(), b""
+    while time.time() - t0 < limit:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            return out, False, time.time() - t0
+        except ConnectionResetError:
+            return out, True, time.time() - t0
+        if not b:
+            return out, True, time.time() - t0
+        out += b
+    return out, False, time.time() - t0
+
+
+def raw(data, limit=10.0):
+    s = conn(timeout=limit)
+    s.sendall(data)
+    r = read_all(s, limit)
+    s.close()
+    return r
+
+
+def status(data):
+    try:
+        return int(data.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def report(ok, name, detail=""):
+    print(("ok - " if ok else "not ok - ") + name)
+    if not ok and detail:
+        print("# " + str(detail)[:400])
+
+
+def rss_kb():
+    for line in open("/proc/%d/status" % PID):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def login():
+    """A session cookie and CSRF token for alice."""
+    body = json.dumps({"username": "alice", "password": "alice-password"})
+    req = ("POST /v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nContent-Length: %d\r\nConnection: close"
+           "\r\n\r\n%s" % (len(body), body)).encode()
+    out, _, _ = raw(req)
+    head, _, rest = out.partition(b"\r\n\r\n")
+    cookie = [l.split(b":", 1)[1].split(b";")[0].strip()
+              for l in head.split(b"\r\n") if l.lower().startswith(b"set-cookie")]
+    return cookie[0].decode(), json.loads(rest)["csrf_token"]
+
+
+HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def case_smuggle():
+    tests = {
+        "Content-Length with Transfer-Encoding":
+            b"POST /v1/login HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + HEALTH,
+        "two different Content-Length headers":
+            b"POST /v1/login HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            b"Content-Length: 40\r\n\r\n{}" + HEALTH,
+    }
+    for name, req in tests.items():
+        out, closed, t = raw(req)
+        ok = status(out) == 400 and closed and out.count(b"HTTP/1.1 ") == 1
+        report(ok, "smuggling, %s: 400, closed, no second request" % name,
+               (closed, t, out[:200]))
+
+
+def case_hang():
+    url = b"/v1/health?" + b"&".join(b"a%d=1" % i for i in range(500))
+    out, closed, t = raw(b"GET " + url + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    report(status(out) == 431 and closed and t < 5,
+           "500 query arguments: 431 and close at once", (closed, t, out[:100]))
+    out, closed, t = raw(b"POST /v1/login HTTP/1.1\r\nHost: x\r\n"
+                         b"Transfer-Encoding: gzip\r\n\r\nabc")
+    report(status(out) == 501 and closed and t < 5,
+           "an unknown Transfer-Encoding: 501 and close at once",
+           (closed, t, out[:100]))
+
+
+def case_body():
+    # 413 from Content-Length alone, before a byte of the body
+    out, closed, t = raw(b"POST /v1/login HTTP/1.1\r\nHost: x\r\nContent-Type:"
+                         b" application/json\r\nContent-Length: 1000000\r\n\r\n")
+    report(status(out) == 413 and closed and t < 5,
+           "a login body over its route's limit is 413 from Content-Length",
+           (closed, t, out[:100]))
+    # unauthenticated: refused on the headers, the body never read
+    out, closed, t = raw(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type:"
+                         b" application/json\r\nContent-Length: 7000000\r\n\r\n")
+    report(status(out) == 401 and closed and t < 5,
+           "an unauthenticated 7 MB check is 401 before its body", out[:100])
+    # authenticated chunked body past the route's limit: 413, bounded
+    cookie, csrf = login()
+    s = conn(timeout=20)
+    s.sendall(("POST /v1/search HTTP/1.1\r\nHost: x\r\nCookie: %s\r\n"
+               "X-CSRF-Token: %s\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n" % (cookie, csrf)).encode())
+    chunk = b"%x\r\n%s\r\n" % (65536, b" " * 65536)
+    try:
+        for _ in range(32):  # 2 MiB against a 64 KiB limit
+            s.sendall(chunk)
+        s.sendall(b"0\r\n\r\n")
+    except OSError:
+        pass
+    out, _, _ = read_all(s, 20)
+    s.close()
+    report(status(out) == 413, "a 2 MiB chunked search body is 413", out[:100])
+
+
+def case_rss():
+    """32 unauthenticated connections each sending 7 MB."""
+    before = rss_kb()
+    socks = []
+    body = b"x" * (7 << 20)
+    for _ in range(32):
+        s = conn(timeout=10)
+        s.sendall(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        socks.append(s)
+    for s in socks:
+        try:
+            s.sendall(body)
+        except OSError:
+            pass  # the server refused and closed: the point
+    time.sleep(0.5)
+    peak = rss_kb()
+    for s in socks:
+        s.close()
+    grew = (peak - before) / 1024
+    print("# RSS %d MB before, %d MB after 32 x 7 MB unauthenticated bodies"
+          % (before // 1024, peak // 1024))
+    report(grew < 48, "32 x 7 MB unauthenticated bodies raise RSS by %.0f MB "
+           "(< 48)" % grew)
+
+
+def case_cap(cap):
+    held = [conn() for _ in range(cap)]
+    time.sleep(0.3)
+    extra = conn()
+    try:
+        extra.sendall(HEALTH)
+    except OSError:
+        pass
+    out, closed, _ = read_all(extra, 3)
+    report(closed and not out,
+           "connection %d from one address is refused (cap %d)" % (cap + 1, cap),
+           out[:100])
+    other = conn(src="127.0.0.2")
+    other.sendall(HEALTH)
+    out, _, _ = read_all(other, 3)
+    report(status(out) == 200,
+           "another address is still served while one holds its cap",
+           out[:100])
+    for s in held + [extra, other]:
+        s.close()
+
+
+def case_trickle(deadline):
+    s = conn(timeout=1)
+    t0, closed = time.time(), False
+    req = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 200
+    for i in range(len(req)):  # a byte every 0.4 s: 80 s in all
+        try:
+            s.sendall(req[i:i + 1])
+        except OSError:
+            closed = True
+            break
+        try:
+            if s.recv(1024) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            pass
+        if time.time() - t0 > deadline + 6:
+            break
+    t = time.time() - t0
+    s.close()
+    report(closed and deadline - 0.5 <= t <= deadline + 3,
+           "trickled headers are cut at the %d s deadline (%.1f s)"
+           % (deadline, t), (closed, t))
+
+
+for c in sys.argv[3:]:
+    name, _, arg = c.partition("=")
+    f = globals()["case_" + name]
+    f(int(arg)) if arg else f()
