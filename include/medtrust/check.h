@@ -27,35 +27,49 @@ enum mt_status mt_strategy_parse(const char *s, enum mt_strategy *out);
 const char *mt_strategy_str(enum mt_strategy s);
 
 /* Settings of a checker. Strings are copied by mt_agent_open. */
+#define MT_AGENT_MAX_SOURCES 16
+
 struct mt_agent_params {
     enum mt_strategy strategy;
-    const char *llm_spec;      /* every role's model unless
-                                  MEDTRUST_LLM_<ROLE> or MEDTRUST_LLM is
-                                  set; NULL = environment only */
-    struct mt_llm_params llm;  /* timeouts, retries, HTTP concurrency */
-    const char *prompts_dir;   /* NAME.txt here replaces a built-in prompt */
-    const char *few_shot_path; /* MEDEC CSV of examples for `single` */
-    const char *db_dir;        /* corpus store for search(); NULL = none */
-    const char *reranker_spec; /* cross-encoder for the rerank stage */
-    uint32_t max_steps;        /* MedReAct steps per round, N (4) */
-    uint32_t max_rounds;       /* MedReFlex rounds, M (5) */
-    uint32_t n_evals;          /* MedEval samples (5) */
-    double accept_mean;        /* accept when mean final >= this (3.8) */
-    double accept_min;         /* ... and true min final >= this (3) */
-    uint32_t retrieve_k;       /* first-stage hits per search (50) */
-    uint32_t rerank_k;         /* hits injected after reranking (20) */
-    uint32_t chunk_chars;      /* bytes kept of each injected hit (1200) */
-    float temperature;         /* agents other than MedEval (0) */
-    float eval_temperature;    /* MedEval sampling temperature (1.0) */
-    uint32_t max_tokens;       /* completion budget per call (1024) */
-    uint64_t seed;             /* sampling seed (42) */
-    size_t max_note_bytes;     /* longer notes are refused (256 KiB) */
-    uint32_t max_few_shot;     /* examples kept from few_shot_path (3) */
-    int grammar;               /* 1 (default): gguf models answer under a
-                                  grammar made from each role's reply
-                                  schema, so their JSON always parses;
-                                  OpenAI-compatible servers are not sent
-                                  one */
+    const char *llm_spec;       /* every role's model unless
+                                   MEDTRUST_LLM_<ROLE> or MEDTRUST_LLM is
+                                   set; NULL = environment only */
+    struct mt_llm_params llm;   /* timeouts, retries, HTTP concurrency */
+    const char *prompts_dir;    /* NAME.txt here replaces a built-in prompt */
+    const char *few_shot_path;  /* MEDEC CSV of examples for `single` */
+    const char *db_dir;         /* corpus store for search(); NULL = none,
+                                   which react-reflex refuses unless
+                                   no_retrieval is set */
+    int no_retrieval;           /* 1: react-reflex runs without a corpus
+                                   (search() finds nothing), as the trace
+                                   says; 0 (default): a corpus is needed */
+    const char *const *sources; /* search only these corpus sources (up to
+                                   MT_AGENT_MAX_SOURCES); copied */
+    size_t n_sources;           /* 0 = every source */
+    uint32_t evidence_tokens;   /* budget of the trajectory with its
+                                   passages shown to MedEval and MedReFlex,
+                                   in estimated tokens; oldest passages
+                                   are dropped first (12000) */
+    const char *reranker_spec;  /* cross-encoder for the rerank stage */
+    uint32_t max_steps;         /* MedReAct steps per round, N (4) */
+    uint32_t max_rounds;        /* MedReFlex rounds, M (5) */
+    uint32_t n_evals;           /* MedEval samples (5) */
+    double accept_mean;         /* accept when mean final >= this (3.8) */
+    double accept_min;          /* ... and true min final >= this (3) */
+    uint32_t retrieve_k;        /* first-stage hits per search (50) */
+    uint32_t rerank_k;          /* hits injected after reranking (20) */
+    uint32_t chunk_chars;       /* bytes kept of each injected hit (1200) */
+    float temperature;          /* agents other than MedEval (0) */
+    float eval_temperature;     /* MedEval sampling temperature (1.0) */
+    uint32_t max_tokens;        /* completion budget per call (1024) */
+    uint64_t seed;              /* sampling seed (42) */
+    size_t max_note_bytes;      /* longer notes are refused (256 KiB) */
+    uint32_t max_few_shot;      /* examples kept from few_shot_path (3) */
+    int grammar;                /* 1 (default): gguf models answer under a
+                                   grammar made from each role's reply
+                                   schema, so their JSON always parses;
+                                   OpenAI-compatible servers are not sent
+                                   one */
     /* Called with each trace record as a check adds it, so a caller can
      * follow the trajectory live: the note's id (mt_note.id, may be NULL)
      * and the record as compact JSON text, both valid during the call.
@@ -94,6 +108,11 @@ struct mt_note {
     size_t text_len;
     const char *sentences; /* MEDEC `Sentences` field, or NULL to split */
     size_t sentences_len;
+    const char *const *sources; /* react-reflex searches only these corpus
+                                   sources for this note (up to
+                                   MT_AGENT_MAX_SOURCES), overriding
+                                   params.sources; NULL = those */
+    size_t n_sources;
 };
 
 /* Model use of one check. llm_calls counts every request sent; critical

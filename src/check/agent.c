@@ -7,6 +7,7 @@
 #include "check/agent_int.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
+#include "medtrust/store.h"
 #include "model/rerank.h"
 
 /* Role names for MEDTRUST_LLM_<ROLE>. */
@@ -55,6 +56,7 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->seed = 42;
     p->max_note_bytes = (size_t)256 << 10;
     p->max_few_shot = 3;
+    p->evidence_tokens = 12000;
 }
 
 /* Copies the strings of p into a->strs and points a->p at them. */
@@ -79,6 +81,10 @@ static enum mt_status copy_params(struct mt_agent *a,
             return MT_ENOMEM;
         *fields[i] = a->strs[i];
     }
+    for (i = 0; i < p->n_sources; i++)
+        if (!(a->sources[i] = mt_strdup(p->sources[i])))
+            return MT_ENOMEM;
+    a->p.sources = (const char *const *)a->sources;
     return MT_OK;
 }
 
@@ -136,6 +142,36 @@ static enum mt_status open_index(struct mt_agent *a, struct mt_error *err)
     return MT_OK;
 }
 
+/* Every --source must name a corpus of the store: a misspelt name would
+ * otherwise make each search find nothing. */
+static enum mt_status check_sources(struct mt_agent *a, struct mt_error *err)
+{
+    struct mt_store_params sp;
+    struct mt_store *s = NULL;
+    int64_t sid;
+    size_t i;
+    enum mt_status st;
+
+    if (a->p.n_sources == 0)
+        return MT_OK;
+    mt_store_default_params(&sp);
+    sp.create = 0;
+    sp.read_only = 1;
+    st = mt_store_open(a->p.db_dir, &sp, &s, err);
+    for (i = 0; st == MT_OK && i < a->p.n_sources; i++) {
+        st = mt_store_source_find(s, a->p.sources[i], &sid, err);
+        if (st == MT_ENOTFOUND)
+            mt_fail(err, MT_EINVAL,
+                    "--source %s: no source of that name in %s ('medtrust "
+                    "stats --db %s' lists them)",
+                    a->p.sources[i], a->p.db_dir, a->p.db_dir);
+        if (st == MT_ENOTFOUND)
+            st = MT_EINVAL;
+    }
+    mt_store_close(s);
+    return st;
+}
+
 static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
 {
     enum mt_status st = mt_prompts_load(a->p.prompts_dir, &a->prompts, err);
@@ -149,6 +185,8 @@ static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
         st = mt_reranker_open(a->p.reranker_spec, NULL, &a->reranker, err);
     if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = open_index(a, err);
+    if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+        st = check_sources(a, err);
     return st;
 }
 
@@ -160,11 +198,23 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
 
     if (!params || params->max_steps == 0 || params->max_rounds == 0 ||
         params->n_evals == 0 || params->n_evals > 64 || params->rerank_k == 0 ||
-        params->retrieve_k < params->rerank_k)
+        params->retrieve_k < params->rerank_k ||
+        params->n_sources > MT_AGENT_MAX_SOURCES)
         return mt_fail(err, MT_EINVAL,
                        "checker: steps, rounds and "
-                       "evaluators (1..64) must be positive and retrieve-k "
-                       ">= rerank-k >= 1");
+                       "evaluators (1..64) must be positive, retrieve-k "
+                       ">= rerank-k >= 1 and at most %d sources given",
+                       MT_AGENT_MAX_SOURCES);
+    /* No silent degradation: without a corpus MedReAct's search finds
+     * nothing, which is not MedReAct'N'MedReFlex as the paper runs it
+     * (semantic search over ClinicalCorp, section 3). Only an explicit
+     * no_retrieval runs it so, and the trace says so. */
+    if (params->strategy == MT_STRATEGY_REACT_REFLEX && !params->db_dir &&
+        !params->no_retrieval)
+        return mt_fail(err, MT_EINVAL,
+                       "react-reflex searches a medical corpus: give --db "
+                       "DIR (a store built with 'medtrust index'), or "
+                       "--no-retrieval to run MedReAct without one");
     mt_jsonl_init_alloc(); /* JSON values through mt_malloc */
     a = mt_calloc(1, sizeof *a);
     if (!a)
@@ -200,6 +250,8 @@ void mt_agent_close(struct mt_agent *a)
     mt_free(a->examples);
     for (i = 0; i < 6; i++)
         mt_free(a->strs[i]);
+    for (i = 0; i < MT_AGENT_MAX_SOURCES; i++)
+        mt_free(a->sources[i]);
     pthread_mutex_destroy(&a->idx_mu);
     mt_free(a);
 }

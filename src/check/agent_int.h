@@ -29,6 +29,7 @@ struct mt_reranker;
 struct mt_agent {
     struct mt_agent_params p; /* strings point at the copies below */
     char *strs[6];
+    char *sources[MT_AGENT_MAX_SOURCES]; /* copies of p.sources */
     struct mt_llm *llm[ROLE_COUNT];
     int llm_owner[ROLE_COUNT]; /* 1 where this role opened the handle */
     struct mt_prompts *prompts;
@@ -57,6 +58,8 @@ struct run {
     uint32_t down;       /* roles whose model calls failed outright */
     char down_why[256];  /* the last such failure */
     const char *note_id; /* borrowed mt_note.id, for params.on_step */
+    const char *const *sources; /* search filter (borrowed) */
+    size_t n_sources;
 };
 
 /* Validates one parsed reply; returns 0 when usable, else writes why. */
@@ -131,10 +134,12 @@ enum mt_status mt_strategy_guards(struct run *r);
 enum mt_status mt_strategy_react(struct run *r);
 
 /* Searches the corpus for 'query' (retrieve_k, reranked to rerank_k when
- * a reranker is set) and appends the passages to 'obs'; hit ids go to
- * 'ids' (a JSON array). Without a corpus it says so in 'obs'. */
-enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
-                               struct mt_buf *obs, json_t *ids,
+ * a reranker is set; only the run's sources when given) and appends each
+ * passage
+ * ("TITLE: text", cut to chunk_chars) to 'passages' and its document id
+ * to 'ids' (JSON arrays). Without a corpus it appends nothing. */
+enum mt_status mt_agent_search(const struct run *r, const char *query,
+                               json_t *passages, json_t *ids,
                                struct mt_error *err);
 
 /* MedEval acceptance: mean of finals >= mean_min and the TRUE minimum
@@ -142,5 +147,9 @@ enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
  * the statistics (0 when n == 0, which never accepts). */
 int mt_medeval_accept(const int *finals, size_t n, double mean_min,
                       double min_min, double *mean, int *min);
+
+/* The statistic the published code compared with the minimum threshold:
+ * min(mean of all finals, last final) (see react.c). 0 when n == 0. */
+double mtx_medeval_published_min(const int *finals, size_t n);
 
 #endif

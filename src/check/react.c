@@ -1,7 +1,10 @@
-/* MedReAct'N'MedReFlex (IryoNLP, MEDIQA-CORR 2024): MedReAct steps
- * (observation, thought, action: search or final_mistake), MedEval with
- * several sampled reviewers, MedReFlex reflections as the next round's
- * memory, and MedFinalParser for the accepted answer. */
+/* MedReAct'N'MedReFlex (IryoNLP, MEDIQA-CORR 2024; Corbeil, ClinicalNLP
+ * 2024): MedReAct steps (observation, thought, action: search or
+ * final_mistake), MedEval with several sampled reviewers, MedReFlex
+ * reflections as the next round's memory, and MedFinalParser, which
+ * formats the accepted answer. Published code:
+ * jpcorb20/iryonlp-mediqa-corr-2024 (react.py, reflexion.py,
+ * correction/definitions.py). */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,10 +20,11 @@ static const char *const score_keys[N_SCORES] = {
     "relevance", "completeness", "final",
 };
 
-/* Per round: the trajectory for MedEval and MedReFlex, the ReAct message
+/* Per round: the steps for MedEval and MedReFlex (each {"observation",
+ * "thought", "action", "query"?, "passages"?: [...]}), the ReAct message
  * history, and the answer when one came. */
 struct round {
-    struct mt_buf traj;
+    json_t *steps;
     struct mt_llm_message *hist;
     size_t nhist;
     char **owned;
@@ -47,12 +51,34 @@ int mt_medeval_accept(const int *finals, size_t n, double mean_min,
             *min = finals[i];
     }
     *mean = sum / (double)n;
-    /* The TRUE minimum over all reviewers. The published code kept a
-     * running minimum of running averages (min over k of the mean of the
-     * first k finals), which is not the minimum of the finals: with
-     * finals 5,5,5,5,2 it gives 4.4 and accepts an answer a reviewer
-     * failed. That was a bug; this is the rule the paper states. */
+    /* The paper's rule (Figure 1, E): mean >= threshold and minimum >= 3,
+     * with the TRUE minimum over all reviewers. Knowingly departs from
+     * the published code; see mtx_medeval_published_min. */
     return *mean >= mean_min && (double)*min >= min_min;
+}
+
+/* The "minimum" the published code compares with 3.0
+ * (MetaEvaluator.meta_evaluation in correction/definitions.py): for each
+ * reviewer i > 0 it updates the running mean, then sets
+ * min_output = min(running mean, score of reviewer i), overwriting the
+ * previous value. So what survives is min(mean of all, LAST score): a low
+ * score from any reviewer but the last is never seen. With finals
+ * 2,5,5,5,5 it is 4.4 and the answer is accepted although a reviewer gave
+ * 2; with 5,5,5,5,2 it is 2 and the answer is rejected, as it should be.
+ * Kept for the trace only, to show where the published rule would have
+ * decided otherwise. */
+double mtx_medeval_published_min(const int *finals, size_t n)
+{
+    double run = 0;
+    double m = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        run = i == 0 ? finals[0]
+                     : ((double)i * run + finals[i]) / (double)(i + 1);
+        m = i == 0 ? finals[0] : (run < finals[i] ? run : finals[i]);
+    }
+    return m;
 }
 
 /* ==== Reply checks ==== */
@@ -152,54 +178,119 @@ static void round_free(struct round *rd)
         mt_free(rd->owned[i]);
     mt_free(rd->owned);
     mt_free(rd->hist);
-    mt_buf_free(&rd->traj);
+    json_decref(rd->steps);
     mt_buf_free(&rd->reviews);
     json_decref(rd->answer);
     memset(rd, 0, sizeof *rd);
 }
 
-/* Runs search(query), records it, and adds the exchange to the history. */
+static enum mt_status round_init(struct round *rd)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->reviews = MT_BUF_INIT(TEXT_MAX);
+    rd->steps = json_array();
+    return rd->steps ? MT_OK : MT_ENOMEM;
+}
+
+/* The observation MedReAct reads after search(q): the passages, or why
+ * there are none. */
+static enum mt_status observation(struct run *r, const char *q,
+                                  const json_t *passages, const char *failed,
+                                  struct mt_buf *obs)
+{
+    enum mt_status st =
+        mt_buf_printf(obs, "Observation: passages found for \"%s\":\n", q);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < json_array_size(passages); i++)
+        st = mt_buf_printf(obs, "[%zu] %s\n", i + 1,
+                           json_string_value(json_array_get(passages, i)));
+    if (st == MT_OK && failed)
+        st = mt_buf_printf(obs, "The search failed: %s\n", failed);
+    else if (st == MT_OK && !r->a->p.db_dir)
+        st = mt_buf_append_str(obs, "No medical corpus is configured "
+                                    "(--no-retrieval): rely on your own "
+                                    "knowledge.\n");
+    else if (st == MT_OK && json_array_size(passages) == 0)
+        st = mt_buf_append_str(obs, "No passage matched the query.\n");
+    return st;
+}
+
+/* {"query","hits"} and, under a source filter, "sources". */
+static json_t *search_event(const struct run *r, const char *q, json_t *ids)
+{
+    json_t *o = json_pack("{s:s,s:O}", "query", q, "hits", ids);
+    json_t *src = r->n_sources ? json_array() : NULL;
+    size_t i;
+
+    for (i = 0; src && i < r->n_sources; i++)
+        json_array_append_new(src, json_string(r->sources[i]));
+    if (o && src)
+        json_object_set_new(o, "sources", src);
+    else
+        json_decref(src);
+    return o;
+}
+
+/* Runs search(query), records it with its passages in the step 'sj', and
+ * adds the exchange to the history. Every one of the N steps may search
+ * (react.py: a search on the last step is run and its results join the
+ * history that MedEval and MedReFlex read). */
 static enum mt_status do_search(struct run *r, struct round *rd,
-                                const struct call *c, const char *q,
-                                uint32_t left)
+                                const struct call *c, const char *q, json_t *sj)
 {
     struct mt_buf obs = MT_BUF_INIT(TEXT_MAX);
     struct mt_error err = {MT_OK, ""};
     json_t *ids = json_array();
-    enum mt_status st = mt_buf_printf(&obs,
-                                      "Observation: passages found "
-                                      "for \"%s\":\n",
-                                      q);
+    json_t *passages = json_array();
+    enum mt_status st = ids && passages ? MT_OK : MT_ENOMEM;
 
     if (st == MT_OK)
-        st = mt_agent_search(r->a, q, &obs, ids, &err);
+        st = mt_agent_search(r, q, passages, ids, &err);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
-        st = mt_buf_printf(&obs, "The search failed: %s\n", err.msg);
-    if (st == MT_OK && left == 1)
-        st =
-            mt_buf_append_str(&obs, "You have one step left: your next "
-                                    "reply must use the final_mistake action.");
-    mt_run_event(r, "search", json_pack("{s:s,s:o}", "query", q, "hits", ids));
-    if (st == MT_OK)
-        st = mt_buf_printf(&rd->traj, "- search(\"%s\"): %zu passages\n", q,
-                           json_array_size(ids));
+        st = observation(r, q, passages, err.msg, &obs);
+    else if (st == MT_OK)
+        st = observation(r, q, passages, NULL, &obs);
+    mt_run_event(r, "search", search_event(r, q, ids));
+    json_object_set(sj, "passages", passages);
     if (st == MT_OK)
         st = hist_push(rd, "assistant", mt_strdup(c->raw));
     if (st == MT_OK)
         st = hist_push(rd, "user", mt_buf_take(&obs));
+    json_decref(ids);
+    json_decref(passages);
     mt_buf_free(&obs);
     return st;
 }
 
+/* Records the step's observation, thought and action for MedEval and
+ * MedReFlex; returns the new step (borrowed) or NULL. */
+static json_t *step_record(struct round *rd, json_t *o, json_t *act)
+{
+    const char *ob = mt_reply_str(o, "observation");
+    const char *th = mt_reply_str(o, "thought");
+    const char *q = mt_reply_str(act, "query");
+    json_t *sj =
+        json_pack("{s:s,s:s,s:s}", "observation", ob ? ob : "", "thought",
+                  th ? th : "", "action", mt_reply_str(act, "name"));
+
+    if (sj && q)
+        json_object_set_new(sj, "query", json_string(q));
+    if (!sj || json_array_append_new(rd->steps, sj) != 0)
+        return NULL;
+    return sj;
+}
+
 /* One MedReAct step; *done is set when the round's steps are over. */
 static enum mt_status react_step(struct run *r, struct round *rd,
-                                 const char *memory, uint32_t step, int *done)
+                                 const char *memory, int *done)
 {
     static const char *const keys[] = {"SENTENCES", "MEMORY", "STEPS"};
     char steps[16];
     const char *vals[3] = {r->block, memory, steps};
     struct call c;
     json_t *act;
+    json_t *sj = NULL;
     enum mt_status st;
 
     snprintf(steps, sizeof steps, "%u", (unsigned)r->a->p.max_steps);
@@ -215,21 +306,144 @@ static enum mt_status react_step(struct run *r, struct round *rd,
                      json_pack("{s:s,s:s}", "role", "react", "rule",
                                "no usable step: the round ends without an "
                                "answer"));
-    if (st == MT_OK && act)
-        st = mt_buf_printf(&rd->traj, "- thought: %s\n",
-                           mt_reply_str(mt_call_obj(&c), "thought")
-                               ? mt_reply_str(mt_call_obj(&c), "thought")
-                               : "");
-    if (st == MT_OK && act &&
+    if (st == MT_OK && act && !(sj = step_record(rd, mt_call_obj(&c), act)))
+        st = MT_ENOMEM;
+    if (st == MT_OK && sj &&
         strcmp(mt_reply_str(act, "name"), "final_mistake") == 0) {
         rd->answer = json_deep_copy(act);
         st = rd->answer ? MT_OK : MT_ENOMEM;
-    } else if (st == MT_OK && act && step + 1 < r->a->p.max_steps) {
+    } else if (st == MT_OK && sj) {
         *done = 0;
-        st = do_search(r, rd, &c, mt_reply_str(act, "query"),
-                       r->a->p.max_steps - step - 1);
+        st = do_search(r, rd, &c, mt_reply_str(act, "query"), sj);
     }
     mt_call_free(&c);
+    return st;
+}
+
+/* ==== The trajectory MedEval and MedReFlex read ==== */
+
+/* Estimated tokens of s: a token per 4 ASCII bytes (the usual English
+ * rate of GPT tokenizers) and one per other character (CJK and Arabic
+ * run near a token a character), so the budget errs on the safe side. */
+static size_t est_tokens(const char *s)
+{
+    size_t ascii = 0;
+    size_t other = 0;
+
+    for (; s && *s; s++) {
+        unsigned char b = (unsigned char)*s;
+
+        if (b < 0x80)
+            ascii++;
+        else if ((b & 0xC0) != 0x80)
+            other++;
+    }
+    return (ascii + 3) / 4 + other;
+}
+
+static size_t steps_tokens(const json_t *steps)
+{
+    size_t t = 0;
+    size_t i;
+    size_t j;
+
+    for (i = 0; i < json_array_size(steps); i++) {
+        const json_t *sj = json_array_get(steps, i);
+        const json_t *ps = json_object_get(sj, "passages");
+
+        t += est_tokens(mt_reply_str(sj, "observation")) +
+             est_tokens(mt_reply_str(sj, "thought")) +
+             est_tokens(mt_reply_str(sj, "query")) + 16;
+        for (j = 0; j < json_array_size(ps); j++)
+            t += est_tokens(json_string_value(json_array_get(ps, j))) + 2;
+    }
+    return t;
+}
+
+/* Marks passages dropped, oldest first, until the steps fit 'budget';
+ * returns how many (their entries become JSON null). */
+static size_t fit_budget(json_t *steps, size_t budget)
+{
+    size_t total = steps_tokens(steps);
+    size_t dropped = 0;
+    size_t i;
+    size_t j;
+
+    for (i = 0; total > budget && i < json_array_size(steps); i++) {
+        json_t *ps = json_object_get(json_array_get(steps, i), "passages");
+
+        for (j = 0; total > budget && j < json_array_size(ps); j++) {
+            size_t t = est_tokens(json_string_value(json_array_get(ps, j))) + 2;
+
+            json_array_set_new(ps, j, json_null());
+            total -= t < total ? t : total;
+            dropped++;
+        }
+    }
+    return dropped;
+}
+
+static enum mt_status render_step(const json_t *sj, size_t k,
+                                  struct mt_buf *out)
+{
+    const json_t *ps = json_object_get(sj, "passages");
+    const char *q = mt_reply_str(sj, "query");
+    size_t j;
+    size_t cut = 0;
+    enum mt_status st = mt_buf_printf(
+        out, "Step %zu\nObservation: %s\nThought: %s\nAction: %s", k,
+        mt_reply_str(sj, "observation"), mt_reply_str(sj, "thought"),
+        q ? "search(\"" : "final_mistake\n");
+
+    if (st == MT_OK && q)
+        st = mt_buf_printf(out, "%s\")\nPassages found:\n", q);
+    for (j = 0; st == MT_OK && j < json_array_size(ps); j++) {
+        const char *t = json_string_value(json_array_get(ps, j));
+
+        if (t)
+            st = mt_buf_printf(out, "[%zu] %s\n", j + 1, t);
+        else
+            cut++;
+    }
+    if (st == MT_OK && cut)
+        st = mt_buf_printf(out,
+                           "(%zu passages of this search left out to fit "
+                           "the token budget)\n",
+                           cut);
+    else if (st == MT_OK && q && json_array_size(ps) == 0)
+        st = mt_buf_append_str(out, "(none)\n");
+    return st;
+}
+
+/* The round's steps with their passages, as the published code passes
+ * the whole ReAct history (observations, thoughts, actions and their
+ * results) to MedEval and MedReFlex, bounded by p.evidence_tokens: the
+ * oldest passages go first, and the trace says how many went. Writes a
+ * new string into *out. */
+static enum mt_status trajectory(struct run *r, const struct round *rd,
+                                 const char *role, char **out)
+{
+    struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
+    json_t *steps = json_deep_copy(rd->steps);
+    size_t dropped = steps ? fit_budget(steps, r->a->p.evidence_tokens) : 0;
+    enum mt_status st = steps ? mt_buf_reserve(&b, 1) : MT_ENOMEM;
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < json_array_size(steps); i++)
+        st = render_step(json_array_get(steps, i), i + 1, &b);
+    if (st == MT_OK && json_array_size(steps) == 0)
+        st = mt_buf_append_str(&b, "(no steps)\n");
+    if (st == MT_OK && dropped)
+        mt_run_event(r, "evidence_budget",
+                     json_pack("{s:s,s:i,s:i,s:s}", "role", role,
+                               "budget_tokens",
+                               (json_int_t)r->a->p.evidence_tokens,
+                               "passages_dropped", (json_int_t)dropped, "rule",
+                               "the oldest passages were left out to fit "
+                               "the token budget"));
+    json_decref(steps);
+    *out = st == MT_OK ? mt_buf_take(&b) : NULL;
+    mt_buf_free(&b);
     return st;
 }
 
@@ -266,21 +480,48 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
     return k;
 }
 
+static void medeval_event(struct run *r, const int *finals, size_t n,
+                          int accepted, double mean, int min)
+{
+    json_t *fa = json_array();
+    double pub = mtx_medeval_published_min(finals, n);
+    int pub_accepts =
+        n && mean >= r->a->p.accept_mean && pub >= r->a->p.accept_min;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        json_array_append_new(fa, json_integer(finals[i]));
+    mt_run_event(r, "medeval",
+                 json_pack("{s:o,s:f,s:i,s:b,s:f,s:s?}", "finals", fa, "mean",
+                           mean, "min", min, "accepted", accepted,
+                           "published_min", pub, "rule",
+                           !n ? "no usable review: not accepted"
+                           : pub_accepts != accepted
+                               ? "the published code's minimum (mean and "
+                                 "last score) would have decided otherwise"
+                               : NULL));
+}
+
+/* MedEval: n_evals reviews sampled at eval_temperature from one request
+ * (n samples), each seeing the note, the trajectory with its passages
+ * and the answer; accepted by mt_medeval_accept. */
 static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
                               int *accepted)
 {
     static const char *const keys[] = {"SENTENCES", "TRAJECTORY", "ANSWER"};
-    const char *vals[3] = {r->block, rd->traj.data ? rd->traj.data : "",
-                           answer};
+    const char *vals[3] = {r->block, NULL, answer};
+    char *traj = NULL;
     int finals[64];
-    json_t *fa = json_array();
     double mean;
     int min;
     size_t n;
-    size_t i;
     struct call c;
-    enum mt_status st;
+    enum mt_status st = trajectory(r, rd, "eval", &traj);
 
+    *accepted = 0;
+    if (st != MT_OK)
+        return st;
+    vals[1] = traj;
     call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
     c.n = r->a->p.n_evals;
     c.temperature = r->a->p.eval_temperature;
@@ -288,18 +529,10 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     n = st == MT_OK ? collect_reviews(&c, rd, finals) : 0;
     *accepted = mt_medeval_accept(finals, n, r->a->p.accept_mean,
                                   r->a->p.accept_min, &mean, &min);
-    for (i = 0; i < n; i++)
-        json_array_append_new(fa, json_integer(finals[i]));
     if (st == MT_OK)
-        mt_run_event(r, "medeval",
-                     json_pack("{s:o,s:f,s:i,s:b,s:s?}", "finals", fa, "mean",
-                               mean, "min", min, "accepted", *accepted, "rule",
-                               n ? NULL
-                                 : "no usable review: "
-                                   "not accepted"));
-    else
-        json_decref(fa);
+        medeval_event(r, finals, n, *accepted, mean, min);
     mt_call_free(&c);
+    mt_free(traj);
     return st;
 }
 
@@ -310,13 +543,17 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
 {
     static const char *const keys[] = {"SENTENCES", "MEMORY", "TRAJECTORY",
                                        "ANSWER", "REVIEWS"};
-    const char *vals[5] = {r->block, memory->data ? memory->data : "",
-                           rd->traj.data ? rd->traj.data : "", answer,
+    const char *vals[5] = {r->block, memory->data ? memory->data : "", NULL,
+                           answer,
                            rd->reviews.data ? rd->reviews.data : "none"};
+    char *traj = NULL;
     struct call c;
     const json_t *o;
-    enum mt_status st;
+    enum mt_status st = trajectory(r, rd, "reflect", &traj);
 
+    if (st != MT_OK)
+        return st;
+    vals[2] = traj;
     call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
     c.temperature = r->a->p.temperature;
     st = mt_call_do(r, &c);
@@ -338,43 +575,85 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
                            round + 1);
     }
     mt_call_free(&c);
+    mt_free(traj);
     return st;
 }
 
 /* ==== MedFinalParser ==== */
 
+/* Any JSON object will do: the parser only supplies wording. */
+static int check_parser(struct run *r, json_t *o, void *u, char *why, size_t n)
+{
+    (void)r;
+    (void)u;
+    (void)o;
+    (void)why;
+    (void)n;
+    return 0;
+}
+
+/* Records where the parser's reply disagreed with the accepted answer. */
+static void parser_disagreement(struct run *r, const struct final_answer *acc,
+                                json_t *o)
+{
+    int flag = -1;
+    long sid = -2;
+
+    mt_reply_bool(o, "is_error", &flag);
+    if (mt_reply_int(o, "sentence_id", -1, (long)r->nsents, &sid) != 0)
+        sid = -2;
+    if (flag == acc->flag && (!acc->flag || sid == acc->sid))
+        return;
+    mt_run_event(r, "parser_disagreed",
+                 json_pack("{s:i,s:i,s:i,s:i,s:s}", "accepted_flag", acc->flag,
+                           "accepted_sentence_id", acc->sid, "parser_flag",
+                           flag, "parser_sentence_id", (json_int_t)sid, "rule",
+                           "the parser formats; the flag and sentence "
+                           "MedEval accepted stand"));
+}
+
+/* MedFinalParser formats, it does not decide (paper, section 3: it turns
+ * the accepted answer into the output and restores the note's style in
+ * the corrected sentence). The error flag and sentence id are the ones
+ * MedEval accepted; only the corrected sentence's wording is taken from
+ * the parser's reply, when it gives one. (The published code reparses
+ * the whole history with find_and_correct, which may change the verdict;
+ * we knowingly keep the reviewed one.) */
 static enum mt_status final_parser(struct run *r, json_t *answer,
                                    char *answer_text)
 {
     static const char *const keys[] = {"SENTENCES", "ANSWER"};
     const char *vals[2] = {r->block, answer_text};
-    struct final_answer f = {0, -1, NULL};
+    struct final_answer acc = {0, -1, NULL};
+    const char *corr;
     char why[8];
     struct call c;
     enum mt_status st;
 
-    call_init(&c, ROLE_PARSER, "parser", mt_check_final, keys, vals, 2);
-    c.check_user = &f;
+    mt_check_final(r, answer, &acc, why, sizeof why);
+    call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
     c.temperature = r->a->p.temperature;
     st = mt_call_do(r, &c);
-    if (st == MT_OK && c.ok) {
-        mt_check_final(r, mt_call_obj(&c), &f, why, sizeof why);
-    } else if (st == MT_OK) {
+    corr = mt_reply_str(mt_call_obj(&c), "corrected_sentence");
+    if (st == MT_OK && !c.ok)
         mt_run_event(r, "fallback",
                      json_pack("{s:s,s:s}", "role", "parser", "rule",
                                "no usable final answer: the accepted "
                                "MedReAct answer is used as it stands"));
-        mt_check_final(r, answer, &f, why, sizeof why);
-    }
+    else if (st == MT_OK)
+        parser_disagreement(r, &acc, mt_call_obj(&c));
     if (st == MT_OK)
-        st = mt_run_verdict(r, f.flag, f.sid, f.corr);
+        st = mt_run_verdict(r, acc.flag, acc.sid,
+                            corr && *corr ? corr : acc.corr);
     mt_call_free(&c);
     return st;
 }
 
 /* ==== Rounds ==== */
 
-/* One round: steps, then MedEval; *accepted when the answer passed. */
+/* One round: up to N steps, then MedEval; *accepted when the answer
+ * passed. N steps without final_mistake end the round unaccepted, and
+ * MedReFlex reflects (reflexion.py: not is_final_flag). */
 static enum mt_status react_round(struct run *r, struct round *rd,
                                   const char *memory, int *accepted)
 {
@@ -384,12 +663,12 @@ static enum mt_status react_round(struct run *r, struct round *rd,
 
     *accepted = 0;
     for (step = 0; st == MT_OK && !done && step < r->a->p.max_steps; step++)
-        st = react_step(r, rd, memory, step, &done);
+        st = react_step(r, rd, memory, &done);
     if (st == MT_OK && !rd->answer)
         mt_run_event(r, "round",
                      json_pack("{s:s}", "rule",
-                               "no "
-                               "final_mistake in this round: not accepted"));
+                               "no final_mistake in this round: not "
+                               "accepted"));
     if (st == MT_OK && rd->answer) {
         char *ans = dump(rd->answer);
 
@@ -399,6 +678,11 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     return st;
 }
 
+/* Up to M rounds. After a rejected round MedReFlex reflects and its
+ * lesson joins the memory of the next; after the M-th rejected round the
+ * answer is "no error" (paper, Figure 1, E). The published loop also
+ * calls MedReFlex after the M-th round, whose lesson is never read; that
+ * call is skipped. */
 enum mt_status mt_strategy_react(struct run *r)
 {
     struct mt_buf memory = MT_BUF_INIT(TEXT_MAX);
@@ -408,8 +692,13 @@ enum mt_status mt_strategy_react(struct run *r)
     enum mt_status st = mt_buf_reserve(&memory, 1);
 
     memset(&rd, 0, sizeof rd);
-    rd.traj = MT_BUF_INIT(TEXT_MAX);
-    rd.reviews = MT_BUF_INIT(TEXT_MAX);
+    if (st == MT_OK && !r->a->p.db_dir)
+        mt_run_event(r, "retrieval",
+                     json_pack("{s:s}", "rule",
+                               "--no-retrieval: MedReAct runs without a "
+                               "corpus, unlike the paper"));
+    if (st == MT_OK)
+        st = round_init(&rd);
     for (k = 0; st == MT_OK && k < r->a->p.max_rounds; k++) {
         st = react_round(r, &rd, memory.data, &accepted);
         if (st != MT_OK || accepted)
@@ -421,8 +710,8 @@ enum mt_status mt_strategy_react(struct run *r)
             mt_free(ans);
         }
         round_free(&rd);
-        rd.traj = MT_BUF_INIT(TEXT_MAX);
-        rd.reviews = MT_BUF_INIT(TEXT_MAX);
+        if (st == MT_OK)
+            st = round_init(&rd);
     }
     if (st == MT_OK && accepted) {
         char *ans = dump(rd.answer);

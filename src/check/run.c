@@ -119,6 +119,10 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
     r->a = a;
     r->sid = -1;
     r->note_id = n->id;
+    r->sources = n->n_sources ? n->sources : r->a->p.sources;
+    r->n_sources = n->n_sources ? n->n_sources : r->a->p.n_sources;
+    if (r->n_sources > MT_AGENT_MAX_SOURCES)
+        r->n_sources = MT_AGENT_MAX_SOURCES;
     r->text = (struct mt_str){n->text, n->text_len};
     r->trace = json_array();
     if (!r->trace)

@@ -44,10 +44,13 @@ static void give_back(struct mt_agent *a, struct mt_index *idx)
     pthread_mutex_unlock(&a->idx_mu);
 }
 
+/* Appends "TITLE: text" of each hit (cut to chunk_chars) to 'passages'
+ * and its document id to 'ids'. */
 static enum mt_status put_hits(struct mt_agent *a,
                                const struct mt_search_result *res,
-                               struct mt_buf *obs, json_t *ids)
+                               json_t *passages, json_t *ids)
 {
+    struct mt_buf line = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     enum mt_status st = MT_OK;
     size_t i;
 
@@ -55,43 +58,100 @@ static enum mt_status put_hits(struct mt_agent *a,
         const struct mt_search_hit *h = &res->hits[i];
         size_t n = mt_utf8_cut(h->text, strlen(h->text), a->p.chunk_chars);
 
-        st = mt_buf_printf(obs, "[%zu] %s: %.*s%s\n", i + 1,
-                           h->title ? h->title : h->doc_id, (int)n, h->text,
-                           n < strlen(h->text) ? "..." : "");
-        json_array_append_new(ids, json_string(h->doc_id));
+        line.len = 0;
+        st = mt_buf_printf(&line, "%s: %.*s%s", h->title ? h->title : h->doc_id,
+                           (int)n, h->text, n < strlen(h->text) ? "..." : "");
+        if (st == MT_OK &&
+            (json_array_append_new(passages, json_string(line.data)) != 0 ||
+             json_array_append_new(ids, json_string(h->doc_id)) != 0))
+            st = MT_ENOMEM;
     }
-    if (st == MT_OK && res->n == 0)
-        st = mt_buf_append_str(obs, "No passage matched the query.\n");
+    mt_buf_free(&line);
     return st;
 }
 
-enum mt_status mt_agent_search(struct mt_agent *a, const char *query,
-                               struct mt_buf *obs, json_t *ids,
-                               struct mt_error *err)
+/* One search, filtered to 'source' (NULL: every source). */
+static enum mt_status search_one(struct mt_agent *a, struct mt_index *idx,
+                                 const char *query, const char *source,
+                                 struct mt_search_result **res,
+                                 struct mt_error *err)
 {
     struct mt_search_params sp;
-    struct mt_search_result *res = NULL;
-    struct mt_index *idx = NULL;
-    enum mt_status st;
 
-    if (!a->p.db_dir)
-        return mt_buf_append_str(obs, "No medical corpus is configured: "
-                                      "rely on your own knowledge.\n");
-    st = borrow(a, &idx, err);
-    if (st != MT_OK)
-        return st;
     mt_search_default_params(&sp);
     sp.k = a->p.rerank_k;
     sp.retrieve_k = a->p.retrieve_k;
+    sp.source = source;
     if (a->reranker) {
         sp.rerank_depth = a->p.retrieve_k;
         sp.rerank = mt_reranker_index_fn;
         sp.rerank_user = a->reranker;
     }
-    st = mt_index_search(idx, query, &sp, &res, err);
-    if (st == MT_OK)
-        st = put_hits(a, res, obs, ids);
-    mt_search_result_free(res);
+    return mt_index_search(idx, query, &sp, res, err);
+}
+
+/* Several sources: one search per source, the hits merged by score and
+ * cut to rerank_k. The index filters on one source at a time; BM25 and
+ * cross-encoder scores are comparable across these searches (one index,
+ * one IDF table, absolute reranker scores), so the merge equals one
+ * search over the union of the sources. (IryoNLP's fix_source takes one
+ * source; the union is ours, for runs over several corpora.) */
+static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
+                                     const char *query, json_t *passages,
+                                     json_t *ids, struct mt_error *err)
+{
+    struct mt_search_result *res[MT_AGENT_MAX_SOURCES] = {NULL};
+    size_t at[MT_AGENT_MAX_SOURCES] = {0};
+    struct mt_search_result one;
+    struct mt_agent *a = r->a;
+    enum mt_status st = MT_OK;
+    size_t i, n = r->n_sources, k;
+
+    for (i = 0; st == MT_OK && i < n; i++)
+        st = search_one(a, idx, query, r->sources[i], &res[i], err);
+    for (k = 0; st == MT_OK && k < a->p.rerank_k; k++) {
+        size_t best = n;
+
+        for (i = 0; i < n; i++)
+            if (at[i] < res[i]->n &&
+                (best == n ||
+                 res[i]->hits[at[i]].score > res[best]->hits[at[best]].score))
+                best = i;
+        if (best == n)
+            break;
+        one = *res[best];
+        one.hits = &res[best]->hits[at[best]++];
+        one.n = 1;
+        st = put_hits(a, &one, passages, ids);
+    }
+    for (i = 0; i < n; i++)
+        mt_search_result_free(res[i]);
+    return st;
+}
+
+enum mt_status mt_agent_search(const struct run *r, const char *query,
+                               json_t *passages, json_t *ids,
+                               struct mt_error *err)
+{
+    struct mt_agent *a = r->a;
+    struct mt_search_result *res = NULL;
+    struct mt_index *idx = NULL;
+    enum mt_status st;
+
+    if (!a->p.db_dir)
+        return MT_OK;
+    st = borrow(a, &idx, err);
+    if (st != MT_OK)
+        return st;
+    if (r->n_sources > 1) {
+        st = search_sources(r, idx, query, passages, ids, err);
+    } else {
+        st = search_one(a, idx, query, r->n_sources ? r->sources[0] : NULL,
+                        &res, err);
+        if (st == MT_OK)
+            st = put_hits(a, res, passages, ids);
+        mt_search_result_free(res);
+    }
     give_back(a, idx);
     return st;
 }

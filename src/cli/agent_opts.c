@@ -26,6 +26,7 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         get_u32(a, "retrieve-k", 1, 10000, &p->retrieve_k) < 0 ||
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
+        get_u32(a, "evidence-tokens", 100, 10000000, &p->evidence_tokens) < 0 ||
         cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
         cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
         cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
@@ -60,5 +61,17 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->prompts_dir = cli_get(a, "prompts");
     p->few_shot_path = cli_get(a, "few-shot");
     p->reranker_spec = cli_get(a, "reranker");
+    p->no_retrieval = cli_get(a, "no-retrieval") != NULL;
+    p->sources = cli_get_all(a, "source", &p->n_sources);
+    if (p->n_sources > MT_AGENT_MAX_SOURCES) {
+        fprintf(stderr, "medtrust: at most %d --source options\n",
+                MT_AGENT_MAX_SOURCES);
+        return -1;
+    }
+    if (p->no_retrieval && p->db_dir) {
+        fprintf(stderr, "medtrust: --no-retrieval and --db exclude each "
+                        "other\n");
+        return -1;
+    }
     return read_numbers(a, p);
 }

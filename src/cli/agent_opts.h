@@ -9,8 +9,18 @@
 #define AGENT_OPTS                                                             \
     {"strategy", 'S', "S", "react-reflex (default), guards or single", 0},     \
         {"db", 'd', "DIR",                                                     \
-         "corpus store searched by react-reflex "                              \
-         "(default: none, the agent relies on the model)",                     \
+         "corpus store searched by react-reflex (required by react-reflex "    \
+         "unless --no-retrieval)",                                             \
+         0},                                                                   \
+        {"no-retrieval", 0, NULL,                                              \
+         "run react-reflex without a corpus: search finds nothing (named in "  \
+         "the trace and the run record)",                                      \
+         0},                                                                   \
+        {"source", 0, "NAME",                                                  \
+         "search only this corpus source (repeatable: their union)", 1},       \
+        {"evidence-tokens", 0, "N",                                            \
+         "token budget of the trajectory and passages shown to MedEval and "   \
+         "MedReFlex; oldest passages dropped first (12000)",                   \
          0},                                                                   \
         {"llm", 'l', "SPEC",                                                   \
          "model for every role: openai:URL#MODEL or "                          \

@@ -8,7 +8,7 @@
 #include "medtrust/model.h"
 #include "medtrust/status.h"
 
-#define CLI_MAX_OPTS 32
+#define CLI_MAX_OPTS 48
 
 struct cli_opt {
     const char *name; /* long name, without "--" */

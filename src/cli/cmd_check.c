@@ -61,7 +61,7 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
 {
     struct mt_buf b = MT_BUF_INIT(READ_MAX);
     struct mt_check_result r;
-    struct mt_note n = {a->pos[0], NULL, 0, NULL, 0};
+    struct mt_note n = {a->pos[0], NULL, 0, NULL, 0, NULL, 0};
     enum mt_status st = read_note(a->pos[0], &b, err);
     char *js;
 

@@ -232,8 +232,13 @@ static void check_note(size_t i, void *user)
 {
     struct run_state *s = user;
     struct note *x = &s->notes[i];
-    struct mt_note nt = {x->id, x->text, strlen(x->text), x->sents,
-                         x->sents ? strlen(x->sents) : 0};
+    struct mt_note nt = {x->id,
+                         x->text,
+                         strlen(x->text),
+                         x->sents,
+                         x->sents ? strlen(x->sents) : 0,
+                         NULL,
+                         0};
     struct mt_check_result r;
     struct mt_error err = {MT_OK, ""};
     enum mt_status st;
@@ -361,9 +366,17 @@ static void summary(const struct run_state *s, const struct cli_args *a,
             (unsigned long long)u->completion_tokens, u->estimated_calls,
             u->llm_calls);
     failed_ids(s, cli_get(a, "fallback-on-failure") != NULL);
+    if (cli_get(a, "no-retrieval"))
+        fprintf(stderr, "mediqa: --no-retrieval: MedReAct searched no "
+                        "corpus\n");
     if (!cli_get(a, "json"))
         return;
-    printf("{\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
+    printf("{\"strategy\":\"%s\",\"retrieval\":\"%s\",",
+           cli_get(a, "strategy") ? cli_get(a, "strategy") : "react-reflex",
+           cli_get(a, "no-retrieval") ? "none (--no-retrieval)"
+           : cli_get(a, "db")         ? "corpus"
+                                      : "not used");
+    printf("\"notes\":%zu,\"resumed\":%zu,\"checked\":%zu,\"failed\":%zu,"
            "\"fallback_verdicts\":%zu,\"llm_calls\":%u,\"critical_calls\":"
            "%u,\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
            "\"estimated_token_calls\":%u,\"failed_calls\":%u,"

@@ -45,6 +45,8 @@ struct check_arg {
     char *sentences; /* MEDEC Sentences field, or NULL */
     size_t slen;
     char id[32]; /* "run-ID": the note id that routes steps to the job */
+    char *sources[MT_AGENT_MAX_SOURCES]; /* "source" filter, or none */
+    size_t n_sources;
 };
 
 const char *mt_srv_llm_spec(const struct mt_server *s, const char *role)
@@ -242,6 +244,8 @@ static void arg_free(void *p)
     mt_agent_close(a->own);
     mt_free(a->note);
     mt_free(a->sentences);
+    while (a->n_sources > 0)
+        mt_free(a->sources[--a->n_sources]);
     mt_free(a);
 }
 
@@ -249,7 +253,9 @@ static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct check_arg *a = arg;
-    struct mt_note n = {a->id, a->note, a->len, a->sentences, a->slen};
+    struct mt_note n = {a->id,        a->note, a->len,
+                        a->sentences, a->slen, (const char *const *)a->sources,
+                        a->n_sources};
     struct mt_check_result r;
     enum mt_status st = mt_agent_check(a->agent, &n, &r, err);
     char *txt = st == MT_OK ? mt_check_result_json(&r, 1) : NULL;
@@ -266,6 +272,40 @@ static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== The route ==== */
 
+/* Reads "source" (a name or an array of names: their union) into a;
+ * returns -1 after answering 400. */
+static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
+{
+    json_t *src = json_object_get(o, "source");
+    json_t *one = json_is_array(src) ? NULL : src;
+    size_t n = json_is_array(src) ? json_array_size(src) : (src ? 1 : 0);
+    size_t i;
+
+    if (json_is_null(src))
+        n = 0;
+    if (n > MT_AGENT_MAX_SOURCES) {
+        mt_srv_error(rs, 400, "\"source\" names at most %d sources",
+                     MT_AGENT_MAX_SOURCES);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        json_t *v = one ? one : json_array_get(src, i);
+
+        if (!json_is_string(v) || json_string_length(v) == 0 ||
+            json_string_length(v) >= SRV_SOURCE_MAX) {
+            mt_srv_error(rs, 400,
+                         "\"source\" must be a source name (or an array of "
+                         "them) of at most %d bytes",
+                         SRV_SOURCE_MAX - 1);
+            return -1;
+        }
+        a->sources[a->n_sources] = mt_strdup(json_string_value(v));
+        if (!a->sources[a->n_sources++])
+            return -1;
+    }
+    return 0;
+}
+
 /* Reads mt_srv_check_fields into set[]; -1 after a 400. */
 static int read_settings(json_t *o, double *set, struct srv_resp *rs)
 {
@@ -277,7 +317,7 @@ static int read_settings(json_t *o, double *set, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads {"note","strategy","sentences"} and the settings of
+/* Reads {"note","strategy","sentences","source"} and the settings of
  * mt_srv_check_fields into a new job argument. */
 static struct check_arg *read_body(const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
@@ -309,7 +349,8 @@ static struct check_arg *read_body(const struct srv_req *rq,
         a->note = mt_strdup(note);
         a->slen = sents ? strlen(sents) : 0;
         a->sentences = sents ? mt_strdup(sents) : NULL;
-        if (!a->note || (sents && !a->sentences)) {
+        if (!a->note || (sents && !a->sentences) ||
+            read_sources(o, a, rs) != 0) {
             arg_free(a);
             a = NULL;
         }
@@ -342,6 +383,28 @@ static int llm_configured(struct mt_server *s, enum mt_strategy st,
     return 0;
 }
 
+/* Each "source" must name a corpus of the store: 400 up front, not a
+ * run that finds nothing. Returns 0 after answering 400. */
+static int sources_known(struct srv_lease *l, const struct check_arg *a,
+                         struct srv_resp *rs)
+{
+    struct mt_error err = {MT_OK, ""};
+    int64_t sid;
+    size_t i;
+
+    for (i = 0; i < a->n_sources; i++) {
+        if (mt_store_source_find(l->store, a->sources[i], &sid, &err) !=
+            MT_ENOTFOUND)
+            continue;
+        mt_srv_error(rs, 400,
+                     "no source named '%s' in this store; GET /v1/sources "
+                     "lists them",
+                     a->sources[i]);
+        return 0;
+    }
+    return 1;
+}
+
 /* Records the run and queues the job; returns the run id or 0. */
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct check_arg *a,
@@ -355,6 +418,11 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     mt_sha256_hex(a->note, a->len, h);
+    if (st == MT_OK && !sources_known(l, a, rs)) {
+        mt_srv_lease_put(s, l);
+        arg_free(a);
+        return 0;
+    }
     if (st == MT_OK)
         st = mt_run_create(l->store, rq->user.id, rq->user.name, "check", h,
                            &id, &err);

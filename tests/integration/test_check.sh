@@ -11,8 +11,9 @@ export MEDTRUST_LLM_TIMEOUT=20
 unset MEDTRUST_LLM
 
 printf 'A 62-year-old man has crushing chest pain.\nECG shows ST elevation in II, III and aVF.\nHe is given aspirin and sent home.\n' >"$TMP/note.txt"
+nr() { [ "$1" = react-reflex ] && echo --no-retrieval; } # no corpus here
 for s in react-reflex guards single; do
-    "$MT" check --llm "$SPEC" --strategy "$s" --json "$TMP/note.txt" \
+    "$MT" check --llm "$SPEC" --strategy "$s" $(nr "$s") --json "$TMP/note.txt" \
         >"$TMP/$s.json" 2>"$TMP/err"
     if py "$TMP/$s.json" "$s" <<'PY'; then
 import json, sys
@@ -34,7 +35,7 @@ PY
 done
 
 # react-reflex with retrieval: search() reads a BM25 index built now.
-"$MT" index --db "$TMP/db" --input "$DATA/pubmedqa/corpus.jsonl" \
+"$MT" index --db "$TMP/db" --input "$DATA/pubmedqa/corpus.jsonl" --source pubmedqa \
     --no-progress >/dev/null 2>&1
 "$MT" check --llm "$SPEC" --db "$TMP/db" --json "$TMP/note.txt" \
     >"$TMP/db.json" 2>"$TMP/err"
@@ -50,6 +51,40 @@ else
     not_ok "react-reflex with --db" "$(head -c 400 "$TMP/db.json")" "$(tail -3 "$TMP/err")"
 fi
 
+# No silent degradation: react-reflex without a corpus is refused, and
+# --no-retrieval says so in the trace.
+if ! "$MT" check --llm "$SPEC" --json "$TMP/note.txt" >/dev/null 2>"$TMP/err" &&
+    grep -q -- "--no-retrieval" "$TMP/err" &&
+    py "$TMP/react-reflex.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert any(t.get("step") == "retrieval" and "--no-retrieval" in t["rule"]
+           for t in r["trace"]), r["trace"][:2]
+PY
+    ok "react-reflex without --db is refused; --no-retrieval is named in the trace"
+else
+    not_ok "react-reflex without a corpus" "$(tail -2 "$TMP/err")"
+fi
+
+# --source (repeatable) reaches search(); a source the store lacks is
+# refused up front.
+"$MT" check --llm "$SPEC" --db "$TMP/db" --source nosuch --json \
+    "$TMP/note.txt" >/dev/null 2>"$TMP/err0"
+rc0=$?
+"$MT" check --llm "$SPEC" --db "$TMP/db" --source pubmedqa --source pubmedqa \
+    --json "$TMP/note.txt" >"$TMP/src1.json" 2>"$TMP/err1"
+if [ $rc0 -eq 1 ] && grep -q "source nosuch" "$TMP/err0" &&
+    py "$TMP/src1.json" <<'PY'; then
+import json, sys
+s = [t for t in json.load(open(sys.argv[1]))["trace"] if t.get("step") == "search"]
+assert s[0]["sources"] == ["pubmedqa", "pubmedqa"] and s[0]["hits"], s[0]
+assert len(set(s[0]["hits"])) <= 20
+PY
+    ok "check --source filters search() by corpus source; unknown ones are refused"
+else
+    not_ok "check --source (rc $rc0)" "$(tail -2 "$TMP/err0")" "$(tail -2 "$TMP/err1")"
+fi
+
 # Chinese and Arabic MedErrBench notes (the first validation note of each).
 for lang in CN ARA; do
     csv="$DATA/mederrbench/validation/reviewed_data_${lang}_validation.csv"
@@ -60,8 +95,8 @@ row = next(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
 open(sys.argv[2], "w", encoding="utf-8").write(row["Text"])
 PY
     for s in react-reflex guards single; do
-        "$MT" check --llm "$SPEC" --strategy "$s" --json "$TMP/$lang.txt" \
-            >"$TMP/out.json" 2>"$TMP/err"
+        "$MT" check --llm "$SPEC" --strategy "$s" $(nr "$s") --json \
+            "$TMP/$lang.txt" >"$TMP/out.json" 2>"$TMP/err"
         if py "$TMP/out.json" "$TMP/$lang.txt" "$lang" <<'PY'; then
 import json, sys, re
 r = json.load(open(sys.argv[1], encoding="utf-8"))

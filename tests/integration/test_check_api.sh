@@ -49,6 +49,17 @@ assert l["check"]["note_bytes"] == 262144 and l["body_bytes"] > 0, l
 PY
     ok "/v1/limits lists each setting's bounds and default"
 else not_ok "/v1/limits" "$(head -c 400 "$TMP/body")"; fi
+expect "a check naming an unknown source is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"He is given aspirin.","source":["pubmedqa","nosuch"]}'
+expect "a source that is not a name is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"He is given aspirin.","source":[7]}'
+expect "check with \"source\" is queued (202)" 202 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"He is given aspirin and sent home.","strategy":"react-reflex","source":["pubmedqa"]}'
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/src.sse"
+if grep -q '"sources":\["pubmedqa"\]' "$TMP/src.sse"; then
+    ok "POST /v1/check \"source\" reaches react-reflex's search()"
+else not_ok "check with source" "$(head -c 400 "$TMP/src.sse")"; fi
 for s in react-reflex guards single; do
     expect "check --strategy $s is queued (202)" 202 "${A[@]}" "$U/v1/check" \
         -d "$(body $s)"

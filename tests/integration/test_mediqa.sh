@@ -91,7 +91,8 @@ fi
 # --fallback-on-failure still writes their lines.
 for s in guards react-reflex single; do
     stub_start "fault-$s" --fault-rate 0.3 --seed 11
-    "$MT" mediqa --llm "$SPEC" --data "$TMP/s40.csv" --strategy "$s" \
+    nr=$([ "$s" = react-reflex ] && echo --no-retrieval) # no corpus here
+    "$MT" mediqa --llm "$SPEC" --data "$TMP/s40.csv" --strategy "$s" $nr \
         --retries 0 --out "$TMP/f.txt" --jobs 8 --trace "$TMP/f.jsonl" \
         --no-progress --json --fallback-on-failure >"$TMP/f.json" 2>"$TMP/err"
     rc=$?
@@ -100,6 +101,10 @@ for s in guards react-reflex single; do
 import json, sys
 summ = json.load(open(sys.argv[1]))
 assert int(sys.argv[4]) == (1 if summ["failed_ids"] else 0), summ
+# the run record names a run without retrieval
+assert summ["retrieval"] == ("none (--no-retrieval)"
+                             if summ["strategy"] == "react-reflex"
+                             else "not used"), summ
 log = open(sys.argv[2]).read().split("\n")
 n500 = sum(1 for l in log if l.startswith("500 "))
 ngarb = sum(1 for l in log if l.startswith("GARBLED "))

@@ -137,17 +137,25 @@ static void test_match_arabic_ignores_diacritics(void **state)
 
 static void test_medeval_uses_true_minimum(void **state)
 {
-    static const int buggy[] = {5, 5, 5, 5, 2};
+    static const int buggy[] = {2, 5, 5, 5, 5};
+    static const int last_low[] = {5, 5, 5, 5, 2};
     static const int ok[] = {4, 4, 4, 4, 3};
     static const int low_mean[] = {4, 4, 4, 3, 3};
     double mean;
     int min;
 
     (void)state;
-    /* mean 4.4 passes, but one reviewer gave 2: the running minimum of
-     * averages (4.4) would have accepted it */
+    /* mean 4.4 passes, but the first reviewer gave 2. The published code's
+     * "minimum" is min(mean of all, last score) = 4.4, so it accepted;
+     * the true minimum is 2 and rejects */
     CHECK(mt_medeval_accept(buggy, 5, 3.8, 3, &mean, &min) == 0);
     CHECK(min == 2 && mean > 4.39 && mean < 4.41);
+    CHECK(mtx_medeval_published_min(buggy, 5) > 4.39);
+    CHECK(mtx_medeval_published_min(buggy, 5) < 4.41);
+    /* a low LAST score is one the published rule already rejects */
+    CHECK(mtx_medeval_published_min(last_low, 5) == 2);
+    CHECK(mt_medeval_accept(last_low, 5, 3.8, 3, &mean, &min) == 0);
+    CHECK(mtx_medeval_published_min(ok, 1) == 4);
     CHECK(mt_medeval_accept(ok, 5, 3.8, 3, &mean, &min) == 1);
     CHECK(mt_medeval_accept(low_mean, 5, 3.8, 3, &mean, &min) == 0);
     CHECK(mt_medeval_accept(ok, 0, 3.8, 3, &mean, &min) == 0);
@@ -321,6 +329,7 @@ static struct mt_agent *open_agent(const struct astub *s, enum mt_strategy st)
 
     mt_agent_default_params(&p);
     p.strategy = st;
+    p.no_retrieval = 1; /* no corpus in these tests */
     p.llm_spec = s->spec;
     p.llm.max_retries = 0;
     p.llm.timeout_s = 10;
@@ -331,7 +340,7 @@ static struct mt_agent *open_agent(const struct astub *s, enum mt_strategy st)
 
 static void check_note(struct mt_agent *a, struct mt_check_result *r)
 {
-    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0};
+    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
     struct mt_error err;
 
     CHECK_OK(mt_agent_check(a, &n, r, &err));
@@ -388,14 +397,16 @@ static void test_react_rejects_on_true_minimum_for_all_rounds(void **state)
     struct mt_check_result r;
 
     (void)state;
-    astub_start(&s, "--eval-finals", "5,5,5,5,2", NULL);
+    astub_start(&s, "--eval-finals", "2,5,5,5,5", NULL);
     a = open_agent(&s, MT_STRATEGY_REACT_REFLEX);
     check_note(a, &r);
-    /* every round: search, final_mistake, MedEval (rejected); a
-     * reflection between rounds; after 5 rounds: no error */
+    /* every round: search, final_mistake, MedEval (rejected although the
+     * published rule would accept); a reflection between rounds; after
+     * 5 rounds: no error */
     CHECK(r.error_flag == 0);
     CHECK(r.usage.llm_calls == 5 * 3 + 4);
     CHECK(strstr(r.trace, "\"accepted\":true") == NULL);
+    CHECK(strstr(r.trace, "would have decided otherwise") != NULL);
     mt_check_result_free(&r);
     mt_agent_close(a);
     astub_stop(&s);
@@ -406,7 +417,7 @@ static void test_bad_input_is_refused(void **state)
     struct astub s;
     struct mt_agent *a;
     struct mt_check_result r;
-    struct mt_note n = {"t", "   \n ", 5, NULL, 0};
+    struct mt_note n = {"t", "   \n ", 5, NULL, 0, NULL, 0};
     struct mt_error err;
     char *big;
 

@@ -7,7 +7,74 @@
 #include "medtrust/check.h"
 #include "medtrust/qa.h"
 #include "medtrust/core.h"
+#include "medtrust/index.h"
+#include "medtrust/store.h"
 #include "script.h"
+
+/* ==== A small corpus in two sources ==== */
+
+static char tmp_dir[64];
+static char db_dir[96];
+
+static int ingest(struct mt_store *s, const char *name, const char *docs)
+{
+    struct mt_ingest_params ip;
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s.jsonl", tmp_dir, name);
+    f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(docs, f);
+    fclose(f);
+    mt_ingest_default_params(&ip);
+    ip.source = name;
+    return mt_store_ingest_jsonl(s, path, &ip, NULL, NULL) == MT_OK ? 0 : -1;
+}
+
+static const char guide_docs[] =
+    "{\"id\":\"G1\",\"title\":\"STEMI\",\"text\":\"Inferior STEMI "
+    "needs emergency reperfusion by primary PCI.\"}\n"
+    "{\"id\":\"G2\",\"title\":\"Aspirin\",\"text\":\"Aspirin "
+    "loading dose is 300 mg chewed.\"}\n"
+    "{\"id\":\"G3\",\"title\":\"Troponin\",\"text\":\"Troponin "
+    "rises three hours after myocardial injury.\"}\n"
+    "{\"id\":\"G4\",\"title\":\"Discharge\",\"text\":\"Patients "
+    "with infarction are never discharged home from the emergency "
+    "department.\"}\n";
+static const char wiki_docs[] =
+    "{\"id\":\"W1\",\"title\":\"Reperfusion\",\"text\":\"Wiki "
+    "article: reperfusion restores blood flow after STEMI.\"}\n";
+
+static int make_db(void **state)
+{
+    struct mt_store *s = NULL;
+    int rc = -1;
+
+    (void)state;
+    mt_jsonl_init_alloc();
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mt-scripted-XXXXXX");
+    if (!mkdtemp(tmp_dir))
+        return -1;
+    snprintf(db_dir, sizeof db_dir, "%s/db", tmp_dir);
+    if (mt_store_open(db_dir, NULL, &s, NULL) == MT_OK &&
+        ingest(s, "guidelines", guide_docs) == 0 &&
+        ingest(s, "wiki", wiki_docs) == 0 &&
+        mt_index_build(s, NULL, NULL, NULL) == MT_OK)
+        rc = 0;
+    mt_store_close(s);
+    return rc;
+}
+
+static int remove_db(void **state)
+{
+    char cmd[128];
+
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
 
 static const char note_text[] =
     "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
@@ -39,7 +106,7 @@ static struct mt_agent *open_agent(const struct script *s,
 
 static void check_note(struct mt_agent *a, struct mt_check_result *r)
 {
-    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0};
+    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
     struct mt_error err;
 
     CHECK_OK(mt_agent_check(a, &n, r, &err));
@@ -78,6 +145,301 @@ static void test_server_plays_queues_and_records_requests(void **state)
     mt_check_result_free(&r);
     mt_agent_close(a);
     script_stop(&s);
+}
+
+/* ==== MedReAct'N'MedReFlex ==== */
+
+static struct mt_agent *open_react(const struct script *s, uint32_t rounds,
+                                   uint32_t budget)
+{
+    struct mt_agent_params p;
+
+    mt_agent_default_params(&p);
+    p.db_dir = db_dir;
+    if (rounds)
+        p.max_rounds = rounds;
+    if (budget)
+        p.evidence_tokens = budget;
+    return open_with(s, &p);
+}
+
+/* The request of 'role' number i (0-based) as text (free with free()). */
+static char *nth_text(const struct script *s, const char *role, size_t i)
+{
+    json_t *reqs = script_requests(s, role);
+    char *t = i < json_array_size(reqs) ? script_text(json_array_get(reqs, i))
+                                        : strdup("");
+
+    json_decref(reqs);
+    return t;
+}
+
+static const char loop_scenario[] =
+    "react search STEMI reperfusion\n"
+    "react search aspirin loading dose\n"
+    "react search troponin rise\n"
+    "react search discharged infarction\n"
+    "react search reperfusion\n"
+    "react final 2 He is given aspirin and taken for primary PCI.\n"
+    "react final 2 He is given aspirin and sent for primary PCI.\n"
+    "eval scores 4\neval scores 4\neval scores 4\neval scores 4\n"
+    "eval scores 2\n"
+    "eval scores 5\neval scores 5\neval scores 5\neval scores 5\n"
+    "eval scores 5\n"
+    "reflect {\"reflection\":\"no answer\",\"plan\":\"plan one\"}\n"
+    "reflect {\"reflection\":\"too low\",\"plan\":\"plan two\"}\n"
+    "parser answer 2 He is given aspirin and sent for PCI.\n";
+
+/* N = 4: four searches (the fourth too), then MedReFlex, which reads
+ * every passage; MedEval samples 5 reviews in one request and reads the
+ * passages; a rejection (4,4,4,4,2) goes to MedReFlex with all five
+ * reviews; the lessons reach the next round; MedFinalParser sees the
+ * note and the accepted answer. */
+static void test_react_searches_n_times_then_reflects(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    json_t *ev;
+    char roles[512];
+    char *t;
+
+    (void)state;
+    script_start(&s, loop_scenario);
+    a = open_react(&s, 0, 0);
+    check_note(a, &r);
+    CHECK(strcmp(script_roles(&s, roles, sizeof roles),
+                 "react react react react reflect react react eval reflect "
+                 "react eval parser") == 0);
+    t = nth_text(&s, "react", 3); /* the 4th step may still search */
+    CHECK(strstr(t, "one step left") == NULL);
+    CHECK(script_count(t, "Observation: passages found") == 3);
+    free(t);
+    t = nth_text(&s, "reflect", 0); /* all four searches' passages */
+    CHECK(strstr(t, "Inferior STEMI needs emergency reperfusion") != NULL);
+    CHECK(strstr(t, "Aspirin loading dose is 300 mg") != NULL);
+    CHECK(strstr(t, "Troponin rises three hours") != NULL);
+    CHECK(strstr(t, "never discharged home") != NULL);
+    CHECK(strstr(t, "(no answer)") != NULL);
+    free(t);
+    ev = script_requests(&s, "eval");
+    CHECK(json_integer_value(json_object_get(
+              json_object_get(json_array_get(ev, 0), "request"), "n")) == 5);
+    json_decref(ev);
+    t = nth_text(&s, "eval", 0);
+    CHECK(strstr(t, "Wiki article: reperfusion restores") != NULL);
+    CHECK(strstr(t, "taken for primary PCI") != NULL);
+    free(t);
+    t = nth_text(&s, "reflect", 1); /* all five reviews, the first lesson */
+    CHECK(script_count(t, "Reviewer ") == 5);
+    CHECK(strstr(t, "Reviewer 5: validity 2") != NULL);
+    CHECK(strstr(t, "plan one") != NULL);
+    free(t);
+    t = nth_text(&s, "react", 6); /* round 3 remembers both lessons */
+    CHECK(strstr(t, "plan one") && strstr(t, "plan two"));
+    free(t);
+    t = nth_text(&s, "parser", 0);
+    CHECK(strstr(t, "2 | He is given aspirin and sent home.") != NULL);
+    CHECK(strstr(t, "sent for primary PCI") != NULL);
+    free(t);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    CHECK(strcmp(r.corrected_sentence,
+                 "He is given aspirin and sent for PCI.") == 0);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* M = 5 rounds, each rejected: four reflections between them, then "no
+ * error" without a parser call. */
+static void test_react_concludes_no_error_after_m_rounds(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char roles[512];
+
+    (void)state;
+    script_start(&s, "react final 2 He is admitted.\n"
+                     "eval scores 2\n"
+                     "reflect {\"reflection\":\"r\",\"plan\":\"p\"}\n");
+    a = open_react(&s, 0, 0);
+    check_note(a, &r);
+    script_roles(&s, roles, sizeof roles);
+    CHECK(script_count(roles, "react") == 5);
+    CHECK(script_count(roles, "eval") == 5);
+    CHECK(script_count(roles, "reflect") == 4);
+    CHECK(script_count(roles, "parser") == 0);
+    CHECK(r.error_flag == 0 && r.sentence_id == -1);
+    CHECK(strstr(r.trace, "no answer accepted in any round") != NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* The case the published rule gets wrong: one low score that is not the
+ * last (2,5,5,5,5, mean 4.4). The published "minimum" is 4.4 and accepts;
+ * the true minimum is 2 and rejects. */
+static void test_medeval_rejects_what_the_published_rule_accepted(void **st)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+
+    (void)st;
+    script_start(&s, "react final 2 He is admitted.\n"
+                     "eval scores 2\neval scores 5\n");
+    a = open_react(&s, 1, 0);
+    check_note(a, &r);
+    CHECK(r.error_flag == 0);
+    CHECK(strstr(r.trace, "\"finals\":[2,5,5,5,5]") != NULL);
+    CHECK(strstr(r.trace, "\"accepted\":false") != NULL);
+    CHECK(strstr(r.trace, "\"published_min\":4.4") != NULL);
+    CHECK(strstr(r.trace, "would have decided otherwise") != NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* A token budget too small for every passage drops the oldest first and
+ * says so. */
+static void test_evidence_budget_drops_oldest_passages(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char *t;
+
+    (void)state;
+    script_start(&s, "react search troponin\n"
+                     "react search aspirin loading\n"
+                     "react final 2 He is admitted.\n"
+                     "eval scores 5\n"
+                     "parser answer 2 He is admitted.\n");
+    a = open_react(&s, 1, 90);
+    check_note(a, &r);
+    t = nth_text(&s, "eval", 0);
+    CHECK(strstr(t, "Troponin rises") == NULL);
+    CHECK(strstr(t, "Aspirin loading dose") != NULL);
+    CHECK(strstr(t, "1 passages of this search left out") != NULL);
+    free(t);
+    CHECK(strstr(r.trace, "\"step\":\"evidence_budget\"") != NULL);
+    CHECK(strstr(r.trace, "\"passages_dropped\":1") != NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+static void parser_case(const char *parser_line, const char *corr)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char sc[512];
+
+    snprintf(sc, sizeof sc,
+             "react final 2 He is given aspirin and admitted.\n"
+             "eval scores 5\n%s\n",
+             parser_line);
+    script_start(&s, sc);
+    a = open_react(&s, 1, 0);
+    check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    CHECK(strcmp(r.corrected_sentence, corr) == 0);
+    CHECK(strstr(r.trace, "\"step\":\"parser_disagreed\"") != NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* The parser formats, it does not decide: a reply saying "no error"
+ * keeps MedEval's verdict and MedReAct's wording; one naming another
+ * sentence keeps the sentence and lends only its wording. Both are
+ * recorded. */
+static void test_parser_formats_but_never_decides(void **state)
+{
+    (void)state;
+    parser_case("parser answer -1", "He is given aspirin and admitted.");
+    parser_case("parser answer 1 He is given aspirin, then admitted.",
+                "He is given aspirin, then admitted.");
+}
+
+/* Without a corpus react-reflex refuses; --no-retrieval runs it and the
+ * trace says so. */
+static void test_react_without_corpus_needs_no_retrieval(void **state)
+{
+    struct script s;
+    struct mt_agent_params p;
+    struct mt_agent *a = NULL;
+    struct mt_check_result r;
+    struct mt_error err;
+    char *t;
+
+    (void)state;
+    script_start(&s, "react search aspirin\nreact final 2 He is admitted.\n"
+                     "eval scores 5\nparser answer 2 He is admitted.\n");
+    mt_agent_default_params(&p);
+    p.llm_spec = s.spec;
+    CHECK(mt_agent_open(&p, &a, &err) == MT_EINVAL && a == NULL);
+    CHECK(strstr(err.msg, "--no-retrieval") && strstr(err.msg, "--db"));
+    p.no_retrieval = 1;
+    a = open_with(&s, &p);
+    check_note(a, &r);
+    CHECK(strstr(r.trace, "--no-retrieval: MedReAct runs without a corpus") !=
+          NULL);
+    t = nth_text(&s, "react", 1);
+    CHECK(strstr(t, "No medical corpus is configured") != NULL);
+    free(t);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+static void source_case(const char *const *agent_src, size_t na,
+                        const char *const *note_src, size_t nn, int want_g,
+                        int want_w)
+{
+    struct script s;
+    struct mt_agent_params p;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
+    struct mt_error err;
+    char *t;
+
+    script_start(&s, "react search reperfusion STEMI\n"
+                     "react final 2 He is admitted.\n"
+                     "eval scores 5\nparser answer 2 He is admitted.\n");
+    mt_agent_default_params(&p);
+    p.db_dir = db_dir;
+    p.sources = agent_src;
+    p.n_sources = na;
+    a = open_with(&s, &p);
+    n.sources = note_src;
+    n.n_sources = nn;
+    CHECK_OK(mt_agent_check(a, &n, &r, &err));
+    t = nth_text(&s, "react", 1);
+    CHECK((strstr(t, "Inferior STEMI needs") != NULL) == want_g);
+    CHECK((strstr(t, "Wiki article") != NULL) == want_w);
+    free(t);
+    CHECK(strstr(r.trace, "\"sources\":[") != NULL);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* --source NAME (repeatable) and a note's own sources (POST /v1/check):
+ * search() reads only those corpora. */
+static void test_source_filter_reaches_search(void **state)
+{
+    static const char *const wiki[] = {"wiki"};
+    static const char *const guide[] = {"guidelines"};
+    static const char *const both[] = {"wiki", "guidelines"};
+
+    (void)state;
+    source_case(wiki, 1, NULL, 0, 0, 1);
+    source_case(wiki, 1, guide, 1, 1, 0); /* the note's filter wins */
+    source_case(both, 2, NULL, 0, 1, 1);
 }
 
 /* ==== VerifAI ==== */
@@ -145,8 +507,15 @@ int main(void)
         cmocka_unit_test(test_server_plays_queues_and_records_requests),
         cmocka_unit_test(
             test_both_judges_read_claim_and_evidence_the_right_way),
+        cmocka_unit_test(test_react_searches_n_times_then_reflects),
+        cmocka_unit_test(test_react_concludes_no_error_after_m_rounds),
+        cmocka_unit_test(test_medeval_rejects_what_the_published_rule_accepted),
+        cmocka_unit_test(test_evidence_budget_drops_oldest_passages),
+        cmocka_unit_test(test_parser_formats_but_never_decides),
+        cmocka_unit_test(test_react_without_corpus_needs_no_retrieval),
+        cmocka_unit_test(test_source_filter_reaches_search),
     };
 
     mt_jsonl_init_alloc();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, make_db, remove_db);
 }
