@@ -11,7 +11,7 @@
 #include "medtrust/core.h"
 #include "model/embed.h"
 
-#define EMBED_BATCH 32
+#define EMBED_BATCH 128 /* texts per embedder call: enough for every thread */
 
 static const struct cli_opt embed_opts[] = {
     {"cache", 0, "FILE",

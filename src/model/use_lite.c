@@ -23,6 +23,7 @@ struct call {
     const struct use_lite *u;
     const struct mt_str *texts;
     size_t n;
+    size_t batch; /* texts per batch in this call */
     float *out;
     enum mt_status *st; /* per batch */
     size_t *clipped;    /* per batch: texts cut to MT_UL_MAX_LEN tokens */
@@ -66,18 +67,29 @@ static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
 static void batch_task(size_t b, void *arg)
 {
     const struct call *c = arg;
-    size_t lo = b * c->u->batch;
-    size_t hi = lo + c->u->batch < c->n ? lo + c->u->batch : c->n;
+    size_t lo = b * c->batch;
+    size_t hi = lo + c->batch < c->n ? lo + c->batch : c->n;
 
     c->st[b] = run_batch(c, lo, hi, &c->clipped[b]);
+}
+
+/* Texts per batch for a call of n: the configured batch, or fewer so
+ * that every thread gets one; a call of 32 texts (the embed command's,
+ * a batch by default) used to run on one thread of two. */
+static size_t call_batch(const struct use_lite *u, size_t n)
+{
+    size_t threads = u->pool ? mt_pool_size(u->pool) : 1;
+    size_t share = (n + threads - 1) / threads;
+
+    return share < u->batch ? (share ? share : 1) : u->batch;
 }
 
 static enum mt_status ul_embed(void *self, const struct mt_str *texts, size_t n,
                                float *out, struct mt_error *err)
 {
     struct use_lite *u = self;
-    struct call c = {u, texts, n, out, NULL, NULL};
-    size_t nb = (n + u->batch - 1) / u->batch, b, clipped = 0;
+    struct call c = {u, texts, n, call_batch(u, n), out, NULL, NULL};
+    size_t nb = (n + c.batch - 1) / c.batch, b, clipped = 0;
     enum mt_status st = MT_OK;
 
     if (n == 0)
