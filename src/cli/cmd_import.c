@@ -48,7 +48,7 @@ static const struct cli_opt import_opts[] = {
 
 static void on_progress(uint64_t done, uint64_t total, void *user)
 {
-    (void)total;
+    mt_progress_set_total(user, total / 1024);
     mt_progress_update(user, done / 1024);
 }
 

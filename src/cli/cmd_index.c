@@ -191,9 +191,11 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
 static char o_name[128];
 static const char *o_cache; /* --cache */
 
+/* The builder learns its total (chunks to index and embed) as it starts,
+ * so the line shows done/total, rate and ETA from the first update. */
 static void on_build(uint64_t done, uint64_t total, void *user)
 {
-    (void)total;
+    mt_progress_set_total(user, total);
     mt_progress_update(user, done);
 }
 

@@ -204,6 +204,13 @@ void mt_progress_update(struct mt_progress *p, uint64_t done)
     pthread_mutex_unlock(&p->mu);
 }
 
+void mt_progress_set_total(struct mt_progress *p, uint64_t total)
+{
+    pthread_mutex_lock(&p->mu);
+    p->params.total = total;
+    pthread_mutex_unlock(&p->mu);
+}
+
 void mt_progress_add(struct mt_progress *p, uint64_t n)
 {
     pthread_mutex_lock(&p->mu);

@@ -36,6 +36,10 @@ enum mt_status mt_progress_new(const struct mt_progress_params *params,
  * total or every plain_interval_s. Thread-safe (serialised internally). */
 void mt_progress_update(struct mt_progress *p, uint64_t done);
 
+/* Sets the number of items expected (0 = unknown), for a total learnt
+ * only once the work starts. Thread-safe. */
+void mt_progress_set_total(struct mt_progress *p, uint64_t total);
+
 /* Adds n to the items done; otherwise as mt_progress_update. Thread-safe. */
 void mt_progress_add(struct mt_progress *p, uint64_t n);
 

@@ -230,9 +230,14 @@ static enum mt_status embed_query(struct mt_server *s, const char *q,
     struct mt_str str = mt_str_from(q);
     enum mt_status st = MT_OK;
 
+    int64_t stamp = mt_srv_index_stamp(s);
+
     pthread_mutex_lock(&s->embed_mu);
-    if (!s->embed_tried) {
+    /* Tried again when the index changed: vectors built after the server
+     * started (make demo) switch dense and hybrid search on. */
+    if (!s->embedder && (!s->embed_tried || s->embed_stamp != stamp)) {
         s->embed_tried = 1;
+        s->embed_stamp = stamp;
         st = mt_index_peek_embedder(s->db_dir, s->embedder_spec,
                                     sizeof s->embedder_spec, &s->embed_dims,
                                     err);

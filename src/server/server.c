@@ -5,9 +5,11 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,13 +85,32 @@ void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l)
     pthread_mutex_unlock(&s->lease_mu);
 }
 
+int64_t mt_srv_index_stamp(const struct mt_server *s)
+{
+    char path[4200];
+    struct stat sb;
+
+    snprintf(path, sizeof path, "%s/index/MANIFEST", s->db_dir);
+    if (stat(path, &sb) != 0)
+        return 0;
+    return (int64_t)sb.st_ino * 1000003 + (int64_t)sb.st_size * 7919 +
+           (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+           (int64_t)sb.st_mtim.tv_nsec;
+}
+
 enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
                                   struct mt_error *err)
 {
+    int64_t stamp = mt_srv_index_stamp(s);
     enum mt_status st;
 
-    if (l->idx)
+    if (l->idx && l->idx_stamp == stamp)
         return MT_OK;
+    /* A rebuilt index (new MANIFEST) is picked up by the next request on
+     * this lease; a lease is used by one request at a time. */
+    mt_index_close(l->idx);
+    l->idx = NULL;
+    l->idx_stamp = stamp;
     st = mt_index_open(s->db_dir, &l->idx, err);
     if (st != MT_OK)
         mt_error_prefix(err, "no usable search index (build one with "

@@ -61,6 +61,7 @@ struct srv_resp {
 struct srv_lease {
     struct mt_store *store;
     struct mt_index *idx;
+    int64_t idx_stamp; /* mt_srv_index_stamp when idx was opened */
     struct srv_lease *next;
 };
 
@@ -120,6 +121,7 @@ struct mt_server {
     char embedder_spec[128];
     uint32_t embed_dims;
     int embed_tried;
+    int64_t embed_stamp; /* mt_srv_index_stamp of that try */
     /* rate limits */
     pthread_mutex_t rl_mu;
     struct srv_bucket *buckets; /* SRV_RL_SLOTS */
@@ -186,6 +188,11 @@ void mt_srv_resp_free(struct srv_resp *rs);
 enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
                                 struct mt_error *err);
 void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l);
+/* Identifies the index's current MANIFEST (inode, size, mtime; 0 when
+ * there is none): a change means `medtrust index` committed a new index,
+ * for example the vectors the demo builds after it starts serving BM25. */
+int64_t mt_srv_index_stamp(const struct mt_server *s);
+
 enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
                                   struct mt_error *err);
 
