@@ -32,7 +32,7 @@ echo 'bench-password' | "$MT" user add --db "$TMP/db" bench 2>/dev/null
 PID=$!
 for _ in $(seq 100); do grep -q listening "$TMP/out" && break; sleep 0.1; done
 U=http://127.0.0.1:$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$TMP/out")
-curl -s -c "$TMP/jar" "$U/v1/login" \
+curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"bench","password":"bench-password"}' >"$TMP/login"
 CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/login")
 export MT_TOKEN=$(curl -s -b "$TMP/jar" -H "X-CSRF-Token: $CSRF" -X POST \

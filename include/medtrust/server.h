@@ -36,6 +36,12 @@ struct mt_server_params {
                                   none */
     uint32_t max_conns_per_ip; /* connections from one client address,
                                   default 64; 0 = no cap */
+    uint32_t login_failures;   /* wrong passwords in a row that lock an
+                                  account (its address: 4x), default 5;
+                                  0 = no throttle */
+    double login_lock_s;       /* the first lock, doubled with each further
+                                  failure, default 2 */
+    double login_lock_max_s;   /* the longest lock, default 900 */
     uint32_t job_timeout_s;    /* a job is cancelled after this, default 600 */
     uint32_t session_ttl_s;    /* default 43200 (12 h) */
     int secure_cookies;        /* mark cookies Secure (when behind TLS) */

@@ -49,6 +49,14 @@ static const struct cli_opt serve_opts[] = {
      "connections from one client address, 0..100000, "
      "0 = no cap (default 64)",
      0},
+    {"login-failures", 0, "N",
+     "wrong passwords in a row that lock an account "
+     "(its address: 4 N), 0..1000, 0 = no throttle (default 5)",
+     0},
+    {"login-lock", 0, "S",
+     "the first lock in seconds, doubled with each "
+     "further wrong password up to 900, 1..3600 (default 2)",
+     0},
     {"job-timeout", 0, "S",
      "a job is cancelled after S seconds (default "
      "600)",
@@ -105,10 +113,15 @@ static int read_nums(struct cli_args *a, struct mt_server_params *p,
 static int read_guards(struct cli_args *a, struct mt_server_params *p)
 {
     unsigned long ht = p->header_timeout_s, mc = p->max_conns_per_ip;
+    unsigned long lf = p->login_failures, ll = (unsigned long)p->login_lock_s;
 
     if (cli_get_uint(a, "header-timeout", 0, 3600, &ht) < 0 ||
-        cli_get_uint(a, "max-conns-per-ip", 0, 100000, &mc) < 0)
+        cli_get_uint(a, "max-conns-per-ip", 0, 100000, &mc) < 0 ||
+        cli_get_uint(a, "login-failures", 0, 1000, &lf) < 0 ||
+        cli_get_uint(a, "login-lock", 1, 3600, &ll) < 0)
         return -1;
+    p->login_failures = (uint32_t)lf;
+    p->login_lock_s = (double)ll;
     p->header_timeout_s = (uint32_t)ht;
     p->max_conns_per_ip = (uint32_t)mc;
     return 0;

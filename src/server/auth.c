@@ -3,6 +3,7 @@
  * settings routes. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "medtrust/core.h"
 #include "server/srv_int.h"
@@ -137,6 +138,69 @@ static void set_cookie(const struct mt_server *s, struct srv_resp *rs,
 
 /* ==== Login, logout, registration ==== */
 
+/* Origin "scheme://HOST" names the Host this request was sent to. */
+static int same_origin(const char *origin, const char *host)
+{
+    const char *p = strstr(origin, "://");
+
+    return p && host && strcasecmp(p + 3, host) == 0;
+}
+
+/* Login and registration take only JSON, and only from this origin (or
+ * with no Origin, as curl and the CLI send): a foreign page can neither
+ * post a form nor a text/plain fetch that logs its visitor into the
+ * attacker's account (login CSRF). Returns 0, or -1 with 415 or 403. */
+static int form_ok(const struct srv_req *rq, struct srv_resp *rs)
+{
+    const char *ct = rq->header(rq->ctx, "Content-Type");
+    const char *origin = rq->header(rq->ctx, "Origin");
+
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+        (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
+        mt_srv_error(rs, 415, "Content-Type must be application/json");
+        return -1;
+    }
+    if (origin && !same_origin(origin, rq->header(rq->ctx, "Host"))) {
+        mt_srv_error(rs, 403,
+                     "a cross-origin request (Origin %.100s) cannot "
+                     "log in or register",
+                     origin);
+        return -1;
+    }
+    return 0;
+}
+
+/* 429 while the account or the address is locked after wrong passwords. */
+static int login_locked(struct mt_server *s, const struct srv_req *rq,
+                        const char *name, struct srv_resp *rs)
+{
+    unsigned wait = mt_srv_login_wait(s, name, rq->remote);
+
+    if (!wait)
+        return 0;
+    rs->retry_after = wait;
+    mt_srv_error(rs, 429,
+                 "too many wrong passwords: logins for this account or "
+                 "address are locked; retry in %u s",
+                 wait);
+    return 1;
+}
+
+static void login_failed(struct mt_server *s, struct srv_lease *l,
+                         struct srv_req *rq, const char *name,
+                         struct srv_resp *rs)
+{
+    unsigned lock = mt_srv_login_failed(s, name, rq->remote);
+
+    mt_srv_audit(s, l, rq, "login_failed",
+                 json_pack("{s:s}", "username", name));
+    if (lock)
+        mt_srv_audit(
+            s, l, rq, "login_locked",
+            json_pack("{s:s,s:i}", "username", name, "seconds", (int)lock));
+    mt_srv_error(rs, 401, "wrong user name or password");
+}
+
 static void login_ok(struct mt_server *s, struct srv_lease *l,
                      struct srv_req *rq, struct srv_resp *rs)
 {
@@ -167,17 +231,21 @@ void mt_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     enum mt_status st;
 
     (void)id;
-    if (two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
+    if (form_ok(rq, rs) != 0 ||
+        two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
         return;
+    if (login_locked(s, rq, name, rs)) { /* no password is even tried */
+        json_decref(o);
+        return;
+    }
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
         st = mt_user_verify(l->store, name, pw, &rq->user, &err);
     if (st == MT_OK) {
+        mt_srv_login_ok(s, name, rq->remote);
         login_ok(s, l, rq, rs);
     } else if (st == MT_ENOTFOUND) {
-        mt_srv_audit(s, l, rq, "login_failed",
-                     json_pack("{s:s}", "username", name));
-        mt_srv_error(rs, 401, "wrong user name or password");
+        login_failed(s, l, rq, name, rs);
     } else {
         mt_srv_fail(rs, st, &err);
     }
@@ -228,7 +296,8 @@ void mt_srv_register(struct mt_server *s, struct srv_req *rq,
     json_t *o = NULL;
     enum mt_status st;
 
-    if (two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
+    if (form_ok(rq, rs) != 0 ||
+        two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
         return;
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK && !registration_open(l, &err, &st) && st == MT_OK) {

@@ -1,6 +1,8 @@
 /* Per-account (and, before login, per-address) rate limits: token buckets
  * of rate_per_s tokens a second up to rate_burst, in a fixed open-addressed
- * table; when it is full the longest-idle bucket is reused. */
+ * table; when it is full the longest-idle bucket is reused. Also the
+ * failed-login throttle, per account name and per client address, in a
+ * table of the same shape. */
 #include <stdio.h>
 #include <string.h>
 
@@ -59,4 +61,105 @@ unsigned mt_srv_rate_take(struct mt_server *s, const char *key)
         wait = (unsigned)((1.0 - b->tokens) / rate) + 1;
     pthread_mutex_unlock(&s->rl_mu);
     return wait;
+}
+
+/* ==== Failed logins ==== */
+
+/* Finds key's entry or claims an empty or the longest-idle one. */
+static struct srv_throttle *throttle(struct mt_server *s, const char *key)
+{
+    size_t h = key_hash(key);
+    struct srv_throttle *oldest = NULL;
+    size_t i;
+
+    for (i = 0; i < 16; i++) {
+        struct srv_throttle *t = &s->throttle[(h + i) % SRV_RL_SLOTS];
+        if (strcmp(t->key, key) == 0)
+            return t;
+        if (!t->key[0] || !oldest || t->last < oldest->last)
+            oldest = t;
+        if (!t->key[0])
+            break;
+    }
+    memset(oldest, 0, sizeof *oldest);
+    snprintf(oldest->key, sizeof oldest->key, "%s", key);
+    return oldest;
+}
+
+static void keys(const char *name, const char *remote, char *ka, char *kb,
+                 size_t n)
+{
+    snprintf(ka, n, "a:%.70s", name ? name : "");
+    snprintf(kb, n, "ip:%.70s", remote ? remote : "");
+}
+
+static unsigned left(const struct srv_throttle *t, double now)
+{
+    return t->until > now ? (unsigned)(t->until - now) + 1 : 0;
+}
+
+unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
+                           const char *remote)
+{
+    char ka[80], kb[80];
+    unsigned a, b;
+    double now = mt_srv_now();
+
+    if (!s->p.login_failures)
+        return 0;
+    keys(name, remote, ka, kb, sizeof ka);
+    pthread_mutex_lock(&s->rl_mu);
+    a = left(throttle(s, ka), now);
+    b = left(throttle(s, kb), now);
+    pthread_mutex_unlock(&s->rl_mu);
+    return a > b ? a : b;
+}
+
+/* Counts a failure; past 'limit' failures the key is locked for
+ * login_lock_s, doubled with each failure after that (to login_lock_max_s).
+ * Returns the new lock's seconds, or 0. */
+static unsigned fail_one(struct mt_server *s, struct srv_throttle *t,
+                         uint32_t limit, double now)
+{
+    double lock = s->p.login_lock_s;
+    uint32_t k;
+
+    t->last = now;
+    if (++t->fails < limit)
+        return 0;
+    for (k = limit; k < t->fails && lock < s->p.login_lock_max_s; k++)
+        lock *= 2;
+    if (lock > s->p.login_lock_max_s)
+        lock = s->p.login_lock_max_s;
+    t->until = now + lock;
+    return (unsigned)lock;
+}
+
+unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
+                             const char *remote)
+{
+    char ka[80], kb[80];
+    unsigned a, b;
+    double now = mt_srv_now();
+
+    if (!s->p.login_failures)
+        return 0;
+    keys(name, remote, ka, kb, sizeof ka);
+    pthread_mutex_lock(&s->rl_mu);
+    a = fail_one(s, throttle(s, ka), s->p.login_failures, now);
+    /* one address may hold many users (NAT): four times the allowance */
+    b = fail_one(s, throttle(s, kb), s->p.login_failures * 4, now);
+    pthread_mutex_unlock(&s->rl_mu);
+    return a > b ? a : b;
+}
+
+void mt_srv_login_ok(struct mt_server *s, const char *name, const char *remote)
+{
+    char ka[80], kb[80];
+
+    keys(name, remote, ka, kb, sizeof ka);
+    pthread_mutex_lock(&s->rl_mu);
+    throttle(s, ka)->fails = 0;
+    throttle(s, kb)->fails = 0;
+    pthread_mutex_unlock(&s->rl_mu);
 }

@@ -42,6 +42,9 @@ void mt_server_default_params(struct mt_server_params *p)
     p->timeout_s = 30;
     p->header_timeout_s = 10;
     p->max_conns_per_ip = 64;
+    p->login_failures = 5;
+    p->login_lock_s = 2;
+    p->login_lock_max_s = 900;
     p->job_timeout_s = 600;
     p->session_ttl_s = 12 * 3600;
 }
@@ -137,9 +140,10 @@ static enum mt_status copy_params(struct mt_server *s,
     s->llm_spec = p->llm_spec ? mt_strdup(p->llm_spec) : NULL;
     s->nli_spec = p->nli_spec ? mt_strdup(p->nli_spec) : NULL;
     s->buckets = mt_calloc(SRV_RL_SLOTS, sizeof *s->buckets);
+    s->throttle = mt_calloc(SRV_RL_SLOTS, sizeof *s->throttle);
     if (!s->db_dir || !s->listen || (p->data_dir && !s->data_dir) ||
         (p->llm_spec && !s->llm_spec) || (p->nli_spec && !s->nli_spec) ||
-        !s->buckets)
+        !s->buckets || !s->throttle)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->p.db_dir = s->db_dir;
     s->p.listen = s->listen;
@@ -221,6 +225,7 @@ void mt_srv_fini(struct mt_server *s)
     mt_embedder_close(s->embedder);
     mt_srv_logs_close(s);
     mt_free(s->buckets);
+    mt_free(s->throttle);
     mt_free(s->db_dir);
     mt_free(s->listen);
     mt_free(s->data_dir);

@@ -75,6 +75,27 @@ struct srv_bucket {
     double last;
 };
 
+/* A failed-login count and lock (limits.c). */
+struct srv_throttle {
+    char key[80]; /* "a:NAME" or "ip:ADDRESS" */
+    uint32_t fails;
+    double until; /* locked until then (monotonic seconds) */
+    double last;
+};
+
+/* Seconds until NAME may try a password again from REMOTE (its account's
+ * or its address's lock), 0 = now. */
+unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
+                           const char *remote);
+/* Counts a wrong password; returns the seconds of a lock it started, or
+ * 0. Accounts lock after params.login_failures failures in a row,
+ * addresses after four times as many; each failure after that doubles
+ * the lock. */
+unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
+                             const char *remote);
+/* A correct password: both counts start again. */
+void mt_srv_login_ok(struct mt_server *s, const char *name, const char *remote);
+
 /* ==== Log files ==== */
 
 struct srv_log {
@@ -124,7 +145,8 @@ struct mt_server {
     int64_t embed_stamp; /* mt_srv_index_stamp of that try */
     /* rate limits */
     pthread_mutex_t rl_mu;
-    struct srv_bucket *buckets; /* SRV_RL_SLOTS */
+    struct srv_bucket *buckets;    /* SRV_RL_SLOTS */
+    struct srv_throttle *throttle; /* SRV_RL_SLOTS, also under rl_mu */
     /* logs */
     struct srv_log access, audit;
     /* in-flight requests, for graceful shutdown */

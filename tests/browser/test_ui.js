@@ -577,6 +577,7 @@ async function settings(page) {
   expected.push({path: '/v1/register', status: 403});
   const r = await page.evaluate(async () => {
     const res = await fetch('/v1/register', {method: 'POST',
+      headers: {'Content-Type': 'application/json'},
       body: JSON.stringify({username: 'dave', password: 'dave-password'})});
     await res.text();
     return res.status;

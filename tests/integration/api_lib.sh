@@ -21,7 +21,7 @@ serve_start() {
         sleep 0.1
     done
     U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
-    curl -s -c "$TMP/$name.jar" "$U/v1/login" \
+    curl -s -c "$TMP/$name.jar" "$U/v1/login" -H "Content-Type: application/json" \
         -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
     csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
     A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")

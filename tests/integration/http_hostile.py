@@ -211,6 +211,55 @@ def case_trickle(deadline):
            % (deadline, t), (closed, t))
 
 
+def post_login(password, ctype="application/json", origin=None):
+    body = json.dumps({"username": "alice", "password": password})
+    h = "Content-Type: %s\r\n" % ctype
+    if origin:
+        h += "Origin: %s\r\n" % origin
+    out, _, _ = raw(("POST /v1/login HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                     % (PORT, h, len(body), body)).encode())
+    head = out.split(b"\r\n\r\n")[0].lower()
+    retry = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
+             if l.startswith(b"retry-after:")]
+    return status(out), (retry or [0])[0]
+
+
+def case_csrf():
+    foreign = "http://evil.example"
+    st, _ = post_login("alice-password", "text/plain", foreign)
+    report(st == 415, "login as text/plain from a foreign Origin is 415", st)
+    st, _ = post_login("alice-password", "application/json", foreign)
+    report(st == 403, "login as JSON from a foreign Origin is 403", st)
+    st, _ = post_login("alice-password", "application/json",
+                       "http://127.0.0.1:%d" % PORT)
+    report(st == 200, "login as JSON from the same origin works", st)
+    st, _ = post_login("alice-password", "application/json; charset=utf-8")
+    report(st == 200, "login as JSON without an Origin works", st)
+
+
+def case_guess(fails):
+    """'fails' wrong passwords lock; the owner gets in after the lock."""
+    codes = [post_login("wrong-%d" % i)[0] for i in range(fails)]
+    st, retry = post_login("alice-password")
+    report(codes == [401] * fails and st == 429 and retry >= 1,
+           "%d wrong passwords lock the account: even the right one is 429 "
+           "with Retry-After" % fails, (codes, st, retry))
+    time.sleep(retry + 0.2)
+    st, _ = post_login("alice-password")
+    report(st == 200, "the owner logs in once the lock has expired", st)
+    for i in range(fails):
+        post_login("again-%d" % i)
+    st1, r1 = post_login("x")
+    time.sleep(r1 + 0.2)
+    st2, r2 = post_login("y")  # a failure after a lock: it doubles
+    st3, r3 = post_login("z")
+    report(st1 == 429 and st2 == 401 and st3 == 429 and r3 > r1,
+           "each failure after a lock doubles it (%d s, then %d s)" % (r1, r3),
+           (st1, r1, st2, r2, st3, r3))
+    time.sleep(r3 + 0.2)
+
+
 for c in sys.argv[3:]:
     name, _, arg = c.partition("=")
     f = globals()["case_" + name]

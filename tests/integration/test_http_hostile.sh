@@ -8,6 +8,8 @@
 # read, and 32 x 7 MB unauthenticated bodies leave RSS flat; a chunked body
 # past its limit is 413; one address cannot take more than its connection
 # cap, and trickled headers are cut at the absolute header deadline.
+# Items 5 and 6: wrong passwords lock the account (429, audit log) and the
+# owner gets in after the lock; login takes only JSON from this origin.
 # Bounded: at most 42 connections, every wait under 10 s.
 . "$(dirname "$0")/lib.sh"
 if ! "$MT" serve --help >/dev/null 2>&1; then
@@ -40,6 +42,14 @@ start main --max-conns-per-ip 8
 timeout 120 python3 "$H" "$PORT" "$PID" smuggle hang body rss cap=8
 start slow --header-timeout 2
 timeout 60 python3 "$H" "$PORT" "$PID" trickle=2
+start login --data-dir "$TMP/logs" --login-failures 3 --login-lock 1
+timeout 60 python3 "$H" "$PORT" "$PID" csrf guess=3
+if grep -q '"action":"login_locked"' "$TMP/logs/audit.log" &&
+    grep -q '"username":"alice"' "$TMP/logs/audit.log"; then
+    ok "the audit log records the lock"
+else
+    not_ok "audit log of the lock" "$(tail -3 "$TMP/logs/audit.log")"
+fi
 if kill -0 "${PIDS[0]}" && kill -0 "$PID"; then
     ok "both servers are still up"
 else

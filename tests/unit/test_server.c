@@ -152,6 +152,8 @@ static long req(struct client *cl, const char *method, const char *path,
     if (cl->bearer[0])
         h = curl_slist_append(h, cl->bearer);
     h = curl_slist_append(h, "Expect:");
+    if (body) /* login and register take only JSON */
+        h = curl_slist_append(h, "Content-Type: application/json");
     curl_easy_setopt(cl->c, CURLOPT_HTTPHEADER, h);
     cl->status = 0;
     if (curl_easy_perform(cl->c) == CURLE_OK)
