@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Integration against a real OpenAI-compatible server: llama.cpp's own
+# llama-server (built by scripts/bootstrap into third_party/llama-server)
+# on tiny random-weight GGUFs from make_tiny_gguf (real tokenizers),
+# started and stopped here on free loopback ports. Covers a whole check
+# per strategy (every call's reply schema sent as response_format
+# json_schema; the roles reached are react, the guards' and single: cut
+# replies fail validation, so eval, reflect and parser are not) and an ask, /v1/embeddings and /v1/rerank equal
+# to the in-process gguf models on the same files, --jobs 8 against
+# --parallel 4, a server killed mid-run, a frozen server past --timeout,
+# and streaming equal to a plain call. A missing llama-server fails.
+#
+# The random model is slow under a grammar (llama.cpp checks its 151k-token
+# vocabulary whenever a sampled token breaks the grammar), so calls get a
+# small --max-tokens: replies are then cut JSON, whose prefix still shows
+# that the server enforced the schema.
+. "$(dirname "$0")/lib.sh"
+B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LS=${MEDTRUST_LLAMA_SERVER:-$ROOT/third_party/llama-server/bin/llama-server}
+need "llama-server (scripts/bootstrap builds it)" "$LS"
+need "make_tiny_gguf" "$B/fixtures/make_tiny_gguf" "$B/fixtures/chat_stream"
+need_verb check ask mediqa embed search index
+export MEDTRUST_LLM_TIMEOUT=60
+unset MEDTRUST_LLM MEDTRUST_NLI MEDTRUST_LLM_QA MEDTRUST_LLM_JUDGE
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+py() { python3 - "$@"; }
+
+for k in chat embed rerank; do
+    "$B/fixtures/make_tiny_gguf" "$k" "$TMP/$k.gguf" \
+        "$ROOT/third_party/llama.cpp/models" >/dev/null 2>&1 ||
+        { not_ok "make_tiny_gguf $k"; exit 1; }
+done
+
+# serve NAME MODEL ARGS...: starts llama-server on a free loopback port;
+# sets URL and PID. Fails the suite when it does not come up in 120 s.
+serve() {
+    local name=$1 model=$2 port i
+    shift 2
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$LS" -m "$model" --host 127.0.0.1 --port "$port" -t 2 --no-webui \
+        "$@" >"$TMP/$name.log" 2>&1 &
+    PID=$!
+    PIDS+=("$PID")
+    URL="http://127.0.0.1:$port"
+    for i in $(seq 240); do
+        curl -sf "$URL/health" >/dev/null 2>&1 && return 0
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.5
+    done
+    not_ok "llama-server $name starts" "$(tail -5 "$TMP/$name.log")"
+    exit 1
+}
+
+printf 'A 62-year-old man has crushing chest pain.\nECG shows ST elevation in II, III and aVF.\nHe is given aspirin and sent home.\n' >"$TMP/note.txt"
+head -40 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/corpus.jsonl"
+
+# ---- embeddings: index and query embedder, equal to in-process gguf ----
+serve embed "$TMP/embed.gguf" --embeddings -np 2
+EMB="openai:$URL#embed"
+printf '{"text":"chest pain radiating to the left arm"}\n{"text":"Insulin lowers blood glucose."}\n{"text":"renal failure"}\n' >"$TMP/texts.jsonl"
+"$MT" embed --embedder "$EMB" --json --input "$TMP/texts.jsonl" >"$TMP/e_srv.jsonl" 2>"$TMP/err"
+"$MT" embed --embedder "gguf:$TMP/embed.gguf" --json --input "$TMP/texts.jsonl" >"$TMP/e_loc.jsonl" 2>>"$TMP/err"
+if py "$TMP/e_srv.jsonl" "$TMP/e_loc.jsonl" <<'PY'; then
+import json, sys
+a = [json.loads(l)["vector"] for l in open(sys.argv[1])]
+b = [json.loads(l)["vector"] for l in open(sys.argv[2])]
+assert len(a) == len(b) == 3
+for x, y in zip(a, b):
+    assert len(x) == len(y) > 0
+    d = max(abs(p - q) for p, q in zip(x, y))
+    assert d < 2e-3, d
+PY
+    ok "/v1/embeddings vectors equal the in-process gguf embedder's (|d| < 2e-3)"
+else
+    not_ok "/v1/embeddings equal to gguf" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/e_srv.jsonl")"
+fi
+
+"$MT" index --db "$TMP/db_srv" --input "$TMP/corpus.jsonl" --embedder "$EMB" \
+    --no-progress >/dev/null 2>"$TMP/err"
+"$MT" index --db "$TMP/db_loc" --input "$TMP/corpus.jsonl" \
+    --embedder "gguf:$TMP/embed.gguf" --no-progress >/dev/null 2>>"$TMP/err"
+"$MT" search --db "$TMP/db_srv" --mode dense --json -k 10 \
+    "mitochondria programmed cell death" >"$TMP/s_srv.json" 2>>"$TMP/err"
+"$MT" search --db "$TMP/db_loc" --mode dense --json -k 10 \
+    "mitochondria programmed cell death" >"$TMP/s_loc.json" 2>>"$TMP/err"
+if py "$TMP/s_srv.json" "$TMP/s_loc.json" 10 <<'PY'; then
+import json, sys
+# hits as (chunk, score); ranks may swap only between scores within 2e-3
+def hits(p):
+    return [(h["chunk_id"], h["score"]) for h in
+            (json.loads(l) for l in open(p) if l.strip())]
+a, b = hits(sys.argv[1]), hits(sys.argv[2])
+assert len(a) == len(b) >= int(sys.argv[3]) // 3, (a, b)
+sb = dict(b)
+for (ca, sa), (cb, _) in zip(a, b):
+    assert ca in sb and abs(sa - sb[ca]) < 2e-3, (ca, sa, sb.get(ca))
+    assert ca == cb or abs(sa - sb[cb]) < 2e-3, (a, b)
+PY
+    ok "index and query through /v1/embeddings rank as the gguf embedder does"
+else
+    not_ok "dense search through /v1/embeddings" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/s_srv.json")"
+fi
+kill "$PID"
+
+# ---- rerank: /v1/rerank ranks as the in-process gguf reranker ----
+serve rerank "$TMP/rerank.gguf" --reranking -np 2
+"$MT" index --db "$TMP/db" --input "$TMP/corpus.jsonl" --embedder none \
+    --no-progress >/dev/null 2>"$TMP/err"
+for r in srv loc; do
+    spec="openai:$URL#rerank"
+    [ $r = loc ] && spec="gguf:$TMP/rerank.gguf"
+    "$MT" search --db "$TMP/db" --json -k 8 --rerank 20 --reranker "$spec" \
+        "lace plant leaf remodelling" >"$TMP/r_$r.json" 2>>"$TMP/err"
+done
+if py "$TMP/r_srv.json" "$TMP/r_loc.json" 8 <<'PY'; then
+import json, sys
+# hits as (chunk, score); ranks may swap only between scores within 2e-3
+def hits(p):
+    return [(h["chunk_id"], h["score"]) for h in
+            (json.loads(l) for l in open(p) if l.strip())]
+a, b = hits(sys.argv[1]), hits(sys.argv[2])
+assert len(a) == len(b) >= int(sys.argv[3]) // 3, (a, b)
+sb = dict(b)
+for (ca, sa), (cb, _) in zip(a, b):
+    assert ca in sb and abs(sa - sb[ca]) < 2e-3, (ca, sa, sb.get(ca))
+    assert ca == cb or abs(sa - sb[cb]) < 2e-3, (a, b)
+PY
+    ok "/v1/rerank (--reranking) ranks as the in-process gguf reranker"
+else
+    not_ok "/v1/rerank equal to gguf" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/r_srv.json")"
+fi
+kill "$PID"
+
+# ---- chat ----
+serve chat "$TMP/chat.gguf" -np 4 -c 32768
+CHAT="openai:$URL#chat"
+SMALL=(--max-tokens 10 --steps 1 --rounds 1 --evaluators 1)
+
+# streamed text equals the plain reply for the same seed
+"$B/fixtures/chat_stream" "$CHAT" 7 12 >"$TMP/stream.json" 2>"$TMP/err"
+if py "$TMP/stream.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["plain"] == r["streamed"] == r["pieces_joined"], r
+assert r["plain"] and r["pieces"] >= 2 and r["restarts"] == 0, r
+assert r["completion_tokens"] == 12 and r["prompt_tokens"] > 10, r
+assert r["tokens_estimated"] is False
+PY
+    ok "a streamed reply equals the plain one for the same seed (usage from the server)"
+else
+    not_ok "streamed equals plain" "$(cat "$TMP/stream.json")" "$(tail -3 "$TMP/err")"
+fi
+
+# a whole check per strategy; every role's call carries its schema
+for s in react-reflex guards single; do
+    "$MT" check --llm "$CHAT" --strategy "$s" "${SMALL[@]}" --json \
+        "$TMP/note.txt" >"$TMP/c_$s.json" 2>"$TMP/err"
+    echo "$?" >"$TMP/c_$s.rc"
+done
+if py "$TMP" <<'PY'; then
+import json, re, sys
+# the first key of each role's reply schema (src/llmcall/schemas.c)
+roles = set()
+opened = 0
+for s in ("react-reflex", "guards", "single"):
+    rc = open(f"{sys.argv[1]}/c_{s}.rc").read().strip()
+    r = json.load(open(f"{sys.argv[1]}/c_{s}.json"))
+    assert rc == "0", (s, rc)
+    assert r["strategy"] == s and r["usage"]["failed_calls"] == 0, r["usage"]
+    assert r["usage"]["estimated_token_calls"] == 0, r["usage"]
+    calls = [t for t in r["trace"] if t.get("step") == "call"]
+    assert calls
+    for c in calls:
+        roles.add(c["role"])
+        assert c["tokens"] == "server" and c["prompt_tokens"] > 0, c
+        for rep in c["replies"]:
+            # json_schema held: the (cut) reply is the start of an object,
+            # after the leading whitespace llama.cpp's JSON grammar allows
+            assert re.match(r'^\s*(\{\s*("[a-z_]*)?)?', rep).end() == len(rep) \
+                or re.match(r'^\s*\{\s*"[a-z_]+"', rep), (c["role"], rep)
+            opened += 1
+assert opened >= 5, opened  # a random model alone writes any tokens
+assert {"react", "guard", "single"} <= roles, roles
+PY
+    ok "check runs each strategy end to end; every role's reply follows its json_schema"
+else
+    not_ok "check per strategy through llama-server" "$(tail -3 "$TMP/err")" \
+        "$(head -c 400 "$TMP/c_single.json")"
+fi
+
+# ask end to end (BM25 store, the prompted judge on the same server)
+"$MT" ask --db "$TMP/db" --llm "$CHAT" --nli llm --max-tokens 16 -k 2 --json \
+    "Do mitochondria play a role in lace plant leaf remodelling?" \
+    >"$TMP/ask.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && py "$TMP/ask.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+u = r["usage"]
+assert u["llm_calls"] >= 1 and u["failed_calls"] == 0, u
+assert u["prompt_tokens"] > 0 and u["estimated_token_calls"] == 0, u
+assert isinstance(r["answer"], str) and r["documents"], r
+PY
+    ok "ask answers end to end through llama-server"
+else
+    not_ok "ask through llama-server" "rc=$rc" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/ask.json")"
+fi
+
+# --jobs 8 against --parallel 4: every note checked, no call failed
+py "$TMP/notes.csv" <<'PY'
+import csv, sys
+w = csv.writer(open(sys.argv[1], "w", newline=""))
+w.writerow(["Text ID", "Text", "Sentences", "Error Flag", "Error Sentence ID",
+            "Error Sentence", "Corrected Sentence", "Corrected Text"])
+for i in range(8):
+    t = f"Patient {i} has a fever.\nHe is given paracetamol."
+    w.writerow([f"n-{i}", t, f"0 Patient {i} has a fever.\n1 He is given paracetamol.",
+                "0", "-1", "NA", "NA", "NA"])
+PY
+"$MT" mediqa --llm "$CHAT" --data "$TMP/notes.csv" --strategy single \
+    --max-tokens 4 --jobs 8 --out "$TMP/run.txt" --json --no-progress \
+    >"$TMP/m.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/run.txt")" -eq 8 ] &&
+    py "$TMP/m.json" <<'PY'; then
+import json, sys
+m = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert m["checked"] == 8 and m["failed"] == 0 and m["failed_calls"] == 0, m
+assert m["estimated_token_calls"] == 0 and m["prompt_tokens"] > 0, m
+PY
+    ok "mediqa --jobs 8 against --parallel 4: 8 notes, no failed call"
+else
+    not_ok "mediqa --jobs 8 vs --parallel 4" "rc=$rc" "$(tail -3 "$TMP/err")"
+fi
+
+# a frozen server past --timeout: retried, then a clear error
+kill -STOP "$PID"
+"$MT" check --llm "$CHAT" --strategy single "${SMALL[@]}" --timeout 1 \
+    --retries 1 --json "$TMP/note.txt" >"$TMP/t.json" 2>"$TMP/err"
+rc=$?
+kill -CONT "$PID"
+if [ $rc -ne 0 ] && grep -q "no reply within 1.0 s" "$TMP/t.json" "$TMP/err" &&
+    grep -q "gave up after 2 tries" "$TMP/t.json" "$TMP/err"; then
+    ok "a server slower than --timeout: retried, then a clear error"
+else
+    not_ok "slow server past --timeout" "rc=$rc" "$(tail -3 "$TMP/err")"
+fi
+
+# the server killed mid-run: retries, then a clear per-note failure
+"$MT" mediqa --llm "$CHAT" --data "$TMP/notes.csv" --strategy single \
+    --max-tokens 4 --jobs 2 --retries 1 --out "$TMP/k.txt" \
+    --trace "$TMP/k.jsonl" --no-progress >/dev/null 2>"$TMP/kerr" &
+mpid=$!
+for i in $(seq 600); do
+    [ "$(wc -l 2>/dev/null <"$TMP/k.txt.journal" || echo 0)" -ge 1 ] && break
+    sleep 0.1
+done
+kill -9 "$PID"
+wait "$mpid"
+rc=$?
+if [ $rc -ne 0 ] && py "$TMP/k.jsonl" <<'PY'; then
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+bad = [l for l in lines if "error" in l]
+assert lines and bad, lines
+for l in bad:
+    e = json.dumps(l["error"])
+    assert "cannot reach the server" in e or "cut off" in e, e
+    assert "gave up after 2 tries" in e, e
+PY
+    ok "a server killed mid-run: retried, then each unfinished note fails clearly"
+else
+    not_ok "server killed mid-run" "rc=$rc" "$(tail -3 "$TMP/kerr")" "$(tail -c 400 "$TMP/k.jsonl")"
+fi
