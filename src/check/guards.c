@@ -135,16 +135,18 @@ static int opinion_of(struct run *r, const struct call *c, int locate,
 
 static void describe(char *buf, size_t n, const struct opinion *d, int locate)
 {
+    /* reasoning, then the decision, then the confidence, in the order
+     * the agent wrote them (MedGuards' chain-of-thought decomposition) */
     if (locate)
         snprintf(buf, n,
-                 "sentence %d \"%s\" (confidence %.2f). Reasoning: "
-                 "%s",
-                 d->value, d->quote ? d->quote : "NONE", d->conf,
-                 d->reasoning ? d->reasoning : "(none)");
+                 "Reasoning: %s Sentence: %d \"%s\". Confidence: "
+                 "%.2f.",
+                 d->reasoning ? d->reasoning : "(none)", d->value,
+                 d->quote ? d->quote : "NONE", d->conf);
     else
-        snprintf(buf, n, "%s (confidence %.2f). Reasoning: %s",
-                 d->value ? "INCORRECT" : "CORRECT", d->conf,
-                 d->reasoning ? d->reasoning : "(none)");
+        snprintf(buf, n, "Reasoning: %s Verdict: %s. Confidence: %.2f.",
+                 d->reasoning ? d->reasoning : "(none)",
+                 d->value ? "INCORRECT" : "CORRECT", d->conf);
 }
 
 /* ==== Stages ==== */

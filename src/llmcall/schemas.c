@@ -52,18 +52,24 @@ static const char parser[] =
 static const char single[] =
     OBJ("\"reasoning\":" STR(400) "," FINAL_PROPS, "\"reasoning\"," FINAL_REQ);
 
-static const char detect[] = OBJ(
-    "\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},\"confidence\":" CONF
-    ",\"reasoning\":" STR(400),
-    "\"verdict\",\"confidence\",\"reasoning\"");
+/* MedGuards' first principle is chain-of-thought decomposition: the
+ * agent reasons, then decides, then says how sure it is. Keys are
+ * generated in schema order (GBNF and json_schema alike), so "reasoning"
+ * comes first and the verdict cannot be written before the reasons. */
+static const char detect[] =
+    OBJ("\"reasoning\":" STR(
+            400) ",\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},"
+                 "\"confidence\":" CONF,
+        "\"reasoning\",\"verdict\",\"confidence\"");
 
 static const char locate[] = OBJ(
-    "\"sentence\":" STR(400) ",\"confidence\":" CONF ",\"reasoning\":" STR(400),
-    "\"sentence\",\"confidence\",\"reasoning\"");
+    "\"reasoning\":" STR(400) ",\"sentence\":" STR(400) ",\"confidence\":" CONF,
+    "\"reasoning\",\"sentence\",\"confidence\"");
 
 static const char correct[] =
-    OBJ("\"corrected_sentence\":" STR(400) ",\"reasoning\":" STR(300),
-        "\"corrected_sentence\",\"reasoning\"");
+    OBJ("\"reasoning\":" STR(300) ",\"corrected_sentence\":" STR(
+            400) ",\"confidence\":" CONF,
+        "\"reasoning\",\"corrected_sentence\",\"confidence\"");
 
 static const char judge[] =
     OBJ("\"label\":{\"enum\":[\"SUPPORT\",\"CONTRADICT\",\"NO_EVIDENCE\"]},"

@@ -240,6 +240,32 @@ static void test_reply_schemas_make_grammars(void **state)
     /* react eval reflect parser single, 3 detect, 3 locate, correct,
      * qa_judge */
     CHECK(with == 13);
+    {
+        /* guards: the grammar writes the reasoning, then the decision,
+         * then the confidence (MedGuards' chain-of-thought order) */
+        static const char *const g3[3][2] = {
+            {"guard_detect_1", "verdict"},
+            {"guard_locate_2", "sentence"},
+            {"guard_correct", "corrected_sentence"}};
+        int k;
+
+        for (k = 0; k < 3; k++) {
+            char *gg = NULL;
+            char rq[64];
+            char dq[64];
+            const char *rs, *ds, *cs;
+
+            CHECK_OK(mt_gbnf_from_schema(mt_reply_schema(g3[k][0]), &gg, NULL));
+            snprintf(rq, sizeof rq, "\"\\\"reasoning\\\"\"");
+            snprintf(dq, sizeof dq, "\"\\\"%s\\\"\"", g3[k][1]);
+            rs = strstr(gg, rq);
+            ds = strstr(gg, dq);
+            cs = strstr(gg, "\"\\\"confidence\\\"\"");
+            if (!(rs && ds && cs && rs < ds && ds < cs))
+                fail_msg("%s grammar order: %s", g3[k][0], gg);
+            mt_free(gg);
+        }
+    }
     CHECK(mt_reply_schema("examples") == NULL);
     CHECK(mt_reply_schema("qa_answer") == NULL);
     {

@@ -442,6 +442,86 @@ static void test_source_filter_reaches_search(void **state)
     source_case(both, 2, NULL, 0, 1, 1);
 }
 
+/* ==== MedGuards ==== */
+
+/* Offset of "KEY" in a schema's text, or -1. */
+static long key_at(const char *schema, const char *key)
+{
+    char q[64];
+    const char *p;
+
+    snprintf(q, sizeof q, "\"%s\"", key);
+    p = schema ? strstr(schema, q) : NULL;
+    return p ? (long)(p - schema) : -1;
+}
+
+/* Reasoning, then the decision, then the confidence: in the schema each
+ * guards request carries (response_format here, a GBNF grammar for gguf
+ * models, generated from the same schema in the same order), and the
+ * arbiters read both agents' reasoning and confidence. */
+static void test_guards_reason_first_and_arbiters_see_both(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    json_t *reqs;
+    char *t;
+    size_t i;
+
+    (void)state;
+    script_start(
+        &s, "guard_detect_1 {\"reasoning\":\"R1: STEMI needs PCI\","
+            "\"verdict\":\"INCORRECT\",\"confidence\":0.9}\n"
+            "guard_detect_2 {\"reasoning\":\"R2: looks routine\","
+            "\"verdict\":\"CORRECT\",\"confidence\":0.35}\n"
+            "guard_detect_arbiter {\"reasoning\":\"R1 is right\","
+            "\"verdict\":\"INCORRECT\",\"confidence\":0.8}\n"
+            "guard_locate_1 {\"reasoning\":\"L1: discharge\",\"sentence\":\"He "
+            "is given aspirin and sent home.\",\"confidence\":0.7}\n"
+            "guard_locate_2 {\"reasoning\":\"L2: the ECG\",\"sentence\":\"ECG "
+            "shows ST elevation in II, III and aVF.\",\"confidence\":0.4}\n"
+            "guard_locate_arbiter {\"reasoning\":\"L1 is right\",\"sentence\":"
+            "\"He is given aspirin and sent home.\",\"confidence\":0.8}\n"
+            "guard_correct {\"reasoning\":\"admit for PCI\",\"corrected_"
+            "sentence\":\"He is given aspirin and sent for PCI.\","
+            "\"confidence\":0.8}\n");
+    a = open_agent(&s, MT_STRATEGY_GUARDS);
+    check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    reqs = script_requests(&s, NULL);
+    CHECK(json_array_size(reqs) == 7);
+    for (i = 0; i < json_array_size(reqs); i++) {
+        json_t *rf =
+            json_object_get(json_object_get(json_array_get(reqs, i), "request"),
+                            "response_format");
+        char *sc = json_dumps(
+            json_object_get(json_object_get(rf, "json_schema"), "schema"),
+            JSON_PRESERVE_ORDER);
+        long rs = key_at(sc, "reasoning");
+        long dec = key_at(sc, "verdict") >= 0 ? key_at(sc, "verdict")
+                   : key_at(sc, "sentence") >= 0
+                       ? key_at(sc, "sentence")
+                       : key_at(sc, "corrected_sentence");
+
+        CHECK(rs >= 0 && dec > rs && key_at(sc, "confidence") > dec);
+        free(sc);
+    }
+    json_decref(reqs);
+    t = nth_text(&s, "guard_detect_arbiter", 0);
+    CHECK(strstr(t, "Reasoning: R1: STEMI needs PCI Verdict: INCORRECT. "
+                    "Confidence: 0.90.") != NULL);
+    CHECK(strstr(t, "Reasoning: R2: looks routine Verdict: CORRECT. "
+                    "Confidence: 0.35.") != NULL);
+    free(t);
+    t = nth_text(&s, "guard_locate_arbiter", 0);
+    CHECK(strstr(t, "L1: discharge") && strstr(t, "Confidence: 0.70."));
+    CHECK(strstr(t, "L2: the ECG") && strstr(t, "Confidence: 0.40."));
+    free(t);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 /* ==== VerifAI ==== */
 
 static const char nli_scenario[] =
@@ -514,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_parser_formats_but_never_decides),
         cmocka_unit_test(test_react_without_corpus_needs_no_retrieval),
         cmocka_unit_test(test_source_filter_reaches_search),
+        cmocka_unit_test(test_guards_reason_first_and_arbiters_see_both),
     };
 
     mt_jsonl_init_alloc();
