@@ -301,7 +301,7 @@ static enum mt_status commit(const char *dir, struct mt_store *s,
 
 static enum mt_status ensure_dir(const char *dir, struct mt_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) /* as the store's */
         return mt_fail(err, MT_EIO, "%s: cannot create directory: %s", dir,
                        strerror(errno));
     return MT_OK;

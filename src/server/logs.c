@@ -3,9 +3,11 @@
  * input; never note text, passwords or tokens). Account events also go to
  * the store's audit table. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "medtrust/core.h"
 #include "server/srv_int.h"
@@ -14,9 +16,16 @@ static enum mt_status open_one(struct mt_server *s, struct srv_log *l,
                                const char *name, struct mt_error *err)
 {
     char path[4096];
+    int fd;
 
     snprintf(path, sizeof path, "%s/%s", s->data_dir, name);
-    l->f = fopen(path, "a");
+    /* 0600: the logs name accounts and addresses */
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        (void)fchmod(fd, 0600);
+    l->f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (fd >= 0 && !l->f)
+        close(fd);
     if (!l->f)
         return mt_fail(err, MT_EIO, "%s: cannot open: %s", path,
                        strerror(errno));
@@ -31,7 +40,7 @@ enum mt_status mt_srv_logs_open(struct mt_server *s, struct mt_error *err)
     pthread_mutex_init(&s->audit.mu, NULL);
     if (!s->data_dir)
         return MT_OK;
-    if (mkdir(s->data_dir, 0750) != 0 && errno != EEXIST)
+    if (mkdir(s->data_dir, 0700) != 0 && errno != EEXIST)
         return mt_fail(err, MT_EIO, "%s: cannot create: %s", s->data_dir,
                        strerror(errno));
     st = open_one(s, &s->access, "access.log", err);

@@ -1,10 +1,12 @@
 /* Store handle: opening, schema migration, settings and transactions.
  * The store is DIR/store.db, an SQLite database in WAL mode. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "medtrust/core.h"
 #include "store/store_int.h"
@@ -308,10 +310,23 @@ static enum mt_status ensure_dir(const char *dir, int create,
                        "%s: no store here; create one with 'medtrust index "
                        "--db %s --input FILE.jsonl'",
                        dir, dir);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    /* 0700: the store holds password hashes and note sentences */
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return mt_fail(err, MT_EIO, "%s: cannot create directory: %s", dir,
                        strerror(errno));
     return MT_OK;
+}
+
+/* Creates store.db 0600 before SQLite opens it (and tightens an older
+ * 0644 one): SQLite gives its -wal and -shm files the database's mode. */
+static void private_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return; /* sqlite3_open_v2 reports why */
+    (void)fchmod(fd, 0600);
+    close(fd);
 }
 
 static enum mt_status open_db(struct mt_store *s, struct mt_error *err)
@@ -325,6 +340,8 @@ static enum mt_status open_db(struct mt_store *s, struct mt_error *err)
     if (!path)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", s->dir);
     sprintf(path, "%s/store.db", s->dir);
+    if (!s->params.read_only)
+        private_file(path);
     rc = sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     mt_free(path);
     if (rc != SQLITE_OK)

@@ -50,6 +50,15 @@ if grep -q '"action":"login_locked"' "$TMP/logs/audit.log" &&
 else
     not_ok "audit log of the lock" "$(tail -3 "$TMP/logs/audit.log")"
 fi
+# Item 8: the store, its WAL files (while the server runs) and the logs
+# are the owner's alone.
+modes=$(cd "$TMP" && stat -c '%a %n' db db/store.db db/store.db-wal \
+    db/store.db-shm logs logs/access.log logs/audit.log 2>&1 | tr '\n' ' ')
+if [ "$modes" = "700 db 600 db/store.db 600 db/store.db-wal 600 db/store.db-shm 700 logs 600 logs/access.log 600 logs/audit.log " ]; then
+    ok "store.db, its WAL and SHM and the logs are 0600, their folders 0700"
+else
+    not_ok "file modes" "$modes"
+fi
 if kill -0 "${PIDS[0]}" && kill -0 "$PID"; then
     ok "both servers are still up"
 else
