@@ -237,7 +237,9 @@ struct mt_eval_note_score {
     int flag_ok; /* flag equals the gold flag */
     int sent_ok; /* sentence id equals the gold one */
     enum mt_eval_pair kind;
-    int kw; /* 1/0 keyword found; -1 when not applicable */
+    int kw; /* 1/0 keyword found; -1 when not applicable; -2 when the
+               note holds an error but its Important Words cell is empty
+               (no KPCS gate: the note is left out of KPCS) */
     /* Correction score of this note per metric: 1 or 0 for NA cases, the
      * metric clipped to [0,1] for scored pairs; NAN when not computed. */
     double m[MT_EVAL_METRIC_COUNT];
@@ -245,12 +247,14 @@ struct mt_eval_note_score {
 
 /* One scored run. Owned by the caller; free with mt_eval_result_free. */
 struct mt_eval_result {
-    size_t notes;         /* reference notes */
-    size_t predicted;     /* reference notes with a prediction */
-    size_t invalid_lines; /* skipped submission lines */
-    size_t pairs;         /* notes scored with the metrics */
-    size_t unknown_ids;   /* predictions for ids not in the reference */
-    unsigned metrics;     /* bit (1u << m) set for every computed metric */
+    size_t notes;            /* reference notes */
+    size_t predicted;        /* reference notes with a prediction */
+    size_t invalid_lines;    /* skipped submission lines */
+    size_t pairs;            /* notes scored with the metrics */
+    size_t unknown_ids;      /* predictions for ids not in the reference */
+    size_t kpcs_no_keywords; /* error notes with an empty keyword cell,
+                                left out of KPCS's mean */
+    unsigned metrics;        /* bit (1u << m) set for every computed metric */
     double flag_acc, sent_acc;
     double composite[MT_EVAL_METRIC_COUNT];  /* NAN when absent */
     double pairs_mean[MT_EVAL_METRIC_COUNT]; /* NAN when absent or no pair */

@@ -141,6 +141,8 @@ static json_t *run_obj(const struct mt_eval_result *r,
     json_object_set_new(o, "composite", metric_obj(r, r->composite));
     json_object_set_new(o, "pairs_mean", metric_obj(r, r->pairs_mean));
     json_object_set_new(o, "pairs", json_integer((json_int_t)r->pairs));
+    json_object_set_new(o, "kpcs_no_keywords",
+                        json_integer((json_int_t)r->kpcs_no_keywords));
     json_object_set_new(o, "metrics_used", metrics_used(r));
     add_bert(o, r);
     json_object_set_new(o, "ci", ci_obj(r));

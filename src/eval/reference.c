@@ -1,6 +1,7 @@
 /* MEDEC-format reference reader (MEDEC and MedErrBench CSVs) through the
  * RFC 4180 reader in core/csv. */
 #include <string.h>
+#include <strings.h>
 
 #include "core/arena.h"
 #include "core/csv.h"
@@ -76,6 +77,13 @@ static const char *language_of(const char *id)
     return "";
 }
 
+/* Headers match without regard to case: MedGuards' own MEDEC keyword
+ * files spell the column "important words". */
+static int eq_nocase(struct mt_str s, const char *name)
+{
+    return s.n == strlen(name) && strncasecmp(s.p, name, s.n) == 0;
+}
+
 static enum mt_status find_columns(struct mt_csv *c, long *idx,
                                    const char *name, struct mt_error *err)
 {
@@ -86,7 +94,7 @@ static enum mt_status find_columns(struct mt_csv *c, long *idx,
     for (i = 0; i < C_COUNT; i++) {
         idx[i] = -1;
         for (f = 0; f < mt_csv_nfields(c); f++)
-            if (mt_str_eq_c(mt_str_trim(mt_csv_field(c, f)), col_names[i]))
+            if (eq_nocase(mt_str_trim(mt_csv_field(c, f)), col_names[i]))
                 idx[i] = (long)f;
         if (i < N_REQUIRED && idx[i] < 0) {
             if (missing[0])

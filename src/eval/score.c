@@ -267,6 +267,31 @@ static enum mt_status score_pair(struct sctx *c, size_t i,
     return MT_OK;
 }
 
+/* An error note whose Important Words cell is empty (or a pandas NA
+ * spelling) has no KPCS gate. Rule: such a note is left out of KPCS (its
+ * mean is over the other notes), and the result counts them. Why: the
+ * keyword gate is what KPCS measures; passing it (strstr with "" always
+ * matches) would score any correction as if it held the key terms, and
+ * failing it would charge the system for a gap in the reference. The
+ * other metrics score the note as usual. */
+#define KW_NONE (-2)
+
+static int no_keywords(const struct sctx *c, const struct mt_eval_note *n)
+{
+    static const char *const na[] = {"",     "NA",   "N/A",  "nan", "NaN",
+                                     "None", "null", "NULL", "<NA>"};
+    struct mt_str k;
+    size_t i;
+
+    if (!(c->r->metrics & (1u << MT_EVAL_KPCS)))
+        return 0;
+    k = mt_str_trim(mt_str_from(n->keywords ? n->keywords : ""));
+    for (i = 0; i < sizeof na / sizeof na[0]; i++)
+        if (mt_str_eq_c(k, na[i]))
+            return 1;
+    return 0;
+}
+
 /* KPCS = kw * (alpha + (1 - alpha) * mean(ROUGE-1, BERTScore, BLEURT)),
  * the mean over the computed ones, i.e. the aggregate. */
 static enum mt_status kpcs_pair(struct sctx *c, size_t i,
@@ -275,9 +300,14 @@ static enum mt_status kpcs_pair(struct sctx *c, size_t i,
 {
     const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
     double a = c->p.kpcs_alpha;
-    int kw = keyword_found(n->keywords ? n->keywords : "", pr->correction,
-                           c->p.kpcs_match);
+    int kw;
 
+    if (ns->kw == KW_NONE) { /* no gate: left out of KPCS (summarise) */
+        ns->m[MT_EVAL_KPCS] = 0;
+        return MT_OK;
+    }
+    kw = keyword_found(n->keywords ? n->keywords : "", pr->correction,
+                       c->p.kpcs_match);
     if (kw < 0)
         return mt_fail(c->err, MT_ENOMEM, "out of memory");
     ns->kw = kw;
@@ -306,7 +336,7 @@ static enum mt_status score_note(struct sctx *c, size_t i)
     enum mt_status st;
 
     ns->pred = pi;
-    ns->kw = -1;
+    ns->kw = !gold_na && no_keywords(c, n) ? KW_NONE : -1;
     ns->kind = MT_EVAL_PAIR_MISSING;
     fill_const(ns, c->r->metrics, 0.0);
     if (!pr)
@@ -319,6 +349,8 @@ static enum mt_status score_note(struct sctx *c, size_t i)
         fill_const(ns, c->r->metrics, 1.0);
         return MT_OK;
     }
+    if (!gold_na && no_keywords(c, n))
+        ns->kw = KW_NONE;
     if (gold_na || strcmp(pr->correction, "NA") == 0) {
         ns->kind = MT_EVAL_PAIR_ONE_NA;
         return MT_OK;
@@ -342,15 +374,24 @@ static void summarise(struct mt_eval_result *r)
     }
     r->flag_acc = (double)fl / (double)r->notes;
     r->sent_acc = (double)se / (double)r->notes;
+    for (i = 0; i < r->notes; i++)
+        r->kpcs_no_keywords += r->per_note[i].kw == KW_NONE;
     for (k = 0; k < MT_EVAL_METRIC_COUNT; k++) {
         double all = 0.0, pairs = 0.0;
+        size_t nall = 0, npairs = 0;
+
         for (i = 0; i < r->notes; i++) {
+            if (k == MT_EVAL_KPCS && r->per_note[i].kw == KW_NONE)
+                continue; /* no KPCS gate: not in KPCS's mean */
             all += r->per_note[i].m[k];
-            if (r->per_note[i].kind == MT_EVAL_PAIR_SCORED)
+            nall++;
+            if (r->per_note[i].kind == MT_EVAL_PAIR_SCORED) {
                 pairs += r->per_note[i].m[k];
+                npairs++;
+            }
         }
-        r->composite[k] = all / (double)r->notes; /* NAN stays NAN */
-        r->pairs_mean[k] = r->pairs ? pairs / (double)r->pairs : MT_EV_NAN;
+        r->composite[k] = nall ? all / (double)nall : MT_EV_NAN; /* NAN stays */
+        r->pairs_mean[k] = npairs ? pairs / (double)npairs : MT_EV_NAN;
     }
 }
 
@@ -443,6 +484,14 @@ enum mt_status mt_eval_score(const struct mt_eval_ref *ref,
         return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
     }
     summarise(c.r);
+    if (c.r->kpcs_no_keywords &&
+        warn(c.r,
+             "%zu error notes have no Important Words: no KPCS gate, left "
+             "out of KPCS",
+             c.r->kpcs_no_keywords) != MT_OK) {
+        mt_eval_result_free(c.r);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
     *out = c.r;
     return MT_OK;
 }

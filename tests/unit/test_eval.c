@@ -267,6 +267,43 @@ static void test_score_kpcs_exact_and_normalized(void **state)
     mt_eval_result_free(r);
 }
 
+/* MedGuards' own keyword files spell the column "important words"; an
+ * error note with an empty keyword cell has no KPCS gate and is left out
+ * of KPCS's mean (counted in kpcs_no_keywords), never passed. */
+static void test_score_kpcs_header_case_and_empty_keywords(void **state)
+{
+    static const char ref[] =
+        "text id,Text,error flag,Error Type,Error Sentence ID,Corrected "
+        "Sentence,important words\n"
+        "en-k-0,x,1,Diagnosis,2,The patient has gout.,gout\n"
+        "en-k-1,x,1,Diagnosis,1,The patient has gout.,  \n"
+        "en-k-2,x,0,NA,-1,NA,NA\n";
+    double r1 = 2.0 / (2.0 + 1e-8);
+    struct mt_eval_ref *rf = NULL;
+    struct mt_eval_sub *sb;
+    struct mt_eval_result *r = NULL;
+
+    (void)state;
+    CHECK_OK(mt_eval_ref_load_mem("k.csv", ref, sizeof ref - 1, &rf, NULL));
+    CHECK(mt_eval_ref_has_keywords(rf));
+    sb = parse("en-k-0 1 2 The patient has gout.\n"
+               "en-k-1 1 1 The patient has gout.\n"
+               "en-k-2 0 -1 NA\n",
+               MT_OK, NULL);
+    CHECK_OK(mt_eval_score(rf, sb, NULL, &r, NULL));
+    CHECK(r->metrics & (1u << MT_EVAL_KPCS));
+    CHECK(r->per_note[0].kw == 1 && r->per_note[1].kw == -2);
+    CHECK(r->kpcs_no_keywords == 1);
+    CHECK(fabs(r->composite[MT_EVAL_KPCS] - (0.5 + 0.5 * r1 + 1.0) / 2.0) <
+          EPS);
+    /* the other metrics still score all three notes */
+    CHECK(fabs(r->composite[MT_EVAL_ROUGE1] - (2 * r1 + 1.0) / 3.0) < EPS);
+    CHECK(r->nwarnings == 1 && strstr(r->warnings[0], "no KPCS gate"));
+    mt_eval_result_free(r);
+    mt_eval_sub_free(sb);
+    mt_eval_ref_free(rf);
+}
+
 static void test_score_bleurt_from_file(void **state)
 {
     char path[] = "/tmp/mt_bleurt_XXXXXX";
@@ -637,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_score_accuracy_over_all_notes),
         cmocka_unit_test(test_score_composite_and_pairs_mean),
         cmocka_unit_test(test_score_kpcs_exact_and_normalized),
+        cmocka_unit_test(test_score_kpcs_header_case_and_empty_keywords),
         cmocka_unit_test(test_score_bleurt_from_file),
         cmocka_unit_test(test_score_unscorable_prediction_warns),
         cmocka_unit_test(test_score_json_has_keys_and_no_absent_metric),
