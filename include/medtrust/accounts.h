@@ -110,14 +110,20 @@ enum mt_status mt_session_delete(struct mt_store *s, const char *sid,
 
 /* ==== API tokens ==== */
 
-/* Creates an API token for 'user_id' named 'name' (may be NULL): the
- * token text goes to 'token' (shown once; only its SHA-256 is stored) and
- * its row id to *id. */
+/* Creates an API token for 'user_id' named 'name' (may be NULL) that
+ * expires ttl_s seconds from now (0: never): the token text goes to
+ * 'token' (shown once; only its SHA-256 is stored) and its row id to
+ * *id. */
 enum mt_status mt_token_create(struct mt_store *s, int64_t user_id,
-                               const char *name, int64_t *id,
+                               const char *name, int64_t ttl_s, int64_t *id,
                                char token[MT_TOKEN_SIZE], struct mt_error *err);
 
-/* Finds the owner of 'token'; MT_ENOTFOUND when unknown or revoked.
+/* Revokes every API token of 'user_id' (user passwd --revoke-tokens). */
+enum mt_status mt_token_revoke_all(struct mt_store *s, int64_t user_id,
+                                   struct mt_error *err);
+
+/* Finds the owner of 'token'; MT_ENOTFOUND when unknown, revoked or
+ * expired.
  * *token_id (may be NULL) receives the token's id. */
 enum mt_status mt_token_lookup(struct mt_store *s, const char *token,
                                struct mt_user *u, int64_t *token_id,
@@ -132,6 +138,7 @@ struct mt_token_info {
     int64_t id;
     const char *name;
     int64_t created_at;
+    int64_t expires_at; /* 0: never */
 };
 
 typedef enum mt_status (*mt_token_fn)(const struct mt_token_info *t,

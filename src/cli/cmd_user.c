@@ -14,6 +14,8 @@ extern const struct cli_verb cli_verb_user;
 static const struct cli_opt user_opts[] = {
     {"db", 'd', "DIR", "store directory (required; created if missing)", 0},
     {"admin", 'a', NULL, "with add: make the user an admin", 0},
+    {"revoke-tokens", 0, NULL, "with passwd: also revoke the user's API tokens",
+     0},
     {NULL, 0, NULL, NULL, 0},
 };
 
@@ -48,8 +50,24 @@ static enum mt_status print_user(const struct mt_user *u, void *user)
     return MT_OK;
 }
 
+/* passwd: the new password ends every session; with --revoke-tokens the
+ * API tokens go too. */
+static enum mt_status passwd(struct mt_store *s, const char *name,
+                             const char *pw, int revoke, struct mt_error *err)
+{
+    struct mt_user u;
+    enum mt_status st = mt_user_passwd(s, name, pw, err);
+
+    if (st == MT_OK && revoke)
+        st = mt_user_get(s, name, &u, err);
+    if (st == MT_OK && revoke)
+        st = mt_token_revoke_all(s, u.id, err);
+    return st;
+}
+
 static enum mt_status act(struct mt_store *s, const char *verb,
-                          const char *name, int admin, struct mt_error *err)
+                          const char *name, int admin, int revoke,
+                          struct mt_error *err)
 {
     char pw[MT_PASSWORD_MAX + 2];
     enum mt_status st;
@@ -64,7 +82,7 @@ static enum mt_status act(struct mt_store *s, const char *verb,
         st = mt_user_add(s, name, pw, admin ? MT_ROLE_ADMIN : MT_ROLE_USER,
                          NULL, err);
     else
-        st = mt_user_passwd(s, name, pw, err);
+        st = passwd(s, name, pw, revoke, err);
     memset(pw, 0, sizeof pw);
     return st;
 }
@@ -90,7 +108,7 @@ static int user_run(struct cli_args *a)
     st = mt_store_open(db, NULL, &s, &err);
     if (st == MT_OK)
         st = act(s, verb, list ? NULL : a->pos[1], cli_get(a, "admin") != NULL,
-                 &err);
+                 cli_get(a, "revoke-tokens") != NULL, &err);
     mt_store_close(s);
     if (st != MT_OK)
         return cli_fail(&err, st);
@@ -105,7 +123,8 @@ const struct cli_verb cli_verb_user = {
     "add|del|passwd --db DIR NAME [--admin] | list --db DIR",
     "add and passwd read the password (8 to 1024 bytes) from the first\n"
     "line of stdin, without echo on a terminal; it is stored as an argon2id\n"
-    "hash. passwd also ends the user's sessions. del removes the user's\n"
+    "hash. passwd also ends the user's sessions (and with --revoke-tokens\n"
+    "revokes their API tokens). del removes the user's\n"
     "sessions and API tokens; their runs stay in the store.",
     user_opts,
     user_run,

@@ -42,12 +42,12 @@ static int auth_token(struct mt_server *s, struct srv_req *rq, const char *tok,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK && strlen(tok) < MT_TOKEN_SIZE)
-        st = mt_token_lookup(l->store, tok, &rq->user, NULL, &err);
+        st = mt_token_lookup(l->store, tok, &rq->user, &rq->token_id, &err);
     else if (st == MT_OK)
         st = MT_ENOTFOUND;
     mt_srv_lease_put(s, l);
     if (st == MT_ENOTFOUND) {
-        mt_srv_error(rs, 401, "invalid or revoked API token");
+        mt_srv_error(rs, 401, "invalid, revoked or expired API token");
         return -1;
     }
     if (st != MT_OK) {
@@ -261,14 +261,18 @@ void mt_srv_logout(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     enum mt_status st = MT_OK;
 
     (void)id;
-    if (!rq->via_token) {
-        st = mt_srv_lease_get(s, &l, &err);
-        if (st == MT_OK)
-            st = mt_session_delete(l->store, rq->sid, &err);
-        if (st == MT_OK)
-            mt_srv_audit(s, l, rq, "logout", NULL);
-        mt_srv_lease_put(s, l);
-    }
+    st = mt_srv_lease_get(s, &l, &err);
+    /* with a Bearer token, logging out revokes that token */
+    if (st == MT_OK && rq->via_token)
+        st = mt_token_revoke(l->store, rq->token_id, rq->user.id, &err);
+    else if (st == MT_OK)
+        st = mt_session_delete(l->store, rq->sid, &err);
+    if (st == MT_OK)
+        mt_srv_audit(s, l, rq, rq->via_token ? "token_revoke" : "logout",
+                     rq->via_token ? json_pack("{s:I}", "token_id",
+                                               (json_int_t)rq->token_id)
+                                   : NULL);
+    mt_srv_lease_put(s, l);
     if (st != MT_OK) {
         mt_srv_fail(rs, st, &err);
         return;
@@ -333,9 +337,11 @@ void mt_srv_me(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 
 static enum mt_status token_row(const struct mt_token_info *t, void *user)
 {
-    json_t *o = json_pack("{s:I,s:s,s:I}", "id", (json_int_t)t->id, "name",
-                          t->name ? t->name : "", "created_at",
-                          (json_int_t)t->created_at);
+    json_t *o =
+        json_pack("{s:I,s:s,s:I,s:o}", "id", (json_int_t)t->id, "name",
+                  t->name ? t->name : "", "created_at",
+                  (json_int_t)t->created_at, "expires_at",
+                  t->expires_at ? json_integer(t->expires_at) : json_null());
 
     if (!o || json_array_append_new(user, o) != 0)
         return MT_ENOMEM;
@@ -362,6 +368,22 @@ void mt_srv_tokens_list(struct mt_server *s, struct srv_req *rq,
         json_decref(a);
 }
 
+/* "expires_in_s": optional, 1 s to 10 years; absent or null: never. */
+static int token_ttl(json_t *o, json_int_t *ttl, struct srv_resp *rs)
+{
+    json_t *v = o ? json_object_get(o, "expires_in_s") : NULL;
+
+    if (!v || json_is_null(v))
+        return 0;
+    *ttl = json_is_integer(v) ? json_integer_value(v) : 0;
+    if (*ttl >= 1 && *ttl <= (json_int_t)315360000)
+        return 0;
+    mt_srv_error(rs, 400,
+                 "\"expires_in_s\" must be an integer of seconds, "
+                 "1 to 315360000 (or null: never)");
+    return -1;
+}
+
 void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
                          struct srv_resp *rs, int64_t id)
 {
@@ -370,15 +392,21 @@ void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
     char tok[MT_TOKEN_SIZE];
     json_t *o = NULL;
     const char *name = "";
+    json_int_t ttl = 0;
     enum mt_status st;
 
     if (rq->body_len && mt_srv_body_json(rq, rs, &o) != 0)
         return;
     if (o && json_string_value(json_object_get(o, "name")))
         name = json_string_value(json_object_get(o, "name"));
+    if (token_ttl(o, &ttl, rs) != 0) {
+        json_decref(o);
+        return;
+    }
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
-        st = mt_token_create(l->store, rq->user.id, name, &id, tok, &err);
+        st = mt_token_create(l->store, rq->user.id, name, (int64_t)ttl, &id,
+                             tok, &err);
     if (st == MT_OK) {
         mt_srv_audit(s, l, rq, "token_create",
                      json_pack("{s:I}", "token_id", (json_int_t)id));

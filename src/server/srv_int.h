@@ -37,6 +37,7 @@ struct srv_req {
     /* Set by authentication. */
     int authed;
     int via_token;
+    int64_t token_id; /* the Bearer token's id when via_token */
     struct mt_user user;
     char sid[MT_SECRET_SIZE];
     char csrf[MT_SECRET_SIZE];

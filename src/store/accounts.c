@@ -430,7 +430,7 @@ enum mt_status mt_session_delete(struct mt_store *s, const char *sid,
 /* ==== API tokens ==== */
 
 enum mt_status mt_token_create(struct mt_store *s, int64_t user_id,
-                               const char *name, int64_t *id,
+                               const char *name, int64_t ttl_s, int64_t *id,
                                char token[MT_TOKEN_SIZE], struct mt_error *err)
 {
     char hex[MT_SECRET_SIZE];
@@ -442,11 +442,20 @@ enum mt_status mt_token_create(struct mt_store *s, int64_t user_id,
     snprintf(token, MT_TOKEN_SIZE, "mt_%s", hex);
     sodium_memzero(hex, sizeof hex);
     st = exec_args(s, NULL, err,
-                   "INSERT INTO tokens(hash, user_id, name) VALUES(?,?,?)",
-                   "hIs", token, user_id, name ? name : "");
+                   "INSERT INTO tokens(hash, user_id, name, expires_at)"
+                   " VALUES(?,?,?,NULLIF(?,0))",
+                   "hIsI", token, user_id, name ? name : "",
+                   ttl_s > 0 ? now_s() + ttl_s : (int64_t)0);
     if (st == MT_OK)
         *id = sqlite3_last_insert_rowid(s->db);
     return st;
+}
+
+enum mt_status mt_token_revoke_all(struct mt_store *s, int64_t user_id,
+                                   struct mt_error *err)
+{
+    return exec_args(s, NULL, err, "DELETE FROM tokens WHERE user_id=?", "I",
+                     user_id);
 }
 
 enum mt_status mt_token_lookup(struct mt_store *s, const char *token,
@@ -461,8 +470,8 @@ enum mt_status mt_token_lookup(struct mt_store *s, const char *token,
     rc = prep(s, &st, err,
               "SELECT u.id, u.name, u.role, u.created_at, t.id"
               " FROM tokens t JOIN users u ON u.id = t.user_id"
-              " WHERE t.hash=?",
-              "h", token);
+              " WHERE t.hash=? AND (t.expires_at IS NULL OR t.expires_at > ?)",
+              "hI", token, now_s());
     if (rc == MT_OK)
         rc = step_one(s, st, "token", err);
     if (rc == MT_OK) {
@@ -497,7 +506,8 @@ enum mt_status mt_token_list(struct mt_store *s, int64_t user_id,
     sqlite3_stmt *st = NULL;
     struct mt_token_info t;
     enum mt_status rc = prep(s, &st, err,
-                             "SELECT id, name, created_at FROM tokens"
+                             "SELECT id, name, created_at,"
+                             " coalesce(expires_at, 0) FROM tokens"
                              " WHERE user_id=? ORDER BY id DESC",
                              "I", user_id);
     int step = SQLITE_DONE;
@@ -506,6 +516,7 @@ enum mt_status mt_token_list(struct mt_store *s, int64_t user_id,
         t.id = sqlite3_column_int64(st, 0);
         t.name = col_text(st, 1);
         t.created_at = sqlite3_column_int64(st, 2);
+        t.expires_at = sqlite3_column_int64(st, 3);
         rc = fn(&t, user);
     }
     if (rc == MT_OK && step != SQLITE_DONE)

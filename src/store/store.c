@@ -58,6 +58,8 @@ static const char *const migrations[] = {
     " user_id INTEGER, username TEXT, action TEXT NOT NULL,"
     " detail TEXT NOT NULL DEFAULT '{}');"
     "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    /* v3: API tokens may expire (NULL: never) */
+    "ALTER TABLE tokens ADD COLUMN expires_at INTEGER;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

@@ -260,6 +260,55 @@ def case_guess(fails):
     time.sleep(r3 + 0.2)
 
 
+def api(method, path, body=None, bearer=None, cookie=None, csrf=None):
+    h = "Host: x\r\nConnection: close\r\n"
+    if bearer:
+        h += "Authorization: Bearer %s\r\n" % bearer
+    if cookie:
+        h += "Cookie: %s\r\nX-CSRF-Token: %s\r\n" % (cookie, csrf)
+    b = json.dumps(body) if body is not None else ""
+    if body is not None:
+        h += "Content-Type: application/json\r\n"
+    out, _, _ = raw(("%s %s HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s"
+                     % (method, path, h, len(b), b)).encode())
+    rest = out.partition(b"\r\n\r\n")[2]
+    try:
+        return status(out), json.loads(rest)
+    except ValueError:
+        return status(out), {}
+
+
+def case_tokens():
+    """Item 7: token expiry, logout with a token, passwd --revoke-tokens."""
+    import os
+    import subprocess
+    cookie, csrf = login()
+    st, t = api("POST", "/v1/tokens", {"name": "short", "expires_in_s": 2},
+                cookie=cookie, csrf=csrf)
+    st2, _ = api("GET", "/v1/me", bearer=t.get("token"))
+    time.sleep(3.2)
+    st3, _ = api("GET", "/v1/me", bearer=t.get("token"))
+    report(st == 201 and st2 == 200 and st3 == 401,
+           "a token with expires_in_s 2 works, then is refused", (st, st2, st3))
+    st, bad = api("POST", "/v1/tokens", {"expires_in_s": -5},
+                  cookie=cookie, csrf=csrf)
+    report(st == 400, "a negative expires_in_s is 400", (st, bad))
+    _, t2 = api("POST", "/v1/tokens", {"name": "t2"}, cookie=cookie, csrf=csrf)
+    st, _ = api("POST", "/v1/logout", bearer=t2["token"])
+    st2, _ = api("GET", "/v1/me", bearer=t2["token"])
+    report(st == 200 and st2 == 401,
+           "POST /v1/logout with a Bearer token revokes that token", (st, st2))
+    _, t3 = api("POST", "/v1/tokens", {"name": "t3"}, cookie=cookie, csrf=csrf)
+    r = subprocess.run([os.environ["MT"], "user", "passwd", "--db",
+                        os.environ["DB"], "alice", "--revoke-tokens"],
+                       input=b"alice-password\n", capture_output=True)
+    st, _ = api("GET", "/v1/me", cookie=cookie, csrf=csrf)
+    st2, _ = api("GET", "/v1/me", bearer=t3["token"])
+    report(r.returncode == 0 and st == 401 and st2 == 401,
+           "user passwd --revoke-tokens ends the sessions and the tokens",
+           (r.returncode, st, st2, r.stderr[-200:]))
+
+
 for c in sys.argv[3:]:
     name, _, arg = c.partition("=")
     f = globals()["case_" + name]

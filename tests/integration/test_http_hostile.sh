@@ -50,6 +50,9 @@ if grep -q '"action":"login_locked"' "$TMP/logs/audit.log" &&
 else
     not_ok "audit log of the lock" "$(tail -3 "$TMP/logs/audit.log")"
 fi
+# Item 7: tokens expire, logout revokes a Bearer token, passwd
+# --revoke-tokens (this server's account lock is clear by now).
+MT="$MT" DB="$TMP/db" timeout 60 python3 "$H" "$PORT" "$PID" tokens
 # Item 8: the store, its WAL files (while the server runs) and the logs
 # are the owner's alone.
 modes=$(cd "$TMP" && stat -c '%a %n' db db/store.db db/store.db-wal \

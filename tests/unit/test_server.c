@@ -539,7 +539,7 @@ static void test_accounts_sessions_tokens(void **state)
     assert_string_equal(csrf, c2);
     CHECK_OK(mt_session_create(s, id, -1, sid, csrf, NULL)); /* expired */
     assert_int_equal(mt_session_lookup(s, sid, &u, c2, NULL), MT_ENOTFOUND);
-    CHECK_OK(mt_token_create(s, id, "t", &tid, tok, NULL));
+    CHECK_OK(mt_token_create(s, id, "t", 0, &tid, tok, NULL));
     CHECK(strncmp(tok, "mt_", 3) == 0 && strlen(tok) == 67);
     CHECK_OK(mt_token_lookup(s, tok, &u, NULL, NULL));
     assert_int_equal(mt_token_revoke(s, tid, id + 1000, NULL), MT_ENOTFOUND);
