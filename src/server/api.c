@@ -378,9 +378,9 @@ static void save_report(const char *path, const struct mt_eval_ref *ref,
                err.msg[0] ? err.msg : strerror(errno));
 }
 
-/* Scores into *json (the CLI's --json object, caller frees) and writes
- * the HTML report to 'report'. */
-static enum mt_status score_json(const struct score_in *in, char **json,
+enum mt_status mt_srv_score_text(const char *rtext, const char *stext,
+                                 const char *name,
+                                 const struct mt_eval_params *p, char **json,
                                  size_t *notes, const char *report,
                                  struct mt_error *err)
 {
@@ -388,16 +388,16 @@ static enum mt_status score_json(const struct score_in *in, char **json,
     struct mt_eval_sub *sub = NULL;
     struct mt_eval_result *res = NULL;
     enum mt_status st =
-        mt_eval_ref_load_mem("reference", in->ref, strlen(in->ref), &ref, err);
+        mt_eval_ref_load_mem("reference", rtext, strlen(rtext), &ref, err);
 
     if (st == MT_OK)
-        st = mt_eval_sub_parse(in->name, in->sub, strlen(in->sub), &sub, err);
+        st = mt_eval_sub_parse(name, stext, strlen(stext), &sub, err);
     if (st == MT_OK)
-        st = mt_eval_score(ref, sub, &in->params, &res, err);
+        st = mt_eval_score(ref, sub, p, &res, err);
     if (st == MT_OK)
-        st = mt_eval_result_json(res, ref, in->name, json, err);
+        st = mt_eval_result_json(res, ref, name, json, err);
     if (st == MT_OK)
-        save_report(report, ref, sub, res, in->name);
+        save_report(report, ref, sub, res, name);
     *notes = ref ? mt_eval_ref_count(ref) : 0;
     mt_eval_result_free(res);
     mt_eval_sub_free(sub);
@@ -455,7 +455,8 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
                            &id, &err);
     if (st == MT_OK) {
         mt_srv_report_path(s, id, report, sizeof report);
-        st = score_json(&in, &json, &notes, report, &err);
+        st = mt_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
+                               &notes, report, &err);
         /* Best effort: a failed update leaves the run "queued". */
         mt_run_update(l->store, id, st == MT_OK ? "done" : "failed", json,
                       st == MT_OK ? NULL : err.msg, NULL);

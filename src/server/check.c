@@ -130,8 +130,11 @@ static void on_step(void *user, const char *note_id, const char *step_json)
     const char *kind;
     json_t *o;
 
-    if (!j)
+    /* A batch's notes ("run-ID/NOTE") stream progress, not steps. */
+    if (!j || strchr(note_id, '/')) {
+        mt_srv_job_release(s, j);
         return;
+    }
     o = json_loads(step_json, 0, NULL);
     kind = json_string_value(json_object_get(o, "step"));
     if (kind && strcmp(kind, "search") == 0)
@@ -204,9 +207,9 @@ static int custom_settings(enum mt_strategy st, const double *set)
  * use), or, for settings of its own, a new one in *own that the job
  * closes. Opening one per job costs a model open (cheap for openai:, a
  * model load for gguf:); the defaults never pay it. */
-static enum mt_status agent_get(struct mt_server *s, enum mt_strategy st,
-                                const double *set, struct mt_agent **out,
-                                struct mt_agent **own, struct mt_error *err)
+enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
+                              const double *set, struct mt_agent **out,
+                              struct mt_agent **own, struct mt_error *err)
 {
     enum mt_status rc = MT_OK;
 
@@ -306,8 +309,7 @@ static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads mt_srv_check_fields into set[]; -1 after a 400. */
-static int read_settings(json_t *o, double *set, struct srv_resp *rs)
+int mt_srv_check_settings(json_t *o, double *set, struct srv_resp *rs)
 {
     size_t i;
 
@@ -342,7 +344,7 @@ static struct check_arg *read_body(const struct srv_req *rq,
         mt_srv_error(rs, 400,
                      "\"strategy\" is react-reflex, guards or "
                      "single");
-    else if (read_settings(o, set, rs) == 0 &&
+    else if (mt_srv_check_settings(o, set, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         memcpy(a->set, set, sizeof a->set);
         a->len = strlen(note);
@@ -361,9 +363,8 @@ static struct check_arg *read_body(const struct srv_req *rq,
     return a;
 }
 
-/* 503 with what to set when a role of the strategy has no model. */
-static int llm_configured(struct mt_server *s, enum mt_strategy st,
-                          struct srv_resp *rs)
+int mt_srv_check_models(struct mt_server *s, enum mt_strategy st,
+                        struct srv_resp *rs)
 {
     const char *const *r;
 
@@ -456,11 +457,11 @@ void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 
     if (!a)
         return;
-    if (!llm_configured(s, strat, rs)) {
+    if (!mt_srv_check_models(s, strat, rs)) {
         arg_free(a);
         return;
     }
-    if (agent_get(s, strat, a->set, &a->agent, &a->own, &err) != MT_OK) {
+    if (mt_srv_checker(s, strat, a->set, &a->agent, &a->own, &err) != MT_OK) {
         arg_free(a);
         mt_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;

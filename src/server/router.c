@@ -49,6 +49,8 @@ static const struct route routes[] = {
     {"POST", "/v1/score", USER, 0, mt_srv_score, 1},
     {"POST", "/v1/check", USER, 0, mt_srv_check, 1},
     {"POST", "/v1/ask", USER, 0, mt_srv_ask, 0},
+    {"POST", "/v1/batch", USER, 0, mt_srv_batch, 1},
+    {"POST", "/v1/runs/{id}/resume", USER, 0, mt_srv_batch_resume, 0},
     {"GET", "/v1/runs", USER, 0, mt_srv_runs_list, 0},
     {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get, 0},
     {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events, 0},

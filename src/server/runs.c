@@ -231,7 +231,9 @@ void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     kind = json_string_value(json_object_get(c.out, "kind"));
-    st = kind && strcmp(kind, "score") == 0 ? MT_OK : MT_ENOTFOUND;
+    st = kind && (strcmp(kind, "score") == 0 || strcmp(kind, "batch") == 0)
+             ? MT_OK
+             : MT_ENOTFOUND;
     json_decref(c.out);
     mt_srv_report_path(s, id, path, sizeof path);
     if (st == MT_OK)

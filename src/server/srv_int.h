@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "medtrust/accounts.h"
+#include "medtrust/check.h"
 #include "medtrust/index.h"
 #include "medtrust/server.h"
 
@@ -280,6 +281,11 @@ void mt_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
 void mt_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
+/* batch.c */
+void mt_srv_batch(struct mt_server *, struct srv_req *, struct srv_resp *,
+                  int64_t);
+void mt_srv_batch_resume(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
 void mt_srv_tokens_list(struct mt_server *, struct srv_req *, struct srv_resp *,
                         int64_t);
 void mt_srv_token_create(struct mt_server *, struct srv_req *,
@@ -323,6 +329,34 @@ void mt_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
  * rq->user. Returns 0, or sets a 401 response and returns -1. */
 int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
                         struct srv_resp *rs);
+
+/* ==== Checkers (check.c), shared with batches (batch.c) ==== */
+
+#define SRV_BATCH_NOTES_MAX 1000 /* notes of one POST /v1/batch */
+
+/* Reads mt_srv_check_fields into set[]; -1 after a 400. */
+int mt_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
+/* 1 when every role of strategy 'st' has a model, else sets a 503 that
+ * says what to configure and returns 0. */
+int mt_srv_check_models(struct mt_server *s, enum mt_strategy st,
+                        struct srv_resp *rs);
+/* The checker for a job: the shared one of strategy 'st' (opened on first
+ * use), or, for settings 'set' of its own, a new one in *own that the
+ * caller closes. */
+enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
+                              const double *set, struct mt_agent **out,
+                              struct mt_agent **own, struct mt_error *err);
+
+/* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
+ * --json` does into *json (caller frees) and writes the HTML report to
+ * 'report' (a failure there is logged); *notes gets the reference's
+ * count (api.c). */
+struct mt_eval_params;
+enum mt_status mt_srv_score_text(const char *ref, const char *sub,
+                                 const char *name,
+                                 const struct mt_eval_params *p, char **json,
+                                 size_t *notes, const char *report,
+                                 struct mt_error *err);
 
 /* Closes the note checkers (after the job workers have stopped). */
 void mt_srv_agents_close(struct mt_server *s);

@@ -87,7 +87,7 @@ void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         rs, 200,
         json_pack(
             "{s:I,s:o,s:{s:o,s:I,s:[sss]},s:{s:o,s:I,s:I},"
-            "s:{s:o,s:I,s:[sss]}}",
+            "s:{s:o,s:I,s:[sss]},s:{s:I,s:I}}",
             "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
             "search", "fields",
             mt_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
@@ -98,5 +98,7 @@ void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
             (json_int_t)(SRV_SOURCE_MAX - 1), "check", "fields",
             mt_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
             "note_bytes", (json_int_t)SRV_NOTE_MAX, "strategies",
-            "react-reflex", "guards", "single"));
+            "react-reflex", "guards", "single", "batch", "notes_max",
+            (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
+            (json_int_t)s->p.max_body));
 }

@@ -7,10 +7,11 @@ import {$} from './dom.js';
 import {initSearch} from './search.js';
 import {initCheck} from './check.js';
 import {initAsk} from './ask.js';
+import {initBatch} from './batch.js';
 import {initRuns, loadRuns} from './runs.js';
 import {initSettings, loadSettings} from './settings.js';
 
-const PAGES = ['search', 'check', 'ask', 'runs', 'settings'];
+const PAGES = ['search', 'check', 'ask', 'batch', 'runs', 'settings'];
 let me = null;
 
 function show() {
@@ -48,6 +49,7 @@ async function start() {
   });
   initCheck();
   initAsk();
+  initBatch();
   initRuns(me);
   initSettings();
   window.addEventListener('hashchange', show);

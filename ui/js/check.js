@@ -74,8 +74,9 @@ export function trajectory() {
 }
 
 // Follows run 'id' until it ends: events while it streams, then (if the
-// stream breaks) the run itself. Calls onStep and, once, onEnd(run).
-export function followRun(id, onStep, onStatus, onEnd) {
+// stream breaks) the run itself. Calls onStep and, once, onEnd(run);
+// 'more' maps other event names to their handlers.
+export function followRun(id, onStep, onStatus, onEnd, more) {
   let ended = false;
   const end = (run) => {
     if (!ended) {
@@ -86,6 +87,9 @@ export function followRun(id, onStep, onStatus, onEnd) {
   const es = new EventSource('/v1/runs/' + id + '/events');
   es.addEventListener('status', (ev) => onStatus(JSON.parse(ev.data).status));
   es.addEventListener('step', (ev) => onStep(JSON.parse(ev.data)));
+  for (const [name, fn] of Object.entries(more || {})) {
+    es.addEventListener(name, (ev) => fn(JSON.parse(ev.data)));
+  }
   es.addEventListener('done', (ev) => {
     es.close();
     end(JSON.parse(ev.data));

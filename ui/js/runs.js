@@ -14,7 +14,7 @@ const f2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '–');
 function summary(run) {
   const r = run.result;
   if (!r) return run.error || '';
-  if (run.kind === 'score') {
+  if (run.kind === 'score' || run.kind === 'batch') {
     return 'flag acc ' + f2(r.error_flag_accuracy) + ', sentence acc ' +
         f2(r.error_sentence_accuracy) + ', aggregate ' +
         f2(r.composite && r.composite.aggregate);
@@ -27,7 +27,9 @@ function summary(run) {
   return '';
 }
 
-function scoreDetail(run) {
+// A score or batch run's metrics, its per-error-type table and its HTML
+// report (score --report) framed.
+export function scoreDetail(run, frameId) {
   const r = run.result || {};
   const c = r.composite || {};
   const rows = [['Error flag accuracy', f2(r.error_flag_accuracy)],
@@ -35,9 +37,15 @@ function scoreDetail(run) {
     ['ROUGE-1', f2(c.rouge1)], ['ROUGE-2', f2(c.rouge2)],
     ['ROUGE-L', f2(c.rougeL)], ['Aggregate', f2(c.aggregate)],
     ['Notes', String(r.notes || 0)]];
+  const types = Object.entries((r.breakdown || {}).error_type || {});
   return [table('Scores of ' + (r.run || 'the run'), ['Metric', 'Value'], rows),
+    ...(types.length ? [table('By error type', ['Error type', 'Notes',
+      'Flag accuracy', 'Sentence accuracy', 'Aggregate'], types.map(
+        ([k, g]) => [k, String(g.notes), f2(g.error_flag_accuracy),
+          f2(g.error_sentence_accuracy), f2((g.composite || {}).aggregate)]))] :
+      []),
     el('h3', {}, 'Report'),
-    el('iframe', {class: 'report', id: 'run-report',
+    el('iframe', {class: 'report', id: frameId || 'run-report',
       src: '/v1/runs/' + run.id + '/report', sandbox: 'allow-scripts',
       title: 'Score report of run ' + run.id})];
 }
@@ -60,7 +68,7 @@ async function showRun(id) {
       'Run ' + run.id + ' (' + run.kind + ', ' + run.status + ')'));
   if (run.status === 'failed') {
     box.append(el('p', {class: 'msg error'}, run.error || 'failed'));
-  } else if (run.result && run.kind === 'score') {
+  } else if (run.result && (run.kind === 'score' || run.kind === 'batch')) {
     box.append(...scoreDetail(run));
   } else if (run.result && run.kind === 'check') {
     box.append(...checkDetail(run));

@@ -1,0 +1,726 @@
+/* POST /v1/batch: a MEDEC-format CSV checked note by note on the job queue
+ * as `medtrust mediqa` does, then scored against the same CSV as `score
+ * --report` does (optionally with per-pair BLEURT scores). Each finished
+ * note is journaled (flushed and fdatasync'd) so a cancelled, failed or
+ * timed-out run resumes with POST /v1/runs/ID/resume without redoing one;
+ * a note whose check fails is not journaled, so a resume retries it (a
+ * finished run scores it as missing, and says how many). Progress events
+ * carry done, failed, total, rate and ETA. The upload is bounded by the
+ * server's body limit and by SRV_BATCH_NOTES_MAX notes; the job by the
+ * job timeout (a resume continues). Files live in DB/batches/run-ID/. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "core/csv.h"
+#include "medtrust/core.h"
+#include "medtrust/eval.h"
+#include "server/srv_int.h"
+
+struct bnote {
+    char *id, *text, *sents; /* sents NULL without a Sentences column */
+    char *line;              /* submission line once checked */
+};
+
+struct batch_arg {
+    struct mt_server *s;
+    int64_t run;
+    enum mt_strategy strat;
+    double set[4]; /* mt_srv_check_fields' values */
+    char name[128];
+    char dir[4096]; /* DB/batches/run-ID */
+    int has_bleurt;
+};
+
+/* ==== Files ==== */
+
+static void batch_dir(const struct mt_server *s, int64_t run, char *buf,
+                      size_t n)
+{
+    snprintf(buf, n, "%s/batches/run-%lld", s->db_dir, (long long)run);
+}
+
+/* Makes DB/batches and DIR. */
+static enum mt_status make_dir(const struct batch_arg *a, struct mt_error *err)
+{
+    char up[4096];
+
+    snprintf(up, sizeof up, "%s/batches", a->s->db_dir);
+    if ((mkdir(up, 0750) == 0 || errno == EEXIST) &&
+        (mkdir(a->dir, 0750) == 0 || errno == EEXIST))
+        return MT_OK;
+    return mt_fail(err, MT_EIO, "%s: %s", a->dir, strerror(errno));
+}
+
+static void set_status(struct mt_server *s, int64_t run, const char *status,
+                       const char *error)
+{
+    struct srv_lease *l = NULL;
+
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
+        mt_run_update(l->store, run, status, NULL, error, NULL);
+    mt_srv_lease_put(s, l);
+}
+
+static char *file_path(const struct batch_arg *a, const char *name)
+{
+    struct mt_buf b = MT_BUF_INIT(8192);
+
+    if (mt_buf_printf(&b, "%s/%s", a->dir, name) != MT_OK) {
+        mt_buf_free(&b);
+        return NULL;
+    }
+    return mt_buf_take(&b);
+}
+
+/* Writes 'n' bytes to DIR/NAME atomically (a temporary file, fsync,
+ * rename). */
+static enum mt_status write_file(const struct batch_arg *a, const char *name,
+                                 const char *data, size_t n,
+                                 struct mt_error *err)
+{
+    char *path = file_path(a, name);
+    char tmp[4200];
+    FILE *f;
+    int ok;
+
+    if (!path)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "wb");
+    ok = f && fwrite(data, 1, n, f) == n && fflush(f) == 0 &&
+         fsync(fileno(f)) == 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok)
+        ok = rename(tmp, path) == 0;
+    if (!ok)
+        mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    if (!ok)
+        unlink(tmp);
+    mt_free(path);
+    return ok ? MT_OK : MT_EIO;
+}
+
+/* Reads DIR/NAME whole into *out (NUL-terminated). */
+static enum mt_status read_file(const struct batch_arg *a, const char *name,
+                                char **out, size_t *n, struct mt_error *err)
+{
+    char *path = file_path(a, name);
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    char chunk[65536];
+    size_t got;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    enum mt_status st = MT_OK;
+
+    if (!f) {
+        st = mt_fail(err, path ? MT_EIO : MT_ENOMEM, "%s: %s",
+                     path ? path : name, strerror(errno));
+        mt_free(path);
+        return st;
+    }
+    while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        st = mt_buf_append(&b, chunk, got);
+    fclose(f);
+    mt_free(path);
+    *n = b.len;
+    *out = st == MT_OK ? mt_buf_take(&b) : NULL;
+    mt_buf_free(&b);
+    if (st == MT_OK && !*out)
+        *out = mt_strdup("");
+    return st == MT_OK && *out ? MT_OK
+                               : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+/* ==== Notes ==== */
+
+static void notes_free(struct bnote *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++) {
+        mt_free(v[i].id);
+        mt_free(v[i].text);
+        mt_free(v[i].sents);
+        mt_free(v[i].line);
+    }
+    mt_free(v);
+}
+
+static char *field(struct mt_csv *c, long col)
+{
+    struct mt_str s = col >= 0 ? mt_csv_field(c, (size_t)col) : mt_str_from("");
+
+    return mt_strndup(s.p ? s.p : "", s.n);
+}
+
+/* The notes of a MEDEC-format CSV: Text ID, Text and, when present,
+ * Sentences (so sentence ids are the data set's own). At most max. */
+static enum mt_status load_notes(const char *csv, size_t len, size_t max,
+                                 struct bnote **out, size_t *n,
+                                 struct mt_error *err)
+{
+    struct mt_csv *c = NULL;
+    struct bnote *v = NULL;
+    long col[3] = {-1, -1, -1};
+    int got = 1;
+    enum mt_status st = mt_csv_open_mem("data", csv, len, NULL, &c, err);
+
+    *n = 0;
+    if (st == MT_OK)
+        st = mt_csv_next(c, &got, err);
+    if (st == MT_OK && got) {
+        col[0] = mt_csv_find(c, "Text ID");
+        col[1] = mt_csv_find(c, "Text");
+        col[2] = mt_csv_find(c, "Sentences");
+    }
+    if (st == MT_OK && (col[0] < 0 || col[1] < 0))
+        st = mt_fail(err, MT_EPARSE,
+                     "data: a MEDEC-format CSV needs the columns Text ID "
+                     "and Text");
+    v = st == MT_OK ? mt_calloc(max + 1, sizeof *v) : NULL;
+    if (st == MT_OK && !v)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    while (st == MT_OK && (st = mt_csv_next(c, &got, err)) == MT_OK && got) {
+        struct bnote *x = &v[*n];
+        if (*n == max) {
+            st = mt_fail(err, MT_ELIMIT,
+                         "data: more than %zu notes; a batch takes at most "
+                         "%zu (split the file)",
+                         max, max);
+            break;
+        }
+        (*n)++;
+        x->id = field(c, col[0]);
+        x->text = field(c, col[1]);
+        x->sents = col[2] >= 0 ? field(c, col[2]) : NULL;
+        if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
+            st = mt_fail(err, MT_ENOMEM, "out of memory");
+        else if (!*x->id)
+            st = mt_fail(err, MT_EPARSE, "data:%zu: empty Text ID",
+                         mt_csv_line(c));
+    }
+    mt_csv_close(c);
+    if (st == MT_OK && *n == 0)
+        st = mt_fail(err, MT_EPARSE, "data: no notes");
+    if (st != MT_OK) {
+        notes_free(v, *n);
+        return st;
+    }
+    *out = v;
+    return MT_OK;
+}
+
+/* ==== The journal: one {"id","line"} a finished note ==== */
+
+/* Gives notes the lines the journal holds; a torn last line (a crash
+ * mid-write) is ignored. Returns the number resumed. */
+static size_t journal_read(const struct batch_arg *a, struct bnote *v, size_t n)
+{
+    char *txt = NULL, *p, *nl;
+    size_t len = 0, k, resumed = 0;
+    struct mt_error err = {MT_OK, ""};
+
+    if (read_file(a, "journal.jsonl", &txt, &len, &err) != MT_OK)
+        return 0;
+    for (p = txt; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        json_t *o = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        const char *id = json_string_value(json_object_get(o, "id"));
+        const char *line = json_string_value(json_object_get(o, "line"));
+        for (k = 0; id && line && k < n; k++)
+            if (!v[k].line && strcmp(v[k].id, id) == 0) {
+                v[k].line = mt_strdup(line);
+                resumed += v[k].line != NULL;
+                break;
+            }
+        json_decref(o);
+    }
+    mt_free(txt);
+    return resumed;
+}
+
+static enum mt_status journal_add(FILE *f, const char *id, const char *line,
+                                  struct mt_error *err)
+{
+    json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    int ok = t && fprintf(f, "%s\n", t) > 0 && fflush(f) == 0 &&
+             fdatasync(fileno(f)) == 0;
+
+    json_decref(o);
+    free(t); /* jansson's default allocator */
+    return ok ? MT_OK : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
+}
+
+/* ==== The job ==== */
+
+struct progress {
+    size_t total, done, failed, resumed;
+    double t0;
+};
+
+static void emit_progress(struct srv_job *j, const struct progress *p,
+                          const char *id)
+{
+    double el = mt_srv_now() - p->t0;
+    size_t fresh = p->done - p->resumed;
+    double rate = el > 0 && fresh ? (double)fresh / el : 0;
+    double eta = rate > 0 ? (double)(p->total - p->done) / rate : -1;
+
+    mt_srv_job_emit(j, "progress",
+                    json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s?}", "total",
+                              (json_int_t)p->total, "done", (json_int_t)p->done,
+                              "failed", (json_int_t)p->failed, "resumed",
+                              (json_int_t)p->resumed, "elapsed_s", el,
+                              "notes_per_min", rate * 60, "eta_s", eta, "id",
+                              id));
+}
+
+/* Checks one note: its submission line, or NULL when the check failed. */
+static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
+                        const struct bnote *x)
+{
+    struct mt_error err = {MT_OK, ""};
+    char nid[600];
+    struct mt_note n;
+    struct mt_check_result r;
+    enum mt_status st;
+    char *line;
+
+    /* "run-ID/NOTE": routes cancel polls to this run's job; check.c's
+     * on_step does not stream a batch's steps. */
+    snprintf(nid, sizeof nid, "run-%lld/%s", (long long)a->run, x->id);
+    memset(&n, 0, sizeof n); /* no source filter: the checker's own */
+    n.id = nid;
+    n.text = x->text;
+    n.text_len = strlen(x->text);
+    n.sentences = x->sents;
+    n.sentences_len = x->sents ? strlen(x->sents) : 0;
+    st = mt_agent_check(agent, &n, &r, &err);
+    if (st != MT_OK) {
+        mt_log(MT_LOG_WARN, "server: batch run %lld note %s: %s",
+               (long long)a->run, x->id, err.msg);
+        return NULL;
+    }
+    line = mt_check_submission_line(x->id, &r);
+    mt_check_result_free(&r);
+    return line;
+}
+
+/* The submission: every checked note's line, in the CSV's order. */
+static char *submission(const struct bnote *v, size_t n)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (v[i].line && mt_buf_printf(&b, "%s\n", v[i].line) != MT_OK) {
+            mt_buf_free(&b);
+            return NULL;
+        }
+    return b.len ? mt_buf_take(&b) : mt_strdup("");
+}
+
+/* Scores the submission against the CSV and writes the report. */
+static enum mt_status score(const struct batch_arg *a, const char *csv,
+                            const char *sub, json_t **result,
+                            struct mt_error *err)
+{
+    struct mt_eval_params p;
+    struct mt_eval_scores *bleurt = NULL;
+    char *bpath = a->has_bleurt ? file_path(a, "bleurt.txt") : NULL;
+    char report[4096], *json = NULL;
+    size_t notes = 0;
+    enum mt_status st = MT_OK;
+
+    mt_eval_default_params(&p);
+    if (bpath)
+        st = mt_eval_scores_load(bpath, &bleurt, err);
+    p.bleurt = bleurt;
+    mt_srv_report_path(a->s, a->run, report, sizeof report);
+    if (st == MT_OK)
+        st = mt_srv_score_text(csv, sub, a->name, &p, &json, &notes, report,
+                               err);
+    if (st == MT_OK)
+        *result = json_loads(json, 0, NULL);
+    if (st == MT_OK && !*result)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_free(json);
+    mt_free(bpath);
+    mt_eval_scores_free(bleurt);
+    return st;
+}
+
+/* Checks every note the journal does not hold; MT_ECANCELED when asked
+ * to stop (the journal keeps what is done). */
+static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
+                                struct bnote *v, struct progress *p,
+                                struct mt_error *err)
+{
+    struct mt_agent *agent = NULL, *own = NULL;
+    char *jp = file_path(a, "journal.jsonl");
+    FILE *f = jp ? fopen(jp, "ab") : NULL;
+    enum mt_status st =
+        f ? mt_srv_checker(a->s, a->strat, a->set, &agent, &own, err)
+          : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < p->total; i++) {
+        if (v[i].line)
+            continue;
+        if (mt_srv_job_canceled(j)) {
+            st = mt_fail(err, MT_ECANCELED,
+                         "cancelled after %zu of %zu notes; POST "
+                         "/v1/runs/%lld/resume continues",
+                         p->done, p->total, (long long)a->run);
+            break;
+        }
+        v[i].line = check_note(a, agent, &v[i]);
+        if (v[i].line)
+            st = journal_add(f, v[i].id, v[i].line, err);
+        p->done += v[i].line != NULL;
+        p->failed += v[i].line == NULL;
+        emit_progress(j, p, v[i].id);
+    }
+    if (f)
+        fclose(f);
+    mt_agent_close(own);
+    mt_free(jp);
+    return st;
+}
+
+static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
+                               struct mt_error *err)
+{
+    struct batch_arg *a = arg;
+    struct progress p = {0, 0, 0, 0, mt_srv_now()};
+    struct bnote *v = NULL;
+    char *csv = NULL, *sub = NULL;
+    size_t len = 0;
+    enum mt_status st = read_file(a, "data.csv", &csv, &len, err);
+
+    if (st == MT_OK)
+        st = load_notes(csv, len, SRV_BATCH_NOTES_MAX, &v, &p.total, err);
+    if (st == MT_OK) {
+        p.resumed = p.done = journal_read(a, v, p.total);
+        emit_progress(j, &p, NULL);
+        st = check_all(j, a, v, &p, err);
+    }
+    sub = st == MT_OK ? submission(v, p.total) : NULL;
+    if (st == MT_OK && !sub)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    if (st == MT_OK)
+        st = write_file(a, "submission.txt", sub, strlen(sub), err);
+    if (st == MT_OK)
+        st = score(a, csv, sub, result, err);
+    if (st == MT_OK)
+        json_object_set_new(*result, "batch",
+                            json_pack("{s:s,s:I,s:I,s:I}", "strategy",
+                                      mt_strategy_str(a->strat), "notes",
+                                      (json_int_t)p.total, "failed",
+                                      (json_int_t)p.failed, "resumed",
+                                      (json_int_t)p.resumed));
+    notes_free(v, p.total);
+    mt_free(csv);
+    mt_free(sub);
+    return st;
+}
+
+/* ==== Starting and resuming ==== */
+
+/* The settings a resume needs, in DIR/params.json. */
+static char *params_text(const struct batch_arg *a)
+{
+    json_t *o = json_pack("{s:s,s:s,s:b,s:[ffff]}", "strategy",
+                          mt_strategy_str(a->strat), "name", a->name, "bleurt",
+                          a->has_bleurt, "settings", a->set[0], a->set[1],
+                          a->set[2], a->set[3]);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *out = t ? mt_strdup(t) : NULL;
+
+    free(t);
+    json_decref(o);
+    return out;
+}
+
+static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
+{
+    char *txt = NULL;
+    size_t n = 0, i;
+    json_t *o, *set;
+    const char *strat, *name;
+    enum mt_status st = read_file(a, "params.json", &txt, &n, err);
+
+    if (st != MT_OK)
+        return st;
+    o = json_loads(txt, 0, NULL);
+    mt_free(txt);
+    strat = json_string_value(json_object_get(o, "strategy"));
+    name = json_string_value(json_object_get(o, "name"));
+    set = json_object_get(o, "settings");
+    if (!strat || !name || json_array_size(set) != 4 ||
+        mt_strategy_parse(strat, &a->strat) != MT_OK)
+        st = mt_fail(err, MT_EPARSE, "%s/params.json: not a batch's settings",
+                     a->dir);
+    for (i = 0; st == MT_OK && i < 4; i++)
+        a->set[i] = json_number_value(json_array_get(set, i));
+    if (st == MT_OK) {
+        snprintf(a->name, sizeof a->name, "%s", name);
+        a->has_bleurt = json_is_true(json_object_get(o, "bleurt"));
+    }
+    json_decref(o);
+    return st;
+}
+
+static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
+                            struct mt_error *err)
+{
+    struct srv_job_spec spec = {"batch", batch_fn, a, mt_free};
+
+    return mt_srv_job_submit(s, a->run, &spec, err);
+}
+
+/* Checks the CSV before a run is made: its notes and the gold labels the
+ * score needs (an error names the line and field). */
+static enum mt_status check_csv(const char *csv, struct mt_error *err)
+{
+    struct mt_eval_ref *ref = NULL;
+    struct bnote *v = NULL;
+    size_t n = 0;
+    enum mt_status st =
+        load_notes(csv, strlen(csv), SRV_BATCH_NOTES_MAX, &v, &n, err);
+
+    if (st == MT_OK)
+        st = mt_eval_ref_load_mem("data", csv, strlen(csv), &ref, err);
+    mt_eval_ref_free(ref);
+    notes_free(v, n);
+    return st;
+}
+
+/* Saves the upload; a BLEURT file that does not parse fails here. */
+static enum mt_status save_upload(struct batch_arg *a, const char *csv,
+                                  const char *bleurt, struct mt_error *err)
+{
+    struct mt_eval_scores *sc = NULL;
+    char *bp = NULL, *pt = params_text(a);
+    enum mt_status st = make_dir(a, err);
+
+    if (st == MT_OK)
+        st = write_file(a, "data.csv", csv, strlen(csv), err);
+    if (st == MT_OK && bleurt) {
+        st = write_file(a, "bleurt.txt", bleurt, strlen(bleurt), err);
+        bp = st == MT_OK ? file_path(a, "bleurt.txt") : NULL;
+        if (st == MT_OK) /* "bleurt: line N: ..." when it does not parse */
+            st = mt_eval_scores_load(bp, &sc, err);
+    }
+    if (st == MT_OK)
+        st = pt ? write_file(a, "params.json", pt, strlen(pt), err)
+                : mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_eval_scores_free(sc);
+    mt_free(bp);
+    mt_free(pt);
+    return st;
+}
+
+/* Reads {"data","strategy","name","bleurt"} and the check settings. */
+static int read_body(struct mt_server *s, const struct srv_req *rq,
+                     struct srv_resp *rs, json_t **o, struct batch_arg *a)
+{
+    const char *strat, *name;
+
+    if (mt_srv_body_json(rq, rs, o) != 0)
+        return -1;
+    strat = json_string_value(json_object_get(*o, "strategy"));
+    name = json_string_value(json_object_get(*o, "name"));
+    a->s = s;
+    a->strat = MT_STRATEGY_REACT_REFLEX;
+    if (!json_string_value(json_object_get(*o, "data")))
+        mt_srv_error(rs, 400,
+                     "\"data\" must be the text of a MEDEC-format CSV");
+    else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
+        mt_srv_error(rs, 400, "\"strategy\" is react-reflex, guards or single");
+    else if (json_object_get(*o, "bleurt") &&
+             !json_is_string(json_object_get(*o, "bleurt")))
+        mt_srv_error(rs, 400,
+                     "\"bleurt\" must be the text of a per-pair score file");
+    else if (mt_srv_check_settings(*o, a->set, rs) == 0) {
+        snprintf(a->name, sizeof a->name, "%s",
+                 name && *name ? name : mt_strategy_str(a->strat));
+        a->has_bleurt = json_is_string(json_object_get(*o, "bleurt"));
+        return 0;
+    }
+    return -1;
+}
+
+static int64_t create_run(struct mt_server *s, struct srv_req *rq,
+                          const char *csv, struct mt_error *err)
+{
+    struct srv_lease *l = NULL;
+    char h[MT_SECRET_SIZE];
+    int64_t id = 0;
+    enum mt_status st = mt_srv_lease_get(s, &l, err);
+
+    mt_sha256_hex(csv, strlen(csv), h);
+    if (st == MT_OK)
+        st = mt_run_create(l->store, rq->user.id, rq->user.name, "batch", h,
+                           &id, err);
+    if (st == MT_OK)
+        mt_srv_audit(s, l, rq, "batch",
+                     json_pack("{s:I,s:s,s:I}", "run_id", (json_int_t)id,
+                               "data_sha256", h, "bytes",
+                               (json_int_t)strlen(csv)));
+    mt_srv_lease_put(s, l);
+    return st == MT_OK ? id : 0;
+}
+
+static void accepted(struct srv_resp *rs, int64_t id)
+{
+    char ev[64];
+
+    snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
+    mt_srv_json(rs, 202,
+                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                          "queued", "events", ev));
+}
+
+void mt_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                  int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct batch_arg *a = mt_calloc(1, sizeof *a);
+    json_t *o = NULL;
+    const char *csv;
+    enum mt_status st = MT_OK;
+
+    if (!a || read_body(s, rq, rs, &o, a) != 0) {
+        if (!a)
+            mt_srv_error(rs, 500, "out of memory");
+        json_decref(o);
+        mt_free(a);
+        return;
+    }
+    csv = json_string_value(json_object_get(o, "data"));
+    if (!mt_srv_check_models(s, a->strat, rs) ||
+        (st = check_csv(csv, &err)) != MT_OK ||
+        !(id = create_run(s, rq, csv, &err))) {
+        if (!rs->body)
+            mt_srv_fail(rs, st == MT_ELIMIT ? MT_EINVAL : err.status, &err);
+        json_decref(o);
+        mt_free(a);
+        return;
+    }
+    a->run = id;
+    batch_dir(s, id, a->dir, sizeof a->dir);
+    st = save_upload(a, csv, json_string_value(json_object_get(o, "bleurt")),
+                     &err);
+    if (st != MT_OK) {
+        set_status(s, id, "failed", err.msg);
+        mt_free(a);
+        mt_srv_fail(rs, st == MT_EIO || st == MT_ENOMEM ? st : MT_EINVAL, &err);
+    } else if ((st = queue(s, a, &err)) != MT_OK) {
+        rs->retry_after = 5;
+        mt_srv_error(rs, 503, "%s", err.msg);
+    } else {
+        accepted(rs, id);
+    }
+    json_decref(o);
+}
+
+/* ==== POST /v1/runs/ID/resume ==== */
+
+struct run_state {
+    const struct srv_req *rq;
+    int seen, denied, batch;
+    char status[16];
+};
+
+static enum mt_status on_run(const struct mt_run *r, void *user)
+{
+    struct run_state *c = user;
+
+    c->seen = 1;
+    c->denied =
+        c->rq->user.role != MT_ROLE_ADMIN && r->user_id != c->rq->user.id;
+    c->batch = r->kind && strcmp(r->kind, "batch") == 0;
+    snprintf(c->status, sizeof c->status, "%s", r->status ? r->status : "");
+    return MT_OK;
+}
+
+/* 0 when run 'id' is the caller's (or they are an admin), a batch and
+ * failed; else sets 404 or 409 and returns -1. */
+static int resumable(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct run_state c = {rq, 0, 0, 0, ""};
+    struct srv_lease *l = NULL;
+    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+
+    if (st == MT_OK)
+        st = mt_run_get(l->store, id, on_run, &c, &err);
+    mt_srv_lease_put(s, l);
+    if (st != MT_OK && st != MT_ENOTFOUND) {
+        mt_srv_fail(rs, st, &err);
+        return -1;
+    }
+    if (!c.seen || c.denied)
+        mt_srv_error(rs, 404, "no run %lld", (long long)id);
+    else if (!c.batch)
+        mt_srv_error(rs, 409, "run %lld is not a batch; only batches resume",
+                     (long long)id);
+    else if (strcmp(c.status, "failed") != 0)
+        mt_srv_error(rs, 409,
+                     "run %lld is %s; only a failed (cancelled, timed out) "
+                     "batch resumes",
+                     (long long)id, c.status);
+    else
+        return 0;
+    return -1;
+}
+
+void mt_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    struct mt_error err = {MT_OK, ""};
+    struct batch_arg *a;
+    int ok;
+
+    /* One resume at a time, so two cannot both see "failed" and queue
+     * two jobs on one journal. */
+    pthread_mutex_lock(&mu);
+    ok = resumable(s, rq, rs, id) == 0;
+    if (ok)
+        set_status(s, id, "queued", NULL);
+    pthread_mutex_unlock(&mu);
+    if (!ok)
+        return;
+    a = mt_calloc(1, sizeof *a);
+    if (!a) {
+        mt_srv_error(rs, 500, "out of memory");
+        return;
+    }
+    a->s = s;
+    a->run = id;
+    batch_dir(s, id, a->dir, sizeof a->dir);
+    if (params_read(a, &err) != MT_OK) {
+        set_status(s, id, "failed", err.msg);
+        mt_free(a);
+        mt_srv_fail(rs, MT_EIO, &err);
+        return;
+    }
+    mt_srv_audit(s, NULL, rq, "batch_resume",
+                 json_pack("{s:I}", "run_id", (json_int_t)id));
+    if (queue(s, a, &err) != MT_OK) {
+        set_status(s, id, "failed", err.msg);
+        rs->retry_after = 5;
+        mt_srv_error(rs, 503, "%s", err.msg);
+        return;
+    }
+    accepted(rs, id);
+}
