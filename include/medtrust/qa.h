@@ -82,6 +82,13 @@ struct mt_qa_params {
      * finishes first). NULL = never (default). */
     int (*cancelled)(void *user);
     void *cancelled_user;
+    /* Called with each piece of the answer as the model generates it
+     * (mt_chat_params.on_token: OpenAI "stream": true, gguf per token),
+     * in order, whole UTF-8 characters; (NULL, 0) drops what came so far
+     * (the call is retried). Runs on the asking thread; nonzero stops
+     * the question with MT_ECANCELED. NULL = not streamed (default). */
+    int (*on_answer_token)(void *user, const char *piece, size_t len);
+    void *on_answer_token_user;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

@@ -294,6 +294,15 @@ static int attempt(struct qa_run *r, struct mt_llm *l,
     return *reply != NULL;
 }
 
+/* mt_chat_params.on_token of the answer call: its one completion's
+ * pieces go to params.on_answer_token. */
+static int answer_token(void *ctx, uint32_t i, const char *piece, size_t len)
+{
+    const struct mt_qa_params *p = ctx;
+
+    return i == 0 ? p->on_answer_token(p->on_answer_token_user, piece, len) : 0;
+}
+
 enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
                           const char *const *keys, const char *const *vals,
                           size_t nvars, float temperature, uint32_t max_tokens,
@@ -314,6 +323,10 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
      * OpenAI response_format), as the checker's roles do (docs/agents.md) */
     if (json)
         cp.json_schema = mt_reply_schema(name);
+    if (r->q->p.on_answer_token && strcmp(name, "qa_answer") == 0) {
+        cp.on_token = answer_token;
+        cp.on_token_ctx = &r->q->p;
+    }
     m[0] = (struct mt_llm_message){"system", sys.data};
     m[1] = (struct mt_llm_message){"user", user.data};
     for (k = 0; st == MT_OK && k < 2 && !ok; k++) {
@@ -332,6 +345,8 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
             m[nm++] = (struct mt_llm_message){"user", fix};
         }
         cp.seed = r->q->p.seed + (uint64_t)k;
+        if (k == 1 && cp.on_token) /* the first reply is dropped */
+            answer_token(cp.on_token_ctx, 0, NULL, 0);
         ok = attempt(r, l, m, nm, &cp, json, reply, why, wn);
     }
     mt_buf_free(&sys);

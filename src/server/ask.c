@@ -1,7 +1,8 @@
 /* POST /v1/ask: a question answered with verified references (VerifAI) on
  * the job queue, recorded as a run whose result is the CLI's `ask --json`
- * object, each claim streamed as a "step" event once its verdicts are
- * final. Answerers are opened on first use of their filters and kept. */
+ * object, the answer streamed as "token" events while it is generated,
+ * then each claim as a "step" event once its verdicts are final. Answerers are
+ * opened on first use of their filters and kept. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,26 @@ static void on_claim(void *user, size_t index, size_t n, const char *claim)
     mt_srv_job_release(s, j);
 }
 
+/* params.on_answer_token: each piece of the answer as a "token" event
+ * ({"text"}; {"reset":true} when a retried call drops what came), so the
+ * page shows the answer while it is generated; a cancelled job stops the
+ * generation. */
+static int on_token(void *user, const char *piece, size_t len)
+{
+    struct mt_server *s = user;
+    struct srv_job *j = mt_srv_job_self(s);
+    int stop;
+
+    if (!j)
+        return 0;
+    mt_srv_job_emit(j, "token",
+                    piece ? json_pack("{s:s%}", "text", piece, len)
+                          : json_pack("{s:b}", "reset", 1));
+    stop = mt_srv_job_canceled(j);
+    mt_srv_job_release(s, j);
+    return stop;
+}
+
 /* ==== Answerers ==== */
 
 static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
@@ -101,6 +122,8 @@ static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
     p.cancelled = cancelled;
     p.cancelled_user = s;
     p.on_claim_user = s;
+    p.on_answer_token = on_token;
+    p.on_answer_token_user = s;
     return mt_qa_open(&p, out, err);
 }
 

@@ -7,7 +7,7 @@
 // 390 px or a 1280 px wide window; no console error and no failed request
 // but those provoked on purpose. Prints TAP-like "ok"/"not ok" lines and
 // saves screenshots at both widths.
-// Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD
+// Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD MEDEC_CSV
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -15,7 +15,7 @@ const TP = path.join(__dirname, '../../third_party/browser/node_modules');
 const pw = require(path.join(TP, 'playwright-core'));
 const AXE = fs.readFileSync(path.join(TP, 'axe-core/axe.min.js'), 'utf8');
 
-const [base, shots, profile, adminPw] = process.argv.slice(2);
+const [base, shots, profile, adminPw, medecCsv] = process.argv.slice(2);
 let failed = 0;
 function check(name, cond, detail) {
   if (cond) {
@@ -62,6 +62,18 @@ async function shot(page, name) {
   const file = path.join(shots, 'ui_' + name + '.png');
   await page.screenshot({path: file, fullPage: true});
   return file;
+}
+
+// A screenshot for the README (docs/img/NAME.png after a copy): the
+// window at 1100 x 720 with 'sel' at its top, PNG at CSS pixel size.
+async function docShot(page, name, sel) {
+  const vp = page.viewportSize();
+  await page.setViewportSize({width: 1100, height: 720});
+  await page.$eval(sel, (e) => window.scrollTo(0,
+      e.getBoundingClientRect().top + window.scrollY - 8));
+  await page.screenshot({path: path.join(shots, 'doc_' + name + '.png'),
+    scale: 'css'});
+  await page.setViewportSize(vp);
 }
 
 // ==== Accessibility (axe-core) and layout at two widths ====
@@ -305,10 +317,15 @@ async function checkNote(page, strategy, settings) {
 
 // Cancel stops a running check: the run ends failed, "cancelled", with
 // the steps it had made, and the button goes away.
+// The stub's reviewers give 5,5,5,5,4: a lowest-score threshold of 5
+// rejects every round, so this check reflects for all its rounds (long
+// enough to cancel) where the defaults accept the first.
 async function cancelCheck(page) {
   await page.goto(base + '/#check');
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', 'react-reflex');
+  await page.fill('#check-rounds', '5');
+  await page.fill('#check-min', '5');
   await page.click('#check-btn');
   await page.waitForSelector('#check-trace > li', {timeout: 30000});
   await page.click('#check-cancel');
@@ -360,6 +377,7 @@ async function checks(page) {
   check('the five MedEval reviews are shown with scores', reviews === 5,
       'rows=' + reviews);
   await audit(page, 'check_react', 'Check with its result');
+  await docShot(page, 'check', '#check-result');
   const g = await checkNote(page, 'guards');
   check('guards has no paper settings: the panel hides, none are sent',
       await page.isHidden('#check-config') && !('max_steps' in g.sent),
@@ -419,20 +437,22 @@ async function ask(page) {
       'lace plant leaves during programmed cell death?');
   const req = page.waitForRequest((r) => r.url().endsWith('/v1/ask'));
   const resp = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
-  // Records the order in which the first step and the answer appear (a
-  // step shown only with the answer, from the result, reads "step+answer").
+  // Records the order in which the first streamed token, the first
+  // verified claim and the answer appear (a step shown only with the
+  // answer, from the result, reads "step+answer"), and how much of the
+  // answer had streamed when the first claim came.
+  await recordOrder(page, 'ask-result', [
+    ['token', '#ask-stream:not(:empty)'], ['step', '#ask-steps > li'],
+    ['answer', '#ask-answer']]);
   await page.evaluate(() => {
-    window.askOrder = [];
     new MutationObserver(() => {
-      const seen = window.askOrder.join('+');
-      const now = [
-        document.querySelector('#ask-steps > li') && !seen.includes('step') ?
-          'step' : null,
-        document.getElementById('ask-answer') && !seen.includes('answer') ?
-          'answer' : null].filter(Boolean);
-      if (now.length) window.askOrder.push(now.join('+'));
+      const s = document.getElementById('ask-stream');
+      if (s && window.streamed === undefined &&
+          document.querySelector('#ask-steps > li')) {
+        window.streamed = s.textContent;
+      }
     }).observe(document.getElementById('ask-result'),
-        {childList: true, subtree: true});
+        {childList: true, subtree: true, characterData: true});
   });
   await page.click('#ask-btn');
   const sent = (await req).postDataJSON();
@@ -442,9 +462,18 @@ async function ask(page) {
   const r = await resp;
   check('ask queues a run (202)', r.status() === 202, 'status=' + r.status());
   await page.waitForSelector('#ask-answer .claim', {timeout: 60000});
-  const order = await page.evaluate(() => window.askOrder);
-  check('verified claims arrive live, before the answer',
-      order.join(',') === 'step,answer', order.join(','));
+  const order = await page.evaluate(() => window.order);
+  check('streamed tokens arrive before the run ends, then verified ' +
+      'claims, then the answer', order.join(',') === 'token,step,answer',
+  order.join(','));
+  const streamed = await page.evaluate(() => window.streamed || '');
+  const answer = (await page.evaluate(() => fetch('/v1/runs?limit=1')
+      .then((r) => r.json()).then((l) => fetch('/v1/runs/' + l.runs[0].id))
+      .then((r) => r.json()))).result.answer;
+  check('the streamed text is the model\'s whole answer',
+      streamed.length > 0 && streamed === answer,
+      JSON.stringify(streamed.slice(0, 80)) + ' vs ' +
+      JSON.stringify(String(answer).slice(0, 80)));
   const steps = await page.$$eval('#ask-steps > li', (l) => l.length);
   const labels = await page.$$eval('#ask-answer .claim', (c) =>
     c.map((x) => [x.dataset.label, getComputedStyle(x).backgroundColor]));
@@ -473,6 +502,8 @@ async function ask(page) {
       tips.slice(0, 300));
   await page.focus(sel); // the screenshot shows a supported claim's evidence
   await audit(page, 'ask_live', 'Ask with a verified answer');
+  await page.focus(sel);
+  await docShot(page, 'ask', '#ask-result');
   await a11y(page, 'Ask');
   await askRendering(page);
 }
@@ -562,6 +593,63 @@ async function runs(page) {
   await a11y(page, 'Runs');
 }
 
+// Batch evaluation: a MEDEC CSV uploaded, progress to 3 of 3, the score
+// report with its charts and a table per error type; then a slower batch
+// cancelled after its first note and resumed to the end.
+async function startBatch(page, strategy) {
+  await page.goto(base + '/#batch');
+  await page.waitForFunction(() =>
+    document.getElementById('batch-data-lim').textContent.length > 0);
+  await page.setInputFiles('#batch-data', medecCsv);
+  await page.selectOption('#batch-strategy', strategy);
+  const resp = page.waitForResponse((r) => r.url().endsWith('/v1/batch'));
+  await page.click('#batch-btn');
+  return (await (await resp).json()).run_id;
+}
+
+async function batchReport(page) {
+  await page.waitForSelector('#batch-report iframe', {timeout: 120000});
+  const frame = await (await page.$('#batch-report iframe')).contentFrame();
+  await frame.waitForSelector('svg', {timeout: 10000});
+  return frame.$$eval('svg', (x) => x.length);
+}
+
+async function batch(page) {
+  const lim = await page.evaluate(() => fetch('/v1/limits').then((r) =>
+    r.json()));
+  await startBatch(page, 'single');
+  const charts = await batchReport(page);
+  const bar = await page.$eval('#batch-progress', (p) => p.value + '/' + p.max);
+  const types = await page.$$eval('#batch-report caption', (c) =>
+    c.map((x) => x.textContent));
+  check('a batch upload checks every note and shows the score report',
+      charts > 0 && bar === '3/3' && types.includes('By error type'),
+      'charts=' + charts + ' bar=' + bar + ' ' + types.join(','));
+  check('the batch page says the server\'s upload limits',
+      (await page.textContent('#batch-data-lim')).includes(
+          String(lim.batch.notes_max) + ' notes'));
+  await audit(page, 'batch', 'Batch with its report');
+  const id = await startBatch(page, 'react-reflex');
+  await page.waitForFunction(() =>
+    Number(document.getElementById('batch-progress').value) >= 1,
+  null, {timeout: 60000});
+  await page.click('#batch-cancel');
+  await page.waitForFunction(() => document.getElementById('batch-msg')
+      .textContent.includes('cancelled'), null, {timeout: 60000});
+  check('Cancel stops a batch and offers Resume',
+      await page.isVisible('#batch-resume') &&
+      await page.isHidden('#batch-cancel'));
+  await audit(page, 'batch_error', 'Batch with an error shown');
+  await page.click('#batch-resume');
+  await batchReport(page);
+  const run = await page.evaluate((i) => fetch('/v1/runs/' + i).then((r) =>
+    r.json()), id);
+  check('a resumed batch keeps the notes it had checked',
+      run.status === 'done' && run.result.batch.resumed >= 1 &&
+      run.result.batch.notes === 3, JSON.stringify(run.result &&
+          run.result.batch));
+}
+
 async function settings(page) {
   await page.goto(base + '/#settings');
   await page.waitForSelector('#set-users table');
@@ -614,6 +702,7 @@ async function main() {
   await checks(page);
   await cancelCheck(page);
   await ask(page);
+  await batch(page);
   await runs(page);
   check('log out', await logOut(page));
   check('the admin logs in', await logIn(page, 'admin', adminPw));

@@ -29,10 +29,18 @@ for s in mq:medquad pq:pubmedqa; do
         exit 1
     fi
 done
+# Three MEDEC notes for the batch page.
+python3 - "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" \
+    "$TMP/medec3.csv" <<'PY'
+import csv, sys
+csv.field_size_limit(10**9)
+rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
+csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:4])
+PY
 ADMIN_PW=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 echo "$ADMIN_PW" | "$MT" user add --db "$TMP/db" admin --admin 2>/dev/null
 
-stub_start ui --delay 120
+stub_start ui --delay 120 --token-delay 40 --eval-finals 5,5,5,5,4
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" \
     --data-dir "$TMP/logs" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
@@ -48,7 +56,7 @@ fi
 ok "server started on port $PORT"
 
 timeout 300 node "$ROOT/tests/browser/test_ui.js" "http://127.0.0.1:$PORT" \
-    "$LOGS" "$TMP/profile" "$ADMIN_PW"
+    "$LOGS" "$TMP/profile" "$ADMIN_PW" "$TMP/medec3.csv"
 rc=$?
 [ $rc -eq 0 ] || echo "# browser test exit status $rc"
 

@@ -1,5 +1,6 @@
-// Ask page: POST /v1/ask queues a run; each claim shows as it is verified
-// (the run's "step" events), then the answer's claims are coloured by
+// Ask page: POST /v1/ask queues a run; the answer streams in as the model
+// writes it (the run's "token" events), each claim shows as it is verified
+// (its "step" events), then the answer's claims are coloured by
 // their verdict (SUPPORT green, CONTRADICT red, NO_EVIDENCE orange,
 // NO_REFERENCE grey) and, on hover or keyboard focus, show each cited
 // document's title and its closest sentence. A refusal (no model
@@ -146,11 +147,21 @@ async function submit(ev) {
     done(res.data);
     return;
   }
-  // Queued as a run: follow it like a check.
-  out.append(steps.node);
+  // Queued as a run: follow it like a check; the answer's text streams in
+  // as "token" events while the model writes it, then each claim shows
+  // with its verdict as the verifier settles it.
+  const stream = el('p', {id: 'ask-stream', class: 'answer'});
+  const live = el('div', {class: 'panel', id: 'ask-live', 'aria-busy': 'true'},
+      el('h2', {}, 'Answer (being written)'), stream);
+  out.append(live, steps.node);
+  const onToken = (t) => {
+    if (t.reset) clear(stream);
+    else stream.append(t.text);
+  };
   followRun(res.data.run_id, steps.add, (s) => {
     $('ask-status').textContent = 'Run ' + res.data.run_id + ': ' + s + '…';
   }, (run) => {
+    live.remove();
     if (run.status === 'done') {
       // A stream that joined late missed the steps: show them from the result.
       const cs = run.result.claims || [];
@@ -164,7 +175,7 @@ async function submit(ev) {
       $('ask-status').textContent = '';
       $('ask-msg').textContent = run.error || 'the question failed';
     }
-  });
+  }, {token: onToken});
 }
 
 export async function initAsk() {
