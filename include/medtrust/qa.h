@@ -126,6 +126,15 @@ struct mt_qa_claim {
     enum mt_qa_label label; /* the overall verdict (see mt_qa_ask) */
 };
 
+/* One sentence of the answer, in answer order: part of claim 'claim'
+ * (an index into claims, whose verdict it shares) or unreferenced (-1:
+ * an introduction or conclusion without a citation), as VerifAI shows
+ * them. */
+struct mt_qa_sentence {
+    const char *text; /* without the citation brackets */
+    long claim;
+};
+
 /* A retrieved document, in rank order. */
 struct mt_qa_doc {
     const char *doc_id;
@@ -153,6 +162,8 @@ struct mt_qa_result {
     const char *answer; /* "" when no answer was produced */
     struct mt_qa_claim *claims;
     size_t nclaims;
+    struct mt_qa_sentence *sentences; /* every sentence of the answer */
+    size_t nsentences;
     struct mt_qa_doc *docs;
     size_t ndocs;
     const char *search;        /* "hybrid" or "bm25" */

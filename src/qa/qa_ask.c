@@ -274,6 +274,26 @@ static json_t *usage_json(const struct mt_qa_usage *u)
                      (int)u->verify_failures, "seconds", u->seconds);
 }
 
+/* Every sentence of the answer in order: its claim's index and verdict,
+ * or "UNREFERENCED" (VerifAI shows uncited sentences so). */
+static json_t *sentences_json(const struct mt_qa_result *r)
+{
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; a && i < r->nsentences; i++) {
+        const struct mt_qa_sentence *t = &r->sentences[i];
+        int in = t->claim >= 0 && (size_t)t->claim < r->nclaims;
+
+        json_array_append_new(
+            a, json_pack("{s:s,s:o,s:s}", "text", t->text, "claim",
+                         in ? json_integer(t->claim) : json_null(), "status",
+                         in ? mt_qa_label_str(r->claims[t->claim].label)
+                            : "UNREFERENCED"));
+    }
+    return a;
+}
+
 static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
 {
     json_t *claims = json_array();
@@ -291,6 +311,7 @@ static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
     for (i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
     json_object_set_new(o, "claims", claims);
+    json_object_set_new(o, "sentences", sentences_json(r));
     json_object_set_new(o, "documents", docs);
     json_object_set_new(o, "search", json_string(r->search));
     json_object_set_new(o, "final_verdict", str_or_null(r->final_verdict));

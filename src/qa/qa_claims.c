@@ -192,27 +192,32 @@ double mt_qa_dot(const float *a, const float *b, uint32_t dims)
     return s;
 }
 
-/* Best similarity of sentence g to the known documents claim c cites. */
+/* Best similarity of sentence g to a sentence of the known documents
+ * claim c cites. */
 static double sim(const struct mt_qa_sent *s, size_t g, size_t c,
-                  const float *sv, const float *dv, uint32_t dims)
+                  const float *sv, const float *dv, const size_t *off,
+                  uint32_t dims)
 {
     double best = -1e300;
     size_t k;
+    size_t j;
 
     for (k = 0; k < s[c].nrefs; k++) {
-        double d;
+        long d = s[c].docs[k];
 
-        if (s[c].docs[k] < 0)
-            continue;
-        d = mt_qa_dot(sv + g * dims, dv + (size_t)s[c].docs[k] * dims, dims);
-        if (d > best)
-            best = d;
+        for (j = d < 0 ? 0 : off[d]; d >= 0 && j < off[d + 1]; j++) {
+            double v = mt_qa_dot(sv + g * dims, dv + j * dims, dims);
+
+            if (v > best)
+                best = v;
+        }
     }
     return best;
 }
 
 void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
-                 const float *doc_vecs, uint32_t dims, long *owner)
+                 const float *doc_vecs, const size_t *doc_off, uint32_t dims,
+                 long *owner)
 {
     size_t i, j, g;
 
@@ -228,9 +233,9 @@ void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
         if (j == n)
             break; /* the rest is a conclusion */
         for (g = i + 1; g < j; g++) {
-            if (!right && sent_vecs && doc_vecs)
-                right = sim(s, g, j, sent_vecs, doc_vecs, dims) >
-                        sim(s, g, i, sent_vecs, doc_vecs, dims);
+            if (!right && sent_vecs && doc_vecs && doc_off)
+                right = sim(s, g, j, sent_vecs, doc_vecs, doc_off, dims) >
+                        sim(s, g, i, sent_vecs, doc_vecs, doc_off, dims);
             owner[g] = (long)(right ? j : i);
         }
         i = j;
@@ -338,24 +343,60 @@ const char *mt_qa_final_word(const char *answer)
 
 /* ==== Claims of a result ==== */
 
-/* Vectors of the sentences and documents, when a gap needs them. */
-static enum mt_status vectors(struct qa_run *r, const struct mt_qa_sent *s,
-                              size_t n, float **sv, float **dv, uint32_t *dims,
-                              struct mt_error *err)
+/* The answer's sentences, then every sentence of every document (each
+ * document's from off[d] on), as spans in t; returns the count. */
+static enum mt_status gap_texts(const struct qa_run *r,
+                                const struct mt_qa_sent *s, size_t n,
+                                struct mt_str **t, size_t *nt, size_t *off,
+                                struct mt_error *err)
 {
     const struct mt_qa_result *res = r->res;
-    struct mt_str *t = mt_calloc(n + res->ndocs + 1, sizeof *t);
-    float *all = NULL;
-    size_t i;
-    enum mt_status st;
+    size_t cap = n + 16, i, k;
+    enum mt_status st = MT_OK;
 
-    if (!t)
-        return mt_fail(err, MT_ENOMEM, "ask: out of memory");
-    for (i = 0; i < n; i++)
-        t[i] = mt_str_from(s[i].text);
-    for (i = 0; i < res->ndocs; i++)
-        t[n + i] = mt_str_from(res->docs[i].text);
-    st = mt_qa_embed(r->q, t, n + res->ndocs, &all, dims, err);
+    *nt = 0;
+    *t = mt_calloc(cap, sizeof **t);
+    for (i = 0; *t && i < n; i++)
+        (*t)[(*nt)++] = mt_str_from(s[i].text);
+    for (i = 0; st == MT_OK && *t && i < res->ndocs; i++) {
+        const char *d = res->docs[i].text;
+        struct mt_span *sp = NULL;
+        size_t ns = 0;
+        struct mt_str *g;
+
+        off[i] = *nt - n;
+        st = mt_sentences_split(d, strlen(d), &sp, &ns, err);
+        if (st == MT_OK && *nt + ns + 1 > cap) {
+            cap = 2 * (*nt + ns + 1);
+            g = mt_realloc(*t, cap * sizeof *g);
+            if (!g)
+                st = MT_ENOMEM;
+            else
+                *t = g;
+        }
+        for (k = 0; st == MT_OK && k < ns; k++)
+            (*t)[(*nt)++] =
+                (struct mt_str){d + sp[k].start, sp[k].end - sp[k].start};
+        mt_free(sp);
+    }
+    off[res->ndocs] = *t ? *nt - n : 0;
+    return *t ? st : mt_fail(err, MT_ENOMEM, "ask: out of memory");
+}
+
+/* Vectors of the answer's sentences and of every document sentence, when
+ * a gap needs them (VerifAI compares with sentences, not whole
+ * documents). */
+static enum mt_status vectors(struct qa_run *r, const struct mt_qa_sent *s,
+                              size_t n, float **sv, float **dv, size_t *off,
+                              uint32_t *dims, struct mt_error *err)
+{
+    struct mt_str *t = NULL;
+    float *all = NULL;
+    size_t nt = 0;
+    enum mt_status st = gap_texts(r, s, n, &t, &nt, off, err);
+
+    if (st == MT_OK)
+        st = mt_qa_embed(r->q, t, nt, &all, dims, err);
     mt_free(t);
     if (st != MT_OK)
         return st;
@@ -420,6 +461,34 @@ static enum mt_status build_claims(struct qa_run *r, const struct mt_qa_sent *s,
     return st;
 }
 
+/* Every sentence of the answer, in order, with the claim it belongs to
+ * or -1 (unreferenced: an introduction, a conclusion). VerifAI keeps
+ * these and shows them unreferenced; nothing of the answer is dropped. */
+static enum mt_status build_sentences(struct qa_run *r,
+                                      const struct mt_qa_sent *s, size_t n,
+                                      const long *owner)
+{
+    struct mt_qa_result *res = r->res;
+    long *claim_of = mt_calloc(n + 1, sizeof *claim_of);
+    size_t i;
+    long k = -1;
+
+    res->sentences = mt_arena_alloc(r->mem, (n + 1) * sizeof *res->sentences);
+    if (!res->sentences || !claim_of) {
+        mt_free(claim_of);
+        return MT_ENOMEM;
+    }
+    for (i = 0; i < n; i++)
+        claim_of[i] = s[i].nrefs ? ++k : -1;
+    for (i = 0; i < n; i++) {
+        res->sentences[i].text = s[i].text;
+        res->sentences[i].claim = owner[i] < 0 ? -1 : claim_of[owner[i]];
+    }
+    res->nsentences = n;
+    mt_free(claim_of);
+    return MT_OK;
+}
+
 enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
 {
     struct mt_qa_result *res = r->res;
@@ -427,6 +496,7 @@ enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
         mt_arena_alloc(r->mem, (res->ndocs + 1) * sizeof *known);
     struct mt_qa_sent *s = NULL;
     long *owner = NULL;
+    size_t *off = NULL;
     float *sv = NULL, *dv = NULL;
     uint32_t dims = 0;
     size_t n = 0, i;
@@ -439,19 +509,24 @@ enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
                                 r->q->label_suf, known, res->ndocs, &s, &n);
     if (st == MT_OK && !(owner = mt_calloc(n + 1, sizeof *owner)))
         st = MT_ENOMEM;
+    if (st == MT_OK && !(off = mt_calloc(res->ndocs + 1, sizeof *off)))
+        st = MT_ENOMEM;
     if (st == MT_OK && has_gap(s, n))
-        st = vectors(r, s, n, &sv, &dv, &dims, err);
+        st = vectors(r, s, n, &sv, &dv, off, &dims, err);
     if (st != MT_OK && st != MT_ENOMEM) /* group without similarities */
         st = mt_qa_note(r,
                         "the embedder failed (%s): uncited sentences "
                         "joined the claim before them",
                         err ? err->msg : "");
     if (st == MT_OK) {
-        mt_qa_group(s, n, sv, dv, dims, owner);
+        mt_qa_group(s, n, sv, dv, off, dims, owner);
         st = build_claims(r, s, n, owner);
     }
+    if (st == MT_OK)
+        st = build_sentences(r, s, n, owner);
     mt_free(sv); /* dv points into the same block */
     mt_free(owner);
+    mt_free(off);
     if (st == MT_ENOMEM)
         return mt_fail(err, st, "ask: out of memory");
     return st;

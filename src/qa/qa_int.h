@@ -109,15 +109,19 @@ enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
 
 /* Groups sentences into claims, as VerifAI does: each cited sentence
  * heads a claim; an uncited sentence between two cited ones joins the
- * left or the right neighbour, whichever cites the document it is most
- * similar to (largest dot product of sent_vecs[i] with doc_vecs[d] over
- * the neighbour's known documents; ties and all-unknown go left), except
- * that once one sentence of a gap goes right the rest of the gap follows
- * (claims stay contiguous). Uncited sentences before the first or after
- * the last cited one (introduction, conclusion) join nothing. owner[i]
- * gets the index of the cited sentence heading i's claim, or -1. */
+ * left or the right neighbour, whichever cites the document holding the
+ * sentence most similar to it (VerifAI: the highest dot product of the
+ * sentence's vector with a sentence of the neighbour's known abstracts;
+ * doc_vecs holds the vectors of every document sentence, document d's in
+ * rows doc_off[d] .. doc_off[d + 1] - 1; ties and all-unknown go left),
+ * except that once one sentence of a gap goes right the rest of the gap
+ * follows (claims stay contiguous). Uncited sentences before the first or
+ * after the last cited one (introduction, conclusion) join nothing: they
+ * stay in the answer as unreferenced sentences. owner[i] gets the index
+ * of the cited sentence heading i's claim, or -1. */
 void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
-                 const float *doc_vecs, uint32_t dims, long *owner);
+                 const float *doc_vecs, const size_t *doc_off, uint32_t dims,
+                 long *owner);
 
 /* Dot product of two dims-vectors. */
 double mt_qa_dot(const float *a, const float *b, uint32_t dims);

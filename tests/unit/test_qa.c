@@ -75,6 +75,7 @@ static void test_parse_empty_and_uncited_answers(void **state)
 static void merge_case(const float sv[12], const long *want)
 {
     static const float dv[4] = {1, 0, 0, 1}; /* d0 = x axis, d1 = y */
+    static const size_t off[3] = {0, 1, 2};  /* one sentence each */
     long d0 = 0, d1 = 1;
     const char *r0 = "A", *r1 = "B";
     struct mt_qa_sent s[6];
@@ -86,7 +87,7 @@ static void merge_case(const float sv[12], const long *want)
         s[i].text = "x";
     s[1] = (struct mt_qa_sent){"x", &r0, 1, &d0};
     s[4] = (struct mt_qa_sent){"x", &r1, 1, &d1};
-    mt_qa_group(s, 6, sv, dv, 2, owner);
+    mt_qa_group(s, 6, sv, dv, off, 2, owner);
     for (i = 0; i < 6; i++)
         CHECK(owner[i] == want[i]);
 }
@@ -113,6 +114,7 @@ static void test_merge_uncited_by_hand_computed_similarity(void **state)
 static void test_merge_unknown_documents_and_no_vectors_go_left(void **state)
 {
     static const float dv[2] = {1, 0};
+    static const size_t off[2] = {0, 1};
     static const float sv[6] = {0, 0, 1, 0, 0, 0};
     long dl = -1, d0 = 0, owner[3];
     const char *r = "Z", *r0 = "A";
@@ -122,9 +124,9 @@ static void test_merge_unknown_documents_and_no_vectors_go_left(void **state)
     (void)state;
     /* the left claim cites only an id not retrieved: nothing to compare,
      * so the sentence goes where a known document is (right) */
-    mt_qa_group(s, 3, sv, dv, 2, owner);
+    mt_qa_group(s, 3, sv, dv, off, 2, owner);
     CHECK(owner[0] == 0 && owner[1] == 2 && owner[2] == 2);
-    mt_qa_group(s, 3, NULL, NULL, 0, owner);
+    mt_qa_group(s, 3, NULL, NULL, NULL, 0, owner);
     CHECK(owner[1] == 0);
 }
 

@@ -15,6 +15,7 @@
 
 static char tmp_dir[64];
 static char db_dir[96];
+static char qa_dir[96];
 
 static int ingest(struct mt_store *s, const char *name, const char *docs)
 {
@@ -47,6 +48,29 @@ static const char wiki_docs[] =
     "{\"id\":\"W1\",\"title\":\"Reperfusion\",\"text\":\"Wiki "
     "article: reperfusion restores blood flow after STEMI.\"}\n";
 
+static const char qa_docs[] =
+    "{\"id\":\"11\",\"title\":\"Lipids and ulcers\",\"text\":\"Statins "
+    "lower LDL cholesterol levels. Gastric ulcer bleeding rises with "
+    "aspirin dose in elderly patients taking warfarin heparin clopidogrel "
+    "ticagrelor prasugrel together daily. Endoscopy finds erosions ulcers "
+    "and varices more often in smokers drinkers and obese adults.\"}\n"
+    "{\"id\":\"22\",\"title\":\"Trials\",\"text\":\"Statins lower "
+    "cholesterol levels in trials.\",\"url\":\"https://example.org/t\"}\n";
+
+static int make_qa_db(void)
+{
+    struct mt_store *s = NULL;
+    int rc = -1;
+
+    snprintf(qa_dir, sizeof qa_dir, "%s/qa", tmp_dir);
+    if (mt_store_open(qa_dir, NULL, &s, NULL) == MT_OK &&
+        ingest(s, "pubmed", qa_docs) == 0 &&
+        mt_index_build(s, NULL, NULL, NULL) == MT_OK)
+        rc = 0;
+    mt_store_close(s);
+    return rc;
+}
+
 static int make_db(void **state)
 {
     struct mt_store *s = NULL;
@@ -64,7 +88,7 @@ static int make_db(void **state)
         mt_index_build(s, NULL, NULL, NULL) == MT_OK)
         rc = 0;
     mt_store_close(s);
-    return rc;
+    return rc == 0 ? make_qa_db() : rc;
 }
 
 static int remove_db(void **state)
@@ -581,6 +605,62 @@ static void test_both_judges_read_claim_and_evidence_the_right_way(void **st)
     script_stop(&s);
 }
 
+/* Nothing of the answer disappears: the introduction and conclusion stay
+ * as unreferenced sentences, in order. The uncited sentence between the
+ * two claims goes to the left one, whose abstract holds a sentence equal
+ * to it (dot product 1), although the right abstract, a single sentence,
+ * is closer as a whole document (VerifAI attributes by sentence). */
+static void test_answer_keeps_every_sentence_and_gaps_go_by_sentence(void **st)
+{
+    struct script s;
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+    struct mt_qa_result *r = NULL;
+    json_t *o;
+    json_t *ss;
+    char *js;
+
+    (void)st;
+    script_start(&s, "qa_answer Here is what we know. Statins help the heart "
+                     "[PUBMED:11]. Statins lower LDL cholesterol levels. "
+                     "Statin trials agree [PUBMED:22]. More work is needed.\n"
+                     "qa_judge {\"label\":\"SUPPORT\",\"confidence\":0.9}\n");
+    mt_qa_default_params(&p);
+    p.db_dir = qa_dir;
+    p.llm_spec = s.spec;
+    p.embedder_spec = "none";
+    p.llm.max_retries = 0;
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_NLI");
+    CHECK_OK(mt_qa_open(&p, &q, NULL));
+    CHECK_OK(
+        mt_qa_ask(q, "statins cholesterol aspirin ulcer trials", &r, NULL));
+    CHECK(r->nclaims == 2 && r->nsentences == 5);
+    CHECK(strstr(r->claims[0].text, "Statins lower LDL cholesterol levels."));
+    CHECK(strstr(r->claims[1].text, "LDL") == NULL);
+    CHECK(r->sentences[0].claim == -1 && r->sentences[4].claim == -1);
+    CHECK(r->sentences[1].claim == 0 && r->sentences[2].claim == 0);
+    CHECK(r->sentences[3].claim == 1);
+    js = mt_qa_result_json(r);
+    o = json_loads(js, 0, NULL);
+    ss = json_object_get(o, "sentences");
+    CHECK(json_array_size(ss) == 5);
+    CHECK(strcmp(json_string_value(
+                     json_object_get(json_array_get(ss, 0), "status")),
+                 "UNREFERENCED") == 0);
+    CHECK(strcmp(
+              json_string_value(json_object_get(json_array_get(ss, 4), "text")),
+              "More work is needed.") == 0);
+    CHECK(strcmp(json_string_value(
+                     json_object_get(json_array_get(ss, 2), "status")),
+                 "SUPPORT") == 0);
+    json_decref(o);
+    mt_free(js);
+    mt_qa_result_free(r);
+    mt_qa_close(q);
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +675,8 @@ int main(void)
         cmocka_unit_test(test_react_without_corpus_needs_no_retrieval),
         cmocka_unit_test(test_source_filter_reaches_search),
         cmocka_unit_test(test_guards_reason_first_and_arbiters_see_both),
+        cmocka_unit_test(
+            test_answer_keeps_every_sentence_and_gaps_go_by_sentence),
     };
 
     mt_jsonl_init_alloc();
