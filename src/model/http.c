@@ -664,12 +664,14 @@ static enum mt_status run_attempts(struct mt_http *h, const char *url,
     return v == V_RETRY ? gave_up(e, k) : e->status;
 }
 
-enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
-                                 const json_t *body, json_t **reply,
-                                 struct mt_error *err)
+/* One request with retries: a plain JSON reply into *reply, or (s set)
+ * a stream of events to s's callbacks. */
+static enum mt_status post(struct mt_http *h, const char *endpoint,
+                           const json_t *body, struct sse *s, json_t **reply,
+                           struct mt_error *err)
 {
-    struct attempt a = {0,     CURLE_OK, "",  -1, MT_BUF_INIT(HTTP_MAX_REPLY),
-                        MT_OK, NULL,     NULL};
+    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+                        MT_OK, NULL,     s};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
     char url[2048];
@@ -680,11 +682,18 @@ enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
         return mt_fail(err, MT_ENOMEM, "http: out of memory");
     mt_http_url(h, endpoint, url, sizeof url);
     st = run_attempts(h, url, text, &a, e);
-    if (st == MT_OK)
+    if (st == MT_OK && !s)
         st = parse_reply(url, &a, reply, e);
     mt_buf_free(&a.body);
     mt_free(text);
     return st;
+}
+
+enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
+                                 const json_t *body, json_t **reply,
+                                 struct mt_error *err)
+{
+    return post(h, endpoint, body, NULL, reply, err);
 }
 
 enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
@@ -701,22 +710,10 @@ enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
                     0,
                     0,
                     {MT_OK, ""}};
-    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
-                        MT_OK, NULL,     &s};
-    struct mt_error local = {MT_OK, ""};
-    struct mt_error *e = err ? err : &local;
-    char url[2048];
-    char *text = json_dumps(body, JSON_COMPACT);
-    enum mt_status st;
+    enum mt_status st = post(h, endpoint, body, &s, NULL, err);
 
-    if (!text)
-        return mt_fail(err, MT_ENOMEM, "http: out of memory");
-    mt_http_url(h, endpoint, url, sizeof url);
-    st = run_attempts(h, url, text, &a, e);
     mt_buf_free(&s.line);
     mt_buf_free(&s.data);
-    mt_buf_free(&a.body);
-    mt_free(text);
     return st;
 }
 
