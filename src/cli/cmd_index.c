@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -38,6 +39,10 @@ static const struct cli_opt index_opts[] = {
      "1000)",
      0},
     {"skip-bad", 0, NULL, "skip malformed lines and report how many", 0},
+    {"strict", 0, NULL,
+     "an input without a single document is an error "
+     "(exit 1), not a warning",
+     0},
     {"no-search-index", 0, NULL,
      "ingest only; do not update the search "
      "index",
@@ -280,6 +285,40 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     return st;
 }
 
+/* Refuses inputs that are not files before the store is touched. */
+static enum mt_status check_inputs(const char **in, size_t n,
+                                   struct mt_error *err)
+{
+    struct stat sb;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(in[i], "-") == 0 || stat(in[i], &sb) != 0)
+            continue; /* stdin; a missing file is named when opened */
+        if (S_ISDIR(sb.st_mode))
+            return mt_fail(err, MT_EINVAL,
+                           "--input %s: is a directory: give a JSONL file "
+                           "(or - for stdin)",
+                           in[i]);
+    }
+    return MT_OK;
+}
+
+/* An input that held no document: a warning, an error under --strict. */
+static enum mt_status check_empty(const char *path,
+                                  const struct mt_ingest_result *r, int strict,
+                                  struct mt_error *err)
+{
+    if (r->documents + r->unchanged + r->skipped > 0)
+        return MT_OK;
+    if (strict)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: 0 documents: the input is empty (--strict)", path);
+    fprintf(stderr, "medtrust: warning: %s: 0 documents: the input is empty\n",
+            path);
+    return MT_OK;
+}
+
 static int index_run(struct cli_args *a)
 {
     struct index_opts o;
@@ -301,11 +340,15 @@ static int index_run(struct cli_args *a)
     /* Without --input, only an existing store's search index is updated. */
     o.sp.create = n > 0;
     o_cache = cli_get(a, "cache");
-    st = mt_store_open(o.db, &o.sp, &s, &err);
+    st = check_inputs(inputs, n, &err);
+    if (st == MT_OK)
+        st = mt_store_open(o.db, &o.sp, &s, &err);
     for (i = 0; st == MT_OK && i < n; i++) {
         st = ingest_one(s, inputs[i], &o, &r, &err);
         if (st == MT_OK)
             print_result(inputs[i], o.ip.source, &r, o.json);
+        if (st == MT_OK)
+            st = check_empty(inputs[i], &r, cli_get(a, "strict") != NULL, &err);
     }
     if (st == MT_OK && !cli_get(a, "no-search-index"))
         st = build_index(s, &o, cli_get(a, "rebuild") != NULL,

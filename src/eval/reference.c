@@ -145,12 +145,17 @@ static enum mt_status grow(struct mt_eval_ref *r)
 }
 
 static enum mt_status add_note(struct mt_eval_ref *r, struct mt_csv *c,
-                               const long *idx, const char *name,
+                               const long *idx, const char *name, size_t want,
                                struct mt_error *err)
 {
     struct mt_eval_note *n;
     struct mt_str corr = mt_csv_field(c, (size_t)idx[C_CORR]);
 
+    if (mt_csv_nfields(c) != want) /* a cut or merged row, never scored */
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: %zu field%s where the header has %zu", name,
+                       mt_csv_line(c), mt_csv_nfields(c),
+                       mt_csv_nfields(c) == 1 ? "" : "s", want);
     if (grow(r) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     n = &r->notes[r->n];
@@ -188,19 +193,21 @@ static enum mt_status read_all(struct mt_eval_ref *r, struct mt_csv *c,
 {
     long idx[C_COUNT];
     int got = 0;
+    size_t want;
     enum mt_status st = mt_csv_next(c, &got, err);
 
     if (st != MT_OK)
         return st;
     if (!got)
         return mt_fail(err, MT_EPARSE, "%s: empty reference file", name);
+    want = mt_csv_nfields(c);
     st = find_columns(c, idx, name, err);
     r->has_kw = idx[C_KW] >= 0;
     while (st == MT_OK) {
         st = mt_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
-        st = add_note(r, c, idx, name, err);
+        st = add_note(r, c, idx, name, want, err);
     }
     if (st == MT_OK && r->n == 0)
         st = mt_fail(err, MT_EPARSE, "%s: no notes after the header", name);

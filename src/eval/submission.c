@@ -229,7 +229,13 @@ static enum mt_status parse_all(struct mt_eval_sub *s, const char *d, size_t n,
     while (st == MT_OK && i < n) {
         size_t e = line_end(d, n, i, &next, &crlf);
         struct mt_str l = py_strip((struct mt_str){d + i, e - i});
+        const char *nul = memchr(d + i, '\0', e - i);
         line++;
+        if (nul) /* C strings would cut the line there */
+            return mt_fail(err, MT_EPARSE,
+                           "%s:%zu: NUL byte at column %zu: a submission "
+                           "is text",
+                           s->name, line, (size_t)(nul - (d + i)) + 1);
         if (l.n > 0)
             st = parse_line(s, l, line);
         i = next;
