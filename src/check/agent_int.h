@@ -55,9 +55,9 @@ struct run {
     int sid;
     char *corr; /* owned; the corrected sentence */
     int fallback;
-    uint32_t down;       /* roles whose model calls failed outright */
-    char down_why[256];  /* the last such failure */
-    const char *note_id; /* borrowed mt_note.id, for params.on_step */
+    uint32_t down;              /* roles whose model calls failed outright */
+    char down_why[256];         /* the last such failure */
+    const char *note_id;        /* borrowed mt_note.id, for params.on_step */
     const char *const *sources; /* search filter (borrowed) */
     size_t n_sources;
 };

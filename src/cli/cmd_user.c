@@ -58,6 +58,7 @@ static enum mt_status passwd(struct mt_store *s, const char *name,
     struct mt_user u;
     enum mt_status st = mt_user_passwd(s, name, pw, err);
 
+    memset(&u, 0, sizeof u);
     if (st == MT_OK && revoke)
         st = mt_user_get(s, name, &u, err);
     if (st == MT_OK && revoke)
