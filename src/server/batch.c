@@ -305,6 +305,7 @@ static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
     if (st != MT_OK) {
         mt_log(MT_LOG_WARN, "server: batch run %lld note %s: %s",
                (long long)a->run, x->id, err.msg);
+        mt_check_result_free(&r); /* MT_EMODEL leaves the fallback in r */
         return NULL;
     }
     line = mt_check_submission_line(x->id, &r);
