@@ -141,6 +141,9 @@ struct mt_qa_doc {
     const char *title; /* may be NULL */
     const char *text;  /* as shown to the model (doc_chars) */
     double score;      /* fused (or reranked) retrieval score */
+    const char *url;   /* the document's link: its metadata "url", else
+                          PubMed's page for a numeric id (a PMID), else
+                          NULL */
 };
 
 struct mt_qa_usage {

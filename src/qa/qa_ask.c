@@ -304,10 +304,11 @@ static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
     for (i = 0; i < r->nclaims; i++)
         json_array_append_new(claims, claim_json(&r->claims[i]));
     for (i = 0; i < r->ndocs; i++)
-        json_array_append_new(docs, json_pack("{s:s,s:o,s:f}", "doc_id",
+        json_array_append_new(docs, json_pack("{s:s,s:o,s:f,s:o}", "doc_id",
                                               r->docs[i].doc_id, "title",
                                               str_or_null(r->docs[i].title),
-                                              "score", r->docs[i].score));
+                                              "score", r->docs[i].score, "url",
+                                              str_or_null(r->docs[i].url)));
     for (i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
     json_object_set_new(o, "claims", claims);

@@ -2,6 +2,7 @@
  * over its top score, 0.7 lexical + 0.3 semantic, chunk scores summed per
  * document), BM25 when the index has no vectors, the source and year
  * filters, whole documents rebuilt from their chunks, and reranking. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,34 @@ static int year_ok(const struct mt_qa_params *p, struct mt_store *s,
            (!p->year_to || y <= p->year_to);
 }
 
+/* The document's link, as VerifAI links PubMed: its own "url" metadata
+ * when it has one, else PubMed's page when the id is a PMID (digits). */
+static const char *doc_url(struct qa_run *r, struct mt_store *s,
+                           const struct mt_search_hit *h)
+{
+    struct mt_chunk_info ci;
+    json_t *o = NULL;
+    const char *u = NULL;
+    const char *out = NULL;
+    char pm[96];
+    size_t i;
+
+    if (mt_store_chunk_get(s, h->chunk_id, &ci, NULL) == MT_OK && ci.metadata)
+        o = json_loads(ci.metadata, 0, NULL);
+    u = json_string_value(json_object_get(o, "url"));
+    if (u && (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
+        out = mt_qa_keep(r, u, strlen(u));
+    json_decref(o);
+    if (out)
+        return out;
+    for (i = 0; h->doc_id[i] && isdigit((unsigned char)h->doc_id[i]); i++)
+        ;
+    if (i == 0 || h->doc_id[i] || i > 12)
+        return NULL;
+    snprintf(pm, sizeof pm, "https://pubmed.ncbi.nlm.nih.gov/%s/", h->doc_id);
+    return mt_qa_keep(r, pm, strlen(pm));
+}
+
 static enum mt_status add_doc(struct qa_run *r, struct qa_worker *w,
                               const struct mt_search_hit *h)
 {
@@ -200,6 +229,7 @@ static enum mt_status add_doc(struct qa_run *r, struct qa_worker *w,
         d->text = mt_qa_keep(r, b.data,
                              mt_utf8_cut(b.data, b.len, r->q->p.doc_chars));
         d->score = h->score;
+        d->url = doc_url(r, w->store, h);
         st =
             d->doc_id && d->text && (d->title || !h->title) ? MT_OK : MT_ENOMEM;
     }

@@ -348,7 +348,7 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     struct mt_arena mem = MT_ARENA_INIT(4096);
     struct mt_qa_result res;
     struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0};
-    struct mt_qa_doc doc = {"A1", "Aspirin", "Aspirin lowers risk.", 1};
+    struct mt_qa_doc doc = {"A1", "Aspirin", "Aspirin lowers risk.", 1, NULL};
     const char *refs[2] = {"99999999", "A1"};
     struct mt_qa_claim c;
 

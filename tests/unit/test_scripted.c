@@ -641,6 +641,14 @@ static void test_answer_keeps_every_sentence_and_gaps_go_by_sentence(void **st)
     CHECK(r->sentences[0].claim == -1 && r->sentences[4].claim == -1);
     CHECK(r->sentences[1].claim == 0 && r->sentences[2].claim == 0);
     CHECK(r->sentences[3].claim == 1);
+    /* links: a PMID goes to PubMed, a document with a url to it */
+    CHECK(r->ndocs == 2);
+    CHECK(strcmp(strcmp(r->docs[0].doc_id, "11") == 0 ? r->docs[0].url
+                                                      : r->docs[1].url,
+                 "https://pubmed.ncbi.nlm.nih.gov/11/") == 0);
+    CHECK(strcmp(strcmp(r->docs[0].doc_id, "22") == 0 ? r->docs[0].url
+                                                      : r->docs[1].url,
+                 "https://example.org/t") == 0);
     js = mt_qa_result_json(r);
     o = json_loads(js, 0, NULL);
     ss = json_object_get(o, "sentences");
