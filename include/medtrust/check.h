@@ -176,4 +176,11 @@ char *mt_check_submission_line(const char *id, const struct mt_check_result *r);
 #ifdef __cplusplus
 }
 #endif
+/* MedEval acceptance: mean of finals >= mean_min and the TRUE minimum
+ * over all reviewers >= min_min. Returns 1 to accept; *mean and *min get
+ * the statistics (0 when n == 0, which never accepts). Public so that a
+ * threshold sweep can replay recorded rounds with the agent's own rule. */
+int mt_medeval_accept(const int *finals, size_t n, double mean_min,
+                      double min_min, double *mean, int *min);
+
 #endif

@@ -142,11 +142,6 @@ enum mt_status mt_agent_search(const struct run *r, const char *query,
                                json_t *passages, json_t *ids,
                                struct mt_error *err);
 
-/* MedEval acceptance: mean of finals >= mean_min and the TRUE minimum
- * over all reviewers >= min_min. Returns 1 to accept; *mean and *min get
- * the statistics (0 when n == 0, which never accepts). */
-int mt_medeval_accept(const int *finals, size_t n, double mean_min,
-                      double min_min, double *mean, int *min);
 
 /* The statistic the published code compared with the minimum threshold:
  * min(mean of all finals, last final) (see react.c). 0 when n == 0. */

@@ -17,6 +17,7 @@ static int get_u32(const struct cli_args *a, const char *name, unsigned long lo,
 
 static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
 {
+    unsigned long seed = (unsigned long)p->seed;
     double t = p->temperature;
     double et = p->eval_temperature;
 
@@ -27,12 +28,14 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
         get_u32(a, "evidence-tokens", 100, 10000000, &p->evidence_tokens) < 0 ||
+        cli_get_uint(a, "seed", 0, 0x7fffffffUL, &seed) < 0 ||
         cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
         cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
         cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
         cli_get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
         cli_llm_params_read(a, &p->llm) < 0)
         return -1;
+    p->seed = seed;
     p->temperature = (float)t;
     p->eval_temperature = (float)et;
     p->grammar = cli_get(a, "no-grammar") == NULL;

@@ -8,7 +8,7 @@
 #include "medtrust/model.h"
 #include "medtrust/status.h"
 
-#define CLI_MAX_OPTS 48
+#define CLI_MAX_OPTS 64
 
 struct cli_opt {
     const char *name; /* long name, without "--" */
@@ -95,6 +95,7 @@ extern const struct cli_verb cli_verb_retrieval_eval;
 extern const struct cli_verb cli_verb_score;
 extern const struct cli_verb cli_verb_check;
 extern const struct cli_verb cli_verb_mediqa;
+extern const struct cli_verb cli_verb_sweep;
 extern const struct cli_verb cli_verb_ask;
 extern const struct cli_verb cli_verb_qa_eval;
 extern const struct cli_verb cli_verb_embed;
