@@ -137,11 +137,11 @@ enum mt_status mt_strategy_react(struct run *r);
  * a reranker is set; only the run's sources when given) and appends each
  * passage
  * ("TITLE: text", cut to chunk_chars) to 'passages' and its document id
- * to 'ids' (JSON arrays). Without a corpus it appends nothing. */
+ * to 'ids' and its source to 'srcs' (JSON arrays). Without a corpus it
+ * appends nothing. */
 enum mt_status mt_agent_search(const struct run *r, const char *query,
-                               json_t *passages, json_t *ids,
+                               json_t *passages, json_t *ids, json_t *srcs,
                                struct mt_error *err);
-
 
 /* The statistic the published code compared with the minimum threshold:
  * min(mean of all finals, last final) (see react.c). 0 when n == 0. */

@@ -7,6 +7,7 @@
  * correction/definitions.py). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "check/agent_int.h"
 #include "llmcall/reply.h"
@@ -217,9 +218,14 @@ static enum mt_status observation(struct run *r, const char *q,
 }
 
 /* {"query","hits"} and, under a source filter, "sources". */
-static json_t *search_event(const struct run *r, const char *q, json_t *ids)
+/* The search's trace event: the query, the hits' ids and sources, the
+ * run's source filter when it has one, and the search's time (medtrust
+ * sweep reads hit_sources and ms for the papers' Fig. 3 and Fig. 7). */
+static json_t *search_event(const struct run *r, const char *q, json_t *ids,
+                            json_t *hit_src, double ms)
 {
-    json_t *o = json_pack("{s:s,s:O}", "query", q, "hits", ids);
+    json_t *o = json_pack("{s:s,s:O,s:O,s:f}", "query", q, "hits", ids,
+                          "hit_sources", hit_src, "ms", ms);
     json_t *src = r->n_sources ? json_array() : NULL;
     size_t i;
 
@@ -242,22 +248,30 @@ static enum mt_status do_search(struct run *r, struct round *rd,
     struct mt_buf obs = MT_BUF_INIT(TEXT_MAX);
     struct mt_error err = {MT_OK, ""};
     json_t *ids = json_array();
+    json_t *srcs = json_array();
     json_t *passages = json_array();
-    enum mt_status st = ids && passages ? MT_OK : MT_ENOMEM;
+    enum mt_status st = ids && srcs && passages ? MT_OK : MT_ENOMEM;
+    struct timespec t0, t1;
 
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (st == MT_OK)
-        st = mt_agent_search(r, q, passages, ids, &err);
+        st = mt_agent_search(r, q, passages, ids, srcs, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
-    mt_run_event(r, "search", search_event(r, q, ids));
+    mt_run_event(r, "search",
+                 search_event(r, q, ids, srcs,
+                              (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
     json_object_set(sj, "passages", passages);
     if (st == MT_OK)
         st = hist_push(rd, "assistant", mt_strdup(c->raw));
     if (st == MT_OK)
         st = hist_push(rd, "user", mt_buf_take(&obs));
     json_decref(ids);
+    json_decref(srcs);
     json_decref(passages);
     mt_buf_free(&obs);
     return st;

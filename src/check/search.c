@@ -45,10 +45,10 @@ static void give_back(struct mt_agent *a, struct mt_index *idx)
 }
 
 /* Appends "TITLE: text" of each hit (cut to chunk_chars) to 'passages'
- * and its document id to 'ids'. */
+ * and its document id to 'ids', and its source to 'srcs'. */
 static enum mt_status put_hits(struct mt_agent *a,
                                const struct mt_search_result *res,
-                               json_t *passages, json_t *ids)
+                               json_t *passages, json_t *ids, json_t *srcs)
 {
     struct mt_buf line = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     enum mt_status st = MT_OK;
@@ -63,7 +63,9 @@ static enum mt_status put_hits(struct mt_agent *a,
                            (int)n, h->text, n < strlen(h->text) ? "..." : "");
         if (st == MT_OK &&
             (json_array_append_new(passages, json_string(line.data)) != 0 ||
-             json_array_append_new(ids, json_string(h->doc_id)) != 0))
+             json_array_append_new(ids, json_string(h->doc_id)) != 0 ||
+             json_array_append_new(
+                 srcs, json_string(h->source ? h->source : "")) != 0))
             st = MT_ENOMEM;
     }
     mt_buf_free(&line);
@@ -98,7 +100,8 @@ static enum mt_status search_one(struct mt_agent *a, struct mt_index *idx,
  * source; the union is ours, for runs over several corpora.) */
 static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
                                      const char *query, json_t *passages,
-                                     json_t *ids, struct mt_error *err)
+                                     json_t *ids, json_t *srcs,
+                                     struct mt_error *err)
 {
     struct mt_search_result *res[MT_AGENT_MAX_SOURCES] = {NULL};
     size_t at[MT_AGENT_MAX_SOURCES] = {0};
@@ -122,7 +125,7 @@ static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
         one = *res[best];
         one.hits = &res[best]->hits[at[best]++];
         one.n = 1;
-        st = put_hits(a, &one, passages, ids);
+        st = put_hits(a, &one, passages, ids, srcs);
     }
     for (i = 0; i < n; i++)
         mt_search_result_free(res[i]);
@@ -130,7 +133,7 @@ static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
 }
 
 enum mt_status mt_agent_search(const struct run *r, const char *query,
-                               json_t *passages, json_t *ids,
+                               json_t *passages, json_t *ids, json_t *srcs,
                                struct mt_error *err)
 {
     struct mt_agent *a = r->a;
@@ -144,12 +147,12 @@ enum mt_status mt_agent_search(const struct run *r, const char *query,
     if (st != MT_OK)
         return st;
     if (r->n_sources > 1) {
-        st = search_sources(r, idx, query, passages, ids, err);
+        st = search_sources(r, idx, query, passages, ids, srcs, err);
     } else {
         st = search_one(a, idx, query, r->n_sources ? r->sources[0] : NULL,
                         &res, err);
         if (st == MT_OK)
-            st = put_hits(a, res, passages, ids);
+            st = put_hits(a, res, passages, ids, srcs);
         mt_search_result_free(res);
     }
     give_back(a, idx);

@@ -46,7 +46,7 @@
         {"retrieve-k", 0, "N", "search hits before reranking (50)", 0},        \
         {"rerank-k", 0, "N", "search hits shown to the agent (20)", 0},        \
         {"temperature", 0, "X", "agents' temperature (0)", 0},                 \
-        {"seed", 0, "N", "sampling seed of the model calls (42)", 0},                 \
+        {"seed", 0, "N", "sampling seed of the model calls (42)", 0},          \
         {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
         {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
         {"no-grammar", 0, NULL,                                                \

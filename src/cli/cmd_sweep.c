@@ -34,8 +34,7 @@ static const struct cli_opt sweep_opts[] = {
     {"data", 'D', "FILE", "MEDEC-format CSV to sample notes from (required)",
      0},
     {"out", 'o', "DIR", "sweep folder; rerunning finishes what is left", 0},
-    {"sample", 'n', "N", "notes drawn once, the same for every cell (all)",
-     0},
+    {"sample", 'n', "N", "notes drawn once, the same for every cell (all)", 0},
     {"runs", 'R', "R", "runs of every cell, seeds SEED..SEED+R-1 (1)", 0},
     {"grid", 'g', "KEY=V1,V2",
      "a swept mediqa option (retrieve_k, rerank_k, steps, rounds, "
@@ -56,16 +55,20 @@ static const struct cli_opt sweep_opts[] = {
 
 /* Options the sweep sets itself in every mediqa run. */
 static const char *const reserved[] = {
-    "data",   "out",  "trace",       "resume",        "json", "limit",
-    "sample", "runs", "grid",        "replay",        "seed", "no-progress",
-    "score",  "bleurt-scores", "bertscore-model", NULL,
+    "data",  "out",         "trace", "resume",        "json",
+    "limit", "sample",      "runs",  "grid",          "replay",
+    "seed",  "no-progress", "score", "bleurt-scores", "bertscore-model",
+    NULL,
 };
 
 /* Names the papers' figures use for mediqa's options. */
 static const char *const aliases[][2] = {
-    {"eval_avg", "accept-mean"}, {"eval_min", "accept-min"},
-    {"model", "llm"},            {"react_steps", "steps"},
-    {"reflection_rounds", "rounds"}, {NULL, NULL},
+    {"eval_avg", "accept-mean"},
+    {"eval_min", "accept-min"},
+    {"model", "llm"},
+    {"react_steps", "steps"},
+    {"reflection_rounds", "rounds"},
+    {NULL, NULL},
 };
 
 struct axis {
@@ -106,8 +109,7 @@ static char *fmtnew(const char *fmt, ...)
 
 /* ==== The grid ==== */
 
-static const struct cli_opt *find_opt(const struct cli_opt *t,
-                                      const char *name)
+static const struct cli_opt *find_opt(const struct cli_opt *t, const char *name)
 {
     for (; t->name; t++)
         if (strcmp(t->name, name) == 0)
@@ -148,7 +150,8 @@ static enum mt_status axis_values(struct axis *x, const char *list,
 
     if (!dup)
         return MT_ENOMEM;
-    for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (tok = strtok_r(dup, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         char **nv = mt_realloc(x->vals, (x->nvals + 1) * sizeof *nv);
 
         if (!nv || !(nv[x->nvals] = mt_strdup(tok))) {
@@ -234,7 +237,7 @@ static int run_self(const char *const *argv, const char *stdout_path)
 
     static char name[] = "medtrust";
     args[0] = name;
-    for (i = 0; argv[i] && i < MAX_ARGS; i++) {
+    for (i = 0; i < MAX_ARGS && argv[i]; i++) {
         union {
             const char *c;
             char *m;
@@ -311,8 +314,7 @@ static int push_given(struct argv_buf *b, const struct cli_args *a, size_t i)
 
     if (o->repeat) {
         for (j = 0; j < a->nmulti[i]; j++)
-            if (argv_own(b, fmtnew("--%s=%s", o->name,
-                                             a->multi[i][j])) < 0)
+            if (argv_own(b, fmtnew("--%s=%s", o->name, a->multi[i][j])) < 0)
                 return -1;
         return 0;
     }
@@ -355,8 +357,7 @@ static int push_cell(struct argv_buf *b, const struct sweep *s, size_t c)
 
     for (k = 0; k < s->nax; k++)
         if (argv_own(b, fmtnew("--%s=%s", s->ax[k].option,
-                                         s->ax[k].vals[cell_value(s, c, k)])) <
-            0)
+                               s->ax[k].vals[cell_value(s, c, k)])) < 0)
             return -1;
     return 0;
 }
@@ -420,7 +421,6 @@ static json_t *json_read(const char *path, struct mt_error *err)
         mt_fail(err, MT_EPARSE, "%s:%d: %s", path, je.line, je.text);
     return o;
 }
-
 
 /* ==== The sample ==== */
 
@@ -604,8 +604,7 @@ static json_t *axes_json(const struct sweep *s)
     for (k = 0; a && k < s->nax; k++)
         json_array_append_new(
             a, json_pack("{s:s,s:s,s:o}", "key", s->ax[k].key, "option",
-                         s->ax[k].option,
-                         "values",
+                         s->ax[k].option, "values",
                          strs_json((const char *const *)s->ax[k].vals,
                                    s->ax[k].nvals)));
     return a;
@@ -644,11 +643,11 @@ static json_t *plan_new(const struct sweep *s)
         json_decref(cells);
         return NULL;
     }
-    plan = json_pack("{s:i,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "version", 1,
-                     "data", cli_get(s->a, "data"), "sample",
-                     (json_int_t)s->sample, "seed", (json_int_t)s->seed,
-                     "runs", (json_int_t)s->runs, "axes", axes_json(s), "base",
-                     strs_json(b.v, b.n), "cells", cells);
+    plan = json_pack("{s:i,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "version", 1, "data",
+                     cli_get(s->a, "data"), "sample", (json_int_t)s->sample,
+                     "seed", (json_int_t)s->seed, "runs", (json_int_t)s->runs,
+                     "axes", axes_json(s), "base", strs_json(b.v, b.n), "cells",
+                     cells);
     argv_free(&b);
     return plan;
 }
@@ -720,15 +719,12 @@ static json_t *replay_cell(const struct sweep *s, const json_t *dcell,
                            size_t dc, size_t tc)
 {
     json_t *t = cell_json(s, tc), *params, *args;
-    const char *k;
-    json_t *v;
 
     if (!t)
         return NULL;
     params = json_deep_copy(json_object_get(dcell, "params"));
     args = without_thresholds(json_object_get(dcell, "args"));
-    json_object_foreach(json_object_get(t, "params"), k, v)
-        json_object_set(params, k, v);
+    json_object_update(params, json_object_get(t, "params"));
     json_array_extend(args, json_object_get(t, "args"));
     json_decref(t);
     return json_pack("{s:o,s:o,s:I}", "params", params, "args", args,
@@ -754,9 +750,9 @@ static enum mt_status plan_replay(const struct sweep *s, json_t **out,
     for (dc = 0; dc < json_array_size(json_object_get(old, "cells")); dc++)
         for (tc = 0; tc < s->ncell; tc++)
             json_array_append_new(
-                cells, replay_cell(s, json_array_get(json_object_get(old, "cells"),
-                                                     dc),
-                                   dc, tc));
+                cells, replay_cell(
+                           s, json_array_get(json_object_get(old, "cells"), dc),
+                           dc, tc));
     axes = json_deep_copy(json_object_get(old, "axes"));
     array_extend_take(axes, axes_json(s));
     *out = json_pack("{s:i,s:s,s:O,s:O,s:O,s:o,s:o,s:o,s:s}", "version", 1,
@@ -880,8 +876,8 @@ static enum mt_status child_status(const char *what, const struct job *j,
                        "%s of %s stopped by signal %d: rerun the same "
                        "command to finish the sweep",
                        what, j->dir, rc - 128);
-    return mt_fail(err, MT_EINVAL, "%s of %s failed (exit %d): see above",
-                   what, j->dir, rc);
+    return mt_fail(err, MT_EINVAL, "%s of %s failed (exit %d): see above", what,
+                   j->dir, rc);
 }
 
 static enum mt_status job_run(struct job *j, struct mt_error *err)
@@ -979,10 +975,11 @@ static void replay_free(struct replay *p)
 static enum mt_status replay_load(struct job *j, struct replay *p,
                                   struct mt_error *err)
 {
-    char *src = fmtnew("%s/cell-%03lld/run-%lu",
-                       json_string_value(json_object_get(j->plan, "replay")),
-                       json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
-                       j->r + 1);
+    char *src =
+        fmtnew("%s/cell-%03lld/run-%lu",
+               json_string_value(json_object_get(j->plan, "replay")),
+               json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
+               j->r + 1);
     char path[4300];
     enum mt_status st = src ? MT_OK : MT_ENOMEM;
 
@@ -1001,8 +998,7 @@ static enum mt_status replay_load(struct job *j, struct replay *p,
         st = MT_ENOMEM;
     if (st == MT_OK)
         st = rows_read(j->s->sample_csv, &p->rows, err);
-    if (st == MT_OK &&
-        !(p->rerun = mt_malloc(p->rows.n * sizeof *p->rerun)))
+    if (st == MT_OK && !(p->rerun = mt_malloc(p->rows.n * sizeof *p->rerun)))
         st = MT_ENOMEM;
     mt_free(src);
     return st;
@@ -1032,7 +1028,8 @@ static void replay_split(const struct job *j, struct replay *p)
 static enum mt_status replay_merge(const struct job *j, struct replay *p,
                                    struct mt_error *err)
 {
-    struct mt_buf sub = MT_BUF_INIT(SWEEP_BUF_MAX), tr = MT_BUF_INIT(SWEEP_BUF_MAX);
+    struct mt_buf sub = MT_BUF_INIT(SWEEP_BUF_MAX),
+                  tr = MT_BUF_INIT(SWEEP_BUF_MAX);
     enum mt_status st = MT_OK;
     size_t i;
 
@@ -1058,8 +1055,8 @@ static enum mt_status replay_merge(const struct job *j, struct replay *p,
         st = write_atomic(j->path[P_SUB], sub.data ? sub.data : "", sub.len,
                           err);
     if (st == MT_OK)
-        st = write_atomic(j->path[P_TRACE], tr.data ? tr.data : "", tr.len,
-                          err);
+        st =
+            write_atomic(j->path[P_TRACE], tr.data ? tr.data : "", tr.len, err);
     mt_buf_free(&sub);
     mt_buf_free(&tr);
     return st;
@@ -1124,8 +1121,8 @@ static json_t *read_opt(const char *dir, const char *name)
     return o ? o : json_null();
 }
 
-static json_t *run_summary(const struct sweep *s, const json_t *plan,
-                           size_t c, unsigned long r)
+static json_t *run_summary(const struct sweep *s, const json_t *plan, size_t c,
+                           unsigned long r)
 {
     char *dir = run_dir(s->out, c, r);
     json_t *o;
@@ -1140,13 +1137,12 @@ static json_t *run_summary(const struct sweep *s, const json_t *plan,
         fclose(f);
     }
     done[strcspn(done, "\n")] = '\0';
-    o = json_pack("{s:I,s:s,s:o,s:o,s:o}", "seed",
-                  json_integer_value(json_object_get(plan, "seed")) +
-                      (json_int_t)r,
-                  "status", done[0] ? done : "missing", "score",
-                  read_opt(dir, "score.json"), "stats",
-                  read_opt(dir, "stats.json"), "replay",
-                  read_opt(dir, "replay.json"));
+    o = json_pack(
+        "{s:I,s:s,s:o,s:o,s:o}", "seed",
+        json_integer_value(json_object_get(plan, "seed")) + (json_int_t)r,
+        "status", done[0] ? done : "missing", "score",
+        read_opt(dir, "score.json"), "stats", read_opt(dir, "stats.json"),
+        "replay", read_opt(dir, "replay.json"));
     mt_free(dir);
     return o;
 }
@@ -1181,8 +1177,8 @@ static enum mt_status summary_write(const struct sweep *s, const json_t *plan,
     json_t *out = json_array(), *sum;
     char path[4200];
     size_t c;
-    unsigned long r, runs = (unsigned long)json_integer_value(
-                         json_object_get(plan, "runs"));
+    unsigned long r,
+        runs = (unsigned long)json_integer_value(json_object_get(plan, "runs"));
     enum mt_status st;
 
     for (c = 0; c < json_array_size(cells); c++) {
@@ -1191,13 +1187,12 @@ static enum mt_status summary_write(const struct sweep *s, const json_t *plan,
         for (r = 0; r < runs; r++)
             json_array_append_new(rs, run_summary(s, plan, c, r));
         json_array_append_new(
-            out, json_pack("{s:I,s:O,s:O*,s:o}", "cell", (json_int_t)c + 1,
-                           "params", json_object_get(json_array_get(cells, c),
-                                                     "params"),
-                           "replay_of",
-                           json_object_get(json_array_get(cells, c),
-                                           "replay_of"),
-                           "runs", rs));
+            out,
+            json_pack("{s:I,s:O,s:O*,s:o}", "cell", (json_int_t)c + 1, "params",
+                      json_object_get(json_array_get(cells, c), "params"),
+                      "replay_of",
+                      json_object_get(json_array_get(cells, c), "replay_of"),
+                      "runs", rs));
     }
     sum = json_pack("{s:O,s:O,s:o,s:o}", "axes", json_object_get(plan, "axes"),
                     "runs", json_object_get(plan, "runs"), "cells", out,
@@ -1217,21 +1212,23 @@ static enum mt_status run_all(struct sweep *s, const json_t *plan,
                               struct mt_progress *bar, struct mt_error *err)
 {
     const json_t *cells = json_object_get(plan, "cells");
-    unsigned long runs = (unsigned long)json_integer_value(
-        json_object_get(plan, "runs"));
+    unsigned long runs =
+        (unsigned long)json_integer_value(json_object_get(plan, "runs"));
     enum mt_status st = MT_OK;
     size_t c;
     unsigned long r;
 
     for (c = 0; st == MT_OK && c < json_array_size(cells); c++)
         for (r = 0; st == MT_OK && r < runs; r++) {
-            struct job j = {s, plan, json_array_get(cells, c), c, r, NULL, {""}};
+            struct job j = {s,    plan, json_array_get(cells, c), c, r,
+                            NULL, {""}};
 
             if (!(j.dir = run_dir(s->out, c, r)))
                 return MT_ENOMEM;
             snprintf(j.path[P_SUB], sizeof j.path[0], "%s/submission.txt",
                      j.dir);
-            snprintf(j.path[P_TRACE], sizeof j.path[0], "%s/trace.jsonl", j.dir);
+            snprintf(j.path[P_TRACE], sizeof j.path[0], "%s/trace.jsonl",
+                     j.dir);
             snprintf(j.path[P_SCORE], sizeof j.path[0], "%s/score.json", j.dir);
             snprintf(j.path[P_STATS], sizeof j.path[0], "%s/stats.json", j.dir);
             if (!exists(j.dir, "done"))
@@ -1279,8 +1276,7 @@ static enum mt_status sweep_setup(struct sweep *s, struct cli_args *a,
 }
 
 /* The replay's sample is the recorded sweep's own. */
-static enum mt_status replay_sample(const struct sweep *s,
-                                    struct mt_error *err)
+static enum mt_status replay_sample(const struct sweep *s, struct mt_error *err)
 {
     char src[4200];
     struct rows r = {0};

@@ -13,8 +13,8 @@
 #include "medtrust/core.h"
 
 /* The metrics drawn against a swept value, as score --json names them. */
-static const char *const metric_keys[] = {
-    "aggregate", "error_flag_accuracy", "error_sentence_accuracy", "kpcs"};
+static const char *const metric_keys[] = {"aggregate", "error_flag_accuracy",
+                                          "error_sentence_accuracy", "kpcs"};
 #define NMETRIC 4
 
 /* A run's value of metric 'key' (NAN when the run has none). */
@@ -103,9 +103,9 @@ static void chart_begin(struct mt_ev_out *o, const char *id, double ymax,
 
 /* One line per series against the axis' values (evenly spaced, labelled),
  * each point the mean over runs with a min-max whisker. */
-static void line_chart(struct mt_ev_out *o, const char *id,
-                       const json_t *cells, const json_t *axis,
-                       const struct series *s, size_t ns, const char *ylabel)
+static void line_chart(struct mt_ev_out *o, const char *id, const json_t *cells,
+                       const json_t *axis, const struct series *s, size_t ns,
+                       const char *ylabel)
 {
     const json_t *vals = json_object_get(axis, "values");
     const char *key = json_string_value(json_object_get(axis, "key"));
@@ -115,8 +115,8 @@ static void line_chart(struct mt_ev_out *o, const char *id,
     for (k = 0; k < ns; k++)
         for (i = 0; i < nv; i++) {
             struct agg a = aggregate_runs(
-                cells, key, json_string_value(json_array_get(vals, i)),
-                s[k].f, s[k].key);
+                cells, key, json_string_value(json_array_get(vals, i)), s[k].f,
+                s[k].key);
             ymax = a.n && a.hi > ymax ? a.hi : ymax;
         }
     ymax = ymax > 0 ? ymax * 1.1 : 1;
@@ -126,8 +126,8 @@ static void line_chart(struct mt_ev_out *o, const char *id,
                    mt_ev_color(k), mt_ev_color(k));
         for (i = 0; i < nv; i++) {
             struct agg a = aggregate_runs(
-                cells, key, json_string_value(json_array_get(vals, i)),
-                s[k].f, s[k].key);
+                cells, key, json_string_value(json_array_get(vals, i)), s[k].f,
+                s[k].key);
             double x = 65.0 + (double)i * dx;
 
             if (!a.n)
@@ -145,8 +145,9 @@ static void line_chart(struct mt_ev_out *o, const char *id,
         mt_ev_outs(o, "</g>");
     }
     for (i = 0; i < nv; i++) {
-        mt_ev_outf(o, "<text class=\"lab\" x=\"%.1f\" y=\"268\" "
-                      "text-anchor=\"middle\">",
+        mt_ev_outf(o,
+                   "<text class=\"lab\" x=\"%.1f\" y=\"268\" "
+                   "text-anchor=\"middle\">",
                    65.0 + (double)i * dx);
         mt_ev_html_text(o, json_string_value(json_array_get(vals, i)), 14);
         mt_ev_outs(o, "</text>");
@@ -217,8 +218,8 @@ static const json_t *axis_by_option(const json_t *sum, const char *option)
     size_t i;
 
     for (i = 0; i < json_array_size(axes); i++) {
-        const char *o =
-            json_string_value(json_object_get(json_array_get(axes, i), "option"));
+        const char *o = json_string_value(
+            json_object_get(json_array_get(axes, i), "option"));
 
         if (o && strcmp(o, option) == 0)
             return json_array_get(axes, i);
@@ -339,7 +340,10 @@ static double total(json_t *o)
     json_t *v;
     double t = 0;
 
-    json_object_foreach(o, k, v) t += (double)json_integer_value(v);
+    json_object_foreach(o, k, v)
+    {
+        t += (double)json_integer_value(v);
+    }
     return t;
 }
 
@@ -365,11 +369,14 @@ static void fig_sources(struct mt_ev_out *o, const json_t *sum)
     }
     for (i = 0; i < n; i++) {
         v[i] = tc > 0 ? (double)json_integer_value(
-                            json_object_get(corpus, labels[i])) / tc
+                            json_object_get(corpus, labels[i])) /
+                            tc
                       : (double)NAN;
-        v[n + i] = tu > 0 ? (double)json_integer_value(
-                                json_object_get(used, labels[i])) / tu
-                          : (double)NAN;
+        v[n + i] =
+            tu > 0
+                ? (double)json_integer_value(json_object_get(used, labels[i])) /
+                      tu
+                : (double)NAN;
     }
     if (n) {
         mt_ev_outs(o, "<figure><figcaption>Share of chunks per source: the "
@@ -402,8 +409,7 @@ static void cell_params(struct mt_ev_out *o, const json_t *cell)
 }
 
 /* "0.6200 [0.48, 0.76]": the value and its 95% bootstrap interval. */
-static void metric_cell(struct mt_ev_out *o, const json_t *run,
-                        const char *key)
+static void metric_cell(struct mt_ev_out *o, const json_t *run, const char *key)
 {
     double v = run_metric(run, key);
     const json_t *ci = json_object_get(
@@ -423,8 +429,8 @@ static void metric_cell(struct mt_ev_out *o, const json_t *run,
 
 static double tokens(const json_t *run, int *estimated)
 {
-    json_t *by = json_object_get(json_object_get(run, "stats"),
-                                       "tokens_by_role");
+    json_t *by =
+        json_object_get(json_object_get(run, "stats"), "tokens_by_role");
     const char *k;
     json_t *v;
     double t = 0;
@@ -500,10 +506,11 @@ static double group_mean(const json_t *cell, const char *field,
 
     for (r = 0; r < json_array_size(runs); r++) {
         const json_t *g = json_object_get(
-            json_object_get(json_object_get(json_object_get(
-                                json_array_get(runs, r), "score"),
-                            "breakdown"),
-                            field),
+            json_object_get(
+                json_object_get(
+                    json_object_get(json_array_get(runs, r), "score"),
+                    "breakdown"),
+                field),
             label);
         const json_t *v = json_object_get(g, key);
 
@@ -522,10 +529,10 @@ static double group_mean(const json_t *cell, const char *field,
 static void table_breakdowns(struct mt_ev_out *o, const json_t *cells)
 {
     json_t *bd = json_object_get(
-        json_object_get(json_array_get(json_object_get(json_array_get(cells, 0),
-                                                       "runs"),
-                                       0),
-                        "score"),
+        json_object_get(
+            json_array_get(json_object_get(json_array_get(cells, 0), "runs"),
+                           0),
+            "score"),
         "breakdown");
     const char *field, *label;
     json_t *groups, *g;
@@ -576,11 +583,12 @@ static void page(struct mt_ev_out *o, const json_t *sum)
     char *data = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER);
     size_t i;
 
-    mt_ev_outf(o, "<!doctype html><html lang=\"en\"><head><meta "
-                  "charset=\"utf-8\"><meta name=\"viewport\" "
-                  "content=\"width=device-width,initial-scale=1\"><title>"
-                  "medtrust sweep</title><style>%s</style></head><body><main>"
-                  "<h1>medtrust sweep: %zu cells x %lld runs</h1>\n",
+    mt_ev_outf(o,
+               "<!doctype html><html lang=\"en\"><head><meta "
+               "charset=\"utf-8\"><meta name=\"viewport\" "
+               "content=\"width=device-width,initial-scale=1\"><title>"
+               "medtrust sweep</title><style>%s</style></head><body><main>"
+               "<h1>medtrust sweep: %zu cells x %lld runs</h1>\n",
                css, json_array_size(json_object_get(sum, "cells")),
                json_integer_value(json_object_get(sum, "runs")));
     for (i = 0; i < json_array_size(axes); i++) {

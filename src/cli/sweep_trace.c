@@ -69,6 +69,7 @@ static void add_int(json_t *o, const char *key, json_int_t v)
 static void tally_call(struct tally *t, const json_t *ev)
 {
     const char *role = json_string_value(json_object_get(ev, "role"));
+    const char *how = json_string_value(json_object_get(ev, "tokens"));
     json_t *r;
 
     if (!role)
@@ -86,7 +87,7 @@ static void tally_call(struct tally *t, const json_t *ev)
             json_integer_value(json_object_get(ev, "prompt_tokens")));
     add_int(r, "completion",
             json_integer_value(json_object_get(ev, "completion_tokens")));
-    if (json_is_true(json_object_get(ev, "tokens_estimated")))
+    if (how && strcmp(how, "estimated") == 0)
         json_object_set_new(r, "estimated", json_true());
     if (json_integer_value(json_object_get(ev, "attempt")) != 1)
         return;
@@ -99,7 +100,7 @@ static void tally_call(struct tally *t, const json_t *ev)
 
 static void tally_search(struct tally *t, const json_t *ev)
 {
-    const json_t *src = json_object_get(ev, "sources");
+    const json_t *src = json_object_get(ev, "hit_sources");
     size_t i;
 
     t->searches += 1;
@@ -129,7 +130,10 @@ static void tally_note(struct tally *t, const json_t *line)
     }
 }
 
-static double per(double v, double n) { return n > 0 ? v / n : 0; }
+static double per(double v, double n)
+{
+    return n > 0 ? v / n : 0;
+}
 
 enum mt_status sweep_trace_stats(const char *trace_path, json_t **out,
                                  struct mt_error *err)
@@ -145,17 +149,19 @@ enum mt_status sweep_trace_stats(const char *trace_path, json_t **out,
     memset(&t, 0, sizeof t);
     t.by_role = json_object();
     t.sources = json_object();
-    json_object_foreach(notes, id, v) tally_note(&t, v);
+    json_object_foreach(notes, id, v)
+    {
+        tally_note(&t, v);
+    }
     n = (double)json_object_size(notes);
     /* A MedReAct step is its model call and, when it searched, the
      * search; Fig. 3 of the IryoNLP paper plots this against top-k. */
-    *out = json_pack("{s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:o}", "notes", n,
-                     "react_turns", per(t.react, n), "reflex_turns",
-                     per(t.reflex, n), "step_ms",
-                     per(t.react_ms + t.search_ms, t.react), "search_ms",
-                     per(t.search_ms, t.searches), "calls", t.calls,
-                     "failed_notes", t.failed, "tokens_by_role", t.by_role,
-                     "sources", t.sources);
+    *out = json_pack(
+        "{s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:o}", "notes", (json_int_t)n,
+        "react_turns", per(t.react, n), "reflex_turns", per(t.reflex, n),
+        "step_ms", per(t.react_ms + t.search_ms, t.react), "search_ms",
+        per(t.search_ms, t.searches), "calls", t.calls, "failed_notes",
+        t.failed, "tokens_by_role", t.by_role, "sources", t.sources);
     json_decref(notes);
     return *out ? MT_OK : MT_ENOMEM;
 }

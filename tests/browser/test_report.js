@@ -5,8 +5,7 @@
 // Usage: node test_report.js REPORT.html SCREENSHOT.png PROFILE_DIR
 'use strict';
 const path = require('path');
-const pw = require(path.join(__dirname, '../../third_party/browser/' +
-    'node_modules/playwright-core'));
+const {launch} = require('./launch.js');
 
 const [report, shot, profile] = process.argv.slice(2);
 let failed = 0;
@@ -21,13 +20,7 @@ function check(name, cond, detail) {
 }
 
 async function main() {
-  const ctx = await pw.chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-      '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const ctx = await launch(profile);
   const page = ctx.pages()[0] || await ctx.newPage();
   const errors = [];
   const requests = [];
