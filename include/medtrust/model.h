@@ -145,6 +145,16 @@ void mt_llm_close(struct mt_llm *l);
 
 struct mt_embedder;
 
+/* How an embedder with a token limit embeds a longer text: overlapping
+ * windows of the limit's length whose vectors are averaged (the
+ * default) or max-pooled, or only the first window (the text cut at the
+ * limit, as models do by themselves). */
+enum mt_embed_pool {
+    MT_EMBED_POOL_MEAN = 0,
+    MT_EMBED_POOL_MAX,
+    MT_EMBED_POOL_FIRST,
+};
+
 struct mt_embedder_params {
     uint32_t threads;    /* worker threads, 0 = all online CPUs */
     uint32_t batch_size; /* texts per forward pass, 0 = backend default */
@@ -155,6 +165,10 @@ struct mt_embedder_params {
      * dims and the text; NULL = no cache. Only read during
      * mt_embedder_open. */
     const char *cache_path;
+    /* long texts (use-lite: over 128 tokens, windows overlapping by 32);
+     * the default is MT_EMBED_POOL_MEAN, or what MEDTRUST_EMBED_POOL
+     * (mean|max|first) says */
+    enum mt_embed_pool window_pool;
 };
 
 void mt_embedder_default_params(struct mt_embedder_params *p);

@@ -2,6 +2,7 @@
  * backend shares, Matryoshka truncation and re-normalisation. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "medtrust/core.h"
@@ -21,11 +22,24 @@ struct mt_embedder {
     char spec[256];         /* the cache's model key */
 };
 
+/* MEDTRUST_EMBED_POOL: mean (the default), max or first. */
+static enum mt_embed_pool pool_from_env(void)
+{
+    const char *v = getenv("MEDTRUST_EMBED_POOL");
+
+    if (v && strcmp(v, "max") == 0)
+        return MT_EMBED_POOL_MAX;
+    if (v && strcmp(v, "first") == 0)
+        return MT_EMBED_POOL_FIRST;
+    return MT_EMBED_POOL_MEAN;
+}
+
 void mt_embedder_default_params(struct mt_embedder_params *p)
 {
     memset(p, 0, sizeof *p);
     p->normalize = 1;
     p->timeout_s = 120.0;
+    p->window_pool = pool_from_env();
 }
 
 /* ==== Dispatch ==== */
@@ -193,12 +207,21 @@ static enum mt_status embed_direct(struct mt_embedder *e,
 
 /* ==== Call cache ==== */
 
-/* The request key: output shape, then the text. */
+/* Long texts pool differently under each mode (short ones are the same,
+ * but a key cannot tell them apart before embedding). */
+static const char *pool_key(enum mt_embed_pool m)
+{
+    if (m == MT_EMBED_POOL_MAX)
+        return "max|";
+    return m == MT_EMBED_POOL_FIRST ? "first|" : "mean|";
+}
+
+/* The request key: output shape and pooling, then the text. */
 static char *cache_key(const struct mt_embedder *e, struct mt_str t)
 {
     char head[48];
-    int hn =
-        snprintf(head, sizeof head, "%u|%d|", e->dims, e->params.normalize);
+    int hn = snprintf(head, sizeof head, "%u|%d|%s", e->dims,
+                      e->params.normalize, pool_key(e->params.window_pool));
     char *k = mt_malloc((size_t)hn + t.n + 1);
 
     if (!k)

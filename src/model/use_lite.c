@@ -6,15 +6,18 @@
 
 #include "core/pool.h"
 #include "medtrust/core.h"
+#include "model/embed_window.h"
 #include "model/use_lite.h"
 
 #define DEFAULT_BATCH 32
-#define MAX_BATCH 1024 /* bounds scratch: ~11 MB per 100 tokens */
+#define MAX_BATCH 1024    /* bounds scratch: ~11 MB per 100 tokens */
+#define WINDOW_OVERLAP 32 /* tokens shared by neighbouring windows */
 
 struct use_lite {
     struct mt_ul_model *model;
     struct mt_pool *pool; /* NULL when running on the caller's thread */
     uint32_t batch;
+    enum mt_embed_pool window_pool; /* texts over MT_UL_MAX_LEN tokens */
     int noted; /* truncation was logged at info level once already */
 };
 
@@ -26,7 +29,7 @@ struct call {
     size_t batch; /* texts per batch in this call */
     float *out;
     enum mt_status *st; /* per batch */
-    size_t *clipped;    /* per batch: texts cut to MT_UL_MAX_LEN tokens */
+    size_t *clipped;    /* per batch: texts over MT_UL_MAX_LEN tokens */
 };
 
 static void free_ids(int32_t **ids, size_t n)
@@ -37,7 +40,78 @@ static void free_ids(int32_t **ids, size_t n)
         mt_free(ids[i]);
 }
 
-/* Tokenizes and embeds texts [lo, hi), at most MAX_BATCH of them. */
+/* A batch's windows: token pointers and lengths for the forward pass, and
+ * the window count of each text. */
+struct windows {
+    const int32_t **ids;
+    size_t *lens;
+    size_t *per_text;
+    size_t n;
+    float *vecs; /* n * MT_UL_DIM */
+};
+
+/* Cuts each text's tokens into windows of MT_UL_MAX_LEN (overlapping by
+ * WINDOW_OVERLAP) as c->u->pool says; MT_EMBED_POOL_FIRST keeps the first
+ * window only, as ClipToMaxLength does in the TF.js graph. */
+static enum mt_status make_windows(const struct call *c, int32_t **ids,
+                                   const size_t *lens, size_t nt,
+                                   struct windows *w)
+{
+    size_t i, k, total = 0;
+
+    for (i = 0; i < nt; i++)
+        total += mt_embed_windows(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP,
+                                  c->u->window_pool);
+    w->ids = mt_calloc(total, sizeof *w->ids);
+    w->lens = mt_calloc(total, sizeof *w->lens);
+    w->per_text = mt_calloc(nt, sizeof *w->per_text);
+    w->vecs = mt_malloc(total * MT_UL_DIM * sizeof *w->vecs);
+    if (!w->ids || !w->lens || !w->per_text || !w->vecs)
+        return MT_ENOMEM;
+    for (i = 0; i < nt; i++) {
+        w->per_text[i] = mt_embed_windows(lens[i], MT_UL_MAX_LEN,
+                                          WINDOW_OVERLAP, c->u->window_pool);
+        for (k = 0; k < w->per_text[i]; k++, w->n++) {
+            size_t off;
+            mt_embed_window_at(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP, k, &off,
+                               &w->lens[w->n]);
+            w->ids[w->n] = ids[i] + off;
+        }
+    }
+    return MT_OK;
+}
+
+static void windows_free(struct windows *w)
+{
+    mt_free(w->ids);
+    mt_free(w->lens);
+    mt_free(w->per_text);
+    mt_free(w->vecs);
+}
+
+/* Embeds every window of the batch in one packed pass and pools each
+ * text's windows into out. */
+static enum mt_status embed_windows(const struct call *c, int32_t **ids,
+                                    const size_t *lens, size_t nt, float *out)
+{
+    struct windows w = {NULL, NULL, NULL, 0, NULL};
+    enum mt_status st = make_windows(c, ids, lens, nt, &w);
+    size_t i, first = 0;
+
+    if (st == MT_OK)
+        st = mt_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs);
+    for (i = 0; st == MT_OK && i < nt; i++) {
+        mt_embed_pool_vectors(w.vecs + first * MT_UL_DIM, w.per_text[i],
+                              MT_UL_DIM, c->u->window_pool,
+                              out + i * MT_UL_DIM);
+        first += w.per_text[i];
+    }
+    windows_free(&w);
+    return st;
+}
+
+/* Tokenizes and embeds texts [lo, hi), at most MAX_BATCH of them; counts
+ * in *clipped those longer than one window. */
 static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
                                 size_t *clipped)
 {
@@ -49,14 +123,11 @@ static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
     for (i = lo; i < hi && st == MT_OK; i++) {
         st = mt_ul_tokenize(c->u->model, c->texts[i], &ids[i - lo],
                             &lens[i - lo]);
-        if (st == MT_OK && lens[i - lo] > MT_UL_MAX_LEN) {
-            lens[i - lo] = MT_UL_MAX_LEN; /* as ClipToMaxLength does */
+        if (st == MT_OK && lens[i - lo] > MT_UL_MAX_LEN)
             (*clipped)++;
-        }
     }
     if (st == MT_OK)
-        st = mt_ul_forward(&c->u->model->w, (const int32_t *const *)ids, lens,
-                           hi - lo, c->out + lo * MT_UL_DIM);
+        st = embed_windows(c, ids, lens, hi - lo, c->out + lo * MT_UL_DIM);
     if (ids)
         free_ids(ids, hi - lo);
     mt_free(ids);
@@ -111,9 +182,12 @@ static enum mt_status ul_embed(void *self, const struct mt_str *texts, size_t n,
     }
     if (st == MT_OK && clipped) /* info once, then debug: indexing */
         mt_log(u->noted ? MT_LOG_DEBUG : MT_LOG_INFO, /* cuts most chunks */
-               "use-lite: %zu of %zu texts truncated to the model's "
-               "maximum of %d tokens",
-               clipped, n, MT_UL_MAX_LEN);
+               "use-lite: %zu of %zu texts over the model's maximum of %d "
+               "tokens (%s)",
+               clipped, n, MT_UL_MAX_LEN,
+               u->window_pool == MT_EMBED_POOL_FIRST
+                   ? "truncated"
+                   : "embedded as overlapping windows, pooled");
     u->noted |= clipped > 0;
     mt_free(c.st);
     mt_free(c.clipped);
@@ -165,6 +239,7 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
     if (st != MT_OK)
         return st;
     u->batch = p->batch_size ? p->batch_size : DEFAULT_BATCH;
+    u->window_pool = p->window_pool;
     if (u->batch > MAX_BATCH)
         u->batch = MAX_BATCH;
     if (p->threads != 1 && mt_pool_new(p->threads, &u->pool) != MT_OK)

@@ -10,6 +10,7 @@
 #include "medtrust/core.h"
 #include "model/cache.h"
 #include "model/embed.h"
+#include "model/embed_window.h"
 #include "model/use_lite.h"
 
 #define GOLDEN "tests/use_lite/"
@@ -110,6 +111,7 @@ static struct mt_embedder *open_embedder(const char *spec, uint32_t threads,
     p.threads = threads;
     p.batch_size = batch;
     p.dims = dims;
+    p.window_pool = MT_EMBED_POOL_FIRST; /* TF.js cuts at 128 tokens */
     if (mt_embedder_open(spec, &p, &e, &err) != MT_OK)
         print_error("open %s: %s\n", spec, err.msg);
     assert_non_null(e);
@@ -208,6 +210,78 @@ static void test_vectors_match_js(void **state)
     CHECK(max_diff <= 1e-4);
     free(v);
     mt_embedder_close(e);
+}
+
+static void test_windows_cover_long_texts(void **state)
+{
+    size_t off, n;
+    float v[3 * 4] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+    float m[4];
+
+    (void)state;
+    CHECK(mt_embed_windows(128, 128, 32, MT_EMBED_POOL_MEAN) == 1);
+    CHECK(mt_embed_windows(300, 128, 32, MT_EMBED_POOL_FIRST) == 1);
+    /* 300 tokens, stride 96: [0,128) [96,224) [172,300) */
+    CHECK(mt_embed_windows(300, 128, 32, MT_EMBED_POOL_MEAN) == 3);
+    mt_embed_window_at(300, 128, 32, 1, &off, &n);
+    CHECK(off == 96 && n == 128);
+    mt_embed_window_at(300, 128, 32, 2, &off, &n);
+    CHECK(off == 172 && n == 128);
+    mt_embed_window_at(20, 128, 32, 0, &off, &n);
+    CHECK(off == 0 && n == 20);
+    mt_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MEAN, m);
+    CHECK(fabsf(m[0] - 0.57735f) < 1e-5f && m[2] == 0.0f);
+    v[1] = 0.5f;
+    mt_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MAX, m);
+    CHECK(fabsf(m[1] - 0.57735f) < 1e-5f && m[2] == 0.0f);
+}
+
+/* A text of over 128 tokens: the embedder's mean and max vectors equal
+ * the pooled forward passes of its windows, computed here from the
+ * tokens; a short text is the same under every mode. */
+static void test_long_text_is_pooled_over_windows(void **state)
+{
+    char *path = mt_ul_find_weights(NULL);
+    struct mt_ul_model *m = NULL;
+    const char *s = "Metformin lowers blood glucose in type 2 diabetes. ";
+    char text[4096] = "";
+    struct mt_str t;
+    int32_t *ids = NULL;
+    size_t len, i, nw;
+    int mode;
+
+    (void)state;
+    for (i = 0; i < 20; i++)
+        strcat(text, s);
+    t = mt_str_from(text);
+    CHECK_OK(mt_ul_model_open(path, &m, NULL));
+    CHECK_OK(mt_ul_tokenize(m, t, &ids, &len));
+    nw = mt_embed_windows(len, MT_UL_MAX_LEN, 32, MT_EMBED_POOL_MEAN);
+    CHECK(len > 2 * MT_UL_MAX_LEN && nw >= 3);
+    for (mode = MT_EMBED_POOL_MEAN; mode <= MT_EMBED_POOL_FIRST; mode++) {
+        struct mt_embedder_params p;
+        struct mt_embedder *e = NULL;
+        const int32_t *wid[8];
+        size_t wl[8], off;
+        float want[DIM], got[DIM], wv[8 * DIM];
+        size_t k = mode == MT_EMBED_POOL_FIRST ? 1 : nw;
+        mt_embedder_default_params(&p);
+        p.window_pool = (enum mt_embed_pool)mode;
+        CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+        CHECK_OK(mt_embedder_embed(e, &t, 1, got, NULL));
+        for (i = 0; i < k; i++) {
+            mt_embed_window_at(len, MT_UL_MAX_LEN, 32, i, &off, &wl[i]);
+            wid[i] = ids + off;
+        }
+        CHECK_OK(mt_ul_forward(&m->w, wid, wl, k, wv));
+        mt_embed_pool_vectors(wv, k, DIM, (enum mt_embed_pool)mode, want);
+        for (i = 0; i < DIM; i++)
+            CHECK(fabsf(want[i] - got[i]) < 1e-5f);
+        mt_embedder_close(e);
+    }
+    mt_free(ids);
+    mt_ul_model_close(m);
+    mt_free(path);
 }
 
 static void test_threads_and_batch_sizes_agree(void **state)
@@ -505,7 +579,7 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     planted[0] = 1.0f;
     CHECK_OK(mt_cache_open(db, &c, NULL));
     CHECK(mt_cache_count(c) == 1);
-    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|hello cache",
+    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|mean|hello cache",
                           planted, sizeof planted, NULL));
     mt_cache_close(c);
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
@@ -533,6 +607,8 @@ int main(void)
         cmocka_unit_test(test_specs_dispatch),
         cmocka_unit_test(test_open_survives_every_allocation_failure),
         cmocka_unit_test(test_int8_variant_accuracy),
+        cmocka_unit_test(test_windows_cover_long_texts),
+        cmocka_unit_test(test_long_text_is_pooled_over_windows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
