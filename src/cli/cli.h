@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "medtrust/model.h"
+#include "medtrust/store.h"
 #include "medtrust/status.h"
 
 #define CLI_MAX_OPTS 64
@@ -79,6 +80,11 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
  * defaults stay when an option is absent); prints an error and returns -1 when
  * one is invalid. */
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);
+
+/* Reads --analyzer, --chunk-size and --chunk-overlap (the settings of a
+ * new store) into sp after filling it with the defaults; prints an error
+ * and returns -1 when one is invalid (index and import share them). */
+int cli_store_params_read(const struct cli_args *a, struct mt_store_params *sp);
 
 void cli_print_help(const struct cli_verb *v);
 

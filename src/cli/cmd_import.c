@@ -52,24 +52,6 @@ static void on_progress(uint64_t done, uint64_t total, void *user)
     mt_progress_update(user, done / 1024);
 }
 
-static int read_store_opts(struct cli_args *a, struct mt_store_params *sp)
-{
-    unsigned long v;
-
-    mt_store_default_params(sp);
-    if (cli_get(a, "analyzer"))
-        sp->analyzer = cli_get(a, "analyzer");
-    v = sp->chunk_size;
-    if (cli_get_uint(a, "chunk-size", 1, 1000000, &v) < 0)
-        return -1;
-    sp->chunk_size = (uint32_t)v;
-    v = sp->chunk_overlap;
-    if (cli_get_uint(a, "chunk-overlap", 0, sp->chunk_size - 1, &v) < 0)
-        return -1;
-    sp->chunk_overlap = (uint32_t)v;
-    return 0;
-}
-
 static int read_opts(struct cli_args *a, struct mt_import_params *p)
 {
     unsigned long v = 1000;
@@ -173,7 +155,7 @@ static int import_run(struct cli_args *a)
     double secs = 0;
     enum mt_status st = MT_OK;
 
-    if (read_opts(a, &p) < 0 || read_store_opts(a, &sp) < 0)
+    if (read_opts(a, &p) < 0 || cli_store_params_read(a, &sp) < 0)
         return 1;
     memset(&r, 0, sizeof r);
     if (cli_get(a, "db"))

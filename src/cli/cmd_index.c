@@ -112,19 +112,10 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
 {
     unsigned long v;
 
-    mt_store_default_params(&o->sp);
     mt_ingest_default_params(&o->ip);
     o->db = cli_get(a, "db");
-    if (cli_get(a, "analyzer"))
-        o->sp.analyzer = cli_get(a, "analyzer");
-    v = o->sp.chunk_size;
-    if (cli_get_uint(a, "chunk-size", 1, 1000000, &v) < 0)
+    if (cli_store_params_read(a, &o->sp) < 0)
         return -1;
-    o->sp.chunk_size = (uint32_t)v;
-    v = o->sp.chunk_overlap;
-    if (cli_get_uint(a, "chunk-overlap", 0, o->sp.chunk_size - 1, &v) < 0)
-        return -1;
-    o->sp.chunk_overlap = (uint32_t)v;
     v = o->ip.batch_size;
     if (cli_get_uint(a, "batch", 1, 1000000, &v) < 0)
         return -1;

@@ -244,3 +244,21 @@ int cli_fail(const struct mt_error *err, enum mt_status st)
                         "batches (--batch).\n");
     return mt_status_exit_code(st);
 }
+
+int cli_store_params_read(const struct cli_args *a, struct mt_store_params *sp)
+{
+    unsigned long v;
+
+    mt_store_default_params(sp);
+    if (cli_get(a, "analyzer"))
+        sp->analyzer = cli_get(a, "analyzer");
+    v = sp->chunk_size;
+    if (cli_get_uint(a, "chunk-size", 1, 1000000, &v) < 0)
+        return -1;
+    sp->chunk_size = (uint32_t)v;
+    v = sp->chunk_overlap;
+    if (cli_get_uint(a, "chunk-overlap", 0, sp->chunk_size - 1, &v) < 0)
+        return -1;
+    sp->chunk_overlap = (uint32_t)v;
+    return 0;
+}
