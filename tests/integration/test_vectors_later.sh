@@ -15,10 +15,11 @@ echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 PIDS+=($!)
 for _ in $(seq 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.1; done
 U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/out")
-curl -s -c "$TMP/jar" "$U/v1/login" \
+curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
 csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
-A=(-s -b "$TMP/jar" -H "X-CSRF-Token: $csrf" -o "$TMP/body" -w '%{http_code}')
+A=(-s -b "$TMP/jar" -H "X-CSRF-Token: $csrf" -H "Content-Type: application/json"
+    -o "$TMP/body" -w '%{http_code}')
 Q='{"query":"programmed cell death in lace plant leaves","mode":"hybrid","k":3}'
 
 b=$(curl "${A[@]}" "$U/v1/search" -d '{"query":"lace plant","k":3}')
