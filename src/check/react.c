@@ -135,6 +135,13 @@ static int check_reflect(struct run *r, json_t *o, void *u, char *why, size_t n)
     return -1;
 }
 
+/* Records that 'role' fell back, and the rule applied. */
+static void fallback(struct run *r, const char *role, const char *rule)
+{
+    mt_run_event(r, "fallback",
+                 json_pack("{s:s,s:s}", "role", role, "rule", rule));
+}
+
 static void call_init(struct call *c, enum agent_role role, const char *prompt,
                       reply_check_fn check, const char *const *keys,
                       const char *const *vals, size_t nvars)
@@ -316,10 +323,9 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     act = json_object_get(mt_call_obj(&c), "action");
     *done = 1;
     if (st == MT_OK && !c.ok)
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s}", "role", "react", "rule",
-                               "no usable step: the round ends without an "
-                               "answer"));
+        fallback(r, "react",
+                 "no usable step: the round ends without an "
+                 "answer");
     if (st == MT_OK && act && !(sj = step_record(rd, mt_call_obj(&c), act)))
         st = MT_ENOMEM;
     if (st == MT_OK && sj &&
@@ -578,10 +584,9 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
             mt_reply_str(o, "reflection") ? mt_reply_str(o, "reflection") : "",
             mt_reply_str(o, "plan"));
     else if (st == MT_OK) {
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s}", "role", "reflect", "rule",
-                               "no usable reflection: a generic "
-                               "lesson is kept"));
+        fallback(r, "reflect",
+                 "no usable reflection: a generic "
+                 "lesson is kept");
         st = mt_buf_printf(memory,
                            "Round %u: the answer was not accepted. "
                            "Re-examine every sentence and search before "
@@ -650,10 +655,9 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
     st = mt_call_do(r, &c);
     corr = mt_reply_str(mt_call_obj(&c), "corrected_sentence");
     if (st == MT_OK && !c.ok)
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s}", "role", "parser", "rule",
-                               "no usable final answer: the accepted "
-                               "MedReAct answer is used as it stands"));
+        fallback(r, "parser",
+                 "no usable final answer: the accepted "
+                 "MedReAct answer is used as it stands");
     else if (st == MT_OK)
         parser_disagreement(r, &acc, mt_call_obj(&c));
     if (st == MT_OK)
