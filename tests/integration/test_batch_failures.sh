@@ -23,8 +23,10 @@ IDS="ms-val-0 ms-val-1 ms-val-2 ms-val-3 ms-val-4"
 
 # ---- mediqa with a dead model: every note failed, none written ----
 for s in single guards react-reflex; do
+    extra=()
+    [ "$s" = react-reflex ] && extra=(--no-retrieval)
     "$MT" mediqa --llm "$DEAD" --retries 0 --data "$TMP/s5.csv" \
-        --strategy "$s" --out "$TMP/d.txt" --no-progress --json \
+        --strategy "$s" "${extra[@]}" --out "$TMP/d.txt" --no-progress --json \
         >"$TMP/d.json" 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 1 ] && [ -f "$TMP/d.txt" ] && [ ! -s "$TMP/d.txt" ] &&
@@ -105,7 +107,8 @@ if [ $rc2 -eq 1 ] && grep -q "another run is writing" "$TMP/l2.err" &&
 else
     not_ok "journal lock (rc1 $rc1 rc2 $rc2)" "$(cat "$TMP/l2.err")"
 fi
-"$MT" mediqa --llm "$DEAD" --data "$TMP/s5.csv" --out /nonexistent/x.txt \
+"$MT" mediqa --llm "$DEAD" --data "$TMP/s5.csv" --strategy single \
+    --out /nonexistent/x.txt \
     --no-progress 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q "/nonexistent/x.txt" "$TMP/err"; then
