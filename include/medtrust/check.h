@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "retrieve.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -82,6 +83,10 @@ struct mt_agent_params {
      * finishes first). NULL = never (default). */
     int (*cancelled)(void *user, const char *note_id);
     void *cancelled_user;
+    /* Search through this retriever (borrowed; it outlives the checker)
+     * instead of opening one on db_dir and reranker_spec. NULL = open one
+     * (default). */
+    struct mt_retriever *retriever;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5

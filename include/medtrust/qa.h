@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "retrieve.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -89,6 +90,10 @@ struct mt_qa_params {
      * the question with MT_ECANCELED. NULL = not streamed (default). */
     int (*on_answer_token)(void *user, const char *piece, size_t len);
     void *on_answer_token_user;
+    /* Search, embed and rerank through this retriever (borrowed; it
+     * outlives the answerer) instead of opening one on db_dir,
+     * embedder_spec and reranker_spec. NULL = open one (default). */
+    struct mt_retriever *retriever;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */
@@ -191,6 +196,34 @@ struct mt_qa_result {
  * failures and MT_ENOMEM; then *out is NULL. Thread-safe. */
 enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
                          struct mt_qa_result **out, struct mt_error *err);
+
+/* Settings of one question, replacing the handle's (strings and callbacks
+ * borrowed for the call), so one answerer serves questions with different
+ * filters. The fields mean what they mean in mt_qa_params. */
+struct mt_qa_ask_params {
+    uint32_t k;         /* documents given to the model, 1..1000 */
+    float w_lex, w_sem; /* hybrid weights of BM25 and vectors */
+    const char *source; /* only documents of this source, or NULL */
+    int32_t year_from;  /* metadata "year" in [from, to]; 0 = open end */
+    int32_t year_to;
+    void (*on_claim)(void *user, size_t index, size_t n,
+                     const char *claim_json);
+    void *on_claim_user;
+    int (*cancelled)(void *user);
+    void *cancelled_user;
+    int (*on_answer_token)(void *user, const char *piece, size_t len);
+    void *on_answer_token_user;
+};
+
+/* Fills 'ap' with the handle's settings. */
+void mt_qa_ask_default_params(const struct mt_qa *q,
+                              struct mt_qa_ask_params *ap);
+
+/* mt_qa_ask with this question's settings; ap == NULL uses the handle's.
+ * MT_EINVAL when ap->k is out of range. Thread-safe. */
+enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
+                              const struct mt_qa_ask_params *ap,
+                              struct mt_qa_result **out, struct mt_error *err);
 
 void mt_qa_result_free(struct mt_qa_result *r);
 

@@ -7,8 +7,8 @@
 #include "check/agent_int.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
+#include "medtrust/retrieve.h"
 #include "medtrust/store.h"
-#include "model/rerank.h"
 
 /* Role names for MEDTRUST_LLM_<ROLE>. */
 static const char *const route_names[ROLE_COUNT] = {
@@ -124,22 +124,25 @@ static enum mt_status open_models(struct mt_agent *a, struct mt_error *err)
     return MT_OK;
 }
 
-/* Opens the first index handle now, so a bad --db fails at start-up. */
-static enum mt_status open_index(struct mt_agent *a, struct mt_error *err)
+/* The search of react-reflex: the caller's retriever, else one over
+ * db_dir opened now, so a bad --db fails at start-up (BM25 only: no query
+ * embedder). */
+static enum mt_status open_retriever(struct mt_agent *a, struct mt_error *err)
 {
-    struct mt_index *idx = NULL;
-    enum mt_status st = mt_index_open(a->p.db_dir, &idx, err);
+    struct mt_retriever_params rp;
 
-    if (st != MT_OK)
-        return st;
-    a->idx_free = mt_calloc(8, sizeof *a->idx_free);
-    if (!a->idx_free) {
-        mt_index_close(idx);
-        return mt_fail(err, MT_ENOMEM, "checker: out of memory");
+    if (a->p.retriever) {
+        a->ret = a->p.retriever;
+        return MT_OK;
     }
-    a->cap_idx = 8;
-    a->idx_free[a->n_idx++] = idx;
-    return MT_OK;
+    if (!a->p.db_dir && !a->p.reranker_spec)
+        return MT_OK;
+    mt_retriever_default_params(&rp);
+    rp.db_dir = a->p.db_dir;
+    rp.embedder_spec = "none";
+    rp.reranker_spec = a->p.reranker_spec;
+    a->ret_owned = 1;
+    return mt_retriever_open(&rp, &a->ret, err);
 }
 
 /* Every --source must name a corpus of the store: a misspelt name would
@@ -180,11 +183,8 @@ static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
         st = open_models(a, err);
     if (st == MT_OK && a->p.strategy == MT_STRATEGY_SINGLE)
         st = mt_agent_examples_load(a, err);
-    if (st == MT_OK && a->p.reranker_spec &&
-        a->p.strategy == MT_STRATEGY_REACT_REFLEX)
-        st = mt_reranker_open(a->p.reranker_spec, NULL, &a->reranker, err);
-    if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
-        st = open_index(a, err);
+    if (st == MT_OK && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+        st = open_retriever(a, err);
     if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = check_sources(a, err);
     return st;
@@ -219,7 +219,6 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
     a = mt_calloc(1, sizeof *a);
     if (!a)
         return mt_fail(err, MT_ENOMEM, "checker: out of memory");
-    pthread_mutex_init(&a->idx_mu, NULL);
     st = copy_params(a, params);
     if (st != MT_OK)
         mt_fail(err, st, "checker: out of memory");
@@ -242,16 +241,13 @@ void mt_agent_close(struct mt_agent *a)
     for (i = 0; i < ROLE_COUNT; i++)
         if (a->llm_owner[i])
             mt_llm_close(a->llm[i]);
-    for (i = 0; i < a->n_idx; i++)
-        mt_index_close(a->idx_free[i]);
-    mt_free(a->idx_free);
-    mt_reranker_close(a->reranker);
+    if (a->ret_owned)
+        mt_retriever_close(a->ret);
     mt_prompts_free(a->prompts);
     mt_free(a->examples);
     for (i = 0; i < 6; i++)
         mt_free(a->strs[i]);
     for (i = 0; i < MT_AGENT_MAX_SOURCES; i++)
         mt_free(a->sources[i]);
-    pthread_mutex_destroy(&a->idx_mu);
     mt_free(a);
 }

@@ -24,8 +24,6 @@ enum agent_role {
     ROLE_COUNT
 };
 
-struct mt_reranker;
-
 struct mt_agent {
     struct mt_agent_params p; /* strings point at the copies below */
     char *strs[6];
@@ -33,12 +31,9 @@ struct mt_agent {
     struct mt_llm *llm[ROLE_COUNT];
     int llm_owner[ROLE_COUNT]; /* 1 where this role opened the handle */
     struct mt_prompts *prompts;
-    char *examples; /* few-shot text for `single` */
-    struct mt_reranker *reranker;
-    pthread_mutex_t idx_mu;
-    struct mt_index **idx_free; /* idle index handles, one per thread */
-    size_t n_idx;
-    size_t cap_idx;
+    char *examples;           /* few-shot text for `single` */
+    struct mt_retriever *ret; /* search(); NULL without a corpus */
+    int ret_owned;            /* 1 when opened here (not params.retriever) */
 };
 
 /* One note being checked. */

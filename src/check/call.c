@@ -4,34 +4,16 @@
 #include <string.h>
 
 #include "check/agent_int.h"
+#include "llmcall/llmcall.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
 
-#define PROMPT_MAX ((size_t)64 << 20)
 #define TRACE_REPLY_MAX 8192
 
 static const char *const role_names[ROLE_COUNT] = {
     "react", "eval", "reflect", "parser", "guard", "single",
 };
-
-/* Renders the system and user messages of c into sys and user. */
-static enum mt_status render(struct run *r, const struct call *c,
-                             struct mt_buf *sys, struct mt_buf *user)
-{
-    struct mt_str ts;
-    struct mt_str tu;
-    enum mt_status st;
-
-    if (mt_prompts_get(r->a->prompts, c->prompt, &ts, &tu) < 0)
-        return MT_EINTERNAL;
-    st = mt_prompt_render(ts, c->keys, c->vals, c->nvars, sys);
-    if (st == MT_OK)
-        st = mt_prompt_render(tu, c->keys, c->vals, c->nvars, user);
-    if (st == MT_OK)
-        st = mt_buf_reserve(sys, 1);
-    return st == MT_OK ? mt_buf_reserve(user, 1) : st;
-}
 
 static json_t *record_new(const struct call *c, int attempt)
 {
@@ -105,11 +87,19 @@ static char *reply_schema(const struct run *r, const struct call *c)
     return mt_reply_schema_for(c->prompt, r->nsents);
 }
 
-/* One request and its validation; returns 1 when usable replies came. */
-static int attempt(struct run *r, struct call *c,
-                   const struct mt_llm_message *m, size_t nm, int k, char *why,
-                   size_t wn)
+/* The call in flight, for the loop's callbacks. */
+struct inflight {
+    struct run *r;
+    struct call *c;
+};
+
+/* One request and its validation. */
+static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
+                                size_t nm, int k, char *why, size_t wn)
 {
+    struct inflight *f = user;
+    struct run *r = f->r;
+    struct call *c = f->c;
     struct mt_chat_params cp;
     struct mt_chat_result res;
     struct mt_error err = {MT_OK, ""};
@@ -131,8 +121,7 @@ static int attempt(struct run *r, struct call *c,
     c->u.critical_calls++;
     if (st != MT_OK) {
         c->u.failed_calls++;
-        snprintf(why, wn, "model call failed: %.400s",
-                 err.msg[0] ? err.msg : mt_status_str(st));
+        mtx_llmcall_failed_why(st, &err, why, wn);
     } else {
         c->u.prompt_tokens += res.prompt_tokens;
         c->u.completion_tokens += res.completion_tokens;
@@ -149,7 +138,17 @@ static int attempt(struct run *r, struct call *c,
     if (!kept)
         json_object_set_new(rec, "error", json_string(why));
     json_array_append_new(c->records, rec);
-    return kept > 0 && st == MT_OK;
+    if (st != MT_OK)
+        return MTX_OUTCOME_FAILED;
+    return kept > 0 ? MTX_OUTCOME_OK : MTX_OUTCOME_BAD_REPLY;
+}
+
+static int cancelled(void *user)
+{
+    const struct inflight *f = user;
+    const struct mt_agent_params *p = &f->r->a->p;
+
+    return p->cancelled && p->cancelled(p->cancelled_user, f->r->note_id);
 }
 
 /* Messages: system, user, history, then (after a bad reply) the reply and
@@ -171,46 +170,37 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
                                 const char *user)
 {
     struct mt_llm_message *m = mt_calloc(c->nhist + 4, sizeof *m);
+    struct inflight f = {r, c};
+    struct mtx_llmcall lc;
+    enum mtx_outcome last = MTX_OUTCOME_FAILED;
     char why[512] = "";
-    char fix[700];
-    size_t nm;
-    int k;
+    enum mt_status st;
 
     if (!m)
         return MT_ENOMEM;
-    nm = build_msgs(c, m, sys, user);
-    for (k = 0; k < 2 && !c->ok; k++) {
-        size_t extra = 0;
-
-        if (r->a->p.cancelled &&
-            r->a->p.cancelled(r->a->p.cancelled_user, r->note_id)) {
-            mt_free(m);
-            return MT_ECANCELED;
-        }
-        if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
-            snprintf(fix, sizeof fix,
-                     "Your reply could not be used (%.500s). "
-                     "Reply again with only the JSON object the "
-                     "instructions ask for.",
-                     why);
-            m[nm + extra++] = (struct mt_llm_message){"user", fix};
-        }
-        c->ok = attempt(r, c, m, nm + extra, k, why, sizeof why);
-    }
+    lc.msgs = m;
+    lc.nmsgs = build_msgs(c, m, sys, user);
+    lc.attempt = attempt;
+    lc.cancelled = cancelled;
+    lc.user = &f;
+    st = mtx_llmcall_run(&lc, &last, why, sizeof why);
+    mt_free(m);
+    if (st != MT_OK)
+        return st;
+    c->ok = last == MTX_OUTCOME_OK;
     if (!c->ok)
         c->u.fallbacks++;
     /* the role has no answer because the backend failed, not because the
      * model answered badly: the run reports it up (MT_EMODEL) */
-    if (!c->ok && strncmp(why, "model call failed", 17) == 0)
+    if (last == MTX_OUTCOME_FAILED)
         snprintf(c->down_why, sizeof c->down_why, "%.250s", why);
-    mt_free(m);
     return MT_OK;
 }
 
 enum mt_status mt_call_run(struct run *r, struct call *c)
 {
-    struct mt_buf sys = MT_BUF_INIT(PROMPT_MAX);
-    struct mt_buf user = MT_BUF_INIT(PROMPT_MAX);
+    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
     enum mt_status st;
 
     c->ok = 0;
@@ -220,7 +210,8 @@ enum mt_status mt_call_run(struct run *r, struct call *c)
     c->records = json_array();
     if (!c->objs || !c->records)
         return MT_ENOMEM;
-    st = render(r, c, &sys, &user);
+    st = mtx_llmcall_render(r->a->prompts, c->prompt, c->keys, c->vals,
+                            c->nvars, &sys, &user);
     if (st == MT_OK)
         st = call_loop(r, c, sys.data, user.data);
     mt_buf_free(&sys);

@@ -1,48 +1,12 @@
 /* search(query) for MedReAct: BM25 over the store's index (retrieve 50),
- * reranked to 20 when a cross-encoder is configured, as IryoNLP does.
- * Index handles are single-threaded, so idle ones wait in a free list and
- * each search borrows one. */
+ * reranked to 20 when a cross-encoder is configured, as IryoNLP does,
+ * through the checker's retriever. */
 #include <string.h>
 
 #include "check/agent_int.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
-#include "model/rerank.h"
-
-static enum mt_status borrow(struct mt_agent *a, struct mt_index **out,
-                             struct mt_error *err)
-{
-    struct mt_index *idx = NULL;
-
-    pthread_mutex_lock(&a->idx_mu);
-    if (a->n_idx > 0)
-        idx = a->idx_free[--a->n_idx];
-    pthread_mutex_unlock(&a->idx_mu);
-    if (idx) {
-        *out = idx;
-        return MT_OK;
-    }
-    return mt_index_open(a->p.db_dir, out, err);
-}
-
-static void give_back(struct mt_agent *a, struct mt_index *idx)
-{
-    pthread_mutex_lock(&a->idx_mu);
-    if (a->n_idx == a->cap_idx) {
-        size_t cap = a->cap_idx ? a->cap_idx * 2 : 8;
-        struct mt_index **p = mt_realloc(a->idx_free, cap * sizeof *p);
-
-        if (p) {
-            a->idx_free = p;
-            a->cap_idx = cap;
-        }
-    }
-    if (a->n_idx < a->cap_idx)
-        a->idx_free[a->n_idx++] = idx;
-    else
-        mt_index_close(idx);
-    pthread_mutex_unlock(&a->idx_mu);
-}
+#include "medtrust/retrieve.h"
 
 /* Appends "TITLE: text" of each hit (cut to chunk_chars) to 'passages'
  * and its document id to 'ids', and its source to 'srcs'. */
@@ -73,8 +37,8 @@ static enum mt_status put_hits(struct mt_agent *a,
 }
 
 /* One search, filtered to 'source' (NULL: every source). */
-static enum mt_status search_one(struct mt_agent *a, struct mt_index *idx,
-                                 const char *query, const char *source,
+static enum mt_status search_one(struct mt_agent *a, const char *query,
+                                 const char *source,
                                  struct mt_search_result **res,
                                  struct mt_error *err)
 {
@@ -84,12 +48,9 @@ static enum mt_status search_one(struct mt_agent *a, struct mt_index *idx,
     sp.k = a->p.rerank_k;
     sp.retrieve_k = a->p.retrieve_k;
     sp.source = source;
-    if (a->reranker) {
+    if (mt_retriever_has_reranker(a->ret))
         sp.rerank_depth = a->p.retrieve_k;
-        sp.rerank = mt_reranker_index_fn;
-        sp.rerank_user = a->reranker;
-    }
-    return mt_index_search(idx, query, &sp, res, err);
+    return mt_retriever_search(a->ret, query, &sp, res, err);
 }
 
 /* Several sources: one search per source, the hits merged by score and
@@ -98,10 +59,9 @@ static enum mt_status search_one(struct mt_agent *a, struct mt_index *idx,
  * one IDF table, absolute reranker scores), so the merge equals one
  * search over the union of the sources. (IryoNLP's fix_source takes one
  * source; the union is ours, for runs over several corpora.) */
-static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
-                                     const char *query, json_t *passages,
-                                     json_t *ids, json_t *srcs,
-                                     struct mt_error *err)
+static enum mt_status search_sources(const struct run *r, const char *query,
+                                     json_t *passages, json_t *ids,
+                                     json_t *srcs, struct mt_error *err)
 {
     struct mt_search_result *res[MT_AGENT_MAX_SOURCES] = {NULL};
     size_t at[MT_AGENT_MAX_SOURCES] = {0};
@@ -111,7 +71,7 @@ static enum mt_status search_sources(const struct run *r, struct mt_index *idx,
     size_t i, n = r->n_sources, k;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = search_one(a, idx, query, r->sources[i], &res[i], err);
+        st = search_one(a, query, r->sources[i], &res[i], err);
     for (k = 0; st == MT_OK && k < a->p.rerank_k; k++) {
         size_t best = n;
 
@@ -138,23 +98,18 @@ enum mt_status mt_agent_search(const struct run *r, const char *query,
 {
     struct mt_agent *a = r->a;
     struct mt_search_result *res = NULL;
-    struct mt_index *idx = NULL;
     enum mt_status st;
 
-    if (!a->p.db_dir)
+    if (!a->ret || (!a->p.db_dir && !a->p.retriever))
         return MT_OK;
-    st = borrow(a, &idx, err);
-    if (st != MT_OK)
-        return st;
     if (r->n_sources > 1) {
-        st = search_sources(r, idx, query, passages, ids, srcs, err);
+        st = search_sources(r, query, passages, ids, srcs, err);
     } else {
-        st = search_one(a, idx, query, r->n_sources ? r->sources[0] : NULL,
-                        &res, err);
+        st = search_one(a, query, r->n_sources ? r->sources[0] : NULL, &res,
+                        err);
         if (st == MT_OK)
             st = put_hits(a, res, passages, ids, srcs);
         mt_search_result_free(res);
     }
-    give_back(a, idx);
     return st;
 }

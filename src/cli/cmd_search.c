@@ -8,7 +8,7 @@
 #include "cli/batch.h"
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
-#include "model/rerank.h"
+#include "medtrust/retrieve.h"
 
 static const struct cli_opt search_opts[] = {
     SEARCH_OPTS,
@@ -112,32 +112,28 @@ static int run_one(const char *db, const struct cli_args *a,
                    const struct mt_search_params *params)
 {
     struct mt_error err = {MT_OK, ""};
-    struct mt_index *idx = NULL;
+    struct mt_retriever_params rp;
+    struct mt_retriever *ret = NULL;
     struct mt_search_result *r = NULL;
-    struct mt_search_params lp = *params;
-    const struct mt_search_params *p = &lp;
-    struct batch_query bq;
     char *q = join_query(a);
     size_t i;
-    enum mt_status st = q ? mt_index_open(db, &idx, &err) : MT_ENOMEM;
+    enum mt_status st;
 
-    memset(&bq, 0, sizeof bq);
-    bq.query = q;
+    mt_retriever_default_params(&rp);
+    rp.db_dir = db;
+    rp.embedder_spec =
+        params->mode == MT_SEARCH_BM25 ? "none" : cli_get(a, "embedder");
+    rp.lazy = 1; /* the reranker is params->rerank, opened by search_run */
+    st = q ? mt_retriever_open(&rp, &ret, &err) : MT_ENOMEM;
     if (st == MT_OK)
-        st = search_embed_queries(a, p, &bq, 1, &err);
-    lp.query_vec = bq.vec;
-    if (idx)
-        mt_index_embedder(idx, &lp.query_dims);
-    if (st == MT_OK)
-        st = mt_index_search(idx, q, p, &r, &err);
+        st = mt_retriever_search(ret, q, params, &r, &err);
     if (st == MT_OK && cli_get(a, "json"))
         for (i = 0; i < r->n; i++)
             print_json(hit_json(&r->hits[i]));
     else if (st == MT_OK)
         print_text(r);
     mt_search_result_free(r);
-    mt_index_close(idx);
-    mt_free(bq.vec);
+    mt_retriever_close(ret);
     mt_free(q);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }

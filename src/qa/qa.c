@@ -7,15 +7,13 @@
 #include <time.h>
 
 #include "qa/qa_int.h"
+#include "llmcall/llmcall.h"
 #include "llmcall/reply.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
-#include "model/embed.h"
 #include "model/nli.h"
-#include "model/rerank.h"
+#include "medtrust/retrieve.h"
 #include "text/utf8.h"
-
-#define PROMPT_MAX ((size_t)64 << 20)
 
 void mt_qa_default_params(struct mt_qa_params *p)
 {
@@ -98,23 +96,29 @@ static enum mt_status open_verifier(struct mt_qa *q, struct mt_error *err)
     return st == MT_OK ? MT_OK : mt_error_prefix(err, "--nli llm (the judge)");
 }
 
-/* The embedder: the given spec, else the one the index was built with. */
-static enum mt_status open_embedder(struct mt_qa *q, struct mt_error *err)
+/* The caller's retriever, else one over db_dir (a bad --db fails at
+ * start-up) with the given embedder or the index's own, and the reranker;
+ * without db_dir it only embeds claims. */
+static enum mt_status open_retriever(struct mt_qa *q, struct mt_error *err)
 {
-    const char *spec = q->p.embedder_spec;
-    char rec[128] = "";
-    uint32_t dims = 0;
-    enum mt_status st;
+    struct mt_retriever_params rp;
+    enum mt_status st = MT_OK;
 
-    if (spec && strcmp(spec, "none") == 0)
-        return MT_OK;
-    if (!spec && q->p.db_dir) {
-        st = mt_index_peek_embedder(q->p.db_dir, rec, sizeof rec, &dims, err);
-        if (st != MT_OK)
-            return st;
-        spec = rec[0] ? rec : NULL;
+    if (q->p.retriever) {
+        q->ret = q->p.retriever;
+        if (q->p.db_dir)
+            st = mt_retriever_check(q->ret, err);
+    } else {
+        mt_retriever_default_params(&rp);
+        rp.db_dir = q->p.db_dir;
+        rp.embedder_spec = q->p.embedder_spec;
+        rp.reranker_spec = q->p.reranker_spec;
+        st = mt_retriever_open(&rp, &q->ret, err);
+        q->ret_owned = st == MT_OK;
     }
-    return spec ? mt_embedder_open(spec, NULL, &q->emb, err) : MT_OK;
+    if (st == MT_OK)
+        q->index_vectors = q->p.db_dir && mt_retriever_has_vectors(q->ret);
+    return st;
 }
 
 static enum mt_status open_parts(struct mt_qa *q, struct mt_error *err)
@@ -132,11 +136,7 @@ static enum mt_status open_parts(struct mt_qa *q, struct mt_error *err)
     if (st == MT_OK)
         st = open_verifier(q, err);
     if (st == MT_OK)
-        st = open_embedder(q, err);
-    if (st == MT_OK && q->p.reranker_spec)
-        st = mt_reranker_open(q->p.reranker_spec, NULL, &q->reranker, err);
-    if (st == MT_OK && q->p.db_dir)
-        st = mt_qa_pool_open(q, err);
+        st = open_retriever(q, err);
     return st;
 }
 
@@ -157,8 +157,6 @@ enum mt_status mt_qa_open(const struct mt_qa_params *params, struct mt_qa **out,
     q = mt_calloc(1, sizeof *q);
     if (!q)
         return mt_fail(err, MT_ENOMEM, "ask: out of memory");
-    pthread_mutex_init(&q->emb_mu, NULL);
-    pthread_mutex_init(&q->pool_mu, NULL);
     st = copy_params(q, params);
     if (st != MT_OK)
         mt_fail(err, st, "ask: out of memory");
@@ -178,20 +176,17 @@ void mt_qa_close(struct mt_qa *q)
 
     if (!q)
         return;
-    mt_qa_pool_close(q);
     if (q->judge_owned)
         mt_llm_close(q->judge_llm);
     mt_llm_close(q->answer_llm);
     mt_nli_close(q->nli);
-    mt_embedder_close(q->emb);
-    mt_reranker_close(q->reranker);
+    if (q->ret_owned)
+        mt_retriever_close(q->ret);
     mt_prompts_free(q->prompts);
     mt_free(q->label_pre);
     mt_free(q->label_suf);
     for (i = 0; i < 9; i++)
         mt_free(q->strs[i]);
-    pthread_mutex_destroy(&q->emb_mu);
-    pthread_mutex_destroy(&q->pool_mu);
     mt_free(q);
 }
 
@@ -219,19 +214,17 @@ char *mt_qa_keep(struct qa_run *r, const char *s, size_t n)
 enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
                            float **out, uint32_t *dims, struct mt_error *err)
 {
-    uint32_t d = q->emb ? mt_embedder_dims(q->emb) : QA_HASH_DIMS;
+    uint32_t e = mt_retriever_dims(q->ret);
+    uint32_t d = e ? e : QA_HASH_DIMS;
     float *v = mt_calloc(n * d + 1, sizeof *v);
     enum mt_status st = MT_OK;
     size_t i;
 
     if (!v)
         return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
-    if (q->emb) {
-        pthread_mutex_lock(&q->emb_mu);
-        st = mt_embedder_embed(q->emb, t, n, v, err);
-        pthread_mutex_unlock(&q->emb_mu);
-    }
-    for (i = 0; !q->emb && i < n; i++)
+    if (e)
+        st = mt_retriever_embed(q->ret, t, n, v, err);
+    for (i = 0; !e && i < n; i++)
         mt_qa_hash_embed(t[i].p, t[i].n, v + i * d);
     if (st != MT_OK) {
         mt_free(v);
@@ -244,54 +237,54 @@ enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
 
 /* ==== Model calls ==== */
 
-static enum mt_status render(struct qa_run *r, const char *name,
-                             const char *const *keys, const char *const *vals,
-                             size_t n, struct mt_buf *sys, struct mt_buf *user)
-{
-    struct mt_str ts;
-    struct mt_str tu;
-    enum mt_status st;
+/* One question's call in flight, for the loop's callbacks. */
+struct inflight {
+    struct qa_run *r;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    int json;
+    char **reply;
+};
 
-    if (mt_prompts_get(r->q->prompts, name, &ts, &tu) < 0)
-        return MT_EINTERNAL;
-    st = mt_prompt_render(ts, keys, vals, n, sys);
-    if (st == MT_OK)
-        st = mt_prompt_render(tu, keys, vals, n, user);
-    if (st == MT_OK)
-        st = mt_buf_reserve(sys, 1);
-    return st == MT_OK ? mt_buf_reserve(user, 1) : st;
-}
-
-/* One request; returns 1 with *reply set when the reply is usable. */
-static int attempt(struct qa_run *r, struct mt_llm *l,
-                   const struct mt_llm_message *m, size_t nm,
-                   const struct mt_chat_params *cp, int json, char **reply,
-                   char *why, size_t wn)
+/* One request; MTX_OUTCOME_OK with *reply set when the reply is usable. */
+static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
+                                size_t nm, int k, char *why, size_t wn)
 {
-    struct mt_qa_usage *u = &r->res->usage;
+    struct inflight *f = user;
+    struct mt_qa_usage *u = &f->r->res->usage;
     struct mt_chat_result res;
     struct mt_error e = {MT_OK, ""};
-    enum mt_status st = mt_llm_chat(l, m, nm, cp, &res, &e);
+    enum mt_status st;
     json_t *o = NULL;
 
+    f->cp.seed = f->r->q->p.seed + (uint64_t)k;
+    if (k == 1 && f->cp.on_token) /* the first reply is dropped */
+        f->cp.on_token(f->cp.on_token_ctx, 0, NULL, 0);
+    st = mt_llm_chat(f->l, m, nm, &f->cp, &res, &e);
     u->llm_calls++;
     if (st != MT_OK) {
         u->failed_calls++;
-        snprintf(why, wn, "model call failed: %.400s",
-                 e.msg[0] ? e.msg : mt_status_str(st));
-        return 0;
+        mtx_llmcall_failed_why(st, &e, why, wn);
+        return MTX_OUTCOME_FAILED;
     }
     u->prompt_tokens += res.prompt_tokens;
     u->completion_tokens += res.completion_tokens;
     u->estimated_calls += res.tokens_estimated ? 1 : 0;
-    if (json && !(o = mt_reply_extract(res.texts[0], why, wn))) {
+    if (f->json && !(o = mt_reply_extract(res.texts[0], why, wn))) {
         mt_chat_result_free(&res);
-        return 0;
+        return MTX_OUTCOME_BAD_REPLY;
     }
     json_decref(o);
-    *reply = mt_strdup(res.texts[0]);
+    *f->reply = mt_strdup(res.texts[0]);
     mt_chat_result_free(&res);
-    return *reply != NULL;
+    return *f->reply ? MTX_OUTCOME_OK : MTX_OUTCOME_BAD_REPLY;
+}
+
+static int cancelled(void *user)
+{
+    const struct mt_qa_params *p = &((struct inflight *)user)->r->p;
+
+    return p->cancelled && p->cancelled(p->cancelled_user);
 }
 
 /* mt_chat_params.on_token of the answer call: its one completion's
@@ -308,50 +301,37 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
                           size_t nvars, float temperature, uint32_t max_tokens,
                           int json, char **reply, char *why, size_t wn)
 {
-    struct mt_buf sys = MT_BUF_INIT(PROMPT_MAX);
-    struct mt_buf user = MT_BUF_INIT(PROMPT_MAX);
-    struct mt_llm_message m[3];
-    struct mt_chat_params cp;
-    char fix[700];
-    int k, ok = 0;
-    enum mt_status st = render(r, name, keys, vals, nvars, &sys, &user);
+    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_llm_message m[2];
+    struct inflight f;
+    struct mtx_llmcall lc = {m, 2, attempt, cancelled, &f};
+    enum mtx_outcome last = MTX_OUTCOME_FAILED;
+    enum mt_status st =
+        mtx_llmcall_render(r->q->prompts, name, keys, vals, nvars, &sys, &user);
 
-    mt_chat_default_params(&cp);
-    cp.temperature = temperature;
-    cp.max_tokens = max_tokens;
+    f.r = r;
+    f.l = l;
+    f.json = json;
+    f.reply = reply;
+    mt_chat_default_params(&f.cp);
+    f.cp.temperature = temperature;
+    f.cp.max_tokens = max_tokens;
     /* the judge answers under its reply schema (a gguf grammar, or an
      * OpenAI response_format), as the checker's roles do (docs/agents.md) */
     if (json)
-        cp.json_schema = mt_reply_schema(name);
-    if (r->q->p.on_answer_token && strcmp(name, "qa_answer") == 0) {
-        cp.on_token = answer_token;
-        cp.on_token_ctx = &r->q->p;
+        f.cp.json_schema = mt_reply_schema(name);
+    if (r->p.on_answer_token && strcmp(name, "qa_answer") == 0) {
+        f.cp.on_token = answer_token;
+        f.cp.on_token_ctx = &r->p;
     }
     m[0] = (struct mt_llm_message){"system", sys.data};
     m[1] = (struct mt_llm_message){"user", user.data};
-    for (k = 0; st == MT_OK && k < 2 && !ok; k++) {
-        size_t nm = 2;
-
-        if (r->q->p.cancelled && r->q->p.cancelled(r->q->p.cancelled_user)) {
-            st = MT_ECANCELED;
-            break;
-        }
-        if (k == 1 && strncmp(why, "model call failed", 17) != 0) {
-            snprintf(fix, sizeof fix,
-                     "Your reply could not be used "
-                     "(%.500s). Reply again with only the JSON object the "
-                     "instructions ask for.",
-                     why);
-            m[nm++] = (struct mt_llm_message){"user", fix};
-        }
-        cp.seed = r->q->p.seed + (uint64_t)k;
-        if (k == 1 && cp.on_token) /* the first reply is dropped */
-            answer_token(cp.on_token_ctx, 0, NULL, 0);
-        ok = attempt(r, l, m, nm, &cp, json, reply, why, wn);
-    }
+    if (st == MT_OK)
+        st = mtx_llmcall_run(&lc, &last, why, wn);
     mt_buf_free(&sys);
     mt_buf_free(&user);
     if (st != MT_OK)
         return st;
-    return ok ? MT_OK : MT_EIO;
+    return last == MTX_OUTCOME_OK ? MT_OK : MT_EIO;
 }

@@ -170,15 +170,66 @@ static const char *no_answer_note(const struct mt_qa_result *res)
     return "no answer: the model calls failed";
 }
 
+void mt_qa_ask_default_params(const struct mt_qa *q,
+                              struct mt_qa_ask_params *ap)
+{
+    ap->k = q->p.k;
+    ap->w_lex = q->p.w_lex;
+    ap->w_sem = q->p.w_sem;
+    ap->source = q->p.source;
+    ap->year_from = q->p.year_from;
+    ap->year_to = q->p.year_to;
+    ap->on_claim = q->p.on_claim;
+    ap->on_claim_user = q->p.on_claim_user;
+    ap->cancelled = q->p.cancelled;
+    ap->cancelled_user = q->p.cancelled_user;
+    ap->on_answer_token = q->p.on_answer_token;
+    ap->on_answer_token_user = q->p.on_answer_token_user;
+}
+
+/* The handle's params with the question's settings in r->p. */
+static enum mt_status run_params(struct qa_run *r,
+                                 const struct mt_qa_ask_params *ap,
+                                 struct mt_error *err)
+{
+    r->p = r->q->p;
+    if (!ap)
+        return MT_OK;
+    if (ap->k == 0 || ap->k > 1000)
+        return mt_fail(err, MT_EINVAL, "ask: k must be in 1..1000");
+    r->p.k = ap->k;
+    r->p.w_lex = ap->w_lex;
+    r->p.w_sem = ap->w_sem;
+    r->p.source = ap->source;
+    r->p.year_from = ap->year_from;
+    r->p.year_to = ap->year_to;
+    r->p.on_claim = ap->on_claim;
+    r->p.on_claim_user = ap->on_claim_user;
+    r->p.cancelled = ap->cancelled;
+    r->p.cancelled_user = ap->cancelled_user;
+    r->p.on_answer_token = ap->on_answer_token;
+    r->p.on_answer_token_user = ap->on_answer_token_user;
+    return MT_OK;
+}
+
 enum mt_status mt_qa_ask(struct mt_qa *q, const char *question,
                          struct mt_qa_result **out, struct mt_error *err)
 {
+    return mt_qa_ask_with(q, question, NULL, out, err);
+}
+
+enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
+                              const struct mt_qa_ask_params *ap,
+                              struct mt_qa_result **out, struct mt_error *err)
+{
     struct mt_arena *mem;
-    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0};
+    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0, {0}};
     double t0 = now_s();
     enum mt_status st = check_question(q, question, err);
 
     *out = NULL;
+    if (st == MT_OK)
+        st = run_params(&r, ap, err);
     if (st != MT_OK)
         return st;
     mem = mt_calloc(1, sizeof *mem);

@@ -14,21 +14,12 @@
 #include "medtrust/qa.h"
 #include "medtrust/index.h"
 
-struct mt_embedder;
-struct mt_reranker;
 struct mt_nli;
-struct mt_store;
+struct mt_retriever;
 
 /* Dimension of the hashed bag-of-words vectors used when no embedder is
  * configured. */
 #define QA_HASH_DIMS 256
-
-/* An index handle with a store handle beside it (metadata, whole
- * documents); one thread uses a pair at a time. */
-struct qa_worker {
-    struct mt_index *idx;
-    struct mt_store *store;
-};
 
 struct mt_qa {
     struct mt_qa_params p; /* strings point at the copies below */
@@ -36,18 +27,14 @@ struct mt_qa {
     struct mt_llm *answer_llm;
     struct mt_llm *judge_llm; /* may equal answer_llm */
     int judge_owned;
-    struct mt_nli *nli;      /* NULL: the LLM judge */
-    struct mt_embedder *emb; /* NULL: hashed words */
-    pthread_mutex_t emb_mu;  /* embedders take one call at a time */
-    struct mt_reranker *reranker;
+    struct mt_nli *nli;       /* NULL: the LLM judge */
+    struct mt_retriever *ret; /* search, embedder (none: hashed words),
+                                 reranker */
+    int ret_owned;            /* 1 when opened here (not params.retriever) */
     struct mt_prompts *prompts;
     char *label_pre; /* label_format split at "{id}" */
     char *label_suf;
     int index_vectors; /* 1 when the index holds vectors of emb's dims */
-    pthread_mutex_t pool_mu;
-    struct qa_worker *pool; /* idle workers */
-    size_t npool;
-    size_t cap_pool;
 };
 
 /* One question in flight: the result being built and its arena. */
@@ -57,7 +44,9 @@ struct qa_run {
     struct mt_qa_result *res;
     struct mt_buf notes; /* "\0"-separated notes, moved into res */
     size_t nnotes;
-    int answer_failed; /* the model gave no answer (noted) */
+    int answer_failed;     /* the model gave no answer (noted) */
+    struct mt_qa_params p; /* the handle's, with this question's settings
+                              (mt_qa_ask_params) */
 };
 
 /* Adds a note (why the result is partial) to the run. */
@@ -74,18 +63,9 @@ char *mt_qa_keep(struct qa_run *r, const char *s, size_t n);
 enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
                               struct mt_error *err);
 
-/* Opens the first worker (a bad --db fails at start-up) and records
- * whether the index's vectors suit the embedder. */
-enum mt_status mt_qa_pool_open(struct mt_qa *q, struct mt_error *err);
-void mt_qa_pool_close(struct mt_qa *q);
-
 /* Year of a metadata JSON object's "year" (number or numeric string);
  * 0 when absent or not a year. */
 int32_t mt_qa_meta_year(const char *metadata);
-
-/* Appends chunk b to text a, dropping the longest prefix of b that a
- * already ends with (the chunker's overlap). */
-enum mt_status mt_qa_join_overlap(struct mt_buf *a, const char *b, size_t n);
 
 /* ==== Claims (qa_claims.c) ==== */
 

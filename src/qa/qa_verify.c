@@ -255,7 +255,7 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
 /* params.on_claim with claim i's final verdicts. */
 static enum mt_status report_claim(const struct qa_run *r, size_t i)
 {
-    const struct mt_qa_params *p = &r->q->p;
+    const struct mt_qa_params *p = &r->p;
     char *js;
 
     if (!p->on_claim)
@@ -305,11 +305,12 @@ enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
 {
     struct mt_arena mem = MT_ARENA_INIT(4096);
     struct mt_qa_result res;
-    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0};
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}};
     char why[512] = "";
     enum mt_status st;
 
     memset(&res, 0, sizeof res);
+    r.p = q->p;
     if (!claim || !evidence_text)
         return mt_fail(err, MT_EINVAL, "verify: claim and evidence needed");
     st = judge(&r, claim, evidence_text, label, score, why, sizeof why);

@@ -10,7 +10,6 @@
 
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
-#include "model/embed.h"
 #include "server/srv_int.h"
 
 /* ==== Health and models ==== */
@@ -222,42 +221,6 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     return 0;
 }
 
-/* Opens the index's own embedder once (dense and hybrid queries). */
-static enum mt_status embed_query(struct mt_server *s, const char *q,
-                                  float **vec, uint32_t *dims,
-                                  struct mt_error *err)
-{
-    struct mt_str str = mt_str_from(q);
-    enum mt_status st = MT_OK;
-
-    int64_t stamp = mt_srv_index_stamp(s);
-
-    pthread_mutex_lock(&s->embed_mu);
-    /* Tried again when the index changed: vectors built after the server
-     * started (make demo) switch dense and hybrid search on. */
-    if (!s->embedder && (!s->embed_tried || s->embed_stamp != stamp)) {
-        s->embed_tried = 1;
-        s->embed_stamp = stamp;
-        st = mt_index_peek_embedder(s->db_dir, s->embedder_spec,
-                                    sizeof s->embedder_spec, &s->embed_dims,
-                                    err);
-        if (st == MT_OK && s->embedder_spec[0])
-            st = mt_embedder_open(s->embedder_spec, NULL, &s->embedder, err);
-    }
-    if (st == MT_OK && !s->embedder)
-        st = mt_fail(err, MT_EINVAL,
-                     "this index has no vectors: use mode "
-                     "bm25, or rebuild it with --embedder");
-    *dims = st == MT_OK ? mt_embedder_dims(s->embedder) : 0;
-    *vec = st == MT_OK ? mt_calloc(*dims ? *dims : 1, sizeof **vec) : NULL;
-    if (st == MT_OK && !*vec)
-        st = mt_fail(err, MT_ENOMEM, "embedding: out of memory");
-    if (st == MT_OK)
-        st = mt_embedder_embed(s->embedder, &str, 1, *vec, err);
-    pthread_mutex_unlock(&s->embed_mu);
-    return st;
-}
-
 static json_t *hits_json(const struct mt_search_result *r)
 {
     json_t *a = json_array();
@@ -289,8 +252,6 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     struct mt_search_params p;
     struct mt_error err = {MT_OK, ""};
     struct mt_search_result *r = NULL;
-    struct srv_lease *l = NULL;
-    float *vec = NULL;
     const char *q = NULL;
     json_t *o = NULL;
     enum mt_status st;
@@ -302,17 +263,7 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         json_decref(o);
         return;
     }
-    st = p.mode == MT_SEARCH_BM25
-             ? MT_OK
-             : embed_query(s, q, &vec, &p.query_dims, &err);
-    p.query_vec = vec;
-    if (st == MT_OK)
-        st = mt_srv_lease_get(s, &l, &err);
-    if (st == MT_OK)
-        st = mt_srv_lease_index(s, l, &err);
-    if (st == MT_OK)
-        st = mt_index_search(l->idx, q, &p, &r, &err);
-    mt_srv_lease_put(s, l);
+    st = mt_retriever_search(s->ret, q, &p, &r, &err);
     if (st == MT_OK) {
         search_audit(s, rq, q, &p, r->n);
         mt_srv_json(rs, 200, hits_json(r));
@@ -320,7 +271,6 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         mt_srv_fail(rs, st, &err);
     }
     mt_search_result_free(r);
-    mt_free(vec);
     json_decref(o);
 }
 

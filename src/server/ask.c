@@ -1,8 +1,9 @@
 /* POST /v1/ask: a question answered with verified references (VerifAI) on
  * the job queue, recorded as a run whose result is the CLI's `ask --json`
  * object, the answer streamed as "token" events while it is generated,
- * then each claim as a "step" event once its verdicts are final. Answerers are
- * opened on first use of their filters and kept. */
+ * then each claim as a "step" event once its verdicts are final. One
+ * answerer, opened on first use, serves every question with that
+ * question's settings. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,7 @@
 
 struct ask_arg {
     struct mt_server *s;
-    struct mt_qa *qa; /* a slot's, or private when slot < 0 */
-    int slot;
+    struct mt_qa *qa; /* the server's, borrowed */
     struct srv_qa_key key;
     char *question;
 };
@@ -101,111 +101,34 @@ static int on_token(void *user, const char *piece, size_t len)
     return stop;
 }
 
-/* ==== Answerers ==== */
+/* ==== The answerer ==== */
 
-static enum mt_status qa_open(struct mt_server *s, const struct srv_qa_key *k,
-                              struct mt_qa **out, struct mt_error *err)
-{
-    struct mt_qa_params p;
-
-    mt_qa_default_params(&p);
-    p.db_dir = s->db_dir;
-    p.llm_spec = s->llm_spec;
-    p.nli_spec = s->nli_spec;
-    p.k = k->k;
-    p.w_lex = k->w_lex;
-    p.w_sem = k->w_sem;
-    p.source = k->source[0] ? k->source : NULL;
-    p.year_from = k->year_from;
-    p.year_to = k->year_to;
-    p.on_claim = on_claim;
-    p.cancelled = cancelled;
-    p.cancelled_user = s;
-    p.on_claim_user = s;
-    p.on_answer_token = on_token;
-    p.on_answer_token_user = s;
-    return mt_qa_open(&p, out, err);
-}
-
-static int key_eq(const struct srv_qa_key *a, const struct srv_qa_key *b)
-{
-    return a->k == b->k && a->w_lex == b->w_lex && a->w_sem == b->w_sem &&
-           a->year_from == b->year_from && a->year_to == b->year_to &&
-           strcmp(a->source, b->source) == 0;
-}
-
-/* The slot to open a new answerer in: a free one, else the least
- * recently used idle one; -1 when every slot is busy (qa_mu held). */
-static int victim(const struct mt_server *s)
-{
-    int i, best = -1;
-
-    for (i = 0; i < SRV_QA_SLOTS; i++) {
-        const struct srv_qa *q = &s->qas[i];
-        if (!q->qa)
-            return i;
-        if (q->refs == 0 && (best < 0 || q->used < s->qas[best].used))
-            best = i;
-    }
-    return best;
-}
-
-/* Takes an answerer for a->key into a->qa: a kept one with the same
- * filters, else a new one in a reusable slot, else a private one that
- * the job closes. */
-static enum mt_status qa_get(struct mt_server *s, struct ask_arg *a,
+/* The server's one answerer, opened on first use; each question brings its
+ * own settings (mt_qa_ask_params), so one serves every filter. */
+static enum mt_status qa_get(struct mt_server *s, struct mt_qa **out,
                              struct mt_error *err)
 {
+    struct mt_qa_params p;
     enum mt_status st = MT_OK;
-    int i;
 
     pthread_mutex_lock(&s->qa_mu);
-    for (i = 0; i < SRV_QA_SLOTS; i++)
-        if (s->qas[i].qa && key_eq(&s->qas[i].key, &a->key))
-            break;
-    if (i == SRV_QA_SLOTS) {
-        i = victim(s);
-        if (i >= 0) {
-            mt_qa_close(s->qas[i].qa);
-            memset(&s->qas[i], 0, sizeof s->qas[i]);
-        }
-        st = qa_open(s, &a->key, i >= 0 ? &s->qas[i].qa : &a->qa, err);
-        if (st == MT_OK && i >= 0)
-            s->qas[i].key = a->key;
+    if (!s->qa) {
+        mt_qa_default_params(&p);
+        p.db_dir = s->db_dir;
+        p.retriever = s->ret;
+        p.llm_spec = s->llm_spec;
+        p.nli_spec = s->nli_spec;
+        st = mt_qa_open(&p, &s->qa, err);
     }
-    if (st == MT_OK && i >= 0) {
-        s->qas[i].refs++;
-        s->qas[i].used = ++s->qa_tick;
-        a->qa = s->qas[i].qa;
-    }
-    a->slot = i;
+    *out = s->qa;
     pthread_mutex_unlock(&s->qa_mu);
     return st;
 }
 
-/* Gives a->qa back: to its slot, or closes a private one. */
-static void qa_put(struct ask_arg *a)
-{
-    if (!a->qa)
-        return;
-    if (a->slot < 0) {
-        mt_qa_close(a->qa);
-    } else {
-        pthread_mutex_lock(&a->s->qa_mu);
-        a->s->qas[a->slot].refs--;
-        pthread_mutex_unlock(&a->s->qa_mu);
-    }
-    a->qa = NULL;
-}
-
 void mt_srv_qa_close(struct mt_server *s)
 {
-    size_t i;
-
-    for (i = 0; i < SRV_QA_SLOTS; i++) {
-        mt_qa_close(s->qas[i].qa);
-        memset(&s->qas[i], 0, sizeof s->qas[i]);
-    }
+    mt_qa_close(s->qa);
+    s->qa = NULL;
 }
 
 /* ==== The job ==== */
@@ -216,7 +139,6 @@ static void arg_free(void *p)
 
     if (!a)
         return;
-    qa_put(a); /* a job that never ran still holds its answerer */
     mt_free(a->question);
     mt_free(a);
 }
@@ -225,9 +147,26 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
                              struct mt_error *err)
 {
     struct ask_arg *a = arg;
+    struct mt_qa_ask_params ap;
     struct mt_qa_result *r = NULL;
-    enum mt_status st = mt_qa_ask(a->qa, a->question, &r, err);
-    char *txt = st == MT_OK ? mt_qa_result_json(r) : NULL;
+    enum mt_status st;
+    char *txt;
+
+    mt_qa_ask_default_params(a->qa, &ap);
+    ap.k = a->key.k;
+    ap.w_lex = a->key.w_lex;
+    ap.w_sem = a->key.w_sem;
+    ap.source = a->key.source[0] ? a->key.source : NULL;
+    ap.year_from = a->key.year_from;
+    ap.year_to = a->key.year_to;
+    ap.on_claim = on_claim;
+    ap.on_claim_user = a->s;
+    ap.cancelled = cancelled;
+    ap.cancelled_user = a->s;
+    ap.on_answer_token = on_token;
+    ap.on_answer_token_user = a->s;
+    st = mt_qa_ask_with(a->qa, a->question, &ap, &r, err);
+    txt = st == MT_OK ? mt_qa_result_json(r) : NULL;
 
     (void)j; /* a cancel reaches the answerer through params.cancelled */
     if (txt)
@@ -236,7 +175,6 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     mt_free(txt);
     mt_qa_result_free(r);
-    qa_put(a);
     return st;
 }
 
@@ -417,7 +355,7 @@ void mt_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (qa_get(s, a, &err) != MT_OK) {
+    if (qa_get(s, &a->qa, &err) != MT_OK) {
         arg_free(a);
         mt_srv_error(rs, 503, "the question answerer could not start: %s",
                      err.msg);

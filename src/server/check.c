@@ -84,21 +84,17 @@ static void add_passages(struct mt_server *s, json_t *step)
     json_t *ids = json_object_get(step, "hits");
     struct mt_search_params p;
     struct mt_search_result *r = NULL;
-    struct srv_lease *l = NULL;
     json_t *out = json_array();
     size_t i, k;
 
-    if (!q || !json_array_size(ids) || !out ||
-        mt_srv_lease_get(s, &l, NULL) != MT_OK ||
-        mt_srv_lease_index(s, l, NULL) != MT_OK) {
-        mt_srv_lease_put(s, l);
+    if (!q || !json_array_size(ids) || !out) {
         json_decref(out);
         return;
     }
     mt_search_default_params(&p);
     p.k = (uint32_t)json_array_size(ids);
     p.retrieve_k = p.k > 50 ? p.k : 50;
-    if (mt_index_search(l->idx, q, &p, &r, NULL) == MT_OK)
+    if (mt_retriever_search(s->ret, q, &p, &r, NULL) == MT_OK)
         for (i = 0; i < r->n && i < json_array_size(ids); i++) {
             const char *id = json_string_value(json_array_get(ids, i));
             for (k = 0; k < r->n && id && strcmp(r->hits[k].doc_id, id); k++)
@@ -107,7 +103,6 @@ static void add_passages(struct mt_server *s, json_t *step)
                 json_array_append_new(out, passage_json(&r->hits[k]));
         }
     mt_search_result_free(r);
-    mt_srv_lease_put(s, l);
     json_object_set_new(step, "passages", out);
 }
 
@@ -168,16 +163,13 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
                                  struct mt_error *err)
 {
     struct mt_agent_params p;
-    struct srv_lease *l = NULL;
-    int has_index = 0;
+    int has_index = mt_retriever_check(s->ret, NULL) == MT_OK;
 
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
-        has_index = mt_srv_lease_index(s, l, NULL) == MT_OK;
-    mt_srv_lease_put(s, l);
     mt_agent_default_params(&p);
     p.strategy = st;
     p.llm_spec = s->llm_spec;
     p.db_dir = has_index ? s->db_dir : NULL; /* react-reflex's search() */
+    p.retriever = has_index ? s->ret : NULL;
     p.on_step = on_step;
     p.on_step_user = s;
     p.cancelled = cancelled;

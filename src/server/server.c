@@ -17,7 +17,6 @@
 
 #include "core/buf.h"
 #include "medtrust/core.h"
-#include "model/embed.h"
 #include "server/guard.h"
 #include "server/srv_int.h"
 
@@ -88,39 +87,6 @@ void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l)
     pthread_mutex_unlock(&s->lease_mu);
 }
 
-int64_t mt_srv_index_stamp(const struct mt_server *s)
-{
-    char path[4200];
-    struct stat sb;
-
-    snprintf(path, sizeof path, "%s/index/MANIFEST", s->db_dir);
-    if (stat(path, &sb) != 0)
-        return 0;
-    return (int64_t)sb.st_ino * 1000003 + (int64_t)sb.st_size * 7919 +
-           (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-           (int64_t)sb.st_mtim.tv_nsec;
-}
-
-enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
-                                  struct mt_error *err)
-{
-    int64_t stamp = mt_srv_index_stamp(s);
-    enum mt_status st;
-
-    if (l->idx && l->idx_stamp == stamp)
-        return MT_OK;
-    /* A rebuilt index (new MANIFEST) is picked up by the next request on
-     * this lease; a lease is used by one request at a time. */
-    mt_index_close(l->idx);
-    l->idx = NULL;
-    l->idx_stamp = stamp;
-    st = mt_index_open(s->db_dir, &l->idx, err);
-    if (st != MT_OK)
-        mt_error_prefix(err, "no usable search index (build one with "
-                             "'medtrust index')");
-    return st;
-}
-
 /* ==== Set-up and tear-down without the network ==== */
 
 static enum mt_status copy_params(struct mt_server *s,
@@ -179,6 +145,18 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
     return st;
 }
 
+/* The server's one retriever, lazy: the index may be built after the
+ * server starts, and the embedder loads on the first dense query. */
+static enum mt_status open_retriever(struct mt_server *s, struct mt_error *err)
+{
+    struct mt_retriever_params rp;
+
+    mt_retriever_default_params(&rp);
+    rp.db_dir = s->db_dir;
+    rp.lazy = 1;
+    return mt_retriever_open(&rp, &s->ret, err);
+}
+
 enum mt_status mt_srv_init(struct mt_server *s,
                            const struct mt_server_params *p,
                            struct mt_error *err)
@@ -186,7 +164,6 @@ enum mt_status mt_srv_init(struct mt_server *s,
     enum mt_status st;
 
     pthread_mutex_init(&s->lease_mu, NULL);
-    pthread_mutex_init(&s->embed_mu, NULL);
     pthread_mutex_init(&s->rl_mu, NULL);
     pthread_mutex_init(&s->req_mu, NULL);
     pthread_cond_init(&s->req_cv, NULL);
@@ -205,6 +182,8 @@ enum mt_status mt_srv_init(struct mt_server *s,
     if (st == MT_OK)
         st = first_lease(s, p->registration, err);
     if (st == MT_OK)
+        st = open_retriever(s, err);
+    if (st == MT_OK)
         st = mt_srv_jobs_start(s, err);
     return st;
 }
@@ -218,11 +197,10 @@ void mt_srv_fini(struct mt_server *s)
     mt_srv_qa_close(s);
     while ((l = s->free_leases) != NULL) {
         s->free_leases = l->next;
-        mt_index_close(l->idx);
         mt_store_close(l->store);
         mt_free(l);
     }
-    mt_embedder_close(s->embedder);
+    mt_retriever_close(s->ret);
     mt_srv_logs_close(s);
     mt_free(s->buckets);
     mt_free(s->throttle);
@@ -236,7 +214,6 @@ void mt_srv_fini(struct mt_server *s)
     pthread_mutex_destroy(&s->conn_mu);
     pthread_cond_destroy(&s->conn_cv);
     pthread_mutex_destroy(&s->lease_mu);
-    pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->rl_mu);
     pthread_mutex_destroy(&s->req_mu);
     pthread_cond_destroy(&s->req_cv);

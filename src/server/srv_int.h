@@ -13,12 +13,12 @@
 #include "medtrust/accounts.h"
 #include "medtrust/check.h"
 #include "medtrust/index.h"
+#include "medtrust/retrieve.h"
 #include "medtrust/server.h"
 
 struct MHD_Daemon;
 struct mt_agent;
 struct mt_qa;
-struct mt_embedder;
 struct srv_job;
 struct srv_conn;
 
@@ -62,8 +62,6 @@ struct srv_resp {
 
 struct srv_lease {
     struct mt_store *store;
-    struct mt_index *idx;
-    int64_t idx_stamp; /* mt_srv_index_stamp when idx was opened */
     struct srv_lease *next;
 };
 
@@ -105,27 +103,19 @@ struct srv_log {
     pthread_mutex_t mu;
 };
 
-/* ==== Question answerers, one per set of filters (ask.c) ==== */
+/* ==== Question answering (ask.c) ==== */
 
-#define SRV_QA_SLOTS 8
 #define SRV_SOURCE_MAX 128 /* bytes of a source name, with its NUL */
 #define SRV_QUERY_MAX 4096 /* bytes of a search query */
 #define SRV_QUESTION_MAX ((size_t)8 << 10) /* the answerer's own limit */
 #define SRV_NOTE_MAX ((size_t)256 << 10)   /* the checker's own limit */
 
-/* The settings of POST /v1/ask that live in the answerer's params. */
+/* The settings of one POST /v1/ask (mt_qa_ask_params). */
 struct srv_qa_key {
     uint32_t k;
     float w_lex, w_sem;          /* hybrid weights of BM25 and vectors */
     int32_t year_from, year_to;  /* 0 = open end */
     char source[SRV_SOURCE_MAX]; /* "" = every source */
-};
-
-struct srv_qa {
-    struct mt_qa *qa; /* NULL: a free slot */
-    struct srv_qa_key key;
-    unsigned refs; /* jobs using it; only an idle slot is reused */
-    uint64_t used; /* last use, for least-recently-used reuse */
 };
 
 /* ==== The server ==== */
@@ -138,13 +128,9 @@ struct mt_server {
     /* leases */
     pthread_mutex_t lease_mu;
     struct srv_lease *free_leases;
-    /* query embedder for dense and hybrid search, shared under a lock */
-    pthread_mutex_t embed_mu;
-    struct mt_embedder *embedder;
-    char embedder_spec[128];
-    uint32_t embed_dims;
-    int embed_tried;
-    int64_t embed_stamp; /* mt_srv_index_stamp of that try */
+    /* search, for /v1/search, the checkers and the answerers: index
+     * handles and the index's own query embedder, opened on first use */
+    struct mt_retriever *ret;
     /* rate limits */
     pthread_mutex_t rl_mu;
     struct srv_bucket *buckets;    /* SRV_RL_SLOTS */
@@ -171,10 +157,9 @@ struct mt_server {
     pthread_mutex_t agent_mu;
     struct mt_agent *agents[3];
     char *llm_spec;
-    /* question answerers, opened on first use of their filters (ask.c) */
+    /* the question answerer, opened on first use (ask.c) */
     pthread_mutex_t qa_mu;
-    struct srv_qa qas[SRV_QA_SLOTS];
-    uint64_t qa_tick;
+    struct mt_qa *qa;
     char *nli_spec;
     /* connections, for the header deadline (guard.c) */
     pthread_mutex_t conn_mu;
@@ -208,17 +193,10 @@ void mt_srv_handle(struct mt_server *s, struct srv_req *rq,
 void mt_srv_resp_free(struct srv_resp *rs);
 
 /* Leases: borrow a store handle (opening one when none is free); return
- * it with mt_srv_lease_put. The index is opened on first use. */
+ * it with mt_srv_lease_put. Searches go through s->ret instead. */
 enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
                                 struct mt_error *err);
 void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l);
-/* Identifies the index's current MANIFEST (inode, size, mtime; 0 when
- * there is none): a change means `medtrust index` committed a new index,
- * for example the vectors the demo builds after it starts serving BM25. */
-int64_t mt_srv_index_stamp(const struct mt_server *s);
-
-enum mt_status mt_srv_lease_index(struct mt_server *s, struct srv_lease *l,
-                                  struct mt_error *err);
 
 /* ==== Response helpers (router.c) ==== */
 
@@ -360,7 +338,7 @@ enum mt_status mt_srv_score_text(const char *ref, const char *sub,
 
 /* Closes the note checkers (after the job workers have stopped). */
 void mt_srv_agents_close(struct mt_server *s);
-/* Closes the question answerers (after the job workers have stopped). */
+/* Closes the question answerer (after the job workers have stopped). */
 void mt_srv_qa_close(struct mt_server *s);
 /* 1 when POST /v1/ask has the models it needs (answer, and the judge
  * unless an NLI classifier verifies). */
@@ -433,8 +411,8 @@ int mt_srv_job_cancel(struct mt_server *s, int64_t run_id);
 /* Sleeps up to ms milliseconds, waking early on cancellation. */
 void mt_srv_job_sleep(struct srv_job *j, unsigned ms);
 
-/* Event streams (sse.c). Finds the live job of run 'run_id' and takes a
- * reference, or returns NULL. */
+/* Event streams (jobs.c; streamed by server.c). Finds the live job of
+ * run 'run_id' and takes a reference, or returns NULL. */
 struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id);
 void mt_srv_job_release(struct mt_server *s, struct srv_job *j);
 /* Copies up to max bytes of the stream from event *ev, byte *off on.

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "qa/qa_int.h"
+#include "retrieve/retrieve_int.h"
 #include "core/jsonl.h"
 #include "medtrust/qa.h"
 #include "medtrust/core.h"
@@ -347,12 +348,13 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     struct mt_qa *q = open_qa();
     struct mt_arena mem = MT_ARENA_INIT(4096);
     struct mt_qa_result res;
-    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0};
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}};
     struct mt_qa_doc doc = {"A1", "Aspirin", "Aspirin lowers risk.", 1, NULL};
     const char *refs[2] = {"99999999", "A1"};
     struct mt_qa_claim c;
 
     (void)state;
+    r.p = q->p;
     memset(&res, 0, sizeof res);
     memset(&c, 0, sizeof c);
     res.docs = &doc;
@@ -389,9 +391,9 @@ static void test_year_metadata_and_chunk_overlap(void **state)
     CHECK(mt_qa_meta_year("not json") == 0);
     CHECK(mt_qa_meta_year(NULL) == 0);
     CHECK_OK(mt_buf_append_str(&b, "one two three"));
-    CHECK_OK(mt_qa_join_overlap(&b, "two three four", 14));
+    CHECK_OK(mtx_retrieve_join_overlap(&b, "two three four", 14));
     CHECK(strcmp(b.data, "one two three four") == 0);
-    CHECK_OK(mt_qa_join_overlap(&b, "five", 4));
+    CHECK_OK(mtx_retrieve_join_overlap(&b, "five", 4));
     CHECK(strcmp(b.data, "one two three four five") == 0);
     mt_buf_free(&b);
 }

@@ -1,0 +1,110 @@
+/* medtrust retriever: one thread-safe search service over a store's index,
+ * shared by the checker, question answering, the server and the CLI. It
+ * keeps a pool of index and store handles (an mt_index serves one thread
+ * at a time), embeds dense and hybrid queries with the index's embedder
+ * (or a named one), runs the rerank stage through its cross-encoder, and
+ * reads documents and metadata back for callers that show them. Search
+ * settings (k, mode, weights, filters) are per call. */
+#ifndef MEDTRUST_RETRIEVE_H
+#define MEDTRUST_RETRIEVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index.h"
+#include "model.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Settings fixed when a retriever opens. Strings are copied. */
+struct mt_retriever_params {
+    const char *db_dir;         /* corpus store; NULL = no corpus (the
+                                   retriever then only embeds and
+                                   reranks) */
+    const char *embedder_spec;  /* query embedder: NULL or "" = the one
+                                   the index records, "none" = none */
+    const char *embedder_cache; /* call cache file for it; NULL = none */
+    const char *reranker_spec;  /* cross-encoder; NULL = none */
+    int lazy;                   /* 1: open the index and the embedder on
+                                   first use, not in mt_retriever_open (a
+                                   server starts before its index exists),
+                                   reopen index handles after a rebuild
+                                   (the MANIFEST changed) and retry a
+                                   missing embedder then; 0 (default):
+                                   fail at open */
+};
+
+void mt_retriever_default_params(struct mt_retriever_params *p);
+
+struct mt_retriever;
+
+/* Opens a retriever: the reranker, and unless params.lazy the first index
+ * handle and the embedder. On success *out owns the handle (close with
+ * mt_retriever_close); on failure *out is unchanged and 'err' names the
+ * setting to fix. */
+enum mt_status mt_retriever_open(const struct mt_retriever_params *p,
+                                 struct mt_retriever **out,
+                                 struct mt_error *err);
+
+/* Closes the retriever; NULL is allowed. No call may be in flight. */
+void mt_retriever_close(struct mt_retriever *r);
+
+/* MT_OK when the store has a searchable index (opening one handle when
+ * none is idle); else the reason, prefixed with how to build one. */
+enum mt_status mt_retriever_check(struct mt_retriever *r, struct mt_error *err);
+
+/* Searches as mt_index_search does, on a pooled handle. Dense and hybrid
+ * queries without p->query_vec are embedded here (MT_EINVAL when there is
+ * no embedder); a rerank stage (p->rerank_depth > 0) without p->rerank
+ * uses the retriever's reranker, or none. Thread-safe. */
+enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
+                                   const struct mt_search_params *p,
+                                   struct mt_search_result **out,
+                                   struct mt_error *err);
+
+/* The embedder's output dimension, 0 when there is none (opens it when
+ * lazy). */
+uint32_t mt_retriever_dims(struct mt_retriever *r);
+
+/* 1 when the index holds vectors of the embedder's dimension, so dense and
+ * hybrid search can run. */
+int mt_retriever_has_vectors(struct mt_retriever *r);
+
+/* Embeds n texts into out (n * mt_retriever_dims floats) with the
+ * retriever's embedder; MT_EINVAL without one. Thread-safe (calls on the
+ * embedder are serialised). */
+enum mt_status mt_retriever_embed(struct mt_retriever *r,
+                                  const struct mt_str *texts, size_t n,
+                                  float *out, struct mt_error *err);
+
+/* 1 when a reranker is open. */
+int mt_retriever_has_reranker(const struct mt_retriever *r);
+
+/* Scores n texts against 'query' with the reranker (higher is more
+ * relevant); MT_EINVAL without one. Thread-safe. */
+enum mt_status mt_retriever_rerank(struct mt_retriever *r, const char *query,
+                                   const struct mt_str *texts, size_t n,
+                                   float *scores, struct mt_error *err);
+
+/* The metadata JSON text of chunk 'chunk_id''s document, copied into
+ * *json (caller frees with mt_free; NULL when the document has none).
+ * MT_ENOTFOUND when there is no such chunk. Thread-safe. */
+enum mt_status mt_retriever_metadata(struct mt_retriever *r, int64_t chunk_id,
+                                     char **json, struct mt_error *err);
+
+/* The whole document of hit 'h', rebuilt from its chunks in order (the
+ * chunker's overlap dropped) up to at least 'max' bytes, or the hit's text
+ * when its chunks cannot be read. *text (caller frees with mt_free) is
+ * NUL-terminated, *len bytes. Thread-safe. */
+enum mt_status mt_retriever_document(struct mt_retriever *r,
+                                     const struct mt_search_hit *h, size_t max,
+                                     char **text, size_t *len,
+                                     struct mt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

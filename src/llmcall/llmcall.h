@@ -1,0 +1,62 @@
+/* The one model-call loop every feature uses (the checker's role calls,
+ * question answering's answer and judge): render a prompt, send it, and
+ * on a reply that cannot be used send it once more with a "fix" message,
+ * or on a failed request repeat it as is. Decisions rest on the attempt's
+ * outcome code, never on the text of its error. Names: mtx_ (cross-file
+ * internals, docs/architecture.md). */
+#ifndef MT_LLMCALL_LLMCALL_H
+#define MT_LLMCALL_LLMCALL_H
+
+#include <stddef.h>
+
+#include "core/buf.h"
+#include "llmcall/prompt.h"
+#include "medtrust/model.h"
+
+/* Largest rendered system or user part of a prompt. */
+#define MTX_PROMPT_MAX ((size_t)64 << 20)
+
+/* Renders prompt 'name' of 'p' into sys and user (NUL-terminated, each at
+ * most MTX_PROMPT_MAX), {{keys[i]}} replaced by vals[i]. MT_EINTERNAL for
+ * an unknown prompt, MT_ELIMIT or MT_ENOMEM. */
+enum mt_status mtx_llmcall_render(const struct mt_prompts *p, const char *name,
+                                  const char *const *keys,
+                                  const char *const *vals, size_t n,
+                                  struct mt_buf *sys, struct mt_buf *user);
+
+/* What one request came to. */
+enum mtx_outcome {
+    MTX_OUTCOME_OK,        /* a usable reply */
+    MTX_OUTCOME_FAILED,    /* the backend failed (HTTP, time-out) */
+    MTX_OUTCOME_BAD_REPLY, /* a reply came, but could not be used */
+};
+
+/* One request of the loop: attempt k (0 or 1) of messages m[0..nm). Writes
+ * why it did not succeed into why (wn bytes). */
+typedef enum mtx_outcome (*mtx_attempt_fn)(void *user,
+                                           const struct mt_llm_message *m,
+                                           size_t nm, int k, char *why,
+                                           size_t wn);
+
+struct mtx_llmcall {
+    const struct mt_llm_message *msgs; /* system, user, history */
+    size_t nmsgs;
+    mtx_attempt_fn attempt;
+    int (*cancelled)(void *user); /* polled before each request; may be
+                                     NULL */
+    void *user;
+};
+
+/* Runs up to two attempts: after a bad reply the second one appends a
+ * user message naming the problem (why) and asking for the JSON object
+ * alone; after a failed request it repeats the same messages. *last gets
+ * the last attempt's outcome and 'why' its reason. MT_OK, MT_ECANCELED
+ * (c->cancelled said stop) or MT_ENOMEM. */
+enum mt_status mtx_llmcall_run(const struct mtx_llmcall *c,
+                               enum mtx_outcome *last, char *why, size_t wn);
+
+/* Writes "model call failed: <reason>" for a failed request into why. */
+void mtx_llmcall_failed_why(enum mt_status st, const struct mt_error *e,
+                            char *why, size_t wn);
+
+#endif

@@ -1,0 +1,467 @@
+/* The retriever: a pool of (index, store) handles, the query embedder
+ * under one lock, the reranker, and whole documents rebuilt from chunks.
+ * The one place that turns "a store directory" into "search it from any
+ * thread" for the checker, question answering, the server and the CLI. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/buf.h"
+#include "medtrust/core.h"
+#include "medtrust/retrieve.h"
+#include "medtrust/store.h"
+#include "retrieve/retrieve_int.h"
+
+#define JOIN_MAX 2000 /* longest chunk overlap looked for, bytes */
+
+/* One thread's handles; the store is opened on first need. */
+struct worker {
+    struct mt_index *idx;
+    struct mt_store *store;
+    int64_t stamp; /* manifest_stamp when idx was opened (lazy only) */
+    struct worker *next;
+};
+
+struct mt_retriever {
+    char *db_dir;
+    char *emb_spec; /* NULL = the index's own */
+    char *emb_cache;
+    int no_embedder; /* "none" */
+    int follow;      /* lazy: reopen a rebuilt index, retry the embedder */
+    pthread_mutex_t pool_mu;
+    struct worker *idle;
+    pthread_mutex_t emb_mu;  /* embedders take one call at a time */
+    int emb_tried;           /* open_embedder ran (its result is kept) */
+    int64_t emb_stamp;       /* manifest_stamp of that try (follow) */
+    struct mt_error emb_err; /* why it failed, when it did */
+    struct mt_embedder *emb;
+    uint32_t index_dims; /* of the index's vectors, 0 = none */
+    struct mt_reranker *reranker;
+};
+
+void mt_retriever_default_params(struct mt_retriever_params *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+/* ==== Pool ==== */
+
+/* Identifies the index's current MANIFEST (inode, size, mtime; 0 when
+ * there is none): a change means `medtrust index` committed a new index,
+ * for example the vectors the demo builds after it starts serving BM25. */
+static int64_t manifest_stamp(const struct mt_retriever *r)
+{
+    char path[4200];
+    struct stat sb;
+
+    if (!r->follow || !r->db_dir)
+        return 0;
+    snprintf(path, sizeof path, "%s/index/MANIFEST", r->db_dir);
+    if (stat(path, &sb) != 0)
+        return 0;
+    return (int64_t)sb.st_ino * 1000003 + (int64_t)sb.st_size * 7919 +
+           (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+           (int64_t)sb.st_mtim.tv_nsec;
+}
+
+static void worker_close(struct worker *w)
+{
+    if (!w)
+        return;
+    mt_index_close(w->idx);
+    mt_store_close(w->store);
+    mt_free(w);
+}
+
+static enum mt_status borrow(struct mt_retriever *r, struct worker **out,
+                             struct mt_error *err)
+{
+    int64_t stamp = manifest_stamp(r);
+    struct worker *w;
+    enum mt_status st;
+
+    if (!r->db_dir)
+        return mt_fail(err, MT_EINVAL, "no corpus store is configured");
+    pthread_mutex_lock(&r->pool_mu);
+    w = r->idle;
+    if (w)
+        r->idle = w->next;
+    pthread_mutex_unlock(&r->pool_mu);
+    if (w && w->stamp == stamp) {
+        *out = w;
+        return MT_OK;
+    }
+    /* a rebuilt index (new MANIFEST) is picked up by the next search on
+     * this handle (follow only: otherwise stamps are all 0) */
+    if (w)
+        mt_index_close(w->idx);
+    else
+        w = mt_calloc(1, sizeof *w);
+    if (!w)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    w->idx = NULL;
+    w->stamp = stamp;
+    st = mt_index_open(r->db_dir, &w->idx, err);
+    if (st != MT_OK) {
+        mt_store_close(w->store);
+        mt_free(w);
+        mt_error_prefix(err, "no usable search index (build one with "
+                             "'medtrust index')");
+        return st;
+    }
+    *out = w;
+    return MT_OK;
+}
+
+static void give_back(struct mt_retriever *r, struct worker *w)
+{
+    pthread_mutex_lock(&r->pool_mu);
+    w->next = r->idle;
+    r->idle = w;
+    pthread_mutex_unlock(&r->pool_mu);
+}
+
+static enum mt_status worker_store(struct mt_retriever *r, struct worker *w,
+                                   struct mt_error *err)
+{
+    struct mt_store_params sp;
+
+    if (w->store)
+        return MT_OK;
+    mt_store_default_params(&sp);
+    sp.create = 0;
+    sp.read_only = 1;
+    return mt_store_open(r->db_dir, &sp, &w->store, err);
+}
+
+enum mt_status mt_retriever_check(struct mt_retriever *r, struct mt_error *err)
+{
+    struct worker *w = NULL;
+    enum mt_status st = borrow(r, &w, err);
+
+    if (st == MT_OK)
+        give_back(r, w);
+    return st;
+}
+
+/* ==== Embedder ==== */
+
+/* The named embedder, else the one the index records (emb_mu held; runs
+ * once, its failure is kept for later calls). */
+static enum mt_status open_embedder(struct mt_retriever *r,
+                                    struct mt_error *err)
+{
+    struct mt_embedder_params p;
+    char rec[128] = "";
+    const char *spec = r->emb_spec;
+    enum mt_status st = MT_OK;
+
+    int64_t stamp = manifest_stamp(r);
+
+    /* tried again when the index changed and there is no embedder yet:
+     * vectors built after a server started switch dense search on */
+    if (r->emb_tried && (r->emb || r->emb_stamp == stamp)) {
+        if (r->emb_err.status != MT_OK && err)
+            *err = r->emb_err;
+        return r->emb_err.status;
+    }
+    r->emb_tried = 1;
+    r->emb_stamp = stamp;
+    mt_error_clear(&r->emb_err);
+    if (r->db_dir)
+        st = mt_index_peek_embedder(r->db_dir, rec, sizeof rec, &r->index_dims,
+                                    &r->emb_err);
+    if (!spec && rec[0])
+        spec = rec;
+    if (st == MT_OK && spec && !r->no_embedder) {
+        mt_embedder_default_params(&p);
+        p.cache_path = r->emb_cache;
+        st = mt_embedder_open(spec, &p, &r->emb, &r->emb_err);
+    }
+    if (st != MT_OK && err)
+        *err = r->emb_err;
+    return st;
+}
+
+uint32_t mt_retriever_dims(struct mt_retriever *r)
+{
+    uint32_t d;
+
+    pthread_mutex_lock(&r->emb_mu);
+    open_embedder(r, NULL);
+    d = r->emb ? mt_embedder_dims(r->emb) : 0;
+    pthread_mutex_unlock(&r->emb_mu);
+    return d;
+}
+
+int mt_retriever_has_vectors(struct mt_retriever *r)
+{
+    uint32_t d = mt_retriever_dims(r);
+
+    return d > 0 && r->index_dims == d;
+}
+
+enum mt_status mt_retriever_embed(struct mt_retriever *r,
+                                  const struct mt_str *texts, size_t n,
+                                  float *out, struct mt_error *err)
+{
+    enum mt_status st;
+
+    pthread_mutex_lock(&r->emb_mu);
+    st = open_embedder(r, err);
+    if (st == MT_OK && !r->emb)
+        st = mt_fail(err, MT_EINVAL, "no embedder is configured");
+    if (st == MT_OK)
+        st = mt_embedder_embed(r->emb, texts, n, out, err);
+    pthread_mutex_unlock(&r->emb_mu);
+    return st;
+}
+
+/* ==== Search ==== */
+
+/* Embeds a dense or hybrid query into *vec (caller frees). */
+static enum mt_status embed_query(struct mt_retriever *r, const char *query,
+                                  const struct mt_search_params *p, float **vec,
+                                  uint32_t *dims, struct mt_error *err)
+{
+    struct mt_str t = mt_str_from(query);
+    uint32_t d = mt_retriever_dims(r);
+    enum mt_status st;
+
+    if (d == 0 && r->index_dims == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "this index has no vectors for %s search: use mode "
+                       "bm25, or build them with 'medtrust index --db %s "
+                       "--embedder use-lite'",
+                       mt_search_mode_str(p->mode), r->db_dir);
+    if (d == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "%s search needs the query embedded by the index's "
+                       "embedder (%u dimensions), and none is open",
+                       mt_search_mode_str(p->mode), r->index_dims);
+    *vec = mt_calloc(d, sizeof **vec);
+    if (!*vec)
+        return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
+    st = mt_retriever_embed(r, &t, 1, *vec, err);
+    *dims = d;
+    return st;
+}
+
+enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
+                                   const struct mt_search_params *p,
+                                   struct mt_search_result **out,
+                                   struct mt_error *err)
+{
+    struct mt_search_params sp = *p;
+    struct worker *w = NULL;
+    float *vec = NULL;
+    enum mt_status st = MT_OK;
+
+    if (sp.mode != MT_SEARCH_BM25 && !sp.query_vec) {
+        st = embed_query(r, query, &sp, &vec, &sp.query_dims, err);
+        sp.query_vec = vec;
+    }
+    if (sp.rerank_depth > 0 && !sp.rerank && r->reranker) {
+        sp.rerank = mt_reranker_index_fn;
+        sp.rerank_user = r->reranker;
+    }
+    if (st == MT_OK)
+        st = borrow(r, &w, err);
+    if (st == MT_OK) {
+        st = mt_index_search(w->idx, query, &sp, out, err);
+        give_back(r, w);
+    }
+    mt_free(vec);
+    return st;
+}
+
+/* ==== Reranker ==== */
+
+int mt_retriever_has_reranker(const struct mt_retriever *r)
+{
+    return r->reranker != NULL;
+}
+
+enum mt_status mt_retriever_rerank(struct mt_retriever *r, const char *query,
+                                   const struct mt_str *texts, size_t n,
+                                   float *scores, struct mt_error *err)
+{
+    if (!r->reranker)
+        return mt_fail(err, MT_EINVAL, "no reranker is configured");
+    return mt_reranker_score(r->reranker, query, texts, n, scores, err);
+}
+
+/* ==== Documents ==== */
+
+enum mt_status mt_retriever_metadata(struct mt_retriever *r, int64_t chunk_id,
+                                     char **json, struct mt_error *err)
+{
+    struct mt_chunk_info ci;
+    struct worker *w = NULL;
+    enum mt_status st = borrow(r, &w, err);
+
+    *json = NULL;
+    if (st == MT_OK)
+        st = worker_store(r, w, err);
+    if (st == MT_OK)
+        st = mt_store_chunk_get(w->store, chunk_id, &ci, err);
+    if (st == MT_OK && ci.metadata) {
+        *json = mt_strdup(ci.metadata);
+        if (!*json)
+            st = mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    if (w)
+        give_back(r, w);
+    return st;
+}
+
+enum mt_status mtx_retrieve_join_overlap(struct mt_buf *a, const char *b,
+                                         size_t n)
+{
+    size_t max = a->len < n ? a->len : n;
+    size_t k;
+
+    if (max > JOIN_MAX)
+        max = JOIN_MAX;
+    for (k = max; k > 0; k--)
+        if (memcmp(a->data + a->len - k, b, k) == 0)
+            break;
+    if (k == 0 && a->len > 0 && n > 0) {
+        enum mt_status st = mt_buf_putc(a, ' ');
+
+        if (st != MT_OK)
+            return st;
+    }
+    return mt_buf_append(a, b + k, n - k);
+}
+
+/* Whether chunk 'id' exists and is chunk 'ord' of document doc/src. */
+static int same_doc(struct mt_store *s, int64_t id, const char *doc,
+                    const char *src, uint32_t ord, struct mt_chunk_info *ci)
+{
+    return id > 0 && mt_store_chunk_get(s, id, ci, NULL) == MT_OK &&
+           ci->ordinal == ord && strcmp(ci->doc_id, doc) == 0 &&
+           strcmp(ci->source, src) == 0;
+}
+
+/* The document of hit h, rebuilt from its chunks up to 'max' bytes. */
+static enum mt_status whole_doc(struct mt_store *s,
+                                const struct mt_search_hit *h, size_t max,
+                                struct mt_buf *out)
+{
+    struct mt_chunk_info ci;
+    int64_t id = h->chunk_id;
+    uint32_t ord;
+    enum mt_status st;
+
+    if (mt_store_chunk_get(s, id, &ci, NULL) != MT_OK)
+        return mt_buf_append_str(out, h->text);
+    for (ord = ci.ordinal;
+         ord > 0 && same_doc(s, id - 1, h->doc_id, h->source, ord - 1, &ci);
+         ord--)
+        id--;
+    st = mt_buf_reserve(out, 1);
+    for (; st == MT_OK && out->len < max &&
+           same_doc(s, id, h->doc_id, h->source, ord, &ci);
+         ord++, id++)
+        st = mtx_retrieve_join_overlap(out, ci.text, strlen(ci.text));
+    if (st == MT_OK && out->len == 0)
+        st = mt_buf_append_str(out, h->text);
+    return st;
+}
+
+enum mt_status mt_retriever_document(struct mt_retriever *r,
+                                     const struct mt_search_hit *h, size_t max,
+                                     char **text, size_t *len,
+                                     struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 28);
+    struct worker *w = NULL;
+    enum mt_status st = borrow(r, &w, err);
+
+    if (st == MT_OK)
+        st = worker_store(r, w, err);
+    if (st == MT_OK && whole_doc(w->store, h, max, &b) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    if (w)
+        give_back(r, w);
+    if (st != MT_OK) {
+        mt_buf_free(&b);
+        return st;
+    }
+    *text = b.data;
+    *len = b.len;
+    return MT_OK;
+}
+
+/* ==== Open and close ==== */
+
+static enum mt_status copy_params(struct mt_retriever *r,
+                                  const struct mt_retriever_params *p)
+{
+    const char *es = p->embedder_spec;
+
+    r->no_embedder = es && strcmp(es, "none") == 0;
+    r->follow = p->lazy;
+    if (es && (!*es || r->no_embedder))
+        es = NULL;
+    r->db_dir = p->db_dir ? mt_strdup(p->db_dir) : NULL;
+    r->emb_spec = es ? mt_strdup(es) : NULL;
+    r->emb_cache = p->embedder_cache ? mt_strdup(p->embedder_cache) : NULL;
+    if ((p->db_dir && !r->db_dir) || (es && !r->emb_spec) ||
+        (p->embedder_cache && !r->emb_cache))
+        return MT_ENOMEM;
+    return MT_OK;
+}
+
+enum mt_status mt_retriever_open(const struct mt_retriever_params *p,
+                                 struct mt_retriever **out,
+                                 struct mt_error *err)
+{
+    struct mt_retriever *r = mt_calloc(1, sizeof *r);
+    enum mt_status st;
+
+    if (!r)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    pthread_mutex_init(&r->pool_mu, NULL);
+    pthread_mutex_init(&r->emb_mu, NULL);
+    st = copy_params(r, p);
+    if (st != MT_OK)
+        mt_fail(err, st, "out of memory");
+    if (st == MT_OK && p->reranker_spec)
+        st = mt_reranker_open(p->reranker_spec, NULL, &r->reranker, err);
+    if (st == MT_OK && !p->lazy && r->db_dir)
+        st = mt_retriever_check(r, err);
+    if (st == MT_OK && !p->lazy) {
+        pthread_mutex_lock(&r->emb_mu);
+        st = open_embedder(r, err);
+        pthread_mutex_unlock(&r->emb_mu);
+    }
+    if (st != MT_OK) {
+        mt_retriever_close(r);
+        return st;
+    }
+    *out = r;
+    return MT_OK;
+}
+
+void mt_retriever_close(struct mt_retriever *r)
+{
+    struct worker *w;
+
+    if (!r)
+        return;
+    while ((w = r->idle) != NULL) {
+        r->idle = w->next;
+        worker_close(w);
+    }
+    mt_embedder_close(r->emb);
+    mt_reranker_close(r->reranker);
+    mt_free(r->db_dir);
+    mt_free(r->emb_spec);
+    mt_free(r->emb_cache);
+    pthread_mutex_destroy(&r->pool_mu);
+    pthread_mutex_destroy(&r->emb_mu);
+    mt_free(r);
+}
