@@ -10,6 +10,7 @@
 #include "medtrust/core.h"
 #include "model/cache.h"
 #include "model/llm.h"
+#include "model/spec.h"
 
 #define CHAT_MAX_N 64
 #define CHAT_MAX_STOP 8
@@ -101,27 +102,13 @@ enum mt_status mt_model_split_url(const char *rest, const char *setting,
     return MT_OK;
 }
 
-static enum mt_status open_openai(const char *rest,
-                                  const struct mt_llm_params *p,
-                                  struct mt_llm **out, struct mt_error *err)
-{
-    char *url = NULL;
-    char *model = NULL;
-    enum mt_status st =
-        mt_model_split_url(rest, "--llm/MEDTRUST_LLM", &url, &model, err);
-
-    if (st != MT_OK)
-        return st;
-    st = mt_llm_openai_open(url, model, p, out, err);
-    mt_free(url);
-    mt_free(model);
-    return st;
-}
-
 enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
                            struct mt_llm **out, struct mt_error *err)
 {
+    static const char *const kinds[] = {"openai", "gguf"};
     struct mt_llm_params d;
+    struct mtx_spec ms;
+    enum mt_status st;
 
     if (!p) {
         mt_llm_default_params(&d);
@@ -131,14 +118,17 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         return mt_fail(err, MT_EINVAL,
                        "no LLM configured: set --llm or "
                        "MEDTRUST_LLM (openai:BASE_URL#MODEL or gguf:PATH)");
-    if (strncmp(spec, "openai:", 7) == 0)
-        return open_openai(spec + 7, p, out, err);
-    if (strncmp(spec, "gguf:", 5) == 0 && spec[5])
-        return mt_llm_llama_open(spec + 5, p, out, err);
-    return mt_fail(err, MT_EINVAL,
-                   "unknown LLM spec '%s': use openai:BASE_URL#MODEL or "
-                   "gguf:PATH in --llm or MEDTRUST_LLM",
-                   spec);
+    st = mtx_spec_parse(spec, kinds, 2, "--llm/MEDTRUST_LLM", &ms, err);
+    if (st == MT_ENOTFOUND)
+        return mt_fail(err, MT_EINVAL,
+                       "unknown LLM spec '%s': use openai:BASE_URL#MODEL or "
+                       "gguf:PATH in --llm or MEDTRUST_LLM",
+                       spec);
+    if (st == MT_OK)
+        st = ms.kind == 0 ? mt_llm_openai_open(ms.url, ms.model, p, out, err)
+                          : mt_llm_llama_open(ms.arg, p, out, err);
+    mtx_spec_free(&ms);
+    return st;
 }
 
 const char *mt_llm_role_spec(const char *role, const char *fallback)

@@ -9,6 +9,7 @@
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/nli.h"
+#include "model/spec.h"
 
 struct mt_nli {
     struct mt_llama_cls *cls;
@@ -34,6 +35,8 @@ const char *mt_nli_label_str(enum mt_nli_label l)
     return (unsigned)l < 3 ? label_names[l] : "NO_EVIDENCE";
 }
 
+/* The prompted judge on chat model spec (after "llm:"), or NULL for the
+ * nli role route (MEDTRUST_LLM_NLI, else MEDTRUST_LLM). */
 static enum mt_status open_judge(const char *spec,
                                  const struct mt_reranker_params *p,
                                  struct mt_nli *n, struct mt_error *err)
@@ -47,19 +50,20 @@ static enum mt_status open_judge(const char *spec,
         lp.max_retries = p->max_retries;
         lp.cache_path = p->cache_path;
     }
-    if (spec[3] == ':')
-        return mt_llm_open(spec + 4, &lp, &n->llm, err);
+    if (spec)
+        return mt_llm_open(spec, &lp, &n->llm, err);
     return mt_llm_open_role("nli", NULL, &lp, &n->llm, err);
 }
 
 enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
                            struct mt_nli **out, struct mt_error *err)
 {
+    static const char *const kinds[] = {"gguf", "llm"};
+    struct mtx_spec ms;
     struct mt_nli *n;
-    enum mt_status st;
+    enum mt_status st = mtx_spec_parse(spec, kinds, 2, "--nli", &ms, err);
 
-    if (!spec || (strncmp(spec, "gguf:", 5) != 0 && strcmp(spec, "llm") != 0 &&
-                  strncmp(spec, "llm:", 4) != 0))
+    if (st != MT_OK)
         return mt_fail(err, MT_EINVAL,
                        "unknown NLI spec '%s': use gguf:PATH, llm or "
                        "llm:SPEC in --nli",
@@ -67,10 +71,10 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
     n = mt_calloc(1, sizeof *n);
     if (!n)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    if (spec[0] == 'g')
-        st = mt_llama_cls_open(spec + 5, p ? p->threads : 0, &n->cls, err);
+    if (ms.kind == 0)
+        st = mt_llama_cls_open(ms.arg, p ? p->threads : 0, &n->cls, err);
     else
-        st = open_judge(spec, p, n, err);
+        st = open_judge(ms.arg, p, n, err);
     if (st != MT_OK) {
         mt_nli_close(n);
         return st;

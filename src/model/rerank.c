@@ -10,6 +10,7 @@
 #include "model/http.h"
 #include "model/llm.h"
 #include "model/rerank.h"
+#include "model/spec.h"
 
 struct mt_reranker {
     const struct mt_reranker_ops *ops;
@@ -68,27 +69,26 @@ enum mt_status mt_reranker_open(const char *spec,
                                 const struct mt_reranker_params *p,
                                 struct mt_reranker **out, struct mt_error *err)
 {
+    static const char *const kinds[] = {"openai", "gguf"};
     struct mt_reranker_params d;
-    char *url = NULL;
-    char *model = NULL;
+    struct mtx_spec ms;
     enum mt_status st;
 
     if (!p) {
         mt_reranker_default_params(&d);
         p = &d;
     }
-    if (spec && strncmp(spec, "gguf:", 5) == 0 && spec[5])
-        return mt_reranker_open_llama(spec + 5, p, out, err);
-    if (!spec || strncmp(spec, "openai:", 7) != 0)
+    st = mtx_spec_parse(spec, kinds, 2, "--reranker", &ms, err);
+    if (st == MT_ENOTFOUND)
         return mt_fail(err, MT_EINVAL,
                        "unknown reranker spec '%s': use "
                        "gguf:PATH or openai:BASE_URL#MODEL in --reranker",
                        spec ? spec : "");
-    st = mt_model_split_url(spec + 7, "--reranker", &url, &model, err);
     if (st == MT_OK)
-        st = mt_reranker_open_openai(url, model, p, out, err);
-    mt_free(url);
-    mt_free(model);
+        st = ms.kind == 0
+                 ? mt_reranker_open_openai(ms.url, ms.model, p, out, err)
+                 : mt_reranker_open_llama(ms.arg, p, out, err);
+    mtx_spec_free(&ms);
     return st;
 }
 
