@@ -240,9 +240,14 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     struct mt_import_params p = *params;
     struct files f = {NULL, 0, 0, 0};
     struct mt_import_ctx c = {NULL, &p};
+    struct mt_error local = {MT_OK, ""};
     enum mt_status st;
     size_t i;
 
+    /* The importers add context to messages (mt_error_prefix), which
+     * needs an error to write to even when the caller wants none. */
+    if (!err)
+        err = &local;
     if (!fm)
         return mt_fail(err, MT_EINVAL,
                        "unknown format '%s' (pubmed, pmc, medquad, pubmedqa, "
@@ -259,8 +264,10 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
         st = import_file(fm, &c, f.v[i], err);
     files_free(&f);
     if (c.sink) {
+        /* After a failure the first error stays in err. */
+        struct mt_error after = {MT_OK, ""};
         enum mt_status closed =
-            mt_sink_close(c.sink, st == MT_OK, res, st == MT_OK ? err : NULL);
+            mt_sink_close(c.sink, st == MT_OK, res, st == MT_OK ? err : &after);
 
         st = st == MT_OK ? closed : st;
     }
