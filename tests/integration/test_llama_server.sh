@@ -156,7 +156,7 @@ fi
 
 # a whole check per strategy; every role's call carries its schema
 for s in react-reflex guards single; do
-    "$MT" check --llm "$CHAT" --strategy "$s" "${SMALL[@]}" --json \
+    "$MT" check --llm "$CHAT" --strategy "$s" "${SMALL[@]}" --no-retrieval --json \
         "$TMP/note.txt" >"$TMP/c_$s.json" 2>"$TMP/err"
     echo "$?" >"$TMP/c_$s.rc"
 done
