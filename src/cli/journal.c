@@ -12,6 +12,7 @@
 
 #include "cli/journal.h"
 #include "core/buf.h"
+#include "core/file.h"
 #include "medtrust/core.h"
 
 struct journal {
@@ -19,21 +20,6 @@ struct journal {
     char *path;
     pthread_mutex_t mu;
 };
-
-static enum mt_status write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return MT_EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return MT_OK;
-}
 
 /* Replays complete lines; returns the length of the good prefix. */
 static size_t replay(const char *d, size_t n, journal_fn fn, void *user)
@@ -144,7 +130,7 @@ enum mt_status journal_append(struct journal *j, const char *id,
     mt_free(s);
     if (st == MT_OK) {
         pthread_mutex_lock(&j->mu);
-        st = write_all(j->fd, b.data, b.len);
+        st = mt_file_write_all(j->fd, b.data, b.len);
         if (st == MT_OK && fdatasync(j->fd) != 0)
             st = MT_EIO;
         pthread_mutex_unlock(&j->mu);
@@ -164,47 +150,6 @@ void journal_close(struct journal *j)
     pthread_mutex_destroy(&j->mu);
     mt_free(j->path);
     mt_free(j);
-}
-
-/* fsyncs the directory holding 'path' so the rename itself is durable. */
-static void sync_dir(const char *path)
-{
-    char dir[4096];
-    const char *s = strrchr(path, '/');
-    int fd;
-
-    snprintf(dir, sizeof dir, "%.*s", s ? (int)(s - path) : 1, s ? path : ".");
-    fd = open(dir[0] ? dir : "/", O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-enum mt_status write_atomic(const char *path, const char *data, size_t n,
-                            struct mt_error *err)
-{
-    char tmp[4200];
-    int fd;
-    enum mt_status st;
-
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        return mt_fail(err, MT_EIO, "%s: %s", tmp, strerror(errno));
-    st = write_all(fd, data, n);
-    if (st == MT_OK && fsync(fd) != 0)
-        st = MT_EIO;
-    if (close(fd) != 0)
-        st = MT_EIO;
-    if (st == MT_OK && rename(tmp, path) != 0)
-        st = MT_EIO;
-    if (st != MT_OK) {
-        unlink(tmp);
-        return mt_fail(err, st, "%s: cannot write: %s", path, strerror(errno));
-    }
-    sync_dir(path);
-    return MT_OK;
 }
 
 /* ==== Work queue ==== */

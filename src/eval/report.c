@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "eval/report_int.h"
 #include "medtrust/core.h"
 
@@ -544,35 +545,6 @@ static enum mt_status build(struct mt_ev_out *o, const struct mt_eval_ref *ref,
     return st != MT_OK ? st : o->st;
 }
 
-static enum mt_status write_atomic(const char *path, const char *data, size_t n,
-                                   struct mt_error *err)
-{
-    char tmp[4096];
-    int fd;
-    FILE *f;
-    int ok;
-
-    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
-        return mt_fail(err, MT_EINVAL, "%s: path too long", path);
-    fd = mkstemp(tmp);
-    if (fd < 0)
-        return mt_fail(err, MT_EIO,
-                       "%s: cannot create a temporary file: "
-                       "%s",
-                       path, strerror(errno));
-    (void)fchmod(fd, 0644); /* mkstemp creates 0600; a report is shared */
-    f = fdopen(fd, "wb");
-    ok = f && fwrite(data, 1, n, f) == n && fflush(f) == 0 &&
-         fsync(fileno(f)) == 0;
-    ok = (f ? fclose(f) == 0 : close(fd) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mt_fail(err, MT_EIO, "%s: cannot write: %s", path, strerror(e));
-    }
-    return MT_OK;
-}
-
 enum mt_status mt_eval_report_write(const char *path,
                                     const struct mt_eval_ref *ref,
                                     const struct mt_eval_run *runs, size_t nrun,
@@ -585,7 +557,7 @@ enum mt_status mt_eval_report_write(const char *path,
         return mt_fail(err, MT_EINVAL, "report: 1 to 16 runs, not %zu", nrun);
     st = build(&o, ref, runs, nrun);
     if (st == MT_OK)
-        st = write_atomic(path, o.b.data, o.b.len, err);
+        st = mt_file_write_atomic(path, o.b.data, o.b.len, err);
     else
         mt_fail(err, st, "report: %s", mt_status_str(st));
     mt_buf_free(&o.b);

@@ -7,68 +7,9 @@
 
 #include <jansson.h>
 
+#include "core/file.h"
 #include "index/manifest.h"
 #include "medtrust/core.h"
-
-/* ==== Atomic file write ==== */
-
-static enum mt_status write_all(int fd, const void *data, size_t n,
-                                const char *path, struct mt_error *err)
-{
-    const char *p = data;
-
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return mt_fail(err, MT_EIO, "%s: write failed: %s", path,
-                           strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-    if (fsync(fd) != 0)
-        return mt_fail(err, MT_EIO, "%s: fsync failed: %s", path,
-                       strerror(errno));
-    return MT_OK;
-}
-
-static void fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-enum mt_status mt_write_atomic(const char *dir, const char *name,
-                               const void *data, size_t n, struct mt_error *err)
-{
-    char tmp[4096];
-    char dst[4096];
-    enum mt_status st;
-    int fd;
-
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return mt_fail(err, MT_EIO, "%s: cannot create: %s", tmp,
-                       strerror(errno));
-    st = write_all(fd, data, n, tmp, err);
-    close(fd);
-    if (st == MT_OK && rename(tmp, dst) != 0)
-        st =
-            mt_fail(err, MT_EIO, "%s: rename failed: %s", dst, strerror(errno));
-    if (st != MT_OK) {
-        unlink(tmp);
-        return st;
-    }
-    fsync_dir(dir);
-    return MT_OK;
-}
 
 /* ==== Encoding ==== */
 
@@ -105,12 +46,16 @@ enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
 {
     json_t *o = manifest_json(m);
     char *txt = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    char path[4096];
     enum mt_status st;
 
     json_decref(o);
     if (!txt)
         return mt_fail(err, MT_ENOMEM, "%s/MANIFEST: out of memory", dir);
-    st = mt_write_atomic(dir, "MANIFEST", txt, strlen(txt), err);
+    if (snprintf(path, sizeof path, "%s/MANIFEST", dir) >= (int)sizeof path)
+        st = mt_fail(err, MT_EINVAL, "%s/MANIFEST: path too long", dir);
+    else
+        st = mt_file_write_atomic(path, txt, strlen(txt), err);
     mt_free(txt);
     return st;
 }

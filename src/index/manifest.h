@@ -45,9 +45,4 @@ enum mt_status mt_manifest_add(struct mt_manifest *m,
 
 void mt_manifest_free(struct mt_manifest *m);
 
-/* Writes a file atomically: DIR/NAME.tmp, fsync, rename, fsync DIR. */
-enum mt_status mt_write_atomic(const char *dir, const char *name,
-                               const void *data, size_t n,
-                               struct mt_error *err);
-
 #endif

@@ -1,8 +1,12 @@
 /* Unit tests for src/core: status, alloc injection, buffers, arena. */
 #include "check.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/file.h"
 #include "medtrust/core.h"
 
 static void test_status_table_has_text(void **state)
@@ -93,6 +97,55 @@ static void test_arena_aligns_and_resets(void **state)
     mt_arena_free(&a);
 }
 
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    size_t got;
+    CHECK(f != NULL);
+    got = fread(buf, 1, n - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+}
+
+/* mt_file_write_atomic replaces a file whole, leaves no PATH.tmp, and on
+ * failure leaves the old file as it was; an aborted writer leaves the old
+ * file too, and its temporary file is gone. */
+static void test_file_atomic_replaces_whole_or_not_at_all(void **state)
+{
+    char dir[] = "/tmp/mt-atomic-XXXXXX";
+    char path[64], tmp[72], bad[96], got[32];
+    struct mt_file_atomic a;
+    struct mt_error err;
+    struct stat sb;
+    mode_t um;
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/f", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK_OK(mt_file_write_atomic(path, "first", 5, &err));
+    CHECK_OK(mt_file_write_atomic(path, "second", 6, &err));
+    slurp(path, got, sizeof got);
+    CHECK(strcmp(got, "second") == 0 && access(tmp, F_OK) != 0);
+    um = umask(022);
+    umask(um);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == (0644 & ~um));
+    CHECK_OK(mt_file_atomic_begin(&a, path, 0600, &err));
+    CHECK_OK(mt_file_atomic_write(&a, "half", 4, &err));
+    CHECK(access(tmp, F_OK) == 0);
+    mt_file_atomic_abort(&a);
+    mt_file_atomic_abort(&a); /* twice is harmless */
+    slurp(path, got, sizeof got);
+    CHECK(strcmp(got, "second") == 0 && access(tmp, F_OK) != 0);
+    snprintf(bad, sizeof bad, "%s/missing/f", dir);
+    CHECK(mt_file_write_atomic(bad, "x", 1, &err) == MT_EIO);
+    CHECK(strstr(err.msg, "missing/f.tmp") != NULL);
+    CHECK(mkdir(tmp, 0755) == 0); /* PATH.tmp cannot be created */
+    CHECK(mt_file_write_atomic(path, "third", 5, &err) == MT_EIO);
+    slurp(path, got, sizeof got);
+    CHECK(strcmp(got, "second") == 0);
+    CHECK(rmdir(tmp) == 0 && unlink(path) == 0 && rmdir(dir) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_buf_unchanged_on_oom),
         cmocka_unit_test(test_str_trim_and_eq),
         cmocka_unit_test(test_arena_aligns_and_resets),
+        cmocka_unit_test(test_file_atomic_replaces_whole_or_not_at_all),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
