@@ -13,8 +13,9 @@
 #include "index/simd.h"
 #include "medtrust/core.h"
 
-#define HNSW_MAGIC "MTHNSW01"
-#define HNSW_VERSION 1u
+#define HNSW_MAGIC "MTHNSW02"
+#define HNSW_VERSION 2u
+#define HNSW_OLD_MAGIC "MTHNSW01" /* the format before the segment one */
 #define HNSW_MAX_LEVEL 30u
 #define HNSW_MAX_M 128u
 #define NONE UINT32_MAX
@@ -84,8 +85,7 @@ struct mt_hnsw {
     uint32_t *upper_off_mem;
     uint32_t *links0_mem;
     uint32_t *upper_mem;
-    struct mt_vec_map map;
-    int mapped;
+    struct mt_vec_file *file; /* owned when opened from a file */
     struct pool *pool;
     struct build_sync *sync; /* during a parallel build only, else NULL */
 };
@@ -901,8 +901,7 @@ void mt_hnsw_free(struct mt_hnsw *h)
     mt_free(h->links0_mem);
     mt_free(h->upper_mem);
     mt_vecset_free(h->own_vs);
-    if (h->mapped)
-        mt_vec_map_close(&h->map);
+    mt_vec_file_close(h->file);
     mt_free(h);
 }
 
@@ -923,66 +922,90 @@ struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h)
 
 /* ==== Files ==== */
 
-static void hnsw_header(const struct mt_hnsw *h, struct mt_vec_hdr *hdr)
+/* An HNSW file is a vector file (vec.h, "Files") holding the set's
+ * sections and these, 64-byte aligned:
+ *   HMET  u64 M, max_level, entry, n_upper, ef_construction, ef_search,
+ *         seed, rescore (in an old file: its header's aux[1..8])
+ *   HLEV  n level bytes
+ *   HOFF  n u32: each node's first upper block
+ *   HL0_  n level-0 blocks of [count, M0 ids] (u32)
+ *   HUP_  n_upper blocks of [count, M ids] (u32)
+ * Files written before ("MTHNSW01") open through the old reader. */
+#define HNSW_META 8
+#define SEC_META MT_SEG_ID('H', 'M', 'E', 'T')
+#define SEC_LEVELS MT_SEG_ID('H', 'L', 'E', 'V')
+#define SEC_UPPER_OFF MT_SEG_ID('H', 'O', 'F', 'F')
+#define SEC_LINKS0 MT_SEG_ID('H', 'L', '0', '_')
+#define SEC_UPPER MT_SEG_ID('H', 'U', 'P', '_')
+
+static const struct mt_vec_kind hnsw_kind = {HNSW_MAGIC, HNSW_VERSION,
+                                             HNSW_OLD_MAGIC};
+
+static void hnsw_meta(const struct mt_hnsw *h, uint64_t m[HNSW_META])
 {
-    memset(hdr, 0, sizeof *hdr);
-    memcpy(hdr->magic, HNSW_MAGIC, 8);
-    hdr->version = HNSW_VERSION;
-    hdr->dims = h->dims;
-    hdr->count = h->n;
-    hdr->aux[1] = h->p.M;
-    hdr->aux[2] = h->max_level;
-    hdr->aux[3] = h->entry;
-    hdr->aux[4] = h->n_upper;
-    hdr->aux[5] = h->p.ef_construction;
-    hdr->aux[6] = h->p.ef_search;
-    hdr->aux[7] = h->p.seed;
-    hdr->aux[8] = (uint64_t)h->p.rescore;
+    m[0] = h->p.M;
+    m[1] = h->max_level;
+    m[2] = h->entry;
+    m[3] = h->n_upper;
+    m[4] = h->p.ef_construction;
+    m[5] = h->p.ef_search;
+    m[6] = h->p.seed;
+    m[7] = (uint64_t)h->p.rescore;
+}
+
+static enum mt_status put_graph(const struct mt_hnsw *h,
+                                struct mt_seg_writer *w, struct mt_error *err)
+{
+    size_t n = h->n;
+    uint64_t meta[HNSW_META];
+    enum mt_status st;
+
+    hnsw_meta(h, meta);
+    st = mt_vec_file_put(w, SEC_META, meta, sizeof meta, err);
+    if (st == MT_OK)
+        st = mt_vec_file_put(w, SEC_LEVELS, h->levels, n, err);
+    if (st == MT_OK)
+        st = mt_vec_file_put(w, SEC_UPPER_OFF, h->upper_off, n * 4, err);
+    if (st == MT_OK)
+        st = mt_vec_file_put(w, SEC_LINKS0, h->links0, n * (h->M0 + 1) * 4,
+                             err);
+    if (st == MT_OK)
+        st = mt_vec_file_put(w, SEC_UPPER, h->upper,
+                             (size_t)h->n_upper * (h->p.M + 1) * 4, err);
+    return st;
 }
 
 enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
                              struct mt_error *err)
 {
-    struct mt_vec_writer w;
-    struct mt_vec_hdr hdr;
-    size_t n = h->n;
-    enum mt_status st;
+    struct mt_seg_writer *w = NULL;
+    enum mt_status st = mt_vec_file_create(path, &hnsw_kind, &w, err);
 
-    hnsw_header(h, &hdr);
-    st = mt_vec_writer_begin(&w, path, err);
     if (st != MT_OK)
         return st;
-    st = mt_vecset_put_sections(h->vs, &w, &hdr.aux[0], err);
+    st = mt_vecset_put_sections(h->vs, w, err);
     if (st == MT_OK)
-        st = mt_vec_writer_put(&w, h->levels, n, err);
-    if (st == MT_OK)
-        st = mt_vec_writer_put(&w, h->upper_off, n * 4, err);
-    if (st == MT_OK)
-        st = mt_vec_writer_put(&w, h->links0, n * (h->M0 + 1) * 4, err);
-    if (st == MT_OK)
-        st = mt_vec_writer_put(&w, h->upper,
-                               (size_t)h->n_upper * (h->p.M + 1) * 4, err);
+        st = put_graph(h, w, err);
     if (st != MT_OK) {
-        mt_vec_writer_abort(&w);
+        mt_seg_writer_abort(w);
         return st;
     }
-    return mt_vec_writer_commit(&w, &hdr, err);
+    return mt_seg_writer_commit(w, err);
 }
 
-/* Header fields into h->p and the graph shape; 0 when out of range. */
-static int read_header(struct mt_hnsw_params *p, const struct mt_vec_hdr *hdr)
+/* Metadata fields (hnsw_meta) into p; 0 when out of range. */
+static int read_meta(struct mt_hnsw_params *p, const uint64_t m[HNSW_META])
 {
     *p = mt_hnsw_default_params();
-    if (hdr->aux[1] < 2 || hdr->aux[1] > HNSW_MAX_M ||
-        hdr->aux[2] > HNSW_MAX_LEVEL || hdr->aux[4] > UINT32_MAX ||
-        hdr->aux[5] < 1 || hdr->aux[5] > UINT32_MAX || hdr->aux[6] < 1 ||
-        hdr->aux[6] > UINT32_MAX || hdr->aux[8] > 1)
+    if (m[0] < 2 || m[0] > HNSW_MAX_M || m[1] > HNSW_MAX_LEVEL ||
+        m[3] > UINT32_MAX || m[4] < 1 || m[4] > UINT32_MAX || m[5] < 1 ||
+        m[5] > UINT32_MAX || m[7] > 1)
         return 0;
-    p->M = (uint32_t)hdr->aux[1];
-    p->ef_construction = (uint32_t)hdr->aux[5];
-    p->ef_search = (uint32_t)hdr->aux[6];
-    p->seed = hdr->aux[7];
-    p->rescore = (int)hdr->aux[8];
+    p->M = (uint32_t)m[0];
+    p->ef_construction = (uint32_t)m[4];
+    p->ef_search = (uint32_t)m[5];
+    p->seed = m[6];
+    p->rescore = (int)m[7];
     return 1;
 }
 
@@ -1020,69 +1043,84 @@ static int graph_ok(const struct mt_hnsw *h)
     return 1;
 }
 
-static enum mt_status take_graph(struct mt_hnsw *h, struct mt_vec_map *m)
+/* Takes the graph's arrays, in the order written. */
+static enum mt_status take_graph(struct mt_hnsw *h, struct mt_error *err)
 {
+    struct mt_vec_file *f = h->file;
     size_t n = h->n;
+    const void *p[4] = {NULL, NULL, NULL, NULL};
+    enum mt_status st;
 
-    h->levels = mt_vec_map_take(m, n);
-    h->upper_off = mt_vec_map_take(m, n * 4);
-    h->links0 = mt_vec_map_take(m, n * (h->M0 + 1) * 4);
-    h->upper = mt_vec_map_take(m, (size_t)h->n_upper * (h->p.M + 1) * 4);
-    if (!h->levels || !h->upper_off || !h->links0 || !h->upper ||
-        m->off != m->size - MT_VEC_HDR_SIZE || !graph_ok(h))
-        return MT_EPARSE;
+    st = mt_vec_file_take(f, SEC_LEVELS, n, &p[0], err);
+    if (st == MT_OK)
+        st = mt_vec_file_take(f, SEC_UPPER_OFF, n * 4, &p[1], err);
+    if (st == MT_OK)
+        st = mt_vec_file_take(f, SEC_LINKS0, n * (h->M0 + 1) * 4, &p[2], err);
+    if (st == MT_OK)
+        st = mt_vec_file_take(f, SEC_UPPER,
+                              (size_t)h->n_upper * (h->p.M + 1) * 4, &p[3],
+                              err);
+    if (st == MT_OK)
+        st = mt_vec_file_done(f, err);
+    if (st != MT_OK)
+        return st;
+    h->levels = p[0];
+    h->upper_off = p[1];
+    h->links0 = p[2];
+    h->upper = p[3];
+    if (!graph_ok(h))
+        return mt_fail(err, MT_EPARSE, "%s: bad graph", mt_vec_file_name(f));
     return MT_OK;
 }
 
-static enum mt_status open_mapped(struct mt_hnsw *h, const char *path,
+static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
                                   struct mt_error *err)
 {
-    const struct mt_vec_hdr *hdr = h->map.hdr;
-    enum mt_status st;
+    enum mt_status st = mt_vecset_view(h->file, &h->own_vs, err);
 
-    st = mt_vecset_view(&h->map, hdr->dims, hdr->count, hdr->aux[0], &h->own_vs,
-                        err);
-    if (st != MT_OK) {
-        mt_error_prefix(err, "%s", path);
+    if (st != MT_OK)
         return st;
-    }
     h->vs = h->own_vs;
     h->n = mt_vecset_count(h->vs);
     h->codes = mt_vecset_codes(h->vs);
     h->scales = mt_vecset_scales(h->vs);
-    h->dims = hdr->dims;
-    h->max_level = (uint32_t)hdr->aux[2];
-    h->entry = hdr->aux[3] > NONE ? 0 : (uint32_t)hdr->aux[3];
-    h->n_upper = hdr->aux[4];
-    if (hdr->aux[3] > NONE || take_graph(h, &h->map) != MT_OK)
-        return mt_fail(err, MT_EPARSE, "%s: bad graph", path);
-    return MT_OK;
+    h->dims = mt_vecset_dims(h->vs);
+    h->max_level = (uint32_t)m[1];
+    h->entry = m[2] > NONE ? 0 : (uint32_t)m[2];
+    h->n_upper = m[3];
+    if (m[2] > NONE)
+        return mt_fail(err, MT_EPARSE, "%s: bad graph",
+                       mt_vec_file_name(h->file));
+    return take_graph(h, err);
 }
 
 enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
                             struct mt_error *err)
 {
     struct mt_hnsw_params p;
-    struct mt_vec_map m;
+    struct mt_vec_file *f = NULL;
+    uint64_t m[HNSW_META];
     struct mt_hnsw *h;
     enum mt_status st;
 
     *out = NULL;
-    st = mt_vec_map_open(&m, path, HNSW_MAGIC, HNSW_VERSION, err);
+    st = mt_vec_file_open(path, &hnsw_kind, &f, err);
     if (st != MT_OK)
         return st;
-    if (!read_header(&p, m.hdr)) {
-        mt_vec_map_close(&m);
-        return mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
+    st = mt_vec_file_meta(f, SEC_META, m, HNSW_META, err);
+    if (st == MT_OK && !read_meta(&p, m))
+        st = mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
+    if (st != MT_OK) {
+        mt_vec_file_close(f);
+        return st;
     }
     st = hnsw_alloc(&p, &h);
     if (st != MT_OK) {
-        mt_vec_map_close(&m);
+        mt_vec_file_close(f);
         return mt_fail(err, st, "%s: out of memory", path);
     }
-    h->map = m;
-    h->mapped = 1;
-    st = open_mapped(h, path, err);
+    h->file = f;
+    st = open_mapped(h, m, err);
     if (st != MT_OK) {
         mt_hnsw_free(h);
         return st;

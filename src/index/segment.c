@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "index/segment.h"
 #include "medtrust/core.h"
 
@@ -138,11 +139,11 @@ struct seg_entry {
 };
 
 struct mt_seg_writer {
-    int fd;
-    char *path;
-    char *tmp;
+    struct mt_file_atomic file; /* path.tmp until committed */
+    const char *path;           /* file.path */
     unsigned char magic[8];
     uint32_t version;
+    uint32_t align;
     uint64_t pos; /* file offset of the next byte, buffered ones included */
     unsigned char *buf;
     size_t blen;
@@ -152,26 +153,12 @@ struct mt_seg_writer {
     int in_section;
 };
 
-static enum mt_status w_io(struct mt_seg_writer *w, struct mt_error *err,
-                           const char *what)
-{
-    return mt_fail(err, MT_EIO, "%s: %s: %s", w->tmp, what, strerror(errno));
-}
-
 static enum mt_status w_flush(struct mt_seg_writer *w, struct mt_error *err)
 {
-    size_t off = 0;
+    enum mt_status st = mt_file_atomic_write(&w->file, w->buf, w->blen, err);
 
-    while (off < w->blen) {
-        ssize_t r = write(w->fd, w->buf + off, w->blen - off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return w_io(w, err, "write");
-        off += (size_t)r;
-    }
     w->blen = 0;
-    return MT_OK;
+    return st;
 }
 
 /* Buffered write without checksumming (padding, table). */
@@ -196,22 +183,17 @@ static enum mt_status w_raw(struct mt_seg_writer *w, const void *p, size_t n,
 
 static enum mt_status w_pad(struct mt_seg_writer *w, struct mt_error *err)
 {
-    static const unsigned char zero[MT_SEG_ALIGN];
-    size_t r = (size_t)(w->pos % MT_SEG_ALIGN);
+    static const unsigned char zero[MT_SEG_MAX_ALIGN];
+    size_t r = (size_t)(w->pos % w->align);
 
-    return r ? w_raw(w, zero, MT_SEG_ALIGN - r, err) : MT_OK;
+    return r ? w_raw(w, zero, w->align - r, err) : MT_OK;
 }
 
 void mt_seg_writer_abort(struct mt_seg_writer *w)
 {
     if (!w)
         return;
-    if (w->fd >= 0) {
-        close(w->fd);
-        unlink(w->tmp);
-    }
-    mt_free(w->path);
-    mt_free(w->tmp);
+    mt_file_atomic_abort(&w->file);
     mt_free(w->buf);
     mt_free(w->ents);
     mt_free(w);
@@ -220,21 +202,16 @@ void mt_seg_writer_abort(struct mt_seg_writer *w)
 static enum mt_status w_alloc(const char *path, struct mt_seg_writer **out,
                               struct mt_error *err)
 {
-    size_t n = strlen(path);
     struct mt_seg_writer *w = mt_calloc(1, sizeof *w);
 
     if (!w)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    w->fd = -1;
-    w->path = mt_strdup(path);
-    w->tmp = mt_malloc(n + 5);
+    w->file.fd = -1;
     w->buf = mt_malloc(WBUF_SIZE);
-    if (!w->path || !w->tmp || !w->buf) {
+    if (!w->buf) {
         mt_seg_writer_abort(w);
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     }
-    memcpy(w->tmp, path, n);
-    memcpy(w->tmp + n, ".tmp", 5);
     *out = w;
     return MT_OK;
 }
@@ -251,18 +228,30 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
         return st != MT_OK ? st : MT_EINTERNAL;
     memcpy(w->magic, magic, 8);
     w->version = version;
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        st = w_io(w, err, "create");
+    w->align = MT_SEG_ALIGN;
+    st = mt_file_atomic_begin(&w->file, path, 0644, err);
+    if (st != MT_OK) {
         mt_seg_writer_abort(w);
         return st;
     }
+    w->path = w->file.path;
     st = w_raw(w, zero, sizeof zero, err); /* header placeholder */
     if (st != MT_OK) {
         mt_seg_writer_abort(w);
         return st;
     }
     *out = w;
+    return MT_OK;
+}
+
+enum mt_status mt_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
+                                       struct mt_error *err)
+{
+    if (w->n || align < MT_SEG_ALIGN || align > MT_SEG_MAX_ALIGN ||
+        (align & (align - 1)))
+        return mt_fail(err, MT_EINVAL, "%s: bad section alignment %u",
+                       w->path, (unsigned)align);
+    w->align = align;
     return MT_OK;
 }
 
@@ -360,30 +349,11 @@ static enum mt_status w_header(struct mt_seg_writer *w, uint64_t table_off,
     put64(h + 16, w->pos);
     put64(h + 24, table_off);
     put32(h + 32, (uint32_t)w->n);
+    put32(h + 36, w->align == MT_SEG_ALIGN ? 0 : w->align); /* 0: as before */
     put64(h + 40, table_crc);
     put64(h + 56, mt_crc32c(0, h, 56));
-    if (pwrite(w->fd, h, sizeof h, 0) != (ssize_t)sizeof h)
-        return w_io(w, err, "write header");
-    return MT_OK;
-}
-
-static enum mt_status fsync_dir(const char *path, struct mt_error *err)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir =
-        slash ? mt_strndup(path, (size_t)(slash - path) + 1) : mt_strdup(".");
-    int fd;
-    int rc;
-
-    if (!dir)
-        return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    fd = open(dir, O_RDONLY | O_CLOEXEC);
-    rc = fd < 0 ? -1 : fsync(fd);
-    if (fd >= 0)
-        close(fd);
-    mt_free(dir);
-    if (rc != 0 && errno != EINVAL) /* some filesystems refuse dir fsync */
-        return mt_fail(err, MT_EIO, "%s: fsync directory: %s", path,
+    if (pwrite(w->file.fd, h, sizeof h, 0) != (ssize_t)sizeof h)
+        return mt_fail(err, MT_EIO, "%s: write header: %s", w->file.tmp,
                        strerror(errno));
     return MT_OK;
 }
@@ -401,20 +371,7 @@ static enum mt_status w_finish(struct mt_seg_writer *w, struct mt_error *err)
         return MT_EIO;
     if (w_header(w, table_off, table_crc, err) != MT_OK)
         return MT_EIO;
-    if (fsync(w->fd) != 0)
-        return w_io(w, err, "fsync");
-    if (close(w->fd) != 0) {
-        w->fd = -1;
-        unlink(w->tmp);
-        return w_io(w, err, "close");
-    }
-    w->fd = -1;
-    if (rename(w->tmp, w->path) != 0) {
-        enum mt_status st = w_io(w, err, "rename");
-        unlink(w->tmp);
-        return st;
-    }
-    return fsync_dir(w->path, err);
+    return mt_file_atomic_commit(&w->file, err);
 }
 
 enum mt_status mt_seg_writer_commit(struct mt_seg_writer *w,
@@ -422,7 +379,7 @@ enum mt_status mt_seg_writer_commit(struct mt_seg_writer *w,
 {
     enum mt_status st = w_finish(w, err);
 
-    mt_seg_writer_abort(w); /* fd is closed on success: nothing unlinked */
+    mt_seg_writer_abort(w); /* the file is released: nothing unlinked */
     return st;
 }
 
@@ -435,6 +392,7 @@ struct mt_seg {
     char *name;
     uint32_t version;
     uint32_t n;
+    uint32_t align;
     const unsigned char *table;
 };
 
@@ -493,9 +451,13 @@ static enum mt_status check_header(struct mt_seg *s, const char magic[8],
                        s->name, (unsigned long long)fsize, s->size);
     s->version = get32(h + 12);
     s->n = get32(h + 32);
+    s->align = get32(h + 36) ? get32(h + 36) : MT_SEG_ALIGN;
+    if (s->align < MT_SEG_ALIGN || s->align > MT_SEG_MAX_ALIGN ||
+        (s->align & (s->align - 1)))
+        return bad(s, err, "bad section alignment");
     toff = get64(h + 24);
     if (s->n > MT_SEG_MAX_SECTIONS || toff < MT_SEG_HEADER_SIZE ||
-        toff % MT_SEG_ALIGN || toff > s->size ||
+        toff % s->align || toff > s->size ||
         s->size - toff != (uint64_t)s->n * MT_SEG_ENTRY_SIZE)
         return bad(s, err, "section table out of bounds");
     s->table = s->base + toff;
@@ -514,7 +476,7 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
     char ids[5];
 
     mt_seg_id_str(id, ids);
-    if (off % MT_SEG_ALIGN || off < MT_SEG_HEADER_SIZE ||
+    if (off % s->align || off < MT_SEG_HEADER_SIZE ||
         off > (uint64_t)(s->table - s->base) ||
         size > (uint64_t)(s->table - s->base) - off)
         return mt_fail(err, MT_EPARSE, "%s: section '%s' out of bounds",
@@ -531,7 +493,7 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
 }
 
 /* Sections must lie in table order, back to back, each followed by zero
- * padding to the next multiple of 16, so that every byte of the file is
+ * padding to the next multiple of the alignment, so that every byte of the file is
  * covered by a checksum or by this check. Runs after check_entry. */
 static enum mt_status check_layout(const struct mt_seg *s, struct mt_error *err)
 {
@@ -547,7 +509,7 @@ static enum mt_status check_layout(const struct mt_seg *s, struct mt_error *err)
             return mt_fail(err, MT_EPARSE, "%s: section '%s' misplaced",
                            s->name, ids);
         pos += get64(e + 16);
-        end = (pos + MT_SEG_ALIGN - 1) / MT_SEG_ALIGN * MT_SEG_ALIGN;
+        end = (pos + s->align - 1) / s->align * s->align;
         for (; pos < end && pos < toff; pos++)
             if (s->base[pos] != 0)
                 return mt_fail(err, MT_EPARSE,

@@ -1,6 +1,6 @@
 /* Generic immutable segment files: a checksummed header, a section table
- * and 16-byte aligned sections, written atomically and read through mmap.
- * Used by the BM25 index; meant for the vector index too. */
+ * and aligned sections, written atomically and read through mmap. Used by
+ * the BM25 index, the id maps, the vector sets and the HNSW graphs. */
 #ifndef MT_INDEX_SEGMENT_H
 #define MT_INDEX_SEGMENT_H
 
@@ -22,11 +22,12 @@ extern "C" {
  *    16  u64 file_size   whole file, so truncation is caught first
  *    24  u64 table_off   offset of the section table
  *    32  u32 nsections
- *    36  u32 reserved    0
+ *    36  u32 align       section alignment, a power of two 16..4096;
+ *                        0 means 16 (files written before the field)
  *    40  u64 table_crc   CRC32C of the section table
  *    48  u64 reserved    0
  *    56  u64 header_crc  CRC32C of bytes 0..55
- *   sections, each starting at a multiple of 16, zero padded
+ *   sections, each starting at a multiple of align, zero padded
  *   section table: nsections entries of 32 bytes
  *     u32 id (four characters, e.g. MT_SEG_ID('P','O','S','T')), u32 0,
  *     u64 offset, u64 size, u64 CRC32C of the section's bytes
@@ -36,7 +37,8 @@ extern "C" {
 #define MT_SEG_CONTAINER_VERSION 1u
 #define MT_SEG_HEADER_SIZE 64u
 #define MT_SEG_ENTRY_SIZE 32u
-#define MT_SEG_ALIGN 16u
+#define MT_SEG_ALIGN 16u /* the default and smallest section alignment */
+#define MT_SEG_MAX_ALIGN 4096u
 #define MT_SEG_MAX_SECTIONS 1024u
 #define MT_SEG_ID(a, b, c, d)                                                  \
     ((uint32_t)(unsigned char)(a) | (uint32_t)(unsigned char)(b) << 8 |        \
@@ -55,6 +57,12 @@ struct mt_seg_writer;
 enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
                                   uint32_t version, struct mt_seg_writer **out,
                                   struct mt_error *err);
+
+/* Aligns every section to 'align' bytes (a power of two from MT_SEG_ALIGN
+ * to MT_SEG_MAX_ALIGN) instead of 16, so that mmapped arrays meet a
+ * kernel's alignment; only before the first section (else MT_EINVAL). */
+enum mt_status mt_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
+                                       struct mt_error *err);
 
 /* Starts section 'id' (ends the previous one). Ids must be unique. */
 enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
@@ -108,8 +116,8 @@ const char *mt_seg_name(const struct mt_seg *s);
 /* Total mapped size in bytes. */
 size_t mt_seg_size(const struct mt_seg *s);
 
-/* Finds section 'id': *data (16-byte aligned, read-only, valid until
- * mt_seg_close()) and *size. MT_ENOTFOUND (with a message naming file and
+/* Finds section 'id': *data (aligned as the file's sections are, at least
+ * 16 bytes; read-only, valid until mt_seg_close()) and *size. MT_ENOTFOUND (with a message naming file and
  * section) when absent. Thread-safe. */
 enum mt_status mt_seg_section(const struct mt_seg *s, uint32_t id,
                               const void **data, size_t *size,

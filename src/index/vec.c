@@ -1,32 +1,16 @@
 /* int8 vector sets: truncation and quantisation, flat search over int8
- * codes or float32, and the checksummed section file format (written to
- * path.tmp, fsynced, renamed; read back through mmap). */
-#include <errno.h>
-#include <fcntl.h>
+ * codes or float32, and the set's sections of a vector file (vec_file.c:
+ * segment container, written atomically, read back through mmap). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "index/simd.h"
 #include "index/vec.h"
 #include "medtrust/core.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the vector file format assumes a little-endian host"
-#endif
 
-_Static_assert(sizeof(struct mt_vec_hdr) == MT_VEC_HDR_SIZE,
-               "vector file header must be 128 bytes");
-
-#define VECSET_MAGIC "MTVECSET"
-#define VECSET_VERSION 1u
-#define VEC_FLAG_FLOAT 1u
-#define VEC_FLAG_NORMALIZE 2u
-#define VEC_FLAG_REFINE 4u
 /* A residual r in [-1/2, 1/2] of a code step is kept as round(15 r), a
  * 4-bit value in -7..7. */
 #define REFINE_STEPS 15
@@ -46,8 +30,7 @@ struct mt_vecset {
     float *scales_mem;
     float *floats_mem;
     uint8_t *refine_mem;
-    struct mt_vec_map map; /* owned when 'mapped' */
-    int mapped;
+    struct mt_vec_file *file; /* owned by a set from mt_vecset_open */
     int readonly;
 };
 
@@ -176,281 +159,6 @@ void mt_vec_topk_sort(struct mt_vec_topk *t)
         qsort(t->h, t->n, sizeof *t->h, hit_cmp);
 }
 
-/* ==== Checksum ==== */
-
-#define H_P1 0x9E3779B185EBCA87ull
-#define H_P2 0xC2B2AE3D27D4EB4Full
-#define H_P3 0x165667B19E3779F9ull
-
-static uint64_t rotl64(uint64_t x, unsigned r)
-{
-    return (x << r) | (x >> (64u - r));
-}
-
-static uint64_t hash_round(uint64_t acc, uint64_t w)
-{
-    return rotl64(acc + w * H_P2, 31) * H_P1;
-}
-
-void mt_vec_hash_init(struct mt_vec_hash *h, uint64_t seed)
-{
-    h->v[0] = seed + H_P1 + H_P2;
-    h->v[1] = seed + H_P2;
-    h->v[2] = seed;
-    h->v[3] = seed - H_P1;
-    h->len = 0;
-}
-
-void mt_vec_hash_update(struct mt_vec_hash *h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t w[4];
-    size_t i;
-
-    for (i = 0; i + 32 <= n; i += 32) {
-        memcpy(w, b + i, 32);
-        h->v[0] = hash_round(h->v[0], w[0]);
-        h->v[1] = hash_round(h->v[1], w[1]);
-        h->v[2] = hash_round(h->v[2], w[2]);
-        h->v[3] = hash_round(h->v[3], w[3]);
-    }
-    h->len += n;
-}
-
-uint64_t mt_vec_hash_final(const struct mt_vec_hash *h)
-{
-    uint64_t x = rotl64(h->v[0], 1) + rotl64(h->v[1], 7) + rotl64(h->v[2], 12) +
-                 rotl64(h->v[3], 18);
-
-    x ^= h->len;
-    x ^= x >> 33;
-    x *= H_P2;
-    x ^= x >> 29;
-    x *= H_P3;
-    x ^= x >> 32;
-    return x;
-}
-
-static uint64_t header_checksum(const struct mt_vec_hdr *hdr,
-                                uint64_t payload_hash)
-{
-    struct mt_vec_hdr c = *hdr;
-    struct mt_vec_hash h;
-
-    c.checksum = 0;
-    mt_vec_hash_init(&h, payload_hash);
-    mt_vec_hash_update(&h, &c, sizeof c);
-    return mt_vec_hash_final(&h);
-}
-
-/* ==== Writer ==== */
-
-static enum mt_status write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return MT_EIO;
-        c += w;
-        n -= (size_t)w;
-    }
-    return MT_OK;
-}
-
-enum mt_status mt_vec_writer_begin(struct mt_vec_writer *w, const char *path,
-                                   struct mt_error *err)
-{
-    static const unsigned char zero[MT_VEC_HDR_SIZE];
-    size_t n = strlen(path);
-
-    memset(w, 0, sizeof *w);
-    w->fd = -1;
-    w->path = path;
-    w->tmp = mt_malloc(n + 5);
-    if (!w->tmp)
-        return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    memcpy(w->tmp, path, n);
-    memcpy(w->tmp + n, ".tmp", 5);
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0 || write_all(w->fd, zero, sizeof zero) != MT_OK) {
-        int e = errno;
-        mt_vec_writer_abort(w);
-        return mt_fail(err, MT_EIO, "%s: cannot write: %s", path, strerror(e));
-    }
-    mt_vec_hash_init(&w->hash, 0);
-    return MT_OK;
-}
-
-enum mt_status mt_vec_writer_put(struct mt_vec_writer *w, const void *p,
-                                 size_t n, struct mt_error *err)
-{
-    unsigned char tail[64];
-    size_t full = n & ~(size_t)63u;
-
-    if (full && write_all(w->fd, p, full) != MT_OK)
-        return mt_fail(err, MT_EIO, "%s: write failed: %s", w->path,
-                       strerror(errno));
-    mt_vec_hash_update(&w->hash, p, full);
-    if (n > full) {
-        memset(tail, 0, sizeof tail);
-        memcpy(tail, (const char *)p + full, n - full);
-        if (write_all(w->fd, tail, sizeof tail) != MT_OK)
-            return mt_fail(err, MT_EIO, "%s: write failed: %s", w->path,
-                           strerror(errno));
-        mt_vec_hash_update(&w->hash, tail, sizeof tail);
-    }
-    w->len += mt_vec_pad64(n);
-    return MT_OK;
-}
-
-static enum mt_status fsync_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    int fd;
-    int rc;
-
-    if (!slash)
-        dir = mt_strdup(".");
-    else
-        dir = mt_strndup(path, slash == path ? 1 : (size_t)(slash - path));
-    if (!dir)
-        return MT_ENOMEM;
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    mt_free(dir);
-    if (fd < 0)
-        return MT_EIO;
-    rc = fsync(fd);
-    close(fd);
-    return rc == 0 ? MT_OK : MT_EIO;
-}
-
-enum mt_status mt_vec_writer_commit(struct mt_vec_writer *w,
-                                    struct mt_vec_hdr *hdr,
-                                    struct mt_error *err)
-{
-    enum mt_status st;
-
-    hdr->payload_len = w->len;
-    hdr->checksum = header_checksum(hdr, mt_vec_hash_final(&w->hash));
-    if (pwrite(w->fd, hdr, sizeof *hdr, 0) != (ssize_t)sizeof *hdr ||
-        fsync(w->fd) != 0 || close(w->fd) != 0) {
-        st = mt_fail(err, MT_EIO, "%s: write failed: %s", w->path,
-                     strerror(errno));
-        w->fd = -1;
-        mt_vec_writer_abort(w);
-        return st;
-    }
-    w->fd = -1;
-    if (rename(w->tmp, w->path) != 0) {
-        st = mt_fail(err, MT_EIO, "%s: rename failed: %s", w->path,
-                     strerror(errno));
-        mt_vec_writer_abort(w);
-        return st;
-    }
-    mt_free(w->tmp);
-    w->tmp = NULL;
-    st = fsync_dir(w->path);
-    if (st != MT_OK)
-        return mt_fail(err, st, "%s: cannot sync its directory", w->path);
-    return MT_OK;
-}
-
-void mt_vec_writer_abort(struct mt_vec_writer *w)
-{
-    if (w->fd >= 0)
-        close(w->fd);
-    w->fd = -1;
-    if (w->tmp)
-        unlink(w->tmp);
-    mt_free(w->tmp);
-    w->tmp = NULL;
-}
-
-/* ==== Mapped reader ==== */
-
-static enum mt_status map_check(struct mt_vec_map *m, const char *path,
-                                const char magic[8], uint32_t version,
-                                struct mt_error *err)
-{
-    const struct mt_vec_hdr *h = m->hdr;
-    struct mt_vec_hash hash;
-    size_t plen = m->size - MT_VEC_HDR_SIZE;
-
-    if (memcmp(h->magic, magic, 8) != 0)
-        return mt_fail(err, MT_EPARSE, "%s: not a %.8s file", path, magic);
-    if (h->version != version)
-        return mt_fail(err, MT_EPARSE, "%s: unsupported version %u", path,
-                       (unsigned)h->version);
-    if (h->payload_len != plen || plen % 64 != 0)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: truncated or padded (%zu of "
-                       "%llu payload bytes)",
-                       path, plen, (unsigned long long)h->payload_len);
-    mt_vec_hash_init(&hash, 0);
-    mt_vec_hash_update(&hash, (const char *)m->base + MT_VEC_HDR_SIZE, plen);
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    /* fuzz builds skip it so that mutations reach the structural checks
-     * (tests/fuzz/fuzz_vec.c; never in production) */
-    if (header_checksum(h, mt_vec_hash_final(&hash)) != h->checksum)
-        return mt_fail(err, MT_EPARSE, "%s: checksum mismatch", path);
-#endif
-    return MT_OK;
-}
-
-enum mt_status mt_vec_map_open(struct mt_vec_map *m, const char *path,
-                               const char magic[8], uint32_t version,
-                               struct mt_error *err)
-{
-    struct stat sb;
-    enum mt_status st;
-    int fd;
-
-    memset(m, 0, sizeof *m);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
-    if (fstat(fd, &sb) != 0 || sb.st_size < MT_VEC_HDR_SIZE) {
-        close(fd);
-        return mt_fail(err, MT_EPARSE, "%s: truncated header", path);
-    }
-    m->size = (size_t)sb.st_size;
-    m->base = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m->base == MAP_FAILED) {
-        m->base = NULL;
-        return mt_fail(err, MT_EIO, "%s: mmap: %s", path, strerror(errno));
-    }
-    m->hdr = m->base;
-    st = map_check(m, path, magic, version, err);
-    if (st != MT_OK)
-        mt_vec_map_close(m);
-    return st;
-}
-
-const void *mt_vec_map_take(struct mt_vec_map *m, size_t n)
-{
-    size_t plen = m->size - MT_VEC_HDR_SIZE;
-    const char *p;
-
-    if (n > plen || mt_vec_pad64(n) > plen - m->off)
-        return NULL;
-    p = (const char *)m->base + MT_VEC_HDR_SIZE + m->off;
-    m->off += mt_vec_pad64(n);
-    return p;
-}
-
-void mt_vec_map_close(struct mt_vec_map *m)
-{
-    if (m->base)
-        munmap(m->base, m->size);
-    memset(m, 0, sizeof *m);
-}
-
 /* ==== Vector sets ==== */
 
 struct mt_vecset_params mt_vecset_default_params(void)
@@ -488,8 +196,7 @@ void mt_vecset_free(struct mt_vecset *vs)
     mt_free(vs->scales_mem);
     mt_free(vs->floats_mem);
     mt_free(vs->refine_mem);
-    if (vs->mapped)
-        mt_vec_map_close(&vs->map);
+    mt_vec_file_close(vs->file);
     mt_free(vs);
 }
 
@@ -608,11 +315,6 @@ int mt_vecset_has_float(const struct mt_vecset *vs)
     return vs->floats != NULL;
 }
 
-int mt_vecset_normalizes(const struct mt_vecset *vs)
-{
-    return vs->p.normalize;
-}
-
 const int8_t *mt_vecset_code(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->codes + (size_t)id * vs->dims;
@@ -678,81 +380,121 @@ float mt_vecset_rescore(const struct mt_vecset *vs, const float *q, uint32_t id)
     return k->dot_f32_i8(q, mt_vecset_code(vs, id), vs->dims) * vs->scales[id];
 }
 
-/* ==== Files ==== */
+/* ==== Files (layout in vec.h) ==== */
+
+static const struct mt_vec_kind vecset_kind = {"MTVEC002", 2u, "MTVECSET"};
 
 enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_vec_writer *w, uint64_t *flags,
+                                      struct mt_seg_writer *w,
                                       struct mt_error *err)
 {
     size_t n = vs->count;
+    uint64_t meta[3] = {vs->dims, vs->count,
+                        (vs->floats ? MT_VEC_FLAG_FLOAT : 0) |
+                            (vs->p.normalize ? MT_VEC_FLAG_NORMALIZE : 0) |
+                            (vs->refine ? MT_VEC_FLAG_REFINE : 0)};
     enum mt_status st;
 
-    *flags = (vs->floats ? VEC_FLAG_FLOAT : 0) |
-             (vs->p.normalize ? VEC_FLAG_NORMALIZE : 0) |
-             (vs->refine ? VEC_FLAG_REFINE : 0);
-    st = mt_vec_writer_put(w, vs->scales, n * sizeof(float), err);
-    if (st == MT_OK && vs->floats)
-        st =
-            mt_vec_writer_put(w, vs->floats, n * vs->dims * sizeof(float), err);
+    st = mt_vec_file_put(w, MT_VEC_SEC_META, meta, sizeof meta, err);
     if (st == MT_OK)
-        st = mt_vec_writer_put(w, vs->codes, n * vs->dims, err);
+        st = mt_vec_file_put(w, MT_VEC_SEC_SCALES, vs->scales,
+                             n * sizeof(float), err);
+    if (st == MT_OK && vs->floats)
+        st = mt_vec_file_put(w, MT_VEC_SEC_FLOATS, vs->floats,
+                             n * vs->dims * sizeof(float), err);
+    if (st == MT_OK)
+        st = mt_vec_file_put(w, MT_VEC_SEC_CODES, vs->codes, n * vs->dims,
+                             err);
     if (st == MT_OK && vs->refine)
-        st = mt_vec_writer_put(w, vs->refine, n * vs->rbytes, err);
+        st = mt_vec_file_put(w, MT_VEC_SEC_REFINE, vs->refine,
+                             n * vs->rbytes, err);
     return st;
 }
 
 enum mt_status mt_vecset_write(const struct mt_vecset *vs, const char *path,
                                struct mt_error *err)
 {
-    struct mt_vec_writer w;
-    struct mt_vec_hdr hdr;
-    enum mt_status st;
+    struct mt_seg_writer *w = NULL;
+    enum mt_status st = mt_vec_file_create(path, &vecset_kind, &w, err);
 
-    memset(&hdr, 0, sizeof hdr);
-    memcpy(hdr.magic, VECSET_MAGIC, 8);
-    hdr.version = VECSET_VERSION;
-    hdr.dims = vs->dims;
-    hdr.count = vs->count;
-    st = mt_vec_writer_begin(&w, path, err);
     if (st != MT_OK)
         return st;
-    st = mt_vecset_put_sections(vs, &w, &hdr.aux[0], err);
+    st = mt_vecset_put_sections(vs, w, err);
     if (st != MT_OK) {
-        mt_vec_writer_abort(&w);
+        mt_seg_writer_abort(w);
         return st;
     }
-    return mt_vec_writer_commit(&w, &hdr, err);
+    return mt_seg_writer_commit(w, err);
 }
 
-enum mt_status mt_vecset_view(struct mt_vec_map *m, uint32_t dims,
-                              uint64_t count, uint64_t flags,
-                              struct mt_vecset **out, struct mt_error *err)
+/* A read-only set of the shape in 'meta' (dims, count, flags). */
+static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
 {
     struct mt_vecset_params p = mt_vecset_default_params();
     struct mt_vecset *vs;
-    size_t n = (size_t)count;
+
+    if (meta[0] == 0 || meta[0] > MT_VEC_MAX_DIMS ||
+        meta[1] > MT_VEC_MAX_COUNT ||
+        meta[2] > (MT_VEC_FLAG_FLOAT | MT_VEC_FLAG_NORMALIZE |
+                   MT_VEC_FLAG_REFINE))
+        return MT_EPARSE;
+    p.keep_float = (meta[2] & MT_VEC_FLAG_FLOAT) != 0;
+    p.normalize = (meta[2] & MT_VEC_FLAG_NORMALIZE) != 0;
+    p.refine = (meta[2] & MT_VEC_FLAG_REFINE) != 0;
+    if (mt_vecset_new((uint32_t)meta[0], &p, &vs) != MT_OK)
+        return MT_ENOMEM;
+    vs->readonly = 1;
+    vs->count = vs->cap = (uint32_t)meta[1];
+    *out = vs;
+    return MT_OK;
+}
+
+/* Takes the arrays in the order the old writer put them. */
+static enum mt_status view_take(struct mt_vecset *vs, struct mt_vec_file *f,
+                                struct mt_error *err)
+{
+    size_t n = vs->count;
+    const void *p = NULL;
+    enum mt_status st;
+
+    st = mt_vec_file_take(f, MT_VEC_SEC_SCALES, n * sizeof(float), &p, err);
+    vs->scales = p;
+    if (st == MT_OK && vs->p.keep_float) {
+        st = mt_vec_file_take(f, MT_VEC_SEC_FLOATS,
+                              n * vs->dims * sizeof(float), &p, err);
+        vs->floats = p;
+    }
+    if (st == MT_OK) {
+        st = mt_vec_file_take(f, MT_VEC_SEC_CODES, n * vs->dims, &p, err);
+        vs->codes = p;
+    }
+    if (st == MT_OK && vs->p.refine) {
+        st = mt_vec_file_take(f, MT_VEC_SEC_REFINE, n * vs->rbytes, &p, err);
+        vs->refine = p;
+    }
+    return st;
+}
+
+enum mt_status mt_vecset_view(struct mt_vec_file *f, struct mt_vecset **out,
+                              struct mt_error *err)
+{
+    struct mt_vecset *vs = NULL;
+    uint64_t meta[3];
+    enum mt_status st;
 
     *out = NULL;
-    if (dims == 0 || dims > MT_VEC_MAX_DIMS || count > MT_VEC_MAX_COUNT ||
-        flags > (VEC_FLAG_FLOAT | VEC_FLAG_NORMALIZE | VEC_FLAG_REFINE))
-        return mt_fail(err, MT_EPARSE, "bad vector header");
-    p.keep_float = (flags & VEC_FLAG_FLOAT) != 0;
-    p.normalize = (flags & VEC_FLAG_NORMALIZE) != 0;
-    p.refine = (flags & VEC_FLAG_REFINE) != 0;
-    if (mt_vecset_new(dims, &p, &vs) != MT_OK)
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    vs->readonly = 1;
-    vs->count = vs->cap = (uint32_t)count;
-    vs->scales = mt_vec_map_take(m, n * sizeof(float));
-    if (p.keep_float)
-        vs->floats = mt_vec_map_take(m, n * dims * sizeof(float));
-    vs->codes = mt_vec_map_take(m, n * dims);
-    if (p.refine)
-        vs->refine = mt_vec_map_take(m, n * vs->rbytes);
-    if (!vs->scales || !vs->codes || (p.keep_float && !vs->floats) ||
-        (p.refine && !vs->refine)) {
+    st = mt_vec_file_meta(f, MT_VEC_SEC_META, meta, 3, err);
+    if (st != MT_OK)
+        return st;
+    st = view_new(meta, &vs);
+    if (st != MT_OK)
+        return mt_fail(err, st, "%s: %s", mt_vec_file_name(f),
+                       st == MT_ENOMEM ? "out of memory"
+                                       : "bad vector header");
+    st = view_take(vs, f, err);
+    if (st != MT_OK) {
         mt_vecset_free(vs);
-        return mt_fail(err, MT_EPARSE, "vector sections truncated");
+        return st;
     }
     *out = vs;
     return MT_OK;
@@ -761,27 +503,23 @@ enum mt_status mt_vecset_view(struct mt_vec_map *m, uint32_t dims,
 enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
                               struct mt_error *err)
 {
-    struct mt_vec_map m;
+    struct mt_vec_file *f = NULL;
     enum mt_status st;
 
     *out = NULL;
-    st = mt_vec_map_open(&m, path, VECSET_MAGIC, VECSET_VERSION, err);
+    st = mt_vec_file_open(path, &vecset_kind, &f, err);
     if (st != MT_OK)
         return st;
-    st = mt_vecset_view(&m, m.hdr->dims, m.hdr->count, m.hdr->aux[0], out, err);
+    st = mt_vecset_view(f, out, err);
+    if (st == MT_OK)
+        st = mt_vec_file_done(f, err);
     if (st != MT_OK) {
-        mt_vec_map_close(&m);
-        mt_error_prefix(err, "%s", path);
-        return st;
-    }
-    if (m.off != m.size - MT_VEC_HDR_SIZE) {
         mt_vecset_free(*out);
         *out = NULL;
-        mt_vec_map_close(&m);
-        return mt_fail(err, MT_EPARSE, "%s: trailing bytes", path);
+        mt_vec_file_close(f);
+        return st;
     }
-    (*out)->map = m;
-    (*out)->mapped = 1;
+    (*out)->file = f;
     return MT_OK;
 }
 

@@ -1,12 +1,13 @@
 /* int8 vector set: Matryoshka truncation, per-vector int8 scalar
- * quantisation, exact flat search (int8 and float32), and the simple
- * checksummed, atomically written, mmapped file format HNSW shares. */
+ * quantisation, exact flat search (int8 and float32), and its file in the
+ * segment container (atomically written, mmapped), which HNSW shares. */
 #ifndef MT_INDEX_VEC_H
 #define MT_INDEX_VEC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/segment.h"
 #include "medtrust/status.h"
 
 #ifdef __cplusplus
@@ -154,7 +155,6 @@ float mt_vecset_rescore(const struct mt_vecset *vs, const float *q,
 uint32_t mt_vec_rescore_pool(uint32_t k);
 /* NULL when the set keeps no floats. */
 const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id);
-int mt_vecset_normalizes(const struct mt_vecset *vs);
 /* Copies (normalising when the set does) the query into qf and quantises
  * it into qcodes; returns the query scale through *qscale. */
 enum mt_status mt_vecset_prepare_query(const struct mt_vecset *vs,
@@ -178,86 +178,90 @@ static inline int mt_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
     return a.score > b.score || (a.score == b.score && a.id < b.id);
 }
 
-/* 64-bit checksum over whole 32-byte blocks (4 lanes, xxh64-style rounds:
- * any change within one 8-byte word always changes the result). */
-struct mt_vec_hash {
-    uint64_t v[4];
-    uint64_t len;
+/* ==== Files (vec_file.c) ====
+ *
+ * A vector set is a segment file (segment.h) with magic "MTVEC002" and
+ * 64-byte aligned sections, as the old format aligned them, so the mmapped
+ * codes sit where the SIMD kernels found them before:
+ *   VMET  u64 dims, u64 count, u64 flags (MT_VEC_FLAG_*)
+ *   VSCL  count float scales
+ *   VFLT  count * dims floats            (only with MT_VEC_FLAG_FLOAT)
+ *   VCOD  count * dims int8 codes
+ *   VRES  count * ((dims + 1) / 2) bytes (only with MT_VEC_FLAG_REFINE)
+ * An HNSW file holds the same sections plus the graph's (hnsw.c).
+ *
+ * Files written before the segment container (magic "MTVECSET" or
+ * "MTHNSW01" then u32 version 1: a 128-byte header with a 64-bit hash
+ * and the same arrays back to back, each padded to 64 bytes) still open:
+ * mt_vec_file_open looks at the first 8 bytes and maps such a file with
+ * the old reader (vec_file.c, "Files written before"), which serves the
+ * same sections in the order they were written. Nothing writes that format
+ * any more; writing the set or graph again converts it. */
+#define MT_VEC_FLAG_FLOAT 1u
+#define MT_VEC_FLAG_NORMALIZE 2u
+#define MT_VEC_FLAG_REFINE 4u
+#define MT_VEC_FILE_ALIGN 64u
+#define MT_VEC_SEC_META MT_SEG_ID('V', 'M', 'E', 'T')
+#define MT_VEC_SEC_SCALES MT_SEG_ID('V', 'S', 'C', 'L')
+#define MT_VEC_SEC_FLOATS MT_SEG_ID('V', 'F', 'L', 'T')
+#define MT_VEC_SEC_CODES MT_SEG_ID('V', 'C', 'O', 'D')
+#define MT_VEC_SEC_REFINE MT_SEG_ID('V', 'R', 'E', 'S')
+
+/* Which file: the magic of its segment form and of its old form. */
+struct mt_vec_kind {
+    const char *magic;     /* 8 bytes, the segment form */
+    uint32_t version;      /* the segment form's format version */
+    const char *old_magic; /* 8 bytes, the form written before */
 };
-void mt_vec_hash_init(struct mt_vec_hash *h, uint64_t seed);
-/* n must be a multiple of 32. */
-void mt_vec_hash_update(struct mt_vec_hash *h, const void *p, size_t n);
-uint64_t mt_vec_hash_final(const struct mt_vec_hash *h);
 
-/* File header (little-endian, 128 bytes). The payload is a sequence of
- * sections, each padded with zeros to a multiple of 64 bytes. checksum =
- * hash(header with checksum 0, seed = hash(payload, seed 0)). */
-#define MT_VEC_HDR_SIZE 128
-struct mt_vec_hdr {
-    char magic[8];
-    uint32_t version;
-    uint32_t dims;
-    uint64_t count;
-    uint64_t payload_len;
-    uint64_t checksum;
-    uint64_t aux[11]; /* format-specific fields */
-};
+/* An open, verified vector or graph file of either form. */
+struct mt_vec_file;
 
-/* Pads n to the section alignment (64). */
-static inline size_t mt_vec_pad64(size_t n)
-{
-    return (n + 63u) & ~(size_t)63u;
-}
+/* Maps 'path' and verifies it (segment checksums, or the old header and
+ * hash). On success *out owns the file (mt_vec_file_close). MT_EIO when
+ * it cannot be read; MT_EPARSE naming the file when damaged or foreign. */
+enum mt_status mt_vec_file_open(const char *path, const struct mt_vec_kind *k,
+                                struct mt_vec_file **out,
+                                struct mt_error *err);
+void mt_vec_file_close(struct mt_vec_file *f);
+const char *mt_vec_file_name(const struct mt_vec_file *f);
 
-/* Writes path.tmp section by section, then commits atomically. */
-struct mt_vec_writer {
-    int fd;
-    char *tmp;
-    const char *path;
-    struct mt_vec_hash hash;
-    uint64_t len;
-};
-enum mt_status mt_vec_writer_begin(struct mt_vec_writer *w, const char *path,
-                                   struct mt_error *err);
-/* Writes n bytes at p plus zero padding to a multiple of 64. */
-enum mt_status mt_vec_writer_put(struct mt_vec_writer *w, const void *p,
-                                 size_t n, struct mt_error *err);
-/* Fills hdr->payload_len and checksum, writes the header, fsyncs, renames
- * over the path and fsyncs the directory. Always releases the writer. */
-enum mt_status mt_vec_writer_commit(struct mt_vec_writer *w,
-                                    struct mt_vec_hdr *hdr,
-                                    struct mt_error *err);
-/* Releases the writer and removes path.tmp. */
-void mt_vec_writer_abort(struct mt_vec_writer *w);
+/* The n u64 fields of metadata section 'id'. An old file has its fields
+ * in its header: MT_VEC_SEC_META is (dims, count, aux[0]), and any other
+ * id is aux[1..n]. MT_EPARSE when the section is missing or shorter. */
+enum mt_status mt_vec_file_meta(const struct mt_vec_file *f, uint32_t id,
+                                uint64_t *v, size_t n, struct mt_error *err);
 
-/* A mapped, verified file; sections are taken in the order written. */
-struct mt_vec_map {
-    void *base;
-    size_t size;
-    const struct mt_vec_hdr *hdr;
-    size_t off; /* next section, from the payload start */
-};
-/* Maps 'path' and checks magic, version, size and checksum (MT_EPARSE
- * naming the file); MT_EIO when it cannot be opened. */
-enum mt_status mt_vec_map_open(struct mt_vec_map *m, const char *path,
-                               const char magic[8], uint32_t version,
-                               struct mt_error *err);
-/* Returns the next section of n bytes, or NULL when the payload is too
- * short. */
-const void *mt_vec_map_take(struct mt_vec_map *m, size_t n);
-void mt_vec_map_close(struct mt_vec_map *m);
+/* The array section 'id' of exactly n bytes, in *p (64-byte aligned).
+ * An old file serves its arrays in the order written, so callers take
+ * them in that order. MT_EPARSE naming the file and section when missing
+ * or of another size. */
+enum mt_status mt_vec_file_take(struct mt_vec_file *f, uint32_t id, size_t n,
+                                const void **p, struct mt_error *err);
 
-/* Writes the set's sections (scales, floats, codes) for an embedding
- * file; stores flags in *flags. */
+/* After the last take: MT_EPARSE when an old file has trailing bytes. */
+enum mt_status mt_vec_file_done(const struct mt_vec_file *f,
+                                struct mt_error *err);
+
+/* Starts a segment writer for path (kind's magic, 64-byte sections). */
+enum mt_status mt_vec_file_create(const char *path,
+                                  const struct mt_vec_kind *k,
+                                  struct mt_seg_writer **out,
+                                  struct mt_error *err);
+
+/* Writes one section: id, then n bytes at p. */
+enum mt_status mt_vec_file_put(struct mt_seg_writer *w, uint32_t id,
+                               const void *p, size_t n, struct mt_error *err);
+
+/* Writes the set's sections (VMET, VSCL, VFLT, VCOD, VRES). */
 enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_vec_writer *w, uint64_t *flags,
+                                      struct mt_seg_writer *w,
                                       struct mt_error *err);
-/* Builds a read-only set viewing the sections at the map's cursor; the
- * map must outlive it (the set does not unmap it). MT_EPARSE when the
- * sections are missing or inconsistent. */
-enum mt_status mt_vecset_view(struct mt_vec_map *m, uint32_t dims,
-                              uint64_t count, uint64_t flags,
-                              struct mt_vecset **out, struct mt_error *err);
+/* Builds a read-only set viewing the set's sections of f; f must outlive
+ * it (the set does not close it). MT_EPARSE when the sections are missing
+ * or inconsistent. */
+enum mt_status mt_vecset_view(struct mt_vec_file *f, struct mt_vecset **out,
+                              struct mt_error *err);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "index/hnsw.h"
+#include "index/segment.h"
 #include "index/vec.h"
 #include "medtrust/core.h"
 
@@ -320,34 +321,51 @@ static void test_hnsw_rejects_truncated_and_flipped(void **state)
     free(b);
 }
 
-/* Re-seals a modified file so only the structural checks can catch it. */
+/* Re-seals a modified segment file (every section CRC, the table's and
+ * the header's; layout in segment.h) so only the structural checks can
+ * catch it. */
 static void reseal(unsigned char *b, long n)
 {
-    struct mt_vec_hash hh;
-    struct mt_vec_hdr hd;
-    uint64_t ph;
-    mt_vec_hash_init(&hh, 0);
-    mt_vec_hash_update(&hh, b + MT_VEC_HDR_SIZE, (size_t)n - MT_VEC_HDR_SIZE);
-    ph = mt_vec_hash_final(&hh);
-    memcpy(&hd, b, sizeof hd);
-    hd.checksum = 0;
-    mt_vec_hash_init(&hh, ph);
-    mt_vec_hash_update(&hh, &hd, sizeof hd);
-    hd.checksum = mt_vec_hash_final(&hh);
-    memcpy(b, &hd, sizeof hd);
+    uint64_t toff, off, size, v;
+    uint32_t ns, i;
+    memcpy(&toff, b + 24, 8);
+    memcpy(&ns, b + 32, 4);
+    CHECK(toff + (uint64_t)ns * MT_SEG_ENTRY_SIZE == (uint64_t)n);
+    for (i = 0; i < ns; i++) {
+        unsigned char *e = b + toff + (size_t)i * MT_SEG_ENTRY_SIZE;
+        memcpy(&off, e + 8, 8);
+        memcpy(&size, e + 16, 8);
+        v = mt_crc32c(0, b + off, (size_t)size);
+        memcpy(e + 24, &v, 8);
+    }
+    v = mt_crc32c(0, b + toff, (size_t)ns * MT_SEG_ENTRY_SIZE);
+    memcpy(b + 40, &v, 8);
+    v = mt_crc32c(0, b, 56);
+    memcpy(b + 56, &v, 8);
+}
+
+/* Offset of section 'id' in the segment file image b. */
+static long section_at(const unsigned char *b, long n, uint32_t id)
+{
+    struct mt_seg *sg;
+    const void *p;
+    size_t size;
+    long off;
+    CHECK_OK(mt_seg_open_mem(b, (size_t)n, "graph", "MTHNSW02", 0, &sg, NULL));
+    CHECK_OK(mt_seg_section(sg, id, &p, &size, NULL));
+    off = (long)((const unsigned char *)p - b);
+    mt_seg_close(sg);
+    return off;
 }
 
 static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
 {
-    /* 300 x 64: scales 1216, codes 19200, residuals 9600, levels 320,
-     * upper_off 1216 */
-    const long links0 = MT_VEC_HDR_SIZE + 1216 + 19200 + 9600 + 320 + 1216;
     struct mt_vecset *s;
     struct mt_hnsw *h;
     char path[128];
     unsigned char *b;
     uint32_t w[2];
-    long n;
+    long n, links0;
     uint32_t i;
     (void)state;
     snprintf(path, sizeof path, "%s/graph.hnsw", tmpdir);
@@ -359,6 +377,7 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     mt_hnsw_free(h);
     mt_vecset_free(s);
     file_bytes(path, &b, &n);
+    links0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
     memcpy(w, b + links0, sizeof w);
     CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < 300); /* offsets are right */
     reseal(b, n);
@@ -372,11 +391,67 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     h = (struct mt_hnsw *)1;
     CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
     expect_rejected(path, "graph.hnsw");
-    b[12] = 0; /* dims 0, checksum resealed */
+    memset(b + section_at(b, n, MT_VEC_SEC_META), 0, 8); /* dims 0 */
     reseal(b, n);
     put_bytes(path, b, n);
     CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE);
     free(b);
+}
+
+/* Vector i of tests/unit/legacy/v1.hnsw: 48 x 16, indexed with M 4 and
+ * written by mt_hnsw_write in the format before the segment container
+ * (commit 099b174); test_vec.c opens its sibling v1.vec. */
+static void legacy_vec(uint32_t i, float *v)
+{
+    uint32_t j;
+    for (j = 0; j < 16; j++)
+        v[j] = (float)((i + 1) * (j + 3) % 19) - 9.0f +
+               (j == i % 16 ? 4.0f : 0.0f);
+}
+
+/* Graph top-5 of every vector: the same in a and b, itself first. */
+static void same_graph_hits(const struct mt_hnsw *a, const struct mt_hnsw *b)
+{
+    struct mt_vec_hit h1[5], h2[5];
+    uint32_t n1, n2, i;
+    float v[16];
+    for (i = 0; i < 48; i++) {
+        legacy_vec(i, v);
+        CHECK_OK(mt_hnsw_search(a, v, 5, 0, NULL, h1, &n1));
+        CHECK_OK(mt_hnsw_search(b, v, 5, 0, NULL, h2, &n2));
+        CHECK(n1 == 5 && n2 == 5 && memcmp(h1, h2, sizeof h1) == 0);
+        CHECK(h1[0].id == i);
+    }
+}
+
+static void test_hnsw_opens_file_written_before_segments(void **state)
+{
+    const char *old_path = "tests/unit/legacy/v1.hnsw";
+    struct mt_hnsw *old, *conv;
+    struct mt_error err;
+    char path[128];
+    unsigned char *b;
+    long n;
+    (void)state;
+    if (mt_hnsw_open(old_path, &old, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    CHECK(mt_hnsw_count(old) == 48 && mt_hnsw_params_of(old).M == 4);
+    CHECK(mt_vecset_dims(mt_hnsw_vecset(old)) == 16);
+    snprintf(path, sizeof path, "%s/conv.hnsw", tmpdir);
+    CHECK_OK(mt_hnsw_write(old, path, &err)); /* rewriting converts */
+    CHECK_OK(mt_hnsw_open(path, &conv, &err));
+    same_graph_hits(old, conv);
+    mt_hnsw_free(conv);
+    file_bytes(path, &b, &n);
+    CHECK(memcmp(b, "MTHNSW02", 8) == 0);
+    free(b);
+    file_bytes(old_path, &b, &n);
+    b[n / 2] ^= 1;
+    put_bytes(path, b, n);
+    CHECK(mt_hnsw_open(path, &conv, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "checksum") != NULL && conv == NULL);
+    free(b);
+    mt_hnsw_free(old);
 }
 
 static void test_hnsw_default_ef_grows_with_size(void **state)
@@ -573,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_hnsw_build_is_deterministic),
         cmocka_unit_test(test_hnsw_rejects_truncated_and_flipped),
         cmocka_unit_test(test_hnsw_rejects_bad_graph_with_valid_checksum),
+        cmocka_unit_test(test_hnsw_opens_file_written_before_segments),
         cmocka_unit_test(test_hnsw_default_ef_grows_with_size),
         cmocka_unit_test(test_hnsw_rescore_modes),
         cmocka_unit_test(test_hnsw_filter_honoured),

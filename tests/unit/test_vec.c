@@ -453,11 +453,77 @@ static void test_vecset_file_round_trip(void **state)
     CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "checksum") != NULL);
     copy_prefix(path, bad, sb.st_size);
-    flip_byte(bad, 12); /* dims in the header */
+    flip_byte(bad, 12); /* the format version in the header */
     CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
     path_in_tmp(bad, sizeof bad, "missing.vec");
     CHECK(mt_vecset_open(bad, &vo, &err) == MT_EIO);
     mt_vecset_free(vs);
+}
+
+/* The vector of tests/unit/legacy/v1.vec and v1.hnsw (48 x 16), which
+ * mt_vecset_write and mt_hnsw_write wrote in the format before the segment
+ * container (commit 099b174): v1.vec keeps floats, v1.hnsw is a default
+ * set indexed with M 4. */
+static void legacy_vec(uint32_t i, float *v)
+{
+    uint32_t j;
+    for (j = 0; j < 16; j++)
+        v[j] = (float)((i + 1) * (j + 3) % 19) - 9.0f +
+               (j == i % 16 ? 4.0f : 0.0f);
+}
+
+/* Flat top-5 of each of the 48 vectors in a and b are the same. */
+static void same_flat_hits(const struct mt_vecset *a, const struct mt_vecset *b)
+{
+    struct mt_vec_hit h1[5], h2[5];
+    uint32_t n1, n2, i;
+    float v[16];
+    for (i = 0; i < 48; i++) {
+        legacy_vec(i, v);
+        CHECK_OK(mt_vecset_search_flat(a, v, 5, NULL, h1, &n1));
+        CHECK_OK(mt_vecset_search_flat(b, v, 5, NULL, h2, &n2));
+        CHECK(n1 == 5 && n2 == 5 && memcmp(h1, h2, sizeof h1) == 0);
+        CHECK(h1[0].id == i);
+    }
+}
+
+static void test_vecset_opens_file_written_before_segments(void **state)
+{
+    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset *fresh, *old, *conv;
+    struct mt_error err;
+    char path[128];
+    char magic[8];
+    float v[16];
+    uint32_t i;
+    FILE *f;
+    (void)state;
+    p.keep_float = 1;
+    CHECK_OK(mt_vecset_new(16, &p, &fresh));
+    for (i = 0; i < 48; i++) {
+        legacy_vec(i, v);
+        CHECK_OK(mt_vecset_add(fresh, v, NULL));
+    }
+    if (mt_vecset_open("tests/unit/legacy/v1.vec", &old, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    CHECK(mt_vecset_count(old) == 48 && mt_vecset_dims(old) == 16);
+    CHECK(mt_vecset_has_float(old));
+    CHECK(memcmp(mt_vecset_codes(old), mt_vecset_codes(fresh), 48 * 16) == 0);
+    same_flat_hits(fresh, old);
+    path_in_tmp(path, sizeof path, "conv.vec"); /* rewriting converts */
+    CHECK_OK(mt_vecset_write(old, path, &err));
+    CHECK_OK(mt_vecset_open(path, &conv, &err));
+    same_flat_hits(old, conv);
+    f = fopen(path, "rb");
+    CHECK(f && fread(magic, 1, 8, f) == 8 && memcmp(magic, "MTVEC002", 8) == 0);
+    fclose(f);
+    mt_vecset_free(conv);
+    copy_prefix("tests/unit/legacy/v1.vec", path, 4544);
+    flip_byte(path, 2000);
+    CHECK(mt_vecset_open(path, &conv, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "checksum") != NULL && conv == NULL);
+    mt_vecset_free(old);
+    mt_vecset_free(fresh);
 }
 
 static void test_vecset_oom_loop(void **state)
@@ -517,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_flat_filter_and_k_beyond_n),
         cmocka_unit_test(test_vecset_rejects_bad_input),
         cmocka_unit_test(test_vecset_file_round_trip),
+        cmocka_unit_test(test_vecset_opens_file_written_before_segments),
         cmocka_unit_test(test_vecset_oom_loop),
     };
     return cmocka_run_group_tests_name("vec", tests, NULL, teardown);
