@@ -12,9 +12,13 @@ $(BUILD)/obj/src/model/use_lite_gemm.o: CFLAGS_ALL += -O3 -ffp-contract=fast
 $(BUILD)/obj/src/model/use_lite_file.o: \
     CFLAGS_ALL += -DMT_USE_LITE_DATADIR='"$(PREFIX)/share/medtrust"'
 
-$(UL_CONV): tools/use_lite_convert.c $(UL_LIB)
+# The converter (tools/use_lite_conv.c) is build-time only, so it is linked
+# into the tool and not into the library.
+$(UL_CONV): tools/use_lite_convert.c tools/use_lite_conv.c \
+    tools/use_lite_conv.h $(UL_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -o $@ $(filter %.c,$^) \
+	    $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
 
 $(UL_BENCH): bench/use_lite_bench.c $(UL_LIB)
 	@mkdir -p $(dir $@)

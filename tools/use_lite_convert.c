@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "medtrust/core.h"
-#include "model/use_lite.h"
+#include "use_lite_conv.h"
 
 int main(int argc, char **argv)
 {

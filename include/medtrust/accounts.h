@@ -66,10 +66,6 @@ enum mt_status mt_user_del(struct mt_store *s, const char *name,
 enum mt_status mt_user_passwd(struct mt_store *s, const char *name,
                               const char *password, struct mt_error *err);
 
-/* Sets the user's role. MT_ENOTFOUND when there is no such user. */
-enum mt_status mt_user_set_role(struct mt_store *s, const char *name,
-                                enum mt_role role, struct mt_error *err);
-
 /* Looks up a user by name; MT_ENOTFOUND when absent. */
 enum mt_status mt_user_get(struct mt_store *s, const char *name,
                            struct mt_user *out, struct mt_error *err);

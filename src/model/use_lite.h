@@ -1,5 +1,5 @@
 /* Universal Sentence Encoder Lite in C: the private interface between the
- * weight file (use_lite_file.c), converter (use_lite_conv.c), tokenizer
+ * weight file (use_lite_file.c; tools/use_lite_conv.c writes it), tokenizer
  * (use_lite_tok.c), forward pass (use_lite_fwd.c) and embedder glue. */
 #ifndef MT_MODEL_USE_LITE_H
 #define MT_MODEL_USE_LITE_H
@@ -121,14 +121,6 @@ uint32_t mt_ul_crc32(uint32_t crc, const void *p, size_t n);
  * install prefix, and build/ under the working directory. Returns a path
  * the caller frees with mt_free, or NULL (MT_ENOTFOUND in err). */
 char *mt_ul_find_weights(struct mt_error *err);
-
-/* ==== Converter (use_lite_conv.c) ==== */
-
-/* Reads model.json, its shards and vocab.json from 'src_dir' (the
- * package's dist/ folder) and writes the weight file 'out_path' (atomic:
- * a temporary file renamed into place). 'int8' writes the int8 variant. */
-enum mt_status mt_ul_convert(const char *src_dir, const char *out_path,
-                             int int8, struct mt_error *err);
 
 /* ==== Tokenizer (use_lite_tok.c) ==== */
 

@@ -254,19 +254,6 @@ enum mt_status mt_user_passwd(struct mt_store *s, const char *name,
     return st;
 }
 
-enum mt_status mt_user_set_role(struct mt_store *s, const char *name,
-                                enum mt_role role, struct mt_error *err)
-{
-    int n = 0;
-    enum mt_status st =
-        exec_args(s, &n, err, "UPDATE users SET role=? WHERE name=?", "ss",
-                  mt_role_str(role), name);
-
-    if (st == MT_OK && n == 0)
-        return mt_fail(err, MT_ENOTFOUND, "no user '%s'", name);
-    return st;
-}
-
 enum mt_status mt_user_get(struct mt_store *s, const char *name,
                            struct mt_user *out, struct mt_error *err)
 {
