@@ -516,7 +516,7 @@ enum mt_status mt_ul_convert(const char *src_dir, const char *out_path,
     if (st == MT_OK)
         st = build_image(&c, &img);
     if (st == MT_OK)
-        st = mt_file_write_atomic(out_path, img.data, img.len, err);
+        st = mtx_file_write_atomic(out_path, img.data, img.len, err);
     json_decref(c.model);
     json_decref(c.vocab);
     mt_buf_free(&c.shards);

@@ -285,7 +285,7 @@ static enum mt_status write_output(const struct run_state *s, const char *path,
         if (s->notes[i].line && (with_failed || !s->notes[i].failed))
             st = mt_buf_printf(&b, "%s\n", s->notes[i].line);
     if (st == MT_OK)
-        st = mt_file_write_atomic(path, b.data, b.len, err);
+        st = mtx_file_write_atomic(path, b.data, b.len, err);
     else
         mt_fail(err, st, "%s: out of memory", path);
     mt_buf_free(&b);

@@ -130,7 +130,7 @@ enum mt_status journal_append(struct journal *j, const char *id,
     mt_free(s);
     if (st == MT_OK) {
         pthread_mutex_lock(&j->mu);
-        st = mt_file_write_all(j->fd, b.data, b.len);
+        st = mtx_file_write_all(j->fd, b.data, b.len);
         if (st == MT_OK && fdatasync(j->fd) != 0)
             st = MT_EIO;
         pthread_mutex_unlock(&j->mu);

@@ -321,7 +321,7 @@ enum mt_status qa_items_write(const struct qa_item *v, size_t n,
     for (i = 0; st == MT_OK && i < n; i++)
         st = mt_buf_printf(&b, "%s\n", v[i].line ? v[i].line : "{}");
     if (st == MT_OK)
-        st = mt_file_write_atomic(path, b.data, b.len, err);
+        st = mtx_file_write_atomic(path, b.data, b.len, err);
     else
         mt_fail(err, st, "%s: out of memory", path);
     mt_buf_free(&b);

@@ -9,7 +9,7 @@
 #include "core/file.h"
 #include "medtrust/core.h"
 
-enum mt_status mt_file_write_all(int fd, const void *p, size_t n)
+enum mt_status mtx_file_write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
 
@@ -28,7 +28,7 @@ enum mt_status mt_file_write_all(int fd, const void *p, size_t n)
     return MT_OK;
 }
 
-void mt_file_atomic_abort(struct mt_file_atomic *a)
+void mtx_file_atomic_abort(struct mtx_file_atomic *a)
 {
     if (a->fd >= 0) {
         close(a->fd);
@@ -41,8 +41,9 @@ void mt_file_atomic_abort(struct mt_file_atomic *a)
     a->tmp = NULL;
 }
 
-enum mt_status mt_file_atomic_begin(struct mt_file_atomic *a, const char *path,
-                                    mode_t mode, struct mt_error *err)
+enum mt_status mtx_file_atomic_begin(struct mtx_file_atomic *a,
+                                     const char *path, mode_t mode,
+                                     struct mt_error *err)
 {
     size_t n = strlen(path);
 
@@ -50,7 +51,7 @@ enum mt_status mt_file_atomic_begin(struct mt_file_atomic *a, const char *path,
     a->path = mt_strdup(path);
     a->tmp = mt_malloc(n + 5);
     if (!a->path || !a->tmp) {
-        mt_file_atomic_abort(a);
+        mtx_file_atomic_abort(a);
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     }
     memcpy(a->tmp, path, n);
@@ -59,16 +60,16 @@ enum mt_status mt_file_atomic_begin(struct mt_file_atomic *a, const char *path,
     if (a->fd < 0) {
         enum mt_status st = mt_fail(err, MT_EIO, "%s: cannot create: %s",
                                     a->tmp, strerror(errno));
-        mt_file_atomic_abort(a);
+        mtx_file_atomic_abort(a);
         return st;
     }
     return MT_OK;
 }
 
-enum mt_status mt_file_atomic_write(struct mt_file_atomic *a, const void *p,
-                                    size_t n, struct mt_error *err)
+enum mt_status mtx_file_atomic_write(struct mtx_file_atomic *a, const void *p,
+                                     size_t n, struct mt_error *err)
 {
-    if (mt_file_write_all(a->fd, p, n) != MT_OK)
+    if (mtx_file_write_all(a->fd, p, n) != MT_OK)
         return mt_fail(err, MT_EIO, "%s: write failed: %s", a->tmp,
                        strerror(errno));
     return MT_OK;
@@ -79,9 +80,9 @@ enum mt_status mt_file_atomic_write(struct mt_file_atomic *a, const void *p,
 static enum mt_status sync_dir(const char *path, struct mt_error *err)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? mt_strndup(path, slash == path ? 1
-                                                       : (size_t)(slash - path))
-                      : mt_strdup(".");
+    char *dir =
+        slash ? mt_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+              : mt_strdup(".");
     int fd;
     int rc;
 
@@ -98,8 +99,8 @@ static enum mt_status sync_dir(const char *path, struct mt_error *err)
     return MT_OK;
 }
 
-enum mt_status mt_file_atomic_commit(struct mt_file_atomic *a,
-                                     struct mt_error *err)
+enum mt_status mtx_file_atomic_commit(struct mtx_file_atomic *a,
+                                      struct mt_error *err)
 {
     enum mt_status st = MT_OK;
     int fd = a->fd;
@@ -118,22 +119,22 @@ enum mt_status mt_file_atomic_commit(struct mt_file_atomic *a,
         unlink(a->tmp);
     else
         st = sync_dir(a->path, err);
-    mt_file_atomic_abort(a);
+    mtx_file_atomic_abort(a);
     return st;
 }
 
-enum mt_status mt_file_write_atomic(const char *path, const void *data,
-                                    size_t n, struct mt_error *err)
+enum mt_status mtx_file_write_atomic(const char *path, const void *data,
+                                     size_t n, struct mt_error *err)
 {
-    struct mt_file_atomic a;
-    enum mt_status st = mt_file_atomic_begin(&a, path, 0644, err);
+    struct mtx_file_atomic a;
+    enum mt_status st = mtx_file_atomic_begin(&a, path, 0644, err);
 
     if (st != MT_OK)
         return st;
-    st = mt_file_atomic_write(&a, data, n, err);
+    st = mtx_file_atomic_write(&a, data, n, err);
     if (st != MT_OK) {
-        mt_file_atomic_abort(&a);
+        mtx_file_atomic_abort(&a);
         return st;
     }
-    return mt_file_atomic_commit(&a, err);
+    return mtx_file_atomic_commit(&a, err);
 }

@@ -557,7 +557,7 @@ enum mt_status mt_eval_report_write(const char *path,
         return mt_fail(err, MT_EINVAL, "report: 1 to 16 runs, not %zu", nrun);
     st = build(&o, ref, runs, nrun);
     if (st == MT_OK)
-        st = mt_file_write_atomic(path, o.b.data, o.b.len, err);
+        st = mtx_file_write_atomic(path, o.b.data, o.b.len, err);
     else
         mt_fail(err, st, "report: %s", mt_status_str(st));
     mt_buf_free(&o.b);

@@ -85,7 +85,7 @@ struct mt_hnsw {
     uint32_t *upper_off_mem;
     uint32_t *links0_mem;
     uint32_t *upper_mem;
-    struct mt_vec_file *file; /* owned when opened from a file */
+    struct mtx_vec_file *file; /* owned when opened from a file */
     struct pool *pool;
     struct build_sync *sync; /* during a parallel build only, else NULL */
 };
@@ -901,7 +901,7 @@ void mt_hnsw_free(struct mt_hnsw *h)
     mt_free(h->links0_mem);
     mt_free(h->upper_mem);
     mt_vecset_free(h->own_vs);
-    mt_vec_file_close(h->file);
+    mtx_vec_file_close(h->file);
     mt_free(h);
 }
 
@@ -938,8 +938,8 @@ struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h)
 #define SEC_LINKS0 MT_SEG_ID('H', 'L', '0', '_')
 #define SEC_UPPER MT_SEG_ID('H', 'U', 'P', '_')
 
-static const struct mt_vec_kind hnsw_kind = {HNSW_MAGIC, HNSW_VERSION,
-                                             HNSW_OLD_MAGIC};
+static const struct mtx_vec_kind hnsw_kind = {HNSW_MAGIC, HNSW_VERSION,
+                                              HNSW_OLD_MAGIC};
 
 static void hnsw_meta(const struct mt_hnsw *h, uint64_t m[HNSW_META])
 {
@@ -961,17 +961,17 @@ static enum mt_status put_graph(const struct mt_hnsw *h,
     enum mt_status st;
 
     hnsw_meta(h, meta);
-    st = mt_vec_file_put(w, SEC_META, meta, sizeof meta, err);
+    st = mtx_vec_file_put(w, SEC_META, meta, sizeof meta, err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, SEC_LEVELS, h->levels, n, err);
+        st = mtx_vec_file_put(w, SEC_LEVELS, h->levels, n, err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, SEC_UPPER_OFF, h->upper_off, n * 4, err);
+        st = mtx_vec_file_put(w, SEC_UPPER_OFF, h->upper_off, n * 4, err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, SEC_LINKS0, h->links0, n * (h->M0 + 1) * 4,
-                             err);
+        st = mtx_vec_file_put(w, SEC_LINKS0, h->links0, n * (h->M0 + 1) * 4,
+                              err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, SEC_UPPER, h->upper,
-                             (size_t)h->n_upper * (h->p.M + 1) * 4, err);
+        st = mtx_vec_file_put(w, SEC_UPPER, h->upper,
+                              (size_t)h->n_upper * (h->p.M + 1) * 4, err);
     return st;
 }
 
@@ -979,11 +979,11 @@ enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
                              struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
-    enum mt_status st = mt_vec_file_create(path, &hnsw_kind, &w, err);
+    enum mt_status st = mtx_vec_file_create(path, &hnsw_kind, &w, err);
 
     if (st != MT_OK)
         return st;
-    st = mt_vecset_put_sections(h->vs, w, err);
+    st = mtx_vecset_put_sections(h->vs, w, err);
     if (st == MT_OK)
         st = put_graph(h, w, err);
     if (st != MT_OK) {
@@ -1046,22 +1046,21 @@ static int graph_ok(const struct mt_hnsw *h)
 /* Takes the graph's arrays, in the order written. */
 static enum mt_status take_graph(struct mt_hnsw *h, struct mt_error *err)
 {
-    struct mt_vec_file *f = h->file;
+    struct mtx_vec_file *f = h->file;
     size_t n = h->n;
     const void *p[4] = {NULL, NULL, NULL, NULL};
     enum mt_status st;
 
-    st = mt_vec_file_take(f, SEC_LEVELS, n, &p[0], err);
+    st = mtx_vec_file_take(f, SEC_LEVELS, n, &p[0], err);
     if (st == MT_OK)
-        st = mt_vec_file_take(f, SEC_UPPER_OFF, n * 4, &p[1], err);
+        st = mtx_vec_file_take(f, SEC_UPPER_OFF, n * 4, &p[1], err);
     if (st == MT_OK)
-        st = mt_vec_file_take(f, SEC_LINKS0, n * (h->M0 + 1) * 4, &p[2], err);
+        st = mtx_vec_file_take(f, SEC_LINKS0, n * (h->M0 + 1) * 4, &p[2], err);
     if (st == MT_OK)
-        st = mt_vec_file_take(f, SEC_UPPER,
-                              (size_t)h->n_upper * (h->p.M + 1) * 4, &p[3],
-                              err);
+        st = mtx_vec_file_take(
+            f, SEC_UPPER, (size_t)h->n_upper * (h->p.M + 1) * 4, &p[3], err);
     if (st == MT_OK)
-        st = mt_vec_file_done(f, err);
+        st = mtx_vec_file_done(f, err);
     if (st != MT_OK)
         return st;
     h->levels = p[0];
@@ -1069,14 +1068,14 @@ static enum mt_status take_graph(struct mt_hnsw *h, struct mt_error *err)
     h->links0 = p[2];
     h->upper = p[3];
     if (!graph_ok(h))
-        return mt_fail(err, MT_EPARSE, "%s: bad graph", mt_vec_file_name(f));
+        return mt_fail(err, MT_EPARSE, "%s: bad graph", mtx_vec_file_name(f));
     return MT_OK;
 }
 
 static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
                                   struct mt_error *err)
 {
-    enum mt_status st = mt_vecset_view(h->file, &h->own_vs, err);
+    enum mt_status st = mtx_vecset_view(h->file, &h->own_vs, err);
 
     if (st != MT_OK)
         return st;
@@ -1090,7 +1089,7 @@ static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
     h->n_upper = m[3];
     if (m[2] > NONE)
         return mt_fail(err, MT_EPARSE, "%s: bad graph",
-                       mt_vec_file_name(h->file));
+                       mtx_vec_file_name(h->file));
     return take_graph(h, err);
 }
 
@@ -1098,25 +1097,25 @@ enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
                             struct mt_error *err)
 {
     struct mt_hnsw_params p;
-    struct mt_vec_file *f = NULL;
+    struct mtx_vec_file *f = NULL;
     uint64_t m[HNSW_META];
     struct mt_hnsw *h;
     enum mt_status st;
 
     *out = NULL;
-    st = mt_vec_file_open(path, &hnsw_kind, &f, err);
+    st = mtx_vec_file_open(path, &hnsw_kind, &f, err);
     if (st != MT_OK)
         return st;
-    st = mt_vec_file_meta(f, SEC_META, m, HNSW_META, err);
+    st = mtx_vec_file_meta(f, SEC_META, m, HNSW_META, err);
     if (st == MT_OK && !read_meta(&p, m))
         st = mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
     if (st != MT_OK) {
-        mt_vec_file_close(f);
+        mtx_vec_file_close(f);
         return st;
     }
     st = hnsw_alloc(&p, &h);
     if (st != MT_OK) {
-        mt_vec_file_close(f);
+        mtx_vec_file_close(f);
         return mt_fail(err, st, "%s: out of memory", path);
     }
     h->file = f;

@@ -55,7 +55,7 @@ enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
     if (snprintf(path, sizeof path, "%s/MANIFEST", dir) >= (int)sizeof path)
         st = mt_fail(err, MT_EINVAL, "%s/MANIFEST: path too long", dir);
     else
-        st = mt_file_write_atomic(path, txt, strlen(txt), err);
+        st = mtx_file_write_atomic(path, txt, strlen(txt), err);
     mt_free(txt);
     return st;
 }

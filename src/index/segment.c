@@ -139,8 +139,8 @@ struct seg_entry {
 };
 
 struct mt_seg_writer {
-    struct mt_file_atomic file; /* path.tmp until committed */
-    const char *path;           /* file.path */
+    struct mtx_file_atomic file; /* path.tmp until committed */
+    const char *path;            /* file.path */
     unsigned char magic[8];
     uint32_t version;
     uint32_t align;
@@ -155,7 +155,7 @@ struct mt_seg_writer {
 
 static enum mt_status w_flush(struct mt_seg_writer *w, struct mt_error *err)
 {
-    enum mt_status st = mt_file_atomic_write(&w->file, w->buf, w->blen, err);
+    enum mt_status st = mtx_file_atomic_write(&w->file, w->buf, w->blen, err);
 
     w->blen = 0;
     return st;
@@ -193,7 +193,7 @@ void mt_seg_writer_abort(struct mt_seg_writer *w)
 {
     if (!w)
         return;
-    mt_file_atomic_abort(&w->file);
+    mtx_file_atomic_abort(&w->file);
     mt_free(w->buf);
     mt_free(w->ents);
     mt_free(w);
@@ -229,7 +229,7 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
     memcpy(w->magic, magic, 8);
     w->version = version;
     w->align = MT_SEG_ALIGN;
-    st = mt_file_atomic_begin(&w->file, path, 0644, err);
+    st = mtx_file_atomic_begin(&w->file, path, 0644, err);
     if (st != MT_OK) {
         mt_seg_writer_abort(w);
         return st;
@@ -244,13 +244,13 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
     return MT_OK;
 }
 
-enum mt_status mt_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
-                                       struct mt_error *err)
+enum mt_status mtx_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
+                                        struct mt_error *err)
 {
     if (w->n || align < MT_SEG_ALIGN || align > MT_SEG_MAX_ALIGN ||
         (align & (align - 1)))
-        return mt_fail(err, MT_EINVAL, "%s: bad section alignment %u",
-                       w->path, (unsigned)align);
+        return mt_fail(err, MT_EINVAL, "%s: bad section alignment %u", w->path,
+                       (unsigned)align);
     w->align = align;
     return MT_OK;
 }
@@ -371,7 +371,7 @@ static enum mt_status w_finish(struct mt_seg_writer *w, struct mt_error *err)
         return MT_EIO;
     if (w_header(w, table_off, table_crc, err) != MT_OK)
         return MT_EIO;
-    return mt_file_atomic_commit(&w->file, err);
+    return mtx_file_atomic_commit(&w->file, err);
 }
 
 enum mt_status mt_seg_writer_commit(struct mt_seg_writer *w,
@@ -493,8 +493,8 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
 }
 
 /* Sections must lie in table order, back to back, each followed by zero
- * padding to the next multiple of the alignment, so that every byte of the file is
- * covered by a checksum or by this check. Runs after check_entry. */
+ * padding to the next multiple of the alignment, so that every byte of the file
+ * is covered by a checksum or by this check. Runs after check_entry. */
 static enum mt_status check_layout(const struct mt_seg *s, struct mt_error *err)
 {
     uint64_t pos = MT_SEG_HEADER_SIZE;

@@ -61,8 +61,8 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
 /* Aligns every section to 'align' bytes (a power of two from MT_SEG_ALIGN
  * to MT_SEG_MAX_ALIGN) instead of 16, so that mmapped arrays meet a
  * kernel's alignment; only before the first section (else MT_EINVAL). */
-enum mt_status mt_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
-                                       struct mt_error *err);
+enum mt_status mtx_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
+                                        struct mt_error *err);
 
 /* Starts section 'id' (ends the previous one). Ids must be unique. */
 enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
@@ -117,8 +117,8 @@ const char *mt_seg_name(const struct mt_seg *s);
 size_t mt_seg_size(const struct mt_seg *s);
 
 /* Finds section 'id': *data (aligned as the file's sections are, at least
- * 16 bytes; read-only, valid until mt_seg_close()) and *size. MT_ENOTFOUND (with a message naming file and
- * section) when absent. Thread-safe. */
+ * 16 bytes; read-only, valid until mt_seg_close()) and *size. MT_ENOTFOUND
+ * (with a message naming file and section) when absent. Thread-safe. */
 enum mt_status mt_seg_section(const struct mt_seg *s, uint32_t id,
                               const void **data, size_t *size,
                               struct mt_error *err);

@@ -10,7 +10,6 @@
 #include "index/vec.h"
 #include "medtrust/core.h"
 
-
 /* A residual r in [-1/2, 1/2] of a code step is kept as round(15 r), a
  * 4-bit value in -7..7. */
 #define REFINE_STEPS 15
@@ -30,7 +29,7 @@ struct mt_vecset {
     float *scales_mem;
     float *floats_mem;
     uint8_t *refine_mem;
-    struct mt_vec_file *file; /* owned by a set from mt_vecset_open */
+    struct mtx_vec_file *file; /* owned by a set from mt_vecset_open */
     int readonly;
 };
 
@@ -196,7 +195,7 @@ void mt_vecset_free(struct mt_vecset *vs)
     mt_free(vs->scales_mem);
     mt_free(vs->floats_mem);
     mt_free(vs->refine_mem);
-    mt_vec_file_close(vs->file);
+    mtx_vec_file_close(vs->file);
     mt_free(vs);
 }
 
@@ -382,11 +381,11 @@ float mt_vecset_rescore(const struct mt_vecset *vs, const float *q, uint32_t id)
 
 /* ==== Files (layout in vec.h) ==== */
 
-static const struct mt_vec_kind vecset_kind = {"MTVEC002", 2u, "MTVECSET"};
+static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 2u, "MTVECSET"};
 
-enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_seg_writer *w,
-                                      struct mt_error *err)
+enum mt_status mtx_vecset_put_sections(const struct mt_vecset *vs,
+                                       struct mt_seg_writer *w,
+                                       struct mt_error *err)
 {
     size_t n = vs->count;
     uint64_t meta[3] = {vs->dims, vs->count,
@@ -395,19 +394,19 @@ enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
                             (vs->refine ? MT_VEC_FLAG_REFINE : 0)};
     enum mt_status st;
 
-    st = mt_vec_file_put(w, MT_VEC_SEC_META, meta, sizeof meta, err);
+    st = mtx_vec_file_put(w, MT_VEC_SEC_META, meta, sizeof meta, err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, MT_VEC_SEC_SCALES, vs->scales,
-                             n * sizeof(float), err);
+        st = mtx_vec_file_put(w, MT_VEC_SEC_SCALES, vs->scales,
+                              n * sizeof(float), err);
     if (st == MT_OK && vs->floats)
-        st = mt_vec_file_put(w, MT_VEC_SEC_FLOATS, vs->floats,
-                             n * vs->dims * sizeof(float), err);
+        st = mtx_vec_file_put(w, MT_VEC_SEC_FLOATS, vs->floats,
+                              n * vs->dims * sizeof(float), err);
     if (st == MT_OK)
-        st = mt_vec_file_put(w, MT_VEC_SEC_CODES, vs->codes, n * vs->dims,
-                             err);
+        st =
+            mtx_vec_file_put(w, MT_VEC_SEC_CODES, vs->codes, n * vs->dims, err);
     if (st == MT_OK && vs->refine)
-        st = mt_vec_file_put(w, MT_VEC_SEC_REFINE, vs->refine,
-                             n * vs->rbytes, err);
+        st = mtx_vec_file_put(w, MT_VEC_SEC_REFINE, vs->refine, n * vs->rbytes,
+                              err);
     return st;
 }
 
@@ -415,11 +414,11 @@ enum mt_status mt_vecset_write(const struct mt_vecset *vs, const char *path,
                                struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
-    enum mt_status st = mt_vec_file_create(path, &vecset_kind, &w, err);
+    enum mt_status st = mtx_vec_file_create(path, &vecset_kind, &w, err);
 
     if (st != MT_OK)
         return st;
-    st = mt_vecset_put_sections(vs, w, err);
+    st = mtx_vecset_put_sections(vs, w, err);
     if (st != MT_OK) {
         mt_seg_writer_abort(w);
         return st;
@@ -435,8 +434,8 @@ static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
 
     if (meta[0] == 0 || meta[0] > MT_VEC_MAX_DIMS ||
         meta[1] > MT_VEC_MAX_COUNT ||
-        meta[2] > (MT_VEC_FLAG_FLOAT | MT_VEC_FLAG_NORMALIZE |
-                   MT_VEC_FLAG_REFINE))
+        meta[2] >
+            (MT_VEC_FLAG_FLOAT | MT_VEC_FLAG_NORMALIZE | MT_VEC_FLAG_REFINE))
         return MT_EPARSE;
     p.keep_float = (meta[2] & MT_VEC_FLAG_FLOAT) != 0;
     p.normalize = (meta[2] & MT_VEC_FLAG_NORMALIZE) != 0;
@@ -450,47 +449,46 @@ static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
 }
 
 /* Takes the arrays in the order the old writer put them. */
-static enum mt_status view_take(struct mt_vecset *vs, struct mt_vec_file *f,
+static enum mt_status view_take(struct mt_vecset *vs, struct mtx_vec_file *f,
                                 struct mt_error *err)
 {
     size_t n = vs->count;
     const void *p = NULL;
     enum mt_status st;
 
-    st = mt_vec_file_take(f, MT_VEC_SEC_SCALES, n * sizeof(float), &p, err);
+    st = mtx_vec_file_take(f, MT_VEC_SEC_SCALES, n * sizeof(float), &p, err);
     vs->scales = p;
     if (st == MT_OK && vs->p.keep_float) {
-        st = mt_vec_file_take(f, MT_VEC_SEC_FLOATS,
-                              n * vs->dims * sizeof(float), &p, err);
+        st = mtx_vec_file_take(f, MT_VEC_SEC_FLOATS,
+                               n * vs->dims * sizeof(float), &p, err);
         vs->floats = p;
     }
     if (st == MT_OK) {
-        st = mt_vec_file_take(f, MT_VEC_SEC_CODES, n * vs->dims, &p, err);
+        st = mtx_vec_file_take(f, MT_VEC_SEC_CODES, n * vs->dims, &p, err);
         vs->codes = p;
     }
     if (st == MT_OK && vs->p.refine) {
-        st = mt_vec_file_take(f, MT_VEC_SEC_REFINE, n * vs->rbytes, &p, err);
+        st = mtx_vec_file_take(f, MT_VEC_SEC_REFINE, n * vs->rbytes, &p, err);
         vs->refine = p;
     }
     return st;
 }
 
-enum mt_status mt_vecset_view(struct mt_vec_file *f, struct mt_vecset **out,
-                              struct mt_error *err)
+enum mt_status mtx_vecset_view(struct mtx_vec_file *f, struct mt_vecset **out,
+                               struct mt_error *err)
 {
     struct mt_vecset *vs = NULL;
     uint64_t meta[3];
     enum mt_status st;
 
     *out = NULL;
-    st = mt_vec_file_meta(f, MT_VEC_SEC_META, meta, 3, err);
+    st = mtx_vec_file_meta(f, MT_VEC_SEC_META, meta, 3, err);
     if (st != MT_OK)
         return st;
     st = view_new(meta, &vs);
     if (st != MT_OK)
-        return mt_fail(err, st, "%s: %s", mt_vec_file_name(f),
-                       st == MT_ENOMEM ? "out of memory"
-                                       : "bad vector header");
+        return mt_fail(err, st, "%s: %s", mtx_vec_file_name(f),
+                       st == MT_ENOMEM ? "out of memory" : "bad vector header");
     st = view_take(vs, f, err);
     if (st != MT_OK) {
         mt_vecset_free(vs);
@@ -503,20 +501,20 @@ enum mt_status mt_vecset_view(struct mt_vec_file *f, struct mt_vecset **out,
 enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
                               struct mt_error *err)
 {
-    struct mt_vec_file *f = NULL;
+    struct mtx_vec_file *f = NULL;
     enum mt_status st;
 
     *out = NULL;
-    st = mt_vec_file_open(path, &vecset_kind, &f, err);
+    st = mtx_vec_file_open(path, &vecset_kind, &f, err);
     if (st != MT_OK)
         return st;
-    st = mt_vecset_view(f, out, err);
+    st = mtx_vecset_view(f, out, err);
     if (st == MT_OK)
-        st = mt_vec_file_done(f, err);
+        st = mtx_vec_file_done(f, err);
     if (st != MT_OK) {
         mt_vecset_free(*out);
         *out = NULL;
-        mt_vec_file_close(f);
+        mtx_vec_file_close(f);
         return st;
     }
     (*out)->file = f;

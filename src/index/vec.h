@@ -193,7 +193,7 @@ static inline int mt_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
  * Files written before the segment container (magic "MTVECSET" or
  * "MTHNSW01" then u32 version 1: a 128-byte header with a 64-bit hash
  * and the same arrays back to back, each padded to 64 bytes) still open:
- * mt_vec_file_open looks at the first 8 bytes and maps such a file with
+ * mtx_vec_file_open looks at the first 8 bytes and maps such a file with
  * the old reader (vec_file.c, "Files written before"), which serves the
  * same sections in the order they were written. Nothing writes that format
  * any more; writing the set or graph again converts it. */
@@ -208,60 +208,60 @@ static inline int mt_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
 #define MT_VEC_SEC_REFINE MT_SEG_ID('V', 'R', 'E', 'S')
 
 /* Which file: the magic of its segment form and of its old form. */
-struct mt_vec_kind {
+struct mtx_vec_kind {
     const char *magic;     /* 8 bytes, the segment form */
     uint32_t version;      /* the segment form's format version */
     const char *old_magic; /* 8 bytes, the form written before */
 };
 
 /* An open, verified vector or graph file of either form. */
-struct mt_vec_file;
+struct mtx_vec_file;
 
 /* Maps 'path' and verifies it (segment checksums, or the old header and
- * hash). On success *out owns the file (mt_vec_file_close). MT_EIO when
+ * hash). On success *out owns the file (mtx_vec_file_close). MT_EIO when
  * it cannot be read; MT_EPARSE naming the file when damaged or foreign. */
-enum mt_status mt_vec_file_open(const char *path, const struct mt_vec_kind *k,
-                                struct mt_vec_file **out,
-                                struct mt_error *err);
-void mt_vec_file_close(struct mt_vec_file *f);
-const char *mt_vec_file_name(const struct mt_vec_file *f);
+enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,
+                                 struct mtx_vec_file **out,
+                                 struct mt_error *err);
+void mtx_vec_file_close(struct mtx_vec_file *f);
+const char *mtx_vec_file_name(const struct mtx_vec_file *f);
 
 /* The n u64 fields of metadata section 'id'. An old file has its fields
  * in its header: MT_VEC_SEC_META is (dims, count, aux[0]), and any other
  * id is aux[1..n]. MT_EPARSE when the section is missing or shorter. */
-enum mt_status mt_vec_file_meta(const struct mt_vec_file *f, uint32_t id,
-                                uint64_t *v, size_t n, struct mt_error *err);
+enum mt_status mtx_vec_file_meta(const struct mtx_vec_file *f, uint32_t id,
+                                 uint64_t *v, size_t n, struct mt_error *err);
 
 /* The array section 'id' of exactly n bytes, in *p (64-byte aligned).
  * An old file serves its arrays in the order written, so callers take
  * them in that order. MT_EPARSE naming the file and section when missing
  * or of another size. */
-enum mt_status mt_vec_file_take(struct mt_vec_file *f, uint32_t id, size_t n,
-                                const void **p, struct mt_error *err);
+enum mt_status mtx_vec_file_take(struct mtx_vec_file *f, uint32_t id, size_t n,
+                                 const void **p, struct mt_error *err);
 
 /* After the last take: MT_EPARSE when an old file has trailing bytes. */
-enum mt_status mt_vec_file_done(const struct mt_vec_file *f,
-                                struct mt_error *err);
+enum mt_status mtx_vec_file_done(const struct mtx_vec_file *f,
+                                 struct mt_error *err);
 
 /* Starts a segment writer for path (kind's magic, 64-byte sections). */
-enum mt_status mt_vec_file_create(const char *path,
-                                  const struct mt_vec_kind *k,
-                                  struct mt_seg_writer **out,
-                                  struct mt_error *err);
+enum mt_status mtx_vec_file_create(const char *path,
+                                   const struct mtx_vec_kind *k,
+                                   struct mt_seg_writer **out,
+                                   struct mt_error *err);
 
 /* Writes one section: id, then n bytes at p. */
-enum mt_status mt_vec_file_put(struct mt_seg_writer *w, uint32_t id,
-                               const void *p, size_t n, struct mt_error *err);
+enum mt_status mtx_vec_file_put(struct mt_seg_writer *w, uint32_t id,
+                                const void *p, size_t n, struct mt_error *err);
 
 /* Writes the set's sections (VMET, VSCL, VFLT, VCOD, VRES). */
-enum mt_status mt_vecset_put_sections(const struct mt_vecset *vs,
-                                      struct mt_seg_writer *w,
-                                      struct mt_error *err);
+enum mt_status mtx_vecset_put_sections(const struct mt_vecset *vs,
+                                       struct mt_seg_writer *w,
+                                       struct mt_error *err);
 /* Builds a read-only set viewing the set's sections of f; f must outlive
  * it (the set does not close it). MT_EPARSE when the sections are missing
  * or inconsistent. */
-enum mt_status mt_vecset_view(struct mt_vec_file *f, struct mt_vecset **out,
-                              struct mt_error *err);
+enum mt_status mtx_vecset_view(struct mtx_vec_file *f, struct mt_vecset **out,
+                               struct mt_error *err);
 
 #ifdef __cplusplus
 }

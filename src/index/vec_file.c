@@ -118,7 +118,7 @@ static uint64_t old_checksum(const struct old_hdr *hdr, uint64_t payload_hash)
 
 /* ==== Open files of either form ==== */
 
-struct mt_vec_file {
+struct mtx_vec_file {
     struct mt_seg *seg; /* the segment form, or NULL for an old file */
     char *path;
     void *base; /* an old file's mapping */
@@ -127,7 +127,7 @@ struct mt_vec_file {
     size_t off; /* an old file's next array, from the payload start */
 };
 
-void mt_vec_file_close(struct mt_vec_file *f)
+void mtx_vec_file_close(struct mtx_vec_file *f)
 {
     if (!f)
         return;
@@ -138,12 +138,12 @@ void mt_vec_file_close(struct mt_vec_file *f)
     mt_free(f);
 }
 
-const char *mt_vec_file_name(const struct mt_vec_file *f)
+const char *mtx_vec_file_name(const struct mtx_vec_file *f)
 {
     return f->path;
 }
 
-static enum mt_status old_check(struct mt_vec_file *f, struct mt_error *err)
+static enum mt_status old_check(struct mtx_vec_file *f, struct mt_error *err)
 {
     const struct old_hdr *h = f->hdr;
     size_t plen = f->size - OLD_HDR_SIZE;
@@ -166,7 +166,7 @@ static enum mt_status old_check(struct mt_vec_file *f, struct mt_error *err)
 }
 
 /* Maps an old file whose first 8 bytes were its magic. */
-static enum mt_status old_open(struct mt_vec_file *f, int fd, size_t size,
+static enum mt_status old_open(struct mtx_vec_file *f, int fd, size_t size,
                                struct mt_error *err)
 {
     if (size < OLD_HDR_SIZE)
@@ -182,7 +182,7 @@ static enum mt_status old_open(struct mt_vec_file *f, int fd, size_t size,
 }
 
 /* Reads the first 8 bytes (zeros when shorter) and the size. */
-static enum mt_status peek(struct mt_vec_file *f, int fd, char magic[8],
+static enum mt_status peek(struct mtx_vec_file *f, int fd, char magic[8],
                            size_t *size, struct mt_error *err)
 {
     struct stat sb;
@@ -200,8 +200,8 @@ static enum mt_status peek(struct mt_vec_file *f, int fd, char magic[8],
     return MT_OK;
 }
 
-static enum mt_status file_open(struct mt_vec_file *f,
-                                const struct mt_vec_kind *k,
+static enum mt_status file_open(struct mtx_vec_file *f,
+                                const struct mtx_vec_kind *k,
                                 struct mt_error *err)
 {
     char magic[8];
@@ -229,21 +229,22 @@ static enum mt_status file_open(struct mt_vec_file *f,
     return st;
 }
 
-enum mt_status mt_vec_file_open(const char *path, const struct mt_vec_kind *k,
-                                struct mt_vec_file **out, struct mt_error *err)
+enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,
+                                 struct mtx_vec_file **out,
+                                 struct mt_error *err)
 {
-    struct mt_vec_file *f = mt_calloc(1, sizeof *f);
+    struct mtx_vec_file *f = mt_calloc(1, sizeof *f);
     enum mt_status st;
 
     if (f)
         f->path = mt_strdup(path);
     if (!f || !f->path) {
-        mt_vec_file_close(f);
+        mtx_vec_file_close(f);
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     }
     st = file_open(f, k, err);
     if (st != MT_OK) {
-        mt_vec_file_close(f);
+        mtx_vec_file_close(f);
         return st;
     }
     *out = f;
@@ -252,7 +253,7 @@ enum mt_status mt_vec_file_open(const char *path, const struct mt_vec_kind *k,
 
 /* ==== Sections ==== */
 
-static enum mt_status old_meta(const struct mt_vec_file *f, uint32_t id,
+static enum mt_status old_meta(const struct mtx_vec_file *f, uint32_t id,
                                uint64_t *v, size_t n, struct mt_error *err)
 {
     const struct old_hdr *h = f->hdr;
@@ -269,8 +270,8 @@ static enum mt_status old_meta(const struct mt_vec_file *f, uint32_t id,
     return MT_OK;
 }
 
-enum mt_status mt_vec_file_meta(const struct mt_vec_file *f, uint32_t id,
-                                uint64_t *v, size_t n, struct mt_error *err)
+enum mt_status mtx_vec_file_meta(const struct mtx_vec_file *f, uint32_t id,
+                                 uint64_t *v, size_t n, struct mt_error *err)
 {
     const void *p;
     size_t size;
@@ -294,8 +295,8 @@ static size_t pad64(size_t n)
     return (n + 63u) & ~(size_t)63u;
 }
 
-enum mt_status mt_vec_file_take(struct mt_vec_file *f, uint32_t id, size_t n,
-                                const void **p, struct mt_error *err)
+enum mt_status mtx_vec_file_take(struct mtx_vec_file *f, uint32_t id, size_t n,
+                                 const void **p, struct mt_error *err)
 {
     size_t size;
     char ids[5];
@@ -307,8 +308,8 @@ enum mt_status mt_vec_file_take(struct mt_vec_file *f, uint32_t id, size_t n,
             return MT_EPARSE;
         if (size != n)
             return mt_fail(err, MT_EPARSE,
-                           "%s: section '%s' holds %zu bytes, not %zu",
-                           f->path, ids, size, n);
+                           "%s: section '%s' holds %zu bytes, not %zu", f->path,
+                           ids, size, n);
         return MT_OK;
     }
     plen = f->size - OLD_HDR_SIZE;
@@ -320,8 +321,8 @@ enum mt_status mt_vec_file_take(struct mt_vec_file *f, uint32_t id, size_t n,
     return MT_OK;
 }
 
-enum mt_status mt_vec_file_done(const struct mt_vec_file *f,
-                                struct mt_error *err)
+enum mt_status mtx_vec_file_done(const struct mtx_vec_file *f,
+                                 struct mt_error *err)
 {
     if (!f->seg && f->off != f->size - OLD_HDR_SIZE)
         return mt_fail(err, MT_EPARSE, "%s: trailing bytes", f->path);
@@ -330,16 +331,16 @@ enum mt_status mt_vec_file_done(const struct mt_vec_file *f,
 
 /* ==== Writing (the segment form only) ==== */
 
-enum mt_status mt_vec_file_create(const char *path,
-                                  const struct mt_vec_kind *k,
-                                  struct mt_seg_writer **out,
-                                  struct mt_error *err)
+enum mt_status mtx_vec_file_create(const char *path,
+                                   const struct mtx_vec_kind *k,
+                                   struct mt_seg_writer **out,
+                                   struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
     enum mt_status st = mt_seg_writer_open(path, k->magic, k->version, &w, err);
 
     if (st == MT_OK)
-        st = mt_seg_writer_set_align(w, MT_VEC_FILE_ALIGN, err);
+        st = mtx_seg_writer_set_align(w, MT_VEC_FILE_ALIGN, err);
     if (st != MT_OK) {
         mt_seg_writer_abort(w);
         return st;
@@ -348,8 +349,8 @@ enum mt_status mt_vec_file_create(const char *path,
     return MT_OK;
 }
 
-enum mt_status mt_vec_file_put(struct mt_seg_writer *w, uint32_t id,
-                               const void *p, size_t n, struct mt_error *err)
+enum mt_status mtx_vec_file_put(struct mt_seg_writer *w, uint32_t id,
+                                const void *p, size_t n, struct mt_error *err)
 {
     enum mt_status st = mt_seg_writer_begin(w, id, err);
 

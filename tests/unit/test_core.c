@@ -107,14 +107,14 @@ static void slurp(const char *path, char *buf, size_t n)
     fclose(f);
 }
 
-/* mt_file_write_atomic replaces a file whole, leaves no PATH.tmp, and on
+/* mtx_file_write_atomic replaces a file whole, leaves no PATH.tmp, and on
  * failure leaves the old file as it was; an aborted writer leaves the old
  * file too, and its temporary file is gone. */
 static void test_file_atomic_replaces_whole_or_not_at_all(void **state)
 {
     char dir[] = "/tmp/mt-atomic-XXXXXX";
     char path[64], tmp[72], bad[96], got[32];
-    struct mt_file_atomic a;
+    struct mtx_file_atomic a;
     struct mt_error err;
     struct stat sb;
     mode_t um;
@@ -122,25 +122,25 @@ static void test_file_atomic_replaces_whole_or_not_at_all(void **state)
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/f", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CHECK_OK(mt_file_write_atomic(path, "first", 5, &err));
-    CHECK_OK(mt_file_write_atomic(path, "second", 6, &err));
+    CHECK_OK(mtx_file_write_atomic(path, "first", 5, &err));
+    CHECK_OK(mtx_file_write_atomic(path, "second", 6, &err));
     slurp(path, got, sizeof got);
     CHECK(strcmp(got, "second") == 0 && access(tmp, F_OK) != 0);
     um = umask(022);
     umask(um);
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == (0644 & ~um));
-    CHECK_OK(mt_file_atomic_begin(&a, path, 0600, &err));
-    CHECK_OK(mt_file_atomic_write(&a, "half", 4, &err));
+    CHECK_OK(mtx_file_atomic_begin(&a, path, 0600, &err));
+    CHECK_OK(mtx_file_atomic_write(&a, "half", 4, &err));
     CHECK(access(tmp, F_OK) == 0);
-    mt_file_atomic_abort(&a);
-    mt_file_atomic_abort(&a); /* twice is harmless */
+    mtx_file_atomic_abort(&a);
+    mtx_file_atomic_abort(&a); /* twice is harmless */
     slurp(path, got, sizeof got);
     CHECK(strcmp(got, "second") == 0 && access(tmp, F_OK) != 0);
     snprintf(bad, sizeof bad, "%s/missing/f", dir);
-    CHECK(mt_file_write_atomic(bad, "x", 1, &err) == MT_EIO);
+    CHECK(mtx_file_write_atomic(bad, "x", 1, &err) == MT_EIO);
     CHECK(strstr(err.msg, "missing/f.tmp") != NULL);
     CHECK(mkdir(tmp, 0755) == 0); /* PATH.tmp cannot be created */
-    CHECK(mt_file_write_atomic(path, "third", 5, &err) == MT_EIO);
+    CHECK(mtx_file_write_atomic(path, "third", 5, &err) == MT_EIO);
     slurp(path, got, sizeof got);
     CHECK(strcmp(got, "second") == 0);
     CHECK(rmdir(tmp) == 0 && unlink(path) == 0 && rmdir(dir) == 0);
