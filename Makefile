@@ -58,6 +58,22 @@ HDRS     := $(wildcard include/medtrust/*.h)
 # name them as prerequisites.
 -include $(sort $(wildcard mk/*.mk))
 
+# A build needs what scripts/bootstrap fetches: without llama.cpp and the
+# USE-lite weights it would quietly make a binary that can load no GGUF
+# model and embed nothing. make stops and says so instead of fetching them
+# itself: the fetch installs apt packages (as root) and downloads from npm,
+# which a build should not do unasked. test, lint, demo and bench run the
+# bootstrap first on their own.
+NO_BOOTSTRAP_GOALS := bootstrap test lint demo bench clean
+ifneq ($(filter-out $(NO_BOOTSTRAP_GOALS),$(or $(MAKECMDGOALS),all)),)
+MISSING_TP := $(if $(wildcard $(LLAMA_SO)),,$(LLAMA_SO)) \
+              $(if $(wildcard $(UL_DIR)/model.json),,$(UL_DIR)/model.json)
+ifneq ($(strip $(MISSING_TP)),)
+$(error missing $(strip $(MISSING_TP)): run `make bootstrap` first (it \
+fetches llama.cpp and the USE-lite weights; see README.md))
+endif
+endif
+
 .PHONY: all test unit-build lint demo bench install clean bootstrap \
         check-headers
 .DEFAULT_GOAL := all

@@ -11,12 +11,25 @@ ifneq ($(wildcard $(LLAMA_SO)),)
 # -isystem: llama.h and ggml.h are third-party and need not pass our WARN.
 CFLAGS_ALL += -DMT_HAVE_LLAMA=1 -DMT_LLAMA_LIB_DIR='"$(LLAMA_BIN)"' \
               -isystem $(LLAMA_SRC)/include -isystem $(LLAMA_SRC)/ggml/include
-LDLIBS_ALL += $(LLAMA_SO) $(LLAMA_BIN)/libggml.v0.5.0.so \
-              $(LLAMA_BIN)/libggml-base.so -Wl,-rpath,$(LLAMA_BIN)
-# An installed binary finds the libraries `make install` puts beside it
-# first ($ORIGIN/../lib/medtrust); in the build tree that folder does not
-# exist and the loader falls through to third_party.
-LDFLAGS += -Wl,-rpath,'$$ORIGIN/../lib/medtrust'
+# The build tree holds its own copy of the libraries and CPU backends in
+# $(BUILD)/lib/medtrust, laid out as `make install` lays out PREFIX, and
+# programs find them relative to themselves: $(BUILD)/medtrust through
+# $ORIGIN/lib/medtrust; the programs a folder down (tests/, fixtures/,
+# tools/, bench/) and an installed binary through $ORIGIN/../lib/medtrust.
+# No absolute path is recorded, so a build tree or a checkout moved to
+# another folder still runs (tests/integration/test_relocate.sh).
+LLAMA_LIB  := $(BUILD)/lib/medtrust
+LLAMA_COPY := $(patsubst $(LLAMA_BIN)/%,$(LLAMA_LIB)/%,\
+                $(wildcard $(LLAMA_BIN)/*.so))
+LDLIBS_ALL += $(LLAMA_LIB)/libllama.v0.5.0.so $(LLAMA_LIB)/libggml.v0.5.0.so \
+              $(LLAMA_LIB)/libggml-base.so
+LDFLAGS += -Wl,-rpath,'$$ORIGIN/lib/medtrust:$$ORIGIN/../lib/medtrust'
+
+# Everything that links links the library, so the copies come first.
+$(LIB): | $(LLAMA_COPY)
+$(LLAMA_LIB)/%.so: $(LLAMA_BIN)/%.so
+	@mkdir -p $(dir $@)
+	@cp $< $@
 
 .PHONY: install-llama
 install: install-llama

@@ -34,7 +34,8 @@ static char lib_dir[4096 + 64];
 
 /* Where the CPU backends (libggml-cpu-*.so) are: $MEDTRUST_LLAMA_LIB, else
  * ../lib/medtrust beside the executable when `make install` put them
- * there, else the build tree's third_party folder. */
+ * there, else lib/medtrust beside it (the build tree's copy, mk/model.mk),
+ * else the third_party folder the library was built from. */
 static void find_lib_dir(void)
 {
     const char *env = getenv("MEDTRUST_LLAMA_LIB");
@@ -53,8 +54,13 @@ static void find_lib_dir(void)
         return;
     *slash = '\0';
     snprintf(probe, sizeof probe, "%s/../lib/medtrust/libggml-base.so", exe);
-    if (access(probe, R_OK) == 0)
+    if (access(probe, R_OK) == 0) {
         snprintf(lib_dir, sizeof lib_dir, "%s/../lib/medtrust", exe);
+        return;
+    }
+    snprintf(probe, sizeof probe, "%s/lib/medtrust/libggml-base.so", exe);
+    if (access(probe, R_OK) == 0)
+        snprintf(lib_dir, sizeof lib_dir, "%s/lib/medtrust", exe);
 }
 
 static void do_init(void)
