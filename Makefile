@@ -122,6 +122,7 @@ unit-build: $(BIN) $(UNIT_BIN) $(FIX_BIN) $(BUILD)/headers.ok
 test: bootstrap
 	@$(MAKE) --no-print-directory BUILD=build/test SANITIZE=1 WERROR=1 \
 	    OPT="-O1 -g" unit-build
+	@$(MAKE) --no-print-directory fuzz
 	@bash tests/run.sh build/test
 
 lint: bootstrap

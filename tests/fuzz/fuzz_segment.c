@@ -7,9 +7,12 @@
  *     -lm -lpthread -o build/fuzz_segment
  *   build/fuzz_segment -max_len=65536 CORPUS_DIR
  * Add -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION to skip the BM25 section
- * CRCs, so mutations reach the structural checks behind them. Seed the
- * corpus with small segments from mt_bm25_builder_write(). */
+ * CRCs, so mutations reach the structural checks behind them (`make fuzz`
+ * builds every target so). Seed the corpus with small segments from
+ * mt_bm25_builder_write(): seed() below writes some when FUZZ_SEGMENT_SEED
+ * names a folder. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +21,55 @@
 #include "medtrust/core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* Writes seed files: BM25 segments of one to three short documents, and a
+ * bare segment with the section the harness looks up. */
+static void seed(const char *dir)
+{
+    static const struct mt_str doc[3][3] = {
+        {MT_STR_C("chest"), MT_STR_C("pain"), MT_STR_C("w1")},
+        {MT_STR_C("pain"), MT_STR_C("fever"), MT_STR_C("pain")},
+        {MT_STR_C("w1"), MT_STR_C("cough"), MT_STR_C("chest")},
+    };
+    struct mt_seg_writer *w;
+    char out[4096];
+    uint32_t n;
+
+    for (n = 1; n <= 3; n++) {
+        struct mt_bm25_builder *b;
+        uint32_t d;
+        if (mt_bm25_builder_new(NULL, &b, NULL) != MT_OK)
+            return;
+        for (d = 0; d < n; d++) {
+            mt_bm25_builder_add(b, d, MT_BM25_FIELD_TEXT, doc[d], 3, NULL);
+            mt_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, doc[d], 1, NULL);
+        }
+        snprintf(out, sizeof out, "%s/bm25_%u.seg", dir, n);
+        mt_bm25_builder_write(b, out, NULL);
+        mt_bm25_builder_free(b);
+    }
+    snprintf(out, sizeof out, "%s/test.seg", dir);
+    if (mt_seg_writer_open(out, "TESTSEG\0", 1, &w, NULL) != MT_OK)
+        return;
+    if (mt_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL) != MT_OK ||
+        mt_seg_writer_write(w, "abcdefghijklmnopq", 17, NULL) != MT_OK) {
+        mt_seg_writer_abort(w);
+        return;
+    }
+    mt_seg_writer_commit(w, NULL);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *dir = getenv("FUZZ_SEGMENT_SEED");
+
+    (void)argc;
+    (void)argv;
+    if (dir)
+        seed(dir);
+    return 0;
+}
 
 /* Opens the input as a BM25 segment and, when it validates, runs a few
  * queries through both search paths, which must agree. */

@@ -1,0 +1,25 @@
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with Debian's clang and
+# libclang-rt-dev (scripts/bootstrap): `make fuzz` builds the library with
+# clang, ASan, UBSan and fuzzer coverage in build/fuzz, defines
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (readers skip the checksums
+# that would stop most mutations before the structural checks), and links
+# build/fuzz/fuzzers/fuzz_*. `make test` runs each for a few seconds on its
+# seed corpus (tests/integration/test_fuzz.sh). Longer runs:
+#   build/fuzz/fuzzers/fuzz_http -max_len=8192 CORPUS tests/fuzz/http_seeds
+FUZZ_BUILD ?= build/fuzz
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzzers/%)
+
+.PHONY: fuzz fuzz-build
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=1 \
+	    OPT="-O1 -g" EXTRA_CFLAGS="-fsanitize=fuzzer-no-link \
+	    -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" fuzz-build
+
+fuzz-build: $(FUZZ_BIN)
+
+$(BUILD)/fuzzers/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer \
+	    -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS_ALL)
