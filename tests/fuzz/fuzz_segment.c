@@ -1,14 +1,10 @@
 /* libFuzzer harness for the segment reader and the BM25 index on top of
- * it. Build and run from the repository root:
- *   clang -std=c11 -D_DEFAULT_SOURCE -g -O1 \
- *     -fsanitize=fuzzer,address,undefined \
- *     -Iinclude -Isrc tests/fuzz/fuzz_segment.c src/index/segment.c \
- *     src/index/bm25_*.c src/core/alloc.c src/core/status.c src/core/buf.c \
- *     -lm -lpthread -o build/fuzz_segment
- *   build/fuzz_segment -max_len=65536 CORPUS_DIR
- * Add -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION to skip the BM25 section
- * CRCs, so mutations reach the structural checks behind them (`make fuzz`
- * builds every target so). Seed the corpus with small segments from
+ * it. Built by `make fuzz` (mk/fuzz.mk); run from the repository root:
+ *   FUZZ_SEGMENT_SEED=CORPUS_DIR build/fuzz/fuzzers/fuzz_segment \
+ *     -max_len=65536 CORPUS_DIR
+ * make fuzz defines FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which skips
+ * the BM25 section CRCs, so mutations reach the structural checks behind
+ * them. Seed the corpus with small segments from
  * mt_bm25_builder_write(): seed() below writes some when FUZZ_SEGMENT_SEED
  * names a folder. */
 #include <stdint.h>

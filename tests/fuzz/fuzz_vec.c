@@ -1,15 +1,10 @@
 /* libFuzzer harness for the vector-set and HNSW file readers: each input
  * is written to a file and opened both ways; whatever opens is searched,
  * flat and through the graph, so the validated sections and links are
- * used. Build and run from the repository root:
- *   clang -std=c11 -D_DEFAULT_SOURCE -g -O1 \
- *     -fsanitize=fuzzer,address,undefined \
- *     -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -Iinclude -Isrc \
- *     tests/fuzz/fuzz_vec.c src/index/vec.c src/index/hnsw.c \
- *     src/index/simd.c src/core/alloc.c src/core/status.c \
- *     -lm -lpthread -o build/fuzz_vec
- *   build/fuzz_vec -max_len=65536 CORPUS_DIR
- * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the file checksum so
+ * used. Built by `make fuzz` (mk/fuzz.mk); run from the repository root:
+ *   FUZZ_VEC_SEED=CORPUS_DIR build/fuzz/fuzzers/fuzz_vec -max_len=65536 \
+ *     CORPUS_DIR
+ * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the file checksums so
  * mutations reach the structural checks behind it. Seed the corpus with
  * small files from mt_vecset_write and mt_hnsw_write (fuzz_vec_seed
  * below writes some when FUZZ_VEC_SEED names a folder). */
