@@ -2,6 +2,7 @@
  * clustered data, determinism, file round trip and corruption, filters,
  * edge cases, concurrent search and allocation failures. */
 #include "check.h"
+#include "legacy_vec.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -396,17 +397,6 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     put_bytes(path, b, n);
     CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE);
     free(b);
-}
-
-/* Vector i of tests/unit/legacy/v1.hnsw: 48 x 16, indexed with M 4 and
- * written by mt_hnsw_write in the format before the segment container
- * (commit 099b174); test_vec.c opens its sibling v1.vec. */
-static void legacy_vec(uint32_t i, float *v)
-{
-    uint32_t j;
-    for (j = 0; j < 16; j++)
-        v[j] = (float)((i + 1) * (j + 3) % 19) - 9.0f +
-               (j == i % 16 ? 4.0f : 0.0f);
 }
 
 /* Graph top-5 of every vector: the same in a and b, itself first. */

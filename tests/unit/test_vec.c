@@ -1,6 +1,7 @@
 /* Unit tests for src/index vec and simd: truncation, int8 quantisation,
  * kernels, flat search (int8 and float), and the vector file format. */
 #include "check.h"
+#include "legacy_vec.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -458,18 +459,6 @@ static void test_vecset_file_round_trip(void **state)
     path_in_tmp(bad, sizeof bad, "missing.vec");
     CHECK(mt_vecset_open(bad, &vo, &err) == MT_EIO);
     mt_vecset_free(vs);
-}
-
-/* The vector of tests/unit/legacy/v1.vec and v1.hnsw (48 x 16), which
- * mt_vecset_write and mt_hnsw_write wrote in the format before the segment
- * container (commit 099b174): v1.vec keeps floats, v1.hnsw is a default
- * set indexed with M 4. */
-static void legacy_vec(uint32_t i, float *v)
-{
-    uint32_t j;
-    for (j = 0; j < 16; j++)
-        v[j] = (float)((i + 1) * (j + 3) % 19) - 9.0f +
-               (j == i % 16 ? 4.0f : 0.0f);
 }
 
 /* Flat top-5 of each of the 48 vectors in a and b are the same. */
