@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/journal.h"
 #include "core/buf.h"
+#include "core/file.h"
 #include "core/jsonl.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -321,7 +322,7 @@ static enum mt_status write_votes(const struct vote_run *r, const char *path,
     for (i = 0; st == MT_OK && i < r->n; i++)
         if (r->items[i].line)
             st = mt_buf_printf(&b, "%s\n", r->items[i].line);
-    st = st == MT_OK ? write_atomic(path, b.data, b.len, err)
+    st = st == MT_OK ? mtx_file_write_atomic(path, b.data, b.len, err)
                      : mt_fail(err, st, "%s: out of memory", path);
     mt_buf_free(&b);
     return st;

@@ -20,6 +20,7 @@
 #include "cli/sweep.h"
 #include "core/buf.h"
 #include "core/csv.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/store.h"
@@ -407,7 +408,7 @@ static enum mt_status json_write(const char *path, const json_t *o,
 
     if (!s)
         return MT_ENOMEM;
-    st = write_atomic(path, s, strlen(s), err);
+    st = mtx_file_write_atomic(path, s, strlen(s), err);
     free(s);
     return st;
 }
@@ -532,7 +533,7 @@ static enum mt_status rows_write(const struct rows *r, const size_t *pick,
     for (i = 0; st == MT_OK && i < n; i++)
         st = mt_buf_append_str(&b, r->line[pick[i]]);
     if (st == MT_OK)
-        st = write_atomic(path, b.data, b.len, err);
+        st = mtx_file_write_atomic(path, b.data, b.len, err);
     mt_buf_free(&b);
     return st;
 }
@@ -905,7 +906,8 @@ static enum mt_status job_run(struct job *j, struct mt_error *err)
         st = stats_run(j, err);
     snprintf(done, sizeof done, "%s/done", j->dir);
     if (st == MT_OK)
-        st = write_atomic(done, rc ? "failed\n" : "done\n", rc ? 7 : 5, err);
+        st = mtx_file_write_atomic(done, rc ? "failed\n" : "done\n", rc ? 7 : 5,
+                                   err);
     return st;
 }
 
@@ -1052,11 +1054,11 @@ static enum mt_status replay_merge(const struct job *j, struct replay *p,
         free(ts);
     }
     if (st == MT_OK)
-        st = write_atomic(j->path[P_SUB], sub.data ? sub.data : "", sub.len,
-                          err);
+        st = mtx_file_write_atomic(j->path[P_SUB], sub.data ? sub.data : "",
+                                   sub.len, err);
     if (st == MT_OK)
-        st =
-            write_atomic(j->path[P_TRACE], tr.data ? tr.data : "", tr.len, err);
+        st = mtx_file_write_atomic(j->path[P_TRACE], tr.data ? tr.data : "",
+                                   tr.len, err);
     mt_buf_free(&sub);
     mt_buf_free(&tr);
     return st;

@@ -67,8 +67,4 @@ enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
  * 'result' is NULL (taken). NULL when out of memory. */
 char *work_line(const char *id, char *result, json_t *failure);
 
-/* Writes 'data' to 'path' atomically: a temporary file, fsync, rename. */
-enum mt_status write_atomic(const char *path, const char *data, size_t n,
-                            struct mt_error *err);
-
 #endif

@@ -9,6 +9,7 @@
 
 #include "cli/journal.h"
 #include "cli/sweep.h"
+#include "core/file.h"
 #include "eval/report_int.h"
 #include "medtrust/core.h"
 
@@ -625,7 +626,8 @@ enum mt_status sweep_report_write(const char *path, const json_t *summary,
     enum mt_status st;
 
     page(&o, summary);
-    st = o.st == MT_OK ? write_atomic(path, o.b.data, o.b.len, err) : o.st;
+    st = o.st == MT_OK ? mtx_file_write_atomic(path, o.b.data, o.b.len, err)
+                       : o.st;
     mt_buf_free(&o.b);
     return st;
 }

@@ -8,10 +8,7 @@
 # naming what is wrong, a done batch does not resume (409).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
-if ! "$MT" serve --help >/dev/null 2>&1; then
-    echo "# SKIP: this medtrust has no serve verb yet"
-    exit 0
-fi
+need_verb serve
 unset MEDTRUST_LLM MEDTRUST_LLM_SINGLE
 . "$(dirname "$0")/api_lib.sh"
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"

@@ -12,10 +12,7 @@
 # owner gets in after the lock; login takes only JSON from this origin.
 # Bounded: at most 42 connections, every wait under 10 s.
 . "$(dirname "$0")/lib.sh"
-if ! "$MT" serve --help >/dev/null 2>&1; then
-    echo "# SKIP: this medtrust has no serve verb yet"
-    exit 0
-fi
+need_verb serve
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 head -50 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
