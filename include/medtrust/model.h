@@ -146,9 +146,9 @@ void mt_llm_close(struct mt_llm *l);
 struct mt_embedder;
 
 /* How an embedder with a token limit embeds a longer text: overlapping
- * windows of the limit's length whose vectors are averaged (the
- * default) or max-pooled, or only the first window (the text cut at the
- * limit, as models do by themselves). */
+ * windows of the limit's length whose vectors are averaged or
+ * max-pooled, or only the first window (the text cut at the limit, as
+ * models do by themselves: the default, see mt_embedder_params). */
 enum mt_embed_pool {
     MT_EMBED_POOL_MEAN = 0,
     MT_EMBED_POOL_MAX,
@@ -166,8 +166,9 @@ struct mt_embedder_params {
      * mt_embedder_open. */
     const char *cache_path;
     /* long texts (use-lite: over 128 tokens, windows overlapping by 32);
-     * the default is MT_EMBED_POOL_MEAN, or what MEDTRUST_EMBED_POOL
-     * (mean|max|first) says */
+     * the default is MT_EMBED_POOL_FIRST (mean windows scored lower on
+     * MedQuAD, BENCHMARKS.md), or what MEDTRUST_EMBED_POOL
+     * (first|mean|max) says */
     enum mt_embed_pool window_pool;
 };
 

@@ -583,7 +583,7 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     planted[0] = 1.0f;
     CHECK_OK(mt_cache_open(db, &c, NULL));
     CHECK(mt_cache_count(c) == 1);
-    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|mean|hello cache",
+    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|first|hello cache",
                           planted, sizeof planted, NULL));
     mt_cache_close(c);
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
