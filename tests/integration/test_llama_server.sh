@@ -137,7 +137,7 @@ kill "$PID"
 # ---- chat ----
 serve chat "$TMP/chat.gguf" -np 4 -c 32768
 CHAT="openai:$URL#chat"
-SMALL=(--max-tokens 10 --steps 1 --rounds 1 --evaluators 1)
+SMALL=(--max-tokens 10 --steps 1 --rounds 1 --evaluators 1 --no-retrieval)
 
 # streamed text equals the plain reply for the same seed
 "$B/fixtures/chat_stream" "$CHAT" 7 12 >"$TMP/stream.json" 2>"$TMP/err"
