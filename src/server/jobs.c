@@ -318,6 +318,21 @@ static void run_job(struct mt_server *s, struct srv_job *j)
     json_decref(result);
 }
 
+/* A finished job stays findable, with every event it emitted, until
+ * SRV_JOBS_KEPT later jobs have finished: a client that opens the run's
+ * event stream just after a fast job ended still gets each step, then
+ * "done", as it would have live. The ring takes over the queue's
+ * reference; the oldest job leaves it. */
+static void keep_locked(struct mt_server *s, struct srv_job *j)
+{
+    struct srv_job *old = s->kept[s->kept_next];
+
+    s->kept[s->kept_next] = j;
+    s->kept_next = (s->kept_next + 1) % SRV_JOBS_KEPT;
+    if (old)
+        unref_locked(s, old);
+}
+
 static void *worker(void *arg)
 {
     struct mt_server *s = arg;
@@ -339,12 +354,16 @@ static void *worker(void *arg)
         j->on_thread = 1;
         pthread_mutex_unlock(&s->job_mu);
         run_job(s, j);
+        if (j->arg_free) /* only the job's function used it */
+            j->arg_free(j->arg);
+        j->arg_free = NULL;
+        j->arg = NULL;
         pthread_mutex_lock(&s->job_mu);
         j->on_thread = 0;
         s->running--;
         j->done = 1;
         wake_locked(j);
-        unref_locked(s, j);
+        keep_locked(s, j);
         pthread_cond_broadcast(&s->idle_cv);
     }
     pthread_mutex_unlock(&s->job_mu);
@@ -449,4 +468,11 @@ void mt_srv_jobs_stop(struct mt_server *s, double grace_s)
     s->nworkers = 0;
     mt_free(s->workers);
     s->workers = NULL;
+    pthread_mutex_lock(&s->job_mu);
+    for (i = 0; i < SRV_JOBS_KEPT; i++)
+        if (s->kept[i]) {
+            unref_locked(s, s->kept[i]);
+            s->kept[i] = NULL;
+        }
+    pthread_mutex_unlock(&s->job_mu);
 }

@@ -120,6 +120,9 @@ struct srv_qa_key {
 
 /* ==== The server ==== */
 
+/* Finished jobs whose events stay replayable (jobs.c). */
+#define SRV_JOBS_KEPT 64
+
 struct mt_server {
     struct mt_server_params p;
     char *db_dir, *listen, *data_dir;
@@ -148,6 +151,10 @@ struct mt_server {
     pthread_cond_t idle_cv; /* shutdown waits for the queue to drain */
     struct srv_job *queue_head, *queue_tail;
     struct srv_job *live; /* every job not yet freed */
+    /* the last SRV_JOBS_KEPT finished jobs, each holding one reference, so
+     * that a stream opened just after a job ended still replays it */
+    struct srv_job *kept[SRV_JOBS_KEPT];
+    size_t kept_next;
     size_t queued, running;
     pthread_t *workers;
     size_t nworkers;

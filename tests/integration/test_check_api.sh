@@ -101,6 +101,20 @@ PY
         not_ok "check $s over HTTP" "$(head -c 400 "$TMP/$s.sse")"
     fi
 done
+# A stream opened after the job has ended replays every step, then done
+# (the server keeps its last finished jobs' events), not "done" alone.
+expect "a single check is queued (202)" 202 "${A[@]}" "$U/v1/check" \
+    -d "$(body single)"
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+for i in $(seq 300); do
+    curl -s "${A[@]}" "$U/v1/runs/$RUN" | grep -q '"status":"done"' && break
+    sleep 0.1
+done
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/late.sse"
+if grep -q '^event: step' "$TMP/late.sse" &&
+    tail -3 "$TMP/late.sse" | grep -q '^event: done'; then
+    ok "an event stream opened after the check ended still gets its steps, then done"
+else not_ok "late event stream" "$(head -c 300 "$TMP/late.sse")"; fi
 if grep -q '"action":"check"' "$TMP/logs/audit.log" &&
     grep -q 'note_sha256' "$TMP/logs/audit.log" &&
     ! grep -qi 'aspirin' "$TMP/logs/"*.log; then
