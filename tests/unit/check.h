@@ -21,17 +21,16 @@
  * provide (a random model's output too short to test, say): a missing
  * prerequisite that `make bootstrap` or `make unit-build` provides is a
  * failure, MISSING. */
-#define SKIP_BECAUSE(why)                                                 \
-    do {                                                                  \
-        print_message("# SKIP %s\n", (why));                              \
-        skip();                                                           \
+#define SKIP_BECAUSE(why)                                                      \
+    do {                                                                       \
+        print_message("# SKIP %s\n", (why));                                   \
+        skip();                                                                \
     } while (0)
 
 /* Fails the running test: 'what' (a file, a fixture, a model) should be
  * here and is not. */
-#define MISSING(what)                                                     \
-    fail_msg("missing %s: run `make bootstrap` and `make unit-build`",    \
-             (what))
+#define MISSING(what)                                                          \
+    fail_msg("missing %s: run `make bootstrap` and `make unit-build`", (what))
 
 /* Writes "$MEDTRUST_DATA/rel" into buf. The data sets are required: a
  * test that needs a missing file fails, naming the path. */

@@ -57,7 +57,8 @@ static struct mt_llm *open_chat_ctx(uint32_t n_ctx)
     char spec[300];
 
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     mt_llm_default_params(&p);
     p.threads = 2;
     p.n_ctx = n_ctx;
@@ -279,7 +280,8 @@ static void test_bad_model_files_name_the_setting(void **state)
     FILE *f;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     snprintf(spec, sizeof spec, "gguf:%s/missing.gguf", dir);
     CHECK(mt_llm_open(spec, NULL, &l, &err) == MT_ENOTFOUND);
     CHECK(strstr(err.msg, "--llm") != NULL);
@@ -315,7 +317,8 @@ static void test_embeddings_shape_and_normalisation(void **state)
     uint32_t i;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     path_of(path, sizeof path, "embed");
     mt_embedder_default_params(&p);
     p.threads = 2;
@@ -352,7 +355,8 @@ static void test_rerank_scores_are_finite_and_stable(void **state)
     char spec[300];
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     mt_reranker_default_params(&p);
     p.threads = 2;
     snprintf(spec, sizeof spec, "gguf:%s/rerank.gguf", dir);
@@ -375,7 +379,8 @@ static void test_classifier_maps_nli_labels(void **state)
     char spec[300];
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     snprintf(spec, sizeof spec, "gguf:%s/classify.gguf", dir);
     if (mt_nli_open(spec, NULL, &n, &err) != MT_OK)
         fail_msg("%s", err.msg);

@@ -60,7 +60,8 @@ static struct mt_tok_encoder *open_model(const char *file)
     char spec[300];
 
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     mt_tok_encoder_default_params(&p);
     p.threads = 2;
     snprintf(spec, sizeof spec, "gguf:%s/%s", dir, file);
@@ -206,7 +207,8 @@ static void test_tokenc_bad_specs_say_why(void **state)
     FILE *f;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     CHECK(mt_tok_encoder_open("embed.gguf", NULL, &e, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "gguf:PATH") != NULL && e == NULL);
     snprintf(spec, sizeof spec, "gguf:%s/missing.gguf", dir);
@@ -280,7 +282,8 @@ static json_t *run_score(const char *run, const char *extra)
     if (!bin)
         fail_msg("MEDTRUST_BIN is not set (tests/run.sh sets it)");
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     snprintf(cmd, sizeof cmd,
              "%s score --ref %s/ref.csv --pred %s/%s "
              "--bertscore-model gguf:%s/embed.gguf %s --json >%s/out.json "
@@ -410,7 +413,8 @@ static void test_score_cli_matches_hand_greedy(void **state)
     double agg, r1, bs;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     write_file("ref.csv", ref_csv);
     write_file("run.txt", run_txt);
     j = run_score("run.txt", "");
@@ -436,7 +440,8 @@ static void test_score_cli_idf_and_baseline_match_hand(void **state)
     const json_t *b;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     write_file("ref.csv", ref_csv);
     write_file("run.txt", run_txt);
     j = run_score("run.txt",
@@ -466,7 +471,8 @@ static void test_score_cli_identical_pairs_f1_one(void **state)
     double f;
     (void)state;
     if (!dir[0])
-        MISSING("the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
     write_file("ref.csv", ref_csv);
     write_file("same.txt", "t-0 1 2 \"The patient has gout.\"\n"
                            "t-2 1 1 \"Start aspirin, then review the "
