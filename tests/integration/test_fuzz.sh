@@ -19,6 +19,7 @@ done
 seed_corpus() {
     case $1 in
     fuzz_http) cp "$ROOT"/tests/fuzz/http_seeds/* "$2/" ;;
+    fuzz_http_wire) cp "$ROOT"/tests/fuzz/http_wire_seeds/* "$2/" ;;
     fuzz_vec) FUZZ_VEC_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
     fuzz_segment) FUZZ_SEGMENT_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
     esac
