@@ -1,11 +1,14 @@
 /* medtrust mediqa: a MEDEC-format CSV through a checker strategy, notes in
  * parallel, each finished note journaled (fdatasync) so --resume neither
  * redoes nor loses one; the submission is written atomically at the end. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -390,6 +393,32 @@ static void summary(const struct run_state *s, const struct cli_args *a,
     failed_json(s);
 }
 
+/* A run killed while writing its trace can leave a torn last line; a
+ * resumed run cuts the file back to its last whole line before appending,
+ * so every line of the trace stays one JSON object. (The note of a torn
+ * line is journaled or checked again; only its trace line is lost.) */
+static enum mt_status trace_trim(const char *path, struct mt_error *err)
+{
+    int fd = open(path, O_RDWR);
+    off_t end, at;
+    char c = '\n';
+
+    if (fd < 0)
+        return errno == ENOENT ? MT_OK
+                               : mt_fail(err, MT_EIO, "--trace %s: %s", path,
+                                         strerror(errno));
+    end = lseek(fd, 0, SEEK_END);
+    for (at = end; at > 0; at--)
+        if (pread(fd, &c, 1, at - 1) != 1 || c == '\n')
+            break;
+    if (at < end && ftruncate(fd, at) != 0) {
+        close(fd);
+        return mt_fail(err, MT_EIO, "--trace %s: %s", path, strerror(errno));
+    }
+    close(fd);
+    return MT_OK;
+}
+
 static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
                                size_t *resumed, struct mt_error *err)
 {
@@ -406,6 +435,8 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
         return st;
     for (i = 0, *resumed = 0; i < s->n; i++)
         *resumed += (size_t)s->notes[i].resumed;
+    if (tp && cli_get(a, "resume") && trace_trim(tp, err) != MT_OK)
+        return err->status;
     if (tp && !(s->trace = fopen(tp, cli_get(a, "resume") ? "a" : "w")))
         return mt_fail(err, MT_EIO, "--trace %s: cannot open", tp);
     pp.label = "mediqa";

@@ -91,6 +91,22 @@ else
     not_ok "kill and rerun" "done before: $n_before" "$(tail -3 "$TMP/err")"
 fi
 
+# mediqa --resume cuts a torn last trace line (a kill mid-write) before it
+# appends, so every line stays one JSON object.
+"$MT" mediqa --data "$TMP/a/sample.csv" --out "$TMP/t.txt" --trace "$TMP/t.jsonl" \
+    --strategy single --llm "$SPEC" --limit 3 --no-progress 2>/dev/null
+printf '{"id":"ms-val-torn","error_fl' >>"$TMP/t.jsonl"
+"$MT" mediqa --data "$TMP/a/sample.csv" --out "$TMP/t.txt" --trace "$TMP/t.jsonl" \
+    --strategy single --llm "$SPEC" --limit 5 --resume --no-progress 2>/dev/null
+if py "$TMP/t.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 5, len(lines)
+assert all(json.loads(l)["id"] != "ms-val-torn" for l in lines)
+PY
+then ok "mediqa --resume cuts a torn trace line before appending"
+else not_ok "torn trace line" "$(tail -c 300 "$TMP/t.jsonl")"; fi
+
 if ! sweep --out "$TMP/a" --grid steps=2,3 >/dev/null 2>"$TMP/err" &&
     grep -q "different sweep" "$TMP/err"; then
     ok "a different sweep in the same folder is refused"
