@@ -395,6 +395,21 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     return st;
 }
 
+/* As mediqa: a note whose model calls failed is not an answer, and a run
+ * with such notes is failed, not done. The journal keeps the finished
+ * notes (and the report of those is on disk when any was scored); a
+ * resume checks only the failed ones again. */
+static enum mt_status fail_notes(const struct progress *p, json_t **result,
+                                 struct mt_error *err)
+{
+    json_decref(*result);
+    *result = NULL;
+    return mt_fail(err, MT_EMODEL,
+                   "%zu of %zu notes failed (their model calls failed): "
+                   "resume the run to check them again",
+                   p->failed, p->total);
+}
+
 static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
@@ -412,6 +427,9 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
         emit_progress(j, &p, NULL);
         st = check_all(j, a, v, &p, err);
     }
+    /* Scored when any note has an answer (failed notes are left out). */
+    if (st == MT_OK && p.failed == p.total && p.total)
+        st = fail_notes(&p, result, err);
     sub = st == MT_OK ? submission(v, p.total) : NULL;
     if (st == MT_OK && !sub)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
@@ -426,6 +444,8 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
                                       (json_int_t)p.total, "failed",
                                       (json_int_t)p.failed, "resumed",
                                       (json_int_t)p.resumed));
+    if (st == MT_OK && p.failed)
+        st = fail_notes(&p, result, err);
     notes_free(v, p.total);
     mt_free(csv);
     mt_free(sub);

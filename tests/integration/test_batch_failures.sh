@@ -168,4 +168,23 @@ PY
     else
         not_ok "server job with a dead model" "$(head -c 300 "$TMP/run.json")"
     fi
+    # A browser batch (POST /v1/batch) whose notes' calls fail is failed too.
+    py "$TMP/s5.csv" >"$TMP/batch.json" <<'PY'
+import json, sys
+print(json.dumps({"data": open(sys.argv[1], encoding="utf-8").read(),
+                  "strategy": "single", "name": "dead"}))
+PY
+    code "${A[@]}" "$U/v1/batch" -d @"$TMP/batch.json" >/dev/null
+    RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >/dev/null
+    curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/brun.json"
+    if py "$TMP/brun.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed" and "5 of 5 notes failed" in r["error"], r
+PY
+        ok "a browser batch whose model calls failed is 'failed', naming how many notes"
+    else
+        not_ok "batch with a dead model" "$(head -c 300 "$TMP/brun.json")"
+    fi
 fi
