@@ -176,9 +176,14 @@ curl -sN "${A[@]}" "$MAIN/v1/runs/$JOB/events" >"$TMP/sse2" &
 SSE=$!
 sleep 0.3
 kill -TERM "$PID_main"
+sleep 0.3
+late=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$MAIN/v1/health" || true)
 wait "$PID_main"
 rc=$?
 wait "$SSE"
+if [ "$late" = 000 ]; then
+    ok "SIGTERM: a connection made during the shutdown is not served"
+else not_ok "late connection" "got HTTP $late while stopping"; fi
 st=$(sqlite3 "$TMP/db/store.db" "SELECT status FROM runs WHERE id=$JOB")
 if [ $rc -eq 0 ] && [ "$st" = done ] && grep -q '^event: done' "$TMP/sse2"; then
     ok "SIGTERM: the running job finishes and its stream ends, exit 0"
