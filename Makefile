@@ -20,7 +20,7 @@ SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all \
         -fno-omit-frame-pointer
 OPT  ?= -O2 -g
 
-PKGS := sqlite3 jansson libutf8proc
+PKGS := sqlite3 jansson libutf8proc libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

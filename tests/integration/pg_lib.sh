@@ -1,0 +1,19 @@
+# A throwaway PostgreSQL cluster for integration tests (issue 19). Source
+# it after lib.sh: pg_start sets PG_URL (postgresql://...) and stops and
+# removes the cluster when the script exits; pg_restart restarts the
+# server on the same port (fast shutdown: every session is cut).
+PG_FIX="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures" && pwd)/pg_cluster.sh"
+PG_URL=
+
+pg_start() {
+    if ! PG_URL=$(bash "$PG_FIX" start "$TMP/pg" 2>"$TMP/pg.err"); then
+        not_ok "a throwaway PostgreSQL cluster starts" "$(tail -5 "$TMP/pg.err")"
+        bash "$PG_FIX" stop "$TMP/pg" >/dev/null 2>&1
+        exit 1
+    fi
+    trap 'bash "$PG_FIX" stop "$TMP/pg" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+}
+
+pg_restart() {
+    bash "$PG_FIX" restart "$TMP/pg"
+}
