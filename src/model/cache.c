@@ -1,6 +1,8 @@
-/* Model call cache in SQLite. The key is a 64-bit FNV-1a hash of
- * (backend, model, request) for the index; the full strings are stored and
- * compared too, so a hash collision can never serve a wrong result. */
+/* Model call cache in SQLite, or in PostgreSQL when the path is a
+ * postgresql:// URL (so the workers of a queued run share one). The key is
+ * a 64-bit FNV-1a hash of (backend, model, request) for the index; the
+ * full strings are stored and compared too, so a hash collision can never
+ * serve a wrong result. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,9 +12,11 @@
 
 #include "medtrust/core.h"
 #include "model/cache.h"
+#include "model/cache_pg.h"
 
 struct mt_cache {
     sqlite3 *db;
+    struct mtx_pg *pg; /* set instead of db for a postgresql:// cache */
     pthread_mutex_t mu;
     char *path;
 };
@@ -68,6 +72,13 @@ enum mt_status mt_cache_open(const char *path, struct mt_cache **out,
     if (!c->path) {
         st = mt_fail(err, MT_ENOMEM, "call cache: out of memory");
         goto fail;
+    }
+    if (mtx_pg_is_url(path)) {
+        st = mtx_cache_pg_open(path, &c->pg, err);
+        if (st != MT_OK)
+            goto fail;
+        *out = c;
+        return MT_OK;
     }
     if (sqlite3_open_v2(path, &c->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -126,6 +137,11 @@ enum mt_status mt_cache_get(struct mt_cache *c, const char *backend,
     int rc;
 
     pthread_mutex_lock(&c->mu);
+    if (c->pg) {
+        st = mtx_cache_pg_get(c->pg, key_hash(backend, model, request), backend,
+                              model, request, val, n, err);
+        goto out;
+    }
     if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) {
         st = db_fail(c, err, "lookup");
         goto out;
@@ -167,6 +183,11 @@ enum mt_status mt_cache_put(struct mt_cache *c, const char *backend,
     enum mt_status st;
 
     pthread_mutex_lock(&c->mu);
+    if (c->pg) {
+        st = mtx_cache_pg_put(c->pg, key_hash(backend, model, request), backend,
+                              model, request, val, n, err);
+        goto out;
+    }
     st = exec_locked(c, "BEGIN IMMEDIATE", err);
     if (st != MT_OK)
         goto out;
@@ -200,9 +221,11 @@ size_t mt_cache_count(struct mt_cache *c)
     size_t n = 0;
 
     pthread_mutex_lock(&c->mu);
-    if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM model_calls", -1, &s,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
+    if (c->pg)
+        n = mtx_cache_pg_count(c->pg);
+    else if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM model_calls", -1,
+                                &s, NULL) == SQLITE_OK &&
+             sqlite3_step(s) == SQLITE_ROW)
         n = (size_t)sqlite3_column_int64(s, 0);
     sqlite3_finalize(s);
     pthread_mutex_unlock(&c->mu);
@@ -214,6 +237,7 @@ void mt_cache_close(struct mt_cache *c)
     if (!c)
         return;
     sqlite3_close(c->db);
+    mtx_pg_close(c->pg);
     pthread_mutex_destroy(&c->mu);
     mt_free(c->path);
     mt_free(c);

@@ -9,7 +9,9 @@
 
 struct mt_cache;
 
-/* Opens or creates the cache database at 'path' (its folder must exist).
+/* Opens or creates the cache database at 'path' (its folder must exist),
+ * or in the PostgreSQL database a postgresql:// URL names (table
+ * model_calls, shared by every node that names it).
  * On success *out owns the handle (mt_cache_close); on failure *out is
  * unchanged. One handle may be used from many threads (calls serialise on
  * a mutex); several processes may share a file (WAL, busy timeout). */
