@@ -43,6 +43,10 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
               struct cli_args *a);
 void cli_args_free(struct cli_args *a);
 
+/* Sets option 'name' as if given with 'val' (NULL for a flag), which must
+ * outlive 'a'; -1 when the table has no such option or out of memory. */
+int cli_args_put(struct cli_args *a, const char *name, const char *val);
+
 /* Value of option 'name', or NULL when absent. */
 const char *cli_get(const struct cli_args *a, const char *name);
 /* Every value of a repeatable option. */
@@ -62,9 +66,9 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
  * retries); spliced into the tables of the verbs that call models and read
  * with cli_llm_params_read. */
 #define CLI_MODEL_CALL_OPTS                                                    \
-    {"cache", 0, "FILE",                                                       \
-     "SQLite call cache: a rerun with the same inputs costs no model "         \
-     "calls (default off)",                                                    \
+    {"cache", 0, "FILE|URL",                                                   \
+     "call cache, an SQLite FILE or a postgresql:// URL that workers share: "  \
+     "a rerun with the same inputs costs no model calls (default off)",        \
      0},                                                                       \
         {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
         {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0},      \
@@ -108,5 +112,6 @@ extern const struct cli_verb cli_verb_embed;
 extern const struct cli_verb cli_verb_models;
 extern const struct cli_verb cli_verb_serve;
 extern const struct cli_verb cli_verb_user;
+extern const struct cli_verb cli_verb_worker;
 
 #endif

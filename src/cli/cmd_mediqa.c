@@ -14,7 +14,7 @@
 
 #include "cli/agent_opts.h"
 #include "cli/journal.h"
-#include "core/csv.h"
+#include "cli/mediqa.h"
 #include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -42,20 +42,24 @@ static const struct cli_opt mediqa_opts[] = {
      0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {"json", 'j', NULL, "print a JSON summary of the run on stdout", 0},
+    {"state", 0, "URL",
+     "PostgreSQL of --enqueue and --collect, postgresql://USER@HOST:PORT/DB "
+     "(default MEDTRUST_STATE)",
+     0},
+    {"enqueue", 0, NULL,
+     "queue the notes as jobs of a new run for `medtrust worker` and print "
+     "its number; the agent options given travel with it",
+     0},
+    {"collect", 0, "RUN",
+     "wait for RUN's jobs, then write --out (and --trace) as a one-machine "
+     "run would",
+     0},
+    {"no-wait", 0, NULL, "with --collect: fail at once if RUN is not done", 0},
     {NULL, 0, NULL, NULL, 0},
 };
 
-struct note {
-    char *id;
-    char *text;
-    char *sents; /* NULL without a Sentences column */
-    char *line;  /* submission line once finished */
-    int resumed;
-    int failed; /* its check failed: 'line' is a fallback */
-};
-
 struct run_state {
-    struct note *notes;
+    struct mediqa_note *notes;
     size_t n;
     struct work_queue q; /* q.mu also guards the counts below */
     struct mt_agent *agent;
@@ -68,197 +72,43 @@ struct run_state {
     size_t fallback; /* notes with a fallback verdict */
 };
 
-/* ==== Loading ==== */
-
-static void notes_free(struct note *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; v && i < n; i++) {
-        mt_free(v[i].id);
-        mt_free(v[i].text);
-        mt_free(v[i].sents);
-        mt_free(v[i].line);
-    }
-    mt_free(v);
-}
-
-static char *dup_field(struct mt_csv *c, long col)
-{
-    struct mt_str s = mt_csv_field(c, (size_t)col);
-
-    return mt_strndup(s.p ? s.p : "", s.n);
-}
-
-static enum mt_status add_note(struct mt_csv *c, const long *col,
-                               struct note **v, size_t *n, size_t *cap)
-{
-    struct note *x;
-
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-
-        x = mt_realloc(*v, nc * sizeof *x);
-        if (!x)
-            return MT_ENOMEM;
-        *v = x;
-        *cap = nc;
-    }
-    x = &(*v)[*n];
-    memset(x, 0, sizeof *x);
-    (*n)++;
-    x->id = dup_field(c, col[0]);
-    x->text = dup_field(c, col[1]);
-    x->sents = col[2] >= 0 ? dup_field(c, col[2]) : NULL;
-    if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
-        return MT_ENOMEM;
-    return mt_str_trim(mt_str_from(x->id)).n ? MT_OK : MT_EPARSE;
-}
-
-static enum mt_status header(struct mt_csv *c, const char *path, long *col,
-                             struct mt_error *err)
-{
-    int got = 0;
-    enum mt_status st = mt_csv_next(c, &got, err);
-
-    if (st != MT_OK)
-        return st;
-    col[0] = got ? mt_csv_find(c, "Text ID") : -1;
-    col[1] = got ? mt_csv_find(c, "Text") : -1;
-    col[2] = got ? mt_csv_find(c, "Sentences") : -1;
-    if (col[0] < 0 || col[1] < 0)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: missing column%s%s%s (a "
-                       "MEDEC-format CSV needs Text ID and Text)",
-                       path, col[0] < 0 && col[1] < 0 ? "s" : "",
-                       col[0] < 0 ? " 'Text ID'" : "",
-                       col[1] < 0 ? " 'Text'" : "");
-    return MT_OK;
-}
-
-static enum mt_status load_notes(const char *path, size_t limit,
-                                 struct note **out, size_t *n,
-                                 struct mt_error *err)
-{
-    struct mt_csv *c = NULL;
-    struct note *v = NULL;
-    size_t cap = 0;
-    long col[3];
-    int got = 1;
-    enum mt_status st = mt_csv_open(path, NULL, &c, err);
-
-    *n = 0;
-    if (st == MT_OK)
-        st = header(c, path, col, err);
-    while (st == MT_OK && (!limit || *n < limit)) {
-        st = mt_csv_next(c, &got, err);
-        if (st != MT_OK || !got)
-            break;
-        st = add_note(c, col, &v, n, &cap);
-        if (st == MT_EPARSE)
-            mt_fail(err, st, "%s:%zu: empty Text ID", path, mt_csv_line(c));
-    }
-    mt_csv_close(c);
-    if (st == MT_OK) {
-        *out = v;
-        return MT_OK;
-    }
-    notes_free(v, *n);
-    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path) : st;
-}
-
 /* ==== Checking ==== */
 
-static void add_usage(struct mt_check_usage *t, const struct mt_check_usage *u)
-{
-    t->llm_calls += u->llm_calls;
-    t->critical_calls += u->critical_calls;
-    t->prompt_tokens += u->prompt_tokens;
-    t->completion_tokens += u->completion_tokens;
-    t->failed_calls += u->failed_calls;
-    t->parse_failures += u->parse_failures;
-    t->fallbacks += u->fallbacks;
-    t->estimated_calls += u->estimated_calls;
-}
-
-/* The trace line: {"id":ID, ...result}, with "error" first when the
- * check failed, or {"id":ID,"error":...} when it gave no result. */
-static char *trace_line(const char *id, const struct mt_check_result *r,
-                        const struct mt_error *err, int failed)
-{
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    json_t *e = json_string(err->msg);
-    char *es = e ? json_dumps(e, JSON_ENCODE_ANY) : NULL;
-    char *res = r ? mt_check_result_json(r, 1) : NULL;
-
-    json_decref(e);
-    if (failed && res && es &&
-        mt_buf_printf(&b, "{\"error\":%s,%s", es, res + 1) == MT_OK) {
-        mt_free(res);
-        res = mt_buf_take(&b);
-    }
-    mt_buf_free(&b);
-    mt_free(es);
-    return work_line(id, res,
-                     res ? NULL
-                         : json_pack("{s:s,s:s,s:s}", "id", id, "error",
-                                     err->msg, "rule",
-                                     "the check failed: no verdict"));
-}
-
-static void record(struct run_state *s, struct note *x, char *line,
-                   const struct mt_check_result *r, const struct mt_error *e)
+static void record(struct run_state *s, struct mediqa_note *x,
+                   struct mediqa_outcome *o)
 {
     struct mt_error err = {MT_OK, ""};
-    int failed = e->status != MT_OK;
-    char *tl = s->trace ? trace_line(x->id, r, e, failed) : NULL;
-    enum mt_status st = line ? journal_append(s->journal, x->id, line,
-                                              failed ? e->msg : NULL, &err)
-                             : mt_fail(&err, MT_ENOMEM, "out of memory");
+    enum mt_status st =
+        o->line ? journal_append(s->journal, x->id, o->line,
+                                 o->failed ? o->err.msg : NULL, &err)
+                : mt_fail(&err, MT_ENOMEM, "out of memory");
 
     pthread_mutex_lock(&s->q.mu);
-    x->line = line;
-    x->failed = failed;
+    x->line = o->line;
+    o->line = NULL;
+    x->failed = o->failed;
     work_fail_locked(&s->q, st, &err);
-    if (tl)
-        fprintf(s->trace, "%s\n", tl);
-    if (r)
-        add_usage(&s->total, &r->usage);
-    s->failed += (size_t)failed;
-    s->fallback += r && r->fallback;
+    if (o->trace)
+        fprintf(s->trace, "%s\n", o->trace);
+    mediqa_usage_add(&s->total, &o->usage);
+    s->failed += (size_t)o->failed;
+    s->fallback += (size_t)o->fallback;
     s->done++;
     pthread_mutex_unlock(&s->q.mu);
-    mt_free(tl);
     mt_progress_add(s->bar, 1);
 }
 
 static void check_note(size_t i, void *user)
 {
     struct run_state *s = user;
-    struct note *x = &s->notes[i];
-    struct mt_note nt = {x->id,
-                         x->text,
-                         strlen(x->text),
-                         x->sents,
-                         x->sents ? strlen(x->sents) : 0,
-                         NULL,
-                         0};
-    struct mt_check_result r;
-    struct mt_error err = {MT_OK, ""};
-    enum mt_status st;
-    char *line;
+    struct mediqa_note *x = &s->notes[i];
+    struct mediqa_outcome o;
 
     if (x->resumed)
         return;
-    /* MT_EMODEL leaves the fallback verdict in r: a failed note all the
-     * same (issue 16), kept only under --fallback-on-failure */
-    st = mt_agent_check(s->agent, &nt, &r, &err);
-    if (st != MT_OK && err.status == MT_OK)
-        mt_fail(&err, st, "%s", mt_status_str(st));
-    err.status = st;
-    line = mt_check_submission_line(x->id, r.trace ? &r : NULL);
-    record(s, x, line, r.trace ? &r : NULL, &err);
-    mt_check_result_free(&r);
+    mediqa_check(s->agent, x->id, x->text, x->sents, s->trace != NULL, &o);
+    record(s, x, &o);
+    mediqa_outcome_free(&o);
 }
 
 /* ==== The run ==== */
@@ -275,24 +125,6 @@ static void on_resumed(const char *id, const char *line, void *user)
         s->notes[i].resumed = s->notes[i].line != NULL;
         return;
     }
-}
-
-static enum mt_status write_output(const struct run_state *s, const char *path,
-                                   int with_failed, struct mt_error *err)
-{
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mt_buf_reserve(&b, 1);
-    size_t i;
-
-    for (i = 0; st == MT_OK && i < s->n; i++)
-        if (s->notes[i].line && (with_failed || !s->notes[i].failed))
-            st = mt_buf_printf(&b, "%s\n", s->notes[i].line);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(path, b.data, b.len, err);
-    else
-        mt_fail(err, st, "%s: out of memory", path);
-    mt_buf_free(&b);
-    return st;
 }
 
 static double cpu_seconds(void)
@@ -462,7 +294,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
     if (s->trace)
         fflush(s->trace);
     if (st == MT_OK)
-        st = write_output(s, cli_get(a, "out"),
+        st = mediqa_write(s->notes, s->n, cli_get(a, "out"),
                           cli_get(a, "fallback-on-failure") != NULL, err);
     if (st == MT_OK)
         summary(s, a, resumed, wall_seconds() - t0, cpu_seconds());
@@ -479,6 +311,8 @@ static int mediqa_run(struct cli_args *a)
     enum mt_status st;
 
     memset(&s, 0, sizeof s);
+    if (cli_get(a, "enqueue") || cli_get(a, "collect"))
+        return mediqa_queue_main(a);
     if (agent_opts_read(a, &p) < 0 ||
         cli_get_uint(a, "jobs", 1, 512, &jobs) < 0 ||
         cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
@@ -490,7 +324,7 @@ static int mediqa_run(struct cli_args *a)
     }
     p.llm.max_concurrency = (uint32_t)jobs * 2; /* guards pairs */
     work_init(&s.q, 0);
-    st = load_notes(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
+    st = mediqa_load(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
     s.q.n = s.n;
     if (st == MT_OK)
         st = mt_agent_open(&p, &s.agent, &err);
@@ -501,7 +335,7 @@ static int mediqa_run(struct cli_args *a)
     if (s.trace)
         fclose(s.trace);
     mt_progress_free(s.bar);
-    notes_free(s.notes, s.n);
+    mediqa_notes_free(s.notes, s.n);
     work_destroy(&s.q);
     if (st != MT_OK)
         return cli_fail(&err, st);
@@ -511,7 +345,9 @@ static int mediqa_run(struct cli_args *a)
 const struct cli_verb cli_verb_mediqa = {
     "mediqa",
     "run a checker strategy over a MEDEC-format CSV (MEDIQA-CORR)",
-    "--data FILE.csv --out RUN.txt [OPTIONS]",
+    "--data FILE.csv --out RUN.txt [OPTIONS]\n"
+    "       medtrust mediqa --state URL --enqueue --data FILE.csv [OPTIONS]\n"
+    "       medtrust mediqa --state URL --collect RUN --out RUN.txt",
     "Writes one line per note: <Text ID> <flag> <sentence id or -1>\n"
     "<corrected sentence or NA>, in the CSV's order, using the note's own\n"
     "Sentences field when the CSV has one. Each finished note is appended\n"
@@ -522,7 +358,16 @@ const struct cli_verb cli_verb_mediqa = {
     "of OUT unless --fallback-on-failure is given; the summary names it,\n"
     "--trace gives the reason, --resume checks it again, and the exit\n"
     "status is 1. A second run on the same OUT while one is running is\n"
-    "refused (OUT.journal is locked).",
+    "refused (OUT.journal is locked).\n"
+    "\n"
+    "On more than one machine (README, \"Running on more than one\n"
+    "machine\"): mediqa --state URL --enqueue --data FILE.csv [agent\n"
+    "options] stores the notes as jobs of a new run in PostgreSQL and\n"
+    "prints the run's number; `medtrust worker --state URL` processes on\n"
+    "any machines check them (--db, --llm and --cache on a worker replace\n"
+    "the run's own); mediqa --state URL --collect RUN --out RUN.txt waits\n"
+    "for the last job and writes the same submission, line for line, as a\n"
+    "one-machine run with the same options and model replies.",
     mediqa_opts,
     mediqa_run,
 };

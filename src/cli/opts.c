@@ -124,6 +124,13 @@ static long find(const struct cli_args *a, const char *name)
     return -1;
 }
 
+int cli_args_put(struct cli_args *a, const char *name, const char *val)
+{
+    long i = find(a, name);
+
+    return i < 0 ? -1 : store_val(a, (size_t)i, val);
+}
+
 const char *cli_get(const struct cli_args *a, const char *name)
 {
     long i = find(a, name);

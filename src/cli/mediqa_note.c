@@ -1,0 +1,210 @@
+/* The parts of `mediqa` that a one-machine run and a queued run share:
+ * reading the MEDEC-format CSV and checking one note into its submission
+ * and trace lines (cli/mediqa.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/agent_opts.h"
+#include "cli/journal.h"
+#include "cli/mediqa.h"
+#include "core/buf.h"
+#include "core/csv.h"
+#include "core/file.h"
+#include "medtrust/core.h"
+
+const struct cli_opt mediqa_agent_opts[] = {
+    AGENT_OPTS,
+    {NULL, 0, NULL, NULL, 0},
+};
+
+/* ==== Loading ==== */
+
+void mediqa_notes_free(struct mediqa_note *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++) {
+        mt_free(v[i].id);
+        mt_free(v[i].text);
+        mt_free(v[i].sents);
+        mt_free(v[i].line);
+    }
+    mt_free(v);
+}
+
+static char *dup_field(struct mt_csv *c, long col)
+{
+    struct mt_str s = mt_csv_field(c, (size_t)col);
+
+    return mt_strndup(s.p ? s.p : "", s.n);
+}
+
+static enum mt_status add_note(struct mt_csv *c, const long *col,
+                               struct mediqa_note **v, size_t *n, size_t *cap)
+{
+    struct mediqa_note *x;
+
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+
+        x = mt_realloc(*v, nc * sizeof *x);
+        if (!x)
+            return MT_ENOMEM;
+        *v = x;
+        *cap = nc;
+    }
+    x = &(*v)[*n];
+    memset(x, 0, sizeof *x);
+    (*n)++;
+    x->id = dup_field(c, col[0]);
+    x->text = dup_field(c, col[1]);
+    x->sents = col[2] >= 0 ? dup_field(c, col[2]) : NULL;
+    if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
+        return MT_ENOMEM;
+    return mt_str_trim(mt_str_from(x->id)).n ? MT_OK : MT_EPARSE;
+}
+
+static enum mt_status header(struct mt_csv *c, const char *path, long *col,
+                             struct mt_error *err)
+{
+    int got = 0;
+    enum mt_status st = mt_csv_next(c, &got, err);
+
+    if (st != MT_OK)
+        return st;
+    col[0] = got ? mt_csv_find(c, "Text ID") : -1;
+    col[1] = got ? mt_csv_find(c, "Text") : -1;
+    col[2] = got ? mt_csv_find(c, "Sentences") : -1;
+    if (col[0] < 0 || col[1] < 0)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: missing column%s%s%s (a "
+                       "MEDEC-format CSV needs Text ID and Text)",
+                       path, col[0] < 0 && col[1] < 0 ? "s" : "",
+                       col[0] < 0 ? " 'Text ID'" : "",
+                       col[1] < 0 ? " 'Text'" : "");
+    return MT_OK;
+}
+
+enum mt_status mediqa_load(const char *path, size_t limit,
+                           struct mediqa_note **out, size_t *n,
+                           struct mt_error *err)
+{
+    struct mt_csv *c = NULL;
+    struct mediqa_note *v = NULL;
+    size_t cap = 0;
+    long col[3];
+    int got = 1;
+    enum mt_status st = mt_csv_open(path, NULL, &c, err);
+
+    *n = 0;
+    if (st == MT_OK)
+        st = header(c, path, col, err);
+    while (st == MT_OK && (!limit || *n < limit)) {
+        st = mt_csv_next(c, &got, err);
+        if (st != MT_OK || !got)
+            break;
+        st = add_note(c, col, &v, n, &cap);
+        if (st == MT_EPARSE)
+            mt_fail(err, st, "%s:%zu: empty Text ID", path, mt_csv_line(c));
+    }
+    mt_csv_close(c);
+    if (st == MT_OK) {
+        *out = v;
+        return MT_OK;
+    }
+    mediqa_notes_free(v, *n);
+    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path) : st;
+}
+
+enum mt_status mediqa_write(const struct mediqa_note *v, size_t n,
+                            const char *path, int with_failed,
+                            struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = mt_buf_reserve(&b, 1);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < n; i++)
+        if (v[i].line && (with_failed || !v[i].failed))
+            st = mt_buf_printf(&b, "%s\n", v[i].line);
+    if (st == MT_OK)
+        st = mtx_file_write_atomic(path, b.data, b.len, err);
+    else
+        mt_fail(err, st, "%s: out of memory", path);
+    mt_buf_free(&b);
+    return st;
+}
+
+/* ==== Checking ==== */
+
+void mediqa_usage_add(struct mt_check_usage *t, const struct mt_check_usage *u)
+{
+    t->llm_calls += u->llm_calls;
+    t->critical_calls += u->critical_calls;
+    t->prompt_tokens += u->prompt_tokens;
+    t->completion_tokens += u->completion_tokens;
+    t->failed_calls += u->failed_calls;
+    t->parse_failures += u->parse_failures;
+    t->fallbacks += u->fallbacks;
+    t->estimated_calls += u->estimated_calls;
+}
+
+/* The trace line: {"id":ID, ...result}, with "error" first when the
+ * check failed, or {"id":ID,"error":...} when it gave no result. */
+static char *trace_line(const char *id, const struct mt_check_result *r,
+                        const struct mt_error *err, int failed)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
+    json_t *e = json_string(err->msg);
+    char *es = e ? json_dumps(e, JSON_ENCODE_ANY) : NULL;
+    char *res = r ? mt_check_result_json(r, 1) : NULL;
+
+    json_decref(e);
+    if (failed && res && es &&
+        mt_buf_printf(&b, "{\"error\":%s,%s", es, res + 1) == MT_OK) {
+        mt_free(res);
+        res = mt_buf_take(&b);
+    }
+    mt_buf_free(&b);
+    mt_free(es);
+    return work_line(id, res,
+                     res ? NULL
+                         : json_pack("{s:s,s:s,s:s}", "id", id, "error",
+                                     err->msg, "rule",
+                                     "the check failed: no verdict"));
+}
+
+void mediqa_check(struct mt_agent *agent, const char *id, const char *text,
+                  const char *sents, int with_trace, struct mediqa_outcome *o)
+{
+    struct mt_note nt = {
+        id, text, strlen(text), sents, sents ? strlen(sents) : 0, NULL, 0};
+    struct mt_check_result r;
+    const struct mt_check_result *got;
+    enum mt_status st;
+
+    memset(o, 0, sizeof *o);
+    st = mt_agent_check(agent, &nt, &r, &o->err);
+    if (st != MT_OK && o->err.status == MT_OK)
+        mt_fail(&o->err, st, "%s", mt_status_str(st));
+    o->err.status = st;
+    o->failed = st != MT_OK;
+    got = r.trace ? &r : NULL;
+    o->line = mt_check_submission_line(id, got);
+    if (with_trace)
+        o->trace = trace_line(id, got, &o->err, o->failed);
+    if (got) {
+        o->usage = r.usage;
+        o->fallback = r.fallback;
+    }
+    mt_check_result_free(&r);
+}
+
+void mediqa_outcome_free(struct mediqa_outcome *o)
+{
+    mt_free(o->line);
+    mt_free(o->trace);
+    o->line = o->trace = NULL;
+}
