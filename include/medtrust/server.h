@@ -56,6 +56,11 @@ struct mt_server_params {
     const char *nli_spec;      /* verifier of POST /v1/ask: gguf:PATH (an
                                   NLI classifier) or "llm" (the prompted
                                   judge); NULL = MEDTRUST_NLI, else "llm" */
+    const char *state_url;     /* accounts, sessions, tokens, settings,
+                                  runs, run events and audit: NULL keeps
+                                  them in the store (db_dir); a
+                                  postgresql:// URL shares them with every
+                                  server naming it (state.h) */
 };
 
 /* Fills 'p' with the defaults above (db_dir NULL). */

@@ -8,11 +8,18 @@
 #include "cli/cli.h"
 #include "medtrust/core.h"
 #include "medtrust/server.h"
+#include "medtrust/state.h"
 
 extern const struct cli_verb cli_verb_serve;
 
 static const struct cli_opt serve_opts[] = {
     {"db", 'd', "DIR", "store directory (required; created if missing)", 0},
+    {"state", 0, "URL",
+     "keep accounts, sessions, tokens, settings, runs, run events and the "
+     "audit log in PostgreSQL (postgresql://USER@HOST:PORT/DB), shared by "
+     "every server and worker naming it (default $MEDTRUST_STATE; unset: "
+     "in the store)",
+     0},
     {"listen", 'l', "HOST:PORT",
      "address to listen on (default 127.0.0.1:8080; port 0 picks one)", 0},
     {"data-dir", 'D', "DIR",
@@ -163,6 +170,16 @@ static int serve_run(struct cli_args *a)
     p.registration = cli_get(a, "registration");
     p.llm_spec = cli_get(a, "llm");
     p.nli_spec = cli_get(a, "nli");
+    p.state_url = cli_get(a, "state");
+    if (!p.state_url)
+        p.state_url = getenv(MT_STATE_ENV);
+    if (p.state_url && !*p.state_url)
+        p.state_url = NULL;
+    if (p.state_url && !mt_state_is_shared(p.state_url)) {
+        fprintf(stderr, "medtrust serve: --state takes a postgresql:// URL "
+                        "(without it the state stays in the store)\n");
+        return 1;
+    }
     p.secure_cookies = cli_get(a, "secure-cookies") != NULL;
     p.test_routes = cli_get(a, "test-routes") != NULL;
     block_signals(&set);
@@ -182,7 +199,8 @@ static int serve_run(struct cli_args *a)
 const struct cli_verb cli_verb_serve = {
     "serve",
     "serve the HTTP JSON API (/v1) and the web UI",
-    "--db DIR [--listen HOST:PORT] [--data-dir DIR] [OPTIONS]",
+    "--db DIR [--state URL] [--listen HOST:PORT] [--data-dir DIR] "
+    "[OPTIONS]",
     "Routes: GET /v1/health; POST /v1/login, /v1/logout, /v1/register;\n"
     "GET /v1/me, /v1/session (200 either way: {\"authenticated\":false}\n"
     "or /v1/me's object); GET|POST /v1/tokens, DELETE /v1/tokens/ID; POST\n"
@@ -201,7 +219,12 @@ const struct cli_verb cli_verb_serve = {
     "and session needs\n"
     "a session cookie (state-changing requests also the X-CSRF-Token\n"
     "header) or 'Authorization: Bearer TOKEN'. Create accounts with\n"
-    "'medtrust user add'. SIGTERM or SIGINT stop the server gracefully.",
+    "'medtrust user add'. SIGTERM or SIGINT stop the server gracefully.\n"
+    "With --state postgresql://... any number of servers share accounts,\n"
+    "sessions, tokens and runs (put them behind any HTTP load balancer),\n"
+    "and a run's events stream from every server; each keeps its own\n"
+    "--db corpus copy and picks up a new index (a replaced\n"
+    "index/MANIFEST) without a restart.",
     serve_opts,
     serve_run,
 };

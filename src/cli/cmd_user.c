@@ -1,6 +1,8 @@
-/* medtrust user: add, delete, list accounts and set passwords in a store;
- * passwords are read from stdin (without echo on a terminal). */
+/* medtrust user: add, delete, list accounts and set passwords in a state
+ * (the store's own, or PostgreSQL with --state); passwords are read from
+ * stdin (without echo on a terminal). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
@@ -12,7 +14,14 @@
 extern const struct cli_verb cli_verb_user;
 
 static const struct cli_opt user_opts[] = {
-    {"db", 'd', "DIR", "store directory (required; created if missing)", 0},
+    {"db", 'd', "DIR",
+     "store directory holding the accounts (created if "
+     "missing); or --state",
+     0},
+    {"state", 0, "URL",
+     "the shared state: postgresql://USER@HOST:PORT/DB (default "
+     "$MEDTRUST_STATE); the accounts every serve --state URL sees",
+     0},
     {"admin", 'a', NULL, "with add: make the user an admin", 0},
     {"revoke-tokens", 0, NULL, "with passwd: also revoke the user's API tokens",
      0},
@@ -52,7 +61,7 @@ static enum mt_status print_user(const struct mt_user *u, void *user)
 
 /* passwd: the new password ends every session; with --revoke-tokens the
  * API tokens go too. */
-static enum mt_status passwd(struct mt_store *s, const char *name,
+static enum mt_status passwd(struct mt_state *s, const char *name,
                              const char *pw, int revoke, struct mt_error *err)
 {
     struct mt_user u;
@@ -66,7 +75,7 @@ static enum mt_status passwd(struct mt_store *s, const char *name,
     return st;
 }
 
-static enum mt_status act(struct mt_store *s, const char *verb,
+static enum mt_status act(struct mt_state *s, const char *verb,
                           const char *name, int admin, int revoke,
                           struct mt_error *err)
 {
@@ -91,26 +100,31 @@ static enum mt_status act(struct mt_store *s, const char *verb,
 static int user_run(struct cli_args *a)
 {
     struct mt_error err = {MT_OK, ""};
-    struct mt_store *s = NULL;
+    struct mt_state *s = NULL;
     const char *db = cli_get(a, "db");
+    const char *url = cli_get(a, "state");
     const char *verb = a->npos > 0 ? a->pos[0] : "";
     int list = strcmp(verb, "list") == 0;
     enum mt_status st;
 
-    if (!db ||
+    if (!url)
+        url = getenv(MT_STATE_ENV);
+    if (url && !*url)
+        url = NULL;
+    if ((!db && !url) ||
         (strcmp(verb, "add") != 0 && strcmp(verb, "del") != 0 &&
          strcmp(verb, "passwd") != 0 && !list) ||
         a->npos != (list ? 1 : 2)) {
-        fprintf(stderr, "usage: medtrust user add|del|passwd --db DIR NAME "
-                        "[--admin] | list --db DIR\n"
+        fprintf(stderr, "usage: medtrust user add|del|passwd --db DIR|--state "
+                        "URL NAME [--admin] | list --db DIR|--state URL\n"
                         "Try 'medtrust user --help'.\n");
         return 1;
     }
-    st = mt_store_open(db, NULL, &s, &err);
+    st = mt_state_open(url ? url : db, &s, &err);
     if (st == MT_OK)
         st = act(s, verb, list ? NULL : a->pos[1], cli_get(a, "admin") != NULL,
                  cli_get(a, "revoke-tokens") != NULL, &err);
-    mt_store_close(s);
+    mt_state_close(s);
     if (st != MT_OK)
         return cli_fail(&err, st);
     if (!list)
@@ -121,12 +135,16 @@ static int user_run(struct cli_args *a)
 const struct cli_verb cli_verb_user = {
     "user",
     "manage accounts of the HTTP server",
-    "add|del|passwd --db DIR NAME [--admin] | list --db DIR",
+    "add|del|passwd --db DIR|--state URL NAME [--admin] | list --db "
+    "DIR|--state URL",
     "add and passwd read the password (8 to 1024 bytes) from the first\n"
     "line of stdin, without echo on a terminal; it is stored as an argon2id\n"
     "hash. passwd also ends the user's sessions (and with --revoke-tokens\n"
     "revokes their API tokens). del removes the user's\n"
-    "sessions and API tokens; their runs stay in the store.",
+    "sessions and API tokens; their runs stay in the store.\n"
+    "With --state URL (or $MEDTRUST_STATE) the accounts live in that\n"
+    "PostgreSQL database, shared by every 'medtrust serve --state URL'\n"
+    "(serve reads the same variable); --db is then not needed.",
     user_opts,
     user_run,
 };

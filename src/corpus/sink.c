@@ -23,6 +23,7 @@ struct tmp_out {
 struct mt_sink {
     struct mt_import_params p;
     struct mt_store *store;
+    struct mt_state *marks; /* the store's own settings: files imported */
     struct tmp_out docs;
     struct tmp_out queries;
     int in_txn;
@@ -104,6 +105,8 @@ enum mt_status mt_sink_open(const struct mt_import_params *p,
         k->p.batch_size = 1000;
     if (!k->store && !p->jsonl_out)
         st = mt_fail(err, MT_EINVAL, "import needs a store or a JSONL output");
+    if (st == MT_OK && k->store)
+        st = mt_state_from_store(k->store, &k->marks, err);
     if (st == MT_OK && p->jsonl_out)
         st = out_open(&k->docs, p->jsonl_out, err);
     if (st == MT_OK && p->queries_out)
@@ -204,7 +207,7 @@ enum mt_status mt_sink_file_begin(struct mt_sink *k, const char *path,
         st = file_mark(k, path, err);
     if (st != MT_OK || !k->store)
         return st;
-    st = mt_setting_get(k->store, k->mark_key, val, sizeof val, &found, err);
+    st = mt_setting_get(k->marks, k->mark_key, val, sizeof val, &found, err);
     if (st == MT_OK && found && strcmp(val, k->mark_val) == 0) {
         *skip = 1;
         k->res.resumed++;
@@ -219,7 +222,7 @@ enum mt_status mt_sink_file_end(struct mt_sink *k, struct mt_error *err)
     enum mt_status st = txn(k, err);
 
     if (st == MT_OK && k->store)
-        st = mt_setting_put(k->store, k->mark_key, k->mark_val, err);
+        st = mt_setting_put(k->marks, k->mark_key, k->mark_val, err);
     k->done_bytes += k->cur_size;
     k->file_bytes = 0;
     if (st == MT_OK)
@@ -345,6 +348,7 @@ enum mt_status mt_sink_close(struct mt_sink *k, int ok,
     st = st == MT_OK ? q : st;
     if (res)
         *res = k->res;
+    mt_state_close(k->marks);
     mt_free(k);
     return st;
 }

@@ -401,14 +401,14 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     hash = input_hash(&in);
     st = hash ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
     if (st == MT_OK)
-        st = mt_run_create(l->store, rq->user.id, rq->user.name, "score", hash,
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "score", hash,
                            &id, &err);
     if (st == MT_OK) {
         mt_srv_report_path(s, id, report, sizeof report);
         st = mt_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
                                &notes, report, &err);
         /* Best effort: a failed update leaves the run "queued". */
-        mt_run_update(l->store, id, st == MT_OK ? "done" : "failed", json,
+        mt_run_update(l->state, id, st == MT_OK ? "done" : "failed", json,
                       st == MT_OK ? NULL : err.msg, NULL);
     }
     if (st == MT_OK)

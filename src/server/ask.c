@@ -321,7 +321,7 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         return 0;
     }
     if (st == MT_OK)
-        st = mt_run_create(l->store, rq->user.id, rq->user.name, "ask", h, &id,
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "ask", h, &id,
                            &err);
     if (st == MT_OK)
         mt_srv_audit(s, l, rq, "ask",

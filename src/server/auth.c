@@ -42,7 +42,7 @@ static int auth_token(struct mt_server *s, struct srv_req *rq, const char *tok,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK && strlen(tok) < MT_TOKEN_SIZE)
-        st = mt_token_lookup(l->store, tok, &rq->user, &rq->token_id, &err);
+        st = mt_token_lookup(l->state, tok, &rq->user, &rq->token_id, &err);
     else if (st == MT_OK)
         st = MT_ENOTFOUND;
     mt_srv_lease_put(s, l);
@@ -67,7 +67,7 @@ static int auth_session(struct mt_server *s, struct srv_req *rq,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
-        st = mt_session_lookup(l->store, rq->sid, &rq->user, rq->csrf, &err);
+        st = mt_session_lookup(l->state, rq->sid, &rq->user, rq->csrf, &err);
     mt_srv_lease_put(s, l);
     if (st == MT_ENOTFOUND) {
         mt_srv_error(rs, 401, "session expired or ended: log in again");
@@ -207,7 +207,7 @@ static void login_ok(struct mt_server *s, struct srv_lease *l,
     struct mt_error err = {MT_OK, ""};
     char sid[MT_SECRET_SIZE], csrf[MT_SECRET_SIZE];
     enum mt_status st = mt_session_create(
-        l->store, rq->user.id, (int64_t)s->p.session_ttl_s, sid, csrf, &err);
+        l->state, rq->user.id, (int64_t)s->p.session_ttl_s, sid, csrf, &err);
 
     if (st != MT_OK) {
         mt_srv_fail(rs, st, &err);
@@ -240,7 +240,7 @@ void mt_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     }
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
-        st = mt_user_verify(l->store, name, pw, &rq->user, &err);
+        st = mt_user_verify(l->state, name, pw, &rq->user, &err);
     if (st == MT_OK) {
         mt_srv_login_ok(s, name, rq->remote);
         login_ok(s, l, rq, rs);
@@ -264,9 +264,9 @@ void mt_srv_logout(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     st = mt_srv_lease_get(s, &l, &err);
     /* with a Bearer token, logging out revokes that token */
     if (st == MT_OK && rq->via_token)
-        st = mt_token_revoke(l->store, rq->token_id, rq->user.id, &err);
+        st = mt_token_revoke(l->state, rq->token_id, rq->user.id, &err);
     else if (st == MT_OK)
-        st = mt_session_delete(l->store, rq->sid, &err);
+        st = mt_session_delete(l->state, rq->sid, &err);
     if (st == MT_OK)
         mt_srv_audit(s, l, rq, rq->via_token ? "token_revoke" : "logout",
                      rq->via_token ? json_pack("{s:I}", "token_id",
@@ -287,7 +287,7 @@ static int registration_open(struct srv_lease *l, struct mt_error *err,
     char v[16] = "open";
     int found = 0;
 
-    *st = mt_setting_get(l->store, "registration", v, sizeof v, &found, err);
+    *st = mt_setting_get(l->state, "registration", v, sizeof v, &found, err);
     return *st == MT_OK && strcmp(v, "closed") != 0;
 }
 
@@ -307,9 +307,9 @@ void mt_srv_register(struct mt_server *s, struct srv_req *rq,
     if (st == MT_OK && !registration_open(l, &err, &st) && st == MT_OK) {
         mt_srv_error(rs, 403, "registration is closed: ask an admin");
     } else if (st == MT_OK) {
-        st = mt_user_add(l->store, name, pw, MT_ROLE_USER, &id, &err);
+        st = mt_user_add(l->state, name, pw, MT_ROLE_USER, &id, &err);
         if (st == MT_OK &&
-            mt_user_get(l->store, name, &rq->user, &err) == MT_OK) {
+            mt_user_get(l->state, name, &rq->user, &err) == MT_OK) {
             rq->authed = 1;
             mt_srv_audit(s, l, rq, "register", NULL);
             mt_srv_json(rs, 201, user_json(&rq->user));
@@ -358,7 +358,7 @@ void mt_srv_tokens_list(struct mt_server *s, struct srv_req *rq,
 
     (void)id;
     if (st == MT_OK)
-        st = mt_token_list(l->store, rq->user.id, token_row, a, &err);
+        st = mt_token_list(l->state, rq->user.id, token_row, a, &err);
     mt_srv_lease_put(s, l);
     if (st == MT_OK)
         mt_srv_json(rs, 200, json_pack("{s:o}", "tokens", a));
@@ -405,7 +405,7 @@ void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
     }
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
-        st = mt_token_create(l->store, rq->user.id, name, (int64_t)ttl, &id,
+        st = mt_token_create(l->state, rq->user.id, name, (int64_t)ttl, &id,
                              tok, &err);
     if (st == MT_OK) {
         mt_srv_audit(s, l, rq, "token_create",
@@ -429,7 +429,7 @@ void mt_srv_token_revoke(struct mt_server *s, struct srv_req *rq,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
-        st = mt_token_revoke(l->store, id, owner, &err);
+        st = mt_token_revoke(l->state, id, owner, &err);
     if (st == MT_OK) {
         mt_srv_audit(s, l, rq, "token_revoke",
                      json_pack("{s:I}", "token_id", (json_int_t)id));
@@ -462,7 +462,7 @@ void mt_srv_users(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     (void)rq;
     (void)id;
     if (st == MT_OK)
-        st = mt_user_list(l->store, user_row, a, &err);
+        st = mt_user_list(l->state, user_row, a, &err);
     mt_srv_lease_put(s, l);
     if (st == MT_OK) {
         mt_srv_json(rs, 200, json_pack("{s:o}", "users", a));
@@ -518,7 +518,7 @@ void mt_srv_settings_put(struct mt_server *s, struct srv_req *rq,
     }
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
-        st = mt_setting_put(l->store, "registration", reg, &err);
+        st = mt_setting_put(l->state, "registration", reg, &err);
     if (st == MT_OK)
         mt_srv_audit(s, l, rq, "settings",
                      json_pack("{s:s}", "registration", reg));

@@ -63,7 +63,7 @@ static void set_status(struct mt_server *s, int64_t run, const char *status,
     struct srv_lease *l = NULL;
 
     if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
-        mt_run_update(l->store, run, status, NULL, error, NULL);
+        mt_run_update(l->state, run, status, NULL, error, NULL);
     mt_srv_lease_put(s, l);
 }
 
@@ -588,7 +588,7 @@ static int64_t create_run(struct mt_server *s, struct srv_req *rq,
 
     mt_sha256_hex(csv, strlen(csv), h);
     if (st == MT_OK)
-        st = mt_run_create(l->store, rq->user.id, rq->user.name, "batch", h,
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "batch", h,
                            &id, err);
     if (st == MT_OK)
         mt_srv_audit(s, l, rq, "batch",
@@ -683,7 +683,7 @@ static int resumable(struct mt_server *s, struct srv_req *rq,
     enum mt_status st = mt_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
-        st = mt_run_get(l->store, id, on_run, &c, &err);
+        st = mt_run_get(l->state, id, on_run, &c, &err);
     mt_srv_lease_put(s, l);
     if (st != MT_OK && st != MT_ENOTFOUND) {
         mt_srv_fail(rs, st, &err);

@@ -417,7 +417,7 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         return 0;
     }
     if (st == MT_OK)
-        st = mt_run_create(l->store, rq->user.id, rq->user.name, "check", h,
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "check", h,
                            &id, &err);
     if (st == MT_OK)
         mt_srv_audit(s, l, rq, "check",

@@ -25,6 +25,7 @@ struct srv_job {
     size_t nev, evcap;
     int done;
     int on_thread; /* a worker runs it now, on 'thread' */
+    int mirror;    /* replays another server's run from the state's rows */
     pthread_t thread;
     int refs; /* the queue or a worker holds one, each stream one */
     double deadline;
@@ -125,10 +126,27 @@ void mt_srv_job_release(struct mt_server *s, struct srv_job *j)
 
 /* ==== Events ==== */
 
+/* With a shared state every event of a job run here is also a row, so
+ * that a stream opened on another server replays it (mirror below). */
+static void event_row(struct srv_job *j, int64_t seq, const char *type,
+                      const char *data)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+
+    if (mt_srv_lease_get(j->s, &l, &err) == MT_OK)
+        mt_run_event_add(l->state, j->run, seq, type, data, &err);
+    if (err.status != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: event %lld: %s",
+               (long long)j->run, (long long)seq, err.msg);
+    mt_srv_lease_put(j->s, l);
+}
+
 static void emit_text(struct srv_job *j, const char *type, const char *data)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
     char **grown;
+    int64_t seq = -1;
 
     if (mt_buf_printf(&b, "event: %s\ndata: %s\n\n", type, data) != MT_OK) {
         mt_buf_free(&b);
@@ -143,11 +161,15 @@ static void emit_text(struct srv_job *j, const char *type, const char *data)
             j->evcap = cap;
         }
     }
-    if (j->nev < j->evcap)
+    if (j->nev < j->evcap) {
+        seq = (int64_t)j->nev;
         j->ev[j->nev++] = mt_buf_take(&b);
+    }
     wake_locked(j);
     pthread_mutex_unlock(&j->s->job_mu);
     mt_buf_free(&b);
+    if (seq >= 0 && j->s->state_url && !j->mirror)
+        event_row(j, seq, type, data);
 }
 
 void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
@@ -271,7 +293,7 @@ static void record(struct mt_server *s, int64_t run, const char *status,
     struct srv_lease *l = NULL;
 
     if (mt_srv_lease_get(s, &l, &err) == MT_OK)
-        mt_run_update(l->store, run, status, result, error, &err);
+        mt_run_update(l->state, run, status, result, error, &err);
     if (err.status != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)run, err.msg);
     mt_srv_lease_put(s, l);
@@ -370,6 +392,139 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ==== Mirrors: another server's run, streamed from the state ====
+ * With a shared state a run's events are rows (event_row). A stream for a
+ * run that no job here holds gets a mirror job: a thread that polls the
+ * rows after the last one it saw every SRV_MIRROR_POLL_MS and emits them
+ * into the mirror, so the usual stream code serves it. Polling rather
+ * than LISTEN/NOTIFY: docs/architecture.md says why. The mirror ends
+ * with the run's "done" event, or, when the run ended without one (it
+ * failed before its job started), with one made from the run's row. */
+
+#define SRV_MIRROR_POLL_MS 250
+
+struct mirror_ctx {
+    struct srv_job *j;
+    int64_t last;
+    int done;
+    int ended; /* polls that found the run finished without a "done" row */
+};
+
+static enum mt_status mirror_event(int64_t seq, const char *type,
+                                   const char *data, void *user)
+{
+    struct mirror_ctx *c = user;
+
+    emit_text(c->j, type, data);
+    c->last = seq;
+    c->done |= strcmp(type, "done") == 0;
+    return MT_OK;
+}
+
+static enum mt_status mirror_final(const struct mt_run *r, void *user)
+{
+    struct mirror_ctx *c = user;
+    int fin =
+        strcmp(r->status, "done") == 0 || strcmp(r->status, "failed") == 0;
+    json_t *o;
+    char *txt;
+
+    /* the origin records the run's status just before its "done" event:
+     * give that row one more poll */
+    if (!fin || ++c->ended < 2)
+        return MT_OK;
+    o = json_pack("{s:I,s:s,s:s?}", "id", (json_int_t)r->id, "status",
+                  r->status, "error", r->error);
+    if (o && r->result)
+        json_object_set_new(o, "result", json_loads(r->result, 0, NULL));
+    txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (txt)
+        emit_text(c->j, "done", txt);
+    json_text_free(txt);
+    c->done = 1;
+    return MT_OK;
+}
+
+/* One poll: the rows after the last one seen, then, when none came,
+ * whether the run has ended. */
+static void mirror_poll(struct mt_server *s, struct mirror_ctx *c)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    int64_t before = c->last;
+
+    if (mt_srv_lease_get(s, &l, &err) != MT_OK)
+        return;
+    mt_run_event_list(l->state, c->j->run, c->last, 256, mirror_event, c, &err);
+    if (!c->done && c->last == before && err.status == MT_OK)
+        mt_run_get(l->state, c->j->run, mirror_final, c, &err);
+    mt_srv_lease_put(s, l);
+}
+
+static void *mirror_main(void *arg)
+{
+    struct srv_job *j = arg;
+    struct mt_server *s = j->s;
+    struct mirror_ctx c = {j, -1, 0, 0};
+    struct timespec ts = {0, SRV_MIRROR_POLL_MS * 1000L * 1000L};
+    int stop = 0;
+
+    while (!c.done && !stop) {
+        mirror_poll(s, &c);
+        if (c.done)
+            break;
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&s->job_mu);
+        stop = s->jobs_cancel || s->jobs_stop || mt_srv_now() > j->deadline;
+        pthread_mutex_unlock(&s->job_mu);
+    }
+    pthread_mutex_lock(&s->job_mu);
+    j->done = 1;
+    wake_locked(j);
+    keep_locked(s, j);
+    s->mirrors--;
+    pthread_cond_broadcast(&s->idle_cv);
+    pthread_mutex_unlock(&s->job_mu);
+    return NULL;
+}
+
+void mt_srv_job_mirror(struct mt_server *s, int64_t run_id)
+{
+    struct srv_job *j;
+    pthread_attr_t at;
+    int ok;
+
+    if (!s->state_url)
+        return;
+    pthread_mutex_lock(&s->job_mu);
+    for (j = s->live; j; j = j->lnext)
+        if (j->run == run_id)
+            break;
+    if (j || s->jobs_stop || !(j = mt_calloc(1, sizeof *j))) {
+        pthread_mutex_unlock(&s->job_mu);
+        return;
+    }
+    j->s = s;
+    j->run = run_id;
+    j->mirror = 1;
+    j->refs = 1; /* the mirror thread's, then the kept ring's */
+    j->deadline = mt_srv_now() + s->p.job_timeout_s;
+    snprintf(j->kind, sizeof j->kind, "mirror");
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    ok = pthread_create(&j->thread, &at, mirror_main, j) == 0;
+    pthread_attr_destroy(&at);
+    if (ok) {
+        j->lnext = s->live;
+        s->live = j;
+        s->mirrors++;
+    } else {
+        job_free(j);
+    }
+    pthread_mutex_unlock(&s->job_mu);
+}
+
 /* ==== Queue ==== */
 
 static enum mt_status enqueue(struct mt_server *s, struct srv_job *j,
@@ -462,6 +617,8 @@ void mt_srv_jobs_stop(struct mt_server *s, double grace_s)
         pthread_cond_timedwait(&s->idle_cv, &s->job_mu, &ts);
     }
     s->jobs_cancel = 1;
+    while (s->mirrors) /* each sees jobs_cancel within one poll */
+        pthread_cond_wait(&s->idle_cv, &s->job_mu);
     pthread_mutex_unlock(&s->job_mu);
     for (i = 0; i < s->nworkers; i++)
         pthread_join(s->workers[i], NULL);

@@ -117,7 +117,7 @@ void mt_srv_audit(struct mt_server *s, struct srv_lease *l,
         detail = json_object();
     if (l && detail) {
         txt = json_dumps(detail, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        mt_audit_add(l->store, rq->authed ? rq->user.id : 0, who, action, txt,
+        mt_audit_add(l->state, rq->authed ? rq->user.id : 0, who, action, txt,
                      NULL);
     }
     if (txt) {

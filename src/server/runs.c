@@ -91,7 +91,7 @@ void mt_srv_runs_list(struct mt_server *s, struct srv_req *rq,
 
     (void)id;
     if (st == MT_OK)
-        st = mt_run_list(l->store, all ? 0 : rq->user.id,
+        st = mt_run_list(l->state, all ? 0 : rq->user.id,
                          (int64_t)arg_u32(rq, "before", 0, 2000000000u),
                          arg_u32(rq, "limit", 50, 500), on_run, &c, &err);
     mt_srv_lease_put(s, l);
@@ -113,7 +113,7 @@ static int load_run(struct mt_server *s, struct srv_req *rq,
 
     (void)rq; /* c->rq decides what the user may see */
     if (st == MT_OK)
-        st = mt_run_get(l->store, id, on_run, c, &err);
+        st = mt_run_get(l->state, id, on_run, c, &err);
     mt_srv_lease_put(s, l);
     if (st == MT_OK && c->out)
         return 0;
@@ -160,6 +160,7 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
     rs->status = 200;
     rs->type = "text/event-stream";
     rs->sse_run = id;
+    mt_srv_job_mirror(s, id); /* a run of another server (shared state) */
 }
 
 /* POST /v1/runs/ID/cancel: asks a queued or running job to stop (its
@@ -321,7 +322,7 @@ void mt_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
         return;
     st = mt_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
-        st = mt_run_create(l->store, rq->user.id, rq->user.name, "sleep", NULL,
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "sleep", NULL,
                            &id, &err);
     mt_srv_lease_put(s, l);
     arg = st == MT_OK ? mt_malloc(sizeof *arg) : NULL;

@@ -50,6 +50,13 @@ void mt_server_default_params(struct mt_server_params *p)
 
 /* ==== Store leases ==== */
 
+static void lease_close(struct srv_lease *l)
+{
+    mt_state_close(l->state); /* before the store it may borrow */
+    mt_store_close(l->store);
+    mt_free(l);
+}
+
 enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
                                 struct mt_error *err)
 {
@@ -69,8 +76,11 @@ enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
     if (!l)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = mt_store_open(s->db_dir, NULL, &l->store, err);
+    if (st == MT_OK)
+        st = s->state_url ? mt_state_open(s->state_url, &l->state, err)
+                          : mt_state_from_store(l->store, &l->state, err);
     if (st != MT_OK) {
-        mt_free(l);
+        lease_close(l);
         return st;
     }
     *out = l;
@@ -105,17 +115,19 @@ static enum mt_status copy_params(struct mt_server *s,
     s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
     s->llm_spec = p->llm_spec ? mt_strdup(p->llm_spec) : NULL;
     s->nli_spec = p->nli_spec ? mt_strdup(p->nli_spec) : NULL;
+    s->state_url = p->state_url ? mt_strdup(p->state_url) : NULL;
     s->buckets = mt_calloc(SRV_RL_SLOTS, sizeof *s->buckets);
     s->throttle = mt_calloc(SRV_RL_SLOTS, sizeof *s->throttle);
     if (!s->db_dir || !s->listen || (p->data_dir && !s->data_dir) ||
         (p->llm_spec && !s->llm_spec) || (p->nli_spec && !s->nli_spec) ||
-        !s->buckets || !s->throttle)
+        (p->state_url && !s->state_url) || !s->buckets || !s->throttle)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->p.db_dir = s->db_dir;
     s->p.listen = s->listen;
     s->p.data_dir = s->data_dir;
     s->p.llm_spec = s->llm_spec;
     s->p.nli_spec = s->nli_spec;
+    s->p.state_url = s->state_url;
     s->p.registration = NULL;
     return MT_OK;
 }
@@ -128,7 +140,7 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
     struct srv_lease *l = NULL;
     enum mt_status st = mt_srv_lease_get(s, &l, err);
 
-    if (st == MT_OK && mt_store_schema_version(l->store) < 2)
+    if (st == MT_OK && !s->state_url && mt_store_schema_version(l->store) < 2)
         st = mt_fail(err, MT_EUNSUPPORTED,
                      "%s: store has no accounts "
                      "tables",
@@ -140,7 +152,7 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
                      "'%s'",
                      reg);
     if (st == MT_OK && reg)
-        st = mt_setting_put(l->store, "registration", reg, err);
+        st = mt_setting_put(l->state, "registration", reg, err);
     mt_srv_lease_put(s, l);
     return st;
 }
@@ -197,8 +209,7 @@ void mt_srv_fini(struct mt_server *s)
     mt_srv_qa_close(s);
     while ((l = s->free_leases) != NULL) {
         s->free_leases = l->next;
-        mt_store_close(l->store);
-        mt_free(l);
+        lease_close(l);
     }
     mt_retriever_close(s->ret);
     mt_srv_logs_close(s);
@@ -209,6 +220,7 @@ void mt_srv_fini(struct mt_server *s)
     mt_free(s->data_dir);
     mt_free(s->llm_spec);
     mt_free(s->nli_spec);
+    mt_free(s->state_url);
     pthread_mutex_destroy(&s->agent_mu);
     pthread_mutex_destroy(&s->qa_mu);
     pthread_mutex_destroy(&s->conn_mu);
@@ -656,8 +668,8 @@ enum mt_status mt_server_start(const struct mt_server_params *p,
         mt_free(s);
         return st;
     }
-    mt_log(MT_LOG_INFO, "serving %s on http://%s (port %u)", s->db_dir,
-           s->listen, s->port);
+    mt_log(MT_LOG_INFO, "serving %s on http://%s (port %u)%s", s->db_dir,
+           s->listen, s->port, s->state_url ? ", state in PostgreSQL" : "");
     *out = s;
     return MT_OK;
 }

@@ -61,7 +61,8 @@ struct srv_resp {
 /* ==== Store leases: one store (and index) handle per thread at a time ==== */
 
 struct srv_lease {
-    struct mt_store *store;
+    struct mt_store *store; /* the corpus: sources, stats */
+    struct mt_state *state; /* accounts, runs, events, audit, settings */
     struct srv_lease *next;
 };
 
@@ -126,6 +127,7 @@ struct srv_qa_key {
 struct mt_server {
     struct mt_server_params p;
     char *db_dir, *listen, *data_dir;
+    char *state_url; /* NULL: the store's own state */
     struct MHD_Daemon *mhd;
     uint16_t port;
     /* leases */
@@ -160,6 +162,7 @@ struct mt_server {
     size_t nworkers;
     int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
     int jobs_cancel; /* running jobs should give up */
+    size_t mirrors;  /* mirror threads running (jobs.c) */
     /* note checkers, one per strategy, opened on first use (check.c) */
     pthread_mutex_t agent_mu;
     struct mt_agent *agents[3];
@@ -430,6 +433,10 @@ size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
                        size_t *off, char *buf, size_t max, int *end,
                        void *waiter, void (*suspend)(void *waiter),
                        void (*wake)(void *waiter));
+/* With a shared state: when no job here holds run 'run_id', starts a
+ * mirror job that streams the run's events from the state's rows (another
+ * server runs it, or ran it), so that mt_srv_job_find finds it. */
+void mt_srv_job_mirror(struct mt_server *s, int64_t run_id);
 /* Removes 'waiter' from the job (when a stream goes away). */
 void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
 /* Wakes every waiting stream (shutdown). */

@@ -1,5 +1,6 @@
-/* Accounts in the store (schema v2): users (argon2id via libsodium),
- * sessions and API tokens kept as SHA-256 hashes, runs, audit, settings.
+/* Accounts in the state (SQLite or PostgreSQL, through the one statement
+ * runner of state_int.h): users (argon2id via libsodium), sessions and API
+ * tokens kept as SHA-256 hashes, runs and their events, audit, settings.
  * Every statement is prepared per call: these are not hot paths. */
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,7 +12,7 @@
 
 #include "medtrust/accounts.h"
 #include "medtrust/core.h"
-#include "store/store_int.h"
+#include "store/state_int.h"
 
 /* ==== Helpers ==== */
 
@@ -73,100 +74,55 @@ static int64_t now_s(void)
     return (int64_t)time(NULL);
 }
 
-/* Binds arguments by type letter: 's' text (NULL binds NULL), 'I' int64,
- * 'h' a string bound as the 32-byte SHA-256 blob of its text. */
-static void bind_args(sqlite3_stmt *st, const char *types, va_list ap)
-{
-    unsigned char h[crypto_hash_sha256_BYTES];
-    int i;
-
-    for (i = 0; types[i]; i++) {
-        if (types[i] == 's') {
-            const char *v = va_arg(ap, const char *);
-            if (v)
-                sqlite3_bind_text(st, i + 1, v, -1, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, i + 1);
-        } else if (types[i] == 'I') {
-            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-        } else {
-            const char *v = va_arg(ap, const char *);
-            crypto_hash_sha256(h, (const unsigned char *)v, strlen(v));
-            sqlite3_bind_blob(st, i + 1, h, sizeof h, SQLITE_TRANSIENT);
-        }
-    }
-}
-
-/* Prepares 'sql' and binds the arguments. */
-static enum mt_status prep(struct mt_store *s, sqlite3_stmt **st,
-                           struct mt_error *err, const char *sql,
-                           const char *types, ...)
-{
-    va_list ap;
-    enum mt_status rc = mt_store_prepare(s, sql, st, err);
-
-    if (rc != MT_OK)
-        return rc;
-    va_start(ap, types);
-    bind_args(*st, types, ap);
-    va_end(ap);
-    return MT_OK;
-}
-
-/* Runs a statement without result rows; *changes (may be NULL) receives
- * the number of rows changed. */
-static enum mt_status exec_args(struct mt_store *s, int *changes,
-                                struct mt_error *err, const char *sql,
-                                const char *types, ...)
-{
-    sqlite3_stmt *st = NULL;
-    va_list ap;
-    enum mt_status rc = mt_store_prepare(s, sql, &st, err);
-    int step;
-
-    if (rc != MT_OK)
-        return rc;
-    va_start(ap, types);
-    bind_args(st, types, ap);
-    va_end(ap);
-    step = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE)
-        return mt_store_dberr(s, step, "writing accounts", err);
-    if (changes)
-        *changes = sqlite3_changes(s->db);
-    return MT_OK;
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    return (const char *)sqlite3_column_text(st, i);
-}
-
 /* Reads id, name, role, created_at from columns 0..3. */
-static void fill_user(sqlite3_stmt *st, struct mt_user *u)
+static void fill_user(const struct mtx_row *row, struct mt_user *u)
 {
-    const char *name = col_text(st, 1);
-    const char *role = col_text(st, 2);
+    const char *name = mtx_row_text(row, 1);
+    const char *role = mtx_row_text(row, 2);
 
     memset(u, 0, sizeof *u);
-    u->id = sqlite3_column_int64(st, 0);
+    u->id = mtx_row_int(row, 0);
     snprintf(u->name, sizeof u->name, "%s", name ? name : "");
     u->role = role && strcmp(role, "admin") == 0 ? MT_ROLE_ADMIN : MT_ROLE_USER;
-    u->created_at = sqlite3_column_int64(st, 3);
+    u->created_at = mtx_row_int(row, 3);
 }
 
-/* Steps a statement expected to give at most one row. */
-static enum mt_status step_one(struct mt_store *s, sqlite3_stmt *st,
-                               const char *what, struct mt_error *err)
-{
-    int step = sqlite3_step(st);
+/* Row readers for statements that give at most one row. */
+struct user_out {
+    struct mt_user *u;
+    char *extra; /* column 4 as text, when non-NULL */
+    size_t extra_n;
+    int64_t *extra_int; /* column 4 as an integer, when non-NULL */
+};
 
-    if (step == SQLITE_ROW)
-        return MT_OK;
-    if (step == SQLITE_DONE)
+static enum mt_status read_user(const struct mtx_row *row, void *user)
+{
+    struct user_out *o = user;
+    const char *x;
+
+    fill_user(row, o->u);
+    if (o->extra) {
+        x = mtx_row_text(row, 4);
+        snprintf(o->extra, o->extra_n, "%s", x ? x : "");
+    }
+    if (o->extra_int)
+        *o->extra_int = mtx_row_int(row, 4);
+    return MT_OK;
+}
+
+static enum mt_status read_id(const struct mtx_row *row, void *user)
+{
+    *(int64_t *)user = mtx_row_int(row, 0);
+    return MT_OK;
+}
+
+/* MT_ENOTFOUND ("what: not found") when a lookup found no row. */
+static enum mt_status found_one(enum mt_status st, const struct mtx_query *q,
+                                const char *what, struct mt_error *err)
+{
+    if (st == MT_OK && q->rows == 0)
         return mt_fail(err, MT_ENOTFOUND, "%s: not found", what);
-    return mt_store_dberr(s, step, what, err);
+    return st;
 }
 
 /* ==== Users ==== */
@@ -198,11 +154,13 @@ static enum mt_status hash_password(const char *pw,
     return MT_OK;
 }
 
-enum mt_status mt_user_add(struct mt_store *s, const char *name,
+enum mt_status mt_user_add(struct mt_state *s, const char *name,
                            const char *password, enum mt_role role, int64_t *id,
                            struct mt_error *err)
 {
     char hash[crypto_pwhash_STRBYTES];
+    int64_t row = 0;
+    struct mtx_query q = {read_id, &row, 0, 0};
     struct mt_user u;
     enum mt_status st;
 
@@ -214,28 +172,29 @@ enum mt_status mt_user_add(struct mt_store *s, const char *name,
         return mt_fail(err, MT_EINVAL, "user '%s' already exists", name);
     st = hash_password(password, hash, err);
     if (st == MT_OK)
-        st = exec_args(s, NULL, err,
-                       "INSERT INTO users(name, pwhash, role) VALUES(?,?,?)",
-                       "sss", name, hash, mt_role_str(role));
+        st = mtx_state_exec(s, &q, err,
+                            "INSERT INTO users(name, pwhash, role)"
+                            " VALUES(?,?,?) RETURNING id",
+                            "sss", name, hash, mt_role_str(role));
     if (st == MT_OK && id)
-        *id = sqlite3_last_insert_rowid(s->db);
+        *id = row;
     sodium_memzero(hash, sizeof hash);
     return st;
 }
 
-enum mt_status mt_user_del(struct mt_store *s, const char *name,
+enum mt_status mt_user_del(struct mt_state *s, const char *name,
                            struct mt_error *err)
 {
-    int n = 0;
+    struct mtx_query q = {NULL, NULL, 0, 0};
     enum mt_status st =
-        exec_args(s, &n, err, "DELETE FROM users WHERE name=?", "s", name);
+        mtx_state_exec(s, &q, err, "DELETE FROM users WHERE name=?", "s", name);
 
-    if (st == MT_OK && n == 0)
+    if (st == MT_OK && q.changes == 0)
         return mt_fail(err, MT_ENOTFOUND, "no user '%s'", name);
     return st;
 }
 
-enum mt_status mt_user_passwd(struct mt_store *s, const char *name,
+enum mt_status mt_user_passwd(struct mt_state *s, const char *name,
                               const char *password, struct mt_error *err)
 {
     char hash[crypto_pwhash_STRBYTES];
@@ -245,30 +204,31 @@ enum mt_status mt_user_passwd(struct mt_store *s, const char *name,
     if (st == MT_OK)
         st = hash_password(password, hash, err);
     if (st == MT_OK)
-        st = exec_args(s, NULL, err, "UPDATE users SET pwhash=? WHERE id=?",
-                       "sI", hash, u.id);
+        st =
+            mtx_state_exec(s, NULL, err, "UPDATE users SET pwhash=? WHERE id=?",
+                           "sI", hash, u.id);
     if (st == MT_OK)
-        st = exec_args(s, NULL, err, "DELETE FROM sessions WHERE user_id=?",
-                       "I", u.id);
+        st = mtx_state_exec(s, NULL, err,
+                            "DELETE FROM sessions WHERE user_id=?", "I", u.id);
     sodium_memzero(hash, sizeof hash);
     return st;
 }
 
-enum mt_status mt_user_get(struct mt_store *s, const char *name,
+enum mt_status mt_user_get(struct mt_state *s, const char *name,
                            struct mt_user *out, struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc = prep(s, &st, err,
-                             "SELECT id, name, role, created_at FROM users"
-                             " WHERE name=?",
-                             "s", name);
+    struct mt_user u;
+    struct user_out o = {&u, NULL, 0, NULL};
+    struct mtx_query q = {read_user, &o, 0, 0};
+    enum mt_status st = mtx_state_exec(s, &q, err,
+                                       "SELECT id, name, role, created_at"
+                                       " FROM users WHERE name=?",
+                                       "s", name);
 
-    if (rc == MT_OK)
-        rc = step_one(s, st, "user", err);
-    if (rc == MT_OK)
-        fill_user(st, out);
-    sqlite3_finalize(st);
-    return rc;
+    st = found_one(st, &q, "user", err);
+    if (st == MT_OK)
+        *out = u;
+    return st;
 }
 
 /* A hash of a random password, verified against for unknown users so
@@ -287,28 +247,22 @@ static void make_dummy(void)
         dummy_hash[0] = '\0';
 }
 
-static enum mt_status load_hash(struct mt_store *s, const char *name,
+static enum mt_status load_hash(struct mt_state *s, const char *name,
                                 struct mt_user *u,
                                 char hash[crypto_pwhash_STRBYTES],
                                 struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc = prep(s, &st, err,
-                             "SELECT id, name, role, created_at, pwhash"
-                             " FROM users WHERE name=?",
-                             "s", name);
+    struct user_out o = {u, hash, crypto_pwhash_STRBYTES, NULL};
+    struct mtx_query q = {read_user, &o, 0, 0};
+    enum mt_status st = mtx_state_exec(s, &q, err,
+                                       "SELECT id, name, role, created_at,"
+                                       " pwhash FROM users WHERE name=?",
+                                       "s", name);
 
-    if (rc == MT_OK)
-        rc = step_one(s, st, "user", err);
-    if (rc == MT_OK) {
-        fill_user(st, u);
-        snprintf(hash, crypto_pwhash_STRBYTES, "%s", col_text(st, 4));
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return found_one(st, &q, "user", err);
 }
 
-enum mt_status mt_user_verify(struct mt_store *s, const char *name,
+enum mt_status mt_user_verify(struct mt_state *s, const char *name,
                               const char *password, struct mt_user *out,
                               struct mt_error *err)
 {
@@ -335,30 +289,35 @@ enum mt_status mt_user_verify(struct mt_store *s, const char *name,
     return MT_OK;
 }
 
-enum mt_status mt_user_list(struct mt_store *s, mt_user_fn fn, void *user,
+struct user_each {
+    mt_user_fn fn;
+    void *user;
+};
+
+static enum mt_status each_user(const struct mtx_row *row, void *user)
+{
+    struct user_each *e = user;
+    struct mt_user u;
+
+    fill_user(row, &u);
+    return e->fn(&u, e->user);
+}
+
+enum mt_status mt_user_list(struct mt_state *s, mt_user_fn fn, void *user,
                             struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    struct mt_user u;
-    enum mt_status rc = prep(s, &st, err,
-                             "SELECT id, name, role, created_at FROM users"
-                             " ORDER BY name",
-                             "");
-    int step = SQLITE_DONE;
+    struct user_each e = {fn, user};
+    struct mtx_query q = {each_user, &e, 0, 0};
 
-    while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        fill_user(st, &u);
-        rc = fn(&u, user);
-    }
-    if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "listing users", err);
-    sqlite3_finalize(st);
-    return rc;
+    return mtx_state_exec(s, &q, err,
+                          "SELECT id, name, role, created_at FROM users"
+                          " ORDER BY name",
+                          "");
 }
 
 /* ==== Sessions ==== */
 
-enum mt_status mt_session_create(struct mt_store *s, int64_t user_id,
+enum mt_status mt_session_create(struct mt_state *s, int64_t user_id,
                                  int64_t ttl_s, char sid[MT_SECRET_SIZE],
                                  char csrf[MT_SECRET_SIZE],
                                  struct mt_error *err)
@@ -369,181 +328,177 @@ enum mt_status mt_session_create(struct mt_store *s, int64_t user_id,
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     random_hex(sid);
     random_hex(csrf);
-    return exec_args(s, NULL, err,
-                     "INSERT INTO sessions(hash, user_id, csrf, created_at,"
-                     " expires_at) VALUES(?,?,?,?,?)",
-                     "hIsII", sid, user_id, csrf, now, now + ttl_s);
+    return mtx_state_exec(s, NULL, err,
+                          "INSERT INTO sessions(hash, user_id, csrf,"
+                          " created_at, expires_at) VALUES(?,?,?,?,?)",
+                          "hIsII", sid, user_id, csrf, now, now + ttl_s);
 }
 
-enum mt_status mt_session_lookup(struct mt_store *s, const char *sid,
+enum mt_status mt_session_lookup(struct mt_state *s, const char *sid,
                                  struct mt_user *u, char csrf[MT_SECRET_SIZE],
                                  struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc;
+    struct user_out o = {u, csrf, MT_SECRET_SIZE, NULL};
+    struct mtx_query q = {read_user, &o, 0, 0};
+    enum mt_status st;
 
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
-    rc = prep(s, &st, err,
-              "SELECT u.id, u.name, u.role, u.created_at, s.csrf"
-              " FROM sessions s JOIN users u ON u.id = s.user_id"
-              " WHERE s.hash=? AND s.expires_at > ?",
-              "hI", sid, now_s());
-    if (rc == MT_OK)
-        rc = step_one(s, st, "session", err);
-    if (rc == MT_OK) {
-        fill_user(st, u);
-        snprintf(csrf, MT_SECRET_SIZE, "%s", col_text(st, 4));
-    }
-    sqlite3_finalize(st);
-    return rc;
+    st = mtx_state_exec(s, &q, err,
+                        "SELECT u.id, u.name, u.role, u.created_at, s.csrf"
+                        " FROM sessions s JOIN users u ON u.id = s.user_id"
+                        " WHERE s.hash=? AND s.expires_at > ?",
+                        "hI", sid, now_s());
+    return found_one(st, &q, "session", err);
 }
 
-enum mt_status mt_session_delete(struct mt_store *s, const char *sid,
+enum mt_status mt_session_delete(struct mt_state *s, const char *sid,
                                  struct mt_error *err)
 {
     enum mt_status st;
 
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
-    st = exec_args(s, NULL, err, "DELETE FROM sessions WHERE hash=?", "h", sid);
+    st = mtx_state_exec(s, NULL, err, "DELETE FROM sessions WHERE hash=?", "h",
+                        sid);
     if (st == MT_OK)
-        st = exec_args(s, NULL, err,
-                       "DELETE FROM sessions WHERE expires_at <= ?", "I",
-                       now_s());
+        st = mtx_state_exec(s, NULL, err,
+                            "DELETE FROM sessions WHERE expires_at <= ?", "I",
+                            now_s());
     return st;
 }
 
 /* ==== API tokens ==== */
 
-enum mt_status mt_token_create(struct mt_store *s, int64_t user_id,
+enum mt_status mt_token_create(struct mt_state *s, int64_t user_id,
                                const char *name, int64_t ttl_s, int64_t *id,
                                char token[MT_TOKEN_SIZE], struct mt_error *err)
 {
     char hex[MT_SECRET_SIZE];
-    enum mt_status st;
+    struct mtx_query q = {read_id, id, 0, 0};
 
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     random_hex(hex);
     snprintf(token, MT_TOKEN_SIZE, "mt_%s", hex);
     sodium_memzero(hex, sizeof hex);
-    st = exec_args(s, NULL, err,
-                   "INSERT INTO tokens(hash, user_id, name, expires_at)"
-                   " VALUES(?,?,?,NULLIF(?,0))",
-                   "hIsI", token, user_id, name ? name : "",
-                   ttl_s > 0 ? now_s() + ttl_s : (int64_t)0);
-    if (st == MT_OK)
-        *id = sqlite3_last_insert_rowid(s->db);
-    return st;
+    return mtx_state_exec(s, &q, err,
+                          "INSERT INTO tokens(hash, user_id, name, expires_at)"
+                          " VALUES(?,?,?,NULLIF(?,0)) RETURNING id",
+                          "hIsI", token, user_id, name ? name : "",
+                          ttl_s > 0 ? now_s() + ttl_s : (int64_t)0);
 }
 
-enum mt_status mt_token_revoke_all(struct mt_store *s, int64_t user_id,
+enum mt_status mt_token_revoke_all(struct mt_state *s, int64_t user_id,
                                    struct mt_error *err)
 {
-    return exec_args(s, NULL, err, "DELETE FROM tokens WHERE user_id=?", "I",
-                     user_id);
+    return mtx_state_exec(s, NULL, err, "DELETE FROM tokens WHERE user_id=?",
+                          "I", user_id);
 }
 
-enum mt_status mt_token_lookup(struct mt_store *s, const char *token,
+enum mt_status mt_token_lookup(struct mt_state *s, const char *token,
                                struct mt_user *u, int64_t *token_id,
                                struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc;
+    int64_t tid = 0;
+    struct user_out o = {u, NULL, 0, &tid};
+    struct mtx_query q = {read_user, &o, 0, 0};
+    enum mt_status st;
 
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
-    rc = prep(s, &st, err,
-              "SELECT u.id, u.name, u.role, u.created_at, t.id"
-              " FROM tokens t JOIN users u ON u.id = t.user_id"
-              " WHERE t.hash=? AND (t.expires_at IS NULL OR t.expires_at > ?)",
-              "hI", token, now_s());
-    if (rc == MT_OK)
-        rc = step_one(s, st, "token", err);
-    if (rc == MT_OK) {
-        fill_user(st, u);
-        if (token_id)
-            *token_id = sqlite3_column_int64(st, 4);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    st = mtx_state_exec(
+        s, &q, err,
+        "SELECT u.id, u.name, u.role, u.created_at, t.id"
+        " FROM tokens t JOIN users u ON u.id = t.user_id"
+        " WHERE t.hash=? AND (t.expires_at IS NULL OR t.expires_at > ?)",
+        "hI", token, now_s());
+    st = found_one(st, &q, "token", err);
+    if (st == MT_OK && token_id)
+        *token_id = tid;
+    return st;
 }
 
-enum mt_status mt_token_revoke(struct mt_store *s, int64_t id, int64_t owner,
+enum mt_status mt_token_revoke(struct mt_state *s, int64_t id, int64_t owner,
                                struct mt_error *err)
 {
-    int n = 0;
+    struct mtx_query q = {NULL, NULL, 0, 0};
     enum mt_status st;
 
     if (owner > 0)
-        st =
-            exec_args(s, &n, err, "DELETE FROM tokens WHERE id=? AND user_id=?",
-                      "II", id, owner);
+        st = mtx_state_exec(s, &q, err,
+                            "DELETE FROM tokens WHERE id=? AND user_id=?", "II",
+                            id, owner);
     else
-        st = exec_args(s, &n, err, "DELETE FROM tokens WHERE id=?", "I", id);
-    if (st == MT_OK && n == 0)
+        st = mtx_state_exec(s, &q, err, "DELETE FROM tokens WHERE id=?", "I",
+                            id);
+    if (st == MT_OK && q.changes == 0)
         return mt_fail(err, MT_ENOTFOUND, "no token %lld", (long long)id);
     return st;
 }
 
-enum mt_status mt_token_list(struct mt_store *s, int64_t user_id,
+struct token_each {
+    mt_token_fn fn;
+    void *user;
+};
+
+static enum mt_status each_token(const struct mtx_row *row, void *user)
+{
+    struct token_each *e = user;
+    struct mt_token_info t;
+
+    t.id = mtx_row_int(row, 0);
+    t.name = mtx_row_text(row, 1);
+    t.created_at = mtx_row_int(row, 2);
+    t.expires_at = mtx_row_int(row, 3);
+    return e->fn(&t, e->user);
+}
+
+enum mt_status mt_token_list(struct mt_state *s, int64_t user_id,
                              mt_token_fn fn, void *user, struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    struct mt_token_info t;
-    enum mt_status rc = prep(s, &st, err,
-                             "SELECT id, name, created_at,"
-                             " coalesce(expires_at, 0) FROM tokens"
-                             " WHERE user_id=? ORDER BY id DESC",
-                             "I", user_id);
-    int step = SQLITE_DONE;
+    struct token_each e = {fn, user};
+    struct mtx_query q = {each_token, &e, 0, 0};
 
-    while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        t.id = sqlite3_column_int64(st, 0);
-        t.name = col_text(st, 1);
-        t.created_at = sqlite3_column_int64(st, 2);
-        t.expires_at = sqlite3_column_int64(st, 3);
-        rc = fn(&t, user);
-    }
-    if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "listing tokens", err);
-    sqlite3_finalize(st);
-    return rc;
+    return mtx_state_exec(s, &q, err,
+                          "SELECT id, name, created_at,"
+                          " coalesce(expires_at, 0) FROM tokens"
+                          " WHERE user_id=? ORDER BY id DESC",
+                          "I", user_id);
 }
 
 /* ==== Runs ==== */
 
-enum mt_status mt_run_create(struct mt_store *s, int64_t user_id,
+enum mt_status mt_run_create(struct mt_state *s, int64_t user_id,
                              const char *username, const char *kind,
                              const char *input_hash, int64_t *id,
                              struct mt_error *err)
 {
-    enum mt_status st = exec_args(
-        s, NULL, err,
-        "INSERT INTO runs(user_id, username, kind, status, input_hash)"
-        " VALUES(NULLIF(?,0),?,?,'queued',?)",
-        "Isss", user_id, username ? username : "", kind, input_hash);
+    struct mtx_query q = {read_id, id, 0, 0};
 
-    if (st == MT_OK)
-        *id = sqlite3_last_insert_rowid(s->db);
-    return st;
+    return mtx_state_exec(
+        s, &q, err,
+        "INSERT INTO runs(user_id, username, kind, status, input_hash)"
+        " VALUES(NULLIF(?,0),?,?,'queued',?) RETURNING id",
+        "Isss", user_id, username ? username : "", kind, input_hash);
 }
 
-enum mt_status mt_run_update(struct mt_store *s, int64_t id, const char *status,
+enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
                              const char *result, const char *error,
                              struct mt_error *err)
 {
-    int n = 0;
+    struct mtx_query q = {NULL, NULL, 0, 0};
     int fin = strcmp(status, "done") == 0 || strcmp(status, "failed") == 0;
-    enum mt_status st =
-        exec_args(s, &n, err,
-                  "UPDATE runs SET status=?, result=COALESCE(?, result),"
-                  " error=COALESCE(?, error), finished_at=CASE WHEN ? THEN ?"
-                  " ELSE finished_at END WHERE id=?",
-                  "sssIII", status, result, error, (int64_t)fin, now_s(), id);
+    /* the flag is compared, not used as a boolean: SQLite and PostgreSQL
+     * then agree on its type */
+    enum mt_status st = mtx_state_exec(
+        s, &q, err,
+        "UPDATE runs SET status=?, result=COALESCE(?, result),"
+        " error=COALESCE(?, error), finished_at=CASE WHEN ? = 1 THEN ?"
+        " ELSE finished_at END WHERE id=?",
+        "sssIII", status, result, error, (int64_t)fin, now_s(), id);
 
-    if (st == MT_OK && n == 0)
+    if (st == MT_OK && q.changes == 0)
         return mt_fail(err, MT_ENOTFOUND, "no run %lld", (long long)id);
     return st;
 }
@@ -552,111 +507,144 @@ enum mt_status mt_run_update(struct mt_store *s, int64_t id, const char *status,
     "SELECT id, COALESCE(user_id, 0), username, kind, status, input_hash,"     \
     " %s, error, created_at, COALESCE(finished_at, 0) FROM runs"
 
-static void fill_run(sqlite3_stmt *st, struct mt_run *r)
-{
-    r->id = sqlite3_column_int64(st, 0);
-    r->user_id = sqlite3_column_int64(st, 1);
-    r->user = col_text(st, 2);
-    r->kind = col_text(st, 3);
-    r->status = col_text(st, 4);
-    r->input_hash = col_text(st, 5);
-    r->result = col_text(st, 6);
-    r->error = col_text(st, 7);
-    r->created_at = sqlite3_column_int64(st, 8);
-    r->finished_at = sqlite3_column_int64(st, 9);
-}
+struct run_each {
+    mt_run_fn fn;
+    void *user;
+};
 
-static enum mt_status each_run(struct mt_store *s, sqlite3_stmt *st,
-                               mt_run_fn fn, void *user, int want_one,
-                               struct mt_error *err)
+static enum mt_status each_run(const struct mtx_row *row, void *user)
 {
+    struct run_each *e = user;
     struct mt_run r;
-    enum mt_status rc = MT_OK;
-    int step;
-    int rows = 0;
 
-    while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        fill_run(st, &r);
-        rows++;
-        rc = fn(&r, user);
-    }
-    if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "reading runs", err);
-    if (rc == MT_OK && want_one && rows == 0)
-        rc = mt_fail(err, MT_ENOTFOUND, "no such run");
-    sqlite3_finalize(st);
-    return rc;
+    r.id = mtx_row_int(row, 0);
+    r.user_id = mtx_row_int(row, 1);
+    r.user = mtx_row_text(row, 2);
+    r.kind = mtx_row_text(row, 3);
+    r.status = mtx_row_text(row, 4);
+    r.input_hash = mtx_row_text(row, 5);
+    r.result = mtx_row_text(row, 6);
+    r.error = mtx_row_text(row, 7);
+    r.created_at = mtx_row_int(row, 8);
+    r.finished_at = mtx_row_int(row, 9);
+    return e->fn(&r, e->user);
 }
 
-enum mt_status mt_run_get(struct mt_store *s, int64_t id, mt_run_fn fn,
+enum mt_status mt_run_get(struct mt_state *s, int64_t id, mt_run_fn fn,
                           void *user, struct mt_error *err)
 {
     char sql[256];
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc;
+    struct run_each e = {fn, user};
+    struct mtx_query q = {each_run, &e, 0, 0};
+    enum mt_status st;
 
     snprintf(sql, sizeof sql, RUN_COLS " WHERE id=?", "result");
-    rc = prep(s, &st, err, sql, "I", id);
-    if (rc != MT_OK)
-        return rc;
-    return each_run(s, st, fn, user, 1, err);
+    st = mtx_state_exec(s, &q, err, sql, "I", id);
+    if (st == MT_OK && q.rows == 0)
+        return mt_fail(err, MT_ENOTFOUND, "no such run");
+    return st;
 }
 
-enum mt_status mt_run_list(struct mt_store *s, int64_t user_id, int64_t before,
+enum mt_status mt_run_list(struct mt_state *s, int64_t user_id, int64_t before,
                            uint32_t limit, mt_run_fn fn, void *user,
                            struct mt_error *err)
 {
     char sql[320];
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc;
+    struct run_each e = {fn, user};
+    struct mtx_query q = {each_run, &e, 0, 0};
 
     snprintf(sql, sizeof sql,
-             RUN_COLS " WHERE (?1 = 0 OR user_id = ?1) AND (?2 = 0 OR"
-                      " id < ?2) ORDER BY id DESC LIMIT ?3",
+             RUN_COLS " WHERE (? = 0 OR user_id = ?) AND (? = 0 OR"
+                      " id < ?) ORDER BY id DESC LIMIT ?",
              "NULL");
-    rc = prep(s, &st, err, sql, "III", user_id, before, (int64_t)limit);
-    if (rc != MT_OK)
-        return rc;
-    return each_run(s, st, fn, user, 0, err);
+    return mtx_state_exec(s, &q, err, sql, "IIIII", user_id, user_id, before,
+                          before, (int64_t)limit);
+}
+
+/* ==== Run events ==== */
+
+enum mt_status mt_run_event_add(struct mt_state *s, int64_t run_id, int64_t seq,
+                                const char *type, const char *data,
+                                struct mt_error *err)
+{
+    return mtx_state_exec(s, NULL, err,
+                          "INSERT INTO run_events(run_id, seq, type, data)"
+                          " VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
+                          "IIss", run_id, seq, type, data);
+}
+
+struct event_each {
+    mt_run_event_fn fn;
+    void *user;
+};
+
+static enum mt_status each_event(const struct mtx_row *row, void *user)
+{
+    struct event_each *e = user;
+
+    return e->fn(mtx_row_int(row, 0), mtx_row_text(row, 1),
+                 mtx_row_text(row, 2), e->user);
+}
+
+enum mt_status mt_run_event_list(struct mt_state *s, int64_t run_id,
+                                 int64_t after, uint32_t limit,
+                                 mt_run_event_fn fn, void *user,
+                                 struct mt_error *err)
+{
+    struct event_each e = {fn, user};
+    struct mtx_query q = {each_event, &e, 0, 0};
+
+    return mtx_state_exec(s, &q, err,
+                          "SELECT seq, type, data FROM run_events"
+                          " WHERE run_id=? AND seq > ? ORDER BY seq LIMIT ?",
+                          "III", run_id, after, (int64_t)limit);
 }
 
 /* ==== Audit and settings ==== */
 
-enum mt_status mt_audit_add(struct mt_store *s, int64_t user_id,
+enum mt_status mt_audit_add(struct mt_state *s, int64_t user_id,
                             const char *username, const char *action,
                             const char *detail, struct mt_error *err)
 {
-    return exec_args(s, NULL, err,
-                     "INSERT INTO audit(user_id, username, action, detail)"
-                     " VALUES(NULLIF(?,0),?,?,?)",
-                     "Isss", user_id, username, action, detail ? detail : "{}");
+    return mtx_state_exec(s, NULL, err,
+                          "INSERT INTO audit(user_id, username, action, detail)"
+                          " VALUES(NULLIF(?,0),?,?,?)",
+                          "Isss", user_id, username, action,
+                          detail ? detail : "{}");
 }
 
-enum mt_status mt_setting_get(struct mt_store *s, const char *key, char *buf,
+struct setting_out {
+    char *buf;
+    size_t n;
+};
+
+static enum mt_status read_setting(const struct mtx_row *row, void *user)
+{
+    struct setting_out *o = user;
+    const char *v = mtx_row_text(row, 0);
+
+    snprintf(o->buf, o->n, "%s", v ? v : "");
+    return MT_OK;
+}
+
+enum mt_status mt_setting_get(struct mt_state *s, const char *key, char *buf,
                               size_t n, int *found, struct mt_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    enum mt_status rc =
-        prep(s, &st, err, "SELECT value FROM settings WHERE key=?", "s", key);
+    struct setting_out o = {buf, n};
+    struct mtx_query q = {read_setting, &o, 0, 0};
+    enum mt_status st = mtx_state_exec(
+        s, &q, err, "SELECT value FROM settings WHERE key=?", "s", key);
 
-    *found = 0;
-    if (rc == MT_OK)
-        rc = step_one(s, st, "setting", err);
-    if (rc == MT_OK) {
-        *found = 1;
-        snprintf(buf, n, "%s", col_text(st, 0));
-    } else if (rc == MT_ENOTFOUND) {
-        rc = MT_OK;
-    }
-    sqlite3_finalize(st);
-    return rc;
+    *found = st == MT_OK && q.rows > 0;
+    return st;
 }
 
-enum mt_status mt_setting_put(struct mt_store *s, const char *key,
+enum mt_status mt_setting_put(struct mt_state *s, const char *key,
                               const char *value, struct mt_error *err)
 {
-    return exec_args(s, NULL, err,
-                     "INSERT OR REPLACE INTO settings(key, value)"
-                     " VALUES(?,?)",
-                     "ss", key, value);
+    return mtx_state_exec(
+        s, NULL, err,
+        "INSERT INTO settings(key, value) VALUES(?,?)"
+        " ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        "ss", key, value);
 }

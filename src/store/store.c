@@ -60,6 +60,13 @@ static const char *const migrations[] = {
     "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
     /* v3: API tokens may expire (NULL: never) */
     "ALTER TABLE tokens ADD COLUMN expires_at INTEGER;",
+    /* v4: run events, the live trace of a run (src/store/accounts.c; the
+     * same table as PostgreSQL's in src/store/state.c) */
+    "CREATE TABLE run_events(run_id INTEGER NOT NULL"
+    " REFERENCES runs(id) ON DELETE CASCADE, seq INTEGER NOT NULL,"
+    " type TEXT NOT NULL, data TEXT NOT NULL,"
+    " at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
+    " PRIMARY KEY(run_id, seq));",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

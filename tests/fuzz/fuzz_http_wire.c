@@ -34,17 +34,17 @@ static void start(void)
 {
     static char dir[] = "/tmp/mt-fuzz-wire-XXXXXX";
     struct mt_server_params p;
-    struct mt_store *s = NULL;
+    struct mt_state *s = NULL;
     char db[64];
 
     mt_jsonl_init_alloc();
     if (!mkdtemp(dir))
         abort();
     snprintf(db, sizeof db, "%s/db", dir);
-    if (mt_store_open(db, NULL, &s, NULL) != MT_OK)
+    if (mt_state_open(db, &s, NULL) != MT_OK)
         abort();
     mt_user_add(s, "fuzz", "fuzz-password", MT_ROLE_ADMIN, NULL, NULL);
-    mt_store_close(s);
+    mt_state_close(s);
     mt_server_default_params(&p);
     p.db_dir = db;
     p.listen = "127.0.0.1:0";

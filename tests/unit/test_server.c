@@ -32,6 +32,7 @@ static void put(struct mt_store *s, int64_t src, const char *id,
 static int setup(void **state)
 {
     struct mt_store *s = NULL;
+    struct mt_state *acc = NULL;
     int64_t src = 0;
 
     (void)state;
@@ -46,9 +47,11 @@ static int setup(void **state)
     put(s, src, "d2", "Asthma", "Asthma narrows the airways; wheezing.");
     put(s, src, "d3", NULL, "Metformin treats type 2 diabetes.");
     CHECK_OK(mt_index_build(s, NULL, NULL, NULL));
+    CHECK_OK(mt_state_from_store(s, &acc, NULL));
     CHECK_OK(
-        mt_user_add(s, "alice", "alice-password", MT_ROLE_ADMIN, NULL, NULL));
-    CHECK_OK(mt_user_add(s, "bob", "bob-password", MT_ROLE_USER, NULL, NULL));
+        mt_user_add(acc, "alice", "alice-password", MT_ROLE_ADMIN, NULL, NULL));
+    CHECK_OK(mt_user_add(acc, "bob", "bob-password", MT_ROLE_USER, NULL, NULL));
+    mt_state_close(acc);
     mt_store_close(s);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     return 0;
@@ -464,7 +467,7 @@ static enum mt_status copy_status(const struct mt_run *r, void *user)
 static void test_server_stop_lets_jobs_finish(void **state)
 {
     struct mt_server *srv = start(0, 1 << 20);
-    struct mt_store *s = NULL;
+    struct mt_state *s = NULL;
     struct client a;
     char status[16] = "";
     long id, queued;
@@ -476,19 +479,19 @@ static void test_server_stop_lets_jobs_finish(void **state)
     queued = start_sleep_job(&a, 400, 2);
     usleep(100 * 1000);
     mt_server_stop(srv, 10); /* graceful: running and queued jobs finish */
-    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK_OK(mt_state_open(db, &s, NULL));
     CHECK_OK(mt_run_get(s, id, copy_status, status, NULL));
     assert_string_equal(status, "done");
     CHECK_OK(mt_run_get(s, queued, copy_status, status, NULL));
     assert_string_equal(status, "done");
-    mt_store_close(s);
+    mt_state_close(s);
     client_free(&a);
 }
 
 static void test_server_stop_cancels_past_grace(void **state)
 {
     struct mt_server *srv = start(0, 1 << 20);
-    struct mt_store *s = NULL;
+    struct mt_state *s = NULL;
     struct client a;
     char status[16] = "";
     long id;
@@ -502,54 +505,11 @@ static void test_server_stop_cancels_past_grace(void **state)
     t0 = (double)time(NULL);
     mt_server_stop(srv, 0.2);
     CHECK((double)time(NULL) - t0 < 10);
-    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
+    CHECK_OK(mt_state_open(db, &s, NULL));
     CHECK_OK(mt_run_get(s, id, copy_status, status, NULL));
     assert_string_equal(status, "failed");
-    mt_store_close(s);
+    mt_state_close(s);
     client_free(&a);
-}
-
-static void test_accounts_sessions_tokens(void **state)
-{
-    struct mt_store *s = NULL;
-    struct mt_user u;
-    char sid[MT_SECRET_SIZE], csrf[MT_SECRET_SIZE], c2[MT_SECRET_SIZE];
-    char tok[MT_TOKEN_SIZE];
-    int64_t tid = 0, id = 0;
-
-    (void)state;
-    CHECK_OK(mt_store_open(db, NULL, &s, NULL));
-    CHECK(mt_store_schema_version(s) >= 2);
-    assert_int_equal(
-        mt_user_add(s, "bad name", "long-enough", MT_ROLE_USER, NULL, NULL),
-        MT_EINVAL);
-    assert_int_equal(mt_user_add(s, "carol", "short", MT_ROLE_USER, NULL, NULL),
-                     MT_EINVAL);
-    CHECK_OK(
-        mt_user_add(s, "carol", "carol-password", MT_ROLE_USER, &id, NULL));
-    assert_int_equal(
-        mt_user_add(s, "carol", "carol-password", MT_ROLE_USER, NULL, NULL),
-        MT_EINVAL);
-    assert_int_equal(mt_user_verify(s, "carol", "wrong-password", &u, NULL),
-                     MT_ENOTFOUND);
-    assert_int_equal(mt_user_verify(s, "nobody", "wrong-password", &u, NULL),
-                     MT_ENOTFOUND);
-    CHECK_OK(mt_user_verify(s, "carol", "carol-password", &u, NULL));
-    CHECK(u.id == id && u.role == MT_ROLE_USER);
-    CHECK_OK(mt_session_create(s, id, 3600, sid, csrf, NULL));
-    CHECK_OK(mt_session_lookup(s, sid, &u, c2, NULL));
-    assert_string_equal(csrf, c2);
-    CHECK_OK(mt_session_create(s, id, -1, sid, csrf, NULL)); /* expired */
-    assert_int_equal(mt_session_lookup(s, sid, &u, c2, NULL), MT_ENOTFOUND);
-    CHECK_OK(mt_token_create(s, id, "t", 0, &tid, tok, NULL));
-    CHECK(strncmp(tok, "mt_", 3) == 0 && strlen(tok) == 67);
-    CHECK_OK(mt_token_lookup(s, tok, &u, NULL, NULL));
-    assert_int_equal(mt_token_revoke(s, tid, id + 1000, NULL), MT_ENOTFOUND);
-    CHECK_OK(mt_user_passwd(s, "carol", "new-password", NULL));
-    CHECK_OK(mt_user_del(s, "carol", NULL));
-    assert_int_equal(mt_token_lookup(s, tok, &u, NULL, NULL), MT_ENOTFOUND);
-    assert_int_equal(mt_user_del(s, "carol", NULL), MT_ENOTFOUND);
-    mt_store_close(s);
 }
 
 int main(void)
@@ -565,7 +525,6 @@ int main(void)
         cmocka_unit_test(test_server_sse_streams_job_events),
         cmocka_unit_test(test_server_stop_lets_jobs_finish),
         cmocka_unit_test(test_server_stop_cancels_past_grace),
-        cmocka_unit_test(test_accounts_sessions_tokens),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
