@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Integration (issue 19): two `medtrust serve --state postgresql://...` on
+# one throwaway PostgreSQL (tests/fixtures/pg_cluster.sh) and the agent
+# stub. A session made on A works on B and a logout on B ends it on A; a
+# check submitted on A streams on B with the same events, in the same
+# order, as on A; `user ... --state` manages the shared accounts while a
+# server without --state keeps its own (the embedded default); and a
+# PostgreSQL restart in the middle of a check leaves the run finished
+# and streamable.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
+need_verb serve
+unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
+    MEDTRUST_LLM_PARSER MEDTRUST_LLM_GUARD MEDTRUST_LLM_SINGLE MEDTRUST_STATE
+. "$(dirname "$0")/api_lib.sh"
+. "$(dirname "$0")/pg_lib.sh"
+pg_start
+
+# ==== Accounts in the shared state ====
+check "user add --state makes alice in PostgreSQL" \
+    bash -c "echo alice-password | '$MT' user add --state '$PG_URL' alice --admin"
+check "user add --state makes bob" \
+    bash -c "echo bob-password | '$MT' user add --state '$PG_URL' bob"
+"$MT" user list --state "$PG_URL" >"$TMP/pg-users" 2>&1
+"$MT" user list --db "$TMP/db" >"$TMP/db-users" 2>&1
+if [ "$(cat "$TMP/pg-users")" = "$(printf 'alice\tadmin\nbob\tuser')" ] &&
+    [ "$(cat "$TMP/db-users")" = "$(printf 'alice\tuser')" ]; then
+    ok "user list --state lists PostgreSQL's accounts, --db the store's"
+else not_ok "user list" "$(cat "$TMP/pg-users" "$TMP/db-users")"; fi
+MEDTRUST_STATE=$PG_URL "$MT" user list >"$TMP/env-users" 2>&1
+cmp -s "$TMP/env-users" "$TMP/pg-users" &&
+    ok "user list reads \$MEDTRUST_STATE" ||
+    not_ok "MEDTRUST_STATE" "$(cat "$TMP/env-users")"
+"$MT" serve --db "$TMP/db" --state "sqlite:$TMP/db" >/dev/null 2>"$TMP/bad.err"
+[ $? -eq 1 ] && grep -q 'postgresql://' "$TMP/bad.err" &&
+    ok "serve --state refuses what is not a PostgreSQL URL" ||
+    not_ok "serve --state sqlite:" "$(cat "$TMP/bad.err")"
+
+# ==== Two servers, one state ====
+stub_start main --delay 100
+serve_start a --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+UA=$U
+AA=("${A[@]}")
+serve_start b --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+UB=$U
+grep -q 'state in PostgreSQL' "$TMP/b.err" &&
+    ok "serve says its state is in PostgreSQL" ||
+    not_ok "serve log" "$(tail -3 "$TMP/b.err")"
+expect "A's session works on B" 200 "${AA[@]}" "$UB/v1/me"
+grep -q '"alice"' "$TMP/body" && grep -q '"admin"' "$TMP/body" &&
+    ok "... as PostgreSQL's alice (an admin; the store's is not)" ||
+    not_ok "me on B" "$(cat "$TMP/body")"
+
+printf 'A 62-year-old man has crushing chest pain.\nECG shows ST elevation in II, III and aVF.\nHe is given aspirin and sent home.\n' >"$TMP/note.txt"
+REQ=$(python3 -c 'import json,sys; print(json.dumps({"note": open(sys.argv[1]).read(), "strategy": "react-reflex"}))' "$TMP/note.txt")
+expect "a check submitted on A is queued" 202 "${AA[@]}" "$UA/v1/check" -d "$REQ"
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+timeout 120 curl -sN "${AA[@]}" "$UB/v1/runs/$RUN/events" >"$TMP/b.sse"
+timeout 120 curl -sN "${AA[@]}" "$UA/v1/runs/$RUN/events" >"$TMP/a.sse"
+# events: the (type, data) pairs of an SSE capture
+cat >"$TMP/sse.py" <<'PY'
+import json, sys
+def events(path):
+    out, cur = [], {}
+    for line in open(path):
+        line = line.rstrip("\n")
+        if not line:
+            if cur:
+                out.append((cur.get("event"), json.loads(cur.get("data", "null"))))
+            cur = {}
+        elif ":" in line:
+            k, v = line.split(":", 1)
+            cur[k] = v[1:] if v.startswith(" ") else v
+    return out
+a, b = events(sys.argv[1]), events(sys.argv[2])
+kinds = [k for k, _ in b]
+assert kinds[-1] == "done" and b[-1][1]["status"] == "done", kinds[-3:]
+assert kinds.count("step") >= 2, kinds
+assert a == b, (len(a), len(b))
+print(len(b))
+PY
+if n=$(python3 "$TMP/sse.py" "$TMP/a.sse" "$TMP/b.sse" 2>"$TMP/py.err"); then
+    ok "B streams the check run on A: the same $n events as A, ending done"
+else not_ok "stream on B" "$(tail -3 "$TMP/py.err")" "$(head -c 300 "$TMP/b.sse")"; fi
+expect "B shows the run" 200 "${AA[@]}" "$UB/v1/runs/$RUN"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["status"]=="done" and r["kind"]=="check" and r["result"], r' "$TMP/body" 2>/dev/null &&
+    ok "... done, with A's result" || not_ok "run on B" "$(head -c 300 "$TMP/body")"
+expect "B lists it among alice's runs" 200 "${AA[@]}" "$UB/v1/runs"
+grep -q "\"id\":$RUN" "$TMP/body" && ok "... by id" ||
+    not_ok "runs on B" "$(head -c 300 "$TMP/body")"
+
+# ==== The embedded default is untouched ====
+serve_start plain --llm "$SPEC"
+expect "bob (PostgreSQL only) cannot log in on a server without --state" 401 \
+    "$U/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"bob","password":"bob-password"}'
+expect "... and can on B" 200 "$UB/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"bob","password":"bob-password"}'
+expect "A's session is unknown to the server without --state" 401 \
+    "${AA[@]}" "$U/v1/me"
+expect "a logout on B" 200 "${AA[@]}" -X POST "$UB/v1/logout"
+expect "... ends the session on A" 401 "${AA[@]}" "$UA/v1/me"
+
+# ==== PostgreSQL restarted during a run ====
+stub_start slow --delay 600
+serve_start c --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+UC=$U
+AC=("${A[@]}")
+expect "a slow check submitted on C is queued" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
+RUN2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+# B streams it from before the restart to its end
+timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN2/events" >"$TMP/b2.sse" &
+SSE_PID=$!
+for _ in $(seq 100); do
+    grep -q '^event: step' "$TMP/b2.sse" 2>/dev/null && break
+    sleep 0.1
+done
+code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
+grep -q '"status":"running"' "$TMP/body" && grep -q '^event: step' "$TMP/b2.sse" &&
+    ok "the check is running, and streaming on B, when PostgreSQL restarts" ||
+    not_ok "running before the restart" "$(head -c 200 "$TMP/body")"
+if pg_restart >"$TMP/restart.out" 2>&1; then
+    ok "PostgreSQL restarts while the check runs"
+else not_ok "pg restart" "$(cat "$TMP/restart.out")"; fi
+status=
+for _ in $(seq 240); do
+    code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
+    status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$TMP/body" 2>/dev/null)
+    case $status in done | failed) break ;; esac
+    sleep 0.5
+done
+[ "$status" = done ] && ok "the run finishes done after the restart (read on B)" ||
+    not_ok "run after restart" "status '$status'" "$(tail -5 "$TMP/c.err")"
+wait "$SSE_PID"
+timeout 120 curl -sN "${AC[@]}" "$UC/v1/runs/$RUN2/events" >"$TMP/c2.sse"
+if n=$(python3 "$TMP/sse.py" "$TMP/c2.sse" "$TMP/b2.sse" 2>"$TMP/py.err"); then
+    ok "B streamed the same $n events as C, across the restart"
+else not_ok "stream after restart" "$(tail -3 "$TMP/py.err")"; fi
+expect "a login on A after the restart" 200 "$UA/v1/login" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"bob","password":"bob-password"}'
+
+# ==== Stop ====
+rc=0
+for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${SERVE_PIDS[@]}"; do wait "$p" || rc=$?; done
+SERVE_PIDS=()
+[ $rc -eq 0 ] && ok "every server stops cleanly on SIGTERM" ||
+    not_ok "servers stop" "rc=$rc" "$(tail -3 "$TMP"/*.err 2>/dev/null)"
