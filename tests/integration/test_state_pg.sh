@@ -6,7 +6,8 @@
 # order, as on A; `user ... --state` manages the shared accounts while a
 # server without --state keeps its own (the embedded default); and a
 # PostgreSQL restart in the middle of a check leaves the run finished
-# and streamable.
+# and streamable; a new index committed on the node is searched without a
+# restart.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 need_verb serve
@@ -139,6 +140,23 @@ else not_ok "stream after restart" "$(tail -3 "$TMP/py.err")"; fi
 expect "a login on A after the restart" 200 "$UA/v1/login" \
     -H "Content-Type: application/json" \
     -d '{"username":"bob","password":"bob-password"}'
+
+# ==== A new index while serving ====
+# The corpus stays local: `medtrust index` on the node commits a new
+# MANIFEST and the running servers search it without a restart.
+expect "a search for a word no document has" 200 "${AC[@]}" "$UC/v1/search" \
+    -d '{"query":"zorblattic","k":3}'
+! grep -q 'state-new-1' "$TMP/body" && ok "... finds nothing" ||
+    not_ok "search before" "$(head -c 300 "$TMP/body")"
+echo '{"id":"state-new-1","title":"Zorblattic fever","text":"Zorblattic fever is a made-up disease for this test."}' >"$TMP/new.jsonl"
+"$MT" index --db "$TMP/db" --input "$TMP/new.jsonl" --source pubmedqa \
+    --no-progress >/dev/null 2>"$TMP/idx.err" ||
+    not_ok "index while serving" "$(tail -3 "$TMP/idx.err")"
+expect "after 'medtrust index' commits a new MANIFEST, the same search" 200 \
+    "${AC[@]}" "$UC/v1/search" -d '{"query":"zorblattic","k":3}'
+grep -q 'state-new-1' "$TMP/body" &&
+    ok "... finds the new document on the running server" ||
+    not_ok "search after" "$(head -c 300 "$TMP/body")"
 
 # ==== Stop ====
 rc=0
