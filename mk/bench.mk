@@ -47,4 +47,4 @@ $(BENCH_DIR)/vec_faiss: bench/vec_faiss.cc bench/bench_util.h
 	$(CXX) $(BENCH_CXXFLAGS) -fopenmp -o $@ $< -lfaiss -llapack -lblas
 
 .PHONY: bench-build
-bench-build: $(BUILD)/medtrust $(BENCH_BIN)
+bench-build: $(BUILD)/medtrust $(BENCH_BIN) $(BUILD)/fixtures/agent_stub

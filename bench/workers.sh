@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Throughput of the mediqa job queue (issue 19): MEDEC validation notes
+# (all 574 unless NOTES) queued in a throwaway PostgreSQL cluster
+# (tests/fixtures/pg_cluster.sh) and checked by 1, 2 and 4 `medtrust
+# worker --drain` processes (--jobs JOBS each, strategy single: one model
+# call per note) against the role-aware loopback stub answering every call
+# after a fixed DELAY_MS. The ideal is workers x JOBS / delay notes/s, as
+# long as the model takes that many calls at once (the stub does). Queue
+# overhead per job: one worker with --jobs 1 against a stub with no delay,
+# minus a one-machine `mediqa --jobs 1` on the same notes and stub,
+# divided by the notes (claim, finish, heartbeats, the result row).
+# Usage: bench/workers.sh [BUILD] [OUTDIR] (default build; the table is
+# printed and, with OUTDIR, written to OUTDIR/workers.md).
+set -eu
+BUILD=${1:-build}
+OUT=${2:-}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+MT=${MEDTRUST_BIN:-$BUILD/medtrust}
+STUB=$BUILD/fixtures/agent_stub
+DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
+CSV=$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv
+DELAY_MS=${DELAY_MS:-100}
+JOBS=${JOBS:-8}
+NOTES=${NOTES:-574}
+TMP=$(mktemp -d)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+      bash tests/fixtures/pg_cluster.sh stop "$TMP/pg" >/dev/null 2>&1
+      rm -rf "$TMP"' EXIT
+unset MEDTRUST_LLM MEDTRUST_STATE
+
+URL=$(bash tests/fixtures/pg_cluster.sh start "$TMP/pg")
+stub() { # stub NAME DELAY: starts a stub, sets SPEC
+    "$STUB" --delay "$2" >"$TMP/$1.port" &
+    PIDS+=($!)
+    sleep 0.3
+    SPEC="openai:http://127.0.0.1:$(head -1 "$TMP/$1.port")#stub"
+}
+now() { date +%s.%N; }
+# drain W J: queues the notes, runs W workers with J jobs each until the
+# queue is empty; prints the seconds from the first worker's start.
+drain() {
+    local w=$1 j=$2 i t0 t1 run p wp=()
+    run=$("$MT" mediqa --state "$URL" --enqueue --data "$CSV" \
+        --limit "$NOTES" --strategy single --llm "$SPEC" 2>/dev/null)
+    t0=$(now)
+    for i in $(seq "$w"); do
+        "$MT" worker --state "$URL" --run "$run" --drain --jobs "$j" \
+            --no-progress 2>>"$TMP/workers.err" &
+        wp+=($!)
+    done
+    for p in "${wp[@]}"; do
+        wait "$p"
+    done
+    t1=$(now)
+    "$MT" mediqa --state "$URL" --collect "$run" --out "$TMP/run$run.txt" \
+        --no-wait --no-progress 2>/dev/null
+    [ "$(wc -l <"$TMP/run$run.txt")" -eq "$NOTES" ] || {
+        tail -5 "$TMP/workers.err" >&2
+        echo "workers.sh: run $run is short" >&2
+        exit 1
+    }
+    python3 -c "print('%.3f' % ($t1 - $t0))"
+}
+
+stub slow "$DELAY_MS"
+table="| workers | jobs each | notes | wall s | notes/s | ideal notes/s | of ideal |
+|---|---|---|---|---|---|---|"
+for w in 1 2 4; do
+    s=$(drain "$w" "$JOBS")
+    table="$table
+$(python3 -c "
+w, j, n, s, d = $w, $JOBS, $NOTES, $s, $DELAY_MS
+ideal = w * j * 1000.0 / d
+print('| %d | %d | %d | %.2f | %.1f | %.1f | %.2f |' % (w, j, n, s, n / s, ideal, n / s / ideal))")"
+done
+
+stub fast 0
+q=$(drain 1 1)
+t0=$(now)
+"$MT" mediqa --data "$CSV" --limit "$NOTES" --strategy single --llm "$SPEC" \
+    --jobs 1 --out "$TMP/local.txt" --no-progress 2>/dev/null
+t1=$(now)
+l=$(python3 -c "print('%.3f' % ($t1 - $t0))")
+over=$(python3 -c "print('%.2f' % (($q - $l) * 1000 / $NOTES))")
+report="$table
+
+Queue overhead per job: ${over} ms (one worker --jobs 1: ${q} s for $NOTES
+notes; one-machine mediqa --jobs 1 on the same stub without delay: ${l} s).
+Stub delay ${DELAY_MS} ms; load at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "$report"
+[ -n "$OUT" ] && echo "$report" >"$OUT/workers.md"
+exit 0
