@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check/agent_int.h"
+#include "check/usage.h"
 #include "medtrust/core.h"
 #include "text/sentence.h"
 #include "text/utf8.h"
@@ -308,7 +309,7 @@ void mt_check_result_free(struct mt_check_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static json_t *usage_json(const struct mt_check_usage *u)
+json_t *mtx_check_usage_json(const struct mt_check_usage *u)
 {
     return json_pack(
         "{s:i,s:i,s:I,s:I,s:i,s:i,s:i,s:i}", "llm_calls", (int)u->llm_calls,
@@ -319,6 +320,25 @@ static json_t *usage_json(const struct mt_check_usage *u)
         (int)u->fallbacks, "estimated_token_calls", (int)u->estimated_calls);
 }
 
+static uint64_t member(json_t *o, const char *key)
+{
+    json_int_t v = json_integer_value(json_object_get(o, key));
+
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+void mtx_check_usage_read(json_t *o, struct mt_check_usage *u)
+{
+    u->llm_calls = (uint32_t)member(o, "llm_calls");
+    u->critical_calls = (uint32_t)member(o, "critical_calls");
+    u->prompt_tokens = member(o, "prompt_tokens");
+    u->completion_tokens = member(o, "completion_tokens");
+    u->failed_calls = (uint32_t)member(o, "failed_calls");
+    u->parse_failures = (uint32_t)member(o, "parse_failures");
+    u->fallbacks = (uint32_t)member(o, "fallbacks");
+    u->estimated_calls = (uint32_t)member(o, "estimated_token_calls");
+}
+
 char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
 {
     json_t *o = json_pack(
@@ -327,7 +347,7 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
         r->error_sentence ? r->error_sentence : "", "corrected_sentence",
         r->corrected_sentence ? r->corrected_sentence : "NA", "corrected_text",
         r->corrected_text ? r->corrected_text : "", "strategy",
-        mt_strategy_str(r->strategy), "usage", usage_json(&r->usage));
+        mt_strategy_str(r->strategy), "usage", mtx_check_usage_json(&r->usage));
     char *s;
 
     if (o && with_trace) {

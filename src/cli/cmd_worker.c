@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "cli/agent_opts.h"
+#include "check/usage.h"
 #include "cli/mediqa.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -276,24 +277,13 @@ static void held_del(struct worker *w, int64_t id)
         }
 }
 
-static json_t *usage_json(const struct mt_check_usage *u)
-{
-    return json_pack(
-        "{s:i,s:i,s:I,s:I,s:i,s:i,s:i,s:i}", "llm_calls", (int)u->llm_calls,
-        "critical_calls", (int)u->critical_calls, "prompt_tokens",
-        (json_int_t)u->prompt_tokens, "completion_tokens",
-        (json_int_t)u->completion_tokens, "failed_calls", (int)u->failed_calls,
-        "parse_failures", (int)u->parse_failures, "fallbacks",
-        (int)u->fallbacks, "estimated_calls", (int)u->estimated_calls);
-}
-
 /* The job's result: {"id","line","fallback","usage","failed"?,"trace"},
  * what --collect reads back (cli/mediqa_queue.c). */
 static char *job_result(const char *id, const struct mediqa_outcome *o)
 {
     json_t *r = o->line ? json_pack("{s:s,s:s,s:b,s:o}", "id", id, "line",
                                     o->line, "fallback", o->fallback, "usage",
-                                    usage_json(&o->usage))
+                                    mtx_check_usage_json(&o->usage))
                         : NULL;
     char *s;
 
@@ -576,7 +566,7 @@ static int worker_run(struct cli_args *a)
     if (st != MT_OK)
         st = mt_fail(&err, st, "out of memory");
     if (st == MT_OK)
-        st = mediqa_queue_open(url, &w.pg, &err);
+        st = mtx_queue_open(url, &w.pg, &err);
     if (st == MT_OK)
         st = work(&w, &err);
     mt_progress_finish(w.bar);

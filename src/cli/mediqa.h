@@ -60,15 +60,9 @@ extern const struct cli_opt mediqa_agent_opts[];
 
 /* ==== The queue (mediqa --state, medtrust worker) ==== */
 
-struct mtx_pg;
-
 /* The state URL: --state, else MEDTRUST_STATE; NULL after printing why
  * when neither names a postgresql:// database. */
 const char *mediqa_state_url(const struct cli_args *a, const char *what);
-
-/* Connects to the queue's database and migrates its tables. */
-enum mt_status mediqa_queue_open(const char *url, struct mtx_pg **out,
-                                 struct mt_error *err);
 
 /* mediqa --enqueue and --collect RUN; returns the exit code. */
 int mediqa_queue_main(const struct cli_args *a);

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "check/usage.h"
 #include "cli/agent_opts.h"
 #include "cli/mediqa.h"
 #include "core/file.h"
@@ -31,26 +32,6 @@ const char *mediqa_state_url(const struct cli_args *a, const char *what)
             "MEDTRUST_STATE)%s%s%s\n",
             what, u ? ", not '" : "", u ? u : "", u ? "'" : "");
     return NULL;
-}
-
-enum mt_status mediqa_queue_open(const char *url, struct mtx_pg **out,
-                                 struct mt_error *err)
-{
-    struct mtx_pg_params p;
-    struct mtx_pg *pg = NULL;
-    enum mt_status st;
-
-    mtx_pg_default_params(&p);
-    p.url = url;
-    st = mtx_pg_open(&p, &pg, err);
-    if (st == MT_OK)
-        st = mtx_queue_migrate(pg, err);
-    if (st != MT_OK) {
-        mtx_pg_close(pg);
-        return st;
-    }
-    *out = pg;
-    return MT_OK;
 }
 
 /* ==== Enqueue ==== */
@@ -140,7 +121,7 @@ static int enqueue(const struct cli_args *a, const char *url)
     if (st == MT_OK && !opts)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
-        st = mediqa_queue_open(url, &pg, &err);
+        st = mtx_queue_open(url, &pg, &err);
     if (st == MT_OK)
         st = submit_notes(pg, opts, v, n, &run, &err);
     if (st == MT_OK && cli_get(a, "json"))
@@ -168,27 +149,6 @@ struct collect {
     FILE *trace;
 };
 
-static void usage_from(json_t *u, struct mt_check_usage *out)
-{
-    memset(out, 0, sizeof *out);
-    out->llm_calls =
-        (uint32_t)json_integer_value(json_object_get(u, "llm_calls"));
-    out->critical_calls =
-        (uint32_t)json_integer_value(json_object_get(u, "critical_calls"));
-    out->prompt_tokens =
-        (uint64_t)json_integer_value(json_object_get(u, "prompt_tokens"));
-    out->completion_tokens =
-        (uint64_t)json_integer_value(json_object_get(u, "completion_tokens"));
-    out->failed_calls =
-        (uint32_t)json_integer_value(json_object_get(u, "failed_calls"));
-    out->parse_failures =
-        (uint32_t)json_integer_value(json_object_get(u, "parse_failures"));
-    out->fallbacks =
-        (uint32_t)json_integer_value(json_object_get(u, "fallbacks"));
-    out->estimated_calls =
-        (uint32_t)json_integer_value(json_object_get(u, "estimated_calls"));
-}
-
 static enum mt_status on_result(int64_t seq, const char *result, int failed,
                                 void *user)
 {
@@ -208,7 +168,7 @@ static enum mt_status on_result(int64_t seq, const char *result, int failed,
     x->id = mt_strdup(id);
     x->line = mt_strdup(line);
     x->failed = failed;
-    usage_from(json_object_get(o, "usage"), &u);
+    mtx_check_usage_read(json_object_get(o, "usage"), &u);
     mediqa_usage_add(&c->total, &u);
     c->fallback += json_is_true(json_object_get(o, "fallback"));
     c->failed += (size_t)failed;
@@ -336,7 +296,7 @@ static int collect(const struct cli_args *a, const char *url)
                         "--enqueue printed)\n");
         return 1;
     }
-    st = mediqa_queue_open(url, &pg, &err);
+    st = mtx_queue_open(url, &pg, &err);
     if (st == MT_OK)
         st = collect_go(a, pg, (int64_t)run, &c, &k, &err);
     if (st == MT_OK)

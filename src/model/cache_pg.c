@@ -21,23 +21,9 @@ static const struct mtx_pg_migration cache_steps[] = {
 enum mt_status mtx_cache_pg_open(const char *url, struct mtx_pg **out,
                                  struct mt_error *err)
 {
-    struct mtx_pg_params p;
-    struct mtx_pg *pg = NULL;
-    enum mt_status st;
-
-    mtx_pg_default_params(&p);
-    p.url = url;
-    st = mtx_pg_open(&p, &pg, err);
-    if (st == MT_OK)
-        st = mtx_pg_migrate(pg, "cache", cache_steps,
-                            sizeof cache_steps / sizeof cache_steps[0], NULL,
-                            err);
-    if (st != MT_OK) {
-        mtx_pg_close(pg);
-        return st;
-    }
-    *out = pg;
-    return MT_OK;
+    return mtx_pg_open_migrated(url, "cache", cache_steps,
+                                sizeof cache_steps / sizeof cache_steps[0], out,
+                                err);
 }
 
 static int unhex(char c)

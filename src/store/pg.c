@@ -396,3 +396,25 @@ const char *mtx_pg_i64(char buf[24], int64_t v)
     snprintf(buf, 24, "%lld", (long long)v);
     return buf;
 }
+
+enum mt_status mtx_pg_open_migrated(const char *url, const char *component,
+                                    const struct mtx_pg_migration *steps,
+                                    size_t n, struct mtx_pg **out,
+                                    struct mt_error *err)
+{
+    struct mtx_pg_params p;
+    struct mtx_pg *pg = NULL;
+    enum mt_status st;
+
+    mtx_pg_default_params(&p);
+    p.url = url;
+    st = mtx_pg_open(&p, &pg, err);
+    if (st == MT_OK)
+        st = mtx_pg_migrate(pg, component, steps, n, NULL, err);
+    if (st != MT_OK) {
+        mtx_pg_close(pg);
+        return st;
+    }
+    *out = pg;
+    return MT_OK;
+}

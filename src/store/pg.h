@@ -80,6 +80,13 @@ enum mt_status mtx_pg_migrate(struct mtx_pg *pg, const char *component,
                               const struct mtx_pg_migration *steps, size_t n,
                               int *version, struct mt_error *err);
 
+/* mtx_pg_open with the default params for 'url', then mtx_pg_migrate of
+ * 'component': the opening of every component that owns tables. */
+enum mt_status mtx_pg_open_migrated(const char *url, const char *component,
+                                    const struct mtx_pg_migration *steps,
+                                    size_t n, struct mtx_pg **out,
+                                    struct mt_error *err);
+
 /* How many times this handle has reconnected (logs and tests). */
 uint64_t mtx_pg_reconnects(const struct mtx_pg *pg);
 

@@ -41,11 +41,12 @@ static const struct mtx_pg_migration queue_steps[] = {
         " WHERE state <> 'done';"},
 };
 
-enum mt_status mtx_queue_migrate(struct mtx_pg *pg, struct mt_error *err)
+enum mt_status mtx_queue_open(const char *url, struct mtx_pg **out,
+                              struct mt_error *err)
 {
-    return mtx_pg_migrate(pg, "queue", queue_steps,
-                          sizeof queue_steps / sizeof queue_steps[0], NULL,
-                          err);
+    return mtx_pg_open_migrated(url, "queue", queue_steps,
+                                sizeof queue_steps / sizeof queue_steps[0], out,
+                                err);
 }
 
 /* ==== Submitting ==== */

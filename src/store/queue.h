@@ -14,8 +14,10 @@
 
 #include "store/pg.h"
 
-/* Creates or upgrades the queue's tables (component "queue"). */
-enum mt_status mtx_queue_migrate(struct mtx_pg *pg, struct mt_error *err);
+/* Connects to 'url' and creates or upgrades the queue's tables (component
+ * "queue"); *out owns the connection (mtx_pg_close). */
+enum mt_status mtx_queue_open(const char *url, struct mtx_pg **out,
+                              struct mt_error *err);
 
 /* Creates a run of 'n' jobs in one transaction: 'kind' (e.g. "mediqa"),
  * 'options' (JSON text the workers read), and each job's payload (JSON

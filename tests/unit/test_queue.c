@@ -36,14 +36,10 @@ static int teardown(void **state)
 
 static struct mtx_pg *open_queue(void)
 {
-    struct mtx_pg_params p;
     struct mtx_pg *pg = NULL;
     struct mt_error err;
 
-    mtx_pg_default_params(&p);
-    p.url = fx.url;
-    if (mtx_pg_open(&p, &pg, &err) != MT_OK ||
-        mtx_queue_migrate(pg, &err) != MT_OK)
+    if (mtx_queue_open(fx.url, &pg, &err) != MT_OK)
         fail_msg("%s", err.msg);
     return pg;
 }
