@@ -1,10 +1,10 @@
 /* MedQuAD repository XML: one document per answered QA pair (the answer,
  * trimmed; title = the focus), id "mq-" + the first 12 hex digits of the
- * SHA-1 of that text, so the same answer in two files is one document.
- * The prepared ../shared/data/medquad/corpus.jsonl uses the same scheme for
- * about half of its ids (47 of the 96 documents of the format samples);
- * the rule behind its other ids is not known, so those differ. Reads both
- * schemas: Document/QAPairs/QAPair and NINDS's lower-case doc/qaPairs/pair. */
+ * SHA-1 of that text with its runs of white space folded to one space, so
+ * the same answer in two files is one document. That is the rule of the
+ * prepared ../shared/data/medquad/corpus.jsonl: all 15,809 of its ids are
+ * the SHA-1 of their text folded so. Reads both schemas:
+ * Document/QAPairs/QAPair and NINDS's lower-case doc/qaPairs/pair. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -19,6 +19,7 @@ struct medquad {
     struct mt_buf focus;
     struct mt_buf question;
     struct mt_buf answer;
+    struct mt_buf folded; /* the answer, white space folded, for its id */
     char source[64];
     char url[1024];
     char qid[64];
@@ -107,6 +108,22 @@ static enum mt_status pair_query(struct medquad *m, const char *doc_id,
     return st;
 }
 
+/* SHA-1 of the answer with its white space folded (the prepared corpus's
+ * rule: answers that differ only in spacing are one document). */
+static enum mt_status answer_id(struct medquad *m, struct mt_str a,
+                                char hex[41])
+{
+    enum mt_status st;
+
+    mt_buf_reset(&m->folded);
+    st = mt_buf_append(&m->folded, a.p, a.n);
+    if (st != MT_OK)
+        return st;
+    mt_squash_space(&m->folded);
+    mt_sha1_hex(m->folded.data, m->folded.len, hex);
+    return MT_OK;
+}
+
 /* A pair ended: its trimmed answer becomes a document (folders 10-12
  * have every answer removed: those are counted as skipped). */
 static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
@@ -122,7 +139,8 @@ static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
     mt_sink_record(m->c->sink, a.n == 0);
     if (a.n == 0)
         return MT_OK;
-    mt_sha1_hex(a.p, a.n, hex);
+    if (answer_id(m, a, hex) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
     snprintf(id, sizeof id, "mq-%.12s", hex);
     meta = json_object();
     if (!meta || pair_meta(m, meta) != MT_OK) {
@@ -164,10 +182,11 @@ enum mt_status mt_import_medquad(struct mt_import_ctx *c, const char *path,
 
     memset(&m, 0, sizeof m);
     m.c = c;
-    m.focus = m.question = m.answer = MT_BUF_INIT(FIELD_MAX);
+    m.focus = m.question = m.answer = m.folded = MT_BUF_INIT(FIELD_MAX);
     st = mt_xml_parse(path, &fns, &m, err);
     mt_buf_free(&m.focus);
     mt_buf_free(&m.question);
     mt_buf_free(&m.answer);
+    mt_buf_free(&m.folded);
     return st;
 }
