@@ -28,6 +28,9 @@ struct mt_import_params {
     const char *source;  /* source name; default: per format (see import) */
     uint32_t batch_size; /* documents per transaction, default 1000 */
     int no_chunk;        /* store each text as one chunk (medrag: always) */
+    /* Input files parsed at once, each on its own thread, while the
+     * calling thread writes; 0: the online CPUs (at most 8). */
+    uint32_t threads;
     /* csv: the columns holding the id, the text and (optional) title. */
     const char *id_col;
     const char *text_col;

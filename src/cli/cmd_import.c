@@ -33,6 +33,10 @@ static const struct cli_opt import_opts[] = {
     {"title-col", 0, "NAME", "csv: the column holding the title", 0},
     {"batch", 'b', "N", "documents per transaction, 1..1000000 (default 1000)",
      0},
+    {"threads", 't', "N",
+     "input files parsed at once, each on a thread of its own, while one "
+     "thread writes, 1..8 (default: the online CPUs, at most 8)",
+     0},
     {"analyzer", 'a', "NAME",
      "analyzer for a new store: english, arabic, cjk, simple (default "
      "english)",
@@ -60,6 +64,10 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     if (cli_get_uint(a, "batch", 1, 1000000, &v) < 0)
         return -1;
     p->batch_size = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "threads", 1, 8, &v) < 0)
+        return -1;
+    p->threads = (uint32_t)v;
     p->jsonl_out = cli_get(a, "jsonl");
     p->queries_out = cli_get(a, "queries");
     p->source = cli_get(a, "source");
@@ -184,7 +192,8 @@ const struct cli_verb cli_verb_import = {
     "  pmc       PMC OA JATS (*.nxml, or a folder): full text by section,\n"
     "            metadata journal, year, pmid, pmcid, doi, license.\n"
     "  medquad   the MedQuAD repository folder: one document per answered\n"
-    "            question (id mq-<SHA-1 prefix of the answer>), metadata\n"
+    "            question (id mq-<SHA-1 prefix of the answer, white space\n"
+    "            folded>, as in the prepared corpus), metadata\n"
     "            source, url, focus, qtype; --queries writes the questions.\n"
     "  pubmedqa  ori_pqal.json and same-shape sets: one document per PMID\n"
     "            (contexts as 'LABEL: text'), metadata year, mesh, label;\n"
@@ -194,7 +203,9 @@ const struct cli_verb cli_verb_import = {
     "  csv       any CSV with a header: --id-col, --text-col [--title-col];\n"
     "            other columns become metadata.\n"
     "Inputs stream (memory does not grow with their size); .gz is read\n"
-    "for the XML and JSON formats. A store is written in transactional\n"
+    "for the XML and JSON formats. Files are parsed in parallel and written\n"
+    "in the order given, one after another. A store is written in "
+    "transactional\n"
     "batches; each file read whole is recorded, so a rerun after a crash\n"
     "skips those files and resumes with the first unfinished one. On bad\n"
     "input the error names the file, line and record, and the batch in\n"

@@ -10,7 +10,11 @@
 #include "core/buf.h"
 #include "medtrust/corpus.h"
 
-/* ==== Sink ==== */
+/* ==== Sink: what an importer writes to ====
+ * Each input file is parsed on a thread of its own (pipe.c); its sink
+ * serializes what the importer hands over (JSON already encoded) into
+ * blocks that the one writer thread applies, file by file in input order,
+ * to the output (mt_out, sink.c). */
 
 struct mt_sink;
 
@@ -23,17 +27,7 @@ struct mt_sink_doc {
     json_t *meta; /* object of metadata fields, may be NULL */
 };
 
-/* Opens the sink the params describe (store or JSONL). */
-enum mt_status mt_sink_open(const struct mt_import_params *p,
-                            struct mt_sink **out, struct mt_error *err);
-
-/* Starts input file 'path' of 'bytes' bytes, writing into source 'source'.
- * *skip is 1 when a store already took this very file in whole. */
-enum mt_status mt_sink_file_begin(struct mt_sink *k, const char *path,
-                                  const char *source, int *skip,
-                                  struct mt_error *err);
-
-/* Writes one document; commits the batch when it is full. */
+/* Writes one document (a store replaces an earlier one of the same id). */
 enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
                            struct mt_error *err);
 
@@ -45,15 +39,9 @@ enum mt_status mt_sink_delete(struct mt_sink *k, const char *id,
 /* Counts a record read (and skipped, when 'skipped'). */
 void mt_sink_record(struct mt_sink *k, int skipped);
 
-/* Sets the input bytes of the whole import, for progress. */
-void mt_sink_set_total(struct mt_sink *k, uint64_t bytes);
-
 /* Tells the sink how many input bytes of the current file were read, for
  * progress. */
 void mt_sink_read(struct mt_sink *k, uint64_t bytes_in_file);
-
-/* Ends the current file: commits and records it as imported whole. */
-enum mt_status mt_sink_file_end(struct mt_sink *k, struct mt_error *err);
 
 /* Writes one query line {"id","query","relevant":[doc],...extra} to the
  * queries output; 'extra' (may be NULL) is an object merged in. */
@@ -61,10 +49,56 @@ enum mt_status mt_sink_query(struct mt_sink *k, const char *id,
                              const char *query, const char *doc_id,
                              json_t *extra, struct mt_error *err);
 
+/* ==== Output: the writer's side (sink.c) ==== */
+
+struct mtx_out;
+
+/* Opens the output the params describe (store or JSONL). */
+enum mt_status mtx_out_open(const struct mt_import_params *p,
+                            struct mtx_out **out, struct mt_error *err);
+
+/* Sets the input bytes of the whole import, for progress. */
+void mtx_out_set_total(struct mtx_out *k, uint64_t bytes);
+
+/* *done is 1 when a store already took file 'path' (read into 'source')
+ * in whole; changes nothing else that counts. */
+enum mt_status mtx_out_file_imported(struct mtx_out *k, const char *path,
+                                     const char *source, int *done,
+                                     struct mt_error *err);
+
+/* Starts input file 'path', writing into source 'source'. *skip is 1 when
+ * a store already took this very file in whole (counted as resumed). */
+enum mt_status mtx_out_file_begin(struct mtx_out *k, const char *path,
+                                  const char *source, int *skip,
+                                  struct mt_error *err);
+
+/* Writes a document into the store (commits the batch when it is full),
+ * or a JSONL line (without its newline). */
+enum mt_status mtx_out_put_doc(struct mtx_out *k, const struct mt_doc *doc,
+                               struct mt_error *err);
+enum mt_status mtx_out_put_line(struct mtx_out *k, const char *line, size_t n,
+                                struct mt_error *err);
+
+enum mt_status mtx_out_delete(struct mtx_out *k, const char *id,
+                              struct mt_error *err);
+
+/* Adds records read and skipped to the counts. */
+void mtx_out_count(struct mtx_out *k, uint64_t records, uint64_t skipped);
+
+/* Input bytes of the current file read so far, for progress. */
+void mtx_out_read(struct mtx_out *k, uint64_t bytes_in_file);
+
+/* Writes one encoded query line (without its newline), if queries go out. */
+enum mt_status mtx_out_query_line(struct mtx_out *k, const char *line, size_t n,
+                                  struct mt_error *err);
+
+/* Ends the current file: commits and records it as imported whole. */
+enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err);
+
 /* Finishes: with ok, commits and renames the outputs into place; without,
  * rolls back the open batch and removes the temporary outputs. Copies the
- * counts to *res (may be NULL) and frees the sink (NULL allowed). */
-enum mt_status mt_sink_close(struct mt_sink *k, int ok,
+ * counts to *res (may be NULL) and frees the output (NULL allowed). */
+enum mt_status mtx_out_close(struct mtx_out *k, int ok,
                              struct mt_import_result *res,
                              struct mt_error *err);
 
@@ -132,6 +166,22 @@ struct mt_import_ctx {
     struct mt_sink *sink;
     const struct mt_import_params *p;
 };
+typedef enum mt_status (*mtx_import_fn)(struct mt_import_ctx *c,
+                                        const char *path, struct mt_error *err);
+
+/* One input file of a run. */
+struct mtx_in_file {
+    char *path;
+    char source[256];
+};
+
+/* Parses files[0..n) on p->threads threads (0: the online CPUs) into 'out',
+ * each file's documents written in order and the files in input order,
+ * the first failure ending the run with its message in err. */
+enum mt_status mtx_pipe_run(mtx_import_fn fn, const struct mtx_in_file *files,
+                            size_t n, const struct mt_import_params *p,
+                            struct mtx_out *out, struct mt_error *err);
+
 enum mt_status mt_import_pubmed(struct mt_import_ctx *c, const char *path,
                                 struct mt_error *err);
 enum mt_status mt_import_pmc(struct mt_import_ctx *c, const char *path,

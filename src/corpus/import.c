@@ -15,8 +15,7 @@
 
 struct format {
     const char *name;
-    enum mt_status (*run)(struct mt_import_ctx *c, const char *path,
-                          struct mt_error *err);
+    mtx_import_fn run;
     const char *source; /* default source; NULL: from the file's name */
     const char *ext[3]; /* file name endings taken from a folder */
     int whole;          /* texts are chunks already */
@@ -199,27 +198,27 @@ static void file_source(const char *path, char *out, size_t n)
         *dot = '\0';
 }
 
-static enum mt_status import_file(const struct format *fm,
-                                  struct mt_import_ctx *c, const char *path,
-                                  struct mt_error *err)
+/* The run's files with their sources (files are freed by the caller). */
+static enum mt_status in_files(const struct format *fm, const struct files *f,
+                               const struct mt_import_params *p,
+                               struct mtx_in_file **out, struct mt_error *err)
 {
-    char source[256];
-    int skip = 0;
-    enum mt_status st;
+    struct mtx_in_file *v = mt_calloc(f->n, sizeof *v);
+    size_t i;
 
-    if (c->p->source)
-        snprintf(source, sizeof source, "%s", c->p->source);
-    else if (fm->source)
-        snprintf(source, sizeof source, "%s", fm->source);
-    else
-        file_source(path, source, sizeof source);
-    st = mt_sink_file_begin(c->sink, path, source, &skip, err);
-    if (st != MT_OK || skip)
-        return st;
-    st = fm->run(c, path, err);
-    if (st == MT_OK)
-        st = mt_sink_file_end(c->sink, err);
-    return st;
+    if (!v)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; i < f->n; i++) {
+        v[i].path = f->v[i];
+        if (p->source)
+            snprintf(v[i].source, sizeof v[i].source, "%s", p->source);
+        else if (fm->source)
+            snprintf(v[i].source, sizeof v[i].source, "%s", fm->source);
+        else
+            file_source(f->v[i], v[i].source, sizeof v[i].source);
+    }
+    *out = v;
+    return MT_OK;
 }
 
 static const struct format *find_format(const char *name)
@@ -239,10 +238,10 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     const struct format *fm = find_format(format ? format : "");
     struct mt_import_params p = *params;
     struct files f = {NULL, 0, 0, 0};
-    struct mt_import_ctx c = {NULL, &p};
+    struct mtx_in_file *in = NULL;
+    struct mtx_out *out = NULL;
     struct mt_error local = {MT_OK, ""};
     enum mt_status st;
-    size_t i;
 
     /* The importers add context to messages (mt_error_prefix), which
      * needs an error to write to even when the caller wants none. */
@@ -257,19 +256,22 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     p.no_chunk = p.no_chunk || fm->whole;
     st = collect(fm, paths, n, &f, err);
     if (st == MT_OK)
-        st = mt_sink_open(&p, &c.sink, err);
+        st = in_files(fm, &f, &p, &in, err);
     if (st == MT_OK)
-        mt_sink_set_total(c.sink, f.bytes);
-    for (i = 0; st == MT_OK && i < f.n; i++)
-        st = import_file(fm, &c, f.v[i], err);
-    files_free(&f);
-    if (c.sink) {
+        st = mtx_out_open(&p, &out, err);
+    if (st == MT_OK) {
+        mtx_out_set_total(out, f.bytes);
+        st = mtx_pipe_run(fm->run, in, f.n, &p, out, err);
+    }
+    if (out) {
         /* After a failure the first error stays in err. */
         struct mt_error after = {MT_OK, ""};
         enum mt_status closed =
-            mt_sink_close(c.sink, st == MT_OK, res, st == MT_OK ? err : &after);
+            mtx_out_close(out, st == MT_OK, res, st == MT_OK ? err : &after);
 
         st = st == MT_OK ? closed : st;
     }
+    mt_free(in);
+    files_free(&f);
     return st;
 }

@@ -8,6 +8,91 @@
 #include "medtrust/core.h"
 
 #define FIELD_MAX ((size_t)1 << 26) /* 64 MiB: no real field comes close */
+#define DEPTH_MAX 256               /* as deep as mt_xml goes */
+
+/* The elements the importer looks at; the rest are T_OTHER. Paths are
+ * matched on these codes, kept for each open element, instead of on the
+ * path text: string compares were a fifth of an import's time. */
+enum tag {
+    T_OTHER,
+    T_SET,         /* PubmedArticleSet */
+    T_ARTICLE_REC, /* PubmedArticle */
+    T_BOOK,        /* PubmedBookArticle */
+    T_CITATION,    /* MedlineCitation */
+    T_PMID,
+    T_ARTICLE,
+    T_ARTICLE_TITLE,
+    T_ABSTRACT,
+    T_ABSTRACT_TEXT,
+    T_AUTHOR_LIST,
+    T_AUTHOR,
+    T_LAST,
+    T_FORE,
+    T_COLLECTIVE,
+    T_JOURNAL,
+    T_TITLE,
+    T_ISSUE, /* JournalIssue */
+    T_PUB_DATE,
+    T_YEAR,
+    T_MEDLINE_DATE,
+    T_MESH,       /* MeshHeading */
+    T_DESCRIPTOR, /* DescriptorName */
+    T_PUB_TYPE_LIST,
+    T_PUB_TYPE,
+    T_DELETE, /* DeleteCitation */
+    T_PUBMED_DATA,
+    T_ID_LIST, /* ArticleIdList */
+    T_ID,      /* ArticleId */
+};
+
+static const struct {
+    const char *name;
+    enum tag tag;
+} tag_names[] = {
+    {"PubmedArticleSet", T_SET},
+    {"PubmedArticle", T_ARTICLE_REC},
+    {"PubmedBookArticle", T_BOOK},
+    {"MedlineCitation", T_CITATION},
+    {"PMID", T_PMID},
+    {"Article", T_ARTICLE},
+    {"ArticleTitle", T_ARTICLE_TITLE},
+    {"Abstract", T_ABSTRACT},
+    {"AbstractText", T_ABSTRACT_TEXT},
+    {"AuthorList", T_AUTHOR_LIST},
+    {"Author", T_AUTHOR},
+    {"LastName", T_LAST},
+    {"ForeName", T_FORE},
+    {"CollectiveName", T_COLLECTIVE},
+    {"Journal", T_JOURNAL},
+    {"Title", T_TITLE},
+    {"JournalIssue", T_ISSUE},
+    {"PubDate", T_PUB_DATE},
+    {"Year", T_YEAR},
+    {"MedlineDate", T_MEDLINE_DATE},
+    {"MeshHeading", T_MESH},
+    {"DescriptorName", T_DESCRIPTOR},
+    {"PublicationTypeList", T_PUB_TYPE_LIST},
+    {"PublicationType", T_PUB_TYPE},
+    {"DeleteCitation", T_DELETE},
+    {"PubmedData", T_PUBMED_DATA},
+    {"ArticleIdList", T_ID_LIST},
+    {"ArticleId", T_ID},
+};
+
+/* The code of an element name: a first-letter screen, then compares. */
+static enum tag tag_of(const char *name)
+{
+    static const char firsts[] = "ACDFJLMPTY";
+    size_t i;
+
+    if (!name[0] || !strchr(firsts, name[0]))
+        return T_OTHER;
+    for (i = 0; i < sizeof tag_names / sizeof tag_names[0]; i++)
+        if (tag_names[i].name[0] == name[0] &&
+            strcmp(tag_names[i].name, name) == 0)
+            return tag_names[i].tag;
+    return T_OTHER;
+}
 
 struct pubmed {
     struct mt_import_ctx *c;
@@ -24,7 +109,9 @@ struct pubmed {
     int in_record;
     int have_year;
     size_t cap_depth; /* depth of the element being captured */
-    uint64_t n;       /* records seen, for messages */
+    size_t depth;     /* of the current element, 1 at the root */
+    unsigned char tags[DEPTH_MAX + 1]; /* enum tag of each open element */
+    uint64_t n;                        /* records seen, for messages */
 };
 
 static void reset_buf(struct mt_buf *b)
@@ -55,40 +142,63 @@ static enum mt_status begin_record(struct pubmed *m, struct mt_xml *x)
     return MT_OK;
 }
 
-/* Which leaf elements are read into which buffer, by path suffix. */
-static struct mt_buf *leaf_for(struct pubmed *m, struct mt_xml *x)
+/* Does the path end in the elements a..c (T_OTHER: any, none past the
+ * root)? */
+static int at3(const struct pubmed *m, enum tag a, enum tag b, enum tag c)
 {
-    static const char *const fields[] = {
-        "MedlineCitation/Article/Journal/Title", "JournalIssue/PubDate/Year",
-        "JournalIssue/PubDate/MedlineDate",      "MeshHeading/DescriptorName",
-        "PublicationTypeList/PublicationType",   "DeleteCitation/PMID",
-    };
-    size_t i;
+    const unsigned char *t = m->tags + m->depth;
 
-    if (mt_xml_at(x, "PubmedArticle/MedlineCitation/PMID"))
-        return &m->pmid;
-    if (mt_xml_at(x, "MedlineCitation/Article/ArticleTitle"))
-        return &m->title;
-    if (mt_xml_at(x, "MedlineCitation/Article/Abstract/AbstractText"))
-        return &m->part;
-    if (mt_xml_at(x, "AuthorList/Author/LastName"))
-        return &m->last;
-    if (mt_xml_at(x, "AuthorList/Author/ForeName"))
-        return &m->fore;
-    if (mt_xml_at(x, "AuthorList/Author/CollectiveName"))
-        return &m->coll;
-    for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (mt_xml_at(x, fields[i]))
-            return &m->field;
-    return NULL;
+    if (t[0] != c || m->depth < 2 || t[-1] != b)
+        return 0;
+    return a == T_OTHER || (m->depth >= 3 && t[-2] == a);
 }
 
-static int is_doi(struct mt_xml *x, const char **attrs)
+/* Which leaf elements are read into which buffer, by path. */
+static struct mt_buf *leaf_for(struct pubmed *m, const char **attrs)
 {
-    const char *type = mt_xml_attr(attrs, "IdType");
+    const char *type;
 
-    return mt_xml_at(x, "PubmedData/ArticleIdList/ArticleId") && type &&
-           strcmp(type, "doi") == 0;
+    switch ((enum tag)m->tags[m->depth]) {
+    case T_PMID:
+        return at3(m, T_ARTICLE_REC, T_CITATION, T_PMID) ? &m->pmid
+               : at3(m, T_OTHER, T_DELETE, T_PMID)       ? &m->field
+                                                         : NULL;
+    case T_ARTICLE_TITLE:
+        return at3(m, T_CITATION, T_ARTICLE, T_ARTICLE_TITLE) ? &m->title
+                                                              : NULL;
+    case T_ABSTRACT_TEXT:
+        return at3(m, T_ARTICLE, T_ABSTRACT, T_ABSTRACT_TEXT) &&
+                       m->tags[m->depth - 3] == T_CITATION
+                   ? &m->part
+                   : NULL;
+    case T_LAST:
+        return at3(m, T_AUTHOR_LIST, T_AUTHOR, T_LAST) ? &m->last : NULL;
+    case T_FORE:
+        return at3(m, T_AUTHOR_LIST, T_AUTHOR, T_FORE) ? &m->fore : NULL;
+    case T_COLLECTIVE:
+        return at3(m, T_AUTHOR_LIST, T_AUTHOR, T_COLLECTIVE) ? &m->coll : NULL;
+    case T_TITLE:
+        return at3(m, T_ARTICLE, T_JOURNAL, T_TITLE) &&
+                       m->tags[m->depth - 3] == T_CITATION
+                   ? &m->field
+                   : NULL;
+    case T_YEAR:
+    case T_MEDLINE_DATE:
+        return at3(m, T_ISSUE, T_PUB_DATE, m->tags[m->depth]) ? &m->field
+                                                              : NULL;
+    case T_DESCRIPTOR:
+        return at3(m, T_OTHER, T_MESH, T_DESCRIPTOR) ? &m->field : NULL;
+    case T_PUB_TYPE:
+        return at3(m, T_OTHER, T_PUB_TYPE_LIST, T_PUB_TYPE) ? &m->field : NULL;
+    case T_ID:
+        type = mt_xml_attr(attrs, "IdType");
+        return at3(m, T_PUBMED_DATA, T_ID_LIST, T_ID) && type &&
+                       strcmp(type, "doi") == 0
+                   ? &m->field
+                   : NULL;
+    default:
+        return NULL;
+    }
 }
 
 static enum mt_status on_start(struct mt_xml *x, const char *name,
@@ -96,26 +206,30 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
 {
     struct pubmed *m = user;
     struct mt_buf *b;
+    enum tag t = tag_of(name);
 
-    if (mt_xml_depth(x) == 1 && strcmp(name, "PubmedArticleSet") != 0)
+    m->depth = mt_xml_depth(x);
+    m->tags[m->depth] = (unsigned char)t;
+    if (m->depth == 1 && t != T_SET)
         return mt_fail(mt_xml_error(x), MT_EPARSE,
                        "not a PubMed file: the root element is <%s>, not "
                        "<PubmedArticleSet>",
                        name);
-    if (strcmp(name, "PubmedArticle") == 0)
+    if (t == T_ARTICLE_REC)
         return begin_record(m, x);
-    if (strcmp(name, "PubmedBookArticle") == 0)
+    if (t == T_BOOK)
         mt_sink_record(m->c->sink, 1); /* book chapters: not read */
     if (mt_xml_captured(x))
         return MT_OK; /* inline markup (<i>, <sub>, MathML) inside a field */
-    if (!m->in_record && !mt_xml_at(x, "DeleteCitation/PMID"))
+    if (!m->in_record &&
+        !(t == T_PMID && m->depth >= 2 && m->tags[m->depth - 1] == T_DELETE))
         return MT_OK;
-    if (strcmp(name, "Author") == 0) {
+    if (t == T_AUTHOR) {
         mt_buf_reset(&m->last);
         mt_buf_reset(&m->fore);
         mt_buf_reset(&m->coll);
     }
-    b = is_doi(x, attrs) ? &m->field : leaf_for(m, x);
+    b = leaf_for(m, attrs);
     if (b == &m->part) {
         const char *label = mt_xml_attr(attrs, "Label");
 
@@ -162,16 +276,16 @@ static enum mt_status add_author(struct pubmed *m)
 }
 
 /* A leaf of m->field ended: file it where its element belongs. */
-static enum mt_status add_field(struct pubmed *m, struct mt_xml *x,
-                                const char *name, struct mt_error *err)
+static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
 {
+    enum tag t = (enum tag)m->tags[m->depth];
     const char *v;
 
     mt_squash_space(&m->field);
     v = mt_buf_str(&m->field);
-    if (strcmp(name, "Title") == 0)
+    if (t == T_TITLE)
         return mt_meta_str(m->meta, "journal", v);
-    if (strcmp(name, "Year") == 0 || strcmp(name, "MedlineDate") == 0) {
+    if (t == T_YEAR || t == T_MEDLINE_DATE) {
         char year[5] = "";
 
         /* MedlineDate is free text ("1998 Dec-1999 Jan"): its first
@@ -182,13 +296,13 @@ static enum mt_status add_field(struct pubmed *m, struct mt_xml *x,
         m->have_year = 1;
         return mt_meta_str(m->meta, "year", year);
     }
-    if (strcmp(name, "DescriptorName") == 0)
+    if (t == T_DESCRIPTOR)
         return mt_meta_push(m->meta, "mesh", v);
-    if (strcmp(name, "PublicationType") == 0)
+    if (t == T_PUB_TYPE)
         return mt_meta_push(m->meta, "publication_types", v);
-    if (strcmp(name, "ArticleId") == 0)
+    if (t == T_ID)
         return mt_meta_str(m->meta, "doi", v);
-    if (mt_xml_at(x, "DeleteCitation/PMID"))
+    if (t == T_PMID) /* DeleteCitation/PMID (a record's PMID is m->pmid) */
         return *v ? mt_sink_delete(m->c->sink, v, err) : MT_OK;
     return MT_OK;
 }
@@ -222,10 +336,13 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
     struct mt_error *err = mt_xml_error(x);
     struct mt_buf *cap = mt_xml_captured(x);
     enum mt_status st = MT_OK;
+    enum tag t;
 
-    if (strcmp(name, "PubmedArticle") == 0)
+    m->depth = mt_xml_depth(x);
+    t = (enum tag)m->tags[m->depth];
+    if (t == T_ARTICLE_REC)
         return end_record(m, x, err);
-    if (strcmp(name, "Author") == 0 && m->in_record)
+    if (t == T_AUTHOR && m->in_record)
         st = add_author(m);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
@@ -235,7 +352,7 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
     if (cap == &m->part)
         st = add_part(m);
     else if (cap == &m->field)
-        st = add_field(m, x, name, err);
+        st = add_field(m, err);
     if (st != MT_OK && err->status == MT_OK)
         mt_fail(err, st, "field %s: out of memory or over the limit", name);
     return st;

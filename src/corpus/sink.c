@@ -1,6 +1,8 @@
-/* Where imported documents go: a store, in transactional batches with a
- * per-file "imported whole" mark for resuming, or a JSONL file written
- * under a temporary name and renamed into place only on success. */
+/* Where imported documents go (the writer's side of the pipeline in
+ * pipe.c): a store, in transactional batches with a per-file "imported
+ * whole" mark for resuming, or a JSONL file written under a temporary name
+ * and renamed into place only on success. Only the writer thread calls
+ * these; the parser threads hand it documents already serialized. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ struct tmp_out {
     FILE *f;
 };
 
-struct mt_sink {
+struct mtx_out {
     struct mt_import_params p;
     struct mt_store *store;
     struct mt_state *marks; /* the store's own settings: files imported */
@@ -79,11 +81,10 @@ static enum mt_status out_close(struct tmp_out *o, int ok, struct mt_error *err)
     return st;
 }
 
-static enum mt_status out_line(struct tmp_out *o, json_t *obj,
+static enum mt_status out_line(struct tmp_out *o, const char *line, size_t n,
                                struct mt_error *err)
 {
-    if (json_dumpf(obj, o->f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
-        fputc('\n', o->f) == EOF)
+    if (fwrite(line, 1, n, o->f) != n || fputc('\n', o->f) == EOF)
         return mt_fail(err, MT_EIO, "%s: write failed: %s", o->tmp,
                        strerror(errno));
     return MT_OK;
@@ -91,10 +92,10 @@ static enum mt_status out_line(struct tmp_out *o, json_t *obj,
 
 /* ==== Opening and batches ==== */
 
-enum mt_status mt_sink_open(const struct mt_import_params *p,
-                            struct mt_sink **out, struct mt_error *err)
+enum mt_status mtx_out_open(const struct mt_import_params *p,
+                            struct mtx_out **out, struct mt_error *err)
 {
-    struct mt_sink *k = mt_calloc(1, sizeof *k);
+    struct mtx_out *k = mt_calloc(1, sizeof *k);
     enum mt_status st = MT_OK;
 
     if (!k)
@@ -112,31 +113,31 @@ enum mt_status mt_sink_open(const struct mt_import_params *p,
     if (st == MT_OK && p->queries_out)
         st = out_open(&k->queries, p->queries_out, err);
     if (st != MT_OK) {
-        mt_sink_close(k, 0, NULL, NULL);
+        mtx_out_close(k, 0, NULL, NULL);
         return st;
     }
     *out = k;
     return MT_OK;
 }
 
-void mt_sink_set_total(struct mt_sink *k, uint64_t bytes)
+void mtx_out_set_total(struct mtx_out *k, uint64_t bytes)
 {
     k->total_bytes = bytes;
 }
 
-void mt_sink_read(struct mt_sink *k, uint64_t bytes_in_file)
+void mtx_out_read(struct mtx_out *k, uint64_t bytes_in_file)
 {
     k->file_bytes = bytes_in_file;
 }
 
-static void report(struct mt_sink *k)
+static void report(struct mtx_out *k)
 {
     if (k->p.progress)
         k->p.progress(k->done_bytes + k->file_bytes, k->total_bytes,
                       k->p.progress_user);
 }
 
-static enum mt_status txn(struct mt_sink *k, struct mt_error *err)
+static enum mt_status txn(struct mtx_out *k, struct mt_error *err)
 {
     enum mt_status st = MT_OK;
 
@@ -148,7 +149,7 @@ static enum mt_status txn(struct mt_sink *k, struct mt_error *err)
     return st;
 }
 
-static enum mt_status commit(struct mt_sink *k, struct mt_error *err)
+static enum mt_status commit(struct mtx_out *k, struct mt_error *err)
 {
     enum mt_status st = MT_OK;
 
@@ -166,7 +167,7 @@ static enum mt_status commit(struct mt_sink *k, struct mt_error *err)
 /* ==== Files and their resume marks ==== */
 
 /* The mark says "this file, at this size and mtime, went in whole". */
-static enum mt_status file_mark(struct mt_sink *k, const char *path,
+static enum mt_status file_mark(struct mtx_out *k, const char *path,
                                 struct mt_error *err)
 {
     char real[PATH_MAX];
@@ -183,7 +184,7 @@ static enum mt_status file_mark(struct mt_sink *k, const char *path,
     return MT_OK;
 }
 
-static enum mt_status use_source(struct mt_sink *k, const char *source,
+static enum mt_status use_source(struct mtx_out *k, const char *source,
                                  struct mt_error *err)
 {
     if (!k->store || (k->source_id && strcmp(k->source, source) == 0))
@@ -192,24 +193,48 @@ static enum mt_status use_source(struct mt_sink *k, const char *source,
     return mt_store_source(k->store, source, &k->source_id, err);
 }
 
-enum mt_status mt_sink_file_begin(struct mt_sink *k, const char *path,
-                                  const char *source, int *skip,
-                                  struct mt_error *err)
+/* Is 'path' already in the store whole? Sets the current mark. */
+static enum mt_status marked(struct mtx_out *k, const char *path,
+                             const char *source, int *done,
+                             struct mt_error *err)
 {
     char val[320];
     int found = 0;
-    enum mt_status st = use_source(k, source, err);
+    enum mt_status st;
 
-    *skip = 0;
     snprintf(k->source, sizeof k->source, "%s", source);
-    k->file_bytes = 0;
-    if (st == MT_OK)
-        st = file_mark(k, path, err);
+    *done = 0;
+    st = file_mark(k, path, err);
     if (st != MT_OK || !k->store)
         return st;
     st = mt_setting_get(k->marks, k->mark_key, val, sizeof val, &found, err);
-    if (st == MT_OK && found && strcmp(val, k->mark_val) == 0) {
-        *skip = 1;
+    *done = st == MT_OK && found && strcmp(val, k->mark_val) == 0;
+    return st;
+}
+
+enum mt_status mtx_out_file_imported(struct mtx_out *k, const char *path,
+                                     const char *source, int *done,
+                                     struct mt_error *err)
+{
+    char keep[sizeof k->source];
+    enum mt_status st;
+
+    snprintf(keep, sizeof keep, "%s", k->source);
+    st = marked(k, path, source, done, err);
+    snprintf(k->source, sizeof k->source, "%s", keep);
+    return st;
+}
+
+enum mt_status mtx_out_file_begin(struct mtx_out *k, const char *path,
+                                  const char *source, int *skip,
+                                  struct mt_error *err)
+{
+    enum mt_status st = use_source(k, source, err);
+
+    k->file_bytes = 0;
+    if (st == MT_OK)
+        st = marked(k, path, source, skip, err);
+    if (st == MT_OK && *skip) {
         k->res.resumed++;
         k->done_bytes += k->cur_size;
         report(k);
@@ -217,7 +242,7 @@ enum mt_status mt_sink_file_begin(struct mt_sink *k, const char *path,
     return st;
 }
 
-enum mt_status mt_sink_file_end(struct mt_sink *k, struct mt_error *err)
+enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err)
 {
     enum mt_status st = txn(k, err);
 
@@ -234,46 +259,27 @@ enum mt_status mt_sink_file_end(struct mt_sink *k, struct mt_error *err)
 
 /* ==== Documents ==== */
 
-static enum mt_status put_jsonl(struct mt_sink *k, const struct mt_sink_doc *d,
+enum mt_status mtx_out_put_line(struct mtx_out *k, const char *line, size_t n,
                                 struct mt_error *err)
 {
-    json_t *o = json_object();
-    enum mt_status st = MT_ENOMEM;
+    enum mt_status st = out_line(&k->docs, line, n, err);
 
-    if (o && json_object_set_new(o, "id", json_string(d->id)) == 0 &&
-        (!d->title ||
-         json_object_set_new(o, "title", json_string(d->title)) == 0) &&
-        json_object_set_new(o, "text", json_stringn(d->text, d->text_len)) ==
-            0 &&
-        (!d->meta || json_object_update(o, d->meta) == 0))
-        st = out_line(&k->docs, o, err);
-    else
-        mt_fail(err, st, "record %s: out of memory", d->id);
-    json_decref(o);
     k->res.documents += st == MT_OK;
     return st;
 }
 
-static enum mt_status put_store(struct mt_sink *k, const struct mt_sink_doc *d,
-                                struct mt_error *err)
+enum mt_status mtx_out_put_doc(struct mtx_out *k, const struct mt_doc *doc,
+                               struct mt_error *err)
 {
-    char *meta = d->meta
-                     ? json_dumps(d->meta, JSON_COMPACT | JSON_PRESERVE_ORDER)
-                     : NULL;
-    struct mt_doc doc = {d->id, d->title, d->text, d->text_len, meta};
     struct mt_put_result pr;
-    enum mt_status st;
+    enum mt_status st = txn(k, err);
 
-    if (d->meta && !meta)
-        return mt_fail(err, MT_ENOMEM, "record %s: out of memory", d->id);
-    st = txn(k, err);
     if (st == MT_OK)
         st = k->p.no_chunk
-                 ? mt_store_put_chunk(k->store, k->source_id, &doc, &pr, err)
-                 : mt_store_put(k->store, k->source_id, &doc, &pr, err);
-    mt_free(meta); /* jansson allocates through mt_malloc (import.c) */
+                 ? mt_store_put_chunk(k->store, k->source_id, doc, &pr, err)
+                 : mt_store_put(k->store, k->source_id, doc, &pr, err);
     if (st != MT_OK)
-        return mt_error_prefix(err, "record %s", d->id);
+        return mt_error_prefix(err, "record %s", doc->ext_id);
     k->res.unchanged += pr.unchanged != 0;
     k->res.documents += pr.unchanged == 0;
     k->res.chunks += pr.chunks;
@@ -282,13 +288,7 @@ static enum mt_status put_store(struct mt_sink *k, const struct mt_sink_doc *d,
     return st;
 }
 
-enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
-                           struct mt_error *err)
-{
-    return k->store ? put_store(k, d, err) : put_jsonl(k, d, err);
-}
-
-enum mt_status mt_sink_delete(struct mt_sink *k, const char *id,
+enum mt_status mtx_out_delete(struct mtx_out *k, const char *id,
                               struct mt_error *err)
 {
     int deleted = 0;
@@ -303,34 +303,25 @@ enum mt_status mt_sink_delete(struct mt_sink *k, const char *id,
     return MT_OK;
 }
 
-void mt_sink_record(struct mt_sink *k, int skipped)
+void mtx_out_count(struct mtx_out *k, uint64_t records, uint64_t skipped)
 {
-    k->res.records++;
-    k->res.skipped += skipped != 0;
+    k->res.records += records;
+    k->res.skipped += skipped;
 }
 
-enum mt_status mt_sink_query(struct mt_sink *k, const char *id,
-                             const char *query, const char *doc_id,
-                             json_t *extra, struct mt_error *err)
+enum mt_status mtx_out_query_line(struct mtx_out *k, const char *line, size_t n,
+                                  struct mt_error *err)
 {
-    json_t *o;
     enum mt_status st;
 
     if (!k->queries.f)
         return MT_OK;
-    o = json_pack("{s:s,s:s,s:[s]}", "id", id, "query", query, "relevant",
-                  doc_id);
-    if (!o || (extra && json_object_update(o, extra) != 0)) {
-        json_decref(o);
-        return mt_fail(err, MT_ENOMEM, "query %s: out of memory", id);
-    }
-    st = out_line(&k->queries, o, err);
-    json_decref(o);
+    st = out_line(&k->queries, line, n, err);
     k->res.queries += st == MT_OK;
     return st;
 }
 
-enum mt_status mt_sink_close(struct mt_sink *k, int ok,
+enum mt_status mtx_out_close(struct mtx_out *k, int ok,
                              struct mt_import_result *res, struct mt_error *err)
 {
     enum mt_status st = MT_OK;

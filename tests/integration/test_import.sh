@@ -131,6 +131,44 @@ else
     not_ok "malformed XML" "rc=$rc" "$(cat "$TMP/err")" "$(ls "$TMP")"
 fi
 
+# Files are parsed on threads of their own but written in input order: any
+# thread count gives the same lines, and the update file applied after the
+# samples (its new 9997 and its DeleteCitation) lands where it stood.
+for t in 1 3 8; do
+    "$MT" import pubmed --jsonl "$TMP/t$t.jsonl" --threads $t --no-progress \
+        "$PM"/*.xml "$PM/baseline-sample.xml.gz" "$TMP/pubmed25n9999.xml" \
+        "$PM"/*.xml >/dev/null 2>"$TMP/err$t"
+done
+"$MT" import pubmed --db "$TMP/t3db" --threads 3 --no-progress --json \
+    "$PM"/*.xml "$TMP/pubmed25n9999.xml" >"$TMP/t3res" 2>&1
+if [ -s "$TMP/t1.jsonl" ] && cmp -s "$TMP/t1.jsonl" "$TMP/t3.jsonl" &&
+    cmp -s "$TMP/t1.jsonl" "$TMP/t8.jsonl" &&
+    [ "$(grep -c . "$TMP/t1.jsonl")" -eq 19 ] &&
+    grep -q '"deleted":1' "$TMP/t3res" &&
+    [ "$(sqlite3 "$TMP/t3db/store.db" "SELECT title FROM documents WHERE ext_id='9997'")" = "Corrected title." ] &&
+    [ "$(sqlite3 "$TMP/t3db/store.db" "SELECT COUNT(*) FROM documents WHERE ext_id='11748933'")" = 0 ]; then
+    ok "threads: 1, 3 and 8 parsers give the same output, written in input order"
+else
+    not_ok "threads: same output in input order" "$(cat "$TMP/err1" "$TMP/err3" "$TMP/t3res")" \
+        "$(wc -l "$TMP"/t?.jsonl)"
+fi
+
+# A bad file among good ones: the files before it go in whole (and are
+# skipped by the rerun), the message is the bad file's own, the files after
+# it are left for the rerun.
+"$MT" import pubmed --db "$TMP/mix" --threads 4 --no-progress "$PM/pubmed1.xml" \
+    "$PM/pubmed2.xml" "$PM/truncated.xml.gz" "$PM/pubmed4.xml" >/dev/null 2>"$TMP/err"
+rc=$?
+out=$("$MT" import pubmed --db "$TMP/mix" --threads 4 --no-progress --json \
+    "$PM/pubmed1.xml" "$PM/pubmed2.xml" "$PM/pubmed4.xml" 2>&1)
+if [ $rc -eq 1 ] && grep -q 'truncated.xml.gz:[0-9]*: gzip data ends early' "$TMP/err" &&
+    grep -q 'PMID 11748933' "$TMP/err" && [ "$(grep -c . "$TMP/err")" -eq 1 ] &&
+    echo "$out" | grep -q '"files":1,"resumed":2,'; then
+    ok "threads: a bad file stops the run there with its own message; a rerun resumes after the good ones"
+else
+    not_ok "threads: bad file among good ones" "rc=$rc" "$(cat "$TMP/err")" "$out"
+fi
+
 "$MT" import pubmed --jsonl "$TMP/w.jsonl" --no-progress "$F/pmc/efetch_pmc.xml" \
     >/dev/null 2>"$TMP/err"
 rc=$?
@@ -194,6 +232,17 @@ if echo "$q" | grep -q '"qtype":"information"' &&
     ok "medquad: the NINDS lower-case schema; queries name their answer's id"
 else
     not_ok "medquad: NINDS schema and queries" "$q" "$row"
+fi
+# Ids follow the prepared corpus: the SHA-1 of the answer with its white
+# space folded. This answer has runs of spaces, so the SHA-1 of the raw
+# text (mq-5a6fa021fb65) would differ from the prepared mqq-00314's answer.
+q=$(grep '"query":"What are the symptoms of Atypical Chronic Myelogenous Leukemia ?"' "$TMP/mqq.jsonl")
+if echo "$q" | grep -q '"relevant":\["mq-fcf6933b73a9"\]' &&
+    sqlite3 "$TMP/mq/store.db" "SELECT text FROM documents WHERE ext_id='mq-fcf6933b73a9'" |
+    grep -q '  '; then
+    ok "medquad: ids are the SHA-1 of the folded answer, as in the prepared corpus"
+else
+    not_ok "medquad: ids as the prepared corpus" "$q"
 fi
 if sqlite3 "$TMP/mq/store.db" "SELECT text FROM documents" | grep -q '103° to 104' &&
     sqlite3 "$TMP/mq/store.db" "SELECT text FROM documents" | grep -q "doesn't mean that you will not get"; then
