@@ -188,6 +188,16 @@ enum mt_status mt_run_list(struct mt_state *s, int64_t user_id, int64_t before,
                            uint32_t limit, mt_run_fn fn, void *user,
                            struct mt_error *err);
 
+/* Asks for run 'id' to stop: sets its cancel flag when it is queued or
+ * running, for the server that runs it to see (mt_run_cancel_requested).
+ * *live (may be NULL) is 1 when the run was unfinished. */
+enum mt_status mt_run_cancel_request(struct mt_state *s, int64_t id, int *live,
+                                     struct mt_error *err);
+
+/* *yes is 1 when someone asked for run 'id' to stop. */
+enum mt_status mt_run_cancel_requested(struct mt_state *s, int64_t id, int *yes,
+                                       struct mt_error *err);
+
 /* ==== Run events (the live trace of a run) ==== */
 
 /* Records event 'seq' (0, 1, ... in the order the job emitted them) of

@@ -26,6 +26,7 @@ struct srv_job {
     int done;
     int on_thread; /* a worker runs it now, on 'thread' */
     int mirror;    /* replays another server's run from the state's rows */
+    double cancel_checked; /* when the state's cancel flag was last read */
     pthread_t thread;
     int refs; /* the queue or a worker holds one, each stream one */
     double deadline;
@@ -184,6 +185,33 @@ void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
     json_text_free(txt);
 }
 
+/* With a shared state the cancel may come from another server (its
+ * POST /v1/runs/ID/cancel sets the run's flag): read the flag at most once
+ * a second per job. */
+static int remote_cancel(struct srv_job *j)
+{
+    struct srv_lease *l = NULL;
+    double now = mt_srv_now();
+    int check, yes = 0;
+
+    pthread_mutex_lock(&j->s->job_mu);
+    check = !j->mirror && now >= j->cancel_checked + 1.0;
+    if (check)
+        j->cancel_checked = now;
+    pthread_mutex_unlock(&j->s->job_mu);
+    if (!check)
+        return 0;
+    if (mt_srv_lease_get(j->s, &l, NULL) == MT_OK)
+        mt_run_cancel_requested(l->state, j->run, &yes, NULL);
+    mt_srv_lease_put(j->s, l);
+    if (yes) {
+        pthread_mutex_lock(&j->s->job_mu);
+        j->cancel = 1;
+        pthread_mutex_unlock(&j->s->job_mu);
+    }
+    return yes;
+}
+
 int mt_srv_job_canceled(struct srv_job *j)
 {
     int c;
@@ -191,6 +219,8 @@ int mt_srv_job_canceled(struct srv_job *j)
     pthread_mutex_lock(&j->s->job_mu);
     c = j->s->jobs_cancel || j->cancel;
     pthread_mutex_unlock(&j->s->job_mu);
+    if (!c && j->s->state_url)
+        c = remote_cancel(j);
     return c || mt_srv_now() > j->deadline;
 }
 
@@ -202,7 +232,7 @@ int mt_srv_job_cancel(struct mt_server *s, int64_t run_id)
     if (!j)
         return 0;
     pthread_mutex_lock(&s->job_mu);
-    live = !j->done;
+    live = !j->done && !j->mirror; /* a mirror's run is another server's */
     j->cancel |= live;
     pthread_mutex_unlock(&s->job_mu);
     mt_srv_job_release(s, j);

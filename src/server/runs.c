@@ -163,6 +163,22 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
     mt_srv_job_mirror(s, id); /* a run of another server (shared state) */
 }
 
+/* With a shared state the job may run on another server: flag the run
+ * for it (it reads the flag within a second). 1 when the run was
+ * unfinished. */
+static int cancel_elsewhere(struct mt_server *s, int64_t id)
+{
+    struct srv_lease *l = NULL;
+    int live = 0;
+
+    if (!s->p.state_url)
+        return 0;
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
+        mt_run_cancel_request(l->state, id, &live, NULL);
+    mt_srv_lease_put(s, l);
+    return live;
+}
+
 /* POST /v1/runs/ID/cancel: asks a queued or running job to stop (its
  * owner or an admin: load_run shows others' runs as 404). A check stops
  * before its next model call and the run ends failed, "cancelled". */
@@ -174,7 +190,7 @@ void mt_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
-    if (!mt_srv_job_cancel(s, id)) {
+    if (!mt_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {
         mt_srv_error(rs, 409, "run %lld has already finished", (long long)id);
         return;
     }

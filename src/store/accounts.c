@@ -561,6 +561,33 @@ enum mt_status mt_run_list(struct mt_state *s, int64_t user_id, int64_t before,
                           before, (int64_t)limit);
 }
 
+enum mt_status mt_run_cancel_request(struct mt_state *s, int64_t id, int *live,
+                                     struct mt_error *err)
+{
+    struct mtx_query q = {NULL, NULL, 0, 0};
+    enum mt_status st =
+        mtx_state_exec(s, &q, err,
+                       "UPDATE runs SET cancel_requested=1 WHERE id=?"
+                       " AND status IN ('queued','running')",
+                       "I", id);
+
+    if (live)
+        *live = st == MT_OK && q.changes > 0;
+    return st;
+}
+
+enum mt_status mt_run_cancel_requested(struct mt_state *s, int64_t id, int *yes,
+                                       struct mt_error *err)
+{
+    int64_t flag = 0;
+    struct mtx_query q = {read_id, &flag, 0, 0};
+    enum mt_status st = mtx_state_exec(
+        s, &q, err, "SELECT cancel_requested FROM runs WHERE id=?", "I", id);
+
+    *yes = st == MT_OK && flag != 0;
+    return st;
+}
+
 /* ==== Run events ==== */
 
 enum mt_status mt_run_event_add(struct mt_state *s, int64_t run_id, int64_t seq,

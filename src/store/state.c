@@ -16,7 +16,7 @@
 #define MAX_ARGS 8
 
 /* ==== PostgreSQL schema ====
- * The same tables as the store's v2..v4 (store.c), in PostgreSQL types:
+ * The same tables as the store's v2..v5 (store.c), in PostgreSQL types:
  * ids are bigserial, times Unix seconds (bigint), hashes bytea. Append new
  * versions; never edit old ones. */
 #define EPOCH_NOW "(extract(epoch from now())::bigint)"
@@ -54,6 +54,9 @@ static const struct mtx_pg_migration state_steps[] = {
         " type text NOT NULL, data text NOT NULL,"
         " at bigint NOT NULL DEFAULT " EPOCH_NOW ","
         " PRIMARY KEY(run_id, seq));"},
+    /* a cancel asked for on a server that does not run the job */
+    {2, "ALTER TABLE runs ADD COLUMN cancel_requested integer NOT NULL"
+        " DEFAULT 0"},
 };
 
 /* ==== Handle ==== */

@@ -67,6 +67,9 @@ static const char *const migrations[] = {
     " type TEXT NOT NULL, data TEXT NOT NULL,"
     " at INTEGER NOT NULL DEFAULT (strftime('%s','now')),"
     " PRIMARY KEY(run_id, seq));",
+    /* v5: a cancel asked for on another server (state.c's v2 too) */
+    "ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL"
+    " DEFAULT 0;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

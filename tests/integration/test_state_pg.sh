@@ -6,7 +6,7 @@
 # order, as on A; `user ... --state` manages the shared accounts while a
 # server without --state keeps its own (the embedded default); and a
 # PostgreSQL restart in the middle of a check leaves the run finished
-# and streamable; a new index committed on the node is searched without a
+# and streamable; a cancel on one server stops the job on another; a new index committed on the node is searched without a
 # restart.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
@@ -140,6 +140,34 @@ else not_ok "stream after restart" "$(tail -3 "$TMP/py.err")"; fi
 expect "a login on A after the restart" 200 "$UA/v1/login" \
     -H "Content-Type: application/json" \
     -d '{"username":"bob","password":"bob-password"}'
+
+# ==== A cancel on B stops the job on C ====
+expect "another slow check on C" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
+RUN3=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN3/events" >"$TMP/b3.sse" &
+SSE_PID=$!
+for _ in $(seq 200); do
+    grep -q '^event: step' "$TMP/b3.sse" 2>/dev/null && break
+    sleep 0.05
+done
+expect "POST /v1/runs/ID/cancel on B, for C's job" 202 "${AC[@]}" -X POST \
+    "$UB/v1/runs/$RUN3/cancel"
+status=
+for _ in $(seq 120); do
+    code "${AC[@]}" "$UC/v1/runs/$RUN3" >/dev/null
+    status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$TMP/body" 2>/dev/null)
+    case $status in done | failed) break ;; esac
+    sleep 0.25
+done
+[ "$status" = failed ] && grep -qi 'cancel' "$TMP/body" &&
+    ok "... C stops it: the run ends failed, cancelled" ||
+    not_ok "cancel across servers" "status '$status'" "$(head -c 300 "$TMP/body")"
+wait "$SSE_PID"
+tail -3 "$TMP/b3.sse" | grep -q '"status":"failed"' &&
+    ok "... and B's stream of it ends failed" ||
+    not_ok "stream of the cancelled run" "$(tail -c 300 "$TMP/b3.sse")"
+expect "a second cancel on B says it has finished" 409 "${AC[@]}" -X POST \
+    "$UB/v1/runs/$RUN3/cancel"
 
 # ==== A new index while serving ====
 # The corpus stays local: `medtrust index` on the node commits a new

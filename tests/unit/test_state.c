@@ -280,6 +280,25 @@ static void test_runs(void **state)
     mt_state_close(s);
 }
 
+static void test_run_cancel_flag(void **state)
+{
+    struct mt_state *s = open_state(state);
+    int64_t run = 0;
+    int live = 0, yes = 1;
+
+    CHECK_OK(mt_run_create(s, 0, "x", "check", NULL, &run, NULL));
+    CHECK_OK(mt_run_cancel_requested(s, run, &yes, NULL));
+    CHECK(!yes);
+    CHECK_OK(mt_run_cancel_request(s, run, &live, NULL));
+    CHECK(live);
+    CHECK_OK(mt_run_cancel_requested(s, run, &yes, NULL));
+    CHECK(yes);
+    CHECK_OK(mt_run_update(s, run, "failed", NULL, "cancelled", NULL));
+    CHECK_OK(mt_run_cancel_request(s, run, &live, NULL));
+    CHECK(!live); /* finished: nothing to stop */
+    mt_state_close(s);
+}
+
 static enum mt_status collect_event(int64_t seq, const char *type,
                                     const char *data, void *user)
 {
@@ -390,8 +409,8 @@ static void test_pg_migrates_once(void **state)
                          "SELECT count(*), max(version) FROM schema_migrations"
                          " WHERE component = 'state'",
                          0, NULL, &r, NULL));
-    assert_int_equal(mtx_pg_int(r, 0, 0), 1);
-    assert_int_equal(mtx_pg_int(r, 0, 1), 1);
+    assert_int_equal(mtx_pg_int(r, 0, 0), 2); /* one row per step */
+    assert_int_equal(mtx_pg_int(r, 0, 1), 2);
     PQclear(r);
     CHECK(strstr(mt_state_where(a), "postgresql://medtrust@127.0.0.1:"));
     mtx_pg_close(pg);
@@ -431,6 +450,7 @@ int main(void)
         BOTH(test_tokens),
         BOTH(test_runs),
         BOTH(test_run_events),
+        BOTH(test_run_cancel_flag),
         BOTH(test_settings_audit),
         BOTH(test_two_handles_share),
         PG_ONLY(test_pg_restart_under_handle),
