@@ -77,13 +77,22 @@ struct worker {
     struct run_agent *runs[MAX_RUNS]; /* each its own allocation */
     size_t nruns;
     pthread_mutex_t run_mu; /* guards runs */
-    size_t done, failed, dropped, idle_threads;
+    size_t done, failed, dropped;
+    double queue_s; /* wall time in claim, finish and heartbeat calls */
     enum mt_status fatal;
     struct mt_error fatal_err;
     struct mt_progress *bar;
 };
 
 static volatile sig_atomic_t stop_flag;
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void on_stop(int sig)
 {
@@ -302,9 +311,13 @@ static void finish(struct worker *w, const struct mtx_queue_job *j,
     struct mt_error err = {MT_OK, ""};
     enum mt_status st;
 
+    double t0;
+
     pthread_mutex_lock(&w->mu);
+    t0 = now_s();
     st = result ? mtx_queue_finish(w->pg, j, result, failed, &err)
                 : mt_fail(&err, MT_ENOMEM, "out of memory");
+    w->queue_s += now_s() - t0;
     held_del(w, j->id);
     if (st == MT_OK) {
         w->done++;
@@ -376,8 +389,10 @@ static void nap(double s)
     }
 }
 
-/* Nothing to claim: 1 when a draining worker should stop (no job is
- * queued or running anywhere), else waits --poll and returns 0. */
+/* Nothing to claim: 1 when a draining worker's thread should stop (no
+ * job is queued, and every running one is this worker's own, which its
+ * other threads finish: only another worker's job could come back, once
+ * its lease runs out), else waits --poll and returns 0. */
 static int idle(struct worker *w)
 {
     struct mtx_queue_counts c;
@@ -390,8 +405,8 @@ static int idle(struct worker *w)
         st = mtx_queue_counts(w->pg, w->only_run, &c, &err);
         if (st != MT_OK)
             fail_locked(w, st, &err);
+        left = st == MT_OK && (c.queued > 0 || c.running > (int64_t)w->nheld);
         pthread_mutex_unlock(&w->mu);
-        left = st == MT_OK && c.queued + c.running > 0;
     }
     if (!left)
         return 1;
@@ -572,8 +587,10 @@ static int worker_run(struct cli_args *a)
     mt_progress_finish(w.bar);
     fprintf(stderr,
             "worker %s: %zu jobs done (%zu failed checks), %zu results "
-            "dropped (their lease was taken over), %llu reconnects\n",
+            "dropped (their lease was taken over), %.2f ms a job in queue "
+            "calls, %llu reconnects\n",
             w.name, w.done, w.failed, w.dropped,
+            w.queue_s * 1000 / (double)(w.done ? w.done : 1),
             w.pg ? (unsigned long long)mtx_pg_reconnects(w.pg) : 0ULL);
     worker_close(&w);
     return st == MT_OK ? 0 : cli_fail(&err, st);
