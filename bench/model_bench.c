@@ -12,7 +12,6 @@
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/embed.h"
-#include "model/embed_llama.h"
 #include "model/llama_rt.h"
 #include "model/rerank.h"
 
@@ -56,6 +55,7 @@ static int bench_embed(const char *path, uint32_t threads, unsigned N_SENT)
     struct mt_embedder *e = NULL;
     struct mt_error err;
     struct mt_str t[32];
+    char spec[4200];
     char **s = malloc(N_SENT * sizeof *s);
     float *v;
     double t0;
@@ -64,7 +64,8 @@ static int bench_embed(const char *path, uint32_t threads, unsigned N_SENT)
 
     mt_embedder_default_params(&p);
     p.threads = threads;
-    if (mt_embedder_open_llama(path, &p, &e, &err) != MT_OK)
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    if (mt_embedder_open(spec, &p, &e, &err) != MT_OK)
         return fprintf(stderr, "%s\n", err.msg), 1;
     v = malloc(32 * mt_embedder_dims(e) * sizeof *v);
     for (i = 0; i < N_SENT; i++)

@@ -1,26 +1,17 @@
-/* Embedder handle: dispatches a spec to its backend and applies what every
- * backend shares, Matryoshka truncation and re-normalisation. */
+/* Embedder front end: parses a spec, opens its backend, and applies what
+ * every backend shares: Matryoshka truncation, re-normalisation and the
+ * call cache (keyed by the spec, the output shape and the text). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "medtrust/core.h"
-#include "model/cache.h"
 #include "model/embed.h"
 #include "model/embed_llama.h"
 #include "model/embed_openai.h"
+#include "model/spec.h"
 #include "model/use_lite.h"
-
-struct mt_embedder {
-    const struct mt_embedder_ops *ops;
-    void *self;
-    struct mt_embedder_params params;
-    uint32_t native;        /* backend's dimension */
-    uint32_t dims;          /* after truncation */
-    struct mt_cache *cache; /* NULL unless params.cache_path */
-    char spec[256];         /* the cache's model key */
-};
 
 /* MEDTRUST_EMBED_POOL: first (the default), mean or max. First stays
  * the default because mean windows lowered MedQuAD dense nDCG@10 from
@@ -45,101 +36,75 @@ void mt_embedder_default_params(struct mt_embedder_params *p)
     p->window_pool = pool_from_env();
 }
 
-/* ==== Dispatch ==== */
+/* ==== Open ==== */
 
-typedef enum mt_status (*open_fn)(const char *arg,
-                                  const struct mt_embedder_params *p,
-                                  struct mt_embedder **out,
-                                  struct mt_error *err);
-
-static enum mt_status open_use_lite(const char *arg,
-                                    const struct mt_embedder_params *p,
-                                    struct mt_embedder **out,
-                                    struct mt_error *err)
+/* The shape every backend's output gets here: Matryoshka truncation to
+ * params.dims (0 = native), then normalisation. */
+static enum mt_status set_shape(struct mt_embedder *e,
+                                const struct mt_embedder_params *params,
+                                struct mt_error *err)
 {
-    return mt_use_lite_open(arg && *arg ? arg : NULL, p, out, err);
+    if (params)
+        e->params = *params;
+    else
+        mt_embedder_default_params(&e->params);
+    e->native = e->m.ops->dims(e->m.self);
+    e->dims = e->params.dims ? e->params.dims : e->native;
+    if (e->dims > e->native)
+        return mt_fail(err, MT_EINVAL, "embedder %s: dims %u exceeds its %u",
+                       e->m.ops->name, e->dims, e->native);
+    return MT_OK;
 }
 
-/* Spec prefixes; a NULL open is a backend not built in yet. */
-static const struct backend {
-    const char *prefix; /* matched exactly, or followed by ':' + argument */
-    open_fn open;
-} backends[] = {
-    {"use-lite", open_use_lite},
-    {"gguf", mt_embedder_open_llama},
-    {"openai", mt_embedder_open_openai_spec},
-};
-
-/* Opens the call cache of a freshly opened embedder when asked to. */
-static enum mt_status attach_cache(enum mt_status st, const char *spec,
-                                   const struct mt_embedder_params *p,
+static enum mt_status open_backend(const struct mtx_spec *ms,
+                                   const struct mt_embedder_params *params,
                                    struct mt_embedder **out,
                                    struct mt_error *err)
 {
-    if (st != MT_OK || !p || !p->cache_path)
-        return st;
-    snprintf((*out)->spec, sizeof(*out)->spec, "%s", spec);
-    st = mt_cache_open(p->cache_path, &(*out)->cache, err);
-    if (st != MT_OK) {
-        mt_embedder_close(*out);
-        *out = NULL;
+    struct mt_embedder_params d;
+
+    if (!params) {
+        mt_embedder_default_params(&d);
+        params = &d;
     }
-    return st;
+    if (ms->kind == 0)
+        return mt_use_lite_open(ms->arg && *ms->arg ? ms->arg : NULL, params,
+                                out, err);
+    if (ms->kind == 1)
+        return mt_embedder_open_llama(ms->arg, params, out, err);
+    return mt_embedder_open_openai(ms->url, ms->model, params, out, err);
 }
 
 enum mt_status mt_embedder_open(const char *spec,
                                 const struct mt_embedder_params *params,
                                 struct mt_embedder **out, struct mt_error *err)
 {
-    size_t i;
+    static const char *const kinds[] = {"use-lite", "gguf", "openai"};
+    struct mt_embedder *e = NULL;
+    struct mtx_spec ms;
+    enum mt_status st;
 
     if (!spec || !*spec)
         spec = "use-lite";
-    for (i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        size_t n = strlen(backends[i].prefix);
-        if (strncmp(spec, backends[i].prefix, n) != 0 ||
-            (spec[n] != '\0' && spec[n] != ':'))
-            continue;
-        if (!backends[i].open)
-            return mt_fail(err, MT_EUNSUPPORTED,
-                           "embedder '%s': the %s backend is not built into "
-                           "this medtrust yet (use use-lite)",
-                           spec, backends[i].prefix);
-        return attach_cache(
-            backends[i].open(spec[n] ? spec + n + 1 : NULL, params, out, err),
-            spec, params, out, err);
+    st = mtx_spec_parse(spec, kinds, 3, "--embedder", &ms, err);
+    if (st == MT_ENOTFOUND)
+        return mt_fail(err, MT_EINVAL,
+                       "embedder '%s': expected use-lite[:FILE], gguf:PATH or "
+                       "openai:BASE_URL#MODEL",
+                       spec);
+    if (st == MT_OK)
+        st = open_backend(&ms, params, &e, err);
+    mtx_spec_free(&ms);
+    if (st == MT_OK)
+        st = set_shape(e, params, err);
+    if (st == MT_OK && params && params->cache_path) {
+        st = mtx_model_cache_open(&e->m, params->cache_path, spec, err);
+        if (st != MT_OK)
+            e = NULL; /* closed */
     }
-    return mt_fail(err, MT_EINVAL,
-                   "embedder '%s': expected use-lite[:FILE], gguf:PATH or "
-                   "openai:BASE_URL#MODEL",
-                   spec);
-}
-
-enum mt_status mt_embedder_new_take(const struct mt_embedder_ops *ops,
-                                    void *self,
-                                    const struct mt_embedder_params *params,
-                                    struct mt_embedder **out,
-                                    struct mt_error *err)
-{
-    struct mt_embedder *e = mt_calloc(1, sizeof *e);
-
-    if (!e) {
-        ops->free(self);
-        return mt_fail(err, MT_ENOMEM, "embedder handle");
-    }
-    e->ops = ops;
-    e->self = self;
-    if (params)
-        e->params = *params;
-    else
-        mt_embedder_default_params(&e->params);
-    e->native = ops->dims(self);
-    e->dims = e->params.dims ? e->params.dims : e->native;
-    if (e->dims > e->native) {
-        mt_fail(err, MT_EINVAL, "embedder %s: dims %u exceeds its %u",
-                ops->name, e->dims, e->native);
+    if (st != MT_OK) {
         mt_embedder_close(e);
-        return MT_EINVAL;
+        return st;
     }
     *out = e;
     return MT_OK;
@@ -152,7 +117,7 @@ uint32_t mt_embedder_dims(const struct mt_embedder *e)
 
 const char *mt_embedder_name(const struct mt_embedder *e)
 {
-    return e->ops->name;
+    return e->m.ops->name;
 }
 
 /* ==== Embedding ==== */
@@ -197,7 +162,7 @@ static enum mt_status embed_direct(struct mt_embedder *e,
         if (!full)
             return mt_fail(err, MT_ENOMEM, "embedding %zu texts", n);
     }
-    st = e->ops->embed(e->self, texts, n, full, err);
+    st = e->m.ops->embed(e->m.self, texts, n, full, err);
     if (st == MT_OK && full != out)
         truncate_rows(e, full, n, out);
     if (full != out)
@@ -242,8 +207,7 @@ static int cache_get_vec(struct mt_embedder *e, struct mt_str t, float *dst)
     size_t n = 0;
     int hit = 0;
 
-    if (key && mt_cache_get(e->cache, e->ops->name, e->spec, key, &v, &n,
-                            NULL) == MT_OK) {
+    if (key && mtx_model_cache_get(&e->m, key, &v, &n)) {
         hit = n == (size_t)e->dims * sizeof(float);
         if (hit)
             memcpy(dst, v, n);
@@ -259,8 +223,8 @@ static void cache_put_vec(struct mt_embedder *e, struct mt_str t,
     char *key = cache_key(e, t);
 
     if (key)
-        mt_cache_put(e->cache, e->ops->name, e->spec, key, v,
-                     (size_t)e->dims * sizeof(float), NULL);
+        mtx_model_cache_put(&e->m, key, v, (size_t)e->dims * sizeof(float),
+                            NULL);
     mt_free(key);
 }
 
@@ -301,19 +265,14 @@ enum mt_status mt_embedder_embed(struct mt_embedder *e,
 {
     if (n == 0)
         return MT_OK;
-    if (e->cache)
+    if (e->m.cache)
         return embed_cached(e, texts, n, out, err);
     return embed_direct(e, texts, n, out, err);
 }
 
 void mt_embedder_close(struct mt_embedder *e)
 {
-    if (!e)
-        return;
-    if (e->ops)
-        e->ops->free(e->self);
-    mt_cache_close(e->cache);
-    mt_free(e);
+    mtx_model_close(e ? &e->m : NULL);
 }
 
 enum mt_status mt_embedder_index_fn(void *user, const char *const *texts,

@@ -5,8 +5,9 @@
 #include "model/embed.h"
 
 /* Opens a BERT-family (or any pooled) GGUF embedding model at 'path' with
- * the pooling the GGUF declares; fits mt_embedder_open's dispatch table
- * ("gguf:PATH" -> PATH). Errors name --embedder. Calls serialise. */
+ * the pooling the GGUF declares; mt_embedder_open ("gguf:PATH") applies
+ * the output shape and the cache. Errors name --embedder. Calls
+ * serialise. */
 enum mt_status mt_embedder_open_llama(const char *path,
                                       const struct mt_embedder_params *p,
                                       struct mt_embedder **out,

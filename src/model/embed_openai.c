@@ -1,6 +1,6 @@
 /* OpenAI-compatible embedder: POST /v1/embeddings with every text of a
  * call in one request; replies are checked field by field. Caching is the
- * generic embedder cache's (params.cache_path, model/embed.c). */
+ * embedder front end's (params.cache_path, model/embed.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -115,8 +115,6 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
     return st;
 }
 
-/* ==== Cache ==== */
-
 /* ==== Embedding ==== */
 
 static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
@@ -136,11 +134,11 @@ static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
     return st;
 }
 
-static const struct mt_embedder_ops oembed_ops = {
-    "openai",
-    oembed_embed,
-    oembed_dims,
-    oembed_free,
+static const struct mtx_model_ops oembed_ops = {
+    .name = "openai",
+    .free = oembed_free,
+    .embed = oembed_embed,
+    .dims = oembed_dims,
 };
 
 static enum mt_status probe(struct oembed *o, struct mt_error *err)
@@ -182,32 +180,10 @@ enum mt_status mt_embedder_open_openai(const char *url, const char *model,
     st = probe(o, err);
     if (st != MT_OK)
         goto fail;
-    return mt_embedder_new_take(&oembed_ops, o, p, out, err);
+    return MTX_MODEL_TAKE(out, &oembed_ops, o, err);
 fail:
     oembed_free(o);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "out of memory");
-    return st;
-}
-
-enum mt_status mt_embedder_open_openai_spec(const char *rest,
-                                            const struct mt_embedder_params *p,
-                                            struct mt_embedder **out,
-                                            struct mt_error *err)
-{
-    char *url = NULL;
-    char *model = NULL;
-    enum mt_status st;
-
-    if (!rest)
-        return mt_fail(err, MT_EINVAL,
-                       "--embedder openai: needs "
-                       "openai:BASE_URL#MODEL");
-    st = mt_model_split_url(rest, "--embedder", &url, &model, err);
-    if (st != MT_OK)
-        return st;
-    st = mt_embedder_open_openai(url, model, p, out, err);
-    mt_free(url);
-    mt_free(model);
     return st;
 }

@@ -8,18 +8,11 @@
  * native dimension is learned from one probe request, so a bad URL, key or
  * model fails here with a message naming --embedder. On success *out
  * owns the handle (mt_embedder_close). Embedding calls are thread-safe.
- * Opened through mt_embedder_open, it gets the generic call cache
- * (params.cache_path). */
+ * Opened through mt_embedder_open ("openai:BASE_URL#MODEL"), it gets the
+ * output shape and the call cache params asks for. */
 enum mt_status mt_embedder_open_openai(const char *url, const char *model,
                                        const struct mt_embedder_params *p,
                                        struct mt_embedder **out,
                                        struct mt_error *err);
-
-/* The same for the spec remainder "BASE_URL#MODEL"
- * (after "openai:"); fits mt_embedder_open's dispatch table. */
-enum mt_status mt_embedder_open_openai_spec(const char *rest,
-                                            const struct mt_embedder_params *p,
-                                            struct mt_embedder **out,
-                                            struct mt_error *err);
 
 #endif

@@ -191,11 +191,11 @@ static enum mt_status lenc_embed(void *self, const struct mt_str *texts,
     return st;
 }
 
-static const struct mt_embedder_ops lenc_embed_ops = {
-    "gguf",
-    lenc_embed,
-    lenc_dims,
-    lenc_free,
+static const struct mtx_model_ops lenc_embed_ops = {
+    .name = "gguf",
+    .free = lenc_free,
+    .embed = lenc_embed,
+    .dims = lenc_dims,
 };
 
 enum mt_status mt_embedder_open_llama(const char *path,
@@ -212,7 +212,7 @@ enum mt_status mt_embedder_open_llama(const char *path,
                    err);
     if (st != MT_OK)
         return st;
-    return mt_embedder_new_take(&lenc_embed_ops, e, p, out, err);
+    return MTX_MODEL_TAKE(out, &lenc_embed_ops, e, err);
 }
 
 /* ==== Pairs: reranker and NLI ==== */
@@ -280,11 +280,11 @@ static enum mt_status lenc_score(void *self, struct mt_str query,
     return score_pairs(self, query, docs, n, scores, err);
 }
 
-static const struct mt_reranker_ops lenc_rank_ops = {
-    "gguf",
-    lenc_score,
-    lenc_model,
-    lenc_free,
+static const struct mtx_model_ops lenc_rank_ops = {
+    .name = "gguf",
+    .free = lenc_free,
+    .model = lenc_model,
+    .score = lenc_score,
 };
 
 enum mt_status mt_reranker_open_llama(const char *path,
@@ -298,7 +298,7 @@ enum mt_status mt_reranker_open_llama(const char *path,
 
     if (st != MT_OK)
         return st;
-    return mt_reranker_new_take(&lenc_rank_ops, e, p, out, err);
+    return MTX_MODEL_TAKE(out, &lenc_rank_ops, e, err);
 }
 
 /* ==== Classifier (NLI) ==== */

@@ -8,18 +8,11 @@
 
 #include "core/jsonl.h"
 #include "medtrust/core.h"
-#include "model/cache.h"
 #include "model/llm.h"
 #include "model/spec.h"
 
 #define CHAT_MAX_N 64
 #define CHAT_MAX_STOP 8
-
-struct mt_llm {
-    const struct mt_llm_ops *ops;
-    void *self;
-    struct mt_cache *cache;
-};
 
 /* ==== Defaults ==== */
 
@@ -78,29 +71,7 @@ void mt_chat_result_free(struct mt_chat_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* ==== Specs and routing ==== */
-
-enum mt_status mt_model_split_url(const char *rest, const char *setting,
-                                  char **url, char **model,
-                                  struct mt_error *err)
-{
-    const char *h = strrchr(rest, '#');
-
-    if (!h || h == rest || !h[1])
-        return mt_fail(err, MT_EINVAL,
-                       "'openai:%s' needs the form openai:BASE_URL#MODEL: "
-                       "fix %s",
-                       rest, setting);
-    *url = mt_strndup(rest, (size_t)(h - rest));
-    *model = mt_strdup(h + 1);
-    if (!*url || !*model) {
-        mt_free(*url);
-        mt_free(*model);
-        *url = *model = NULL;
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
-    return MT_OK;
-}
+/* ==== Opening and routing ==== */
 
 enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
                            struct mt_llm **out, struct mt_error *err)
@@ -128,6 +99,11 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         st = ms.kind == 0 ? mt_llm_openai_open(ms.url, ms.model, p, out, err)
                           : mt_llm_llama_open(ms.arg, p, out, err);
     mtx_spec_free(&ms);
+    if (st == MT_OK && p->cache_path) {
+        st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);
+        if (st != MT_OK)
+            *out = NULL;
+    }
     return st;
 }
 
@@ -158,48 +134,19 @@ enum mt_status mt_llm_open_role(const char *role, const char *fallback,
 
 /* ==== Handle ==== */
 
-enum mt_status mt_llm_new_take(const struct mt_llm_ops *ops, void *self,
-                               const struct mt_llm_params *p,
-                               struct mt_llm **out, struct mt_error *err)
-{
-    struct mt_llm *l = mt_calloc(1, sizeof *l);
-    enum mt_status st;
-
-    if (!l) {
-        ops->free(self);
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
-    l->ops = ops;
-    l->self = self;
-    if (p && p->cache_path) {
-        st = mt_cache_open(p->cache_path, &l->cache, err);
-        if (st != MT_OK) {
-            mt_llm_close(l);
-            return st;
-        }
-    }
-    *out = l;
-    return MT_OK;
-}
-
 void mt_llm_close(struct mt_llm *l)
 {
-    if (!l)
-        return;
-    if (l->ops && l->self)
-        l->ops->free(l->self);
-    mt_cache_close(l->cache);
-    mt_free(l);
+    mtx_model_close(l ? &l->m : NULL);
 }
 
 const char *mt_llm_backend(const struct mt_llm *l)
 {
-    return l->ops->name;
+    return l->m.ops->name;
 }
 
 const char *mt_llm_model(const struct mt_llm *l)
 {
-    return l->ops->model(l->self);
+    return l->m.ops->model(l->m.self);
 }
 
 /* ==== Requests ==== */
@@ -366,8 +313,7 @@ static int cache_lookup(struct mt_llm *l, const char *key,
     size_t n = 0;
     int hit;
 
-    if (mt_cache_get(l->cache, l->ops->name, mt_llm_model(l), key, &v, &n,
-                     NULL) != MT_OK)
+    if (!mtx_model_cache_get(&l->m, key, &v, &n))
         return 0;
     hit = result_decode(v, n, res) == MT_OK;
     mt_free(v);
@@ -380,8 +326,7 @@ static void cache_store(struct mt_llm *l, const char *key,
     struct mt_error e;
     char *v = result_encode(res);
 
-    if (v && mt_cache_put(l->cache, l->ops->name, mt_llm_model(l), key, v,
-                          strlen(v), &e) != MT_OK)
+    if (v && mtx_model_cache_put(&l->m, key, v, strlen(v), &e) != MT_OK)
         mt_log(MT_LOG_WARN, "%s", e.msg);
     mt_free(v);
 }
@@ -404,7 +349,7 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
     if (st != MT_OK)
         return st;
     mt_jsonl_init_alloc();
-    if (l->cache) {
+    if (l->m.cache) {
         key = mt_chat_request_key(msgs, n_msgs, p);
         if (!key)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -413,8 +358,8 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
             goto done;
         }
     }
-    st = l->ops->chat(l->self, msgs, n_msgs, p, res, err);
-    if (st == MT_OK && l->cache)
+    st = l->m.ops->chat(l->m.self, msgs, n_msgs, p, res, err);
+    if (st == MT_OK && l->m.cache)
         cache_store(l, key, res);
 done:
     mt_free(key);

@@ -370,11 +370,11 @@ static enum mt_status lchat_chat(void *self, const struct mt_llm_message *m,
     return st;
 }
 
-static const struct mt_llm_ops lchat_ops = {
-    "gguf",
-    lchat_chat,
-    lchat_model,
-    lchat_free,
+static const struct mtx_model_ops lchat_ops = {
+    .name = "gguf",
+    .free = lchat_free,
+    .model = lchat_model,
+    .chat = lchat_chat,
 };
 
 enum mt_status mt_llm_llama_open(const char *path,
@@ -404,7 +404,7 @@ enum mt_status mt_llm_llama_open(const char *path,
     if (st != MT_OK)
         goto fail;
     c->n_ctx = llama_n_ctx(c->ls.ctx); /* llama.cpp may round it up */
-    return mt_llm_new_take(&lchat_ops, c, p, out, err);
+    return MTX_MODEL_TAKE(out, &lchat_ops, c, err);
 fail:
     lchat_free(c);
     return st;

@@ -411,11 +411,11 @@ static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
     return st;
 }
 
-static const struct mt_llm_ops openai_ops = {
-    "openai",
-    openai_chat,
-    openai_model,
-    openai_free,
+static const struct mtx_model_ops openai_ops = {
+    .name = "openai",
+    .free = openai_free,
+    .model = openai_model,
+    .chat = openai_chat,
 };
 
 enum mt_status mt_llm_openai_open(const char *url, const char *model,
@@ -444,5 +444,5 @@ enum mt_status mt_llm_openai_open(const char *url, const char *model,
         return st;
     }
     mt_http_url(o->http, "chat/completions", o->url, sizeof o->url);
-    return mt_llm_new_take(&openai_ops, o, p, out, err);
+    return MTX_MODEL_TAKE(out, &openai_ops, o, err);
 }

@@ -6,17 +6,9 @@
 
 #include "core/jsonl.h"
 #include "medtrust/core.h"
-#include "model/cache.h"
-#include "model/http.h"
 #include "model/llm.h"
 #include "model/rerank.h"
 #include "model/spec.h"
-
-struct mt_reranker {
-    const struct mt_reranker_ops *ops;
-    void *self;
-    struct mt_cache *cache;
-};
 
 void mt_reranker_default_params(struct mt_reranker_params *p)
 {
@@ -29,40 +21,9 @@ void mt_reranker_default_params(struct mt_reranker_params *p)
     p->max_concurrency = lp.max_concurrency;
 }
 
-enum mt_status mt_reranker_new_take(const struct mt_reranker_ops *ops,
-                                    void *self,
-                                    const struct mt_reranker_params *p,
-                                    struct mt_reranker **out,
-                                    struct mt_error *err)
-{
-    struct mt_reranker *r = mt_calloc(1, sizeof *r);
-    enum mt_status st;
-
-    if (!r) {
-        ops->free(self);
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
-    r->ops = ops;
-    r->self = self;
-    if (p && p->cache_path) {
-        st = mt_cache_open(p->cache_path, &r->cache, err);
-        if (st != MT_OK) {
-            mt_reranker_close(r);
-            return st;
-        }
-    }
-    *out = r;
-    return MT_OK;
-}
-
 void mt_reranker_close(struct mt_reranker *r)
 {
-    if (!r)
-        return;
-    if (r->ops && r->self)
-        r->ops->free(r->self);
-    mt_cache_close(r->cache);
-    mt_free(r);
+    mtx_model_close(r ? &r->m : NULL);
 }
 
 enum mt_status mt_reranker_open(const char *spec,
@@ -89,6 +50,11 @@ enum mt_status mt_reranker_open(const char *spec,
                  ? mt_reranker_open_openai(ms.url, ms.model, p, out, err)
                  : mt_reranker_open_llama(ms.arg, p, out, err);
     mtx_spec_free(&ms);
+    if (st == MT_OK && p->cache_path) {
+        st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);
+        if (st != MT_OK)
+            *out = NULL;
+    }
     return st;
 }
 
@@ -117,9 +83,7 @@ static int cache_get(struct mt_reranker *r, const char *key, size_t n,
     size_t len = 0;
     int hit = 0;
 
-    if (mt_cache_get(r->cache, r->ops->name, r->ops->model(r->self), key, &v,
-                     &len, NULL) == MT_OK &&
-        len == n * sizeof(float)) {
+    if (mtx_model_cache_get(&r->m, key, &v, &len) && len == n * sizeof(float)) {
         memcpy(scores, v, len);
         hit = 1;
     }
@@ -137,7 +101,7 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
     if (n == 0)
         return MT_OK;
     mt_jsonl_init_alloc();
-    if (r->cache) {
+    if (r->m.cache) {
         key = request_key(query, docs, n);
         if (!key)
             return mt_fail(err, MT_EINVAL,
@@ -148,10 +112,9 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
             return MT_OK;
         }
     }
-    st = r->ops->score(r->self, mt_str_from(query), docs, n, scores, err);
+    st = r->m.ops->score(r->m.self, mt_str_from(query), docs, n, scores, err);
     if (st == MT_OK && key)
-        mt_cache_put(r->cache, r->ops->name, r->ops->model(r->self), key,
-                     scores, n * sizeof(float), NULL);
+        mtx_model_cache_put(&r->m, key, scores, n * sizeof(float), NULL);
     mt_free(key);
     return st;
 }

@@ -97,11 +97,11 @@ static enum mt_status orerank_score(void *self, struct mt_str query,
     return st;
 }
 
-static const struct mt_reranker_ops orerank_ops = {
-    "openai",
-    orerank_score,
-    orerank_model,
-    orerank_free,
+static const struct mtx_model_ops orerank_ops = {
+    .name = "openai",
+    .free = orerank_free,
+    .model = orerank_model,
+    .score = orerank_score,
 };
 
 enum mt_status mt_reranker_open_openai(const char *url, const char *model,
@@ -124,5 +124,5 @@ enum mt_status mt_reranker_open_openai(const char *url, const char *model,
         return st;
     }
     mt_http_url(o->http, "rerank", o->url, sizeof o->url);
-    return mt_reranker_new_take(&orerank_ops, o, p, out, err);
+    return MTX_MODEL_TAKE(out, &orerank_ops, o, err);
 }

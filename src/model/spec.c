@@ -1,9 +1,32 @@
-/* The one model-spec parser (llm, embedder, reranker, NLI). */
+/* The one model-spec parser (LLMs, embedders, rerankers, NLI, the
+ * BERTScore token encoder). */
 #include <string.h>
 
 #include "medtrust/core.h"
-#include "model/llm.h"
 #include "model/spec.h"
+
+/* Splits "BASE_URL#MODEL" into two new strings; 'setting' names the
+ * option in errors. */
+static enum mt_status split_url(const char *rest, const char *setting,
+                                char **url, char **model, struct mt_error *err)
+{
+    const char *h = strrchr(rest, '#');
+
+    if (!h || h == rest || !h[1])
+        return mt_fail(err, MT_EINVAL,
+                       "'openai:%s' needs the form openai:BASE_URL#MODEL: "
+                       "fix %s",
+                       rest, setting);
+    *url = mt_strndup(rest, (size_t)(h - rest));
+    *model = mt_strdup(h + 1);
+    if (!*url || !*model) {
+        mt_free(*url);
+        mt_free(*model);
+        *url = *model = NULL;
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    return MT_OK;
+}
 
 enum mt_status mtx_spec_parse(const char *spec, const char *const *kinds,
                               size_t n, const char *setting,
@@ -24,8 +47,7 @@ enum mt_status mtx_spec_parse(const char *spec, const char *const *kinds,
             (strcmp(kinds[i], "openai") == 0 && !out->arg))
             return MT_ENOTFOUND;
         if (strcmp(kinds[i], "openai") == 0)
-            return mt_model_split_url(out->arg, setting, &out->url, &out->model,
-                                      err);
+            return split_url(out->arg, setting, &out->url, &out->model, err);
         return MT_OK;
     }
     return MT_ENOTFOUND;

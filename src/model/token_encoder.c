@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "medtrust/core.h"
+#include "model/spec.h"
 #include "model/token_encoder.h"
 
 #define TOK_SETTING "--bertscore-model"
@@ -68,17 +69,28 @@ static enum mt_status make_ctx(struct mt_tok_encoder *e, const char *path,
     return MT_OK;
 }
 
+/* The PATH of spec "gguf:PATH" (model/spec.c), NULL when it is not one. */
+static const char *spec_path(const char *spec)
+{
+    static const char *const kinds[] = {"gguf"};
+    struct mtx_spec ms;
+    enum mt_status st = mtx_spec_parse(spec, kinds, 1, TOK_SETTING, &ms, NULL);
+
+    mtx_spec_free(&ms);
+    return st == MT_OK ? ms.arg : NULL;
+}
+
 enum mt_status mt_tok_encoder_open(const char *spec,
                                    const struct mt_tok_encoder_params *p,
                                    struct mt_tok_encoder **out,
                                    struct mt_error *err)
 {
-    const char *path = spec && strncmp(spec, "gguf:", 5) == 0 ? spec + 5 : "";
-    const char *slash = strrchr(path, '/');
+    const char *path = spec_path(spec);
+    const char *slash = path ? strrchr(path, '/') : NULL;
     struct mt_tok_encoder *e;
     enum mt_status st;
 
-    if (!*path)
+    if (!path)
         return mt_fail(err, MT_EINVAL,
                        TOK_SETTING " must be gguf:PATH (a "
                                    "llama.cpp encoder model), not '%s'",

@@ -211,11 +211,11 @@ static void ul_free(void *self)
     mt_free(u);
 }
 
-static const struct mt_embedder_ops use_lite_ops = {
-    "use-lite",
-    ul_embed,
-    ul_dims,
-    ul_free,
+static const struct mtx_model_ops use_lite_ops = {
+    .name = "use-lite",
+    .free = ul_free,
+    .embed = ul_embed,
+    .dims = ul_dims,
 };
 
 static enum mt_status ul_load(struct use_lite *u, const char *path,
@@ -267,5 +267,5 @@ enum mt_status mt_use_lite_open(const char *path,
         ul_free(u);
         return st;
     }
-    return mt_embedder_new_take(&use_lite_ops, u, &p, out, err);
+    return MTX_MODEL_TAKE(out, &use_lite_ops, u, err);
 }

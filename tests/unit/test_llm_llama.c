@@ -14,7 +14,6 @@
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/embed.h"
-#include "model/embed_llama.h"
 #include "text/utf8.h"
 #include "model/nli.h"
 #include "model/rerank.h"
@@ -295,8 +294,8 @@ static void test_bad_model_files_name_the_setting(void **state)
     snprintf(spec, sizeof spec, "gguf:%s/embed.gguf", dir);
     CHECK(mt_llm_open(spec, NULL, &l, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "not a chat") != NULL);
-    path_of(p, sizeof p, "chat");
-    CHECK(mt_embedder_open_llama(p, NULL, &e, &err) == MT_EINVAL);
+    snprintf(spec, sizeof spec, "gguf:%s/chat.gguf", dir);
+    CHECK(mt_embedder_open(spec, NULL, &e, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "qwen2") && strstr(err.msg, "--embedder"));
     snprintf(spec, sizeof spec, "gguf:%s/embed.gguf", dir);
     CHECK(mt_reranker_open(spec, NULL, &r, &err) == MT_EINVAL);
@@ -319,10 +318,10 @@ static void test_embeddings_shape_and_normalisation(void **state)
     if (!dir[0])
         MISSING(
             "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
-    path_of(path, sizeof path, "embed");
+    snprintf(path, sizeof path, "gguf:%s/embed.gguf", dir);
     mt_embedder_default_params(&p);
     p.threads = 2;
-    if (mt_embedder_open_llama(path, &p, &e, &err) != MT_OK)
+    if (mt_embedder_open(path, &p, &e, &err) != MT_OK)
         fail_msg("%s", err.msg);
     CHECK(mt_embedder_dims(e) == 64);
     CHECK_OK(mt_embedder_embed(e, t, 3, v, &err));
@@ -333,7 +332,7 @@ static void test_embeddings_shape_and_normalisation(void **state)
     CHECK(memcmp(v, v + 64, 64 * sizeof *v) != 0);
     mt_embedder_close(e);
     p.dims = 16; /* Matryoshka truncation */
-    CHECK_OK(mt_embedder_open_llama(path, &p, &e, &err));
+    CHECK_OK(mt_embedder_open(path, &p, &e, &err));
     CHECK(mt_embedder_dims(e) == 16);
     CHECK_OK(mt_embedder_embed(e, t, 1, v, &err));
     for (norm = 0, i = 0; i < 16; i++)

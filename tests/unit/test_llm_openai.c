@@ -433,12 +433,12 @@ static void test_embedder_open_fails_clearly(void **state)
     char spec[128];
     (void)state;
     stub_start(&s, "reply 404 0 - {\"error\":{\"message\":\"nope\"}}\n");
-    snprintf(spec, sizeof spec, "%s#missing", s.url);
-    CHECK(mt_embedder_open_openai_spec(spec, NULL, &e, &err) == MT_ENOTFOUND);
+    snprintf(spec, sizeof spec, "openai:%s#missing", s.url);
+    CHECK(mt_embedder_open(spec, NULL, &e, &err) == MT_ENOTFOUND);
     CHECK(strstr(err.msg, "--embedder") && e == NULL);
-    CHECK(mt_embedder_open_openai_spec("http://x", NULL, &e, &err) ==
-          MT_EINVAL);
-    CHECK(mt_embedder_open_openai_spec(NULL, NULL, &e, &err) == MT_EINVAL);
+    CHECK(mt_embedder_open("openai:http://x", NULL, &e, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "--embedder") != NULL);
+    CHECK(mt_embedder_open("openai", NULL, &e, &err) == MT_EINVAL);
     stub_stop(&s);
 }
 
