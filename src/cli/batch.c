@@ -1,13 +1,13 @@
-/* Batch search: JSONL queries, a pool of index handles, ordered output. */
-#include <pthread.h>
+/* Batch search: JSONL queries embedded in batches, searched in parallel
+ * through the retriever (its pool of index handles), ordered output. */
 #include <string.h>
 
 #include "cli/batch.h"
+#include "core/buf.h"
 #include "core/jsonl.h"
 #include "core/pool.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
-#include "model/embed.h"
 
 #define BLOCK 256
 #define EMBED_BATCH 64
@@ -124,7 +124,7 @@ void batch_free(struct batch_query *q, size_t n)
 }
 
 static enum mt_status embed_some(struct batch_query *q, size_t n,
-                                 struct mt_embedder *e, uint32_t dims,
+                                 struct mt_retriever *ret, uint32_t dims,
                                  struct mt_error *err)
 {
     struct mt_str s[EMBED_BATCH];
@@ -136,7 +136,7 @@ static enum mt_status embed_some(struct batch_query *q, size_t n,
         return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
     for (i = 0; i < n; i++)
         s[i] = mt_str_from(q[i].query);
-    st = mt_embedder_embed(e, s, n, out, err);
+    st = mt_retriever_embed(ret, s, n, out, err);
     for (i = 0; st == MT_OK && i < n; i++) {
         q[i].vec = mt_malloc(dims * sizeof *q[i].vec);
         if (!q[i].vec) {
@@ -150,14 +150,16 @@ static enum mt_status embed_some(struct batch_query *q, size_t n,
 }
 
 enum mt_status batch_embed(struct batch_query *q, size_t n,
-                           struct mt_embedder *e, struct mt_error *err)
+                           struct mt_retriever *ret, struct mt_error *err)
 {
-    uint32_t dims = mt_embedder_dims(e);
+    uint32_t dims = mt_retriever_dims(ret);
     size_t i;
     enum mt_status st = MT_OK;
 
+    if (dims == 0)
+        return MT_OK; /* no embedder: each search says what is missing */
     for (i = 0; st == MT_OK && i < n; i += EMBED_BATCH)
-        st = embed_some(q + i, n - i < EMBED_BATCH ? n - i : EMBED_BATCH, e,
+        st = embed_some(q + i, n - i < EMBED_BATCH ? n - i : EMBED_BATCH, ret,
                         dims, err);
     return st;
 }
@@ -165,10 +167,7 @@ enum mt_status batch_embed(struct batch_query *q, size_t n,
 /* ==== Parallel runner ==== */
 
 struct runner {
-    struct mt_index **h;
-    int *busy;
-    size_t nh;
-    pthread_mutex_t mu;
+    struct mt_retriever *ret;
     const struct batch_query *q;
     const struct mt_search_params *p;
     size_t base;
@@ -179,76 +178,18 @@ struct runner {
     uint32_t dims; /* of the query vectors */
 };
 
-/* Takes a free handle; there are as many handles as pool threads plus
- * the caller, so one is always free. */
-static size_t acquire(struct runner *r)
-{
-    size_t i;
-
-    pthread_mutex_lock(&r->mu);
-    for (i = 0; i < r->nh && r->busy[i]; i++)
-        ;
-    r->busy[i] = 1;
-    pthread_mutex_unlock(&r->mu);
-    return i;
-}
-
-static void release(struct runner *r, size_t i)
-{
-    pthread_mutex_lock(&r->mu);
-    r->busy[i] = 0;
-    pthread_mutex_unlock(&r->mu);
-}
-
 static void search_one(size_t i, void *arg)
 {
     struct runner *r = arg;
     struct mt_search_params p = *r->p;
-    size_t h = acquire(r);
     size_t qi = r->base + i;
 
     p.query_vec = r->q[qi].vec;
-    p.query_dims = r->dims;
+    p.query_dims = r->q[qi].vec ? r->dims : 0;
     r->res[i] = NULL;
-    r->st[i] =
-        mt_index_search(r->h[h], r->q[qi].query, &p, &r->res[i], &r->errs[i]);
-    release(r, h);
+    r->st[i] = mt_retriever_search(r->ret, r->q[qi].query, &p, &r->res[i],
+                                   &r->errs[i]);
     mt_progress_add(r->bar, 1);
-}
-
-static enum mt_status runner_open(struct runner *r, const char *db, size_t nh,
-                                  struct mt_error *err)
-{
-    size_t i;
-    enum mt_status st = MT_OK;
-
-    r->h = mt_calloc(nh, sizeof *r->h);
-    r->busy = mt_calloc(nh, sizeof *r->busy);
-    r->res = mt_calloc(BLOCK, sizeof *r->res);
-    r->st = mt_calloc(BLOCK, sizeof *r->st);
-    r->errs = mt_calloc(BLOCK, sizeof *r->errs);
-    if (!r->h || !r->busy || !r->res || !r->st || !r->errs)
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    for (i = 0; st == MT_OK && i < nh; i++) {
-        st = mt_index_open(db, &r->h[i], err);
-        r->nh = i + 1;
-    }
-    if (st == MT_OK)
-        mt_index_embedder(r->h[0], &r->dims);
-    return st;
-}
-
-static void runner_close(struct runner *r)
-{
-    size_t i;
-
-    for (i = 0; r->h && i < r->nh; i++)
-        mt_index_close(r->h[i]);
-    mt_free(r->h);
-    mt_free(r->busy);
-    mt_free(r->res);
-    mt_free(r->st);
-    mt_free(r->errs);
 }
 
 static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
@@ -264,8 +205,8 @@ static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
     }
 }
 
-static enum mt_status start(struct runner *r, const char *db, unsigned jobs,
-                            size_t n, int progress, struct mt_pool **pool,
+static enum mt_status start(struct runner *r, unsigned jobs, size_t n,
+                            int progress, struct mt_pool **pool,
                             struct mt_error *err)
 {
     struct mt_progress_params pp = mt_progress_default_params();
@@ -277,14 +218,17 @@ static enum mt_status start(struct runner *r, const char *db, unsigned jobs,
     pp.total = n;
     pp.quiet = !progress;
     st = mt_progress_new(&pp, &r->bar);
-    if (st != MT_OK)
-        return mt_fail(err, st, "out of memory");
-    return runner_open(r, db, mt_pool_size(*pool) + 1, err);
+    r->res = mt_calloc(BLOCK, sizeof *r->res);
+    r->st = mt_calloc(BLOCK, sizeof *r->st);
+    r->errs = mt_calloc(BLOCK, sizeof *r->errs);
+    if (st != MT_OK || !r->res || !r->st || !r->errs)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    return MT_OK;
 }
 
-enum mt_status batch_run(const char *db, const struct batch_query *q, size_t n,
-                         const struct mt_search_params *p, unsigned jobs,
-                         int progress, batch_fn fn, void *user,
+enum mt_status batch_run(struct mt_retriever *ret, const struct batch_query *q,
+                         size_t n, const struct mt_search_params *p,
+                         unsigned jobs, int progress, batch_fn fn, void *user,
                          struct mt_error *err)
 {
     struct runner r;
@@ -292,17 +236,19 @@ enum mt_status batch_run(const char *db, const struct batch_query *q, size_t n,
     enum mt_status st;
 
     memset(&r, 0, sizeof r);
-    pthread_mutex_init(&r.mu, NULL);
+    r.ret = ret;
     r.q = q;
     r.p = p;
-    st = start(&r, db, jobs, n, progress, &pool, err);
+    r.dims = mt_retriever_dims(ret);
+    st = start(&r, jobs, n, progress, &pool, err);
     for (r.base = 0; st == MT_OK && r.base < n; r.base += BLOCK)
         run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn, user);
     if (st == MT_OK)
         mt_progress_finish(r.bar);
     mt_progress_free(r.bar);
-    runner_close(&r);
+    mt_free(r.res);
+    mt_free(r.st);
+    mt_free(r.errs);
     mt_pool_free(pool);
-    pthread_mutex_destroy(&r.mu);
     return st;
 }

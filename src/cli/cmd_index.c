@@ -8,12 +8,11 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/embedder.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
-#include "model/embed.h"
+#include "medtrust/model.h"
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
@@ -195,7 +194,6 @@ static void on_build(uint64_t done, uint64_t total, void *user)
     mt_progress_update(user, done);
 }
 
-/* Sets up dense vectors for the build when an embedder applies. */
 /* The embedder when --embedder is absent: an existing index keeps its
  * own (even none); a new one gets $MEDTRUST_EMBEDDER, else the built-in
  * USE-lite, so dense and hybrid search work with no configuration. */
@@ -210,11 +208,14 @@ static const char *default_embedder(struct mt_store *s)
     return env && *env ? env : "use-lite";
 }
 
+/* Opens the build's embedder: 'spec', else (NULL or "") the one the index
+ * records; none for "none" or an index without vectors. */
 static enum mt_status with_embedder(struct mt_store *s, const char *spec,
                                     struct mt_index_build_params *bp,
                                     struct mt_embedder **e,
                                     struct mt_error *err)
 {
+    struct mt_embedder_params ep;
     char recorded[128] = "";
     uint32_t dims = 0;
     enum mt_status st = mt_index_peek_embedder(mt_store_dir(s), recorded,
@@ -222,14 +223,19 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
 
     if (!spec)
         spec = default_embedder(s);
-    if (st == MT_OK)
-        st = cli_embedder_for(mt_store_dir(s), spec, o_cache, e, err);
-    if (st != MT_OK || !*e)
+    if (!spec || !*spec)
+        spec = recorded[0] ? recorded : NULL;
+    if (st != MT_OK || !spec || strcmp(spec, "none") == 0)
+        return st;
+    mt_embedder_default_params(&ep);
+    ep.cache_path = o_cache;
+    st = mt_embedder_open(spec, &ep, e, err);
+    if (st != MT_OK)
         return st;
     bp->embed = mt_embedder_index_fn;
     bp->embed_user = *e;
     bp->dims = mt_embedder_dims(*e);
-    snprintf(o_name, sizeof o_name, "%s", spec && *spec ? spec : recorded);
+    snprintf(o_name, sizeof o_name, "%s", spec);
     bp->embedder = o_name;
     return MT_OK;
 }

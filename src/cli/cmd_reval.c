@@ -13,7 +13,6 @@
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
-#include "model/rerank.h"
 
 static const struct cli_opt reval_opts[] = {
     SEARCH_OPTS,
@@ -124,7 +123,7 @@ static int reval_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     struct batch_query *q = NULL;
     struct acc acc;
-    struct mt_reranker *rr = NULL;
+    struct mt_retriever *ret = NULL;
     unsigned jobs = 0;
     unsigned long k = 10;
     size_t n = 0;
@@ -142,22 +141,21 @@ static int reval_run(struct cli_args *a)
     /* Chunks, not documents, are ranked: fetch deeper so that at least
      * max(k, 10) distinct documents are usually there. */
     p.k = (uint32_t)(3 * (k > 10 ? k : 10));
-    st = search_open_reranker(a, &p, &rr, &err);
+    st = search_open_retriever(a, &p, 0, &ret, &err);
     if (st == MT_OK)
         st = batch_load(cli_get(a, "queries"), &q, &n, &err);
     acc.lat = st == MT_OK ? mt_calloc(n + 1, sizeof *acc.lat) : NULL;
     if (st == MT_OK && !acc.lat)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
-        st = search_embed_queries(a, &p, q, n, &err);
+        st = batch_embed(q, n, ret, &err);
     if (st == MT_OK)
-        st = batch_run(cli_get(a, "db"), q, n, &p, jobs, 1, on_result, &acc,
-                       &err);
+        st = batch_run(ret, q, n, &p, jobs, 1, on_result, &acc, &err);
     if (st == MT_OK)
         report(&acc, &p, cli_get(a, "json") != NULL);
     mt_free(acc.lat);
     batch_free(q, n);
-    mt_reranker_close(rr);
+    mt_retriever_close(ret);
     return st == MT_OK ? (acc.failed ? 1 : 0) : cli_fail(&err, st);
 }
 

@@ -71,7 +71,7 @@ static void on_result(const struct batch_query *q, size_t i,
     print_json(json_pack("{s:s,s:o}", "query_id", q->id, "hits", hits));
 }
 
-static int run_batch(const struct cli_args *a, const char *db, const char *path,
+static int run_batch(struct mt_retriever *ret, const char *path,
                      const struct mt_search_params *p, unsigned jobs)
 {
     struct mt_error err = {MT_OK, ""};
@@ -80,9 +80,9 @@ static int run_batch(const struct cli_args *a, const char *db, const char *path,
     enum mt_status st = batch_load(path, &q, &n, &err);
 
     if (st == MT_OK)
-        st = search_embed_queries(a, p, q, n, &err);
+        st = batch_embed(q, n, ret, &err);
     if (st == MT_OK)
-        st = batch_run(db, q, n, p, jobs, 1, on_result, NULL, &err);
+        st = batch_run(ret, q, n, p, jobs, 1, on_result, NULL, &err);
     batch_free(q, n);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
@@ -108,32 +108,22 @@ static char *join_query(const struct cli_args *a)
     return q;
 }
 
-static int run_one(const char *db, const struct cli_args *a,
+static int run_one(struct mt_retriever *ret, const struct cli_args *a,
                    const struct mt_search_params *params)
 {
     struct mt_error err = {MT_OK, ""};
-    struct mt_retriever_params rp;
-    struct mt_retriever *ret = NULL;
     struct mt_search_result *r = NULL;
     char *q = join_query(a);
     size_t i;
     enum mt_status st;
 
-    mt_retriever_default_params(&rp);
-    rp.db_dir = db;
-    rp.embedder_spec =
-        params->mode == MT_SEARCH_BM25 ? "none" : cli_get(a, "embedder");
-    rp.lazy = 1; /* the reranker is params->rerank, opened by search_run */
-    st = q ? mt_retriever_open(&rp, &ret, &err) : MT_ENOMEM;
-    if (st == MT_OK)
-        st = mt_retriever_search(ret, q, params, &r, &err);
+    st = q ? mt_retriever_search(ret, q, params, &r, &err) : MT_ENOMEM;
     if (st == MT_OK && cli_get(a, "json"))
         for (i = 0; i < r->n; i++)
             print_json(hit_json(&r->hits[i]));
     else if (st == MT_OK)
         print_text(r);
     mt_search_result_free(r);
-    mt_retriever_close(ret);
     mt_free(q);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
@@ -142,7 +132,8 @@ static int search_run(struct cli_args *a)
 {
     struct mt_search_params p;
     struct mt_error err = {MT_OK, ""};
-    struct mt_reranker *rr = NULL;
+    struct mt_retriever *ret = NULL;
+    const char *queries = cli_get(a, "queries");
     unsigned jobs = 0;
     unsigned long k = 10;
     enum mt_status st;
@@ -152,19 +143,21 @@ static int search_run(struct cli_args *a)
         cli_get_uint(a, "k", 1, 10000, &k) < 0)
         return 1;
     p.k = (uint32_t)k;
-    if (!cli_get(a, "queries") && a->npos == 0) {
+    if (!queries && a->npos == 0) {
         fprintf(stderr, "medtrust search: give a QUERY or --queries FILE\n"
                         "Try 'medtrust search --help'.\n");
         return 1;
     }
-    st = search_open_reranker(a, &p, &rr, &err);
+    /* a batch opens the index and embedder at once; one query lazily, so
+     * its error is the search's own */
+    st = search_open_retriever(a, &p, !queries, &ret, &err);
     if (st != MT_OK)
         return cli_fail(&err, st);
-    if (cli_get(a, "queries"))
-        rc = run_batch(a, cli_get(a, "db"), cli_get(a, "queries"), &p, jobs);
+    if (queries)
+        rc = run_batch(ret, queries, &p, jobs);
     else
-        rc = run_one(cli_get(a, "db"), a, &p);
-    mt_reranker_close(rr);
+        rc = run_one(ret, a, &p);
+    mt_retriever_close(ret);
     return rc;
 }
 

@@ -4,12 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/batch.h"
-#include "cli/embedder.h"
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
-#include "model/embed.h"
-#include "model/rerank.h"
+#include "medtrust/retrieve.h"
 
 static int read_mode(const struct cli_args *a, struct mt_search_params *p)
 {
@@ -114,43 +111,20 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
     return 0;
 }
 
-enum mt_status search_embed_queries(const struct cli_args *a,
-                                    const struct mt_search_params *p,
-                                    struct batch_query *q, size_t n,
-                                    struct mt_error *err)
+enum mt_status search_open_retriever(const struct cli_args *a,
+                                     struct mt_search_params *p, int lazy,
+                                     struct mt_retriever **out,
+                                     struct mt_error *err)
 {
-    struct mt_embedder *e = NULL;
-    enum mt_status st;
+    struct mt_retriever_params rp;
 
-    if (p->mode == MT_SEARCH_BM25)
-        return MT_OK;
-    st = cli_embedder_for(cli_get(a, "db"), cli_get(a, "embedder"), NULL, &e,
-                          err);
-    if (st == MT_OK && !e)
-        return MT_OK; /* the search reports the missing vectors */
-    if (st == MT_OK)
-        st = batch_embed(q, n, e, err);
-    mt_embedder_close(e);
-    return st;
-}
-
-enum mt_status search_open_reranker(const struct cli_args *a,
-                                    struct mt_search_params *p,
-                                    struct mt_reranker **out,
-                                    struct mt_error *err)
-{
-    const char *spec = cli_get(a, "reranker");
-    enum mt_status st;
-
-    *out = NULL;
-    if (!spec)
-        return MT_OK;
-    st = mt_reranker_open(spec, NULL, out, err);
-    if (st != MT_OK)
-        return st;
-    if (!p->rerank_depth)
+    mt_retriever_default_params(&rp);
+    rp.db_dir = cli_get(a, "db");
+    rp.embedder_spec =
+        p->mode == MT_SEARCH_BM25 ? "none" : cli_get(a, "embedder");
+    rp.reranker_spec = cli_get(a, "reranker");
+    rp.lazy = lazy;
+    if (rp.reranker_spec && !p->rerank_depth)
         p->rerank_depth = 50;
-    p->rerank = mt_reranker_index_fn;
-    p->rerank_user = *out;
-    return MT_OK;
+    return mt_retriever_open(&rp, out, err);
 }

@@ -54,21 +54,15 @@
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs);
 
-struct batch_query;
-struct mt_reranker;
+struct mt_retriever;
 
-/* Opens --reranker when given and sets p's rerank callback; *out is the
- * handle to free with mt_reranker_close (NULL when none). */
-enum mt_status search_open_reranker(const struct cli_args *a,
-                                    struct mt_search_params *p,
-                                    struct mt_reranker **out,
-                                    struct mt_error *err);
-
-/* For dense and hybrid modes, opens the embedder and embeds the queries
- * into q[i].vec; nothing to do in BM25 mode. */
-enum mt_status search_embed_queries(const struct cli_args *a,
-                                    const struct mt_search_params *p,
-                                    struct batch_query *q, size_t n,
-                                    struct mt_error *err);
+/* Opens the retriever for --db with the query embedder (--embedder, else
+ * the index's own; none in BM25 mode) and --reranker, which sets p's
+ * rerank depth to 50 when --rerank is absent. 'lazy' as in
+ * mt_retriever_params. */
+enum mt_status search_open_retriever(const struct cli_args *a,
+                                     struct mt_search_params *p, int lazy,
+                                     struct mt_retriever **out,
+                                     struct mt_error *err);
 
 #endif
