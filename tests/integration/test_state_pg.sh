@@ -102,20 +102,42 @@ expect "A's session is unknown to the server without --state" 401 \
 expect "a logout on B" 200 "${AA[@]}" -X POST "$UB/v1/logout"
 expect "... ends the session on A" 401 "${AA[@]}" "$UA/v1/me"
 
+# run_id: the run id of the 202 in $TMP/body.
+run_id() {
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body"
+}
+# stream_from_step URL FILE: streams URL (with C's session) into FILE in
+# the background (SSE_PID) and returns once its first step has arrived.
+stream_from_step() {
+    timeout 120 curl -sN "${AC[@]}" "$1" >"$2" &
+    SSE_PID=$!
+    for _ in $(seq 200); do
+        grep -q '^event: step' "$2" 2>/dev/null && break
+        sleep 0.05
+    done
+}
+
+# wait_run URL: polls the run (with C's session) for up to 2 minutes until
+# it has finished; sets status, and leaves the run in $TMP/body.
+wait_run() {
+    status=
+    for _ in $(seq 480); do
+        code "${AC[@]}" "$1" >/dev/null
+        status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$TMP/body" 2>/dev/null)
+        case $status in done | failed) return ;; esac
+        sleep 0.25
+    done
+}
+
 # ==== PostgreSQL restarted during a run ====
 stub_start slow --delay 600
 serve_start c --llm "$SPEC" --state "$PG_URL" --rate-limit 0
 UC=$U
 AC=("${A[@]}")
 expect "a slow check submitted on C is queued" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
-RUN2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+RUN2=$(run_id)
 # B streams it from before the restart to its end
-timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN2/events" >"$TMP/b2.sse" &
-SSE_PID=$!
-for _ in $(seq 100); do
-    grep -q '^event: step' "$TMP/b2.sse" 2>/dev/null && break
-    sleep 0.1
-done
+stream_from_step "$UB/v1/runs/$RUN2/events" "$TMP/b2.sse"
 code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
 grep -q '"status":"running"' "$TMP/body" && grep -q '^event: step' "$TMP/b2.sse" &&
     ok "the check is running, and streaming on B, when PostgreSQL restarts" ||
@@ -123,13 +145,7 @@ grep -q '"status":"running"' "$TMP/body" && grep -q '^event: step' "$TMP/b2.sse"
 if pg_restart >"$TMP/restart.out" 2>&1; then
     ok "PostgreSQL restarts while the check runs"
 else not_ok "pg restart" "$(cat "$TMP/restart.out")"; fi
-status=
-for _ in $(seq 240); do
-    code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
-    status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$TMP/body" 2>/dev/null)
-    case $status in done | failed) break ;; esac
-    sleep 0.5
-done
+wait_run "$UB/v1/runs/$RUN2"
 [ "$status" = done ] && ok "the run finishes done after the restart (read on B)" ||
     not_ok "run after restart" "status '$status'" "$(tail -5 "$TMP/c.err")"
 wait "$SSE_PID"
@@ -143,22 +159,11 @@ expect "a login on A after the restart" 200 "$UA/v1/login" \
 
 # ==== A cancel on B stops the job on C ====
 expect "another slow check on C" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
-RUN3=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
-timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN3/events" >"$TMP/b3.sse" &
-SSE_PID=$!
-for _ in $(seq 200); do
-    grep -q '^event: step' "$TMP/b3.sse" 2>/dev/null && break
-    sleep 0.05
-done
+RUN3=$(run_id)
+stream_from_step "$UB/v1/runs/$RUN3/events" "$TMP/b3.sse"
 expect "POST /v1/runs/ID/cancel on B, for C's job" 202 "${AC[@]}" -X POST \
     "$UB/v1/runs/$RUN3/cancel"
-status=
-for _ in $(seq 120); do
-    code "${AC[@]}" "$UC/v1/runs/$RUN3" >/dev/null
-    status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status",""))' "$TMP/body" 2>/dev/null)
-    case $status in done | failed) break ;; esac
-    sleep 0.25
-done
+wait_run "$UC/v1/runs/$RUN3"
 [ "$status" = failed ] && grep -qi 'cancel' "$TMP/body" &&
     ok "... C stops it: the run ends failed, cancelled" ||
     not_ok "cancel across servers" "status '$status'" "$(head -c 300 "$TMP/body")"

@@ -50,6 +50,16 @@ static inline int pgfx_start(struct pgfx *f)
     return 0;
 }
 
+/* A cmocka group setup's start: 0, or -1 saying why on stderr. */
+static inline int pgfx_suite_start(struct pgfx *f)
+{
+    if (pgfx_start(f) == 0)
+        return 0;
+    fprintf(stderr, "could not start a PostgreSQL cluster (run make "
+                    "bootstrap)\n");
+    return -1;
+}
+
 /* Restarts the server (fast shutdown: every session is cut). */
 static inline int pgfx_restart(const struct pgfx *f)
 {

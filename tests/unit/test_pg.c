@@ -15,12 +15,7 @@ static struct pgfx fx;
 static int setup(void **state)
 {
     (void)state;
-    if (pgfx_start(&fx) != 0) {
-        fprintf(stderr, "could not start a PostgreSQL cluster (run make "
-                        "bootstrap)\n");
-        return -1;
-    }
-    return 0;
+    return pgfx_suite_start(&fx);
 }
 
 static int teardown(void **state)

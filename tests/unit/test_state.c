@@ -28,12 +28,7 @@ static struct engine pg_engine = {"postgresql", "", ""};
 static int group_setup(void **state)
 {
     (void)state;
-    if (pgfx_start(&fx) != 0) {
-        fprintf(stderr, "could not start a PostgreSQL cluster (run make "
-                        "bootstrap)\n");
-        return -1;
-    }
-    return 0;
+    return pgfx_suite_start(&fx);
 }
 
 static int group_teardown(void **state)
