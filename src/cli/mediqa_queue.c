@@ -73,23 +73,22 @@ static char *note_payload(const struct mediqa_note *x)
     return s;
 }
 
-static enum mt_status submit_notes(struct mtx_pg *pg, const char *opts,
+static enum mt_status submit_notes(struct mtx_pg *pg, const char *path,
+                                   const char *opts,
                                    const struct mediqa_note *v, size_t n,
                                    int64_t *run, struct mt_error *err)
 {
     char **pl = mt_calloc(n ? n : 1, sizeof *pl);
     size_t i;
-    enum mt_status st = pl ? MT_OK : MT_ENOMEM;
+    enum mt_status st = pl ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
 
     for (i = 0; st == MT_OK && i < n; i++)
-        if (!(pl[i] = note_payload(&v[i])))
-            st = MT_ENOMEM; /* or a field that is not UTF-8 */
-    if (st != MT_OK)
-        mt_fail(err, st,
-                "note %zu: cannot encode it (out of memory or not "
-                "UTF-8)",
-                i);
-    else
+        if (!(pl[i] = note_payload(&v[i]))) /* or out of memory */
+            st = mt_fail(err, MT_EPARSE,
+                         "%s: note %s (record %zu): a field is not valid "
+                         "UTF-8",
+                         path, v[i].id, i + 1);
+    if (st == MT_OK)
         st = mtx_queue_submit(pg, "mediqa", opts, (const char *const *)pl, n,
                               run, err);
     for (i = 0; pl && i < n; i++)
@@ -123,7 +122,7 @@ static int enqueue(const struct cli_args *a, const char *url)
     if (st == MT_OK)
         st = mtx_queue_open(url, &pg, &err);
     if (st == MT_OK)
-        st = submit_notes(pg, opts, v, n, &run, &err);
+        st = submit_notes(pg, cli_get(a, "data"), opts, v, n, &run, &err);
     if (st == MT_OK && cli_get(a, "json"))
         printf("{\"run\":%lld,\"notes\":%zu}\n", (long long)run, n);
     else if (st == MT_OK)

@@ -67,11 +67,13 @@ fi
 # ---- three workers, one SIGKILLed mid-run
 stub_start q --delay 60
 QSPEC=$SPEC
+# the run names a model nobody serves; --llm on each worker replaces it
 run=$("$MT" mediqa --state "$PG_URL" --enqueue --data "$MEDEC" \
-    --strategy single --llm "$QSPEC" --cache "$PG_URL" 2>"$TMP/enq.err")
-worker w1 --jobs 4 --lease 3
-worker w2 --jobs 4 --lease 3
-worker w3 --jobs 4 --lease 3
+    --strategy single --llm "openai:http://127.0.0.1:9/v1#stub" \
+    --cache "$PG_URL" 2>"$TMP/enq.err")
+worker w1 --jobs 4 --lease 3 --llm "$QSPEC"
+worker w2 --jobs 4 --lease 3 --llm "$QSPEC"
+worker w3 --jobs 4 --lease 3 --llm "$QSPEC"
 # kill w2 once the run is under way and w2 holds jobs
 wait_for "SELECT count(*) FROM queue_jobs WHERE state = 'done'" 120 &&
     wait_for "SELECT count(*) FROM queue_jobs WHERE worker = 'w2' AND state = 'running'" 1
@@ -156,4 +158,44 @@ if [ $rc -eq 0 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] &&
 else
     not_ok "PostgreSQL restart (collect $rc, r1 $rc1, r2 $rc2; before $before; done $done1+$done2; calls $calls; reconnects $recon)" \
         "$(tail -2 "$TMP/r1.err")" "$(tail -2 "$TMP/rcol.err")" "$(cat "$TMP/r.json")"
+fi
+
+# ---- failed notes: left out of the submission unless
+# --fallback-on-failure, named, exit 1 (as a one-machine run)
+stub_start faults --fault-rate 0.5 --seed 3
+run3=$("$MT" mediqa --state "$PG_URL" --enqueue --data "$MEDEC" --limit 30 \
+    --strategy single --retries 0 --llm "$SPEC" 2>/dev/null)
+worker f1 --jobs 4
+wait "$PID_f1"
+"$MT" mediqa --state "$PG_URL" --collect "$run3" --out "$TMP/f.txt" --json \
+    --no-progress >"$TMP/f.json" 2>"$TMP/f.err"
+rc=$?
+"$MT" mediqa --state "$PG_URL" --collect "$run3" --out "$TMP/fall.txt" \
+    --fallback-on-failure --no-progress >/dev/null 2>&1
+nf=$(py "$TMP/f.json" <<'PY'
+import json, sys
+print(json.load(open(sys.argv[1]))["failed"])
+PY
+)
+if [ $rc -eq 1 ] && [ "${nf:-0}" -ge 1 ] &&
+    [ "$(wc -l <"$TMP/f.txt")" -eq $((30 - nf)) ] &&
+    [ "$(wc -l <"$TMP/fall.txt")" -eq 30 ] && grep -q "failed:" "$TMP/f.err"; then
+    ok "$nf failed notes: left out and named (exit 1), written with --fallback-on-failure"
+else
+    not_ok "failed notes through the queue (rc $rc, failed $nf)" "$(cat "$TMP/f.json")" "$(tail -2 "$TMP/f.err")"
+fi
+
+# ---- SIGTERM: a worker waiting for work exits at once, status 0
+"$MT" worker --state "$PG_URL" --no-progress --poll 0.2 2>"$TMP/t.err" &
+tp=$!
+WPIDS+=($tp)
+sleep 1
+kill -TERM "$tp"
+for i in $(seq 50); do kill -0 "$tp" 2>/dev/null || break; sleep 0.1; done
+wait "$tp"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "0 jobs done" "$TMP/t.err"; then
+    ok "SIGTERM: an idle worker exits with status 0"
+else
+    not_ok "SIGTERM (rc $rc)" "$(cat "$TMP/t.err")"
 fi
