@@ -158,6 +158,24 @@ static inline uint64_t bu_file_size(const char *path)
     return sz < 0 ? 0 : (uint64_t)sz;
 }
 
+/* The 1, 5 and 15 minute load averages from /proc/loadavg ("?" when it
+ * cannot be read), in a static buffer: timings on a shared machine are
+ * printed with the load they were taken at. */
+static inline const char *bu_loadavg(void)
+{
+    static char buf[64];
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = 0, b = 0, c = 0;
+
+    if (!f || fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3)
+        snprintf(buf, sizeof buf, "?");
+    else
+        snprintf(buf, sizeof buf, "%.2f %.2f %.2f", a, b, c);
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 /* ==== Per-document ranking quality, as medtrust retrieval-eval does ==== */
 
 /* nDCG@10 with binary gains: rel[i] is 1 when the document at rank i+1 is

@@ -1,11 +1,27 @@
 /* medtrust vector benchmark over vec_gen's data: int8 flat scan (latency,
- * GB/s, recall) and int8 HNSW (single-thread build time, memory, and an ef
- * sweep of latency and recall@10 against exact float).
- * Usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES]
- * Prints one JSON object; writes DATADIR/mt.hnsw (reused by hybrid_mt). */
+ * GB/s, recall) and int8 HNSW (build time, memory, and an ef sweep of
+ * latency and recall@10 against exact float; queries on one thread).
+ * Usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES [THREADS,...]]
+ * THREADS: a comma list of build thread counts, one graph each, built
+ * one after the other in this process over the same vectors (default
+ * "1": the serial, deterministic build; 0 is one thread a core). The
+ * first is "hnsw" in the JSON and is written to DATADIR/mt.hnsw (reused
+ * by hybrid_mt); the others follow in "hnsw_more". Every build is timed
+ * by the wall clock (build_wall_s) as well as by the bench clock
+ * (build_s): the CPU clock adds up every thread's time, so only the wall
+ * clock can show a parallel build's speed-up. On a shared machine the
+ * wall clock also counts the time the build's threads sat ready for a core
+ * that another job held: build_runq_s is that time for this thread (from
+ * /proc/thread-self/schedstat; it runs build work too, and the workers
+ * share one queue of nodes, so they finish together), and
+ * build_ready_wall_s = build_wall_s - build_runq_s estimates the wall time
+ * the build would take with the cores to itself.
+ * Prints one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "index/hnsw.h"
@@ -15,6 +31,7 @@
 static const uint32_t efs[] = {16,  32,  48,  64,  96,  128,
                                192, 256, 384, 512, 768, 1024};
 #define NEFS (sizeof efs / sizeof efs[0])
+#define MAX_BUILDS 8
 
 struct data {
     float *base, *q;
@@ -39,6 +56,29 @@ static int load(struct data *dt, const char *dir)
     snprintf(path, sizeof path, "%s/gt.u32", dir);
     dt->gt = bu_load(path, &sz);
     return dt->gt && sz == (size_t)dt->nq * 10 * sizeof(uint32_t) ? 0 : -1;
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Seconds this thread has waited on a run queue (ready, not running);
+ * 0 when the kernel does not say. */
+static double runq_s(void)
+{
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+    if (!f)
+        return 0.0;
+    if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+        wait = 0;
+    fclose(f);
+    return (double)wait / 1e9;
 }
 
 /* Flat int8 scan over the first nflat queries: mean ms and recall. */
@@ -84,20 +124,82 @@ static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
            last ? "" : ",");
 }
 
+/* Builds one graph on 'threads' threads, prints its JSON object (build
+ * times, memory, sweep); writes it to 'path' when not NULL. */
+static int bench_build(const struct mt_vecset *vs, const struct data *dt,
+                       uint32_t threads, const char *path, uint64_t vec_rss)
+{
+    struct mt_hnsw_params hp = mt_hnsw_default_params();
+    struct mt_hnsw *h = NULL;
+    uint64_t rss1, rss2, bytes = 0;
+    double t0, w0, q0, build_ms, wall, runq;
+    uint32_t i;
+
+    hp.M = 16;
+    hp.ef_construction = 200;
+    hp.threads = threads;
+    rss1 = bu_rss();
+    t0 = bu_now_ms();
+    w0 = wall_ms();
+    q0 = runq_s();
+    if (mt_hnsw_build(vs, &hp, &h) != MT_OK)
+        return -1;
+    runq = runq_s() - q0;
+    wall = wall_ms() - w0;
+    build_ms = bu_now_ms() - t0;
+    rss2 = bu_rss();
+    if (path) {
+        if (mt_hnsw_write(h, path, NULL) != MT_OK)
+            return -1;
+        bytes = bu_file_size(path);
+    }
+    printf("{\"M\":%u,\"ef_construction\":%u,\"threads\":%u,"
+           "\"build_s\":%.2f,\"build_wall_s\":%.2f,\"build_runq_s\":%.2f,"
+           "\"build_ready_wall_s\":%.2f,\"load\":\"%s\",\"vecset_rss\":%llu,"
+           "\"graph_rss\":%llu,\"file_bytes\":%llu,\"sweep\":[",
+           hp.M, hp.ef_construction, threads, build_ms / 1e3, wall / 1e3, runq,
+           wall / 1e3 - runq, bu_loadavg(), (unsigned long long)vec_rss,
+           (unsigned long long)(rss2 - rss1), (unsigned long long)bytes);
+    for (i = 0; i < 100 && i < dt->nq; i++) { /* warm-up */
+        struct mt_vec_hit hits[10];
+        uint32_t n;
+        mt_hnsw_search(h, dt->q + (size_t)i * dt->d, 10, 128, NULL, hits, &n);
+    }
+    for (i = 0; i < NEFS; i++)
+        bench_ef(h, dt, efs[i], i + 1 == NEFS);
+    printf("]}");
+    mt_hnsw_free(h);
+    return 0;
+}
+
+/* Parses "1,2" into up to MAX_BUILDS thread counts; returns how many. */
+static uint32_t parse_threads(const char *s, uint32_t *out)
+{
+    uint32_t n = 0;
+    char *end;
+
+    while (n < MAX_BUILDS && *s) {
+        out[n++] = (uint32_t)strtoul(s, &end, 10);
+        if (end == s)
+            return 0;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     struct data dt = {0};
     struct mt_vecset *vs = NULL;
-    struct mt_hnsw *h = NULL;
-    struct mt_hnsw_params hp = mt_hnsw_default_params();
     char path[4096];
-    uint64_t rss0, rss1, rss2;
-    uint32_t nflat, i;
+    uint32_t nflat, threads[MAX_BUILDS], nbuild, i;
+    uint64_t rss0, vec_rss;
     size_t j;
-    double t0, build_s;
 
     if (argc < 5) {
-        fprintf(stderr, "usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES]\n");
+        fprintf(
+            stderr,
+            "usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES [THREADS,...]]\n");
         return 2;
     }
     dt.n = strtoull(argv[2], NULL, 10);
@@ -106,6 +208,11 @@ int main(int argc, char **argv)
     nflat = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 200;
     if (nflat > dt.nq)
         nflat = dt.nq;
+    nbuild = parse_threads(argc > 6 ? argv[6] : "1", threads);
+    if (nbuild == 0) {
+        fprintf(stderr, "vec_mt: bad THREADS list '%s'\n", argv[6]);
+        return 2;
+    }
     if (load(&dt, argv[1]) != 0) {
         fprintf(stderr, "vec_mt: cannot load %s\n", argv[1]);
         return 1;
@@ -116,36 +223,20 @@ int main(int argc, char **argv)
     for (j = 0; j < dt.n; j++)
         if (mt_vecset_add(vs, dt.base + j * dt.d, NULL) != MT_OK)
             return 1;
-    rss1 = bu_rss();
+    vec_rss = bu_rss() - rss0;
     printf("{\"engine\":\"medtrust\",\"clock\":\"%s\",\"n\":%zu,\"dims\":%u,"
-           "\"queries\":%u,",
-           bu_clock_name(), dt.n, dt.d, dt.nq);
+           "\"queries\":%u,\"load\":\"%s\",",
+           bu_clock_name(), dt.n, dt.d, dt.nq, bu_loadavg());
     bench_flat(vs, &dt, nflat);
-    hp.M = 16;
-    hp.ef_construction = 200;
-    t0 = bu_now_ms();
-    if (mt_hnsw_build(vs, &hp, &h) != MT_OK)
-        return 1;
-    build_s = (bu_now_ms() - t0) / 1e3;
-    rss2 = bu_rss();
     snprintf(path, sizeof path, "%s/mt.hnsw", argv[1]);
-    if (mt_hnsw_write(h, path, NULL) != MT_OK)
-        return 1;
-    printf("\"hnsw\":{\"M\":%u,\"ef_construction\":%u,\"build_s\":%.2f,"
-           "\"vecset_rss\":%llu,\"graph_rss\":%llu,\"file_bytes\":%llu,"
-           "\"sweep\":[",
-           hp.M, hp.ef_construction, build_s, (unsigned long long)(rss1 - rss0),
-           (unsigned long long)(rss2 - rss1),
-           (unsigned long long)bu_file_size(path));
-    for (i = 0; i < 100 && i < dt.nq; i++) { /* warm-up */
-        struct mt_vec_hit hits[10];
-        uint32_t n;
-        mt_hnsw_search(h, dt.q + (size_t)i * dt.d, 10, 128, NULL, hits, &n);
+    for (i = 0; i < nbuild; i++) {
+        printf(i == 0 ? "\"hnsw\":" : i == 1 ? ",\"hnsw_more\":[" : ",");
+        if (bench_build(vs, &dt, threads[i], i == 0 ? path : NULL, vec_rss) !=
+            0)
+            return 1;
+        fflush(stdout);
     }
-    for (i = 0; i < NEFS; i++)
-        bench_ef(h, &dt, efs[i], i + 1 == NEFS);
-    printf("]}}\n");
-    mt_hnsw_free(h);
+    printf("%s,\"load_end\":\"%s\"}\n", nbuild > 1 ? "]" : "", bu_loadavg());
     mt_vecset_free(vs);
     return 0;
 }

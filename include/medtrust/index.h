@@ -66,6 +66,9 @@ struct mt_index_build_params {
     uint32_t hnsw_min;    /* segments with at least this many chunks
                              get an HNSW graph; smaller ones are
                              scanned flat (int8). Default 100000. */
+    /* Threads building an HNSW graph: 0 (default) one per online core;
+     * 1 the serial build, whose graph depends only on the vectors. */
+    uint32_t hnsw_threads;
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;

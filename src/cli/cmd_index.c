@@ -52,6 +52,11 @@ static const struct cli_opt index_opts[] = {
      "vectors, smaller ones are scanned exactly, 1..4000000000 (default "
      "100000)",
      0},
+    {"hnsw-threads", 0, "N",
+     "threads building an HNSW graph, 0..64: 0 one per online core "
+     "(default), 1 the serial build, whose graph depends only on the "
+     "vectors (the same on every run)",
+     0},
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
      "has seen (default off)",
@@ -102,7 +107,8 @@ struct index_opts {
     const char *db;
     struct mt_store_params sp;
     struct mt_ingest_params ip;
-    uint32_t hnsw_min; /* 0: the index's default */
+    uint32_t hnsw_min;     /* 0: the index's default */
+    uint32_t hnsw_threads; /* 0: one per online core */
     int json;
     int quiet;
 };
@@ -123,6 +129,10 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
     if (cli_get_uint(a, "hnsw-min", 1, 4000000000UL, &v) < 0)
         return -1;
     o->hnsw_min = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "hnsw-threads", 0, 64, &v) < 0)
+        return -1;
+    o->hnsw_threads = (uint32_t)v;
     o->ip.source = cli_get(a, "source");
     o->ip.skip_bad = cli_get(a, "skip-bad") != NULL;
     o->json = cli_get(a, "json") != NULL;
@@ -256,6 +266,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     bp.rebuild = rebuild;
     if (o->hnsw_min)
         bp.hnsw_min = o->hnsw_min;
+    bp.hnsw_threads = o->hnsw_threads;
     st = with_embedder(s, embedder, &bp, &e, err);
     if (st != MT_OK)
         return st;

@@ -154,7 +154,7 @@ static enum mt_status write_segment(const char *dir, const char *name,
     if (st == MT_OK)
         st = mt_vbuild_flush(&b->vb, err);
     if (st == MT_OK)
-        st = mt_vbuild_write(&b->vb, dir, name, b->p->hnsw_min, err);
+        st = mt_vbuild_write(&b->vb, dir, name, b->p, err);
     mt_index_seg_path(dir, name, "ids", path, sizeof path);
     if (st == MT_OK)
         st = write_ids(path, b, err);

@@ -51,9 +51,11 @@ enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
                              struct mt_error *err);
 /* Embeds what is queued. */
 enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err);
-/* Writes NAME.vec (flat) or, with at least hnsw_min vectors, NAME.hnsw. */
+/* Writes NAME.vec (flat) or, with at least p->hnsw_min vectors,
+ * NAME.hnsw built on p->hnsw_threads threads. */
 enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
-                               const char *name, uint32_t hnsw_min,
+                               const char *name,
+                               const struct mt_index_build_params *p,
                                struct mt_error *err);
 void mt_vbuild_free(struct mt_vbuild *v);
 

@@ -82,7 +82,8 @@ enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
 }
 
 enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
-                               const char *name, uint32_t hnsw_min,
+                               const char *name,
+                               const struct mt_index_build_params *p,
                                struct mt_error *err)
 {
     struct mt_hnsw_params hp = mt_hnsw_default_params();
@@ -92,7 +93,8 @@ enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
 
     if (!v->fn)
         return MT_OK;
-    if (mt_vecset_count(v->vs) < hnsw_min) {
+    hp.threads = p->hnsw_threads;
+    if (mt_vecset_count(v->vs) < p->hnsw_min) {
         mt_index_seg_path(idir, name, "vec", path, sizeof path);
         return mt_vecset_write(v->vs, path, err);
     }

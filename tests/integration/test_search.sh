@@ -120,6 +120,39 @@ if ls "$TMP/graph/index/"*.hnsw >/dev/null 2>&1 &&
 else
     not_ok "HNSW segment and --ef" "$(cat "$TMP/out")" "$g1" "$g2" "$bad"
 fi
+# --hnsw-threads: 1 is the serial build, the same graph on every run (so
+# the same file); 2 builds in parallel (300 chunks: past the 64 a thread
+# the graph needs before it takes a second one) and still finds a chunk
+# by its own text; out-of-range counts are refused by name.
+python3 -c '
+import random
+random.seed(3)
+w = "fever cough rash pain bone skin heart lung liver blood sugar sleep".split()
+for i in range(300):
+    t = " ".join(random.choice(w) for _ in range(12))
+    print("{\"id\":\"t%d\",\"text\":\"note %d: %s\"}" % (i, i, t))
+' >"$TMP/many.jsonl"
+for d in ser1 ser2 par; do
+    th=1
+    [ "$d" = par ] && th=2
+    "$MT" index --db "$TMP/$d" --input "$TMP/many.jsonl" --embedder use-lite \
+        --hnsw-min 1 --hnsw-threads "$th" --no-progress >>"$TMP/out" 2>&1
+done
+want=$(sed -n 101p "$TMP/many.jsonl" | python3 -c \
+    'import json,sys; print(json.loads(sys.stdin.read())["text"])')
+hit=$("$MT" search --db "$TMP/par" --mode dense --json -k 1 --ef 64 \
+    "$want" 2>&1)
+bad=$("$MT" index --db "$TMP/par" --input "$TMP/many.jsonl" \
+    --hnsw-threads 65 2>&1)
+if cmp -s "$TMP"/ser1/index/*.hnsw "$TMP"/ser2/index/*.hnsw &&
+    ls "$TMP"/par/index/*.hnsw >/dev/null 2>&1 &&
+    echo "$hit" | head -1 | grep -q '"doc_id":"t100"' &&
+    echo "$bad" | grep -q -- '--hnsw-threads'; then
+    ok "--hnsw-threads 1 builds the same graph twice; 2 builds a working one"
+else
+    not_ok "--hnsw-threads" "$(cat "$TMP/out")" "$hit" "$bad" \
+        "$(ls -l "$TMP"/ser1/index "$TMP"/ser2/index)"
+fi
 printf '{"id":"h5","title":"Burns","text":"Scalding water burns the skin."}\n' \
     >"$TMP/more.jsonl"
 "$MT" index --db "$TMP/dense" --input "$TMP/more.jsonl" --no-progress \
