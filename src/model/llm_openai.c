@@ -22,6 +22,7 @@ struct openai {
     pthread_mutex_t mu;
     enum mt_response_format rf; /* what this endpoint is sent now */
     int rf_auto;                /* 1: rf may still fall back */
+    int n_one;                  /* 1: the endpoint refused n > 1 */
 };
 
 static void openai_free(void *self)
@@ -74,24 +75,73 @@ static enum mt_response_format rf_now(struct openai *o)
     return f;
 }
 
-/* A refusal of the response_format we sent: HTTP 400 or 422 whose
- * server message names the field ("HTTP <code>: <message>" is
- * mt_http_post_json's wording for a refused request). */
-static int refuses_format(const struct mt_error *e)
+/* A refused request: HTTP 400 or 422 ("HTTP <code>: <message>" is
+ * mt_http_post_json's wording); its message lowercased into low. */
+static int refused(const struct mt_error *e, char *low, size_t n)
 {
     const char *m = strstr(e->msg, ": HTTP 4");
-    char low[MT_ERROR_MSG_MAX];
     size_t i;
 
     if (e->status != MT_EINVAL || !m ||
         (strncmp(m, ": HTTP 400:", 11) != 0 &&
          strncmp(m, ": HTTP 422:", 11) != 0))
         return 0;
-    for (i = 0; m[i] && i + 1 < sizeof low; i++)
+    for (i = 0; m[i] && i + 1 < n; i++)
         low[i] = (char)(m[i] >= 'A' && m[i] <= 'Z' ? m[i] + 32 : m[i]);
     low[i] = '\0';
-    return strstr(low, "response_format") || strstr(low, "json_schema") ||
-           strstr(low, "json_object") || strstr(low, "response format");
+    return 1;
+}
+
+/* A refusal of the response_format we sent: the message names the field. */
+static int refuses_format(const struct mt_error *e)
+{
+    char low[MT_ERROR_MSG_MAX];
+
+    return refused(e, low, sizeof low) &&
+           (strstr(low, "response_format") || strstr(low, "json_schema") ||
+            strstr(low, "json_object") || strstr(low, "response format"));
+}
+
+/* A refusal of n > 1, as llama-server's "Field 'n': Value must be between
+ * 1 <= value <= 1" (older servers ignored n and sent one choice). */
+static int refuses_n(const struct mt_error *e)
+{
+    char low[MT_ERROR_MSG_MAX];
+
+    return refused(e, low, sizeof low) &&
+           (strstr(low, "'n'") || strstr(low, "\"n\"") ||
+            strstr(low, "field n "));
+}
+
+/* Asks one completion a request from now on after a refusal of n > 1;
+ * returns 1 when the call should be made again. */
+static int n_fall_back(struct openai *o, uint32_t sent,
+                       const struct mt_error *e)
+{
+    int first;
+
+    if (sent < 2 || !refuses_n(e))
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    first = !o->n_one;
+    o->n_one = 1;
+    pthread_mutex_unlock(&o->mu);
+    if (first)
+        mt_log(MT_LOG_WARN,
+               "%s refused n = %u (%s); asking one completion a request "
+               "from now on",
+               o->url, (unsigned)sent, e->msg);
+    return 1;
+}
+
+static int n_one(struct openai *o)
+{
+    int v;
+
+    pthread_mutex_lock(&o->mu);
+    v = o->n_one;
+    pthread_mutex_unlock(&o->mu);
+    return v;
 }
 
 /* Steps the endpoint down one format after a refusal of 'sent'; returns 1
@@ -367,13 +417,13 @@ static enum mt_status one_round(struct openai *o,
                                 struct mt_chat_result *r, uint32_t *got,
                                 struct mt_error *err)
 {
-    uint32_t want = p->on_token ? 1 : r->n - *got;
     uint32_t from = *got;
     enum mt_status st;
     int had = 0;
 
     for (;;) {
         enum mt_response_format f = rf_now(o);
+        uint32_t want = p->on_token || n_one(o) ? 1 : r->n - *got;
         json_t *b = NULL;
         st = make_body(o, m, nm, p, want, seed, f, &b, err);
         if (st != MT_OK)
@@ -383,7 +433,8 @@ static enum mt_status one_round(struct openai *o,
         else
             st = post_plain(o, b, r, got, &had, err);
         json_decref(b);
-        if (st == MT_OK || !p->json_schema || !rf_fall_back(o, f, err))
+        if (st == MT_OK || (!n_fall_back(o, want, err) &&
+                            (!p->json_schema || !rf_fall_back(o, f, err))))
             break;
     }
     if (st == MT_OK && !had)
@@ -391,9 +442,10 @@ static enum mt_status one_round(struct openai *o,
     return st;
 }
 
-/* Servers that ignore n (llama.cpp's) return one choice: the rest are
- * requested again with the remaining count and a shifted seed. A streamed
- * call asks for one completion a request. */
+/* Servers that ignore n (older llama.cpp) return one choice: the rest are
+ * requested again with the remaining count and a shifted seed; a server
+ * that refuses n > 1 (llama-server now) is asked one at a time. A
+ * streamed call asks for one completion a request. */
 static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
                                   size_t nm, const struct mt_chat_params *p,
                                   struct mt_chat_result *r,

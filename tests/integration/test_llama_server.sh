@@ -3,17 +3,23 @@
 # llama-server (built by scripts/bootstrap into third_party/llama-server)
 # on tiny random-weight GGUFs from make_tiny_gguf (real tokenizers),
 # started and stopped here on free loopback ports. Covers a whole check
-# per strategy (every call's reply schema sent as response_format
-# json_schema; the roles reached are react, the guards' and single: cut
-# replies fail validation, so eval, reflect and parser are not) and an ask, /v1/embeddings and /v1/rerank equal
-# to the in-process gguf models on the same files, --jobs 8 against
-# --parallel 4, a server killed mid-run, a frozen server past --timeout,
-# and streaming equal to a plain call. A missing llama-server fails.
+# per strategy with every call's reply schema sent as response_format
+# json_schema and every reply whole JSON of its schema (MedReAct, MedEval
+# with two evaluators, MedReFlex and the final parser; the guards' detect
+# and locate; single), an ask, the prompted judge (qa-eval --claims),
+# /v1/embeddings and /v1/rerank equal to the in-process gguf models on the
+# same files, --jobs 8 against --parallel 4, a server killed mid-run, a
+# frozen server past --timeout, and streaming equal to a plain call. A
+# missing llama-server fails.
 #
-# The random model is slow under a grammar (llama.cpp checks its 151k-token
-# vocabulary whenever a sampled token breaks the grammar), so calls get a
-# small --max-tokens: replies are then cut JSON, whose prefix still shows
-# that the server enforced the schema.
+# Speed: the chat model is make_tiny_gguf's small-vocab (Qwen2's tokenizer
+# cut to 2,000 ASCII tokens): under a schema llama.cpp checks the whole
+# vocabulary against the grammar whenever a sampled token breaks it, which
+# for a random model is nearly every token, and 151k tokens made that
+# 15 ms a token against 0.8. The servers run one thread (-t 1): on a
+# loaded machine two threads spin waiting for each other. Agents sample at
+# --temperature 1, so that a random model's strings close before their
+# maxLength and its actions vary over seeds.
 . "$(dirname "$0")/lib.sh"
 B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,9 +35,11 @@ trap 'for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/nu
 py() { python3 - "$@"; }
 
 for k in chat embed rerank; do
+    size=tiny
+    [ $k = chat ] && size=small-vocab
     "$B/fixtures/make_tiny_gguf" "$k" "$TMP/$k.gguf" \
-        "$ROOT/third_party/llama.cpp/models" >/dev/null 2>&1 ||
-        { not_ok "make_tiny_gguf $k"; exit 1; }
+        "$ROOT/third_party/llama.cpp/models" $size >/dev/null 2>&1 ||
+        { not_ok "make_tiny_gguf $k $size"; exit 1; }
 done
 
 # serve NAME MODEL ARGS...: starts llama-server on a free loopback port;
@@ -40,7 +48,7 @@ serve() {
     local name=$1 model=$2 port i
     shift 2
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    "$LS" -m "$model" --host 127.0.0.1 --port "$port" -t 2 --no-webui \
+    "$LS" -m "$model" --host 127.0.0.1 --port "$port" -t 1 --no-webui \
         "$@" >"$TMP/$name.log" 2>&1 &
     PID=$!
     PIDS+=("$PID")
@@ -154,45 +162,112 @@ else
     not_ok "streamed equals plain" "$(cat "$TMP/stream.json")" "$(tail -3 "$TMP/err")"
 fi
 
-# a whole check per strategy; every role's call carries its schema
-for s in react-reflex guards single; do
-    "$MT" check --llm "$CHAT" --strategy "$s" "${SMALL[@]}" --no-retrieval --json \
-        "$TMP/note.txt" >"$TMP/c_$s.json" 2>"$TMP/err"
+# llama-server with one slot refuses n > 1 (HTTP 400 "Field 'n'"): the
+# client asks again one completion a request, says so once, and gets n
+kill "$PID"
+serve chat1 "$TMP/chat.gguf" -np 1
+"$B/fixtures/chat_stream" "openai:$URL#chat" 7 12 3 >"$TMP/n.json" 2>"$TMP/n.err"
+if py "$TMP/n.json" "$TMP/n.err" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+err = open(sys.argv[2]).read()
+assert r["plain_n"] == 3, r
+assert err.count("refused n = 3") == 1 and "Field 'n'" in err, err
+assert "one completion a request" in err, err
+PY
+    ok "a server refusing n > 1 is asked one completion a request (n = 3 came)"
+else
+    not_ok "n > 1 refused" "$(cat "$TMP/n.json")" "$(tail -3 "$TMP/n.err")"
+fi
+kill "$PID"
+serve chat "$TMP/chat.gguf" -np 4 -c 32768
+CHAT="openai:$URL#chat"
+
+# a whole check per strategy, each reply whole JSON of its role's schema.
+# react-reflex runs over seeds until MedEval (accepting anything:
+# --accept-mean/min 1), MedReFlex (after a round with no answer) and the
+# final parser have all been reached, MedEval with two evaluators (one
+# request with n = 2: --parallel 4 takes it).
+RUN=(--llm "$CHAT" --max-tokens 3072 --temperature 1 --no-retrieval --json)
+for s in guards single; do
+    "$MT" check "${RUN[@]}" --strategy $s --seed 1 "$TMP/note.txt" \
+        >"$TMP/c_$s.json" 2>"$TMP/c_$s.err"
     echo "$?" >"$TMP/c_$s.rc"
 done
+for seed in 1 2 3 4 5 6 7 8; do
+    "$MT" check "${RUN[@]}" --strategy react-reflex --seed $seed --steps 1 \
+        --rounds 3 --evaluators 2 --accept-mean 1 --accept-min 1 \
+        "$TMP/note.txt" >"$TMP/c_rr$seed.json" 2>"$TMP/c_rr$seed.err"
+    echo "$?" >"$TMP/c_rr$seed.rc"
+    cat "$TMP"/c_rr*.json | grep -q '"prompt": *"eval"' &&
+        cat "$TMP"/c_rr*.json | grep -q '"prompt": *"reflect"' &&
+        cat "$TMP"/c_rr*.json | grep -q '"prompt": *"parser"' && break
+done
 if py "$TMP" <<'PY'; then
-import json, re, sys
-# the first key of each role's reply schema (src/llmcall/schemas.c)
-roles = set()
-opened = 0
-for s in ("react-reflex", "guards", "single"):
-    rc = open(f"{sys.argv[1]}/c_{s}.rc").read().strip()
-    r = json.load(open(f"{sys.argv[1]}/c_{s}.json"))
-    assert rc == "0", (s, rc)
-    assert r["strategy"] == s and r["usage"]["failed_calls"] == 0, r["usage"]
-    assert r["usage"]["estimated_token_calls"] == 0, r["usage"]
-    calls = [t for t in r["trace"] if t.get("step") == "call"]
-    assert calls
-    for c in calls:
-        roles.add(c["role"])
-        assert c["tokens"] == "server" and c["prompt_tokens"] > 0, c
+import glob, json, os, sys
+# each role's reply schema (src/llmcall/schemas.c): keys in schema order
+# (json_schema fixes the order), and the enums
+FINAL = ["is_error", "sentence_id", "error_sentence", "corrected_sentence"]
+KEYS = {
+    "react": ["observation", "thought", "action"],
+    "eval": ["validity", "preciseness", "confidence", "relevance",
+             "completeness", "final", "comment"],
+    "reflect": ["reflection", "plan"],
+    "parser": FINAL + ["reasoning"],
+    "single": ["reasoning"] + FINAL,
+    "guard_detect": ["reasoning", "verdict", "confidence"],
+    "guard_locate": ["reasoning", "sentence", "confidence"],
+    "guard_correct": ["reasoning", "corrected_sentence", "confidence"],
+}
+def schema_of(prompt):
+    return next(k for k in KEYS if prompt.startswith(k))
+def holds(prompt, o):
+    k = schema_of(prompt)
+    assert list(o) == KEYS[k], (prompt, list(o))
+    f = o
+    if k == "react":
+        f = o["action"]
+        assert list(f) == ["name", "query"] + FINAL, f
+        assert f["name"] in ("search", "final_mistake"), f
+    if k == "eval":
+        assert all(o[x] in (1, 2, 3, 4, 5) for x in KEYS[k][:6]), o
+    if k == "guard_detect":
+        assert o["verdict"] in ("CORRECT", "INCORRECT"), o
+    if "sentence_id" in f:  # an enum of the note's sentence ids
+        assert f["sentence_id"] in (-1, 0, 1, 2), f
+d = sys.argv[1]
+prompts, evals, n = set(), 0, 0
+for path in sorted(glob.glob(f"{d}/c_*.json")):
+    name = os.path.basename(path)[:-5]
+    rc = open(f"{d}/{name}.rc").read().strip()
+    err = open(f"{d}/{name}.err").read()
+    r = json.load(open(path))
+    u = r["usage"]
+    assert rc == "0", (name, rc, err[-300:])
+    assert u["failed_calls"] == 0 and u["estimated_token_calls"] == 0, u
+    for c in (t for t in r["trace"] if t.get("step") == "call"):
+        prompts.add(schema_of(c["prompt"]))
+        assert c["tokens"] == "server" and c["completion_tokens"] > 0, c
         for rep in c["replies"]:
-            # json_schema held: the (cut) reply is the start of an object,
-            # after the leading whitespace llama.cpp's JSON grammar allows
-            assert re.match(r'^\s*(\{\s*("[a-z_]*)?)?', rep).end() == len(rep) \
-                or re.match(r'^\s*\{\s*"[a-z_]+"', rep), (c["role"], rep)
-            opened += 1
-assert opened >= 5, opened  # a random model alone writes any tokens
-assert {"react", "guard", "single"} <= roles, roles
+            holds(c["prompt"], json.loads(rep))  # whole JSON, not cut
+            n += 1
+        if c["prompt"] == "eval":
+            assert len(c["replies"]) == 2, c
+            evals += 1
+want = {"react", "eval", "reflect", "parser", "guard_detect",
+        "guard_locate", "single"}
+assert want <= prompts, (want - prompts)
+assert evals and n >= 10, (evals, n)
+print(f"# {n} replies, roles {sorted(prompts)}")
 PY
-    ok "check runs each strategy end to end; every role's reply follows its json_schema"
+    ok "check per strategy: MedReAct, MedEval, MedReFlex, parser, guards, single; every reply whole JSON of its schema"
 else
-    not_ok "check per strategy through llama-server" "$(tail -3 "$TMP/err")" \
-        "$(head -c 400 "$TMP/c_single.json")"
+    not_ok "check per strategy through llama-server" \
+        "$(tail -c 600 "$TMP"/c_rr8.err 2>/dev/null)"
 fi
 
 # ask end to end (BM25 store, the prompted judge on the same server)
-"$MT" ask --db "$TMP/db" --llm "$CHAT" --nli llm --max-tokens 16 -k 2 --json \
+"$MT" ask --db "$TMP/db" --llm "$CHAT" --nli llm --max-tokens 256 -k 2 --json \
     "Do mitochondria play a role in lace plant leaf remodelling?" \
     >"$TMP/ask.json" 2>"$TMP/err"
 rc=$?
@@ -202,11 +277,33 @@ r = json.load(open(sys.argv[1]))
 u = r["usage"]
 assert u["llm_calls"] >= 1 and u["failed_calls"] == 0, u
 assert u["prompt_tokens"] > 0 and u["estimated_token_calls"] == 0, u
-assert isinstance(r["answer"], str) and r["documents"], r
+assert isinstance(r["answer"], str) and r["answer"] and r["documents"], r
 PY
     ok "ask answers end to end through llama-server"
 else
     not_ok "ask through llama-server" "rc=$rc" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/ask.json")"
+fi
+
+# the prompted judge (qa_judge's schema): a random answer cites nothing,
+# so qa-eval --claims gives the judge its claims directly
+cat >"$TMP/claims.csv" <<'EOF'
+claim,evidence,label
+Aspirin reduces recurrent myocardial infarction,Aspirin reduces the risk of recurrent myocardial infarction.,SUPPORT
+Aspirin does not reduce infarction,Aspirin reduces the risk of recurrent myocardial infarction.,REFUTES
+Statins cure influenza,Annual influenza vaccination reduces hospital admissions.,NEI
+EOF
+"$MT" qa-eval --llm "$CHAT" --nli llm --claims "$TMP/claims.csv" --json \
+    --no-progress >"$TMP/j.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && py "$TMP/j.json" <<'PY'; then
+import json, sys
+m = json.load(open(sys.argv[1]))
+# every claim judged: a reply with one of the schema's labels, none failed
+assert m["claims"] == 3 and m["failed"] == 0 and m["skipped"] == 0, m
+PY
+    ok "the prompted judge answers each claim through llama-server"
+else
+    not_ok "qa-eval --claims through llama-server" "rc=$rc" "$(tail -3 "$TMP/err")" "$(cat "$TMP/j.json")"
 fi
 
 # --jobs 8 against --parallel 4: every note checked, no call failed
