@@ -78,7 +78,8 @@ struct worker {
     size_t nruns;
     pthread_mutex_t run_mu; /* guards runs */
     size_t done, failed, dropped;
-    double queue_s; /* wall time in claim, finish and heartbeat calls */
+    double queue_s;    /* wall time in claim, finish and heartbeat calls */
+    int64_t base_done; /* jobs done when the bar started (-1: not yet) */
     enum mt_status fatal;
     struct mt_error fatal_err;
     struct mt_progress *bar;
@@ -464,8 +465,10 @@ static void beat_once(struct worker *w)
     pthread_mutex_unlock(&w->mu);
     if (st != MT_OK)
         return;
-    mt_progress_set_total(w->bar, (uint64_t)c.total);
-    mt_progress_update(w->bar, (uint64_t)c.done);
+    if (w->base_done < 0) /* count what is done from now, for the rate */
+        w->base_done = c.done;
+    mt_progress_set_total(w->bar, (uint64_t)(c.total - w->base_done));
+    mt_progress_update(w->bar, (uint64_t)(c.done - w->base_done));
 }
 
 static void *beat_thread(void *arg)
@@ -540,6 +543,8 @@ static enum mt_status work(struct worker *w, struct mt_error *err)
     b.over = 1;
     if (beating)
         pthread_join(hb, NULL);
+    if (w->fatal == MT_OK)
+        beat_once(w); /* the bar's last state */
     if (w->fatal != MT_OK)
         *err = w->fatal_err;
     return w->fatal;
@@ -567,6 +572,7 @@ static int worker_run(struct cli_args *a)
     enum mt_status st;
 
     memset(&w, 0, sizeof w);
+    w.base_done = -1;
     if (!url || read_opts(a, &w) < 0)
         return 1;
     pthread_mutex_init(&w.mu, NULL);
@@ -612,7 +618,8 @@ const struct cli_verb cli_verb_worker = {
     "lost or done twice. A lost connection to PostgreSQL (a restart) is\n"
     "re-established for up to 60 s. SIGTERM or SIGINT: no new job is\n"
     "claimed, the ones in hand are finished, then the worker exits. The\n"
-    "progress bar counts the queue's jobs done by every worker. Exit\n"
+    "progress bar counts the queue's jobs (of --run, else of every run)\n"
+    "done by every worker since this one started. Exit\n"
     "status 0 after SIGTERM or --drain, non-zero when PostgreSQL stayed\n"
     "away or a run's options cannot run here (its job is given back).",
     worker_opts,

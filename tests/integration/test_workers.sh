@@ -123,7 +123,7 @@ else
 fi
 
 # ---- PostgreSQL restarted mid-run: no job lost or done twice
-stub_start r --delay 100
+stub_start r --delay 200 # the run outlasts the restart
 run2=$("$MT" mediqa --state "$PG_URL" --enqueue --data "$MEDEC" --limit 160 \
     --strategy single --llm "$SPEC" 2>"$TMP/enq2.err")
 worker r1 --jobs 4 --lease 20
