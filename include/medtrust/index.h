@@ -127,15 +127,26 @@ struct mt_search_params {
     uint32_t rerank_depth;
     mt_index_rerank_fn rerank;
     void *rerank_user;
-    /* Metadata filter (e.g. VerifAI's year range): keep hits whose
-     * document metadata field 'filter_key' is a number (or numeric
-     * string) in [filter_min, filter_max]; documents without it are left
-     * out. The first stage fetches deeper (10 x) to make up for the hits
-     * it drops. NULL = no filter. */
+    /* Metadata filter (e.g. VerifAI's year range): only documents whose
+     * metadata field 'filter_key' is a number (or numeric string) in
+     * [filter_min, filter_max]; documents without it are left out.
+     * Applied as one more condition of 'meta'. NULL = no filter. */
     const char *filter_key;
     double filter_min;
     double filter_max;
+    /* Metadata conditions every hit's document meets (author, journal,
+     * publication type, year: mt_meta_cond), at most MT_SEARCH_MAX_META.
+     * They restrict the first stage itself (the BM25 and vector searches
+     * see only matching chunks; a selective filter searches the vectors
+     * exactly), so k hits come back whenever k matching ones exist. The
+     * matching chunks are found with one scan of the store's documents
+     * and kept for the handle's next search with the same conditions.
+     * Borrowed for the call; NULL = none. */
+    const struct mt_meta_cond *meta;
+    size_t nmeta;
 };
+
+#define MT_SEARCH_MAX_META 8
 
 void mt_search_default_params(struct mt_search_params *p);
 

@@ -60,12 +60,23 @@ struct mt_qa_params {
     const char *source;        /* only documents of this source, or NULL */
     int32_t year_from;         /* only documents whose metadata "year" */
     int32_t year_to;           /* lies in [from, to]; 0 = open end */
-    const char *label_format;  /* citation label, "{id}" replaced by the
-                                  document id ("PUBMED:{id}") */
-    uint32_t max_tokens;       /* answer length budget (1024) */
-    float temperature;         /* answer temperature (0) */
-    uint64_t seed;             /* sampling seed (42) */
-    uint32_t doc_chars;        /* bytes of each document shown (4000) */
+    /* VerifAI's PubMed filters: only documents whose metadata "authors",
+     * "journal" or "publication_types" (a string, or an array: one of its
+     * strings) contains this text, ASCII case-insensitively (as PubMed
+     * imports write them). Applied inside the search (mt_meta_cond), not
+     * to its top k. NULL = no filter. */
+    const char *author;
+    const char *journal;
+    const char *pub_type;
+    int search_mode;          /* -1 (default): hybrid when the index has vectors
+                                 for the embedder, else BM25; or an
+                                 mt_search_mode (dense and hybrid need vectors) */
+    const char *label_format; /* citation label, "{id}" replaced by the
+                                 document id ("PUBMED:{id}") */
+    uint32_t max_tokens;      /* answer length budget (1024) */
+    float temperature;        /* answer temperature (0) */
+    uint64_t seed;            /* sampling seed (42) */
+    uint32_t doc_chars;       /* bytes of each document shown (4000) */
     size_t max_question_bytes; /* longer questions are refused (8 KiB) */
     int final_verdict;         /* ask the answer to end with a line
                                   "Answer: yes|no|maybe" (PubMedQA) */
@@ -174,7 +185,7 @@ struct mt_qa_result {
     size_t nsentences;
     struct mt_qa_doc *docs;
     size_t ndocs;
-    const char *search;        /* "hybrid" or "bm25" */
+    const char *search;        /* "hybrid", "dense" or "bm25" */
     const char *final_verdict; /* "yes", "no", "maybe" or NULL */
     const char *const *notes;  /* why the result is partial, if it is */
     size_t nnotes;
@@ -206,6 +217,10 @@ struct mt_qa_ask_params {
     const char *source; /* only documents of this source, or NULL */
     int32_t year_from;  /* metadata "year" in [from, to]; 0 = open end */
     int32_t year_to;
+    const char *author; /* metadata filters, or NULL */
+    const char *journal;
+    const char *pub_type;
+    int search_mode; /* -1 = as the index allows, or an mt_search_mode */
     void (*on_claim)(void *user, size_t index, size_t n,
                      const char *claim_json);
     void *on_claim_user;

@@ -187,6 +187,27 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
                                   struct mt_chunk_info *out,
                                   struct mt_error *err);
 
+/* A condition on a document's metadata (VerifAI's PubMed filters). With
+ * 'text', the field 'key' holds when it is a string containing 'text', or
+ * an array with a string element containing it (authors,
+ * publication_types), ASCII letters compared case-insensitively; without,
+ * when it is a number or numeric string in [min, max] (a year range). */
+struct mt_meta_cond {
+    const char *key;  /* letters, digits and '_', 1 to 64 of them */
+    const char *text; /* NULL for a range */
+    double min, max;
+};
+
+typedef enum mt_status (*mt_store_id_fn)(int64_t id, void *user);
+
+/* Calls fn with the id of every chunk whose document meets all n
+ * conditions, in increasing id order (one scan of the documents); stops
+ * with fn's status when it is not MT_OK. MT_EINVAL names a bad key. */
+enum mt_status mt_store_each_matching_chunk(struct mt_store *s,
+                                            const struct mt_meta_cond *c,
+                                            size_t n, mt_store_id_fn fn,
+                                            void *user, struct mt_error *err);
+
 /* Looks up a source by name without creating it; MT_ENOTFOUND if absent.
  */
 enum mt_status mt_store_source_find(struct mt_store *s, const char *name,

@@ -36,6 +36,20 @@
         {"source", 's', "NAME", "only documents of this source", 0},           \
         {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \
         {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},     \
+        {"author", 0, "TEXT",                                                  \
+         "only documents with an author (metadata authors) containing "        \
+         "TEXT, case-insensitive",                                             \
+         0},                                                                   \
+        {"journal", 0, "TEXT",                                                 \
+         "only documents whose metadata journal contains TEXT", 0},            \
+        {"pub-type", 0, "TEXT",                                                \
+         "only documents with a publication type (metadata "                   \
+         "publication_types) containing TEXT",                                 \
+         0},                                                                   \
+        {"search-mode", 0, "MODE",                                             \
+         "bm25, dense or hybrid (default hybrid when the index has "           \
+         "vectors for the embedder, else bm25)",                               \
+         0},                                                                   \
         {"label", 0, "FMT",                                                    \
          "citation label, {id} = document id "                                 \
          "(default PUBMED:{id})",                                              \

@@ -73,6 +73,25 @@ static int read_filter(const struct cli_args *a, struct mt_search_params *p)
     return 0;
 }
 
+/* --author, --journal and --pub-type as the search's metadata
+ * conditions (inside the first stage; see mt_search_params.meta). */
+static void read_meta(const struct cli_args *a, struct mt_search_params *p)
+{
+    static struct mt_meta_cond c[3];
+    static const char *const opt[3] = {"author", "journal", "pub-type"};
+    static const char *const key[3] = {"authors", "journal",
+                                       "publication_types"};
+    size_t i;
+
+    p->nmeta = 0;
+    for (i = 0; i < 3; i++)
+        if (cli_get(a, opt[i]) && *cli_get(a, opt[i])) {
+            c[p->nmeta].key = key[i];
+            c[p->nmeta++].text = cli_get(a, opt[i]);
+        }
+    p->meta = p->nmeta ? c : NULL;
+}
+
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs)
 {
@@ -103,6 +122,7 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
     p->doc_sum = cli_get(a, "doc-sum") != NULL;
     if (read_filter(a, p) < 0)
         return -1;
+    read_meta(a, p);
     p->source = cli_get(a, "source");
     if (!cli_get(a, "db")) {
         fprintf(stderr, "medtrust: --db is required\n");

@@ -30,6 +30,16 @@
          "keep documents whose metadata number KEY is in range, e.g. "         \
          "year=2010..2015 (either end may be left out)",                       \
          0},                                                                   \
+        {"author", 0, "TEXT",                                                  \
+         "only documents with an author (metadata authors) containing "        \
+         "TEXT, case-insensitive",                                             \
+         0},                                                                   \
+        {"journal", 0, "TEXT",                                                 \
+         "only documents whose metadata journal contains TEXT", 0},            \
+        {"pub-type", 0, "TEXT",                                                \
+         "only documents with a publication type (metadata "                   \
+         "publication_types) containing TEXT",                                 \
+         0},                                                                   \
         {"embedder", 'e', "SPEC",                                              \
          "query embedder for dense/hybrid "                                    \
          "(default: the one the index was built with)",                        \

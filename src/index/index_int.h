@@ -69,10 +69,49 @@ struct mt_vseg {
 enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
                             struct mt_vseg *out, struct mt_error *err);
 uint32_t mt_vseg_count(const struct mt_vseg *v);
+/* 'accepted': how many of the segment's vectors the filter accepts
+ * (UINT32_MAX when unknown). A graph under a filter that accepts few
+ * vectors can miss them, so below a tenth of the segment the search is
+ * exact (a flat scan), as Qdrant switches to a full scan below its
+ * filter-cardinality threshold. */
 enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
                               uint32_t k, uint32_t ef,
                               const struct mt_vec_filter *filter,
-                              struct mt_vec_hit *hits, uint32_t *n);
+                              uint32_t accepted, struct mt_vec_hit *hits,
+                              uint32_t *n);
 void mt_vseg_close(struct mt_vseg *v);
+
+/* ==== Metadata filters (index_filter.c) ==== */
+
+/* One segment's chunk ids by local doc number, in increasing order. */
+struct mtx_filter_seg {
+    const int64_t *cids;
+    uint32_t n;
+};
+
+/* The matching local docs of each segment for one set of conditions. */
+struct mtx_meta_filter {
+    char *sig;       /* the conditions, to recognise a repeat */
+    uint8_t **bits;  /* per segment: bit d set when local doc d matches */
+    uint32_t *count; /* per segment: bits set */
+    uint64_t total;
+    size_t nsegs;
+};
+
+/* Makes f hold the bitmaps for p's metadata conditions (its 'meta' and
+ * filter_key), reusing them when they are f's already; *active is 0 when
+ * p has none (f is then left alone). On failure f is emptied. */
+enum mt_status mtx_meta_filter_get(struct mtx_meta_filter *f,
+                                   struct mt_store *s,
+                                   const struct mt_search_params *p,
+                                   const struct mtx_filter_seg *segs,
+                                   size_t nsegs, int *active,
+                                   struct mt_error *err);
+void mtx_meta_filter_free(struct mtx_meta_filter *f);
+
+static inline int mtx_meta_filter_has(const uint8_t *bits, uint32_t d)
+{
+    return (int)(((unsigned)bits[d >> 3] >> (d & 7u)) & 1u);
+}
 
 #endif

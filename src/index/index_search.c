@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "core/arena.h"
 #include "index/bm25.h"
 #include "index/fusion.h"
@@ -35,8 +33,10 @@ struct mt_index {
     struct seg *segs;
     size_t nsegs;
     struct mt_bm25_ctx *ctx;
-    struct mt_arena scratch; /* per query */
-    uint32_t bad_segs;       /* damaged segments left out */
+    struct mt_arena scratch;       /* per query */
+    uint32_t bad_segs;             /* damaged segments left out */
+    struct mtx_meta_filter filter; /* the last metadata filter's docs */
+    struct mtx_filter_seg *fsegs;  /* each segment's ids, for it */
 };
 
 /* A result and the arena that holds its strings, freed together. */
@@ -82,6 +82,18 @@ const char *mt_search_mode_str(enum mt_search_mode m)
 
 /* ==== Open and close ==== */
 
+/* The builder writes a segment's chunks in id order; the metadata filter
+ * finds them by binary search. */
+static int ids_sorted(const struct seg *sg)
+{
+    uint32_t i;
+
+    for (i = 1; i < sg->n; i++)
+        if (sg->cids[i - 1] >= sg->cids[i])
+            return 0;
+    return 1;
+}
+
 static enum mt_status open_seg(struct mt_index *idx, const char *idir,
                                const struct mt_manifest_seg *ms, struct seg *sg,
                                struct mt_error *err)
@@ -110,6 +122,11 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
                      "%s: holds %u chunks, the manifest says %llu; rebuild "
                      "with 'medtrust index --rebuild'",
                      path, sg->n, (unsigned long long)ms->chunks);
+    if (st == MT_OK && !ids_sorted(sg))
+        st = mt_fail(err, MT_EPARSE,
+                     "%s: chunk ids out of order; rebuild with 'medtrust "
+                     "index --rebuild'",
+                     path);
     if (st == MT_OK && ms->has_vectors)
         st = mt_vseg_open(idir, ms->name, idx->m.dims, &sg->v, err);
     if (st == MT_OK && ms->has_vectors && mt_vseg_count(&sg->v) != sg->n)
@@ -163,6 +180,20 @@ static enum mt_status open_segs(struct mt_index *idx, const char *idir,
     return MT_OK;
 }
 
+static enum mt_status filter_segs(struct mt_index *idx, struct mt_error *err)
+{
+    size_t i;
+
+    idx->fsegs = mt_calloc(idx->nsegs + 1, sizeof *idx->fsegs);
+    if (!idx->fsegs)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", idx->dir);
+    for (i = 0; i < idx->nsegs; i++) {
+        idx->fsegs[i].cids = idx->segs[i].cids;
+        idx->fsegs[i].n = idx->segs[i].n;
+    }
+    return MT_OK;
+}
+
 static enum mt_status open_parts(struct mt_index *idx, const char *dir,
                                  struct mt_error *err)
 {
@@ -189,6 +220,8 @@ static enum mt_status open_parts(struct mt_index *idx, const char *dir,
         st = open_segs(idx, idir, err);
     if (st == MT_OK && mt_bm25_ctx_new(&idx->ctx) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
+    if (st == MT_OK)
+        st = filter_segs(idx, err);
     return st;
 }
 
@@ -220,6 +253,8 @@ void mt_index_close(struct mt_index *idx)
     for (i = 0; i < idx->nsegs; i++)
         close_seg(&idx->segs[i]);
     mt_free(idx->segs);
+    mtx_meta_filter_free(&idx->filter);
+    mt_free(idx->fsegs);
     mt_bm25_ctx_free(idx->ctx);
     mt_analyzer_free(idx->an);
     mt_manifest_free(&idx->m);
@@ -256,16 +291,30 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* What a segment's search may return: its docs of one source (sid >= 0)
+ * and, under a metadata filter, those whose bit is set. */
 struct src_filter {
     const uint32_t *srcs;
-    uint32_t sid;
+    int64_t sid;
+    const uint8_t *bits;
 };
 
 static int accept_src(uint32_t doc, void *user)
 {
     const struct src_filter *f = user;
 
-    return f->srcs[doc] == f->sid;
+    if (f->sid >= 0 && f->srcs[doc] != (uint32_t)f->sid)
+        return 0;
+    return !f->bits || mtx_meta_filter_has(f->bits, doc);
+}
+
+/* Sets f for segment i: 0 when it has nothing the filter accepts. */
+static int seg_filter(const struct mt_index *idx, size_t i, int meta,
+                      struct src_filter *f)
+{
+    f->srcs = idx->segs[i].srcs;
+    f->bits = meta ? idx->filter.bits[i] : NULL;
+    return !meta || idx->filter.count[i] > 0;
 }
 
 static enum mt_status analyse(struct mt_index *idx, const char *q,
@@ -295,7 +344,7 @@ static enum mt_status analyse(struct mt_index *idx, const char *q,
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
                                  const struct mt_search_params *p, int64_t sid,
-                                 size_t want, struct mt_scored **out,
+                                 int meta, size_t want, struct mt_scored **out,
                                  size_t *nout, struct mt_error *err)
 {
     struct mt_bm25_search_params sp = mt_bm25_default_search_params();
@@ -303,7 +352,7 @@ static enum mt_status bm25_lists(struct mt_index *idx,
         mt_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
         mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, (uint32_t)sid};
+    struct src_filter f = {NULL, sid, NULL};
     size_t i, j, nh, n = 0;
     enum mt_status st = MT_OK;
 
@@ -312,10 +361,11 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     sp.k1 = p->k1;
     sp.b = p->b;
     sp.ctx = idx->ctx;
+    sp.accept = sid >= 0 || meta ? accept_src : NULL;
+    sp.accept_user = &f;
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
-        f.srcs = idx->segs[i].srcs;
-        sp.accept = sid >= 0 ? accept_src : NULL;
-        sp.accept_user = &f;
+        if (!seg_filter(idx, i, meta, &f))
+            continue;
         st = mt_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
                             err);
         for (j = 0; st == MT_OK && j < nh; j++) {
@@ -327,26 +377,6 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     *out = all;
     *nout = n < want ? n : want;
     return st;
-}
-
-/* Whether the metadata field p->filter_key is a number in the range. */
-static int meta_in_range(const char *meta, const struct mt_search_params *p)
-{
-    json_t *o = meta ? json_loads(meta, 0, NULL) : NULL;
-    json_t *v = o ? json_object_get(o, p->filter_key) : NULL;
-    double x = 0.0;
-    char *end = NULL;
-    int ok = 0;
-
-    if (json_is_number(v)) {
-        x = json_number_value(v);
-        ok = 1;
-    } else if (json_is_string(v)) {
-        x = strtod(json_string_value(v), &end);
-        ok = end != json_string_value(v) && *end == '\0';
-    }
-    json_decref(o);
-    return ok && x >= p->filter_min && x <= p->filter_max;
 }
 
 static char *keep(struct result *r, const char *s)
@@ -371,8 +401,6 @@ static enum mt_status add_hit(struct mt_index *idx, struct result *r,
         return MT_OK;
     if (st != MT_OK)
         return st;
-    if (p->filter_key && !meta_in_range(ci.metadata, p))
-        return MT_OK;
     for (i = 0; p->doc_sum && i < r->pub.n; i++)
         if (strcmp(r->pub.hits[i].doc_id, ci.doc_id) == 0) {
             r->pub.hits[i].score += c->score;
@@ -496,9 +524,6 @@ static size_t depth(const struct mt_search_params *p)
 {
     size_t want = (size_t)first_stage_k(p) + 16;
 
-    if (p->filter_key)
-        want = 10 * want + 100; /* post-filtered: fetch deeper */
-
     if ((p->doc_sum || p->mode != MT_SEARCH_BM25) && p->retrieve_k > want)
         want = p->retrieve_k;
     return want;
@@ -507,14 +532,14 @@ static size_t depth(const struct mt_search_params *p)
 /* Dense candidates: every segment's vectors searched for 'want'. */
 static enum mt_status dense_lists(struct mt_index *idx,
                                   const struct mt_search_params *p, int64_t sid,
-                                  size_t want, struct mt_scored **out,
+                                  int meta, size_t want, struct mt_scored **out,
                                   size_t *nout, struct mt_error *err)
 {
     struct mt_vec_hit *hits =
         mt_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
         mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, (uint32_t)sid};
+    struct src_filter f = {NULL, sid, NULL};
     struct mt_vec_filter vf = {accept_src, &f};
     size_t i, j, n = 0;
     uint32_t nh = 0;
@@ -523,9 +548,12 @@ static enum mt_status dense_lists(struct mt_index *idx,
     if (!hits || !all)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
-        f.srcs = idx->segs[i].srcs;
-        st = mt_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want,
-                            p->ef, sid >= 0 ? &vf : NULL, hits, &nh);
+        if (!seg_filter(idx, i, meta, &f))
+            continue;
+        st =
+            mt_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want, p->ef,
+                           sid >= 0 || meta ? &vf : NULL,
+                           meta ? idx->filter.count[i] : UINT32_MAX, hits, &nh);
         for (j = 0; st == MT_OK && j < nh; j++) {
             all[n].key = idx->segs[i].cids[hits[j].id];
             all[n++].score = hits[j].score;
@@ -579,8 +607,9 @@ fuse(struct mt_index *idx, const struct mt_search_params *p,
 
 static enum mt_status candidates(struct mt_index *idx, const char *query,
                                  const struct mt_search_params *p, int64_t sid,
-                                 struct result *r, struct mt_scored **c,
-                                 size_t *nc, struct mt_error *err)
+                                 int meta, struct result *r,
+                                 struct mt_scored **c, size_t *nc,
+                                 struct mt_error *err)
 {
     struct mt_str *terms = NULL;
     struct mt_scored *lex = NULL, *sem = NULL;
@@ -591,9 +620,10 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
         st = analyse(idx, query, &terms, &nq, err);
     r->pub.query_terms = (uint32_t)nq;
     if (st == MT_OK && nq > 0)
-        st = bm25_lists(idx, terms, nq, p, sid, depth(p), &lex, &nlex, err);
+        st = bm25_lists(idx, terms, nq, p, sid, meta, depth(p), &lex, &nlex,
+                        err);
     if (st == MT_OK && p->mode != MT_SEARCH_BM25)
-        st = dense_lists(idx, p, sid, depth(p), &sem, &nsem, err);
+        st = dense_lists(idx, p, sid, meta, depth(p), &sem, &nsem, err);
     if (st != MT_OK || p->mode != MT_SEARCH_HYBRID) {
         *c = p->mode == MT_SEARCH_DENSE ? sem : lex;
         *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;
@@ -609,6 +639,7 @@ static enum mt_status run_search(struct mt_index *idx, const char *query,
     struct mt_scored *cands = NULL;
     size_t nc = 0;
     int64_t sid = -1;
+    int meta = 0;
     enum mt_status st = check_params(p, err);
 
     if (st == MT_OK)
@@ -616,7 +647,12 @@ static enum mt_status run_search(struct mt_index *idx, const char *query,
     if (st == MT_OK)
         st = source_id(idx, p->source, &sid, err);
     if (st == MT_OK)
-        st = candidates(idx, query, p, sid, r, &cands, &nc, err);
+        st = mtx_meta_filter_get(&idx->filter, idx->store, p, idx->fsegs,
+                                 idx->nsegs, &meta, err);
+    if (st == MT_OK && meta && idx->filter.total == 0)
+        return MT_OK; /* nothing matches: no hits */
+    if (st == MT_OK)
+        st = candidates(idx, query, p, sid, meta, r, &cands, &nc, err);
     if (st == MT_OK && nc > 0)
         st = fill_hits(idx, r, cands, nc, query, p, err);
     return st;

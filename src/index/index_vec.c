@@ -157,9 +157,13 @@ uint32_t mt_vseg_count(const struct mt_vseg *v)
 enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
                               uint32_t k, uint32_t ef,
                               const struct mt_vec_filter *filter,
-                              struct mt_vec_hit *hits, uint32_t *n)
+                              uint32_t accepted, struct mt_vec_hit *hits,
+                              uint32_t *n)
 {
     *n = 0;
+    if (v->h && filter && accepted < mt_hnsw_count(v->h) / 10)
+        return mt_vecset_search_flat(mt_hnsw_vecset(v->h), q, k, filter, hits,
+                                     n);
     if (v->h)
         return mt_hnsw_search(v->h, q, k, ef, filter, hits, n);
     if (v->vs)

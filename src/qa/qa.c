@@ -29,13 +29,14 @@ void mt_qa_default_params(struct mt_qa_params *p)
     p->seed = 42;
     p->doc_chars = 4000;
     p->max_question_bytes = 8192;
+    p->search_mode = -1;
 }
 
 /* ==== Handle ==== */
 
 static enum mt_status copy_params(struct mt_qa *q, const struct mt_qa_params *p)
 {
-    const char **f[9];
+    const char **f[12];
     size_t i;
 
     q->p = *p;
@@ -48,7 +49,10 @@ static enum mt_status copy_params(struct mt_qa *q, const struct mt_qa_params *p)
     f[6] = &q->p.source;
     f[7] = &q->p.label_format;
     f[8] = &q->p.llm.cache_path;
-    for (i = 0; i < 9; i++) {
+    f[9] = &q->p.author;
+    f[10] = &q->p.journal;
+    f[11] = &q->p.pub_type;
+    for (i = 0; i < 12; i++) {
         if (!*f[i])
             continue;
         q->strs[i] = mt_strdup(*f[i]);
@@ -185,7 +189,7 @@ void mt_qa_close(struct mt_qa *q)
     mt_prompts_free(q->prompts);
     mt_free(q->label_pre);
     mt_free(q->label_suf);
-    for (i = 0; i < 9; i++)
+    for (i = 0; i < 12; i++)
         mt_free(q->strs[i]);
     mt_free(q);
 }

@@ -179,6 +179,10 @@ void mt_qa_ask_default_params(const struct mt_qa *q,
     ap->source = q->p.source;
     ap->year_from = q->p.year_from;
     ap->year_to = q->p.year_to;
+    ap->author = q->p.author;
+    ap->journal = q->p.journal;
+    ap->pub_type = q->p.pub_type;
+    ap->search_mode = q->p.search_mode;
     ap->on_claim = q->p.on_claim;
     ap->on_claim_user = q->p.on_claim_user;
     ap->cancelled = q->p.cancelled;
@@ -203,6 +207,10 @@ static enum mt_status run_params(struct qa_run *r,
     r->p.source = ap->source;
     r->p.year_from = ap->year_from;
     r->p.year_to = ap->year_to;
+    r->p.author = ap->author;
+    r->p.journal = ap->journal;
+    r->p.pub_type = ap->pub_type;
+    r->p.search_mode = ap->search_mode;
     r->p.on_claim = ap->on_claim;
     r->p.on_claim_user = ap->on_claim_user;
     r->p.cancelled = ap->cancelled;

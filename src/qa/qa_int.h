@@ -23,7 +23,7 @@ struct mt_retriever;
 
 struct mt_qa {
     struct mt_qa_params p; /* strings point at the copies below */
-    char *strs[9];
+    char *strs[12];
     struct mt_llm *answer_llm;
     struct mt_llm *judge_llm; /* may equal answer_llm */
     int judge_owned;
@@ -62,10 +62,6 @@ char *mt_qa_keep(struct qa_run *r, const char *s, size_t n);
  * r->res->search with the mode used. */
 enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
                               struct mt_error *err);
-
-/* Year of a metadata JSON object's "year" (number or numeric string);
- * 0 when absent or not a year. */
-int32_t mt_qa_meta_year(const char *metadata);
 
 /* ==== Claims (qa_claims.c) ==== */
 

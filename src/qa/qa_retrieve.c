@@ -1,9 +1,11 @@
 /* Retrieval for question answering, through the answerer's retriever:
  * hybrid search (VerifAI: each list over its top score, 0.7 lexical + 0.3
  * semantic, chunk scores summed per document), BM25 when the index has no
- * vectors, the source and year filters, whole documents, and reranking
- * of the documents. */
+ * vectors, the source, year, author, journal and publication-type
+ * filters (inside the search), whole documents, and reranking of the
+ * documents. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,39 +17,7 @@
 #include "text/utf8.h"
 #include "medtrust/retrieve.h"
 
-#define FETCH_MAX 5000 /* documents fetched when filtering by year */
-
 /* ==== Documents ==== */
-
-int32_t mt_qa_meta_year(const char *metadata)
-{
-    json_t *o = metadata ? json_loads(metadata, 0, NULL) : NULL;
-    json_t *y = json_object_get(o, "year");
-    long v = 0;
-
-    if (json_is_integer(y))
-        v = (long)json_integer_value(y);
-    else if (json_is_string(y))
-        v = strtol(json_string_value(y), NULL, 10);
-    json_decref(o);
-    return v > 0 && v < 100000 ? (int32_t)v : 0;
-}
-
-static int year_ok(const struct mt_qa_params *p, struct mt_retriever *ret,
-                   int64_t chunk)
-{
-    char *meta = NULL;
-    int32_t y;
-
-    if (!p->year_from && !p->year_to)
-        return 1;
-    if (mt_retriever_metadata(ret, chunk, &meta, NULL) != MT_OK)
-        return 0;
-    y = mt_qa_meta_year(meta);
-    mt_free(meta);
-    return y && (!p->year_from || y >= p->year_from) &&
-           (!p->year_to || y <= p->year_to);
-}
 
 /* The document's link, as VerifAI links PubMed: its own "url" metadata
  * when it has one, else PubMed's page when the id is a PMID (digits). */
@@ -103,10 +73,23 @@ static enum mt_status add_doc(struct qa_run *r, const struct mt_search_hit *h)
 
 /* ==== Search ==== */
 
-/* Hybrid when the index's vectors suit the embedder (the retriever embeds
- * the question), else BM25 with a note. */
-static enum mt_status search_mode(struct qa_run *r, struct mt_search_params *sp)
+/* The mode asked for, or hybrid when the index's vectors suit the
+ * embedder (the retriever embeds the question), else BM25 with a note. */
+static enum mt_status search_mode(struct qa_run *r, struct mt_search_params *sp,
+                                  struct mt_error *err)
 {
+    int m = r->p.search_mode;
+
+    if (m >= 0 && m != MT_SEARCH_BM25 && !r->q->index_vectors)
+        return mt_fail(err, MT_EUNSUPPORTED,
+                       "ask: %s search needs the index's vectors for the "
+                       "embedder; build them with 'medtrust index "
+                       "--embedder use-lite', or search bm25",
+                       mt_search_mode_str((enum mt_search_mode)m));
+    if (m >= 0) {
+        sp->mode = (enum mt_search_mode)m;
+        return MT_OK;
+    }
     sp->mode = r->q->index_vectors ? MT_SEARCH_HYBRID : MT_SEARCH_BM25;
     if (r->q->index_vectors)
         return MT_OK;
@@ -115,20 +98,42 @@ static enum mt_status search_mode(struct qa_run *r, struct mt_search_params *sp)
                          "index --embedder use-lite')");
 }
 
-static void search_params(const struct mt_qa_params *p,
-                          struct mt_search_params *sp, uint32_t want)
+/* The metadata filters as conditions of the search itself, so the first
+ * stage looks only at matching documents (no top k cut short by a
+ * post-filter). Returns how many of c it set (at most 4). */
+static size_t meta_conds(const struct mt_qa_params *p, struct mt_meta_cond *c)
 {
-    uint32_t fetch = want;
+    const char *keys[3] = {"authors", "journal", "publication_types"};
+    const char *vals[3] = {p->author, p->journal, p->pub_type};
+    size_t i, n = 0;
 
-    if (p->year_from || p->year_to) /* over-fetch, then filter */
-        fetch = want * 10 + 50 < FETCH_MAX ? want * 10 + 50 : FETCH_MAX;
+    for (i = 0; i < 3; i++)
+        if (vals[i] && *vals[i]) {
+            c[n].key = keys[i];
+            c[n++].text = vals[i];
+        }
+    if (p->year_from || p->year_to) {
+        c[n].key = "year";
+        c[n].text = NULL;
+        c[n].min = p->year_from ? p->year_from : -HUGE_VAL;
+        c[n++].max = p->year_to ? p->year_to : HUGE_VAL;
+    }
+    return n;
+}
+
+static void search_params(const struct mt_qa_params *p,
+                          struct mt_search_params *sp, uint32_t want,
+                          const struct mt_meta_cond *c, size_t nc)
+{
     mt_search_default_params(sp);
-    sp->k = fetch;
-    sp->retrieve_k = fetch * 4 > sp->retrieve_k ? fetch * 4 : sp->retrieve_k;
+    sp->k = want;
+    sp->retrieve_k = want * 4 > sp->retrieve_k ? want * 4 : sp->retrieve_k;
     sp->doc_sum = 1;
     sp->w_lex = p->w_lex;
     sp->w_sem = p->w_sem;
     sp->source = p->source;
+    sp->meta = c;
+    sp->nmeta = nc;
 }
 
 static int doc_cmp(const void *a, const void *b)
@@ -171,8 +176,7 @@ collect(struct qa_run *r, const struct mt_search_result *hits, uint32_t want)
     if (!r->res->docs)
         return MT_ENOMEM;
     for (i = 0; st == MT_OK && i < hits->n && r->res->ndocs < want; i++)
-        if (year_ok(&r->p, r->q->ret, hits->hits[i].chunk_id))
-            st = add_doc(r, &hits->hits[i]);
+        st = add_doc(r, &hits->hits[i]);
     return st;
 }
 
@@ -184,11 +188,13 @@ enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
     uint32_t want = rr && p->rerank_depth > p->k ? p->rerank_depth : p->k;
     struct mt_search_params sp;
     struct mt_search_result *hits = NULL;
+    struct mt_meta_cond c[4];
     enum mt_status st;
 
-    search_params(p, &sp, want);
-    st = search_mode(r, &sp);
-    r->res->search = sp.mode == MT_SEARCH_HYBRID ? "hybrid" : "bm25";
+    memset(c, 0, sizeof c);
+    search_params(p, &sp, want, c, meta_conds(p, c));
+    st = search_mode(r, &sp, err);
+    r->res->search = mt_search_mode_str(sp.mode);
     if (st == MT_OK)
         st = mt_retriever_search(r->q->ret, question, &sp, &hits, err);
     if (st == MT_OK && collect(r, hits, want) != MT_OK)

@@ -22,6 +22,7 @@ struct mt_store {
     sqlite3_stmt *st_del_chunks;
     sqlite3_stmt *st_ins_chunk;
     sqlite3_stmt *st_chunk_get; /* for mt_store_chunk_get */
+    int number_fn;              /* mt_number() registered (meta_filter.c) */
 };
 
 /* Finalizes the cached statements (safe when none were prepared). */

@@ -95,12 +95,19 @@ else
     not_ok "ask year filter" "$(head -c 400 "$TMP/y.json")" "$(tail -3 "$TMP/err")"
 fi
 
+if ! "$MT" ask --db "$TMP/db" --llm "$MAIN" --search-mode hybrid "$Q" \
+    >/dev/null 2>"$TMP/err" && grep -q "needs the index's vectors" "$TMP/err"; then
+    ok "ask --search-mode hybrid without vectors fails and says why"
+else
+    not_ok "ask --search-mode hybrid without vectors" "$(cat "$TMP/err")"
+fi
+
 # ---- hybrid over a handful of documents written here ----
 cat >"$TMP/docs.jsonl" <<'EOF'
-{"id": "D1", "title": "Aspirin after myocardial infarction", "text": "Aspirin reduces the risk of recurrent myocardial infarction. Low-dose aspirin is given daily after a heart attack.", "year": 2010}
-{"id": "D2", "title": "Statins and cholesterol", "text": "Statins lower LDL cholesterol and reduce cardiovascular events. Muscle pain is a common side effect of statins.", "year": 2015}
-{"id": "D3", "title": "Metformin in type 2 diabetes", "text": "Metformin is the first-line drug for type 2 diabetes. It lowers hepatic glucose production.", "year": 2018}
-{"id": "D4", "title": "Influenza vaccination", "text": "Annual influenza vaccination reduces hospital admissions among older adults.", "year": 2020}
+{"id": "D1", "title": "Aspirin after myocardial infarction", "text": "Aspirin reduces the risk of recurrent myocardial infarction. Low-dose aspirin is given daily after a heart attack.", "year": 2010, "authors": ["A Ng", "Z Kim"], "journal": "The Lancet", "publication_types": ["Randomized Controlled Trial"]}
+{"id": "D2", "title": "Statins and cholesterol", "text": "Statins lower LDL cholesterol and reduce cardiovascular events. Muscle pain is a common side effect of statins.", "year": 2015, "authors": ["B Ng", "Z Kim"], "journal": "BMJ", "publication_types": ["Review"]}
+{"id": "D3", "title": "Metformin in type 2 diabetes", "text": "Metformin is the first-line drug for type 2 diabetes. It lowers hepatic glucose production.", "year": 2018, "authors": ["C Ng", "Z Kim"], "journal": "The Lancet", "publication_types": ["Review"]}
+{"id": "D4", "title": "Influenza vaccination", "text": "Annual influenza vaccination reduces hospital admissions among older adults.", "year": 2020, "authors": ["D Roe", "Z Kim"], "journal": "BMJ", "publication_types": ["Randomized Controlled Trial"]}
 EOF
 if "$MT" index --db "$TMP/hdb" --input "$TMP/docs.jsonl" --embedder use-lite \
     --no-progress >/dev/null 2>"$TMP/err"; then
@@ -120,6 +127,34 @@ PY
         ok "ask hybrid (use-lite vectors, 0.7/0.3) with a custom label format"
     else
         not_ok "ask hybrid" "$(head -c 600 "$TMP/h.json")" "$(tail -3 "$TMP/err")"
+    fi
+    # author, journal and publication type (PubMed's metadata), inside
+    # the dense search: only matching documents, as many as there are
+    "$MT" ask --db "$TMP/hdb" --llm "$MAIN" -k 3 --search-mode dense \
+        --author " ng" --journal lancet --json \
+        "Does aspirin prevent another heart attack?" >"$TMP/f.json" 2>"$TMP/err"
+    if py "$TMP/f.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["search"] == "dense", r["search"]
+assert sorted(d["doc_id"] for d in r["documents"]) == ["D1", "D3"], r
+PY
+        ok "ask --search-mode dense --author --journal: the matching documents"
+    else
+        not_ok "ask metadata filters" "$(head -c 600 "$TMP/f.json")" "$(tail -3 "$TMP/err")"
+    fi
+    "$MT" ask --db "$TMP/hdb" --llm "$MAIN" -k 3 --pub-type "randomized" \
+        --search-mode bm25 --json "Does aspirin or the flu vaccine help?" \
+        >"$TMP/t.json" 2>"$TMP/err"
+    if py "$TMP/t.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["search"] == "bm25", r["search"]
+assert sorted(d["doc_id"] for d in r["documents"]) == ["D1", "D4"], r
+PY
+        ok "ask --pub-type over BM25 on an index that has vectors"
+    else
+        not_ok "ask --pub-type" "$(head -c 600 "$TMP/t.json")" "$(tail -3 "$TMP/err")"
     fi
 else
     not_ok "index with use-lite vectors" "$(tail -3 "$TMP/err")" \

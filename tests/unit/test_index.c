@@ -448,6 +448,155 @@ static void test_index_metadata_filter_keeps_range(void **state)
     mt_index_close(idx);
 }
 
+/* 400 documents by "Smith" that say "aspirin" three times and 3 by
+ * "Jane Doe" (in The Lancet, a trial) that say it once, so the filtered
+ * documents rank below every other: a first stage cut at its usual depth
+ * and post-filtered would come back short. Each text ends with its
+ * number, which the test embedder turns into the vector's angle. */
+static void seed_authors(struct mt_store *s)
+{
+    char id[32], text[128], meta[160];
+    int64_t sid = 0;
+    int i;
+
+    CHECK_OK(mt_store_source(s, "pm", &sid, NULL));
+    for (i = 0; i < 403; i++) {
+        struct mt_doc d = {id, "Trial", text, 0, meta};
+        int doe = i >= 400;
+        snprintf(id, sizeof id, "%s%d", doe ? "doe" : "smith", i);
+        snprintf(text, sizeof text, "%s outcome %d",
+                 doe ? "aspirin" : "aspirin aspirin aspirin", i);
+        snprintf(meta, sizeof meta,
+                 "{\"authors\":[\"A Smith\",\"%s\"],\"journal\":\"%s\","
+                 "\"publication_types\":[\"%s\"],\"year\":\"%d\"}",
+                 doe ? "Jane Doe" : "Bo Li", doe ? "The Lancet" : "BMJ",
+                 doe ? "Randomized Controlled Trial" : "Review",
+                 doe ? 2020 : 2000);
+        d.text_len = strlen(text);
+        CHECK_OK(mt_store_put(s, sid, &d, NULL, NULL));
+    }
+}
+
+/* 8 dimensions: document n points at angle n / 300 from the query's
+ * axis, so the Doe documents (400..402) are the farthest. */
+static enum mt_status angle_embed(void *user, const char *const *texts,
+                                  const size_t *lens, size_t n, float *out,
+                                  struct mt_error *err)
+{
+    size_t i, j;
+
+    (void)user;
+    (void)err;
+    for (i = 0; i < n; i++) {
+        char buf[256];
+        const char *sp;
+        double a;
+        snprintf(buf, sizeof buf, "%.*s", (int)lens[i], texts[i]);
+        sp = strrchr(buf, ' ');
+        a = sp ? atof(sp + 1) / 300.0 : 0.0;
+        for (j = 0; j < 8; j++)
+            out[i * 8 + j] = 0.0f;
+        out[i * 8] = (float)cos(a);
+        out[i * 8 + 1] = (float)sin(a);
+    }
+    return MT_OK;
+}
+
+static void build_authors(const char *dir)
+{
+    struct mt_store *s = NULL;
+    struct mt_index_build_params bp;
+
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed_authors(s);
+    mt_index_default_build_params(&bp);
+    bp.embedder = "angle";
+    bp.dims = 8;
+    bp.embed = angle_embed;
+    bp.hnsw_min = 50; /* a graph, so the selective filter goes exact */
+    CHECK_OK(mt_index_build(s, &bp, NULL, NULL));
+    mt_store_close(s);
+}
+
+static int all_doe(const struct mt_search_result *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (strncmp(r->hits[i].doc_id, "doe", 3) != 0)
+            return 0;
+    return 1;
+}
+
+static void search_meta(struct mt_index *idx, enum mt_search_mode mode,
+                        const struct mt_meta_cond *c, size_t n, size_t want)
+{
+    static const float q[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+
+    mt_search_default_params(&p);
+    p.mode = mode;
+    p.k = 3;
+    p.meta = c;
+    p.nmeta = n;
+    p.query_vec = q;
+    p.query_dims = 8;
+    CHECK_OK(mt_index_search(idx, "aspirin", &p, &r, NULL));
+    CHECK(r->n == want);
+    CHECK(all_doe(r));
+    mt_search_result_free(r);
+}
+
+static void test_index_metadata_filters_search_inside_first_stage(void **s)
+{
+    char dir[128];
+    struct mt_index *idx = NULL;
+    struct mt_meta_cond author = {"authors", "jane DOE", 0, 0};
+    struct mt_meta_cond both[3] = {{"journal", "lancet", 0, 0},
+                                   {"publication_types", "randomized", 0, 0},
+                                   {"year", NULL, 2019, 2021}};
+    struct mt_meta_cond none[2] = {{"journal", "lancet", 0, 0},
+                                   {"authors", "Bo Li", 0, 0}};
+    (void)s;
+    store_path(dir, sizeof dir, "authors");
+    build_authors(dir);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    /* all three come back in every mode, though 400 others rank higher */
+    search_meta(idx, MT_SEARCH_BM25, &author, 1, 3);
+    search_meta(idx, MT_SEARCH_DENSE, &author, 1, 3);
+    search_meta(idx, MT_SEARCH_HYBRID, &author, 1, 3);
+    search_meta(idx, MT_SEARCH_BM25, both, 3, 3); /* conditions AND */
+    search_meta(idx, MT_SEARCH_HYBRID, both, 3, 3);
+    search_meta(idx, MT_SEARCH_HYBRID, none, 2, 0);
+    search_meta(idx, MT_SEARCH_BM25, &author, 1, 3); /* the kept filter */
+    mt_index_close(idx);
+}
+
+static void test_index_metadata_filter_refuses_bad_key(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    struct mt_meta_cond bad = {"a'b", "x", 0, 0};
+    struct mt_error err;
+    (void)state;
+    store_path(dir, sizeof dir, "badkey");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    put_meta(s, "x", "{\"journal\":\"BMJ\"}");
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.meta = &bad;
+    p.nmeta = 1;
+    CHECK(mt_index_search(idx, "aspirin", &p, &r, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "a'b") != NULL);
+    mt_index_close(idx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +612,8 @@ int main(void)
         cmocka_unit_test(test_index_survives_every_allocation_failure),
         cmocka_unit_test(test_index_rerank_stage_reorders_top_r),
         cmocka_unit_test(test_index_metadata_filter_keeps_range),
+        cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
+        cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
     };
     return cmocka_run_group_tests_name("index", tests, setup, teardown);
 }

@@ -380,16 +380,11 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     mt_qa_close(q);
 }
 
-static void test_year_metadata_and_chunk_overlap(void **state)
+static void test_chunk_overlap_is_joined(void **state)
 {
     struct mt_buf b = MT_BUF_INIT(256);
 
     (void)state;
-    CHECK(mt_qa_meta_year("{\"year\":2011}") == 2011);
-    CHECK(mt_qa_meta_year("{\"year\":\"1999\"}") == 1999);
-    CHECK(mt_qa_meta_year("{\"mesh\":[]}") == 0);
-    CHECK(mt_qa_meta_year("not json") == 0);
-    CHECK(mt_qa_meta_year(NULL) == 0);
     CHECK_OK(mt_buf_append_str(&b, "one two three"));
     CHECK_OK(mtx_retrieve_join_overlap(&b, "two three four", 14));
     CHECK(strcmp(b.data, "one two three four") == 0);
@@ -430,7 +425,7 @@ int main(void)
         cmocka_unit_test(test_bad_questions_are_refused),
         cmocka_unit_test(test_no_hits_answers_honestly_without_a_model),
         cmocka_unit_test(test_unretrieved_citation_is_never_classified),
-        cmocka_unit_test(test_year_metadata_and_chunk_overlap),
+        cmocka_unit_test(test_chunk_overlap_is_joined),
         cmocka_unit_test(test_open_refuses_bad_params),
     };
 
