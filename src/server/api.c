@@ -190,8 +190,11 @@ const struct srv_field mt_srv_search_fields[] = {
 const size_t mt_srv_search_nfields =
     sizeof mt_srv_search_fields / sizeof mt_srv_search_fields[0];
 
-/* Reads {"query","k","mode","w_lex","w_sem","source","retrieve"}. */
+/* Reads {"query","k","mode","w_lex","w_sem","source","retrieve",
+ * "author","journal","publication_type"}; the filters go into m, which
+ * p->meta then points into (c). */
 static int search_params(json_t *o, struct mt_search_params *p, const char **q,
+                         struct srv_meta *m, struct mt_meta_cond *c,
                          struct srv_resp *rs)
 {
     const char *mode = json_string_value(json_object_get(o, "mode"));
@@ -218,6 +221,10 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     p->w_sem = (float)ws;
     p->retrieve_k = (uint32_t)r;
     p->source = json_string_value(json_object_get(o, "source"));
+    if (mt_srv_meta_read(o, m, rs) != 0)
+        return -1;
+    p->nmeta = mt_srv_meta_conds(m, c);
+    p->meta = p->nmeta ? c : NULL;
     return 0;
 }
 
@@ -252,6 +259,8 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     struct mt_search_params p;
     struct mt_error err = {MT_OK, ""};
     struct mt_search_result *r = NULL;
+    struct srv_meta m;
+    struct mt_meta_cond c[3];
     const char *q = NULL;
     json_t *o = NULL;
     enum mt_status st;
@@ -259,7 +268,7 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     (void)id;
     mt_search_default_params(&p);
     if (mt_srv_body_json(rq, rs, &o) != 0 ||
-        search_params(o, &p, &q, rs) != 0) {
+        search_params(o, &p, &q, &m, c, rs) != 0) {
         json_decref(o);
         return;
     }

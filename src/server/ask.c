@@ -159,6 +159,10 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
     ap.source = a->key.source[0] ? a->key.source : NULL;
     ap.year_from = a->key.year_from;
     ap.year_to = a->key.year_to;
+    ap.author = a->key.meta.author[0] ? a->key.meta.author : NULL;
+    ap.journal = a->key.meta.journal[0] ? a->key.meta.journal : NULL;
+    ap.pub_type = a->key.meta.pub_type[0] ? a->key.meta.pub_type : NULL;
+    ap.search_mode = a->key.mode;
     ap.on_claim = on_claim;
     ap.on_claim_user = a->s;
     ap.cancelled = cancelled;
@@ -192,6 +196,40 @@ const struct srv_field mt_srv_ask_fields[] = {
 };
 const size_t mt_srv_ask_nfields =
     sizeof mt_srv_ask_fields / sizeof mt_srv_ask_fields[0];
+
+/* "search_mode": one of the modes the index serves now (GET /v1/limits'
+ * ask.modes), else 400; absent = as the index allows. */
+static int read_mode(struct mt_server *s, json_t *o, int *mode,
+                     struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, "search_mode");
+    json_t *ok = NULL;
+    enum mt_search_mode m;
+    size_t i;
+
+    *mode = -1;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) ||
+        mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
+        mt_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
+        return -1;
+    }
+    ok = mt_srv_modes_json(s);
+    for (i = 0; i < json_array_size(ok); i++)
+        if (strcmp(json_string_value(json_array_get(ok, i)),
+                   json_string_value(v)) == 0)
+            *mode = (int)m;
+    json_decref(ok);
+    if (*mode >= 0)
+        return 0;
+    mt_srv_error(rs, 400,
+                 "\"search_mode\" %s needs the index's vectors, and it has "
+                 "none for its embedder: search bm25, or build them with "
+                 "'medtrust index --embedder use-lite'",
+                 json_string_value(v));
+    return -1;
+}
 
 /* Reads "k", "w_lex", "w_sem", "source", "year_from" and "year_to". */
 static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
@@ -231,7 +269,8 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads {"question","k","source","year_from","year_to"}. */
+/* Reads {"question","k","w_lex","w_sem","source","year_from","year_to",
+ * "author","journal","publication_type","search_mode"}. */
 static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
                                  struct srv_resp *rs)
 {
@@ -250,6 +289,8 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
                      "bytes",
                      SRV_QUESTION_MAX);
     else if (read_key(o, &key, rs) == 0 &&
+             mt_srv_meta_read(o, &key.meta, rs) == 0 &&
+             read_mode(s, o, &key.mode, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;
         a->key = key;

@@ -111,12 +111,34 @@ struct srv_log {
 #define SRV_QUESTION_MAX ((size_t)8 << 10) /* the answerer's own limit */
 #define SRV_NOTE_MAX ((size_t)256 << 10)   /* the checker's own limit */
 
+#define SRV_FILTER_MAX 256 /* bytes of an author/journal filter, NUL too */
+
+/* The metadata filters of a search or question: "author", "journal" and
+ * "publication_type" ("" = none), matched inside the search
+ * (mt_meta_cond on "authors", "journal", "publication_types"). */
+struct srv_meta {
+    char author[SRV_FILTER_MAX];
+    char journal[SRV_FILTER_MAX];
+    char pub_type[SRV_FILTER_MAX];
+};
+
+/* Reads the three members of o into m; returns 0, or -1 after a 400. */
+int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs);
+/* The filters that are set as conditions in c (room for 3); returns how
+ * many. The strings stay m's. */
+size_t mt_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c);
+/* The search modes the index serves now: ["bm25"], plus "dense" and
+ * "hybrid" when it holds vectors for its embedder. */
+json_t *mt_srv_modes_json(struct mt_server *s);
+
 /* The settings of one POST /v1/ask (mt_qa_ask_params). */
 struct srv_qa_key {
     uint32_t k;
     float w_lex, w_sem;          /* hybrid weights of BM25 and vectors */
     int32_t year_from, year_to;  /* 0 = open end */
     char source[SRV_SOURCE_MAX]; /* "" = every source */
+    struct srv_meta meta;
+    int mode; /* -1 = as the index allows, or an mt_search_mode */
 };
 
 /* ==== The server ==== */

@@ -69,6 +69,57 @@ json_t *mt_srv_fields_json(const struct srv_field *f, size_t n)
     return o;
 }
 
+/* ==== Metadata filters ==== */
+
+static int meta_one(json_t *o, const char *name, char *out, struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, name);
+
+    out[0] = '\0';
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) >= SRV_FILTER_MAX ||
+        memchr(json_string_value(v), '\0', json_string_length(v))) {
+        mt_srv_error(rs, 400, "\"%s\" must be a string of at most %d bytes",
+                     name, SRV_FILTER_MAX - 1);
+        return -1;
+    }
+    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
+int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
+{
+    if (meta_one(o, "author", m->author, rs) ||
+        meta_one(o, "journal", m->journal, rs) ||
+        meta_one(o, "publication_type", m->pub_type, rs))
+        return -1;
+    return 0;
+}
+
+size_t mt_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c)
+{
+    const char *keys[3] = {"authors", "journal", "publication_types"};
+    const char *vals[3] = {m->author, m->journal, m->pub_type};
+    size_t i, n = 0;
+
+    for (i = 0; i < 3; i++)
+        if (vals[i][0]) {
+            memset(&c[n], 0, sizeof c[n]);
+            c[n].key = keys[i];
+            c[n++].text = vals[i];
+        }
+    return n;
+}
+
+json_t *mt_srv_modes_json(struct mt_server *s)
+{
+    if (mt_retriever_check(s->ret, NULL) == MT_OK &&
+        mt_retriever_has_vectors(s->ret))
+        return json_pack("[sss]", "bm25", "dense", "hybrid");
+    return json_pack("[s]", "bm25");
+}
+
 /* ==== GET /v1/limits ==== */
 
 static json_t *jobs_json(const struct mt_server *s)
@@ -86,16 +137,18 @@ void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     mt_srv_json(
         rs, 200,
         json_pack(
-            "{s:I,s:o,s:{s:o,s:I,s:[sss]},s:{s:o,s:I,s:I},"
+            "{s:I,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
             "s:{s:o,s:I,s:[sss]},s:{s:I,s:I}}",
             "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
             "search", "fields",
             mt_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
             "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
-            "hybrid", "ask", "fields",
-            mt_srv_fields_json(mt_srv_ask_fields, mt_srv_ask_nfields),
+            "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",
+            "fields", mt_srv_fields_json(mt_srv_ask_fields, mt_srv_ask_nfields),
             "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
-            (json_int_t)(SRV_SOURCE_MAX - 1), "check", "fields",
+            (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
+            (json_int_t)(SRV_FILTER_MAX - 1), "modes", mt_srv_modes_json(s),
+            "check", "fields",
             mt_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
             "note_bytes", (json_int_t)SRV_NOTE_MAX, "strategies",
             "react-reflex", "guards", "single", "batch", "notes_max",

@@ -4,7 +4,17 @@
 SERVE_PIDS=()
 trap 'for p in "${STUB_PIDS[@]}" "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
-head -150 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
+# PubMedQA has no authors or journals: give each document some, as a
+# PubMed import writes them ("authors" and "publication_types" arrays, a
+# "journal"), for the metadata filters; BM25 does not index them.
+head -150 "$DATA/pubmedqa/corpus.jsonl" | python3 -c '
+import json, sys
+for i, l in enumerate(sys.stdin):
+    d = json.loads(l)
+    d["authors"] = ["Author %d" % (i % 5), "Kim Lee"]
+    d["journal"] = "Journal %d of Medicine" % (i % 3)
+    d["publication_types"] = ["Review" if i % 2 else "Clinical Trial"]
+    print(json.dumps(d))' >"$TMP/c.jsonl"
 "$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --source pubmedqa \
     --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null

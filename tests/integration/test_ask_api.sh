@@ -150,6 +150,60 @@ PY
 else
     not_ok "ask filters" "$(head -c 400 "$TMP/filt.sse")" "$(head -c 300 "$TMP/filt.cli")"
 fi
+# Author, journal and publication type (inside the search) and the mode:
+# the CLI's result for the same filters, every document matching them.
+ask_run meta "$Q" '{"k":4,"author":"author 2","journal":"journal 1","publication_type":"review","search_mode":"bm25"}'
+"$MT" ask --db "$TMP/db" --llm "$SPEC" -k 4 --author "author 2" \
+    --journal "journal 1" --pub-type review --search-mode bm25 --json "$Q" \
+    >"$TMP/meta.cli" 2>"$TMP/err"
+if same meta "$TMP/meta.cli" >/dev/null &&
+    py "$TMP/meta.cli" "$TMP/c.jsonl" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[2])}
+assert 0 < len(r["documents"]) <= 4 and r["search"] == "bm25", r
+for d in r["documents"]:
+    m = docs[d["doc_id"]]
+    assert "Author 2" in m["authors"] and m["journal"] == "Journal 1 of Medicine"
+    assert m["publication_types"] == ["Review"], m
+PY
+    ok "author, journal, publication type and search mode give the CLI's result"
+else
+    not_ok "ask metadata filters" "$(head -c 400 "$TMP/meta.sse")" "$(head -c 300 "$TMP/meta.cli")" "$(tail -2 "$TMP/err")"
+fi
+expect "a search mode the index cannot serve is 400" 400 "${A[@]}" \
+    "$U/v1/ask" -d "$(body "$Q" '{"search_mode":"hybrid"}')"
+grep -q "needs the index's vectors" "$TMP/body" &&
+    ok "... saying it needs vectors" || not_ok "mode 400" "$(cat "$TMP/body")"
+expect "an unknown search mode is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"search_mode":"fuzzy"}')"
+expect "a journal filter over 255 bytes is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" "{\"journal\":\"$(head -c 256 /dev/zero | tr '\0' j)\"}")"
+grep -q 'journal.. must be a string of at most 255 bytes' "$TMP/body" &&
+    ok "... naming the member and its limit" || not_ok "filter 400" "$(cat "$TMP/body")"
+expect "a non-string author is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"author":7}')"
+expect "search with an author filter" 200 "${A[@]}" "$U/v1/search" \
+    -d '{"query":"cell death","k":5,"author":"AUTHOR 3"}'
+if py "$TMP/body" "$TMP/c.jsonl" <<'PY'; then
+import json, sys
+hits = json.load(open(sys.argv[1]))["hits"]
+docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[2])}
+assert len(hits) == 5, hits
+assert all("Author 3" in docs[h["doc_id"]]["authors"] for h in hits)
+PY
+    ok "/v1/search: every hit has the author asked for"
+else not_ok "/v1/search author" "$(head -c 400 "$TMP/body")"; fi
+expect "limits" 200 "${A[@]}" "$U/v1/limits"
+if py "$TMP/body" <<'PY'; then
+import json, sys
+l = json.load(open(sys.argv[1]))
+assert l["ask"]["modes"] == ["bm25"] and l["ask"]["filter_bytes"] == 255, l
+assert l["search"]["filter_bytes"] == 255
+PY
+    ok "/v1/limits: the modes the index serves and the filter limit"
+else not_ok "/v1/limits filters" "$(head -c 400 "$TMP/body")"; fi
+
 if [ "$(code "${A[@]}" "$U/v1/ask" \
     -d "$(body "$Q" '{"source":"no-such-source"}')")" = 400 ] &&
     grep -q "no source named 'no-such-source'" "$TMP/body" &&
