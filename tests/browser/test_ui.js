@@ -8,6 +8,8 @@
 // but those provoked on purpose. Prints TAP-like "ok"/"not ok" lines and
 // saves screenshots at both widths.
 // Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD MEDEC_CSV
+//        META_JSON (doc id -> the authors, journal, publication_types the
+//        store's PubMedQA documents were given)
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -15,7 +17,9 @@ const TP = path.join(__dirname, '../../third_party/browser/node_modules');
 const pw = require(path.join(TP, 'playwright-core'));
 const AXE = fs.readFileSync(path.join(TP, 'axe-core/axe.min.js'), 'utf8');
 
-const [base, shots, profile, adminPw, medecCsv] = process.argv.slice(2);
+const [base, shots, profile, adminPw, medecCsv, metaJson] =
+    process.argv.slice(2);
+const META = JSON.parse(fs.readFileSync(metaJson, 'utf8'));
 let failed = 0;
 function check(name, cond, detail) {
   if (cond) {
@@ -269,8 +273,41 @@ async function search(page) {
       w === '40', 'value=' + w);
   check('the source filter keeps medquad hits only', src.length > 0 &&
       src.every((s) => s === 'medquad'), src.join(','));
+  await searchFilters(page);
   await audit(page, 'search', 'Search with results');
   await a11y(page, 'Search');
+}
+
+// Author, journal and publication type on the Search page: every hit is
+// a document with that metadata (the store's, META), and the inputs take
+// the server's byte limit.
+async function searchFilters(page) {
+  await page.selectOption('#search-source', '');
+  await page.fill('#search-q', 'patients with disease');
+  await page.fill('#search-author', 'even author');
+  await page.fill('#search-journal', 'journal 1');
+  const req = page.waitForRequest((r) => r.url().endsWith('/v1/search'));
+  await page.click('#search-btn');
+  const sent = (await req).postDataJSON();
+  await page.waitForFunction(() => /hits \(/.test(
+      document.getElementById('search-status').textContent));
+  const ids = await page.$$eval('#search-hits .hit-meta', (m) =>
+    m.map((x) => x.textContent.split(' · ')[1]));
+  const bad = ids.filter((id) => !META[id] ||
+      !META[id].authors.includes('Even Author') ||
+      META[id].journal !== 'Journal 1 of Medicine');
+  check('search by author and journal shows only their documents',
+      sent.author === 'even author' && sent.journal === 'journal 1' &&
+      ids.length > 0 && bad.length === 0, JSON.stringify(sent) + ' ' +
+      ids.join(',') + ' bad=' + bad.join(','));
+  const lim = await page.evaluate(() => [
+    document.getElementById('search-author').maxLength,
+    document.getElementById('search-meta-hint').textContent]);
+  check('the filter inputs take the server\'s limit and say it',
+      lim[0] === 255 && lim[1].includes('At most 255 bytes'), lim.join(' | '));
+  await page.fill('#search-q', 'gout treatment');
+  await page.fill('#search-author', '');
+  await page.fill('#search-journal', '');
 }
 
 const NOTE = 'A 62-year-old man has crushing chest pain.\n' +
@@ -412,12 +449,28 @@ async function askFilters(page) {
   check('the ask panel shows the server\'s limits and the weights',
       k === '100 | 1 to 100, default 10. | Lexical (BM25) 70% · semantic ' +
       '(vectors) 30%', k);
+  const modes = await page.$$eval('#ask-mode option', (o) =>
+    o.map((x) => x.value).join(','));
+  check('the ask panel offers the search modes the index serves',
+      modes === ',bm25,dense,hybrid' &&
+      (await page.textContent('#ask-mode-lim')).includes('bm25, dense, hybrid'),
+      modes);
   await page.fill('#ask-q', 'Is aspirin useful?');
   await page.fill('#ask-year-from', '2015');
   await page.fill('#ask-year-to', '2010');
+  await page.fill('#ask-author', 'Even Author');
+  await page.fill('#ask-journal', 'Journal 2');
+  await page.fill('#ask-pubtype', 'review');
+  await page.selectOption('#ask-mode', 'dense');
   expected.push({path: '/v1/ask', status: 400});
   const bad = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
+  const breq = page.waitForRequest((r) => r.url().endsWith('/v1/ask'));
   await page.click('#ask-btn');
+  const bsent = (await breq).postDataJSON();
+  check('the ask request carries author, journal, type and search mode',
+      bsent.author === 'Even Author' && bsent.journal === 'Journal 2' &&
+      bsent.publication_type === 'review' && bsent.search_mode === 'dense',
+      JSON.stringify(bsent));
   const br = await bad;
   await page.waitForFunction(() =>
     document.getElementById('ask-msg').textContent.length > 0);
@@ -428,6 +481,10 @@ async function askFilters(page) {
   await audit(page, 'ask_error', 'Ask with an error shown');
   await page.fill('#ask-year-from', '');
   await page.fill('#ask-year-to', '');
+  for (const id of ['#ask-author', '#ask-journal', '#ask-pubtype']) {
+    await page.fill(id, '');
+  }
+  await page.selectOption('#ask-mode', '');
 }
 
 async function ask(page) {
@@ -441,15 +498,21 @@ async function ask(page) {
   // verified claim and the answer appear (a step shown only with the
   // answer, from the result, reads "step+answer"), and how much of the
   // answer had streamed when the first claim came.
+  // A claim marked in the streamed text arrives with its step ("mark").
   await recordOrder(page, 'ask-result', [
     ['token', '#ask-stream:not(:empty)'], ['step', '#ask-steps > li'],
-    ['answer', '#ask-answer']]);
+    ['mark', '#ask-stream .claim'], ['answer', '#ask-answer']]);
   await page.evaluate(() => {
+    window.marks = [];
     new MutationObserver(() => {
       const s = document.getElementById('ask-stream');
       if (s && window.streamed === undefined &&
           document.querySelector('#ask-steps > li')) {
         window.streamed = s.textContent;
+      }
+      if (s) {
+        window.marks = [...s.querySelectorAll('.claim')].map((c) =>
+          [c.dataset.label, c.textContent]);
       }
     }).observe(document.getElementById('ask-result'),
         {childList: true, subtree: true, characterData: true});
@@ -464,7 +527,8 @@ async function ask(page) {
   await page.waitForSelector('#ask-answer .claim', {timeout: 60000});
   const order = await page.evaluate(() => window.order);
   check('streamed tokens arrive before the run ends, then verified ' +
-      'claims, then the answer', order.join(',') === 'token,step,answer',
+      'claims, each marked in the streamed text as it comes, then the ' +
+      'answer', order.join(',') === 'token,step+mark,answer',
   order.join(','));
   const streamed = await page.evaluate(() => window.streamed || '');
   const answer = (await page.evaluate(() => fetch('/v1/runs?limit=1')
@@ -481,6 +545,21 @@ async function ask(page) {
       steps === labels.length &&
       labels.every(([l, bg]) => l && bg !== 'rgba(0, 0, 0, 0)'),
   JSON.stringify(labels) + ' steps=' + steps);
+  const marked = await page.evaluate(() => window.marks);
+  check('every claim was marked in the streamed text with its verdict',
+      marked.length === labels.length &&
+      marked.every(([l], i) => l === labels[i][0]),
+  JSON.stringify(marked).slice(0, 300));
+  // PubMedQA ids are PMIDs; MedQuAD documents have their own "url".
+  const links = await page.$$eval('#ask-result li[id^="doc-"] a', (a) =>
+    a.map((x) => [x.closest('li').id.slice(4), x.href]));
+  const pm = /^https:\/\/pubmed\.ncbi\.nlm\.nih\.gov\/(\d+)\/$/;
+  check('documents link to PubMed for a PMID, else to their url metadata',
+      links.some(([id]) => /^\d+$/.test(id)) &&
+      links.some(([id]) => id.startsWith('mq-')) &&
+      links.every(([id, h]) => /^\d+$/.test(id) ?
+        (h.match(pm) || [])[1] === id : /^https?:/.test(h) && !pm.test(h)),
+  JSON.stringify(links).slice(0, 400));
   // The stub's first claim repeats the top document's words: SUPPORT.
   const sel = '#ask-answer .claim.SUPPORT';
   await page.hover(sel);

@@ -20,7 +20,19 @@ unset MEDTRUST_LLM
 
 # A small store: a few MedQuAD and PubMedQA documents, BM25 and vectors.
 head -8 "$DATA/medquad/corpus.jsonl" >"$TMP/mq.jsonl"
-head -40 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/pq.jsonl"
+# PubMedQA has no authors or journals: the documents get some, as a
+# PubMed import writes them, for the metadata filters (META: id -> them).
+head -40 "$DATA/pubmedqa/corpus.jsonl" | python3 -c '
+import json, sys
+meta = {}
+for i, l in enumerate(sys.stdin):
+    d = json.loads(l)
+    d["authors"] = ["Even Author" if i % 2 == 0 else "Odd Person", "Kim Lee"]
+    d["journal"] = "Journal %d of Medicine" % (i % 3)
+    d["publication_types"] = ["Review" if i % 4 else "Clinical Trial"]
+    meta[d["id"]] = {k: d[k] for k in ("authors", "journal", "publication_types")}
+    print(json.dumps(d))
+json.dump(meta, open(sys.argv[1], "w"))' "$TMP/meta.json" >"$TMP/pq.jsonl"
 for s in mq:medquad pq:pubmedqa; do
     if ! "$MT" index --db "$TMP/db" --input "$TMP/${s%%:*}.jsonl" \
         --source "${s#*:}" --embedder use-lite --no-progress \
@@ -56,7 +68,7 @@ fi
 ok "server started on port $PORT"
 
 timeout 300 node "$ROOT/tests/browser/test_ui.js" "http://127.0.0.1:$PORT" \
-    "$LOGS" "$TMP/profile" "$ADMIN_PW" "$TMP/medec3.csv"
+    "$LOGS" "$TMP/profile" "$ADMIN_PW" "$TMP/medec3.csv" "$TMP/meta.json"
 rc=$?
 [ $rc -eq 0 ] || echo "# browser test exit status $rc"
 

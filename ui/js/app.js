@@ -42,19 +42,23 @@ async function start() {
   me = res.data;
   setCsrf(me.csrf_token);
   $('who').textContent = me.username + (me.role === 'admin' ? ' (admin)' : '');
+  // The pages' first loads (sources, models, limits) finish before a
+  // log out leaves the page (at most 3 s), so none is cut off mid-flight.
+  const loads = [];
   $('logout').addEventListener('click', async () => {
+    await Promise.race([Promise.allSettled(loads),
+      new Promise((r) => setTimeout(r, 3000))]);
     await api('POST', '/v1/logout');
     setCsrf('');
     location.href = '/login';
   });
-  initCheck();
-  initAsk();
-  initBatch();
+  loads.push(initCheck(), initAsk(), initBatch());
   initRuns(me);
   initSettings();
   window.addEventListener('hashchange', show);
   show();
-  await initSearch();
+  loads.push(initSearch());
+  await Promise.allSettled(loads);
 }
 
 start();

@@ -8,8 +8,10 @@
 import {api, errorText, fillSources} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
+import {addFilters, boundFilters} from './filters.js';
 import {bound, limits} from './limits.js';
 import {showWeight} from './search.js';
+import {liveAnswer} from './stream.js';
 
 const LABELS = {
   SUPPORT: 'supported', CONTRADICT: 'contradicted',
@@ -54,10 +56,14 @@ function legend() {
         el('li', {}, el('span', {class: 'claim ' + k}, k), ' ' + LABELS[k])));
 }
 
-function pubmedLink(id) {
-  if (!/^\d{5,9}$/.test(id)) return null;
-  return el('a', {href: 'https://pubmed.ncbi.nlm.nih.gov/' + id + '/',
-    rel: 'noopener noreferrer', target: '_blank'}, 'PubMed');
+// The document's own page: the server's documents[].url (its "url"
+// metadata, else PubMed's page for a PMID).
+function docHref(d) {
+  if (!d.url || !/^https?:\/\//.test(d.url)) return null;
+  const pubmed = d.url.startsWith('https://pubmed.ncbi.nlm.nih.gov/');
+  return el('a', {href: d.url, rel: 'noopener noreferrer', target: '_blank',
+    'aria-label': (pubmed ? 'PubMed' : 'Source') + ' page of ' + d.doc_id},
+  pubmed ? 'PubMed' : 'Source');
 }
 
 export function renderAsk(r) {
@@ -78,7 +84,9 @@ export function renderAsk(r) {
       el('ol', {}, (r.documents || []).map((d) => el('li', {
         id: 'doc-' + d.doc_id}, el('strong', {}, d.title || d.doc_id), ' ',
       el('span', {class: 'muted'}, d.doc_id + (typeof d.score === 'number' ?
-          ' · score ' + d.score.toFixed(3) : '')), ' ', pubmedLink(d.doc_id)))));
+          ' · score ' + d.score.toFixed(3) : '')), ' ', docHref(d)))),
+      r.search ? el('p', {class: 'muted'}, 'Search: ' + r.search + '.') :
+        null);
 }
 
 // The live list of verified claims: add(step) appends one "claim" step.
@@ -118,7 +126,11 @@ function askBody(question) {
   if ($('ask-source').value) body.source = $('ask-source').value;
   if (num('ask-year-from')) body.year_from = num('ask-year-from');
   if (num('ask-year-to')) body.year_to = num('ask-year-to');
-  return body;
+  if ($('ask-mode').value) body.search_mode = $('ask-mode').value;
+  if (!$('ask-model-box').hidden && $('ask-model').value) {
+    body.model = $('ask-model').value;
+  }
+  return addFilters('ask', body);
 }
 
 async function submit(ev) {
@@ -154,11 +166,12 @@ async function submit(ev) {
   const live = el('div', {class: 'panel', id: 'ask-live', 'aria-busy': 'true'},
       el('h2', {}, 'Answer (being written)'), stream);
   out.append(live, steps.node);
-  const onToken = (t) => {
-    if (t.reset) clear(stream);
-    else stream.append(t.text);
+  const text = liveAnswer(stream);
+  const onStep = (st) => {
+    steps.add(st);
+    if (st.step === 'claim' && st.claim) text.claim(st.claim);
   };
-  followRun(res.data.run_id, steps.add, (s) => {
+  followRun(res.data.run_id, onStep, (s) => {
     $('ask-status').textContent = 'Run ' + res.data.run_id + ': ' + s + '…';
   }, (run) => {
     live.remove();
@@ -175,7 +188,7 @@ async function submit(ev) {
       $('ask-status').textContent = '';
       $('ask-msg').textContent = run.error || 'the question failed';
     }
-  }, {token: onToken});
+  }, {token: text.token});
 }
 
 export async function initAsk() {
@@ -193,4 +206,10 @@ export async function initAsk() {
     $('ask-w').value = String(Math.round(f.w_sem.default * 100));
   }
   showWeights();
+  if (!lim) return;
+  boundFilters('ask', lim.ask.filter_bytes);
+  const modes = lim.ask.modes || ['bm25'];
+  for (const m of modes) $('ask-mode').append(el('option', {value: m}, m));
+  $('ask-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
+      (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
 }

@@ -1,8 +1,11 @@
 // Search page: POST /v1/search with a lexical/semantic weight (BM25 and
 // vectors fused as VerifAI does), top k and a source filter; hits show
-// with the query's words highlighted. The API has no year filter yet.
+// with the query's words highlighted. Author, journal and publication
+// type filter on the documents' metadata inside the search.
 import {api, errorText, fillSources} from './api.js';
 import {$, clear, el, highlight, queryTerms} from './dom.js';
+import {addFilters, boundFilters} from './filters.js';
+import {limits} from './limits.js';
 
 let hasVectors = false;
 
@@ -40,6 +43,7 @@ async function submit(ev) {
   const body = Object.assign({query: q, k: Number($('search-k').value) || 10},
       weights());
   if ($('search-source').value) body.source = $('search-source').value;
+  addFilters('search', body);
   $('search-msg').textContent = '';
   $('search-status').textContent = 'Searching…';
   $('search-btn').disabled = true;
@@ -61,8 +65,9 @@ async function submit(ev) {
 export async function initSearch() {
   $('search-form').addEventListener('submit', submit);
   $('search-w').addEventListener('input', showWeights);
-  const [models] = await Promise.all([api('GET', '/v1/models'),
-    fillSources($('search-source'))]);
+  const [models, lim] = await Promise.all([api('GET', '/v1/models'),
+    limits(), fillSources($('search-source'))]);
+  if (lim) boundFilters('search', lim.search.filter_bytes);
   hasVectors = models.ok && !!models.data.embedder;
   $('search-w').disabled = !hasVectors;
   showWeights();
