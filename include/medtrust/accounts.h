@@ -198,6 +198,16 @@ enum mt_status mt_run_cancel_request(struct mt_state *s, int64_t id, int *live,
 enum mt_status mt_run_cancel_requested(struct mt_state *s, int64_t id, int *yes,
                                        struct mt_error *err);
 
+/* Keeps the HTML report of run 'id' (replacing an earlier one), so that
+ * any server sharing the state can serve it. */
+enum mt_status mt_run_report_put(struct mt_state *s, int64_t id,
+                                 const char *html, struct mt_error *err);
+
+/* Reads run 'id''s report into *html (the caller frees it with mt_free)
+ * and its length into *n; MT_ENOTFOUND when it has none. */
+enum mt_status mt_run_report_get(struct mt_state *s, int64_t id, char **html,
+                                 size_t *n, struct mt_error *err);
+
 /* ==== Run events (the live trace of a run) ==== */
 
 /* Records event 'seq' (0, 1, ... in the order the job emitted them) of

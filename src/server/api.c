@@ -416,6 +416,8 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         mt_srv_report_path(s, id, report, sizeof report);
         st = mt_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
                                &notes, report, &err);
+        if (st == MT_OK)
+            mt_srv_report_share(s, id);
         /* Best effort: a failed update leaves the run "queued". */
         mt_run_update(l->state, id, st == MT_OK ? "done" : "failed", json,
                       st == MT_OK ? NULL : err.msg, NULL);

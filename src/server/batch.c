@@ -348,6 +348,8 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
         st = mt_srv_score_text(csv, sub, a->name, &p, &json, &notes, report,
                                err);
     if (st == MT_OK)
+        mt_srv_report_share(a->s, a->run);
+    if (st == MT_OK)
         *result = json_loads(json, 0, NULL);
     if (st == MT_OK && !*result)
         st = mt_fail(err, MT_ENOMEM, "out of memory");

@@ -235,6 +235,48 @@ static enum mt_status read_file(const char *path, struct mt_buf *b)
     return st;
 }
 
+void mt_srv_report_share(struct mt_server *s, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct mt_buf b = MT_BUF_INIT(REPORT_MAX);
+    struct srv_lease *l = NULL;
+    char path[4096];
+
+    if (!s->p.state_url)
+        return;
+    mt_srv_report_path(s, id, path, sizeof path);
+    if (read_file(path, &b) != MT_OK)
+        mt_fail(&err, MT_EIO, "cannot read %s", path);
+    else if (mt_srv_lease_get(s, &l, &err) == MT_OK)
+        mt_run_report_put(l->state, id, b.data ? b.data : "", &err);
+    mt_srv_lease_put(s, l);
+    mt_buf_free(&b);
+    if (err.status != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: report not shared: %s",
+               (long long)id, err.msg);
+}
+
+/* The report another server wrote, from the shared state. */
+static enum mt_status shared_report(struct mt_server *s, int64_t id,
+                                    struct mt_buf *b)
+{
+    struct srv_lease *l = NULL;
+    char *html = NULL;
+    size_t n = 0;
+    enum mt_status st = MT_ENOTFOUND;
+
+    if (!s->p.state_url)
+        return st;
+    st = mt_srv_lease_get(s, &l, NULL);
+    if (st == MT_OK)
+        st = mt_run_report_get(l->state, id, &html, &n, NULL);
+    mt_srv_lease_put(s, l);
+    if (st == MT_OK)
+        st = mt_buf_append(b, html, n);
+    mt_free(html);
+    return st;
+}
+
 /* GET /v1/runs/ID/report: the HTML report of a score run. */
 void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
                        struct srv_resp *rs, int64_t id)
@@ -243,18 +285,21 @@ void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
     struct mt_buf b = MT_BUF_INIT(REPORT_MAX);
     const char *kind;
     char path[4096];
+    int kind_ok;
     enum mt_status st;
 
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     kind = json_string_value(json_object_get(c.out, "kind"));
-    st = kind && (strcmp(kind, "score") == 0 || strcmp(kind, "batch") == 0)
-             ? MT_OK
-             : MT_ENOTFOUND;
+    kind_ok =
+        kind && (strcmp(kind, "score") == 0 || strcmp(kind, "batch") == 0);
+    st = kind_ok ? MT_OK : MT_ENOTFOUND;
     json_decref(c.out);
     mt_srv_report_path(s, id, path, sizeof path);
     if (st == MT_OK)
         st = read_file(path, &b);
+    if (st == MT_ENOTFOUND && kind_ok)
+        st = shared_report(s, id, &b);
     if (st != MT_OK) {
         mt_buf_free(&b);
         if (st == MT_ENOTFOUND)

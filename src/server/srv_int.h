@@ -383,6 +383,9 @@ const char *mt_srv_llm_spec(const struct mt_server *s, const char *role);
 /* The path of run 'id''s HTML score report: DB/reports/run-ID.html. */
 void mt_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
                         size_t n);
+/* With a shared state, copies run 'id''s report file into the state so
+ * that every server can serve it; errors are logged. */
+void mt_srv_report_share(struct mt_server *s, int64_t id);
 
 /* ==== Rate limits (limits.c) ==== */
 

@@ -588,6 +588,54 @@ enum mt_status mt_run_cancel_requested(struct mt_state *s, int64_t id, int *yes,
     return st;
 }
 
+enum mt_status mt_run_report_put(struct mt_state *s, int64_t id,
+                                 const char *html, struct mt_error *err)
+{
+    return mtx_state_exec(
+        s, NULL, err,
+        "INSERT INTO run_reports(run_id, html) VALUES(?,?)"
+        " ON CONFLICT(run_id) DO UPDATE SET html=excluded.html",
+        "Is", id, html);
+}
+
+struct report_out {
+    char *html;
+    size_t n;
+};
+
+static enum mt_status read_report(const struct mtx_row *row, void *user)
+{
+    struct report_out *o = user;
+    const char *v = mtx_row_text(row, 0);
+
+    o->n = v ? strlen(v) : 0;
+    o->html = mt_malloc(o->n + 1);
+    if (!o->html)
+        return MT_ENOMEM;
+    memcpy(o->html, v ? v : "", o->n + 1);
+    return MT_OK;
+}
+
+enum mt_status mt_run_report_get(struct mt_state *s, int64_t id, char **html,
+                                 size_t *n, struct mt_error *err)
+{
+    struct report_out o = {NULL, 0};
+    struct mtx_query q = {read_report, &o, 0, 0};
+    enum mt_status st = mtx_state_exec(
+        s, &q, err, "SELECT html FROM run_reports WHERE run_id=?", "I", id);
+
+    if (st == MT_ENOMEM)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    st = found_one(st, &q, "report", err);
+    if (st != MT_OK) {
+        mt_free(o.html);
+        return st;
+    }
+    *html = o.html;
+    *n = o.n;
+    return MT_OK;
+}
+
 /* ==== Run events ==== */
 
 enum mt_status mt_run_event_add(struct mt_state *s, int64_t run_id, int64_t seq,

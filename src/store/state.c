@@ -16,7 +16,7 @@
 #define MAX_ARGS 8
 
 /* ==== PostgreSQL schema ====
- * The same tables as the store's v2..v5 (store.c), in PostgreSQL types:
+ * The same tables as the store's v2..v6 (store.c), in PostgreSQL types:
  * ids are bigserial, times Unix seconds (bigint), hashes bytea. Append new
  * versions; never edit old ones. */
 #define EPOCH_NOW "(extract(epoch from now())::bigint)"
@@ -57,6 +57,9 @@ static const struct mtx_pg_migration state_steps[] = {
     /* a cancel asked for on a server that does not run the job */
     {2, "ALTER TABLE runs ADD COLUMN cancel_requested integer NOT NULL"
         " DEFAULT 0"},
+    /* a run's HTML report, for servers that did not write it */
+    {3, "CREATE TABLE run_reports(run_id bigint PRIMARY KEY"
+        " REFERENCES runs(id) ON DELETE CASCADE, html text NOT NULL)"},
 };
 
 /* ==== Handle ==== */

@@ -70,6 +70,10 @@ static const char *const migrations[] = {
     /* v5: a cancel asked for on another server (state.c's v2 too) */
     "ALTER TABLE runs ADD COLUMN cancel_requested INTEGER NOT NULL"
     " DEFAULT 0;",
+    /* v6: a run's HTML report, for servers that did not write it (state.c's
+     * v3 too) */
+    "CREATE TABLE run_reports(run_id INTEGER PRIMARY KEY"
+    " REFERENCES runs(id) ON DELETE CASCADE, html TEXT NOT NULL);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

@@ -90,6 +90,25 @@ expect "B lists it among alice's runs" 200 "${AA[@]}" "$UB/v1/runs"
 grep -q "\"id\":$RUN" "$TMP/body" && ok "... by id" ||
     not_ok "runs on B" "$(head -c 300 "$TMP/body")"
 
+# ==== A score's report, written on A, served by B ====
+cat >"$TMP/ref.csv" <<'CSV'
+Text ID,Text,Sentences,Error Flag,Error Sentence ID,Error Sentence,Corrected Sentence,Corrected Text
+ms-1,t,"0 A. 1 B.",1,1,B.,The patient was given metformin for diabetes.,t
+ms-2,t,"0 A.",0,-1,NA,NA,t
+CSV
+printf 'ms-1 1 1 The patient was given insulin for diabetes.\nms-2 0 -1 NA\n' >"$TMP/run.txt"
+python3 -c 'import json,sys; print(json.dumps({"reference": open(sys.argv[1]).read(), "submission": open(sys.argv[2]).read(), "name": "run.txt"}))' \
+    "$TMP/ref.csv" "$TMP/run.txt" >"$TMP/score.json"
+expect "a score on A" 200 "${AA[@]}" "$UA/v1/score" -d @"$TMP/score.json"
+SRUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+expect "its report on A" 200 "${AA[@]}" "$UA/v1/runs/$SRUN/report"
+cp "$TMP/body" "$TMP/report-a.html"
+expect "its report on B, which did not write it" 200 "${AA[@]}" \
+    "$UB/v1/runs/$SRUN/report"
+cmp -s "$TMP/body" "$TMP/report-a.html" && grep -q '<html' "$TMP/body" &&
+    ok "... the same HTML, byte for byte" ||
+    not_ok "report on B" "$(head -c 200 "$TMP/body")"
+
 # ==== The embedded default is untouched ====
 serve_start plain --llm "$SPEC"
 expect "bob (PostgreSQL only) cannot log in on a server without --state" 401 \

@@ -294,6 +294,25 @@ static void test_run_cancel_flag(void **state)
     mt_state_close(s);
 }
 
+static void test_run_report(void **state)
+{
+    struct mt_state *s = open_state(state);
+    int64_t run = 0;
+    char *html = NULL;
+    size_t n = 0;
+
+    CHECK_OK(mt_run_create(s, 0, "x", "score", NULL, &run, NULL));
+    assert_int_equal(mt_run_report_get(s, run, &html, &n, NULL), MT_ENOTFOUND);
+    CHECK(html == NULL);
+    CHECK_OK(mt_run_report_put(s, run, "<p>one</p>", NULL));
+    CHECK_OK(mt_run_report_put(s, run, "<p>two \xc3\xa9</p>", NULL));
+    CHECK_OK(mt_run_report_get(s, run, &html, &n, NULL));
+    assert_string_equal(html, "<p>two \xc3\xa9</p>");
+    assert_int_equal(n, strlen(html));
+    mt_free(html);
+    mt_state_close(s);
+}
+
 static enum mt_status collect_event(int64_t seq, const char *type,
                                     const char *data, void *user)
 {
@@ -404,8 +423,8 @@ static void test_pg_migrates_once(void **state)
                          "SELECT count(*), max(version) FROM schema_migrations"
                          " WHERE component = 'state'",
                          0, NULL, &r, NULL));
-    assert_int_equal(mtx_pg_int(r, 0, 0), 2); /* one row per step */
-    assert_int_equal(mtx_pg_int(r, 0, 1), 2);
+    assert_int_equal(mtx_pg_int(r, 0, 0), 3); /* one row per step */
+    assert_int_equal(mtx_pg_int(r, 0, 1), 3);
     PQclear(r);
     CHECK(strstr(mt_state_where(a), "postgresql://medtrust@127.0.0.1:"));
     mtx_pg_close(pg);
@@ -446,6 +465,7 @@ int main(void)
         BOTH(test_runs),
         BOTH(test_run_events),
         BOTH(test_run_cancel_flag),
+        BOTH(test_run_report),
         BOTH(test_settings_audit),
         BOTH(test_two_handles_share),
         PG_ONLY(test_pg_restart_under_handle),
