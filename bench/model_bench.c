@@ -181,7 +181,7 @@ static int bench_gen(const char *path, uint32_t threads)
     snprintf(spec, sizeof spec, "gguf:%s", path);
     if (mt_llm_open(spec, &p, &l, &err) != MT_OK)
         return fprintf(stderr, "%s\n", err.msg), 1;
-    mt_llama_load(path, MT_LLAMA_CHAT, "bench", &m, &err);
+    mtx_llama_load(path, MT_LLAMA_CHAT, "bench", &m, &err);
     lp.n_ctx = lp.n_batch = 1024;
     lp.n_seq_max = 1;
     lp.n_threads = lp.n_threads_batch = (int32_t)threads;
@@ -210,7 +210,7 @@ static int bench_gen(const char *path, uint32_t threads)
            100.0 * ((n_ll / best_ll) / (n_mt / best_mt) - 1.0));
     llama_free(c);
     mt_llm_close(l);
-    mt_llama_release(m);
+    mtx_llama_release(m);
     return 0;
 }
 

@@ -52,7 +52,7 @@ struct score_ctx {
     const char **preds;
     size_t nrun;
     struct mt_eval_params params;
-    struct mt_tok_encoder *tok;   /* BERTScore encoder, or NULL */
+    struct mtx_tok_encoder *tok;  /* BERTScore encoder, or NULL */
     struct mt_token_encoder bert; /* eval's view of 'tok' */
     double base[3];               /* BERTScore baselines */
     int json;
@@ -66,7 +66,7 @@ static enum mt_status tok_encode(void *user, const char *text, size_t n,
                                  float **vecs, int32_t **ids, size_t *ntok,
                                  size_t *dim, struct mt_error *err)
 {
-    return mt_tok_encoder_encode(user, text, n, vecs, ids, ntok, dim, err);
+    return mtx_tok_encoder_encode(user, text, n, vecs, ids, ntok, dim, err);
 }
 
 static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
@@ -82,13 +82,13 @@ static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
                        "--bertscore-idf need --bertscore-model gguf:PATH");
     if (!spec)
         return MT_OK;
-    st = mt_tok_encoder_open(spec, NULL, &c->tok, err);
+    st = mtx_tok_encoder_open(spec, NULL, &c->tok, err);
     if (st == MT_OK && base) /* bert_score's table row = the output layer */
         st = mt_bertscore_baseline_load(
-            base, (long)mt_tok_encoder_layers(c->tok), c->base, err);
+            base, (long)mtx_tok_encoder_layers(c->tok), c->base, err);
     if (st != MT_OK)
         return st;
-    c->bert.model = mt_tok_encoder_model(c->tok);
+    c->bert.model = mtx_tok_encoder_model(c->tok);
     c->bert.encode = tok_encode;
     c->bert.user = c->tok;
     c->params.bert = &c->bert;
@@ -338,7 +338,7 @@ static void ctx_free(struct score_ctx *c)
         mt_eval_scores_free(c->bleurt[i]);
     }
     mt_eval_ref_free(c->ref);
-    mt_tok_encoder_close(c->tok);
+    mtx_tok_encoder_close(c->tok);
 }
 
 static int check_args(const struct score_ctx *c, size_t nbl)

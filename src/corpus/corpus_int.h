@@ -125,9 +125,7 @@ enum mt_status mt_xml_parse(const char *path, const struct mt_xml_fns *fns,
 void mt_xml_capture(struct mt_xml *x, struct mt_buf *b);
 struct mt_buf *mt_xml_captured(const struct mt_xml *x);
 
-/* The element path from the root, "a/b/c" (the current element last),
- * and its depth (1 at the root). */
-const char *mt_xml_path(const struct mt_xml *x);
+/* The element depth (1 at the root). */
 size_t mt_xml_depth(const struct mt_xml *x);
 /* Is the current path 'suffix' or does it end in "/suffix"? */
 int mt_xml_at(const struct mt_xml *x, const char *suffix);

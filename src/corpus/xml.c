@@ -197,11 +197,6 @@ struct mt_buf *mt_xml_captured(const struct mt_xml *x)
     return x->cap;
 }
 
-const char *mt_xml_path(const struct mt_xml *x)
-{
-    return x->path;
-}
-
 size_t mt_xml_depth(const struct mt_xml *x)
 {
     return x->depth;

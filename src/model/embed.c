@@ -71,8 +71,8 @@ static enum mt_status open_backend(const struct mtx_spec *ms,
         return mt_use_lite_open(ms->arg && *ms->arg ? ms->arg : NULL, params,
                                 out, err);
     if (ms->kind == 1)
-        return mt_embedder_open_llama(ms->arg, params, out, err);
-    return mt_embedder_open_openai(ms->url, ms->model, params, out, err);
+        return mtx_embedder_open_llama(ms->arg, params, out, err);
+    return mtx_embedder_open_openai(ms->url, ms->model, params, out, err);
 }
 
 enum mt_status mt_embedder_open(const char *spec,

@@ -8,9 +8,9 @@
  * the pooling the GGUF declares; mt_embedder_open ("gguf:PATH") applies
  * the output shape and the cache. Errors name --embedder. Calls
  * serialise. */
-enum mt_status mt_embedder_open_llama(const char *path,
-                                      const struct mt_embedder_params *p,
-                                      struct mt_embedder **out,
-                                      struct mt_error *err);
+enum mt_status mtx_embedder_open_llama(const char *path,
+                                       const struct mt_embedder_params *p,
+                                       struct mt_embedder **out,
+                                       struct mt_error *err);
 
 #endif

@@ -149,10 +149,10 @@ static enum mt_status probe(struct oembed *o, struct mt_error *err)
     return request(o, &t, &zero, 1, NULL, err);
 }
 
-enum mt_status mt_embedder_open_openai(const char *url, const char *model,
-                                       const struct mt_embedder_params *p,
-                                       struct mt_embedder **out,
-                                       struct mt_error *err)
+enum mt_status mtx_embedder_open_openai(const char *url, const char *model,
+                                        const struct mt_embedder_params *p,
+                                        struct mt_embedder **out,
+                                        struct mt_error *err)
 {
     struct mt_embedder_params d;
     struct mt_llm_params lp;

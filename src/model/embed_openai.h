@@ -10,9 +10,9 @@
  * owns the handle (mt_embedder_close). Embedding calls are thread-safe.
  * Opened through mt_embedder_open ("openai:BASE_URL#MODEL"), it gets the
  * output shape and the call cache params asks for. */
-enum mt_status mt_embedder_open_openai(const char *url, const char *model,
-                                       const struct mt_embedder_params *p,
-                                       struct mt_embedder **out,
-                                       struct mt_error *err);
+enum mt_status mtx_embedder_open_openai(const char *url, const char *model,
+                                        const struct mt_embedder_params *p,
+                                        struct mt_embedder **out,
+                                        struct mt_error *err);
 
 #endif

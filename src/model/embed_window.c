@@ -6,8 +6,8 @@
 
 #include "model/embed_window.h"
 
-size_t mt_embed_windows(size_t len, size_t max, size_t overlap,
-                        enum mt_embed_pool mode)
+size_t mtx_embed_windows(size_t len, size_t max, size_t overlap,
+                         enum mt_embed_pool mode)
 {
     size_t stride = max > overlap ? max - overlap : 1;
 
@@ -16,8 +16,8 @@ size_t mt_embed_windows(size_t len, size_t max, size_t overlap,
     return 1 + (len - max + stride - 1) / stride;
 }
 
-void mt_embed_window_at(size_t len, size_t max, size_t overlap, size_t i,
-                        size_t *off, size_t *n)
+void mtx_embed_window_at(size_t len, size_t max, size_t overlap, size_t i,
+                         size_t *off, size_t *n)
 {
     size_t stride = max > overlap ? max - overlap : 1;
     size_t start = i * stride;
@@ -33,8 +33,8 @@ void mt_embed_window_at(size_t len, size_t max, size_t overlap, size_t i,
     *n = max;
 }
 
-void mt_embed_pool_vectors(const float *vecs, size_t nwin, uint32_t dims,
-                           enum mt_embed_pool mode, float *out)
+void mtx_embed_pool_vectors(const float *vecs, size_t nwin, uint32_t dims,
+                            enum mt_embed_pool mode, float *out)
 {
     double ss = 0.0;
     size_t w;

@@ -19,7 +19,7 @@
 #define ENC_MAX_CTX 8192u
 
 struct lenc {
-    struct mt_llama_session ls;
+    struct mtx_llama_session ls;
     uint32_t n_ctx;
     uint32_t dims;    /* n_embd, or n_cls_out under rank pooling */
     int label_map[3]; /* NLI: output index of SUPPORT, CONTRADICT, NO_EV */
@@ -37,7 +37,7 @@ static void lenc_free(void *self)
 
     if (!e)
         return;
-    mt_llama_session_close(&e->ls);
+    mtx_llama_session_close(&e->ls);
     mt_free(e);
 }
 
@@ -61,7 +61,7 @@ static enum mt_status lenc_open(const char *path, enum mt_llama_role role,
 
     if (!e)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mt_llama_session_open(&e->ls, path, role, setting, err);
+    st = mtx_llama_session_open(&e->ls, path, role, setting, err);
     if (st != MT_OK)
         goto fail;
     e->n_ctx = (uint32_t)llama_model_n_ctx_train(e->ls.model);
@@ -72,9 +72,9 @@ static enum mt_status lenc_open(const char *path, enum mt_llama_role role,
     cp.n_ctx = cp.n_batch = cp.n_ubatch = e->n_ctx;
     cp.n_seq_max = ENC_MAX_SEQ;
     cp.embeddings = true;
-    cp.n_threads = cp.n_threads_batch = mt_llama_threads(threads);
+    cp.n_threads = cp.n_threads_batch = mtx_llama_threads(threads);
     cp.no_perf = true;
-    st = mt_llama_session_context(&e->ls, path, cp, err);
+    st = mtx_llama_session_context(&e->ls, path, cp, err);
     if (st != MT_OK)
         goto fail;
     *out = e;
@@ -161,7 +161,7 @@ static enum mt_status tok_one(struct lenc *e, struct mt_str t, struct seq *s,
                               struct mt_error *err)
 {
     enum mt_status st =
-        mt_llama_tokenize(e->ls.vocab, t.p, t.n, 1, &s->t, &s->n, err);
+        mtx_llama_tokenize(e->ls.vocab, t.p, t.n, 1, &s->t, &s->n, err);
 
     if (st == MT_OK && (uint32_t)s->n > e->n_ctx)
         s->n = (int32_t)e->n_ctx; /* as sentence encoders truncate */
@@ -198,10 +198,10 @@ static const struct mtx_model_ops lenc_embed_ops = {
     .dims = lenc_dims,
 };
 
-enum mt_status mt_embedder_open_llama(const char *path,
-                                      const struct mt_embedder_params *p,
-                                      struct mt_embedder **out,
-                                      struct mt_error *err)
+enum mt_status mtx_embedder_open_llama(const char *path,
+                                       const struct mt_embedder_params *p,
+                                       struct mt_embedder **out,
+                                       struct mt_error *err)
 {
     struct lenc *e = NULL;
     enum mt_status st;
@@ -227,7 +227,7 @@ static enum mt_status tok_pair(struct lenc *e, struct mt_str a, struct mt_str b,
     enum mt_status st = tok_one(e, a, &q, err);
 
     if (st == MT_OK)
-        st = mt_llama_tokenize(e->ls.vocab, b.p, b.n, 0, &d.t, &d.n, err);
+        st = mtx_llama_tokenize(e->ls.vocab, b.p, b.n, 0, &d.t, &d.n, err);
     if (sep < 0)
         sep = llama_vocab_eos(e->ls.vocab);
     if (st == MT_OK && (uint32_t)q.n + 1 >= e->n_ctx)
@@ -287,10 +287,10 @@ static const struct mtx_model_ops lenc_rank_ops = {
     .score = lenc_score,
 };
 
-enum mt_status mt_reranker_open_llama(const char *path,
-                                      const struct mt_reranker_params *p,
-                                      struct mt_reranker **out,
-                                      struct mt_error *err)
+enum mt_status mtx_reranker_open_llama(const char *path,
+                                       const struct mt_reranker_params *p,
+                                       struct mt_reranker **out,
+                                       struct mt_error *err)
 {
     struct lenc *e = NULL;
     enum mt_status st =
@@ -303,7 +303,7 @@ enum mt_status mt_reranker_open_llama(const char *path,
 
 /* ==== Classifier (NLI) ==== */
 
-struct mt_llama_cls {
+struct mtx_llama_cls {
     struct lenc *e;
 };
 
@@ -337,11 +337,11 @@ static enum mt_status map_labels(struct lenc *e, const char *path,
     return MT_OK;
 }
 
-enum mt_status mt_llama_cls_open(const char *path, uint32_t threads,
-                                 struct mt_llama_cls **out,
-                                 struct mt_error *err)
+enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
+                                  struct mtx_llama_cls **out,
+                                  struct mt_error *err)
 {
-    struct mt_llama_cls *c = mt_calloc(1, sizeof *c);
+    struct mtx_llama_cls *c = mt_calloc(1, sizeof *c);
     enum mt_status st;
 
     if (!c)
@@ -350,16 +350,16 @@ enum mt_status mt_llama_cls_open(const char *path, uint32_t threads,
     if (st == MT_OK)
         st = map_labels(c->e, path, err);
     if (st != MT_OK) {
-        mt_llama_cls_free(c);
+        mtx_llama_cls_free(c);
         return st;
     }
     *out = c;
     return MT_OK;
 }
 
-enum mt_status mt_llama_cls_probs(struct mt_llama_cls *c, const char *premise,
-                                  const char *hypothesis, float probs[3],
-                                  struct mt_error *err)
+enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
+                                   const char *hypothesis, float probs[3],
+                                   struct mt_error *err)
 {
     struct mt_str h = mt_str_from(hypothesis);
     float logits[64];
@@ -381,7 +381,7 @@ enum mt_status mt_llama_cls_probs(struct mt_llama_cls *c, const char *premise,
     return MT_OK;
 }
 
-void mt_llama_cls_free(struct mt_llama_cls *c)
+void mtx_llama_cls_free(struct mtx_llama_cls *c)
 {
     if (!c)
         return;
@@ -399,38 +399,38 @@ static enum mt_status no_llama(const char *what, struct mt_error *err)
                    what ? what : "");
 }
 
-enum mt_status mt_embedder_open_llama(const char *path,
-                                      const struct mt_embedder_params *p,
-                                      struct mt_embedder **out,
-                                      struct mt_error *err)
+enum mt_status mtx_embedder_open_llama(const char *path,
+                                       const struct mt_embedder_params *p,
+                                       struct mt_embedder **out,
+                                       struct mt_error *err)
 {
     (void)p;
     (void)out;
     return no_llama(path, err);
 }
 
-enum mt_status mt_reranker_open_llama(const char *path,
-                                      const struct mt_reranker_params *p,
-                                      struct mt_reranker **out,
-                                      struct mt_error *err)
+enum mt_status mtx_reranker_open_llama(const char *path,
+                                       const struct mt_reranker_params *p,
+                                       struct mt_reranker **out,
+                                       struct mt_error *err)
 {
     (void)p;
     (void)out;
     return no_llama(path, err);
 }
 
-enum mt_status mt_llama_cls_open(const char *path, uint32_t threads,
-                                 struct mt_llama_cls **out,
-                                 struct mt_error *err)
+enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
+                                  struct mtx_llama_cls **out,
+                                  struct mt_error *err)
 {
     (void)threads;
     (void)out;
     return no_llama(path, err);
 }
 
-enum mt_status mt_llama_cls_probs(struct mt_llama_cls *c, const char *premise,
-                                  const char *hypothesis, float probs[3],
-                                  struct mt_error *err)
+enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
+                                   const char *hypothesis, float probs[3],
+                                   struct mt_error *err)
 {
     (void)c;
     (void)premise;
@@ -439,7 +439,7 @@ enum mt_status mt_llama_cls_probs(struct mt_llama_cls *c, const char *premise,
     return no_llama(NULL, err);
 }
 
-void mt_llama_cls_free(struct mt_llama_cls *c)
+void mtx_llama_cls_free(struct mtx_llama_cls *c)
 {
     (void)c;
 }

@@ -271,8 +271,8 @@ static enum mt_status node(struct gb *g, json_t *s, int depth, char *name,
     return type_rule(g, s, json_string_value(type), depth, name, n);
 }
 
-enum mt_status mt_gbnf_from_schema(const char *schema, char **out,
-                                   struct mt_error *err)
+enum mt_status mtx_gbnf_from_schema(const char *schema, char **out,
+                                    struct mt_error *err)
 {
     struct gb g = {MT_BUF_INIT(MT_BUF_DEFAULT_MAX), 0, err};
     json_error_t je;

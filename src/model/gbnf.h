@@ -11,7 +11,7 @@
  * optional ones are always present); JSON is written on one line. On
  * success *out is the grammar (mt_free); MT_EPARSE for a schema that is not
  * JSON, MT_EUNSUPPORTED naming the keyword for what the subset lacks. */
-enum mt_status mt_gbnf_from_schema(const char *schema, char **out,
-                                   struct mt_error *err);
+enum mt_status mtx_gbnf_from_schema(const char *schema, char **out,
+                                    struct mt_error *err);
 
 #endif

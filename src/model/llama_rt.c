@@ -72,7 +72,9 @@ static void do_init(void)
     llama_backend_init();
 }
 
-enum mt_status mt_llama_init(struct mt_error *err)
+/* Loads backends from MEDTRUST_LLAMA_LIB or the build's bundle folder and
+ * initialises llama.cpp once per process. Thread-safe. */
+static enum mt_status llama_init(struct mt_error *err)
 {
     pthread_once(&init_once, do_init);
     if (ggml_backend_dev_count() == 0)
@@ -83,9 +85,9 @@ enum mt_status mt_llama_init(struct mt_error *err)
     return MT_OK;
 }
 
-enum mt_status mt_llama_session_open(struct mt_llama_session *s,
-                                     const char *path, enum mt_llama_role role,
-                                     const char *setting, struct mt_error *err)
+enum mt_status mtx_llama_session_open(struct mtx_llama_session *s,
+                                      const char *path, enum mt_llama_role role,
+                                      const char *setting, struct mt_error *err)
 {
     const char *slash = strrchr(path, '/');
     enum mt_status st;
@@ -94,16 +96,16 @@ enum mt_status mt_llama_session_open(struct mt_llama_session *s,
     s->name = mt_strdup(slash ? slash + 1 : path);
     if (!s->name)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mt_llama_load(path, role, setting, &s->model, err);
+    st = mtx_llama_load(path, role, setting, &s->model, err);
     if (st == MT_OK)
         s->vocab = llama_model_get_vocab(s->model);
     return st;
 }
 
-enum mt_status mt_llama_session_context(struct mt_llama_session *s,
-                                        const char *path,
-                                        struct llama_context_params cp,
-                                        struct mt_error *err)
+enum mt_status mtx_llama_session_context(struct mtx_llama_session *s,
+                                         const char *path,
+                                         struct llama_context_params cp,
+                                         struct mt_error *err)
 {
     s->ctx = llama_init_from_model(s->model, cp);
     if (!s->ctx)
@@ -113,18 +115,18 @@ enum mt_status mt_llama_session_context(struct mt_llama_session *s,
     return MT_OK;
 }
 
-void mt_llama_session_close(struct mt_llama_session *s)
+void mtx_llama_session_close(struct mtx_llama_session *s)
 {
     if (s->ctx)
         llama_free(s->ctx);
     if (s->model)
-        mt_llama_release(s->model);
+        mtx_llama_release(s->model);
     pthread_mutex_destroy(&s->mu);
     mt_free(s->name);
     memset(s, 0, sizeof *s);
 }
 
-int32_t mt_llama_threads(uint32_t threads)
+int32_t mtx_llama_threads(uint32_t threads)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -246,7 +248,7 @@ static struct llama_model *acquire(const char *path)
     return s->model;
 }
 
-void mt_llama_release(struct llama_model *m)
+void mtx_llama_release(struct llama_model *m)
 {
     struct shared **pp;
     struct shared *s;
@@ -266,13 +268,13 @@ void mt_llama_release(struct llama_model *m)
     pthread_mutex_unlock(&loaded_mu);
 }
 
-enum mt_status mt_llama_load(const char *path, enum mt_llama_role role,
-                             const char *setting, struct llama_model **out,
-                             struct mt_error *err)
+enum mt_status mtx_llama_load(const char *path, enum mt_llama_role role,
+                              const char *setting, struct llama_model **out,
+                              struct mt_error *err)
 {
     struct llama_model *m;
     char arch[64] = "unknown";
-    enum mt_status st = mt_llama_init(err);
+    enum mt_status st = llama_init(err);
 
     if (st == MT_OK)
         st = check_file(path, setting, err);
@@ -289,7 +291,7 @@ enum mt_status mt_llama_load(const char *path, enum mt_llama_role role,
                        path, setting);
     if (!role_fits(m, role)) {
         llama_model_meta_val_str(m, "general.architecture", arch, sizeof arch);
-        mt_llama_release(m);
+        mtx_llama_release(m);
         return mt_fail(err, MT_EINVAL,
                        "gguf:%s: this %s model is not %s: "
                        "give %s in %s",
@@ -301,9 +303,9 @@ enum mt_status mt_llama_load(const char *path, enum mt_llama_role role,
 
 /* ==== Tokens ==== */
 
-enum mt_status mt_llama_tokenize(const struct llama_vocab *v, const char *text,
-                                 size_t n, int special, llama_token **out,
-                                 int32_t *n_out, struct mt_error *err)
+enum mt_status mtx_llama_tokenize(const struct llama_vocab *v, const char *text,
+                                  size_t n, int special, llama_token **out,
+                                  int32_t *n_out, struct mt_error *err)
 {
     int32_t cap = (int32_t)(n < 1 << 28 ? n : 1 << 28) + 8;
     llama_token *t = mt_malloc((size_t)cap * sizeof *t);

@@ -22,31 +22,27 @@ enum mt_llama_role {
     MT_LLAMA_TOKENS,   /* any model declaring a pooling type, read per token */
 };
 
-/* Loads backends from MEDTRUST_LLAMA_LIB or the build's bundle folder and
- * initialises llama.cpp once per process. Thread-safe. */
-enum mt_status mt_llama_init(struct mt_error *err);
-
 /* Checks 'path' (missing, not GGUF, wrong architecture for 'role') and
  * loads the model, or shares the one already loaded from the same path.
  * 'setting' (e.g. "--embedder") is named in errors. On success *out is the
- * model; give it back with mt_llama_release. Thread-safe. */
-enum mt_status mt_llama_load(const char *path, enum mt_llama_role role,
-                             const char *setting, struct llama_model **out,
-                             struct mt_error *err);
+ * model; give it back with mtx_llama_release. Thread-safe. */
+enum mt_status mtx_llama_load(const char *path, enum mt_llama_role role,
+                              const char *setting, struct llama_model **out,
+                              struct mt_error *err);
 
-/* Drops one reference to a model from mt_llama_load; the last frees it.
+/* Drops one reference to a model from mtx_llama_load; the last frees it.
  * Its contexts must be freed first. Thread-safe. */
-void mt_llama_release(struct llama_model *m);
+void mtx_llama_release(struct llama_model *m);
 
 /* Tokenises n bytes of text into a new array (mt_free) of *n_out tokens;
  * 'special' adds BOS/CLS/SEP as the vocabulary wants. */
-enum mt_status mt_llama_tokenize(const struct llama_vocab *v, const char *text,
-                                 size_t n, int special, llama_token **out,
-                                 int32_t *n_out, struct mt_error *err);
+enum mt_status mtx_llama_tokenize(const struct llama_vocab *v, const char *text,
+                                  size_t n, int special, llama_token **out,
+                                  int32_t *n_out, struct mt_error *err);
 
 /* One loaded model with one context, as every gguf backend holds it: the
  * context serves one call at a time under 'mu'. */
-struct mt_llama_session {
+struct mtx_llama_session {
     struct llama_model *model;
     struct llama_context *ctx;
     const struct llama_vocab *vocab;
@@ -54,25 +50,26 @@ struct mt_llama_session {
     char *name; /* the file's base name, for results and errors */
 };
 
-/* Loads the model at 'path' for 'role' (mt_llama_load) into a zeroed
+/* Loads the model at 'path' for 'role' (mtx_llama_load) into a zeroed
  * session; no context yet. On failure the session needs
- * mt_llama_session_close all the same. */
-enum mt_status mt_llama_session_open(struct mt_llama_session *s,
-                                     const char *path, enum mt_llama_role role,
-                                     const char *setting, struct mt_error *err);
+ * mtx_llama_session_close all the same. */
+enum mt_status mtx_llama_session_open(struct mtx_llama_session *s,
+                                      const char *path, enum mt_llama_role role,
+                                      const char *setting,
+                                      struct mt_error *err);
 
 /* Creates the session's context from 'cp'; MT_ENOMEM naming the file
  * when llama.cpp cannot. */
-enum mt_status mt_llama_session_context(struct mt_llama_session *s,
-                                        const char *path,
-                                        struct llama_context_params cp,
-                                        struct mt_error *err);
+enum mt_status mtx_llama_session_context(struct mtx_llama_session *s,
+                                         const char *path,
+                                         struct llama_context_params cp,
+                                         struct mt_error *err);
 
 /* Frees the context, releases the model and the name. */
-void mt_llama_session_close(struct mt_llama_session *s);
+void mtx_llama_session_close(struct mtx_llama_session *s);
 
 /* Threads to use: 'threads' or the online CPU count. */
-int32_t mt_llama_threads(uint32_t threads);
+int32_t mtx_llama_threads(uint32_t threads);
 
 #endif
 #endif

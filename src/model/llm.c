@@ -39,7 +39,8 @@ void mt_chat_default_params(struct mt_chat_params *p)
     p->seed = 42;
 }
 
-double mt_model_now(void)
+/* Seconds from a monotonic clock. */
+static double now_s(void)
 {
     struct timespec ts;
 
@@ -49,7 +50,7 @@ double mt_model_now(void)
 
 /* ==== Results ==== */
 
-enum mt_status mt_chat_result_init(struct mt_chat_result *r, uint32_t n)
+enum mt_status mtx_chat_result_init(struct mt_chat_result *r, uint32_t n)
 {
     memset(r, 0, sizeof *r);
     r->texts = mt_calloc(n ? n : 1, sizeof *r->texts);
@@ -96,8 +97,8 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
                        "gguf:PATH in --llm or MEDTRUST_LLM",
                        spec);
     if (st == MT_OK)
-        st = ms.kind == 0 ? mt_llm_openai_open(ms.url, ms.model, p, out, err)
-                          : mt_llm_llama_open(ms.arg, p, out, err);
+        st = ms.kind == 0 ? mtx_llm_openai_open(ms.url, ms.model, p, out, err)
+                          : mtx_llm_llama_open(ms.arg, p, out, err);
     mtx_spec_free(&ms);
     if (st == MT_OK && p->cache_path) {
         st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);
@@ -151,9 +152,10 @@ const char *mt_llm_model(const struct mt_llm *l)
 
 /* ==== Requests ==== */
 
-enum mt_status mt_chat_check(const struct mt_llm_message *msgs, size_t n_msgs,
-                             const struct mt_chat_params *p,
-                             struct mt_error *err)
+/* Validates n_msgs and p (n, n_stop, roles). */
+static enum mt_status check_chat(const struct mt_llm_message *msgs,
+                                 size_t n_msgs, const struct mt_chat_params *p,
+                                 struct mt_error *err)
 {
     size_t i;
 
@@ -179,7 +181,7 @@ enum mt_status mt_chat_check(const struct mt_llm_message *msgs, size_t n_msgs,
     return MT_OK;
 }
 
-json_t *mt_chat_messages_json(const struct mt_llm_message *msgs, size_t n)
+json_t *mtx_chat_messages_json(const struct mt_llm_message *msgs, size_t n)
 {
     json_t *a = json_array();
     size_t i;
@@ -213,11 +215,14 @@ static int add_stops(json_t *o, const struct mt_chat_params *p)
     return json_object_set_new(o, "stop", a);
 }
 
-char *mt_chat_request_key(const struct mt_llm_message *msgs, size_t n_msgs,
-                          const struct mt_chat_params *p)
+/* Canonical request JSON (sorted keys, compact) for cache keys: messages
+ * and every parameter that changes the output; the seed only when
+ * temperature > 0. Caller frees with mt_free; NULL when out of memory. */
+static char *request_key(const struct mt_llm_message *msgs, size_t n_msgs,
+                         const struct mt_chat_params *p)
 {
     json_t *o = json_pack("{s:o,s:f,s:f,s:I,s:I}", "messages",
-                          mt_chat_messages_json(msgs, n_msgs), "temperature",
+                          mtx_chat_messages_json(msgs, n_msgs), "temperature",
                           (double)p->temperature, "top_p", (double)p->top_p,
                           "max_tokens", (json_int_t)p->max_tokens, "n",
                           (json_int_t)p->n);
@@ -270,7 +275,7 @@ static enum mt_status result_decode(const char *s, size_t n,
 
     if (!json_is_array(a) || json_array_size(a) > CHAT_MAX_N)
         goto out;
-    st = mt_chat_result_init(r, (uint32_t)json_array_size(a));
+    st = mtx_chat_result_init(r, (uint32_t)json_array_size(a));
     for (i = 0; st == MT_OK && i < r->n; i++) {
         const char *t = json_string_value(json_array_get(a, i));
         r->texts[i] = mt_strdup(t ? t : "");
@@ -336,7 +341,7 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
                            struct mt_chat_result *res, struct mt_error *err)
 {
     struct mt_chat_params d;
-    double t0 = mt_model_now();
+    double t0 = now_s();
     char *key = NULL;
     enum mt_status st;
 
@@ -345,12 +350,12 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
         mt_chat_default_params(&d);
         p = &d;
     }
-    st = mt_chat_check(msgs, n_msgs, p, err);
+    st = check_chat(msgs, n_msgs, p, err);
     if (st != MT_OK)
         return st;
     mt_jsonl_init_alloc();
     if (l->m.cache) {
-        key = mt_chat_request_key(msgs, n_msgs, p);
+        key = request_key(msgs, n_msgs, p);
         if (!key)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
         if (cache_lookup(l, key, res)) {
@@ -366,6 +371,6 @@ done:
     if (st != MT_OK)
         mt_chat_result_free(res);
     else
-        res->seconds = mt_model_now() - t0;
+        res->seconds = now_s() - t0;
     return st;
 }

@@ -1,6 +1,6 @@
 /* LLM backends behind include/medtrust/model.h (their handle and ops
  * table are model/handle.h's), plus helpers the backends share: result
- * allocation, canonical requests. */
+ * allocation and the messages as JSON. Names: mtx_ (docs/architecture.md). */
 #ifndef MT_MODEL_LLM_H
 #define MT_MODEL_LLM_H
 
@@ -11,32 +11,18 @@
 
 /* Backends. Each returns a complete handle (the front end, mt_llm_open,
  * attaches the call cache). */
-enum mt_status mt_llm_openai_open(const char *url, const char *model,
+enum mt_status mtx_llm_openai_open(const char *url, const char *model,
+                                   const struct mt_llm_params *p,
+                                   struct mt_llm **out, struct mt_error *err);
+enum mt_status mtx_llm_llama_open(const char *path,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err);
-enum mt_status mt_llm_llama_open(const char *path,
-                                 const struct mt_llm_params *p,
-                                 struct mt_llm **out, struct mt_error *err);
 
 /* Allocates room for n texts in a zeroed result. */
-enum mt_status mt_chat_result_init(struct mt_chat_result *r, uint32_t n);
-
-/* Canonical request JSON (sorted keys, compact) for cache keys: messages
- * and every parameter that changes the output; the seed only when
- * temperature > 0. Caller frees with mt_free; NULL when out of memory. */
-char *mt_chat_request_key(const struct mt_llm_message *msgs, size_t n_msgs,
-                          const struct mt_chat_params *p);
+enum mt_status mtx_chat_result_init(struct mt_chat_result *r, uint32_t n);
 
 /* The messages as a JSON array of {"role","content"}; NULL when out of
  * memory. */
-json_t *mt_chat_messages_json(const struct mt_llm_message *msgs, size_t n);
-
-/* Validates n_msgs and p (n, n_stop, roles). */
-enum mt_status mt_chat_check(const struct mt_llm_message *msgs, size_t n_msgs,
-                             const struct mt_chat_params *p,
-                             struct mt_error *err);
-
-/* Seconds from a monotonic clock. */
-double mt_model_now(void);
+json_t *mtx_chat_messages_json(const struct mt_llm_message *msgs, size_t n);
 
 #endif

@@ -18,7 +18,7 @@
 #define SETTING "--llm/MEDTRUST_LLM"
 
 struct lchat {
-    struct mt_llama_session ls;
+    struct mtx_llama_session ls;
     uint32_t n_ctx;
 };
 
@@ -28,7 +28,7 @@ static void lchat_free(void *self)
 
     if (!c)
         return;
-    mt_llama_session_close(&c->ls);
+    mtx_llama_session_close(&c->ls);
     mt_free(c);
 }
 
@@ -274,8 +274,8 @@ static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
     enum mt_status st = apply_template(c, m, nm, &text, err);
 
     if (st == MT_OK)
-        st = mt_llama_tokenize(c->ls.vocab, text, strlen(text), 1, toks, np,
-                               err);
+        st = mtx_llama_tokenize(c->ls.vocab, text, strlen(text), 1, toks, np,
+                                err);
     mt_free(text);
     if (st != MT_OK)
         return st;
@@ -355,12 +355,12 @@ static enum mt_status lchat_chat(void *self, const struct mt_llm_message *m,
 {
     struct lchat *c = self;
     char *grammar = NULL;
-    enum mt_status st = mt_chat_result_init(r, p->n);
+    enum mt_status st = mtx_chat_result_init(r, p->n);
 
     if (st != MT_OK)
         return mt_fail(err, st, "chat: out of memory");
     if (!p->grammar && p->json_schema)
-        st = mt_gbnf_from_schema(p->json_schema, &grammar, err);
+        st = mtx_gbnf_from_schema(p->json_schema, &grammar, err);
     if (st != MT_OK)
         return st;
     pthread_mutex_lock(&c->ls.mu);
@@ -377,9 +377,9 @@ static const struct mtx_model_ops lchat_ops = {
     .chat = lchat_chat,
 };
 
-enum mt_status mt_llm_llama_open(const char *path,
-                                 const struct mt_llm_params *p,
-                                 struct mt_llm **out, struct mt_error *err)
+enum mt_status mtx_llm_llama_open(const char *path,
+                                  const struct mt_llm_params *p,
+                                  struct mt_llm **out, struct mt_error *err)
 {
     struct llama_context_params cp = llama_context_default_params();
     struct lchat *c = mt_calloc(1, sizeof *c);
@@ -388,7 +388,7 @@ enum mt_status mt_llm_llama_open(const char *path,
 
     if (!c)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mt_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
+    st = mtx_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
     if (st != MT_OK)
         goto fail;
     train = (uint32_t)llama_model_n_ctx_train(c->ls.model);
@@ -398,9 +398,9 @@ enum mt_status mt_llm_llama_open(const char *path,
     cp.n_ctx = c->n_ctx;
     cp.n_batch = c->n_ctx;
     cp.n_seq_max = 1;
-    cp.n_threads = cp.n_threads_batch = mt_llama_threads(p->threads);
+    cp.n_threads = cp.n_threads_batch = mtx_llama_threads(p->threads);
     cp.no_perf = true;
-    st = mt_llama_session_context(&c->ls, path, cp, err);
+    st = mtx_llama_session_context(&c->ls, path, cp, err);
     if (st != MT_OK)
         goto fail;
     c->n_ctx = llama_n_ctx(c->ls.ctx); /* llama.cpp may round it up */
@@ -412,9 +412,9 @@ fail:
 
 #else /* !MT_HAVE_LLAMA */
 
-enum mt_status mt_llm_llama_open(const char *path,
-                                 const struct mt_llm_params *p,
-                                 struct mt_llm **out, struct mt_error *err)
+enum mt_status mtx_llm_llama_open(const char *path,
+                                  const struct mt_llm_params *p,
+                                  struct mt_llm **out, struct mt_error *err)
 {
     (void)p;
     (void)out;

@@ -229,7 +229,7 @@ static enum mt_status make_body(const struct openai *o,
 {
     json_t *b = json_pack(
         "{s:s,s:o,s:f,s:f,s:I,s:I,s:I}", "model", o->model, "messages",
-        mt_chat_messages_json(m, nm), "temperature", (double)p->temperature,
+        mtx_chat_messages_json(m, nm), "temperature", (double)p->temperature,
         "top_p", (double)p->top_p, "max_tokens", (json_int_t)p->max_tokens, "n",
         (json_int_t)n, "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
     struct mt_error e = {MT_OK, ""};
@@ -454,7 +454,7 @@ static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
     struct openai *o = self;
     uint32_t got = 0;
     uint64_t round;
-    enum mt_status st = mt_chat_result_init(r, p->n);
+    enum mt_status st = mtx_chat_result_init(r, p->n);
 
     if (st != MT_OK)
         return mt_fail(err, st, "chat: out of memory");
@@ -470,9 +470,9 @@ static const struct mtx_model_ops openai_ops = {
     .chat = openai_chat,
 };
 
-enum mt_status mt_llm_openai_open(const char *url, const char *model,
-                                  const struct mt_llm_params *p,
-                                  struct mt_llm **out, struct mt_error *err)
+enum mt_status mtx_llm_openai_open(const char *url, const char *model,
+                                   const struct mt_llm_params *p,
+                                   struct mt_llm **out, struct mt_error *err)
 {
     struct mt_http_params hp = {p->timeout_s,       p->max_retries,
                                 p->backoff_base_s,  p->backoff_max_s,

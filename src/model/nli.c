@@ -12,7 +12,7 @@
 #include "model/spec.h"
 
 struct mt_nli {
-    struct mt_llama_cls *cls;
+    struct mtx_llama_cls *cls;
     struct mt_llm *llm;
 };
 
@@ -72,7 +72,7 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
     if (!n)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     if (ms.kind == 0)
-        st = mt_llama_cls_open(ms.arg, p ? p->threads : 0, &n->cls, err);
+        st = mtx_llama_cls_open(ms.arg, p ? p->threads : 0, &n->cls, err);
     else
         st = open_judge(ms.arg, p, n, err);
     if (st != MT_OK) {
@@ -147,7 +147,7 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
     int i;
 
     if (n->cls)
-        st = mt_llama_cls_probs(n->cls, claim, evidence, pr, err);
+        st = mtx_llama_cls_probs(n->cls, claim, evidence, pr, err);
     else
         st = judge(n, claim, evidence, pr, err);
     if (st != MT_OK)
@@ -165,7 +165,7 @@ void mt_nli_close(struct mt_nli *n)
 {
     if (!n)
         return;
-    mt_llama_cls_free(n->cls);
+    mtx_llama_cls_free(n->cls);
     mt_llm_close(n->llm);
     mt_free(n);
 }

@@ -9,14 +9,14 @@
 #include "medtrust/model.h"
 
 /* The gguf classifier backend (src/model/encoder_llama.c). */
-struct mt_llama_cls;
-enum mt_status mt_llama_cls_open(const char *path, uint32_t threads,
-                                 struct mt_llama_cls **out,
-                                 struct mt_error *err);
-/* Softmax probabilities indexed by enum mt_nli_label. */
-enum mt_status mt_llama_cls_probs(struct mt_llama_cls *c, const char *premise,
-                                  const char *hypothesis, float probs[3],
+struct mtx_llama_cls;
+enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
+                                  struct mtx_llama_cls **out,
                                   struct mt_error *err);
-void mt_llama_cls_free(struct mt_llama_cls *c);
+/* Softmax probabilities indexed by enum mt_nli_label. */
+enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
+                                   const char *hypothesis, float probs[3],
+                                   struct mt_error *err);
+void mtx_llama_cls_free(struct mtx_llama_cls *c);
 
 #endif

@@ -47,8 +47,8 @@ enum mt_status mt_reranker_open(const char *spec,
                        spec ? spec : "");
     if (st == MT_OK)
         st = ms.kind == 0
-                 ? mt_reranker_open_openai(ms.url, ms.model, p, out, err)
-                 : mt_reranker_open_llama(ms.arg, p, out, err);
+                 ? mtx_reranker_open_openai(ms.url, ms.model, p, out, err)
+                 : mtx_reranker_open_llama(ms.arg, p, out, err);
     mtx_spec_free(&ms);
     if (st == MT_OK && p->cache_path) {
         st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);

@@ -15,13 +15,13 @@
 #include "model/handle.h"
 
 /* Backends (the front end, mt_reranker_open, attaches the cache). */
-enum mt_status mt_reranker_open_openai(const char *url, const char *model,
+enum mt_status mtx_reranker_open_openai(const char *url, const char *model,
+                                        const struct mt_reranker_params *p,
+                                        struct mt_reranker **out,
+                                        struct mt_error *err);
+enum mt_status mtx_reranker_open_llama(const char *path,
                                        const struct mt_reranker_params *p,
                                        struct mt_reranker **out,
                                        struct mt_error *err);
-enum mt_status mt_reranker_open_llama(const char *path,
-                                      const struct mt_reranker_params *p,
-                                      struct mt_reranker **out,
-                                      struct mt_error *err);
 
 #endif

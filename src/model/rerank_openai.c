@@ -104,10 +104,10 @@ static const struct mtx_model_ops orerank_ops = {
     .score = orerank_score,
 };
 
-enum mt_status mt_reranker_open_openai(const char *url, const char *model,
-                                       const struct mt_reranker_params *p,
-                                       struct mt_reranker **out,
-                                       struct mt_error *err)
+enum mt_status mtx_reranker_open_openai(const char *url, const char *model,
+                                        const struct mt_reranker_params *p,
+                                        struct mt_reranker **out,
+                                        struct mt_error *err)
 {
     struct mt_http_params hp = {p->timeout_s, p->max_retries,     0.5,
                                 30,           p->max_concurrency, "--reranker"};

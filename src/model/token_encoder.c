@@ -11,7 +11,7 @@
 #define TOK_SETTING "--bertscore-model"
 #define TOK_MAX_CTX 8192u
 
-void mt_tok_encoder_default_params(struct mt_tok_encoder_params *p)
+void mtx_tok_encoder_default_params(struct mtx_tok_encoder_params *p)
 {
     memset(p, 0, sizeof *p);
 }
@@ -19,7 +19,7 @@ void mt_tok_encoder_default_params(struct mt_tok_encoder_params *p)
 #ifdef MT_HAVE_LLAMA
 #include "model/llama_rt.h"
 
-struct mt_tok_encoder {
+struct mtx_tok_encoder {
     struct llama_model *model;
     struct llama_context *ctx;
     const struct llama_vocab *vocab;
@@ -30,14 +30,14 @@ struct mt_tok_encoder {
     uint32_t layers;
 };
 
-void mt_tok_encoder_close(struct mt_tok_encoder *e)
+void mtx_tok_encoder_close(struct mtx_tok_encoder *e)
 {
     if (!e)
         return;
     if (e->ctx)
         llama_free(e->ctx);
     if (e->model)
-        mt_llama_release(e->model);
+        mtx_llama_release(e->model);
     pthread_mutex_destroy(&e->mu);
     mt_free(e->name);
     mt_free(e);
@@ -45,7 +45,7 @@ void mt_tok_encoder_close(struct mt_tok_encoder *e)
 
 /* One context with pooling off, sized for one whole text per ubatch (an
  * encoder attends over the full sequence, so it cannot be split). */
-static enum mt_status make_ctx(struct mt_tok_encoder *e, const char *path,
+static enum mt_status make_ctx(struct mtx_tok_encoder *e, const char *path,
                                uint32_t threads, struct mt_error *err)
 {
     struct llama_context_params cp = llama_context_default_params();
@@ -60,7 +60,7 @@ static enum mt_status make_ctx(struct mt_tok_encoder *e, const char *path,
     cp.n_seq_max = 1;
     cp.embeddings = true;
     cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
-    cp.n_threads = cp.n_threads_batch = mt_llama_threads(threads);
+    cp.n_threads = cp.n_threads_batch = mtx_llama_threads(threads);
     cp.no_perf = true;
     e->ctx = llama_init_from_model(e->model, cp);
     if (!e->ctx)
@@ -80,14 +80,14 @@ static const char *spec_path(const char *spec)
     return st == MT_OK ? ms.arg : NULL;
 }
 
-enum mt_status mt_tok_encoder_open(const char *spec,
-                                   const struct mt_tok_encoder_params *p,
-                                   struct mt_tok_encoder **out,
-                                   struct mt_error *err)
+enum mt_status mtx_tok_encoder_open(const char *spec,
+                                    const struct mtx_tok_encoder_params *p,
+                                    struct mtx_tok_encoder **out,
+                                    struct mt_error *err)
 {
     const char *path = spec_path(spec);
     const char *slash = path ? strrchr(path, '/') : NULL;
-    struct mt_tok_encoder *e;
+    struct mtx_tok_encoder *e;
     enum mt_status st;
 
     if (!path)
@@ -101,11 +101,11 @@ enum mt_status mt_tok_encoder_open(const char *spec,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&e->mu, NULL);
-    st = mt_llama_load(path, MT_LLAMA_TOKENS, TOK_SETTING, &e->model, err);
+    st = mtx_llama_load(path, MT_LLAMA_TOKENS, TOK_SETTING, &e->model, err);
     if (st == MT_OK)
         st = make_ctx(e, path, p ? p->threads : 0, err);
     if (st != MT_OK) {
-        mt_tok_encoder_close(e);
+        mtx_tok_encoder_close(e);
         return st;
     }
     *out = e;
@@ -114,7 +114,7 @@ enum mt_status mt_tok_encoder_open(const char *spec,
 
 /* ==== Encoding ==== */
 
-static int is_special(const struct mt_tok_encoder *e, llama_token t)
+static int is_special(const struct mtx_tok_encoder *e, llama_token t)
 {
     return llama_vocab_is_control(e->vocab, t) ||
            t == llama_vocab_bos(e->vocab) || t == llama_vocab_eos(e->vocab) ||
@@ -123,11 +123,11 @@ static int is_special(const struct mt_tok_encoder *e, llama_token t)
 
 /* Tokenises with [CLS]/[SEP]; a text over n_ctx tokens is cut to n_ctx,
  * keeping its closing special token, as a truncating tokenizer does. */
-static enum mt_status tokenize(struct mt_tok_encoder *e, const char *text,
+static enum mt_status tokenize(struct mtx_tok_encoder *e, const char *text,
                                size_t n, llama_token **t, int32_t *nt,
                                struct mt_error *err)
 {
-    enum mt_status st = mt_llama_tokenize(e->vocab, text, n, 1, t, nt, err);
+    enum mt_status st = mtx_llama_tokenize(e->vocab, text, n, 1, t, nt, err);
 
     if (st != MT_OK || (uint32_t)*nt <= e->n_ctx)
         return st;
@@ -139,7 +139,7 @@ static enum mt_status tokenize(struct mt_tok_encoder *e, const char *text,
 
 /* Copies the hidden state of every non-special token into vecs/ids;
  * *kept counts them. Caller holds the lock after a successful decode. */
-static enum mt_status gather(struct mt_tok_encoder *e, const llama_token *t,
+static enum mt_status gather(struct mtx_tok_encoder *e, const llama_token *t,
                              int32_t nt, float *vecs, int32_t *ids,
                              size_t *kept)
 {
@@ -161,7 +161,7 @@ static enum mt_status gather(struct mt_tok_encoder *e, const llama_token *t,
 }
 
 /* One forward pass over one sequence; every position is an output. */
-static enum mt_status forward(struct mt_tok_encoder *e, const llama_token *t,
+static enum mt_status forward(struct mtx_tok_encoder *e, const llama_token *t,
                               int32_t nt, float *vecs, int32_t *ids,
                               size_t *kept)
 {
@@ -187,10 +187,10 @@ static enum mt_status forward(struct mt_tok_encoder *e, const llama_token *t,
     return st;
 }
 
-enum mt_status mt_tok_encoder_encode(struct mt_tok_encoder *e, const char *text,
-                                     size_t n, float **vecs, int32_t **ids,
-                                     size_t *ntok, size_t *dim,
-                                     struct mt_error *err)
+enum mt_status mtx_tok_encoder_encode(struct mtx_tok_encoder *e,
+                                      const char *text, size_t n, float **vecs,
+                                      int32_t **ids, size_t *ntok, size_t *dim,
+                                      struct mt_error *err)
 {
     llama_token *t = NULL;
     int32_t nt = 0;
@@ -225,31 +225,31 @@ enum mt_status mt_tok_encoder_encode(struct mt_tok_encoder *e, const char *text,
     return st;
 }
 
-const char *mt_tok_encoder_model(const struct mt_tok_encoder *e)
+const char *mtx_tok_encoder_model(const struct mtx_tok_encoder *e)
 {
     return e->name;
 }
 
-uint32_t mt_tok_encoder_dims(const struct mt_tok_encoder *e)
+uint32_t mtx_tok_encoder_dims(const struct mtx_tok_encoder *e)
 {
     return e->dims;
 }
 
-uint32_t mt_tok_encoder_layers(const struct mt_tok_encoder *e)
+uint32_t mtx_tok_encoder_layers(const struct mtx_tok_encoder *e)
 {
     return e->layers;
 }
 
 #else /* !MT_HAVE_LLAMA */
 
-struct mt_tok_encoder {
+struct mtx_tok_encoder {
     int unused;
 };
 
-enum mt_status mt_tok_encoder_open(const char *spec,
-                                   const struct mt_tok_encoder_params *p,
-                                   struct mt_tok_encoder **out,
-                                   struct mt_error *err)
+enum mt_status mtx_tok_encoder_open(const char *spec,
+                                    const struct mtx_tok_encoder_params *p,
+                                    struct mtx_tok_encoder **out,
+                                    struct mt_error *err)
 {
     (void)p;
     (void)out;
@@ -259,10 +259,10 @@ enum mt_status mt_tok_encoder_open(const char *spec,
                    spec ? spec : TOK_SETTING);
 }
 
-enum mt_status mt_tok_encoder_encode(struct mt_tok_encoder *e, const char *text,
-                                     size_t n, float **vecs, int32_t **ids,
-                                     size_t *ntok, size_t *dim,
-                                     struct mt_error *err)
+enum mt_status mtx_tok_encoder_encode(struct mtx_tok_encoder *e,
+                                      const char *text, size_t n, float **vecs,
+                                      int32_t **ids, size_t *ntok, size_t *dim,
+                                      struct mt_error *err)
 {
     (void)e;
     (void)text;
@@ -274,25 +274,25 @@ enum mt_status mt_tok_encoder_encode(struct mt_tok_encoder *e, const char *text,
     return mt_fail(err, MT_EUNSUPPORTED, "built without llama.cpp");
 }
 
-const char *mt_tok_encoder_model(const struct mt_tok_encoder *e)
+const char *mtx_tok_encoder_model(const struct mtx_tok_encoder *e)
 {
     (void)e;
     return "";
 }
 
-uint32_t mt_tok_encoder_dims(const struct mt_tok_encoder *e)
+uint32_t mtx_tok_encoder_dims(const struct mtx_tok_encoder *e)
 {
     (void)e;
     return 0;
 }
 
-uint32_t mt_tok_encoder_layers(const struct mt_tok_encoder *e)
+uint32_t mtx_tok_encoder_layers(const struct mtx_tok_encoder *e)
 {
     (void)e;
     return 0;
 }
 
-void mt_tok_encoder_close(struct mt_tok_encoder *e)
+void mtx_tok_encoder_close(struct mtx_tok_encoder *e)
 {
     (void)e;
 }

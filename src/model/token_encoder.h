@@ -8,24 +8,24 @@
 
 #include "medtrust/status.h"
 
-struct mt_tok_encoder;
+struct mtx_tok_encoder;
 
-struct mt_tok_encoder_params {
+struct mtx_tok_encoder_params {
     uint32_t threads; /* worker threads, 0 = all online CPUs */
 };
 
-void mt_tok_encoder_default_params(struct mt_tok_encoder_params *p);
+void mtx_tok_encoder_default_params(struct mtx_tok_encoder_params *p);
 
 /* Opens "gguf:PATH": any GGUF that declares a pooling type (a BERT-family
  * embedder, reranker or classifier); its pooling and head are bypassed and
  * the last layer's hidden state of every token is read. Errors name
  * --bertscore-model. 'p' may be NULL and is copied. On success *out owns
- * the handle (free with mt_tok_encoder_close); built without llama.cpp it
+ * the handle (free with mtx_tok_encoder_close); built without llama.cpp it
  * is MT_EUNSUPPORTED. */
-enum mt_status mt_tok_encoder_open(const char *spec,
-                                   const struct mt_tok_encoder_params *p,
-                                   struct mt_tok_encoder **out,
-                                   struct mt_error *err);
+enum mt_status mtx_tok_encoder_open(const char *spec,
+                                    const struct mtx_tok_encoder_params *p,
+                                    struct mtx_tok_encoder **out,
+                                    struct mt_error *err);
 
 /* Encodes n bytes of text with the special tokens the vocabulary adds
  * ([CLS] ... [SEP]) so every token sees the context the model was trained
@@ -39,21 +39,21 @@ enum mt_status mt_tok_encoder_open(const char *spec,
  * text always gives the same output. Thread-safe: calls on one handle
  * serialise. The signature fits struct mt_token_encoder's encode callback
  * (include/medtrust/eval.h). */
-enum mt_status mt_tok_encoder_encode(struct mt_tok_encoder *e, const char *text,
-                                     size_t n, float **vecs, int32_t **ids,
-                                     size_t *ntok, size_t *dim,
-                                     struct mt_error *err);
+enum mt_status mtx_tok_encoder_encode(struct mtx_tok_encoder *e,
+                                      const char *text, size_t n, float **vecs,
+                                      int32_t **ids, size_t *ntok, size_t *dim,
+                                      struct mt_error *err);
 
 /* Model label: the GGUF file name. Valid while the handle is open. */
-const char *mt_tok_encoder_model(const struct mt_tok_encoder *e);
+const char *mtx_tok_encoder_model(const struct mtx_tok_encoder *e);
 
 /* Width of each token embedding (the model's n_embd). */
-uint32_t mt_tok_encoder_dims(const struct mt_tok_encoder *e);
+uint32_t mtx_tok_encoder_dims(const struct mtx_tok_encoder *e);
 
 /* Number of transformer layers (the output is the last one's). */
-uint32_t mt_tok_encoder_layers(const struct mt_tok_encoder *e);
+uint32_t mtx_tok_encoder_layers(const struct mtx_tok_encoder *e);
 
 /* Frees the handle; NULL is a no-op. */
-void mt_tok_encoder_close(struct mt_tok_encoder *e);
+void mtx_tok_encoder_close(struct mtx_tok_encoder *e);
 
 #endif

@@ -1,6 +1,7 @@
 /* The built-in "use-lite" embedder: Universal Sentence Encoder Lite run in
- * C behind the embed.h vtable. A call is split into batches of texts that
- * the thread pool embeds in parallel, each batch one packed forward pass.
+ * C behind the one model ops table (model/handle.h). A call is split into
+ * batches of texts that the thread pool embeds in parallel, each batch one
+ * packed forward pass.
  */
 #include <string.h>
 
@@ -60,8 +61,8 @@ static enum mt_status make_windows(const struct call *c, int32_t **ids,
     size_t i, k, total = 0;
 
     for (i = 0; i < nt; i++)
-        total += mt_embed_windows(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP,
-                                  c->u->window_pool);
+        total += mtx_embed_windows(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP,
+                                   c->u->window_pool);
     w->ids = mt_calloc(total, sizeof *w->ids);
     w->lens = mt_calloc(total, sizeof *w->lens);
     w->per_text = mt_calloc(nt, sizeof *w->per_text);
@@ -69,12 +70,12 @@ static enum mt_status make_windows(const struct call *c, int32_t **ids,
     if (!w->ids || !w->lens || !w->per_text || !w->vecs)
         return MT_ENOMEM;
     for (i = 0; i < nt; i++) {
-        w->per_text[i] = mt_embed_windows(lens[i], MT_UL_MAX_LEN,
-                                          WINDOW_OVERLAP, c->u->window_pool);
+        w->per_text[i] = mtx_embed_windows(lens[i], MT_UL_MAX_LEN,
+                                           WINDOW_OVERLAP, c->u->window_pool);
         for (k = 0; k < w->per_text[i]; k++, w->n++) {
             size_t off;
-            mt_embed_window_at(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP, k, &off,
-                               &w->lens[w->n]);
+            mtx_embed_window_at(lens[i], MT_UL_MAX_LEN, WINDOW_OVERLAP, k, &off,
+                                &w->lens[w->n]);
             w->ids[w->n] = ids[i] + off;
         }
     }
@@ -101,9 +102,9 @@ static enum mt_status embed_windows(const struct call *c, int32_t **ids,
     if (st == MT_OK)
         st = mt_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs);
     for (i = 0; st == MT_OK && i < nt; i++) {
-        mt_embed_pool_vectors(w.vecs + first * MT_UL_DIM, w.per_text[i],
-                              MT_UL_DIM, c->u->window_pool,
-                              out + i * MT_UL_DIM);
+        mtx_embed_pool_vectors(w.vecs + first * MT_UL_DIM, w.per_text[i],
+                               MT_UL_DIM, c->u->window_pool,
+                               out + i * MT_UL_DIM);
         first += w.per_text[i];
     }
     windows_free(&w);

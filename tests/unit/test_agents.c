@@ -232,7 +232,7 @@ static void test_reply_schemas_make_grammars(void **state)
         if (!schema)
             continue;
         with++;
-        if (mt_gbnf_from_schema(schema, &g, &err) != MT_OK)
+        if (mtx_gbnf_from_schema(schema, &g, &err) != MT_OK)
             fail_msg("%s: %s", name, err.msg);
         CHECK(strstr(g, "root") != NULL);
         mt_free(g);
@@ -255,7 +255,8 @@ static void test_reply_schemas_make_grammars(void **state)
             char dq[64];
             const char *rs, *ds, *cs;
 
-            CHECK_OK(mt_gbnf_from_schema(mt_reply_schema(g3[k][0]), &gg, NULL));
+            CHECK_OK(
+                mtx_gbnf_from_schema(mt_reply_schema(g3[k][0]), &gg, NULL));
             snprintf(rq, sizeof rq, "\"\\\"reasoning\\\"\"");
             snprintf(dq, sizeof dq, "\"\\\"%s\\\"\"", g3[k][1]);
             rs = strstr(gg, rq);
@@ -275,7 +276,7 @@ static void test_reply_schemas_make_grammars(void **state)
         char *g = NULL;
         CHECK(s3 && strstr(s3, "\"sentence_id\":{\"enum\":[-1,0,1,2]}"));
         CHECK(plain && strcmp(plain, mt_reply_schema("eval")) == 0);
-        CHECK_OK(mt_gbnf_from_schema(s3, &g, NULL));
+        CHECK_OK(mtx_gbnf_from_schema(s3, &g, NULL));
         mt_free(g);
         mt_free(s3);
         mt_free(plain);

@@ -9,7 +9,7 @@ static void test_gbnf_object_with_enum_and_types(void **state)
     char *g = NULL;
     struct mt_error err;
     (void)state;
-    CHECK_OK(mt_gbnf_from_schema(
+    CHECK_OK(mtx_gbnf_from_schema(
         "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},"
         "\"label\":{\"enum\":[\"A\",\"B\\\"\"]},\"n\":{\"type\":\"integer\"},"
         "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
@@ -29,13 +29,13 @@ static void test_gbnf_rejects_bad_schemas(void **state)
     char *g = NULL;
     struct mt_error err;
     (void)state;
-    CHECK(mt_gbnf_from_schema("{nope", &g, &err) == MT_EPARSE);
-    CHECK(mt_gbnf_from_schema("{\"type\":\"date\"}", &g, &err) ==
+    CHECK(mtx_gbnf_from_schema("{nope", &g, &err) == MT_EPARSE);
+    CHECK(mtx_gbnf_from_schema("{\"type\":\"date\"}", &g, &err) ==
           MT_EUNSUPPORTED);
     CHECK(strstr(err.msg, "'date'") != NULL);
-    CHECK(mt_gbnf_from_schema("{\"enum\":[]}", &g, &err) == MT_EUNSUPPORTED);
+    CHECK(mtx_gbnf_from_schema("{\"enum\":[]}", &g, &err) == MT_EUNSUPPORTED);
     CHECK(g == NULL);
-    CHECK_OK(mt_gbnf_from_schema("{}", &g, &err)); /* any JSON value */
+    CHECK_OK(mtx_gbnf_from_schema("{}", &g, &err)); /* any JSON value */
     CHECK(strstr(g, "root ::= value") != NULL);
     mt_free(g);
 }
@@ -50,7 +50,7 @@ static void test_gbnf_survives_allocation_failures(void **state)
     for (n = 0; n < 200; n++) {
         g = NULL;
         mt_alloc_fail_after(n);
-        enum mt_status st = mt_gbnf_from_schema(s, &g, NULL);
+        enum mt_status st = mtx_gbnf_from_schema(s, &g, NULL);
         mt_alloc_fail_reset();
         CHECK(st == MT_OK || st == MT_ENOMEM || st == MT_EPARSE);
         mt_free(g);

@@ -20,7 +20,7 @@
 #define BERT_SEP 102
 
 static char dir[256];
-static struct mt_tok_encoder *shared;
+static struct mtx_tok_encoder *shared;
 
 static void path_of(char *buf, size_t n, const char *name)
 {
@@ -42,7 +42,7 @@ static int remove_models(void **state)
     char p[300];
     size_t i;
     (void)state;
-    mt_tok_encoder_close(shared);
+    mtx_tok_encoder_close(shared);
     for (i = 0; dir[0] && i < sizeof names / sizeof names[0]; i++) {
         path_of(p, sizeof p, names[i]);
         unlink(p);
@@ -52,25 +52,25 @@ static int remove_models(void **state)
     return 0;
 }
 
-static struct mt_tok_encoder *open_model(const char *file)
+static struct mtx_tok_encoder *open_model(const char *file)
 {
-    struct mt_tok_encoder_params p;
-    struct mt_tok_encoder *e = NULL;
+    struct mtx_tok_encoder_params p;
+    struct mtx_tok_encoder *e = NULL;
     struct mt_error err = {MT_OK, ""};
     char spec[300];
 
     if (!dir[0])
         MISSING(
             "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
-    mt_tok_encoder_default_params(&p);
+    mtx_tok_encoder_default_params(&p);
     p.threads = 2;
     snprintf(spec, sizeof spec, "gguf:%s/%s", dir, file);
-    if (mt_tok_encoder_open(spec, &p, &e, &err) != MT_OK)
+    if (mtx_tok_encoder_open(spec, &p, &e, &err) != MT_OK)
         fail_msg("%s", err.msg);
     return e;
 }
 
-static struct mt_tok_encoder *embed_model(void)
+static struct mtx_tok_encoder *embed_model(void)
 {
     if (!shared)
         shared = open_model("embed.gguf");
@@ -84,13 +84,13 @@ struct toks {
     size_t n, dim;
 };
 
-static struct toks enc(struct mt_tok_encoder *e, const char *text)
+static struct toks enc(struct mtx_tok_encoder *e, const char *text)
 {
     struct toks t = {NULL, NULL, 0, 0};
     struct mt_error err = {MT_OK, ""};
 
-    if (mt_tok_encoder_encode(e, text, strlen(text), &t.v, &t.ids, &t.n, &t.dim,
-                              &err) != MT_OK)
+    if (mtx_tok_encoder_encode(e, text, strlen(text), &t.v, &t.ids, &t.n,
+                               &t.dim, &err) != MT_OK)
         fail_msg("%s", err.msg);
     return t;
 }
@@ -105,13 +105,13 @@ static void toks_free(struct toks *t)
 
 static void test_tokenc_shapes_and_no_special_tokens(void **state)
 {
-    struct mt_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e = embed_model();
     struct toks a = enc(e, "hello world");
     struct toks b = enc(e, "The patient has gout, treated with colchicine.");
     size_t i;
     (void)state;
-    CHECK(mt_tok_encoder_dims(e) == 64 && mt_tok_encoder_layers(e) == 2);
-    CHECK(strcmp(mt_tok_encoder_model(e), "embed.gguf") == 0);
+    CHECK(mtx_tok_encoder_dims(e) == 64 && mtx_tok_encoder_layers(e) == 2);
+    CHECK(strcmp(mtx_tok_encoder_model(e), "embed.gguf") == 0);
     /* "hello" and "world" are single word pieces; [CLS]/[SEP] are gone */
     CHECK(a.n == 2 && a.dim == 64);
     CHECK(a.ids[0] == 7592 && a.ids[1] == 2088);
@@ -126,8 +126,8 @@ static void test_tokenc_shapes_and_no_special_tokens(void **state)
 
 static void test_tokenc_is_deterministic(void **state)
 {
-    struct mt_tok_encoder *e = embed_model();
-    struct mt_tok_encoder *e2 = open_model("embed.gguf");
+    struct mtx_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e2 = open_model("embed.gguf");
     const char *t = "Start aspirin 81 mg daily, then review.";
     struct toks a = enc(e, t);
     struct toks b = enc(e, t);
@@ -140,13 +140,13 @@ static void test_tokenc_is_deterministic(void **state)
     toks_free(&a);
     toks_free(&b);
     toks_free(&c);
-    mt_tok_encoder_close(e2);
+    mtx_tok_encoder_close(e2);
 }
 
 /* Per-token states are contextual: "patient" differs with its neighbours. */
 static void test_tokenc_states_are_contextual(void **state)
 {
-    struct mt_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e = embed_model();
     struct toks a = enc(e, "patient");
     struct toks b = enc(e, "the patient");
     (void)state;
@@ -158,7 +158,7 @@ static void test_tokenc_states_are_contextual(void **state)
 
 static void test_tokenc_long_text_cut_to_context(void **state)
 {
-    struct mt_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e = embed_model();
     char *text = mt_malloc(700 * 6 + 1);
     struct toks t;
     size_t i;
@@ -175,7 +175,7 @@ static void test_tokenc_long_text_cut_to_context(void **state)
 
 static void test_tokenc_identical_pair_scores_one(void **state)
 {
-    struct mt_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e = embed_model();
     const char *s = "Give intravenous insulin and recheck potassium.";
     struct toks a = enc(e, s);
     struct toks b = enc(e, s);
@@ -191,17 +191,17 @@ static void test_tokenc_identical_pair_scores_one(void **state)
 
 static void test_tokenc_cross_encoder_gguf_accepted(void **state)
 {
-    struct mt_tok_encoder *e = open_model("rerank.gguf");
+    struct mtx_tok_encoder *e = open_model("rerank.gguf");
     struct toks a = enc(e, "hello world");
     (void)state;
     CHECK(a.n == 2 && a.dim == 64);
     toks_free(&a);
-    mt_tok_encoder_close(e);
+    mtx_tok_encoder_close(e);
 }
 
 static void test_tokenc_bad_specs_say_why(void **state)
 {
-    struct mt_tok_encoder *e = NULL;
+    struct mtx_tok_encoder *e = NULL;
     struct mt_error err = {MT_OK, ""};
     char spec[300];
     FILE *f;
@@ -209,10 +209,10 @@ static void test_tokenc_bad_specs_say_why(void **state)
     if (!dir[0])
         MISSING(
             "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
-    CHECK(mt_tok_encoder_open("embed.gguf", NULL, &e, &err) == MT_EINVAL);
+    CHECK(mtx_tok_encoder_open("embed.gguf", NULL, &e, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "gguf:PATH") != NULL && e == NULL);
     snprintf(spec, sizeof spec, "gguf:%s/missing.gguf", dir);
-    CHECK(mt_tok_encoder_open(spec, NULL, &e, &err) == MT_ENOTFOUND);
+    CHECK(mtx_tok_encoder_open(spec, NULL, &e, &err) == MT_ENOTFOUND);
     CHECK(strstr(err.msg, "--bertscore-model") != NULL);
     path_of(spec, sizeof spec, "bad.gguf");
     f = fopen(spec, "w");
@@ -220,9 +220,9 @@ static void test_tokenc_bad_specs_say_why(void **state)
     fputs("not a model\n", f);
     fclose(f);
     snprintf(spec, sizeof spec, "gguf:%s/bad.gguf", dir);
-    CHECK(mt_tok_encoder_open(spec, NULL, &e, &err) == MT_EPARSE);
+    CHECK(mtx_tok_encoder_open(spec, NULL, &e, &err) == MT_EPARSE);
     CHECK(e == NULL);
-    mt_tok_encoder_close(NULL);
+    mtx_tok_encoder_close(NULL);
 }
 
 /* ==== End to end: medtrust score against greedy matching done here ==== */
@@ -356,7 +356,7 @@ static double rescale(double x, double b)
 }
 
 /* Per-note F1 by hand; base NULL: no rescaling; idf: weight by idf. */
-static double hand_f(struct mt_tok_encoder *e, size_t i, const double *base,
+static double hand_f(struct mtx_tok_encoder *e, size_t i, const double *base,
                      int idf)
 {
     struct toks gold[5];
@@ -390,7 +390,7 @@ static double hand_f(struct mt_tok_encoder *e, size_t i, const double *base,
 /* Composite over the 5 notes: t-1 NA/NA = 1, t-4 one NA = 0. */
 static void expect_scores(const json_t *j, const double *base, int idf)
 {
-    struct mt_tok_encoder *e = embed_model();
+    struct mtx_tok_encoder *e = embed_model();
     double f0 = hand_f(e, 0, base, idf);
     double f2 = hand_f(e, 2, base, idf);
     double f3 = hand_f(e, 3, base, idf);

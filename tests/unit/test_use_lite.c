@@ -219,20 +219,20 @@ static void test_windows_cover_long_texts(void **state)
     float m[4];
 
     (void)state;
-    CHECK(mt_embed_windows(128, 128, 32, MT_EMBED_POOL_MEAN) == 1);
-    CHECK(mt_embed_windows(300, 128, 32, MT_EMBED_POOL_FIRST) == 1);
+    CHECK(mtx_embed_windows(128, 128, 32, MT_EMBED_POOL_MEAN) == 1);
+    CHECK(mtx_embed_windows(300, 128, 32, MT_EMBED_POOL_FIRST) == 1);
     /* 300 tokens, stride 96: [0,128) [96,224) [172,300) */
-    CHECK(mt_embed_windows(300, 128, 32, MT_EMBED_POOL_MEAN) == 3);
-    mt_embed_window_at(300, 128, 32, 1, &off, &n);
+    CHECK(mtx_embed_windows(300, 128, 32, MT_EMBED_POOL_MEAN) == 3);
+    mtx_embed_window_at(300, 128, 32, 1, &off, &n);
     CHECK(off == 96 && n == 128);
-    mt_embed_window_at(300, 128, 32, 2, &off, &n);
+    mtx_embed_window_at(300, 128, 32, 2, &off, &n);
     CHECK(off == 172 && n == 128);
-    mt_embed_window_at(20, 128, 32, 0, &off, &n);
+    mtx_embed_window_at(20, 128, 32, 0, &off, &n);
     CHECK(off == 0 && n == 20);
-    mt_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MEAN, m);
+    mtx_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MEAN, m);
     CHECK(fabsf(m[0] - 0.57735f) < 1e-5f && m[2] == 0.0f);
     v[1] = 0.5f;
-    mt_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MAX, m);
+    mtx_embed_pool_vectors(v, 3, 4, MT_EMBED_POOL_MAX, m);
     CHECK(fabsf(m[1] - 0.57735f) < 1e-5f && m[2] == 0.0f);
 }
 
@@ -256,7 +256,7 @@ static void test_long_text_is_pooled_over_windows(void **state)
     t = mt_str_from(text);
     CHECK_OK(mt_ul_model_open(path, &m, NULL));
     CHECK_OK(mt_ul_tokenize(m, t, &ids, &len));
-    nw = mt_embed_windows(len, MT_UL_MAX_LEN, 32, MT_EMBED_POOL_MEAN);
+    nw = mtx_embed_windows(len, MT_UL_MAX_LEN, 32, MT_EMBED_POOL_MEAN);
     CHECK(len > 2 * MT_UL_MAX_LEN && nw >= 3);
     for (mode = MT_EMBED_POOL_MEAN; mode <= MT_EMBED_POOL_FIRST; mode++) {
         struct mt_embedder_params p;
@@ -270,11 +270,11 @@ static void test_long_text_is_pooled_over_windows(void **state)
         CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
         CHECK_OK(mt_embedder_embed(e, &t, 1, got, NULL));
         for (i = 0; i < k; i++) {
-            mt_embed_window_at(len, MT_UL_MAX_LEN, 32, i, &off, &wl[i]);
+            mtx_embed_window_at(len, MT_UL_MAX_LEN, 32, i, &off, &wl[i]);
             wid[i] = ids + off;
         }
         CHECK_OK(mt_ul_forward(&m->w, wid, wl, k, wv));
-        mt_embed_pool_vectors(wv, k, DIM, (enum mt_embed_pool)mode, want);
+        mtx_embed_pool_vectors(wv, k, DIM, (enum mt_embed_pool)mode, want);
         for (i = 0; i < DIM; i++)
             CHECK(fabsf(want[i] - got[i]) < 1e-5f);
         mt_embedder_close(e);
