@@ -313,6 +313,11 @@ static int mediqa_run(struct cli_args *a)
     memset(&s, 0, sizeof s);
     if (cli_get(a, "enqueue") || cli_get(a, "collect"))
         return mediqa_queue_main(a);
+    if (cli_get(a, "state") || cli_get(a, "no-wait")) {
+        fprintf(stderr, "medtrust mediqa: --state and --no-wait go with "
+                        "--enqueue or --collect RUN\n");
+        return 1;
+    }
     if (agent_opts_read(a, &p) < 0 ||
         cli_get_uint(a, "jobs", 1, 512, &jobs) < 0 ||
         cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
