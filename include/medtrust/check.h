@@ -29,6 +29,7 @@ const char *mt_strategy_str(enum mt_strategy s);
 
 /* Settings of a checker. Strings are copied by mt_agent_open. */
 #define MT_AGENT_MAX_SOURCES 16
+#define MT_AGENT_SEARCH_AUTO (-1) /* mt_agent_params.search_mode */
 
 struct mt_agent_params {
     enum mt_strategy strategy;
@@ -37,7 +38,13 @@ struct mt_agent_params {
                                    set; NULL = environment only */
     struct mt_llm_params llm;   /* timeouts, retries, HTTP concurrency */
     const char *prompts_dir;    /* NAME.txt here replaces a built-in prompt */
-    const char *few_shot_path;  /* MEDEC CSV of examples for `single` */
+    const char *few_shot_path;  /* MEDEC CSV whose first rows are the
+                                   fixed examples of `single` */
+    const char *examples_path;  /* MEDEC CSV (a training split) from which
+                                   `single` picks the max_few_shot nearest
+                                   notes to each note (MedPrompt's kNN
+                                   few-shot); embedded with embedder_spec,
+                                   else the index's embedder (db_dir) */
     const char *db_dir;         /* corpus store for search(); NULL = none,
                                    which react-reflex refuses unless
                                    no_retrieval is set */
@@ -52,6 +59,16 @@ struct mt_agent_params {
                                    in estimated tokens; oldest passages
                                    are dropped first (12000) */
     const char *reranker_spec;  /* cross-encoder for the rerank stage */
+    int search_mode;            /* MedReAct's search: MT_SEARCH_BM25,
+                                   _DENSE or _HYBRID (medtrust/index.h),
+                                   or MT_AGENT_SEARCH_AUTO (default):
+                                   hybrid when the index has vectors the
+                                   query embedder can match, else bm25 */
+    const char *embedder_spec;  /* query (and examples_path) embedder;
+                                   NULL = the one the index records */
+    uint32_t dims;              /* Matryoshka truncation of query vectors,
+                                   which must match the index's; 0 = the
+                                   index's (mt_retriever_params.dims) */
     uint32_t max_steps;         /* MedReAct steps per round, N (4) */
     uint32_t max_rounds;        /* MedReFlex rounds, M (5) */
     uint32_t n_evals;           /* MedEval samples (5) */
@@ -65,7 +82,8 @@ struct mt_agent_params {
     uint32_t max_tokens;        /* completion budget per call (1024) */
     uint64_t seed;              /* sampling seed (42) */
     size_t max_note_bytes;      /* longer notes are refused (256 KiB) */
-    uint32_t max_few_shot;      /* examples kept from few_shot_path (3) */
+    uint32_t max_few_shot;      /* examples from few_shot_path or
+                                   examples_path, per note (3) */
     int grammar;                /* 1 (default): gguf models answer under a
                                    grammar made from each role's reply
                                    schema, so their JSON always parses;

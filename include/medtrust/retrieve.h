@@ -28,6 +28,15 @@ struct mt_retriever_params {
                                    the index records, "none" = none */
     const char *embedder_cache; /* call cache file for it; NULL = none */
     const char *reranker_spec;  /* cross-encoder; NULL = none */
+    uint32_t dims;              /* Matryoshka truncation of the query
+                                   vectors: 0 (default) = the dimension of
+                                   the index's vectors when the embedder's
+                                   own is larger (the index was built
+                                   truncated), else the embedder's; N =
+                                   N, which must be the dimension of the
+                                   index's vectors (mt_retriever_open
+                                   fails naming both when not, and when
+                                   the index has none) */
     int lazy;                   /* 1: open the index and the embedder on
                                    first use, not in mt_retriever_open (a
                                    server starts before its index exists),

@@ -57,13 +57,14 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->max_note_bytes = (size_t)256 << 10;
     p->max_few_shot = 3;
     p->evidence_tokens = 12000;
+    p->search_mode = MT_AGENT_SEARCH_AUTO;
 }
 
 /* Copies the strings of p into a->strs and points a->p at them. */
 static enum mt_status copy_params(struct mt_agent *a,
                                   const struct mt_agent_params *p)
 {
-    const char **fields[6];
+    const char **fields[AGENT_NSTRS];
     size_t i;
 
     a->p = *p;
@@ -73,7 +74,9 @@ static enum mt_status copy_params(struct mt_agent *a,
     fields[3] = &a->p.db_dir;
     fields[4] = &a->p.reranker_spec;
     fields[5] = &a->p.llm.cache_path;
-    for (i = 0; i < 6; i++) {
+    fields[6] = &a->p.examples_path;
+    fields[7] = &a->p.embedder_spec;
+    for (i = 0; i < AGENT_NSTRS; i++) {
         if (!*fields[i])
             continue;
         a->strs[i] = mt_strdup(*fields[i]);
@@ -124,25 +127,53 @@ static enum mt_status open_models(struct mt_agent *a, struct mt_error *err)
     return MT_OK;
 }
 
-/* The search of react-reflex: the caller's retriever, else one over
- * db_dir opened now, so a bad --db fails at start-up (BM25 only: no query
- * embedder). */
+/* The search of react-reflex and the embedder of `single`'s kNN
+ * examples: the caller's retriever, else one over db_dir opened now, so a
+ * bad --db, --embedder or --dims fails at start-up. An explicit bm25
+ * search opens no query embedder. */
 static enum mt_status open_retriever(struct mt_agent *a, struct mt_error *err)
 {
     struct mt_retriever_params rp;
+    int embeds = a->p.search_mode != MT_SEARCH_BM25 || a->p.examples_path;
 
     if (a->p.retriever) {
         a->ret = a->p.retriever;
         return MT_OK;
     }
-    if (!a->p.db_dir && !a->p.reranker_spec)
+    if (!a->p.db_dir && !a->p.reranker_spec && !a->p.examples_path)
         return MT_OK;
     mt_retriever_default_params(&rp);
     rp.db_dir = a->p.db_dir;
-    rp.embedder_spec = "none";
+    rp.embedder_spec = embeds ? a->p.embedder_spec : "none";
+    rp.dims = a->p.dims;
     rp.reranker_spec = a->p.reranker_spec;
     a->ret_owned = 1;
     return mt_retriever_open(&rp, &a->ret, err);
+}
+
+/* An explicit dense or hybrid search needs vectors the query embedder
+ * matches; --dims only truncates those queries. (auto is decided per
+ * search, so a server's index that gains vectors switches to hybrid.) */
+static enum mt_status check_search_mode(struct mt_agent *a,
+                                        struct mt_error *err)
+{
+    int m = a->p.search_mode;
+
+    if (m == MT_SEARCH_BM25 && a->p.dims)
+        return mt_fail(err, MT_EINVAL,
+                       "--dims truncates the query vectors of dense and "
+                       "hybrid search, not bm25");
+    if (m == MT_AGENT_SEARCH_AUTO || m == MT_SEARCH_BM25 || !a->p.db_dir)
+        return MT_OK;
+    if (mt_retriever_has_vectors(a->ret))
+        return MT_OK;
+    return mt_fail(err, MT_EINVAL,
+                   "--search-mode %s needs vectors in the index of %s that "
+                   "the query embedder (%u dimensions) matches, and it has "
+                   "none: build them with 'medtrust index --db %s "
+                   "--embedder SPEC', or use --search-mode bm25",
+                   mt_search_mode_str((enum mt_search_mode)m), a->p.db_dir,
+                   mt_retriever_dims(a->ret), a->p.db_dir);
 }
 
 /* Every --source must name a corpus of the store: a misspelt name would
@@ -181,10 +212,14 @@ static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
 
     if (st == MT_OK)
         st = open_models(a, err);
+    if (st == MT_OK &&
+        (a->p.strategy == MT_STRATEGY_REACT_REFLEX ||
+         (a->p.strategy == MT_STRATEGY_SINGLE && a->p.examples_path)))
+        st = open_retriever(a, err);
+    if (st == MT_OK && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
+        st = check_search_mode(a, err);
     if (st == MT_OK && a->p.strategy == MT_STRATEGY_SINGLE)
         st = mt_agent_examples_load(a, err);
-    if (st == MT_OK && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
-        st = open_retriever(a, err);
     if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = check_sources(a, err);
     return st;
@@ -245,7 +280,8 @@ void mt_agent_close(struct mt_agent *a)
         mt_retriever_close(a->ret);
     mt_prompts_free(a->prompts);
     mt_free(a->examples);
-    for (i = 0; i < 6; i++)
+    mt_agent_examples_free(a->knn);
+    for (i = 0; i < AGENT_NSTRS; i++)
         mt_free(a->strs[i]);
     for (i = 0; i < MT_AGENT_MAX_SOURCES; i++)
         mt_free(a->sources[i]);

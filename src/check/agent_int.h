@@ -24,14 +24,19 @@ enum agent_role {
     ROLE_COUNT
 };
 
+#define AGENT_NSTRS 8 /* strings of mt_agent_params copied */
+
+struct knn_examples;
+
 struct mt_agent {
     struct mt_agent_params p; /* strings point at the copies below */
-    char *strs[6];
+    char *strs[AGENT_NSTRS];
     char *sources[MT_AGENT_MAX_SOURCES]; /* copies of p.sources */
     struct mt_llm *llm[ROLE_COUNT];
     int llm_owner[ROLE_COUNT]; /* 1 where this role opened the handle */
     struct mt_prompts *prompts;
     char *examples;           /* few-shot text for `single` */
+    struct knn_examples *knn; /* examples_path: picked per note */
     struct mt_retriever *ret; /* search(); NULL without a corpus */
     int ret_owned;            /* 1 when opened here (not params.retriever) */
 };
@@ -120,23 +125,35 @@ struct final_answer {
 };
 int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
 
-/* Loads the few-shot examples of `single` into a->examples. */
+/* Loads the few-shot examples of `single`: the fixed ones into
+ * a->examples, or with examples_path every training note, embedded, into
+ * a->knn. */
 enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err);
+
+/* The examples text for the run's note: a->examples, or with a->knn the
+ * max_few_shot training notes nearest to it, nearest first (*out owned by
+ * the caller when *owned). Adds a few_shot trace record for kNN. */
+enum mt_status mt_agent_examples_for(struct run *r, const char **out,
+                                     char **owned);
+
+/* Frees a->knn; NULL is allowed. */
+void mt_agent_examples_free(struct knn_examples *k);
 
 /* Strategies. */
 enum mt_status mt_strategy_single(struct run *r);
 enum mt_status mt_strategy_guards(struct run *r);
 enum mt_status mt_strategy_react(struct run *r);
 
-/* Searches the corpus for 'query' (retrieve_k, reranked to rerank_k when
- * a reranker is set; only the run's sources when given) and appends each
- * passage
- * ("TITLE: text", cut to chunk_chars) to 'passages' and its document id
- * to 'ids' and its source to 'srcs' (JSON arrays). Without a corpus it
- * appends nothing. */
+/* Searches the corpus for 'query' in the search mode (params.search_mode,
+ * auto decided now), retrieve_k deep, reranked to rerank_k when a
+ * reranker is set; only the run's sources when given. Appends each
+ * passage ("TITLE: text", cut to chunk_chars) to 'passages' and its
+ * document id to 'ids' and its source to 'srcs' (JSON arrays), and sets
+ * *mode to the mode's name ("none" without a corpus, when it appends
+ * nothing). */
 enum mt_status mt_agent_search(const struct run *r, const char *query,
                                json_t *passages, json_t *ids, json_t *srcs,
-                               struct mt_error *err);
+                               const char **mode, struct mt_error *err);
 
 /* The statistic the published code compared with the minimum threshold:
  * min(mean of all finals, last final) (see react.c). 0 when n == 0. */

@@ -224,15 +224,19 @@ static enum mt_status observation(struct run *r, const char *q,
     return st;
 }
 
-/* {"query","hits"} and, under a source filter, "sources". */
-/* The search's trace event: the query, the hits' ids and sources, the
- * run's source filter when it has one, and the search's time (medtrust
- * sweep reads hit_sources and ms for the papers' Fig. 3 and Fig. 7). */
-static json_t *search_event(const struct run *r, const char *q, json_t *ids,
-                            json_t *hit_src, double ms)
+/* The search's trace event: the query, the search mode that ran (bm25,
+ * dense, hybrid; none without a corpus) and whether a cross-encoder
+ * reranked, the hits' ids and sources, the run's source filter when it
+ * has one, and the search's time (medtrust sweep reads hit_sources and
+ * ms for the papers' Fig. 3 and Fig. 7). */
+static json_t *search_event(const struct run *r, const char *q,
+                            const char *mode, json_t *ids, json_t *hit_src,
+                            double ms)
 {
-    json_t *o = json_pack("{s:s,s:O,s:O,s:f}", "query", q, "hits", ids,
-                          "hit_sources", hit_src, "ms", ms);
+    json_t *o =
+        json_pack("{s:s,s:s,s:b,s:O,s:O,s:f}", "query", q, "mode", mode,
+                  "reranked", r->a->ret && mt_retriever_has_reranker(r->a->ret),
+                  "hits", ids, "hit_sources", hit_src, "ms", ms);
     json_t *src = r->n_sources ? json_array() : NULL;
     size_t i;
 
@@ -258,18 +262,19 @@ static enum mt_status do_search(struct run *r, struct round *rd,
     json_t *srcs = json_array();
     json_t *passages = json_array();
     enum mt_status st = ids && srcs && passages ? MT_OK : MT_ENOMEM;
+    const char *mode = "none";
     struct timespec t0, t1;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (st == MT_OK)
-        st = mt_agent_search(r, q, passages, ids, srcs, &err);
+        st = mt_agent_search(r, q, passages, ids, srcs, &mode, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
     mt_run_event(r, "search",
-                 search_event(r, q, ids, srcs,
+                 search_event(r, q, mode, ids, srcs,
                               (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
     json_object_set(sj, "passages", passages);

@@ -1,6 +1,11 @@
-/* search(query) for MedReAct: BM25 over the store's index (retrieve 50),
- * reranked to 20 when a cross-encoder is configured, as IryoNLP does,
- * through the checker's retriever. */
+/* search(query) for MedReAct, through the checker's retriever. The
+ * paper's two-stage semantic search (IryoNLP, section 3): a bi-encoder
+ * retrieves the top 50 (Matryoshka vectors truncated to 256 dimensions,
+ * which --dims and the index's own vectors give here), a cross-encoder
+ * reranks them to the top 20. --search-mode dense is that first stage;
+ * the default, hybrid when the index has vectors (BM25 fused with the
+ * dense list, VerifAI's weights), is ours and departs from the paper;
+ * bm25 is what an index without vectors can do. */
 #include <string.h>
 
 #include "check/agent_int.h"
@@ -36,15 +41,26 @@ static enum mt_status put_hits(struct mt_agent *a,
     return st;
 }
 
+/* The mode of this search: the one asked for, or (auto) hybrid when the
+ * index has vectors the query embedder matches, else bm25. Decided per
+ * search, so a server's index that gains vectors switches over. */
+static enum mt_search_mode search_mode(struct mt_agent *a)
+{
+    if (a->p.search_mode != MT_AGENT_SEARCH_AUTO)
+        return (enum mt_search_mode)a->p.search_mode;
+    return mt_retriever_has_vectors(a->ret) ? MT_SEARCH_HYBRID : MT_SEARCH_BM25;
+}
+
 /* One search, filtered to 'source' (NULL: every source). */
 static enum mt_status search_one(struct mt_agent *a, const char *query,
-                                 const char *source,
+                                 enum mt_search_mode mode, const char *source,
                                  struct mt_search_result **res,
                                  struct mt_error *err)
 {
     struct mt_search_params sp;
 
     mt_search_default_params(&sp);
+    sp.mode = mode;
     sp.k = a->p.rerank_k;
     sp.retrieve_k = a->p.retrieve_k;
     sp.source = source;
@@ -54,14 +70,17 @@ static enum mt_status search_one(struct mt_agent *a, const char *query,
 }
 
 /* Several sources: one search per source, the hits merged by score and
- * cut to rerank_k. The index filters on one source at a time; BM25 and
- * cross-encoder scores are comparable across these searches (one index,
- * one IDF table, absolute reranker scores), so the merge equals one
- * search over the union of the sources. (IryoNLP's fix_source takes one
- * source; the union is ours, for runs over several corpora.) */
+ * cut to rerank_k. The index filters on one source at a time; BM25,
+ * dense (cosine) and cross-encoder scores are comparable across these
+ * searches (one index, one IDF table, absolute scores), so the merge
+ * equals one search over the union of the sources. Hybrid scores are
+ * not quite: each search scales its lists by their own top score, so the
+ * merge only approximates the union's fusion. (IryoNLP's fix_source
+ * takes one source; the union is ours, for runs over several corpora.) */
 static enum mt_status search_sources(const struct run *r, const char *query,
-                                     json_t *passages, json_t *ids,
-                                     json_t *srcs, struct mt_error *err)
+                                     enum mt_search_mode mode, json_t *passages,
+                                     json_t *ids, json_t *srcs,
+                                     struct mt_error *err)
 {
     struct mt_search_result *res[MT_AGENT_MAX_SOURCES] = {NULL};
     size_t at[MT_AGENT_MAX_SOURCES] = {0};
@@ -71,7 +90,7 @@ static enum mt_status search_sources(const struct run *r, const char *query,
     size_t i, n = r->n_sources, k;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = search_one(a, query, r->sources[i], &res[i], err);
+        st = search_one(a, query, mode, r->sources[i], &res[i], err);
     for (k = 0; st == MT_OK && k < a->p.rerank_k; k++) {
         size_t best = n;
 
@@ -94,18 +113,22 @@ static enum mt_status search_sources(const struct run *r, const char *query,
 
 enum mt_status mt_agent_search(const struct run *r, const char *query,
                                json_t *passages, json_t *ids, json_t *srcs,
-                               struct mt_error *err)
+                               const char **mode, struct mt_error *err)
 {
     struct mt_agent *a = r->a;
     struct mt_search_result *res = NULL;
+    enum mt_search_mode m;
     enum mt_status st;
 
+    *mode = "none";
     if (!a->ret || (!a->p.db_dir && !a->p.retriever))
         return MT_OK;
+    m = search_mode(a);
+    *mode = mt_search_mode_str(m);
     if (r->n_sources > 1) {
-        st = search_sources(r, query, passages, ids, srcs, err);
+        st = search_sources(r, query, m, passages, ids, srcs, err);
     } else {
-        st = search_one(a, query, r->n_sources ? r->sources[0] : NULL, &res,
+        st = search_one(a, query, m, r->n_sources ? r->sources[0] : NULL, &res,
                         err);
         if (st == MT_OK)
             st = put_hits(a, res, passages, ids, srcs);

@@ -53,11 +53,22 @@ int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
 enum mt_status mt_strategy_single(struct run *r)
 {
     static const char *const keys[] = {"SENTENCES", "EXAMPLES"};
-    const char *vals[2] = {r->block, r->a->examples};
+    const char *vals[2] = {r->block, NULL};
     struct final_answer f = {0, -1, NULL};
+    char *knn = NULL;
     struct call c;
-    enum mt_status st;
+    enum mt_status st = mt_agent_examples_for(r, &vals[1], &knn);
 
+    if (st == MT_EMODEL) {
+        r->fallback = 1;
+        mt_run_event(r, "fallback",
+                     json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
+                               "no examples could be chosen: no error", "why",
+                               r->down_why));
+        return mt_run_verdict(r, 0, -1, NULL);
+    }
+    if (st != MT_OK)
+        return st;
     memset(&c, 0, sizeof c);
     c.role = ROLE_SINGLE;
     c.prompt = "single";
@@ -80,5 +91,6 @@ enum mt_status mt_strategy_single(struct run *r)
         st = mt_run_verdict(r, 0, -1, NULL);
     }
     mt_call_free(&c);
+    mt_free(knn);
     return st;
 }

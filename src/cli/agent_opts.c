@@ -28,6 +28,8 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
         get_u32(a, "evidence-tokens", 100, 10000000, &p->evidence_tokens) < 0 ||
+        get_u32(a, "shots", 1, 64, &p->max_few_shot) < 0 ||
+        get_u32(a, "dims", 1, 65536, &p->dims) < 0 ||
         cli_get_uint(a, "seed", 0, 0x7fffffffUL, &seed) < 0 ||
         cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
         cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
@@ -42,6 +44,38 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
     if (p->rerank_k > p->retrieve_k) {
         fprintf(stderr, "medtrust: --rerank-k must not exceed "
                         "--retrieve-k\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* --search-mode; absent = auto. */
+static int read_mode(const struct cli_args *a, struct mt_agent_params *p)
+{
+    const char *m = cli_get(a, "search-mode");
+    enum mt_search_mode mode;
+
+    if (!m)
+        return 0;
+    if (mt_search_mode_parse(m, &mode) != MT_OK) {
+        fprintf(stderr,
+                "medtrust: --search-mode must be dense, hybrid or bm25, "
+                "not '%s'\n",
+                m);
+        return -1;
+    }
+    p->search_mode = (int)mode;
+    return 0;
+}
+
+/* --few-shot, --examples: one of them; only single reads them. */
+static int read_examples(const struct cli_args *a, struct mt_agent_params *p)
+{
+    p->few_shot_path = cli_get(a, "few-shot");
+    p->examples_path = cli_get(a, "examples");
+    if (p->few_shot_path && p->examples_path) {
+        fprintf(stderr, "medtrust: --few-shot (fixed examples) and "
+                        "--examples (the nearest ones) exclude each other\n");
         return -1;
     }
     return 0;
@@ -62,8 +96,10 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->db_dir = cli_get(a, "db");
     p->llm_spec = cli_get(a, "llm");
     p->prompts_dir = cli_get(a, "prompts");
-    p->few_shot_path = cli_get(a, "few-shot");
     p->reranker_spec = cli_get(a, "reranker");
+    p->embedder_spec = cli_get(a, "embedder");
+    if (read_mode(a, p) < 0 || read_examples(a, p) < 0)
+        return -1;
     p->no_retrieval = cli_get(a, "no-retrieval") != NULL;
     p->sources = cli_get_all(a, "source", &p->n_sources);
     if (p->n_sources > MT_AGENT_MAX_SOURCES) {

@@ -31,12 +31,31 @@
          "prompts",                                                            \
          0},                                                                   \
         {"few-shot", 0, "FILE",                                                \
-         "MEDEC-format CSV of examples for single "                            \
-         "(a training split)",                                                 \
+         "MEDEC-format CSV (a training split) whose first rows are single's "  \
+         "fixed examples",                                                     \
+         0},                                                                   \
+        {"examples", 0, "FILE",                                                \
+         "MEDEC-format CSV (a training split): single takes the --shots "      \
+         "notes nearest to each note as examples, with their Reasoning "       \
+         "column when there is one (MedPrompt kNN; embedded with "             \
+         "--embedder, else the --db index's embedder)",                        \
+         0},                                                                   \
+        {"shots", 0, "K", "examples per note for single, 1..64 (3)", 0},       \
+        {"search-mode", 0, "MODE",                                             \
+         "MedReAct's search: dense, hybrid or bm25 (default hybrid when the "  \
+         "index has vectors, else bm25; the trace says which ran)",            \
+         0},                                                                   \
+        {"embedder", 'e', "SPEC",                                              \
+         "query embedder for dense/hybrid search and --examples (default: "    \
+         "the index's own)",                                                   \
+         0},                                                                   \
+        {"dims", 0, "N",                                                       \
+         "truncate query vectors to N dimensions (Matryoshka; the paper: "     \
+         "256), which must be the index's (default: the index's)",             \
          0},                                                                   \
         {"reranker", 0, "SPEC",                                                \
-         "cross-encoder reranking search hits "                                \
-         "50 -> 20",                                                           \
+         "cross-encoder reranking the --retrieve-k hits to --rerank-k: "       \
+         "gguf:PATH or openai:URL#MODEL",                                      \
          0},                                                                   \
         {"steps", 0, "N", "MedReAct steps per round, 1..32 (default 4)", 0},   \
         {"rounds", 0, "M", "MedReFlex rounds, 1..32 (default 5)", 0},          \

@@ -37,6 +37,7 @@ struct mt_retriever {
     struct mt_error emb_err; /* why it failed, when it did */
     struct mt_embedder *emb;
     uint32_t index_dims; /* of the index's vectors, 0 = none */
+    uint32_t dims;       /* params.dims: query truncation asked for */
     struct mt_reranker *reranker;
 };
 
@@ -177,7 +178,18 @@ static enum mt_status open_embedder(struct mt_retriever *r,
     if (st == MT_OK && spec && !r->no_embedder) {
         mt_embedder_default_params(&p);
         p.cache_path = r->emb_cache;
+        /* Matryoshka (the paper: 256 of the bi-encoder's dimensions): a
+         * query is truncated to what the index holds */
+        p.dims = r->dims ? r->dims : r->index_dims;
         st = mt_embedder_open(spec, &p, &r->emb, &r->emb_err);
+        if (st == MT_EINVAL && !r->dims && p.dims) {
+            /* an embedder narrower than the index's vectors cannot
+             * search them (mt_retriever_has_vectors says 0), but it
+             * still embeds */
+            mt_error_clear(&r->emb_err);
+            p.dims = 0;
+            st = mt_embedder_open(spec, &p, &r->emb, &r->emb_err);
+        }
     }
     if (st != MT_OK && err)
         *err = r->emb_err;
@@ -404,6 +416,7 @@ static enum mt_status copy_params(struct mt_retriever *r,
 
     r->no_embedder = es && strcmp(es, "none") == 0;
     r->follow = p->lazy;
+    r->dims = p->dims;
     if (es && (!*es || r->no_embedder))
         es = NULL;
     r->db_dir = p->db_dir ? mt_strdup(p->db_dir) : NULL;
@@ -413,6 +426,25 @@ static enum mt_status copy_params(struct mt_retriever *r,
         (p->embedder_cache && !r->emb_cache))
         return MT_ENOMEM;
     return MT_OK;
+}
+
+/* An asked-for truncation must be the dimension of the index's vectors:
+ * a query truncated otherwise cannot be compared with them. */
+static enum mt_status check_dims(const struct mt_retriever *r,
+                                 struct mt_error *err)
+{
+    if (!r->dims || !r->db_dir || r->index_dims == r->dims)
+        return MT_OK;
+    if (r->index_dims == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "--dims %u: the index in %s has no vectors (build "
+                       "them with 'medtrust index --embedder SPEC')",
+                       r->dims, r->db_dir);
+    return mt_fail(err, MT_EINVAL,
+                   "--dims %u does not match the index in %s, whose "
+                   "vectors have %u dimensions: query vectors are "
+                   "truncated to the index's (give --dims %u, or none)",
+                   r->dims, r->db_dir, r->index_dims, r->index_dims);
 }
 
 enum mt_status mt_retriever_open(const struct mt_retriever_params *p,
@@ -438,6 +470,8 @@ enum mt_status mt_retriever_open(const struct mt_retriever_params *p,
         st = open_embedder(r, err);
         pthread_mutex_unlock(&r->emb_mu);
     }
+    if (st == MT_OK && !p->lazy)
+        st = check_dims(r, err);
     if (st != MT_OK) {
         mt_retriever_close(r);
         return st;

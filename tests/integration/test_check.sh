@@ -85,6 +85,71 @@ else
     not_ok "check --source (rc $rc0)" "$(tail -2 "$TMP/err0")" "$(tail -2 "$TMP/err1")"
 fi
 
+# Two-stage semantic search through the real binary: an index with
+# USE-lite vectors searches hybrid by default, --search-mode dense and
+# bm25 run as asked, and the trace says which ran; --dims must match the
+# index's vectors; dense on an index without vectors is refused.
+cat >"$TMP/small.jsonl" <<'JS'
+{"id":"h1","title":"Heart attack","text":"A myocardial infarction happens when blood flow to part of the heart muscle stops, causing chest pain."}
+{"id":"h2","title":"Broken bone","text":"A fracture of the femur needs surgery and months of rehabilitation before walking again."}
+{"id":"h3","title":"Flu","text":"Influenza spreads through droplets; fever, cough and body aches last about a week."}
+JS
+"$MT" index --db "$TMP/vdb" --input "$TMP/small.jsonl" --embedder use-lite \
+    --no-progress >/dev/null 2>&1
+for m in auto dense bm25; do
+    mo=; [ $m = auto ] || mo="--search-mode $m"
+    "$MT" check --llm "$SPEC" --db "$TMP/vdb" $mo --json "$TMP/note.txt" \
+        >"$TMP/m-$m.json" 2>"$TMP/m-$m.err"
+done
+"$MT" check --llm "$SPEC" --db "$TMP/vdb" --dims 7 --json "$TMP/note.txt" \
+    >/dev/null 2>"$TMP/d.err"
+rcd=$?
+"$MT" check --llm "$SPEC" --db "$TMP/db" --search-mode dense --json \
+    "$TMP/note.txt" >/dev/null 2>"$TMP/nd.err"
+rcn=$?
+if [ $rcd -eq 1 ] && grep -q -- "--dims 7 does not match" "$TMP/d.err" &&
+    [ $rcn -eq 1 ] && grep -q -- "--search-mode dense needs vectors" "$TMP/nd.err" &&
+    py "$TMP/m-auto.json" "$TMP/m-dense.json" "$TMP/m-bm25.json" <<'PY'; then
+import json, sys
+for path, want in zip(sys.argv[1:], ("hybrid", "dense", "bm25")):
+    s = [t for t in json.load(open(path))["trace"] if t.get("step") == "search"]
+    assert s and all(t["mode"] == want for t in s), (path, s[:1])
+    if want == "dense":  # every document is a dense neighbour
+        assert len(s[0]["hits"]) == 3, s[0]
+PY
+    ok "check --search-mode: hybrid by default on an index with vectors, dense and bm25 as asked, named in the trace; --dims and dense without vectors refused"
+else
+    not_ok "check --search-mode" "$(tail -2 "$TMP/m-auto.err")" "$(tail -2 "$TMP/d.err")" "$(tail -2 "$TMP/nd.err")"
+fi
+
+# MedPrompt's kNN few-shot through the binary: --examples picks the
+# nearest training notes (use-lite embeddings), nearest first.
+cat >"$TMP/train.csv" <<'CSV'
+Text ID,Text,Sentences,Error Flag,Error Sentence ID,Corrected Sentence,Reasoning
+t-bone,A fracture of the femur needs surgery.,0 A fracture of the femur needs surgery.,0,-1,NA,
+t-mi,A man with crushing chest pain and ST elevation is sent home.,0 A man with crushing chest pain and ST elevation is sent home.,1,0,A man with crushing chest pain and ST elevation is taken for PCI.,A STEMI is never sent home.
+t-flu,Influenza spreads through droplets.,0 Influenza spreads through droplets.,0,-1,NA,
+CSV
+"$MT" check --llm "$SPEC" --strategy single --examples "$TMP/train.csv" \
+    --embedder use-lite --shots 2 --json "$TMP/note.txt" >"$TMP/k.json" 2>"$TMP/k.err"
+cp "$TMP/train.csv" "$TMP/medec-validation.csv"
+"$MT" check --llm "$SPEC" --strategy single --examples \
+    "$TMP/medec-validation.csv" --embedder use-lite "$TMP/note.txt" \
+    >/dev/null 2>"$TMP/kv.err"
+rck=$?
+if [ $rck -eq 1 ] && grep -q "evaluation split" "$TMP/kv.err" &&
+    py "$TMP/k.json" <<'PY'; then
+import json, sys
+f = [t for t in json.load(open(sys.argv[1]))["trace"] if t.get("step") == "few_shot"]
+assert f and f[0]["selection"] == "knn", f
+assert f[0]["examples"][0] == "t-mi" and len(f[0]["examples"]) == 2, f[0]
+assert f[0]["similarity"][0] >= f[0]["similarity"][1]
+PY
+    ok "check --strategy single --examples: the nearest training notes, nearest first; an evaluation split is refused"
+else
+    not_ok "single --examples" "$(head -c 400 "$TMP/k.json")" "$(tail -2 "$TMP/k.err")" "$(tail -2 "$TMP/kv.err")"
+fi
+
 # Chinese and Arabic MedErrBench notes (the first validation note of each).
 for lang in CN ARA; do
     csv="$DATA/mederrbench/validation/reviewed_data_${lang}_validation.csv"

@@ -3,19 +3,26 @@
  * (tests/fixtures/script_server.c) and asserts on the recorded requests. */
 #include "check.h"
 
+#include "core/buf.h"
 #include "core/jsonl.h"
 #include "medtrust/check.h"
 #include "medtrust/qa.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
+#include "medtrust/retrieve.h"
 #include "script.h"
+#include "tiny_gguf.h"
 
 /* ==== A small corpus in two sources ==== */
 
 static char tmp_dir[64];
 static char db_dir[96];
 static char qa_dir[96];
+static char vec_dir[96];      /* guide_docs with 32-dim vectors */
+static char gguf_dir[64];     /* tiny embed.gguf and rerank.gguf */
+static char emb_spec[128];    /* gguf:GGUF_DIR/embed.gguf (64 dims) */
+static char rerank_spec[128]; /* gguf:GGUF_DIR/rerank.gguf */
 
 static int ingest(struct mt_store *s, const char *name, const char *docs)
 {
@@ -71,6 +78,41 @@ static int make_qa_db(void)
     return rc;
 }
 
+/* The paper's index: bi-encoder vectors truncated (Matryoshka) below the
+ * model's own dimension, here 64 -> 32 with the tiny GGUF embedder. */
+static int make_vec_db(void)
+{
+    static const char *const kinds[] = {"embed", "rerank"};
+    struct mt_index_build_params bp;
+    struct mt_embedder_params ep;
+    struct mt_embedder *e = NULL;
+    struct mt_store *s = NULL;
+    int rc = -1;
+
+    if (tiny_gguf_make(gguf_dir, sizeof gguf_dir,
+                       "/tmp/mt-scripted-gguf-XXXXXX", kinds, 2) != 0 ||
+        !gguf_dir[0])
+        return 0; /* the vector tests fail on the empty name */
+    snprintf(emb_spec, sizeof emb_spec, "gguf:%s/embed.gguf", gguf_dir);
+    snprintf(rerank_spec, sizeof rerank_spec, "gguf:%s/rerank.gguf", gguf_dir);
+    snprintf(vec_dir, sizeof vec_dir, "%s/vec", tmp_dir);
+    mt_embedder_default_params(&ep);
+    ep.dims = 32;
+    mt_index_default_build_params(&bp);
+    bp.embedder = emb_spec;
+    bp.dims = 32;
+    bp.embed = mt_embedder_index_fn;
+    if (mt_embedder_open(emb_spec, &ep, &e, NULL) == MT_OK &&
+        mt_store_open(vec_dir, NULL, &s, NULL) == MT_OK &&
+        ingest(s, "guidelines", guide_docs) == 0) {
+        bp.embed_user = e;
+        rc = mt_index_build(s, &bp, NULL, NULL) == MT_OK ? 0 : -1;
+    }
+    mt_store_close(s);
+    mt_embedder_close(e);
+    return rc;
+}
+
 static int make_db(void **state)
 {
     struct mt_store *s = NULL;
@@ -88,15 +130,17 @@ static int make_db(void **state)
         mt_index_build(s, NULL, NULL, NULL) == MT_OK)
         rc = 0;
     mt_store_close(s);
-    return rc == 0 ? make_qa_db() : rc;
+    if (rc == 0)
+        rc = make_qa_db();
+    return rc == 0 ? make_vec_db() : rc;
 }
 
 static int remove_db(void **state)
 {
-    char cmd[128];
+    char cmd[192];
 
     (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", tmp_dir, gguf_dir);
     return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -466,6 +510,380 @@ static void test_source_filter_reaches_search(void **state)
     source_case(both, 2, NULL, 0, 1, 1);
 }
 
+/* ==== MedReAct's two-stage semantic search ==== */
+
+/* A react-reflex checker on 'db' with the search settings given, or NULL
+ * with 'err' set when they are refused. */
+static struct mt_agent *try_search_agent(const struct script *s, const char *db,
+                                         int mode, uint32_t dims,
+                                         const char *rerank,
+                                         struct mt_error *err)
+{
+    struct mt_agent_params p;
+    struct mt_agent *a = NULL;
+
+    mt_agent_default_params(&p);
+    p.llm_spec = s->spec;
+    p.llm.max_retries = 0;
+    p.llm.timeout_s = 10;
+    p.db_dir = db;
+    p.search_mode = mode;
+    p.dims = dims;
+    p.reranker_spec = rerank;
+    if (rerank) {
+        p.retrieve_k = 4;
+        p.rerank_k = 2;
+    }
+    unsetenv("MEDTRUST_LLM");
+    if (mt_agent_open(&p, &a, err) != MT_OK)
+        return NULL;
+    return a;
+}
+
+static const char one_search[] =
+    "react search zzqx xylophone\nreact final 2 He is admitted.\n"
+    "eval scores 5\nparser answer 2 He is admitted.\n";
+
+/* The first search event of a check on 'a' (a new reference), and the
+ * text MedReAct was sent after it into *obs (free with free()). */
+static json_t *first_search(struct mt_agent *a, const struct script *s,
+                            char **obs)
+{
+    struct mt_check_result r;
+    json_t *tr, *ev = NULL;
+    size_t i;
+
+    check_note(a, &r);
+    tr = json_loads(r.trace, 0, NULL);
+    for (i = 0; !ev && i < json_array_size(tr); i++) {
+        json_t *o = json_array_get(tr, i);
+
+        if (strcmp(json_string_value(json_object_get(o, "step")), "search") ==
+            0)
+            ev = json_incref(o);
+    }
+    json_decref(tr);
+    mt_check_result_free(&r);
+    *obs = nth_text(s, "react", 1);
+    return ev;
+}
+
+static const char *ev_mode(const json_t *ev)
+{
+    return json_string_value(json_object_get(ev, "mode"));
+}
+
+/* --search-mode: auto is hybrid on an index with vectors and bm25 on one
+ * without, and the trace says which ran; dense finds passages for a query
+ * no document shares a word with (BM25 finds none); an explicit dense
+ * search on an index without vectors is refused. */
+static void test_search_mode_follows_the_index_and_is_traced(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_error err;
+    json_t *ev;
+    char *obs;
+
+    (void)state;
+    CHECK(vec_dir[0] != '\0');
+    script_start(&s, one_search);
+    a = try_search_agent(&s, db_dir, MT_AGENT_SEARCH_AUTO, 0, NULL, &err);
+    CHECK(a != NULL);
+    ev = first_search(a, &s, &obs);
+    CHECK(strcmp(ev_mode(ev), "bm25") == 0);
+    CHECK(strstr(obs, "No passage matched the query.") != NULL);
+    json_decref(ev);
+    free(obs);
+    mt_agent_close(a);
+    script_stop(&s);
+
+    script_start(&s, one_search);
+    a = try_search_agent(&s, vec_dir, MT_AGENT_SEARCH_AUTO, 0, NULL, &err);
+    CHECK(a != NULL);
+    ev = first_search(a, &s, &obs);
+    CHECK(strcmp(ev_mode(ev), "hybrid") == 0);
+    CHECK(json_is_false(json_object_get(ev, "reranked")));
+    json_decref(ev);
+    free(obs);
+    mt_agent_close(a);
+    script_stop(&s);
+
+    script_start(&s, one_search);
+    a = try_search_agent(&s, vec_dir, MT_SEARCH_DENSE, 0, NULL, &err);
+    CHECK(a != NULL);
+    ev = first_search(a, &s, &obs);
+    CHECK(strcmp(ev_mode(ev), "dense") == 0);
+    CHECK(json_array_size(json_object_get(ev, "hits")) == 4);
+    CHECK(strstr(obs, "[4] ") != NULL && strstr(obs, "No passage") == NULL);
+    json_decref(ev);
+    free(obs);
+    mt_agent_close(a);
+    script_stop(&s);
+
+    script_start(&s, one_search);
+    CHECK(try_search_agent(&s, db_dir, MT_SEARCH_HYBRID, 0, NULL, &err) ==
+          NULL);
+    CHECK(err.status == MT_EINVAL);
+    CHECK(strstr(err.msg, "--search-mode hybrid needs vectors") != NULL);
+    script_stop(&s);
+}
+
+/* --dims: Matryoshka truncation of the query must match the index's
+ * vectors (32 of the embedder's 64 here): 0 takes the index's, another
+ * number is refused naming both, and so are --dims on an index without
+ * vectors and --dims with bm25. */
+static void test_dims_truncate_queries_to_the_index(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_error err;
+
+    (void)state;
+    CHECK(vec_dir[0] != '\0');
+    script_start(&s, one_search);
+    a = try_search_agent(&s, vec_dir, MT_SEARCH_DENSE, 0, NULL, &err);
+    CHECK(a != NULL); /* 64-dim queries cut to the index's 32 */
+    mt_agent_close(a);
+    a = try_search_agent(&s, vec_dir, MT_SEARCH_DENSE, 32, NULL, &err);
+    CHECK(a != NULL);
+    mt_agent_close(a);
+    CHECK(try_search_agent(&s, vec_dir, MT_SEARCH_DENSE, 16, NULL, &err) ==
+          NULL);
+    CHECK(strstr(err.msg, "--dims 16 does not match") != NULL &&
+          strstr(err.msg, "32 dimensions") != NULL);
+    CHECK(try_search_agent(&s, vec_dir, MT_AGENT_SEARCH_AUTO, 16, NULL, &err) ==
+          NULL);
+    CHECK(try_search_agent(&s, db_dir, MT_AGENT_SEARCH_AUTO, 32, NULL, &err) ==
+          NULL);
+    CHECK(strstr(err.msg, "has no vectors") != NULL);
+    CHECK(try_search_agent(&s, vec_dir, MT_SEARCH_BM25, 32, NULL, &err) ==
+          NULL);
+    CHECK(strstr(err.msg, "not bm25") != NULL);
+    script_stop(&s);
+}
+
+/* The cross-encoder's top rerank_k of the documents' scores, as ids in
+ * order (ties: the earlier document), into ids. */
+static void cross_encoder_top(const char *query, size_t k, const char **ids)
+{
+    static const char *const doc_ids[] = {"G1", "G2", "G3", "G4"};
+    static const char *const texts[] = {
+        "Inferior STEMI needs emergency reperfusion by primary PCI.",
+        "Aspirin loading dose is 300 mg chewed.",
+        "Troponin rises three hours after myocardial injury.",
+        "Patients with infarction are never discharged home from the "
+        "emergency department.",
+    };
+    struct mt_str t[4];
+    struct mt_reranker *rr = NULL;
+    float sc[4];
+    int used[4] = {0};
+    size_t i, j;
+
+    for (i = 0; i < 4; i++)
+        t[i] = mt_str_from(texts[i]);
+    CHECK_OK(mt_reranker_open(rerank_spec, NULL, &rr, NULL));
+    CHECK_OK(mt_reranker_score(rr, query, t, 4, sc, NULL));
+    mt_reranker_close(rr);
+    for (j = 0; j < k; j++) {
+        size_t best = 4;
+
+        for (i = 0; i < 4; i++)
+            if (!used[i] && (best == 4 || sc[i] > sc[best]))
+                best = i;
+        used[best] = 1;
+        ids[j] = doc_ids[best];
+    }
+}
+
+/* Two stages: --retrieve-k 4 from the bi-encoder, the cross-encoder
+ * (--reranker) keeps its own top --rerank-k 2, and the trace says the
+ * hits were reranked. */
+static void test_rerank_stage_keeps_the_cross_encoders_top(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_error err;
+    const char *want[2];
+    json_t *ev, *hits;
+    char *obs;
+
+    (void)state;
+    CHECK(vec_dir[0] != '\0');
+    cross_encoder_top("zzqx xylophone", 2, want);
+    script_start(&s, one_search);
+    a = try_search_agent(&s, vec_dir, MT_SEARCH_DENSE, 0, rerank_spec, &err);
+    CHECK(a != NULL);
+    ev = first_search(a, &s, &obs);
+    hits = json_object_get(ev, "hits");
+    CHECK(json_is_true(json_object_get(ev, "reranked")));
+    CHECK(json_array_size(hits) == 2);
+    CHECK(strcmp(json_string_value(json_array_get(hits, 0)), want[0]) == 0);
+    CHECK(strcmp(json_string_value(json_array_get(hits, 1)), want[1]) == 0);
+    CHECK(strstr(obs, "[2] ") != NULL && strstr(obs, "[3] ") == NULL);
+    json_decref(ev);
+    free(obs);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* ==== The MedPrompt baseline: kNN few-shot ==== */
+
+static char ex_path[128];
+
+static const char ex_csv[] =
+    "Text ID,Text,Sentences,Error Flag,Error Sentence ID,Corrected "
+    "Sentence,Reasoning\n"
+    "k-flu,Influenza spreads through droplets. Fever and cough last a "
+    "week.,\"0 Influenza spreads through droplets.\n1 Fever and cough last "
+    "a week.\",0,-1,NA,\n"
+    "k-stemi,A 58-year-old woman has crushing chest pain. ECG shows ST "
+    "elevation in II and aVF. She is sent home.,\"0 A 58-year-old woman has "
+    "crushing chest pain.\n1 ECG shows ST elevation in II and aVF.\n2 She "
+    "is sent home.\",1,2,She is taken for primary PCI.,Sending a STEMI home "
+    "is the error.\n"
+    "k-bone,A fracture of the femur needs surgery. Rehabilitation takes "
+    "months.,\"0 A fracture of the femur needs surgery.\n1 Rehabilitation "
+    "takes months.\",0,-1,NA,\n"
+    "k-same,\"A 62-year-old man has crushing chest pain. ECG shows ST "
+    "elevation in II, III and aVF. He is given aspirin and sent home.\","
+    "\"0 The note itself.\",0,-1,NA,\n"
+    "k-sun,Ultraviolet light reddens the skin. Sunscreen helps.,\"0 "
+    "Ultraviolet light reddens the skin.\n1 Sunscreen helps.\",0,-1,NA,\n";
+
+/* The training notes' order by cosine to the checked note, computed here
+ * with the embedder itself (k-same, the note itself, left out). */
+static void expected_order(const char **ids)
+{
+    static const char *const names[] = {"k-flu", "k-stemi", "k-bone", "k-sun"};
+    static const char *const texts[] = {
+        "Influenza spreads through droplets. Fever and cough last a week.",
+        "A 58-year-old woman has crushing chest pain. ECG shows ST elevation "
+        "in II and aVF. She is sent home.",
+        "A fracture of the femur needs surgery. Rehabilitation takes months.",
+        "Ultraviolet light reddens the skin. Sunscreen helps.",
+    };
+    struct mt_embedder *e = NULL;
+    struct mt_str t[5];
+    float *v;
+    double sim[4];
+    int used[4] = {0};
+    uint32_t d, k;
+    size_t i, j;
+
+    CHECK_OK(mt_embedder_open("use-lite", NULL, &e, NULL));
+    d = mt_embedder_dims(e);
+    v = calloc(5 * d, sizeof *v);
+    t[0] = mt_str_from(note_text);
+    for (i = 0; i < 4; i++)
+        t[i + 1] = mt_str_from(texts[i]);
+    CHECK_OK(mt_embedder_embed(e, t, 5, v, NULL));
+    for (i = 0; i < 4; i++)
+        for (sim[i] = 0, k = 0; k < d; k++)
+            sim[i] += (double)v[k] * (double)v[(i + 1) * d + k];
+    for (j = 0; j < 4; j++) {
+        size_t best = 4;
+
+        for (i = 0; i < 4; i++)
+            if (!used[i] && (best == 4 || sim[i] > sim[best]))
+                best = i;
+        used[best] = 1;
+        ids[j] = names[best];
+    }
+    free(v);
+    mt_embedder_close(e);
+}
+
+/* The first sentence of each training note, by id. */
+static const char *ex_mark(const char *id)
+{
+    if (strcmp(id, "k-flu") == 0)
+        return "0 | Influenza spreads";
+    if (strcmp(id, "k-stemi") == 0)
+        return "0 | A 58-year-old woman";
+    if (strcmp(id, "k-bone") == 0)
+        return "0 | A fracture of the femur";
+    return "0 | Ultraviolet light";
+}
+
+static struct mt_agent *open_knn(const struct script *s, const char *path,
+                                 const char *embedder, struct mt_error *err)
+{
+    struct mt_agent_params p;
+    struct mt_agent *a = NULL;
+
+    mt_agent_default_params(&p);
+    p.strategy = MT_STRATEGY_SINGLE;
+    p.llm_spec = s->spec;
+    p.llm.max_retries = 0;
+    p.examples_path = path;
+    p.embedder_spec = embedder;
+    p.max_few_shot = 3;
+    if (mt_agent_open(&p, &a, err) != MT_OK)
+        return NULL;
+    return a;
+}
+
+/* MedPrompt (Nori et al.): the K training notes nearest to the note by
+ * embedding, nearest first, each with its reasoning before its answer
+ * when the file has a Reasoning column; the note itself is never its own
+ * example; an evaluation split and a missing embedder are refused. */
+static void test_single_takes_the_nearest_examples_in_order(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    struct mt_error err;
+    const char *want[4];
+    const char *sys, *at = NULL;
+    json_t *reqs;
+    char bad[160];
+    FILE *f;
+    size_t i;
+
+    (void)state;
+    snprintf(ex_path, sizeof ex_path, "%s/train.csv", tmp_dir);
+    f = fopen(ex_path, "w");
+    fputs(ex_csv, f);
+    fclose(f);
+    expected_order(want);
+    CHECK(strcmp(want[0], "k-stemi") == 0); /* the chest-pain note */
+    script_start(&s, "single answer 2 He is admitted.\n");
+    a = open_knn(&s, ex_path, "use-lite", &err);
+    CHECK(a != NULL);
+    check_note(a, &r);
+    reqs = script_requests(&s, "single");
+    sys = script_msg(json_array_get(reqs, 0), "system");
+    for (i = 0; i < 3; i++) {
+        char head[32];
+        const char *h, *m;
+
+        snprintf(head, sizeof head, "Example %zu\n", i + 1);
+        h = strstr(sys, head);
+        m = strstr(sys, ex_mark(want[i]));
+        CHECK(h && m && h < m && (!at || at < h));
+        at = m;
+    }
+    CHECK(strstr(sys, ex_mark(want[3])) == NULL); /* K = 3 */
+    CHECK(strstr(sys, "The note itself") == NULL);
+    CHECK(strstr(sys, "Answer: {\"reasoning\":\"Sending a STEMI home is the "
+                      "error.\",\"is_error\":true,\"sentence_id\":2") != NULL);
+    CHECK(strstr(sys, "Answer: {\"is_error\":false") != NULL);
+    CHECK(strstr(r.trace, "\"selection\":\"knn\"") != NULL);
+    CHECK(strstr(r.trace, want[0]) < strstr(r.trace, want[1]));
+    json_decref(reqs);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+
+    CHECK(open_knn(&s, ex_path, NULL, &err) == NULL); /* no --db, no embedder */
+    CHECK(strstr(err.msg, "there is no embedder") != NULL);
+    snprintf(bad, sizeof bad, "%s/medec-test.csv", tmp_dir);
+    CHECK(open_knn(&s, bad, "use-lite", &err) == NULL);
+    CHECK(strstr(err.msg, "evaluation split") != NULL);
+    script_stop(&s);
+}
+
 /* ==== MedGuards ==== */
 
 /* Offset of "KEY" in a schema's text, or -1. */
@@ -682,6 +1100,10 @@ int main(void)
         cmocka_unit_test(test_parser_formats_but_never_decides),
         cmocka_unit_test(test_react_without_corpus_needs_no_retrieval),
         cmocka_unit_test(test_source_filter_reaches_search),
+        cmocka_unit_test(test_search_mode_follows_the_index_and_is_traced),
+        cmocka_unit_test(test_dims_truncate_queries_to_the_index),
+        cmocka_unit_test(test_rerank_stage_keeps_the_cross_encoders_top),
+        cmocka_unit_test(test_single_takes_the_nearest_examples_in_order),
         cmocka_unit_test(test_guards_reason_first_and_arbiters_see_both),
         cmocka_unit_test(
             test_answer_keeps_every_sentence_and_gaps_go_by_sentence),

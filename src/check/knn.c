@@ -1,0 +1,298 @@
+/* MedPrompt's kNN few-shot for the single strategy (Nori et al., 2023,
+ * "Can Generalist Foundation Models Outcompete Special-Purpose Tuning?",
+ * section 4; the baseline of the IryoNLP paper): every training note of
+ * --examples is embedded once, and each checked note gets the K training
+ * notes nearest to it (cosine of unit vectors) as its worked examples,
+ * with their chain of thought. */
+#include <stdio.h>
+#include <string.h>
+
+#include "check/examples.h"
+#include "medtrust/core.h"
+#include "medtrust/retrieve.h"
+
+#define KNN_MAX_ROWS 100000 /* training notes kept from one file */
+#define KNN_BATCH 32        /* notes per embedder call */
+
+struct knn_row {
+    char *id;   /* Text ID, else "row N" */
+    char *note; /* the text that was embedded */
+    char *body; /* sentences and answer (mtx_example_body) */
+};
+
+struct knn_examples {
+    struct knn_row *rows;
+    size_t n, cap;
+    size_t skipped; /* rows with a bad Sentences field */
+    uint32_t dims;
+    float *vecs; /* n * dims, unit length */
+};
+
+void mt_agent_examples_free(struct knn_examples *k)
+{
+    size_t i;
+
+    if (!k)
+        return;
+    for (i = 0; i < k->n; i++) {
+        mt_free(k->rows[i].id);
+        mt_free(k->rows[i].note);
+        mt_free(k->rows[i].body);
+    }
+    mt_free(k->rows);
+    mt_free(k->vecs);
+    mt_free(k);
+}
+
+/* ==== Loading ==== */
+
+static enum mt_status grow(struct knn_examples *k)
+{
+    size_t cap = k->cap ? k->cap * 2 : 64;
+    struct knn_row *r;
+
+    if (k->n < k->cap)
+        return MT_OK;
+    r = mt_realloc(k->rows, cap * sizeof *r);
+    if (!r)
+        return MT_ENOMEM;
+    k->rows = r;
+    k->cap = cap;
+    return MT_OK;
+}
+
+/* Keeps the current row: its id, the note (Text, else Sentences) and its
+ * example body. A row whose Sentences field is bad is skipped. */
+static enum mt_status keep_row(struct knn_examples *k, struct mt_csv *c,
+                               const long *col)
+{
+    struct mt_buf body = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+    struct mt_str note = mt_csv_field(c, (size_t)col[C_SENTS]);
+    struct mt_str id = {NULL, 0};
+    struct knn_row *r;
+    char name[32];
+    enum mt_status st = mtx_example_body(&body, c, col);
+
+    if (st == MT_EPARSE) {
+        k->skipped++;
+        mt_buf_free(&body);
+        return MT_OK;
+    }
+    if (st == MT_OK)
+        st = grow(k);
+    if (st != MT_OK) {
+        mt_buf_free(&body);
+        return st;
+    }
+    if (col[C_TEXT] >= 0 && mt_csv_field(c, (size_t)col[C_TEXT]).n)
+        note = mt_csv_field(c, (size_t)col[C_TEXT]);
+    if (col[C_ID] >= 0)
+        id = mt_str_trim(mt_csv_field(c, (size_t)col[C_ID]));
+    snprintf(name, sizeof name, "row %zu", mt_csv_line(c));
+    r = &k->rows[k->n];
+    r->body = mt_buf_take(&body);
+    r->note = mt_strndup(note.p ? note.p : "", note.n);
+    r->id = id.n ? mt_strndup(id.p, id.n) : mt_strdup(name);
+    k->n++; /* freed with the rest even when a copy failed */
+    mt_buf_free(&body);
+    return r->body && r->note && r->id ? MT_OK : MT_ENOMEM;
+}
+
+static enum mt_status read_all(struct knn_examples *k, struct mt_csv *c,
+                               const long *col, const char *path,
+                               struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+    int got = 1;
+
+    while (st == MT_OK) {
+        st = mt_csv_next(c, &got, err);
+        if (st != MT_OK || !got)
+            break;
+        if (k->n == KNN_MAX_ROWS)
+            return mt_fail(err, MT_ELIMIT, "--examples %s: more than %d notes",
+                           path, KNN_MAX_ROWS);
+        st = keep_row(k, c, col);
+        if (st == MT_ENOMEM)
+            mt_fail(err, st, "--examples %s: out of memory", path);
+    }
+    if (st == MT_OK && k->n == 0)
+        st = mt_fail(err, MT_EPARSE, "--examples %s: no usable example row",
+                     path);
+    return st;
+}
+
+/* Embeds every training note with the retriever's embedder: the index's
+ * (as the paper embeds with its retriever's bi-encoder) or --embedder. */
+static enum mt_status embed_all(struct mt_agent *a, struct knn_examples *k,
+                                struct mt_error *err)
+{
+    struct mt_str texts[KNN_BATCH];
+    size_t i, j;
+    enum mt_status st = MT_OK;
+
+    k->dims = a->ret ? mt_retriever_dims(a->ret) : 0;
+    if (k->dims == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "--examples picks the nearest training notes by "
+                       "their embeddings, and there is no embedder: give "
+                       "--embedder SPEC, or --db DIR whose index was built "
+                       "with one");
+    k->vecs = mt_calloc(k->n, (size_t)k->dims * sizeof *k->vecs);
+    if (!k->vecs)
+        return mt_fail(err, MT_ENOMEM, "--examples: out of memory");
+    for (i = 0; st == MT_OK && i < k->n; i += KNN_BATCH) {
+        size_t n = k->n - i < KNN_BATCH ? k->n - i : KNN_BATCH;
+
+        for (j = 0; j < n; j++)
+            texts[j] = mt_str_from(k->rows[i + j].note);
+        st = mt_retriever_embed(a->ret, texts, n, k->vecs + i * k->dims, err);
+    }
+    if (st != MT_OK)
+        mt_error_prefix(err, "--examples: embedding the training notes");
+    return st;
+}
+
+enum mt_status mtx_knn_load(struct mt_agent *a, struct mt_error *err)
+{
+    const char *path = a->p.examples_path;
+    struct knn_examples *k;
+    struct mt_csv *c = NULL;
+    long col[EX_NCOLS];
+    enum mt_status st;
+
+    if (mtx_examples_looks_like_eval(path))
+        return mt_fail(err, MT_EINVAL,
+                       "--examples %s looks like an evaluation split "
+                       "(validation/test): give a training split",
+                       path);
+    k = mt_calloc(1, sizeof *k);
+    if (!k)
+        return mt_fail(err, MT_ENOMEM, "--examples: out of memory");
+    st = mt_csv_open(path, NULL, &c, err);
+    if (st == MT_OK)
+        st = mtx_examples_cols(c, "--examples", path, col, err);
+    if (st == MT_OK)
+        st = read_all(k, c, col, path, err);
+    mt_csv_close(c);
+    if (st == MT_OK)
+        st = embed_all(a, k, err);
+    if (st != MT_OK) {
+        mt_agent_examples_free(k);
+        return st;
+    }
+    a->knn = k;
+    return MT_OK;
+}
+
+/* ==== Choosing ==== */
+
+static float dot(const float *x, const float *y, uint32_t d)
+{
+    float s = 0;
+    uint32_t i;
+
+    for (i = 0; i < d; i++)
+        s += x[i] * y[i];
+    return s;
+}
+
+/* The K rows nearest to q, nearest first, into best/sim (ties: the
+ * earlier row). A training note identical to the checked one is left
+ * out, so a note never gets its own answer as an example. Returns the
+ * count. */
+static size_t nearest(const struct knn_examples *k, const float *q,
+                      struct mt_str note, size_t want, size_t *best, float *sim)
+{
+    size_t n = 0, i, j;
+
+    for (i = 0; i < k->n; i++) {
+        float s = dot(q, k->vecs + i * k->dims, k->dims);
+
+        if (strlen(k->rows[i].note) == note.n &&
+            memcmp(k->rows[i].note, note.p, note.n) == 0)
+            continue;
+        if (n == want && s <= sim[n - 1])
+            continue;
+        j = n < want ? n++ : n - 1;
+        for (; j > 0 && sim[j - 1] < s; j--) {
+            best[j] = best[j - 1];
+            sim[j] = sim[j - 1];
+        }
+        best[j] = i;
+        sim[j] = s;
+    }
+    return n;
+}
+
+/* The trace record: which training notes were chosen, how near. */
+static void record(struct run *r, const struct knn_examples *k,
+                   const size_t *best, const float *sim, size_t n)
+{
+    json_t *ids = json_array();
+    json_t *sims = json_array();
+    size_t i;
+
+    for (i = 0; ids && sims && i < n; i++) {
+        json_array_append_new(ids, json_string(k->rows[best[i]].id));
+        json_array_append_new(sims, json_real((double)sim[i]));
+    }
+    mt_run_event(r, "few_shot",
+                 json_pack("{s:s,s:o*,s:o*,s:I}", "selection", "knn",
+                           "examples", ids, "similarity", sims, "skipped_rows",
+                           (json_int_t)k->skipped));
+}
+
+static enum mt_status knn_text(struct run *r, const float *q, char **out)
+{
+    const struct knn_examples *k = r->a->knn;
+    size_t want = r->a->p.max_few_shot;
+    size_t *best = mt_calloc(want + 1, sizeof *best);
+    float *sim = mt_calloc(want + 1, sizeof *sim);
+    struct mt_buf b = MT_BUF_INIT((size_t)16 << 20);
+    size_t n = 0, i;
+    enum mt_status st = best && sim ? mt_buf_reserve(&b, 1) : MT_ENOMEM;
+
+    if (st == MT_OK)
+        n = nearest(k, q, r->text, want, best, sim);
+    for (i = 0; st == MT_OK && i < n; i++)
+        st = mt_buf_printf(&b, "Example %zu\n%s", i + 1, k->rows[best[i]].body);
+    if (st == MT_OK) {
+        record(r, k, best, sim, n);
+        *out = mt_buf_take(&b);
+    }
+    mt_buf_free(&b);
+    mt_free(best);
+    mt_free(sim);
+    return st;
+}
+
+enum mt_status mt_agent_examples_for(struct run *r, const char **out,
+                                     char **owned)
+{
+    const struct knn_examples *k = r->a->knn;
+    struct mt_error err = {MT_OK, ""};
+    float *q;
+    enum mt_status st;
+
+    *owned = NULL;
+    *out = r->a->examples;
+    if (!k)
+        return MT_OK;
+    q = mt_calloc(k->dims, sizeof *q);
+    if (!q)
+        return MT_ENOMEM;
+    st = mt_retriever_embed(r->a->ret, &r->text, 1, q, &err);
+    if (st == MT_OK) {
+        st = knn_text(r, q, owned);
+    } else if (st != MT_ENOMEM) {
+        /* the embedder failed: a failed call, as a role's would be */
+        r->down++;
+        snprintf(r->down_why, sizeof r->down_why,
+                 "embedding the note for --examples: %.200s", err.msg);
+        st = MT_EMODEL;
+    }
+    mt_free(q);
+    *out = *owned;
+    return st;
+}
