@@ -47,6 +47,7 @@ struct check_arg {
     char id[32]; /* "run-ID": the note id that routes steps to the job */
     char *sources[MT_AGENT_MAX_SOURCES]; /* "source" filter, or none */
     size_t n_sources;
+    int search_mode; /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
 };
 
 const char *mt_srv_llm_spec(const struct mt_server *s, const char *role)
@@ -75,9 +76,10 @@ static json_t *passage_json(const struct mt_search_hit *h)
     return o;
 }
 
-/* The trace keeps only the ids of a search's hits. The checker's search
- * is BM25 over this same store (retrieve 50, keep 20), so running the
- * query again here finds the same passages for the UI to show. */
+/* The trace keeps only the ids of a search's hits. The checker searched
+ * this same store in the mode the step names (retrieve 50, keep 20), so
+ * running the query again so here finds the same passages for the UI to
+ * show. */
 static void add_passages(struct mt_server *s, json_t *step)
 {
     const char *q = json_string_value(json_object_get(step, "query"));
@@ -92,6 +94,9 @@ static void add_passages(struct mt_server *s, json_t *step)
         return;
     }
     mt_search_default_params(&p);
+    if (mt_search_mode_parse(json_string_value(json_object_get(step, "mode")),
+                             &p.mode) != MT_OK)
+        p.mode = MT_SEARCH_BM25;
     p.k = (uint32_t)json_array_size(ids);
     p.retrieve_k = p.k > 50 ? p.k : 50;
     if (mt_retriever_search(s->ret, q, &p, &r, NULL) == MT_OK)
@@ -159,8 +164,8 @@ static int cancelled(void *user, const char *note_id)
 /* Opens a checker; 'set' (mt_srv_check_fields' values) or NULL for the
  * defaults. */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 const double *set, struct mt_agent **out,
-                                 struct mt_error *err)
+                                 const double *set, int mode,
+                                 struct mt_agent **out, struct mt_error *err)
 {
     struct mt_agent_params p;
     int has_index = mt_retriever_check(s->ret, NULL) == MT_OK;
@@ -174,6 +179,7 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
     p.on_step_user = s;
     p.cancelled = cancelled;
     p.cancelled_user = s;
+    p.search_mode = mode; /* auto: hybrid once the index has vectors */
     if (set) {
         p.max_steps = (uint32_t)set[0];
         p.max_rounds = (uint32_t)set[1];
@@ -185,10 +191,12 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
 
 /* 1 when react-reflex settings differ from the defaults (the other
  * strategies have none). */
-static int custom_settings(enum mt_strategy st, const double *set)
+static int custom_settings(enum mt_strategy st, const double *set, int mode)
 {
     size_t i;
 
+    if (st == MT_STRATEGY_REACT_REFLEX && mode != MT_AGENT_SEARCH_AUTO)
+        return 1;
     for (i = 0; st == MT_STRATEGY_REACT_REFLEX && i < mt_srv_check_nfields; i++)
         if (set[i] != mt_srv_check_fields[i].def)
             return 1;
@@ -199,23 +207,31 @@ static int custom_settings(enum mt_strategy st, const double *set)
  * use), or, for settings of its own, a new one in *own that the job
  * closes. Opening one per job costs a model open (cheap for openai:, a
  * model load for gguf:); the defaults never pay it. */
-enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
-                              const double *set, struct mt_agent **out,
-                              struct mt_agent **own, struct mt_error *err)
+enum mt_status mt_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
+                                   const double *set, int mode,
+                                   struct mt_agent **out, struct mt_agent **own,
+                                   struct mt_error *err)
 {
     enum mt_status rc = MT_OK;
 
-    if (custom_settings(st, set)) {
-        rc = agent_open(s, st, set, own, err);
+    if (custom_settings(st, set, mode)) {
+        rc = agent_open(s, st, set, mode, own, err);
         *out = *own;
         return rc;
     }
     pthread_mutex_lock(&s->agent_mu);
     if (!s->agents[st])
-        rc = agent_open(s, st, NULL, &s->agents[st], err);
+        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, &s->agents[st], err);
     *out = s->agents[st];
     pthread_mutex_unlock(&s->agent_mu);
     return rc;
+}
+
+enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
+                              const double *set, struct mt_agent **out,
+                              struct mt_agent **own, struct mt_error *err)
+{
+    return mt_srv_checker_mode(s, st, set, MT_AGENT_SEARCH_AUTO, out, own, err);
 }
 
 void mt_srv_agents_close(struct mt_server *s)
@@ -311,8 +327,29 @@ int mt_srv_check_settings(json_t *o, double *set, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads {"note","strategy","sentences","source"} and the settings of
- * mt_srv_check_fields into a new job argument. */
+/* Reads "search_mode" (dense, hybrid or bm25; absent or null: hybrid
+ * when the index has vectors, else bm25, as `check --search-mode`);
+ * returns -1 after answering 400. */
+static int read_mode(json_t *o, struct check_arg *a, struct srv_resp *rs)
+{
+    json_t *m = json_object_get(o, "search_mode");
+    enum mt_search_mode mode;
+
+    a->search_mode = MT_AGENT_SEARCH_AUTO;
+    if (!m || json_is_null(m))
+        return 0;
+    if (mt_search_mode_parse(json_string_value(m), &mode) != MT_OK) {
+        mt_srv_error(rs, 400,
+                     "\"search_mode\" is dense, hybrid or bm25 (or absent: "
+                     "hybrid when the index has vectors, else bm25)");
+        return -1;
+    }
+    a->search_mode = (int)mode;
+    return 0;
+}
+
+/* Reads {"note","strategy","sentences","source","search_mode"} and the
+ * settings of mt_srv_check_fields into a new job argument. */
 static struct check_arg *read_body(const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
 {
@@ -344,7 +381,7 @@ static struct check_arg *read_body(const struct srv_req *rq,
         a->slen = sents ? strlen(sents) : 0;
         a->sentences = sents ? mt_strdup(sents) : NULL;
         if (!a->note || (sents && !a->sentences) ||
-            read_sources(o, a, rs) != 0) {
+            read_sources(o, a, rs) != 0 || read_mode(o, a, rs) != 0) {
             arg_free(a);
             a = NULL;
         }
@@ -396,6 +433,24 @@ static int sources_known(struct srv_lease *l, const struct check_arg *a,
         return 0;
     }
     return 1;
+}
+
+/* A dense or hybrid search asked for on an index without vectors the
+ * query embedder matches is 400 up front, not a failed run. Returns 0
+ * after answering. */
+static int mode_usable(struct mt_server *s, enum mt_strategy st,
+                       const struct check_arg *a, struct srv_resp *rs)
+{
+    if (st != MT_STRATEGY_REACT_REFLEX || a->search_mode == MT_SEARCH_BM25 ||
+        a->search_mode == MT_AGENT_SEARCH_AUTO ||
+        mt_retriever_has_vectors(s->ret))
+        return 1;
+    mt_srv_error(rs, 400,
+                 "\"search_mode\": %s search needs vectors in this "
+                 "server's index, and it has none the query embedder "
+                 "matches (GET /v1/health names the embedder); use bm25",
+                 mt_search_mode_str((enum mt_search_mode)a->search_mode));
+    return 0;
 }
 
 /* Records the run and queues the job; returns the run id or 0. */
@@ -453,7 +508,12 @@ void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (mt_srv_checker(s, strat, a->set, &a->agent, &a->own, &err) != MT_OK) {
+    if (!mode_usable(s, strat, a, rs)) {
+        arg_free(a);
+        return;
+    }
+    if (mt_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
+                            &a->own, &err) != MT_OK) {
         arg_free(a);
         mt_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;

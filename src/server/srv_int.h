@@ -356,6 +356,12 @@ int mt_srv_check_models(struct mt_server *s, enum mt_strategy st,
 enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
                               const double *set, struct mt_agent **out,
                               struct mt_agent **own, struct mt_error *err);
+/* The same with react-reflex's search mode (mt_agent_params.search_mode):
+ * one other than MT_AGENT_SEARCH_AUTO opens a checker of its own. */
+enum mt_status mt_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
+                                   const double *set, int mode,
+                                   struct mt_agent **out, struct mt_agent **own,
+                                   struct mt_error *err);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
  * --json` does into *json (caller frees) and writes the HTML report to

@@ -3,15 +3,22 @@
 # answers BM25 at once and refuses hybrid; when `medtrust index --rebuild
 # --embedder use-lite` lands vectors while it runs, the same server (no
 # restart) reports the embedder and answers hybrid. Also: the index
-# progress line shows done/total, rate and ETA.
+# progress line shows done/total, rate and ETA. POST /v1/check's search
+# follows: bm25 on the BM25-only index, hybrid once the vectors land, and
+# "search_mode" runs the mode asked for (dense refused without vectors).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent_lib.sh"
 export MEDTRUST_EMBEDDER=none
+unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
+    MEDTRUST_LLM_PARSER
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'for p in "${PIDS[@]}" "${STUB_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+stub_start main
 head -6 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
 "$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
-"$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 >"$TMP/out" 2>"$TMP/err" &
+"$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" >"$TMP/out" \
+    2>"$TMP/err" &
 PIDS+=($!)
 for _ in $(seq 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.1; done
 U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/out")
@@ -21,6 +28,26 @@ csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_tok
 A=(-s -b "$TMP/jar" -H "X-CSRF-Token: $csrf" -H "Content-Type: application/json"
     -o "$TMP/body" -w '%{http_code}')
 Q='{"query":"programmed cell death in lace plant leaves","mode":"hybrid","k":3}'
+NOTE='A 62-year-old man has crushing chest pain. He is given aspirin and sent home.'
+# check_modes [MODE]: POSTs a react-reflex check (with "search_mode": MODE
+# when given), follows its events and prints the modes its searches ran.
+check_modes() {
+    local extra= run
+    [ -n "${1:-}" ] && extra=",\"search_mode\":\"$1\""
+    curl "${A[@]}" "$U/v1/check" \
+        -d "{\"note\":\"$NOTE\",\"strategy\":\"react-reflex\"$extra}" >/dev/null
+    run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body" 2>/dev/null)
+    [ -n "$run" ] || { echo "none: $(head -c 200 "$TMP/body")"; return; }
+    curl -sN -b "$TMP/jar" "$U/v1/runs/$run/events" | python3 -c '
+import json, sys
+modes = set()
+for line in sys.stdin:
+    if line.startswith("data: "):
+        d = json.loads(line[6:])
+        if d.get("step") == "search":
+            modes.add(d["mode"])
+print(" ".join(sorted(modes)))'
+}
 
 b=$(curl "${A[@]}" "$U/v1/search" -d '{"query":"lace plant","k":3}')
 h=$(curl "${A[@]}" "$U/v1/search" -d "$Q")
@@ -28,6 +55,17 @@ if [ "$b" = 200 ] && [ "$h" = 400 ] && grep -q 'no vectors' "$TMP/body"; then
     ok "a BM25-only index: BM25 answers, hybrid is refused"
 else
     not_ok "BM25-only index" "bm25 $b hybrid $h" "$(cat "$TMP/body")"
+fi
+
+d=$(curl "${A[@]}" "$U/v1/check" -d "{\"note\":\"$NOTE\",\"search_mode\":\"dense\"}")
+dmsg=$(cat "$TMP/body")
+bad=$(curl "${A[@]}" "$U/v1/check" -d "{\"note\":\"$NOTE\",\"search_mode\":\"nope\"}")
+auto=$(check_modes)
+if [ "$auto" = bm25 ] && [ "$d" = 400 ] && echo "$dmsg" | grep -q 'needs vectors' &&
+    [ "$bad" = 400 ]; then
+    ok "POST /v1/check searches bm25 on a BM25-only index; search_mode dense is 400 there, an unknown mode 400"
+else
+    not_ok "check search on a BM25-only index" "auto '$auto' dense $d bad $bad" "$dmsg"
 fi
 
 # Vectors land while the server runs (the 6 documents' chunks).
@@ -44,4 +82,12 @@ if [ "$h" = 200 ] && [ "$hits" = 3 ] && echo "$m" | grep -q '"embedder": *{"spec
     ok "the running server switches hybrid on once the vectors land"
 else
     not_ok "hybrid after vectors" "code $h hits $hits" "$(head -c 300 "$TMP/body")" "$m"
+fi
+auto=$(check_modes)
+dense=$(check_modes dense)
+bm25=$(check_modes bm25)
+if [ "$auto" = hybrid ] && [ "$dense" = dense ] && [ "$bm25" = bm25 ]; then
+    ok "once the vectors land POST /v1/check searches hybrid by default, and search_mode runs the mode asked for"
+else
+    not_ok "check search modes after vectors" "auto '$auto' dense '$dense' bm25 '$bm25'"
 fi
