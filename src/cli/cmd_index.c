@@ -67,6 +67,12 @@ static const struct cli_opt index_opts[] = {
      "index already uses; for a new index $MEDTRUST_EMBEDDER, else "
      "use-lite)",
      0},
+    {"dims", 0, "N",
+     "keep the first N dimensions of each chunk vector, renormalised "
+     "(Matryoshka; the IryoNLP paper: 256); a change rebuilds the vectors "
+     "(default: what the index already uses with its embedder, else the "
+     "embedder's own)",
+     0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -195,6 +201,7 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
  * STYLE.md allows globals in cli/). */
 static char o_name[128];
 static const char *o_cache; /* --cache */
+static uint32_t o_dims;     /* --dims, 0 = none given */
 
 /* The builder learns its total (chunks to index and embed) as it starts,
  * so the line shows done/total, rate and ETA from the first update. */
@@ -228,6 +235,7 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
     struct mt_embedder_params ep;
     char recorded[128] = "";
     uint32_t dims = 0;
+    const char *use;
     enum mt_status st = mt_index_peek_embedder(mt_store_dir(s), recorded,
                                                sizeof recorded, &dims, err);
 
@@ -235,10 +243,19 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
         spec = default_embedder(s);
     if (!spec || !*spec)
         spec = recorded[0] ? recorded : NULL;
-    if (st != MT_OK || !spec || strcmp(spec, "none") == 0)
+    use = spec ? spec : "none";
+    /* the index's own embedder keeps the index's truncation */
+    if (!o_dims && dims && strcmp(use, recorded) == 0)
+        o_dims = dims;
+    if (st == MT_OK && o_dims && strcmp(use, "none") == 0)
+        st = mt_fail(err, MT_EINVAL,
+                     "--dims truncates chunk vectors, and there is no "
+                     "embedder");
+    if (st != MT_OK || strcmp(use, "none") == 0)
         return st;
     mt_embedder_default_params(&ep);
     ep.cache_path = o_cache;
+    ep.dims = o_dims; /* Matryoshka: 0 = the embedder's own */
     st = mt_embedder_open(spec, &ep, e, err);
     if (st != MT_OK)
         return st;
@@ -336,6 +353,7 @@ static int index_run(struct cli_args *a)
     size_t n = 0;
     size_t i;
     const char **inputs = cli_get_all(a, "input", &n);
+    unsigned long v;
     enum mt_status st;
 
     if (read_opts(a, &o) < 0)
@@ -348,6 +366,10 @@ static int index_run(struct cli_args *a)
     /* Without --input, only an existing store's search index is updated. */
     o.sp.create = n > 0;
     o_cache = cli_get(a, "cache");
+    v = 0;
+    if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
+        return 1;
+    o_dims = (uint32_t)v;
     st = check_inputs(inputs, n, &err);
     if (st == MT_OK)
         st = mt_store_open(o.db, &o.sp, &s, &err);

@@ -86,16 +86,19 @@ else
 fi
 
 # Two-stage semantic search through the real binary: an index with
-# USE-lite vectors searches hybrid by default, --search-mode dense and
-# bm25 run as asked, and the trace says which ran; --dims must match the
-# index's vectors; dense on an index without vectors is refused.
+# USE-lite vectors truncated to 64 dimensions (index --dims, kept by an
+# update without it) searches hybrid by default (the queries truncated to
+# match), --search-mode dense and bm25 run as asked, and the trace says
+# which ran; --dims must match the index's vectors; dense on an index
+# without vectors is refused.
 cat >"$TMP/small.jsonl" <<'JS'
 {"id":"h1","title":"Heart attack","text":"A myocardial infarction happens when blood flow to part of the heart muscle stops, causing chest pain."}
 {"id":"h2","title":"Broken bone","text":"A fracture of the femur needs surgery and months of rehabilitation before walking again."}
 {"id":"h3","title":"Flu","text":"Influenza spreads through droplets; fever, cough and body aches last about a week."}
 JS
 "$MT" index --db "$TMP/vdb" --input "$TMP/small.jsonl" --embedder use-lite \
-    --no-progress >/dev/null 2>&1
+    --dims 64 --no-progress >/dev/null 2>&1
+"$MT" index --db "$TMP/vdb" --no-progress >/dev/null 2>&1 # keeps the 64
 for m in auto dense bm25; do
     mo=; [ $m = auto ] || mo="--search-mode $m"
     "$MT" check --llm "$SPEC" --db "$TMP/vdb" $mo --json "$TMP/note.txt" \
@@ -104,20 +107,25 @@ done
 "$MT" check --llm "$SPEC" --db "$TMP/vdb" --dims 7 --json "$TMP/note.txt" \
     >/dev/null 2>"$TMP/d.err"
 rcd=$?
+"$MT" check --llm "$SPEC" --db "$TMP/vdb" --dims 64 --search-mode dense \
+    --json "$TMP/note.txt" >"$TMP/m-64.json" 2>"$TMP/m-64.err" || rcd=9
+"$MT" stats --db "$TMP/vdb" --json >"$TMP/vstats.json" 2>/dev/null
 "$MT" check --llm "$SPEC" --db "$TMP/db" --search-mode dense --json \
     "$TMP/note.txt" >/dev/null 2>"$TMP/nd.err"
 rcn=$?
 if [ $rcd -eq 1 ] && grep -q -- "--dims 7 does not match" "$TMP/d.err" &&
     [ $rcn -eq 1 ] && grep -q -- "--search-mode dense needs vectors" "$TMP/nd.err" &&
-    py "$TMP/m-auto.json" "$TMP/m-dense.json" "$TMP/m-bm25.json" <<'PY'; then
+    py "$TMP/vstats.json" "$TMP/m-auto.json" "$TMP/m-dense.json" \
+        "$TMP/m-bm25.json" "$TMP/m-64.json" <<'PY'; then
 import json, sys
-for path, want in zip(sys.argv[1:], ("hybrid", "dense", "bm25")):
+assert '"dims": 64' in open(sys.argv[1]).read().replace('"dims":64', '"dims": 64')
+for path, want in zip(sys.argv[2:], ("hybrid", "dense", "bm25", "dense")):
     s = [t for t in json.load(open(path))["trace"] if t.get("step") == "search"]
     assert s and all(t["mode"] == want for t in s), (path, s[:1])
     if want == "dense":  # every document is a dense neighbour
         assert len(s[0]["hits"]) == 3, s[0]
 PY
-    ok "check --search-mode: hybrid by default on an index with vectors, dense and bm25 as asked, named in the trace; --dims and dense without vectors refused"
+    ok "check --search-mode: hybrid by default on an index with 64-dim Matryoshka vectors, dense and bm25 as asked, named in the trace; a --dims mismatch and dense without vectors refused"
 else
     not_ok "check --search-mode" "$(tail -2 "$TMP/m-auto.err")" "$(tail -2 "$TMP/d.err")" "$(tail -2 "$TMP/nd.err")"
 fi
