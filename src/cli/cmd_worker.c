@@ -186,8 +186,12 @@ static enum mt_status run_open(struct worker *w, struct run_agent *r,
     memset(&args, 0, sizeof args);
     if (st == MT_OK)
         st = run_params(w, r, &args, &p, err);
-    if (st == MT_OK)
-        st = mt_agent_open(&p, &r->agent, err);
+    if (st == MT_OK && (st = mt_agent_open(&p, &r->agent, err)) != MT_OK) {
+        struct mt_error why = *err;
+
+        mt_fail(err, st, "run %lld cannot run on this worker: %s",
+                (long long)r->run, why.msg);
+    }
     cli_args_free(&args);
     mt_free(kind);
     mt_free(opts);

@@ -64,6 +64,21 @@ else
     not_ok "usage errors ($rc1, $rc2)" "$(cat "$TMP/err")" "$(cat "$TMP/err2")"
 fi
 
+# ---- a run this worker cannot run (react-reflex, no corpus anywhere):
+# the worker stops naming the run, its jobs go back to the queue
+bad=$("$MT" mediqa --state "$PG_URL" --enqueue --data "$MEDEC" --limit 3 \
+    --llm "openai:http://127.0.0.1:9/v1#stub" 2>/dev/null)
+"$MT" worker --state "$PG_URL" --run "$bad" --drain --no-progress \
+    2>"$TMP/bad.err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "run $bad cannot run on this worker: .*--db" "$TMP/bad.err" &&
+    [ "$(sql "SELECT count(*) FROM queue_jobs WHERE run_id = $bad AND state = 'queued'")" -eq 3 ]; then
+    ok "a run a worker cannot run: it stops naming the run; the jobs stay queued"
+else
+    not_ok "a run the worker cannot run (rc $rc)" "$(cat "$TMP/bad.err")"
+fi
+sql "DELETE FROM queue_runs WHERE id = $bad" >/dev/null
+
 # ---- three workers, one SIGKILLed mid-run
 stub_start q --delay 60
 QSPEC=$SPEC
