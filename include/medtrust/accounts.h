@@ -228,6 +228,25 @@ enum mt_status mt_run_event_list(struct mt_state *s, int64_t run_id,
                                  mt_run_event_fn fn, void *user,
                                  struct mt_error *err);
 
+/* ==== Failed logins, counted across servers ==== */
+
+/* Counts a failed login for 'key' (an account or an address); *fails
+ * receives the count since the last mt_login_reset. */
+enum mt_status mt_login_fail(struct mt_state *s, const char *key,
+                             int64_t *fails, struct mt_error *err);
+
+/* Locks 'key' until Unix second 'until'. */
+enum mt_status mt_login_lock(struct mt_state *s, const char *key, int64_t until,
+                             struct mt_error *err);
+
+/* *until is the Unix second 'key' is locked until (0: never locked). */
+enum mt_status mt_login_locked_until(struct mt_state *s, const char *key,
+                                     int64_t *until, struct mt_error *err);
+
+/* Forgets the failures of 'key' (a successful login). */
+enum mt_status mt_login_reset(struct mt_state *s, const char *key,
+                              struct mt_error *err);
+
 /* ==== Audit trail and settings ==== */
 
 /* Appends an audit record: who (user_id 0 and username NULL for

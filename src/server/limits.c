@@ -2,9 +2,11 @@
  * of rate_per_s tokens a second up to rate_burst, in a fixed open-addressed
  * table; when it is full the longest-idle bucket is reused. Also the
  * failed-login throttle, per account name and per client address, in a
- * table of the same shape. */
+ * table of the same shape, or with a shared state in its rows. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/srv_int.h"
 
@@ -98,6 +100,93 @@ static unsigned left(const struct srv_throttle *t, double now)
     return t->until > now ? (unsigned)(t->until - now) + 1 : 0;
 }
 
+/* The lock after 'fails' failures against 'limit': login_lock_s, doubled
+ * with each failure past the limit (to login_lock_max_s); 0 below it. */
+static double lock_for(const struct mt_server *s, uint32_t fails,
+                       uint32_t limit)
+{
+    double lock = s->p.login_lock_s;
+    uint32_t k;
+
+    if (fails < limit)
+        return 0;
+    for (k = limit; k < fails && lock < s->p.login_lock_max_s; k++)
+        lock *= 2;
+    return lock > s->p.login_lock_max_s ? s->p.login_lock_max_s : lock;
+}
+
+/* Counts a failure; returns the new lock's seconds, or 0. */
+static unsigned fail_one(struct mt_server *s, struct srv_throttle *t,
+                         uint32_t limit, double now)
+{
+    double lock;
+
+    t->last = now;
+    lock = lock_for(s, ++t->fails, limit);
+    if (lock > 0)
+        t->until = now + lock;
+    return (unsigned)lock;
+}
+
+/* ==== Failed logins with a shared state ====
+ * With --state postgresql://... the counts and locks are rows, so that a
+ * guesser spread over every server behind the balancer meets one limit;
+ * locks are whole wall-clock seconds there. A state error lets the login
+ * through to the password check (which stays as slow as ever). */
+
+static unsigned shared_wait(struct mt_server *s, const char *ka, const char *kb)
+{
+    struct srv_lease *l = NULL;
+    int64_t a = 0, b = 0, now = (int64_t)time(NULL);
+
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK &&
+        mt_login_locked_until(l->state, ka, &a, NULL) == MT_OK)
+        mt_login_locked_until(l->state, kb, &b, NULL);
+    mt_srv_lease_put(s, l);
+    a = a > b ? a : b;
+    return a > now ? (unsigned)(a - now) : 0;
+}
+
+static unsigned shared_fail_one(struct mt_server *s, struct srv_lease *l,
+                                const char *key, uint32_t limit)
+{
+    int64_t fails = 0;
+    double lock;
+
+    if (mt_login_fail(l->state, key, &fails, NULL) != MT_OK || fails <= 0)
+        return 0;
+    lock =
+        lock_for(s, fails > UINT32_MAX ? UINT32_MAX : (uint32_t)fails, limit);
+    if (lock <= 0)
+        return 0;
+    mt_login_lock(l->state, key, (int64_t)time(NULL) + (int64_t)lock + 1, NULL);
+    return (unsigned)lock;
+}
+
+static unsigned shared_failed(struct mt_server *s, const char *ka,
+                              const char *kb)
+{
+    struct srv_lease *l = NULL;
+    unsigned a = 0, b = 0;
+
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK) {
+        a = shared_fail_one(s, l, ka, s->p.login_failures);
+        b = shared_fail_one(s, l, kb, s->p.login_failures * 4);
+    }
+    mt_srv_lease_put(s, l);
+    return a > b ? a : b;
+}
+
+static void shared_ok(struct mt_server *s, const char *ka, const char *kb)
+{
+    struct srv_lease *l = NULL;
+
+    if (mt_srv_lease_get(s, &l, NULL) == MT_OK &&
+        mt_login_reset(l->state, ka, NULL) == MT_OK)
+        mt_login_reset(l->state, kb, NULL);
+    mt_srv_lease_put(s, l);
+}
+
 unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
                            const char *remote)
 {
@@ -108,31 +197,13 @@ unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
     if (!s->p.login_failures)
         return 0;
     keys(name, remote, ka, kb, sizeof ka);
+    if (s->p.state_url)
+        return shared_wait(s, ka, kb);
     pthread_mutex_lock(&s->rl_mu);
     a = left(throttle(s, ka), now);
     b = left(throttle(s, kb), now);
     pthread_mutex_unlock(&s->rl_mu);
     return a > b ? a : b;
-}
-
-/* Counts a failure; past 'limit' failures the key is locked for
- * login_lock_s, doubled with each failure after that (to login_lock_max_s).
- * Returns the new lock's seconds, or 0. */
-static unsigned fail_one(struct mt_server *s, struct srv_throttle *t,
-                         uint32_t limit, double now)
-{
-    double lock = s->p.login_lock_s;
-    uint32_t k;
-
-    t->last = now;
-    if (++t->fails < limit)
-        return 0;
-    for (k = limit; k < t->fails && lock < s->p.login_lock_max_s; k++)
-        lock *= 2;
-    if (lock > s->p.login_lock_max_s)
-        lock = s->p.login_lock_max_s;
-    t->until = now + lock;
-    return (unsigned)lock;
 }
 
 unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
@@ -145,6 +216,8 @@ unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
     if (!s->p.login_failures)
         return 0;
     keys(name, remote, ka, kb, sizeof ka);
+    if (s->p.state_url)
+        return shared_failed(s, ka, kb);
     pthread_mutex_lock(&s->rl_mu);
     a = fail_one(s, throttle(s, ka), s->p.login_failures, now);
     /* one address may hold many users (NAT): four times the allowance */
@@ -158,6 +231,10 @@ void mt_srv_login_ok(struct mt_server *s, const char *name, const char *remote)
     char ka[80], kb[80];
 
     keys(name, remote, ka, kb, sizeof ka);
+    if (s->p.state_url) {
+        shared_ok(s, ka, kb);
+        return;
+    }
     pthread_mutex_lock(&s->rl_mu);
     throttle(s, ka)->fails = 0;
     throttle(s, kb)->fails = 0;

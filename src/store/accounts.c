@@ -675,6 +675,47 @@ enum mt_status mt_run_event_list(struct mt_state *s, int64_t run_id,
                           "III", run_id, after, (int64_t)limit);
 }
 
+/* ==== Failed logins ==== */
+
+enum mt_status mt_login_fail(struct mt_state *s, const char *key,
+                             int64_t *fails, struct mt_error *err)
+{
+    struct mtx_query q = {read_id, fails, 0, 0};
+
+    return mtx_state_exec(s, &q, err,
+                          "INSERT INTO login_throttle(key, fails) VALUES(?, 1)"
+                          " ON CONFLICT(key) DO UPDATE"
+                          " SET fails = login_throttle.fails + 1"
+                          " RETURNING fails",
+                          "s", key);
+}
+
+enum mt_status mt_login_lock(struct mt_state *s, const char *key, int64_t until,
+                             struct mt_error *err)
+{
+    return mtx_state_exec(
+        s, NULL, err, "UPDATE login_throttle SET locked_until=? WHERE key=?",
+        "Is", until, key);
+}
+
+enum mt_status mt_login_locked_until(struct mt_state *s, const char *key,
+                                     int64_t *until, struct mt_error *err)
+{
+    struct mtx_query q = {read_id, until, 0, 0};
+
+    *until = 0;
+    return mtx_state_exec(s, &q, err,
+                          "SELECT locked_until FROM login_throttle WHERE key=?",
+                          "s", key);
+}
+
+enum mt_status mt_login_reset(struct mt_state *s, const char *key,
+                              struct mt_error *err)
+{
+    return mtx_state_exec(s, NULL, err,
+                          "DELETE FROM login_throttle WHERE key=?", "s", key);
+}
+
 /* ==== Audit and settings ==== */
 
 enum mt_status mt_audit_add(struct mt_state *s, int64_t user_id,

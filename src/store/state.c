@@ -16,7 +16,7 @@
 #define MAX_ARGS 8
 
 /* ==== PostgreSQL schema ====
- * The same tables as the store's v2..v6 (store.c), in PostgreSQL types:
+ * The same tables as the store's v2..v7 (store.c), in PostgreSQL types:
  * ids are bigserial, times Unix seconds (bigint), hashes bytea. Append new
  * versions; never edit old ones. */
 #define EPOCH_NOW "(extract(epoch from now())::bigint)"
@@ -60,6 +60,10 @@ static const struct mtx_pg_migration state_steps[] = {
     /* a run's HTML report, for servers that did not write it */
     {3, "CREATE TABLE run_reports(run_id bigint PRIMARY KEY"
         " REFERENCES runs(id) ON DELETE CASCADE, html text NOT NULL)"},
+    /* failed logins counted across servers */
+    {4, "CREATE TABLE login_throttle(key text PRIMARY KEY,"
+        " fails bigint NOT NULL DEFAULT 0,"
+        " locked_until bigint NOT NULL DEFAULT 0)"},
 };
 
 /* ==== Handle ==== */

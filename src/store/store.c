@@ -74,6 +74,10 @@ static const char *const migrations[] = {
      * v3 too) */
     "CREATE TABLE run_reports(run_id INTEGER PRIMARY KEY"
     " REFERENCES runs(id) ON DELETE CASCADE, html TEXT NOT NULL);",
+    /* v7: failed logins counted across servers (state.c's v4 too) */
+    "CREATE TABLE login_throttle(key TEXT PRIMARY KEY,"
+    " fails INTEGER NOT NULL DEFAULT 0,"
+    " locked_until INTEGER NOT NULL DEFAULT 0);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

@@ -6,7 +6,8 @@
 # order, as on A; `user ... --state` manages the shared accounts while a
 # server without --state keeps its own (the embedded default); and a
 # PostgreSQL restart in the middle of a check leaves the run finished
-# and streamable; a cancel on one server stops the job on another; a new index committed on the node is searched without a
+# and streamable; a cancel on one server stops the job on another; a
+# report and a failed-login lock made on one are seen by another; a new index committed on the node is searched without a
 # restart.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
@@ -209,6 +210,22 @@ expect "after 'medtrust index' commits a new MANIFEST, the same search" 200 \
 grep -q 'state-new-1' "$TMP/body" &&
     ok "... finds the new document on the running server" ||
     not_ok "search after" "$(head -c 300 "$TMP/body")"
+
+# ==== Wrong passwords count across servers ====
+echo carl-password | "$MT" user add --state "$PG_URL" carl 2>/dev/null
+for i in 1 2 3 4 5; do
+    code "$UA/v1/login" -H "Content-Type: application/json" \
+        -d '{"username":"carl","password":"wrong-password"}' >"$TMP/code.$i"
+done
+[ "$(cat "$TMP/code.1")" = 401 ] && ok "a wrong password on A is 401" ||
+    not_ok "wrong password" "$(cat "$TMP/code.1")"
+expect "after five on A, carl's right password on B is locked out" 429 \
+    "$UB/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"carl","password":"carl-password"}'
+sleep 4
+expect "... and logs in once the lock has passed" 200 "$UB/v1/login" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"carl","password":"carl-password"}'
 
 # ==== Stop ====
 rc=0

@@ -348,6 +348,31 @@ static void test_run_events(void **state)
     mt_state_close(s);
 }
 
+static void test_login_throttle(void **state)
+{
+    struct mt_state *s = open_state(state);
+    int64_t fails = 0, until = 7;
+
+    CHECK_OK(mt_login_locked_until(s, "a:kim", &until, NULL));
+    assert_int_equal(until, 0);
+    CHECK_OK(mt_login_fail(s, "a:kim", &fails, NULL));
+    assert_int_equal(fails, 1);
+    CHECK_OK(mt_login_fail(s, "a:kim", &fails, NULL));
+    CHECK_OK(mt_login_fail(s, "ip:127.0.0.1", &fails, NULL));
+    assert_int_equal(fails, 1);
+    CHECK_OK(mt_login_fail(s, "a:kim", &fails, NULL));
+    assert_int_equal(fails, 3);
+    CHECK_OK(mt_login_lock(s, "a:kim", 2000000000, NULL));
+    CHECK_OK(mt_login_locked_until(s, "a:kim", &until, NULL));
+    assert_int_equal(until, 2000000000);
+    CHECK_OK(mt_login_reset(s, "a:kim", NULL));
+    CHECK_OK(mt_login_locked_until(s, "a:kim", &until, NULL));
+    assert_int_equal(until, 0);
+    CHECK_OK(mt_login_fail(s, "a:kim", &fails, NULL));
+    assert_int_equal(fails, 1);
+    mt_state_close(s);
+}
+
 /* ==== Settings and audit ==== */
 
 static void test_settings_audit(void **state)
@@ -423,8 +448,8 @@ static void test_pg_migrates_once(void **state)
                          "SELECT count(*), max(version) FROM schema_migrations"
                          " WHERE component = 'state'",
                          0, NULL, &r, NULL));
-    assert_int_equal(mtx_pg_int(r, 0, 0), 3); /* one row per step */
-    assert_int_equal(mtx_pg_int(r, 0, 1), 3);
+    assert_int_equal(mtx_pg_int(r, 0, 0), 4); /* one row per step */
+    assert_int_equal(mtx_pg_int(r, 0, 1), 4);
     PQclear(r);
     CHECK(strstr(mt_state_where(a), "postgresql://medtrust@127.0.0.1:"));
     mtx_pg_close(pg);
@@ -467,6 +492,7 @@ int main(void)
         BOTH(test_run_cancel_flag),
         BOTH(test_run_report),
         BOTH(test_settings_audit),
+        BOTH(test_login_throttle),
         BOTH(test_two_handles_share),
         PG_ONLY(test_pg_restart_under_handle),
         PG_ONLY(test_pg_migrates_once),
