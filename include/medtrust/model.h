@@ -102,6 +102,11 @@ struct mt_chat_result {
     int tokens_estimated;       /* 1 when a server reported no usage and
                                    the token counts are estimates (about 4
                                    bytes a token) */
+    const char *endpoint;       /* openai: the base URL that answered
+                                   (of "URL1,URL2#MODEL", the last request
+                                   of the call); owned by the model handle,
+                                   valid while it is open. NULL for other
+                                   backends and cached replies */
 };
 
 /* Frees the texts and zeroes 'r'. NULL and zeroed results are allowed. */

@@ -35,7 +35,8 @@ static json_t *text_json(const char *s, size_t max)
 }
 
 /* The call's token counts in its trace record, labelled "server" when the
- * server reported them and "estimated" when it sent no usage. */
+ * server reported them and "estimated" when it sent no usage, and the
+ * endpoint that answered an openai: call. */
 static void usage_trace(json_t *rec, const struct mt_chat_result *res)
 {
     json_object_set_new(rec, "prompt_tokens",
@@ -45,6 +46,8 @@ static void usage_trace(json_t *rec, const struct mt_chat_result *res)
     json_object_set_new(
         rec, "tokens",
         json_string(res->tokens_estimated ? "estimated" : "server"));
+    if (res->endpoint) /* which of an endpoint pool answered */
+        json_object_set_new(rec, "endpoint", json_string(res->endpoint));
 }
 
 /* Validates each completion; keeps the valid ones. Returns the number

@@ -105,7 +105,7 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
                 in, json_stringn(texts[idx[j]].p, texts[idx[j]].n)) != 0)
             st = MT_ENOMEM;
     if (st == MT_OK)
-        st = mt_http_post_json(o->http, "embeddings", b, &reply, err);
+        st = mt_http_post_json(o->http, "embeddings", b, &reply, NULL, err);
     else
         mt_fail(err, st, "embed: out of memory (or text not UTF-8)");
     if (st == MT_OK)

@@ -17,12 +17,13 @@
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/http.h"
+#include "model/http_pool.h"
 
 #define HTTP_MAX_REPLY ((size_t)256 << 20)
 #define HTTP_MAX_RETRY_AFTER_S 600.0
 
 struct mt_http {
-    char *base;
+    struct mtx_pool *pool;
     char *key;
     struct mt_http_params p;
     char setting[96];
@@ -71,23 +72,6 @@ static void curl_init(void)
 
 /* ==== Setup ==== */
 
-static char *make_base(const char *url)
-{
-    size_t n = strlen(url);
-    char *b;
-
-    while (n > 0 && url[n - 1] == '/')
-        n--;
-    b = mt_malloc(n + 4);
-    if (!b)
-        return NULL;
-    memcpy(b, url, n);
-    b[n] = '\0';
-    if (n < 3 || strcmp(b + n - 3, "/v1") != 0)
-        memcpy(b + n, "/v1", 4);
-    return b;
-}
-
 static char *env_key(void)
 {
     const char *k = getenv("MEDTRUST_API_KEY");
@@ -102,34 +86,34 @@ enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
 {
     struct mt_http *h;
 
+    struct mtx_pool *pool = NULL;
+    enum mt_status st;
+
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return mt_fail(err, MT_EINTERNAL, "libcurl initialisation failed");
-    if (strncmp(base_url, "http://", 7) != 0 &&
-        strncmp(base_url, "https://", 8) != 0)
-        return mt_fail(err, MT_EINVAL,
-                       "'%s' is not an http(s) URL: fix BASE_URL in %s",
-                       base_url, p->setting ? p->setting : "the spec");
+    st = mtx_pool_new(base_url, p->setting ? p->setting : "the spec", &pool,
+                      err);
+    if (st != MT_OK)
+        return st;
     mt_jsonl_init_alloc();
     h = mt_calloc(1, sizeof *h);
-    if (!h)
+    if (!h) {
+        mtx_pool_free(pool);
         return mt_fail(err, MT_ENOMEM, "http client: out of memory");
+    }
+    h->pool = pool;
     h->p = *p;
     if (h->p.max_concurrency == 0)
         h->p.max_concurrency = 1;
     snprintf(h->setting, sizeof h->setting, "%s",
              p->setting ? p->setting : "the model spec");
     h->p.setting = h->setting;
-    h->base = make_base(base_url);
     h->key = env_key();
     h->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
              (uint64_t)(uintptr_t)h;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    if (!h->base) {
-        mt_http_free(h);
-        return mt_fail(err, MT_ENOMEM, "http client: out of memory");
-    }
     *out = h;
     return MT_OK;
 }
@@ -140,7 +124,7 @@ void mt_http_free(struct mt_http *h)
         return;
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
-    mt_free(h->base);
+    mtx_pool_free(h->pool);
     if (h->key)
         memset(h->key, 0, strlen(h->key));
     mt_free(h->key);
@@ -150,7 +134,14 @@ void mt_http_free(struct mt_http *h)
 void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
                  size_t n)
 {
-    snprintf(buf, n, "%s/%s", h->base, endpoint);
+    size_t more = mtx_pool_size(h->pool) - 1;
+
+    if (more)
+        snprintf(buf, n, "%s/%s (and %zu more endpoint%s)",
+                 mtx_pool_base(h->pool, 0), endpoint, more,
+                 more > 1 ? "s" : "");
+    else
+        snprintf(buf, n, "%s/%s", mtx_pool_base(h->pool, 0), endpoint);
 }
 
 /* ==== Concurrency limit and backoff ==== */
@@ -633,32 +624,45 @@ static enum mt_status gave_up(struct mt_error *e, uint32_t attempts)
 }
 
 /* Runs attempts until one succeeds, fails for good or the retries run
- * out; before a retry of a stream that delivered events the caller is
- * told to drop them. */
-static enum mt_status run_attempts(struct mt_http *h, const char *url,
+ * out, each on the endpoint the pool picks; a retry waits out its
+ * backoff unless another endpoint is ready for it. Before a retry of a
+ * stream that delivered events the caller is told to drop them. *served
+ * gets the base URL of the endpoint of the last attempt. */
+static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
                                    const char *text, struct attempt *a,
-                                   struct mt_error *e)
+                                   const char **served, struct mt_error *e)
 {
     enum mt_status st = MT_OK;
     enum verdict v = V_FAIL;
+    size_t at = 0;
+    char url[2048];
     uint32_t k;
+    int probe;
 
     for (k = 0; k <= h->p.max_retries; k++) {
         if (k > 0) {
             double d = retry_delay(h, k - 1, a->retry_after);
+            if (mtx_pool_size(h->pool) > 1 &&
+                mtx_pool_other_ready(h->pool, at, mtx_pool_now()))
+                d = 0;
             mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
                    h->p.max_retries, d);
             if (a->sse && a->sse->events > 0 && a->sse->cb->on_restart)
                 a->sse->cb->on_restart(a->sse->cb->ctx);
             sleep_s(d);
         }
+        at = mtx_pool_pick(h->pool, mtx_pool_now(), &probe);
+        snprintf(url, sizeof url, "%s/%s", mtx_pool_base(h->pool, at),
+                 endpoint);
         st = attempt_once(h, url, text, a);
+        v = st == MT_OK ? classify(h, url, a, e) : V_FAIL;
+        mtx_pool_done(h->pool, at, probe, v == V_RETRY, mtx_pool_now(), e->msg);
         if (st != MT_OK)
             return mt_fail(e, st, "http: out of memory");
-        v = classify(h, url, a, e);
         if (v != V_RETRY)
             break;
     }
+    *served = mtx_pool_base(h->pool, at);
     if (v == V_OK)
         return MT_OK;
     return v == V_RETRY ? gave_up(e, k) : e->status;
@@ -668,22 +672,26 @@ static enum mt_status run_attempts(struct mt_http *h, const char *url,
  * a stream of events to s's callbacks. */
 static enum mt_status post(struct mt_http *h, const char *endpoint,
                            const json_t *body, struct sse *s, json_t **reply,
-                           struct mt_error *err)
+                           const char **served, struct mt_error *err)
 {
     struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
                         MT_OK, NULL,     s};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
-    char url[2048];
+    const char *at = NULL;
     char *text = json_dumps(body, JSON_COMPACT);
     enum mt_status st;
 
     if (!text)
         return mt_fail(err, MT_ENOMEM, "http: out of memory");
-    mt_http_url(h, endpoint, url, sizeof url);
-    st = run_attempts(h, url, text, &a, e);
-    if (st == MT_OK && !s)
+    st = run_attempts(h, endpoint, text, &a, &at, e);
+    if (st == MT_OK && !s) {
+        char url[2048];
+        snprintf(url, sizeof url, "%s/%s", at, endpoint);
         st = parse_reply(url, &a, reply, e);
+    }
+    if (served)
+        *served = at;
     mt_buf_free(&a.body);
     mt_free(text);
     return st;
@@ -691,15 +699,15 @@ static enum mt_status post(struct mt_http *h, const char *endpoint,
 
 enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
                                  const json_t *body, json_t **reply,
-                                 struct mt_error *err)
+                                 const char **served, struct mt_error *err)
 {
-    return post(h, endpoint, body, NULL, reply, err);
+    return post(h, endpoint, body, NULL, reply, served, err);
 }
 
 enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
                                 const json_t *body,
                                 const struct mt_http_sse *cb,
-                                struct mt_error *err)
+                                const char **served, struct mt_error *err)
 {
     struct sse s = {cb,
                     MT_BUF_INIT(SSE_MAX_EVENT),
@@ -710,7 +718,7 @@ enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
                     0,
                     0,
                     {MT_OK, ""}};
-    enum mt_status st = post(h, endpoint, body, &s, NULL, err);
+    enum mt_status st = post(h, endpoint, body, &s, NULL, served, err);
 
     mt_buf_free(&s.line);
     mt_buf_free(&s.data);

@@ -22,8 +22,11 @@ struct mt_http_params {
 };
 
 /* Creates a client for 'base_url' (copied; "/v1" is appended unless it
- * already ends in it). The API key is read from MEDTRUST_API_KEY, then
- * OPENAI_API_KEY. On success *out owns the client (mt_http_free). */
+ * already ends in it), or for a comma-separated list of base URLs of one
+ * model: an endpoint pool (model/http_pool.h) spreads the requests and
+ * takes failing endpoints out. The API key is read from
+ * MEDTRUST_API_KEY, then OPENAI_API_KEY. On success *out owns the client
+ * (mt_http_free). */
 enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
                            struct mt_http **out, struct mt_error *err);
 
@@ -34,12 +37,14 @@ enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
                                  const char *arr, size_t i, const char *rest);
 
 /* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses
- * the 200 reply into *reply (caller json_decref's it). Retries as above;
- * 401, 404 and context-length refusals fail at once with a message naming
- * the setting to fix. Thread-safe. */
+ * the 200 reply into *reply (caller json_decref's it). Retries as above
+ * (on another endpoint of a pool when one is ready); 401, 404 and
+ * context-length refusals fail at once with a message naming the setting
+ * to fix. *served (may be NULL) gets the base URL of the endpoint of the
+ * last attempt, valid while h lives. Thread-safe. */
 enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
                                  const json_t *body, json_t **reply,
-                                 struct mt_error *err);
+                                 const char **served, struct mt_error *err);
 
 /* A streamed reply ("stream": true): on_event gets each server-sent
  * event's data parsed as a JSON object (borrowed for the call) and
@@ -61,9 +66,10 @@ struct mt_http_sse {
 enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
                                 const json_t *body,
                                 const struct mt_http_sse *cb,
-                                struct mt_error *err);
+                                const char **served, struct mt_error *err);
 
-/* Full URL for 'endpoint' into buf (for error messages). */
+/* Full URL for 'endpoint' into buf (for error messages): the first
+ * endpoint's, saying how many more a pool has. */
 void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
                  size_t n);
 

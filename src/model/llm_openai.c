@@ -376,8 +376,8 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
 {
     struct stream s = {o, p, *got, MT_BUF_INIT(MT_BUF_DEFAULT_MAX), {0}, 0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
-    enum mt_status st =
-        mt_http_post_sse(o->http, "chat/completions", b, &cb, err);
+    enum mt_status st = mt_http_post_sse(o->http, "chat/completions", b, &cb,
+                                         &r->endpoint, err);
 
     if (st == MT_OK && mt_buf_reserve(&s.text, 1) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -398,8 +398,8 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
                                  int *had, struct mt_error *err)
 {
     json_t *reply = NULL;
-    enum mt_status st =
-        mt_http_post_json(o->http, "chat/completions", b, &reply, err);
+    enum mt_status st = mt_http_post_json(o->http, "chat/completions", b,
+                                          &reply, &r->endpoint, err);
 
     if (st == MT_OK)
         st = take_choices(o, reply, r, got, err);

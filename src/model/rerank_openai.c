@@ -89,7 +89,7 @@ static enum mt_status orerank_score(void *self, struct mt_str query,
     if (st != MT_OK)
         mt_fail(err, st, "rerank: out of memory or text that is not UTF-8");
     else
-        st = mt_http_post_json(o->http, "rerank", b, &reply, err);
+        st = mt_http_post_json(o->http, "rerank", b, &reply, NULL, err);
     if (st == MT_OK)
         st = parse_results(o, reply, n, scores, err);
     json_decref(reply);
