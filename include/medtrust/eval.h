@@ -196,6 +196,9 @@ enum mt_eval_kw_match {
 struct mt_eval_params {
     /* Per-pair scores read with mt_eval_scores_load (NULL: no BLEURT). */
     const struct mt_eval_scores *bleurt;
+    /* Per-pair BERTScore F1 read the same way, e.g. from the official
+     * bert_score run, used when 'bert' is NULL (NULL: none). */
+    const struct mt_eval_scores *bertscore;
     /* BERTScore encoder (NULL: no BERTScore). */
     const struct mt_token_encoder *bert;
     /* idf weighting (mt_idf_build) over the gold corrections of every
@@ -265,6 +268,7 @@ struct mt_eval_result {
     int bert_idf;        /* BERTScore weighted by idf over the references */
     int bert_rescaled;   /* BERTScore rescaled with bert_base */
     double bert_base[3]; /* P, R, F baselines when bert_rescaled */
+    int bert_file;       /* BERTScore read from a per-pair scores file */
 };
 
 /* Scores 'sub' against 'ref' as the official MEDIQA-CORR 2024 script does

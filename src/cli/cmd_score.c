@@ -33,6 +33,10 @@ static const struct cli_opt score_opts[] = {
      0},
     {"kpcs-alpha", 0, "X", "KPCS alpha in [0,1] (default 0.5)", 0},
     {"no-kpcs", 0, NULL, "do not compute KPCS", 0},
+    {"bertscore-scores", 0, "FILE",
+     "per-pair BERTScore F1 ('ID SCORE' a line, e.g. from the official "
+     "bert_score run), one per --pred in order; instead of --bertscore-model",
+     1},
     {"bertscore-model", 0, "gguf:PATH",
      "compute BERTScore with this llama.cpp encoder's per-token embeddings", 0},
     {"bertscore-baseline", 0, "B|P,R,F|FILE",
@@ -48,6 +52,9 @@ struct score_ctx {
     struct mt_eval_ref *ref;
     struct mt_eval_sub *sub[MAX_RUNS];
     struct mt_eval_scores *bleurt[MAX_RUNS];
+    struct mt_eval_scores *bert_file[MAX_RUNS]; /* --bertscore-scores */
+    const char **bfs;
+    size_t nbfs;
     struct mt_eval_result *res[MAX_RUNS];
     const char **preds;
     size_t nrun;
@@ -154,7 +161,10 @@ static enum mt_status load_run(struct score_ctx *c, size_t i, const char **bl,
 
     if (st == MT_OK && nbl > 0)
         st = mt_eval_scores_load(bl[i], &c->bleurt[i], err);
+    if (st == MT_OK && c->nbfs > 0)
+        st = mt_eval_scores_load(c->bfs[i], &c->bert_file[i], err);
     p.bleurt = c->bleurt[i];
+    p.bertscore = c->bert_file[i];
     if (st == MT_OK)
         st = mt_eval_score(c->ref, c->sub[i], &p, &c->res[i], err);
     if (st == MT_OK)
@@ -336,6 +346,7 @@ static void ctx_free(struct score_ctx *c)
         mt_eval_result_free(c->res[i]);
         mt_eval_sub_free(c->sub[i]);
         mt_eval_scores_free(c->bleurt[i]);
+        mt_eval_scores_free(c->bert_file[i]);
     }
     mt_eval_ref_free(c->ref);
     mtx_tok_encoder_close(c->tok);
@@ -350,6 +361,13 @@ static int check_args(const struct score_ctx *c, size_t nbl)
     }
     if (c->nrun > MAX_RUNS) {
         fprintf(stderr, "medtrust score: at most %d --pred files\n", MAX_RUNS);
+        return 1;
+    }
+    if (c->nbfs > 0 && c->nbfs != c->nrun) {
+        fprintf(stderr,
+                "medtrust score: give one --bertscore-scores per --pred "
+                "(%zu for %zu)\n",
+                c->nbfs, c->nrun);
         return 1;
     }
     if (nbl > 0 && nbl != c->nrun) {
@@ -377,6 +395,12 @@ static int score_run(struct cli_args *a)
     c.json = cli_get(a, "json") != NULL;
     if (!ref)
         c.nrun = 0; /* check_args then says what is required */
+    c.bfs = cli_get_all(a, "bertscore-scores", &c.nbfs);
+    if (c.nbfs && cli_get(a, "bertscore-model")) {
+        fprintf(stderr, "medtrust score: --bertscore-scores or "
+                        "--bertscore-model, not both\n");
+        return 1;
+    }
     if (check_args(&c, nbl) || read_params(a, &c.params) < 0)
         return 1;
     st = open_bert(a, &c, &err);
@@ -406,7 +430,9 @@ const struct cli_verb cli_verb_score = {
     "NA: 0; else each metric clipped to [0,1]) summed over notes and divided\n"
     "by the number of notes (composite), plus their mean over scored pairs.\n"
     "ROUGE is the Python `rouge` package's. BLEURT comes from a file\n"
-    "(--bleurt-scores). BERTScore needs --bertscore-model gguf:PATH, any\n"
+    "(--bleurt-scores), and so may BERTScore (--bertscore-scores, e.g. the\n"
+    "official run's per-pair F1). Else BERTScore needs --bertscore-model\n"
+    "gguf:PATH, any\n"
     "llama.cpp encoder (e.g. a BERT GGUF), read per token with pooling off\n"
     "and special tokens left out; it is labelled 'BERTScore (model X)' and\n"
     "is not the official score, which used microsoft/deberta-xlarge-mnli\n"

@@ -18,6 +18,9 @@ int mt_bertscore_official_model(const char *model)
 
 const char *mt_ev_bert_note(const struct mt_eval_result *r)
 {
+    if (r->bert_file)
+        return "read from a per-pair scores file: as comparable with "
+               "published MEDIQA-CORR BERTScore as the run that wrote it";
     if (mt_bertscore_official_model(r->bert_model))
         return "the official run's model, but llama.cpp gives the last "
                "layer's token states where the official bert_score run reads "

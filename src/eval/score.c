@@ -228,6 +228,21 @@ static double aggregate(const double *m)
     return k ? sum / k : MT_EV_NAN;
 }
 
+/* A metric read from a per-pair scores file (BLEURT, or BERTScore from
+ * the official run): every note with both corrections needs one. */
+static enum mt_status file_score(struct sctx *c,
+                                 const struct mt_eval_scores *sc,
+                                 const char *what, const char *id, double *v)
+{
+    if (mt_eval_scores_get(sc, id, v) != 0)
+        return mt_fail(c->err, MT_EPARSE,
+                       "%s scores: no score for '%s', a note with both "
+                       "corrections given",
+                       what, id);
+    *v = mt_ev_clip01(*v);
+    return MT_OK;
+}
+
 static enum mt_status score_pair(struct sctx *c, size_t i,
                                  const struct mt_eval_pred *pr,
                                  struct mt_eval_note_score *ns)
@@ -254,15 +269,17 @@ static enum mt_status score_pair(struct sctx *c, size_t i,
         st = bert_pair(c, pr->correction, n->correction, &m[MT_EVAL_BERTSCORE]);
         if (st != MT_OK)
             return st;
+    } else if (c->p.bertscore) {
+        st = file_score(c, c->p.bertscore, "BERTScore", n->id,
+                        &m[MT_EVAL_BERTSCORE]);
+        if (st != MT_OK)
+            return st;
     }
-    if (c->p.bleurt &&
-        mt_eval_scores_get(c->p.bleurt, n->id, &m[MT_EVAL_BLEURT]) != 0)
-        return mt_fail(c->err, MT_EPARSE,
-                       "BLEURT scores: no score for "
-                       "'%s', a note with both corrections given",
-                       n->id);
-    if (c->p.bleurt)
-        m[MT_EVAL_BLEURT] = mt_ev_clip01(m[MT_EVAL_BLEURT]);
+    if (c->p.bleurt) {
+        st = file_score(c, c->p.bleurt, "BLEURT", n->id, &m[MT_EVAL_BLEURT]);
+        if (st != MT_OK)
+            return st;
+    }
     m[MT_EVAL_AGGREGATE] = aggregate(m);
     return MT_OK;
 }
@@ -423,7 +440,7 @@ static unsigned metric_mask(const struct sctx *c)
     unsigned m = (1u << MT_EVAL_ROUGE1) | (1u << MT_EVAL_ROUGE2) |
                  (1u << MT_EVAL_ROUGEL) | (1u << MT_EVAL_AGGREGATE);
 
-    if (c->p.bert)
+    if (c->p.bert || c->p.bertscore)
         m |= 1u << MT_EVAL_BERTSCORE;
     if (c->p.bleurt)
         m |= 1u << MT_EVAL_BLEURT;
@@ -448,6 +465,11 @@ static enum mt_status result_new(struct sctx *c)
         return MT_ENOMEM;
     r->metrics = metric_mask(c);
     r->invalid_lines = mt_eval_sub_invalid(c->sub);
+    if (!e && c->p.bertscore) {
+        r->bert_file = 1;
+        r->bert_model = mt_strdup("per-pair scores file");
+        return r->bert_model ? MT_OK : MT_ENOMEM;
+    }
     if (!e)
         return MT_OK;
     r->bert_model = mt_strdup(e->model ? e->model : "unnamed");

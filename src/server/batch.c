@@ -33,8 +33,9 @@ struct batch_arg {
     enum mt_strategy strat;
     double set[4]; /* mt_srv_check_fields' values */
     char name[128];
-    char dir[4096]; /* DB/batches/run-ID */
-    int has_bleurt;
+    char dir[4096];    /* DB/batches/run-ID */
+    int has_bleurt;    /* DIR/bleurt.txt: per-pair BLEURT scores */
+    int has_bertscore; /* DIR/bertscore.txt: per-pair BERTScore F1 */
 };
 
 /* ==== Files ==== */
@@ -333,8 +334,9 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
                             struct mt_error *err)
 {
     struct mt_eval_params p;
-    struct mt_eval_scores *bleurt = NULL;
+    struct mt_eval_scores *bleurt = NULL, *bert = NULL;
     char *bpath = a->has_bleurt ? file_path(a, "bleurt.txt") : NULL;
+    char *fpath = a->has_bertscore ? file_path(a, "bertscore.txt") : NULL;
     char report[4096], *json = NULL;
     size_t notes = 0;
     enum mt_status st = MT_OK;
@@ -342,7 +344,10 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
     mt_eval_default_params(&p);
     if (bpath)
         st = mt_eval_scores_load(bpath, &bleurt, err);
+    if (st == MT_OK && fpath)
+        st = mt_eval_scores_load(fpath, &bert, err);
     p.bleurt = bleurt;
+    p.bertscore = bert;
     mt_srv_report_path(a->s, a->run, report, sizeof report);
     if (st == MT_OK)
         st = mt_srv_score_text(csv, sub, a->name, &p, &json, &notes, report,
@@ -355,7 +360,9 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     mt_free(json);
     mt_free(bpath);
+    mt_free(fpath);
     mt_eval_scores_free(bleurt);
+    mt_eval_scores_free(bert);
     return st;
 }
 
@@ -459,10 +466,10 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
 /* The settings a resume needs, in DIR/params.json. */
 static char *params_text(const struct batch_arg *a)
 {
-    json_t *o = json_pack("{s:s,s:s,s:b,s:[ffff]}", "strategy",
-                          mt_strategy_str(a->strat), "name", a->name, "bleurt",
-                          a->has_bleurt, "settings", a->set[0], a->set[1],
-                          a->set[2], a->set[3]);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:b,s:b,s:[ffff]}", "strategy", mt_strategy_str(a->strat),
+        "name", a->name, "bleurt", a->has_bleurt, "bertscore", a->has_bertscore,
+        "settings", a->set[0], a->set[1], a->set[2], a->set[3]);
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
     char *out = t ? mt_strdup(t) : NULL;
 
@@ -495,6 +502,7 @@ static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
     if (st == MT_OK) {
         snprintf(a->name, sizeof a->name, "%s", name);
         a->has_bleurt = json_is_true(json_object_get(o, "bleurt"));
+        a->has_bertscore = json_is_true(json_object_get(o, "bertscore"));
     }
     json_decref(o);
     return st;
@@ -525,32 +533,56 @@ static enum mt_status check_csv(const char *csv, struct mt_error *err)
     return st;
 }
 
-/* Saves the upload; a BLEURT file that does not parse fails here. */
-static enum mt_status save_upload(struct batch_arg *a, const char *csv,
-                                  const char *bleurt, struct mt_error *err)
+/* Saves a per-pair scores file as NAME and reads it back, so one that
+ * does not parse fails here ("NAME: line N: ..."). */
+static enum mt_status save_scores(struct batch_arg *a, const char *name,
+                                  const char *text, struct mt_error *err)
 {
     struct mt_eval_scores *sc = NULL;
-    char *bp = NULL, *pt = params_text(a);
+    char *p = NULL;
+    enum mt_status st = write_file(a, name, text, strlen(text), err);
+
+    p = st == MT_OK ? file_path(a, name) : NULL;
+    if (st == MT_OK)
+        st = p ? mt_eval_scores_load(p, &sc, err)
+               : mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_eval_scores_free(sc);
+    mt_free(p);
+    return st;
+}
+
+/* Saves the upload: the CSV, the optional BLEURT and BERTScore files, and
+ * the settings a resume reads. */
+static enum mt_status save_upload(struct batch_arg *a, const char *csv,
+                                  const char *bleurt, const char *bert,
+                                  struct mt_error *err)
+{
+    char *pt = params_text(a);
     enum mt_status st = make_dir(a, err);
 
     if (st == MT_OK)
         st = write_file(a, "data.csv", csv, strlen(csv), err);
-    if (st == MT_OK && bleurt) {
-        st = write_file(a, "bleurt.txt", bleurt, strlen(bleurt), err);
-        bp = st == MT_OK ? file_path(a, "bleurt.txt") : NULL;
-        if (st == MT_OK) /* "bleurt: line N: ..." when it does not parse */
-            st = mt_eval_scores_load(bp, &sc, err);
-    }
+    if (st == MT_OK && bleurt)
+        st = save_scores(a, "bleurt.txt", bleurt, err);
+    if (st == MT_OK && bert)
+        st = save_scores(a, "bertscore.txt", bert, err);
     if (st == MT_OK)
         st = pt ? write_file(a, "params.json", pt, strlen(pt), err)
                 : mt_fail(err, MT_ENOMEM, "out of memory");
-    mt_eval_scores_free(sc);
-    mt_free(bp);
     mt_free(pt);
     return st;
 }
 
-/* Reads {"data","strategy","name","bleurt"} and the check settings. */
+/* A score file member: absent, or the text of a per-pair score file. */
+static int bad_scores(json_t *o, const char *name)
+{
+    json_t *v = json_object_get(o, name);
+
+    return v && !json_is_string(v);
+}
+
+/* Reads {"data","strategy","name","bleurt","bertscore"} and the check
+ * settings. */
 static int read_body(struct mt_server *s, const struct srv_req *rq,
                      struct srv_resp *rs, json_t **o, struct batch_arg *a)
 {
@@ -567,14 +599,15 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
                      "\"data\" must be the text of a MEDEC-format CSV");
     else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
         mt_srv_error(rs, 400, "\"strategy\" is react-reflex, guards or single");
-    else if (json_object_get(*o, "bleurt") &&
-             !json_is_string(json_object_get(*o, "bleurt")))
+    else if (bad_scores(*o, "bleurt") || bad_scores(*o, "bertscore"))
         mt_srv_error(rs, 400,
-                     "\"bleurt\" must be the text of a per-pair score file");
+                     "\"%s\" must be the text of a per-pair score file",
+                     bad_scores(*o, "bleurt") ? "bleurt" : "bertscore");
     else if (mt_srv_check_settings(*o, a->set, rs) == 0) {
         snprintf(a->name, sizeof a->name, "%s",
                  name && *name ? name : mt_strategy_str(a->strat));
         a->has_bleurt = json_is_string(json_object_get(*o, "bleurt"));
+        a->has_bertscore = json_is_string(json_object_get(*o, "bertscore"));
         return 0;
     }
     return -1;
@@ -640,7 +673,7 @@ void mt_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     a->run = id;
     batch_dir(s, id, a->dir, sizeof a->dir);
     st = save_upload(a, csv, json_string_value(json_object_get(o, "bleurt")),
-                     &err);
+                     json_string_value(json_object_get(o, "bertscore")), &err);
     if (st != MT_OK) {
         set_status(s, id, "failed", err.msg);
         mt_free(a);

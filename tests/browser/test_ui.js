@@ -675,11 +675,16 @@ async function runs(page) {
 // Batch evaluation: a MEDEC CSV uploaded, progress to 3 of 3, the score
 // report with its charts and a table per error type; then a slower batch
 // cancelled after its first note and resumed to the end.
-async function startBatch(page, strategy) {
+async function startBatch(page, strategy, scores) {
   await page.goto(base + '/#batch');
   await page.waitForFunction(() =>
     document.getElementById('batch-data-lim').textContent.length > 0);
   await page.setInputFiles('#batch-data', medecCsv);
+  // bleurt.txt and bertscore.txt lie beside the CSV (0.25 and 0.75 a note)
+  for (const f of scores ? ['bleurt', 'bertscore'] : []) {
+    await page.setInputFiles('#batch-' + f,
+        path.join(path.dirname(medecCsv), f + '.txt'));
+  }
   await page.selectOption('#batch-strategy', strategy);
   const resp = page.waitForResponse((r) => r.url().endsWith('/v1/batch'));
   await page.click('#batch-btn');
@@ -696,7 +701,7 @@ async function batchReport(page) {
 async function batch(page) {
   const lim = await page.evaluate(() => fetch('/v1/limits').then((r) =>
     r.json()));
-  await startBatch(page, 'single');
+  const first = await startBatch(page, 'single', true);
   const charts = await batchReport(page);
   const bar = await page.$eval('#batch-progress', (p) => p.value + '/' + p.max);
   const types = await page.$$eval('#batch-report caption', (c) =>
@@ -704,6 +709,17 @@ async function batch(page) {
   check('a batch upload checks every note and shows the score report',
       charts > 0 && bar === '3/3' && types.includes('By error type'),
       'charts=' + charts + ' bar=' + bar + ' ' + types.join(','));
+  const scored = await page.evaluate((i) => fetch('/v1/runs/' + i)
+      .then((r) => r.json()), first);
+  const rows = await page.$$eval('#batch-report tr', (t) =>
+    t.map((x) => x.textContent));
+  const c = (scored.result || {}).composite || {};
+  check('uploaded BERTScore and BLEURT files feed the score report',
+      scored.result.bertscore_model === 'per-pair scores file' &&
+      typeof c.bertscore === 'number' && typeof c.bleurt === 'number' &&
+      rows.some((r) => r.startsWith('BERTScore')) &&
+      rows.some((r) => r.startsWith('BLEURT')), JSON.stringify(c) + ' ' +
+      rows.join(' | '));
   check('the batch page says the server\'s upload limits',
       (await page.textContent('#batch-data-lim')).includes(
           String(lim.batch.notes_max) + ' notes'));

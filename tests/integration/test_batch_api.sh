@@ -55,27 +55,35 @@ printf 'ms-val-0 not-a-number\n' >"$TMP/bad.bleurt"
 expect "a BLEURT file that does not parse is 400" 400 "${A[@]}" \
     "$U/v1/batch" -d "$(body "$TMP/s6.csv" \
     "{\"bleurt\":$(py "$TMP/bad.bleurt" <<<'import json,sys; print(json.dumps(open(sys.argv[1]).read()))')}")"
+expect "a BERTScore file that does not parse is 400" 400 "${A[@]}" \
+    "$U/v1/batch" -d "$(body "$TMP/s6.csv" \
+    "{\"bertscore\":$(py "$TMP/bad.bleurt" <<<'import json,sys; print(json.dumps(open(sys.argv[1]).read()))')}")"
+expect "a BERTScore member that is not text is 400" 400 "${A[@]}" \
+    "$U/v1/batch" -d "$(body "$TMP/s6.csv" '{"bertscore":3}')"
 expect "a batch needs a session" 401 "$U/v1/batch" -d "$(body "$TMP/s6.csv")"
 
 # ==== A batch, as mediqa + score ====
-py "$TMP/s6.csv" "$TMP/good.bleurt" <<'PY'
+py "$TMP/s6.csv" "$TMP/good.bleurt" "$TMP/good.bert" <<'PY'
 import csv, sys
 csv.field_size_limit(10**9)
 rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
-with open(sys.argv[2], "w") as f:
+with open(sys.argv[2], "w") as f, open(sys.argv[3], "w") as g:
     for i, r in enumerate(rows):
         f.write("%s %.2f\n" % (r["Text ID"], 0.1 * (i + 1)))
+        g.write("%s\t%.2f\n" % (r["Text ID"], 0.9 - 0.1 * i))
 PY
 BL=$(py "$TMP/good.bleurt" <<<'import json,sys; print(json.dumps(open(sys.argv[1]).read()))')
+BS=$(py "$TMP/good.bert" <<<'import json,sys; print(json.dumps(open(sys.argv[1]).read()))')
 expect "a batch is queued (202)" 202 "${A[@]}" "$U/v1/batch" \
-    -d "$(body "$TMP/s6.csv" "{\"bleurt\":$BL}")"
+    -d "$(body "$TMP/s6.csv" "{\"bleurt\":$BL,\"bertscore\":$BS}")"
 RUN=$(run_id)
 events "$RUN" one
 curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/one.run"
 "$MT" mediqa --llm "$SPEC" --data "$TMP/s6.csv" --strategy single \
     --out "$TMP/cli.txt" --no-progress >/dev/null 2>&1
 "$MT" score --ref "$TMP/s6.csv" --pred "$TMP/cli.txt" \
-    --bleurt-scores "$TMP/good.bleurt" --json >"$TMP/cli.json" 2>/dev/null
+    --bleurt-scores "$TMP/good.bleurt" --bertscore-scores "$TMP/good.bert" \
+    --json >"$TMP/cli.json" 2>/dev/null
 if py "$TMP/one.sse" "$TMP/one.run" "$TMP/cli.json" \
     "$TMP/db/batches/run-$RUN/submission.txt" "$TMP/cli.txt" <<'PY'; then
 import json, sys
@@ -101,8 +109,10 @@ for k in ("error_flag_accuracy", "error_sentence_accuracy", "composite",
           "breakdown", "metrics_used"):
     assert api[k] == cli[k], (k, api[k], cli[k])
 assert "bleurt" in api["metrics_used"], api["metrics_used"]
+assert "bertscore" in api["metrics_used"], api["metrics_used"]
+assert api["bertscore_model"] == cli["bertscore_model"] == "per-pair scores file"
 PY
-    ok "a batch streams progress and scores as mediqa + score --json do"
+    ok "a batch (BLEURT and BERTScore files) streams progress and scores as mediqa + score --json do"
 else not_ok "batch run" "$(head -c 600 "$TMP/one.run")"; fi
 expect "the batch has its HTML report" 200 "${A[@]}" \
     "$U/v1/runs/$RUN/report"

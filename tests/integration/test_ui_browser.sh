@@ -48,6 +48,12 @@ import csv, sys
 csv.field_size_limit(10**9)
 rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
 csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:4])
+# per-pair BLEURT and BERTScore files beside it, as the official runs
+# write them, for the batch page's uploads
+d = sys.argv[2].rsplit("/", 1)[0]
+for name, v in (("bleurt.txt", 0.25), ("bertscore.txt", 0.75)):
+    with open(d + "/" + name, "w") as f:
+        f.writelines("%s %s\n" % (r[0], v) for r in rows[1:4])
 PY
 ADMIN_PW=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 echo "$ADMIN_PW" | "$MT" user add --db "$TMP/db" admin --admin 2>/dev/null

@@ -329,6 +329,45 @@ static void test_score_bleurt_from_file(void **state)
     mt_eval_scores_free(bl);
 }
 
+/* BERTScore from the official run's per-pair file, with BLEURT: the
+ * aggregate is the mean of ROUGE-1, BERTScore and BLEURT; a scored note
+ * without a BERTScore line fails naming it. */
+static void test_score_bertscore_from_file(void **state)
+{
+    char path[] = "/tmp/mt_bert_XXXXXX";
+    int fd = mkstemp(path);
+    struct mt_eval_scores *bs = NULL;
+    struct mt_eval_params p;
+    struct mt_eval_result *r;
+    struct mt_error err;
+    double r1 = 2.0 / (2.0 + 1e-8);
+    FILE *f = fdopen(fd, "w");
+    (void)state;
+    fputs("en-t-0 0.6\n", f);
+    fclose(f);
+    CHECK_OK(mt_eval_scores_load(path, &bs, NULL));
+    unlink(path);
+    mt_eval_default_params(&p);
+    p.bertscore = bs;
+    r = score("en-t-0 1 2 The patient has gout.\n", &p);
+    CHECK(fabs(r->per_note[0].m[MT_EVAL_BERTSCORE] - 0.6) < EPS);
+    CHECK(fabs(r->per_note[0].m[MT_EVAL_AGGREGATE] - (r1 + 0.6) / 2) < EPS);
+    CHECK(r->metrics & (1u << MT_EVAL_BERTSCORE));
+    CHECK(r->bert_file && strcmp(r->bert_model, "per-pair scores file") == 0);
+    mt_eval_result_free(r);
+    r = NULL;
+    {
+        struct mt_eval_ref *ref = load_ref();
+        struct mt_eval_sub *sb =
+            parse("en-t-2 1 2 Start warfarin, then review.\n", MT_OK, NULL);
+        CHECK(mt_eval_score(ref, sb, &p, &r, &err) == MT_EPARSE);
+        CHECK(strstr(err.msg, "BERTScore scores: no score for 'en-t-2'"));
+        mt_eval_sub_free(sb);
+        mt_eval_ref_free(ref);
+    }
+    mt_eval_scores_free(bs);
+}
+
 static void test_score_unscorable_prediction_warns(void **state)
 {
     struct mt_eval_result *r = score("en-t-0 1 2 ...\n", NULL);
@@ -676,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_score_kpcs_exact_and_normalized),
         cmocka_unit_test(test_score_kpcs_header_case_and_empty_keywords),
         cmocka_unit_test(test_score_bleurt_from_file),
+        cmocka_unit_test(test_score_bertscore_from_file),
         cmocka_unit_test(test_score_unscorable_prediction_warns),
         cmocka_unit_test(test_score_json_has_keys_and_no_absent_metric),
         cmocka_unit_test(test_mederrbench_en_keyword_verbatim_fraction),

@@ -1,4 +1,5 @@
-// Batch page: uploads a MEDEC-format CSV (and optional BLEURT scores) to
+// Batch page: uploads a MEDEC-format CSV (and optional BLEURT and
+// BERTScore per-pair scores, as the official scorer's runs write them) to
 // POST /v1/batch, follows the run's "progress" events (notes done and
 // failed, rate, ETA) on a progress bar, and shows the score report (the
 // metrics, a table per error type and `score --report`'s HTML with its
@@ -64,9 +65,10 @@ async function submit(ev) {
   ev.preventDefault();
   const data = $('batch-data').files[0];
   const bleurt = $('batch-bleurt').files[0];
+  const bert = $('batch-bertscore').files[0];
   clear($('batch-result'));
   $('batch-msg').textContent = '';
-  const size = (data ? data.size : 0) + (bleurt ? bleurt.size : 0);
+  const size = [data, bleurt, bert].reduce((n, f) => n + (f ? f.size : 0), 0);
   if (uploadMax && size > uploadMax) {
     $('batch-msg').textContent = 'The files are ' + size + ' bytes; the ' +
         'server takes at most ' + uploadMax + ' bytes a request.';
@@ -74,6 +76,7 @@ async function submit(ev) {
   }
   const body = {data: await data.text(), strategy: $('batch-strategy').value};
   if (bleurt) body.bleurt = await bleurt.text();
+  if (bert) body.bertscore = await bert.text();
   if ($('batch-name').value.trim()) body.name = $('batch-name').value.trim();
   $('batch-btn').disabled = true;
   const res = await api('POST', '/v1/batch', body);
@@ -111,5 +114,5 @@ export async function initBatch() {
   uploadMax = lim.batch.upload_bytes;
   $('batch-data-lim').textContent = 'At most ' + lim.batch.notes_max +
       ' notes and ' + Math.floor(uploadMax / 1048576) + ' MiB with the ' +
-      'BLEURT file.';
+      'score files.';
 }

@@ -35,8 +35,11 @@ export function scoreDetail(run, frameId) {
   const rows = [['Error flag accuracy', f2(r.error_flag_accuracy)],
     ['Error sentence accuracy', f2(r.error_sentence_accuracy)],
     ['ROUGE-1', f2(c.rouge1)], ['ROUGE-2', f2(c.rouge2)],
-    ['ROUGE-L', f2(c.rougeL)], ['Aggregate', f2(c.aggregate)],
-    ['Notes', String(r.notes || 0)]];
+    ['ROUGE-L', f2(c.rougeL)]].concat(
+      typeof c.bertscore === 'number' ? [[r.bertscore_label || 'BERTScore',
+        f2(c.bertscore)]] : [],
+      typeof c.bleurt === 'number' ? [['BLEURT', f2(c.bleurt)]] : [],
+      [['Aggregate', f2(c.aggregate)], ['Notes', String(r.notes || 0)]]);
   const types = Object.entries((r.breakdown || {}).error_type || {});
   return [table('Scores of ' + (r.run || 'the run'), ['Metric', 'Value'], rows),
     ...(types.length ? [table('By error type', ['Error type', 'Notes',
