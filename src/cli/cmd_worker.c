@@ -428,9 +428,13 @@ static void *work_thread(void *arg)
         struct mt_error err = {MT_OK, ""};
         enum mt_status st;
 
+        double t0;
+
         memset(&j, 0, sizeof j);
         pthread_mutex_lock(&w->mu);
+        t0 = now_s();
         st = mtx_queue_claim(w->pg, w->name, w->lease_s, w->only_run, &j, &err);
+        w->queue_s += now_s() - t0;
         if (st == MT_OK)
             held_add(w, j.id);
         else if (st != MT_ENOTFOUND)
@@ -458,10 +462,14 @@ static void beat_once(struct worker *w)
     struct mt_error err = {MT_OK, ""};
     enum mt_status st = MT_OK;
 
+    double t0;
+
     pthread_mutex_lock(&w->mu);
+    t0 = now_s();
     if (w->nheld)
         st = mtx_queue_heartbeat(w->pg, w->name, w->lease_s, w->held, w->nheld,
                                  NULL, &err);
+    w->queue_s += now_s() - t0;
     if (st == MT_OK)
         st = mtx_queue_counts(w->pg, w->only_run, &c, &err);
     if (st != MT_OK)
