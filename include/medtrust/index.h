@@ -50,6 +50,12 @@ typedef enum mt_status (*mt_index_rerank_fn)(void *user, const char *query,
                                              struct mt_error *err);
 
 /* Build settings. Segment merging keeps at most max_segments segments. */
+/* While `medtrust index` builds, it keeps DIR/MT_INDEX_BUILD_STATUS up to
+ * date (JSON: pid, embedder, done, total, rate, eta_s, started, updated;
+ * written atomically about once a second, removed at the end), so a
+ * server on the same store can show the build's progress. */
+#define MT_INDEX_BUILD_STATUS "index-build.json"
+
 struct mt_index_build_params {
     float title_weight;    /* BM25F weight of the title field, default 2 */
     float text_weight;     /* default 1 */

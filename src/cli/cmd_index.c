@@ -1,13 +1,16 @@
 /* medtrust index: ingest JSONL corpora into a store, with progress. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
@@ -203,12 +206,64 @@ static char o_name[128];
 static const char *o_cache; /* --cache */
 static uint32_t o_dims;     /* --dims, 0 = none given */
 
-/* The builder learns its total (chunks to index and embed) as it starts,
- * so the line shows done/total, rate and ETA from the first update. */
+/* A build's progress: the line on stderr, and DIR/MT_INDEX_BUILD_STATUS
+ * for a server on the same store (make demo serves BM25 while the vectors
+ * are built; the UI shows their progress). */
+struct build_progress {
+    struct mt_progress *bar;
+    pthread_mutex_t mu;
+    char path[4200];
+    time_t started;
+    double t0;   /* monotonic seconds at the start */
+    double last; /* ... at the last status write */
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Rewrites the status file; a failure only costs the server its view. */
+static void write_status(struct build_progress *b, uint64_t done,
+                         uint64_t total, double t)
+{
+    double secs = t - b->t0;
+    double rate = secs > 0 ? (double)done / secs : 0.0;
+    double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
+    json_t *o = json_pack(
+        "{s:I,s:s,s:I,s:I,s:f,s:f,s:I,s:I}", "pid", (json_int_t)getpid(),
+        "embedder", o_name[0] ? o_name : "none", "done", (json_int_t)done,
+        "total", (json_int_t)total, "rate", rate, "eta_s", eta, "started",
+        (json_int_t)b->started, "updated", (json_int_t)time(NULL));
+    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+    if (js)
+        mtx_file_write_atomic(b->path, js, strlen(js), NULL);
+    mt_free(js);
+    json_decref(o);
+}
+
+/* The builder reports its total (chunks to index and embed) at its first
+ * chunk, so the line shows done/total, rate and ETA from the first update;
+ * the status file is rewritten at most once a second. */
 static void on_build(uint64_t done, uint64_t total, void *user)
 {
-    mt_progress_set_total(user, total);
-    mt_progress_update(user, done);
+    struct build_progress *b = user;
+    double t;
+
+    mt_progress_set_total(b->bar, total);
+    mt_progress_update(b->bar, done);
+    if (pthread_mutex_trylock(&b->mu) != 0)
+        return; /* another thread is writing it */
+    t = now_s();
+    if (b->last == 0 || t - b->last >= 1.0) {
+        b->last = t;
+        write_status(b, done, total, t);
+    }
+    pthread_mutex_unlock(&b->mu);
 }
 
 /* The embedder when --embedder is absent: an existing index keeps its
@@ -274,7 +329,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     struct mt_index_build_params bp;
     struct mt_index_build_result br;
     struct mt_progress_params pp = mt_progress_default_params();
-    struct mt_progress *bar = NULL;
+    struct build_progress b;
     struct mt_embedder *e = NULL;
     uint64_t total = 0;
     enum mt_status st;
@@ -290,17 +345,25 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     pp.label = "search index";
     pp.quiet = o->quiet;
     pp.total = total;
-    st = mt_progress_new(&pp, &bar);
+    memset(&b, 0, sizeof b);
+    st = mt_progress_new(&pp, &b.bar);
     if (st != MT_OK) {
         mt_embedder_close(e);
         return mt_fail(err, st, "out of memory");
     }
+    pthread_mutex_init(&b.mu, NULL);
+    snprintf(b.path, sizeof b.path, "%s/%s", mt_store_dir(s),
+             MT_INDEX_BUILD_STATUS);
+    b.started = time(NULL);
+    b.t0 = now_s();
     bp.progress = on_build;
-    bp.progress_user = bar;
+    bp.progress_user = &b;
     st = mt_index_build(s, &bp, &br, err);
+    unlink(b.path);
+    pthread_mutex_destroy(&b.mu);
     if (st == MT_OK && br.chunks_added)
-        mt_progress_finish(bar);
-    mt_progress_free(bar);
+        mt_progress_finish(b.bar);
+    mt_progress_free(b.bar);
     mt_embedder_close(e);
     if (st == MT_OK && !o->json)
         printf("search index: %llu chunks added%s, %u segment%s\n",

@@ -112,7 +112,7 @@ static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
     mt_arena_reset(&b->arena);
     if (r->chunk_id > b->max_id)
         b->max_id = r->chunk_id;
-    if (st == MT_OK && b->p->progress && (b->n % 1024 == 0))
+    if (st == MT_OK && b->p->progress && (b->n == 1 || b->n % 1024 == 0))
         b->p->progress(b->n, b->total, b->p->progress_user);
     return st;
 }

@@ -4,9 +4,11 @@
  * synthetic sleep job in runs.c. */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
@@ -86,6 +88,30 @@ static json_t *check_ready(const struct mt_server *s)
                      mt_srv_llm_spec(s, "single") != NULL);
 }
 
+/* The index build running on this store (medtrust index keeps
+ * DIR/MT_INDEX_BUILD_STATUS while it works), or JSON null: none, or the
+ * file of a build that died (its process gone, or silent for 5 minutes). */
+static json_t *index_build(const struct mt_server *s)
+{
+    char path[4200];
+    json_t *o;
+    json_int_t pid;
+    json_int_t updated;
+
+    snprintf(path, sizeof path, "%s/%s", s->db_dir, MT_INDEX_BUILD_STATUS);
+    o = json_load_file(path, 0, NULL);
+    pid = json_integer_value(json_object_get(o, "pid"));
+    updated = json_integer_value(json_object_get(o, "updated"));
+    if (!json_is_object(o) || pid <= 0 ||
+        (kill((pid_t)pid, 0) != 0 && errno != EPERM) ||
+        (json_int_t)time(NULL) - updated > 300) {
+        json_decref(o);
+        return json_null();
+    }
+    json_object_del(o, "pid");
+    return o;
+}
+
 void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
                    int64_t id)
 {
@@ -104,10 +130,11 @@ void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     else
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
     mt_srv_json(rs, 200,
-                json_pack("{s:{s:o,s:o},s:o,s:o,s:b,s:o}", "llm", "default",
+                json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o}", "llm", "default",
                           spec_json(llm && *llm ? llm : s->llm_spec), "roles",
-                          role_specs(), "embedder", e, "check", check_ready(s),
-                          "ask", mt_srv_ask_ready(s), "nli",
+                          role_specs(), "embedder", e, "index_build",
+                          index_build(s), "check", check_ready(s), "ask",
+                          mt_srv_ask_ready(s), "nli",
                           spec_json(nli && *nli ? nli : "llm")));
 }
 

@@ -14,7 +14,9 @@ unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
 PIDS=()
 trap 'for p in "${PIDS[@]}" "${STUB_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 stub_start main
-head -6 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
+# 30 abstracts: embedding them takes a few seconds, so the build can be
+# watched while it runs.
+head -30 "$DATA/pubmedqa/corpus.jsonl" >"$TMP/c.jsonl"
 "$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" >"$TMP/out" \
@@ -68,8 +70,38 @@ else
     not_ok "check search on a BM25-only index" "auto '$auto' dense $d bad $bad" "$dmsg"
 fi
 
-# Vectors land while the server runs (the 6 documents' chunks).
-"$MT" index --db "$TMP/db" --rebuild --embedder use-lite 2>"$TMP/prog" >/dev/null
+# A status file left by a build that died says nothing.
+printf '{"pid":999999999,"embedder":"use-lite","done":1,"total":9,"rate":1,"eta_s":8,"started":1,"updated":%s}' \
+    "$(date +%s)" >"$TMP/db/index-build.json"
+m=$(curl -s -b "$TMP/jar" "$U/v1/models")
+if echo "$m" | grep -q '"index_build": *null'; then
+    ok "models: a dead build's status file is ignored"
+else
+    not_ok "models: dead build" "$m"
+fi
+rm -f "$TMP/db/index-build.json"
+
+# Vectors land while the server runs; meanwhile /v1/models reports the
+# build's progress (what the UI shows while search is still BM25).
+"$MT" index --db "$TMP/db" --rebuild --embedder use-lite 2>"$TMP/prog" >/dev/null &
+build=$!
+seen=
+for _ in $(seq 600); do
+    m=$(curl -s -b "$TMP/jar" "$U/v1/models")
+    if echo "$m" | grep -q '"index_build": *{'; then seen=$m; break; fi
+    kill -0 $build 2>/dev/null || break
+    sleep 0.1
+done
+wait $build
+after=$(curl -s -b "$TMP/jar" "$U/v1/models")
+if echo "$seen" | grep -q '"embedder": *null' &&
+    echo "$seen" | grep -Eq '"index_build": *\{"embedder": *"use-lite", *"done": *[0-9]+, *"total": *[1-9]' &&
+    echo "$seen" | grep -q '"eta_s"' && echo "$after" | grep -q '"index_build": *null' &&
+    [ ! -e "$TMP/db/index-build.json" ]; then
+    ok "models: a running build's progress (done/total, rate, ETA), gone when it ends"
+else
+    not_ok "models: build progress" "seen: $seen" "after: $after"
+fi
 if grep -Eq 'search index: [0-9]+/[0-9]+ +[0-9.]+% [0-9.]+/s' "$TMP/prog"; then
     ok "index progress shows done/total, percent and rate"
 else

@@ -8,6 +8,7 @@ import {addFilters, boundFilters} from './filters.js';
 import {limits} from './limits.js';
 
 let hasVectors = false;
+let building = null; // /v1/models index_build: vectors on their way
 
 // The slider is the semantic share in percent.
 function weights() {
@@ -17,17 +18,45 @@ function weights() {
   return {mode: 'hybrid', w_lex: (100 - sem) / 100, w_sem: sem / 100};
 }
 
+// An index build in progress, as a sentence: done/total, rate and ETA.
+function buildText(b) {
+  const pct = b.total ? Math.floor(100 * b.done / b.total) : 0;
+  const eta = b.eta_s >= 90 ? Math.round(b.eta_s / 60) + ' min' :
+    Math.round(b.eta_s) + ' s';
+  return 'Vectors (' + b.embedder + ') are being built: ' +
+    b.done.toLocaleString('en') + ' / ' + b.total.toLocaleString('en') +
+    ' chunks (' + pct + '%), ' + Math.round(b.rate).toLocaleString('en') +
+    '/s, about ' + eta + ' left. Search is lexical (BM25) until they ' +
+    'land, then hybrid.';
+}
+
 // Writes a weight slider's value into its hint (and its aria-valuetext).
-export function showWeight(slider, hint, vectors) {
+export function showWeight(slider, hint, vectors, build) {
   const sem = Number($(slider).value);
   $(hint).textContent = vectors ?
     'Lexical (BM25) ' + (100 - sem) + '% · semantic (vectors) ' + sem + '%' :
+    build ? buildText(build) :
     'This index has no vectors (build it with --embedder use-lite), so ' +
     'search is lexical (BM25) only.';
   $(slider).setAttribute('aria-valuetext', $(hint).textContent);
 }
 
-const showWeights = () => showWeight('search-w', 'search-w-val', hasVectors);
+const showWeights = () =>
+  showWeight('search-w', 'search-w-val', hasVectors, building);
+
+// Takes /v1/models; while vectors are being built (make demo serves BM25
+// first), shows their progress and asks again every 3 s, so the slider
+// turns on and search goes hybrid when they land, without a reload.
+function vectorsFrom(models) {
+  hasVectors = models.ok && !!models.data.embedder;
+  building = models.ok && !hasVectors ? models.data.index_build : null;
+  $('search-w').disabled = !hasVectors;
+  showWeights();
+  if (building) {
+    setTimeout(async () => vectorsFrom(await api('GET', '/v1/models')),
+        3000);
+  }
+}
 
 function hitItem(h, terms) {
   return el('li', {},
@@ -68,7 +97,5 @@ export async function initSearch() {
   const [models, lim] = await Promise.all([api('GET', '/v1/models'),
     limits(), fillSources($('search-source'))]);
   if (lim) boundFilters('search', lim.search.filter_bytes);
-  hasVectors = models.ok && !!models.data.embedder;
-  $('search-w').disabled = !hasVectors;
-  showWeights();
+  vectorsFrom(models);
 }
