@@ -625,9 +625,10 @@ static enum mt_status gave_up(struct mt_error *e, uint32_t attempts)
 
 /* Runs attempts until one succeeds, fails for good or the retries run
  * out, each on the endpoint the pool picks; a retry waits out its
- * backoff unless another endpoint is ready for it. Before a retry of a
- * stream that delivered events the caller is told to drop them. *served
- * gets the base URL of the endpoint of the last attempt. */
+ * backoff unless another endpoint is ready for it, and a failed probe
+ * earns the call one retry more (probing is the pool's business). Before a
+ * retry of a stream that delivered events the caller is told to drop them.
+ * *served gets the base URL of the endpoint of the last attempt. */
 static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
                                    const char *text, struct attempt *a,
                                    const char **served, struct mt_error *e)
@@ -637,16 +638,17 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
     size_t at = 0;
     char url[2048];
     uint32_t k;
+    uint32_t extra = 0; /* a failed probe's retry is not the caller's */
     int probe;
 
-    for (k = 0; k <= h->p.max_retries; k++) {
+    for (k = 0; k <= h->p.max_retries + extra; k++) {
         if (k > 0) {
             double d = retry_delay(h, k - 1, a->retry_after);
             if (mtx_pool_size(h->pool) > 1 &&
                 mtx_pool_other_ready(h->pool, at, mtx_pool_now()))
                 d = 0;
             mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
-                   h->p.max_retries, d);
+                   h->p.max_retries + extra, d);
             if (a->sse && a->sse->events > 0 && a->sse->cb->on_restart)
                 a->sse->cb->on_restart(a->sse->cb->ctx);
             sleep_s(d);
@@ -661,6 +663,8 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
             return mt_fail(e, st, "http: out of memory");
         if (v != V_RETRY)
             break;
+        if (probe && !extra)
+            extra = 1;
     }
     *served = mtx_pool_base(h->pool, at);
     if (v == V_OK)

@@ -3,7 +3,8 @@
 # (openai:URL1,URL2,URL3#MODEL) through three role-aware stubs on
 # loopback, one of which answers HTTP 500 to its first calls, then
 # recovers. The mediqa batch finishes with no failed note or call; the
-# log shows that endpoint taken out, its probe failing, and back in; the
+# log shows that endpoint taken out, its probe failing (retried elsewhere
+# at once, a retry that is not the caller's), and back in; the
 # trace names the endpoint of every call, all three among them, the
 # recovered one answering again after its return; with all three healthy
 # the calls spread over them (least outstanding requests, ties in turn).
@@ -33,7 +34,7 @@ POOL="openai:${urls[0]},${urls[1]},${urls[2]}#stub"
 
 # ---- one endpoint failing, then recovering ----
 "$MT" mediqa --llm "$POOL" --data "$TMP/s.csv" --strategy single --jobs 2 \
-    --retries 2 --out "$TMP/run.txt" --trace "$TMP/t.jsonl" --json \
+    --retries 1 --out "$TMP/run.txt" --trace "$TMP/t.jsonl" --json \
     --no-progress >"$TMP/m.json" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 0 ] && py "$TMP" "${urls[@]}" <<'PY'; then
@@ -47,7 +48,12 @@ err = open(f"{d}/err").read()
 bad = base[2]
 out = f"model endpoint {bad} failed ("
 assert err.count(out) == 1 and "taken out for 1 s" in err, err[-2000:]
-assert f"model endpoint {bad} failed its probe (" in err, err[-2000:]
+probe = f"model endpoint {bad} failed its probe ("
+assert probe in err, err[-2000:]
+# the failed probe's request goes elsewhere on a retry of its own
+# (its two failures: the take-out's retry 1/1, the probe's 1/2)
+assert err.count("HTTP 500: injected fault; retry 1/1 in 0.00 s") == 1, err
+assert err.count("HTTP 500: injected fault; retry 1/2 in 0.00 s") == 1, err
 assert err.count(f"model endpoint {bad} answered its probe: back in") == 1, err
 assert "HTTP 500" in err.split(out)[1].split("\n")[0], err
 # the trace: every call names the endpoint that answered it
