@@ -49,25 +49,6 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
     return 0;
 }
 
-/* --search-mode; absent = auto. */
-static int read_mode(const struct cli_args *a, struct mt_agent_params *p)
-{
-    const char *m = cli_get(a, "search-mode");
-    enum mt_search_mode mode;
-
-    if (!m)
-        return 0;
-    if (mt_search_mode_parse(m, &mode) != MT_OK) {
-        fprintf(stderr,
-                "medtrust: --search-mode must be dense, hybrid or bm25, "
-                "not '%s'\n",
-                m);
-        return -1;
-    }
-    p->search_mode = (int)mode;
-    return 0;
-}
-
 /* --few-shot, --examples: one of them; only single reads them. */
 static int read_examples(const struct cli_args *a, struct mt_agent_params *p)
 {
@@ -98,7 +79,8 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->prompts_dir = cli_get(a, "prompts");
     p->reranker_spec = cli_get(a, "reranker");
     p->embedder_spec = cli_get(a, "embedder");
-    if (read_mode(a, p) < 0 || read_examples(a, p) < 0)
+    if (cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
+        read_examples(a, p) < 0)
         return -1;
     p->no_retrieval = cli_get(a, "no-retrieval") != NULL;
     p->sources = cli_get_all(a, "source", &p->n_sources);

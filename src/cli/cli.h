@@ -62,6 +62,10 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
 int cli_get_float(const struct cli_args *a, const char *name, double lo,
                   double hi, float *out);
 
+/* Parses a search mode option (bm25, dense or hybrid) into *mode (an enum
+ * mt_search_mode as int) the same way; leaves *mode when absent. */
+int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
+
 /* Option rows for how every model call is made (call cache, timeout,
  * retries); spliced into the tables of the verbs that call models and read
  * with cli_llm_params_read. */

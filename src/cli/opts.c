@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "medtrust/core.h"
+#include "medtrust/index.h"
 
 static size_t count_opts(const struct cli_opt *o)
 {
@@ -185,6 +186,23 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode)
+{
+    const char *s = cli_get(a, name);
+    enum mt_search_mode m;
+
+    if (!s)
+        return 0;
+    if (mt_search_mode_parse(s, &m) != MT_OK) {
+        fprintf(stderr,
+                "medtrust: --%s must be bm25, dense or hybrid, not '%s'\n",
+                name, s);
+        return -1;
+    }
+    *mode = (int)m;
     return 0;
 }
 

@@ -56,28 +56,11 @@ static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
     return 0;
 }
 
-static int get_mode(const struct cli_args *a, struct mt_qa_params *p)
-{
-    const char *m = cli_get(a, "search-mode");
-    enum mt_search_mode mode;
-
-    if (!m)
-        return 0;
-    if (mt_search_mode_parse(m, &mode) != MT_OK) {
-        fprintf(stderr,
-                "medtrust: --search-mode must be bm25, dense or hybrid, "
-                "not '%s'\n",
-                m);
-        return -1;
-    }
-    p->search_mode = (int)mode;
-    return 0;
-}
-
 int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
 {
     mt_qa_default_params(p);
-    if (get_floats(a, p) < 0 || get_uints(a, p) < 0 || get_mode(a, p) < 0)
+    if (get_floats(a, p) < 0 || get_uints(a, p) < 0 ||
+        cli_get_search_mode(a, "search-mode", &p->search_mode) < 0)
         return -1;
     p->author = cli_get(a, "author");
     p->journal = cli_get(a, "journal");

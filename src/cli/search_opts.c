@@ -10,16 +10,12 @@
 
 static int read_mode(const struct cli_args *a, struct mt_search_params *p)
 {
-    const char *m = cli_get(a, "mode");
     const char *f = cli_get(a, "fusion");
+    int mode = (int)p->mode;
 
-    if (m && mt_search_mode_parse(m, &p->mode) != MT_OK) {
-        fprintf(stderr,
-                "medtrust: --mode must be bm25, dense or hybrid, "
-                "not '%s'\n",
-                m);
+    if (cli_get_search_mode(a, "mode", &mode) < 0)
         return -1;
-    }
+    p->mode = (enum mt_search_mode)mode;
     if (f && strcmp(f, "linear") != 0 && strcmp(f, "rrf") != 0) {
         fprintf(stderr, "medtrust: --fusion must be linear or rrf\n");
         return -1;
