@@ -192,13 +192,20 @@ static int res_ok(const PGresult *res)
     return t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK;
 }
 
-static PGresult *send(struct mtx_pg *pg, const char *sql, int n,
-                      const char *const *params)
+static PGresult *send_sql(struct mtx_pg *pg, const char *sql, int n,
+                          const char *const *params)
 {
     /* several statements in one string need the simple protocol */
     if (n == 0)
         return PQexec(pg->conn, sql);
     return PQexecParams(pg->conn, sql, n, NULL, params, NULL, NULL, 0);
+}
+
+static enum mt_status lost_for_good(const struct mtx_pg *pg,
+                                    struct mt_error *err)
+{
+    return mt_fail(err, MT_EIO, "%s: the connection kept being lost for %.0f s",
+                   pg->where, pg->reconnect_s);
 }
 
 static enum mt_status sql_error(struct mtx_pg *pg, PGresult *res,
@@ -217,11 +224,12 @@ enum mt_status mtx_pg_exec(struct mtx_pg *pg, const char *sql, int n,
                            const char *const *params, PGresult **res,
                            struct mt_error *err)
 {
+    double until = now_mono() + pg->reconnect_s;
     PGresult *r;
     enum mt_status st;
 
     for (;;) {
-        r = send(pg, sql, n, params);
+        r = send_sql(pg, sql, n, params);
         if (res_ok(r))
             break;
         if (!conn_lost(pg, r))
@@ -231,6 +239,9 @@ enum mt_status mtx_pg_exec(struct mtx_pg *pg, const char *sql, int n,
             pg->lost = 1;
             return mt_fail(err, MT_EIO, "%s: connection lost", pg->where);
         }
+        /* a server that keeps dropping us gets reconnect_s in all */
+        if (now_mono() > until)
+            return lost_for_good(pg, err);
         st = reconnect(pg, err);
         if (st != MT_OK)
             return st;
@@ -275,6 +286,7 @@ static enum mt_status txn_once(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
 enum mt_status mtx_pg_txn(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
                           struct mt_error *err)
 {
+    double until = now_mono() + pg->reconnect_s;
     enum mt_status st;
 
     if (pg->in_txn)
@@ -287,6 +299,8 @@ enum mt_status mtx_pg_txn(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
         if (!pg->lost && PQstatus(pg->conn) == CONNECTION_OK)
             return st;
         /* lost before COMMIT was acknowledged: run it all again */
+        if (now_mono() > until)
+            return lost_for_good(pg, err);
         st = reconnect(pg, err);
         if (st != MT_OK)
             return st;
