@@ -191,6 +191,107 @@ def interp_ms(h):
     return None
 
 
+def interp_sweep(sw, target):
+    """Latency at recall 'target', linear between the sweep points around
+    it (None when the sweep never reaches it)."""
+    for lo, hi in zip(sw, sw[1:]):
+        if lo["recall10"] < target <= hi["recall10"]:
+            t = (target - lo["recall10"]) / (hi["recall10"] - lo["recall10"])
+            return lo["ms"] + t * (hi["ms"] - lo["ms"])
+    if sw and sw[0]["recall10"] >= target:
+        return sw[0]["ms"]
+    return None
+
+
+def mt_builds(m):
+    """medtrust's graphs: the first ("hnsw") and those in "hnsw_more"."""
+    return [m["hnsw"]] + m.get("hnsw_more", [])
+
+
+def build_threads(files, n):
+    """medtrust's HNSW built on 1, 2, ... threads in one process: wall
+    clock, the wall clock less this thread's run-queue wait, speed-up and
+    recall at every ef against the first (serial) build."""
+    m = js(files, "vec-%d-medtrust.json" % n)
+    if not m or not m.get("hnsw_more"):
+        return ""
+    bs = mt_builds(m)
+    base = bs[0]
+    rows = []
+    for b in bs:
+        drop = max(p["recall10"] - q["recall10"]
+                   for p, q in zip(base["sweep"], b["sweep"]))
+        rows.append([b["threads"], f(b["build_wall_s"], "%.1f"),
+                     f(b.get("build_ready_wall_s"), "%.1f"),
+                     f(b["build_s"], "%.1f"), b.get("load", "—"),
+                     ratio(base["build_wall_s"], b["build_wall_s"]),
+                     ratio(base.get("build_ready_wall_s"),
+                           b.get("build_ready_wall_s")),
+                     "%+.4f" % -drop])
+    return ("#### HNSW build threads, %d × %d (medtrust, one process, "
+            "built one after another)\n\n%s\n\nwall: CLOCK_MONOTONIC; "
+            "ready-wall: wall less the time this thread sat ready for a "
+            "core another job held (/proc/thread-self/schedstat); CPU: the "
+            "bench clock (%s). Recall: the largest drop against the "
+            "first build over the %d ef points (negative: lower).\n" % (
+                n, m["dims"], table(["threads", "wall s", "ready-wall s",
+                                     "CPU s", "load (1/5/15 min)",
+                                     "speed-up (wall)",
+                                     "speed-up (ready-wall)",
+                                     "recall vs first"], rows),
+                m.get("clock", "wall"), len(base["sweep"])))
+
+
+def usearch(files, n):
+    """medtrust against USearch f32 and i8 at equal M and ef sweep."""
+    m = js(files, "vec-%d-medtrust.json" % n)
+    u = js(files, "vec-%d-usearch.json" % n)
+    if not m or not u:
+        return ""
+    mb1 = mt_builds(m)
+
+    def wall_at(builds, t):
+        for b in builds:
+            if b["threads"] == t:
+                return b["build_wall_s"]
+        return None
+    rows = []
+    cfgs = [("medtrust int8 + 4-bit residual", mb1[0], mb1)]
+    for kind in ("f32", "i8"):
+        kb = [b for b in u["builds"] if b["scalar"] == kind]
+        if kb:
+            cfgs.append(("USearch %s" % kind, kb[0], kb))
+    ref = cfgs[0]
+    for name, b, bl in cfgs:
+        l95 = interp_sweep(b["sweep"], 0.95)
+        l99 = interp_sweep(b["sweep"], 0.99)
+        r95 = interp_sweep(ref[1]["sweep"], 0.95)
+        r99 = interp_sweep(ref[1]["sweep"], 0.99)
+        rows.append([name, f(l95, "%.4f"), ratio(l95, r95),
+                     f(l99, "%.4f"), ratio(l99, r99),
+                     f(wall_at(bl, 1), "%.1f"), f(wall_at(bl, 2), "%.1f"),
+                     ratio(wall_at(bl, 2), wall_at(ref[2], 2)),
+                     mb(b["file_bytes"]),
+                     ratio(b["file_bytes"], ref[1]["file_bytes"])])
+    sweep = table(["ef"] + [c[0] + " ms / recall" for c in cfgs],
+                  [[p["ef"]] + ["%.4f / %.3f" % (c[1]["sweep"][i]["ms"],
+                                                 c[1]["sweep"][i]["recall10"])
+                                for c in cfgs]
+                   for i, p in enumerate(ref[1]["sweep"])])
+    return ("#### medtrust vs USearch %s, %d × %d, queries on one thread "
+            "(clock: %s)\n\nM 16 (level 0: 32), ef_construction / "
+            "expansion_add 200, the same ef sweep. Latency at recall@10 "
+            "0.95 and 0.99 is read linearly between sweep points; ratios "
+            "are engine / medtrust (above 1: medtrust is faster or "
+            "smaller). Build: wall clock, 1 and 2 threads. Memory: the "
+            "saved file (vectors + graph).\n\n%s\n\nef sweep:\n\n%s\n" % (
+                u.get("version", "?"), n, m["dims"], m.get("clock", "wall"),
+                table(["engine", "ms at 0.95", "vs medtrust", "ms at 0.99",
+                       "vs medtrust", "build 1 thread (s)",
+                       "build 2 threads (s)", "2-thread build vs medtrust",
+                       "memory", "vs medtrust"], rows), sweep))
+
+
 def vectors(files):
     sizes = sorted({int(m.group(1)) for k in files
                     for m in [re.match(r"vec-(\d+)-medtrust.json$", k)] if m})
@@ -221,7 +322,8 @@ def vectors(files):
             ["RSS growth while building", mb(m["hnsw"]["vecset_rss"] +
                                              m["hnsw"]["graph_rss"]),
              mb(h and h["hnsw"]["index_rss"]), ""],
-            ["build, one thread (s)", f(m["hnsw"]["build_s"], "%.1f"),
+            ["build, one thread (s; bench clock)",
+             f(m["hnsw"]["build_s"], "%.1f"),
              f(h and h["hnsw"]["build_s"], "%.1f"),
              ratio(m["hnsw"]["build_s"], h and h["hnsw"]["build_s"],
                    "%.2f of hnswlib's")],
@@ -252,6 +354,9 @@ def vectors(files):
             frows.append(["memory read bandwidth, 2 threads (probe)", "",
                           f(bw["read_gbps_2t"], "%.1f"), "", ""])
         bwr = (fl["gbps"] / bw["read_gbps_1t"]) if bw else None
+        for extra in (build_threads(files, n), usearch(files, n)):
+            if extra:
+                out.append(extra)
         out.append(
             "#### %d × %d clustered synthetic vectors, %d queries, one "
             "thread (clock: %s)\n\nHNSW, M 16, ef_construction 200; "
