@@ -4,7 +4,10 @@
  * both through the public API (mt_index_search: analysis, search, and the
  * hits' chunk text fetched from the store) and for the core alone
  * (analyzer + mt_bm25_search on the mmapped segment, ids and scores).
- * Usage: bm25_mt STORE_DIR QUERIES.txt [REPS]   (prints one JSON object) */
+ * Usage: bm25_mt STORE_DIR QUERIES.txt [REPS [NORMS]]
+ * NORMS: float (default: float lengths, BM25 format 1) or byte (format 2,
+ * one-byte lengths), for an A/B of the two.
+ * Prints one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,7 @@
 
 #define MAX_REPS 16
 
-static double build(const char *dir, uint64_t *chunks)
+static double build(const char *dir, int float_norms, uint64_t *chunks)
 {
     struct mt_store_params sp;
     struct mt_index_build_params bp;
@@ -32,6 +35,7 @@ static double build(const char *dir, uint64_t *chunks)
         die(dir, &err);
     mt_index_default_build_params(&bp);
     bp.rebuild = 1;
+    bp.bm25_float_norms = float_norms;
     if (mt_index_build(s, &bp, &res, &err) != MT_OK)
         die("build", &err);
     mt_store_close(s);
@@ -78,17 +82,19 @@ int main(int argc, char **argv)
     uint64_t chunks = 0, rss0;
     size_t nq = 0;
     char **q;
-    int reps, r;
+    int reps, r, fl;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: bm25_mt STORE_DIR QUERIES.txt [REPS]\n");
+        fprintf(stderr,
+                "usage: bm25_mt STORE_DIR QUERIES.txt [REPS [byte|float]]\n");
         return 2;
     }
     q = bu_lines(argv[2], &nq);
     reps = argc > 3 ? atoi(argv[3]) : 3;
+    fl = !(argc > 4 && strcmp(argv[4], "byte") == 0);
     if (!q || nq == 0 || reps < 1 || reps > MAX_REPS)
         return 2;
-    secs = build(argv[1], &chunks);
+    secs = build(argv[1], fl, &chunks);
     rss0 = bu_rss();
     if (mt_index_open(argv[1], &idx, &err) != MT_OK)
         die(argv[1], &err);
@@ -100,15 +106,15 @@ int main(int argc, char **argv)
     core_pass(&c, q, nq < 100 ? nq : 100);
     for (r = 0; r < reps; r++)
         core_ms[r] = core_pass(&c, q, nq);
-    printf("{\"engine\":\"medtrust\",\"clock\":\"%s\",\"chunks\":%llu,\"build_"
-           "s\":%.2f,"
+    printf("{\"engine\":\"medtrust\",\"clock\":\"%s\",\"norms\":\"%s\","
+           "\"load\":\"%s\",\"chunks\":%llu,\"build_s\":%.2f,"
            "\"chunks_per_s\":%.0f,\"index_bytes\":%llu,\"postings\":%llu,"
            "\"queries\":%zu,\"reps\":%d,\"ms_per_query\":%.4f,"
            "\"core_ms_per_query\":%.4f,\"rss_search\":%llu,\"rss\":%llu}\n",
-           bu_clock_name(), (unsigned long long)chunks, secs,
-           (double)chunks / secs, (unsigned long long)st.bytes,
-           (unsigned long long)st.postings, nq, reps,
-           bu_median(api, (size_t)reps), bu_median(core_ms, (size_t)reps),
+           bu_clock_name(), fl ? "float" : "byte", bu_loadavg(),
+           (unsigned long long)chunks, secs, (double)chunks / secs,
+           (unsigned long long)st.bytes, (unsigned long long)st.postings, nq,
+           reps, bu_median(api, (size_t)reps), bu_median(core_ms, (size_t)reps),
            (unsigned long long)(bu_rss() - rss0), (unsigned long long)bu_rss());
     core_close(&c);
     mt_index_close(idx);

@@ -75,6 +75,9 @@ struct mt_index_build_params {
     /* Threads building an HNSW graph: 0 (default) one per online core;
      * 1 the serial build, whose graph depends only on the vectors. */
     uint32_t hnsw_threads;
+    /* 1 (default): BM25 segments keep each chunk's length as a float
+     * (format 1); 0: in one byte (format 2, Lucene's SmallFloat). */
+    int bm25_float_norms;
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;

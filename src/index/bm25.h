@@ -47,6 +47,10 @@ enum { MT_BM25_FIELD_TITLE = 0, MT_BM25_FIELD_TEXT = 1, MT_BM25_FIELDS = 2 };
 /* Build parameters, stored in the segment. */
 struct mt_bm25_params {
     float field_weight[MT_BM25_FIELDS]; /* each in [0.001, 1000] */
+    /* 1 (default): each document's weighted length is kept as a float
+     * (format 1); 0: in one byte (Lucene's SmallFloat, format 2; see
+     * BENCHMARKS.md for the quality and latency of each). */
+    int float_norms;
 };
 
 /* Returns title 2.0, text 1.0. */

@@ -330,7 +330,8 @@ static int cmp_sorted(const void *a, const void *b)
 
 /* Everything the segment needs, computed in memory before writing. */
 struct plan {
-    float *dl;
+    float *dl;     /* the lengths search will see (decoded norms) */
+    uint8_t *norm; /* format 2 */
     struct sorted_term *order;
     struct bm25_term *ents;
     struct bm25_blk *blks;
@@ -340,18 +341,27 @@ struct plan {
 static void plan_free(struct plan *pl)
 {
     mt_free(pl->dl);
+    mt_free(pl->norm);
     mt_free(pl->order);
     mt_free(pl->ents);
     mt_free(pl->blks);
 }
 
-static double fill_dl(const struct mt_bm25_builder *b, float *dl)
+/* Fills the lengths (and with byte norms, the norms and the lengths they
+ * decode to, which the bounds are taken from); returns the average of
+ * the exact lengths, as Lucene's BM25 takes avgdl from the exact token
+ * count, not from the norms. */
+static double fill_dl(const struct mt_bm25_builder *b, float *dl, uint8_t *norm)
 {
     double sum = 0.0;
 
     for (uint32_t d = 0; d < b->ndocs; d++) {
         dl[d] = bm25_weigh(b->p.field_weight, b->lens[d].n[0], b->lens[d].n[1]);
         sum += (double)dl[d];
+        if (norm) {
+            norm[d] = bm25_norm_encode(dl[d]);
+            dl[d] = bm25_norm_decode(norm[d]);
+        }
     }
     return b->ndocs ? sum / b->ndocs : 0.0;
 }
@@ -397,11 +407,14 @@ static enum mt_status plan_alloc(const struct mt_bm25_builder *b,
 
     for (uint32_t i = 0; i < b->nterms; i++)
         nblk += (b->terms[i].df + MT_BM25_BLOCK - 1) / MT_BM25_BLOCK;
-    pl->dl = mt_malloc((size_t)b->ndocs * sizeof *pl->dl);
+    pl->dl = mt_malloc((size_t)b->ndocs * sizeof *pl->dl + 1);
+    if (!b->p.float_norms)
+        pl->norm = mt_malloc((size_t)b->ndocs + 1);
     pl->order = mt_malloc((size_t)b->nterms * sizeof *pl->order);
     pl->ents = mt_calloc(b->nterms, sizeof *pl->ents);
     pl->blks = mt_calloc((size_t)nblk, sizeof *pl->blks);
-    if (!pl->dl || !pl->order || !pl->ents || !pl->blks)
+    if (!pl->dl || (!b->p.float_norms && !pl->norm) || !pl->order ||
+        !pl->ents || !pl->blks)
         return MT_ENOMEM;
     pl->meta.nblocks = nblk;
     return MT_OK;
@@ -417,7 +430,7 @@ static enum mt_status make_plan(const struct mt_bm25_builder *b,
 
     if (st != MT_OK)
         return st;
-    pl->meta.avgdl = fill_dl(b, pl->dl);
+    pl->meta.avgdl = fill_dl(b, pl->dl, pl->norm);
     for (uint32_t i = 0; i < b->nterms; i++) {
         pl->order[i].p = b->chars + b->terms[i].str_off;
         pl->order[i].n = b->terms[i].str_len;
@@ -463,7 +476,9 @@ static enum mt_status write_plan(const struct mt_bm25_builder *b,
     const struct bm25_meta *m = &pl->meta;
     enum mt_status st = write_sec(w, BM25_SEC_META, m, sizeof *m, err);
 
-    if (st == MT_OK)
+    if (st == MT_OK && pl->norm)
+        st = write_sec(w, BM25_SEC_NORM, pl->norm, m->ndocs, err);
+    else if (st == MT_OK)
         st = write_sec(w, BM25_SEC_DLEN, pl->dl, m->ndocs * sizeof(float), err);
     if (st == MT_OK)
         st = mt_seg_writer_begin(w, BM25_SEC_TSTR, err);
@@ -504,7 +519,8 @@ enum mt_status mt_bm25_builder_write(struct mt_bm25_builder *b,
         plan_free(&pl);
         return mt_fail(err, st, "%s: %s", path, mt_status_str(st));
     }
-    st = mt_seg_writer_open(path, BM25_MAGIC, BM25_VERSION, &w, err);
+    st = mt_seg_writer_open(
+        path, BM25_MAGIC, pl.norm ? BM25_VERSION : BM25_VERSION_FLOAT, &w, err);
     if (st == MT_OK)
         st = write_plan(b, &pl, w, err);
     if (st == MT_OK) {

@@ -3,6 +3,7 @@
 #ifndef MT_INDEX_BM25_INT_H
 #define MT_INDEX_BM25_INT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "index/bm25.h"
@@ -11,7 +12,10 @@
 /* Segment magic and format version (segment.h carries the container).
  * Sections, all little-endian, 16-byte aligned:
  *   META  struct bm25_meta
- *   DLEN  float dl[ndocs]                weighted doc lengths
+ *   NORM  uint8_t norm[ndocs]            weighted doc lengths, one byte
+ *                                        each (format 2, bm25_norm_*)
+ *   DLEN  float dl[ndocs]                the same as floats (format 1,
+ *                                        instead of NORM)
  *   TSTR  term bytes, concatenated in sorted order
  *   TERM  struct bm25_term[nterms]       sorted by bytes (memcmp, then len)
  *   BLKS  struct bm25_blk[nblocks]       each term's blocks, in term order
@@ -21,7 +25,9 @@
  * doc; a block continues from the last doc of the block before), code =
  * tf_text << 1 | (tf_title > 0). Varints are LEB128 (7 bits a byte). */
 #define BM25_MAGIC "MTBM25\0\0"
-#define BM25_VERSION 1u
+#define BM25_VERSION 2u       /* byte norms */
+#define BM25_VERSION_FLOAT 1u /* float lengths; still read */
+#define BM25_SEC_NORM MT_SEG_ID('N', 'O', 'R', 'M')
 #define BM25_SEC_META MT_SEG_ID('M', 'E', 'T', 'A')
 #define BM25_SEC_DLEN MT_SEG_ID('D', 'L', 'E', 'N')
 #define BM25_SEC_TSTR MT_SEG_ID('T', 'S', 'T', 'R')
@@ -61,7 +67,8 @@ struct bm25_blk {
 struct mt_bm25 {
     struct mt_seg *seg;
     struct bm25_meta meta;
-    const float *dl;
+    const float *dl;     /* format 1, else NULL */
+    const uint8_t *norm; /* format 2, else NULL */
     const char *tstr;
     size_t tstr_n;
     const struct bm25_term *terms;
@@ -76,6 +83,41 @@ static inline float bm25_weigh(const float w[MT_BM25_FIELDS], double title,
                                double text)
 {
     return (float)((double)w[0] * title + (double)w[1] * text);
+}
+
+/* One-byte document lengths, as Lucene's SmallFloat.intToByte4 and
+ * byte4ToInt (org.apache.lucene.util.SmallFloat, used by its BM25 norms):
+ * 0..23 are exact; past that, 24 + a float with a 3-bit mantissa (the
+ * leading 1 implicit) and a 5-bit exponent, rounding down, so a length
+ * loses at most 1/8. Lucene counts tokens; here the weighted length
+ * (title weight x title tokens + text tokens) is rounded to an integer
+ * first. */
+static inline uint8_t bm25_norm_encode(float dl)
+{
+    uint32_t i = dl >= 4.29e9f ? UINT32_MAX : (uint32_t)(dl + 0.5f);
+    uint32_t bits;
+    uint32_t shift;
+
+    if (i < 24)
+        return (uint8_t)i;
+    i -= 24;
+    bits = 32u - (uint32_t)__builtin_clz(i | 1u);
+    if (bits < 4)
+        return (uint8_t)(24 + i);
+    shift = bits - 4;
+    i = ((i >> shift) & 7u) | ((shift + 1) << 3);
+    return (uint8_t)(i > 231u ? 255u : 24 + i);
+}
+
+static inline float bm25_norm_decode(uint8_t b)
+{
+    uint32_t v = (uint32_t)b - 24;
+    int shift = (int)(v >> 3) - 1;
+
+    if (b < 24)
+        return (float)b;
+    return (float)(24.0 + (shift < 0 ? (double)(v & 7u)
+                                     : ldexp((double)((v & 7u) | 8u), shift)));
 }
 
 /* Appends one posting to a growable byte array; MT_ENOMEM on failure

@@ -104,7 +104,7 @@ uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
 struct mt_bm25_params mt_bm25_default_params(void)
 {
     struct mt_bm25_params p = {
-        {MT_BM25_DEFAULT_TITLE_WEIGHT, MT_BM25_DEFAULT_TEXT_WEIGHT}};
+        {MT_BM25_DEFAULT_TITLE_WEIGHT, MT_BM25_DEFAULT_TEXT_WEIGHT}, 1};
     return p;
 }
 
@@ -171,10 +171,15 @@ static enum mt_status load_sections(struct mt_bm25 *idx, struct mt_error *err)
     size_t n;
     enum mt_status st;
 
-    st = section(idx, BM25_SEC_DLEN, m->ndocs, sizeof(float), &p, &n, err);
+    if (mt_seg_version(idx->seg) == BM25_VERSION_FLOAT) {
+        st = section(idx, BM25_SEC_DLEN, m->ndocs, sizeof(float), &p, &n, err);
+        idx->dl = p;
+    } else {
+        st = section(idx, BM25_SEC_NORM, m->ndocs, 1, &p, &n, err);
+        idx->norm = p;
+    }
     if (st != MT_OK)
         return st;
-    idx->dl = p;
     st = section(idx, BM25_SEC_TSTR, 0, 0, &p, &n, err);
     if (st != MT_OK)
         return st;
@@ -285,7 +290,8 @@ static enum mt_status finish_open(struct mt_bm25 *idx, struct mt_bm25 **out,
 {
     enum mt_status st = MT_OK;
 
-    if (mt_seg_version(idx->seg) != BM25_VERSION)
+    if (mt_seg_version(idx->seg) != BM25_VERSION &&
+        mt_seg_version(idx->seg) != BM25_VERSION_FLOAT)
         st = mt_fail(err, MT_EPARSE, "%s: unsupported BM25 version %u",
                      mt_seg_name(idx->seg), mt_seg_version(idx->seg));
     if (st == MT_OK)

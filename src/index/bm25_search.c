@@ -24,12 +24,24 @@ struct sconst {
     double c1; /* k1 * b / avgdl (0 when avgdl is 0) */
 };
 
-static inline double tscore(double w, float wtf, float dl,
-                            const struct sconst *k)
+/* k1 * (1 - b + b * dl / avgdl): the length part of s(). */
+static inline double tlen(float dl, const struct sconst *k)
+{
+    return k->c0 + k->c1 * (double)dl;
+}
+
+static inline double tscore_len(double w, float wtf, double len,
+                                const struct sconst *k)
 {
     double f = (double)wtf;
 
-    return w * (f * k->k1p1) / (f + (k->c0 + k->c1 * (double)dl));
+    return w * (f * k->k1p1) / (f + len);
+}
+
+static inline double tscore(double w, float wtf, float dl,
+                            const struct sconst *k)
+{
+    return tscore_len(w, wtf, tlen(dl, k), k);
 }
 
 struct qterm {
@@ -94,11 +106,21 @@ struct run {
     struct hent *heap; /* worst hit on top */
     size_t hn;
     size_t k;
-    const float *dl;
+    const float *dl;     /* format 1 lengths, or NULL */
+    const uint8_t *norm; /* format 2 norms, or NULL */
+    double ntab[256];    /* tlen() of each norm's length, per query */
     struct sconst sc;
     int (*accept)(uint32_t doc, void *user);
     void *user;
 };
+
+/* The length part of s() for document d: one table load with byte norms
+ * (the table holds exactly what tlen() gives for the decoded length the
+ * bounds were built from, so bounds still hold), else from its float. */
+static inline double doc_len(const struct run *r, uint32_t d)
+{
+    return r->norm ? r->ntab[r->norm[d]] : tlen(r->dl[d], &r->sc);
+}
 
 /* ==== Context ==== */
 
@@ -359,7 +381,7 @@ static void ms_candidate(struct run *r, uint32_t d)
         struct cursor *c = r->c[i];
         if (c->doc != d)
             continue;
-        r->ev[e_n] = tscore(c->w, c->wtf[c->i], r->dl[d], &r->sc);
+        r->ev[e_n] = tscore_len(c->w, c->wtf[c->i], doc_len(r, d), &r->sc);
         part += r->ev[e_n++];
         c_next(c);
     }
@@ -371,7 +393,7 @@ static void ms_candidate(struct run *r, uint32_t d)
         c_seek(c, d);
         if (c->doc != d)
             continue;
-        r->nv[ne_n] = tscore(c->w, c->wtf[c->i], r->dl[d], &r->sc);
+        r->nv[ne_n] = tscore_len(c->w, c->wtf[c->i], doc_len(r, d), &r->sc);
         part += r->nv[ne_n++];
     }
     while (ne_n)
@@ -402,7 +424,8 @@ static void ex_run(struct run *r, double *acc, uint32_t ndocs)
     for (uint32_t i = 0; i < r->m; i++) {
         struct cursor *c = r->c[i];
         for (; c->doc != BM25_END; c_next(c))
-            acc[c->doc] += tscore(c->w, c->wtf[c->i], r->dl[c->doc], &r->sc);
+            acc[c->doc] +=
+                tscore_len(c->w, c->wtf[c->i], doc_len(r, c->doc), &r->sc);
     }
     for (uint32_t d = 0; d < ndocs; d++) {
         if (!(acc[d] > 0.0))
@@ -507,6 +530,8 @@ static enum mt_status run_setup(const struct mt_bm25 *idx,
     r->sc.k1p1 = k1 + 1.0;
     r->sc.c0 = k1 * (1.0 - b);
     r->sc.c1 = avgdl > 0.0 ? k1 * b / avgdl : 0.0;
+    for (uint32_t i = 0; r->norm && i < 256; i++)
+        r->ntab[i] = tlen(bm25_norm_decode((uint8_t)i), &r->sc);
     st = prepare_terms(idx, q, nq, &r->sc, ctx, &r->m);
     if (st == MT_OK)
         st = run_alloc(ctx, r->m, r->k, exhaustive ? idx->meta.ndocs : 0);
@@ -548,6 +573,7 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
     memset(&r, 0, sizeof r);
     r.k = k < idx->meta.ndocs ? k : idx->meta.ndocs;
     r.dl = idx->dl;
+    r.norm = idx->norm;
     r.accept = p.accept;
     r.user = p.accept_user;
     st = run_setup(idx, q, nq, &p, p.ctx ? p.ctx : tmp, &r, ex);

@@ -23,6 +23,7 @@ void mt_index_default_build_params(struct mt_index_build_params *p)
     p->max_segments = 8;
     p->embed_batch = 64;
     p->hnsw_min = 100000;
+    p->bm25_float_norms = 1;
 }
 
 void mt_index_dir(const char *store_dir, char *buf, size_t n)
@@ -247,6 +248,7 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
     b->arena = MT_ARENA_INIT(64 * 1024);
     bp.field_weight[MT_BM25_FIELD_TITLE] = p->title_weight;
     bp.field_weight[MT_BM25_FIELD_TEXT] = p->text_weight;
+    bp.float_norms = p->bm25_float_norms;
     st = mt_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
     if (st == MT_OK)
         st = mt_bm25_builder_new(&bp, &b->bm, err);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "index/bm25.h"
+#include "index/bm25_int.h"
 #include "index/segment.h"
 #include "medtrust/core.h"
 
@@ -205,7 +206,7 @@ static void add_random_doc(struct mt_bm25_builder *b, uint32_t d)
     CHECK_OK(mt_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, t, tl, NULL));
 }
 
-static struct mt_bm25 *build_random(const char *name)
+static struct mt_bm25 *build_random_norms(const char *name, int float_norms)
 {
     struct mt_bm25_builder *b = NULL;
     struct mt_bm25 *idx = NULL;
@@ -214,6 +215,7 @@ static struct mt_bm25 *build_random(const char *name)
 
     zipf_init();
     p.field_weight[MT_BM25_FIELD_TITLE] = 2.5f;
+    p.float_norms = float_norms;
     CHECK_OK(mt_bm25_builder_new(&p, &b, NULL));
     for (uint32_t d = 0; d < R_DOCS; d++)
         add_random_doc(b, d);
@@ -222,6 +224,11 @@ static struct mt_bm25 *build_random(const char *name)
     mt_bm25_builder_free(b);
     CHECK_OK(mt_bm25_open(path, &idx, NULL));
     return idx;
+}
+
+static struct mt_bm25 *build_random(const char *name)
+{
+    return build_random_norms(name, 0);
 }
 
 static size_t random_query(struct mt_str *q)
@@ -291,6 +298,76 @@ static void test_bm25_pruning_equals_exhaustive(void **state)
     }
     mt_bm25_ctx_free(sp.ctx);
     mt_bm25_close(idx);
+}
+
+/* ==== One-byte norms (format 2) and float lengths (format 1) ==== */
+
+/* The SmallFloat code of Lucene's BM25 norms (intToByte4 / byte4ToInt):
+ * every byte decodes to a length that encodes back to it, in increasing
+ * order; 0..39 are exact; above, a length loses under 1/8, never gains;
+ * and a few values worked by hand from Lucene's algorithm (Lucene itself
+ * is not among this project's dependencies, so it is not run here). */
+static void test_bm25_norms_are_smallfloat(void **state)
+{
+    (void)state;
+    for (uint32_t b = 0; b < 256; b++) {
+        float v = bm25_norm_decode((uint8_t)b);
+        if (v < 16777216.0f) /* past 2^24 a float cannot hold it exactly */
+            assert_int_equal(bm25_norm_encode(v), b);
+        if (b)
+            CHECK(v > bm25_norm_decode((uint8_t)(b - 1)));
+    }
+    for (uint32_t i = 0; i < 200000; i += 1 + i / 64) {
+        float v = bm25_norm_decode(bm25_norm_encode((float)i));
+        if (i < 40)
+            CHECK(v == (float)i);
+        CHECK(v <= (float)i && (double)v > (double)i * 7.0 / 8.0 - 1e-9);
+    }
+    assert_int_equal(bm25_norm_encode(100.0f), 57);
+    CHECK(bm25_norm_decode(57) == 96.0f);
+    assert_int_equal(bm25_norm_encode(1000.0f), 87);
+    CHECK(bm25_norm_decode(87) == 984.0f);
+    CHECK(bm25_norm_encode(99.6f) == bm25_norm_encode(100.0f)); /* rounds */
+    assert_int_equal(bm25_norm_encode(3e9f), 255);
+    CHECK(bm25_norm_decode(255) == 2013265944.0f);
+}
+
+/* A format-1 segment (float lengths, as written before byte norms) still
+ * opens and searches exactly; the two formats rank alike and their
+ * scores differ only through the quantised lengths (a few per cent). */
+static void test_bm25_float_norms_still_read(void **state)
+{
+    uint64_t seed = rng_state;
+    struct mt_bm25 *v1 = build_random_norms("v1.bm25", 1);
+    struct mt_bm25 *v2;
+    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_hit a[10], b[10];
+    struct mt_bm25_stats s1, s2;
+    struct mt_str q[8];
+    size_t na = 0, nb = 0, same = 0, total = 0;
+    (void)state;
+    rng_state = seed; /* the same corpus again */
+    v2 = build_random_norms("v2.bm25", 0);
+    mt_bm25_stats(v1, &s1);
+    mt_bm25_stats(v2, &s2);
+    CHECK(s1.avgdl == s2.avgdl);              /* from the exact lengths */
+    CHECK(s2.bytes + 2 * s2.docs < s1.bytes); /* 1 byte a doc, not 4 */
+    for (int it = 0; it < 500; it++) {
+        size_t nq = random_query(q);
+        compare_one(v1, q, nq, &sp, 10);
+        CHECK_OK(mt_bm25_search(v1, q, nq, NULL, a, 10, &na, NULL));
+        CHECK_OK(mt_bm25_search(v2, q, nq, NULL, b, 10, &nb, NULL));
+        assert_int_equal(na, nb);
+        for (size_t i = 0; i < na; i++) {
+            same += a[i].doc == b[i].doc;
+            CHECK(fabs((double)(a[i].score - b[i].score)) <=
+                  0.1 * (double)a[0].score);
+        }
+        total += na;
+    }
+    CHECK(total > 1000 && same * 10 > total * 7);
+    mt_bm25_close(v1);
+    mt_bm25_close(v2);
 }
 
 /* ==== Threads share one index ==== */
@@ -616,6 +693,8 @@ int main(void)
         cmocka_unit_test(test_bm25_scores_match_hand_formula),
         cmocka_unit_test(test_bm25_pruning_equals_exhaustive),
         cmocka_unit_test(test_bm25_concurrent_searches_agree),
+        cmocka_unit_test(test_bm25_norms_are_smallfloat),
+        cmocka_unit_test(test_bm25_float_norms_still_read),
         cmocka_unit_test(test_bm25_round_trip_keeps_stats),
         cmocka_unit_test(test_bm25_truncated_file_rejected),
         cmocka_unit_test(test_bm25_flipped_byte_rejected),
