@@ -160,11 +160,16 @@ int main(int argc, char **argv)
     dt.gt = (uint32_t *)bu_load((dir + "/gt.u32").c_str(), &sz);
     if (!dt.gt || sz != dt.nq * 10 * sizeof(uint32_t))
         return 1;
+    // the kernels NumKong picked at run time for each kind
+    metric_punned_t mf(dt.d, metric_kind_t::cos_k, scalar_kind_t::f32_k);
+    metric_punned_t mi(dt.d, metric_kind_t::cos_k, scalar_kind_t::i8_k);
     std::printf("{\"engine\":\"usearch\",\"version\":\"%d.%d.%d\","
+                "\"isa_f32\":\"%s\",\"isa_i8\":\"%s\","
                 "\"clock\":\"%s\",\"n\":%zu,\"dims\":%zu,\"queries\":%zu,"
                 "\"builds\":[",
                 USEARCH_VERSION_MAJOR, USEARCH_VERSION_MINOR,
-                USEARCH_VERSION_PATCH, bu_clock_name(), dt.n, dt.d, dt.nq);
+                USEARCH_VERSION_PATCH, mf.isa_name(), mi.isa_name(),
+                bu_clock_name(), dt.n, dt.d, dt.nq);
     bool first = true;
     for (const std::string &k : split(argv[5])) {
         scalar_kind_t kind = k == "i8" ? scalar_kind_t::i8_k
