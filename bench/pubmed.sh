@@ -40,7 +40,7 @@ log "BM25 latency"
     --json 2>/dev/null >"$RUN/pubmed-$N.eval.json"
 du -sb "$DB/store.db" | cut -f1 >"$RUN/pubmed-$N.store_bytes"
 du -sb "$DB/index" | cut -f1 >"$RUN/pubmed-$N.index_bytes"
-du -sb "$SRC" | cut -f1 >"$RUN/pubmed-$N.input_bytes"
+du -sbL "$SRC" | cut -f1 >"$RUN/pubmed-$N.input_bytes"
 python3 - "$RUN" "$N" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$RUN/pubmed-$N.md"
 import json, re, sys
 run, n, load = sys.argv[1], sys.argv[2], sys.argv[3]
