@@ -53,6 +53,9 @@ struct mt_server_params {
                                   MEDTRUST_LLM_<ROLE> is set: openai:URL#M
                                   or gguf:PATH; NULL = MEDTRUST_LLM; with
                                   none, POST /v1/check says how to set one */
+    const char *llm_choices;   /* models a question may choose ("model"
+                                  in POST /v1/ask): "NAME=SPEC" lines, at
+                                  most 8; NULL = none, --llm only */
     const char *nli_spec;      /* verifier of POST /v1/ask: gguf:PATH (an
                                   NLI classifier) or "llm" (the prompted
                                   judge); NULL = MEDTRUST_NLI, else "llm" */

@@ -76,6 +76,10 @@ static const struct cli_opt serve_opts[] = {
      "store whether anyone may register "
      "(default: keep the stored setting, initially open)",
      0},
+    {"llm-choice", 0, "NAME=SPEC",
+     "another model a question may choose (POST /v1/ask \"model\": NAME; "
+     "the UI offers them); repeat for more, at most 8",
+     1},
     {"llm", 'L', "SPEC",
      "model for POST /v1/check and /v1/ask: openai:URL#MODEL or gguf:PATH "
      "(default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",
@@ -145,11 +149,31 @@ static void block_signals(sigset_t *set)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The --llm-choice NAME=SPEC options, one a line, into buf. */
+static int join_choices(const struct cli_args *a, char *buf, size_t n)
+{
+    size_t k = 0, i, at = 0;
+    const char **v = cli_get_all(a, "llm-choice", &k);
+
+    buf[0] = '\0';
+    for (i = 0; i < k; i++) {
+        int w = snprintf(buf + at, n - at, "%s\n", v[i]);
+        if (w < 0 || (size_t)w >= n - at || strchr(v[i], '\n')) {
+            fprintf(stderr, "medtrust serve: --llm-choice values are too "
+                            "long or hold a newline\n");
+            return -1;
+        }
+        at += (size_t)w;
+    }
+    return 0;
+}
+
 static int serve_run(struct cli_args *a)
 {
     struct mt_server_params p;
     struct mt_error err = {MT_OK, ""};
     struct mt_server *s = NULL;
+    static char choices[16384];
     unsigned long grace = 30;
     sigset_t set;
     int sig = 0;
@@ -169,6 +193,9 @@ static int serve_run(struct cli_args *a)
     p.data_dir = cli_get(a, "data-dir");
     p.registration = cli_get(a, "registration");
     p.llm_spec = cli_get(a, "llm");
+    if (join_choices(a, choices, sizeof choices) < 0)
+        return 1;
+    p.llm_choices = choices;
     p.nli_spec = cli_get(a, "nli");
     p.state_url = cli_get(a, "state");
     if (!p.state_url)

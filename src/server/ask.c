@@ -105,30 +105,37 @@ static int on_token(void *user, const char *piece, size_t len)
 
 /* The server's one answerer, opened on first use; each question brings its
  * own settings (mt_qa_ask_params), so one serves every filter. */
-static enum mt_status qa_get(struct mt_server *s, struct mt_qa **out,
+static enum mt_status qa_get(struct mt_server *s, int model, struct mt_qa **out,
                              struct mt_error *err)
 {
+    struct mt_qa **qa = model >= 0 ? &s->qa_choice[model] : &s->qa;
     struct mt_qa_params p;
     enum mt_status st = MT_OK;
 
     pthread_mutex_lock(&s->qa_mu);
-    if (!s->qa) {
+    if (!*qa) {
         mt_qa_default_params(&p);
         p.db_dir = s->db_dir;
         p.retriever = s->ret;
-        p.llm_spec = s->llm_spec;
+        p.llm_spec = mt_srv_model_spec(s, model);
         p.nli_spec = s->nli_spec;
-        st = mt_qa_open(&p, &s->qa, err);
+        st = mt_qa_open(&p, qa, err);
     }
-    *out = s->qa;
+    *out = *qa;
     pthread_mutex_unlock(&s->qa_mu);
     return st;
 }
 
 void mt_srv_qa_close(struct mt_server *s)
 {
+    size_t i;
+
     mt_qa_close(s->qa);
     s->qa = NULL;
+    for (i = 0; i < s->nchoices; i++) {
+        mt_qa_close(s->qa_choice[i]);
+        s->qa_choice[i] = NULL;
+    }
 }
 
 /* ==== The job ==== */
@@ -291,6 +298,7 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
     else if (read_key(o, &key, rs) == 0 &&
              mt_srv_meta_read(o, &key.meta, rs) == 0 &&
              read_mode(s, o, &key.mode, rs) == 0 &&
+             mt_srv_model_read(s, o, &key.model, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;
         a->key = key;
@@ -396,7 +404,7 @@ void mt_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (qa_get(s, &a->qa, &err) != MT_OK) {
+    if (qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
         arg_free(a);
         mt_srv_error(rs, 503, "the question answerer could not start: %s",
                      err.msg);

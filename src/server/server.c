@@ -129,7 +129,8 @@ static enum mt_status copy_params(struct mt_server *s,
     s->p.nli_spec = s->nli_spec;
     s->p.state_url = s->state_url;
     s->p.registration = NULL;
-    return MT_OK;
+    s->p.llm_choices = NULL; /* kept split in s->choice_* */
+    return mt_srv_models_init(s, p->llm_choices, err);
 }
 
 /* Opens the first lease (creating and migrating the store) and applies
@@ -219,6 +220,7 @@ void mt_srv_fini(struct mt_server *s)
     mt_free(s->listen);
     mt_free(s->data_dir);
     mt_free(s->llm_spec);
+    mt_srv_models_free(s);
     mt_free(s->nli_spec);
     mt_free(s->state_url);
     pthread_mutex_destroy(&s->agent_mu);

@@ -138,8 +138,27 @@ struct srv_qa_key {
     int32_t year_from, year_to;  /* 0 = open end */
     char source[SRV_SOURCE_MAX]; /* "" = every source */
     struct srv_meta meta;
-    int mode; /* -1 = as the index allows, or an mt_search_mode */
+    int mode;  /* -1 = as the index allows, or an mt_search_mode */
+    int model; /* -1 = --llm, or an --llm-choice index */
 };
+
+/* ==== Models a request may choose (models.c) ==== */
+
+#define SRV_MODELS_MAX 8
+
+/* Reads params.llm_choices ("NAME=SPEC" lines) into s. */
+enum mt_status mt_srv_models_init(struct mt_server *s, const char *text,
+                                  struct mt_error *err);
+/* Frees them and their answerers. */
+void mt_srv_models_free(struct mt_server *s);
+/* Reads "model" of o into *model (-1 when absent); returns 0, or -1 after
+ * a 400 when it names no model of the server. */
+int mt_srv_model_read(struct mt_server *s, json_t *o, int *model,
+                      struct srv_resp *rs);
+/* The spec of model 'model' (-1: the server's --llm, may be NULL). */
+const char *mt_srv_model_spec(const struct mt_server *s, int model);
+/* The names a request may choose, as a JSON array. */
+json_t *mt_srv_models_json(const struct mt_server *s);
 
 /* ==== The server ==== */
 
@@ -189,9 +208,14 @@ struct mt_server {
     pthread_mutex_t agent_mu;
     struct mt_agent *agents[3];
     char *llm_spec;
-    /* the question answerer, opened on first use (ask.c) */
+    /* the question answerer, opened on first use (ask.c), and one per
+     * chosen model (models.c) */
     pthread_mutex_t qa_mu;
     struct mt_qa *qa;
+    char *choices; /* the --llm-choice lines, split in place */
+    const char *choice_name[SRV_MODELS_MAX], *choice_spec[SRV_MODELS_MAX];
+    size_t nchoices;
+    struct mt_qa *qa_choice[SRV_MODELS_MAX];
     char *nli_spec;
     /* connections, for the header deadline (guard.c) */
     pthread_mutex_t conn_mu;

@@ -99,17 +99,7 @@ int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
 
 size_t mt_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c)
 {
-    const char *keys[3] = {"authors", "journal", "publication_types"};
-    const char *vals[3] = {m->author, m->journal, m->pub_type};
-    size_t i, n = 0;
-
-    for (i = 0; i < 3; i++)
-        if (vals[i][0]) {
-            memset(&c[n], 0, sizeof c[n]);
-            c[n].key = keys[i];
-            c[n++].text = vals[i];
-        }
-    return n;
+    return mt_search_pubmed_conds(m->author, m->journal, m->pub_type, c);
 }
 
 json_t *mt_srv_modes_json(struct mt_server *s)
@@ -137,10 +127,10 @@ void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     mt_srv_json(
         rs, 200,
         json_pack(
-            "{s:I,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
+            "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
             "s:{s:o,s:I,s:[sss]},s:{s:I,s:I}}",
             "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
-            "search", "fields",
+            "models", mt_srv_models_json(s), "search", "fields",
             mt_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
             "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
             "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",

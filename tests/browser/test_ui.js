@@ -462,15 +462,20 @@ async function askFilters(page) {
   await page.fill('#ask-journal', 'Journal 2');
   await page.fill('#ask-pubtype', 'review');
   await page.selectOption('#ask-mode', 'dense');
+  const models = await page.$$eval('#ask-model option', (o) =>
+    o.map((x) => x.value).join(','));
+  check('the ask panel offers the server\'s models to choose',
+      await page.isVisible('#ask-model') && models === ',stub-b', models);
+  await page.selectOption('#ask-model', 'stub-b');
   expected.push({path: '/v1/ask', status: 400});
   const bad = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
   const breq = page.waitForRequest((r) => r.url().endsWith('/v1/ask'));
   await page.click('#ask-btn');
   const bsent = (await breq).postDataJSON();
-  check('the ask request carries author, journal, type and search mode',
+  check('the ask request carries author, journal, type, mode and model',
       bsent.author === 'Even Author' && bsent.journal === 'Journal 2' &&
-      bsent.publication_type === 'review' && bsent.search_mode === 'dense',
-      JSON.stringify(bsent));
+      bsent.publication_type === 'review' && bsent.search_mode === 'dense' &&
+      bsent.model === 'stub-b', JSON.stringify(bsent));
   const br = await bad;
   await page.waitForFunction(() =>
     document.getElementById('ask-msg').textContent.length > 0);
@@ -485,6 +490,7 @@ async function askFilters(page) {
     await page.fill(id, '');
   }
   await page.selectOption('#ask-mode', '');
+  await page.selectOption('#ask-model', '');
 }
 
 async function ask(page) {

@@ -84,7 +84,9 @@ grep -q '"ask":false' "$TMP/body" && ok "/v1/models: ask is not ready" ||
 
 # ==== With the stub ====
 stub_start main --delay 300
-serve_start main --llm "$SPEC" --data-dir "$TMP/logs"
+# Two more models a question may choose: the same stub, and a dead port.
+serve_start main --llm "$SPEC" --data-dir "$TMP/logs" \
+    --llm-choice "alt=$SPEC" --llm-choice "dead=openai:http://127.0.0.1:9/v1#none"
 expect "an empty question is 400" 400 "${A[@]}" "$U/v1/ask" -d '{"question":""}'
 expect "a blank question is 400" 400 "${A[@]}" "$U/v1/ask" \
     -d '{"question":"  \n\t "}'
@@ -198,11 +200,31 @@ expect "limits" 200 "${A[@]}" "$U/v1/limits"
 if py "$TMP/body" <<'PY'; then
 import json, sys
 l = json.load(open(sys.argv[1]))
+assert l["models"] == ["alt", "dead"], l["models"]
 assert l["ask"]["modes"] == ["bm25"] and l["ask"]["filter_bytes"] == 255, l
 assert l["search"]["filter_bytes"] == 255
 PY
-    ok "/v1/limits: the modes the index serves and the filter limit"
+    ok "/v1/limits: the models to choose, the modes the index serves, the filter limit"
 else not_ok "/v1/limits filters" "$(head -c 400 "$TMP/body")"; fi
+
+# "model" picks one of them: the same stub gives the CLI's result, the
+# dead one fails the run with a model error; an unknown name is 400.
+ask_run alt "$Q" '{"model":"alt"}'
+same alt "$TMP/one.cli" >/dev/null &&
+    ok "model alt (the same stub) gives the CLI's result" ||
+    not_ok "model alt" "$(head -c 400 "$TMP/alt.run")"
+ask_run dead "$Q" '{"model":"dead"}'
+if py "$TMP/dead.run" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed" and r["error"], r
+PY
+    ok "model dead goes to its own endpoint: the run fails, saying why"
+else not_ok "model dead" "$(head -c 400 "$TMP/dead.run")"; fi
+expect "a model the server does not have is 400" 400 "${A[@]}" "$U/v1/ask" \
+    -d "$(body "$Q" '{"model":"nope"}')"
+grep -q "GET /v1/limits lists them" "$TMP/body" && ok "... saying where models are listed" ||
+    not_ok "model 400" "$(cat "$TMP/body")"
 
 if [ "$(code "${A[@]}" "$U/v1/ask" \
     -d "$(body "$Q" '{"source":"no-such-source"}')")" = 400 ] &&

@@ -60,6 +60,7 @@ echo "$ADMIN_PW" | "$MT" user add --db "$TMP/db" admin --admin 2>/dev/null
 
 stub_start ui --delay 120 --token-delay 40 --eval-finals 5,5,5,5,4
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" \
+    --llm-choice "stub-b=$SPEC" \
     --data-dir "$TMP/logs" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
 for _ in $(seq 100); do

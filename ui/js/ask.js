@@ -212,4 +212,13 @@ export async function initAsk() {
   for (const m of modes) $('ask-mode').append(el('option', {value: m}, m));
   $('ask-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
+  // The model selector, when the server has more than its --llm.
+  const names = lim.models || [];
+  $('ask-model-box').hidden = names.length === 0;
+  if (names.length) {
+    $('ask-model').append(el('option', {value: ''}, 'The server\'s default'),
+        ...names.map((n) => el('option', {value: n}, n)));
+    $('ask-model-lim').textContent = 'The server offers ' + names.length +
+        ' more model' + (names.length > 1 ? 's' : '') + ' (--llm-choice).';
+  }
 }
