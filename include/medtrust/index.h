@@ -157,6 +157,13 @@ struct mt_search_params {
 
 #define MT_SEARCH_MAX_META 8
 
+/* VerifAI's PubMed filters as conditions, on the metadata a PubMed import
+ * writes: 'author' on "authors", 'journal' on "journal", 'pub_type' on
+ * "publication_types" (NULL or "" leaves one out). Fills c (room for 3)
+ * and returns how many it set; the strings stay the caller's. */
+size_t mt_search_pubmed_conds(const char *author, const char *journal,
+                              const char *pub_type, struct mt_meta_cond *c);
+
 void mt_search_default_params(struct mt_search_params *p);
 
 struct mt_search_hit {

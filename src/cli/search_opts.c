@@ -74,17 +74,9 @@ static int read_filter(const struct cli_args *a, struct mt_search_params *p)
 static void read_meta(const struct cli_args *a, struct mt_search_params *p)
 {
     static struct mt_meta_cond c[3];
-    static const char *const opt[3] = {"author", "journal", "pub-type"};
-    static const char *const key[3] = {"authors", "journal",
-                                       "publication_types"};
-    size_t i;
 
-    p->nmeta = 0;
-    for (i = 0; i < 3; i++)
-        if (cli_get(a, opt[i]) && *cli_get(a, opt[i])) {
-            c[p->nmeta].key = key[i];
-            c[p->nmeta++].text = cli_get(a, opt[i]);
-        }
+    p->nmeta = mt_search_pubmed_conds(
+        cli_get(a, "author"), cli_get(a, "journal"), cli_get(a, "pub-type"), c);
     p->meta = p->nmeta ? c : NULL;
 }
 

@@ -12,6 +12,22 @@
 #include "index/index_int.h"
 #include "medtrust/core.h"
 
+size_t mt_search_pubmed_conds(const char *author, const char *journal,
+                              const char *pub_type, struct mt_meta_cond *c)
+{
+    const char *keys[3] = {"authors", "journal", "publication_types"};
+    const char *vals[3] = {author, journal, pub_type};
+    size_t i, n = 0;
+
+    for (i = 0; i < 3; i++)
+        if (vals[i] && *vals[i]) {
+            memset(&c[n], 0, sizeof c[n]);
+            c[n].key = keys[i];
+            c[n++].text = vals[i];
+        }
+    return n;
+}
+
 void mtx_meta_filter_free(struct mtx_meta_filter *f)
 {
     size_t i;

@@ -103,15 +103,8 @@ static enum mt_status search_mode(struct qa_run *r, struct mt_search_params *sp,
  * post-filter). Returns how many of c it set (at most 4). */
 static size_t meta_conds(const struct mt_qa_params *p, struct mt_meta_cond *c)
 {
-    const char *keys[3] = {"authors", "journal", "publication_types"};
-    const char *vals[3] = {p->author, p->journal, p->pub_type};
-    size_t i, n = 0;
+    size_t n = mt_search_pubmed_conds(p->author, p->journal, p->pub_type, c);
 
-    for (i = 0; i < 3; i++)
-        if (vals[i] && *vals[i]) {
-            c[n].key = keys[i];
-            c[n++].text = vals[i];
-        }
     if (p->year_from || p->year_to) {
         c[n].key = "year";
         c[n].text = NULL;
