@@ -334,7 +334,10 @@ async function checkNote(page, strategy, settings) {
   await page.goto(base + '/#check');
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
-  for (const [id, v] of Object.entries(settings || {})) await page.fill(id, v);
+  for (const [id, v] of Object.entries(settings || {})) {
+    if (id === '#check-mode') await page.selectOption(id, v);
+    else await page.fill(id, v);
+  }
   const req = page.waitForRequest((r) => r.url().endsWith('/v1/check'));
   await recordOrder(page, 'check-result', [['step', '#check-trace > li'],
     ['verdict', '#check-verdict']]);
@@ -391,10 +394,11 @@ async function checks(page) {
       'default 5.|1 5 3.8 1 to 5, default 3.8.|1 5 3 1 to 5, default 3.',
       lim.join('|'));
   const r = await checkNote(page, 'react-reflex',
-      {'#check-steps': '3', '#check-rounds': '2'});
-  check('the check request carries the panel\'s settings',
+      {'#check-steps': '3', '#check-rounds': '2', '#check-mode': 'bm25'});
+  check('the check request carries the panel\'s settings and search mode',
       r.sent.max_steps === 3 && r.sent.max_rounds === 2 &&
-      r.sent.accept_mean === 3.8 && r.sent.accept_min === 3,
+      r.sent.accept_mean === 3.8 && r.sent.accept_min === 3 &&
+      r.sent.search_mode === 'bm25',
       JSON.stringify(r.sent).slice(0, 200));
   check('check highlights the erroneous sentence', r.visible &&
       r.mark === 'He is given aspirin and sent home.', r.mark);

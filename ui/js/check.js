@@ -146,6 +146,7 @@ async function submit(ev) {
     for (const [k, id] of Object.entries(SETTINGS)) {
       if ($(id).value !== '') body[k] = Number($(id).value);
     }
+    if ($('check-mode').value) body.search_mode = $('check-mode').value;
   }
   const res = await api('POST', '/v1/check', body);
   if (!res.ok) {
@@ -201,6 +202,11 @@ export async function initCheck() {
   for (const [k, id] of Object.entries(SETTINGS)) {
     bound(id, id + '-lim', lim ? lim.check.fields[k] : null);
   }
+  // MedReAct's searches: the modes this index serves (as for Ask).
+  const modes = (lim && lim.ask.modes) || ['bm25'];
+  for (const m of modes) $('check-mode').append(el('option', {value: m}, m));
+  $('check-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
+      (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   const res = await api('GET', '/v1/models');
   ready = res.ok ? res.data.check : null;
   strategyHint();
