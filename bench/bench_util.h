@@ -34,6 +34,16 @@ static inline double bu_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Wall-clock milliseconds (CLOCK_MONOTONIC) whatever the bench clock is:
+ * what a parallel build is timed by. */
+static inline double bu_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Reads "VmRSS:" or "VmHWM:" (key) from /proc/self/status, in bytes. */
 static inline uint64_t bu_proc_kb(const char *key)
 {

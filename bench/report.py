@@ -227,7 +227,7 @@ def build_threads(files, n):
                      ratio(base["build_wall_s"], b["build_wall_s"]),
                      ratio(base.get("build_ready_wall_s"),
                            b.get("build_ready_wall_s")),
-                     "%+.4f" % -drop])
+                     "%+.4f" % (0.0 - drop)])
     return ("#### HNSW build threads, %d × %d (medtrust, one process, "
             "built one after another)\n\n%s\n\nwall: CLOCK_MONOTONIC; "
             "ready-wall: wall less the time this thread sat ready for a "

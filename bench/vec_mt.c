@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_util.h"
 #include "index/hnsw.h"
@@ -56,14 +55,6 @@ static int load(struct data *dt, const char *dir)
     snprintf(path, sizeof path, "%s/gt.u32", dir);
     dt->gt = bu_load(path, &sz);
     return dt->gt && sz == (size_t)dt->nq * 10 * sizeof(uint32_t) ? 0 : -1;
-}
-
-static double wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* Seconds this thread has waited on a run queue (ready, not running);
@@ -140,12 +131,12 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     hp.threads = threads;
     rss1 = bu_rss();
     t0 = bu_now_ms();
-    w0 = wall_ms();
+    w0 = bu_wall_ms();
     q0 = runq_s();
     if (mt_hnsw_build(vs, &hp, &h) != MT_OK)
         return -1;
     runq = runq_s() - q0;
-    wall = wall_ms() - w0;
+    wall = bu_wall_ms() - w0;
     build_ms = bu_now_ms() - t0;
     rss2 = bu_rss();
     if (path) {

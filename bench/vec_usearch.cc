@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
-#include <time.h>
 #include <vector>
 
 #include "bench_util.h"
@@ -31,13 +30,6 @@ struct data {
     uint32_t *gt;
     size_t n, d, nq;
 };
-
-static double wall_ms()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static std::vector<std::string> split(const char *s)
 {
@@ -115,10 +107,10 @@ static bool bench_one(const data &dt, const std::string &dir,
         return false;
     }
     index_dense_t ix = std::move(made.index);
-    double t0 = bu_now_ms(), w0 = wall_ms();
+    double t0 = bu_now_ms(), w0 = bu_wall_ms();
     if (!add_all(ix, dt, nt))
         return false;
-    double wall = wall_ms() - w0, build = bu_now_ms() - t0;
+    double wall = bu_wall_ms() - w0, build = bu_now_ms() - t0;
     uint64_t rss1 = bu_rss();
     std::string path = dir + "/usearch.bin";
     if (!ix.save(path.c_str()))
