@@ -87,7 +87,7 @@ static char *reply_schema(const struct run *r, const struct call *c)
 {
     if (!r->a->p.grammar)
         return NULL;
-    return mt_reply_schema_for(c->prompt, r->nsents);
+    return mt_reply_schema_for(c->prompt, r->sents, r->nsents);
 }
 
 /* The call in flight, for the loop's callbacks. */

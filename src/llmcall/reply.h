@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "medtrust/core.h" /* struct mt_str */
+
 /* Returns the JSON object in 'text': the whole text, else the body of a
  * ``` code fence, else the first balanced {...} that parses. NULL when
  * none; then 'why' (n bytes) says what went wrong. Caller json_decrefs. */
@@ -30,8 +32,13 @@ const char *mt_reply_schema(const char *prompt);
 
 /* The same schema for a note of 'nsents' sentences: "sentence_id" becomes
  * an enum of -1 and the note's ids, so a grammar cannot produce an id
- * that is out of range. A new string (mt_free), or NULL when the prompt
- * has no schema or memory ran out. */
-char *mt_reply_schema_for(const char *prompt, size_t nsents);
+ * that is out of range; and given the sentences ('sents', may be NULL),
+ * guard_locate's quoted "sentence" becomes an enum of "NONE" and the
+ * note's sentences, so a constrained decoder can only quote one verbatim
+ * (MedGuards' localisation names a sentence of the note; a misquote
+ * would fail the reply check and cost a retry). A new string (mt_free),
+ * or NULL when the prompt has no schema or memory ran out. */
+char *mt_reply_schema_for(const char *prompt, const struct mt_str *sents,
+                          size_t nsents);
 
 #endif

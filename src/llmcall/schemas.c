@@ -3,6 +3,8 @@
  * gets them as a grammar (GBNF), so even a small local model answers in
  * well-formed JSON of the right shape; strings are bounded so that a reply
  * always closes within the completion budget. */
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "llmcall/reply.h"
@@ -100,30 +102,71 @@ const char *mt_reply_schema(const char *prompt)
 #define SID_KEY "\"sentence_id\":" INT
 #define SID_MAX 1024 /* notes longer than this keep a plain integer */
 
-char *mt_reply_schema_for(const char *prompt, size_t nsents)
+#define LOC_KEY "\"sentence\":" STR(400)
+
+/* Appends the enum that replaces "sentence_id": -1 and the note's ids. */
+static enum mt_status put_sid_enum(struct mt_buf *b, size_t nsents)
+{
+    enum mt_status st = mt_buf_append_str(b, "\"sentence_id\":{\"enum\":[-1");
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < nsents; i++)
+        st = mt_buf_printf(b, ",%zu", i);
+    return st == MT_OK ? mt_buf_append_str(b, "]}") : st;
+}
+
+/* Appends the enum that replaces guard_locate's "sentence": "NONE" and
+ * each of the note's sentences, trimmed, as the prompt shows them. */
+static enum mt_status put_quote_enum(struct mt_buf *b,
+                                     const struct mt_str *sents, size_t nsents)
+{
+    enum mt_status st =
+        mt_buf_append_str(b, "\"sentence\":{\"enum\":[\"NONE\"");
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < nsents; i++) {
+        struct mt_str t = mt_str_trim(sents[i]);
+        json_t *j = t.n ? json_stringn(t.p, t.n) : NULL;
+        char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+
+        if (t.n && !q)
+            st = MT_ENOMEM; /* or not UTF-8: the caller keeps the string */
+        else if (q)
+            st = mt_buf_printf(b, ",%s", q);
+        free(q);
+        json_decref(j);
+    }
+    return st == MT_OK ? mt_buf_append_str(b, "]}") : st;
+}
+
+char *mt_reply_schema_for(const char *prompt, const struct mt_str *sents,
+                          size_t nsents)
 {
     const char *s = mt_reply_schema(prompt);
     const char *at = s ? strstr(s, SID_KEY) : NULL;
+    const char *key = SID_KEY;
+    int quote = 0;
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
     enum mt_status st = MT_OK;
-    size_t i;
 
     if (!s)
         return NULL;
+    if (!at && sents && strncmp(prompt, "guard_locate", 12) == 0) {
+        at = strstr(s, LOC_KEY);
+        key = LOC_KEY;
+        quote = 1;
+    }
     if (!at || nsents == 0 || nsents > SID_MAX)
         return mt_strdup(s);
     st = mt_buf_append(&b, s, (size_t)(at - s));
     if (st == MT_OK)
-        st = mt_buf_append_str(&b, "\"sentence_id\":{\"enum\":[-1");
-    for (i = 0; st == MT_OK && i < nsents; i++)
-        st = mt_buf_printf(&b, ",%zu", i);
+        st = quote ? put_quote_enum(&b, sents, nsents)
+                   : put_sid_enum(&b, nsents);
     if (st == MT_OK)
-        st = mt_buf_append_str(&b, "]}");
-    if (st == MT_OK)
-        st = mt_buf_append_str(&b, at + strlen(SID_KEY));
+        st = mt_buf_append_str(&b, at + strlen(key));
     if (st != MT_OK) {
         mt_buf_free(&b);
-        return NULL;
+        return quote ? mt_strdup(s) : NULL;
     }
     return mt_buf_take(&b);
 }

@@ -189,10 +189,17 @@ CHAT="openai:$URL#chat"
 # final parser have all been reached, MedEval with two evaluators (one
 # request with n = 2: --parallel 4 takes it).
 RUN=(--llm "$CHAT" --max-tokens 3072 --temperature 1 --no-retrieval --json)
-for s in guards single; do
-    "$MT" check "${RUN[@]}" --strategy $s --seed 1 "$TMP/note.txt" \
-        >"$TMP/c_$s.json" 2>"$TMP/c_$s.err"
-    echo "$?" >"$TMP/c_$s.rc"
+"$MT" check "${RUN[@]}" --strategy single --seed 1 "$TMP/note.txt" \
+    >"$TMP/c_single.json" 2>"$TMP/c_single.err"
+echo "$?" >"$TMP/c_single.rc"
+# guards over seeds until a detection of INCORRECT led to a localisation
+# and a correction (the locate schema is an enum of the note's sentences,
+# so a constrained decoder quotes one verbatim or NONE)
+for seed in 1 2 3 4 5 6 7 8; do
+    "$MT" check "${RUN[@]}" --strategy guards --seed $seed "$TMP/note.txt" \
+        >"$TMP/c_g$seed.json" 2>"$TMP/c_g$seed.err"
+    echo "$?" >"$TMP/c_g$seed.rc"
+    cat "$TMP"/c_g*.json | grep -q '"prompt": *"guard_correct' && break
 done
 for seed in 1 2 3 4 5 6 7 8; do
     "$MT" check "${RUN[@]}" --strategy react-reflex --seed $seed --steps 1 \
@@ -233,9 +240,12 @@ def holds(prompt, o):
         assert all(o[x] in (1, 2, 3, 4, 5) for x in KEYS[k][:6]), o
     if k == "guard_detect":
         assert o["verdict"] in ("CORRECT", "INCORRECT"), o
+    if k == "guard_locate":  # NONE or a sentence of the note, verbatim
+        assert o["sentence"] == "NONE" or o["sentence"] in NOTE, o
     if "sentence_id" in f:  # an enum of the note's sentence ids
         assert f["sentence_id"] in (-1, 0, 1, 2), f
 d = sys.argv[1]
+NOTE = open(f"{d}/note.txt").read()
 prompts, evals, n = set(), 0, 0
 for path in sorted(glob.glob(f"{d}/c_*.json")):
     name = os.path.basename(path)[:-5]
@@ -255,12 +265,12 @@ for path in sorted(glob.glob(f"{d}/c_*.json")):
             assert len(c["replies"]) == 2, c
             evals += 1
 want = {"react", "eval", "reflect", "parser", "guard_detect",
-        "guard_locate", "single"}
+        "guard_locate", "guard_correct", "single"}
 assert want <= prompts, (want - prompts)
 assert evals and n >= 10, (evals, n)
 print(f"# {n} replies, roles {sorted(prompts)}")
 PY
-    ok "check per strategy: MedReAct, MedEval, MedReFlex, parser, guards, single; every reply whole JSON of its schema"
+    ok "check per strategy: MedReAct, MedEval, MedReFlex, parser, the three guards, single; every reply whole JSON of its schema"
 else
     not_ok "check per strategy through llama-server" \
         "$(tail -c 600 "$TMP"/c_rr8.err 2>/dev/null)"

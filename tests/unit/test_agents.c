@@ -271,8 +271,8 @@ static void test_reply_schemas_make_grammars(void **state)
     CHECK(mt_reply_schema("qa_answer") == NULL);
     {
         /* a note's ids bound "sentence_id"; the grammar still converts */
-        char *s3 = mt_reply_schema_for("single", 3);
-        char *plain = mt_reply_schema_for("eval", 3);
+        char *s3 = mt_reply_schema_for("single", NULL, 3);
+        char *plain = mt_reply_schema_for("eval", NULL, 3);
         char *g = NULL;
         CHECK(s3 && strstr(s3, "\"sentence_id\":{\"enum\":[-1,0,1,2]}"));
         CHECK(plain && strcmp(plain, mt_reply_schema("eval")) == 0);
@@ -280,7 +280,27 @@ static void test_reply_schemas_make_grammars(void **state)
         mt_free(g);
         mt_free(s3);
         mt_free(plain);
-        CHECK(mt_reply_schema_for("examples", 3) == NULL);
+        CHECK(mt_reply_schema_for("examples", NULL, 3) == NULL);
+    }
+    {
+        /* guard_locate quotes one of the note's sentences or NONE */
+        const struct mt_str ss[] = {MT_STR_C(" He said \"no\". "),
+                                    MT_STR_C("Fi\xc3\xa8vre 39 \xc2\xb0"
+                                             "C.")};
+        char *s = mt_reply_schema_for("guard_locate_2", ss, 2);
+        char *g = NULL;
+
+        CHECK(s && strstr(s, "\"sentence\":{\"enum\":[\"NONE\","
+                             "\"He said \\\"no\\\".\",\"Fi\xc3\xa8vre 39 "
+                             "\xc2\xb0"
+                             "C.\"]}"));
+        CHECK_OK(mtx_gbnf_from_schema(s, &g, NULL));
+        CHECK(g && strstr(g, "Fi\xc3\xa8vre"));
+        mt_free(g);
+        mt_free(s);
+        s = mt_reply_schema_for("guard_locate_1", NULL, 2);
+        CHECK(s && strcmp(s, mt_reply_schema("guard_locate_1")) == 0);
+        mt_free(s);
     }
 }
 
