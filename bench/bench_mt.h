@@ -41,9 +41,9 @@ static void core_open(struct core *c, const char *dir, const char *analyzer)
         sscanf(p + 9, "%255[^\"]", name);
     free(m);
     snprintf(path, sizeof path, "%s/index/%s.bm25", dir, name);
-    if (mt_bm25_open(path, &c->bm, NULL) != MT_OK ||
-        mt_analyzer_new(analyzer, &c->an, NULL) != MT_OK ||
-        mt_bm25_ctx_new(&c->ctx) != MT_OK)
+    if (mtx_bm25_open(path, &c->bm, NULL) != MT_OK ||
+        mtx_analyzer_new(analyzer, &c->an, NULL) != MT_OK ||
+        mtx_bm25_ctx_new(&c->ctx) != MT_OK)
         die(path, NULL);
     c->arena = MT_ARENA_INIT(16 * 1024);
 }
@@ -52,31 +52,31 @@ static void core_open(struct core *c, const char *dir, const char *analyzer)
 static size_t core_query(struct core *c, const char *q,
                          struct mt_bm25_hit *hits, size_t k)
 {
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_str terms[4096];
     struct mt_token *toks = NULL;
     size_t nt = 0, nh = 0, j;
 
     sp.ctx = c->ctx;
-    if (mt_analyzer_collect(c->an, q, strlen(q), &c->arena, &toks, &nt, NULL) !=
+    if (mtx_analyzer_collect(c->an, q, strlen(q), &c->arena, &toks, &nt, NULL) !=
         MT_OK)
         die("analyse", NULL);
     for (j = 0; j < nt && j < 4096; j++) {
         terms[j].p = toks[j].p;
         terms[j].n = toks[j].n;
     }
-    if (mt_bm25_search(c->bm, terms, j, &sp, hits, k, &nh, NULL) != MT_OK)
+    if (mtx_bm25_search(c->bm, terms, j, &sp, hits, k, &nh, NULL) != MT_OK)
         die("bm25 search", NULL);
-    mt_arena_reset(&c->arena);
+    mtx_arena_reset(&c->arena);
     return nh;
 }
 
 static void core_close(struct core *c)
 {
-    mt_arena_free(&c->arena);
-    mt_bm25_ctx_free(c->ctx);
-    mt_analyzer_free(c->an);
-    mt_bm25_close(c->bm);
+    mtx_arena_free(&c->arena);
+    mtx_bm25_ctx_free(c->ctx);
+    mtx_analyzer_free(c->an);
+    mtx_bm25_close(c->bm);
 }
 
 #endif

@@ -3,7 +3,7 @@
  * writing one segment) and single-thread top-10 latency over a query list,
  * both through the public API (mt_index_search: analysis, search, and the
  * hits' chunk text fetched from the store) and for the core alone
- * (analyzer + mt_bm25_search on the mmapped segment, ids and scores).
+ * (analyzer + mtx_bm25_search on the mmapped segment, ids and scores).
  * Usage: bm25_mt STORE_DIR QUERIES.txt [REPS [NORMS]]
  * NORMS: float (default: float lengths, BM25 format 1) or byte (format 2,
  * one-byte lengths), for an A/B of the two.

@@ -1,6 +1,6 @@
 /* medtrust hybrid query timing: BM25 top-50 on the store's (rebuilt,
  * single-segment) index, HNSW top-50 over vec_mt's int8 graph, and linear
- * fusion (mt_fuse_linear, 0.7 / 0.3), one thread. The vectors are
+ * fusion (mtx_fuse_linear, 0.7 / 0.3), one thread. The vectors are
  * clustered synthetic ones (vec_gen), not embeddings of the chunks: vector
  * id v stands for BM25 document v mod N; only the timing means anything.
  * Usage: hybrid_mt STORE_DIR QUERIES.txt VECDIR DIMS EF
@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     struct mt_bm25_hit bh[DEPTH];
     struct mt_vec_hit vh[DEPTH];
     struct mt_scored lex[DEPTH], sem[DEPTH], fused[2 * DEPTH];
-    struct mt_bm25_stats bs;
+    struct mtx_bm25_stats bs;
     struct mt_index *idx = NULL;
     struct mt_index_stats st;
     struct mt_hnsw *h = NULL;
@@ -63,21 +63,21 @@ int main(int argc, char **argv)
         die(argv[1], &err);
     mt_index_stats(idx, &st);
     core_open(&c, argv[1], st.analyzer);
-    mt_bm25_stats(c.bm, &bs);
+    mtx_bm25_stats(c.bm, &bs);
     snprintf(path, sizeof path, "%s/mt.hnsw", argv[3]);
-    if (mt_hnsw_open(path, &h, &err) != MT_OK)
+    if (mtx_hnsw_open(path, &h, &err) != MT_OK)
         die(path, &err);
     for (i = 0; i < nq + 100; i++) { /* 100 warm-up queries first */
         size_t k = i < 100 ? i % nq : i - 100;
         double t0 = bu_now_ms();
         size_t nl = core_query(&c, q[k], bh, DEPTH);
         uint32_t ns = 0;
-        mt_hnsw_search(h, qv + (k % nqv) * dims, DEPTH, ef, NULL, vh, &ns);
+        mtx_hnsw_search(h, qv + (k % nqv) * dims, DEPTH, ef, NULL, vh, &ns);
         for (j = 0; j < nl; j++)
             lex[j] = (struct mt_scored){bh[j].doc, bh[j].score};
         for (j = 0; j < ns; j++)
             sem[j] = (struct mt_scored){vh[j].id % bs.docs, vh[j].score};
-        mt_fuse_linear(lex, nl, sem, ns, 0.7, 0.3, fused);
+        mtx_fuse_linear(lex, nl, sem, ns, 0.7, 0.3, fused);
         if (i >= 100)
             lat[k] = bu_now_ms() - t0;
     }
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         sum += lat[i];
     p50 = percentile(lat, nq, 0.5);
     p95 = percentile(lat, nq, 0.95);
-    nv = mt_hnsw_count(h);
+    nv = mtx_hnsw_count(h);
     printf(
         "{\"engine\":\"medtrust\",\"clock\":\"%s\",\"chunks\":%u,"
         "\"vectors\":%u,\"dims\":%u,\"ef\":%u,\"queries\":%zu,"
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
         bu_clock_name(), bs.docs, nv, dims, ef, nq, p50, p95, sum / (double)nq,
         (unsigned long long)bu_rss(), (unsigned long long)bu_proc_kb("VmHWM:"),
         (unsigned long long)st.bytes, (unsigned long long)bu_file_size(path));
-    mt_hnsw_free(h);
+    mtx_hnsw_free(h);
     core_close(&c);
     mt_index_close(idx);
     free(lat);

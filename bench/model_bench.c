@@ -73,7 +73,7 @@ static int bench_embed(const char *path, uint32_t threads, unsigned N_SENT)
     t0 = now();
     for (i = 0; i < N_SENT; i += 32) {
         for (k = 0; k < 32 && i + k < N_SENT; k++)
-            t[k] = mt_str_from(s[i + k]);
+            t[k] = mtx_str_from(s[i + k]);
         mt_embedder_embed(e, t, k, v, &err);
     }
     printf("embed: %u sentences in %.2f s = %.1f sentences/s\n", N_SENT,
@@ -106,7 +106,7 @@ static int bench_rerank(const char *path, uint32_t threads)
         return fprintf(stderr, "%s\n", err.msg), 1;
     for (i = 0; i < 50; i++) {
         s[i] = sentence(i);
-        d[i] = mt_str_from(s[i]);
+        d[i] = mtx_str_from(s[i]);
     }
     t0 = now();
     for (q = 0; q < 10; q++)

@@ -58,7 +58,7 @@ static void add_sentences(struct texts *t, const char *s, size_t n, size_t max)
     struct mt_span *sp = NULL;
     size_t c = 0, i;
 
-    if (mt_sentences_split(s, n, &sp, &c, NULL) != MT_OK)
+    if (mtx_sentences_split(s, n, &sp, &c, NULL) != MT_OK)
         return;
     for (i = 0; i < c && t->n < max; i++) {
         size_t len = sp[i].end - sp[i].start;
@@ -74,8 +74,8 @@ static void add_chunks(struct texts *t, const char *s, size_t n)
     struct mt_chunk *ch = NULL;
     size_t c = 0, i;
 
-    mt_chunk_default_params(&p);
-    if (mt_chunk_text(s, n, &p, &ch, &c, NULL) != MT_OK)
+    mtx_chunk_default_params(&p);
+    if (mtx_chunk_text(s, n, &p, &ch, &c, NULL) != MT_OK)
         return;
     for (i = 0; i < c; i++)
         push(t, s + ch[i].start, ch[i].end - ch[i].start);
@@ -88,11 +88,11 @@ static int load(const struct opts *o, struct texts *t)
     struct mt_error err;
     json_t *obj;
 
-    if (mt_jsonl_open(o->corpus, NULL, &r, &err) != MT_OK) {
+    if (mtx_jsonl_open(o->corpus, NULL, &r, &err) != MT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return -1;
     }
-    while (mt_jsonl_next(r, &obj, &err) == MT_OK && obj) {
+    while (mtx_jsonl_next(r, &obj, &err) == MT_OK && obj) {
         json_t *text = json_object_get(obj, "text");
         const char *s = json_string_value(text);
         if (!s)
@@ -102,7 +102,7 @@ static int load(const struct opts *o, struct texts *t)
         else if (t->n < o->sentences)
             add_sentences(t, s, json_string_length(text), o->sentences);
     }
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     return 0;
 }
 

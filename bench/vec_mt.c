@@ -80,11 +80,11 @@ static void bench_flat(const struct mt_vecset *vs, const struct data *dt,
     uint32_t ids[10], qi, n, i;
     double rec = 0.0, t0, ms;
 
-    mt_vecset_search_flat(vs, dt->q, 10, NULL, hits, &n); /* warm-up */
+    mtx_vecset_search_flat(vs, dt->q, 10, NULL, hits, &n); /* warm-up */
     t0 = bu_now_ms();
     for (qi = 0; qi < nflat; qi++) {
-        mt_vecset_search_flat(vs, dt->q + (size_t)qi * dt->d, 10, NULL, hits,
-                              &n);
+        mtx_vecset_search_flat(vs, dt->q + (size_t)qi * dt->d, 10, NULL, hits,
+                               &n);
         for (i = 0; i < n; i++)
             ids[i] = hits[i].id;
         rec += bu_recall10(ids, n, dt->gt + qi * 10);
@@ -93,7 +93,7 @@ static void bench_flat(const struct mt_vecset *vs, const struct data *dt,
     printf("\"flat\":{\"queries\":%u,\"ms\":%.4f,\"gbps\":%.3f,"
            "\"recall10\":%.4f,\"kernel\":\"%s\"},",
            nflat, ms, (double)dt->n * dt->d / (ms * 1e6), rec / nflat,
-           mt_simd_get()->name);
+           mtx_simd_get()->name);
 }
 
 static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
@@ -105,7 +105,7 @@ static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
 
     t0 = bu_now_ms();
     for (qi = 0; qi < dt->nq; qi++) {
-        mt_hnsw_search(h, dt->q + (size_t)qi * dt->d, 10, ef, NULL, hits, &n);
+        mtx_hnsw_search(h, dt->q + (size_t)qi * dt->d, 10, ef, NULL, hits, &n);
         for (i = 0; i < n; i++)
             ids[i] = hits[i].id;
         rec += bu_recall10(ids, n, dt->gt + qi * 10);
@@ -120,7 +120,7 @@ static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
 static int bench_build(const struct mt_vecset *vs, const struct data *dt,
                        uint32_t threads, const char *path, uint64_t vec_rss)
 {
-    struct mt_hnsw_params hp = mt_hnsw_default_params();
+    struct mt_hnsw_params hp = mtx_hnsw_default_params();
     struct mt_hnsw *h = NULL;
     uint64_t rss1, rss2, bytes = 0;
     double t0, w0, q0, build_ms, wall, runq;
@@ -133,14 +133,14 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     t0 = bu_now_ms();
     w0 = bu_wall_ms();
     q0 = runq_s();
-    if (mt_hnsw_build(vs, &hp, &h) != MT_OK)
+    if (mtx_hnsw_build(vs, &hp, &h) != MT_OK)
         return -1;
     runq = runq_s() - q0;
     wall = bu_wall_ms() - w0;
     build_ms = bu_now_ms() - t0;
     rss2 = bu_rss();
     if (path) {
-        if (mt_hnsw_write(h, path, NULL) != MT_OK)
+        if (mtx_hnsw_write(h, path, NULL) != MT_OK)
             return -1;
         bytes = bu_file_size(path);
     }
@@ -154,12 +154,12 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     for (i = 0; i < 100 && i < dt->nq; i++) { /* warm-up */
         struct mt_vec_hit hits[10];
         uint32_t n;
-        mt_hnsw_search(h, dt->q + (size_t)i * dt->d, 10, 128, NULL, hits, &n);
+        mtx_hnsw_search(h, dt->q + (size_t)i * dt->d, 10, 128, NULL, hits, &n);
     }
     for (i = 0; i < NEFS; i++)
         bench_ef(h, dt, efs[i], i + 1 == NEFS);
     printf("]}");
-    mt_hnsw_free(h);
+    mtx_hnsw_free(h);
     return 0;
 }
 
@@ -209,10 +209,10 @@ int main(int argc, char **argv)
         return 1;
     }
     rss0 = bu_rss();
-    if (mt_vecset_new(dt.d, NULL, &vs) != MT_OK)
+    if (mtx_vecset_new(dt.d, NULL, &vs) != MT_OK)
         return 1;
     for (j = 0; j < dt.n; j++)
-        if (mt_vecset_add(vs, dt.base + j * dt.d, NULL) != MT_OK)
+        if (mtx_vecset_add(vs, dt.base + j * dt.d, NULL) != MT_OK)
             return 1;
     vec_rss = bu_rss() - rss0;
     printf("{\"engine\":\"medtrust\",\"clock\":\"%s\",\"n\":%zu,\"dims\":%u,"
@@ -228,6 +228,6 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("%s,\"load_end\":\"%s\"}\n", nbuild > 1 ? "]" : "", bu_loadavg());
-    mt_vecset_free(vs);
+    mtx_vecset_free(vs);
     return 0;
 }

@@ -159,7 +159,7 @@ static enum mt_status read_file(const char *path, struct mt_buf *b,
     if (!f)
         return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
     while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(b, chunk, got);
+        st = mtx_buf_append(b, chunk, got);
     if (st == MT_OK && ferror(f))
         st = MT_EIO;
     fclose(f);
@@ -473,7 +473,7 @@ static enum mt_status build_image(const struct conv *c, struct mt_buf *img)
     for (i = 0; i < N_WANTED; i++)
         off = align64(off + tensor_bytes(c, i));
     h.file_size = off;
-    st = mt_buf_reserve(img, off + 1);
+    st = mtx_buf_reserve(img, off + 1);
     if (st != MT_OK)
         return mt_fail(c->err, st, "weight file image");
     memset(img->data, 0, off);
@@ -488,7 +488,7 @@ static enum mt_status build_image(const struct conv *c, struct mt_buf *img)
         st = write_tensor(c, i, &tt[i], img->data + off);
         off = align64(off + tt[i].nbytes);
     }
-    h.checksum = mt_ul_crc32(0, img->data + sizeof h, h.file_size - sizeof h);
+    h.checksum = mtx_ul_crc32(0, img->data + sizeof h, h.file_size - sizeof h);
     memcpy(img->data, &h, sizeof h);
     return st;
 }
@@ -500,7 +500,7 @@ enum mt_status mt_ul_convert(const char *src_dir, const char *out_path,
     struct mt_buf img = MT_BUF_INIT(MAX_SHARD_BYTES);
     enum mt_status st;
 
-    mt_jsonl_init_alloc(); /* jansson allocates through mt_malloc */
+    mtx_jsonl_init_alloc(); /* jansson allocates through mt_malloc */
     memset(&c, 0, sizeof c);
     c.dir = src_dir;
     c.int8 = int8;
@@ -519,7 +519,7 @@ enum mt_status mt_ul_convert(const char *src_dir, const char *out_path,
         st = mtx_file_write_atomic(out_path, img.data, img.len, err);
     json_decref(c.model);
     json_decref(c.vocab);
-    mt_buf_free(&c.shards);
-    mt_buf_free(&img);
+    mtx_buf_free(&c.shards);
+    mtx_buf_free(&img);
     return st;
 }

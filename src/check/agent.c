@@ -208,7 +208,7 @@ static enum mt_status check_sources(struct mt_agent *a, struct mt_error *err)
 
 static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
 {
-    enum mt_status st = mt_prompts_load(a->p.prompts_dir, &a->prompts, err);
+    enum mt_status st = mtx_prompts_load(a->p.prompts_dir, &a->prompts, err);
 
     if (st == MT_OK)
         st = open_models(a, err);
@@ -219,7 +219,7 @@ static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
     if (st == MT_OK && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = check_search_mode(a, err);
     if (st == MT_OK && a->p.strategy == MT_STRATEGY_SINGLE)
-        st = mt_agent_examples_load(a, err);
+        st = mtx_agent_examples_load(a, err);
     if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
         st = check_sources(a, err);
     return st;
@@ -250,7 +250,7 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
                        "react-reflex searches a medical corpus: give --db "
                        "DIR (a store built with 'medtrust index'), or "
                        "--no-retrieval to run MedReAct without one");
-    mt_jsonl_init_alloc(); /* JSON values through mt_malloc */
+    mtx_jsonl_init_alloc(); /* JSON values through mt_malloc */
     a = mt_calloc(1, sizeof *a);
     if (!a)
         return mt_fail(err, MT_ENOMEM, "checker: out of memory");
@@ -278,9 +278,9 @@ void mt_agent_close(struct mt_agent *a)
             mt_llm_close(a->llm[i]);
     if (a->ret_owned)
         mt_retriever_close(a->ret);
-    mt_prompts_free(a->prompts);
+    mtx_prompts_free(a->prompts);
     mt_free(a->examples);
-    mt_agent_examples_free(a->knn);
+    mtx_agent_examples_free(a->knn);
     for (i = 0; i < AGENT_NSTRS; i++)
         mt_free(a->strs[i]);
     for (i = 0; i < MT_AGENT_MAX_SOURCES; i++)

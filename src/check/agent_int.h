@@ -92,27 +92,27 @@ struct call {
  * error appended, a failed request repeats as is), validating each reply.
  * Counts a fallback when nothing valid came back. Touches only 'c', so
  * calls of one run may go in parallel. MT_ENOMEM is the only failure. */
-enum mt_status mt_call_run(struct run *r, struct call *c);
+enum mt_status mtx_call_run(struct run *r, struct call *c);
 
 /* Runs a and b at once (b on a new thread, a here) and merges both. */
-enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b);
+enum mt_status mtx_call_pair(struct run *r, struct call *a, struct call *b);
 
 /* Runs c and merges it into r (usage, trace). */
-enum mt_status mt_call_do(struct run *r, struct call *c);
+enum mt_status mtx_call_do(struct run *r, struct call *c);
 
 /* Frees a call's results. */
-void mt_call_free(struct call *c);
+void mtx_call_free(struct call *c);
 
 /* The first valid reply object (borrowed), or NULL. */
-json_t *mt_call_obj(const struct call *c);
+json_t *mtx_call_obj(const struct call *c);
 
 /* Appends {"step": step, ...fields of 'o' (stolen)} to the trace. */
-void mt_run_event(struct run *r, const char *step, json_t *o);
+void mtx_run_event(struct run *r, const char *step, json_t *o);
 
 /* Sets the verdict: flag 1 with sentence 'sid' and correction 'corr', or
  * no error (flag 0). */
-enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
-                              const char *corr);
+enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
+                               const char *corr);
 
 /* Final-answer check shared by single, the parser and MedReAct's
  * final_mistake: is_error, sentence_id (mapped from error_sentence by
@@ -123,26 +123,27 @@ struct final_answer {
     int sid;
     const char *corr; /* borrowed from the reply object */
 };
-int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
+int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
 
 /* Loads the few-shot examples of `single`: the fixed ones into
  * a->examples, or with examples_path every training note, embedded, into
  * a->knn. */
-enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err);
+enum mt_status mtx_agent_examples_load(struct mt_agent *a,
+                                       struct mt_error *err);
 
 /* The examples text for the run's note: a->examples, or with a->knn the
  * max_few_shot training notes nearest to it, nearest first (*out owned by
  * the caller when *owned). Adds a few_shot trace record for kNN. */
-enum mt_status mt_agent_examples_for(struct run *r, const char **out,
-                                     char **owned);
+enum mt_status mtx_agent_examples_for(struct run *r, const char **out,
+                                      char **owned);
 
 /* Frees a->knn; NULL is allowed. */
-void mt_agent_examples_free(struct knn_examples *k);
+void mtx_agent_examples_free(struct knn_examples *k);
 
 /* Strategies. */
-enum mt_status mt_strategy_single(struct run *r);
-enum mt_status mt_strategy_guards(struct run *r);
-enum mt_status mt_strategy_react(struct run *r);
+enum mt_status mtx_strategy_single(struct run *r);
+enum mt_status mtx_strategy_guards(struct run *r);
+enum mt_status mtx_strategy_react(struct run *r);
 
 /* Searches the corpus for 'query' in the search mode (params.search_mode,
  * auto decided now), retrieve_k deep, reranked to rerank_k when a
@@ -151,9 +152,9 @@ enum mt_status mt_strategy_react(struct run *r);
  * document id to 'ids' and its source to 'srcs' (JSON arrays), and sets
  * *mode to the mode's name ("none" without a corpus, when it appends
  * nothing). */
-enum mt_status mt_agent_search(const struct run *r, const char *query,
-                               json_t *passages, json_t *ids, json_t *srcs,
-                               const char **mode, struct mt_error *err);
+enum mt_status mtx_agent_search(const struct run *r, const char *query,
+                                json_t *passages, json_t *ids, json_t *srcs,
+                                const char **mode, struct mt_error *err);
 
 /* The statistic the published code compared with the minimum threshold:
  * min(mean of all finals, last final) (see react.c). 0 when n == 0. */

@@ -29,7 +29,7 @@ static json_t *text_json(const char *s, size_t max)
     size_t n = strnlen(s, max);
     size_t bad = n;
 
-    while (n > 0 && mt_utf8_validate(s, n, &bad) != MT_OK)
+    while (n > 0 && mtx_utf8_validate(s, n, &bad) != MT_OK)
         n = bad < n ? bad : n - 1;
     return json_stringn_nocheck(s, n);
 }
@@ -61,7 +61,7 @@ static size_t take_replies(struct run *r, struct call *c,
     uint32_t i;
 
     for (i = 0; i < res->n; i++) {
-        json_t *o = mt_reply_extract(res->texts[i], why, wn);
+        json_t *o = mtx_reply_extract(res->texts[i], why, wn);
 
         json_array_append_new(raws, text_json(res->texts[i], TRACE_REPLY_MAX));
         if (o && c->check(r, o, c->check_user, why, wn) != 0) {
@@ -87,7 +87,7 @@ static char *reply_schema(const struct run *r, const struct call *c)
 {
     if (!r->a->p.grammar)
         return NULL;
-    return mt_reply_schema_for(c->prompt, r->sents, r->nsents);
+    return mtx_reply_schema_for(c->prompt, r->sents, r->nsents);
 }
 
 /* The call in flight, for the loop's callbacks. */
@@ -200,7 +200,7 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     return MT_OK;
 }
 
-enum mt_status mt_call_run(struct run *r, struct call *c)
+enum mt_status mtx_call_run(struct run *r, struct call *c)
 {
     struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
@@ -217,12 +217,12 @@ enum mt_status mt_call_run(struct run *r, struct call *c)
                             c->nvars, &sys, &user);
     if (st == MT_OK)
         st = call_loop(r, c, sys.data, user.data);
-    mt_buf_free(&sys);
-    mt_buf_free(&user);
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
     return st;
 }
 
-void mt_call_free(struct call *c)
+void mtx_call_free(struct call *c)
 {
     json_decref(c->objs);
     json_decref(c->records);
@@ -231,7 +231,7 @@ void mt_call_free(struct call *c)
     c->raw = NULL;
 }
 
-json_t *mt_call_obj(const struct call *c)
+json_t *mtx_call_obj(const struct call *c)
 {
     return c->ok ? json_array_get(c->objs, 0) : NULL;
 }
@@ -274,9 +274,9 @@ static void merge(struct run *r, const struct call *c, uint32_t crit)
     notify(r, from);
 }
 
-enum mt_status mt_call_do(struct run *r, struct call *c)
+enum mt_status mtx_call_do(struct run *r, struct call *c)
 {
-    enum mt_status st = mt_call_run(r, c);
+    enum mt_status st = mtx_call_run(r, c);
 
     if (st == MT_OK)
         merge(r, c, c->u.critical_calls);
@@ -293,16 +293,16 @@ static void *pair_main(void *arg)
 {
     struct pair_job *j = arg;
 
-    j->st = mt_call_run(j->r, j->c);
+    j->st = mtx_call_run(j->r, j->c);
     return NULL;
 }
 
-enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b)
+enum mt_status mtx_call_pair(struct run *r, struct call *a, struct call *b)
 {
     struct pair_job jb = {r, b, MT_OK};
     pthread_t t;
     int threaded = pthread_create(&t, NULL, pair_main, &jb) == 0;
-    enum mt_status st = mt_call_run(r, a);
+    enum mt_status st = mtx_call_run(r, a);
     uint32_t crit;
 
     if (threaded)
@@ -322,7 +322,7 @@ enum mt_status mt_call_pair(struct run *r, struct call *a, struct call *b)
     return MT_OK;
 }
 
-void mt_run_event(struct run *r, const char *step, json_t *o)
+void mtx_run_event(struct run *r, const char *step, json_t *o)
 {
     size_t from = json_array_size(r->trace);
 

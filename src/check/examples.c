@@ -49,17 +49,17 @@ static enum mt_status put_sentences(struct mt_buf *b, struct mt_str text,
     enum mt_status st = MT_EPARSE;
 
     if (field.n)
-        st = mt_medec_sentences_parse(field.p, field.n, &ms, &n, NULL);
+        st = mtx_medec_sentences_parse(field.p, field.n, &ms, &n, NULL);
     if (st != MT_OK)
         return st;
-    st = mt_buf_append_str(b, "<sentences>\n");
+    st = mtx_buf_append_str(b, "<sentences>\n");
     for (i = 0; st == MT_OK && i < n; i++)
-        st = mt_buf_printf(b, "%zu | %.*s\n", i,
-                           (int)(ms[i].span.end - ms[i].span.start),
-                           field.p + ms[i].span.start);
+        st = mtx_buf_printf(b, "%zu | %.*s\n", i,
+                            (int)(ms[i].span.end - ms[i].span.start),
+                            field.p + ms[i].span.start);
     mt_free(ms);
     (void)text;
-    return st == MT_OK ? mt_buf_append_str(b, "</sentences>\n") : st;
+    return st == MT_OK ? mtx_buf_append_str(b, "</sentences>\n") : st;
 }
 
 /* The answer of one example as the single prompt's reply schema has it:
@@ -68,11 +68,12 @@ static enum mt_status put_sentences(struct mt_buf *b, struct mt_str text,
  * medtrust takes the file's own), then the verdict. */
 static char *answer_json(struct mt_csv *c, const long *col, int flag)
 {
-    struct mt_str sid = mt_str_trim(mt_csv_field(c, (size_t)col[C_SID]));
-    struct mt_str corr = mt_csv_field(c, (size_t)col[C_CORR]);
+    struct mt_str sid = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_SID]));
+    struct mt_str corr = mtx_csv_field(c, (size_t)col[C_CORR]);
     struct mt_str why =
-        col[C_REASON] >= 0 ? mt_str_trim(mt_csv_field(c, (size_t)col[C_REASON]))
-                           : (struct mt_str){NULL, 0};
+        col[C_REASON] >= 0
+            ? mtx_str_trim(mtx_csv_field(c, (size_t)col[C_REASON]))
+            : (struct mt_str){NULL, 0};
     json_t *ans = json_object();
     json_t *verdict =
         json_pack("{s:b,s:i,s:s%}", "is_error", flag, "sentence_id",
@@ -92,18 +93,19 @@ static char *answer_json(struct mt_csv *c, const long *col, int flag)
 enum mt_status mtx_example_body(struct mt_buf *b, struct mt_csv *c,
                                 const long *col)
 {
-    struct mt_str fl = mt_str_trim(mt_csv_field(c, (size_t)col[C_FLAG]));
+    struct mt_str fl = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_FLAG]));
     int flag = fl.n == 1 && fl.p[0] == '1';
     enum mt_status st;
     char *s;
 
-    st = put_sentences(b, mt_csv_field(c, (size_t)col[C_TEXT]),
-                       col[C_SENTS] >= 0 ? mt_csv_field(c, (size_t)col[C_SENTS])
-                                         : (struct mt_str){NULL, 0});
+    st =
+        put_sentences(b, mtx_csv_field(c, (size_t)col[C_TEXT]),
+                      col[C_SENTS] >= 0 ? mtx_csv_field(c, (size_t)col[C_SENTS])
+                                        : (struct mt_str){NULL, 0});
     if (st != MT_OK)
         return st;
     s = answer_json(c, col, flag);
-    st = s ? mt_buf_printf(b, "Answer: %s\n\n", s) : MT_ENOMEM;
+    st = s ? mtx_buf_printf(b, "Answer: %s\n\n", s) : MT_ENOMEM;
     mt_free(s);
     return st;
 }
@@ -112,7 +114,7 @@ static enum mt_status put_example(struct mt_buf *b, struct mt_csv *c,
                                   const long *col, size_t k)
 {
     size_t at = b->len;
-    enum mt_status st = mt_buf_printf(b, "Example %zu\n", k);
+    enum mt_status st = mtx_buf_printf(b, "Example %zu\n", k);
 
     if (st == MT_OK)
         st = mtx_example_body(b, c, col);
@@ -127,8 +129,8 @@ static long find_nocase(struct mt_csv *c, const char *name)
 {
     size_t f;
 
-    for (f = 0; f < mt_csv_nfields(c); f++) {
-        struct mt_str h = mt_str_trim(mt_csv_field(c, f));
+    for (f = 0; f < mtx_csv_nfields(c); f++) {
+        struct mt_str h = mtx_str_trim(mtx_csv_field(c, f));
 
         if (h.n == strlen(name) && strncasecmp(h.p, name, h.n) == 0)
             return (long)f;
@@ -141,7 +143,7 @@ enum mt_status mtx_examples_cols(struct mt_csv *c, const char *opt,
                                  struct mt_error *err)
 {
     int got = 0;
-    enum mt_status st = mt_csv_next(c, &got, err);
+    enum mt_status st = mtx_csv_next(c, &got, err);
     int i;
 
     if (st != MT_OK)
@@ -172,10 +174,10 @@ static enum mt_status read_rows(struct mt_agent *a, struct mt_csv *c,
         struct mt_str fl;
         int flag;
 
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
-        fl = mt_str_trim(mt_csv_field(c, (size_t)col[C_FLAG]));
+        fl = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_FLAG]));
         flag = fl.n == 1 && fl.p[0] == '1';
         if (flag ? n_err >= (want + 1) / 2 : n_ok >= want / 2)
             continue;
@@ -187,7 +189,7 @@ static enum mt_status read_rows(struct mt_agent *a, struct mt_csv *c,
     return st;
 }
 
-enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err)
+enum mt_status mtx_agent_examples_load(struct mt_agent *a, struct mt_error *err)
 {
     const char *path = a->p.few_shot_path;
     struct mt_buf b = MT_BUF_INIT(EX_MAX);
@@ -200,7 +202,7 @@ enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err)
     if (a->p.examples_path)
         return mtx_knn_load(a, err);
     if (!path) {
-        mt_prompts_get(a->prompts, "examples", &sys, &user);
+        mtx_prompts_get(a->prompts, "examples", &sys, &user);
         a->examples = mt_strndup(user.p, user.n);
         return a->examples ? MT_OK : MT_ENOMEM;
     }
@@ -210,16 +212,16 @@ enum mt_status mt_agent_examples_load(struct mt_agent *a, struct mt_error *err)
                        "evaluation split (validation/test): give a "
                        "training split",
                        path);
-    st = mt_csv_open(path, NULL, &c, err);
+    st = mtx_csv_open(path, NULL, &c, err);
     if (st == MT_OK)
         st = mtx_examples_cols(c, "--few-shot", path, col, err);
     if (st == MT_OK)
         st = read_rows(a, c, col, &b, err);
     if (st == MT_OK)
-        st = mt_buf_reserve(&b, 1);
-    mt_csv_close(c);
+        st = mtx_buf_reserve(&b, 1);
+    mtx_csv_close(c);
     if (st == MT_OK)
-        a->examples = mt_buf_take(&b);
-    mt_buf_free(&b);
+        a->examples = mtx_buf_take(&b);
+    mtx_buf_free(&b);
     return st;
 }

@@ -26,12 +26,12 @@ static double conf_of(const json_t *o)
 {
     double c;
 
-    return mt_reply_conf(o, "confidence", &c) == 0 ? c : DEFAULT_CONF;
+    return mtx_reply_conf(o, "confidence", &c) == 0 ? c : DEFAULT_CONF;
 }
 
 static int read_detect(const json_t *o, struct opinion *d, char *why, size_t n)
 {
-    const char *v = mt_reply_str(o, "verdict");
+    const char *v = mtx_reply_str(o, "verdict");
 
     if (!v ||
         (strcasecmp(v, "CORRECT") != 0 && strcasecmp(v, "INCORRECT") != 0)) {
@@ -42,29 +42,29 @@ static int read_detect(const json_t *o, struct opinion *d, char *why, size_t n)
     }
     d->value = strcasecmp(v, "INCORRECT") == 0;
     d->conf = conf_of(o);
-    d->reasoning = mt_reply_str(o, "reasoning");
+    d->reasoning = mtx_reply_str(o, "reasoning");
     return 0;
 }
 
 static int read_locate(struct run *r, const json_t *o, struct opinion *d,
                        char *why, size_t n)
 {
-    const char *q = mt_reply_str(o, "sentence");
+    const char *q = mtx_reply_str(o, "sentence");
     double best = 0;
-    struct mt_str t = mt_str_trim(mt_str_from(q ? q : ""));
+    struct mt_str t = mtx_str_trim(mtx_str_from(q ? q : ""));
 
     if (!q) {
         snprintf(why, n, "\"sentence\" is missing");
         return -1;
     }
     d->conf = conf_of(o);
-    d->reasoning = mt_reply_str(o, "reasoning");
+    d->reasoning = mtx_reply_str(o, "reasoning");
     d->quote = q;
     if (t.n == 4 && strncasecmp(t.p, "NONE", 4) == 0) {
         d->value = -1;
         return 0;
     }
-    d->value = mt_match_sentence(t, r->sents, r->nsents, MT_MATCH_MIN, &best);
+    d->value = mtx_match_sentence(t, r->sents, r->nsents, MT_MATCH_MIN, &best);
     if (d->value < 0) {
         snprintf(why, n,
                  "the quoted sentence matches no sentence of the "
@@ -95,11 +95,11 @@ static int check_locate(struct run *r, json_t *o, void *u, char *why, size_t n)
 
 static int check_correct(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
-    const char *c = mt_reply_str(o, "corrected_sentence");
+    const char *c = mtx_reply_str(o, "corrected_sentence");
 
     (void)r;
     (void)u;
-    if (c && mt_str_trim(mt_str_from(c)).n > 0)
+    if (c && mtx_str_trim(mtx_str_from(c)).n > 0)
         return 0;
     snprintf(why, n, "\"corrected_sentence\" is missing or empty");
     return -1;
@@ -124,7 +124,7 @@ static int opinion_of(struct run *r, const struct call *c, int locate,
                       struct opinion *d)
 {
     char why[8];
-    json_t *o = mt_call_obj(c);
+    json_t *o = mtx_call_obj(c);
 
     memset(d, 0, sizeof *d);
     if (!o)
@@ -188,7 +188,7 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
     describe(desc, DESC_MAX, &d[0], s->locate);
     describe(desc + DESC_MAX, DESC_MAX, &d[1], s->locate);
     call_init(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
-    st = mt_call_do(r, &c);
+    st = mtx_call_do(r, &c);
     if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
         *out = da.value;
         *rule = "the arbiter decided";
@@ -200,7 +200,7 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
         *rule = s->locate ? "arbiter unusable, equal confidence: agent 1"
                           : "arbiter unusable, equal confidence: INCORRECT";
     }
-    mt_call_free(&c);
+    mtx_call_free(&c);
     mt_free(desc);
     return st;
 }
@@ -248,19 +248,19 @@ static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
 
     call_init(&c[0], s->p1, s->check, keys, vals, 1, r->a->p.temperature);
     call_init(&c[1], s->p2, s->check, keys, vals, 1, r->a->p.temperature);
-    st = mt_call_pair(r, &c[0], &c[1]);
+    st = mtx_call_pair(r, &c[0], &c[1]);
     has[0] = opinion_of(r, &c[0], s->locate, &d[0]) == 0;
     has[1] = opinion_of(r, &c[1], s->locate, &d[1]) == 0;
     if (st == MT_OK)
         st = decide(r, s, d, has, out, &rule);
     if (st == MT_OK)
-        mt_run_event(r, s->locate ? "guards_locate" : "guards_detect",
-                     json_pack("{s:o,s:o,s:i,s:s}", "agent1",
-                               opinion_json(&d[0], has[0]), "agent2",
-                               opinion_json(&d[1], has[1]), "decision", *out,
-                               "rule", rule));
-    mt_call_free(&c[0]);
-    mt_call_free(&c[1]);
+        mtx_run_event(r, s->locate ? "guards_locate" : "guards_detect",
+                      json_pack("{s:o,s:o,s:i,s:s}", "agent1",
+                                opinion_json(&d[0], has[0]), "agent2",
+                                opinion_json(&d[1], has[1]), "decision", *out,
+                                "rule", rule));
+    mtx_call_free(&c[0]);
+    mtx_call_free(&c[1]);
     return st;
 }
 
@@ -278,24 +278,24 @@ static enum mt_status correct(struct run *r, int sid)
     snprintf(id, sizeof id, "%d", sid);
     call_init(&c, "guard_correct", check_correct, keys, vals, 3,
               r->a->p.temperature);
-    st = mt_call_do(r, &c);
+    st = mtx_call_do(r, &c);
     if (st == MT_OK && c.ok) {
-        st = mt_run_verdict(
-            r, 1, sid, mt_reply_str(mt_call_obj(&c), "corrected_sentence"));
+        st = mtx_run_verdict(
+            r, 1, sid, mtx_reply_str(mtx_call_obj(&c), "corrected_sentence"));
     } else if (st == MT_OK) {
         r->fallback = 1;
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s}", "role", "guard_correct", "rule",
-                               "no usable correction: the "
-                               "sentence is kept as it stands"));
-        st = mt_run_verdict(r, 1, sid, sent);
+        mtx_run_event(r, "fallback",
+                      json_pack("{s:s,s:s}", "role", "guard_correct", "rule",
+                                "no usable correction: the "
+                                "sentence is kept as it stands"));
+        st = mtx_run_verdict(r, 1, sid, sent);
     }
-    mt_call_free(&c);
+    mtx_call_free(&c);
     mt_free(sent);
     return st;
 }
 
-enum mt_status mt_strategy_guards(struct run *r)
+enum mt_status mtx_strategy_guards(struct run *r)
 {
     int verdict = 0;
     int sid = -1;
@@ -306,6 +306,6 @@ enum mt_status mt_strategy_guards(struct run *r)
     if (st != MT_OK)
         return st;
     if (!verdict || sid < 0)
-        return mt_run_verdict(r, 0, -1, NULL);
+        return mtx_run_verdict(r, 0, -1, NULL);
     return correct(r, sid);
 }

@@ -28,7 +28,7 @@ struct knn_examples {
     float *vecs; /* n * dims, unit length */
 };
 
-void mt_agent_examples_free(struct knn_examples *k)
+void mtx_agent_examples_free(struct knn_examples *k)
 {
     size_t i;
 
@@ -67,7 +67,7 @@ static enum mt_status keep_row(struct knn_examples *k, struct mt_csv *c,
                                const long *col)
 {
     struct mt_buf body = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
-    struct mt_str note = mt_csv_field(c, (size_t)col[C_SENTS]);
+    struct mt_str note = mtx_csv_field(c, (size_t)col[C_SENTS]);
     struct mt_str id = {NULL, 0};
     struct knn_row *r;
     char name[32];
@@ -75,26 +75,26 @@ static enum mt_status keep_row(struct knn_examples *k, struct mt_csv *c,
 
     if (st == MT_EPARSE) {
         k->skipped++;
-        mt_buf_free(&body);
+        mtx_buf_free(&body);
         return MT_OK;
     }
     if (st == MT_OK)
         st = grow(k);
     if (st != MT_OK) {
-        mt_buf_free(&body);
+        mtx_buf_free(&body);
         return st;
     }
-    if (col[C_TEXT] >= 0 && mt_csv_field(c, (size_t)col[C_TEXT]).n)
-        note = mt_csv_field(c, (size_t)col[C_TEXT]);
+    if (col[C_TEXT] >= 0 && mtx_csv_field(c, (size_t)col[C_TEXT]).n)
+        note = mtx_csv_field(c, (size_t)col[C_TEXT]);
     if (col[C_ID] >= 0)
-        id = mt_str_trim(mt_csv_field(c, (size_t)col[C_ID]));
-    snprintf(name, sizeof name, "row %zu", mt_csv_line(c));
+        id = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_ID]));
+    snprintf(name, sizeof name, "row %zu", mtx_csv_line(c));
     r = &k->rows[k->n];
-    r->body = mt_buf_take(&body);
+    r->body = mtx_buf_take(&body);
     r->note = mt_strndup(note.p ? note.p : "", note.n);
     r->id = id.n ? mt_strndup(id.p, id.n) : mt_strdup(name);
     k->n++; /* freed with the rest even when a copy failed */
-    mt_buf_free(&body);
+    mtx_buf_free(&body);
     return r->body && r->note && r->id ? MT_OK : MT_ENOMEM;
 }
 
@@ -106,7 +106,7 @@ static enum mt_status read_all(struct knn_examples *k, struct mt_csv *c,
     int got = 1;
 
     while (st == MT_OK) {
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
         if (k->n == KNN_MAX_ROWS)
@@ -145,7 +145,7 @@ static enum mt_status embed_all(struct mt_agent *a, struct knn_examples *k,
         size_t n = k->n - i < KNN_BATCH ? k->n - i : KNN_BATCH;
 
         for (j = 0; j < n; j++)
-            texts[j] = mt_str_from(k->rows[i + j].note);
+            texts[j] = mtx_str_from(k->rows[i + j].note);
         st = mt_retriever_embed(a->ret, texts, n, k->vecs + i * k->dims, err);
     }
     if (st != MT_OK)
@@ -169,16 +169,16 @@ enum mt_status mtx_knn_load(struct mt_agent *a, struct mt_error *err)
     k = mt_calloc(1, sizeof *k);
     if (!k)
         return mt_fail(err, MT_ENOMEM, "--examples: out of memory");
-    st = mt_csv_open(path, NULL, &c, err);
+    st = mtx_csv_open(path, NULL, &c, err);
     if (st == MT_OK)
         st = mtx_examples_cols(c, "--examples", path, col, err);
     if (st == MT_OK)
         st = read_all(k, c, col, path, err);
-    mt_csv_close(c);
+    mtx_csv_close(c);
     if (st == MT_OK)
         st = embed_all(a, k, err);
     if (st != MT_OK) {
-        mt_agent_examples_free(k);
+        mtx_agent_examples_free(k);
         return st;
     }
     a->knn = k;
@@ -237,10 +237,10 @@ static void record(struct run *r, const struct knn_examples *k,
         json_array_append_new(ids, json_string(k->rows[best[i]].id));
         json_array_append_new(sims, json_real((double)sim[i]));
     }
-    mt_run_event(r, "few_shot",
-                 json_pack("{s:s,s:o*,s:o*,s:I}", "selection", "knn",
-                           "examples", ids, "similarity", sims, "skipped_rows",
-                           (json_int_t)k->skipped));
+    mtx_run_event(r, "few_shot",
+                  json_pack("{s:s,s:o*,s:o*,s:I}", "selection", "knn",
+                            "examples", ids, "similarity", sims, "skipped_rows",
+                            (json_int_t)k->skipped));
 }
 
 static enum mt_status knn_text(struct run *r, const float *q, char **out)
@@ -251,24 +251,25 @@ static enum mt_status knn_text(struct run *r, const float *q, char **out)
     float *sim = mt_calloc(want + 1, sizeof *sim);
     struct mt_buf b = MT_BUF_INIT((size_t)16 << 20);
     size_t n = 0, i;
-    enum mt_status st = best && sim ? mt_buf_reserve(&b, 1) : MT_ENOMEM;
+    enum mt_status st = best && sim ? mtx_buf_reserve(&b, 1) : MT_ENOMEM;
 
     if (st == MT_OK)
         n = nearest(k, q, r->text, want, best, sim);
     for (i = 0; st == MT_OK && i < n; i++)
-        st = mt_buf_printf(&b, "Example %zu\n%s", i + 1, k->rows[best[i]].body);
+        st =
+            mtx_buf_printf(&b, "Example %zu\n%s", i + 1, k->rows[best[i]].body);
     if (st == MT_OK) {
         record(r, k, best, sim, n);
-        *out = mt_buf_take(&b);
+        *out = mtx_buf_take(&b);
     }
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     mt_free(best);
     mt_free(sim);
     return st;
 }
 
-enum mt_status mt_agent_examples_for(struct run *r, const char **out,
-                                     char **owned)
+enum mt_status mtx_agent_examples_for(struct run *r, const char **out,
+                                      char **owned)
 {
     const struct knn_examples *k = r->a->knn;
     struct mt_error err = {MT_OK, ""};

@@ -71,7 +71,7 @@ static int tokens(struct mt_str s, struct units *u)
 
     while (i < s.n) {
         int32_t c;
-        size_t k = mt_utf8_decode(s.p + i, s.n - i, &c);
+        size_t k = mtx_utf8_decode(s.p + i, s.n - i, &c);
 
         i += k ? k : 1;
         c = fold(c);
@@ -97,7 +97,7 @@ static int bigrams(struct mt_str s, struct units *u)
 
     while (i < s.n) {
         int32_t c;
-        size_t k = mt_utf8_decode(s.p + i, s.n - i, &c);
+        size_t k = mtx_utf8_decode(s.p + i, s.n - i, &c);
 
         i += k ? k : 1;
         c = fold(c);
@@ -119,7 +119,7 @@ static int mostly_cjk(struct mt_str s)
 
     while (i < s.n) {
         int32_t c;
-        size_t k = mt_utf8_decode(s.p + i, s.n - i, &c);
+        size_t k = mtx_utf8_decode(s.p + i, s.n - i, &c);
 
         i += k ? k : 1;
         if (fold(c) > 0) {
@@ -192,8 +192,8 @@ static double score_sets(const struct units *q, const struct units *s)
     return 0.75 * c / (double)q->n + 0.25 * c / (double)s->n;
 }
 
-int mt_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
-                      double min_score, double *score)
+int mtx_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
+                       double min_score, double *score)
 {
     struct units uq;
     int cjk = mostly_cjk(q);

@@ -18,7 +18,7 @@
  *   0.75 * |Q & S| / |Q| + 0.25 * |Q & S| / |S|
  * over the sets of units (tokens, or bigrams when q is mostly CJK), so a
  * verbatim quote scores 1 and a partial one stays high. Thread-safe. */
-int mt_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
-                      double min_score, double *score);
+int mtx_match_sentence(struct mt_str q, const struct mt_str *sents, size_t n,
+                       double min_score, double *score);
 
 #endif

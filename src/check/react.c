@@ -87,8 +87,8 @@ double mtx_medeval_published_min(const int *finals, size_t n)
 static int check_react(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
     json_t *act = json_object_get(o, "action");
-    const char *name = mt_reply_str(act, "name");
-    const char *q = mt_reply_str(act, "query");
+    const char *name = mtx_reply_str(act, "name");
+    const char *q = mtx_reply_str(act, "query");
     struct final_answer f;
 
     (void)u;
@@ -97,7 +97,7 @@ static int check_react(struct run *r, json_t *o, void *u, char *why, size_t n)
         return -1;
     }
     if (strcmp(name, "final_mistake") == 0)
-        return mt_check_final(r, act, &f, why, n);
+        return mtx_check_final(r, act, &f, why, n);
     if (strcmp(name, "search") == 0 && q && *q)
         return 0;
     snprintf(why, n,
@@ -114,7 +114,7 @@ static int check_eval(struct run *r, json_t *o, void *u, char *why, size_t n)
     (void)r;
     (void)u;
     for (i = 0; i < N_SCORES; i++) {
-        if (mt_reply_int(o, score_keys[i], 1, 5, &v) != 0) {
+        if (mtx_reply_int(o, score_keys[i], 1, 5, &v) != 0) {
             snprintf(why, n, "\"%s\" must be an integer from 1 to 5",
                      score_keys[i]);
             return -1;
@@ -125,7 +125,7 @@ static int check_eval(struct run *r, json_t *o, void *u, char *why, size_t n)
 
 static int check_reflect(struct run *r, json_t *o, void *u, char *why, size_t n)
 {
-    const char *p = mt_reply_str(o, "plan");
+    const char *p = mtx_reply_str(o, "plan");
 
     (void)r;
     (void)u;
@@ -138,8 +138,8 @@ static int check_reflect(struct run *r, json_t *o, void *u, char *why, size_t n)
 /* Records that 'role' fell back, and the rule applied. */
 static void fallback(struct run *r, const char *role, const char *rule)
 {
-    mt_run_event(r, "fallback",
-                 json_pack("{s:s,s:s}", "role", role, "rule", rule));
+    mtx_run_event(r, "fallback",
+                  json_pack("{s:s,s:s}", "role", role, "rule", rule));
 }
 
 static void call_init(struct call *c, enum agent_role role, const char *prompt,
@@ -187,7 +187,7 @@ static void round_free(struct round *rd)
     mt_free(rd->owned);
     mt_free(rd->hist);
     json_decref(rd->steps);
-    mt_buf_free(&rd->reviews);
+    mtx_buf_free(&rd->reviews);
     json_decref(rd->answer);
     memset(rd, 0, sizeof *rd);
 }
@@ -207,20 +207,20 @@ static enum mt_status observation(struct run *r, const char *q,
                                   struct mt_buf *obs)
 {
     enum mt_status st =
-        mt_buf_printf(obs, "Observation: passages found for \"%s\":\n", q);
+        mtx_buf_printf(obs, "Observation: passages found for \"%s\":\n", q);
     size_t i;
 
     for (i = 0; st == MT_OK && i < json_array_size(passages); i++)
-        st = mt_buf_printf(obs, "[%zu] %s\n", i + 1,
-                           json_string_value(json_array_get(passages, i)));
+        st = mtx_buf_printf(obs, "[%zu] %s\n", i + 1,
+                            json_string_value(json_array_get(passages, i)));
     if (st == MT_OK && failed)
-        st = mt_buf_printf(obs, "The search failed: %s\n", failed);
+        st = mtx_buf_printf(obs, "The search failed: %s\n", failed);
     else if (st == MT_OK && !r->a->p.db_dir)
-        st = mt_buf_append_str(obs, "No medical corpus is configured "
-                                    "(--no-retrieval): rely on your own "
-                                    "knowledge.\n");
+        st = mtx_buf_append_str(obs, "No medical corpus is configured "
+                                     "(--no-retrieval): rely on your own "
+                                     "knowledge.\n");
     else if (st == MT_OK && json_array_size(passages) == 0)
-        st = mt_buf_append_str(obs, "No passage matched the query.\n");
+        st = mtx_buf_append_str(obs, "No passage matched the query.\n");
     return st;
 }
 
@@ -267,25 +267,25 @@ static enum mt_status do_search(struct run *r, struct round *rd,
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (st == MT_OK)
-        st = mt_agent_search(r, q, passages, ids, srcs, &mode, &err);
+        st = mtx_agent_search(r, q, passages, ids, srcs, &mode, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
-    mt_run_event(r, "search",
-                 search_event(r, q, mode, ids, srcs,
-                              (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                                  (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
+    mtx_run_event(r, "search",
+                  search_event(r, q, mode, ids, srcs,
+                               (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
     json_object_set(sj, "passages", passages);
     if (st == MT_OK)
         st = hist_push(rd, "assistant", mt_strdup(c->raw));
     if (st == MT_OK)
-        st = hist_push(rd, "user", mt_buf_take(&obs));
+        st = hist_push(rd, "user", mtx_buf_take(&obs));
     json_decref(ids);
     json_decref(srcs);
     json_decref(passages);
-    mt_buf_free(&obs);
+    mtx_buf_free(&obs);
     return st;
 }
 
@@ -293,12 +293,12 @@ static enum mt_status do_search(struct run *r, struct round *rd,
  * MedReFlex; returns the new step (borrowed) or NULL. */
 static json_t *step_record(struct round *rd, json_t *o, json_t *act)
 {
-    const char *ob = mt_reply_str(o, "observation");
-    const char *th = mt_reply_str(o, "thought");
-    const char *q = mt_reply_str(act, "query");
+    const char *ob = mtx_reply_str(o, "observation");
+    const char *th = mtx_reply_str(o, "thought");
+    const char *q = mtx_reply_str(act, "query");
     json_t *sj =
         json_pack("{s:s,s:s,s:s}", "observation", ob ? ob : "", "thought",
-                  th ? th : "", "action", mt_reply_str(act, "name"));
+                  th ? th : "", "action", mtx_reply_str(act, "name"));
 
     if (sj && q)
         json_object_set_new(sj, "query", json_string(q));
@@ -324,24 +324,24 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     c.hist = rd->hist;
     c.nhist = rd->nhist;
     c.temperature = r->a->p.temperature;
-    st = mt_call_do(r, &c);
-    act = json_object_get(mt_call_obj(&c), "action");
+    st = mtx_call_do(r, &c);
+    act = json_object_get(mtx_call_obj(&c), "action");
     *done = 1;
     if (st == MT_OK && !c.ok)
         fallback(r, "react",
                  "no usable step: the round ends without an "
                  "answer");
-    if (st == MT_OK && act && !(sj = step_record(rd, mt_call_obj(&c), act)))
+    if (st == MT_OK && act && !(sj = step_record(rd, mtx_call_obj(&c), act)))
         st = MT_ENOMEM;
     if (st == MT_OK && sj &&
-        strcmp(mt_reply_str(act, "name"), "final_mistake") == 0) {
+        strcmp(mtx_reply_str(act, "name"), "final_mistake") == 0) {
         rd->answer = json_deep_copy(act);
         st = rd->answer ? MT_OK : MT_ENOMEM;
     } else if (st == MT_OK && sj) {
         *done = 0;
-        st = do_search(r, rd, &c, mt_reply_str(act, "query"), sj);
+        st = do_search(r, rd, &c, mtx_reply_str(act, "query"), sj);
     }
-    mt_call_free(&c);
+    mtx_call_free(&c);
     return st;
 }
 
@@ -376,9 +376,9 @@ static size_t steps_tokens(const json_t *steps)
         const json_t *sj = json_array_get(steps, i);
         const json_t *ps = json_object_get(sj, "passages");
 
-        t += est_tokens(mt_reply_str(sj, "observation")) +
-             est_tokens(mt_reply_str(sj, "thought")) +
-             est_tokens(mt_reply_str(sj, "query")) + 16;
+        t += est_tokens(mtx_reply_str(sj, "observation")) +
+             est_tokens(mtx_reply_str(sj, "thought")) +
+             est_tokens(mtx_reply_str(sj, "query")) + 16;
         for (j = 0; j < json_array_size(ps); j++)
             t += est_tokens(json_string_value(json_array_get(ps, j))) + 2;
     }
@@ -412,31 +412,31 @@ static enum mt_status render_step(const json_t *sj, size_t k,
                                   struct mt_buf *out)
 {
     const json_t *ps = json_object_get(sj, "passages");
-    const char *q = mt_reply_str(sj, "query");
+    const char *q = mtx_reply_str(sj, "query");
     size_t j;
     size_t cut = 0;
-    enum mt_status st = mt_buf_printf(
+    enum mt_status st = mtx_buf_printf(
         out, "Step %zu\nObservation: %s\nThought: %s\nAction: %s", k,
-        mt_reply_str(sj, "observation"), mt_reply_str(sj, "thought"),
+        mtx_reply_str(sj, "observation"), mtx_reply_str(sj, "thought"),
         q ? "search(\"" : "final_mistake\n");
 
     if (st == MT_OK && q)
-        st = mt_buf_printf(out, "%s\")\nPassages found:\n", q);
+        st = mtx_buf_printf(out, "%s\")\nPassages found:\n", q);
     for (j = 0; st == MT_OK && j < json_array_size(ps); j++) {
         const char *t = json_string_value(json_array_get(ps, j));
 
         if (t)
-            st = mt_buf_printf(out, "[%zu] %s\n", j + 1, t);
+            st = mtx_buf_printf(out, "[%zu] %s\n", j + 1, t);
         else
             cut++;
     }
     if (st == MT_OK && cut)
-        st = mt_buf_printf(out,
-                           "(%zu passages of this search left out to fit "
-                           "the token budget)\n",
-                           cut);
+        st = mtx_buf_printf(out,
+                            "(%zu passages of this search left out to fit "
+                            "the token budget)\n",
+                            cut);
     else if (st == MT_OK && q && json_array_size(ps) == 0)
-        st = mt_buf_append_str(out, "(none)\n");
+        st = mtx_buf_append_str(out, "(none)\n");
     return st;
 }
 
@@ -451,24 +451,24 @@ static enum mt_status trajectory(struct run *r, const struct round *rd,
     struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
     json_t *steps = json_deep_copy(rd->steps);
     size_t dropped = steps ? fit_budget(steps, r->a->p.evidence_tokens) : 0;
-    enum mt_status st = steps ? mt_buf_reserve(&b, 1) : MT_ENOMEM;
+    enum mt_status st = steps ? mtx_buf_reserve(&b, 1) : MT_ENOMEM;
     size_t i;
 
     for (i = 0; st == MT_OK && i < json_array_size(steps); i++)
         st = render_step(json_array_get(steps, i), i + 1, &b);
     if (st == MT_OK && json_array_size(steps) == 0)
-        st = mt_buf_append_str(&b, "(no steps)\n");
+        st = mtx_buf_append_str(&b, "(no steps)\n");
     if (st == MT_OK && dropped)
-        mt_run_event(r, "evidence_budget",
-                     json_pack("{s:s,s:i,s:i,s:s}", "role", role,
-                               "budget_tokens",
-                               (json_int_t)r->a->p.evidence_tokens,
-                               "passages_dropped", (json_int_t)dropped, "rule",
-                               "the oldest passages were left out to fit "
-                               "the token budget"));
+        mtx_run_event(r, "evidence_budget",
+                      json_pack("{s:s,s:i,s:i,s:s}", "role", role,
+                                "budget_tokens",
+                                (json_int_t)r->a->p.evidence_tokens,
+                                "passages_dropped", (json_int_t)dropped, "rule",
+                                "the oldest passages were left out to fit "
+                                "the token budget"));
     json_decref(steps);
-    *out = st == MT_OK ? mt_buf_take(&b) : NULL;
-    mt_buf_free(&b);
+    *out = st == MT_OK ? mtx_buf_take(&b) : NULL;
+    mtx_buf_free(&b);
     return st;
 }
 
@@ -489,18 +489,18 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
 
     for (i = 0; i < json_array_size(c->objs) && k < 64; i++) {
         const json_t *o = json_array_get(c->objs, i);
-        const char *cm = mt_reply_str(o, "comment");
+        const char *cm = mtx_reply_str(o, "comment");
         long v[N_SCORES] = {0};
         int j;
 
         for (j = 0; j < N_SCORES; j++)
-            mt_reply_int(o, score_keys[j], 1, 5, &v[j]);
+            mtx_reply_int(o, score_keys[j], 1, 5, &v[j]);
         finals[k++] = (int)v[N_SCORES - 1];
-        mt_buf_printf(&rd->reviews,
-                      "Reviewer %zu: validity %ld, "
-                      "preciseness %ld, confidence %ld, relevance %ld, "
-                      "completeness %ld, final %ld. %s\n",
-                      k, v[0], v[1], v[2], v[3], v[4], v[5], cm ? cm : "");
+        mtx_buf_printf(&rd->reviews,
+                       "Reviewer %zu: validity %ld, "
+                       "preciseness %ld, confidence %ld, relevance %ld, "
+                       "completeness %ld, final %ld. %s\n",
+                       k, v[0], v[1], v[2], v[3], v[4], v[5], cm ? cm : "");
     }
     return k;
 }
@@ -516,15 +516,15 @@ static void medeval_event(struct run *r, const int *finals, size_t n,
 
     for (i = 0; i < n; i++)
         json_array_append_new(fa, json_integer(finals[i]));
-    mt_run_event(r, "medeval",
-                 json_pack("{s:o,s:f,s:i,s:b,s:f,s:s?}", "finals", fa, "mean",
-                           mean, "min", min, "accepted", accepted,
-                           "published_min", pub, "rule",
-                           !n ? "no usable review: not accepted"
-                           : pub_accepts != accepted
-                               ? "the published code's minimum (mean and "
-                                 "last score) would have decided otherwise"
-                               : NULL));
+    mtx_run_event(r, "medeval",
+                  json_pack("{s:o,s:f,s:i,s:b,s:f,s:s?}", "finals", fa, "mean",
+                            mean, "min", min, "accepted", accepted,
+                            "published_min", pub, "rule",
+                            !n ? "no usable review: not accepted"
+                            : pub_accepts != accepted
+                                ? "the published code's minimum (mean and "
+                                  "last score) would have decided otherwise"
+                                : NULL));
 }
 
 /* MedEval: n_evals reviews sampled at eval_temperature from one request
@@ -550,13 +550,13 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
     c.n = r->a->p.n_evals;
     c.temperature = r->a->p.eval_temperature;
-    st = mt_call_do(r, &c);
+    st = mtx_call_do(r, &c);
     n = st == MT_OK ? collect_reviews(&c, rd, finals) : 0;
     *accepted = mt_medeval_accept(finals, n, r->a->p.accept_mean,
                                   r->a->p.accept_min, &mean, &min);
     if (st == MT_OK)
         medeval_event(r, finals, n, *accepted, mean, min);
-    mt_call_free(&c);
+    mtx_call_free(&c);
     mt_free(traj);
     return st;
 }
@@ -581,24 +581,25 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
     vals[2] = traj;
     call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
     c.temperature = r->a->p.temperature;
-    st = mt_call_do(r, &c);
-    o = mt_call_obj(&c);
+    st = mtx_call_do(r, &c);
+    o = mtx_call_obj(&c);
     if (st == MT_OK && o)
-        st = mt_buf_printf(
-            memory, "Round %u: %s Plan: %s\n", round + 1,
-            mt_reply_str(o, "reflection") ? mt_reply_str(o, "reflection") : "",
-            mt_reply_str(o, "plan"));
+        st = mtx_buf_printf(memory, "Round %u: %s Plan: %s\n", round + 1,
+                            mtx_reply_str(o, "reflection")
+                                ? mtx_reply_str(o, "reflection")
+                                : "",
+                            mtx_reply_str(o, "plan"));
     else if (st == MT_OK) {
         fallback(r, "reflect",
                  "no usable reflection: a generic "
                  "lesson is kept");
-        st = mt_buf_printf(memory,
-                           "Round %u: the answer was not accepted. "
-                           "Re-examine every sentence and search before "
-                           "answering.\n",
-                           round + 1);
+        st = mtx_buf_printf(memory,
+                            "Round %u: the answer was not accepted. "
+                            "Re-examine every sentence and search before "
+                            "answering.\n",
+                            round + 1);
     }
-    mt_call_free(&c);
+    mtx_call_free(&c);
     mt_free(traj);
     return st;
 }
@@ -623,17 +624,17 @@ static void parser_disagreement(struct run *r, const struct final_answer *acc,
     int flag = -1;
     long sid = -2;
 
-    mt_reply_bool(o, "is_error", &flag);
-    if (mt_reply_int(o, "sentence_id", -1, (long)r->nsents, &sid) != 0)
+    mtx_reply_bool(o, "is_error", &flag);
+    if (mtx_reply_int(o, "sentence_id", -1, (long)r->nsents, &sid) != 0)
         sid = -2;
     if (flag == acc->flag && (!acc->flag || sid == acc->sid))
         return;
-    mt_run_event(r, "parser_disagreed",
-                 json_pack("{s:i,s:i,s:i,s:i,s:s}", "accepted_flag", acc->flag,
-                           "accepted_sentence_id", acc->sid, "parser_flag",
-                           flag, "parser_sentence_id", (json_int_t)sid, "rule",
-                           "the parser formats; the flag and sentence "
-                           "MedEval accepted stand"));
+    mtx_run_event(r, "parser_disagreed",
+                  json_pack("{s:i,s:i,s:i,s:i,s:s}", "accepted_flag", acc->flag,
+                            "accepted_sentence_id", acc->sid, "parser_flag",
+                            flag, "parser_sentence_id", (json_int_t)sid, "rule",
+                            "the parser formats; the flag and sentence "
+                            "MedEval accepted stand"));
 }
 
 /* MedFinalParser formats, it does not decide (paper, section 3: it turns
@@ -654,21 +655,21 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
     struct call c;
     enum mt_status st;
 
-    mt_check_final(r, answer, &acc, why, sizeof why);
+    mtx_check_final(r, answer, &acc, why, sizeof why);
     call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
     c.temperature = r->a->p.temperature;
-    st = mt_call_do(r, &c);
-    corr = mt_reply_str(mt_call_obj(&c), "corrected_sentence");
+    st = mtx_call_do(r, &c);
+    corr = mtx_reply_str(mtx_call_obj(&c), "corrected_sentence");
     if (st == MT_OK && !c.ok)
         fallback(r, "parser",
                  "no usable final answer: the accepted "
                  "MedReAct answer is used as it stands");
     else if (st == MT_OK)
-        parser_disagreement(r, &acc, mt_call_obj(&c));
+        parser_disagreement(r, &acc, mtx_call_obj(&c));
     if (st == MT_OK)
-        st = mt_run_verdict(r, acc.flag, acc.sid,
-                            corr && *corr ? corr : acc.corr);
-    mt_call_free(&c);
+        st = mtx_run_verdict(r, acc.flag, acc.sid,
+                             corr && *corr ? corr : acc.corr);
+    mtx_call_free(&c);
     return st;
 }
 
@@ -688,10 +689,10 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     for (step = 0; st == MT_OK && !done && step < r->a->p.max_steps; step++)
         st = react_step(r, rd, memory, &done);
     if (st == MT_OK && !rd->answer)
-        mt_run_event(r, "round",
-                     json_pack("{s:s}", "rule",
-                               "no final_mistake in this round: not "
-                               "accepted"));
+        mtx_run_event(r, "round",
+                      json_pack("{s:s}", "rule",
+                                "no final_mistake in this round: not "
+                                "accepted"));
     if (st == MT_OK && rd->answer) {
         char *ans = dump(rd->answer);
 
@@ -706,20 +707,20 @@ static enum mt_status react_round(struct run *r, struct round *rd,
  * answer is "no error" (paper, Figure 1, E). The published loop also
  * calls MedReFlex after the M-th round, whose lesson is never read; that
  * call is skipped. */
-enum mt_status mt_strategy_react(struct run *r)
+enum mt_status mtx_strategy_react(struct run *r)
 {
     struct mt_buf memory = MT_BUF_INIT(TEXT_MAX);
     struct round rd;
     uint32_t k;
     int accepted = 0;
-    enum mt_status st = mt_buf_reserve(&memory, 1);
+    enum mt_status st = mtx_buf_reserve(&memory, 1);
 
     memset(&rd, 0, sizeof rd);
     if (st == MT_OK && !r->a->p.db_dir)
-        mt_run_event(r, "retrieval",
-                     json_pack("{s:s}", "rule",
-                               "--no-retrieval: MedReAct runs without a "
-                               "corpus, unlike the paper"));
+        mtx_run_event(r, "retrieval",
+                      json_pack("{s:s}", "rule",
+                                "--no-retrieval: MedReAct runs without a "
+                                "corpus, unlike the paper"));
     if (st == MT_OK)
         st = round_init(&rd);
     for (k = 0; st == MT_OK && k < r->a->p.max_rounds; k++) {
@@ -745,13 +746,13 @@ enum mt_status mt_strategy_react(struct run *r)
         /* MedEval rejecting every answer is the paper's "no error"; no
          * answer because the model calls failed is a fallback */
         r->fallback = r->down > 0;
-        mt_run_event(r, "rounds",
-                     json_pack("{s:s}", "rule",
-                               "no answer "
-                               "accepted in any round: no error"));
-        st = mt_run_verdict(r, 0, -1, NULL);
+        mtx_run_event(r, "rounds",
+                      json_pack("{s:s}", "rule",
+                                "no answer "
+                                "accepted in any round: no error"));
+        st = mtx_run_verdict(r, 0, -1, NULL);
     }
     round_free(&rd);
-    mt_buf_free(&memory);
+    mtx_buf_free(&memory);
     return st;
 }

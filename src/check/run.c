@@ -25,7 +25,7 @@ static enum mt_status check_input(const struct mt_agent *a,
                        "is %zu",
                        n->text_len, a->p.max_note_bytes);
     if (memchr(n->text, '\0', n->text_len) ||
-        mt_utf8_validate(n->text, n->text_len, &bad) != MT_OK)
+        mtx_utf8_validate(n->text, n->text_len, &bad) != MT_OK)
         return mt_fail(err, MT_EINVAL,
                        "the note is not UTF-8 text (bad "
                        "byte at offset %zu)",
@@ -42,8 +42,8 @@ static enum mt_status from_field(struct run *r, const struct mt_note *n,
     struct mt_medec_sentence *ms = NULL;
     size_t cnt = 0;
     size_t i;
-    enum mt_status st = mt_medec_sentences_parse(n->sentences, n->sentences_len,
-                                                 &ms, &cnt, err);
+    enum mt_status st = mtx_medec_sentences_parse(
+        n->sentences, n->sentences_len, &ms, &cnt, err);
 
     if (st != MT_OK)
         return st;
@@ -63,7 +63,7 @@ static enum mt_status from_text(struct run *r, const struct mt_note *n,
     size_t cnt = 0;
     size_t i;
     enum mt_status st =
-        mt_sentences_split(n->text, n->text_len, &sp, &cnt, err);
+        mtx_sentences_split(n->text, n->text_len, &sp, &cnt, err);
 
     if (st != MT_OK)
         return st;
@@ -84,30 +84,30 @@ static enum mt_status put_flat(struct mt_buf *b, struct mt_str s)
     enum mt_status st = MT_OK;
 
     for (i = 0; st == MT_OK && i < s.n; i++)
-        st = mt_buf_putc(b, s.p[i] == '\n' || s.p[i] == '\r' ? ' ' : s.p[i]);
+        st = mtx_buf_putc(b, s.p[i] == '\n' || s.p[i] == '\r' ? ' ' : s.p[i]);
     return st;
 }
 
 static enum mt_status make_block(struct run *r)
 {
     struct mt_buf b = MT_BUF_INIT(BLOCK_MAX);
-    enum mt_status st = mt_buf_append_str(&b, "<sentences>\n");
+    enum mt_status st = mtx_buf_append_str(&b, "<sentences>\n");
     size_t i;
 
     for (i = 0; st == MT_OK && i < r->nsents; i++) {
-        st = mt_buf_printf(&b, "%zu | ", i);
+        st = mtx_buf_printf(&b, "%zu | ", i);
         if (st == MT_OK)
             st = put_flat(&b, r->sents[i]);
         if (st == MT_OK)
-            st = mt_buf_putc(&b, '\n');
+            st = mtx_buf_putc(&b, '\n');
     }
     if (st == MT_OK)
-        st = mt_buf_append_str(&b, "</sentences>");
+        st = mtx_buf_append_str(&b, "</sentences>");
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
-    r->block = mt_buf_take(&b);
+    r->block = mtx_buf_take(&b);
     return MT_OK;
 }
 
@@ -133,7 +133,7 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
 
         st = from_field(r, n, &e2);
         if (st == MT_EPARSE)
-            mt_run_event(
+            mtx_run_event(
                 r, "sentences",
                 json_pack("{s:s,s:s}", "source", "split", "why", e2.msg));
         else if (st != MT_OK)
@@ -156,8 +156,8 @@ static void run_free(struct run *r)
     mt_free(r->corr);
 }
 
-enum mt_status mt_run_verdict(struct run *r, int flag, int sid,
-                              const char *corr)
+enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
+                               const char *corr)
 {
     char *c = NULL;
 
@@ -208,27 +208,27 @@ static char *corrected_text(const struct run *r)
     else if (s.n > 0)
         at = find(r->text, s);
     if (at) {
-        st = mt_buf_append(&b, r->text.p, (size_t)(at - r->text.p));
+        st = mtx_buf_append(&b, r->text.p, (size_t)(at - r->text.p));
         if (st == MT_OK)
-            st = mt_buf_append_str(&b, r->corr);
+            st = mtx_buf_append_str(&b, r->corr);
         if (st == MT_OK)
-            st = mt_buf_append(&b, at + s.n,
-                               r->text.n - (size_t)(at + s.n - r->text.p));
+            st = mtx_buf_append(&b, at + s.n,
+                                r->text.n - (size_t)(at + s.n - r->text.p));
     }
     for (i = 0; !at && st == MT_OK && i < r->nsents; i++) {
-        st = i ? mt_buf_putc(&b, ' ') : MT_OK; /* rebuilt from sentences */
+        st = i ? mtx_buf_putc(&b, ' ') : MT_OK; /* rebuilt from sentences */
         if (st == MT_OK)
             st = (int)i == r->sid
-                     ? mt_buf_append_str(&b, r->corr)
-                     : mt_buf_append(&b, r->sents[i].p, r->sents[i].n);
+                     ? mtx_buf_append_str(&b, r->corr)
+                     : mtx_buf_append(&b, r->sents[i].p, r->sents[i].n);
     }
     if (st == MT_OK)
-        st = mt_buf_reserve(&b, 1);
+        st = mtx_buf_reserve(&b, 1);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
@@ -257,12 +257,12 @@ static enum mt_status dispatch(struct run *r)
 {
     switch (r->a->p.strategy) {
     case MT_STRATEGY_GUARDS:
-        return mt_strategy_guards(r);
+        return mtx_strategy_guards(r);
     case MT_STRATEGY_SINGLE:
-        return mt_strategy_single(r);
+        return mtx_strategy_single(r);
     case MT_STRATEGY_REACT_REFLEX:
     default:
-        return mt_strategy_react(r);
+        return mtx_strategy_react(r);
     }
 }
 
@@ -280,9 +280,9 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
     if (st == MT_OK)
         st = dispatch(&r);
     if (st == MT_OK)
-        mt_run_event(&r, "verdict",
-                     json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
-                               "sentence_id", r.sid, "fallback", r.fallback));
+        mtx_run_event(&r, "verdict",
+                      json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
+                                "sentence_id", r.sid, "fallback", r.fallback));
     if (st == MT_OK)
         st = fill_result(&r, out);
     if (st == MT_OK && r.fallback && r.down) /* 'out' holds the fallback */
@@ -367,14 +367,14 @@ char *mt_check_submission_line(const char *id, const struct mt_check_result *r)
     enum mt_status st;
 
     if (!r || !r->error_flag || !c || !*c)
-        st = mt_buf_printf(&b, "%s 0 -1 NA", id);
+        st = mtx_buf_printf(&b, "%s 0 -1 NA", id);
     else
-        st = mt_buf_printf(&b, "%s 1 %d ", id, r->sentence_id);
+        st = mtx_buf_printf(&b, "%s 1 %d ", id, r->sentence_id);
     if (st == MT_OK && r && r->error_flag && c && *c)
-        st = put_flat(&b, mt_str_from(c));
+        st = put_flat(&b, mtx_str_from(c));
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }

@@ -25,10 +25,11 @@ static enum mt_status put_hits(struct mt_agent *a,
 
     for (i = 0; st == MT_OK && i < res->n; i++) {
         const struct mt_search_hit *h = &res->hits[i];
-        size_t n = mt_utf8_cut(h->text, strlen(h->text), a->p.chunk_chars);
+        size_t n = mtx_utf8_cut(h->text, strlen(h->text), a->p.chunk_chars);
 
         line.len = 0;
-        st = mt_buf_printf(&line, "%s: %.*s%s", h->title ? h->title : h->doc_id,
+        st =
+            mtx_buf_printf(&line, "%s: %.*s%s", h->title ? h->title : h->doc_id,
                            (int)n, h->text, n < strlen(h->text) ? "..." : "");
         if (st == MT_OK &&
             (json_array_append_new(passages, json_string(line.data)) != 0 ||
@@ -37,7 +38,7 @@ static enum mt_status put_hits(struct mt_agent *a,
                  srcs, json_string(h->source ? h->source : "")) != 0))
             st = MT_ENOMEM;
     }
-    mt_buf_free(&line);
+    mtx_buf_free(&line);
     return st;
 }
 
@@ -111,9 +112,9 @@ static enum mt_status search_sources(const struct run *r, const char *query,
     return st;
 }
 
-enum mt_status mt_agent_search(const struct run *r, const char *query,
-                               json_t *passages, json_t *ids, json_t *srcs,
-                               const char **mode, struct mt_error *err)
+enum mt_status mtx_agent_search(const struct run *r, const char *query,
+                                json_t *passages, json_t *ids, json_t *srcs,
+                                const char **mode, struct mt_error *err)
 {
     struct mt_agent *a = r->a;
     struct mt_search_result *res = NULL;

@@ -14,26 +14,26 @@ static int quote_id(struct run *r, const char *q, double *score)
     *score = 0;
     if (!q || !*q)
         return -1;
-    return mt_match_sentence(mt_str_from(q), r->sents, r->nsents, MT_MATCH_MIN,
-                             score);
+    return mtx_match_sentence(mtx_str_from(q), r->sents, r->nsents,
+                              MT_MATCH_MIN, score);
 }
 
-int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
+int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
 {
     struct final_answer *f = user;
-    const char *q = mt_reply_str(o, "error_sentence");
+    const char *q = mtx_reply_str(o, "error_sentence");
     long sid = -1;
     double score;
 
-    if (mt_reply_bool(o, "is_error", &f->flag) != 0) {
+    if (mtx_reply_bool(o, "is_error", &f->flag) != 0) {
         snprintf(why, n, "\"is_error\" must be true or false");
         return -1;
     }
     f->sid = -1;
-    f->corr = mt_reply_str(o, "corrected_sentence");
+    f->corr = mtx_reply_str(o, "corrected_sentence");
     if (!f->flag)
         return 0;
-    if (mt_reply_int(o, "sentence_id", 0, (long)r->nsents - 1, &sid) != 0)
+    if (mtx_reply_int(o, "sentence_id", 0, (long)r->nsents - 1, &sid) != 0)
         sid = quote_id(r, q, &score);
     if (sid < 0) {
         snprintf(why, n,
@@ -50,22 +50,22 @@ int mt_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
     return 0;
 }
 
-enum mt_status mt_strategy_single(struct run *r)
+enum mt_status mtx_strategy_single(struct run *r)
 {
     static const char *const keys[] = {"SENTENCES", "EXAMPLES"};
     const char *vals[2] = {r->block, NULL};
     struct final_answer f = {0, -1, NULL};
     char *knn = NULL;
     struct call c;
-    enum mt_status st = mt_agent_examples_for(r, &vals[1], &knn);
+    enum mt_status st = mtx_agent_examples_for(r, &vals[1], &knn);
 
     if (st == MT_EMODEL) {
         r->fallback = 1;
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
-                               "no examples could be chosen: no error", "why",
-                               r->down_why));
-        return mt_run_verdict(r, 0, -1, NULL);
+        mtx_run_event(r, "fallback",
+                      json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
+                                "no examples could be chosen: no error", "why",
+                                r->down_why));
+        return mtx_run_verdict(r, 0, -1, NULL);
     }
     if (st != MT_OK)
         return st;
@@ -76,21 +76,21 @@ enum mt_status mt_strategy_single(struct run *r)
     c.vals = vals;
     c.nvars = 2;
     c.temperature = r->a->p.temperature;
-    c.check = mt_check_final;
+    c.check = mtx_check_final;
     c.check_user = &f;
-    st = mt_call_do(r, &c);
+    st = mtx_call_do(r, &c);
     if (st == MT_OK && c.ok) {
         /* re-check the kept reply: f may hold a later, rejected one */
-        mt_check_final(r, mt_call_obj(&c), &f, (char[8]){0}, 8);
-        st = mt_run_verdict(r, f.flag, f.sid, f.corr);
+        mtx_check_final(r, mtx_call_obj(&c), &f, (char[8]){0}, 8);
+        st = mtx_run_verdict(r, f.flag, f.sid, f.corr);
     } else if (st == MT_OK) {
         r->fallback = 1;
-        mt_run_event(r, "fallback",
-                     json_pack("{s:s,s:s}", "role", "single", "rule",
-                               "no usable answer: no error"));
-        st = mt_run_verdict(r, 0, -1, NULL);
+        mtx_run_event(r, "fallback",
+                      json_pack("{s:s,s:s}", "role", "single", "rule",
+                                "no usable answer: no error"));
+        st = mtx_run_verdict(r, 0, -1, NULL);
     }
-    mt_call_free(&c);
+    mtx_call_free(&c);
     mt_free(knn);
     return st;
 }

@@ -55,12 +55,12 @@ static enum mt_status load_one(const char *path, struct mt_jsonl *r, json_t *o,
     if (!q->id || !json_is_string(text))
         return mt_fail(err, MT_EPARSE,
                        "%s:%zu: need \"id\" and a string \"query\"", path,
-                       mt_jsonl_line(r));
+                       mtx_jsonl_line(r));
     q->query = mt_strdup(json_string_value(text));
     st = q->query ? load_rel(q, json_object_get(o, "relevant")) : MT_ENOMEM;
     if (st == MT_EPARSE)
         return mt_fail(err, st, "%s:%zu: \"relevant\" must hold ids", path,
-                       mt_jsonl_line(r));
+                       mtx_jsonl_line(r));
     if (st != MT_OK)
         return mt_fail(err, st, "%s: out of memory", path);
     return MT_OK;
@@ -87,9 +87,9 @@ enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
     struct batch_query *v = NULL;
     size_t cnt = 0, cap = 0;
     json_t *o = NULL;
-    enum mt_status st = mt_jsonl_open(path, NULL, &r, err);
+    enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(r, &o, err)) == MT_OK && o) {
+    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o) {
         st = grow(&v, cnt, &cap);
         if (st != MT_OK) {
             st = mt_fail(err, st, "%s: out of memory", path);
@@ -98,7 +98,7 @@ enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
         st = load_one(path, r, o, &v[cnt], err);
         cnt++;
     }
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     if (st != MT_OK) {
         batch_free(v, cnt);
         return st;
@@ -135,7 +135,7 @@ static enum mt_status embed_some(struct batch_query *q, size_t n,
     if (!out)
         return mt_fail(err, MT_ENOMEM, "embedding: out of memory");
     for (i = 0; i < n; i++)
-        s[i] = mt_str_from(q[i].query);
+        s[i] = mtx_str_from(q[i].query);
     st = mt_retriever_embed(ret, s, n, out, err);
     for (i = 0; st == MT_OK && i < n; i++) {
         q[i].vec = mt_malloc(dims * sizeof *q[i].vec);
@@ -189,7 +189,7 @@ static void search_one(size_t i, void *arg)
     r->res[i] = NULL;
     r->st[i] = mt_retriever_search(r->ret, r->q[qi].query, &p, &r->res[i],
                                    &r->errs[i]);
-    mt_progress_add(r->bar, 1);
+    mtx_progress_add(r->bar, 1);
 }
 
 static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
@@ -197,7 +197,7 @@ static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
 {
     size_t i;
 
-    mt_pool_parallel_for(pool, n, search_one, r);
+    mtx_pool_parallel_for(pool, n, search_one, r);
     for (i = 0; i < n; i++) {
         fn(&r->q[r->base + i], r->base + i, r->res[i], r->st[i], &r->errs[i],
            user);
@@ -209,15 +209,15 @@ static enum mt_status start(struct runner *r, unsigned jobs, size_t n,
                             int progress, struct mt_pool **pool,
                             struct mt_error *err)
 {
-    struct mt_progress_params pp = mt_progress_default_params();
-    enum mt_status st = mt_pool_new(jobs, pool);
+    struct mt_progress_params pp = mtx_progress_default_params();
+    enum mt_status st = mtx_pool_new(jobs, pool);
 
     if (st != MT_OK)
         return mt_fail(err, st, "cannot start %u threads", jobs);
     pp.label = "queries";
     pp.total = n;
     pp.quiet = !progress;
-    st = mt_progress_new(&pp, &r->bar);
+    st = mtx_progress_new(&pp, &r->bar);
     r->res = mt_calloc(BLOCK, sizeof *r->res);
     r->st = mt_calloc(BLOCK, sizeof *r->st);
     r->errs = mt_calloc(BLOCK, sizeof *r->errs);
@@ -244,11 +244,11 @@ enum mt_status batch_run(struct mt_retriever *ret, const struct batch_query *q,
     for (r.base = 0; st == MT_OK && r.base < n; r.base += BLOCK)
         run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn, user);
     if (st == MT_OK)
-        mt_progress_finish(r.bar);
-    mt_progress_free(r.bar);
+        mtx_progress_finish(r.bar);
+    mtx_progress_free(r.bar);
     mt_free(r.res);
     mt_free(r.st);
     mt_free(r.errs);
-    mt_pool_free(pool);
+    mtx_pool_free(pool);
     return st;
 }

@@ -96,17 +96,17 @@ static enum mt_status question(const struct cli_args *a, struct mt_buf *b,
     char chunk[65536];
     size_t k;
     int i;
-    enum mt_status st = mt_buf_reserve(b, 1);
+    enum mt_status st = mtx_buf_reserve(b, 1);
 
     if (a->npos == 1 && strcmp(a->pos[0], "-") == 0) {
         while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, stdin)))
-            st = mt_buf_append(b, chunk, k);
+            st = mtx_buf_append(b, chunk, k);
         return st == MT_OK ? MT_OK
                            : mt_fail(err, st, "stdin: over %zu bytes",
                                      QUESTION_READ_MAX);
     }
     for (i = 0; st == MT_OK && i < a->npos; i++)
-        st = mt_buf_printf(b, "%s%s", i ? " " : "", a->pos[i]);
+        st = mtx_buf_printf(b, "%s%s", i ? " " : "", a->pos[i]);
     return st == MT_OK ? MT_OK : mt_fail(err, st, "question too long");
 }
 
@@ -132,7 +132,7 @@ static enum mt_status ask_one(const struct cli_args *a, struct mt_qa *q,
         print_text(r, label);
     }
     mt_qa_result_free(r);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 

@@ -28,14 +28,14 @@ static enum mt_status read_note(const char *path, struct mt_buf *b,
     if (!f)
         return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
     while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(b, chunk, k);
+        st = mtx_buf_append(b, chunk, k);
     if (st == MT_OK && ferror(f))
         st = mt_fail(err, MT_EIO, "%s: read error", path);
     else if (st != MT_OK)
         mt_fail(err, st, "%s: larger than %zu bytes", path, READ_MAX);
     if (f != stdin)
         fclose(f);
-    return st == MT_OK ? mt_buf_reserve(b, 1) : st;
+    return st == MT_OK ? mtx_buf_reserve(b, 1) : st;
 }
 
 static void print_text(const struct mt_check_result *r)
@@ -82,7 +82,7 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
         print_text(&r);
     }
     mt_check_result_free(&r);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 

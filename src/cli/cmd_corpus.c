@@ -94,13 +94,13 @@ static char *item_text(json_t *o)
     for (i = 0; i < json_array_size(w); i++) {
         const char *s = json_string_value(json_array_get(w, i));
 
-        if (s && (mt_buf_append_str(&b, i ? ", " : "") != MT_OK ||
-                  mt_buf_append_str(&b, s) != MT_OK))
+        if (s && (mtx_buf_append_str(&b, i ? ", " : "") != MT_OK ||
+                  mtx_buf_append_str(&b, s) != MT_OK))
             break;
     }
     if (b.len)
-        return mt_buf_take(&b);
-    mt_buf_free(&b);
+        return mtx_buf_take(&b);
+    mtx_buf_free(&b);
     if (json_is_string(json_object_get(o, "title")))
         return mt_strdup(json_string_value(json_object_get(o, "title")));
     return NULL;
@@ -145,11 +145,11 @@ static enum mt_status read_items(struct vote_run *r, const char *path,
     struct mt_jsonl *j = NULL;
     json_t *o = NULL;
     size_t cap = 0;
-    enum mt_status st = mt_jsonl_open(path, NULL, &j, err);
+    enum mt_status st = mtx_jsonl_open(path, NULL, &j, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o)
-        st = add_item(r, o, path, mt_jsonl_line(j), &cap, err);
-    mt_jsonl_close(j);
+    while (st == MT_OK && (st = mtx_jsonl_next(j, &o, err)) == MT_OK && o)
+        st = add_item(r, o, path, mtx_jsonl_line(j), &cap, err);
+    mtx_jsonl_close(j);
     if (st == MT_OK && r->n == 0)
         st = mt_fail(err, MT_EPARSE, "%s: no items", path);
     return st;
@@ -167,16 +167,16 @@ static char *read_file(const char *path, struct mt_error *err)
         return NULL;
     }
     while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (mt_buf_append(&b, chunk, got) != MT_OK)
+        if (mtx_buf_append(&b, chunk, got) != MT_OK)
             break;
     fclose(f);
     if (!strstr(b.data ? b.data : "", "{{text}}")) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         mt_fail(err, MT_EINVAL, "%s: the prompt has no {{text}} placeholder",
                 path);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* ==== Voting ==== */
@@ -206,13 +206,13 @@ static char *fill_prompt(const char *tmpl, const char *text)
     const char *at = strstr(tmpl, "{{text}}");
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
 
-    if (mt_buf_append(&b, tmpl, (size_t)(at - tmpl)) != MT_OK ||
-        mt_buf_append_str(&b, text) != MT_OK ||
-        mt_buf_append_str(&b, at + 8) != MT_OK) {
-        mt_buf_free(&b);
+    if (mtx_buf_append(&b, tmpl, (size_t)(at - tmpl)) != MT_OK ||
+        mtx_buf_append_str(&b, text) != MT_OK ||
+        mtx_buf_append_str(&b, at + 8) != MT_OK) {
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* Asks 'votes' times; each vote its own call with its own seed, so the
@@ -292,7 +292,7 @@ static void vote_item(size_t i, void *user)
         mt_log(MT_LOG_ERROR, "item %s: %s", x->id, err.msg);
     work_fail_locked(&r->q, st, &jerr);
     pthread_mutex_unlock(&r->q.mu);
-    mt_progress_add(r->bar, 1);
+    mtx_progress_add(r->bar, 1);
 }
 
 /* ==== The vote run ==== */
@@ -316,15 +316,15 @@ static enum mt_status write_votes(const struct vote_run *r, const char *path,
                                   struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mt_buf_reserve(&b, 1);
+    enum mt_status st = mtx_buf_reserve(&b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < r->n; i++)
         if (r->items[i].line)
-            st = mt_buf_printf(&b, "%s\n", r->items[i].line);
+            st = mtx_buf_printf(&b, "%s\n", r->items[i].line);
     st = st == MT_OK ? mtx_file_write_atomic(path, b.data, b.len, err)
                      : mt_fail(err, st, "%s: out of memory", path);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 
@@ -361,7 +361,7 @@ static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
                                 struct mt_error *err)
 {
     char jpath[4200];
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     size_t i;
     enum mt_status st = read_items(r, cli_get(a, "input"), err);
 
@@ -379,11 +379,11 @@ static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
     pp.label = "vote";
     pp.total = r->n;
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    if (st == MT_OK && mt_progress_new(&pp, &r->bar) != MT_OK)
+    if (st == MT_OK && mtx_progress_new(&pp, &r->bar) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; st == MT_OK && i < r->n; i++)
         if (r->items[i].resumed)
-            mt_progress_add(r->bar, 1);
+            mtx_progress_add(r->bar, 1);
     return st;
 }
 
@@ -398,7 +398,7 @@ static void vote_free(struct vote_run *r)
     }
     mt_free(r->items);
     mt_free(r->prompt);
-    mt_progress_free(r->bar);
+    mtx_progress_free(r->bar);
     journal_close(r->journal);
     mt_llm_close(r->llm);
     work_destroy(&r->q);
@@ -423,7 +423,7 @@ static int run_vote(struct cli_args *a)
     if (st == MT_OK)
         st = work_run(&r.q, jobs, vote_item, &r, &err);
     if (st == MT_OK)
-        mt_progress_finish(r.bar);
+        mtx_progress_finish(r.bar);
     if (st == MT_OK)
         st = write_votes(&r, cli_get(a, "out"), &err);
     if (st == MT_OK)
@@ -480,11 +480,11 @@ static enum mt_status keep_read(struct keep_set *k, const char *path,
 {
     struct mt_jsonl *j = NULL;
     json_t *o = NULL;
-    enum mt_status st = mt_jsonl_open(path, NULL, &j, err);
+    enum mt_status st = mtx_jsonl_open(path, NULL, &j, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o)
-        st = keep_add(k, o, path, mt_jsonl_line(j), err);
-    mt_jsonl_close(j);
+    while (st == MT_OK && (st = mtx_jsonl_next(j, &o, err)) == MT_OK && o)
+        st = keep_add(k, o, path, mtx_jsonl_line(j), err);
+    mtx_jsonl_close(j);
     if (st == MT_OK && k->n)
         qsort(k->ids, k->n, sizeof *k->ids, cmp_str);
     return st;
@@ -514,9 +514,9 @@ static enum mt_status filter_docs(const struct keep_set *k, const char *in,
 {
     struct mt_jsonl *j = NULL;
     json_t *o = NULL;
-    enum mt_status st = mt_jsonl_open(in, NULL, &j, err);
+    enum mt_status st = mtx_jsonl_open(in, NULL, &j, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(j, &o, err)) == MT_OK && o) {
+    while (st == MT_OK && (st = mtx_jsonl_next(j, &o, err)) == MT_OK && o) {
         int keep = kept(k, o, label);
 
         counts[keep]++;
@@ -524,7 +524,7 @@ static enum mt_status filter_docs(const struct keep_set *k, const char *in,
                      fputc('\n', out) == EOF))
             st = mt_fail(err, MT_EIO, "write failed");
     }
-    mt_jsonl_close(j);
+    mtx_jsonl_close(j);
     return st;
 }
 

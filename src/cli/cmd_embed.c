@@ -84,7 +84,7 @@ static enum mt_status flush(struct mt_embedder *e, char *const *texts, size_t n,
     if (!v)
         return mt_fail(err, MT_ENOMEM, "embed: out of memory");
     for (i = 0; i < n; i++)
-        s[i] = mt_str_from(texts[i]);
+        s[i] = mtx_str_from(texts[i]);
     st = mt_embedder_embed(e, s, n, v, err);
     for (i = 0; i < n; i++) {
         if (st == MT_OK) {
@@ -128,13 +128,13 @@ static enum mt_status embed_file(struct mt_embedder *e, const char *path,
     char *texts[EMBED_BATCH];
     size_t n = 0;
     json_t *o = NULL;
-    enum mt_status st = mt_jsonl_open(path, NULL, &r, err);
+    enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(r, &o, err)) == MT_OK && o) {
+    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o) {
         const char *t = json_string_value(json_object_get(o, "text"));
         if (!t) {
             st = mt_fail(err, MT_EPARSE, "%s:%zu: no \"text\" string", path,
-                         mt_jsonl_line(r));
+                         mtx_jsonl_line(r));
             break;
         }
         texts[n] = mt_strdup(t);
@@ -149,7 +149,7 @@ static enum mt_status embed_file(struct mt_embedder *e, const char *path,
     if (st == MT_OK && n)
         st = flush(e, texts, n, json, failed, err);
     free_texts(texts, n);
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     return st;
 }
 
@@ -187,7 +187,7 @@ static int embed_run(struct cli_args *a)
     int failed = 0;
     enum mt_status st;
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (read_params(a, &p) < 0)
         return 1;
     if ((a->npos == 0) == (input == NULL)) {

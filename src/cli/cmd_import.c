@@ -52,8 +52,8 @@ static const struct cli_opt import_opts[] = {
 
 static void on_progress(uint64_t done, uint64_t total, void *user)
 {
-    mt_progress_set_total(user, total / 1024);
-    mt_progress_update(user, done / 1024);
+    mtx_progress_set_total(user, total / 1024);
+    mtx_progress_update(user, done / 1024);
 }
 
 static int read_opts(struct cli_args *a, struct mt_import_params *p)
@@ -129,14 +129,14 @@ static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
                                  struct mt_import_result *r, double *secs,
                                  struct mt_error *err)
 {
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
     struct timespec t0, t1;
     enum mt_status st;
 
     pp.label = "import (KiB read)";
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mt_progress_new(&pp, &bar);
+    st = mtx_progress_new(&pp, &bar);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
     p->progress = on_progress;
@@ -148,8 +148,8 @@ static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
     *secs = (double)(t1.tv_sec - t0.tv_sec) +
             (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (st == MT_OK)
-        mt_progress_finish(bar);
-    mt_progress_free(bar);
+        mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     return st;
 }
 

@@ -109,7 +109,7 @@ static uint64_t count_lines(const char *path)
 
 static void on_progress(uint64_t records, void *user)
 {
-    mt_progress_update(user, records);
+    mtx_progress_update(user, records);
 }
 
 struct index_opts {
@@ -181,22 +181,22 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
                                  struct mt_ingest_result *r,
                                  struct mt_error *err)
 {
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
     enum mt_status st;
 
     pp.label = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     pp.total = count_lines(path);
     pp.quiet = o->quiet;
-    st = mt_progress_new(&pp, &bar);
+    st = mtx_progress_new(&pp, &bar);
     if (st != MT_OK)
         return st;
     o->ip.progress = on_progress;
     o->ip.progress_user = bar;
     st = mt_store_ingest_jsonl(s, path, &o->ip, r, err);
     if (st == MT_OK)
-        mt_progress_finish(bar);
-    mt_progress_free(bar);
+        mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     return st;
 }
 
@@ -254,8 +254,8 @@ static void on_build(uint64_t done, uint64_t total, void *user)
     struct build_progress *b = user;
     double t;
 
-    mt_progress_set_total(b->bar, total);
-    mt_progress_update(b->bar, done);
+    mtx_progress_set_total(b->bar, total);
+    mtx_progress_update(b->bar, done);
     if (pthread_mutex_trylock(&b->mu) != 0)
         return; /* another thread is writing it */
     t = now_s();
@@ -328,7 +328,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
 {
     struct mt_index_build_params bp;
     struct mt_index_build_result br;
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     struct build_progress b;
     struct mt_embedder *e = NULL;
     uint64_t total = 0;
@@ -346,7 +346,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     pp.quiet = o->quiet;
     pp.total = total;
     memset(&b, 0, sizeof b);
-    st = mt_progress_new(&pp, &b.bar);
+    st = mtx_progress_new(&pp, &b.bar);
     if (st != MT_OK) {
         mt_embedder_close(e);
         return mt_fail(err, st, "out of memory");
@@ -362,8 +362,8 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     unlink(b.path);
     pthread_mutex_destroy(&b.mu);
     if (st == MT_OK && br.chunks_added)
-        mt_progress_finish(b.bar);
-    mt_progress_free(b.bar);
+        mtx_progress_finish(b.bar);
+    mtx_progress_free(b.bar);
     mt_embedder_close(e);
     if (st == MT_OK && !o->json)
         printf("search index: %llu chunks added%s, %u segment%s\n",

@@ -95,7 +95,7 @@ static void record(struct run_state *s, struct mediqa_note *x,
     s->fallback += (size_t)o->fallback;
     s->done++;
     pthread_mutex_unlock(&s->q.mu);
-    mt_progress_add(s->bar, 1);
+    mtx_progress_add(s->bar, 1);
 }
 
 static void check_note(size_t i, void *user)
@@ -256,7 +256,7 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
 {
     char jpath[4200];
     const char *tp = cli_get(a, "trace");
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     size_t i;
     enum mt_status st;
 
@@ -274,9 +274,9 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
     pp.label = "mediqa";
     pp.total = s->n;
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mt_progress_new(&pp, &s->bar);
+    st = mtx_progress_new(&pp, &s->bar);
     if (st == MT_OK)
-        mt_progress_update(s->bar, *resumed);
+        mtx_progress_update(s->bar, *resumed);
     return st == MT_OK ? MT_OK : mt_fail(err, st, "out of memory");
 }
 
@@ -290,7 +290,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
     if (st == MT_OK)
         st = work_run(&s->q, jobs, check_note, s, err);
     if (s->bar) /* NULL when the run could not open (issue 16) */
-        mt_progress_finish(s->bar);
+        mtx_progress_finish(s->bar);
     if (s->trace)
         fflush(s->trace);
     if (st == MT_OK)
@@ -339,7 +339,7 @@ static int mediqa_run(struct cli_args *a)
     journal_close(s.journal);
     if (s.trace)
         fclose(s.trace);
-    mt_progress_free(s.bar);
+    mtx_progress_free(s.bar);
     mediqa_notes_free(s.notes, s.n);
     work_destroy(&s.q);
     if (st != MT_OK)

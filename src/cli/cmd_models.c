@@ -181,7 +181,7 @@ static int models_run(struct cli_args *a)
     const char *emb;
     unsigned long t = 0;
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (cli_get_uint(a, "timeout", 1, 86400, &t) < 0)
         return 1;
     if (t)

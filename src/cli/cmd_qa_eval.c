@@ -223,11 +223,11 @@ static void *verify_worker(void *arg)
 static long column(struct mt_csv *c, const char *name)
 {
     char cap[32];
-    long k = mt_csv_find(c, name);
+    long k = mtx_csv_find(c, name);
 
     snprintf(cap, sizeof cap, "%c%s", toupper((unsigned char)name[0]),
              name + 1);
-    return k >= 0 ? k : mt_csv_find(c, cap);
+    return k >= 0 ? k : mtx_csv_find(c, cap);
 }
 
 static enum mt_status add_row(struct claim_set *s, struct mt_csv *c,
@@ -239,7 +239,7 @@ static enum mt_status add_row(struct claim_set *s, struct mt_csv *c,
     size_t i;
 
     for (i = 0; i < 3; i++)
-        f[i] = mt_csv_field(c, (size_t)col[i]);
+        f[i] = mtx_csv_field(c, (size_t)col[i]);
     snprintf(lab, sizeof lab, "%.*s", (int)(f[2].n < 63 ? f[2].n : 63),
              f[2].p ? f[2].p : "");
     if (s->n == *cap) {
@@ -268,10 +268,10 @@ static enum mt_status load_claims(const char *path, size_t limit,
     long col[3];
     size_t cap = 0;
     int got = 0;
-    enum mt_status st = mt_csv_open(path, NULL, &c, err);
+    enum mt_status st = mtx_csv_open(path, NULL, &c, err);
 
     if (st == MT_OK)
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
     col[0] = got ? column(c, "claim") : -1;
     col[1] = got ? column(c, "evidence") : -1;
     col[2] = got ? column(c, "label") : -1;
@@ -281,12 +281,12 @@ static enum mt_status load_claims(const char *path, size_t limit,
                      "columns",
                      path);
     while (st == MT_OK && (!limit || s->n < limit)) {
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
         st = add_row(s, c, col, &cap);
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
     return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
 }
 

@@ -234,12 +234,12 @@ static void print_row(const struct score_ctx *c, int which)
     else
         printf("%-*s", w, headline_label(which));
     for (i = 0; i < c->nrun; i++) {
-        if (mt_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
+        if (mtx_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
             lo = hi = MT_EV_NAN;
         print_value(headline(c->res[i], which), lo, hi);
     }
     for (i = 1; i < c->nrun; i++) {
-        if (mt_ev_diff_ci(c->res[i], c->res[0], which, &mean, &lo, &hi) !=
+        if (mtx_ev_diff_ci(c->res[i], c->res[0], which, &mean, &lo, &hi) !=
             MT_OK)
             mean = lo = hi = MT_EV_NAN;
         print_value(mean, lo, hi);
@@ -275,7 +275,7 @@ static void print_bert_info(const struct mt_eval_result *r)
                r->bert_base[1], r->bert_base[2]);
     else
         printf("not rescaled");
-    printf(";\n  %s.\n", mt_ev_bert_note(r));
+    printf(";\n  %s.\n", mtx_ev_bert_note(r));
 }
 
 static void print_text(const struct score_ctx *c)

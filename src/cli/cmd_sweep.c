@@ -99,13 +99,13 @@ static char *fmtnew(const char *fmt, ...)
     enum mt_status st;
 
     va_start(ap, fmt);
-    st = mt_buf_vprintf(&b, fmt, ap);
+    st = mtx_buf_vprintf(&b, fmt, ap);
     va_end(ap);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* ==== The grid ==== */
@@ -440,22 +440,22 @@ static enum mt_status record_line(struct mt_csv *c, struct mt_buf *b)
     enum mt_status st = MT_OK;
     size_t i, j;
 
-    for (i = 0; st == MT_OK && i < mt_csv_nfields(c); i++) {
-        struct mt_str f = mt_csv_field(c, i);
+    for (i = 0; st == MT_OK && i < mtx_csv_nfields(c); i++) {
+        struct mt_str f = mtx_csv_field(c, i);
         int q = memchr(f.p, ',', f.n) || memchr(f.p, '"', f.n) ||
                 memchr(f.p, '\n', f.n) || memchr(f.p, '\r', f.n);
 
         if (i)
-            st = mt_buf_putc(b, ',');
+            st = mtx_buf_putc(b, ',');
         if (st == MT_OK && q)
-            st = mt_buf_putc(b, '"');
+            st = mtx_buf_putc(b, '"');
         for (j = 0; st == MT_OK && j < f.n; j++)
-            st = f.p[j] == '"' ? mt_buf_append(b, "\"\"", 2)
-                               : mt_buf_putc(b, f.p[j]);
+            st = f.p[j] == '"' ? mtx_buf_append(b, "\"\"", 2)
+                               : mtx_buf_putc(b, f.p[j]);
         if (st == MT_OK && q)
-            st = mt_buf_putc(b, '"');
+            st = mtx_buf_putc(b, '"');
     }
-    return st == MT_OK ? mt_buf_append(b, "\r\n", 2) : st;
+    return st == MT_OK ? mtx_buf_append(b, "\r\n", 2) : st;
 }
 
 struct rows {
@@ -489,13 +489,13 @@ static enum mt_status rows_push(struct rows *r, struct mt_csv *c, long idcol)
     if (ni)
         r->id = ni;
     if (!nl || !ni || record_line(c, &b) != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return MT_ENOMEM;
     }
-    id = (size_t)idcol < mt_csv_nfields(c) ? mt_csv_field(c, (size_t)idcol)
-                                           : mt_str_from("");
+    id = (size_t)idcol < mtx_csv_nfields(c) ? mtx_csv_field(c, (size_t)idcol)
+                                            : mtx_str_from("");
     r->id[r->n] = mt_strndup(id.p, id.n);
-    r->line[r->n++] = mt_buf_take(&b);
+    r->line[r->n++] = mtx_buf_take(&b);
     return r->id[r->n - 1] ? MT_OK : MT_ENOMEM;
 }
 
@@ -505,17 +505,17 @@ static enum mt_status rows_read(const char *path, struct rows *r,
     struct mt_csv *c = NULL;
     long idcol = -1;
     int got = 1;
-    enum mt_status st = mt_csv_open(path, NULL, &c, err);
+    enum mt_status st = mtx_csv_open(path, NULL, &c, err);
 
-    while (st == MT_OK && (st = mt_csv_next(c, &got, err)) == MT_OK && got) {
-        if (r->n == 0 && (idcol = mt_csv_find(c, "Text ID")) < 0)
+    while (st == MT_OK && (st = mtx_csv_next(c, &got, err)) == MT_OK && got) {
+        if (r->n == 0 && (idcol = mtx_csv_find(c, "Text ID")) < 0)
             st = mt_fail(err, MT_EPARSE,
                          "%s:1: no \"Text ID\" column: not a MEDEC-format CSV",
                          path);
         if (st == MT_OK)
             st = rows_push(r, c, idcol);
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
     if (st == MT_OK && r->n < 2)
         st = mt_fail(err, MT_EPARSE, "%s: no notes", path);
     return st;
@@ -527,14 +527,14 @@ static enum mt_status rows_write(const struct rows *r, const size_t *pick,
                                  struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
-    enum mt_status st = mt_buf_append_str(&b, r->line[0]);
+    enum mt_status st = mtx_buf_append_str(&b, r->line[0]);
     size_t i;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = mt_buf_append_str(&b, r->line[pick[i]]);
+        st = mtx_buf_append_str(&b, r->line[pick[i]]);
     if (st == MT_OK)
         st = mtx_file_write_atomic(path, b.data, b.len, err);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 
@@ -1047,10 +1047,10 @@ static enum mt_status replay_merge(const struct job *j, struct replay *p,
         line = json_object_get(again ? p->new_sub : p->src_sub, id);
         t = json_object_get(again ? p->new_trace : p->src_trace, id);
         if (line)
-            st = mt_buf_printf(&sub, "%s\n", json_string_value(line));
+            st = mtx_buf_printf(&sub, "%s\n", json_string_value(line));
         ts = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         if (st == MT_OK && ts)
-            st = mt_buf_printf(&tr, "%s\n", ts);
+            st = mtx_buf_printf(&tr, "%s\n", ts);
         free(ts);
     }
     if (st == MT_OK)
@@ -1059,8 +1059,8 @@ static enum mt_status replay_merge(const struct job *j, struct replay *p,
     if (st == MT_OK)
         st = mtx_file_write_atomic(j->path[P_TRACE], tr.data ? tr.data : "",
                                    tr.len, err);
-    mt_buf_free(&sub);
-    mt_buf_free(&tr);
+    mtx_buf_free(&sub);
+    mtx_buf_free(&tr);
     return st;
 }
 
@@ -1236,7 +1236,7 @@ static enum mt_status run_all(struct sweep *s, const json_t *plan,
             if (!exists(j.dir, "done"))
                 st = job_run(&j, err);
             mt_free(j.dir);
-            mt_progress_add(bar, 1);
+            mtx_progress_add(bar, 1);
         }
     return st;
 }
@@ -1305,7 +1305,7 @@ static int cmd_sweep(struct cli_args *a)
     struct sweep s;
     struct mt_error err = {MT_OK, ""};
     struct mt_progress *bar = NULL;
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     json_t *plan = NULL;
     enum mt_status st;
 
@@ -1324,12 +1324,12 @@ static int cmd_sweep(struct cli_args *a)
                (uint64_t)json_integer_value(json_object_get(plan, "runs"));
     pp.quiet = cli_get(a, "no-progress") != NULL;
     if (st == MT_OK)
-        st = mt_progress_new(&pp, &bar);
+        st = mtx_progress_new(&pp, &bar);
     if (st == MT_OK)
         st = run_all(&s, plan, bar, &err);
     if (bar)
-        mt_progress_finish(bar);
-    mt_progress_free(bar);
+        mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     if (st == MT_OK)
         st = summary_write(&s, plan, &err);
     if (st == MT_OK)

@@ -479,8 +479,8 @@ static void beat_once(struct worker *w)
         return;
     if (w->base_done < 0) /* count what is done from now, for the rate */
         w->base_done = c.done;
-    mt_progress_set_total(w->bar, (uint64_t)(c.total - w->base_done));
-    mt_progress_update(w->bar, (uint64_t)(c.done - w->base_done));
+    mtx_progress_set_total(w->bar, (uint64_t)(c.total - w->base_done));
+    mtx_progress_update(w->bar, (uint64_t)(c.done - w->base_done));
 }
 
 static void *beat_thread(void *arg)
@@ -568,7 +568,7 @@ static void worker_close(struct worker *w)
 
     for (i = 0; i < w->nruns; i++)
         run_free(w->runs[i]);
-    mt_progress_free(w->bar);
+    mtx_progress_free(w->bar);
     mtx_pg_close(w->pg);
     pthread_mutex_destroy(&w->mu);
     pthread_mutex_destroy(&w->run_mu);
@@ -577,7 +577,7 @@ static void worker_close(struct worker *w)
 static int worker_run(struct cli_args *a)
 {
     static struct worker w; /* large (the held list); one per process */
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_error err = {MT_OK, ""};
     struct sigaction sa;
     const char *url = mediqa_state_url(a, "medtrust worker");
@@ -595,14 +595,14 @@ static int worker_run(struct cli_args *a)
     sigaction(SIGINT, &sa, NULL);
     pp.label = "worker";
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mt_progress_new(&pp, &w.bar);
+    st = mtx_progress_new(&pp, &w.bar);
     if (st != MT_OK)
         st = mt_fail(&err, st, "out of memory");
     if (st == MT_OK)
         st = mtx_queue_open(url, &w.pg, &err);
     if (st == MT_OK)
         st = work(&w, &err);
-    mt_progress_finish(w.bar);
+    mtx_progress_finish(w.bar);
     fprintf(stderr,
             "worker %s: %zu jobs done (%zu failed checks), %zu results "
             "dropped (their lease was taken over), %.2f ms a job in queue "

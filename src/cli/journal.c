@@ -56,13 +56,13 @@ static enum mt_status load(int fd, journal_fn fn, void *user,
     enum mt_status st = MT_OK;
 
     while (st == MT_OK && (k = read(fd, chunk, sizeof chunk)) > 0)
-        st = mt_buf_append(&b, chunk, (size_t)k);
+        st = mtx_buf_append(&b, chunk, (size_t)k);
     if (st == MT_OK && b.len > 0) {
         good = replay(b.data, b.len, fn, user);
         if (good < b.len && ftruncate(fd, (off_t)good) != 0)
             st = MT_EIO;
     }
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     if (st != MT_OK)
         return mt_fail(err, st, "%s: cannot read the journal", path);
     return lseek(fd, 0, SEEK_END) < 0 ? mt_fail(err, MT_EIO, "%s: seek", path)
@@ -124,7 +124,7 @@ enum mt_status journal_append(struct journal *j, const char *id,
     }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    enum mt_status st = s ? mt_buf_printf(&b, "%s\n", s) : MT_ENOMEM;
+    enum mt_status st = s ? mtx_buf_printf(&b, "%s\n", s) : MT_ENOMEM;
 
     json_decref(o);
     mt_free(s);
@@ -135,7 +135,7 @@ enum mt_status journal_append(struct journal *j, const char *id,
             st = MT_EIO;
         pthread_mutex_unlock(&j->mu);
     }
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     if (st != MT_OK)
         return mt_fail(err, st, "%s: cannot record note %s", j->path, id);
     return MT_OK;
@@ -231,12 +231,12 @@ char *work_line(const char *id, char *result, json_t *failure)
     if (!result && failure)
         s = json_dumps(failure, JSON_COMPACT | JSON_PRESERVE_ORDER);
     else if (ids && result && result[0] == '{' &&
-             mt_buf_printf(&b, "{\"id\":%s,%s", ids, result + 1) == MT_OK)
-        s = mt_buf_take(&b);
+             mtx_buf_printf(&b, "{\"id\":%s,%s", ids, result + 1) == MT_OK)
+        s = mtx_buf_take(&b);
     json_decref(failure);
     json_decref(jid);
     mt_free(ids);
     mt_free(result);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return s;
 }

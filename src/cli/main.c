@@ -77,7 +77,7 @@ int main(int argc, char **argv)
         argv++;
     }
     mt_log_set(log_stderr, NULL, level);
-    mt_jsonl_init_alloc(); /* every JSON value through mt_malloc */
+    mtx_jsonl_init_alloc(); /* every JSON value through mt_malloc */
     if (argc < 2) {
         usage(stderr);
         return 1;

@@ -36,7 +36,7 @@ void mediqa_notes_free(struct mediqa_note *v, size_t n)
 
 static char *dup_field(struct mt_csv *c, long col)
 {
-    struct mt_str s = mt_csv_field(c, (size_t)col);
+    struct mt_str s = mtx_csv_field(c, (size_t)col);
 
     return mt_strndup(s.p ? s.p : "", s.n);
 }
@@ -63,20 +63,20 @@ static enum mt_status add_note(struct mt_csv *c, const long *col,
     x->sents = col[2] >= 0 ? dup_field(c, col[2]) : NULL;
     if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
         return MT_ENOMEM;
-    return mt_str_trim(mt_str_from(x->id)).n ? MT_OK : MT_EPARSE;
+    return mtx_str_trim(mtx_str_from(x->id)).n ? MT_OK : MT_EPARSE;
 }
 
 static enum mt_status header(struct mt_csv *c, const char *path, long *col,
                              struct mt_error *err)
 {
     int got = 0;
-    enum mt_status st = mt_csv_next(c, &got, err);
+    enum mt_status st = mtx_csv_next(c, &got, err);
 
     if (st != MT_OK)
         return st;
-    col[0] = got ? mt_csv_find(c, "Text ID") : -1;
-    col[1] = got ? mt_csv_find(c, "Text") : -1;
-    col[2] = got ? mt_csv_find(c, "Sentences") : -1;
+    col[0] = got ? mtx_csv_find(c, "Text ID") : -1;
+    col[1] = got ? mtx_csv_find(c, "Text") : -1;
+    col[2] = got ? mtx_csv_find(c, "Sentences") : -1;
     if (col[0] < 0 || col[1] < 0)
         return mt_fail(err, MT_EPARSE,
                        "%s: missing column%s%s%s (a "
@@ -96,20 +96,20 @@ enum mt_status mediqa_load(const char *path, size_t limit,
     size_t cap = 0;
     long col[3];
     int got = 1;
-    enum mt_status st = mt_csv_open(path, NULL, &c, err);
+    enum mt_status st = mtx_csv_open(path, NULL, &c, err);
 
     *n = 0;
     if (st == MT_OK)
         st = header(c, path, col, err);
     while (st == MT_OK && (!limit || *n < limit)) {
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
         st = add_note(c, col, &v, n, &cap);
         if (st == MT_EPARSE)
-            mt_fail(err, st, "%s:%zu: empty Text ID", path, mt_csv_line(c));
+            mt_fail(err, st, "%s:%zu: empty Text ID", path, mtx_csv_line(c));
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
     if (st == MT_OK) {
         *out = v;
         return MT_OK;
@@ -123,17 +123,17 @@ enum mt_status mediqa_write(const struct mediqa_note *v, size_t n,
                             struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mt_buf_reserve(&b, 1);
+    enum mt_status st = mtx_buf_reserve(&b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < n; i++)
         if (v[i].line && (with_failed || !v[i].failed))
-            st = mt_buf_printf(&b, "%s\n", v[i].line);
+            st = mtx_buf_printf(&b, "%s\n", v[i].line);
     if (st == MT_OK)
         st = mtx_file_write_atomic(path, b.data, b.len, err);
     else
         mt_fail(err, st, "%s: out of memory", path);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 
@@ -163,11 +163,11 @@ static char *trace_line(const char *id, const struct mt_check_result *r,
 
     json_decref(e);
     if (failed && res && es &&
-        mt_buf_printf(&b, "{\"error\":%s,%s", es, res + 1) == MT_OK) {
+        mtx_buf_printf(&b, "{\"error\":%s,%s", es, res + 1) == MT_OK) {
         mt_free(res);
-        res = mt_buf_take(&b);
+        res = mtx_buf_take(&b);
     }
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     mt_free(es);
     return work_line(id, res,
                      res ? NULL

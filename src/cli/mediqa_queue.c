@@ -183,24 +183,24 @@ static enum mt_status wait_done(struct mtx_pg *pg, int64_t run, int wait,
                                 int quiet, struct mtx_queue_counts *c,
                                 struct mt_error *err)
 {
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
     enum mt_status st = mtx_queue_counts(pg, run, c, err);
 
     pp.label = "collect";
     pp.total = st == MT_OK ? (uint64_t)c->total : 0;
     pp.quiet = quiet || !wait || (st == MT_OK && c->done == c->total);
-    if (st == MT_OK && mt_progress_new(&pp, &bar) != MT_OK)
+    if (st == MT_OK && mtx_progress_new(&pp, &bar) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     while (st == MT_OK && c->done < c->total && wait) {
-        mt_progress_update(bar, (uint64_t)c->done);
+        mtx_progress_update(bar, (uint64_t)c->done);
         usleep(250 * 1000);
         st = mtx_queue_counts(pg, run, c, err);
     }
     if (st == MT_OK)
-        mt_progress_update(bar, (uint64_t)c->done);
-    mt_progress_finish(bar);
-    mt_progress_free(bar);
+        mtx_progress_update(bar, (uint64_t)c->done);
+    mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     if (st == MT_OK && c->done < c->total)
         st = mt_fail(err, MT_ENOTFOUND,
                      "run %lld is not finished: %lld of %lld notes done "

@@ -142,16 +142,16 @@ enum mt_status qa_items_load(const char *path, size_t limit,
                              struct qa_item **out, size_t *n,
                              struct mt_error *err)
 {
-    struct mt_jsonl_params jp = mt_jsonl_default_params();
+    struct mt_jsonl_params jp = mtx_jsonl_default_params();
     struct mt_jsonl *r = NULL;
     struct qa_item *v = NULL;
     size_t cap = 0;
     json_t *o = NULL; /* owned by the reader */
-    enum mt_status st = mt_jsonl_open(path, &jp, &r, err);
+    enum mt_status st = mtx_jsonl_open(path, &jp, &r, err);
 
     *n = 0;
     while (st == MT_OK && (!limit || *n < limit)) {
-        st = mt_jsonl_next(r, &o, err);
+        st = mtx_jsonl_next(r, &o, err);
         if (st != MT_OK || !o)
             break;
         st = grow(&v, *n, &cap);
@@ -163,9 +163,9 @@ enum mt_status qa_items_load(const char *path, size_t limit,
             mt_fail(err, st,
                     "%s:%zu: each line needs string \"id\" and "
                     "\"query\" fields",
-                    path, mt_jsonl_line(r));
+                    path, mtx_jsonl_line(r));
     }
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     if (st != MT_OK) {
         qa_items_free(v, *n);
         return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
@@ -212,7 +212,7 @@ static void record(struct batch *b, struct qa_item *x, char *line,
     b->stats.answered += ok != 0;
     b->stats.failed += ok == 0;
     pthread_mutex_unlock(&b->wq.mu);
-    mt_progress_add(b->bar, 1);
+    mtx_progress_add(b->bar, 1);
 }
 
 static void ask_one(size_t i, void *user)
@@ -253,7 +253,7 @@ static void on_resumed(const char *id, const char *line, void *user)
 static enum mt_status start(struct batch *b, const struct qa_batch_params *bp,
                             struct mt_error *err)
 {
-    struct mt_progress_params pp = mt_progress_default_params();
+    struct mt_progress_params pp = mtx_progress_default_params();
     enum mt_status st = MT_OK;
 
     if (bp->journal)
@@ -264,10 +264,10 @@ static enum mt_status start(struct batch *b, const struct qa_batch_params *bp,
     pp.label = bp->label;
     pp.total = b->wq.n;
     pp.quiet = bp->quiet;
-    st = mt_progress_new(&pp, &b->bar);
+    st = mtx_progress_new(&pp, &b->bar);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    mt_progress_update(b->bar, b->stats.resumed);
+    mtx_progress_update(b->bar, b->stats.resumed);
     return MT_OK;
 }
 
@@ -286,8 +286,8 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
     if (st == MT_OK)
         st = work_run(&b.wq, bp->jobs ? bp->jobs : 1, ask_one, &b, err);
     if (b.bar)
-        mt_progress_finish(b.bar);
-    mt_progress_free(b.bar);
+        mtx_progress_finish(b.bar);
+    mtx_progress_free(b.bar);
     journal_close(b.journal);
     work_destroy(&b.wq);
     *stats = b.stats;
@@ -319,16 +319,16 @@ enum mt_status qa_items_write(const struct qa_item *v, size_t n,
                               const char *path, struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mt_buf_reserve(&b, 1);
+    enum mt_status st = mtx_buf_reserve(&b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = mt_buf_printf(&b, "%s\n", v[i].line ? v[i].line : "{}");
+        st = mtx_buf_printf(&b, "%s\n", v[i].line ? v[i].line : "{}");
     if (st == MT_OK)
         st = mtx_file_write_atomic(path, b.data, b.len, err);
     else
         mt_fail(err, st, "%s: out of memory", path);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 

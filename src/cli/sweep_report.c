@@ -88,18 +88,18 @@ struct series {
 static void chart_begin(struct mt_ev_out *o, const char *id, double ymax,
                         const char *ylabel)
 {
-    mt_ev_outf(o,
-               "<svg id=\"%s\" class=\"chart\" viewBox=\"0 0 640 300\" "
-               "width=\"640\" height=\"300\" role=\"img\" aria-label=\"",
-               id);
-    mt_ev_html_text(o, ylabel, 0);
-    mt_ev_outf(o,
-               "\"><line x1=\"60\" y1=\"250\" x2=\"630\" y2=\"250\" "
-               "stroke=\"#333\"/><line x1=\"60\" y1=\"30\" x2=\"60\" "
-               "y2=\"250\" stroke=\"#333\"/><text x=\"55\" y=\"254\" "
-               "text-anchor=\"end\">0</text><text x=\"55\" y=\"34\" "
-               "text-anchor=\"end\">%.3g</text>",
-               ymax);
+    mtx_ev_outf(o,
+                "<svg id=\"%s\" class=\"chart\" viewBox=\"0 0 640 300\" "
+                "width=\"640\" height=\"300\" role=\"img\" aria-label=\"",
+                id);
+    mtx_ev_html_text(o, ylabel, 0);
+    mtx_ev_outf(o,
+                "\"><line x1=\"60\" y1=\"250\" x2=\"630\" y2=\"250\" "
+                "stroke=\"#333\"/><line x1=\"60\" y1=\"30\" x2=\"60\" "
+                "y2=\"250\" stroke=\"#333\"/><text x=\"55\" y=\"254\" "
+                "text-anchor=\"end\">0</text><text x=\"55\" y=\"34\" "
+                "text-anchor=\"end\">%.3g</text>",
+                ymax);
 }
 
 /* One line per series against the axis' values (evenly spaced, labelled),
@@ -123,8 +123,8 @@ static void line_chart(struct mt_ev_out *o, const char *id, const json_t *cells,
     ymax = ymax > 0 ? ymax * 1.1 : 1;
     chart_begin(o, id, ymax, ylabel);
     for (k = 0; k < ns; k++) {
-        mt_ev_outf(o, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">",
-                   mt_ev_color(k), mt_ev_color(k));
+        mtx_ev_outf(o, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">",
+                    mtx_ev_color(k), mtx_ev_color(k));
         for (i = 0; i < nv; i++) {
             struct agg a = aggregate_runs(
                 cells, key, json_string_value(json_array_get(vals, i)), s[k].f,
@@ -133,33 +133,33 @@ static void line_chart(struct mt_ev_out *o, const char *id, const json_t *cells,
 
             if (!a.n)
                 continue;
-            mt_ev_outf(o,
-                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                       "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\">"
-                       "<title>%s: %.4f (%.4f..%.4f, %zu runs)</title>"
-                       "</circle>",
-                       x, 250.0 - 220.0 * a.lo / ymax, x,
-                       250.0 - 220.0 * a.hi / ymax, x,
-                       250.0 - 220.0 * a.mean / ymax, s[k].label, a.mean, a.lo,
-                       a.hi, a.n);
+            mtx_ev_outf(
+                o,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\">"
+                "<title>%s: %.4f (%.4f..%.4f, %zu runs)</title>"
+                "</circle>",
+                x, 250.0 - 220.0 * a.lo / ymax, x, 250.0 - 220.0 * a.hi / ymax,
+                x, 250.0 - 220.0 * a.mean / ymax, s[k].label, a.mean, a.lo,
+                a.hi, a.n);
         }
-        mt_ev_outs(o, "</g>");
+        mtx_ev_outs(o, "</g>");
     }
     for (i = 0; i < nv; i++) {
-        mt_ev_outf(o,
-                   "<text class=\"lab\" x=\"%.1f\" y=\"268\" "
-                   "text-anchor=\"middle\">",
-                   65.0 + (double)i * dx);
-        mt_ev_html_text(o, json_string_value(json_array_get(vals, i)), 14);
-        mt_ev_outs(o, "</text>");
+        mtx_ev_outf(o,
+                    "<text class=\"lab\" x=\"%.1f\" y=\"268\" "
+                    "text-anchor=\"middle\">",
+                    65.0 + (double)i * dx);
+        mtx_ev_html_text(o, json_string_value(json_array_get(vals, i)), 14);
+        mtx_ev_outs(o, "</text>");
     }
-    mt_ev_outs(o, "</svg><p class=\"legend\">");
+    mtx_ev_outs(o, "</svg><p class=\"legend\">");
     for (k = 0; k < ns; k++) {
-        mt_ev_outf(o, "<span style=\"color:%s\">&#9632; ", mt_ev_color(k));
-        mt_ev_html_text(o, s[k].label, 0);
-        mt_ev_outs(o, "</span> ");
+        mtx_ev_outf(o, "<span style=\"color:%s\">&#9632; ", mtx_ev_color(k));
+        mtx_ev_html_text(o, s[k].label, 0);
+        mtx_ev_outs(o, "</span> ");
     }
-    mt_ev_outs(o, "</p>\n");
+    mtx_ev_outs(o, "</p>\n");
 }
 
 /* ==== Figures ==== */
@@ -181,12 +181,12 @@ static void fig_metrics(struct mt_ev_out *o, const json_t *sum,
             s[n++] = (struct series){labels[k], run_metric, metric_keys[k]};
     }
     snprintf(id, sizeof id, "fig-metric-%zu", i);
-    mt_ev_outs(o, "<figure><figcaption>Scores against ");
-    mt_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
-    mt_ev_outs(o, " (IryoNLP Fig. 2, 5 and 6): mean over runs and the other "
-                  "grid keys, whiskers min to max</figcaption>");
+    mtx_ev_outs(o, "<figure><figcaption>Scores against ");
+    mtx_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
+    mtx_ev_outs(o, " (IryoNLP Fig. 2, 5 and 6): mean over runs and the other "
+                   "grid keys, whiskers min to max</figcaption>");
     line_chart(o, id, json_object_get(sum, "cells"), axis, s, n, "score");
-    mt_ev_outs(o, "</figure>\n");
+    mtx_ev_outs(o, "</figure>\n");
 }
 
 static void fig_latency(struct mt_ev_out *o, const json_t *sum,
@@ -199,18 +199,18 @@ static void fig_latency(struct mt_ev_out *o, const json_t *sum,
     char id[48];
 
     snprintf(id, sizeof id, "fig-latency-%zu", i);
-    mt_ev_outs(o, "<figure><figcaption>Latency of a MedReAct step (model "
-                  "call and search) against ");
-    mt_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
-    mt_ev_outs(o, " (Fig. 3)</figcaption>");
+    mtx_ev_outs(o, "<figure><figcaption>Latency of a MedReAct step (model "
+                   "call and search) against ");
+    mtx_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
+    mtx_ev_outs(o, " (Fig. 3)</figcaption>");
     line_chart(o, id, json_object_get(sum, "cells"), axis, lat, 1, "ms");
     snprintf(id, sizeof id, "fig-turns-%zu", i);
-    mt_ev_outs(o, "</figure>\n<figure><figcaption>ReAct and ReFlex turns "
-                  "against ");
-    mt_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
-    mt_ev_outs(o, " (Fig. 4)</figcaption>");
+    mtx_ev_outs(o, "</figure>\n<figure><figcaption>ReAct and ReFlex turns "
+                   "against ");
+    mtx_ev_html_text(o, json_string_value(json_object_get(axis, "key")), 0);
+    mtx_ev_outs(o, " (Fig. 4)</figcaption>");
     line_chart(o, id, json_object_get(sum, "cells"), axis, turns, 2, "turns");
-    mt_ev_outs(o, "</figure>\n");
+    mtx_ev_outs(o, "</figure>\n");
 }
 
 static const json_t *axis_by_option(const json_t *sum, const char *option)
@@ -270,11 +270,11 @@ static void fig_heat(struct mt_ev_out *o, const json_t *sum)
         return;
     w = 540.0 / (double)nx;
     h = 220.0 / (double)ny;
-    mt_ev_outs(o, "<figure><figcaption>Aggregate score over the MedEval "
-                  "average (x) and minimum (y) thresholds (Fig. 8)"
-                  "</figcaption><svg id=\"fig-heat\" class=\"chart\" "
-                  "viewBox=\"0 0 640 300\" width=\"640\" height=\"300\" "
-                  "role=\"img\" aria-label=\"heat map\">");
+    mtx_ev_outs(o, "<figure><figcaption>Aggregate score over the MedEval "
+                   "average (x) and minimum (y) thresholds (Fig. 8)"
+                   "</figcaption><svg id=\"fig-heat\" class=\"chart\" "
+                   "viewBox=\"0 0 640 300\" width=\"640\" height=\"300\" "
+                   "role=\"img\" aria-label=\"heat map\">");
     for (i = 0; i < nx; i++)
         for (j = 0; j < ny; j++) {
             const char *a = json_string_value(json_array_get(vx, i));
@@ -284,30 +284,30 @@ static void fig_heat(struct mt_ev_out *o, const json_t *sum)
                              json_string_value(json_object_get(ay, "key")), b);
             double t = isnan(v) ? 0 : v;
 
-            mt_ev_outf(o,
-                       "<rect class=\"heat\" x=\"%.1f\" y=\"%.1f\" "
-                       "width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,255)\">"
-                       "<title>avg %s, min %s: %.4f</title></rect>"
-                       "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
-                       "%.3f</text>",
-                       90.0 + (double)i * w, 30.0 + (double)j * h, w - 2, h - 2,
-                       (int)(255 * (1 - t)), (int)(255 * (1 - t)), a, b, v,
-                       90.0 + ((double)i + 0.5) * w,
-                       30.0 + ((double)j + 0.5) * h, v);
+            mtx_ev_outf(
+                o,
+                "<rect class=\"heat\" x=\"%.1f\" y=\"%.1f\" "
+                "width=\"%.1f\" height=\"%.1f\" fill=\"rgb(%d,%d,255)\">"
+                "<title>avg %s, min %s: %.4f</title></rect>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+                "%.3f</text>",
+                90.0 + (double)i * w, 30.0 + (double)j * h, w - 2, h - 2,
+                (int)(255 * (1 - t)), (int)(255 * (1 - t)), a, b, v,
+                90.0 + ((double)i + 0.5) * w, 30.0 + ((double)j + 0.5) * h, v);
         }
     for (i = 0; i < nx; i++) {
-        mt_ev_outf(o, "<text x=\"%.1f\" y=\"268\" text-anchor=\"middle\">",
-                   90.0 + ((double)i + 0.5) * w);
-        mt_ev_html_text(o, json_string_value(json_array_get(vx, i)), 8);
-        mt_ev_outs(o, "</text>");
+        mtx_ev_outf(o, "<text x=\"%.1f\" y=\"268\" text-anchor=\"middle\">",
+                    90.0 + ((double)i + 0.5) * w);
+        mtx_ev_html_text(o, json_string_value(json_array_get(vx, i)), 8);
+        mtx_ev_outs(o, "</text>");
     }
     for (j = 0; j < ny; j++) {
-        mt_ev_outf(o, "<text x=\"80\" y=\"%.1f\" text-anchor=\"end\">",
-                   30.0 + ((double)j + 0.5) * h);
-        mt_ev_html_text(o, json_string_value(json_array_get(vy, j)), 8);
-        mt_ev_outs(o, "</text>");
+        mtx_ev_outf(o, "<text x=\"80\" y=\"%.1f\" text-anchor=\"end\">",
+                    30.0 + ((double)j + 0.5) * h);
+        mtx_ev_html_text(o, json_string_value(json_array_get(vy, j)), 8);
+        mtx_ev_outs(o, "</text>");
     }
-    mt_ev_outs(o, "</svg></figure>\n");
+    mtx_ev_outs(o, "</svg></figure>\n");
 }
 
 /* Shares of the passages MedReAct was shown per source, over every run. */
@@ -380,11 +380,11 @@ static void fig_sources(struct mt_ev_out *o, const json_t *sum)
                 : (double)NAN;
     }
     if (n) {
-        mt_ev_outs(o, "<figure><figcaption>Share of chunks per source: the "
-                      "corpus (first bar) against the passages MedReAct was "
-                      "shown (second bar) (Fig. 7)</figcaption>");
-        mt_ev_svg_bars(o, "fig-sources", labels, n, v, 2);
-        mt_ev_outs(o, "</figure>\n");
+        mtx_ev_outs(o, "<figure><figcaption>Share of chunks per source: the "
+                       "corpus (first bar) against the passages MedReAct was "
+                       "shown (second bar) (Fig. 7)</figcaption>");
+        mtx_ev_svg_bars(o, "fig-sources", labels, n, v, 2);
+        mtx_ev_outs(o, "</figure>\n");
     }
     json_decref(names);
     json_decref(used);
@@ -401,11 +401,11 @@ static void cell_params(struct mt_ev_out *o, const json_t *cell)
     json_object_foreach(json_object_get(cell, "params"), k, v)
     {
         if (!first)
-            mt_ev_outs(o, ", ");
+            mtx_ev_outs(o, ", ");
         first = 0;
-        mt_ev_html_text(o, k, 0);
-        mt_ev_outs(o, "=");
-        mt_ev_html_text(o, json_string_value(v), 40);
+        mtx_ev_html_text(o, k, 0);
+        mtx_ev_outs(o, "=");
+        mtx_ev_html_text(o, json_string_value(v), 40);
     }
 }
 
@@ -417,15 +417,15 @@ static void metric_cell(struct mt_ev_out *o, const json_t *run, const char *key)
         json_object_get(json_object_get(run, "score"), "ci"), key);
 
     if (isnan(v)) {
-        mt_ev_outs(o, "<td>-</td>");
+        mtx_ev_outs(o, "<td>-</td>");
         return;
     }
-    mt_ev_outf(o, "<td class=\"num\" data-key=\"%s\">%.4f", key, v);
+    mtx_ev_outf(o, "<td class=\"num\" data-key=\"%s\">%.4f", key, v);
     if (json_array_size(ci) == 2)
-        mt_ev_outf(o, " <small>[%.3f, %.3f]</small>",
-                   json_number_value(json_array_get(ci, 0)),
-                   json_number_value(json_array_get(ci, 1)));
-    mt_ev_outs(o, "</td>");
+        mtx_ev_outf(o, " <small>[%.3f, %.3f]</small>",
+                    json_number_value(json_array_get(ci, 0)),
+                    json_number_value(json_array_get(ci, 1)));
+    mtx_ev_outs(o, "</td>");
 }
 
 static double tokens(const json_t *run, int *estimated)
@@ -452,41 +452,41 @@ static void run_row(struct mt_ev_out *o, const json_t *cell, const json_t *run)
     size_t k;
     double t;
 
-    mt_ev_outf(o, "<tr><td>%lld</td><td>",
-               json_integer_value(json_object_get(cell, "cell")));
+    mtx_ev_outf(o, "<tr><td>%lld</td><td>",
+                json_integer_value(json_object_get(cell, "cell")));
     cell_params(o, cell);
-    mt_ev_outf(o, "</td><td>%lld</td><td>",
-               json_integer_value(json_object_get(run, "seed")));
-    mt_ev_html_text(o, json_string_value(json_object_get(run, "status")), 0);
+    mtx_ev_outf(o, "</td><td>%lld</td><td>",
+                json_integer_value(json_object_get(run, "seed")));
+    mtx_ev_html_text(o, json_string_value(json_object_get(run, "status")), 0);
     if (json_is_object(rp))
-        mt_ev_outf(o, "<br><small>%lld replayed, %lld rerun</small>",
-                   json_integer_value(json_object_get(rp, "replayed")),
-                   json_integer_value(json_object_get(rp, "rerun")));
-    mt_ev_outs(o, "</td>");
+        mtx_ev_outf(o, "<br><small>%lld replayed, %lld rerun</small>",
+                    json_integer_value(json_object_get(rp, "replayed")),
+                    json_integer_value(json_object_get(rp, "rerun")));
+    mtx_ev_outs(o, "</td>");
     for (k = 0; k < NMETRIC; k++)
         metric_cell(o, run, metric_keys[k]);
     metric_cell(o, run, "rouge1");
     t = tokens(run, &est);
-    mt_ev_outf(o,
-               "<td class=\"num\">%.2f</td><td class=\"num\">%.2f</td>"
-               "<td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>"
-               "<td class=\"num\">%.0f%s</td></tr>\n",
-               run_stat(run, "react_turns"), run_stat(run, "reflex_turns"),
-               run_stat(run, "step_ms"), run_stat(run, "calls"), t,
-               est ? " (estimated)" : "");
+    mtx_ev_outf(o,
+                "<td class=\"num\">%.2f</td><td class=\"num\">%.2f</td>"
+                "<td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>"
+                "<td class=\"num\">%.0f%s</td></tr>\n",
+                run_stat(run, "react_turns"), run_stat(run, "reflex_turns"),
+                run_stat(run, "step_ms"), run_stat(run, "calls"), t,
+                est ? " (estimated)" : "");
 }
 
 static void table_runs(struct mt_ev_out *o, const json_t *cells)
 {
     size_t c, r;
 
-    mt_ev_outs(o, "<h2>Every run</h2><div class=\"scroll\"><table "
-                  "id=\"runs\"><thead><tr><th>cell</th><th>settings</th>"
-                  "<th>seed</th><th>status</th><th>aggregate</th>"
-                  "<th>flag acc.</th><th>sentence acc.</th><th>KPCS</th>"
-                  "<th>ROUGE-1</th><th>ReAct turns</th><th>ReFlex turns</th>"
-                  "<th>ms/step</th><th>model calls</th><th>tokens</th></tr>"
-                  "</thead><tbody>\n");
+    mtx_ev_outs(o, "<h2>Every run</h2><div class=\"scroll\"><table "
+                   "id=\"runs\"><thead><tr><th>cell</th><th>settings</th>"
+                   "<th>seed</th><th>status</th><th>aggregate</th>"
+                   "<th>flag acc.</th><th>sentence acc.</th><th>KPCS</th>"
+                   "<th>ROUGE-1</th><th>ReAct turns</th><th>ReFlex turns</th>"
+                   "<th>ms/step</th><th>model calls</th><th>tokens</th></tr>"
+                   "</thead><tbody>\n");
     for (c = 0; c < json_array_size(cells); c++) {
         const json_t *cell = json_array_get(cells, c);
         const json_t *runs = json_object_get(cell, "runs");
@@ -494,7 +494,7 @@ static void table_runs(struct mt_ev_out *o, const json_t *cells)
         for (r = 0; r < json_array_size(runs); r++)
             run_row(o, cell, json_array_get(runs, r));
     }
-    mt_ev_outs(o, "</tbody></table></div>\n");
+    mtx_ev_outs(o, "</tbody></table></div>\n");
 }
 
 /* Mean over a cell's runs of a breakdown group's value. */
@@ -541,28 +541,28 @@ static void table_breakdowns(struct mt_ev_out *o, const json_t *cells)
 
     json_object_foreach(bd, field, groups)
     {
-        mt_ev_outs(o, "<h2>By ");
-        mt_ev_html_text(o, field, 0);
-        mt_ev_outs(o, ": aggregate (error flag accuracy), mean over runs</h2>"
-                      "<div class=\"scroll\"><table class=\"breakdown\">"
-                      "<thead><tr><th>group</th>");
+        mtx_ev_outs(o, "<h2>By ");
+        mtx_ev_html_text(o, field, 0);
+        mtx_ev_outs(o, ": aggregate (error flag accuracy), mean over runs</h2>"
+                       "<div class=\"scroll\"><table class=\"breakdown\">"
+                       "<thead><tr><th>group</th>");
         for (c = 0; c < json_array_size(cells); c++)
-            mt_ev_outf(o, "<th>cell %zu</th>", c + 1);
-        mt_ev_outs(o, "</tr></thead><tbody>");
+            mtx_ev_outf(o, "<th>cell %zu</th>", c + 1);
+        mtx_ev_outs(o, "</tr></thead><tbody>");
         json_object_foreach(groups, label, g)
         {
-            mt_ev_outs(o, "<tr><td>");
-            mt_ev_html_text(o, label, 40);
-            mt_ev_outs(o, "</td>");
+            mtx_ev_outs(o, "<tr><td>");
+            mtx_ev_html_text(o, label, 40);
+            mtx_ev_outs(o, "</td>");
             for (c = 0; c < json_array_size(cells); c++)
-                mt_ev_outf(o, "<td class=\"num\">%.4f (%.4f)</td>",
-                           group_mean(json_array_get(cells, c), field, label,
-                                      "aggregate"),
-                           group_mean(json_array_get(cells, c), field, label,
-                                      "error_flag_accuracy"));
-            mt_ev_outs(o, "</tr>");
+                mtx_ev_outf(o, "<td class=\"num\">%.4f (%.4f)</td>",
+                            group_mean(json_array_get(cells, c), field, label,
+                                       "aggregate"),
+                            group_mean(json_array_get(cells, c), field, label,
+                                       "error_flag_accuracy"));
+            mtx_ev_outs(o, "</tr>");
         }
-        mt_ev_outs(o, "</tbody></table></div>\n");
+        mtx_ev_outs(o, "</tbody></table></div>\n");
     }
 }
 
@@ -584,14 +584,14 @@ static void page(struct mt_ev_out *o, const json_t *sum)
     char *data = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER);
     size_t i;
 
-    mt_ev_outf(o,
-               "<!doctype html><html lang=\"en\"><head><meta "
-               "charset=\"utf-8\"><meta name=\"viewport\" "
-               "content=\"width=device-width,initial-scale=1\"><title>"
-               "medtrust sweep</title><style>%s</style></head><body><main>"
-               "<h1>medtrust sweep: %zu cells x %lld runs</h1>\n",
-               css, json_array_size(json_object_get(sum, "cells")),
-               json_integer_value(json_object_get(sum, "runs")));
+    mtx_ev_outf(o,
+                "<!doctype html><html lang=\"en\"><head><meta "
+                "charset=\"utf-8\"><meta name=\"viewport\" "
+                "content=\"width=device-width,initial-scale=1\"><title>"
+                "medtrust sweep</title><style>%s</style></head><body><main>"
+                "<h1>medtrust sweep: %zu cells x %lld runs</h1>\n",
+                css, json_array_size(json_object_get(sum, "cells")),
+                json_integer_value(json_object_get(sum, "runs")));
     for (i = 0; i < json_array_size(axes); i++) {
         const json_t *ax = json_array_get(axes, i);
 
@@ -607,13 +607,13 @@ static void page(struct mt_ev_out *o, const json_t *sum)
     /* The data drawn above, for scripts (and the tests) to read back;
      * "</" cannot occur in it unescaped: jansson writes "/" as is, so it
      * is escaped here. */
-    mt_ev_outs(o, "<script type=\"application/json\" id=\"sweep-data\">");
+    mtx_ev_outs(o, "<script type=\"application/json\" id=\"sweep-data\">");
     for (i = 0; data && data[i]; i++)
         if (data[i] == '<')
-            mt_ev_outs(o, "\\u003c");
+            mtx_ev_outs(o, "\\u003c");
         else
-            mt_ev_outf(o, "%c", data[i]);
-    mt_ev_outs(o, "</script></main></body></html>\n");
+            mtx_ev_outf(o, "%c", data[i]);
+    mtx_ev_outs(o, "</script></main></body></html>\n");
     free(data);
     if (!data && o->st == MT_OK)
         o->st = MT_ENOMEM;
@@ -628,6 +628,6 @@ enum mt_status sweep_report_write(const char *path, const json_t *summary,
     page(&o, summary);
     st = o.st == MT_OK ? mtx_file_write_atomic(path, o.b.data, o.b.len, err)
                        : o.st;
-    mt_buf_free(&o.b);
+    mtx_buf_free(&o.b);
     return st;
 }

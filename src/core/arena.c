@@ -27,7 +27,7 @@ static struct mt_arena_block *block_new(size_t cap)
     return b;
 }
 
-void *mt_arena_alloc(struct mt_arena *a, size_t n)
+void *mtx_arena_alloc(struct mt_arena *a, size_t n)
 {
     struct mt_arena_block *b = a->head;
     size_t need = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
@@ -51,9 +51,9 @@ void *mt_arena_alloc(struct mt_arena *a, size_t n)
     return p;
 }
 
-char *mt_arena_strndup(struct mt_arena *a, const char *s, size_t n)
+char *mtx_arena_strndup(struct mt_arena *a, const char *s, size_t n)
 {
-    char *d = mt_arena_alloc(a, n + 1);
+    char *d = mtx_arena_alloc(a, n + 1);
 
     if (!d)
         return NULL;
@@ -62,7 +62,7 @@ char *mt_arena_strndup(struct mt_arena *a, const char *s, size_t n)
     return d;
 }
 
-void mt_arena_reset(struct mt_arena *a)
+void mtx_arena_reset(struct mt_arena *a)
 {
     struct mt_arena_block *b = a->head;
     struct mt_arena_block *last = NULL;
@@ -82,7 +82,7 @@ void mt_arena_reset(struct mt_arena *a)
     a->used = 0;
 }
 
-void mt_arena_free(struct mt_arena *a)
+void mtx_arena_free(struct mt_arena *a)
 {
     struct mt_arena_block *b = a->head;
 

@@ -16,12 +16,12 @@ struct mt_arena {
 #define MT_ARENA_INIT(bs) ((struct mt_arena){NULL, (bs), 0})
 
 /* Returns n bytes aligned to max_align_t, or NULL when out of memory. */
-void *mt_arena_alloc(struct mt_arena *a, size_t n);
+void *mtx_arena_alloc(struct mt_arena *a, size_t n);
 /* Returns a NUL-terminated copy of n bytes at s, or NULL. */
-char *mt_arena_strndup(struct mt_arena *a, const char *s, size_t n);
+char *mtx_arena_strndup(struct mt_arena *a, const char *s, size_t n);
 /* Frees every block except the first, which it keeps for reuse. */
-void mt_arena_reset(struct mt_arena *a);
+void mtx_arena_reset(struct mt_arena *a);
 /* Frees all memory. */
-void mt_arena_free(struct mt_arena *a);
+void mtx_arena_free(struct mt_arena *a);
 
 #endif

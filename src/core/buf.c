@@ -5,20 +5,20 @@
 #include "core/buf.h"
 #include "medtrust/core.h"
 
-struct mt_str mt_str_from(const char *s)
+struct mt_str mtx_str_from(const char *s)
 {
     struct mt_str r = {s, s ? strlen(s) : 0};
     return r;
 }
 
-int mt_str_eq(struct mt_str a, struct mt_str b)
+int mtx_str_eq(struct mt_str a, struct mt_str b)
 {
     return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
 }
 
-int mt_str_eq_c(struct mt_str a, const char *s)
+int mtx_str_eq_c(struct mt_str a, const char *s)
 {
-    return mt_str_eq(a, mt_str_from(s));
+    return mtx_str_eq(a, mtx_str_from(s));
 }
 
 static int is_space(char c)
@@ -27,7 +27,7 @@ static int is_space(char c)
            c == '\v';
 }
 
-struct mt_str mt_str_trim(struct mt_str s)
+struct mt_str mtx_str_trim(struct mt_str s)
 {
     while (s.n && is_space(s.p[0])) {
         s.p++;
@@ -55,7 +55,7 @@ static enum mt_status buf_grow(struct mt_buf *b, size_t need)
     return MT_OK;
 }
 
-enum mt_status mt_buf_reserve(struct mt_buf *b, size_t cap)
+enum mt_status mtx_buf_reserve(struct mt_buf *b, size_t cap)
 {
     enum mt_status st;
 
@@ -72,7 +72,7 @@ enum mt_status mt_buf_reserve(struct mt_buf *b, size_t cap)
     return MT_OK;
 }
 
-enum mt_status mt_buf_append(struct mt_buf *b, const void *p, size_t n)
+enum mt_status mtx_buf_append(struct mt_buf *b, const void *p, size_t n)
 {
     if (b->max == 0 || n > b->max - b->len - 1) /* overflow-safe */
         return MT_ELIMIT;
@@ -88,17 +88,17 @@ enum mt_status mt_buf_append(struct mt_buf *b, const void *p, size_t n)
     return MT_OK;
 }
 
-enum mt_status mt_buf_append_str(struct mt_buf *b, const char *s)
+enum mt_status mtx_buf_append_str(struct mt_buf *b, const char *s)
 {
-    return mt_buf_append(b, s, strlen(s));
+    return mtx_buf_append(b, s, strlen(s));
 }
 
-enum mt_status mt_buf_putc(struct mt_buf *b, char c)
+enum mt_status mtx_buf_putc(struct mt_buf *b, char c)
 {
-    return mt_buf_append(b, &c, 1);
+    return mtx_buf_append(b, &c, 1);
 }
 
-enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap)
+enum mt_status mtx_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap)
 {
     char small[256];
     va_list ap2;
@@ -112,35 +112,35 @@ enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap)
     if (n < 0)
         return MT_EINVAL;
     if ((size_t)n < sizeof small)
-        return mt_buf_append(b, small, (size_t)n);
+        return mtx_buf_append(b, small, (size_t)n);
     big = mt_malloc((size_t)n + 1);
     if (!big)
         return MT_ENOMEM;
     vsnprintf(big, (size_t)n + 1, fmt, ap);
-    st = mt_buf_append(b, big, (size_t)n);
+    st = mtx_buf_append(b, big, (size_t)n);
     mt_free(big);
     return st;
 }
 
-enum mt_status mt_buf_printf(struct mt_buf *b, const char *fmt, ...)
+enum mt_status mtx_buf_printf(struct mt_buf *b, const char *fmt, ...)
 {
     va_list ap;
     enum mt_status st;
 
     va_start(ap, fmt);
-    st = mt_buf_vprintf(b, fmt, ap);
+    st = mtx_buf_vprintf(b, fmt, ap);
     va_end(ap);
     return st;
 }
 
-void mt_buf_reset(struct mt_buf *b)
+void mtx_buf_reset(struct mt_buf *b)
 {
     b->len = 0;
     if (b->data)
         b->data[0] = '\0';
 }
 
-char *mt_buf_take(struct mt_buf *b)
+char *mtx_buf_take(struct mt_buf *b)
 {
     char *d = b->data;
 
@@ -150,7 +150,7 @@ char *mt_buf_take(struct mt_buf *b)
     return d;
 }
 
-void mt_buf_free(struct mt_buf *b)
+void mtx_buf_free(struct mt_buf *b)
 {
     mt_free(b->data);
     b->data = NULL;

@@ -23,26 +23,26 @@ struct mt_buf {
 /* Default limit for buffers that hold one record or one document. */
 #define MT_BUF_DEFAULT_MAX ((size_t)1 << 30)
 
-struct mt_str mt_str_from(const char *s);
-int mt_str_eq(struct mt_str a, struct mt_str b);
-int mt_str_eq_c(struct mt_str a, const char *s);
-struct mt_str mt_str_trim(struct mt_str s);
+struct mt_str mtx_str_from(const char *s);
+int mtx_str_eq(struct mt_str a, struct mt_str b);
+int mtx_str_eq_c(struct mt_str a, const char *s);
+struct mt_str mtx_str_trim(struct mt_str s);
 
 /* Appends n bytes. On any failure the buffer is left unchanged. Returns
  * MT_ELIMIT past max, MT_ENOMEM when allocation fails. */
-enum mt_status mt_buf_append(struct mt_buf *b, const void *p, size_t n);
-enum mt_status mt_buf_append_str(struct mt_buf *b, const char *s);
-enum mt_status mt_buf_putc(struct mt_buf *b, char c);
-enum mt_status mt_buf_printf(struct mt_buf *b, const char *fmt, ...)
+enum mt_status mtx_buf_append(struct mt_buf *b, const void *p, size_t n);
+enum mt_status mtx_buf_append_str(struct mt_buf *b, const char *s);
+enum mt_status mtx_buf_putc(struct mt_buf *b, char c);
+enum mt_status mtx_buf_printf(struct mt_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-enum mt_status mt_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap);
+enum mt_status mtx_buf_vprintf(struct mt_buf *b, const char *fmt, va_list ap);
 /* Makes sure data is allocated (an empty string) so callers may read it. */
-enum mt_status mt_buf_reserve(struct mt_buf *b, size_t cap);
+enum mt_status mtx_buf_reserve(struct mt_buf *b, size_t cap);
 /* Empties the buffer but keeps its memory. */
-void mt_buf_reset(struct mt_buf *b);
+void mtx_buf_reset(struct mt_buf *b);
 /* Hands the data to the caller (free with mt_free) and empties b. May
  * return NULL when nothing was ever appended. */
-char *mt_buf_take(struct mt_buf *b);
-void mt_buf_free(struct mt_buf *b);
+char *mtx_buf_take(struct mt_buf *b);
+void mtx_buf_free(struct mt_buf *b);
 
 #endif

@@ -142,7 +142,7 @@ static enum mt_status put_byte(struct mt_csv *c, struct mt_error *err, int ch)
         c->rec.data[c->rec.len++] = (char)ch; /* fast path */
         return MT_OK;
     }
-    st = mt_buf_putc(&c->rec, (char)ch);
+    st = mtx_buf_putc(&c->rec, (char)ch);
     if (st != MT_OK)
         return fail_here(c, err, st, mt_status_str(st));
     return MT_OK;
@@ -183,7 +183,7 @@ static enum mt_status end_field(struct mt_csv *c, struct mt_error *err)
     enum mt_status st;
 
     c->len[i] = c->rec.len - c->off[i];
-    st = mt_buf_putc(&c->rec, '\0');
+    st = mtx_buf_putc(&c->rec, '\0');
     if (st != MT_OK)
         return fail_here(c, err, st, mt_status_str(st));
     return MT_OK;
@@ -297,7 +297,7 @@ static enum mt_status read_record(struct mt_csv *c, struct mt_error *err,
 
 /* ==== Public API ==== */
 
-void mt_csv_default_params(struct mt_csv_params *p)
+void mtx_csv_default_params(struct mt_csv_params *p)
 {
     p->delim = ',';
     p->max_record = (size_t)64 << 20;
@@ -316,7 +316,7 @@ static enum mt_status csv_new(const char *name,
     if (params)
         c->params = *params;
     else
-        mt_csv_default_params(&c->params);
+        mtx_csv_default_params(&c->params);
     if (c->params.max_fields == 0 || c->params.max_record == 0 ||
         c->params.delim == '"' || c->params.delim == '\n' ||
         c->params.delim == '\r') {
@@ -340,15 +340,15 @@ static enum mt_status csv_new(const char *name,
     return MT_OK;
 }
 
-enum mt_status mt_csv_open_mem(const char *name, const char *data, size_t n,
-                               const struct mt_csv_params *params,
-                               struct mt_csv **out, struct mt_error *err)
+enum mt_status mtx_csv_open_mem(const char *name, const char *data, size_t n,
+                                const struct mt_csv_params *params,
+                                struct mt_csv **out, struct mt_error *err)
 {
     struct mt_csv *c = NULL;
     enum mt_status st;
 
     if (!name || (!data && n))
-        return mt_fail(err, MT_EINVAL, "mt_csv_open_mem: bad argument");
+        return mt_fail(err, MT_EINVAL, "mtx_csv_open_mem: bad argument");
     st = csv_new(name, params, &c, err);
     if (st != MT_OK)
         return st;
@@ -360,15 +360,16 @@ enum mt_status mt_csv_open_mem(const char *name, const char *data, size_t n,
     return MT_OK;
 }
 
-enum mt_status mt_csv_open(const char *path, const struct mt_csv_params *params,
-                           struct mt_csv **out, struct mt_error *err)
+enum mt_status mtx_csv_open(const char *path,
+                            const struct mt_csv_params *params,
+                            struct mt_csv **out, struct mt_error *err)
 {
     struct mt_csv *c = NULL;
     enum mt_status st;
     int is_stdin;
 
     if (!path)
-        return mt_fail(err, MT_EINVAL, "mt_csv_open: NULL path");
+        return mt_fail(err, MT_EINVAL, "mtx_csv_open: NULL path");
     st = csv_new(path, params, &c, err);
     if (st != MT_OK)
         return st;
@@ -391,13 +392,13 @@ enum mt_status mt_csv_open(const char *path, const struct mt_csv_params *params,
     *out = c;
     return MT_OK;
 fail:
-    mt_csv_close(c);
+    mtx_csv_close(c);
     return st;
 }
 
 /* Blank lines between records are skipped (they carry no fields), so a
  * trailing empty line does not yield an empty record. */
-enum mt_status mt_csv_next(struct mt_csv *c, int *got, struct mt_error *err)
+enum mt_status mtx_csv_next(struct mt_csv *c, int *got, struct mt_error *err)
 {
     enum mt_status st;
     int ch;
@@ -408,7 +409,7 @@ enum mt_status mt_csv_next(struct mt_csv *c, int *got, struct mt_error *err)
             *err = c->ferr;
         return c->failed;
     }
-    mt_buf_reset(&c->rec);
+    mtx_buf_reset(&c->rec);
     c->rec_bytes = 0;
     c->nfields = 0;
     do {
@@ -428,12 +429,12 @@ enum mt_status mt_csv_next(struct mt_csv *c, int *got, struct mt_error *err)
     return MT_OK;
 }
 
-size_t mt_csv_nfields(const struct mt_csv *c)
+size_t mtx_csv_nfields(const struct mt_csv *c)
 {
     return c->nfields;
 }
 
-struct mt_str mt_csv_field(const struct mt_csv *c, size_t i)
+struct mt_str mtx_csv_field(const struct mt_csv *c, size_t i)
 {
     struct mt_str s = {"", 0};
 
@@ -444,30 +445,30 @@ struct mt_str mt_csv_field(const struct mt_csv *c, size_t i)
     return s;
 }
 
-size_t mt_csv_line(const struct mt_csv *c)
+size_t mtx_csv_line(const struct mt_csv *c)
 {
     return c->rec_line;
 }
 
-long mt_csv_find(const struct mt_csv *c, const char *name)
+long mtx_csv_find(const struct mt_csv *c, const char *name)
 {
     size_t i;
 
     for (i = 0; i < c->nfields; i++) {
-        if (mt_str_eq_c(mt_csv_field(c, i), name))
+        if (mtx_str_eq_c(mtx_csv_field(c, i), name))
             return (long)i;
     }
     return -1;
 }
 
-void mt_csv_close(struct mt_csv *c)
+void mtx_csv_close(struct mt_csv *c)
 {
     if (!c)
         return;
     if (c->fp && c->own_fp)
         fclose(c->fp);
     mt_free(c->fbuf);
-    mt_buf_free(&c->rec);
+    mtx_buf_free(&c->rec);
     mt_free(c->off);
     mt_free(c->len);
     mt_free(c->name);

@@ -1,7 +1,7 @@
 /* RFC 4180 CSV reader: quoted fields with embedded newlines, doubled
  * quotes, CRLF or LF line ends, an optional UTF-8 BOM. A malformed file is
  * rejected with its name, line and column. Fields are slices into the
- * reader's record buffer, valid until the next mt_csv_next() call. */
+ * reader's record buffer, valid until the next mtx_csv_next() call. */
 #ifndef MT_CORE_CSV_H
 #define MT_CORE_CSV_H
 
@@ -18,37 +18,38 @@ struct mt_csv_params {
     size_t max_fields; /* fields in one record, default 4096 */
 };
 
-void mt_csv_default_params(struct mt_csv_params *p);
+void mtx_csv_default_params(struct mt_csv_params *p);
 
 /* Opens 'path' for reading. 'params' may be NULL for defaults. On success
- * *out owns a reader (free with mt_csv_close). */
-enum mt_status mt_csv_open(const char *path, const struct mt_csv_params *params,
-                           struct mt_csv **out, struct mt_error *err);
+ * *out owns a reader (free with mtx_csv_close). */
+enum mt_status mtx_csv_open(const char *path,
+                            const struct mt_csv_params *params,
+                            struct mt_csv **out, struct mt_error *err);
 
 /* Reads from a memory buffer (borrowed; must outlive the reader). 'name'
  * is used in error messages. */
-enum mt_status mt_csv_open_mem(const char *name, const char *data, size_t n,
-                               const struct mt_csv_params *params,
-                               struct mt_csv **out, struct mt_error *err);
+enum mt_status mtx_csv_open_mem(const char *name, const char *data, size_t n,
+                                const struct mt_csv_params *params,
+                                struct mt_csv **out, struct mt_error *err);
 
 /* Reads the next record. Sets *got to 1 when a record was read, 0 at end of
  * input. On a malformed record returns MT_EPARSE with "FILE:LINE:COL: why"
  * in err. */
-enum mt_status mt_csv_next(struct mt_csv *c, int *got, struct mt_error *err);
+enum mt_status mtx_csv_next(struct mt_csv *c, int *got, struct mt_error *err);
 
 /* Number of fields in the current record. */
-size_t mt_csv_nfields(const struct mt_csv *c);
+size_t mtx_csv_nfields(const struct mt_csv *c);
 
 /* Field i of the current record (empty slice when i is out of range). */
-struct mt_str mt_csv_field(const struct mt_csv *c, size_t i);
+struct mt_str mtx_csv_field(const struct mt_csv *c, size_t i);
 
 /* 1-based line number where the current record starts. */
-size_t mt_csv_line(const struct mt_csv *c);
+size_t mtx_csv_line(const struct mt_csv *c);
 
 /* Index of the column named 'name' in the current record (typically the
- * header, read with the first mt_csv_next), or -1 when absent. */
-long mt_csv_find(const struct mt_csv *c, const char *name);
+ * header, read with the first mtx_csv_next), or -1 when absent. */
+long mtx_csv_find(const struct mt_csv *c, const char *name);
 
-void mt_csv_close(struct mt_csv *c);
+void mtx_csv_close(struct mt_csv *c);
 
 #endif

@@ -50,12 +50,12 @@ static void set_alloc(void)
     json_set_alloc_funcs(json_alloc, mt_free);
 }
 
-void mt_jsonl_init_alloc(void)
+void mtx_jsonl_init_alloc(void)
 {
     pthread_once(&alloc_once, set_alloc);
 }
 
-struct mt_jsonl_params mt_jsonl_default_params(void)
+struct mt_jsonl_params mtx_jsonl_default_params(void)
 {
     struct mt_jsonl_params p = {0, (size_t)64 << 20};
 
@@ -105,7 +105,7 @@ static enum mt_status take(struct mt_jsonl *r, const char *p, size_t n,
         *too_long = 1;
         return MT_OK;
     }
-    return mt_buf_append(&r->line, p, n);
+    return mtx_buf_append(&r->line, p, n);
 }
 
 /* Reads one line (without its line end) into r->line. *got is 0 at end of
@@ -116,7 +116,7 @@ static enum mt_status read_line(struct mt_jsonl *r, int *got, int *too_long)
     size_t seen = 0;
     enum mt_status st;
 
-    mt_buf_reset(&r->line);
+    mtx_buf_reset(&r->line);
     *got = 0;
     *too_long = 0;
     for (;;) {
@@ -246,8 +246,8 @@ static enum mt_status next_line(struct mt_jsonl *r, struct mt_error *err,
     return MT_OK;
 }
 
-enum mt_status mt_jsonl_next(struct mt_jsonl *r, json_t **obj,
-                             struct mt_error *err)
+enum mt_status mtx_jsonl_next(struct mt_jsonl *r, json_t **obj,
+                              struct mt_error *err)
 {
     enum mt_status st;
     int eof = 0;
@@ -271,23 +271,23 @@ enum mt_status mt_jsonl_next(struct mt_jsonl *r, json_t **obj,
 
 /* ==== Open and close ==== */
 
-enum mt_status mt_jsonl_open(const char *path,
-                             const struct mt_jsonl_params *params,
-                             struct mt_jsonl **out, struct mt_error *err)
+enum mt_status mtx_jsonl_open(const char *path,
+                              const struct mt_jsonl_params *params,
+                              struct mt_jsonl **out, struct mt_error *err)
 {
     struct mt_jsonl *r;
     enum mt_status st;
     int is_stdin;
 
     if (!path || !out)
-        return mt_fail(err, MT_EINVAL, "mt_jsonl_open: bad argument");
+        return mt_fail(err, MT_EINVAL, "mtx_jsonl_open: bad argument");
     if (params && params->max_line == 0)
         return mt_fail(err, MT_EINVAL, "%s: max_line is 0", path);
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     r = mt_calloc(1, sizeof *r);
     if (!r)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    r->params = params ? *params : mt_jsonl_default_params();
+    r->params = params ? *params : mtx_jsonl_default_params();
     r->next_line = 1;
     /* max_line bytes, a CR and the NUL; saturate on overflow. */
     r->line = MT_BUF_INIT(
@@ -308,21 +308,21 @@ enum mt_status mt_jsonl_open(const char *path,
     *out = r;
     return MT_OK;
 fail:
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     return st;
 }
 
-size_t mt_jsonl_line(const struct mt_jsonl *r)
+size_t mtx_jsonl_line(const struct mt_jsonl *r)
 {
     return r->obj_line;
 }
 
-size_t mt_jsonl_skipped(const struct mt_jsonl *r)
+size_t mtx_jsonl_skipped(const struct mt_jsonl *r)
 {
     return r->skipped;
 }
 
-void mt_jsonl_close(struct mt_jsonl *r)
+void mtx_jsonl_close(struct mt_jsonl *r)
 {
     if (!r)
         return;
@@ -330,7 +330,7 @@ void mt_jsonl_close(struct mt_jsonl *r)
     if (r->fp && r->own_fp)
         fclose(r->fp);
     mt_free(r->blk);
-    mt_buf_free(&r->line);
+    mtx_buf_free(&r->line);
     mt_free(r->name);
     mt_free(r);
 }

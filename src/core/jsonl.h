@@ -18,42 +18,42 @@ struct mt_jsonl_params {
 };
 
 /* Returns the defaults: skip_bad 0, max_line 64 MiB. */
-struct mt_jsonl_params mt_jsonl_default_params(void);
+struct mt_jsonl_params mtx_jsonl_default_params(void);
 
 /* Routes jansson's allocations through mt_malloc/mt_free so that failure
  * injection and the "allocate only through mt_*" rule cover JSON values.
  * jansson's allocator is process-wide; this is safe to call at any time
- * because mt_malloc/mt_free wrap malloc/free. mt_jsonl_open calls it (once,
+ * because mt_malloc/mt_free wrap malloc/free. mtx_jsonl_open calls it (once,
  * thread-safely), so callers need not. */
-void mt_jsonl_init_alloc(void);
+void mtx_jsonl_init_alloc(void);
 
 /* Opens 'path' ("-" reads stdin, which is not closed). 'params' may be NULL
  * for defaults and is copied. On success *out owns a reader (free with
- * mt_jsonl_close); on failure *out is unchanged and 'err' (may be NULL)
+ * mtx_jsonl_close); on failure *out is unchanged and 'err' (may be NULL)
  * says why: MT_EIO (cannot open), MT_ENOMEM, MT_EINVAL. */
-enum mt_status mt_jsonl_open(const char *path,
-                             const struct mt_jsonl_params *params,
-                             struct mt_jsonl **out, struct mt_error *err);
+enum mt_status mtx_jsonl_open(const char *path,
+                              const struct mt_jsonl_params *params,
+                              struct mt_jsonl **out, struct mt_error *err);
 
 /* Reads the next object. On success *obj is the object, owned by the
- * reader and valid until the next call on it or mt_jsonl_close (take a
+ * reader and valid until the next call on it or mtx_jsonl_close (take a
  * json_incref to keep it), or NULL at end of input. Blank lines are
  * ignored; CRLF and a UTF-8 BOM on the first line are accepted. Failures:
  * MT_EPARSE "FILE:LINE: why" for a line that is not JSON or not an object,
  * MT_ELIMIT for a line longer than max_line (both skipped and counted
  * instead when skip_bad), MT_ENOMEM, MT_EIO. An error is sticky: later calls
  * return it again. Not thread-safe; use one reader per thread. */
-enum mt_status mt_jsonl_next(struct mt_jsonl *r, json_t **obj,
-                             struct mt_error *err);
+enum mt_status mtx_jsonl_next(struct mt_jsonl *r, json_t **obj,
+                              struct mt_error *err);
 
 /* 1-based line number of the object returned last (0 before the first). */
-size_t mt_jsonl_line(const struct mt_jsonl *r);
+size_t mtx_jsonl_line(const struct mt_jsonl *r);
 
 /* Number of lines skipped as bad so far (only with skip_bad). */
-size_t mt_jsonl_skipped(const struct mt_jsonl *r);
+size_t mtx_jsonl_skipped(const struct mt_jsonl *r);
 
 /* Closes the input and frees the reader and its current object. NULL is
  * allowed. */
-void mt_jsonl_close(struct mt_jsonl *r);
+void mtx_jsonl_close(struct mt_jsonl *r);
 
 #endif

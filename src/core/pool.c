@@ -1,5 +1,5 @@
 /* Thread pool: workers take tasks from a mutex-guarded FIFO; a counter of
- * unfinished tasks lets mt_pool_wait sleep until the batch is done. */
+ * unfinished tasks lets mtx_pool_wait sleep until the batch is done. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -91,7 +91,7 @@ static int init_sync(struct mt_pool *p)
     return 0;
 }
 
-enum mt_status mt_pool_new(size_t nthreads, struct mt_pool **out)
+enum mt_status mtx_pool_new(size_t nthreads, struct mt_pool **out)
 {
     struct mt_pool *p;
     enum mt_status st = MT_ENOMEM;
@@ -117,16 +117,16 @@ enum mt_status mt_pool_new(size_t nthreads, struct mt_pool **out)
     *out = p;
     return MT_OK;
 fail:
-    mt_pool_free(p);
+    mtx_pool_free(p);
     return st;
 }
 
-size_t mt_pool_size(const struct mt_pool *p)
+size_t mtx_pool_size(const struct mt_pool *p)
 {
     return p->nthreads;
 }
 
-void mt_pool_free(struct mt_pool *p)
+void mtx_pool_free(struct mt_pool *p)
 {
     size_t i;
 
@@ -151,7 +151,7 @@ void mt_pool_free(struct mt_pool *p)
 
 /* ==== Tasks ==== */
 
-enum mt_status mt_pool_submit(struct mt_pool *p, mt_pool_fn fn, void *arg)
+enum mt_status mtx_pool_submit(struct mt_pool *p, mt_pool_fn fn, void *arg)
 {
     struct task *t = mt_malloc(sizeof *t);
 
@@ -172,7 +172,7 @@ enum mt_status mt_pool_submit(struct mt_pool *p, mt_pool_fn fn, void *arg)
     return MT_OK;
 }
 
-void mt_pool_wait(struct mt_pool *p)
+void mtx_pool_wait(struct mt_pool *p)
 {
     pthread_mutex_lock(&p->mu);
     while (p->pending > 0)
@@ -226,7 +226,7 @@ static void pfor_spawn(struct mt_pool *p, struct pfor *f, size_t k)
         pthread_mutex_lock(&f->mu);
         f->helpers++;
         pthread_mutex_unlock(&f->mu);
-        if (mt_pool_submit(p, pfor_helper, f) == MT_OK)
+        if (mtx_pool_submit(p, pfor_helper, f) == MT_OK)
             continue;
         pthread_mutex_lock(&f->mu);
         f->helpers--;
@@ -235,8 +235,8 @@ static void pfor_spawn(struct mt_pool *p, struct pfor *f, size_t k)
     }
 }
 
-void mt_pool_parallel_for(struct mt_pool *p, size_t n, mt_pool_index_fn fn,
-                          void *arg)
+void mtx_pool_parallel_for(struct mt_pool *p, size_t n, mt_pool_index_fn fn,
+                           void *arg)
 {
     struct pfor f;
     size_t want = p->nthreads < n ? p->nthreads : n;

@@ -9,29 +9,29 @@
 
 struct mt_pool;
 
-/* A task; 'arg' is whatever was passed to mt_pool_submit. */
+/* A task; 'arg' is whatever was passed to mtx_pool_submit. */
 typedef void (*mt_pool_fn)(void *arg);
 
-/* One iteration of mt_pool_parallel_for: index i in [0, n). */
+/* One iteration of mtx_pool_parallel_for: index i in [0, n). */
 typedef void (*mt_pool_index_fn)(size_t i, void *arg);
 
 /* Starts 'nthreads' workers (0 = the number of online CPUs; capped at 1024).
- * On success *out owns the pool (free with mt_pool_free); on failure *out
+ * On success *out owns the pool (free with mtx_pool_free); on failure *out
  * is unchanged and the result is MT_ENOMEM, or MT_EINTERNAL when a thread
  * cannot be started. */
-enum mt_status mt_pool_new(size_t nthreads, struct mt_pool **out);
+enum mt_status mtx_pool_new(size_t nthreads, struct mt_pool **out);
 
 /* Number of worker threads. */
-size_t mt_pool_size(const struct mt_pool *p);
+size_t mtx_pool_size(const struct mt_pool *p);
 
 /* Queues fn(arg) to run on a worker. 'arg' is borrowed: it must stay valid
  * until the task has run. Returns MT_OK or MT_ENOMEM (nothing queued).
  * Thread-safe; tasks may submit further tasks. */
-enum mt_status mt_pool_submit(struct mt_pool *p, mt_pool_fn fn, void *arg);
+enum mt_status mtx_pool_submit(struct mt_pool *p, mt_pool_fn fn, void *arg);
 
 /* Blocks until every task submitted so far (and any they submit) has
  * finished. Thread-safe, but must not be called from inside a task. */
-void mt_pool_wait(struct mt_pool *p);
+void mtx_pool_wait(struct mt_pool *p);
 
 /* Calls fn(i, arg) exactly once for each i in [0, n), spread over the
  * workers and the calling thread, and returns when all calls are done.
@@ -39,11 +39,11 @@ void mt_pool_wait(struct mt_pool *p);
  * helpers fails, the calling thread does the work itself, so it always
  * completes. Thread-safe, but must not be called from inside a task (its
  * helpers could then wait behind the very workers that wait for them). */
-void mt_pool_parallel_for(struct mt_pool *p, size_t n, mt_pool_index_fn fn,
-                          void *arg);
+void mtx_pool_parallel_for(struct mt_pool *p, size_t n, mt_pool_index_fn fn,
+                           void *arg);
 
 /* Runs the tasks still queued, joins the workers and frees the pool. NULL
  * and partly built pools are allowed. Must not be called from a task. */
-void mt_pool_free(struct mt_pool *p);
+void mtx_pool_free(struct mt_pool *p);
 
 #endif

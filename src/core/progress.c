@@ -36,7 +36,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-struct mt_progress_params mt_progress_default_params(void)
+struct mt_progress_params mtx_progress_default_params(void)
 {
     struct mt_progress_params p;
 
@@ -47,14 +47,14 @@ struct mt_progress_params mt_progress_default_params(void)
     return p;
 }
 
-enum mt_status mt_progress_new(const struct mt_progress_params *params,
-                               struct mt_progress **out)
+enum mt_status mtx_progress_new(const struct mt_progress_params *params,
+                                struct mt_progress **out)
 {
     struct mt_progress *p = mt_calloc(1, sizeof *p);
 
     if (!p)
         return MT_ENOMEM;
-    p->params = params ? *params : mt_progress_default_params();
+    p->params = params ? *params : mtx_progress_default_params();
     if (!p->params.stream)
         p->params.stream = stderr;
     p->label = mt_strdup(p->params.label ? p->params.label : "progress");
@@ -175,7 +175,7 @@ static int due(struct mt_progress *p, double t)
         return !p->drawn || since >= p->params.min_interval_s;
     if (total) {
         uint64_t step = p->done >= total ? 10 : p->done * 10 / total;
-        /* The 100 % line is left to mt_progress_finish, so it is not
+        /* The 100 % line is left to mtx_progress_finish, so it is not
          * printed twice. */
         if (step > p->last_step && step < 10) {
             p->last_step = step;
@@ -196,7 +196,7 @@ static void maybe_draw(struct mt_progress *p)
         draw(p, t);
 }
 
-void mt_progress_update(struct mt_progress *p, uint64_t done)
+void mtx_progress_update(struct mt_progress *p, uint64_t done)
 {
     pthread_mutex_lock(&p->mu);
     p->done = done;
@@ -204,14 +204,14 @@ void mt_progress_update(struct mt_progress *p, uint64_t done)
     pthread_mutex_unlock(&p->mu);
 }
 
-void mt_progress_set_total(struct mt_progress *p, uint64_t total)
+void mtx_progress_set_total(struct mt_progress *p, uint64_t total)
 {
     pthread_mutex_lock(&p->mu);
     p->params.total = total;
     pthread_mutex_unlock(&p->mu);
 }
 
-void mt_progress_add(struct mt_progress *p, uint64_t n)
+void mtx_progress_add(struct mt_progress *p, uint64_t n)
 {
     pthread_mutex_lock(&p->mu);
     p->done += n;
@@ -219,7 +219,7 @@ void mt_progress_add(struct mt_progress *p, uint64_t n)
     pthread_mutex_unlock(&p->mu);
 }
 
-uint64_t mt_progress_done(struct mt_progress *p)
+uint64_t mtx_progress_done(struct mt_progress *p)
 {
     uint64_t d;
 
@@ -229,7 +229,7 @@ uint64_t mt_progress_done(struct mt_progress *p)
     return d;
 }
 
-void mt_progress_finish(struct mt_progress *p)
+void mtx_progress_finish(struct mt_progress *p)
 {
     char line[LINE_MAX_LEN];
     char el[32];
@@ -253,7 +253,7 @@ void mt_progress_finish(struct mt_progress *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-void mt_progress_free(struct mt_progress *p)
+void mtx_progress_free(struct mt_progress *p)
 {
     if (!p)
         return;

@@ -28,26 +28,26 @@ struct mt_sink_doc {
 };
 
 /* Writes one document (a store replaces an earlier one of the same id). */
-enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
-                           struct mt_error *err);
+enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
+                            struct mt_error *err);
 
 /* Deletes document 'id' of the current source (store only; JSONL output
  * counts it in delete_missing, as a stream cannot take a line back). */
-enum mt_status mt_sink_delete(struct mt_sink *k, const char *id,
-                              struct mt_error *err);
+enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
+                               struct mt_error *err);
 
 /* Counts a record read (and skipped, when 'skipped'). */
-void mt_sink_record(struct mt_sink *k, int skipped);
+void mtx_sink_record(struct mt_sink *k, int skipped);
 
 /* Tells the sink how many input bytes of the current file were read, for
  * progress. */
-void mt_sink_read(struct mt_sink *k, uint64_t bytes_in_file);
+void mtx_sink_read(struct mt_sink *k, uint64_t bytes_in_file);
 
 /* Writes one query line {"id","query","relevant":[doc],...extra} to the
  * queries output; 'extra' (may be NULL) is an object merged in. */
-enum mt_status mt_sink_query(struct mt_sink *k, const char *id,
-                             const char *query, const char *doc_id,
-                             json_t *extra, struct mt_error *err);
+enum mt_status mtx_sink_query(struct mt_sink *k, const char *id,
+                              const char *query, const char *doc_id,
+                              json_t *extra, struct mt_error *err);
 
 /* ==== Output: the writer's side (sink.c) ==== */
 
@@ -107,7 +107,7 @@ enum mt_status mtx_out_close(struct mtx_out *k, int ok,
 struct mt_xml;
 
 /* Handlers; each may be NULL. A handler that fails returns its status
- * with the detail in mt_xml_error(x); parsing stops there. */
+ * with the detail in mtx_xml_error(x); parsing stops there. */
 struct mt_xml_fns {
     enum mt_status (*start)(struct mt_xml *x, const char *name,
                             const char **attrs, void *user);
@@ -115,49 +115,49 @@ struct mt_xml_fns {
 };
 
 /* Parses 'path' (plain or gzip, told apart by zlib) with expat. Character
- * data goes to the buffer set with mt_xml_capture. Errors are "PATH:LINE:
+ * data goes to the buffer set with mtx_xml_capture. Errors are "PATH:LINE:
  * why" (a handler's message gets the same prefix); a truncated gzip or
  * document is an error, not a short read. */
-enum mt_status mt_xml_parse(const char *path, const struct mt_xml_fns *fns,
-                            void *user, struct mt_error *err);
+enum mt_status mtx_xml_parse(const char *path, const struct mt_xml_fns *fns,
+                             void *user, struct mt_error *err);
 
 /* Sends character data to 'b' until the next call (NULL: drop it). */
-void mt_xml_capture(struct mt_xml *x, struct mt_buf *b);
-struct mt_buf *mt_xml_captured(const struct mt_xml *x);
+void mtx_xml_capture(struct mt_xml *x, struct mt_buf *b);
+struct mt_buf *mtx_xml_captured(const struct mt_xml *x);
 
 /* The element depth (1 at the root). */
-size_t mt_xml_depth(const struct mt_xml *x);
+size_t mtx_xml_depth(const struct mt_xml *x);
 /* Is the current path 'suffix' or does it end in "/suffix"? */
-int mt_xml_at(const struct mt_xml *x, const char *suffix);
+int mtx_xml_at(const struct mt_xml *x, const char *suffix);
 /* Compressed bytes read so far from the file (for progress). */
-uint64_t mt_xml_offset(const struct mt_xml *x);
+uint64_t mtx_xml_offset(const struct mt_xml *x);
 /* The error a handler fills before returning a failure. */
-struct mt_error *mt_xml_error(struct mt_xml *x);
+struct mt_error *mtx_xml_error(struct mt_xml *x);
 
 /* Value of attribute 'name' in expat's attrs, or NULL. */
-const char *mt_xml_attr(const char **attrs, const char *name);
+const char *mtx_xml_attr(const char **attrs, const char *name);
 
 /* ==== Helpers ==== */
 
 /* Collapses runs of ASCII white space in b to one space and trims both
  * ends, in place. */
-void mt_squash_space(struct mt_buf *b);
+void mtx_squash_space(struct mt_buf *b);
 
 /* Text of a buffer ("" when nothing was appended). */
-const char *mt_buf_str(const struct mt_buf *b);
+const char *mtx_buf_str(const struct mt_buf *b);
 
 /* Sets key to a string value in obj (the string is copied); a NULL or
  * empty value sets nothing. Returns MT_ENOMEM on failure. */
-enum mt_status mt_meta_str(json_t *obj, const char *key, const char *val);
+enum mt_status mtx_meta_str(json_t *obj, const char *key, const char *val);
 
 /* Appends a string to the array at obj[key], creating it. */
-enum mt_status mt_meta_push(json_t *obj, const char *key, const char *val);
+enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val);
 
 /* Appends " (what)" to the message in err (may be NULL). */
-void mt_error_suffix(struct mt_error *err, const char *what);
+void mtx_error_suffix(struct mt_error *err, const char *what);
 
 /* SHA-1 of n bytes, as 40 lower-case hex digits and a NUL. */
-void mt_sha1_hex(const void *p, size_t n, char out[41]);
+void mtx_sha1_hex(const void *p, size_t n, char out[41]);
 
 /* Formats: each reads one file (or a folder's file) into the sink. */
 struct mt_import_ctx {
@@ -180,17 +180,17 @@ enum mt_status mtx_pipe_run(mtx_import_fn fn, const struct mtx_in_file *files,
                             size_t n, const struct mt_import_params *p,
                             struct mtx_out *out, struct mt_error *err);
 
-enum mt_status mt_import_pubmed(struct mt_import_ctx *c, const char *path,
-                                struct mt_error *err);
-enum mt_status mt_import_pmc(struct mt_import_ctx *c, const char *path,
-                             struct mt_error *err);
-enum mt_status mt_import_medquad(struct mt_import_ctx *c, const char *path,
+enum mt_status mtx_import_pubmed(struct mt_import_ctx *c, const char *path,
                                  struct mt_error *err);
-enum mt_status mt_import_pubmedqa(struct mt_import_ctx *c, const char *path,
+enum mt_status mtx_import_pmc(struct mt_import_ctx *c, const char *path,
+                              struct mt_error *err);
+enum mt_status mtx_import_medquad(struct mt_import_ctx *c, const char *path,
                                   struct mt_error *err);
-enum mt_status mt_import_medrag(struct mt_import_ctx *c, const char *path,
-                                struct mt_error *err);
-enum mt_status mt_import_csv(struct mt_import_ctx *c, const char *path,
-                             struct mt_error *err);
+enum mt_status mtx_import_pubmedqa(struct mt_import_ctx *c, const char *path,
+                                   struct mt_error *err);
+enum mt_status mtx_import_medrag(struct mt_import_ctx *c, const char *path,
+                                 struct mt_error *err);
+enum mt_status mtx_import_csv(struct mt_import_ctx *c, const char *path,
+                              struct mt_error *err);
 
 #endif

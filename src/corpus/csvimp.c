@@ -23,7 +23,7 @@ static long need_col(struct mt_csv *r, const char *what, const char *name,
         mt_fail(err, MT_EINVAL, "csv import needs --%s", what);
         return -1;
     }
-    i = mt_csv_find(r, name);
+    i = mtx_csv_find(r, name);
     if (i < 0)
         mt_fail(err, MT_EPARSE, "%s:1: no column named '%s' in the header",
                 path, name);
@@ -36,7 +36,7 @@ static enum mt_status read_header(struct mt_import_ctx *c, struct mt_csv *r,
 {
     int got = 0;
     size_t i;
-    enum mt_status st = mt_csv_next(r, &got, err);
+    enum mt_status st = mtx_csv_next(r, &got, err);
 
     if (st != MT_OK)
         return st;
@@ -50,12 +50,12 @@ static enum mt_status read_header(struct mt_import_ctx *c, struct mt_csv *r,
         k->title = need_col(r, "title-col", c->p->title_col, path, err);
     if (k->id < 0 || k->text < 0 || (c->p->title_col && k->title < 0))
         return err ? err->status : MT_EINVAL;
-    k->n = mt_csv_nfields(r);
+    k->n = mtx_csv_nfields(r);
     k->names = mt_calloc(k->n ? k->n : 1, sizeof *k->names);
     if (!k->names)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; i < k->n; i++) {
-        struct mt_str f = mt_csv_field(r, i);
+        struct mt_str f = mtx_csv_field(r, i);
 
         k->names[i] = mt_strndup(f.p, f.n);
         if (!k->names[i])
@@ -69,8 +69,8 @@ static enum mt_status meta_fields(const struct cols *k, struct mt_csv *r,
 {
     size_t i;
 
-    for (i = 0; i < k->n && i < mt_csv_nfields(r); i++) {
-        struct mt_str f = mt_csv_field(r, i);
+    for (i = 0; i < k->n && i < mtx_csv_nfields(r); i++) {
+        struct mt_str f = mtx_csv_field(r, i);
 
         if ((long)i == k->id || (long)i == k->text || (long)i == k->title ||
             !k->names[i][0])
@@ -85,9 +85,9 @@ static enum mt_status csv_row(struct mt_import_ctx *c, struct mt_csv *r,
                               const struct cols *k, const char *path,
                               struct mt_error *err)
 {
-    struct mt_str id = mt_csv_field(r, (size_t)k->id);
-    struct mt_str text = mt_csv_field(r, (size_t)k->text);
-    struct mt_str title = mt_csv_field(r, (size_t)k->title);
+    struct mt_str id = mtx_csv_field(r, (size_t)k->id);
+    struct mt_str text = mtx_csv_field(r, (size_t)k->text);
+    struct mt_str title = mtx_csv_field(r, (size_t)k->title);
     char *ids = mt_strndup(id.p, id.n);
     char *titles = k->title >= 0 ? mt_strndup(title.p, title.n) : NULL;
     json_t *meta = json_object();
@@ -99,32 +99,32 @@ static enum mt_status csv_row(struct mt_import_ctx *c, struct mt_csv *r,
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     else if (id.n == 0)
         st = mt_fail(err, MT_EPARSE, "%s:%zu: empty id in column '%s'", path,
-                     mt_csv_line(r), c->p->id_col);
-    mt_sink_record(c->sink, st == MT_OK && text.n == 0);
-    if (st == MT_OK && text.n > 0 && mt_sink_put(c->sink, &d, err) != MT_OK)
-        st = mt_error_prefix(err, "%s:%zu", path, mt_csv_line(r));
+                     mtx_csv_line(r), c->p->id_col);
+    mtx_sink_record(c->sink, st == MT_OK && text.n == 0);
+    if (st == MT_OK && text.n > 0 && mtx_sink_put(c->sink, &d, err) != MT_OK)
+        st = mt_error_prefix(err, "%s:%zu", path, mtx_csv_line(r));
     json_decref(meta);
     mt_free(ids);
     mt_free(titles);
     return st;
 }
 
-enum mt_status mt_import_csv(struct mt_import_ctx *c, const char *path,
-                             struct mt_error *err)
+enum mt_status mtx_import_csv(struct mt_import_ctx *c, const char *path,
+                              struct mt_error *err)
 {
     struct mt_csv *r = NULL;
     struct cols k = {-1, -1, -1, 0, NULL};
     int got = 1;
     size_t i;
-    enum mt_status st = mt_csv_open(path, NULL, &r, err);
+    enum mt_status st = mtx_csv_open(path, NULL, &r, err);
 
     if (st == MT_OK)
         st = read_header(c, r, path, &k, err);
-    while (st == MT_OK && (st = mt_csv_next(r, &got, err)) == MT_OK && got)
+    while (st == MT_OK && (st = mtx_csv_next(r, &got, err)) == MT_OK && got)
         st = csv_row(c, r, &k, path, err);
     for (i = 0; k.names && i < k.n; i++)
         mt_free(k.names[i]);
     mt_free(k.names);
-    mt_csv_close(r);
+    mtx_csv_close(r);
     return st;
 }

@@ -22,12 +22,12 @@ struct format {
 };
 
 static const struct format formats[] = {
-    {"pubmed", mt_import_pubmed, "pubmed", {".xml", ".xml.gz", NULL}, 0},
-    {"pmc", mt_import_pmc, "pmc", {".nxml", ".xml", NULL}, 0},
-    {"medquad", mt_import_medquad, "medquad", {".xml", NULL, NULL}, 0},
-    {"pubmedqa", mt_import_pubmedqa, "pubmedqa", {".json", NULL, NULL}, 0},
-    {"medrag", mt_import_medrag, NULL, {".jsonl", NULL, NULL}, 1},
-    {"csv", mt_import_csv, NULL, {".csv", NULL, NULL}, 0},
+    {"pubmed", mtx_import_pubmed, "pubmed", {".xml", ".xml.gz", NULL}, 0},
+    {"pmc", mtx_import_pmc, "pmc", {".nxml", ".xml", NULL}, 0},
+    {"medquad", mtx_import_medquad, "medquad", {".xml", NULL, NULL}, 0},
+    {"pubmedqa", mtx_import_pubmedqa, "pubmedqa", {".json", NULL, NULL}, 0},
+    {"medrag", mtx_import_medrag, NULL, {".jsonl", NULL, NULL}, 1},
+    {"csv", mtx_import_csv, NULL, {".csv", NULL, NULL}, 0},
 };
 
 const char *const mt_import_formats[] = {"pubmed", "pmc", "medquad", "pubmedqa",
@@ -252,7 +252,7 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
                        "unknown format '%s' (pubmed, pmc, medquad, pubmedqa, "
                        "medrag, csv)",
                        format ? format : "");
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     p.no_chunk = p.no_chunk || fm->whole;
     st = collect(fm, paths, n, &f, err);
     if (st == MT_OK)

@@ -34,17 +34,17 @@ static int is(const char *name, const char *a, const char *b)
 
 static void keep_attr(char *dst, size_t n, const char **attrs, const char *name)
 {
-    const char *v = mt_xml_attr(attrs, name);
+    const char *v = mtx_xml_attr(attrs, name);
 
     snprintf(dst, n, "%s", v ? v : "");
 }
 
 static void grab(struct medquad *m, struct mt_xml *x, struct mt_buf *b)
 {
-    mt_buf_reset(b);
-    mt_buf_reserve(b, 1);
-    mt_xml_capture(x, b);
-    m->cap_depth = mt_xml_depth(x);
+    mtx_buf_reset(b);
+    mtx_buf_reserve(b, 1);
+    mtx_xml_capture(x, b);
+    m->cap_depth = mtx_xml_depth(x);
 }
 
 static enum mt_status on_start(struct mt_xml *x, const char *name,
@@ -52,27 +52,27 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
 {
     struct medquad *m = user;
 
-    if (mt_xml_depth(x) == 1 && !is(name, "Document", "doc"))
-        return mt_fail(mt_xml_error(x), MT_EPARSE,
+    if (mtx_xml_depth(x) == 1 && !is(name, "Document", "doc"))
+        return mt_fail(mtx_xml_error(x), MT_EPARSE,
                        "not a MedQuAD file: the root element is <%s>, not "
                        "<Document>",
                        name);
-    if (mt_xml_depth(x) == 1) {
+    if (mtx_xml_depth(x) == 1) {
         /* Document@source, or doc@corpus in the NINDS variant. */
         keep_attr(m->source, sizeof m->source, attrs,
-                  mt_xml_attr(attrs, "source") ? "source" : "corpus");
+                  mtx_xml_attr(attrs, "source") ? "source" : "corpus");
         keep_attr(m->url, sizeof m->url, attrs, "url");
-        mt_buf_reset(&m->focus);
-    } else if (mt_xml_depth(x) == 2 && is(name, "Focus", "doctitle-focus")) {
+        mtx_buf_reset(&m->focus);
+    } else if (mtx_xml_depth(x) == 2 && is(name, "Focus", "doctitle-focus")) {
         grab(m, x, &m->focus);
     } else if (is(name, "QAPair", "pair")) {
-        mt_buf_reset(&m->question);
-        mt_buf_reset(&m->answer);
-    } else if (is(name, "Question", "question") && !mt_xml_captured(x)) {
+        mtx_buf_reset(&m->question);
+        mtx_buf_reset(&m->answer);
+    } else if (is(name, "Question", "question") && !mtx_xml_captured(x)) {
         keep_attr(m->qid, sizeof m->qid, attrs, "qid");
         keep_attr(m->qtype, sizeof m->qtype, attrs, "qtype");
         grab(m, x, &m->question);
-    } else if (is(name, "Answer", "answer") && !mt_xml_captured(x)) {
+    } else if (is(name, "Answer", "answer") && !mtx_xml_captured(x)) {
         grab(m, x, &m->answer);
     }
     return MT_OK;
@@ -80,14 +80,14 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
 
 static enum mt_status pair_meta(struct medquad *m, json_t *meta)
 {
-    enum mt_status st = mt_meta_str(meta, "source", m->source);
+    enum mt_status st = mtx_meta_str(meta, "source", m->source);
 
     if (st == MT_OK)
-        st = mt_meta_str(meta, "url", m->url);
+        st = mtx_meta_str(meta, "url", m->url);
     if (st == MT_OK)
-        st = mt_meta_str(meta, "focus", mt_buf_str(&m->focus));
+        st = mtx_meta_str(meta, "focus", mtx_buf_str(&m->focus));
     if (st == MT_OK)
-        st = mt_meta_str(meta, "qtype", m->qtype);
+        st = mtx_meta_str(meta, "qtype", m->qtype);
     return st;
 }
 
@@ -99,10 +99,10 @@ static enum mt_status pair_query(struct medquad *m, const char *doc_id,
     json_t *extra = json_pack("{s:s}", "qtype", m->qtype);
     enum mt_status st;
 
-    mt_squash_space(&m->question);
+    mtx_squash_space(&m->question);
     snprintf(id, sizeof id, "mqq-%s-%s", m->source, m->qid);
-    st = extra ? mt_sink_query(m->c->sink, id, mt_buf_str(&m->question), doc_id,
-                               extra, err)
+    st = extra ? mtx_sink_query(m->c->sink, id, mtx_buf_str(&m->question),
+                                doc_id, extra, err)
                : mt_fail(err, MT_ENOMEM, "out of memory");
     json_decref(extra);
     return st;
@@ -115,12 +115,12 @@ static enum mt_status answer_id(struct medquad *m, struct mt_str a,
 {
     enum mt_status st;
 
-    mt_buf_reset(&m->folded);
-    st = mt_buf_append(&m->folded, a.p, a.n);
+    mtx_buf_reset(&m->folded);
+    st = mtx_buf_append(&m->folded, a.p, a.n);
     if (st != MT_OK)
         return st;
-    mt_squash_space(&m->folded);
-    mt_sha1_hex(m->folded.data, m->folded.len, hex);
+    mtx_squash_space(&m->folded);
+    mtx_sha1_hex(m->folded.data, m->folded.len, hex);
     return MT_OK;
 }
 
@@ -129,14 +129,14 @@ static enum mt_status answer_id(struct medquad *m, struct mt_str a,
 static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
 {
     struct mt_str a =
-        mt_str_trim((struct mt_str){mt_buf_str(&m->answer), m->answer.len});
+        mtx_str_trim((struct mt_str){mtx_buf_str(&m->answer), m->answer.len});
     char hex[41];
     char id[20];
     json_t *meta;
     struct mt_sink_doc d;
     enum mt_status st;
 
-    mt_sink_record(m->c->sink, a.n == 0);
+    mtx_sink_record(m->c->sink, a.n == 0);
     if (a.n == 0)
         return MT_OK;
     if (answer_id(m, a, hex) != MT_OK)
@@ -148,11 +148,11 @@ static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
     d.id = id;
-    d.title = m->focus.len ? mt_buf_str(&m->focus) : NULL;
+    d.title = m->focus.len ? mtx_buf_str(&m->focus) : NULL;
     d.text = a.p;
     d.text_len = a.n;
     d.meta = meta;
-    st = mt_sink_put(m->c->sink, &d, err);
+    st = mtx_sink_put(m->c->sink, &d, err);
     json_decref(meta);
     if (st == MT_OK)
         st = pair_query(m, id, err);
@@ -163,18 +163,18 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
 {
     struct medquad *m = user;
 
-    if (mt_xml_captured(x) && mt_xml_depth(x) == m->cap_depth) {
-        mt_xml_capture(x, NULL);
-        if (mt_xml_captured(x) == NULL && is(name, "Focus", "doctitle-focus"))
-            mt_squash_space(&m->focus);
+    if (mtx_xml_captured(x) && mtx_xml_depth(x) == m->cap_depth) {
+        mtx_xml_capture(x, NULL);
+        if (mtx_xml_captured(x) == NULL && is(name, "Focus", "doctitle-focus"))
+            mtx_squash_space(&m->focus);
     }
     if (is(name, "QAPair", "pair"))
-        return end_pair(m, mt_xml_error(x));
+        return end_pair(m, mtx_xml_error(x));
     return MT_OK;
 }
 
-enum mt_status mt_import_medquad(struct mt_import_ctx *c, const char *path,
-                                 struct mt_error *err)
+enum mt_status mtx_import_medquad(struct mt_import_ctx *c, const char *path,
+                                  struct mt_error *err)
 {
     static const struct mt_xml_fns fns = {on_start, on_end};
     struct medquad m;
@@ -183,10 +183,10 @@ enum mt_status mt_import_medquad(struct mt_import_ctx *c, const char *path,
     memset(&m, 0, sizeof m);
     m.c = c;
     m.focus = m.question = m.answer = m.folded = MT_BUF_INIT(FIELD_MAX);
-    st = mt_xml_parse(path, &fns, &m, err);
-    mt_buf_free(&m.focus);
-    mt_buf_free(&m.question);
-    mt_buf_free(&m.answer);
-    mt_buf_free(&m.folded);
+    st = mtx_xml_parse(path, &fns, &m, err);
+    mtx_buf_free(&m.focus);
+    mtx_buf_free(&m.question);
+    mtx_buf_free(&m.answer);
+    mtx_buf_free(&m.folded);
     return st;
 }

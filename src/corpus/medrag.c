@@ -30,7 +30,7 @@ static enum mt_status medrag_line(struct mt_import_ctx *c, json_t *o,
                        "%s:%zu: record %s: neither 'content' nor 'contents' "
                        "is a string",
                        path, line, json_string_value(id));
-    mt_sink_record(c->sink, json_string_length(text) == 0);
+    mtx_sink_record(c->sink, json_string_length(text) == 0);
     if (json_string_length(text) == 0)
         return MT_OK;
     d.id = json_string_value(id);
@@ -38,20 +38,20 @@ static enum mt_status medrag_line(struct mt_import_ctx *c, json_t *o,
     d.text = json_string_value(text);
     d.text_len = json_string_length(text);
     d.meta = NULL;
-    if (mt_sink_put(c->sink, &d, err) != MT_OK)
+    if (mtx_sink_put(c->sink, &d, err) != MT_OK)
         return mt_error_prefix(err, "%s:%zu", path, line);
     return MT_OK;
 }
 
-enum mt_status mt_import_medrag(struct mt_import_ctx *c, const char *path,
-                                struct mt_error *err)
+enum mt_status mtx_import_medrag(struct mt_import_ctx *c, const char *path,
+                                 struct mt_error *err)
 {
     struct mt_jsonl *r = NULL;
     json_t *o = NULL;
-    enum mt_status st = mt_jsonl_open(path, NULL, &r, err);
+    enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
 
-    while (st == MT_OK && (st = mt_jsonl_next(r, &o, err)) == MT_OK && o)
-        st = medrag_line(c, o, path, mt_jsonl_line(r), err);
-    mt_jsonl_close(r);
+    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o)
+        st = medrag_line(c, o, path, mtx_jsonl_line(r), err);
+    mtx_jsonl_close(r);
     return st;
 }

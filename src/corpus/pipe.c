@@ -79,24 +79,24 @@ struct mt_sink {
 
 static enum mt_status put_u64(struct mt_buf *b, uint64_t v)
 {
-    return mt_buf_append(b, &v, sizeof v);
+    return mtx_buf_append(b, &v, sizeof v);
 }
 
 static enum mt_status put_str(struct mt_buf *b, const char *s, size_t n)
 {
     uint32_t len = s ? (uint32_t)n : NO_STR;
-    enum mt_status st = mt_buf_append(b, &len, sizeof len);
+    enum mt_status st = mtx_buf_append(b, &len, sizeof len);
 
     if (st == MT_OK && s)
-        st = mt_buf_append(b, s, n);
+        st = mtx_buf_append(b, s, n);
     if (st == MT_OK && s)
-        st = mt_buf_putc(b, '\0');
+        st = mtx_buf_putc(b, '\0');
     return st;
 }
 
 static enum mt_status put_counts(struct mt_sink *k)
 {
-    enum mt_status st = mt_buf_putc(&k->blk, OP_COUNT);
+    enum mt_status st = mtx_buf_putc(&k->blk, OP_COUNT);
 
     if (st == MT_OK)
         st = put_u64(&k->blk, k->records);
@@ -174,8 +174,8 @@ static char *doc_line(const struct mt_sink_doc *d)
     return line;
 }
 
-enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
-                           struct mt_error *err)
+enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
+                            struct mt_error *err)
 {
     struct mt_buf *b = &k->blk;
     char *js = k->pp->store ? (d->meta ? dump(d->meta) : NULL) : doc_line(d);
@@ -184,11 +184,11 @@ enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
     if (!js && (d->meta || !k->pp->store))
         return mt_fail(err, MT_ENOMEM, "record %s: out of memory", d->id);
     if (!k->pp->store) {
-        st = mt_buf_putc(b, OP_LINE);
+        st = mtx_buf_putc(b, OP_LINE);
         if (st == MT_OK)
             st = put_str(b, js, strlen(js));
     } else {
-        st = mt_buf_putc(b, OP_DOC);
+        st = mtx_buf_putc(b, OP_DOC);
         if (st == MT_OK)
             st = put_str(b, d->id, strlen(d->id));
         if (st == MT_OK)
@@ -202,32 +202,32 @@ enum mt_status mt_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
     return added(k, st, d->id, err);
 }
 
-enum mt_status mt_sink_delete(struct mt_sink *k, const char *id,
-                              struct mt_error *err)
+enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
+                               struct mt_error *err)
 {
-    enum mt_status st = mt_buf_putc(&k->blk, OP_DEL);
+    enum mt_status st = mtx_buf_putc(&k->blk, OP_DEL);
 
     if (st == MT_OK)
         st = put_str(&k->blk, id, strlen(id));
     return added(k, st, id, err);
 }
 
-void mt_sink_record(struct mt_sink *k, int skipped)
+void mtx_sink_record(struct mt_sink *k, int skipped)
 {
     k->records++;
     k->skipped += skipped != 0;
     k->counted = 1;
 }
 
-void mt_sink_read(struct mt_sink *k, uint64_t bytes_in_file)
+void mtx_sink_read(struct mt_sink *k, uint64_t bytes_in_file)
 {
     k->read = bytes_in_file;
     k->counted = 1;
 }
 
-enum mt_status mt_sink_query(struct mt_sink *k, const char *id,
-                             const char *query, const char *doc_id,
-                             json_t *extra, struct mt_error *err)
+enum mt_status mtx_sink_query(struct mt_sink *k, const char *id,
+                              const char *query, const char *doc_id,
+                              json_t *extra, struct mt_error *err)
 {
     json_t *o;
     char *line = NULL;
@@ -242,7 +242,7 @@ enum mt_status mt_sink_query(struct mt_sink *k, const char *id,
     json_decref(o);
     if (!line)
         return mt_fail(err, MT_ENOMEM, "query %s: out of memory", id);
-    st = mt_buf_putc(&k->blk, OP_QUERY);
+    st = mtx_buf_putc(&k->blk, OP_QUERY);
     if (st == MT_OK)
         st = put_str(&k->blk, line, strlen(line));
     mt_free(line);
@@ -267,7 +267,7 @@ static void parse_one(struct pipe *pp, size_t i)
         st = pp->fn(&c, pp->files[i].path, &err);
     if (st == MT_OK)
         st = hand_over(&k, &err);
-    mt_buf_free(&k.blk);
+    mtx_buf_free(&k.blk);
     pthread_mutex_lock(&pp->mu);
     sl->done = 1;
     sl->st = st;
@@ -400,7 +400,7 @@ static struct block *take(struct pipe *pp, struct slot *sl)
 
 static void block_free(struct block *bl)
 {
-    mt_buf_free(&bl->b);
+    mtx_buf_free(&bl->b);
     mt_free(bl);
 }
 
@@ -474,10 +474,10 @@ static enum mt_status start(struct pipe *pp, struct mt_pool **pool,
     size_t i;
 
     pp->window = n + 1;
-    if (mt_pool_new(n, pool) != MT_OK)
+    if (mtx_pool_new(n, pool) != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "cannot start %zu import threads", n);
     for (i = 0; i < n; i++)
-        if (mt_pool_submit(*pool, parser, pp) != MT_OK)
+        if (mtx_pool_submit(*pool, parser, pp) != MT_OK)
             break;
     return i > 0 ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
 }
@@ -497,7 +497,7 @@ static enum mt_status run(struct pipe *pp, struct mtx_out *out,
     pp->stop = st != MT_OK;
     pthread_cond_broadcast(&pp->to_parsers);
     pthread_mutex_unlock(&pp->mu);
-    mt_pool_free(pool);
+    mtx_pool_free(pool);
     return st;
 }
 

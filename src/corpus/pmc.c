@@ -49,10 +49,10 @@ static const char *const skipped[] = {"fig",
 
 static void grab(struct pmc *m, struct mt_xml *x, struct mt_buf *b)
 {
-    mt_buf_reset(b);
-    mt_buf_reserve(b, 1);
-    mt_xml_capture(x, b);
-    m->cap_depth = mt_xml_depth(x);
+    mtx_buf_reset(b);
+    mtx_buf_reserve(b, 1);
+    mtx_xml_capture(x, b);
+    m->cap_depth = mtx_xml_depth(x);
 }
 
 static enum mt_status begin_article(struct pmc *m, struct mt_xml *x)
@@ -61,12 +61,12 @@ static enum mt_status begin_article(struct pmc *m, struct mt_xml *x)
     m->in_text = m->in_skip = m->have_year = 0;
     m->pmcid[0] = m->pmid[0] = m->license[0] = '\0';
     m->n++;
-    mt_buf_reset(&m->text);
-    mt_buf_reset(&m->title);
+    mtx_buf_reset(&m->text);
+    mtx_buf_reset(&m->title);
     json_decref(m->meta);
     m->meta = json_object();
     if (!m->meta)
-        return mt_fail(mt_xml_error(x), MT_ENOMEM, "out of memory");
+        return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
     return MT_OK;
 }
 
@@ -75,8 +75,8 @@ static enum mt_status heading(struct pmc *m, const char *h)
     enum mt_status st = MT_OK;
 
     if (m->text.len)
-        st = mt_buf_putc(&m->text, '\n');
-    return st == MT_OK ? mt_buf_append_str(&m->text, h) : st;
+        st = mtx_buf_putc(&m->text, '\n');
+    return st == MT_OK ? mtx_buf_append_str(&m->text, h) : st;
 }
 
 static void front_start(struct pmc *m, struct mt_xml *x, const char *name,
@@ -84,21 +84,21 @@ static void front_start(struct pmc *m, struct mt_xml *x, const char *name,
 {
     const char *v;
 
-    if (mt_xml_at(x, "article-meta/article-id")) {
-        v = mt_xml_attr(attrs, "pub-id-type");
+    if (mtx_xml_at(x, "article-meta/article-id")) {
+        v = mtx_xml_attr(attrs, "pub-id-type");
         snprintf(m->idtype, sizeof m->idtype, "%s", v ? v : "");
         grab(m, x, &m->field);
-    } else if (mt_xml_at(x, "journal-meta/journal-title") ||
-               mt_xml_at(x, "journal-title-group/journal-title") ||
-               mt_xml_at(x, "article-meta/pub-date/year") ||
-               mt_xml_at(x, "permissions/license/license-p")) {
+    } else if (mtx_xml_at(x, "journal-meta/journal-title") ||
+               mtx_xml_at(x, "journal-title-group/journal-title") ||
+               mtx_xml_at(x, "article-meta/pub-date/year") ||
+               mtx_xml_at(x, "permissions/license/license-p")) {
         grab(m, x, &m->field);
-    } else if (mt_xml_at(x, "article-meta/title-group/article-title")) {
+    } else if (mtx_xml_at(x, "article-meta/title-group/article-title")) {
         grab(m, x, &m->title);
-    } else if (mt_xml_at(x, "article-meta/permissions/license")) {
-        v = mt_xml_attr(attrs, "xlink:href");
+    } else if (mtx_xml_at(x, "article-meta/permissions/license")) {
+        v = mtx_xml_attr(attrs, "xlink:href");
         if (!v || !*v)
-            v = mt_xml_attr(attrs, "license-type");
+            v = mtx_xml_attr(attrs, "license-type");
         snprintf(m->license, sizeof m->license, "%s", v ? v : "");
     }
     (void)name;
@@ -108,28 +108,28 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
                                const char **attrs, void *user)
 {
     struct pmc *m = user;
-    int abstract = mt_xml_at(x, "article-meta/abstract");
+    int abstract = mtx_xml_at(x, "article-meta/abstract");
 
-    if (mt_xml_depth(x) == 1 && strcmp(name, "article") != 0 &&
+    if (mtx_xml_depth(x) == 1 && strcmp(name, "article") != 0 &&
         strcmp(name, "pmc-articleset") != 0)
-        return mt_fail(mt_xml_error(x), MT_EPARSE,
+        return mt_fail(mtx_xml_error(x), MT_EPARSE,
                        "not a PMC JATS file: the root element is <%s>, not "
                        "<article> or <pmc-articleset>",
                        name);
     if (strcmp(name, "article") == 0 && !m->in_article)
         return begin_article(m, x);
-    if (!m->in_article || mt_xml_captured(x))
+    if (!m->in_article || mtx_xml_captured(x))
         return MT_OK;
-    if (abstract || mt_xml_at(x, "article/body")) {
-        const char *type = mt_xml_attr(attrs, "abstract-type");
+    if (abstract || mtx_xml_at(x, "article/body")) {
+        const char *type = mtx_xml_attr(attrs, "abstract-type");
 
         m->in_text++;
-        m->body_depth = mt_xml_depth(x);
+        m->body_depth = mtx_xml_depth(x);
         if (abstract && heading(m, type ? "Abstract (" : "Abstract") != MT_OK)
-            return mt_fail(mt_xml_error(x), MT_ENOMEM, "out of memory");
+            return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
         if (abstract && type &&
-            (mt_buf_append_str(&m->text, type) || mt_buf_putc(&m->text, ')')))
-            return mt_fail(mt_xml_error(x), MT_ENOMEM, "out of memory");
+            (mtx_buf_append_str(&m->text, type) || mtx_buf_putc(&m->text, ')')))
+            return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
     } else if (one_of(name, skipped)) {
         m->in_skip++;
     } else if (m->in_text && !m->in_skip &&
@@ -146,8 +146,8 @@ static enum mt_status front_end(struct pmc *m, struct mt_xml *x,
 {
     const char *v;
 
-    mt_squash_space(&m->field);
-    v = mt_buf_str(&m->field);
+    mtx_squash_space(&m->field);
+    v = mtx_buf_str(&m->field);
     if (strcmp(name, "article-id") == 0) {
         if (strcmp(m->idtype, "pmc") == 0 || strcmp(m->idtype, "pmcid") == 0)
             snprintf(m->pmcid, sizeof m->pmcid, "%s",
@@ -155,16 +155,16 @@ static enum mt_status front_end(struct pmc *m, struct mt_xml *x,
         else if (strcmp(m->idtype, "pmid") == 0)
             snprintf(m->pmid, sizeof m->pmid, "%s", v);
         else if (strcmp(m->idtype, "doi") == 0)
-            return mt_meta_str(m->meta, "doi", v);
+            return mtx_meta_str(m->meta, "doi", v);
         return MT_OK;
     }
     if (strcmp(name, "journal-title") == 0)
         return json_object_get(m->meta, "journal")
                    ? MT_OK
-                   : mt_meta_str(m->meta, "journal", v);
+                   : mtx_meta_str(m->meta, "journal", v);
     if (strcmp(name, "year") == 0 && !m->have_year) {
         m->have_year = 1;
-        return mt_meta_str(m->meta, "year", v);
+        return mtx_meta_str(m->meta, "year", v);
     }
     if (strcmp(name, "license-p") == 0 && !m->license[0])
         snprintf(m->license, sizeof m->license, "%s", v);
@@ -178,11 +178,11 @@ static enum mt_status text_end(struct pmc *m, struct mt_xml *x,
 {
     enum mt_status st = MT_OK;
 
-    mt_squash_space(&m->part);
+    mtx_squash_space(&m->part);
     if (m->part.len == 0)
         return MT_OK;
-    if (strcmp(name, "title") == 0 && mt_xml_at(x, "body/sec/title"))
-        st = mt_meta_push(m->meta, "sections", m->part.data);
+    if (strcmp(name, "title") == 0 && mtx_xml_at(x, "body/sec/title"))
+        st = mtx_meta_push(m->meta, "sections", m->part.data);
     if (st == MT_OK)
         st = heading(m, m->part.data);
     return st;
@@ -190,7 +190,7 @@ static enum mt_status text_end(struct pmc *m, struct mt_xml *x,
 
 static enum mt_status end_article(struct pmc *m, struct mt_xml *x)
 {
-    struct mt_error *err = mt_xml_error(x);
+    struct mt_error *err = mtx_xml_error(x);
     char id[40];
     struct mt_sink_doc d;
     enum mt_status st;
@@ -201,54 +201,54 @@ static enum mt_status end_article(struct pmc *m, struct mt_xml *x)
                        (unsigned long long)m->n);
     snprintf(id, sizeof id, "%s%s", m->pmcid[0] ? "PMC" : "",
              m->pmcid[0] ? m->pmcid : m->pmid);
-    st = mt_meta_str(m->meta, "pmid", m->pmid);
+    st = mtx_meta_str(m->meta, "pmid", m->pmid);
     if (st == MT_OK && m->pmcid[0])
-        st = mt_meta_str(m->meta, "pmcid", id);
+        st = mtx_meta_str(m->meta, "pmcid", id);
     if (st == MT_OK)
-        st = mt_meta_str(m->meta, "license", m->license);
+        st = mtx_meta_str(m->meta, "license", m->license);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    mt_sink_read(m->c->sink, mt_xml_offset(x));
-    mt_sink_record(m->c->sink, m->text.len == 0);
+    mtx_sink_read(m->c->sink, mtx_xml_offset(x));
+    mtx_sink_record(m->c->sink, m->text.len == 0);
     if (m->text.len == 0)
         return MT_OK;
-    mt_squash_space(&m->title);
+    mtx_squash_space(&m->title);
     d.id = id;
     d.title = m->title.len ? m->title.data : NULL;
     d.text = m->text.data;
     d.text_len = m->text.len;
     d.meta = m->meta;
-    st = mt_sink_put(m->c->sink, &d, err);
+    st = mtx_sink_put(m->c->sink, &d, err);
     return st;
 }
 
 static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
 {
     struct pmc *m = user;
-    struct mt_buf *cap = mt_xml_captured(x);
+    struct mt_buf *cap = mtx_xml_captured(x);
     enum mt_status st = MT_OK;
 
-    if (strcmp(name, "article") == 0 && m->in_article && mt_xml_depth(x) <= 2)
+    if (strcmp(name, "article") == 0 && m->in_article && mtx_xml_depth(x) <= 2)
         return end_article(m, x);
-    if (cap && mt_xml_depth(x) == m->cap_depth) {
-        mt_xml_capture(x, NULL);
+    if (cap && mtx_xml_depth(x) == m->cap_depth) {
+        mtx_xml_capture(x, NULL);
         if (cap == &m->part)
             st = text_end(m, x, name);
         else if (cap == &m->field)
             st = front_end(m, x, name);
     } else if (!cap && one_of(name, skipped) && m->in_skip) {
         m->in_skip--;
-    } else if (!cap && m->in_text && mt_xml_depth(x) == m->body_depth &&
+    } else if (!cap && m->in_text && mtx_xml_depth(x) == m->body_depth &&
                (strcmp(name, "abstract") == 0 || strcmp(name, "body") == 0)) {
         m->in_text--;
     }
     if (st != MT_OK)
-        return mt_fail(mt_xml_error(x), st, "out of memory");
+        return mt_fail(mtx_xml_error(x), st, "out of memory");
     return MT_OK;
 }
 
-enum mt_status mt_import_pmc(struct mt_import_ctx *c, const char *path,
-                             struct mt_error *err)
+enum mt_status mtx_import_pmc(struct mt_import_ctx *c, const char *path,
+                              struct mt_error *err)
 {
     static const struct mt_xml_fns fns = {on_start, on_end};
     struct pmc m;
@@ -258,16 +258,16 @@ enum mt_status mt_import_pmc(struct mt_import_ctx *c, const char *path,
     memset(&m, 0, sizeof m);
     m.c = c;
     m.text = m.part = m.field = m.title = MT_BUF_INIT(FIELD_MAX);
-    st = mt_xml_parse(path, &fns, &m, err);
+    st = mtx_xml_parse(path, &fns, &m, err);
     if (st != MT_OK && m.in_article) {
         snprintf(what, sizeof what, "in article %llu%s%s",
                  (unsigned long long)m.n, m.pmcid[0] ? ", PMC" : "", m.pmcid);
-        mt_error_suffix(err, what);
+        mtx_error_suffix(err, what);
     }
-    mt_buf_free(&m.text);
-    mt_buf_free(&m.part);
-    mt_buf_free(&m.field);
-    mt_buf_free(&m.title);
+    mtx_buf_free(&m.text);
+    mtx_buf_free(&m.part);
+    mtx_buf_free(&m.field);
+    mtx_buf_free(&m.title);
     json_decref(m.meta);
     return st;
 }

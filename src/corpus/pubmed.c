@@ -116,15 +116,15 @@ struct pubmed {
 
 static void reset_buf(struct mt_buf *b)
 {
-    mt_buf_reset(b);
-    mt_buf_reserve(b, 1);
+    mtx_buf_reset(b);
+    mtx_buf_reserve(b, 1);
 }
 
 static void grab(struct pubmed *m, struct mt_xml *x, struct mt_buf *b)
 {
     reset_buf(b);
-    mt_xml_capture(x, b);
-    m->cap_depth = mt_xml_depth(x);
+    mtx_xml_capture(x, b);
+    m->cap_depth = mtx_xml_depth(x);
 }
 
 static enum mt_status begin_record(struct pubmed *m, struct mt_xml *x)
@@ -132,13 +132,13 @@ static enum mt_status begin_record(struct pubmed *m, struct mt_xml *x)
     m->in_record = 1;
     m->have_year = 0;
     m->n++;
-    mt_buf_reset(&m->pmid);
-    mt_buf_reset(&m->title);
-    mt_buf_reset(&m->text);
+    mtx_buf_reset(&m->pmid);
+    mtx_buf_reset(&m->title);
+    mtx_buf_reset(&m->text);
     json_decref(m->meta);
     m->meta = json_object();
     if (!m->meta)
-        return mt_fail(mt_xml_error(x), MT_ENOMEM, "out of memory");
+        return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
     return MT_OK;
 }
 
@@ -191,7 +191,7 @@ static struct mt_buf *leaf_for(struct pubmed *m, const char **attrs)
     case T_PUB_TYPE:
         return at3(m, T_OTHER, T_PUB_TYPE_LIST, T_PUB_TYPE) ? &m->field : NULL;
     case T_ID:
-        type = mt_xml_attr(attrs, "IdType");
+        type = mtx_xml_attr(attrs, "IdType");
         return at3(m, T_PUBMED_DATA, T_ID_LIST, T_ID) && type &&
                        strcmp(type, "doi") == 0
                    ? &m->field
@@ -208,30 +208,30 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
     struct mt_buf *b;
     enum tag t = tag_of(name);
 
-    m->depth = mt_xml_depth(x);
+    m->depth = mtx_xml_depth(x);
     m->tags[m->depth] = (unsigned char)t;
     if (m->depth == 1 && t != T_SET)
-        return mt_fail(mt_xml_error(x), MT_EPARSE,
+        return mt_fail(mtx_xml_error(x), MT_EPARSE,
                        "not a PubMed file: the root element is <%s>, not "
                        "<PubmedArticleSet>",
                        name);
     if (t == T_ARTICLE_REC)
         return begin_record(m, x);
     if (t == T_BOOK)
-        mt_sink_record(m->c->sink, 1); /* book chapters: not read */
-    if (mt_xml_captured(x))
+        mtx_sink_record(m->c->sink, 1); /* book chapters: not read */
+    if (mtx_xml_captured(x))
         return MT_OK; /* inline markup (<i>, <sub>, MathML) inside a field */
     if (!m->in_record &&
         !(t == T_PMID && m->depth >= 2 && m->tags[m->depth - 1] == T_DELETE))
         return MT_OK;
     if (t == T_AUTHOR) {
-        mt_buf_reset(&m->last);
-        mt_buf_reset(&m->fore);
-        mt_buf_reset(&m->coll);
+        mtx_buf_reset(&m->last);
+        mtx_buf_reset(&m->fore);
+        mtx_buf_reset(&m->coll);
     }
     b = leaf_for(m, attrs);
     if (b == &m->part) {
-        const char *label = mt_xml_attr(attrs, "Label");
+        const char *label = mtx_xml_attr(attrs, "Label");
 
         snprintf(m->label, sizeof m->label, "%s", label ? label : "");
     }
@@ -245,15 +245,15 @@ static enum mt_status add_part(struct pubmed *m)
 {
     enum mt_status st = MT_OK;
 
-    mt_squash_space(&m->part);
+    mtx_squash_space(&m->part);
     if (m->part.len == 0)
         return MT_OK;
     if (m->text.len)
-        st = mt_buf_putc(&m->text, '\n');
+        st = mtx_buf_putc(&m->text, '\n');
     if (st == MT_OK && m->label[0])
-        st = mt_buf_printf(&m->text, "%s: ", m->label);
+        st = mtx_buf_printf(&m->text, "%s: ", m->label);
     if (st == MT_OK)
-        st = mt_buf_append(&m->text, m->part.data, m->part.len);
+        st = mtx_buf_append(&m->text, m->part.data, m->part.len);
     return st;
 }
 
@@ -261,9 +261,9 @@ static enum mt_status add_author(struct pubmed *m)
 {
     char name[512];
 
-    mt_squash_space(&m->coll);
-    mt_squash_space(&m->fore);
-    mt_squash_space(&m->last);
+    mtx_squash_space(&m->coll);
+    mtx_squash_space(&m->fore);
+    mtx_squash_space(&m->last);
     if (m->coll.len)
         snprintf(name, sizeof name, "%s", m->coll.data);
     else if (m->last.len && m->fore.len)
@@ -272,7 +272,7 @@ static enum mt_status add_author(struct pubmed *m)
         snprintf(name, sizeof name, "%s", m->last.data);
     else
         return MT_OK;
-    return mt_meta_push(m->meta, "authors", name);
+    return mtx_meta_push(m->meta, "authors", name);
 }
 
 /* A leaf of m->field ended: file it where its element belongs. */
@@ -281,10 +281,10 @@ static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
     enum tag t = (enum tag)m->tags[m->depth];
     const char *v;
 
-    mt_squash_space(&m->field);
-    v = mt_buf_str(&m->field);
+    mtx_squash_space(&m->field);
+    v = mtx_buf_str(&m->field);
     if (t == T_TITLE)
-        return mt_meta_str(m->meta, "journal", v);
+        return mtx_meta_str(m->meta, "journal", v);
     if (t == T_YEAR || t == T_MEDLINE_DATE) {
         char year[5] = "";
 
@@ -294,16 +294,16 @@ static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
             return MT_OK;
         memcpy(year, v, 4);
         m->have_year = 1;
-        return mt_meta_str(m->meta, "year", year);
+        return mtx_meta_str(m->meta, "year", year);
     }
     if (t == T_DESCRIPTOR)
-        return mt_meta_push(m->meta, "mesh", v);
+        return mtx_meta_push(m->meta, "mesh", v);
     if (t == T_PUB_TYPE)
-        return mt_meta_push(m->meta, "publication_types", v);
+        return mtx_meta_push(m->meta, "publication_types", v);
     if (t == T_ID)
-        return mt_meta_str(m->meta, "doi", v);
+        return mtx_meta_str(m->meta, "doi", v);
     if (t == T_PMID) /* DeleteCitation/PMID (a record's PMID is m->pmid) */
-        return *v ? mt_sink_delete(m->c->sink, v, err) : MT_OK;
+        return *v ? mtx_sink_delete(m->c->sink, v, err) : MT_OK;
     return MT_OK;
 }
 
@@ -313,32 +313,32 @@ static enum mt_status end_record(struct pubmed *m, struct mt_xml *x,
     struct mt_sink_doc d;
 
     m->in_record = 0;
-    mt_squash_space(&m->pmid);
+    mtx_squash_space(&m->pmid);
     if (m->pmid.len == 0)
         return mt_fail(err, MT_EPARSE, "PubmedArticle %llu has no PMID",
                        (unsigned long long)m->n);
-    mt_sink_read(m->c->sink, mt_xml_offset(x));
-    mt_sink_record(m->c->sink, m->text.len == 0);
+    mtx_sink_read(m->c->sink, mtx_xml_offset(x));
+    mtx_sink_record(m->c->sink, m->text.len == 0);
     if (m->text.len == 0)
         return MT_OK; /* no abstract: nothing to search */
-    mt_squash_space(&m->title);
+    mtx_squash_space(&m->title);
     d.id = m->pmid.data;
     d.title = m->title.len ? m->title.data : NULL;
     d.text = m->text.data;
     d.text_len = m->text.len;
     d.meta = m->meta;
-    return mt_sink_put(m->c->sink, &d, err);
+    return mtx_sink_put(m->c->sink, &d, err);
 }
 
 static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
 {
     struct pubmed *m = user;
-    struct mt_error *err = mt_xml_error(x);
-    struct mt_buf *cap = mt_xml_captured(x);
+    struct mt_error *err = mtx_xml_error(x);
+    struct mt_buf *cap = mtx_xml_captured(x);
     enum mt_status st = MT_OK;
     enum tag t;
 
-    m->depth = mt_xml_depth(x);
+    m->depth = mtx_xml_depth(x);
     t = (enum tag)m->tags[m->depth];
     if (t == T_ARTICLE_REC)
         return end_record(m, x, err);
@@ -346,9 +346,9 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
         st = add_author(m);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    if (!cap || mt_xml_depth(x) != m->cap_depth)
+    if (!cap || mtx_xml_depth(x) != m->cap_depth)
         return MT_OK; /* not the end of a field being read */
-    mt_xml_capture(x, NULL);
+    mtx_xml_capture(x, NULL);
     if (cap == &m->part)
         st = add_part(m);
     else if (cap == &m->field)
@@ -360,19 +360,19 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
 
 static void pubmed_free(struct pubmed *m)
 {
-    mt_buf_free(&m->pmid);
-    mt_buf_free(&m->title);
-    mt_buf_free(&m->text);
-    mt_buf_free(&m->part);
-    mt_buf_free(&m->field);
-    mt_buf_free(&m->last);
-    mt_buf_free(&m->fore);
-    mt_buf_free(&m->coll);
+    mtx_buf_free(&m->pmid);
+    mtx_buf_free(&m->title);
+    mtx_buf_free(&m->text);
+    mtx_buf_free(&m->part);
+    mtx_buf_free(&m->field);
+    mtx_buf_free(&m->last);
+    mtx_buf_free(&m->fore);
+    mtx_buf_free(&m->coll);
     json_decref(m->meta);
 }
 
-enum mt_status mt_import_pubmed(struct mt_import_ctx *c, const char *path,
-                                struct mt_error *err)
+enum mt_status mtx_import_pubmed(struct mt_import_ctx *c, const char *path,
+                                 struct mt_error *err)
 {
     static const struct mt_xml_fns fns = {on_start, on_end};
     struct pubmed m;
@@ -383,13 +383,13 @@ enum mt_status mt_import_pubmed(struct mt_import_ctx *c, const char *path,
     m.c = c;
     m.pmid = m.title = m.text = m.part = MT_BUF_INIT(FIELD_MAX);
     m.field = m.last = m.fore = m.coll = MT_BUF_INIT(FIELD_MAX);
-    st = mt_xml_parse(path, &fns, &m, err);
+    st = mtx_xml_parse(path, &fns, &m, err);
     if (st != MT_OK && m.in_record) {
-        mt_squash_space(&m.pmid);
+        mtx_squash_space(&m.pmid);
         snprintf(what, sizeof what, "in PubmedArticle %llu, PMID %s",
                  (unsigned long long)m.n,
                  m.pmid.len ? m.pmid.data : "not yet read");
-        mt_error_suffix(err, what);
+        mtx_error_suffix(err, what);
     }
     pubmed_free(&m);
     return st;

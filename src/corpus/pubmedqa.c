@@ -69,10 +69,10 @@ static enum mt_status scan_string(struct scan *s, struct mt_buf *b,
     int c;
     int esc = 0;
 
-    if (mt_buf_putc(b, '"') != MT_OK)
+    if (mtx_buf_putc(b, '"') != MT_OK)
         return bad(s, "record over the size limit", err);
     while ((c = next_ch(s)) >= 0) {
-        if (mt_buf_putc(b, (char)c) != MT_OK)
+        if (mtx_buf_putc(b, (char)c) != MT_OK)
             return bad(s, "record over the size limit", err);
         if (esc)
             esc = 0;
@@ -90,7 +90,7 @@ static enum mt_status scan_object(struct scan *s, struct mt_buf *b,
 {
     int depth = 1;
     int c;
-    enum mt_status st = mt_buf_putc(b, '{');
+    enum mt_status st = mtx_buf_putc(b, '{');
 
     while (st == MT_OK && depth > 0 && (c = next_ch(s)) >= 0) {
         if (c == '"') {
@@ -98,7 +98,7 @@ static enum mt_status scan_object(struct scan *s, struct mt_buf *b,
             continue;
         }
         depth += (c == '{' || c == '[') - (c == '}' || c == ']');
-        if (mt_buf_putc(b, (char)c) != MT_OK)
+        if (mtx_buf_putc(b, (char)c) != MT_OK)
             return bad(s, "record over the size limit", err);
     }
     if (st == MT_OK && depth > 0)
@@ -122,12 +122,12 @@ static enum mt_status add_contexts(json_t *rec, struct mt_buf *text)
         if (!json_is_string(c))
             continue;
         if (text->len)
-            st = mt_buf_putc(text, '\n');
+            st = mtx_buf_putc(text, '\n');
         if (st == MT_OK && json_is_string(l) && json_string_length(l))
-            st = mt_buf_printf(text, "%s: ", json_string_value(l));
+            st = mtx_buf_printf(text, "%s: ", json_string_value(l));
         if (st == MT_OK)
-            st = mt_buf_append(text, json_string_value(c),
-                               json_string_length(c));
+            st = mtx_buf_append(text, json_string_value(c),
+                                json_string_length(c));
     }
     return st;
 }
@@ -168,7 +168,7 @@ static enum mt_status record_query(struct mt_import_ctx *c, const char *pmid,
         json_object_set(extra, "long_answer",
                         json_object_get(rec, "LONG_ANSWER"));
     snprintf(id, sizeof id, "pqa-%s", pmid);
-    st = mt_sink_query(c->sink, id, json_string_value(q), pmid, extra, err);
+    st = mtx_sink_query(c->sink, id, json_string_value(q), pmid, extra, err);
     json_decref(extra);
     return st;
 }
@@ -183,18 +183,18 @@ static enum mt_status one_record(struct mt_import_ctx *c, const char *pmid,
 
     if (st != MT_OK)
         st = mt_fail(err, st, "out of memory");
-    mt_sink_record(c->sink, st == MT_OK && text.len == 0);
+    mtx_sink_record(c->sink, st == MT_OK && text.len == 0);
     if (st == MT_OK && text.len) {
         d.id = pmid;
         d.title = NULL;
         d.text = text.data;
         d.text_len = text.len;
         d.meta = meta;
-        st = mt_sink_put(c->sink, &d, err);
+        st = mtx_sink_put(c->sink, &d, err);
     }
     if (st == MT_OK && text.len)
         st = record_query(c, pmid, rec, err);
-    mt_buf_free(&text);
+    mtx_buf_free(&text);
     json_decref(meta);
     return st;
 }
@@ -244,8 +244,8 @@ static enum mt_status next_member(struct mt_import_ctx *c, struct scan *s,
         ch = skip_ws(s);
     if (ch != '"')
         return bad(s, "expected a quoted PMID key", err);
-    mt_buf_reset(key);
-    mt_buf_reset(val);
+    mtx_buf_reset(key);
+    mtx_buf_reset(val);
     st = scan_string(s, key, err);
     if (st == MT_OK && skip_ws(s) != ':')
         return bad(s, "expected ':' after the key", err);
@@ -273,19 +273,19 @@ static enum mt_status scan_all(struct mt_import_ctx *c, struct scan *s,
     while (st == MT_OK && !done) {
         st = next_member(c, s, first, &done, &key, &val, err);
         first = 0;
-        mt_sink_read(c->sink, (uint64_t)gzoffset(s->gz));
+        mtx_sink_read(c->sink, (uint64_t)gzoffset(s->gz));
     }
     if (st == MT_OK && skip_ws(s) != -1)
         st = bad(s, "text after the closing brace", err);
     if (st == MT_OK && s->err)
         st = bad(s, "", err);
-    mt_buf_free(&key);
-    mt_buf_free(&val);
+    mtx_buf_free(&key);
+    mtx_buf_free(&val);
     return st;
 }
 
-enum mt_status mt_import_pubmedqa(struct mt_import_ctx *c, const char *path,
-                                  struct mt_error *err)
+enum mt_status mtx_import_pubmedqa(struct mt_import_ctx *c, const char *path,
+                                   struct mt_error *err)
 {
     struct scan *s = mt_calloc(1, sizeof *s);
     enum mt_status st;

@@ -10,7 +10,7 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-void mt_squash_space(struct mt_buf *b)
+void mtx_squash_space(struct mt_buf *b)
 {
     size_t i;
     size_t o = 0;
@@ -31,12 +31,12 @@ void mt_squash_space(struct mt_buf *b)
         b->data[o] = '\0';
 }
 
-const char *mt_buf_str(const struct mt_buf *b)
+const char *mtx_buf_str(const struct mt_buf *b)
 {
     return b->data ? b->data : "";
 }
 
-enum mt_status mt_meta_str(json_t *obj, const char *key, const char *val)
+enum mt_status mtx_meta_str(json_t *obj, const char *key, const char *val)
 {
     if (!val || !*val)
         return MT_OK;
@@ -44,7 +44,7 @@ enum mt_status mt_meta_str(json_t *obj, const char *key, const char *val)
                                                                 : MT_ENOMEM;
 }
 
-enum mt_status mt_meta_push(json_t *obj, const char *key, const char *val)
+enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val)
 {
     json_t *a = json_object_get(obj, key);
 
@@ -123,7 +123,7 @@ static void sha1_add(struct sha1 *s, const unsigned char *p, size_t n)
     }
 }
 
-void mt_sha1_hex(const void *p, size_t n, char out[41])
+void mtx_sha1_hex(const void *p, size_t n, char out[41])
 {
     static const char hex[] = "0123456789abcdef";
     struct sha1 s = {
@@ -149,7 +149,7 @@ void mt_sha1_hex(const void *p, size_t n, char out[41])
     out[40] = '\0';
 }
 
-void mt_error_suffix(struct mt_error *err, const char *what)
+void mtx_error_suffix(struct mt_error *err, const char *what)
 {
     size_t n;
 

@@ -88,7 +88,7 @@ static void XMLCALL on_text(void *u, const XML_Char *s, int n)
 
     if (!x->cap)
         return;
-    st = mt_buf_append(x->cap, s, (size_t)n);
+    st = mtx_buf_append(x->cap, s, (size_t)n);
     if (st != MT_OK) {
         mt_fail(&x->err, st, "a field is over %zu bytes", x->cap->max - 1);
         stop(x, st);
@@ -158,8 +158,8 @@ static enum mt_status run(struct mt_xml *x, struct mt_error *err)
     return st;
 }
 
-enum mt_status mt_xml_parse(const char *path, const struct mt_xml_fns *fns,
-                            void *user, struct mt_error *err)
+enum mt_status mtx_xml_parse(const char *path, const struct mt_xml_fns *fns,
+                             void *user, struct mt_error *err)
 {
     struct mt_xml x;
     enum mt_status st;
@@ -187,22 +187,22 @@ enum mt_status mt_xml_parse(const char *path, const struct mt_xml_fns *fns,
     return st;
 }
 
-void mt_xml_capture(struct mt_xml *x, struct mt_buf *b)
+void mtx_xml_capture(struct mt_xml *x, struct mt_buf *b)
 {
     x->cap = b;
 }
 
-struct mt_buf *mt_xml_captured(const struct mt_xml *x)
+struct mt_buf *mtx_xml_captured(const struct mt_xml *x)
 {
     return x->cap;
 }
 
-size_t mt_xml_depth(const struct mt_xml *x)
+size_t mtx_xml_depth(const struct mt_xml *x)
 {
     return x->depth;
 }
 
-int mt_xml_at(const struct mt_xml *x, const char *suffix)
+int mtx_xml_at(const struct mt_xml *x, const char *suffix)
 {
     size_t n = strlen(suffix);
 
@@ -211,17 +211,17 @@ int mt_xml_at(const struct mt_xml *x, const char *suffix)
     return n == x->len || x->path[x->len - n - 1] == '/';
 }
 
-struct mt_error *mt_xml_error(struct mt_xml *x)
+struct mt_error *mtx_xml_error(struct mt_xml *x)
 {
     return &x->err;
 }
 
-uint64_t mt_xml_offset(const struct mt_xml *x)
+uint64_t mtx_xml_offset(const struct mt_xml *x)
 {
     return (uint64_t)gzoffset(x->gz);
 }
 
-const char *mt_xml_attr(const char **attrs, const char *name)
+const char *mtx_xml_attr(const char **attrs, const char *name)
 {
     size_t i;
 

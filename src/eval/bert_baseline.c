@@ -16,7 +16,7 @@ int mt_bertscore_official_model(const char *model)
     return model && strstr(model, OFFICIAL_MODEL) != NULL;
 }
 
-const char *mt_ev_bert_note(const struct mt_eval_result *r)
+const char *mtx_ev_bert_note(const struct mt_eval_result *r)
 {
     if (r->bert_file)
         return "read from a per-pair scores file: as comparable with "
@@ -139,7 +139,7 @@ static enum mt_status from_file(const char *path, long layer, double *b,
     char *line[4096];
     size_t n = 0;
     size_t len = 0;
-    enum mt_status st = mt_ev_read_file(path, &data, &len, err);
+    enum mt_status st = mtx_ev_read_file(path, &data, &len, err);
 
     if (st != MT_OK)
         return st;

@@ -11,11 +11,11 @@
 
 /* Length in bytes of the Python whitespace character (str.isspace) at
  * p[0..n), or 0 when the character there is not whitespace. */
-size_t mt_ev_space_len(const char *p, size_t n);
+size_t mtx_ev_space_len(const char *p, size_t n);
 
 /* Next whitespace-separated token of p[*pos..n) as Python's str.split()
  * finds it; returns 0 when none is left. */
-int mt_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok);
+int mtx_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok);
 
 /* Open-addressing map from byte strings (borrowed) to long values. */
 struct mt_ev_map {
@@ -26,20 +26,20 @@ struct mt_ev_map {
 };
 
 /* Returns the value of 'k', or -1 when absent. */
-long mt_ev_map_get(const struct mt_ev_map *m, struct mt_str k);
+long mtx_ev_map_get(const struct mt_ev_map *m, struct mt_str k);
 /* Sets k to v (k is borrowed: it must outlive the map). */
-enum mt_status mt_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v);
-void mt_ev_map_free(struct mt_ev_map *m);
+enum mt_status mtx_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v);
+void mtx_ev_map_free(struct mt_ev_map *m);
 
 /* Reads a whole file (at most 1 GiB) into *data (mt_free), NUL-ended. */
-enum mt_status mt_ev_read_file(const char *path, char **data, size_t *n,
-                               struct mt_error *err);
+enum mt_status mtx_ev_read_file(const char *path, char **data, size_t *n,
+                                struct mt_error *err);
 
-double mt_ev_clip01(double v);
+double mtx_ev_clip01(double v);
 
 /* One sentence on whether r's BERTScore may be compared with the official
  * MEDIQA-CORR run (static text; r must have BERTScore). */
-const char *mt_ev_bert_note(const struct mt_eval_result *r);
+const char *mtx_ev_bert_note(const struct mt_eval_result *r);
 
 /* NAN as a double (NAN itself is a float constant). */
 #define MT_EV_NAN ((double)NAN)
@@ -62,24 +62,24 @@ enum mt_ev_field {
 
 /* JSON key of a breakdown field: "error_type", "difficulty",
  * "reasoning_type", "language". */
-const char *mt_ev_field_key(enum mt_ev_field f);
+const char *mtx_ev_field_key(enum mt_ev_field f);
 
 /* Groups the notes by 'f' (first-seen order). *out is mt_malloc'd (NULL
  * with *n 0 when the field is absent from the reference). */
-enum mt_status mt_ev_groups(const struct mt_eval_result *r,
-                            const struct mt_eval_ref *ref, enum mt_ev_field f,
-                            struct mt_ev_group **out, size_t *n);
+enum mt_status mtx_ev_groups(const struct mt_eval_result *r,
+                             const struct mt_eval_ref *ref, enum mt_ev_field f,
+                             struct mt_ev_group **out, size_t *n);
 
 /* The 95% bootstrap interval of headline metric 'key' ("flag", "sentence"
  * or a metric index) over the notes; NAN bounds when absent. */
-enum mt_status mt_ev_headline_ci(const struct mt_eval_result *r, int which,
-                                 double *lo, double *hi);
+enum mt_status mtx_ev_headline_ci(const struct mt_eval_result *r, int which,
+                                  double *lo, double *hi);
 /* The same for the paired difference a - b (same reference notes). */
-enum mt_status mt_ev_diff_ci(const struct mt_eval_result *a,
-                             const struct mt_eval_result *b, int which,
-                             double *mean, double *lo, double *hi);
+enum mt_status mtx_ev_diff_ci(const struct mt_eval_result *a,
+                              const struct mt_eval_result *b, int which,
+                              double *mean, double *lo, double *hi);
 
-/* Headline selectors for mt_ev_headline_ci: metric indices, or these. */
+/* Headline selectors for mtx_ev_headline_ci: metric indices, or these. */
 #define MT_EV_FLAG (-1)
 #define MT_EV_SENT (-2)
 

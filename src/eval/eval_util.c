@@ -24,7 +24,7 @@ static int py_space_cp(int32_t c)
     return c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f;
 }
 
-size_t mt_ev_space_len(const char *p, size_t n)
+size_t mtx_ev_space_len(const char *p, size_t n)
 {
     int32_t cp;
     size_t len;
@@ -33,24 +33,24 @@ size_t mt_ev_space_len(const char *p, size_t n)
         return 0;
     if ((unsigned char)p[0] < 0x80)
         return py_space_cp((unsigned char)p[0]) ? 1 : 0;
-    len = mt_utf8_decode(p, n, &cp);
+    len = mtx_utf8_decode(p, n, &cp);
     return cp >= 0 && py_space_cp(cp) ? len : 0;
 }
 
-int mt_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok)
+int mtx_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok)
 {
     size_t i = *pos;
     size_t s;
     size_t w;
 
-    while (i < n && (w = mt_ev_space_len(p + i, n - i)) > 0)
+    while (i < n && (w = mtx_ev_space_len(p + i, n - i)) > 0)
         i += w;
     if (i >= n) {
         *pos = n;
         return 0;
     }
     s = i;
-    while (i < n && mt_ev_space_len(p + i, n - i) == 0)
+    while (i < n && mtx_ev_space_len(p + i, n - i) == 0)
         i++;
     tok->p = p + s;
     tok->n = i - s;
@@ -76,12 +76,12 @@ static size_t map_slot(const struct mt_ev_map *m, struct mt_str k)
 {
     size_t i = (size_t)hash_str(k) & (m->cap - 1);
 
-    while (m->keys[i].p && !mt_str_eq(m->keys[i], k))
+    while (m->keys[i].p && !mtx_str_eq(m->keys[i], k))
         i = (i + 1) & (m->cap - 1);
     return i;
 }
 
-long mt_ev_map_get(const struct mt_ev_map *m, struct mt_str k)
+long mtx_ev_map_get(const struct mt_ev_map *m, struct mt_str k)
 {
     size_t i;
 
@@ -99,7 +99,7 @@ static enum mt_status map_grow(struct mt_ev_map *m)
     g.keys = mt_calloc(g.cap, sizeof *g.keys);
     g.vals = mt_calloc(g.cap, sizeof *g.vals);
     if (!g.keys || !g.vals) {
-        mt_ev_map_free(&g);
+        mtx_ev_map_free(&g);
         return MT_ENOMEM;
     }
     for (i = 0; i < m->cap; i++) {
@@ -110,12 +110,12 @@ static enum mt_status map_grow(struct mt_ev_map *m)
         }
     }
     g.len = m->len;
-    mt_ev_map_free(m);
+    mtx_ev_map_free(m);
     *m = g;
     return MT_OK;
 }
 
-enum mt_status mt_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v)
+enum mt_status mtx_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v)
 {
     size_t i;
 
@@ -131,7 +131,7 @@ enum mt_status mt_ev_map_put(struct mt_ev_map *m, struct mt_str k, long v)
     return MT_OK;
 }
 
-void mt_ev_map_free(struct mt_ev_map *m)
+void mtx_ev_map_free(struct mt_ev_map *m)
 {
     mt_free(m->keys);
     mt_free(m->vals);
@@ -140,8 +140,8 @@ void mt_ev_map_free(struct mt_ev_map *m)
 
 /* ==== Files ==== */
 
-enum mt_status mt_ev_read_file(const char *path, char **data, size_t *n,
-                               struct mt_error *err)
+enum mt_status mtx_ev_read_file(const char *path, char **data, size_t *n,
+                                struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT(EV_MAX_FILE);
     char chunk[1 << 16];
@@ -153,22 +153,22 @@ enum mt_status mt_ev_read_file(const char *path, char **data, size_t *n,
         return mt_fail(err, MT_EIO, "%s: cannot open: %s", path,
                        strerror(errno));
     while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(&b, chunk, got);
+        st = mtx_buf_append(&b, chunk, got);
     if (st == MT_OK && ferror(f))
         st = MT_EIO;
     if (st == MT_OK)
-        st = mt_buf_reserve(&b, 1);
+        st = mtx_buf_reserve(&b, 1);
     fclose(f);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return mt_fail(err, st, "%s: cannot read: %s", path, mt_status_str(st));
     }
     *n = b.len;
-    *data = mt_buf_take(&b);
+    *data = mtx_buf_take(&b);
     return MT_OK;
 }
 
-double mt_ev_clip01(double v)
+double mtx_ev_clip01(double v)
 {
     if (v < 0.0)
         return 0.0;

@@ -37,7 +37,7 @@ static json_t *interval(const struct mt_eval_result *r, int which)
 {
     double lo, hi;
 
-    if (mt_ev_headline_ci(r, which, &lo, &hi) != MT_OK || isnan(lo))
+    if (mtx_ev_headline_ci(r, which, &lo, &hi) != MT_OK || isnan(lo))
         return NULL;
     return json_pack("[f,f]", lo, hi);
 }
@@ -83,7 +83,7 @@ static json_t *breakdown(const struct mt_eval_result *r,
         struct mt_ev_group *g = NULL;
         size_t n = 0, i;
         json_t *fo;
-        if (mt_ev_groups(r, ref, f, &g, &n) != MT_OK) {
+        if (mtx_ev_groups(r, ref, f, &g, &n) != MT_OK) {
             json_decref(o);
             return NULL;
         }
@@ -92,7 +92,7 @@ static json_t *breakdown(const struct mt_eval_result *r,
         fo = json_object();
         for (i = 0; fo && i < n; i++)
             json_object_set_new(fo, g[i].label, group_obj(r, &g[i]));
-        json_object_set_new(o, mt_ev_field_key(f), fo);
+        json_object_set_new(o, mtx_ev_field_key(f), fo);
         mt_free(g);
     }
     return o;
@@ -124,7 +124,7 @@ static void add_bert(json_t *o, const struct mt_eval_result *r)
         json_object_set_new(o, "bertscore_baseline",
                             json_pack("[f,f,f]", r->bert_base[0],
                                       r->bert_base[1], r->bert_base[2]));
-    json_object_set_new(o, "bertscore_note", json_string(mt_ev_bert_note(r)));
+    json_object_set_new(o, "bertscore_note", json_string(mtx_ev_bert_note(r)));
 }
 
 static json_t *run_obj(const struct mt_eval_result *r,

@@ -59,7 +59,7 @@ static int is_pandas_na(struct mt_str s)
     size_t i;
 
     for (i = 0; i < sizeof pandas_na / sizeof pandas_na[0]; i++)
-        if (mt_str_eq_c(s, pandas_na[i]))
+        if (mtx_str_eq_c(s, pandas_na[i]))
             return 1;
     return 0;
 }
@@ -93,8 +93,8 @@ static enum mt_status find_columns(struct mt_csv *c, long *idx,
 
     for (i = 0; i < C_COUNT; i++) {
         idx[i] = -1;
-        for (f = 0; f < mt_csv_nfields(c); f++)
-            if (eq_nocase(mt_str_trim(mt_csv_field(c, f)), col_names[i]))
+        for (f = 0; f < mtx_csv_nfields(c); f++)
+            if (eq_nocase(mtx_str_trim(mtx_csv_field(c, f)), col_names[i]))
                 idx[i] = (long)f;
         if (i < N_REQUIRED && idx[i] < 0) {
             if (missing[0])
@@ -118,10 +118,10 @@ static const char *field(struct mt_eval_ref *r, struct mt_csv *c, long i,
 
     if (i < 0)
         return "";
-    s = mt_csv_field(c, (size_t)i);
+    s = mtx_csv_field(c, (size_t)i);
     if (trim)
-        s = mt_str_trim(s);
-    return mt_arena_strndup(&r->arena, s.p ? s.p : "", s.n);
+        s = mtx_str_trim(s);
+    return mtx_arena_strndup(&r->arena, s.p ? s.p : "", s.n);
 }
 
 static const char *opt_field(struct mt_eval_ref *r, struct mt_csv *c, long i)
@@ -149,13 +149,13 @@ static enum mt_status add_note(struct mt_eval_ref *r, struct mt_csv *c,
                                struct mt_error *err)
 {
     struct mt_eval_note *n;
-    struct mt_str corr = mt_csv_field(c, (size_t)idx[C_CORR]);
+    struct mt_str corr = mtx_csv_field(c, (size_t)idx[C_CORR]);
 
-    if (mt_csv_nfields(c) != want) /* a cut or merged row, never scored */
+    if (mtx_csv_nfields(c) != want) /* a cut or merged row, never scored */
         return mt_fail(err, MT_EPARSE,
                        "%s:%zu: %zu field%s where the header has %zu", name,
-                       mt_csv_line(c), mt_csv_nfields(c),
-                       mt_csv_nfields(c) == 1 ? "" : "s", want);
+                       mtx_csv_line(c), mtx_csv_nfields(c),
+                       mtx_csv_nfields(c) == 1 ? "" : "s", want);
     if (grow(r) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     n = &r->notes[r->n];
@@ -178,11 +178,11 @@ static enum mt_status add_note(struct mt_eval_ref *r, struct mt_csv *c,
     n->language = language_of(n->id);
     if (n->id[0] == '\0')
         return mt_fail(err, MT_EPARSE, "%s:%zu: empty Text ID", name,
-                       mt_csv_line(c));
-    if (mt_ev_map_get(&r->ids, mt_str_from(n->id)) >= 0)
+                       mtx_csv_line(c));
+    if (mtx_ev_map_get(&r->ids, mtx_str_from(n->id)) >= 0)
         return mt_fail(err, MT_EPARSE, "%s:%zu: duplicate Text ID '%s'", name,
-                       mt_csv_line(c), n->id);
-    if (mt_ev_map_put(&r->ids, mt_str_from(n->id), (long)r->n) != MT_OK)
+                       mtx_csv_line(c), n->id);
+    if (mtx_ev_map_put(&r->ids, mtx_str_from(n->id), (long)r->n) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     r->n++;
     return MT_OK;
@@ -194,17 +194,17 @@ static enum mt_status read_all(struct mt_eval_ref *r, struct mt_csv *c,
     long idx[C_COUNT];
     int got = 0;
     size_t want;
-    enum mt_status st = mt_csv_next(c, &got, err);
+    enum mt_status st = mtx_csv_next(c, &got, err);
 
     if (st != MT_OK)
         return st;
     if (!got)
         return mt_fail(err, MT_EPARSE, "%s: empty reference file", name);
-    want = mt_csv_nfields(c);
+    want = mtx_csv_nfields(c);
     st = find_columns(c, idx, name, err);
     r->has_kw = idx[C_KW] >= 0;
     while (st == MT_OK) {
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
         if (st != MT_OK || !got)
             break;
         st = add_note(r, c, idx, name, want, err);
@@ -220,7 +220,7 @@ static enum mt_status finish(struct mt_eval_ref *r, struct mt_csv *c,
 {
     if (st == MT_OK)
         st = read_all(r, c, name, err);
-    mt_csv_close(c);
+    mtx_csv_close(c);
     if (st != MT_OK) {
         mt_eval_ref_free(r);
         return st;
@@ -247,7 +247,7 @@ enum mt_status mt_eval_ref_load(const char *path, struct mt_eval_ref **out,
 
     if (!r)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mt_csv_open(path, NULL, &c, err);
+    st = mtx_csv_open(path, NULL, &c, err);
     return finish(r, c, st, path, out, err);
 }
 
@@ -262,12 +262,12 @@ enum mt_status mt_eval_ref_load_mem(const char *name, const char *data,
 
     if (!r)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    copy = mt_arena_strndup(&r->arena, data, n); /* outlives the reader */
+    copy = mtx_arena_strndup(&r->arena, data, n); /* outlives the reader */
     if (!copy) {
         mt_eval_ref_free(r);
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
-    st = mt_csv_open_mem(name, copy, n, NULL, &c, err);
+    st = mtx_csv_open_mem(name, copy, n, NULL, &c, err);
     return finish(r, c, st, name, out, err);
 }
 
@@ -284,7 +284,7 @@ const struct mt_eval_note *mt_eval_ref_note(const struct mt_eval_ref *r,
 
 long mt_eval_ref_find(const struct mt_eval_ref *r, const char *id)
 {
-    return mt_ev_map_get(&r->ids, mt_str_from(id));
+    return mtx_ev_map_get(&r->ids, mtx_str_from(id));
 }
 
 int mt_eval_ref_has_keywords(const struct mt_eval_ref *r)
@@ -297,7 +297,7 @@ void mt_eval_ref_free(struct mt_eval_ref *r)
     if (!r)
         return;
     mt_free(r->notes);
-    mt_ev_map_free(&r->ids);
-    mt_arena_free(&r->arena);
+    mtx_ev_map_free(&r->ids);
+    mtx_arena_free(&r->arena);
     mt_free(r);
 }

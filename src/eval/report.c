@@ -16,27 +16,27 @@
 
 /* ==== Output helpers ==== */
 
-void mt_ev_outf(struct mt_ev_out *o, const char *fmt, ...)
+void mtx_ev_outf(struct mt_ev_out *o, const char *fmt, ...)
 {
     va_list ap;
 
     if (o->st != MT_OK)
         return;
     va_start(ap, fmt);
-    o->st = mt_buf_vprintf(&o->b, fmt, ap);
+    o->st = mtx_buf_vprintf(&o->b, fmt, ap);
     va_end(ap);
 }
 
-void mt_ev_outs(struct mt_ev_out *o, const char *s)
+void mtx_ev_outs(struct mt_ev_out *o, const char *s)
 {
     if (o->st == MT_OK)
-        o->st = mt_buf_append_str(&o->b, s);
+        o->st = mtx_buf_append_str(&o->b, s);
 }
 
 static void out_n(struct mt_ev_out *o, const char *s, size_t n)
 {
     if (o->st == MT_OK)
-        o->st = mt_buf_append(&o->b, s, n);
+        o->st = mtx_buf_append(&o->b, s, n);
 }
 
 static const char *html_escape(char c)
@@ -57,7 +57,7 @@ static const char *html_escape(char c)
     }
 }
 
-void mt_ev_html_text(struct mt_ev_out *o, const char *s, size_t max)
+void mtx_ev_html_text(struct mt_ev_out *o, const char *s, size_t max)
 {
     size_t chars = 0;
     size_t i;
@@ -65,11 +65,11 @@ void mt_ev_html_text(struct mt_ev_out *o, const char *s, size_t max)
     for (i = 0; s[i]; i++) {
         const char *e = html_escape(s[i]);
         if (((unsigned char)s[i] & 0xc0) != 0x80 && max && chars++ >= max) {
-            mt_ev_outs(o, "&#8230;");
+            mtx_ev_outs(o, "&#8230;");
             return;
         }
         if (e)
-            mt_ev_outs(o, e);
+            mtx_ev_outs(o, e);
         else
             out_n(o, s + i, 1);
     }
@@ -88,7 +88,7 @@ static void split_words(const char *s, struct wlist *l)
     size_t n = strlen(s);
 
     l->n = 0;
-    while (l->n < 256 && mt_ev_next_token(s, n, &pos, &l->w[l->n]))
+    while (l->n < 256 && mtx_ev_next_token(s, n, &pos, &l->w[l->n]))
         l->n++;
 }
 
@@ -100,11 +100,11 @@ static void diff_word(struct mt_ev_out *o, struct mt_str w, const char *tag)
     memcpy(tmp, w.p, n);
     tmp[n] = '\0';
     if (tag)
-        mt_ev_outf(o, "<%s>", tag);
-    mt_ev_html_text(o, tmp, 0);
+        mtx_ev_outf(o, "<%s>", tag);
+    mtx_ev_html_text(o, tmp, 0);
     if (tag)
-        mt_ev_outf(o, "</%s>", tag);
-    mt_ev_outs(o, " ");
+        mtx_ev_outf(o, "</%s>", tag);
+    mtx_ev_outs(o, " ");
 }
 
 /* Suffix-LCS lengths: t[i][j] = LCS of a[i..] and b[j..]. */
@@ -120,7 +120,7 @@ static void lcs_table(const struct wlist *a, const struct wlist *b, uint16_t *t)
                 t[i * w + j] = 0;
                 continue;
             }
-            if (mt_str_eq(a->w[i], b->w[j])) {
+            if (mtx_str_eq(a->w[i], b->w[j])) {
                 t[i * w + j] = (uint16_t)(t[(i + 1) * w + j + 1] + 1);
                 continue;
             }
@@ -144,7 +144,7 @@ static void word_diff(struct mt_ev_out *o, const char *gold, const char *pred,
     lcs_table(&a, &b, t);
     w = b.n + 1;
     while (i < a.n || j < b.n) {
-        if (i < a.n && j < b.n && mt_str_eq(a.w[i], b.w[j])) {
+        if (i < a.n && j < b.n && mtx_str_eq(a.w[i], b.w[j])) {
             diff_word(o, a.w[i++], NULL);
             j++;
         } else if (j < b.n &&
@@ -219,26 +219,26 @@ static void headline_row(struct mt_ev_out *o, const struct mt_eval_run *rn,
     size_t i;
 
     if (which == MT_EVAL_BERTSCORE) { /* "BERTScore (model X)" */
-        mt_ev_outs(o, "<tr><th>BERTScore (model ");
-        mt_ev_html_text(o, rn[0].result->bert_model, 0);
-        mt_ev_outs(o, ")</th>");
+        mtx_ev_outs(o, "<tr><th>BERTScore (model ");
+        mtx_ev_html_text(o, rn[0].result->bert_model, 0);
+        mtx_ev_outs(o, ")</th>");
     } else {
-        mt_ev_outf(o, "<tr><th>%s</th>", label_of(which));
+        mtx_ev_outf(o, "<tr><th>%s</th>", label_of(which));
     }
     for (i = 0; i < nrun; i++) {
         double v = headline(rn[i].result, which);
         if (isnan(v)) {
-            mt_ev_outs(o, "<td class=\"num\">absent</td>");
+            mtx_ev_outs(o, "<td class=\"num\">absent</td>");
             continue;
         }
-        if (mt_ev_headline_ci(rn[i].result, which, &lo, &hi) != MT_OK)
+        if (mtx_ev_headline_ci(rn[i].result, which, &lo, &hi) != MT_OK)
             o->st = MT_ENOMEM;
-        mt_ev_outf(o,
-                   "<td class=\"num\">%.4f <small>[%.4f, %.4f]</small>"
-                   "</td>",
-                   v, lo, hi);
+        mtx_ev_outf(o,
+                    "<td class=\"num\">%.4f <small>[%.4f, %.4f]</small>"
+                    "</td>",
+                    v, lo, hi);
     }
-    mt_ev_outs(o, "</tr>\n");
+    mtx_ev_outs(o, "</tr>\n");
 }
 
 static void headline_table(struct mt_ev_out *o, const struct mt_eval_run *rn,
@@ -247,62 +247,63 @@ static void headline_table(struct mt_ev_out *o, const struct mt_eval_run *rn,
     size_t i;
     int k;
 
-    mt_ev_outs(o, "<h2>Headline</h2><table id=\"headline\"><thead><tr>"
-                  "<th>metric (composite over notes) [95% CI]</th>");
+    mtx_ev_outs(o, "<h2>Headline</h2><table id=\"headline\"><thead><tr>"
+                   "<th>metric (composite over notes) [95% CI]</th>");
     for (i = 0; i < nrun; i++) {
-        mt_ev_outf(o, "<th style=\"color:%s\">", mt_ev_color(i));
-        mt_ev_html_text(o, rn[i].name, 60);
-        mt_ev_outs(o, "</th>");
+        mtx_ev_outf(o, "<th style=\"color:%s\">", mtx_ev_color(i));
+        mtx_ev_html_text(o, rn[i].name, 60);
+        mtx_ev_outs(o, "</th>");
     }
-    mt_ev_outs(o, "</tr></thead><tbody>\n");
+    mtx_ev_outs(o, "</tr></thead><tbody>\n");
     headline_row(o, rn, nrun, MT_EV_FLAG);
     headline_row(o, rn, nrun, MT_EV_SENT);
     for (k = 0; k < MT_EVAL_METRIC_COUNT; k++)
         if (rn[0].result->metrics & (1u << k))
             headline_row(o, rn, nrun, k);
-    mt_ev_outs(o, "</tbody></table>\n");
+    mtx_ev_outs(o, "</tbody></table>\n");
 }
 
 /* How BERTScore was computed, and whether it compares with the official
  * run. */
 static void bert_note(struct mt_ev_out *o, const struct mt_eval_result *r)
 {
-    mt_ev_outs(o, "<p class=\"note\" id=\"bertscore-note\">BERTScore (model ");
-    mt_ev_html_text(o, r->bert_model, 0);
-    mt_ev_outs(o, "): greedy cosine matching of the model's per-token "
-                  "embeddings (special tokens left out), ");
-    mt_ev_outs(o, r->bert_idf ? "idf-weighted over the reference corrections"
-                              : "uniform token weights");
+    mtx_ev_outs(o, "<p class=\"note\" id=\"bertscore-note\">BERTScore (model ");
+    mtx_ev_html_text(o, r->bert_model, 0);
+    mtx_ev_outs(o, "): greedy cosine matching of the model's per-token "
+                   "embeddings (special tokens left out), ");
+    mtx_ev_outs(o, r->bert_idf ? "idf-weighted over the reference corrections"
+                               : "uniform token weights");
     if (r->bert_rescaled)
-        mt_ev_outf(o, ", rescaled with baselines P %.6g, R %.6g, F %.6g",
-                   r->bert_base[0], r->bert_base[1], r->bert_base[2]);
+        mtx_ev_outf(o, ", rescaled with baselines P %.6g, R %.6g, F %.6g",
+                    r->bert_base[0], r->bert_base[1], r->bert_base[2]);
     else
-        mt_ev_outs(o, ", not rescaled");
-    mt_ev_outs(o, "; ");
-    mt_ev_html_text(o, mt_ev_bert_note(r), 0);
-    mt_ev_outs(o, ".</p>\n");
+        mtx_ev_outs(o, ", not rescaled");
+    mtx_ev_outs(o, "; ");
+    mtx_ev_html_text(o, mtx_ev_bert_note(r), 0);
+    mtx_ev_outs(o, ".</p>\n");
 }
 
 static void metric_note(struct mt_ev_out *o, const struct mt_eval_result *r)
 {
-    mt_ev_outs(o, "<p class=\"note\">Aggregate = mean of ROUGE-1");
+    mtx_ev_outs(o, "<p class=\"note\">Aggregate = mean of ROUGE-1");
     if (r->metrics & (1u << MT_EVAL_BERTSCORE)) {
-        mt_ev_outs(o, ", BERTScore (model ");
-        mt_ev_html_text(o, r->bert_model, 0);
-        mt_ev_outs(o, ")");
+        mtx_ev_outs(o, ", BERTScore (model ");
+        mtx_ev_html_text(o, r->bert_model, 0);
+        mtx_ev_outs(o, ")");
     }
     if (r->metrics & (1u << MT_EVAL_BLEURT))
-        mt_ev_outs(o, ", BLEURT (per-pair scores from a file)");
+        mtx_ev_outs(o, ", BLEURT (per-pair scores from a file)");
     if ((r->metrics & 0x18u) != 0x18u)
-        mt_ev_outs(o, ". BERTScore and/or BLEURT were not given, so this is "
-                      "not the official three-metric aggregate; absent metrics "
-                      "are left out, not counted as 0");
-    mt_ev_outf(o,
-               ". ROUGE is that of the Python <code>rouge</code> package. "
-               "Intervals: percentile bootstrap over notes, %d resamples, "
-               "seed %u. KPCS counts a correct NA once (the published "
-               "MedGuards code counted it twice).</p>\n",
-               MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
+        mtx_ev_outs(o,
+                    ". BERTScore and/or BLEURT were not given, so this is "
+                    "not the official three-metric aggregate; absent metrics "
+                    "are left out, not counted as 0");
+    mtx_ev_outf(o,
+                ". ROUGE is that of the Python <code>rouge</code> package. "
+                "Intervals: percentile bootstrap over notes, %d resamples, "
+                "seed %u. KPCS counts a correct NA once (the published "
+                "MedGuards code counted it twice).</p>\n",
+                MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
     if (r->metrics & (1u << MT_EVAL_BERTSCORE))
         bert_note(o, r);
 }
@@ -318,7 +319,7 @@ static enum mt_status chart_types(struct mt_ev_out *o,
     double *v = NULL;
     size_t ng = 0, i, r;
     enum mt_status st =
-        mt_ev_groups(rn[0].result, ref, MT_EV_ERROR_TYPE, &g, &ng);
+        mtx_ev_groups(rn[0].result, ref, MT_EV_ERROR_TYPE, &g, &ng);
 
     if (st != MT_OK || ng == 0)
         return st;
@@ -329,18 +330,18 @@ static enum mt_status chart_types(struct mt_ev_out *o,
     for (r = 0; labels && v && st == MT_OK && r < nrun; r++) {
         struct mt_ev_group *gr = NULL;
         size_t n = 0;
-        st = mt_ev_groups(rn[r].result, ref, MT_EV_ERROR_TYPE, &gr, &n);
+        st = mtx_ev_groups(rn[r].result, ref, MT_EV_ERROR_TYPE, &gr, &n);
         for (i = 0; st == MT_OK && i < n && i < ng; i++)
             v[r * ng + i] = gr[i].sent_acc;
         mt_free(gr);
     }
     if (!labels || !v)
         st = MT_ENOMEM;
-    mt_ev_outs(o, "<figure><figcaption>Error sentence accuracy by error "
-                  "type (gold), one bar per run</figcaption>");
+    mtx_ev_outs(o, "<figure><figcaption>Error sentence accuracy by error "
+                   "type (gold), one bar per run</figcaption>");
     if (st == MT_OK)
-        mt_ev_svg_bars(o, "chart-types", labels, ng, v, nrun);
-    mt_ev_outs(o, "</figure>\n");
+        mtx_ev_svg_bars(o, "chart-types", labels, ng, v, nrun);
+    mtx_ev_outs(o, "</figure>\n");
     mt_free(labels);
     mt_free(v);
     mt_free(g);
@@ -366,11 +367,11 @@ static void chart_confusion(struct mt_ev_out *o, const struct mt_eval_ref *ref,
         c[g][col]++;
     }
     snprintf(id, sizeof id, "chart-confusion-%zu", k + 1);
-    mt_ev_outs(o, "<figure><figcaption>Error flags: ");
-    mt_ev_html_text(o, rn[k].name, 40);
-    mt_ev_outs(o, "</figcaption>");
-    mt_ev_svg_confusion(o, id, (const size_t(*)[3])c);
-    mt_ev_outs(o, "</figure>\n");
+    mtx_ev_outs(o, "<figure><figcaption>Error flags: ");
+    mtx_ev_html_text(o, rn[k].name, 40);
+    mtx_ev_outs(o, "</figcaption>");
+    mtx_ev_svg_confusion(o, id, (const size_t(*)[3])c);
+    mtx_ev_outs(o, "</figure>\n");
 }
 
 static enum mt_status chart_hist(struct mt_ev_out *o,
@@ -387,14 +388,14 @@ static enum mt_status chart_hist(struct mt_ev_out *o,
         if (r->per_note[i].kind == MT_EVAL_PAIR_SCORED)
             v[n++] = r->per_note[i].m[MT_EVAL_AGGREGATE];
     snprintf(id, sizeof id, "chart-hist-%zu", k + 1);
-    mt_ev_outf(o,
-               "<figure><figcaption>Aggregate correction score of the "
-               "%zu scored pairs: ",
-               n);
-    mt_ev_html_text(o, rn[k].name, 40);
-    mt_ev_outs(o, "</figcaption>");
-    mt_ev_svg_hist(o, id, v, n);
-    mt_ev_outs(o, "</figure>\n");
+    mtx_ev_outf(o,
+                "<figure><figcaption>Aggregate correction score of the "
+                "%zu scored pairs: ",
+                n);
+    mtx_ev_html_text(o, rn[k].name, 40);
+    mtx_ev_outs(o, "</figcaption>");
+    mtx_ev_svg_hist(o, id, v, n);
+    mtx_ev_outs(o, "</figure>\n");
     mt_free(v);
     return MT_OK;
 }
@@ -415,8 +416,8 @@ static enum mt_status chart_diffs(struct mt_ev_out *o,
             if (which == MT_EVAL_ROUGE2 || which == MT_EVAL_ROUGEL ||
                 (which >= 0 && !(rn[0].result->metrics & (1u << which))))
                 continue;
-            st = mt_ev_diff_ci(rn[r].result, rn[0].result, which, &mean[n],
-                               &lo[n], &hi[n]);
+            st = mtx_ev_diff_ci(rn[r].result, rn[0].result, which, &mean[n],
+                                &lo[n], &hi[n]);
             if (st != MT_OK)
                 return st;
             snprintf(lab[n], sizeof lab[n], "%.40s - %.40s: %s", rn[r].name,
@@ -425,11 +426,11 @@ static enum mt_status chart_diffs(struct mt_ev_out *o,
             n++;
         }
     }
-    mt_ev_outs(o, "<figure><figcaption>Paired differences against the "
-                  "first run, 95% bootstrap intervals (axis -1..1)"
-                  "</figcaption>");
-    mt_ev_svg_diffs(o, "chart-diffs", labels, mean, lo, hi, n);
-    mt_ev_outs(o, "</figure>\n");
+    mtx_ev_outs(o, "<figure><figcaption>Paired differences against the "
+                   "first run, 95% bootstrap intervals (axis -1..1)"
+                   "</figcaption>");
+    mtx_ev_svg_diffs(o, "chart-diffs", labels, mean, lo, hi, n);
+    mtx_ev_outs(o, "</figure>\n");
     return st;
 }
 
@@ -439,7 +440,7 @@ static enum mt_status charts(struct mt_ev_out *o, const struct mt_eval_ref *ref,
     enum mt_status st;
     size_t k;
 
-    mt_ev_outs(o, "<h2>Charts</h2>\n");
+    mtx_ev_outs(o, "<h2>Charts</h2>\n");
     st = chart_types(o, ref, rn, nrun);
     for (k = 0; st == MT_OK && k < nrun; k++) {
         chart_confusion(o, ref, rn, k);
@@ -454,9 +455,9 @@ static enum mt_status charts(struct mt_ev_out *o, const struct mt_eval_ref *ref,
 
 static void cell_text(struct mt_ev_out *o, const char *s)
 {
-    mt_ev_outs(o, "<td>");
-    mt_ev_html_text(o, s, 0);
-    mt_ev_outs(o, "</td>");
+    mtx_ev_outs(o, "<td>");
+    mtx_ev_html_text(o, s, 0);
+    mtx_ev_outs(o, "</td>");
 }
 
 static void note_row(struct mt_ev_out *o, const struct mt_eval_note *n,
@@ -466,21 +467,21 @@ static void note_row(struct mt_ev_out *o, const struct mt_eval_note *n,
 {
     int k;
 
-    mt_ev_outs(o, "<tr>");
+    mtx_ev_outs(o, "<tr>");
     cell_text(o, n->id);
     cell_text(o, n->error_type);
-    mt_ev_outf(o, "<td>%s / %s</td><td>%s / %s</td>", n->flag,
-               p ? p->flag : "-", n->sentence_id, p ? p->sentence_id : "-");
+    mtx_ev_outf(o, "<td>%s / %s</td><td>%s / %s</td>", n->flag,
+                p ? p->flag : "-", n->sentence_id, p ? p->sentence_id : "-");
     cell_text(o, n->correction);
     cell_text(o, p ? p->correction : "(missing)");
-    mt_ev_outs(o, "<td>");
+    mtx_ev_outs(o, "<td>");
     if (p)
         word_diff(o, n->correction, p->correction, t);
-    mt_ev_outs(o, "</td>");
+    mtx_ev_outs(o, "</td>");
     for (k = 0; k < MT_EVAL_METRIC_COUNT; k++)
         if (metrics & (1u << k))
-            mt_ev_outf(o, "<td class=\"num\">%.4f</td>", ns->m[k]);
-    mt_ev_outs(o, "</tr>\n");
+            mtx_ev_outf(o, "<td class=\"num\">%.4f</td>", ns->m[k]);
+    mtx_ev_outs(o, "</tr>\n");
 }
 
 static enum mt_status notes_table(struct mt_ev_out *o,
@@ -494,27 +495,27 @@ static enum mt_status notes_table(struct mt_ev_out *o,
 
     if (!t)
         return MT_ENOMEM;
-    mt_ev_outf(o, "<h3>Notes: ");
-    mt_ev_html_text(o, rn[k].name, 80);
-    mt_ev_outf(o,
-               "</h3><input class=\"filter\" data-table=\"notes-%zu\" "
-               "placeholder=\"filter rows\"><table class=\"notes\" "
-               "id=\"notes-%zu\"><thead><tr><th>id</th><th>error type</th>"
-               "<th>flag gold / pred</th><th>sentence gold / pred</th>"
-               "<th>gold correction</th><th>predicted correction</th>"
-               "<th>word diff</th>",
-               k + 1, k + 1);
+    mtx_ev_outf(o, "<h3>Notes: ");
+    mtx_ev_html_text(o, rn[k].name, 80);
+    mtx_ev_outf(o,
+                "</h3><input class=\"filter\" data-table=\"notes-%zu\" "
+                "placeholder=\"filter rows\"><table class=\"notes\" "
+                "id=\"notes-%zu\"><thead><tr><th>id</th><th>error type</th>"
+                "<th>flag gold / pred</th><th>sentence gold / pred</th>"
+                "<th>gold correction</th><th>predicted correction</th>"
+                "<th>word diff</th>",
+                k + 1, k + 1);
     for (m = 0; m < MT_EVAL_METRIC_COUNT; m++)
         if (r->metrics & (1u << m))
-            mt_ev_outf(o, "<th>%s</th>", label_of(m));
-    mt_ev_outs(o, "</tr></thead><tbody>\n");
+            mtx_ev_outf(o, "<th>%s</th>", label_of(m));
+    mtx_ev_outs(o, "</tr></thead><tbody>\n");
     for (i = 0; i < r->notes; i++) {
         long pi = r->per_note[i].pred;
         note_row(o, mt_eval_ref_note(ref, i),
                  pi < 0 ? NULL : mt_eval_sub_pred(rn[k].sub, (size_t)pi),
                  &r->per_note[i], r->metrics, t);
     }
-    mt_ev_outs(o, "</tbody></table>\n");
+    mtx_ev_outs(o, "</tbody></table>\n");
     mt_free(t);
     return MT_OK;
 }
@@ -527,21 +528,21 @@ static enum mt_status build(struct mt_ev_out *o, const struct mt_eval_ref *ref,
     enum mt_status st;
     size_t k;
 
-    mt_ev_outf(o,
-               "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
-               "charset=\"utf-8\"><title>medtrust score report</title>"
-               "<style>%s</style></head><body>\n<h1>MEDIQA-CORR score "
-               "report</h1><p>%zu reference notes, %zu run(s).</p>\n",
-               css, mt_eval_ref_count(ref), nrun);
+    mtx_ev_outf(o,
+                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
+                "charset=\"utf-8\"><title>medtrust score report</title>"
+                "<style>%s</style></head><body>\n<h1>MEDIQA-CORR score "
+                "report</h1><p>%zu reference notes, %zu run(s).</p>\n",
+                css, mt_eval_ref_count(ref), nrun);
     headline_table(o, rn, nrun);
     metric_note(o, rn[0].result);
     st = charts(o, ref, rn, nrun);
-    mt_ev_outs(o, "<h2>Every note</h2><p class=\"note\">Click a header to "
-                  "sort; type to filter. Word diff: <del>gold only</del> "
-                  "<ins>predicted only</ins>.</p>\n");
+    mtx_ev_outs(o, "<h2>Every note</h2><p class=\"note\">Click a header to "
+                   "sort; type to filter. Word diff: <del>gold only</del> "
+                   "<ins>predicted only</ins>.</p>\n");
     for (k = 0; st == MT_OK && k < nrun; k++)
         st = notes_table(o, ref, rn, k);
-    mt_ev_outf(o, "<script>%s</script>\n</body></html>\n", js);
+    mtx_ev_outf(o, "<script>%s</script>\n</body></html>\n", js);
     return st != MT_OK ? st : o->st;
 }
 
@@ -560,6 +561,6 @@ enum mt_status mt_eval_report_write(const char *path,
         st = mtx_file_write_atomic(path, o.b.data, o.b.len, err);
     else
         mt_fail(err, st, "report: %s", mt_status_str(st));
-    mt_buf_free(&o.b);
+    mtx_buf_free(&o.b);
     return st;
 }

@@ -15,23 +15,23 @@ struct mt_ev_out {
     enum mt_status st;
 };
 
-void mt_ev_outf(struct mt_ev_out *o, const char *fmt, ...)
+void mtx_ev_outf(struct mt_ev_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void mt_ev_outs(struct mt_ev_out *o, const char *s);
+void mtx_ev_outs(struct mt_ev_out *o, const char *s);
 /* Appends s HTML-escaped, cut to 'max' characters (0: no limit) with an
  * ellipsis. */
-void mt_ev_html_text(struct mt_ev_out *o, const char *s, size_t max);
+void mtx_ev_html_text(struct mt_ev_out *o, const char *s, size_t max);
 
-const char *mt_ev_color(size_t i);
-void mt_ev_svg_bars(struct mt_ev_out *b, const char *id,
-                    const char *const *labels, size_t ngroup, const double *v,
-                    size_t nrun);
-void mt_ev_svg_confusion(struct mt_ev_out *b, const char *id,
-                         const size_t counts[2][3]);
-void mt_ev_svg_hist(struct mt_ev_out *b, const char *id, const double *v,
-                    size_t n);
-void mt_ev_svg_diffs(struct mt_ev_out *b, const char *id,
-                     const char *const *labels, const double *mean,
-                     const double *lo, const double *hi, size_t n);
+const char *mtx_ev_color(size_t i);
+void mtx_ev_svg_bars(struct mt_ev_out *b, const char *id,
+                     const char *const *labels, size_t ngroup, const double *v,
+                     size_t nrun);
+void mtx_ev_svg_confusion(struct mt_ev_out *b, const char *id,
+                          const size_t counts[2][3]);
+void mtx_ev_svg_hist(struct mt_ev_out *b, const char *id, const double *v,
+                     size_t n);
+void mtx_ev_svg_diffs(struct mt_ev_out *b, const char *id,
+                      const char *const *labels, const double *mean,
+                      const double *lo, const double *hi, size_t n);
 
 #endif

@@ -32,11 +32,11 @@ struct rctx {
 
 static enum mt_status word_id(struct rctx *c, struct mt_str w, uint32_t *id)
 {
-    long v = mt_ev_map_get(&c->dict, w);
+    long v = mtx_ev_map_get(&c->dict, w);
 
     if (v < 0) {
         v = (long)c->nwords++;
-        if (mt_ev_map_put(&c->dict, w, v) != MT_OK)
+        if (mtx_ev_map_put(&c->dict, w, v) != MT_OK)
             return MT_ENOMEM;
     }
     *id = (uint32_t)v;
@@ -52,7 +52,7 @@ static enum mt_status add_segment(struct rctx *c, struct words *w,
     int any = 0;
 
     w->seg[w->nseg++] = w->n;
-    while (mt_ev_next_token(p, n, &pos, &t)) {
+    while (mtx_ev_next_token(p, n, &pos, &t)) {
         if (word_id(c, t, &w->id[w->n]) != MT_OK)
             return MT_ENOMEM;
         w->n++;
@@ -263,7 +263,7 @@ static void rctx_free(struct rctx *c)
     mt_free(c->h.seg);
     mt_free(c->r.id);
     mt_free(c->r.seg);
-    mt_ev_map_free(&c->dict);
+    mtx_ev_map_free(&c->dict);
 }
 
 enum mt_status mt_rouge(const char *hyp, size_t hyp_n, const char *ref,

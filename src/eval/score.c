@@ -46,16 +46,16 @@ static enum mt_status warn(struct mt_eval_result *r, const char *fmt, ...)
     enum mt_status st;
 
     va_start(ap, fmt);
-    st = mt_buf_vprintf(&b, fmt, ap);
+    st = mtx_buf_vprintf(&b, fmt, ap);
     va_end(ap);
     w = st == MT_OK ? mt_realloc(r->warnings, (r->nwarnings + 1) * sizeof *w)
                     : NULL;
     if (!w) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return MT_ENOMEM;
     }
     r->warnings = w;
-    r->warnings[r->nwarnings++] = mt_buf_take(&b);
+    r->warnings[r->nwarnings++] = mtx_buf_take(&b);
     return MT_OK;
 }
 
@@ -72,21 +72,21 @@ static char *kw_normalize(const char *s)
     size_t pos = 0;
     int first = 1;
 
-    if (mt_text_fold(s, strlen(s), &f, &fn, NULL) != MT_OK)
+    if (mtx_text_fold(s, strlen(s), &f, &fn, NULL) != MT_OK)
         return NULL;
-    while (mt_ev_next_token(f, fn, &pos, &t)) {
-        if ((!first && mt_buf_putc(&b, ' ') != MT_OK) ||
-            mt_buf_append(&b, t.p, t.n) != MT_OK) {
-            mt_buf_free(&b);
+    while (mtx_ev_next_token(f, fn, &pos, &t)) {
+        if ((!first && mtx_buf_putc(&b, ' ') != MT_OK) ||
+            mtx_buf_append(&b, t.p, t.n) != MT_OK) {
+            mtx_buf_free(&b);
             mt_free(f);
             return NULL;
         }
         first = 0;
     }
     mt_free(f);
-    if (mt_buf_reserve(&b, 1) != MT_OK)
+    if (mtx_buf_reserve(&b, 1) != MT_OK)
         return NULL;
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* 1 when the keywords stand in the prediction, 0 when not, -1 on OOM. */
@@ -167,7 +167,7 @@ static enum mt_status bert_pair(struct sctx *c, const char *cand,
         bs.f = 0.0; /* a side without tokens matches nothing */
         st = MT_OK;
     }
-    *f = mt_ev_clip01(bs.f);
+    *f = mtx_ev_clip01(bs.f);
     enc_free(&a);
     enc_free(&b);
     return st;
@@ -239,7 +239,7 @@ static enum mt_status file_score(struct sctx *c,
                        "%s scores: no score for '%s', a note with both "
                        "corrections given",
                        what, id);
-    *v = mt_ev_clip01(*v);
+    *v = mtx_ev_clip01(*v);
     return MT_OK;
 }
 
@@ -262,9 +262,9 @@ static enum mt_status score_pair(struct sctx *c, size_t i,
     }
     if (st != MT_OK)
         return mt_fail(c->err, st, "ROUGE: %s", mt_status_str(st));
-    m[MT_EVAL_ROUGE1] = mt_ev_clip01(rs.r1.f);
-    m[MT_EVAL_ROUGE2] = mt_ev_clip01(rs.r2.f);
-    m[MT_EVAL_ROUGEL] = mt_ev_clip01(rs.rl.f);
+    m[MT_EVAL_ROUGE1] = mtx_ev_clip01(rs.r1.f);
+    m[MT_EVAL_ROUGE2] = mtx_ev_clip01(rs.r2.f);
+    m[MT_EVAL_ROUGEL] = mtx_ev_clip01(rs.rl.f);
     if (c->p.bert) {
         st = bert_pair(c, pr->correction, n->correction, &m[MT_EVAL_BERTSCORE]);
         if (st != MT_OK)
@@ -302,9 +302,9 @@ static int no_keywords(const struct sctx *c, const struct mt_eval_note *n)
 
     if (!(c->r->metrics & (1u << MT_EVAL_KPCS)))
         return 0;
-    k = mt_str_trim(mt_str_from(n->keywords ? n->keywords : ""));
+    k = mtx_str_trim(mtx_str_from(n->keywords ? n->keywords : ""));
     for (i = 0; i < sizeof na / sizeof na[0]; i++)
-        if (mt_str_eq_c(k, na[i]))
+        if (mtx_str_eq_c(k, na[i]))
             return 1;
     return 0;
 }

@@ -30,15 +30,15 @@ static enum mt_status add_diag(struct mt_eval_sub *s, const char *fmt, ...)
     enum mt_status st;
 
     va_start(ap, fmt);
-    st = mt_buf_vprintf(&b, fmt, ap);
+    st = mtx_buf_vprintf(&b, fmt, ap);
     va_end(ap);
     d = st == MT_OK ? mt_realloc(s->diags, (s->ndiag + 1) * sizeof *d) : NULL;
     if (!d) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return MT_ENOMEM;
     }
     s->diags = d;
-    s->diags[s->ndiag++] = mt_buf_take(&b);
+    s->diags[s->ndiag++] = mtx_buf_take(&b);
     return MT_OK;
 }
 
@@ -47,7 +47,7 @@ static struct mt_str py_strip(struct mt_str l)
 {
     size_t w;
 
-    while (l.n > 0 && (w = mt_ev_space_len(l.p, l.n)) > 0) {
+    while (l.n > 0 && (w = mtx_ev_space_len(l.p, l.n)) > 0) {
         l.p += w;
         l.n -= w;
     }
@@ -55,7 +55,7 @@ static struct mt_str py_strip(struct mt_str l)
         size_t i = l.n - 1;
         while (i > 0 && ((unsigned char)l.p[i] & 0xc0) == 0x80)
             i--; /* start of the last UTF-8 character */
-        if (mt_ev_space_len(l.p + i, l.n - i) != l.n - i)
+        if (mtx_ev_space_len(l.p + i, l.n - i) != l.n - i)
             break;
         l.n = i;
     }
@@ -81,14 +81,14 @@ static const char *check_line(struct mt_str l)
 
     while (i < l.n && is_id_char(l.p[i]))
         i++;
-    if (i == 0 || !(w = mt_ev_space_len(l.p + i, l.n - i)))
+    if (i == 0 || !(w = mtx_ev_space_len(l.p + i, l.n - i)))
         return "text id must be [a-z0-9-]+ followed by one whitespace";
     i += w;
     if (i >= l.n || !is_digit(l.p[i]))
         return "error flag must be digits";
     while (i < l.n && is_digit(l.p[i]))
         i++;
-    if (!(w = mt_ev_space_len(l.p + i, l.n - i)))
+    if (!(w = mtx_ev_space_len(l.p + i, l.n - i)))
         return "error flag must be digits followed by one whitespace";
     i += w;
     if (i < l.n && l.p[i] == '-')
@@ -97,7 +97,7 @@ static const char *check_line(struct mt_str l)
         return "sentence id must be an integer";
     while (i < l.n && is_digit(l.p[i]))
         i++;
-    if (!(w = mt_ev_space_len(l.p + i, l.n - i)) || i + w >= l.n)
+    if (!(w = mtx_ev_space_len(l.p + i, l.n - i)) || i + w >= l.n)
         return "missing corrected sentence (write NA for none)";
     return NULL;
 }
@@ -114,11 +114,11 @@ static char *correction(struct mt_eval_sub *s, struct mt_str l)
     size_t e;
     char *out = NULL;
 
-    while (mt_ev_next_token(l.p, l.n, &pos, &t)) {
+    while (mtx_ev_next_token(l.p, l.n, &pos, &t)) {
         if (k++ < 3)
             continue;
-        if ((k > 4 && mt_buf_putc(&b, ' ') != MT_OK) ||
-            mt_buf_append(&b, t.p, t.n) != MT_OK)
+        if ((k > 4 && mtx_buf_putc(&b, ' ') != MT_OK) ||
+            mtx_buf_append(&b, t.p, t.n) != MT_OK)
             goto done;
     }
     e = b.len;
@@ -126,9 +126,9 @@ static char *correction(struct mt_eval_sub *s, struct mt_str l)
         a++;
     while (e - a > 1 && b.data[e - 1] == '"')
         e--;
-    out = mt_arena_strndup(&s->arena, b.data + a, e - a);
+    out = mtx_arena_strndup(&s->arena, b.data + a, e - a);
 done:
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return out;
 }
 
@@ -136,14 +136,14 @@ static char *token_dup(struct mt_eval_sub *s, struct mt_str l, size_t *pos)
 {
     struct mt_str t = {"", 0};
 
-    mt_ev_next_token(l.p, l.n, pos, &t);
-    return mt_arena_strndup(&s->arena, t.p, t.n);
+    mtx_ev_next_token(l.p, l.n, pos, &t);
+    return mtx_arena_strndup(&s->arena, t.p, t.n);
 }
 
 static enum mt_status push_pred(struct mt_eval_sub *s,
                                 const struct mt_eval_pred *p)
 {
-    long old = mt_ev_map_get(&s->ids, mt_str_from(p->id));
+    long old = mtx_ev_map_get(&s->ids, mtx_str_from(p->id));
 
     if (old >= 0) {
         size_t first = s->preds[old].line;
@@ -162,7 +162,7 @@ static enum mt_status push_pred(struct mt_eval_sub *s,
         s->cap = cap;
     }
     s->preds[s->npred] = *p;
-    return mt_ev_map_put(&s->ids, mt_str_from(p->id), (long)s->npred++);
+    return mtx_ev_map_put(&s->ids, mtx_str_from(p->id), (long)s->npred++);
 }
 
 /* Parses one stripped, non-blank line. */
@@ -263,7 +263,7 @@ enum mt_status mt_eval_sub_parse(const char *name, const char *data, size_t n,
     if (!s)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->arena = MT_ARENA_INIT(1 << 16);
-    s->name = mt_arena_strndup(&s->arena, name, strlen(name));
+    s->name = mtx_arena_strndup(&s->arena, name, strlen(name));
     if (!s->name) {
         mt_eval_sub_free(s);
         return mt_fail(err, MT_ENOMEM, "out of memory");
@@ -282,7 +282,7 @@ enum mt_status mt_eval_sub_load(const char *path, struct mt_eval_sub **out,
 {
     char *data = NULL;
     size_t n = 0;
-    enum mt_status st = mt_ev_read_file(path, &data, &n, err);
+    enum mt_status st = mtx_ev_read_file(path, &data, &n, err);
 
     if (st != MT_OK)
         return st;
@@ -304,7 +304,7 @@ const struct mt_eval_pred *mt_eval_sub_pred(const struct mt_eval_sub *s,
 
 long mt_eval_sub_find(const struct mt_eval_sub *s, const char *id)
 {
-    return mt_ev_map_get(&s->ids, mt_str_from(id));
+    return mtx_ev_map_get(&s->ids, mtx_str_from(id));
 }
 
 size_t mt_eval_sub_invalid(const struct mt_eval_sub *s)
@@ -332,7 +332,7 @@ void mt_eval_sub_free(struct mt_eval_sub *s)
         mt_free(s->diags[i]);
     mt_free(s->diags);
     mt_free(s->preds);
-    mt_ev_map_free(&s->ids);
-    mt_arena_free(&s->arena);
+    mtx_ev_map_free(&s->ids);
+    mtx_arena_free(&s->arena);
     mt_free(s);
 }

@@ -50,7 +50,7 @@ static int parse_score_line(struct mt_str l, struct mt_str *id, double *v)
 static enum mt_status scores_add(struct mt_eval_scores *s, struct mt_str id,
                                  double v)
 {
-    char *key = mt_arena_strndup(&s->arena, id.p, id.n);
+    char *key = mtx_arena_strndup(&s->arena, id.p, id.n);
     double *nv = mt_realloc(s->v, (s->n + 1) * sizeof *nv);
 
     if (nv)
@@ -58,7 +58,7 @@ static enum mt_status scores_add(struct mt_eval_scores *s, struct mt_str id,
     if (!key || !nv)
         return MT_ENOMEM;
     s->v[s->n] = v;
-    return mt_ev_map_put(&s->ids, mt_str_from(key), (long)s->n++);
+    return mtx_ev_map_put(&s->ids, mtx_str_from(key), (long)s->n++);
 }
 
 static enum mt_status scores_parse(struct mt_eval_scores *s, const char *d,
@@ -71,7 +71,7 @@ static enum mt_status scores_parse(struct mt_eval_scores *s, const char *d,
     while (i < n) {
         const char *nl = memchr(d + i, '\n', n - i);
         size_t e = nl ? (size_t)(nl - d) : n;
-        struct mt_str l = mt_str_trim((struct mt_str){d + i, e - i});
+        struct mt_str l = mtx_str_trim((struct mt_str){d + i, e - i});
         struct mt_str id;
         double v;
         line++;
@@ -99,7 +99,7 @@ enum mt_status mt_eval_scores_load(const char *path,
     struct mt_eval_scores *s;
     char *d = NULL;
     size_t n = 0;
-    enum mt_status st = mt_ev_read_file(path, &d, &n, err);
+    enum mt_status st = mtx_ev_read_file(path, &d, &n, err);
 
     if (st != MT_OK)
         return st;
@@ -122,7 +122,7 @@ enum mt_status mt_eval_scores_load(const char *path,
 int mt_eval_scores_get(const struct mt_eval_scores *s, const char *id,
                        double *v)
 {
-    long i = mt_ev_map_get(&s->ids, mt_str_from(id));
+    long i = mtx_ev_map_get(&s->ids, mtx_str_from(id));
 
     if (i < 0)
         return -1;
@@ -134,8 +134,8 @@ void mt_eval_scores_free(struct mt_eval_scores *s)
 {
     if (!s)
         return;
-    mt_ev_map_free(&s->ids);
-    mt_arena_free(&s->arena);
+    mtx_ev_map_free(&s->ids);
+    mtx_arena_free(&s->arena);
     mt_free(s->v);
     mt_free(s);
 }
@@ -149,7 +149,7 @@ static const char *const field_keys[MT_EV_FIELD_COUNT] = {
     "language",
 };
 
-const char *mt_ev_field_key(enum mt_ev_field f)
+const char *mtx_ev_field_key(enum mt_ev_field f)
 {
     return field_keys[f];
 }
@@ -180,9 +180,9 @@ static void add_to_group(struct mt_ev_group *g,
         g->m[k] += ns->m[k];
 }
 
-enum mt_status mt_ev_groups(const struct mt_eval_result *r,
-                            const struct mt_eval_ref *ref, enum mt_ev_field f,
-                            struct mt_ev_group **out, size_t *n)
+enum mt_status mtx_ev_groups(const struct mt_eval_result *r,
+                             const struct mt_eval_ref *ref, enum mt_ev_field f,
+                             struct mt_ev_group **out, size_t *n)
 {
     struct mt_ev_group *g = mt_calloc(r->notes + 1, sizeof *g);
     size_t ng = 0, i, j;
@@ -280,8 +280,8 @@ static int headline_values(const struct mt_eval_result *r, int which, double *v)
     return 1;
 }
 
-enum mt_status mt_ev_headline_ci(const struct mt_eval_result *r, int which,
-                                 double *lo, double *hi)
+enum mt_status mtx_ev_headline_ci(const struct mt_eval_result *r, int which,
+                                  double *lo, double *hi)
 {
     double *v = mt_malloc((r->notes + 1) * sizeof *v);
     enum mt_status st = MT_OK;
@@ -296,9 +296,9 @@ enum mt_status mt_ev_headline_ci(const struct mt_eval_result *r, int which,
     return st;
 }
 
-enum mt_status mt_ev_diff_ci(const struct mt_eval_result *a,
-                             const struct mt_eval_result *b, int which,
-                             double *mean, double *lo, double *hi)
+enum mt_status mtx_ev_diff_ci(const struct mt_eval_result *a,
+                              const struct mt_eval_result *b, int which,
+                              double *mean, double *lo, double *hi)
 {
     double *va = mt_malloc((a->notes + 1) * sizeof *va);
     double *vb = mt_malloc((a->notes + 1) * sizeof *vb);

@@ -54,38 +54,38 @@ struct mt_bm25_params {
 };
 
 /* Returns title 2.0, text 1.0. */
-struct mt_bm25_params mt_bm25_default_params(void);
+struct mt_bm25_params mtx_bm25_default_params(void);
 
 /* ==== Builder ==== */
 struct mt_bm25_builder;
 
 /* Creates an empty builder; 'params' (NULL for defaults) is copied.
- * MT_EINVAL for weights out of range. Free with mt_bm25_builder_free(). */
-enum mt_status mt_bm25_builder_new(const struct mt_bm25_params *params,
-                                   struct mt_bm25_builder **out,
-                                   struct mt_error *err);
+ * MT_EINVAL for weights out of range. Free with mtx_bm25_builder_free(). */
+enum mt_status mtx_bm25_builder_new(const struct mt_bm25_params *params,
+                                    struct mt_bm25_builder **out,
+                                    struct mt_error *err);
 
 /* Adds the analysed tokens of one field of document 'doc'. Documents come
  * in non-decreasing order (fields of one doc in any order, repeatable);
  * numbers skipped are empty documents, and N is the last doc + 1. Terms
  * are copied; empty terms and terms over 255 bytes are ignored. After a
  * failure the builder may only be freed. Not thread-safe. */
-enum mt_status mt_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
-                                   uint32_t field, const struct mt_str *terms,
-                                   size_t nterms, struct mt_error *err);
+enum mt_status mtx_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
+                                    uint32_t field, const struct mt_str *terms,
+                                    size_t nterms, struct mt_error *err);
 
 /* Makes N at least 'ndocs' (trailing empty documents). */
-enum mt_status mt_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
-                                         uint32_t ndocs, struct mt_error *err);
+enum mt_status mtx_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
+                                          uint32_t ndocs, struct mt_error *err);
 
 /* Writes the index as one segment file, atomically (path.tmp, fsync,
  * rename, fsync of the directory). The builder stays usable for more
  * documents and further writes. */
-enum mt_status mt_bm25_builder_write(struct mt_bm25_builder *b,
-                                     const char *path, struct mt_error *err);
+enum mt_status mtx_bm25_builder_write(struct mt_bm25_builder *b,
+                                      const char *path, struct mt_error *err);
 
 /* Frees the builder. NULL is allowed. */
-void mt_bm25_builder_free(struct mt_bm25_builder *b);
+void mtx_bm25_builder_free(struct mt_bm25_builder *b);
 
 /* ==== Reader ==== */
 struct mt_bm25;
@@ -93,20 +93,20 @@ struct mt_bm25;
 /* Maps the segment at 'path' and validates it completely: checksums of
  * every section and the structure (term order, block tables, bounds). A
  * truncated or damaged file is MT_EPARSE with a message naming the file
- * and section. On success *out owns the index (mt_bm25_close()); on
+ * and section. On success *out owns the index (mtx_bm25_close()); on
  * failure it is left unchanged. An open index is read-only: any number of
  * threads may search it at once. */
-enum mt_status mt_bm25_open(const char *path, struct mt_bm25 **out,
-                            struct mt_error *err);
+enum mt_status mtx_bm25_open(const char *path, struct mt_bm25 **out,
+                             struct mt_error *err);
 
-/* As mt_bm25_open() over n bytes the caller keeps valid until close. */
-enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
-                                struct mt_bm25 **out, struct mt_error *err);
+/* As mtx_bm25_open() over n bytes the caller keeps valid until close. */
+enum mt_status mtx_bm25_open_mem(const void *data, size_t n, const char *name,
+                                 struct mt_bm25 **out, struct mt_error *err);
 
 /* Unmaps and frees. NULL is allowed. */
-void mt_bm25_close(struct mt_bm25 *idx);
+void mtx_bm25_close(struct mt_bm25 *idx);
 
-struct mt_bm25_stats {
+struct mtx_bm25_stats {
     uint32_t docs;     /* N */
     uint32_t terms;    /* distinct terms */
     uint64_t postings; /* (term, doc) pairs */
@@ -116,7 +116,7 @@ struct mt_bm25_stats {
 };
 
 /* Fills *st. Thread-safe. */
-void mt_bm25_stats(const struct mt_bm25 *idx, struct mt_bm25_stats *st);
+void mtx_bm25_stats(const struct mt_bm25 *idx, struct mtx_bm25_stats *st);
 
 /* ==== Search ==== */
 
@@ -126,8 +126,8 @@ void mt_bm25_stats(const struct mt_bm25 *idx, struct mt_bm25_stats *st);
 struct mt_bm25_ctx;
 
 /* Creates / frees a context. Free accepts NULL. */
-enum mt_status mt_bm25_ctx_new(struct mt_bm25_ctx **out);
-void mt_bm25_ctx_free(struct mt_bm25_ctx *ctx);
+enum mt_status mtx_bm25_ctx_new(struct mt_bm25_ctx **out);
+void mtx_bm25_ctx_free(struct mt_bm25_ctx *ctx);
 
 struct mt_bm25_hit {
     uint32_t doc;
@@ -146,7 +146,7 @@ struct mt_bm25_search_params {
 };
 
 /* Returns k1 0.9, b 0.4, no filter, no context. */
-struct mt_bm25_search_params mt_bm25_default_search_params(void);
+struct mt_bm25_search_params mtx_bm25_default_search_params(void);
 
 /* Finds the k best documents for the query terms (already analysed like
  * the indexed text). hits[] must hold k entries; *nhits gets the number
@@ -155,19 +155,18 @@ struct mt_bm25_search_params mt_bm25_default_search_params(void);
  * MT_OK. sp may be NULL for defaults. MT_EINVAL for bad k1/b, MT_ELIMIT
  * for more than MT_BM25_MAX_QTERMS distinct known terms, MT_ENOMEM.
  * Thread-safe on one index given distinct contexts. */
-enum mt_status mt_bm25_search(const struct mt_bm25 *idx,
-                              const struct mt_str *qterms, size_t nq,
-                              const struct mt_bm25_search_params *sp,
-                              struct mt_bm25_hit *hits, size_t k, size_t *nhits,
-                              struct mt_error *err);
+enum mt_status mtx_bm25_search(const struct mt_bm25 *idx,
+                               const struct mt_str *qterms, size_t nq,
+                               const struct mt_bm25_search_params *sp,
+                               struct mt_bm25_hit *hits, size_t k,
+                               size_t *nhits, struct mt_error *err);
 
-/* As mt_bm25_search() but scores every posting of every query term, with
+/* As mtx_bm25_search() but scores every posting of every query term, with
  * no pruning: the reference for tests and benchmarks. Same results. */
-enum mt_status mt_bm25_search_exhaustive(const struct mt_bm25 *idx,
-                                         const struct mt_str *qterms, size_t nq,
-                                         const struct mt_bm25_search_params *sp,
-                                         struct mt_bm25_hit *hits, size_t k,
-                                         size_t *nhits, struct mt_error *err);
+enum mt_status mtx_bm25_search_exhaustive(
+    const struct mt_bm25 *idx, const struct mt_str *qterms, size_t nq,
+    const struct mt_bm25_search_params *sp, struct mt_bm25_hit *hits, size_t k,
+    size_t *nhits, struct mt_error *err);
 
 #ifdef __cplusplus
 }

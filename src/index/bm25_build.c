@@ -86,7 +86,7 @@ static uint32_t hash_str(const char *s, size_t n)
 
 /* ==== Lifecycle ==== */
 
-void mt_bm25_builder_free(struct mt_bm25_builder *b)
+void mtx_bm25_builder_free(struct mt_bm25_builder *b)
 {
     if (!b)
         return;
@@ -105,12 +105,12 @@ static int weight_ok(float w)
     return w >= 0.001f && w <= 1000.0f;
 }
 
-enum mt_status mt_bm25_builder_new(const struct mt_bm25_params *params,
-                                   struct mt_bm25_builder **out,
-                                   struct mt_error *err)
+enum mt_status mtx_bm25_builder_new(const struct mt_bm25_params *params,
+                                    struct mt_bm25_builder **out,
+                                    struct mt_error *err)
 {
     struct mt_bm25_builder *b;
-    struct mt_bm25_params p = params ? *params : mt_bm25_default_params();
+    struct mt_bm25_params p = params ? *params : mtx_bm25_default_params();
 
     if (!weight_ok(p.field_weight[0]) || !weight_ok(p.field_weight[1]))
         return mt_fail(err, MT_EINVAL,
@@ -124,7 +124,7 @@ enum mt_status mt_bm25_builder_new(const struct mt_bm25_params *params,
     b->nslots = 1024;
     b->slots = mt_calloc(b->nslots, sizeof *b->slots);
     if (!b->slots) {
-        mt_bm25_builder_free(b);
+        mtx_bm25_builder_free(b);
         return mt_fail(err, MT_ENOMEM, "bm25: out of memory");
     }
     *out = b;
@@ -211,8 +211,8 @@ static enum mt_status flush_doc(struct mt_bm25_builder *b)
     for (uint32_t i = 0; i < b->ncur; i++) {
         struct bterm *t = &b->terms[b->cur[i]];
         uint32_t gap = t->df ? doc - t->last - 1 : doc;
-        enum mt_status st = mt_bm25_put_posting(&t->post, &t->plen, &t->pcap,
-                                                gap, t->tf[0], t->tf[1]);
+        enum mt_status st = mtx_bm25_put_posting(&t->post, &t->plen, &t->pcap,
+                                                 gap, t->tf[0], t->tf[1]);
         if (st != MT_OK)
             return st;
         t->df++;
@@ -268,9 +268,9 @@ static enum mt_status add_term(struct mt_bm25_builder *b, uint32_t doc,
     return MT_OK;
 }
 
-enum mt_status mt_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
-                                   uint32_t field, const struct mt_str *terms,
-                                   size_t nterms, struct mt_error *err)
+enum mt_status mtx_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
+                                    uint32_t field, const struct mt_str *terms,
+                                    size_t nterms, struct mt_error *err)
 {
     enum mt_status st = MT_OK;
 
@@ -291,8 +291,8 @@ enum mt_status mt_bm25_builder_add(struct mt_bm25_builder *b, uint32_t doc,
     return MT_OK;
 }
 
-enum mt_status mt_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
-                                         uint32_t ndocs, struct mt_error *err)
+enum mt_status mtx_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
+                                          uint32_t ndocs, struct mt_error *err)
 {
     enum mt_status st;
 
@@ -382,8 +382,8 @@ static void plan_blocks(const struct mt_bm25_builder *b, const float *dl,
     for (uint32_t left = t->df, j = 0; left; j++) {
         uint32_t n = left < MT_BM25_BLOCK ? left : MT_BM25_BLOCK;
         blk[j].off = (uint32_t)(p - t->post);
-        n = mt_bm25_decode(&p, end, prev, b->ndocs - 1, n, b->p.field_weight,
-                           docs, wtf);
+        n = mtx_bm25_decode(&p, end, prev, b->ndocs - 1, n, b->p.field_weight,
+                            docs, wtf);
         if (n == 0)
             break; /* cannot happen: the builder wrote these bytes */
         blk[j].max_wtf = 0.0f;
@@ -464,9 +464,9 @@ static enum mt_status make_plan(const struct mt_bm25_builder *b,
 static enum mt_status write_sec(struct mt_seg_writer *w, uint32_t id,
                                 const void *p, size_t n, struct mt_error *err)
 {
-    enum mt_status st = mt_seg_writer_begin(w, id, err);
+    enum mt_status st = mtx_seg_writer_begin(w, id, err);
 
-    return st == MT_OK ? mt_seg_writer_write(w, p, n, err) : st;
+    return st == MT_OK ? mtx_seg_writer_write(w, p, n, err) : st;
 }
 
 static enum mt_status write_plan(const struct mt_bm25_builder *b,
@@ -481,9 +481,9 @@ static enum mt_status write_plan(const struct mt_bm25_builder *b,
     else if (st == MT_OK)
         st = write_sec(w, BM25_SEC_DLEN, pl->dl, m->ndocs * sizeof(float), err);
     if (st == MT_OK)
-        st = mt_seg_writer_begin(w, BM25_SEC_TSTR, err);
+        st = mtx_seg_writer_begin(w, BM25_SEC_TSTR, err);
     for (uint32_t i = 0; st == MT_OK && i < m->nterms; i++)
-        st = mt_seg_writer_write(w, pl->order[i].p, pl->order[i].n, err);
+        st = mtx_seg_writer_write(w, pl->order[i].p, pl->order[i].n, err);
     if (st == MT_OK)
         st = write_sec(w, BM25_SEC_TERM, pl->ents, m->nterms * sizeof *pl->ents,
                        err);
@@ -491,16 +491,16 @@ static enum mt_status write_plan(const struct mt_bm25_builder *b,
         st = write_sec(w, BM25_SEC_BLKS, pl->blks,
                        (size_t)m->nblocks * sizeof *pl->blks, err);
     if (st == MT_OK)
-        st = mt_seg_writer_begin(w, BM25_SEC_POST, err);
+        st = mtx_seg_writer_begin(w, BM25_SEC_POST, err);
     for (uint32_t i = 0; st == MT_OK && i < m->nterms; i++) {
         const struct bterm *t = &b->terms[pl->order[i].id];
-        st = mt_seg_writer_write(w, t->post, t->plen, err);
+        st = mtx_seg_writer_write(w, t->post, t->plen, err);
     }
     return st;
 }
 
-enum mt_status mt_bm25_builder_write(struct mt_bm25_builder *b,
-                                     const char *path, struct mt_error *err)
+enum mt_status mtx_bm25_builder_write(struct mt_bm25_builder *b,
+                                      const char *path, struct mt_error *err)
 {
     struct plan pl;
     struct mt_seg_writer *w = NULL;
@@ -519,15 +519,15 @@ enum mt_status mt_bm25_builder_write(struct mt_bm25_builder *b,
         plan_free(&pl);
         return mt_fail(err, st, "%s: %s", path, mt_status_str(st));
     }
-    st = mt_seg_writer_open(
+    st = mtx_seg_writer_open(
         path, BM25_MAGIC, pl.norm ? BM25_VERSION : BM25_VERSION_FLOAT, &w, err);
     if (st == MT_OK)
         st = write_plan(b, &pl, w, err);
     if (st == MT_OK) {
-        st = mt_seg_writer_commit(w, err);
+        st = mtx_seg_writer_commit(w, err);
         w = NULL;
     }
-    mt_seg_writer_abort(w);
+    mtx_seg_writer_abort(w);
     plan_free(&pl);
     return st;
 }

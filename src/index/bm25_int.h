@@ -122,24 +122,24 @@ static inline float bm25_norm_decode(uint8_t b)
 
 /* Appends one posting to a growable byte array; MT_ENOMEM on failure
  * (the array is unchanged). */
-enum mt_status mt_bm25_put_posting(uint8_t **buf, size_t *len, size_t *cap,
-                                   uint32_t gap, uint32_t tf_title,
-                                   uint32_t tf_text);
+enum mt_status mtx_bm25_put_posting(uint8_t **buf, size_t *len, size_t *cap,
+                                    uint32_t gap, uint32_t tf_title,
+                                    uint32_t tf_text);
 
 /* Decodes up to n postings from *pp (not past end) that follow doc 'prev'
  * (-1 at a term's start); every doc must be <= last. Stops early at
  * damage. Writes docs[] and weighted tfs wtf[], advances *pp and returns
  * the count decoded. */
-uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
-                        uint32_t last, uint32_t n,
-                        const float w[MT_BM25_FIELDS], uint32_t *docs,
-                        float *wtf);
+uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
+                         uint32_t last, uint32_t n,
+                         const float w[MT_BM25_FIELDS], uint32_t *docs,
+                         float *wtf);
 
 /* Index of the term equal to t in the sorted dictionary, or -1. */
-int64_t mt_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t);
+int64_t mtx_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t);
 
 /* Byte range [*start, *end) of the postings of term ti. */
-void mt_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
-                        const uint8_t **start, const uint8_t **end);
+void mtx_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
+                         const uint8_t **start, const uint8_t **end);
 
 #endif

@@ -19,9 +19,9 @@ static size_t put_varint(uint8_t *p, uint64_t v)
     return n;
 }
 
-enum mt_status mt_bm25_put_posting(uint8_t **buf, size_t *len, size_t *cap,
-                                   uint32_t gap, uint32_t tf_title,
-                                   uint32_t tf_text)
+enum mt_status mtx_bm25_put_posting(uint8_t **buf, size_t *len, size_t *cap,
+                                    uint32_t gap, uint32_t tf_title,
+                                    uint32_t tf_text)
 {
     uint64_t code = (uint64_t)tf_text << 1 | (tf_title > 0);
 
@@ -64,10 +64,10 @@ static inline int get_varint(const uint8_t **pp, const uint8_t *end,
     return 0;
 }
 
-uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
-                        uint32_t last, uint32_t n,
-                        const float w[MT_BM25_FIELDS], uint32_t *docs,
-                        float *wtf)
+uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
+                         uint32_t last, uint32_t n,
+                         const float w[MT_BM25_FIELDS], uint32_t *docs,
+                         float *wtf)
 {
     const uint8_t *p = *pp;
     uint32_t i;
@@ -101,18 +101,18 @@ uint32_t mt_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
 #define OPEN_FLAGS 0u
 #endif
 
-struct mt_bm25_params mt_bm25_default_params(void)
+struct mt_bm25_params mtx_bm25_default_params(void)
 {
     struct mt_bm25_params p = {
         {MT_BM25_DEFAULT_TITLE_WEIGHT, MT_BM25_DEFAULT_TEXT_WEIGHT}, 1};
     return p;
 }
 
-void mt_bm25_close(struct mt_bm25 *idx)
+void mtx_bm25_close(struct mt_bm25 *idx)
 {
     if (!idx)
         return;
-    mt_seg_close(idx->seg);
+    mtx_seg_close(idx->seg);
     mt_free(idx);
 }
 
@@ -120,7 +120,7 @@ static enum mt_status bad(const struct mt_bm25 *idx, struct mt_error *err,
                           const char *sec, const char *what)
 {
     return mt_fail(err, MT_EPARSE, "%s: section '%s': %s",
-                   mt_seg_name(idx->seg), sec, what);
+                   mtx_seg_name(idx->seg), sec, what);
 }
 
 /* Fetches section id and checks its size is count * elem bytes (or, with
@@ -130,14 +130,14 @@ static enum mt_status section(const struct mt_bm25 *idx, uint32_t id,
                               size_t *n, struct mt_error *err)
 {
     char ids[5];
-    enum mt_status st = mt_seg_section(idx->seg, id, p, n, err);
+    enum mt_status st = mtx_seg_section(idx->seg, id, p, n, err);
 
     if (st != MT_OK)
         return st == MT_ENOTFOUND ? MT_EPARSE : st;
     if (((uintptr_t)*p & 7) != 0)
-        return bad(idx, err, mt_seg_id_str(id, ids), "misaligned");
+        return bad(idx, err, mtx_seg_id_str(id, ids), "misaligned");
     if (elem && (*n % elem != 0 || *n / elem != count))
-        return bad(idx, err, mt_seg_id_str(id, ids), "wrong size");
+        return bad(idx, err, mtx_seg_id_str(id, ids), "wrong size");
     return MT_OK;
 }
 
@@ -171,7 +171,7 @@ static enum mt_status load_sections(struct mt_bm25 *idx, struct mt_error *err)
     size_t n;
     enum mt_status st;
 
-    if (mt_seg_version(idx->seg) == BM25_VERSION_FLOAT) {
+    if (mtx_seg_version(idx->seg) == BM25_VERSION_FLOAT) {
         st = section(idx, BM25_SEC_DLEN, m->ndocs, sizeof(float), &p, &n, err);
         idx->dl = p;
     } else {
@@ -222,7 +222,7 @@ static int blocks_ok(const struct mt_bm25 *idx, uint32_t ti, uint32_t nb)
     int64_t prev = -1;
     uint32_t off = 0;
 
-    mt_bm25_term_range(idx, ti, &s, &e);
+    mtx_bm25_term_range(idx, ti, &s, &e);
     for (uint32_t j = 0; j < nb; j++) {
         if ((int64_t)b[j].last <= prev || b[j].last >= idx->meta.ndocs)
             return 0;
@@ -290,38 +290,38 @@ static enum mt_status finish_open(struct mt_bm25 *idx, struct mt_bm25 **out,
 {
     enum mt_status st = MT_OK;
 
-    if (mt_seg_version(idx->seg) != BM25_VERSION &&
-        mt_seg_version(idx->seg) != BM25_VERSION_FLOAT)
+    if (mtx_seg_version(idx->seg) != BM25_VERSION &&
+        mtx_seg_version(idx->seg) != BM25_VERSION_FLOAT)
         st = mt_fail(err, MT_EPARSE, "%s: unsupported BM25 version %u",
-                     mt_seg_name(idx->seg), mt_seg_version(idx->seg));
+                     mtx_seg_name(idx->seg), mtx_seg_version(idx->seg));
     if (st == MT_OK)
         st = validate(idx, err);
     if (st != MT_OK) {
-        mt_bm25_close(idx);
+        mtx_bm25_close(idx);
         return st;
     }
     *out = idx;
     return MT_OK;
 }
 
-enum mt_status mt_bm25_open(const char *path, struct mt_bm25 **out,
-                            struct mt_error *err)
+enum mt_status mtx_bm25_open(const char *path, struct mt_bm25 **out,
+                             struct mt_error *err)
 {
     struct mt_bm25 *idx = mt_calloc(1, sizeof *idx);
     enum mt_status st;
 
     if (!idx)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
-    st = mt_seg_open(path, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
+    st = mtx_seg_open(path, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
     if (st != MT_OK) {
-        mt_bm25_close(idx);
+        mtx_bm25_close(idx);
         return st;
     }
     return finish_open(idx, out, err);
 }
 
-enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
-                                struct mt_bm25 **out, struct mt_error *err)
+enum mt_status mtx_bm25_open_mem(const void *data, size_t n, const char *name,
+                                 struct mt_bm25 **out, struct mt_error *err)
 {
     struct mt_bm25 *idx;
     enum mt_status st;
@@ -331,9 +331,10 @@ enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
     idx = mt_calloc(1, sizeof *idx);
     if (!idx)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", name);
-    st = mt_seg_open_mem(data, n, name, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
+    st =
+        mtx_seg_open_mem(data, n, name, BM25_MAGIC, OPEN_FLAGS, &idx->seg, err);
     if (st != MT_OK) {
-        mt_bm25_close(idx);
+        mtx_bm25_close(idx);
         return st;
     }
     return finish_open(idx, out, err);
@@ -341,7 +342,7 @@ enum mt_status mt_bm25_open_mem(const void *data, size_t n, const char *name,
 
 /* ==== Lookup and stats ==== */
 
-int64_t mt_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
+int64_t mtx_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
 {
     size_t lo = 0;
     size_t hi = idx->meta.nterms;
@@ -362,8 +363,8 @@ int64_t mt_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
     return -1;
 }
 
-void mt_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
-                        const uint8_t **start, const uint8_t **end)
+void mtx_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
+                         const uint8_t **start, const uint8_t **end)
 {
     uint64_t e =
         ti + 1 < idx->meta.nterms ? idx->terms[ti + 1].post_off : idx->post_n;
@@ -372,13 +373,13 @@ void mt_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
     *end = idx->post + e;
 }
 
-void mt_bm25_stats(const struct mt_bm25 *idx, struct mt_bm25_stats *st)
+void mtx_bm25_stats(const struct mt_bm25 *idx, struct mtx_bm25_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->docs = idx->meta.ndocs;
     st->terms = idx->meta.nterms;
     st->postings = idx->meta.npostings;
-    st->bytes = mt_seg_size(idx->seg);
+    st->bytes = mtx_seg_size(idx->seg);
     st->avgdl = idx->meta.avgdl;
     st->field_weight[0] = idx->meta.weight[0];
     st->field_weight[1] = idx->meta.weight[1];

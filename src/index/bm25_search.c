@@ -124,7 +124,7 @@ static inline double doc_len(const struct run *r, uint32_t d)
 
 /* ==== Context ==== */
 
-enum mt_status mt_bm25_ctx_new(struct mt_bm25_ctx **out)
+enum mt_status mtx_bm25_ctx_new(struct mt_bm25_ctx **out)
 {
     struct mt_bm25_ctx *c = mt_calloc(1, sizeof *c);
 
@@ -134,7 +134,7 @@ enum mt_status mt_bm25_ctx_new(struct mt_bm25_ctx **out)
     return MT_OK;
 }
 
-void mt_bm25_ctx_free(struct mt_bm25_ctx *ctx)
+void mtx_bm25_ctx_free(struct mt_bm25_ctx *ctx)
 {
     if (!ctx)
         return;
@@ -166,7 +166,7 @@ static enum mt_status ensure(void **p, size_t *cap, size_t need, size_t el)
     return MT_OK;
 }
 
-struct mt_bm25_search_params mt_bm25_default_search_params(void)
+struct mt_bm25_search_params mtx_bm25_default_search_params(void)
 {
     struct mt_bm25_search_params p = {MT_BM25_DEFAULT_K1, MT_BM25_DEFAULT_B,
                                       NULL, NULL, NULL};
@@ -185,8 +185,8 @@ static void c_decode(struct cursor *c)
     uint32_t n = bi + 1 < c->nblk ? MT_BM25_BLOCK
                                   : c->df - (c->nblk - 1) * MT_BM25_BLOCK;
 
-    c->n = mt_bm25_decode(&p, e, prev, c->blk[bi].last, n, c->weights, c->docs,
-                          c->wtf);
+    c->n = mtx_bm25_decode(&p, e, prev, c->blk[bi].last, n, c->weights, c->docs,
+                           c->wtf);
     c->dec = bi;
     c->i = 0;
 }
@@ -251,7 +251,7 @@ static void c_init(struct cursor *c, const struct mt_bm25 *idx,
 {
     const struct bm25_term *t = &idx->terms[q->tid];
 
-    mt_bm25_term_range(idx, q->tid, &c->post, &c->post_end);
+    mtx_bm25_term_range(idx, q->tid, &c->post, &c->post_end);
     c->blk = idx->blks + t->blk;
     c->nblk = (t->df + MT_BM25_BLOCK - 1) / MT_BM25_BLOCK;
     c->df = t->df;
@@ -474,7 +474,7 @@ static enum mt_status prepare_terms(const struct mt_bm25 *idx,
         return MT_ENOMEM;
     qt = ctx->qt;
     for (size_t j = 0; j < nq; j++) {
-        int64_t t = mt_bm25_find_term(idx, q[j]);
+        int64_t t = mtx_bm25_find_term(idx, q[j]);
         if (t >= 0)
             qt[n++] = (struct qterm){(uint32_t)t, 1, (uint32_t)j, 0, 0};
     }
@@ -556,7 +556,8 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
                              struct mt_bm25_hit *hits, size_t k, size_t *nhits,
                              struct mt_error *err, int ex)
 {
-    struct mt_bm25_search_params p = sp ? *sp : mt_bm25_default_search_params();
+    struct mt_bm25_search_params p =
+        sp ? *sp : mtx_bm25_default_search_params();
     struct mt_bm25_ctx *tmp = NULL;
     struct run r;
     enum mt_status st;
@@ -568,7 +569,7 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
                        "b in [0, 1]");
     if (k == 0 || nq == 0 || idx->meta.ndocs == 0)
         return MT_OK;
-    if (!p.ctx && mt_bm25_ctx_new(&tmp) != MT_OK)
+    if (!p.ctx && mtx_bm25_ctx_new(&tmp) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "bm25: out of memory");
     memset(&r, 0, sizeof r);
     r.k = k < idx->meta.ndocs ? k : idx->meta.ndocs;
@@ -584,7 +585,7 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
             ms_run(&r);
         *nhits = emit(&r, hits);
     }
-    mt_bm25_ctx_free(tmp);
+    mtx_bm25_ctx_free(tmp);
     if (st != MT_OK)
         return mt_fail(err, st, "bm25: search: %s",
                        st == MT_ELIMIT ? "too many distinct query terms"
@@ -592,20 +593,19 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
     return MT_OK;
 }
 
-enum mt_status mt_bm25_search(const struct mt_bm25 *idx,
-                              const struct mt_str *qterms, size_t nq,
-                              const struct mt_bm25_search_params *sp,
-                              struct mt_bm25_hit *hits, size_t k, size_t *nhits,
-                              struct mt_error *err)
+enum mt_status mtx_bm25_search(const struct mt_bm25 *idx,
+                               const struct mt_str *qterms, size_t nq,
+                               const struct mt_bm25_search_params *sp,
+                               struct mt_bm25_hit *hits, size_t k,
+                               size_t *nhits, struct mt_error *err)
 {
     return search(idx, qterms, nq, sp, hits, k, nhits, err, 0);
 }
 
-enum mt_status mt_bm25_search_exhaustive(const struct mt_bm25 *idx,
-                                         const struct mt_str *qterms, size_t nq,
-                                         const struct mt_bm25_search_params *sp,
-                                         struct mt_bm25_hit *hits, size_t k,
-                                         size_t *nhits, struct mt_error *err)
+enum mt_status mtx_bm25_search_exhaustive(
+    const struct mt_bm25 *idx, const struct mt_str *qterms, size_t nq,
+    const struct mt_bm25_search_params *sp, struct mt_bm25_hit *hits, size_t k,
+    size_t *nhits, struct mt_error *err)
 {
     return search(idx, qterms, nq, sp, hits, k, nhits, err, 1);
 }

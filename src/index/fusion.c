@@ -22,7 +22,7 @@ static int by_key(const void *a, const void *b)
     return (x->key > y->key) - (x->key < y->key);
 }
 
-void mt_scored_sort(struct mt_scored *v, size_t n)
+void mtx_scored_sort(struct mt_scored *v, size_t n)
 {
     if (n > 1)
         qsort(v, n, sizeof *v, by_score);
@@ -70,15 +70,15 @@ static size_t append_scaled(struct mt_scored *out, size_t at,
     return at;
 }
 
-size_t mt_fuse_linear(const struct mt_scored *lex, size_t nlex,
-                      const struct mt_scored *sem, size_t nsem, double w_lex,
-                      double w_sem, struct mt_scored *out)
+size_t mtx_fuse_linear(const struct mt_scored *lex, size_t nlex,
+                       const struct mt_scored *sem, size_t nsem, double w_lex,
+                       double w_sem, struct mt_scored *out)
 {
     size_t n = append_scaled(out, 0, lex, nlex, w_lex);
 
     n = append_scaled(out, n, sem, nsem, w_sem);
     n = merge_sum(out, n);
-    mt_scored_sort(out, n);
+    mtx_scored_sort(out, n);
     return n;
 }
 
@@ -91,20 +91,20 @@ static size_t append_rrf(struct mt_scored *out, size_t at,
     size_t start = at;
 
     memcpy(out + at, v, n * sizeof *v);
-    mt_scored_sort(out + start, n);
+    mtx_scored_sort(out + start, n);
     for (i = 0; i < n; i++)
         out[start + i].score = w / ((double)k + (double)(i + 1));
     return at + n;
 }
 
-size_t mt_fuse_rrf(const struct mt_scored *lex, size_t nlex,
-                   const struct mt_scored *sem, size_t nsem, double w_lex,
-                   double w_sem, uint32_t k, struct mt_scored *out)
+size_t mtx_fuse_rrf(const struct mt_scored *lex, size_t nlex,
+                    const struct mt_scored *sem, size_t nsem, double w_lex,
+                    double w_sem, uint32_t k, struct mt_scored *out)
 {
     size_t n = append_rrf(out, 0, lex, nlex, w_lex, k);
 
     n = append_rrf(out, n, sem, nsem, w_sem, k);
     n = merge_sum(out, n);
-    mt_scored_sort(out, n);
+    mtx_scored_sort(out, n);
     return n;
 }

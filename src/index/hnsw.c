@@ -112,7 +112,7 @@ static enum mt_status heap_reserve(struct heap *h, uint32_t need)
 /* With worst_top the root is the worst hit, otherwise the best. */
 static int above(struct mt_vec_hit a, struct mt_vec_hit b, int worst_top)
 {
-    return worst_top ? mt_vec_hit_better(b, a) : mt_vec_hit_better(a, b);
+    return worst_top ? mtx_vec_hit_better(b, a) : mtx_vec_hit_better(a, b);
 }
 
 static enum mt_status heap_push(struct heap *h, struct mt_vec_hit x,
@@ -156,9 +156,9 @@ static int hit_cmp(const void *a, const void *b)
     const struct mt_vec_hit *x = a;
     const struct mt_vec_hit *y = b;
 
-    if (mt_vec_hit_better(*x, *y))
+    if (mtx_vec_hit_better(*x, *y))
         return -1;
-    return mt_vec_hit_better(*y, *x);
+    return mtx_vec_hit_better(*y, *x);
 }
 
 /* ==== Scratch pool ==== */
@@ -286,7 +286,7 @@ static float sim_q(const struct mt_hnsw *h, const int8_t *q, float qs,
 
 static float sim_nodes(const struct mt_hnsw *h, uint32_t a, uint32_t b)
 {
-    return sim_q(h, mt_vecset_code(h->vs, a), mt_vecset_scale(h->vs, a), b);
+    return sim_q(h, mtx_vecset_code(h->vs, a), mtx_vecset_scale(h->vs, a), b);
 }
 
 /* ==== Search ==== */
@@ -307,7 +307,7 @@ static void greedy(const struct mt_hnsw *h, const int8_t *q, float qs,
         unlock_node(h, cur->id);
         for (i = 1; i <= l[0]; i++) {
             struct mt_vec_hit x = {l[i], sim_q(h, q, qs, l[i])};
-            if (mt_vec_hit_better(x, *cur)) {
+            if (mtx_vec_hit_better(x, *cur)) {
                 *cur = x;
                 changed = 1;
             }
@@ -325,7 +325,7 @@ static int accepted(const struct mt_vec_filter *f, uint32_t id)
 static enum mt_status offer(struct scratch *s, struct mt_vec_hit x, uint32_t ef,
                             const struct mt_vec_filter *f)
 {
-    if (s->res.n >= ef && !mt_vec_hit_better(x, s->res.a[0]))
+    if (s->res.n >= ef && !mtx_vec_hit_better(x, s->res.a[0]))
         return MT_OK;
     if (heap_push(&s->cands, x, 0) != MT_OK)
         return MT_ENOMEM;
@@ -344,7 +344,7 @@ static enum mt_status offer(struct scratch *s, struct mt_vec_hit x, uint32_t ef,
  * scale to stall the dot product. */
 static void prefetch_node(const struct mt_hnsw *h, uint32_t id)
 {
-    const char *c = (const char *)mt_vecset_code(h->vs, id);
+    const char *c = (const char *)mtx_vecset_code(h->vs, id);
     uint32_t off;
 
     for (off = 0; off < h->dims; off += 64)
@@ -391,7 +391,7 @@ static enum mt_status search_layer(const struct mt_hnsw *h, struct scratch *s,
         struct mt_vec_hit c = s->cands.a[0];
         uint32_t i;
         uint32_t nf;
-        if (s->res.n >= ef && mt_vec_hit_better(s->res.a[0], c))
+        if (s->res.n >= ef && mtx_vec_hit_better(s->res.a[0], c))
             break;
         heap_pop(&s->cands, 0);
         if (s->cands.n > 0) /* the next node expanded, most likely */
@@ -440,8 +440,8 @@ static enum mt_status search_from_top(const struct mt_hnsw *h,
  * float copy), cold at a million vectors. */
 static void prefetch_rescore(const struct mt_hnsw *h, uint32_t id)
 {
-    const float *f = mt_vecset_float(h->vs, id);
-    const uint8_t *r = mt_vecset_refine(h->vs, id);
+    const float *f = mtx_vecset_float(h->vs, id);
+    const uint8_t *r = mtx_vecset_refine(h->vs, id);
     const char *p = f ? (const char *)f : (const char *)r;
     size_t len = f ? h->dims * sizeof(float) : (h->dims + 1) / 2;
     size_t off;
@@ -456,7 +456,7 @@ static void prefetch_rescore(const struct mt_hnsw *h, uint32_t id)
 #define AUTO_EF_N 350000.0
 #define AUTO_EF_MAX 4096u
 
-uint32_t mt_hnsw_ef_for(uint32_t n, uint32_t ef_search)
+uint32_t mtx_hnsw_ef_for(uint32_t n, uint32_t ef_search)
 {
     double f = (double)n / AUTO_EF_N;
     double ef;
@@ -467,17 +467,17 @@ uint32_t mt_hnsw_ef_for(uint32_t n, uint32_t ef_search)
     return ef > AUTO_EF_MAX ? AUTO_EF_MAX : (uint32_t)ef;
 }
 
-uint32_t mt_hnsw_default_ef(const struct mt_hnsw *h)
+uint32_t mtx_hnsw_default_ef(const struct mt_hnsw *h)
 {
-    return mt_hnsw_ef_for(h->n, h->p.ef_search);
+    return mtx_hnsw_ef_for(h->n, h->p.ef_search);
 }
 
-/* Candidates re-scored, best int8 first: mt_vec_rescore_pool of them, as
+/* Candidates re-scored, best int8 first: mtx_vec_rescore_pool of them, as
  * in the flat search; re-scoring every one of a large ef cost a cold
  * fetch each (a tenth of query time at ef 384 over 1M vectors). */
 static uint32_t rescore_count(const struct mt_hnsw *h, uint32_t k, uint32_t n)
 {
-    uint32_t r = mt_vec_rescore_pool(k);
+    uint32_t r = mtx_vec_rescore_pool(k);
 
     if (!h->p.rescore)
         return k < n ? k : n;
@@ -499,15 +499,15 @@ static void rank_results(const struct mt_hnsw *h, const struct scratch *s,
         if (h->p.rescore && i + RESCORE_AHEAD < m)
             prefetch_rescore(h, s->sel.a[i + RESCORE_AHEAD].id);
         if (h->p.rescore)
-            x.score = mt_vecset_rescore(h->vs, s->qf, x.id);
-        mt_vec_topk_push(t, x.id, x.score);
+            x.score = mtx_vecset_rescore(h->vs, s->qf, x.id);
+        mtx_vec_topk_push(t, x.id, x.score);
     }
 }
 
-enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
-                              uint32_t k, uint32_t ef,
-                              const struct mt_vec_filter *filter,
-                              struct mt_vec_hit *hits, uint32_t *n)
+enum mt_status mtx_hnsw_search(const struct mt_hnsw *h, const float *query,
+                               uint32_t k, uint32_t ef,
+                               const struct mt_vec_filter *filter,
+                               struct mt_vec_hit *hits, uint32_t *n)
 {
     struct mt_vec_topk t = {hits, 0, k};
     struct scratch *s;
@@ -517,17 +517,17 @@ enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
     *n = 0;
     if (k == 0 || h->n == 0)
         return MT_OK;
-    ef = ef ? ef : mt_hnsw_default_ef(h);
+    ef = ef ? ef : mtx_hnsw_default_ef(h);
     ef = ef < k ? k : ef;
     s = scratch_get(h);
     if (!s)
         return MT_ENOMEM;
-    st = mt_vecset_prepare_query(h->vs, query, s->qf, s->qcodes, &qs);
+    st = mtx_vecset_prepare_query(h->vs, query, s->qf, s->qcodes, &qs);
     if (st == MT_OK)
         st = search_from_top(h, s, s->qcodes, qs, ef, filter);
     if (st == MT_OK)
         rank_results(h, s, &t);
-    mt_vec_topk_sort(&t);
+    mtx_vec_topk_sort(&t);
     *n = st == MT_OK ? t.n : 0;
     scratch_put(h, s);
     return st;
@@ -622,8 +622,8 @@ static enum mt_status link_levels(struct mt_hnsw *h, struct scratch *s,
                                   uint32_t q, struct mt_vec_hit ep,
                                   uint32_t top)
 {
-    const int8_t *qc = mt_vecset_code(h->vs, q);
-    float qs = mt_vecset_scale(h->vs, q);
+    const int8_t *qc = mtx_vecset_code(h->vs, q);
+    float qs = mtx_vecset_scale(h->vs, q);
     uint32_t lq = h->levels[q];
     uint32_t l;
 
@@ -658,8 +658,8 @@ static enum mt_status insert(struct mt_hnsw *h, struct scratch *s, uint32_t q)
     if (h->sync && !raise)
         pthread_mutex_unlock(&h->sync->global);
     if (ep.id != NONE) {
-        ep.score = sim_q(h, mt_vecset_code(h->vs, q), mt_vecset_scale(h->vs, q),
-                         ep.id);
+        ep.score = sim_q(h, mtx_vecset_code(h->vs, q),
+                         mtx_vecset_scale(h->vs, q), ep.id);
         st = link_levels(h, s, q, ep, top);
     }
     if (raise) {
@@ -714,7 +714,7 @@ static enum mt_status alloc_graph(struct mt_hnsw *h)
     return h->links0_mem && h->upper_mem ? MT_OK : MT_ENOMEM;
 }
 
-struct mt_hnsw_params mt_hnsw_default_params(void)
+struct mt_hnsw_params mtx_hnsw_default_params(void)
 {
     struct mt_hnsw_params p = {16, 200, 128, 42, 1, 0};
     return p;
@@ -738,7 +738,7 @@ static enum mt_status hnsw_alloc(const struct mt_hnsw_params *p,
     h->p = *p;
     h->M0 = 2 * p->M;
     h->entry = NONE;
-    h->k = mt_simd_get();
+    h->k = mtx_simd_get();
     h->pool = mt_calloc(1, sizeof *h->pool);
     if (!h->pool) {
         mt_free(h);
@@ -849,11 +849,11 @@ static enum mt_status insert_all_parallel(struct mt_hnsw *h, uint32_t nt)
     return failed ? MT_ENOMEM : MT_OK;
 }
 
-enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
-                             const struct mt_hnsw_params *params,
-                             struct mt_hnsw **out)
+enum mt_status mtx_hnsw_build(const struct mt_vecset *vs,
+                              const struct mt_hnsw_params *params,
+                              struct mt_hnsw **out)
 {
-    struct mt_hnsw_params p = params ? *params : mt_hnsw_default_params();
+    struct mt_hnsw_params p = params ? *params : mtx_hnsw_default_params();
     struct mt_hnsw *h;
     enum mt_status st;
     uint32_t nt;
@@ -865,16 +865,16 @@ enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
     if (st != MT_OK)
         return st;
     h->vs = vs;
-    h->n = mt_vecset_count(vs);
-    h->dims = mt_vecset_dims(vs);
-    h->codes = mt_vecset_codes(vs);
-    h->scales = mt_vecset_scales(vs);
+    h->n = mtx_vecset_count(vs);
+    h->dims = mtx_vecset_dims(vs);
+    h->codes = mtx_vecset_codes(vs);
+    h->scales = mtx_vecset_scales(vs);
     st = alloc_graph(h);
     nt = build_threads(h);
     if (st == MT_OK)
         st = nt > 1 ? insert_all_parallel(h, nt) : insert_all_serial(h);
     if (st != MT_OK) {
-        mt_hnsw_free(h);
+        mtx_hnsw_free(h);
         return st;
     }
     if (h->entry == NONE)
@@ -883,7 +883,7 @@ enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
     return MT_OK;
 }
 
-void mt_hnsw_free(struct mt_hnsw *h)
+void mtx_hnsw_free(struct mt_hnsw *h)
 {
     if (!h)
         return;
@@ -900,22 +900,22 @@ void mt_hnsw_free(struct mt_hnsw *h)
     mt_free(h->upper_off_mem);
     mt_free(h->links0_mem);
     mt_free(h->upper_mem);
-    mt_vecset_free(h->own_vs);
+    mtx_vecset_free(h->own_vs);
     mtx_vec_file_close(h->file);
     mt_free(h);
 }
 
-uint32_t mt_hnsw_count(const struct mt_hnsw *h)
+uint32_t mtx_hnsw_count(const struct mt_hnsw *h)
 {
     return h->n;
 }
 
-const struct mt_vecset *mt_hnsw_vecset(const struct mt_hnsw *h)
+const struct mt_vecset *mtx_hnsw_vecset(const struct mt_hnsw *h)
 {
     return h->vs;
 }
 
-struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h)
+struct mt_hnsw_params mtx_hnsw_params_of(const struct mt_hnsw *h)
 {
     return h->p;
 }
@@ -975,8 +975,8 @@ static enum mt_status put_graph(const struct mt_hnsw *h,
     return st;
 }
 
-enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
-                             struct mt_error *err)
+enum mt_status mtx_hnsw_write(const struct mt_hnsw *h, const char *path,
+                              struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
     enum mt_status st = mtx_vec_file_create(path, &hnsw_kind, &w, err);
@@ -987,16 +987,16 @@ enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
     if (st == MT_OK)
         st = put_graph(h, w, err);
     if (st != MT_OK) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return st;
     }
-    return mt_seg_writer_commit(w, err);
+    return mtx_seg_writer_commit(w, err);
 }
 
 /* Metadata fields (hnsw_meta) into p; 0 when out of range. */
 static int read_meta(struct mt_hnsw_params *p, const uint64_t m[HNSW_META])
 {
-    *p = mt_hnsw_default_params();
+    *p = mtx_hnsw_default_params();
     if (m[0] < 2 || m[0] > HNSW_MAX_M || m[1] > HNSW_MAX_LEVEL ||
         m[3] > UINT32_MAX || m[4] < 1 || m[4] > UINT32_MAX || m[5] < 1 ||
         m[5] > UINT32_MAX || m[7] > 1)
@@ -1080,10 +1080,10 @@ static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
     if (st != MT_OK)
         return st;
     h->vs = h->own_vs;
-    h->n = mt_vecset_count(h->vs);
-    h->codes = mt_vecset_codes(h->vs);
-    h->scales = mt_vecset_scales(h->vs);
-    h->dims = mt_vecset_dims(h->vs);
+    h->n = mtx_vecset_count(h->vs);
+    h->codes = mtx_vecset_codes(h->vs);
+    h->scales = mtx_vecset_scales(h->vs);
+    h->dims = mtx_vecset_dims(h->vs);
     h->max_level = (uint32_t)m[1];
     h->entry = m[2] > NONE ? 0 : (uint32_t)m[2];
     h->n_upper = m[3];
@@ -1093,8 +1093,8 @@ static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
     return take_graph(h, err);
 }
 
-enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
-                            struct mt_error *err)
+enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
+                             struct mt_error *err)
 {
     struct mt_hnsw_params p;
     struct mtx_vec_file *f = NULL;
@@ -1121,7 +1121,7 @@ enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
     h->file = f;
     st = open_mapped(h, m, err);
     if (st != MT_OK) {
-        mt_hnsw_free(h);
+        mtx_hnsw_free(h);
         return st;
     }
     *out = h;

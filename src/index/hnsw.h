@@ -20,7 +20,7 @@ extern "C" {
  *   20K x 64, 50 clusters (test_hnsw.c):  ef 128 above 0.99
  *   200K x 256, 100 clusters:             ef 96 0.970, ef 128 0.983
  *   1M x 256, 100 clusters:               ef 256 0.932, ef 384 0.964
- * Searching with ef 0 uses mt_hnsw_default_ef: ef_search (128) up to
+ * Searching with ef 0 uses mtx_hnsw_default_ef: ef_search (128) up to
  * 350K vectors, then growing as n^0.9 (about 330 at 1M), which keeps
  * that recall as sets grow. Without the residual the int8 codes alone
  * cap recall near 0.976. */
@@ -31,11 +31,11 @@ struct mt_hnsw_params {
                                  200 */
     uint32_t ef_search;       /* candidate list while searching when the
                                  call passes ef 0, for sets up to 350K
-                                 vectors (see mt_hnsw_default_ef);
+                                 vectors (see mtx_hnsw_default_ef);
                                  default 128 */
     uint64_t seed;            /* level assignment PRNG; default 42 */
     int rescore;      /* 1 (default): re-score the ef candidates with the float
-                         query (mt_vecset_rescore): against the float vectors
+                         query (mtx_vecset_rescore): against the float vectors
                          when the set keeps them, else the codes plus their
                          4-bit residual (refine), else the dequantised codes;
                          0: int8 scores only */
@@ -50,56 +50,56 @@ struct mt_hnsw_params {
 struct mt_hnsw;
 
 /* Returns the defaults documented in struct mt_hnsw_params. */
-struct mt_hnsw_params mt_hnsw_default_params(void);
+struct mt_hnsw_params mtx_hnsw_default_params(void);
 
 /* Builds the graph over every vector in 'vs' on params.threads threads;
  * 'params' (NULL for defaults) is copied. The index borrows 'vs', which
  * must outlive it and not change. With threads 1 the same seed and
  * vectors give the same graph. On success *out owns the index
- * (mt_hnsw_free); MT_EINVAL for bad params, MT_ENOMEM. */
-enum mt_status mt_hnsw_build(const struct mt_vecset *vs,
-                             const struct mt_hnsw_params *params,
-                             struct mt_hnsw **out);
+ * (mtx_hnsw_free); MT_EINVAL for bad params, MT_ENOMEM. */
+enum mt_status mtx_hnsw_build(const struct mt_vecset *vs,
+                              const struct mt_hnsw_params *params,
+                              struct mt_hnsw **out);
 
-/* Frees an index from mt_hnsw_build or mt_hnsw_open; NULL is allowed. */
-void mt_hnsw_free(struct mt_hnsw *h);
+/* Frees an index from mtx_hnsw_build or mtx_hnsw_open; NULL is allowed. */
+void mtx_hnsw_free(struct mt_hnsw *h);
 
 /* Writes the vectors and the graph to 'path' atomically (path.tmp, fsync,
  * rename, fsync of the directory); MT_EIO naming the file in 'err'. */
-enum mt_status mt_hnsw_write(const struct mt_hnsw *h, const char *path,
-                             struct mt_error *err);
+enum mt_status mtx_hnsw_write(const struct mt_hnsw *h, const char *path,
+                              struct mt_error *err);
 
-/* Maps an index written by mt_hnsw_write, verifies its checksum and its
+/* Maps an index written by mtx_hnsw_write, verifies its checksum and its
  * graph (link counts, ids, levels). On success *out owns it. MT_EIO when
  * it cannot be read, MT_EPARSE naming the file when truncated, corrupted
  * or foreign. */
-enum mt_status mt_hnsw_open(const char *path, struct mt_hnsw **out,
-                            struct mt_error *err);
+enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
+                             struct mt_error *err);
 
 /* Approximate top-k of 'query' (dims floats): up to k hits, best first,
  * ties by ascending id, into 'hits' (room for k), their number in *n.
- * 'ef' 0 means mt_hnsw_default_ef; ef below k is raised to k. Only
+ * 'ef' 0 means mtx_hnsw_default_ef; ef below k is raised to k. Only
  * vectors 'filter' accepts are returned (NULL: all). Thread-safe: any
  * number of threads may search one index at once; per-query scratch comes
  * from a pool, so a warm index does not allocate per query. MT_EINVAL for
  * a bad query, MT_ENOMEM. */
-enum mt_status mt_hnsw_search(const struct mt_hnsw *h, const float *query,
-                              uint32_t k, uint32_t ef,
-                              const struct mt_vec_filter *filter,
-                              struct mt_vec_hit *hits, uint32_t *n);
+enum mt_status mtx_hnsw_search(const struct mt_hnsw *h, const float *query,
+                               uint32_t k, uint32_t ef,
+                               const struct mt_vec_filter *filter,
+                               struct mt_vec_hit *hits, uint32_t *n);
 
 /* The ef a search with ef 0 uses: ef_search for up to 350K vectors, then
  * ef_search * (n / 350K)^0.9, at most 4096. */
-uint32_t mt_hnsw_default_ef(const struct mt_hnsw *h);
+uint32_t mtx_hnsw_default_ef(const struct mt_hnsw *h);
 /* The same rule for n vectors and a given ef_search. */
-uint32_t mt_hnsw_ef_for(uint32_t n, uint32_t ef_search);
+uint32_t mtx_hnsw_ef_for(uint32_t n, uint32_t ef_search);
 
 /* Number of vectors, and the vector set searched (owned by the index when
  * it was opened from a file). */
-uint32_t mt_hnsw_count(const struct mt_hnsw *h);
-const struct mt_vecset *mt_hnsw_vecset(const struct mt_hnsw *h);
+uint32_t mtx_hnsw_count(const struct mt_hnsw *h);
+const struct mt_vecset *mtx_hnsw_vecset(const struct mt_hnsw *h);
 /* The parameters in force (those of the build, or those stored). */
-struct mt_hnsw_params mt_hnsw_params_of(const struct mt_hnsw *h);
+struct mt_hnsw_params mtx_hnsw_params_of(const struct mt_hnsw *h);
 
 #ifdef __cplusplus
 }

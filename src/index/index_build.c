@@ -26,14 +26,14 @@ void mt_index_default_build_params(struct mt_index_build_params *p)
     p->bm25_float_norms = 1;
 }
 
-void mt_index_dir(const char *store_dir, char *buf, size_t n)
+void mtx_index_dir(const char *store_dir, char *buf, size_t n)
 {
     if (snprintf(buf, n, "%s/index", store_dir) >= (int)n)
         buf[0] = '\0'; /* an over-long path then fails to open */
 }
 
-void mt_index_seg_path(const char *index_dir, const char *name, const char *ext,
-                       char *buf, size_t n)
+void mtx_index_seg_path(const char *index_dir, const char *name,
+                        const char *ext, char *buf, size_t n)
 {
     if (snprintf(buf, n, "%s/%s.%s", index_dir, name, ext) >= (int)n)
         buf[0] = '\0';
@@ -82,18 +82,18 @@ static enum mt_status add_field(struct build *b, uint32_t doc, uint32_t field,
     size_t cnt = 0;
     size_t i;
     enum mt_status st =
-        mt_analyzer_collect(b->an, text, n, &b->arena, &toks, &cnt, b->err);
+        mtx_analyzer_collect(b->an, text, n, &b->arena, &toks, &cnt, b->err);
 
     if (st != MT_OK || cnt == 0)
         return st;
-    terms = mt_arena_alloc(&b->arena, cnt * sizeof *terms);
+    terms = mtx_arena_alloc(&b->arena, cnt * sizeof *terms);
     if (!terms)
         return mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
     for (i = 0; i < cnt; i++) {
         terms[i].p = toks[i].p;
         terms[i].n = toks[i].n;
     }
-    return mt_bm25_builder_add(b->bm, doc, field, terms, cnt, b->err);
+    return mtx_bm25_builder_add(b->bm, doc, field, terms, cnt, b->err);
 }
 
 static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
@@ -107,10 +107,10 @@ static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
     if (st == MT_OK)
         st = add_field(b, doc, MT_BM25_FIELD_TEXT, r->text, r->text_len);
     if (st == MT_OK)
-        st = mt_vbuild_add(&b->vb, r->title, r->text, r->text_len, b->err);
+        st = mtx_vbuild_add(&b->vb, r->title, r->text, r->text_len, b->err);
     if (st == MT_OK && push_ids(b, r->chunk_id, r->source_id) != MT_OK)
         st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
-    mt_arena_reset(&b->arena);
+    mtx_arena_reset(&b->arena);
     if (r->chunk_id > b->max_id)
         b->max_id = r->chunk_id;
     if (st == MT_OK && b->p->progress && (b->n == 1 || b->n % 1024 == 0))
@@ -125,19 +125,19 @@ static enum mt_status write_ids(const char *path, const struct build *b,
 {
     struct mt_seg_writer *w = NULL;
     enum mt_status st =
-        mt_seg_writer_open(path, MT_IDS_MAGIC, MT_IDS_VERSION, &w, err);
+        mtx_seg_writer_open(path, MT_IDS_MAGIC, MT_IDS_VERSION, &w, err);
 
     if (st == MT_OK)
-        st = mt_seg_writer_begin(w, MT_SEG_ID('C', 'I', 'D', 'S'), err);
+        st = mtx_seg_writer_begin(w, MT_SEG_ID('C', 'I', 'D', 'S'), err);
     if (st == MT_OK)
-        st = mt_seg_writer_write(w, b->cids, b->n * sizeof *b->cids, err);
+        st = mtx_seg_writer_write(w, b->cids, b->n * sizeof *b->cids, err);
     if (st == MT_OK)
-        st = mt_seg_writer_begin(w, MT_SEG_ID('S', 'R', 'C', 'S'), err);
+        st = mtx_seg_writer_begin(w, MT_SEG_ID('S', 'R', 'C', 'S'), err);
     if (st == MT_OK)
-        st = mt_seg_writer_write(w, b->srcs, b->n * sizeof *b->srcs, err);
+        st = mtx_seg_writer_write(w, b->srcs, b->n * sizeof *b->srcs, err);
     if (st == MT_OK)
-        return mt_seg_writer_commit(w, err);
-    mt_seg_writer_abort(w);
+        return mtx_seg_writer_commit(w, err);
+    mtx_seg_writer_abort(w);
     return st;
 }
 
@@ -147,16 +147,16 @@ static enum mt_status write_segment(const char *dir, const char *name,
                                     struct build *b, struct mt_error *err)
 {
     char path[4096];
-    enum mt_status st = mt_bm25_builder_set_ndocs(b->bm, (uint32_t)b->n, err);
+    enum mt_status st = mtx_bm25_builder_set_ndocs(b->bm, (uint32_t)b->n, err);
 
-    mt_index_seg_path(dir, name, "bm25", path, sizeof path);
+    mtx_index_seg_path(dir, name, "bm25", path, sizeof path);
     if (st == MT_OK)
-        st = mt_bm25_builder_write(b->bm, path, err);
+        st = mtx_bm25_builder_write(b->bm, path, err);
     if (st == MT_OK)
-        st = mt_vbuild_flush(&b->vb, err);
+        st = mtx_vbuild_flush(&b->vb, err);
     if (st == MT_OK)
-        st = mt_vbuild_write(&b->vb, dir, name, b->p, err);
-    mt_index_seg_path(dir, name, "ids", path, sizeof path);
+        st = mtx_vbuild_write(&b->vb, dir, name, b->p, err);
+    mtx_index_seg_path(dir, name, "ids", path, sizeof path);
     if (st == MT_OK)
         st = write_ids(path, b, err);
     return st;
@@ -239,7 +239,7 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
                                  const struct mt_index_build_params *p,
                                  struct mt_error *err)
 {
-    struct mt_bm25_params bp = mt_bm25_default_params();
+    struct mt_bm25_params bp = mtx_bm25_default_params();
     enum mt_status st;
 
     memset(b, 0, sizeof *b);
@@ -249,22 +249,22 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
     bp.field_weight[MT_BM25_FIELD_TITLE] = p->title_weight;
     bp.field_weight[MT_BM25_FIELD_TEXT] = p->text_weight;
     bp.float_norms = p->bm25_float_norms;
-    st = mt_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
+    st = mtx_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
     if (st == MT_OK)
-        st = mt_bm25_builder_new(&bp, &b->bm, err);
+        st = mtx_bm25_builder_new(&bp, &b->bm, err);
     if (st == MT_OK)
-        st = mt_vbuild_init(&b->vb, p, err);
+        st = mtx_vbuild_init(&b->vb, p, err);
     return st;
 }
 
 static void build_close(struct build *b)
 {
-    mt_analyzer_free(b->an);
-    mt_bm25_builder_free(b->bm);
-    mt_arena_free(&b->arena);
+    mtx_analyzer_free(b->an);
+    mtx_bm25_builder_free(b->bm);
+    mtx_arena_free(&b->arena);
     mt_free(b->cids);
     mt_free(b->srcs);
-    mt_vbuild_free(&b->vb);
+    mtx_vbuild_free(&b->vb);
 }
 
 /* Writes the new segment (if any) and the manifest that names it. */
@@ -286,7 +286,7 @@ static enum mt_status commit(const char *dir, struct mt_store *s,
         seg.max_chunk_id = b->max_id;
         seg.has_vectors = b->p->embed != NULL;
         st = write_segment(dir, seg.name, b, err);
-        if (st == MT_OK && mt_manifest_add(m, &seg) != MT_OK)
+        if (st == MT_OK && mtx_manifest_add(m, &seg) != MT_OK)
             st = mt_fail(err, MT_ENOMEM, "index build: out of memory");
     }
     if (st != MT_OK)
@@ -298,7 +298,7 @@ static enum mt_status commit(const char *dir, struct mt_store *s,
              mt_store_settings(s)->analyzer);
     snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
     m->dims = b->p->embed ? b->p->dims : 0;
-    return mt_manifest_save(dir, m, err);
+    return mtx_manifest_save(dir, m, err);
 }
 
 static enum mt_status ensure_dir(const char *dir, struct mt_error *err)
@@ -356,15 +356,15 @@ enum mt_status mt_index_build(struct mt_store *s,
         mt_index_default_build_params(&defaults);
         params = &defaults;
     }
-    mt_index_dir(mt_store_dir(s), dir, sizeof dir);
+    mtx_index_dir(mt_store_dir(s), dir, sizeof dir);
     st = ensure_dir(dir, err);
     if (st == MT_OK)
-        st = mt_manifest_load(dir, &m, &found, err);
+        st = mtx_manifest_load(dir, &m, &found, err);
     if (st != MT_OK)
         return st;
     st = run_build(s, dir, &m, params, &r, err);
     r.segments = (uint32_t)m.nsegs;
-    mt_manifest_free(&m);
+    mtx_manifest_free(&m);
     if (res)
         *res = r;
     return st;

@@ -66,17 +66,18 @@ static char *signature(const struct mt_meta_cond *c, size_t n)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
     size_t i;
-    enum mt_status st = mt_buf_printf(&b, "%zu", n);
+    enum mt_status st = mtx_buf_printf(&b, "%zu", n);
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = c[i].text ? mt_buf_printf(&b, "\x1e%s\x1ft%s", c[i].key, c[i].text)
-                       : mt_buf_printf(&b, "\x1e%s\x1fr%.17g,%.17g", c[i].key,
-                                       c[i].min, c[i].max);
+        st = c[i].text
+                 ? mtx_buf_printf(&b, "\x1e%s\x1ft%s", c[i].key, c[i].text)
+                 : mtx_buf_printf(&b, "\x1e%s\x1fr%.17g,%.17g", c[i].key,
+                                  c[i].min, c[i].max);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* Position of chunk id 'cid' in the segment's sorted ids, or -1. */

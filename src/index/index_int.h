@@ -13,11 +13,11 @@
 #define MT_IDS_VERSION 1u
 
 /* Writes "STORE_DIR/index" into buf. */
-void mt_index_dir(const char *store_dir, char *buf, size_t n);
+void mtx_index_dir(const char *store_dir, char *buf, size_t n);
 
 /* Writes "INDEX_DIR/NAME.EXT" into buf. */
-void mt_index_seg_path(const char *index_dir, const char *name, const char *ext,
-                       char *buf, size_t n);
+void mtx_index_seg_path(const char *index_dir, const char *name,
+                        const char *ext, char *buf, size_t n);
 
 /* ==== Vectors of a segment (index_vec.c) ==== */
 
@@ -42,22 +42,22 @@ struct mt_vbuild {
     float *out;
 };
 
-enum mt_status mt_vbuild_init(struct mt_vbuild *v,
-                              const struct mt_index_build_params *p,
-                              struct mt_error *err);
-/* Queues "title. text" for embedding; embeds when the batch is full. */
-enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
-                             const char *text, size_t len,
-                             struct mt_error *err);
-/* Embeds what is queued. */
-enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err);
-/* Writes NAME.vec (flat) or, with at least p->hnsw_min vectors,
- * NAME.hnsw built on p->hnsw_threads threads. */
-enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
-                               const char *name,
+enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
                                const struct mt_index_build_params *p,
                                struct mt_error *err);
-void mt_vbuild_free(struct mt_vbuild *v);
+/* Queues "title. text" for embedding; embeds when the batch is full. */
+enum mt_status mtx_vbuild_add(struct mt_vbuild *v, const char *title,
+                              const char *text, size_t len,
+                              struct mt_error *err);
+/* Embeds what is queued. */
+enum mt_status mtx_vbuild_flush(struct mt_vbuild *v, struct mt_error *err);
+/* Writes NAME.vec (flat) or, with at least p->hnsw_min vectors,
+ * NAME.hnsw built on p->hnsw_threads threads. */
+enum mt_status mtx_vbuild_write(struct mt_vbuild *v, const char *idir,
+                                const char *name,
+                                const struct mt_index_build_params *p,
+                                struct mt_error *err);
+void mtx_vbuild_free(struct mt_vbuild *v);
 
 /* An opened segment's vectors: a flat set, or an HNSW graph over one. */
 struct mt_vseg {
@@ -66,20 +66,20 @@ struct mt_vseg {
 };
 
 /* Opens NAME.hnsw when present, else NAME.vec. */
-enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
-                            struct mt_vseg *out, struct mt_error *err);
-uint32_t mt_vseg_count(const struct mt_vseg *v);
+enum mt_status mtx_vseg_open(const char *idir, const char *name, uint32_t dims,
+                             struct mt_vseg *out, struct mt_error *err);
+uint32_t mtx_vseg_count(const struct mt_vseg *v);
 /* 'accepted': how many of the segment's vectors the filter accepts
  * (UINT32_MAX when unknown). A graph under a filter that accepts few
  * vectors can miss them, so below a tenth of the segment the search is
  * exact (a flat scan), as Qdrant switches to a full scan below its
  * filter-cardinality threshold. */
-enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
-                              uint32_t k, uint32_t ef,
-                              const struct mt_vec_filter *filter,
-                              uint32_t accepted, struct mt_vec_hit *hits,
-                              uint32_t *n);
-void mt_vseg_close(struct mt_vseg *v);
+enum mt_status mtx_vseg_search(const struct mt_vseg *v, const float *q,
+                               uint32_t k, uint32_t ef,
+                               const struct mt_vec_filter *filter,
+                               uint32_t accepted, struct mt_vec_hit *hits,
+                               uint32_t *n);
+void mtx_vseg_close(struct mt_vseg *v);
 
 /* ==== Metadata filters (index_filter.c) ==== */
 

@@ -103,18 +103,18 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
     size_t n = 0, n2 = 0;
     enum mt_status st;
 
-    mt_index_seg_path(idir, ms->name, "bm25", path, sizeof path);
-    st = mt_bm25_open(path, &sg->bm, err);
-    mt_index_seg_path(idir, ms->name, "ids", path, sizeof path);
+    mtx_index_seg_path(idir, ms->name, "bm25", path, sizeof path);
+    st = mtx_bm25_open(path, &sg->bm, err);
+    mtx_index_seg_path(idir, ms->name, "ids", path, sizeof path);
     if (st == MT_OK)
-        st = mt_seg_open(path, MT_IDS_MAGIC, 0, &sg->ids, err);
+        st = mtx_seg_open(path, MT_IDS_MAGIC, 0, &sg->ids, err);
     if (st == MT_OK)
-        st =
-            mt_seg_section(sg->ids, MT_SEG_ID('C', 'I', 'D', 'S'), &p, &n, err);
+        st = mtx_seg_section(sg->ids, MT_SEG_ID('C', 'I', 'D', 'S'), &p, &n,
+                             err);
     sg->cids = p;
     if (st == MT_OK)
-        st = mt_seg_section(sg->ids, MT_SEG_ID('S', 'R', 'C', 'S'), &p, &n2,
-                            err);
+        st = mtx_seg_section(sg->ids, MT_SEG_ID('S', 'R', 'C', 'S'), &p, &n2,
+                             err);
     sg->srcs = p;
     sg->n = (uint32_t)(n / sizeof(int64_t));
     if (st == MT_OK && (n2 / sizeof(uint32_t) != sg->n || sg->n != ms->chunks))
@@ -128,8 +128,8 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
                      "index --rebuild'",
                      path);
     if (st == MT_OK && ms->has_vectors)
-        st = mt_vseg_open(idir, ms->name, idx->m.dims, &sg->v, err);
-    if (st == MT_OK && ms->has_vectors && mt_vseg_count(&sg->v) != sg->n)
+        st = mtx_vseg_open(idir, ms->name, idx->m.dims, &sg->v, err);
+    if (st == MT_OK && ms->has_vectors && mtx_vseg_count(&sg->v) != sg->n)
         st = mt_fail(err, MT_EPARSE,
                      "%s: vector count differs from its "
                      "chunk count",
@@ -139,9 +139,9 @@ static enum mt_status open_seg(struct mt_index *idx, const char *idir,
 
 static void close_seg(struct seg *sg)
 {
-    mt_bm25_close(sg->bm);
-    mt_seg_close(sg->ids);
-    mt_vseg_close(&sg->v);
+    mtx_bm25_close(sg->bm);
+    mtx_seg_close(sg->ids);
+    mtx_vseg_close(&sg->v);
     memset(sg, 0, sizeof *sg);
 }
 
@@ -206,19 +206,19 @@ static enum mt_status open_parts(struct mt_index *idx, const char *dir,
     sp.create = 0;
     sp.read_only = 0; /* so an older schema is migrated forward */
     st = mt_store_open(dir, &sp, &idx->store, err);
-    mt_index_dir(dir, idir, sizeof idir);
+    mtx_index_dir(dir, idir, sizeof idir);
     if (st == MT_OK)
-        st = mt_manifest_load(idir, &idx->m, &found, err);
+        st = mtx_manifest_load(idir, &idx->m, &found, err);
     if (st == MT_OK && !found)
         st = mt_fail(err, MT_ENOTFOUND,
                      "%s: the store has no search index yet; build it with "
                      "'medtrust index --db %s'",
                      dir, dir);
     if (st == MT_OK)
-        st = mt_analyzer_new(idx->m.analyzer, &idx->an, err);
+        st = mtx_analyzer_new(idx->m.analyzer, &idx->an, err);
     if (st == MT_OK)
         st = open_segs(idx, idir, err);
-    if (st == MT_OK && mt_bm25_ctx_new(&idx->ctx) != MT_OK)
+    if (st == MT_OK && mtx_bm25_ctx_new(&idx->ctx) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
     if (st == MT_OK)
         st = filter_segs(idx, err);
@@ -255,11 +255,11 @@ void mt_index_close(struct mt_index *idx)
     mt_free(idx->segs);
     mtx_meta_filter_free(&idx->filter);
     mt_free(idx->fsegs);
-    mt_bm25_ctx_free(idx->ctx);
-    mt_analyzer_free(idx->an);
-    mt_manifest_free(&idx->m);
+    mtx_bm25_ctx_free(idx->ctx);
+    mtx_analyzer_free(idx->an);
+    mtx_manifest_free(&idx->m);
     mt_store_close(idx->store);
-    mt_arena_free(&idx->scratch);
+    mtx_arena_free(&idx->scratch);
     mt_free(idx);
 }
 
@@ -272,12 +272,12 @@ void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st)
     st->damaged_segments = idx->bad_segs;
     st->analyzer = idx->m.analyzer;
     for (i = 0; i < idx->nsegs; i++) {
-        struct mt_bm25_stats bs;
-        mt_bm25_stats(idx->segs[i].bm, &bs);
+        struct mtx_bm25_stats bs;
+        mtx_bm25_stats(idx->segs[i].bm, &bs);
         st->chunks += idx->segs[i].n;
         st->terms += bs.terms;
         st->postings += bs.postings;
-        st->bytes += bs.bytes + mt_seg_size(idx->segs[i].ids);
+        st->bytes += bs.bytes + mtx_seg_size(idx->segs[i].ids);
     }
 }
 
@@ -323,13 +323,13 @@ static enum mt_status analyse(struct mt_index *idx, const char *q,
 {
     struct mt_token *toks = NULL;
     size_t i, cnt = 0;
-    enum mt_status st = mt_analyzer_collect(idx->an, q, strlen(q),
-                                            &idx->scratch, &toks, &cnt, err);
+    enum mt_status st = mtx_analyzer_collect(idx->an, q, strlen(q),
+                                             &idx->scratch, &toks, &cnt, err);
 
     *n = 0;
     if (st != MT_OK || cnt == 0)
         return st;
-    *terms = mt_arena_alloc(&idx->scratch, cnt * sizeof **terms);
+    *terms = mtx_arena_alloc(&idx->scratch, cnt * sizeof **terms);
     if (!*terms)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
     for (i = 0; i < cnt; i++) {
@@ -347,11 +347,11 @@ static enum mt_status bm25_lists(struct mt_index *idx,
                                  int meta, size_t want, struct mt_scored **out,
                                  size_t *nout, struct mt_error *err)
 {
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_bm25_hit *hits =
-        mt_arena_alloc(&idx->scratch, want * sizeof *hits);
+        mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
-        mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+        mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
     struct src_filter f = {NULL, sid, NULL};
     size_t i, j, nh, n = 0;
     enum mt_status st = MT_OK;
@@ -366,14 +366,14 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
         if (!seg_filter(idx, i, meta, &f))
             continue;
-        st = mt_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
-                            err);
+        st = mtx_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
+                             err);
         for (j = 0; st == MT_OK && j < nh; j++) {
             all[n].key = idx->segs[i].cids[hits[j].doc];
             all[n++].score = hits[j].score;
         }
     }
-    mt_scored_sort(all, n);
+    mtx_scored_sort(all, n);
     *out = all;
     *nout = n < want ? n : want;
     return st;
@@ -381,7 +381,7 @@ static enum mt_status bm25_lists(struct mt_index *idx,
 
 static char *keep(struct result *r, const char *s)
 {
-    return s ? mt_arena_strndup(&r->arena, s, strlen(s)) : NULL;
+    return s ? mtx_arena_strndup(&r->arena, s, strlen(s)) : NULL;
 }
 
 /* Adds the chunk behind candidate c to the result; deleted chunks (the
@@ -441,9 +441,9 @@ static enum mt_status rerank(struct result *r, const char *query,
                              struct mt_error *err)
 {
     size_t n = r->pub.n, i;
-    const char **texts = mt_arena_alloc(&r->arena, (n + 1) * sizeof *texts);
-    size_t *lens = mt_arena_alloc(&r->arena, (n + 1) * sizeof *lens);
-    float *scores = mt_arena_alloc(&r->arena, (n + 1) * sizeof *scores);
+    const char **texts = mtx_arena_alloc(&r->arena, (n + 1) * sizeof *texts);
+    size_t *lens = mtx_arena_alloc(&r->arena, (n + 1) * sizeof *lens);
+    float *scores = mtx_arena_alloc(&r->arena, (n + 1) * sizeof *scores);
     enum mt_status st;
 
     if (!texts || !lens || !scores)
@@ -470,7 +470,7 @@ static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
     size_t i;
     enum mt_status st = MT_OK;
 
-    r->pub.hits = mt_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
+    r->pub.hits = mtx_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
     if (!r->pub.hits)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
     /* One snapshot for all the hits' reads, not one per statement. */
@@ -536,9 +536,9 @@ static enum mt_status dense_lists(struct mt_index *idx,
                                   size_t *nout, struct mt_error *err)
 {
     struct mt_vec_hit *hits =
-        mt_arena_alloc(&idx->scratch, want * sizeof *hits);
+        mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
-        mt_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
+        mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
     struct src_filter f = {NULL, sid, NULL};
     struct mt_vec_filter vf = {accept_src, &f};
     size_t i, j, n = 0;
@@ -550,10 +550,10 @@ static enum mt_status dense_lists(struct mt_index *idx,
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
         if (!seg_filter(idx, i, meta, &f))
             continue;
-        st =
-            mt_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want, p->ef,
-                           sid >= 0 || meta ? &vf : NULL,
-                           meta ? idx->filter.count[i] : UINT32_MAX, hits, &nh);
+        st = mtx_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want,
+                             p->ef, sid >= 0 || meta ? &vf : NULL,
+                             meta ? idx->filter.count[i] : UINT32_MAX, hits,
+                             &nh);
         for (j = 0; st == MT_OK && j < nh; j++) {
             all[n].key = idx->segs[i].cids[hits[j].id];
             all[n++].score = hits[j].score;
@@ -561,7 +561,7 @@ static enum mt_status dense_lists(struct mt_index *idx,
     }
     if (st != MT_OK)
         return mt_fail(err, st, "vector search: %s", mt_status_str(st));
-    mt_scored_sort(all, n);
+    mtx_scored_sort(all, n);
     *out = all;
     *nout = n < want ? n : want;
     return MT_OK;
@@ -594,14 +594,14 @@ fuse(struct mt_index *idx, const struct mt_search_params *p,
      const struct mt_scored *lex, size_t nlex, const struct mt_scored *sem,
      size_t nsem, struct mt_scored **out, size_t *n, struct mt_error *err)
 {
-    *out = mt_arena_alloc(&idx->scratch, (nlex + nsem + 1) * sizeof **out);
+    *out = mtx_arena_alloc(&idx->scratch, (nlex + nsem + 1) * sizeof **out);
     if (!*out)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
     if (p->fusion == MT_FUSION_RRF)
-        *n = mt_fuse_rrf(lex, nlex, sem, nsem, p->w_lex, p->w_sem, p->rrf_k,
-                         *out);
+        *n = mtx_fuse_rrf(lex, nlex, sem, nsem, p->w_lex, p->w_sem, p->rrf_k,
+                          *out);
     else
-        *n = mt_fuse_linear(lex, nlex, sem, nsem, p->w_lex, p->w_sem, *out);
+        *n = mtx_fuse_linear(lex, nlex, sem, nsem, p->w_lex, p->w_sem, *out);
     return MT_OK;
 }
 
@@ -676,7 +676,7 @@ enum mt_status mt_index_search(struct mt_index *idx, const char *query,
     }
     r->arena = MT_ARENA_INIT(16 * 1024);
     st = run_search(idx, query ? query : "", params, r, err);
-    mt_arena_reset(&idx->scratch);
+    mtx_arena_reset(&idx->scratch);
     if (st != MT_OK) {
         mt_search_result_free(&r->pub);
         return st;
@@ -693,7 +693,7 @@ void mt_search_result_free(struct mt_search_result *res)
     if (!res)
         return;
     r = (struct result *)(void *)((char *)res - offsetof(struct result, pub));
-    mt_arena_free(&r->arena);
+    mtx_arena_free(&r->arena);
     mt_free(r);
 }
 
@@ -712,12 +712,12 @@ enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
     int found = 0;
     enum mt_status st;
 
-    mt_index_dir(dir, idir, sizeof idir);
-    st = mt_manifest_load(idir, &m, &found, err);
+    mtx_index_dir(dir, idir, sizeof idir);
+    st = mtx_manifest_load(idir, &m, &found, err);
     if (st != MT_OK)
         return st;
     snprintf(buf, n, "%s", m.embedder);
     *dims = m.dims;
-    mt_manifest_free(&m);
+    mtx_manifest_free(&m);
     return MT_OK;
 }

@@ -13,11 +13,11 @@
 
 #define DEFAULT_BATCH 64
 
-enum mt_status mt_vbuild_init(struct mt_vbuild *v,
-                              const struct mt_index_build_params *p,
-                              struct mt_error *err)
+enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
+                               const struct mt_index_build_params *p,
+                               struct mt_error *err)
 {
-    struct mt_vecset_params vp = mt_vecset_default_params();
+    struct mt_vecset_params vp = mtx_vecset_default_params();
 
     memset(v, 0, sizeof *v);
     if (!p->embed)
@@ -34,13 +34,13 @@ enum mt_status mt_vbuild_init(struct mt_vbuild *v,
     v->out = mt_calloc((size_t)v->batch * v->dims, sizeof *v->out);
     v->arena = mt_calloc(1, sizeof *v->arena);
     if (!v->texts || !v->lens || !v->out || !v->arena ||
-        mt_vecset_new(v->dims, &vp, &v->vs) != MT_OK)
+        mtx_vecset_new(v->dims, &vp, &v->vs) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "index build: out of memory");
     *v->arena = MT_ARENA_INIT(256 * 1024);
     return MT_OK;
 }
 
-enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err)
+enum mt_status mtx_vbuild_flush(struct mt_vbuild *v, struct mt_error *err)
 {
     size_t i;
     enum mt_status st;
@@ -49,23 +49,24 @@ enum mt_status mt_vbuild_flush(struct mt_vbuild *v, struct mt_error *err)
         return MT_OK;
     st = v->fn(v->user, v->texts, v->lens, v->n, v->out, err);
     for (i = 0; st == MT_OK && i < v->n; i++)
-        st = mt_vecset_add(v->vs, v->out + i * v->dims, NULL);
+        st = mtx_vecset_add(v->vs, v->out + i * v->dims, NULL);
     if (st == MT_ENOMEM)
         st = mt_fail(err, st, "index build: out of memory");
     v->n = 0;
-    mt_arena_reset(v->arena);
+    mtx_arena_reset(v->arena);
     return st;
 }
 
-enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
-                             const char *text, size_t len, struct mt_error *err)
+enum mt_status mtx_vbuild_add(struct mt_vbuild *v, const char *title,
+                              const char *text, size_t len,
+                              struct mt_error *err)
 {
     size_t tl = title ? strlen(title) : 0;
     char *p;
 
     if (!v->fn)
         return MT_OK;
-    p = mt_arena_alloc(v->arena, tl + 2 + len + 1);
+    p = mtx_arena_alloc(v->arena, tl + 2 + len + 1);
     if (!p)
         return mt_fail(err, MT_ENOMEM, "index build: out of memory");
     /* The title leads, as the chunk's context for the embedder. */
@@ -78,15 +79,15 @@ enum mt_status mt_vbuild_add(struct mt_vbuild *v, const char *title,
     p[tl + len] = '\0';
     v->texts[v->n] = p;
     v->lens[v->n++] = tl + len;
-    return v->n == v->batch ? mt_vbuild_flush(v, err) : MT_OK;
+    return v->n == v->batch ? mtx_vbuild_flush(v, err) : MT_OK;
 }
 
-enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
-                               const char *name,
-                               const struct mt_index_build_params *p,
-                               struct mt_error *err)
+enum mt_status mtx_vbuild_write(struct mt_vbuild *v, const char *idir,
+                                const char *name,
+                                const struct mt_index_build_params *p,
+                                struct mt_error *err)
 {
-    struct mt_hnsw_params hp = mt_hnsw_default_params();
+    struct mt_hnsw_params hp = mtx_hnsw_default_params();
     struct mt_hnsw *h = NULL;
     char path[4096];
     enum mt_status st;
@@ -94,50 +95,50 @@ enum mt_status mt_vbuild_write(struct mt_vbuild *v, const char *idir,
     if (!v->fn)
         return MT_OK;
     hp.threads = p->hnsw_threads;
-    if (mt_vecset_count(v->vs) < p->hnsw_min) {
-        mt_index_seg_path(idir, name, "vec", path, sizeof path);
-        return mt_vecset_write(v->vs, path, err);
+    if (mtx_vecset_count(v->vs) < p->hnsw_min) {
+        mtx_index_seg_path(idir, name, "vec", path, sizeof path);
+        return mtx_vecset_write(v->vs, path, err);
     }
-    st = mt_hnsw_build(v->vs, &hp, &h);
+    st = mtx_hnsw_build(v->vs, &hp, &h);
     if (st != MT_OK)
         return mt_fail(err, st, "building the HNSW graph of %s: %s", name,
                        mt_status_str(st));
-    mt_index_seg_path(idir, name, "hnsw", path, sizeof path);
-    st = mt_hnsw_write(h, path, err);
-    mt_hnsw_free(h);
+    mtx_index_seg_path(idir, name, "hnsw", path, sizeof path);
+    st = mtx_hnsw_write(h, path, err);
+    mtx_hnsw_free(h);
     return st;
 }
 
-void mt_vbuild_free(struct mt_vbuild *v)
+void mtx_vbuild_free(struct mt_vbuild *v)
 {
-    mt_vecset_free(v->vs);
+    mtx_vecset_free(v->vs);
     mt_free(v->texts);
     mt_free(v->lens);
     mt_free(v->out);
     if (v->arena)
-        mt_arena_free(v->arena);
+        mtx_arena_free(v->arena);
     mt_free(v->arena);
     memset(v, 0, sizeof *v);
 }
 
 /* ==== Search side ==== */
 
-enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
-                            struct mt_vseg *out, struct mt_error *err)
+enum mt_status mtx_vseg_open(const char *idir, const char *name, uint32_t dims,
+                             struct mt_vseg *out, struct mt_error *err)
 {
     char path[4096];
     enum mt_status st;
     uint32_t got;
 
     memset(out, 0, sizeof *out);
-    mt_index_seg_path(idir, name, "hnsw", path, sizeof path);
+    mtx_index_seg_path(idir, name, "hnsw", path, sizeof path);
     if (access(path, F_OK) == 0) {
-        st = mt_hnsw_open(path, &out->h, err);
-        got = st == MT_OK ? mt_vecset_dims(mt_hnsw_vecset(out->h)) : 0;
+        st = mtx_hnsw_open(path, &out->h, err);
+        got = st == MT_OK ? mtx_vecset_dims(mtx_hnsw_vecset(out->h)) : 0;
     } else {
-        mt_index_seg_path(idir, name, "vec", path, sizeof path);
-        st = mt_vecset_open(path, &out->vs, err);
-        got = st == MT_OK ? mt_vecset_dims(out->vs) : 0;
+        mtx_index_seg_path(idir, name, "vec", path, sizeof path);
+        st = mtx_vecset_open(path, &out->vs, err);
+        got = st == MT_OK ? mtx_vecset_dims(out->vs) : 0;
     }
     if (st == MT_OK && got != dims)
         st = mt_fail(err, MT_EPARSE,
@@ -147,33 +148,33 @@ enum mt_status mt_vseg_open(const char *idir, const char *name, uint32_t dims,
     return st;
 }
 
-uint32_t mt_vseg_count(const struct mt_vseg *v)
+uint32_t mtx_vseg_count(const struct mt_vseg *v)
 {
     if (v->h)
-        return mt_hnsw_count(v->h);
-    return v->vs ? mt_vecset_count(v->vs) : 0;
+        return mtx_hnsw_count(v->h);
+    return v->vs ? mtx_vecset_count(v->vs) : 0;
 }
 
-enum mt_status mt_vseg_search(const struct mt_vseg *v, const float *q,
-                              uint32_t k, uint32_t ef,
-                              const struct mt_vec_filter *filter,
-                              uint32_t accepted, struct mt_vec_hit *hits,
-                              uint32_t *n)
+enum mt_status mtx_vseg_search(const struct mt_vseg *v, const float *q,
+                               uint32_t k, uint32_t ef,
+                               const struct mt_vec_filter *filter,
+                               uint32_t accepted, struct mt_vec_hit *hits,
+                               uint32_t *n)
 {
     *n = 0;
-    if (v->h && filter && accepted < mt_hnsw_count(v->h) / 10)
-        return mt_vecset_search_flat(mt_hnsw_vecset(v->h), q, k, filter, hits,
-                                     n);
+    if (v->h && filter && accepted < mtx_hnsw_count(v->h) / 10)
+        return mtx_vecset_search_flat(mtx_hnsw_vecset(v->h), q, k, filter, hits,
+                                      n);
     if (v->h)
-        return mt_hnsw_search(v->h, q, k, ef, filter, hits, n);
+        return mtx_hnsw_search(v->h, q, k, ef, filter, hits, n);
     if (v->vs)
-        return mt_vecset_search_flat(v->vs, q, k, filter, hits, n);
+        return mtx_vecset_search_flat(v->vs, q, k, filter, hits, n);
     return MT_OK;
 }
 
-void mt_vseg_close(struct mt_vseg *v)
+void mtx_vseg_close(struct mt_vseg *v)
 {
-    mt_hnsw_free(v->h);
-    mt_vecset_free(v->vs);
+    mtx_hnsw_free(v->h);
+    mtx_vecset_free(v->vs);
     memset(v, 0, sizeof *v);
 }

@@ -41,8 +41,8 @@ static json_t *manifest_json(const struct mt_manifest *m)
     return o;
 }
 
-enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
-                                struct mt_error *err)
+enum mt_status mtx_manifest_save(const char *dir, const struct mt_manifest *m,
+                                 struct mt_error *err)
 {
     json_t *o = manifest_json(m);
     char *txt = o ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
@@ -89,7 +89,7 @@ static enum mt_status load_seg(const char *dir, json_t *js,
     s.chunks = (uint64_t)chunks;
     s.max_chunk_id = maxid;
     s.has_vectors = vec;
-    if (mt_manifest_add(m, &s) != MT_OK)
+    if (mtx_manifest_add(m, &s) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "%s/MANIFEST: out of memory", dir);
     return MT_OK;
 }
@@ -124,8 +124,8 @@ static enum mt_status load_json(const char *dir, json_t *o,
     return st;
 }
 
-enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
-                                int *found, struct mt_error *err)
+enum mt_status mtx_manifest_load(const char *dir, struct mt_manifest *m,
+                                 int *found, struct mt_error *err)
 {
     char path[4096];
     json_error_t je;
@@ -144,12 +144,12 @@ enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
     st = load_json(dir, o, m, err);
     json_decref(o);
     if (st != MT_OK)
-        mt_manifest_free(m);
+        mtx_manifest_free(m);
     return st;
 }
 
-enum mt_status mt_manifest_add(struct mt_manifest *m,
-                               const struct mt_manifest_seg *seg)
+enum mt_status mtx_manifest_add(struct mt_manifest *m,
+                                const struct mt_manifest_seg *seg)
 {
     struct mt_manifest_seg *p = mt_realloc(m->segs, (m->nsegs + 1) * sizeof *p);
 
@@ -160,7 +160,7 @@ enum mt_status mt_manifest_add(struct mt_manifest *m,
     return MT_OK;
 }
 
-void mt_manifest_free(struct mt_manifest *m)
+void mtx_manifest_free(struct mt_manifest *m)
 {
     mt_free(m->segs);
     m->segs = NULL;

@@ -32,17 +32,17 @@ struct mt_manifest {
 
 /* Reads DIR/MANIFEST. A missing manifest yields an empty one (MT_OK) and
  * *found = 0. Malformed -> MT_EPARSE naming the file and field. */
-enum mt_status mt_manifest_load(const char *dir, struct mt_manifest *m,
-                                int *found, struct mt_error *err);
+enum mt_status mtx_manifest_load(const char *dir, struct mt_manifest *m,
+                                 int *found, struct mt_error *err);
 
 /* Writes DIR/MANIFEST atomically. */
-enum mt_status mt_manifest_save(const char *dir, const struct mt_manifest *m,
-                                struct mt_error *err);
+enum mt_status mtx_manifest_save(const char *dir, const struct mt_manifest *m,
+                                 struct mt_error *err);
 
 /* Appends a segment; MT_ENOMEM leaves m unchanged. */
-enum mt_status mt_manifest_add(struct mt_manifest *m,
-                               const struct mt_manifest_seg *seg);
+enum mt_status mtx_manifest_add(struct mt_manifest *m,
+                                const struct mt_manifest_seg *seg);
 
-void mt_manifest_free(struct mt_manifest *m);
+void mtx_manifest_free(struct mt_manifest *m);
 
 #endif

@@ -79,7 +79,7 @@ crc_hw(uint32_t c, const unsigned char *p, size_t n)
 }
 #endif
 
-uint32_t mt_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t mtx_crc32c(uint32_t crc, const void *p, size_t n)
 {
     const unsigned char *b = p;
     uint32_t c = ~crc;
@@ -117,7 +117,7 @@ static void put64(unsigned char *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
-const char *mt_seg_id_str(uint32_t id, char buf[5])
+const char *mtx_seg_id_str(uint32_t id, char buf[5])
 {
     for (int i = 0; i < 4; i++) {
         unsigned c = (id >> (8 * i)) & 0xFF;
@@ -189,7 +189,7 @@ static enum mt_status w_pad(struct mt_seg_writer *w, struct mt_error *err)
     return r ? w_raw(w, zero, w->align - r, err) : MT_OK;
 }
 
-void mt_seg_writer_abort(struct mt_seg_writer *w)
+void mtx_seg_writer_abort(struct mt_seg_writer *w)
 {
     if (!w)
         return;
@@ -209,16 +209,16 @@ static enum mt_status w_alloc(const char *path, struct mt_seg_writer **out,
     w->file.fd = -1;
     w->buf = mt_malloc(WBUF_SIZE);
     if (!w->buf) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     }
     *out = w;
     return MT_OK;
 }
 
-enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
-                                  uint32_t version, struct mt_seg_writer **out,
-                                  struct mt_error *err)
+enum mt_status mtx_seg_writer_open(const char *path, const char magic[8],
+                                   uint32_t version, struct mt_seg_writer **out,
+                                   struct mt_error *err)
 {
     static const unsigned char zero[MT_SEG_HEADER_SIZE];
     struct mt_seg_writer *w = NULL;
@@ -231,13 +231,13 @@ enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
     w->align = MT_SEG_ALIGN;
     st = mtx_file_atomic_begin(&w->file, path, 0644, err);
     if (st != MT_OK) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return st;
     }
     w->path = w->file.path;
     st = w_raw(w, zero, sizeof zero, err); /* header placeholder */
     if (st != MT_OK) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return st;
     }
     *out = w;
@@ -282,8 +282,8 @@ static enum mt_status w_reserve_entry(struct mt_seg_writer *w,
     return MT_OK;
 }
 
-enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
-                                   struct mt_error *err)
+enum mt_status mtx_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
+                                    struct mt_error *err)
 {
     enum mt_status st;
     char ids[5];
@@ -292,7 +292,7 @@ enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
     for (size_t i = 0; i < w->n; i++)
         if (w->ents[i].id == id)
             return mt_fail(err, MT_EINVAL, "%s: duplicate section '%s'",
-                           w->path, mt_seg_id_str(id, ids));
+                           w->path, mtx_seg_id_str(id, ids));
     st = w_reserve_entry(w, err);
     if (st != MT_OK)
         return st;
@@ -308,14 +308,14 @@ enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
     return MT_OK;
 }
 
-enum mt_status mt_seg_writer_write(struct mt_seg_writer *w, const void *p,
-                                   size_t n, struct mt_error *err)
+enum mt_status mtx_seg_writer_write(struct mt_seg_writer *w, const void *p,
+                                    size_t n, struct mt_error *err)
 {
     if (!w->in_section)
         return mt_fail(err, MT_EINVAL, "%s: write outside a section", w->path);
     if (n == 0)
         return MT_OK;
-    w->ents[w->n - 1].crc = mt_crc32c(w->ents[w->n - 1].crc, p, n);
+    w->ents[w->n - 1].crc = mtx_crc32c(w->ents[w->n - 1].crc, p, n);
     return w_raw(w, p, n, err);
 }
 
@@ -330,7 +330,7 @@ static enum mt_status w_table(struct mt_seg_writer *w, uint32_t *table_crc,
         put64(e + 8, w->ents[i].off);
         put64(e + 16, w->ents[i].size);
         put64(e + 24, w->ents[i].crc);
-        crc = mt_crc32c(crc, e, sizeof e);
+        crc = mtx_crc32c(crc, e, sizeof e);
         if (w_raw(w, e, sizeof e, err) != MT_OK)
             return MT_EIO;
     }
@@ -351,7 +351,7 @@ static enum mt_status w_header(struct mt_seg_writer *w, uint64_t table_off,
     put32(h + 32, (uint32_t)w->n);
     put32(h + 36, w->align == MT_SEG_ALIGN ? 0 : w->align); /* 0: as before */
     put64(h + 40, table_crc);
-    put64(h + 56, mt_crc32c(0, h, 56));
+    put64(h + 56, mtx_crc32c(0, h, 56));
     if (pwrite(w->file.fd, h, sizeof h, 0) != (ssize_t)sizeof h)
         return mt_fail(err, MT_EIO, "%s: write header: %s", w->file.tmp,
                        strerror(errno));
@@ -374,12 +374,12 @@ static enum mt_status w_finish(struct mt_seg_writer *w, struct mt_error *err)
     return mtx_file_atomic_commit(&w->file, err);
 }
 
-enum mt_status mt_seg_writer_commit(struct mt_seg_writer *w,
-                                    struct mt_error *err)
+enum mt_status mtx_seg_writer_commit(struct mt_seg_writer *w,
+                                     struct mt_error *err)
 {
     enum mt_status st = w_finish(w, err);
 
-    mt_seg_writer_abort(w); /* the file is released: nothing unlinked */
+    mtx_seg_writer_abort(w); /* the file is released: nothing unlinked */
     return st;
 }
 
@@ -396,7 +396,7 @@ struct mt_seg {
     const unsigned char *table;
 };
 
-void mt_seg_close(struct mt_seg *s)
+void mtx_seg_close(struct mt_seg *s)
 {
     if (!s)
         return;
@@ -406,17 +406,17 @@ void mt_seg_close(struct mt_seg *s)
     mt_free(s);
 }
 
-uint32_t mt_seg_version(const struct mt_seg *s)
+uint32_t mtx_seg_version(const struct mt_seg *s)
 {
     return s->version;
 }
 
-const char *mt_seg_name(const struct mt_seg *s)
+const char *mtx_seg_name(const struct mt_seg *s)
 {
     return s->name;
 }
 
-size_t mt_seg_size(const struct mt_seg *s)
+size_t mtx_seg_size(const struct mt_seg *s)
 {
     return s->size;
 }
@@ -439,7 +439,7 @@ static enum mt_status check_header(struct mt_seg *s, const char magic[8],
                        s->name, s->size);
     if (memcmp(h, magic, 8) != 0)
         return bad(s, err, "not a segment of this kind (bad magic)");
-    if (get64(h + 56) != mt_crc32c(0, h, 56))
+    if (get64(h + 56) != mtx_crc32c(0, h, 56))
         return bad(s, err, "header checksum mismatch");
     if (get32(h + 8) != MT_SEG_CONTAINER_VERSION)
         return bad(s, err, "unsupported segment container version");
@@ -461,7 +461,7 @@ static enum mt_status check_header(struct mt_seg *s, const char magic[8],
         s->size - toff != (uint64_t)s->n * MT_SEG_ENTRY_SIZE)
         return bad(s, err, "section table out of bounds");
     s->table = s->base + toff;
-    if (get64(h + 40) != mt_crc32c(0, s->table, s->n * MT_SEG_ENTRY_SIZE))
+    if (get64(h + 40) != mtx_crc32c(0, s->table, s->n * MT_SEG_ENTRY_SIZE))
         return bad(s, err, "section table checksum mismatch");
     return MT_OK;
 }
@@ -475,7 +475,7 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
     uint64_t size = get64(e + 16);
     char ids[5];
 
-    mt_seg_id_str(id, ids);
+    mtx_seg_id_str(id, ids);
     if (off % s->align || off < MT_SEG_HEADER_SIZE ||
         off > (uint64_t)(s->table - s->base) ||
         size > (uint64_t)(s->table - s->base) - off)
@@ -486,7 +486,7 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
             return mt_fail(err, MT_EPARSE, "%s: duplicate section '%s'",
                            s->name, ids);
     if (!(flags & MT_SEG_LAZY_CRC) &&
-        get64(e + 24) != mt_crc32c(0, s->base + off, (size_t)size))
+        get64(e + 24) != mtx_crc32c(0, s->base + off, (size_t)size))
         return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",
                        s->name, ids);
     return MT_OK;
@@ -504,7 +504,7 @@ static enum mt_status check_layout(const struct mt_seg *s, struct mt_error *err)
     for (uint32_t i = 0; i < s->n; i++) {
         const unsigned char *e = s->table + (size_t)i * MT_SEG_ENTRY_SIZE;
         uint64_t end;
-        mt_seg_id_str(get32(e), ids);
+        mtx_seg_id_str(get32(e), ids);
         if (get64(e + 8) != pos)
             return mt_fail(err, MT_EPARSE, "%s: section '%s' misplaced",
                            s->name, ids);
@@ -538,16 +538,16 @@ static struct mt_seg *seg_new(const char *name, struct mt_error *err)
     if (s)
         s->name = mt_strdup(name);
     if (!s || !s->name) {
-        mt_seg_close(s);
+        mtx_seg_close(s);
         mt_fail(err, MT_ENOMEM, "%s: out of memory", name);
         return NULL;
     }
     return s;
 }
 
-enum mt_status mt_seg_open_mem(const void *data, size_t n, const char *name,
-                               const char magic[8], unsigned flags,
-                               struct mt_seg **out, struct mt_error *err)
+enum mt_status mtx_seg_open_mem(const void *data, size_t n, const char *name,
+                                const char magic[8], unsigned flags,
+                                struct mt_seg **out, struct mt_error *err)
 {
     struct mt_seg *s = seg_new(name, err);
     enum mt_status st;
@@ -558,7 +558,7 @@ enum mt_status mt_seg_open_mem(const void *data, size_t n, const char *name,
     s->size = data ? n : 0;
     st = seg_parse(s, magic, flags, err);
     if (st != MT_OK) {
-        mt_seg_close(s);
+        mtx_seg_close(s);
         return st;
     }
     *out = s;
@@ -595,9 +595,9 @@ static enum mt_status seg_map(struct mt_seg *s, const char *path,
     return MT_OK;
 }
 
-enum mt_status mt_seg_open(const char *path, const char magic[8],
-                           unsigned flags, struct mt_seg **out,
-                           struct mt_error *err)
+enum mt_status mtx_seg_open(const char *path, const char magic[8],
+                            unsigned flags, struct mt_seg **out,
+                            struct mt_error *err)
 {
     struct mt_seg *s = seg_new(path, err);
     enum mt_status st;
@@ -608,7 +608,7 @@ enum mt_status mt_seg_open(const char *path, const char magic[8],
     if (st == MT_OK)
         st = seg_parse(s, magic, flags, err);
     if (st != MT_OK) {
-        mt_seg_close(s);
+        mtx_seg_close(s);
         return st;
     }
     *out = s;
@@ -625,33 +625,33 @@ static const unsigned char *find_entry(const struct mt_seg *s, uint32_t id)
     return NULL;
 }
 
-enum mt_status mt_seg_section(const struct mt_seg *s, uint32_t id,
-                              const void **data, size_t *size,
-                              struct mt_error *err)
+enum mt_status mtx_seg_section(const struct mt_seg *s, uint32_t id,
+                               const void **data, size_t *size,
+                               struct mt_error *err)
 {
     const unsigned char *e = find_entry(s, id);
     char ids[5];
 
     if (!e)
         return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'", s->name,
-                       mt_seg_id_str(id, ids));
+                       mtx_seg_id_str(id, ids));
     *data = s->base + get64(e + 8);
     *size = (size_t)get64(e + 16);
     return MT_OK;
 }
 
-enum mt_status mt_seg_verify(const struct mt_seg *s, uint32_t id,
-                             struct mt_error *err)
+enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
+                              struct mt_error *err)
 {
     const unsigned char *e = find_entry(s, id);
     char ids[5];
 
-    mt_seg_id_str(id, ids);
+    mtx_seg_id_str(id, ids);
     if (!e)
         return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'", s->name,
                        ids);
     if (get64(e + 24) !=
-        mt_crc32c(0, s->base + get64(e + 8), (size_t)get64(e + 16)))
+        mtx_crc32c(0, s->base + get64(e + 8), (size_t)get64(e + 16)))
         return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",
                        s->name, ids);
     return MT_OK;

@@ -46,17 +46,17 @@ extern "C" {
 
 /* CRC32C of n bytes at p, continuing from 'crc' (start with 0). Uses the
  * SSE4.2 instruction when the CPU has it. Thread-safe. */
-uint32_t mt_crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t mtx_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* ==== Writer ==== */
 struct mt_seg_writer;
 
 /* Creates "<path>.tmp" for writing a segment with the given 8-byte magic
  * and caller format version. On success *out owns the writer: finish it
- * with mt_seg_writer_commit() or drop it with mt_seg_writer_abort(). */
-enum mt_status mt_seg_writer_open(const char *path, const char magic[8],
-                                  uint32_t version, struct mt_seg_writer **out,
-                                  struct mt_error *err);
+ * with mtx_seg_writer_commit() or drop it with mtx_seg_writer_abort(). */
+enum mt_status mtx_seg_writer_open(const char *path, const char magic[8],
+                                   uint32_t version, struct mt_seg_writer **out,
+                                   struct mt_error *err);
 
 /* Aligns every section to 'align' bytes (a power of two from MT_SEG_ALIGN
  * to MT_SEG_MAX_ALIGN) instead of 16, so that mmapped arrays meet a
@@ -65,27 +65,27 @@ enum mt_status mtx_seg_writer_set_align(struct mt_seg_writer *w, uint32_t align,
                                         struct mt_error *err);
 
 /* Starts section 'id' (ends the previous one). Ids must be unique. */
-enum mt_status mt_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
-                                   struct mt_error *err);
+enum mt_status mtx_seg_writer_begin(struct mt_seg_writer *w, uint32_t id,
+                                    struct mt_error *err);
 
 /* Appends n bytes to the current section. */
-enum mt_status mt_seg_writer_write(struct mt_seg_writer *w, const void *p,
-                                   size_t n, struct mt_error *err);
+enum mt_status mtx_seg_writer_write(struct mt_seg_writer *w, const void *p,
+                                    size_t n, struct mt_error *err);
 
 /* Ends the last section, writes the table and header, fsyncs, renames the
  * temporary file over 'path' and fsyncs the directory, so readers see the
  * old file or the complete new one. Frees w in every case. */
-enum mt_status mt_seg_writer_commit(struct mt_seg_writer *w,
-                                    struct mt_error *err);
+enum mt_status mtx_seg_writer_commit(struct mt_seg_writer *w,
+                                     struct mt_error *err);
 
 /* Removes the temporary file and frees w. NULL is allowed. */
-void mt_seg_writer_abort(struct mt_seg_writer *w);
+void mtx_seg_writer_abort(struct mt_seg_writer *w);
 
 /* ==== Reader ==== */
 struct mt_seg;
 
 /* Skip the section CRCs at open (the header and table are still checked);
- * mt_seg_verify() checks a section later. For very large segments whose
+ * mtx_seg_verify() checks a section later. For very large segments whose
  * pages should not all be touched at open. */
 #define MT_SEG_LAZY_CRC 1u
 
@@ -93,43 +93,43 @@ struct mt_seg;
  * and table checksums, section bounds and (unless MT_SEG_LAZY_CRC) every
  * section checksum. Damage is MT_EPARSE with a message naming the file
  * and, where it applies, the section. On success *out owns a handle (close
- * with mt_seg_close()); on failure *out is left unchanged. */
-enum mt_status mt_seg_open(const char *path, const char magic[8],
-                           unsigned flags, struct mt_seg **out,
-                           struct mt_error *err);
+ * with mtx_seg_close()); on failure *out is left unchanged. */
+enum mt_status mtx_seg_open(const char *path, const char magic[8],
+                            unsigned flags, struct mt_seg **out,
+                            struct mt_error *err);
 
-/* As mt_seg_open() over n bytes in memory that the caller keeps valid and
- * unchanged until mt_seg_close(); 'name' is used in messages and copied. */
-enum mt_status mt_seg_open_mem(const void *data, size_t n, const char *name,
-                               const char magic[8], unsigned flags,
-                               struct mt_seg **out, struct mt_error *err);
+/* As mtx_seg_open() over n bytes in memory that the caller keeps valid and
+ * unchanged until mtx_seg_close(); 'name' is used in messages and copied. */
+enum mt_status mtx_seg_open_mem(const void *data, size_t n, const char *name,
+                                const char magic[8], unsigned flags,
+                                struct mt_seg **out, struct mt_error *err);
 
 /* Unmaps and frees. NULL is allowed. */
-void mt_seg_close(struct mt_seg *s);
+void mtx_seg_close(struct mt_seg *s);
 
 /* The caller's format version from the header. */
-uint32_t mt_seg_version(const struct mt_seg *s);
+uint32_t mtx_seg_version(const struct mt_seg *s);
 
-/* The file name given at open; valid until mt_seg_close(). */
-const char *mt_seg_name(const struct mt_seg *s);
+/* The file name given at open; valid until mtx_seg_close(). */
+const char *mtx_seg_name(const struct mt_seg *s);
 
 /* Total mapped size in bytes. */
-size_t mt_seg_size(const struct mt_seg *s);
+size_t mtx_seg_size(const struct mt_seg *s);
 
 /* Finds section 'id': *data (aligned as the file's sections are, at least
- * 16 bytes; read-only, valid until mt_seg_close()) and *size. MT_ENOTFOUND
+ * 16 bytes; read-only, valid until mtx_seg_close()) and *size. MT_ENOTFOUND
  * (with a message naming file and section) when absent. Thread-safe. */
-enum mt_status mt_seg_section(const struct mt_seg *s, uint32_t id,
-                              const void **data, size_t *size,
-                              struct mt_error *err);
+enum mt_status mtx_seg_section(const struct mt_seg *s, uint32_t id,
+                               const void **data, size_t *size,
+                               struct mt_error *err);
 
 /* Checks the CRC of section 'id'; MT_EPARSE on mismatch. Thread-safe. */
-enum mt_status mt_seg_verify(const struct mt_seg *s, uint32_t id,
-                             struct mt_error *err);
+enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
+                              struct mt_error *err);
 
 /* Writes the printable form of 'id' (4 characters, '?' for others) and a
  * NUL into buf[5]; returns buf. */
-const char *mt_seg_id_str(uint32_t id, char buf[5]);
+const char *mtx_seg_id_str(uint32_t id, char buf[5]);
 
 #ifdef __cplusplus
 }

@@ -258,7 +258,7 @@ static const struct mt_simd_kernels k_avx512 = {
     dot_i8_batch_avx512, dot_f32_avx2, dot_f32_i8_avx2,
 };
 
-static int cpu_has(enum mt_simd_level level)
+static int cpu_has(enum mtx_simd_level level)
 {
     __builtin_cpu_init();
     if (level == MT_SIMD_AVX2)
@@ -274,7 +274,7 @@ static int cpu_has(enum mt_simd_level level)
 
 /* ==== Dispatch ==== */
 
-const struct mt_simd_kernels *mt_simd_level(enum mt_simd_level level)
+const struct mt_simd_kernels *mtx_simd_level(enum mtx_simd_level level)
 {
     if (level == MT_SIMD_PORTABLE)
         return &k_portable;
@@ -296,7 +296,8 @@ static void choose(void)
 
     chosen = &k_portable;
     for (l = MT_SIMD_LEVEL_COUNT - 1; l > MT_SIMD_PORTABLE; l--) {
-        const struct mt_simd_kernels *k = mt_simd_level((enum mt_simd_level)l);
+        const struct mt_simd_kernels *k =
+            mtx_simd_level((enum mtx_simd_level)l);
         if (k) {
             chosen = k;
             return;
@@ -304,7 +305,7 @@ static void choose(void)
     }
 }
 
-const struct mt_simd_kernels *mt_simd_get(void)
+const struct mt_simd_kernels *mtx_simd_get(void)
 {
     pthread_once(&chosen_once, choose);
     return chosen;

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-enum mt_simd_level {
+enum mtx_simd_level {
     MT_SIMD_PORTABLE, /* plain C that gcc auto-vectorises */
     MT_SIMD_AVX2,     /* AVX2 + FMA */
     MT_SIMD_AVX512,   /* AVX-512 F/BW/VL + VNNI (vpdpwssd) */
@@ -33,7 +33,7 @@ typedef float (*mt_dot_f32_fn)(const float *a, const float *b, size_t n);
 typedef float (*mt_dot_f32_i8_fn)(const float *q, const int8_t *c, size_t n);
 
 struct mt_simd_kernels {
-    enum mt_simd_level level;
+    enum mtx_simd_level level;
     const char *name;
     mt_dot_i8_fn dot_i8;
     mt_dot_i8_batch_fn dot_i8_batch;
@@ -43,11 +43,11 @@ struct mt_simd_kernels {
 
 /* Returns the best kernels this CPU supports, chosen once on first call
  * (thread-safe); never NULL. */
-const struct mt_simd_kernels *mt_simd_get(void);
+const struct mt_simd_kernels *mtx_simd_get(void);
 
 /* Returns the kernels of 'level', or NULL when this CPU (or this build)
  * cannot run them. For tests and benchmarks. */
-const struct mt_simd_kernels *mt_simd_level(enum mt_simd_level level);
+const struct mt_simd_kernels *mtx_simd_level(enum mtx_simd_level level);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,7 @@ struct mt_vecset {
     float *scales_mem;
     float *floats_mem;
     uint8_t *refine_mem;
-    struct mtx_vec_file *file; /* owned by a set from mt_vecset_open */
+    struct mtx_vec_file *file; /* owned by a set from mtx_vecset_open */
     int readonly;
 };
 
@@ -45,7 +45,7 @@ static double sum_squares(const float *x, uint32_t dims)
     return s;
 }
 
-enum mt_status mt_vec_normalize(float *x, uint32_t dims)
+enum mt_status mtx_vec_normalize(float *x, uint32_t dims)
 {
     double s = sum_squares(x, dims);
     float inv;
@@ -59,8 +59,8 @@ enum mt_status mt_vec_normalize(float *x, uint32_t dims)
     return MT_OK;
 }
 
-enum mt_status mt_vec_truncate_normalize(const float *in, uint32_t dims,
-                                         uint32_t new_dims, float *out)
+enum mt_status mtx_vec_truncate_normalize(const float *in, uint32_t dims,
+                                          uint32_t new_dims, float *out)
 {
     double s;
     float inv;
@@ -77,7 +77,7 @@ enum mt_status mt_vec_truncate_normalize(const float *in, uint32_t dims,
     return MT_OK;
 }
 
-float mt_vec_quantize(const float *x, uint32_t dims, int8_t *codes)
+float mtx_vec_quantize(const float *x, uint32_t dims, int8_t *codes)
 {
     float max = 0.0f;
     float inv;
@@ -108,9 +108,9 @@ static void topk_sift_down(struct mt_vec_hit *h, uint32_t n, uint32_t i)
         uint32_t l = 2 * i + 1;
         struct mt_vec_hit t;
 
-        if (l < n && mt_vec_hit_better(h[w], h[l]))
+        if (l < n && mtx_vec_hit_better(h[w], h[l]))
             w = l;
-        if (l + 1 < n && mt_vec_hit_better(h[w], h[l + 1]))
+        if (l + 1 < n && mtx_vec_hit_better(h[w], h[l + 1]))
             w = l + 1;
         if (w == i)
             return;
@@ -121,21 +121,21 @@ static void topk_sift_down(struct mt_vec_hit *h, uint32_t n, uint32_t i)
     }
 }
 
-int mt_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score)
+int mtx_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score)
 {
     struct mt_vec_hit x = {id, score};
     uint32_t i;
 
     if (t->n < t->k) {
         i = t->n++;
-        while (i > 0 && mt_vec_hit_better(t->h[(i - 1) / 2], x)) {
+        while (i > 0 && mtx_vec_hit_better(t->h[(i - 1) / 2], x)) {
             t->h[i] = t->h[(i - 1) / 2];
             i = (i - 1) / 2;
         }
         t->h[i] = x;
         return 1;
     }
-    if (t->k == 0 || !mt_vec_hit_better(x, t->h[0]))
+    if (t->k == 0 || !mtx_vec_hit_better(x, t->h[0]))
         return 0;
     t->h[0] = x;
     topk_sift_down(t->h, t->n, 0);
@@ -147,12 +147,12 @@ static int hit_cmp(const void *a, const void *b)
     const struct mt_vec_hit *x = a;
     const struct mt_vec_hit *y = b;
 
-    if (mt_vec_hit_better(*x, *y))
+    if (mtx_vec_hit_better(*x, *y))
         return -1;
-    return mt_vec_hit_better(*y, *x);
+    return mtx_vec_hit_better(*y, *x);
 }
 
-void mt_vec_topk_sort(struct mt_vec_topk *t)
+void mtx_vec_topk_sort(struct mt_vec_topk *t)
 {
     if (t->n > 1)
         qsort(t->h, t->n, sizeof *t->h, hit_cmp);
@@ -160,15 +160,15 @@ void mt_vec_topk_sort(struct mt_vec_topk *t)
 
 /* ==== Vector sets ==== */
 
-struct mt_vecset_params mt_vecset_default_params(void)
+struct mt_vecset_params mtx_vecset_default_params(void)
 {
     struct mt_vecset_params p = {0, 1, 1, MT_VEC_MAX_COUNT};
     return p;
 }
 
-enum mt_status mt_vecset_new(uint32_t dims,
-                             const struct mt_vecset_params *params,
-                             struct mt_vecset **out)
+enum mt_status mtx_vecset_new(uint32_t dims,
+                              const struct mt_vecset_params *params,
+                              struct mt_vecset **out)
 {
     struct mt_vecset *vs;
 
@@ -178,7 +178,7 @@ enum mt_status mt_vecset_new(uint32_t dims,
     vs = mt_calloc(1, sizeof *vs);
     if (!vs)
         return MT_ENOMEM;
-    vs->p = params ? *params : mt_vecset_default_params();
+    vs->p = params ? *params : mtx_vecset_default_params();
     if (vs->p.max_count == 0 || vs->p.max_count > MT_VEC_MAX_COUNT)
         vs->p.max_count = MT_VEC_MAX_COUNT;
     vs->dims = dims;
@@ -187,7 +187,7 @@ enum mt_status mt_vecset_new(uint32_t dims,
     return MT_OK;
 }
 
-void mt_vecset_free(struct mt_vecset *vs)
+void mtx_vecset_free(struct mt_vecset *vs)
 {
     if (!vs)
         return;
@@ -258,7 +258,8 @@ static void put_residual(const float *x, uint32_t dims, const int8_t *codes,
     }
 }
 
-enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
+enum mt_status mtx_vecset_add(struct mt_vecset *vs, const float *v,
+                              uint32_t *id)
 {
     size_t row = (size_t)vs->count * vs->dims;
     double norm = 1.0;
@@ -285,7 +286,7 @@ enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
     }
     /* Quantisation is scale-invariant: codes of v/|v| are the codes of v
      * and only the scale divides by the norm. */
-    scale = mt_vec_quantize(v, vs->dims, vs->codes_mem + row);
+    scale = mtx_vec_quantize(v, vs->dims, vs->codes_mem + row);
     vs->scales_mem[vs->count] = (float)((double)scale / norm);
     if (vs->refine_mem)
         put_residual(v, vs->dims, vs->codes_mem + row, scale,
@@ -299,47 +300,47 @@ enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v, uint32_t *id)
     return MT_OK;
 }
 
-uint32_t mt_vecset_count(const struct mt_vecset *vs)
+uint32_t mtx_vecset_count(const struct mt_vecset *vs)
 {
     return vs->count;
 }
 
-uint32_t mt_vecset_dims(const struct mt_vecset *vs)
+uint32_t mtx_vecset_dims(const struct mt_vecset *vs)
 {
     return vs->dims;
 }
 
-int mt_vecset_has_float(const struct mt_vecset *vs)
+int mtx_vecset_has_float(const struct mt_vecset *vs)
 {
     return vs->floats != NULL;
 }
 
-const int8_t *mt_vecset_code(const struct mt_vecset *vs, uint32_t id)
+const int8_t *mtx_vecset_code(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->codes + (size_t)id * vs->dims;
 }
 
-float mt_vecset_scale(const struct mt_vecset *vs, uint32_t id)
+float mtx_vecset_scale(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->scales[id];
 }
 
-const int8_t *mt_vecset_codes(const struct mt_vecset *vs)
+const int8_t *mtx_vecset_codes(const struct mt_vecset *vs)
 {
     return vs->codes;
 }
 
-const float *mt_vecset_scales(const struct mt_vecset *vs)
+const float *mtx_vecset_scales(const struct mt_vecset *vs)
 {
     return vs->scales;
 }
 
-const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id)
+const float *mtx_vecset_float(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->floats ? vs->floats + (size_t)id * vs->dims : NULL;
 }
 
-const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id)
+const uint8_t *mtx_vecset_refine(const struct mt_vecset *vs, uint32_t id)
 {
     return vs->refine ? vs->refine + (size_t)id * vs->rbytes : NULL;
 }
@@ -349,10 +350,10 @@ const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id)
 static float rescore_refined(const struct mt_vecset *vs, const float *q,
                              uint32_t id)
 {
-    const struct mt_simd_kernels *k = mt_simd_get();
-    const uint8_t *r = mt_vecset_refine(vs, id);
+    const struct mt_simd_kernels *k = mtx_simd_get();
+    const uint8_t *r = mtx_vecset_refine(vs, id);
     int8_t res[512];
-    float dot = k->dot_f32_i8(q, mt_vecset_code(vs, id), vs->dims);
+    float dot = k->dot_f32_i8(q, mtx_vecset_code(vs, id), vs->dims);
     uint32_t done;
 
     for (done = 0; done < vs->dims; done += (uint32_t)sizeof res) {
@@ -368,15 +369,16 @@ static float rescore_refined(const struct mt_vecset *vs, const float *q,
     return dot * vs->scales[id];
 }
 
-float mt_vecset_rescore(const struct mt_vecset *vs, const float *q, uint32_t id)
+float mtx_vecset_rescore(const struct mt_vecset *vs, const float *q,
+                         uint32_t id)
 {
-    const struct mt_simd_kernels *k = mt_simd_get();
+    const struct mt_simd_kernels *k = mtx_simd_get();
 
     if (vs->floats)
-        return k->dot_f32(q, mt_vecset_float(vs, id), vs->dims);
+        return k->dot_f32(q, mtx_vecset_float(vs, id), vs->dims);
     if (vs->refine)
         return rescore_refined(vs, q, id);
-    return k->dot_f32_i8(q, mt_vecset_code(vs, id), vs->dims) * vs->scales[id];
+    return k->dot_f32_i8(q, mtx_vecset_code(vs, id), vs->dims) * vs->scales[id];
 }
 
 /* ==== Files (layout in vec.h) ==== */
@@ -410,8 +412,8 @@ enum mt_status mtx_vecset_put_sections(const struct mt_vecset *vs,
     return st;
 }
 
-enum mt_status mt_vecset_write(const struct mt_vecset *vs, const char *path,
-                               struct mt_error *err)
+enum mt_status mtx_vecset_write(const struct mt_vecset *vs, const char *path,
+                                struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
     enum mt_status st = mtx_vec_file_create(path, &vecset_kind, &w, err);
@@ -420,16 +422,16 @@ enum mt_status mt_vecset_write(const struct mt_vecset *vs, const char *path,
         return st;
     st = mtx_vecset_put_sections(vs, w, err);
     if (st != MT_OK) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return st;
     }
-    return mt_seg_writer_commit(w, err);
+    return mtx_seg_writer_commit(w, err);
 }
 
 /* A read-only set of the shape in 'meta' (dims, count, flags). */
 static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
 {
-    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset_params p = mtx_vecset_default_params();
     struct mt_vecset *vs;
 
     if (meta[0] == 0 || meta[0] > MT_VEC_MAX_DIMS ||
@@ -440,7 +442,7 @@ static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
     p.keep_float = (meta[2] & MT_VEC_FLAG_FLOAT) != 0;
     p.normalize = (meta[2] & MT_VEC_FLAG_NORMALIZE) != 0;
     p.refine = (meta[2] & MT_VEC_FLAG_REFINE) != 0;
-    if (mt_vecset_new((uint32_t)meta[0], &p, &vs) != MT_OK)
+    if (mtx_vecset_new((uint32_t)meta[0], &p, &vs) != MT_OK)
         return MT_ENOMEM;
     vs->readonly = 1;
     vs->count = vs->cap = (uint32_t)meta[1];
@@ -491,15 +493,15 @@ enum mt_status mtx_vecset_view(struct mtx_vec_file *f, struct mt_vecset **out,
                        st == MT_ENOMEM ? "out of memory" : "bad vector header");
     st = view_take(vs, f, err);
     if (st != MT_OK) {
-        mt_vecset_free(vs);
+        mtx_vecset_free(vs);
         return st;
     }
     *out = vs;
     return MT_OK;
 }
 
-enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
-                              struct mt_error *err)
+enum mt_status mtx_vecset_open(const char *path, struct mt_vecset **out,
+                               struct mt_error *err)
 {
     struct mtx_vec_file *f = NULL;
     enum mt_status st;
@@ -512,7 +514,7 @@ enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
     if (st == MT_OK)
         st = mtx_vec_file_done(f, err);
     if (st != MT_OK) {
-        mt_vecset_free(*out);
+        mtx_vecset_free(*out);
         *out = NULL;
         mtx_vec_file_close(f);
         return st;
@@ -523,16 +525,16 @@ enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
 
 /* ==== Search ==== */
 
-enum mt_status mt_vecset_prepare_query(const struct mt_vecset *vs,
-                                       const float *query, float *qf,
-                                       int8_t *qcodes, float *qscale)
+enum mt_status mtx_vecset_prepare_query(const struct mt_vecset *vs,
+                                        const float *query, float *qf,
+                                        int8_t *qcodes, float *qscale)
 {
     memcpy(qf, query, (size_t)vs->dims * sizeof(float));
     if (!all_finite(qf, vs->dims))
         return MT_EINVAL;
-    if (vs->p.normalize && mt_vec_normalize(qf, vs->dims) != MT_OK)
+    if (vs->p.normalize && mtx_vec_normalize(qf, vs->dims) != MT_OK)
         return MT_EINVAL;
-    *qscale = mt_vec_quantize(qf, vs->dims, qcodes);
+    *qscale = mtx_vec_quantize(qf, vs->dims, qcodes);
     return MT_OK;
 }
 
@@ -545,7 +547,7 @@ static void flat_scan(const struct mt_vecset *vs, const int8_t *qcodes,
                       float qscale, const struct mt_vec_filter *filter,
                       struct mt_vec_topk *t)
 {
-    const struct mt_simd_kernels *k = mt_simd_get();
+    const struct mt_simd_kernels *k = mtx_simd_get();
     int32_t dots[FLAT_BLOCK];
     uint32_t base;
     uint32_t r;
@@ -559,12 +561,12 @@ static void flat_scan(const struct mt_vecset *vs, const int8_t *qcodes,
             uint32_t id = base + r;
             if (filtered_out(filter, id))
                 continue;
-            mt_vec_topk_push(t, id, (float)dots[r] * qscale * vs->scales[id]);
+            mtx_vec_topk_push(t, id, (float)dots[r] * qscale * vs->scales[id]);
         }
     }
 }
 
-/* Re-scores the int8 candidates in t->h with mt_vecset_rescore and keeps
+/* Re-scores the int8 candidates in t->h with mtx_vecset_rescore and keeps
  * the best k of them in hits. */
 static void rescore_pool(const struct mt_vecset *vs, const float *qf,
                          const struct mt_vec_topk *pool, uint32_t k,
@@ -574,31 +576,31 @@ static void rescore_pool(const struct mt_vecset *vs, const float *qf,
     uint32_t i;
 
     for (i = 0; i < pool->n; i++)
-        mt_vec_topk_push(&t, pool->h[i].id,
-                         mt_vecset_rescore(vs, qf, pool->h[i].id));
-    mt_vec_topk_sort(&t);
+        mtx_vec_topk_push(&t, pool->h[i].id,
+                          mtx_vecset_rescore(vs, qf, pool->h[i].id));
+    mtx_vec_topk_sort(&t);
     *n = t.n;
 }
 
 /* Candidates the int8 scan keeps for re-scoring with the residual. */
-uint32_t mt_vec_rescore_pool(uint32_t k)
+uint32_t mtx_vec_rescore_pool(uint32_t k)
 {
     return k > 16 ? 4 * k : 64;
 }
 
 static uint32_t pool_size(const struct mt_vecset *vs, uint32_t k)
 {
-    uint32_t r = mt_vec_rescore_pool(k);
+    uint32_t r = mtx_vec_rescore_pool(k);
 
     if (!vs->refine)
         return k;
     return r < vs->count ? r : vs->count;
 }
 
-enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
-                                     const float *query, uint32_t k,
-                                     const struct mt_vec_filter *filter,
-                                     struct mt_vec_hit *hits, uint32_t *n)
+enum mt_status mtx_vecset_search_flat(const struct mt_vecset *vs,
+                                      const float *query, uint32_t k,
+                                      const struct mt_vec_filter *filter,
+                                      struct mt_vec_hit *hits, uint32_t *n)
 {
     uint32_t r = pool_size(vs, k);
     struct mt_vec_topk t = {hits, 0, k};
@@ -620,14 +622,14 @@ enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
         mt_free(qf);
         return MT_ENOMEM;
     }
-    st = mt_vecset_prepare_query(vs, query, qf, (int8_t *)(qf + vs->dims),
-                                 &qscale);
+    st = mtx_vecset_prepare_query(vs, query, qf, (int8_t *)(qf + vs->dims),
+                                  &qscale);
     if (st == MT_OK) {
         flat_scan(vs, (int8_t *)(qf + vs->dims), qscale, filter, &t);
         if (pool)
             rescore_pool(vs, qf, &t, k, hits, n);
         else {
-            mt_vec_topk_sort(&t);
+            mtx_vec_topk_sort(&t);
             *n = t.n;
         }
     }
@@ -636,12 +638,12 @@ enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
     return st;
 }
 
-enum mt_status mt_vecset_search_float(const struct mt_vecset *vs,
-                                      const float *query, uint32_t k,
-                                      const struct mt_vec_filter *filter,
-                                      struct mt_vec_hit *hits, uint32_t *n)
+enum mt_status mtx_vecset_search_float(const struct mt_vecset *vs,
+                                       const float *query, uint32_t k,
+                                       const struct mt_vec_filter *filter,
+                                       struct mt_vec_hit *hits, uint32_t *n)
 {
-    const struct mt_simd_kernels *kern = mt_simd_get();
+    const struct mt_simd_kernels *kern = mtx_simd_get();
     struct mt_vec_topk t = {hits, 0, k};
     float *qf;
     uint32_t id;
@@ -656,15 +658,15 @@ enum mt_status mt_vecset_search_float(const struct mt_vecset *vs,
         return MT_ENOMEM;
     memcpy(qf, query, (size_t)vs->dims * sizeof(float));
     if (!all_finite(qf, vs->dims) ||
-        (vs->p.normalize && mt_vec_normalize(qf, vs->dims) != MT_OK)) {
+        (vs->p.normalize && mtx_vec_normalize(qf, vs->dims) != MT_OK)) {
         mt_free(qf);
         return MT_EINVAL;
     }
     for (id = 0; id < vs->count; id++)
         if (!filtered_out(filter, id))
-            mt_vec_topk_push(
-                &t, id, kern->dot_f32(qf, mt_vecset_float(vs, id), vs->dims));
-    mt_vec_topk_sort(&t);
+            mtx_vec_topk_push(
+                &t, id, kern->dot_f32(qf, mtx_vecset_float(vs, id), vs->dims));
+    mtx_vec_topk_sort(&t);
     *n = t.n;
     mt_free(qf);
     return MT_OK;

@@ -38,18 +38,18 @@ struct mt_vec_filter {
  * vector 'in' to 'out' (may equal 'in'), re-normalised to unit length.
  * Returns MT_EINVAL when new_dims is 0 or > dims, or when the kept part
  * has zero or non-finite norm (then 'out' is left as it was). */
-enum mt_status mt_vec_truncate_normalize(const float *in, uint32_t dims,
-                                         uint32_t new_dims, float *out);
+enum mt_status mtx_vec_truncate_normalize(const float *in, uint32_t dims,
+                                          uint32_t new_dims, float *out);
 
 /* Scales x to unit length in place; returns MT_EINVAL for a zero or
  * non-finite vector (left as it was). */
-enum mt_status mt_vec_normalize(float *x, uint32_t dims);
+enum mt_status mtx_vec_normalize(float *x, uint32_t dims);
 
 /* Symmetric per-vector quantisation: scale = max|x| / 127 and
  * codes[i] = round(x[i] / scale), in [-127, 127]. Returns the scale (0 for
  * a zero vector, whose codes are all 0). x[i] ~= codes[i] * scale with an
  * error of at most scale / 2 per component. */
-float mt_vec_quantize(const float *x, uint32_t dims, int8_t *codes);
+float mtx_vec_quantize(const float *x, uint32_t dims, int8_t *codes);
 
 /* ==== Vector sets ==== */
 
@@ -77,89 +77,89 @@ struct mt_vecset_params {
 struct mt_vecset;
 
 /* Returns the defaults documented in struct mt_vecset_params. */
-struct mt_vecset_params mt_vecset_default_params(void);
+struct mt_vecset_params mtx_vecset_default_params(void);
 
 /* Creates an empty in-memory set of 'dims'-dimensional vectors; 'params'
  * (NULL for defaults) is copied. On success *out owns the set (free with
- * mt_vecset_free). MT_EINVAL for dims of 0 or > MT_VEC_MAX_DIMS. */
-enum mt_status mt_vecset_new(uint32_t dims,
-                             const struct mt_vecset_params *params,
-                             struct mt_vecset **out);
+ * mtx_vecset_free). MT_EINVAL for dims of 0 or > MT_VEC_MAX_DIMS. */
+enum mt_status mtx_vecset_new(uint32_t dims,
+                              const struct mt_vecset_params *params,
+                              struct mt_vecset **out);
 
-/* Frees a set from mt_vecset_new or mt_vecset_open (unmapping its file).
+/* Frees a set from mtx_vecset_new or mtx_vecset_open (unmapping its file).
  * NULL is allowed. */
-void mt_vecset_free(struct mt_vecset *vs);
+void mtx_vecset_free(struct mt_vecset *vs);
 
 /* Appends a copy of the 'dims' floats at v (normalised first when the set
  * normalises) and stores its id, the insertion index, in *id (may be
  * NULL). MT_EINVAL for a zero/non-finite vector when normalising,
  * MT_EUNSUPPORTED on an opened (read-only) set, MT_ELIMIT past max_count,
  * MT_ENOMEM; on failure the set is unchanged. Not thread-safe. */
-enum mt_status mt_vecset_add(struct mt_vecset *vs, const float *v,
-                             uint32_t *id);
+enum mt_status mtx_vecset_add(struct mt_vecset *vs, const float *v,
+                              uint32_t *id);
 
 /* Counts and flags; thread-safe. */
-uint32_t mt_vecset_count(const struct mt_vecset *vs);
-uint32_t mt_vecset_dims(const struct mt_vecset *vs);
-int mt_vecset_has_float(const struct mt_vecset *vs);
+uint32_t mtx_vecset_count(const struct mt_vecset *vs);
+uint32_t mtx_vecset_dims(const struct mt_vecset *vs);
+int mtx_vecset_has_float(const struct mt_vecset *vs);
 
 /* Writes the set to 'path' atomically (path.tmp, fsync, rename, fsync of
  * the directory). MT_EIO with the file name in 'err' (may be NULL). */
-enum mt_status mt_vecset_write(const struct mt_vecset *vs, const char *path,
-                               struct mt_error *err);
+enum mt_status mtx_vecset_write(const struct mt_vecset *vs, const char *path,
+                                struct mt_error *err);
 
 /* Maps the set written at 'path' read-only and verifies its checksum. On
- * success *out owns it (mt_vecset_free). A missing file is MT_EIO; a
+ * success *out owns it (mtx_vecset_free). A missing file is MT_EIO; a
  * truncated, corrupted or foreign file is MT_EPARSE naming the file. */
-enum mt_status mt_vecset_open(const char *path, struct mt_vecset **out,
-                              struct mt_error *err);
+enum mt_status mtx_vecset_open(const char *path, struct mt_vecset **out,
+                               struct mt_error *err);
 
 /* Exact search over the int8 codes: the query is quantised like the
  * vectors and score = dot_int32 * qscale * vscale; with refine, the best
- * max(4k, 64) of that scan are re-scored with mt_vecset_rescore and
+ * max(4k, 64) of that scan are re-scored with mtx_vecset_rescore and
  * ranked by it. Writes up to k hits,
  * best first, ties by ascending id, to 'hits' (room for k) and their
  * number to *n. 'filter' may be NULL. MT_EINVAL for a bad query when
  * normalising. Thread-safe for concurrent searches. */
-enum mt_status mt_vecset_search_flat(const struct mt_vecset *vs,
-                                     const float *query, uint32_t k,
-                                     const struct mt_vec_filter *filter,
-                                     struct mt_vec_hit *hits, uint32_t *n);
-
-/* Exact float32 search (the ground truth for the int8 searches); needs a
- * set with keep_float, else MT_EUNSUPPORTED. Otherwise as above. */
-enum mt_status mt_vecset_search_float(const struct mt_vecset *vs,
+enum mt_status mtx_vecset_search_flat(const struct mt_vecset *vs,
                                       const float *query, uint32_t k,
                                       const struct mt_vec_filter *filter,
                                       struct mt_vec_hit *hits, uint32_t *n);
 
+/* Exact float32 search (the ground truth for the int8 searches); needs a
+ * set with keep_float, else MT_EUNSUPPORTED. Otherwise as above. */
+enum mt_status mtx_vecset_search_float(const struct mt_vecset *vs,
+                                       const float *query, uint32_t k,
+                                       const struct mt_vec_filter *filter,
+                                       struct mt_vec_hit *hits, uint32_t *n);
+
 /* ==== Internal: shared with hnsw.c ==== */
 
-const int8_t *mt_vecset_code(const struct mt_vecset *vs, uint32_t id);
-float mt_vecset_scale(const struct mt_vecset *vs, uint32_t id);
+const int8_t *mtx_vecset_code(const struct mt_vecset *vs, uint32_t id);
+float mtx_vecset_scale(const struct mt_vecset *vs, uint32_t id);
 /* All codes (count * dims, row-major) and all scales (count), for inner
  * loops; valid until the set changes. */
-const int8_t *mt_vecset_codes(const struct mt_vecset *vs);
-const float *mt_vecset_scales(const struct mt_vecset *vs);
+const int8_t *mtx_vecset_codes(const struct mt_vecset *vs);
+const float *mtx_vecset_scales(const struct mt_vecset *vs);
 /* The 4-bit residual of vector id ((dims + 1) / 2 bytes), or NULL when
  * the set keeps none. */
-const uint8_t *mt_vecset_refine(const struct mt_vecset *vs, uint32_t id);
+const uint8_t *mtx_vecset_refine(const struct mt_vecset *vs, uint32_t id);
 /* Score of float query q (already prepared: normalised when the set
  * normalises) against vector id, as precisely as the set allows: its
  * float copy, else its code plus residual, else its dequantised code. */
-float mt_vecset_rescore(const struct mt_vecset *vs, const float *q,
-                        uint32_t id);
+float mtx_vecset_rescore(const struct mt_vecset *vs, const float *q,
+                         uint32_t id);
 /* How many of the best int8 candidates a top-k search re-scores with
- * mt_vecset_rescore: max(4k, 64). The int8 order is close enough that
+ * mtx_vecset_rescore: max(4k, 64). The int8 order is close enough that
  * the true top k lie among them. */
-uint32_t mt_vec_rescore_pool(uint32_t k);
+uint32_t mtx_vec_rescore_pool(uint32_t k);
 /* NULL when the set keeps no floats. */
-const float *mt_vecset_float(const struct mt_vecset *vs, uint32_t id);
+const float *mtx_vecset_float(const struct mt_vecset *vs, uint32_t id);
 /* Copies (normalising when the set does) the query into qf and quantises
  * it into qcodes; returns the query scale through *qscale. */
-enum mt_status mt_vecset_prepare_query(const struct mt_vecset *vs,
-                                       const float *query, float *qf,
-                                       int8_t *qcodes, float *qscale);
+enum mt_status mtx_vecset_prepare_query(const struct mt_vecset *vs,
+                                        const float *query, float *qf,
+                                        int8_t *qcodes, float *qscale);
 
 /* Top-k collector: a heap of at most k hits, worst on top, ordered by
  * score then ascending id, so results are deterministic. */
@@ -169,11 +169,11 @@ struct mt_vec_topk {
     uint32_t k;
 };
 /* Offers one hit; returns 1 when kept. */
-int mt_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score);
+int mtx_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score);
 /* Sorts the kept hits best first; the heap is consumed. */
-void mt_vec_topk_sort(struct mt_vec_topk *t);
+void mtx_vec_topk_sort(struct mt_vec_topk *t);
 /* Non-zero when a ranks before b (higher score, then lower id). */
-static inline int mt_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
+static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
 {
     return a.score > b.score || (a.score == b.score && a.id < b.id);
 }

@@ -131,7 +131,7 @@ void mtx_vec_file_close(struct mtx_vec_file *f)
 {
     if (!f)
         return;
-    mt_seg_close(f->seg);
+    mtx_seg_close(f->seg);
     if (f->base)
         munmap(f->base, f->size);
     mt_free(f->path);
@@ -220,12 +220,12 @@ static enum mt_status file_open(struct mtx_vec_file *f,
     close(fd);
     if (st != MT_OK)
         return st;
-    st = mt_seg_open(f->path, k->magic, OPEN_FLAGS, &f->seg, err);
+    st = mtx_seg_open(f->path, k->magic, OPEN_FLAGS, &f->seg, err);
     if (st == MT_ENOTFOUND) /* removed since the open above */
         st = MT_EIO;
-    if (st == MT_OK && mt_seg_version(f->seg) != k->version)
+    if (st == MT_OK && mtx_seg_version(f->seg) != k->version)
         st = mt_fail(err, MT_EPARSE, "%s: unsupported version %u", f->path,
-                     (unsigned)mt_seg_version(f->seg));
+                     (unsigned)mtx_seg_version(f->seg));
     return st;
 }
 
@@ -280,12 +280,12 @@ enum mt_status mtx_vec_file_meta(const struct mtx_vec_file *f, uint32_t id,
 
     if (!f->seg)
         return old_meta(f, id, v, n, err);
-    st = mt_seg_section(f->seg, id, &p, &size, err);
+    st = mtx_seg_section(f->seg, id, &p, &size, err);
     if (st != MT_OK)
         return MT_EPARSE;
     if (size < n * sizeof *v)
         return mt_fail(err, MT_EPARSE, "%s: section '%s' too short", f->path,
-                       mt_seg_id_str(id, ids));
+                       mtx_seg_id_str(id, ids));
     memcpy(v, p, n * sizeof *v);
     return MT_OK;
 }
@@ -302,9 +302,9 @@ enum mt_status mtx_vec_file_take(struct mtx_vec_file *f, uint32_t id, size_t n,
     char ids[5];
     size_t plen;
 
-    mt_seg_id_str(id, ids);
+    mtx_seg_id_str(id, ids);
     if (f->seg) {
-        if (mt_seg_section(f->seg, id, p, &size, err) != MT_OK)
+        if (mtx_seg_section(f->seg, id, p, &size, err) != MT_OK)
             return MT_EPARSE;
         if (size != n)
             return mt_fail(err, MT_EPARSE,
@@ -337,12 +337,13 @@ enum mt_status mtx_vec_file_create(const char *path,
                                    struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
-    enum mt_status st = mt_seg_writer_open(path, k->magic, k->version, &w, err);
+    enum mt_status st =
+        mtx_seg_writer_open(path, k->magic, k->version, &w, err);
 
     if (st == MT_OK)
         st = mtx_seg_writer_set_align(w, MT_VEC_FILE_ALIGN, err);
     if (st != MT_OK) {
-        mt_seg_writer_abort(w);
+        mtx_seg_writer_abort(w);
         return st;
     }
     *out = w;
@@ -352,7 +353,7 @@ enum mt_status mtx_vec_file_create(const char *path,
 enum mt_status mtx_vec_file_put(struct mt_seg_writer *w, uint32_t id,
                                 const void *p, size_t n, struct mt_error *err)
 {
-    enum mt_status st = mt_seg_writer_begin(w, id, err);
+    enum mt_status st = mtx_seg_writer_begin(w, id, err);
 
-    return st == MT_OK ? mt_seg_writer_write(w, p, n, err) : st;
+    return st == MT_OK ? mtx_seg_writer_write(w, p, n, err) : st;
 }

@@ -15,14 +15,14 @@ enum mt_status mtx_llmcall_render(const struct mt_prompts *p, const char *name,
     struct mt_str tu;
     enum mt_status st;
 
-    if (mt_prompts_get(p, name, &ts, &tu) < 0)
+    if (mtx_prompts_get(p, name, &ts, &tu) < 0)
         return MT_EINTERNAL;
-    st = mt_prompt_render(ts, keys, vals, n, sys);
+    st = mtx_prompt_render(ts, keys, vals, n, sys);
     if (st == MT_OK)
-        st = mt_prompt_render(tu, keys, vals, n, user);
+        st = mtx_prompt_render(tu, keys, vals, n, user);
     if (st == MT_OK)
-        st = mt_buf_reserve(sys, 1);
-    return st == MT_OK ? mt_buf_reserve(user, 1) : st;
+        st = mtx_buf_reserve(sys, 1);
+    return st == MT_OK ? mtx_buf_reserve(user, 1) : st;
 }
 
 void mtx_llmcall_failed_why(enum mt_status st, const struct mt_error *e,

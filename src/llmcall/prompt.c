@@ -30,12 +30,12 @@ struct mt_prompts {
     struct prompt p[N_BUILTIN];
 };
 
-size_t mt_prompts_builtin_count(void)
+size_t mtx_prompts_builtin_count(void)
 {
     return N_BUILTIN;
 }
 
-const char *mt_prompts_builtin_name(size_t i)
+const char *mtx_prompts_builtin_name(size_t i)
 {
     return i < N_BUILTIN ? builtin_prompts[i].name : NULL;
 }
@@ -53,8 +53,8 @@ static int split(struct prompt *p, const char *text, size_t n)
         u++;
     if (*u == '\n')
         u++;
-    p->sys = mt_str_trim((struct mt_str){text, (size_t)(s - text)});
-    p->user = mt_str_trim((struct mt_str){u, (size_t)(text + n - u)});
+    p->sys = mtx_str_trim((struct mt_str){text, (size_t)(s - text)});
+    p->user = mtx_str_trim((struct mt_str){u, (size_t)(text + n - u)});
     return 0;
 }
 
@@ -72,16 +72,16 @@ static enum mt_status read_file(const char *path, char **out, size_t *n,
                    ? MT_ENOTFOUND
                    : mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
     while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(&b, chunk, k);
+        st = mtx_buf_append(&b, chunk, k);
     if (st == MT_OK)
-        st = mt_buf_reserve(&b, 1);
+        st = mtx_buf_reserve(&b, 1);
     fclose(f);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return mt_fail(err, st, "%s: %s", path, mt_status_str(st));
     }
     *n = b.len;
-    *out = mt_buf_take(&b);
+    *out = mtx_buf_take(&b);
     return MT_OK;
 }
 
@@ -112,8 +112,8 @@ static enum mt_status load_one(struct prompt *p, size_t i, const char *dir,
     return MT_OK;
 }
 
-enum mt_status mt_prompts_load(const char *dir, struct mt_prompts **out,
-                               struct mt_error *err)
+enum mt_status mtx_prompts_load(const char *dir, struct mt_prompts **out,
+                                struct mt_error *err)
 {
     struct mt_prompts *ps;
     struct stat sb;
@@ -131,14 +131,14 @@ enum mt_status mt_prompts_load(const char *dir, struct mt_prompts **out,
     for (i = 0; st == MT_OK && i < N_BUILTIN; i++)
         st = load_one(&ps->p[i], i, dir, err);
     if (st != MT_OK) {
-        mt_prompts_free(ps);
+        mtx_prompts_free(ps);
         return st;
     }
     *out = ps;
     return MT_OK;
 }
 
-void mt_prompts_free(struct mt_prompts *p)
+void mtx_prompts_free(struct mt_prompts *p)
 {
     size_t i;
 
@@ -149,8 +149,8 @@ void mt_prompts_free(struct mt_prompts *p)
     mt_free(p);
 }
 
-int mt_prompts_get(const struct mt_prompts *p, const char *name,
-                   struct mt_str *sys, struct mt_str *user)
+int mtx_prompts_get(const struct mt_prompts *p, const char *name,
+                    struct mt_str *sys, struct mt_str *user)
 {
     size_t i;
 
@@ -176,9 +176,9 @@ static long find_key(const char *name, size_t len, const char *const *keys,
     return -1;
 }
 
-enum mt_status mt_prompt_render(struct mt_str tpl, const char *const *keys,
-                                const char *const *vals, size_t n,
-                                struct mt_buf *out)
+enum mt_status mtx_prompt_render(struct mt_str tpl, const char *const *keys,
+                                 const char *const *vals, size_t n,
+                                 struct mt_buf *out)
 {
     size_t i = 0;
     enum mt_status st = MT_OK;
@@ -189,16 +189,16 @@ enum mt_status mt_prompt_render(struct mt_str tpl, const char *const *keys,
         size_t stop = o && o < tpl.p + tpl.n ? (size_t)(o - tpl.p) : tpl.n;
         long k = -1;
 
-        st = mt_buf_append(out, tpl.p + i, stop - i);
+        st = mtx_buf_append(out, tpl.p + i, stop - i);
         i = stop;
         if (st != MT_OK || i >= tpl.n || !c || c >= tpl.p + tpl.n) {
             if (st == MT_OK && i < tpl.n)
-                st = mt_buf_append(out, tpl.p + i, tpl.n - i);
+                st = mtx_buf_append(out, tpl.p + i, tpl.n - i);
             break;
         }
         k = find_key(o + 2, (size_t)(c - o - 2), keys, n);
-        st = k < 0 ? mt_buf_append(out, o, (size_t)(c + 2 - o))
-                   : mt_buf_append_str(out, vals[k] ? vals[k] : "");
+        st = k < 0 ? mtx_buf_append(out, o, (size_t)(c + 2 - o))
+                   : mtx_buf_append_str(out, vals[k] ? vals[k] : "");
         i = (size_t)(c + 2 - tpl.p);
     }
     return st;

@@ -61,7 +61,7 @@ static const char *balanced_end(const char *p)
     return NULL;
 }
 
-json_t *mt_reply_extract(const char *text, char *why, size_t n)
+json_t *mtx_reply_extract(const char *text, char *why, size_t n)
 {
     const char *p;
     json_t *o;
@@ -108,7 +108,7 @@ static int num_value(const json_t *v, double *out)
     return end == s || *end ? -1 : 0;
 }
 
-int mt_reply_int(const json_t *o, const char *key, long lo, long hi, long *v)
+int mtx_reply_int(const json_t *o, const char *key, long lo, long hi, long *v)
 {
     double d;
 
@@ -119,7 +119,7 @@ int mt_reply_int(const json_t *o, const char *key, long lo, long hi, long *v)
     return 0;
 }
 
-int mt_reply_bool(const json_t *o, const char *key, int *v)
+int mtx_reply_bool(const json_t *o, const char *key, int *v)
 {
     const json_t *x = json_object_get(o, key);
     const char *s;
@@ -143,7 +143,7 @@ int mt_reply_bool(const json_t *o, const char *key, int *v)
     return 0;
 }
 
-int mt_reply_conf(const json_t *o, const char *key, double *v)
+int mtx_reply_conf(const json_t *o, const char *key, double *v)
 {
     double d;
 
@@ -153,7 +153,7 @@ int mt_reply_conf(const json_t *o, const char *key, double *v)
     return 0;
 }
 
-const char *mt_reply_str(const json_t *o, const char *key)
+const char *mtx_reply_str(const json_t *o, const char *key)
 {
     const json_t *x = json_object_get(o, key);
 

@@ -13,22 +13,22 @@
 /* Returns the JSON object in 'text': the whole text, else the body of a
  * ``` code fence, else the first balanced {...} that parses. NULL when
  * none; then 'why' (n bytes) says what went wrong. Caller json_decrefs. */
-json_t *mt_reply_extract(const char *text, char *why, size_t n);
+json_t *mtx_reply_extract(const char *text, char *why, size_t n);
 
 /* Integer 'key' of o in [lo, hi] (an integral number or a numeric
  * string). Returns 0 and sets *v, or -1 when absent or invalid. */
-int mt_reply_int(const json_t *o, const char *key, long lo, long hi, long *v);
+int mtx_reply_int(const json_t *o, const char *key, long lo, long hi, long *v);
 /* Boolean 'key': true/false, 1/0, or "true"/"yes"/"false"/"no". */
-int mt_reply_bool(const json_t *o, const char *key, int *v);
+int mtx_reply_bool(const json_t *o, const char *key, int *v);
 /* Confidence 'key' in [0,1]; values in (1,100] are read as percents. */
-int mt_reply_conf(const json_t *o, const char *key, double *v);
+int mtx_reply_conf(const json_t *o, const char *key, double *v);
 /* String 'key' (borrowed from o), or NULL when absent or not a string. */
-const char *mt_reply_str(const json_t *o, const char *key);
+const char *mtx_reply_str(const json_t *o, const char *key);
 
 /* The JSON Schema of the reply the prompt named 'prompt' asks for (its
  * file name without .txt; guard_detect_1 and the arbiter share one), or
  * NULL when there is none. Static text. */
-const char *mt_reply_schema(const char *prompt);
+const char *mtx_reply_schema(const char *prompt);
 
 /* The same schema for a note of 'nsents' sentences: "sentence_id" becomes
  * an enum of -1 and the note's ids, so a grammar cannot produce an id
@@ -38,7 +38,7 @@ const char *mt_reply_schema(const char *prompt);
  * (MedGuards' localisation names a sentence of the note; a misquote
  * would fail the reply check and cost a retry). A new string (mt_free),
  * or NULL when the prompt has no schema or memory ran out. */
-char *mt_reply_schema_for(const char *prompt, const struct mt_str *sents,
-                          size_t nsents);
+char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
+                           size_t nsents);
 
 #endif

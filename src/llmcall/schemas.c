@@ -89,7 +89,7 @@ static const struct {
     {"qa_judge", judge},
 };
 
-const char *mt_reply_schema(const char *prompt)
+const char *mtx_reply_schema(const char *prompt)
 {
     size_t i;
 
@@ -107,12 +107,12 @@ const char *mt_reply_schema(const char *prompt)
 /* Appends the enum that replaces "sentence_id": -1 and the note's ids. */
 static enum mt_status put_sid_enum(struct mt_buf *b, size_t nsents)
 {
-    enum mt_status st = mt_buf_append_str(b, "\"sentence_id\":{\"enum\":[-1");
+    enum mt_status st = mtx_buf_append_str(b, "\"sentence_id\":{\"enum\":[-1");
     size_t i;
 
     for (i = 0; st == MT_OK && i < nsents; i++)
-        st = mt_buf_printf(b, ",%zu", i);
-    return st == MT_OK ? mt_buf_append_str(b, "]}") : st;
+        st = mtx_buf_printf(b, ",%zu", i);
+    return st == MT_OK ? mtx_buf_append_str(b, "]}") : st;
 }
 
 /* Appends the enum that replaces guard_locate's "sentence": "NONE" and
@@ -121,28 +121,28 @@ static enum mt_status put_quote_enum(struct mt_buf *b,
                                      const struct mt_str *sents, size_t nsents)
 {
     enum mt_status st =
-        mt_buf_append_str(b, "\"sentence\":{\"enum\":[\"NONE\"");
+        mtx_buf_append_str(b, "\"sentence\":{\"enum\":[\"NONE\"");
     size_t i;
 
     for (i = 0; st == MT_OK && i < nsents; i++) {
-        struct mt_str t = mt_str_trim(sents[i]);
+        struct mt_str t = mtx_str_trim(sents[i]);
         json_t *j = t.n ? json_stringn(t.p, t.n) : NULL;
         char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
 
         if (t.n && !q)
             st = MT_ENOMEM; /* or not UTF-8: the caller keeps the string */
         else if (q)
-            st = mt_buf_printf(b, ",%s", q);
+            st = mtx_buf_printf(b, ",%s", q);
         free(q);
         json_decref(j);
     }
-    return st == MT_OK ? mt_buf_append_str(b, "]}") : st;
+    return st == MT_OK ? mtx_buf_append_str(b, "]}") : st;
 }
 
-char *mt_reply_schema_for(const char *prompt, const struct mt_str *sents,
-                          size_t nsents)
+char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
+                           size_t nsents)
 {
-    const char *s = mt_reply_schema(prompt);
+    const char *s = mtx_reply_schema(prompt);
     const char *at = s ? strstr(s, SID_KEY) : NULL;
     const char *key = SID_KEY;
     int quote = 0;
@@ -158,15 +158,15 @@ char *mt_reply_schema_for(const char *prompt, const struct mt_str *sents,
     }
     if (!at || nsents == 0 || nsents > SID_MAX)
         return mt_strdup(s);
-    st = mt_buf_append(&b, s, (size_t)(at - s));
+    st = mtx_buf_append(&b, s, (size_t)(at - s));
     if (st == MT_OK)
         st = quote ? put_quote_enum(&b, sents, nsents)
                    : put_sid_enum(&b, nsents);
     if (st == MT_OK)
-        st = mt_buf_append_str(&b, at + strlen(key));
+        st = mtx_buf_append_str(&b, at + strlen(key));
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return quote ? mt_strdup(s) : NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }

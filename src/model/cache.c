@@ -59,8 +59,8 @@ static enum mt_status db_fail(struct mt_cache *c, struct mt_error *err,
                    sqlite3_errmsg(c->db));
 }
 
-enum mt_status mt_cache_open(const char *path, struct mt_cache **out,
-                             struct mt_error *err)
+enum mt_status mtx_cache_open(const char *path, struct mt_cache **out,
+                              struct mt_error *err)
 {
     struct mt_cache *c = mt_calloc(1, sizeof *c);
     enum mt_status st;
@@ -96,7 +96,7 @@ enum mt_status mt_cache_open(const char *path, struct mt_cache **out,
     *out = c;
     return MT_OK;
 fail:
-    mt_cache_close(c);
+    mtx_cache_close(c);
     return st;
 }
 
@@ -125,9 +125,9 @@ static enum mt_status copy_row(sqlite3_stmt *s, char **val, size_t *n)
     return MT_OK;
 }
 
-enum mt_status mt_cache_get(struct mt_cache *c, const char *backend,
-                            const char *model, const char *request, char **val,
-                            size_t *n, struct mt_error *err)
+enum mt_status mtx_cache_get(struct mt_cache *c, const char *backend,
+                             const char *model, const char *request, char **val,
+                             size_t *n, struct mt_error *err)
 {
     static const char sql[] =
         "SELECT response FROM model_calls WHERE hash = ?1 AND backend = ?2"
@@ -168,9 +168,9 @@ static enum mt_status exec_locked(struct mt_cache *c, const char *sql,
     return MT_OK;
 }
 
-enum mt_status mt_cache_put(struct mt_cache *c, const char *backend,
-                            const char *model, const char *request,
-                            const void *val, size_t n, struct mt_error *err)
+enum mt_status mtx_cache_put(struct mt_cache *c, const char *backend,
+                             const char *model, const char *request,
+                             const void *val, size_t n, struct mt_error *err)
 {
     static const char del[] =
         "DELETE FROM model_calls WHERE hash = ?1 AND backend = ?2"
@@ -215,7 +215,7 @@ out:
     return st;
 }
 
-size_t mt_cache_count(struct mt_cache *c)
+size_t mtx_cache_count(struct mt_cache *c)
 {
     sqlite3_stmt *s = NULL;
     size_t n = 0;
@@ -232,7 +232,7 @@ size_t mt_cache_count(struct mt_cache *c)
     return n;
 }
 
-void mt_cache_close(struct mt_cache *c)
+void mtx_cache_close(struct mt_cache *c)
 {
     if (!c)
         return;

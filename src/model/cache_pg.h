@@ -12,7 +12,7 @@
 enum mt_status mtx_cache_pg_open(const char *url, struct mtx_pg **out,
                                  struct mt_error *err);
 
-/* As mt_cache_get and mt_cache_put, with the key's hash computed. */
+/* As mtx_cache_get and mtx_cache_put, with the key's hash computed. */
 enum mt_status mtx_cache_pg_get(struct mtx_pg *pg, int64_t hash,
                                 const char *backend, const char *model,
                                 const char *request, char **val, size_t *n,

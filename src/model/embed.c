@@ -68,8 +68,8 @@ static enum mt_status open_backend(const struct mtx_spec *ms,
         params = &d;
     }
     if (ms->kind == 0)
-        return mt_use_lite_open(ms->arg && *ms->arg ? ms->arg : NULL, params,
-                                out, err);
+        return mtx_use_lite_open(ms->arg && *ms->arg ? ms->arg : NULL, params,
+                                 out, err);
     if (ms->kind == 1)
         return mtx_embedder_open_llama(ms->arg, params, out, err);
     return mtx_embedder_open_openai(ms->url, ms->model, params, out, err);

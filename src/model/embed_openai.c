@@ -26,7 +26,7 @@ static void oembed_free(void *self)
 
     if (!o)
         return;
-    mt_http_free(o->http);
+    mtx_http_free(o->http);
     mt_free(o->model);
     mt_free(o);
 }
@@ -39,7 +39,7 @@ static uint32_t oembed_dims(const void *self)
 static enum mt_status bad_field(const struct oembed *o, struct mt_error *err,
                                 const char *arr, size_t i, const char *rest)
 {
-    return mt_http_bad_field(o->url, err, arr, i, rest);
+    return mtx_http_bad_field(o->url, err, arr, i, rest);
 }
 
 /* Copies one "embedding" array; learns the dimension on the first. */
@@ -105,7 +105,7 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
                 in, json_stringn(texts[idx[j]].p, texts[idx[j]].n)) != 0)
             st = MT_ENOMEM;
     if (st == MT_OK)
-        st = mt_http_post_json(o->http, "embeddings", b, &reply, NULL, err);
+        st = mtx_http_post_json(o->http, "embeddings", b, &reply, NULL, err);
     else
         mt_fail(err, st, "embed: out of memory (or text not UTF-8)");
     if (st == MT_OK)
@@ -173,10 +173,10 @@ enum mt_status mtx_embedder_open_openai(const char *url, const char *model,
                                  "--embedder"};
     if (!o || !(o->model = mt_strdup(model)))
         goto fail;
-    st = mt_http_new(url, &hp, &o->http, err);
+    st = mtx_http_new(url, &hp, &o->http, err);
     if (st != MT_OK)
         goto fail;
-    mt_http_url(o->http, "embeddings", o->url, sizeof o->url);
+    mtx_http_url(o->http, "embeddings", o->url, sizeof o->url);
     st = probe(o, err);
     if (st != MT_OK)
         goto fail;

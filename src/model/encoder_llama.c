@@ -361,7 +361,7 @@ enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
                                    const char *hypothesis, float probs[3],
                                    struct mt_error *err)
 {
-    struct mt_str h = mt_str_from(hypothesis);
+    struct mt_str h = mtx_str_from(hypothesis);
     float logits[64];
     double sum = 0;
     int i;
@@ -369,7 +369,7 @@ enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
 
     if (c->e->dims > 64)
         return mt_fail(err, MT_EUNSUPPORTED, "nli: too many labels");
-    st = score_pairs(c->e, mt_str_from(premise), &h, 1, logits, err);
+    st = score_pairs(c->e, mtx_str_from(premise), &h, 1, logits, err);
     if (st != MT_OK)
         return st;
     for (i = 0; i < 3; i++) {

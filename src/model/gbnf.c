@@ -39,17 +39,17 @@ static enum mt_status node(struct gb *g, json_t *s, int depth, char *name,
 /* Appends s to b as a GBNF string literal. */
 static enum mt_status lit(struct mt_buf *b, const char *s)
 {
-    enum mt_status st = mt_buf_putc(b, '"');
+    enum mt_status st = mtx_buf_putc(b, '"');
 
     for (; st == MT_OK && *s; s++) {
         if (*s == '"' || *s == '\\')
-            st = mt_buf_putc(b, '\\');
+            st = mtx_buf_putc(b, '\\');
         if (st == MT_OK && *s == '\n')
-            st = mt_buf_append_str(b, "\\n");
+            st = mtx_buf_append_str(b, "\\n");
         else if (st == MT_OK)
-            st = mt_buf_putc(b, *s);
+            st = mtx_buf_putc(b, *s);
     }
-    return st == MT_OK ? mt_buf_putc(b, '"') : st;
+    return st == MT_OK ? mtx_buf_putc(b, '"') : st;
 }
 
 /* Appends a literal matching exactly the JSON encoding of v. */
@@ -69,9 +69,9 @@ static enum mt_status emit(struct gb *g, struct mt_buf *body, char *name,
     enum mt_status st;
 
     snprintf(name, n, "r%u", g->next++);
-    st = mt_buf_printf(&g->out, "%s ::= %s\n", name,
-                       body->data ? body->data : "\"\"");
-    mt_buf_free(body);
+    st = mtx_buf_printf(&g->out, "%s ::= %s\n", name,
+                        body->data ? body->data : "\"\"");
+    mtx_buf_free(body);
     return st;
 }
 
@@ -88,12 +88,12 @@ static enum mt_status enum_rule(struct gb *g, json_t *vals, char *name,
                        "non-empty array");
     for (i = 0; st == MT_OK && i < json_array_size(vals); i++) {
         if (i)
-            st = mt_buf_append_str(&b, " | ");
+            st = mtx_buf_append_str(&b, " | ");
         if (st == MT_OK)
             st = lit_json(&b, json_array_get(vals, i));
     }
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     return emit(g, &b, name, n);
@@ -112,11 +112,11 @@ static enum mt_status member(struct gb *g, struct mt_buf *b, const char *key,
     if (st == MT_OK)
         st = node(g, s, depth + 1, child, sizeof child);
     if (st == MT_OK && !first)
-        st = mt_buf_append_str(b, " \",\" ws ");
+        st = mtx_buf_append_str(b, " \",\" ws ");
     if (st == MT_OK)
         st = lit(b, k);
     if (st == MT_OK)
-        st = mt_buf_printf(b, " ws \":\" ws %s", child);
+        st = mtx_buf_printf(b, " ws \":\" ws %s", child);
     mt_free(k);
     return st;
 }
@@ -135,7 +135,7 @@ static enum mt_status object_rule(struct gb *g, json_t *s, int depth,
         snprintf(name, n, "object");
         return MT_OK;
     }
-    st = mt_buf_append_str(&b, "\"{\" ws ");
+    st = mtx_buf_append_str(&b, "\"{\" ws ");
     json_object_foreach(props, key, sub)
     {
         if (st != MT_OK)
@@ -144,9 +144,9 @@ static enum mt_status object_rule(struct gb *g, json_t *s, int depth,
         first = 0;
     }
     if (st == MT_OK)
-        st = mt_buf_append_str(&b, " ws \"}\"");
+        st = mtx_buf_append_str(&b, " ws \"}\"");
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     return emit(g, &b, name, n);
@@ -166,10 +166,10 @@ static enum mt_status array_rule(struct gb *g, json_t *s, int depth, char *name,
     }
     st = node(g, items, depth + 1, it, sizeof it);
     if (st == MT_OK)
-        st =
-            mt_buf_printf(&b, "\"[\" ws (%s (\",\" ws %s)*)? ws \"]\"", it, it);
+        st = mtx_buf_printf(&b, "\"[\" ws (%s (\",\" ws %s)*)? ws \"]\"", it,
+                            it);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     return emit(g, &b, name, n);
@@ -185,10 +185,10 @@ static enum mt_status string_rule(struct gb *g, json_t *s, char *name, size_t n)
         snprintf(name, n, "string");
         return MT_OK;
     }
-    st = mt_buf_printf(&b, "\"\\\"\" char{0,%lld} \"\\\"\"",
-                       (long long)json_integer_value(max));
+    st = mtx_buf_printf(&b, "\"\\\"\" char{0,%lld} \"\\\"\"",
+                        (long long)json_integer_value(max));
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     return emit(g, &b, name, n);
@@ -229,10 +229,10 @@ static enum mt_status union_rule(struct gb *g, json_t *s, json_t *types,
         st = t ? type_rule(g, s, t, depth, alt, sizeof alt)
                : mt_fail(g->err, MT_EPARSE, "schema: bad 'type' list");
         if (st == MT_OK)
-            st = mt_buf_printf(&b, "%s%s", i ? " | " : "", alt);
+            st = mtx_buf_printf(&b, "%s%s", i ? " | " : "", alt);
     }
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     return emit(g, &b, name, n);
@@ -280,22 +280,22 @@ enum mt_status mtx_gbnf_from_schema(const char *schema, char **out,
     char top[32];
     enum mt_status st;
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     s = json_loads(schema, 0, &je);
     if (!s)
         return mt_fail(err, MT_EPARSE, "schema is not JSON: %s (line %d)",
                        je.text, je.line);
     st = node(&g, s, 0, top, sizeof top);
     if (st == MT_OK)
-        st = mt_buf_printf(&g.out, "root ::= %s\n%s", top, builtins);
+        st = mtx_buf_printf(&g.out, "root ::= %s\n%s", top, builtins);
     json_decref(s);
     if (st != MT_OK) {
-        mt_buf_free(&g.out);
+        mtx_buf_free(&g.out);
         return err && err->status == st ? st
                                         : mt_fail(err, st,
                                                   "schema: "
                                                   "out of memory");
     }
-    *out = mt_buf_take(&g.out);
+    *out = mtx_buf_take(&g.out);
     return MT_OK;
 }

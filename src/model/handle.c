@@ -27,7 +27,7 @@ enum mt_status mtx_model_cache_open(struct mtx_model *m, const char *path,
     enum mt_status st;
 
     m->cache_model = mt_strdup(model ? model : m->ops->model(m->self));
-    st = m->cache_model ? mt_cache_open(path, &m->cache, err)
+    st = m->cache_model ? mtx_cache_open(path, &m->cache, err)
                         : mt_fail(err, MT_ENOMEM, "out of memory");
     if (st != MT_OK)
         mtx_model_close(m);
@@ -37,8 +37,8 @@ enum mt_status mtx_model_cache_open(struct mtx_model *m, const char *path,
 int mtx_model_cache_get(const struct mtx_model *m, const char *key, char **v,
                         size_t *n)
 {
-    return m->cache && mt_cache_get(m->cache, m->ops->name, m->cache_model, key,
-                                    v, n, NULL) == MT_OK;
+    return m->cache && mtx_cache_get(m->cache, m->ops->name, m->cache_model,
+                                     key, v, n, NULL) == MT_OK;
 }
 
 enum mt_status mtx_model_cache_put(const struct mtx_model *m, const char *key,
@@ -47,7 +47,8 @@ enum mt_status mtx_model_cache_put(const struct mtx_model *m, const char *key,
 {
     if (!m->cache)
         return MT_OK;
-    return mt_cache_put(m->cache, m->ops->name, m->cache_model, key, v, n, err);
+    return mtx_cache_put(m->cache, m->ops->name, m->cache_model, key, v, n,
+                         err);
 }
 
 void mtx_model_close(struct mtx_model *m)
@@ -56,7 +57,7 @@ void mtx_model_close(struct mtx_model *m)
         return;
     if (m->ops && m->self)
         m->ops->free(m->self);
-    mt_cache_close(m->cache);
+    mtx_cache_close(m->cache);
     mt_free(m->cache_model);
     mt_free(m);
 }

@@ -23,7 +23,7 @@
 #define HTTP_MAX_RETRY_AFTER_S 600.0
 
 struct mt_http {
-    struct mtx_pool *pool;
+    struct mtx_http_pool *pool;
     char *key;
     struct mt_http_params p;
     char setting[96];
@@ -81,25 +81,26 @@ static char *env_key(void)
     return k && *k ? mt_strdup(k) : NULL;
 }
 
-enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
-                           struct mt_http **out, struct mt_error *err)
+enum mt_status mtx_http_new(const char *base_url,
+                            const struct mt_http_params *p,
+                            struct mt_http **out, struct mt_error *err)
 {
     struct mt_http *h;
 
-    struct mtx_pool *pool = NULL;
+    struct mtx_http_pool *pool = NULL;
     enum mt_status st;
 
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return mt_fail(err, MT_EINTERNAL, "libcurl initialisation failed");
-    st = mtx_pool_new(base_url, p->setting ? p->setting : "the spec", &pool,
-                      err);
+    st = mtx_http_pool_new(base_url, p->setting ? p->setting : "the spec",
+                           &pool, err);
     if (st != MT_OK)
         return st;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     h = mt_calloc(1, sizeof *h);
     if (!h) {
-        mtx_pool_free(pool);
+        mtx_http_pool_free(pool);
         return mt_fail(err, MT_ENOMEM, "http client: out of memory");
     }
     h->pool = pool;
@@ -118,30 +119,30 @@ enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
     return MT_OK;
 }
 
-void mt_http_free(struct mt_http *h)
+void mtx_http_free(struct mt_http *h)
 {
     if (!h)
         return;
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
-    mtx_pool_free(h->pool);
+    mtx_http_pool_free(h->pool);
     if (h->key)
         memset(h->key, 0, strlen(h->key));
     mt_free(h->key);
     mt_free(h);
 }
 
-void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
-                 size_t n)
+void mtx_http_url(const struct mt_http *h, const char *endpoint, char *buf,
+                  size_t n)
 {
-    size_t more = mtx_pool_size(h->pool) - 1;
+    size_t more = mtx_http_pool_size(h->pool) - 1;
 
     if (more)
         snprintf(buf, n, "%s/%s (and %zu more endpoint%s)",
-                 mtx_pool_base(h->pool, 0), endpoint, more,
+                 mtx_http_pool_base(h->pool, 0), endpoint, more,
                  more > 1 ? "s" : "");
     else
-        snprintf(buf, n, "%s/%s", mtx_pool_base(h->pool, 0), endpoint);
+        snprintf(buf, n, "%s/%s", mtx_http_pool_base(h->pool, 0), endpoint);
 }
 
 /* ==== Concurrency limit and backoff ==== */
@@ -226,7 +227,7 @@ static enum mt_status sse_dispatch(struct sse *s)
         return MT_OK;
     }
     j = json_loadb(s->data.data, s->data.len, 0, &je);
-    mt_buf_reset(&s->data);
+    mtx_buf_reset(&s->data);
     if (!json_is_object(j)) {
         json_decref(j);
         return mt_fail(&s->err, MT_EPARSE,
@@ -265,9 +266,9 @@ static enum mt_status sse_line(struct sse *s, const char *p, size_t n)
         n--;
     }
     if (s->data.len > 0)
-        st = mt_buf_putc(&s->data, '\n');
+        st = mtx_buf_putc(&s->data, '\n');
     if (st == MT_OK)
-        st = mt_buf_append(&s->data, p, n);
+        st = mtx_buf_append(&s->data, p, n);
     if (st != MT_OK)
         return mt_fail(&s->err, st, "event %zu is larger than %zu bytes",
                        s->events + 1, SSE_MAX_EVENT);
@@ -277,7 +278,7 @@ static enum mt_status sse_line(struct sse *s, const char *p, size_t n)
 /* Feeds n bytes of the stream; lines may end in LF, CRLF or CR. */
 static enum mt_status sse_feed(struct sse *s, const char *p, size_t n)
 {
-    enum mt_status st = mt_buf_append(&s->line, p, n);
+    enum mt_status st = mtx_buf_append(&s->line, p, n);
     size_t from = 0;
     size_t i;
 
@@ -303,8 +304,8 @@ static enum mt_status sse_feed(struct sse *s, const char *p, size_t n)
 
 static void sse_reset(struct sse *s)
 {
-    mt_buf_reset(&s->line);
-    mt_buf_reset(&s->data);
+    mtx_buf_reset(&s->line);
+    mtx_buf_reset(&s->data);
     s->streamed = 0;
     s->first = 0;
     s->events = 0;
@@ -347,7 +348,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
         a->wst = sse_feed(a->sse, p, n);
         return a->wst == MT_OK ? n : 0;
     }
-    a->wst = mt_buf_append(&a->body, p, n);
+    a->wst = mtx_buf_append(&a->body, p, n);
     if (a->wst != MT_OK)
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
     return n;
@@ -425,7 +426,7 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
     CURL *c = curl_easy_init();
     struct curl_slist *hdr = make_headers(h);
 
-    mt_buf_reset(&a->body);
+    mtx_buf_reset(&a->body);
     a->wst = MT_OK;
     a->code = 0;
     a->retry_after = -1;
@@ -644,8 +645,8 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
     for (k = 0; k <= h->p.max_retries + extra; k++) {
         if (k > 0) {
             double d = retry_delay(h, k - 1, a->retry_after);
-            if (mtx_pool_size(h->pool) > 1 &&
-                mtx_pool_other_ready(h->pool, at, mtx_pool_now()))
+            if (mtx_http_pool_size(h->pool) > 1 &&
+                mtx_http_pool_other_ready(h->pool, at, mtx_http_pool_now()))
                 d = 0;
             mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
                    h->p.max_retries + extra, d);
@@ -653,12 +654,13 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
                 a->sse->cb->on_restart(a->sse->cb->ctx);
             sleep_s(d);
         }
-        at = mtx_pool_pick(h->pool, mtx_pool_now(), &probe);
-        snprintf(url, sizeof url, "%s/%s", mtx_pool_base(h->pool, at),
+        at = mtx_http_pool_pick(h->pool, mtx_http_pool_now(), &probe);
+        snprintf(url, sizeof url, "%s/%s", mtx_http_pool_base(h->pool, at),
                  endpoint);
         st = attempt_once(h, url, text, a);
         v = st == MT_OK ? classify(h, url, a, e) : V_FAIL;
-        mtx_pool_done(h->pool, at, probe, v == V_RETRY, mtx_pool_now(), e->msg);
+        mtx_http_pool_done(h->pool, at, probe, v == V_RETRY,
+                           mtx_http_pool_now(), e->msg);
         if (st != MT_OK)
             return mt_fail(e, st, "http: out of memory");
         if (v != V_RETRY)
@@ -666,7 +668,7 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
         if (probe && !extra)
             extra = 1;
     }
-    *served = mtx_pool_base(h->pool, at);
+    *served = mtx_http_pool_base(h->pool, at);
     if (v == V_OK)
         return MT_OK;
     return v == V_RETRY ? gave_up(e, k) : e->status;
@@ -696,22 +698,22 @@ static enum mt_status post(struct mt_http *h, const char *endpoint,
     }
     if (served)
         *served = at;
-    mt_buf_free(&a.body);
+    mtx_buf_free(&a.body);
     mt_free(text);
     return st;
 }
 
-enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
-                                 const json_t *body, json_t **reply,
-                                 const char **served, struct mt_error *err)
+enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
+                                  const json_t *body, json_t **reply,
+                                  const char **served, struct mt_error *err)
 {
     return post(h, endpoint, body, NULL, reply, served, err);
 }
 
-enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
-                                const json_t *body,
-                                const struct mt_http_sse *cb,
-                                const char **served, struct mt_error *err)
+enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
+                                 const json_t *body,
+                                 const struct mt_http_sse *cb,
+                                 const char **served, struct mt_error *err)
 {
     struct sse s = {cb,
                     MT_BUF_INIT(SSE_MAX_EVENT),
@@ -724,13 +726,13 @@ enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
                     {MT_OK, ""}};
     enum mt_status st = post(h, endpoint, body, &s, NULL, served, err);
 
-    mt_buf_free(&s.line);
-    mt_buf_free(&s.data);
+    mtx_buf_free(&s.line);
+    mtx_buf_free(&s.data);
     return st;
 }
 
-enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
-                                 const char *arr, size_t i, const char *rest)
+enum mt_status mtx_http_bad_field(const char *url, struct mt_error *err,
+                                  const char *arr, size_t i, const char *rest)
 {
     char f[96];
 

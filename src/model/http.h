@@ -26,15 +26,16 @@ struct mt_http_params {
  * model: an endpoint pool (model/http_pool.h) spreads the requests and
  * takes failing endpoints out. The API key is read from
  * MEDTRUST_API_KEY, then OPENAI_API_KEY. On success *out owns the client
- * (mt_http_free). */
-enum mt_status mt_http_new(const char *base_url, const struct mt_http_params *p,
-                           struct mt_http **out, struct mt_error *err);
+ * (mtx_http_free). */
+enum mt_status mtx_http_new(const char *base_url,
+                            const struct mt_http_params *p,
+                            struct mt_http **out, struct mt_error *err);
 
 /* MT_EPARSE for a reply from 'url' that lacks a field, named as
  * "arr[i]rest", or "arr" alone when i is MT_HTTP_NO_INDEX. */
 #define MT_HTTP_NO_INDEX ((size_t)-1)
-enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
-                                 const char *arr, size_t i, const char *rest);
+enum mt_status mtx_http_bad_field(const char *url, struct mt_error *err,
+                                  const char *arr, size_t i, const char *rest);
 
 /* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses
  * the 200 reply into *reply (caller json_decref's it). Retries as above
@@ -42,9 +43,9 @@ enum mt_status mt_http_bad_field(const char *url, struct mt_error *err,
  * context-length refusals fail at once with a message naming the setting
  * to fix. *served (may be NULL) gets the base URL of the endpoint of the
  * last attempt, valid while h lives. Thread-safe. */
-enum mt_status mt_http_post_json(struct mt_http *h, const char *endpoint,
-                                 const json_t *body, json_t **reply,
-                                 const char **served, struct mt_error *err);
+enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
+                                  const json_t *body, json_t **reply,
+                                  const char **served, struct mt_error *err);
 
 /* A streamed reply ("stream": true): on_event gets each server-sent
  * event's data parsed as a JSON object (borrowed for the call) and
@@ -59,21 +60,21 @@ struct mt_http_sse {
     void *ctx;
 };
 
-/* POSTs 'body' like mt_http_post_json and reads the 200 reply as
+/* POSTs 'body' like mtx_http_post_json and reads the 200 reply as
  * server-sent events until "data: [DONE]". A stream cut off before it,
  * or an {"error":...} event, is a failed attempt, retried as a 5xx is;
  * a reply that is plain JSON is MT_EPARSE. Thread-safe. */
-enum mt_status mt_http_post_sse(struct mt_http *h, const char *endpoint,
-                                const json_t *body,
-                                const struct mt_http_sse *cb,
-                                const char **served, struct mt_error *err);
+enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
+                                 const json_t *body,
+                                 const struct mt_http_sse *cb,
+                                 const char **served, struct mt_error *err);
 
 /* Full URL for 'endpoint' into buf (for error messages): the first
  * endpoint's, saying how many more a pool has. */
-void mt_http_url(const struct mt_http *h, const char *endpoint, char *buf,
-                 size_t n);
+void mtx_http_url(const struct mt_http *h, const char *endpoint, char *buf,
+                  size_t n);
 
 /* Frees the client; NULL is allowed. No request may be in flight. */
-void mt_http_free(struct mt_http *h);
+void mtx_http_free(struct mt_http *h);
 
 #endif

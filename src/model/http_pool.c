@@ -18,14 +18,14 @@ struct endpoint {
     double out_s; /* the current out time */
 };
 
-struct mtx_pool {
+struct mtx_http_pool {
     pthread_mutex_t mu;
     struct endpoint e[MTX_POOL_MAX];
     size_t n;
     size_t turn; /* where ties start, so that calls take turns */
 };
 
-double mtx_pool_now(void)
+double mtx_http_pool_now(void)
 {
     struct timespec ts;
 
@@ -51,7 +51,7 @@ static char *make_base(const char *url, size_t n)
     return b;
 }
 
-static enum mt_status add(struct mtx_pool *p, const char *u, size_t n,
+static enum mt_status add(struct mtx_http_pool *p, const char *u, size_t n,
                           const char *setting, struct mt_error *err)
 {
     if (n == 0 ||
@@ -69,10 +69,11 @@ static enum mt_status add(struct mtx_pool *p, const char *u, size_t n,
     return MT_OK;
 }
 
-enum mt_status mtx_pool_new(const char *list, const char *setting,
-                            struct mtx_pool **out, struct mt_error *err)
+enum mt_status mtx_http_pool_new(const char *list, const char *setting,
+                                 struct mtx_http_pool **out,
+                                 struct mt_error *err)
 {
-    struct mtx_pool *p = mt_calloc(1, sizeof *p);
+    struct mtx_http_pool *p = mt_calloc(1, sizeof *p);
     enum mt_status st = p ? MT_OK : MT_ENOMEM;
     const char *s = list;
 
@@ -88,14 +89,14 @@ enum mt_status mtx_pool_new(const char *list, const char *setting,
         s = c + 1;
     }
     if (st != MT_OK) {
-        mtx_pool_free(p);
+        mtx_http_pool_free(p);
         return st;
     }
     *out = p;
     return MT_OK;
 }
 
-void mtx_pool_free(struct mtx_pool *p)
+void mtx_http_pool_free(struct mtx_http_pool *p)
 {
     size_t i;
 
@@ -107,12 +108,12 @@ void mtx_pool_free(struct mtx_pool *p)
     mt_free(p);
 }
 
-size_t mtx_pool_size(const struct mtx_pool *p)
+size_t mtx_http_pool_size(const struct mtx_http_pool *p)
 {
     return p->n;
 }
 
-const char *mtx_pool_base(const struct mtx_pool *p, size_t i)
+const char *mtx_http_pool_base(const struct mtx_http_pool *p, size_t i)
 {
     return p->e[i].base;
 }
@@ -126,7 +127,7 @@ static int probe_due(const struct endpoint *e, double now)
 
 /* Under the lock: a probe due, else the in endpoint with the fewest in
  * flight (from p->turn on), else the out one due back first. */
-static size_t choose(struct mtx_pool *p, double now)
+static size_t choose(struct mtx_http_pool *p, double now)
 {
     size_t best = p->n;
     size_t soon = 0;
@@ -145,7 +146,7 @@ static size_t choose(struct mtx_pool *p, double now)
     return best < p->n ? best : soon;
 }
 
-size_t mtx_pool_pick(struct mtx_pool *p, double now, int *probe)
+size_t mtx_http_pool_pick(struct mtx_http_pool *p, double now, int *probe)
 {
     size_t i;
 
@@ -162,8 +163,8 @@ size_t mtx_pool_pick(struct mtx_pool *p, double now, int *probe)
     return i;
 }
 
-void mtx_pool_done(struct mtx_pool *p, size_t i, int probe, int failed,
-                   double now, const char *why)
+void mtx_http_pool_done(struct mtx_http_pool *p, size_t i, int probe,
+                        int failed, double now, const char *why)
 {
     struct endpoint *e = &p->e[i];
     const char *w = why ? why : "no reason given";
@@ -198,7 +199,7 @@ void mtx_pool_done(struct mtx_pool *p, size_t i, int probe, int failed,
     pthread_mutex_unlock(&p->mu);
 }
 
-int mtx_pool_other_ready(struct mtx_pool *p, size_t not, double now)
+int mtx_http_pool_other_ready(struct mtx_http_pool *p, size_t not, double now)
 {
     size_t i;
     int ready = 0;

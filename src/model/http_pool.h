@@ -16,40 +16,41 @@
 #define MTX_POOL_OUT_MAX_S 30.0
 #define MTX_POOL_MAX 64
 
-struct mtx_pool;
+struct mtx_http_pool;
 
 /* Parses "URL[,URL...]" (each http(s); "/v1" appended unless there);
  * 'setting' names the option in errors. *out owns the pool. */
-enum mt_status mtx_pool_new(const char *list, const char *setting,
-                            struct mtx_pool **out, struct mt_error *err);
+enum mt_status mtx_http_pool_new(const char *list, const char *setting,
+                                 struct mtx_http_pool **out,
+                                 struct mt_error *err);
 
-void mtx_pool_free(struct mtx_pool *p);
+void mtx_http_pool_free(struct mtx_http_pool *p);
 
-size_t mtx_pool_size(const struct mtx_pool *p);
+size_t mtx_http_pool_size(const struct mtx_http_pool *p);
 
 /* Endpoint i's base URL ("http://host:port/v1"), valid while p lives. */
-const char *mtx_pool_base(const struct mtx_pool *p, size_t i);
+const char *mtx_http_pool_base(const struct mtx_http_pool *p, size_t i);
 
 /* Picks the endpoint for one attempt at time 'now' (monotonic seconds)
  * and counts it in flight: an endpoint whose out time is over is probed
  * first (one probe at a time; *probe is set), else the in endpoint with
  * the fewest in flight; with none in, the one due back first (probed
  * early). Thread-safe. */
-size_t mtx_pool_pick(struct mtx_pool *p, double now, int *probe);
+size_t mtx_http_pool_pick(struct mtx_http_pool *p, double now, int *probe);
 
 /* Ends endpoint i's attempt ('probe' as pick set it): a failure takes an
  * in endpoint out, a failed probe keeps it out twice as long (up to the
  * cap), an answered probe puts it back; a failure or answer of a request
  * sent before the take-out changes nothing. 'why' (may be NULL) is
  * logged. Thread-safe. */
-void mtx_pool_done(struct mtx_pool *p, size_t i, int probe, int failed,
-                   double now, const char *why);
+void mtx_http_pool_done(struct mtx_http_pool *p, size_t i, int probe,
+                        int failed, double now, const char *why);
 
 /* 1 when some endpoint other than 'not' is in or due for a probe: a retry
  * may go there at once instead of waiting out a backoff. */
-int mtx_pool_other_ready(struct mtx_pool *p, size_t not, double now);
+int mtx_http_pool_other_ready(struct mtx_http_pool *p, size_t not, double now);
 
 /* Monotonic seconds, for 'now'. */
-double mtx_pool_now(void);
+double mtx_http_pool_now(void);
 
 #endif

@@ -353,7 +353,7 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
     st = check_chat(msgs, n_msgs, p, err);
     if (st != MT_OK)
         return st;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (l->m.cache) {
         key = request_key(msgs, n_msgs, p);
         if (!key)

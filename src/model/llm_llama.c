@@ -185,7 +185,7 @@ static enum mt_status append_piece(struct lchat *c, llama_token t,
 
     if (n < 0)
         return MT_ELIMIT;
-    return mt_buf_append(b, piece, (size_t)n);
+    return mtx_buf_append(b, piece, (size_t)n);
 }
 
 /* ==== Streaming ==== */
@@ -312,10 +312,10 @@ static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
         st = sample_one(c, toks, np, p, &sp, budget, i, &out,
                         &r->completion_tokens);
         samp_free(&sp);
-        if (st == MT_OK && mt_buf_reserve(&out, 1) != MT_OK)
+        if (st == MT_OK && mtx_buf_reserve(&out, 1) != MT_OK)
             st = MT_ENOMEM;
-        r->texts[i] = st == MT_OK ? mt_buf_take(&out) : NULL;
-        mt_buf_free(&out);
+        r->texts[i] = st == MT_OK ? mtx_buf_take(&out) : NULL;
+        mtx_buf_free(&out);
     }
     if (st == MT_ECANCELED)
         return mt_fail(err, st, "chat: stopped by the caller");

@@ -32,7 +32,7 @@ static void openai_free(void *self)
     if (!o)
         return;
     pthread_mutex_destroy(&o->mu);
-    mt_http_free(o->http);
+    mtx_http_free(o->http);
     mt_free(o->model);
     mt_free(o);
 }
@@ -76,7 +76,7 @@ static enum mt_response_format rf_now(struct openai *o)
 }
 
 /* A refused request: HTTP 400 or 422 ("HTTP <code>: <message>" is
- * mt_http_post_json's wording); its message lowercased into low. */
+ * mtx_http_post_json's wording); its message lowercased into low. */
 static int refused(const struct mt_error *e, char *low, size_t n)
 {
     const char *m = strstr(e->msg, ": HTTP 4");
@@ -351,7 +351,7 @@ static enum mt_status on_event(void *ctx, const json_t *ev,
     st = take_usage(s->o, ev, &s->usage, &s->had_usage, err);
     if (st != MT_OK || !t || n == 0)
         return st;
-    if (mt_buf_append(&s->text, t, n) != MT_OK)
+    if (mtx_buf_append(&s->text, t, n) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "chat: out of memory");
     if (s->p->on_token(s->p->on_token_ctx, s->i, t, n) != 0)
         return mt_fail(err, MT_ECANCELED, "chat: stopped by the caller");
@@ -362,7 +362,7 @@ static void on_restart(void *ctx)
 {
     struct stream *s = ctx;
 
-    mt_buf_reset(&s->text);
+    mtx_buf_reset(&s->text);
     s->usage.prompt_tokens = s->usage.completion_tokens = 0;
     s->had_usage = 0;
     s->p->on_token(s->p->on_token_ctx, s->i, NULL, 0);
@@ -376,18 +376,18 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
 {
     struct stream s = {o, p, *got, MT_BUF_INIT(MT_BUF_DEFAULT_MAX), {0}, 0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
-    enum mt_status st = mt_http_post_sse(o->http, "chat/completions", b, &cb,
-                                         &r->endpoint, err);
+    enum mt_status st = mtx_http_post_sse(o->http, "chat/completions", b, &cb,
+                                          &r->endpoint, err);
 
-    if (st == MT_OK && mt_buf_reserve(&s.text, 1) != MT_OK)
+    if (st == MT_OK && mtx_buf_reserve(&s.text, 1) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
     if (st == MT_OK) {
-        r->texts[(*got)++] = mt_buf_take(&s.text);
+        r->texts[(*got)++] = mtx_buf_take(&s.text);
         r->prompt_tokens += s.usage.prompt_tokens;
         r->completion_tokens += s.usage.completion_tokens;
         *had = s.had_usage;
     }
-    mt_buf_free(&s.text);
+    mtx_buf_free(&s.text);
     return st;
 }
 
@@ -398,8 +398,8 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
                                  int *had, struct mt_error *err)
 {
     json_t *reply = NULL;
-    enum mt_status st = mt_http_post_json(o->http, "chat/completions", b,
-                                          &reply, &r->endpoint, err);
+    enum mt_status st = mtx_http_post_json(o->http, "chat/completions", b,
+                                           &reply, &r->endpoint, err);
 
     if (st == MT_OK)
         st = take_choices(o, reply, r, got, err);
@@ -490,11 +490,11 @@ enum mt_status mtx_llm_openai_open(const char *url, const char *model,
         openai_free(o);
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
-    st = mt_http_new(url, &hp, &o->http, err);
+    st = mtx_http_new(url, &hp, &o->http, err);
     if (st != MT_OK) {
         openai_free(o);
         return st;
     }
-    mt_http_url(o->http, "chat/completions", o->url, sizeof o->url);
+    mtx_http_url(o->http, "chat/completions", o->url, sizeof o->url);
     return MTX_MODEL_TAKE(out, &openai_ops, o, err);
 }

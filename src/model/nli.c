@@ -119,7 +119,7 @@ static enum mt_status judge(struct mt_nli *n, const char *claim,
     /* The evidence is the reference and the claim is the claim: the
      * judge asks whether the reference supports the claim (VerifAI's
      * verification step; the qa_judge prompt reads the same way). */
-    st = mt_buf_printf(&user, "Reference:\n%s\n\nClaim:\n%s", evidence, claim);
+    st = mtx_buf_printf(&user, "Reference:\n%s\n\nClaim:\n%s", evidence, claim);
     m[1].content = user.data;
     if (st == MT_OK)
         st = mt_llm_chat(n->llm, m, 2, &cp, &r, err);
@@ -134,7 +134,7 @@ static enum mt_status judge(struct mt_nli *n, const char *claim,
         probs[l] = 1;
     }
     mt_chat_result_free(&r);
-    mt_buf_free(&user);
+    mtx_buf_free(&user);
     return st;
 }
 

@@ -100,7 +100,7 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
 
     if (n == 0)
         return MT_OK;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (r->m.cache) {
         key = request_key(query, docs, n);
         if (!key)
@@ -112,7 +112,7 @@ enum mt_status mt_reranker_score(struct mt_reranker *r, const char *query,
             return MT_OK;
         }
     }
-    st = r->m.ops->score(r->m.self, mt_str_from(query), docs, n, scores, err);
+    st = r->m.ops->score(r->m.self, mtx_str_from(query), docs, n, scores, err);
     if (st == MT_OK && key)
         mtx_model_cache_put(&r->m, key, scores, n * sizeof(float), NULL);
     mt_free(key);

@@ -23,7 +23,7 @@ static void orerank_free(void *self)
 
     if (!o)
         return;
-    mt_http_free(o->http);
+    mtx_http_free(o->http);
     mt_free(o->model);
     mt_free(o);
 }
@@ -36,7 +36,7 @@ static const char *orerank_model(const void *self)
 static enum mt_status bad_field(const struct orerank *o, struct mt_error *err,
                                 const char *arr, size_t i, const char *rest)
 {
-    return mt_http_bad_field(o->url, err, arr, i, rest);
+    return mtx_http_bad_field(o->url, err, arr, i, rest);
 }
 
 static enum mt_status parse_results(const struct orerank *o, json_t *reply,
@@ -89,7 +89,7 @@ static enum mt_status orerank_score(void *self, struct mt_str query,
     if (st != MT_OK)
         mt_fail(err, st, "rerank: out of memory or text that is not UTF-8");
     else
-        st = mt_http_post_json(o->http, "rerank", b, &reply, NULL, err);
+        st = mtx_http_post_json(o->http, "rerank", b, &reply, NULL, err);
     if (st == MT_OK)
         st = parse_results(o, reply, n, scores, err);
     json_decref(reply);
@@ -118,11 +118,11 @@ enum mt_status mtx_reranker_open_openai(const char *url, const char *model,
         orerank_free(o);
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
-    st = mt_http_new(url, &hp, &o->http, err);
+    st = mtx_http_new(url, &hp, &o->http, err);
     if (st != MT_OK) {
         orerank_free(o);
         return st;
     }
-    mt_http_url(o->http, "rerank", o->url, sizeof o->url);
+    mtx_http_url(o->http, "rerank", o->url, sizeof o->url);
     return MTX_MODEL_TAKE(out, &orerank_ops, o, err);
 }

@@ -100,7 +100,7 @@ static enum mt_status embed_windows(const struct call *c, int32_t **ids,
     size_t i, first = 0;
 
     if (st == MT_OK)
-        st = mt_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs);
+        st = mtx_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs);
     for (i = 0; st == MT_OK && i < nt; i++) {
         mtx_embed_pool_vectors(w.vecs + first * MT_UL_DIM, w.per_text[i],
                                MT_UL_DIM, c->u->window_pool,
@@ -122,8 +122,8 @@ static enum mt_status run_batch(const struct call *c, size_t lo, size_t hi,
     size_t i;
 
     for (i = lo; i < hi && st == MT_OK; i++) {
-        st = mt_ul_tokenize(c->u->model, c->texts[i], &ids[i - lo],
-                            &lens[i - lo]);
+        st = mtx_ul_tokenize(c->u->model, c->texts[i], &ids[i - lo],
+                             &lens[i - lo]);
         if (st == MT_OK && lens[i - lo] > MT_UL_MAX_LEN)
             (*clipped)++;
     }
@@ -150,7 +150,7 @@ static void batch_task(size_t b, void *arg)
  * a batch by default) used to run on one thread of two. */
 static size_t call_batch(const struct use_lite *u, size_t n)
 {
-    size_t threads = u->pool ? mt_pool_size(u->pool) : 1;
+    size_t threads = u->pool ? mtx_pool_size(u->pool) : 1;
     size_t share = (n + threads - 1) / threads;
 
     return share < u->batch ? (share ? share : 1) : u->batch;
@@ -171,7 +171,7 @@ static enum mt_status ul_embed(void *self, const struct mt_str *texts, size_t n,
     if (!c.st || !c.clipped)
         st = mt_fail(err, MT_ENOMEM, "use-lite: embedding %zu texts", n);
     else if (u->pool && nb > 1)
-        mt_pool_parallel_for(u->pool, nb, batch_task, &c);
+        mtx_pool_parallel_for(u->pool, nb, batch_task, &c);
     else
         for (b = 0; b < nb; b++)
             batch_task(b, &c);
@@ -207,8 +207,8 @@ static void ul_free(void *self)
 
     if (!u)
         return;
-    mt_pool_free(u->pool);
-    mt_ul_model_close(u->model);
+    mtx_pool_free(u->pool);
+    mtx_ul_model_close(u->model);
     mt_free(u);
 }
 
@@ -227,12 +227,12 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
     enum mt_status st;
 
     if (!path) {
-        found = mt_ul_find_weights(err);
+        found = mtx_ul_find_weights(err);
         if (!found)
             return err ? err->status : MT_ENOTFOUND;
         path = found;
     }
-    st = mt_ul_model_open(path, &u->model, err);
+    st = mtx_ul_model_open(path, &u->model, err);
     if (st == MT_OK)
         mt_log(MT_LOG_DEBUG, "use-lite: loaded %s%s", path,
                u->model->int8 ? " (int8)" : "");
@@ -243,15 +243,15 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
     u->window_pool = p->window_pool;
     if (u->batch > MAX_BATCH)
         u->batch = MAX_BATCH;
-    if (p->threads != 1 && mt_pool_new(p->threads, &u->pool) != MT_OK)
+    if (p->threads != 1 && mtx_pool_new(p->threads, &u->pool) != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "use-lite: starting %u threads",
                        p->threads);
     return MT_OK;
 }
 
-enum mt_status mt_use_lite_open(const char *path,
-                                const struct mt_embedder_params *params,
-                                struct mt_embedder **out, struct mt_error *err)
+enum mt_status mtx_use_lite_open(const char *path,
+                                 const struct mt_embedder_params *params,
+                                 struct mt_embedder **out, struct mt_error *err)
 {
     struct mt_embedder_params p;
     struct use_lite *u = mt_calloc(1, sizeof *u);

@@ -107,26 +107,26 @@ struct mt_ul_model {
 
 /* Maps and validates 'path' (magic, version, size, checksum, tensor
  * shapes) and builds the tokenizer. On success *out owns the model (free
- * with mt_ul_model_close). */
-enum mt_status mt_ul_model_open(const char *path, struct mt_ul_model **out,
-                                struct mt_error *err);
-void mt_ul_model_close(struct mt_ul_model *m);
+ * with mtx_ul_model_close). */
+enum mt_status mtx_ul_model_open(const char *path, struct mt_ul_model **out,
+                                 struct mt_error *err);
+void mtx_ul_model_close(struct mt_ul_model *m);
 
 /* CRC-32 (IEEE 802.3, as zlib) of n bytes, continuing from 'crc' (0 to
  * start). */
-uint32_t mt_ul_crc32(uint32_t crc, const void *p, size_t n);
+uint32_t mtx_ul_crc32(uint32_t crc, const void *p, size_t n);
 
 /* Finds the weight file: $MEDTRUST_USE_LITE, then use-lite.mtw beside
  * the running binary, in its parent, in ../share/medtrust, in the
  * install prefix, and build/ under the working directory. Returns a path
  * the caller frees with mt_free, or NULL (MT_ENOTFOUND in err). */
-char *mt_ul_find_weights(struct mt_error *err);
+char *mtx_ul_find_weights(struct mt_error *err);
 
 /* ==== Tokenizer (use_lite_tok.c) ==== */
 
 /* Builds m->trie and m->js_len from the piece table. */
-enum mt_status mt_ul_trie_build(struct mt_ul_model *m);
-void mt_ul_trie_free(struct mt_ul_trie *t);
+enum mt_status mtx_ul_trie_build(struct mt_ul_model *m);
+void mtx_ul_trie_free(struct mt_ul_trie *t);
 
 /* Tokenizes text exactly as the package's JavaScript does: invalid UTF-8
  * becomes U+FFFD (as Node decodes it), NFKC, U+2581 word marks, Viterbi
@@ -134,33 +134,34 @@ void mt_ul_trie_free(struct mt_ul_trie *t);
  * ids (not clipped to 128) in *ids (free with mt_free); *n_ids may be 0.
  * Inputs over MT_UL_MAX_TEXT bytes are cut at a character boundary. */
 #define MT_UL_MAX_TEXT ((size_t)1 << 20)
-enum mt_status mt_ul_tokenize(const struct mt_ul_model *m, struct mt_str text,
-                              int32_t **ids, size_t *n_ids);
+enum mt_status mtx_ul_tokenize(const struct mt_ul_model *m, struct mt_str text,
+                               int32_t **ids, size_t *n_ids);
 
 /* ==== Forward pass (use_lite_fwd.c) ==== */
 
 /* Embeds n token sequences (each already clipped to MT_UL_MAX_LEN) into
  * out (n * 512 floats, unit length). Single-threaded; scratch memory is
  * allocated per call. */
-enum mt_status mt_ul_forward(const struct mt_ul_weights *w,
-                             const int32_t *const *ids, const size_t *lens,
-                             size_t n, float *out);
+enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
+                              const int32_t *const *ids, const size_t *lens,
+                              size_t n, float *out);
 
 /* C[M,N] = A[M,K] * B + bias, B packed [K,N] (N a multiple of 16). */
-void mt_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
-                const float *bias, size_t n, float *c);
+void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
+                 const float *bias, size_t n, float *c);
 
 /* Attention helpers: returns a . b; y += alpha * x. */
-float mt_ul_dot(const float *a, const float *b, size_t n);
-void mt_ul_axpy(float alpha, const float *x, float *y, size_t n);
+float mtx_ul_dot(const float *a, const float *b, size_t n);
+void mtx_ul_axpy(float alpha, const float *x, float *y, size_t n);
 
 /* ==== Embedder (use_lite.c) ==== */
 
-/* Opens the built-in embedder from 'path' (NULL: mt_ul_find_weights) and
+/* Opens the built-in embedder from 'path' (NULL: mtx_ul_find_weights) and
  * wraps it in an mt_embedder (params->threads workers, batch_size texts
  * per forward pass, default 32). Calls on one handle must not overlap. */
-enum mt_status mt_use_lite_open(const char *path,
-                                const struct mt_embedder_params *params,
-                                struct mt_embedder **out, struct mt_error *err);
+enum mt_status mtx_use_lite_open(const char *path,
+                                 const struct mt_embedder_params *params,
+                                 struct mt_embedder **out,
+                                 struct mt_error *err);
 
 #endif

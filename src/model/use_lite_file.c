@@ -21,7 +21,7 @@
 
 /* ==== CRC-32 ==== */
 
-uint32_t mt_ul_crc32(uint32_t crc, const void *p, size_t n)
+uint32_t mtx_ul_crc32(uint32_t crc, const void *p, size_t n)
 {
     uint32_t table[256];
     const unsigned char *s = p;
@@ -77,7 +77,7 @@ static char *beside_binary(void)
     return found;
 }
 
-char *mt_ul_find_weights(struct mt_error *err)
+char *mtx_ul_find_weights(struct mt_error *err)
 {
     const char *env = getenv("MEDTRUST_USE_LITE");
     char *found;
@@ -229,7 +229,7 @@ static enum mt_status check_header(const struct mt_ul_model *m,
                        h->version, MT_UL_VERSION);
     if (h->file_size != m->map_len)
         return mt_fail(err, MT_EPARSE, "weight file truncated or extended");
-    crc = mt_ul_crc32(0, base + sizeof *h, m->map_len - sizeof *h);
+    crc = mtx_ul_crc32(0, base + sizeof *h, m->map_len - sizeof *h);
     if (crc != h->checksum)
         return mt_fail(err, MT_EPARSE,
                        "weight file checksum mismatch (corrupted)");
@@ -344,8 +344,8 @@ static enum mt_status map_file(struct mt_ul_model *m, const char *path,
     return MT_OK;
 }
 
-enum mt_status mt_ul_model_open(const char *path, struct mt_ul_model **out,
-                                struct mt_error *err)
+enum mt_status mtx_ul_model_open(const char *path, struct mt_ul_model **out,
+                                 struct mt_error *err)
 {
     struct mt_ul_model *m = mt_calloc(1, sizeof *m);
     enum mt_status st;
@@ -362,22 +362,22 @@ enum mt_status mt_ul_model_open(const char *path, struct mt_ul_model **out,
     }
     if (st == MT_OK)
         st = bind_tensors(m, err);
-    if (st == MT_OK && mt_ul_trie_build(m) != MT_OK)
+    if (st == MT_OK && mtx_ul_trie_build(m) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "use-lite tokenizer");
     if (st != MT_OK) {
         mt_error_prefix(err, "%s", path);
-        mt_ul_model_close(m);
+        mtx_ul_model_close(m);
         return st;
     }
     *out = m;
     return MT_OK;
 }
 
-void mt_ul_model_close(struct mt_ul_model *m)
+void mtx_ul_model_close(struct mt_ul_model *m)
 {
     if (!m)
         return;
-    mt_ul_trie_free(&m->trie);
+    mtx_ul_trie_free(&m->trie);
     mt_free(m->js_len);
     mt_free(m->deq);
     if (m->map)

@@ -101,7 +101,7 @@ static void attend_head(struct fwd *f, const float *qkv, size_t len, size_t din,
         for (d = 0; d < dh; d++)
             q[d] = qkv[i * ld + c0 + d] * scale;
         for (j = 0; j < len; j++) {
-            f->p[j] = mt_ul_dot(q, qkv + j * ld + din + c0, dh);
+            f->p[j] = mtx_ul_dot(q, qkv + j * ld + din + c0, dh);
             mx = f->p[j] > mx ? f->p[j] : mx;
         }
         for (j = 0; j < len; j++) {
@@ -110,7 +110,7 @@ static void attend_head(struct fwd *f, const float *qkv, size_t len, size_t din,
         }
         memset(o, 0, dh * sizeof *o);
         for (j = 0; j < len; j++)
-            mt_ul_axpy(f->p[j] / sum, qkv + j * ld + 2 * din + c0, o, dh);
+            mtx_ul_axpy(f->p[j] / sum, qkv + j * ld + 2 * din + c0, o, dh);
     }
 }
 
@@ -138,19 +138,19 @@ static void layer(struct fwd *f, const struct mt_ul_layer *L)
     size_t n = f->n_tok, din = L->din;
 
     layer_norm(f->x, n, din, L->ln1_g, L->ln1_b, f->h);
-    mt_ul_gemm(f->h, n, din, L->w_qkv, L->b_qkv, 3 * din, f->qkv);
+    mtx_ul_gemm(f->h, n, din, L->w_qkv, L->b_qkv, 3 * din, f->qkv);
     attention(f, din);
-    mt_ul_gemm(f->att, n, din, L->w_out, L->b_out, MT_UL_DIM, f->y);
+    mtx_ul_gemm(f->att, n, din, L->w_out, L->b_out, MT_UL_DIM, f->y);
     if (L->w_res) { /* AdjustResidualInput: dense 256 -> 512 */
-        mt_ul_gemm(f->x, n, din, L->w_res, L->b_res, MT_UL_DIM, f->h);
+        mtx_ul_gemm(f->x, n, din, L->w_res, L->b_res, MT_UL_DIM, f->h);
         add_into(f->y, f->h, n * MT_UL_DIM);
     } else {
         add_into(f->y, f->x, n * MT_UL_DIM);
     }
     layer_norm(f->y, n, MT_UL_DIM, L->ln2_g, L->ln2_b, f->h);
-    mt_ul_gemm(f->h, n, MT_UL_DIM, L->w_ff1, L->b_ff1, MT_UL_FF, f->ff);
+    mtx_ul_gemm(f->h, n, MT_UL_DIM, L->w_ff1, L->b_ff1, MT_UL_FF, f->ff);
     relu(f->ff, n * MT_UL_FF);
-    mt_ul_gemm(f->ff, n, MT_UL_FF, L->w_ff2, L->b_ff2, MT_UL_DIM, f->x);
+    mtx_ul_gemm(f->ff, n, MT_UL_FF, L->w_ff2, L->b_ff2, MT_UL_DIM, f->x);
     add_into(f->x, f->y, n * MT_UL_DIM);
 }
 
@@ -170,8 +170,8 @@ static void pool(struct fwd *f, float *out)
         for (j = 0; j < MT_UL_DIM; j++)
             m[j] /= div;
     }
-    mt_ul_gemm(f->h, f->n, MT_UL_DIM, f->w->w_pool, f->w->b_pool, MT_UL_DIM,
-               out);
+    mtx_ul_gemm(f->h, f->n, MT_UL_DIM, f->w->w_pool, f->w->b_pool, MT_UL_DIM,
+                out);
     for (s = 0; s < f->n; s++) {
         float *o = out + s * MT_UL_DIM, ss = 0.0f, inv;
         for (j = 0; j < MT_UL_DIM; j++) {
@@ -209,9 +209,9 @@ static void fwd_free(struct fwd *f)
     mt_free(f->ff);
 }
 
-enum mt_status mt_ul_forward(const struct mt_ul_weights *w,
-                             const int32_t *const *ids, const size_t *lens,
-                             size_t n, float *out)
+enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
+                              const int32_t *const *ids, const size_t *lens,
+                              size_t n, float *out)
 {
     struct fwd f;
     enum mt_status st;

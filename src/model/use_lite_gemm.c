@@ -184,8 +184,8 @@ static void gemm_v8(const float *a, size_t m, size_t k, const float *b_packed,
     }
 }
 
-void mt_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
-                const float *bias, size_t n, float *c)
+void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
+                 const float *bias, size_t n, float *c)
 {
 #if HAVE_AVX512
     if (use_avx512()) {
@@ -197,7 +197,7 @@ void mt_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
 }
 
 KERNEL
-float mt_ul_dot(const float *a, const float *b, size_t n)
+float mtx_ul_dot(const float *a, const float *b, size_t n)
 {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i, j;
@@ -212,7 +212,7 @@ float mt_ul_dot(const float *a, const float *b, size_t n)
 }
 
 KERNEL
-void mt_ul_axpy(float alpha, const float *x, float *y, size_t n)
+void mtx_ul_axpy(float alpha, const float *x, float *y, size_t n)
 {
     size_t i;
 

@@ -191,7 +191,7 @@ static void insert_piece(struct mt_ul_model *m, uint32_t idx)
         m->trie.max_depth = depth;
 }
 
-enum mt_status mt_ul_trie_build(struct mt_ul_model *m)
+enum mt_status mtx_ul_trie_build(struct mt_ul_model *m)
 {
     struct mt_ul_trie *t = &m->trie;
     size_t total = 1, i;
@@ -214,7 +214,7 @@ enum mt_status mt_ul_trie_build(struct mt_ul_model *m)
     return MT_OK;
 }
 
-void mt_ul_trie_free(struct mt_ul_trie *t)
+void mtx_ul_trie_free(struct mt_ul_trie *t)
 {
     mt_free(t->keys);
     mt_free(t->child);
@@ -289,8 +289,8 @@ static size_t backtrack(const struct mt_ul_model *m, const struct lattice *l,
     return k;
 }
 
-enum mt_status mt_ul_tokenize(const struct mt_ul_model *m, struct mt_str text,
-                              int32_t **ids, size_t *n_ids)
+enum mt_status mtx_ul_tokenize(const struct mt_ul_model *m, struct mt_str text,
+                               int32_t **ids, size_t *n_ids)
 {
     int32_t *sym = NULL;
     size_t n = 0;

@@ -130,7 +130,7 @@ static enum mt_status open_parts(struct mt_qa *q, struct mt_error *err)
     enum mt_status st = split_label(q, err);
 
     if (st == MT_OK)
-        st = mt_prompts_load(q->p.prompts_dir, &q->prompts, err);
+        st = mtx_prompts_load(q->p.prompts_dir, &q->prompts, err);
     if (st == MT_OK && q->p.db_dir) {
         st = mt_llm_open_role("qa", q->p.llm_spec, &q->p.llm, &q->answer_llm,
                               err);
@@ -157,7 +157,7 @@ enum mt_status mt_qa_open(const struct mt_qa_params *params, struct mt_qa **out,
                        "ask: k must be in 1..1000, the "
                        "rerank depth at most 10000, doc-chars at least 64 "
                        "and a label format given");
-    mt_jsonl_init_alloc(); /* JSON values through mt_malloc */
+    mtx_jsonl_init_alloc(); /* JSON values through mt_malloc */
     q = mt_calloc(1, sizeof *q);
     if (!q)
         return mt_fail(err, MT_ENOMEM, "ask: out of memory");
@@ -186,7 +186,7 @@ void mt_qa_close(struct mt_qa *q)
     mt_nli_close(q->nli);
     if (q->ret_owned)
         mt_retriever_close(q->ret);
-    mt_prompts_free(q->prompts);
+    mtx_prompts_free(q->prompts);
     mt_free(q->label_pre);
     mt_free(q->label_suf);
     for (i = 0; i < 12; i++)
@@ -196,27 +196,27 @@ void mt_qa_close(struct mt_qa *q)
 
 /* ==== Helpers ==== */
 
-enum mt_status mt_qa_note(struct qa_run *r, const char *fmt, ...)
+enum mt_status mtx_qa_note(struct qa_run *r, const char *fmt, ...)
 {
     va_list ap;
     enum mt_status st;
 
     va_start(ap, fmt);
-    st = mt_buf_vprintf(&r->notes, fmt, ap);
+    st = mtx_buf_vprintf(&r->notes, fmt, ap);
     va_end(ap);
     if (st == MT_OK)
-        st = mt_buf_putc(&r->notes, '\0');
+        st = mtx_buf_putc(&r->notes, '\0');
     r->nnotes += st == MT_OK;
     return st;
 }
 
-char *mt_qa_keep(struct qa_run *r, const char *s, size_t n)
+char *mtx_qa_keep(struct qa_run *r, const char *s, size_t n)
 {
-    return mt_arena_strndup(r->mem, s ? s : "", s ? n : 0);
+    return mtx_arena_strndup(r->mem, s ? s : "", s ? n : 0);
 }
 
-enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
-                           float **out, uint32_t *dims, struct mt_error *err)
+enum mt_status mtx_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
+                            float **out, uint32_t *dims, struct mt_error *err)
 {
     uint32_t e = mt_retriever_dims(q->ret);
     uint32_t d = e ? e : QA_HASH_DIMS;
@@ -229,7 +229,7 @@ enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
     if (e)
         st = mt_retriever_embed(q->ret, t, n, v, err);
     for (i = 0; !e && i < n; i++)
-        mt_qa_hash_embed(t[i].p, t[i].n, v + i * d);
+        mtx_qa_hash_embed(t[i].p, t[i].n, v + i * d);
     if (st != MT_OK) {
         mt_free(v);
         return st;
@@ -274,7 +274,7 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     u->prompt_tokens += res.prompt_tokens;
     u->completion_tokens += res.completion_tokens;
     u->estimated_calls += res.tokens_estimated ? 1 : 0;
-    if (f->json && !(o = mt_reply_extract(res.texts[0], why, wn))) {
+    if (f->json && !(o = mtx_reply_extract(res.texts[0], why, wn))) {
         mt_chat_result_free(&res);
         return MTX_OUTCOME_BAD_REPLY;
     }
@@ -300,10 +300,10 @@ static int answer_token(void *ctx, uint32_t i, const char *piece, size_t len)
     return i == 0 ? p->on_answer_token(p->on_answer_token_user, piece, len) : 0;
 }
 
-enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
-                          const char *const *keys, const char *const *vals,
-                          size_t nvars, float temperature, uint32_t max_tokens,
-                          int json, char **reply, char *why, size_t wn)
+enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
+                           const char *const *keys, const char *const *vals,
+                           size_t nvars, float temperature, uint32_t max_tokens,
+                           int json, char **reply, char *why, size_t wn)
 {
     struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
@@ -324,7 +324,7 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     /* the judge answers under its reply schema (a gguf grammar, or an
      * OpenAI response_format), as the checker's roles do (docs/agents.md) */
     if (json)
-        f.cp.json_schema = mt_reply_schema(name);
+        f.cp.json_schema = mtx_reply_schema(name);
     if (r->p.on_answer_token && strcmp(name, "qa_answer") == 0) {
         f.cp.on_token = answer_token;
         f.cp.on_token_ctx = &r->p;
@@ -333,8 +333,8 @@ enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     m[1] = (struct mt_llm_message){"user", user.data};
     if (st == MT_OK)
         st = mtx_llmcall_run(&lc, &last, why, wn);
-    mt_buf_free(&sys);
-    mt_buf_free(&user);
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
     if (st != MT_OK)
         return st;
     return last == MTX_OUTCOME_OK ? MT_OK : MT_EIO;

@@ -27,14 +27,14 @@ static enum mt_status check_question(const struct mt_qa *q, const char *s,
 
     if (!q->p.db_dir || !q->answer_llm)
         return mt_fail(err, MT_EINVAL, "ask: no corpus: give --db DIR");
-    if (mt_str_trim((struct mt_str){s ? s : "", n}).n == 0)
+    if (mtx_str_trim((struct mt_str){s ? s : "", n}).n == 0)
         return mt_fail(err, MT_EINVAL, "ask: the question is empty");
     if (n > q->p.max_question_bytes)
         return mt_fail(err, MT_ELIMIT,
                        "ask: the question is %zu bytes; "
                        "the limit is %zu",
                        n, q->p.max_question_bytes);
-    if (mt_utf8_validate(s, n, NULL) != MT_OK)
+    if (mtx_utf8_validate(s, n, NULL) != MT_OK)
         return mt_fail(err, MT_EINVAL,
                        "ask: the question is not UTF-8 "
                        "text");
@@ -47,17 +47,18 @@ static enum mt_status check_question(const struct mt_qa *q, const char *s,
 static enum mt_status docs_block(const struct qa_run *r, struct mt_buf *b)
 {
     const struct mt_qa_result *res = r->res;
-    enum mt_status st = mt_buf_append_str(b, "<documents>\n");
+    enum mt_status st = mtx_buf_append_str(b, "<documents>\n");
     size_t i;
 
     for (i = 0; st == MT_OK && i < res->ndocs; i++) {
         const struct mt_qa_doc *d = &res->docs[i];
 
-        st = mt_buf_printf(b, "[%s%s%s] %s\n%s\n\n", r->q->label_pre, d->doc_id,
+        st =
+            mtx_buf_printf(b, "[%s%s%s] %s\n%s\n\n", r->q->label_pre, d->doc_id,
                            r->q->label_suf, d->title ? d->title : "", d->text);
     }
     if (st == MT_OK)
-        st = mt_buf_append_str(b, "</documents>");
+        st = mtx_buf_append_str(b, "</documents>");
     return st;
 }
 
@@ -73,7 +74,7 @@ static enum mt_status answer(struct qa_run *r)
     enum mt_status st = docs_block(r, &docs);
 
     if (st == MT_OK)
-        st = mt_buf_printf(&label, "%sID%s", r->q->label_pre, r->q->label_suf);
+        st = mtx_buf_printf(&label, "%sID%s", r->q->label_pre, r->q->label_suf);
     vals[0] = r->res->question;
     vals[1] = docs.data;
     vals[2] = label.data;
@@ -82,18 +83,18 @@ static enum mt_status answer(struct qa_run *r)
                     "'Answer: no' or 'Answer: maybe'."
                   : "";
     if (st == MT_OK)
-        st = mt_qa_chat(r, r->q->answer_llm, "qa_answer", keys, vals, 4,
-                        r->q->p.temperature, r->q->p.max_tokens, 0, &reply, why,
-                        sizeof why);
+        st = mtx_qa_chat(r, r->q->answer_llm, "qa_answer", keys, vals, 4,
+                         r->q->p.temperature, r->q->p.max_tokens, 0, &reply,
+                         why, sizeof why);
     r->answer_failed = st == MT_EIO;
     if (st == MT_EIO) /* the model failed twice: an honest empty answer */
-        st = mt_qa_note(r, "no answer: %s", why);
-    r->res->answer = mt_qa_keep(r, reply, reply ? strlen(reply) : 0);
+        st = mtx_qa_note(r, "no answer: %s", why);
+    r->res->answer = mtx_qa_keep(r, reply, reply ? strlen(reply) : 0);
     if (st == MT_OK && !r->res->answer)
         st = MT_ENOMEM;
     mt_free(reply);
-    mt_buf_free(&docs);
-    mt_buf_free(&label);
+    mtx_buf_free(&docs);
+    mtx_buf_free(&label);
     return st;
 }
 
@@ -101,14 +102,14 @@ static enum mt_status answer(struct qa_run *r)
 
 static enum mt_status finish_notes(struct qa_run *r)
 {
-    const char **v = mt_arena_alloc(r->mem, (r->nnotes + 1) * sizeof *v);
+    const char **v = mtx_arena_alloc(r->mem, (r->nnotes + 1) * sizeof *v);
     const char *p = r->notes.data;
     size_t i;
 
     if (!v)
         return MT_ENOMEM;
     for (i = 0; i < r->nnotes; i++) {
-        v[i] = mt_qa_keep(r, p, strlen(p));
+        v[i] = mtx_qa_keep(r, p, strlen(p));
         if (!v[i])
             return MT_ENOMEM;
         p += strlen(p) + 1;
@@ -126,14 +127,14 @@ static enum mt_status after_answer(struct qa_run *r, struct mt_error *err)
     if (!res->answer[0])
         return r->answer_failed
                    ? MT_OK
-                   : mt_qa_note(r, "the model returned an empty answer");
-    res->final_verdict = mt_qa_final_word(res->answer);
-    st = mt_qa_claims(r, err);
+                   : mtx_qa_note(r, "the model returned an empty answer");
+    res->final_verdict = mtx_qa_final_word(res->answer);
+    st = mtx_qa_claims(r, err);
     if (st == MT_OK && res->nclaims == 0)
-        st = mt_qa_note(r, "the answer cites none of the documents: no "
-                           "claim could be verified");
+        st = mtx_qa_note(r, "the answer cites none of the documents: no "
+                            "claim could be verified");
     if (st == MT_OK)
-        st = mt_qa_verify_claims(r, err);
+        st = mtx_qa_verify_claims(r, err);
     return st;
 }
 
@@ -142,16 +143,16 @@ static enum mt_status pipeline(struct qa_run *r, const char *question,
 {
     enum mt_status st;
 
-    r->res->question = mt_qa_keep(r, question, strlen(question));
+    r->res->question = mtx_qa_keep(r, question, strlen(question));
     if (!r->res->question)
         return MT_ENOMEM;
-    st = mt_qa_retrieve(r, question, err);
+    st = mtx_qa_retrieve(r, question, err);
     if (st != MT_OK)
         return st;
     if (r->res->ndocs == 0) {
         r->res->answer = "";
-        return mt_qa_note(r, "no document matched the question: no answer "
-                             "was generated");
+        return mtx_qa_note(r, "no document matched the question: no answer "
+                              "was generated");
     }
     st = answer(r);
     if (st == MT_OK)
@@ -245,7 +246,7 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
         return mt_fail(err, MT_ENOMEM, "ask: out of memory");
     *mem = MT_ARENA_INIT(64 * 1024);
     r.mem = mem;
-    r.res = mt_arena_alloc(mem, sizeof *r.res);
+    r.res = mtx_arena_alloc(mem, sizeof *r.res);
     st = r.res ? MT_OK : MT_ENOMEM;
     if (st == MT_OK) {
         memset(r.res, 0, sizeof *r.res);
@@ -255,9 +256,9 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
     }
     if (st == MT_OK)
         st = finish_notes(&r);
-    mt_buf_free(&r.notes);
+    mtx_buf_free(&r.notes);
     if (st != MT_OK) {
-        mt_arena_free(mem);
+        mtx_arena_free(mem);
         mt_free(mem);
         if (st == MT_ECANCELED)
             return mt_fail(err, st, "the question was cancelled");
@@ -277,7 +278,7 @@ void mt_qa_result_free(struct mt_qa_result *r)
     if (!r)
         return;
     mem = r->mem_;
-    mt_arena_free(mem); /* r lives in the arena */
+    mtx_arena_free(mem); /* r lives in the arena */
     mt_free(mem);
 }
 
@@ -313,7 +314,7 @@ static json_t *claim_json(const struct mt_qa_claim *c)
                      "verdicts", vs, "label", mt_qa_label_str(c->label));
 }
 
-char *mt_qa_claim_json(const struct mt_qa_claim *c)
+char *mtx_qa_claim_json(const struct mt_qa_claim *c)
 {
     json_t *o = claim_json(c);
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;

@@ -42,10 +42,10 @@ static int item_id(const struct cite_ctx *c, struct mt_str it,
     size_t np = strlen(c->pre);
     size_t ns = strlen(c->suf);
 
-    it = mt_str_trim(it);
+    it = mtx_str_trim(it);
     if (it.n > np + ns && memcmp(it.p, c->pre, np) == 0 &&
         memcmp(it.p + it.n - ns, c->suf, ns) == 0) {
-        *id = mt_str_trim((struct mt_str){it.p + np, it.n - np - ns});
+        *id = mtx_str_trim((struct mt_str){it.p + np, it.n - np - ns});
         return id->n > 0 && np + ns > 0;
     }
     *id = it;
@@ -59,11 +59,11 @@ static enum mt_status add_ref(const struct cite_ctx *c, struct mt_qa_sent *s,
     char *k;
 
     for (i = 0; i < s->nrefs; i++)
-        if (mt_str_eq_c(id, s->refs[i]))
+        if (mtx_str_eq_c(id, s->refs[i]))
             return MT_OK;
     if (s->nrefs == QA_MAX_REFS)
         return MT_OK;
-    k = mt_arena_strndup(c->a, id.p, id.n);
+    k = mtx_arena_strndup(c->a, id.p, id.n);
     if (!k)
         return MT_ENOMEM;
     s->docs[s->nrefs] = find_known(c, id.p, id.n);
@@ -104,8 +104,8 @@ static int cite_group(const struct cite_ctx *c, const char *p, size_t n,
 
 static enum mt_status sent_init(struct mt_arena *a, struct mt_qa_sent *s)
 {
-    s->refs = mt_arena_alloc(a, QA_MAX_REFS * sizeof *s->refs);
-    s->docs = mt_arena_alloc(a, QA_MAX_REFS * sizeof *s->docs);
+    s->refs = mtx_arena_alloc(a, QA_MAX_REFS * sizeof *s->refs);
+    s->docs = mtx_arena_alloc(a, QA_MAX_REFS * sizeof *s->docs);
     s->nrefs = 0;
     return s->refs && s->docs ? MT_OK : MT_ENOMEM;
 }
@@ -123,7 +123,7 @@ static enum mt_status parse_sent(const struct cite_ctx *c, const char *p,
                                  struct mt_qa_sent *prev)
 {
     struct mt_buf t = MT_BUF_INIT(n + 2);
-    enum mt_status st = mt_buf_reserve(&t, n + 1);
+    enum mt_status st = mtx_buf_reserve(&t, n + 1);
     size_t i = 0;
     int lead = 1;
 
@@ -137,34 +137,34 @@ static enum mt_status parse_sent(const struct cite_ctx *c, const char *p,
             continue;
         }
         lead = lead && isspace((unsigned char)p[i]);
-        st = mt_buf_putc(&t, p[i++]);
+        st = mtx_buf_putc(&t, p[i++]);
     }
     if (st == MT_OK) {
-        struct mt_str x = mt_str_trim((struct mt_str){t.data, t.len});
+        struct mt_str x = mtx_str_trim((struct mt_str){t.data, t.len});
 
-        s->text = mt_arena_strndup(c->a, x.p ? x.p : "", x.n);
+        s->text = mtx_arena_strndup(c->a, x.p ? x.p : "", x.n);
         st = s->text ? MT_OK : MT_ENOMEM;
     }
-    mt_buf_free(&t);
+    mtx_buf_free(&t);
     return st;
 }
 
-enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
-                                  const char *pre, const char *suf,
-                                  const char *const *known, size_t nknown,
-                                  struct mt_qa_sent **out, size_t *n)
+enum mt_status mtx_qa_parse_answer(struct mt_arena *a, const char *answer,
+                                   const char *pre, const char *suf,
+                                   const char *const *known, size_t nknown,
+                                   struct mt_qa_sent **out, size_t *n)
 {
     struct cite_ctx c = {a, pre, suf, known, nknown};
     struct mt_span *sp = NULL;
     struct mt_qa_sent *v;
     size_t cnt = 0, i, k = 0;
     enum mt_status st =
-        mt_sentences_split(answer, strlen(answer), &sp, &cnt, NULL);
+        mtx_sentences_split(answer, strlen(answer), &sp, &cnt, NULL);
 
     *n = 0;
     if (st != MT_OK)
         return st;
-    v = mt_arena_alloc(a, (cnt + 1) * sizeof *v);
+    v = mtx_arena_alloc(a, (cnt + 1) * sizeof *v);
     st = v ? MT_OK : MT_ENOMEM;
     for (i = 0; st == MT_OK && i < cnt; i++) {
         st = sent_init(a, &v[k]);
@@ -182,7 +182,7 @@ enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
 
 /* ==== Grouping ==== */
 
-double mt_qa_dot(const float *a, const float *b, uint32_t dims)
+double mtx_qa_dot(const float *a, const float *b, uint32_t dims)
 {
     double s = 0;
     uint32_t i;
@@ -206,7 +206,7 @@ static double sim(const struct mt_qa_sent *s, size_t g, size_t c,
         long d = s[c].docs[k];
 
         for (j = d < 0 ? 0 : off[d]; d >= 0 && j < off[d + 1]; j++) {
-            double v = mt_qa_dot(sv + g * dims, dv + j * dims, dims);
+            double v = mtx_qa_dot(sv + g * dims, dv + j * dims, dims);
 
             if (v > best)
                 best = v;
@@ -215,9 +215,9 @@ static double sim(const struct mt_qa_sent *s, size_t g, size_t c,
     return best;
 }
 
-void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
-                 const float *doc_vecs, const size_t *doc_off, uint32_t dims,
-                 long *owner)
+void mtx_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
+                  const float *doc_vecs, const size_t *doc_off, uint32_t dims,
+                  long *owner)
 {
     size_t i, j, g;
 
@@ -259,7 +259,7 @@ static int stop_word(const char *w, size_t n)
     return n < 3;
 }
 
-void mt_qa_hash_embed(const char *s, size_t n, float *out)
+void mtx_qa_hash_embed(const char *s, size_t n, float *out)
 {
     size_t i = 0;
     double norm = 0;
@@ -319,7 +319,7 @@ static const char *after_answer(const char *a)
     return verdict_word(last);
 }
 
-const char *mt_qa_final_word(const char *answer)
+const char *mtx_qa_final_word(const char *answer)
 {
     const char *w = after_answer(answer);
     const char *line = answer;
@@ -357,7 +357,7 @@ static enum mt_status gap_texts(const struct qa_run *r,
     *nt = 0;
     *t = mt_calloc(cap, sizeof **t);
     for (i = 0; *t && i < n; i++)
-        (*t)[(*nt)++] = mt_str_from(s[i].text);
+        (*t)[(*nt)++] = mtx_str_from(s[i].text);
     for (i = 0; st == MT_OK && *t && i < res->ndocs; i++) {
         const char *d = res->docs[i].text;
         struct mt_span *sp = NULL;
@@ -365,7 +365,7 @@ static enum mt_status gap_texts(const struct qa_run *r,
         struct mt_str *g;
 
         off[i] = *nt - n;
-        st = mt_sentences_split(d, strlen(d), &sp, &ns, err);
+        st = mtx_sentences_split(d, strlen(d), &sp, &ns, err);
         if (st == MT_OK && *nt + ns + 1 > cap) {
             cap = 2 * (*nt + ns + 1);
             g = mt_realloc(*t, cap * sizeof *g);
@@ -396,7 +396,7 @@ static enum mt_status vectors(struct qa_run *r, const struct mt_qa_sent *s,
     enum mt_status st = gap_texts(r, s, n, &t, &nt, off, err);
 
     if (st == MT_OK)
-        st = mt_qa_embed(r->q, t, nt, &all, dims, err);
+        st = mtx_qa_embed(r->q, t, nt, &all, dims, err);
     mt_free(t);
     if (st != MT_OK)
         return st;
@@ -431,15 +431,15 @@ static enum mt_status make_claim(struct qa_run *r, const struct mt_qa_sent *s,
 
     for (i = 0; st == MT_OK && i < n; i++)
         if (owner[i] == (long)h)
-            st = mt_buf_printf(&b, "%s%s", b.len ? " " : "", s[i].text);
+            st = mtx_buf_printf(&b, "%s%s", b.len ? " " : "", s[i].text);
     memset(c, 0, sizeof *c);
     if (st == MT_OK) {
-        c->text = mt_qa_keep(r, b.data ? b.data : "", b.len);
+        c->text = mtx_qa_keep(r, b.data ? b.data : "", b.len);
         st = c->text ? MT_OK : MT_ENOMEM;
     }
     c->refs = s[h].refs;
     c->nrefs = s[h].nrefs;
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     return st;
 }
 
@@ -452,7 +452,7 @@ static enum mt_status build_claims(struct qa_run *r, const struct mt_qa_sent *s,
 
     for (i = 0; i < n; i++)
         k += s[i].nrefs > 0;
-    res->claims = mt_arena_alloc(r->mem, (k + 1) * sizeof *res->claims);
+    res->claims = mtx_arena_alloc(r->mem, (k + 1) * sizeof *res->claims);
     if (!res->claims)
         return MT_ENOMEM;
     for (i = 0; st == MT_OK && i < n; i++)
@@ -473,7 +473,7 @@ static enum mt_status build_sentences(struct qa_run *r,
     size_t i;
     long k = -1;
 
-    res->sentences = mt_arena_alloc(r->mem, (n + 1) * sizeof *res->sentences);
+    res->sentences = mtx_arena_alloc(r->mem, (n + 1) * sizeof *res->sentences);
     if (!res->sentences || !claim_of) {
         mt_free(claim_of);
         return MT_ENOMEM;
@@ -489,11 +489,11 @@ static enum mt_status build_sentences(struct qa_run *r,
     return MT_OK;
 }
 
-enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
+enum mt_status mtx_qa_claims(struct qa_run *r, struct mt_error *err)
 {
     struct mt_qa_result *res = r->res;
     const char **known =
-        mt_arena_alloc(r->mem, (res->ndocs + 1) * sizeof *known);
+        mtx_arena_alloc(r->mem, (res->ndocs + 1) * sizeof *known);
     struct mt_qa_sent *s = NULL;
     long *owner = NULL;
     size_t *off = NULL;
@@ -505,8 +505,8 @@ enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
     for (i = 0; known && i < res->ndocs; i++)
         known[i] = res->docs[i].doc_id;
     if (st == MT_OK)
-        st = mt_qa_parse_answer(r->mem, res->answer, r->q->label_pre,
-                                r->q->label_suf, known, res->ndocs, &s, &n);
+        st = mtx_qa_parse_answer(r->mem, res->answer, r->q->label_pre,
+                                 r->q->label_suf, known, res->ndocs, &s, &n);
     if (st == MT_OK && !(owner = mt_calloc(n + 1, sizeof *owner)))
         st = MT_ENOMEM;
     if (st == MT_OK && !(off = mt_calloc(res->ndocs + 1, sizeof *off)))
@@ -514,12 +514,12 @@ enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err)
     if (st == MT_OK && has_gap(s, n))
         st = vectors(r, s, n, &sv, &dv, off, &dims, err);
     if (st != MT_OK && st != MT_ENOMEM) /* group without similarities */
-        st = mt_qa_note(r,
-                        "the embedder failed (%s): uncited sentences "
-                        "joined the claim before them",
-                        err ? err->msg : "");
+        st = mtx_qa_note(r,
+                         "the embedder failed (%s): uncited sentences "
+                         "joined the claim before them",
+                         err ? err->msg : "");
     if (st == MT_OK) {
-        mt_qa_group(s, n, sv, dv, off, dims, owner);
+        mtx_qa_group(s, n, sv, dv, off, dims, owner);
         st = build_claims(r, s, n, owner);
     }
     if (st == MT_OK)

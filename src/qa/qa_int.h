@@ -50,18 +50,18 @@ struct qa_run {
 };
 
 /* Adds a note (why the result is partial) to the run. */
-enum mt_status mt_qa_note(struct qa_run *r, const char *fmt, ...)
+enum mt_status mtx_qa_note(struct qa_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Copies n bytes of s into the run's arena; NULL when out of memory. */
-char *mt_qa_keep(struct qa_run *r, const char *s, size_t n);
+char *mtx_qa_keep(struct qa_run *r, const char *s, size_t n);
 
 /* ==== Retrieval (qa_retrieve.c) ==== */
 
 /* Fills r->res->docs with up to k documents for the question, and
  * r->res->search with the mode used. */
-enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
-                              struct mt_error *err);
+enum mt_status mtx_qa_retrieve(struct qa_run *r, const char *question,
+                               struct mt_error *err);
 
 /* ==== Claims (qa_claims.c) ==== */
 
@@ -78,10 +78,10 @@ struct mt_qa_sent {
  * (pre + id + suf) or bare ids among known[0..nknown). Citations that
  * open a sentence belong to the sentence before it. Everything lives in
  * 'a'. docs[] is filled from known (-1 when not known). */
-enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
-                                  const char *pre, const char *suf,
-                                  const char *const *known, size_t nknown,
-                                  struct mt_qa_sent **out, size_t *n);
+enum mt_status mtx_qa_parse_answer(struct mt_arena *a, const char *answer,
+                                   const char *pre, const char *suf,
+                                   const char *const *known, size_t nknown,
+                                   struct mt_qa_sent **out, size_t *n);
 
 /* Groups sentences into claims, as VerifAI does: each cited sentence
  * heads a claim; an uncited sentence between two cited ones joins the
@@ -95,57 +95,57 @@ enum mt_status mt_qa_parse_answer(struct mt_arena *a, const char *answer,
  * after the last cited one (introduction, conclusion) join nothing: they
  * stay in the answer as unreferenced sentences. owner[i] gets the index
  * of the cited sentence heading i's claim, or -1. */
-void mt_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
-                 const float *doc_vecs, const size_t *doc_off, uint32_t dims,
-                 long *owner);
+void mtx_qa_group(const struct mt_qa_sent *s, size_t n, const float *sent_vecs,
+                  const float *doc_vecs, const size_t *doc_off, uint32_t dims,
+                  long *owner);
 
 /* Dot product of two dims-vectors. */
-double mt_qa_dot(const float *a, const float *b, uint32_t dims);
+double mtx_qa_dot(const float *a, const float *b, uint32_t dims);
 
 /* L2-normalised hashed bag of words (QA_HASH_DIMS floats) of s[0..n):
  * lower-cased ASCII letters and digits and non-ASCII bytes form words;
  * words under 3 bytes and common English words are skipped; each bucket
  * holds 1 + ln(count). */
-void mt_qa_hash_embed(const char *s, size_t n, float *out);
+void mtx_qa_hash_embed(const char *s, size_t n, float *out);
 
 /* The closing yes/no/maybe of an answer: the word after the last
  * "answer:", else the last yes/no/maybe word of the last line; NULL
  * when there is none. Returns a static string. */
-const char *mt_qa_final_word(const char *answer);
+const char *mtx_qa_final_word(const char *answer);
 
 /* Builds r->res->claims from the answer (parse, embed, group). */
-enum mt_status mt_qa_claims(struct qa_run *r, struct mt_error *err);
+enum mt_status mtx_qa_claims(struct qa_run *r, struct mt_error *err);
 
 /* Embeds n texts into *out (n * *dims floats, caller frees with
  * mt_free): the embedder, or hashed words without one. Thread-safe. */
-enum mt_status mt_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
-                           float **out, uint32_t *dims, struct mt_error *err);
+enum mt_status mtx_qa_embed(struct mt_qa *q, const struct mt_str *t, size_t n,
+                            float **out, uint32_t *dims, struct mt_error *err);
 
 /* ==== Verification (qa_verify.c) ==== */
 
 /* Overall verdict of a claim from its per-document verdicts (the rule in
  * qa.h). */
-enum mt_qa_label mt_qa_overall(const struct mt_qa_verdict *v, size_t n);
+enum mt_qa_label mtx_qa_overall(const struct mt_qa_verdict *v, size_t n);
 
 /* Maps a classifier label (enum mt_nli_label) to a verdict. */
-enum mt_qa_label mt_qa_from_nli(int nli_label);
+enum mt_qa_label mtx_qa_from_nli(int nli_label);
 
 /* Claim c as compact JSON text (its object in mt_qa_result_json);
  * caller frees with mt_free; NULL when out of memory. */
-char *mt_qa_claim_json(const struct mt_qa_claim *c);
+char *mtx_qa_claim_json(const struct mt_qa_claim *c);
 
 /* Verifies every claim of r->res against its cited documents, calling
  * params.on_claim as each claim's verdicts become final. */
-enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err);
+enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err);
 
 /* ==== Model calls (qa.c) ==== */
 
 /* Renders prompt 'name' and sends it, repeating once on a failed request
  * or (with 'json') a reply without a JSON object. On success *reply is
  * the text (caller frees); on failure 'why' says what went wrong. */
-enum mt_status mt_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
-                          const char *const *keys, const char *const *vals,
-                          size_t nvars, float temperature, uint32_t max_tokens,
-                          int json, char **reply, char *why, size_t wn);
+enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
+                           const char *const *keys, const char *const *vals,
+                           size_t nvars, float temperature, uint32_t max_tokens,
+                           int json, char **reply, char *why, size_t wn);
 
 #endif

@@ -36,7 +36,7 @@ static const char *doc_url(struct qa_run *r, const struct mt_search_hit *h)
     mt_free(meta);
     u = json_string_value(json_object_get(o, "url"));
     if (u && (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
-        out = mt_qa_keep(r, u, strlen(u));
+        out = mtx_qa_keep(r, u, strlen(u));
     json_decref(o);
     if (out)
         return out;
@@ -45,7 +45,7 @@ static const char *doc_url(struct qa_run *r, const struct mt_search_hit *h)
     if (i == 0 || h->doc_id[i] || i > 12)
         return NULL;
     snprintf(pm, sizeof pm, "https://pubmed.ncbi.nlm.nih.gov/%s/", h->doc_id);
-    return mt_qa_keep(r, pm, strlen(pm));
+    return mtx_qa_keep(r, pm, strlen(pm));
 }
 
 static enum mt_status add_doc(struct qa_run *r, const struct mt_search_hit *h)
@@ -57,10 +57,10 @@ static enum mt_status add_doc(struct qa_run *r, const struct mt_search_hit *h)
                                               &text, &len, NULL);
 
     if (st == MT_OK) {
-        d->doc_id = mt_qa_keep(r, h->doc_id, strlen(h->doc_id));
-        d->title = h->title ? mt_qa_keep(r, h->title, strlen(h->title)) : NULL;
+        d->doc_id = mtx_qa_keep(r, h->doc_id, strlen(h->doc_id));
+        d->title = h->title ? mtx_qa_keep(r, h->title, strlen(h->title)) : NULL;
         d->text =
-            mt_qa_keep(r, text, mt_utf8_cut(text, len, r->q->p.doc_chars));
+            mtx_qa_keep(r, text, mtx_utf8_cut(text, len, r->q->p.doc_chars));
         d->score = h->score;
         d->url = doc_url(r, h);
         st =
@@ -93,9 +93,9 @@ static enum mt_status search_mode(struct qa_run *r, struct mt_search_params *sp,
     sp->mode = r->q->index_vectors ? MT_SEARCH_HYBRID : MT_SEARCH_BM25;
     if (r->q->index_vectors)
         return MT_OK;
-    return mt_qa_note(r, "the index has no vectors for the embedder: "
-                         "BM25 search only (build them with 'medtrust "
-                         "index --embedder use-lite')");
+    return mtx_qa_note(r, "the index has no vectors for the embedder: "
+                          "BM25 search only (build them with 'medtrust "
+                          "index --embedder use-lite')");
 }
 
 /* The metadata filters as conditions of the search itself, so the first
@@ -147,7 +147,7 @@ static enum mt_status rerank(struct qa_run *r, const char *question,
     enum mt_status st = t && sc ? MT_OK : MT_ENOMEM;
 
     for (i = 0; st == MT_OK && i < res->ndocs; i++)
-        t[i] = mt_str_from(res->docs[i].text);
+        t[i] = mtx_str_from(res->docs[i].text);
     if (st == MT_OK)
         st = mt_retriever_rerank(r->q->ret, question, t, res->ndocs, sc, err);
     for (i = 0; st == MT_OK && i < res->ndocs; i++)
@@ -165,7 +165,7 @@ collect(struct qa_run *r, const struct mt_search_result *hits, uint32_t want)
     size_t i;
     enum mt_status st = MT_OK;
 
-    r->res->docs = mt_arena_alloc(r->mem, (want + 1) * sizeof *r->res->docs);
+    r->res->docs = mtx_arena_alloc(r->mem, (want + 1) * sizeof *r->res->docs);
     if (!r->res->docs)
         return MT_ENOMEM;
     for (i = 0; st == MT_OK && i < hits->n && r->res->ndocs < want; i++)
@@ -173,8 +173,8 @@ collect(struct qa_run *r, const struct mt_search_result *hits, uint32_t want)
     return st;
 }
 
-enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
-                              struct mt_error *err)
+enum mt_status mtx_qa_retrieve(struct qa_run *r, const char *question,
+                               struct mt_error *err)
 {
     const struct mt_qa_params *p = &r->p;
     int rr = mt_retriever_has_reranker(r->q->ret);
@@ -196,10 +196,10 @@ enum mt_status mt_qa_retrieve(struct qa_run *r, const char *question,
     if (st == MT_OK && rr && r->res->ndocs > 1) {
         st = rerank(r, question, err);
         if (st != MT_OK && st != MT_ENOMEM)
-            st = mt_qa_note(r,
-                            "the reranker failed (%s): the first-stage "
-                            "order is kept",
-                            err ? err->msg : "");
+            st = mtx_qa_note(r,
+                             "the reranker failed (%s): the first-stage "
+                             "order is kept",
+                             err ? err->msg : "");
     }
     if (st == MT_OK && r->res->ndocs > p->k)
         r->res->ndocs = p->k;

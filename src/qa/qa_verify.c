@@ -49,7 +49,7 @@ static const struct {
 
 enum mt_status mt_qa_label_parse(const char *s, enum mt_qa_label *out)
 {
-    struct mt_str t = mt_str_trim(mt_str_from(s ? s : ""));
+    struct mt_str t = mtx_str_trim(mtx_str_from(s ? s : ""));
     size_t i;
 
     for (i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
@@ -62,7 +62,7 @@ enum mt_status mt_qa_label_parse(const char *s, enum mt_qa_label *out)
     return MT_EINVAL;
 }
 
-enum mt_qa_label mt_qa_from_nli(int nli_label)
+enum mt_qa_label mtx_qa_from_nli(int nli_label)
 {
     switch (nli_label) {
     case MT_NLI_SUPPORT:
@@ -76,7 +76,7 @@ enum mt_qa_label mt_qa_from_nli(int nli_label)
     }
 }
 
-enum mt_qa_label mt_qa_overall(const struct mt_qa_verdict *v, size_t n)
+enum mt_qa_label mtx_qa_overall(const struct mt_qa_verdict *v, size_t n)
 {
     static const enum mt_qa_label order[] = {
         MT_QA_CONTRADICT,
@@ -104,22 +104,22 @@ static enum mt_status judge_llm(struct qa_run *r, const char *claim,
     char *reply = NULL;
     json_t *o = NULL;
     double conf = 1;
-    enum mt_status st = mt_qa_chat(r, r->q->judge_llm, "qa_judge", keys, vals,
-                                   2, 0, JUDGE_TOKENS, 1, &reply, why, wn);
+    enum mt_status st = mtx_qa_chat(r, r->q->judge_llm, "qa_judge", keys, vals,
+                                    2, 0, JUDGE_TOKENS, 1, &reply, why, wn);
 
     if (st == MT_OK)
-        o = mt_reply_extract(reply, why, wn);
+        o = mtx_reply_extract(reply, why, wn);
     if (st == MT_OK && !o)
         st = MT_EPARSE;
     if (st == MT_OK &&
-        (mt_qa_label_parse(mt_reply_str(o, "label"), label) != MT_OK ||
+        (mt_qa_label_parse(mtx_reply_str(o, "label"), label) != MT_OK ||
          *label > MT_QA_NO_EVIDENCE)) {
         snprintf(why, wn,
                  "the judge gave no SUPPORT, CONTRADICT or "
                  "NO_EVIDENCE label");
         st = MT_EPARSE;
     }
-    if (st == MT_OK && mt_reply_conf(o, "confidence", &conf) != 0)
+    if (st == MT_OK && mtx_reply_conf(o, "confidence", &conf) != 0)
         conf = 1;
     *score = (float)conf;
     json_decref(o);
@@ -143,7 +143,7 @@ static enum mt_status judge_nli(struct mt_nli *nli, const char *claim,
                  e.msg[0] ? e.msg : mt_status_str(st));
         return st;
     }
-    *label = mt_qa_from_nli((int)l);
+    *label = mtx_qa_from_nli((int)l);
     *score = (unsigned)l < 3 ? probs[l] : 0;
     return MT_OK;
 }
@@ -174,22 +174,22 @@ static enum mt_status evidence(struct qa_run *r, const char *claim,
     float *v = NULL;
     uint32_t dims = 0;
     size_t n = 0, i, best = 0;
-    enum mt_status st = mt_sentences_split(doc, strlen(doc), &sp, &n, err);
+    enum mt_status st = mtx_sentences_split(doc, strlen(doc), &sp, &n, err);
 
     if (st == MT_OK && n > 0 && !(t = mt_calloc(n + 1, sizeof *t)))
         st = mt_fail(err, MT_ENOMEM, "ask: out of memory");
     for (i = 0; t && i < n; i++)
         t[i + 1] = (struct mt_str){doc + sp[i].start, sp[i].end - sp[i].start};
     if (t) {
-        t[0] = mt_str_from(claim);
-        st = mt_qa_embed(r->q, t, n + 1, &v, &dims, err);
+        t[0] = mtx_str_from(claim);
+        st = mtx_qa_embed(r->q, t, n + 1, &v, &dims, err);
     }
     for (i = 1; st == MT_OK && v && i < n; i++)
-        if (mt_qa_dot(v, v + (i + 1) * dims, dims) >
-            mt_qa_dot(v, v + (best + 1) * dims, dims))
+        if (mtx_qa_dot(v, v + (i + 1) * dims, dims) >
+            mtx_qa_dot(v, v + (best + 1) * dims, dims))
             best = i;
     if (st == MT_OK && t)
-        *out = mt_qa_keep(r, t[best + 1].p, t[best + 1].n);
+        *out = mtx_qa_keep(r, t[best + 1].p, t[best + 1].n);
     mt_free(v);
     mt_free(t);
     mt_free(sp);
@@ -213,12 +213,12 @@ static char *premise(const struct mt_qa_doc *d)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
 
-    if (mt_buf_printf(&b, "%s%s%s", d->title ? d->title : "",
-                      d->title ? " " : "", d->text) != MT_OK) {
-        mt_buf_free(&b);
+    if (mtx_buf_printf(&b, "%s%s%s", d->title ? d->title : "",
+                       d->title ? " " : "", d->text) != MT_OK) {
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
@@ -244,7 +244,7 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
         return mt_fail(err, st, "the question was cancelled");
     if (st != MT_OK) {
         v->label = MT_QA_UNVERIFIED;
-        v->error = mt_qa_keep(r, why, strlen(why));
+        v->error = mtx_qa_keep(r, why, strlen(why));
         return v->error ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
     }
     if (v->label == MT_QA_SUPPORT || v->label == MT_QA_CONTRADICT)
@@ -260,7 +260,7 @@ static enum mt_status report_claim(const struct qa_run *r, size_t i)
 
     if (!p->on_claim)
         return MT_OK;
-    js = mt_qa_claim_json(&r->res->claims[i]);
+    js = mtx_qa_claim_json(&r->res->claims[i]);
     if (!js)
         return MT_ENOMEM;
     p->on_claim(p->on_claim_user, i, r->res->nclaims, js);
@@ -268,7 +268,7 @@ static enum mt_status report_claim(const struct qa_run *r, size_t i)
     return MT_OK;
 }
 
-enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
+enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err)
 {
     struct mt_qa_result *res = r->res;
     size_t i, k;
@@ -278,7 +278,7 @@ enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
         struct mt_qa_claim *c = &res->claims[i];
 
         c->verdicts =
-            mt_arena_alloc(r->mem, (c->nrefs + 1) * sizeof *c->verdicts);
+            mtx_arena_alloc(r->mem, (c->nrefs + 1) * sizeof *c->verdicts);
         if (!c->verdicts)
             return mt_fail(err, MT_ENOMEM, "ask: out of memory");
         memset(c->verdicts, 0, (c->nrefs + 1) * sizeof *c->verdicts);
@@ -287,15 +287,15 @@ enum mt_status mt_qa_verify_claims(struct qa_run *r, struct mt_error *err)
             st = verify_ref(r, c, &c->verdicts[k], err);
         }
         c->nverdicts = c->nrefs;
-        c->label = mt_qa_overall(c->verdicts, c->nverdicts);
+        c->label = mtx_qa_overall(c->verdicts, c->nverdicts);
         if (st == MT_OK && report_claim(r, i) != MT_OK)
             return mt_fail(err, MT_ENOMEM, "ask: out of memory");
     }
     if (st == MT_OK && res->usage.verify_failures)
-        st = mt_qa_note(r,
-                        "the verifier failed on %u of %u (claim, "
-                        "document) pairs: they are UNVERIFIED",
-                        res->usage.verify_failures, res->usage.verifications);
+        st = mtx_qa_note(r,
+                         "the verifier failed on %u of %u (claim, "
+                         "document) pairs: they are UNVERIFIED",
+                         res->usage.verify_failures, res->usage.verifications);
     return st;
 }
 
@@ -314,8 +314,8 @@ enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
     if (!claim || !evidence_text)
         return mt_fail(err, MT_EINVAL, "verify: claim and evidence needed");
     st = judge(&r, claim, evidence_text, label, score, why, sizeof why);
-    mt_buf_free(&r.notes);
-    mt_arena_free(&mem);
+    mtx_buf_free(&r.notes);
+    mtx_arena_free(&mem);
     if (st != MT_OK)
         return mt_fail(err, st, "%s", why[0] ? why : mt_status_str(st));
     return MT_OK;

@@ -237,7 +237,7 @@ static enum mt_status embed_query(struct mt_retriever *r, const char *query,
                                   const struct mt_search_params *p, float **vec,
                                   uint32_t *dims, struct mt_error *err)
 {
-    struct mt_str t = mt_str_from(query);
+    struct mt_str t = mtx_str_from(query);
     uint32_t d = mt_retriever_dims(r);
     enum mt_status st;
 
@@ -340,12 +340,12 @@ enum mt_status mtx_retrieve_join_overlap(struct mt_buf *a, const char *b,
         if (memcmp(a->data + a->len - k, b, k) == 0)
             break;
     if (k == 0 && a->len > 0 && n > 0) {
-        enum mt_status st = mt_buf_putc(a, ' ');
+        enum mt_status st = mtx_buf_putc(a, ' ');
 
         if (st != MT_OK)
             return st;
     }
-    return mt_buf_append(a, b + k, n - k);
+    return mtx_buf_append(a, b + k, n - k);
 }
 
 /* Whether chunk 'id' exists and is chunk 'ord' of document doc/src. */
@@ -368,18 +368,18 @@ static enum mt_status whole_doc(struct mt_store *s,
     enum mt_status st;
 
     if (mt_store_chunk_get(s, id, &ci, NULL) != MT_OK)
-        return mt_buf_append_str(out, h->text);
+        return mtx_buf_append_str(out, h->text);
     for (ord = ci.ordinal;
          ord > 0 && same_doc(s, id - 1, h->doc_id, h->source, ord - 1, &ci);
          ord--)
         id--;
-    st = mt_buf_reserve(out, 1);
+    st = mtx_buf_reserve(out, 1);
     for (; st == MT_OK && out->len < max &&
            same_doc(s, id, h->doc_id, h->source, ord, &ci);
          ord++, id++)
         st = mtx_retrieve_join_overlap(out, ci.text, strlen(ci.text));
     if (st == MT_OK && out->len == 0)
-        st = mt_buf_append_str(out, h->text);
+        st = mtx_buf_append_str(out, h->text);
     return st;
 }
 
@@ -399,7 +399,7 @@ enum mt_status mt_retriever_document(struct mt_retriever *r,
     if (w)
         give_back(r, w);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return st;
     }
     *text = b.data;

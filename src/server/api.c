@@ -16,8 +16,8 @@
 
 /* ==== Health and models ==== */
 
-void mt_srv_health(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                   int64_t id)
+void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
 {
     size_t queued, running;
 
@@ -27,11 +27,11 @@ void mt_srv_health(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     queued = s->queued;
     running = s->running;
     pthread_mutex_unlock(&s->job_mu);
-    mt_srv_json(rs, 200,
-                json_pack("{s:s,s:s,s:{s:I,s:I,s:I}}", "status", "ok",
-                          "version", mt_version(), "jobs", "queued",
-                          (json_int_t)queued, "running", (json_int_t)running,
-                          "max_running", (json_int_t)s->p.llm_jobs));
+    mtx_srv_json(rs, 200,
+                 json_pack("{s:s,s:s,s:{s:I,s:I,s:I}}", "status", "ok",
+                           "version", mt_version(), "jobs", "queued",
+                           (json_int_t)queued, "running", (json_int_t)running,
+                           "max_running", (json_int_t)s->p.llm_jobs));
 }
 
 /* A spec for display: the user:password@ part of a URL is cut out. */
@@ -80,12 +80,12 @@ static json_t *role_specs(void)
 /* Which checker strategies have a model for each of their roles. */
 static json_t *check_ready(const struct mt_server *s)
 {
-    int react = mt_srv_llm_spec(s, "react") && mt_srv_llm_spec(s, "eval") &&
-                mt_srv_llm_spec(s, "reflect") && mt_srv_llm_spec(s, "parser");
+    int react = mtx_srv_llm_spec(s, "react") && mtx_srv_llm_spec(s, "eval") &&
+                mtx_srv_llm_spec(s, "reflect") && mtx_srv_llm_spec(s, "parser");
 
     return json_pack("{s:b,s:b,s:b}", "react-reflex", react, "guards",
-                     mt_srv_llm_spec(s, "guard") != NULL, "single",
-                     mt_srv_llm_spec(s, "single") != NULL);
+                     mtx_srv_llm_spec(s, "guard") != NULL, "single",
+                     mtx_srv_llm_spec(s, "single") != NULL);
 }
 
 /* The index build running on this store (medtrust index keeps
@@ -112,8 +112,8 @@ static json_t *index_build(const struct mt_server *s)
     return o;
 }
 
-void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                   int64_t id)
+void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
 {
     const char *llm = getenv("MEDTRUST_LLM");
     const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
@@ -129,13 +129,13 @@ void mt_srv_models(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         e = json_null();
     else
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
-    mt_srv_json(rs, 200,
-                json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o}", "llm", "default",
-                          spec_json(llm && *llm ? llm : s->llm_spec), "roles",
-                          role_specs(), "embedder", e, "index_build",
-                          index_build(s), "check", check_ready(s), "ask",
-                          mt_srv_ask_ready(s), "nli",
-                          spec_json(nli && *nli ? nli : "llm")));
+    mtx_srv_json(
+        rs, 200,
+        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o}", "llm", "default",
+                  spec_json(llm && *llm ? llm : s->llm_spec), "roles",
+                  role_specs(), "embedder", e, "index_build", index_build(s),
+                  "check", check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
+                  spec_json(nli && *nli ? nli : "llm")));
 }
 
 /* ==== Sources ==== */
@@ -157,25 +157,25 @@ static enum mt_status source_row(const struct mt_store_counts *c, void *user)
 }
 
 /* GET /v1/sources: the corpora in the store, with their counts. */
-void mt_srv_sources(struct mt_server *s, struct srv_req *rq,
-                    struct srv_resp *rs, int64_t id)
+void mtx_srv_sources(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     json_t *o = json_pack("{s:[]}", "sources");
-    enum mt_status st = o ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    enum mt_status st = o ? mtx_srv_lease_get(s, &l, &err) : MT_ENOMEM;
 
     (void)rq;
     (void)id;
     if (st == MT_OK)
         st = mt_store_stats(l->store, source_row, o, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK) {
-        mt_srv_json(rs, 200, o);
+        mtx_srv_json(rs, 200, o);
         return;
     }
     json_decref(o);
-    mt_srv_fail(rs, st, &err);
+    mtx_srv_fail(rs, st, &err);
 }
 
 /* ==== Search ==== */
@@ -198,8 +198,8 @@ static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
         return 0;
     if (!json_is_number(v) || json_number_value(v) < lo ||
         json_number_value(v) > hi) {
-        mt_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]", key, lo,
-                     hi);
+        mtx_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]", key, lo,
+                      hi);
         return -1;
     }
     *out = json_number_value(v);
@@ -230,27 +230,27 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
 
     *q = json_string_value(json_object_get(o, "query"));
     if (!*q || strlen(*q) > SRV_QUERY_MAX) {
-        mt_srv_error(rs, 400,
-                     "\"query\" must be a string of at most %d "
-                     "bytes",
-                     SRV_QUERY_MAX);
+        mtx_srv_error(rs, 400,
+                      "\"query\" must be a string of at most %d "
+                      "bytes",
+                      SRV_QUERY_MAX);
         return -1;
     }
     if (mode && mt_search_mode_parse(mode, &p->mode) != MT_OK) {
-        mt_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
+        mtx_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
         return -1;
     }
-    if (mt_srv_field(o, &f[0], &k, rs) || mt_srv_field(o, &f[1], &wl, rs) ||
-        mt_srv_field(o, &f[2], &ws, rs) || mt_srv_field(o, &f[3], &r, rs))
+    if (mtx_srv_field(o, &f[0], &k, rs) || mtx_srv_field(o, &f[1], &wl, rs) ||
+        mtx_srv_field(o, &f[2], &ws, rs) || mtx_srv_field(o, &f[3], &r, rs))
         return -1;
     p->k = (uint32_t)k;
     p->w_lex = (float)wl;
     p->w_sem = (float)ws;
     p->retrieve_k = (uint32_t)r;
     p->source = json_string_value(json_object_get(o, "source"));
-    if (mt_srv_meta_read(o, m, rs) != 0)
+    if (mtx_srv_meta_read(o, m, rs) != 0)
         return -1;
-    p->nmeta = mt_srv_meta_conds(m, c);
+    p->nmeta = mtx_srv_meta_conds(m, c);
     p->meta = p->nmeta ? c : NULL;
     return 0;
 }
@@ -274,14 +274,14 @@ static void search_audit(struct mt_server *s, struct srv_req *rq, const char *q,
     char h[MT_SECRET_SIZE];
 
     mt_sha256_hex(q, strlen(q), h);
-    mt_srv_audit(s, NULL, rq, "search",
-                 json_pack("{s:s,s:s,s:i,s:I}", "query_sha256", h, "mode",
-                           mt_search_mode_str(p->mode), "k", (int)p->k, "hits",
-                           (json_int_t)nhits));
+    mtx_srv_audit(s, NULL, rq, "search",
+                  json_pack("{s:s,s:s,s:i,s:I}", "query_sha256", h, "mode",
+                            mt_search_mode_str(p->mode), "k", (int)p->k, "hits",
+                            (json_int_t)nhits));
 }
 
-void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                   int64_t id)
+void mtx_srv_search(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
 {
     struct mt_search_params p;
     struct mt_error err = {MT_OK, ""};
@@ -294,7 +294,7 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 
     (void)id;
     mt_search_default_params(&p);
-    if (mt_srv_body_json(rq, rs, &o) != 0 ||
+    if (mtx_srv_body_json(rq, rs, &o) != 0 ||
         search_params(o, &p, &q, &m, c, rs) != 0) {
         json_decref(o);
         return;
@@ -302,9 +302,9 @@ void mt_srv_search(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     st = mt_retriever_search(s->ret, q, &p, &r, &err);
     if (st == MT_OK) {
         search_audit(s, rq, q, &p, r->n);
-        mt_srv_json(rs, 200, hits_json(r));
+        mtx_srv_json(rs, 200, hits_json(r));
     } else {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     }
     mt_search_result_free(r);
     json_decref(o);
@@ -329,15 +329,15 @@ static int score_params(json_t *o, struct score_in *in, struct srv_resp *rs)
         in->name = "submission";
     mt_eval_default_params(&in->params);
     if (!in->ref || !in->sub) {
-        mt_srv_error(rs, 400,
-                     "the body needs \"reference\" (MEDEC-format "
-                     "CSV text) and \"submission\" (run text)");
+        mtx_srv_error(rs, 400,
+                      "the body needs \"reference\" (MEDEC-format "
+                      "CSV text) and \"submission\" (run text)");
         return -1;
     }
     if (m && strcmp(m, "normalized") == 0)
         in->params.kpcs_match = MT_EVAL_KW_NORMALIZED;
     else if (m && strcmp(m, "exact") != 0) {
-        mt_srv_error(rs, 400, "\"kpcs_match\" is exact or normalized");
+        mtx_srv_error(rs, 400, "\"kpcs_match\" is exact or normalized");
         return -1;
     }
     if (kp && json_is_false(kp))
@@ -364,11 +364,11 @@ static void save_report(const char *path, const struct mt_eval_ref *ref,
                err.msg[0] ? err.msg : strerror(errno));
 }
 
-enum mt_status mt_srv_score_text(const char *rtext, const char *stext,
-                                 const char *name,
-                                 const struct mt_eval_params *p, char **json,
-                                 size_t *notes, const char *report,
-                                 struct mt_error *err)
+enum mt_status mtx_srv_score_text(const char *rtext, const char *stext,
+                                  const char *name,
+                                  const struct mt_eval_params *p, char **json,
+                                  size_t *notes, const char *report,
+                                  struct mt_error *err)
 {
     struct mt_eval_ref *ref = NULL;
     struct mt_eval_sub *sub = NULL;
@@ -410,16 +410,16 @@ static void score_reply(struct mt_server *s, struct srv_lease *l,
 {
     json_t *o = json_loads(json, JSON_DECODE_ANY, NULL);
 
-    mt_srv_audit(s, l, rq, "score",
-                 json_pack("{s:I,s:I}", "run_id", (json_int_t)run, "notes",
-                           (json_int_t)notes));
+    mtx_srv_audit(s, l, rq, "score",
+                  json_pack("{s:I,s:I}", "run_id", (json_int_t)run, "notes",
+                            (json_int_t)notes));
     if (o)
         json_object_set_new(o, "run_id", json_integer(run));
-    mt_srv_json(rs, 200, o);
+    mtx_srv_json(rs, 200, o);
 }
 
-void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  int64_t id)
+void mtx_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -430,21 +430,21 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     size_t notes = 0;
     enum mt_status st;
 
-    if (mt_srv_body_json(rq, rs, &o) != 0 || score_params(o, &in, rs)) {
+    if (mtx_srv_body_json(rq, rs, &o) != 0 || score_params(o, &in, rs)) {
         json_decref(o);
         return;
     }
     hash = input_hash(&in);
-    st = hash ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    st = hash ? mtx_srv_lease_get(s, &l, &err) : MT_ENOMEM;
     if (st == MT_OK)
         st = mt_run_create(l->state, rq->user.id, rq->user.name, "score", hash,
                            &id, &err);
     if (st == MT_OK) {
-        mt_srv_report_path(s, id, report, sizeof report);
-        st = mt_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
-                               &notes, report, &err);
+        mtx_srv_report_path(s, id, report, sizeof report);
+        st = mtx_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
+                                &notes, report, &err);
         if (st == MT_OK)
-            mt_srv_report_share(s, id);
+            mtx_srv_report_share(s, id);
         /* Best effort: a failed update leaves the run "queued". */
         mt_run_update(l->state, id, st == MT_OK ? "done" : "failed", json,
                       st == MT_OK ? NULL : err.msg, NULL);
@@ -452,8 +452,8 @@ void mt_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     if (st == MT_OK)
         score_reply(s, l, rq, rs, id, json, notes);
     else
-        mt_srv_fail(rs, st, &err);
-    mt_srv_lease_put(s, l);
+        mtx_srv_fail(rs, st, &err);
+    mtx_srv_lease_put(s, l);
     mt_free(json);
     mt_free(hash);
     json_decref(o);

@@ -34,14 +34,14 @@ static int judge_is_llm(const struct mt_server *s)
 /* The role without a model ("QA" or "JUDGE"), or NULL when none lacks. */
 static const char *missing_role(const struct mt_server *s)
 {
-    if (!mt_srv_llm_spec(s, "qa"))
+    if (!mtx_srv_llm_spec(s, "qa"))
         return "QA";
-    if (judge_is_llm(s) && !mt_srv_llm_spec(s, "judge"))
+    if (judge_is_llm(s) && !mtx_srv_llm_spec(s, "judge"))
         return "JUDGE";
     return NULL;
 }
 
-int mt_srv_ask_ready(const struct mt_server *s)
+int mtx_srv_ask_ready(const struct mt_server *s)
 {
     return missing_role(s) == NULL;
 }
@@ -53,13 +53,13 @@ int mt_srv_ask_ready(const struct mt_server *s)
 static int cancelled(void *user)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mt_srv_job_self(s);
+    struct srv_job *j = mtx_srv_job_self(s);
     int c;
 
     if (!j)
         return 0;
-    c = mt_srv_job_canceled(j);
-    mt_srv_job_release(s, j);
+    c = mtx_srv_job_canceled(j);
+    mtx_srv_job_release(s, j);
     return c;
 }
 
@@ -67,18 +67,18 @@ static int cancelled(void *user)
 static void on_claim(void *user, size_t index, size_t n, const char *claim)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mt_srv_job_self(s);
+    struct srv_job *j = mtx_srv_job_self(s);
     json_t *o;
 
     if (!j)
         return;
     o = json_loads(claim, 0, NULL);
     if (o)
-        mt_srv_job_emit(j, "step",
-                        json_pack("{s:s,s:I,s:I,s:o}", "step", "claim", "index",
-                                  (json_int_t)index, "of", (json_int_t)n,
-                                  "claim", o));
-    mt_srv_job_release(s, j);
+        mtx_srv_job_emit(j, "step",
+                         json_pack("{s:s,s:I,s:I,s:o}", "step", "claim",
+                                   "index", (json_int_t)index, "of",
+                                   (json_int_t)n, "claim", o));
+    mtx_srv_job_release(s, j);
 }
 
 /* params.on_answer_token: each piece of the answer as a "token" event
@@ -88,16 +88,16 @@ static void on_claim(void *user, size_t index, size_t n, const char *claim)
 static int on_token(void *user, const char *piece, size_t len)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mt_srv_job_self(s);
+    struct srv_job *j = mtx_srv_job_self(s);
     int stop;
 
     if (!j)
         return 0;
-    mt_srv_job_emit(j, "token",
-                    piece ? json_pack("{s:s%}", "text", piece, len)
-                          : json_pack("{s:b}", "reset", 1));
-    stop = mt_srv_job_canceled(j);
-    mt_srv_job_release(s, j);
+    mtx_srv_job_emit(j, "token",
+                     piece ? json_pack("{s:s%}", "text", piece, len)
+                           : json_pack("{s:b}", "reset", 1));
+    stop = mtx_srv_job_canceled(j);
+    mtx_srv_job_release(s, j);
     return stop;
 }
 
@@ -117,7 +117,7 @@ static enum mt_status qa_get(struct mt_server *s, int model, struct mt_qa **out,
         mt_qa_default_params(&p);
         p.db_dir = s->db_dir;
         p.retriever = s->ret;
-        p.llm_spec = mt_srv_model_spec(s, model);
+        p.llm_spec = mtx_srv_model_spec(s, model);
         p.nli_spec = s->nli_spec;
         st = mt_qa_open(&p, qa, err);
     }
@@ -126,7 +126,7 @@ static enum mt_status qa_get(struct mt_server *s, int model, struct mt_qa **out,
     return st;
 }
 
-void mt_srv_qa_close(struct mt_server *s)
+void mtx_srv_qa_close(struct mt_server *s)
 {
     size_t i;
 
@@ -219,10 +219,10 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
         return 0;
     if (!json_is_string(v) ||
         mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
-        mt_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
+        mtx_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
         return -1;
     }
-    ok = mt_srv_modes_json(s);
+    ok = mtx_srv_modes_json(s);
     for (i = 0; i < json_array_size(ok); i++)
         if (strcmp(json_string_value(json_array_get(ok, i)),
                    json_string_value(v)) == 0)
@@ -230,11 +230,11 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
     json_decref(ok);
     if (*mode >= 0)
         return 0;
-    mt_srv_error(rs, 400,
-                 "\"search_mode\" %s needs the index's vectors, and it has "
-                 "none for its embedder: search bm25, or build them with "
-                 "'medtrust index --embedder use-lite'",
-                 json_string_value(v));
+    mtx_srv_error(rs, 400,
+                  "\"search_mode\" %s needs the index's vectors, and it has "
+                  "none for its embedder: search bm25, or build them with "
+                  "'medtrust index --embedder use-lite'",
+                  json_string_value(v));
     return -1;
 }
 
@@ -245,24 +245,24 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
     json_t *src = json_object_get(o, "source");
     double n, wl, ws, yf, yt;
 
-    if (mt_srv_field(o, &f[0], &n, rs) || mt_srv_field(o, &f[1], &wl, rs) ||
-        mt_srv_field(o, &f[2], &ws, rs) || mt_srv_field(o, &f[3], &yf, rs) ||
-        mt_srv_field(o, &f[4], &yt, rs))
+    if (mtx_srv_field(o, &f[0], &n, rs) || mtx_srv_field(o, &f[1], &wl, rs) ||
+        mtx_srv_field(o, &f[2], &ws, rs) || mtx_srv_field(o, &f[3], &yf, rs) ||
+        mtx_srv_field(o, &f[4], &yt, rs))
         return -1;
     if (wl + ws <= 0) {
-        mt_srv_error(rs, 400, "\"w_lex\" and \"w_sem\" cannot both be 0");
+        mtx_srv_error(rs, 400, "\"w_lex\" and \"w_sem\" cannot both be 0");
         return -1;
     }
     if (yf && yt && yf > yt) {
-        mt_srv_error(rs, 400, "\"year_from\" is after \"year_to\"");
+        mtx_srv_error(rs, 400, "\"year_from\" is after \"year_to\"");
         return -1;
     }
     if (src && !json_is_null(src) &&
         (!json_is_string(src) || json_string_length(src) >= SRV_SOURCE_MAX)) {
-        mt_srv_error(rs, 400,
-                     "\"source\" must be a source name of at most "
-                     "%d bytes",
-                     SRV_SOURCE_MAX - 1);
+        mtx_srv_error(rs, 400,
+                      "\"source\" must be a source name of at most "
+                      "%d bytes",
+                      SRV_SOURCE_MAX - 1);
         return -1;
     }
     memset(k, 0, sizeof *k);
@@ -286,19 +286,19 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
     struct srv_qa_key key;
     struct ask_arg *a = NULL;
 
-    if (mt_srv_body_json(rq, rs, &o) != 0)
+    if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
     q = json_string_value(json_object_get(o, "question"));
-    if (!q || mt_str_trim(mt_str_from(q)).n == 0 ||
+    if (!q || mtx_str_trim(mtx_str_from(q)).n == 0 ||
         strlen(q) > SRV_QUESTION_MAX)
-        mt_srv_error(rs, 400,
-                     "\"question\" must be the question's text, 1 to %zu "
-                     "bytes",
-                     SRV_QUESTION_MAX);
+        mtx_srv_error(rs, 400,
+                      "\"question\" must be the question's text, 1 to %zu "
+                      "bytes",
+                      SRV_QUESTION_MAX);
     else if (read_key(o, &key, rs) == 0 &&
-             mt_srv_meta_read(o, &key.meta, rs) == 0 &&
+             mtx_srv_meta_read(o, &key.meta, rs) == 0 &&
              read_mode(s, o, &key.mode, rs) == 0 &&
-             mt_srv_model_read(s, o, &key.model, rs) == 0 &&
+             mtx_srv_model_read(s, o, &key.model, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;
         a->key = key;
@@ -309,7 +309,7 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
         }
     }
     if (!a && rs->status != 400)
-        mt_srv_error(rs, 500, "out of memory");
+        mtx_srv_error(rs, 500, "out of memory");
     json_decref(o);
     return a;
 }
@@ -321,14 +321,14 @@ static int llm_configured(struct mt_server *s, struct srv_resp *rs)
 
     if (!role)
         return 1;
-    mt_srv_error(rs, 503,
-                 "no language model is configured, so questions cannot be "
-                 "answered. Start the server with --llm "
-                 "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
-                 "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
-                 "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
-                 "role alone). Search works without a model.",
-                 role);
+    mtx_srv_error(rs, 503,
+                  "no language model is configured, so questions cannot be "
+                  "answered. Start the server with --llm "
+                  "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
+                  "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
+                  "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
+                  "role alone). Search works without a model.",
+                  role);
     return 0;
 }
 
@@ -343,10 +343,10 @@ static int source_known(struct srv_lease *l, const struct ask_arg *a,
     if (!a->key.source[0] || mt_store_source_find(l->store, a->key.source, &sid,
                                                   &err) != MT_ENOTFOUND)
         return 1;
-    mt_srv_error(rs, 400,
-                 "no source named '%s' in this store; GET /v1/sources lists "
-                 "them",
-                 a->key.source);
+    mtx_srv_error(rs, 400,
+                  "no source named '%s' in this store; GET /v1/sources lists "
+                  "them",
+                  a->key.source);
     return 0;
 }
 
@@ -361,11 +361,11 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     char h[MT_SECRET_SIZE];
     size_t n = strlen(a->question);
     int64_t id = 0;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     mt_sha256_hex(a->question, n, h);
     if (st == MT_OK && !source_known(l, a, rs)) {
-        mt_srv_lease_put(s, l);
+        mtx_srv_lease_put(s, l);
         arg_free(a);
         return 0;
     }
@@ -373,26 +373,26 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         st = mt_run_create(l->state, rq->user.id, rq->user.name, "ask", h, &id,
                            &err);
     if (st == MT_OK)
-        mt_srv_audit(s, l, rq, "ask",
-                     json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
-                               "question_sha256", h, "bytes", (json_int_t)n,
-                               "k", (int)a->key.k));
-    mt_srv_lease_put(s, l);
+        mtx_srv_audit(s, l, rq, "ask",
+                      json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
+                                "question_sha256", h, "bytes", (json_int_t)n,
+                                "k", (int)a->key.k));
+    mtx_srv_lease_put(s, l);
     if (st != MT_OK) {
         arg_free(a);
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return 0;
     }
-    st = mt_srv_job_submit(s, id, &spec, &err);
+    st = mtx_srv_job_submit(s, id, &spec, &err);
     if (st == MT_OK)
         return id;
     rs->retry_after = 5;
-    mt_srv_error(rs, 503, "%s", err.msg);
+    mtx_srv_error(rs, 503, "%s", err.msg);
     return 0;
 }
 
-void mt_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                int64_t id)
+void mtx_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                 int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct ask_arg *a = read_body(s, rq, rs);
@@ -406,15 +406,15 @@ void mt_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     }
     if (qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
         arg_free(a);
-        mt_srv_error(rs, 503, "the question answerer could not start: %s",
-                     err.msg);
+        mtx_srv_error(rs, 503, "the question answerer could not start: %s",
+                      err.msg);
         return;
     }
     id = submit(s, rq, rs, a);
     if (!id)
         return;
     snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
-    mt_srv_json(rs, 202,
-                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
-                          "queued", "events", ev));
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                           "queued", "events", ev));
 }

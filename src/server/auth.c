@@ -39,19 +39,19 @@ static int auth_token(struct mt_server *s, struct srv_req *rq, const char *tok,
 {
     struct srv_lease *l = NULL;
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK && strlen(tok) < MT_TOKEN_SIZE)
         st = mt_token_lookup(l->state, tok, &rq->user, &rq->token_id, &err);
     else if (st == MT_OK)
         st = MT_ENOTFOUND;
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_ENOTFOUND) {
-        mt_srv_error(rs, 401, "invalid, revoked or expired API token");
+        mtx_srv_error(rs, 401, "invalid, revoked or expired API token");
         return -1;
     }
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return -1;
     }
     rq->authed = 1;
@@ -64,25 +64,25 @@ static int auth_session(struct mt_server *s, struct srv_req *rq,
 {
     struct srv_lease *l = NULL;
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
         st = mt_session_lookup(l->state, rq->sid, &rq->user, rq->csrf, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_ENOTFOUND) {
-        mt_srv_error(rs, 401, "session expired or ended: log in again");
+        mtx_srv_error(rs, 401, "session expired or ended: log in again");
         return -1;
     }
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return -1;
     }
     rq->authed = 1;
     return 0;
 }
 
-int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
-                        struct srv_resp *rs)
+int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs)
 {
     const char *a = rq->header(rq->ctx, "Authorization");
     const char *c = rq->header(rq->ctx, "Cookie");
@@ -90,14 +90,14 @@ int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
     if (a && strncmp(a, "Bearer ", 7) == 0)
         return auth_token(s, rq, a + 7 + strspn(a + 7, " "), rs);
     if (a) {
-        mt_srv_error(rs, 401, "Authorization must be 'Bearer TOKEN'");
+        mtx_srv_error(rs, 401, "Authorization must be 'Bearer TOKEN'");
         return -1;
     }
     if (c && cookie_sid(c, rq->sid))
         return auth_session(s, rq, rs);
-    mt_srv_error(rs, 401,
-                 "authentication required: log in (POST "
-                 "/v1/login) or send Authorization: Bearer TOKEN");
+    mtx_srv_error(rs, 401,
+                  "authentication required: log in (POST "
+                  "/v1/login) or send Authorization: Bearer TOKEN");
     return -1;
 }
 
@@ -108,14 +108,14 @@ static int two_strings(const struct srv_req *rq, struct srv_resp *rs,
                        json_t **o, const char *a, const char **va,
                        const char *b, const char **vb)
 {
-    if (mt_srv_body_json(rq, rs, o) != 0)
+    if (mtx_srv_body_json(rq, rs, o) != 0)
         return -1;
     *va = json_string_value(json_object_get(*o, a));
     *vb = json_string_value(json_object_get(*o, b));
     if (*va && *vb)
         return 0;
-    mt_srv_error(rs, 400, "the body needs string members \"%s\" and \"%s\"", a,
-                 b);
+    mtx_srv_error(rs, 400, "the body needs string members \"%s\" and \"%s\"", a,
+                  b);
     json_decref(*o);
     *o = NULL;
     return -1;
@@ -157,14 +157,14 @@ static int form_ok(const struct srv_req *rq, struct srv_resp *rs)
 
     if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
         (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
-        mt_srv_error(rs, 415, "Content-Type must be application/json");
+        mtx_srv_error(rs, 415, "Content-Type must be application/json");
         return -1;
     }
     if (origin && !same_origin(origin, rq->header(rq->ctx, "Host"))) {
-        mt_srv_error(rs, 403,
-                     "a cross-origin request (Origin %.100s) cannot "
-                     "log in or register",
-                     origin);
+        mtx_srv_error(rs, 403,
+                      "a cross-origin request (Origin %.100s) cannot "
+                      "log in or register",
+                      origin);
         return -1;
     }
     return 0;
@@ -174,15 +174,15 @@ static int form_ok(const struct srv_req *rq, struct srv_resp *rs)
 static int login_locked(struct mt_server *s, const struct srv_req *rq,
                         const char *name, struct srv_resp *rs)
 {
-    unsigned wait = mt_srv_login_wait(s, name, rq->remote);
+    unsigned wait = mtx_srv_login_wait(s, name, rq->remote);
 
     if (!wait)
         return 0;
     rs->retry_after = wait;
-    mt_srv_error(rs, 429,
-                 "too many wrong passwords: logins for this account or "
-                 "address are locked; retry in %u s",
-                 wait);
+    mtx_srv_error(rs, 429,
+                  "too many wrong passwords: logins for this account or "
+                  "address are locked; retry in %u s",
+                  wait);
     return 1;
 }
 
@@ -190,15 +190,15 @@ static void login_failed(struct mt_server *s, struct srv_lease *l,
                          struct srv_req *rq, const char *name,
                          struct srv_resp *rs)
 {
-    unsigned lock = mt_srv_login_failed(s, name, rq->remote);
+    unsigned lock = mtx_srv_login_failed(s, name, rq->remote);
 
-    mt_srv_audit(s, l, rq, "login_failed",
-                 json_pack("{s:s}", "username", name));
+    mtx_srv_audit(s, l, rq, "login_failed",
+                  json_pack("{s:s}", "username", name));
     if (lock)
-        mt_srv_audit(
+        mtx_srv_audit(
             s, l, rq, "login_locked",
             json_pack("{s:s,s:i}", "username", name, "seconds", (int)lock));
-    mt_srv_error(rs, 401, "wrong user name or password");
+    mtx_srv_error(rs, 401, "wrong user name or password");
 }
 
 static void login_ok(struct mt_server *s, struct srv_lease *l,
@@ -210,19 +210,19 @@ static void login_ok(struct mt_server *s, struct srv_lease *l,
         l->state, rq->user.id, (int64_t)s->p.session_ttl_s, sid, csrf, &err);
 
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return;
     }
     rq->authed = 1;
-    mt_srv_audit(s, l, rq, "login", NULL);
+    mtx_srv_audit(s, l, rq, "login", NULL);
     set_cookie(s, rs, sid, (long)s->p.session_ttl_s);
-    mt_srv_json(rs, 200,
-                json_pack("{s:s,s:s,s:s}", "csrf_token", csrf, "username",
-                          rq->user.name, "role", mt_role_str(rq->user.role)));
+    mtx_srv_json(rs, 200,
+                 json_pack("{s:s,s:s,s:s}", "csrf_token", csrf, "username",
+                           rq->user.name, "role", mt_role_str(rq->user.role)));
 }
 
-void mt_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  int64_t id)
+void mtx_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -238,47 +238,47 @@ void mt_srv_login(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         json_decref(o);
         return;
     }
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
         st = mt_user_verify(l->state, name, pw, &rq->user, &err);
     if (st == MT_OK) {
-        mt_srv_login_ok(s, name, rq->remote);
+        mtx_srv_login_ok(s, name, rq->remote);
         login_ok(s, l, rq, rs);
     } else if (st == MT_ENOTFOUND) {
         login_failed(s, l, rq, name, rs);
     } else {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     }
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     json_decref(o);
 }
 
-void mt_srv_logout(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                   int64_t id)
+void mtx_srv_logout(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     enum mt_status st = MT_OK;
 
     (void)id;
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     /* with a Bearer token, logging out revokes that token */
     if (st == MT_OK && rq->via_token)
         st = mt_token_revoke(l->state, rq->token_id, rq->user.id, &err);
     else if (st == MT_OK)
         st = mt_session_delete(l->state, rq->sid, &err);
     if (st == MT_OK)
-        mt_srv_audit(s, l, rq, rq->via_token ? "token_revoke" : "logout",
-                     rq->via_token ? json_pack("{s:I}", "token_id",
-                                               (json_int_t)rq->token_id)
-                                   : NULL);
-    mt_srv_lease_put(s, l);
+        mtx_srv_audit(s, l, rq, rq->via_token ? "token_revoke" : "logout",
+                      rq->via_token ? json_pack("{s:I}", "token_id",
+                                                (json_int_t)rq->token_id)
+                                    : NULL);
+    mtx_srv_lease_put(s, l);
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return;
     }
     set_cookie(s, rs, "", 0);
-    mt_srv_json(rs, 200, json_pack("{s:b}", "ok", 1));
+    mtx_srv_json(rs, 200, json_pack("{s:b}", "ok", 1));
 }
 
 static int registration_open(struct srv_lease *l, struct mt_error *err,
@@ -291,8 +291,8 @@ static int registration_open(struct srv_lease *l, struct mt_error *err,
     return *st == MT_OK && strcmp(v, "closed") != 0;
 }
 
-void mt_srv_register(struct mt_server *s, struct srv_req *rq,
-                     struct srv_resp *rs, int64_t id)
+void mtx_srv_register(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -303,26 +303,26 @@ void mt_srv_register(struct mt_server *s, struct srv_req *rq,
     if (form_ok(rq, rs) != 0 ||
         two_strings(rq, rs, &o, "username", &name, "password", &pw) != 0)
         return;
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     if (st == MT_OK && !registration_open(l, &err, &st) && st == MT_OK) {
-        mt_srv_error(rs, 403, "registration is closed: ask an admin");
+        mtx_srv_error(rs, 403, "registration is closed: ask an admin");
     } else if (st == MT_OK) {
         st = mt_user_add(l->state, name, pw, MT_ROLE_USER, &id, &err);
         if (st == MT_OK &&
             mt_user_get(l->state, name, &rq->user, &err) == MT_OK) {
             rq->authed = 1;
-            mt_srv_audit(s, l, rq, "register", NULL);
-            mt_srv_json(rs, 201, user_json(&rq->user));
+            mtx_srv_audit(s, l, rq, "register", NULL);
+            mtx_srv_json(rs, 201, user_json(&rq->user));
         }
     }
     if (st != MT_OK)
-        mt_srv_fail(rs, st, &err);
-    mt_srv_lease_put(s, l);
+        mtx_srv_fail(rs, st, &err);
+    mtx_srv_lease_put(s, l);
     json_decref(o);
 }
 
-void mt_srv_me(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-               int64_t id)
+void mtx_srv_me(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                int64_t id)
 {
     json_t *o = user_json(&rq->user);
 
@@ -330,7 +330,7 @@ void mt_srv_me(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     (void)id;
     if (o && !rq->via_token)
         json_object_set_new(o, "csrf_token", json_string(rq->csrf));
-    mt_srv_json(rs, 200, o);
+    mtx_srv_json(rs, 200, o);
 }
 
 /* ==== API tokens ==== */
@@ -348,22 +348,22 @@ static enum mt_status token_row(const struct mt_token_info *t, void *user)
     return MT_OK;
 }
 
-void mt_srv_tokens_list(struct mt_server *s, struct srv_req *rq,
-                        struct srv_resp *rs, int64_t id)
+void mtx_srv_tokens_list(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     json_t *a = json_array();
-    enum mt_status st = a ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    enum mt_status st = a ? mtx_srv_lease_get(s, &l, &err) : MT_ENOMEM;
 
     (void)id;
     if (st == MT_OK)
         st = mt_token_list(l->state, rq->user.id, token_row, a, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK)
-        mt_srv_json(rs, 200, json_pack("{s:o}", "tokens", a));
+        mtx_srv_json(rs, 200, json_pack("{s:o}", "tokens", a));
     else
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     if (st != MT_OK)
         json_decref(a);
 }
@@ -378,14 +378,14 @@ static int token_ttl(json_t *o, json_int_t *ttl, struct srv_resp *rs)
     *ttl = json_is_integer(v) ? json_integer_value(v) : 0;
     if (*ttl >= 1 && *ttl <= (json_int_t)315360000)
         return 0;
-    mt_srv_error(rs, 400,
-                 "\"expires_in_s\" must be an integer of seconds, "
-                 "1 to 315360000 (or null: never)");
+    mtx_srv_error(rs, 400,
+                  "\"expires_in_s\" must be an integer of seconds, "
+                  "1 to 315360000 (or null: never)");
     return -1;
 }
 
-void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
-                         struct srv_resp *rs, int64_t id)
+void mtx_srv_token_create(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -395,7 +395,7 @@ void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
     json_int_t ttl = 0;
     enum mt_status st;
 
-    if (rq->body_len && mt_srv_body_json(rq, rs, &o) != 0)
+    if (rq->body_len && mtx_srv_body_json(rq, rs, &o) != 0)
         return;
     if (o && json_string_value(json_object_get(o, "name")))
         name = json_string_value(json_object_get(o, "name"));
@@ -403,41 +403,41 @@ void mt_srv_token_create(struct mt_server *s, struct srv_req *rq,
         json_decref(o);
         return;
     }
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
         st = mt_token_create(l->state, rq->user.id, name, (int64_t)ttl, &id,
                              tok, &err);
     if (st == MT_OK) {
-        mt_srv_audit(s, l, rq, "token_create",
-                     json_pack("{s:I}", "token_id", (json_int_t)id));
-        mt_srv_json(rs, 201,
-                    json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "token",
-                              tok, "name", name));
+        mtx_srv_audit(s, l, rq, "token_create",
+                      json_pack("{s:I}", "token_id", (json_int_t)id));
+        mtx_srv_json(rs, 201,
+                     json_pack("{s:I,s:s,s:s}", "id", (json_int_t)id, "token",
+                               tok, "name", name));
     } else {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     }
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     json_decref(o);
 }
 
-void mt_srv_token_revoke(struct mt_server *s, struct srv_req *rq,
-                         struct srv_resp *rs, int64_t id)
+void mtx_srv_token_revoke(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     int64_t owner = rq->user.role == MT_ROLE_ADMIN ? 0 : rq->user.id;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
         st = mt_token_revoke(l->state, id, owner, &err);
     if (st == MT_OK) {
-        mt_srv_audit(s, l, rq, "token_revoke",
-                     json_pack("{s:I}", "token_id", (json_int_t)id));
-        mt_srv_json(rs, 200, json_pack("{s:I}", "revoked", (json_int_t)id));
+        mtx_srv_audit(s, l, rq, "token_revoke",
+                      json_pack("{s:I}", "token_id", (json_int_t)id));
+        mtx_srv_json(rs, 200, json_pack("{s:I}", "revoked", (json_int_t)id));
     } else {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     }
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
 }
 
 /* ==== Admin: users and settings ==== */
@@ -451,53 +451,53 @@ static enum mt_status user_row(const struct mt_user *u, void *user)
     return MT_OK;
 }
 
-void mt_srv_users(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  int64_t id)
+void mtx_srv_users(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     json_t *a = json_array();
-    enum mt_status st = a ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    enum mt_status st = a ? mtx_srv_lease_get(s, &l, &err) : MT_ENOMEM;
 
     (void)rq;
     (void)id;
     if (st == MT_OK)
         st = mt_user_list(l->state, user_row, a, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK) {
-        mt_srv_json(rs, 200, json_pack("{s:o}", "users", a));
+        mtx_srv_json(rs, 200, json_pack("{s:o}", "users", a));
         return;
     }
     json_decref(a);
-    mt_srv_fail(rs, st, &err);
+    mtx_srv_fail(rs, st, &err);
 }
 
 static void settings_reply(struct mt_server *s, struct srv_resp *rs)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
     int open = st == MT_OK && registration_open(l, &err, &st);
 
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return;
     }
-    mt_srv_json(rs, 200,
-                json_pack("{s:s}", "registration", open ? "open" : "closed"));
+    mtx_srv_json(rs, 200,
+                 json_pack("{s:s}", "registration", open ? "open" : "closed"));
 }
 
-void mt_srv_settings_get(struct mt_server *s, struct srv_req *rq,
-                         struct srv_resp *rs, int64_t id)
+void mtx_srv_settings_get(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, int64_t id)
 {
     (void)rq;
     (void)id;
     settings_reply(s, rs);
 }
 
-void mt_srv_settings_put(struct mt_server *s, struct srv_req *rq,
-                         struct srv_resp *rs, int64_t id)
+void mtx_srv_settings_put(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -506,26 +506,26 @@ void mt_srv_settings_put(struct mt_server *s, struct srv_req *rq,
     enum mt_status st;
 
     (void)id;
-    if (mt_srv_body_json(rq, rs, &o) != 0)
+    if (mtx_srv_body_json(rq, rs, &o) != 0)
         return;
     reg = json_string_value(json_object_get(o, "registration"));
     if (!reg || (strcmp(reg, "open") != 0 && strcmp(reg, "closed") != 0)) {
-        mt_srv_error(rs, 400,
-                     "\"registration\" must be \"open\" or "
-                     "\"closed\"");
+        mtx_srv_error(rs, 400,
+                      "\"registration\" must be \"open\" or "
+                      "\"closed\"");
         json_decref(o);
         return;
     }
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
         st = mt_setting_put(l->state, "registration", reg, &err);
     if (st == MT_OK)
-        mt_srv_audit(s, l, rq, "settings",
-                     json_pack("{s:s}", "registration", reg));
-    mt_srv_lease_put(s, l);
+        mtx_srv_audit(s, l, rq, "settings",
+                      json_pack("{s:s}", "registration", reg));
+    mtx_srv_lease_put(s, l);
     json_decref(o);
     if (st != MT_OK)
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     else
         settings_reply(s, rs);
 }

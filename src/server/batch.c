@@ -63,20 +63,20 @@ static void set_status(struct mt_server *s, int64_t run, const char *status,
 {
     struct srv_lease *l = NULL;
 
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
+    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK)
         mt_run_update(l->state, run, status, NULL, error, NULL);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
 }
 
 static char *file_path(const struct batch_arg *a, const char *name)
 {
     struct mt_buf b = MT_BUF_INIT(8192);
 
-    if (mt_buf_printf(&b, "%s/%s", a->dir, name) != MT_OK) {
-        mt_buf_free(&b);
+    if (mtx_buf_printf(&b, "%s/%s", a->dir, name) != MT_OK) {
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 /* Writes 'n' bytes to DIR/NAME atomically (a temporary file, fsync,
@@ -126,12 +126,12 @@ static enum mt_status read_file(const struct batch_arg *a, const char *name,
         return st;
     }
     while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(&b, chunk, got);
+        st = mtx_buf_append(&b, chunk, got);
     fclose(f);
     mt_free(path);
     *n = b.len;
-    *out = st == MT_OK ? mt_buf_take(&b) : NULL;
-    mt_buf_free(&b);
+    *out = st == MT_OK ? mtx_buf_take(&b) : NULL;
+    mtx_buf_free(&b);
     if (st == MT_OK && !*out)
         *out = mt_strdup("");
     return st == MT_OK && *out ? MT_OK
@@ -155,7 +155,8 @@ static void notes_free(struct bnote *v, size_t n)
 
 static char *field(struct mt_csv *c, long col)
 {
-    struct mt_str s = col >= 0 ? mt_csv_field(c, (size_t)col) : mt_str_from("");
+    struct mt_str s =
+        col >= 0 ? mtx_csv_field(c, (size_t)col) : mtx_str_from("");
 
     return mt_strndup(s.p ? s.p : "", s.n);
 }
@@ -170,15 +171,15 @@ static enum mt_status load_notes(const char *csv, size_t len, size_t max,
     struct bnote *v = NULL;
     long col[3] = {-1, -1, -1};
     int got = 1;
-    enum mt_status st = mt_csv_open_mem("data", csv, len, NULL, &c, err);
+    enum mt_status st = mtx_csv_open_mem("data", csv, len, NULL, &c, err);
 
     *n = 0;
     if (st == MT_OK)
-        st = mt_csv_next(c, &got, err);
+        st = mtx_csv_next(c, &got, err);
     if (st == MT_OK && got) {
-        col[0] = mt_csv_find(c, "Text ID");
-        col[1] = mt_csv_find(c, "Text");
-        col[2] = mt_csv_find(c, "Sentences");
+        col[0] = mtx_csv_find(c, "Text ID");
+        col[1] = mtx_csv_find(c, "Text");
+        col[2] = mtx_csv_find(c, "Sentences");
     }
     if (st == MT_OK && (col[0] < 0 || col[1] < 0))
         st = mt_fail(err, MT_EPARSE,
@@ -187,7 +188,7 @@ static enum mt_status load_notes(const char *csv, size_t len, size_t max,
     v = st == MT_OK ? mt_calloc(max + 1, sizeof *v) : NULL;
     if (st == MT_OK && !v)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
-    while (st == MT_OK && (st = mt_csv_next(c, &got, err)) == MT_OK && got) {
+    while (st == MT_OK && (st = mtx_csv_next(c, &got, err)) == MT_OK && got) {
         struct bnote *x = &v[*n];
         if (*n == max) {
             st = mt_fail(err, MT_ELIMIT,
@@ -204,9 +205,9 @@ static enum mt_status load_notes(const char *csv, size_t len, size_t max,
             st = mt_fail(err, MT_ENOMEM, "out of memory");
         else if (!*x->id)
             st = mt_fail(err, MT_EPARSE, "data:%zu: empty Text ID",
-                         mt_csv_line(c));
+                         mtx_csv_line(c));
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
     if (st == MT_OK && *n == 0)
         st = mt_fail(err, MT_EPARSE, "data: no notes");
     if (st != MT_OK) {
@@ -268,18 +269,18 @@ struct progress {
 static void emit_progress(struct srv_job *j, const struct progress *p,
                           const char *id)
 {
-    double el = mt_srv_now() - p->t0;
+    double el = mtx_srv_now() - p->t0;
     size_t fresh = p->done - p->resumed;
     double rate = el > 0 && fresh ? (double)fresh / el : 0;
     double eta = rate > 0 ? (double)(p->total - p->done) / rate : -1;
 
-    mt_srv_job_emit(j, "progress",
-                    json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s?}", "total",
-                              (json_int_t)p->total, "done", (json_int_t)p->done,
-                              "failed", (json_int_t)p->failed, "resumed",
-                              (json_int_t)p->resumed, "elapsed_s", el,
-                              "notes_per_min", rate * 60, "eta_s", eta, "id",
-                              id));
+    mtx_srv_job_emit(
+        j, "progress",
+        json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s?}", "total",
+                  (json_int_t)p->total, "done", (json_int_t)p->done, "failed",
+                  (json_int_t)p->failed, "resumed", (json_int_t)p->resumed,
+                  "elapsed_s", el, "notes_per_min", rate * 60, "eta_s", eta,
+                  "id", id));
 }
 
 /* Checks one note: its submission line, or NULL when the check failed. */
@@ -321,11 +322,11 @@ static char *submission(const struct bnote *v, size_t n)
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (v[i].line && mt_buf_printf(&b, "%s\n", v[i].line) != MT_OK) {
-            mt_buf_free(&b);
+        if (v[i].line && mtx_buf_printf(&b, "%s\n", v[i].line) != MT_OK) {
+            mtx_buf_free(&b);
             return NULL;
         }
-    return b.len ? mt_buf_take(&b) : mt_strdup("");
+    return b.len ? mtx_buf_take(&b) : mt_strdup("");
 }
 
 /* Scores the submission against the CSV and writes the report. */
@@ -348,12 +349,12 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
         st = mt_eval_scores_load(fpath, &bert, err);
     p.bleurt = bleurt;
     p.bertscore = bert;
-    mt_srv_report_path(a->s, a->run, report, sizeof report);
+    mtx_srv_report_path(a->s, a->run, report, sizeof report);
     if (st == MT_OK)
-        st = mt_srv_score_text(csv, sub, a->name, &p, &json, &notes, report,
-                               err);
+        st = mtx_srv_score_text(csv, sub, a->name, &p, &json, &notes, report,
+                                err);
     if (st == MT_OK)
-        mt_srv_report_share(a->s, a->run);
+        mtx_srv_report_share(a->s, a->run);
     if (st == MT_OK)
         *result = json_loads(json, 0, NULL);
     if (st == MT_OK && !*result)
@@ -376,14 +377,14 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     char *jp = file_path(a, "journal.jsonl");
     FILE *f = jp ? fopen(jp, "ab") : NULL;
     enum mt_status st =
-        f ? mt_srv_checker(a->s, a->strat, a->set, &agent, &own, err)
+        f ? mtx_srv_checker(a->s, a->strat, a->set, &agent, &own, err)
           : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
     size_t i;
 
     for (i = 0; st == MT_OK && i < p->total; i++) {
         if (v[i].line)
             continue;
-        if (mt_srv_job_canceled(j)) {
+        if (mtx_srv_job_canceled(j)) {
             st = mt_fail(err, MT_ECANCELED,
                          "cancelled after %zu of %zu notes; POST "
                          "/v1/runs/%lld/resume continues",
@@ -423,7 +424,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct batch_arg *a = arg;
-    struct progress p = {0, 0, 0, 0, mt_srv_now()};
+    struct progress p = {0, 0, 0, 0, mtx_srv_now()};
     struct bnote *v = NULL;
     char *csv = NULL, *sub = NULL;
     size_t len = 0;
@@ -513,7 +514,7 @@ static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
 {
     struct srv_job_spec spec = {"batch", batch_fn, a, mt_free};
 
-    return mt_srv_job_submit(s, a->run, &spec, err);
+    return mtx_srv_job_submit(s, a->run, &spec, err);
 }
 
 /* Checks the CSV before a run is made: its notes and the gold labels the
@@ -588,22 +589,23 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
 {
     const char *strat, *name;
 
-    if (mt_srv_body_json(rq, rs, o) != 0)
+    if (mtx_srv_body_json(rq, rs, o) != 0)
         return -1;
     strat = json_string_value(json_object_get(*o, "strategy"));
     name = json_string_value(json_object_get(*o, "name"));
     a->s = s;
     a->strat = MT_STRATEGY_REACT_REFLEX;
     if (!json_string_value(json_object_get(*o, "data")))
-        mt_srv_error(rs, 400,
-                     "\"data\" must be the text of a MEDEC-format CSV");
+        mtx_srv_error(rs, 400,
+                      "\"data\" must be the text of a MEDEC-format CSV");
     else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
-        mt_srv_error(rs, 400, "\"strategy\" is react-reflex, guards or single");
+        mtx_srv_error(rs, 400,
+                      "\"strategy\" is react-reflex, guards or single");
     else if (bad_scores(*o, "bleurt") || bad_scores(*o, "bertscore"))
-        mt_srv_error(rs, 400,
-                     "\"%s\" must be the text of a per-pair score file",
-                     bad_scores(*o, "bleurt") ? "bleurt" : "bertscore");
-    else if (mt_srv_check_settings(*o, a->set, rs) == 0) {
+        mtx_srv_error(rs, 400,
+                      "\"%s\" must be the text of a per-pair score file",
+                      bad_scores(*o, "bleurt") ? "bleurt" : "bertscore");
+    else if (mtx_srv_check_settings(*o, a->set, rs) == 0) {
         snprintf(a->name, sizeof a->name, "%s",
                  name && *name ? name : mt_strategy_str(a->strat));
         a->has_bleurt = json_is_string(json_object_get(*o, "bleurt"));
@@ -619,18 +621,18 @@ static int64_t create_run(struct mt_server *s, struct srv_req *rq,
     struct srv_lease *l = NULL;
     char h[MT_SECRET_SIZE];
     int64_t id = 0;
-    enum mt_status st = mt_srv_lease_get(s, &l, err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, err);
 
     mt_sha256_hex(csv, strlen(csv), h);
     if (st == MT_OK)
         st = mt_run_create(l->state, rq->user.id, rq->user.name, "batch", h,
                            &id, err);
     if (st == MT_OK)
-        mt_srv_audit(s, l, rq, "batch",
-                     json_pack("{s:I,s:s,s:I}", "run_id", (json_int_t)id,
-                               "data_sha256", h, "bytes",
-                               (json_int_t)strlen(csv)));
-    mt_srv_lease_put(s, l);
+        mtx_srv_audit(s, l, rq, "batch",
+                      json_pack("{s:I,s:s,s:I}", "run_id", (json_int_t)id,
+                                "data_sha256", h, "bytes",
+                                (json_int_t)strlen(csv)));
+    mtx_srv_lease_put(s, l);
     return st == MT_OK ? id : 0;
 }
 
@@ -639,13 +641,13 @@ static void accepted(struct srv_resp *rs, int64_t id)
     char ev[64];
 
     snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
-    mt_srv_json(rs, 202,
-                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
-                          "queued", "events", ev));
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                           "queued", "events", ev));
 }
 
-void mt_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  int64_t id)
+void mtx_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct batch_arg *a = mt_calloc(1, sizeof *a);
@@ -655,17 +657,17 @@ void mt_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 
     if (!a || read_body(s, rq, rs, &o, a) != 0) {
         if (!a)
-            mt_srv_error(rs, 500, "out of memory");
+            mtx_srv_error(rs, 500, "out of memory");
         json_decref(o);
         mt_free(a);
         return;
     }
     csv = json_string_value(json_object_get(o, "data"));
-    if (!mt_srv_check_models(s, a->strat, rs) ||
+    if (!mtx_srv_check_models(s, a->strat, rs) ||
         (st = check_csv(csv, &err)) != MT_OK ||
         !(id = create_run(s, rq, csv, &err))) {
         if (!rs->body)
-            mt_srv_fail(rs, st == MT_ELIMIT ? MT_EINVAL : err.status, &err);
+            mtx_srv_fail(rs, st == MT_ELIMIT ? MT_EINVAL : err.status, &err);
         json_decref(o);
         mt_free(a);
         return;
@@ -677,10 +679,11 @@ void mt_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     if (st != MT_OK) {
         set_status(s, id, "failed", err.msg);
         mt_free(a);
-        mt_srv_fail(rs, st == MT_EIO || st == MT_ENOMEM ? st : MT_EINVAL, &err);
+        mtx_srv_fail(rs, st == MT_EIO || st == MT_ENOMEM ? st : MT_EINVAL,
+                     &err);
     } else if ((st = queue(s, a, &err)) != MT_OK) {
         rs->retry_after = 5;
-        mt_srv_error(rs, 503, "%s", err.msg);
+        mtx_srv_error(rs, 503, "%s", err.msg);
     } else {
         accepted(rs, id);
     }
@@ -715,32 +718,32 @@ static int resumable(struct mt_server *s, struct srv_req *rq,
     struct mt_error err = {MT_OK, ""};
     struct run_state c = {rq, 0, 0, 0, ""};
     struct srv_lease *l = NULL;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     if (st == MT_OK)
         st = mt_run_get(l->state, id, on_run, &c, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st != MT_OK && st != MT_ENOTFOUND) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return -1;
     }
     if (!c.seen || c.denied)
-        mt_srv_error(rs, 404, "no run %lld", (long long)id);
+        mtx_srv_error(rs, 404, "no run %lld", (long long)id);
     else if (!c.batch)
-        mt_srv_error(rs, 409, "run %lld is not a batch; only batches resume",
-                     (long long)id);
+        mtx_srv_error(rs, 409, "run %lld is not a batch; only batches resume",
+                      (long long)id);
     else if (strcmp(c.status, "failed") != 0)
-        mt_srv_error(rs, 409,
-                     "run %lld is %s; only a failed (cancelled, timed out) "
-                     "batch resumes",
-                     (long long)id, c.status);
+        mtx_srv_error(rs, 409,
+                      "run %lld is %s; only a failed (cancelled, timed out) "
+                      "batch resumes",
+                      (long long)id, c.status);
     else
         return 0;
     return -1;
 }
 
-void mt_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
-                         struct srv_resp *rs, int64_t id)
+void mtx_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, int64_t id)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     struct mt_error err = {MT_OK, ""};
@@ -758,7 +761,7 @@ void mt_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
         return;
     a = mt_calloc(1, sizeof *a);
     if (!a) {
-        mt_srv_error(rs, 500, "out of memory");
+        mtx_srv_error(rs, 500, "out of memory");
         return;
     }
     a->s = s;
@@ -767,15 +770,15 @@ void mt_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
     if (params_read(a, &err) != MT_OK) {
         set_status(s, id, "failed", err.msg);
         mt_free(a);
-        mt_srv_fail(rs, MT_EIO, &err);
+        mtx_srv_fail(rs, MT_EIO, &err);
         return;
     }
-    mt_srv_audit(s, NULL, rq, "batch_resume",
-                 json_pack("{s:I}", "run_id", (json_int_t)id));
+    mtx_srv_audit(s, NULL, rq, "batch_resume",
+                  json_pack("{s:I}", "run_id", (json_int_t)id));
     if (queue(s, a, &err) != MT_OK) {
         set_status(s, id, "failed", err.msg);
         rs->retry_after = 5;
-        mt_srv_error(rs, 503, "%s", err.msg);
+        mtx_srv_error(rs, 503, "%s", err.msg);
         return;
     }
     accepted(rs, id);

@@ -37,7 +37,7 @@ static const char *const roles_guards[] = {"guard", NULL};
 static const char *const roles_single[] = {"single", NULL};
 
 struct check_arg {
-    struct mt_agent *agent; /* the server's, lives until mt_srv_fini, or own */
+    struct mt_agent *agent; /* the server's, lives until mtx_srv_fini, or own */
     struct mt_agent *own;   /* a checker of this job's own settings */
     double set[NSET];       /* mt_srv_check_fields' values */
     char *note;
@@ -50,7 +50,7 @@ struct check_arg {
     int search_mode; /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
 };
 
-const char *mt_srv_llm_spec(const struct mt_server *s, const char *role)
+const char *mtx_srv_llm_spec(const struct mt_server *s, const char *role)
 {
     return mt_llm_role_spec(role, s->llm_spec);
 }
@@ -68,7 +68,7 @@ static const char *const *strategy_roles(enum mt_strategy st)
 
 static json_t *passage_json(const struct mt_search_hit *h)
 {
-    size_t n = mt_utf8_cut(h->text, strlen(h->text), PASSAGE_CHARS);
+    size_t n = mtx_utf8_cut(h->text, strlen(h->text), PASSAGE_CHARS);
     json_t *o =
         json_pack("{s:s,s:s?,s:s#,s:b}", "doc_id", h->doc_id, "title", h->title,
                   "text", h->text, (int)n, "cut", n < strlen(h->text));
@@ -119,7 +119,7 @@ static struct srv_job *note_job(struct mt_server *s, const char *note_id)
 
     if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
         return NULL;
-    return mt_srv_job_find(s, (int64_t)run);
+    return mtx_srv_job_find(s, (int64_t)run);
 }
 
 /* params.on_step: routes the record to the check's live job. */
@@ -132,15 +132,15 @@ static void on_step(void *user, const char *note_id, const char *step_json)
 
     /* A batch's notes ("run-ID/NOTE") stream progress, not steps. */
     if (!j || strchr(note_id, '/')) {
-        mt_srv_job_release(s, j);
+        mtx_srv_job_release(s, j);
         return;
     }
     o = json_loads(step_json, 0, NULL);
     kind = json_string_value(json_object_get(o, "step"));
     if (kind && strcmp(kind, "search") == 0)
         add_passages(s, o);
-    mt_srv_job_emit(j, "step", o);
-    mt_srv_job_release(s, j);
+    mtx_srv_job_emit(j, "step", o);
+    mtx_srv_job_release(s, j);
 }
 
 /* params.cancelled: whether the check's job was asked to stop (a user's
@@ -154,8 +154,8 @@ static int cancelled(void *user, const char *note_id)
 
     if (!j)
         return 0;
-    c = mt_srv_job_canceled(j);
-    mt_srv_job_release(s, j);
+    c = mtx_srv_job_canceled(j);
+    mtx_srv_job_release(s, j);
     return c;
 }
 
@@ -207,10 +207,10 @@ static int custom_settings(enum mt_strategy st, const double *set, int mode)
  * use), or, for settings of its own, a new one in *own that the job
  * closes. Opening one per job costs a model open (cheap for openai:, a
  * model load for gguf:); the defaults never pay it. */
-enum mt_status mt_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
-                                   const double *set, int mode,
-                                   struct mt_agent **out, struct mt_agent **own,
-                                   struct mt_error *err)
+enum mt_status mtx_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
+                                    const double *set, int mode,
+                                    struct mt_agent **out,
+                                    struct mt_agent **own, struct mt_error *err)
 {
     enum mt_status rc = MT_OK;
 
@@ -227,14 +227,15 @@ enum mt_status mt_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
     return rc;
 }
 
-enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
-                              const double *set, struct mt_agent **out,
-                              struct mt_agent **own, struct mt_error *err)
+enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
+                               const double *set, struct mt_agent **out,
+                               struct mt_agent **own, struct mt_error *err)
 {
-    return mt_srv_checker_mode(s, st, set, MT_AGENT_SEARCH_AUTO, out, own, err);
+    return mtx_srv_checker_mode(s, st, set, MT_AGENT_SEARCH_AUTO, out, own,
+                                err);
 }
 
-void mt_srv_agents_close(struct mt_server *s)
+void mtx_srv_agents_close(struct mt_server *s)
 {
     size_t i;
 
@@ -295,8 +296,8 @@ static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
     if (json_is_null(src))
         n = 0;
     if (n > MT_AGENT_MAX_SOURCES) {
-        mt_srv_error(rs, 400, "\"source\" names at most %d sources",
-                     MT_AGENT_MAX_SOURCES);
+        mtx_srv_error(rs, 400, "\"source\" names at most %d sources",
+                      MT_AGENT_MAX_SOURCES);
         return -1;
     }
     for (i = 0; i < n; i++) {
@@ -304,10 +305,10 @@ static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
 
         if (!json_is_string(v) || json_string_length(v) == 0 ||
             json_string_length(v) >= SRV_SOURCE_MAX) {
-            mt_srv_error(rs, 400,
-                         "\"source\" must be a source name (or an array of "
-                         "them) of at most %d bytes",
-                         SRV_SOURCE_MAX - 1);
+            mtx_srv_error(rs, 400,
+                          "\"source\" must be a source name (or an array of "
+                          "them) of at most %d bytes",
+                          SRV_SOURCE_MAX - 1);
             return -1;
         }
         a->sources[a->n_sources] = mt_strdup(json_string_value(v));
@@ -317,12 +318,12 @@ static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-int mt_srv_check_settings(json_t *o, double *set, struct srv_resp *rs)
+int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs)
 {
     size_t i;
 
     for (i = 0; i < mt_srv_check_nfields; i++)
-        if (mt_srv_field(o, &mt_srv_check_fields[i], &set[i], rs) != 0)
+        if (mtx_srv_field(o, &mt_srv_check_fields[i], &set[i], rs) != 0)
             return -1;
     return 0;
 }
@@ -339,9 +340,9 @@ static int read_mode(json_t *o, struct check_arg *a, struct srv_resp *rs)
     if (!m || json_is_null(m))
         return 0;
     if (mt_search_mode_parse(json_string_value(m), &mode) != MT_OK) {
-        mt_srv_error(rs, 400,
-                     "\"search_mode\" is dense, hybrid or bm25 (or absent: "
-                     "hybrid when the index has vectors, else bm25)");
+        mtx_srv_error(rs, 400,
+                      "\"search_mode\" is dense, hybrid or bm25 (or absent: "
+                      "hybrid when the index has vectors, else bm25)");
         return -1;
     }
     a->search_mode = (int)mode;
@@ -358,22 +359,22 @@ static struct check_arg *read_body(const struct srv_req *rq,
     struct check_arg *a = NULL;
     double set[NSET];
 
-    if (mt_srv_body_json(rq, rs, &o) != 0)
+    if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
     note = json_string_value(json_object_get(o, "note"));
     strat = json_string_value(json_object_get(o, "strategy"));
     sents = json_string_value(json_object_get(o, "sentences"));
     *st = MT_STRATEGY_REACT_REFLEX;
     if (!note || !*note || strlen(note) > SRV_NOTE_MAX)
-        mt_srv_error(rs, 400,
-                     "\"note\" must be the note's text, 1 to %zu "
-                     "bytes",
-                     SRV_NOTE_MAX);
+        mtx_srv_error(rs, 400,
+                      "\"note\" must be the note's text, 1 to %zu "
+                      "bytes",
+                      SRV_NOTE_MAX);
     else if (strat && mt_strategy_parse(strat, st) != MT_OK)
-        mt_srv_error(rs, 400,
-                     "\"strategy\" is react-reflex, guards or "
-                     "single");
-    else if (mt_srv_check_settings(o, set, rs) == 0 &&
+        mtx_srv_error(rs, 400,
+                      "\"strategy\" is react-reflex, guards or "
+                      "single");
+    else if (mtx_srv_check_settings(o, set, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         memcpy(a->set, set, sizeof a->set);
         a->len = strlen(note);
@@ -387,29 +388,29 @@ static struct check_arg *read_body(const struct srv_req *rq,
         }
     }
     if (!a && rs->status != 400)
-        mt_srv_error(rs, 500, "out of memory");
+        mtx_srv_error(rs, 500, "out of memory");
     json_decref(o);
     return a;
 }
 
-int mt_srv_check_models(struct mt_server *s, enum mt_strategy st,
-                        struct srv_resp *rs)
+int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st,
+                         struct srv_resp *rs)
 {
     const char *const *r;
 
     for (r = strategy_roles(st); *r; r++)
-        if (!mt_srv_llm_spec(s, *r))
+        if (!mtx_srv_llm_spec(s, *r))
             break;
     if (!*r)
         return 1;
-    mt_srv_error(rs, 503,
-                 "no language model is configured, so notes cannot be "
-                 "checked. Start the server with --llm "
-                 "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
-                 "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
-                 "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
-                 "role alone). Search works without a model.",
-                 *r);
+    mtx_srv_error(rs, 503,
+                  "no language model is configured, so notes cannot be "
+                  "checked. Start the server with --llm "
+                  "openai:BASE_URL#MODEL (an OpenAI-compatible endpoint; key "
+                  "in MEDTRUST_API_KEY) or --llm gguf:PATH (a local GGUF "
+                  "model), or set MEDTRUST_LLM (MEDTRUST_LLM_%s for this "
+                  "role alone). Search works without a model.",
+                  *r);
     return 0;
 }
 
@@ -426,10 +427,10 @@ static int sources_known(struct srv_lease *l, const struct check_arg *a,
         if (mt_store_source_find(l->store, a->sources[i], &sid, &err) !=
             MT_ENOTFOUND)
             continue;
-        mt_srv_error(rs, 400,
-                     "no source named '%s' in this store; GET /v1/sources "
-                     "lists them",
-                     a->sources[i]);
+        mtx_srv_error(rs, 400,
+                      "no source named '%s' in this store; GET /v1/sources "
+                      "lists them",
+                      a->sources[i]);
         return 0;
     }
     return 1;
@@ -445,11 +446,11 @@ static int mode_usable(struct mt_server *s, enum mt_strategy st,
         a->search_mode == MT_AGENT_SEARCH_AUTO ||
         mt_retriever_has_vectors(s->ret))
         return 1;
-    mt_srv_error(rs, 400,
-                 "\"search_mode\": %s search needs vectors in this "
-                 "server's index, and it has none the query embedder "
-                 "matches (GET /v1/health names the embedder); use bm25",
-                 mt_search_mode_str((enum mt_search_mode)a->search_mode));
+    mtx_srv_error(rs, 400,
+                  "\"search_mode\": %s search needs vectors in this "
+                  "server's index, and it has none the query embedder "
+                  "matches (GET /v1/health names the embedder); use bm25",
+                  mt_search_mode_str((enum mt_search_mode)a->search_mode));
     return 0;
 }
 
@@ -463,11 +464,11 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     struct srv_lease *l = NULL;
     char h[MT_SECRET_SIZE];
     int64_t id = 0;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     mt_sha256_hex(a->note, a->len, h);
     if (st == MT_OK && !sources_known(l, a, rs)) {
-        mt_srv_lease_put(s, l);
+        mtx_srv_lease_put(s, l);
         arg_free(a);
         return 0;
     }
@@ -475,27 +476,27 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         st = mt_run_create(l->state, rq->user.id, rq->user.name, "check", h,
                            &id, &err);
     if (st == MT_OK)
-        mt_srv_audit(s, l, rq, "check",
-                     json_pack("{s:I,s:s,s:s,s:I}", "run_id", (json_int_t)id,
-                               "strategy", mt_strategy_str(strat),
-                               "note_sha256", h, "bytes", (json_int_t)a->len));
-    mt_srv_lease_put(s, l);
+        mtx_srv_audit(s, l, rq, "check",
+                      json_pack("{s:I,s:s,s:s,s:I}", "run_id", (json_int_t)id,
+                                "strategy", mt_strategy_str(strat),
+                                "note_sha256", h, "bytes", (json_int_t)a->len));
+    mtx_srv_lease_put(s, l);
     if (st != MT_OK) {
         arg_free(a);
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return 0;
     }
     snprintf(a->id, sizeof a->id, "run-%lld", (long long)id);
-    st = mt_srv_job_submit(s, id, &spec, &err);
+    st = mtx_srv_job_submit(s, id, &spec, &err);
     if (st == MT_OK)
         return id;
     rs->retry_after = 5;
-    mt_srv_error(rs, 503, "%s", err.msg);
+    mtx_srv_error(rs, 503, "%s", err.msg);
     return 0;
 }
 
-void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  int64_t id)
+void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     enum mt_strategy strat;
@@ -504,7 +505,7 @@ void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 
     if (!a)
         return;
-    if (!mt_srv_check_models(s, strat, rs)) {
+    if (!mtx_srv_check_models(s, strat, rs)) {
         arg_free(a);
         return;
     }
@@ -512,18 +513,18 @@ void mt_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (mt_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
-                            &a->own, &err) != MT_OK) {
+    if (mtx_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
+                             &a->own, &err) != MT_OK) {
         arg_free(a);
-        mt_srv_error(rs, 503, "the checker could not start: %s", err.msg);
+        mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;
     }
     id = submit(s, rq, rs, a, strat);
     if (!id)
         return;
     snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
-    mt_srv_json(rs, 202,
-                json_pack("{s:I,s:s,s:s,s:s}", "run_id", (json_int_t)id,
-                          "status", "queued", "strategy",
-                          mt_strategy_str(strat), "events", ev));
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s,s:s,s:s}", "run_id", (json_int_t)id,
+                           "status", "queued", "strategy",
+                           mt_strategy_str(strat), "events", ev));
 }

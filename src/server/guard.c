@@ -50,8 +50,8 @@ static int is_chunked(const char *v)
            v[n + strspn(v + n, " \t")] == '\0';
 }
 
-unsigned mt_srv_framing(struct MHD_Connection *c, struct srv_framing *out,
-                        char *why, size_t n)
+unsigned mtx_srv_framing(struct MHD_Connection *c, struct srv_framing *out,
+                         char *why, size_t n)
 {
     struct framing f;
 
@@ -88,7 +88,7 @@ unsigned mt_srv_framing(struct MHD_Connection *c, struct srv_framing *out,
     return 0;
 }
 
-size_t mt_srv_cut_args(char *uri, size_t max)
+size_t mtx_srv_cut_args(char *uri, size_t max)
 {
     char *q = strchr(uri, '?');
     size_t n = 1;
@@ -131,7 +131,7 @@ static void conn_started(struct mt_server *s, struct MHD_Connection *c,
     if (!x)
         return;
     x->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
-    x->t0 = mt_srv_now();
+    x->t0 = mtx_srv_now();
     x->in_headers = 1;
     pthread_mutex_lock(&s->conn_mu);
     x->next = s->conns;
@@ -161,8 +161,8 @@ static void conn_closed(struct mt_server *s, void **ctx)
     *ctx = NULL;
 }
 
-void mt_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
-                        enum MHD_ConnectionNotificationCode code)
+void mtx_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
+                         enum MHD_ConnectionNotificationCode code)
 {
     if (code == MHD_CONNECTION_NOTIFY_STARTED)
         conn_started(cls, c, ctx);
@@ -170,8 +170,8 @@ void mt_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
         conn_closed(cls, ctx);
 }
 
-void mt_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
-                       int in_headers)
+void mtx_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
+                        int in_headers)
 {
     struct srv_conn *x = conn_of(c);
 
@@ -179,7 +179,7 @@ void mt_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
         return;
     pthread_mutex_lock(&s->conn_mu);
     x->in_headers = in_headers;
-    x->t0 = mt_srv_now();
+    x->t0 = mtx_srv_now();
     pthread_mutex_unlock(&s->conn_mu);
 }
 
@@ -210,7 +210,7 @@ static void *reaper(void *arg)
 
     pthread_mutex_lock(&s->conn_mu);
     while (!s->reaper_stop) {
-        reap(s, mt_srv_now());
+        reap(s, mtx_srv_now());
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 250 * 1000 * 1000; /* deadlines are whole seconds */
         if (ts.tv_nsec >= 1000000000L) {
@@ -223,7 +223,7 @@ static void *reaper(void *arg)
     return NULL;
 }
 
-enum mt_status mt_srv_guard_start(struct mt_server *s, struct mt_error *err)
+enum mt_status mtx_srv_guard_start(struct mt_server *s, struct mt_error *err)
 {
     if (s->p.header_timeout_s == 0)
         return MT_OK;
@@ -233,7 +233,7 @@ enum mt_status mt_srv_guard_start(struct mt_server *s, struct mt_error *err)
     return MT_OK;
 }
 
-void mt_srv_guard_stop(struct mt_server *s)
+void mtx_srv_guard_stop(struct mt_server *s)
 {
     if (!s->reaper_on)
         return;

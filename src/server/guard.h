@@ -27,29 +27,29 @@ struct srv_framing {
  * Content-Length with Transfer-Encoding, Content-Length headers that
  * disagree or a malformed one (RFC 9112 section 6.3), 501 for a
  * Transfer-Encoding other than chunked; 'why' says which. */
-unsigned mt_srv_framing(struct MHD_Connection *c, struct srv_framing *out,
-                        char *why, size_t n);
+unsigned mtx_srv_framing(struct MHD_Connection *c, struct srv_framing *out,
+                         char *why, size_t n);
 
 /* Counts the query arguments of 'uri' (MHD's URI log callback, before
  * MHD parses them) and, past 'max', cuts the query so MHD stores none
  * (500 arguments would exhaust its connection memory and leave the client
  * without an answer). Returns the count. */
-size_t mt_srv_cut_args(char *uri, size_t max);
+size_t mtx_srv_cut_args(char *uri, size_t max);
 
 /* MHD_OPTION_NOTIFY_CONNECTION callback: tracks each connection for the
  * header deadline ('cls' is the server). */
-void mt_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
-                        enum MHD_ConnectionNotificationCode code);
+void mtx_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
+                         enum MHD_ConnectionNotificationCode code);
 
 /* Marks the connection as waiting for a request line and headers (1:
  * after a response, the deadline starts now) or past them (0). */
-void mt_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
-                       int in_headers);
+void mtx_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
+                        int in_headers);
 
 /* Starts and stops the thread that shuts down connections still without
  * a complete request line and headers header_timeout_s after they could
  * start (0 = no deadline). */
-enum mt_status mt_srv_guard_start(struct mt_server *s, struct mt_error *err);
-void mt_srv_guard_stop(struct mt_server *s);
+enum mt_status mtx_srv_guard_start(struct mt_server *s, struct mt_error *err);
+void mtx_srv_guard_stop(struct mt_server *s);
 
 #endif

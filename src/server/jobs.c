@@ -87,7 +87,7 @@ static void wake_locked(struct srv_job *j)
     j->nwait = 0;
 }
 
-struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id)
+struct srv_job *mtx_srv_job_find(struct mt_server *s, int64_t run_id)
 {
     struct srv_job *j;
 
@@ -101,7 +101,7 @@ struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id)
     return j;
 }
 
-struct srv_job *mt_srv_job_self(struct mt_server *s)
+struct srv_job *mtx_srv_job_self(struct mt_server *s)
 {
     pthread_t me = pthread_self();
     struct srv_job *j;
@@ -116,7 +116,7 @@ struct srv_job *mt_srv_job_self(struct mt_server *s)
     return j;
 }
 
-void mt_srv_job_release(struct mt_server *s, struct srv_job *j)
+void mtx_srv_job_release(struct mt_server *s, struct srv_job *j)
 {
     if (!j)
         return;
@@ -135,12 +135,12 @@ static void event_row(struct srv_job *j, int64_t seq, const char *type,
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
 
-    if (mt_srv_lease_get(j->s, &l, &err) == MT_OK)
+    if (mtx_srv_lease_get(j->s, &l, &err) == MT_OK)
         mt_run_event_add(l->state, j->run, seq, type, data, &err);
     if (err.status != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: event %lld: %s",
                (long long)j->run, (long long)seq, err.msg);
-    mt_srv_lease_put(j->s, l);
+    mtx_srv_lease_put(j->s, l);
 }
 
 static void emit_text(struct srv_job *j, const char *type, const char *data)
@@ -149,8 +149,8 @@ static void emit_text(struct srv_job *j, const char *type, const char *data)
     char **grown;
     int64_t seq = -1;
 
-    if (mt_buf_printf(&b, "event: %s\ndata: %s\n\n", type, data) != MT_OK) {
-        mt_buf_free(&b);
+    if (mtx_buf_printf(&b, "event: %s\ndata: %s\n\n", type, data) != MT_OK) {
+        mtx_buf_free(&b);
         return;
     }
     pthread_mutex_lock(&j->s->job_mu);
@@ -164,16 +164,16 @@ static void emit_text(struct srv_job *j, const char *type, const char *data)
     }
     if (j->nev < j->evcap) {
         seq = (int64_t)j->nev;
-        j->ev[j->nev++] = mt_buf_take(&b);
+        j->ev[j->nev++] = mtx_buf_take(&b);
     }
     wake_locked(j);
     pthread_mutex_unlock(&j->s->job_mu);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     if (seq >= 0 && j->s->state_url && !j->mirror)
         event_row(j, seq, type, data);
 }
 
-void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
+void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
 {
     char *txt =
         data ? json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -191,7 +191,7 @@ void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
 static int remote_cancel(struct srv_job *j)
 {
     struct srv_lease *l = NULL;
-    double now = mt_srv_now();
+    double now = mtx_srv_now();
     int check, yes = 0;
 
     pthread_mutex_lock(&j->s->job_mu);
@@ -201,9 +201,9 @@ static int remote_cancel(struct srv_job *j)
     pthread_mutex_unlock(&j->s->job_mu);
     if (!check)
         return 0;
-    if (mt_srv_lease_get(j->s, &l, NULL) == MT_OK)
+    if (mtx_srv_lease_get(j->s, &l, NULL) == MT_OK)
         mt_run_cancel_requested(l->state, j->run, &yes, NULL);
-    mt_srv_lease_put(j->s, l);
+    mtx_srv_lease_put(j->s, l);
     if (yes) {
         pthread_mutex_lock(&j->s->job_mu);
         j->cancel = 1;
@@ -212,7 +212,7 @@ static int remote_cancel(struct srv_job *j)
     return yes;
 }
 
-int mt_srv_job_canceled(struct srv_job *j)
+int mtx_srv_job_canceled(struct srv_job *j)
 {
     int c;
 
@@ -221,12 +221,12 @@ int mt_srv_job_canceled(struct srv_job *j)
     pthread_mutex_unlock(&j->s->job_mu);
     if (!c && j->s->state_url)
         c = remote_cancel(j);
-    return c || mt_srv_now() > j->deadline;
+    return c || mtx_srv_now() > j->deadline;
 }
 
-int mt_srv_job_cancel(struct mt_server *s, int64_t run_id)
+int mtx_srv_job_cancel(struct mt_server *s, int64_t run_id)
 {
-    struct srv_job *j = mt_srv_job_find(s, run_id);
+    struct srv_job *j = mtx_srv_job_find(s, run_id);
     int live;
 
     if (!j)
@@ -235,23 +235,23 @@ int mt_srv_job_cancel(struct mt_server *s, int64_t run_id)
     live = !j->done && !j->mirror; /* a mirror's run is another server's */
     j->cancel |= live;
     pthread_mutex_unlock(&s->job_mu);
-    mt_srv_job_release(s, j);
+    mtx_srv_job_release(s, j);
     return live;
 }
 
-void mt_srv_job_sleep(struct srv_job *j, unsigned ms)
+void mtx_srv_job_sleep(struct srv_job *j, unsigned ms)
 {
-    double until = mt_srv_now() + ms / 1000.0;
+    double until = mtx_srv_now() + ms / 1000.0;
     struct timespec ts = {0, 10 * 1000 * 1000};
 
-    while (mt_srv_now() < until && !mt_srv_job_canceled(j))
+    while (mtx_srv_now() < until && !mtx_srv_job_canceled(j))
         nanosleep(&ts, NULL);
 }
 
-size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
-                       size_t *off, char *buf, size_t max, int *end,
-                       void *waiter, void (*suspend)(void *waiter),
-                       void (*wake)(void *waiter))
+size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
+                        size_t *off, char *buf, size_t max, int *end,
+                        void *waiter, void (*suspend)(void *waiter),
+                        void (*wake)(void *waiter))
 {
     size_t n = 0;
 
@@ -291,7 +291,7 @@ size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
     return n;
 }
 
-void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
+void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
 {
     size_t i;
 
@@ -304,7 +304,7 @@ void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
     pthread_mutex_unlock(&s->job_mu);
 }
 
-void mt_srv_jobs_wake_all(struct mt_server *s)
+void mtx_srv_jobs_wake_all(struct mt_server *s)
 {
     struct srv_job *j;
 
@@ -322,11 +322,11 @@ static void record(struct mt_server *s, int64_t run, const char *status,
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
 
-    if (mt_srv_lease_get(s, &l, &err) == MT_OK)
+    if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
         mt_run_update(l->state, run, status, result, error, &err);
     if (err.status != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)run, err.msg);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
 }
 
 static void finish(struct srv_job *j, enum mt_status st, json_t *result,
@@ -344,7 +344,7 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
     else
         done = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)j->run, "status",
                          "failed", "error", msg);
-    mt_srv_job_emit(j, "done", done);
+    mtx_srv_job_emit(j, "done", done);
     json_text_free(txt);
 }
 
@@ -354,16 +354,16 @@ static void run_job(struct mt_server *s, struct srv_job *j)
     json_t *result = NULL;
     enum mt_status st;
 
-    j->deadline = mt_srv_now() + s->p.job_timeout_s;
-    if (mt_srv_job_canceled(j)) {
+    j->deadline = mtx_srv_now() + s->p.job_timeout_s;
+    if (mtx_srv_job_canceled(j)) {
         st = mt_fail(&err, MT_ECANCELED,
                      j->cancel ? "cancelled before it ran"
                                : "the server stopped before the job ran");
     } else {
         record(s, j->run, "running", NULL, NULL);
-        mt_srv_job_emit(j, "status", json_pack("{s:s}", "status", "running"));
+        mtx_srv_job_emit(j, "status", json_pack("{s:s}", "status", "running"));
         st = j->fn(j, j->arg, &result, &err);
-        if (st == MT_OK && mt_srv_now() > j->deadline)
+        if (st == MT_OK && mtx_srv_now() > j->deadline)
             st = mt_fail(&err, MT_ECANCELED, "the job timed out");
     }
     finish(j, st, result, &err);
@@ -484,12 +484,12 @@ static void mirror_poll(struct mt_server *s, struct mirror_ctx *c)
     struct srv_lease *l = NULL;
     int64_t before = c->last;
 
-    if (mt_srv_lease_get(s, &l, &err) != MT_OK)
+    if (mtx_srv_lease_get(s, &l, &err) != MT_OK)
         return;
     mt_run_event_list(l->state, c->j->run, c->last, 256, mirror_event, c, &err);
     if (!c->done && c->last == before && err.status == MT_OK)
         mt_run_get(l->state, c->j->run, mirror_final, c, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
 }
 
 static void *mirror_main(void *arg)
@@ -506,7 +506,7 @@ static void *mirror_main(void *arg)
             break;
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&s->job_mu);
-        stop = s->jobs_cancel || s->jobs_stop || mt_srv_now() > j->deadline;
+        stop = s->jobs_cancel || s->jobs_stop || mtx_srv_now() > j->deadline;
         pthread_mutex_unlock(&s->job_mu);
     }
     pthread_mutex_lock(&s->job_mu);
@@ -519,7 +519,7 @@ static void *mirror_main(void *arg)
     return NULL;
 }
 
-void mt_srv_job_mirror(struct mt_server *s, int64_t run_id)
+void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id)
 {
     struct srv_job *j;
     pthread_attr_t at;
@@ -539,7 +539,7 @@ void mt_srv_job_mirror(struct mt_server *s, int64_t run_id)
     j->run = run_id;
     j->mirror = 1;
     j->refs = 1; /* the mirror thread's, then the kept ring's */
-    j->deadline = mt_srv_now() + s->p.job_timeout_s;
+    j->deadline = mtx_srv_now() + s->p.job_timeout_s;
     snprintf(j->kind, sizeof j->kind, "mirror");
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -585,9 +585,9 @@ static enum mt_status enqueue(struct mt_server *s, struct srv_job *j,
     return st;
 }
 
-enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
-                                 const struct srv_job_spec *spec,
-                                 struct mt_error *err)
+enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
+                                  const struct srv_job_spec *spec,
+                                  struct mt_error *err)
 {
     struct srv_job *j = mt_calloc(1, sizeof *j);
     enum mt_status st;
@@ -613,7 +613,7 @@ enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
     return st;
 }
 
-enum mt_status mt_srv_jobs_start(struct mt_server *s, struct mt_error *err)
+enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err)
 {
     size_t i;
 
@@ -628,16 +628,16 @@ enum mt_status mt_srv_jobs_start(struct mt_server *s, struct mt_error *err)
     return MT_OK;
 }
 
-void mt_srv_jobs_stop(struct mt_server *s, double grace_s)
+void mtx_srv_jobs_stop(struct mt_server *s, double grace_s)
 {
-    double until = mt_srv_now() + grace_s;
+    double until = mtx_srv_now() + grace_s;
     struct timespec ts;
     size_t i;
 
     pthread_mutex_lock(&s->job_mu);
     s->jobs_stop = 1;
     pthread_cond_broadcast(&s->job_cv);
-    while ((s->queued || s->running) && mt_srv_now() < until) {
+    while ((s->queued || s->running) && mtx_srv_now() < until) {
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 50 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000L) {

@@ -42,9 +42,9 @@ static struct srv_bucket *bucket(struct mt_server *s, const char *key,
     return oldest;
 }
 
-unsigned mt_srv_rate_take(struct mt_server *s, const char *key)
+unsigned mtx_srv_rate_take(struct mt_server *s, const char *key)
 {
-    double now = mt_srv_now();
+    double now = mtx_srv_now();
     double rate = s->p.rate_per_s;
     unsigned wait = 0;
     struct srv_bucket *b;
@@ -139,10 +139,10 @@ static unsigned shared_wait(struct mt_server *s, const char *ka, const char *kb)
     struct srv_lease *l = NULL;
     int64_t a = 0, b = 0, now = (int64_t)time(NULL);
 
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK &&
+    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK &&
         mt_login_locked_until(l->state, ka, &a, NULL) == MT_OK)
         mt_login_locked_until(l->state, kb, &b, NULL);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     a = a > b ? a : b;
     return a > now ? (unsigned)(a - now) : 0;
 }
@@ -169,11 +169,11 @@ static unsigned shared_failed(struct mt_server *s, const char *ka,
     struct srv_lease *l = NULL;
     unsigned a = 0, b = 0;
 
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK) {
+    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK) {
         a = shared_fail_one(s, l, ka, s->p.login_failures);
         b = shared_fail_one(s, l, kb, s->p.login_failures * 4);
     }
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     return a > b ? a : b;
 }
 
@@ -181,18 +181,18 @@ static void shared_ok(struct mt_server *s, const char *ka, const char *kb)
 {
     struct srv_lease *l = NULL;
 
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK &&
+    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK &&
         mt_login_reset(l->state, ka, NULL) == MT_OK)
         mt_login_reset(l->state, kb, NULL);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
 }
 
-unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
-                           const char *remote)
+unsigned mtx_srv_login_wait(struct mt_server *s, const char *name,
+                            const char *remote)
 {
     char ka[80], kb[80];
     unsigned a, b;
-    double now = mt_srv_now();
+    double now = mtx_srv_now();
 
     if (!s->p.login_failures)
         return 0;
@@ -206,12 +206,12 @@ unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
     return a > b ? a : b;
 }
 
-unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
-                             const char *remote)
+unsigned mtx_srv_login_failed(struct mt_server *s, const char *name,
+                              const char *remote)
 {
     char ka[80], kb[80];
     unsigned a, b;
-    double now = mt_srv_now();
+    double now = mtx_srv_now();
 
     if (!s->p.login_failures)
         return 0;
@@ -226,7 +226,7 @@ unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
     return a > b ? a : b;
 }
 
-void mt_srv_login_ok(struct mt_server *s, const char *name, const char *remote)
+void mtx_srv_login_ok(struct mt_server *s, const char *name, const char *remote)
 {
     char ka[80], kb[80];
 

@@ -32,7 +32,7 @@ static enum mt_status open_one(struct mt_server *s, struct srv_log *l,
     return MT_OK;
 }
 
-enum mt_status mt_srv_logs_open(struct mt_server *s, struct mt_error *err)
+enum mt_status mtx_srv_logs_open(struct mt_server *s, struct mt_error *err)
 {
     enum mt_status st;
 
@@ -49,7 +49,7 @@ enum mt_status mt_srv_logs_open(struct mt_server *s, struct mt_error *err)
     return st;
 }
 
-void mt_srv_logs_close(struct mt_server *s)
+void mtx_srv_logs_close(struct mt_server *s)
 {
     if (s->access.f)
         fclose(s->access.f);
@@ -87,11 +87,11 @@ static void write_line(struct srv_log *l, json_t *o)
     json_decref(o);
 }
 
-void mt_srv_log_access(struct mt_server *s, const struct srv_req *rq,
-                       const struct srv_resp *rs)
+void mtx_srv_log_access(struct mt_server *s, const struct srv_req *rq,
+                        const struct srv_resp *rs)
 {
     /* milliseconds, rounded to microseconds */
-    double ms = (double)(long)((mt_srv_now() - rq->t0) * 1e6) / 1000.0;
+    double ms = (double)(long)((mtx_srv_now() - rq->t0) * 1e6) / 1000.0;
     char ts[96];
 
     if (!s->access.f)
@@ -105,8 +105,8 @@ void mt_srv_log_access(struct mt_server *s, const struct srv_req *rq,
                          ms, "user", rq->authed ? rq->user.name : NULL));
 }
 
-void mt_srv_audit(struct mt_server *s, struct srv_lease *l,
-                  const struct srv_req *rq, const char *action, json_t *detail)
+void mtx_srv_audit(struct mt_server *s, struct srv_lease *l,
+                   const struct srv_req *rq, const char *action, json_t *detail)
 {
     const char *who = rq->authed ? rq->user.name : NULL;
     char *txt = NULL;

@@ -47,8 +47,8 @@ static enum mt_status add_choice(struct mt_server *s, char *line,
     return MT_OK;
 }
 
-enum mt_status mt_srv_models_init(struct mt_server *s, const char *text,
-                                  struct mt_error *err)
+enum mt_status mtx_srv_models_init(struct mt_server *s, const char *text,
+                                   struct mt_error *err)
 {
     char *line, *next;
     enum mt_status st = MT_OK;
@@ -68,7 +68,7 @@ enum mt_status mt_srv_models_init(struct mt_server *s, const char *text,
     return st;
 }
 
-void mt_srv_models_free(struct mt_server *s)
+void mtx_srv_models_free(struct mt_server *s)
 {
     size_t i;
 
@@ -79,8 +79,8 @@ void mt_srv_models_free(struct mt_server *s)
     s->nchoices = 0;
 }
 
-int mt_srv_model_read(struct mt_server *s, json_t *o, int *model,
-                      struct srv_resp *rs)
+int mtx_srv_model_read(struct mt_server *s, json_t *o, int *model,
+                       struct srv_resp *rs)
 {
     json_t *v = json_object_get(o, "model");
     size_t i;
@@ -93,19 +93,19 @@ int mt_srv_model_read(struct mt_server *s, json_t *o, int *model,
             *model = (int)i;
             return 0;
         }
-    mt_srv_error(rs, 400,
-                 "\"model\" must name one of the server's models (GET "
-                 "/v1/limits lists them: %zu configured with --llm-choice)",
-                 s->nchoices);
+    mtx_srv_error(rs, 400,
+                  "\"model\" must name one of the server's models (GET "
+                  "/v1/limits lists them: %zu configured with --llm-choice)",
+                  s->nchoices);
     return -1;
 }
 
-const char *mt_srv_model_spec(const struct mt_server *s, int model)
+const char *mtx_srv_model_spec(const struct mt_server *s, int model)
 {
     return model >= 0 ? s->choice_spec[model] : s->llm_spec;
 }
 
-json_t *mt_srv_models_json(const struct mt_server *s)
+json_t *mtx_srv_models_json(const struct mt_server *s)
 {
     json_t *a = json_array();
     size_t i;

@@ -32,53 +32,53 @@ struct route {
 #define SMALL_BODY ((size_t)64 << 10)
 
 static const struct route routes[] = {
-    {"GET", "/v1/health", OPEN, 0, mt_srv_health, 0},
-    {"POST", "/v1/login", OPEN, 0, mt_srv_login, 0},
-    {"POST", "/v1/register", OPEN, 0, mt_srv_register, 0},
-    {"POST", "/v1/logout", USER, 0, mt_srv_logout, 0},
-    {"GET", "/v1/me", USER, 0, mt_srv_me, 0},
-    {"GET", "/v1/session", OPEN, 0, mt_srv_session, 0},
-    {"GET", "/v1/limits", USER, 0, mt_srv_limits, 0},
-    {"GET", "/v1/tokens", USER, 0, mt_srv_tokens_list, 0},
-    {"POST", "/v1/tokens", USER, 0, mt_srv_token_create, 0},
-    {"DELETE", "/v1/tokens/{id}", USER, 0, mt_srv_token_revoke, 0},
-    {"GET", "/v1/users", ADMIN, 0, mt_srv_users, 0},
-    {"GET", "/v1/settings", ADMIN, 0, mt_srv_settings_get, 0},
-    {"PUT", "/v1/settings", ADMIN, 0, mt_srv_settings_put, 0},
-    {"POST", "/v1/search", USER, 0, mt_srv_search, 0},
-    {"POST", "/v1/score", USER, 0, mt_srv_score, 1},
-    {"POST", "/v1/check", USER, 0, mt_srv_check, 1},
-    {"POST", "/v1/ask", USER, 0, mt_srv_ask, 0},
-    {"POST", "/v1/batch", USER, 0, mt_srv_batch, 1},
-    {"POST", "/v1/runs/{id}/resume", USER, 0, mt_srv_batch_resume, 0},
-    {"GET", "/v1/runs", USER, 0, mt_srv_runs_list, 0},
-    {"GET", "/v1/runs/{id}", USER, 0, mt_srv_run_get, 0},
-    {"GET", "/v1/runs/{id}/events", USER, 0, mt_srv_run_events, 0},
-    {"POST", "/v1/runs/{id}/cancel", USER, 0, mt_srv_run_cancel, 0},
-    {"GET", "/v1/runs/{id}/report", USER, 0, mt_srv_run_report, 0},
-    {"GET", "/v1/models", USER, 0, mt_srv_models, 0},
-    {"GET", "/v1/sources", USER, 0, mt_srv_sources, 0},
-    {"POST", "/v1/jobs/sleep", USER, 1, mt_srv_sleep_job, 0},
+    {"GET", "/v1/health", OPEN, 0, mtx_srv_health, 0},
+    {"POST", "/v1/login", OPEN, 0, mtx_srv_login, 0},
+    {"POST", "/v1/register", OPEN, 0, mtx_srv_register, 0},
+    {"POST", "/v1/logout", USER, 0, mtx_srv_logout, 0},
+    {"GET", "/v1/me", USER, 0, mtx_srv_me, 0},
+    {"GET", "/v1/session", OPEN, 0, mtx_srv_session, 0},
+    {"GET", "/v1/limits", USER, 0, mtx_srv_limits, 0},
+    {"GET", "/v1/tokens", USER, 0, mtx_srv_tokens_list, 0},
+    {"POST", "/v1/tokens", USER, 0, mtx_srv_token_create, 0},
+    {"DELETE", "/v1/tokens/{id}", USER, 0, mtx_srv_token_revoke, 0},
+    {"GET", "/v1/users", ADMIN, 0, mtx_srv_users, 0},
+    {"GET", "/v1/settings", ADMIN, 0, mtx_srv_settings_get, 0},
+    {"PUT", "/v1/settings", ADMIN, 0, mtx_srv_settings_put, 0},
+    {"POST", "/v1/search", USER, 0, mtx_srv_search, 0},
+    {"POST", "/v1/score", USER, 0, mtx_srv_score, 1},
+    {"POST", "/v1/check", USER, 0, mtx_srv_check, 1},
+    {"POST", "/v1/ask", USER, 0, mtx_srv_ask, 0},
+    {"POST", "/v1/batch", USER, 0, mtx_srv_batch, 1},
+    {"POST", "/v1/runs/{id}/resume", USER, 0, mtx_srv_batch_resume, 0},
+    {"GET", "/v1/runs", USER, 0, mtx_srv_runs_list, 0},
+    {"GET", "/v1/runs/{id}", USER, 0, mtx_srv_run_get, 0},
+    {"GET", "/v1/runs/{id}/events", USER, 0, mtx_srv_run_events, 0},
+    {"POST", "/v1/runs/{id}/cancel", USER, 0, mtx_srv_run_cancel, 0},
+    {"GET", "/v1/runs/{id}/report", USER, 0, mtx_srv_run_report, 0},
+    {"GET", "/v1/models", USER, 0, mtx_srv_models, 0},
+    {"GET", "/v1/sources", USER, 0, mtx_srv_sources, 0},
+    {"POST", "/v1/jobs/sleep", USER, 1, mtx_srv_sleep_job, 0},
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
 
 /* ==== Responses ==== */
 
-void mt_srv_resp_free(struct srv_resp *rs)
+void mtx_srv_resp_free(struct srv_resp *rs)
 {
     mt_free(rs->body);
     rs->body = NULL;
     rs->len = 0;
 }
 
-void mt_srv_json(struct srv_resp *rs, unsigned status, json_t *o)
+void mtx_srv_json(struct srv_resp *rs, unsigned status, json_t *o)
 {
     static const char oom[] = "{\"error\":\"out of memory\"}";
     size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
     size_t n = o ? json_dumpb(o, NULL, 0, flags) : 0;
 
-    mt_srv_resp_free(rs);
+    mtx_srv_resp_free(rs);
     rs->type = NULL;
     rs->body = n ? mt_malloc(n + 1) : NULL;
     if (rs->body && json_dumpb(o, rs->body, n, flags) == n) {
@@ -94,7 +94,7 @@ void mt_srv_json(struct srv_resp *rs, unsigned status, json_t *o)
     json_decref(o);
 }
 
-void mt_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
+void mtx_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -102,11 +102,11 @@ void mt_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    mt_srv_json(rs, status, json_pack("{s:s}", "error", msg));
+    mtx_srv_json(rs, status, json_pack("{s:s}", "error", msg));
 }
 
-void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
-                 const struct mt_error *err)
+void mtx_srv_fail(struct srv_resp *rs, enum mt_status st,
+                  const struct mt_error *err)
 {
     unsigned code = 500;
     const char *msg = err && err->msg[0] ? err->msg : mt_status_str(st);
@@ -123,28 +123,28 @@ void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
         code = 503;
     if (code >= 500)
         mt_log(MT_LOG_ERROR, "server: %s", msg);
-    mt_srv_error(rs, code, "%s", msg);
+    mtx_srv_error(rs, code, "%s", msg);
 }
 
-int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
-                     json_t **out)
+int mtx_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
+                      json_t **out)
 {
     json_error_t e;
     json_t *o;
 
     if (rq->body_len == 0) {
-        mt_srv_error(rs, 400, "the request needs a JSON object body");
+        mtx_srv_error(rs, 400, "the request needs a JSON object body");
         return -1;
     }
     o = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &e);
     if (!o) {
-        mt_srv_error(rs, 400, "malformed JSON at line %d column %d: %s", e.line,
-                     e.column, e.text);
+        mtx_srv_error(rs, 400, "malformed JSON at line %d column %d: %s",
+                      e.line, e.column, e.text);
         return -1;
     }
     if (!json_is_object(o)) {
         json_decref(o);
-        mt_srv_error(rs, 400, "the body must be a JSON object");
+        mtx_srv_error(rs, 400, "the body must be a JSON object");
         return -1;
     }
     *out = o;
@@ -170,11 +170,11 @@ static void serve_static(struct srv_req *rq, struct srv_resp *rs)
     size_t i;
 
     if (strstr(path, "..") || strchr(path, '\\') || strstr(path, "//")) {
-        mt_srv_error(rs, 400, "invalid path");
+        mtx_srv_error(rs, 400, "invalid path");
         return;
     }
     if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0) {
-        mt_srv_error(rs, 405, "method not allowed");
+        mtx_srv_error(rs, 405, "method not allowed");
         return;
     }
     if (strcmp(path, "/") == 0)
@@ -193,7 +193,7 @@ static void serve_static(struct srv_req *rq, struct srv_resp *rs)
         rs->len = mt_ui_assets[i].len;
         return;
     }
-    mt_srv_error(rs, 404, "not found");
+    mtx_srv_error(rs, 404, "not found");
 }
 
 /* ==== Matching ==== */
@@ -263,18 +263,18 @@ static int rate_ok(struct mt_server *s, const struct srv_req *rq,
     char key[96];
     unsigned wait;
 
-    if (r->fn == mt_srv_health)
+    if (r->fn == mtx_srv_health)
         return 1;
     if (rq->authed)
         snprintf(key, sizeof key, "u:%lld", (long long)rq->user.id);
     else
         snprintf(key, sizeof key, "ip:%s", rq->remote ? rq->remote : "");
-    wait = mt_srv_rate_take(s, key);
+    wait = mtx_srv_rate_take(s, key);
     if (wait == 0)
         return 1;
     rs->retry_after = wait;
-    mt_srv_error(rs, 429, "too many requests: slow down and retry in %u s",
-                 wait);
+    mtx_srv_error(rs, 429, "too many requests: slow down and retry in %u s",
+                  wait);
     return 0;
 }
 
@@ -283,23 +283,23 @@ static int access_ok(struct mt_server *s, struct srv_req *rq,
 {
     if (r->access == OPEN)
         return 1;
-    if (mt_srv_authenticate(s, rq, rs) != 0)
+    if (mtx_srv_authenticate(s, rq, rs) != 0)
         return 0;
     if (!csrf_ok(rq)) {
-        mt_srv_error(rs, 403,
-                     "missing or wrong X-CSRF-Token header (the "
-                     "csrf_token from /v1/login or /v1/me)");
+        mtx_srv_error(rs, 403,
+                      "missing or wrong X-CSRF-Token header (the "
+                      "csrf_token from /v1/login or /v1/me)");
         return 0;
     }
     if (r->access == ADMIN && rq->user.role != MT_ROLE_ADMIN) {
-        mt_srv_error(rs, 403, "this needs an admin account");
+        mtx_srv_error(rs, 403, "this needs an admin account");
         return 0;
     }
     return 1;
 }
 
-int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  size_t *max_body)
+int mtx_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   size_t *max_body)
 {
     const struct route *r;
     int64_t id = 0;
@@ -311,10 +311,10 @@ int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     r = find_route(s, rq, &id, &path_ok);
     if (!r) {
         if (path_ok)
-            mt_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
-                         rq->path);
+            mtx_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
+                          rq->path);
         else
-            mt_srv_error(rs, 404, "no API route %s", rq->path);
+            mtx_srv_error(rs, 404, "no API route %s", rq->path);
         return -1;
     }
     if (!access_ok(s, rq, r, rs))
@@ -324,7 +324,8 @@ int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     return 0;
 }
 
-void mt_srv_handle(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs)
+void mtx_srv_handle(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs)
 {
     const struct route *r;
     int64_t id = 0;
@@ -338,10 +339,10 @@ void mt_srv_handle(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs)
     r = find_route(s, rq, &id, &path_ok);
     if (!r) {
         if (path_ok)
-            mt_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
-                         rq->path);
+            mtx_srv_error(rs, 405, "method %s not allowed on %s", rq->method,
+                          rq->path);
         else
-            mt_srv_error(rs, 404, "no API route %s", rq->path);
+            mtx_srv_error(rs, 404, "no API route %s", rq->path);
         return;
     }
     if (!access_ok(s, rq, r, rs) || !rate_ok(s, rq, r, rs))

@@ -80,27 +80,27 @@ static uint32_t arg_u32(const struct srv_req *rq, const char *name,
     return (uint32_t)n;
 }
 
-void mt_srv_runs_list(struct mt_server *s, struct srv_req *rq,
-                      struct srv_resp *rs, int64_t id)
+void mtx_srv_runs_list(struct mt_server *s, struct srv_req *rq,
+                       struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     struct run_ctx c = {rq, json_array(), 0, 0};
     int all = rq->user.role == MT_ROLE_ADMIN && arg_u32(rq, "all", 0, 1);
-    enum mt_status st = c.out ? mt_srv_lease_get(s, &l, &err) : MT_ENOMEM;
+    enum mt_status st = c.out ? mtx_srv_lease_get(s, &l, &err) : MT_ENOMEM;
 
     (void)id;
     if (st == MT_OK)
         st = mt_run_list(l->state, all ? 0 : rq->user.id,
                          (int64_t)arg_u32(rq, "before", 0, 2000000000u),
                          arg_u32(rq, "limit", 50, 500), on_run, &c, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK) {
-        mt_srv_json(rs, 200, json_pack("{s:o}", "runs", c.out));
+        mtx_srv_json(rs, 200, json_pack("{s:o}", "runs", c.out));
         return;
     }
     json_decref(c.out);
-    mt_srv_fail(rs, st, &err);
+    mtx_srv_fail(rs, st, &err);
 }
 
 /* Reads run 'id' into c->out when the user may see it; 404 otherwise. */
@@ -109,35 +109,35 @@ static int load_run(struct mt_server *s, struct srv_req *rq,
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
-    enum mt_status st = mt_srv_lease_get(s, &l, &err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
 
     (void)rq; /* c->rq decides what the user may see */
     if (st == MT_OK)
         st = mt_run_get(l->state, id, on_run, c, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK && c->out)
         return 0;
     if (st == MT_OK || st == MT_ENOTFOUND)
-        mt_srv_error(rs, 404, "no run %lld", (long long)id);
+        mtx_srv_error(rs, 404, "no run %lld", (long long)id);
     else
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
     return -1;
 }
 
-void mt_srv_run_get(struct mt_server *s, struct srv_req *rq,
-                    struct srv_resp *rs, int64_t id)
+void mtx_srv_run_get(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 1, 0};
 
     if (load_run(s, rq, rs, id, &c) == 0)
-        mt_srv_json(rs, 200, c.out);
+        mtx_srv_json(rs, 200, c.out);
 }
 
 /* The route checks access and prepares the run's final state as one
  * "done" event; the transport streams the live job instead when there is
  * one (server.c). */
-void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
-                       struct srv_resp *rs, int64_t id)
+void mtx_srv_run_events(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 1, 0};
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
@@ -145,14 +145,14 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
 
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
-    mt_srv_json(rs, 200, c.out);
-    txt = mt_buf_printf(&b, "event: done\ndata: %s\n\n", rs->body) == MT_OK
-              ? mt_buf_take(&b)
+    mtx_srv_json(rs, 200, c.out);
+    txt = mtx_buf_printf(&b, "event: done\ndata: %s\n\n", rs->body) == MT_OK
+              ? mtx_buf_take(&b)
               : NULL;
-    mt_buf_free(&b);
-    mt_srv_resp_free(rs);
+    mtx_buf_free(&b);
+    mtx_srv_resp_free(rs);
     if (!txt) {
-        mt_srv_error(rs, 500, "out of memory");
+        mtx_srv_error(rs, 500, "out of memory");
         return;
     }
     rs->body = txt;
@@ -160,7 +160,7 @@ void mt_srv_run_events(struct mt_server *s, struct srv_req *rq,
     rs->status = 200;
     rs->type = "text/event-stream";
     rs->sse_run = id;
-    mt_srv_job_mirror(s, id); /* a run of another server (shared state) */
+    mtx_srv_job_mirror(s, id); /* a run of another server (shared state) */
 }
 
 /* With a shared state the job may run on another server: flag the run
@@ -173,32 +173,32 @@ static int cancel_elsewhere(struct mt_server *s, int64_t id)
 
     if (!s->p.state_url)
         return 0;
-    if (mt_srv_lease_get(s, &l, NULL) == MT_OK)
+    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK)
         mt_run_cancel_request(l->state, id, &live, NULL);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     return live;
 }
 
 /* POST /v1/runs/ID/cancel: asks a queued or running job to stop (its
  * owner or an admin: load_run shows others' runs as 404). A check stops
  * before its next model call and the run ends failed, "cancelled". */
-void mt_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
-                       struct srv_resp *rs, int64_t id)
+void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 0, 0};
 
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
-    if (!mt_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {
-        mt_srv_error(rs, 409, "run %lld has already finished", (long long)id);
+    if (!mtx_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {
+        mtx_srv_error(rs, 409, "run %lld has already finished", (long long)id);
         return;
     }
-    mt_srv_audit(s, NULL, rq, "cancel",
-                 json_pack("{s:I}", "run_id", (json_int_t)id));
-    mt_srv_json(rs, 202,
-                json_pack("{s:I,s:s}", "run_id", (json_int_t)id, "status",
-                          "cancelling"));
+    mtx_srv_audit(s, NULL, rq, "cancel",
+                  json_pack("{s:I}", "run_id", (json_int_t)id));
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s}", "run_id", (json_int_t)id, "status",
+                           "cancelling"));
 }
 
 /* ==== Reports ==== */
@@ -212,8 +212,8 @@ static const char report_csp[] =
     "script-src 'unsafe-inline'; img-src data:; "
     "frame-ancestors 'self'; sandbox allow-scripts";
 
-void mt_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
-                        size_t n)
+void mtx_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
+                         size_t n)
 {
     snprintf(buf, n, "%s/reports/run-%lld.html", s->db_dir, (long long)id);
 }
@@ -228,14 +228,14 @@ static enum mt_status read_file(const char *path, struct mt_buf *b)
     if (!f)
         return errno == ENOENT ? MT_ENOTFOUND : MT_EIO;
     while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mt_buf_append(b, chunk, k);
+        st = mtx_buf_append(b, chunk, k);
     if (st == MT_OK && ferror(f))
         st = MT_EIO;
     fclose(f);
     return st;
 }
 
-void mt_srv_report_share(struct mt_server *s, int64_t id)
+void mtx_srv_report_share(struct mt_server *s, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct mt_buf b = MT_BUF_INIT(REPORT_MAX);
@@ -244,13 +244,13 @@ void mt_srv_report_share(struct mt_server *s, int64_t id)
 
     if (!s->p.state_url)
         return;
-    mt_srv_report_path(s, id, path, sizeof path);
+    mtx_srv_report_path(s, id, path, sizeof path);
     if (read_file(path, &b) != MT_OK)
         mt_fail(&err, MT_EIO, "cannot read %s", path);
-    else if (mt_srv_lease_get(s, &l, &err) == MT_OK)
+    else if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
         mt_run_report_put(l->state, id, b.data ? b.data : "", &err);
-    mt_srv_lease_put(s, l);
-    mt_buf_free(&b);
+    mtx_srv_lease_put(s, l);
+    mtx_buf_free(&b);
     if (err.status != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: report not shared: %s",
                (long long)id, err.msg);
@@ -267,19 +267,19 @@ static enum mt_status shared_report(struct mt_server *s, int64_t id,
 
     if (!s->p.state_url)
         return st;
-    st = mt_srv_lease_get(s, &l, NULL);
+    st = mtx_srv_lease_get(s, &l, NULL);
     if (st == MT_OK)
         st = mt_run_report_get(l->state, id, &html, &n, NULL);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     if (st == MT_OK)
-        st = mt_buf_append(b, html, n);
+        st = mtx_buf_append(b, html, n);
     mt_free(html);
     return st;
 }
 
 /* GET /v1/runs/ID/report: the HTML report of a score run. */
-void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
-                       struct srv_resp *rs, int64_t id)
+void mtx_srv_run_report(struct mt_server *s, struct srv_req *rq,
+                        struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 0, 0};
     struct mt_buf b = MT_BUF_INIT(REPORT_MAX);
@@ -295,23 +295,23 @@ void mt_srv_run_report(struct mt_server *s, struct srv_req *rq,
         kind && (strcmp(kind, "score") == 0 || strcmp(kind, "batch") == 0);
     st = kind_ok ? MT_OK : MT_ENOTFOUND;
     json_decref(c.out);
-    mt_srv_report_path(s, id, path, sizeof path);
+    mtx_srv_report_path(s, id, path, sizeof path);
     if (st == MT_OK)
         st = read_file(path, &b);
     if (st == MT_ENOTFOUND && kind_ok)
         st = shared_report(s, id, &b);
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         if (st == MT_ENOTFOUND)
-            mt_srv_error(rs, 404, "run %lld has no report", (long long)id);
+            mtx_srv_error(rs, 404, "run %lld has no report", (long long)id);
         else
-            mt_srv_error(rs, 500, "cannot read the report of run %lld",
-                         (long long)id);
+            mtx_srv_error(rs, 500, "cannot read the report of run %lld",
+                          (long long)id);
         return;
     }
-    mt_srv_resp_free(rs);
+    mtx_srv_resp_free(rs);
     rs->len = b.len;
-    rs->body = mt_buf_take(&b);
+    rs->body = mtx_buf_take(&b);
     rs->status = 200;
     rs->type = "text/html; charset=utf-8";
     rs->csp = report_csp;
@@ -332,11 +332,11 @@ static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
     unsigned i;
 
     for (i = 0; i < a->steps; i++) {
-        mt_srv_job_sleep(j, a->ms / a->steps);
-        if (mt_srv_job_canceled(j))
+        mtx_srv_job_sleep(j, a->ms / a->steps);
+        if (mtx_srv_job_canceled(j))
             return mt_fail(err, MT_ECANCELED, "job cancelled at step %u",
                            i + 1);
-        mt_srv_job_emit(
+        mtx_srv_job_emit(
             j, "step",
             json_pack("{s:i,s:i}", "step", (int)i + 1, "of", (int)a->steps));
     }
@@ -355,7 +355,7 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
     a->steps = 3;
     if (rq->body_len == 0)
         return 0;
-    if (mt_srv_body_json(rq, rs, &o) != 0)
+    if (mtx_srv_body_json(rq, rs, &o) != 0)
         return -1;
     ms = json_object_get(o, "ms");
     steps = json_object_get(o, "steps");
@@ -369,8 +369,8 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
     return 0;
 }
 
-void mt_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
-                      struct srv_resp *rs, int64_t id)
+void mtx_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
+                       struct srv_resp *rs, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
@@ -381,11 +381,11 @@ void mt_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
 
     if (sleep_args(rq, rs, &a) != 0)
         return;
-    st = mt_srv_lease_get(s, &l, &err);
+    st = mtx_srv_lease_get(s, &l, &err);
     if (st == MT_OK)
         st = mt_run_create(l->state, rq->user.id, rq->user.name, "sleep", NULL,
                            &id, &err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     arg = st == MT_OK ? mt_malloc(sizeof *arg) : NULL;
     if (st == MT_OK && !arg)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
@@ -393,18 +393,18 @@ void mt_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
         *arg = a;
     spec.arg = arg;
     if (st == MT_OK)
-        st = mt_srv_job_submit(s, id, &spec, &err);
+        st = mtx_srv_job_submit(s, id, &spec, &err);
     if (st == MT_ELIMIT || st == MT_ECANCELED) {
         rs->retry_after = 5;
-        mt_srv_error(rs, 503, "%s", err.msg);
+        mtx_srv_error(rs, 503, "%s", err.msg);
         return;
     }
     if (st != MT_OK) {
-        mt_srv_fail(rs, st, &err);
+        mtx_srv_fail(rs, st, &err);
         return;
     }
     snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
-    mt_srv_json(rs, 202,
-                json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
-                          "queued", "events", ev));
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                           "queued", "events", ev));
 }

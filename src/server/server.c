@@ -20,7 +20,7 @@
 #include "server/guard.h"
 #include "server/srv_int.h"
 
-double mt_srv_now(void)
+double mtx_srv_now(void)
 {
     struct timespec ts;
 
@@ -57,8 +57,8 @@ static void lease_close(struct srv_lease *l)
     mt_free(l);
 }
 
-enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
-                                struct mt_error *err)
+enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
+                                 struct mt_error *err)
 {
     struct srv_lease *l;
     enum mt_status st;
@@ -87,7 +87,7 @@ enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
     return MT_OK;
 }
 
-void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l)
+void mtx_srv_lease_put(struct mt_server *s, struct srv_lease *l)
 {
     if (!l)
         return;
@@ -130,7 +130,7 @@ static enum mt_status copy_params(struct mt_server *s,
     s->p.state_url = s->state_url;
     s->p.registration = NULL;
     s->p.llm_choices = NULL; /* kept split in s->choice_* */
-    return mt_srv_models_init(s, p->llm_choices, err);
+    return mtx_srv_models_init(s, p->llm_choices, err);
 }
 
 /* Opens the first lease (creating and migrating the store) and applies
@@ -139,7 +139,7 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
                                   struct mt_error *err)
 {
     struct srv_lease *l = NULL;
-    enum mt_status st = mt_srv_lease_get(s, &l, err);
+    enum mt_status st = mtx_srv_lease_get(s, &l, err);
 
     if (st == MT_OK && !s->state_url && mt_store_schema_version(l->store) < 2)
         st = mt_fail(err, MT_EUNSUPPORTED,
@@ -154,7 +154,7 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
                      reg);
     if (st == MT_OK && reg)
         st = mt_setting_put(l->state, "registration", reg, err);
-    mt_srv_lease_put(s, l);
+    mtx_srv_lease_put(s, l);
     return st;
 }
 
@@ -170,9 +170,9 @@ static enum mt_status open_retriever(struct mt_server *s, struct mt_error *err)
     return mt_retriever_open(&rp, &s->ret, err);
 }
 
-enum mt_status mt_srv_init(struct mt_server *s,
-                           const struct mt_server_params *p,
-                           struct mt_error *err)
+enum mt_status mtx_srv_init(struct mt_server *s,
+                            const struct mt_server_params *p,
+                            struct mt_error *err)
 {
     enum mt_status st;
 
@@ -191,36 +191,36 @@ enum mt_status mt_srv_init(struct mt_server *s,
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     st = copy_params(s, p, err);
     if (st == MT_OK)
-        st = mt_srv_logs_open(s, err);
+        st = mtx_srv_logs_open(s, err);
     if (st == MT_OK)
         st = first_lease(s, p->registration, err);
     if (st == MT_OK)
         st = open_retriever(s, err);
     if (st == MT_OK)
-        st = mt_srv_jobs_start(s, err);
+        st = mtx_srv_jobs_start(s, err);
     return st;
 }
 
-void mt_srv_fini(struct mt_server *s)
+void mtx_srv_fini(struct mt_server *s)
 {
     struct srv_lease *l;
 
-    mt_srv_jobs_stop(s, 0);
-    mt_srv_agents_close(s); /* no job runs any more */
-    mt_srv_qa_close(s);
+    mtx_srv_jobs_stop(s, 0);
+    mtx_srv_agents_close(s); /* no job runs any more */
+    mtx_srv_qa_close(s);
     while ((l = s->free_leases) != NULL) {
         s->free_leases = l->next;
         lease_close(l);
     }
     mt_retriever_close(s->ret);
-    mt_srv_logs_close(s);
+    mtx_srv_logs_close(s);
     mt_free(s->buckets);
     mt_free(s->throttle);
     mt_free(s->db_dir);
     mt_free(s->listen);
     mt_free(s->data_dir);
     mt_free(s->llm_spec);
-    mt_srv_models_free(s);
+    mtx_srv_models_free(s);
     mt_free(s->nli_spec);
     mt_free(s->state_url);
     pthread_mutex_destroy(&s->agent_mu);
@@ -262,8 +262,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
     size_t n;
 
     (void)pos;
-    n = mt_srv_job_read(x->s, x->j, &x->ev, &x->off, buf, max, &end, x,
-                        sse_suspend, sse_wake);
+    n = mtx_srv_job_read(x->s, x->j, &x->ev, &x->off, buf, max, &end, x,
+                         sse_suspend, sse_wake);
     if (end)
         return MHD_CONTENT_READER_END_OF_STREAM;
     return (ssize_t)n;
@@ -273,8 +273,8 @@ static void sse_free(void *cls)
 {
     struct sse *x = cls;
 
-    mt_srv_job_unwait(x->s, x->j, x);
-    mt_srv_job_release(x->s, x->j);
+    mtx_srv_job_unwait(x->s, x->j, x);
+    mtx_srv_job_release(x->s, x->j);
     mt_free(x);
 }
 
@@ -283,12 +283,12 @@ static void sse_free(void *cls)
 static struct MHD_Response *sse_response(struct mt_server *s,
                                          struct MHD_Connection *c, int64_t run)
 {
-    struct srv_job *j = mt_srv_job_find(s, run);
+    struct srv_job *j = mtx_srv_job_find(s, run);
     struct sse *x = j ? mt_calloc(1, sizeof *x) : NULL;
     struct MHD_Response *r;
 
     if (!x) {
-        mt_srv_job_release(s, j);
+        mtx_srv_job_release(s, j);
         return NULL;
     }
     x->s = s;
@@ -413,8 +413,8 @@ static enum MHD_Result respond(struct mt_server *s, struct MHD_Connection *c,
 {
     enum MHD_Result ret = send_resp(s, c, rs);
 
-    mt_srv_log_access(s, rq, rs);
-    mt_srv_resp_free(rs);
+    mtx_srv_log_access(s, rq, rs);
+    mtx_srv_resp_free(rs);
     return ret;
 }
 
@@ -434,12 +434,12 @@ static enum MHD_Result dispatch(struct mt_server *s, struct MHD_Connection *c,
     stopping = s->stopping;
     pthread_mutex_unlock(&s->req_mu);
     if (cc->too_big)
-        mt_srv_error(&rs, 413, "request body too large (limit %zu bytes)",
-                     cc->body.max - 1);
+        mtx_srv_error(&rs, 413, "request body too large (limit %zu bytes)",
+                      cc->body.max - 1);
     else if (stopping)
-        mt_srv_error(&rs, 503, "the server is shutting down");
+        mtx_srv_error(&rs, 503, "the server is shutting down");
     else
-        mt_srv_handle(s, &rq, &rs);
+        mtx_srv_handle(s, &rq, &rs);
     return respond(s, c, &rq, &rs);
 }
 
@@ -454,19 +454,19 @@ static int screen(struct mt_server *s, struct MHD_Connection *c,
 {
     struct srv_framing f;
     char why[160];
-    unsigned code = mt_srv_framing(c, &f, why, sizeof why);
+    unsigned code = mtx_srv_framing(c, &f, why, sizeof why);
     size_t max = 0;
 
     rs->close = 1;
     if (cc->nargs > SRV_MAX_ARGS)
-        mt_srv_error(rs, 431, "%zu query arguments (at most %d)", cc->nargs,
-                     SRV_MAX_ARGS);
+        mtx_srv_error(rs, 431, "%zu query arguments (at most %d)", cc->nargs,
+                      SRV_MAX_ARGS);
     else if (code)
-        mt_srv_error(rs, code, "refused: %s", why);
-    else if (mt_srv_screen(s, rq, rs, &max) != 0)
+        mtx_srv_error(rs, code, "refused: %s", why);
+    else if (mtx_srv_screen(s, rq, rs, &max) != 0)
         rs->close = f.has_body;
     else if (f.length > max)
-        mt_srv_error(rs, 413, "request body too large (limit %zu bytes)", max);
+        mtx_srv_error(rs, 413, "request body too large (limit %zu bytes)", max);
     else {
         rs->close = 0;
         cc->body.max = max + 1; /* chunked bodies stop buffering there */
@@ -484,17 +484,17 @@ static enum MHD_Result first_call(struct mt_server *s, struct MHD_Connection *c,
     char remote[64];
 
     cc->started = 1;
-    mt_srv_conn_phase(s, c, 0);
+    mtx_srv_conn_phase(s, c, 0);
     memset(&rs, 0, sizeof rs);
     fill_req(&rq, c, cc, url, method, remote, sizeof remote);
     if (screen(s, c, cc, &rq, &rs))
         return respond(s, c, &rq, &rs);
-    mt_srv_resp_free(&rs);
+    mtx_srv_resp_free(&rs);
     return MHD_YES;
 }
 
 /* MHD's URI log callback: the request's context, made before MHD parses
- * the query (so too many arguments can be cut, see mt_srv_cut_args). */
+ * the query (so too many arguments can be cut, see mtx_srv_cut_args). */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     struct mt_server *s = cls;
@@ -506,9 +506,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     /* MHD hands over its own request-line buffer, which it clobbers
      * itself right after this call (libmicrohttpd 0.9.75 connection.c,
      * parse_initial_message_line); cutting it there is safe */
-    cc->nargs = mt_srv_cut_args((char *)(uintptr_t)uri, SRV_MAX_ARGS);
+    cc->nargs = mtx_srv_cut_args((char *)(uintptr_t)uri, SRV_MAX_ARGS);
     cc->body = MT_BUF_INIT(s->p.max_body + 1);
-    cc->t0 = mt_srv_now();
+    cc->t0 = mtx_srv_now();
     pthread_mutex_lock(&s->req_mu);
     s->inflight++;
     pthread_mutex_unlock(&s->req_mu);
@@ -530,7 +530,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return first_call(s, c, cc, url, method);
     if (*upload_size) {
         if (!cc->too_big &&
-            mt_buf_append(&cc->body, upload, *upload_size) != MT_OK)
+            mtx_buf_append(&cc->body, upload, *upload_size) != MT_OK)
             cc->too_big = 1;
         *upload_size = 0;
         return MHD_YES;
@@ -545,10 +545,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct conn *cc = *con_cls;
 
     (void)toe;
-    mt_srv_conn_phase(s, c, 1); /* the next request line's deadline */
+    mtx_srv_conn_phase(s, c, 1); /* the next request line's deadline */
     if (!cc)
         return;
-    mt_buf_free(&cc->body);
+    mtx_buf_free(&cc->body);
     mt_free(cc);
     *con_cls = NULL;
     pthread_mutex_lock(&s->req_mu);
@@ -639,7 +639,7 @@ static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION,
-        mt_srv_conn_notify, s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        mtx_srv_conn_notify, s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)s->p.max_conns_per_ip, MHD_OPTION_END);
     if (!s->mhd)
         return mt_fail(err, MT_EIO,
@@ -659,14 +659,14 @@ enum mt_status mt_server_start(const struct mt_server_params *p,
 
     if (!s)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mt_srv_init(s, p, err);
+    st = mtx_srv_init(s, p, err);
     if (st == MT_OK)
-        st = mt_srv_guard_start(s, err);
+        st = mtx_srv_guard_start(s, err);
     if (st == MT_OK)
         st = start_mhd(s, err);
     if (st != MT_OK) {
-        mt_srv_guard_stop(s);
-        mt_srv_fini(s);
+        mtx_srv_guard_stop(s);
+        mtx_srv_fini(s);
         mt_free(s);
         return st;
     }
@@ -687,7 +687,7 @@ static void wait_requests(struct mt_server *s, double until)
     struct timespec ts;
 
     pthread_mutex_lock(&s->req_mu);
-    while (s->inflight > 0 && mt_srv_now() < until) {
+    while (s->inflight > 0 && mtx_srv_now() < until) {
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 20 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000L) {
@@ -706,12 +706,12 @@ void mt_server_stop(struct mt_server *s, double grace_s)
     pthread_mutex_lock(&s->req_mu);
     s->stopping = 1; /* no new connections (on_accept) */
     pthread_mutex_unlock(&s->req_mu);
-    mt_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
-    mt_srv_jobs_wake_all(s);
-    wait_requests(s, mt_srv_now() + (grace_s > 1 ? grace_s : 1));
+    mtx_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
+    mtx_srv_jobs_wake_all(s);
+    wait_requests(s, mtx_srv_now() + (grace_s > 1 ? grace_s : 1));
     MHD_stop_daemon(s->mhd);
-    mt_srv_guard_stop(s);
-    mt_srv_fini(s);
+    mtx_srv_guard_stop(s);
+    mtx_srv_fini(s);
     mt_log(MT_LOG_INFO, "server stopped");
     mt_free(s);
 }

@@ -86,16 +86,17 @@ struct srv_throttle {
 
 /* Seconds until NAME may try a password again from REMOTE (its account's
  * or its address's lock), 0 = now. */
-unsigned mt_srv_login_wait(struct mt_server *s, const char *name,
-                           const char *remote);
+unsigned mtx_srv_login_wait(struct mt_server *s, const char *name,
+                            const char *remote);
 /* Counts a wrong password; returns the seconds of a lock it started, or
  * 0. Accounts lock after params.login_failures failures in a row,
  * addresses after four times as many; each failure after that doubles
  * the lock. */
-unsigned mt_srv_login_failed(struct mt_server *s, const char *name,
-                             const char *remote);
+unsigned mtx_srv_login_failed(struct mt_server *s, const char *name,
+                              const char *remote);
 /* A correct password: both counts start again. */
-void mt_srv_login_ok(struct mt_server *s, const char *name, const char *remote);
+void mtx_srv_login_ok(struct mt_server *s, const char *name,
+                      const char *remote);
 
 /* ==== Log files ==== */
 
@@ -123,13 +124,13 @@ struct srv_meta {
 };
 
 /* Reads the three members of o into m; returns 0, or -1 after a 400. */
-int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs);
+int mtx_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs);
 /* The filters that are set as conditions in c (room for 3); returns how
  * many. The strings stay m's. */
-size_t mt_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c);
+size_t mtx_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c);
 /* The search modes the index serves now: ["bm25"], plus "dense" and
  * "hybrid" when it holds vectors for its embedder. */
-json_t *mt_srv_modes_json(struct mt_server *s);
+json_t *mtx_srv_modes_json(struct mt_server *s);
 
 /* The settings of one POST /v1/ask (mt_qa_ask_params). */
 struct srv_qa_key {
@@ -147,18 +148,18 @@ struct srv_qa_key {
 #define SRV_MODELS_MAX 8
 
 /* Reads params.llm_choices ("NAME=SPEC" lines) into s. */
-enum mt_status mt_srv_models_init(struct mt_server *s, const char *text,
-                                  struct mt_error *err);
+enum mt_status mtx_srv_models_init(struct mt_server *s, const char *text,
+                                   struct mt_error *err);
 /* Frees them and their answerers. */
-void mt_srv_models_free(struct mt_server *s);
+void mtx_srv_models_free(struct mt_server *s);
 /* Reads "model" of o into *model (-1 when absent); returns 0, or -1 after
  * a 400 when it names no model of the server. */
-int mt_srv_model_read(struct mt_server *s, json_t *o, int *model,
-                      struct srv_resp *rs);
+int mtx_srv_model_read(struct mt_server *s, json_t *o, int *model,
+                       struct srv_resp *rs);
 /* The spec of model 'model' (-1: the server's --llm, may be NULL). */
-const char *mt_srv_model_spec(const struct mt_server *s, int model);
+const char *mtx_srv_model_spec(const struct mt_server *s, int model);
 /* The names a request may choose, as a JSON array. */
-json_t *mt_srv_models_json(const struct mt_server *s);
+json_t *mtx_srv_models_json(const struct mt_server *s);
 
 /* ==== The server ==== */
 
@@ -226,48 +227,48 @@ struct mt_server {
 };
 
 /* Monotonic seconds. */
-double mt_srv_now(void);
+double mtx_srv_now(void);
 
 /* Sets up everything but the network (store check, leases, limits, logs,
- * job workers); mt_srv_fini undoes it and accepts a half-built server. */
-enum mt_status mt_srv_init(struct mt_server *s,
-                           const struct mt_server_params *p,
-                           struct mt_error *err);
-void mt_srv_fini(struct mt_server *s);
+ * job workers); mtx_srv_fini undoes it and accepts a half-built server. */
+enum mt_status mtx_srv_init(struct mt_server *s,
+                            const struct mt_server_params *p,
+                            struct mt_error *err);
+void mtx_srv_fini(struct mt_server *s);
 
 /* Checks a request on its headers alone, before its body is read: the
  * route exists and allows the method, and its authentication, CSRF token
  * and role hold. Returns 0 with *max_body the most body bytes the route
  * takes, or -1 with the refusal in 'rs'. */
-int mt_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                  size_t *max_body);
+int mtx_srv_screen(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
+                   size_t *max_body);
 
 /* Routes one request and fills the response (the whole API). */
-void mt_srv_handle(struct mt_server *s, struct srv_req *rq,
-                   struct srv_resp *rs);
+void mtx_srv_handle(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs);
 /* Frees the response body. */
-void mt_srv_resp_free(struct srv_resp *rs);
+void mtx_srv_resp_free(struct srv_resp *rs);
 
 /* Leases: borrow a store handle (opening one when none is free); return
- * it with mt_srv_lease_put. Searches go through s->ret instead. */
-enum mt_status mt_srv_lease_get(struct mt_server *s, struct srv_lease **out,
-                                struct mt_error *err);
-void mt_srv_lease_put(struct mt_server *s, struct srv_lease *l);
+ * it with mtx_srv_lease_put. Searches go through s->ret instead. */
+enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
+                                 struct mt_error *err);
+void mtx_srv_lease_put(struct mt_server *s, struct srv_lease *l);
 
 /* ==== Response helpers (router.c) ==== */
 
 /* Sets a JSON response; takes 'o' (NULL gives a 500). */
-void mt_srv_json(struct srv_resp *rs, unsigned status, json_t *o);
+void mtx_srv_json(struct srv_resp *rs, unsigned status, json_t *o);
 /* Sets {"error": message}. */
-void mt_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
+void mtx_srv_error(struct srv_resp *rs, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Maps a library status to an HTTP status and sets the error. */
-void mt_srv_fail(struct srv_resp *rs, enum mt_status st,
-                 const struct mt_error *err);
+void mtx_srv_fail(struct srv_resp *rs, enum mt_status st,
+                  const struct mt_error *err);
 /* Parses the body as a JSON object into *out (caller decrefs); on failure
  * sets a 400 response and returns -1. */
-int mt_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
-                     json_t **out);
+int mtx_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
+                      json_t **out);
 
 /* ==== Bounded request fields (ui.c) ==== */
 
@@ -283,11 +284,11 @@ struct srv_field {
 
 /* Reads o[f->name] into *out: f->def when absent or null. Returns 0, or
  * sets a 400 response and returns -1. */
-int mt_srv_field(json_t *o, const struct srv_field *f, double *out,
-                 struct srv_resp *rs);
+int mtx_srv_field(json_t *o, const struct srv_field *f, double *out,
+                  struct srv_resp *rs);
 /* The fields as GET /v1/limits shows them: {name: {min, max, default,
  * integer, what}}. */
-json_t *mt_srv_fields_json(const struct srv_field *f, size_t n);
+json_t *mtx_srv_fields_json(const struct srv_field *f, size_t n);
 
 /* The bounded fields of each route (search in api.c, ask.c, check.c). */
 extern const struct srv_field mt_srv_search_fields[];
@@ -302,144 +303,146 @@ extern const size_t mt_srv_check_nfields;
 typedef void (*srv_handler)(struct mt_server *s, struct srv_req *rq,
                             struct srv_resp *rs, int64_t id);
 
-void mt_srv_login(struct mt_server *, struct srv_req *, struct srv_resp *,
-                  int64_t);
-void mt_srv_logout(struct mt_server *, struct srv_req *, struct srv_resp *,
+void mtx_srv_login(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
-void mt_srv_register(struct mt_server *, struct srv_req *, struct srv_resp *,
-                     int64_t);
-void mt_srv_me(struct mt_server *, struct srv_req *, struct srv_resp *,
-               int64_t);
-/* ui.c */
-void mt_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
+void mtx_srv_logout(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
-void mt_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
-                   int64_t);
-/* batch.c */
-void mt_srv_batch(struct mt_server *, struct srv_req *, struct srv_resp *,
-                  int64_t);
-void mt_srv_batch_resume(struct mt_server *, struct srv_req *,
-                         struct srv_resp *, int64_t);
-void mt_srv_tokens_list(struct mt_server *, struct srv_req *, struct srv_resp *,
-                        int64_t);
-void mt_srv_token_create(struct mt_server *, struct srv_req *,
-                         struct srv_resp *, int64_t);
-void mt_srv_token_revoke(struct mt_server *, struct srv_req *,
-                         struct srv_resp *, int64_t);
-void mt_srv_users(struct mt_server *, struct srv_req *, struct srv_resp *,
-                  int64_t);
-void mt_srv_settings_get(struct mt_server *, struct srv_req *,
-                         struct srv_resp *, int64_t);
-void mt_srv_settings_put(struct mt_server *, struct srv_req *,
-                         struct srv_resp *, int64_t);
-void mt_srv_health(struct mt_server *, struct srv_req *, struct srv_resp *,
-                   int64_t);
-void mt_srv_search(struct mt_server *, struct srv_req *, struct srv_resp *,
-                   int64_t);
-void mt_srv_score(struct mt_server *, struct srv_req *, struct srv_resp *,
-                  int64_t);
-void mt_srv_check(struct mt_server *, struct srv_req *, struct srv_resp *,
-                  int64_t);
-void mt_srv_ask(struct mt_server *, struct srv_req *, struct srv_resp *,
+void mtx_srv_register(struct mt_server *, struct srv_req *, struct srv_resp *,
+                      int64_t);
+void mtx_srv_me(struct mt_server *, struct srv_req *, struct srv_resp *,
                 int64_t);
-void mt_srv_sources(struct mt_server *, struct srv_req *, struct srv_resp *,
+/* ui.c */
+void mtx_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
+                     int64_t);
+void mtx_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
-void mt_srv_run_report(struct mt_server *, struct srv_req *, struct srv_resp *,
-                       int64_t);
-void mt_srv_runs_list(struct mt_server *, struct srv_req *, struct srv_resp *,
-                      int64_t);
-void mt_srv_run_get(struct mt_server *, struct srv_req *, struct srv_resp *,
-                    int64_t);
-void mt_srv_run_events(struct mt_server *, struct srv_req *, struct srv_resp *,
-                       int64_t);
-void mt_srv_run_cancel(struct mt_server *, struct srv_req *, struct srv_resp *,
-                       int64_t);
-void mt_srv_models(struct mt_server *, struct srv_req *, struct srv_resp *,
+/* batch.c */
+void mtx_srv_batch(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
-void mt_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
-                      int64_t);
+void mtx_srv_batch_resume(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+void mtx_srv_tokens_list(struct mt_server *, struct srv_req *,
+                         struct srv_resp *, int64_t);
+void mtx_srv_token_create(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+void mtx_srv_token_revoke(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+void mtx_srv_users(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mtx_srv_settings_get(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+void mtx_srv_settings_put(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+void mtx_srv_health(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mtx_srv_search(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mtx_srv_score(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mtx_srv_check(struct mt_server *, struct srv_req *, struct srv_resp *,
+                   int64_t);
+void mtx_srv_ask(struct mt_server *, struct srv_req *, struct srv_resp *,
+                 int64_t);
+void mtx_srv_sources(struct mt_server *, struct srv_req *, struct srv_resp *,
+                     int64_t);
+void mtx_srv_run_report(struct mt_server *, struct srv_req *, struct srv_resp *,
+                        int64_t);
+void mtx_srv_runs_list(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
+void mtx_srv_run_get(struct mt_server *, struct srv_req *, struct srv_resp *,
+                     int64_t);
+void mtx_srv_run_events(struct mt_server *, struct srv_req *, struct srv_resp *,
+                        int64_t);
+void mtx_srv_run_cancel(struct mt_server *, struct srv_req *, struct srv_resp *,
+                        int64_t);
+void mtx_srv_models(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
+void mtx_srv_sleep_job(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
 
 /* Authenticates from "Authorization: Bearer" or the session cookie; fills
  * rq->user. Returns 0, or sets a 401 response and returns -1. */
-int mt_srv_authenticate(struct mt_server *s, struct srv_req *rq,
-                        struct srv_resp *rs);
+int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
+                         struct srv_resp *rs);
 
 /* ==== Checkers (check.c), shared with batches (batch.c) ==== */
 
 #define SRV_BATCH_NOTES_MAX 1000 /* notes of one POST /v1/batch */
 
 /* Reads mt_srv_check_fields into set[]; -1 after a 400. */
-int mt_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
+int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
 /* 1 when every role of strategy 'st' has a model, else sets a 503 that
  * says what to configure and returns 0. */
-int mt_srv_check_models(struct mt_server *s, enum mt_strategy st,
-                        struct srv_resp *rs);
+int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st,
+                         struct srv_resp *rs);
 /* The checker for a job: the shared one of strategy 'st' (opened on first
  * use), or, for settings 'set' of its own, a new one in *own that the
  * caller closes. */
-enum mt_status mt_srv_checker(struct mt_server *s, enum mt_strategy st,
-                              const double *set, struct mt_agent **out,
-                              struct mt_agent **own, struct mt_error *err);
+enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
+                               const double *set, struct mt_agent **out,
+                               struct mt_agent **own, struct mt_error *err);
 /* The same with react-reflex's search mode (mt_agent_params.search_mode):
  * one other than MT_AGENT_SEARCH_AUTO opens a checker of its own. */
-enum mt_status mt_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
-                                   const double *set, int mode,
-                                   struct mt_agent **out, struct mt_agent **own,
-                                   struct mt_error *err);
+enum mt_status mtx_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
+                                    const double *set, int mode,
+                                    struct mt_agent **out,
+                                    struct mt_agent **own,
+                                    struct mt_error *err);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
  * --json` does into *json (caller frees) and writes the HTML report to
  * 'report' (a failure there is logged); *notes gets the reference's
  * count (api.c). */
 struct mt_eval_params;
-enum mt_status mt_srv_score_text(const char *ref, const char *sub,
-                                 const char *name,
-                                 const struct mt_eval_params *p, char **json,
-                                 size_t *notes, const char *report,
-                                 struct mt_error *err);
+enum mt_status mtx_srv_score_text(const char *ref, const char *sub,
+                                  const char *name,
+                                  const struct mt_eval_params *p, char **json,
+                                  size_t *notes, const char *report,
+                                  struct mt_error *err);
 
 /* Closes the note checkers (after the job workers have stopped). */
-void mt_srv_agents_close(struct mt_server *s);
+void mtx_srv_agents_close(struct mt_server *s);
 /* Closes the question answerer (after the job workers have stopped). */
-void mt_srv_qa_close(struct mt_server *s);
+void mtx_srv_qa_close(struct mt_server *s);
 /* 1 when POST /v1/ask has the models it needs (answer, and the judge
  * unless an NLI classifier verifies). */
-int mt_srv_ask_ready(const struct mt_server *s);
+int mtx_srv_ask_ready(const struct mt_server *s);
 
 /* The model spec of role 'role' ("react", "guard", ...): its
  * MEDTRUST_LLM_<ROLE>, else --llm, else MEDTRUST_LLM; NULL when none. */
-const char *mt_srv_llm_spec(const struct mt_server *s, const char *role);
+const char *mtx_srv_llm_spec(const struct mt_server *s, const char *role);
 
 /* The path of run 'id''s HTML score report: DB/reports/run-ID.html. */
-void mt_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
-                        size_t n);
+void mtx_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
+                         size_t n);
 /* With a shared state, copies run 'id''s report file into the state so
  * that every server can serve it; errors are logged. */
-void mt_srv_report_share(struct mt_server *s, int64_t id);
+void mtx_srv_report_share(struct mt_server *s, int64_t id);
 
 /* ==== Rate limits (limits.c) ==== */
 
 /* Takes one token from key's bucket. Returns 0 when allowed, else the
  * seconds to wait (>= 1). */
-unsigned mt_srv_rate_take(struct mt_server *s, const char *key);
+unsigned mtx_srv_rate_take(struct mt_server *s, const char *key);
 
 /* ==== Logs (logs.c) ==== */
 
-enum mt_status mt_srv_logs_open(struct mt_server *s, struct mt_error *err);
-void mt_srv_logs_close(struct mt_server *s);
+enum mt_status mtx_srv_logs_open(struct mt_server *s, struct mt_error *err);
+void mtx_srv_logs_close(struct mt_server *s);
 /* One access-log line per response. */
-void mt_srv_log_access(struct mt_server *s, const struct srv_req *rq,
-                       const struct srv_resp *rs);
+void mtx_srv_log_access(struct mt_server *s, const struct srv_req *rq,
+                        const struct srv_resp *rs);
 /* One audit line: who did 'action'; 'detail' (may be NULL) is a JSON
  * object of hashes and counts, never note text or secrets; it is taken.
  * With 'l' non-NULL the record also goes to the store's audit table. */
-void mt_srv_audit(struct mt_server *s, struct srv_lease *l,
-                  const struct srv_req *rq, const char *action, json_t *detail);
+void mtx_srv_audit(struct mt_server *s, struct srv_lease *l,
+                   const struct srv_req *rq, const char *action,
+                   json_t *detail);
 
 /* ==== Jobs (jobs.c) ==== */
 
-/* A job function: does the work, emitting steps with mt_srv_job_emit,
- * checking mt_srv_job_canceled, and returns its result object in *result
+/* A job function: does the work, emitting steps with mtx_srv_job_emit,
+ * checking mtx_srv_job_canceled, and returns its result object in *result
  * (taken) or fails. */
 typedef enum mt_status (*srv_job_fn)(struct srv_job *j, void *arg,
                                      json_t **result, struct mt_error *err);
@@ -451,50 +454,50 @@ struct srv_job_spec {
     void (*arg_free)(void *arg);
 };
 
-enum mt_status mt_srv_jobs_start(struct mt_server *s, struct mt_error *err);
+enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err);
 /* Stops taking jobs, waits up to grace_s for queued and running jobs,
  * cancels the rest and joins the workers. */
-void mt_srv_jobs_stop(struct mt_server *s, double grace_s);
+void mtx_srv_jobs_stop(struct mt_server *s, double grace_s);
 
 /* Queues a job for run 'run_id'. MT_ELIMIT when the queue is full,
  * MT_ECANCELED when the server is stopping. The spec's arg is taken even
  * on failure. */
-enum mt_status mt_srv_job_submit(struct mt_server *s, int64_t run_id,
-                                 const struct srv_job_spec *spec,
-                                 struct mt_error *err);
+enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
+                                  const struct srv_job_spec *spec,
+                                  struct mt_error *err);
 /* Appends an event ("step", ...) with 'data' (taken) and wakes streams. */
-void mt_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
+void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
 /* The job the calling worker thread is running, with a reference taken
- * (mt_srv_job_release), or NULL: routes a library callback that runs on
+ * (mtx_srv_job_release), or NULL: routes a library callback that runs on
  * the job's thread to its job. */
-struct srv_job *mt_srv_job_self(struct mt_server *s);
+struct srv_job *mtx_srv_job_self(struct mt_server *s);
 /* 1 when the job should stop (timeout, shutdown or a user's cancel). */
-int mt_srv_job_canceled(struct srv_job *j);
+int mtx_srv_job_canceled(struct srv_job *j);
 /* Asks the live job of run 'run_id' to stop; returns 1 when one was
  * running or queued, 0 when there is none (finished or unknown). */
-int mt_srv_job_cancel(struct mt_server *s, int64_t run_id);
+int mtx_srv_job_cancel(struct mt_server *s, int64_t run_id);
 /* Sleeps up to ms milliseconds, waking early on cancellation. */
-void mt_srv_job_sleep(struct srv_job *j, unsigned ms);
+void mtx_srv_job_sleep(struct srv_job *j, unsigned ms);
 
 /* Event streams (jobs.c; streamed by server.c). Finds the live job of
  * run 'run_id' and takes a reference, or returns NULL. */
-struct srv_job *mt_srv_job_find(struct mt_server *s, int64_t run_id);
-void mt_srv_job_release(struct mt_server *s, struct srv_job *j);
+struct srv_job *mtx_srv_job_find(struct mt_server *s, int64_t run_id);
+void mtx_srv_job_release(struct mt_server *s, struct srv_job *j);
 /* Copies up to max bytes of the stream from event *ev, byte *off on.
  * Returns bytes copied; 0 with *end set when the stream is over; 0 with
  * *end clear when nothing is ready (then 'waiter' is registered and
  * 'wake(waiter)' is called, under the job lock, once there is more). */
-size_t mt_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
-                       size_t *off, char *buf, size_t max, int *end,
-                       void *waiter, void (*suspend)(void *waiter),
-                       void (*wake)(void *waiter));
+size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
+                        size_t *off, char *buf, size_t max, int *end,
+                        void *waiter, void (*suspend)(void *waiter),
+                        void (*wake)(void *waiter));
 /* With a shared state: when no job here holds run 'run_id', starts a
  * mirror job that streams the run's events from the state's rows (another
- * server runs it, or ran it), so that mt_srv_job_find finds it. */
-void mt_srv_job_mirror(struct mt_server *s, int64_t run_id);
+ * server runs it, or ran it), so that mtx_srv_job_find finds it. */
+void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id);
 /* Removes 'waiter' from the job (when a stream goes away). */
-void mt_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
+void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
 /* Wakes every waiting stream (shutdown). */
-void mt_srv_jobs_wake_all(struct mt_server *s);
+void mtx_srv_jobs_wake_all(struct mt_server *s);
 
 #endif

@@ -11,28 +11,28 @@
 /* GET /v1/session: {"authenticated":false}, or GET /v1/me's object with
  * "authenticated":true. An expired or unknown session reads as logged
  * out; a malformed Authorization header too (the UI never sends one). */
-void mt_srv_session(struct mt_server *s, struct srv_req *rq,
-                    struct srv_resp *rs, int64_t id)
+void mtx_srv_session(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
 {
     json_t *o;
 
-    if (mt_srv_authenticate(s, rq, rs) != 0) {
-        mt_srv_json(rs, 200, json_pack("{s:b}", "authenticated", 0));
+    if (mtx_srv_authenticate(s, rq, rs) != 0) {
+        mtx_srv_json(rs, 200, json_pack("{s:b}", "authenticated", 0));
         return;
     }
-    mt_srv_me(s, rq, rs, id);
+    mtx_srv_me(s, rq, rs, id);
     if (rs->status != 200)
         return;
     o = json_loadb(rs->body, rs->len, 0, NULL);
     if (o)
         json_object_set_new(o, "authenticated", json_true());
-    mt_srv_json(rs, 200, o);
+    mtx_srv_json(rs, 200, o);
 }
 
 /* ==== Bounded fields ==== */
 
-int mt_srv_field(json_t *o, const struct srv_field *f, double *out,
-                 struct srv_resp *rs)
+int mtx_srv_field(json_t *o, const struct srv_field *f, double *out,
+                  struct srv_resp *rs)
 {
     json_t *v = json_object_get(o, f->name);
     double x;
@@ -44,18 +44,18 @@ int mt_srv_field(json_t *o, const struct srv_field *f, double *out,
     if (!json_is_number(v) || x < f->lo || x > f->hi ||
         (f->integer && (!json_is_integer(v)))) {
         if (f->integer)
-            mt_srv_error(rs, 400, "\"%s\" must be an integer in %.0f..%.0f",
-                         f->name, f->lo, f->hi);
+            mtx_srv_error(rs, 400, "\"%s\" must be an integer in %.0f..%.0f",
+                          f->name, f->lo, f->hi);
         else
-            mt_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]",
-                         f->name, f->lo, f->hi);
+            mtx_srv_error(rs, 400, "\"%s\" must be a number in [%g, %g]",
+                          f->name, f->lo, f->hi);
         return -1;
     }
     *out = x;
     return 0;
 }
 
-json_t *mt_srv_fields_json(const struct srv_field *f, size_t n)
+json_t *mtx_srv_fields_json(const struct srv_field *f, size_t n)
 {
     json_t *o = json_object();
     size_t i;
@@ -80,15 +80,15 @@ static int meta_one(json_t *o, const char *name, char *out, struct srv_resp *rs)
         return 0;
     if (!json_is_string(v) || json_string_length(v) >= SRV_FILTER_MAX ||
         memchr(json_string_value(v), '\0', json_string_length(v))) {
-        mt_srv_error(rs, 400, "\"%s\" must be a string of at most %d bytes",
-                     name, SRV_FILTER_MAX - 1);
+        mtx_srv_error(rs, 400, "\"%s\" must be a string of at most %d bytes",
+                      name, SRV_FILTER_MAX - 1);
         return -1;
     }
     memcpy(out, json_string_value(v), json_string_length(v) + 1);
     return 0;
 }
 
-int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
+int mtx_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
 {
     if (meta_one(o, "author", m->author, rs) ||
         meta_one(o, "journal", m->journal, rs) ||
@@ -97,12 +97,12 @@ int mt_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
     return 0;
 }
 
-size_t mt_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c)
+size_t mtx_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c)
 {
     return mt_search_pubmed_conds(m->author, m->journal, m->pub_type, c);
 }
 
-json_t *mt_srv_modes_json(struct mt_server *s)
+json_t *mtx_srv_modes_json(struct mt_server *s)
 {
     if (mt_retriever_check(s->ret, NULL) == MT_OK &&
         mt_retriever_has_vectors(s->ret))
@@ -119,27 +119,28 @@ static json_t *jobs_json(const struct mt_server *s)
                      (json_int_t)s->p.job_timeout_s);
 }
 
-void mt_srv_limits(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
-                   int64_t id)
+void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
 {
     (void)rq;
     (void)id;
-    mt_srv_json(
+    mtx_srv_json(
         rs, 200,
         json_pack(
             "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
             "s:{s:o,s:I,s:[sss]},s:{s:I,s:I}}",
             "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
-            "models", mt_srv_models_json(s), "search", "fields",
-            mt_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
+            "models", mtx_srv_models_json(s), "search", "fields",
+            mtx_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
             "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
             "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",
-            "fields", mt_srv_fields_json(mt_srv_ask_fields, mt_srv_ask_nfields),
+            "fields",
+            mtx_srv_fields_json(mt_srv_ask_fields, mt_srv_ask_nfields),
             "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
             (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
-            (json_int_t)(SRV_FILTER_MAX - 1), "modes", mt_srv_modes_json(s),
+            (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
             "check", "fields",
-            mt_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
+            mtx_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
             "note_bytes", (json_int_t)SRV_NOTE_MAX, "strategies",
             "react-reflex", "guards", "single", "batch", "notes_max",
             (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",

@@ -31,7 +31,7 @@ enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
 {
     sqlite3_stmt *st = NULL;
     struct mt_chunk_row row;
-    enum mt_status rc = mt_store_prepare(s, each_sql, &st, err);
+    enum mt_status rc = mtx_store_prepare(s, each_sql, &st, err);
     int step = SQLITE_DONE;
 
     if (rc != MT_OK)
@@ -42,7 +42,7 @@ enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
         rc = fn(&row, user);
     }
     if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "reading chunks", err);
+        rc = mtx_store_dberr(s, step, "reading chunks", err);
     sqlite3_finalize(st);
     return rc;
 }
@@ -52,7 +52,7 @@ enum mt_status mt_store_chunk_span(struct mt_store *s, int64_t upto,
                                    struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
+    enum mt_status rc = mtx_store_prepare(
         s,
         "SELECT COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM chunks WHERE"
         " id <= ?1) FROM chunks",
@@ -67,7 +67,7 @@ enum mt_status mt_store_chunk_span(struct mt_store *s, int64_t upto,
         *max_id = sqlite3_column_int64(st, 0);
         *count_upto = (uint64_t)sqlite3_column_int64(st, 1);
     } else {
-        rc = mt_store_dberr(s, step, "counting chunks", err);
+        rc = mtx_store_dberr(s, step, "counting chunks", err);
     }
     sqlite3_finalize(st);
     return rc;
@@ -92,7 +92,7 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
     int step;
 
     if (!s->st_chunk_get)
-        rc = mt_store_prepare(s, get_sql, &s->st_chunk_get, err);
+        rc = mtx_store_prepare(s, get_sql, &s->st_chunk_get, err);
     if (rc != MT_OK)
         return rc;
     st = s->st_chunk_get;
@@ -103,7 +103,7 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
         return mt_fail(err, MT_ENOTFOUND, "%s: chunk %lld no longer exists",
                        s->dir, (long long)chunk_id);
     if (step != SQLITE_ROW)
-        return mt_store_dberr(s, step, "reading a chunk", err);
+        return mtx_store_dberr(s, step, "reading a chunk", err);
     out->chunk_id = chunk_id;
     out->doc_id = col_text(st, 0);
     out->title = col_text(st, 1);
@@ -118,8 +118,8 @@ enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
                                     int64_t *id, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc =
-        mt_store_prepare(s, "SELECT id FROM sources WHERE name = ?1", &st, err);
+    enum mt_status rc = mtx_store_prepare(
+        s, "SELECT id FROM sources WHERE name = ?1", &st, err);
     int step;
 
     if (rc != MT_OK)
@@ -132,7 +132,7 @@ enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
         rc = mt_fail(err, MT_ENOTFOUND, "%s: no source named '%s'", s->dir,
                      name);
     else
-        rc = mt_store_dberr(s, step, "looking up a source", err);
+        rc = mtx_store_dberr(s, step, "looking up a source", err);
     sqlite3_finalize(st);
     return rc;
 }

@@ -9,7 +9,7 @@ enum mt_status mt_store_source(struct mt_store *s, const char *name,
                                int64_t *id, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
+    enum mt_status rc = mtx_store_prepare(
         s,
         "INSERT INTO sources(name) VALUES(?1) ON CONFLICT(name) DO UPDATE "
         "SET name=excluded.name RETURNING id",
@@ -23,12 +23,12 @@ enum mt_status mt_store_source(struct mt_store *s, const char *name,
     if (step == SQLITE_ROW)
         *id = sqlite3_column_int64(st, 0);
     else
-        rc = mt_store_dberr(s, step, "adding source", err);
+        rc = mtx_store_dberr(s, step, "adding source", err);
     sqlite3_finalize(st);
     return rc;
 }
 
-void mt_store_finalize_cached(struct mt_store *s)
+void mtx_store_finalize_cached(struct mt_store *s)
 {
     sqlite3_finalize(s->st_upsert);
     sqlite3_finalize(s->st_del_chunks);
@@ -45,7 +45,7 @@ static enum mt_status prepare_cached(struct mt_store *s, struct mt_error *err)
     enum mt_status st = MT_OK;
 
     if (!s->st_upsert)
-        st = mt_store_prepare(
+        st = mtx_store_prepare(
             s,
             "INSERT INTO documents(source_id, ext_id, title, text, metadata)"
             " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(source_id, ext_id) DO "
@@ -55,10 +55,10 @@ static enum mt_status prepare_cached(struct mt_store *s, struct mt_error *err)
             " OR metadata IS NOT excluded.metadata RETURNING id",
             &s->st_upsert, err);
     if (st == MT_OK && !s->st_del_chunks)
-        st = mt_store_prepare(s, "DELETE FROM chunks WHERE doc_id=?1",
-                              &s->st_del_chunks, err);
+        st = mtx_store_prepare(s, "DELETE FROM chunks WHERE doc_id=?1",
+                               &s->st_del_chunks, err);
     if (st == MT_OK && !s->st_ins_chunk)
-        st = mt_store_prepare(
+        st = mtx_store_prepare(
             s,
             "INSERT INTO chunks(doc_id, ordinal, start, end, text)"
             " VALUES(?1, ?2, ?3, ?4, ?5)",
@@ -75,7 +75,7 @@ static enum mt_status step_done(struct mt_store *s, sqlite3_stmt *st,
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE)
-        return mt_store_dberr(s, rc, what, err);
+        return mtx_store_dberr(s, rc, what, err);
     return MT_OK;
 }
 
@@ -102,7 +102,7 @@ static enum mt_status upsert_doc(struct mt_store *s, int64_t source_id,
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return mt_store_dberr(s, rc, "writing document", err);
+        return mtx_store_dberr(s, rc, "writing document", err);
     return MT_OK;
 }
 
@@ -168,7 +168,7 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
     }
     cp.chunk_size = s->params.chunk_size;
     cp.chunk_overlap = s->params.chunk_overlap;
-    st = mt_chunk_text(doc->text, doc->text_len, &cp, &ch, &n, err);
+    st = mtx_chunk_text(doc->text, doc->text_len, &cp, &ch, &n, err);
     if (st == MT_OK)
         st = insert_chunks(s, doc_id, doc->text, ch, n, err);
     mt_free(ch);
@@ -203,7 +203,7 @@ enum mt_status mt_store_delete(struct mt_store *s, int64_t source_id,
                                struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
+    enum mt_status rc = mtx_store_prepare(
         s, "DELETE FROM documents WHERE source_id=?1 AND ext_id=?2", &st, err);
     int step;
 
@@ -214,7 +214,7 @@ enum mt_status mt_store_delete(struct mt_store *s, int64_t source_id,
     sqlite3_bind_text(st, 2, ext_id, -1, SQLITE_STATIC);
     step = sqlite3_step(st);
     if (step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "deleting document", err);
+        rc = mtx_store_dberr(s, step, "deleting document", err);
     else if (deleted)
         *deleted = sqlite3_changes(s->db) > 0;
     sqlite3_finalize(st);
@@ -282,13 +282,13 @@ enum mt_status mt_store_stats(struct mt_store *s, mt_store_counts_fn fn,
 {
     struct mt_store_counts tot = {NULL, 0, 0, 0};
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(s, stats_sql, &st, err);
+    enum mt_status rc = mtx_store_prepare(s, stats_sql, &st, err);
     int step = SQLITE_DONE;
 
     while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
         rc = stats_row(s, st, &tot, fn, user, err);
     if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "counting documents", err);
+        rc = mtx_store_dberr(s, step, "counting documents", err);
     sqlite3_finalize(st);
     if (rc == MT_OK)
         rc = fn(&tot, user);

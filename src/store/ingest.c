@@ -74,8 +74,8 @@ static enum mt_status bad_doc(struct ingest *in, const char *why,
         in->res.skipped++;
         return MT_OK;
     }
-    return mt_fail(err, MT_EPARSE, "%s:%zu: %s", in->path, mt_jsonl_line(in->r),
-                   why);
+    return mt_fail(err, MT_EPARSE, "%s:%zu: %s", in->path,
+                   mtx_jsonl_line(in->r), why);
 }
 
 static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
@@ -105,7 +105,7 @@ static enum mt_status ingest_obj(struct ingest *in, json_t *obj,
     st = mt_store_put(in->s, in->source_id, &d, &pr, err);
     mt_free((char *)(uintptr_t)d.metadata);
     if (st != MT_OK)
-        return mt_error_prefix(err, "%s:%zu", in->path, mt_jsonl_line(in->r));
+        return mt_error_prefix(err, "%s:%zu", in->path, mtx_jsonl_line(in->r));
     if (pr.unchanged)
         in->res.unchanged++;
     else
@@ -118,7 +118,7 @@ static void report(struct ingest *in)
 {
     if (in->p->progress)
         in->p->progress(in->res.documents + in->res.unchanged +
-                            in->res.skipped + mt_jsonl_skipped(in->r),
+                            in->res.skipped + mtx_jsonl_skipped(in->r),
                         in->p->progress_user);
 }
 
@@ -131,7 +131,7 @@ static enum mt_status ingest_batch(struct ingest *in, int *eof,
     enum mt_status st = mt_store_begin(in->s, err);
 
     while (st == MT_OK && n < in->p->batch_size) {
-        st = mt_jsonl_next(in->r, &obj, err);
+        st = mtx_jsonl_next(in->r, &obj, err);
         if (st != MT_OK || !obj)
             break;
         st = ingest_obj(in, obj, err);
@@ -151,7 +151,7 @@ static enum mt_status ingest_batch(struct ingest *in, int *eof,
 static enum mt_status ingest_run(struct ingest *in, struct mt_error *err)
 {
     char name[256];
-    struct mt_jsonl_params jp = mt_jsonl_default_params();
+    struct mt_jsonl_params jp = mtx_jsonl_default_params();
     int eof = 0;
     enum mt_status st;
 
@@ -161,12 +161,12 @@ static enum mt_status ingest_run(struct ingest *in, struct mt_error *err)
     if (st != MT_OK)
         return st;
     jp.skip_bad = in->p->skip_bad;
-    st = mt_jsonl_open(in->path, &jp, &in->r, err);
+    st = mtx_jsonl_open(in->path, &jp, &in->r, err);
     if (st != MT_OK)
         return st;
     while (st == MT_OK && !eof)
         st = ingest_batch(in, &eof, err);
-    in->res.skipped += mt_jsonl_skipped(in->r);
+    in->res.skipped += mtx_jsonl_skipped(in->r);
     return st;
 }
 
@@ -190,7 +190,7 @@ enum mt_status mt_store_ingest_jsonl(struct mt_store *s, const char *path,
     if (params->batch_size == 0)
         return mt_fail(err, MT_EINVAL, "batch size must be at least 1");
     st = ingest_run(&in, err);
-    mt_jsonl_close(in.r);
+    mtx_jsonl_close(in.r);
     if (res)
         *res = in.res;
     return st;

@@ -24,7 +24,7 @@ static int key_ok(const char *k)
     return 1;
 }
 
-/* mt_number(x): x as a number when it is one or a string that is one
+/* mtx_number(x): x as a number when it is one or a string that is one
  * (strtod over the whole string, as the index's year filter has always
  * read it), else NULL. */
 static void number_fn(sqlite3_context *cx, int argc, sqlite3_value **argv)
@@ -61,15 +61,16 @@ static enum mt_status add_cond(struct mt_buf *q, const struct mt_meta_cond *c,
                                int arg)
 {
     if (c->text)
-        return mt_buf_printf(q,
-                             " AND EXISTS (SELECT 1 FROM json_each(d.metadata,"
-                             " '$.\"%s\"') j WHERE j.type = 'text' AND"
-                             " instr(lower(j.value), lower(?%d)) > 0)",
-                             c->key, arg);
-    return mt_buf_printf(q,
-                         " AND mt_number(json_extract(d.metadata, '$.\"%s\"'))"
-                         " BETWEEN ?%d AND ?%d",
-                         c->key, arg, arg + 1);
+        return mtx_buf_printf(q,
+                              " AND EXISTS (SELECT 1 FROM json_each(d.metadata,"
+                              " '$.\"%s\"') j WHERE j.type = 'text' AND"
+                              " instr(lower(j.value), lower(?%d)) > 0)",
+                              c->key, arg);
+    return mtx_buf_printf(
+        q,
+        " AND mtx_number(json_extract(d.metadata, '$.\"%s\"'))"
+        " BETWEEN ?%d AND ?%d",
+        c->key, arg, arg + 1);
 }
 
 static enum mt_status build_sql(const struct mt_meta_cond *c, size_t n,
@@ -77,7 +78,7 @@ static enum mt_status build_sql(const struct mt_meta_cond *c, size_t n,
 {
     size_t i;
     int arg = 1;
-    enum mt_status st = mt_buf_printf(
+    enum mt_status st = mtx_buf_printf(
         q, "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id"
            " WHERE json_valid(d.metadata)");
 
@@ -91,7 +92,7 @@ static enum mt_status build_sql(const struct mt_meta_cond *c, size_t n,
         arg += c[i].text ? 1 : 2;
     }
     if (st == MT_OK)
-        st = mt_buf_printf(q, " ORDER BY c.id");
+        st = mtx_buf_printf(q, " ORDER BY c.id");
     return st == MT_OK ? MT_OK : mt_fail(err, st, "filter: out of memory");
 }
 
@@ -118,11 +119,11 @@ static enum mt_status register_number(struct mt_store *s, struct mt_error *err)
 
     if (s->number_fn)
         return MT_OK;
-    rc = sqlite3_create_function(s->db, "mt_number", 1,
+    rc = sqlite3_create_function(s->db, "mtx_number", 1,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
                                  number_fn, NULL, NULL);
     if (rc != SQLITE_OK)
-        return mt_store_dberr(s, rc, "adding mt_number", err);
+        return mtx_store_dberr(s, rc, "adding mtx_number", err);
     s->number_fn = 1;
     return MT_OK;
 }
@@ -140,15 +141,15 @@ enum mt_status mt_store_each_matching_chunk(struct mt_store *s,
     if (rc == MT_OK)
         rc = register_number(s, err);
     if (rc == MT_OK)
-        rc = mt_store_prepare(s, q.data, &st, err);
-    mt_buf_free(&q);
+        rc = mtx_store_prepare(s, q.data, &st, err);
+    mtx_buf_free(&q);
     if (rc != MT_OK)
         return rc;
     bind_conds(st, c, n);
     while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
         rc = fn(sqlite3_column_int64(st, 0), user);
     if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s, step, "filtering by metadata", err);
+        rc = mtx_store_dberr(s, step, "filtering by metadata", err);
     sqlite3_finalize(st);
     return rc;
 }

@@ -68,21 +68,21 @@ static enum mt_status insert_jobs(struct mtx_pg *pg, const struct submit *s,
     char seqs[SUBMIT_ROWS][24];
     char runb[24];
     size_t i;
-    enum mt_status st = mt_buf_printf(
+    enum mt_status st = mtx_buf_printf(
         &sql, "INSERT INTO queue_jobs (run_id, seq, payload) VALUES ");
 
     pa[0] = mtx_pg_i64(runb, s->run);
     for (i = 0; st == MT_OK && i < k; i++) {
         pa[1 + 2 * i] = mtx_pg_i64(seqs[i], (int64_t)(from + i));
         pa[2 + 2 * i] = s->payloads[from + i];
-        st = mt_buf_printf(&sql, "%s($1, $%zu::int, $%zu)", i ? "," : "",
-                           2 + 2 * i, 3 + 2 * i);
+        st = mtx_buf_printf(&sql, "%s($1, $%zu::int, $%zu)", i ? "," : "",
+                            2 + 2 * i, 3 + 2 * i);
     }
     if (st == MT_OK)
         st = mtx_pg_cmd(pg, sql.data, (int)(1 + 2 * k), pa, NULL, err);
     else
         mt_fail(err, st, "queue: out of memory");
-    mt_buf_free(&sql);
+    mtx_buf_free(&sql);
     return st;
 }
 
@@ -188,18 +188,18 @@ enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
 static char *id_array(const int64_t *ids, size_t n)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 24);
-    enum mt_status st = mt_buf_printf(&b, "{");
+    enum mt_status st = mtx_buf_printf(&b, "{");
     size_t i;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = mt_buf_printf(&b, "%s%lld", i ? "," : "", (long long)ids[i]);
+        st = mtx_buf_printf(&b, "%s%lld", i ? "," : "", (long long)ids[i]);
     if (st == MT_OK)
-        st = mt_buf_printf(&b, "}");
+        st = mtx_buf_printf(&b, "}");
     if (st != MT_OK) {
-        mt_buf_free(&b);
+        mtx_buf_free(&b);
         return NULL;
     }
-    return mt_buf_take(&b);
+    return mtx_buf_take(&b);
 }
 
 enum mt_status mtx_queue_heartbeat(struct mtx_pg *pg, const char *worker,

@@ -81,7 +81,7 @@ static void install(void)
     init_rc = sqlite3_initialize();
 }
 
-int mt_store_sqlite_init(void)
+int mtx_store_sqlite_init(void)
 {
     pthread_once(&once, install);
     return init_rc;

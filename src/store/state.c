@@ -200,7 +200,7 @@ static enum mt_status sqlite_exec(struct mt_state *s, struct mtx_query *q,
 {
     sqlite3_stmt *st = NULL;
     struct mtx_row row = {NULL, NULL, 0};
-    enum mt_status rc = mt_store_prepare(s->store, sql, &st, err);
+    enum mt_status rc = mtx_store_prepare(s->store, sql, &st, err);
     int step = SQLITE_DONE;
 
     if (rc != MT_OK)
@@ -213,7 +213,7 @@ static enum mt_status sqlite_exec(struct mt_state *s, struct mtx_query *q,
             rc = q->fn(&row, q->user);
     }
     if (rc == MT_OK && step != SQLITE_DONE)
-        rc = mt_store_dberr(s->store, step, "state", err);
+        rc = mtx_store_dberr(s->store, step, "state", err);
     if (rc == MT_OK)
         q->changes = sqlite3_changes(s->store->db);
     sqlite3_finalize(st);

@@ -91,8 +91,8 @@ void mt_store_default_params(struct mt_store_params *p)
     p->create = 1;
 }
 
-enum mt_status mt_store_dberr(struct mt_store *s, int rc, const char *what,
-                              struct mt_error *err)
+enum mt_status mtx_store_dberr(struct mt_store *s, int rc, const char *what,
+                               struct mt_error *err)
 {
     int base = rc & 0xff;
     enum mt_status st = MT_EDB;
@@ -106,23 +106,23 @@ enum mt_status mt_store_dberr(struct mt_store *s, int rc, const char *what,
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-enum mt_status mt_store_exec(struct mt_store *s, const char *sql,
-                             struct mt_error *err)
+enum mt_status mtx_store_exec(struct mt_store *s, const char *sql,
+                              struct mt_error *err)
 {
     int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
     if (rc != SQLITE_OK)
-        return mt_store_dberr(s, rc, "executing SQL", err);
+        return mtx_store_dberr(s, rc, "executing SQL", err);
     return MT_OK;
 }
 
-enum mt_status mt_store_prepare(struct mt_store *s, const char *sql,
-                                sqlite3_stmt **st, struct mt_error *err)
+enum mt_status mtx_store_prepare(struct mt_store *s, const char *sql,
+                                 sqlite3_stmt **st, struct mt_error *err)
 {
     int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
 
     if (rc != SQLITE_OK)
-        return mt_store_dberr(s, rc, "preparing SQL", err);
+        return mtx_store_dberr(s, rc, "preparing SQL", err);
     return MT_OK;
 }
 
@@ -130,7 +130,7 @@ static enum mt_status user_version(struct mt_store *s, int *v,
                                    struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(s, "PRAGMA user_version", &st, err);
+    enum mt_status rc = mtx_store_prepare(s, "PRAGMA user_version", &st, err);
     int step;
 
     if (rc != MT_OK)
@@ -140,7 +140,7 @@ static enum mt_status user_version(struct mt_store *s, int *v,
         *v = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     if (step != SQLITE_ROW)
-        return mt_store_dberr(s, step, "reading schema version", err);
+        return mtx_store_dberr(s, step, "reading schema version", err);
     return MT_OK;
 }
 
@@ -148,16 +148,16 @@ static enum mt_status migrate_one(struct mt_store *s, int from,
                                   struct mt_error *err)
 {
     char bump[64];
-    enum mt_status st = mt_store_exec(s, "BEGIN IMMEDIATE", err);
+    enum mt_status st = mtx_store_exec(s, "BEGIN IMMEDIATE", err);
 
     if (st != MT_OK)
         return st;
     snprintf(bump, sizeof bump, "PRAGMA user_version=%d", from + 1);
-    st = mt_store_exec(s, migrations[from], err);
+    st = mtx_store_exec(s, migrations[from], err);
     if (st == MT_OK)
-        st = mt_store_exec(s, bump, err);
+        st = mtx_store_exec(s, bump, err);
     if (st == MT_OK)
-        st = mt_store_exec(s, "COMMIT", err);
+        st = mtx_store_exec(s, "COMMIT", err);
     if (st != MT_OK)
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return st;
@@ -206,7 +206,7 @@ static enum mt_status meta_get(struct mt_store *s, const char *key, char *val,
 {
     sqlite3_stmt *st = NULL;
     enum mt_status rc =
-        mt_store_prepare(s, "SELECT value FROM meta WHERE key=?1", &st, err);
+        mtx_store_prepare(s, "SELECT value FROM meta WHERE key=?1", &st, err);
     int step;
 
     if (rc != MT_OK)
@@ -218,7 +218,7 @@ static enum mt_status meta_get(struct mt_store *s, const char *key, char *val,
         snprintf(val, n, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return mt_store_dberr(s, step, "reading settings", err);
+        return mtx_store_dberr(s, step, "reading settings", err);
     return MT_OK;
 }
 
@@ -226,7 +226,7 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
                                const char *val, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(
+    enum mt_status rc = mtx_store_prepare(
         s, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", &st, err);
     int step;
 
@@ -237,7 +237,7 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
     step = sqlite3_step(st);
     sqlite3_finalize(st);
     if (step != SQLITE_DONE)
-        return mt_store_dberr(s, step, "writing settings", err);
+        return mtx_store_dberr(s, step, "writing settings", err);
     return MT_OK;
 }
 
@@ -245,9 +245,9 @@ static enum mt_status meta_put(struct mt_store *s, const char *key,
 static enum mt_status check_settings(struct mt_store *s, struct mt_error *err)
 {
     struct mt_analyzer *a = NULL;
-    enum mt_status st = mt_analyzer_new(s->analyzer, &a, err);
+    enum mt_status st = mtx_analyzer_new(s->analyzer, &a, err);
 
-    mt_analyzer_free(a);
+    mtx_analyzer_free(a);
     if (st != MT_OK)
         return st;
     if (s->params.chunk_size == 0 ||
@@ -365,18 +365,18 @@ static enum mt_status open_db(struct mt_store *s, struct mt_error *err)
     rc = sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
     mt_free(path);
     if (rc != SQLITE_OK)
-        return mt_store_dberr(s, rc, "opening store.db", err);
+        return mtx_store_dberr(s, rc, "opening store.db", err);
     sqlite3_busy_timeout(s->db, 10000);
     sqlite3_extended_result_codes(s->db, 1);
     /* WAL with synchronous=NORMAL: a killed process never corrupts the
      * database or loses a committed transaction; only power loss may drop
      * the last transactions. */
     if (s->params.read_only)
-        return mt_store_exec(s, "PRAGMA foreign_keys=ON", err);
-    return mt_store_exec(s,
-                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                         "PRAGMA foreign_keys=ON;",
-                         err);
+        return mtx_store_exec(s, "PRAGMA foreign_keys=ON", err);
+    return mtx_store_exec(s,
+                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                          "PRAGMA foreign_keys=ON;",
+                          err);
 }
 
 static enum mt_status store_init(struct mt_store *s, const char *dir,
@@ -392,7 +392,7 @@ static enum mt_status store_init(struct mt_store *s, const char *dir,
     s->dir = mt_strdup(dir);
     if (!s->dir)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
-    if (mt_store_sqlite_init() != SQLITE_OK)
+    if (mtx_store_sqlite_init() != SQLITE_OK)
         return mt_fail(err, MT_EDB, "%s: cannot initialise SQLite", dir);
     st = ensure_dir(dir, params->create && !params->read_only, err);
     if (st == MT_OK)
@@ -436,7 +436,7 @@ void mt_store_close(struct mt_store *s)
         return;
     if (s->in_txn)
         mt_store_rollback(s);
-    mt_store_finalize_cached(s);
+    mtx_store_finalize_cached(s);
     if (s->db)
         sqlite3_close_v2(s->db);
     mt_free(s->stats_names);
@@ -452,7 +452,7 @@ enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err)
 
     if (s->in_txn)
         return mt_fail(err, MT_EINVAL, "%s: transaction already open", s->dir);
-    st = mt_store_exec(s, "BEGIN IMMEDIATE", err);
+    st = mtx_store_exec(s, "BEGIN IMMEDIATE", err);
     if (st == MT_OK)
         s->in_txn = 1;
     return st;
@@ -464,7 +464,7 @@ enum mt_status mt_store_begin_read(struct mt_store *s, struct mt_error *err)
 
     if (s->in_txn)
         return mt_fail(err, MT_EINVAL, "%s: transaction already open", s->dir);
-    st = mt_store_exec(s, "BEGIN DEFERRED", err);
+    st = mtx_store_exec(s, "BEGIN DEFERRED", err);
     if (st == MT_OK)
         s->in_txn = 1;
     return st;
@@ -476,7 +476,7 @@ enum mt_status mt_store_commit(struct mt_store *s, struct mt_error *err)
 
     if (!s->in_txn)
         return mt_fail(err, MT_EINVAL, "%s: no open transaction", s->dir);
-    st = mt_store_exec(s, "COMMIT", err);
+    st = mtx_store_exec(s, "COMMIT", err);
     if (st != MT_OK) {
         mt_store_rollback(s);
         return st;
@@ -496,7 +496,8 @@ void mt_store_rollback(struct mt_store *s)
 enum mt_status mt_store_check(struct mt_store *s, struct mt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    enum mt_status rc = mt_store_prepare(s, "PRAGMA integrity_check", &st, err);
+    enum mt_status rc =
+        mtx_store_prepare(s, "PRAGMA integrity_check", &st, err);
     const char *res;
     int step;
 

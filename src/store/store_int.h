@@ -22,25 +22,25 @@ struct mt_store {
     sqlite3_stmt *st_del_chunks;
     sqlite3_stmt *st_ins_chunk;
     sqlite3_stmt *st_chunk_get; /* for mt_store_chunk_get */
-    int number_fn;              /* mt_number() registered (meta_filter.c) */
+    int number_fn;              /* mtx_number() registered (meta_filter.c) */
 };
 
 /* Finalizes the cached statements (safe when none were prepared). */
-void mt_store_finalize_cached(struct mt_store *s);
+void mtx_store_finalize_cached(struct mt_store *s);
 
 /* Installs the mt_malloc allocator into SQLite once; returns SQLITE_OK. */
-int mt_store_sqlite_init(void);
+int mtx_store_sqlite_init(void);
 
 /* Executes SQL with no result rows. */
-enum mt_status mt_store_exec(struct mt_store *s, const char *sql,
-                             struct mt_error *err);
-
-/* Turns the last SQLite error into an mt_status recorded in err. */
-enum mt_status mt_store_dberr(struct mt_store *s, int rc, const char *what,
+enum mt_status mtx_store_exec(struct mt_store *s, const char *sql,
                               struct mt_error *err);
 
+/* Turns the last SQLite error into an mt_status recorded in err. */
+enum mt_status mtx_store_dberr(struct mt_store *s, int rc, const char *what,
+                               struct mt_error *err);
+
 /* Prepares 'sql'; on failure records the error. */
-enum mt_status mt_store_prepare(struct mt_store *s, const char *sql,
-                                sqlite3_stmt **st, struct mt_error *err);
+enum mt_status mtx_store_prepare(struct mt_store *s, const char *sql,
+                                 sqlite3_stmt **st, struct mt_error *err);
 
 #endif

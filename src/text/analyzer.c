@@ -129,8 +129,8 @@ static const struct kind *find_kind(const char *name)
     return NULL;
 }
 
-enum mt_status mt_analyzer_new(const char *name, struct mt_analyzer **out,
-                               struct mt_error *err)
+enum mt_status mtx_analyzer_new(const char *name, struct mt_analyzer **out,
+                                struct mt_error *err)
 {
     const struct kind *k = name ? find_kind(name) : NULL;
     struct mt_analyzer *a;
@@ -145,14 +145,14 @@ enum mt_status mt_analyzer_new(const char *name, struct mt_analyzer **out,
         return mt_fail(err, MT_ENOMEM, "out of memory creating analyzer");
     a->kind = k;
     if (stop_init(a) != MT_OK) {
-        mt_analyzer_free(a);
+        mtx_analyzer_free(a);
         return mt_fail(err, MT_ENOMEM, "out of memory creating analyzer");
     }
     if (k->stem_lang) {
         a->stemmer = sb_stemmer_new(k->stem_lang, "UTF_8");
         a->cache = mt_calloc(STEM_SLOTS, sizeof *a->cache);
         if (!a->stemmer || !a->cache) {
-            mt_analyzer_free(a);
+            mtx_analyzer_free(a);
             return mt_fail(err, MT_ENOMEM, "cannot create %s stemmer",
                            k->stem_lang);
         }
@@ -161,12 +161,12 @@ enum mt_status mt_analyzer_new(const char *name, struct mt_analyzer **out,
     return MT_OK;
 }
 
-const char *mt_analyzer_name(const struct mt_analyzer *a)
+const char *mtx_analyzer_name(const struct mt_analyzer *a)
 {
     return a->kind->name;
 }
 
-void mt_analyzer_free(struct mt_analyzer *a)
+void mtx_analyzer_free(struct mt_analyzer *a)
 {
     if (!a)
         return;
@@ -174,7 +174,7 @@ void mt_analyzer_free(struct mt_analyzer *a)
         sb_stemmer_delete(a->stemmer);
     mt_free(a->cache);
     mt_free(a->stop);
-    mt_fold_scratch_free(&a->fold);
+    mtx_fold_scratch_free(&a->fold);
     mt_free(a);
 }
 
@@ -221,7 +221,7 @@ static size_t next_cp(const char *text, size_t n, size_t i, int32_t *c)
         *c = b;
         return 1;
     }
-    return mt_utf8_decode(text + i, n - i, c);
+    return mtx_utf8_decode(text + i, n - i, c);
 }
 
 static int is_digit_at(const char *text, size_t n, size_t i)
@@ -250,7 +250,7 @@ static enum mt_status fold_word(struct mt_analyzer *a, const char *p, size_t n,
     size_t i;
 
     if (!ascii)
-        return mt_text_fold_into(p, n, &a->fold, w, wn);
+        return mtx_text_fold_into(p, n, &a->fold, w, wn);
     for (i = 0; i < n; i++) {
         char ch = p[i];
         a->tok[i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
@@ -340,7 +340,7 @@ static enum mt_status cjk_char(struct mt_analyzer *a, const char *p, size_t n,
 {
     const char *f;
     size_t fn;
-    enum mt_status st = mt_text_fold_into(p, n, &a->fold, &f, &fn);
+    enum mt_status st = mtx_text_fold_into(p, n, &a->fold, &f, &fn);
 
     if (st != MT_OK)
         return st;
@@ -448,9 +448,9 @@ static enum mt_status scan(struct mt_analyzer *a, const char *text, size_t n)
     return st;
 }
 
-enum mt_status mt_analyzer_run(struct mt_analyzer *a, const char *text,
-                               size_t n, mt_token_fn fn, void *user,
-                               struct mt_error *err)
+enum mt_status mtx_analyzer_run(struct mt_analyzer *a, const char *text,
+                                size_t n, mt_token_fn fn, void *user,
+                                struct mt_error *err)
 {
     enum mt_status st;
 
@@ -483,7 +483,7 @@ static enum mt_status collect_one(const char *tok, size_t n, uint32_t pos,
 
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 16;
-        struct mt_token *v = mt_arena_alloc(c->arena, cap * sizeof *v);
+        struct mt_token *v = mtx_arena_alloc(c->arena, cap * sizeof *v);
 
         if (!v)
             return MT_ENOMEM;
@@ -492,7 +492,7 @@ static enum mt_status collect_one(const char *tok, size_t n, uint32_t pos,
         c->v = v;
         c->cap = cap;
     }
-    copy = mt_arena_strndup(c->arena, tok, n);
+    copy = mtx_arena_strndup(c->arena, tok, n);
     if (!copy)
         return MT_ENOMEM;
     c->v[c->n].p = copy;
@@ -502,13 +502,13 @@ static enum mt_status collect_one(const char *tok, size_t n, uint32_t pos,
     return MT_OK;
 }
 
-enum mt_status mt_analyzer_collect(struct mt_analyzer *a, const char *text,
-                                   size_t n, struct mt_arena *arena,
-                                   struct mt_token **out, size_t *count,
-                                   struct mt_error *err)
+enum mt_status mtx_analyzer_collect(struct mt_analyzer *a, const char *text,
+                                    size_t n, struct mt_arena *arena,
+                                    struct mt_token **out, size_t *count,
+                                    struct mt_error *err)
 {
     struct collector c = {arena, NULL, 0, 0};
-    enum mt_status st = mt_analyzer_run(a, text, n, collect_one, &c, err);
+    enum mt_status st = mtx_analyzer_run(a, text, n, collect_one, &c, err);
 
     if (st != MT_OK)
         return st;

@@ -24,7 +24,7 @@ struct mt_analyzer;
  * NUL-terminated), valid only during the call. 'position' counts tokens
  * from 0; a dropped stop word still takes its position, so phrase
  * distances stay true. Return MT_OK to go on; any other status stops
- * mt_analyzer_run(), which returns it. */
+ * mtx_analyzer_run(), which returns it. */
 typedef enum mt_status (*mt_token_fn)(const char *tok, size_t n,
                                       uint32_t position, void *user);
 
@@ -35,24 +35,24 @@ typedef enum mt_status (*mt_token_fn)(const char *tok, size_t n,
  *   "cjk":     Han/Hiragana/Katakana runs become overlapping bigrams (a
  *              one-character run its unigram); other runs fold as words;
  *   "simple":  fold and split only.
- * On MT_OK *out owns the analyzer (free with mt_analyzer_free). An unknown
+ * On MT_OK *out owns the analyzer (free with mtx_analyzer_free). An unknown
  * name gives MT_EINVAL listing the valid names; MT_ENOMEM when out of
  * memory (the Snowball stemmer allocates with plain malloc, outside fault
  * injection). An analyzer holds scratch and stemmer state: use one per
  * thread. */
-enum mt_status mt_analyzer_new(const char *name, struct mt_analyzer **out,
-                               struct mt_error *err);
+enum mt_status mtx_analyzer_new(const char *name, struct mt_analyzer **out,
+                                struct mt_error *err);
 
 /* Returns the analyzer's name (static storage, e.g. "english"). */
-const char *mt_analyzer_name(const struct mt_analyzer *a);
+const char *mtx_analyzer_name(const struct mt_analyzer *a);
 
 /* Analyses text[0..n) and calls fn once per token in order. Ill-formed
  * UTF-8 never fails the call: each bad byte acts as a separator and is
  * skipped, since queries may be junk. Returns MT_OK, MT_ENOMEM, or the
  * first non-OK status fn returned. Not thread-safe on one analyzer. */
-enum mt_status mt_analyzer_run(struct mt_analyzer *a, const char *text,
-                               size_t n, mt_token_fn fn, void *user,
-                               struct mt_error *err);
+enum mt_status mtx_analyzer_run(struct mt_analyzer *a, const char *text,
+                                size_t n, mt_token_fn fn, void *user,
+                                struct mt_error *err);
 
 /* One collected token; p is NUL-terminated and lives in the arena. */
 struct mt_token {
@@ -65,13 +65,13 @@ struct mt_token {
  * *out is an array of *count tokens allocated, with their text, from
  * 'arena' (released with the arena). On failure *out and *count are left
  * unchanged (memory already taken from the arena stays there). */
-enum mt_status mt_analyzer_collect(struct mt_analyzer *a, const char *text,
-                                   size_t n, struct mt_arena *arena,
-                                   struct mt_token **out, size_t *count,
-                                   struct mt_error *err);
+enum mt_status mtx_analyzer_collect(struct mt_analyzer *a, const char *text,
+                                    size_t n, struct mt_arena *arena,
+                                    struct mt_token **out, size_t *count,
+                                    struct mt_error *err);
 
 /* Frees the analyzer; NULL is allowed. */
-void mt_analyzer_free(struct mt_analyzer *a);
+void mtx_analyzer_free(struct mt_analyzer *a);
 
 #ifdef __cplusplus
 }

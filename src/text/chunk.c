@@ -340,16 +340,16 @@ static enum mt_status split_level(struct chunker *c, size_t s, size_t e,
 
 /* ==== API ==== */
 
-void mt_chunk_default_params(struct mt_chunk_params *p)
+void mtx_chunk_default_params(struct mt_chunk_params *p)
 {
     p->chunk_size = 1000;
     p->chunk_overlap = 200;
 }
 
-enum mt_status mt_chunk_text(const char *text, size_t n,
-                             const struct mt_chunk_params *p,
-                             struct mt_chunk **out, size_t *count,
-                             struct mt_error *err)
+enum mt_status mtx_chunk_text(const char *text, size_t n,
+                              const struct mt_chunk_params *p,
+                              struct mt_chunk **out, size_t *count,
+                              struct mt_error *err)
 {
     struct chunker c;
     enum mt_status st;

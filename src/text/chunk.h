@@ -25,7 +25,7 @@ struct mt_chunk {
 
 /* Fills *p with the defaults used for the MedRAG/IryoNLP corpora:
  * chunk_size 1000, chunk_overlap 200. */
-void mt_chunk_default_params(struct mt_chunk_params *p);
+void mtx_chunk_default_params(struct mt_chunk_params *p);
 
 /* Splits the n bytes at 'text' (UTF-8, need not be NUL-terminated; may be
  * NULL when n is 0) into chunks, with the semantics of LangChain's
@@ -42,9 +42,9 @@ void mt_chunk_default_params(struct mt_chunk_params *p);
  * chunk_size; MT_ENOMEM when allocation fails. Time is O(n) plus the
  * length of the chunks emitted (so O(n) unless chunk_overlap is close to
  * chunk_size). Thread-safe: it keeps no state between calls. */
-enum mt_status mt_chunk_text(const char *text, size_t n,
-                             const struct mt_chunk_params *p,
-                             struct mt_chunk **out, size_t *count,
-                             struct mt_error *err);
+enum mt_status mtx_chunk_text(const char *text, size_t n,
+                              const struct mt_chunk_params *p,
+                              struct mt_chunk **out, size_t *count,
+                              struct mt_error *err);
 
 #endif

@@ -68,7 +68,7 @@ static int32_t cp_at(const char *t, size_t n, size_t i)
     int32_t c = -1;
 
     if (i < n)
-        mt_utf8_decode(t + i, n - i, &c);
+        mtx_utf8_decode(t + i, n - i, &c);
     return c;
 }
 
@@ -308,9 +308,9 @@ static size_t next_boundary(const char *t, size_t n, size_t start, size_t *next)
     return n;
 }
 
-enum mt_status mt_sentences_split(const char *text, size_t n,
-                                  struct mt_span **out, size_t *count,
-                                  struct mt_error *err)
+enum mt_status mtx_sentences_split(const char *text, size_t n,
+                                   struct mt_span **out, size_t *count,
+                                   struct mt_error *err)
 {
     struct vec v = {NULL, 0, 0, sizeof(struct mt_span)};
     size_t start = 0;
@@ -530,9 +530,9 @@ static int skip_id0(const char *t, size_t n, size_t *pos)
     return 1;
 }
 
-enum mt_status mt_medec_sentences_parse(const char *field, size_t n,
-                                        struct mt_medec_sentence **out,
-                                        size_t *count, struct mt_error *err)
+enum mt_status mtx_medec_sentences_parse(const char *field, size_t n,
+                                         struct mt_medec_sentence **out,
+                                         size_t *count, struct mt_error *err)
 {
     struct vec v = {NULL, 0, 0, sizeof(struct mt_medec_sentence)};
     struct field f = {field, n, detect_lines(field, n)};

@@ -25,9 +25,9 @@ struct mt_span {
  * brackets after the stop into the sentence. On MT_OK *out is an array of
  * *count spans (NULL when 0) that the caller frees with mt_free; on
  * MT_ENOMEM both are left unchanged. Thread-safe. */
-enum mt_status mt_sentences_split(const char *text, size_t n,
-                                  struct mt_span **out, size_t *count,
-                                  struct mt_error *err);
+enum mt_status mtx_sentences_split(const char *text, size_t n,
+                                   struct mt_span **out, size_t *count,
+                                   struct mt_error *err);
 
 /* One sentence of a MEDEC `Sentences` field; span indexes the field. */
 struct mt_medec_sentence {
@@ -45,9 +45,9 @@ struct mt_medec_sentence {
  * sentences (caller frees with mt_free); the field must start with id 0,
  * else MT_EPARSE naming the problem; an empty sentence is also
  * MT_EPARSE. On failure *out and *count are unchanged. Thread-safe. */
-enum mt_status mt_medec_sentences_parse(const char *field, size_t n,
-                                        struct mt_medec_sentence **out,
-                                        size_t *count, struct mt_error *err);
+enum mt_status mtx_medec_sentences_parse(const char *field, size_t n,
+                                         struct mt_medec_sentence **out,
+                                         size_t *count, struct mt_error *err);
 
 #ifdef __cplusplus
 }

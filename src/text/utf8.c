@@ -33,7 +33,7 @@ static size_t lead_len(unsigned char c)
     return 0;
 }
 
-size_t mt_utf8_decode(const char *p, size_t n, int32_t *cp)
+size_t mtx_utf8_decode(const char *p, size_t n, int32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)p;
     size_t len;
@@ -65,7 +65,7 @@ size_t mt_utf8_decode(const char *p, size_t n, int32_t *cp)
     return len;
 }
 
-enum mt_status mt_utf8_validate(const char *p, size_t n, size_t *bad_offset)
+enum mt_status mtx_utf8_validate(const char *p, size_t n, size_t *bad_offset)
 {
     size_t i = 0;
 
@@ -77,7 +77,7 @@ enum mt_status mt_utf8_validate(const char *p, size_t n, size_t *bad_offset)
             i++;
             continue;
         }
-        len = mt_utf8_decode(p + i, n - i, &cp);
+        len = mtx_utf8_decode(p + i, n - i, &cp);
         if (cp < 0) {
             if (bad_offset)
                 *bad_offset = i;
@@ -88,7 +88,7 @@ enum mt_status mt_utf8_validate(const char *p, size_t n, size_t *bad_offset)
     return MT_OK;
 }
 
-size_t mt_utf8_count(const char *p, size_t n)
+size_t mtx_utf8_count(const char *p, size_t n)
 {
     size_t i = 0;
     size_t count = 0;
@@ -96,13 +96,13 @@ size_t mt_utf8_count(const char *p, size_t n)
     while (i < n) {
         int32_t cp;
 
-        i += mt_utf8_decode(p + i, n - i, &cp);
+        i += mtx_utf8_decode(p + i, n - i, &cp);
         count++;
     }
     return count;
 }
 
-size_t mt_utf8_encode(int32_t cp, char out[4])
+size_t mtx_utf8_encode(int32_t cp, char out[4])
 {
     if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
@@ -127,9 +127,9 @@ static enum mt_status scratch_reserve(struct mt_fold_scratch *s, size_t need)
     return MT_OK;
 }
 
-enum mt_status mt_text_fold_into(const char *p, size_t n,
-                                 struct mt_fold_scratch *s, const char **out,
-                                 size_t *out_n)
+enum mt_status mtx_text_fold_into(const char *p, size_t n,
+                                  struct mt_fold_scratch *s, const char **out,
+                                  size_t *out_n)
 {
     const utf8proc_uint8_t *in = (const utf8proc_uint8_t *)p;
     utf8proc_ssize_t got;
@@ -163,7 +163,7 @@ enum mt_status mt_text_fold_into(const char *p, size_t n,
     return MT_OK;
 }
 
-void mt_fold_scratch_free(struct mt_fold_scratch *s)
+void mtx_fold_scratch_free(struct mt_fold_scratch *s)
 {
     if (!s)
         return;
@@ -172,8 +172,8 @@ void mt_fold_scratch_free(struct mt_fold_scratch *s)
     s->cap = 0;
 }
 
-enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
-                            struct mt_error *err)
+enum mt_status mtx_text_fold(const char *p, size_t n, char **out, size_t *out_n,
+                             struct mt_error *err)
 {
     struct mt_fold_scratch s = {NULL, 0};
     const char *folded;
@@ -182,15 +182,15 @@ enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
     char *copy;
     enum mt_status st;
 
-    if (mt_utf8_validate(p, n, &bad) != MT_OK)
+    if (mtx_utf8_validate(p, n, &bad) != MT_OK)
         return mt_fail(err, MT_EPARSE, "invalid UTF-8 at byte %zu", bad);
-    st = mt_text_fold_into(p, n, &s, &folded, &len);
+    st = mtx_text_fold_into(p, n, &s, &folded, &len);
     if (st != MT_OK) {
-        mt_fold_scratch_free(&s);
+        mtx_fold_scratch_free(&s);
         return mt_fail(err, st, "case folding failed: %s", mt_status_str(st));
     }
     copy = mt_strndup(folded, len);
-    mt_fold_scratch_free(&s);
+    mtx_fold_scratch_free(&s);
     if (!copy)
         return mt_fail(err, MT_ENOMEM, "out of memory folding text");
     *out = copy;
@@ -199,7 +199,7 @@ enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
     return MT_OK;
 }
 
-size_t mt_utf8_cut(const char *p, size_t n, size_t max)
+size_t mtx_utf8_cut(const char *p, size_t n, size_t max)
 {
     if (n <= max)
         return n;

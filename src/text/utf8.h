@@ -16,43 +16,43 @@ extern "C" {
  * no surrogates, nothing above U+10FFFF, no truncated sequence). Returns
  * MT_OK, or MT_EPARSE with the offset of the first bad byte in
  * *bad_offset (may be NULL). Thread-safe. */
-enum mt_status mt_utf8_validate(const char *p, size_t n, size_t *bad_offset);
+enum mt_status mtx_utf8_validate(const char *p, size_t n, size_t *bad_offset);
 
 /* Decodes the code point at p (n > 0 bytes available). Returns the bytes
  * it spans (1..4) and sets *cp; an ill-formed sequence yields *cp = -1 and
  * a length of 1, so callers can skip one bad byte and resynchronise.
  * Returns 0 only when n == 0. Thread-safe. */
-size_t mt_utf8_decode(const char *p, size_t n, int32_t *cp);
+size_t mtx_utf8_decode(const char *p, size_t n, int32_t *cp);
 
 /* Counts code points in p[0..n); each ill-formed byte counts as one.
  * Thread-safe. */
-size_t mt_utf8_count(const char *p, size_t n);
+size_t mtx_utf8_count(const char *p, size_t n);
 
 /* Length of the longest prefix of p[0..n) that is at most max bytes and
  * does not split a UTF-8 sequence (for truncating text for display). */
-size_t mt_utf8_cut(const char *p, size_t n, size_t max);
+size_t mtx_utf8_cut(const char *p, size_t n, size_t max);
 
 /* Writes cp as UTF-8 into out (room for 4 bytes); returns the length, or
  * 0 when cp is not a Unicode scalar value. */
-size_t mt_utf8_encode(int32_t cp, char out[4]);
+size_t mtx_utf8_encode(int32_t cp, char out[4]);
 
-/* Reusable scratch memory for mt_text_fold_into(): zero-initialise it,
- * release with mt_fold_scratch_free(). Not shareable between threads. */
+/* Reusable scratch memory for mtx_text_fold_into(): zero-initialise it,
+ * release with mtx_fold_scratch_free(). Not shareable between threads. */
 struct mt_fold_scratch {
     int32_t *cp;
     size_t cap; /* in code points */
 };
 
-/* Folds p[0..n) (well-formed UTF-8) like mt_text_fold(), into memory owned
+/* Folds p[0..n) (well-formed UTF-8) like mtx_text_fold(), into memory owned
  * by 's': on MT_OK *out points at *out_n bytes (NUL-terminated) valid until
  * the next call with 's'. Allocates only when 's' must grow. Returns
  * MT_ENOMEM, or MT_EPARSE when the input is not valid UTF-8. */
-enum mt_status mt_text_fold_into(const char *p, size_t n,
-                                 struct mt_fold_scratch *s, const char **out,
-                                 size_t *out_n);
+enum mt_status mtx_text_fold_into(const char *p, size_t n,
+                                  struct mt_fold_scratch *s, const char **out,
+                                  size_t *out_n);
 
 /* Frees the scratch memory; 's' may be NULL. */
-void mt_fold_scratch_free(struct mt_fold_scratch *s);
+void mtx_fold_scratch_free(struct mt_fold_scratch *s);
 
 /* NFKC-normalises and case-folds p[0..n) (utf8proc: COMPOSE | COMPAT |
  * CASEFOLD | STABLE), so "\xef\xac\x81" (the fi ligature) becomes "fi" and
@@ -60,8 +60,8 @@ void mt_fold_scratch_free(struct mt_fold_scratch *s);
  * *out_n bytes that the caller frees with mt_free. Invalid UTF-8 yields
  * MT_EPARSE with the byte offset in 'err'; out of memory MT_ENOMEM. On
  * failure *out is left unchanged. Thread-safe. */
-enum mt_status mt_text_fold(const char *p, size_t n, char **out, size_t *out_n,
-                            struct mt_error *err);
+enum mt_status mtx_text_fold(const char *p, size_t n, char **out, size_t *out_n,
+                             struct mt_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the server's request handling: the input is a raw
  * HTTP/1.1 request (request line, headers, body), split and percent-decoded
- * as libmicrohttpd would, then routed through mt_srv_handle: route
+ * as libmicrohttpd would, then routed through mtx_srv_handle: route
  * matching, cookie and Bearer parsing, CSRF checks, JSON bodies, static
  * files. The server context (a store in /tmp with one user) is made once.
  * Build from the repository root (the library with clang and coverage):
@@ -47,7 +47,7 @@ static void make_server(void)
     struct mt_state *s = NULL;
     char db[64];
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (!mkdtemp(dir))
         abort();
     snprintf(db, sizeof db, "%s/db", dir);
@@ -61,7 +61,7 @@ static void make_server(void)
     p.test_routes = 1;
     p.llm_jobs = 1;
     srv = mt_calloc(1, sizeof *srv);
-    if (!srv || mt_srv_init(srv, &p, NULL) != MT_OK)
+    if (!srv || mtx_srv_init(srv, &p, NULL) != MT_OK)
         abort();
 }
 
@@ -181,10 +181,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rq.body = r.body;
         rq.body_len = r.body_len;
         rq.remote = "127.0.0.1";
-        mt_srv_handle(srv, &rq, &rs);
+        mtx_srv_handle(srv, &rq, &rs);
         if (rs.status < 200 || rs.status > 599)
             abort();
-        mt_srv_resp_free(&rs);
+        mtx_srv_resp_free(&rs);
     }
     mt_free(r.buf);
     return 0;

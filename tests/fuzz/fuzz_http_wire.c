@@ -5,7 +5,7 @@
  * (framing checks against smuggling, the query-argument cap, the checks
  * on headers before a body is read, bounded chunked buffering), not only
  * the router (fuzz_http.c). Each input is also given to
- * mt_srv_cut_args as a request line. The property checked besides the
+ * mtx_srv_cut_args as a request line. The property checked besides the
  * sanitizers: every answer starts with "HTTP/1.1 " and the server keeps
  * answering /v1/health. Loopback only. Build as fuzz_http.c (the same
  * library and libraries), with this file:
@@ -37,7 +37,7 @@ static void start(void)
     struct mt_state *s = NULL;
     char db[64];
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     if (!mkdtemp(dir))
         abort();
     snprintf(db, sizeof db, "%s/db", dir);
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(line, data, size);
     line[size] = '\0';
-    if (mt_srv_cut_args(line, SRV_MAX_ARGS) > SRV_MAX_ARGS &&
+    if (mtx_srv_cut_args(line, SRV_MAX_ARGS) > SRV_MAX_ARGS &&
         strchr(line, '?')[1] != '\0')
         abort(); /* past the cap the query must be cut */
     free(line);

@@ -5,7 +5,7 @@
  * make fuzz defines FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, which skips
  * the BM25 section CRCs, so mutations reach the structural checks behind
  * them. Seed the corpus with small segments from
- * mt_bm25_builder_write(): seed() below writes some when FUZZ_SEGMENT_SEED
+ * mtx_bm25_builder_write(): seed() below writes some when FUZZ_SEGMENT_SEED
  * names a folder. */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,25 +35,25 @@ static void seed(const char *dir)
     for (n = 1; n <= 3; n++) {
         struct mt_bm25_builder *b;
         uint32_t d;
-        if (mt_bm25_builder_new(NULL, &b, NULL) != MT_OK)
+        if (mtx_bm25_builder_new(NULL, &b, NULL) != MT_OK)
             return;
         for (d = 0; d < n; d++) {
-            mt_bm25_builder_add(b, d, MT_BM25_FIELD_TEXT, doc[d], 3, NULL);
-            mt_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, doc[d], 1, NULL);
+            mtx_bm25_builder_add(b, d, MT_BM25_FIELD_TEXT, doc[d], 3, NULL);
+            mtx_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, doc[d], 1, NULL);
         }
         snprintf(out, sizeof out, "%s/bm25_%u.seg", dir, n);
-        mt_bm25_builder_write(b, out, NULL);
-        mt_bm25_builder_free(b);
+        mtx_bm25_builder_write(b, out, NULL);
+        mtx_bm25_builder_free(b);
     }
     snprintf(out, sizeof out, "%s/test.seg", dir);
-    if (mt_seg_writer_open(out, "TESTSEG\0", 1, &w, NULL) != MT_OK)
+    if (mtx_seg_writer_open(out, "TESTSEG\0", 1, &w, NULL) != MT_OK)
         return;
-    if (mt_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL) != MT_OK ||
-        mt_seg_writer_write(w, "abcdefghijklmnopq", 17, NULL) != MT_OK) {
-        mt_seg_writer_abort(w);
+    if (mtx_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL) != MT_OK ||
+        mtx_seg_writer_write(w, "abcdefghijklmnopq", 17, NULL) != MT_OK) {
+        mtx_seg_writer_abort(w);
         return;
     }
-    mt_seg_writer_commit(w, NULL);
+    mtx_seg_writer_commit(w, NULL);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -79,11 +79,11 @@ static void fuzz_bm25(const void *buf, size_t size)
     size_t na = 0;
     size_t nb = 0;
 
-    if (mt_bm25_open_mem(buf, size, "fuzz", &idx, NULL) != MT_OK)
+    if (mtx_bm25_open_mem(buf, size, "fuzz", &idx, NULL) != MT_OK)
         return;
-    mt_bm25_search(idx, q, 3, NULL, a, 8, &na, NULL);
-    mt_bm25_search_exhaustive(idx, q, 3, NULL, b, 8, &nb, NULL);
-    mt_bm25_close(idx);
+    mtx_bm25_search(idx, q, 3, NULL, a, 8, &na, NULL);
+    mtx_bm25_search_exhaustive(idx, q, 3, NULL, b, 8, &nb, NULL);
+    mtx_bm25_close(idx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -96,9 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!buf)
         return 0;
     memcpy(buf, data, size); /* sections need 16-byte alignment */
-    if (mt_seg_open_mem(buf, size, "fuzz", "TESTSEG\0", 0, &s, NULL) == MT_OK) {
-        mt_seg_section(s, MT_SEG_ID('A', 'A', 'A', 'A'), &p, &n, NULL);
-        mt_seg_close(s);
+    if (mtx_seg_open_mem(buf, size, "fuzz", "TESTSEG\0", 0, &s, NULL) ==
+        MT_OK) {
+        mtx_seg_section(s, MT_SEG_ID('A', 'A', 'A', 'A'), &p, &n, NULL);
+        mtx_seg_close(s);
     }
     fuzz_bm25(buf, size);
     free(buf);

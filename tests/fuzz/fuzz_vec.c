@@ -6,7 +6,7 @@
  *     CORPUS_DIR
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the file checksums so
  * mutations reach the structural checks behind it. Seed the corpus with
- * small files from mt_vecset_write and mt_hnsw_write (fuzz_vec_seed
+ * small files from mtx_vecset_write and mtx_hnsw_write (fuzz_vec_seed
  * below writes some when FUZZ_VEC_SEED names a folder). */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,16 +28,16 @@ static void search_all(const struct mt_vecset *vs, const struct mt_hnsw *h)
     float q[64];
     struct mt_vec_hit hits[8];
     uint32_t n;
-    uint32_t d = mt_vecset_dims(vs);
+    uint32_t d = mtx_vecset_dims(vs);
     uint32_t i;
 
     if (d > 64)
         return;
     for (i = 0; i < d; i++)
         q[i] = (float)((i * 7) % 5) - 2.0f + 0.5f;
-    mt_vecset_search_flat(vs, q, 8, NULL, hits, &n);
+    mtx_vecset_search_flat(vs, q, 8, NULL, hits, &n);
     if (h)
-        mt_hnsw_search(h, q, 8, 16, NULL, hits, &n);
+        mtx_hnsw_search(h, q, 8, 16, NULL, hits, &n);
 }
 
 /* Writes seed files: small sets with and without residuals and floats,
@@ -47,10 +47,10 @@ static void seed(const char *dir)
     uint32_t variant;
 
     for (variant = 0; variant < 4; variant++) {
-        struct mt_vecset_params p = mt_vecset_default_params();
+        struct mt_vecset_params p = mtx_vecset_default_params();
         struct mt_vecset *vs;
         struct mt_hnsw *h;
-        struct mt_hnsw_params hp = mt_hnsw_default_params();
+        struct mt_hnsw_params hp = mtx_hnsw_default_params();
         char out[4096];
         float v[16];
         uint32_t i;
@@ -58,22 +58,22 @@ static void seed(const char *dir)
 
         p.refine = (variant & 1) != 0;
         p.keep_float = (variant & 2) != 0;
-        if (mt_vecset_new(16, &p, &vs) != MT_OK)
+        if (mtx_vecset_new(16, &p, &vs) != MT_OK)
             return;
         for (i = 0; i < 40; i++) {
             for (j = 0; j < 16; j++)
                 v[j] = (float)(((i + 3) * (j + 5)) % 11) - 5.0f + 0.25f;
-            mt_vecset_add(vs, v, NULL);
+            mtx_vecset_add(vs, v, NULL);
         }
         snprintf(out, sizeof out, "%s/set%u.vec", dir, variant);
-        mt_vecset_write(vs, out, NULL);
+        mtx_vecset_write(vs, out, NULL);
         hp.M = 4;
-        if (mt_hnsw_build(vs, &hp, &h) == MT_OK) {
+        if (mtx_hnsw_build(vs, &hp, &h) == MT_OK) {
             snprintf(out, sizeof out, "%s/graph%u.hnsw", dir, variant);
-            mt_hnsw_write(h, out, NULL);
-            mt_hnsw_free(h);
+            mtx_hnsw_write(h, out, NULL);
+            mtx_hnsw_free(h);
         }
-        mt_vecset_free(vs);
+        mtx_vecset_free(vs);
     }
 }
 
@@ -99,13 +99,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     fwrite(data, 1, size, f);
     fclose(f);
-    if (mt_vecset_open(path, &vs, NULL) == MT_OK) {
+    if (mtx_vecset_open(path, &vs, NULL) == MT_OK) {
         search_all(vs, NULL);
-        mt_vecset_free(vs);
+        mtx_vecset_free(vs);
     }
-    if (mt_hnsw_open(path, &h, NULL) == MT_OK) {
-        search_all(mt_hnsw_vecset(h), h);
-        mt_hnsw_free(h);
+    if (mtx_hnsw_open(path, &h, NULL) == MT_OK) {
+        search_all(mtx_hnsw_vecset(h), h);
+        mtx_hnsw_free(h);
     }
     return 0;
 }

@@ -1,5 +1,5 @@
 /* Test helper: the vectors of tests/unit/legacy/v1.vec and v1.hnsw, which
- * mt_vecset_write and mt_hnsw_write wrote in the format before the segment
+ * mtx_vecset_write and mtx_hnsw_write wrote in the format before the segment
  * container (commit 099b174): 48 vectors of 16 dimensions; v1.vec keeps
  * floats, v1.hnsw is a default set indexed with M 4. */
 #ifndef MT_TEST_LEGACY_VEC_H

@@ -21,18 +21,18 @@ static void test_extract_plain_fenced_and_prose(void **state)
     long v;
 
     (void)state;
-    o = mt_reply_extract("{\"a\":1}", why, sizeof why);
-    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 1);
+    o = mtx_reply_extract("{\"a\":1}", why, sizeof why);
+    CHECK(o && mtx_reply_int(o, "a", 0, 9, &v) == 0 && v == 1);
     json_decref(o);
-    o = mt_reply_extract("Sure!\n```json\n{\"a\": 2}\n```\nbye", why,
-                         sizeof why);
-    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 2);
+    o = mtx_reply_extract("Sure!\n```json\n{\"a\": 2}\n```\nbye", why,
+                          sizeof why);
+    CHECK(o && mtx_reply_int(o, "a", 0, 9, &v) == 0 && v == 2);
     json_decref(o);
-    o = mt_reply_extract("I think {not json} but {\"a\": \"3\", \"s\": "
-                         "\"x}\"} is it",
-                         why, sizeof why);
-    CHECK(o && mt_reply_int(o, "a", 0, 9, &v) == 0 && v == 3);
-    CHECK(strcmp(mt_reply_str(o, "s"), "x}") == 0);
+    o = mtx_reply_extract("I think {not json} but {\"a\": \"3\", \"s\": "
+                          "\"x}\"} is it",
+                          why, sizeof why);
+    CHECK(o && mtx_reply_int(o, "a", 0, 9, &v) == 0 && v == 3);
+    CHECK(strcmp(mtx_reply_str(o, "s"), "x}") == 0);
     json_decref(o);
 }
 
@@ -41,11 +41,11 @@ static void test_extract_rejects_garbage_with_reason(void **state)
     char why[256] = "";
 
     (void)state;
-    CHECK(mt_reply_extract("", why, sizeof why) == NULL);
+    CHECK(mtx_reply_extract("", why, sizeof why) == NULL);
     CHECK(strstr(why, "empty") != NULL);
-    CHECK(mt_reply_extract("no braces at all", why, sizeof why) == NULL);
-    CHECK(mt_reply_extract("[1,2,3]", why, sizeof why) == NULL);
-    CHECK(mt_reply_extract("{\"a\": ", why, sizeof why) == NULL);
+    CHECK(mtx_reply_extract("no braces at all", why, sizeof why) == NULL);
+    CHECK(mtx_reply_extract("[1,2,3]", why, sizeof why) == NULL);
+    CHECK(mtx_reply_extract("{\"a\": ", why, sizeof why) == NULL);
     CHECK(why[0] != '\0');
 }
 
@@ -59,13 +59,13 @@ static void test_reply_getters_are_lenient_but_bounded(void **state)
     long v = 0;
 
     (void)state;
-    CHECK(mt_reply_bool(o, "b", &b) == 0 && b == 1);
-    CHECK(mt_reply_conf(o, "c", &c) == 0 && c > 0.849 && c < 0.851);
-    CHECK(mt_reply_conf(o, "d", &c) == 0 && c > 0.39 && c < 0.41);
-    CHECK(mt_reply_int(o, "i", 1, 5, &v) == 0 && v == 2);
-    CHECK(mt_reply_int(o, "j", 1, 5, &v) != 0);
-    CHECK(mt_reply_int(o, "k", 1, 5, &v) != 0);
-    CHECK(mt_reply_int(o, "missing", 1, 5, &v) != 0);
+    CHECK(mtx_reply_bool(o, "b", &b) == 0 && b == 1);
+    CHECK(mtx_reply_conf(o, "c", &c) == 0 && c > 0.849 && c < 0.851);
+    CHECK(mtx_reply_conf(o, "d", &c) == 0 && c > 0.39 && c < 0.41);
+    CHECK(mtx_reply_int(o, "i", 1, 5, &v) == 0 && v == 2);
+    CHECK(mtx_reply_int(o, "j", 1, 5, &v) != 0);
+    CHECK(mtx_reply_int(o, "k", 1, 5, &v) != 0);
+    CHECK(mtx_reply_int(o, "missing", 1, 5, &v) != 0);
     json_decref(o);
 }
 
@@ -86,16 +86,16 @@ static void test_match_english_verbatim_partial_and_miss(void **state)
     double s = 0;
 
     (void)state;
-    CHECK(mt_match_sentence(MT_STR_C("He is started on oral amoxicillin."), en,
-                            3, MT_MATCH_MIN, &s) == 2);
+    CHECK(mtx_match_sentence(MT_STR_C("He is started on oral amoxicillin."), en,
+                             3, MT_MATCH_MIN, &s) == 2);
     CHECK(s > 0.999);
     /* case, punctuation and a missing word do not matter much */
-    CHECK(mt_match_sentence(MT_STR_C("chest x-ray shows right lower lobe "
-                                     "infiltrate"),
-                            en, 3, MT_MATCH_MIN, &s) == 1);
-    CHECK(mt_match_sentence(MT_STR_C("The patient likes jazz music"), en, 3,
-                            MT_MATCH_MIN, &s) == -1);
-    CHECK(mt_match_sentence(MT_STR_C(""), en, 3, MT_MATCH_MIN, &s) == -1);
+    CHECK(mtx_match_sentence(MT_STR_C("chest x-ray shows right lower lobe "
+                                      "infiltrate"),
+                             en, 3, MT_MATCH_MIN, &s) == 1);
+    CHECK(mtx_match_sentence(MT_STR_C("The patient likes jazz music"), en, 3,
+                             MT_MATCH_MIN, &s) == -1);
+    CHECK(mtx_match_sentence(MT_STR_C(""), en, 3, MT_MATCH_MIN, &s) == -1);
 }
 
 static void test_match_chinese_uses_character_bigrams(void **state)
@@ -109,13 +109,13 @@ static void test_match_chinese_uses_character_bigrams(void **state)
 
     (void)state;
     /* no spaces in Chinese: tokens would see one word per clause */
-    CHECK(mt_match_sentence(MT_STR_C("胸片显示右下肺浸润"), cn, 3, MT_MATCH_MIN,
-                            &s) == 1);
+    CHECK(mtx_match_sentence(MT_STR_C("胸片显示右下肺浸润"), cn, 3,
+                             MT_MATCH_MIN, &s) == 1);
     CHECK(s > 0.9);
-    CHECK(mt_match_sentence(MT_STR_C("口服阿莫西林"), cn, 3, MT_MATCH_MIN,
-                            &s) == 2);
-    CHECK(mt_match_sentence(MT_STR_C("今天天气很好"), cn, 3, MT_MATCH_MIN,
-                            &s) == -1);
+    CHECK(mtx_match_sentence(MT_STR_C("口服阿莫西林"), cn, 3, MT_MATCH_MIN,
+                             &s) == 2);
+    CHECK(mtx_match_sentence(MT_STR_C("今天天气很好"), cn, 3, MT_MATCH_MIN,
+                             &s) == -1);
 }
 
 static void test_match_arabic_ignores_diacritics(void **state)
@@ -128,11 +128,11 @@ static void test_match_arabic_ignores_diacritics(void **state)
 
     (void)state;
     /* the same words with a fatha and a tatweel added */
-    CHECK(mt_match_sentence(MT_STR_C("تم إعطاؤهَ أموكسيسيـلين عن طريق الفم"), ar,
-                            2, MT_MATCH_MIN, &s) == 1);
+    CHECK(mtx_match_sentence(MT_STR_C("تم إعطاؤهَ أموكسيسيـلين عن طريق الفم"),
+                             ar, 2, MT_MATCH_MIN, &s) == 1);
     CHECK(s > 0.99);
-    CHECK(mt_match_sentence(MT_STR_C("المريض يعاني من حمى"), ar, 2,
-                            MT_MATCH_MIN, &s) == 0);
+    CHECK(mtx_match_sentence(MT_STR_C("المريض يعاني من حمى"), ar, 2,
+                             MT_MATCH_MIN, &s) == 0);
 }
 
 static void test_medeval_uses_true_minimum(void **state)
@@ -175,27 +175,27 @@ static void test_prompts_render_and_override(void **state)
 
     (void)state;
     CHECK_OK(
-        mt_prompt_render(MT_STR_C("{{A}}-{{C}}-{{B}}{{"), keys, vals, 2, &b));
+        mtx_prompt_render(MT_STR_C("{{A}}-{{C}}-{{B}}{{"), keys, vals, 2, &b));
     CHECK(strcmp(b.data, "x-{{C}}-yy{{") == 0);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/single.txt", dir);
     f = fopen(path, "w");
     fputs("[agent:single] custom\n=== user ===\n{{SENTENCES}}\n", f);
     fclose(f);
-    CHECK_OK(mt_prompts_load(dir, &p, NULL));
-    CHECK(mt_prompts_get(p, "single", &sys, &user) == 0);
+    CHECK_OK(mtx_prompts_load(dir, &p, NULL));
+    CHECK(mtx_prompts_get(p, "single", &sys, &user) == 0);
     CHECK(sys.n == 21 && memcmp(sys.p, "[agent:single] custom", 21) == 0);
-    CHECK(mt_prompts_get(p, "guard_correct", &sys, &user) == 0); /* built-in */
-    CHECK(mt_prompts_get(p, "nope", &sys, &user) < 0);
-    mt_prompts_free(p);
+    CHECK(mtx_prompts_get(p, "guard_correct", &sys, &user) == 0); /* built-in */
+    CHECK(mtx_prompts_get(p, "nope", &sys, &user) < 0);
+    mtx_prompts_free(p);
     f = fopen(path, "w");
     fputs("no separator here\n", f);
     fclose(f);
-    CHECK(mt_prompts_load(dir, &p, NULL) == MT_EPARSE);
+    CHECK(mtx_prompts_load(dir, &p, NULL) == MT_EPARSE);
     unlink(path);
     rmdir(dir);
-    CHECK(mt_prompts_load("/nonexistent/dir", &p, NULL) == MT_EIO);
+    CHECK(mtx_prompts_load("/nonexistent/dir", &p, NULL) == MT_EIO);
 }
 
 static void test_submission_lines(void **state)
@@ -224,9 +224,9 @@ static void test_reply_schemas_make_grammars(void **state)
     size_t i;
     size_t with = 0;
     (void)state;
-    for (i = 0; i < mt_prompts_builtin_count(); i++) {
-        const char *name = mt_prompts_builtin_name(i);
-        const char *schema = mt_reply_schema(name);
+    for (i = 0; i < mtx_prompts_builtin_count(); i++) {
+        const char *name = mtx_prompts_builtin_name(i);
+        const char *schema = mtx_reply_schema(name);
         char *g = NULL;
         struct mt_error err = {MT_OK, ""};
         if (!schema)
@@ -256,7 +256,7 @@ static void test_reply_schemas_make_grammars(void **state)
             const char *rs, *ds, *cs;
 
             CHECK_OK(
-                mtx_gbnf_from_schema(mt_reply_schema(g3[k][0]), &gg, NULL));
+                mtx_gbnf_from_schema(mtx_reply_schema(g3[k][0]), &gg, NULL));
             snprintf(rq, sizeof rq, "\"\\\"reasoning\\\"\"");
             snprintf(dq, sizeof dq, "\"\\\"%s\\\"\"", g3[k][1]);
             rs = strstr(gg, rq);
@@ -267,27 +267,27 @@ static void test_reply_schemas_make_grammars(void **state)
             mt_free(gg);
         }
     }
-    CHECK(mt_reply_schema("examples") == NULL);
-    CHECK(mt_reply_schema("qa_answer") == NULL);
+    CHECK(mtx_reply_schema("examples") == NULL);
+    CHECK(mtx_reply_schema("qa_answer") == NULL);
     {
         /* a note's ids bound "sentence_id"; the grammar still converts */
-        char *s3 = mt_reply_schema_for("single", NULL, 3);
-        char *plain = mt_reply_schema_for("eval", NULL, 3);
+        char *s3 = mtx_reply_schema_for("single", NULL, 3);
+        char *plain = mtx_reply_schema_for("eval", NULL, 3);
         char *g = NULL;
         CHECK(s3 && strstr(s3, "\"sentence_id\":{\"enum\":[-1,0,1,2]}"));
-        CHECK(plain && strcmp(plain, mt_reply_schema("eval")) == 0);
+        CHECK(plain && strcmp(plain, mtx_reply_schema("eval")) == 0);
         CHECK_OK(mtx_gbnf_from_schema(s3, &g, NULL));
         mt_free(g);
         mt_free(s3);
         mt_free(plain);
-        CHECK(mt_reply_schema_for("examples", NULL, 3) == NULL);
+        CHECK(mtx_reply_schema_for("examples", NULL, 3) == NULL);
     }
     {
         /* guard_locate quotes one of the note's sentences or NONE */
         const struct mt_str ss[] = {MT_STR_C(" He said \"no\". "),
                                     MT_STR_C("Fi\xc3\xa8vre 39 \xc2\xb0"
                                              "C.")};
-        char *s = mt_reply_schema_for("guard_locate_2", ss, 2);
+        char *s = mtx_reply_schema_for("guard_locate_2", ss, 2);
         char *g = NULL;
 
         CHECK(s && strstr(s, "\"sentence\":{\"enum\":[\"NONE\","
@@ -298,8 +298,8 @@ static void test_reply_schemas_make_grammars(void **state)
         CHECK(g && strstr(g, "Fi\xc3\xa8vre"));
         mt_free(g);
         mt_free(s);
-        s = mt_reply_schema_for("guard_locate_1", NULL, 2);
-        CHECK(s && strcmp(s, mt_reply_schema("guard_locate_1")) == 0);
+        s = mtx_reply_schema_for("guard_locate_1", NULL, 2);
+        CHECK(s && strcmp(s, mtx_reply_schema("guard_locate_1")) == 0);
         mt_free(s);
     }
 }
@@ -506,6 +506,6 @@ int main(void)
         cmocka_unit_test(test_bad_input_is_refused),
     };
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

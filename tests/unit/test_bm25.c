@@ -50,7 +50,7 @@ static void add_text(struct mt_bm25_builder *b, uint32_t doc, uint32_t f,
     struct mt_str t[64];
     size_t n = split(s, t, 64);
 
-    CHECK_OK(mt_bm25_builder_add(b, doc, f, t, n, NULL));
+    CHECK_OK(mtx_bm25_builder_add(b, doc, f, t, n, NULL));
 }
 
 static uint64_t rng_state = 88172645463325252ull;
@@ -95,7 +95,7 @@ static double hand_score(const char *const *q, size_t nq, uint32_t doc)
             for (int fl = 0; fl < 2; fl++) {
                 size_t n = split(hand_docs[d][fl], t, 64);
                 for (size_t j = 0; j < n; j++)
-                    f += mt_str_eq_c(t[j], q[i]) ? (fl ? wx : wt) : 0.0;
+                    f += mtx_str_eq_c(t[j], q[i]) ? (fl ? wx : wt) : 0.0;
             }
             df += f > 0.0;
             if (d == (int)doc)
@@ -114,14 +114,15 @@ static struct mt_bm25 *build_hand(const char *name)
     struct mt_bm25 *idx = NULL;
     char path[256];
 
-    CHECK_OK(mt_bm25_builder_new(NULL, &b, NULL));
+    CHECK_OK(mtx_bm25_builder_new(NULL, &b, NULL));
     for (uint32_t d = 0; d < 3; d++) {
         add_text(b, d, MT_BM25_FIELD_TEXT, hand_docs[d][1]);
         add_text(b, d, MT_BM25_FIELD_TITLE, hand_docs[d][0]);
     }
-    CHECK_OK(mt_bm25_builder_write(b, tmp_path(path, sizeof path, name), NULL));
-    mt_bm25_builder_free(b);
-    CHECK_OK(mt_bm25_open(path, &idx, NULL));
+    CHECK_OK(
+        mtx_bm25_builder_write(b, tmp_path(path, sizeof path, name), NULL));
+    mtx_bm25_builder_free(b);
+    CHECK_OK(mtx_bm25_open(path, &idx, NULL));
     return idx;
 }
 
@@ -134,8 +135,8 @@ static void test_bm25_scores_match_hand_formula(void **state)
     size_t n = 0;
     (void)state;
     for (int i = 0; i < 4; i++)
-        qs[i] = mt_str_from(q[i]);
-    CHECK_OK(mt_bm25_search(idx, qs, 4, NULL, hits, 5, &n, NULL));
+        qs[i] = mtx_str_from(q[i]);
+    CHECK_OK(mtx_bm25_search(idx, qs, 4, NULL, hits, 5, &n, NULL));
     CHECK(n == 2);                               /* doc 2 matches nothing */
     CHECK(hits[0].doc == 0 && hits[1].doc == 1); /* title "heart" wins */
     for (size_t i = 0; i < n; i++)
@@ -143,13 +144,13 @@ static void test_bm25_scores_match_hand_formula(void **state)
               1e-5);
     /* a repeated term counts once per occurrence */
     qs[1] = qs[0];
-    CHECK_OK(mt_bm25_search(idx, qs, 2, NULL, hits, 5, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, qs, 2, NULL, hits, 5, &n, NULL));
     CHECK(n == 2 && hits[0].doc == 1);
     {
         const char *const qq[] = {"chest", "chest"};
         CHECK(fabs((double)hits[0].score - hand_score(qq, 2, 1)) < 1e-5);
     }
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 /* ==== Random corpus: pruned search == exhaustive ==== */
@@ -199,30 +200,31 @@ static void add_random_doc(struct mt_bm25_builder *b, uint32_t d)
     if (rnd() % 50 == 0)
         return; /* an empty document */
     for (uint32_t i = 0; i < len; i++)
-        t[i] = mt_str_from(vocab[zipf()]);
-    CHECK_OK(mt_bm25_builder_add(b, d, MT_BM25_FIELD_TEXT, t, len, NULL));
+        t[i] = mtx_str_from(vocab[zipf()]);
+    CHECK_OK(mtx_bm25_builder_add(b, d, MT_BM25_FIELD_TEXT, t, len, NULL));
     for (uint32_t i = 0; i < tl; i++)
-        t[i] = mt_str_from(vocab[zipf()]);
-    CHECK_OK(mt_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, t, tl, NULL));
+        t[i] = mtx_str_from(vocab[zipf()]);
+    CHECK_OK(mtx_bm25_builder_add(b, d, MT_BM25_FIELD_TITLE, t, tl, NULL));
 }
 
 static struct mt_bm25 *build_random_norms(const char *name, int float_norms)
 {
     struct mt_bm25_builder *b = NULL;
     struct mt_bm25 *idx = NULL;
-    struct mt_bm25_params p = mt_bm25_default_params();
+    struct mt_bm25_params p = mtx_bm25_default_params();
     char path[256];
 
     zipf_init();
     p.field_weight[MT_BM25_FIELD_TITLE] = 2.5f;
     p.float_norms = float_norms;
-    CHECK_OK(mt_bm25_builder_new(&p, &b, NULL));
+    CHECK_OK(mtx_bm25_builder_new(&p, &b, NULL));
     for (uint32_t d = 0; d < R_DOCS; d++)
         add_random_doc(b, d);
-    CHECK_OK(mt_bm25_builder_set_ndocs(b, R_DOCS, NULL));
-    CHECK_OK(mt_bm25_builder_write(b, tmp_path(path, sizeof path, name), NULL));
-    mt_bm25_builder_free(b);
-    CHECK_OK(mt_bm25_open(path, &idx, NULL));
+    CHECK_OK(mtx_bm25_builder_set_ndocs(b, R_DOCS, NULL));
+    CHECK_OK(
+        mtx_bm25_builder_write(b, tmp_path(path, sizeof path, name), NULL));
+    mtx_bm25_builder_free(b);
+    CHECK_OK(mtx_bm25_open(path, &idx, NULL));
     return idx;
 }
 
@@ -238,13 +240,13 @@ static size_t random_query(struct mt_str *q)
     for (size_t i = 0; i < n; i++) {
         uint32_t r = rnd() % 20;
         if (r == 0)
-            q[i] = mt_str_from(vocab[R_VOCAB]);
+            q[i] = mtx_str_from(vocab[R_VOCAB]);
         else if (r == 1 && i > 0)
             q[i] = q[rnd() % i]; /* repeated term */
         else if (r < 6)
-            q[i] = mt_str_from(vocab[rnd() % R_VOCAB]); /* rare too */
+            q[i] = mtx_str_from(vocab[rnd() % R_VOCAB]); /* rare too */
         else
-            q[i] = mt_str_from(vocab[zipf()]);
+            q[i] = mtx_str_from(vocab[zipf()]);
     }
     return n;
 }
@@ -261,8 +263,8 @@ static void compare_one(const struct mt_bm25 *idx, const struct mt_str *q,
     struct mt_bm25_hit a[50], b[50];
     size_t na = 99, nb = 98;
 
-    CHECK_OK(mt_bm25_search(idx, q, nq, sp, a, k, &na, NULL));
-    CHECK_OK(mt_bm25_search_exhaustive(idx, q, nq, sp, b, k, &nb, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, nq, sp, a, k, &na, NULL));
+    CHECK_OK(mtx_bm25_search_exhaustive(idx, q, nq, sp, b, k, &nb, NULL));
     assert_int_equal(na, nb);
     for (size_t i = 0; i < na; i++) {
         assert_int_equal(a[i].doc, b[i].doc);
@@ -278,10 +280,10 @@ static void test_bm25_pruning_equals_exhaustive(void **state)
 {
     static const size_t ks[] = {1, 10, 50};
     struct mt_bm25 *idx = build_random("rand.bm25");
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_str q[8];
     (void)state;
-    CHECK_OK(mt_bm25_ctx_new(&sp.ctx));
+    CHECK_OK(mtx_bm25_ctx_new(&sp.ctx));
     for (int it = 0; it < 3000; it++) {
         size_t nq = random_query(q);
         sp.k1 = MT_BM25_DEFAULT_K1;
@@ -296,8 +298,8 @@ static void test_bm25_pruning_equals_exhaustive(void **state)
         for (int j = 0; j < 3; j++)
             compare_one(idx, q, nq, &sp, ks[j]);
     }
-    mt_bm25_ctx_free(sp.ctx);
-    mt_bm25_close(idx);
+    mtx_bm25_ctx_free(sp.ctx);
+    mtx_bm25_close(idx);
 }
 
 /* ==== One-byte norms (format 2) and float lengths (format 1) ==== */
@@ -340,23 +342,23 @@ static void test_bm25_float_norms_still_read(void **state)
     uint64_t seed = rng_state;
     struct mt_bm25 *v1 = build_random_norms("v1.bm25", 1);
     struct mt_bm25 *v2;
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_bm25_hit a[10], b[10];
-    struct mt_bm25_stats s1, s2;
+    struct mtx_bm25_stats s1, s2;
     struct mt_str q[8];
     size_t na = 0, nb = 0, same = 0, total = 0;
     (void)state;
     rng_state = seed; /* the same corpus again */
     v2 = build_random_norms("v2.bm25", 0);
-    mt_bm25_stats(v1, &s1);
-    mt_bm25_stats(v2, &s2);
+    mtx_bm25_stats(v1, &s1);
+    mtx_bm25_stats(v2, &s2);
     CHECK(s1.avgdl == s2.avgdl);              /* from the exact lengths */
     CHECK(s2.bytes + 2 * s2.docs < s1.bytes); /* 1 byte a doc, not 4 */
     for (int it = 0; it < 500; it++) {
         size_t nq = random_query(q);
         compare_one(v1, q, nq, &sp, 10);
-        CHECK_OK(mt_bm25_search(v1, q, nq, NULL, a, 10, &na, NULL));
-        CHECK_OK(mt_bm25_search(v2, q, nq, NULL, b, 10, &nb, NULL));
+        CHECK_OK(mtx_bm25_search(v1, q, nq, NULL, a, 10, &na, NULL));
+        CHECK_OK(mtx_bm25_search(v2, q, nq, NULL, b, 10, &nb, NULL));
         assert_int_equal(na, nb);
         for (size_t i = 0; i < na; i++) {
             same += a[i].doc == b[i].doc;
@@ -366,8 +368,8 @@ static void test_bm25_float_norms_still_read(void **state)
         total += na;
     }
     CHECK(total > 1000 && same * 10 > total * 7);
-    mt_bm25_close(v1);
-    mt_bm25_close(v2);
+    mtx_bm25_close(v1);
+    mtx_bm25_close(v2);
 }
 
 /* ==== Threads share one index ==== */
@@ -381,21 +383,21 @@ struct thr {
 static void *thr_main(void *arg)
 {
     struct thr *t = arg;
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_bm25_hit a[10], b[10];
     struct mt_str q[2];
     size_t na = 0, nb = 0;
 
-    t->ok = mt_bm25_ctx_new(&sp.ctx) == MT_OK;
+    t->ok = mtx_bm25_ctx_new(&sp.ctx) == MT_OK;
     for (uint32_t i = 0; t->ok && i < 300; i++) {
-        q[0] = mt_str_from(vocab[(t->seed + i * 7) % 200]);
-        q[1] = mt_str_from(vocab[(t->seed * 3 + i) % R_VOCAB]);
-        t->ok = mt_bm25_search(t->idx, q, 2, &sp, a, 10, &na, NULL) == MT_OK &&
-                mt_bm25_search_exhaustive(t->idx, q, 2, NULL, b, 10, &nb,
-                                          NULL) == MT_OK &&
+        q[0] = mtx_str_from(vocab[(t->seed + i * 7) % 200]);
+        q[1] = mtx_str_from(vocab[(t->seed * 3 + i) % R_VOCAB]);
+        t->ok = mtx_bm25_search(t->idx, q, 2, &sp, a, 10, &na, NULL) == MT_OK &&
+                mtx_bm25_search_exhaustive(t->idx, q, 2, NULL, b, 10, &nb,
+                                           NULL) == MT_OK &&
                 na == nb && memcmp(a, b, na * sizeof a[0]) == 0;
     }
-    mt_bm25_ctx_free(sp.ctx);
+    mtx_bm25_ctx_free(sp.ctx);
     return NULL;
 }
 
@@ -413,7 +415,7 @@ static void test_bm25_concurrent_searches_agree(void **state)
         pthread_join(th[i], NULL);
         CHECK(t[i].ok);
     }
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 /* ==== Files: round trip, truncation, damage ==== */
@@ -447,21 +449,21 @@ static void write_all(const char *path, const unsigned char *p, size_t n)
 static void test_bm25_round_trip_keeps_stats(void **state)
 {
     struct mt_bm25 *idx = build_hand("rt.bm25");
-    struct mt_bm25_stats st;
+    struct mtx_bm25_stats st;
     struct mt_str q = MT_STR_C("insulin");
     struct mt_bm25_hit h[3];
     size_t n = 0;
     (void)state;
-    mt_bm25_stats(idx, &st);
+    mtx_bm25_stats(idx, &st);
     CHECK(st.docs == 3);
     CHECK(st.terms == 14);
     CHECK(st.postings == 16);
     CHECK(st.bytes > 64);
     CHECK(fabs(st.avgdl - (10.0 + 6.0 + 6.0) / 3.0) < 1e-6);
     CHECK(st.field_weight[0] == 2.0f && st.field_weight[1] == 1.0f);
-    CHECK_OK(mt_bm25_search(idx, &q, 1, NULL, h, 3, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, &q, 1, NULL, h, 3, &n, NULL));
     CHECK(n == 1 && h[0].doc == 2);
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 static void test_bm25_truncated_file_rejected(void **state)
@@ -473,12 +475,12 @@ static void test_bm25_truncated_file_rejected(void **state)
     unsigned char *p;
     size_t n;
     (void)state;
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
     p = read_all(tmp_path(path, sizeof path, "trunc.bm25"), &n);
     for (size_t cut = 0; cut < n; cut += 1 + cut / 3) {
         write_all(path, p, cut);
         mt_error_clear(&err);
-        assert_int_equal(mt_bm25_open(path, &bad, &err), MT_EPARSE);
+        assert_int_equal(mtx_bm25_open(path, &bad, &err), MT_EPARSE);
         CHECK(bad == NULL);
         CHECK(strstr(err.msg, path) != NULL);
     }
@@ -494,84 +496,84 @@ static void test_bm25_flipped_byte_rejected(void **state)
     unsigned char *p;
     size_t n, named = 0;
     (void)state;
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
     p = read_all(tmp_path(path, sizeof path, "flip.bm25"), &n);
     for (size_t i = 0; i < n; i++) { /* every byte of the file */
         p[i] ^= 0x20;
         write_all(path, p, n);
         p[i] ^= 0x20;
         mt_error_clear(&err);
-        assert_int_equal(mt_bm25_open(path, &bad, &err), MT_EPARSE);
+        assert_int_equal(mtx_bm25_open(path, &bad, &err), MT_EPARSE);
         CHECK(strstr(err.msg, path) != NULL);
         named += strstr(err.msg, "section '") != NULL;
     }
     CHECK(named > n / 2); /* section bytes dominate and are named */
     write_all(path, p, n);
-    CHECK_OK(mt_bm25_open(path, &bad, NULL));
-    mt_bm25_close(bad);
+    CHECK_OK(mtx_bm25_open(path, &bad, NULL));
+    mtx_bm25_close(bad);
     free(p);
 }
 
 static void test_bm25_filter_excludes_docs(void **state)
 {
     struct mt_bm25 *idx = build_hand("filter.bm25");
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_str q[2] = {MT_STR_C("chest"), MT_STR_C("heart")};
     struct mt_bm25_hit h[3];
     size_t n = 0;
     (void)state;
     sp.accept = accept_mod3; /* drops doc 0 */
-    CHECK_OK(mt_bm25_search(idx, q, 2, &sp, h, 3, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, 2, &sp, h, 3, &n, NULL));
     CHECK(n == 1 && h[0].doc == 1);
-    CHECK_OK(mt_bm25_search_exhaustive(idx, q, 2, &sp, h, 3, &n, NULL));
+    CHECK_OK(mtx_bm25_search_exhaustive(idx, q, 2, &sp, h, 3, &n, NULL));
     CHECK(n == 1 && h[0].doc == 1);
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 static void test_bm25_query_edge_cases(void **state)
 {
     struct mt_bm25 *idx = build_hand("edge.bm25");
-    struct mt_bm25_search_params sp = mt_bm25_default_search_params();
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_str q[3] = {MT_STR_C("zzz"), MT_STR_C(""), MT_STR_C("pain")};
     struct mt_bm25_hit h[100];
     size_t n = 7;
     (void)state;
-    CHECK_OK(mt_bm25_search(idx, q, 0, NULL, h, 10, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, 0, NULL, h, 10, &n, NULL));
     CHECK(n == 0);
-    CHECK_OK(mt_bm25_search(idx, q, 2, NULL, h, 10, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, 2, NULL, h, 10, &n, NULL));
     CHECK(n == 0);
-    CHECK_OK(mt_bm25_search(idx, q, 3, NULL, h, 0, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, 3, NULL, h, 0, &n, NULL));
     CHECK(n == 0);
-    CHECK_OK(mt_bm25_search(idx, q, 3, NULL, h, 100, &n, NULL));
+    CHECK_OK(mtx_bm25_search(idx, q, 3, NULL, h, 100, &n, NULL));
     CHECK(n == 2);
     sp.b = 1.5f;
-    CHECK(mt_bm25_search(idx, q, 3, &sp, h, 10, &n, NULL) == MT_EINVAL);
-    mt_bm25_close(idx);
+    CHECK(mtx_bm25_search(idx, q, 3, &sp, h, 10, &n, NULL) == MT_EINVAL);
+    mtx_bm25_close(idx);
 }
 
 static void test_bm25_builder_rejects_bad_input(void **state)
 {
     struct mt_bm25_builder *b = NULL;
-    struct mt_bm25_params p = mt_bm25_default_params();
+    struct mt_bm25_params p = mtx_bm25_default_params();
     struct mt_str t = MT_STR_C("a");
     struct mt_bm25 *idx = NULL;
-    struct mt_bm25_stats st;
+    struct mtx_bm25_stats st;
     char path[256];
     (void)state;
     p.field_weight[0] = 0.0f;
-    CHECK(mt_bm25_builder_new(&p, &b, NULL) == MT_EINVAL);
-    CHECK_OK(mt_bm25_builder_new(NULL, &b, NULL));
-    CHECK(mt_bm25_builder_add(b, 0, 2, &t, 1, NULL) == MT_EINVAL);
-    CHECK_OK(mt_bm25_builder_add(b, 5, 1, &t, 1, NULL));
-    CHECK(mt_bm25_builder_add(b, 4, 1, &t, 1, NULL) == MT_EINVAL);
+    CHECK(mtx_bm25_builder_new(&p, &b, NULL) == MT_EINVAL);
+    CHECK_OK(mtx_bm25_builder_new(NULL, &b, NULL));
+    CHECK(mtx_bm25_builder_add(b, 0, 2, &t, 1, NULL) == MT_EINVAL);
+    CHECK_OK(mtx_bm25_builder_add(b, 5, 1, &t, 1, NULL));
+    CHECK(mtx_bm25_builder_add(b, 4, 1, &t, 1, NULL) == MT_EINVAL);
     CHECK_OK(
-        mt_bm25_builder_write(b, tmp_path(path, sizeof path, "e.bm25"), NULL));
-    CHECK(mt_bm25_builder_add(b, 5, 1, &t, 1, NULL) == MT_EINVAL);
-    mt_bm25_builder_free(b);
-    CHECK_OK(mt_bm25_open(path, &idx, NULL));
-    mt_bm25_stats(idx, &st);
+        mtx_bm25_builder_write(b, tmp_path(path, sizeof path, "e.bm25"), NULL));
+    CHECK(mtx_bm25_builder_add(b, 5, 1, &t, 1, NULL) == MT_EINVAL);
+    mtx_bm25_builder_free(b);
+    CHECK_OK(mtx_bm25_open(path, &idx, NULL));
+    mtx_bm25_stats(idx, &st);
     CHECK(st.docs == 6 && st.terms == 1 && st.postings == 1);
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 static void test_bm25_empty_index_searches(void **state)
@@ -583,16 +585,16 @@ static void test_bm25_empty_index_searches(void **state)
     size_t n = 5;
     char path[256];
     (void)state;
-    CHECK_OK(mt_bm25_builder_new(NULL, &b, NULL));
-    CHECK_OK(mt_bm25_builder_write(b, tmp_path(path, sizeof path, "empty.bm25"),
-                                   NULL));
-    mt_bm25_builder_free(b);
-    CHECK_OK(mt_bm25_open(path, &idx, NULL));
-    CHECK_OK(mt_bm25_search(idx, &q, 1, NULL, h, 2, &n, NULL));
+    CHECK_OK(mtx_bm25_builder_new(NULL, &b, NULL));
+    CHECK_OK(mtx_bm25_builder_write(
+        b, tmp_path(path, sizeof path, "empty.bm25"), NULL));
+    mtx_bm25_builder_free(b);
+    CHECK_OK(mtx_bm25_open(path, &idx, NULL));
+    CHECK_OK(mtx_bm25_search(idx, &q, 1, NULL, h, 2, &n, NULL));
     CHECK(n == 0);
-    CHECK_OK(mt_bm25_search_exhaustive(idx, &q, 1, NULL, h, 2, &n, NULL));
+    CHECK_OK(mtx_bm25_search_exhaustive(idx, &q, 1, NULL, h, 2, &n, NULL));
     CHECK(n == 0);
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
 }
 
 /* ==== Segment container ==== */
@@ -605,28 +607,28 @@ static void test_segment_sections_and_crc(void **state)
     size_t n;
     char path[256];
     (void)state;
-    CHECK(mt_crc32c(0, "123456789", 9) == 0xE3069283u);
-    CHECK(mt_crc32c(mt_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
+    CHECK(mtx_crc32c(0, "123456789", 9) == 0xE3069283u);
+    CHECK(mtx_crc32c(mtx_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
     tmp_path(path, sizeof path, "seg");
-    CHECK_OK(mt_seg_writer_open(path, "TESTSEG\0", 7, &w, NULL));
-    CHECK_OK(mt_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL));
-    CHECK_OK(mt_seg_writer_write(w, "hello", 5, NULL));
-    CHECK_OK(mt_seg_writer_begin(w, MT_SEG_ID('B', 'B', 'B', 'B'), NULL));
-    CHECK(mt_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL) ==
+    CHECK_OK(mtx_seg_writer_open(path, "TESTSEG\0", 7, &w, NULL));
+    CHECK_OK(mtx_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL));
+    CHECK_OK(mtx_seg_writer_write(w, "hello", 5, NULL));
+    CHECK_OK(mtx_seg_writer_begin(w, MT_SEG_ID('B', 'B', 'B', 'B'), NULL));
+    CHECK(mtx_seg_writer_begin(w, MT_SEG_ID('A', 'A', 'A', 'A'), NULL) ==
           MT_EINVAL);
-    CHECK_OK(mt_seg_writer_commit(w, NULL));
+    CHECK_OK(mtx_seg_writer_commit(w, NULL));
     CHECK(access(path, F_OK) == 0);
-    CHECK(mt_seg_open(path, "OTHERSEG", 0, &s, NULL) == MT_EPARSE);
-    CHECK_OK(mt_seg_open(path, "TESTSEG\0", 0, &s, NULL));
-    CHECK(mt_seg_version(s) == 7);
-    CHECK_OK(mt_seg_section(s, MT_SEG_ID('A', 'A', 'A', 'A'), &p, &n, NULL));
+    CHECK(mtx_seg_open(path, "OTHERSEG", 0, &s, NULL) == MT_EPARSE);
+    CHECK_OK(mtx_seg_open(path, "TESTSEG\0", 0, &s, NULL));
+    CHECK(mtx_seg_version(s) == 7);
+    CHECK_OK(mtx_seg_section(s, MT_SEG_ID('A', 'A', 'A', 'A'), &p, &n, NULL));
     CHECK(n == 5 && memcmp(p, "hello", 5) == 0 && (uintptr_t)p % 16 == 0);
-    CHECK_OK(mt_seg_section(s, MT_SEG_ID('B', 'B', 'B', 'B'), &p, &n, NULL));
+    CHECK_OK(mtx_seg_section(s, MT_SEG_ID('B', 'B', 'B', 'B'), &p, &n, NULL));
     CHECK(n == 0);
-    CHECK(mt_seg_section(s, MT_SEG_ID('C', 'C', 'C', 'C'), &p, &n, NULL) ==
+    CHECK(mtx_seg_section(s, MT_SEG_ID('C', 'C', 'C', 'C'), &p, &n, NULL) ==
           MT_ENOTFOUND);
-    CHECK_OK(mt_seg_verify(s, MT_SEG_ID('A', 'A', 'A', 'A'), NULL));
-    mt_seg_close(s);
+    CHECK_OK(mtx_seg_verify(s, MT_SEG_ID('A', 'A', 'A', 'A'), NULL));
+    mtx_seg_close(s);
 }
 
 /* ==== Out of memory ==== */
@@ -638,22 +640,22 @@ static enum mt_status oom_once(const char *path)
     struct mt_bm25_hit h[4];
     struct mt_str q[2] = {MT_STR_C("chest"), MT_STR_C("pain")};
     size_t n = 0;
-    enum mt_status st = mt_bm25_builder_new(NULL, &b, NULL);
+    enum mt_status st = mtx_bm25_builder_new(NULL, &b, NULL);
 
     for (uint32_t d = 0; st == MT_OK && d < 40; d++) {
         struct mt_str t[64];
         size_t nt = split(hand_docs[d % 3][1], t, 64);
-        st = mt_bm25_builder_add(b, d, 1, t, nt, NULL);
+        st = mtx_bm25_builder_add(b, d, 1, t, nt, NULL);
     }
     if (st == MT_OK)
-        st = mt_bm25_builder_write(b, path, NULL);
-    mt_bm25_builder_free(b);
+        st = mtx_bm25_builder_write(b, path, NULL);
+    mtx_bm25_builder_free(b);
     if (st == MT_OK)
-        st = mt_bm25_open(path, &idx, NULL);
+        st = mtx_bm25_open(path, &idx, NULL);
     if (st == MT_OK)
-        st = mt_bm25_search(idx, q, 2, NULL, h, 4, &n, NULL);
+        st = mtx_bm25_search(idx, q, 2, NULL, h, 4, &n, NULL);
     CHECK(st != MT_OK || n == 4);
-    mt_bm25_close(idx);
+    mtx_bm25_close(idx);
     return st;
 }
 

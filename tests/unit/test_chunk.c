@@ -177,14 +177,14 @@ static void load_golden(const char *path, char **raw, struct mt_buf *body,
     if (!*raw)
         fail_msg("cannot read %s (run from the repository root)", path);
     *select = NULL;
-    CHECK_OK(mt_buf_reserve(body, 1));
+    CHECK_OK(mtx_buf_reserve(body, 1));
     for (line = strtok_r(*raw, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
         if (strncmp(line, "#select ", 8) == 0)
             *select = line;
         if (line[0] == '#')
             continue;
-        CHECK_OK(mt_buf_printf(body, "%s\n", line));
+        CHECK_OK(mtx_buf_printf(body, "%s\n", line));
     }
 }
 
@@ -216,11 +216,11 @@ static size_t chunk_lines(const char *id, const char *text, size_t n,
     size_t count = 0;
     size_t k;
 
-    CHECK_OK(mt_chunk_text(text, n, p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text(text, n, p, &c, &count, NULL));
     check_props(text, n, p, c, count);
     for (k = 0; out && k < count; k++)
-        CHECK_OK(mt_buf_printf(out, "%s\t%zu\t%zu\t%zu\n", id, k, c[k].start,
-                               c[k].end));
+        CHECK_OK(mtx_buf_printf(out, "%s\t%zu\t%zu\t%zu\n", id, k, c[k].start,
+                                c[k].end));
     mt_free(c);
     return count;
 }
@@ -294,15 +294,15 @@ static void check_corpus(const char *corpus_rel, const char *golden)
         fail_msg("cannot open %s (set MEDTRUST_DATA)", path);
     load_golden(golden, &raw, &want, &select);
     parse_select(select, &sel);
-    CHECK_OK(mt_buf_reserve(&got, 1));
+    CHECK_OK(mtx_buf_reserve(&got, 1));
     while ((len = getline(&line, &cap, f)) > 0)
         corpus_line(line, (size_t)len, idx++, &sel, &got, &docs, &chunks);
     free(line);
     fclose(f);
     print_message("%s: %zu docs, %zu chunks compared\n", golden, docs, chunks);
     compare_lines(golden, got.data, want.data);
-    mt_buf_free(&want);
-    mt_buf_free(&got);
+    mtx_buf_free(&want);
+    mtx_buf_free(&got);
     free(raw);
 }
 
@@ -413,7 +413,7 @@ static void test_chunk_golden_synthetic(void **state)
     load_golden(GOLDEN_DIR "synthetic.expected", &raw, &want, &select);
     in = read_all(GOLDEN_DIR "synthetic.in", &len);
     CHECK(in != NULL);
-    CHECK_OK(mt_buf_reserve(&got, 1));
+    CHECK_OK(mtx_buf_reserve(&got, 1));
     for (line = strtok_r(in, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save))
         synthetic_line(line, &got, &cases);
@@ -421,8 +421,8 @@ static void test_chunk_golden_synthetic(void **state)
     compare_lines("synthetic.expected", got.data, want.data);
     free(in);
     free(raw);
-    mt_buf_free(&want);
-    mt_buf_free(&got);
+    mtx_buf_free(&want);
+    mtx_buf_free(&got);
 }
 
 /* ==== Properties over whole corpora ==== */
@@ -455,7 +455,7 @@ static void test_chunk_props_all_docs(void **state)
 {
     struct mt_chunk_params p;
     (void)state;
-    mt_chunk_default_params(&p);
+    mtx_chunk_default_params(&p);
     props_corpus("medquad/corpus.jsonl", &p);
     props_corpus("pubmedqa/corpus.jsonl", &p);
     p.chunk_size = 64;
@@ -469,7 +469,7 @@ static void test_chunk_default_params(void **state)
 {
     struct mt_chunk_params p;
     (void)state;
-    mt_chunk_default_params(&p);
+    mtx_chunk_default_params(&p);
     CHECK(p.chunk_size == 1000 && p.chunk_overlap == 200);
 }
 
@@ -481,16 +481,16 @@ static void test_chunk_rejects_bad_params(void **state)
     size_t count = 77;
     struct mt_error err;
     (void)state;
-    CHECK(mt_chunk_text("abc", 3, &p, &c, &count, &err) == MT_EINVAL);
+    CHECK(mtx_chunk_text("abc", 3, &p, &c, &count, &err) == MT_EINVAL);
     CHECK(err.status == MT_EINVAL && err.msg[0] != '\0');
     p.chunk_size = 0;
     p.chunk_overlap = 0;
-    CHECK(mt_chunk_text("abc", 3, &p, &c, &count, NULL) == MT_EINVAL);
-    mt_chunk_default_params(&p);
-    CHECK(mt_chunk_text(NULL, 3, &p, &c, &count, NULL) == MT_EINVAL);
-    CHECK(mt_chunk_text("abc", 3, NULL, &c, &count, NULL) == MT_EINVAL);
-    CHECK(mt_chunk_text("abc", 3, &p, NULL, &count, NULL) == MT_EINVAL);
-    CHECK(mt_chunk_text("abc", 3, &p, &c, NULL, NULL) == MT_EINVAL);
+    CHECK(mtx_chunk_text("abc", 3, &p, &c, &count, NULL) == MT_EINVAL);
+    mtx_chunk_default_params(&p);
+    CHECK(mtx_chunk_text(NULL, 3, &p, &c, &count, NULL) == MT_EINVAL);
+    CHECK(mtx_chunk_text("abc", 3, NULL, &c, &count, NULL) == MT_EINVAL);
+    CHECK(mtx_chunk_text("abc", 3, &p, NULL, &count, NULL) == MT_EINVAL);
+    CHECK(mtx_chunk_text("abc", 3, &p, &c, NULL, NULL) == MT_EINVAL);
     CHECK(c == sentinel && count == 77);
 }
 
@@ -500,12 +500,12 @@ static void test_chunk_empty_and_blank(void **state)
     struct mt_chunk *c = NULL;
     size_t count = 5;
     (void)state;
-    mt_chunk_default_params(&p);
-    CHECK_OK(mt_chunk_text(NULL, 0, &p, &c, &count, NULL));
+    mtx_chunk_default_params(&p);
+    CHECK_OK(mtx_chunk_text(NULL, 0, &p, &c, &count, NULL));
     CHECK(count == 0 && c == NULL);
-    CHECK_OK(mt_chunk_text(" \n\n\t \xe3\x80\x80", 8, &p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text(" \n\n\t \xe3\x80\x80", 8, &p, &c, &count, NULL));
     CHECK(count == 0 && c == NULL);
-    CHECK_OK(mt_chunk_text("  ab  ", 6, &p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text("  ab  ", 6, &p, &c, &count, NULL));
     CHECK(count == 1 && c[0].start == 2 && c[0].end == 4);
     mt_free(c);
 }
@@ -519,11 +519,11 @@ static void test_chunk_counts_code_points(void **state)
     struct mt_chunk *c = NULL;
     size_t count = 0;
     (void)state;
-    CHECK_OK(mt_chunk_text(t, strlen(t), &p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text(t, strlen(t), &p, &c, &count, NULL));
     CHECK(count == 1 && c[0].start == 0 && c[0].end == 36);
     mt_free(c);
     p.chunk_size = 10;
-    CHECK_OK(mt_chunk_text(t, strlen(t), &p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text(t, strlen(t), &p, &c, &count, NULL));
     CHECK(count == 2 && c[0].end == 30 && c[1].start == 21);
     CHECK(c[1].end == 36);
     mt_free(c);
@@ -560,12 +560,12 @@ static void test_chunk_oom_loop(void **state)
     long fail;
     enum mt_status st = MT_ENOMEM;
     (void)state;
-    CHECK_OK(mt_chunk_text(t, n, &p, &ref, &nref, NULL));
+    CHECK_OK(mtx_chunk_text(t, n, &p, &ref, &nref, NULL));
     for (fail = 0; fail < 200 && st != MT_OK; fail++) {
         c = NULL;
         count = 0;
         mt_alloc_fail_after(fail);
-        st = mt_chunk_text(t, n, &p, &c, &count, NULL);
+        st = mtx_chunk_text(t, n, &p, &c, &count, NULL);
         mt_alloc_fail_reset();
         if (st != MT_OK) {
             CHECK(st == MT_ENOMEM && c == NULL && count == 0);
@@ -590,13 +590,13 @@ static void test_chunk_scales_linearly(void **state)
     size_t n;
     char *t = make_text(30000, &n); /* about 4 MB */
     (void)state;
-    mt_chunk_default_params(&p);
-    CHECK_OK(mt_chunk_text(t, n, &p, &c, &count, NULL));
+    mtx_chunk_default_params(&p);
+    CHECK_OK(mtx_chunk_text(t, n, &p, &c, &count, NULL));
     CHECK(count > n / 1000);
     check_props(t, n, &p, c, count);
     mt_free(c);
     memset(t, 'x', n); /* one 4 MB word: split per character */
-    CHECK_OK(mt_chunk_text(t, n, &p, &c, &count, NULL));
+    CHECK_OK(mtx_chunk_text(t, n, &p, &c, &count, NULL));
     CHECK(count == (n - 200 + 799) / 800);
     CHECK(c[1].start == 800 && c[count - 1].end == n);
     mt_free(c);

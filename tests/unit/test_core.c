@@ -48,10 +48,10 @@ static void test_buf_refuses_growth_past_max(void **state)
 {
     struct mt_buf b = MT_BUF_INIT(8);
     (void)state;
-    CHECK(mt_buf_append(&b, "1234567", 7) == MT_OK);
-    CHECK(mt_buf_append(&b, "8", 1) == MT_ELIMIT);
+    CHECK(mtx_buf_append(&b, "1234567", 7) == MT_OK);
+    CHECK(mtx_buf_append(&b, "8", 1) == MT_ELIMIT);
     CHECK(b.len == 7 && strcmp(b.data, "1234567") == 0);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
 }
 
 static void test_buf_unchanged_on_oom(void **state)
@@ -60,22 +60,22 @@ static void test_buf_unchanged_on_oom(void **state)
     char big[200];
     (void)state;
     memset(big, 'x', sizeof big);
-    CHECK_OK(mt_buf_append(&b, "ab", 2));
+    CHECK_OK(mtx_buf_append(&b, "ab", 2));
     mt_alloc_fail_after(0);
-    CHECK(mt_buf_append(&b, big, sizeof big) == MT_ENOMEM);
+    CHECK(mtx_buf_append(&b, big, sizeof big) == MT_ENOMEM);
     mt_alloc_fail_reset();
     CHECK(b.len == 2 && strcmp(b.data, "ab") == 0);
-    CHECK_OK(mt_buf_printf(&b, "%0300d", 5));
+    CHECK_OK(mtx_buf_printf(&b, "%0300d", 5));
     CHECK(b.len == 302);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
 }
 
 static void test_str_trim_and_eq(void **state)
 {
-    struct mt_str s = mt_str_trim(mt_str_from("  hi \n"));
+    struct mt_str s = mtx_str_trim(mtx_str_from("  hi \n"));
     (void)state;
-    CHECK(mt_str_eq_c(s, "hi"));
-    CHECK(!mt_str_eq_c(s, "hip"));
+    CHECK(mtx_str_eq_c(s, "hi"));
+    CHECK(!mtx_str_eq_c(s, "hip"));
 }
 
 static void test_arena_aligns_and_resets(void **state)
@@ -85,16 +85,16 @@ static void test_arena_aligns_and_resets(void **state)
     int i;
     (void)state;
     for (i = 0; i < 100; i++) {
-        void *p = mt_arena_alloc(&a, (size_t)i + 1);
+        void *p = mtx_arena_alloc(&a, (size_t)i + 1);
         CHECK(p != NULL);
         CHECK(((uintptr_t)p % _Alignof(max_align_t)) == 0);
     }
-    s = mt_arena_strndup(&a, "hello world", 5);
+    s = mtx_arena_strndup(&a, "hello world", 5);
     CHECK(strcmp(s, "hello") == 0);
-    mt_arena_reset(&a);
+    mtx_arena_reset(&a);
     CHECK(a.used == 0);
-    CHECK(mt_arena_alloc(&a, 4096) != NULL);
-    mt_arena_free(&a);
+    CHECK(mtx_arena_alloc(&a, 4096) != NULL);
+    mtx_arena_free(&a);
 }
 
 static void slurp(const char *path, char *buf, size_t n)

@@ -32,15 +32,15 @@ static void test_sha1_matches_fips_vectors(void **state)
     char hex[41];
     char *million = malloc(1000000);
     (void)state;
-    mt_sha1_hex("abc", 3, hex);
+    mtx_sha1_hex("abc", 3, hex);
     CHECK(strcmp(hex, "a9993e364706816aba3e25717850c26c9cd0d89d") == 0);
-    mt_sha1_hex("", 0, hex);
+    mtx_sha1_hex("", 0, hex);
     CHECK(strcmp(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709") == 0);
-    mt_sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
-                hex);
+    mtx_sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
+                 hex);
     CHECK(strcmp(hex, "84983e441c3bd26ebaae4aa1f95129e5e54670f1") == 0);
     memset(million, 'a', 1000000);
-    mt_sha1_hex(million, 1000000, hex);
+    mtx_sha1_hex(million, 1000000, hex);
     CHECK(strcmp(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f") == 0);
     free(million);
 }
@@ -49,10 +49,10 @@ static void test_squash_folds_runs_and_trims(void **state)
 {
     struct mt_buf b = MT_BUF_INIT(64);
     (void)state;
-    CHECK_OK(mt_buf_append_str(&b, "\n\t  a  b\r\n\tc  "));
-    mt_squash_space(&b);
+    CHECK_OK(mtx_buf_append_str(&b, "\n\t  a  b\r\n\tc  "));
+    mtx_squash_space(&b);
     CHECK(strcmp(b.data, "a b c") == 0 && b.len == 5);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
 }
 
 static enum mt_status total_fn(const struct mt_store_counts *c, void *user)

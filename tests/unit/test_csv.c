@@ -30,7 +30,7 @@ static struct mt_csv *open_mem(const char *s)
 {
     struct mt_csv *c = NULL;
 
-    CHECK_OK(mt_csv_open_mem("t.csv", s, strlen(s), NULL, &c, NULL));
+    CHECK_OK(mtx_csv_open_mem("t.csv", s, strlen(s), NULL, &c, NULL));
     return c;
 }
 
@@ -41,11 +41,11 @@ static void expect_record(struct mt_csv *c, const char *const *want, size_t n)
     int got = 0;
     size_t i;
 
-    CHECK_OK(mt_csv_next(c, &got, &err));
+    CHECK_OK(mtx_csv_next(c, &got, &err));
     CHECK(got == 1);
-    assert_int_equal(mt_csv_nfields(c), n);
+    assert_int_equal(mtx_csv_nfields(c), n);
     for (i = 0; i < n; i++) {
-        struct mt_str f = mt_csv_field(c, i);
+        struct mt_str f = mtx_csv_field(c, i);
         assert_int_equal(f.n, strlen(want[i]));
         assert_memory_equal(f.p, want[i], f.n);
         CHECK(f.p[f.n] == '\0'); /* fields are NUL-terminated */
@@ -56,7 +56,7 @@ static void expect_end(struct mt_csv *c)
 {
     int got = 1;
 
-    CHECK_OK(mt_csv_next(c, &got, NULL));
+    CHECK_OK(mtx_csv_next(c, &got, NULL));
     CHECK(got == 0);
 }
 
@@ -69,15 +69,15 @@ static void expect_error(const char *s, const struct mt_csv_params *params,
     enum mt_status st;
     int got = 1;
 
-    CHECK_OK(mt_csv_open_mem("t.csv", s, strlen(s), params, &c, NULL));
+    CHECK_OK(mtx_csv_open_mem("t.csv", s, strlen(s), params, &c, NULL));
     do
-        st = mt_csv_next(c, &got, &err);
+        st = mtx_csv_next(c, &got, &err);
     while (st == MT_OK && got);
     assert_int_equal(st, want);
     assert_string_equal(err.msg, msg);
     /* Errors are sticky. */
-    CHECK(mt_csv_next(c, &got, NULL) == want && got == 0);
-    mt_csv_close(c);
+    CHECK(mtx_csv_next(c, &got, NULL) == want && got == 0);
+    mtx_csv_close(c);
 }
 
 /* ==== RFC 4180 details ==== */
@@ -94,15 +94,15 @@ static void test_csv_quotes_newlines_and_empty_fields_parse(void **state)
                                 "2,\"\",x");
     (void)state;
     expect_record(c, r1, 3);
-    CHECK(mt_csv_line(c) == 1);
+    CHECK(mtx_csv_line(c) == 1);
     expect_record(c, r2, 3);
-    CHECK(mt_csv_line(c) == 2);
+    CHECK(mtx_csv_line(c) == 2);
     expect_record(c, r3, 3);
-    CHECK(mt_csv_line(c) == 4);
+    CHECK(mtx_csv_line(c) == 4);
     expect_record(c, r4, 3); /* last line without a newline */
     expect_end(c);
     expect_end(c);
-    mt_csv_close(c);
+    mtx_csv_close(c);
 }
 
 static void test_csv_crlf_and_bom_are_stripped(void **state)
@@ -116,15 +116,15 @@ static void test_csv_crlf_and_bom_are_stripped(void **state)
                                 "lone\rcr,w\r\n");
     (void)state;
     expect_record(c, r1, 2);
-    assert_int_equal(mt_csv_find(c, "Text ID"), 0);
-    assert_int_equal(mt_csv_find(c, "b"), 1);
-    assert_int_equal(mt_csv_find(c, "c"), -1);
+    assert_int_equal(mtx_csv_find(c, "Text ID"), 0);
+    assert_int_equal(mtx_csv_find(c, "b"), 1);
+    assert_int_equal(mtx_csv_find(c, "c"), -1);
     expect_record(c, r2, 2);
     expect_record(c, r3, 2); /* the blank CRLF line is skipped */
-    assert_int_equal(mt_csv_line(c), 5);
+    assert_int_equal(mtx_csv_line(c), 5);
     expect_end(c);
-    CHECK(mt_csv_field(c, 7).n == 0);
-    mt_csv_close(c);
+    CHECK(mtx_csv_field(c, 7).n == 0);
+    mtx_csv_close(c);
 }
 
 static void test_csv_custom_delimiter_splits(void **state)
@@ -134,24 +134,24 @@ static void test_csv_custom_delimiter_splits(void **state)
     struct mt_csv *c = NULL;
     const char *s = "a,b;c\n";
     (void)state;
-    mt_csv_default_params(&p);
+    mtx_csv_default_params(&p);
     p.delim = ';';
-    CHECK_OK(mt_csv_open_mem("t.csv", s, strlen(s), &p, &c, NULL));
+    CHECK_OK(mtx_csv_open_mem("t.csv", s, strlen(s), &p, &c, NULL));
     expect_record(c, r1, 2);
     expect_end(c);
-    mt_csv_close(c);
+    mtx_csv_close(c);
 }
 
 static void test_csv_empty_input_has_no_records(void **state)
 {
     struct mt_csv *c = NULL;
     (void)state;
-    CHECK_OK(mt_csv_open_mem("e.csv", NULL, 0, NULL, &c, NULL));
+    CHECK_OK(mtx_csv_open_mem("e.csv", NULL, 0, NULL, &c, NULL));
     expect_end(c);
-    mt_csv_close(c);
+    mtx_csv_close(c);
     c = open_mem("\xEF\xBB\xBF\n\n");
     expect_end(c);
-    mt_csv_close(c);
+    mtx_csv_close(c);
 }
 
 /* ==== Malformed input ==== */
@@ -181,11 +181,11 @@ static void test_csv_over_limits_is_limit_error(void **state)
 {
     struct mt_csv_params p;
     (void)state;
-    mt_csv_default_params(&p);
+    mtx_csv_default_params(&p);
     p.max_record = 10;
     expect_error("0123456789\n01234,678901\n", &p, MT_ELIMIT,
                  "t.csv:2:12: record exceeds max_record");
-    mt_csv_default_params(&p);
+    mtx_csv_default_params(&p);
     p.max_fields = 3;
     expect_error("a,b,c\na,b,c,d\n", &p, MT_ELIMIT,
                  "t.csv:2:7: record exceeds max_fields");
@@ -197,11 +197,11 @@ static void test_csv_bad_params_are_rejected(void **state)
     struct mt_csv *c = NULL;
     struct mt_error err;
     (void)state;
-    mt_csv_default_params(&p);
+    mtx_csv_default_params(&p);
     p.delim = '"';
-    CHECK(mt_csv_open_mem("t", "", 0, &p, &c, &err) == MT_EINVAL);
+    CHECK(mtx_csv_open_mem("t", "", 0, &p, &c, &err) == MT_EINVAL);
     CHECK(c == NULL);
-    CHECK(mt_csv_open("/nonexistent/x.csv", NULL, &c, &err) == MT_EIO);
+    CHECK(mtx_csv_open("/nonexistent/x.csv", NULL, &c, &err) == MT_EIO);
     CHECK(strstr(err.msg, "/nonexistent/x.csv") != NULL);
     CHECK(c == NULL);
 }
@@ -218,13 +218,13 @@ static void test_csv_file_errors_name_the_file(void **state)
     int got = 0;
     (void)state;
     write_temp(path, sizeof path, s, strlen(s));
-    CHECK_OK(mt_csv_open(path, NULL, &c, &err));
-    CHECK_OK(mt_csv_next(c, &got, &err));
-    CHECK_OK(mt_csv_next(c, &got, &err));
-    CHECK(mt_csv_next(c, &got, &err) == MT_EPARSE);
+    CHECK_OK(mtx_csv_open(path, NULL, &c, &err));
+    CHECK_OK(mtx_csv_next(c, &got, &err));
+    CHECK_OK(mtx_csv_next(c, &got, &err));
+    CHECK(mtx_csv_next(c, &got, &err) == MT_EPARSE);
     snprintf(want, sizeof want, "%s:3:4: quote in unquoted field", path);
     assert_string_equal(err.msg, want);
-    mt_csv_close(c);
+    mtx_csv_close(c);
     unlink(path);
 }
 
@@ -254,18 +254,18 @@ static void test_csv_records_span_read_blocks(void **state)
     memcpy(s + len, "\"\r\nz,y", 6);
     len += 6;
     write_temp(path, sizeof path, s, len);
-    CHECK_OK(mt_csv_open(path, NULL, &c, NULL));
-    CHECK_OK(mt_csv_next(c, &got, NULL));
-    CHECK(got && mt_csv_nfields(c) == 2);
-    f = mt_csv_field(c, 1);
+    CHECK_OK(mtx_csv_open(path, NULL, &c, NULL));
+    CHECK_OK(mtx_csv_next(c, &got, NULL));
+    CHECK(got && mtx_csv_nfields(c) == 2);
+    f = mtx_csv_field(c, 1);
     assert_int_equal(f.n, big - 1);
     CHECK(f.p[65536 - 4] == '\r' && f.p[65536 - 3] == '\n');
     CHECK(f.p[131072 - 4] == '"' && f.p[131072 - 3] != '"');
-    CHECK_OK(mt_csv_next(c, &got, NULL));
-    CHECK(got && mt_csv_line(c) == 3);
-    CHECK(mt_str_eq_c(mt_csv_field(c, 1), "y"));
+    CHECK_OK(mtx_csv_next(c, &got, NULL));
+    CHECK(got && mtx_csv_line(c) == 3);
+    CHECK(mtx_str_eq_c(mtx_csv_field(c, 1), "y"));
     expect_end(c);
-    mt_csv_close(c);
+    mtx_csv_close(c);
     unlink(path);
     free(s);
 }
@@ -282,14 +282,14 @@ static enum mt_status read_all(const char *path, const char *mem,
 
     *records = 0;
     if (path)
-        st = mt_csv_open(path, NULL, &c, NULL);
+        st = mtx_csv_open(path, NULL, &c, NULL);
     else
-        st = mt_csv_open_mem("m.csv", mem, strlen(mem), NULL, &c, NULL);
+        st = mtx_csv_open_mem("m.csv", mem, strlen(mem), NULL, &c, NULL);
     while (st == MT_OK && got) {
-        st = mt_csv_next(c, &got, NULL);
+        st = mtx_csv_next(c, &got, NULL);
         *records += (size_t)(st == MT_OK && got);
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
     return st;
 }
 
@@ -366,8 +366,8 @@ static size_t check_header(struct mt_csv *c)
     size_t i;
 
     for (i = 0; i < sizeof need / sizeof need[0]; i++)
-        CHECK(mt_csv_find(c, need[i]) >= 0);
-    return (size_t)mt_csv_find(c, "Error Flag");
+        CHECK(mtx_csv_find(c, need[i]) >= 0);
+    return (size_t)mtx_csv_find(c, "Error Flag");
 }
 
 static void check_data_file(const struct data_file *d)
@@ -382,30 +382,30 @@ static void check_data_file(const struct data_file *d)
     int got = 0;
 
     test_data_path(path, sizeof path, d->rel);
-    CHECK_OK(mt_csv_open(path, NULL, &c, &err));
-    CHECK_OK(mt_csv_next(c, &got, &err));
+    CHECK_OK(mtx_csv_open(path, NULL, &c, &err));
+    CHECK_OK(mtx_csv_next(c, &got, &err));
     CHECK(got);
-    nf = mt_csv_nfields(c);
+    nf = mtx_csv_nfields(c);
     flag = check_header(c);
     for (;;) {
-        enum mt_status st = mt_csv_next(c, &got, &err);
+        enum mt_status st = mtx_csv_next(c, &got, &err);
         if (st != MT_OK)
             fail_msg("%s", err.msg);
         if (!got)
             break;
         rows++;
-        assert_int_equal(mt_csv_nfields(c), nf);
-        CHECK(mt_csv_field(c, 0).n > 0); /* Text ID */
-        CHECK(mt_str_eq_c(mt_csv_field(c, flag), "0") ||
-              mt_str_eq_c(mt_csv_field(c, flag), "1"));
-        flagged += (size_t)mt_str_eq_c(mt_csv_field(c, flag), "1");
+        assert_int_equal(mtx_csv_nfields(c), nf);
+        CHECK(mtx_csv_field(c, 0).n > 0); /* Text ID */
+        CHECK(mtx_str_eq_c(mtx_csv_field(c, flag), "0") ||
+              mtx_str_eq_c(mtx_csv_field(c, flag), "1"));
+        flagged += (size_t)mtx_str_eq_c(mtx_csv_field(c, flag), "1");
     }
     assert_int_equal(rows, d->rows);
     if (d->with_error != SIZE_MAX) {
         assert_int_equal(flagged, d->with_error);
         assert_int_equal(rows - flagged, d->rows - d->with_error);
     }
-    mt_csv_close(c);
+    mtx_csv_close(c);
 }
 
 static int known_file(const char *rel)

@@ -44,7 +44,7 @@ static float rng_gauss(void)
 
 static void normalize(float *v, uint32_t d)
 {
-    CHECK_OK(mt_vec_normalize(v, d));
+    CHECK_OK(mtx_vec_normalize(v, d));
 }
 
 /* Shared fixture: clustered unit vectors (50 Gaussian clusters, noise of
@@ -79,9 +79,9 @@ static void exact_top(const float *q, uint32_t *out)
         double s = 0.0;
         for (j = 0; j < DIMS; j++)
             s += (double)q[j] * (double)data[i * DIMS + j];
-        mt_vec_topk_push(&t, i, (float)s);
+        mtx_vec_topk_push(&t, i, (float)s);
     }
-    mt_vec_topk_sort(&t);
+    mtx_vec_topk_sort(&t);
     for (i = 0; i < K; i++)
         out[i] = h[i].id;
 }
@@ -89,7 +89,7 @@ static void exact_top(const float *q, uint32_t *out)
 static int setup(void **state)
 {
     static float centres[N_CLUSTERS * DIMS];
-    struct mt_hnsw_params hp = mt_hnsw_default_params();
+    struct mt_hnsw_params hp = mtx_hnsw_default_params();
     uint32_t i;
     (void)state;
     rng_state = 12345;
@@ -105,10 +105,10 @@ static int setup(void **state)
     clustered(queries, N_QUERIES, centres);
     for (i = 0; i < N_QUERIES; i++)
         exact_top(queries + i * DIMS, truth[i]);
-    if (mt_vecset_new(DIMS, NULL, &vs) != MT_OK)
+    if (mtx_vecset_new(DIMS, NULL, &vs) != MT_OK)
         return -1;
     for (i = 0; i < N_VEC; i++)
-        if (mt_vecset_add(vs, data + i * DIMS, NULL) != MT_OK)
+        if (mtx_vecset_add(vs, data + i * DIMS, NULL) != MT_OK)
             return -1;
     strcpy(tmpdir, "/tmp/mt_test_hnsw_XXXXXX");
     if (!mkdtemp(tmpdir))
@@ -117,15 +117,15 @@ static int setup(void **state)
      * core; test_hnsw_parallel_build_keeps_recall compares it with the
      * serial build */
     hp.threads = 4;
-    return mt_hnsw_build(vs, &hp, &idx) == MT_OK ? 0 : -1;
+    return mtx_hnsw_build(vs, &hp, &idx) == MT_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     char cmd[128];
     (void)state;
-    mt_hnsw_free(idx);
-    mt_vecset_free(vs);
+    mtx_hnsw_free(idx);
+    mtx_vecset_free(vs);
     free(data);
     free(queries);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
@@ -138,7 +138,7 @@ static double recall_of(const struct mt_hnsw *h, uint32_t ef)
     uint32_t found = 0;
     uint32_t q, a, b, n;
     for (q = 0; q < N_QUERIES; q++) {
-        CHECK_OK(mt_hnsw_search(h, queries + q * DIMS, K, ef, NULL, hits, &n));
+        CHECK_OK(mtx_hnsw_search(h, queries + q * DIMS, K, ef, NULL, hits, &n));
         CHECK(n == K);
         for (a = 0; a < K; a++)
             for (b = 0; b < K; b++)
@@ -149,11 +149,11 @@ static double recall_of(const struct mt_hnsw *h, uint32_t ef)
 
 static void test_hnsw_default_recall_at_least_095(void **state)
 {
-    struct mt_hnsw_params p = mt_hnsw_params_of(idx);
+    struct mt_hnsw_params p = mtx_hnsw_params_of(idx);
     double r = recall_of(idx, 0);
     (void)state;
     CHECK(p.M == 16 && p.ef_construction == 200 && p.ef_search == 128);
-    CHECK(mt_hnsw_default_ef(idx) == 128); /* small sets: ef_search */
+    CHECK(mtx_hnsw_default_ef(idx) == 128); /* small sets: ef_search */
     print_message("recall@10 default (ef %u): %.4f; ef 16: %.4f; "
                   "ef 64: %.4f\n",
                   p.ef_search, r, recall_of(idx, 16), recall_of(idx, 64));
@@ -168,12 +168,12 @@ static void test_hnsw_default_recall_at_least_095(void **state)
 static void test_hnsw_parallel_build_keeps_recall(void **state)
 {
     static const uint32_t efs[] = {16, 32, 64, 128};
-    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_hnsw *serial;
     uint32_t i;
     (void)state;
     p.threads = 1;
-    CHECK_OK(mt_hnsw_build(vs, &p, &serial));
+    CHECK_OK(mtx_hnsw_build(vs, &p, &serial));
     for (i = 0; i < sizeof efs / sizeof efs[0]; i++) {
         double rs = recall_of(serial, efs[i]);
         double rp = recall_of(idx, efs[i]);
@@ -181,7 +181,7 @@ static void test_hnsw_parallel_build_keeps_recall(void **state)
                       rs, rp);
         CHECK(rp >= rs - 0.01);
     }
-    mt_hnsw_free(serial);
+    mtx_hnsw_free(serial);
 }
 
 static void test_hnsw_hits_sorted_and_distinct(void **state)
@@ -189,9 +189,9 @@ static void test_hnsw_hits_sorted_and_distinct(void **state)
     struct mt_vec_hit h[K];
     uint32_t n, i, j;
     (void)state;
-    CHECK_OK(mt_hnsw_search(idx, queries, K, 0, NULL, h, &n));
+    CHECK_OK(mtx_hnsw_search(idx, queries, K, 0, NULL, h, &n));
     for (i = 0; i < n; i++) {
-        CHECK(i == 0 || mt_vec_hit_better(h[i - 1], h[i]));
+        CHECK(i == 0 || mtx_vec_hit_better(h[i - 1], h[i]));
         for (j = 0; j < i; j++)
             CHECK(h[i].id != h[j].id);
     }
@@ -201,8 +201,8 @@ static void search_all(const struct mt_hnsw *h, struct mt_vec_hit *out)
 {
     uint32_t q, n;
     for (q = 0; q < N_QUERIES; q++) {
-        CHECK_OK(
-            mt_hnsw_search(h, queries + q * DIMS, K, 0, NULL, out + q * K, &n));
+        CHECK_OK(mtx_hnsw_search(h, queries + q * DIMS, K, 0, NULL, out + q * K,
+                                 &n));
         CHECK(n == K);
     }
 }
@@ -234,19 +234,19 @@ static void test_hnsw_round_trip_identical(void **state)
     struct mt_hnsw *o;
     (void)state;
     snprintf(path, sizeof path, "%s/idx.hnsw", tmpdir);
-    CHECK_OK(mt_hnsw_write(idx, path, &err));
-    CHECK_OK(mt_hnsw_open(path, &o, &err));
-    CHECK(mt_hnsw_count(o) == N_VEC);
+    CHECK_OK(mtx_hnsw_write(idx, path, &err));
+    CHECK_OK(mtx_hnsw_open(path, &o, &err));
+    CHECK(mtx_hnsw_count(o) == N_VEC);
     search_all(idx, a);
     search_all(o, b);
     CHECK(memcmp(a, b, sizeof a) == 0);
-    mt_hnsw_free(o);
+    mtx_hnsw_free(o);
 }
 
 /* Same seed and vectors: byte-identical files; another seed differs. */
 static void test_hnsw_build_is_deterministic(void **state)
 {
-    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_vecset *small;
     struct mt_hnsw *h1, *h2, *h3;
     unsigned char *b1, *b2, *b3;
@@ -255,19 +255,19 @@ static void test_hnsw_build_is_deterministic(void **state)
     uint32_t i;
     (void)state;
     p.threads = 1; /* the serial build is the deterministic one */
-    CHECK_OK(mt_vecset_new(DIMS, NULL, &small));
+    CHECK_OK(mtx_vecset_new(DIMS, NULL, &small));
     for (i = 0; i < 2000; i++)
-        CHECK_OK(mt_vecset_add(small, data + i * DIMS, NULL));
+        CHECK_OK(mtx_vecset_add(small, data + i * DIMS, NULL));
     snprintf(f1, sizeof f1, "%s/d1", tmpdir);
     snprintf(f2, sizeof f2, "%s/d2", tmpdir);
     snprintf(f3, sizeof f3, "%s/d3", tmpdir);
-    CHECK_OK(mt_hnsw_build(small, &p, &h1));
-    CHECK_OK(mt_hnsw_build(small, &p, &h2));
+    CHECK_OK(mtx_hnsw_build(small, &p, &h1));
+    CHECK_OK(mtx_hnsw_build(small, &p, &h2));
     p.seed = 7;
-    CHECK_OK(mt_hnsw_build(small, &p, &h3));
-    CHECK_OK(mt_hnsw_write(h1, f1, NULL));
-    CHECK_OK(mt_hnsw_write(h2, f2, NULL));
-    CHECK_OK(mt_hnsw_write(h3, f3, NULL));
+    CHECK_OK(mtx_hnsw_build(small, &p, &h3));
+    CHECK_OK(mtx_hnsw_write(h1, f1, NULL));
+    CHECK_OK(mtx_hnsw_write(h2, f2, NULL));
+    CHECK_OK(mtx_hnsw_write(h3, f3, NULL));
     file_bytes(f1, &b1, &n1);
     file_bytes(f2, &b2, &n2);
     file_bytes(f3, &b3, &n3);
@@ -276,17 +276,17 @@ static void test_hnsw_build_is_deterministic(void **state)
     free(b1);
     free(b2);
     free(b3);
-    mt_hnsw_free(h1);
-    mt_hnsw_free(h2);
-    mt_hnsw_free(h3);
-    mt_vecset_free(small);
+    mtx_hnsw_free(h1);
+    mtx_hnsw_free(h2);
+    mtx_hnsw_free(h3);
+    mtx_vecset_free(small);
 }
 
 static void expect_rejected(const char *path, const char *name)
 {
     struct mt_error err;
     struct mt_hnsw *o = (struct mt_hnsw *)1;
-    CHECK(mt_hnsw_open(path, &o, &err) == MT_EPARSE);
+    CHECK(mtx_hnsw_open(path, &o, &err) == MT_EPARSE);
     CHECK(o == NULL);
     CHECK(strstr(err.msg, name) != NULL);
 }
@@ -300,7 +300,7 @@ static void test_hnsw_rejects_truncated_and_flipped(void **state)
     (void)state;
     snprintf(good, sizeof good, "%s/idx.hnsw", tmpdir);
     snprintf(bad, sizeof bad, "%s/bad.hnsw", tmpdir);
-    CHECK_OK(mt_hnsw_write(idx, good, NULL));
+    CHECK_OK(mtx_hnsw_write(idx, good, NULL));
     file_bytes(good, &b, &n);
     for (i = 0; i < (long)(sizeof cuts / sizeof cuts[0]); i++) {
         put_bytes(bad, b, cuts[i] < 0 ? n + cuts[i] : cuts[i]);
@@ -316,8 +316,8 @@ static void test_hnsw_rejects_truncated_and_flipped(void **state)
     put_bytes(bad, b, n); /* unchanged copy still opens */
     {
         struct mt_hnsw *o;
-        CHECK_OK(mt_hnsw_open(bad, &o, NULL));
-        mt_hnsw_free(o);
+        CHECK_OK(mtx_hnsw_open(bad, &o, NULL));
+        mtx_hnsw_free(o);
     }
     free(b);
 }
@@ -336,12 +336,12 @@ static void reseal(unsigned char *b, long n)
         unsigned char *e = b + toff + (size_t)i * MT_SEG_ENTRY_SIZE;
         memcpy(&off, e + 8, 8);
         memcpy(&size, e + 16, 8);
-        v = mt_crc32c(0, b + off, (size_t)size);
+        v = mtx_crc32c(0, b + off, (size_t)size);
         memcpy(e + 24, &v, 8);
     }
-    v = mt_crc32c(0, b + toff, (size_t)ns * MT_SEG_ENTRY_SIZE);
+    v = mtx_crc32c(0, b + toff, (size_t)ns * MT_SEG_ENTRY_SIZE);
     memcpy(b + 40, &v, 8);
-    v = mt_crc32c(0, b, 56);
+    v = mtx_crc32c(0, b, 56);
     memcpy(b + 56, &v, 8);
 }
 
@@ -352,10 +352,10 @@ static long section_at(const unsigned char *b, long n, uint32_t id)
     const void *p;
     size_t size;
     long off;
-    CHECK_OK(mt_seg_open_mem(b, (size_t)n, "graph", "MTHNSW02", 0, &sg, NULL));
-    CHECK_OK(mt_seg_section(sg, id, &p, &size, NULL));
+    CHECK_OK(mtx_seg_open_mem(b, (size_t)n, "graph", "MTHNSW02", 0, &sg, NULL));
+    CHECK_OK(mtx_seg_section(sg, id, &p, &size, NULL));
     off = (long)((const unsigned char *)p - b);
-    mt_seg_close(sg);
+    mtx_seg_close(sg);
     return off;
 }
 
@@ -370,32 +370,32 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     uint32_t i;
     (void)state;
     snprintf(path, sizeof path, "%s/graph.hnsw", tmpdir);
-    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
     for (i = 0; i < 300; i++)
-        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
-    CHECK_OK(mt_hnsw_build(s, NULL, &h));
-    CHECK_OK(mt_hnsw_write(h, path, NULL));
-    mt_hnsw_free(h);
-    mt_vecset_free(s);
+        CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
+    CHECK_OK(mtx_hnsw_build(s, NULL, &h));
+    CHECK_OK(mtx_hnsw_write(h, path, NULL));
+    mtx_hnsw_free(h);
+    mtx_vecset_free(s);
     file_bytes(path, &b, &n);
     links0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
     memcpy(w, b + links0, sizeof w);
     CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < 300); /* offsets are right */
     reseal(b, n);
     put_bytes(path, b, n);
-    CHECK_OK(mt_hnsw_open(path, &h, NULL)); /* reseal alone is harmless */
-    mt_hnsw_free(h);
+    CHECK_OK(mtx_hnsw_open(path, &h, NULL)); /* reseal alone is harmless */
+    mtx_hnsw_free(h);
     w[1] = 300; /* a link past the last node */
     memcpy(b + links0, w, sizeof w);
     reseal(b, n);
     put_bytes(path, b, n);
     h = (struct mt_hnsw *)1;
-    CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
+    CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
     expect_rejected(path, "graph.hnsw");
     memset(b + section_at(b, n, MT_VEC_SEC_META), 0, 8); /* dims 0 */
     reseal(b, n);
     put_bytes(path, b, n);
-    CHECK(mt_hnsw_open(path, &h, NULL) == MT_EPARSE);
+    CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE);
     free(b);
 }
 
@@ -407,8 +407,8 @@ static void same_graph_hits(const struct mt_hnsw *a, const struct mt_hnsw *b)
     float v[16];
     for (i = 0; i < 48; i++) {
         legacy_vec(i, v);
-        CHECK_OK(mt_hnsw_search(a, v, 5, 0, NULL, h1, &n1));
-        CHECK_OK(mt_hnsw_search(b, v, 5, 0, NULL, h2, &n2));
+        CHECK_OK(mtx_hnsw_search(a, v, 5, 0, NULL, h1, &n1));
+        CHECK_OK(mtx_hnsw_search(b, v, 5, 0, NULL, h2, &n2));
         CHECK(n1 == 5 && n2 == 5 && memcmp(h1, h2, sizeof h1) == 0);
         CHECK(h1[0].id == i);
     }
@@ -423,70 +423,70 @@ static void test_hnsw_opens_file_written_before_segments(void **state)
     unsigned char *b;
     long n;
     (void)state;
-    if (mt_hnsw_open(old_path, &old, &err) != MT_OK)
+    if (mtx_hnsw_open(old_path, &old, &err) != MT_OK)
         fail_msg("%s", err.msg);
-    CHECK(mt_hnsw_count(old) == 48 && mt_hnsw_params_of(old).M == 4);
-    CHECK(mt_vecset_dims(mt_hnsw_vecset(old)) == 16);
+    CHECK(mtx_hnsw_count(old) == 48 && mtx_hnsw_params_of(old).M == 4);
+    CHECK(mtx_vecset_dims(mtx_hnsw_vecset(old)) == 16);
     snprintf(path, sizeof path, "%s/conv.hnsw", tmpdir);
-    CHECK_OK(mt_hnsw_write(old, path, &err)); /* rewriting converts */
-    CHECK_OK(mt_hnsw_open(path, &conv, &err));
+    CHECK_OK(mtx_hnsw_write(old, path, &err)); /* rewriting converts */
+    CHECK_OK(mtx_hnsw_open(path, &conv, &err));
     same_graph_hits(old, conv);
-    mt_hnsw_free(conv);
+    mtx_hnsw_free(conv);
     file_bytes(path, &b, &n);
     CHECK(memcmp(b, "MTHNSW02", 8) == 0);
     free(b);
     file_bytes(old_path, &b, &n);
     b[n / 2] ^= 1;
     put_bytes(path, b, n);
-    CHECK(mt_hnsw_open(path, &conv, &err) == MT_EPARSE);
+    CHECK(mtx_hnsw_open(path, &conv, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "checksum") != NULL && conv == NULL);
     free(b);
-    mt_hnsw_free(old);
+    mtx_hnsw_free(old);
 }
 
 static void test_hnsw_default_ef_grows_with_size(void **state)
 {
     (void)state;
-    CHECK(mt_hnsw_ef_for(1000, 128) == 128);
-    CHECK(mt_hnsw_ef_for(350000, 128) == 128);
-    CHECK(mt_hnsw_ef_for(350000, 40) == 40);
+    CHECK(mtx_hnsw_ef_for(1000, 128) == 128);
+    CHECK(mtx_hnsw_ef_for(350000, 128) == 128);
+    CHECK(mtx_hnsw_ef_for(350000, 40) == 40);
     /* 128 * (1M / 350K)^0.9 = 329.3; 2.3M: 696.8 */
-    CHECK(mt_hnsw_ef_for(1000000, 128) == 330);
-    CHECK(mt_hnsw_ef_for(2300000, 128) == 697);
-    CHECK(mt_hnsw_ef_for(UINT32_MAX, 128) == 4096);
-    CHECK(mt_hnsw_ef_for(400000, 128) > 128);
+    CHECK(mtx_hnsw_ef_for(1000000, 128) == 330);
+    CHECK(mtx_hnsw_ef_for(2300000, 128) == 697);
+    CHECK(mtx_hnsw_ef_for(UINT32_MAX, 128) == 4096);
+    CHECK(mtx_hnsw_ef_for(400000, 128) > 128);
 }
 
 static void test_hnsw_rescore_modes(void **state)
 {
-    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_vecset *s;
     struct mt_hnsw *h0, *h1;
     struct mt_vec_hit a[3], b[3], f[3];
     uint32_t i, na, nb, nf;
-    struct mt_vecset_params vp = mt_vecset_default_params();
+    struct mt_vecset_params vp = mtx_vecset_default_params();
     (void)state;
     vp.refine = 0; /* flat search then ranks by the int8 scores alone */
-    CHECK_OK(mt_vecset_new(DIMS, &vp, &s));
+    CHECK_OK(mtx_vecset_new(DIMS, &vp, &s));
     for (i = 0; i < 1000; i++)
-        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
+        CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
     p.rescore = 0;
-    CHECK_OK(mt_hnsw_build(s, &p, &h0));
+    CHECK_OK(mtx_hnsw_build(s, &p, &h0));
     p.rescore = 1;
-    CHECK_OK(mt_hnsw_build(s, &p, &h1));
+    CHECK_OK(mtx_hnsw_build(s, &p, &h1));
     for (i = 0; i < 10; i++) {
         const float *q = queries + i * DIMS;
-        CHECK_OK(mt_hnsw_search(h0, q, 3, 0, NULL, a, &na));
-        CHECK_OK(mt_hnsw_search(h1, q, 3, 0, NULL, b, &nb));
-        CHECK_OK(mt_vecset_search_flat(s, q, 3, NULL, f, &nf));
+        CHECK_OK(mtx_hnsw_search(h0, q, 3, 0, NULL, a, &na));
+        CHECK_OK(mtx_hnsw_search(h1, q, 3, 0, NULL, b, &nb));
+        CHECK_OK(mtx_vecset_search_flat(s, q, 3, NULL, f, &nf));
         CHECK(na == 3 && nb == 3 && nf == 3);
         /* rescore 0 returns the int8 scores of the flat search */
         CHECK(a[0].id == f[0].id && a[0].score == f[0].score);
         CHECK(fabsf(b[0].score - a[0].score) < 0.02f);
     }
-    mt_hnsw_free(h0);
-    mt_hnsw_free(h1);
-    mt_vecset_free(s);
+    mtx_hnsw_free(h0);
+    mtx_hnsw_free(h1);
+    mtx_vecset_free(s);
 }
 
 static int accept_mod3(uint32_t id, void *user)
@@ -502,7 +502,7 @@ static void test_hnsw_filter_honoured(void **state)
     uint32_t q, i, n;
     (void)state;
     for (q = 0; q < 20; q++) {
-        CHECK_OK(mt_hnsw_search(idx, queries + q * DIMS, K, 0, &f, h, &n));
+        CHECK_OK(mtx_hnsw_search(idx, queries + q * DIMS, K, 0, &f, h, &n));
         CHECK(n == K);
         for (i = 0; i < n; i++)
             CHECK(h[i].id % 3 == 0);
@@ -518,40 +518,40 @@ static void test_hnsw_small_and_empty(void **state)
     uint32_t n, i;
     (void)state;
     snprintf(path, sizeof path, "%s/empty.hnsw", tmpdir);
-    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
-    CHECK_OK(mt_hnsw_build(s, NULL, &h));
-    CHECK_OK(mt_hnsw_search(h, queries, 10, 0, NULL, hits, &n));
+    CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
+    CHECK_OK(mtx_hnsw_build(s, NULL, &h));
+    CHECK_OK(mtx_hnsw_search(h, queries, 10, 0, NULL, hits, &n));
     CHECK(n == 0);
-    CHECK_OK(mt_hnsw_write(h, path, NULL));
-    CHECK_OK(mt_hnsw_open(path, &o, NULL));
-    CHECK_OK(mt_hnsw_search(o, queries, 10, 0, NULL, hits, &n));
-    CHECK(n == 0 && mt_hnsw_count(o) == 0);
-    mt_hnsw_free(o);
-    mt_hnsw_free(h);
+    CHECK_OK(mtx_hnsw_write(h, path, NULL));
+    CHECK_OK(mtx_hnsw_open(path, &o, NULL));
+    CHECK_OK(mtx_hnsw_search(o, queries, 10, 0, NULL, hits, &n));
+    CHECK(n == 0 && mtx_hnsw_count(o) == 0);
+    mtx_hnsw_free(o);
+    mtx_hnsw_free(h);
     for (i = 0; i < 5; i++) /* k > n */
-        CHECK_OK(mt_vecset_add(s, data + i * DIMS, NULL));
-    CHECK_OK(mt_hnsw_build(s, NULL, &h));
-    CHECK_OK(mt_hnsw_search(h, data + 2 * DIMS, 10, 3, NULL, hits, &n));
+        CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
+    CHECK_OK(mtx_hnsw_build(s, NULL, &h));
+    CHECK_OK(mtx_hnsw_search(h, data + 2 * DIMS, 10, 3, NULL, hits, &n));
     CHECK(n == 5 && hits[0].id == 2);
     CHECK(fabsf(hits[0].score - 1.0f) < 0.01f);
-    CHECK_OK(mt_hnsw_search(h, data, 0, 0, NULL, hits, &n));
+    CHECK_OK(mtx_hnsw_search(h, data, 0, 0, NULL, hits, &n));
     CHECK(n == 0);
-    mt_hnsw_free(h);
-    mt_vecset_free(s);
-    mt_hnsw_free(NULL);
+    mtx_hnsw_free(h);
+    mtx_vecset_free(s);
+    mtx_hnsw_free(NULL);
 }
 
 static void test_hnsw_rejects_bad_params(void **state)
 {
-    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_hnsw *h = (struct mt_hnsw *)1;
     struct mt_vec_hit hit = {0, 0.0f};
     float zero[DIMS] = {0};
     uint32_t n;
     (void)state;
     p.M = 1;
-    CHECK(mt_hnsw_build(vs, &p, &h) == MT_EINVAL && h == NULL);
-    CHECK(mt_hnsw_search(idx, zero, 1, 0, NULL, &hit, &n) == MT_EINVAL);
+    CHECK(mtx_hnsw_build(vs, &p, &h) == MT_EINVAL && h == NULL);
+    CHECK(mtx_hnsw_search(idx, zero, 1, 0, NULL, &hit, &n) == MT_EINVAL);
     CHECK(n == 0);
 }
 
@@ -570,8 +570,8 @@ static void *search_job(void *arg)
     j->ok = 1;
     for (round = 0; round < 3; round++)
         for (q = 0; q < 50; q++)
-            j->ok &= mt_hnsw_search(j->h, queries + (j->first + q) * DIMS, K, 0,
-                                    NULL, j->out + q * K, &n) == MT_OK &&
+            j->ok &= mtx_hnsw_search(j->h, queries + (j->first + q) * DIMS, K,
+                                     0, NULL, j->out + q * K, &n) == MT_OK &&
                      n == K;
     return NULL;
 }
@@ -599,33 +599,33 @@ static void test_hnsw_concurrent_search_matches_serial(void **state)
 
 static void test_hnsw_oom_loop(void **state)
 {
-    struct mt_hnsw_params p = mt_hnsw_default_params();
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_vecset *s;
     struct mt_vec_hit hits[5];
     long i;
     int ok = 0;
     uint32_t j, n;
     (void)state;
-    CHECK_OK(mt_vecset_new(DIMS, NULL, &s));
+    CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
     for (j = 0; j < 300; j++)
-        CHECK_OK(mt_vecset_add(s, data + j * DIMS, NULL));
+        CHECK_OK(mtx_vecset_add(s, data + j * DIMS, NULL));
     p.threads = 4; /* the parallel build's failure paths */
     for (i = 0; !ok && i < 200; i++) {
         struct mt_hnsw *h = (struct mt_hnsw *)1;
         enum mt_status st;
         mt_alloc_fail_after(i);
-        st = mt_hnsw_build(s, &p, &h);
+        st = mtx_hnsw_build(s, &p, &h);
         CHECK(st == MT_OK || (st == MT_ENOMEM && h == NULL));
         if (st == MT_OK) /* the first search allocates its scratch */
-            st = mt_hnsw_search(h, data, 5, 0, NULL, hits, &n);
+            st = mtx_hnsw_search(h, data, 5, 0, NULL, hits, &n);
         mt_alloc_fail_reset();
         CHECK(st == MT_OK || st == MT_ENOMEM);
         ok = st == MT_OK;
-        mt_hnsw_free(h);
+        mtx_hnsw_free(h);
     }
     print_message("hnsw build succeeded after %ld injected failures\n", i - 1);
     CHECK(ok && i > 5 && n == 5);
-    mt_vecset_free(s);
+    mtx_vecset_free(s);
 }
 
 int main(void)

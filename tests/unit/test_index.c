@@ -35,7 +35,7 @@ static void test_fusion_linear_matches_hand_computation(void **state)
     struct mt_scored lex[] = {{2, 5.0}, {1, 10.0}};
     struct mt_scored sem[] = {{3, 0.4}, {2, 0.8}};
     struct mt_scored out[4];
-    size_t n = mt_fuse_linear(lex, 2, sem, 2, 0.7, 0.3, out);
+    size_t n = mtx_fuse_linear(lex, 2, sem, 2, 0.7, 0.3, out);
     (void)state;
     CHECK(n == 3);
     CHECK(out[0].key == 1 && fabs(out[0].score - 0.70) < 1e-12);
@@ -50,7 +50,7 @@ static void test_fusion_rrf_matches_hand_computation(void **state)
     struct mt_scored lex[] = {{1, 3.0}, {2, 2.0}};
     struct mt_scored sem[] = {{2, 0.9}, {3, 0.1}};
     struct mt_scored out[4];
-    size_t n = mt_fuse_rrf(lex, 2, sem, 2, 1.0, 1.0, 60, out);
+    size_t n = mtx_fuse_rrf(lex, 2, sem, 2, 1.0, 1.0, 60, out);
     (void)state;
     CHECK(n == 3);
     CHECK(out[0].key == 2 &&
@@ -64,7 +64,7 @@ static void test_fusion_ignores_list_without_positive_top(void **state)
     struct mt_scored lex[] = {{1, 2.0}};
     struct mt_scored sem[] = {{2, -0.5}, {3, 0.0}};
     struct mt_scored out[3];
-    size_t n = mt_fuse_linear(lex, 1, sem, 2, 0.7, 0.3, out);
+    size_t n = mtx_fuse_linear(lex, 1, sem, 2, 0.7, 0.3, out);
     (void)state;
     CHECK(n == 1 && out[0].key == 1);
 }

@@ -28,7 +28,7 @@ static void write_temp(char *path, size_t pn, const char *s)
 static struct mt_jsonl *open_temp(char *path, size_t pn, const char *s,
                                   int skip_bad, size_t max_line)
 {
-    struct mt_jsonl_params p = mt_jsonl_default_params();
+    struct mt_jsonl_params p = mtx_jsonl_default_params();
     struct mt_jsonl *r = NULL;
     struct mt_error err;
 
@@ -36,7 +36,7 @@ static struct mt_jsonl *open_temp(char *path, size_t pn, const char *s,
     if (max_line)
         p.max_line = max_line;
     write_temp(path, pn, s);
-    CHECK_OK(mt_jsonl_open(path, &p, &r, &err));
+    CHECK_OK(mtx_jsonl_open(path, &p, &r, &err));
     return r;
 }
 
@@ -46,17 +46,17 @@ static void expect_id(struct mt_jsonl *r, json_int_t id, size_t line)
     struct mt_error err;
     json_t *o = NULL;
 
-    CHECK_OK(mt_jsonl_next(r, &o, &err));
+    CHECK_OK(mtx_jsonl_next(r, &o, &err));
     CHECK(o != NULL && json_is_object(o));
     assert_int_equal(json_integer_value(json_object_get(o, "id")), id);
-    assert_int_equal(mt_jsonl_line(r), line);
+    assert_int_equal(mtx_jsonl_line(r), line);
 }
 
 static void expect_eof(struct mt_jsonl *r)
 {
     json_t *o = (json_t *)1;
 
-    CHECK_OK(mt_jsonl_next(r, &o, NULL));
+    CHECK_OK(mtx_jsonl_next(r, &o, NULL));
     CHECK(o == NULL);
 }
 
@@ -73,14 +73,14 @@ static void test_jsonl_good_file_reads_objects_in_order(void **state)
                                    "{\"id\": 3}",
                                    0, 0);
     (void)state;
-    CHECK(mt_jsonl_line(r) == 0);
+    CHECK(mtx_jsonl_line(r) == 0);
     expect_id(r, 1, 1);
     expect_id(r, 2, 4);
     expect_id(r, 3, 5); /* last line without a newline */
     expect_eof(r);
     expect_eof(r);
-    CHECK(mt_jsonl_skipped(r) == 0);
-    mt_jsonl_close(r);
+    CHECK(mtx_jsonl_skipped(r) == 0);
+    mtx_jsonl_close(r);
     unlink(path);
 }
 
@@ -89,7 +89,7 @@ static void test_jsonl_missing_file_is_io_error(void **state)
     struct mt_jsonl *r = NULL;
     struct mt_error err;
     (void)state;
-    CHECK(mt_jsonl_open("/nonexistent/c.jsonl", NULL, &r, &err) == MT_EIO);
+    CHECK(mtx_jsonl_open("/nonexistent/c.jsonl", NULL, &r, &err) == MT_EIO);
     CHECK(r == NULL);
     CHECK(strstr(err.msg, "/nonexistent/c.jsonl") != NULL);
 }
@@ -108,15 +108,15 @@ static void expect_bad(const char *s, size_t max_line, enum mt_status want,
     json_t *o = NULL;
     size_t n = 0;
 
-    while ((st = mt_jsonl_next(r, &o, &err)) == MT_OK && o)
+    while ((st = mtx_jsonl_next(r, &o, &err)) == MT_OK && o)
         n++;
     assert_int_equal(st, want);
     assert_int_equal(n, good);
     snprintf(prefix, sizeof prefix, "%s:%zu: %s", path, line, why);
     if (strncmp(err.msg, prefix, strlen(prefix)) != 0)
         fail_msg("got '%s', want prefix '%s'", err.msg, prefix);
-    CHECK(mt_jsonl_next(r, &o, NULL) == want && o == NULL); /* sticky */
-    mt_jsonl_close(r);
+    CHECK(mtx_jsonl_next(r, &o, NULL) == want && o == NULL); /* sticky */
+    mtx_jsonl_close(r);
     unlink(path);
 }
 
@@ -157,14 +157,14 @@ static void test_jsonl_skip_bad_counts_skipped_lines(void **state)
                                    1, 20);
     (void)state;
     expect_id(r, 1, 1);
-    assert_int_equal(mt_jsonl_skipped(r), 0);
+    assert_int_equal(mtx_jsonl_skipped(r), 0);
     expect_id(r, 4, 4);
-    assert_int_equal(mt_jsonl_skipped(r), 2);
+    assert_int_equal(mtx_jsonl_skipped(r), 2);
     expect_id(r, 6, 6);
-    assert_int_equal(mt_jsonl_skipped(r), 3); /* line 5 is too long */
+    assert_int_equal(mtx_jsonl_skipped(r), 3); /* line 5 is too long */
     expect_eof(r);
-    assert_int_equal(mt_jsonl_skipped(r), 4);
-    mt_jsonl_close(r);
+    assert_int_equal(mtx_jsonl_skipped(r), 4);
+    mtx_jsonl_close(r);
     unlink(path);
 }
 
@@ -184,17 +184,17 @@ static void test_jsonl_long_line_spans_read_blocks(void **state)
     n += big;
     strcpy(s + n, "\"}\r\n{\"id\": 2}\n");
     r = open_temp(path, sizeof path, s, 0, 0);
-    CHECK_OK(mt_jsonl_next(r, &o, NULL));
+    CHECK_OK(mtx_jsonl_next(r, &o, NULL));
     assert_int_equal(strlen(json_string_value(json_object_get(o, "t"))), big);
     expect_id(r, 2, 2);
     expect_eof(r);
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     unlink(path);
     free(s);
 }
 
 /* ==== Out of memory ====
- * mt_jsonl_open routes jansson through mt_malloc, so injected failures hit
+ * mtx_jsonl_open routes jansson through mt_malloc, so injected failures hit
  * JSON parsing too and must surface as MT_ENOMEM. */
 
 static enum mt_status read_all(const char *path, size_t *count)
@@ -204,12 +204,12 @@ static enum mt_status read_all(const char *path, size_t *count)
     json_t *o = (json_t *)1;
 
     *count = 0;
-    st = mt_jsonl_open(path, NULL, &r, NULL);
+    st = mtx_jsonl_open(path, NULL, &r, NULL);
     while (st == MT_OK && o) {
-        st = mt_jsonl_next(r, &o, NULL);
+        st = mtx_jsonl_next(r, &o, NULL);
         *count += (size_t)(st == MT_OK && o);
     }
-    mt_jsonl_close(r);
+    mtx_jsonl_close(r);
     return st;
 }
 
@@ -248,9 +248,9 @@ static void count_corpus(const char *rel, size_t want)
     size_t n = 0;
 
     test_data_path(path, sizeof path, rel);
-    CHECK_OK(mt_jsonl_open(path, NULL, &r, &err));
+    CHECK_OK(mtx_jsonl_open(path, NULL, &r, &err));
     for (;;) {
-        if (mt_jsonl_next(r, &o, &err) != MT_OK)
+        if (mtx_jsonl_next(r, &o, &err) != MT_OK)
             fail_msg("%s", err.msg);
         if (!o)
             break;
@@ -259,9 +259,9 @@ static void count_corpus(const char *rel, size_t want)
         CHECK(json_is_string(json_object_get(o, "text")));
     }
     assert_int_equal(n, want);
-    assert_int_equal(mt_jsonl_line(r), want);
-    assert_int_equal(mt_jsonl_skipped(r), 0);
-    mt_jsonl_close(r);
+    assert_int_equal(mtx_jsonl_line(r), want);
+    assert_int_equal(mtx_jsonl_skipped(r), 0);
+    mtx_jsonl_close(r);
 }
 
 static void test_jsonl_medquad_corpus_has_15809_objects(void **state)

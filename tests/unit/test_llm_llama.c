@@ -219,7 +219,7 @@ static int collect(void *ctx, uint32_t i, const char *piece, size_t len)
     size_t have = strlen(p->text);
 
     CHECK(i == 0 && piece && len > 0 && have + len < sizeof p->text);
-    p->bad_utf8 |= mt_utf8_validate(piece, len, NULL) != MT_OK;
+    p->bad_utf8 |= mtx_utf8_validate(piece, len, NULL) != MT_OK;
     memcpy(p->text + have, piece, len);
     p->text[have + len] = '\0';
     p->n++;

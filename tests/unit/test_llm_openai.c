@@ -418,8 +418,8 @@ static void test_embeddings_parse_normalise_and_cache(void **state)
     CHECK(strstr(body, "/v1/embeddings") && strstr(body, "\"cough\""));
     CHECK_OK(mt_embedder_embed(e, t, 2, v, &err)); /* from the cache */
     CHECK(stub_requests(&s, NULL, NULL, 0) == 2);
-    t[0] = mt_str_from("new");
-    t[1] = mt_str_from("other");
+    t[0] = mtx_str_from("new");
+    t[1] = mtx_str_from("other");
     CHECK(mt_embedder_embed(e, t, 2, v, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "'data'") != NULL);
     mt_embedder_close(e);
@@ -564,89 +564,92 @@ static void test_timeout_default_from_environment(void **state)
 
 static void test_pool_spreads_by_outstanding_requests(void **state)
 {
-    struct mtx_pool *p = NULL;
+    struct mtx_http_pool *p = NULL;
     size_t a, b, c, d;
     int probe;
     (void)state;
 
-    CHECK_OK(
-        mtx_pool_new("http://h1,http://h2/v1/,http://h3", "--llm", &p, NULL));
-    CHECK(mtx_pool_size(p) == 3);
-    CHECK(strcmp(mtx_pool_base(p, 0), "http://h1/v1") == 0);
-    CHECK(strcmp(mtx_pool_base(p, 1), "http://h2/v1") == 0);
-    a = mtx_pool_pick(p, 0, &probe);
-    b = mtx_pool_pick(p, 0, &probe);
-    c = mtx_pool_pick(p, 0, &probe);
+    CHECK_OK(mtx_http_pool_new("http://h1,http://h2/v1/,http://h3", "--llm", &p,
+                               NULL));
+    CHECK(mtx_http_pool_size(p) == 3);
+    CHECK(strcmp(mtx_http_pool_base(p, 0), "http://h1/v1") == 0);
+    CHECK(strcmp(mtx_http_pool_base(p, 1), "http://h2/v1") == 0);
+    a = mtx_http_pool_pick(p, 0, &probe);
+    b = mtx_http_pool_pick(p, 0, &probe);
+    c = mtx_http_pool_pick(p, 0, &probe);
     CHECK(a != b && b != c && a != c && !probe); /* one each */
-    mtx_pool_done(p, b, 0, 0, 0, NULL);
-    d = mtx_pool_pick(p, 0, &probe); /* b has the fewest in flight */
+    mtx_http_pool_done(p, b, 0, 0, 0, NULL);
+    d = mtx_http_pool_pick(p, 0, &probe); /* b has the fewest in flight */
     CHECK(d == b);
-    mtx_pool_done(p, a, 0, 0, 0, NULL);
-    mtx_pool_done(p, c, 0, 0, 0, NULL);
-    mtx_pool_done(p, d, 0, 0, 0, NULL);
+    mtx_http_pool_done(p, a, 0, 0, 0, NULL);
+    mtx_http_pool_done(p, c, 0, 0, 0, NULL);
+    mtx_http_pool_done(p, d, 0, 0, 0, NULL);
     /* all idle: calls take turns */
-    a = mtx_pool_pick(p, 0, &probe);
-    mtx_pool_done(p, a, 0, 0, 0, NULL);
-    b = mtx_pool_pick(p, 0, &probe);
-    mtx_pool_done(p, b, 0, 0, 0, NULL);
+    a = mtx_http_pool_pick(p, 0, &probe);
+    mtx_http_pool_done(p, a, 0, 0, 0, NULL);
+    b = mtx_http_pool_pick(p, 0, &probe);
+    mtx_http_pool_done(p, b, 0, 0, 0, NULL);
     CHECK(a != b);
-    mtx_pool_free(p);
+    mtx_http_pool_free(p);
 }
 
 static void test_pool_takes_out_probes_and_puts_back(void **state)
 {
-    struct mtx_pool *p = NULL;
+    struct mtx_http_pool *p = NULL;
     size_t i, k;
     int probe;
     (void)state;
 
-    CHECK_OK(mtx_pool_new("http://h1,http://h2", "--llm", &p, NULL));
-    i = mtx_pool_pick(p, 10, &probe);
-    mtx_pool_done(p, i, probe, 1, 10, "HTTP 500"); /* taken out */
-    CHECK(mtx_pool_other_ready(p, i, 10));
-    CHECK(!mtx_pool_other_ready(p, 1 - i, 10));
+    CHECK_OK(mtx_http_pool_new("http://h1,http://h2", "--llm", &p, NULL));
+    i = mtx_http_pool_pick(p, 10, &probe);
+    mtx_http_pool_done(p, i, probe, 1, 10, "HTTP 500"); /* taken out */
+    CHECK(mtx_http_pool_other_ready(p, i, 10));
+    CHECK(!mtx_http_pool_other_ready(p, 1 - i, 10));
     for (k = 0; k < 4; k++) { /* out for MTX_POOL_OUT_S: never picked */
-        size_t j = mtx_pool_pick(p, 10.5, &probe);
+        size_t j = mtx_http_pool_pick(p, 10.5, &probe);
         CHECK(j == 1 - i && !probe);
-        mtx_pool_done(p, j, 0, 0, 10.5, NULL);
+        mtx_http_pool_done(p, j, 0, 0, 10.5, NULL);
     }
-    CHECK(mtx_pool_pick(p, 11.1, &probe) == i && probe);      /* due: probed */
-    CHECK(mtx_pool_pick(p, 11.1, &probe) == 1 - i && !probe); /* one probe */
-    mtx_pool_done(p, 1 - i, 0, 0, 11.1, NULL);
-    mtx_pool_done(p, i, 1, 1, 11.2, "HTTP 500"); /* failed: out 2 s */
-    CHECK(mtx_pool_pick(p, 12.5, &probe) == 1 - i);
-    mtx_pool_done(p, 1 - i, 0, 0, 12.5, NULL);
-    CHECK(mtx_pool_pick(p, 13.3, &probe) == i && probe);
-    mtx_pool_done(p, i, 1, 0, 13.3, NULL); /* answered: back in */
-    CHECK(mtx_pool_other_ready(p, 1 - i, 13.3));
-    mtx_pool_free(p);
+    CHECK(mtx_http_pool_pick(p, 11.1, &probe) == i && probe); /* due: probed */
+    CHECK(mtx_http_pool_pick(p, 11.1, &probe) == 1 - i &&
+          !probe); /* one probe */
+    mtx_http_pool_done(p, 1 - i, 0, 0, 11.1, NULL);
+    mtx_http_pool_done(p, i, 1, 1, 11.2, "HTTP 500"); /* failed: out 2 s */
+    CHECK(mtx_http_pool_pick(p, 12.5, &probe) == 1 - i);
+    mtx_http_pool_done(p, 1 - i, 0, 0, 12.5, NULL);
+    CHECK(mtx_http_pool_pick(p, 13.3, &probe) == i && probe);
+    mtx_http_pool_done(p, i, 1, 0, 13.3, NULL); /* answered: back in */
+    CHECK(mtx_http_pool_other_ready(p, 1 - i, 13.3));
+    mtx_http_pool_free(p);
 }
 
 static void test_pool_with_none_in_tries_the_first_due_back(void **state)
 {
-    struct mtx_pool *p = NULL;
+    struct mtx_http_pool *p = NULL;
     int probe;
     (void)state;
 
-    CHECK_OK(mtx_pool_new("http://h1,http://h2", "--llm", &p, NULL));
-    mtx_pool_pick(p, 0, &probe);
-    mtx_pool_pick(p, 0, &probe);
-    mtx_pool_done(p, 1, 0, 1, 0.5, "down"); /* h2 out until 1.5 */
-    mtx_pool_done(p, 0, 0, 1, 0.2, "down"); /* h1 out until 1.2 */
-    CHECK(!mtx_pool_other_ready(p, 0, 1.0));
-    CHECK(mtx_pool_pick(p, 1.0, &probe) == 0 && probe);
-    mtx_pool_done(p, 0, probe, 0, 1.0, NULL);
-    mtx_pool_free(p);
+    CHECK_OK(mtx_http_pool_new("http://h1,http://h2", "--llm", &p, NULL));
+    mtx_http_pool_pick(p, 0, &probe);
+    mtx_http_pool_pick(p, 0, &probe);
+    mtx_http_pool_done(p, 1, 0, 1, 0.5, "down"); /* h2 out until 1.5 */
+    mtx_http_pool_done(p, 0, 0, 1, 0.2, "down"); /* h1 out until 1.2 */
+    CHECK(!mtx_http_pool_other_ready(p, 0, 1.0));
+    CHECK(mtx_http_pool_pick(p, 1.0, &probe) == 0 && probe);
+    mtx_http_pool_done(p, 0, probe, 0, 1.0, NULL);
+    mtx_http_pool_free(p);
 }
 
 static void test_pool_refuses_bad_lists(void **state)
 {
-    struct mtx_pool *p = NULL;
+    struct mtx_http_pool *p = NULL;
     struct mt_error e = {MT_OK, ""};
     (void)state;
 
-    CHECK(mtx_pool_new("http://h1,,http://h2", "--llm", &p, &e) == MT_EINVAL);
-    CHECK(mtx_pool_new("http://h1,ftp://h2", "--llm", &p, &e) == MT_EINVAL);
+    CHECK(mtx_http_pool_new("http://h1,,http://h2", "--llm", &p, &e) ==
+          MT_EINVAL);
+    CHECK(mtx_http_pool_new("http://h1,ftp://h2", "--llm", &p, &e) ==
+          MT_EINVAL);
     CHECK(strstr(e.msg, "'ftp://h2' is not an http(s) URL") != NULL);
     CHECK(strstr(e.msg, "--llm") != NULL);
     CHECK(p == NULL);

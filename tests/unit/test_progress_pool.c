@@ -32,7 +32,7 @@ static size_t count_lines(const char *s)
 
 static struct mt_progress *progress_to(FILE *f, uint64_t total, int tty)
 {
-    struct mt_progress_params p = mt_progress_default_params();
+    struct mt_progress_params p = mtx_progress_default_params();
     struct mt_progress *pr = NULL;
 
     p.label = "index";
@@ -41,12 +41,12 @@ static struct mt_progress *progress_to(FILE *f, uint64_t total, int tty)
     p.force_tty = tty;
     p.min_interval_s = 0;
     p.plain_interval_s = 1000; /* only 10 % steps print */
-    CHECK_OK(mt_progress_new(&p, &pr));
+    CHECK_OK(mtx_progress_new(&p, &pr));
     return pr;
 }
 
 /* Nine 10 % steps, then the final line once (the 100 % step is left to
- * mt_progress_finish so it is not printed twice). */
+ * mtx_progress_finish so it is not printed twice). */
 static void test_progress_plain_prints_ten_steps_and_final(void **state)
 {
     static char out[8192];
@@ -57,10 +57,10 @@ static void test_progress_plain_prints_ten_steps_and_final(void **state)
     CHECK(f != NULL);
     pr = progress_to(f, 200, 0);
     for (i = 1; i <= 200; i++)
-        mt_progress_update(pr, i);
-    mt_progress_finish(pr);
-    mt_progress_update(pr, 500); /* ignored after finish */
-    mt_progress_free(pr);
+        mtx_progress_update(pr, i);
+    mtx_progress_finish(pr);
+    mtx_progress_update(pr, 500); /* ignored after finish */
+    mtx_progress_free(pr);
     slurp(f, out, sizeof out);
     fclose(f);
     assert_int_equal(count_lines(out), 10);
@@ -84,10 +84,10 @@ static void test_progress_tty_redraws_one_line(void **state)
     CHECK(f != NULL);
     pr = progress_to(f, 40, 1);
     for (i = 0; i < 10; i++)
-        mt_progress_add(pr, 1);
-    assert_int_equal(mt_progress_done(pr), 10);
-    mt_progress_finish(pr);
-    mt_progress_free(pr);
+        mtx_progress_add(pr, 1);
+    assert_int_equal(mtx_progress_done(pr), 10);
+    mtx_progress_finish(pr);
+    mtx_progress_free(pr);
     slurp(f, out, sizeof out);
     fclose(f);
     assert_int_equal(count_lines(out), 1); /* only the final newline */
@@ -109,9 +109,9 @@ static void test_progress_unknown_total_shows_count_and_rate(void **state)
     (void)state;
     CHECK(f != NULL);
     pr = progress_to(f, 0, 1);
-    mt_progress_update(pr, 1234);
-    mt_progress_finish(pr);
-    mt_progress_free(pr);
+    mtx_progress_update(pr, 1234);
+    mtx_progress_finish(pr);
+    mtx_progress_free(pr);
     slurp(f, out, sizeof out);
     fclose(f);
     CHECK(strstr(out, "\rindex 1234 ") != NULL);
@@ -122,7 +122,7 @@ static void test_progress_unknown_total_shows_count_and_rate(void **state)
 
 static void test_progress_quiet_prints_nothing(void **state)
 {
-    struct mt_progress_params p = mt_progress_default_params();
+    struct mt_progress_params p = mtx_progress_default_params();
     struct mt_progress *pr = NULL;
     FILE *f = tmpfile();
     (void)state;
@@ -130,10 +130,10 @@ static void test_progress_quiet_prints_nothing(void **state)
     p.stream = f;
     p.quiet = 1;
     p.total = 5;
-    CHECK_OK(mt_progress_new(&p, &pr));
-    mt_progress_update(pr, 5);
-    mt_progress_finish(pr);
-    mt_progress_free(pr);
+    CHECK_OK(mtx_progress_new(&p, &pr));
+    mtx_progress_update(pr, 5);
+    mtx_progress_finish(pr);
+    mtx_progress_free(pr);
     CHECK(ftell(f) == 0);
     fclose(f);
 }
@@ -146,7 +146,7 @@ static void test_progress_new_oom_fails_cleanly(void **state)
     for (n = 0;; n++) {
         enum mt_status st;
         mt_alloc_fail_after(n);
-        st = mt_progress_new(NULL, &pr);
+        st = mtx_progress_new(NULL, &pr);
         mt_alloc_fail_reset();
         if (st == MT_OK)
             break;
@@ -154,8 +154,8 @@ static void test_progress_new_oom_fails_cleanly(void **state)
         CHECK(pr == NULL);
     }
     CHECK(n == 2);
-    mt_progress_free(pr);
-    mt_progress_free(NULL);
+    mtx_progress_free(pr);
+    mtx_progress_free(NULL);
 }
 
 /* ==== Pool ==== */
@@ -181,21 +181,21 @@ static void test_pool_sums_ten_thousand_tasks(void **state)
     size_t i;
     (void)state;
     atomic_init(&sum, 0);
-    CHECK_OK(mt_pool_new(4, &p));
-    assert_int_equal(mt_pool_size(p), 4);
+    CHECK_OK(mtx_pool_new(4, &p));
+    assert_int_equal(mtx_pool_size(p), 4);
     for (i = 0; i < N; i++) {
         tasks[i].sum = &sum;
         tasks[i].value = i + 1;
-        CHECK_OK(mt_pool_submit(p, add_value, &tasks[i]));
+        CHECK_OK(mtx_pool_submit(p, add_value, &tasks[i]));
     }
-    mt_pool_wait(p);
+    mtx_pool_wait(p);
     assert_int_equal(atomic_load(&sum), (unsigned long long)N * (N + 1) / 2);
     /* The pool is reusable after a wait. */
-    CHECK_OK(mt_pool_submit(p, add_value, &tasks[0]));
-    mt_pool_wait(p);
+    CHECK_OK(mtx_pool_submit(p, add_value, &tasks[0]));
+    mtx_pool_wait(p);
     assert_int_equal(atomic_load(&sum),
                      (unsigned long long)N * (N + 1) / 2 + 1);
-    mt_pool_free(p);
+    mtx_pool_free(p);
 }
 
 static void bump(size_t i, void *arg)
@@ -213,7 +213,7 @@ static void check_parallel_for(struct mt_pool *p, size_t n)
     CHECK(hits != NULL);
     for (i = 0; i < n; i++)
         atomic_init(&hits[i], 0);
-    mt_pool_parallel_for(p, n, bump, hits);
+    mtx_pool_parallel_for(p, n, bump, hits);
     for (i = 0; i < n; i++) {
         if (atomic_load(&hits[i]) != 1)
             fail_msg("index %zu of %zu ran %d times", i, n,
@@ -226,21 +226,21 @@ static void test_pool_parallel_for_covers_each_index_once(void **state)
 {
     struct mt_pool *p = NULL;
     (void)state;
-    CHECK_OK(mt_pool_new(0, &p)); /* online CPUs */
-    CHECK(mt_pool_size(p) >= 1);
+    CHECK_OK(mtx_pool_new(0, &p)); /* online CPUs */
+    CHECK(mtx_pool_size(p) >= 1);
     check_parallel_for(p, 0);
     check_parallel_for(p, 1);
     check_parallel_for(p, 3);
     check_parallel_for(p, 100003);
-    mt_pool_free(p);
-    CHECK_OK(mt_pool_new(8, &p));
+    mtx_pool_free(p);
+    CHECK_OK(mtx_pool_new(8, &p));
     check_parallel_for(p, 5);
     check_parallel_for(p, 50000);
     /* With no memory for helper tasks the caller does all the work. */
     mt_alloc_fail_after(0);
     check_parallel_for(p, 1000);
     mt_alloc_fail_reset();
-    mt_pool_free(p);
+    mtx_pool_free(p);
 }
 
 static void test_pool_oom_fails_cleanly(void **state)
@@ -253,7 +253,7 @@ static void test_pool_oom_fails_cleanly(void **state)
     for (n = 0;; n++) {
         enum mt_status st;
         mt_alloc_fail_after(n);
-        st = mt_pool_new(3, &p);
+        st = mtx_pool_new(3, &p);
         mt_alloc_fail_reset();
         if (st == MT_OK)
             break;
@@ -265,12 +265,12 @@ static void test_pool_oom_fails_cleanly(void **state)
     t.sum = &sum;
     t.value = 7;
     mt_alloc_fail_after(0);
-    CHECK(mt_pool_submit(p, add_value, &t) == MT_ENOMEM);
+    CHECK(mtx_pool_submit(p, add_value, &t) == MT_ENOMEM);
     mt_alloc_fail_reset();
-    mt_pool_wait(p);
+    mtx_pool_wait(p);
     CHECK(atomic_load(&sum) == 0);
-    mt_pool_free(p);
-    mt_pool_free(NULL);
+    mtx_pool_free(p);
+    mtx_pool_free(NULL);
 }
 
 int main(void)

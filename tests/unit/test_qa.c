@@ -33,7 +33,7 @@ static void test_parse_citations_groups_leading_and_unknown(void **state)
     size_t n = 0;
 
     (void)state;
-    CHECK_OK(mt_qa_parse_answer(
+    CHECK_OK(mtx_qa_parse_answer(
         &a,
         "Intro here. Aspirin helps [PUBMED:11]. Statins too "
         "[PUBMED:22, PUBMED:33][PUBMED:22]. [PUBMED:44] Next one. See "
@@ -51,7 +51,7 @@ static void test_parse_citations_groups_leading_and_unknown(void **state)
     /* a bracket that is not a label stays text; a bare known id cites */
     CHECK(strcmp(s[4].text, "See [figure 1] and.") == 0);
     CHECK(s[4].nrefs == 1 && strcmp(s[4].refs[0], "33") == 0);
-    mt_arena_free(&a);
+    mtx_arena_free(&a);
 }
 
 static void test_parse_empty_and_uncited_answers(void **state)
@@ -61,13 +61,13 @@ static void test_parse_empty_and_uncited_answers(void **state)
     size_t n = 9;
 
     (void)state;
-    CHECK_OK(mt_qa_parse_answer(&a, "", "PUBMED:", "", NULL, 0, &s, &n));
+    CHECK_OK(mtx_qa_parse_answer(&a, "", "PUBMED:", "", NULL, 0, &s, &n));
     CHECK(n == 0);
-    CHECK_OK(mt_qa_parse_answer(&a, "No citation here. None [x].", "DOC:", "",
-                                NULL, 0, &s, &n));
+    CHECK_OK(mtx_qa_parse_answer(&a, "No citation here. None [x].", "DOC:", "",
+                                 NULL, 0, &s, &n));
     CHECK(n == 2 && s[0].nrefs == 0 && s[1].nrefs == 0);
     CHECK(strcmp(s[1].text, "None [x].") == 0);
-    mt_arena_free(&a);
+    mtx_arena_free(&a);
 }
 
 /* ==== Merging uncited sentences ==== */
@@ -88,7 +88,7 @@ static void merge_case(const float sv[12], const long *want)
         s[i].text = "x";
     s[1] = (struct mt_qa_sent){"x", &r0, 1, &d0};
     s[4] = (struct mt_qa_sent){"x", &r1, 1, &d1};
-    mt_qa_group(s, 6, sv, dv, off, 2, owner);
+    mtx_qa_group(s, 6, sv, dv, off, 2, owner);
     for (i = 0; i < 6; i++)
         CHECK(owner[i] == want[i]);
 }
@@ -125,9 +125,9 @@ static void test_merge_unknown_documents_and_no_vectors_go_left(void **state)
     (void)state;
     /* the left claim cites only an id not retrieved: nothing to compare,
      * so the sentence goes where a known document is (right) */
-    mt_qa_group(s, 3, sv, dv, off, 2, owner);
+    mtx_qa_group(s, 3, sv, dv, off, 2, owner);
     CHECK(owner[0] == 0 && owner[1] == 2 && owner[2] == 2);
-    mt_qa_group(s, 3, NULL, NULL, NULL, 0, owner);
+    mtx_qa_group(s, 3, NULL, NULL, NULL, 0, owner);
     CHECK(owner[1] == 0);
 }
 
@@ -137,13 +137,13 @@ static void test_hash_embedding_is_unit_and_topical(void **state)
     const char *x = "Aspirin reduces myocardial infarction";
 
     (void)state;
-    mt_qa_hash_embed(x, strlen(x), a);
-    mt_qa_hash_embed("aspirin and infarction", 22, b);
-    mt_qa_hash_embed("the and of", 10, c);
-    CHECK(mt_qa_dot(a, a, QA_HASH_DIMS) > 0.999);
-    CHECK(mt_qa_dot(a, a, QA_HASH_DIMS) < 1.001);
-    CHECK(mt_qa_dot(a, b, QA_HASH_DIMS) > 0.5);
-    CHECK(mt_qa_dot(c, c, QA_HASH_DIMS) == 0); /* only stop words */
+    mtx_qa_hash_embed(x, strlen(x), a);
+    mtx_qa_hash_embed("aspirin and infarction", 22, b);
+    mtx_qa_hash_embed("the and of", 10, c);
+    CHECK(mtx_qa_dot(a, a, QA_HASH_DIMS) > 0.999);
+    CHECK(mtx_qa_dot(a, a, QA_HASH_DIMS) < 1.001);
+    CHECK(mtx_qa_dot(a, b, QA_HASH_DIMS) > 0.5);
+    CHECK(mtx_qa_dot(c, c, QA_HASH_DIMS) == 0); /* only stop words */
 }
 
 /* ==== Verdicts ==== */
@@ -155,7 +155,7 @@ static enum mt_qa_label overall2(enum mt_qa_label x, enum mt_qa_label y)
     memset(v, 0, sizeof v);
     v[0].label = x;
     v[1].label = y;
-    return mt_qa_overall(v, 2);
+    return mtx_qa_overall(v, 2);
 }
 
 static void test_overall_verdict_rule(void **state)
@@ -169,7 +169,7 @@ static void test_overall_verdict_rule(void **state)
     CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_REFERENCE) == MT_QA_UNVERIFIED);
     CHECK(overall2(MT_QA_NO_REFERENCE, MT_QA_NO_REFERENCE) ==
           MT_QA_NO_REFERENCE);
-    CHECK(mt_qa_overall(NULL, 0) == MT_QA_NO_REFERENCE);
+    CHECK(mtx_qa_overall(NULL, 0) == MT_QA_NO_REFERENCE);
 }
 
 static void test_label_names_and_data_set_spellings(void **state)
@@ -195,12 +195,12 @@ static void test_label_names_and_data_set_spellings(void **state)
 static void test_final_word(void **state)
 {
     (void)state;
-    CHECK(strcmp(mt_qa_final_word("Long text.\nAnswer: **Yes**"), "yes") == 0);
-    CHECK(strcmp(mt_qa_final_word("Answer: no. The answer: maybe"), "maybe") ==
+    CHECK(strcmp(mtx_qa_final_word("Long text.\nAnswer: **Yes**"), "yes") == 0);
+    CHECK(strcmp(mtx_qa_final_word("Answer: no. The answer: maybe"), "maybe") ==
           0);
-    CHECK(strcmp(mt_qa_final_word("It helps.\nSo, no."), "no") == 0);
-    CHECK(mt_qa_final_word("Nothing is known [1].") == NULL);
-    CHECK(mt_qa_final_word("") == NULL);
+    CHECK(strcmp(mtx_qa_final_word("It helps.\nSo, no."), "no") == 0);
+    CHECK(mtx_qa_final_word("Nothing is known [1].") == NULL);
+    CHECK(mtx_qa_final_word("") == NULL);
 }
 
 /* The tiny random classifier's labels (entailment, neutral,
@@ -214,10 +214,10 @@ static void test_nli_labels_map_from_gguf(void **state)
     float p[3];
 
     (void)state;
-    CHECK(mt_qa_from_nli(MT_NLI_SUPPORT) == MT_QA_SUPPORT);
-    CHECK(mt_qa_from_nli(MT_NLI_CONTRADICT) == MT_QA_CONTRADICT);
-    CHECK(mt_qa_from_nli(MT_NLI_NO_EVIDENCE) == MT_QA_NO_EVIDENCE);
-    CHECK(mt_qa_from_nli(7) == MT_QA_UNVERIFIED);
+    CHECK(mtx_qa_from_nli(MT_NLI_SUPPORT) == MT_QA_SUPPORT);
+    CHECK(mtx_qa_from_nli(MT_NLI_CONTRADICT) == MT_QA_CONTRADICT);
+    CHECK(mtx_qa_from_nli(MT_NLI_NO_EVIDENCE) == MT_QA_NO_EVIDENCE);
+    CHECK(mtx_qa_from_nli(7) == MT_QA_UNVERIFIED);
     snprintf(path, sizeof path, "%s/cls.gguf", db_dir);
     snprintf(cmd, sizeof cmd,
              "%s/fixtures/make_tiny_gguf classify %s "
@@ -234,7 +234,7 @@ static void test_nli_labels_map_from_gguf(void **state)
     CHECK((unsigned)l < 3);
     CHECK(p[0] + p[1] + p[2] > 0.99f && p[0] + p[1] + p[2] < 1.01f);
     CHECK(p[l] >= p[0] && p[l] >= p[1] && p[l] >= p[2]);
-    CHECK(mt_qa_from_nli((int)l) == (enum mt_qa_label)l);
+    CHECK(mtx_qa_from_nli((int)l) == (enum mt_qa_label)l);
     mt_nli_close(nli);
     unlink(path);
 }
@@ -253,7 +253,7 @@ static int make_db(void **state)
     FILE *f;
 
     (void)state;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     snprintf(db_dir, sizeof db_dir, "/tmp/mt-qa-XXXXXX");
     if (!mkdtemp(db_dir))
         return -1;
@@ -364,19 +364,19 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     c.nrefs = 1; /* first only the hallucinated id */
     res.claims = &c;
     res.nclaims = 1;
-    CHECK_OK(mt_qa_verify_claims(&r, NULL));
+    CHECK_OK(mtx_qa_verify_claims(&r, NULL));
     CHECK(c.verdicts[0].label == MT_QA_NO_REFERENCE);
     CHECK(c.label == MT_QA_NO_REFERENCE);
     CHECK(res.usage.verifications == 0 && res.usage.llm_calls == 0);
     c.nrefs = 2;
-    CHECK_OK(mt_qa_verify_claims(&r, NULL));
+    CHECK_OK(mtx_qa_verify_claims(&r, NULL));
     CHECK(c.verdicts[0].label == MT_QA_NO_REFERENCE);
     CHECK(c.verdicts[1].label == MT_QA_UNVERIFIED && c.verdicts[1].error);
     CHECK(c.label == MT_QA_UNVERIFIED);
     CHECK(res.usage.verifications == 1 && res.usage.verify_failures == 1);
     CHECK(r.nnotes == 1); /* "the verifier failed on 1 of 1 ..." */
-    mt_buf_free(&r.notes);
-    mt_arena_free(&mem);
+    mtx_buf_free(&r.notes);
+    mtx_arena_free(&mem);
     mt_qa_close(q);
 }
 
@@ -385,12 +385,12 @@ static void test_chunk_overlap_is_joined(void **state)
     struct mt_buf b = MT_BUF_INIT(256);
 
     (void)state;
-    CHECK_OK(mt_buf_append_str(&b, "one two three"));
+    CHECK_OK(mtx_buf_append_str(&b, "one two three"));
     CHECK_OK(mtx_retrieve_join_overlap(&b, "two three four", 14));
     CHECK(strcmp(b.data, "one two three four") == 0);
     CHECK_OK(mtx_retrieve_join_overlap(&b, "five", 4));
     CHECK(strcmp(b.data, "one two three four five") == 0);
-    mt_buf_free(&b);
+    mtx_buf_free(&b);
 }
 
 static void test_open_refuses_bad_params(void **state)

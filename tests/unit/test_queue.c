@@ -214,27 +214,27 @@ static void test_cache_pg_stores_binary_and_replaces(void **state)
     size_t n = 0;
 
     (void)state;
-    CHECK_OK(mt_cache_open(fx.url, &c, NULL));
-    CHECK_OK(mt_cache_open(fx.url, &d, NULL)); /* a second node */
-    assert_int_equal(mt_cache_get(c, "openai", "m", "req", &v, &n, NULL),
+    CHECK_OK(mtx_cache_open(fx.url, &c, NULL));
+    CHECK_OK(mtx_cache_open(fx.url, &d, NULL)); /* a second node */
+    assert_int_equal(mtx_cache_get(c, "openai", "m", "req", &v, &n, NULL),
                      MT_ENOTFOUND);
-    CHECK_OK(mt_cache_put(c, "openai", "m", "req", bin, sizeof bin, NULL));
-    CHECK_OK(mt_cache_get(d, "openai", "m", "req", &v, &n, NULL));
+    CHECK_OK(mtx_cache_put(c, "openai", "m", "req", bin, sizeof bin, NULL));
+    CHECK_OK(mtx_cache_get(d, "openai", "m", "req", &v, &n, NULL));
     assert_int_equal(n, sizeof bin);
     assert_memory_equal(v, bin, sizeof bin);
     assert_int_equal(v[n], '\0');
     mt_free(v);
-    CHECK_OK(mt_cache_put(d, "openai", "m", "req", "new", 3, NULL));
-    CHECK_OK(mt_cache_get(c, "openai", "m", "req", &v, &n, NULL));
+    CHECK_OK(mtx_cache_put(d, "openai", "m", "req", "new", 3, NULL));
+    CHECK_OK(mtx_cache_get(c, "openai", "m", "req", &v, &n, NULL));
     assert_string_equal(v, "new");
     mt_free(v);
-    assert_int_equal(mt_cache_get(c, "openai", "m", "req2", &v, &n, NULL),
+    assert_int_equal(mtx_cache_get(c, "openai", "m", "req2", &v, &n, NULL),
                      MT_ENOTFOUND);
-    assert_int_equal(mt_cache_get(c, "openai", "m2", "req", &v, &n, NULL),
+    assert_int_equal(mtx_cache_get(c, "openai", "m2", "req", &v, &n, NULL),
                      MT_ENOTFOUND);
-    assert_int_equal(mt_cache_count(c), 1);
-    mt_cache_close(c);
-    mt_cache_close(d);
+    assert_int_equal(mtx_cache_count(c), 1);
+    mtx_cache_close(c);
+    mtx_cache_close(d);
 }
 
 int main(void)

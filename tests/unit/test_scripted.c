@@ -119,7 +119,7 @@ static int make_db(void **state)
     int rc = -1;
 
     (void)state;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mt-scripted-XXXXXX");
     if (!mkdtemp(tmp_dir))
         return -1;
@@ -682,7 +682,7 @@ static void cross_encoder_top(const char *query, size_t k, const char **ids)
     size_t i, j;
 
     for (i = 0; i < 4; i++)
-        t[i] = mt_str_from(texts[i]);
+        t[i] = mtx_str_from(texts[i]);
     CHECK_OK(mt_reranker_open(rerank_spec, NULL, &rr, NULL));
     CHECK_OK(mt_reranker_score(rr, query, t, 4, sc, NULL));
     mt_reranker_close(rr);
@@ -775,9 +775,9 @@ static void expected_order(const char **ids)
     CHECK_OK(mt_embedder_open("use-lite", NULL, &e, NULL));
     d = mt_embedder_dims(e);
     v = calloc(5 * d, sizeof *v);
-    t[0] = mt_str_from(note_text);
+    t[0] = mtx_str_from(note_text);
     for (i = 0; i < 4; i++)
-        t[i + 1] = mt_str_from(texts[i]);
+        t[i + 1] = mtx_str_from(texts[i]);
     CHECK_OK(mt_embedder_embed(e, t, 5, v, NULL));
     for (i = 0; i < 4; i++)
         for (sim[i] = 0, k = 0; k < d; k++)
@@ -1109,6 +1109,6 @@ int main(void)
             test_answer_keeps_every_sentence_and_gaps_go_by_sentence),
     };
 
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     return cmocka_run_group_tests(tests, make_db, remove_db);
 }

@@ -15,7 +15,7 @@ static void split_join(const char *text, char *buf, size_t cap)
     size_t i;
     size_t used = 0;
 
-    CHECK_OK(mt_sentences_split(text, strlen(text), &s, &n, NULL));
+    CHECK_OK(mtx_sentences_split(text, strlen(text), &s, &n, NULL));
     buf[0] = '\0';
     for (i = 0; i < n; i++)
         used +=
@@ -78,7 +78,7 @@ static void test_split_oom_loop(void **state)
         enum mt_status st;
 
         mt_alloc_fail_after(k);
-        st = mt_sentences_split(text, sizeof text - 1, &s, &n, NULL);
+        st = mtx_sentences_split(text, sizeof text - 1, &s, &n, NULL);
         mt_alloc_fail_reset();
         if (st == MT_OK) {
             CHECK(n == 17 && k >= 2);
@@ -98,7 +98,7 @@ static enum mt_status parse_join(const char *f, char *buf, size_t cap,
     size_t n = 0;
     size_t i;
     size_t used = 0;
-    enum mt_status st = mt_medec_sentences_parse(f, strlen(f), &s, &n, err);
+    enum mt_status st = mtx_medec_sentences_parse(f, strlen(f), &s, &n, err);
 
     buf[0] = '\0';
     for (i = 0; st == MT_OK && i < n; i++)
@@ -150,7 +150,7 @@ static void test_medec_parse_oom_loop(void **state)
         enum mt_status st;
 
         mt_alloc_fail_after(k);
-        st = mt_medec_sentences_parse(f, used, &s, &n, NULL);
+        st = mtx_medec_sentences_parse(f, used, &s, &n, NULL);
         mt_alloc_fail_reset();
         if (st == MT_OK) {
             CHECK(n == 40 && s[39].id == 39);
@@ -182,15 +182,15 @@ static struct mt_csv *open_data(const char *rel, struct cols *c)
     int got = 0;
 
     test_data_path(path, sizeof path, rel);
-    if (mt_csv_open(path, NULL, &csv, &err) != MT_OK) {
+    if (mtx_csv_open(path, NULL, &csv, &err) != MT_OK) {
         print_message("cannot open %s: %s\n", path, err.msg);
         CHECK(0);
     }
-    CHECK_OK(mt_csv_next(csv, &got, &err));
+    CHECK_OK(mtx_csv_next(csv, &got, &err));
     CHECK(got == 1);
-    c->text = mt_csv_find(csv, "Text");
-    c->sents = mt_csv_find(csv, "Sentences");
-    c->err_id = mt_csv_find(csv, "Error Sentence ID");
+    c->text = mtx_csv_find(csv, "Text");
+    c->sents = mtx_csv_find(csv, "Sentences");
+    c->err_id = mtx_csv_find(csv, "Error Sentence ID");
     CHECK(c->text >= 0 && c->sents >= 0 && c->err_id >= 0);
     return csv;
 }
@@ -277,15 +277,15 @@ static void test_splitter_agrees_with_medec_gold(void **state)
     size_t notes = 0, clean = 0, exact = 0, ng_all = 0, ns_all = 0, hit = 0;
     int got = 1;
     (void)state;
-    while (notes < 20 && mt_csv_next(csv, &got, NULL) == MT_OK && got) {
-        struct mt_str text = mt_csv_field(csv, (size_t)c.text);
-        struct mt_str field = mt_csv_field(csv, (size_t)c.sents);
+    while (notes < 20 && mtx_csv_next(csv, &got, NULL) == MT_OK && got) {
+        struct mt_str text = mtx_csv_field(csv, (size_t)c.text);
+        struct mt_str field = mtx_csv_field(csv, (size_t)c.sents);
         struct mt_medec_sentence *g = NULL;
         struct mt_span *s = NULL;
         size_t ng = 0, ns = 0, h;
 
-        CHECK_OK(mt_medec_sentences_parse(field.p, field.n, &g, &ng, NULL));
-        CHECK_OK(mt_sentences_split(text.p, text.n, &s, &ns, NULL));
+        CHECK_OK(mtx_medec_sentences_parse(field.p, field.n, &g, &ng, NULL));
+        CHECK_OK(mtx_sentences_split(text.p, text.n, &s, &ns, NULL));
         CHECK(ng <= 512 && ns <= 512);
         h = common(ge, gold_ends(field, g, ng, ge), se,
                    split_ends(text, s, ns, se));
@@ -300,7 +300,7 @@ static void test_splitter_agrees_with_medec_gold(void **state)
         mt_free(g);
         mt_free(s);
     }
-    mt_csv_close(csv);
+    mtx_csv_close(csv);
     print_message("splitter vs MEDEC gold, 20 notes: %zu/%zu clean notes "
                   "exact; boundaries: %zu of %zu split in gold "
                   "(precision), %zu of %zu gold found (recall)\n",
@@ -321,30 +321,30 @@ static void check_file(const char *rel)
     size_t rows = 0;
     int got = 1;
 
-    while (mt_csv_next(csv, &got, &err) == MT_OK && got) {
-        struct mt_str field = mt_csv_field(csv, (size_t)c.sents);
-        struct mt_str eid = mt_csv_field(csv, (size_t)c.err_id);
+    while (mtx_csv_next(csv, &got, &err) == MT_OK && got) {
+        struct mt_str field = mtx_csv_field(csv, (size_t)c.sents);
+        struct mt_str eid = mtx_csv_field(csv, (size_t)c.err_id);
         struct mt_medec_sentence *g = NULL;
         size_t ng = 0, i;
         long id = strtol(eid.p, NULL, 10);
 
-        if (mt_medec_sentences_parse(field.p, field.n, &g, &ng, &err) !=
+        if (mtx_medec_sentences_parse(field.p, field.n, &g, &ng, &err) !=
             MT_OK) {
-            print_message("%s line %zu: %s\n", rel, mt_csv_line(csv), err.msg);
+            print_message("%s line %zu: %s\n", rel, mtx_csv_line(csv), err.msg);
             CHECK(0);
         }
         for (i = 0; i < ng; i++)
             CHECK(g[i].id == (int)i && g[i].span.end > g[i].span.start);
         if (id < -1 || id >= (long)ng)
             print_message("%s line %zu: error id %ld of %zu\n", rel,
-                          mt_csv_line(csv), id, ng);
+                          mtx_csv_line(csv), id, ng);
         CHECK(id >= -1 && id < (long)ng);
         mt_free(g);
         rows++;
     }
     CHECK(got == 0);
     CHECK(rows > 0);
-    mt_csv_close(csv);
+    mtx_csv_close(csv);
 }
 
 static void test_medec_parse_every_file(void **state)

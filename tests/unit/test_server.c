@@ -36,7 +36,7 @@ static int setup(void **state)
     int64_t src = 0;
 
     (void)state;
-    mt_jsonl_init_alloc();
+    mtx_jsonl_init_alloc();
     snprintf(dir, sizeof dir, "/tmp/mt-server-XXXXXX");
     if (!mkdtemp(dir))
         return -1;
@@ -107,7 +107,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *user)
 {
     struct client *cl = user;
 
-    if (mt_buf_append(&cl->body, p, size * n) != MT_OK)
+    if (mtx_buf_append(&cl->body, p, size * n) != MT_OK)
         return 0;
     return size * n;
 }
@@ -127,7 +127,7 @@ static void client_init(struct client *cl, uint16_t port)
 static void client_free(struct client *cl)
 {
     curl_easy_cleanup(cl->c);
-    mt_buf_free(&cl->body);
+    mtx_buf_free(&cl->body);
 }
 
 /* Sends a request (body NULL: none) and returns the status; the answer
@@ -138,8 +138,8 @@ static long req(struct client *cl, const char *method, const char *path,
     struct curl_slist *h = NULL;
     char url[512], hdr[160];
 
-    mt_buf_reset(&cl->body);
-    mt_buf_reserve(&cl->body, 1);
+    mtx_buf_reset(&cl->body);
+    mtx_buf_reserve(&cl->body, 1);
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", cl->port, path);
     curl_easy_setopt(cl->c, CURLOPT_URL, url);
     curl_easy_setopt(cl->c, CURLOPT_CUSTOMREQUEST, method);

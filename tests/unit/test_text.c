@@ -11,23 +11,23 @@ static void test_utf8_validate_rejects_bad_forms(void **state)
 {
     size_t bad = 99;
     (void)state;
-    CHECK_OK(mt_utf8_validate("plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
-                              13, &bad));
+    CHECK_OK(mtx_utf8_validate("plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                               13, &bad));
     /* overlong '/' (2 and 3 bytes) */
-    CHECK(mt_utf8_validate("ab\xc0\xaf", 4, &bad) == MT_EPARSE);
+    CHECK(mtx_utf8_validate("ab\xc0\xaf", 4, &bad) == MT_EPARSE);
     CHECK(bad == 2);
-    CHECK(mt_utf8_validate("\xe0\x80\xaf", 3, &bad) == MT_EPARSE);
+    CHECK(mtx_utf8_validate("\xe0\x80\xaf", 3, &bad) == MT_EPARSE);
     CHECK(bad == 0);
     /* surrogate U+D800 */
-    CHECK(mt_utf8_validate("x\xed\xa0\x80", 4, &bad) == MT_EPARSE);
+    CHECK(mtx_utf8_validate("x\xed\xa0\x80", 4, &bad) == MT_EPARSE);
     CHECK(bad == 1);
     /* truncated 3-byte sequence at the end */
-    CHECK(mt_utf8_validate("abc\xe2\x82", 5, &bad) == MT_EPARSE);
+    CHECK(mtx_utf8_validate("abc\xe2\x82", 5, &bad) == MT_EPARSE);
     CHECK(bad == 3);
     /* above U+10FFFF and a stray continuation byte */
-    CHECK(mt_utf8_validate("\xf4\x90\x80\x80", 4, &bad) == MT_EPARSE);
-    CHECK(mt_utf8_validate("a\x80", 2, &bad) == MT_EPARSE && bad == 1);
-    CHECK(mt_utf8_count("a\xc3\xa9\xe2\x82\xac\x80", 7) == 4);
+    CHECK(mtx_utf8_validate("\xf4\x90\x80\x80", 4, &bad) == MT_EPARSE);
+    CHECK(mtx_utf8_validate("a\x80", 2, &bad) == MT_EPARSE && bad == 1);
+    CHECK(mtx_utf8_count("a\xc3\xa9\xe2\x82\xac\x80", 7) == 4);
 }
 
 static void test_utf8_decode_and_encode(void **state)
@@ -35,12 +35,12 @@ static void test_utf8_decode_and_encode(void **state)
     int32_t cp = 0;
     char out[4];
     (void)state;
-    CHECK(mt_utf8_decode("\xe2\x82\xac", 3, &cp) == 3 && cp == 0x20AC);
-    CHECK(mt_utf8_decode("\xe2\x82", 2, &cp) == 1 && cp == -1);
-    CHECK(mt_utf8_decode("", 0, &cp) == 0);
-    CHECK(mt_utf8_encode(0x1F600, out) == 4);
+    CHECK(mtx_utf8_decode("\xe2\x82\xac", 3, &cp) == 3 && cp == 0x20AC);
+    CHECK(mtx_utf8_decode("\xe2\x82", 2, &cp) == 1 && cp == -1);
+    CHECK(mtx_utf8_decode("", 0, &cp) == 0);
+    CHECK(mtx_utf8_encode(0x1F600, out) == 4);
     CHECK(memcmp(out, "\xf0\x9f\x98\x80", 4) == 0);
-    CHECK(mt_utf8_encode(0xD800, out) == 0);
+    CHECK(mtx_utf8_encode(0xD800, out) == 0);
 }
 
 static void check_fold(const char *in, const char *want)
@@ -48,7 +48,7 @@ static void check_fold(const char *in, const char *want)
     char *out = NULL;
     size_t n = 0;
 
-    CHECK_OK(mt_text_fold(in, strlen(in), &out, &n, NULL));
+    CHECK_OK(mtx_text_fold(in, strlen(in), &out, &n, NULL));
     CHECK(n == strlen(want));
     CHECK(strcmp(out, want) == 0);
     mt_free(out);
@@ -68,7 +68,7 @@ static void test_fold_nfkc_and_case(void **state)
     check_fold("CAF\xc3\x89", "caf\xc3\xa9");     /* stays composed */
     check_fold("Cafe\xcc\x81", "caf\xc3\xa9");    /* composes */
     check_fold("", "");
-    CHECK(mt_text_fold("ok\xff", 3, &out, &n, &err) == MT_EPARSE);
+    CHECK(mtx_text_fold("ok\xff", 3, &out, &n, &err) == MT_EPARSE);
     CHECK(out == NULL);
     CHECK(strstr(err.msg, "byte 2") != NULL);
 }
@@ -83,9 +83,9 @@ static void test_fold_oom_loop(void **state)
         enum mt_status st;
 
         mt_alloc_fail_after(k);
-        st = mt_text_fold("Stra\xc3\x9f"
-                          "e",
-                          7, &out, &n, NULL);
+        st = mtx_text_fold("Stra\xc3\x9f"
+                           "e",
+                           7, &out, &n, NULL);
         mt_alloc_fail_reset();
         if (st == MT_OK) {
             CHECK(strcmp(out, "strasse") == 0);
@@ -108,15 +108,15 @@ static void analyze(const char *name, const char *text, size_t n, char *buf,
     size_t i;
     size_t used = 0;
 
-    CHECK_OK(mt_analyzer_new(name, &a, NULL));
-    CHECK(strcmp(mt_analyzer_name(a), name) == 0);
-    CHECK_OK(mt_analyzer_collect(a, text, n, &ar, &t, &count, NULL));
+    CHECK_OK(mtx_analyzer_new(name, &a, NULL));
+    CHECK(strcmp(mtx_analyzer_name(a), name) == 0);
+    CHECK_OK(mtx_analyzer_collect(a, text, n, &ar, &t, &count, NULL));
     buf[0] = '\0';
     for (i = 0; i < count; i++)
         used += (size_t)snprintf(buf + used, cap - used, "%s%s@%u",
                                  i ? " " : "", t[i].p, t[i].position);
-    mt_arena_free(&ar);
-    mt_analyzer_free(a);
+    mtx_arena_free(&ar);
+    mtx_analyzer_free(a);
 }
 
 #define ANALYZE(name, lit, buf)                                                \
@@ -204,7 +204,7 @@ static void test_unknown_analyzer_lists_names(void **state)
     struct mt_analyzer *a = NULL;
     struct mt_error err;
     (void)state;
-    CHECK(mt_analyzer_new("klingon", &a, &err) == MT_EINVAL);
+    CHECK(mtx_analyzer_new("klingon", &a, &err) == MT_EINVAL);
     CHECK(a == NULL);
     CHECK(strstr(err.msg, "english") && strstr(err.msg, "cjk"));
 }
@@ -223,11 +223,11 @@ static void test_callback_status_stops_run(void **state)
     struct mt_analyzer *a = NULL;
     int calls = 0;
     (void)state;
-    CHECK_OK(mt_analyzer_new("simple", &a, NULL));
-    CHECK(mt_analyzer_run(a, "a b c d", 7, stop_after_two, &calls, NULL) ==
+    CHECK_OK(mtx_analyzer_new("simple", &a, NULL));
+    CHECK(mtx_analyzer_run(a, "a b c d", 7, stop_after_two, &calls, NULL) ==
           MT_ECANCELED);
     CHECK(calls == 2);
-    mt_analyzer_free(a);
+    mtx_analyzer_free(a);
 }
 
 static enum mt_status oom_once(long k, const char *name)
@@ -242,15 +242,15 @@ static enum mt_status oom_once(long k, const char *name)
     enum mt_status st;
 
     mt_alloc_fail_after(k);
-    st = mt_analyzer_new(name, &a, NULL);
+    st = mtx_analyzer_new(name, &a, NULL);
     if (st == MT_OK)
-        st = mt_analyzer_collect(a, text, sizeof text - 1, &ar, &t, &count,
-                                 NULL);
+        st = mtx_analyzer_collect(a, text, sizeof text - 1, &ar, &t, &count,
+                                  NULL);
     mt_alloc_fail_reset();
     if (st == MT_OK)
         CHECK(count >= 4);
-    mt_analyzer_free(a);
-    mt_arena_free(&ar);
+    mtx_analyzer_free(a);
+    mtx_arena_free(&ar);
     return st;
 }
 
@@ -280,11 +280,11 @@ static void tokens_of(struct mt_analyzer *a, const char *text, char *out,
     struct mt_token *t = NULL;
     size_t n = 0, i, len = 0;
 
-    CHECK_OK(mt_analyzer_collect(a, text, strlen(text), &arena, &t, &n, NULL));
+    CHECK_OK(mtx_analyzer_collect(a, text, strlen(text), &arena, &t, &n, NULL));
     out[0] = '\0';
     for (i = 0; i < n && len + t[i].n + 2 < cap; i++)
         len += (size_t)snprintf(out + len, cap - len, "%s|", t[i].p);
-    mt_arena_free(&arena);
+    mtx_arena_free(&arena);
 }
 
 /* The stem cache must never change a stem: the same text through a warm
@@ -303,16 +303,16 @@ static void test_analyzer_stem_cache_is_transparent(void **state)
              "running runners ran easily diabetic "
              "diabetes hospitalizations hospitalized nationalization "
              "generously");
-    CHECK_OK(mt_analyzer_new("english", &a, NULL));
-    CHECK_OK(mt_analyzer_new("english", &b, NULL));
+    CHECK_OK(mtx_analyzer_new("english", &a, NULL));
+    CHECK_OK(mtx_analyzer_new("english", &b, NULL));
     tokens_of(a, text, warm, sizeof warm);  /* fills the cache */
     tokens_of(a, noise, cold, sizeof cold); /* evicts many slots */
     tokens_of(a, text, warm, sizeof warm);
     tokens_of(b, text, cold, sizeof cold);
     CHECK(strcmp(warm, cold) == 0);
     CHECK(strstr(warm, "run|runner|ran|easili|diabet|diabet|") != NULL);
-    mt_analyzer_free(a);
-    mt_analyzer_free(b);
+    mtx_analyzer_free(a);
+    mtx_analyzer_free(b);
 }
 
 int main(void)

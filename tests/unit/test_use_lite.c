@@ -155,20 +155,20 @@ static void compare(const float *a, const float *b, size_t n, size_t d,
 static void test_tokenizer_matches_js_on_all_sentences(void **state)
 {
     struct mt_ul_model *m = NULL;
-    char *path = mt_ul_find_weights(NULL);
+    char *path = mtx_ul_find_weights(NULL);
     FILE *f = fopen(GOLDEN "tokens.jsonl", "r");
     char *line = malloc(1 << 20);
     size_t i = 0, bad = 0;
 
     (void)state;
     assert_true(path && f && line);
-    CHECK_OK(mt_ul_model_open(path, &m, NULL));
+    CHECK_OK(mtx_ul_model_open(path, &m, NULL));
     for (i = 0; fgets(line, 1 << 20, f); i++) {
         json_t *a = json_loads(line, 0, NULL);
         int32_t *ids = NULL;
         size_t n = 0, j, same;
         assert_true(a && i < G.n);
-        CHECK_OK(mt_ul_tokenize(m, text_at(i), &ids, &n));
+        CHECK_OK(mtx_ul_tokenize(m, text_at(i), &ids, &n));
         same = n == json_array_size(a);
         for (j = 0; same && j < n; j++)
             same = ids[j] == json_integer_value(json_array_get(a, j));
@@ -183,7 +183,7 @@ static void test_tokenizer_matches_js_on_all_sentences(void **state)
     fclose(f);
     free(line);
     mt_free(path);
-    mt_ul_model_close(m);
+    mtx_ul_model_close(m);
 }
 
 /* ==== Vectors ==== */
@@ -241,7 +241,7 @@ static void test_windows_cover_long_texts(void **state)
  * tokens; a short text is the same under every mode. */
 static void test_long_text_is_pooled_over_windows(void **state)
 {
-    char *path = mt_ul_find_weights(NULL);
+    char *path = mtx_ul_find_weights(NULL);
     struct mt_ul_model *m = NULL;
     const char *s = "Metformin lowers blood glucose in type 2 diabetes. ";
     char text[4096] = "";
@@ -253,9 +253,9 @@ static void test_long_text_is_pooled_over_windows(void **state)
     (void)state;
     for (i = 0; i < 20; i++)
         strcat(text, s);
-    t = mt_str_from(text);
-    CHECK_OK(mt_ul_model_open(path, &m, NULL));
-    CHECK_OK(mt_ul_tokenize(m, t, &ids, &len));
+    t = mtx_str_from(text);
+    CHECK_OK(mtx_ul_model_open(path, &m, NULL));
+    CHECK_OK(mtx_ul_tokenize(m, t, &ids, &len));
     nw = mtx_embed_windows(len, MT_UL_MAX_LEN, 32, MT_EMBED_POOL_MEAN);
     CHECK(len > 2 * MT_UL_MAX_LEN && nw >= 3);
     for (mode = MT_EMBED_POOL_MEAN; mode <= MT_EMBED_POOL_FIRST; mode++) {
@@ -273,14 +273,14 @@ static void test_long_text_is_pooled_over_windows(void **state)
             mtx_embed_window_at(len, MT_UL_MAX_LEN, 32, i, &off, &wl[i]);
             wid[i] = ids + off;
         }
-        CHECK_OK(mt_ul_forward(&m->w, wid, wl, k, wv));
+        CHECK_OK(mtx_ul_forward(&m->w, wid, wl, k, wv));
         mtx_embed_pool_vectors(wv, k, DIM, (enum mt_embed_pool)mode, want);
         for (i = 0; i < DIM; i++)
             CHECK(fabsf(want[i] - got[i]) < 1e-5f);
         mt_embedder_close(e);
     }
     mt_free(ids);
-    mt_ul_model_close(m);
+    mtx_ul_model_close(m);
     mt_free(path);
 }
 
@@ -399,30 +399,30 @@ static void test_bad_input_gives_vectors(void **state)
 static void test_invalid_utf8_reads_as_replacement_chars(void **state)
 {
     struct mt_ul_model *m = NULL;
-    char *path = mt_ul_find_weights(NULL);
+    char *path = mtx_ul_find_weights(NULL);
     int32_t *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
 
     (void)state;
     assert_non_null(path);
-    CHECK_OK(mt_ul_model_open(path, &m, NULL));
+    CHECK_OK(mtx_ul_model_open(path, &m, NULL));
     /* Node decodes ED A0 80 (a surrogate) as three U+FFFD */
-    CHECK_OK(mt_ul_tokenize(m, MT_STR_C("a\xed\xa0\x80z \xc3"), &a, &na));
-    CHECK_OK(mt_ul_tokenize(
+    CHECK_OK(mtx_ul_tokenize(m, MT_STR_C("a\xed\xa0\x80z \xc3"), &a, &na));
+    CHECK_OK(mtx_ul_tokenize(
         m, MT_STR_C("a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz \xef\xbf\xbd"), &b,
         &nb));
     CHECK(na == nb && na > 0 && memcmp(a, b, na * sizeof *a) == 0);
     mt_free(a);
     mt_free(b);
     mt_free(path);
-    mt_ul_model_close(m);
+    mtx_ul_model_close(m);
 }
 
 /* ==== Weight file ==== */
 
 static char *copy_weights(char *tmpl)
 {
-    char *path = mt_ul_find_weights(NULL);
+    char *path = mtx_ul_find_weights(NULL);
     FILE *in, *out;
     char buf[1 << 16];
     size_t got;
@@ -581,11 +581,11 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
     planted[0] = 1.0f;
-    CHECK_OK(mt_cache_open(db, &c, NULL));
-    CHECK(mt_cache_count(c) == 1);
-    CHECK_OK(mt_cache_put(c, "use-lite", "use-lite", "512|1|first|hello cache",
-                          planted, sizeof planted, NULL));
-    mt_cache_close(c);
+    CHECK_OK(mtx_cache_open(db, &c, NULL));
+    CHECK(mtx_cache_count(c) == 1);
+    CHECK_OK(mtx_cache_put(c, "use-lite", "use-lite", "512|1|first|hello cache",
+                           planted, sizeof planted, NULL));
+    mtx_cache_close(c);
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
     CHECK(v[0] == 1.0f && v[1] == 0.0f);
     mt_embedder_close(e);

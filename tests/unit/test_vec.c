@@ -38,7 +38,7 @@ static void random_unit(float *v, uint32_t dims)
     uint32_t i;
     for (i = 0; i < dims; i++)
         v[i] = rng_gauss();
-    CHECK_OK(mt_vec_normalize(v, dims));
+    CHECK_OK(mtx_vec_normalize(v, dims));
 }
 
 static char tmpdir[64];
@@ -65,7 +65,7 @@ static void test_quantize_error_within_half_step(void **state)
         float s;
         for (i = 0; i < d; i++)
             x[i] = rng_gauss() * 3.0f;
-        s = mt_vec_quantize(x, d, c);
+        s = mtx_vec_quantize(x, d, c);
         CHECK(s > 0.0f);
         for (i = 0; i < d; i++) {
             CHECK(c[i] >= -127 && c[i] <= 127);
@@ -76,7 +76,7 @@ static void test_quantize_error_within_half_step(void **state)
     }
     for (i = 0; i < 8; i++)
         x[i] = 0.0f;
-    CHECK(mt_vec_quantize(x, 8, c) == 0.0f);
+    CHECK(mtx_vec_quantize(x, 8, c) == 0.0f);
     for (i = 0; i < 8; i++)
         CHECK(c[i] == 0);
 }
@@ -90,18 +90,18 @@ static void test_truncate_renormalizes_to_unit(void **state)
     (void)state;
     rng_state = 2;
     random_unit(in, 768);
-    CHECK_OK(mt_vec_truncate_normalize(in, 768, 256, out));
+    CHECK_OK(mtx_vec_truncate_normalize(in, 768, 256, out));
     for (i = 0; i < 256; i++)
         s += (double)out[i] * (double)out[i];
     CHECK(fabs(s - 1.0) < 1e-5);
     for (i = 1; i < 256; i++) /* same direction: a common positive ratio */
         CHECK(fabsf(out[i] * in[0] - out[0] * in[i]) < 1e-5f);
     CHECK(out[0] * in[0] > 0.0f);
-    CHECK(mt_vec_truncate_normalize(in, 768, 0, out) == MT_EINVAL);
-    CHECK(mt_vec_truncate_normalize(in, 768, 769, out) == MT_EINVAL);
+    CHECK(mtx_vec_truncate_normalize(in, 768, 0, out) == MT_EINVAL);
+    CHECK(mtx_vec_truncate_normalize(in, 768, 769, out) == MT_EINVAL);
     memset(in, 0, sizeof in);
-    CHECK(mt_vec_truncate_normalize(in, 768, 16, out) == MT_EINVAL);
-    CHECK_OK(mt_vec_truncate_normalize(out, 256, 256, out)); /* in place */
+    CHECK(mtx_vec_truncate_normalize(in, 768, 16, out) == MT_EINVAL);
+    CHECK_OK(mtx_vec_truncate_normalize(out, 256, 256, out)); /* in place */
 }
 
 static void fill_i8(int8_t *p, size_t n)
@@ -113,7 +113,7 @@ static void fill_i8(int8_t *p, size_t n)
 
 static void test_simd_int8_kernels_match_portable(void **state)
 {
-    const struct mt_simd_kernels *ref = mt_simd_level(MT_SIMD_PORTABLE);
+    const struct mt_simd_kernels *ref = mtx_simd_level(MT_SIMD_PORTABLE);
     static int8_t a[1027 * 3];
     static int8_t b[1027];
     int32_t want[3];
@@ -122,9 +122,9 @@ static void test_simd_int8_kernels_match_portable(void **state)
     size_t n;
     (void)state;
     rng_state = 3;
-    CHECK(mt_simd_get() != NULL);
+    CHECK(mtx_simd_get() != NULL);
     for (lv = 0; lv < MT_SIMD_LEVEL_COUNT; lv++) {
-        const struct mt_simd_kernels *k = mt_simd_level(lv);
+        const struct mt_simd_kernels *k = mtx_simd_level(lv);
         if (!k)
             continue;
         print_message("kernel %s\n", k->name);
@@ -143,7 +143,7 @@ static void test_simd_int8_kernels_match_portable(void **state)
 
 static void test_simd_float_kernels_agree(void **state)
 {
-    const struct mt_simd_kernels *ref = mt_simd_level(MT_SIMD_PORTABLE);
+    const struct mt_simd_kernels *ref = mtx_simd_level(MT_SIMD_PORTABLE);
     float a[515];
     float b[515];
     int8_t c[515];
@@ -153,7 +153,7 @@ static void test_simd_float_kernels_agree(void **state)
     (void)state;
     rng_state = 4;
     for (lv = 0; lv < MT_SIMD_LEVEL_COUNT; lv++) {
-        const struct mt_simd_kernels *k = mt_simd_level(lv);
+        const struct mt_simd_kernels *k = mtx_simd_level(lv);
         if (!k)
             continue;
         for (n = 1; n <= 515; n += 2) {
@@ -175,17 +175,17 @@ static void test_simd_float_kernels_agree(void **state)
 
 static struct mt_vecset *random_set(uint32_t n, uint32_t dims, int keep)
 {
-    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset_params p = mtx_vecset_default_params();
     struct mt_vecset *vs;
     float v[256];
     uint32_t i;
     uint32_t id;
 
     p.keep_float = keep;
-    CHECK_OK(mt_vecset_new(dims, &p, &vs));
+    CHECK_OK(mtx_vecset_new(dims, &p, &vs));
     for (i = 0; i < n; i++) {
         random_unit(v, dims);
-        CHECK_OK(mt_vecset_add(vs, v, &id));
+        CHECK_OK(mtx_vecset_add(vs, v, &id));
         CHECK(id == i);
     }
     return vs;
@@ -204,8 +204,8 @@ static void test_flat_int8_recall_vs_float(void **state)
     vs = random_set(3000, 128, 1);
     for (i = 0; i < 50; i++) {
         random_unit(q, 128);
-        CHECK_OK(mt_vecset_search_float(vs, q, 10, NULL, hf, &nf));
-        CHECK_OK(mt_vecset_search_flat(vs, q, 10, NULL, hq, &nq));
+        CHECK_OK(mtx_vecset_search_float(vs, q, 10, NULL, hf, &nf));
+        CHECK_OK(mtx_vecset_search_flat(vs, q, 10, NULL, hq, &nq));
         CHECK(nf == 10 && nq == 10);
         for (a = 0; a < 10; a++) {
             CHECK(a == 0 || hq[a - 1].score >= hq[a].score);
@@ -217,7 +217,7 @@ static void test_flat_int8_recall_vs_float(void **state)
     print_message("flat int8 recall@10 vs float: %.3f\n",
                   (double)found / 500.0);
     CHECK(found >= 450);
-    mt_vecset_free(vs);
+    mtx_vecset_free(vs);
 }
 
 /* Clustered unit vectors (10 Gaussian clusters, noise of norm ~0.8 as in
@@ -236,7 +236,7 @@ static void clustered(float *v, uint32_t n, uint32_t dims)
         for (j = 0; j < dims; j++)
             v[(size_t)i * dims + j] =
                 ci[j] + 0.8f * rng_gauss() / sqrtf((float)dims);
-        CHECK_OK(mt_vec_normalize(v + (size_t)i * dims, dims));
+        CHECK_OK(mtx_vec_normalize(v + (size_t)i * dims, dims));
     }
 }
 
@@ -256,7 +256,7 @@ static uint32_t overlap10(const struct mt_vec_hit *a,
 static void test_flat_refine_beats_int8(void **state)
 {
     enum { N = 4000, D = 128, Q = 40 };
-    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset_params p = mtx_vecset_default_params();
     struct mt_vecset *sets[2];
     struct mt_vecset *exact;
     struct mt_vec_hit hf[10], h[10];
@@ -270,28 +270,28 @@ static void test_flat_refine_beats_int8(void **state)
     clustered(v, N + Q, D);
     p.keep_float = 1;
     p.refine = 0;
-    CHECK_OK(mt_vecset_new(D, &p, &exact));
+    CHECK_OK(mtx_vecset_new(D, &p, &exact));
     for (r = 0; r < 2; r++) {
         p.keep_float = 0;
         p.refine = (int)r;
-        CHECK_OK(mt_vecset_new(D, &p, &sets[r]));
+        CHECK_OK(mtx_vecset_new(D, &p, &sets[r]));
     }
     for (i = 0; i < N; i++) {
-        CHECK_OK(mt_vecset_add(exact, v + (size_t)i * D, NULL));
+        CHECK_OK(mtx_vecset_add(exact, v + (size_t)i * D, NULL));
         for (r = 0; r < 2; r++)
-            CHECK_OK(mt_vecset_add(sets[r], v + (size_t)i * D, NULL));
+            CHECK_OK(mtx_vecset_add(sets[r], v + (size_t)i * D, NULL));
     }
-    CHECK(mt_vecset_refine(sets[0], 0) == NULL);
-    CHECK(mt_vecset_refine(sets[1], 0) != NULL);
+    CHECK(mtx_vecset_refine(sets[0], 0) == NULL);
+    CHECK(mtx_vecset_refine(sets[1], 0) != NULL);
     for (i = 0; i < Q; i++) {
         const float *q = v + (size_t)(N + i) * D;
-        CHECK_OK(mt_vecset_search_float(exact, q, 10, NULL, hf, &n));
+        CHECK_OK(mtx_vecset_search_float(exact, q, 10, NULL, hf, &n));
         for (r = 0; r < 2; r++) {
-            CHECK_OK(mt_vecset_search_flat(sets[r], q, 10, NULL, h, &n));
+            CHECK_OK(mtx_vecset_search_flat(sets[r], q, 10, NULL, h, &n));
             CHECK(n == 10);
             found[r] += overlap10(hf, h);
             /* scores of the same vector: refined ones are near exact */
-            err[r] += fabs((double)mt_vecset_rescore(sets[r], q, hf[0].id) -
+            err[r] += fabs((double)mtx_vecset_rescore(sets[r], q, hf[0].id) -
                            (double)hf[0].score);
         }
     }
@@ -303,8 +303,8 @@ static void test_flat_refine_beats_int8(void **state)
     CHECK(found[1] >= Q * 10 * 97 / 100);
     CHECK(err[1] * 4.0 < err[0]); /* the residual cuts the error >= 4x */
     for (r = 0; r < 2; r++)
-        mt_vecset_free(sets[r]);
-    mt_vecset_free(exact);
+        mtx_vecset_free(sets[r]);
+    mtx_vecset_free(exact);
     mt_free(v);
 }
 
@@ -317,19 +317,19 @@ static void test_flat_ties_break_by_id(void **state)
     uint32_t n, i;
     (void)state;
     rng_state = 6;
-    CHECK_OK(mt_vecset_new(16, NULL, &vs));
+    CHECK_OK(mtx_vecset_new(16, NULL, &vs));
     random_unit(v, 16);
     for (i = 0; i < 8; i++) { /* ids 0,2,4,6 copy v; odd ids differ */
         random_unit(w, 16);
-        CHECK_OK(mt_vecset_add(vs, i % 2 ? w : v, NULL));
+        CHECK_OK(mtx_vecset_add(vs, i % 2 ? w : v, NULL));
     }
-    CHECK_OK(mt_vecset_search_flat(vs, v, 3, NULL, h, &n));
+    CHECK_OK(mtx_vecset_search_flat(vs, v, 3, NULL, h, &n));
     CHECK(n == 3);
     CHECK(h[0].id == 0 && h[1].id == 2 && h[2].id == 4);
     CHECK(h[0].score == h[1].score && h[1].score == h[2].score);
-    CHECK_OK(mt_vecset_search_flat(vs, v, 6, NULL, h, &n));
+    CHECK_OK(mtx_vecset_search_flat(vs, v, 6, NULL, h, &n));
     CHECK(n == 6 && h[3].id == 6 && h[4].score < h[3].score);
-    mt_vecset_free(vs);
+    mtx_vecset_free(vs);
 }
 
 static int accept_even(uint32_t id, void *user)
@@ -350,47 +350,47 @@ static void test_flat_filter_and_k_beyond_n(void **state)
     rng_state = 7;
     vs = random_set(40, 32, 1);
     random_unit(q, 32);
-    CHECK_OK(mt_vecset_search_flat(vs, q, 50, &f, h, &n));
+    CHECK_OK(mtx_vecset_search_flat(vs, q, 50, &f, h, &n));
     CHECK(n == 20 && calls == 40);
     for (i = 0; i < n; i++)
         CHECK(h[i].id % 2 == 0);
-    CHECK_OK(mt_vecset_search_float(vs, q, 50, &f, h, &n));
+    CHECK_OK(mtx_vecset_search_float(vs, q, 50, &f, h, &n));
     CHECK(n == 20);
-    CHECK_OK(mt_vecset_search_flat(vs, q, 50, NULL, h, &n));
+    CHECK_OK(mtx_vecset_search_flat(vs, q, 50, NULL, h, &n));
     CHECK(n == 40);
-    CHECK_OK(mt_vecset_search_flat(vs, q, 0, NULL, h, &n));
+    CHECK_OK(mtx_vecset_search_flat(vs, q, 0, NULL, h, &n));
     CHECK(n == 0);
-    mt_vecset_free(vs);
-    CHECK_OK(mt_vecset_new(32, NULL, &vs)); /* empty set */
-    CHECK_OK(mt_vecset_search_flat(vs, q, 5, NULL, h, &n));
+    mtx_vecset_free(vs);
+    CHECK_OK(mtx_vecset_new(32, NULL, &vs)); /* empty set */
+    CHECK_OK(mtx_vecset_search_flat(vs, q, 5, NULL, h, &n));
     CHECK(n == 0);
-    CHECK(mt_vecset_search_float(vs, q, 5, NULL, h, &n) == MT_EUNSUPPORTED);
-    mt_vecset_free(vs);
+    CHECK(mtx_vecset_search_float(vs, q, 5, NULL, h, &n) == MT_EUNSUPPORTED);
+    mtx_vecset_free(vs);
 }
 
 static void test_vecset_rejects_bad_input(void **state)
 {
     struct mt_vecset *vs = (struct mt_vecset *)1;
-    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset_params p = mtx_vecset_default_params();
     struct mt_vec_hit h[2];
     float v[4] = {0, 0, 0, 0};
     uint32_t n;
     (void)state;
-    CHECK(mt_vecset_new(0, NULL, &vs) == MT_EINVAL && vs == NULL);
-    CHECK(mt_vecset_new(MT_VEC_MAX_DIMS + 1, NULL, &vs) == MT_EINVAL);
+    CHECK(mtx_vecset_new(0, NULL, &vs) == MT_EINVAL && vs == NULL);
+    CHECK(mtx_vecset_new(MT_VEC_MAX_DIMS + 1, NULL, &vs) == MT_EINVAL);
     p.max_count = 1;
-    CHECK_OK(mt_vecset_new(4, &p, &vs));
-    CHECK(mt_vecset_add(vs, v, NULL) == MT_EINVAL); /* zero vector */
+    CHECK_OK(mtx_vecset_new(4, &p, &vs));
+    CHECK(mtx_vecset_add(vs, v, NULL) == MT_EINVAL); /* zero vector */
     v[1] = NAN;
-    CHECK(mt_vecset_add(vs, v, NULL) == MT_EINVAL);
+    CHECK(mtx_vecset_add(vs, v, NULL) == MT_EINVAL);
     v[1] = 1.0f;
-    CHECK_OK(mt_vecset_add(vs, v, NULL));
-    CHECK(mt_vecset_add(vs, v, NULL) == MT_ELIMIT);
-    CHECK(mt_vecset_count(vs) == 1);
+    CHECK_OK(mtx_vecset_add(vs, v, NULL));
+    CHECK(mtx_vecset_add(vs, v, NULL) == MT_ELIMIT);
+    CHECK(mtx_vecset_count(vs) == 1);
     v[1] = INFINITY;
-    CHECK(mt_vecset_search_flat(vs, v, 2, NULL, h, &n) == MT_EINVAL);
-    mt_vecset_free(vs);
-    mt_vecset_free(NULL);
+    CHECK(mtx_vecset_search_flat(vs, v, 2, NULL, h, &n) == MT_EINVAL);
+    mtx_vecset_free(vs);
+    mtx_vecset_free(NULL);
 }
 
 static void flip_byte(const char *path, long off)
@@ -433,32 +433,32 @@ static void test_vecset_file_round_trip(void **state)
     path_in_tmp(path, sizeof path, "set.vec");
     path_in_tmp(bad, sizeof bad, "bad.vec");
     vs = random_set(500, 48, 1);
-    CHECK_OK(mt_vecset_write(vs, path, &err));
+    CHECK_OK(mtx_vecset_write(vs, path, &err));
     CHECK(access(bad, F_OK) != 0);
-    CHECK_OK(mt_vecset_open(path, &vo, &err));
-    CHECK(mt_vecset_count(vo) == 500 && mt_vecset_has_float(vo));
+    CHECK_OK(mtx_vecset_open(path, &vo, &err));
+    CHECK(mtx_vecset_count(vo) == 500 && mtx_vecset_has_float(vo));
     random_unit(q, 48);
-    CHECK_OK(mt_vecset_search_flat(vs, q, 10, NULL, h1, &n1));
-    CHECK_OK(mt_vecset_search_flat(vo, q, 10, NULL, h2, &n2));
+    CHECK_OK(mtx_vecset_search_flat(vs, q, 10, NULL, h1, &n1));
+    CHECK_OK(mtx_vecset_search_flat(vo, q, 10, NULL, h2, &n2));
     CHECK(n1 == 10 && n2 == 10 && memcmp(h1, h2, sizeof h1) == 0);
-    CHECK(mt_vecset_add(vo, q, NULL) == MT_EUNSUPPORTED);
-    mt_vecset_free(vo);
+    CHECK(mtx_vecset_add(vo, q, NULL) == MT_EUNSUPPORTED);
+    mtx_vecset_free(vo);
     CHECK(stat(path, &sb) == 0);
     copy_prefix(path, bad, sb.st_size - 64);
-    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE && vo == NULL);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE && vo == NULL);
     CHECK(strstr(err.msg, "bad.vec") != NULL);
     copy_prefix(path, bad, 100);
-    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
     copy_prefix(path, bad, sb.st_size);
     flip_byte(bad, sb.st_size / 2);
-    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "checksum") != NULL);
     copy_prefix(path, bad, sb.st_size);
     flip_byte(bad, 12); /* the format version in the header */
-    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
     path_in_tmp(bad, sizeof bad, "missing.vec");
-    CHECK(mt_vecset_open(bad, &vo, &err) == MT_EIO);
-    mt_vecset_free(vs);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EIO);
+    mtx_vecset_free(vs);
 }
 
 /* Flat top-5 of each of the 48 vectors in a and b are the same. */
@@ -469,8 +469,8 @@ static void same_flat_hits(const struct mt_vecset *a, const struct mt_vecset *b)
     float v[16];
     for (i = 0; i < 48; i++) {
         legacy_vec(i, v);
-        CHECK_OK(mt_vecset_search_flat(a, v, 5, NULL, h1, &n1));
-        CHECK_OK(mt_vecset_search_flat(b, v, 5, NULL, h2, &n2));
+        CHECK_OK(mtx_vecset_search_flat(a, v, 5, NULL, h1, &n1));
+        CHECK_OK(mtx_vecset_search_flat(b, v, 5, NULL, h2, &n2));
         CHECK(n1 == 5 && n2 == 5 && memcmp(h1, h2, sizeof h1) == 0);
         CHECK(h1[0].id == i);
     }
@@ -478,7 +478,7 @@ static void same_flat_hits(const struct mt_vecset *a, const struct mt_vecset *b)
 
 static void test_vecset_opens_file_written_before_segments(void **state)
 {
-    struct mt_vecset_params p = mt_vecset_default_params();
+    struct mt_vecset_params p = mtx_vecset_default_params();
     struct mt_vecset *fresh, *old, *conv;
     struct mt_error err;
     char path[128];
@@ -488,31 +488,31 @@ static void test_vecset_opens_file_written_before_segments(void **state)
     FILE *f;
     (void)state;
     p.keep_float = 1;
-    CHECK_OK(mt_vecset_new(16, &p, &fresh));
+    CHECK_OK(mtx_vecset_new(16, &p, &fresh));
     for (i = 0; i < 48; i++) {
         legacy_vec(i, v);
-        CHECK_OK(mt_vecset_add(fresh, v, NULL));
+        CHECK_OK(mtx_vecset_add(fresh, v, NULL));
     }
-    if (mt_vecset_open("tests/unit/legacy/v1.vec", &old, &err) != MT_OK)
+    if (mtx_vecset_open("tests/unit/legacy/v1.vec", &old, &err) != MT_OK)
         fail_msg("%s", err.msg);
-    CHECK(mt_vecset_count(old) == 48 && mt_vecset_dims(old) == 16);
-    CHECK(mt_vecset_has_float(old));
-    CHECK(memcmp(mt_vecset_codes(old), mt_vecset_codes(fresh), 48 * 16) == 0);
+    CHECK(mtx_vecset_count(old) == 48 && mtx_vecset_dims(old) == 16);
+    CHECK(mtx_vecset_has_float(old));
+    CHECK(memcmp(mtx_vecset_codes(old), mtx_vecset_codes(fresh), 48 * 16) == 0);
     same_flat_hits(fresh, old);
     path_in_tmp(path, sizeof path, "conv.vec"); /* rewriting converts */
-    CHECK_OK(mt_vecset_write(old, path, &err));
-    CHECK_OK(mt_vecset_open(path, &conv, &err));
+    CHECK_OK(mtx_vecset_write(old, path, &err));
+    CHECK_OK(mtx_vecset_open(path, &conv, &err));
     same_flat_hits(old, conv);
     f = fopen(path, "rb");
     CHECK(f && fread(magic, 1, 8, f) == 8 && memcmp(magic, "MTVEC002", 8) == 0);
     fclose(f);
-    mt_vecset_free(conv);
+    mtx_vecset_free(conv);
     copy_prefix("tests/unit/legacy/v1.vec", path, 4544);
     flip_byte(path, 2000);
-    CHECK(mt_vecset_open(path, &conv, &err) == MT_EPARSE);
+    CHECK(mtx_vecset_open(path, &conv, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "checksum") != NULL && conv == NULL);
-    mt_vecset_free(old);
-    mt_vecset_free(fresh);
+    mtx_vecset_free(old);
+    mtx_vecset_free(fresh);
 }
 
 static void test_vecset_oom_loop(void **state)
@@ -527,22 +527,22 @@ static void test_vecset_oom_loop(void **state)
         uint32_t j;
         struct mt_vec_hit h[3];
         uint32_t n;
-        struct mt_vecset_params p = mt_vecset_default_params();
+        struct mt_vecset_params p = mtx_vecset_default_params();
         p.keep_float = 1;
         mt_alloc_fail_after(i);
-        st = mt_vecset_new(8, &p, &vs);
+        st = mtx_vecset_new(8, &p, &vs);
         for (j = 0; st == MT_OK && j < 100; j++) {
             v[j % 8] += 1.0f;
-            st = mt_vecset_add(vs, v, NULL);
+            st = mtx_vecset_add(vs, v, NULL);
         }
         if (st == MT_OK)
-            st = mt_vecset_search_flat(vs, v, 3, NULL, h, &n);
+            st = mtx_vecset_search_flat(vs, v, 3, NULL, h, &n);
         mt_alloc_fail_reset();
         CHECK(st == MT_OK || st == MT_ENOMEM);
-        CHECK(st != MT_ENOMEM || vs == NULL || mt_vecset_count(vs) == j - 1 ||
-              mt_vecset_count(vs) == 100);
+        CHECK(st != MT_ENOMEM || vs == NULL || mtx_vecset_count(vs) == j - 1 ||
+              mtx_vecset_count(vs) == 100);
         ok = st == MT_OK;
-        mt_vecset_free(vs);
+        mtx_vecset_free(vs);
     }
     CHECK(ok && i > 3);
 }
