@@ -5,6 +5,7 @@
 #define MT_CLI_QA_OPTS_H
 
 #include "cli/cli.h"
+#include "cli/search_opts.h" /* CLI_META_FILTER_OPTS */
 #include "medtrust/qa.h"
 
 #define QA_OPTS                                                                \
@@ -36,16 +37,7 @@
         {"source", 's', "NAME", "only documents of this source", 0},           \
         {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \
         {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},     \
-        {"author", 0, "TEXT",                                                  \
-         "only documents with an author (metadata authors) containing "        \
-         "TEXT, case-insensitive",                                             \
-         0},                                                                   \
-        {"journal", 0, "TEXT",                                                 \
-         "only documents whose metadata journal contains TEXT", 0},            \
-        {"pub-type", 0, "TEXT",                                                \
-         "only documents with a publication type (metadata "                   \
-         "publication_types) containing TEXT",                                 \
-         0},                                                                   \
+        CLI_META_FILTER_OPTS,                                                  \
         {"search-mode", 0, "MODE",                                             \
          "bm25, dense or hybrid (default hybrid when the index has "           \
          "vectors for the embedder, else bm25)",                               \

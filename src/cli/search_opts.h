@@ -5,6 +5,20 @@
 #include "cli/cli.h"
 #include "medtrust/index.h"
 
+/* The metadata filters (VerifAI's PubMed filters), shared by search,
+ * retrieval-eval, ask and qa-eval. */
+/* clang-format off */
+#define CLI_META_FILTER_OPTS                                                   \
+    {"author", 0, "TEXT",                                                      \
+     "only documents with an author (metadata authors) containing "            \
+     "TEXT, case-insensitive", 0},                                             \
+    {"journal", 0, "TEXT",                                                     \
+     "only documents whose metadata journal contains TEXT", 0},                \
+    {"pub-type", 0, "TEXT",                                                    \
+     "only documents with a publication type (metadata "                       \
+     "publication_types) containing TEXT", 0}
+/* clang-format on */
+
 /* Option table rows for the search parameters; spliced into each verb's
  * table by the SEARCH_OPTS macro. */
 #define SEARCH_OPTS                                                            \
@@ -30,16 +44,7 @@
          "keep documents whose metadata number KEY is in range, e.g. "         \
          "year=2010..2015 (either end may be left out)",                       \
          0},                                                                   \
-        {"author", 0, "TEXT",                                                  \
-         "only documents with an author (metadata authors) containing "        \
-         "TEXT, case-insensitive",                                             \
-         0},                                                                   \
-        {"journal", 0, "TEXT",                                                 \
-         "only documents whose metadata journal contains TEXT", 0},            \
-        {"pub-type", 0, "TEXT",                                                \
-         "only documents with a publication type (metadata "                   \
-         "publication_types) containing TEXT",                                 \
-         0},                                                                   \
+        CLI_META_FILTER_OPTS,                                                  \
         {"embedder", 'e', "SPEC",                                              \
          "query embedder for dense/hybrid "                                    \
          "(default: the one the index was built with)",                        \
