@@ -59,7 +59,7 @@ static const struct cli_opt mediqa_opts[] = {
 };
 
 struct run_state {
-    struct mediqa_note *notes;
+    struct mtx_note *notes;
     size_t n;
     struct work_queue q; /* q.mu also guards the counts below */
     struct mt_agent *agent;
@@ -74,7 +74,7 @@ struct run_state {
 
 /* ==== Checking ==== */
 
-static void record(struct run_state *s, struct mediqa_note *x,
+static void record(struct run_state *s, struct mtx_note *x,
                    struct mediqa_outcome *o)
 {
     struct mt_error err = {MT_OK, ""};
@@ -101,7 +101,7 @@ static void record(struct run_state *s, struct mediqa_note *x,
 static void check_note(size_t i, void *user)
 {
     struct run_state *s = user;
-    struct mediqa_note *x = &s->notes[i];
+    struct mtx_note *x = &s->notes[i];
     struct mediqa_outcome o;
 
     if (x->resumed)
@@ -340,7 +340,7 @@ static int mediqa_run(struct cli_args *a)
     if (s.trace)
         fclose(s.trace);
     mtx_progress_free(s.bar);
-    mediqa_notes_free(s.notes, s.n);
+    mtx_notes_free(s.notes, s.n);
     work_destroy(&s.q);
     if (st != MT_OK)
         return cli_fail(&err, st);

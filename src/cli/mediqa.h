@@ -8,27 +8,18 @@
 #include <stddef.h>
 
 #include "cli/cli.h"
+#include "eval/notes.h" /* struct mtx_note */
 #include "medtrust/check.h"
-
-struct mediqa_note {
-    char *id;
-    char *text;
-    char *sents; /* NULL without a Sentences column */
-    char *line;  /* submission line once finished */
-    int resumed;
-    int failed; /* its check failed: 'line' is a fallback */
-};
 
 /* Reads the first 'limit' notes (0 = all) of a MEDEC-format CSV: Text ID,
  * Text and, when present, Sentences; errors name the file and line. */
 enum mt_status mediqa_load(const char *path, size_t limit,
-                           struct mediqa_note **out, size_t *n,
+                           struct mtx_note **out, size_t *n,
                            struct mt_error *err);
-void mediqa_notes_free(struct mediqa_note *v, size_t n);
 
 /* Writes the submission atomically: each note's line in order, a failed
  * note's only when 'with_failed' (--fallback-on-failure). */
-enum mt_status mediqa_write(const struct mediqa_note *v, size_t n,
+enum mt_status mediqa_write(const struct mtx_note *v, size_t n,
                             const char *path, int with_failed,
                             struct mt_error *err);
 

@@ -21,104 +21,29 @@ const struct cli_opt mediqa_agent_opts[] = {
 
 /* ==== Loading ==== */
 
-void mediqa_notes_free(struct mediqa_note *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; v && i < n; i++) {
-        mt_free(v[i].id);
-        mt_free(v[i].text);
-        mt_free(v[i].sents);
-        mt_free(v[i].line);
-    }
-    mt_free(v);
-}
-
-static char *dup_field(struct mt_csv *c, long col)
-{
-    struct mt_str s = mtx_csv_field(c, (size_t)col);
-
-    return mt_strndup(s.p ? s.p : "", s.n);
-}
-
-static enum mt_status add_note(struct mt_csv *c, const long *col,
-                               struct mediqa_note **v, size_t *n, size_t *cap)
-{
-    struct mediqa_note *x;
-
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-
-        x = mt_realloc(*v, nc * sizeof *x);
-        if (!x)
-            return MT_ENOMEM;
-        *v = x;
-        *cap = nc;
-    }
-    x = &(*v)[*n];
-    memset(x, 0, sizeof *x);
-    (*n)++;
-    x->id = dup_field(c, col[0]);
-    x->text = dup_field(c, col[1]);
-    x->sents = col[2] >= 0 ? dup_field(c, col[2]) : NULL;
-    if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
-        return MT_ENOMEM;
-    return mtx_str_trim(mtx_str_from(x->id)).n ? MT_OK : MT_EPARSE;
-}
-
-static enum mt_status header(struct mt_csv *c, const char *path, long *col,
-                             struct mt_error *err)
-{
-    int got = 0;
-    enum mt_status st = mtx_csv_next(c, &got, err);
-
-    if (st != MT_OK)
-        return st;
-    col[0] = got ? mtx_csv_find(c, "Text ID") : -1;
-    col[1] = got ? mtx_csv_find(c, "Text") : -1;
-    col[2] = got ? mtx_csv_find(c, "Sentences") : -1;
-    if (col[0] < 0 || col[1] < 0)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: missing column%s%s%s (a "
-                       "MEDEC-format CSV needs Text ID and Text)",
-                       path, col[0] < 0 && col[1] < 0 ? "s" : "",
-                       col[0] < 0 ? " 'Text ID'" : "",
-                       col[1] < 0 ? " 'Text'" : "");
-    return MT_OK;
-}
-
 enum mt_status mediqa_load(const char *path, size_t limit,
-                           struct mediqa_note **out, size_t *n,
+                           struct mtx_note **out, size_t *n,
                            struct mt_error *err)
 {
     struct mt_csv *c = NULL;
-    struct mediqa_note *v = NULL;
-    size_t cap = 0;
     long col[3];
-    int got = 1;
     enum mt_status st = mtx_csv_open(path, NULL, &c, err);
 
     *n = 0;
+    if (st == MT_OK && !mtx_notes_columns(c, col, &st, err) && st == MT_OK)
+        st = mt_fail(err, MT_EPARSE,
+                     "%s: missing column%s%s%s (a "
+                     "MEDEC-format CSV needs Text ID and Text)",
+                     path, col[0] < 0 && col[1] < 0 ? "s" : "",
+                     col[0] < 0 ? " 'Text ID'" : "",
+                     col[1] < 0 ? " 'Text'" : "");
     if (st == MT_OK)
-        st = header(c, path, col, err);
-    while (st == MT_OK && (!limit || *n < limit)) {
-        st = mtx_csv_next(c, &got, err);
-        if (st != MT_OK || !got)
-            break;
-        st = add_note(c, col, &v, n, &cap);
-        if (st == MT_EPARSE)
-            mt_fail(err, st, "%s:%zu: empty Text ID", path, mtx_csv_line(c));
-    }
+        st = mtx_notes_read(c, path, col, limit, out, n, err);
     mtx_csv_close(c);
-    if (st == MT_OK) {
-        *out = v;
-        return MT_OK;
-    }
-    mediqa_notes_free(v, *n);
-    return st == MT_ENOMEM ? mt_fail(err, st, "%s: out of memory", path) : st;
+    return st;
 }
 
-enum mt_status mediqa_write(const struct mediqa_note *v, size_t n,
+enum mt_status mediqa_write(const struct mtx_note *v, size_t n,
                             const char *path, int with_failed,
                             struct mt_error *err)
 {

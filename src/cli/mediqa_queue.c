@@ -61,7 +61,7 @@ static json_t *given_options(const struct cli_args *a)
     return o;
 }
 
-static char *note_payload(const struct mediqa_note *x)
+static char *note_payload(const struct mtx_note *x)
 {
     json_t *o = json_pack("{s:s,s:s}", "id", x->id, "text", x->text);
     char *s;
@@ -74,9 +74,8 @@ static char *note_payload(const struct mediqa_note *x)
 }
 
 static enum mt_status submit_notes(struct mtx_pg *pg, const char *path,
-                                   const char *opts,
-                                   const struct mediqa_note *v, size_t n,
-                                   int64_t *run, struct mt_error *err)
+                                   const char *opts, const struct mtx_note *v,
+                                   size_t n, int64_t *run, struct mt_error *err)
 {
     char **pl = mt_calloc(n ? n : 1, sizeof *pl);
     size_t i;
@@ -100,7 +99,7 @@ static enum mt_status submit_notes(struct mtx_pg *pg, const char *path,
 static int enqueue(const struct cli_args *a, const char *url)
 {
     struct mt_agent_params p;
-    struct mediqa_note *v = NULL;
+    struct mtx_note *v = NULL;
     struct mtx_pg *pg = NULL;
     struct mt_error err = {MT_OK, ""};
     unsigned long limit = 0;
@@ -135,14 +134,14 @@ static int enqueue(const struct cli_args *a, const char *url)
                 (long long)run, n, (long long)run);
     mt_free(opts);
     mtx_pg_close(pg);
-    mediqa_notes_free(v, n);
+    mtx_notes_free(v, n);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
 
 /* ==== Collect ==== */
 
 struct collect {
-    struct mediqa_note *notes; /* by job number; only id, line, failed */
+    struct mtx_note *notes; /* by job number; only id, line, failed */
     size_t n, got, failed, fallback;
     struct mt_check_usage total;
     FILE *trace;
@@ -156,7 +155,7 @@ static enum mt_status on_result(int64_t seq, const char *result, int failed,
     const char *id = json_string_value(json_object_get(o, "id"));
     const char *line = json_string_value(json_object_get(o, "line"));
     const char *tr = json_string_value(json_object_get(o, "trace"));
-    struct mediqa_note *x;
+    struct mtx_note *x;
     struct mt_check_usage u;
 
     if (!id || !line || seq < 0 || (size_t)seq >= c->n) {
@@ -302,7 +301,7 @@ static int collect(const struct cli_args *a, const char *url)
         collect_summary(&c, (int64_t)run, &k, cli_get(a, "json") != NULL);
     if (c.trace)
         fclose(c.trace);
-    mediqa_notes_free(c.notes, c.n);
+    mtx_notes_free(c.notes, c.n);
     mtx_pg_close(pg);
     if (st != MT_OK)
         return cli_fail(&err, st);

@@ -20,12 +20,8 @@
 #include "core/csv.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "eval/notes.h"
 #include "server/srv_int.h"
-
-struct bnote {
-    char *id, *text, *sents; /* sents NULL without a Sentences column */
-    char *line;              /* submission line once checked */
-};
 
 struct batch_arg {
     struct mt_server *s;
@@ -140,89 +136,44 @@ static enum mt_status read_file(const struct batch_arg *a, const char *name,
 
 /* ==== Notes ==== */
 
-static void notes_free(struct bnote *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; v && i < n; i++) {
-        mt_free(v[i].id);
-        mt_free(v[i].text);
-        mt_free(v[i].sents);
-        mt_free(v[i].line);
-    }
-    mt_free(v);
-}
-
-static char *field(struct mt_csv *c, long col)
-{
-    struct mt_str s =
-        col >= 0 ? mtx_csv_field(c, (size_t)col) : mtx_str_from("");
-
-    return mt_strndup(s.p ? s.p : "", s.n);
-}
-
 /* The notes of a MEDEC-format CSV: Text ID, Text and, when present,
  * Sentences (so sentence ids are the data set's own). At most max. */
 static enum mt_status load_notes(const char *csv, size_t len, size_t max,
-                                 struct bnote **out, size_t *n,
+                                 struct mtx_note **out, size_t *n,
                                  struct mt_error *err)
 {
     struct mt_csv *c = NULL;
-    struct bnote *v = NULL;
-    long col[3] = {-1, -1, -1};
-    int got = 1;
+    long col[3];
     enum mt_status st = mtx_csv_open_mem("data", csv, len, NULL, &c, err);
 
     *n = 0;
-    if (st == MT_OK)
-        st = mtx_csv_next(c, &got, err);
-    if (st == MT_OK && got) {
-        col[0] = mtx_csv_find(c, "Text ID");
-        col[1] = mtx_csv_find(c, "Text");
-        col[2] = mtx_csv_find(c, "Sentences");
-    }
-    if (st == MT_OK && (col[0] < 0 || col[1] < 0))
+    if (st == MT_OK && !mtx_notes_columns(c, col, &st, err) && st == MT_OK)
         st = mt_fail(err, MT_EPARSE,
                      "data: a MEDEC-format CSV needs the columns Text ID "
                      "and Text");
-    v = st == MT_OK ? mt_calloc(max + 1, sizeof *v) : NULL;
-    if (st == MT_OK && !v)
-        st = mt_fail(err, MT_ENOMEM, "out of memory");
-    while (st == MT_OK && (st = mtx_csv_next(c, &got, err)) == MT_OK && got) {
-        struct bnote *x = &v[*n];
-        if (*n == max) {
-            st = mt_fail(err, MT_ELIMIT,
-                         "data: more than %zu notes; a batch takes at most "
-                         "%zu (split the file)",
-                         max, max);
-            break;
-        }
-        (*n)++;
-        x->id = field(c, col[0]);
-        x->text = field(c, col[1]);
-        x->sents = col[2] >= 0 ? field(c, col[2]) : NULL;
-        if (!x->id || !x->text || (col[2] >= 0 && !x->sents))
-            st = mt_fail(err, MT_ENOMEM, "out of memory");
-        else if (!*x->id)
-            st = mt_fail(err, MT_EPARSE, "data:%zu: empty Text ID",
-                         mtx_csv_line(c));
-    }
+    /* one past the limit, to tell a file that holds more */
+    if (st == MT_OK)
+        st = mtx_notes_read(c, "data", col, max + 1, out, n, err);
     mtx_csv_close(c);
-    if (st == MT_OK && *n == 0)
-        st = mt_fail(err, MT_EPARSE, "data: no notes");
-    if (st != MT_OK) {
-        notes_free(v, *n);
-        return st;
+    if (st == MT_OK && (*n == 0 || *n > max)) {
+        st = *n ? mt_fail(err, MT_ELIMIT,
+                          "data: more than %zu notes; a batch takes at "
+                          "most %zu (split the file)",
+                          max, max)
+                : mt_fail(err, MT_EPARSE, "data: no notes");
+        mtx_notes_free(*out, *n);
+        *out = NULL;
+        *n = 0;
     }
-    *out = v;
-    return MT_OK;
+    return st;
 }
 
 /* ==== The journal: one {"id","line"} a finished note ==== */
 
 /* Gives notes the lines the journal holds; a torn last line (a crash
  * mid-write) is ignored. Returns the number resumed. */
-static size_t journal_read(const struct batch_arg *a, struct bnote *v, size_t n)
+static size_t journal_read(const struct batch_arg *a, struct mtx_note *v,
+                           size_t n)
 {
     char *txt = NULL, *p, *nl;
     size_t len = 0, k, resumed = 0;
@@ -285,7 +236,7 @@ static void emit_progress(struct srv_job *j, const struct progress *p,
 
 /* Checks one note: its submission line, or NULL when the check failed. */
 static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
-                        const struct bnote *x)
+                        const struct mtx_note *x)
 {
     struct mt_error err = {MT_OK, ""};
     char nid[600];
@@ -316,7 +267,7 @@ static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
 }
 
 /* The submission: every checked note's line, in the CSV's order. */
-static char *submission(const struct bnote *v, size_t n)
+static char *submission(const struct mtx_note *v, size_t n)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
     size_t i;
@@ -370,7 +321,7 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
 /* Checks every note the journal does not hold; MT_ECANCELED when asked
  * to stop (the journal keeps what is done). */
 static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
-                                struct bnote *v, struct progress *p,
+                                struct mtx_note *v, struct progress *p,
                                 struct mt_error *err)
 {
     struct mt_agent *agent = NULL, *own = NULL;
@@ -425,7 +376,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
 {
     struct batch_arg *a = arg;
     struct progress p = {0, 0, 0, 0, mtx_srv_now()};
-    struct bnote *v = NULL;
+    struct mtx_note *v = NULL;
     char *csv = NULL, *sub = NULL;
     size_t len = 0;
     enum mt_status st = read_file(a, "data.csv", &csv, &len, err);
@@ -456,7 +407,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
                                       (json_int_t)p.resumed));
     if (st == MT_OK && p.failed)
         st = fail_notes(&p, result, err);
-    notes_free(v, p.total);
+    mtx_notes_free(v, p.total);
     mt_free(csv);
     mt_free(sub);
     return st;
@@ -522,7 +473,7 @@ static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
 static enum mt_status check_csv(const char *csv, struct mt_error *err)
 {
     struct mt_eval_ref *ref = NULL;
-    struct bnote *v = NULL;
+    struct mtx_note *v = NULL;
     size_t n = 0;
     enum mt_status st =
         load_notes(csv, strlen(csv), SRV_BATCH_NOTES_MAX, &v, &n, err);
@@ -530,7 +481,7 @@ static enum mt_status check_csv(const char *csv, struct mt_error *err)
     if (st == MT_OK)
         st = mt_eval_ref_load_mem("data", csv, strlen(csv), &ref, err);
     mt_eval_ref_free(ref);
-    notes_free(v, n);
+    mtx_notes_free(v, n);
     return st;
 }
 
