@@ -240,3 +240,24 @@ char *work_line(const char *id, char *result, json_t *failure)
     mtx_buf_free(&b);
     return s;
 }
+
+enum mt_status work_write_lines(const char *path, size_t n, work_line_fn line,
+                                void *user, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = mtx_buf_reserve(&b, 1);
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < n; i++) {
+        const char *s = line(i, user);
+
+        if (s)
+            st = mtx_buf_printf(&b, "%s\n", s);
+    }
+    if (st == MT_OK)
+        st = mtx_file_write_atomic(path, b.data, b.len, err);
+    else
+        mt_fail(err, st, "%s: out of memory", path);
+    mtx_buf_free(&b);
+    return st;
+}

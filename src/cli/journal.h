@@ -67,4 +67,14 @@ enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
  * 'result' is NULL (taken). NULL when out of memory. */
 char *work_line(const char *id, char *result, json_t *failure);
 
+/* Item i's output line, or NULL to leave item i out of the file. */
+typedef const char *(*work_line_fn)(size_t i, void *user);
+
+/* Writes a batch's output: the lines line(0..n-1) gives, in order, each
+ * followed by a newline, to 'path' atomically (mtx_file_write_atomic), so
+ * a reader sees the old file or the whole new one. MT_ENOMEM naming the
+ * path when the lines do not fit in memory. */
+enum mt_status work_write_lines(const char *path, size_t n, work_line_fn line,
+                                void *user, struct mt_error *err);
+
 #endif

@@ -11,7 +11,6 @@
 #include "cli/mediqa.h"
 #include "core/buf.h"
 #include "core/csv.h"
-#include "core/file.h"
 #include "medtrust/core.h"
 
 const struct cli_opt mediqa_agent_opts[] = {
@@ -43,23 +42,25 @@ enum mt_status mediqa_load(const char *path, size_t limit,
     return st;
 }
 
+struct submission {
+    const struct mtx_note *v;
+    int with_failed;
+};
+
+static const char *submission_line(size_t i, void *user)
+{
+    const struct submission *s = user;
+
+    return s->with_failed || !s->v[i].failed ? s->v[i].line : NULL;
+}
+
 enum mt_status mediqa_write(const struct mtx_note *v, size_t n,
                             const char *path, int with_failed,
                             struct mt_error *err)
 {
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mtx_buf_reserve(&b, 1);
-    size_t i;
+    struct submission s = {v, with_failed};
 
-    for (i = 0; st == MT_OK && i < n; i++)
-        if (v[i].line && (with_failed || !v[i].failed))
-            st = mtx_buf_printf(&b, "%s\n", v[i].line);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(path, b.data, b.len, err);
-    else
-        mt_fail(err, st, "%s: out of memory", path);
-    mtx_buf_free(&b);
-    return st;
+    return work_write_lines(path, n, submission_line, &s, err);
 }
 
 /* ==== Checking ==== */

@@ -9,8 +9,6 @@
 
 #include "cli/journal.h"
 #include "cli/qa_opts.h"
-#include "core/buf.h"
-#include "core/file.h"
 #include "core/jsonl.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -315,21 +313,13 @@ void qa_batch_failed_ids(const char *label, const struct qa_item *v, size_t n)
         fputc('\n', stderr);
 }
 
-enum mt_status qa_items_write(const struct qa_item *v, size_t n,
-                              const char *path, struct mt_error *err)
+/* An item with no line (out of memory) is written as {}, so the output
+ * keeps one line an input item. */
+static const char *item_line(size_t i, void *user)
 {
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
-    enum mt_status st = mtx_buf_reserve(&b, 1);
-    size_t i;
+    const struct qa_item *v = user;
 
-    for (i = 0; st == MT_OK && i < n; i++)
-        st = mtx_buf_printf(&b, "%s\n", v[i].line ? v[i].line : "{}");
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(path, b.data, b.len, err);
-    else
-        mt_fail(err, st, "%s: out of memory", path);
-    mtx_buf_free(&b);
-    return st;
+    return v[i].line ? v[i].line : "{}";
 }
 
 enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
@@ -351,6 +341,6 @@ enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
     if (st == MT_OK)
         st = qa_batch_run(q, *v, *n, &bp, bs, err);
     if (st == MT_OK && out)
-        st = qa_items_write(*v, *n, out, err);
+        st = work_write_lines(out, *n, item_line, *v, err);
     return st;
 }

@@ -105,10 +105,6 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
                             const struct qa_batch_params *bp,
                             struct qa_batch_stats *stats, struct mt_error *err);
 
-/* Writes the lines of v, one a line, to 'path' atomically. */
-enum mt_status qa_items_write(const struct qa_item *v, size_t n,
-                              const char *path, struct mt_error *err);
-
 /* The batch run of `ask --batch` and `qa-eval`: loads up to 'limit'
  * questions from the file of option 'input', answers them (journal
  * OUT.journal when --out is given; --resume, --no-progress; 'label' on
