@@ -36,8 +36,11 @@ const char *mtx_reply_schema(const char *prompt);
  * guard_locate's quoted "sentence" becomes an enum of "NONE" and the
  * note's sentences, so a constrained decoder can only quote one verbatim
  * (MedGuards' localisation names a sentence of the note; a misquote
- * would fail the reply check and cost a retry). A new string (mt_free),
- * or NULL when the prompt has no schema or memory ran out. */
+ * would fail the reply check and cost a retry). Which field a note bounds
+ * is each schema's own entry in schemas.c's table. A new string
+ * (mt_free), or NULL when the prompt has no schema; when memory runs out
+ * while the bound schema is built, the unbound one (NULL only when even
+ * its copy cannot be made). */
 char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
                            size_t nsents);
 

@@ -78,31 +78,54 @@ static const char judge[] =
         "\"confidence\":" CONF ",\"reasoning\":" STR(300),
         "\"label\",\"confidence\",\"reasoning\"");
 
+#define SID_KEY "\"sentence_id\":" INT
+#define SID_MAX 1024 /* notes longer than this keep a plain integer */
+
+#define LOC_KEY "\"sentence\":" STR(400)
+
+/* Which of a schema's fields the note bounds (mtx_reply_schema_for): the
+ * sentence id of the final answer, or the sentence the localisation
+ * quotes. */
+enum bound {
+    BOUND_NONE,
+    BOUND_SID,   /* "sentence_id": -1 or one of the note's ids */
+    BOUND_QUOTE, /* "sentence": "NONE" or one of the note's sentences */
+};
+
+static const char *const bound_key[] = {NULL, SID_KEY, LOC_KEY};
+
 static const struct {
     const char *prefix;
     const char *schema;
+    enum bound bound; /* the note-bound field, replaced by an enum */
 } schemas[] = {
-    {"react", react},         {"eval", eval},
-    {"reflect", reflect},     {"parser", parser},
-    {"single", single},       {"guard_detect", detect},
-    {"guard_locate", locate}, {"guard_correct", correct},
-    {"qa_judge", judge},
+    {"react", react, BOUND_SID},
+    {"eval", eval, BOUND_NONE},
+    {"reflect", reflect, BOUND_NONE},
+    {"parser", parser, BOUND_SID},
+    {"single", single, BOUND_SID},
+    {"guard_detect", detect, BOUND_NONE},
+    {"guard_locate", locate, BOUND_QUOTE},
+    {"guard_correct", correct, BOUND_NONE},
+    {"qa_judge", judge, BOUND_NONE},
 };
 
-const char *mtx_reply_schema(const char *prompt)
+static int schema_index(const char *prompt)
 {
     size_t i;
 
     for (i = 0; i < sizeof schemas / sizeof schemas[0]; i++)
         if (strncmp(prompt, schemas[i].prefix, strlen(schemas[i].prefix)) == 0)
-            return schemas[i].schema;
-    return NULL;
+            return (int)i;
+    return -1;
 }
 
-#define SID_KEY "\"sentence_id\":" INT
-#define SID_MAX 1024 /* notes longer than this keep a plain integer */
+const char *mtx_reply_schema(const char *prompt)
+{
+    int i = schema_index(prompt);
 
-#define LOC_KEY "\"sentence\":" STR(400)
+    return i < 0 ? NULL : schemas[i].schema;
+}
 
 /* Appends the enum that replaces "sentence_id": -1 and the note's ids. */
 static enum mt_status put_sid_enum(struct mt_buf *b, size_t nsents)
@@ -139,34 +162,50 @@ static enum mt_status put_quote_enum(struct mt_buf *b,
     return st == MT_OK ? mtx_buf_append_str(b, "]}") : st;
 }
 
-char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
-                           size_t nsents)
+/* The schema text with the note-bound field's key at 'at' replaced by
+ * its enum; NULL when out of memory. */
+static char *splice(const char *s, const char *at, enum bound bound,
+                    const struct mt_str *sents, size_t nsents)
 {
-    const char *s = mtx_reply_schema(prompt);
-    const char *at = s ? strstr(s, SID_KEY) : NULL;
-    const char *key = SID_KEY;
-    int quote = 0;
+    const char *key = bound_key[bound];
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
-    enum mt_status st = MT_OK;
+    enum mt_status st = mtx_buf_append(&b, s, (size_t)(at - s));
 
-    if (!s)
-        return NULL;
-    if (!at && sents && strncmp(prompt, "guard_locate", 12) == 0) {
-        at = strstr(s, LOC_KEY);
-        key = LOC_KEY;
-        quote = 1;
-    }
-    if (!at || nsents == 0 || nsents > SID_MAX)
-        return mt_strdup(s);
-    st = mtx_buf_append(&b, s, (size_t)(at - s));
     if (st == MT_OK)
-        st = quote ? put_quote_enum(&b, sents, nsents)
-                   : put_sid_enum(&b, nsents);
+        st = bound == BOUND_QUOTE ? put_quote_enum(&b, sents, nsents)
+                                  : put_sid_enum(&b, nsents);
     if (st == MT_OK)
         st = mtx_buf_append_str(&b, at + strlen(key));
     if (st != MT_OK) {
         mtx_buf_free(&b);
-        return quote ? mt_strdup(s) : NULL;
+        return NULL;
     }
     return mtx_buf_take(&b);
+}
+
+char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
+                           size_t nsents)
+{
+    int i = schema_index(prompt);
+    enum bound bound = i < 0 ? BOUND_NONE : schemas[i].bound;
+    const char *s = i < 0 ? NULL : schemas[i].schema;
+    const char *at;
+    char *plain, *bound_s;
+
+    if (!s)
+        return NULL;
+    if (bound == BOUND_QUOTE && !sents)
+        bound = BOUND_NONE; /* no sentences to quote from */
+    at = bound != BOUND_NONE ? strstr(s, bound_key[bound]) : NULL;
+    if (!at || nsents == 0 || nsents > SID_MAX)
+        return mt_strdup(s);
+    /* out of memory: the unbound schema, whose reply check still refuses
+     * an id or a quote that is not the note's. Its copy is made first, so
+     * it does not depend on memory the failed splice could not get. */
+    plain = mt_strdup(s);
+    bound_s = plain ? splice(s, at, bound, sents, nsents) : NULL;
+    if (!bound_s)
+        return plain;
+    mt_free(plain);
+    return bound_s;
 }

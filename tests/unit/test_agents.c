@@ -304,6 +304,46 @@ static void test_reply_schemas_make_grammars(void **state)
     }
 }
 
+/* One out-of-memory rule for both note-bound fields: an allocation that
+ * fails while the bound schema is built gives the unbound schema, never
+ * NULL (the ids' case gave NULL, the quote's the unbound one). */
+static void test_reply_schema_for_oom_gives_unbound(void **state)
+{
+    static const char *const prompts[] = {"single", "guard_locate_2"};
+    const struct mt_str ss[] = {MT_STR_C("He said no."),
+                                MT_STR_C("Fever 39 C.")};
+    size_t k;
+    (void)state;
+    for (k = 0; k < 2; k++) {
+        const char *plain = mtx_reply_schema(prompts[k]);
+        char *full = mtx_reply_schema_for(prompts[k], ss, 2);
+        int unbound = 0;
+        long n;
+
+        CHECK(full && strcmp(full, plain) != 0);
+        for (n = 0; n < 400; n++) {
+            char *s;
+
+            mt_alloc_fail_after(n);
+            s = mtx_reply_schema_for(prompts[k], ss, 2);
+            mt_alloc_fail_reset();
+            if (s && strcmp(s, full) == 0) {
+                mt_free(s);
+                break;
+            }
+            /* the first allocation is the unbound schema's copy */
+            if (!s && n > 0)
+                fail_msg("%s: NULL after %ld allocations", prompts[k], n);
+            if (s && strcmp(s, plain) != 0)
+                fail_msg("%s: neither schema: %s", prompts[k], s);
+            unbound += s != NULL;
+            mt_free(s);
+        }
+        CHECK(n < 400 && unbound > 0);
+        mt_free(full);
+    }
+}
+
 static void test_strategy_names_round_trip(void **state)
 {
     enum mt_strategy s;
@@ -499,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_prompts_render_and_override),
         cmocka_unit_test(test_submission_lines),
         cmocka_unit_test(test_reply_schemas_make_grammars),
+        cmocka_unit_test(test_reply_schema_for_oom_gives_unbound),
         cmocka_unit_test(test_strategy_names_round_trip),
         cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
         cmocka_unit_test(test_single_falls_back_after_one_repeat),
