@@ -23,6 +23,11 @@ OPT  ?= -O2 -g
 PKGS := sqlite3 jansson libutf8proc libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# pkg-config prints nothing at all when one of PKGS is missing, so every
+# include path and library would go without a word: the build stops below
+# naming the missing ones instead.
+PKG_MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) \
+                 2>/dev/null && echo y),,$(p)))
 
 CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc $(PKG_CFLAGS) \
               -MMD -MP $(EXTRA_CFLAGS)
@@ -71,6 +76,10 @@ MISSING_TP := $(if $(wildcard $(LLAMA_SO)),,$(LLAMA_SO)) \
 ifneq ($(strip $(MISSING_TP)),)
 $(error missing $(strip $(MISSING_TP)): run `make bootstrap` first (it \
 fetches llama.cpp and the USE-lite weights; see README.md))
+endif
+ifneq ($(strip $(PKG_MISSING)),)
+$(error pkg-config finds no $(strip $(PKG_MISSING)) (of PKGS: $(PKGS)): \
+install its -dev package (`make bootstrap` does; see scripts/bootstrap))
 endif
 endif
 

@@ -39,3 +39,15 @@ if "$P/bin/medtrust" models --llm "gguf:$TMP/chat.gguf" --json |
 else
     not_ok "installed binary and a GGUF model"
 fi
+
+# A library of PKGS that pkg-config cannot find stops the build naming it
+# (pkg-config alone would print no flags for any of them, without a word).
+if ! make -n -C "$ROOT" all BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \
+    PKGS="sqlite3 jansson medtrust-no-such-lib" >"$TMP/pkg.log" 2>&1 &&
+    grep -q "pkg-config finds no medtrust-no-such-lib (of PKGS" "$TMP/pkg.log" &&
+    make -n -C "$ROOT" all BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \
+        >/dev/null 2>&1; then
+    ok "a library pkg-config cannot find stops make, naming it"
+else
+    not_ok "missing pkg-config library" "$(tail -3 "$TMP/pkg.log")"
+fi
