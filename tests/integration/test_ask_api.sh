@@ -83,7 +83,7 @@ grep -q '"ask":false' "$TMP/body" && ok "/v1/models: ask is not ready" ||
     not_ok "/v1/models ask readiness" "$(cat "$TMP/body")"
 
 # ==== With the stub ====
-stub_start main --delay 300
+stub_start main --delay 300 --hold-while "$TMP/hold"
 # Two more models a question may choose: the same stub, and a dead port.
 serve_start main --llm "$SPEC" --data-dir "$TMP/logs" \
     --llm-choice "alt=$SPEC" --llm-choice "dead=openai:http://127.0.0.1:9/v1#none"
@@ -233,20 +233,27 @@ if [ "$(code "${A[@]}" "$U/v1/ask" \
     ok "an unknown source is 400 up front, naming it and where sources are listed"
 else not_ok "unknown source" "$(head -c 400 "$TMP/body")"; fi
 
-# A cancel right after the ask: it stops before its next model call (or
-# never starts), and the run says so.
+# A cancel while the ask's answer call is in flight: the stub holds every
+# call while $TMP/hold exists, so the cancel lands before the answer comes
+# back however loaded the machine is (a run cancelled before it starts is
+# cancelled too). The ask stops before its next model call: no claim is
+# judged, and the run says cancelled.
+: >"$TMP/hold"
+judged=$(grep -c "qa_judge" "$TMP/main.log")
 code "${A[@]}" "$U/v1/ask" -d "$(body "$Q")" >/dev/null
 RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
 ccode=$(code "${A[@]}" -X POST "$U/v1/runs/$RUN/cancel")
+rm -f "$TMP/hold"
 curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >/dev/null
 curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/acancel.run"
-if [ "$ccode" = 202 ] && py "$TMP/acancel.run" <<'PY'; then
+if [ "$ccode" = 202 ] && [ "$(grep -c "qa_judge" "$TMP/main.log")" = "$judged" ] &&
+    py "$TMP/acancel.run" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "failed" and "cancelled" in r["error"], r
 assert r["result"] is None
 PY
-    ok "a cancelled ask stops and its run says cancelled"
+    ok "a cancelled ask stops before its next model call and its run says cancelled"
 else not_ok "cancel an ask" "code $ccode" "$(head -c 300 "$TMP/acancel.run")"; fi
 
 # ==== --nli: the tiny GGUF classifier verifies, the model only answers ====
