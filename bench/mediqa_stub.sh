@@ -10,22 +10,11 @@
 # with the mediqa verb, or MEDTRUST_BIN, and BUILD/fixtures/agent_stub).
 set -eu
 BUILD=${1:-build}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-MT=${MEDTRUST_BIN:-$BUILD/medtrust}
-STUB=$BUILD/fixtures/agent_stub
-DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
-CSV=$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv
 DELAY_MS=${DELAY_MS:-200}
 JOBS=${JOBS:-32}
-TMP=$(mktemp -d)
-trap 'kill $STUB_PID 2>/dev/null; rm -rf "$TMP"' EXIT
-unset MEDTRUST_LLM
+. "$(dirname "$0")/stub_lib.sh"
 
-"$STUB" --delay "$DELAY_MS" >"$TMP/port" &
-STUB_PID=$!
-sleep 0.3
-SPEC="openai:http://127.0.0.1:$(head -1 "$TMP/port")#stub"
+stub main "$DELAY_MS"
 echo "indexing MedQuAD for react-reflex search() ..." >&2
 "$MT" index --db "$TMP/db" --input "$DATA/medquad/corpus.jsonl" --embedder none \
     --no-progress >/dev/null 2>&1

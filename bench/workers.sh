@@ -17,32 +17,16 @@
 set -eu
 BUILD=${1:-build}
 OUT=${2:-}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-MT=${MEDTRUST_BIN:-$BUILD/medtrust}
-STUB=$BUILD/fixtures/agent_stub
-DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
-CSV=$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv
 DELAY_MS=${DELAY_MS:-100}
 JOBS=${JOBS:-8}
 NOTES=${NOTES:-574}
-TMP=$(mktemp -d)
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-      bash tests/fixtures/pg_cluster.sh stop "$TMP/pg" >/dev/null 2>&1
-      rm -rf "$TMP"' EXIT
-unset MEDTRUST_LLM MEDTRUST_STATE
+bench_cleanup() { bash tests/fixtures/pg_cluster.sh stop "$TMP/pg" >/dev/null 2>&1; }
+. "$(dirname "$0")/stub_lib.sh"
 
 URL=$(bash tests/fixtures/pg_cluster.sh start "$TMP/pg")
 psql "$URL" -XAtq -c "ALTER SYSTEM SET fsync = on" \
     -c "ALTER SYSTEM SET full_page_writes = on" -c "SELECT pg_reload_conf()" \
     >/dev/null
-stub() { # stub NAME DELAY: starts a stub, sets SPEC
-    "$STUB" --delay "$2" >"$TMP/$1.port" &
-    PIDS+=($!)
-    sleep 0.3
-    SPEC="openai:http://127.0.0.1:$(head -1 "$TMP/$1.port")#stub"
-}
 now() { date +%s.%N; }
 # drain W J: queues the notes, runs W workers with J jobs each until the
 # queue is empty; prints the seconds from the first worker's start.
