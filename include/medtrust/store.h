@@ -36,6 +36,15 @@ enum mt_status mt_store_open(const char *dir,
                              const struct mt_store_params *params,
                              struct mt_store **out, struct mt_error *err);
 
+/* Writes a consistent copy of the store's database to the new file 'path'
+ * (SQLite's online backup, one read transaction; writers may go on) with
+ * the embedded state's rows (accounts, sessions, runs, audit...) removed
+ * and their pages overwritten, in rollback-journal mode: the corpus to
+ * publish to other nodes. MT_EINVAL when 'path' exists; on failure no
+ * file is left at 'path'. */
+enum mt_status mt_store_backup(struct mt_store *s, const char *path,
+                               struct mt_error *err);
+
 /* Closes the store; NULL is allowed. An open transaction is rolled back. */
 void mt_store_close(struct mt_store *s);
 

@@ -117,5 +117,6 @@ extern const struct cli_verb cli_verb_models;
 extern const struct cli_verb cli_verb_serve;
 extern const struct cli_verb cli_verb_user;
 extern const struct cli_verb cli_verb_worker;
+extern const struct cli_verb cli_verb_publish;
 
 #endif

@@ -13,7 +13,10 @@
 extern const struct cli_verb cli_verb_serve;
 
 static const struct cli_opt serve_opts[] = {
-    {"db", 'd', "DIR", "store directory (required; created if missing)", 0},
+    {"db", 'd', "DIR",
+     "store directory (required; created if missing), or a folder that "
+     "'medtrust publish' writes: search follows its CURRENT snapshot",
+     0},
     {"state", 0, "URL",
      "keep accounts, sessions, tokens, settings, runs, run events and the "
      "audit log in PostgreSQL (postgresql://USER@HOST:PORT/DB), shared by "

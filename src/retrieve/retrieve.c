@@ -6,20 +6,25 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "core/buf.h"
 #include "medtrust/core.h"
+#include "medtrust/publish.h"
 #include "medtrust/retrieve.h"
 #include "medtrust/store.h"
 #include "retrieve/retrieve_int.h"
 
 #define JOIN_MAX 2000 /* longest chunk overlap looked for, bytes */
 
+#define DIR_MAX 4096
+
 /* One thread's handles; the store is opened on first need. */
 struct worker {
     struct mt_index *idx;
     struct mt_store *store;
-    int64_t stamp; /* manifest_stamp when idx was opened (lazy only) */
+    char dir[DIR_MAX]; /* the corpus folder both were opened on */
+    int64_t stamp;     /* manifest_stamp when idx was opened (lazy only) */
     struct worker *next;
 };
 
@@ -31,6 +36,12 @@ struct mt_retriever {
     int follow;      /* lazy: reopen a rebuilt index, retry the embedder */
     pthread_mutex_t pool_mu;
     struct worker *idle;
+    /* The folder searched: db_dir, or the published snapshot its CURRENT
+     * names (pool_mu; cur_stamp identifies that CURRENT, cur_try is when
+     * a snapshot that did not check out was last looked at). */
+    char cur_dir[DIR_MAX];
+    int64_t cur_stamp;
+    time_t cur_try;
     pthread_mutex_t emb_mu;  /* embedders take one call at a time */
     int emb_tried;           /* open_embedder ran (its result is kept) */
     int64_t emb_stamp;       /* manifest_stamp of that try (follow) */
@@ -51,19 +62,63 @@ void mt_retriever_default_params(struct mt_retriever_params *p)
 /* Identifies the index's current MANIFEST (inode, size, mtime; 0 when
  * there is none): a change means `medtrust index` committed a new index,
  * for example the vectors the demo builds after it starts serving BM25. */
-static int64_t manifest_stamp(const struct mt_retriever *r)
+static int64_t file_stamp(const char *dir, const char *name)
 {
-    char path[4200];
+    char path[DIR_MAX + 32];
     struct stat sb;
 
-    if (!r->follow || !r->db_dir)
-        return 0;
-    snprintf(path, sizeof path, "%s/index/MANIFEST", r->db_dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     if (stat(path, &sb) != 0)
         return 0;
     return (int64_t)sb.st_ino * 1000003 + (int64_t)sb.st_size * 7919 +
            (int64_t)sb.st_mtim.tv_sec * 1000000000 +
            (int64_t)sb.st_mtim.tv_nsec;
+}
+
+static int64_t manifest_stamp(const struct mt_retriever *r, const char *dir)
+{
+    if (!r->follow || !dir)
+        return 0;
+    return file_stamp(dir, "index/MANIFEST");
+}
+
+/* Copies the corpus folder to search into dir. With a published folder
+ * (db_dir/CURRENT, include/medtrust/publish.h) that is the snapshot
+ * CURRENT names; when following, a new CURRENT is checked (at most once
+ * a second while its snapshot is incomplete) and switched to only when
+ * whole, so searches go on on the one before meanwhile. */
+static enum mt_status current_dir(struct mt_retriever *r, char *dir,
+                                  struct mt_error *err)
+{
+    int64_t stamp = r->follow ? file_stamp(r->db_dir, MT_PUBLISH_CURRENT) : 0;
+    char next[DIR_MAX];
+    struct mt_error e = {MT_OK, ""};
+    enum mt_status st = MT_OK;
+
+    pthread_mutex_lock(&r->pool_mu);
+    if (r->cur_dir[0] && (stamp == r->cur_stamp || time(NULL) == r->cur_try))
+        goto done;
+    st = mt_publish_resolve(r->db_dir, next, sizeof next, &e);
+    if (st == MT_OK) {
+        if (r->cur_dir[0] && strcmp(next, r->cur_dir) != 0)
+            mt_log(MT_LOG_INFO, "search now reads %s", next);
+        memcpy(r->cur_dir, next, sizeof next);
+        r->cur_stamp = stamp;
+    } else if (r->cur_dir[0]) {
+        if (r->cur_try == 0)
+            mt_log(MT_LOG_WARN, "%s; still searching %s", e.msg, r->cur_dir);
+        r->cur_try = time(NULL);
+        st = MT_OK;
+    } else if (err) {
+        *err = e;
+    }
+    if (st == MT_OK && r->cur_stamp == stamp)
+        r->cur_try = 0;
+done:
+    if (st == MT_OK)
+        memcpy(dir, r->cur_dir, DIR_MAX);
+    pthread_mutex_unlock(&r->pool_mu);
+    return st;
 }
 
 static void worker_close(struct worker *w)
@@ -78,32 +133,43 @@ static void worker_close(struct worker *w)
 static enum mt_status borrow(struct mt_retriever *r, struct worker **out,
                              struct mt_error *err)
 {
-    int64_t stamp = manifest_stamp(r);
+    char dir[DIR_MAX];
+    int64_t stamp;
     struct worker *w;
     enum mt_status st;
 
     if (!r->db_dir)
         return mt_fail(err, MT_EINVAL, "no corpus store is configured");
+    st = current_dir(r, dir, err);
+    if (st != MT_OK)
+        return st;
+    stamp = manifest_stamp(r, dir);
     pthread_mutex_lock(&r->pool_mu);
     w = r->idle;
     if (w)
         r->idle = w->next;
     pthread_mutex_unlock(&r->pool_mu);
-    if (w && w->stamp == stamp) {
+    if (w && w->stamp == stamp && strcmp(w->dir, dir) == 0) {
         *out = w;
         return MT_OK;
     }
-    /* a rebuilt index (new MANIFEST) is picked up by the next search on
-     * this handle (follow only: otherwise stamps are all 0) */
-    if (w)
+    /* a rebuilt index (new MANIFEST) or a newly published snapshot is
+     * picked up by the next search on this handle (follow only:
+     * otherwise stamps are all 0 and the folder never changes); a search
+     * holding a handle on the old one goes on with its open files */
+    if (w) {
         mt_index_close(w->idx);
-    else
+        mt_store_close(w->store);
+        w->store = NULL;
+    } else {
         w = mt_calloc(1, sizeof *w);
+    }
     if (!w)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     w->idx = NULL;
     w->stamp = stamp;
-    st = mt_index_open(r->db_dir, &w->idx, err);
+    memcpy(w->dir, dir, sizeof dir);
+    st = mt_index_open(dir, &w->idx, err);
     if (st != MT_OK) {
         mt_store_close(w->store);
         mt_free(w);
@@ -123,8 +189,7 @@ static void give_back(struct mt_retriever *r, struct worker *w)
     pthread_mutex_unlock(&r->pool_mu);
 }
 
-static enum mt_status worker_store(struct mt_retriever *r, struct worker *w,
-                                   struct mt_error *err)
+static enum mt_status worker_store(struct worker *w, struct mt_error *err)
 {
     struct mt_store_params sp;
 
@@ -133,7 +198,7 @@ static enum mt_status worker_store(struct mt_retriever *r, struct worker *w,
     mt_store_default_params(&sp);
     sp.create = 0;
     sp.read_only = 1;
-    return mt_store_open(r->db_dir, &sp, &w->store, err);
+    return mt_store_open(w->dir, &sp, &w->store, err);
 }
 
 enum mt_status mt_retriever_check(struct mt_retriever *r, struct mt_error *err)
@@ -155,10 +220,11 @@ static enum mt_status open_embedder(struct mt_retriever *r,
 {
     struct mt_embedder_params p;
     char rec[128] = "";
+    char dir[DIR_MAX];
     const char *spec = r->emb_spec;
     enum mt_status st = MT_OK;
-
-    int64_t stamp = manifest_stamp(r);
+    int has_dir = r->db_dir && current_dir(r, dir, NULL) == MT_OK;
+    int64_t stamp = has_dir ? manifest_stamp(r, dir) : 0;
 
     /* tried again when the index changed and there is no embedder yet:
      * vectors built after a server started switch dense search on */
@@ -170,8 +236,8 @@ static enum mt_status open_embedder(struct mt_retriever *r,
     r->emb_tried = 1;
     r->emb_stamp = stamp;
     mt_error_clear(&r->emb_err);
-    if (r->db_dir)
-        st = mt_index_peek_embedder(r->db_dir, rec, sizeof rec, &r->index_dims,
+    if (has_dir)
+        st = mt_index_peek_embedder(dir, rec, sizeof rec, &r->index_dims,
                                     &r->emb_err);
     if (!spec && rec[0])
         spec = rec;
@@ -315,7 +381,7 @@ enum mt_status mt_retriever_metadata(struct mt_retriever *r, int64_t chunk_id,
 
     *json = NULL;
     if (st == MT_OK)
-        st = worker_store(r, w, err);
+        st = worker_store(w, err);
     if (st == MT_OK)
         st = mt_store_chunk_get(w->store, chunk_id, &ci, err);
     if (st == MT_OK && ci.metadata) {
@@ -393,7 +459,7 @@ enum mt_status mt_retriever_document(struct mt_retriever *r,
     enum mt_status st = borrow(r, &w, err);
 
     if (st == MT_OK)
-        st = worker_store(r, w, err);
+        st = worker_store(w, err);
     if (st == MT_OK && whole_doc(w->store, h, max, &b) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     if (w)

@@ -12,6 +12,7 @@
 
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "medtrust/publish.h"
 #include "server/srv_int.h"
 
 /* ==== Health and models ==== */
@@ -118,13 +119,16 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
     const char *llm = getenv("MEDTRUST_LLM");
     const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
     char emb[128] = "";
+    char dir[4096];
     uint32_t dims = 0;
     json_t *e;
 
     (void)rq;
     (void)id;
-    if (mt_index_peek_embedder(s->db_dir, emb, sizeof emb, &dims, NULL) !=
-            MT_OK ||
+    /* a publish folder's index is the snapshot its CURRENT names */
+    if (mt_publish_resolve(s->db_dir, dir, sizeof dir, NULL) != MT_OK)
+        snprintf(dir, sizeof dir, "%s", s->db_dir);
+    if (mt_index_peek_embedder(dir, emb, sizeof emb, &dims, NULL) != MT_OK ||
         !emb[0])
         e = json_null();
     else
