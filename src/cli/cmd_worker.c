@@ -55,7 +55,10 @@ static const struct cli_opt worker_opts[] = {
 };
 
 #define MAX_HELD 512 /* jobs at once (the --jobs bound) */
-#define MAX_RUNS 16  /* runs with an open checker */
+/* The runs this worker claims: a server's own checks and asks on the
+ * same queue are left to the servers (and to workers that run them). */
+#define WORKER_KINDS "{mediqa}"
+#define MAX_RUNS 16 /* runs with an open checker */
 
 struct run_agent {
     int64_t run;
@@ -407,7 +410,7 @@ static int idle(struct worker *w)
 
     if (cli_get(w->a, "drain")) {
         pthread_mutex_lock(&w->mu);
-        st = mtx_queue_counts(w->pg, w->only_run, &c, &err);
+        st = mtx_queue_counts(w->pg, w->only_run, WORKER_KINDS, &c, &err);
         if (st != MT_OK)
             fail_locked(w, st, &err);
         left = st == MT_OK && (c.queued > 0 || c.running > (int64_t)w->nheld);
@@ -433,7 +436,8 @@ static void *work_thread(void *arg)
         memset(&j, 0, sizeof j);
         pthread_mutex_lock(&w->mu);
         t0 = now_s();
-        st = mtx_queue_claim(w->pg, w->name, w->lease_s, w->only_run, &j, &err);
+        st = mtx_queue_claim(w->pg, w->name, w->lease_s, w->only_run,
+                             WORKER_KINDS, &j, &err);
         w->queue_s += now_s() - t0;
         if (st == MT_OK)
             held_add(w, j.id);
@@ -455,32 +459,30 @@ struct beat {
 };
 
 /* Extends the leases of the jobs in hand and refreshes the progress bar
- * (done/total of the queue, all workers together). */
+ * (done/total of the queue, all workers together) in one statement,
+ * which reads the runs' own counts rather than counting job rows. */
 static void beat_once(struct worker *w)
 {
-    struct mtx_queue_counts c;
+    struct mtx_queue_progress pr;
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st = MT_OK;
+    enum mt_status st;
 
     double t0;
 
     pthread_mutex_lock(&w->mu);
     t0 = now_s();
-    if (w->nheld)
-        st = mtx_queue_heartbeat(w->pg, w->name, w->lease_s, w->held, w->nheld,
-                                 NULL, &err);
+    st = mtx_queue_beat(w->pg, w->name, w->lease_s, w->held, w->nheld,
+                        w->only_run, WORKER_KINDS, NULL, &pr, &err);
     w->queue_s += now_s() - t0;
-    if (st == MT_OK)
-        st = mtx_queue_counts(w->pg, w->only_run, &c, &err);
     if (st != MT_OK)
         fail_locked(w, st, &err);
     pthread_mutex_unlock(&w->mu);
     if (st != MT_OK)
         return;
     if (w->base_done < 0) /* count what is done from now, for the rate */
-        w->base_done = c.done;
-    mtx_progress_set_total(w->bar, (uint64_t)(c.total - w->base_done));
-    mtx_progress_update(w->bar, (uint64_t)(c.done - w->base_done));
+        w->base_done = pr.done;
+    mtx_progress_set_total(w->bar, (uint64_t)(pr.total - w->base_done));
+    mtx_progress_update(w->bar, (uint64_t)(pr.done - w->base_done));
 }
 
 static void *beat_thread(void *arg)

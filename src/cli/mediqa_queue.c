@@ -184,7 +184,7 @@ static enum mt_status wait_done(struct mtx_pg *pg, int64_t run, int wait,
 {
     struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
-    enum mt_status st = mtx_queue_counts(pg, run, c, err);
+    enum mt_status st = mtx_queue_counts(pg, run, NULL, c, err);
 
     pp.label = "collect";
     pp.total = st == MT_OK ? (uint64_t)c->total : 0;
@@ -194,7 +194,7 @@ static enum mt_status wait_done(struct mtx_pg *pg, int64_t run, int wait,
     while (st == MT_OK && c->done < c->total && wait) {
         mtx_progress_update(bar, (uint64_t)c->done);
         usleep(250 * 1000);
-        st = mtx_queue_counts(pg, run, c, err);
+        st = mtx_queue_counts(pg, run, NULL, c, err);
     }
     if (st == MT_OK)
         mtx_progress_update(bar, (uint64_t)c->done);

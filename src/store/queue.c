@@ -39,6 +39,11 @@ static const struct mtx_pg_migration queue_steps[] = {
         /* the claim's scan: only jobs not yet done, in order */
         "CREATE INDEX queue_jobs_open ON queue_jobs (id)"
         " WHERE state <> 'done';"},
+    /* each run counts its finished jobs, so a heartbeat reads progress
+     * from the run rows instead of counting job rows every second */
+    {2, "ALTER TABLE queue_runs ADD COLUMN done INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE queue_runs r SET done = (SELECT count(*) FROM queue_jobs j"
+        " WHERE j.run_id = r.id AND j.state = 'done');"},
 };
 
 enum mt_status mtx_queue_open(const char *url, struct mtx_pg **out,
@@ -149,7 +154,7 @@ void mtx_queue_job_free(struct mtx_queue_job *j)
 }
 
 enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
-                               double lease_s, int64_t run,
+                               double lease_s, int64_t run, const char *kinds,
                                struct mtx_queue_job *job, struct mt_error *err)
 {
     static const char sql[] =
@@ -159,15 +164,17 @@ enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
         " WHERE j.id = (SELECT id FROM queue_jobs"
         "  WHERE state <> 'done' AND ($3::bigint = 0 OR run_id = $3::bigint)"
         "  AND (state = 'queued' OR lease_until < now())"
+        "  AND ($4::text[] IS NULL OR run_id IN (SELECT id FROM queue_runs"
+        "   WHERE kind = ANY($4::text[])))"
         "  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
         " RETURNING j.id, j.run_id, j.seq, j.attempt, j.payload";
     char lb[32], rb[24];
-    const char *pa[3] = {worker, lb, mtx_pg_i64(rb, run)};
+    const char *pa[4] = {worker, lb, mtx_pg_i64(rb, run), kinds};
     PGresult *r = NULL;
     enum mt_status st;
 
     snprintf(lb, sizeof lb, "%.3f", lease_s);
-    st = mtx_pg_exec(pg, sql, 3, pa, &r, err);
+    st = mtx_pg_exec(pg, sql, 4, pa, &r, err);
     if (st != MT_OK)
         return st;
     if (PQntuples(r) != 1) {
@@ -202,28 +209,50 @@ static char *id_array(const int64_t *ids, size_t n)
     return mtx_buf_take(&b);
 }
 
-enum mt_status mtx_queue_heartbeat(struct mtx_pg *pg, const char *worker,
-                                   double lease_s, const int64_t *ids, size_t n,
-                                   size_t *kept, struct mt_error *err)
+enum mt_status mtx_queue_beat(struct mtx_pg *pg, const char *worker,
+                              double lease_s, const int64_t *ids, size_t n,
+                              int64_t run, const char *kinds, size_t *kept,
+                              struct mtx_queue_progress *prog,
+                              struct mt_error *err)
 {
     static const char sql[] =
-        "UPDATE queue_jobs SET"
-        " lease_until = now() + make_interval(secs => $2::float8)"
-        " WHERE id = ANY($3::bigint[]) AND worker = $1 AND state = 'running'";
-    char lb[32];
+        "WITH hb AS (UPDATE queue_jobs SET"
+        "  lease_until = now() + make_interval(secs => $2::float8)"
+        "  WHERE id = ANY($3::bigint[]) AND worker = $1 AND state = 'running'"
+        "  RETURNING 1)"
+        " SELECT (SELECT count(*) FROM hb), coalesce(sum(total), 0),"
+        " coalesce(sum(done), 0) FROM queue_runs"
+        " WHERE ($4::bigint = 0 OR id = $4::bigint)"
+        " AND ($5::text[] IS NULL OR kind = ANY($5::text[]))";
+    char lb[32], rb[24];
     char *arr = id_array(ids, n);
-    const char *pa[3] = {worker, lb, arr};
-    int64_t changed = 0;
+    const char *pa[5] = {worker, lb, arr, mtx_pg_i64(rb, run), kinds};
+    PGresult *r = NULL;
     enum mt_status st;
 
     if (!arr)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     snprintf(lb, sizeof lb, "%.3f", lease_s);
-    st = mtx_pg_cmd(pg, sql, 3, pa, &changed, err);
+    st = mtx_pg_exec(pg, sql, 5, pa, &r, err);
     mt_free(arr);
-    if (st == MT_OK && kept)
-        *kept = (size_t)changed;
-    return st;
+    if (st != MT_OK)
+        return st;
+    if (kept)
+        *kept = (size_t)mtx_pg_int(r, 0, 0);
+    if (prog) {
+        prog->total = mtx_pg_int(r, 0, 1);
+        prog->done = mtx_pg_int(r, 0, 2);
+    }
+    PQclear(r);
+    return MT_OK;
+}
+
+enum mt_status mtx_queue_heartbeat(struct mtx_pg *pg, const char *worker,
+                                   double lease_s, const int64_t *ids, size_t n,
+                                   size_t *kept, struct mt_error *err)
+{
+    return mtx_queue_beat(pg, worker, lease_s, ids, n, -1, NULL, kept, NULL,
+                          err);
 }
 
 enum mt_status mtx_queue_finish(struct mtx_pg *pg,
@@ -237,11 +266,15 @@ enum mt_status mtx_queue_finish(struct mtx_pg *pg,
     PGresult *r = NULL;
     int64_t changed = 0;
     int mine;
+    /* one statement, so the run's count moves with the job's state */
     enum mt_status st = mtx_pg_cmd(
         pg,
-        "UPDATE queue_jobs SET state = 'done', result = $3,"
-        " failed = $4::boolean, finished = now(), lease_until = NULL"
-        " WHERE id = $1::bigint AND attempt = $2::int AND state = 'running'",
+        "WITH f AS (UPDATE queue_jobs SET state = 'done', result = $3,"
+        "  failed = $4::boolean, finished = now(), lease_until = NULL"
+        "  WHERE id = $1::bigint AND attempt = $2::int AND state = 'running'"
+        "  RETURNING run_id)"
+        " UPDATE queue_runs r SET done = r.done + 1 FROM f WHERE r.id = "
+        "f.run_id",
         4, pa, &changed, err);
 
     if (st != MT_OK || changed == 1)
@@ -278,7 +311,7 @@ enum mt_status mtx_queue_release(struct mtx_pg *pg,
 /* ==== Reading a run ==== */
 
 enum mt_status mtx_queue_counts(struct mtx_pg *pg, int64_t run,
-                                struct mtx_queue_counts *c,
+                                const char *kinds, struct mtx_queue_counts *c,
                                 struct mt_error *err)
 {
     static const char sql[] =
@@ -287,11 +320,13 @@ enum mt_status mtx_queue_counts(struct mtx_pg *pg, int64_t run,
         " count(*) FILTER (WHERE state = 'done'),"
         " count(*) FILTER (WHERE state = 'done' AND failed),"
         " coalesce(sum(greatest(attempt - 1, 0)), 0)"
-        " FROM queue_jobs WHERE $1::bigint = 0 OR run_id = $1::bigint";
+        " FROM queue_jobs WHERE ($1::bigint = 0 OR run_id = $1::bigint)"
+        " AND ($2::text[] IS NULL OR run_id IN (SELECT id FROM queue_runs"
+        "  WHERE kind = ANY($2::text[])))";
     char rb[24];
-    const char *pa[1] = {mtx_pg_i64(rb, run)};
+    const char *pa[2] = {mtx_pg_i64(rb, run), kinds};
     PGresult *r = NULL;
-    enum mt_status st = mtx_pg_exec(pg, sql, 1, pa, &r, err);
+    enum mt_status st = mtx_pg_exec(pg, sql, 2, pa, &r, err);
 
     if (st != MT_OK)
         return st;

@@ -39,10 +39,11 @@ struct mtx_queue_job {
 void mtx_queue_job_free(struct mtx_queue_job *j);
 
 /* Claims the oldest job that is queued, or running with an expired
- * lease, of run 'run' (0: of any run) for 'worker' for 'lease_s'
- * seconds. MT_ENOTFOUND when there is none. */
+ * lease, of run 'run' (0: of any run) whose run's kind is one of 'kinds'
+ * (a PostgreSQL array literal such as "{mediqa}"; NULL: any kind) for
+ * 'worker' for 'lease_s' seconds. MT_ENOTFOUND when there is none. */
 enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
-                               double lease_s, int64_t run,
+                               double lease_s, int64_t run, const char *kinds,
                                struct mtx_queue_job *job, struct mt_error *err);
 
 /* Extends the leases of the jobs 'ids' that 'worker' still holds by
@@ -50,6 +51,22 @@ enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
 enum mt_status mtx_queue_heartbeat(struct mtx_pg *pg, const char *worker,
                                    double lease_s, const int64_t *ids, size_t n,
                                    size_t *kept, struct mt_error *err);
+
+/* Progress of the runs a worker serves: their jobs and how many are
+ * done, read from the runs' own rows (each run counts its finished jobs),
+ * never by counting job rows. */
+struct mtx_queue_progress {
+    int64_t total, done;
+};
+
+/* One heartbeat: mtx_queue_heartbeat (n may be 0) and, in the same
+ * statement, the progress of run 'run' (0: every run) of 'kinds' (NULL:
+ * any) into *prog. */
+enum mt_status mtx_queue_beat(struct mtx_pg *pg, const char *worker,
+                              double lease_s, const int64_t *ids, size_t n,
+                              int64_t run, const char *kinds, size_t *kept,
+                              struct mtx_queue_progress *prog,
+                              struct mt_error *err);
 
 /* Records the job's result (JSON text) and marks it done, if 'job' still
  * holds its current attempt; MT_ECANCELED when another claim took it
@@ -70,9 +87,10 @@ struct mtx_queue_counts {
     int64_t reclaimed; /* claims beyond the first: leases that ran out */
 };
 
-/* Counts the jobs of run 'run' (0: of every run). */
+/* Counts the jobs of run 'run' (0: of every run) of 'kinds' (NULL: any
+ * kind; as mtx_queue_claim). */
 enum mt_status mtx_queue_counts(struct mtx_pg *pg, int64_t run,
-                                struct mtx_queue_counts *c,
+                                const char *kinds, struct mtx_queue_counts *c,
                                 struct mt_error *err);
 
 /* The run's kind and options (the caller frees both with mt_free);

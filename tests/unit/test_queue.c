@@ -65,17 +65,17 @@ static void test_queue_claims_each_job_once_in_order(void **state)
     char *kind = NULL, *opts = NULL;
 
     (void)state;
-    CHECK_OK(mtx_queue_claim(a, "wa", 30, run, &j1, NULL));
-    CHECK_OK(mtx_queue_claim(b, "wb", 30, run, &j2, NULL));
-    CHECK_OK(mtx_queue_claim(a, "wa", 30, run, &j3, NULL));
+    CHECK_OK(mtx_queue_claim(a, "wa", 30, run, NULL, &j1, NULL));
+    CHECK_OK(mtx_queue_claim(b, "wb", 30, run, NULL, &j2, NULL));
+    CHECK_OK(mtx_queue_claim(a, "wa", 30, run, NULL, &j3, NULL));
     assert_int_equal(j1.seq, 0);
     assert_int_equal(j2.seq, 1);
     assert_int_equal(j3.seq, 2);
     assert_string_equal(j2.payload, "{\"n\":1}");
     assert_int_equal(j1.attempt, 1);
-    assert_int_equal(mtx_queue_claim(b, "wb", 30, run, &j4, NULL),
+    assert_int_equal(mtx_queue_claim(b, "wb", 30, run, NULL, &j4, NULL),
                      MT_ENOTFOUND);
-    CHECK_OK(mtx_queue_counts(a, run, &c, NULL));
+    CHECK_OK(mtx_queue_counts(a, run, NULL, &c, NULL));
     assert_int_equal(c.total, 3);
     assert_int_equal(c.running, 3);
     assert_int_equal(c.queued, 0);
@@ -101,11 +101,11 @@ static void test_queue_expired_lease_moves_the_job(void **state)
     size_t kept = 9;
 
     (void)state;
-    CHECK_OK(mtx_queue_claim(pg, "dead", 1, run, &old, NULL));
-    assert_int_equal(mtx_queue_claim(pg, "live", 30, run, &none, NULL),
+    CHECK_OK(mtx_queue_claim(pg, "dead", 1, run, NULL, &old, NULL));
+    assert_int_equal(mtx_queue_claim(pg, "live", 30, run, NULL, &none, NULL),
                      MT_ENOTFOUND);
     usleep(1300 * 1000); /* the lease runs out: "dead" sent no heartbeat */
-    CHECK_OK(mtx_queue_claim(pg, "live", 30, run, &cur, NULL));
+    CHECK_OK(mtx_queue_claim(pg, "live", 30, run, NULL, &cur, NULL));
     assert_int_equal(cur.id, old.id);
     assert_int_equal(cur.attempt, 2);
     CHECK_OK(mtx_queue_heartbeat(pg, "dead", 30, &old.id, 1, &kept, NULL));
@@ -115,7 +115,7 @@ static void test_queue_expired_lease_moves_the_job(void **state)
     CHECK_OK(mtx_queue_finish(pg, &cur, "{\"by\":\"live\"}", 0, NULL));
     /* sent again (a reply lost after the commit): found, not redone */
     CHECK_OK(mtx_queue_finish(pg, &cur, "{\"by\":\"live\"}", 0, NULL));
-    CHECK_OK(mtx_queue_counts(pg, run, &c, NULL));
+    CHECK_OK(mtx_queue_counts(pg, run, NULL, &c, NULL));
     assert_int_equal(c.done, 1);
     assert_int_equal(c.reclaimed, 1);
     mtx_queue_job_free(&old);
@@ -132,13 +132,13 @@ static void test_queue_heartbeat_keeps_the_job(void **state)
     int i;
 
     (void)state;
-    CHECK_OK(mtx_queue_claim(pg, "w", 1, run, &j, NULL));
+    CHECK_OK(mtx_queue_claim(pg, "w", 1, run, NULL, &j, NULL));
     for (i = 0; i < 4; i++) { /* 1.6 s in all, past the first lease */
         usleep(400 * 1000);
         CHECK_OK(mtx_queue_heartbeat(pg, "w", 1, &j.id, 1, &kept, NULL));
         assert_int_equal(kept, 1);
     }
-    assert_int_equal(mtx_queue_claim(pg, "x", 30, run, &other, NULL),
+    assert_int_equal(mtx_queue_claim(pg, "x", 30, run, NULL, &other, NULL),
                      MT_ENOTFOUND);
     CHECK_OK(mtx_queue_finish(pg, &j, "{}", 1, NULL));
     mtx_queue_job_free(&j);
@@ -172,9 +172,9 @@ static void test_queue_release_and_results_in_order(void **state)
 
     (void)state;
     for (i = 0; i < 3; i++)
-        CHECK_OK(mtx_queue_claim(pg, "w", 30, run, &j[i], NULL));
+        CHECK_OK(mtx_queue_claim(pg, "w", 30, run, NULL, &j[i], NULL));
     CHECK_OK(mtx_queue_release(pg, &j[1], NULL));
-    CHECK_OK(mtx_queue_claim(pg, "w2", 30, run, &again, NULL));
+    CHECK_OK(mtx_queue_claim(pg, "w2", 30, run, NULL, &again, NULL));
     assert_int_equal(again.seq, 1);
     CHECK_OK(mtx_queue_finish(pg, &j[2], "{}", 0, NULL));
     CHECK_OK(mtx_queue_finish(pg, &again, "{}", 1, NULL));
@@ -203,6 +203,49 @@ static void test_queue_unknown_run_is_named(void **state)
     assert_int_equal(mtx_queue_run(pg, 987654, &kind, &opts, &err),
                      MT_ENOTFOUND);
     assert_non_null(strstr(err.msg, "no run 987654"));
+    mtx_pg_close(pg);
+}
+
+/* A claim for some kinds skips the runs of other kinds (a mediqa worker
+ * leaves a server's checks alone); a heartbeat reads the runs' progress
+ * from the run rows, which count each finish once, repeats included. */
+static void test_queue_kinds_and_beat_progress(void **state)
+{
+    static const char *const pl[] = {"{}", "{}"};
+    struct mtx_pg *pg = open_queue();
+    struct mtx_queue_job j, k, none;
+    struct mtx_queue_progress pr;
+    struct mtx_queue_counts c;
+    int64_t mq = 0, ck = 0;
+    size_t kept = 9;
+
+    (void)state;
+    CHECK_OK(mtx_queue_submit(pg, "kind-a", "{}", pl, 2, &mq, NULL));
+    CHECK_OK(mtx_queue_submit(pg, "kind-b", "{}", pl, 1, &ck, NULL));
+    CHECK_OK(mtx_queue_claim(pg, "w", 30, 0, "{kind-b}", &j, NULL));
+    assert_int_equal(j.run, ck);
+    assert_int_equal(
+        mtx_queue_claim(pg, "w", 30, 0, "{kind-b,kind-c}", &none, NULL),
+        MT_ENOTFOUND);
+    CHECK_OK(mtx_queue_claim(pg, "w", 30, 0, "{kind-a}", &k, NULL));
+    assert_int_equal(k.run, mq);
+    CHECK_OK(mtx_queue_counts(pg, 0, "{kind-a}", &c, NULL));
+    assert_int_equal(c.total, 2);
+    assert_int_equal(c.running, 1);
+    CHECK_OK(mtx_queue_finish(pg, &k, "{}", 0, NULL));
+    CHECK_OK(mtx_queue_finish(pg, &k, "{}", 0, NULL)); /* a repeat */
+    CHECK_OK(
+        mtx_queue_beat(pg, "w", 30, &j.id, 1, 0, "{kind-a}", &kept, &pr, NULL));
+    assert_int_equal(kept, 1);
+    assert_int_equal(pr.total, 2);
+    assert_int_equal(pr.done, 1);
+    CHECK_OK(mtx_queue_beat(pg, "w", 30, NULL, 0, ck, NULL, &kept, &pr, NULL));
+    assert_int_equal(kept, 0);
+    assert_int_equal(pr.total, 1);
+    assert_int_equal(pr.done, 0);
+    CHECK_OK(mtx_queue_finish(pg, &j, "{}", 0, NULL));
+    mtx_queue_job_free(&j);
+    mtx_queue_job_free(&k);
     mtx_pg_close(pg);
 }
 
@@ -245,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_queue_heartbeat_keeps_the_job),
         cmocka_unit_test(test_queue_release_and_results_in_order),
         cmocka_unit_test(test_queue_unknown_run_is_named),
+        cmocka_unit_test(test_queue_kinds_and_beat_progress),
         cmocka_unit_test(test_cache_pg_stores_binary_and_replaces),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
