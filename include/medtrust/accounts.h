@@ -228,6 +228,13 @@ enum mt_status mt_run_event_list(struct mt_state *s, int64_t run_id,
                                  mt_run_event_fn fn, void *user,
                                  struct mt_error *err);
 
+/* Deletes the event rows of up to 'limit' runs that finished before Unix
+ * second 'before' (their trace is no longer streamed; the run keeps its
+ * result); *deleted (may be NULL) receives how many rows went. */
+enum mt_status mt_run_events_prune(struct mt_state *s, int64_t before,
+                                   uint32_t limit, int64_t *deleted,
+                                   struct mt_error *err);
+
 /* ==== Failed logins, counted across servers ==== */
 
 /* Counts a failed login for 'key' (an account or an address); *fails

@@ -675,6 +675,25 @@ enum mt_status mt_run_event_list(struct mt_state *s, int64_t run_id,
                           "III", run_id, after, (int64_t)limit);
 }
 
+enum mt_status mt_run_events_prune(struct mt_state *s, int64_t before,
+                                   uint32_t limit, int64_t *deleted,
+                                   struct mt_error *err)
+{
+    struct mtx_query q = {NULL, NULL, 0, 0};
+    /* runs in id order that still have rows: a bounded step each call */
+    enum mt_status st = mtx_state_exec(
+        s, &q, err,
+        "DELETE FROM run_events WHERE run_id IN (SELECT r.id FROM runs r"
+        " WHERE r.finished_at IS NOT NULL AND r.finished_at < ?"
+        " AND EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id)"
+        " ORDER BY r.id LIMIT ?)",
+        "II", before, (int64_t)limit);
+
+    if (st == MT_OK && deleted)
+        *deleted = q.changes;
+    return st;
+}
+
 /* ==== Failed logins ==== */
 
 enum mt_status mt_login_fail(struct mt_state *s, const char *key,

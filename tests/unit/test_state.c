@@ -5,6 +5,7 @@
  * under an open handle, and migrations applied once. */
 #include "check.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include "medtrust/accounts.h"
@@ -348,6 +349,36 @@ static void test_run_events(void **state)
     mt_state_close(s);
 }
 
+/* Pruning takes the rows of runs that ended before the cut, never of a
+ * run still going, and leaves the run itself. */
+static void test_run_events_prune(void **state)
+{
+    struct mt_state *s = open_state(state);
+    struct run_seen v;
+    char out[256] = "";
+    int64_t ended = 0, going = 0, gone = -1;
+    int64_t now = (int64_t)time(NULL);
+
+    CHECK_OK(mt_run_create(s, 0, "x", "ask", NULL, &ended, NULL));
+    CHECK_OK(mt_run_create(s, 0, "x", "ask", NULL, &going, NULL));
+    CHECK_OK(mt_run_event_add(s, ended, 0, "token", "{\"text\":\"a\"}", NULL));
+    CHECK_OK(mt_run_event_add(s, ended, 1, "done", "{}", NULL));
+    CHECK_OK(mt_run_event_add(s, going, 0, "token", "{\"text\":\"b\"}", NULL));
+    CHECK_OK(mt_run_update(s, ended, "done", "{\"n\":2}", NULL, NULL));
+    CHECK_OK(mt_run_events_prune(s, now - 3600, 100, &gone, NULL));
+    assert_int_equal(gone, 0); /* it ended just now: kept */
+    CHECK_OK(mt_run_events_prune(s, now + 10, 100, &gone, NULL));
+    CHECK(gone >= 2);
+    CHECK_OK(mt_run_event_list(s, ended, -1, 100, collect_event, out, NULL));
+    assert_string_equal(out, "");
+    CHECK_OK(mt_run_event_list(s, going, -1, 100, collect_event, out, NULL));
+    assert_string_equal(out, "0 token {\"text\":\"b\"}|");
+    memset(&v, 0, sizeof v);
+    CHECK_OK(mt_run_get(s, ended, describe_run, &v, NULL));
+    CHECK(strstr(v.line, ":done:{\"n\":2}:") != NULL);
+    mt_state_close(s);
+}
+
 static void test_login_throttle(void **state)
 {
     struct mt_state *s = open_state(state);
@@ -489,6 +520,7 @@ int main(void)
         BOTH(test_tokens),
         BOTH(test_runs),
         BOTH(test_run_events),
+        BOTH(test_run_events_prune),
         BOTH(test_run_cancel_flag),
         BOTH(test_run_report),
         BOTH(test_settings_audit),
