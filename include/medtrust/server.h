@@ -23,7 +23,9 @@ struct mt_server_params {
     const char *data_dir;      /* access.log and audit.log go here; NULL = no
                                   log files */
     uint32_t threads;          /* network threads, default 4 */
-    uint32_t llm_jobs;         /* model-bound jobs running at once, default 4 */
+    uint32_t llm_jobs;         /* model-bound jobs running at once, default 4;
+                                  0 (only with state_url): none here, other
+                                  servers and workers run them */
     uint32_t max_queued;       /* jobs waiting beyond which 503, default 256 */
     size_t max_body;           /* request body bytes, default 8 MiB (413) */
     double rate_per_s;         /* requests per second per account, 0 = no
@@ -64,6 +66,18 @@ struct mt_server_params {
                                   them in the store (db_dir); a
                                   postgresql:// URL shares them with every
                                   server naming it (state.h) */
+    double job_lease_s;        /* with a shared state, where checks and
+                                  asks are rows of the shared queue: how
+                                  long a claimed job stays this server's
+                                  without a heartbeat; a dead server's job
+                                  is claimed again after it; default 30 */
+    int headless;              /* no HTTP: runs the shared queue's checks
+                                  and asks only (needs state_url;
+                                  `medtrust worker --serve-jobs`) */
+    double event_retention_s;  /* with a shared state: a finished run's
+                                  event rows are deleted this long after
+                                  it ended; default 604800 (7 days);
+                                  0 = kept */
 };
 
 /* Fills 'p' with the defaults above (db_dir NULL). */

@@ -31,8 +31,8 @@ static const struct cli_opt serve_opts[] = {
      0},
     {"threads", 't', "N", "network threads, 1..256 (default 4)", 0},
     {"llm-jobs", 0, "N",
-     "model-bound jobs running at once, 1..256 "
-     "(default 4)",
+     "model-bound jobs running at once, 1..256 (default 4); with --state "
+     "0 runs none here (other servers and 'worker --serve-jobs' do)",
      0},
     {"max-body", 0, "BYTES",
      "largest request body, 1KiB..1GiB (default "
@@ -71,6 +71,16 @@ static const struct cli_opt serve_opts[] = {
      "a job is cancelled after S seconds (default "
      "600)",
      0},
+    {"job-lease", 0, "S",
+     "with --state: seconds a claimed check or ask stays this server's "
+     "without a heartbeat; a dead server's jobs are claimed again after "
+     "it, 1..3600 (default 30)",
+     0},
+    {"event-retention", 0, "S",
+     "with --state: a finished run's event rows are deleted S seconds "
+     "after it ended (its result stays), 0 = kept (default 604800, "
+     "7 days)",
+     0},
     {"grace", 0, "S",
      "on SIGTERM, wait up to S seconds for jobs, 0..3600 "
      "(default 30)",
@@ -105,7 +115,7 @@ static int read_nums(struct cli_args *a, struct mt_server_params *p,
     unsigned long jt = p->job_timeout_s;
 
     if (cli_get_uint(a, "threads", 1, 256, &th) < 0 ||
-        cli_get_uint(a, "llm-jobs", 1, 256, &lj) < 0 ||
+        cli_get_uint(a, "llm-jobs", 0, 256, &lj) < 0 ||
         cli_get_uint(a, "max-body", 1024, 1ul << 30, &mb) < 0 ||
         cli_get_uint(a, "rate-limit", 0, 1000000, &rl) < 0 ||
         cli_get_uint(a, "rate-burst", 1, 100000, &rb) < 0 ||
@@ -120,6 +130,9 @@ static int read_nums(struct cli_args *a, struct mt_server_params *p,
     p->rate_burst = (uint32_t)rb;
     p->timeout_s = (uint32_t)to;
     p->job_timeout_s = (uint32_t)jt;
+    if (cli_get_double(a, "job-lease", 1, 3600, &p->job_lease_s) < 0 ||
+        cli_get_double(a, "event-retention", 0, 1e9, &p->event_retention_s) < 0)
+        return -1;
     return 0;
 }
 
@@ -254,7 +267,11 @@ const struct cli_verb cli_verb_serve = {
     "sessions, tokens and runs (put them behind any HTTP load balancer),\n"
     "and a run's events stream from every server; each keeps its own\n"
     "--db corpus copy and picks up a new index (a replaced\n"
-    "index/MANIFEST) without a restart.",
+    "index/MANIFEST) without a restart. Checks and asks are then rows of\n"
+    "the shared job queue: any server's --llm-jobs threads claim them,\n"
+    "and a job whose server died is claimed again after --job-lease and\n"
+    "continues its run's events. Browser batches stay jobs of the server\n"
+    "that took them.",
     serve_opts,
     serve_run,
 };

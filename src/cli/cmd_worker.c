@@ -18,6 +18,7 @@
 #include "cli/mediqa.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
+#include "medtrust/server.h"
 #include "store/queue.h"
 
 static const struct cli_opt worker_opts[] = {
@@ -49,6 +50,10 @@ static const struct cli_opt worker_opts[] = {
      0},
     {"poll", 0, "S", "seconds between looks at an empty queue (default 1)", 0},
     {"name", 0, "NAME", "this worker's name in the queue (default HOST:PID)",
+     0},
+    {"serve-jobs", 0, NULL,
+     "also run the servers' queued checks and asks (serve --state), "
+     "--jobs at a time, on the store --db (required with it), with --llm",
      0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -564,6 +569,30 @@ static enum mt_status work(struct worker *w, struct mt_error *err)
     return w->fatal;
 }
 
+/* --serve-jobs: the server's job code without HTTP claims the servers'
+ * rows (checks and asks) beside this worker's mediqa threads; *out stays
+ * NULL without the option. */
+static enum mt_status serve_jobs(const struct worker *w, const char *url,
+                                 struct mt_server **out, struct mt_error *err)
+{
+    struct mt_server_params p;
+
+    if (!cli_get(w->a, "serve-jobs"))
+        return MT_OK;
+    mt_server_default_params(&p);
+    p.db_dir = cli_get(w->a, "db");
+    if (!p.db_dir)
+        return mt_fail(err, MT_EINVAL,
+                       "--serve-jobs needs --db DIR, the store the checks "
+                       "and asks search");
+    p.state_url = url;
+    p.llm_spec = cli_get(w->a, "llm");
+    p.llm_jobs = w->jobs;
+    p.job_lease_s = w->lease_s;
+    p.headless = 1;
+    return mt_server_start(&p, out, err);
+}
+
 static void worker_close(struct worker *w)
 {
     size_t i;
@@ -583,6 +612,7 @@ static int worker_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     struct sigaction sa;
     const char *url = mediqa_state_url(a, "medtrust worker");
+    struct mt_server *srv = NULL;
     enum mt_status st;
 
     memset(&w, 0, sizeof w);
@@ -603,7 +633,10 @@ static int worker_run(struct cli_args *a)
     if (st == MT_OK)
         st = mtx_queue_open(url, &w.pg, &err);
     if (st == MT_OK)
+        st = serve_jobs(&w, url, &srv, &err);
+    if (st == MT_OK)
         st = work(&w, &err);
+    mt_server_stop(srv, 600); /* the checks and asks in hand finish */
     mtx_progress_finish(w.bar);
     fprintf(stderr,
             "worker %s: %zu jobs done (%zu failed checks), %zu results "
@@ -619,7 +652,7 @@ static int worker_run(struct cli_args *a)
 const struct cli_verb cli_verb_worker = {
     "worker",
     "check queued jobs from PostgreSQL (mediqa --enqueue), without HTTP",
-    "--state URL [--db DIR] [--llm SPEC] [OPTIONS]",
+    "--state URL [--db DIR] [--llm SPEC] [--serve-jobs] [OPTIONS]",
     "Claims jobs from the queue in PostgreSQL (SELECT ... FOR UPDATE SKIP\n"
     "LOCKED), --jobs at a time, and records each note's submission line,\n"
     "usage and trace in its row. A job carries its run's options (strategy,\n"
@@ -635,7 +668,11 @@ const struct cli_verb cli_verb_worker = {
     "progress bar counts the queue's jobs (of --run, else of every run)\n"
     "done by every worker since this one started. Exit\n"
     "status 0 after SIGTERM or --drain, non-zero when PostgreSQL stayed\n"
-    "away or a run's options cannot run here (its job is given back).",
+    "away or a run's options cannot run here (its job is given back).\n"
+    "With --serve-jobs it also claims the checks and asks that servers\n"
+    "with --state queued (as a server's own job threads do, with this\n"
+    "worker's --db, --llm, --jobs and --lease); --drain then stops once\n"
+    "no mediqa job is left, after the checks and asks in hand.",
     worker_opts,
     worker_run,
 };

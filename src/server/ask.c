@@ -383,12 +383,45 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         mtx_srv_fail(rs, st, &err);
         return 0;
     }
-    st = mtx_srv_job_submit(s, id, &spec, &err);
+    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
     if (st == MT_OK)
         return id;
     rs->retry_after = 5;
     mtx_srv_error(rs, 503, "%s", err.msg);
     return 0;
+}
+
+/* A queued question rebuilt where it is claimed (shared state): the body
+ * as the route read it, this server's answerer for its model. */
+enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
+                               const char *body, struct srv_job_spec *spec,
+                               struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    struct ask_arg *a;
+
+    (void)run;
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    a = read_body(s, &rq, &rs);
+    if (a && !llm_configured(s, &rs)) {
+        arg_free(a);
+        a = NULL;
+    }
+    if (!a)
+        return mtx_srv_resp_failure(&rs, err);
+    if (qa_get(s, a->key.model, &a->qa, err) != MT_OK) {
+        arg_free(a);
+        return err->status;
+    }
+    spec->kind = "ask";
+    spec->fn = ask_fn;
+    spec->arg = a;
+    spec->arg_free = arg_free;
+    return MT_OK;
 }
 
 void mtx_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,

@@ -487,12 +487,47 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         return 0;
     }
     snprintf(a->id, sizeof a->id, "run-%lld", (long long)id);
-    st = mtx_srv_job_submit(s, id, &spec, &err);
+    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
     if (st == MT_OK)
         return id;
     rs->retry_after = 5;
     mtx_srv_error(rs, 503, "%s", err.msg);
     return 0;
+}
+
+/* A queued check rebuilt where it is claimed (shared state): the body as
+ * the route read it, this server's models and checker. */
+enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
+                                 const char *body, struct srv_job_spec *spec,
+                                 struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    enum mt_strategy strat;
+    struct check_arg *a;
+
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    a = read_body(&rq, &rs, &strat);
+    if (a && !mtx_srv_check_models(s, strat, &rs)) {
+        arg_free(a);
+        a = NULL;
+    }
+    if (!a)
+        return mtx_srv_resp_failure(&rs, err);
+    if (mtx_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
+                             &a->own, err) != MT_OK) {
+        arg_free(a);
+        return err->status;
+    }
+    snprintf(a->id, sizeof a->id, "run-%lld", (long long)run);
+    spec->kind = "check";
+    spec->fn = check_fn;
+    spec->arg = a;
+    spec->arg_free = arg_free;
+    return MT_OK;
 }
 
 void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,

@@ -1,13 +1,17 @@
 /* The job queue: model-bound requests run on a fixed set of worker threads
  * (their number is the cap on concurrent LLM jobs), never on the network
  * threads. Each job records its run in the store and keeps its events as
- * Server-Sent Event text, which streams read while the job is live. */
+ * Server-Sent Event text, which streams read while the job is live. With a
+ * shared state the queue is PostgreSQL's (store/queue.h): a request is a
+ * row that any server's worker threads, or `medtrust worker`, claim
+ * (shared_jobs.c). */
 #include <string.h>
 #include <time.h>
 
 #include "core/buf.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
+#include "store/queue.h"
 
 struct srv_waiter {
     void *w;
@@ -35,10 +39,25 @@ struct srv_job {
     size_t nwait, waitcap;
     struct srv_job *qnext; /* queue */
     struct srv_job *lnext; /* live list */
+    /* with a shared state: */
+    struct mtx_queue_job qj; /* its claimed row (qj.id 0: a local job) */
+    struct mtx_pg *qpg;      /* the claiming thread's connection */
+    const char *node;        /* this server's name in the queue */
+    int replay;              /* emitting an earlier attempt's rows */
+    pthread_mutex_t row_mu;  /* orders its event rows: */
+    int64_t row_next;        /* seq of its next event row */
+    struct mt_buf tok;       /* "token" text not yet in a row */
+    double tok_t0;           /* when the first of it came */
 };
 
+/* "token" events (an answer streamed piece by piece) reach the state as
+ * one row per TOKEN_ROW_S or TOKEN_ROW_MAX bytes, not one per piece:
+ * another server's stream gets them in pieces that large. */
+#define TOKEN_ROW_S 0.1
+#define TOKEN_ROW_MAX 4096
+
 /* Frees text from json_dumps with jansson's own allocator. */
-static void json_text_free(char *txt)
+void mtx_srv_json_text_free(char *txt)
 {
     json_malloc_t m;
     json_free_t f;
@@ -61,7 +80,27 @@ static void job_free(struct srv_job *j)
         mt_free(j->ev[i]);
     mt_free(j->ev);
     mt_free(j->wait);
+    mtx_buf_free(&j->tok);
+    mtx_queue_job_free(&j->qj);
+    pthread_mutex_destroy(&j->row_mu);
     mt_free(j);
+}
+
+struct srv_job *mtx_srv_job_new(struct mt_server *s, int64_t run,
+                                const char *kind)
+{
+    struct srv_job *j = mt_calloc(1, sizeof *j);
+    struct mt_buf tok = MT_BUF_INIT((size_t)1 << 20);
+
+    if (!j)
+        return NULL;
+    j->tok = tok;
+    j->s = s;
+    j->run = run;
+    j->refs = 1;
+    snprintf(j->kind, sizeof j->kind, "%s", kind);
+    pthread_mutex_init(&j->row_mu, NULL);
+    return j;
 }
 
 static void unref_locked(struct mt_server *s, struct srv_job *j)
@@ -143,6 +182,63 @@ static void event_row(struct srv_job *j, int64_t seq, const char *type,
     mtx_srv_lease_put(j->s, l);
 }
 
+/* The pending "token" text as one row. */
+static void tokens_flush(struct srv_job *j)
+{
+    json_t *o;
+    char *txt;
+
+    if (j->tok.len == 0)
+        return;
+    o = json_pack("{s:s%}", "text", j->tok.data, j->tok.len);
+    txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (txt)
+        event_row(j, j->row_next++, "token", txt);
+    mtx_srv_json_text_free(txt);
+    j->tok.len = 0;
+}
+
+/* 1 with the piece's text added to the pending tokens when the event is
+ * a plain {"text"} token (a reset is a row of its own). */
+static int token_add(struct srv_job *j, const char *type, const char *data)
+{
+    json_t *o, *t;
+    int ok;
+
+    if (strcmp(type, "token") != 0)
+        return 0;
+    o = json_loads(data, 0, NULL);
+    t = json_object_get(o, "text");
+    ok = json_is_string(t) && json_object_size(o) == 1 &&
+         mtx_buf_append(&j->tok, json_string_value(t), json_string_length(t)) ==
+             MT_OK;
+    json_decref(o);
+    return ok;
+}
+
+/* Writes the event as a row, tokens coalesced (TOKEN_ROW_S). Rows of one
+ * job are written in seq order, so a mirror polling "after the last seq
+ * seen" skips none. */
+static void row_put(struct srv_job *j, const char *type, const char *data)
+{
+    double now = mtx_srv_now();
+    size_t before;
+
+    pthread_mutex_lock(&j->row_mu);
+    before = j->tok.len;
+    if (token_add(j, type, data)) {
+        if (before == 0)
+            j->tok_t0 = now;
+        if (now - j->tok_t0 >= TOKEN_ROW_S || j->tok.len >= TOKEN_ROW_MAX)
+            tokens_flush(j);
+    } else {
+        tokens_flush(j);
+        event_row(j, j->row_next++, type, data);
+    }
+    pthread_mutex_unlock(&j->row_mu);
+}
+
 static void emit_text(struct srv_job *j, const char *type, const char *data)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
@@ -169,8 +265,8 @@ static void emit_text(struct srv_job *j, const char *type, const char *data)
     wake_locked(j);
     pthread_mutex_unlock(&j->s->job_mu);
     mtx_buf_free(&b);
-    if (seq >= 0 && j->s->state_url && !j->mirror)
-        event_row(j, seq, type, data);
+    if (seq >= 0 && j->s->state_url && !j->mirror && !j->replay)
+        row_put(j, type, data);
 }
 
 void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
@@ -182,7 +278,7 @@ void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
     if (!txt)
         return;
     emit_text(j, type, txt);
-    json_text_free(txt);
+    mtx_srv_json_text_free(txt);
 }
 
 /* With a shared state the cancel may come from another server (its
@@ -329,13 +425,57 @@ static void record(struct mt_server *s, int64_t run, const char *status,
     mtx_srv_lease_put(s, l);
 }
 
+/* A row job still holds its row (its lease did not run out while it ran:
+ * a server that lost it must not overwrite the run another one redid). */
+static int row_held(struct srv_job *j)
+{
+    struct mt_error err = {MT_OK, ""};
+    size_t kept = 0;
+
+    if (mtx_queue_heartbeat(j->qpg, j->node, j->s->p.job_lease_s, &j->qj.id, 1,
+                            &kept, &err) != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)j->run,
+               err.msg);
+    return kept == 1;
+}
+
+/* For a job claimed from the shared queue: 1 when the attempt ends here
+ * without a result, because this server is stopping (the row goes back
+ * to the queue for another server) or lost the row. */
+static int row_gives_up(struct srv_job *j, enum mt_status st)
+{
+    struct mt_error err = {MT_OK, ""};
+
+    if (!j->qj.id)
+        return 0;
+    if (st != MT_OK && j->s->jobs_cancel && !j->cancel) {
+        mtx_queue_release(j->qpg, &j->qj, &err);
+        mt_log(MT_LOG_INFO,
+               "server: run %lld handed back to the queue (shutting down)",
+               (long long)j->run);
+        return 1;
+    }
+    if (row_held(j))
+        return 0;
+    mt_log(MT_LOG_WARN,
+           "server: run %lld was taken over after its lease ran out; this "
+           "attempt's result is dropped",
+           (long long)j->run);
+    return 1;
+}
+
 static void finish(struct srv_job *j, enum mt_status st, json_t *result,
                    const struct mt_error *err)
 {
+    struct mt_error qerr = {MT_OK, ""};
     char *txt = st == MT_OK && result ? json_dumps(result, JSON_COMPACT) : NULL;
     const char *msg = err->msg[0] ? err->msg : mt_status_str(st);
     json_t *done;
 
+    if (row_gives_up(j, st)) {
+        mtx_srv_json_text_free(txt);
+        return;
+    }
     record(j->s, j->run, st == MT_OK ? "done" : "failed", txt,
            st == MT_OK ? NULL : msg);
     if (st == MT_OK)
@@ -345,7 +485,24 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
         done = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)j->run, "status",
                          "failed", "error", msg);
     mtx_srv_job_emit(j, "done", done);
-    json_text_free(txt);
+    mtx_srv_json_text_free(txt);
+    /* after the run's row and its "done": a crash before this line makes
+     * another server run the job again, never leaves the run unfinished */
+    if (j->qj.id &&
+        mtx_queue_finish(j->qpg, &j->qj, st == MT_OK ? "{}" : "{\"failed\":1}",
+                         st != MT_OK, &qerr) != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)j->run,
+               qerr.msg);
+}
+
+/* The "running" status; a row job names the server and the attempt (2 or
+ * more: an earlier server died, its events come first). */
+static json_t *running_json(const struct srv_job *j)
+{
+    if (!j->qj.id)
+        return json_pack("{s:s}", "status", "running");
+    return json_pack("{s:s,s:s,s:I}", "status", "running", "node", j->node,
+                     "attempt", (json_int_t)j->qj.attempt);
 }
 
 static void run_job(struct mt_server *s, struct srv_job *j)
@@ -361,7 +518,7 @@ static void run_job(struct mt_server *s, struct srv_job *j)
                                : "the server stopped before the job ran");
     } else {
         record(s, j->run, "running", NULL, NULL);
-        mtx_srv_job_emit(j, "status", json_pack("{s:s}", "status", "running"));
+        mtx_srv_job_emit(j, "status", running_json(j));
         st = j->fn(j, j->arg, &result, &err);
         if (st == MT_OK && mtx_srv_now() > j->deadline)
             st = mt_fail(&err, MT_ECANCELED, "the job timed out");
@@ -385,6 +542,29 @@ static void keep_locked(struct mt_server *s, struct srv_job *j)
         unref_locked(s, old);
 }
 
+/* Runs j on the calling worker thread (s->running counts it already). */
+static void run_here(struct mt_server *s, struct srv_job *j)
+{
+    pthread_mutex_lock(&s->job_mu);
+    j->thread = pthread_self();
+    j->on_thread = 1;
+    pthread_mutex_unlock(&s->job_mu);
+    if (j->fn)
+        run_job(s, j);
+    if (j->arg_free) /* only the job's function used it */
+        j->arg_free(j->arg);
+    j->arg_free = NULL;
+    j->arg = NULL;
+    pthread_mutex_lock(&s->job_mu);
+    j->on_thread = 0;
+    s->running--;
+    j->done = 1;
+    wake_locked(j);
+    keep_locked(s, j);
+    pthread_cond_broadcast(&s->idle_cv);
+    pthread_mutex_unlock(&s->job_mu);
+}
+
 static void *worker(void *arg)
 {
     struct mt_server *s = arg;
@@ -402,24 +582,93 @@ static void *worker(void *arg)
             s->queue_tail = NULL;
         s->queued--;
         s->running++;
-        j->thread = pthread_self();
-        j->on_thread = 1;
         pthread_mutex_unlock(&s->job_mu);
-        run_job(s, j);
-        if (j->arg_free) /* only the job's function used it */
-            j->arg_free(j->arg);
-        j->arg_free = NULL;
-        j->arg = NULL;
+        run_here(s, j);
         pthread_mutex_lock(&s->job_mu);
-        j->on_thread = 0;
-        s->running--;
-        j->done = 1;
-        wake_locked(j);
-        keep_locked(s, j);
-        pthread_cond_broadcast(&s->idle_cv);
     }
     pthread_mutex_unlock(&s->job_mu);
     return NULL;
+}
+
+/* ==== Jobs claimed from the shared queue (shared_jobs.c) ==== */
+
+static enum mt_status replay_row(int64_t seq, const char *type,
+                                 const char *data, void *user)
+{
+    struct srv_job *j = user;
+
+    emit_text(j, type, data);
+    j->row_next = seq + 1;
+    return MT_OK;
+}
+
+/* A later attempt keeps the rows the earlier ones wrote: its own events
+ * follow them (seq after theirs), and a stream here replays them first. */
+static void replay_rows(struct srv_job *j)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    int64_t before;
+
+    if (mtx_srv_lease_get(j->s, &l, &err) != MT_OK)
+        return;
+    j->replay = 1;
+    do {
+        before = j->row_next;
+        mt_run_event_list(l->state, j->run, j->row_next - 1, 256, replay_row, j,
+                          &err);
+    } while (err.status == MT_OK && j->row_next - before == 256);
+    j->replay = 0;
+    mtx_srv_lease_put(j->s, l);
+}
+
+void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
+                         struct mtx_queue_job *qj, struct mtx_pg *pg,
+                         const char *node, const struct srv_job_spec *spec,
+                         const struct mt_error *why)
+{
+    struct srv_job *j = mtx_srv_job_new(s, run, spec ? spec->kind : "row");
+
+    if (!j) {
+        if (spec && spec->arg_free)
+            spec->arg_free(spec->arg);
+        mtx_queue_release(pg, qj, NULL);
+        return;
+    }
+    j->qj = *qj;
+    memset(qj, 0, sizeof *qj); /* taken */
+    j->qpg = pg;
+    j->node = node;
+    if (spec) {
+        j->fn = spec->fn;
+        j->arg = spec->arg;
+        j->arg_free = spec->arg_free;
+    }
+    pthread_mutex_lock(&s->job_mu);
+    j->lnext = s->live; /* before a mirror of the run: found first */
+    s->live = j;
+    s->running++;
+    pthread_mutex_unlock(&s->job_mu);
+    if (j->qj.attempt > 1)
+        replay_rows(j);
+    if (!spec) {
+        j->deadline = mtx_srv_now() + s->p.job_timeout_s;
+        finish(j, why->status, NULL, why);
+    }
+    run_here(s, j);
+}
+
+size_t mtx_srv_job_rows(struct mt_server *s, int64_t *ids, size_t max)
+{
+    struct srv_job *j;
+    size_t n = 0;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (j = s->live; j && n < max; j = j->lnext)
+        if (j->qj.id && !j->done)
+            ids[n++] = j->qj.id;
+    pthread_mutex_unlock(&s->job_mu);
+    return n;
 }
 
 /* ==== Mirrors: another server's run, streamed from the state ====
@@ -471,7 +720,7 @@ static enum mt_status mirror_final(const struct mt_run *r, void *user)
     json_decref(o);
     if (txt)
         emit_text(c->j, "done", txt);
-    json_text_free(txt);
+    mtx_srv_json_text_free(txt);
     c->done = 1;
     return MT_OK;
 }
@@ -531,16 +780,12 @@ void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id)
     for (j = s->live; j; j = j->lnext)
         if (j->run == run_id)
             break;
-    if (j || s->jobs_stop || !(j = mt_calloc(1, sizeof *j))) {
+    if (j || s->jobs_stop || !(j = mtx_srv_job_new(s, run_id, "mirror"))) {
         pthread_mutex_unlock(&s->job_mu);
         return;
     }
-    j->s = s;
-    j->run = run_id;
-    j->mirror = 1;
-    j->refs = 1; /* the mirror thread's, then the kept ring's */
+    j->mirror = 1; /* one reference: the mirror thread's, then the ring's */
     j->deadline = mtx_srv_now() + s->p.job_timeout_s;
-    snprintf(j->kind, sizeof j->kind, "mirror");
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     ok = pthread_create(&j->thread, &at, mirror_main, j) == 0;
@@ -589,7 +834,7 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
                                   const struct srv_job_spec *spec,
                                   struct mt_error *err)
 {
-    struct srv_job *j = mt_calloc(1, sizeof *j);
+    struct srv_job *j = mtx_srv_job_new(s, run_id, spec->kind);
     enum mt_status st;
 
     if (!j) {
@@ -598,13 +843,9 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
         record(s, run_id, "failed", NULL, "out of memory");
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
-    j->s = s;
-    j->run = run_id;
-    snprintf(j->kind, sizeof j->kind, "%s", spec->kind);
     j->fn = spec->fn;
     j->arg = spec->arg;
     j->arg_free = spec->arg_free;
-    j->refs = 1;
     st = enqueue(s, j, err);
     if (st != MT_OK) {
         record(s, run_id, "failed", NULL, err ? err->msg : "not queued");
@@ -617,11 +858,17 @@ enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err)
 {
     size_t i;
 
+    void *(*fn)(void *) = s->state_url ? mtx_srv_claim_main : worker;
+
+    if (s->state_url && mtx_srv_queue_start(s, err) != MT_OK)
+        return err->status;
+    if (s->p.llm_jobs == 0) /* a shared state's front end: others run them */
+        return MT_OK;
     s->workers = mt_calloc(s->p.llm_jobs, sizeof *s->workers);
     if (!s->workers)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; i < s->p.llm_jobs; i++) {
-        if (pthread_create(&s->workers[i], NULL, worker, s) != 0)
+        if (pthread_create(&s->workers[i], NULL, fn, s) != 0)
             return mt_fail(err, MT_EINTERNAL, "cannot start job workers");
         s->nworkers++;
     }
@@ -653,6 +900,7 @@ void mtx_srv_jobs_stop(struct mt_server *s, double grace_s)
     for (i = 0; i < s->nworkers; i++)
         pthread_join(s->workers[i], NULL);
     s->nworkers = 0;
+    mtx_srv_queue_stop(s); /* after the workers: their rows are settled */
     mt_free(s->workers);
     s->workers = NULL;
     pthread_mutex_lock(&s->job_mu);

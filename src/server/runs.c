@@ -369,6 +369,33 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
     return 0;
 }
 
+enum mt_status mtx_srv_sleep_job_build(struct mt_server *s, int64_t run,
+                                       const char *body,
+                                       struct srv_job_spec *spec,
+                                       struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    struct sleep_arg a, *arg;
+
+    (void)s;
+    (void)run;
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    if (sleep_args(&rq, &rs, &a) != 0)
+        return mtx_srv_resp_failure(&rs, err);
+    if (!(arg = mt_malloc(sizeof *arg)))
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    *arg = a;
+    spec->kind = "sleep";
+    spec->fn = sleep_fn;
+    spec->arg = arg;
+    spec->arg_free = mt_free;
+    return MT_OK;
+}
+
 void mtx_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
                        struct srv_resp *rs, int64_t id)
 {
@@ -393,7 +420,7 @@ void mtx_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
         *arg = a;
     spec.arg = arg;
     if (st == MT_OK)
-        st = mtx_srv_job_submit(s, id, &spec, &err);
+        st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
     if (st == MT_ELIMIT || st == MT_ECANCELED) {
         rs->retry_after = 5;
         mtx_srv_error(rs, 503, "%s", err.msg);

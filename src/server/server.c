@@ -46,6 +46,8 @@ void mt_server_default_params(struct mt_server_params *p)
     p->login_lock_max_s = 900;
     p->job_timeout_s = 600;
     p->session_ttl_s = 12 * 3600;
+    p->job_lease_s = 30;
+    p->event_retention_s = 7 * 86400;
 }
 
 /* ==== Store leases ==== */
@@ -106,10 +108,16 @@ static enum mt_status copy_params(struct mt_server *s,
     s->p = *p;
     if (!p->db_dir)
         return mt_fail(err, MT_EINVAL, "the server needs a store (--db)");
-    if (s->p.threads == 0 || s->p.llm_jobs == 0 || s->p.max_body == 0)
+    if (s->p.threads == 0 || s->p.max_body == 0 ||
+        (s->p.llm_jobs == 0 && !p->state_url))
         return mt_fail(err, MT_EINVAL,
                        "threads, LLM jobs and the body "
-                       "limit must be at least 1");
+                       "limit must be at least 1 (LLM jobs may be 0 with a "
+                       "shared state, whose workers run them)");
+    if (p->headless && (!p->state_url || p->llm_jobs == 0))
+        return mt_fail(err, MT_EINVAL,
+                       "a server without HTTP runs the shared queue's "
+                       "jobs: it needs a shared state and 1 LLM job or more");
     s->db_dir = mt_strdup(p->db_dir);
     s->listen = mt_strdup(p->listen ? p->listen : "127.0.0.1:8080");
     s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
@@ -660,9 +668,9 @@ enum mt_status mt_server_start(const struct mt_server_params *p,
     if (!s)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = mtx_srv_init(s, p, err);
-    if (st == MT_OK)
+    if (st == MT_OK && !p->headless)
         st = mtx_srv_guard_start(s, err);
-    if (st == MT_OK)
+    if (st == MT_OK && !p->headless)
         st = start_mhd(s, err);
     if (st != MT_OK) {
         mtx_srv_guard_stop(s);
@@ -709,7 +717,8 @@ void mt_server_stop(struct mt_server *s, double grace_s)
     mtx_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
     mtx_srv_jobs_wake_all(s);
     wait_requests(s, mtx_srv_now() + (grace_s > 1 ? grace_s : 1));
-    MHD_stop_daemon(s->mhd);
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd);
     mtx_srv_guard_stop(s);
     mtx_srv_fini(s);
     mt_log(MT_LOG_INFO, "server stopped");

@@ -205,6 +205,7 @@ struct mt_server {
     int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
     int jobs_cancel; /* running jobs should give up */
     size_t mirrors;  /* mirror threads running (jobs.c) */
+    struct srv_queue *queue; /* with a shared state (shared_jobs.c) */
     /* note checkers, one per strategy, opened on first use (check.c) */
     pthread_mutex_t agent_mu;
     struct mt_agent *agents[3];
@@ -495,6 +496,67 @@ size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
  * mirror job that streams the run's events from the state's rows (another
  * server runs it, or ran it), so that mtx_srv_job_find finds it. */
 void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id);
+/* ==== Jobs on the shared queue (shared_jobs.c, jobs.c) ====
+ * With a shared state a job is a row of PostgreSQL's queue
+ * (store/queue.h) that carries its kind, its run and its request body;
+ * the server's worker threads claim rows as any worker does and rebuild
+ * the job from the body with its kind's builder. */
+
+/* Rebuilds the job of run 'run' from its request 'body' (as the route
+ * read it) into *spec, or fails saying why this server cannot run it. */
+typedef enum mt_status (*srv_job_build_fn)(struct mt_server *s, int64_t run,
+                                           const char *body,
+                                           struct srv_job_spec *spec,
+                                           struct mt_error *err);
+
+/* The builders of POST /v1/check, POST /v1/ask and the test sleep job. */
+enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
+                                 const char *body, struct srv_job_spec *spec,
+                                 struct mt_error *err);
+enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
+                               const char *body, struct srv_job_spec *spec,
+                               struct mt_error *err);
+enum mt_status mtx_srv_sleep_job_build(struct mt_server *s, int64_t run,
+                                       const char *body,
+                                       struct srv_job_spec *spec,
+                                       struct mt_error *err);
+
+/* Queues the job of run 'run_id' whose request body is 'body': with a
+ * shared state a row of the shared queue (the spec's arg is freed: the
+ * claiming server rebuilds it from 'body'), else mtx_srv_job_submit. */
+enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
+                                       const struct srv_job_spec *spec,
+                                       const char *body, struct mt_error *err);
+
+/* Frees text from json_dumps with jansson's own allocator. */
+void mtx_srv_json_text_free(char *txt);
+
+/* The route's 400/503 in 'rs' as a failure in err (the builders read
+ * bodies with the routes' readers); frees rs's body. */
+enum mt_status mtx_srv_resp_failure(struct srv_resp *rs, struct mt_error *err);
+
+/* Opens the queue's connection and starts the heartbeat (shared_jobs.c);
+ * mtx_srv_queue_stop ends both (after the worker threads). */
+enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err);
+void mtx_srv_queue_stop(struct mt_server *s);
+/* A worker thread that claims rows until the server stops. */
+void *mtx_srv_claim_main(void *arg);
+
+struct mtx_queue_job;
+struct mtx_pg;
+/* Runs the claimed row 'qj' (taken) of run 'run' on the calling thread
+ * (jobs.c): 'spec' as built, or NULL to fail the run with 'why'. 'pg' is
+ * the claiming thread's connection, 'node' the server's queue name. */
+void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
+                         struct mtx_queue_job *qj, struct mtx_pg *pg,
+                         const char *node, const struct srv_job_spec *spec,
+                         const struct mt_error *why);
+/* The row ids of the row jobs running here (for heartbeats); up to max. */
+size_t mtx_srv_job_rows(struct mt_server *s, int64_t *ids, size_t max);
+/* A new job of run 'run' with one reference (jobs.c). */
+struct srv_job *mtx_srv_job_new(struct mt_server *s, int64_t run,
+                                const char *kind);
+
 /* Removes 'waiter' from the job (when a stream goes away). */
 void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
 /* Wakes every waiting stream (shutdown). */
