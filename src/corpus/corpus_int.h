@@ -114,12 +114,19 @@ struct mt_xml_fns {
     enum mt_status (*end)(struct mt_xml *x, const char *name, void *user);
 };
 
-/* Parses 'path' (plain or gzip, told apart by zlib) with expat. Character
- * data goes to the buffer set with mtx_xml_capture. Errors are "PATH:LINE:
- * why" (a handler's message gets the same prefix); a truncated gzip or
- * document is an error, not a short read. */
+/* Parses 'path' (plain or gzip, told apart by zlib) with the scanner of
+ * xml.c (what it reads and refuses is said there). Character data goes to
+ * the buffer set with mtx_xml_capture. Errors are "PATH:LINE: why" (a
+ * handler's message gets the same prefix); a truncated gzip or document
+ * is an error, not a short read. */
 enum mt_status mtx_xml_parse(const char *path, const struct mt_xml_fns *fns,
                              void *user, struct mt_error *err);
+
+/* The same over the n bytes at 'data' (borrowed), named 'name' in
+ * messages. */
+enum mt_status mtx_xml_parse_mem(const char *name, const char *data, size_t n,
+                                 const struct mt_xml_fns *fns, void *user,
+                                 struct mt_error *err);
 
 /* Sends character data to 'b' until the next call (NULL: drop it). */
 void mtx_xml_capture(struct mt_xml *x, struct mt_buf *b);
@@ -134,7 +141,8 @@ uint64_t mtx_xml_offset(const struct mt_xml *x);
 /* The error a handler fills before returning a failure. */
 struct mt_error *mtx_xml_error(struct mt_xml *x);
 
-/* Value of attribute 'name' in expat's attrs, or NULL. */
+/* Value of attribute 'name' in a start handler's attrs (name, value,
+ * ..., NULL), or NULL. */
 const char *mtx_xml_attr(const char **attrs, const char *name);
 
 /* ==== Helpers ==== */
