@@ -479,8 +479,8 @@ static void test_pg_migrates_once(void **state)
                          "SELECT count(*), max(version) FROM schema_migrations"
                          " WHERE component = 'state'",
                          0, NULL, &r, NULL));
-    assert_int_equal(mtx_pg_int(r, 0, 0), 4); /* one row per step */
-    assert_int_equal(mtx_pg_int(r, 0, 1), 4);
+    assert_int_equal(mtx_pg_int(r, 0, 0), 5); /* one row per step */
+    assert_int_equal(mtx_pg_int(r, 0, 1), 5);
     PQclear(r);
     CHECK(strstr(mt_state_where(a), "postgresql://medtrust@127.0.0.1:"));
     mtx_pg_close(pg);
