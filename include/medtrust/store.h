@@ -30,7 +30,10 @@ void mt_store_default_params(struct mt_store_params *p);
 /* Opens or creates the store in directory 'dir'; 'params' (may be NULL)
  * is copied. A new store records the analyzer and chunker settings; an
  * existing one keeps its own, and they win over 'params'. Older schema
- * versions are migrated forward. On success *out owns the handle (close
+ * versions are migrated forward, except with read_only: then the store is
+ * read as it is, never changed (MT_EUNSUPPORTED when it is older than
+ * what a reader can read so, naming a writer that migrates it). A newer
+ * schema than this build's is refused. On success *out owns the handle (close
  * with mt_store_close); on failure *out is left unchanged. */
 enum mt_status mt_store_open(const char *dir,
                              const struct mt_store_params *params,
@@ -51,7 +54,8 @@ void mt_store_close(struct mt_store *s);
 /* The settings in force for this store (owned by the handle). */
 const struct mt_store_params *mt_store_settings(const struct mt_store *s);
 
-/* Schema version of the opened store (after migration). */
+/* Schema version of the opened store (after migration; as it is on disk
+ * for a read-only handle). */
 int mt_store_schema_version(const struct mt_store *s);
 
 /* Transactions group writes; every put outside one is its own

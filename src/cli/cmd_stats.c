@@ -99,7 +99,7 @@ static int stats_run(struct cli_args *a)
     }
     mt_store_default_params(&sp);
     sp.create = 0;
-    sp.read_only = 0; /* so an older schema is migrated forward */
+    sp.read_only = 1; /* a reader: an older schema is read as it is */
     st = mt_store_open(cli_get(a, "db"), &sp, &s, &err);
     if (st == MT_OK && cli_get(a, "check"))
         st = mt_store_check(s, &err);

@@ -204,7 +204,7 @@ static enum mt_status open_parts(struct mt_index *idx, const char *dir,
 
     mt_store_default_params(&sp);
     sp.create = 0;
-    sp.read_only = 0; /* so an older schema is migrated forward */
+    sp.read_only = 1; /* a reader: an older schema is read as it is */
     st = mt_store_open(dir, &sp, &idx->store, err);
     mtx_index_dir(dir, idir, sizeof idir);
     if (st == MT_OK)

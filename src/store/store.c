@@ -82,6 +82,14 @@ static const char *const migrations[] = {
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
+/* The oldest schema a read-only open reads as it is, without migrating:
+ * what readers read (meta, sources, documents, chunks) is v1's, and
+ * v2..v7 only add account and run tables, which only writers use. A
+ * migration that changes the corpus tables raises it. So `search` never
+ * changes a store on disk (an older medtrust keeps opening it); a writer
+ * (import, index, serve's state) migrates it forward. */
+#define READ_MIN_VERSION 1
+
 void mt_store_default_params(struct mt_store_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -175,11 +183,16 @@ static enum mt_status migrate(struct mt_store *s, struct mt_error *err)
                        "%s: store schema version %d is newer than this "
                        "medtrust supports (%d); upgrade medtrust",
                        s->dir, v, SCHEMA_VERSION);
-    if (v < SCHEMA_VERSION && s->params.read_only)
+    if (v < READ_MIN_VERSION && s->params.read_only)
         return mt_fail(err, MT_EUNSUPPORTED,
-                       "%s: store needs migration from version %d; open it "
-                       "once for writing",
-                       s->dir, v);
+                       "%s: store schema version %d is older than this "
+                       "medtrust reads without migrating it (%d); a writer "
+                       "migrates it, e.g. 'medtrust index --db %s'",
+                       s->dir, v, READ_MIN_VERSION, s->dir);
+    if (s->params.read_only) {
+        s->schema_version = v;
+        return MT_OK;
+    }
     for (; v < SCHEMA_VERSION; v++) {
         st = migrate_one(s, v, err);
         if (st != MT_OK)

@@ -161,6 +161,92 @@ static void test_store_rejects_newer_schema(void **state)
     CHECK(strstr(err.msg, "999") != NULL);
 }
 
+/* The raw user_version of DIR/store.db, and whether table 'name' is in it. */
+static int raw_version(const char *dir, const char *name, int *has)
+{
+    char db[160];
+    sqlite3 *raw = NULL;
+    sqlite3_stmt *q = NULL;
+    int v = -1;
+
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    CHECK(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &q, NULL) ==
+          SQLITE_OK);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    CHECK(sqlite3_prepare_v2(raw,
+                             "SELECT count(*) FROM sqlite_master WHERE name=?1",
+                             -1, &q, NULL) == SQLITE_OK);
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    *has = sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
+    sqlite3_finalize(q);
+    sqlite3_close(raw);
+    return v;
+}
+
+/* A read-only open reads an older store as it is and leaves it so; a
+ * writer migrates it forward; one older than the corpus schema is refused
+ * naming a writer. */
+static void test_store_read_only_does_not_migrate(void **state)
+{
+    char dir[128];
+    char db[160];
+    struct mt_store_params p;
+    struct mt_store *s = NULL;
+    struct mt_error err;
+    sqlite3 *raw = NULL;
+    int64_t src = 0;
+    int has = 0;
+    int now;
+    (void)state;
+    dir_path(dir, sizeof dir, "older");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    now = mt_store_schema_version(s);
+    CHECK_OK(mt_store_source(s, "x", &src, NULL));
+    put_text(s, src, "a", "alpha beta");
+    mt_store_close(s);
+    s = NULL;
+    CHECK(now > 3);
+    /* back to a v3 store: what v4..v7 added removed */
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw,
+                       "DROP TABLE run_events; DROP TABLE run_reports;"
+                       "DROP TABLE login_throttle;"
+                       "ALTER TABLE runs DROP COLUMN cancel_requested;"
+                       "PRAGMA user_version=3",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(raw);
+
+    mt_store_default_params(&p);
+    p.create = 0;
+    p.read_only = 1;
+    CHECK_OK(mt_store_open(dir, &p, &s, NULL));
+    CHECK(mt_store_schema_version(s) == 3);
+    CHECK(totals(s).documents == 1);
+    mt_store_close(s);
+    s = NULL;
+    CHECK(raw_version(dir, "run_events", &has) == 3 && !has);
+
+    p.read_only = 0;
+    CHECK_OK(mt_store_open(dir, &p, &s, NULL));
+    CHECK(mt_store_schema_version(s) == now);
+    mt_store_close(s);
+    s = NULL;
+    CHECK(raw_version(dir, "run_events", &has) == now && has);
+
+    CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw, "PRAGMA user_version=0", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    sqlite3_close(raw);
+    p.read_only = 1;
+    CHECK(mt_store_open(dir, &p, &s, &err) == MT_EUNSUPPORTED);
+    CHECK(s == NULL);
+    CHECK(strstr(err.msg, "version 0") && strstr(err.msg, "medtrust index"));
+}
+
 static void test_store_rollback_drops_batch(void **state)
 {
     char dir[128];
@@ -263,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_store_keeps_settings_of_existing_store),
         cmocka_unit_test(test_store_missing_dir_is_clear_error),
         cmocka_unit_test(test_store_rejects_newer_schema),
+        cmocka_unit_test(test_store_read_only_does_not_migrate),
         cmocka_unit_test(test_store_rollback_drops_batch),
         cmocka_unit_test(test_store_survives_every_allocation_failure),
         cmocka_unit_test(test_ingest_reports_bad_line_and_skips),
