@@ -569,6 +569,33 @@ static enum mt_status work(struct worker *w, struct mt_error *err)
     return w->fatal;
 }
 
+/* PostgreSQL may be away when a worker starts (machines boot in any
+ * order): the first connection is tried again with backoff (0.1 s
+ * doubling to 5 s) while nothing answers at the URL (mtx_pg_down), until
+ * it does or the worker is stopped. A wrong password or database still
+ * fails at once. */
+static enum mt_status open_queue(struct worker *w, const char *url,
+                                 struct mt_error *err)
+{
+    double wait = 0.1;
+    int said = 0;
+    enum mt_status st;
+
+    while ((st = mtx_queue_open(url, &w->pg, err)) == MT_EIO && !stop_flag &&
+           mtx_pg_down(url)) {
+        if (!said++)
+            mt_log(MT_LOG_WARN,
+                   "worker: %s; waiting for PostgreSQL, trying again "
+                   "with backoff",
+                   err->msg);
+        nap(wait);
+        wait = wait * 2 > 5 ? 5 : wait * 2;
+    }
+    if (st == MT_OK && said)
+        mt_log(MT_LOG_INFO, "worker: PostgreSQL is reachable: starting");
+    return st;
+}
+
 /* --serve-jobs: the server's job code without HTTP claims the servers'
  * rows (checks and asks) beside this worker's mediqa threads; *out stays
  * NULL without the option. */
@@ -631,7 +658,7 @@ static int worker_run(struct cli_args *a)
     if (st != MT_OK)
         st = mt_fail(&err, st, "out of memory");
     if (st == MT_OK)
-        st = mtx_queue_open(url, &w.pg, &err);
+        st = open_queue(&w, url, &err);
     if (st == MT_OK)
         st = serve_jobs(&w, url, &srv, &err);
     if (st == MT_OK)

@@ -21,6 +21,7 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
                     struct srv_resp *rs, int64_t id)
 {
     size_t queued, running;
+    int down = mtx_srv_state_down(s);
 
     (void)rq;
     (void)id;
@@ -28,11 +29,14 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
     queued = s->queued;
     running = s->running;
     pthread_mutex_unlock(&s->job_mu);
-    mtx_srv_json(rs, 200,
-                 json_pack("{s:s,s:s,s:{s:I,s:I,s:I}}", "status", "ok",
-                           "version", mt_version(), "jobs", "queued",
-                           (json_int_t)queued, "running", (json_int_t)running,
-                           "max_running", (json_int_t)s->p.llm_jobs));
+    /* readiness for a load balancer: 503 while the shared state is away */
+    mtx_srv_json(rs, down ? 503 : 200,
+                 json_pack("{s:s,s:b,s:s,s:s,s:{s:I,s:I,s:I}}", "status",
+                           down ? "unavailable" : "ok", "ready", !down, "state",
+                           down ? "unreachable" : "ok", "version", mt_version(),
+                           "jobs", "queued", (json_int_t)queued, "running",
+                           (json_int_t)running, "max_running",
+                           (json_int_t)s->p.llm_jobs));
 }
 
 /* A spec for display: the user:password@ part of a URL is cut out. */

@@ -119,8 +119,8 @@ void mtx_srv_fail(struct srv_resp *rs, enum mt_status st,
         code = 413;
     else if (st == MT_EUNSUPPORTED)
         code = 501;
-    else if (st == MT_ECANCELED)
-        code = 503;
+    else if (st == MT_ECANCELED || st == MT_EIO)
+        code = 503; /* EIO: a backend (the shared state) is away */
     if (code >= 500)
         mt_log(MT_LOG_ERROR, "server: %s", msg);
     mtx_srv_error(rs, code, "%s", msg);

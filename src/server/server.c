@@ -19,6 +19,7 @@
 #include "medtrust/core.h"
 #include "server/guard.h"
 #include "server/srv_int.h"
+#include "store/pg.h"
 
 double mtx_srv_now(void)
 {
@@ -59,22 +60,12 @@ static void lease_close(struct srv_lease *l)
     mt_free(l);
 }
 
-enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
-                                 struct mt_error *err)
+static enum mt_status lease_new(struct mt_server *s, struct srv_lease **out,
+                                struct mt_error *err)
 {
-    struct srv_lease *l;
+    struct srv_lease *l = mt_calloc(1, sizeof *l);
     enum mt_status st;
 
-    pthread_mutex_lock(&s->lease_mu);
-    l = s->free_leases;
-    if (l)
-        s->free_leases = l->next;
-    pthread_mutex_unlock(&s->lease_mu);
-    if (l) {
-        *out = l;
-        return MT_OK;
-    }
-    l = mt_calloc(1, sizeof *l);
     if (!l)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = mt_store_open(s->db_dir, NULL, &l->store, err);
@@ -87,6 +78,31 @@ enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
     }
     *out = l;
     return MT_OK;
+}
+
+enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
+                                 struct mt_error *err)
+{
+    struct srv_lease *l;
+    int down;
+
+    pthread_mutex_lock(&s->lease_mu);
+    l = s->free_leases;
+    if (l)
+        s->free_leases = l->next;
+    down = s->state_down;
+    pthread_mutex_unlock(&s->lease_mu);
+    if (l) {
+        *out = l;
+        return MT_OK;
+    }
+    /* at once, not a connection attempt per request: the waiter tries */
+    if (down)
+        return mt_fail(err, MT_EIO,
+                       "the shared state is not reachable yet (the server "
+                       "keeps trying): %s",
+                       s->state_err.msg);
+    return lease_new(s, out, err);
 }
 
 void mtx_srv_lease_put(struct mt_server *s, struct srv_lease *l)
@@ -147,7 +163,7 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
                                   struct mt_error *err)
 {
     struct srv_lease *l = NULL;
-    enum mt_status st = mtx_srv_lease_get(s, &l, err);
+    enum mt_status st = lease_new(s, &l, err);
 
     if (st == MT_OK && !s->state_url && mt_store_schema_version(l->store) < 2)
         st = mt_fail(err, MT_EUNSUPPORTED,
@@ -164,6 +180,106 @@ static enum mt_status first_lease(struct mt_server *s, const char *reg,
         st = mt_setting_put(l->state, "registration", reg, err);
     mtx_srv_lease_put(s, l);
     return st;
+}
+
+/* ==== PostgreSQL away at start ====
+ * A --state server that finds PostgreSQL down (mtx_pg_down: nothing
+ * answers, or it refuses connections while starting) still starts: it
+ * listens, /v1/health says 503 not ready, requests that need the state
+ * get 503 at once, and a thread tries the first lease again with backoff
+ * (0.1 s doubling to 5 s). Once it opens, the registration setting is
+ * applied and the server is ready; the job threads open their own
+ * connections as they do after any loss. */
+
+int mtx_srv_state_down(struct mt_server *s)
+{
+    int down;
+
+    pthread_mutex_lock(&s->lease_mu);
+    down = s->state_down;
+    pthread_mutex_unlock(&s->lease_mu);
+    return down;
+}
+
+/* Waits up to 'sec' for the server to stop; 1 when it is stopping. */
+static int state_nap(struct mt_server *s, double sec)
+{
+    struct timespec until;
+    int stop;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)sec;
+    until.tv_nsec += (long)((sec - (double)(time_t)sec) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lease_mu);
+    if (!s->state_wait_stop)
+        pthread_cond_timedwait(&s->state_cv, &s->lease_mu, &until);
+    stop = s->state_wait_stop;
+    pthread_mutex_unlock(&s->lease_mu);
+    return stop;
+}
+
+static void *state_wait_main(void *arg)
+{
+    struct mt_server *s = arg;
+    double wait = 0.1;
+
+    while (!state_nap(s, wait)) {
+        struct mt_error e = {MT_OK, ""};
+        enum mt_status st = first_lease(s, s->state_reg, &e);
+
+        pthread_mutex_lock(&s->lease_mu);
+        if (st == MT_OK)
+            s->state_down = 0;
+        else
+            s->state_err = e;
+        pthread_mutex_unlock(&s->lease_mu);
+        if (st == MT_OK) {
+            mt_log(MT_LOG_INFO, "server: the shared state is reachable: "
+                                "ready");
+            break;
+        }
+        wait = wait * 2 > 5 ? 5 : wait * 2;
+    }
+    return NULL;
+}
+
+/* first_lease, or when PostgreSQL is away the waiter above. */
+static enum mt_status state_start(struct mt_server *s, const char *reg,
+                                  struct mt_error *err)
+{
+    enum mt_status st = first_lease(s, reg, err);
+
+    if (st != MT_EIO || !s->state_url || !mtx_pg_down(s->state_url))
+        return st;
+    s->state_reg = reg ? mt_strdup(reg) : NULL;
+    if (reg && !s->state_reg)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    s->state_err = *err;
+    s->state_down = 1;
+    if (pthread_create(&s->state_waiter, NULL, state_wait_main, s) != 0)
+        return mt_fail(err, MT_EINTERNAL, "cannot start a thread");
+    s->state_waiting = 1;
+    mt_log(MT_LOG_WARN,
+           "server: %s; serving not ready, and trying again with backoff",
+           err->msg);
+    mt_error_clear(err);
+    return MT_OK;
+}
+
+static void state_wait_stop(struct mt_server *s)
+{
+    if (!s->state_waiting)
+        return;
+    pthread_mutex_lock(&s->lease_mu);
+    s->state_wait_stop = 1;
+    pthread_cond_broadcast(&s->state_cv);
+    pthread_mutex_unlock(&s->lease_mu);
+    pthread_join(s->state_waiter, NULL);
+    s->state_waiting = 0;
 }
 
 /* The server's one retriever, lazy: the index may be built after the
@@ -195,13 +311,14 @@ enum mt_status mtx_srv_init(struct mt_server *s,
     pthread_mutex_init(&s->qa_mu, NULL);
     pthread_mutex_init(&s->conn_mu, NULL);
     pthread_cond_init(&s->conn_cv, NULL);
+    pthread_cond_init(&s->state_cv, NULL);
     if (mt_accounts_init() != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
     st = copy_params(s, p, err);
     if (st == MT_OK)
         st = mtx_srv_logs_open(s, err);
     if (st == MT_OK)
-        st = first_lease(s, p->registration, err);
+        st = state_start(s, p->registration, err);
     if (st == MT_OK)
         st = open_retriever(s, err);
     if (st == MT_OK)
@@ -213,6 +330,7 @@ void mtx_srv_fini(struct mt_server *s)
 {
     struct srv_lease *l;
 
+    state_wait_stop(s);
     mtx_srv_jobs_stop(s, 0);
     mtx_srv_agents_close(s); /* no job runs any more */
     mtx_srv_qa_close(s);
@@ -231,6 +349,8 @@ void mtx_srv_fini(struct mt_server *s)
     mtx_srv_models_free(s);
     mt_free(s->nli_spec);
     mt_free(s->state_url);
+    mt_free(s->state_reg);
+    pthread_cond_destroy(&s->state_cv);
     pthread_mutex_destroy(&s->agent_mu);
     pthread_mutex_destroy(&s->qa_mu);
     pthread_mutex_destroy(&s->conn_mu);

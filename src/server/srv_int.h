@@ -175,6 +175,14 @@ struct mt_server {
     /* leases */
     pthread_mutex_t lease_mu;
     struct srv_lease *free_leases;
+    /* --state PostgreSQL away when the server started (lease_mu): state
+     * requests get 503 and /v1/health says not ready while a thread
+     * retries with backoff (server.c, "PostgreSQL away at start") */
+    int state_down, state_wait_stop, state_waiting;
+    char *state_reg;           /* --registration, applied once it is back */
+    struct mt_error state_err; /* why the last try failed */
+    pthread_cond_t state_cv;
+    pthread_t state_waiter;
     /* search, for /v1/search, the checkers and the answerers: index
      * handles and the index's own query embedder, opened on first use */
     struct mt_retriever *ret;
@@ -255,6 +263,10 @@ void mtx_srv_resp_free(struct srv_resp *rs);
 enum mt_status mtx_srv_lease_get(struct mt_server *s, struct srv_lease **out,
                                  struct mt_error *err);
 void mtx_srv_lease_put(struct mt_server *s, struct srv_lease *l);
+
+/* 1 while a --state server waits for PostgreSQL, which was away when it
+ * started (server.c): it is not ready. */
+int mtx_srv_state_down(struct mt_server *s);
 
 /* ==== Response helpers (router.c) ==== */
 

@@ -148,6 +148,18 @@ enum mt_status mtx_pg_open(const struct mtx_pg_params *p, struct mtx_pg **out,
     return MT_OK;
 }
 
+int mtx_pg_down(const char *url)
+{
+    static const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *vals[] = {url, "10", NULL};
+    PGPing p;
+
+    if (!mtx_pg_is_url(url))
+        return 0;
+    p = PQpingParams(keys, vals, 1);
+    return p == PQPING_NO_RESPONSE || p == PQPING_REJECT;
+}
+
 void mtx_pg_close(struct mtx_pg *pg)
 {
     if (!pg)

@@ -36,6 +36,13 @@ enum mt_status mtx_pg_open(const struct mtx_pg_params *p, struct mtx_pg **out,
 /* Closes the connection; NULL is allowed. */
 void mtx_pg_close(struct mtx_pg *pg);
 
+/* 1 when the server at 'url' does not take connections now (PQping: no
+ * response, or it refuses them while starting or shutting down), so a
+ * failed first connection is worth trying again; 0 when it answers (a
+ * wrong password or database is then no reason to wait) or the URL is
+ * malformed. */
+int mtx_pg_down(const char *url);
+
 /* Runs 'sql' with n text parameters ($1..$n; a NULL entry is SQL NULL).
  * On success *res (may be NULL: the result is dropped) takes the result,
  * cleared by the caller with PQclear. Outside mtx_pg_txn a lost

@@ -22,3 +22,9 @@ pg_start() {
 pg_restart() {
     bash "$PG_FIX" restart "$TMP/pg"
 }
+
+# pg_down: stops the server, keeping the cluster (pg_restart starts it
+# again on the same port).
+pg_down() {
+    bash "$PG_FIX" kill "$TMP/pg"
+}
