@@ -161,6 +161,14 @@ enum mt_status mtx_meta_str(json_t *obj, const char *key, const char *val);
 /* Appends a string to the array at obj[key], creating it. */
 enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val);
 
+/* Appends one author's name to the array at obj["authors"]: the group's
+ * name when there is one, else "GIVEN FAMILY", else FAMILY (each folded
+ * with mtx_squash_space, in place; at most 511 bytes); nothing when all
+ * three are empty. PubMed's CollectiveName/ForeName/LastName and JATS's
+ * collab/given-names/surname. */
+enum mt_status mtx_meta_author(json_t *obj, struct mt_buf *given,
+                               struct mt_buf *family, struct mt_buf *group);
+
 /* Appends " (what)" to the message in err (may be NULL). */
 void mtx_error_suffix(struct mt_error *err, const char *what);
 

@@ -1,6 +1,7 @@
 /* PMC Open Access JATS full text (.nxml, or an efetch pmc-articleset):
  * one document per article, id "PMC<n>" (the PMID when there is no PMC
- * id); the text is the abstract and body, a line per paragraph, with each
+ * id), its authors named as PubMed's are ("given-names surname", or the
+ * collab); the text is the abstract and body, a line per paragraph, with each
  * section title on a line of its own. Figures, tables and formulas are
  * left out. */
 #include <stdio.h>
@@ -17,6 +18,9 @@ struct pmc {
     struct mt_buf part;
     struct mt_buf field;
     struct mt_buf title;
+    struct mt_buf given;  /* the author being read: given-names */
+    struct mt_buf family; /* surname */
+    struct mt_buf group;  /* collab or string-name */
     char idtype[32];
     char pmcid[32];
     char pmid[32];
@@ -26,6 +30,8 @@ struct pmc {
     int in_text; /* abstract or body depth */
     int in_skip; /* fig, table-wrap, formulas */
     int have_year;
+    int in_author;     /* an author's contrib of the article-meta */
+    size_t xref_depth; /* of an xref inside a collab, left out */
     size_t cap_depth;
     size_t body_depth;
     uint64_t n;
@@ -58,7 +64,7 @@ static void grab(struct pmc *m, struct mt_xml *x, struct mt_buf *b)
 static enum mt_status begin_article(struct pmc *m, struct mt_xml *x)
 {
     m->in_article = 1;
-    m->in_text = m->in_skip = m->have_year = 0;
+    m->in_text = m->in_skip = m->have_year = m->in_author = 0;
     m->pmcid[0] = m->pmid[0] = m->license[0] = '\0';
     m->n++;
     mtx_buf_reset(&m->text);
@@ -95,6 +101,19 @@ static void front_start(struct pmc *m, struct mt_xml *x, const char *name,
         grab(m, x, &m->field);
     } else if (mtx_xml_at(x, "article-meta/title-group/article-title")) {
         grab(m, x, &m->title);
+    } else if (mtx_xml_at(x, "article-meta/contrib-group/contrib")) {
+        v = mtx_xml_attr(attrs, "contrib-type");
+        m->in_author = !v || strcmp(v, "author") == 0;
+        mtx_buf_reset(&m->given);
+        mtx_buf_reset(&m->family);
+        mtx_buf_reset(&m->group);
+    } else if (m->in_author && mtx_xml_at(x, "contrib/name/given-names")) {
+        grab(m, x, &m->given);
+    } else if (m->in_author && mtx_xml_at(x, "contrib/name/surname")) {
+        grab(m, x, &m->family);
+    } else if (m->in_author && (mtx_xml_at(x, "contrib/collab") ||
+                                mtx_xml_at(x, "contrib/string-name"))) {
+        grab(m, x, &m->group);
     } else if (mtx_xml_at(x, "article-meta/permissions/license")) {
         v = mtx_xml_attr(attrs, "xlink:href");
         if (!v || !*v)
@@ -118,7 +137,12 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
                        name);
     if (strcmp(name, "article") == 0 && !m->in_article)
         return begin_article(m, x);
-    if (!m->in_article || mtx_xml_captured(x))
+    if (mtx_xml_captured(x) == &m->group && strcmp(name, "xref") == 0) {
+        mtx_xml_capture(x, NULL); /* a collab's affiliation mark */
+        m->xref_depth = mtx_xml_depth(x);
+        return MT_OK;
+    }
+    if (!m->in_article || mtx_xml_captured(x) || m->xref_depth)
         return MT_OK;
     if (abstract || mtx_xml_at(x, "article/body")) {
         const char *type = mtx_xml_attr(attrs, "abstract-type");
@@ -230,12 +254,22 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
 
     if (strcmp(name, "article") == 0 && m->in_article && mtx_xml_depth(x) <= 2)
         return end_article(m, x);
+    if (m->xref_depth) {
+        if (mtx_xml_depth(x) == m->xref_depth) {
+            m->xref_depth = 0;
+            mtx_xml_capture(x, &m->group);
+        }
+        return MT_OK;
+    }
     if (cap && mtx_xml_depth(x) == m->cap_depth) {
         mtx_xml_capture(x, NULL);
         if (cap == &m->part)
             st = text_end(m, x, name);
         else if (cap == &m->field)
             st = front_end(m, x, name);
+    } else if (!cap && m->in_author && strcmp(name, "contrib") == 0) {
+        m->in_author = 0;
+        st = mtx_meta_author(m->meta, &m->given, &m->family, &m->group);
     } else if (!cap && one_of(name, skipped) && m->in_skip) {
         m->in_skip--;
     } else if (!cap && m->in_text && mtx_xml_depth(x) == m->body_depth &&
@@ -258,6 +292,7 @@ enum mt_status mtx_import_pmc(struct mt_import_ctx *c, const char *path,
     memset(&m, 0, sizeof m);
     m.c = c;
     m.text = m.part = m.field = m.title = MT_BUF_INIT(FIELD_MAX);
+    m.given = m.family = m.group = MT_BUF_INIT(FIELD_MAX);
     st = mtx_xml_parse(path, &fns, &m, err);
     if (st != MT_OK && m.in_article) {
         snprintf(what, sizeof what, "in article %llu%s%s",
@@ -268,6 +303,9 @@ enum mt_status mtx_import_pmc(struct mt_import_ctx *c, const char *path,
     mtx_buf_free(&m.part);
     mtx_buf_free(&m.field);
     mtx_buf_free(&m.title);
+    mtx_buf_free(&m.given);
+    mtx_buf_free(&m.family);
+    mtx_buf_free(&m.group);
     json_decref(m.meta);
     return st;
 }

@@ -257,24 +257,6 @@ static enum mt_status add_part(struct pubmed *m)
     return st;
 }
 
-static enum mt_status add_author(struct pubmed *m)
-{
-    char name[512];
-
-    mtx_squash_space(&m->coll);
-    mtx_squash_space(&m->fore);
-    mtx_squash_space(&m->last);
-    if (m->coll.len)
-        snprintf(name, sizeof name, "%s", m->coll.data);
-    else if (m->last.len && m->fore.len)
-        snprintf(name, sizeof name, "%s %s", m->fore.data, m->last.data);
-    else if (m->last.len)
-        snprintf(name, sizeof name, "%s", m->last.data);
-    else
-        return MT_OK;
-    return mtx_meta_push(m->meta, "authors", name);
-}
-
 /* A leaf of m->field ended: file it where its element belongs. */
 static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
 {
@@ -343,7 +325,7 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
     if (t == T_ARTICLE_REC)
         return end_record(m, x, err);
     if (t == T_AUTHOR && m->in_record)
-        st = add_author(m);
+        st = mtx_meta_author(m->meta, &m->fore, &m->last, &m->coll);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
     if (!cap || mtx_xml_depth(x) != m->cap_depth)

@@ -56,6 +56,25 @@ enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val)
     return json_array_append_new(a, json_string(val)) == 0 ? MT_OK : MT_ENOMEM;
 }
 
+enum mt_status mtx_meta_author(json_t *obj, struct mt_buf *given,
+                               struct mt_buf *family, struct mt_buf *group)
+{
+    char name[512];
+
+    mtx_squash_space(group);
+    mtx_squash_space(given);
+    mtx_squash_space(family);
+    if (group->len)
+        snprintf(name, sizeof name, "%s", group->data);
+    else if (family->len && given->len)
+        snprintf(name, sizeof name, "%s %s", given->data, family->data);
+    else if (family->len)
+        snprintf(name, sizeof name, "%s", family->data);
+    else
+        return MT_OK;
+    return mtx_meta_push(obj, "authors", name);
+}
+
 /* ==== SHA-1 (FIPS 180-4), for ids only, never for security ==== */
 
 struct sha1 {

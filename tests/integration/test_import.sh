@@ -213,6 +213,35 @@ else
     not_ok "pmc: body sections"
 fi
 
+# Authors: contribs of type author (or untyped) in article-meta, named as
+# PubMed's are; a collab as it is (less its affiliation marks); editors and
+# the reference list's names are not authors.
+cat >"$TMP/authors.nxml" <<'EOF'
+<?xml version="1.0" encoding="UTF-8"?>
+<article><front><article-meta>
+<article-id pub-id-type="pmc">999</article-id>
+<contrib-group>
+<contrib contrib-type="author"><name><surname>Fafetine</surname><given-names>Jos&#x000e9;</given-names></name></contrib>
+<contrib><collab>The  RVF Study
+ Group<xref ref-type="aff" rid="a1"><sup>1</sup></xref></collab></contrib>
+<contrib contrib-type="author"><name><surname>Alone</surname></name></contrib>
+<contrib contrib-type="editor"><name><surname>Editor</surname><given-names>Ed</given-names></name></contrib>
+</contrib-group></article-meta></front>
+<body><p>Body text.</p></body>
+<back><ref-list><ref><element-citation><person-group><name><surname>Cited</surname><given-names>C</given-names></name></person-group></element-citation></ref></ref-list></back>
+</article>
+EOF
+"$MT" import pmc --jsonl "$TMP/au.jsonl" --no-progress "$TMP/authors.nxml" >/dev/null 2>"$TMP/err"
+if [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["authors"])' "$TMP/au.jsonl")" = \
+    "['José Fafetine', 'The RVF Study Group', 'Alone']" ] &&
+    [ "$(field "$TMP/pmc.jsonl" PMC3585041 | python3 -c 'import json,sys; a=json.load(sys.stdin)["authors"]; print(len(a), a[0], a[-1])')" = \
+    "6 José Fafetine J. A. W. Coetzer" ] &&
+    [ "$(grep -c '"authors"' "$TMP/pmc.jsonl")" -eq 5 ]; then
+    ok "pmc: authors (given-names surname, collab, surname alone; no editors, no cited names)"
+else
+    not_ok "pmc: authors" "$(cat "$TMP/au.jsonl" "$TMP/err")" "$(grep -c "\"authors\"" "$TMP/pmc.jsonl")" "$(field "$TMP/pmc.jsonl" PMC3585041 | head -c 300)"
+fi
+
 # ==== medquad ====
 "$MT" import medquad --db "$TMP/mq" --queries "$TMP/mqq.jsonl" --no-progress \
     --json "$F/medquad" >"$TMP/res" 2>"$TMP/err"
