@@ -267,11 +267,11 @@ const struct cli_verb cli_verb_serve = {
     "sessions, tokens and runs (put them behind any HTTP load balancer),\n"
     "and a run's events stream from every server; each keeps its own\n"
     "--db corpus copy and picks up a new index (a replaced\n"
-    "index/MANIFEST) without a restart. Checks and asks are then rows of\n"
-    "the shared job queue: any server's --llm-jobs threads claim them,\n"
-    "and a job whose server died is claimed again after --job-lease and\n"
-    "continues its run's events. Browser batches stay jobs of the server\n"
-    "that took them.",
+    "index/MANIFEST) without a restart. Checks, asks and batches are then\n"
+    "rows of the shared job queue: any server's --llm-jobs threads (or\n"
+    "'medtrust worker --serve-jobs') claim them, and a job whose server\n"
+    "died is claimed again after --job-lease and continues its run's\n"
+    "events.",
     serve_opts,
     serve_run,
 };

@@ -52,7 +52,8 @@ static const struct cli_opt worker_opts[] = {
     {"name", 0, "NAME", "this worker's name in the queue (default HOST:PID)",
      0},
     {"serve-jobs", 0, NULL,
-     "also run the servers' queued checks and asks (serve --state), "
+     "also run the servers' queued checks, asks and batches (serve "
+     "--state), "
      "--jobs at a time, on the store --db (required with it), with --llm",
      0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
@@ -597,7 +598,7 @@ static enum mt_status open_queue(struct worker *w, const char *url,
 }
 
 /* --serve-jobs: the server's job code without HTTP claims the servers'
- * rows (checks and asks) beside this worker's mediqa threads; *out stays
+ * rows (checks, asks, batches) beside this worker's mediqa threads; *out stays
  * NULL without the option. */
 static enum mt_status serve_jobs(const struct worker *w, const char *url,
                                  struct mt_server **out, struct mt_error *err)
@@ -696,10 +697,10 @@ const struct cli_verb cli_verb_worker = {
     "done by every worker since this one started. Exit\n"
     "status 0 after SIGTERM or --drain, non-zero when PostgreSQL stayed\n"
     "away or a run's options cannot run here (its job is given back).\n"
-    "With --serve-jobs it also claims the checks and asks that servers\n"
-    "with --state queued (as a server's own job threads do, with this\n"
-    "worker's --db, --llm, --jobs and --lease); --drain then stops once\n"
-    "no mediqa job is left, after the checks and asks in hand.",
+    "With --serve-jobs it also claims the checks, asks and batches that\n"
+    "servers with --state queued (as a server's own job threads do, with\n"
+    "this worker's --db, --llm, --jobs and --lease); --drain then stops\n"
+    "once no mediqa job is left, after the server jobs in hand.",
     worker_opts,
     worker_run,
 };

@@ -460,12 +460,14 @@ static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
     return st;
 }
 
+/* Queues the batch: 'body' is its upload ({"data", "strategy", ...}) for
+ * a server that claims the row without DIR (shared state). */
 static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
-                            struct mt_error *err)
+                            const char *body, struct mt_error *err)
 {
     struct srv_job_spec spec = {"batch", batch_fn, a, mt_free};
 
-    return mtx_srv_job_submit(s, a->run, &spec, err);
+    return mtx_srv_job_submit_body(s, a->run, &spec, body, err);
 }
 
 /* Checks the CSV before a run is made: its notes and the gold labels the
@@ -632,13 +634,96 @@ void mtx_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         mt_free(a);
         mtx_srv_fail(rs, st == MT_EIO || st == MT_ENOMEM ? st : MT_EINVAL,
                      &err);
-    } else if ((st = queue(s, a, &err)) != MT_OK) {
+    } else if ((st = queue(s, a, rq->body, &err)) != MT_OK) {
         rs->retry_after = 5;
         mtx_srv_error(rs, 503, "%s", err.msg);
     } else {
         accepted(rs, id);
     }
     json_decref(o);
+}
+
+/* ==== On the shared queue ==== */
+
+/* DIR's upload as POST /v1/batch's body, for a resume queued on the
+ * shared queue (any server may claim it, with or without DIR). */
+static char *upload_text(const struct batch_arg *a, struct mt_error *err)
+{
+    static const char *const files[] = {"data.csv", "bleurt.txt",
+                                        "bertscore.txt"};
+    static const char *const keys[] = {"data", "bleurt", "bertscore"};
+    const int has[] = {1, a->has_bleurt, a->has_bertscore};
+    json_t *o = json_pack("{s:s,s:s}", "strategy", mt_strategy_str(a->strat),
+                          "name", a->name);
+    char *txt = NULL, *out = NULL;
+    size_t i, n;
+
+    for (i = 0; o && i < mt_srv_check_nfields; i++)
+        json_object_set_new(o, mt_srv_check_fields[i].name,
+                            json_real(a->set[i]));
+    for (i = 0; o && i < 3; i++) {
+        if (!has[i])
+            continue;
+        if (read_file(a, files[i], &txt, &n, err) != MT_OK)
+            break;
+        json_object_set_new(o, keys[i], json_stringn(txt, n));
+        mt_free(txt);
+    }
+    if (o && i == 3 && (txt = json_dumps(o, JSON_COMPACT)) != NULL) {
+        out = mt_strdup(txt);
+        mtx_srv_json_text_free(txt);
+    }
+    json_decref(o);
+    if (!out && err && err->status == MT_OK)
+        mt_fail(err, MT_ENOMEM, "out of memory");
+    return out;
+}
+
+/* A queued batch rebuilt where it is claimed (shared state): its DIR here
+ * when this server took it or ran it before (the journal resumes), else
+ * written from the upload in 'body' (its notes are checked from the
+ * start: the journal of another server stays there). */
+enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
+                                 const char *body, struct srv_job_spec *spec,
+                                 struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    struct batch_arg *a = mt_calloc(1, sizeof *a);
+    struct mt_error miss = {MT_OK, ""}; /* no DIR here yet */
+    json_t *o = NULL;
+    enum mt_status st;
+
+    if (!a)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    a->s = s;
+    a->run = run;
+    batch_dir(s, run, a->dir, sizeof a->dir);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    st = params_read(a, &miss);
+    if (st != MT_OK) {
+        st = read_body(s, &rq, &rs, &o, a) == 0
+                 ? save_upload(
+                       a, json_string_value(json_object_get(o, "data")),
+                       json_string_value(json_object_get(o, "bleurt")),
+                       json_string_value(json_object_get(o, "bertscore")), err)
+                 : mtx_srv_resp_failure(&rs, err);
+        json_decref(o);
+    }
+    if (st == MT_OK && !mtx_srv_check_models(s, a->strat, &rs))
+        st = mtx_srv_resp_failure(&rs, err);
+    if (st != MT_OK) {
+        mt_free(a);
+        return st;
+    }
+    spec->kind = "batch";
+    spec->fn = batch_fn;
+    spec->arg = a;
+    spec->arg_free = mt_free;
+    return MT_OK;
 }
 
 /* ==== POST /v1/runs/ID/resume ==== */
@@ -699,6 +784,7 @@ void mtx_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     struct mt_error err = {MT_OK, ""};
     struct batch_arg *a;
+    char *body = NULL;
     int ok;
 
     /* One resume at a time, so two cannot both see "failed" and queue
@@ -726,11 +812,16 @@ void mtx_srv_batch_resume(struct mt_server *s, struct srv_req *rq,
     }
     mtx_srv_audit(s, NULL, rq, "batch_resume",
                   json_pack("{s:I}", "run_id", (json_int_t)id));
-    if (queue(s, a, &err) != MT_OK) {
+    body = s->state_url ? upload_text(a, &err) : NULL;
+    if ((s->state_url && !body) || queue(s, a, body, &err) != MT_OK) {
+        if (s->state_url && !body)
+            mt_free(a);
+        mt_free(body);
         set_status(s, id, "failed", err.msg);
         rs->retry_after = 5;
         mtx_srv_error(rs, 503, "%s", err.msg);
         return;
     }
+    mt_free(body);
     accepted(rs, id);
 }

@@ -1,15 +1,16 @@
 /* Jobs on the shared queue (issue 19, docs/architecture.md "Past one
- * machine"). With --state postgresql://, POST /v1/check, POST /v1/ask and
- * the test sleep job are rows of the queue in PostgreSQL (store/queue.h)
- * carrying their kind, run and request body, not entries of one server's
- * memory. Every server's worker threads claim rows with SELECT ... FOR
- * UPDATE SKIP LOCKED as `medtrust worker` does, rebuild the job from the
- * body with the route's own reader, and run it with the job code of
- * jobs.c; one heartbeat thread per server extends the leases of the rows
- * it runs, so when a server dies (SIGKILL, a lost machine) its rows are
- * claimed again once their lease has run out, and the next attempt
- * continues the run's event rows, so a stream anywhere sees the whole
- * run. The same thread prunes old runs' event rows (event_retention_s). */
+ * machine"). With --state postgresql://, POST /v1/check, /v1/ask,
+ * /v1/batch (and a batch's resume) and the test sleep job are rows of
+ * the queue in PostgreSQL (store/queue.h) carrying their kind, run and
+ * request body, not entries of one server's memory. Every server's
+ * worker threads claim rows with SELECT ... FOR UPDATE SKIP LOCKED as
+ * `medtrust worker` does, rebuild the job from the body with the route's
+ * own reader, and run it with the job code of jobs.c; one heartbeat
+ * thread per server extends the leases of the rows it runs, so when a
+ * server dies (SIGKILL, a lost machine) its rows are claimed again once
+ * their lease has run out, and the next attempt continues the run's
+ * event rows, so a stream anywhere sees the whole run. The same thread
+ * prunes old runs' event rows (event_retention_s). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -19,9 +20,9 @@
 #include "server/srv_int.h"
 #include "store/queue.h"
 
-/* The kinds a server claims. Browser batches keep their journal in this
- * server's DB/batches and stay local jobs; scores run in the request. */
-#define SRV_QUEUE_KINDS "{check,ask,sleep}"
+/* The kinds a server claims. Scores run in their request (no model, no
+ * job to lose). */
+#define SRV_QUEUE_KINDS "{check,ask,batch,sleep}"
 #define POLL_S 0.25  /* between claims while the queue is empty */
 #define RETRY_S 1.0  /* after a failed claim (PostgreSQL away) */
 #define HELD_MAX 512 /* rows heartbeated at once (llm_jobs <= 256) */
@@ -42,6 +43,7 @@ static const struct {
 } builders[] = {
     {"check", mtx_srv_check_job},
     {"ask", mtx_srv_ask_job},
+    {"batch", mtx_srv_batch_job},
     {"sleep", mtx_srv_sleep_job_build},
 };
 

@@ -521,13 +521,17 @@ typedef enum mt_status (*srv_job_build_fn)(struct mt_server *s, int64_t run,
                                            struct srv_job_spec *spec,
                                            struct mt_error *err);
 
-/* The builders of POST /v1/check, POST /v1/ask and the test sleep job. */
+/* The builders of POST /v1/check, POST /v1/ask, POST /v1/batch (and
+ * resume) and the test sleep job. */
 enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
                                  const char *body, struct srv_job_spec *spec,
                                  struct mt_error *err);
 enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
                                const char *body, struct srv_job_spec *spec,
                                struct mt_error *err);
+enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
+                                 const char *body, struct srv_job_spec *spec,
+                                 struct mt_error *err);
 enum mt_status mtx_srv_sleep_job_build(struct mt_server *s, int64_t run,
                                        const char *body,
                                        struct srv_job_spec *spec,

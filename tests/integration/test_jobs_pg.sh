@@ -8,7 +8,8 @@
 # streamed tokens reach the state coalesced (fewer rows, the same text),
 # and a server with --event-retention prunes a finished run's event rows
 # while the run keeps its result. SIGTERM hands a running job back. A
-# server with --llm-jobs 0 runs none; `worker --serve-jobs` runs them.
+# server with --llm-jobs 0 runs none; `worker --serve-jobs` runs them,
+# a browser batch too (on its own copy of the store).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 need_verb serve worker
@@ -170,7 +171,7 @@ grep -q '"status":"done"' "$TMP/body" && grep -q '"answer"' "$TMP/body" &&
     ok "... (done, with the answer)" || not_ok "run after prune" "$(head -c 300 "$TMP/body")"
 
 # ==== SIGTERM hands a running job back ====
-stub_start slow2 --delay 1500
+stub_start slow2 --delay 3000
 serve_start e --llm "$SPEC" --state "$PG_URL" --rate-limit 0 --job-lease 30 \
     --grace 0
 UE=$U
@@ -184,19 +185,19 @@ expect "a slow check on E" 202 "${A[@]}" "$UE/v1/check" -d "$REQ"
 RUN4=$(run_id)
 timeout 120 curl -sN "${A[@]}" "$UE/v1/runs/$RUN4/events" >"$TMP/e.sse" &
 wait_for "$TMP/e.sse" '^event: step'
-serve_start f --llm "$SPEC" --state "$PG_URL" --rate-limit 0 --job-lease 30
-UF=$U
 kill -TERM "$PID_E"
 wait "$PID_E"
 rc=$?
-SERVE_PIDS=("${SERVE_PIDS[@]:1}")
+SERVE_PIDS=()
+serve_start f --llm "$SPEC" --state "$PG_URL" --rate-limit 0 --job-lease 30
+UF=$U
 [ $rc -eq 0 ] && grep -q 'handed back' "$TMP/e.err" &&
     ok "SIGTERM with --grace 0 hands the running check back to the queue" ||
     not_ok "handed back" "rc $rc" "$(tail -3 "$TMP/e.err")"
 timeout 120 curl -sN "${A[@]}" "$UF/v1/runs/$RUN4/events" >"$TMP/f.sse"
 tail -3 "$TMP/f.sse" | grep -q '"status":"done"' &&
     grep -q '"attempt":2' "$TMP/f.sse" &&
-    ok "... F claims it at once (no lease to wait for) and finishes it" ||
+    ok "... F, started after, claims it at once (no lease to wait for) and finishes it" ||
     not_ok "after hand-back" "$(tail -c 300 "$TMP/f.sse")"
 
 # ==== A front end that runs no jobs, and a worker that runs them ====
@@ -207,7 +208,10 @@ stub_start quick --delay 100
 serve_start g --llm "$SPEC" --state "$PG_URL" --rate-limit 0 --llm-jobs 0
 UG=$U
 AG=("${A[@]}")
-"$MT" worker --state "$PG_URL" --db "$TMP/db" --llm "$SPEC" --serve-jobs \
+# the worker's own copy of the store (another machine's): no batch folders
+cp -r "$TMP/db" "$TMP/db2"
+rm -rf "$TMP/db2/batches"
+"$MT" worker --state "$PG_URL" --db "$TMP/db2" --llm "$SPEC" --serve-jobs \
     --jobs 2 --lease 2 --no-progress >"$TMP/ws.out" 2>"$TMP/ws.err" &
 WPID=$!
 expect "a check on a server with --llm-jobs 0" 202 "${AG[@]}" "$UG/v1/check" -d "$REQ"
@@ -217,6 +221,29 @@ tail -3 "$TMP/g.sse" | grep -q '"status":"done"' &&
     grep -q '"node":"worker:' "$TMP/g.sse" &&
     ok "... is run by 'worker --serve-jobs' and streamed by the server to done" ||
     not_ok "worker --serve-jobs" "$(tail -c 300 "$TMP/g.sse")" "$(tail -3 "$TMP/ws.err")"
+# a browser batch: the worker has no DIR for it, so it writes the upload
+# from the row and checks every note
+MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
+python3 - "$MEDEC" "$TMP/b.json" <<'PY'
+import csv, io, json, sys
+csv.field_size_limit(10**9)
+rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
+out = io.StringIO()
+csv.writer(out).writerows(rows[:4])
+json.dump({"data": out.getvalue(), "strategy": "single", "name": "rows"},
+          open(sys.argv[2], "w"))
+PY
+expect "a browser batch on G" 202 "${AG[@]}" "$UG/v1/batch" -d @"$TMP/b.json"
+RUN6=$(run_id)
+timeout 120 curl -sN "${AG[@]}" "$UG/v1/runs/$RUN6/events" >"$TMP/g6.sse"
+expect "... G shows it" 200 "${AG[@]}" "$UG/v1/runs/$RUN6"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); b=r["result"]["batch"]; assert r["status"]=="done" and b["notes"]==3 and b["failed"]==0 and b["resumed"]==0, r' "$TMP/body" 2>"$TMP/py.err" &&
+    [ -s "$TMP/db2/batches/run-$RUN6/submission.txt" ] &&
+    grep -q '"node":"worker:' "$TMP/g6.sse" &&
+    ok "... done by the worker from the row's upload: 3 notes, scored" ||
+    not_ok "batch row" "$(tail -2 "$TMP/py.err")" "$(head -c 300 "$TMP/body")"
+expect "... its report, written on the worker, served by G" 200 "${AG[@]}" \
+    "$UG/v1/runs/$RUN6/report"
 kill -TERM "$WPID"
 wait "$WPID" && ok "... and the worker stops on SIGTERM" ||
     not_ok "worker stop" "$(tail -3 "$TMP/ws.err")"
