@@ -83,6 +83,7 @@ def quality(files):
         m = js(files, "quality-%s-medtrust.json" % ds)
         a = js(files, "quality-%s-fts5.json" % ds)
         x = js(files, "quality-%s-xapian.json" % ds)
+        ld = js(files, "quality-%s-lancedb.json" % ds)
         if not m:
             continue
         rows = []
@@ -91,15 +92,17 @@ def quality(files):
             mv = m.get(mk)
             av = a.get(bk) if a else None
             xv = x.get(bk) if x else None
-            rows.append([label, f(mv), f(av), f(xv), ratio(mv, av),
-                         ratio(mv, xv)])
-        best = max([v for v in (a and a["ndcg10"], x and x["ndcg10"]) if v]
-                   or [0])
+            lv = ld.get(bk) if ld else None
+            rows.append([label, f(mv), f(av), f(xv), f(lv), ratio(mv, av),
+                         ratio(mv, xv), ratio(mv, lv)])
+        best = max([v for v in (a and a["ndcg10"], x and x["ndcg10"],
+                                ld and ld["ndcg10"]) if v] or [0])
         out.append("#### %s (%d queries)\n\n%s\n\nTarget nDCG@10 >= the "
                    "better baseline (%.3f): **%s**.\n" % (
                        ds, m.get("queries", 0),
                        table(["metric", "medtrust", "FTS5", "Xapian",
-                              "medtrust/FTS5", "medtrust/Xapian"], rows),
+                              "LanceDB", "medtrust/FTS5", "medtrust/Xapian",
+                              "medtrust/LanceDB"], rows),
                        best, "met" if m["ndcg@10"] >= best else "missed"))
     return "\n".join(out)
 
@@ -159,7 +162,52 @@ def bm25(files):
                 " Ingest (`medtrust index --no-search-index`, not part of "
                 "any build number): %.0f s wall, %s peak RSS." % (
                     ing_wall, mb(ing_rss))))
-    return "\n".join(out)
+    return "\n".join(out + [lancedb_bm25(files, n) for n in sizes])
+
+
+def lancedb_bm25(files, n):
+    """medtrust's BM25 against LanceDB's full-text index at n chunks."""
+    m = js(files, "bm25-%d-medtrust.json" % n)
+    ld = js(files, "bm25-%d-lancedb.json" % n)
+    if not m or not ld:
+        return ""
+    lat = m["ms_per_query"]
+    rows = [
+        ["mean latency, top-10, bench clock (ms)", f(lat, "%.4f"),
+         f(ld["ms_per_query"], "%.4f"),
+         ratio(ld["ms_per_query"], lat, "%.1f× faster")],
+        ["LanceDB by the wall clock: mean / p50 / p95 (ms)", "",
+         "%s / %s / %s" % (f(ld["wall_ms_per_query"], "%.2f"),
+                           f(ld["wall_p50_ms"], "%.2f"),
+                           f(ld["wall_p95_ms"], "%.2f")),
+         ratio(ld["wall_ms_per_query"], lat, "%.1f× (wall / medtrust)")],
+        ["index build (chunks/s, LanceDB by the wall clock)",
+         f(m["chunks_per_s"], "%.0f"), f(ld["chunks_per_s"], "%.0f"),
+         ratio(m["chunks_per_s"], ld["chunks_per_s"], "%.2f×")],
+        ["LanceDB build: rows added / FTS index, wall (CPU) s", "",
+         "%s (%s) / %s (%s)" % (f(ld["add_s"], "%.1f"),
+                                f(ld["add_cpu_s"], "%.1f"),
+                                f(ld["index_s"], "%.1f"),
+                                f(ld["index_cpu_s"], "%.1f")), ""],
+        ["on disk (medtrust: index; LanceDB: table + index)",
+         mb(m["index_bytes"]), mb(ld["disk_bytes"]),
+         ratio(m["index_bytes"], ld["disk_bytes"])],
+    ]
+    return ("#### medtrust vs LanceDB %s full-text search, %d chunks, %s "
+            "queries (clock: %s)\n\nLanceDB: FTS index on one column "
+            "(title + text), English stemming, no positions; each query's "
+            "words OR-ed, top 10; it runs a query on its own thread pool, "
+            "so its CPU clock adds up every thread. Ratios: LanceDB / "
+            "medtrust (above 1: medtrust is faster).\n\n%s\n\nTarget "
+            "(issue 20): ahead on every row: latency **%s**, build "
+            "**%s**.\n" % (
+                ld.get("version", "?"), n, "{:,}".format(ld["queries"]),
+                m.get("clock", "wall"),
+                table(["", "medtrust", "LanceDB", "ratio"], rows),
+                "met" if ld["ms_per_query"] > lat and
+                ld["wall_ms_per_query"] > lat else "missed",
+                "met" if m["chunks_per_s"] > ld["chunks_per_s"] else
+                "missed"))
 
 
 def at_recall(h):
@@ -246,7 +294,7 @@ def usearch(files, n):
     """medtrust against USearch f32 and i8 at equal M and ef sweep."""
     m = js(files, "vec-%d-medtrust.json" % n)
     u = js(files, "vec-%d-usearch.json" % n)
-    if not m or not u:
+    if not m or not (u or js(files, "vec-%d-lancedb.json" % n)):
         return ""
     mb1 = mt_builds(m)
 
@@ -257,10 +305,26 @@ def usearch(files, n):
         return None
     rows = []
     cfgs = [("medtrust int8 + 4-bit residual", mb1[0], mb1)]
-    for kind in ("f32", "i8"):
-        kb = [b for b in u["builds"] if b["scalar"] == kind]
+    mlabel = {"i8": "medtrust int8 codes only",
+              "f32": "medtrust int8 + float32 re-score"}
+    for var in ("i8", "f32"):
+        vb = [b for b in m.get("hnsw_variants", []) if b["variant"] == var]
+        if vb:
+            cfgs.append((mlabel[var], vb[0], vb))
+    ulabel = {"f32": "USearch f32", "i8": "USearch i8",
+              "i8q": "USearch i8, medtrust's int8 codes as input"}
+    for kind in ("f32", "i8", "i8q"):
+        kb = [b for b in (u or {}).get("builds", []) if b["scalar"] == kind]
         if kb:
-            cfgs.append(("USearch %s" % kind, kb[0], kb))
+            cfgs.append((ulabel[kind], kb[0], kb))
+    ld = js(files, "vec-%d-lancedb.json" % n)
+    if ld:
+        lb = {"threads": 2, "build_wall_s": ld["build_s"],
+              "file_bytes": ld["disk_bytes"]}
+        cfgs.append(("LanceDB IVF_HNSW_SQ", dict(lb, sweep=ld["sweep"]),
+                     [lb]))
+        cfgs.append(("LanceDB IVF_HNSW_SQ, refine x%d" % ld["refine_factor"],
+                     dict(lb, sweep=ld["sweep_refine"]), [lb]))
     ref = cfgs[0]
     for name, b, bl in cfgs:
         l95 = interp_sweep(b["sweep"], 0.95)
@@ -273,19 +337,25 @@ def usearch(files, n):
                      ratio(wall_at(bl, 2), wall_at(ref[2], 2)),
                      mb(b["file_bytes"]),
                      ratio(b["file_bytes"], ref[1]["file_bytes"])])
+    def point(sw, ef):
+        p = [q for q in sw if q["ef"] == ef]
+        return "%.4f / %.4f" % (p[0]["ms"], p[0]["recall10"]) if p else "—"
     sweep = table(["ef"] + [c[0] + " ms / recall" for c in cfgs],
-                  [[p["ef"]] + ["%.4f / %.3f" % (c[1]["sweep"][i]["ms"],
-                                                 c[1]["sweep"][i]["recall10"])
-                                for c in cfgs]
-                   for i, p in enumerate(ref[1]["sweep"])])
-    return ("#### medtrust vs USearch %s, %d × %d, queries on one thread "
-            "(clock: %s)\n\nM 16 (level 0: 32), ef_construction / "
-            "expansion_add 200, the same ef sweep. Latency at recall@10 "
-            "0.95 and 0.99 is read linearly between sweep points; ratios "
-            "are engine / medtrust (above 1: medtrust is faster or "
-            "smaller). Build: wall clock, 1 and 2 threads. Memory: the "
-            "saved file (vectors + graph).\n\n%s\n\nef sweep:\n\n%s\n" % (
-                u.get("version", "?"), n, m["dims"], m.get("clock", "wall"),
+                  [[p["ef"]] + [point(c[1]["sweep"], p["ef"]) for c in cfgs]
+                   for p in ref[1]["sweep"]])
+    return ("#### medtrust vs USearch %s and LanceDB, %d × %d, queries on "
+            "one thread (clock: %s)\n\nM 16 (level 0: 32), ef_construction "
+            "/ expansion_add 200, the same ef sweep (LanceDB: one IVF "
+            "partition, m 16, ef_construction 200; its queries run on its "
+            "own pool, so its CPU clock adds up its threads). Latency at "
+            "recall@10 0.95 and 0.99 is read linearly between sweep "
+            "points; ratios are engine / medtrust int8 + residual (above 1: "
+            "medtrust is faster or smaller). Build: wall clock, 1 and 2 "
+            "threads (LanceDB: rows added + index, its own threads). "
+            "Memory: the saved file (vectors + graph; LanceDB: the table "
+            "directory).\n\n%s\n\nef sweep:\n\n%s\n" % (
+                (u or {}).get("version", "?"), n, m["dims"],
+                m.get("clock", "wall"),
                 table(["engine", "ms at 0.95", "vs medtrust", "ms at 0.99",
                        "vs medtrust", "build 1 thread (s)",
                        "build 2 threads (s)", "2-thread build vs medtrust",
@@ -403,6 +473,22 @@ def hybrid(files):
                 ["HNSW file on disk (int8 vectors + graph)",
                  mb(h["hnsw_bytes"])],
                 ["store (SQLite: documents, chunks)", mb(sb)]]
+        ld = js(files, "hybrid-%d-lancedb.json" % n)
+        if ld:
+            rows = [r + [c, ratio(lv, rv)] if lv is not None else
+                    r + [c, ""]
+                    for r, c, lv, rv in zip(
+                        rows,
+                        [f(ld["wall_p50_ms"], "%.3f") + " (wall)",
+                         f(ld["wall_p95_ms"], "%.3f") + " (wall)",
+                         "%s (CPU) / %s (wall)" % (f(ld["cpu_ms"], "%.3f"),
+                                                   f(ld["wall_ms"], "%.3f")),
+                         mb(ld["peak_rss"]) + " (peak)", "", "",
+                         mb(ld["disk_bytes"]) + " (table + indexes)"],
+                        [ld["wall_p50_ms"], ld["wall_p95_ms"], ld["cpu_ms"],
+                         None, None, None, None],
+                        [h["p50_ms"], h["p95_ms"], h["mean_ms"], None, None,
+                         None, None])]
         out.append(
             "#### Hybrid: %d chunks, %d × %d vectors (ef %d), %d queries, "
             "one thread (clock: %s)\n\nBM25 top-50 + HNSW top-50 + linear "
@@ -410,7 +496,10 @@ def hybrid(files):
             "embeddings of the chunks (timing only).\n\n%s\n\nTarget p50 "
             "< 20 ms: **%s**.\n" % (
                 n, h["vectors"], h["dims"], h["ef"], h["queries"],
-                h.get("clock", "wall"), table(["", "medtrust"], rows),
+                h.get("clock", "wall"),
+                table(["", "medtrust"] + (["LanceDB (FTS + IVF_HNSW_SQ, "
+                                           "RRF)", "LanceDB / medtrust"]
+                                          if ld else []), rows),
                 "met" if h["p50_ms"] < 20 else "missed"))
     return "\n".join(out)
 

@@ -1,7 +1,7 @@
 /* medtrust vector benchmark over vec_gen's data: int8 flat scan (latency,
  * GB/s, recall) and int8 HNSW (build time, memory, and an ef sweep of
  * latency and recall@10 against exact float; queries on one thread).
- * Usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES [THREADS,...]]
+ * Usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES [THREADS,... [VARIANTS,...]]]
  * THREADS: a comma list of build thread counts, one graph each, built
  * one after the other in this process over the same vectors (default
  * "1": the serial, deterministic build; 0 is one thread a core). The
@@ -16,6 +16,17 @@
  * share one queue of nodes, so they finish together), and
  * build_ready_wall_s = build_wall_s - build_runq_s estimates the wall time
  * the build would take with the cores to itself.
+ * VARIANTS: how the vector set keeps its vectors, each variant built with
+ * every thread count (default "r4"):
+ *   r4   int8 codes + 4-bit residual (the default set, what `index` writes)
+ *   i8   int8 codes only (refine 0): the vector bytes of USearch's i8, the
+ *        recall capped by the codes
+ *   f32  int8 codes + float32 copies (keep_float): exact re-scoring, the
+ *        recall ceiling of a float index, at 5 bytes a component
+ * r4 fills "hnsw" / "hnsw_more" as before (the first r4 graph is the one
+ * kept as mt.hnsw); every other variant's builds follow in
+ * "hnsw_variants". Each build names its "variant"; every graph is
+ * written (file_bytes), the others then removed.
  * Prints one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +42,16 @@ static const uint32_t efs[] = {16,  32,  48,  64,  96,  128,
                                192, 256, 384, 512, 768, 1024};
 #define NEFS (sizeof efs / sizeof efs[0])
 #define MAX_BUILDS 8
+
+struct variant {
+    const char *name;
+    int refine;
+    int keep_float;
+};
+
+static const struct variant variants[] = {
+    {"r4", 1, 0}, {"i8", 0, 0}, {"f32", 0, 1}};
+#define NVARIANTS (sizeof variants / sizeof variants[0])
 
 struct data {
     float *base, *q;
@@ -116,9 +137,10 @@ static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
 }
 
 /* Builds one graph on 'threads' threads, prints its JSON object (build
- * times, memory, sweep); writes it to 'path' when not NULL. */
+ * times, memory, sweep); writes it to 'path', kept when 'keep'. */
 static int bench_build(const struct mt_vecset *vs, const struct data *dt,
-                       uint32_t threads, const char *path, uint64_t vec_rss)
+                       uint32_t threads, const char *path, int keep,
+                       const char *variant, uint64_t vec_rss)
 {
     struct mt_hnsw_params hp = mtx_hnsw_default_params();
     struct mt_hnsw *h = NULL;
@@ -139,18 +161,19 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     wall = bu_wall_ms() - w0;
     build_ms = bu_now_ms() - t0;
     rss2 = bu_rss();
-    if (path) {
-        if (mtx_hnsw_write(h, path, NULL) != MT_OK)
-            return -1;
-        bytes = bu_file_size(path);
-    }
-    printf("{\"M\":%u,\"ef_construction\":%u,\"threads\":%u,"
+    if (mtx_hnsw_write(h, path, NULL) != MT_OK)
+        return -1;
+    bytes = bu_file_size(path);
+    if (!keep)
+        remove(path);
+    printf("{\"variant\":\"%s\",\"M\":%u,\"ef_construction\":%u,\"threads\":%u,"
            "\"build_s\":%.2f,\"build_wall_s\":%.2f,\"build_runq_s\":%.2f,"
            "\"build_ready_wall_s\":%.2f,\"load\":\"%s\",\"vecset_rss\":%llu,"
            "\"graph_rss\":%llu,\"file_bytes\":%llu,\"sweep\":[",
-           hp.M, hp.ef_construction, threads, build_ms / 1e3, wall / 1e3, runq,
-           wall / 1e3 - runq, bu_loadavg(), (unsigned long long)vec_rss,
-           (unsigned long long)(rss2 - rss1), (unsigned long long)bytes);
+           variant, hp.M, hp.ef_construction, threads, build_ms / 1e3,
+           wall / 1e3, runq, wall / 1e3 - runq, bu_loadavg(),
+           (unsigned long long)vec_rss, (unsigned long long)(rss2 - rss1),
+           (unsigned long long)bytes);
     for (i = 0; i < 100 && i < dt->nq; i++) { /* warm-up */
         struct mt_vec_hit hits[10];
         uint32_t n;
@@ -178,19 +201,95 @@ static uint32_t parse_threads(const char *s, uint32_t *out)
     return n;
 }
 
+/* Parses "r4,i8" into a bit set of variants; 0 for an unknown name. */
+static unsigned parse_variants(const char *s)
+{
+    unsigned set = 0;
+    size_t i, len;
+
+    while (*s) {
+        len = strcspn(s, ",");
+        for (i = 0; i < NVARIANTS; i++)
+            if (strlen(variants[i].name) == len &&
+                strncmp(s, variants[i].name, len) == 0)
+                break;
+        if (i == NVARIANTS)
+            return 0;
+        set |= 1u << i;
+        s += len + (s[len] == ',');
+    }
+    return set;
+}
+
+/* The set of one variant over every base vector; NULL on failure. */
+static struct mt_vecset *make_set(const struct data *dt,
+                                  const struct variant *v, uint64_t *rss)
+{
+    struct mt_vecset_params vp = mtx_vecset_default_params();
+    struct mt_vecset *vs = NULL;
+    uint64_t rss0 = bu_rss();
+    size_t j;
+
+    vp.refine = v->refine;
+    vp.keep_float = v->keep_float;
+    if (mtx_vecset_new(dt->d, &vp, &vs) != MT_OK)
+        return NULL;
+    for (j = 0; j < dt->n; j++)
+        if (mtx_vecset_add(vs, dt->base + j * dt->d, NULL) != MT_OK) {
+            mtx_vecset_free(vs);
+            return NULL;
+        }
+    *rss = bu_rss() - rss0;
+    return vs;
+}
+
+/* Every build of one variant over 'vs' (NULL: made here; freed here);
+ * r4's first graph is kept as DATADIR/mt.hnsw. */
+static int bench_variant(const struct data *dt, const char *dir, uint32_t vi,
+                         struct mt_vecset *vs, uint64_t rss,
+                         const uint32_t *threads, uint32_t nbuild, int *first)
+{
+    const struct variant *v = &variants[vi];
+    char path[4096];
+    uint32_t i;
+
+    if (!vs)
+        vs = make_set(dt, v, &rss);
+    if (!vs)
+        return -1;
+    for (i = 0; i < nbuild; i++) {
+        int keep = vi == 0 && i == 0;
+        if (vi == 0)
+            printf(i == 0 ? "\"hnsw\":" : i == 1 ? ",\"hnsw_more\":[" : ",");
+        else
+            printf(*first ? ",\"hnsw_variants\":[" : ",");
+        *first = vi == 0 ? *first : 0;
+        snprintf(path, sizeof path, keep ? "%s/mt.hnsw" : "%s/mt-%s.hnsw", dir,
+                 v->name);
+        if (bench_build(vs, dt, threads[i], path, keep, v->name, rss) != 0) {
+            mtx_vecset_free(vs);
+            return -1;
+        }
+        fflush(stdout);
+    }
+    if (vi == 0 && nbuild > 1)
+        printf("]");
+    mtx_vecset_free(vs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct data dt = {0};
     struct mt_vecset *vs = NULL;
-    char path[4096];
-    uint32_t nflat, threads[MAX_BUILDS], nbuild, i;
-    uint64_t rss0, vec_rss;
-    size_t j;
+    uint32_t nflat, threads[MAX_BUILDS], nbuild, vi;
+    unsigned vset;
+    uint64_t rss;
+    int first = 1;
 
     if (argc < 5) {
-        fprintf(
-            stderr,
-            "usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES [THREADS,...]]\n");
+        fprintf(stderr, "usage: vec_mt DATADIR N DIMS Q [FLAT_QUERIES "
+                        "[THREADS,... [VARIANTS,...]]]\n");
         return 2;
     }
     dt.n = strtoull(argv[2], NULL, 10);
@@ -200,34 +299,30 @@ int main(int argc, char **argv)
     if (nflat > dt.nq)
         nflat = dt.nq;
     nbuild = parse_threads(argc > 6 ? argv[6] : "1", threads);
-    if (nbuild == 0) {
-        fprintf(stderr, "vec_mt: bad THREADS list '%s'\n", argv[6]);
+    vset = parse_variants(argc > 7 ? argv[7] : "r4");
+    if (nbuild == 0 || !(vset & 1u)) {
+        fprintf(stderr,
+                "vec_mt: bad THREADS '%s' or VARIANTS '%s' (r4 "
+                "first, then any of i8, f32)\n",
+                argc > 6 ? argv[6] : "", argc > 7 ? argv[7] : "");
         return 2;
     }
     if (load(&dt, argv[1]) != 0) {
         fprintf(stderr, "vec_mt: cannot load %s\n", argv[1]);
         return 1;
     }
-    rss0 = bu_rss();
-    if (mtx_vecset_new(dt.d, NULL, &vs) != MT_OK)
-        return 1;
-    for (j = 0; j < dt.n; j++)
-        if (mtx_vecset_add(vs, dt.base + j * dt.d, NULL) != MT_OK)
-            return 1;
-    vec_rss = bu_rss() - rss0;
     printf("{\"engine\":\"medtrust\",\"clock\":\"%s\",\"n\":%zu,\"dims\":%u,"
            "\"queries\":%u,\"load\":\"%s\",",
            bu_clock_name(), dt.n, dt.d, dt.nq, bu_loadavg());
+    vs = make_set(&dt, &variants[0], &rss);
+    if (!vs)
+        return 1;
     bench_flat(vs, &dt, nflat);
-    snprintf(path, sizeof path, "%s/mt.hnsw", argv[1]);
-    for (i = 0; i < nbuild; i++) {
-        printf(i == 0 ? "\"hnsw\":" : i == 1 ? ",\"hnsw_more\":[" : ",");
-        if (bench_build(vs, &dt, threads[i], i == 0 ? path : NULL, vec_rss) !=
-            0)
+    for (vi = 0; vi < NVARIANTS; vi++)
+        if ((vset & (1u << vi)) &&
+            bench_variant(&dt, argv[1], vi, vi == 0 ? vs : NULL, rss, threads,
+                          nbuild, &first) != 0)
             return 1;
-        fflush(stdout);
-    }
-    printf("%s,\"load_end\":\"%s\"}\n", nbuild > 1 ? "]" : "", bu_loadavg());
-    mtx_vecset_free(vs);
+    printf("%s,\"load_end\":\"%s\"}\n", first ? "" : "]", bu_loadavg());
     return 0;
 }

@@ -7,10 +7,18 @@
 // are unit length, so USearch's cosine metric ranks as inner product does
 // (its i8 kind is meant for cosine: it scales each component by 127).
 // Usage: vec_usearch DATADIR N DIMS Q KINDS THREADS
-//   KINDS "f32,i8", THREADS "1,2" (every kind is built with every count)
+//   KINDS "f32,i8,i8q", THREADS "1,2" (every kind is built with every
+//   count). i8 is USearch's own cast from float: it divides by the
+//   vector's norm and multiplies by 127, so unit 256-d vectors, whose
+//   components are near +-0.06, get about 4 bits (values within +-20 or
+//   so). i8q gives USearch int8 codes quantised per vector by the largest
+//   |component| (as medtrust's are), which USearch stores as they are:
+//   the strongest i8 it can hold for such vectors.
 // Prints one JSON object.
 #include <usearch/index_dense.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +35,7 @@ static const size_t efs[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512,
 
 struct data {
     float *base, *q;
+    const int8_t *base8 = nullptr, *q8 = nullptr; // i8q: the codes given
     uint32_t *gt;
     size_t n, d, nq;
 };
@@ -48,18 +57,26 @@ static std::vector<std::string> split(const char *s)
     return out;
 }
 
+static index_dense_t::search_result_t query(index_dense_t &ix,
+                                            const data &dt, size_t i)
+{
+    if (dt.q8)
+        return ix.search(dt.q8 + i * dt.d, 10, 0);
+    return ix.search(dt.q + i * dt.d, 10, 0);
+}
+
 static void sweep(index_dense_t &ix, const data &dt)
 {
     for (size_t i = 0; i < 100 && i < dt.nq; i++) { // warm-up
         ix.change_expansion_search(128);
-        ix.search(dt.q + i * dt.d, 10, 0);
+        query(ix, dt, i);
     }
     size_t nefs = sizeof efs / sizeof efs[0];
     for (size_t e = 0; e < nefs; e++) {
         ix.change_expansion_search(efs[e]);
         double rec = 0.0, t0 = bu_now_ms();
         for (size_t i = 0; i < dt.nq; i++) {
-            auto res = ix.search(dt.q + i * dt.d, 10, 0);
+            auto res = query(ix, dt, i);
             uint32_t ids[10];
             uint32_t k = 0;
             for (size_t j = 0; j < res.size() && k < 10; j++)
@@ -81,7 +98,10 @@ static bool add_all(index_dense_t &ix, const data &dt, size_t nt)
     for (size_t t = 0; t < nt; t++)
         pool.emplace_back([&, t] {
             for (size_t i = t; i < dt.n; i += nt)
-                if (!ix.add((default_key_t)i, dt.base + i * dt.d, t))
+                if (!(dt.base8 ? ix.add((default_key_t)i,
+                                        dt.base8 + i * dt.d, t)
+                               : ix.add((default_key_t)i, dt.base + i * dt.d,
+                                        t)))
                     ok[t] = 0;
         });
     for (auto &th : pool)
@@ -90,6 +110,33 @@ static bool add_all(index_dense_t &ix, const data &dt, size_t nt)
         if (!v)
             return false;
     return true;
+}
+
+// A copy of dt that also carries int8 codes of its vectors and queries,
+// each quantised as medtrust does it (per vector: round(x * 127 /
+// max|x|); the memory is the caller's). USearch takes int8 input as it
+// is, and its cosine on int8 ignores each vector's scale, so this is the
+// cosine of medtrust's own codes.
+static data quantised(const data &dt, std::vector<int8_t> &base,
+                      std::vector<int8_t> &q)
+{
+    auto quant = [&](const float *in, size_t n, std::vector<int8_t> &out) {
+        out.resize(n * dt.d);
+        for (size_t i = 0; i < n; i++) {
+            float m = 0.0f;
+            for (size_t j = 0; j < dt.d; j++)
+                m = std::max(m, std::fabs(in[i * dt.d + j]));
+            for (size_t j = 0; j < dt.d; j++)
+                out[i * dt.d + j] = (int8_t)(m > 0.0f ? std::lrint(
+                                        in[i * dt.d + j] * 127.0f / m) : 0);
+        }
+    };
+    data out = dt;
+    quant(dt.base, dt.n, base);
+    quant(dt.q, dt.nq, q);
+    out.base8 = base.data();
+    out.q8 = q.data();
+    return out;
 }
 
 static bool bench_one(const data &dt, const std::string &dir,
@@ -163,15 +210,21 @@ int main(int argc, char **argv)
                 USEARCH_VERSION_PATCH, mf.isa_name(), mi.isa_name(),
                 bu_clock_name(), dt.n, dt.d, dt.nq);
     bool first = true;
+    std::vector<int8_t> qbase, qq;
     for (const std::string &k : split(argv[5])) {
-        scalar_kind_t kind = k == "i8" ? scalar_kind_t::i8_k
-                                       : scalar_kind_t::f32_k;
+        if (k != "f32" && k != "i8" && k != "i8q") {
+            std::fprintf(stderr, "vec_usearch: unknown kind '%s'\n",
+                         k.c_str());
+            return 2;
+        }
+        scalar_kind_t kind = k == "f32" ? scalar_kind_t::f32_k
+                                        : scalar_kind_t::i8_k;
+        data kd = k == "i8q" ? quantised(dt, qbase, qq) : dt;
         for (const std::string &t : split(argv[6])) {
             size_t nt = std::strtoul(t.c_str(), nullptr, 10);
             if (nt == 0)
                 nt = std::thread::hardware_concurrency();
-            if (!bench_one(dt, dir, kind, k == "i8" ? "i8" : "f32", nt,
-                           first))
+            if (!bench_one(kd, dir, kind, k.c_str(), nt, first))
                 return 1;
             first = false;
         }
