@@ -582,7 +582,7 @@ static void rescore_pool(const struct mt_vecset *vs, const float *qf,
     *n = t.n;
 }
 
-/* Candidates the int8 scan keeps for re-scoring with the residual. */
+/* Candidates the int8 scan keeps for re-scoring (residual or floats). */
 uint32_t mtx_vec_rescore_pool(uint32_t k)
 {
     return k > 16 ? 4 * k : 64;
@@ -592,7 +592,10 @@ static uint32_t pool_size(const struct mt_vecset *vs, uint32_t k)
 {
     uint32_t r = mtx_vec_rescore_pool(k);
 
-    if (!vs->refine)
+    /* Nothing finer than the codes: their own order stands. (A set with
+     * float copies re-scores with them, as HNSW does; before, only the
+     * residual did, and a float set's flat search kept the int8 order.) */
+    if (!vs->refine && !vs->floats)
         return k;
     return r < vs->count ? r : vs->count;
 }

@@ -115,9 +115,9 @@ enum mt_status mtx_vecset_open(const char *path, struct mt_vecset **out,
                                struct mt_error *err);
 
 /* Exact search over the int8 codes: the query is quantised like the
- * vectors and score = dot_int32 * qscale * vscale; with refine, the best
- * max(4k, 64) of that scan are re-scored with mtx_vecset_rescore and
- * ranked by it. Writes up to k hits,
+ * vectors and score = dot_int32 * qscale * vscale; with refine or float
+ * copies, the best max(4k, 64) of that scan are re-scored with
+ * mtx_vecset_rescore and ranked by it. Writes up to k hits,
  * best first, ties by ascending id, to 'hits' (room for k) and their
  * number to *n. 'filter' may be NULL. MT_EINVAL for a bad query when
  * normalising. Thread-safe for concurrent searches. */
