@@ -27,6 +27,24 @@ enum mt_fusion {
     MT_FUSION_RRF,    /* reciprocal-rank fusion, 1 / (rrf_k + rank) */
 };
 
+/* How an index segment keeps its vectors (all searches traverse the
+ * int8 codes; the rest decides how candidates are re-scored). Recall@10
+ * ceilings against exact float on clustered 256-d sets (BENCHMARKS.md):
+ *   RESIDUAL  int8 codes + a 4-bit residual, 1.5 bytes a dimension;
+ *             about 0.999 (the default)
+ *   INT8      the codes alone, 1 byte a dimension; about 0.98
+ *   FLOAT     the codes + float32 copies, 5 bytes a dimension; exact
+ *             re-scoring, 1.000 at a large enough ef */
+enum mt_vec_store {
+    MT_VEC_STORE_RESIDUAL,
+    MT_VEC_STORE_INT8,
+    MT_VEC_STORE_FLOAT,
+};
+
+/* Parses "int8r", "int8" or "float32"; MT_EINVAL otherwise. */
+enum mt_status mt_vec_store_parse(const char *s, enum mt_vec_store *out);
+const char *mt_vec_store_str(enum mt_vec_store v);
+
 /* Parses "bm25", "dense" or "hybrid"; MT_EINVAL otherwise. */
 enum mt_status mt_search_mode_parse(const char *s, enum mt_search_mode *out);
 const char *mt_search_mode_str(enum mt_search_mode m);
@@ -75,6 +93,10 @@ struct mt_index_build_params {
     /* Threads building an HNSW graph: 0 (default) one per online core;
      * 1 the serial build, whose graph depends only on the vectors. */
     uint32_t hnsw_threads;
+    /* How the segments this build writes keep their vectors; default
+     * MT_VEC_STORE_RESIDUAL. Each segment's file says which it holds, so
+     * segments of different kinds search side by side. */
+    enum mt_vec_store vec_store;
     /* 1 (default): BM25 segments keep each chunk's length as a float
      * (format 1); 0: in one byte (format 2, Lucene's SmallFloat). */
     int bm25_float_norms;

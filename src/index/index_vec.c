@@ -13,6 +13,26 @@
 
 #define DEFAULT_BATCH 64
 
+static const char *const store_names[] = {"int8r", "int8", "float32"};
+#define NSTORES (sizeof store_names / sizeof store_names[0])
+
+enum mt_status mt_vec_store_parse(const char *s, enum mt_vec_store *out)
+{
+    size_t i;
+
+    for (i = 0; i < NSTORES; i++)
+        if (strcmp(s, store_names[i]) == 0) {
+            *out = (enum mt_vec_store)i;
+            return MT_OK;
+        }
+    return MT_EINVAL;
+}
+
+const char *mt_vec_store_str(enum mt_vec_store v)
+{
+    return (unsigned)v < NSTORES ? store_names[v] : "unknown";
+}
+
 enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
                                const struct mt_index_build_params *p,
                                struct mt_error *err)
@@ -25,6 +45,13 @@ enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
     if (p->dims == 0 || p->dims > MT_VEC_MAX_DIMS)
         return mt_fail(err, MT_EINVAL, "embedder dimension %u is invalid",
                        p->dims);
+    if ((unsigned)p->vec_store >= NSTORES)
+        return mt_fail(err, MT_EINVAL, "vector store kind %u is invalid",
+                       (unsigned)p->vec_store);
+    /* The float copies re-score exactly, so the residual would be dead
+     * weight beside them. */
+    vp.refine = p->vec_store == MT_VEC_STORE_RESIDUAL;
+    vp.keep_float = p->vec_store == MT_VEC_STORE_FLOAT;
     v->fn = p->embed;
     v->user = p->embed_user;
     v->dims = p->dims;

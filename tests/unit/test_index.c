@@ -2,7 +2,9 @@
  * builds and merges, search edge cases, corruption and OOM paths. */
 #include "check.h"
 
+#include <dirent.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "index/fusion.h"
@@ -597,6 +599,114 @@ static void test_index_metadata_filter_refuses_bad_key(void **state)
     mt_index_close(idx);
 }
 
+/* Bytes of the index's vector files (*.vec, *.hnsw) under store 'dir'. */
+static long vector_bytes(const char *dir)
+{
+    char idir[256], path[512];
+    struct dirent *e;
+    struct stat st;
+    long total = 0;
+    DIR *d;
+
+    snprintf(idir, sizeof idir, "%s/index", dir);
+    d = opendir(idir);
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (!dot || (strcmp(dot, ".vec") && strcmp(dot, ".hnsw")))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", idir, e->d_name);
+        CHECK(stat(path, &st) == 0);
+        total += (long)st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Builds seed_authors' 403 documents with vector store 'vs' (a graph when
+ * graph, else flat) and returns the dense top 5 for a query at angle
+ * 150.25 / 300 from the first axis: documents 150, 151, 149, 152, 148 by
+ * exact cosine, whose scores differ by 3e-6 to 1e-5, far below the int8
+ * codes' error (about 2e-3 here) and the residual's (about 1e-4). */
+static void store_top5(const char *leaf, enum mt_vec_store vs, int graph,
+                       char out[5][32], long *bytes)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_index_build_params bp;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    float q[8] = {0};
+    size_t i;
+
+    store_path(dir, sizeof dir, leaf);
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed_authors(s);
+    mt_index_default_build_params(&bp);
+    bp.embedder = "angle";
+    bp.dims = 8;
+    bp.embed = angle_embed;
+    bp.vec_store = vs;
+    bp.hnsw_min = graph ? 50 : 100000;
+    CHECK_OK(mt_index_build(s, &bp, NULL, NULL));
+    mt_store_close(s);
+    q[0] = (float)cos(150.25 / 300.0);
+    q[1] = (float)sin(150.25 / 300.0);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.mode = MT_SEARCH_DENSE;
+    p.k = 5;
+    p.query_vec = q;
+    p.query_dims = 8;
+    CHECK_OK(mt_index_search(idx, "", &p, &r, NULL));
+    CHECK(r->n == 5);
+    for (i = 0; i < 5; i++)
+        snprintf(out[i], 32, "%s", r->hits[i].doc_id);
+    mt_search_result_free(r);
+    mt_index_close(idx);
+    *bytes = vector_bytes(dir);
+}
+
+static void test_index_vector_stores_trade_bytes_for_precision(void **state)
+{
+    static const char *const exact[5] = {"smith150", "smith151", "smith149",
+                                         "smith152", "smith148"};
+    static const char *const leaves[2][3] = {{"vs-r", "vs-i", "vs-f"},
+                                             {"vg-r", "vg-i", "vg-f"}};
+    char top[3][5][32];
+    long bytes[3];
+    enum mt_vec_store kind = MT_VEC_STORE_RESIDUAL;
+    int graph, k, i;
+    (void)state;
+    for (graph = 0; graph < 2; graph++) {
+        for (k = 0; k < 3; k++)
+            store_top5(leaves[graph][k], (enum mt_vec_store)k, graph, top[k],
+                       &bytes[k]);
+        /* float32 re-scores exactly: the true order, flat and graph */
+        for (i = 0; i < 5; i++)
+            CHECK(strcmp(top[MT_VEC_STORE_FLOAT][i], exact[i]) == 0);
+        /* per vector of 8 dimensions: codes 8 bytes, residual 4, floats
+         * 32 (section padding aside) */
+        CHECK(bytes[MT_VEC_STORE_INT8] + 403 * 4 <=
+              bytes[MT_VEC_STORE_RESIDUAL]);
+        CHECK(bytes[MT_VEC_STORE_INT8] + 403 * 32 <= bytes[MT_VEC_STORE_FLOAT]);
+        CHECK(bytes[MT_VEC_STORE_FLOAT] <
+              bytes[MT_VEC_STORE_INT8] + 403 * 32 + 4096);
+    }
+    /* the quantised stores cannot tell these neighbours apart: neither
+     * gives the exact order (they still find the right neighbourhood) */
+    CHECK(strcmp(top[MT_VEC_STORE_INT8][0], exact[0]) != 0 ||
+          strcmp(top[MT_VEC_STORE_INT8][1], exact[1]) != 0 ||
+          strcmp(top[MT_VEC_STORE_INT8][2], exact[2]) != 0);
+    for (i = 0; i < 5; i++)
+        CHECK(abs(atoi(top[MT_VEC_STORE_RESIDUAL][i] + 5) - 150) <= 8);
+    CHECK_OK(mt_vec_store_parse("float32", &kind));
+    CHECK(kind == MT_VEC_STORE_FLOAT);
+    CHECK(mt_vec_store_parse("f32", &kind) == MT_EINVAL);
+    CHECK(strcmp(mt_vec_store_str(MT_VEC_STORE_INT8), "int8") == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -614,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_index_metadata_filter_keeps_range),
         cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
         cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
+        cmocka_unit_test(test_index_vector_stores_trade_bytes_for_precision),
     };
     return cmocka_run_group_tests_name("index", tests, setup, teardown);
 }
