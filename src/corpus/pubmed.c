@@ -47,49 +47,54 @@ enum tag {
 
 static const struct {
     const char *name;
+    size_t len;
     enum tag tag;
 } tag_names[] = {
-    {"PubmedArticleSet", T_SET},
-    {"PubmedArticle", T_ARTICLE_REC},
-    {"PubmedBookArticle", T_BOOK},
-    {"MedlineCitation", T_CITATION},
-    {"PMID", T_PMID},
-    {"Article", T_ARTICLE},
-    {"ArticleTitle", T_ARTICLE_TITLE},
-    {"Abstract", T_ABSTRACT},
-    {"AbstractText", T_ABSTRACT_TEXT},
-    {"AuthorList", T_AUTHOR_LIST},
-    {"Author", T_AUTHOR},
-    {"LastName", T_LAST},
-    {"ForeName", T_FORE},
-    {"CollectiveName", T_COLLECTIVE},
-    {"Journal", T_JOURNAL},
-    {"Title", T_TITLE},
-    {"JournalIssue", T_ISSUE},
-    {"PubDate", T_PUB_DATE},
-    {"Year", T_YEAR},
-    {"MedlineDate", T_MEDLINE_DATE},
-    {"MeshHeading", T_MESH},
-    {"DescriptorName", T_DESCRIPTOR},
-    {"PublicationTypeList", T_PUB_TYPE_LIST},
-    {"PublicationType", T_PUB_TYPE},
-    {"DeleteCitation", T_DELETE},
-    {"PubmedData", T_PUBMED_DATA},
-    {"ArticleIdList", T_ID_LIST},
-    {"ArticleId", T_ID},
+#define TAG(name, tag)                                                         \
+    {                                                                          \
+        name, sizeof(name) - 1, tag                                            \
+    }
+    TAG("PubmedArticleSet", T_SET),
+    TAG("PubmedArticle", T_ARTICLE_REC),
+    TAG("PubmedBookArticle", T_BOOK),
+    TAG("MedlineCitation", T_CITATION),
+    TAG("PMID", T_PMID),
+    TAG("Article", T_ARTICLE),
+    TAG("ArticleTitle", T_ARTICLE_TITLE),
+    TAG("Abstract", T_ABSTRACT),
+    TAG("AbstractText", T_ABSTRACT_TEXT),
+    TAG("AuthorList", T_AUTHOR_LIST),
+    TAG("Author", T_AUTHOR),
+    TAG("LastName", T_LAST),
+    TAG("ForeName", T_FORE),
+    TAG("CollectiveName", T_COLLECTIVE),
+    TAG("Journal", T_JOURNAL),
+    TAG("Title", T_TITLE),
+    TAG("JournalIssue", T_ISSUE),
+    TAG("PubDate", T_PUB_DATE),
+    TAG("Year", T_YEAR),
+    TAG("MedlineDate", T_MEDLINE_DATE),
+    TAG("MeshHeading", T_MESH),
+    TAG("DescriptorName", T_DESCRIPTOR),
+    TAG("PublicationTypeList", T_PUB_TYPE_LIST),
+    TAG("PublicationType", T_PUB_TYPE),
+    TAG("DeleteCitation", T_DELETE),
+    TAG("PubmedData", T_PUBMED_DATA),
+    TAG("ArticleIdList", T_ID_LIST),
+    TAG("ArticleId", T_ID),
+#undef TAG
 };
 
-/* The code of an element name: a first-letter screen, then compares. */
+/* The code of an element name: entries whose length and first letter
+ * match are compared, so most names cost one strlen and a few byte
+ * compares. */
 static enum tag tag_of(const char *name)
 {
-    static const char firsts[] = "ACDFJLMPTY";
-    size_t i;
+    size_t i, n = strlen(name);
 
-    if (!name[0] || !strchr(firsts, name[0]))
-        return T_OTHER;
     for (i = 0; i < sizeof tag_names / sizeof tag_names[0]; i++)
-        if (tag_names[i].name[0] == name[0] &&
-            strcmp(tag_names[i].name, name) == 0)
+        if (tag_names[i].len == n && tag_names[i].name[0] == name[0] &&
+            memcmp(tag_names[i].name, name, n) == 0)
             return tag_names[i].tag;
     return T_OTHER;
 }

@@ -10,13 +10,29 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-void mtx_squash_space(struct mt_buf *b)
+/* Where folding first changes p[0..n) (n: nowhere): the first white
+ * space that is not one space between two other characters. Most captured
+ * fields need no change, and this costs them one compare a byte. */
+static size_t first_unfolded(const char *p, size_t n)
 {
     size_t i;
-    size_t o = 0;
-    int space = 1; /* drops leading space */
 
-    for (i = 0; i < b->len; i++) {
+    for (i = 0; i < n; i++) {
+        if ((unsigned char)p[i] > ' ' || !is_space(p[i]))
+            continue;
+        if (p[i] != ' ' || i == 0 || i + 1 == n || is_space(p[i + 1]))
+            return i;
+    }
+    return n;
+}
+
+void mtx_squash_space(struct mt_buf *b)
+{
+    size_t i = b->data ? first_unfolded(b->data, b->len) : b->len;
+    size_t o = i;
+    int space = 1; /* drops leading space; i is white space or the end */
+
+    for (; i < b->len; i++) {
         if (is_space(b->data[i])) {
             space = 1;
             continue;

@@ -1,6 +1,6 @@
 /* Unit tests for src/corpus: SHA-1 against the FIPS 180 vectors, white
- * space folding, the store's delete and whole-chunk puts, and an import
- * that survives every allocation failure. */
+ * space folding (its fast path against the plain rule), the store's delete and
+ * whole-chunk puts, and an import that survives every allocation failure. */
 #include "check.h"
 
 #include <unistd.h>
@@ -53,6 +53,51 @@ static void test_squash_folds_runs_and_trims(void **state)
     mtx_squash_space(&b);
     CHECK(strcmp(b.data, "a b c") == 0 && b.len == 5);
     mtx_buf_free(&b);
+}
+
+/* The rule, written plainly: runs of white space become one space, none
+ * at either end. mtx_squash_space's fast path must give the same. */
+static size_t squash_plain(const char *in, size_t n, char *out)
+{
+    size_t i, o = 0;
+    int space = 1;
+
+    for (i = 0; i < n; i++) {
+        if (strchr(" \t\n\r", in[i]) && in[i]) {
+            space = 1;
+            continue;
+        }
+        if (space && o > 0)
+            out[o++] = ' ';
+        space = 0;
+        out[o++] = in[i];
+    }
+    return o;
+}
+
+static void test_squash_matches_the_plain_rule(void **state)
+{
+    static const char alphabet[] = " \t\n\rab\x01\xc3";
+    char in[16], want[16];
+    unsigned seed = 7, k, i, n;
+    (void)state;
+
+    for (k = 0; k < 20000; k++) {
+        struct mt_buf b = MT_BUF_INIT(64);
+        size_t wn;
+
+        n = k % 13;
+        for (i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            in[i] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+        }
+        wn = squash_plain(in, n, want);
+        CHECK_OK(mtx_buf_append(&b, in, n));
+        CHECK_OK(mtx_buf_reserve(&b, 1));
+        mtx_squash_space(&b);
+        CHECK(b.len == wn && memcmp(b.data, want, wn) == 0 && !b.data[wn]);
+        mtx_buf_free(&b);
+    }
 }
 
 static enum mt_status total_fn(const struct mt_store_counts *c, void *user)
@@ -140,6 +185,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha1_matches_fips_vectors),
         cmocka_unit_test(test_squash_folds_runs_and_trims),
+        cmocka_unit_test(test_squash_matches_the_plain_rule),
         cmocka_unit_test(test_store_delete_and_whole_chunk),
         cmocka_unit_test(test_import_survives_every_allocation_failure),
     };
