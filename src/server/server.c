@@ -29,6 +29,20 @@ double mtx_srv_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+struct timespec mtx_srv_deadline(double secs)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)secs;
+    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
 void mt_server_default_params(struct mt_server_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -204,16 +218,9 @@ int mtx_srv_state_down(struct mt_server *s)
 /* Waits up to 'sec' for the server to stop; 1 when it is stopping. */
 static int state_nap(struct mt_server *s, double sec)
 {
-    struct timespec until;
+    struct timespec until = mtx_srv_deadline(sec);
     int stop;
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)sec;
-    until.tv_nsec += (long)((sec - (double)(time_t)sec) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&s->lease_mu);
     if (!s->state_wait_stop)
         pthread_cond_timedwait(&s->state_cv, &s->lease_mu, &until);
@@ -816,12 +823,7 @@ static void wait_requests(struct mt_server *s, double until)
 
     pthread_mutex_lock(&s->req_mu);
     while (s->inflight > 0 && mtx_srv_now() < until) {
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = mtx_srv_deadline(0.02);
         pthread_cond_timedwait(&s->req_cv, &s->req_mu, &ts);
     }
     pthread_mutex_unlock(&s->req_mu);

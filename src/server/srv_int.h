@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -237,6 +238,9 @@ struct mt_server {
 
 /* Monotonic seconds. */
 double mtx_srv_now(void);
+
+/* The CLOCK_REALTIME time 'secs' from now, for pthread_cond_timedwait. */
+struct timespec mtx_srv_deadline(double secs);
 
 /* Sets up everything but the network (store check, leases, limits, logs,
  * job workers); mtx_srv_fini undoes it and accepts a half-built server. */
