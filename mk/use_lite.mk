@@ -9,6 +9,7 @@ UL_BENCH := $(BUILD)/bench/use_lite_bench
 UL_LIB   := $(BUILD)/libmedtrust.a
 
 $(BUILD)/obj/src/model/use_lite_gemm.o: CFLAGS_ALL += -O3 -ffp-contract=fast
+$(BUILD)/obj/src/model/use_lite_i8.o: CFLAGS_ALL += -O3
 $(BUILD)/obj/src/model/use_lite_file.o: \
     CFLAGS_ALL += -DMT_USE_LITE_DATADIR='"$(PREFIX)/share/medtrust"'
 

@@ -3,6 +3,8 @@
  * batches of texts that the thread pool embeds in parallel, each batch one
  * packed forward pass.
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pool.h"
@@ -14,9 +16,18 @@
 #define MAX_BATCH 1024    /* bounds scratch: ~11 MB per 100 tokens */
 #define WINDOW_OVERLAP 32 /* tokens shared by neighbouring windows */
 
+/* Forward-pass scratch kept between calls, one per concurrent batch. */
+struct slot {
+    struct mt_ul_scratch s;
+    int busy;
+};
+
 struct use_lite {
     struct mt_ul_model *model;
     struct mt_pool *pool; /* NULL when running on the caller's thread */
+    pthread_mutex_t lock; /* guards slots[].busy */
+    struct slot *slots;   /* pool threads + the caller */
+    size_t n_slots;
     uint32_t batch;
     enum mt_embed_pool window_pool; /* texts over MT_UL_MAX_LEN tokens */
     int noted; /* truncation was logged at info level once already */
@@ -24,7 +35,7 @@ struct use_lite {
 
 /* One embed call, shared by the batches running in parallel. */
 struct call {
-    const struct use_lite *u;
+    struct use_lite *u;
     const struct mt_str *texts;
     size_t n;
     size_t batch; /* texts per batch in this call */
@@ -90,6 +101,33 @@ static void windows_free(struct windows *w)
     mt_free(w->vecs);
 }
 
+/* A free scratch slot, or NULL (the pass then allocates its own). */
+static struct mt_ul_scratch *slot_claim(struct use_lite *u)
+{
+    struct mt_ul_scratch *s = NULL;
+    size_t i;
+
+    pthread_mutex_lock(&u->lock);
+    for (i = 0; i < u->n_slots && !s; i++)
+        if (!u->slots[i].busy) {
+            u->slots[i].busy = 1;
+            s = &u->slots[i].s;
+        }
+    pthread_mutex_unlock(&u->lock);
+    return s;
+}
+
+static void slot_release(struct use_lite *u, struct mt_ul_scratch *s)
+{
+    size_t i;
+
+    pthread_mutex_lock(&u->lock);
+    for (i = 0; i < u->n_slots; i++)
+        if (&u->slots[i].s == s)
+            u->slots[i].busy = 0;
+    pthread_mutex_unlock(&u->lock);
+}
+
 /* Embeds every window of the batch in one packed pass and pools each
  * text's windows into out. */
 static enum mt_status embed_windows(const struct call *c, int32_t **ids,
@@ -99,8 +137,12 @@ static enum mt_status embed_windows(const struct call *c, int32_t **ids,
     enum mt_status st = make_windows(c, ids, lens, nt, &w);
     size_t i, first = 0;
 
-    if (st == MT_OK)
-        st = mtx_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs);
+    if (st == MT_OK) {
+        struct mt_ul_scratch *s = slot_claim(c->u);
+        st = mtx_ul_forward(&c->u->model->w, w.ids, w.lens, w.n, w.vecs, s);
+        if (s)
+            slot_release(c->u, s);
+    }
     for (i = 0; st == MT_OK && i < nt; i++) {
         mtx_embed_pool_vectors(w.vecs + first * MT_UL_DIM, w.per_text[i],
                                MT_UL_DIM, c->u->window_pool,
@@ -205,9 +247,15 @@ static void ul_free(void *self)
 {
     struct use_lite *u = self;
 
+    size_t i;
+
     if (!u)
         return;
     mtx_pool_free(u->pool);
+    for (i = 0; i < u->n_slots; i++)
+        mtx_ul_scratch_free(&u->slots[i].s);
+    mt_free(u->slots);
+    pthread_mutex_destroy(&u->lock);
     mtx_ul_model_close(u->model);
     mt_free(u);
 }
@@ -219,13 +267,36 @@ static const struct mtx_model_ops use_lite_ops = {
     .dims = ul_dims,
 };
 
+/* int8 GEMMs where the CPU has AVX-512 VNNI (min cosine to float32 >=
+ * 0.999 on the test sentences, BENCHMARKS.md), float32 elsewhere;
+ * MEDTRUST_UL_GEMM=f32 or int8 forces one (int8 without VNNI runs the
+ * portable loop: the same vectors, slowly). */
+static enum mt_status gemm_mode(int *int8, struct mt_error *err)
+{
+    const char *g = getenv("MEDTRUST_UL_GEMM");
+
+    *int8 = mtx_ul_have_vnni();
+    if (!g || !*g)
+        return MT_OK;
+    if (strcmp(g, "f32") != 0 && strcmp(g, "int8") != 0)
+        return mt_fail(err, MT_EINVAL,
+                       "MEDTRUST_UL_GEMM=%s: expected f32 or int8", g);
+    *int8 = strcmp(g, "int8") == 0;
+    return MT_OK;
+}
+
 static enum mt_status ul_load(struct use_lite *u, const char *path,
                               const struct mt_embedder_params *p,
                               struct mt_error *err)
 {
     char *found = NULL;
     enum mt_status st;
+    size_t n;
+    int int8;
 
+    st = gemm_mode(&int8, err);
+    if (st != MT_OK)
+        return st;
     if (!path) {
         found = mtx_ul_find_weights(err);
         if (!found)
@@ -234,9 +305,13 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
     }
     st = mtx_ul_model_open(path, &u->model, err);
     if (st == MT_OK)
-        mt_log(MT_LOG_DEBUG, "use-lite: loaded %s%s", path,
-               u->model->int8 ? " (int8)" : "");
+        mt_log(MT_LOG_DEBUG, "use-lite: loaded %s%s, %s GEMMs", path,
+               u->model->int8 ? " (int8 file)" : "",
+               int8 ? (mtx_ul_have_vnni() ? "int8 VNNI" : "int8 portable")
+                    : "float32");
     mt_free(found);
+    if (st == MT_OK && int8 && mtx_ul_quantize(u->model) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "use-lite: int8 weights");
     if (st != MT_OK)
         return st;
     u->batch = p->batch_size ? p->batch_size : DEFAULT_BATCH;
@@ -246,6 +321,11 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
     if (p->threads != 1 && mtx_pool_new(p->threads, &u->pool) != MT_OK)
         return mt_fail(err, MT_EINTERNAL, "use-lite: starting %u threads",
                        p->threads);
+    n = (u->pool ? mtx_pool_size(u->pool) : 0) + 1;
+    u->slots = mt_calloc(n, sizeof *u->slots);
+    if (!u->slots)
+        return mt_fail(err, MT_ENOMEM, "use-lite: scratch");
+    u->n_slots = n;
     return MT_OK;
 }
 
@@ -263,6 +343,7 @@ enum mt_status mtx_use_lite_open(const char *path,
         mt_embedder_default_params(&p);
     if (!u)
         return mt_fail(err, MT_ENOMEM, "use-lite embedder");
+    pthread_mutex_init(&u->lock, NULL);
     st = ul_load(u, path, &p, err);
     if (st != MT_OK) {
         ul_free(u);

@@ -65,12 +65,35 @@ struct mt_ul_piece {
     uint32_t str_len;
 };
 
+/* An int8 copy of a packed [k, n] matrix for the VNNI GEMM: n/16 panels
+ * of [k/4][16][4] bytes (the 4 k values one vpdpbusd lane sums), a scale
+ * per column (max |w| / 127) and each column's sum of its int8 values. */
+struct mt_ul_qmat {
+    int8_t *w;
+    float *scale;
+    int32_t *colsum;
+    uint32_t k, n;
+};
+
+/* Matrices of a layer with an int8 copy, in this order. */
+enum {
+    MT_UL_Q_QKV,
+    MT_UL_Q_OUT,
+    MT_UL_Q_RES,
+    MT_UL_Q_FF1,
+    MT_UL_Q_FF2,
+    MT_UL_N_Q
+};
+
 /* One transformer layer's weights; w_* are packed [in, out] matrices. */
 struct mt_ul_layer {
     uint32_t din; /* 256 for layer 0, 512 for layer 1 */
     const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_out, *b_out;
     const float *w_res, *b_res; /* layer 0 only: residual 256 -> 512 */
     const float *ln2_g, *ln2_b, *w_ff1, *b_ff1, *w_ff2, *b_ff2;
+    /* int8 copies (MT_UL_Q_*) when the model computes in int8, else all
+     * NULL; q[MT_UL_Q_RES] is NULL in layer 1 */
+    const struct mt_ul_qmat *q[MT_UL_N_Q];
 };
 
 struct mt_ul_weights {
@@ -101,6 +124,7 @@ struct mt_ul_model {
     uint32_t n_pieces;
     uint16_t *js_len; /* per piece: its length in UTF-16 units */
     struct mt_ul_trie trie;
+    struct mt_ul_qmat q[2][MT_UL_N_Q]; /* int8 compute: see mtx_ul_quantize */
 };
 
 /* ==== Weight file (use_lite_file.c) ==== */
@@ -139,20 +163,66 @@ enum mt_status mtx_ul_tokenize(const struct mt_ul_model *m, struct mt_str text,
 
 /* ==== Forward pass (use_lite_fwd.c) ==== */
 
+/* Scratch memory a forward pass keeps for the next one (its pages are
+ * then touched once, not faulted in at every call). Zero it to start;
+ * free with mtx_ul_scratch_free. */
+struct mt_ul_scratch {
+    void *buf;
+    size_t rows; /* capacity in packed tokens */
+};
+void mtx_ul_scratch_free(struct mt_ul_scratch *s);
+
 /* Embeds n token sequences (each already clipped to MT_UL_MAX_LEN) into
- * out (n * 512 floats, unit length). Single-threaded; scratch memory is
- * allocated per call. */
+ * out (n * 512 floats, unit length). Single-threaded; scratch comes from
+ * s, grown as needed, or (s NULL) is allocated for this call. */
 enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
                               const int32_t *const *ids, const size_t *lens,
-                              size_t n, float *out);
+                              size_t n, float *out, struct mt_ul_scratch *s);
 
 /* C[M,N] = A[M,K] * B + bias, B packed [K,N] (N a multiple of 16). */
 void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
                  const float *bias, size_t n, float *c);
 
-/* Attention helpers: returns a . b; y += alpha * x. */
-float mtx_ul_dot(const float *a, const float *b, size_t n);
-void mtx_ul_axpy(float alpha, const float *x, float *y, size_t n);
+/* One attention head of one text: rows [0, len) of qkv (row stride ld;
+ * Q, K, V at columns 0, din, 2 * din), the head's columns [c0, c0 + din /
+ * MT_UL_HEADS); softmax(scale * Q K^T) V into att (row stride din). kt:
+ * scratch of len * din / MT_UL_HEADS floats. */
+void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
+                   size_t c0, float scale, float *kt, float *att);
+
+/* ==== int8 GEMM (use_lite_i8.c) ==== */
+
+/* Quantises packed float [k, n] (k % 4 == 0, n % 16 == 0) into q: int8
+ * per column, symmetric. MT_ENOMEM leaves q empty. */
+enum mt_status mtx_ul_qmat_init(struct mt_ul_qmat *q, const float *packed,
+                                uint32_t k, uint32_t n);
+void mtx_ul_qmat_free(struct mt_ul_qmat *q); /* NULL and empty allowed */
+
+/* Rows of activations quantised for mtx_ul_gemm_q: x ~ scale * (u - zero)
+ * per row, u [m, k] bytes. The caller owns the buffers. */
+struct mt_ul_qact {
+    uint8_t *u;
+    float *scale;
+    int32_t *zero;
+};
+void mtx_ul_quant_rows(const float *a, size_t m, size_t k,
+                       struct mt_ul_qact *qa);
+/* The same, one float at a time (what the AVX-512 path must equal). */
+void mtx_ul_quant_rows_ref(const float *a, size_t m, size_t k,
+                           struct mt_ul_qact *qa);
+
+/* C[m, w->n] = dequantised (qa . w) + bias, int32 sums: AVX-512 VNNI
+ * where the CPU has it, else mtx_ul_gemm_q_ref (the same results, bit
+ * for bit). */
+void mtx_ul_gemm_q(const struct mt_ul_qact *qa, size_t m,
+                   const struct mt_ul_qmat *w, const float *bias, float *c);
+void mtx_ul_gemm_q_ref(const struct mt_ul_qact *qa, size_t m,
+                       const struct mt_ul_qmat *w, const float *bias, float *c);
+int mtx_ul_have_vnni(void); /* 1 when mtx_ul_gemm_q runs on VNNI */
+
+/* Builds m->q from the float weights and points each layer's q[] at
+ * them, so that mtx_ul_forward computes its dense layers in int8. */
+enum mt_status mtx_ul_quantize(struct mt_ul_model *m);
 
 /* ==== Embedder (use_lite.c) ==== */
 

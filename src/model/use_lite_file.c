@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "medtrust/core.h"
 #include "model/use_lite.h"
@@ -21,22 +22,11 @@
 
 /* ==== CRC-32 ==== */
 
+/* zlib's: the same CRC as a byte-wise table, several bytes a step (the
+ * open of the 28 MB file spent 3% of a 1,000-sentence `embed` here). */
 uint32_t mtx_ul_crc32(uint32_t crc, const void *p, size_t n)
 {
-    uint32_t table[256];
-    const unsigned char *s = p;
-    uint32_t i, j;
-
-    for (i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (j = 0; j < 8; j++)
-            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        table[i] = c;
-    }
-    crc = ~crc;
-    while (n--)
-        crc = table[(crc ^ *s++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
+    return (uint32_t)crc32_z(crc, p, n);
 }
 
 /* ==== Finding the file ==== */
@@ -375,10 +365,16 @@ enum mt_status mtx_ul_model_open(const char *path, struct mt_ul_model **out,
 
 void mtx_ul_model_close(struct mt_ul_model *m)
 {
+    size_t l;
+    int i;
+
     if (!m)
         return;
     mtx_ul_trie_free(&m->trie);
     mt_free(m->js_len);
+    for (l = 0; l < 2; l++)
+        for (i = 0; i < MT_UL_N_Q; i++)
+            mtx_ul_qmat_free(&m->q[l][i]);
     mt_free(m->deq);
     if (m->map)
         munmap(m->map, m->map_len);

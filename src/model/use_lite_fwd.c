@@ -22,7 +22,8 @@ struct fwd {
     float *att; /* [n_tok, 512] attention output before projection */
     float *y;   /* [n_tok, 512] */
     float *ff;  /* [n_tok, 1536] */
-    float p[MT_UL_MAX_LEN]; /* attention row */
+    struct mt_ul_qact qa; /* [n_tok, 1536] bytes: int8 GEMM input */
+    float *kt;            /* one head's keys transposed: [128][128] at most */
 };
 
 /* ==== Elementwise ==== */
@@ -87,33 +88,6 @@ static void embed_tokens(struct fwd *f, const int32_t *const *ids)
 
 /* ==== Attention ==== */
 
-/* One head of one sentence: rows [0, len) of qkv (row stride 3*din),
- * head columns [c0, c0 + dh); writes att (row stride din). */
-static void attend_head(struct fwd *f, const float *qkv, size_t len, size_t din,
-                        size_t c0, float scale, float *att)
-{
-    size_t dh = din / MT_UL_HEADS, i, j, d;
-    size_t ld = 3 * din;
-    float q[128];
-
-    for (i = 0; i < len; i++) {
-        float mx = -INFINITY, sum = 0.0f, *o = att + i * din + c0;
-        for (d = 0; d < dh; d++)
-            q[d] = qkv[i * ld + c0 + d] * scale;
-        for (j = 0; j < len; j++) {
-            f->p[j] = mtx_ul_dot(q, qkv + j * ld + din + c0, dh);
-            mx = f->p[j] > mx ? f->p[j] : mx;
-        }
-        for (j = 0; j < len; j++) {
-            f->p[j] = expf(f->p[j] - mx);
-            sum += f->p[j];
-        }
-        memset(o, 0, dh * sizeof *o);
-        for (j = 0; j < len; j++)
-            mtx_ul_axpy(f->p[j] / sum, qkv + j * ld + 2 * din + c0, o, dh);
-    }
-}
-
 static void attention(struct fwd *f, size_t din)
 {
     /* 1/sqrt(depth): 0.125 for 64-wide heads, 0.0883883 for 128-wide */
@@ -122,13 +96,28 @@ static void attention(struct fwd *f, size_t din)
 
     for (s = 0; s < f->n; s++) {
         for (h = 0; h < MT_UL_HEADS; h++)
-            attend_head(f, f->qkv + row * 3 * din, f->lens[s], din,
-                        h * (din / MT_UL_HEADS), scale, f->att + row * din);
+            mtx_ul_attend(f->qkv + row * 3 * din, 3 * din, f->lens[s], din,
+                          h * (din / MT_UL_HEADS), scale, f->kt,
+                          f->att + row * din);
         row += f->lens[s];
     }
 }
 
 /* ==== Layers ==== */
+
+/* c[m, n] = a[m, k] . W + bias: the int8 copy of W when the model has
+ * one, else its float32 panels. */
+static void dense(struct fwd *f, const float *a, size_t m, size_t k,
+                  const float *w, const struct mt_ul_qmat *q, const float *bias,
+                  size_t n, float *c)
+{
+    if (!q) {
+        mtx_ul_gemm(a, m, k, w, bias, n, c);
+        return;
+    }
+    mtx_ul_quant_rows(a, m, k, &f->qa);
+    mtx_ul_gemm_q(&f->qa, m, q, bias, c);
+}
 
 /* x [n_tok, din] -> x [n_tok, 512]. Padding never reaches the packed
  * rows, and the graph's -1e9 mask makes padded keys weigh exactly 0, so
@@ -138,19 +127,24 @@ static void layer(struct fwd *f, const struct mt_ul_layer *L)
     size_t n = f->n_tok, din = L->din;
 
     layer_norm(f->x, n, din, L->ln1_g, L->ln1_b, f->h);
-    mtx_ul_gemm(f->h, n, din, L->w_qkv, L->b_qkv, 3 * din, f->qkv);
+    dense(f, f->h, n, din, L->w_qkv, L->q[MT_UL_Q_QKV], L->b_qkv, 3 * din,
+          f->qkv);
     attention(f, din);
-    mtx_ul_gemm(f->att, n, din, L->w_out, L->b_out, MT_UL_DIM, f->y);
+    dense(f, f->att, n, din, L->w_out, L->q[MT_UL_Q_OUT], L->b_out, MT_UL_DIM,
+          f->y);
     if (L->w_res) { /* AdjustResidualInput: dense 256 -> 512 */
-        mtx_ul_gemm(f->x, n, din, L->w_res, L->b_res, MT_UL_DIM, f->h);
+        dense(f, f->x, n, din, L->w_res, L->q[MT_UL_Q_RES], L->b_res, MT_UL_DIM,
+              f->h);
         add_into(f->y, f->h, n * MT_UL_DIM);
     } else {
         add_into(f->y, f->x, n * MT_UL_DIM);
     }
     layer_norm(f->y, n, MT_UL_DIM, L->ln2_g, L->ln2_b, f->h);
-    mtx_ul_gemm(f->h, n, MT_UL_DIM, L->w_ff1, L->b_ff1, MT_UL_FF, f->ff);
+    dense(f, f->h, n, MT_UL_DIM, L->w_ff1, L->q[MT_UL_Q_FF1], L->b_ff1,
+          MT_UL_FF, f->ff);
     relu(f->ff, n * MT_UL_FF);
-    mtx_ul_gemm(f->ff, n, MT_UL_FF, L->w_ff2, L->b_ff2, MT_UL_DIM, f->x);
+    dense(f, f->ff, n, MT_UL_FF, L->w_ff2, L->q[MT_UL_Q_FF2], L->b_ff2,
+          MT_UL_DIM, f->x);
     add_into(f->x, f->y, n * MT_UL_DIM);
 }
 
@@ -184,35 +178,54 @@ static void pool(struct fwd *f, float *out)
     }
 }
 
-static enum mt_status fwd_alloc(struct fwd *f)
-{
-    size_t rows = f->n_tok > f->n ? f->n_tok : f->n;
+/* Bytes of scratch per packed token: x, h, att, y (512 floats each),
+ * qkv and ff (1536 each), then the int8 input bytes, scale and zero. */
+#define ROW_FLOATS (4 * MT_UL_DIM + 2 * MT_UL_FF)
+#define ROW_BYTES                                                              \
+    (ROW_FLOATS * sizeof(float) + MT_UL_FF + sizeof(float) + sizeof(int32_t))
+#define KT_FLOATS (MT_UL_MAX_LEN * MT_UL_DIM / MT_UL_HEADS)
 
-    f->x = mt_malloc(rows * MT_UL_DIM * sizeof(float));
-    f->h = mt_malloc(rows * MT_UL_DIM * sizeof(float));
-    f->qkv = mt_malloc(rows * 3 * MT_UL_DIM * sizeof(float));
-    f->att = mt_malloc(rows * MT_UL_DIM * sizeof(float));
-    f->y = mt_malloc(rows * MT_UL_DIM * sizeof(float));
-    f->ff = mt_malloc(rows * MT_UL_FF * sizeof(float));
-    if (!f->x || !f->h || !f->qkv || !f->att || !f->y || !f->ff)
-        return MT_ENOMEM;
-    return MT_OK;
+void mtx_ul_scratch_free(struct mt_ul_scratch *s)
+{
+    if (!s)
+        return;
+    mt_free(s->buf);
+    s->buf = NULL;
+    s->rows = 0;
 }
 
-static void fwd_free(struct fwd *f)
+/* Points f's buffers into s->buf, growing it to 'rows' tokens first. */
+static enum mt_status fwd_carve(struct fwd *f, struct mt_ul_scratch *s,
+                                size_t rows)
 {
-    mt_free(f->x);
-    mt_free(f->h);
-    mt_free(f->qkv);
-    mt_free(f->att);
-    mt_free(f->y);
-    mt_free(f->ff);
+    float *p;
+
+    if (rows > s->rows) {
+        mtx_ul_scratch_free(s);
+        s->buf = mt_malloc(KT_FLOATS * sizeof(float) + rows * ROW_BYTES);
+        if (!s->buf)
+            return MT_ENOMEM;
+        s->rows = rows;
+    }
+    f->kt = s->buf;
+    p = f->kt + KT_FLOATS;
+    f->x = p;
+    f->h = p + rows * MT_UL_DIM;
+    f->att = p + 2 * rows * MT_UL_DIM;
+    f->y = p + 3 * rows * MT_UL_DIM;
+    f->qkv = p + 4 * rows * MT_UL_DIM;
+    f->ff = f->qkv + rows * MT_UL_FF;
+    f->qa.scale = f->ff + rows * MT_UL_FF;
+    f->qa.zero = (int32_t *)(void *)(f->qa.scale + rows);
+    f->qa.u = (uint8_t *)(void *)(f->qa.zero + rows);
+    return MT_OK;
 }
 
 enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
                               const int32_t *const *ids, const size_t *lens,
-                              size_t n, float *out)
+                              size_t n, float *out, struct mt_ul_scratch *sc)
 {
+    struct mt_ul_scratch own = {NULL, 0};
     struct fwd f;
     enum mt_status st;
     size_t s;
@@ -223,13 +236,13 @@ enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
     f.n = n;
     for (s = 0; s < n; s++)
         f.n_tok += lens[s];
-    st = fwd_alloc(&f);
+    st = fwd_carve(&f, sc ? sc : &own, f.n_tok > n ? f.n_tok : n);
     if (st == MT_OK) {
         embed_tokens(&f, ids);
         layer(&f, &w->layer[0]);
         layer(&f, &w->layer[1]);
         pool(&f, out);
     }
-    fwd_free(&f);
+    mtx_ul_scratch_free(&own);
     return st;
 }

@@ -1,6 +1,7 @@
 /* USE-lite kernels: a 4x16 register tile over 16-column weight panels and
  * dot/axpy for attention; built -O3 -ffp-contract=fast (mk/use_lite.mk),
  * cloned for x86-64-v3 (AVX2+FMA) with run-time dispatch on x86-64 gcc. */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,26 +197,202 @@ void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
     gemm_v8(a, m, k, b_packed, bias, n, c);
 }
 
-KERNEL
-float mtx_ul_dot(const float *a, const float *b, size_t n)
-{
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i, j;
+/* ==== Attention ====
+ * One head at a time, as loops over contiguous memory that vectorise:
+ * the keys transposed once ([dh][len]), so that a query's scores are an
+ * axpy per dimension over all keys, and the output an axpy per key over
+ * the head's dimensions. This replaced a dot and an axpy call per key
+ * (2 x 128 calls of 64 floats a query on a chunk). */
 
-    for (i = 0; i + 8 <= n; i += 8)
-        for (j = 0; j < 8; j++)
-            acc[j] += a[i + j] * b[i + j];
-    for (; i < n; i++)
-        acc[0] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
-           ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+/* kt[d][j] = k[j][d] for the head's dh columns of len rows. */
+static inline __attribute__((always_inline)) void
+transpose_keys(const float *k, size_t ld, size_t len, size_t dh, float *kt)
+{
+    size_t j, d;
+
+    for (j = 0; j < len; j++)
+        for (d = 0; d < dh; d++)
+            kt[d * len + j] = k[j * ld + d];
+}
+
+/* s[j] = scale * q . k_j over all keys, then softmax; returns 1 / sum. */
+static inline __attribute__((always_inline)) float scores(const float *q,
+                                                          const float *kt,
+                                                          size_t len, size_t dh,
+                                                          float scale, float *s)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    size_t j, d;
+
+    for (j = 0; j < len; j++)
+        s[j] = 0.0f;
+    for (d = 0; d < dh; d++) {
+        float qd = q[d] * scale;
+        const float *kr = kt + d * len;
+        for (j = 0; j < len; j++)
+            s[j] += qd * kr[j];
+    }
+    for (j = 0; j < len; j++)
+        mx = s[j] > mx ? s[j] : mx;
+    for (j = 0; j < len; j++) {
+        s[j] = expf(s[j] - mx);
+        sum += s[j];
+    }
+    return 1.0f / sum;
 }
 
 KERNEL
-void mtx_ul_axpy(float alpha, const float *x, float *y, size_t n)
+static void attend_c(const float *qkv, size_t ld, size_t len, size_t din,
+                     size_t c0, float scale, float *kt, float *att)
 {
-    size_t i;
+    size_t dh = din / MT_UL_HEADS, i, j, d;
+    float s[MT_UL_MAX_LEN];
 
-    for (i = 0; i < n; i++)
-        y[i] += alpha * x[i];
+    transpose_keys(qkv + din + c0, ld, len, dh, kt);
+    for (i = 0; i < len; i++) {
+        float inv = scores(qkv + i * ld + c0, kt, len, dh, scale, s);
+        float *o = att + i * din + c0;
+        for (d = 0; d < dh; d++)
+            o[d] = 0.0f;
+        for (j = 0; j < len; j++) {
+            const float *v = qkv + j * ld + 2 * din + c0;
+            float pj = s[j] * inv;
+            for (d = 0; d < dh; d++)
+                o[d] += pj * v[d];
+        }
+    }
+}
+
+#if HAVE_AVX512
+/* The same with the accumulators in registers: a query's scores for up
+ * to 128 keys are nb (<= 8) zmm over keys padded to 16 with zeros, and
+ * its output nd (4 or 8) zmm over the head's dimensions. nb and nd are
+ * constants in each copy (attend512's switch), so the loops unroll. */
+static inline __attribute__((always_inline)) AVX512 void
+scores512(const float *q, const float *kt, size_t lp, size_t dh, float scale,
+          size_t nb, float *s)
+{
+    v16f acc[8], z = {0};
+    size_t b, d;
+
+    for (b = 0; b < nb; b++)
+        acc[b] = z;
+    for (d = 0; d < dh; d++) {
+        float qd = q[d] * scale;
+        for (b = 0; b < nb; b++) {
+            v16f k;
+            LOAD16(k, kt + d * lp + b * P);
+            acc[b] += k * qd;
+        }
+    }
+    for (b = 0; b < nb; b++)
+        memcpy(s + b * P, &acc[b], sizeof acc[b]);
+}
+
+static inline __attribute__((always_inline)) AVX512 void
+mix512(const float *v, size_t ld, const float *p, float inv, size_t len,
+       size_t nd, float *o)
+{
+    v16f acc[8], z = {0};
+    size_t j, b;
+
+    for (b = 0; b < nd; b++)
+        acc[b] = z;
+    for (j = 0; j < len; j++) {
+        float pj = p[j] * inv;
+        for (b = 0; b < nd; b++) {
+            v16f x;
+            LOAD16(x, v + j * ld + b * P);
+            acc[b] += x * pj;
+        }
+    }
+    for (b = 0; b < nd; b++)
+        memcpy(o + b * P, &acc[b], sizeof acc[b]);
+}
+
+/* kt [dh][lp], lp = len rounded up to 16, the padding keys zero. */
+static inline __attribute__((always_inline)) AVX512 void
+attend512_n(const float *qkv, size_t ld, size_t len, size_t din, size_t c0,
+            float scale, float *kt, float *att, size_t nb, size_t nd)
+{
+    size_t dh = nd * P, lp = nb * P, i, j, d;
+    float s[MT_UL_MAX_LEN];
+
+    for (d = 0; d < dh; d++) {
+        for (j = 0; j < len; j++)
+            kt[d * lp + j] = qkv[j * ld + din + c0 + d];
+        for (; j < lp; j++)
+            kt[d * lp + j] = 0.0f;
+    }
+    for (i = 0; i < len; i++) {
+        float mx = -INFINITY, sum = 0.0f;
+        scores512(qkv + i * ld + c0, kt, lp, dh, scale, nb, s);
+        for (j = 0; j < len; j++)
+            mx = s[j] > mx ? s[j] : mx;
+        for (j = 0; j < len; j++) {
+            s[j] = expf(s[j] - mx);
+            sum += s[j];
+        }
+        mix512(qkv + 2 * din + c0, ld, s, 1.0f / sum, len, nd,
+               att + i * din + c0);
+    }
+}
+
+#define ATTEND(nb, nd)                                                         \
+    attend512_n(qkv, ld, len, din, c0, scale, kt, att, nb, nd)
+#define ATTEND_ND(nb)                                                          \
+    do {                                                                       \
+        if (nd == 4)                                                           \
+            ATTEND(nb, 4);                                                     \
+        else                                                                   \
+            ATTEND(nb, 8);                                                     \
+    } while (0)
+
+static AVX512 void attend512(const float *qkv, size_t ld, size_t len,
+                             size_t din, size_t c0, float scale, float *kt,
+                             float *att)
+{
+    size_t nd = din / MT_UL_HEADS / P;
+
+    switch ((len + P - 1) / P) {
+    case 1:
+        ATTEND_ND(1);
+        break;
+    case 2:
+        ATTEND_ND(2);
+        break;
+    case 3:
+        ATTEND_ND(3);
+        break;
+    case 4:
+        ATTEND_ND(4);
+        break;
+    case 5:
+        ATTEND_ND(5);
+        break;
+    case 6:
+        ATTEND_ND(6);
+        break;
+    case 7:
+        ATTEND_ND(7);
+        break;
+    default:
+        ATTEND_ND(8);
+        break;
+    }
+}
+#endif
+
+void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
+                   size_t c0, float scale, float *kt, float *att)
+{
+#if HAVE_AVX512
+    size_t dh = din / MT_UL_HEADS;
+
+    if (use_avx512() && len <= MT_UL_MAX_LEN && (dh == 64 || dh == 128)) {
+        attend512(qkv, ld, len, din, c0, scale, kt, att);
+        return;
+    }
+#endif
+    attend_c(qkv, ld, len, din, c0, scale, kt, att);
 }

@@ -190,13 +190,16 @@ static void test_tokenizer_matches_js_on_all_sentences(void **state)
 
 static void test_vectors_match_js(void **state)
 {
-    struct mt_embedder *e = open_embedder("use-lite", 2, 32, 0);
+    struct mt_embedder *e;
     struct mt_str t[N_VEC];
     double min_cos, max_diff;
     float *v;
     size_t i;
 
     (void)state;
+    setenv("MEDTRUST_UL_GEMM", "f32", 1); /* the exact path */
+    e = open_embedder("use-lite", 2, 32, 0);
+    unsetenv("MEDTRUST_UL_GEMM");
     for (i = 0; i < N_VEC; i++)
         t[i] = text_at(i);
     CHECK(mt_embedder_dims(e) == DIM);
@@ -267,13 +270,15 @@ static void test_long_text_is_pooled_over_windows(void **state)
         size_t k = mode == MT_EMBED_POOL_FIRST ? 1 : nw;
         mt_embedder_default_params(&p);
         p.window_pool = (enum mt_embed_pool)mode;
+        setenv("MEDTRUST_UL_GEMM", "f32", 1); /* as m computes */
         CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+        unsetenv("MEDTRUST_UL_GEMM");
         CHECK_OK(mt_embedder_embed(e, &t, 1, got, NULL));
         for (i = 0; i < k; i++) {
             mtx_embed_window_at(len, MT_UL_MAX_LEN, 32, i, &off, &wl[i]);
             wid[i] = ids + off;
         }
-        CHECK_OK(mtx_ul_forward(&m->w, wid, wl, k, wv));
+        CHECK_OK(mtx_ul_forward(&m->w, wid, wl, k, wv, NULL));
         mtx_embed_pool_vectors(wv, k, DIM, (enum mt_embed_pool)mode, want);
         for (i = 0; i < DIM; i++)
             CHECK(fabsf(want[i] - got[i]) < 1e-5f);
@@ -472,6 +477,9 @@ static void test_corrupted_weight_file_is_refused(void **state)
     char *path = copy_weights(tmpl);
 
     (void)state;
+    /* CRC-32 (IEEE)'s check value, and continuing a CRC across calls */
+    CHECK(mtx_ul_crc32(0, "123456789", 9) == 0xCBF43926u);
+    CHECK(mtx_ul_crc32(mtx_ul_crc32(0, "1234", 4), "56789", 5) == 0xCBF43926u);
     poke(path, 20 << 20, 0x10); /* one bit deep in the tensors */
     expect_open_fails(path, "checksum");
     poke(path, 20 << 20, 0x10);
@@ -561,6 +569,140 @@ static void test_int8_variant_accuracy(void **state)
     unlink(out);
 }
 
+/* ==== int8 GEMM ==== */
+
+static uint32_t lcg(uint32_t *x)
+{
+    *x = *x * 1664525u + 1013904223u;
+    return *x >> 8;
+}
+
+static float rnd(uint32_t *x)
+{
+    return (float)lcg(x) / (float)(1u << 24) - 0.5f; /* [-0.5, 0.5) */
+}
+
+/* Every quantised row reads back within half a step, zeros exactly, and
+ * the AVX-512 path writes the same bytes as the portable one. */
+static void test_quant_rows_read_back(void **state)
+{
+    enum { M = 5, K = 64 };
+    static float a[M * K];
+    uint8_t u[M * K], u2[M * K];
+    float sc[M], sc2[M];
+    int32_t z[M], z2[M];
+    struct mt_ul_qact qa = {u, sc, z}, ref = {u2, sc2, z2};
+    uint32_t seed = 7;
+    size_t r, j;
+
+    (void)state;
+    for (j = 0; j < M * K; j++)
+        a[j] = rnd(&seed) * 10.0f;
+    for (j = 0; j < K; j++) {
+        a[K + j] = fabsf(a[K + j]); /* ReLU-like: all >= 0 */
+        a[2 * K + j] = 0.0f;        /* all zero */
+        a[3 * K + j] = -fabsf(a[3 * K + j]);
+    }
+    a[4 * K + 3] = 0.0f;
+    mtx_ul_quant_rows(a, M, K, &qa);
+    mtx_ul_quant_rows_ref(a, M, K, &ref);
+    CHECK(memcmp(u, u2, sizeof u) == 0 && memcmp(z, z2, sizeof z) == 0);
+    CHECK(memcmp(sc, sc2, sizeof sc) == 0);
+    for (r = 0; r < M; r++)
+        for (j = 0; j < K; j++) {
+            float x = a[r * K + j];
+            float back = sc[r] * (float)((int32_t)u[r * K + j] - z[r]);
+            CHECK(fabsf(back - x) <= 0.5f * sc[r] * 1.001f);
+            if (x == 0.0f)
+                CHECK(u[r * K + j] == z[r]);
+        }
+    CHECK(z[1] == 0 && z[3] == 255);
+}
+
+/* mtx_ul_gemm_q (VNNI here when the CPU has it) equals the portable loop
+ * bit for bit, with a row tail and a panel tail, and is within the
+ * quantisation error of the float32 GEMM. */
+static void test_int8_gemm_paths_agree(void **state)
+{
+    enum { M = 13, K = 96, N = 80 };
+    static float a[M * K], b[K * N], bias[N], cf[M * N], c1[M * N], c2[M * N];
+    static uint8_t u[M * K];
+    float sc[M];
+    int32_t z[M];
+    struct mt_ul_qact qa = {u, sc, z};
+    struct mt_ul_qmat q;
+    uint32_t seed = 42;
+    double worst = 0.0, big = 0.0;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < M * K; i++)
+        a[i] = rnd(&seed) * 4.0f;
+    for (i = 0; i < K * N; i++)
+        b[i] = rnd(&seed); /* packed panels: any order is a matrix */
+    for (i = 0; i < N; i++)
+        bias[i] = rnd(&seed);
+    CHECK(mtx_ul_qmat_init(&q, b, K, 70) == MT_EINVAL);
+    CHECK_OK(mtx_ul_qmat_init(&q, b, K, N));
+    mtx_ul_quant_rows(a, M, K, &qa);
+    mtx_ul_gemm_q(&qa, M, &q, bias, c1);
+    mtx_ul_gemm_q_ref(&qa, M, &q, bias, c2);
+    mtx_ul_gemm(a, M, K, b, bias, N, cf);
+    print_message("int8 GEMM on %s\n", mtx_ul_have_vnni() ? "VNNI" : "C");
+    CHECK(memcmp(c1, c2, sizeof c1) == 0);
+    for (i = 0; i < M * N; i++) {
+        worst = fmax(worst, fabs((double)c1[i] - (double)cf[i]));
+        big = fmax(big, fabs((double)cf[i]));
+    }
+    print_message("int8 vs float32 GEMM: max abs diff %.3g of %.3g\n", worst,
+                  big);
+    CHECK(worst > 0.0 && worst < 0.02 * big);
+    mtx_ul_qmat_free(&q);
+}
+
+/* The int8 GEMMs keep every test sentence's vector within cosine 0.999
+ * of float32 (and of TF.js), and give the same vectors on any threads. */
+static void test_int8_gemm_keeps_cosine(void **state)
+{
+    struct mt_embedder *f, *q, *q3;
+    struct mt_str t[N_VEC];
+    double min_cos, max_diff;
+    float *vf, *vq, *vq3;
+    size_t i;
+
+    (void)state;
+    setenv("MEDTRUST_UL_GEMM", "f32", 1);
+    f = open_embedder("use-lite", 2, 32, 0);
+    setenv("MEDTRUST_UL_GEMM", "int8", 1);
+    q = open_embedder("use-lite", 2, 32, 0);
+    q3 = open_embedder("use-lite", 3, 5, 0);
+    unsetenv("MEDTRUST_UL_GEMM");
+    for (i = 0; i < N_VEC; i++)
+        t[i] = text_at(i);
+    vf = embed_all(f, t, N_VEC);
+    vq = embed_all(q, t, N_VEC);
+    vq3 = embed_all(q3, t, N_VEC);
+    compare(vq, vf, N_VEC, DIM, &min_cos, &max_diff);
+    print_message("int8 GEMM vs float32: min cosine %.5f, max abs diff %.3g\n",
+                  min_cos, max_diff);
+    CHECK(min_cos >= 0.999 && max_diff > 0.0);
+    compare(vq, G.vecs, N_VEC, DIM, &min_cos, &max_diff);
+    print_message("int8 GEMM vs TF.js: min cosine %.5f\n", min_cos);
+    CHECK(min_cos >= 0.999);
+    CHECK(memcmp(vq, vq3, N_VEC * DIM * sizeof *vq) == 0);
+    mt_embedder_close(f);
+    f = NULL;
+    setenv("MEDTRUST_UL_GEMM", "bf16", 1);
+    CHECK(mt_embedder_open("use-lite", NULL, &f, NULL) == MT_EINVAL);
+    CHECK(f == NULL);
+    unsetenv("MEDTRUST_UL_GEMM");
+    free(vf);
+    free(vq);
+    free(vq3);
+    mt_embedder_close(q);
+    mt_embedder_close(q3);
+}
+
 /* The generic embedder cache is really read: a vector planted under the
  * key of a text comes back instead of a fresh embedding, and a different
  * output size is a different key. */
@@ -611,6 +753,9 @@ int main(void)
         cmocka_unit_test(test_specs_dispatch),
         cmocka_unit_test(test_open_survives_every_allocation_failure),
         cmocka_unit_test(test_int8_variant_accuracy),
+        cmocka_unit_test(test_quant_rows_read_back),
+        cmocka_unit_test(test_int8_gemm_paths_agree),
+        cmocka_unit_test(test_int8_gemm_keeps_cosine),
         cmocka_unit_test(test_windows_cover_long_texts),
         cmocka_unit_test(test_long_text_is_pooled_over_windows),
     };
