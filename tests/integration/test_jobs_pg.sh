@@ -22,22 +22,8 @@ export MEDTRUST_LLM_TIMEOUT=20
 pg_start
 echo alice-password | "$MT" user add --state "$PG_URL" alice 2>/dev/null
 
-# sse_events FILE: the (type, data) pairs of an SSE capture, as JSON lines.
-cat >"$TMP/sse.py" <<'PY'
-import json, sys
-def events(path):
-    out, cur = [], {}
-    for line in open(path):
-        line = line.rstrip("\n")
-        if not line:
-            if cur:
-                out.append((cur.get("event"), json.loads(cur.get("data", "null"))))
-            cur = {}
-        elif ":" in line:
-            k, v = line.split(":", 1)
-            cur[k] = v[1:] if v.startswith(" ") else v
-    return out
-PY
+# sse_events.py: events(FILE), the (type, data) pairs of an SSE capture
+export PYTHONPATH="$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
 run_id() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body"
 }
@@ -77,8 +63,7 @@ ok "A is SIGKILLed in the middle of the check"
 wait "$SSE_B"
 cat >"$TMP/took.py" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[2])
-from sse import events
+from sse_events import events
 ev = events(sys.argv[1])
 kinds = [k for k, _ in ev]
 runs = [d for k, d in ev if k == "status" and d.get("status") == "running"]
@@ -92,7 +77,7 @@ assert kinds[-1] == "done" and ev[-1][1]["status"] == "done", ev[-1]
 assert kinds.count("done") == 1, kinds
 print(runs[0]["node"], runs[1]["node"], len(ev))
 PY
-if out=$(python3 "$TMP/took.py" "$TMP/b.sse" "$TMP" 2>"$TMP/py.err"); then
+if out=$(python3 "$TMP/took.py" "$TMP/b.sse" 2>"$TMP/py.err"); then
     ok "B's stream shows the whole run: A's attempt, B's after the lease, done ($out)"
 else not_ok "the stream on B" "$(tail -3 "$TMP/py.err")" "$(tail -c 400 "$TMP/b.sse")"; fi
 expect "B shows the run" 200 "${AA[@]}" "$UB/v1/runs/$RUN"
@@ -132,8 +117,7 @@ timeout 120 curl -sN "${AC[@]}" "$UC/v1/runs/$RUN3/events" >"$TMP/c3.sse"
 timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN3/events" >"$TMP/b3.sse"
 cat >"$TMP/tok.py" <<'PY'
 import sys
-sys.path.insert(0, sys.argv[3])
-from sse import events
+from sse_events import events
 runner = None
 out = {}
 for name in sys.argv[1:3]:
@@ -148,7 +132,7 @@ lo, hi = sorted((na, nb))
 assert hi > 3 and lo < hi, (na, nb)   # the runner's pieces; fewer rows
 print(hi, lo)
 PY
-if out=$(python3 "$TMP/tok.py" "$TMP/c3.sse" "$TMP/b3.sse" "$TMP" 2>"$TMP/py.err"); then
+if out=$(python3 "$TMP/tok.py" "$TMP/c3.sse" "$TMP/b3.sse" 2>"$TMP/py.err"); then
     read -r hi lo <<<"$out"
     ok "the answer's $hi token events reach the other server as $lo rows, the same text"
 else not_ok "token rows" "$(tail -3 "$TMP/py.err")"; fi

@@ -60,20 +60,10 @@ RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])
 timeout 120 curl -sN "${AA[@]}" "$UB/v1/runs/$RUN/events" >"$TMP/b.sse"
 timeout 120 curl -sN "${AA[@]}" "$UA/v1/runs/$RUN/events" >"$TMP/a.sse"
 # events: the (type, data) pairs of an SSE capture
+export PYTHONPATH="$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
 cat >"$TMP/sse.py" <<'PY'
-import json, sys
-def events(path):
-    out, cur = [], {}
-    for line in open(path):
-        line = line.rstrip("\n")
-        if not line:
-            if cur:
-                out.append((cur.get("event"), json.loads(cur.get("data", "null"))))
-            cur = {}
-        elif ":" in line:
-            k, v = line.split(":", 1)
-            cur[k] = v[1:] if v.startswith(" ") else v
-    return out
+import sys
+from sse_events import events
 a, b = events(sys.argv[1]), events(sys.argv[2])
 kinds = [k for k, _ in b]
 assert kinds[-1] == "done" and b[-1][1]["status"] == "done", kinds[-3:]
