@@ -38,6 +38,18 @@ struct mt_str mtx_str_trim(struct mt_str s)
     return s;
 }
 
+uint64_t mtx_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
 static enum mt_status buf_grow(struct mt_buf *b, size_t need)
 {
     size_t cap = b->cap ? b->cap : 64;

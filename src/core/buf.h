@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "medtrust/core.h" /* struct mt_str */
 #include "medtrust/status.h"
@@ -27,6 +28,12 @@ struct mt_str mtx_str_from(const char *s);
 int mtx_str_eq(struct mt_str a, struct mt_str b);
 int mtx_str_eq_c(struct mt_str a, const char *s);
 struct mt_str mtx_str_trim(struct mt_str s);
+
+/* FNV-1a (64-bit) of the n bytes at p, continuing from h: start from
+ * MTX_FNV1A_INIT, FNV's offset basis (14695981039346656037; the model-call
+ * cache's keys are made with it). Not for keys an adversary chooses. */
+#define MTX_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t mtx_fnv1a(uint64_t h, const void *p, size_t n);
 
 /* Appends n bytes. On any failure the buffer is left unchanged. Returns
  * MT_ELIMIT past max, MT_ENOMEM when allocation fails. */

@@ -60,21 +60,9 @@ int mtx_ev_next_token(const char *p, size_t n, size_t *pos, struct mt_str *tok)
 
 /* ==== Map ==== */
 
-static uint64_t hash_str(struct mt_str k)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < k.n; i++) {
-        h ^= (unsigned char)k.p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static size_t map_slot(const struct mt_ev_map *m, struct mt_str k)
 {
-    size_t i = (size_t)hash_str(k) & (m->cap - 1);
+    size_t i = (size_t)mtx_fnv1a(MTX_FNV1A_INIT, k.p, k.n) & (m->cap - 1);
 
     while (m->keys[i].p && !mtx_str_eq(m->keys[i], k))
         i = (i + 1) & (m->cap - 1);

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "core/buf.h"
 #include "medtrust/core.h"
 #include "model/cache.h"
 #include "model/cache_pg.h"
@@ -30,25 +31,14 @@ static const char schema_sql[] =
     " created REAL NOT NULL DEFAULT (julianday('now')));"
     "CREATE INDEX IF NOT EXISTS model_calls_hash ON model_calls(hash);";
 
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 static sqlite3_int64 key_hash(const char *backend, const char *model,
                               const char *request)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = MTX_FNV1A_INIT;
 
-    h = fnv1a(h, backend, strlen(backend) + 1);
-    h = fnv1a(h, model, strlen(model) + 1);
-    h = fnv1a(h, request, strlen(request));
+    h = mtx_fnv1a(h, backend, strlen(backend) + 1);
+    h = mtx_fnv1a(h, model, strlen(model) + 1);
+    h = mtx_fnv1a(h, request, strlen(request));
     return (sqlite3_int64)(h >> 1); /* positive, fits an SQLite integer */
 }
 

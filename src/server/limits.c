@@ -8,15 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/buf.h"
 #include "server/srv_int.h"
 
 static size_t key_hash(const char *k)
 {
-    size_t h = 1469598103934665603ull; /* FNV-1a */
-
-    for (; *k; k++)
-        h = (h ^ (unsigned char)*k) * 1099511628211ull;
-    return h;
+    return (size_t)mtx_fnv1a(MTX_FNV1A_INIT, k, strlen(k));
 }
 
 /* Finds key's bucket or claims an empty or the longest-idle one. */

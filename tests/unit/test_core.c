@@ -78,6 +78,18 @@ static void test_str_trim_and_eq(void **state)
     CHECK(!mtx_str_eq_c(s, "hip"));
 }
 
+/* FNV-1a 64 against the published test vectors (the FNV reference
+ * page), and continuing a hash equals hashing the whole. */
+static void test_fnv1a_matches_reference(void **state)
+{
+    (void)state;
+    CHECK(mtx_fnv1a(MTX_FNV1A_INIT, "", 0) == 0xcbf29ce484222325ULL);
+    CHECK(mtx_fnv1a(MTX_FNV1A_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
+    CHECK(mtx_fnv1a(MTX_FNV1A_INIT, "foobar", 6) == 0x85944171f73967e8ULL);
+    CHECK(mtx_fnv1a(mtx_fnv1a(MTX_FNV1A_INIT, "foo", 3), "bar", 3) ==
+          0x85944171f73967e8ULL);
+}
+
 static void test_arena_aligns_and_resets(void **state)
 {
     struct mt_arena a = MT_ARENA_INIT(128);
@@ -155,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_buf_refuses_growth_past_max),
         cmocka_unit_test(test_buf_unchanged_on_oom),
         cmocka_unit_test(test_str_trim_and_eq),
+        cmocka_unit_test(test_fnv1a_matches_reference),
         cmocka_unit_test(test_arena_aligns_and_resets),
         cmocka_unit_test(test_file_atomic_replaces_whole_or_not_at_all),
     };
