@@ -24,6 +24,7 @@ static const char *const col_names[EX_NCOLS] = {
     "Corrected Sentence",
     "Reasoning",
     "Text ID",
+    "Corrected Text",
 };
 
 int mtx_examples_looks_like_eval(const char *path)

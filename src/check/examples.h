@@ -7,7 +7,17 @@
 #include "core/buf.h"
 #include "core/csv.h"
 
-enum { C_TEXT, C_SENTS, C_FLAG, C_SID, C_CORR, C_REASON, C_ID, EX_NCOLS };
+enum {
+    C_TEXT,
+    C_SENTS,
+    C_FLAG,
+    C_SID,
+    C_CORR,
+    C_REASON,
+    C_ID,
+    C_CTEXT, /* Corrected Text: the note an error row was made from */
+    EX_NCOLS
+};
 
 /* 1 when the file name looks like an evaluation split (validation or
  * test), which few-shot examples must never come from. */

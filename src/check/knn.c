@@ -3,7 +3,12 @@
  * section 4; the baseline of the IryoNLP paper): every training note of
  * --examples is embedded once, and each checked note gets the K training
  * notes nearest to it (cosine of unit vectors) as its worked examples,
- * with their chain of thought. */
+ * with their chain of thought. Departure: MEDEC's training files hold
+ * error/correct pairs of one note (an error row's Corrected Text is the
+ * other's Text), which embed almost alike; only the nearer of the two is
+ * taken, so K examples are K notes (the paper's MedQA items have no
+ * such pairs). */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,9 +20,10 @@
 #define KNN_BATCH 32        /* notes per embedder call */
 
 struct knn_row {
-    char *id;   /* Text ID, else "row N" */
-    char *note; /* the text that was embedded */
-    char *body; /* sentences and answer (mtx_example_body) */
+    char *id;     /* Text ID, else "row N" */
+    char *note;   /* the text that was embedded */
+    char *body;   /* sentences and answer (mtx_example_body) */
+    uint64_t key; /* the note it was made from (note_key) */
 };
 
 struct knn_examples {
@@ -61,8 +67,44 @@ static enum mt_status grow(struct knn_examples *k)
     return MT_OK;
 }
 
-/* Keeps the current row: its id, the note (Text, else Sentences) and its
- * example body. A row whose Sentences field is bad is skipped. */
+/* A note's identity: FNV-1a of its text with runs of white space folded
+ * to one space and the ends trimmed. */
+static uint64_t note_key(struct mt_str t)
+{
+    uint64_t h = MTX_FNV1A_INIT;
+    int gap = 0;
+    size_t i;
+
+    t = mtx_str_trim(t);
+    for (i = 0; i < t.n; i++) {
+        if (isspace((unsigned char)t.p[i])) {
+            gap = 1;
+            continue;
+        }
+        if (gap)
+            h = mtx_fnv1a(h, " ", 1);
+        gap = 0;
+        h = mtx_fnv1a(h, t.p + i, 1);
+    }
+    return h;
+}
+
+/* The note a row was made from: an error row's Corrected Text when the
+ * file has it (MEDEC and MedErrBench do), else the row's own note. */
+static uint64_t row_key(struct mt_csv *c, const long *col, struct mt_str note)
+{
+    struct mt_str fl = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_FLAG]));
+    struct mt_str ct =
+        col[C_CTEXT] >= 0 ? mtx_str_trim(mtx_csv_field(c, (size_t)col[C_CTEXT]))
+                          : (struct mt_str){NULL, 0};
+
+    if (fl.n == 1 && fl.p[0] == '1' && ct.n && !mtx_str_eq_c(ct, "NA"))
+        return note_key(ct);
+    return note_key(note);
+}
+
+/* Keeps the current row: its id, the note (Text, else Sentences), its
+ * example body and key. A row whose Sentences field is bad is skipped. */
 static enum mt_status keep_row(struct knn_examples *k, struct mt_csv *c,
                                const long *col)
 {
@@ -93,6 +135,7 @@ static enum mt_status keep_row(struct knn_examples *k, struct mt_csv *c,
     r->body = mtx_buf_take(&body);
     r->note = mt_strndup(note.p ? note.p : "", note.n);
     r->id = id.n ? mt_strndup(id.p, id.n) : mt_strdup(name);
+    r->key = row_key(c, col, note);
     k->n++; /* freed with the rest even when a copy failed */
     mtx_buf_free(&body);
     return r->body && r->note && r->id ? MT_OK : MT_ENOMEM;
@@ -197,21 +240,45 @@ static float dot(const float *x, const float *y, uint32_t d)
     return s;
 }
 
+/* Drops entry j of the n in best/sim. */
+static void drop(size_t *best, float *sim, size_t n, size_t j)
+{
+    for (; j + 1 < n; j++) {
+        best[j] = best[j + 1];
+        sim[j] = sim[j + 1];
+    }
+}
+
+/* Whether a row may be an example for the checked note: not the note
+ * itself, nor a training note made from it (its key is the note's). */
+static int allowed(const struct knn_row *row, struct mt_str note, uint64_t key)
+{
+    if (row->key == key)
+        return 0;
+    return !(strlen(row->note) == note.n &&
+             memcmp(row->note, note.p, note.n) == 0);
+}
+
 /* The K rows nearest to q, nearest first, into best/sim (ties: the
- * earlier row). A training note identical to the checked one is left
- * out, so a note never gets its own answer as an example. Returns the
- * count. */
+ * earlier row), at most one of each note (key): the nearer of an
+ * error/correct pair. Returns the count. */
 static size_t nearest(const struct knn_examples *k, const float *q,
                       struct mt_str note, size_t want, size_t *best, float *sim)
 {
+    uint64_t key = note_key(note);
     size_t n = 0, i, j;
 
     for (i = 0; i < k->n; i++) {
         float s = dot(q, k->vecs + i * k->dims, k->dims);
 
-        if (strlen(k->rows[i].note) == note.n &&
-            memcmp(k->rows[i].note, note.p, note.n) == 0)
+        if (!allowed(&k->rows[i], note, key))
             continue;
+        for (j = 0; j < n && k->rows[best[j]].key != k->rows[i].key; j++)
+            ;
+        if (j < n && s <= sim[j])
+            continue; /* its pair is nearer (or as near and earlier) */
+        if (j < n)
+            drop(best, sim, n--, j);
         if (n == want && s <= sim[n - 1])
             continue;
         j = n < want ? n++ : n - 1;

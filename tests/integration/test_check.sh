@@ -131,29 +131,43 @@ else
 fi
 
 # MedPrompt's kNN few-shot through the binary: --examples picks the
-# nearest training notes (use-lite embeddings), nearest first.
+# nearest training notes (use-lite embeddings), nearest first, one of each
+# note: t-mi-ok is the note t-mi was made from (t-mi's Corrected Text), so
+# only the nearer of the two is an example; and a training note made from
+# the checked note is never its example.
 cat >"$TMP/train.csv" <<'CSV'
-Text ID,Text,Sentences,Error Flag,Error Sentence ID,Corrected Sentence,Reasoning
-t-bone,A fracture of the femur needs surgery.,0 A fracture of the femur needs surgery.,0,-1,NA,
-t-mi,A man with crushing chest pain and ST elevation is sent home.,0 A man with crushing chest pain and ST elevation is sent home.,1,0,A man with crushing chest pain and ST elevation is taken for PCI.,A STEMI is never sent home.
-t-flu,Influenza spreads through droplets.,0 Influenza spreads through droplets.,0,-1,NA,
+Text ID,Text,Sentences,Error Flag,Error Sentence ID,Corrected Sentence,Reasoning,Corrected Text
+t-bone,A fracture of the femur needs surgery.,0 A fracture of the femur needs surgery.,0,-1,NA,,NA
+t-mi,A man with crushing chest pain and ST elevation is sent home.,0 A man with crushing chest pain and ST elevation is sent home.,1,0,A man with crushing chest pain and ST elevation is taken for PCI.,A STEMI is never sent home.,A man with crushing chest pain and  ST elevation is taken for PCI.
+t-mi-ok,A man with crushing chest pain and ST elevation is taken for PCI.,0 A man with crushing chest pain and ST elevation is taken for PCI.,0,-1,NA,,NA
+t-flu,Influenza spreads through droplets.,0 Influenza spreads through droplets.,0,-1,NA,,NA
 CSV
 "$MT" check --llm "$SPEC" --strategy single --examples "$TMP/train.csv" \
     --embedder use-lite --shots 2 --json "$TMP/note.txt" >"$TMP/k.json" 2>"$TMP/k.err"
+printf 'A man with crushing chest pain and ST elevation\nis taken for PCI.\n' >"$TMP/pci.txt"
+"$MT" check --llm "$SPEC" --strategy single --examples "$TMP/train.csv" \
+    --embedder use-lite --shots 3 --json "$TMP/pci.txt" >"$TMP/kp.json" 2>>"$TMP/k.err"
 cp "$TMP/train.csv" "$TMP/medec-validation.csv"
 "$MT" check --llm "$SPEC" --strategy single --examples \
     "$TMP/medec-validation.csv" --embedder use-lite "$TMP/note.txt" \
     >/dev/null 2>"$TMP/kv.err"
 rck=$?
 if [ $rck -eq 1 ] && grep -q "evaluation split" "$TMP/kv.err" &&
-    py "$TMP/k.json" <<'PY'; then
+    py "$TMP/k.json" "$TMP/kp.json" <<'PY'; then
 import json, sys
-f = [t for t in json.load(open(sys.argv[1]))["trace"] if t.get("step") == "few_shot"]
-assert f and f[0]["selection"] == "knn", f
-assert f[0]["examples"][0] == "t-mi" and len(f[0]["examples"]) == 2, f[0]
-assert f[0]["similarity"][0] >= f[0]["similarity"][1]
+def shots(path):
+    f = [t for t in json.load(open(path))["trace"] if t.get("step") == "few_shot"]
+    assert f and f[0]["selection"] == "knn", f
+    return f[0]
+f = shots(sys.argv[1])
+ex = f["examples"]
+assert ex[0] in ("t-mi", "t-mi-ok") and len(ex) == 2, f
+assert not {"t-mi", "t-mi-ok"} <= set(ex), f
+assert f["similarity"][0] >= f["similarity"][1]
+p = shots(sys.argv[2])
+assert sorted(p["examples"]) == ["t-bone", "t-flu"], p
 PY
-    ok "check --strategy single --examples: the nearest training notes, nearest first; an evaluation split is refused"
+    ok "check --strategy single --examples: the nearest training notes, nearest first, one of an error/correct pair, none made from the checked note; an evaluation split is refused"
 else
     not_ok "single --examples" "$(head -c 400 "$TMP/k.json")" "$(tail -2 "$TMP/k.err")" "$(tail -2 "$TMP/kv.err")"
 fi
