@@ -186,15 +186,6 @@ static void print_value(double v, double lo, double hi)
         printf(" %8.4f [%.3f,%.3f]", v, lo, hi);
 }
 
-static double headline(const struct mt_eval_result *r, int which)
-{
-    if (which == MT_EV_FLAG)
-        return r->flag_acc;
-    if (which == MT_EV_SENT)
-        return r->sent_acc;
-    return (r->metrics & (1u << which)) ? r->composite[which] : MT_EV_NAN;
-}
-
 static const char *headline_label(int which)
 {
     static const char *const labels[MT_EVAL_METRIC_COUNT] = {
@@ -236,7 +227,7 @@ static void print_row(const struct score_ctx *c, int which)
     for (i = 0; i < c->nrun; i++) {
         if (mtx_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
             lo = hi = MT_EV_NAN;
-        print_value(headline(c->res[i], which), lo, hi);
+        print_value(mtx_ev_headline(c->res[i], which), lo, hi);
     }
     for (i = 1; i < c->nrun; i++) {
         if (mtx_ev_diff_ci(c->res[i], c->res[0], which, &mean, &lo, &hi) !=

@@ -70,6 +70,11 @@ enum mt_status mtx_ev_groups(const struct mt_eval_result *r,
                              const struct mt_eval_ref *ref, enum mt_ev_field f,
                              struct mt_ev_group **out, size_t *n);
 
+/* Headline metric 'which' (MT_EV_FLAG, MT_EV_SENT or a metric index) of a
+ * scored run: an accuracy, or the metric's composite; NAN when the run
+ * has no such metric. */
+double mtx_ev_headline(const struct mt_eval_result *r, int which);
+
 /* The 95% bootstrap interval of headline metric 'key' ("flag", "sentence"
  * or a metric index) over the notes; NAN bounds when absent. */
 enum mt_status mtx_ev_headline_ci(const struct mt_eval_result *r, int which,

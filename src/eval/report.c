@@ -189,15 +189,6 @@ static const char js[] =
     "r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':'';"
     "});});});";
 
-static double headline(const struct mt_eval_result *r, int which)
-{
-    if (which == MT_EV_FLAG)
-        return r->flag_acc;
-    if (which == MT_EV_SENT)
-        return r->sent_acc;
-    return (r->metrics & (1u << which)) ? r->composite[which] : MT_EV_NAN;
-}
-
 static const char *label_of(int which)
 {
     static const char *const l[MT_EVAL_METRIC_COUNT] = {
@@ -226,7 +217,7 @@ static void headline_row(struct mt_ev_out *o, const struct mt_eval_run *rn,
         mtx_ev_outf(o, "<tr><th>%s</th>", label_of(which));
     }
     for (i = 0; i < nrun; i++) {
-        double v = headline(rn[i].result, which);
+        double v = mtx_ev_headline(rn[i].result, which);
         if (isnan(v)) {
             mtx_ev_outs(o, "<td class=\"num\">absent</td>");
             continue;

@@ -280,6 +280,15 @@ static int headline_values(const struct mt_eval_result *r, int which, double *v)
     return 1;
 }
 
+double mtx_ev_headline(const struct mt_eval_result *r, int which)
+{
+    if (which == MT_EV_FLAG)
+        return r->flag_acc;
+    if (which == MT_EV_SENT)
+        return r->sent_acc;
+    return (r->metrics & (1u << which)) ? r->composite[which] : MT_EV_NAN;
+}
+
 enum mt_status mtx_ev_headline_ci(const struct mt_eval_result *r, int which,
                                   double *lo, double *hi)
 {
