@@ -31,6 +31,7 @@
 
 #include "corpus/corpus_int.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 
 #define XML_BLOCK (256 * 1024)           /* first window and read size */
 #define XML_TOKEN_MAX ((size_t)16 << 20) /* one tag, comment, CDATA, DTD */
@@ -370,30 +371,6 @@ static enum step close_element(struct mt_xml *x, const char *name)
 
 /* ==== References ==== */
 
-static size_t utf8_put(char *out, uint32_t c)
-{
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
 static int xml_char(uint32_t c)
 {
     return c == 0x9 || c == 0xA || c == 0xD || (c >= 0x20 && c <= 0xD7FF) ||
@@ -431,7 +408,7 @@ static enum step char_ref(struct mt_xml *x, char *p, char **q, char *out,
         return bad_xml(x, p, "malformed character reference");
     if (!xml_char(c))
         return bad_xml(x, p, "reference to invalid character number");
-    *n = utf8_put(out, c);
+    *n = mtx_utf8_encode((int32_t)c, out); /* xml_char: a scalar value */
     *q = d + 1;
     return STEP_OK;
 }
