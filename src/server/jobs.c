@@ -555,6 +555,8 @@ static void run_here(struct mt_server *s, struct srv_job *j)
         j->arg_free(j->arg);
     j->arg_free = NULL;
     j->arg = NULL;
+    mt_free(j->qj.payload); /* a batch's upload: not kept in the ring */
+    j->qj.payload = NULL;
     pthread_mutex_lock(&s->job_mu);
     j->on_thread = 0;
     s->running--;
