@@ -136,6 +136,13 @@ struct mt_note {
                                    MT_AGENT_MAX_SOURCES), overriding
                                    params.sources; NULL = those */
     size_t n_sources;
+    /* react-reflex searches only documents meeting every one of these
+     * metadata conditions (author, journal, publication type as
+     * mt_search_pubmed_conds makes them), inside the search as
+     * mt_search_params.meta; at most MT_SEARCH_MAX_META. The search
+     * trace records them ("meta"). NULL = none. */
+    const struct mt_meta_cond *meta;
+    size_t nmeta;
 };
 
 /* Model use of one check. llm_calls counts every request sent; critical

@@ -104,6 +104,14 @@ enum mt_status mt_retriever_rerank(struct mt_retriever *r, const char *query,
 enum mt_status mt_retriever_metadata(struct mt_retriever *r, int64_t chunk_id,
                                      char **json, struct mt_error *err);
 
+/* The link of hit 'h''s document, as VerifAI links PubMed: its "url"
+ * metadata when that is an http(s) address, else PubMed's page when the
+ * document id is a PMID (1 to 12 digits). *url (caller frees with
+ * mt_free) is NULL when there is neither. Thread-safe. */
+enum mt_status mt_retriever_url(struct mt_retriever *r,
+                                const struct mt_search_hit *h, char **url,
+                                struct mt_error *err);
+
 /* The whole document of hit 'h', rebuilt from its chunks in order (the
  * chunker's overlap dropped) up to at least 'max' bytes, or the hit's text
  * when its chunks cannot be read. *text (caller frees with mt_free) is

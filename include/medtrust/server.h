@@ -58,6 +58,11 @@ struct mt_server_params {
     const char *llm_choices;   /* models a question may choose ("model"
                                   in POST /v1/ask): "NAME=SPEC" lines, at
                                   most 8; NULL = none, --llm only */
+    const char *reranker_spec; /* cross-encoder of the server's searches:
+                                  react-reflex's rerank stage in checks
+                                  and batches, and Ask's documents
+                                  (gguf:PATH or openai:URL#MODEL); NULL =
+                                  none (the first stage's order) */
     const char *nli_spec;      /* verifier of POST /v1/ask: gguf:PATH (an
                                   NLI classifier) or "llm" (the prompted
                                   judge); NULL = MEDTRUST_NLI, else "llm" */

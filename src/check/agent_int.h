@@ -60,6 +60,8 @@ struct run {
     const char *note_id;        /* borrowed mt_note.id, for params.on_step */
     const char *const *sources; /* search filter (borrowed) */
     size_t n_sources;
+    const struct mt_meta_cond *meta; /* mt_note.meta (borrowed) */
+    size_t nmeta;
 };
 
 /* Validates one parsed reply; returns 0 when usable, else writes why. */

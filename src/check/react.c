@@ -224,11 +224,29 @@ static enum mt_status observation(struct run *r, const char *q,
     return st;
 }
 
+/* The run's metadata conditions as {KEY: text, or [min, max] for a
+ * range}, or NULL when it has none. */
+static json_t *meta_json(const struct run *r)
+{
+    json_t *o = r->nmeta ? json_object() : NULL;
+    size_t i;
+
+    for (i = 0; o && i < r->nmeta; i++) {
+        const struct mt_meta_cond *c = &r->meta[i];
+
+        json_object_set_new(o, c->key,
+                            c->text ? json_string(c->text)
+                                    : json_pack("[f,f]", c->min, c->max));
+    }
+    return o;
+}
+
 /* The search's trace event: the query, the search mode that ran (bm25,
  * dense, hybrid; none without a corpus) and whether a cross-encoder
- * reranked, the hits' ids and sources, the run's source filter when it
- * has one, and the search's time (medtrust sweep reads hit_sources and
- * ms for the papers' Fig. 3 and Fig. 7). */
+ * reranked, the hits' ids and sources, the run's source filter and
+ * metadata conditions ("meta") when it has them, and the search's time
+ * (medtrust sweep reads hit_sources and ms for the papers' Fig. 3 and
+ * Fig. 7). A reader can run the same search again from it. */
 static json_t *search_event(const struct run *r, const char *q,
                             const char *mode, json_t *ids, json_t *hit_src,
                             double ms)
@@ -238,6 +256,7 @@ static json_t *search_event(const struct run *r, const char *q,
                   "reranked", r->a->ret && mt_retriever_has_reranker(r->a->ret),
                   "hits", ids, "hit_sources", hit_src, "ms", ms);
     json_t *src = r->n_sources ? json_array() : NULL;
+    json_t *meta = meta_json(r);
     size_t i;
 
     for (i = 0; src && i < r->n_sources; i++)
@@ -246,6 +265,10 @@ static json_t *search_event(const struct run *r, const char *q,
         json_object_set_new(o, "sources", src);
     else
         json_decref(src);
+    if (o && meta)
+        json_object_set_new(o, "meta", meta);
+    else
+        json_decref(meta);
     return o;
 }
 

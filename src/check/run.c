@@ -19,6 +19,10 @@ static enum mt_status check_input(const struct mt_agent *a,
 
     if (!n->text || n->text_len == 0)
         return mt_fail(err, MT_EINVAL, "the note is empty");
+    if (n->nmeta > MT_SEARCH_MAX_META || (n->nmeta && !n->meta))
+        return mt_fail(err, MT_EINVAL,
+                       "a note's search takes at most %d metadata conditions",
+                       MT_SEARCH_MAX_META);
     if (n->text_len > a->p.max_note_bytes)
         return mt_fail(err, MT_ELIMIT,
                        "the note is %zu bytes; the limit "
@@ -124,6 +128,8 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
     r->n_sources = n->n_sources ? n->n_sources : r->a->p.n_sources;
     if (r->n_sources > MT_AGENT_MAX_SOURCES)
         r->n_sources = MT_AGENT_MAX_SOURCES;
+    r->meta = n->meta;
+    r->nmeta = n->nmeta;
     r->text = (struct mt_str){n->text, n->text_len};
     r->trace = json_array();
     if (!r->trace)

@@ -52,12 +52,14 @@ static enum mt_search_mode search_mode(struct mt_agent *a)
     return mt_retriever_has_vectors(a->ret) ? MT_SEARCH_HYBRID : MT_SEARCH_BM25;
 }
 
-/* One search, filtered to 'source' (NULL: every source). */
-static enum mt_status search_one(struct mt_agent *a, const char *query,
+/* One search, filtered to 'source' (NULL: every source) and the run's
+ * metadata conditions. */
+static enum mt_status search_one(const struct run *r, const char *query,
                                  enum mt_search_mode mode, const char *source,
                                  struct mt_search_result **res,
                                  struct mt_error *err)
 {
+    struct mt_agent *a = r->a;
     struct mt_search_params sp;
 
     mt_search_default_params(&sp);
@@ -65,6 +67,8 @@ static enum mt_status search_one(struct mt_agent *a, const char *query,
     sp.k = a->p.rerank_k;
     sp.retrieve_k = a->p.retrieve_k;
     sp.source = source;
+    sp.meta = r->meta;
+    sp.nmeta = r->nmeta;
     if (mt_retriever_has_reranker(a->ret))
         sp.rerank_depth = a->p.retrieve_k;
     return mt_retriever_search(a->ret, query, &sp, res, err);
@@ -91,7 +95,7 @@ static enum mt_status search_sources(const struct run *r, const char *query,
     size_t i, n = r->n_sources, k;
 
     for (i = 0; st == MT_OK && i < n; i++)
-        st = search_one(a, query, mode, r->sources[i], &res[i], err);
+        st = search_one(r, query, mode, r->sources[i], &res[i], err);
     for (k = 0; st == MT_OK && k < a->p.rerank_k; k++) {
         size_t best = n;
 
@@ -129,7 +133,7 @@ enum mt_status mtx_agent_search(const struct run *r, const char *query,
     if (r->n_sources > 1) {
         st = search_sources(r, query, m, passages, ids, srcs, err);
     } else {
-        st = search_one(a, query, m, r->n_sources ? r->sources[0] : NULL, &res,
+        st = search_one(r, query, m, r->n_sources ? r->sources[0] : NULL, &res,
                         err);
         if (st == MT_OK)
             st = put_hits(a, res, passages, ids, srcs);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/agent_opts.h"
+#include "cli/search_opts.h"
 #include "core/buf.h"
 #include "medtrust/core.h"
 
@@ -12,6 +13,7 @@
 
 static const struct cli_opt check_opts[] = {
     AGENT_OPTS,
+    CLI_META_FILTER_OPTS, /* react-reflex's searches, as POST /v1/check's */
     {"json", 'j', NULL, "print the result and its trace as one JSON object", 0},
     {NULL, 0, NULL, NULL, 0},
 };
@@ -61,13 +63,17 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
 {
     struct mt_buf b = MT_BUF_INIT(READ_MAX);
     struct mt_check_result r;
-    struct mt_note n = {a->pos[0], NULL, 0, NULL, 0, NULL, 0};
+    struct mt_note n = {a->pos[0], NULL, 0, NULL, 0, NULL, 0, NULL, 0};
+    struct mt_meta_cond c[3];
     enum mt_status st = read_note(a->pos[0], &b, err);
     char *js;
 
     memset(&r, 0, sizeof r);
     n.text = b.data;
     n.text_len = b.len;
+    n.nmeta = mt_search_pubmed_conds(
+        cli_get(a, "author"), cli_get(a, "journal"), cli_get(a, "pub-type"), c);
+    n.meta = n.nmeta ? c : NULL;
     if (st == MT_OK)
         st = mt_agent_check(ag, &n, &r, err);
     /* MT_EMODEL: the fallback verdict is shown, and the exit status is 1 */

@@ -90,12 +90,18 @@ static const struct cli_opt serve_opts[] = {
      "(default: keep the stored setting, initially open)",
      0},
     {"llm-choice", 0, "NAME=SPEC",
-     "another model a question may choose (POST /v1/ask \"model\": NAME; "
+     "another model a request may choose (\"model\": NAME in POST /v1/ask, "
+     "/v1/check and /v1/batch; "
      "the UI offers them); repeat for more, at most 8",
      1},
     {"llm", 'L', "SPEC",
      "model for POST /v1/check and /v1/ask: openai:URL#MODEL or gguf:PATH "
      "(default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",
+     0},
+    {"reranker", 0, "SPEC",
+     "cross-encoder of the server's searches: react-reflex's rerank stage "
+     "(50 first-stage hits, 20 kept) and Ask's documents; gguf:PATH or "
+     "openai:URL#MODEL (default none)",
      0},
     {"nli", 0, "SPEC",
      "verifier of /v1/ask claims: gguf:PATH (NLI classifier) or llm "
@@ -213,6 +219,7 @@ static int serve_run(struct cli_args *a)
         return 1;
     p.llm_choices = choices;
     p.nli_spec = cli_get(a, "nli");
+    p.reranker_spec = cli_get(a, "reranker");
     p.state_url = cli_get(a, "state");
     if (!p.state_url)
         p.state_url = getenv(MT_STATE_ENV);

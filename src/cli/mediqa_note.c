@@ -106,7 +106,8 @@ void mediqa_check(struct mt_agent *agent, const char *id, const char *text,
                   const char *sents, int with_trace, struct mediqa_outcome *o)
 {
     struct mt_note nt = {
-        id, text, strlen(text), sents, sents ? strlen(sents) : 0, NULL, 0};
+        id,   text, strlen(text), sents, sents ? strlen(sents) : 0,
+        NULL, 0,    NULL,         0};
     struct mt_check_result r;
     const struct mt_check_result *got;
     enum mt_status st;

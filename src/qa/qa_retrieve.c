@@ -4,7 +4,6 @@
  * vectors, the source, year, author, journal and publication-type
  * filters (inside the search), whole documents, and reranking of the
  * documents. */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,33 +18,17 @@
 
 /* ==== Documents ==== */
 
-/* The document's link, as VerifAI links PubMed: its own "url" metadata
- * when it has one, else PubMed's page when the id is a PMID (digits). */
+/* The document's link (mt_retriever_url: its "url", else PubMed's page
+ * for a PMID), kept in the run; NULL when it has none. */
 static const char *doc_url(struct qa_run *r, const struct mt_search_hit *h)
 {
-    char *meta = NULL;
-    json_t *o = NULL;
-    const char *u = NULL;
+    char *u = NULL;
     const char *out = NULL;
-    char pm[96];
-    size_t i;
 
-    if (mt_retriever_metadata(r->q->ret, h->chunk_id, &meta, NULL) == MT_OK &&
-        meta)
-        o = json_loads(meta, 0, NULL);
-    mt_free(meta);
-    u = json_string_value(json_object_get(o, "url"));
-    if (u && (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
+    if (mt_retriever_url(r->q->ret, h, &u, NULL) == MT_OK && u)
         out = mtx_qa_keep(r, u, strlen(u));
-    json_decref(o);
-    if (out)
-        return out;
-    for (i = 0; h->doc_id[i] && isdigit((unsigned char)h->doc_id[i]); i++)
-        ;
-    if (i == 0 || h->doc_id[i] || i > 12)
-        return NULL;
-    snprintf(pm, sizeof pm, "https://pubmed.ncbi.nlm.nih.gov/%s/", h->doc_id);
-    return mtx_qa_keep(r, pm, strlen(pm));
+    mt_free(u);
+    return out;
 }
 
 static enum mt_status add_doc(struct qa_run *r, const struct mt_search_hit *h)

@@ -2,11 +2,14 @@
  * under one lock, the reranker, and whole documents rebuilt from chunks.
  * The one place that turns "a store directory" into "search it from any
  * thread" for the checker, question answering, the server and the CLI. */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "core/buf.h"
 #include "medtrust/core.h"
@@ -392,6 +395,44 @@ enum mt_status mt_retriever_metadata(struct mt_retriever *r, int64_t chunk_id,
     if (w)
         give_back(r, w);
     return st;
+}
+
+/* The "url" of a metadata JSON text when it is an http(s) address. */
+static char *meta_url(const char *meta)
+{
+    json_t *o = meta ? json_loads(meta, 0, NULL) : NULL;
+    const char *u = json_string_value(json_object_get(o, "url"));
+    char *out = NULL;
+
+    if (u && (strncmp(u, "https://", 8) == 0 || strncmp(u, "http://", 7) == 0))
+        out = mt_strdup(u);
+    json_decref(o);
+    return out;
+}
+
+enum mt_status mt_retriever_url(struct mt_retriever *r,
+                                const struct mt_search_hit *h, char **url,
+                                struct mt_error *err)
+{
+    char *meta = NULL;
+    char pm[64];
+    size_t i;
+    enum mt_status st = mt_retriever_metadata(r, h->chunk_id, &meta, err);
+
+    *url = NULL;
+    if (st != MT_OK)
+        return st;
+    *url = meta_url(meta);
+    mt_free(meta);
+    if (*url)
+        return MT_OK;
+    for (i = 0; h->doc_id[i] && isdigit((unsigned char)h->doc_id[i]); i++)
+        ;
+    if (i == 0 || h->doc_id[i] || i > 12)
+        return MT_OK;
+    snprintf(pm, sizeof pm, "https://pubmed.ncbi.nlm.nih.gov/%s/", h->doc_id);
+    *url = mt_strdup(pm);
+    return *url ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
 }
 
 enum mt_status mtx_retrieve_join_overlap(struct mt_buf *a, const char *b,

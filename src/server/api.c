@@ -139,11 +139,12 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
     mtx_srv_json(
         rs, 200,
-        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o}", "llm", "default",
+        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b}", "llm", "default",
                   spec_json(llm && *llm ? llm : s->llm_spec), "roles",
                   role_specs(), "embedder", e, "index_build", index_build(s),
                   "check", check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
-                  spec_json(nli && *nli ? nli : "llm")));
+                  spec_json(nli && *nli ? nli : "llm"), "reranker",
+                  mt_retriever_has_reranker(s->ret)));
 }
 
 /* ==== Sources ==== */
@@ -188,13 +189,21 @@ void mtx_srv_sources(struct mt_server *s, struct srv_req *rq,
 
 /* ==== Search ==== */
 
-static json_t *hit_json(const struct mt_search_hit *h)
+/* The object `medtrust search --json` prints, plus "url": the document's
+ * link (its "url" metadata, else PubMed's page for a PMID; null when it
+ * has neither), which the Search page links. */
+static json_t *hit_json(struct mt_server *s, const struct mt_search_hit *h)
 {
-    /* The same object as `medtrust search --json` prints. */
-    return json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s}", "rank", (int)h->rank,
-                     "doc_id", h->doc_id, "chunk_id", (json_int_t)h->chunk_id,
-                     "score", h->score, "title", h->title, "text", h->text,
-                     "source", h->source);
+    char *url = NULL;
+    json_t *o;
+
+    (void)mt_retriever_url(s->ret, h, &url, NULL); /* none: null */
+    o = json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank", (int)h->rank,
+                  "doc_id", h->doc_id, "chunk_id", (json_int_t)h->chunk_id,
+                  "score", h->score, "title", h->title, "text", h->text,
+                  "source", h->source, "url", url);
+    mt_free(url);
+    return o;
 }
 
 static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
@@ -263,13 +272,13 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     return 0;
 }
 
-static json_t *hits_json(const struct mt_search_result *r)
+static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r)
 {
     json_t *a = json_array();
     size_t i;
 
     for (i = 0; a && i < r->n; i++)
-        if (json_array_append_new(a, hit_json(&r->hits[i])) != 0) {
+        if (json_array_append_new(a, hit_json(s, &r->hits[i])) != 0) {
             json_decref(a);
             return NULL;
         }
@@ -310,7 +319,7 @@ void mtx_srv_search(struct mt_server *s, struct srv_req *rq,
     st = mt_retriever_search(s->ret, q, &p, &r, &err);
     if (st == MT_OK) {
         search_audit(s, rq, q, &p, r->n);
-        mtx_srv_json(rs, 200, hits_json(r));
+        mtx_srv_json(rs, 200, hits_json(s, r));
     } else {
         mtx_srv_fail(rs, st, &err);
     }

@@ -28,6 +28,7 @@ struct batch_arg {
     int64_t run;
     enum mt_strategy strat;
     double set[4]; /* mt_srv_check_fields' values */
+    int model;     /* "model": an --llm-choice index, -1 = --llm */
     char name[128];
     char dir[4096];    /* DB/batches/run-ID */
     int has_bleurt;    /* DIR/bleurt.txt: per-pair BLEURT scores */
@@ -328,7 +329,8 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     char *jp = file_path(a, "journal.jsonl");
     FILE *f = jp ? fopen(jp, "ab") : NULL;
     enum mt_status st =
-        f ? mtx_srv_checker(a->s, a->strat, a->set, &agent, &own, err)
+        f ? mtx_srv_checker(a->s, a->strat, a->set, MT_AGENT_SEARCH_AUTO,
+                            a->model, &agent, &own, err)
           : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
     size_t i;
 
@@ -415,19 +417,35 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== Starting and resuming ==== */
 
-/* The settings a resume needs, in DIR/params.json. */
+/* The settings a resume needs, in DIR/params.json; the model by its
+ * --llm-choice name (null: the server's --llm). */
 static char *params_text(const struct batch_arg *a)
 {
     json_t *o = json_pack(
-        "{s:s,s:s,s:b,s:b,s:[ffff]}", "strategy", mt_strategy_str(a->strat),
-        "name", a->name, "bleurt", a->has_bleurt, "bertscore", a->has_bertscore,
-        "settings", a->set[0], a->set[1], a->set[2], a->set[3]);
+        "{s:s,s:s,s:b,s:b,s:[ffff],s:s?}", "strategy",
+        mt_strategy_str(a->strat), "name", a->name, "bleurt", a->has_bleurt,
+        "bertscore", a->has_bertscore, "settings", a->set[0], a->set[1],
+        a->set[2], a->set[3], "model", mtx_srv_model_name(a->s, a->model));
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
     char *out = t ? mt_strdup(t) : NULL;
 
     free(t);
     json_decref(o);
     return out;
+}
+
+/* The model params.json names: -1 when none; a name this server no longer
+ * offers cannot resume. */
+static enum mt_status params_model(struct batch_arg *a, json_t *v,
+                                   struct mt_error *err)
+{
+    a->model = mtx_srv_model_find(a->s, json_string_value(v));
+    if (a->model >= 0 || !json_is_string(v))
+        return MT_OK;
+    return mt_fail(err, MT_EINVAL,
+                   "the batch ran on model '%s', which this server does not "
+                   "offer (serve --llm-choice %s=SPEC)",
+                   json_string_value(v), json_string_value(v));
 }
 
 static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
@@ -451,6 +469,8 @@ static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
                      a->dir);
     for (i = 0; st == MT_OK && i < 4; i++)
         a->set[i] = json_number_value(json_array_get(set, i));
+    if (st == MT_OK)
+        st = params_model(a, json_object_get(o, "model"), err);
     if (st == MT_OK) {
         snprintf(a->name, sizeof a->name, "%s", name);
         a->has_bleurt = json_is_true(json_object_get(o, "bleurt"));
@@ -535,8 +555,8 @@ static int bad_scores(json_t *o, const char *name)
     return v && !json_is_string(v);
 }
 
-/* Reads {"data","strategy","name","bleurt","bertscore"} and the check
- * settings. */
+/* Reads {"data","strategy","name","bleurt","bertscore","model"} and the
+ * check settings. */
 static int read_body(struct mt_server *s, const struct srv_req *rq,
                      struct srv_resp *rs, json_t **o, struct batch_arg *a)
 {
@@ -558,7 +578,8 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
         mtx_srv_error(rs, 400,
                       "\"%s\" must be the text of a per-pair score file",
                       bad_scores(*o, "bleurt") ? "bleurt" : "bertscore");
-    else if (mtx_srv_check_settings(*o, a->set, rs) == 0) {
+    else if (mtx_srv_check_settings(*o, a->set, rs) == 0 &&
+             mtx_srv_model_read(s, *o, &a->model, rs) == 0) {
         snprintf(a->name, sizeof a->name, "%s",
                  name && *name ? name : mt_strategy_str(a->strat));
         a->has_bleurt = json_is_string(json_object_get(*o, "bleurt"));
@@ -616,7 +637,7 @@ void mtx_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         return;
     }
     csv = json_string_value(json_object_get(o, "data"));
-    if (!mtx_srv_check_models(s, a->strat, rs) ||
+    if (!mtx_srv_check_models(s, a->strat, a->model, rs) ||
         (st = check_csv(csv, &err)) != MT_OK ||
         !(id = create_run(s, rq, csv, &err))) {
         if (!rs->body)

@@ -47,7 +47,11 @@ struct check_arg {
     char id[32]; /* "run-ID": the note id that routes steps to the job */
     char *sources[MT_AGENT_MAX_SOURCES]; /* "source" filter, or none */
     size_t n_sources;
-    int search_mode; /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
+    int search_mode;      /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
+    int model;            /* "model": an --llm-choice index, -1 = --llm */
+    struct srv_meta meta; /* "author", "journal", "publication_type" */
+    struct mt_meta_cond conds[3]; /* meta's that are set, for the search */
+    size_t nconds;
 };
 
 const char *mtx_srv_llm_spec(const struct mt_server *s, const char *role)
@@ -66,49 +70,117 @@ static const char *const *strategy_roles(enum mt_strategy st)
 
 /* ==== Steps: the agent's trace records become "step" events ==== */
 
-static json_t *passage_json(const struct mt_search_hit *h)
+/* A passage the UI shows, with its document's link (mt_retriever_url). */
+static json_t *passage_json(struct mt_server *s, const struct mt_search_hit *h)
 {
     size_t n = mtx_utf8_cut(h->text, strlen(h->text), PASSAGE_CHARS);
-    json_t *o =
-        json_pack("{s:s,s:s?,s:s#,s:b}", "doc_id", h->doc_id, "title", h->title,
-                  "text", h->text, (int)n, "cut", n < strlen(h->text));
+    char *url = NULL;
+    json_t *o;
 
+    (void)mt_retriever_url(s->ret, h, &url, NULL); /* none: null */
+    o = json_pack("{s:s,s:s?,s:s#,s:b,s:s?}", "doc_id", h->doc_id, "title",
+                  h->title, "text", h->text, (int)n, "cut", n < strlen(h->text),
+                  "url", url);
+    mt_free(url);
     return o;
 }
 
-/* The trace keeps only the ids of a search's hits. The checker searched
- * this same store in the mode the step names (retrieve 50, keep 20), so
- * running the query again so here finds the same passages for the UI to
- * show. */
+/* The search conditions a step's "meta" records (check/react.c's
+ * meta_json: KEY: text, or [min, max]) into c; returns how many. */
+static size_t step_conds(json_t *step, struct mt_meta_cond *c)
+{
+    json_t *meta = json_object_get(step, "meta");
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+
+    json_object_foreach(meta, key, v)
+    {
+        if (n == MT_SEARCH_MAX_META)
+            break;
+        memset(&c[n], 0, sizeof c[n]);
+        c[n].key = key;
+        c[n].text = json_string_value(v);
+        c[n].min = json_number_value(json_array_get(v, 0));
+        c[n].max = json_number_value(json_array_get(v, 1));
+        n += c[n].text || json_array_size(v) == 2;
+    }
+    return n;
+}
+
+/* Appends to 'out' the passage of each of the step's hit ids (in their
+ * order) that result r holds and 'out' does not yet. */
+static void put_passages(struct mt_server *s, const struct mt_search_result *r,
+                         json_t *ids, json_t *found, json_t *out)
+{
+    size_t i, k;
+
+    for (i = 0; i < json_array_size(ids); i++) {
+        const char *id = json_string_value(json_array_get(ids, i));
+
+        if (!id || json_is_true(json_array_get(found, i)))
+            continue;
+        for (k = 0; k < r->n && strcmp(r->hits[k].doc_id, id); k++)
+            ;
+        if (k < r->n) {
+            json_array_set_new(out, i, passage_json(s, &r->hits[k]));
+            json_array_set_new(found, i, json_true());
+        }
+    }
+}
+
+/* The trace keeps only the ids of a search's hits. The step records what
+ * the checker's search was (the query, its mode, whether the server's
+ * cross-encoder reranked it, the source filter and the metadata
+ * conditions), and the server's checkers search as check/search.c does
+ * with the defaults (retrieve 50, keep 20, rerank all 50), so running the
+ * same search again here, one per source, finds the same passages for
+ * the UI to show. A reranked step must be reranked again: the
+ * first-stage top k is another list. */
 static void add_passages(struct mt_server *s, json_t *step)
 {
     const char *q = json_string_value(json_object_get(step, "query"));
     json_t *ids = json_object_get(step, "hits");
+    json_t *srcs = json_object_get(step, "sources");
+    size_t n = json_array_size(ids), nsrc = json_array_size(srcs), i;
+    struct mt_meta_cond c[MT_SEARCH_MAX_META];
     struct mt_search_params p;
-    struct mt_search_result *r = NULL;
-    json_t *out = json_array();
-    size_t i, k;
+    json_t *out = json_array(), *found = json_array(), *pass = json_array();
 
-    if (!q || !json_array_size(ids) || !out) {
+    for (i = 0; out && found && i < n; i++)
+        if (json_array_append_new(out, json_null()) != 0 ||
+            json_array_append_new(found, json_false()) != 0)
+            break;
+    if (!q || !n || i < n || !pass) {
         json_decref(out);
+        json_decref(found);
+        json_decref(pass);
         return;
     }
     mt_search_default_params(&p);
     if (mt_search_mode_parse(json_string_value(json_object_get(step, "mode")),
                              &p.mode) != MT_OK)
         p.mode = MT_SEARCH_BM25;
-    p.k = (uint32_t)json_array_size(ids);
+    p.k = (uint32_t)n;
     p.retrieve_k = p.k > 50 ? p.k : 50;
-    if (mt_retriever_search(s->ret, q, &p, &r, NULL) == MT_OK)
-        for (i = 0; i < r->n && i < json_array_size(ids); i++) {
-            const char *id = json_string_value(json_array_get(ids, i));
-            for (k = 0; k < r->n && id && strcmp(r->hits[k].doc_id, id); k++)
-                ;
-            if (k < r->n)
-                json_array_append_new(out, passage_json(&r->hits[k]));
-        }
-    mt_search_result_free(r);
-    json_object_set_new(step, "passages", out);
+    if (json_is_true(json_object_get(step, "reranked")))
+        p.rerank_depth = p.retrieve_k;
+    p.nmeta = step_conds(step, c);
+    p.meta = p.nmeta ? c : NULL;
+    for (i = 0; i < (nsrc ? nsrc : 1); i++) {
+        struct mt_search_result *r = NULL;
+
+        p.source = json_string_value(json_array_get(srcs, i));
+        if (mt_retriever_search(s->ret, q, &p, &r, NULL) == MT_OK)
+            put_passages(s, r, ids, found, out);
+        mt_search_result_free(r);
+    }
+    for (i = 0; i < n; i++) /* ids no search found again are left out */
+        if (json_is_object(json_array_get(out, i)))
+            json_array_append(pass, json_array_get(out, i));
+    json_decref(out);
+    json_decref(found);
+    json_object_set_new(step, "passages", pass);
 }
 
 /* The live job of the check whose note id is "run-ID" (a reference the
@@ -164,7 +236,7 @@ static int cancelled(void *user, const char *note_id)
 /* Opens a checker; 'set' (mt_srv_check_fields' values) or NULL for the
  * defaults. */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 const double *set, int mode,
+                                 const double *set, int mode, int model,
                                  struct mt_agent **out, struct mt_error *err)
 {
     struct mt_agent_params p;
@@ -172,8 +244,8 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
 
     mt_agent_default_params(&p);
     p.strategy = st;
-    p.llm_spec = s->llm_spec;
-    p.db_dir = has_index ? s->db_dir : NULL; /* react-reflex's search() */
+    p.llm_spec = mtx_srv_model_spec(s, model); /* MEDTRUST_LLM_<ROLE> wins */
+    p.db_dir = has_index ? s->db_dir : NULL;   /* react-reflex's search() */
     p.retriever = has_index ? s->ret : NULL;
     p.on_step = on_step;
     p.on_step_user = s;
@@ -203,46 +275,40 @@ static int custom_settings(enum mt_strategy st, const double *set, int mode)
     return 0;
 }
 
-/* The checker for a job: the shared one of strategy 'st' (opened on first
- * use), or, for settings of its own, a new one in *own that the job
- * closes. Opening one per job costs a model open (cheap for openai:, a
- * model load for gguf:); the defaults never pay it. */
-enum mt_status mtx_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
-                                    const double *set, int mode,
-                                    struct mt_agent **out,
-                                    struct mt_agent **own, struct mt_error *err)
+/* The checker for a job: the shared one of strategy 'st' and model
+ * 'model' (opened on first use), or, for settings of its own, a new one in
+ * *own that the job closes. Opening one per job costs a model open (cheap
+ * for openai:, a model load for gguf:); the defaults never pay it. */
+enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
+                               const double *set, int mode, int model,
+                               struct mt_agent **out, struct mt_agent **own,
+                               struct mt_error *err)
 {
+    struct mt_agent **shared = &s->agents[model + 1][st];
     enum mt_status rc = MT_OK;
 
     if (custom_settings(st, set, mode)) {
-        rc = agent_open(s, st, set, mode, own, err);
+        rc = agent_open(s, st, set, mode, model, own, err);
         *out = *own;
         return rc;
     }
     pthread_mutex_lock(&s->agent_mu);
-    if (!s->agents[st])
-        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, &s->agents[st], err);
-    *out = s->agents[st];
+    if (!*shared)
+        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, model, shared, err);
+    *out = *shared;
     pthread_mutex_unlock(&s->agent_mu);
     return rc;
 }
 
-enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, struct mt_agent **out,
-                               struct mt_agent **own, struct mt_error *err)
-{
-    return mtx_srv_checker_mode(s, st, set, MT_AGENT_SEARCH_AUTO, out, own,
-                                err);
-}
-
 void mtx_srv_agents_close(struct mt_server *s)
 {
-    size_t i;
+    size_t m, i;
 
-    for (i = 0; i < 3; i++) {
-        mt_agent_close(s->agents[i]);
-        s->agents[i] = NULL;
-    }
+    for (m = 0; m < 1 + SRV_MODELS_MAX; m++)
+        for (i = 0; i < 3; i++) {
+            mt_agent_close(s->agents[m][i]);
+            s->agents[m][i] = NULL;
+        }
 }
 
 /* ==== The job ==== */
@@ -265,9 +331,9 @@ static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct check_arg *a = arg;
-    struct mt_note n = {a->id,        a->note, a->len,
-                        a->sentences, a->slen, (const char *const *)a->sources,
-                        a->n_sources};
+    struct mt_note n = {a->id,        a->note,  a->len,
+                        a->sentences, a->slen,  (const char *const *)a->sources,
+                        a->n_sources, a->conds, a->nconds};
     struct mt_check_result r;
     enum mt_status st = mt_agent_check(a->agent, &n, &r, err);
     char *txt = st == MT_OK ? mt_check_result_json(&r, 1) : NULL;
@@ -349,9 +415,11 @@ static int read_mode(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads {"note","strategy","sentences","source","search_mode"} and the
- * settings of mt_srv_check_fields into a new job argument. */
-static struct check_arg *read_body(const struct srv_req *rq,
+/* Reads {"note","strategy","sentences","source","search_mode","author",
+ * "journal","publication_type","model"} and the settings of mt_srv_check_fields
+ * into a new job argument. */
+static struct check_arg *read_body(struct mt_server *s,
+                                   const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
 {
     json_t *o = NULL;
@@ -382,9 +450,13 @@ static struct check_arg *read_body(const struct srv_req *rq,
         a->slen = sents ? strlen(sents) : 0;
         a->sentences = sents ? mt_strdup(sents) : NULL;
         if (!a->note || (sents && !a->sentences) ||
-            read_sources(o, a, rs) != 0 || read_mode(o, a, rs) != 0) {
+            read_sources(o, a, rs) != 0 || read_mode(o, a, rs) != 0 ||
+            mtx_srv_meta_read(o, &a->meta, rs) != 0 ||
+            mtx_srv_model_read(s, o, &a->model, rs) != 0) {
             arg_free(a);
             a = NULL;
+        } else {
+            a->nconds = mtx_srv_meta_conds(&a->meta, a->conds);
         }
     }
     if (!a && rs->status != 400)
@@ -393,11 +465,13 @@ static struct check_arg *read_body(const struct srv_req *rq,
     return a;
 }
 
-int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st,
+int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs)
 {
     const char *const *r;
 
+    if (model >= 0)
+        return 1; /* every role has the chosen model's spec */
     for (r = strategy_roles(st); *r; r++)
         if (!mtx_srv_llm_spec(s, *r))
             break;
@@ -510,15 +584,15 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
     memset(&rs, 0, sizeof rs);
     rq.body = body;
     rq.body_len = strlen(body);
-    a = read_body(&rq, &rs, &strat);
-    if (a && !mtx_srv_check_models(s, strat, &rs)) {
+    a = read_body(s, &rq, &rs, &strat);
+    if (a && !mtx_srv_check_models(s, strat, a->model, &rs)) {
         arg_free(a);
         a = NULL;
     }
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
-                             &a->own, err) != MT_OK) {
+    if (mtx_srv_checker(s, strat, a->set, a->search_mode, a->model, &a->agent,
+                        &a->own, err) != MT_OK) {
         arg_free(a);
         return err->status;
     }
@@ -535,31 +609,31 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
 {
     struct mt_error err = {MT_OK, ""};
     enum mt_strategy strat;
-    struct check_arg *a = read_body(rq, rs, &strat);
+    struct check_arg *a = read_body(s, rq, rs, &strat);
     char ev[64];
+    int model;
 
     if (!a)
         return;
-    if (!mtx_srv_check_models(s, strat, rs)) {
+    if (!mtx_srv_check_models(s, strat, a->model, rs) ||
+        !mode_usable(s, strat, a, rs)) {
         arg_free(a);
         return;
     }
-    if (!mode_usable(s, strat, a, rs)) {
-        arg_free(a);
-        return;
-    }
-    if (mtx_srv_checker_mode(s, strat, a->set, a->search_mode, &a->agent,
-                             &a->own, &err) != MT_OK) {
+    if (mtx_srv_checker(s, strat, a->set, a->search_mode, a->model, &a->agent,
+                        &a->own, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;
     }
+    model = a->model; /* submit takes a */
     id = submit(s, rq, rs, a, strat);
     if (!id)
         return;
     snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
     mtx_srv_json(rs, 202,
-                 json_pack("{s:I,s:s,s:s,s:s}", "run_id", (json_int_t)id,
+                 json_pack("{s:I,s:s,s:s,s:s,s:s?}", "run_id", (json_int_t)id,
                            "status", "queued", "strategy",
-                           mt_strategy_str(strat), "events", ev));
+                           mt_strategy_str(strat), "events", ev, "model",
+                           mtx_srv_model_name(s, model)));
 }

@@ -1,5 +1,6 @@
 /* The models a request may choose (serve --llm-choice NAME=SPEC, one a
- * line in mt_server_params.llm_choices): POST /v1/ask takes "model": NAME,
+ * line in mt_server_params.llm_choices): POST /v1/ask, /v1/check and
+ * /v1/batch take "model": NAME,
  * GET /v1/limits lists the names, and the UI's panel offers them when
  * there are any. Without "model" a request uses the server's --llm. */
 #include <stdio.h>
@@ -79,20 +80,33 @@ void mtx_srv_models_free(struct mt_server *s)
     s->nchoices = 0;
 }
 
+int mtx_srv_model_find(const struct mt_server *s, const char *name)
+{
+    size_t i;
+
+    for (i = 0; name && i < s->nchoices; i++)
+        if (strcmp(s->choice_name[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+const char *mtx_srv_model_name(const struct mt_server *s, int model)
+{
+    return model >= 0 && (size_t)model < s->nchoices ? s->choice_name[model]
+                                                     : NULL;
+}
+
 int mtx_srv_model_read(struct mt_server *s, json_t *o, int *model,
                        struct srv_resp *rs)
 {
     json_t *v = json_object_get(o, "model");
-    size_t i;
 
     *model = -1;
     if (!v || json_is_null(v))
         return 0;
-    for (i = 0; json_is_string(v) && i < s->nchoices; i++)
-        if (strcmp(s->choice_name[i], json_string_value(v)) == 0) {
-            *model = (int)i;
-            return 0;
-        }
+    *model = mtx_srv_model_find(s, json_string_value(v));
+    if (*model >= 0)
+        return 0;
     mtx_srv_error(rs, 400,
                   "\"model\" must name one of the server's models (GET "
                   "/v1/limits lists them: %zu configured with --llm-choice)",

@@ -290,14 +290,18 @@ static void state_wait_stop(struct mt_server *s)
 }
 
 /* The server's one retriever, lazy: the index may be built after the
- * server starts, and the embedder loads on the first dense query. */
+ * server starts, and the embedder loads on the first dense query. The
+ * reranker (--reranker) opens now, so a bad one stops the start; the
+ * retriever keeps its own copy of the spec. */
 static enum mt_status open_retriever(struct mt_server *s, struct mt_error *err)
 {
     struct mt_retriever_params rp;
 
     mt_retriever_default_params(&rp);
     rp.db_dir = s->db_dir;
+    rp.reranker_spec = s->p.reranker_spec;
     rp.lazy = 1;
+    s->p.reranker_spec = NULL; /* the caller's; mt_retriever_has_reranker */
     return mt_retriever_open(&rp, &s->ret, err);
 }
 

@@ -157,6 +157,10 @@ void mtx_srv_models_free(struct mt_server *s);
  * a 400 when it names no model of the server. */
 int mtx_srv_model_read(struct mt_server *s, json_t *o, int *model,
                        struct srv_resp *rs);
+/* The index of the --llm-choice named 'name', or -1 (none, or NULL). */
+int mtx_srv_model_find(const struct mt_server *s, const char *name);
+/* The name of model 'model', NULL for -1 (the server's --llm). */
+const char *mtx_srv_model_name(const struct mt_server *s, int model);
 /* The spec of model 'model' (-1: the server's --llm, may be NULL). */
 const char *mtx_srv_model_spec(const struct mt_server *s, int model);
 /* The names a request may choose, as a JSON array. */
@@ -215,9 +219,10 @@ struct mt_server {
     int jobs_cancel; /* running jobs should give up */
     size_t mirrors;  /* mirror threads running (jobs.c) */
     struct srv_queue *queue; /* with a shared state (shared_jobs.c) */
-    /* note checkers, one per strategy, opened on first use (check.c) */
+    /* note checkers, one per strategy and model (agents[0]: --llm,
+     * agents[1 + i]: --llm-choice i), opened on first use (check.c) */
     pthread_mutex_t agent_mu;
-    struct mt_agent *agents[3];
+    struct mt_agent *agents[1 + SRV_MODELS_MAX][3];
     char *llm_spec;
     /* the question answerer, opened on first use (ask.c), and one per
      * chosen model (models.c) */
@@ -388,23 +393,20 @@ int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
 
 /* Reads mt_srv_check_fields into set[]; -1 after a 400. */
 int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
-/* 1 when every role of strategy 'st' has a model, else sets a 503 that
- * says what to configure and returns 0. */
-int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st,
+/* 1 when every role of strategy 'st' has a model (always, for a chosen
+ * --llm-choice 'model' >= 0), else sets a 503 that says what to configure
+ * and returns 0. */
+int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
-/* The checker for a job: the shared one of strategy 'st' (opened on first
- * use), or, for settings 'set' of its own, a new one in *own that the
- * caller closes. */
+/* The checker for a job of strategy 'st' on model 'model' (-1: --llm, or
+ * an --llm-choice index): the shared one (opened on first use), or, for
+ * settings 'set' or a react-reflex search mode (mt_agent_params.
+ * search_mode) other than MT_AGENT_SEARCH_AUTO, a new one in *own that
+ * the caller closes. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, struct mt_agent **out,
-                               struct mt_agent **own, struct mt_error *err);
-/* The same with react-reflex's search mode (mt_agent_params.search_mode):
- * one other than MT_AGENT_SEARCH_AUTO opens a checker of its own. */
-enum mt_status mtx_srv_checker_mode(struct mt_server *s, enum mt_strategy st,
-                                    const double *set, int mode,
-                                    struct mt_agent **out,
-                                    struct mt_agent **own,
-                                    struct mt_error *err);
+                               const double *set, int mode, int model,
+                               struct mt_agent **out, struct mt_agent **own,
+                               struct mt_error *err);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
  * --json` does into *json (caller frees) and writes the HTML report to

@@ -128,7 +128,7 @@ void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
         rs, 200,
         json_pack(
             "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
-            "s:{s:o,s:I,s:[sss]},s:{s:I,s:I}}",
+            "s:{s:o,s:I,s:I,s:[sss]},s:{s:I,s:I}}",
             "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
             "models", mtx_srv_models_json(s), "search", "fields",
             mtx_srv_fields_json(mt_srv_search_fields, mt_srv_search_nfields),
@@ -141,8 +141,9 @@ void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
             (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
             "check", "fields",
             mtx_srv_fields_json(mt_srv_check_fields, mt_srv_check_nfields),
-            "note_bytes", (json_int_t)SRV_NOTE_MAX, "strategies",
-            "react-reflex", "guards", "single", "batch", "notes_max",
+            "note_bytes", (json_int_t)SRV_NOTE_MAX, "filter_bytes",
+            (json_int_t)(SRV_FILTER_MAX - 1), "strategies", "react-reflex",
+            "guards", "single", "batch", "notes_max",
             (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
             (json_int_t)s->p.max_body));
 }

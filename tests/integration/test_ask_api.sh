@@ -193,8 +193,15 @@ hits = json.load(open(sys.argv[1]))["hits"]
 docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[2])}
 assert len(hits) == 5, hits
 assert all("Author 3" in docs[h["doc_id"]]["authors"] for h in hits)
+def url(d):
+    u = d.get("url") or ""
+    if u.startswith(("http://", "https://")):
+        return u
+    i = d["id"]
+    return "https://pubmed.ncbi.nlm.nih.gov/%s/" % i if i.isdigit() else None
+assert all(h["url"] == url(docs[h["doc_id"]]) for h in hits), hits
 PY
-    ok "/v1/search: every hit has the author asked for"
+    ok "/v1/search: every hit has the author asked for, and its url"
 else not_ok "/v1/search author" "$(head -c 400 "$TMP/body")"; fi
 expect "limits" 200 "${A[@]}" "$U/v1/limits"
 if py "$TMP/body" <<'PY'; then

@@ -161,3 +161,39 @@ else not_ok "cancel and resume" "$(head -c 300 "$TMP/cancel.run")" \
     "$(head -c 300 "$TMP/resume.run") before=$done_before calls=$calls"; fi
 expect "resuming a run that is not a batch is 404 or 409" 404 "${A[@]}" \
     -X POST "$U/v1/runs/999999/resume"
+
+# ==== "model": a batch on a --llm-choice, kept across a resume ====
+# The server's own --llm is a dead port; the batch names model alt (the
+# slow stub), is cancelled after two notes and resumed: every note is
+# checked on alt (none fails), as mediqa on the stub writes them.
+serve_start pick --llm "openai:http://127.0.0.1:9/v1#none" \
+    --llm-choice "alt=$SPEC" --data-dir "$TMP/logs3"
+expect "a batch on a model the server lacks is 400" 400 "${A[@]}" \
+    "$U/v1/batch" -d "$(body "$TMP/s6.csv" '{"model":"nope"}')"
+expect "a batch on model alt is queued" 202 "${A[@]}" "$U/v1/batch" \
+    -d "$(body "$TMP/s6.csv" '{"model":"alt"}')"
+RUN=$(run_id)
+events "$RUN" pick &
+spid=$!
+for _ in $(seq 200); do
+    grep -q '"done":2' "$TMP/pick.sse" 2>/dev/null && break
+    sleep 0.1
+done
+expect "cancel the batch on model alt (202)" 202 "${A[@]}" -X POST \
+    "$U/v1/runs/$RUN/cancel"
+wait $spid
+expect "resume it (202)" 202 "${A[@]}" -X POST "$U/v1/runs/$RUN/resume"
+events "$RUN" pick2
+curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/pick.run"
+if py "$TMP/pick.run" "$TMP/db/batches/run-$RUN/params.json" \
+    "$TMP/db/batches/run-$RUN/submission.txt" "$TMP/cli.txt" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "done", r
+b = r["result"]["batch"]
+assert b["failed"] == 0 and b["resumed"] >= 2 and b["notes"] == 6, b
+assert json.load(open(sys.argv[2]))["model"] == "alt"
+assert open(sys.argv[3]).read() == open(sys.argv[4]).read()
+PY
+    ok "a batch runs on the model it names, and resumes on it"
+else not_ok "batch model" "$(head -c 400 "$TMP/pick.run")"; fi

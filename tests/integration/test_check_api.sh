@@ -142,6 +142,116 @@ PY
     ok "a check's settings give the CLI's result with the same options"
 else not_ok "check settings" "$(head -c 400 "$TMP/set.run")"; fi
 
+# ==== Metadata filters: MedReAct's searches see only matching documents ====
+# "author" and "publication_type" reach react-reflex's search() inside the
+# search (the step records them), every hit is such a document, the
+# passages shown are the hits, and the result is `check --author
+# --pub-type`'s.
+META='"author":"author 3","publication_type":"review"'
+expect "a check with author and publication-type filters is 202" 202 \
+    "${A[@]}" "$U/v1/check" -d "$(body react-reflex | sed "s/}\$/,$META}/")"
+RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/meta.sse"
+curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/meta.run"
+"$MT" check --llm "$SPEC" --db "$TMP/db" --json --author "author 3" \
+    --pub-type review "$TMP/note.txt" >"$TMP/meta.cli" 2>"$TMP/meta.err"
+if python3 - "$TMP/meta.sse" "$TMP/meta.run" "$TMP/meta.cli" "$TMP/c.jsonl" \
+    "$TMP/react-reflex.cli" <<'PY'; then
+import json, sys
+sse, run, cli, corpus, plain = sys.argv[1:]
+docs = {json.loads(l)["id"]: json.loads(l) for l in open(corpus)}
+steps = []
+for block in open(sse).read().split("\n\n"):
+    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+    if lines.get("event") == "step":
+        steps.append(json.loads(lines["data"]))
+search = [d for d in steps if d["step"] == "search"]
+assert search, [d["step"] for d in steps]
+for d in search:
+    assert d["meta"] == {"authors": "author 3", "publication_types": "review"}, d
+    assert d["hits"], d
+    for h in d["hits"]:
+        assert "Author 3" in docs[h]["authors"], (h, docs[h]["authors"])
+        assert docs[h]["publication_types"] == ["Review"], h
+    assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
+api = json.load(open(run))["result"]
+want = json.load(open(cli))
+strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
+assert strip(api.pop("trace")) == strip(want.pop("trace"))
+assert api == want, (api, want)
+first = lambda t: [s for s in t if s["step"] == "search"][0]["hits"]
+assert first(json.load(open(plain))["trace"]) != search[0]["hits"]
+PY
+    ok "check filters: every search hit has the author and type asked for, as check --author --pub-type"
+else not_ok "check with metadata filters" "$(head -c 600 "$TMP/meta.sse") $(cat "$TMP/meta.err")"; fi
+expect "a non-string author filter is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"x.","author":7}'
+
+# ==== serve --reranker and --llm-choice for checks ====
+# The tiny GGUF cross-encoder reranks MedReAct's searches on the server as
+# `check --reranker` does; each step's passages are its reranked hits (the
+# passage view runs the reranked search again, not the first stage); the
+# "model" of a check picks a --llm-choice: the same stub gives the CLI's
+# result, a dead one fails the run.
+MAIN_U=$U
+MAIN_A=("${A[@]}")
+if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" rerank "$TMP/rr.gguf" \
+    third_party/llama.cpp/models >/dev/null 2>&1; then
+    serve_start rr --llm "openai:http://127.0.0.1:9/v1#none" \
+        --reranker "gguf:$TMP/rr.gguf" --llm-choice "alt=$SPEC" \
+        --llm-choice "dead=openai:http://127.0.0.1:9/v1#none"
+    expect "a check on model alt is 202" 202 "${A[@]}" "$U/v1/check" \
+        -d "$(body react-reflex | sed 's/}$/,"model":"alt"}/')"
+    grep -q '"model":"alt"' "$TMP/body" && ok "... naming the model" ||
+        not_ok "202 names the model" "$(cat "$TMP/body")"
+    RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/rr.sse"
+    curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/rr.run"
+    "$MT" check --llm "$SPEC" --db "$TMP/db" --json \
+        --reranker "gguf:$TMP/rr.gguf" "$TMP/note.txt" >"$TMP/rr.cli" 2>"$TMP/rr.err"
+    if python3 - "$TMP/rr.sse" "$TMP/rr.run" "$TMP/rr.cli" \
+        "$TMP/react-reflex.cli" <<'PY'; then
+import json, sys
+sse, run, cli, plain = sys.argv[1:]
+steps = []
+for block in open(sse).read().split("\n\n"):
+    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+    if lines.get("event") == "step":
+        steps.append(json.loads(lines["data"]))
+search = [d for d in steps if d["step"] == "search"]
+assert search and all(d["reranked"] for d in search), search
+for d in search:
+    assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
+api = json.load(open(run))["result"]
+want = json.load(open(cli))
+strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
+assert strip(api.pop("trace")) == strip(want.pop("trace"))
+assert api == want, (api, want)
+first = lambda t: [s for s in t if s["step"] == "search"][0]["hits"]
+assert first(json.load(open(plain))["trace"]) != search[0]["hits"], \
+    "the reranker changed nothing"
+PY
+        ok "serve --reranker reranks a check's searches as check --reranker; passages are the reranked hits"
+    else not_ok "serve --reranker" "$(head -c 600 "$TMP/rr.sse") $(cat "$TMP/rr.err")"; fi
+    expect "a check on model dead is 202" 202 "${A[@]}" "$U/v1/check" \
+        -d '{"note":"He is given aspirin.","strategy":"single","model":"dead"}'
+    RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >/dev/null
+    curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/dead.run"
+    grep -q '"status":"failed"' "$TMP/dead.run" &&
+        ok "a check on model dead goes to its endpoint and fails" ||
+        not_ok "model dead" "$(head -c 400 "$TMP/dead.run")"
+    expect "a check on a model the server lacks is 400" 400 "${A[@]}" \
+        "$U/v1/check" -d '{"note":"x.","model":"nope"}'
+    expect "GET /v1/models" 200 "${A[@]}" "$U/v1/models"
+    grep -q '"reranker":true' "$TMP/body" && ok "/v1/models says a reranker is on" ||
+        not_ok "/v1/models reranker" "$(cat "$TMP/body")"
+else
+    not_ok "tiny GGUF reranker made" "make_tiny_gguf rerank failed"
+fi
+U=$MAIN_U
+A=("${MAIN_A[@]}")
+
 # ==== Cancelling a running check ====
 # react-reflex at 400 ms a call runs for seconds; after its first step the
 # cancel stops it before its next model call. No timing threshold: the

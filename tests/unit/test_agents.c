@@ -427,7 +427,8 @@ static struct mt_agent *open_agent(const struct astub *s, enum mt_strategy st)
 
 static void check_note(struct mt_agent *a, struct mt_check_result *r)
 {
-    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
     struct mt_error err;
 
     CHECK_OK(mt_agent_check(a, &n, r, &err));
@@ -504,7 +505,7 @@ static void test_bad_input_is_refused(void **state)
     struct astub s;
     struct mt_agent *a;
     struct mt_check_result r;
-    struct mt_note n = {"t", "   \n ", 5, NULL, 0, NULL, 0};
+    struct mt_note n = {"t", "   \n ", 5, NULL, 0, NULL, 0, NULL, 0};
     struct mt_error err;
     char *big;
 

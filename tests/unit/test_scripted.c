@@ -174,7 +174,8 @@ static struct mt_agent *open_agent(const struct script *s,
 
 static void check_note(struct mt_agent *a, struct mt_check_result *r)
 {
-    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
     struct mt_error err;
 
     CHECK_OK(mt_agent_check(a, &n, r, &err));
@@ -471,7 +472,8 @@ static void source_case(const char *const *agent_src, size_t na,
     struct mt_agent_params p;
     struct mt_agent *a;
     struct mt_check_result r;
-    struct mt_note n = {"t", note_text, sizeof note_text - 1, NULL, 0, NULL, 0};
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
     struct mt_error err;
     char *t;
 
