@@ -351,15 +351,25 @@ static enum mt_status ensure_dir(const char *dir, int create,
 }
 
 /* Creates store.db 0600 before SQLite opens it (and tightens an older
- * 0644 one): SQLite gives its -wal and -shm files the database's mode. */
+ * 0644 one): SQLite gives its -wal and -shm files the database's mode.
+ * An existing file is never opened here: closing any descriptor of a file
+ * drops every POSIX lock this process holds on it, SQLite's too, so a
+ * server opening one more handle would let another process's connection
+ * take the database for its last one, checkpoint and delete the -wal the
+ * server still writes (its later commits then never reach store.db). */
 static void private_file(const char *path)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    int fd;
 
-    if (fd < 0)
-        return; /* sqlite3_open_v2 reports why */
-    (void)fchmod(fd, 0600);
-    close(fd);
+    if (stat(path, &st) == 0) {
+        if (st.st_mode & 077)
+            (void)chmod(path, 0600);
+        return;
+    }
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd); /* sqlite3_open_v2 reports any failure */
 }
 
 static enum mt_status open_db(struct mt_store *s, struct mt_error *err)

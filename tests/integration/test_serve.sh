@@ -61,13 +61,18 @@ grep -q 'malformed JSON' "$TMP/body" && ok "400 says what is wrong" ||
 expect "search works" 200 "${A[@]}" "$MAIN/v1/search" \
     -d '{"query":"symptoms of gout","k":5}'
 "$MT" search --db "$TMP/db" --json -k 5 "symptoms of gout" >"$TMP/cli.jsonl"
-if python3 - "$TMP/body" "$TMP/cli.jsonl" <<'PY'
+if python3 - "$TMP/body" "$TMP/cli.jsonl" "$TMP/c.jsonl" <<'PY'
 import json, sys
 api = json.load(open(sys.argv[1]))["hits"]
 cli = [json.loads(l) for l in open(sys.argv[2])]
+docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[3])}
+# plus "url": a MedQuAD document's own url metadata
+urls = [h.pop("url") for h in api]
 assert api == cli and len(api) == 5, (api[:1], cli[:1])
+assert urls == [docs[h["doc_id"]]["url"] for h in api], urls
+assert all(u.startswith("https://") for u in urls), urls
 PY
-then ok "search returns the CLI's hit objects"; else
+then ok "search returns the CLI's hit objects, with each document's url"; else
     not_ok "search returns the CLI's hit objects"; fi
 
 curl -s -c "$TMP/bjar" "$MAIN/v1/login" -H "Content-Type: application/json" \
@@ -129,6 +134,14 @@ RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])
 expect "the score run is recorded" 200 "${A[@]}" "$MAIN/v1/runs/$RUN"
 grep -q '"status":"done"' "$TMP/body" && ok "the run is done with its result" ||
     not_ok "the run is done" "$(head -c 300 "$TMP/body")"
+# Another process sees the server's commits while it runs, after the CLI
+# opened and closed the store beside it (the server's /v1/search opened
+# one more handle): the server's SQLite locks held, so the CLI's close did
+# not take the -wal the server writes for its own.
+if [ "$(sqlite3 "$TMP/db/store.db" "SELECT status FROM runs WHERE id=$RUN")" = done ] &&
+    [ -e "$TMP/db/store.db-wal" ]; then
+    ok "the server's commits reach store.db for other processes while it runs"
+else not_ok "store shared with the CLI" "$(ls "$TMP/db")"; fi
 expect "check without a note is 400" 400 "${A[@]}" "$MAIN/v1/check" -d '{}'
 expect "check without a model is 503" 503 "${A[@]}" "$MAIN/v1/check" \
     -d '{"note":"He has gout."}'
