@@ -142,6 +142,34 @@ PY
     ok "a check's settings give the CLI's result with the same options"
 else not_ok "check settings" "$(head -c 400 "$TMP/set.run")"; fi
 
+# searched.searched(SSE, RUN, CLI, PLAIN): a check's search steps from its
+# event stream, after checking that each has hits and shows them as its
+# passages, that the run's result is the CLI's (CLI: its --json) and that
+# its first search found other hits than the unfiltered default check's
+# (PLAIN), so the option under test changed something.
+cat >"$TMP/searched.py" <<'PY'
+import json
+def searched(sse, run, cli, plain):
+    steps = []
+    for block in open(sse).read().split("\n\n"):
+        lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+        if lines.get("event") == "step":
+            steps.append(json.loads(lines["data"]))
+    search = [d for d in steps if d["step"] == "search"]
+    assert search, [d["step"] for d in steps]
+    for d in search:
+        assert d["hits"], d
+        assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
+    api = json.load(open(run))["result"]
+    want = json.load(open(cli))
+    strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
+    assert strip(api.pop("trace")) == strip(want.pop("trace"))
+    assert api == want, (api, want)
+    first = [s for s in json.load(open(plain))["trace"] if s["step"] == "search"]
+    assert first[0]["hits"] != search[0]["hits"], "the option changed nothing"
+    return search
+PY
+
 # ==== Metadata filters: MedReAct's searches see only matching documents ====
 # "author" and "publication_type" reach react-reflex's search() inside the
 # search (the step records them), every hit is such a document, the
@@ -155,32 +183,18 @@ curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/meta.sse"
 curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/meta.run"
 "$MT" check --llm "$SPEC" --db "$TMP/db" --json --author "author 3" \
     --pub-type review "$TMP/note.txt" >"$TMP/meta.cli" 2>"$TMP/meta.err"
-if python3 - "$TMP/meta.sse" "$TMP/meta.run" "$TMP/meta.cli" "$TMP/c.jsonl" \
-    "$TMP/react-reflex.cli" <<'PY'; then
+if python3 - "$TMP" "$TMP/meta.sse" "$TMP/meta.run" "$TMP/meta.cli" \
+    "$TMP/react-reflex.cli" "$TMP/c.jsonl" <<'PY'; then
 import json, sys
-sse, run, cli, corpus, plain = sys.argv[1:]
-docs = {json.loads(l)["id"]: json.loads(l) for l in open(corpus)}
-steps = []
-for block in open(sse).read().split("\n\n"):
-    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
-    if lines.get("event") == "step":
-        steps.append(json.loads(lines["data"]))
-search = [d for d in steps if d["step"] == "search"]
-assert search, [d["step"] for d in steps]
+sys.path.insert(0, sys.argv[1])
+from searched import searched
+search = searched(*sys.argv[2:6])
+docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[6])}
 for d in search:
     assert d["meta"] == {"authors": "author 3", "publication_types": "review"}, d
-    assert d["hits"], d
     for h in d["hits"]:
         assert "Author 3" in docs[h]["authors"], (h, docs[h]["authors"])
         assert docs[h]["publication_types"] == ["Review"], h
-    assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
-api = json.load(open(run))["result"]
-want = json.load(open(cli))
-strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
-assert strip(api.pop("trace")) == strip(want.pop("trace"))
-assert api == want, (api, want)
-first = lambda t: [s for s in t if s["step"] == "search"][0]["hits"]
-assert first(json.load(open(plain))["trace"]) != search[0]["hits"]
 PY
     ok "check filters: every search hit has the author and type asked for, as check --author --pub-type"
 else not_ok "check with metadata filters" "$(head -c 600 "$TMP/meta.sse") $(cat "$TMP/meta.err")"; fi
@@ -209,27 +223,12 @@ if "$MEDTRUST_BUILD/fixtures/make_tiny_gguf" rerank "$TMP/rr.gguf" \
     curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/rr.run"
     "$MT" check --llm "$SPEC" --db "$TMP/db" --json \
         --reranker "gguf:$TMP/rr.gguf" "$TMP/note.txt" >"$TMP/rr.cli" 2>"$TMP/rr.err"
-    if python3 - "$TMP/rr.sse" "$TMP/rr.run" "$TMP/rr.cli" \
+    if python3 - "$TMP" "$TMP/rr.sse" "$TMP/rr.run" "$TMP/rr.cli" \
         "$TMP/react-reflex.cli" <<'PY'; then
-import json, sys
-sse, run, cli, plain = sys.argv[1:]
-steps = []
-for block in open(sse).read().split("\n\n"):
-    lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
-    if lines.get("event") == "step":
-        steps.append(json.loads(lines["data"]))
-search = [d for d in steps if d["step"] == "search"]
-assert search and all(d["reranked"] for d in search), search
-for d in search:
-    assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
-api = json.load(open(run))["result"]
-want = json.load(open(cli))
-strip = lambda t: [{k: v for k, v in s.items() if k != "ms"} for s in t]
-assert strip(api.pop("trace")) == strip(want.pop("trace"))
-assert api == want, (api, want)
-first = lambda t: [s for s in t if s["step"] == "search"][0]["hits"]
-assert first(json.load(open(plain))["trace"]) != search[0]["hits"], \
-    "the reranker changed nothing"
+import sys
+sys.path.insert(0, sys.argv[1])
+from searched import searched
+assert all(d["reranked"] for d in searched(*sys.argv[2:6]))
 PY
         ok "serve --reranker reranks a check's searches as check --reranker; passages are the reranked hits"
     else not_ok "serve --reranker" "$(head -c 600 "$TMP/rr.sse") $(cat "$TMP/rr.err")"; fi
