@@ -273,9 +273,28 @@ async function search(page) {
       w === '40', 'value=' + w);
   check('the source filter keeps medquad hits only', src.length > 0 &&
       src.every((s) => s === 'medquad'), src.join(','));
+  check('each MedQuAD hit links to its own url (not PubMed)',
+      await hitLinks(page, (id, h) => id.startsWith('mq-') &&
+        /^https?:\/\//.test(h) && !PUBMED.test(h)));
   await searchFilters(page);
   await audit(page, 'search', 'Search with results');
   await a11y(page, 'Search');
+}
+
+const PUBMED = /^https:\/\/pubmed\.ncbi\.nlm\.nih\.gov\/(\d+)\/$/;
+
+// Whether every hit shown has one document link and ok(doc_id, href) holds
+// for each (/v1/search's "url").
+async function hitLinks(page, ok) {
+  const links = await page.$$eval('#search-hits > li', (l) => l.map((x) => [
+    x.querySelector('.hit-meta').textContent.split(' · ')[1],
+    [...x.querySelectorAll('a')].map((a) => a.href)]));
+  const bad = links.filter(([id, h]) => h.length !== 1 || !ok(id, h[0]));
+  if (links.length === 0 || bad.length) {
+    console.log('# hit links: ' + JSON.stringify(bad.length ? bad : links)
+        .slice(0, 300));
+  }
+  return links.length > 0 && bad.length === 0;
 }
 
 // Author, journal and publication type on the Search page: every hit is
@@ -300,6 +319,8 @@ async function searchFilters(page) {
       sent.author === 'even author' && sent.journal === 'journal 1' &&
       ids.length > 0 && bad.length === 0, JSON.stringify(sent) + ' ' +
       ids.join(',') + ' bad=' + bad.join(','));
+  check('each PubMedQA hit (a PMID) links to its PubMed page',
+      await hitLinks(page, (id, h) => (h.match(PUBMED) || [])[1] === id));
   const lim = await page.evaluate(() => [
     document.getElementById('search-author').maxLength,
     document.getElementById('search-meta-hint').textContent]);
@@ -335,8 +356,11 @@ async function checkNote(page, strategy, settings) {
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
   for (const [id, v] of Object.entries(settings || {})) {
-    if (id === '#check-mode') await page.selectOption(id, v);
-    else await page.fill(id, v);
+    if (await page.$eval(id, (e) => e.tagName === 'SELECT')) {
+      await page.selectOption(id, v);
+    } else {
+      await page.fill(id, v);
+    }
   }
   const req = page.waitForRequest((r) => r.url().endsWith('/v1/check'));
   await recordOrder(page, 'check-result', [['step', '#check-trace > li'],
@@ -393,13 +417,34 @@ async function checks(page) {
       lim.join('|') === '1 12 4 1 to 12, default 4.|1 10 5 1 to 10, ' +
       'default 5.|1 5 3.8 1 to 5, default 3.8.|1 5 3 1 to 5, default 3.',
       lim.join('|'));
+  const flim = await page.evaluate(() => [
+    document.getElementById('check-author').maxLength,
+    document.getElementById('check-meta-hint').textContent]);
+  check('the check panel\'s filters take the server\'s limit and say it',
+      flim[0] === 255 && flim[1].includes('At most 255 bytes'),
+      flim.join(' | '));
   const r = await checkNote(page, 'react-reflex',
-      {'#check-steps': '3', '#check-rounds': '2', '#check-mode': 'bm25'});
-  check('the check request carries the panel\'s settings and search mode',
-      r.sent.max_steps === 3 && r.sent.max_rounds === 2 &&
+      {'#check-steps': '3', '#check-rounds': '2', '#check-mode': 'bm25',
+        '#check-author': 'even author'});
+  check('the check request carries the panel\'s settings, search mode ' +
+      'and author filter', r.sent.max_steps === 3 && r.sent.max_rounds === 2 &&
       r.sent.accept_mean === 3.8 && r.sent.accept_min === 3 &&
-      r.sent.search_mode === 'bm25',
+      r.sent.search_mode === 'bm25' && r.sent.author === 'even author' &&
+      !('journal' in r.sent) && !('model' in r.sent),
       JSON.stringify(r.sent).slice(0, 200));
+  const found = await page.$$eval('[data-step="search"] .passage',
+      (p) => p.map((x) => [x.dataset.doc, (x.querySelector('a') || {}).href]));
+  const how = await page.$$eval('[data-step="search"] .search-how',
+      (p) => p.map((x) => x.textContent));
+  const offAuthor = found.filter(([id, href]) => !META[id] ||
+      !META[id].authors.includes('Even Author') ||
+      (href.match(PUBMED) || [])[1] !== id);
+  check('MedReAct searches only the author\'s documents, each linked to ' +
+      'PubMed, and each step says its filter', found.length > 0 &&
+      offAuthor.length === 0 && how.length > 0 &&
+      how.every((t) => t.includes('author contains “even author”')),
+  JSON.stringify(offAuthor.length ? offAuthor : found).slice(0, 300) + ' ' +
+      how.join(' | '));
   check('check highlights the erroneous sentence', r.visible &&
       r.mark === 'He is given aspirin and sent home.', r.mark);
   check('check shows the word diff to the correction',
@@ -419,10 +464,12 @@ async function checks(page) {
       'rows=' + reviews);
   await audit(page, 'check_react', 'Check with its result');
   await docShot(page, 'check', '#check-result');
-  const g = await checkNote(page, 'guards');
+  const g = await checkNote(page, 'guards', {'#check-model': 'stub-b'});
   check('guards has no paper settings: the panel hides, none are sent',
-      await page.isHidden('#check-config') && !('max_steps' in g.sent),
-      JSON.stringify(g.sent).slice(0, 200));
+      await page.isHidden('#check-config') && !('max_steps' in g.sent) &&
+      !('author' in g.sent), JSON.stringify(g.sent).slice(0, 200));
+  check('the check goes to the model chosen in the panel',
+      g.sent.model === 'stub-b', JSON.stringify(g.sent).slice(0, 200));
   const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
     l.map((x) => x.textContent));
   check('guards shows each agent\'s verdict and the arbiter', arb.length === 2 &&
@@ -534,7 +581,9 @@ async function ask(page) {
       !('source' in sent) && !('year_from' in sent), JSON.stringify(sent));
   const r = await resp;
   check('ask queues a run (202)', r.status() === 202, 'status=' + r.status());
-  await page.waitForSelector('#ask-answer .claim', {timeout: 60000});
+  // No timing threshold: the order of events is what is checked; the
+  // whole run takes 30-60 s under ASan on a loaded two-core machine.
+  await page.waitForSelector('#ask-answer .claim', {timeout: 150000});
   const order = await page.evaluate(() => window.order);
   check('streamed tokens arrive before the run ends, then verified ' +
       'claims, each marked in the streamed text as it comes, then the ' +
@@ -555,6 +604,16 @@ async function ask(page) {
       steps === labels.length &&
       labels.every(([l, bg]) => l && bg !== 'rgba(0, 0, 0, 0)'),
   JSON.stringify(labels) + ' steps=' + steps);
+  // The stub's answer opens and closes with sentences that cite nothing.
+  const unref = await page.$$eval('#ask-answer > span', (s) =>
+    s.map((x) => (x.classList.contains('unref') ? 'U:' : 'C:') +
+        x.firstChild.textContent.trim()));
+  check('the uncited introduction and conclusion are shown as such, ' +
+      'in the answer\'s order', unref.length === labels.length + 2 &&
+      unref[0] === 'U:Here is what the documents say.' &&
+      unref[unref.length - 1] === 'U:More research is needed.' &&
+      unref.slice(1, -1).every((t) => t.startsWith('C:')),
+  JSON.stringify(unref).slice(0, 300));
   const marked = await page.evaluate(() => window.marks);
   check('every claim was marked in the streamed text with its verdict',
       marked.length === labels.length &&
@@ -581,7 +640,7 @@ async function ask(page) {
       titles.some((t) => tip.includes(t)) &&
       tip.includes('Closest sentence'), tip);
   await page.mouse.move(0, 0);
-  await page.focus('#ask-answer .claim:last-of-type');
+  await page.locator('#ask-answer .claim').last().focus();
   check('focusing a claim shows it too',
       await page.isVisible('#ask-answer .claim:focus .tip'));
   const tips = await page.$$eval('#ask-answer .claim .tip',
@@ -685,7 +744,7 @@ async function runs(page) {
 // Batch evaluation: a MEDEC CSV uploaded, progress to 3 of 3, the score
 // report with its charts and a table per error type; then a slower batch
 // cancelled after its first note and resumed to the end.
-async function startBatch(page, strategy, scores) {
+async function startBatch(page, strategy, scores, model) {
   await page.goto(base + '/#batch');
   await page.waitForFunction(() =>
     document.getElementById('batch-data-lim').textContent.length > 0);
@@ -696,9 +755,15 @@ async function startBatch(page, strategy, scores) {
         path.join(path.dirname(medecCsv), f + '.txt'));
   }
   await page.selectOption('#batch-strategy', strategy);
+  await page.selectOption('#batch-model', model || '');
   const resp = page.waitForResponse((r) => r.url().endsWith('/v1/batch'));
   await page.click('#batch-btn');
-  return (await (await resp).json()).run_id;
+  const r = await resp;
+  const sent = r.request().postDataJSON();
+  check('the batch request names the model chosen (' + (model || 'the ' +
+      'default') + ')', model ? sent.model === model : !('model' in sent),
+  JSON.stringify(sent.model));
+  return (await r.json()).run_id;
 }
 
 async function batchReport(page) {
@@ -711,7 +776,7 @@ async function batchReport(page) {
 async function batch(page) {
   const lim = await page.evaluate(() => fetch('/v1/limits').then((r) =>
     r.json()));
-  const first = await startBatch(page, 'single', true);
+  const first = await startBatch(page, 'single', true, 'stub-b');
   const charts = await batchReport(page);
   const bar = await page.$eval('#batch-progress', (p) => p.value + '/' + p.max);
   const types = await page.$$eval('#batch-report caption', (c) =>

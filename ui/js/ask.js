@@ -6,10 +6,10 @@
 // document's title and its closest sentence. A refusal (no model
 // configured, bad input) shows the server's own words.
 import {api, errorText, fillSources} from './api.js';
-import {$, clear, el} from './dom.js';
+import {$, clear, docHref, el} from './dom.js';
 import {followRun} from './check.js';
-import {addFilters, boundFilters} from './filters.js';
-import {bound, limits} from './limits.js';
+import {addFilters, boundFilters, mountFilters} from './filters.js';
+import {bound, limits, model, offerModels} from './limits.js';
 import {showWeight} from './search.js';
 import {liveAnswer} from './stream.js';
 
@@ -53,25 +53,40 @@ function claimNode(c, i, docs) {
 function legend() {
   return el('ul', {class: 'legend', 'aria-label': 'Colour legend'},
       Object.keys(LABELS).slice(0, 4).map((k) =>
-        el('li', {}, el('span', {class: 'claim ' + k}, k), ' ' + LABELS[k])));
+        el('li', {}, el('span', {class: 'claim ' + k}, k), ' ' + LABELS[k])),
+      el('li', {}, el('span', {class: 'unref'}, 'UNREFERENCED'), ' ' + UNREF));
 }
 
-// The document's own page: the server's documents[].url (its "url"
-// metadata, else PubMed's page for a PMID).
-function docHref(d) {
-  if (!d.url || !/^https?:\/\//.test(d.url)) return null;
-  const pubmed = d.url.startsWith('https://pubmed.ncbi.nlm.nih.gov/');
-  return el('a', {href: d.url, rel: 'noopener noreferrer', target: '_blank',
-    'aria-label': (pubmed ? 'PubMed' : 'Source') + ' page of ' + d.doc_id},
-  pubmed ? 'PubMed' : 'Source');
+const UNREF = 'cites nothing (an introduction or a conclusion)';
+
+// The answer sentence by sentence (the result's "sentences": each with its
+// claim's index, or none), so that the uncited introduction and
+// conclusion show as such instead of being dropped (VerifAI shows every
+// sentence); a claim spanning several sentences shows once. Without
+// "sentences" (older runs) the claims alone.
+function answerNodes(r, docs) {
+  const claims = r.claims || [];
+  const sents = r.sentences || [];
+  if (!sents.length) return claims.map((c, i) => [claimNode(c, i, docs), ' ']);
+  const shown = new Set();
+  return sents.map((t) => {
+    const i = typeof t.claim === 'number' ? t.claim : -1;
+    if (i >= 0 && i < claims.length) {
+      if (shown.has(i)) return null;
+      shown.add(i);
+      return [claimNode(claims[i], i, docs), ' '];
+    }
+    return [el('span', {class: 'unref', 'data-label': 'UNREFERENCED',
+      title: UNREF}, t.text), ' '];
+  });
 }
 
 export function renderAsk(r) {
   const docs = new Map((r.documents || []).map((d) => [d.doc_id, d]));
   const claims = r.claims || [];
   const answer = el('div', {class: 'answer', id: 'ask-answer'});
-  if (claims.length) {
-    claims.forEach((c, i) => answer.append(claimNode(c, i, docs), ' '));
+  if (claims.length || (r.sentences || []).length) {
+    answer.append(...answerNodes(r, docs).flat().filter(Boolean));
   } else {
     answer.append(r.answer || 'No answer was produced.');
   }
@@ -127,9 +142,7 @@ function askBody(question) {
   if (num('ask-year-from')) body.year_from = num('ask-year-from');
   if (num('ask-year-to')) body.year_to = num('ask-year-to');
   if ($('ask-mode').value) body.search_mode = $('ask-mode').value;
-  if (!$('ask-model-box').hidden && $('ask-model').value) {
-    body.model = $('ask-model').value;
-  }
+  if (model('ask')) body.model = model('ask');
   return addFilters('ask', body);
 }
 
@@ -192,6 +205,7 @@ async function submit(ev) {
 }
 
 export async function initAsk() {
+  mountFilters('ask');
   $('ask-form').addEventListener('submit', submit);
   $('ask-w').addEventListener('input', showWeights);
   const [lim, models] = await Promise.all([limits(), api('GET', '/v1/models'),
@@ -212,13 +226,5 @@ export async function initAsk() {
   for (const m of modes) $('ask-mode').append(el('option', {value: m}, m));
   $('ask-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
-  // The model selector, when the server has more than its --llm.
-  const names = lim.models || [];
-  $('ask-model-box').hidden = names.length === 0;
-  if (names.length) {
-    $('ask-model').append(el('option', {value: ''}, 'The server\'s default'),
-        ...names.map((n) => el('option', {value: n}, n)));
-    $('ask-model-lim').textContent = 'The server offers ' + names.length +
-        ' more model' + (names.length > 1 ? 's' : '') + ' (--llm-choice).';
-  }
+  offerModels('ask', lim); // when the server has more than its --llm
 }

@@ -8,7 +8,7 @@
 import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
-import {limits} from './limits.js';
+import {limits, model, offerModels} from './limits.js';
 import {scoreDetail} from './runs.js';
 
 let uploadMax = 0;
@@ -78,6 +78,7 @@ async function submit(ev) {
   if (bleurt) body.bleurt = await bleurt.text();
   if (bert) body.bertscore = await bert.text();
   if ($('batch-name').value.trim()) body.name = $('batch-name').value.trim();
+  if (model('batch')) body.model = model('batch');
   $('batch-btn').disabled = true;
   const res = await api('POST', '/v1/batch', body);
   if (!res.ok) {
@@ -111,6 +112,7 @@ export async function initBatch() {
   $('batch-resume').addEventListener('click', resume);
   const lim = await limits();
   if (!lim) return;
+  offerModels('batch', lim);
   uploadMax = lim.batch.upload_bytes;
   $('batch-data-lim').textContent = 'At most ' + lim.batch.notes_max +
       ' notes and ' + Math.floor(uploadMax / 1048576) + ' MiB with the ' +

@@ -6,7 +6,8 @@ import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
-import {bound, limits} from './limits.js';
+import {addFilters, boundFilters, mountFilters} from './filters.js';
+import {bound, limits, model, offerModels} from './limits.js';
 
 // The paper settings' inputs, by the server's field names.
 const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
@@ -147,7 +148,9 @@ async function submit(ev) {
       if ($(id).value !== '') body[k] = Number($(id).value);
     }
     if ($('check-mode').value) body.search_mode = $('check-mode').value;
+    addFilters('check', body); // MedReAct's searches
   }
+  if (model('check')) body.model = model('check');
   const res = await api('POST', '/v1/check', body);
   if (!res.ok) {
     $('check-msg').textContent = errorText(res);
@@ -195,6 +198,7 @@ function strategyHint() {
 }
 
 export async function initCheck() {
+  mountFilters('check');
   $('check-strategy').addEventListener('change', strategyHint);
   $('check-form').addEventListener('submit', submit);
   strategyHint();
@@ -207,6 +211,8 @@ export async function initCheck() {
   for (const m of modes) $('check-mode').append(el('option', {value: m}, m));
   $('check-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
+  if (lim) boundFilters('check', lim.check.filter_bytes);
+  offerModels('check', lim);
   const res = await api('GET', '/v1/models');
   ready = res.ok ? res.data.check : null;
   strategyHint();

@@ -82,3 +82,30 @@ export function table(caption, heads, rows) {
       el('thead', {}, el('tr', {}, heads.map((h) => el('th', {scope: 'col'}, h)))),
       el('tbody', {}, rows.map((r) => el('tr', {}, r.map((c) => el('td', {}, c)))))));
 }
+
+// A link to a document's own page, from the server's "url" (its "url"
+// metadata, else PubMed's page for a PMID), for Ask's documents and
+// Search's hits; null when it has none.
+export function docHref(d) {
+  if (!d.url || !/^https?:\/\//.test(d.url)) return null;
+  const pubmed = d.url.startsWith('https://pubmed.ncbi.nlm.nih.gov/');
+  return el('a', {href: d.url, rel: 'noopener noreferrer', target: '_blank',
+    'aria-label': (pubmed ? 'PubMed' : 'Source') + ' page of ' + d.doc_id},
+  pubmed ? 'PubMed' : 'Source');
+}
+
+// Puts a copy of <template id=tplId> into element boxId, renaming its ids
+// and the attributes naming them ("P-x" becomes "PREFIX-x"): one copy of
+// markup that several panels share.
+export function mountTemplate(tplId, boxId, prefix) {
+  const box = $(boxId);
+  if (!box || box.childElementCount) return;
+  const copy = $(tplId).content.cloneNode(true);
+  const rename = (v) => v.replace(/\bP-/g, prefix + '-');
+  for (const e of copy.querySelectorAll('[id], [for], [aria-describedby]')) {
+    for (const a of ['id', 'for', 'aria-describedby']) {
+      if (e.hasAttribute(a)) e.setAttribute(a, rename(e.getAttribute(a)));
+    }
+  }
+  box.append(copy);
+}

@@ -1,10 +1,20 @@
-// The metadata filters the Search and Ask panels share (author, journal,
-// publication type): read into a request body, bounded by the server's
-// limit (GET /v1/limits' filter_bytes), which the hint then states.
-import {$} from './dom.js';
+// The metadata filters the Search, Ask and Check panels share (author,
+// journal, publication type): one block of markup (index.html's
+// #meta-filters-tpl) mounted in each panel, read into a request body, and
+// bounded by the server's limit (GET /v1/limits' filter_bytes), which the
+// hint then states.
+import {$, mountTemplate} from './dom.js';
 
 const FIELDS = [['author', 'author'], ['journal', 'journal'],
   ['pubtype', 'publication_type']];
+
+// Puts a copy of the filter block into #PREFIX-meta, its ids, labels and
+// descriptions named PREFIX-author, PREFIX-journal, PREFIX-pubtype and
+// PREFIX-meta-hint. Call it before the panel's first await, so the inputs
+// are there as soon as the page is.
+export function mountFilters(prefix) {
+  mountTemplate('meta-filters-tpl', prefix + '-meta', prefix);
+}
 
 // Adds the filters that are set to 'body'.
 export function addFilters(prefix, body) {

@@ -2,7 +2,7 @@
 // routes enforce): the panels take their bounds and defaults from it and
 // say them next to each control.
 import {api} from './api.js';
-import {$} from './dom.js';
+import {$, el, mountTemplate} from './dom.js';
 
 let cached = null;
 
@@ -29,4 +29,28 @@ export function bound(inputId, hintId, f, unset) {
     hint.textContent = num(f.min) + ' to ' + num(f.max) +
         (unset ? '' : ', default ' + num(f.default)) + '.';
   }
+}
+
+// The model selector of panel 'prefix' (#PREFIX-model-box): shown with
+// the server's default and the names of GET /v1/limits' "models" (serve
+// --llm-choice) when there are any; model(prefix) is the name chosen, or
+// '' for the server's default (--llm).
+export function offerModels(prefix, lim) {
+  const names = (lim && lim.models) || [];
+  const box = $(prefix + '-model-box');
+  box.hidden = names.length === 0;
+  if (!names.length) return;
+  mountTemplate('model-tpl', prefix + '-model-box', prefix);
+  $(prefix + '-model').append(
+      el('option', {value: ''}, 'The server\'s default'),
+      ...names.map((n) => el('option', {value: n}, n)));
+  $(prefix + '-model-lim').textContent = 'The server offers ' +
+      names.length + ' more model' + (names.length > 1 ? 's' : '') +
+      ' (--llm-choice).';
+}
+
+export function model(prefix) {
+  const box = $(prefix + '-model-box');
+  return box && !box.hidden && $(prefix + '-model') ?
+    $(prefix + '-model').value : '';
 }

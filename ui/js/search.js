@@ -1,10 +1,11 @@
 // Search page: POST /v1/search with a lexical/semantic weight (BM25 and
 // vectors fused as VerifAI does), top k and a source filter; hits show
-// with the query's words highlighted. Author, journal and publication
+// with the query's words highlighted and a link to each document's page
+// (PubMed for a PMID, else its url). Author, journal and publication
 // type filter on the documents' metadata inside the search.
 import {api, errorText, fillSources} from './api.js';
-import {$, clear, el, highlight, queryTerms} from './dom.js';
-import {addFilters, boundFilters} from './filters.js';
+import {$, clear, docHref, el, highlight, queryTerms} from './dom.js';
+import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {limits} from './limits.js';
 
 let hasVectors = false;
@@ -62,7 +63,7 @@ function hitItem(h, terms) {
   return el('li', {},
       el('strong', {}, highlight(h.title || h.doc_id, terms)),
       el('div', {class: 'hit-meta'}, h.source + ' · ' + h.doc_id +
-          ' · score ' + h.score.toFixed(3)),
+          ' · score ' + h.score.toFixed(3), ' ', docHref(h)),
       el('div', {}, highlight(h.text, terms)));
 }
 
@@ -92,6 +93,7 @@ async function submit(ev) {
 }
 
 export async function initSearch() {
+  mountFilters('search');
   $('search-form').addEventListener('submit', submit);
   $('search-w').addEventListener('input', showWeights);
   const [models, lim] = await Promise.all([api('GET', '/v1/models'),

@@ -17,6 +17,9 @@ function models(m) {
   el('p', {}, 'Embedder of the index: ' + (m.embedder ?
       m.embedder.spec + ' (' + m.embedder.dims + ' dimensions)' :
       'none (lexical search only)') + '.'),
+  el('p', {}, 'Reranker: ' + (m.reranker ? 'a cross-encoder reranks ' +
+      'MedReAct\'s searches and Ask\'s documents' : 'none (serve ' +
+      '--reranker SPEC adds one)') + '.'),
   m.llm.default ? null : el('p', {class: 'msg info'}, 'To check notes ' +
       'and answer questions, ' +
       'start the server with --llm openai:BASE_URL#MODEL or --llm ' +

@@ -2,7 +2,7 @@
 // server streams them: ReAct steps with their queries and passages, the
 // MedEval reviews with scores, reflections, the guards' verdicts and the
 // arbiter's decisions, fallbacks and the final verdict.
-import {el, table} from './dom.js';
+import {docHref, el, table} from './dom.js';
 
 // A model reply as an object: the whole text, else its outermost {...}.
 export function parseReply(s) {
@@ -105,14 +105,31 @@ function callStep(rec, state) {
 
 // ==== Decisions ====
 
+// How a search ran: its mode, the rerank stage, and its filters.
+function searchHow(rec) {
+  const names = {authors: 'author', journal: 'journal',
+    publication_types: 'publication type'};
+  const parts = [rec.mode || 'none'];
+  if (rec.reranked) parts.push('reranked');
+  if ((rec.sources || []).length) {
+    parts.push('source ' + rec.sources.join(' or '));
+  }
+  for (const [k, v] of Object.entries(rec.meta || {})) {
+    parts.push((names[k] || k) + ' contains “' + v + '”');
+  }
+  return el('p', {class: 'muted search-how'}, 'Search ' + parts.join(', ') +
+      '.');
+}
+
 function searchStep(rec) {
   const ps = rec.passages || [];
-  const list = el('ol', {}, ps.map((p) => el('li', {class: 'passage'},
-      el('strong', {}, p.title || p.doc_id), ' ',
-      el('span', {class: 'muted'}, '(' + p.doc_id + ')'), el('br'),
-      p.text + (p.cut ? '…' : ''))));
+  const list = el('ol', {}, ps.map((p) => el('li', {class: 'passage',
+    'data-doc': p.doc_id},
+  el('strong', {}, p.title || p.doc_id), ' ',
+  el('span', {class: 'muted'}, '(' + p.doc_id + ')'), ' ', docHref(p),
+  el('br'), p.text + (p.cut ? '…' : ''))));
   const n = (rec.hits || []).length;
-  return ['Search: "' + rec.query + '"', [], [
+  return ['Search: "' + rec.query + '"', [], [searchHow(rec),
     el('details', {}, el('summary', {}, n + ' passages retrieved'),
         ps.length ? list : el('p', {class: 'muted'},
           'ids: ' + (rec.hits || []).join(', ')))]];
