@@ -734,7 +734,7 @@ enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
                  : mtx_srv_resp_failure(&rs, err);
         json_decref(o);
     }
-    if (st == MT_OK && !mtx_srv_check_models(s, a->strat, &rs))
+    if (st == MT_OK && !mtx_srv_check_models(s, a->strat, a->model, &rs))
         st = mtx_srv_resp_failure(&rs, err);
     if (st != MT_OK) {
         mt_free(a);
