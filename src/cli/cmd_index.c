@@ -64,7 +64,7 @@ static const struct cli_opt index_opts[] = {
      "how new segments keep chunk vectors: int8r (default) int8 codes + "
      "a 4-bit residual, 1.5 bytes a dimension, recall@10 near 0.999; int8 "
      "the codes alone, 1 byte, near 0.98; float32 the codes + float "
-     "copies, 5 bytes, exact re-scoring (recall 1.000 at a large ef)",
+     "copies, 5 bytes, exact re-scoring (0.9998 on 20K clustered vectors)",
      0},
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
