@@ -53,7 +53,7 @@ static double build(sqlite3 *db, const char *store_dir, struct corpus *c)
              "tokenize = 'porter unicode61')");
     exec(db, "BEGIN");
     if (sqlite3_prepare_v2(db,
-                           "SELECT c.id, d.title, c.text FROM s.chunks c "
+                           "SELECT c.id, d.title, c.text FROM s.chunk_texts c "
                            "JOIN s.documents d ON d.id = c.doc_id "
                            "ORDER BY c.id",
                            -1, &rd, NULL) != SQLITE_OK ||

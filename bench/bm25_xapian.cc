@@ -39,7 +39,7 @@ static double build(const std::string &store, const std::string &out,
                         nullptr) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "SELECT c.id, c.doc_id, d.title, c.text, "
-                           "d.ext_id FROM chunks c JOIN documents d ON "
+                           "d.ext_id FROM chunk_texts c JOIN documents d ON "
                            "d.id = c.doc_id ORDER BY c.id",
                            -1, &st, nullptr) != SQLITE_OK) {
         std::fprintf(stderr, "bm25_xapian: %s\n", sqlite3_errmsg(db));

@@ -159,7 +159,8 @@ enum mt_status mt_store_ingest_jsonl(struct mt_store *s, const char *path,
 /* ==== Chunks, for the search index ==== */
 
 /* One chunk as the index builder sees it. Strings are valid only during
- * the callback. */
+ * the callback; text points into the document's text and is not
+ * NUL-terminated: read text_len bytes. */
 struct mt_chunk_row {
     int64_t chunk_id;
     int64_t source_id;

@@ -10,19 +10,34 @@ const char *mt_store_dir(const struct mt_store *s)
     return s->dir;
 }
 
+/* A chunk is a byte range of its document's text (schema v8): the row
+ * points into the document's text, so nothing is copied per chunk. */
 static const char each_sql[] =
-    "SELECT c.id, d.source_id, d.title, c.text FROM chunks c"
+    "SELECT c.id, d.source_id, d.title, d.text, c.start, c.end FROM chunks c"
     " JOIN documents d ON d.id = c.doc_id WHERE c.id > ?1 ORDER BY c.id";
 
-static void fill_row(sqlite3_stmt *st, struct mt_chunk_row *r)
+static enum mt_status fill_row(struct mt_store *s, sqlite3_stmt *st,
+                               struct mt_chunk_row *r, struct mt_error *err)
 {
+    const char *text = (const char *)sqlite3_column_text(st, 3);
+    size_t len = (size_t)sqlite3_column_bytes(st, 3);
+    int64_t start = sqlite3_column_int64(st, 4);
+    int64_t end = sqlite3_column_int64(st, 5);
+
     r->chunk_id = sqlite3_column_int64(st, 0);
     r->source_id = sqlite3_column_int64(st, 1);
     r->title = (const char *)sqlite3_column_text(st, 2);
-    r->text = (const char *)sqlite3_column_text(st, 3);
-    r->text_len = (size_t)sqlite3_column_bytes(st, 3);
-    if (!r->text)
-        r->text = "";
+    if (!text)
+        text = "";
+    if (start < 0 || end < start || (uint64_t)end > len)
+        return mt_fail(err, MT_EDB,
+                       "%s: chunk %lld: range [%lld, %lld) is outside its "
+                       "document's %zu bytes",
+                       s->dir, (long long)r->chunk_id, (long long)start,
+                       (long long)end, len);
+    r->text = text + start;
+    r->text_len = (size_t)(end - start);
+    return MT_OK;
 }
 
 enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
@@ -38,8 +53,9 @@ enum mt_status mt_store_each_chunk(struct mt_store *s, int64_t after_id,
         return rc;
     sqlite3_bind_int64(st, 1, after_id);
     while (rc == MT_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        fill_row(st, &row);
-        rc = fn(&row, user);
+        rc = fill_row(s, st, &row, err);
+        if (rc == MT_OK)
+            rc = fn(&row, user);
     }
     if (rc == MT_OK && step != SQLITE_DONE)
         rc = mtx_store_dberr(s, step, "reading chunks", err);
@@ -74,7 +90,8 @@ enum mt_status mt_store_chunk_span(struct mt_store *s, int64_t upto,
 }
 
 static const char get_sql[] =
-    "SELECT d.ext_id, d.title, c.text, s.name, d.metadata, c.ordinal"
+    "SELECT d.ext_id, d.title, CAST(substr(CAST(d.text AS BLOB), c.start + 1,"
+    " c.end - c.start) AS TEXT), s.name, d.metadata, c.ordinal"
     " FROM chunks c JOIN documents d ON d.id = c.doc_id"
     " JOIN sources s ON s.id = d.source_id WHERE c.id = ?1";
 

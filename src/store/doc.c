@@ -58,11 +58,10 @@ static enum mt_status prepare_cached(struct mt_store *s, struct mt_error *err)
         st = mtx_store_prepare(s, "DELETE FROM chunks WHERE doc_id=?1",
                                &s->st_del_chunks, err);
     if (st == MT_OK && !s->st_ins_chunk)
-        st = mtx_store_prepare(
-            s,
-            "INSERT INTO chunks(doc_id, ordinal, start, end, text)"
-            " VALUES(?1, ?2, ?3, ?4, ?5)",
-            &s->st_ins_chunk, err);
+        st = mtx_store_prepare(s,
+                               "INSERT INTO chunks(doc_id, ordinal, start, end)"
+                               " VALUES(?1, ?2, ?3, ?4)",
+                               &s->st_ins_chunk, err);
     return st;
 }
 
@@ -106,9 +105,11 @@ static enum mt_status upsert_doc(struct mt_store *s, int64_t source_id,
     return MT_OK;
 }
 
+/* A chunk row is its document's byte range; the text stays in the
+ * document row alone (schema v8). */
 static enum mt_status insert_chunks(struct mt_store *s, int64_t doc_id,
-                                    const char *text, const struct mt_chunk *ch,
-                                    size_t n, struct mt_error *err)
+                                    const struct mt_chunk *ch, size_t n,
+                                    struct mt_error *err)
 {
     sqlite3_stmt *st = s->st_ins_chunk;
     enum mt_status rc = MT_OK;
@@ -121,8 +122,6 @@ static enum mt_status insert_chunks(struct mt_store *s, int64_t doc_id,
         sqlite3_bind_int64(st, 2, (sqlite3_int64)i);
         sqlite3_bind_int64(st, 3, (sqlite3_int64)ch[i].start);
         sqlite3_bind_int64(st, 4, (sqlite3_int64)ch[i].end);
-        sqlite3_bind_text(st, 5, text + ch[i].start,
-                          (int)(ch[i].end - ch[i].start), SQLITE_STATIC);
         rc = step_done(s, st, "writing chunk", err);
     }
     return rc;
@@ -164,13 +163,13 @@ static enum mt_status put_doc(struct mt_store *s, int64_t source_id,
         struct mt_chunk one = {0, doc->text_len};
 
         res->chunks = doc->text_len > 0;
-        return insert_chunks(s, doc_id, doc->text, &one, res->chunks, err);
+        return insert_chunks(s, doc_id, &one, res->chunks, err);
     }
     cp.chunk_size = s->params.chunk_size;
     cp.chunk_overlap = s->params.chunk_overlap;
     st = mtx_chunk_text(doc->text, doc->text_len, &cp, &ch, &n, err);
     if (st == MT_OK)
-        st = insert_chunks(s, doc_id, doc->text, ch, n, err);
+        st = insert_chunks(s, doc_id, ch, n, err);
     mt_free(ch);
     res->chunks = n;
     return st;

@@ -191,8 +191,9 @@ else
 fi
 
 # A read-only search never migrates a store: a store from before v4 (as
-# medtrust wrote it before run events) is searched as it is, stats reads
-# it too, and the next writer (index) migrates it forward.
+# medtrust wrote it before run events, each chunk's text in its row as
+# before v8) is searched as it is, stats reads it too, and the next
+# writer (index) migrates it forward.
 head -50 "$DATA/medquad/corpus.jsonl" >"$TMP/old.jsonl"
 "$MT" index --db "$TMP/old" --input "$TMP/old.jsonl" --no-progress >/dev/null 2>&1
 "$MT" search --db "$TMP/old" --json -k 3 "symptoms" >"$TMP/old-new.hits" 2>&1
@@ -200,7 +201,7 @@ ver() { # ver DIR: the store's user_version and whether run_events exists
     python3 -c 'import sqlite3,sys; c=sqlite3.connect("file:%s/store.db?mode=ro" % sys.argv[1], uri=True); print(c.execute("PRAGMA user_version").fetchone()[0], c.execute("SELECT count(*) FROM sqlite_master WHERE name=\"run_events\"").fetchone()[0])' "$1"
 }
 now=$(ver "$TMP/old")
-python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]+"/store.db"); c.executescript("DROP TABLE run_events; DROP TABLE run_reports; DROP TABLE login_throttle; ALTER TABLE runs DROP COLUMN cancel_requested; PRAGMA user_version=3;"); c.close()' "$TMP/old"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]+"/store.db"); c.executescript("DROP TABLE run_events; DROP TABLE run_reports; DROP TABLE login_throttle; ALTER TABLE runs DROP COLUMN cancel_requested; DROP VIEW chunk_texts; ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL DEFAULT \"\"; UPDATE chunks SET text = (SELECT CAST(substr(CAST(d.text AS BLOB), chunks.start + 1, chunks.end - chunks.start) AS TEXT) FROM documents d WHERE d.id = chunks.doc_id); PRAGMA user_version=3;"); c.close()' "$TMP/old"
 "$MT" search --db "$TMP/old" --json -k 3 "symptoms" >"$TMP/old-v3.hits" 2>&1
 after_search=$(ver "$TMP/old")
 "$MT" stats --db "$TMP/old" >"$TMP/old.stats" 2>&1

@@ -209,13 +209,18 @@ static void test_store_read_only_does_not_migrate(void **state)
     mt_store_close(s);
     s = NULL;
     CHECK(now > 3);
-    /* back to a v3 store: what v4..v7 added removed */
+    /* back to a v3 store: what v4..v8 changed undone (v8: the chunk text
+     * column back, filled from the ranges) */
     snprintf(db, sizeof db, "%s/store.db", dir);
     CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
     CHECK(sqlite3_exec(raw,
                        "DROP TABLE run_events; DROP TABLE run_reports;"
                        "DROP TABLE login_throttle;"
                        "ALTER TABLE runs DROP COLUMN cancel_requested;"
+                       "DROP VIEW chunk_texts;"
+                       "ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL"
+                       " DEFAULT '';"
+                       "UPDATE chunks SET text = 'alpha beta';"
                        "PRAGMA user_version=3",
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(raw);
@@ -245,6 +250,167 @@ static void test_store_read_only_does_not_migrate(void **state)
     CHECK(mt_store_open(dir, &p, &s, &err) == MT_EUNSUPPORTED);
     CHECK(s == NULL);
     CHECK(strstr(err.msg, "version 0") && strstr(err.msg, "medtrust index"));
+}
+
+/* What the index builder saw: each chunk's text, in id order. */
+struct seen {
+    char text[8][1200];
+    int64_t ids[8];
+    int n;
+};
+
+static enum mt_status keep_chunk(const struct mt_chunk_row *r, void *user)
+{
+    struct seen *v = user;
+    CHECK(v->n < 8 && r->text_len < sizeof v->text[0]);
+    memcpy(v->text[v->n], r->text, r->text_len);
+    v->text[v->n][r->text_len] = '\0';
+    v->ids[v->n++] = r->chunk_id;
+    return MT_OK;
+}
+
+/* A document of 2,400 bytes with two-byte characters across the chunk
+ * edges (the ranges are bytes, not characters). */
+static void long_text(char *buf, size_t n)
+{
+    size_t i = 0;
+    unsigned w = 0;
+
+    while (i + 16 < n) {
+        i += (size_t)snprintf(buf + i, n - i, "%s%u ",
+                              w % 3 ? "word" : "f\xc3\xa9ver", w);
+        w++;
+    }
+    buf[i - 1] = '\0'; /* no trailing space */
+}
+
+static int column_count(const char *dir, const char *sql)
+{
+    char db[160];
+    sqlite3 *raw = NULL;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(raw, sql, -1, &st, NULL) == SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    return n;
+}
+
+/* Every chunk read back (by the builder's walk, by id, and through the
+ * chunk_texts view) is its byte range of the document, in order, with
+ * the first starting and the last ending the document. */
+static void check_chunks_are_ranges(const char *dir, const char *text)
+{
+    struct mt_store *s = NULL;
+    struct seen v;
+    struct mt_chunk_info info;
+    char sql[128];
+    const char *at = text;
+    int i;
+
+    v.n = 0;
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_each_chunk(s, 0, keep_chunk, &v, NULL));
+    CHECK(v.n == 3);
+    CHECK(strncmp(text, v.text[0], strlen(v.text[0])) == 0);
+    CHECK(strcmp(text + strlen(text) - strlen(v.text[2]), v.text[2]) == 0);
+    for (i = 0; i < v.n; i++) {
+        const char *hit = strstr(at, v.text[i]);
+        CHECK(hit != NULL && strlen(v.text[i]) > 500);
+        at = hit + 1;
+        CHECK_OK(mt_store_chunk_get(s, v.ids[i], &info, NULL));
+        CHECK(strcmp(info.text, v.text[i]) == 0);
+        CHECK(info.ordinal == (uint32_t)i);
+        snprintf(sql, sizeof sql,
+                 "SELECT length(CAST(text AS BLOB)) FROM chunk_texts"
+                 " WHERE id = %lld",
+                 (long long)v.ids[i]);
+        CHECK(column_count(dir, sql) == (int)strlen(v.text[i]));
+    }
+    mt_store_close(s);
+}
+
+/* A new store DIR/LEAF holding one document of long_text. */
+static void store_long_doc(char *dir, size_t n, const char *leaf, char *text,
+                           size_t text_n)
+{
+    struct mt_store *s = NULL;
+    int64_t src = 0;
+
+    long_text(text, text_n);
+    dir_path(dir, n, leaf);
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_source(s, "src", &src, NULL));
+    put_text(s, src, "d1", text);
+    mt_store_close(s);
+}
+
+static void test_store_chunks_are_ranges_of_the_document(void **state)
+{
+    char dir[128], text[2400];
+    (void)state;
+    store_long_doc(dir, sizeof dir, "ranges", text, sizeof text);
+    /* The chunk rows hold no text of their own. */
+    CHECK(column_count(dir, "SELECT COUNT(*) FROM pragma_table_info('chunks')"
+                            " WHERE name = 'text'") == 0);
+    check_chunks_are_ranges(dir, text);
+}
+
+/* A read-only open of the v7-shaped store reads its three chunks by
+ * their ranges and leaves the store at v7. */
+static void check_read_only_v7(const char *dir, const char *text)
+{
+    struct mt_store_params p;
+    struct mt_store *s = NULL;
+    struct seen v;
+    int i;
+
+    mt_store_default_params(&p);
+    p.read_only = 1;
+    v.n = 0;
+    CHECK_OK(mt_store_open(dir, &p, &s, NULL));
+    CHECK_OK(mt_store_each_chunk(s, 0, keep_chunk, &v, NULL));
+    mt_store_close(s);
+    CHECK(v.n == 3);
+    for (i = 0; i < v.n; i++)
+        CHECK(strlen(v.text[i]) > 500 && strstr(text, v.text[i]) != NULL);
+    CHECK(column_count(dir, "PRAGMA user_version") == 7);
+}
+
+/* A store written before v8 (each chunk's text in its row) is migrated
+ * on open for writing and reads back the same chunks. */
+static void test_store_migrates_chunk_text_to_ranges(void **state)
+{
+    char dir[128], db[160], text[2400];
+    sqlite3 *raw = NULL;
+    (void)state;
+    store_long_doc(dir, sizeof dir, "v7", text, sizeof text);
+    snprintf(db, sizeof db, "%s/store.db", dir);
+    CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw,
+                       "DROP VIEW chunk_texts;"
+                       "ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL"
+                       " DEFAULT '';"
+                       "UPDATE chunks SET text = (SELECT CAST(substr(CAST("
+                       "d.text AS BLOB), chunks.start + 1, chunks.end -"
+                       " chunks.start) AS TEXT) FROM documents d WHERE d.id ="
+                       " chunks.doc_id);"
+                       "PRAGMA user_version=7;",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(raw);
+    /* Read-only, the older store is read as it is, not migrated. */
+    check_read_only_v7(dir, text);
+    CHECK(column_count(dir, "SELECT COUNT(*) FROM chunks WHERE length(text)"
+                            " > 500") == 3);
+    check_chunks_are_ranges(dir, text);
+    CHECK(column_count(dir, "PRAGMA user_version") >= 8);
+    CHECK(column_count(dir, "SELECT COUNT(*) FROM pragma_table_info('chunks')"
+                            " WHERE name = 'text'") == 0);
 }
 
 static void test_store_rollback_drops_batch(void **state)
@@ -350,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_store_missing_dir_is_clear_error),
         cmocka_unit_test(test_store_rejects_newer_schema),
         cmocka_unit_test(test_store_read_only_does_not_migrate),
+        cmocka_unit_test(test_store_chunks_are_ranges_of_the_document),
+        cmocka_unit_test(test_store_migrates_chunk_text_to_ranges),
         cmocka_unit_test(test_store_rollback_drops_batch),
         cmocka_unit_test(test_store_survives_every_allocation_failure),
         cmocka_unit_test(test_ingest_reports_bad_line_and_skips),
