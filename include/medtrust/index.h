@@ -101,6 +101,11 @@ struct mt_index_build_params {
     /* 1 (default): BM25 segments keep each chunk's length as a float
      * (format 1); 0: in one byte (format 2, Lucene's SmallFloat). */
     int bm25_float_norms;
+    /* A segment is written, and the next begun, when the build's memory
+     * for it (BM25 builder, chunk ids, float vectors) reaches this many
+     * bytes, so a build's memory stays bounded whatever the store's size;
+     * 0: one segment however large. Default 2 GiB. */
+    uint64_t segment_bytes;
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
@@ -115,9 +120,12 @@ struct mt_index_build_result {
 };
 
 /* Brings the index of store 's' up to date: new chunks go into a new
- * segment; when chunks were deleted or replaced, or there are more than
- * max_segments segments, the whole index is rebuilt into one. Not
- * thread-safe against another build of the same store. */
+ * segment (several past segment_bytes); when chunks were deleted or
+ * replaced, or there are more than max_segments segments, the whole index
+ * is rebuilt (into one, or several past segment_bytes). Appending to an
+ * index, or building a new one, saves each finished segment, so a killed
+ * build resumes after the last. Not thread-safe against another build of
+ * the same store. */
 enum mt_status mt_index_build(struct mt_store *s,
                               const struct mt_index_build_params *params,
                               struct mt_index_build_result *res,

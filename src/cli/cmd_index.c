@@ -1,4 +1,5 @@
 /* medtrust index: ingest JSONL corpora into a store, with progress. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ static const struct cli_opt index_opts[] = {
      "the codes alone, 1 byte, near 0.98; float32 the codes + float "
      "copies, 5 bytes, exact re-scoring (0.9998 on 20K clustered vectors)",
      0},
+    {"segment-mb", 0, "N",
+     "write a search index segment, and begin the next, whenever the "
+     "builder holds N MiB, so memory stays bounded at any store size; "
+     "0..1048576, 0 one segment however large (default 2048)",
+     0},
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
      "has seen (default off)",
@@ -125,6 +131,7 @@ struct index_opts {
     uint32_t hnsw_min;     /* 0: the index's default */
     uint32_t hnsw_threads; /* 0: one per online core */
     enum mt_vec_store vec_store;
+    unsigned long segment_mb; /* ULONG_MAX: the index's default */
     int json;
     int quiet;
 };
@@ -158,6 +165,9 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
                 cli_get(a, "vectors"));
         return -1;
     }
+    o->segment_mb = ULONG_MAX;
+    if (cli_get_uint(a, "segment-mb", 0, 1048576, &o->segment_mb) < 0)
+        return -1;
     o->ip.source = cli_get(a, "source");
     o->ip.skip_bad = cli_get(a, "skip-bad") != NULL;
     o->json = cli_get(a, "json") != NULL;
@@ -356,6 +366,8 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
         bp.hnsw_min = o->hnsw_min;
     bp.hnsw_threads = o->hnsw_threads;
     bp.vec_store = o->vec_store;
+    if (o->segment_mb != ULONG_MAX)
+        bp.segment_bytes = (uint64_t)o->segment_mb << 20;
     st = with_embedder(s, embedder, &bp, &e, err);
     if (st != MT_OK)
         return st;

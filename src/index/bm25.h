@@ -84,6 +84,11 @@ enum mt_status mtx_bm25_builder_set_ndocs(struct mt_bm25_builder *b,
 enum mt_status mtx_bm25_builder_write(struct mt_bm25_builder *b,
                                       const char *path, struct mt_error *err);
 
+/* Bytes the builder holds now (its arrays at their allocated sizes: term
+ * table, hash slots, term text, per-document lengths, postings), what an
+ * index build weighs against its segment memory limit. */
+uint64_t mtx_bm25_builder_bytes(const struct mt_bm25_builder *b);
+
 /* Frees the builder. NULL is allowed. */
 void mtx_bm25_builder_free(struct mt_bm25_builder *b);
 

@@ -47,6 +47,7 @@ struct mt_bm25_builder {
     int64_t cur_doc;   /* document being added, -1 none */
     int64_t floor_doc; /* documents <= this are written and closed */
     uint64_t npostings;
+    uint64_t post_bytes; /* sum of the terms' pcap */
 };
 
 /* ==== Growth helpers ==== */
@@ -85,6 +86,14 @@ static uint32_t hash_str(const char *s, size_t n)
 }
 
 /* ==== Lifecycle ==== */
+
+uint64_t mtx_bm25_builder_bytes(const struct mt_bm25_builder *b)
+{
+    return (uint64_t)b->tcap * sizeof *b->terms +
+           (uint64_t)b->nslots * sizeof *b->slots + b->ccap +
+           (uint64_t)b->curcap * sizeof *b->cur +
+           (uint64_t)b->lcap * sizeof *b->lens + b->post_bytes;
+}
 
 void mtx_bm25_builder_free(struct mt_bm25_builder *b)
 {
@@ -211,10 +220,12 @@ static enum mt_status flush_doc(struct mt_bm25_builder *b)
     for (uint32_t i = 0; i < b->ncur; i++) {
         struct bterm *t = &b->terms[b->cur[i]];
         uint32_t gap = t->df ? doc - t->last - 1 : doc;
+        size_t cap = t->pcap;
         enum mt_status st = mtx_bm25_put_posting(&t->post, &t->plen, &t->pcap,
                                                  gap, t->tf[0], t->tf[1]);
         if (st != MT_OK)
             return st;
+        b->post_bytes += t->pcap - cap;
         t->df++;
         t->last = doc;
         b->npostings++;

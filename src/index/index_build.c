@@ -1,6 +1,8 @@
-/* Index build: analyses the store's chunks into a new BM25 segment plus a
- * chunk-id file, then swaps the manifest. New chunks go into a new
- * segment; deletions or too many segments trigger one full rebuild. */
+/* Index build: analyses the store's chunks into new BM25 segments plus
+ * chunk-id files, then swaps the manifest. New chunks go into a new
+ * segment, and into one more each time the builder's memory reaches
+ * segment_bytes, so a build of any size stays within it; deletions or too
+ * many segments trigger one full rebuild. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@ void mt_index_default_build_params(struct mt_index_build_params *p)
     p->embed_batch = 64;
     p->hnsw_min = 100000;
     p->bm25_float_norms = 1;
+    p->segment_bytes = (uint64_t)2 << 30;
 }
 
 void mtx_index_dir(const char *store_dir, char *buf, size_t n)
@@ -41,17 +44,23 @@ void mtx_index_seg_path(const char *index_dir, const char *name,
 
 struct build {
     const struct mt_index_build_params *p;
+    struct mt_store *s;
+    const char *dir;
+    struct mt_manifest *m;
+    int save_each; /* save the manifest after each segment (resumable) */
     struct mt_analyzer *an;
     struct mt_bm25_builder *bm;
     struct mt_arena arena;
-    int64_t *cids;
+    int64_t *cids; /* of the segment being built */
     uint32_t *srcs;
     size_t n, cap;
-    uint64_t total;
-    int64_t max_id;
+    uint64_t done, total; /* chunks analysed in this build, of total */
+    int64_t max_id;       /* the largest chunk id in the segment */
     struct mt_vbuild vb;
     struct mt_error *err;
 };
+
+static enum mt_status flush_segment(struct build *b);
 
 static enum mt_status push_ids(struct build *b, int64_t cid, int64_t src)
 {
@@ -96,6 +105,17 @@ static enum mt_status add_field(struct build *b, uint32_t doc, uint32_t field,
     return mtx_bm25_builder_add(b->bm, doc, field, terms, cnt, b->err);
 }
 
+/* The segment's memory as the build sees it: the BM25 builder's arrays,
+ * the chunk and source ids, and the float vectors when embedding. */
+static int over_budget(const struct build *b)
+{
+    uint64_t per = sizeof *b->cids + sizeof *b->srcs +
+                   (b->p->embed ? (uint64_t)b->p->dims * sizeof(float) : 0);
+    uint64_t bytes = mtx_bm25_builder_bytes(b->bm) + (uint64_t)b->n * per;
+
+    return b->p->segment_bytes && bytes >= b->p->segment_bytes;
+}
+
 static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
 {
     struct build *b = user;
@@ -113,8 +133,11 @@ static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
     mtx_arena_reset(&b->arena);
     if (r->chunk_id > b->max_id)
         b->max_id = r->chunk_id;
-    if (st == MT_OK && b->p->progress && (b->n == 1 || b->n % 1024 == 0))
-        b->p->progress(b->n, b->total, b->p->progress_user);
+    b->done++;
+    if (st == MT_OK && b->p->progress && (b->done == 1 || b->done % 1024 == 0))
+        b->p->progress(b->done, b->total, b->p->progress_user);
+    if (st == MT_OK && over_budget(b))
+        st = flush_segment(b);
     return st;
 }
 
@@ -235,70 +258,105 @@ static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
 
 /* ==== Build ==== */
 
+/* A new, empty segment: BM25 builder and vector batch. */
+static enum mt_status segment_open(struct build *b)
+{
+    const struct mt_index_build_params *p = b->p;
+    struct mt_bm25_params bp = mtx_bm25_default_params();
+    enum mt_status st;
+
+    bp.field_weight[MT_BM25_FIELD_TITLE] = p->title_weight;
+    bp.field_weight[MT_BM25_FIELD_TEXT] = p->text_weight;
+    bp.float_norms = p->bm25_float_norms;
+    st = mtx_bm25_builder_new(&bp, &b->bm, b->err);
+    if (st == MT_OK)
+        st = mtx_vbuild_init(&b->vb, p, b->err);
+    b->n = 0;
+    b->max_id = 0;
+    return st;
+}
+
+static void segment_close(struct build *b)
+{
+    mtx_bm25_builder_free(b->bm);
+    b->bm = NULL;
+    mtx_vbuild_free(&b->vb);
+}
+
 static enum mt_status build_open(struct build *b, struct mt_store *s,
                                  const struct mt_index_build_params *p,
                                  struct mt_error *err)
 {
-    struct mt_bm25_params bp = mtx_bm25_default_params();
     enum mt_status st;
 
     memset(b, 0, sizeof *b);
     b->p = p;
+    b->s = s;
     b->err = err;
     b->arena = MT_ARENA_INIT(64 * 1024);
-    bp.field_weight[MT_BM25_FIELD_TITLE] = p->title_weight;
-    bp.field_weight[MT_BM25_FIELD_TEXT] = p->text_weight;
-    bp.float_norms = p->bm25_float_norms;
     st = mtx_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
     if (st == MT_OK)
-        st = mtx_bm25_builder_new(&bp, &b->bm, err);
-    if (st == MT_OK)
-        st = mtx_vbuild_init(&b->vb, p, err);
+        st = segment_open(b);
     return st;
 }
 
 static void build_close(struct build *b)
 {
     mtx_analyzer_free(b->an);
-    mtx_bm25_builder_free(b->bm);
+    segment_close(b);
     mtx_arena_free(&b->arena);
     mt_free(b->cids);
     mt_free(b->srcs);
-    mtx_vbuild_free(&b->vb);
 }
 
-/* Writes the new segment (if any) and the manifest that names it. */
-static enum mt_status commit(const char *dir, struct mt_store *s,
-                             struct mt_manifest *m, struct build *b, int full,
-                             struct mt_error *err)
+static enum mt_status save_manifest(struct build *b)
+{
+    struct mt_manifest *m = b->m;
+
+    m->generation++;
+    snprintf(m->analyzer, sizeof m->analyzer, "%s",
+             mt_store_settings(b->s)->analyzer);
+    snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
+    m->dims = b->p->embed ? b->p->dims : 0;
+    return mtx_manifest_save(b->dir, m, b->err);
+}
+
+/* Writes the segment built so far (if any), names it in the manifest (and
+ * saves that, when the build may), and starts the next one. */
+static enum mt_status flush_segment(struct build *b)
 {
     struct mt_manifest_seg seg;
+    struct mt_manifest *m = b->m;
     enum mt_status st = MT_OK;
 
+    if (b->n == 0)
+        return MT_OK;
     memset(&seg, 0, sizeof seg);
-    if (full) {
-        m->nsegs = 0;
-        m->max_chunk_id = 0;
-    }
-    if (b->n > 0) {
-        snprintf(seg.name, sizeof seg.name, "seg-%06u", m->next_seg++);
-        seg.chunks = b->n;
-        seg.max_chunk_id = b->max_id;
-        seg.has_vectors = b->p->embed != NULL;
-        st = write_segment(dir, seg.name, b, err);
-        if (st == MT_OK && mtx_manifest_add(m, &seg) != MT_OK)
-            st = mt_fail(err, MT_ENOMEM, "index build: out of memory");
-    }
+    snprintf(seg.name, sizeof seg.name, "seg-%06u", m->next_seg++);
+    seg.chunks = b->n;
+    seg.max_chunk_id = b->max_id;
+    seg.has_vectors = b->p->embed != NULL;
+    st = write_segment(b->dir, seg.name, b, b->err);
+    if (st == MT_OK && mtx_manifest_add(m, &seg) != MT_OK)
+        st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
     if (st != MT_OK)
         return st;
     if (b->max_id > m->max_chunk_id)
         m->max_chunk_id = b->max_id;
-    m->generation++;
-    snprintf(m->analyzer, sizeof m->analyzer, "%s",
-             mt_store_settings(s)->analyzer);
-    snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
-    m->dims = b->p->embed ? b->p->dims : 0;
-    return mtx_manifest_save(dir, m, err);
+    if (b->save_each)
+        st = save_manifest(b);
+    segment_close(b);
+    if (st == MT_OK)
+        st = segment_open(b);
+    return st;
+}
+
+/* Writes the last segment (if any) and the manifest that names them. */
+static enum mt_status commit(struct build *b)
+{
+    enum mt_status st = flush_segment(b);
+
+    return st == MT_OK ? save_manifest(b) : st;
 }
 
 static enum mt_status ensure_dir(const char *dir, struct mt_error *err)
@@ -318,23 +376,34 @@ static enum mt_status run_build(struct mt_store *s, const char *dir,
     struct build b;
     int full = 0;
     uint64_t todo = 0;
+    int64_t after;
     enum mt_status st = plan(s, m, p, &full, &todo, err);
 
     if (st != MT_OK || (!full && todo == 0))
         return st;
     st = build_open(&b, s, p, err);
     b.total = todo;
+    b.dir = dir;
+    b.m = m;
+    /* Appending, or building where there was nothing, each finished
+     * segment is saved at once: a killed build resumes after it. A
+     * rebuild replaces the old segments only when it is whole. */
+    b.save_each = !full || m->nsegs == 0;
+    after = full ? 0 : m->max_chunk_id;
+    if (full) {
+        m->nsegs = 0;
+        m->max_chunk_id = 0;
+    }
     if (st == MT_OK)
-        st = mt_store_each_chunk(s, full ? 0 : m->max_chunk_id, on_chunk, &b,
-                                 err);
+        st = mt_store_each_chunk(s, after, on_chunk, &b, err);
     if (st == MT_OK)
-        st = commit(dir, s, m, &b, full, err);
+        st = commit(&b);
     if (st == MT_OK) {
         collect_garbage(dir, m);
-        res->chunks_added = b.n;
+        res->chunks_added = b.done;
         res->merged = full;
         if (p->progress)
-            p->progress(b.n, b.total, p->progress_user);
+            p->progress(b.done, b.total, p->progress_user);
     }
     build_close(&b);
     return st;

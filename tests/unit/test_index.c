@@ -145,6 +145,140 @@ static void test_index_incremental_then_merge_on_replace(void **state)
     mt_store_close(s);
 }
 
+/* 3,000 documents, each with a word of its own ("uniqNNNN") among common
+ * ones, so every one can be found again by that word. */
+static void seed_many(struct mt_store *s, int n)
+{
+    char id[16], text[256];
+    int i;
+
+    CHECK_OK(mt_store_begin(s, NULL));
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        snprintf(text, sizeof text,
+                 "uniq%04d patients with fever %d and cough %d were treated "
+                 "with drug%d for %d days",
+                 i, i % 97, i % 89, i % 211, i % 13);
+        put(s, "m", id, NULL, text);
+    }
+    CHECK_OK(mt_store_commit(s, NULL));
+}
+
+static void check_findable(const char *dir, int n)
+{
+    char q[32];
+    int i;
+
+    for (i = 0; i < n; i += 97) {
+        struct mt_search_result *res;
+        char id[16];
+        snprintf(q, sizeof q, "uniq%04d", i);
+        snprintf(id, sizeof id, "m%d", i);
+        res = search(dir, q, NULL);
+        CHECK(res->n == 1 && strcmp(res->hits[0].doc_id, id) == 0);
+        mt_search_result_free(res);
+    }
+}
+
+static struct mt_index_stats index_stats(const char *dir)
+{
+    struct mt_index *idx = NULL;
+    struct mt_index_stats st;
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_index_stats(idx, &st);
+    mt_index_close(idx);
+    return st;
+}
+
+/* A test embedder that fails once it has been asked for 'fail_after'
+ * vectors (a build killed part-way). */
+struct flaky {
+    size_t seen, fail_after;
+};
+
+static enum mt_status flaky_embed(void *user, const char *const *texts,
+                                  const size_t *lens, size_t n, float *out,
+                                  struct mt_error *err)
+{
+    struct flaky *f = user;
+    size_t i;
+    (void)texts;
+    for (i = 0; i < n; i++) {
+        out[i * 4] = 1.0f;
+        out[i * 4 + 1] = (float)lens[i];
+        out[i * 4 + 2] = 0.5f;
+        out[i * 4 + 3] = (float)i;
+    }
+    f->seen += n;
+    if (f->fail_after && f->seen > f->fail_after)
+        return mt_fail(err, MT_EIO, "test embedder: gone");
+    return MT_OK;
+}
+
+/* With a 64 KiB segment limit the builder writes several segments, each
+ * chunk in exactly one, and every document is found as with one segment. */
+static void test_index_build_splits_segments_at_memory_limit(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index_build_params bp;
+    struct mt_index_build_result r;
+    struct mt_index_stats st;
+    (void)state;
+    store_path(dir, sizeof dir, "segs");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed_many(s, 3000);
+    mt_index_default_build_params(&bp);
+    CHECK(bp.segment_bytes == (uint64_t)2 << 30);
+    bp.segment_bytes = 64 << 10;
+    CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+    CHECK(r.chunks_added == 3000 && r.segments >= 2);
+    st = index_stats(dir);
+    CHECK(st.segments == r.segments && st.chunks == 3000);
+    check_findable(dir, 3000);
+    /* One segment without the limit, the same documents found. */
+    bp.segment_bytes = 0;
+    bp.rebuild = 1;
+    CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+    CHECK(r.chunks_added == 3000 && r.segments == 1 && r.merged);
+    check_findable(dir, 3000);
+    mt_store_close(s);
+}
+
+/* A new index built in several segments keeps the segments it finished
+ * when the build dies; the next build adds only the rest. */
+static void test_index_build_resumes_after_last_segment(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index_build_params bp;
+    struct mt_index_build_result r;
+    struct mt_index_stats st;
+    struct flaky f = {0, 2500};
+    struct mt_error err;
+    (void)state;
+    store_path(dir, sizeof dir, "resume");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed_many(s, 3000);
+    mt_index_default_build_params(&bp);
+    bp.segment_bytes = 64 << 10;
+    bp.embedder = "flaky";
+    bp.dims = 4;
+    bp.embed = flaky_embed;
+    bp.embed_user = &f;
+    bp.max_segments = 64;
+    CHECK(mt_index_build(s, &bp, &r, &err) == MT_EIO);
+    st = index_stats(dir);
+    CHECK(st.segments >= 1 && st.chunks > 0 && st.chunks < 2600);
+    f.fail_after = 0;
+    CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+    CHECK(!r.merged && r.chunks_added == 3000 - st.chunks);
+    st = index_stats(dir);
+    CHECK(st.chunks == 3000 && st.segments == r.segments);
+    check_findable(dir, 3000);
+    mt_store_close(s);
+}
+
 static void test_index_search_ranks_and_filters(void **state)
 {
     char dir[128];
@@ -725,6 +859,8 @@ int main(void)
         cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
         cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
         cmocka_unit_test(test_index_vector_stores_trade_bytes_for_precision),
+        cmocka_unit_test(test_index_build_splits_segments_at_memory_limit),
+        cmocka_unit_test(test_index_build_resumes_after_last_segment),
     };
     return cmocka_run_group_tests_name("index", tests, setup, teardown);
 }
