@@ -7,9 +7,14 @@
  * headings come from the same abstracts. Lengths (log-normal): abstracts
  * median 220 words, titles 14; 30 % of records have no abstract and 30 % of
  * abstracts are labelled, as in the baseline; authors 1 + Poisson(5).
- * Also writes QUERIES.jsonl: 1,000 queries of 4 words of one abstract each
- * with that PMID as the relevant document.
- * Usage: gen_pubmed PUBMEDQA_CORPUS.jsonl N_RECORDS OUTDIR [SEED] */
+ * Also writes OUTDIR/queries.jsonl: up to 1,000 queries (over the whole
+ * set) of 4 words of one abstract each with that PMID as the relevant
+ * document, for the files made. Each file has its own random stream, so
+ * FIRST_FILE..LAST_FILE (1-based, 30,000 records each) makes just those
+ * files, identical to the same files of a whole run: bench/pubmed.sh
+ * makes a 25M set in batches that it deletes once imported.
+ * Usage: gen_pubmed PUBMEDQA_CORPUS.jsonl N_RECORDS OUTDIR [SEED
+ *        [FIRST_FILE LAST_FILE]] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -304,53 +309,96 @@ static void put_record(gzFile g, uint64_t pmid, const struct table *words,
              (unsigned long long)pmid, (unsigned long long)pmid);
 }
 
+/* File number 'file' (1-based) of an N-record set. Each file has its own
+ * random stream (the seed mixed with the file number), so any range of
+ * files can be made on its own, in batches, and comes out the same. */
+static void put_file(const char *dir, unsigned file, uint64_t n, uint64_t seed,
+                     const struct table *words, const struct table *mesh,
+                     FILE *q, uint64_t *nq)
+{
+    uint64_t qevery = n / NQUERIES ? n / NQUERIES : 1;
+    uint64_t pmid = (uint64_t)(file - 1) * PER_FILE;
+    char path[4096], keep[256];
+    gzFile g;
+
+    rng_state = seed ^ ((uint64_t)file * 0xd1b54a32d192ed03ull);
+    snprintf(path, sizeof path, "%s/pubmed25n%04u.xml.gz", dir, file);
+    g = gzopen(path, "wb1");
+    if (!g) {
+        fprintf(stderr, "gen_pubmed: %s: cannot write\n", path);
+        exit(1);
+    }
+    gzbuffer(g, 1 << 20);
+    gzputs(g, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
+              "<!DOCTYPE PubmedArticleSet PUBLIC \"-//NLM//DTD PubMedArticle,"
+              " 1st January 2025//EN\" \"https://dtd.nlm.nih.gov/ncbi/pubmed/"
+              "out/pubmed_250101.dtd\">\n<PubmedArticleSet>\n");
+    for (uint64_t i = 0; i < PER_FILE && pmid < n; i++) {
+        keep[0] = '\0';
+        put_record(g, ++pmid, words, mesh, keep, sizeof keep);
+        if (pmid % qevery == 0 && pmid / qevery <= NQUERIES &&
+            strchr(keep, ' ') && strchr(strchr(keep, ' ') + 1, ' ')) {
+            fprintf(q,
+                    "{\"id\":\"q%llu\",\"query\":\"%s\",\"relevant\":"
+                    "[\"%llu\"]}\n",
+                    (unsigned long long)(pmid / qevery), keep,
+                    (unsigned long long)pmid);
+            (*nq)++;
+        }
+    }
+    gzputs(g, "</PubmedArticleSet>\n");
+    if (gzclose(g) != Z_OK) {
+        fprintf(stderr, "gen_pubmed: %s: write failed\n", path);
+        exit(1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct table words = {0}, mesh = {0};
-    uint64_t n, pmid = 0, qevery, nq = 0;
-    unsigned file = 0;
-    char path[4096], keep[256];
+    uint64_t n, seed, nq = 0;
+    unsigned files, first = 1, last, file;
+    char path[4096];
     FILE *q;
 
-    if (argc < 4) {
+    if (argc != 4 && argc != 5 && argc != 7) {
         fprintf(stderr, "usage: gen_pubmed PUBMEDQA_CORPUS.jsonl N OUTDIR "
-                        "[SEED]\n");
+                        "[SEED [FIRST_FILE LAST_FILE]]\n");
         return 2;
     }
     n = strtoull(argv[2], NULL, 10);
-    rng_state = argc > 4 ? strtoull(argv[4], NULL, 10) : 20250101;
+    files = (unsigned)((n + PER_FILE - 1) / PER_FILE);
+    seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 20250101;
+    last = files;
+    if (argc == 7) {
+        first = (unsigned)strtoul(argv[5], NULL, 10);
+        last = (unsigned)strtoul(argv[6], NULL, 10);
+    }
+    if (first < 1 || last > files || first > last) {
+        fprintf(stderr,
+                "gen_pubmed: files %u-%u: an %llu-record set has "
+                "files 1-%u\n",
+                first, last, (unsigned long long)n, files);
+        return 2;
+    }
     learn(argv[1], &words, &mesh);
     mkdir(argv[3], 0755);
+    /* The queries whose relevant record is in the files made. */
     snprintf(path, sizeof path, "%s/queries.jsonl", argv[3]);
     q = fopen(path, "w");
-    qevery = n / NQUERIES ? n / NQUERIES : 1;
-    while (pmid < n) {
-        gzFile g;
-        snprintf(path, sizeof path, "%s/pubmed25n%04u.xml.gz", argv[3], ++file);
-        g = gzopen(path, "wb1");
-        gzbuffer(g, 1 << 20);
-        gzputs(g,
-               "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
-               "<!DOCTYPE PubmedArticleSet PUBLIC \"-//NLM//DTD PubMedArticle,"
-               " 1st January 2025//EN\" \"https://dtd.nlm.nih.gov/ncbi/pubmed/"
-               "out/pubmed_250101.dtd\">\n<PubmedArticleSet>\n");
-        for (uint64_t i = 0; i < PER_FILE && pmid < n; i++) {
-            keep[0] = '\0';
-            put_record(g, ++pmid, &words, &mesh, keep, sizeof keep);
-            if (pmid % qevery == 0 && nq < NQUERIES && strchr(keep, ' ') &&
-                strchr(strchr(keep, ' ') + 1, ' ')) {
-                fprintf(q,
-                        "{\"id\":\"q%llu\",\"query\":\"%s\",\"relevant\":"
-                        "[\"%llu\"]}\n",
-                        (unsigned long long)nq++, keep,
-                        (unsigned long long)pmid);
-            }
-        }
-        gzputs(g, "</PubmedArticleSet>\n");
-        gzclose(g);
+    if (!q) {
+        fprintf(stderr, "gen_pubmed: %s: cannot write\n", path);
+        return 1;
     }
-    fclose(q);
-    fprintf(stderr, "gen_pubmed: %llu records in %u files, %llu queries\n",
-            (unsigned long long)n, file, (unsigned long long)nq);
+    for (file = first; file <= last; file++)
+        put_file(argv[3], file, n, seed, &words, &mesh, q, &nq);
+    if (fclose(q) != 0) {
+        fprintf(stderr, "gen_pubmed: %s: write failed\n", path);
+        return 1;
+    }
+    fprintf(stderr,
+            "gen_pubmed: files %u-%u of %u (%llu records in all), "
+            "%llu queries\n",
+            first, last, files, (unsigned long long)n, (unsigned long long)nq);
     return 0;
 }

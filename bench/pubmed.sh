@@ -3,44 +3,219 @@
 # seed) -> `medtrust import pubmed` -> store -> `medtrust index --embedder
 # none` (BM25) -> `retrieval-eval` for BM25 latency. Writes
 # RUN/pubmed-N.json and prints one Markdown row.
-#   MEDTRUST_BENCH_PUBMED  records to generate (default 30000: one
-#                          baseline file; the real baseline is ~25M+)
+#   MEDTRUST_BENCH_PUBMED        records to generate (default 30000: one
+#                                baseline file; the real baseline is ~25M+)
+#   MEDTRUST_BENCH_PUBMED_BATCH  files (30,000 records each) generated,
+#                                imported and deleted at a time, so the
+#                                whole input never sits on disk (default 0:
+#                                generate all once, keep them); each batch
+#                                leaves RUN/batch-FFFF.{json,time,gen} and
+#                                a rerun resumes after the last whole batch
+#   MEDTRUST_BENCH_PUBMED_CHECKPOINT  with batches: every this many
+#                                batches, index (appending segments) and
+#                                measure BM25 on the records so far, into
+#                                RUN/index-LASTFILE.* (default 0: only at
+#                                the end)
+#   MEDTRUST_BENCH_PUBMED_DB     the store (default BUILD/bench/pubmed/db-N;
+#                                kept when batches resume)
+#   MEDTRUST_BENCH_MIN_FREE_GB   stop before a batch or the index when / has
+#                                less free (default 12)
+#   MEDTRUST_BENCH_MT            the medtrust binary (default BUILD/medtrust),
+#                                read at each step
+#   MEDTRUST_BENCH_SEGMENT_MB    index --segment-mb (default: the index's)
 # Usage: bench/pubmed.sh RUNDIR   (BUILD, MEDTRUST_DATA as in bench/run)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build}
 B=$BUILD/bench
-MT=$BUILD/medtrust
+MT=${MEDTRUST_BENCH_MT:-$BUILD/medtrust}
 DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
 N=${MEDTRUST_BENCH_PUBMED:-30000}
+BATCH=${MEDTRUST_BENCH_PUBMED_BATCH:-0}
+MIN_FREE_GB=${MEDTRUST_BENCH_MIN_FREE_GB:-12}
+CHECKPOINT=${MEDTRUST_BENCH_PUBMED_CHECKPOINT:-0}
 RUN=${1:-$B/results/pubmed-$(date +%Y%m%d-%H%M%S)}
 SRC=$B/pubmed/src-$N
-DB=$B/pubmed/db-$N
+DB=${MEDTRUST_BENCH_PUBMED_DB:-$B/pubmed/db-$N}
+P=$RUN/pubmed-$N
 mkdir -p "$RUN" "$B/pubmed"
-log() { printf 'bench pubmed: %s\n' "$*" >&2; }
+log() { printf 'bench pubmed: %s: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-if [ ! -f "$SRC/.stamp" ]; then
-    log "generating $N records into $SRC"
-    rm -rf "$SRC"
-    "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$SRC"
-    touch "$SRC/.stamp"
+free_gb() { df -Pk / | awk 'NR == 2 { printf "%d", $4 / 1048576 }'; }
+need_disk() {
+    local f
+    f=$(free_gb)
+    if [ "$f" -lt "$MIN_FREE_GB" ]; then
+        log "stopping before $1: $f GB free on /, under $MIN_FREE_GB GB"
+        exit 3
+    fi
+}
+
+# One /usr/bin/time -v step: STEM.time, stdout to STEM.out.
+timed() {
+    local stem=$1
+    shift
+    /usr/bin/time -v -o "$stem.time" "$@" >"$stem.out"
+}
+
+# Generates files F..L into DIR, timing it into STEM.gen (by rename).
+gen_batch() {
+    local f=$1 l=$2 dir=$3 stem=$4 t0
+    rm -rf "$dir"
+    t0=$(date +%s.%N)
+    "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$dir" 20250101 \
+        "$f" "$l" 2>"$stem.gen.tmp"
+    awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print "wall_s", b - a }' \
+        >>"$stem.gen.tmp"
+    du -sbL "$dir"/*.xml.gz |
+        awk '{ s += $1 } END { print "input_bytes", s }' >>"$stem.gen.tmp"
+    mv "$stem.gen.tmp" "$stem.gen"
+}
+
+# Brings the index up to date (appending segments) and measures BM25 on
+# the queries of the records imported so far: RUN/index-TAG.*.
+index_step() {
+    local stem=$RUN/index-$1
+    [ -f "$stem.eval.json" ] && return 0
+    need_disk "index $1"
+    log "index (BM25, embedder none) after $2 records"
+    timed "$stem" "$MT" index --db "$DB" --embedder none --no-progress \
+        ${MEDTRUST_BENCH_SEGMENT_MB:+--segment-mb "$MEDTRUST_BENCH_SEGMENT_MB"}
+    mv "$stem.out" "$stem.txt"
+    cat "$RUN"/queries/*.jsonl >"$stem.queries.jsonl"
+    du -sb "$DB/store.db" | cut -f1 >"$stem.store_bytes"
+    du -sb "$DB/index" | cut -f1 >"$stem.index_bytes"
+    "$MT" retrieval-eval --db "$DB" --queries "$stem.queries.jsonl" --jobs 1 \
+        --json 2>/dev/null >"$stem.eval.tmp"
+    mv "$stem.eval.tmp" "$stem.eval.json"
+    log "index after $2 records: $(cat "$stem.txt");" \
+        "$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["latency_ms"]; print("BM25 p50 %.1f / p95 %.1f ms" % (l["p50"], l["p95"]))' "$stem.eval.json")"
+}
+
+# Batches: generate files F..L, import them, delete them; the next batch
+# is generated while this one imports. A batch counts once
+# RUN/batch-F.json exists (written last, by rename). Every CHECKPOINT
+# batches the index is brought up to date and BM25 measured, so a run cut
+# short still has its latency at the scale it reached.
+import_batches() {
+    local files=$(((N + 29999) / 30000)) f l nf nl done_recs=0 start
+    local skipped_recs=0 next_pid="" bi stem
+    start=$(date +%s)
+    # A new run starts a new store; a rerun keeps it and resumes.
+    ls "$RUN"/batch-*.json >/dev/null 2>&1 || rm -rf "$DB"
+    mkdir -p "$RUN/queries"
+    for ((f = 1; f <= files; f += BATCH)); do
+        l=$((f + BATCH - 1 > files ? files : f + BATCH - 1))
+        bi=$(((f - 1) / BATCH + 1))
+        stem=$RUN/batch-$(printf %04d "$f")
+        if [ -f "$stem.json" ]; then
+            done_recs=$((done_recs + (l - f + 1) * 30000))
+            skipped_recs=$done_recs
+            continue
+        fi
+        need_disk "batch $f-$l"
+        if [ -n "$next_pid" ]; then
+            wait "$next_pid"
+            rm -rf "$SRC"
+            mv "$SRC.next" "$SRC"
+        else
+            gen_batch "$f" "$l" "$SRC" "$stem"
+        fi
+        next_pid=""
+        nf=$((f + BATCH))
+        if [ "$nf" -le "$files" ]; then
+            nl=$((nf + BATCH - 1 > files ? files : nf + BATCH - 1))
+            gen_batch "$nf" "$nl" "$SRC.next" "$RUN/batch-$(printf %04d "$nf")" &
+            next_pid=$!
+        fi
+        cp "$SRC/queries.jsonl" "$RUN/queries/$(printf %04d "$f").jsonl"
+        timed "$stem" "$MT" import pubmed --db "$DB" --json --no-progress \
+            "$SRC"/*.xml.gz
+        rm -rf "$SRC"
+        mv "$stem.out" "$stem.json"
+        done_recs=$((done_recs + (l - f + 1) * 30000))
+        [ "$done_recs" -gt "$N" ] && done_recs=$N
+        local el=$(($(date +%s) - start + 1)) rate
+        rate=$(((done_recs - skipped_recs) / el + 1))
+        log "batch files $f-$l of $files: $done_recs/$N records," \
+            "$rate records/s wall (generation included), ETA" \
+            "$(((N - done_recs) / rate / 60)) min, $(free_gb) GB free"
+        if [ "$CHECKPOINT" -gt 0 ] && [ $((bi % CHECKPOINT)) -eq 0 ] &&
+            [ "$l" -lt "$files" ]; then
+            index_step "$(printf %04d "$l")" "$done_recs"
+        fi
+    done
+    cat "$RUN"/queries/*.jsonl >"$RUN/queries.jsonl"
+    python3 - "$RUN" "$P" <<'PY'
+# The batches' counts and input sizes summed, as one import's.
+import glob, json, re, sys
+run, p = sys.argv[1], sys.argv[2]
+tot, inb = {}, 0
+for j in sorted(glob.glob(run + "/batch-*.json")):
+    for k, v in json.load(open(j)).items():
+        if isinstance(v, int):
+            tot[k] = tot.get(k, 0) + v
+    inb += int(re.search(r"input_bytes (\d+)", open(j[:-5] + ".gen").read()).group(1))
+json.dump(tot, open(p + ".import.json", "w"))
+open(p + ".input_bytes", "w").write(f"{inb}\n")
+PY
+    # Import steps only; generation is in batch-*.gen.
+    sum_times "$P.import.time" "$RUN"/batch-*.time
+}
+
+# Writes OUT as one /usr/bin/time -v report of the steps FILE...: CPU and
+# wall summed, peak RSS the largest.
+sum_times() {
+    python3 - "$@" <<'PY'
+import re, sys
+wall, user, sys_t, rss = 0.0, 0.0, 0.0, 0
+for f in sys.argv[2:]:
+    t = open(f).read()
+    w = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", t).group(1)
+    wall += sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
+    user += float(re.search(r"User time.*: (\S+)", t).group(1))
+    sys_t += float(re.search(r"System time.*: (\S+)", t).group(1))
+    rss = max(rss, int(re.search(r"Maximum resident set size.*: (\d+)", t).group(1)))
+h, rem = divmod(wall, 3600)
+m, s = divmod(rem, 60)
+open(sys.argv[1], "w").write(
+    f"\tUser time (seconds): {user:.2f}\n\tSystem time (seconds): {sys_t:.2f}\n"
+    f"\tElapsed (wall clock) time (h:mm:ss or m:ss): {int(h)}:{int(m):02d}:{s:05.2f}\n"
+    f"\tMaximum resident set size (kbytes): {rss}\n")
+PY
+}
+
+if [ "$BATCH" -gt 0 ]; then
+    log "import pubmed in batches of $BATCH files into $DB"
+    import_batches
+    index_step final "$N"
+    sum_times "$P.index.time" "$RUN"/index-*.time
+    cp "$RUN/index-final.eval.json" "$P.eval.json"
+else
+    if [ ! -f "$SRC/.stamp" ]; then
+        log "generating $N records into $SRC"
+        rm -rf "$SRC"
+        "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$SRC"
+        touch "$SRC/.stamp"
+    fi
+    rm -rf "$DB"
+    log "import pubmed ($(ls "$SRC"/*.xml.gz | wc -l) files)"
+    /usr/bin/time -v -o "$P.import.time" \
+        "$MT" import pubmed --db "$DB" --json --no-progress "$SRC"/*.xml.gz \
+        >"$P.import.json"
+    du -sbL "$SRC" | cut -f1 >"$P.input_bytes"
+    log "index (BM25, embedder none)"
+    /usr/bin/time -v -o "$P.index.time" \
+        "$MT" index --db "$DB" --embedder none --no-progress \
+        ${MEDTRUST_BENCH_SEGMENT_MB:+--segment-mb "$MEDTRUST_BENCH_SEGMENT_MB"} \
+        >"$P.index.txt"
+    log "BM25 latency"
+    "$MT" retrieval-eval --db "$DB" --queries "$SRC/queries.jsonl" --jobs 1 \
+        --json 2>/dev/null >"$P.eval.json"
 fi
-rm -rf "$DB"
-log "import pubmed ($(ls "$SRC"/*.xml.gz | wc -l) files)"
-/usr/bin/time -v -o "$RUN/pubmed-$N.import.time" \
-    "$MT" import pubmed --db "$DB" --json --no-progress "$SRC"/*.xml.gz \
-    >"$RUN/pubmed-$N.import.json"
-log "index (BM25, embedder none)"
-/usr/bin/time -v -o "$RUN/pubmed-$N.index.time" \
-    "$MT" index --db "$DB" --embedder none --no-progress \
-    >"$RUN/pubmed-$N.index.txt"
-log "BM25 latency"
-"$MT" retrieval-eval --db "$DB" --queries "$SRC/queries.jsonl" --jobs 1 \
-    --json 2>/dev/null >"$RUN/pubmed-$N.eval.json"
-du -sb "$DB/store.db" | cut -f1 >"$RUN/pubmed-$N.store_bytes"
-du -sb "$DB/index" | cut -f1 >"$RUN/pubmed-$N.index_bytes"
-du -sbL "$SRC" | cut -f1 >"$RUN/pubmed-$N.input_bytes"
+du -sb "$DB/store.db" | cut -f1 >"$P.store_bytes"
+du -sb "$DB/index" | cut -f1 >"$P.index_bytes"
 python3 - "$RUN" "$N" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$RUN/pubmed-$N.md"
 import json, re, sys
 run, n, load = sys.argv[1], sys.argv[2], sys.argv[3]
