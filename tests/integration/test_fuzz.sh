@@ -2,7 +2,8 @@
 # Runs each libFuzzer target that `make fuzz` built (build/fuzz/fuzzers,
 # or $MEDTRUST_FUZZ_BUILD) for a few seconds ($MEDTRUST_FUZZ_SECONDS,
 # default 5) on its seed corpus: tests/fuzz/http_seeds for the HTTP
-# harness, files the vector and segment harnesses write themselves. One
+# harness, files the vector and segment harnesses write themselves, the
+# format samples' XML for the XML scanner's. One
 # test per target: it passes when the run ends without a crash, leak,
 # sanitizer report or timeout and executed at least one input.
 . "$(dirname "$0")/lib.sh"
@@ -22,6 +23,11 @@ seed_corpus() {
     fuzz_http_wire) cp "$ROOT"/tests/fuzz/http_wire_seeds/* "$2/" ;;
     fuzz_vec) FUZZ_VEC_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
     fuzz_segment) FUZZ_SEGMENT_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
+    fuzz_xml) # MedQuAD's folders share file names: name each by its path
+        for s in "$DATA"/formats/pubmed/*.xml "$DATA"/formats/medquad/*/*.xml \
+            "$DATA"/formats/pmc/efetch_pmc.xml; do
+            cp "$s" "$2/$(echo "${s#"$DATA"/formats/}" | tr / _)"
+        done ;;
     esac
 }
 
