@@ -9,6 +9,15 @@
 #include "medtrust/core.h"
 #include "medtrust/store.h"
 
+/* SQL that turns a v8 store's chunks back into v7's: the text column
+ * again, filled from each chunk's range of its document. */
+#define UNDO_V8                                                                \
+    "DROP VIEW chunk_texts;"                                                   \
+    "ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL DEFAULT '';"             \
+    "UPDATE chunks SET text = (SELECT CAST(substr(CAST(d.text AS BLOB),"       \
+    " chunks.start + 1, chunks.end - chunks.start) AS TEXT) FROM documents d"  \
+    " WHERE d.id = chunks.doc_id);"
+
 static char tmpl[64];
 
 static int setup(void **state)
@@ -216,11 +225,7 @@ static void test_store_read_only_does_not_migrate(void **state)
     CHECK(sqlite3_exec(raw,
                        "DROP TABLE run_events; DROP TABLE run_reports;"
                        "DROP TABLE login_throttle;"
-                       "ALTER TABLE runs DROP COLUMN cancel_requested;"
-                       "DROP VIEW chunk_texts;"
-                       "ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL"
-                       " DEFAULT '';"
-                       "UPDATE chunks SET text = 'alpha beta';"
+                       "ALTER TABLE runs DROP COLUMN cancel_requested;" UNDO_V8
                        "PRAGMA user_version=3",
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(raw);
@@ -392,16 +397,8 @@ static void test_store_migrates_chunk_text_to_ranges(void **state)
     store_long_doc(dir, sizeof dir, "v7", text, sizeof text);
     snprintf(db, sizeof db, "%s/store.db", dir);
     CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
-    CHECK(sqlite3_exec(raw,
-                       "DROP VIEW chunk_texts;"
-                       "ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL"
-                       " DEFAULT '';"
-                       "UPDATE chunks SET text = (SELECT CAST(substr(CAST("
-                       "d.text AS BLOB), chunks.start + 1, chunks.end -"
-                       " chunks.start) AS TEXT) FROM documents d WHERE d.id ="
-                       " chunks.doc_id);"
-                       "PRAGMA user_version=7;",
-                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw, UNDO_V8 "PRAGMA user_version=7;", NULL, NULL,
+                       NULL) == SQLITE_OK);
     sqlite3_close(raw);
     /* Read-only, the older store is read as it is, not migrated. */
     check_read_only_v7(dir, text);
