@@ -268,46 +268,28 @@ static void attend_c(const float *qkv, size_t ld, size_t len, size_t din,
  * to 128 keys are nb (<= 8) zmm over keys padded to 16 with zeros, and
  * its output nd (4 or 8) zmm over the head's dimensions. nb and nd are
  * constants in each copy (attend512's switch), so the loops unroll. */
+/* out[0 .. nb * 16) = sum over t < n of (coef[t] * mul) * rows[t * ld ..]:
+ * a query's scores (rows: the transposed keys, coef: the query) and its
+ * output (rows: the values, coef: the softmax weights) alike. */
 static inline __attribute__((always_inline)) AVX512 void
-scores512(const float *q, const float *kt, size_t lp, size_t dh, float scale,
-          size_t nb, float *s)
+combine512(const float *rows, size_t ld, const float *coef, float mul, size_t n,
+           size_t nb, float *out)
 {
     v16f acc[8], z = {0};
-    size_t b, d;
+    size_t t, b;
 
     for (b = 0; b < nb; b++)
         acc[b] = z;
-    for (d = 0; d < dh; d++) {
-        float qd = q[d] * scale;
+    for (t = 0; t < n; t++) {
+        float c = coef[t] * mul;
         for (b = 0; b < nb; b++) {
-            v16f k;
-            LOAD16(k, kt + d * lp + b * P);
-            acc[b] += k * qd;
+            v16f x;
+            LOAD16(x, rows + t * ld + b * P);
+            acc[b] += x * c;
         }
     }
     for (b = 0; b < nb; b++)
-        memcpy(s + b * P, &acc[b], sizeof acc[b]);
-}
-
-static inline __attribute__((always_inline)) AVX512 void
-mix512(const float *v, size_t ld, const float *p, float inv, size_t len,
-       size_t nd, float *o)
-{
-    v16f acc[8], z = {0};
-    size_t j, b;
-
-    for (b = 0; b < nd; b++)
-        acc[b] = z;
-    for (j = 0; j < len; j++) {
-        float pj = p[j] * inv;
-        for (b = 0; b < nd; b++) {
-            v16f x;
-            LOAD16(x, v + j * ld + b * P);
-            acc[b] += x * pj;
-        }
-    }
-    for (b = 0; b < nd; b++)
-        memcpy(o + b * P, &acc[b], sizeof acc[b]);
+        memcpy(out + b * P, &acc[b], sizeof acc[b]);
 }
 
 /* kt [dh][lp], lp = len rounded up to 16, the padding keys zero. */
@@ -326,15 +308,15 @@ attend512_n(const float *qkv, size_t ld, size_t len, size_t din, size_t c0,
     }
     for (i = 0; i < len; i++) {
         float mx = -INFINITY, sum = 0.0f;
-        scores512(qkv + i * ld + c0, kt, lp, dh, scale, nb, s);
+        combine512(kt, lp, qkv + i * ld + c0, scale, dh, nb, s);
         for (j = 0; j < len; j++)
             mx = s[j] > mx ? s[j] : mx;
         for (j = 0; j < len; j++) {
             s[j] = expf(s[j] - mx);
             sum += s[j];
         }
-        mix512(qkv + 2 * din + c0, ld, s, 1.0f / sum, len, nd,
-               att + i * din + c0);
+        combine512(qkv + 2 * din + c0, ld, s, 1.0f / sum, len, nd,
+                   att + i * din + c0);
     }
 }
 
