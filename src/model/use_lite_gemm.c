@@ -264,13 +264,13 @@ static void attend_c(const float *qkv, size_t ld, size_t len, size_t din,
 }
 
 #if HAVE_AVX512
-/* The same with the accumulators in registers: a query's scores for up
+/* attend_c with the accumulators in registers: a query's scores for up
  * to 128 keys are nb (<= 8) zmm over keys padded to 16 with zeros, and
- * its output nd (4 or 8) zmm over the head's dimensions. nb and nd are
- * constants in each copy (attend512's switch), so the loops unroll. */
-/* out[0 .. nb * 16) = sum over t < n of (coef[t] * mul) * rows[t * ld ..]:
- * a query's scores (rows: the transposed keys, coef: the query) and its
- * output (rows: the values, coef: the softmax weights) alike. */
+ * its output nd (4 or 8) zmm over the head's dimensions; nb and nd are
+ * constants in each copy (attend512's switch), so the loops unroll.
+ * combine512: out[0 .. nb * 16) = sum over t < n of (coef[t] * mul) *
+ * rows[t * ld ..], for the scores (rows: the transposed keys, coef: the
+ * query) and the output (rows: the values, coef: the softmax weights). */
 static inline __attribute__((always_inline)) AVX512 void
 combine512(const float *rows, size_t ld, const float *coef, float mul, size_t n,
            size_t nb, float *out)
