@@ -211,12 +211,7 @@ static void *reaper(void *arg)
     pthread_mutex_lock(&s->conn_mu);
     while (!s->reaper_stop) {
         reap(s, mtx_srv_now());
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 250 * 1000 * 1000; /* deadlines are whole seconds */
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = mtx_srv_deadline(0.25); /* deadlines are whole seconds */
         pthread_cond_timedwait(&s->conn_cv, &s->conn_mu, &ts);
     }
     pthread_mutex_unlock(&s->conn_mu);

@@ -887,12 +887,7 @@ void mtx_srv_jobs_stop(struct mt_server *s, double grace_s)
     s->jobs_stop = 1;
     pthread_cond_broadcast(&s->job_cv);
     while ((s->queued || s->running) && mtx_srv_now() < until) {
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ts = mtx_srv_deadline(0.05);
         pthread_cond_timedwait(&s->idle_cv, &s->job_mu, &ts);
     }
     s->jobs_cancel = 1;

@@ -159,16 +159,9 @@ static void run_claimed(struct mt_server *s, struct mtx_pg *pg,
 /* Waits up to 's' seconds for a submit here or the server's stop. */
 static int claim_wait(struct mt_server *s, double secs)
 {
-    struct timespec ts;
+    struct timespec ts = mtx_srv_deadline(secs);
     int stop;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)secs;
-    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&s->job_mu);
     if (!s->jobs_stop)
         pthread_cond_timedwait(&s->job_cv, &s->job_mu, &ts);
