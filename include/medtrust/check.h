@@ -76,6 +76,8 @@ struct mt_agent_params {
     double accept_min;          /* ... and true min final >= this (3) */
     uint32_t retrieve_k;        /* first-stage hits per search (50) */
     uint32_t rerank_k;          /* hits injected after reranking (20) */
+    float w_lex, w_sem;         /* hybrid search's weights of BM25 and
+                                   vectors (VerifAI's 0.7, 0.3) */
     uint32_t chunk_chars;       /* bytes kept of each injected hit (1200) */
     float temperature;          /* agents other than MedEval (0) */
     float eval_temperature;     /* MedEval sampling temperature (1.0) */

@@ -48,6 +48,8 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->accept_min = 3;
     p->retrieve_k = 50;
     p->rerank_k = 20;
+    p->w_lex = 0.7f;
+    p->w_sem = 0.3f;
     p->chunk_chars = 1200;
     p->temperature = 0;
     p->eval_temperature = 1.0f;

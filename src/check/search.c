@@ -66,6 +66,8 @@ static enum mt_status search_one(const struct run *r, const char *query,
     sp.mode = mode;
     sp.k = a->p.rerank_k;
     sp.retrieve_k = a->p.retrieve_k;
+    sp.w_lex = a->p.w_lex;
+    sp.w_sem = a->p.w_sem;
     sp.source = source;
     sp.meta = r->meta;
     sp.nmeta = r->nmeta;

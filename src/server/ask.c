@@ -238,25 +238,34 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
     return -1;
 }
 
-/* Reads "k", "w_lex", "w_sem", "source", "year_from" and "year_to". */
-static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
+int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs)
 {
     const struct srv_field *f = mt_srv_ask_fields;
-    json_t *src = json_object_get(o, "source");
-    double n, wl, ws, yf, yt;
+    size_t i;
 
-    if (mtx_srv_field(o, &f[0], &n, rs) || mtx_srv_field(o, &f[1], &wl, rs) ||
-        mtx_srv_field(o, &f[2], &ws, rs) || mtx_srv_field(o, &f[3], &yf, rs) ||
-        mtx_srv_field(o, &f[4], &yt, rs))
-        return -1;
-    if (wl + ws <= 0) {
+    for (i = 0; i < 4; i++)
+        if (mtx_srv_field(o, &f[1 + i], &w[i], rs))
+            return -1;
+    if (w[0] + w[1] <= 0) {
         mtx_srv_error(rs, 400, "\"w_lex\" and \"w_sem\" cannot both be 0");
         return -1;
     }
-    if (yf && yt && yf > yt) {
+    if (w[2] && w[3] && w[2] > w[3]) {
         mtx_srv_error(rs, 400, "\"year_from\" is after \"year_to\"");
         return -1;
     }
+    return 0;
+}
+
+/* Reads "k", "w_lex", "w_sem", "source", "year_from" and "year_to". */
+static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
+{
+    json_t *src = json_object_get(o, "source");
+    double n, w[4];
+
+    if (mtx_srv_field(o, &mt_srv_ask_fields[0], &n, rs) ||
+        mtx_srv_weights_years(o, w, rs))
+        return -1;
     if (src && !json_is_null(src) &&
         (!json_is_string(src) || json_string_length(src) >= SRV_SOURCE_MAX)) {
         mtx_srv_error(rs, 400,
@@ -267,10 +276,10 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
     }
     memset(k, 0, sizeof *k);
     k->k = (uint32_t)n;
-    k->w_lex = (float)wl;
-    k->w_sem = (float)ws;
-    k->year_from = (int32_t)yf;
-    k->year_to = (int32_t)yt;
+    k->w_lex = (float)w[0];
+    k->w_sem = (float)w[1];
+    k->year_from = (int32_t)w[2];
+    k->year_to = (int32_t)w[3];
     snprintf(k->source, sizeof k->source, "%s",
              json_string_value(src) ? json_string_value(src) : "");
     return 0;

@@ -329,7 +329,7 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     char *jp = file_path(a, "journal.jsonl");
     FILE *f = jp ? fopen(jp, "ab") : NULL;
     enum mt_status st =
-        f ? mtx_srv_checker(a->s, a->strat, a->set, MT_AGENT_SEARCH_AUTO,
+        f ? mtx_srv_checker(a->s, a->strat, a->set, NULL, MT_AGENT_SEARCH_AUTO,
                             a->model, &agent, &own, err)
           : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
     size_t i;

@@ -30,6 +30,28 @@ const struct srv_field mt_srv_check_fields[] = {
 #define NSET (sizeof mt_srv_check_fields / sizeof mt_srv_check_fields[0])
 const size_t mt_srv_check_nfields = NSET;
 
+/* MedReAct's search depths (check/search.c: the paper's retrieve 50,
+ * rerank to 20); the hybrid weights and years are Ask's fields
+ * (mtx_srv_weights_years). The top bounds are ours: 20 passages of 1,200
+ * bytes already fill much of a small model's context. */
+static const struct srv_field depth_fields[] = {
+    {"retrieve_k", 1, 200, 50, 1, "MedReAct: first-stage hits of a search"},
+    {"rerank_k", 1, 50, 20, 1,
+     "MedReAct: hits given to the model (after reranking), at most "
+     "retrieve_k"},
+};
+/* check_arg.srch's defaults: retrieve_k, rerank_k, w_lex, w_sem. */
+static const double srch_def[SRV_CHECK_NSRCH] = {50, 20, 0.7, 0.3};
+
+json_t *mtx_srv_check_fields_json(void)
+{
+    json_t *o = mtx_srv_fields_json(mt_srv_check_fields, NSET);
+
+    json_object_update_new(o, mtx_srv_fields_json(depth_fields, 2));
+    json_object_update_new(o, mtx_srv_fields_json(mt_srv_ask_fields + 1, 4));
+    return o;
+}
+
 /* Roles each strategy calls (MEDTRUST_LLM_<ROLE>). */
 static const char *const roles_react[] = {"react", "eval", "reflect", "parser",
                                           NULL};
@@ -40,6 +62,8 @@ struct check_arg {
     struct mt_agent *agent; /* the server's, lives until mtx_srv_fini, or own */
     struct mt_agent *own;   /* a checker of this job's own settings */
     double set[NSET];       /* mt_srv_check_fields' values */
+    double srch[SRV_CHECK_NSRCH]; /* retrieve_k, rerank_k, w_lex, w_sem */
+    int32_t year_from, year_to;   /* 0: open */
     char *note;
     size_t len;
     char *sentences; /* MEDEC Sentences field, or NULL */
@@ -50,7 +74,7 @@ struct check_arg {
     int search_mode;      /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
     int model;            /* "model": an --llm-choice index, -1 = --llm */
     struct srv_meta meta; /* "author", "journal", "publication_type" */
-    struct mt_meta_cond conds[3]; /* meta's that are set, for the search */
+    struct mt_meta_cond conds[4]; /* meta's that are set, and the years */
     size_t nconds;
 };
 
@@ -108,6 +132,24 @@ static size_t step_conds(json_t *step, struct mt_meta_cond *c)
     return n;
 }
 
+/* The depths and weights the step records (check/react.c's search_event;
+ * a trace from before they were recorded: the defaults, k its n hits). */
+static void step_depths(json_t *step, size_t n, struct mt_search_params *p)
+{
+    json_t *k = json_object_get(step, "k");
+    json_t *rk = json_object_get(step, "retrieve_k");
+    json_t *wl = json_object_get(step, "w_lex");
+    json_t *ws = json_object_get(step, "w_sem");
+
+    p->k = json_is_integer(k) ? (uint32_t)json_integer_value(k) : (uint32_t)n;
+    p->retrieve_k = json_is_integer(rk) ? (uint32_t)json_integer_value(rk)
+                                        : (p->k > 50 ? p->k : 50);
+    if (json_is_number(wl) && json_is_number(ws)) {
+        p->w_lex = (float)json_number_value(wl);
+        p->w_sem = (float)json_number_value(ws);
+    }
+}
+
 /* Appends to 'out' the passage of each of the step's hit ids (in their
  * order) that result r holds and 'out' does not yet. */
 static void put_passages(struct mt_server *s, const struct mt_search_result *r,
@@ -130,11 +172,11 @@ static void put_passages(struct mt_server *s, const struct mt_search_result *r,
 }
 
 /* The trace keeps only the ids of a search's hits. The step records what
- * the checker's search was (the query, its mode, whether the server's
- * cross-encoder reranked it, the source filter and the metadata
- * conditions), and the server's checkers search as check/search.c does
- * with the defaults (retrieve 50, keep 20, rerank all 50), so running the
- * same search again here, one per source, finds the same passages for
+ * the checker's search was (the query, its mode, its depths and hybrid
+ * weights, whether the server's cross-encoder reranked it, the source
+ * filter and the metadata conditions, years too), and the server's
+ * checkers search as check/search.c does (retrieve retrieve_k, keep k,
+ * rerank all retrieve_k), so running the same search again here, one per source, finds the same passages for
  * the UI to show. A reranked step must be reranked again: the
  * first-stage top k is another list. */
 static void add_passages(struct mt_server *s, json_t *step)
@@ -161,8 +203,7 @@ static void add_passages(struct mt_server *s, json_t *step)
     if (mt_search_mode_parse(json_string_value(json_object_get(step, "mode")),
                              &p.mode) != MT_OK)
         p.mode = MT_SEARCH_BM25;
-    p.k = (uint32_t)n;
-    p.retrieve_k = p.k > 50 ? p.k : 50;
+    step_depths(step, n, &p);
     if (json_is_true(json_object_get(step, "reranked")))
         p.rerank_depth = p.retrieve_k;
     p.nmeta = step_conds(step, c);
@@ -233,11 +274,12 @@ static int cancelled(void *user, const char *note_id)
 
 /* ==== Checkers ==== */
 
-/* Opens a checker; 'set' (mt_srv_check_fields' values) or NULL for the
- * defaults. */
+/* Opens a checker; 'set' (mt_srv_check_fields' values) and 'srch'
+ * (check_arg.srch) or NULL for the defaults. */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 const double *set, int mode, int model,
-                                 struct mt_agent **out, struct mt_error *err)
+                                 const double *set, const double *srch,
+                                 int mode, int model, struct mt_agent **out,
+                                 struct mt_error *err)
 {
     struct mt_agent_params p;
     int has_index = mt_retriever_check(s->ret, NULL) == MT_OK;
@@ -258,19 +300,31 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
         p.accept_mean = set[2];
         p.accept_min = set[3];
     }
+    if (srch) {
+        p.retrieve_k = (uint32_t)srch[0];
+        p.rerank_k = (uint32_t)srch[1];
+        p.w_lex = (float)srch[2];
+        p.w_sem = (float)srch[3];
+    }
     return mt_agent_open(&p, out, err);
 }
 
 /* 1 when react-reflex settings differ from the defaults (the other
  * strategies have none). */
-static int custom_settings(enum mt_strategy st, const double *set, int mode)
+static int custom_settings(enum mt_strategy st, const double *set,
+                           const double *srch, int mode)
 {
     size_t i;
 
-    if (st == MT_STRATEGY_REACT_REFLEX && mode != MT_AGENT_SEARCH_AUTO)
+    if (st != MT_STRATEGY_REACT_REFLEX)
+        return 0;
+    if (mode != MT_AGENT_SEARCH_AUTO)
         return 1;
-    for (i = 0; st == MT_STRATEGY_REACT_REFLEX && i < mt_srv_check_nfields; i++)
+    for (i = 0; i < mt_srv_check_nfields; i++)
         if (set[i] != mt_srv_check_fields[i].def)
+            return 1;
+    for (i = 0; srch && i < SRV_CHECK_NSRCH; i++)
+        if (srch[i] != srch_def[i])
             return 1;
     return 0;
 }
@@ -280,21 +334,22 @@ static int custom_settings(enum mt_strategy st, const double *set, int mode)
  * *own that the job closes. Opening one per job costs a model open (cheap
  * for openai:, a model load for gguf:); the defaults never pay it. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, int mode, int model,
-                               struct mt_agent **out, struct mt_agent **own,
-                               struct mt_error *err)
+                               const double *set, const double *srch,
+                               int mode, int model, struct mt_agent **out,
+                               struct mt_agent **own, struct mt_error *err)
 {
     struct mt_agent **shared = &s->agents[model + 1][st];
     enum mt_status rc = MT_OK;
 
-    if (custom_settings(st, set, mode)) {
-        rc = agent_open(s, st, set, mode, model, own, err);
+    if (custom_settings(st, set, srch, mode)) {
+        rc = agent_open(s, st, set, srch, mode, model, own, err);
         *out = *own;
         return rc;
     }
     pthread_mutex_lock(&s->agent_mu);
     if (!*shared)
-        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, model, shared, err);
+        rc = agent_open(s, st, NULL, NULL, MT_AGENT_SEARCH_AUTO, model, shared,
+                        err);
     *out = *shared;
     pthread_mutex_unlock(&s->agent_mu);
     return rc;
@@ -415,9 +470,48 @@ static int read_mode(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
+/* Reads "retrieve_k", "rerank_k", "w_lex", "w_sem", "year_from" and
+ * "year_to" into a; returns -1 after answering 400. */
+static int read_search(json_t *o, struct check_arg *a, struct srv_resp *rs)
+{
+    double w[4];
+
+    if (mtx_srv_field(o, &depth_fields[0], &a->srch[0], rs) ||
+        mtx_srv_field(o, &depth_fields[1], &a->srch[1], rs) ||
+        mtx_srv_weights_years(o, w, rs))
+        return -1;
+    if (a->srch[1] > a->srch[0]) {
+        mtx_srv_error(rs, 400, "\"rerank_k\" (%g) is more than "
+                      "\"retrieve_k\" (%g)", a->srch[1], a->srch[0]);
+        return -1;
+    }
+    a->srch[2] = w[0];
+    a->srch[3] = w[1];
+    a->year_from = (int32_t)w[2];
+    a->year_to = (int32_t)w[3];
+    return 0;
+}
+
+/* The metadata conditions of the search: meta's, then the years as
+ * Ask's (qa_retrieve.c), an open end as the field's bound so the trace
+ * records a finite range. */
+static void search_conds(struct check_arg *a)
+{
+    struct mt_meta_cond *c;
+
+    a->nconds = mtx_srv_meta_conds(&a->meta, a->conds);
+    if (!a->year_from && !a->year_to)
+        return;
+    c = &a->conds[a->nconds++];
+    memset(c, 0, sizeof *c);
+    c->key = "year";
+    c->min = a->year_from ? a->year_from : mt_srv_ask_fields[3].lo;
+    c->max = a->year_to ? a->year_to : mt_srv_ask_fields[4].hi;
+}
+
 /* Reads {"note","strategy","sentences","source","search_mode","author",
- * "journal","publication_type","model"} and the settings of mt_srv_check_fields
- * into a new job argument. */
+ * "journal","publication_type","model"}, the settings of
+ * mt_srv_check_fields and read_search's into a new job argument. */
 static struct check_arg *read_body(struct mt_server *s,
                                    const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
@@ -451,12 +545,13 @@ static struct check_arg *read_body(struct mt_server *s,
         a->sentences = sents ? mt_strdup(sents) : NULL;
         if (!a->note || (sents && !a->sentences) ||
             read_sources(o, a, rs) != 0 || read_mode(o, a, rs) != 0 ||
+            read_search(o, a, rs) != 0 ||
             mtx_srv_meta_read(o, &a->meta, rs) != 0 ||
             mtx_srv_model_read(s, o, &a->model, rs) != 0) {
             arg_free(a);
             a = NULL;
         } else {
-            a->nconds = mtx_srv_meta_conds(&a->meta, a->conds);
+            search_conds(a);
         }
     }
     if (!a && rs->status != 400)
@@ -591,7 +686,8 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
     }
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_checker(s, strat, a->set, a->search_mode, a->model, &a->agent,
+    if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
+                        &a->agent,
                         &a->own, err) != MT_OK) {
         arg_free(a);
         return err->status;
@@ -620,7 +716,8 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (mtx_srv_checker(s, strat, a->set, a->search_mode, a->model, &a->agent,
+    if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
+                        &a->agent,
                         &a->own, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);

@@ -319,6 +319,11 @@ extern const struct srv_field mt_srv_ask_fields[];
 extern const size_t mt_srv_ask_nfields;
 extern const struct srv_field mt_srv_check_fields[];
 extern const size_t mt_srv_check_nfields;
+/* A check's search settings: retrieve_k, rerank_k, w_lex, w_sem. */
+#define SRV_CHECK_NSRCH 4
+/* GET /v1/limits' check.fields: mt_srv_check_fields, the search depths,
+ * and Ask's weights and years. */
+json_t *mtx_srv_check_fields_json(void);
 
 /* ==== Handlers (auth.c, api.c), each (server, request, response, id) ==== */
 
@@ -391,6 +396,10 @@ int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
 
 #define SRV_BATCH_NOTES_MAX 1000 /* notes of one POST /v1/batch */
 
+/* Reads mt_srv_ask_fields' "w_lex", "w_sem", "year_from" and "year_to"
+ * into w[0..3] (ask.c; checks read the same): 0 is an open year; both
+ * weights 0 or years out of order are 400. Returns 0, or -1 after a 400. */
+int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs);
 /* Reads mt_srv_check_fields into set[]; -1 after a 400. */
 int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
 /* 1 when every role of strategy 'st' has a model (always, for a chosen
@@ -400,12 +409,14 @@ int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
 /* The checker for a job of strategy 'st' on model 'model' (-1: --llm, or
  * an --llm-choice index): the shared one (opened on first use), or, for
- * settings 'set' or a react-reflex search mode (mt_agent_params.
+ * settings 'set' or search settings 'srch' (SRV_CHECK_NSRCH values, NULL =
+ * the defaults) or a react-reflex search mode (mt_agent_params.
  * search_mode) other than MT_AGENT_SEARCH_AUTO, a new one in *own that
  * the caller closes. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, int mode, int model,
-                               struct mt_agent **out, struct mt_agent **own,
+                               const double *set, const double *srch,
+                               int mode, int model, struct mt_agent **out,
+                               struct mt_agent **own,
                                struct mt_error *err);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score

@@ -19,11 +19,12 @@ for i, l in enumerate(sys.stdin):
     --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 
-# serve_start NAME ARGS...: starts a server; sets U, A (curl auth args).
+# serve_start NAME ARGS...: starts a server on $SERVE_DB (default
+# $TMP/db); sets U, A (curl auth args).
 serve_start() {
     local name=$1 csrf
     shift
-    "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 "$@" \
+    "$MT" serve --db "${SERVE_DB:-$TMP/db}" --listen 127.0.0.1:0 "$@" \
         >"$TMP/$name.out" 2>"$TMP/$name.err" &
     SERVE_PIDS+=($!)
     for _ in $(seq 100); do

@@ -22,7 +22,7 @@ serve_start nollm
 no_model_check check /v1/check "$(body guards)"
 
 # ==== With the stub ====
-stub_start main --delay 400
+stub_start main --delay 400 --hold-while "$TMP/hold"
 serve_start main --llm "$SPEC" --data-dir "$TMP/logs"
 expect "an empty note is 400" 400 "${A[@]}" "$U/v1/check" -d '{"note":""}'
 expect "an unknown strategy is 400" 400 "${A[@]}" "$U/v1/check" \
@@ -201,6 +201,113 @@ else not_ok "check with metadata filters" "$(head -c 600 "$TMP/meta.sse") $(cat 
 expect "a non-string author filter is 400" 400 "${A[@]}" "$U/v1/check" \
     -d '{"note":"x.","author":7}'
 
+# ==== Search settings: source, years, depths and hybrid weights ====
+# A store of two sources with use-lite vectors. Each setting reaches
+# MedReAct's searches (the step records it, every hit obeys it, it changes
+# the hits), each step's passages are its hits found again by add_passages
+# with the recorded settings, and values out of bounds are 400 naming the
+# field.
+python3 - "$TMP" <<'PY'
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1] + "/c.jsonl")][:60]
+with open(sys.argv[1] + "/s1.jsonl", "w") as a, \
+        open(sys.argv[1] + "/s2.jsonl", "w") as b:
+    for i, d in enumerate(docs):
+        (a if i % 2 == 0 else b).write(json.dumps(d) + "\n")
+PY
+for s in s1:pubmedqa s2:other; do
+    "$MT" index --db "$TMP/sdb" --input "$TMP/${s%%:*}.jsonl" \
+        --source "${s#*:}" --embedder use-lite --no-progress >/dev/null 2>&1
+done
+echo 'alice-password' | "$MT" user add --db "$TMP/sdb" alice 2>/dev/null
+MAIN_U=$U
+MAIN_A=("${A[@]}")
+SERVE_DB=$TMP/sdb serve_start srch --llm "$SPEC"
+for bad in 'retrieve_k":0:retrieve_k.*1\.\.200' 'retrieve_k":201:retrieve_k.*1\.\.200' \
+    'rerank_k":51:rerank_k.*1\.\.50' 'rerank_k":30,"retrieve_k":10:rerank_k.*retrieve_k' \
+    'w_lex":2:w_lex.*\[0, 1\]' 'w_sem":-1:w_sem.*\[0, 1\]' \
+    'w_lex":0,"w_sem":0:w_lex.*w_sem' 'year_from":100000:year_from' \
+    'year_from":2010,"year_to":2000:year_from.*year_to'; do
+    v=${bad%:*}
+    expect "a check with \"${v%%\"*}\" ${v#*\":} is 400" 400 "${A[@]}" \
+        "$U/v1/check" -d "{\"note\":\"x.\",\"$v}"
+    grep -q "${bad##*:}" "$TMP/body" && ok "... naming the field" ||
+        not_ok "400 names the field" "$(cat "$TMP/body")"
+done
+expect "GET /v1/limits (search settings)" 200 "${A[@]}" "$U/v1/limits"
+if python3 - "$TMP/body" <<'PY'; then
+import json, sys
+c = json.load(open(sys.argv[1]))["check"]["fields"]
+assert c["retrieve_k"]["default"] == 50 and c["retrieve_k"]["max"] == 200, c
+assert c["rerank_k"]["default"] == 20 and c["rerank_k"]["max"] == 50, c
+assert c["w_lex"]["default"] == 0.7 and c["w_sem"]["default"] == 0.3, c
+assert c["year_from"]["max"] == 99999 and c["year_to"]["integer"], c
+PY
+    ok "/v1/limits lists the check's depths, weights and years"
+else not_ok "/v1/limits check search fields" "$(head -c 600 "$TMP/body")"; fi
+srun() { # srun NAME EXTRA-JSON: a react-reflex check on sdb, its events in NAME.sse
+    expect "a check with $2 is 202" 202 "${A[@]}" "$U/v1/check" \
+        -d "$(body react-reflex | sed "s/}\$/,$2}/")"
+    RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/$1.sse"
+}
+srun sdef '"search_mode":"hybrid"'
+srun ssrc '"source":"other"'
+srun syear '"year_from":2000,"year_to":2008'
+srun sk '"retrieve_k":10,"rerank_k":3'
+srun slex '"search_mode":"hybrid","w_lex":1,"w_sem":0'
+srun ssem '"search_mode":"hybrid","w_lex":0,"w_sem":1'
+cat >"$TMP/ssteps.py" <<'PY'
+import json
+def ssteps(path):
+    out = []
+    for block in open(path).read().split("\n\n"):
+        lines = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l)
+        if lines.get("event") == "step":
+            d = json.loads(lines["data"])
+            if d["step"] == "search":
+                assert [p["doc_id"] for p in d["passages"]] == d["hits"], d
+                out.append(d)
+    assert out, path
+    return out
+PY
+if python3 - "$TMP" <<'PY'; then
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ssteps import ssteps
+t = sys.argv[1]
+docs = {}
+for f in ("s1", "s2"):
+    for l in open(t + "/" + f + ".jsonl"):
+        d = json.loads(l)
+        docs[d["id"]] = (d, "pubmedqa" if f == "s1" else "other")
+dflt = ssteps(t + "/sdef.sse")
+assert all(len(d["hits"]) == 20 and d["k"] == 20 and d["retrieve_k"] == 50
+           and d["mode"] == "hybrid" for d in dflt), dflt[0]
+assert {s for d in dflt for s in d["hit_sources"]} == {"pubmedqa", "other"}
+for d in ssteps(t + "/ssrc.sse"):
+    assert d["sources"] == ["other"] and set(d["hit_sources"]) == {"other"}, d
+    assert all(docs[h][1] == "other" for h in d["hits"]), d
+yr = ssteps(t + "/syear.sse")
+for d in yr:
+    assert d["meta"] == {"year": [2000, 2008]}, d
+    assert d["hits"] and all(2000 <= int(docs[h][0]["year"]) <= 2008
+                             for h in d["hits"]), d
+assert yr[0]["hits"] != dflt[0]["hits"], "the years filtered nothing"
+for d in ssteps(t + "/sk.sse"):
+    assert len(d["hits"]) == 3 and d["k"] == 3 and d["retrieve_k"] == 10, d
+lex, sem = ssteps(t + "/slex.sse"), ssteps(t + "/ssem.sse")
+assert lex[0]["query"] == sem[0]["query"] == dflt[0]["query"]
+assert (lex[0]["w_lex"], lex[0]["w_sem"]) == (1, 0), lex[0]
+assert (sem[0]["w_lex"], sem[0]["w_sem"]) == (0, 1), sem[0]
+assert (dflt[0]["w_lex"], dflt[0]["w_sem"]) == (0.7, 0.3), dflt[0]
+assert lex[0]["hits"] != sem[0]["hits"], "the weights changed nothing"
+PY
+    ok "check source, years, depths and hybrid weights reach every search; passages are found again with them"
+else not_ok "check search settings" "$(head -c 800 "$TMP/syear.sse")"; fi
+U=$MAIN_U
+A=("${MAIN_A[@]}")
+
 # ==== serve --reranker and --llm-choice for checks ====
 # The tiny GGUF cross-encoder reranks MedReAct's searches on the server as
 # `check --reranker` does; each step's passages are its reranked hits (the
@@ -252,18 +359,27 @@ U=$MAIN_U
 A=("${MAIN_A[@]}")
 
 # ==== Cancelling a running check ====
-# react-reflex at 400 ms a call runs for seconds; after its first step the
-# cancel stops it before its next model call. No timing threshold: the
-# proof is that the run ends "cancelled" with fewer steps than a full run.
+# After the run's first step the stub holds every call while $TMP/hold
+# exists (agent_stub --hold-while), so the cancel lands while the check
+# still has calls to make however loaded the machine is; it stops before
+# its next model call: at most the call in flight is answered after the
+# cancel, and the run ends "cancelled" with fewer steps than a full run.
 expect "check react-reflex for cancelling is 202" 202 "${A[@]}" "$U/v1/check" \
     -d "$(body react-reflex)"
 RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
 curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/cancel.sse" &
 spid=$!
-for _ in $(seq 200); do grep -q '^event: step' "$TMP/cancel.sse" && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -q '^event: step' "$TMP/cancel.sse" && break; sleep 0.05; done
+: >"$TMP/hold"
+calls=$(wc -l <"$TMP/main.log")
 expect "POST /v1/runs/ID/cancel is 202" 202 "${A[@]}" -X POST \
     "$U/v1/runs/$RUN/cancel"
+rm -f "$TMP/hold"
 wait $spid
+after=$(wc -l <"$TMP/main.log")
+[ "$after" -le $((calls + 2)) ] && # the call in flight, the one held
+    ok "... no model call starts after the cancel ($calls, then $after)" ||
+    not_ok "calls after cancel" "$calls before, $after after"
 curl -s "${A[@]}" "$U/v1/runs/$RUN" >"$TMP/cancel.run"
 if python3 - "$TMP/cancel.run" "$TMP/cancel.sse" "$TMP/react-reflex.sse" <<'PY'; then
 import json, sys

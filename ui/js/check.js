@@ -2,7 +2,8 @@
 // (Server-Sent Events) to show the trajectory live, then shows the note
 // with the erroneous sentence highlighted and a word diff to the
 // correction. renderCheckResult is shared with the Runs page.
-import {api, errorText} from './api.js';
+import {api, errorText, fillSources} from './api.js';
+import {showWeight} from './search.js';
 import {$, clear, el} from './dom.js';
 import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
@@ -11,7 +12,10 @@ import {bound, limits, model, offerModels} from './limits.js';
 
 // The paper settings' inputs, by the server's field names.
 const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
-  accept_mean: 'check-mean', accept_min: 'check-min'};
+  accept_mean: 'check-mean', accept_min: 'check-min',
+  retrieve_k: 'check-retrieve', rerank_k: 'check-k'};
+// The years (empty: open), as Ask's.
+const YEARS = {year_from: 'check-year-from', year_to: 'check-year-to'};
 
 const HINTS = {
   'react-reflex': 'Searches the corpus step by step, has five reviewers ' +
@@ -147,6 +151,15 @@ async function submit(ev) {
     for (const [k, id] of Object.entries(SETTINGS)) {
       if ($(id).value !== '') body[k] = Number($(id).value);
     }
+    for (const [k, id] of Object.entries(YEARS)) {
+      if (parseInt($(id).value, 10)) body[k] = parseInt($(id).value, 10);
+    }
+    if ($('check-source').value) body.source = $('check-source').value;
+    if (hasVectors) {
+      const sem = Number($('check-w').value) / 100;
+      body.w_lex = Math.round((1 - sem) * 100) / 100;
+      body.w_sem = sem;
+    }
     if ($('check-mode').value) body.search_mode = $('check-mode').value;
     addFilters('check', body); // MedReAct's searches
   }
@@ -181,6 +194,9 @@ async function submit(ev) {
   });
 }
 
+let hasVectors = false;
+const showWeights = () => showWeight('check-w', 'check-w-val', hasVectors);
+
 // Says up front when the chosen strategy has no model configured (the
 // server refuses such a check with the same advice).
 let ready = null;
@@ -201,11 +217,21 @@ export async function initCheck() {
   mountFilters('check');
   $('check-strategy').addEventListener('change', strategyHint);
   $('check-form').addEventListener('submit', submit);
+  $('check-w').addEventListener('input', showWeights);
   strategyHint();
-  const lim = await limits();
-  for (const [k, id] of Object.entries(SETTINGS)) {
-    bound(id, id + '-lim', lim ? lim.check.fields[k] : null);
+  const [lim, res] = await Promise.all([limits(), api('GET', '/v1/models'),
+    fillSources($('check-source'))]);
+  const f = lim ? lim.check.fields : {};
+  for (const [k, id] of Object.entries(SETTINGS)) bound(id, id + '-lim', f[k]);
+  for (const [k, id] of Object.entries(YEARS)) {
+    bound(id, id + '-lim', f[k], true);
   }
+  hasVectors = res.ok && !!res.data.embedder;
+  $('check-w').disabled = !hasVectors;
+  if (f.w_sem && hasVectors) {
+    $('check-w').value = String(Math.round(f.w_sem.default * 100));
+  }
+  showWeights();
   // MedReAct's searches: the modes this index serves (as for Ask).
   const modes = (lim && lim.ask.modes) || ['bm25'];
   for (const m of modes) $('check-mode').append(el('option', {value: m}, m));
@@ -213,7 +239,6 @@ export async function initCheck() {
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   if (lim) boundFilters('check', lim.check.filter_bytes);
   offerModels('check', lim);
-  const res = await api('GET', '/v1/models');
   ready = res.ok ? res.data.check : null;
   strategyHint();
 }
