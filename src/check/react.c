@@ -251,10 +251,11 @@ static double weight(float w)
 
 /* The search's trace event: the query, the search mode that ran (bm25,
  * dense, hybrid; none without a corpus), its depths (retrieve_k, k) and
- * hybrid weights, and whether a cross-encoder reranked, the hits' ids and sources, the run's source filter and
- * metadata conditions ("meta") when it has them, and the search's time
- * (medtrust sweep reads hit_sources and ms for the papers' Fig. 3 and
- * Fig. 7). A reader can run the same search again from it. */
+ * hybrid weights, and whether a cross-encoder reranked, the hits' ids and
+ * sources, the run's source filter and metadata conditions ("meta") when it has
+ * them, and the search's time (medtrust sweep reads hit_sources and ms for the
+ * papers' Fig. 3 and Fig. 7). A reader can run the same search again from it.
+ */
 static json_t *search_event(const struct run *r, const char *q,
                             const char *mode, json_t *ids, json_t *hit_src,
                             double ms)
@@ -262,8 +263,8 @@ static json_t *search_event(const struct run *r, const char *q,
     json_t *o =
         json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:b,s:O,s:O,s:f}", "query", q,
                   "mode", mode, "retrieve_k", (json_int_t)r->a->p.retrieve_k,
-                  "k", (json_int_t)r->a->p.rerank_k, "w_lex", weight(r->a->p.w_lex),
-                  "w_sem", weight(r->a->p.w_sem),
+                  "k", (json_int_t)r->a->p.rerank_k, "w_lex",
+                  weight(r->a->p.w_lex), "w_sem", weight(r->a->p.w_sem),
                   "reranked", r->a->ret && mt_retriever_has_reranker(r->a->ret),
                   "hits", ids, "hit_sources", hit_src, "ms", ms);
     json_t *src = r->n_sources ? json_array() : NULL;

@@ -176,9 +176,9 @@ static void put_passages(struct mt_server *s, const struct mt_search_result *r,
  * weights, whether the server's cross-encoder reranked it, the source
  * filter and the metadata conditions, years too), and the server's
  * checkers search as check/search.c does (retrieve retrieve_k, keep k,
- * rerank all retrieve_k), so running the same search again here, one per source, finds the same passages for
- * the UI to show. A reranked step must be reranked again: the
- * first-stage top k is another list. */
+ * rerank all retrieve_k), so running the same search again here, one per
+ * source, finds the same passages for the UI to show. A reranked step must be
+ * reranked again: the first-stage top k is another list. */
 static void add_passages(struct mt_server *s, json_t *step)
 {
     const char *q = json_string_value(json_object_get(step, "query"));
@@ -334,8 +334,8 @@ static int custom_settings(enum mt_strategy st, const double *set,
  * *own that the job closes. Opening one per job costs a model open (cheap
  * for openai:, a model load for gguf:); the defaults never pay it. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, const double *srch,
-                               int mode, int model, struct mt_agent **out,
+                               const double *set, const double *srch, int mode,
+                               int model, struct mt_agent **out,
                                struct mt_agent **own, struct mt_error *err)
 {
     struct mt_agent **shared = &s->agents[model + 1][st];
@@ -481,8 +481,10 @@ static int read_search(json_t *o, struct check_arg *a, struct srv_resp *rs)
         mtx_srv_weights_years(o, w, rs))
         return -1;
     if (a->srch[1] > a->srch[0]) {
-        mtx_srv_error(rs, 400, "\"rerank_k\" (%g) is more than "
-                      "\"retrieve_k\" (%g)", a->srch[1], a->srch[0]);
+        mtx_srv_error(rs, 400,
+                      "\"rerank_k\" (%g) is more than "
+                      "\"retrieve_k\" (%g)",
+                      a->srch[1], a->srch[0]);
         return -1;
     }
     a->srch[2] = w[0];
@@ -687,8 +689,7 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
     if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
-                        &a->agent,
-                        &a->own, err) != MT_OK) {
+                        &a->agent, &a->own, err) != MT_OK) {
         arg_free(a);
         return err->status;
     }
@@ -717,8 +718,7 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         return;
     }
     if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
-                        &a->agent,
-                        &a->own, &err) != MT_OK) {
+                        &a->agent, &a->own, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;

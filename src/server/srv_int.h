@@ -414,10 +414,9 @@ int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
  * search_mode) other than MT_AGENT_SEARCH_AUTO, a new one in *own that
  * the caller closes. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, const double *srch,
-                               int mode, int model, struct mt_agent **out,
-                               struct mt_agent **own,
-                               struct mt_error *err);
+                               const double *set, const double *srch, int mode,
+                               int model, struct mt_agent **out,
+                               struct mt_agent **own, struct mt_error *err);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
  * --json` does into *json (caller frees) and writes the HTML report to

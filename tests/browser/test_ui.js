@@ -353,10 +353,18 @@ async function recordOrder(page, container, marks) {
 
 async function checkNote(page, strategy, settings) {
   await page.goto(base + '/#check');
+  // The panel is ready: limits, sources and models loaded.
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
   for (const [id, v] of Object.entries(settings || {})) {
-    if (await page.$eval(id, (e) => e.tagName === 'SELECT')) {
+    if (await page.$eval(id, (e) => e.type === 'range')) {
+      await page.$eval(id, (e, x) => {
+        e.value = x;
+        e.dispatchEvent(new Event('input'));
+      }, v);
+    } else if (await page.$eval(id, (e) => e.tagName === 'SELECT')) {
       await page.selectOption(id, v);
     } else {
       await page.fill(id, v);
@@ -464,6 +472,37 @@ async function checks(page) {
       'rows=' + reviews);
   await audit(page, 'check_react', 'Check with its result');
   await docShot(page, 'check', '#check-result');
+  // The search settings: source, years, depths and the hybrid weight,
+  // bounded as the server says and sent with the check; MedReAct's
+  // searches keep the top k asked for, from that source.
+  const slim = await page.evaluate(() => ['check-retrieve', 'check-k',
+    'check-year-from'].map((id) => document.getElementById(id + '-lim')
+      .textContent));
+  check('the check panel shows the search settings\' limits',
+      slim.join('|') === '1 to 200, default 50.|1 to 50, default 20.|' +
+      '1 to 99999.', slim.join('|'));
+  const s = await checkNote(page, 'react-reflex', {'#check-source': 'pubmedqa',
+    '#check-year-from': '1990', '#check-year-to': '2015',
+    '#check-retrieve': '10', '#check-k': '3', '#check-w': '60'});
+  const per = await page.$$eval('[data-step="search"]', (l) =>
+    l.map((x) => x.querySelectorAll('.passage').length));
+  const srcs = await page.$$eval('[data-step="search"] .passage', (p) =>
+    p.map((x) => x.dataset.doc));
+  const shown = await page.$$eval('[data-step="search"] .search-how',
+      (p) => p.map((x) => x.textContent));
+  check('the check request carries source, years, depths and weights, ' +
+      'and each search keeps the 3 passages asked for, from pubmedqa',
+  s.sent.source === 'pubmedqa' && s.sent.year_from === 1990 &&
+      s.sent.year_to === 2015 && s.sent.retrieve_k === 10 &&
+      s.sent.rerank_k === 3 && s.sent.w_sem === 0.6 &&
+      s.sent.w_lex === 0.4 && per.length > 0 &&
+      per.every((n) => n > 0 && n <= 3) &&
+      srcs.every((id) => id in META) && shown.length > 0 &&
+      shown.every((t) => t.includes('top 3 of 10') &&
+        t.includes('year 1990 to 2015') && t.includes('source pubmedqa')),
+  JSON.stringify(s.sent).slice(0, 300) + ' ' + per.join(',') + ' ' +
+      srcs.join(',') + ' ' + shown.join(' | '));
+  await audit(page, 'check_search', 'Check with search settings');
   const g = await checkNote(page, 'guards', {'#check-model': 'stub-b'});
   check('guards has no paper settings: the panel hides, none are sent',
       await page.isHidden('#check-config') && !('max_steps' in g.sent) &&

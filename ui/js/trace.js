@@ -105,17 +105,24 @@ function callStep(rec, state) {
 
 // ==== Decisions ====
 
-// How a search ran: its mode, the rerank stage, and its filters.
+// How a search ran: its mode, depths and weights, the rerank stage, and
+// its filters.
 function searchHow(rec) {
   const names = {authors: 'author', journal: 'journal',
     publication_types: 'publication type'};
   const parts = [rec.mode || 'none'];
+  if (rec.k) parts.push('top ' + rec.k + ' of ' + rec.retrieve_k);
+  if (rec.mode === 'hybrid' && rec.w_sem !== undefined) {
+    parts.push('weights lexical ' + Math.round(rec.w_lex * 100) +
+        '% / semantic ' + Math.round(rec.w_sem * 100) + '%');
+  }
   if (rec.reranked) parts.push('reranked');
   if ((rec.sources || []).length) {
     parts.push('source ' + rec.sources.join(' or '));
   }
   for (const [k, v] of Object.entries(rec.meta || {})) {
-    parts.push((names[k] || k) + ' contains “' + v + '”');
+    parts.push(Array.isArray(v) ? k + ' ' + v[0] + ' to ' + v[1] :
+      (names[k] || k) + ' contains “' + v + '”');
   }
   return el('p', {class: 'muted search-how'}, 'Search ' + parts.join(', ') +
       '.');
