@@ -679,7 +679,7 @@ static int worker_run(struct cli_args *a)
 
 const struct cli_verb cli_verb_worker = {
     "worker",
-    "check queued jobs from PostgreSQL (mediqa --enqueue), without HTTP",
+    "run queued jobs from PostgreSQL (mediqa, --serve-jobs), without HTTP",
     "--state URL [--db DIR] [--llm SPEC] [--serve-jobs] [OPTIONS]",
     "Claims jobs from the queue in PostgreSQL (SELECT ... FOR UPDATE SKIP\n"
     "LOCKED), --jobs at a time, and records each note's submission line,\n"
