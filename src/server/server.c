@@ -43,6 +43,20 @@ struct timespec mtx_srv_deadline(double secs)
     return ts;
 }
 
+int mtx_srv_nap(pthread_mutex_t *mu, pthread_cond_t *cv, const int *stop,
+                double secs)
+{
+    struct timespec until = mtx_srv_deadline(secs);
+    int stopped;
+
+    pthread_mutex_lock(mu);
+    if (!*stop)
+        pthread_cond_timedwait(cv, mu, &until);
+    stopped = *stop;
+    pthread_mutex_unlock(mu);
+    return stopped;
+}
+
 void mt_server_default_params(struct mt_server_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -218,15 +232,7 @@ int mtx_srv_state_down(struct mt_server *s)
 /* Waits up to 'sec' for the server to stop; 1 when it is stopping. */
 static int state_nap(struct mt_server *s, double sec)
 {
-    struct timespec until = mtx_srv_deadline(sec);
-    int stop;
-
-    pthread_mutex_lock(&s->lease_mu);
-    if (!s->state_wait_stop)
-        pthread_cond_timedwait(&s->state_cv, &s->lease_mu, &until);
-    stop = s->state_wait_stop;
-    pthread_mutex_unlock(&s->lease_mu);
-    return stop;
+    return mtx_srv_nap(&s->lease_mu, &s->state_cv, &s->state_wait_stop, sec);
 }
 
 static void *state_wait_main(void *arg)

@@ -159,15 +159,7 @@ static void run_claimed(struct mt_server *s, struct mtx_pg *pg,
 /* Waits up to 's' seconds for a submit here or the server's stop. */
 static int claim_wait(struct mt_server *s, double secs)
 {
-    struct timespec ts = mtx_srv_deadline(secs);
-    int stop;
-
-    pthread_mutex_lock(&s->job_mu);
-    if (!s->jobs_stop)
-        pthread_cond_timedwait(&s->job_cv, &s->job_mu, &ts);
-    stop = s->jobs_stop;
-    pthread_mutex_unlock(&s->job_mu);
-    return stop;
+    return mtx_srv_nap(&s->job_mu, &s->job_cv, &s->jobs_stop, secs);
 }
 
 static int claim_stopping(struct mt_server *s)
