@@ -23,6 +23,14 @@
 #   MEDTRUST_BENCH_MT            the medtrust binary (default BUILD/medtrust),
 #                                read at each step
 #   MEDTRUST_BENCH_SEGMENT_MB    index --segment-mb (default: the index's)
+#   MEDTRUST_BENCH_PUBMED_AHEAD  with batches: generate up to this many
+#                                batches ahead, in the background, into
+#                                SRC.ahead/FFFF (default 1: the next one,
+#                                beside the import), so the import is timed
+#                                against its input rather than the generator
+#   MEDTRUST_BENCH_PUBMED_GEN_ONLY=1  only fill SRC.ahead (up to AHEAD
+#                                batches) and exit: the input of a later
+#                                timed run, generated beforehand
 # Usage: bench/pubmed.sh RUNDIR   (BUILD, MEDTRUST_DATA as in bench/run)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +43,8 @@ N=${MEDTRUST_BENCH_PUBMED:-30000}
 BATCH=${MEDTRUST_BENCH_PUBMED_BATCH:-0}
 MIN_FREE_GB=${MEDTRUST_BENCH_MIN_FREE_GB:-12}
 CHECKPOINT=${MEDTRUST_BENCH_PUBMED_CHECKPOINT:-0}
+AHEAD=${MEDTRUST_BENCH_PUBMED_AHEAD:-1}
+GEN_ONLY=${MEDTRUST_BENCH_PUBMED_GEN_ONLY:-}
 RUN=${1:-$B/results/pubmed-$(date +%Y%m%d-%H%M%S)}
 SRC=$B/pubmed/src-$N
 DB=${MEDTRUST_BENCH_PUBMED_DB:-$B/pubmed/db-$N}
@@ -93,42 +103,62 @@ index_step() {
         "$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["latency_ms"]; print("BM25 p50 %.1f / p95 %.1f ms" % (l["p50"], l["p95"]))' "$stem.eval.json")"
 }
 
-# Batches: generate files F..L, import them, delete them; the next batch
-# is generated while this one imports. A batch counts once
+# The generator side of the batches: fills SRC.ahead/FFFF (each renamed
+# into place when whole, its RUN/batch-FFFF.gen beside it) for every batch
+# not yet imported, keeping at most AHEAD there.
+gen_ahead() {
+    local files=$1 f l d
+    mkdir -p "$SRC.ahead"
+    for ((f = 1; f <= files; f += BATCH)); do
+        l=$((f + BATCH - 1 > files ? files : f + BATCH - 1))
+        d=$SRC.ahead/$(printf %04d "$f")
+        [ -f "$RUN/batch-$(printf %04d "$f").json" ] && continue
+        [ -d "$d" ] && continue
+        while [ "$(find "$SRC.ahead" -mindepth 1 -maxdepth 1 -type d \
+            ! -name '*.tmp' | wc -l)" -ge "$AHEAD" ]; do
+            [ -n "${GEN_ONLY:-}" ] && return 0
+            sleep 1
+        done
+        need_disk "generating batch $f-$l"
+        gen_batch "$f" "$l" "$d.tmp" "$RUN/batch-$(printf %04d "$f")"
+        mv "$d.tmp" "$d"
+    done
+}
+
+# Batches: generate files F..L, import them, delete them; generation runs
+# ahead of the import in the background (gen_ahead). A batch counts once
 # RUN/batch-F.json exists (written last, by rename). Every CHECKPOINT
 # batches the index is brought up to date and BM25 measured, so a run cut
 # short still has its latency at the scale it reached.
 import_batches() {
-    local files=$(((N + 29999) / 30000)) f l nf nl done_recs=0 start
-    local skipped_recs=0 next_pid="" bi stem
+    local files=$(((N + 29999) / 30000)) f l done_recs=0 start
+    local skipped_recs=0 gen_pid bi stem d
     start=$(date +%s)
     # A new run starts a new store; a rerun keeps it and resumes.
     ls "$RUN"/batch-*.json >/dev/null 2>&1 || rm -rf "$DB"
     mkdir -p "$RUN/queries"
+    rm -rf "$SRC.ahead"/*.tmp
+    gen_ahead "$files" &
+    gen_pid=$!
+    trap 'kill "$gen_pid" 2>/dev/null || true' EXIT
     for ((f = 1; f <= files; f += BATCH)); do
         l=$((f + BATCH - 1 > files ? files : f + BATCH - 1))
         bi=$(((f - 1) / BATCH + 1))
         stem=$RUN/batch-$(printf %04d "$f")
+        d=$SRC.ahead/$(printf %04d "$f")
         if [ -f "$stem.json" ]; then
             done_recs=$((done_recs + (l - f + 1) * 30000))
             skipped_recs=$done_recs
             continue
         fi
         need_disk "batch $f-$l"
-        if [ -n "$next_pid" ]; then
-            wait "$next_pid"
-            rm -rf "$SRC"
-            mv "$SRC.next" "$SRC"
-        else
-            gen_batch "$f" "$l" "$SRC" "$stem"
-        fi
-        next_pid=""
-        nf=$((f + BATCH))
-        if [ "$nf" -le "$files" ]; then
-            nl=$((nf + BATCH - 1 > files ? files : nf + BATCH - 1))
-            gen_batch "$nf" "$nl" "$SRC.next" "$RUN/batch-$(printf %04d "$nf")" &
-            next_pid=$!
-        fi
+        while [ ! -d "$d" ]; do
+            kill -0 "$gen_pid" 2>/dev/null || [ -d "$d" ] ||
+                { log "the generator stopped before batch $f-$l"; exit 1; }
+            sleep 0.2
+        done
+        rm -rf "$SRC"
+        mv "$d" "$SRC"
         cp "$SRC/queries.jsonl" "$RUN/queries/$(printf %04d "$f").jsonl"
         timed "$stem" "$MT" import pubmed --db "$DB" --json --no-progress \
             "$SRC"/*.xml.gz
@@ -146,6 +176,8 @@ import_batches() {
             index_step "$(printf %04d "$l")" "$done_recs"
         fi
     done
+    wait "$gen_pid" || true
+    trap - EXIT
     cat "$RUN"/queries/*.jsonl >"$RUN/queries.jsonl"
     python3 - "$RUN" "$P" <<'PY'
 # The batches' counts and input sizes summed, as one import's.
@@ -186,6 +218,11 @@ open(sys.argv[1], "w").write(
 PY
 }
 
+if [ "$BATCH" -gt 0 ] && [ -n "$GEN_ONLY" ]; then
+    log "generating up to $AHEAD batches of $BATCH files into $SRC.ahead"
+    gen_ahead $(((N + 29999) / 30000))
+    exit 0
+fi
 if [ "$BATCH" -gt 0 ]; then
     log "import pubmed in batches of $BATCH files into $DB"
     import_batches
