@@ -22,6 +22,10 @@ extern "C" {
  *   s(t,d)   = qtf * idf * wtf * (k1 + 1) / (wtf + k1 * (1 - b + b*dl/avgdl))
  *   score(d) = sum of s(t,d) over the distinct known query terms in d
  *
+ * N, avgdl and df are the segment's own unless the search is given the
+ * collection's (struct mt_bm25_coll); the bounds are then computed with
+ * those too, so pruning stays exact.
+ *
  * df counts documents holding t in any field. A term repeated in the query
  * counts once per occurrence through qtf; unknown terms add nothing. All
  * arithmetic is in double; the terms of a document's sum are added in one
@@ -123,6 +127,10 @@ struct mtx_bm25_stats {
 /* Fills *st. Thread-safe. */
 void mtx_bm25_stats(const struct mt_bm25 *idx, struct mtx_bm25_stats *st);
 
+/* Documents of this segment holding term t (0 when it has none), for
+ * summing df over segments. Thread-safe. */
+uint32_t mtx_bm25_term_df(const struct mt_bm25 *idx, struct mt_str t);
+
 /* ==== Search ==== */
 
 /* Per-thread scratch memory for searches, reused across calls so a query
@@ -139,9 +147,26 @@ struct mt_bm25_hit {
     float score;
 };
 
+/* Collection-wide statistics for searching one segment of several. BM25's
+ * N, avgdl and df describe the whole collection; taken from one segment
+ * they make a document's score depend on which segment holds it, and the
+ * merged top k differs from the one-segment ranking. The caller sums them
+ * over every segment as Lucene's IndexSearcher does (collectionStatistics:
+ * docCount and sumTotalTermFreq over all leaves; termStatistics: docFreq
+ * summed per term), so every segment scores on one scale. */
+struct mt_bm25_coll {
+    uint64_t ndocs;     /* N: documents in all segments */
+    double avgdl;       /* sum of every document's dl over N */
+    const uint64_t *df; /* df[j]: documents holding qterms[j] in any
+                         * segment (one entry per query term, as given) */
+};
+
 struct mt_bm25_search_params {
     float k1; /* >= 0, default 0.9 */
     float b;  /* in [0, 1], default 0.4 */
+    /* Optional collection statistics (NULL: this segment's own). A df or
+     * N below this segment's own is raised to it, so idf stays >= 0. */
+    const struct mt_bm25_coll *coll;
     /* Optional filter: a doc is a candidate only when accept returns
      * nonzero. Called from the searching thread, at most once per doc. */
     int (*accept)(uint32_t doc, void *user);
@@ -150,7 +175,8 @@ struct mt_bm25_search_params {
     struct mt_bm25_ctx *ctx;
 };
 
-/* Returns k1 0.9, b 0.4, no filter, no context. */
+/* Returns k1 0.9, b 0.4, the segment's own statistics, no filter, no
+ * context. */
 struct mt_bm25_search_params mtx_bm25_default_search_params(void);
 
 /* Finds the k best documents for the query terms (already analysed like

@@ -363,6 +363,13 @@ int64_t mtx_bm25_find_term(const struct mt_bm25 *idx, struct mt_str t)
     return -1;
 }
 
+uint32_t mtx_bm25_term_df(const struct mt_bm25 *idx, struct mt_str t)
+{
+    int64_t ti = mtx_bm25_find_term(idx, t);
+
+    return ti < 0 ? 0 : idx->terms[ti].df;
+}
+
 void mtx_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
                          const uint8_t **start, const uint8_t **end)
 {

@@ -168,8 +168,8 @@ static enum mt_status ensure(void **p, size_t *cap, size_t need, size_t el)
 
 struct mt_bm25_search_params mtx_bm25_default_search_params(void)
 {
-    struct mt_bm25_search_params p = {MT_BM25_DEFAULT_K1, MT_BM25_DEFAULT_B,
-                                      NULL, NULL, NULL};
+    struct mt_bm25_search_params p = {
+        MT_BM25_DEFAULT_K1, MT_BM25_DEFAULT_B, NULL, NULL, NULL, NULL};
     return p;
 }
 
@@ -458,17 +458,39 @@ static int cmp_canon(const void *a, const void *b)
     return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* N for idf: the collection's when given, never below the segment's. */
+static double idf_n(const struct mt_bm25 *idx, const struct mt_bm25_coll *coll)
+{
+    uint64_t n = idx->meta.ndocs;
+
+    if (coll && coll->ndocs > n)
+        n = coll->ndocs;
+    return (double)n;
+}
+
+/* df for idf of the term first at query position j, segment term t. */
+static double idf_df(const struct bm25_term *t, const struct mt_bm25_coll *coll,
+                     uint32_t j)
+{
+    uint64_t df = t->df;
+
+    if (coll && coll->df && coll->df[j] > df)
+        df = coll->df[j];
+    return (double)df;
+}
+
 /* Looks up and merges query terms into ctx->qt in canonical order;
  * returns the count through *m. */
 static enum mt_status prepare_terms(const struct mt_bm25 *idx,
                                     const struct mt_str *q, size_t nq,
+                                    const struct mt_bm25_coll *coll,
                                     const struct sconst *sc,
                                     struct mt_bm25_ctx *ctx, uint32_t *m)
 {
     struct qterm *qt;
     size_t n = 0;
     size_t u = 0;
-    double N = (double)idx->meta.ndocs;
+    double N = idf_n(idx, coll);
 
     if (ensure((void **)&ctx->qt, &ctx->qcap, nq, sizeof *qt) != MT_OK)
         return MT_ENOMEM;
@@ -489,7 +511,7 @@ static enum mt_status prepare_terms(const struct mt_bm25 *idx,
         return MT_ELIMIT;
     for (size_t j = 0; j < u; j++) {
         const struct bm25_term *t = &idx->terms[qt[j].tid];
-        double df = (double)t->df;
+        double df = idf_df(t, coll, qt[j].first);
         qt[j].w = (double)qt[j].qtf * log1p((N - df + 0.5) / (df + 0.5));
         qt[j].ub = tscore(qt[j].w, t->max_wtf, t->min_dl, sc);
     }
@@ -524,7 +546,7 @@ static enum mt_status run_setup(const struct mt_bm25 *idx,
 {
     double k1 = (double)p->k1;
     double b = (double)p->b;
-    double avgdl = idx->meta.avgdl;
+    double avgdl = p->coll ? p->coll->avgdl : idx->meta.avgdl;
     enum mt_status st;
 
     r->sc.k1p1 = k1 + 1.0;
@@ -532,7 +554,7 @@ static enum mt_status run_setup(const struct mt_bm25 *idx,
     r->sc.c1 = avgdl > 0.0 ? k1 * b / avgdl : 0.0;
     for (uint32_t i = 0; r->norm && i < 256; i++)
         r->ntab[i] = tlen(bm25_norm_decode((uint8_t)i), &r->sc);
-    st = prepare_terms(idx, q, nq, &r->sc, ctx, &r->m);
+    st = prepare_terms(idx, q, nq, p->coll, &r->sc, ctx, &r->m);
     if (st == MT_OK)
         st = run_alloc(ctx, r->m, r->k, exhaustive ? idx->meta.ndocs : 0);
     if (st != MT_OK || r->m == 0)

@@ -35,6 +35,8 @@ struct mt_index {
     struct mt_bm25_ctx *ctx;
     struct mt_arena scratch;       /* per query */
     uint32_t bad_segs;             /* damaged segments left out */
+    uint64_t ndocs;                /* BM25 N over the open segments */
+    double avgdl;                  /* and their mean document length */
     struct mtx_meta_filter filter; /* the last metadata filter's docs */
     struct mtx_filter_seg *fsegs;  /* each segment's ids, for it */
 };
@@ -180,6 +182,22 @@ static enum mt_status open_segs(struct mt_index *idx, const char *idir,
     return MT_OK;
 }
 
+/* The collection's N and avgdl, summed over the open segments (each
+ * segment's length sum is its avgdl x N; see bm25_coll). */
+static void coll_totals(struct mt_index *idx)
+{
+    double sum = 0.0;
+    size_t i;
+
+    for (i = 0; i < idx->nsegs; i++) {
+        struct mtx_bm25_stats bs;
+        mtx_bm25_stats(idx->segs[i].bm, &bs);
+        idx->ndocs += bs.docs;
+        sum += bs.avgdl * (double)bs.docs;
+    }
+    idx->avgdl = idx->ndocs ? sum / (double)idx->ndocs : 0.0;
+}
+
 static enum mt_status filter_segs(struct mt_index *idx, struct mt_error *err)
 {
     size_t i;
@@ -218,6 +236,8 @@ static enum mt_status open_parts(struct mt_index *idx, const char *dir,
         st = mtx_analyzer_new(idx->m.analyzer, &idx->an, err);
     if (st == MT_OK)
         st = open_segs(idx, idir, err);
+    if (st == MT_OK)
+        coll_totals(idx);
     if (st == MT_OK && mtx_bm25_ctx_new(&idx->ctx) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
     if (st == MT_OK)
@@ -340,6 +360,40 @@ static enum mt_status analyse(struct mt_index *idx, const char *q,
     return MT_OK;
 }
 
+/* Collection statistics for a query over several segments, as Lucene's
+ * IndexSearcher computes them (N and the length sum over all leaves, df
+ * summed per term), so a document scores the same in whichever segment
+ * it is and the merged top k is the one-segment ranking. Found at query
+ * time from each segment's dictionary (nq x segments lookups), so the
+ * on-disk format is unchanged. With one segment, NULL: its own statistics
+ * are the collection's, bit for bit. */
+static enum mt_status bm25_coll(struct mt_index *idx,
+                                const struct mt_str *terms, size_t nq,
+                                struct mt_bm25_coll *c,
+                                const struct mt_bm25_coll **out,
+                                struct mt_error *err)
+{
+    uint64_t *df;
+    size_t i, j;
+
+    *out = NULL;
+    if (idx->nsegs < 2)
+        return MT_OK;
+    df = mtx_arena_alloc(&idx->scratch, nq * sizeof *df);
+    if (!df)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (j = 0; j < nq; j++) {
+        df[j] = 0;
+        for (i = 0; i < idx->nsegs; i++)
+            df[j] += mtx_bm25_term_df(idx->segs[i].bm, terms[j]);
+    }
+    c->ndocs = idx->ndocs;
+    c->avgdl = idx->avgdl;
+    c->df = df;
+    *out = c;
+    return MT_OK;
+}
+
 /* Searches every segment for its top 'want' and merges them. */
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
@@ -353,11 +407,13 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     struct mt_scored *all =
         mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
     struct src_filter f = {NULL, sid, NULL};
+    struct mt_bm25_coll coll;
     size_t i, j, nh, n = 0;
-    enum mt_status st = MT_OK;
+    enum mt_status st;
 
     if (!hits || !all)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    st = bm25_coll(idx, terms, nq, &coll, &sp.coll, err);
     sp.k1 = p->k1;
     sp.b = p->b;
     sp.ctx = idx->ctx;

@@ -153,6 +153,45 @@ static void test_bm25_scores_match_hand_formula(void **state)
     mtx_bm25_close(idx);
 }
 
+/* s(t,d) with collection statistics N 40 and avgdl 9, by hand. */
+static double coll_s(double tf, double len, double df)
+{
+    return log1p((40.0 - df + 0.5) / (df + 0.5)) * tf * 1.9 /
+           (tf + 0.9 * (0.6 + 0.4 * len / 9.0));
+}
+
+/* Given collection statistics, a segment scores with them, not its own:
+ * "chest pain" over the hand documents (doc 0: length 2 x 2 + 6, one of
+ * each; doc 1: length 6, chest twice, pain once). A df below the
+ * segment's own (2 for both) is raised to it. */
+static void test_bm25_scores_with_collection_stats(void **state)
+{
+    static const uint64_t df[] = {12, 3};
+    static const uint64_t low[] = {1, 0};
+    struct mt_bm25 *idx = build_hand("coll.bm25");
+    struct mt_bm25_coll coll = {40, 9.0, df};
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
+    struct mt_bm25_hit hits[5];
+    struct mt_str qs[2] = {mtx_str_from("chest"), mtx_str_from("pain")};
+    size_t n = 0;
+    (void)state;
+    assert_int_equal(mtx_bm25_term_df(idx, qs[0]), 2);
+    assert_int_equal(mtx_bm25_term_df(idx, mtx_str_from("nothing")), 0);
+    sp.coll = &coll;
+    CHECK_OK(mtx_bm25_search(idx, qs, 2, &sp, hits, 5, &n, NULL));
+    CHECK(n == 2 && hits[0].doc == 1 && hits[1].doc == 0);
+    CHECK(fabs((double)hits[0].score - (coll_s(2, 6, 12) + coll_s(1, 6, 3))) <
+          1e-5);
+    CHECK(fabs((double)hits[1].score - (coll_s(1, 10, 12) + coll_s(1, 10, 3))) <
+          1e-5);
+    coll.df = low;
+    CHECK_OK(mtx_bm25_search_exhaustive(idx, qs, 2, &sp, hits, 5, &n, NULL));
+    CHECK(n == 2 && hits[0].doc == 1);
+    CHECK(fabs((double)hits[0].score - (coll_s(2, 6, 2) + coll_s(1, 6, 2))) <
+          1e-5);
+    mtx_bm25_close(idx);
+}
+
 /* ==== Random corpus: pruned search == exhaustive ==== */
 
 #define R_DOCS 5000u
@@ -276,11 +315,34 @@ static void compare_one(const struct mt_bm25 *idx, const struct mt_str *q,
     }
 }
 
+/* Statistics of a collection this segment is a part of (bounds must hold
+ * with any): N up to 8x the segment's, avgdl from a third to 3x its own,
+ * each df the segment's plus up to N's rest. */
+static const struct mt_bm25_coll *random_coll(const struct mt_bm25 *idx,
+                                              const struct mt_str *q, size_t nq,
+                                              struct mt_bm25_coll *c,
+                                              uint64_t *df)
+{
+    struct mtx_bm25_stats st;
+
+    mtx_bm25_stats(idx, &st);
+    c->ndocs = st.docs + rnd() % (7 * st.docs);
+    c->avgdl = st.avgdl * (1.0 / 3.0 + rnd01() * (3.0 - 1.0 / 3.0));
+    for (size_t i = 0; i < nq; i++) {
+        uint64_t own = mtx_bm25_term_df(idx, q[i]);
+        df[i] = own + rnd() % (c->ndocs - st.docs + 1);
+    }
+    c->df = df;
+    return c;
+}
+
 static void test_bm25_pruning_equals_exhaustive(void **state)
 {
     static const size_t ks[] = {1, 10, 50};
     struct mt_bm25 *idx = build_random("rand.bm25");
     struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
+    struct mt_bm25_coll coll;
+    uint64_t df[8];
     struct mt_str q[8];
     (void)state;
     CHECK_OK(mtx_bm25_ctx_new(&sp.ctx));
@@ -295,6 +357,7 @@ static void test_bm25_pruning_equals_exhaustive(void **state)
         }
         if (it % 7 == 6)
             sp.accept = accept_mod3;
+        sp.coll = it % 4 == 3 ? random_coll(idx, q, nq, &coll, df) : NULL;
         for (int j = 0; j < 3; j++)
             compare_one(idx, q, nq, &sp, ks[j]);
     }
@@ -693,6 +756,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bm25_scores_match_hand_formula),
+        cmocka_unit_test(test_bm25_scores_with_collection_stats),
         cmocka_unit_test(test_bm25_pruning_equals_exhaustive),
         cmocka_unit_test(test_bm25_concurrent_searches_agree),
         cmocka_unit_test(test_bm25_norms_are_smallfloat),

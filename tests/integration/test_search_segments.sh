@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Integration: the same MedQuAD store indexed as one segment and as many
+# (`index --rebuild --segment-mb 1`) answers `search` (one query and a
+# --queries batch, with and without --source) and `retrieval-eval` alike:
+# BM25 takes N, avgdl and df over all segments, so the hits, their order
+# and their scores do not depend on how the index is split.
+. "$(dirname "$0")/lib.sh"
+"$MT" index --db "$TMP/one" --input "$DATA/medquad/corpus.jsonl" \
+    --source medquad --no-progress >"$TMP/out" 2>&1
+"$MT" index --db "$TMP/one" --input "$DATA/pubmedqa/corpus.jsonl" \
+    --source pubmedqa --no-progress >>"$TMP/out" 2>&1
+"$MT" index --db "$TMP/one" --rebuild --no-progress >>"$TMP/out" 2>&1
+cp -r "$TMP/one" "$TMP/many"
+"$MT" index --db "$TMP/many" --rebuild --segment-mb 1 --no-progress \
+    >>"$TMP/out" 2>&1
+segs() { ls "$1"/index/seg-*.bm25 | wc -l; }
+n1=$(segs "$TMP/one")
+n2=$(segs "$TMP/many")
+if [ "$n1" = 1 ] && [ "$n2" -ge 8 ]; then
+    ok "one store indexed as 1 segment and as $n2"
+else
+    not_ok "one store indexed as 1 segment and as many" "$n1 / $n2" \
+        "$(cat "$TMP/out")"
+fi
+
+# Same hits in the same order, scores equal to 1e-6 (relative).
+same() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+b = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+def hits(x):
+    return x["hits"] if "hits" in x else [x]
+assert len(a) == len(b) and a, (len(a), len(b))
+n = 0
+for x, y in zip(a, b):
+    hx, hy = hits(x), hits(y)
+    assert len(hx) == len(hy), (x, y)
+    for p, q in zip(hx, hy):
+        assert p["chunk_id"] == q["chunk_id"], (p["chunk_id"], q["chunk_id"])
+        assert abs(p["score"] - q["score"]) <= 1e-6 * max(1, abs(p["score"])), \
+            (p["score"], q["score"])
+        n += 1
+assert n > 0
+PY
+}
+
+for q in "symptoms of gout" "apoptosis in cancer cells" \
+    "treatment of high blood pressure in children"; do
+    "$MT" search --db "$TMP/one" --json -k 20 "$q" >"$TMP/a" 2>&1
+    "$MT" search --db "$TMP/many" --json -k 20 "$q" >"$TMP/b" 2>&1
+    if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
+        ok "search '$q': the same 20 hits and scores"
+    else
+        not_ok "search '$q' on 1 and $n2 segments" "$(cat "$TMP/err")"
+    fi
+done
+
+head -200 "$DATA/medquad/queries-dev.jsonl" >"$TMP/q.jsonl"
+for src in "" pubmedqa; do
+    "$MT" search --db "$TMP/one" --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
+        ${src:+--source $src} >"$TMP/a" 2>/dev/null
+    "$MT" search --db "$TMP/many" --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
+        ${src:+--source $src} >"$TMP/b" 2>/dev/null
+    if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
+        ok "--queries batch${src:+ --source $src}: the same hits for 200 queries"
+    else
+        not_ok "--queries batch${src:+ --source $src} on 1 and $n2 segments" \
+            "$(tail -3 "$TMP/err")"
+    fi
+done
+
+metrics() {
+    "$MT" retrieval-eval --db "$1" --source medquad --json \
+        --queries "$TMP/q.jsonl" 2>/dev/null | python3 -c \
+        'import json,sys; m=json.load(sys.stdin); print(m["queries"], m["ndcg@10"], m["mrr@10"])'
+}
+m1=$(metrics "$TMP/one")
+m2=$(metrics "$TMP/many")
+if [ -n "$m1" ] && [ "$m1" = "$m2" ]; then
+    ok "retrieval-eval: the same queries, nDCG@10 and MRR@10 ($m1)"
+else
+    not_ok "retrieval-eval on 1 and $n2 segments" "$m1" "$m2"
+fi

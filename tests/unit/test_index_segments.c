@@ -1,0 +1,310 @@
+/* Unit tests for searching an index of several segments: the same store
+ * indexed as one segment and as many (split by the memory limit, or
+ * appended by later builds) ranks and scores every search alike. */
+#include "check.h"
+
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "medtrust/core.h"
+#include "medtrust/index.h"
+#include "medtrust/store.h"
+
+#define DIMS 8
+#define NDOCS 1800
+
+static char tmpl[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpl, sizeof tmpl, "/tmp/mt-isegs-XXXXXX");
+    return mkdtemp(tmpl) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    return system(cmd);
+}
+
+/* ==== A corpus whose term statistics differ from part to part ==== */
+
+static const char *const vocab[] = {
+    "fever",    "cough",   "insulin",  "glucose",  "asthma",    "steroid",
+    "migraine", "triptan", "aspirin",  "stroke",   "renal",     "dialysis",
+    "statin",   "lipid",   "sepsis",   "lactate",  "anemia",    "iron",
+    "vaccine",  "measles", "tumor",    "biopsy",   "opioid",    "naloxone",
+    "thyroid",  "goiter",  "warfarin", "bleeding", "asthmatic", "child",
+    "elderly",  "trial",   "placebo",  "cohort",   "dose",      "outcome",
+};
+#define NVOCAB (sizeof vocab / sizeof *vocab)
+
+/* A deterministic generator (the corpus is the same every run). */
+static uint32_t lcg(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 8) & 0xffffffu;
+}
+
+/* Document i's text: 4 to 60 words whose mix drifts with i, so the early,
+ * middle and late documents (the segments) hold each term in different
+ * proportions and have different mean lengths. */
+static void doc_text(int i, char *buf, size_t n)
+{
+    uint32_t s = (uint32_t)i * 2654435761u + 7u;
+    uint32_t words = 4 + lcg(&s) % (i < NDOCS / 2 ? 20u : 57u);
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (uint32_t w = 0; w < words && len + 16 < n; w++) {
+        uint32_t r = lcg(&s);
+        size_t v = (r % 3 == 0) ? ((size_t)(i * 7 / NDOCS) + r % 5) % NVOCAB
+                                : (size_t)(r % NVOCAB);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", w ? " " : "",
+                                vocab[v]);
+    }
+}
+
+static void seed(struct mt_store *s, int from, int to)
+{
+    char id[16], title[64], text[1024], meta[64];
+    int64_t sid[2];
+    int i;
+
+    CHECK_OK(mt_store_source(s, "pubmed", &sid[0], NULL));
+    CHECK_OK(mt_store_source(s, "medquad", &sid[1], NULL));
+    CHECK_OK(mt_store_begin(s, NULL));
+    for (i = from; i < to; i++) {
+        struct mt_doc d = {id, i % 3 ? NULL : title, text, 0, meta};
+        snprintf(id, sizeof id, "d%d", i);
+        snprintf(title, sizeof title, "%s %s", vocab[(size_t)i % NVOCAB],
+                 vocab[(size_t)(i / 3) % NVOCAB]);
+        doc_text(i, text, sizeof text);
+        snprintf(meta, sizeof meta, "{\"year\":%d}", 1990 + i % 30);
+        d.text_len = strlen(text);
+        CHECK_OK(mt_store_put(s, sid[i % 5 == 0], &d, NULL, NULL));
+    }
+    CHECK_OK(mt_store_commit(s, NULL));
+}
+
+/* Bag-of-words vectors: each word adds to two of the 8 dimensions. */
+static void embed_one(const char *t, size_t n, float *out)
+{
+    uint32_t h = 2166136261u;
+    size_t i;
+
+    memset(out, 0, DIMS * sizeof *out);
+    for (i = 0; i <= n; i++) {
+        if (i < n && t[i] != ' ' && t[i] != '.') {
+            h = (h ^ (uint8_t)t[i]) * 16777619u;
+            continue;
+        }
+        if (h != 2166136261u) {
+            out[h % DIMS] += 1.0f;
+            out[(h >> 8) % DIMS] += 0.5f;
+        }
+        h = 2166136261u;
+    }
+}
+
+static enum mt_status bow_embed(void *user, const char *const *texts,
+                                const size_t *lens, size_t n, float *out,
+                                struct mt_error *err)
+{
+    size_t i;
+
+    (void)user;
+    (void)err;
+    for (i = 0; i < n; i++)
+        embed_one(texts[i], lens[i], out + i * DIMS);
+    return MT_OK;
+}
+
+/* Builds the store at 'leaf' with the documents in 'parts' batches, one
+ * build after each; seg_bytes limits each segment (0: one per build). */
+static uint32_t make_index(const char *leaf, int parts, uint64_t seg_bytes,
+                           int float_norms, char *dir, size_t n)
+{
+    struct mt_store *s = NULL;
+    struct mt_index_build_params bp;
+    struct mt_index_build_result r;
+    int p;
+
+    snprintf(dir, n, "%s/%s", tmpl, leaf);
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    mt_index_default_build_params(&bp);
+    bp.embedder = "bow";
+    bp.dims = DIMS;
+    bp.embed = bow_embed;
+    /* Codes alone: a flat scan is then exact whatever the segments. (The
+     * int8r and float32 stores re-score each segment's best max(4k, 64)
+     * codes, so more segments re-score more candidates: not a question of
+     * collection statistics.) */
+    bp.vec_store = MT_VEC_STORE_INT8;
+    bp.segment_bytes = seg_bytes;
+    bp.bm25_float_norms = float_norms;
+    bp.max_segments = 64;
+    for (p = 0; p < parts; p++) {
+        seed(s, NDOCS * p / parts, NDOCS * (p + 1) / parts);
+        CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+        CHECK(!r.merged || p == 0);
+    }
+    mt_store_close(s);
+    return r.segments;
+}
+
+/* ==== Comparing searches ==== */
+
+struct query {
+    const char *text;
+    enum mt_search_mode mode;
+    enum mt_fusion fusion;
+    uint32_t k;
+    int doc_sum;
+    const char *source;
+    int years; /* 1: only 2000..2009 */
+};
+
+static void search(struct mt_index *idx, const struct query *q,
+                   struct mt_search_result **out)
+{
+    static const struct mt_meta_cond years = {"year", NULL, 2000, 2009};
+    struct mt_search_params p;
+    float v[DIMS];
+
+    mt_search_default_params(&p);
+    embed_one(q->text, strlen(q->text), v);
+    p.mode = q->mode;
+    p.fusion = q->fusion;
+    p.k = q->k;
+    p.doc_sum = q->doc_sum;
+    p.source = q->source;
+    p.query_vec = v;
+    p.query_dims = DIMS;
+    p.meta = q->years ? &years : NULL;
+    p.nmeta = q->years ? 1 : 0;
+    CHECK_OK(mt_index_search(idx, q->text, &p, out, NULL));
+}
+
+/* Same hits in the same order with the same scores (to 1e-6 relative);
+ * returns the largest relative score difference. */
+static double same_hits(const struct mt_search_result *a,
+                        const struct mt_search_result *b, const struct query *q)
+{
+    double worst = 0.0;
+    size_t i;
+
+    if (a->n != b->n)
+        fail_msg("'%s' mode %d: %zu hits vs %zu", q->text, (int)q->mode, a->n,
+                 b->n);
+    for (i = 0; i < a->n; i++) {
+        double sa = a->hits[i].score, sb = b->hits[i].score;
+        double d = fabs(sa - sb) / fmax(1.0, fabs(sa));
+        if (a->hits[i].chunk_id != b->hits[i].chunk_id || d > 1e-6)
+            fail_msg("'%s' mode %d hit %zu: chunk %lld score %.9g vs chunk "
+                     "%lld score %.9g",
+                     q->text, (int)q->mode, i, (long long)a->hits[i].chunk_id,
+                     sa, (long long)b->hits[i].chunk_id, sb);
+        worst = fmax(worst, d);
+    }
+    return worst;
+}
+
+static const char *const texts[] = {
+    "fever cough",
+    "insulin glucose elderly",
+    "asthma steroid child asthmatic",
+    "migraine",
+    "aspirin stroke bleeding warfarin",
+    "renal dialysis trial placebo cohort dose outcome",
+    "sepsis lactate sepsis",
+    "thyroid goiter iron anemia vaccine measles tumor biopsy",
+    "opioid naloxone",
+    "statin lipid outcome unknownword",
+};
+
+/* Every query in every mode, with and without filters, on both. */
+static void compare_all(const char *one_dir, const char *many_dir)
+{
+    static const struct query shapes[] = {
+        {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 10, 0, NULL, 0},
+        {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 100, 0, NULL, 0},
+        {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 10, 1, NULL, 0},
+        {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 20, 0, "medquad", 0},
+        {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 20, 0, NULL, 1},
+        {NULL, MT_SEARCH_DENSE, MT_FUSION_LINEAR, 10, 0, NULL, 0},
+        {NULL, MT_SEARCH_HYBRID, MT_FUSION_LINEAR, 10, 0, NULL, 0},
+        {NULL, MT_SEARCH_HYBRID, MT_FUSION_RRF, 10, 0, NULL, 0},
+        {NULL, MT_SEARCH_HYBRID, MT_FUSION_LINEAR, 15, 0, "pubmed", 1},
+    };
+    struct mt_index *one = NULL, *many = NULL;
+    size_t i, j, nonempty = 0;
+
+    CHECK_OK(mt_index_open(one_dir, &one, NULL));
+    CHECK_OK(mt_index_open(many_dir, &many, NULL));
+    for (i = 0; i < sizeof texts / sizeof *texts; i++)
+        for (j = 0; j < sizeof shapes / sizeof *shapes; j++) {
+            struct query q = shapes[j];
+            struct mt_search_result *a = NULL, *b = NULL;
+            q.text = texts[i];
+            search(one, &q, &a);
+            search(many, &q, &b);
+            same_hits(a, b, &q);
+            nonempty += a->n > 0;
+            mt_search_result_free(a);
+            mt_search_result_free(b);
+        }
+    /* the comparison saw hits, not empty lists */
+    CHECK(nonempty ==
+          sizeof texts / sizeof *texts * sizeof shapes / sizeof *shapes);
+    mt_index_close(one);
+    mt_index_close(many);
+}
+
+static void check_segments(const char *dir, uint32_t want_min)
+{
+    struct mt_index *idx = NULL;
+    struct mt_index_stats st;
+
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_index_stats(idx, &st);
+    CHECK(st.segments >= want_min && st.chunks >= NDOCS);
+    mt_index_close(idx);
+}
+
+/* ==== Tests ==== */
+
+/* Split by a 24 KiB memory limit into many segments in one build. */
+static void test_segments_split_rank_as_one(void **state)
+{
+    char one[128], many[128];
+    (void)state;
+    CHECK(make_index("one", 1, 0, 1, one, sizeof one) == 1);
+    CHECK(make_index("split", 1, 24 << 10, 1, many, sizeof many) >= 6);
+    check_segments(many, 6);
+    compare_all(one, many);
+}
+
+/* Appended by three later builds (the checkpointed import's shape), each
+ * split further, with Lucene's one-byte norms. */
+static void test_segments_appended_rank_as_one(void **state)
+{
+    char one[128], many[128];
+    (void)state;
+    CHECK(make_index("one-b", 1, 0, 0, one, sizeof one) == 1);
+    CHECK(make_index("appended", 3, 48 << 10, 0, many, sizeof many) >= 4);
+    compare_all(one, many);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_segments_split_rank_as_one),
+        cmocka_unit_test(test_segments_appended_rank_as_one),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
