@@ -28,6 +28,9 @@
 #                                SRC.ahead/FFFF (default 1: the next one,
 #                                beside the import), so the import is timed
 #                                against its input rather than the generator
+#   MEDTRUST_BENCH_PUBMED_GEN_NICE  nice increment for the generator
+#                                (default 0; e.g. 10 so that the import
+#                                never waits for a CPU the generator holds)
 #   MEDTRUST_BENCH_PUBMED_GEN_ONLY=1  only fill SRC.ahead (up to AHEAD
 #                                batches) and exit: the input of a later
 #                                timed run, generated beforehand
@@ -45,6 +48,7 @@ MIN_FREE_GB=${MEDTRUST_BENCH_MIN_FREE_GB:-12}
 CHECKPOINT=${MEDTRUST_BENCH_PUBMED_CHECKPOINT:-0}
 AHEAD=${MEDTRUST_BENCH_PUBMED_AHEAD:-1}
 GEN_ONLY=${MEDTRUST_BENCH_PUBMED_GEN_ONLY:-}
+GEN_NICE=${MEDTRUST_BENCH_PUBMED_GEN_NICE:-0}
 RUN=${1:-$B/results/pubmed-$(date +%Y%m%d-%H%M%S)}
 SRC=$B/pubmed/src-$N
 DB=${MEDTRUST_BENCH_PUBMED_DB:-$B/pubmed/db-$N}
@@ -74,8 +78,8 @@ gen_batch() {
     local f=$1 l=$2 dir=$3 stem=$4 t0
     rm -rf "$dir"
     t0=$(date +%s.%N)
-    "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$dir" 20250101 \
-        "$f" "$l" 2>"$stem.gen.tmp"
+    nice -n "$GEN_NICE" "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" \
+        "$dir" 20250101 "$f" "$l" 2>"$stem.gen.tmp"
     awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print "wall_s", b - a }' \
         >>"$stem.gen.tmp"
     du -sbL "$dir"/*.xml.gz |
