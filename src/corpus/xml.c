@@ -142,38 +142,14 @@ static char *skip_name(char *p)
 /* ==== Checking the bytes ==== */
 
 /* Length of a well-formed UTF-8 sequence of an allowed character at p
- * (n bytes there), 0 when it is not one, -1 when n cuts it short. */
+ * (n bytes there), 0 when it is not one, -1 when n cuts it short: the
+ * text layer's decoder, less U+FFFE and U+FFFF (XML 1.0's Char). */
 static int utf8_len(const unsigned char *p, size_t n)
 {
-    unsigned char c = p[0];
-    unsigned char lo = 0x80, hi = 0xBF;
-    int len, i;
+    int32_t cp = 0;
+    int k = mtx_utf8_step((const char *)p, n, &cp);
 
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4;
-    else
-        return 0;
-    if (c == 0xE0)
-        lo = 0xA0; /* overlong */
-    else if (c == 0xED)
-        hi = 0x9F; /* surrogates */
-    else if (c == 0xF0)
-        lo = 0x90; /* overlong */
-    else if (c == 0xF4)
-        hi = 0x8F; /* past U+10FFFF */
-    for (i = 1; i < len; i++) {
-        if ((size_t)i >= n)
-            return -1;
-        if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF))
-            return 0;
-    }
-    if (c == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
-        return 0; /* U+FFFE, U+FFFF: not XML characters */
-    return len;
+    return k > 0 && (cp == 0xFFFE || cp == 0xFFFF) ? 0 : k;
 }
 
 /* Eight bytes of printable ASCII: no high bit, no byte under 0x20. */

@@ -5,6 +5,7 @@
 
 #include "medtrust/core.h"
 #include "text/chunk.h"
+#include "text/utf8.h"
 
 /* ==== Model ====
  * LangChain splits the text on the first separator present, keeping each
@@ -54,44 +55,16 @@ struct chunker {
 
 /* ==== UTF-8 ==== */
 
-/* Returns the byte length of the well-formed UTF-8 sequence at t[i] (Unicode
- * Table 3-7), or 1 when it is ill-formed: one bad byte is one character,
+/* Returns the byte length of the well-formed UTF-8 sequence at t[i], or 1
+ * when it is ill-formed (mtx_utf8_decode): one bad byte is one character,
  * as Python's errors="surrogateescape" decoding counts it. Needs i < e. */
 static size_t char_len(const unsigned char *t, size_t i, size_t e)
 {
-    unsigned c = t[i];
-    size_t k;
-    size_t need;
-    unsigned lo = 0x80;
-    unsigned hi = 0xBF;
+    int32_t cp;
 
-    if (c < 0x80)
+    if (t[i] < 0x80)
         return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        need = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        need = 4;
-    else
-        return 1;
-    if (c == 0xE0)
-        lo = 0xA0; /* no overlongs */
-    else if (c == 0xED)
-        hi = 0x9F; /* no surrogates */
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F; /* nothing past U+10FFFF */
-    if (need > e - i)
-        return 1;
-    if (t[i + 1] < lo || t[i + 1] > hi)
-        return 1;
-    for (k = 2; k < need; k++) {
-        if (t[i + k] < 0x80 || t[i + k] > 0xBF)
-            return 1;
-    }
-    return need;
+    return mtx_utf8_decode((const char *)t + i, e - i, &cp);
 }
 
 static size_t count_chars(const unsigned char *t, size_t s, size_t e)

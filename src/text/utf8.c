@@ -12,12 +12,6 @@
 #define FOLD_OPTIONS                                                           \
     (UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD | UTF8PROC_STABLE)
 
-/* Continuation byte test. */
-static int is_cont(unsigned char c)
-{
-    return (c & 0xC0) == 0x80;
-}
-
 /* Length of the sequence a lead byte starts, 0 when it is no lead byte.
  * C0, C1 (overlong 2-byte) and F5..FF never start a sequence. */
 static size_t lead_len(unsigned char c)
@@ -33,36 +27,57 @@ static size_t lead_len(unsigned char c)
     return 0;
 }
 
-size_t mtx_utf8_decode(const char *p, size_t n, int32_t *cp)
+/* The range the second byte of a sequence must be in after lead byte c
+ * (Table 3-7): narrower after E0 and F0 (overlong forms), ED
+ * (surrogates) and F4 (past U+10FFFF); later bytes are 80..BF. */
+static void second_range(unsigned char c, unsigned char *lo, unsigned char *hi)
+{
+    *lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    *hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+}
+
+int mtx_utf8_step(const char *p, size_t n, int32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)p;
+    unsigned char lo, hi;
     size_t len;
     size_t i;
     int32_t v;
 
     if (n == 0)
-        return 0;
+        return MTX_UTF8_SHORT;
     len = lead_len(s[0]);
-    *cp = -1;
-    if (len == 0 || len > n)
-        return 1;
-    if (len == 1) {
-        *cp = s[0];
-        return 1;
+    if (len <= 1) {
+        if (len == 1)
+            *cp = s[0];
+        return (int)len;
     }
+    second_range(s[0], &lo, &hi);
     v = s[0] & (0x7F >> len);
     for (i = 1; i < len; i++) {
-        if (!is_cont(s[i]))
-            return 1;
+        if (i >= n)
+            return MTX_UTF8_SHORT;
+        if (s[i] < lo || s[i] > hi)
+            return 0;
         v = (v << 6) | (s[i] & 0x3F);
+        lo = 0x80;
+        hi = 0xBF;
     }
-    /* Reject overlong 3/4-byte forms, surrogates and values past U+10FFFF;
-     * 2-byte overlongs were excluded by lead_len. */
-    if ((len == 3 && v < 0x800) || (len == 4 && v < 0x10000) ||
-        (v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF)
-        return 1;
     *cp = v;
-    return len;
+    return (int)len;
+}
+
+size_t mtx_utf8_decode(const char *p, size_t n, int32_t *cp)
+{
+    int k;
+
+    if (n == 0)
+        return 0;
+    k = mtx_utf8_step(p, n, cp);
+    if (k > 0)
+        return (size_t)k;
+    *cp = -1;
+    return 1;
 }
 
 enum mt_status mtx_utf8_validate(const char *p, size_t n, size_t *bad_offset)

@@ -18,10 +18,25 @@ extern "C" {
  * *bad_offset (may be NULL). Thread-safe. */
 enum mt_status mtx_utf8_validate(const char *p, size_t n, size_t *bad_offset);
 
+/* mtx_utf8_step's answer when the n bytes are a well-formed start of a
+ * sequence that they cut short (n == 0 included): read more, then ask
+ * again. */
+#define MTX_UTF8_SHORT (-1)
+
+/* The one UTF-8 decoder (RFC 3629, Unicode Table 3-7: no overlong forms,
+ * no surrogates, nothing above U+10FFFF), for readers that must tell a
+ * sequence cut short by the end of what they hold from an ill-formed one
+ * (the XML scanner's window). Returns the bytes of the well-formed
+ * sequence at p (1..4) and sets *cp; 0 when the bytes at p are
+ * ill-formed; MTX_UTF8_SHORT when p[0..n) is a well-formed prefix that n
+ * cuts short. *cp is set only on a length. Thread-safe. */
+int mtx_utf8_step(const char *p, size_t n, int32_t *cp);
+
 /* Decodes the code point at p (n > 0 bytes available). Returns the bytes
  * it spans (1..4) and sets *cp; an ill-formed sequence yields *cp = -1 and
- * a length of 1, so callers can skip one bad byte and resynchronise.
- * Returns 0 only when n == 0. Thread-safe. */
+ * a length of 1, so callers can skip one bad byte and resynchronise (a
+ * sequence cut short by n is ill-formed here). Returns 0 only when
+ * n == 0. mtx_utf8_step's answers folded into one. Thread-safe. */
 size_t mtx_utf8_decode(const char *p, size_t n, int32_t *cp);
 
 /* Counts code points in p[0..n); each ill-formed byte counts as one.

@@ -43,6 +43,119 @@ static void test_utf8_decode_and_encode(void **state)
     CHECK(mtx_utf8_encode(0xD800, out) == 0);
 }
 
+/* ==== mtx_utf8_step against an oracle built from the encoder ====
+ * A sequence is well-formed exactly when it is the encoding of a Unicode
+ * scalar value (mtx_utf8_encode, through utf8proc), and cut short exactly
+ * when it is a proper prefix of one; the decoder must agree on every
+ * 1..3-byte input and every 4-byte input after F0..F4. */
+
+static unsigned char *short_prefix[4]; /* bitmaps by prefix length 1..3 */
+
+static int bit(const unsigned char *map, uint32_t i)
+{
+    return (map[i >> 3] >> (i & 7)) & 1;
+}
+
+static uint32_t prefix_key(const unsigned char *b, size_t n)
+{
+    uint32_t k = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        k = (k << 8) | b[i];
+    return k;
+}
+
+static void build_prefixes(void)
+{
+    char enc[4];
+    int32_t cp;
+    size_t len, m;
+
+    for (m = 1; m < 4; m++)
+        short_prefix[m] = calloc((size_t)1 << (8 * m - 3), 1);
+    for (cp = 0; cp <= 0x10FFFF; cp++) {
+        len = mtx_utf8_encode(cp, enc);
+        for (m = 1; m < len; m++) {
+            uint32_t k = prefix_key((const unsigned char *)enc, m);
+
+            short_prefix[m][k >> 3] |= (unsigned char)(1u << (k & 7));
+        }
+    }
+}
+
+/* The oracle: the length of the encoding b starts with, else -1 when
+ * b[0..n) is a proper prefix of one, else 0. */
+static int oracle_step(const unsigned char *b, size_t n, int32_t *cp)
+{
+    static const unsigned char lead_bits[] = {0, 0x80, 0xE0, 0xF0, 0xF8};
+    char enc[4];
+    size_t len, i;
+
+    for (len = 1; len <= 4 && len <= n; len++) {
+        int32_t v = b[0] & (len == 1 ? 0x7F : 0x7F >> len);
+
+        if ((b[0] & lead_bits[len]) != (unsigned char)(lead_bits[len] << 1))
+            continue;
+        for (i = 1; i < len; i++)
+            v = (v << 6) | (b[i] & 0x3F);
+        if (mtx_utf8_encode(v, enc) == len && memcmp(enc, b, len) == 0) {
+            *cp = v;
+            return (int)len;
+        }
+    }
+    if (n == 0 || (n < 4 && bit(short_prefix[n], prefix_key(b, n))))
+        return MTX_UTF8_SHORT;
+    return 0;
+}
+
+static int agrees(const unsigned char *b, size_t n)
+{
+    int32_t want = -7, got = -7;
+    int k = oracle_step(b, n, &want);
+
+    return mtx_utf8_step((const char *)b, n, &got) == k &&
+           (k <= 0 || got == want);
+}
+
+static void test_utf8_step_matches_the_encoder(void **state)
+{
+    static const unsigned char last[] = {0x00, 0x3F, 0x7F, 0x80, 0x81,
+                                         0x8F, 0x90, 0x9F, 0xA0, 0xBE,
+                                         0xBF, 0xC0, 0xFF};
+    unsigned char b[4];
+    uint32_t i, lead, bad = 0;
+    (void)state;
+    build_prefixes();
+    CHECK(agrees(b, 0));
+    for (i = 0; i < (1u << 24); i++) {
+        b[0] = (unsigned char)(i >> 16);
+        b[1] = (unsigned char)(i >> 8);
+        b[2] = (unsigned char)i;
+        bad += !agrees(b, 3);
+        if ((i & 0xFFFF) == 0)
+            bad += !agrees(b, 1);
+        if ((i & 0xFF) == 0)
+            bad += !agrees(b, 2);
+    }
+    /* 4 bytes: every second and third byte, the last at the edges of
+     * the ranges Table 3-7 uses */
+    for (lead = 0xF0; lead <= 0xF4; lead++)
+        for (i = 0; i < (1u << 16) * sizeof last; i++) {
+            b[0] = (unsigned char)lead;
+            b[1] = (unsigned char)(i >> 8 & 0xFF);
+            b[2] = (unsigned char)i;
+            b[3] = last[i >> 16];
+            bad += !agrees(b, 4);
+        }
+    CHECK(bad == 0);
+    /* the folded answer: anything but a length is one bad byte */
+    CHECK(mtx_utf8_step("\xe2\x82", 2, &(int32_t){0}) == MTX_UTF8_SHORT);
+    CHECK(mtx_utf8_step("\xe2\x28", 2, &(int32_t){0}) == 0);
+    for (i = 1; i < 4; i++)
+        free(short_prefix[i]);
+}
+
 static void check_fold(const char *in, const char *want)
 {
     char *out = NULL;
@@ -321,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_analyzer_stem_cache_is_transparent),
         cmocka_unit_test(test_utf8_validate_rejects_bad_forms),
         cmocka_unit_test(test_utf8_decode_and_encode),
+        cmocka_unit_test(test_utf8_step_matches_the_encoder),
         cmocka_unit_test(test_fold_nfkc_and_case),
         cmocka_unit_test(test_fold_oom_loop),
         cmocka_unit_test(test_english_stops_and_stems),
