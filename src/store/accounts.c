@@ -469,35 +469,38 @@ enum mt_status mt_token_list(struct mt_state *s, int64_t user_id,
 
 /* ==== Runs ==== */
 
-enum mt_status mt_run_create(struct mt_state *s, int64_t user_id,
-                             const char *username, const char *kind,
-                             const char *input_hash, int64_t *id,
-                             struct mt_error *err)
+enum mt_status mtx_run_insert(struct mt_state *s, int64_t user_id,
+                              const char *username, const char *kind,
+                              const char *input_hash, const char *key,
+                              int64_t *id, struct mt_error *err)
 {
     struct mtx_query q = {read_id, id, 0, 0};
-    char key[MT_SECRET_SIZE];
 
-    if (!s->pg)
-        return mtx_state_exec(
-            s, &q, err,
-            "INSERT INTO runs(user_id, username, kind, status, input_hash)"
-            " VALUES(NULLIF(?,0),?,?,'queued',?) RETURNING id",
-            "Isss", user_id, username ? username : "", kind, input_hash);
-    /* PostgreSQL: after a lost connection pg.c sends the statement again,
-     * and a commit whose reply was lost would then queue the run twice.
-     * A key drawn here makes the second insert land on the first row and
-     * return its id. (SQLite runs in-process and never re-sends, so the
-     * store's schema, which older binaries read, stays as it was: the one
-     * statement written per engine, knowingly.) */
-    if (mt_accounts_init() != MT_OK)
-        return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
-    random_hex(key);
     return mtx_state_exec(
         s, &q, err,
         "INSERT INTO runs(user_id, username, kind, status, input_hash, idem)"
         " VALUES(NULLIF(?,0),?,?,'queued',?,?) ON CONFLICT(idem) DO UPDATE"
         " SET idem = excluded.idem RETURNING id",
         "Issss", user_id, username ? username : "", kind, input_hash, key);
+}
+
+enum mt_status mt_run_create(struct mt_state *s, int64_t user_id,
+                             const char *username, const char *kind,
+                             const char *input_hash, int64_t *id,
+                             struct mt_error *err)
+{
+    char key[MT_SECRET_SIZE];
+
+    /* After a lost connection pg.c sends the statement again, and a
+     * commit whose reply was lost would then queue the run twice; a key
+     * drawn here makes the second insert land on the first row and
+     * return its id. SQLite runs in-process and never re-sends, but
+     * keeps the same key (store schema v9), so one statement serves
+     * both engines. */
+    if (mt_accounts_init() != MT_OK)
+        return mt_fail(err, MT_EINTERNAL, "libsodium failed to start");
+    random_hex(key);
+    return mtx_run_insert(s, user_id, username, kind, input_hash, key, id, err);
 }
 
 enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,

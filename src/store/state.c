@@ -64,8 +64,8 @@ static const struct mtx_pg_migration state_steps[] = {
     {4, "CREATE TABLE login_throttle(key text PRIMARY KEY,"
         " fails bigint NOT NULL DEFAULT 0,"
         " locked_until bigint NOT NULL DEFAULT 0)"},
-    /* the idempotency key of a run's insert (accounts.c mt_run_create):
-     * PostgreSQL only, the one engine whose statements are sent again */
+    /* the idempotency key of a run's insert (accounts.c mt_run_create;
+     * the embedded store's v9 too, so both run one statement) */
     {5, "ALTER TABLE runs ADD COLUMN idem text UNIQUE"},
 };
 

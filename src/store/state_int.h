@@ -47,4 +47,12 @@ enum mt_status mtx_state_exec(struct mt_state *s, struct mtx_query *q,
                               struct mt_error *err, const char *sql,
                               const char *types, ...);
 
+/* Inserts a queued run under idempotency key 'key' (mt_run_create draws
+ * one): an insert with a key already in runs changes nothing and gives
+ * that row's id in *id, as a re-sent statement must. */
+enum mt_status mtx_run_insert(struct mt_state *s, int64_t user_id,
+                              const char *username, const char *kind,
+                              const char *input_hash, const char *key,
+                              int64_t *id, struct mt_error *err);
+
 #endif

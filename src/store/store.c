@@ -88,13 +88,20 @@ static const char *const migrations[] = {
     " c.ordinal AS ordinal, CAST(substr(CAST(d.text AS BLOB), c.start + 1,"
     " c.end - c.start) AS TEXT) AS text FROM chunks c"
     " JOIN documents d ON d.id = c.doc_id;",
+    /* v9: the idempotency key of a run's insert (accounts.c mt_run_create,
+     * state.c's v5 too), so both engines run one statement. SQLite adds
+     * no UNIQUE column: the key is unique by an index. Adding a column
+     * rewrites nothing, so a 25M-record store migrates at once. */
+    "ALTER TABLE runs ADD COLUMN idem TEXT;"
+    "CREATE UNIQUE INDEX runs_idem ON runs(idem);",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
 /* The oldest schema a read-only open reads as it is, without migrating:
  * what readers read (meta, sources, documents, chunks) is v1's, and
- * v2..v7 only add account and run tables, which only writers use; v8
+ * v2..v7 and v9 only add account and run tables and columns, which only
+ * writers use; v8
  * drops chunks.text, which readers no longer read (a chunk is cut from
  * its document by start/end, columns v1 has). A migration that changes
  * what readers read raises it. So `search` never

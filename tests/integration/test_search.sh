@@ -201,7 +201,7 @@ ver() { # ver DIR: the store's user_version and whether run_events exists
     python3 -c 'import sqlite3,sys; c=sqlite3.connect("file:%s/store.db?mode=ro" % sys.argv[1], uri=True); print(c.execute("PRAGMA user_version").fetchone()[0], c.execute("SELECT count(*) FROM sqlite_master WHERE name=\"run_events\"").fetchone()[0])' "$1"
 }
 now=$(ver "$TMP/old")
-python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]+"/store.db"); c.executescript("DROP TABLE run_events; DROP TABLE run_reports; DROP TABLE login_throttle; ALTER TABLE runs DROP COLUMN cancel_requested; DROP VIEW chunk_texts; ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL DEFAULT \"\"; UPDATE chunks SET text = (SELECT CAST(substr(CAST(d.text AS BLOB), chunks.start + 1, chunks.end - chunks.start) AS TEXT) FROM documents d WHERE d.id = chunks.doc_id); PRAGMA user_version=3;"); c.close()' "$TMP/old"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]+"/store.db"); c.executescript("DROP TABLE run_events; DROP TABLE run_reports; DROP TABLE login_throttle; ALTER TABLE runs DROP COLUMN cancel_requested; DROP INDEX runs_idem; ALTER TABLE runs DROP COLUMN idem; DROP VIEW chunk_texts; ALTER TABLE chunks ADD COLUMN text TEXT NOT NULL DEFAULT \"\"; UPDATE chunks SET text = (SELECT CAST(substr(CAST(d.text AS BLOB), chunks.start + 1, chunks.end - chunks.start) AS TEXT) FROM documents d WHERE d.id = chunks.doc_id); PRAGMA user_version=3;"); c.close()' "$TMP/old"
 "$MT" search --db "$TMP/old" --json -k 3 "symptoms" >"$TMP/old-v3.hits" 2>&1
 after_search=$(ver "$TMP/old")
 "$MT" stats --db "$TMP/old" >"$TMP/old.stats" 2>&1

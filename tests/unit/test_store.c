@@ -18,6 +18,16 @@
     " chunks.start + 1, chunks.end - chunks.start) AS TEXT) FROM documents d"  \
     " WHERE d.id = chunks.doc_id);"
 
+/* v9 undone: the runs' idempotency key */
+#define UNDO_V9 "DROP INDEX runs_idem; ALTER TABLE runs DROP COLUMN idem;"
+
+/* v4..v9 undone */
+#define UNDO_TO_V3                                                             \
+    "DROP TABLE run_events; DROP TABLE run_reports;"                           \
+    "DROP TABLE login_throttle;"                                               \
+    "ALTER TABLE runs DROP COLUMN cancel_requested;" UNDO_V9 UNDO_V8           \
+    "PRAGMA user_version=3"
+
 static char tmpl[64];
 
 static int setup(void **state)
@@ -218,16 +228,11 @@ static void test_store_read_only_does_not_migrate(void **state)
     mt_store_close(s);
     s = NULL;
     CHECK(now > 3);
-    /* back to a v3 store: what v4..v8 changed undone (v8: the chunk text
+    /* back to a v3 store: what v4..v9 changed undone (v8: the chunk text
      * column back, filled from the ranges) */
     snprintf(db, sizeof db, "%s/store.db", dir);
     CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
-    CHECK(sqlite3_exec(raw,
-                       "DROP TABLE run_events; DROP TABLE run_reports;"
-                       "DROP TABLE login_throttle;"
-                       "ALTER TABLE runs DROP COLUMN cancel_requested;" UNDO_V8
-                       "PRAGMA user_version=3",
-                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw, UNDO_TO_V3, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(raw);
 
     mt_store_default_params(&p);
@@ -397,17 +402,20 @@ static void test_store_migrates_chunk_text_to_ranges(void **state)
     store_long_doc(dir, sizeof dir, "v7", text, sizeof text);
     snprintf(db, sizeof db, "%s/store.db", dir);
     CHECK(sqlite3_open(db, &raw) == SQLITE_OK);
-    CHECK(sqlite3_exec(raw, UNDO_V8 "PRAGMA user_version=7;", NULL, NULL,
-                       NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(raw, UNDO_V9 UNDO_V8 "PRAGMA user_version=7;", NULL,
+                       NULL, NULL) == SQLITE_OK);
     sqlite3_close(raw);
     /* Read-only, the older store is read as it is, not migrated. */
     check_read_only_v7(dir, text);
     CHECK(column_count(dir, "SELECT COUNT(*) FROM chunks WHERE length(text)"
                             " > 500") == 3);
     check_chunks_are_ranges(dir, text);
-    CHECK(column_count(dir, "PRAGMA user_version") >= 8);
+    CHECK(column_count(dir, "PRAGMA user_version") >= 9);
     CHECK(column_count(dir, "SELECT COUNT(*) FROM pragma_table_info('chunks')"
                             " WHERE name = 'text'") == 0);
+    /* v9: runs carry an idempotency key, unique */
+    CHECK(column_count(dir, "SELECT COUNT(*) FROM pragma_index_info("
+                            "'runs_idem') WHERE name = 'idem'") == 1);
 }
 
 static void test_store_rollback_drops_batch(void **state)
