@@ -58,6 +58,14 @@ enum mt_status mt_publish(const char *db_dir, const char *pub_dir,
 enum mt_status mt_publish_resolve(const char *dir, char *buf, size_t n,
                                   struct mt_error *err);
 
+/* MT_EINVAL, with 'err' saying what to run instead, when 'dir' is a
+ * publish folder (it has CURRENT) or a snapshot (it has SNAPSHOT): nodes
+ * serve their corpus as mt_publish wrote it, and a store or index written
+ * there would never be searched (CURRENT wins) or would break the
+ * snapshot's file list. Writers of a corpus (import, index) call it
+ * before they open the store. MT_OK otherwise. Thread-safe. */
+enum mt_status mt_publish_refuse_writes(const char *dir, struct mt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "core/progress.h"
 #include "medtrust/corpus.h"
+#include "medtrust/publish.h"
 #include "medtrust/store.h"
 
 static const struct cli_opt import_opts[] = {
@@ -167,6 +168,8 @@ static int import_run(struct cli_args *a)
         return 1;
     memset(&r, 0, sizeof r);
     if (cli_get(a, "db"))
+        st = mt_publish_refuse_writes(cli_get(a, "db"), &err);
+    if (st == MT_OK && cli_get(a, "db"))
         st = mt_store_open(cli_get(a, "db"), &sp, &s, &err);
     p.store = s;
     if (st == MT_OK)

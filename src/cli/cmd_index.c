@@ -17,6 +17,7 @@
 #include "medtrust/index.h"
 #include "medtrust/store.h"
 #include "medtrust/model.h"
+#include "medtrust/publish.h"
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
@@ -463,6 +464,8 @@ static int index_run(struct cli_args *a)
         return 1;
     o_dims = (uint32_t)v;
     st = check_inputs(inputs, n, &err);
+    if (st == MT_OK)
+        st = mt_publish_refuse_writes(o.db, &err);
     if (st == MT_OK)
         st = mt_store_open(o.db, &o.sp, &s, &err);
     for (i = 0; st == MT_OK && i < n; i++) {

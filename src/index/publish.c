@@ -586,3 +586,27 @@ enum mt_status mt_publish_resolve(const char *dir, char *buf, size_t n,
         st = mt_fail(err, MT_EINVAL, "%s: path too long", snap);
     return st;
 }
+
+enum mt_status mt_publish_refuse_writes(const char *dir, struct mt_error *err)
+{
+    char path[PUB_PATH];
+
+    if (path_join(path, dir, MT_PUBLISH_CURRENT, err) != MT_OK)
+        return MT_EINVAL;
+    if (access(path, F_OK) == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "%s is a publish folder (it has %s): its snapshots "
+                       "are served as 'medtrust publish' wrote them. Write "
+                       "to the store it was published from, then run "
+                       "'medtrust publish --db STORE --to %s'",
+                       dir, MT_PUBLISH_CURRENT, dir);
+    if (path_join(path, dir, MT_PUBLISH_SNAPSHOT, err) != MT_OK)
+        return MT_EINVAL;
+    if (access(path, F_OK) == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "%s is a published snapshot (it has %s, which lists "
+                       "its files and sizes). Write to the store it was "
+                       "published from, then publish again",
+                       dir, MT_PUBLISH_SNAPSHOT);
+    return MT_OK;
+}

@@ -123,3 +123,23 @@ if [ -d "$PUB/snap-000003" ] && [ -d "$PUB/snap-000002" ] && [ ! -e "$PUB/snap-0
 else
     not_ok "prune" "$(ls "$PUB")" "$(cat "$TMP/pub2")"
 fi
+# Writers refuse a publish folder and a snapshot: what they wrote there
+# would never be searched (CURRENT wins) or would break SNAPSHOT's list.
+ls -lR "$PUB" >"$TMP/before"
+for verb in "index --db $PUB --input $TMP/c2.jsonl" \
+    "index --db $PUB/snap-000003" "import pubmedqa --db $PUB $TMP/c2.jsonl"; do
+    # shellcheck disable=SC2086 # the words of the command
+    if ! "$MT" $verb --no-progress >/dev/null 2>"$TMP/err" &&
+        grep -q "is a publish\(ed snapshot\| folder\)" "$TMP/err" &&
+        grep -q "medtrust publish\|publish again" "$TMP/err"; then
+        ok "medtrust ${verb%% *} on $(echo "$verb" | awk '{print $3}') is refused, saying what to do"
+    else
+        not_ok "refuse ${verb%% *}" "$(cat "$TMP/err")"
+    fi
+done
+ls -lR "$PUB" >"$TMP/after"
+if cmp -s "$TMP/before" "$TMP/after" && [ ! -e "$PUB/store.db" ]; then
+    ok "... and the publish folder is left as it was"
+else
+    not_ok "publish folder changed" "$(diff "$TMP/before" "$TMP/after" | head -5)"
+fi
