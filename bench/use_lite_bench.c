@@ -1,6 +1,7 @@
 /* use-lite throughput: embeds N sentences split from a JSONL corpus, or all
  * its chunks, and prints texts/s; bench/use_lite.sh runs it beside TF.js.
  * Usage: see parse() or run it without arguments. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/embed.h"
+#include "model/use_lite.h"
 #include "text/chunk.h"
 #include "text/sentence.h"
 
@@ -17,7 +19,7 @@ struct opts {
     uint32_t threads, batch;
     size_t sentences;
     const char *dump, *corpus;
-    int chunks;
+    int chunks, attention;
 };
 
 struct texts {
@@ -136,12 +138,77 @@ static int parse(int argc, char **argv, struct opts *o)
             o->dump = argv[++i];
         else if (strcmp(argv[i], "--chunks") == 0)
             o->chunks = 1;
+        else if (strcmp(argv[i], "--attention") == 0)
+            o->attention = 1;
         else if (argv[i][0] != '-' && !o->corpus)
             o->corpus = argv[i];
         else
             return -1;
     }
-    return o->corpus ? 0 : -1;
+    return o->corpus || o->attention ? 0 : -1;
+}
+
+/* ==== --attention: the attention kernel alone ==== */
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Peak of one core, assumed: 2.1 GHz x 2 FMA ports x 16 lanes x 2. */
+#define PEAK_GFLOPS 134.4
+
+/* All heads of one text of 'len' tokens at width din, 'reps' times, on
+ * random Q/K/V in [-2, 2) (fixed seed); prints CPU time a text, GFLOP/s
+ * of the useful work (QK^T and PV: 4 * len^2 * dh a head) and the
+ * fraction of PEAK_GFLOPS. */
+static void bench_attention_at(size_t din, size_t len, size_t reps)
+{
+    size_t ld = 3 * din, dh = din / MT_UL_HEADS, i, r, h;
+    float *qkv = malloc(len * ld * sizeof *qkv);
+    float *att = malloc(len * din * sizeof *att);
+    float *scratch = malloc(MT_UL_ATT_SCRATCH * sizeof *scratch);
+    float scale = 1.0f / sqrtf((float)dh), sink = 0.0f;
+    uint32_t x = 12345u;
+    double t0, s, flop;
+
+    if (!qkv || !att || !scratch)
+        exit(2);
+    for (i = 0; i < len * ld; i++) {
+        x = x * 1664525u + 1013904223u;
+        qkv[i] = (float)(x >> 8) / 4194304.0f - 2.0f;
+    }
+    t0 = cpu_now();
+    for (r = 0; r < reps; r++) {
+        for (h = 0; h < MT_UL_HEADS; h++)
+            mtx_ul_attend(qkv, ld, len, din, h * dh, scale, scratch, att);
+        sink += att[r % (len * din)];
+    }
+    s = (cpu_now() - t0) / (double)reps;
+    flop = 4.0 * (double)len * (double)len * (double)dh * MT_UL_HEADS;
+    printf("attention din %zu len %3zu: %8.2f us a text (CPU), %6.2f "
+           "GFLOP/s, %5.1f%% of %.1f (sink %g)\n",
+           din, len, s * 1e6, flop / s / 1e9,
+           100.0 * flop / s / 1e9 / PEAK_GFLOPS, PEAK_GFLOPS, (double)sink);
+    free(qkv);
+    free(att);
+    free(scratch);
+}
+
+/* Layer 0 (width 256) and layer 1 (512) at a chunk's 128 tokens and at
+ * sentence lengths. */
+static void bench_attention(void)
+{
+    static const size_t lens[] = {128, 64, 20, 7};
+    size_t i, l;
+
+    for (l = 0; l < 2; l++)
+        for (i = 0; i < sizeof lens / sizeof lens[0]; i++)
+            bench_attention_at(l ? 512 : 256, lens[i],
+                               2000000 / (lens[i] * lens[i]) + 200);
 }
 
 /* Embeds all texts in calls of 'per_call'; returns seconds. */
@@ -176,9 +243,14 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr,
                 "usage: %s [--threads T] [--batch B] [--sentences "
-                "N] [--dump FILE] [--chunks] CORPUS.jsonl\n",
-                argv[0]);
+                "N] [--dump FILE] [--chunks] CORPUS.jsonl\n"
+                "       %s --attention\n",
+                argv[0], argv[0]);
         return 1;
+    }
+    if (o.attention) {
+        bench_attention();
+        return 0;
     }
     if (load(&o, &t) != 0 || t.n == 0 || (o.dump && dump(o.dump, &t)))
         return 1;

@@ -183,12 +183,24 @@ enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
 void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
                  const float *bias, size_t n, float *c);
 
+/* Query rows whose scores mtx_ul_attend holds at a time (in L1). */
+#define MT_UL_ATT_ROWS 24
+/* Floats of scratch mtx_ul_attend needs: the head's keys and values as
+ * 16-column panels and one block of scores, at the widest head. */
+#define MT_UL_ATT_SCRATCH                                                      \
+    (2 * MT_UL_MAX_LEN * (MT_UL_DIM / MT_UL_HEADS) +                           \
+     MT_UL_ATT_ROWS * MT_UL_MAX_LEN)
+
 /* One attention head of one text: rows [0, len) of qkv (row stride ld;
  * Q, K, V at columns 0, din, 2 * din), the head's columns [c0, c0 + din /
- * MT_UL_HEADS); softmax(scale * Q K^T) V into att (row stride din). kt:
- * scratch of len * din / MT_UL_HEADS floats. */
+ * MT_UL_HEADS); softmax(scale * Q K^T) V into att (row stride din).
+ * len <= MT_UL_MAX_LEN, din / MT_UL_HEADS a multiple of 16; scratch:
+ * MT_UL_ATT_SCRATCH floats. AVX-512 where the CPU has it, else
+ * mtx_ul_attend_v8 (8-float vectors: AVX2 where the CPU has it). */
 void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
-                   size_t c0, float scale, float *kt, float *att);
+                   size_t c0, float scale, float *scratch, float *att);
+void mtx_ul_attend_v8(const float *qkv, size_t ld, size_t len, size_t din,
+                      size_t c0, float scale, float *scratch, float *att);
 
 /* ==== int8 GEMM (use_lite_i8.c) ==== */
 

@@ -23,7 +23,7 @@ struct fwd {
     float *y;   /* [n_tok, 512] */
     float *ff;  /* [n_tok, 1536] */
     struct mt_ul_qact qa; /* [n_tok, 1536] bytes: int8 GEMM input */
-    float *kt;            /* one head's keys transposed: [128][128] at most */
+    float *att_tmp;       /* MT_UL_ATT_SCRATCH floats for mtx_ul_attend */
 };
 
 /* ==== Elementwise ==== */
@@ -97,7 +97,7 @@ static void attention(struct fwd *f, size_t din)
     for (s = 0; s < f->n; s++) {
         for (h = 0; h < MT_UL_HEADS; h++)
             mtx_ul_attend(f->qkv + row * 3 * din, 3 * din, f->lens[s], din,
-                          h * (din / MT_UL_HEADS), scale, f->kt,
+                          h * (din / MT_UL_HEADS), scale, f->att_tmp,
                           f->att + row * din);
         row += f->lens[s];
     }
@@ -183,7 +183,6 @@ static void pool(struct fwd *f, float *out)
 #define ROW_FLOATS (4 * MT_UL_DIM + 2 * MT_UL_FF)
 #define ROW_BYTES                                                              \
     (ROW_FLOATS * sizeof(float) + MT_UL_FF + sizeof(float) + sizeof(int32_t))
-#define KT_FLOATS (MT_UL_MAX_LEN * MT_UL_DIM / MT_UL_HEADS)
 
 void mtx_ul_scratch_free(struct mt_ul_scratch *s)
 {
@@ -202,13 +201,14 @@ static enum mt_status fwd_carve(struct fwd *f, struct mt_ul_scratch *s,
 
     if (rows > s->rows) {
         mtx_ul_scratch_free(s);
-        s->buf = mt_malloc(KT_FLOATS * sizeof(float) + rows * ROW_BYTES);
+        s->buf =
+            mt_malloc(MT_UL_ATT_SCRATCH * sizeof(float) + rows * ROW_BYTES);
         if (!s->buf)
             return MT_ENOMEM;
         s->rows = rows;
     }
-    f->kt = s->buf;
-    p = f->kt + KT_FLOATS;
+    f->att_tmp = s->buf;
+    p = f->att_tmp + MT_UL_ATT_SCRATCH;
     f->x = p;
     f->h = p + rows * MT_UL_DIM;
     f->att = p + 2 * rows * MT_UL_DIM;

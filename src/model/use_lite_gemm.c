@@ -3,6 +3,7 @@
  * cloned for x86-64-v3 (AVX2+FMA) with run-time dispatch on x86-64 gcc. */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +25,14 @@
  * loops of this tile across rows, which is much slower. */
 typedef float v8f __attribute__((vector_size(32)));
 
-/* Unaligned load of 8 floats (a macro: vector returns trip -Wpsabi). */
+/* 16 floats: one zmm, or two ymm (AVX2), for the AVX-512 tiles and the
+ * softmax of both paths. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* Unaligned loads (macros: vector returns trip -Wpsabi). */
 #define LOAD8(v, p) memcpy(&(v), (p), sizeof(v))
+#define LOAD16(v, p) memcpy(&(v), (p), sizeof(v))
 
 /* c[0..4)[0..16) = a[4][k] . panel[k][16] + bias[16] */
 static inline __attribute__((always_inline)) void
@@ -72,6 +79,17 @@ tile1(const float *a, const float *bp, size_t k, const float *bias, float *c)
     memcpy(c + 8, &acc1, sizeof acc1);
 }
 
+/* A GEMM's operands: a [m][k] with row stride lda, c with row stride
+ * ldc (the dense layers pass k and n; attention its heads' strides). */
+struct gemm {
+    const float *a;
+    size_t lda, k;
+    const float *b_packed, *bias;
+    size_t n;
+    float *c;
+    size_t ldc;
+};
+
 /* ==== AVX-512 ====
  * One panel of 16 columns is one zmm register, so a tile of 6 rows by 2
  * panels keeps 12 accumulators (of 32 registers) and does 12 FMAs for 2
@@ -82,10 +100,6 @@ tile1(const float *a, const float *bp, size_t k, const float *bias, float *c)
 #define HAVE_AVX512 1
 #define AVX512 __attribute__((target("avx512f,avx512vl,fma")))
 #define TILE512_M 6
-
-typedef float v16f __attribute__((vector_size(64)));
-
-#define LOAD16(v, p) memcpy(&(v), (p), sizeof(v))
 
 /* c[rows][np * 16] = a[rows][k] . panels[np][k][16] + bias; rows <= 6,
  * np 1 or 2 (constants where it is hot, so the loops unroll). */
@@ -115,41 +129,36 @@ tile512(const float *a, size_t lda, const float *bp, size_t k, size_t np,
 }
 
 /* Rows [i0, i1) against the panels from p on (2 at a time, then 1). */
-static AVX512 void rows512(const float *a, size_t i0, size_t i1, size_t k,
-                           const float *b_packed, const float *bias, size_t n,
-                           float *c)
+static AVX512 void rows512(const struct gemm *g, size_t i0, size_t i1)
 {
-    size_t p, i;
+    size_t k = g->k, lda = g->lda, ldc = g->ldc, p, i;
 
-    for (p = 0; p + 2 <= n / P; p += 2) {
-        const float *bp = b_packed + p * k * P;
+    for (p = 0; p + 2 <= g->n / P; p += 2) {
+        const float *bp = g->b_packed + p * k * P;
         for (i = i0; i + TILE512_M <= i1; i += TILE512_M)
-            tile512(a + i * k, k, bp, k, 2, TILE512_M, bias + p * P,
-                    c + i * n + p * P, n);
+            tile512(g->a + i * lda, lda, bp, k, 2, TILE512_M, g->bias + p * P,
+                    g->c + i * ldc + p * P, ldc);
         if (i < i1)
-            tile512(a + i * k, k, bp, k, 2, i1 - i, bias + p * P,
-                    c + i * n + p * P, n);
+            tile512(g->a + i * lda, lda, bp, k, 2, i1 - i, g->bias + p * P,
+                    g->c + i * ldc + p * P, ldc);
     }
-    for (; p < n / P; p++) {
-        const float *bp = b_packed + p * k * P;
+    for (; p < g->n / P; p++) {
+        const float *bp = g->b_packed + p * k * P;
         for (i = i0; i + TILE512_M <= i1; i += TILE512_M)
-            tile512(a + i * k, k, bp, k, 1, TILE512_M, bias + p * P,
-                    c + i * n + p * P, n);
+            tile512(g->a + i * lda, lda, bp, k, 1, TILE512_M, g->bias + p * P,
+                    g->c + i * ldc + p * P, ldc);
         if (i < i1)
-            tile512(a + i * k, k, bp, k, 1, i1 - i, bias + p * P,
-                    c + i * n + p * P, n);
+            tile512(g->a + i * lda, lda, bp, k, 1, i1 - i, g->bias + p * P,
+                    g->c + i * ldc + p * P, ldc);
     }
 }
 
-static AVX512 void gemm512(const float *a, size_t m, size_t k,
-                           const float *b_packed, const float *bias, size_t n,
-                           float *c)
+static AVX512 void gemm512(const struct gemm *g, size_t m)
 {
     size_t i0;
 
     for (i0 = 0; i0 < m; i0 += BLOCK_M)
-        rows512(a, i0, i0 + BLOCK_M < m ? i0 + BLOCK_M : m, k, b_packed, bias,
-                n, c);
+        rows512(g, i0, i0 + BLOCK_M < m ? i0 + BLOCK_M : m);
 }
 
 /* 1 when this CPU runs the AVX-512 path; MEDTRUST_UL_NO_AVX512 set turns
@@ -168,19 +177,20 @@ static int use_avx512(void)
 #endif
 
 KERNEL
-static void gemm_v8(const float *a, size_t m, size_t k, const float *b_packed,
-                    const float *bias, size_t n, float *c)
+static void gemm_v8(const struct gemm *g, size_t m)
 {
-    size_t i0, p, i;
+    size_t k = g->k, lda = g->lda, ldc = g->ldc, i0, p, i;
 
     for (i0 = 0; i0 < m; i0 += BLOCK_M) {
         size_t i1 = i0 + BLOCK_M < m ? i0 + BLOCK_M : m;
-        for (p = 0; p < n / P; p++) {
-            const float *bp = b_packed + p * k * P;
+        for (p = 0; p < g->n / P; p++) {
+            const float *bp = g->b_packed + p * k * P;
             for (i = i0; i + TILE_M <= i1; i += TILE_M)
-                tile4(a + i * k, k, bp, k, bias + p * P, c + i * n + p * P, n);
+                tile4(g->a + i * lda, lda, bp, k, g->bias + p * P,
+                      g->c + i * ldc + p * P, ldc);
             for (; i < i1; i++)
-                tile1(a + i * k, bp, k, bias + p * P, c + i * n + p * P);
+                tile1(g->a + i * lda, bp, k, g->bias + p * P,
+                      g->c + i * ldc + p * P);
         }
     }
 }
@@ -188,193 +198,300 @@ static void gemm_v8(const float *a, size_t m, size_t k, const float *b_packed,
 void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
                  const float *bias, size_t n, float *c)
 {
+    struct gemm g = {a, k, k, b_packed, bias, n, c, n};
+
 #if HAVE_AVX512
     if (use_avx512()) {
-        gemm512(a, m, k, b_packed, bias, n, c);
+        gemm512(&g, m);
         return;
     }
 #endif
-    gemm_v8(a, m, k, b_packed, bias, n, c);
+    gemm_v8(&g, m);
 }
 
 /* ==== Attention ====
- * One head at a time, as loops over contiguous memory that vectorise:
- * the keys transposed once ([dh][len]), so that a query's scores are an
- * axpy per dimension over all keys, and the output an axpy per key over
- * the head's dimensions. This replaced a dot and an axpy call per key
- * (2 x 128 calls of 64 floats a query on a chunk). */
+ * One head of one text as two small GEMMs on the tiles above, with the
+ * softmax between them, a block of MT_UL_ATT_ROWS queries at a time:
+ * S = Q K^T (the keys packed as 16-key panels, K^T's columns), then
+ * P = softmax(scale * S) in place, then O = P V (the values packed as
+ * 16-column panels). The register tiles keep 12 (AVX-512) or 8 (AVX2)
+ * independent accumulators, so short texts no longer wait on one FMA
+ * chain a query. This is not FlashAttention's online softmax: a text
+ * has at most 128 keys, so a block's whole score rows (24 x 128 floats,
+ * 12 KB) stay in L1 between the products; the scores cannot stay in
+ * registers because P is the broadcast operand of the second product. */
 
-/* kt[d][j] = k[j][d] for the head's dh columns of len rows. */
+/* Two-input shuffle of 16-float vectors by constant indices (0-15 from a,
+ * 16-31 from b), spelled as each compiler spells it. */
+#if defined(__clang__)
+#define SHUF16(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUF16(a, b, ...) __builtin_shuffle(a, b, (v16i){__VA_ARGS__})
+#endif
+
+#define EXP_MIN -87.0f /* e^x for x below it: 2^-126 would underflow */
+
+static const float att_zeros[MT_UL_MAX_LEN]; /* the products' bias */
+
+/* Lanes where keep is -1 from a, the others from b (a macro, as LOAD16:
+ * vector returns trip -Wpsabi). */
+#define PICK16(keep, a, b)                                                     \
+    ((v16f)(((v16i)(a) & (keep)) | ((v16i)(b) & ~(keep))))
+
+/* e^x for x in [EXP_MIN, 0]: x = n ln2 + r with |r| <= ln2 / 2 (n
+ * rounded by the 1.5 * 2^23 trick, ln2 in two parts), e^r by the
+ * polynomial of Cephes' expf (relative error about 1e-7), then 2^n
+ * written into the exponent bits. */
+static inline __attribute__((always_inline)) void exp16(v16f *px)
+{
+    const float magic = 12582912.0f; /* bits 0x4b400000 */
+    v16f x = *px, t = x * 1.44269504f + magic, n = t - magic, r, y;
+    v16i e;
+
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    y = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * (r * r) + r + 1.0f;
+    e = ((v16i)t - 0x4b400000 + 127) << 23;
+    *px = y * (v16f)e;
+}
+
+/* The largest lane and the sum of the lanes, folded in halves (4 steps,
+ * not a chain of 15). */
+static inline __attribute__((always_inline)) float hmax16(const v16f *px)
+{
+    v16f x = *px, y;
+
+    y = SHUF16(x, x, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    x = PICK16(y > x, y, x);
+    y = SHUF16(x, x, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    x = PICK16(y > x, y, x);
+    y = SHUF16(x, x, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    x = PICK16(y > x, y, x);
+    return x[0] > x[1] ? x[0] : x[1];
+}
+
+static inline __attribute__((always_inline)) float hsum16(const v16f *px)
+{
+    v16f x = *px;
+
+    x += SHUF16(x, x, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    x += SHUF16(x, x, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    x += SHUF16(x, x, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    return x[0] + x[1];
+}
+
+/* Row s of lp scores (keys [0, len) real, the rest padding) becomes
+ * softmax(scale * s) over the real keys, 0 over the padding. */
 static inline __attribute__((always_inline)) void
-transpose_keys(const float *k, size_t ld, size_t len, size_t dh, float *kt)
+softmax_row(float *s, size_t len, size_t lp, float scale)
+{
+    const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    v16f x, mx = {0}, sum = {0}, lo = {0};
+    float m, total, inv;
+    size_t b;
+
+    mx += -INFINITY; /* scalar operands are broadcast */
+    lo += EXP_MIN;
+    for (b = 0; b < lp; b += P) {
+        v16i keep = lane + (int32_t)b < (int32_t)len;
+        LOAD16(x, s + b);
+        x = PICK16(keep, x, mx);
+        mx = PICK16(x > mx, x, mx);
+    }
+    m = hmax16(&mx);
+    for (b = 0; b < lp; b += P) {
+        v16i keep = lane + (int32_t)b < (int32_t)len;
+        LOAD16(x, s + b);
+        x = (x - m) * scale;
+        x = PICK16(x > lo, x, lo);
+        exp16(&x);
+        x = (v16f)((v16i)x & keep);
+        sum += x;
+        memcpy(s + b, &x, sizeof x);
+    }
+    total = hsum16(&sum);
+    inv = 1.0f / total;
+    for (b = 0; b < lp; b++)
+        s[b] *= inv;
+}
+
+/* Swaps the off-diagonal w x w blocks of every 2w x 2w block of the 16
+ * rows r: rows i and i + w (i's bit w clear) trade their lanes c with
+ * bit w set / clear. Run with w = 8, 4, 2, 1, it transposes r. */
+#define SWAP_BLOCKS(r, w)                                                      \
+    do {                                                                       \
+        int i_;                                                                \
+        for (i_ = 0; i_ < 16; i_++) {                                          \
+            if (i_ & (w))                                                      \
+                continue;                                                      \
+            v16f x_ = r[i_], y_ = r[i_ + (w)];                                 \
+            SWAP_PAIR(r[i_], r[i_ + (w)], x_, y_, w);                          \
+        }                                                                      \
+    } while (0)
+
+#define SWAP_PAIR(lo, hi, x, y, w)                                             \
+    do {                                                                       \
+        if ((w) == 8) {                                                        \
+            lo = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21,  \
+                        22, 23);                                               \
+            hi = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27,    \
+                        28, 29, 30, 31);                                       \
+        } else if ((w) == 4) {                                                 \
+            lo = SHUF16(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24,    \
+                        25, 26, 27);                                           \
+            hi = SHUF16(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28,  \
+                        29, 30, 31);                                           \
+        } else if ((w) == 2) {                                                 \
+            lo = SHUF16(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12,    \
+                        13, 28, 29);                                           \
+            hi = SHUF16(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14,  \
+                        15, 30, 31);                                           \
+        } else {                                                               \
+            lo = SHUF16(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,   \
+                        28, 14, 30);                                           \
+            hi = SHUF16(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13,   \
+                        29, 15, 31);                                           \
+        }                                                                      \
+    } while (0)
+
+/* out[c * 16 + i] = in[i * ld + c] for i < rows (later rows zero), c <
+ * 16: a 16 x 16 block transposed in registers (64 shuffles). */
+static inline __attribute__((always_inline)) void
+transpose16(const float *in, size_t ld, size_t rows, float *out)
+{
+    v16f r[16], z = {0};
+    size_t i;
+
+    for (i = 0; i < 16; i++) {
+        if (i < rows)
+            LOAD16(r[i], in + i * ld);
+        else
+            r[i] = z;
+    }
+    SWAP_BLOCKS(r, 8);
+    SWAP_BLOCKS(r, 4);
+    SWAP_BLOCKS(r, 2);
+    SWAP_BLOCKS(r, 1);
+    for (i = 0; i < 16; i++)
+        memcpy(out + i * P, &r[i], sizeof r[i]);
+}
+
+/* kp[j / 16][d][j % 16] = k[j * ld + d] for the head's dh columns (K^T
+ * as panels of 16 keys), the keys [len, lp) of the last panel zero. */
+static inline __attribute__((always_inline)) void
+pack_keys(const float *k, size_t ld, size_t len, size_t lp, size_t dh,
+          float *kp)
 {
     size_t j, d;
 
-    for (j = 0; j < len; j++)
-        for (d = 0; d < dh; d++)
-            kt[d * len + j] = k[j * ld + d];
+    for (j = 0; j < lp; j += P)
+        for (d = 0; d < dh; d += P)
+            transpose16(k + j * ld + d, ld, len - j < P ? len - j : P,
+                        kp + j * dh + d * P);
 }
 
-/* s[j] = scale * q . k_j over all keys, then softmax; returns 1 / sum. */
-static inline __attribute__((always_inline)) float scores(const float *q,
-                                                          const float *kt,
-                                                          size_t len, size_t dh,
-                                                          float scale, float *s)
+/* vp[d / 16][j][d % 16] = v[j * ld + d]: the values as panels of 16
+ * columns, the layout the GEMM tiles read B in (row by row, so that
+ * each row of qkv is read once, in order). */
+static inline __attribute__((always_inline)) void
+pack_values(const float *v, size_t ld, size_t len, size_t dh, float *vp)
 {
-    float mx = -INFINITY, sum = 0.0f;
-    size_t j, d;
+    size_t j, p;
 
     for (j = 0; j < len; j++)
-        s[j] = 0.0f;
-    for (d = 0; d < dh; d++) {
-        float qd = q[d] * scale;
-        const float *kr = kt + d * len;
-        for (j = 0; j < len; j++)
-            s[j] += qd * kr[j];
-    }
-    for (j = 0; j < len; j++)
-        mx = s[j] > mx ? s[j] : mx;
-    for (j = 0; j < len; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
-    return 1.0f / sum;
+        for (p = 0; p < dh / P; p++)
+            memcpy(vp + (p * len + j) * P, v + j * ld + p * P, P * sizeof *vp);
 }
 
-KERNEL
-static void attend_c(const float *qkv, size_t ld, size_t len, size_t din,
-                     size_t c0, float scale, float *kt, float *att)
-{
-    size_t dh = din / MT_UL_HEADS, i, j, d;
-    float s[MT_UL_MAX_LEN];
+/* The operands of one head: packed keys and values in the scratch, the
+ * GEMM descriptions of a block's two products (rows set per block). */
+struct att {
+    size_t len, lp, dh;
+    float scale, *s;
+    struct gemm qk, pv;
+};
 
-    transpose_keys(qkv + din + c0, ld, len, dh, kt);
-    for (i = 0; i < len; i++) {
-        float inv = scores(qkv + i * ld + c0, kt, len, dh, scale, s);
-        float *o = att + i * din + c0;
-        for (d = 0; d < dh; d++)
-            o[d] = 0.0f;
-        for (j = 0; j < len; j++) {
-            const float *v = qkv + j * ld + 2 * din + c0;
-            float pj = s[j] * inv;
-            for (d = 0; d < dh; d++)
-                o[d] += pj * v[d];
-        }
-    }
+static inline __attribute__((always_inline)) void
+att_setup(struct att *t, const float *qkv, size_t ld, size_t len, size_t din,
+          size_t c0, float scale, float *scratch, float *out)
+{
+    float *kp = scratch, *vp;
+
+    t->len = len;
+    t->lp = (len + P - 1) / P * P;
+    t->dh = din / MT_UL_HEADS;
+    t->scale = scale;
+    vp = kp + t->lp * t->dh;
+    t->s = vp + len * t->dh;
+    pack_keys(qkv + din + c0, ld, len, t->lp, t->dh, kp);
+    pack_values(qkv + 2 * din + c0, ld, len, t->dh, vp);
+    t->qk =
+        (struct gemm){qkv + c0, ld, t->dh, kp, att_zeros, t->lp, t->s, t->lp};
+    t->pv =
+        (struct gemm){t->s, t->lp, len, vp, att_zeros, t->dh, out + c0, din};
+}
+
+/* Points the block's products at query rows [i0, ...). */
+static inline __attribute__((always_inline)) size_t
+att_block(struct att *t, const float *qkv, size_t ld, size_t din, size_t c0,
+          float *out, size_t i0)
+{
+    size_t m = t->len - i0 < MT_UL_ATT_ROWS ? t->len - i0 : MT_UL_ATT_ROWS;
+
+    t->qk.a = qkv + i0 * ld + c0;
+    t->pv.c = out + i0 * din + c0;
+    return m;
 }
 
 #if HAVE_AVX512
-/* attend_c with the accumulators in registers: a query's scores for up
- * to 128 keys are nb (<= 8) zmm over keys padded to 16 with zeros, and
- * its output nd (4 or 8) zmm over the head's dimensions; nb and nd are
- * constants in each copy (attend512's switch), so the loops unroll.
- * combine512: out[0 .. nb * 16) = sum over t < n of (coef[t] * mul) *
- * rows[t * ld ..], for the scores (rows: the transposed keys, coef: the
- * query) and the output (rows: the values, coef: the softmax weights). */
-static inline __attribute__((always_inline)) AVX512 void
-combine512(const float *rows, size_t ld, const float *coef, float mul, size_t n,
-           size_t nb, float *out)
-{
-    v16f acc[8], z = {0};
-    size_t t, b;
-
-    for (b = 0; b < nb; b++)
-        acc[b] = z;
-    for (t = 0; t < n; t++) {
-        float c = coef[t] * mul;
-        for (b = 0; b < nb; b++) {
-            v16f x;
-            LOAD16(x, rows + t * ld + b * P);
-            acc[b] += x * c;
-        }
-    }
-    for (b = 0; b < nb; b++)
-        memcpy(out + b * P, &acc[b], sizeof acc[b]);
-}
-
-/* kt [dh][lp], lp = len rounded up to 16, the padding keys zero. */
-static inline __attribute__((always_inline)) AVX512 void
-attend512_n(const float *qkv, size_t ld, size_t len, size_t din, size_t c0,
-            float scale, float *kt, float *att, size_t nb, size_t nd)
-{
-    size_t dh = nd * P, lp = nb * P, i, j, d;
-    float s[MT_UL_MAX_LEN];
-
-    for (d = 0; d < dh; d++) {
-        for (j = 0; j < len; j++)
-            kt[d * lp + j] = qkv[j * ld + din + c0 + d];
-        for (; j < lp; j++)
-            kt[d * lp + j] = 0.0f;
-    }
-    for (i = 0; i < len; i++) {
-        float mx = -INFINITY, sum = 0.0f;
-        combine512(kt, lp, qkv + i * ld + c0, scale, dh, nb, s);
-        for (j = 0; j < len; j++)
-            mx = s[j] > mx ? s[j] : mx;
-        for (j = 0; j < len; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
-        }
-        combine512(qkv + 2 * din + c0, ld, s, 1.0f / sum, len, nd,
-                   att + i * din + c0);
-    }
-}
-
-#define ATTEND(nb, nd)                                                         \
-    attend512_n(qkv, ld, len, din, c0, scale, kt, att, nb, nd)
-#define ATTEND_ND(nb)                                                          \
-    do {                                                                       \
-        if (nd == 4)                                                           \
-            ATTEND(nb, 4);                                                     \
-        else                                                                   \
-            ATTEND(nb, 8);                                                     \
-    } while (0)
-
 static AVX512 void attend512(const float *qkv, size_t ld, size_t len,
-                             size_t din, size_t c0, float scale, float *kt,
-                             float *att)
+                             size_t din, size_t c0, float scale, float *scratch,
+                             float *out)
 {
-    size_t nd = din / MT_UL_HEADS / P;
+    struct att t;
+    size_t i0, m, r;
 
-    switch ((len + P - 1) / P) {
-    case 1:
-        ATTEND_ND(1);
-        break;
-    case 2:
-        ATTEND_ND(2);
-        break;
-    case 3:
-        ATTEND_ND(3);
-        break;
-    case 4:
-        ATTEND_ND(4);
-        break;
-    case 5:
-        ATTEND_ND(5);
-        break;
-    case 6:
-        ATTEND_ND(6);
-        break;
-    case 7:
-        ATTEND_ND(7);
-        break;
-    default:
-        ATTEND_ND(8);
-        break;
+    att_setup(&t, qkv, ld, len, din, c0, scale, scratch, out);
+    for (i0 = 0; i0 < len; i0 += m) {
+        m = att_block(&t, qkv, ld, din, c0, out, i0);
+        gemm512(&t.qk, m);
+        for (r = 0; r < m; r++)
+            softmax_row(t.s + r * t.lp, len, t.lp, scale);
+        gemm512(&t.pv, m);
     }
 }
 #endif
 
+KERNEL
+void mtx_ul_attend_v8(const float *qkv, size_t ld, size_t len, size_t din,
+                      size_t c0, float scale, float *scratch, float *out)
+{
+    struct att t;
+    size_t i0, m, r;
+
+    att_setup(&t, qkv, ld, len, din, c0, scale, scratch, out);
+    for (i0 = 0; i0 < len; i0 += m) {
+        m = att_block(&t, qkv, ld, din, c0, out, i0);
+        gemm_v8(&t.qk, m);
+        for (r = 0; r < m; r++)
+            softmax_row(t.s + r * t.lp, len, t.lp, scale);
+        gemm_v8(&t.pv, m);
+    }
+}
+
 void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
-                   size_t c0, float scale, float *kt, float *att)
+                   size_t c0, float scale, float *scratch, float *out)
 {
 #if HAVE_AVX512
-    size_t dh = din / MT_UL_HEADS;
-
-    if (use_avx512() && len <= MT_UL_MAX_LEN && (dh == 64 || dh == 128)) {
-        attend512(qkv, ld, len, din, c0, scale, kt, att);
+    if (use_avx512()) {
+        attend512(qkv, ld, len, din, c0, scale, scratch, out);
         return;
     }
 #endif
-    attend_c(qkv, ld, len, din, c0, scale, kt, att);
+    mtx_ul_attend_v8(qkv, ld, len, din, c0, scale, scratch, out);
 }

@@ -660,6 +660,111 @@ static void test_int8_gemm_paths_agree(void **state)
     mtx_ul_qmat_free(&q);
 }
 
+/* softmax(scale * Q K^T) V of one head in double, as the graph states
+ * it: the reference both attention paths are held to. */
+static void attend_double(const float *qkv, size_t ld, size_t len, size_t din,
+                          size_t c0, float scale, double *out)
+{
+    size_t dh = din / MT_UL_HEADS, i, j, d;
+    double s[MT_UL_MAX_LEN];
+
+    for (i = 0; i < len; i++) {
+        double mx = -INFINITY, sum = 0.0;
+        for (j = 0; j < len; j++) {
+            double dot = 0.0;
+            for (d = 0; d < dh; d++)
+                dot += (double)qkv[i * ld + c0 + d] *
+                       (double)qkv[j * ld + din + c0 + d];
+            s[j] = dot * (double)scale;
+            mx = fmax(mx, s[j]);
+        }
+        for (j = 0; j < len; j++)
+            sum += s[j] = exp(s[j] - mx);
+        for (d = 0; d < dh; d++) {
+            double o = 0.0;
+            for (j = 0; j < len; j++)
+                o += s[j] / sum * (double)qkv[j * ld + 2 * din + c0 + d];
+            out[i * dh + d] = o;
+        }
+    }
+}
+
+/* Worst |path - reference| over one head; columns outside the head
+ * must keep the sentinel. */
+static double attend_error(int v8, const float *qkv, size_t len, size_t din,
+                           size_t h, float *scratch, float *att, double *ref)
+{
+    size_t dh = din / MT_UL_HEADS, ld = 3 * din, i, d;
+    float scale = 1.0f / sqrtf((float)dh);
+    double worst = 0.0;
+
+    for (i = 0; i < len * din; i++)
+        att[i] = 1234.5f;
+    if (v8)
+        mtx_ul_attend_v8(qkv, ld, len, din, h * dh, scale, scratch, att);
+    else
+        mtx_ul_attend(qkv, ld, len, din, h * dh, scale, scratch, att);
+    attend_double(qkv, ld, len, din, h * dh, scale, ref);
+    for (i = 0; i < len; i++)
+        for (d = 0; d < din; d++) {
+            double got = att[i * din + d];
+            if (d / dh != h)
+                CHECK(got == 1234.5);
+            else
+                worst = fmax(worst, fabs(got - ref[i * dh + d % dh]));
+        }
+    return worst;
+}
+
+/* Both attention paths (AVX-512 here when the CPU has it, and the 8-lane
+ * one, AVX2 when the CPU has it) match the double-precision reference
+ * for every length class (one key, a partial panel, exact panels, 128),
+ * both head widths, every head, and scores large enough that most
+ * weights underflow (values in [-1, 1): outputs too). */
+static void test_attention_matches_reference(void **state)
+{
+    static const size_t lens[] = {1,  2,  7,  15,  16,  17,
+                                  20, 33, 64, 100, 127, 128};
+    /* scores up to about 1 and up to about 100: float32 itself is then
+     * off by about 1e-7 and 1e-5 of a score (the bounds' reason) */
+    static const float amp[] = {2.0f, 24.0f};
+    static const double bound[] = {2e-6, 1e-4};
+    size_t ld = 3 * DIM, li, l, h, i;
+    float *qkv = malloc(MT_UL_MAX_LEN * ld * sizeof *qkv);
+    float *att = malloc(MT_UL_MAX_LEN * DIM * sizeof *att);
+    float *scratch = malloc(MT_UL_ATT_SCRATCH * sizeof *scratch);
+    double *ref = malloc(MT_UL_MAX_LEN * DIM * sizeof *ref);
+    uint32_t seed = 11;
+    int a, v8;
+
+    (void)state;
+    assert_true(qkv && att && scratch && ref);
+    for (a = 0; a < 2; a++) {
+        double worst[2] = {0.0, 0.0};
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (l = 0; l < 2; l++) {
+                size_t din = l ? 512 : 256, len = lens[li];
+                for (i = 0; i < len * 3 * din; i++) /* Q, K scaled; V not */
+                    qkv[i] =
+                        rnd(&seed) * (i % (3 * din) < 2 * din ? amp[a] : 2.0f);
+                for (h = 0; h < MT_UL_HEADS; h++)
+                    for (v8 = 0; v8 < 2; v8++)
+                        worst[v8] =
+                            fmax(worst[v8], attend_error(v8, qkv, len, din, h,
+                                                         scratch, att, ref));
+            }
+        print_message("attention (q, k in [-%g, %g)) vs double: max abs diff "
+                      "%.3g (default path), %.3g (8 lanes)\n",
+                      (double)amp[a] / 2, (double)amp[a] / 2, worst[0],
+                      worst[1]);
+        CHECK(worst[0] < bound[a] && worst[1] < bound[a]);
+    }
+    free(qkv);
+    free(att);
+    free(scratch);
+    free(ref);
+}
+
 /* The int8 GEMMs keep every test sentence's vector within cosine 0.999
  * of float32 (and of TF.js), and give the same vectors on any threads. */
 static void test_int8_gemm_keeps_cosine(void **state)
@@ -755,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_int8_variant_accuracy),
         cmocka_unit_test(test_quant_rows_read_back),
         cmocka_unit_test(test_int8_gemm_paths_agree),
+        cmocka_unit_test(test_attention_matches_reference),
         cmocka_unit_test(test_int8_gemm_keeps_cosine),
         cmocka_unit_test(test_windows_cover_long_texts),
         cmocka_unit_test(test_long_text_is_pooled_over_windows),
