@@ -17,6 +17,7 @@
  * to the output (mt_out, sink.c). */
 
 struct mt_sink;
+struct mtx_meta;
 
 /* One record as an importer hands it over. Borrowed for the call. */
 struct mt_sink_doc {
@@ -25,6 +26,9 @@ struct mt_sink_doc {
     const char *text;
     size_t text_len;
     json_t *meta; /* object of metadata fields, may be NULL */
+    /* or the metadata written directly (mtx_meta; NULL: none); at most
+     * one of the two is set */
+    const struct mtx_meta *fields;
 };
 
 /* Writes one document (a store replaces an earlier one of the same id). */
@@ -154,20 +158,54 @@ void mtx_squash_space(struct mt_buf *b);
 /* Text of a buffer ("" when nothing was appended). */
 const char *mtx_buf_str(const struct mt_buf *b);
 
-/* Sets key to a string value in obj (the string is copied); a NULL or
- * empty value sets nothing. Returns MT_ENOMEM on failure. */
-enum mt_status mtx_meta_str(json_t *obj, const char *key, const char *val);
+/* ==== Metadata written directly (meta.c) ====
+ * One record's metadata object as JSON text: the bytes json_dumps() gives
+ * (JSON_COMPACT | JSON_PRESERVE_ORDER) for a json_t built by the same
+ * calls, without building one. A zeroed struct is empty; reset it for
+ * each record (its memory is kept), free it once. */
+#define MTX_META_FIELDS 16
 
-/* Appends a string to the array at obj[key], creating it. */
-enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val);
+struct mtx_meta_field {
+    const char *key;   /* borrowed: a string literal; not id/title/text */
+    int array;         /* an array of strings (else one string) */
+    struct mt_buf val; /* the string's JSON, or the items' joined by ',' */
+};
 
-/* Appends one author's name to the array at obj["authors"]: the group's
+struct mtx_meta {
+    struct mtx_meta_field f[MTX_META_FIELDS];
+    size_t n; /* fields in use, in the order first set */
+};
+
+void mtx_meta_reset(struct mtx_meta *m);
+void mtx_meta_free(struct mtx_meta *m); /* NULL allowed */
+
+/* Sets field key (kept, not copied) to a string (copied); a NULL or empty
+ * value sets nothing; a field set again keeps its place. MT_EPARSE when
+ * val is not UTF-8, MT_ELIMIT past MTX_META_FIELDS fields, MT_ENOMEM. */
+enum mt_status mtx_meta_str(struct mtx_meta *m, const char *key,
+                            const char *val);
+
+/* Appends a string to the array field key, creating it (MT_EINVAL when
+ * key holds a string). Errors as mtx_meta_str. */
+enum mt_status mtx_meta_push(struct mtx_meta *m, const char *key,
+                             const char *val);
+
+/* Is field key set? */
+int mtx_meta_has(const struct mtx_meta *m, const char *key);
+
+/* Appends the members, "key":value joined by ',' without the braces (""
+ * for none), to out. */
+enum mt_status mtx_meta_members(const struct mtx_meta *m, struct mt_buf *out);
+
+/* Appends one author's name to the array field "authors": the group's
  * name when there is one, else "GIVEN FAMILY", else FAMILY (each folded
  * with mtx_squash_space, in place; at most 511 bytes); nothing when all
  * three are empty. PubMed's CollectiveName/ForeName/LastName and JATS's
  * collab/given-names/surname. */
-enum mt_status mtx_meta_author(json_t *obj, struct mt_buf *given,
+enum mt_status mtx_meta_author(struct mtx_meta *m, struct mt_buf *given,
                                struct mt_buf *family, struct mt_buf *group);
+
+/* ==== Errors and ids ==== */
 
 /* Appends " (what)" to the message in err (may be NULL). */
 void mtx_error_suffix(struct mt_error *err, const char *what);

@@ -91,7 +91,7 @@ static enum mt_status csv_row(struct mt_import_ctx *c, struct mt_csv *r,
     char *ids = mt_strndup(id.p, id.n);
     char *titles = k->title >= 0 ? mt_strndup(title.p, title.n) : NULL;
     json_t *meta = json_object();
-    struct mt_sink_doc d = {ids, titles, text.p, text.n, meta};
+    struct mt_sink_doc d = {ids, titles, text.p, text.n, meta, NULL};
     enum mt_status st = MT_OK;
 
     if (!ids || !meta || (k->title >= 0 && !titles) ||

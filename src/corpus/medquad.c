@@ -24,6 +24,7 @@ struct medquad {
     char url[1024];
     char qid[64];
     char qtype[64];
+    struct mtx_meta meta; /* the pair's document's */
     size_t cap_depth;
 };
 
@@ -78,10 +79,13 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
     return MT_OK;
 }
 
-static enum mt_status pair_meta(struct medquad *m, json_t *meta)
+static enum mt_status pair_meta(struct medquad *m)
 {
-    enum mt_status st = mtx_meta_str(meta, "source", m->source);
+    struct mtx_meta *meta = &m->meta;
+    enum mt_status st;
 
+    mtx_meta_reset(meta);
+    st = mtx_meta_str(meta, "source", m->source);
     if (st == MT_OK)
         st = mtx_meta_str(meta, "url", m->url);
     if (st == MT_OK)
@@ -132,7 +136,6 @@ static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
         mtx_str_trim((struct mt_str){mtx_buf_str(&m->answer), m->answer.len});
     char hex[41];
     char id[20];
-    json_t *meta;
     struct mt_sink_doc d;
     enum mt_status st;
 
@@ -142,18 +145,16 @@ static enum mt_status end_pair(struct medquad *m, struct mt_error *err)
     if (answer_id(m, a, hex) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     snprintf(id, sizeof id, "mq-%.12s", hex);
-    meta = json_object();
-    if (!meta || pair_meta(m, meta) != MT_OK) {
-        json_decref(meta);
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    }
+    st = pair_meta(m);
+    if (st != MT_OK)
+        return mt_fail(err, st, "out of memory or not UTF-8");
     d.id = id;
     d.title = m->focus.len ? mtx_buf_str(&m->focus) : NULL;
     d.text = a.p;
     d.text_len = a.n;
-    d.meta = meta;
+    d.meta = NULL;
+    d.fields = &m->meta;
     st = mtx_sink_put(m->c->sink, &d, err);
-    json_decref(meta);
     if (st == MT_OK)
         st = pair_query(m, id, err);
     return st == MT_OK ? st : mt_error_prefix(err, "question %s", m->qid);
@@ -188,5 +189,6 @@ enum mt_status mtx_import_medquad(struct mt_import_ctx *c, const char *path,
     mtx_buf_free(&m.question);
     mtx_buf_free(&m.answer);
     mtx_buf_free(&m.folded);
+    mtx_meta_free(&m.meta);
     return st;
 }

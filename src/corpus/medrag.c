@@ -38,6 +38,7 @@ static enum mt_status medrag_line(struct mt_import_ctx *c, json_t *o,
     d.text = json_string_value(text);
     d.text_len = json_string_length(text);
     d.meta = NULL;
+    d.fields = NULL;
     if (mtx_sink_put(c->sink, &d, err) != MT_OK)
         return mt_error_prefix(err, "%s:%zu", path, line);
     return MT_OK;

@@ -16,6 +16,7 @@
 #include "core/pool.h"
 #include "corpus/corpus_int.h"
 #include "medtrust/core.h"
+#include "text/json_str.h"
 
 #define BLOCK_BYTES ((size_t)256 << 10) /* a block is handed over at this */
 #define FILE_CAP ((size_t)64 << 20)     /* bytes a file may hold unwritten */
@@ -174,13 +175,91 @@ static char *doc_line(const struct mt_sink_doc *d)
     return line;
 }
 
+/* Starts a string of unknown length: its u32 length is patched by
+ * str_end once the bytes are in. */
+static enum mt_status str_begin(struct mt_buf *b, size_t *at)
+{
+    uint32_t len = 0;
+
+    *at = b->len;
+    return mtx_buf_append(b, &len, sizeof len);
+}
+
+static enum mt_status str_end(struct mt_buf *b, size_t at)
+{
+    size_t n = b->len - at - sizeof(uint32_t);
+    uint32_t len = (uint32_t)n;
+
+    if (n >= NO_STR)
+        return MT_ELIMIT;
+    memcpy(b->data + at, &len, sizeof len);
+    return mtx_buf_putc(b, '\0');
+}
+
+/* A document's fields as one JSON object, written in place into the
+ * block: the JSONL line {"id","title","text",...fields} (what doc_line
+ * gives for the same json_t) or the store's metadata {...fields}. */
+static enum mt_status put_fields(struct mt_buf *b, const struct mt_sink_doc *d,
+                                 int line)
+{
+    size_t at;
+    enum mt_status st = str_begin(b, &at);
+
+    if (st == MT_OK)
+        st = mtx_buf_putc(b, '{');
+    if (st == MT_OK && line)
+        st = mtx_buf_append(b, "\"id\":", 5);
+    if (st == MT_OK && line)
+        st = mtx_json_str(b, d->id, strlen(d->id));
+    if (st == MT_OK && line && d->title)
+        st = mtx_buf_append(b, ",\"title\":", 9);
+    if (st == MT_OK && line && d->title)
+        st = mtx_json_str(b, d->title, strlen(d->title));
+    if (st == MT_OK && line)
+        st = mtx_buf_append(b, ",\"text\":", 8);
+    if (st == MT_OK && line)
+        st = mtx_json_str(b, d->text, d->text_len);
+    if (st == MT_OK && line && d->fields->n)
+        st = mtx_buf_putc(b, ',');
+    if (st == MT_OK)
+        st = mtx_meta_members(d->fields, b);
+    if (st == MT_OK)
+        st = mtx_buf_putc(b, '}');
+    return st == MT_OK ? str_end(b, at) : st;
+}
+
+/* A document whose metadata came as mtx_meta: no jansson on the way. */
+static enum mt_status put_direct(struct mt_sink *k, const struct mt_sink_doc *d)
+{
+    struct mt_buf *b = &k->blk;
+    size_t len = b->len;
+    enum mt_status st = mtx_buf_putc(b, k->pp->store ? OP_DOC : OP_LINE);
+
+    if (st == MT_OK && k->pp->store)
+        st = put_str(b, d->id, strlen(d->id));
+    if (st == MT_OK && k->pp->store)
+        st = put_str(b, d->title, d->title ? strlen(d->title) : 0);
+    if (st == MT_OK && k->pp->store)
+        st = put_str(b, d->text, d->text_len);
+    if (st == MT_OK)
+        st = put_fields(b, d, !k->pp->store);
+    if (st != MT_OK && b->data) {
+        b->len = len; /* no half operation in the block */
+        b->data[len] = '\0';
+    }
+    return st;
+}
+
 enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
                             struct mt_error *err)
 {
     struct mt_buf *b = &k->blk;
-    char *js = k->pp->store ? (d->meta ? dump(d->meta) : NULL) : doc_line(d);
+    char *js;
     enum mt_status st = MT_OK;
 
+    if (d->fields)
+        return added(k, put_direct(k, d), d->id, err);
+    js = k->pp->store ? (d->meta ? dump(d->meta) : NULL) : doc_line(d);
     if (!js && (d->meta || !k->pp->store))
         return mt_fail(err, MT_ENOMEM, "record %s: out of memory", d->id);
     if (!k->pp->store) {

@@ -25,7 +25,7 @@ struct pmc {
     char pmcid[32];
     char pmid[32];
     char license[512];
-    json_t *meta;
+    struct mtx_meta meta;
     int in_article;
     int in_text; /* abstract or body depth */
     int in_skip; /* fig, table-wrap, formulas */
@@ -61,7 +61,7 @@ static void grab(struct pmc *m, struct mt_xml *x, struct mt_buf *b)
     m->cap_depth = mtx_xml_depth(x);
 }
 
-static enum mt_status begin_article(struct pmc *m, struct mt_xml *x)
+static void begin_article(struct pmc *m)
 {
     m->in_article = 1;
     m->in_text = m->in_skip = m->have_year = m->in_author = 0;
@@ -69,11 +69,7 @@ static enum mt_status begin_article(struct pmc *m, struct mt_xml *x)
     m->n++;
     mtx_buf_reset(&m->text);
     mtx_buf_reset(&m->title);
-    json_decref(m->meta);
-    m->meta = json_object();
-    if (!m->meta)
-        return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
-    return MT_OK;
+    mtx_meta_reset(&m->meta);
 }
 
 static enum mt_status heading(struct pmc *m, const char *h)
@@ -135,8 +131,10 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
                        "not a PMC JATS file: the root element is <%s>, not "
                        "<article> or <pmc-articleset>",
                        name);
-    if (strcmp(name, "article") == 0 && !m->in_article)
-        return begin_article(m, x);
+    if (strcmp(name, "article") == 0 && !m->in_article) {
+        begin_article(m);
+        return MT_OK;
+    }
     if (mtx_xml_captured(x) == &m->group && strcmp(name, "xref") == 0) {
         mtx_xml_capture(x, NULL); /* a collab's affiliation mark */
         m->xref_depth = mtx_xml_depth(x);
@@ -179,16 +177,16 @@ static enum mt_status front_end(struct pmc *m, struct mt_xml *x,
         else if (strcmp(m->idtype, "pmid") == 0)
             snprintf(m->pmid, sizeof m->pmid, "%s", v);
         else if (strcmp(m->idtype, "doi") == 0)
-            return mtx_meta_str(m->meta, "doi", v);
+            return mtx_meta_str(&m->meta, "doi", v);
         return MT_OK;
     }
     if (strcmp(name, "journal-title") == 0)
-        return json_object_get(m->meta, "journal")
+        return mtx_meta_has(&m->meta, "journal")
                    ? MT_OK
-                   : mtx_meta_str(m->meta, "journal", v);
+                   : mtx_meta_str(&m->meta, "journal", v);
     if (strcmp(name, "year") == 0 && !m->have_year) {
         m->have_year = 1;
-        return mtx_meta_str(m->meta, "year", v);
+        return mtx_meta_str(&m->meta, "year", v);
     }
     if (strcmp(name, "license-p") == 0 && !m->license[0])
         snprintf(m->license, sizeof m->license, "%s", v);
@@ -206,7 +204,7 @@ static enum mt_status text_end(struct pmc *m, struct mt_xml *x,
     if (m->part.len == 0)
         return MT_OK;
     if (strcmp(name, "title") == 0 && mtx_xml_at(x, "body/sec/title"))
-        st = mtx_meta_push(m->meta, "sections", m->part.data);
+        st = mtx_meta_push(&m->meta, "sections", m->part.data);
     if (st == MT_OK)
         st = heading(m, m->part.data);
     return st;
@@ -225,11 +223,11 @@ static enum mt_status end_article(struct pmc *m, struct mt_xml *x)
                        (unsigned long long)m->n);
     snprintf(id, sizeof id, "%s%s", m->pmcid[0] ? "PMC" : "",
              m->pmcid[0] ? m->pmcid : m->pmid);
-    st = mtx_meta_str(m->meta, "pmid", m->pmid);
+    st = mtx_meta_str(&m->meta, "pmid", m->pmid);
     if (st == MT_OK && m->pmcid[0])
-        st = mtx_meta_str(m->meta, "pmcid", id);
+        st = mtx_meta_str(&m->meta, "pmcid", id);
     if (st == MT_OK)
-        st = mtx_meta_str(m->meta, "license", m->license);
+        st = mtx_meta_str(&m->meta, "license", m->license);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
     mtx_sink_read(m->c->sink, mtx_xml_offset(x));
@@ -241,7 +239,8 @@ static enum mt_status end_article(struct pmc *m, struct mt_xml *x)
     d.title = m->title.len ? m->title.data : NULL;
     d.text = m->text.data;
     d.text_len = m->text.len;
-    d.meta = m->meta;
+    d.meta = NULL;
+    d.fields = &m->meta;
     st = mtx_sink_put(m->c->sink, &d, err);
     return st;
 }
@@ -269,7 +268,7 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
             st = front_end(m, x, name);
     } else if (!cap && m->in_author && strcmp(name, "contrib") == 0) {
         m->in_author = 0;
-        st = mtx_meta_author(m->meta, &m->given, &m->family, &m->group);
+        st = mtx_meta_author(&m->meta, &m->given, &m->family, &m->group);
     } else if (!cap && one_of(name, skipped) && m->in_skip) {
         m->in_skip--;
     } else if (!cap && m->in_text && mtx_xml_depth(x) == m->body_depth &&
@@ -306,6 +305,6 @@ enum mt_status mtx_import_pmc(struct mt_import_ctx *c, const char *path,
     mtx_buf_free(&m.given);
     mtx_buf_free(&m.family);
     mtx_buf_free(&m.group);
-    json_decref(m.meta);
+    mtx_meta_free(&m.meta);
     return st;
 }

@@ -110,7 +110,7 @@ struct pubmed {
     struct mt_buf fore;
     struct mt_buf coll;
     char label[128];
-    json_t *meta;
+    struct mtx_meta meta;
     int in_record;
     int have_year;
     size_t cap_depth; /* depth of the element being captured */
@@ -132,7 +132,7 @@ static void grab(struct pubmed *m, struct mt_xml *x, struct mt_buf *b)
     m->cap_depth = mtx_xml_depth(x);
 }
 
-static enum mt_status begin_record(struct pubmed *m, struct mt_xml *x)
+static void begin_record(struct pubmed *m)
 {
     m->in_record = 1;
     m->have_year = 0;
@@ -140,11 +140,7 @@ static enum mt_status begin_record(struct pubmed *m, struct mt_xml *x)
     mtx_buf_reset(&m->pmid);
     mtx_buf_reset(&m->title);
     mtx_buf_reset(&m->text);
-    json_decref(m->meta);
-    m->meta = json_object();
-    if (!m->meta)
-        return mt_fail(mtx_xml_error(x), MT_ENOMEM, "out of memory");
-    return MT_OK;
+    mtx_meta_reset(&m->meta);
 }
 
 /* Does the path end in the elements a..c (T_OTHER: any, none past the
@@ -220,8 +216,10 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
                        "not a PubMed file: the root element is <%s>, not "
                        "<PubmedArticleSet>",
                        name);
-    if (t == T_ARTICLE_REC)
-        return begin_record(m, x);
+    if (t == T_ARTICLE_REC) {
+        begin_record(m);
+        return MT_OK;
+    }
     if (t == T_BOOK)
         mtx_sink_record(m->c->sink, 1); /* book chapters: not read */
     if (mtx_xml_captured(x))
@@ -271,7 +269,7 @@ static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
     mtx_squash_space(&m->field);
     v = mtx_buf_str(&m->field);
     if (t == T_TITLE)
-        return mtx_meta_str(m->meta, "journal", v);
+        return mtx_meta_str(&m->meta, "journal", v);
     if (t == T_YEAR || t == T_MEDLINE_DATE) {
         char year[5] = "";
 
@@ -281,14 +279,14 @@ static enum mt_status add_field(struct pubmed *m, struct mt_error *err)
             return MT_OK;
         memcpy(year, v, 4);
         m->have_year = 1;
-        return mtx_meta_str(m->meta, "year", year);
+        return mtx_meta_str(&m->meta, "year", year);
     }
     if (t == T_DESCRIPTOR)
-        return mtx_meta_push(m->meta, "mesh", v);
+        return mtx_meta_push(&m->meta, "mesh", v);
     if (t == T_PUB_TYPE)
-        return mtx_meta_push(m->meta, "publication_types", v);
+        return mtx_meta_push(&m->meta, "publication_types", v);
     if (t == T_ID)
-        return mtx_meta_str(m->meta, "doi", v);
+        return mtx_meta_str(&m->meta, "doi", v);
     if (t == T_PMID) /* DeleteCitation/PMID (a record's PMID is m->pmid) */
         return *v ? mtx_sink_delete(m->c->sink, v, err) : MT_OK;
     return MT_OK;
@@ -313,7 +311,8 @@ static enum mt_status end_record(struct pubmed *m, struct mt_xml *x,
     d.title = m->title.len ? m->title.data : NULL;
     d.text = m->text.data;
     d.text_len = m->text.len;
-    d.meta = m->meta;
+    d.meta = NULL;
+    d.fields = &m->meta;
     return mtx_sink_put(m->c->sink, &d, err);
 }
 
@@ -330,7 +329,7 @@ static enum mt_status on_end(struct mt_xml *x, const char *name, void *user)
     if (t == T_ARTICLE_REC)
         return end_record(m, x, err);
     if (t == T_AUTHOR && m->in_record)
-        st = mtx_meta_author(m->meta, &m->fore, &m->last, &m->coll);
+        st = mtx_meta_author(&m->meta, &m->fore, &m->last, &m->coll);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
     if (!cap || mtx_xml_depth(x) != m->cap_depth)
@@ -355,7 +354,7 @@ static void pubmed_free(struct pubmed *m)
     mtx_buf_free(&m->last);
     mtx_buf_free(&m->fore);
     mtx_buf_free(&m->coll);
-    json_decref(m->meta);
+    mtx_meta_free(&m->meta);
 }
 
 enum mt_status mtx_import_pubmed(struct mt_import_ctx *c, const char *path,

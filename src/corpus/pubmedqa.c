@@ -190,6 +190,7 @@ static enum mt_status one_record(struct mt_import_ctx *c, const char *pmid,
         d.text = text.data;
         d.text_len = text.len;
         d.meta = meta;
+        d.fields = NULL;
         st = mtx_sink_put(c->sink, &d, err);
     }
     if (st == MT_OK && text.len)

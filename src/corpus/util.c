@@ -1,5 +1,5 @@
-/* Small helpers the importers share: white-space folding, metadata
- * building, and SHA-1 (MedQuAD's document ids are SHA-1 prefixes). */
+/* Small helpers the importers share: white-space folding and SHA-1
+ * (MedQuAD's document ids are SHA-1 prefixes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,45 +50,6 @@ void mtx_squash_space(struct mt_buf *b)
 const char *mtx_buf_str(const struct mt_buf *b)
 {
     return b->data ? b->data : "";
-}
-
-enum mt_status mtx_meta_str(json_t *obj, const char *key, const char *val)
-{
-    if (!val || !*val)
-        return MT_OK;
-    return json_object_set_new(obj, key, json_string(val)) == 0 ? MT_OK
-                                                                : MT_ENOMEM;
-}
-
-enum mt_status mtx_meta_push(json_t *obj, const char *key, const char *val)
-{
-    json_t *a = json_object_get(obj, key);
-
-    if (!a) {
-        a = json_array();
-        if (!a || json_object_set_new(obj, key, a) != 0)
-            return MT_ENOMEM;
-    }
-    return json_array_append_new(a, json_string(val)) == 0 ? MT_OK : MT_ENOMEM;
-}
-
-enum mt_status mtx_meta_author(json_t *obj, struct mt_buf *given,
-                               struct mt_buf *family, struct mt_buf *group)
-{
-    char name[512];
-
-    mtx_squash_space(group);
-    mtx_squash_space(given);
-    mtx_squash_space(family);
-    if (group->len)
-        snprintf(name, sizeof name, "%s", group->data);
-    else if (family->len && given->len)
-        snprintf(name, sizeof name, "%s %s", given->data, family->data);
-    else if (family->len)
-        snprintf(name, sizeof name, "%s", family->data);
-    else
-        return MT_OK;
-    return mtx_meta_push(obj, "authors", name);
 }
 
 /* ==== SHA-1 (FIPS 180-4), for ids only, never for security ==== */

@@ -1,6 +1,8 @@
 /* Unit tests for src/corpus: SHA-1 against the FIPS 180 vectors, white
- * space folding (its fast path against the plain rule), the store's delete and
- * whole-chunk puts, and an import that survives every allocation failure. */
+ * space folding (its fast path against the plain rule), metadata written
+ * directly against jansson's dump of the same object, the store's delete
+ * and whole-chunk puts, and an import that survives every allocation
+ * failure. */
 #include "check.h"
 
 #include <unistd.h>
@@ -100,6 +102,112 @@ static void test_squash_matches_the_plain_rule(void **state)
     }
 }
 
+/* The metadata the importers built with jansson before mtx_meta: a
+ * json_t object and json_dumps(JSON_COMPACT | JSON_PRESERVE_ORDER). */
+static int jansson_str(json_t *o, const char *key, const char *val)
+{
+    if (!val || !*val)
+        return 0;
+    return json_object_set_new(o, key, json_string(val));
+}
+
+static int jansson_push(json_t *o, const char *key, const char *val)
+{
+    json_t *a = json_object_get(o, key);
+
+    if (!a) {
+        a = json_array();
+        if (!a || json_object_set_new(o, key, a) != 0)
+            return -1;
+    }
+    return json_array_append_new(a, json_string(val));
+}
+
+/* Random sets and pushes (keys set again, arrays turned into strings,
+ * empty and NULL values, quotes, non-ASCII, bad UTF-8) give jansson's
+ * bytes, record after record through one reset mtx_meta; a call jansson
+ * refuses, mtx_meta refuses. */
+static void test_meta_matches_jansson_dump(void **state)
+{
+    static const char *const keys[] = {"journal", "year", "authors",
+                                       "mesh",    "doi",  "a\"b"};
+    static const char *const vals[] = {NULL,          "",           "x",
+                                       "Smith J",     "say \"hi\"", "C:\\dir",
+                                       "caf\xc3\xa9", "tab\there",  "\xe2\x82",
+                                       "1998"};
+    struct mtx_meta m;
+    char want[4096];
+    unsigned seed = 5, rec, op;
+    (void)state;
+
+    memset(&m, 0, sizeof m);
+    for (rec = 0; rec < 3000; rec++) {
+        json_t *o = json_object();
+        struct mt_buf got = MT_BUF_INIT(1 << 16);
+        size_t wn;
+
+        mtx_meta_reset(&m);
+        for (op = 0; op < rec % 12; op++) {
+            const char *key, *val;
+            int push, jr;
+            enum mt_status st;
+
+            seed = seed * 1103515245u + 12345u;
+            key = keys[(seed >> 8) % 6];
+            val = vals[(seed >> 16) % 10];
+            push = (seed >> 24) & 1;
+            if (push && !val)
+                val = "";
+            jr = push ? jansson_push(o, key, val) : jansson_str(o, key, val);
+            st =
+                push ? mtx_meta_push(&m, key, val) : mtx_meta_str(&m, key, val);
+            CHECK((jr == 0) == (st == MT_OK));
+            if (jr != 0)
+                break; /* the importers give up the record there */
+        }
+        wn = json_dumpb(o, want, sizeof want,
+                        JSON_COMPACT | JSON_PRESERVE_ORDER);
+        CHECK_OK(mtx_buf_putc(&got, '{'));
+        CHECK_OK(mtx_meta_members(&m, &got));
+        CHECK_OK(mtx_buf_putc(&got, '}'));
+        if (op == rec % 12) { /* every call succeeded */
+            CHECK(wn > 0 && wn < sizeof want);
+            CHECK(got.len == wn && memcmp(got.data, want, wn) == 0);
+        }
+        mtx_buf_free(&got);
+        json_decref(o);
+    }
+    mtx_meta_free(&m);
+}
+
+static void test_meta_author_names(void **state)
+{
+    struct mtx_meta m;
+    struct mt_buf given = MT_BUF_INIT(64), family = MT_BUF_INIT(64);
+    struct mt_buf group = MT_BUF_INIT(64), out = MT_BUF_INIT(256);
+    (void)state;
+    memset(&m, 0, sizeof m);
+    CHECK_OK(mtx_buf_append_str(&given, " Jane  Q "));
+    CHECK_OK(mtx_buf_append_str(&family, "O\"Neil"));
+    CHECK_OK(mtx_meta_author(&m, &given, &family, &group));
+    mtx_buf_reset(&given);
+    CHECK_OK(mtx_meta_author(&m, &given, &family, &group));
+    CHECK_OK(mtx_buf_append_str(&group, "The Group"));
+    CHECK_OK(mtx_meta_author(&m, &given, &family, &group));
+    mtx_buf_reset(&family);
+    mtx_buf_reset(&group);
+    CHECK_OK(mtx_meta_author(&m, &given, &family, &group)); /* nothing */
+    CHECK_OK(mtx_meta_members(&m, &out));
+    CHECK(strcmp(out.data, "\"authors\":[\"Jane Q O\\\"Neil\",\"O\\\"Neil\","
+                           "\"The Group\"]") == 0);
+    CHECK(mtx_meta_has(&m, "authors") && !mtx_meta_has(&m, "mesh"));
+    mtx_buf_free(&given);
+    mtx_buf_free(&family);
+    mtx_buf_free(&group);
+    mtx_buf_free(&out);
+    mtx_meta_free(&m);
+}
+
 static enum mt_status total_fn(const struct mt_store_counts *c, void *user)
 {
     if (!c->source)
@@ -186,6 +294,8 @@ int main(void)
         cmocka_unit_test(test_sha1_matches_fips_vectors),
         cmocka_unit_test(test_squash_folds_runs_and_trims),
         cmocka_unit_test(test_squash_matches_the_plain_rule),
+        cmocka_unit_test(test_meta_matches_jansson_dump),
+        cmocka_unit_test(test_meta_author_names),
         cmocka_unit_test(test_store_delete_and_whole_chunk),
         cmocka_unit_test(test_import_survives_every_allocation_failure),
     };

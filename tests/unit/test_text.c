@@ -1,11 +1,15 @@
-/* Unit tests for src/text: UTF-8 validation, NFKC + case folding, and the
- * english/arabic/cjk/simple analyzers, with OOM loops. */
+/* Unit tests for src/text: UTF-8 validation, NFKC + case folding, JSON
+ * string literals against jansson's, and the english/arabic/cjk/simple
+ * analyzers, with OOM loops. */
 #include "check.h"
 
 #include "core/arena.h"
 #include "medtrust/core.h"
 #include "text/analyzer.h"
+#include "text/json_str.h"
 #include "text/utf8.h"
+
+#include <jansson.h>
 
 static void test_utf8_validate_rejects_bad_forms(void **state)
 {
@@ -428,6 +432,84 @@ static void test_analyzer_stem_cache_is_transparent(void **state)
     mtx_analyzer_free(b);
 }
 
+/* mtx_json_str writes what jansson's json_dumps writes for the same
+ * string, and refuses what json_stringn refuses (not UTF-8): random
+ * strings over escapes, controls, DEL, NUL, multi-byte and broken
+ * sequences. */
+static void test_json_str_matches_jansson(void **state)
+{
+    static const char *const parts[] = {"a",
+                                        "Zq ",
+                                        "\"",
+                                        "\\",
+                                        "/",
+                                        "\n",
+                                        "\t",
+                                        "\r",
+                                        "\b",
+                                        "\f",
+                                        "\x01",
+                                        "\x1f",
+                                        "\x7f",
+                                        "\0",
+                                        "\xc3\xa9",
+                                        "\xe2\x82\xac",
+                                        "\xf0\x9f\x98\x80",
+                                        "\x80",
+                                        "\xc0\xaf",
+                                        "\xed\xa0\x80",
+                                        "\xe2\x82",
+                                        "\xf4\x90\x80\x80",
+                                        "<&>"};
+    char in[256], want[2048];
+    unsigned seed = 11, k, i;
+    (void)state;
+
+    for (k = 0; k < 20000; k++) {
+        struct mt_buf b = MT_BUF_INIT(4096);
+        size_t n = 0, wn = 0;
+        json_t *j;
+        enum mt_status st;
+
+        CHECK_OK(mtx_buf_append(&b, "x", 1));
+        for (i = 0; i < k % 24; i++) {
+            const char *p;
+            size_t pn;
+
+            seed = seed * 1103515245u + 12345u;
+            p = parts[(seed >> 16) % (sizeof parts / sizeof parts[0])];
+            pn = p[0] ? strlen(p) : 1; /* "\0" is one NUL byte */
+            memcpy(in + n, p, pn);
+            n += pn;
+        }
+        j = json_stringn(in, n);
+        if (j)
+            wn = json_dumpb(j, want, sizeof want, JSON_ENCODE_ANY);
+        st = mtx_json_str(&b, in, n);
+        if (!j) {
+            CHECK(st == MT_EPARSE);
+            CHECK(b.len == 1 && b.data[1] == '\0'); /* as it was */
+        } else {
+            CHECK_OK(st);
+            CHECK(wn > 0 && wn < sizeof want);
+            CHECK(b.len == wn + 1 && memcmp(b.data + 1, want, wn) == 0);
+        }
+        json_decref(j);
+        mtx_buf_free(&b);
+    }
+}
+
+static void test_json_str_limit_leaves_buffer(void **state)
+{
+    struct mt_buf b = MT_BUF_INIT(8);
+    (void)state;
+    CHECK_OK(mtx_json_str(&b, "ab", 2));
+    CHECK(strcmp(b.data, "\"ab\"") == 0);
+    CHECK(mtx_json_str(&b, "\n\n", 2) == MT_ELIMIT);
+    CHECK(b.len == 4 && strcmp(b.data, "\"ab\"") == 0);
+    mtx_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +527,8 @@ int main(void)
         cmocka_unit_test(test_unknown_analyzer_lists_names),
         cmocka_unit_test(test_callback_status_stops_run),
         cmocka_unit_test(test_analyzer_oom_loop),
+        cmocka_unit_test(test_json_str_matches_jansson),
+        cmocka_unit_test(test_json_str_limit_leaves_buffer),
     };
     return cmocka_run_group_tests_name("text", tests, NULL, NULL);
 }
