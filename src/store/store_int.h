@@ -18,7 +18,8 @@ struct mt_store {
     /* Names of sources returned by mt_store_stats, owned here. */
     char *stats_names;
     /* Statements cached for mt_store_put, prepared on first use. */
-    sqlite3_stmt *st_upsert;
+    sqlite3_stmt *st_upsert; /* insert unless (source, ext_id) is there */
+    sqlite3_stmt *st_update; /* then: rewrite it when it differs */
     sqlite3_stmt *st_del_chunks;
     sqlite3_stmt *st_ins_chunk;
     sqlite3_stmt *st_chunk_get; /* for mt_store_chunk_get */
