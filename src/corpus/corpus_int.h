@@ -106,6 +106,26 @@ enum mt_status mtx_out_close(struct mtx_out *k, int ok,
                              struct mt_import_result *res,
                              struct mt_error *err);
 
+/* ==== Input files, gzip or plain (gz.c) ==== */
+
+struct mtx_gz;
+
+/* Opens 'path': gzip when it starts with the gzip magic (all its members
+ * in turn), else read as it is. Errors name the path. */
+enum mt_status mtx_gz_open(const char *path, struct mtx_gz **out,
+                           struct mt_error *err);
+
+/* Reads up to n bytes of what the file holds (inflated); *got is 0 only at
+ * the end. A gzip stream cut short or corrupt is MT_EPARSE, a failed read
+ * MT_EIO; messages name neither file nor line (the caller adds them). */
+enum mt_status mtx_gz_read(struct mtx_gz *g, char *buf, size_t n, size_t *got,
+                           struct mt_error *err);
+
+/* Bytes of the file (compressed) taken so far, for progress. */
+uint64_t mtx_gz_offset(const struct mtx_gz *g);
+
+void mtx_gz_close(struct mtx_gz *g); /* NULL allowed */
+
 /* ==== Streaming XML ==== */
 
 struct mt_xml;
@@ -118,7 +138,7 @@ struct mt_xml_fns {
     enum mt_status (*end)(struct mt_xml *x, const char *name, void *user);
 };
 
-/* Parses 'path' (plain or gzip, told apart by zlib) with the scanner of
+/* Parses 'path' (plain or gzip, told apart by gz.c) with the scanner of
  * xml.c (what it reads and refuses is said there). Character data goes to
  * the buffer set with mtx_xml_capture. Errors are "PATH:LINE: why" (a
  * handler's message gets the same prefix); a truncated gzip or document

@@ -1,6 +1,6 @@
 /* Streaming XML for the importers: a scanner made for the XML that PubMed,
- * PMC JATS and MedQuAD use, fed from zlib's gzread (which reads plain files
- * as they are). It keeps the element path and sends character data to one
+ * PMC JATS and MedQuAD use, fed by gz.c (gzip through ISA-L, or a plain
+ * file as it is). It keeps the element path and sends character data to one
  * capture buffer; memory is bounded by the largest markup token, the
  * deepest path and the largest captured field, not by the file.
  *
@@ -24,7 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <zlib.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -55,7 +54,7 @@ struct mt_xml {
     const struct mt_xml_fns *fns;
     void *user;
     const char *file;
-    gzFile gz;              /* the input, or else: */
+    struct mtx_gz *gz;      /* the input, or else: */
     const char *mem;        /* an in-memory document */
     size_t mem_len, mem_at; /* its length and bytes read */
     struct mt_buf *cap;
@@ -228,8 +227,7 @@ static enum step bad_xml(struct mt_xml *x, const char *at, const char *why)
 static enum mt_status read_more(struct mt_xml *x, size_t *n)
 {
     size_t room = x->size - x->hi - 1;
-    int zerr = Z_OK, got;
-    const char *msg;
+    enum mt_status st;
 
     if (!x->gz) {
         *n = x->mem_len - x->mem_at < room ? x->mem_len - x->mem_at : room;
@@ -237,20 +235,10 @@ static enum mt_status read_more(struct mt_xml *x, size_t *n)
         x->mem_at += *n;
         return MT_OK;
     }
-    got = gzread(x->gz, x->buf + x->hi,
-                 room > INT_MAX ? INT_MAX : (unsigned)room);
-    *n = got > 0 ? (size_t)got : 0;
-    if (got > 0)
-        return MT_OK;
-    msg = gzerror(x->gz, &zerr);
-    if (got == 0 && zerr == Z_OK)
-        return MT_OK;
-    if (zerr == Z_BUF_ERROR)
-        return mt_fail(&x->err, MT_EPARSE,
-                       "%s:%lu: gzip data ends early (truncated file)", x->file,
-                       line_at(x, x->lo));
-    return mt_fail(&x->err, zerr == Z_ERRNO ? MT_EIO : MT_EPARSE, "%s: %s",
-                   x->file, zerr == Z_ERRNO ? strerror(errno) : msg);
+    st = mtx_gz_read(x->gz, x->buf + x->hi, room, n, &x->err);
+    if (st != MT_OK)
+        mt_error_prefix(&x->err, "%s:%lu", x->file, line_at(x, x->lo));
+    return st;
 }
 
 /* Moves the unscanned bytes to the front, and doubles the window when they
@@ -1097,15 +1085,13 @@ enum mt_status mtx_xml_parse(const char *path, const struct mt_xml_fns *fns,
     x->fns = fns;
     x->user = user;
     x->file = path;
-    x->gz = gzopen(path, "rb");
-    if (!x->gz) {
-        st = mt_fail(err, MT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    st = mtx_gz_open(path, &x->gz, err);
+    if (st != MT_OK) {
         mt_free(x);
         return st;
     }
-    gzbuffer(x->gz, 128 * 1024);
     st = parse(x, err);
-    gzclose(x->gz);
+    mtx_gz_close(x->gz);
     mt_free(x);
     return st;
 }
@@ -1160,7 +1146,7 @@ struct mt_error *mtx_xml_error(struct mt_xml *x)
 
 uint64_t mtx_xml_offset(const struct mt_xml *x)
 {
-    return x->gz ? (uint64_t)gzoffset(x->gz) : x->mem_at;
+    return x->gz ? mtx_gz_offset(x->gz) : x->mem_at;
 }
 
 const char *mtx_xml_attr(const char **attrs, const char *name)

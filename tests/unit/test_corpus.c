@@ -1,11 +1,14 @@
 /* Unit tests for src/corpus: SHA-1 against the FIPS 180 vectors, white
  * space folding (its fast path against the plain rule), metadata written
- * directly against jansson's dump of the same object, the store's delete
+ * directly against jansson's dump of the same object, gzip input (members
+ * ending at every edge of a read, garbage after them, damage) against
+ * zlib's, the store's delete
  * and whole-chunk puts, and an import that survives every allocation
  * failure. */
 #include "check.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include "corpus/corpus_int.h"
 #include "medtrust/core.h"
@@ -208,6 +211,113 @@ static void test_meta_author_names(void **state)
     mtx_meta_free(&m);
 }
 
+/* One gzip member of p[0..n) at 'level', appended to out (zlib). */
+static size_t gz_member(const unsigned char *p, size_t n, int level,
+                        unsigned char *out)
+{
+    z_stream z;
+    size_t len;
+
+    memset(&z, 0, sizeof z);
+    CHECK(deflateInit2(&z, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) ==
+          Z_OK);
+    z.next_in = (unsigned char *)(uintptr_t)p;
+    z.avail_in = (unsigned)n;
+    z.next_out = out;
+    z.avail_out = (unsigned)(n + n / 8 + 1024);
+    CHECK(deflate(&z, Z_FINISH) == Z_STREAM_END);
+    len = z.total_out;
+    deflateEnd(&z);
+    return len;
+}
+
+/* Reads all of 'path' through mtx_gz in reads of 'step' bytes. */
+static enum mt_status gz_slurp(const char *path, size_t step,
+                               unsigned char *out, size_t cap, size_t *n,
+                               struct mt_error *err)
+{
+    struct mtx_gz *g = NULL;
+    enum mt_status st = mtx_gz_open(path, &g, err);
+    size_t got = 1;
+
+    *n = 0;
+    while (st == MT_OK && got > 0) {
+        CHECK(*n + step <= cap);
+        st = mtx_gz_read(g, (char *)out + *n, step, &got, err);
+        *n += got;
+    }
+    mtx_gz_close(g);
+    return st;
+}
+
+static void write_file(const char *path, const unsigned char *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+
+    CHECK(f && fwrite(p, 1, n, f) == n && fclose(f) == 0);
+}
+
+/* A stored (level 0) first member is its data plus a fixed overhead, so
+ * its length can be set to end anywhere around gz.c's 256 KiB reads: at
+ * each, two members (and what follows them) read as zlib's gzread reads
+ * them. */
+static void test_gz_members_at_read_edges(void **state)
+{
+    size_t cap = (size_t)1 << 20, i, n, len, want;
+    unsigned char *data = malloc(cap), *file = malloc(2 * cap);
+    unsigned char *got = malloc(2 * cap);
+    char path[160];
+    struct mt_error err;
+    long edge;
+    unsigned seed = 3;
+    (void)state;
+    snprintf(path, sizeof path, "%s/m.gz", tmpl);
+    for (i = 0; i < cap; i++) {
+        seed = seed * 1103515245u + 12345u;
+        data[i] = (unsigned char)(seed >> 16);
+    }
+    for (edge = -3; edge <= 3; edge++) {
+        size_t first = 0, target = (size_t)(262144 + edge);
+
+        for (n = target - 40; n < target; n++) /* stored: + a fixed sum */
+            if (gz_member(data, n, 0, file) == target)
+                first = n;
+        CHECK(first > 0);
+        len = gz_member(data, first, 0, file);
+        len += gz_member(data + first, 5000, 6, file + len);
+        want = first + 5000;
+        for (i = 0; i < 3; i++) {
+            size_t extra = i == 0 ? 0 : i == 1 ? 1 : 7; /* garbage after */
+
+            memcpy(file + len, "\x1fGARBAGE", extra);
+            write_file(path, file, len + extra);
+            CHECK_OK(gz_slurp(path, 65536, got, 2 * cap, &n, &err));
+            CHECK(n == want && memcmp(got, data, want) == 0);
+        }
+    }
+    /* cut short anywhere, or one bit flipped in the data or the trailer */
+    len = gz_member(data, 100000, 6, file);
+    for (i = 0; i < 6; i++) {
+        static const size_t cut[] = {3, 10, 5000, 0, 0, 0};
+        enum mt_status st;
+
+        memcpy(got, file, len);
+        if (i == 3)
+            got[len / 2] ^= 0x10;
+        if (i == 4)
+            got[len - 8] ^= 1; /* CRC-32 */
+        if (i == 5)
+            got[len - 1] ^= 1; /* length */
+        write_file(path, got, cut[i] ? len - cut[i] : len);
+        st = gz_slurp(path, 4096, got, 2 * cap, &n, &err);
+        CHECK(st == MT_EPARSE);
+        CHECK(strstr(err.msg, i < 3 ? "ends early" : "corrupt") != NULL);
+    }
+    free(data);
+    free(file);
+    free(got);
+}
+
 static enum mt_status total_fn(const struct mt_store_counts *c, void *user)
 {
     if (!c->source)
@@ -296,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_squash_matches_the_plain_rule),
         cmocka_unit_test(test_meta_matches_jansson_dump),
         cmocka_unit_test(test_meta_author_names),
+        cmocka_unit_test(test_gz_members_at_read_edges),
         cmocka_unit_test(test_store_delete_and_whole_chunk),
         cmocka_unit_test(test_import_survives_every_allocation_failure),
     };
