@@ -72,7 +72,7 @@ static size_t count_chars(const unsigned char *t, size_t s, size_t e)
     size_t len = 0;
 
     while (s < e) {
-        s += char_len(t, s, e);
+        s += t[s] < 0x80 ? 1 : char_len(t, s, e); /* ASCII without a call */
         len++;
     }
     return len;
