@@ -183,6 +183,11 @@ enum mt_status mtx_ul_forward(const struct mt_ul_weights *w,
 void mtx_ul_gemm(const float *a, size_t m, size_t k, const float *b_packed,
                  const float *bias, size_t n, float *c);
 
+/* out[r] = (x[r] - mean) / sqrt(var + eps) * g + b for each of 'rows'
+ * rows of d floats (d a multiple of 32); out may not alias x. */
+void mtx_ul_layer_norm(const float *x, size_t rows, size_t d, const float *g,
+                       const float *b, float eps, float *out);
+
 /* Query rows whose scores mtx_ul_attend holds at a time (in L1). */
 #define MT_UL_ATT_ROWS 24
 /* Floats of scratch mtx_ul_attend needs: the head's keys and values as

@@ -28,28 +28,6 @@ struct fwd {
 
 /* ==== Elementwise ==== */
 
-/* layer_norm: (x - mean) * rsqrt(var + eps) * g + b over d columns. */
-static void layer_norm(const float *x, size_t rows, size_t d, const float *g,
-                       const float *b, float *out)
-{
-    size_t r, j;
-
-    for (r = 0; r < rows; r++) {
-        const float *xr = x + r * d;
-        float *o = out + r * d;
-        float mean = 0.0f, var = 0.0f, inv;
-        for (j = 0; j < d; j++)
-            mean += xr[j];
-        mean /= (float)d;
-        for (j = 0; j < d; j++)
-            var += (xr[j] - mean) * (xr[j] - mean);
-        var /= (float)d;
-        inv = 1.0f / sqrtf(var + LN_EPS);
-        for (j = 0; j < d; j++)
-            o[j] = g[j] * inv * (xr[j] - mean) + b[j];
-    }
-}
-
 static void add_into(float *y, const float *x, size_t n)
 {
     size_t i;
@@ -126,7 +104,7 @@ static void layer(struct fwd *f, const struct mt_ul_layer *L)
 {
     size_t n = f->n_tok, din = L->din;
 
-    layer_norm(f->x, n, din, L->ln1_g, L->ln1_b, f->h);
+    mtx_ul_layer_norm(f->x, n, din, L->ln1_g, L->ln1_b, LN_EPS, f->h);
     dense(f, f->h, n, din, L->w_qkv, L->q[MT_UL_Q_QKV], L->b_qkv, 3 * din,
           f->qkv);
     attention(f, din);
@@ -139,7 +117,7 @@ static void layer(struct fwd *f, const struct mt_ul_layer *L)
     } else {
         add_into(f->y, f->x, n * MT_UL_DIM);
     }
-    layer_norm(f->y, n, MT_UL_DIM, L->ln2_g, L->ln2_b, f->h);
+    mtx_ul_layer_norm(f->y, n, MT_UL_DIM, L->ln2_g, L->ln2_b, LN_EPS, f->h);
     dense(f, f->h, n, MT_UL_DIM, L->w_ff1, L->q[MT_UL_Q_FF1], L->b_ff1,
           MT_UL_FF, f->ff);
     relu(f->ff, n * MT_UL_FF);

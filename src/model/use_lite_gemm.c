@@ -495,3 +495,80 @@ void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
 #endif
     mtx_ul_attend_v8(qkv, ld, len, din, c0, scale, scratch, out);
 }
+
+/* ==== Layer norm ====
+ * (x - mean) * rsqrt(var + eps) * g + b a row, as use_lite_fwd.c's loops
+ * did one float at a time (two sums of 256 or 512 floats in a chain of
+ * adds each: about a tenth of a chunk's time), with 2 x 16 partial sums
+ * folded at the end; the order of the sums is all that changes. */
+
+static inline __attribute__((always_inline)) void
+norm_row(const float *x, size_t d, const float *g, const float *b, float eps,
+         float *o)
+{
+    v16f s0 = {0}, s1 = {0}, v, w, gv, bv;
+    float mean, var, inv;
+    size_t j;
+
+    for (j = 0; j < d; j += 2 * P) {
+        LOAD16(v, x + j);
+        LOAD16(w, x + j + P);
+        s0 += v;
+        s1 += w;
+    }
+    s0 += s1;
+    mean = hsum16(&s0) / (float)d;
+    s0 = s1 = (v16f){0};
+    for (j = 0; j < d; j += 2 * P) {
+        LOAD16(v, x + j);
+        LOAD16(w, x + j + P);
+        v -= mean;
+        w -= mean;
+        s0 += v * v;
+        s1 += w * w;
+    }
+    s0 += s1;
+    var = hsum16(&s0) / (float)d;
+    inv = 1.0f / sqrtf(var + eps);
+    for (j = 0; j < d; j += P) {
+        LOAD16(v, x + j);
+        LOAD16(gv, g + j);
+        LOAD16(bv, b + j);
+        v = gv * inv * (v - mean) + bv;
+        memcpy(o + j, &v, sizeof v);
+    }
+}
+
+#if HAVE_AVX512
+static AVX512 void layer_norm512(const float *x, size_t rows, size_t d,
+                                 const float *g, const float *b, float eps,
+                                 float *out)
+{
+    size_t r;
+
+    for (r = 0; r < rows; r++)
+        norm_row(x + r * d, d, g, b, eps, out + r * d);
+}
+#endif
+
+KERNEL
+static void layer_norm_v8(const float *x, size_t rows, size_t d, const float *g,
+                          const float *b, float eps, float *out)
+{
+    size_t r;
+
+    for (r = 0; r < rows; r++)
+        norm_row(x + r * d, d, g, b, eps, out + r * d);
+}
+
+void mtx_ul_layer_norm(const float *x, size_t rows, size_t d, const float *g,
+                       const float *b, float eps, float *out)
+{
+#if HAVE_AVX512
+    if (use_avx512()) {
+        layer_norm512(x, rows, d, g, b, eps, out);
+        return;
+    }
+#endif
+    layer_norm_v8(x, rows, d, g, b, eps, out);
+}
