@@ -32,7 +32,8 @@ static const struct cli_opt serve_opts[] = {
     {"threads", 't', "N", "network threads, 1..256 (default 4)", 0},
     {"llm-jobs", 0, "N",
      "model-bound jobs running at once, 1..256 (default 4); with --state "
-     "0 runs none here (other servers and 'worker --serve-jobs' do)",
+     "0 runs none here and needs no --llm (other servers and 'worker "
+     "--serve-jobs' do)",
      0},
     {"max-body", 0, "BYTES",
      "largest request body, 1KiB..1GiB (default "

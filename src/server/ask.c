@@ -323,12 +323,13 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
     return a;
 }
 
-/* 503 with what to set when a role has no model; never a fake answer. */
+/* 503 with what to set when a role has no model; never a fake answer. A
+ * front end that runs no jobs leaves that to the node that claims it. */
 static int llm_configured(struct mt_server *s, struct srv_resp *rs)
 {
     const char *role = missing_role(s);
 
-    if (!role)
+    if (!role || !mtx_srv_runs_jobs(s))
         return 1;
     mtx_srv_error(rs, 503,
                   "no language model is configured, so questions cannot be "
@@ -446,7 +447,8 @@ void mtx_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
+    if (mtx_srv_runs_jobs(s) &&
+        qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the question answerer could not start: %s",
                       err.msg);

@@ -569,6 +569,8 @@ int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
 
     if (model >= 0)
         return 1; /* every role has the chosen model's spec */
+    if (!mtx_srv_runs_jobs(s))
+        return 1; /* the node that claims the row checks its own */
     for (r = strategy_roles(st); *r; r++)
         if (!mtx_srv_llm_spec(s, *r))
             break;
@@ -717,7 +719,8 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         arg_free(a);
         return;
     }
-    if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
+    if (mtx_srv_runs_jobs(s) &&
+        mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
                         &a->agent, &a->own, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);

@@ -856,6 +856,11 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
     return st;
 }
 
+int mtx_srv_runs_jobs(const struct mt_server *s)
+{
+    return s->p.llm_jobs > 0;
+}
+
 enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err)
 {
     size_t i;
@@ -864,7 +869,7 @@ enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err)
 
     if (s->state_url && mtx_srv_queue_start(s, err) != MT_OK)
         return err->status;
-    if (s->p.llm_jobs == 0) /* a shared state's front end: others run them */
+    if (!mtx_srv_runs_jobs(s)) /* a shared state's front end: others do */
         return MT_OK;
     s->workers = mt_calloc(s->p.llm_jobs, sizeof *s->workers);
     if (!s->workers)

@@ -408,8 +408,9 @@ int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs);
 /* Reads mt_srv_check_fields into set[]; -1 after a 400. */
 int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
 /* 1 when every role of strategy 'st' has a model (always, for a chosen
- * --llm-choice 'model' >= 0), else sets a 503 that says what to configure
- * and returns 0. */
+ * --llm-choice 'model' >= 0, and on a front end that runs no jobs:
+ * mtx_srv_runs_jobs), else sets a 503 that says what to configure and
+ * returns 0. */
 int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
 /* The checker for a job of strategy 'st' on model 'model' (-1: --llm, or
@@ -489,6 +490,11 @@ struct srv_job_spec {
 };
 
 enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err);
+/* 0 on a shared state's front end (--llm-jobs 0): its routes check a
+ * request's fields and queue it, and need no model; the server or worker
+ * that claims the row checks its own models when it rebuilds the job
+ * (a run it cannot do fails there with the route's 503 message). */
+int mtx_srv_runs_jobs(const struct mt_server *s);
 /* Stops taking jobs, waits up to grace_s for queued and running jobs,
  * cancels the rest and joins the workers. */
 void mtx_srv_jobs_stop(struct mt_server *s, double grace_s);

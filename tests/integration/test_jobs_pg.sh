@@ -8,8 +8,9 @@
 # streamed tokens reach the state coalesced (fewer rows, the same text),
 # and a server with --event-retention prunes a finished run's event rows
 # while the run keeps its result. SIGTERM hands a running job back. A
-# server with --llm-jobs 0 runs none; `worker --serve-jobs` runs them,
-# a browser batch too (on its own copy of the store).
+# server with --llm-jobs 0 runs none and needs no --llm; `worker
+# --serve-jobs` runs them, a browser batch too (on its own copy of the
+# store).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 need_verb serve worker
@@ -189,7 +190,9 @@ for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${SERVE_PIDS[@]}"; do wait "$p"; done
 SERVE_PIDS=()
 stub_start quick --delay 100
-serve_start g --llm "$SPEC" --state "$PG_URL" --rate-limit 0 --llm-jobs 0
+# no --llm on G: a front end checks a request's fields, the worker that
+# claims the row its models (a 503 for a missing model was G's before)
+serve_start g --state "$PG_URL" --rate-limit 0 --llm-jobs 0
 UG=$U
 AG=("${A[@]}")
 # the worker's own copy of the store (another machine's): no batch folders
