@@ -4,6 +4,7 @@
  * thread" for the checker, question answering, the server and the CLI. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,7 +28,7 @@ struct worker {
     struct mt_index *idx;
     struct mt_store *store;
     char dir[DIR_MAX]; /* the corpus folder both were opened on */
-    int64_t stamp;     /* manifest_stamp when idx was opened (lazy only) */
+    uint64_t gen;      /* the retriever's gen when idx was opened */
     struct worker *next;
 };
 
@@ -40,14 +41,18 @@ struct mt_retriever {
     pthread_mutex_t pool_mu;
     struct worker *idle;
     /* The folder searched: db_dir, or the published snapshot its CURRENT
-     * names (pool_mu; cur_stamp identifies that CURRENT, cur_try is when
-     * a snapshot that did not check out was last looked at). */
+     * names (pool_mu; cur_stamp is the watch_stamp it was found at,
+     * cur_try when a snapshot that did not check out was last looked at,
+     * gen counts the changes of folder or index). 'published' says which
+     * file watch_stamp looks at; read without the lock. */
     char cur_dir[DIR_MAX];
     int64_t cur_stamp;
     time_t cur_try;
+    uint64_t gen;
+    atomic_int published;
     pthread_mutex_t emb_mu;  /* embedders take one call at a time */
     int emb_tried;           /* open_embedder ran (its result is kept) */
-    int64_t emb_stamp;       /* manifest_stamp of that try (follow) */
+    uint64_t emb_gen;        /* gen of that try (follow) */
     struct mt_error emb_err; /* why it failed, when it did */
     struct mt_embedder *emb;
     uint32_t index_dims; /* of the index's vectors, 0 = none */
@@ -62,9 +67,10 @@ void mt_retriever_default_params(struct mt_retriever_params *p)
 
 /* ==== Pool ==== */
 
-/* Identifies the index's current MANIFEST (inode, size, mtime; 0 when
- * there is none): a change means `medtrust index` committed a new index,
- * for example the vectors the demo builds after it starts serving BM25. */
+/* Identifies the file dir/name as it is now (inode, size, mtime; 0 when
+ * there is none). A new index/MANIFEST means `medtrust index` committed a
+ * new index, for example the vectors the demo builds after it starts
+ * serving BM25; a new CURRENT, a new snapshot. */
 static int64_t file_stamp(const char *dir, const char *name)
 {
     char path[DIR_MAX + 32];
@@ -78,48 +84,81 @@ static int64_t file_stamp(const char *dir, const char *name)
            (int64_t)sb.st_mtim.tv_nsec;
 }
 
-static int64_t manifest_stamp(const struct mt_retriever *r, const char *dir)
+/* The one file a search stats to see whether the folder or its index
+ * changed (follow only; 0 otherwise): a publish folder's CURRENT, since
+ * a snapshot never changes once whole (a new one is a new folder named
+ * by a new CURRENT); else the store's index/MANIFEST, and CURRENT as
+ * well while there is no MANIFEST (a node whose first copy is still
+ * arriving). */
+static int64_t watch_stamp(struct mt_retriever *r)
 {
-    if (!r->follow || !dir)
+    int64_t st;
+
+    if (!r->follow)
         return 0;
-    return file_stamp(dir, "index/MANIFEST");
+    if (atomic_load_explicit(&r->published, memory_order_relaxed))
+        return file_stamp(r->db_dir, MT_PUBLISH_CURRENT);
+    st = file_stamp(r->db_dir, "index/MANIFEST");
+    return st ? st : file_stamp(r->db_dir, MT_PUBLISH_CURRENT);
 }
 
-/* Copies the corpus folder to search into dir. With a published folder
- * (db_dir/CURRENT, include/medtrust/publish.h) that is the snapshot
- * CURRENT names; when following, a new CURRENT is checked (at most once
- * a second while its snapshot is incomplete) and switched to only when
- * whole, so searches go on on the one before meanwhile. */
-static enum mt_status current_dir(struct mt_retriever *r, char *dir,
-                                  struct mt_error *err)
+/* Brings cur_dir up to date for 'stamp' (pool_mu held). With a publish
+ * folder (db_dir/CURRENT, include/medtrust/publish.h) that is the
+ * snapshot CURRENT names; a new CURRENT is checked (at most once a second
+ * while its snapshot is incomplete) and switched to only when whole, so
+ * searches go on on the one before meanwhile. */
+static enum mt_status locate(struct mt_retriever *r, int64_t stamp,
+                             struct mt_error *err)
 {
-    int64_t stamp = r->follow ? file_stamp(r->db_dir, MT_PUBLISH_CURRENT) : 0;
     char next[DIR_MAX];
     struct mt_error e = {MT_OK, ""};
-    enum mt_status st = MT_OK;
+    enum mt_status st;
 
-    pthread_mutex_lock(&r->pool_mu);
     if (r->cur_dir[0] && (stamp == r->cur_stamp || time(NULL) == r->cur_try))
-        goto done;
+        return MT_OK;
     st = mt_publish_resolve(r->db_dir, next, sizeof next, &e);
     if (st == MT_OK) {
         if (r->cur_dir[0] && strcmp(next, r->cur_dir) != 0)
             mt_log(MT_LOG_INFO, "search now reads %s", next);
+        r->gen++;
         memcpy(r->cur_dir, next, sizeof next);
         r->cur_stamp = stamp;
-    } else if (r->cur_dir[0]) {
-        if (r->cur_try == 0)
-            mt_log(MT_LOG_WARN, "%s; still searching %s", e.msg, r->cur_dir);
-        r->cur_try = time(NULL);
-        st = MT_OK;
-    } else if (err) {
-        *err = e;
-    }
-    if (st == MT_OK && r->cur_stamp == stamp)
         r->cur_try = 0;
-done:
-    if (st == MT_OK)
-        memcpy(dir, r->cur_dir, DIR_MAX);
+        atomic_store_explicit(&r->published, strcmp(next, r->db_dir) != 0,
+                              memory_order_relaxed);
+        return MT_OK;
+    }
+    if (!r->cur_dir[0]) {
+        if (err)
+            *err = e;
+        return st;
+    }
+    if (r->cur_try == 0)
+        mt_log(MT_LOG_WARN, "%s; still searching %s", e.msg, r->cur_dir);
+    r->cur_try = time(NULL);
+    return MT_OK;
+}
+
+/* The corpus folder to search now into dir, and its generation; with
+ * 'idle', an idle handle too (NULL when none): a search makes one stat
+ * and takes pool_mu once. */
+static enum mt_status where(struct mt_retriever *r, char *dir, uint64_t *gen,
+                            struct worker **idle, struct mt_error *err)
+{
+    int64_t stamp = watch_stamp(r);
+    enum mt_status st;
+
+    pthread_mutex_lock(&r->pool_mu);
+    st = locate(r, stamp, err);
+    if (st == MT_OK) {
+        memcpy(dir, r->cur_dir, strlen(r->cur_dir) + 1);
+        *gen = r->gen;
+    }
+    if (st == MT_OK && idle) {
+        *idle = r->idle;
+        if (r->idle)
+            r->idle = r->idle->next;
+    }
     pthread_mutex_unlock(&r->pool_mu);
     return st;
 }
@@ -137,29 +176,23 @@ static enum mt_status borrow(struct mt_retriever *r, struct worker **out,
                              struct mt_error *err)
 {
     char dir[DIR_MAX];
-    int64_t stamp;
-    struct worker *w;
+    uint64_t gen = 0;
+    struct worker *w = NULL;
     enum mt_status st;
 
     if (!r->db_dir)
         return mt_fail(err, MT_EINVAL, "no corpus store is configured");
-    st = current_dir(r, dir, err);
+    st = where(r, dir, &gen, &w, err);
     if (st != MT_OK)
         return st;
-    stamp = manifest_stamp(r, dir);
-    pthread_mutex_lock(&r->pool_mu);
-    w = r->idle;
-    if (w)
-        r->idle = w->next;
-    pthread_mutex_unlock(&r->pool_mu);
-    if (w && w->stamp == stamp && strcmp(w->dir, dir) == 0) {
+    if (w && w->gen == gen) {
         *out = w;
         return MT_OK;
     }
     /* a rebuilt index (new MANIFEST) or a newly published snapshot is
      * picked up by the next search on this handle (follow only:
-     * otherwise stamps are all 0 and the folder never changes); a search
-     * holding a handle on the old one goes on with its open files */
+     * otherwise gen never changes after the first); a search holding a
+     * handle on the old one goes on with its open files */
     if (w) {
         mt_index_close(w->idx);
         mt_store_close(w->store);
@@ -170,7 +203,7 @@ static enum mt_status borrow(struct mt_retriever *r, struct worker **out,
     if (!w)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     w->idx = NULL;
-    w->stamp = stamp;
+    w->gen = gen;
     memcpy(w->dir, dir, sizeof dir);
     st = mt_index_open(dir, &w->idx, err);
     if (st != MT_OK) {
@@ -226,18 +259,21 @@ static enum mt_status open_embedder(struct mt_retriever *r,
     char dir[DIR_MAX];
     const char *spec = r->emb_spec;
     enum mt_status st = MT_OK;
-    int has_dir = r->db_dir && current_dir(r, dir, NULL) == MT_OK;
-    int64_t stamp = has_dir ? manifest_stamp(r, dir) : 0;
+    uint64_t gen = 0;
+    int has_dir;
 
+    if (r->emb) /* kept once open: nothing to look at */
+        return MT_OK;
+    has_dir = r->db_dir && where(r, dir, &gen, NULL, NULL) == MT_OK;
     /* tried again when the index changed and there is no embedder yet:
      * vectors built after a server started switch dense search on */
-    if (r->emb_tried && (r->emb || r->emb_stamp == stamp)) {
+    if (r->emb_tried && r->emb_gen == gen) {
         if (r->emb_err.status != MT_OK && err)
             *err = r->emb_err;
         return r->emb_err.status;
     }
     r->emb_tried = 1;
-    r->emb_stamp = stamp;
+    r->emb_gen = gen;
     mt_error_clear(&r->emb_err);
     if (has_dir)
         st = mt_index_peek_embedder(dir, rec, sizeof rec, &r->index_dims,
