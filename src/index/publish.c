@@ -589,24 +589,23 @@ enum mt_status mt_publish_resolve(const char *dir, char *buf, size_t n,
 
 enum mt_status mt_publish_refuse_writes(const char *dir, struct mt_error *err)
 {
+    static const char *const marks[][2] = {
+        {MT_PUBLISH_CURRENT, "a publish folder"},
+        {MT_PUBLISH_SNAPSHOT, "a published snapshot"},
+    };
     char path[PUB_PATH];
+    size_t i;
 
-    if (path_join(path, dir, MT_PUBLISH_CURRENT, err) != MT_OK)
-        return MT_EINVAL;
-    if (access(path, F_OK) == 0)
-        return mt_fail(err, MT_EINVAL,
-                       "%s is a publish folder (it has %s): its snapshots "
-                       "are served as 'medtrust publish' wrote them. Write "
-                       "to the store it was published from, then run "
-                       "'medtrust publish --db STORE --to %s'",
-                       dir, MT_PUBLISH_CURRENT, dir);
-    if (path_join(path, dir, MT_PUBLISH_SNAPSHOT, err) != MT_OK)
-        return MT_EINVAL;
-    if (access(path, F_OK) == 0)
-        return mt_fail(err, MT_EINVAL,
-                       "%s is a published snapshot (it has %s, which lists "
-                       "its files and sizes). Write to the store it was "
-                       "published from, then publish again",
-                       dir, MT_PUBLISH_SNAPSHOT);
+    for (i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        if (path_join(path, dir, marks[i][0], err) != MT_OK)
+            return MT_EINVAL;
+        if (access(path, F_OK) == 0)
+            return mt_fail(err, MT_EINVAL,
+                           "%s is %s (it has %s): nodes serve it as "
+                           "'medtrust publish' wrote it. Write to the store "
+                           "it was published from, then run 'medtrust "
+                           "publish --db STORE --to PUBDIR' again",
+                           dir, marks[i][1], marks[i][0]);
+    }
     return MT_OK;
 }
