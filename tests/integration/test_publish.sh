@@ -57,15 +57,19 @@ else
     not_ok "node on snapshot 1" "quokkaflux $before, lace plant $lace" "$(cat "$TMP/serr")"
 fi
 
-# Searches all through the switch: each must answer 200.
-python3 - "$U" "$csrf" "$TMP/jar" "$TMP/load" <<'PY' &
-import http.cookiejar, json, sys, time, urllib.request
-u, csrf, jar, out = sys.argv[1:5]
+# Searches all through the switch: each must answer 200. They go on until
+# the switch is over ($TMP/switched), then 20 more, however long the
+# index and publish below take on a loaded machine (at most 300 s).
+python3 - "$U" "$csrf" "$TMP/jar" "$TMP/load" "$TMP/switched" <<'PY' &
+import http.cookiejar, json, os, sys, time, urllib.request
+u, csrf, jar, out, done = sys.argv[1:6]
 cj = http.cookiejar.MozillaCookieJar(jar); cj.load(ignore_discard=True, ignore_expires=True)
 op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(cj))
 codes = []
-end = time.time() + 10
-while time.time() < end:
+end, more = time.time() + 300, 20
+while time.time() < end and more > 0:
+    if os.path.exists(done):
+        more -= 1
     rq = urllib.request.Request(u + "/v1/search", data=json.dumps({"query": "lace plant quokkaflux", "k": 5}).encode(),
                                 headers={"Content-Type": "application/json", "X-CSRF-Token": csrf})
     try:
@@ -106,6 +110,7 @@ else
 fi
 # the old snapshot removed from the node while searches run
 rm -rf "$NODE/snap-000001"
+: >"$TMP/switched"
 wait $LOAD
 n=$(wc -l <"$TMP/load")
 bad=$(grep -vc '^200:' "$TMP/load")
