@@ -68,7 +68,8 @@ typedef enum mt_status (*mt_index_rerank_fn)(void *user, const char *query,
                                              float *scores,
                                              struct mt_error *err);
 
-/* Build settings. Segment merging keeps at most max_segments segments. */
+/* Build settings. Merges keep about max_segments segments (mt_index_build
+ * says when it keeps more). */
 /* While `medtrust index` builds, it keeps DIR/MT_INDEX_BUILD_STATUS up to
  * date (JSON: pid, embedder, done, total, rate, eta_s, started, updated;
  * written atomically about once a second, removed at the end), so a
@@ -78,7 +79,7 @@ typedef enum mt_status (*mt_index_rerank_fn)(void *user, const char *query,
 struct mt_index_build_params {
     float title_weight;    /* BM25F weight of the title field, default 2 */
     float text_weight;     /* default 1 */
-    uint32_t max_segments; /* merge everything past this, default 8 */
+    uint32_t max_segments; /* merge the smallest past this, default 8 */
     int rebuild;           /* ignore existing segments, build one anew */
     /* Dense vectors: set embed to build them. 'embedder' names it (stored
      * in the manifest; a different name forces a rebuild); dims is the
@@ -114,17 +115,23 @@ struct mt_index_build_params {
 void mt_index_default_build_params(struct mt_index_build_params *p);
 
 struct mt_index_build_result {
-    uint64_t chunks_added; /* chunks put in new segments */
-    uint32_t segments;     /* segments in the index afterwards */
-    int merged;            /* 1 when the build rewrote the whole index */
+    uint64_t chunks_added;    /* chunks put in new segments */
+    uint32_t segments;        /* segments in the index afterwards */
+    int merged;               /* 1 when the build rewrote the whole index */
+    uint32_t segments_merged; /* segments a tiered merge rewrote as one */
 };
 
 /* Brings the index of store 's' up to date: new chunks go into a new
  * segment (several past segment_bytes); when chunks were deleted or
- * replaced, or there are more than max_segments segments, the whole index
- * is rebuilt (into one, or several past segment_bytes). Appending to an
- * index, or building a new one, saves each finished segment, so a killed
- * build resumes after the last. Not thread-safe against another build of
+ * replaced, the whole index is rebuilt (into one, or several past
+ * segment_bytes). When one more segment would pass max_segments, the
+ * smallest neighbouring segments (max_segments / 2 of them, or as many as
+ * make room) are first built again from the store as one, in one manifest
+ * swap; segments whose merge would pass segment_bytes are never merged,
+ * so an index of many full segments keeps more than max_segments.
+ * Appending to an index, or building a new one, saves each finished
+ * segment, so a killed build resumes after the last; a killed merge
+ * leaves the index as it was. Not thread-safe against another build of
  * the same store. */
 enum mt_status mt_index_build(struct mt_store *s,
                               const struct mt_index_build_params *params,

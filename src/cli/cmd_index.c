@@ -395,6 +395,9 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
         mtx_progress_finish(b.bar);
     mtx_progress_free(b.bar);
     mt_embedder_close(e);
+    if (st == MT_OK && !o->json && br.segments_merged)
+        printf("search index: merged the %u smallest segments\n",
+               br.segments_merged);
     if (st == MT_OK && !o->json)
         printf("search index: %llu chunks added%s, %u segment%s\n",
                (unsigned long long)br.chunks_added,

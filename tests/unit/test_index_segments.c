@@ -111,50 +111,92 @@ static void embed_one(const char *t, size_t n, float *out)
     }
 }
 
+/* The embedder's count of texts, and a failure once it passes fail_after
+ * (0: never), to kill a build part-way. */
+struct bow {
+    size_t seen, fail_after;
+};
+
 static enum mt_status bow_embed(void *user, const char *const *texts,
                                 const size_t *lens, size_t n, float *out,
                                 struct mt_error *err)
 {
+    struct bow *b = user;
     size_t i;
 
-    (void)user;
-    (void)err;
     for (i = 0; i < n; i++)
         embed_one(texts[i], lens[i], out + i * DIMS);
+    b->seen += n;
+    if (b->fail_after && b->seen > b->fail_after)
+        return mt_fail(err, MT_EIO, "test embedder: gone");
     return MT_OK;
 }
 
-/* Builds the store at 'leaf' with the documents in 'parts' batches, one
- * build after each; seg_bytes limits each segment (0: one per build). */
-static uint32_t make_index(const char *leaf, int parts, uint64_t seg_bytes,
-                           int float_norms, char *dir, size_t n)
-{
-    struct mt_store *s = NULL;
-    struct mt_index_build_params bp;
-    struct mt_index_build_result r;
-    int p;
+/* How a test index is built: a build after the documents up to each
+ * cut (the last is NDOCS), each segment at most seg_bytes (0: one per
+ * build), at most max_segments (0: 64) before a merge. */
+struct spec {
+    const int *cuts;
+    size_t ncuts;
+    uint64_t seg_bytes;
+    int float_norms;
+    uint32_t max_segments;
+};
 
-    snprintf(dir, n, "%s/%s", tmpl, leaf);
-    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
-    mt_index_default_build_params(&bp);
-    bp.embedder = "bow";
-    bp.dims = DIMS;
-    bp.embed = bow_embed;
+static void build_params(struct mt_index_build_params *bp,
+                         const struct spec *sp, struct bow *e)
+{
+    mt_index_default_build_params(bp);
+    bp->embedder = "bow";
+    bp->dims = DIMS;
+    bp->embed = bow_embed;
+    bp->embed_user = e;
     /* Codes alone: a flat scan is then exact whatever the segments. (The
      * int8r and float32 stores re-score each segment's best max(4k, 64)
      * codes, so more segments re-score more candidates: not a question of
      * collection statistics.) */
-    bp.vec_store = MT_VEC_STORE_INT8;
-    bp.segment_bytes = seg_bytes;
-    bp.bm25_float_norms = float_norms;
-    bp.max_segments = 64;
-    for (p = 0; p < parts; p++) {
-        seed(s, NDOCS * p / parts, NDOCS * (p + 1) / parts);
+    bp->vec_store = MT_VEC_STORE_INT8;
+    bp->segment_bytes = sp->seg_bytes;
+    bp->bm25_float_norms = sp->float_norms;
+    bp->max_segments = sp->max_segments ? sp->max_segments : 64;
+}
+
+/* Builds the store at 'leaf' as sp says; no build rewrites the whole
+ * index, and none keeps more than max_segments segments unless their
+ * merges would pass seg_bytes. Returns the last build's result. */
+static struct mt_index_build_result
+make_spec(const char *leaf, const struct spec *sp, char *dir, size_t n)
+{
+    struct mt_store *s = NULL;
+    struct mt_index_build_params bp;
+    struct mt_index_build_result r;
+    struct bow e = {0, 0};
+    size_t i;
+
+    snprintf(dir, n, "%s/%s", tmpl, leaf);
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    build_params(&bp, sp, &e);
+    for (i = 0; i < sp->ncuts; i++) {
+        seed(s, i ? sp->cuts[i - 1] : 0, sp->cuts[i]);
         CHECK_OK(mt_index_build(s, &bp, &r, NULL));
-        CHECK(!r.merged || p == 0);
+        CHECK(!r.merged || i == 0); /* the first one is "rebuilt" */
+        CHECK(sp->seg_bytes || r.segments <= bp.max_segments);
     }
     mt_store_close(s);
-    return r.segments;
+    return r;
+}
+
+/* 'parts' equal batches. */
+static uint32_t make_index(const char *leaf, int parts, uint64_t seg_bytes,
+                           int float_norms, char *dir, size_t n)
+{
+    int cuts[8];
+    struct spec sp = {cuts, (size_t)parts, seg_bytes, float_norms, 0};
+    int p;
+
+    for (p = 0; p < parts; p++)
+        cuts[p] = NDOCS * (p + 1) / parts;
+    return make_spec(leaf, &sp, dir, n).segments;
 }
 
 /* ==== Comparing searches ==== */
@@ -300,11 +342,94 @@ static void test_segments_appended_rank_as_one(void **state)
     compare_all(one, many);
 }
 
+static int has_segment(const char *dir, const char *name)
+{
+    char path[256];
+
+    snprintf(path, sizeof path, "%s/index/%s.bm25", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Eleven builds with at most 4 segments: each build past that merges the
+ * cheapest neighbours (never a full rebuild; the 1,000-document first
+ * segment is never rewritten), and the result ranks as one segment. */
+static void test_segments_merge_smallest_not_rebuild(void **state)
+{
+    static const int cuts[] = {1000, 1100, 1180, 1250, 1330, 1400,
+                               1470, 1540, 1620, 1700, NDOCS};
+    struct spec sp = {cuts, 11, 0, 1, 4};
+    char one[128], many[128];
+    struct mt_index_build_result r;
+    (void)state;
+    CHECK(make_index("one-m", 1, 0, 1, one, sizeof one) == 1);
+    r = make_spec("merged", &sp, many, sizeof many);
+    CHECK(r.segments >= 3 && r.segments <= 4 && r.segments_merged >= 2);
+    CHECK(has_segment(many, "seg-000001"));
+    CHECK(!has_segment(many, "seg-000005")); /* merged away */
+    check_segments(many, 3);
+    compare_all(one, many);
+}
+
+/* A merge killed part-way (the embedder fails while the merged segment
+ * is built) leaves the index as it was; the next build merges again and
+ * finishes, and the index then ranks as one segment. */
+static void test_segments_killed_merge_leaves_index(void **state)
+{
+    static const int cuts[] = {1000, 1100, 1200, 1300};
+    struct spec sp = {cuts, 4, 0, 1, 4};
+    struct mt_index_build_params bp;
+    struct mt_index_build_result r;
+    struct mt_index_stats st;
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_error err;
+    struct bow e = {0, 50};
+    char one[128], many[128];
+    (void)state;
+    CHECK(make_index("one-k", 1, 0, 1, one, sizeof one) == 1);
+    r = make_spec("killed", &sp, many, sizeof many);
+    CHECK(r.segments == 4 && r.segments_merged == 0);
+    CHECK_OK(mt_store_open(many, NULL, &s, NULL));
+    build_params(&bp, &sp, &e);
+    seed(s, 1300, 1400);
+    CHECK(mt_index_build(s, &bp, &r, &err) == MT_EIO);
+    CHECK_OK(mt_index_open(many, &idx, NULL));
+    mt_index_stats(idx, &st);
+    CHECK(st.segments == 4 && st.chunks == 1300);
+    mt_index_close(idx);
+    e.fail_after = 0;
+    CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+    CHECK(!r.merged && r.segments_merged == 2 && r.segments == 4);
+    seed(s, 1400, NDOCS);
+    CHECK_OK(mt_index_build(s, &bp, &r, NULL));
+    CHECK(!r.merged && r.segments <= 4);
+    mt_store_close(s);
+    compare_all(one, many);
+}
+
+/* Segments built to a 24 KiB budget are not merged (a merge would pass
+ * it): the index keeps more than max_segments instead of a rebuild. */
+static void test_segments_full_ones_never_merge(void **state)
+{
+    static const int cuts[] = {1500, NDOCS};
+    struct spec sp = {cuts, 2, 24 << 10, 1, 4};
+    char one[128], many[128];
+    struct mt_index_build_result r;
+    (void)state;
+    CHECK(make_index("one-f", 1, 0, 1, one, sizeof one) == 1);
+    r = make_spec("full", &sp, many, sizeof many);
+    CHECK(!r.merged && r.segments > 4);
+    compare_all(one, many);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_segments_split_rank_as_one),
         cmocka_unit_test(test_segments_appended_rank_as_one),
+        cmocka_unit_test(test_segments_merge_smallest_not_rebuild),
+        cmocka_unit_test(test_segments_killed_merge_leaves_index),
+        cmocka_unit_test(test_segments_full_ones_never_merge),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
