@@ -306,8 +306,9 @@ def usearch(files, n):
     rows = []
     cfgs = [("medtrust int8 + 4-bit residual", mb1[0], mb1)]
     mlabel = {"i8": "medtrust int8 codes only",
-              "f32": "medtrust int8 + float32 re-score"}
-    for var in ("i8", "f32"):
+              "f32": "medtrust int8 + float32 re-score",
+              "r2": "medtrust int8 + 2-bit residual"}
+    for var in ("r2", "i8", "f32"):
         vb = [b for b in m.get("hnsw_variants", []) if b["variant"] == var]
         if vb:
             cfgs.append((mlabel[var], vb[0], vb))

@@ -19,6 +19,7 @@
  * VARIANTS: how the vector set keeps its vectors, each variant built with
  * every thread count (default "r4"):
  *   r4   int8 codes + 4-bit residual (the default set, what `index` writes)
+ *   r2   int8 codes + 2-bit residual (`index --vectors int8r2`)
  *   i8   int8 codes only (refine 0): the vector bytes of USearch's i8, the
  *        recall capped by the codes
  *   f32  int8 codes + float32 copies (keep_float): exact re-scoring, the
@@ -47,10 +48,11 @@ struct variant {
     const char *name;
     int refine;
     int keep_float;
+    uint32_t refine_bits;
 };
 
 static const struct variant variants[] = {
-    {"r4", 1, 0}, {"i8", 0, 0}, {"f32", 0, 1}};
+    {"r4", 1, 0, 4}, {"i8", 0, 0, 4}, {"f32", 0, 1, 4}, {"r2", 1, 0, 2}};
 #define NVARIANTS (sizeof variants / sizeof variants[0])
 
 struct data {
@@ -232,6 +234,7 @@ static struct mt_vecset *make_set(const struct data *dt,
 
     vp.refine = v->refine;
     vp.keep_float = v->keep_float;
+    vp.refine_bits = v->refine_bits;
     if (mtx_vecset_new(dt->d, &vp, &vs) != MT_OK)
         return NULL;
     for (j = 0; j < dt->n; j++)
@@ -303,7 +306,7 @@ int main(int argc, char **argv)
     if (nbuild == 0 || !(vset & 1u)) {
         fprintf(stderr,
                 "vec_mt: bad THREADS '%s' or VARIANTS '%s' (r4 "
-                "first, then any of i8, f32)\n",
+                "first, then any of i8, f32, r2)\n",
                 argc > 6 ? argv[6] : "", argc > 7 ? argv[7] : "");
         return 2;
     }

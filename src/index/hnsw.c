@@ -14,7 +14,8 @@
 #include "medtrust/core.h"
 
 #define HNSW_MAGIC "MTHNSW02"
-#define HNSW_VERSION 2u
+#define HNSW_VERSION 3u           /* 3: links bit-packed (HMET's link_bits) */
+#define HNSW_OLDEST_VERSION 2u    /* 2: links as u32, still read */
 #define HNSW_OLD_MAGIC "MTHNSW01" /* the format before the segment one */
 #define HNSW_MAX_LEVEL 30u
 #define HNSW_MAX_M 128u
@@ -77,10 +78,14 @@ struct mt_hnsw {
     uint32_t max_level;
     uint32_t entry;
     uint64_t n_upper; /* upper-level link blocks */
+    uint32_t lbits;   /* bits of each entry (count or id) of a link block:
+                         32 while building and in version 2 files (u32
+                         entries), else the fewest that hold n - 1 and M0
+                         (link_bits) */
     const uint8_t *levels;
     const uint32_t *upper_off; /* first upper block of each node */
-    const uint32_t *links0;    /* n blocks of [count, M0 ids] */
-    const uint32_t *upper;     /* n_upper blocks of [count, M ids] */
+    const void *links0;        /* n blocks of [count, M0 ids] */
+    const void *upper;         /* n_upper blocks of [count, M ids] */
     uint8_t *levels_mem;
     uint32_t *upper_off_mem;
     uint32_t *links0_mem;
@@ -245,15 +250,131 @@ static uint32_t max_links(const struct mt_hnsw *h, uint32_t level)
     return level ? h->p.M : h->M0;
 }
 
-/* Returns [count, ids...] of node id on 'level' (<= its level). */
-static const uint32_t *links(const struct mt_hnsw *h, uint32_t id,
-                             uint32_t level)
+/* ==== Link blocks ====
+ *
+ * A block is [count, ids...] with room for max_links ids, each entry
+ * 'lbits' wide. With 32 bits the entries are plain u32 (the build's
+ * arrays, version 2 files); narrower, they are packed little-endian
+ * bit fields, entry e at bit e * lbits, and the array carries 8 bytes of
+ * slack so that every entry is read with one unaligned 64-bit load. At
+ * 20K vectors (15 bits) a level-0 block of M 16 takes 62 bytes instead
+ * of 132: the graph was over half of what a default file adds to the
+ * codes (BENCHMARKS.md, "int8r file"). */
+#define PACK_SLACK 8u
+
+/* Bits that hold every value 0..x (at least 1). */
+static uint32_t bits_for(uint64_t x)
 {
-    if (level == 0)
-        return h->links0 + (size_t)id * (h->M0 + 1);
-    return h->upper + ((size_t)h->upper_off[id] + level - 1) * (h->p.M + 1);
+    uint32_t b = 1;
+
+    while (b < 32 && (x >> b) != 0)
+        b++;
+    return b;
 }
 
+/* The entry width a file of this graph gets: ids up to n - 1 and counts
+ * up to M0. */
+static uint32_t link_bits(const struct mt_hnsw *h)
+{
+    uint64_t most = h->n > 0 ? h->n - 1 : 0;
+
+    return bits_for(most > h->M0 ? most : h->M0);
+}
+
+/* Bytes of an array of 'entries' entries of 'bits' each. */
+static size_t packed_bytes(uint64_t entries, uint32_t bits)
+{
+    if (bits == 32)
+        return (size_t)entries * 4;
+    return (size_t)((entries * bits + 7) / 8) + PACK_SLACK;
+}
+
+static uint32_t entry_get(const void *a, uint64_t e, uint32_t bits)
+{
+    uint64_t pos = e * bits;
+    uint64_t w;
+
+    if (bits == 32)
+        return ((const uint32_t *)a)[e];
+    memcpy(&w, (const unsigned char *)a + (pos >> 3), sizeof w);
+    return (uint32_t)((w >> (pos & 7)) & ((1ull << bits) - 1));
+}
+
+/* Sets entry e (zero before) of a packed array. */
+static void entry_put(unsigned char *a, uint64_t e, uint32_t bits, uint32_t v)
+{
+    uint64_t pos = e * bits;
+    uint64_t w;
+
+    memcpy(&w, a + (pos >> 3), sizeof w);
+    w |= (uint64_t)v << (pos & 7);
+    memcpy(a + (pos >> 3), &w, sizeof w);
+}
+
+/* Unpacks the block at bit 'pos' of a ('bits' wide entries, < 32) into
+ * l; returns the count. The bit position steps on instead of being
+ * multiplied out again for each entry. */
+static uint32_t unpack_block(const unsigned char *a, uint64_t pos,
+                             uint32_t bits, uint32_t *l)
+{
+    uint64_t mask = (1ull << bits) - 1;
+    uint64_t w;
+    uint32_t c;
+    uint32_t i;
+
+    memcpy(&w, a + (pos >> 3), sizeof w);
+    c = (uint32_t)((w >> (pos & 7)) & mask);
+    l[0] = c;
+    for (i = 1; i <= c; i++) {
+        pos += bits;
+        memcpy(&w, a + (pos >> 3), sizeof w);
+        l[i] = (uint32_t)((w >> (pos & 7)) & mask);
+    }
+    return c;
+}
+
+/* The array and first entry of node id's block on 'level' (<= its
+ * level). */
+static const void *block_of(const struct mt_hnsw *h, uint32_t id,
+                            uint32_t level, uint64_t *e)
+{
+    if (level == 0) {
+        *e = (uint64_t)id * (h->M0 + 1);
+        return h->links0;
+    }
+    *e = ((uint64_t)h->upper_off[id] + level - 1) * (h->p.M + 1);
+    return h->upper;
+}
+
+/* Copies [count, ids...] of node id on 'level' into l (room for
+ * max_links + 1); returns the count. The count is not checked here:
+ * mtx_hnsw_open checks every block (graph_ok) and the build writes
+ * none past max_links. */
+static uint32_t read_links(const struct mt_hnsw *h, uint32_t id, uint32_t level,
+                           uint32_t *l)
+{
+    uint64_t e;
+    const void *a = block_of(h, id, level, &e);
+
+    if (h->lbits == 32) {
+        const uint32_t *src = (const uint32_t *)a + e;
+        memcpy(l, src, ((size_t)src[0] + 1) * sizeof *l);
+        return l[0];
+    }
+    return unpack_block(a, e * h->lbits, h->lbits, l);
+}
+
+/* Where node id's block on 'level' starts, for a prefetch. */
+static const void *block_addr(const struct mt_hnsw *h, uint32_t id,
+                              uint32_t level)
+{
+    uint64_t e;
+    const unsigned char *a = block_of(h, id, level, &e);
+
+    return a + ((e * h->lbits) >> 3);
+}
+
+/* The build's own u32 block of node id on 'level'. */
 static uint32_t *links_mut(struct mt_hnsw *h, uint32_t id, uint32_t level)
 {
     if (level == 0)
@@ -299,11 +420,10 @@ static void greedy(const struct mt_hnsw *h, const int8_t *q, float qs,
     int changed = 1;
 
     while (changed) {
-        const uint32_t *src = links(h, cur->id, level);
         uint32_t i;
         changed = 0;
         lock_node(h, cur->id);
-        memcpy(l, src, ((size_t)src[0] + 1) * sizeof *l);
+        read_links(h, cur->id, level, l);
         unlock_node(h, cur->id);
         for (i = 1; i <= l[0]; i++) {
             struct mt_vec_hit x = {l[i], sim_q(h, q, qs, l[i])};
@@ -357,11 +477,13 @@ static void prefetch_node(const struct mt_hnsw *h, uint32_t id)
 static uint32_t fresh_neighbours(const struct mt_hnsw *h, struct scratch *s,
                                  uint32_t c, uint32_t level)
 {
-    const uint32_t *l = links(h, c, level);
+    uint32_t l[2 * HNSW_MAX_M + 1];
     uint32_t nf = 0;
     uint32_t i;
 
     lock_node(h, c);
+    read_links(h, c, level, l);
+    unlock_node(h, c);
     for (i = 1; i <= l[0]; i++) {
         uint32_t id = l[i];
         if (visit(s, id))
@@ -369,7 +491,6 @@ static uint32_t fresh_neighbours(const struct mt_hnsw *h, struct scratch *s,
         prefetch_node(h, id);
         s->bl.a[nf++].id = id;
     }
-    unlock_node(h, c);
     return nf;
 }
 
@@ -395,7 +516,7 @@ static enum mt_status search_layer(const struct mt_hnsw *h, struct scratch *s,
             break;
         heap_pop(&s->cands, 0);
         if (s->cands.n > 0) /* the next node expanded, most likely */
-            __builtin_prefetch(links(h, s->cands.a[0].id, level));
+            __builtin_prefetch(block_addr(h, s->cands.a[0].id, level));
         nf = fresh_neighbours(h, s, c.id, level);
         for (i = 0; i < nf; i++) {
             struct mt_vec_hit x = {s->bl.a[i].id, 0.0f};
@@ -443,7 +564,7 @@ static void prefetch_rescore(const struct mt_hnsw *h, uint32_t id)
     const float *f = mtx_vecset_float(h->vs, id);
     const uint8_t *r = mtx_vecset_refine(h->vs, id);
     const char *p = f ? (const char *)f : (const char *)r;
-    size_t len = f ? h->dims * sizeof(float) : (h->dims + 1) / 2;
+    size_t len = f ? h->dims * sizeof(float) : mtx_vecset_refine_bytes(h->vs);
     size_t off;
 
     for (off = 0; p && off < len; off += 64)
@@ -737,6 +858,7 @@ static enum mt_status hnsw_alloc(const struct mt_hnsw_params *p,
         return MT_ENOMEM;
     h->p = *p;
     h->M0 = 2 * p->M;
+    h->lbits = 32;
     h->entry = NONE;
     h->k = mtx_simd_get();
     h->pool = mt_calloc(1, sizeof *h->pool);
@@ -925,21 +1047,27 @@ struct mt_hnsw_params mtx_hnsw_params_of(const struct mt_hnsw *h)
 /* An HNSW file is a vector file (vec.h, "Files") holding the set's
  * sections and these, 64-byte aligned:
  *   HMET  u64 M, max_level, entry, n_upper, ef_construction, ef_search,
- *         seed, rescore (in an old file: its header's aux[1..8])
+ *         seed, rescore, link_bits (in an old file: its header's
+ *         aux[1..8]; version 2 and old files have no link_bits: 32)
  *   HLEV  n level bytes
  *   HOFF  n u32: each node's first upper block
- *   HL0_  n level-0 blocks of [count, M0 ids] (u32)
- *   HUP_  n_upper blocks of [count, M ids] (u32)
+ *   HL0_  n level-0 blocks of [count, M0 ids], link_bits an entry
+ *         ("Link blocks"; version 2: u32)
+ *   HUP_  n_upper blocks of [count, M ids], the same
+ * Version 3 packs the links; version 2 files still open (u32 links),
+ * and an older binary refuses a version 3 file by its version number.
  * Files written before ("MTHNSW01") open through the old reader. */
-#define HNSW_META 8
+#define HNSW_META 9
+#define HNSW_META_V2 8
+#define PACK_CHUNK 8192u /* entries packed per write; a multiple of 8 */
 #define SEC_META MT_SEG_ID('H', 'M', 'E', 'T')
 #define SEC_LEVELS MT_SEG_ID('H', 'L', 'E', 'V')
 #define SEC_UPPER_OFF MT_SEG_ID('H', 'O', 'F', 'F')
 #define SEC_LINKS0 MT_SEG_ID('H', 'L', '0', '_')
 #define SEC_UPPER MT_SEG_ID('H', 'U', 'P', '_')
 
-static const struct mtx_vec_kind hnsw_kind = {HNSW_MAGIC, HNSW_VERSION,
-                                              HNSW_OLD_MAGIC};
+static const struct mtx_vec_kind hnsw_kind = {
+    HNSW_MAGIC, HNSW_VERSION, HNSW_OLDEST_VERSION, HNSW_OLD_MAGIC};
 
 static void hnsw_meta(const struct mt_hnsw *h, uint64_t m[HNSW_META])
 {
@@ -951,6 +1079,38 @@ static void hnsw_meta(const struct mt_hnsw *h, uint64_t m[HNSW_META])
     m[5] = h->p.ef_search;
     m[6] = h->p.seed;
     m[7] = (uint64_t)h->p.rescore;
+    m[8] = link_bits(h);
+}
+
+/* Writes 'entries' entries of the array 'a' (h->lbits wide) as one
+ * section of 'bits'-wide entries, PACK_CHUNK at a time so that the
+ * writer's memory stays small. */
+static enum mt_status put_links(const struct mt_hnsw *h,
+                                struct mt_seg_writer *w, uint32_t id,
+                                const void *a, uint64_t entries, uint32_t bits,
+                                struct mt_error *err)
+{
+    size_t cap = PACK_CHUNK / 8 * bits + PACK_SLACK;
+    unsigned char *buf = mt_malloc(cap);
+    enum mt_status st = mtx_seg_writer_begin(w, id, err);
+    uint64_t done;
+
+    if (!buf)
+        st = mt_fail(err, MT_ENOMEM, "hnsw: out of memory");
+    for (done = 0; st == MT_OK && done < entries; done += PACK_CHUNK) {
+        uint64_t n = entries - done < PACK_CHUNK ? entries - done : PACK_CHUNK;
+        uint64_t i;
+        memset(buf, 0, cap);
+        for (i = 0; i < n; i++)
+            entry_put(buf, i, bits, entry_get(a, done + i, h->lbits));
+        st = mtx_seg_writer_write(w, buf, (size_t)((n * bits + 7) / 8), err);
+    }
+    if (st == MT_OK) {
+        memset(buf, 0, PACK_SLACK);
+        st = mtx_seg_writer_write(w, buf, PACK_SLACK, err);
+    }
+    mt_free(buf);
+    return st;
 }
 
 static enum mt_status put_graph(const struct mt_hnsw *h,
@@ -967,11 +1127,11 @@ static enum mt_status put_graph(const struct mt_hnsw *h,
     if (st == MT_OK)
         st = mtx_vec_file_put(w, SEC_UPPER_OFF, h->upper_off, n * 4, err);
     if (st == MT_OK)
-        st = mtx_vec_file_put(w, SEC_LINKS0, h->links0, n * (h->M0 + 1) * 4,
-                              err);
+        st = put_links(h, w, SEC_LINKS0, h->links0, (uint64_t)n * (h->M0 + 1),
+                       (uint32_t)meta[8], err);
     if (st == MT_OK)
-        st = mtx_vec_file_put(w, SEC_UPPER, h->upper,
-                              (size_t)h->n_upper * (h->p.M + 1) * 4, err);
+        st = put_links(h, w, SEC_UPPER, h->upper, h->n_upper * (h->p.M + 1),
+                       (uint32_t)meta[8], err);
     return st;
 }
 
@@ -999,7 +1159,7 @@ static int read_meta(struct mt_hnsw_params *p, const uint64_t m[HNSW_META])
     *p = mtx_hnsw_default_params();
     if (m[0] < 2 || m[0] > HNSW_MAX_M || m[1] > HNSW_MAX_LEVEL ||
         m[3] > UINT32_MAX || m[4] < 1 || m[4] > UINT32_MAX || m[5] < 1 ||
-        m[5] > UINT32_MAX || m[7] > 1)
+        m[5] > UINT32_MAX || m[7] > 1 || m[8] < 1 || m[8] > 32)
         return 0;
     p->M = (uint32_t)m[0];
     p->ef_construction = (uint32_t)m[4];
@@ -1009,14 +1169,18 @@ static int read_meta(struct mt_hnsw_params *p, const uint64_t m[HNSW_META])
     return 1;
 }
 
-static int list_ok(const uint32_t *l, uint32_t m, uint32_t n)
+/* Node id's block on 'level' holds at most max_links ids, each < n. */
+static int block_ok(const struct mt_hnsw *h, uint32_t id, uint32_t level)
 {
+    uint64_t e;
+    const void *a = block_of(h, id, level, &e);
+    uint32_t c = entry_get(a, e, h->lbits);
     uint32_t i;
 
-    if (l[0] > m)
+    if (c > max_links(h, level))
         return 0;
-    for (i = 1; i <= l[0]; i++)
-        if (l[i] >= n)
+    for (i = 1; i <= c; i++)
+        if (entry_get(a, e + i, h->lbits) >= h->n)
             return 0;
     return 1;
 }
@@ -1037,7 +1201,7 @@ static int graph_ok(const struct mt_hnsw *h)
             (uint64_t)h->upper_off[i] + h->levels[i] > h->n_upper)
             return 0;
         for (l = 0; l <= h->levels[i]; l++)
-            if (!list_ok(links(h, i, l), max_links(h, l), h->n))
+            if (!block_ok(h, i, l))
                 return 0;
     }
     return 1;
@@ -1055,10 +1219,13 @@ static enum mt_status take_graph(struct mt_hnsw *h, struct mt_error *err)
     if (st == MT_OK)
         st = mtx_vec_file_take(f, SEC_UPPER_OFF, n * 4, &p[1], err);
     if (st == MT_OK)
-        st = mtx_vec_file_take(f, SEC_LINKS0, n * (h->M0 + 1) * 4, &p[2], err);
+        st = mtx_vec_file_take(
+            f, SEC_LINKS0, packed_bytes((uint64_t)n * (h->M0 + 1), h->lbits),
+            &p[2], err);
     if (st == MT_OK)
         st = mtx_vec_file_take(
-            f, SEC_UPPER, (size_t)h->n_upper * (h->p.M + 1) * 4, &p[3], err);
+            f, SEC_UPPER, packed_bytes(h->n_upper * (h->p.M + 1), h->lbits),
+            &p[3], err);
     if (st == MT_OK)
         st = mtx_vec_file_done(f, err);
     if (st != MT_OK)
@@ -1087,6 +1254,7 @@ static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
     h->max_level = (uint32_t)m[1];
     h->entry = m[2] > NONE ? 0 : (uint32_t)m[2];
     h->n_upper = m[3];
+    h->lbits = (uint32_t)m[8];
     if (m[2] > NONE)
         return mt_fail(err, MT_EPARSE, "%s: bad graph",
                        mtx_vec_file_name(h->file));
@@ -1106,7 +1274,10 @@ enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
     st = mtx_vec_file_open(path, &hnsw_kind, &f, err);
     if (st != MT_OK)
         return st;
-    st = mtx_vec_file_meta(f, SEC_META, m, HNSW_META, err);
+    m[8] = 32; /* version 2 and old files: u32 links */
+    st = mtx_vec_file_meta(
+        f, SEC_META, m, mtx_vec_file_version(f) >= 3 ? HNSW_META : HNSW_META_V2,
+        err);
     if (st == MT_OK && !read_meta(&p, m))
         st = mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
     if (st != MT_OK) {

@@ -13,7 +13,7 @@
 
 #define DEFAULT_BATCH 64
 
-static const char *const store_names[] = {"int8r", "int8", "float32"};
+static const char *const store_names[] = {"int8r", "int8", "float32", "int8r2"};
 #define NSTORES (sizeof store_names / sizeof store_names[0])
 
 enum mt_status mt_vec_store_parse(const char *s, enum mt_vec_store *out)
@@ -50,7 +50,9 @@ enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
                        (unsigned)p->vec_store);
     /* The float copies re-score exactly, so the residual would be dead
      * weight beside them. */
-    vp.refine = p->vec_store == MT_VEC_STORE_RESIDUAL;
+    vp.refine = p->vec_store == MT_VEC_STORE_RESIDUAL ||
+                p->vec_store == MT_VEC_STORE_RESIDUAL2;
+    vp.refine_bits = p->vec_store == MT_VEC_STORE_RESIDUAL2 ? 2 : 4;
     vp.keep_float = p->vec_store == MT_VEC_STORE_FLOAT;
     v->fn = p->embed;
     v->user = p->embed_user;

@@ -10,9 +10,13 @@
 #include "index/vec.h"
 #include "medtrust/core.h"
 
-/* A residual r in [-1/2, 1/2] of a code step is kept as round(15 r), a
- * 4-bit value in -7..7. */
+/* A residual r in [-1/2, 1/2] of a code step is kept, with 4 bits, as
+ * round(15 r), a value in -7..7 read back as v / 15; with 2 bits, as the
+ * quarter of the step it falls in, u = floor(4 (r + 1/2)) in 0..3, read
+ * back as its centre (2u - 3) / 8 (the uniform quantiser with the least
+ * error for a uniform r). */
 #define REFINE_STEPS 15
+#define REFINE2_DIV 8
 #define FLAT_BLOCK 256 /* rows per batched kernel call */
 
 struct mt_vecset {
@@ -24,7 +28,7 @@ struct mt_vecset {
     const float *scales;   /* count */
     const float *floats;   /* count * dims, or NULL */
     const uint8_t *refine; /* count * rbytes nibbles, or NULL */
-    uint32_t rbytes;       /* (dims + 1) / 2 */
+    uint32_t rbytes;       /* (dims + 1) / 2, or (dims + 3) / 4 with 2 bits */
     int8_t *codes_mem;     /* owned buffers while building */
     float *scales_mem;
     float *floats_mem;
@@ -162,7 +166,7 @@ void mtx_vec_topk_sort(struct mt_vec_topk *t)
 
 struct mt_vecset_params mtx_vecset_default_params(void)
 {
-    struct mt_vecset_params p = {0, 1, 1, MT_VEC_MAX_COUNT};
+    struct mt_vecset_params p = {0, 1, 1, MT_VEC_MAX_COUNT, 4};
     return p;
 }
 
@@ -173,7 +177,9 @@ enum mt_status mtx_vecset_new(uint32_t dims,
     struct mt_vecset *vs;
 
     *out = NULL;
-    if (dims == 0 || dims > MT_VEC_MAX_DIMS)
+    if (dims == 0 || dims > MT_VEC_MAX_DIMS ||
+        (params && params->refine && params->refine_bits != 2 &&
+         params->refine_bits != 4))
         return MT_EINVAL;
     vs = mt_calloc(1, sizeof *vs);
     if (!vs)
@@ -182,7 +188,7 @@ enum mt_status mtx_vecset_new(uint32_t dims,
     if (vs->p.max_count == 0 || vs->p.max_count > MT_VEC_MAX_COUNT)
         vs->p.max_count = MT_VEC_MAX_COUNT;
     vs->dims = dims;
-    vs->rbytes = (dims + 1) / 2;
+    vs->rbytes = vs->p.refine_bits == 2 ? (dims + 3) / 4 : (dims + 1) / 2;
     *out = vs;
     return MT_OK;
 }
@@ -241,20 +247,29 @@ static int all_finite(const float *v, uint32_t dims)
 
 /* Residual of each component against its code, in units of the code
  * step: r = x / scale - code in [-1/2, 1/2], kept as round(15 r), two
- * components a byte (low nibble first). */
+ * components a byte (low nibble first), or with 2 bits as
+ * floor(4 (r + 1/2)), four a byte (lowest bits first). */
 static void put_residual(const float *x, uint32_t dims, const int8_t *codes,
-                         float scale, uint8_t *out)
+                         float scale, uint32_t bits, uint8_t *out)
 {
+    uint32_t per = 8 / bits;
     uint32_t i;
 
-    memset(out, 0, (dims + 1) / 2);
+    memset(out, 0, (dims + per - 1) / per);
     if (!(scale > 0.0f))
         return;
     for (i = 0; i < dims; i++) {
         float r = x[i] / scale - (float)codes[i];
-        long v = lrintf(r * REFINE_STEPS);
-        v = v > 7 ? 7 : (v < -7 ? -7 : v);
-        out[i / 2] |= (uint8_t)(((unsigned long)v & 15u) << (4 * (i & 1)));
+        long v;
+        if (bits == 2) {
+            v = lrintf(floorf((r + 0.5f) * 4.0f));
+            v = v > 3 ? 3 : (v < 0 ? 0 : v);
+        } else {
+            v = lrintf(r * REFINE_STEPS);
+            v = v > 7 ? 7 : (v < -7 ? -7 : v);
+            v &= 15;
+        }
+        out[i / per] |= (uint8_t)((unsigned long)v << (bits * (i % per)));
     }
 }
 
@@ -289,7 +304,7 @@ enum mt_status mtx_vecset_add(struct mt_vecset *vs, const float *v,
     scale = mtx_vec_quantize(v, vs->dims, vs->codes_mem + row);
     vs->scales_mem[vs->count] = (float)((double)scale / norm);
     if (vs->refine_mem)
-        put_residual(v, vs->dims, vs->codes_mem + row, scale,
+        put_residual(v, vs->dims, vs->codes_mem + row, scale, vs->p.refine_bits,
                      vs->refine_mem + (size_t)vs->count * vs->rbytes);
     if (vs->floats_mem)
         for (i = 0; i < vs->dims; i++)
@@ -345,26 +360,53 @@ const uint8_t *mtx_vecset_refine(const struct mt_vecset *vs, uint32_t id)
     return vs->refine ? vs->refine + (size_t)id * vs->rbytes : NULL;
 }
 
-/* q . (code + residual / 15) * scale: the residual nibbles are unpacked
- * into int8 so that both halves use the float x int8 kernel. */
+uint32_t mtx_vecset_refine_bytes(const struct mt_vecset *vs)
+{
+    return vs->p.refine ? vs->rbytes : 0;
+}
+
+uint32_t mtx_vecset_refine_bits(const struct mt_vecset *vs)
+{
+    return vs->p.refine ? vs->p.refine_bits : 0;
+}
+
+/* Residuals first .. first + n - 1 as int8 numerators (of REFINE_STEPS
+ * or REFINE2_DIV). */
+static void unpack_residual(const struct mt_vecset *vs, const uint8_t *r,
+                            uint32_t first, uint32_t n, int8_t *out)
+{
+    uint32_t i;
+
+    if (vs->p.refine_bits == 2) {
+        for (i = 0; i < n; i++) {
+            uint32_t j = first + i;
+            out[i] = (int8_t)(2 * ((r[j / 4] >> (2 * (j % 4))) & 3) - 3);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        uint8_t b = r[(first + i) / 2];
+        out[i] = (int8_t)((int8_t)(b << (4 * (1 - ((first + i) & 1)))) >> 4);
+    }
+}
+
+/* q . (code + residual) * scale: the residuals are unpacked into int8
+ * numerators so that both halves use the float x int8 kernel. */
 static float rescore_refined(const struct mt_vecset *vs, const float *q,
                              uint32_t id)
 {
     const struct mt_simd_kernels *k = mtx_simd_get();
     const uint8_t *r = mtx_vecset_refine(vs, id);
+    float div = vs->p.refine_bits == 2 ? REFINE2_DIV : REFINE_STEPS;
     int8_t res[512];
     float dot = k->dot_f32_i8(q, mtx_vecset_code(vs, id), vs->dims);
     uint32_t done;
 
     for (done = 0; done < vs->dims; done += (uint32_t)sizeof res) {
         uint32_t n = vs->dims - done;
-        uint32_t i;
         n = n < sizeof res ? n : (uint32_t)sizeof res;
-        for (i = 0; i < n; i++) {
-            uint8_t b = r[(done + i) / 2];
-            res[i] = (int8_t)((int8_t)(b << (4 * (1 - ((done + i) & 1)))) >> 4);
-        }
-        dot += k->dot_f32_i8(q + done, res, n) / (float)REFINE_STEPS;
+        unpack_residual(vs, r, done, n, res);
+        dot += k->dot_f32_i8(q + done, res, n) / div;
     }
     return dot * vs->scales[id];
 }
@@ -383,17 +425,28 @@ float mtx_vecset_rescore(const struct mt_vecset *vs, const float *q,
 
 /* ==== Files (layout in vec.h) ==== */
 
-static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 2u, "MTVECSET"};
+/* Version 3 adds the 2-bit residual (MT_VEC_FLAG_REFINE2); a set without
+ * it is still written as version 2, which older binaries read. */
+static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 3u, 2u, "MTVECSET"};
+static const struct mtx_vec_kind vecset_kind_v2 = {"MTVEC002", 2u, 2u,
+                                                   "MTVECSET"};
+
+static uint64_t vecset_flags(const struct mt_vecset *vs)
+{
+    uint64_t refine =
+        vs->p.refine_bits == 2 ? MT_VEC_FLAG_REFINE2 : MT_VEC_FLAG_REFINE;
+
+    return (vs->floats ? MT_VEC_FLAG_FLOAT : 0) |
+           (vs->p.normalize ? MT_VEC_FLAG_NORMALIZE : 0) |
+           (vs->refine ? refine : 0);
+}
 
 enum mt_status mtx_vecset_put_sections(const struct mt_vecset *vs,
                                        struct mt_seg_writer *w,
                                        struct mt_error *err)
 {
     size_t n = vs->count;
-    uint64_t meta[3] = {vs->dims, vs->count,
-                        (vs->floats ? MT_VEC_FLAG_FLOAT : 0) |
-                            (vs->p.normalize ? MT_VEC_FLAG_NORMALIZE : 0) |
-                            (vs->refine ? MT_VEC_FLAG_REFINE : 0)};
+    uint64_t meta[3] = {vs->dims, vs->count, vecset_flags(vs)};
     enum mt_status st;
 
     st = mtx_vec_file_put(w, MT_VEC_SEC_META, meta, sizeof meta, err);
@@ -416,7 +469,10 @@ enum mt_status mtx_vecset_write(const struct mt_vecset *vs, const char *path,
                                 struct mt_error *err)
 {
     struct mt_seg_writer *w = NULL;
-    enum mt_status st = mtx_vec_file_create(path, &vecset_kind, &w, err);
+    enum mt_status st = mtx_vec_file_create(
+        path,
+        vecset_flags(vs) & MT_VEC_FLAG_REFINE2 ? &vecset_kind : &vecset_kind_v2,
+        &w, err);
 
     if (st != MT_OK)
         return st;
@@ -436,12 +492,14 @@ static enum mt_status view_new(const uint64_t meta[3], struct mt_vecset **out)
 
     if (meta[0] == 0 || meta[0] > MT_VEC_MAX_DIMS ||
         meta[1] > MT_VEC_MAX_COUNT ||
-        meta[2] >
-            (MT_VEC_FLAG_FLOAT | MT_VEC_FLAG_NORMALIZE | MT_VEC_FLAG_REFINE))
+        meta[2] > (MT_VEC_FLAG_FLOAT | MT_VEC_FLAG_NORMALIZE |
+                   MT_VEC_FLAG_REFINE | MT_VEC_FLAG_REFINE2) ||
+        ((meta[2] & MT_VEC_FLAG_REFINE) && (meta[2] & MT_VEC_FLAG_REFINE2)))
         return MT_EPARSE;
     p.keep_float = (meta[2] & MT_VEC_FLAG_FLOAT) != 0;
     p.normalize = (meta[2] & MT_VEC_FLAG_NORMALIZE) != 0;
-    p.refine = (meta[2] & MT_VEC_FLAG_REFINE) != 0;
+    p.refine = (meta[2] & (MT_VEC_FLAG_REFINE | MT_VEC_FLAG_REFINE2)) != 0;
+    p.refine_bits = (meta[2] & MT_VEC_FLAG_REFINE2) ? 2 : 4;
     if (mtx_vecset_new((uint32_t)meta[0], &p, &vs) != MT_OK)
         return MT_ENOMEM;
     vs->readonly = 1;

@@ -63,15 +63,23 @@ struct mt_vecset_params {
                            default 0: int8 only, 4x less memory */
     int normalize;      /* scale added vectors and queries to unit length, so
                            scores approximate cosine; default 1 */
-    int refine;         /* also keep a 4-bit residual of every int8 code
-                           (dims/2 bytes a vector, half the codes' size)
-                           and re-score search candidates with it. The
+    int refine;         /* also keep a residual of every int8 code
+                           (refine_bits wide: 4 bits, dims/2 bytes a vector,
+                           half the codes' size, by default) and re-score
+                           search candidates with it. The
                            int8 codes alone cap recall@10 against exact
                            float near 0.976 on clustered 256-d data; with
                            the residual (12 bits a component) it is
                            0.998. Default 1 */
     uint32_t max_count; /* refuse adds past this (MT_ELIMIT); default
                            MT_VEC_MAX_COUNT */
+    uint32_t refine_bits; /* the residual's bits a component with refine:
+                             4 (default; 15 levels) or 2 (4 levels, dims/4
+                             bytes a vector: 1.25 bytes a dimension with
+                             the codes). On the benchmark's clustered 20K
+                             x 256 set, exact re-scoring of the int8 top
+                             64 reaches recall@10 0.9989 with 4 bits and
+                             0.9962 with 2 (BENCHMARKS.md). */
 };
 
 struct mt_vecset;
@@ -141,9 +149,13 @@ float mtx_vecset_scale(const struct mt_vecset *vs, uint32_t id);
  * loops; valid until the set changes. */
 const int8_t *mtx_vecset_codes(const struct mt_vecset *vs);
 const float *mtx_vecset_scales(const struct mt_vecset *vs);
-/* The 4-bit residual of vector id ((dims + 1) / 2 bytes), or NULL when
- * the set keeps none. */
+/* The residual of vector id (mtx_vecset_refine_bytes of them), or NULL
+ * when the set keeps none. */
 const uint8_t *mtx_vecset_refine(const struct mt_vecset *vs, uint32_t id);
+/* Bytes of one vector's residual: (dims + 1) / 2 with 4 bits,
+ * (dims + 3) / 4 with 2, 0 without; and those bits (4, 2 or 0). */
+uint32_t mtx_vecset_refine_bytes(const struct mt_vecset *vs);
+uint32_t mtx_vecset_refine_bits(const struct mt_vecset *vs);
 /* Score of float query q (already prepared: normalised when the set
  * normalises) against vector id, as precisely as the set allows: its
  * float copy, else its code plus residual, else its dequantised code. */
@@ -187,7 +199,9 @@ static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
  *   VSCL  count float scales
  *   VFLT  count * dims floats            (only with MT_VEC_FLAG_FLOAT)
  *   VCOD  count * dims int8 codes
- *   VRES  count * ((dims + 1) / 2) bytes (only with MT_VEC_FLAG_REFINE)
+ *   VRES  count * ((dims + 1) / 2) bytes (only with MT_VEC_FLAG_REFINE),
+ *         or count * ((dims + 3) / 4) (MT_VEC_FLAG_REFINE2, version 3; a
+ *         set without it is written as version 2)
  * An HNSW file holds the same sections plus the graph's (hnsw.c).
  *
  * Files written before the segment container (magic "MTVECSET" or
@@ -199,7 +213,8 @@ static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
  * any more; writing the set or graph again converts it. */
 #define MT_VEC_FLAG_FLOAT 1u
 #define MT_VEC_FLAG_NORMALIZE 2u
-#define MT_VEC_FLAG_REFINE 4u
+#define MT_VEC_FLAG_REFINE 4u  /* a 4-bit residual */
+#define MT_VEC_FLAG_REFINE2 8u /* a 2-bit residual (version 3) */
 #define MT_VEC_FILE_ALIGN 64u
 #define MT_VEC_SEC_META MT_SEG_ID('V', 'M', 'E', 'T')
 #define MT_VEC_SEC_SCALES MT_SEG_ID('V', 'S', 'C', 'L')
@@ -210,7 +225,8 @@ static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
 /* Which file: the magic of its segment form and of its old form. */
 struct mtx_vec_kind {
     const char *magic;     /* 8 bytes, the segment form */
-    uint32_t version;      /* the segment form's format version */
+    uint32_t version;      /* the segment form's format version, written */
+    uint32_t oldest;       /* the oldest segment-form version still read */
     const char *old_magic; /* 8 bytes, the form written before */
 };
 
@@ -225,6 +241,9 @@ enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,
                                  struct mt_error *err);
 void mtx_vec_file_close(struct mtx_vec_file *f);
 const char *mtx_vec_file_name(const struct mtx_vec_file *f);
+/* The file's format version: its segment header's, or 1 for a file in
+ * the form written before the segment container. */
+uint32_t mtx_vec_file_version(const struct mtx_vec_file *f);
 
 /* The n u64 fields of metadata section 'id'. An old file has its fields
  * in its header: MT_VEC_SEC_META is (dims, count, aux[0]), and any other

@@ -143,6 +143,11 @@ const char *mtx_vec_file_name(const struct mtx_vec_file *f)
     return f->path;
 }
 
+uint32_t mtx_vec_file_version(const struct mtx_vec_file *f)
+{
+    return f->seg ? mtx_seg_version(f->seg) : OLD_VERSION;
+}
+
 static enum mt_status old_check(struct mtx_vec_file *f, struct mt_error *err)
 {
     const struct old_hdr *h = f->hdr;
@@ -223,7 +228,8 @@ static enum mt_status file_open(struct mtx_vec_file *f,
     st = mtx_seg_open(f->path, k->magic, OPEN_FLAGS, &f->seg, err);
     if (st == MT_ENOTFOUND) /* removed since the open above */
         st = MT_EIO;
-    if (st == MT_OK && mtx_seg_version(f->seg) != k->version)
+    if (st == MT_OK && (mtx_seg_version(f->seg) < k->oldest ||
+                        mtx_seg_version(f->seg) > k->version))
         st = mt_fail(err, MT_EPARSE, "%s: unsupported version %u", f->path,
                      (unsigned)mtx_seg_version(f->seg));
     return st;

@@ -40,13 +40,13 @@ static void search_all(const struct mt_vecset *vs, const struct mt_hnsw *h)
         mtx_hnsw_search(h, q, 8, 16, NULL, hits, &n);
 }
 
-/* Writes seed files: small sets with and without residuals and floats,
- * and their graphs. */
+/* Writes seed files: small sets with and without residuals (4-bit, and
+ * 2-bit for variant 4) and floats, and their graphs. */
 static void seed(const char *dir)
 {
     uint32_t variant;
 
-    for (variant = 0; variant < 4; variant++) {
+    for (variant = 0; variant < 5; variant++) {
         struct mt_vecset_params p = mtx_vecset_default_params();
         struct mt_vecset *vs;
         struct mt_hnsw *h;
@@ -56,8 +56,9 @@ static void seed(const char *dir)
         uint32_t i;
         uint32_t j;
 
-        p.refine = (variant & 1) != 0;
+        p.refine = (variant & 1) != 0 || variant == 4;
         p.keep_float = (variant & 2) != 0;
+        p.refine_bits = variant == 4 ? 2 : 4;
         if (mtx_vecset_new(16, &p, &vs) != MT_OK)
             return;
         for (i = 0; i < 40; i++) {

@@ -153,28 +153,29 @@ else
     not_ok "--hnsw-threads" "$(cat "$TMP/out")" "$hit" "$bad" \
         "$(ls -l "$TMP"/ser1/index "$TMP"/ser2/index)"
 fi
-# --vectors: int8 keeps the codes alone, int8r (the default) adds the
-# 4-bit residual, float32 float copies; the files grow in that order
-# (by dims/2 and dims*4 bytes a vector), each finds a chunk by its own
-# text, and an unknown kind is refused by name.
+# --vectors: int8 keeps the codes alone, int8r2 adds a 2-bit residual,
+# int8r (the default) a 4-bit one, float32 float copies; the files grow
+# in that order (by dims/4, dims/4 more and dims*4 bytes a vector), each
+# finds a chunk by its own text, and an unknown kind is refused by name.
 head -n 120 "$TMP/many.jsonl" >"$TMP/few.jsonl"
-for kind in int8 int8r float32; do
+for kind in int8 int8r2 int8r float32; do
     "$MT" index --db "$TMP/v-$kind" --input "$TMP/few.jsonl" \
         --embedder use-lite --hnsw-min 1 --vectors "$kind" --no-progress \
         >>"$TMP/out" 2>&1
 done
 size() { stat -c %s "$TMP/v-$1"/index/*.hnsw; }
 vok=1
-for kind in int8 int8r float32; do
+for kind in int8 int8r2 int8r float32; do
     "$MT" search --db "$TMP/v-$kind" --mode dense --json -k 1 "$want" \
         2>&1 | head -1 | grep -q '"doc_id":"t100"' || vok=0
 done
 bad=$("$MT" index --db "$TMP/v-int8" --input "$TMP/few.jsonl" \
     --vectors f16 2>&1)
-if [ "$vok" = 1 ] && [ $(($(size int8) + 120 * 256)) -le "$(size int8r)" ] &&
+if [ "$vok" = 1 ] && [ $(($(size int8) + 120 * 128)) -le "$(size int8r2)" ] &&
+    [ $(($(size int8r2) + 120 * 128)) -le "$(size int8r)" ] &&
     [ $(($(size int8) + 120 * 2048)) -le "$(size float32)" ] &&
     echo "$bad" | grep -q -- "--vectors 'f16'"; then
-    ok "--vectors int8, int8r and float32 each search; sizes grow by kind"
+    ok "--vectors int8, int8r2, int8r and float32 each search; sizes grow"
 else
     not_ok "--vectors" "$(cat "$TMP/out")" "$(ls -l "$TMP"/v-*/index)" "$bad"
 fi

@@ -359,6 +359,28 @@ static long section_at(const unsigned char *b, long n, uint32_t id)
     return off;
 }
 
+/* Entry e of a packed link array at p, 'bits' wide (hnsw.c, "Link
+ * blocks": little-endian bit fields). */
+static uint32_t packed_get(const unsigned char *p, uint64_t e, uint32_t bits)
+{
+    uint64_t pos = e * bits, w;
+    memcpy(&w, p + pos / 8, 8);
+    return (uint32_t)((w >> (pos % 8)) & ((1ull << bits) - 1));
+}
+
+static void packed_set(unsigned char *p, uint64_t e, uint32_t bits, uint32_t v)
+{
+    uint64_t pos = e * bits, w, mask = ((1ull << bits) - 1) << (pos % 8);
+    memcpy(&w, p + pos / 8, 8);
+    w = (w & ~mask) | ((uint64_t)v << (pos % 8));
+    memcpy(p + pos / 8, &w, 8);
+}
+
+/* 300 default vectors, M 16: ids up to 299 and counts up to 32 take 9
+ * bits an entry. */
+#define BAD_N 300
+#define BAD_BITS 9
+
 static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
 {
     struct mt_vecset *s;
@@ -371,7 +393,7 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     (void)state;
     snprintf(path, sizeof path, "%s/graph.hnsw", tmpdir);
     CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
-    for (i = 0; i < 300; i++)
+    for (i = 0; i < BAD_N; i++)
         CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
     CHECK_OK(mtx_hnsw_build(s, NULL, &h));
     CHECK_OK(mtx_hnsw_write(h, path, NULL));
@@ -379,19 +401,26 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     mtx_vecset_free(s);
     file_bytes(path, &b, &n);
     links0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
-    memcpy(w, b + links0, sizeof w);
-    CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < 300); /* offsets are right */
+    w[0] = packed_get(b + links0, 0, BAD_BITS);
+    w[1] = packed_get(b + links0, 1, BAD_BITS);
+    CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < BAD_N); /* offsets are right */
     reseal(b, n);
     put_bytes(path, b, n);
     CHECK_OK(mtx_hnsw_open(path, &h, NULL)); /* reseal alone is harmless */
     mtx_hnsw_free(h);
-    w[1] = 300; /* a link past the last node */
-    memcpy(b + links0, w, sizeof w);
+    packed_set(b + links0, 1, BAD_BITS, BAD_N); /* past the last node */
     reseal(b, n);
     put_bytes(path, b, n);
     h = (struct mt_hnsw *)1;
     CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
     expect_rejected(path, "graph.hnsw");
+    packed_set(b + links0, 1, BAD_BITS, w[1]);
+    packed_set(b + links0, 0, BAD_BITS, 33); /* more links than M0 */
+    reseal(b, n);
+    put_bytes(path, b, n);
+    expect_rejected(path, "graph.hnsw");
+    packed_set(b + links0, 0, BAD_BITS, w[0]);
+    reseal(b, n);
     memset(b + section_at(b, n, MT_VEC_SEC_META), 0, 8); /* dims 0 */
     reseal(b, n);
     put_bytes(path, b, n);
@@ -441,6 +470,117 @@ static void test_hnsw_opens_file_written_before_segments(void **state)
     CHECK(mtx_hnsw_open(path, &conv, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, "checksum") != NULL && conv == NULL);
     free(b);
+    mtx_hnsw_free(old);
+}
+
+/* The HL0_ section's size and HMET's link_bits (its 9th field) of the
+ * graph file at path. */
+static void link_layout(const char *path, size_t *l0_bytes, uint64_t *bits)
+{
+    struct mt_seg *sg;
+    const void *p;
+    size_t size;
+    CHECK_OK(mtx_seg_open(path, "MTHNSW02", 0, &sg, NULL));
+    CHECK(mtx_seg_version(sg) == 3);
+    CHECK_OK(
+        mtx_seg_section(sg, MT_SEG_ID('H', 'L', '0', '_'), &p, l0_bytes, NULL));
+    CHECK_OK(
+        mtx_seg_section(sg, MT_SEG_ID('H', 'M', 'E', 'T'), &p, &size, NULL));
+    CHECK(size == 9 * 8);
+    memcpy(bits, (const char *)p + 8 * 8, 8);
+    mtx_seg_close(sg);
+}
+
+/* Links take the fewest bits that hold every id and count: the level-0
+ * section is n * (2M + 1) entries of that width plus 8 bytes of slack
+ * (u32 entries before: 4 bytes each), and searches find what the graph
+ * in memory finds. */
+static void test_hnsw_links_packed_to_fewest_bits(void **state)
+{
+    static const struct {
+        uint32_t n, M, bits;
+    } cases[] = {
+        {300, 16, 9}, {512, 16, 9}, {513, 16, 10}, {100, 64, 8}, {2, 2, 3}};
+    char path[128];
+    uint32_t c, i, n1, n2;
+    (void)state;
+    snprintf(path, sizeof path, "%s/packed.hnsw", tmpdir);
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct mt_hnsw_params p = mtx_hnsw_default_params();
+        struct mt_vecset *s;
+        struct mt_hnsw *h, *o;
+        struct mt_vec_hit h1[10], h2[10];
+        size_t l0;
+        uint64_t bits, entries = (uint64_t)cases[c].n * (2 * cases[c].M + 1);
+        p.M = cases[c].M;
+        CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
+        for (i = 0; i < cases[c].n; i++)
+            CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
+        CHECK_OK(mtx_hnsw_build(s, &p, &h));
+        CHECK_OK(mtx_hnsw_write(h, path, NULL));
+        link_layout(path, &l0, &bits);
+        CHECK(bits == cases[c].bits);
+        CHECK(l0 == (entries * bits + 7) / 8 + 8);
+        CHECK_OK(mtx_hnsw_open(path, &o, NULL));
+        for (i = 0; i < 20; i++) {
+            const float *q = queries + i * DIMS;
+            CHECK_OK(mtx_hnsw_search(h, q, 10, 0, NULL, h1, &n1));
+            CHECK_OK(mtx_hnsw_search(o, q, 10, 0, NULL, h2, &n2));
+            CHECK(n1 == n2 && memcmp(h1, h2, n1 * sizeof *h1) == 0);
+        }
+        mtx_hnsw_free(o);
+        mtx_hnsw_free(h);
+        mtx_vecset_free(s);
+    }
+}
+
+/* tests/unit/legacy/v2.hnsw is what the version 2 writer made (u32 links,
+ * commit 88d6e1b) of the 48 legacy vectors, default set, M 4, serial
+ * build: it opens, finds what a build of the same vectors finds today,
+ * and writing it again gives a smaller version 3 file with the same
+ * hits. A version past 3 is refused by its number. */
+static void test_hnsw_opens_version2_file(void **state)
+{
+    const char *v2 = "tests/unit/legacy/v2.hnsw";
+    struct mt_hnsw_params p = mtx_hnsw_default_params();
+    struct mt_hnsw *old, *conv, *fresh;
+    struct mt_vecset *s;
+    struct mt_error err;
+    char path[128];
+    unsigned char *b;
+    long n, n2;
+    uint32_t i, four = 4;
+    float v[LEGACY_DIMS];
+    (void)state;
+    if (mtx_hnsw_open(v2, &old, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    CHECK(mtx_hnsw_count(old) == LEGACY_N && mtx_hnsw_params_of(old).M == 4);
+    CHECK_OK(mtx_vecset_new(LEGACY_DIMS, NULL, &s));
+    for (i = 0; i < LEGACY_N; i++) {
+        legacy_vec(i, v);
+        CHECK_OK(mtx_vecset_add(s, v, NULL));
+    }
+    p.M = 4;
+    p.threads = 1;
+    CHECK_OK(mtx_hnsw_build(s, &p, &fresh));
+    same_graph_hits(old, fresh);
+    snprintf(path, sizeof path, "%s/v3.hnsw", tmpdir);
+    CHECK_OK(mtx_hnsw_write(old, path, &err));
+    CHECK_OK(mtx_hnsw_open(path, &conv, &err));
+    same_graph_hits(old, conv);
+    mtx_hnsw_free(conv);
+    file_bytes(v2, &b, &n2);
+    free(b);
+    file_bytes(path, &b, &n);
+    CHECK(memcmp(b + 12, "\3\0\0\0", 4) == 0 && n < n2);
+    memcpy(b + 12, &four, 4);
+    reseal(b, n);
+    put_bytes(path, b, n);
+    CHECK(mtx_hnsw_open(path, &conv, &err) == MT_EPARSE && conv == NULL);
+    CHECK(strstr(err.msg, "unsupported version 4") != NULL);
+    free(b);
+    mtx_hnsw_free(fresh);
+    mtx_vecset_free(s);
     mtx_hnsw_free(old);
 }
 
@@ -639,6 +779,8 @@ int main(void)
         cmocka_unit_test(test_hnsw_rejects_truncated_and_flipped),
         cmocka_unit_test(test_hnsw_rejects_bad_graph_with_valid_checksum),
         cmocka_unit_test(test_hnsw_opens_file_written_before_segments),
+        cmocka_unit_test(test_hnsw_links_packed_to_fewest_bits),
+        cmocka_unit_test(test_hnsw_opens_version2_file),
         cmocka_unit_test(test_hnsw_default_ef_grows_with_size),
         cmocka_unit_test(test_hnsw_rescore_modes),
         cmocka_unit_test(test_hnsw_filter_honoured),

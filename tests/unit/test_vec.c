@@ -253,17 +253,21 @@ static uint32_t overlap10(const struct mt_vec_hit *a,
     return found;
 }
 
+/* int8 codes alone, + the 2-bit residual, + the 4-bit one (the default):
+ * recall of the flat search and the score error each get better in that
+ * order. */
 static void test_flat_refine_beats_int8(void **state)
 {
-    enum { N = 4000, D = 128, Q = 40 };
+    enum { N = 4000, D = 128, Q = 40, NS = 3 };
+    static const uint32_t bits[NS] = {0, 2, 4};
     struct mt_vecset_params p = mtx_vecset_default_params();
-    struct mt_vecset *sets[2];
+    struct mt_vecset *sets[NS];
     struct mt_vecset *exact;
     struct mt_vec_hit hf[10], h[10];
     float *v = mt_malloc((size_t)(N + Q) * D * sizeof *v);
-    uint32_t found[2] = {0, 0};
+    uint32_t found[NS] = {0, 0, 0};
     uint32_t i, r, n;
-    double err[2] = {0.0, 0.0};
+    double err[NS] = {0.0, 0.0, 0.0};
     (void)state;
     CHECK(v != NULL);
     rng_state = 11;
@@ -271,14 +275,17 @@ static void test_flat_refine_beats_int8(void **state)
     p.keep_float = 1;
     p.refine = 0;
     CHECK_OK(mtx_vecset_new(D, &p, &exact));
-    for (r = 0; r < 2; r++) {
+    for (r = 0; r < NS; r++) {
         p.keep_float = 0;
-        p.refine = (int)r;
+        p.refine = bits[r] != 0;
+        p.refine_bits = bits[r] ? bits[r] : 4;
         CHECK_OK(mtx_vecset_new(D, &p, &sets[r]));
+        CHECK(mtx_vecset_refine_bits(sets[r]) == bits[r]);
+        CHECK(mtx_vecset_refine_bytes(sets[r]) == D * bits[r] / 8);
     }
     for (i = 0; i < N; i++) {
         CHECK_OK(mtx_vecset_add(exact, v + (size_t)i * D, NULL));
-        for (r = 0; r < 2; r++)
+        for (r = 0; r < NS; r++)
             CHECK_OK(mtx_vecset_add(sets[r], v + (size_t)i * D, NULL));
     }
     CHECK(mtx_vecset_refine(sets[0], 0) == NULL);
@@ -286,7 +293,7 @@ static void test_flat_refine_beats_int8(void **state)
     for (i = 0; i < Q; i++) {
         const float *q = v + (size_t)(N + i) * D;
         CHECK_OK(mtx_vecset_search_float(exact, q, 10, NULL, hf, &n));
-        for (r = 0; r < 2; r++) {
+        for (r = 0; r < NS; r++) {
             CHECK_OK(mtx_vecset_search_flat(sets[r], q, 10, NULL, h, &n));
             CHECK(n == 10);
             found[r] += overlap10(hf, h);
@@ -295,14 +302,17 @@ static void test_flat_refine_beats_int8(void **state)
                            (double)hf[0].score);
         }
     }
-    print_message("clustered recall@10: int8 %.3f, int8 + residual %.3f; "
-                  "mean score error %.2e vs %.2e\n",
+    print_message("clustered recall@10: int8 %.3f, + 2-bit residual %.3f, "
+                  "+ 4-bit %.3f; mean score error %.2e, %.2e, %.2e\n",
                   found[0] / (double)(Q * 10), found[1] / (double)(Q * 10),
-                  err[0] / Q, err[1] / Q);
-    CHECK(found[1] >= found[0]);
-    CHECK(found[1] >= Q * 10 * 97 / 100);
-    CHECK(err[1] * 4.0 < err[0]); /* the residual cuts the error >= 4x */
-    for (r = 0; r < 2; r++)
+                  found[2] / (double)(Q * 10), err[0] / Q, err[1] / Q,
+                  err[2] / Q);
+    CHECK(found[1] >= found[0] && found[2] >= found[1]);
+    CHECK(found[2] >= Q * 10 * 97 / 100);
+    /* a uniform error of 1/4 and 1/15 of the code step: 4x and 3.75x */
+    CHECK(err[1] * 3.0 < err[0]);
+    CHECK(err[2] * 2.5 < err[1]);
+    for (r = 0; r < NS; r++)
         mtx_vecset_free(sets[r]);
     mtx_vecset_free(exact);
     mt_free(v);
@@ -461,6 +471,63 @@ static void test_vecset_file_round_trip(void **state)
     mtx_vecset_free(vs);
 }
 
+/* The u32 format version at offset 12 of the file at path. */
+static uint32_t file_version(const char *path)
+{
+    uint32_t v = 0;
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fseek(f, 12, SEEK_SET) == 0 && fread(&v, 4, 1, f) == 1);
+    fclose(f);
+    return v;
+}
+
+/* A set with the 2-bit residual is written as version 3 (older binaries
+ * refuse it by number) with dims/4 residual bytes a vector and reads back
+ * the same; a set without it stays version 2; other widths are refused. */
+static void test_vecset_refine2_file(void **state)
+{
+    struct mt_vecset_params p = mtx_vecset_default_params();
+    struct mt_vecset *vs, *vo;
+    struct mt_vec_hit h1[10], h2[10];
+    struct mt_error err;
+    char path[256];
+    struct stat s2, s4;
+    float v[64];
+    uint32_t i, n1, n2, bits;
+    (void)state;
+    rng_state = 9;
+    path_in_tmp(path, sizeof path, "r2.vec");
+    for (bits = 2; bits <= 4; bits += 2) {
+        p.refine_bits = bits;
+        CHECK_OK(mtx_vecset_new(64, &p, &vs));
+        for (i = 0; i < 300; i++) {
+            random_unit(v, 64);
+            CHECK_OK(mtx_vecset_add(vs, v, NULL));
+        }
+        CHECK_OK(mtx_vecset_write(vs, path, &err));
+        CHECK(file_version(path) == (bits == 2 ? 3u : 2u));
+        CHECK(stat(path, bits == 2 ? &s2 : &s4) == 0);
+        CHECK_OK(mtx_vecset_open(path, &vo, &err));
+        CHECK(mtx_vecset_refine_bits(vo) == bits);
+        random_unit(v, 64);
+        CHECK_OK(mtx_vecset_search_flat(vs, v, 10, NULL, h1, &n1));
+        CHECK_OK(mtx_vecset_search_flat(vo, v, 10, NULL, h2, &n2));
+        CHECK(n1 == 10 && n2 == 10 && memcmp(h1, h2, sizeof h1) == 0);
+        CHECK(mtx_vecset_rescore(vs, v, 7) == mtx_vecset_rescore(vo, v, 7));
+        mtx_vecset_free(vo);
+        mtx_vecset_free(vs);
+    }
+    /* 300 vectors x (32 - 16) residual bytes, give or take alignment */
+    CHECK(s4.st_size - s2.st_size >= 300 * 16 - 64 &&
+          s4.st_size - s2.st_size <= 300 * 16 + 64);
+    p.refine_bits = 3;
+    vs = (struct mt_vecset *)1;
+    CHECK(mtx_vecset_new(64, &p, &vs) == MT_EINVAL && vs == NULL);
+    p.refine = 0; /* the width matters only with a residual */
+    CHECK_OK(mtx_vecset_new(64, &p, &vs));
+    mtx_vecset_free(vs);
+}
+
 /* Flat top-5 of each of the 48 vectors in a and b are the same. */
 static void same_flat_hits(const struct mt_vecset *a, const struct mt_vecset *b)
 {
@@ -568,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_simd_float_kernels_agree),
         cmocka_unit_test(test_flat_int8_recall_vs_float),
         cmocka_unit_test(test_flat_refine_beats_int8),
+        cmocka_unit_test(test_vecset_refine2_file),
         cmocka_unit_test(test_flat_ties_break_by_id),
         cmocka_unit_test(test_flat_filter_and_k_beyond_n),
         cmocka_unit_test(test_vecset_rejects_bad_input),
