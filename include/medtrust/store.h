@@ -58,6 +58,15 @@ const struct mt_store_params *mt_store_settings(const struct mt_store *s);
  * for a read-only handle). */
 int mt_store_schema_version(const struct mt_store *s);
 
+/* on: WAL checkpoints of the writes through s run on a thread with a
+ * connection of its own, so a long write (an import) does not wait on
+ * their page copies and fsyncs; off (the default, and after
+ * mt_store_close): SQLite checkpoints after the commit that fills 1000
+ * pages, on the writer's thread. Crash safety is the same either way.
+ * MT_EINVAL on a read-only store. Not thread-safe with other calls on s. */
+enum mt_status mt_store_background_checkpoints(struct mt_store *s, int on,
+                                               struct mt_error *err);
+
 /* Transactions group writes; every put outside one is its own
  * transaction. Nesting is not allowed. */
 enum mt_status mt_store_begin(struct mt_store *s, struct mt_error *err);

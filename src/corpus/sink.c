@@ -108,6 +108,10 @@ enum mt_status mtx_out_open(const struct mt_import_params *p,
         st = mt_fail(err, MT_EINVAL, "import needs a store or a JSONL output");
     if (st == MT_OK && k->store)
         st = mt_state_from_store(k->store, &k->marks, err);
+    /* The writer thread is the pipeline's bottleneck when the parsers keep
+     * up: it should not also copy pages into store.db and wait on fsync. */
+    if (st == MT_OK && k->store)
+        st = mt_store_background_checkpoints(k->store, 1, err);
     if (st == MT_OK && p->jsonl_out)
         st = out_open(&k->docs, p->jsonl_out, err);
     if (st == MT_OK && p->queries_out)
@@ -339,6 +343,8 @@ enum mt_status mtx_out_close(struct mtx_out *k, int ok,
     st = st == MT_OK ? q : st;
     if (res)
         *res = k->res;
+    if (k->store)
+        mt_store_background_checkpoints(k->store, 0, NULL);
     mt_state_close(k->marks);
     mt_free(k);
     return st;

@@ -481,6 +481,8 @@ void mt_store_close(struct mt_store *s)
         return;
     if (s->in_txn)
         mt_store_rollback(s);
+    if (s->db)
+        mt_store_background_checkpoints(s, 0, NULL);
     mtx_store_finalize_cached(s);
     if (s->db)
         sqlite3_close_v2(s->db);

@@ -7,6 +7,7 @@
 #include "medtrust/store.h"
 
 struct mt_analyzer;
+struct mtx_ckpt;
 
 struct mt_store {
     sqlite3 *db;
@@ -24,7 +25,12 @@ struct mt_store {
     sqlite3_stmt *st_ins_chunk;
     sqlite3_stmt *st_chunk_get; /* for mt_store_chunk_get */
     int number_fn;              /* mtx_number() registered (meta_filter.c) */
+    struct mtx_ckpt *ckpt;      /* background checkpoints (ckpt.c), or NULL */
 };
+
+/* Checkpoints the background thread has run so far (0 when none is
+ * running); for tests. */
+uint64_t mtx_store_checkpoint_runs(struct mt_store *s);
 
 /* Finalizes the cached statements (safe when none were prepared). */
 void mtx_store_finalize_cached(struct mt_store *s);

@@ -1,13 +1,18 @@
 /* Unit tests for src/store: open/migrate, upsert without duplicates,
- * settings persistence, batches, and the OOM paths (SQLite's allocations go
- * through mt_malloc too, so injection reaches the database layer). */
+ * settings persistence, batches, background checkpoints, and the OOM paths
+ * (SQLite's allocations go through mt_malloc too, so injection reaches the
+ * database layer). */
 #include "check.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include "medtrust/core.h"
 #include "medtrust/store.h"
+#include "store/store_int.h"
 
 /* SQL that turns a v8 store's chunks back into v7's: the text column
  * again, filled from each chunk's range of its document. */
@@ -512,6 +517,70 @@ static void test_ingest_reports_bad_line_and_skips(void **state)
     mt_store_close(s);
 }
 
+static long long file_size(const char *dir, const char *name)
+{
+    char path[256];
+    struct stat sb;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/* 24 MiB committed in 40 batches with checkpoints on their own thread:
+ * the thread copies pages into store.db while the writer goes on (the
+ * writer's own connection checkpoints nothing until the WAL is 250 MiB),
+ * and every row is there after a reopen. */
+static void test_store_background_checkpoints(void **state)
+{
+    char dir[128];
+    static char text[6000];
+    char id[32];
+    struct mt_store *s = NULL;
+    struct mt_store_counts t = {NULL, 0, 0, 0};
+    struct mt_doc d = {id, NULL, text, sizeof text - 1, NULL};
+    struct mt_store_params ro;
+    int64_t src = 0;
+    long long before;
+    int i, k, waited;
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/ckpt", tmpl);
+    memset(text, 'w', sizeof text - 1);
+    for (i = 7; i < (int)sizeof text - 1; i += 8)
+        text[i] = ' ';
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    CHECK_OK(mt_store_source(s, "x", &src, NULL));
+    CHECK_OK(mt_store_background_checkpoints(s, 1, NULL));
+    CHECK_OK(mt_store_background_checkpoints(s, 1, NULL)); /* still one */
+    before = file_size(dir, "store.db");
+    for (k = 0; k < 40; k++) {
+        CHECK_OK(mt_store_begin(s, NULL));
+        for (i = 0; i < 100; i++) {
+            snprintf(id, sizeof id, "d%d-%d", k, i);
+            text[0] = (char)('a' + i % 26); /* no two alike */
+            text[1] = (char)('a' + k % 26);
+            CHECK_OK(mt_store_put(s, src, &d, NULL, NULL));
+        }
+        CHECK_OK(mt_store_commit(s, NULL));
+    }
+    for (waited = 0; waited < 200 && mtx_store_checkpoint_runs(s) == 0;
+         waited++)
+        usleep(50000);
+    CHECK(mtx_store_checkpoint_runs(s) > 0);
+    CHECK(file_size(dir, "store.db") > before + (10LL << 20));
+    CHECK_OK(mt_store_background_checkpoints(s, 0, NULL));
+    CHECK(mtx_store_checkpoint_runs(s) == 0); /* stopped */
+    mt_store_close(s);
+    CHECK(file_size(dir, "store.db-wal") <= 0); /* the last close's */
+    mt_store_default_params(&ro);
+    ro.read_only = 1;
+    CHECK_OK(mt_store_open(dir, &ro, &s, NULL));
+    CHECK(mt_store_background_checkpoints(s, 1, NULL) == MT_EINVAL);
+    CHECK_OK(mt_store_check(s, NULL));
+    CHECK_OK(mt_store_stats(s, count_total, &t, NULL));
+    CHECK(t.documents == 4000);
+    mt_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_store_chunks_are_ranges_of_the_document),
         cmocka_unit_test(test_store_migrates_chunk_text_to_ranges),
         cmocka_unit_test(test_store_rollback_drops_batch),
+        cmocka_unit_test(test_store_background_checkpoints),
         cmocka_unit_test(test_store_survives_every_allocation_failure),
         cmocka_unit_test(test_ingest_reports_bad_line_and_skips),
     };
