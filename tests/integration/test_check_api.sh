@@ -359,18 +359,28 @@ U=$MAIN_U
 A=("${MAIN_A[@]}")
 
 # ==== Cancelling a running check ====
-# After the run's first step the stub holds every call while $TMP/hold
-# exists (agent_stub --hold-while), so the cancel lands while the check
-# still has calls to make however loaded the machine is; it stops before
-# its next model call: at most the call in flight is answered after the
-# cancel, and the run ends "cancelled" with fewer steps than a full run.
+# The stub holds every call while $TMP/hold exists (agent_stub
+# --hold-while), and lets one through for each byte the test adds: the
+# check is stepped one model call at a time until its first step, so the
+# cancel lands while it still has calls to make however loaded the
+# machine is (at load 19 a free-running check finished before its first
+# step was seen). It stops before its next model call: at most the call
+# in flight is answered after the cancel, and the run ends "cancelled"
+# with fewer steps than a full run.
+: >"$TMP/hold"
+calls0=$(wc -l <"$TMP/main.log")
 expect "check react-reflex for cancelling is 202" 202 "${A[@]}" "$U/v1/check" \
     -d "$(body react-reflex)"
 RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
 curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/cancel.sse" &
 spid=$!
-for _ in $(seq 1200); do grep -q '^event: step' "$TMP/cancel.sse" && break; sleep 0.05; done
-: >"$TMP/hold"
+for _ in $(seq 1200); do
+    grep -q '^event: step' "$TMP/cancel.sse" && break
+    # a call that arrived and waits: let it through
+    [ "$(stat -c %s "$TMP/hold")" -lt $(($(wc -l <"$TMP/main.log") - calls0)) ] &&
+        printf x >>"$TMP/hold"
+    sleep 0.05
+done
 calls=$(wc -l <"$TMP/main.log")
 expect "POST /v1/runs/ID/cancel is 202" 202 "${A[@]}" -X POST \
     "$U/v1/runs/$RUN/cancel"
