@@ -448,10 +448,12 @@ att_block(struct att *t, const float *qkv, size_t ld, size_t din, size_t c0,
     return m;
 }
 
-#if HAVE_AVX512
-static AVX512 void attend512(const float *qkv, size_t ld, size_t len,
-                             size_t din, size_t c0, float scale, float *scratch,
-                             float *out)
+/* One head on the given GEMM (a constant in each caller, so the call is
+ * direct and the softmax is compiled for the caller's target). */
+static inline __attribute__((always_inline)) void
+attend_on(void (*gemm)(const struct gemm *, size_t), const float *qkv,
+          size_t ld, size_t len, size_t din, size_t c0, float scale,
+          float *scratch, float *out)
 {
     struct att t;
     size_t i0, m, r;
@@ -459,11 +461,19 @@ static AVX512 void attend512(const float *qkv, size_t ld, size_t len,
     att_setup(&t, qkv, ld, len, din, c0, scale, scratch, out);
     for (i0 = 0; i0 < len; i0 += m) {
         m = att_block(&t, qkv, ld, din, c0, out, i0);
-        gemm512(&t.qk, m);
+        gemm(&t.qk, m);
         for (r = 0; r < m; r++)
             softmax_row(t.s + r * t.lp, len, t.lp, scale);
-        gemm512(&t.pv, m);
+        gemm(&t.pv, m);
     }
+}
+
+#if HAVE_AVX512
+static AVX512 void attend512(const float *qkv, size_t ld, size_t len,
+                             size_t din, size_t c0, float scale, float *scratch,
+                             float *out)
+{
+    attend_on(gemm512, qkv, ld, len, din, c0, scale, scratch, out);
 }
 #endif
 
@@ -471,17 +481,7 @@ KERNEL
 void mtx_ul_attend_v8(const float *qkv, size_t ld, size_t len, size_t din,
                       size_t c0, float scale, float *scratch, float *out)
 {
-    struct att t;
-    size_t i0, m, r;
-
-    att_setup(&t, qkv, ld, len, din, c0, scale, scratch, out);
-    for (i0 = 0; i0 < len; i0 += m) {
-        m = att_block(&t, qkv, ld, din, c0, out, i0);
-        gemm_v8(&t.qk, m);
-        for (r = 0; r < m; r++)
-            softmax_row(t.s + r * t.lp, len, t.lp, scale);
-        gemm_v8(&t.pv, m);
-    }
+    attend_on(gemm_v8, qkv, ld, len, din, c0, scale, scratch, out);
 }
 
 void mtx_ul_attend(const float *qkv, size_t ld, size_t len, size_t din,
