@@ -385,6 +385,11 @@ static enum mt_status merge_window(struct build *b, struct window w)
     if (st == MT_OK)
         st = flush_segment(b);
     b->save_each = save_each;
+    if (st == MT_OK && m->nsegs == n) /* plan() makes sure it cannot be */
+        st = mt_fail(b->err, MT_EINTERNAL,
+                     "index build: the store has no chunks of %s..%s to "
+                     "merge; rebuild with 'medtrust index --rebuild'",
+                     m->segs[w.a].name, m->segs[w.b - 1].name);
     if (st != MT_OK)
         return st;
     splice(m, w, n);
