@@ -85,17 +85,43 @@ static const struct {
 #undef TAG
 };
 
-/* The code of an element name: entries whose length and first letter
- * match are compared, so most names cost one strlen and a few byte
- * compares. */
-static enum tag tag_of(const char *name)
-{
-    size_t i, n = strlen(name);
+#define NAME_LEN_MAX 32 /* longer than every name in tag_names */
+#define PER_LEN 4       /* names of one length in tag_names, at most */
 
-    for (i = 0; i < sizeof tag_names / sizeof tag_names[0]; i++)
-        if (tag_names[i].len == n && tag_names[i].name[0] == name[0] &&
-            memcmp(tag_names[i].name, name, n) == 0)
-            return tag_names[i].tag;
+/* tag_names' indexes by name length (0xff: no more), so finding an
+ * element's code costs one strlen and a compare or two, not a walk over
+ * the table (that walk was 6 % of an import's instructions). */
+struct tag_index {
+    unsigned char at[NAME_LEN_MAX][PER_LEN];
+};
+
+static void tag_index_init(struct tag_index *ix)
+{
+    size_t i, k;
+
+    memset(ix->at, 0xff, sizeof ix->at);
+    for (i = 0; i < sizeof tag_names / sizeof tag_names[0]; i++) {
+        unsigned char *slot = ix->at[tag_names[i].len];
+
+        for (k = 0; k + 1 < PER_LEN && slot[k] != 0xff; k++)
+            ;
+        slot[k] = (unsigned char)i; /* PER_LEN holds every length's names */
+    }
+}
+
+/* The code of an element name. */
+static enum tag tag_of(const struct tag_index *ix, const char *name)
+{
+    size_t k, n = strlen(name);
+    const unsigned char *slot;
+
+    if (n >= NAME_LEN_MAX)
+        return T_OTHER;
+    slot = ix->at[n];
+    for (k = 0; k < PER_LEN && slot[k] != 0xff; k++)
+        if (tag_names[slot[k]].name[0] == name[0] &&
+            memcmp(tag_names[slot[k]].name, name, n) == 0)
+            return tag_names[slot[k]].tag;
     return T_OTHER;
 }
 
@@ -117,6 +143,7 @@ struct pubmed {
     size_t depth;     /* of the current element, 1 at the root */
     unsigned char tags[DEPTH_MAX + 1]; /* enum tag of each open element */
     uint64_t n;                        /* records seen, for messages */
+    struct tag_index ix;
 };
 
 static void reset_buf(struct mt_buf *b)
@@ -207,7 +234,7 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
 {
     struct pubmed *m = user;
     struct mt_buf *b;
-    enum tag t = tag_of(name);
+    enum tag t = tag_of(&m->ix, name);
 
     m->depth = mtx_xml_depth(x);
     m->tags[m->depth] = (unsigned char)t;
@@ -367,6 +394,7 @@ enum mt_status mtx_import_pubmed(struct mt_import_ctx *c, const char *path,
 
     memset(&m, 0, sizeof m);
     m.c = c;
+    tag_index_init(&m.ix);
     m.pmid = m.title = m.text = m.part = MT_BUF_INIT(FIELD_MAX);
     m.field = m.last = m.fore = m.coll = MT_BUF_INIT(FIELD_MAX);
     st = mtx_xml_parse(path, &fns, &m, err);
