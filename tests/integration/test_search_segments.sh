@@ -82,3 +82,29 @@ if [ -n "$m1" ] && [ "$m1" = "$m2" ]; then
 else
     not_ok "retrieval-eval on 1 and $n2 segments" "$m1" "$m2"
 fi
+
+# Nine appends with the default max_segments (8): the ninth merges the
+# four cheapest neighbouring segments first instead of rebuilding all, and
+# the index still answers as one segment does.
+split -n l/9 -d "$DATA/pubmedqa/corpus.jsonl" "$TMP/part-"
+for f in "$TMP"/part-0*; do
+    "$MT" index --db "$TMP/nine" --input "$f" --source pubmedqa \
+        --no-progress >"$TMP/out9" 2>&1
+done
+cp -r "$TMP/nine" "$TMP/nine1"
+"$MT" index --db "$TMP/nine1" --rebuild --no-progress >/dev/null 2>&1
+if grep -q 'merged the 4 smallest segments' "$TMP/out9" &&
+    ! grep -q 'rebuilt' "$TMP/out9" && grep -q ', 6 segments' "$TMP/out9" &&
+    [ "$(segs "$TMP/nine")" = 6 ] && [ "$(segs "$TMP/nine1")" = 1 ]; then
+    ok "the ninth append merges 4 small segments (6 left), no full rebuild"
+else
+    not_ok "the ninth append merges small segments" "$(cat "$TMP/out9")"
+fi
+head -100 "$DATA/pubmedqa/queries-dev.jsonl" >"$TMP/q9.jsonl"
+"$MT" search --db "$TMP/nine" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/a" 2>/dev/null
+"$MT" search --db "$TMP/nine1" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/b" 2>/dev/null
+if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
+    ok "after the merge: the same hits and scores as one segment, 100 queries"
+else
+    not_ok "after the merge vs one segment" "$(tail -3 "$TMP/err")"
+fi
