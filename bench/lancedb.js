@@ -17,7 +17,10 @@
 //       sweep of latency and recall@10 against exact float;
 //   lancedb.js hybrid CHUNKS.tsv QUERIES.txt VECDIR N DIMS DBDIR EF
 //       FTS top-50 + vector top-50 fused by LanceDB's RRF reranker, top
-//       10; chunk i carries vector i mod N, as hybrid_mt pairs them.
+//       10; chunk i carries vector i mod N, as hybrid_mt pairs them;
+//   lancedb.js all CHUNKS.tsv QUERIES.txt VECDIR N DIMS DBDIR EF REPS OUT
+//       the three on one table of N chunks (see all() below), written to
+//       OUT-fts.json, OUT-vec.json and OUT-hybrid.json.
 // CHUNKS.tsv: "chunk id<TAB>document ext_id<TAB>title<TAB>text" a line
 // (bench/run exports it from the store with the query bm25_fts5 uses).
 // Indexed text is the title, a space, then the chunk text, in one column:
@@ -31,8 +34,22 @@
 process.env.LANCEDB_LOG = process.env.LANCEDB_LOG || 'error';
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const readline = require('readline');
+
+// Lance sizes its CPU pool (spawn_cpu) at the cores less
+// LANCE_IO_CORE_RESERVATION (2), at least 1: one thread on this two-core
+// machine. Its FTS createIndex then deadlocks once the posting lists need
+// a second output batch (about 100K rows here): the producer parks in a
+// blocking send on the pool's only thread while the file writer's flush
+// waits for a pool thread (lancedb/lancedb#3568, lance-format/lance#7423;
+// every thread asleep, no I/O, as session 5 saw). Two threads is the
+// workaround those threads give; where lance's own default is larger it
+// is kept. LANCE_CPU_THREADS set by the caller wins.
+const CPU_THREADS = process.env.LANCE_CPU_THREADS ||
+    String(Math.max(2, os.cpus().length - 2));
+process.env.LANCE_CPU_THREADS = CPU_THREADS;
 
 const TP = path.join(__dirname, '..', 'third_party', 'lancedb',
     'node_modules');
@@ -187,6 +204,35 @@ function arrowRows(rows, vecs) {
 
 // ==== Tables ====
 
+// Lance's index builds run on its own threads while this JS thread waits,
+// so a deadlocked build (above) would wait for ever. This one fails
+// instead when the whole process gained under 0.5 CPU-s in STALL_S
+// seconds of the build: a slow build on a busy machine still gains more
+// (4% of a core is 12 CPU-s in 300 s).
+const STALL_S = Number(process.env.MEDTRUST_BENCH_LANCE_STALL_S || 300);
+
+async function createIndex(table, column, config, what) {
+    let last = cpuMs();
+    let quiet = 0;
+    const tick = 10;
+    const timer = setInterval(() => {
+        const now = cpuMs();
+        quiet = now - last < 500 * tick / STALL_S ? quiet + tick : 0;
+        last = now;
+        if (quiet >= STALL_S) {
+            process.stderr.write(`lancedb.js: ${what} createIndex made no ` +
+                `progress for ${quiet} s (under 0.5 CPU-s, LANCE_CPU_THREADS=` +
+                `${CPU_THREADS}): stalled, stopping\n`);
+            process.exit(3);
+        }
+    }, tick * 1000);
+    try {
+        await table.createIndex(column, { config });
+    } finally {
+        clearInterval(timer);
+    }
+}
+
 async function freshDb(dir) {
     fs.rmSync(dir, { recursive: true, force: true });
     return lancedb.connect(dir);
@@ -213,9 +259,9 @@ async function ftsTable(db, tsv, vecs) {
     }
     const add = since(t0);
     const t1 = stamp();
-    await table.createIndex('text', { config: lancedb.Index.fts({
+    await createIndex(table, 'text', lancedb.Index.fts({
         withPosition: false, stem: true, lowercase: true, language: 'English',
-        removeStopWords: false }) });
+        removeStopWords: false }), 'FTS');
     const index = since(t1);
     return { table, docOf, rows, add, index };
 }
@@ -247,11 +293,15 @@ function buildJson(t, rows, dir) {
         disk_bytes: duBytes(dir) };
 }
 
+function writeAtomic(file, text) {
+    fs.writeFileSync(file + '.part', text);
+    fs.renameSync(file + '.part', file);
+}
+
 // ==== Modes ====
 
-async function fts(tsv, qfile, dir, reps) {
-    const db = await freshDb(dir);
-    const built = await ftsTable(db, tsv, null);
+// The timed FTS passes over QUERIES on a built table (fts and all modes).
+async function ftsRuns(built, qfile, reps) {
     const queries = lines(qfile).filter((q) => words(q));
     let hits = 0;
     await timedPass(queries.slice(0, 100), (q) => ftsQuery(built.table, q,
@@ -266,13 +316,19 @@ async function fts(tsv, qfile, dir, reps) {
         p.wall.length);
     const cpuMean = median(passes.map((p) => p.cpuMean));
     const wallMean = median(wallMeans);
-    return { ...buildJson(built, built.rows, dir),
-        chunks_per_s: built.rows / ((built.add.wall + built.index.wall) / 1e3),
-        queries: queries.length, reps, hits_per_query:
+    return { queries: queries.length, reps, hits_per_query:
             hits / (reps * queries.length),
         ms_per_query: CLOCK === 'wall' ? wallMean : cpuMean,
         wall_ms_per_query: wallMean, cpu_ms_per_query: cpuMean,
         wall_p50_ms: pct(all, 0.5), wall_p95_ms: pct(all, 0.95) };
+}
+
+async function fts(tsv, qfile, dir, reps) {
+    const db = await freshDb(dir);
+    const built = await ftsTable(db, tsv, null);
+    return { ...buildJson(built, built.rows, dir),
+        chunks_per_s: built.rows / ((built.add.wall + built.index.wall) / 1e3),
+        ...await ftsRuns(built, qfile, reps) };
 }
 
 async function quality(tsv, qrels, dir) {
@@ -342,12 +398,13 @@ async function vecTable(db, v) {
     }
     const add = since(t0);
     const t1 = stamp();
-    await table.createIndex('vector', { config:
-        lancedb.Index.hnswSq(HNSW_SQ) });
+    await createIndex(table, 'vector', lancedb.Index.hnswSq(HNSW_SQ),
+        'IVF_HNSW_SQ');
     return { table, add, index: since(t1) };
 }
 
-// One ef sweep over every query (refine: see vecQuery).
+// One ef sweep over every query (refine: see vecQuery). A row's vector
+// is number id mod n (vec mode: id; all mode: chunk id, as hybrid pairs).
 async function vecSweep(table, v, refine) {
     const qv = (i) => Array.from(v.q.subarray(i * v.d, i * v.d + v.d));
     const idx = Array.from({ length: v.nq }, (_, i) => i);
@@ -359,7 +416,7 @@ async function vecSweep(table, v, refine) {
         let rec = 0;
         const p = await timedPass(idx, async (i) => {
             const r = await vecQuery(table, qv(i), ef, 10, refine);
-            rec += recall10(r.map((h) => Number(h.id)), v.gt, i);
+            rec += recall10(r.map((h) => Number(h.id) % v.n), v.gt, i);
         });
         const wall = p.wall.reduce((a, b) => a + b, 0) / v.nq;
         sweep.push({ ef, ms: CLOCK === 'wall' ? wall : p.cpuMean,
@@ -372,22 +429,40 @@ async function vec(vdir, n, d, nq, dir) {
     const v = loadVecs(vdir, n, d, nq);
     const db = await freshDb(dir);
     const built = await vecTable(db, v);
-    const sweep = await vecSweep(built.table, v, 0);
-    const sweepRefine = await vecSweep(built.table, v, 4);
-    return { ...buildJson(built, n, dir), index: 'IVF_HNSW_SQ',
-        partitions: 1, M: 16, ef_construction: 200, dims: d, sweep,
-        refine_factor: 4, sweep_refine: sweepRefine };
+    return { ...buildJson(built, n, dir), ...await vecRuns(built.table, v) };
 }
 
-async function hybrid(tsv, qfile, vdir, n, d, dir, ef) {
-    const nq = 1000;
-    const v = loadVecs(vdir, n, d, nq);
+async function vecRuns(table, v) {
+    const sweep = await vecSweep(table, v, 0);
+    const sweepRefine = await vecSweep(table, v, 4);
+    return { index: 'IVF_HNSW_SQ', partitions: 1, M: 16,
+        ef_construction: 200, dims: v.d, sweep, refine_factor: 4,
+        sweep_refine: sweepRefine };
+}
+
+// The index directories of table 't' in dir.
+function indexDirs(dir) {
+    const ix = path.join(dir, 't.lance', '_indices');
+    return fs.existsSync(ix) ? fs.readdirSync(ix).map((e) =>
+        path.join(ix, e)) : [];
+}
+
+async function hybridTable(tsv, v, dir) {
     const db = await freshDb(dir);
     const built = await ftsTable(db, tsv, v);
+    const before = new Set(indexDirs(dir));
     const t1 = stamp();
-    await built.table.createIndex('vector', { config:
-        lancedb.Index.hnswSq(HNSW_SQ) });
-    const vindex = since(t1);
+    await createIndex(built.table, 'vector', lancedb.Index.hnswSq(HNSW_SQ),
+        'IVF_HNSW_SQ');
+    built.vindex = since(t1);
+    built.vindexBytes = indexDirs(dir).filter((e) => !before.has(e))
+        .reduce((a, e) => a + duBytes(e), 0);
+    return built;
+}
+
+async function hybridRuns(built, qfile, v, ef) {
+    const d = v.d;
+    const nq = v.nq;
     const rrf = await lancedb.rerankers.RRFReranker.create();
     const queries = lines(qfile).filter((q) => words(q)).slice(0, nq);
     const one = (q, i) => built.table.query().fullTextSearch(words(q))
@@ -397,22 +472,75 @@ async function hybrid(tsv, qfile, vdir, n, d, dir, ef) {
     await timedPass(queries.slice(0, 100), one);
     const p = await timedPass(queries, one);
     const wall = p.wall.reduce((a, b) => a + b, 0) / queries.length;
-    return { ...buildJson(built, built.rows, dir),
-        vector_index_s: vindex.wall / 1e3,
-        vector_index_cpu_s: vindex.cpu / 1e3, ef, fusion: 'rrf',
+    return { vector_index_s: built.vindex.wall / 1e3,
+        vector_index_cpu_s: built.vindex.cpu / 1e3, ef, fusion: 'rrf',
         queries: queries.length,
         ms_per_query: CLOCK === 'wall' ? wall : p.cpuMean, wall_ms: wall,
         cpu_ms: p.cpuMean, wall_p50_ms: pct(p.wall, 0.5),
         wall_p95_ms: pct(p.wall, 0.95) };
 }
 
+async function hybrid(tsv, qfile, vdir, n, d, dir, ef) {
+    const v = loadVecs(vdir, n, d, 1000);
+    const built = await hybridTable(tsv, v, dir);
+    return { ...buildJson(built, built.rows, dir),
+        ...await hybridRuns(built, qfile, v, ef) };
+}
+
+// One table for the three: rows added once (text and vector), the FTS
+// index, then the vector index, then the fts, vec and hybrid passes, each
+// written as its own mode would print it to OUT-fts.json, OUT-vec.json
+// and OUT-hybrid.json. At 1M rows each LanceDB index build takes minutes,
+// and the separate modes would add the rows three times and build each
+// index twice. The vector sweep needs every vector in the table exactly
+// once (chunk id mod N covering 0..N-1: N chunks numbered 1..N), else
+// its recall would be against vectors the table does not hold.
+async function all(tsv, qfile, vdir, n, d, dir, ef, reps, out) {
+    const v = loadVecs(vdir, n, d, 1000);
+    const built = await hybridTable(tsv, v, dir);
+    const seen = new Uint8Array(n);
+    let distinct = 0;
+    for (let id = 0; id < built.docOf.length; id++)
+        if (built.docOf[id] !== undefined && !seen[id % n]++)
+            distinct++;
+    if (built.rows !== n || distinct !== n)
+        throw new Error(`${tsv}: ${built.rows} chunks carry ${distinct} of ` +
+            `the ${n} vectors; all needs each exactly once`);
+    // bytes: the vector column as stored (n * d float32) and its index
+    // count for vec, the rest of the table (ids, text, FTS index) for fts
+    const disk = duBytes(dir);
+    const vecBytes = n * d * 4 + built.vindexBytes;
+    const add = { add_s: built.add.wall / 1e3, add_cpu_s: built.add.cpu / 1e3,
+        rows: built.rows, one_table: true, table_bytes: disk };
+    const ftsOut = { ...add, disk_bytes: disk - vecBytes,
+        index_s: built.index.wall / 1e3,
+        index_cpu_s: built.index.cpu / 1e3,
+        build_s: (built.add.wall + built.index.wall) / 1e3,
+        build_cpu_s: (built.add.cpu + built.index.cpu) / 1e3,
+        chunks_per_s: built.rows / ((built.add.wall + built.index.wall) /
+            1e3), ...await ftsRuns(built, qfile, reps) };
+    const vecOut = { ...add, disk_bytes: vecBytes,
+        vector_index_bytes: built.vindexBytes,
+        index_s: built.vindex.wall / 1e3,
+        index_cpu_s: built.vindex.cpu / 1e3,
+        build_s: (built.add.wall + built.vindex.wall) / 1e3,
+        build_cpu_s: (built.add.cpu + built.vindex.cpu) / 1e3,
+        ...await vecRuns(built.table, v) };
+    const hybOut = { ...add, disk_bytes: disk,
+        build_s: (built.add.wall + built.index.wall + built.vindex.wall) / 1e3,
+        build_cpu_s: (built.add.cpu + built.index.cpu + built.vindex.cpu) /
+            1e3, ...await hybridRuns(built, qfile, v, ef) };
+    return { fts: ftsOut, vec: vecOut, hybrid: hybOut, out };
+}
+
 async function main(a) {
     const usage = 'usage: lancedb.js fts CHUNKS.tsv QUERIES DBDIR [REPS] | ' +
         'quality CHUNKS.tsv QRELS DBDIR | vec VECDIR N DIMS Q DBDIR | ' +
-        'hybrid CHUNKS.tsv QUERIES VECDIR N DIMS DBDIR EF';
+        'hybrid CHUNKS.tsv QUERIES VECDIR N DIMS DBDIR EF | ' +
+        'all CHUNKS.tsv QUERIES VECDIR N DIMS DBDIR EF REPS OUT';
     const head = { engine: 'lancedb', version: lancedb.version ||
         require(path.join(TP, '@lancedb', 'lancedb', 'package.json')).version,
-    clock: CLOCK, load: loadavg() };
+    clock: CLOCK, load: loadavg(), lance_cpu_threads: Number(CPU_THREADS) };
     let out;
     if (a[0] === 'fts' && a.length >= 4)
         out = await fts(a[1], a[2], a[3], Number(a[4] || 3));
@@ -423,7 +551,15 @@ async function main(a) {
     else if (a[0] === 'hybrid' && a.length === 8)
         out = await hybrid(a[1], a[2], a[3], Number(a[4]), Number(a[5]), a[6],
             Number(a[7]));
-    else {
+    else if (a[0] === 'all' && a.length === 10) {
+        const r = await all(a[1], a[2], a[3], Number(a[4]), Number(a[5]),
+            a[6], Number(a[7]), Number(a[8]), a[9]);
+        const tail = { peak_rss: peakRss(), load_end: loadavg() };
+        for (const mode of ['fts', 'vec', 'hybrid'])
+            writeAtomic(`${r.out}-${mode}.json`, JSON.stringify({ ...head,
+                mode, ...r[mode], ...tail }) + '\n');
+        return;
+    } else {
         process.stderr.write(usage + '\n');
         process.exit(2);
     }
