@@ -129,7 +129,9 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
 
     (void)rq;
     (void)id;
-    /* a publish folder's index is the snapshot its CURRENT names */
+    /* "runs_jobs" is false on a front end (--llm-jobs 0): "check" and "ask"
+     * then say what this server has, not what the nodes running its jobs
+     * have. A publish folder's index is the snapshot its CURRENT names. */
     if (mt_publish_resolve(s->db_dir, dir, sizeof dir, NULL) != MT_OK)
         snprintf(dir, sizeof dir, "%s", s->db_dir);
     if (mt_index_peek_embedder(dir, emb, sizeof emb, &dims, NULL) != MT_OK ||
@@ -139,12 +141,13 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
         e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
     mtx_srv_json(
         rs, 200,
-        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b}", "llm", "default",
+        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm", "default",
                   spec_json(llm && *llm ? llm : s->llm_spec), "roles",
                   role_specs(), "embedder", e, "index_build", index_build(s),
                   "check", check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
                   spec_json(nli && *nli ? nli : "llm"), "reranker",
-                  mt_retriever_has_reranker(s->ret)));
+                  mt_retriever_has_reranker(s->ret), "runs_jobs",
+                  mtx_srv_runs_jobs(s)));
 }
 
 /* ==== Sources ==== */

@@ -350,7 +350,8 @@ PY
     expect "a check on a model the server lacks is 400" 400 "${A[@]}" \
         "$U/v1/check" -d '{"note":"x.","model":"nope"}'
     expect "GET /v1/models" 200 "${A[@]}" "$U/v1/models"
-    grep -q '"reranker":true' "$TMP/body" && ok "/v1/models says a reranker is on" ||
+    grep -q '"reranker":true' "$TMP/body" && grep -q '"runs_jobs":true' "$TMP/body" &&
+        ok "/v1/models says a reranker is on and this server runs jobs" ||
         not_ok "/v1/models reranker" "$(cat "$TMP/body")"
 else
     not_ok "tiny GGUF reranker made" "make_tiny_gguf rerank failed"

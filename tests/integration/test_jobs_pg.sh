@@ -201,6 +201,9 @@ rm -rf "$TMP/db2/batches"
 "$MT" worker --state "$PG_URL" --db "$TMP/db2" --llm "$SPEC" --serve-jobs \
     --jobs 2 --lease 2 --no-progress >"$TMP/ws.out" 2>"$TMP/ws.err" &
 WPID=$!
+expect "GET /v1/models on G" 200 "${AG[@]}" "$UG/v1/models"
+grep -q '"runs_jobs": *false' "$TMP/body" && ok "... says it runs no jobs" ||
+    not_ok "G runs_jobs" "$(head -c 300 "$TMP/body")"
 expect "a check on a server with --llm-jobs 0" 202 "${AG[@]}" "$UG/v1/check" -d "$REQ"
 RUN5=$(run_id)
 timeout 120 curl -sN "${AG[@]}" "$UG/v1/runs/$RUN5/events" >"$TMP/g.sse"

@@ -198,7 +198,8 @@ let hasVectors = false;
 const showWeights = () => showWeight('check-w', 'check-w-val', hasVectors);
 
 // Says up front when the chosen strategy has no model configured (the
-// server refuses such a check with the same advice).
+// server refuses such a check with the same advice); a front end that runs
+// no jobs (serve --llm-jobs 0) leaves that to the nodes that run them.
 let ready = null;
 
 function strategyHint() {
@@ -239,6 +240,6 @@ export async function initCheck() {
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   if (lim) boundFilters('check', lim.check.filter_bytes);
   offerModels('check', lim);
-  ready = res.ok ? res.data.check : null;
+  ready = res.ok && res.data.runs_jobs !== false ? res.data.check : null;
   strategyHint();
 }

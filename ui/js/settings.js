@@ -11,6 +11,9 @@ function models(m) {
       [['every role (default)', m.llm.default || 'none configured']].concat(
           roles.map(([k, v]) => [k, v || '']))),
   el('p', {}, 'Checker strategies: ' + (check || 'unknown') + '.'),
+  m.runs_jobs === false ? el('p', {}, 'This server runs no jobs itself ' +
+      '(--llm-jobs 0): the servers and workers that claim them use their ' +
+      'own models.') : null,
   el('p', {}, 'Question answering: ' + (m.ask ? 'ready' : 'needs a model') +
       ', claims verified by ' + (m.nli === 'llm' || !m.nli ?
         'the model as judge' : m.nli) + '.'),
