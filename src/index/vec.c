@@ -371,22 +371,34 @@ uint32_t mtx_vecset_refine_bits(const struct mt_vecset *vs)
 }
 
 /* Residuals first .. first + n - 1 as int8 numerators (of REFINE_STEPS
- * or REFINE2_DIV). */
+ * or REFINE2_DIV); 'first' is a multiple of 4. A whole byte at a time:
+ * unpacking one component a step, with its byte and shift worked out
+ * each time, was 42% of a query's instructions at ef 64. */
 static void unpack_residual(const struct mt_vecset *vs, const uint8_t *r,
                             uint32_t first, uint32_t n, int8_t *out)
 {
-    uint32_t i;
+    uint32_t per = vs->p.refine_bits == 2 ? 4 : 2;
+    const uint8_t *p = r + first / per;
+    uint32_t i = 0;
 
-    if (vs->p.refine_bits == 2) {
-        for (i = 0; i < n; i++) {
-            uint32_t j = first + i;
-            out[i] = (int8_t)(2 * ((r[j / 4] >> (2 * (j % 4))) & 3) - 3);
+    if (per == 4)
+        for (; i + 4 <= n; i += 4, p++) {
+            out[i] = (int8_t)(2 * (*p & 3) - 3);
+            out[i + 1] = (int8_t)(2 * ((*p >> 2) & 3) - 3);
+            out[i + 2] = (int8_t)(2 * ((*p >> 4) & 3) - 3);
+            out[i + 3] = (int8_t)(2 * (*p >> 6) - 3);
         }
-        return;
-    }
-    for (i = 0; i < n; i++) {
-        uint8_t b = r[(first + i) / 2];
-        out[i] = (int8_t)((int8_t)(b << (4 * (1 - ((first + i) & 1)))) >> 4);
+    else
+        for (; i + 2 <= n; i += 2, p++) {
+            out[i] = (int8_t)((int8_t)(*p << 4) >> 4);
+            out[i + 1] = (int8_t)((int8_t)*p >> 4);
+        }
+    for (; i < n; i++) { /* the last byte's first components */
+        uint32_t sh = vs->p.refine_bits * (i % per);
+        if (per == 4)
+            out[i] = (int8_t)(2 * ((*p >> sh) & 3) - 3);
+        else
+            out[i] = (int8_t)((int8_t)(*p << (4 - sh)) >> 4);
     }
 }
 

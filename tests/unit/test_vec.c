@@ -481,6 +481,45 @@ static uint32_t file_version(const char *path)
     return v;
 }
 
+/* Each component a residual set gives back (the score against a one-hot
+ * query) is within half a residual level of the component: 1/30 of the
+ * code step with 4 bits, 1/8 with 2. Odd and chunk-crossing dimension
+ * counts check the unpacking of a last partial byte and past the 512
+ * components the re-scorer unpacks at a time. */
+static void test_residual_unpacks_every_component(void **state)
+{
+    static const uint32_t dims[] = {7, 64, 513};
+    struct mt_vecset_params p = mtx_vecset_default_params();
+    float x[513], q[513];
+    uint32_t d, bits, j, id;
+    (void)state;
+    rng_state = 21;
+    p.normalize = 0;
+    for (d = 0; d < 3; d++)
+        for (bits = 2; bits <= 4; bits += 2) {
+            struct mt_vecset *vs;
+            uint32_t n = dims[d];
+            double tol;
+            p.refine_bits = bits;
+            CHECK_OK(mtx_vecset_new(n, &p, &vs));
+            for (id = 0; id < 3; id++) {
+                random_unit(x, n);
+                CHECK_OK(mtx_vecset_add(vs, x, NULL));
+            }
+            tol = (double)mtx_vecset_scale(vs, 2) *
+                      (bits == 2 ? 0.125 : 1.0 / 30) +
+                  1e-6;
+            memset(q, 0, sizeof q);
+            for (j = 0; j < n; j++) {
+                q[j] = 1.0f;
+                CHECK(fabs((double)mtx_vecset_rescore(vs, q, 2) -
+                           (double)x[j]) <= tol);
+                q[j] = 0.0f;
+            }
+            mtx_vecset_free(vs);
+        }
+}
+
 /* A set with the 2-bit residual is written as version 3 (older binaries
  * refuse it by number) with dims/4 residual bytes a vector and reads back
  * the same; a set without it stays version 2; other widths are refused. */
@@ -636,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_flat_int8_recall_vs_float),
         cmocka_unit_test(test_flat_refine_beats_int8),
         cmocka_unit_test(test_vecset_refine2_file),
+        cmocka_unit_test(test_residual_unpacks_every_component),
         cmocka_unit_test(test_flat_ties_break_by_id),
         cmocka_unit_test(test_flat_filter_and_k_beyond_n),
         cmocka_unit_test(test_vecset_rejects_bad_input),
