@@ -610,6 +610,10 @@ static void test_hnsw_rescore_modes(void **state)
     CHECK_OK(mtx_vecset_new(DIMS, &vp, &s));
     for (i = 0; i < 1000; i++)
         CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
+    /* serial builds: two parallel graphs differ from run to run, and at
+     * load 8-15 the 0.02 check below failed once (two reruns passed);
+     * the test compares re-scoring, not graphs */
+    p.threads = 1;
     p.rescore = 0;
     CHECK_OK(mtx_hnsw_build(s, &p, &h0));
     p.rescore = 1;
