@@ -5,7 +5,6 @@
  * JSON_COMPACT | JSON_PRESERVE_ORDER for the same calls on a json_t
  * (fields in the order first set, a string set again replaced where it
  * stood); tests/unit/test_corpus.c compares the two. */
-#include <stdio.h>
 #include <string.h>
 
 #include "corpus/corpus_int.h"
@@ -83,11 +82,12 @@ enum mt_status mtx_meta_str(struct mtx_meta *m, const char *key,
     return st;
 }
 
-enum mt_status mtx_meta_push(struct mtx_meta *m, const char *key,
-                             const char *val)
+/* Appends the string parts[0..n) joined to the array field key. */
+static enum mt_status push_parts(struct mtx_meta *m, const char *key,
+                                 const struct mt_str *parts, size_t n)
 {
     struct mtx_meta_field *f = field(m, key, 1);
-    size_t len;
+    size_t len, i;
     enum mt_status st;
 
     if (!f)
@@ -97,7 +97,11 @@ enum mt_status mtx_meta_push(struct mtx_meta *m, const char *key,
     len = f->val.len;
     st = len ? mtx_buf_putc(&f->val, ',') : MT_OK;
     if (st == MT_OK)
-        st = mtx_json_str(&f->val, val, strlen(val));
+        st = mtx_buf_putc(&f->val, '"');
+    for (i = 0; st == MT_OK && i < n; i++)
+        st = mtx_json_str_body(&f->val, parts[i].p, parts[i].n);
+    if (st == MT_OK)
+        st = mtx_buf_putc(&f->val, '"');
     if (st != MT_OK && f->val.data) {
         f->val.len = len;
         f->val.data[len] = '\0';
@@ -105,6 +109,14 @@ enum mt_status mtx_meta_push(struct mtx_meta *m, const char *key,
     if (st != MT_OK && len == 0 && f == &m->f[m->n - 1])
         m->n--;
     return st;
+}
+
+enum mt_status mtx_meta_push(struct mtx_meta *m, const char *key,
+                             const char *val)
+{
+    struct mt_str one = {val, strlen(val)};
+
+    return push_parts(m, key, &one, 1);
 }
 
 enum mt_status mtx_meta_members(const struct mtx_meta *m, struct mt_buf *out)
@@ -132,21 +144,33 @@ enum mt_status mtx_meta_members(const struct mtx_meta *m, struct mt_buf *out)
     return st;
 }
 
+/* At most NAME_MAX_BYTES bytes of an author's name: what snprintf into a
+ * 512-byte buffer kept, as the json_t version did. */
+#define NAME_MAX_BYTES 511
+
 enum mt_status mtx_meta_author(struct mtx_meta *m, struct mt_buf *given,
                                struct mt_buf *family, struct mt_buf *group)
 {
-    char name[512];
+    struct mt_str parts[3];
+    size_t n = 0, room = NAME_MAX_BYTES, i;
 
     mtx_squash_space(group);
     mtx_squash_space(given);
     mtx_squash_space(family);
-    if (group->len)
-        snprintf(name, sizeof name, "%s", group->data);
-    else if (family->len && given->len)
-        snprintf(name, sizeof name, "%s %s", given->data, family->data);
-    else if (family->len)
-        snprintf(name, sizeof name, "%s", family->data);
-    else
+    if (group->len) {
+        parts[n++] = (struct mt_str){group->data, group->len};
+    } else if (family->len && given->len) {
+        parts[n++] = (struct mt_str){given->data, given->len};
+        parts[n++] = MT_STR_C(" ");
+        parts[n++] = (struct mt_str){family->data, family->len};
+    } else if (family->len) {
+        parts[n++] = (struct mt_str){family->data, family->len};
+    } else {
         return MT_OK;
-    return mtx_meta_push(m, "authors", name);
+    }
+    for (i = 0; i < n; i++) { /* cut at NAME_MAX_BYTES, as snprintf did */
+        parts[i].n = parts[i].n < room ? parts[i].n : room;
+        room -= parts[i].n;
+    }
+    return push_parts(m, "authors", parts, n);
 }

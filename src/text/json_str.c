@@ -72,18 +72,28 @@ static enum mt_status put_body(struct mt_buf *b, const char *s, size_t n)
     return st;
 }
 
-enum mt_status mtx_json_str(struct mt_buf *b, const char *s, size_t n)
+static enum mt_status put(struct mt_buf *b, const char *s, size_t n, int quoted)
 {
     size_t len = b->len;
-    enum mt_status st = mtx_buf_putc(b, '"');
+    enum mt_status st = quoted ? mtx_buf_putc(b, '"') : MT_OK;
 
     if (st == MT_OK)
         st = put_body(b, s, n);
-    if (st == MT_OK)
+    if (st == MT_OK && quoted)
         st = mtx_buf_putc(b, '"');
     if (st != MT_OK && b->data) {
         b->len = len;
         b->data[len] = '\0';
     }
     return st;
+}
+
+enum mt_status mtx_json_str(struct mt_buf *b, const char *s, size_t n)
+{
+    return put(b, s, n, 1);
+}
+
+enum mt_status mtx_json_str_body(struct mt_buf *b, const char *s, size_t n)
+{
+    return put(b, s, n, 0);
 }

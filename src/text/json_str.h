@@ -22,6 +22,10 @@ extern "C" {
  * Thread-safe. */
 enum mt_status mtx_json_str(struct mt_buf *b, const char *s, size_t n);
 
+/* The same without the quotes, for a string written in parts (escaping a
+ * concatenation is concatenating the escapes of its well-formed parts). */
+enum mt_status mtx_json_str_body(struct mt_buf *b, const char *s, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -186,8 +186,8 @@ static void test_meta_matches_jansson_dump(void **state)
 static void test_meta_author_names(void **state)
 {
     struct mtx_meta m;
-    struct mt_buf given = MT_BUF_INIT(64), family = MT_BUF_INIT(64);
-    struct mt_buf group = MT_BUF_INIT(64), out = MT_BUF_INIT(256);
+    struct mt_buf given = MT_BUF_INIT(1024), family = MT_BUF_INIT(1024);
+    struct mt_buf group = MT_BUF_INIT(64), out = MT_BUF_INIT(2048);
     (void)state;
     memset(&m, 0, sizeof m);
     CHECK_OK(mtx_buf_append_str(&given, " Jane  Q "));
@@ -204,6 +204,23 @@ static void test_meta_author_names(void **state)
     CHECK(strcmp(out.data, "\"authors\":[\"Jane Q O\\\"Neil\",\"O\\\"Neil\","
                            "\"The Group\"]") == 0);
     CHECK(mtx_meta_has(&m, "authors") && !mtx_meta_has(&m, "mesh"));
+    { /* a name over 511 bytes is cut there, as snprintf into 512 cut it */
+        char want[700], name[600];
+        static const char as[] = "\"authors\":[";
+
+        mtx_meta_reset(&m);
+        mtx_buf_reset(&out);
+        memset(name, 'a', 300);
+        name[300] = '\0';
+        CHECK_OK(mtx_buf_append_str(&given, name));
+        memset(name, 'b', 300);
+        CHECK_OK(mtx_buf_append_str(&family, name));
+        CHECK_OK(mtx_meta_author(&m, &given, &family, &group));
+        CHECK_OK(mtx_meta_members(&m, &out));
+        snprintf(name, 512, "%s %s", given.data, family.data);
+        snprintf(want, sizeof want, "%s\"%s\"]", as, name);
+        CHECK(strlen(name) == 511 && strcmp(out.data, want) == 0);
+    }
     mtx_buf_free(&given);
     mtx_buf_free(&family);
     mtx_buf_free(&group);
