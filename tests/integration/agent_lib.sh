@@ -22,3 +22,19 @@ stub_start() {
 
 # py EXPR-SCRIPT: runs python3 with the script from stdin.
 py() { python3 - "$@"; }
+
+# step_to_first_step SSE LOG HOLD CALLS0: with the stub started with
+# --hold-while HOLD and HOLD made before the run, lets the run's calls
+# through one at a time (a byte in HOLD each, once it arrived: LOG has a
+# line a call, CALLS0 lines before the run) until SSE shows its first step
+# (at most 60 s). The run then waits on a held call, however loaded the
+# machine is.
+step_to_first_step() {
+    local _i
+    for _i in $(seq 1200); do
+        grep -q '^event: step' "$1" 2>/dev/null && return 0
+        [ "$(stat -c %s "$3")" -lt $(($(wc -l <"$2") - $4)) ] && printf x >>"$3"
+        sleep 0.05
+    done
+    return 1
+}

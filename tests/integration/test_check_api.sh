@@ -375,13 +375,7 @@ expect "check react-reflex for cancelling is 202" 202 "${A[@]}" "$U/v1/check" \
 RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
 curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/cancel.sse" &
 spid=$!
-for _ in $(seq 1200); do
-    grep -q '^event: step' "$TMP/cancel.sse" && break
-    # a call that arrived and waits: let it through
-    [ "$(stat -c %s "$TMP/hold")" -lt $(($(wc -l <"$TMP/main.log") - calls0)) ] &&
-        printf x >>"$TMP/hold"
-    sleep 0.05
-done
+step_to_first_step "$TMP/cancel.sse" "$TMP/main.log" "$TMP/hold" "$calls0"
 calls=$(wc -l <"$TMP/main.log")
 expect "POST /v1/runs/ID/cancel is 202" 202 "${A[@]}" -X POST \
     "$U/v1/runs/$RUN/cancel"

@@ -140,7 +140,7 @@ wait_run() {
 }
 
 # ==== PostgreSQL restarted during a run ====
-stub_start slow --delay 600
+stub_start slow --delay 600 --hold-while "$TMP/hold"
 serve_start c --llm "$SPEC" --state "$PG_URL" --rate-limit 0
 UC=$U
 AC=("${A[@]}")
@@ -168,11 +168,21 @@ expect "a login on A after the restart" 200 "$UA/v1/login" \
     -d '{"username":"bob","password":"bob-password"}'
 
 # ==== A cancel on B stops the job on C ====
+# The stub steps C's check one call at a time to its first step and holds
+# the next (agent_stub --hold-while), and lets it go 1.1 s after the
+# cancel: C reads the flag at most once a second, so its next look sees it
+# however loaded the machine is (a free-running check could end first).
+: >"$TMP/hold"
+calls0=$(wc -l <"$TMP/slow.log")
 expect "another slow check on C" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
 RUN3=$(run_id)
-stream_from_step "$UB/v1/runs/$RUN3/events" "$TMP/b3.sse"
+timeout 120 curl -sN "${AC[@]}" "$UB/v1/runs/$RUN3/events" >"$TMP/b3.sse" &
+SSE_PID=$!
+step_to_first_step "$TMP/b3.sse" "$TMP/slow.log" "$TMP/hold" "$calls0"
 expect "POST /v1/runs/ID/cancel on B, for C's job" 202 "${AC[@]}" -X POST \
     "$UB/v1/runs/$RUN3/cancel"
+sleep 1.1
+rm -f "$TMP/hold"
 wait_run "$UC/v1/runs/$RUN3"
 [ "$status" = failed ] && grep -qi 'cancel' "$TMP/body" &&
     ok "... C stops it: the run ends failed, cancelled" ||
