@@ -15,21 +15,12 @@
 #include "medtrust/corpus.h"
 #include "medtrust/store.h"
 
-static char tmpl[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpl, sizeof tmpl, "/tmp/mt-corpus-XXXXXX");
-    return mkdtemp(tmpl) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    char cmd[128];
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    return system(cmd);
+    return tmpdir_make("mt-corpus");
 }
 
 static void test_sha1_matches_fips_vectors(void **state)

@@ -12,21 +12,12 @@
 #include "medtrust/index.h"
 #include "medtrust/store.h"
 
-static char tmpl[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpl, sizeof tmpl, "/tmp/mt-index-XXXXXX");
-    return mkdtemp(tmpl) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    char cmd[128];
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    return system(cmd);
+    return tmpdir_make("mt-index");
 }
 
 /* lex (1:10, 2:5) and sem (2:0.8, 3:0.4), each divided by its top score:

@@ -14,21 +14,12 @@
 #define DIMS 8
 #define NDOCS 1800
 
-static char tmpl[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpl, sizeof tmpl, "/tmp/mt-isegs-XXXXXX");
-    return mkdtemp(tmpl) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    char cmd[128];
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    return system(cmd);
+    return tmpdir_make("mt-isegs");
 }
 
 /* ==== A corpus whose term statistics differ from part to part ==== */

@@ -33,21 +33,12 @@
     "ALTER TABLE runs DROP COLUMN cancel_requested;" UNDO_V9 UNDO_V8           \
     "PRAGMA user_version=3"
 
-static char tmpl[64];
+#include "tmpdir.h"
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpl, sizeof tmpl, "/tmp/mt-store-XXXXXX");
-    return mkdtemp(tmpl) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    char cmd[128];
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    return system(cmd);
+    return tmpdir_make("mt-store");
 }
 
 static void dir_path(char *buf, size_t n, const char *leaf)
