@@ -10,18 +10,14 @@
 #include "index/bm25_int.h"
 #include "index/segment.h"
 #include "medtrust/core.h"
+#include "tmpdir.h"
 
 /* ==== Helpers ==== */
 
-static char tmpdir[64];
-
+/* A file in the suite's folder (tmpdir.h). */
 static const char *tmp_path(char *buf, size_t n, const char *name)
 {
-    if (!tmpdir[0]) {
-        strcpy(tmpdir, "/tmp/mt_bm25_XXXXXX");
-        CHECK(mkdtemp(tmpdir) != NULL);
-    }
-    snprintf(buf, n, "%s/%s", tmpdir, name);
+    snprintf(buf, n, "%s/%s", tmpl, name);
     return buf;
 }
 
@@ -740,16 +736,10 @@ static void test_bm25_oom_loop(void **state)
     CHECK(access(path, F_OK) == 0);
 }
 
-static int cleanup(void **state)
+static int setup(void **state)
 {
-    char cmd[128];
     (void)state;
-    if (tmpdir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0)
-            return -1;
-    }
-    return 0;
+    return tmpdir_make("mt-bm25");
 }
 
 int main(void)
@@ -771,5 +761,5 @@ int main(void)
         cmocka_unit_test(test_segment_sections_and_crc),
         cmocka_unit_test(test_bm25_oom_loop),
     };
-    return cmocka_run_group_tests_name("bm25", tests, NULL, cleanup);
+    return cmocka_run_group_tests_name("bm25", tests, setup, teardown);
 }

@@ -14,27 +14,18 @@
 #include "medtrust/index.h"
 #include "medtrust/publish.h"
 #include "medtrust/store.h"
+#include "tmpdir.h"
 
-static char tmpl[64];
 static char db[128], pub[128];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(tmpl, sizeof tmpl, "/tmp/mt-publish-XXXXXX");
-    if (!mkdtemp(tmpl))
+    if (tmpdir_make("mt-publish") != 0)
         return -1;
     snprintf(db, sizeof db, "%s/db", tmpl);
     snprintf(pub, sizeof pub, "%s/pub", tmpl);
     return 0;
-}
-
-static int teardown(void **state)
-{
-    char cmd[128];
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    return system(cmd);
 }
 
 /* Adds a document to the store in db and indexes it. */

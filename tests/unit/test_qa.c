@@ -17,11 +17,12 @@
 #include "medtrust/index.h"
 #include "medtrust/store.h"
 #include "model/nli.h"
+#include "tmpdir.h"
 
 /* A model address nobody listens on: any call to it fails. */
 #define DEAD_LLM "openai:http://127.0.0.1:9#none"
 
-static char db_dir[64];
+static char db_dir[96];
 
 /* ==== Citations ==== */
 
@@ -254,30 +255,19 @@ static int make_db(void **state)
 
     (void)state;
     mtx_jsonl_init_alloc();
-    snprintf(db_dir, sizeof db_dir, "/tmp/mt-qa-XXXXXX");
-    if (!mkdtemp(db_dir))
+    if (tmpdir_make("mt-qa") != 0)
         return -1;
-    snprintf(path, sizeof path, "%s/docs.jsonl", db_dir);
+    snprintf(path, sizeof path, "%s/docs.jsonl", tmpl);
     f = fopen(path, "w");
     fputs(docs, f);
     fclose(f);
-    strcat(db_dir, "/db");
+    snprintf(db_dir, sizeof db_dir, "%s/db", tmpl);
     if (mt_store_open(db_dir, NULL, &s, NULL) != MT_OK ||
         mt_store_ingest_jsonl(s, path, NULL, NULL, NULL) != MT_OK ||
         mt_index_build(s, NULL, NULL, NULL) != MT_OK)
         return -1;
     mt_store_close(s);
     return 0;
-}
-
-static int remove_db(void **state)
-{
-    char cmd[128];
-
-    (void)state;
-    db_dir[strlen(db_dir) - 3] = '\0';
-    snprintf(cmd, sizeof cmd, "rm -rf %s", db_dir);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 static struct mt_qa *open_qa(void)
@@ -429,5 +419,5 @@ int main(void)
         cmocka_unit_test(test_open_refuses_bad_params),
     };
 
-    return cmocka_run_group_tests(tests, make_db, remove_db);
+    return cmocka_run_group_tests(tests, make_db, teardown);
 }

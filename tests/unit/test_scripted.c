@@ -13,10 +13,10 @@
 #include "medtrust/retrieve.h"
 #include "script.h"
 #include "tiny_gguf.h"
+#include "tmpdir.h"
 
 /* ==== A small corpus in two sources ==== */
 
-static char tmp_dir[64];
 static char db_dir[96];
 static char qa_dir[96];
 static char vec_dir[96];      /* guide_docs with 32-dim vectors */
@@ -30,7 +30,7 @@ static int ingest(struct mt_store *s, const char *name, const char *docs)
     char path[128];
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/%s.jsonl", tmp_dir, name);
+    snprintf(path, sizeof path, "%s/%s.jsonl", tmpl, name);
     f = fopen(path, "w");
     if (!f)
         return -1;
@@ -69,7 +69,7 @@ static int make_qa_db(void)
     struct mt_store *s = NULL;
     int rc = -1;
 
-    snprintf(qa_dir, sizeof qa_dir, "%s/qa", tmp_dir);
+    snprintf(qa_dir, sizeof qa_dir, "%s/qa", tmpl);
     if (mt_store_open(qa_dir, NULL, &s, NULL) == MT_OK &&
         ingest(s, "pubmed", qa_docs) == 0 &&
         mt_index_build(s, NULL, NULL, NULL) == MT_OK)
@@ -95,7 +95,7 @@ static int make_vec_db(void)
         return 0; /* the vector tests fail on the empty name */
     snprintf(emb_spec, sizeof emb_spec, "gguf:%s/embed.gguf", gguf_dir);
     snprintf(rerank_spec, sizeof rerank_spec, "gguf:%s/rerank.gguf", gguf_dir);
-    snprintf(vec_dir, sizeof vec_dir, "%s/vec", tmp_dir);
+    snprintf(vec_dir, sizeof vec_dir, "%s/vec", tmpl);
     mt_embedder_default_params(&ep);
     ep.dims = 32;
     mt_index_default_build_params(&bp);
@@ -120,10 +120,9 @@ static int make_db(void **state)
 
     (void)state;
     mtx_jsonl_init_alloc();
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mt-scripted-XXXXXX");
-    if (!mkdtemp(tmp_dir))
+    if (tmpdir_make("mt-scripted") != 0)
         return -1;
-    snprintf(db_dir, sizeof db_dir, "%s/db", tmp_dir);
+    snprintf(db_dir, sizeof db_dir, "%s/db", tmpl);
     if (mt_store_open(db_dir, NULL, &s, NULL) == MT_OK &&
         ingest(s, "guidelines", guide_docs) == 0 &&
         ingest(s, "wiki", wiki_docs) == 0 &&
@@ -137,11 +136,12 @@ static int make_db(void **state)
 
 static int remove_db(void **state)
 {
-    char cmd[192];
+    char cmd[96];
 
-    (void)state;
-    snprintf(cmd, sizeof cmd, "rm -rf %s %s", tmp_dir, gguf_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", gguf_dir);
+    if (gguf_dir[0] && system(cmd) != 0)
+        return -1;
+    return teardown(state);
 }
 
 static const char note_text[] =
@@ -845,7 +845,7 @@ static void test_single_takes_the_nearest_examples_in_order(void **state)
     size_t i;
 
     (void)state;
-    snprintf(ex_path, sizeof ex_path, "%s/train.csv", tmp_dir);
+    snprintf(ex_path, sizeof ex_path, "%s/train.csv", tmpl);
     f = fopen(ex_path, "w");
     fputs(ex_csv, f);
     fclose(f);
@@ -880,7 +880,7 @@ static void test_single_takes_the_nearest_examples_in_order(void **state)
 
     CHECK(open_knn(&s, ex_path, NULL, &err) == NULL); /* no --db, no embedder */
     CHECK(strstr(err.msg, "there is no embedder") != NULL);
-    snprintf(bad, sizeof bad, "%s/medec-test.csv", tmp_dir);
+    snprintf(bad, sizeof bad, "%s/medec-test.csv", tmpl);
     CHECK(open_knn(&s, bad, "use-lite", &err) == NULL);
     CHECK(strstr(err.msg, "evaluation split") != NULL);
     script_stop(&s);

@@ -16,8 +16,8 @@
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/server.h"
+#include "tmpdir.h"
 
-static char dir[64];
 static char db[96];
 
 /* ==== Fixture: a store with a few documents, an index and two users ==== */
@@ -37,10 +37,9 @@ static int setup(void **state)
 
     (void)state;
     mtx_jsonl_init_alloc();
-    snprintf(dir, sizeof dir, "/tmp/mt-server-XXXXXX");
-    if (!mkdtemp(dir))
+    if (tmpdir_make("mt-server") != 0)
         return -1;
-    snprintf(db, sizeof db, "%s/db", dir);
+    snprintf(db, sizeof db, "%s/db", tmpl);
     CHECK_OK(mt_store_open(db, NULL, &s, NULL));
     CHECK_OK(mt_store_source(s, "notes", &src, NULL));
     put(s, src, "d1", "Gout", "Gout causes sudden joint pain and swelling.");
@@ -57,14 +56,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
+static int server_teardown(void **state)
 {
-    char cmd[128];
-
-    (void)state;
     curl_global_cleanup();
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return teardown(state);
 }
 
 static struct mt_server *start(double rate, size_t max_body)
@@ -74,7 +69,7 @@ static struct mt_server *start(double rate, size_t max_body)
     struct mt_error err = {MT_OK, ""};
     char logs[128];
 
-    snprintf(logs, sizeof logs, "%s/logs", dir);
+    snprintf(logs, sizeof logs, "%s/logs", tmpl);
     mt_server_default_params(&p);
     p.db_dir = db;
     p.listen = "127.0.0.1:0";
@@ -527,5 +522,5 @@ int main(void)
         cmocka_unit_test(test_server_stop_cancels_past_grace),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, server_teardown);
 }

@@ -14,18 +14,18 @@
 #include "pg_fixture.h"
 #include "store/pg.h"
 #include "store/state_int.h"
+#include "tmpdir.h"
 
 static struct pgfx fx;
 static int dbs; /* PostgreSQL databases made so far: one per case */
 
 struct engine {
     const char *name; /* "sqlite" or "postgresql" */
-    char url[160];    /* this case's state */
-    char dir[64];     /* its temp folder (sqlite) */
+    char url[160];    /* this case's state (sqlite: in tmpl, tmpdir.h) */
 };
 
-static struct engine sqlite_engine = {"sqlite", "", ""};
-static struct engine pg_engine = {"postgresql", "", ""};
+static struct engine sqlite_engine = {"sqlite", ""};
+static struct engine pg_engine = {"postgresql", ""};
 
 static int group_setup(void **state)
 {
@@ -50,10 +50,9 @@ static int case_setup(void **state)
     char sql[64];
 
     if (strcmp(e->name, "sqlite") == 0) {
-        snprintf(e->dir, sizeof e->dir, "/tmp/mt-state-XXXXXX");
-        if (!mkdtemp(e->dir))
+        if (tmpdir_make("mt-state") != 0)
             return -1;
-        snprintf(e->url, sizeof e->url, "sqlite:%s/db", e->dir);
+        snprintf(e->url, sizeof e->url, "sqlite:%s/db", tmpl);
         return 0;
     }
     mtx_pg_default_params(&p);
@@ -74,16 +73,8 @@ static int case_setup(void **state)
 
 static int case_teardown(void **state)
 {
-    struct engine *e = *state;
-    char cmd[96];
-
-    if (e->dir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
-        if (system(cmd) != 0)
-            return -1;
-        e->dir[0] = '\0';
-    }
-    return 0;
+    (void)state;
+    return tmpdir_remove(); /* a PostgreSQL case made none: 0 */
 }
 
 static struct mt_state *open_state(void **state)
