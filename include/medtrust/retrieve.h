@@ -112,6 +112,14 @@ enum mt_status mt_retriever_url(struct mt_retriever *r,
                                 const struct mt_search_hit *h, char **url,
                                 struct mt_error *err);
 
+/* The links of n hits (as mt_retriever_url's) into urls[0..n), each NULL
+ * or the caller's (free with mt_free); one store handle borrowed for all.
+ * A hit whose chunk is gone gets NULL. On failure every urls[i] is NULL.
+ * Thread-safe. */
+enum mt_status mt_retriever_urls(struct mt_retriever *r,
+                                 const struct mt_search_hit *hits, size_t n,
+                                 char **urls, struct mt_error *err);
+
 /* The whole document of hit 'h', rebuilt from its chunks in order (the
  * chunker's overlap dropped) up to at least 'max' bytes, or the hit's text
  * when its chunks cannot be read. *text (caller frees with mt_free) is

@@ -446,20 +446,20 @@ static char *meta_url(const char *meta)
     return out;
 }
 
-enum mt_status mt_retriever_url(struct mt_retriever *r,
-                                const struct mt_search_hit *h, char **url,
-                                struct mt_error *err)
+/* Hit h's link on a borrowed worker whose store is open; *url is NULL
+ * when there is none, and when the chunk is not found (MT_ENOTFOUND). */
+static enum mt_status hit_url(struct worker *w, const struct mt_search_hit *h,
+                              char **url, struct mt_error *err)
 {
-    char *meta = NULL;
+    struct mt_chunk_info ci;
     char pm[64];
     size_t i;
-    enum mt_status st = mt_retriever_metadata(r, h->chunk_id, &meta, err);
+    enum mt_status st = mt_store_chunk_get(w->store, h->chunk_id, &ci, err);
 
     *url = NULL;
     if (st != MT_OK)
         return st;
-    *url = meta_url(meta);
-    mt_free(meta);
+    *url = meta_url(ci.metadata);
     if (*url)
         return MT_OK;
     for (i = 0; h->doc_id[i] && isdigit((unsigned char)h->doc_id[i]); i++)
@@ -469,6 +469,53 @@ enum mt_status mt_retriever_url(struct mt_retriever *r,
     snprintf(pm, sizeof pm, "https://pubmed.ncbi.nlm.nih.gov/%s/", h->doc_id);
     *url = mt_strdup(pm);
     return *url ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+enum mt_status mt_retriever_url(struct mt_retriever *r,
+                                const struct mt_search_hit *h, char **url,
+                                struct mt_error *err)
+{
+    struct worker *w = NULL;
+    enum mt_status st = borrow(r, &w, err);
+
+    *url = NULL;
+    if (st == MT_OK)
+        st = worker_store(w, err);
+    if (st == MT_OK)
+        st = hit_url(w, h, url, err);
+    if (w)
+        give_back(r, w);
+    return st;
+}
+
+enum mt_status mt_retriever_urls(struct mt_retriever *r,
+                                 const struct mt_search_hit *hits, size_t n,
+                                 char **urls, struct mt_error *err)
+{
+    struct mt_error e = {MT_OK, ""};
+    struct worker *w = NULL;
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    memset(urls, 0, n * sizeof *urls);
+    if (n > 0)
+        st = borrow(r, &w, err);
+    if (st == MT_OK && w)
+        st = worker_store(w, err);
+    for (i = 0; st == MT_OK && i < n; i++) {
+        st = hit_url(w, &hits[i], &urls[i], &e);
+        if (st == MT_ENOTFOUND) /* a chunk gone since the search */
+            st = MT_OK;
+        else if (st != MT_OK && err)
+            *err = e;
+    }
+    if (w)
+        give_back(r, w);
+    for (i = 0; st != MT_OK && i < n; i++) {
+        mt_free(urls[i]);
+        urls[i] = NULL;
+    }
+    return st;
 }
 
 enum mt_status mtx_retrieve_join_overlap(struct mt_buf *a, const char *b,

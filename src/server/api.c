@@ -195,18 +195,13 @@ void mtx_srv_sources(struct mt_server *s, struct srv_req *rq,
 /* The object `medtrust search --json` prints, plus "url": the document's
  * link (its "url" metadata, else PubMed's page for a PMID; null when it
  * has neither), which the Search page links. */
-static json_t *hit_json(struct mt_server *s, const struct mt_search_hit *h)
+static json_t *hit_json(const struct mt_search_hit *h, const char *url)
 {
-    char *url = NULL;
-    json_t *o;
-
-    (void)mt_retriever_url(s->ret, h, &url, NULL); /* none: null */
-    o = json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank", (int)h->rank,
-                  "doc_id", h->doc_id, "chunk_id", (json_int_t)h->chunk_id,
-                  "score", h->score, "title", h->title, "text", h->text,
-                  "source", h->source, "url", url);
-    mt_free(url);
-    return o;
+    return json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank",
+                     (int)h->rank, "doc_id", h->doc_id, "chunk_id",
+                     (json_int_t)h->chunk_id, "score", h->score, "title",
+                     h->title, "text", h->text, "source", h->source, "url",
+                     url);
 }
 
 static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
@@ -275,17 +270,25 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     return 0;
 }
 
+/* The hits with their links, looked up on one store handle for the whole
+ * request (a failed lookup: every url null). */
 static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r)
 {
-    json_t *a = json_array();
+    char **urls = mt_calloc(r->n ? r->n : 1, sizeof *urls);
+    json_t *a = urls ? json_array() : NULL;
     size_t i;
 
+    if (a)
+        (void)mt_retriever_urls(s->ret, r->hits, r->n, urls, NULL);
     for (i = 0; a && i < r->n; i++)
-        if (json_array_append_new(a, hit_json(s, &r->hits[i])) != 0) {
+        if (json_array_append_new(a, hit_json(&r->hits[i], urls[i])) != 0) {
             json_decref(a);
-            return NULL;
+            a = NULL;
         }
-    return json_pack("{s:o}", "hits", a);
+    for (i = 0; urls && i < r->n; i++)
+        mt_free(urls[i]);
+    mt_free(urls);
+    return a ? json_pack("{s:o}", "hits", a) : NULL;
 }
 
 static void search_audit(struct mt_server *s, struct srv_req *rq, const char *q,

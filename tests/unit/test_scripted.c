@@ -1089,6 +1089,49 @@ static void test_answer_keeps_every_sentence_and_gaps_go_by_sentence(void **st)
     script_stop(&s);
 }
 
+/* mt_retriever_urls (one store handle for all hits: /v1/search) gives
+ * each hit mt_retriever_url's link: a document's "url", PubMed's page for
+ * a PMID; NULL for a chunk that is gone. */
+static void test_retriever_urls_match_each_hits_own(void **st)
+{
+    struct mt_retriever_params rp;
+    struct mt_search_params sp;
+    struct mt_retriever *r = NULL;
+    struct mt_search_result *res = NULL;
+    struct mt_search_hit h[3];
+    char *urls[3], *one = NULL;
+    size_t i;
+
+    (void)st;
+    mt_retriever_default_params(&rp);
+    rp.db_dir = qa_dir;
+    rp.embedder_spec = "none";
+    CHECK_OK(mt_retriever_open(&rp, &r, NULL));
+    mt_search_default_params(&sp);
+    sp.mode = MT_SEARCH_BM25;
+    CHECK_OK(mt_retriever_search(r, "statins cholesterol", &sp, &res, NULL));
+    CHECK(res->n == 2);
+    memcpy(h, res->hits, 2 * sizeof *h);
+    h[2] = h[0];
+    h[2].chunk_id = 1000000; /* no such chunk */
+    CHECK_OK(mt_retriever_urls(r, h, 3, urls, NULL));
+    for (i = 0; i < 2; i++) {
+        CHECK_OK(mt_retriever_url(r, &h[i], &one, NULL));
+        CHECK(urls[i] && one && strcmp(urls[i], one) == 0);
+        CHECK(strcmp(urls[i], strcmp(h[i].doc_id, "11") == 0
+                                  ? "https://pubmed.ncbi.nlm.nih.gov/11/"
+                                  : "https://example.org/t") == 0);
+        mt_free(one);
+        mt_free(urls[i]);
+    }
+    CHECK(urls[2] == NULL);
+    CHECK(mt_retriever_url(r, &h[2], &one, NULL) == MT_ENOTFOUND);
+    CHECK(one == NULL);
+    CHECK_OK(mt_retriever_urls(r, h, 0, urls, NULL));
+    mt_search_result_free(res);
+    mt_retriever_close(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1109,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_guards_reason_first_and_arbiters_see_both),
         cmocka_unit_test(
             test_answer_keeps_every_sentence_and_gaps_go_by_sentence),
+        cmocka_unit_test(test_retriever_urls_match_each_hits_own),
     };
 
     mtx_jsonl_init_alloc();
