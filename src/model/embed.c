@@ -1,6 +1,7 @@
 /* Embedder front end: parses a spec, opens its backend, and applies what
  * every backend shares: Matryoshka truncation, re-normalisation and the
- * call cache (keyed by the spec, the output shape and the text). */
+ * call cache (keyed by the spec, the backend's variant, the output shape
+ * and the text). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,12 +185,15 @@ static const char *pool_key(enum mt_embed_pool m)
     return m == MT_EMBED_POOL_FIRST ? "first|" : "mean|";
 }
 
-/* The request key: output shape and pooling, then the text. */
+/* The request key: output shape, the backend's variant (use-lite's GEMM
+ * precision) when it has one, pooling, then the text. */
 static char *cache_key(const struct mt_embedder *e, struct mt_str t)
 {
-    char head[48];
-    int hn = snprintf(head, sizeof head, "%u|%d|%s", e->dims,
-                      e->params.normalize, pool_key(e->params.window_pool));
+    const char *var = e->m.ops->variant ? e->m.ops->variant(e->m.self) : "";
+    char head[64];
+    int hn = snprintf(head, sizeof head, "%u|%d|%.24s%s%s", e->dims,
+                      e->params.normalize, var, *var ? "|" : "",
+                      pool_key(e->params.window_pool));
     char *k = mt_malloc((size_t)hn + t.n + 1);
 
     if (!k)

@@ -31,6 +31,10 @@ struct mtx_model_ops {
     enum mt_status (*embed)(void *self, const struct mt_str *texts, size_t n,
                             float *out, struct mt_error *err);
     uint32_t (*dims)(const void *self);
+    /* Embedders, may be NULL: what besides the spec decides the vectors
+     * (use-lite: "f32" or "int8", its GEMMs' precision), part of every
+     * cache key so that one setting is never served the other's vectors */
+    const char *(*variant)(const void *self);
     /* Rerankers: one score per document (higher = more relevant) */
     enum mt_status (*score)(void *self, struct mt_str query,
                             const struct mt_str *docs, size_t n, float *scores,

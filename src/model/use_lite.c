@@ -4,6 +4,7 @@
  * packed forward pass.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@ struct use_lite {
     size_t n_slots;
     uint32_t batch;
     enum mt_embed_pool window_pool; /* texts over MT_UL_MAX_LEN tokens */
+    char variant[16]; /* "int8 " or "f32 " GEMMs + the file's CRC-32 */
     int noted; /* truncation was logged at info level once already */
 };
 
@@ -243,6 +245,17 @@ static uint32_t ul_dims(const void *self)
     return MT_UL_DIM;
 }
 
+/* What decides the vectors besides the spec: the GEMMs' precision (int8
+ * and float32 vectors differ, cosine >= 0.999) and the weights, which a
+ * bare "use-lite" spec finds by MEDTRUST_USE_LITE or the install. The
+ * embedder's cache keys its entries by it. */
+static const char *ul_variant(const void *self)
+{
+    const struct use_lite *u = self;
+
+    return u->variant;
+}
+
 static void ul_free(void *self)
 {
     struct use_lite *u = self;
@@ -265,6 +278,7 @@ static const struct mtx_model_ops use_lite_ops = {
     .free = ul_free,
     .embed = ul_embed,
     .dims = ul_dims,
+    .variant = ul_variant,
 };
 
 /* int8 GEMMs where the CPU has AVX-512 VNNI (min cosine to float32 >=
@@ -316,6 +330,8 @@ static enum mt_status ul_load(struct use_lite *u, const char *path,
         return st;
     u->batch = p->batch_size ? p->batch_size : DEFAULT_BATCH;
     u->window_pool = p->window_pool;
+    snprintf(u->variant, sizeof u->variant, "%s %08x", int8 ? "int8" : "f32",
+             ((const struct mt_ul_header *)u->model->map)->checksum);
     if (u->batch > MAX_BATCH)
         u->batch = MAX_BATCH;
     if (p->threads != 1 && mtx_pool_new(p->threads, &u->pool) != MT_OK)

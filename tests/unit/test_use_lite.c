@@ -808,12 +808,29 @@ static void test_int8_gemm_keeps_cosine(void **state)
     mt_embedder_close(q3);
 }
 
+/* The CRC-32 in the header of the weights a bare "use-lite" spec finds. */
+static uint32_t weights_crc(void)
+{
+    char *path = mtx_ul_find_weights(NULL);
+    struct mt_ul_model *m = NULL;
+    uint32_t crc;
+
+    CHECK(path != NULL);
+    CHECK_OK(mtx_ul_model_open(path, &m, NULL));
+    crc = ((const struct mt_ul_header *)m->map)->checksum;
+    mtx_ul_model_close(m);
+    mt_free(path);
+    return crc;
+}
+
 /* The generic embedder cache is really read: a vector planted under the
- * key of a text comes back instead of a fresh embedding, and a different
- * output size is a different key. */
+ * key of a text (shape, GEMM precision and weights, pooling, text) comes
+ * back instead of a fresh embedding, and a different output size is a
+ * different key. */
 static void test_embedder_cache_is_read_and_keyed(void **state)
 {
     char db[] = "/tmp/mt-embcache-XXXXXX";
+    char key[96];
     struct mt_embedder_params p;
     struct mt_embedder *e = NULL;
     struct mt_cache *c = NULL;
@@ -825,13 +842,17 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     close(fd);
     mt_embedder_default_params(&p);
     p.cache_path = db;
+    setenv("MEDTRUST_UL_GEMM", "f32", 1); /* the key names it */
     CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+    unsetenv("MEDTRUST_UL_GEMM");
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
     planted[0] = 1.0f;
     CHECK_OK(mtx_cache_open(db, &c, NULL));
     CHECK(mtx_cache_count(c) == 1);
-    CHECK_OK(mtx_cache_put(c, "use-lite", "use-lite", "512|1|first|hello cache",
-                           planted, sizeof planted, NULL));
+    snprintf(key, sizeof key, "512|1|f32 %08x|first|hello cache",
+             (unsigned)weights_crc());
+    CHECK_OK(mtx_cache_put(c, "use-lite", "use-lite", key, planted,
+                           sizeof planted, NULL));
     mtx_cache_close(c);
     CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
     CHECK(v[0] == 1.0f && v[1] == 0.0f);
@@ -844,10 +865,56 @@ static void test_embedder_cache_is_read_and_keyed(void **state)
     unlink(db);
 }
 
+/* Embeds t with MEDTRUST_UL_GEMM=gemm, through the cache at db (NULL:
+ * none). */
+static void embed_gemm(const char *gemm, const char *db, struct mt_str t,
+                       float *v)
+{
+    struct mt_embedder_params p;
+    struct mt_embedder *e = NULL;
+
+    mt_embedder_default_params(&p);
+    p.cache_path = db;
+    setenv("MEDTRUST_UL_GEMM", gemm, 1);
+    CHECK_OK(mt_embedder_open("use-lite", &p, &e, NULL));
+    unsetenv("MEDTRUST_UL_GEMM");
+    CHECK_OK(mt_embedder_embed(e, &t, 1, v, NULL));
+    mt_embedder_close(e);
+}
+
+/* One cache shared by float32 and int8 GEMMs serves each its own vectors
+ * (closing6.md: the key ignored the precision, so whichever ran first
+ * was served to both). */
+static void test_embedder_cache_keeps_gemm_precisions_apart(void **state)
+{
+    char db[] = "/tmp/mt-embcache-XXXXXX";
+    struct mt_str t = MT_STR_C("aspirin for chest pain");
+    static float vf[DIM], vq[DIM], ref[DIM], again[DIM];
+    struct mt_cache *c = NULL;
+    int fd = mkstemp(db);
+
+    (void)state;
+    CHECK(fd >= 0);
+    close(fd);
+    embed_gemm("f32", db, t, vf);
+    embed_gemm("int8", db, t, vq);
+    embed_gemm("int8", NULL, t, ref);
+    CHECK(memcmp(vq, ref, sizeof vq) == 0);
+    CHECK(memcmp(vq, vf, sizeof vq) != 0);
+    embed_gemm("f32", NULL, t, ref);
+    embed_gemm("f32", db, t, again);
+    CHECK(memcmp(vf, ref, sizeof vf) == 0 && memcmp(again, vf, sizeof vf) == 0);
+    CHECK_OK(mtx_cache_open(db, &c, NULL));
+    CHECK(mtx_cache_count(c) == 2);
+    mtx_cache_close(c);
+    unlink(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embedder_cache_is_read_and_keyed),
+        cmocka_unit_test(test_embedder_cache_keeps_gemm_precisions_apart),
         cmocka_unit_test(test_tokenizer_matches_js_on_all_sentences),
         cmocka_unit_test(test_vectors_match_js),
         cmocka_unit_test(test_threads_and_batch_sizes_agree),
