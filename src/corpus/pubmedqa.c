@@ -3,10 +3,7 @@
  * finds each value's extent, so memory stays bounded by the largest
  * record, not the file (the artificial set is about 1 GB). Each record is
  * one document: its contexts, a line each as "LABEL: context". */
-#include <errno.h>
 #include <string.h>
-
-#include <zlib.h>
 
 #include "corpus/corpus_int.h"
 #include "medtrust/core.h"
@@ -15,13 +12,13 @@
 #define BLOCK (64 * 1024)
 
 struct scan {
-    gzFile gz;
+    struct mtx_gz *gz; /* gzip or plain, as the XML importers read (gz.c) */
     const char *path;
-    unsigned char buf[BLOCK];
-    int len;
-    int pos;
+    char buf[BLOCK];
+    size_t len;
+    size_t pos;
     size_t line;
-    int err; /* read error or truncated gzip */
+    struct mt_error rerr; /* a failed read: the file ends here */
 };
 
 static int next_ch(struct scan *s)
@@ -29,18 +26,14 @@ static int next_ch(struct scan *s)
     int c;
 
     if (s->pos == s->len) {
-        s->len = gzread(s->gz, s->buf, BLOCK);
         s->pos = 0;
-        if (s->len <= 0) {
-            int z = Z_OK;
-
-            gzerror(s->gz, &z);
-            s->err = s->len < 0 || z != Z_OK;
-            s->len = 0;
+        s->len = 0;
+        if (s->rerr.status != MT_OK ||
+            mtx_gz_read(s->gz, s->buf, BLOCK, &s->len, &s->rerr) != MT_OK ||
+            s->len == 0)
             return -1;
-        }
     }
-    c = s->buf[s->pos++];
+    c = (unsigned char)s->buf[s->pos++];
     s->line += c == '\n';
     return c;
 }
@@ -57,8 +50,9 @@ static int skip_ws(struct scan *s)
 
 static enum mt_status bad(struct scan *s, const char *why, struct mt_error *err)
 {
-    if (s->err)
-        why = "the file ends early (truncated or unreadable)";
+    if (s->rerr.status != MT_OK) /* gz.c's reason: truncated, corrupt */
+        return mt_fail(err, s->rerr.status, "%s:%zu: %s", s->path, s->line + 1,
+                       s->rerr.msg);
     return mt_fail(err, MT_EPARSE, "%s:%zu: %s", s->path, s->line + 1, why);
 }
 
@@ -274,11 +268,11 @@ static enum mt_status scan_all(struct mt_import_ctx *c, struct scan *s,
     while (st == MT_OK && !done) {
         st = next_member(c, s, first, &done, &key, &val, err);
         first = 0;
-        mtx_sink_read(c->sink, (uint64_t)gzoffset(s->gz));
+        mtx_sink_read(c->sink, mtx_gz_offset(s->gz));
     }
     if (st == MT_OK && skip_ws(s) != -1)
         st = bad(s, "text after the closing brace", err);
-    if (st == MT_OK && s->err)
+    if (st == MT_OK && s->rerr.status != MT_OK)
         st = bad(s, "", err);
     mtx_buf_free(&key);
     mtx_buf_free(&val);
@@ -294,14 +288,13 @@ enum mt_status mtx_import_pubmedqa(struct mt_import_ctx *c, const char *path,
     if (!s)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     s->path = path;
-    s->gz = gzopen(path, "rb");
-    if (!s->gz) {
+    st = mtx_gz_open(path, &s->gz, err); /* errors name the path */
+    if (st != MT_OK) {
         mt_free(s);
-        return mt_fail(err, MT_EIO, "%s: cannot open: %s", path,
-                       strerror(errno));
+        return st;
     }
     st = scan_all(c, s, err);
-    gzclose(s->gz);
+    mtx_gz_close(s->gz);
     mt_free(s);
     return st;
 }

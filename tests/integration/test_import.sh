@@ -315,6 +315,29 @@ if [ $rc -eq 1 ] && grep -q 'cut.json:[0-9]*: the file ends inside a' "$TMP/err"
 else
     not_ok "pubmedqa: cut file" "rc=$rc" "$(cat "$TMP/err")"
 fi
+# gzip through gz.c, as the XML importers read it: the same records as the
+# plain file; cut short or corrupt, an error naming the file and line
+gzip -c "$F/pubmedqa/ori_pqal.json" >"$TMP/pq.json.gz"
+"$MT" import pubmedqa --jsonl "$TMP/pqgz.jsonl" --no-progress \
+    "$TMP/pq.json.gz" >/dev/null 2>"$TMP/err"
+rc=$?
+head -c 100000 "$TMP/pq.json.gz" >"$TMP/cut.json.gz"
+"$MT" import pubmedqa --db "$TMP/pqcutgz" --no-progress "$TMP/cut.json.gz" \
+    >/dev/null 2>"$TMP/err2"
+rc2=$?
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0x10; open(sys.argv[2], "wb").write(b)' \
+    "$TMP/pq.json.gz" "$TMP/bad.json.gz"
+"$MT" import pubmedqa --db "$TMP/pqbadgz" --no-progress "$TMP/bad.json.gz" \
+    >/dev/null 2>"$TMP/err3"
+rc3=$?
+if [ $rc -eq 0 ] && cmp -s "$TMP/pq.jsonl" "$TMP/pqgz.jsonl" && [ $rc2 -eq 1 ] &&
+    grep -q 'cut.json.gz:[0-9]*: gzip data ends early (truncated file)' "$TMP/err2" &&
+    [ $rc3 -eq 1 ] && grep -q 'bad.json.gz:[0-9]*: gzip data is corrupt' "$TMP/err3"; then
+    ok "pubmedqa: gzip input gives the plain file's records; cut or corrupt gzip names file and line"
+else
+    not_ok "pubmedqa: gzip input" "rc=$rc rc2=$rc2 rc3=$rc3" "$(cat "$TMP/err" "$TMP/err2" "$TMP/err3")"
+fi
 
 # ==== medrag ====
 mkdir -p "$TMP/textbooks/chunk"
