@@ -74,6 +74,12 @@ static const struct cli_opt index_opts[] = {
      "builder holds N MiB, so memory stays bounded at any store size; "
      "0..1048576, 0 one segment however large (default 2048)",
      0},
+    {"max-segments", 0, "N",
+     "when one more segment would make more than N, first merge the "
+     "smallest neighbouring segments into one (never into one past the "
+     "--segment-mb budget, so a large index keeps more); 1..65536 "
+     "(default 8)",
+     0},
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
      "has seen (default off)",
@@ -134,6 +140,7 @@ struct index_opts {
     uint32_t hnsw_threads; /* 0: one per online core */
     enum mt_vec_store vec_store;
     unsigned long segment_mb; /* ULONG_MAX: the index's default */
+    uint32_t max_segments;    /* 0: the index's default */
     int json;
     int quiet;
 };
@@ -170,6 +177,10 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
     o->segment_mb = ULONG_MAX;
     if (cli_get_uint(a, "segment-mb", 0, 1048576, &o->segment_mb) < 0)
         return -1;
+    v = 0;
+    if (cli_get_uint(a, "max-segments", 1, 65536, &v) < 0)
+        return -1;
+    o->max_segments = (uint32_t)v;
     o->ip.source = cli_get(a, "source");
     o->ip.skip_bad = cli_get(a, "skip-bad") != NULL;
     o->json = cli_get(a, "json") != NULL;
@@ -370,6 +381,8 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     bp.vec_store = o->vec_store;
     if (o->segment_mb != ULONG_MAX)
         bp.segment_bytes = (uint64_t)o->segment_mb << 20;
+    if (o->max_segments)
+        bp.max_segments = o->max_segments;
     st = with_embedder(s, embedder, &bp, &e, err);
     if (st != MT_OK)
         return st;

@@ -108,3 +108,22 @@ if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
 else
     not_ok "after the merge vs one segment" "$(tail -3 "$TMP/err")"
 fi
+
+# The same nine appends with --max-segments 3: from the fourth on, each
+# merges the 2 cheapest neighbours first, so 3 segments stay, and the
+# index still answers as one segment does; 0 is refused.
+for f in "$TMP"/part-0*; do
+    "$MT" index --db "$TMP/three" --input "$f" --source pubmedqa \
+        --max-segments 3 --no-progress >"$TMP/out3" 2>&1
+done
+"$MT" search --db "$TMP/three" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/c" 2>/dev/null
+"$MT" index --db "$TMP/three" --max-segments 0 --no-progress >"$TMP/out0" 2>&1
+rc=$?
+if grep -q 'merged the 2 smallest segments' "$TMP/out3" &&
+    grep -q ', 3 segments' "$TMP/out3" && [ "$(segs "$TMP/three")" = 3 ] &&
+    same "$TMP/c" "$TMP/b" 2>"$TMP/err" && [ $rc -ne 0 ] &&
+    grep -q -- '--max-segments must be an integer in 1..65536' "$TMP/out0"; then
+    ok "--max-segments 3: nine appends keep 3 segments, the hits of one; 0 refused"
+else
+    not_ok "--max-segments 3" "$(cat "$TMP/out3" "$TMP/out0")" "$(tail -3 "$TMP/err")"
+fi
