@@ -32,7 +32,7 @@ struct use_lite {
     uint32_t batch;
     enum mt_embed_pool window_pool; /* texts over MT_UL_MAX_LEN tokens */
     char variant[16]; /* "int8 " or "f32 " GEMMs + the file's CRC-32 */
-    int noted; /* truncation was logged at info level once already */
+    int noted;        /* truncation was logged at info level once already */
 };
 
 /* One embed call, shared by the batches running in parallel. */

@@ -197,11 +197,10 @@ void mtx_srv_sources(struct mt_server *s, struct srv_req *rq,
  * has neither), which the Search page links. */
 static json_t *hit_json(const struct mt_search_hit *h, const char *url)
 {
-    return json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank",
-                     (int)h->rank, "doc_id", h->doc_id, "chunk_id",
-                     (json_int_t)h->chunk_id, "score", h->score, "title",
-                     h->title, "text", h->text, "source", h->source, "url",
-                     url);
+    return json_pack(
+        "{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank", (int)h->rank, "doc_id",
+        h->doc_id, "chunk_id", (json_int_t)h->chunk_id, "score", h->score,
+        "title", h->title, "text", h->text, "source", h->source, "url", url);
 }
 
 static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
