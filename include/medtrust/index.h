@@ -98,6 +98,11 @@ struct mt_index_build_params {
     /* Threads building an HNSW graph: 0 (default) one per online core;
      * 1 the serial build, whose graph depends only on the vectors. */
     uint32_t hnsw_threads;
+    /* Threads analysing chunks: 0 (default) one per online core, each
+     * beside the calling thread, which reads the store and inverts the
+     * chunks in id order; 1 all on the calling thread. The segments are
+     * the same bytes either way. */
+    uint32_t threads;
     /* How the segments this build writes keep their vectors; default
      * MT_VEC_STORE_RESIDUAL. Each segment's file says which it holds, so
      * segments of different kinds search side by side. */

@@ -57,10 +57,16 @@ static const struct cli_opt index_opts[] = {
      "vectors, smaller ones are scanned exactly, 1..4000000000 (default "
      "100000)",
      0},
+    {"threads", 0, "N",
+     "threads of the search index build, 0..64: 0 one per online core "
+     "(default); N analyse chunks beside the thread that reads and "
+     "inverts them, 1 does it all on one; the segments are the same "
+     "bytes with any N. Also the default of --hnsw-threads",
+     0},
     {"hnsw-threads", 0, "N",
      "threads building an HNSW graph, 0..64: 0 one per online core "
-     "(default), 1 the serial build, whose graph depends only on the "
-     "vectors (the same on every run)",
+     "(default: as --threads), 1 the serial build, whose graph depends "
+     "only on the vectors (the same on every run)",
      0},
     {"vectors", 0, "KIND",
      "how new segments keep chunk vectors: int8r (default) int8 codes + "
@@ -137,6 +143,7 @@ struct index_opts {
     struct mt_store_params sp;
     struct mt_ingest_params ip;
     uint32_t hnsw_min;     /* 0: the index's default */
+    uint32_t threads;      /* 0: one per online core */
     uint32_t hnsw_threads; /* 0: one per online core */
     enum mt_vec_store vec_store;
     unsigned long segment_mb; /* ULONG_MAX: the index's default */
@@ -162,6 +169,9 @@ static int read_opts(struct cli_args *a, struct index_opts *o)
         return -1;
     o->hnsw_min = (uint32_t)v;
     v = 0;
+    if (cli_get_uint(a, "threads", 0, 64, &v) < 0)
+        return -1;
+    o->threads = (uint32_t)v;
     if (cli_get_uint(a, "hnsw-threads", 0, 64, &v) < 0)
         return -1;
     o->hnsw_threads = (uint32_t)v;
@@ -377,6 +387,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     bp.rebuild = rebuild;
     if (o->hnsw_min)
         bp.hnsw_min = o->hnsw_min;
+    bp.threads = o->threads;
     bp.hnsw_threads = o->hnsw_threads;
     bp.vec_store = o->vec_store;
     if (o->segment_mb != ULONG_MAX)

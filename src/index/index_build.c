@@ -11,12 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/arena.h"
 #include "index/bm25.h"
 #include "index/index_int.h"
 #include "index/segment.h"
 #include "medtrust/core.h"
-#include "text/analyzer.h"
 
 void mt_index_default_build_params(struct mt_index_build_params *p)
 {
@@ -49,17 +47,13 @@ struct build {
     const char *dir;
     struct mt_manifest *m;
     int save_each; /* save the manifest after each segment (resumable) */
-    struct mt_analyzer *an;
     struct mt_bm25_builder *bm;
-    struct mt_arena arena;
     int64_t *cids; /* of the segment being built */
     uint32_t *srcs;
     size_t n, cap;
     uint64_t done, total; /* chunks analysed in this build, of total */
     int64_t max_id;       /* the largest chunk id in the segment */
     struct mt_vbuild vb;
-    int64_t merge_hi;  /* merging: the window's last chunk id */
-    int merge_stopped; /* the scan reached a chunk past it */
     struct mt_error *err;
 };
 
@@ -87,26 +81,13 @@ static enum mt_status push_ids(struct build *b, int64_t cid, int64_t src)
     return MT_OK;
 }
 
-static enum mt_status add_field(struct build *b, uint32_t doc, uint32_t field,
-                                const char *text, size_t n)
+static enum mt_status add_field(struct build *b, uint32_t doc,
+                                const struct mtx_achunk *c, uint32_t field)
 {
-    struct mt_token *toks = NULL;
-    struct mt_str *terms;
-    size_t cnt = 0;
-    size_t i;
-    enum mt_status st =
-        mtx_analyzer_collect(b->an, text, n, &b->arena, &toks, &cnt, b->err);
-
-    if (st != MT_OK || cnt == 0)
-        return st;
-    terms = mtx_arena_alloc(&b->arena, cnt * sizeof *terms);
-    if (!terms)
-        return mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
-    for (i = 0; i < cnt; i++) {
-        terms[i].p = toks[i].p;
-        terms[i].n = toks[i].n;
-    }
-    return mtx_bm25_builder_add(b->bm, doc, field, terms, cnt, b->err);
+    if (c->nterms[field] == 0)
+        return MT_OK;
+    return mtx_bm25_builder_add(b->bm, doc, field, c->terms[field],
+                                c->nterms[field], b->err);
 }
 
 /* The segment's memory as the build sees it: the BM25 builder's arrays,
@@ -120,23 +101,22 @@ static int over_budget(const struct build *b)
     return b->p->segment_bytes && bytes >= b->p->segment_bytes;
 }
 
-static enum mt_status on_chunk(const struct mt_chunk_row *r, void *user)
+/* Inverts one analysed chunk (in chunk id order, on the build's thread,
+ * whatever the analysis threads), so segments are the same bytes. */
+static enum mt_status on_chunk(const struct mtx_achunk *c, void *user)
 {
     struct build *b = user;
     uint32_t doc = (uint32_t)b->n;
-    enum mt_status st = MT_OK;
+    enum mt_status st = add_field(b, doc, c, MT_BM25_FIELD_TITLE);
 
-    if (r->title)
-        st = add_field(b, doc, MT_BM25_FIELD_TITLE, r->title, strlen(r->title));
     if (st == MT_OK)
-        st = add_field(b, doc, MT_BM25_FIELD_TEXT, r->text, r->text_len);
+        st = add_field(b, doc, c, MT_BM25_FIELD_TEXT);
     if (st == MT_OK)
-        st = mtx_vbuild_add(&b->vb, r->title, r->text, r->text_len, b->err);
-    if (st == MT_OK && push_ids(b, r->chunk_id, r->source_id) != MT_OK)
+        st = mtx_vbuild_add(&b->vb, c->title, c->text, c->text_len, b->err);
+    if (st == MT_OK && push_ids(b, c->chunk_id, c->source_id) != MT_OK)
         st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
-    mtx_arena_reset(&b->arena);
-    if (r->chunk_id > b->max_id)
-        b->max_id = r->chunk_id;
+    if (c->chunk_id > b->max_id)
+        b->max_id = c->chunk_id;
     b->done++;
     if (st == MT_OK && b->p->progress && (b->done == 1 || b->done % 1024 == 0))
         b->p->progress(b->done, b->total, b->p->progress_user);
@@ -328,15 +308,16 @@ static enum mt_status pick_window(const char *dir, const struct mt_manifest *m,
     return MT_OK;
 }
 
-/* The store's chunks in id order, as far as the merge window goes. */
-static enum mt_status on_merge_chunk(const struct mt_chunk_row *r, void *user)
+/* Analyses and inverts the store's chunks after..upto, in id order. */
+static enum mt_status scan(struct build *b, int64_t after, int64_t upto)
 {
-    struct build *b = user;
+    struct mtx_analyse_params ap;
 
-    if (r->chunk_id <= b->merge_hi)
-        return on_chunk(r, user);
-    b->merge_stopped = 1;
-    return MT_ECANCELED; /* stops the scan */
+    ap.analyzer = mt_store_settings(b->s)->analyzer;
+    ap.threads = b->p->threads;
+    ap.after = after;
+    ap.upto = upto;
+    return mtx_index_analyse(b->s, &ap, on_chunk, b, b->err);
 }
 
 static void reverse(struct mt_manifest_seg *v, size_t n)
@@ -378,10 +359,7 @@ static enum mt_status merge_window(struct build *b, struct window w)
     enum mt_status st;
 
     b->save_each = 0;
-    b->merge_hi = m->segs[w.b - 1].max_chunk_id;
-    st = mt_store_each_chunk(b->s, lo, on_merge_chunk, b, b->err);
-    if (st == MT_ECANCELED && b->merge_stopped)
-        st = MT_OK;
+    st = scan(b, lo, m->segs[w.b - 1].max_chunk_id);
     if (st == MT_OK)
         st = flush_segment(b);
     b->save_each = save_each;
@@ -454,24 +432,16 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
                                  const struct mt_index_build_params *p,
                                  struct mt_error *err)
 {
-    enum mt_status st;
-
     memset(b, 0, sizeof *b);
     b->p = p;
     b->s = s;
     b->err = err;
-    b->arena = MT_ARENA_INIT(64 * 1024);
-    st = mtx_analyzer_new(mt_store_settings(s)->analyzer, &b->an, err);
-    if (st == MT_OK)
-        st = segment_open(b);
-    return st;
+    return segment_open(b);
 }
 
 static void build_close(struct build *b)
 {
-    mtx_analyzer_free(b->an);
     segment_close(b);
-    mtx_arena_free(&b->arena);
     mt_free(b->cids);
     mt_free(b->srcs);
 }
@@ -569,7 +539,7 @@ static enum mt_status run_build(struct mt_store *s, const char *dir,
     if (st == MT_OK && w.b > w.a)
         st = merge_window(&b, w);
     if (st == MT_OK)
-        st = mt_store_each_chunk(s, after, on_chunk, &b, err);
+        st = scan(&b, after, INT64_MAX);
     if (st == MT_OK)
         st = commit(&b);
     if (st == MT_OK) {

@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
+#include "index/bm25.h"
 #include "index/manifest.h"
+#include "medtrust/core.h"
 #include "medtrust/index.h"
 
 /* Magic of the per-segment id file: chunk ids and source ids by local doc
@@ -18,6 +20,42 @@ void mtx_index_dir(const char *store_dir, char *buf, size_t n);
 /* Writes "INDEX_DIR/NAME.EXT" into buf. */
 void mtx_index_seg_path(const char *index_dir, const char *name,
                         const char *ext, char *buf, size_t n);
+
+/* ==== Reading and analysing chunks (index_pipe.c) ==== */
+
+/* One chunk with its terms, as the builder takes them. Everything is
+ * valid only during the callback. */
+struct mtx_achunk {
+    int64_t chunk_id;
+    int64_t source_id;
+    const char *title; /* NULL when none */
+    const char *text;
+    size_t text_len;
+    const struct mt_str *terms[MT_BM25_FIELDS]; /* analysed, in order */
+    size_t nterms[MT_BM25_FIELDS];
+};
+
+typedef enum mt_status (*mtx_achunk_fn)(const struct mtx_achunk *c, void *user);
+
+struct mtx_analyse_params {
+    const char *analyzer; /* its name (mtx_analyzer_new) */
+    /* 1: read, analyse and call fn on the calling thread; n > 1: n
+     * threads analyse while the calling thread reads and calls fn; 0: n
+     * is the number of online cores. */
+    uint32_t threads;
+    int64_t after; /* chunks with after < id <= upto */
+    int64_t upto;
+};
+
+/* Calls fn for each of the store's chunks with after < id <= upto, in id
+ * order, on the calling thread, with the same chunks and terms whatever
+ * the thread count. Stops at fn's first failure (returned; err as fn
+ * set it) or an analysis failure (returned after fn has had every chunk
+ * before it). */
+enum mt_status mtx_index_analyse(struct mt_store *s,
+                                 const struct mtx_analyse_params *p,
+                                 mtx_achunk_fn fn, void *user,
+                                 struct mt_error *err);
 
 /* ==== Vectors of a segment (index_vec.c) ==== */
 

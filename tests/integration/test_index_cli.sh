@@ -109,3 +109,37 @@ if [ $rc -eq 1 ] && grep -q "unknown analyzer 'klingon'.*english" "$TMP/err"; th
 else
     not_ok "an unknown analyzer is refused" "rc=$rc" "$(cat "$TMP/err")"
 fi
+
+# --threads: the same corpus indexed on 1 and on 2 analysis threads writes
+# the same index files, byte for byte: in several segments (--segment-mb
+# 1), then with use-lite vectors (also several segments), and an
+# out-of-range count is refused by name.
+same_index() {
+    local a=$1 b=$2 f n=0
+    for f in "$a"/index/*; do
+        cmp -s "$f" "$b/index/${f##*/}" || return 1
+        n=$((n + 1))
+    done
+    [ "$n" = "$(ls "$b/index" | wc -l)" ] && echo "$n"
+}
+head -n 2500 "$MQ" >"$TMP/mq.jsonl"
+head -n 120 "$MQ" >"$TMP/mqv.jsonl"
+for th in 1 2; do
+    "$MT" index --db "$TMP/t$th" --input "$TMP/mq.jsonl" --threads "$th" \
+        --segment-mb 1 --json --no-progress >>"$TMP/tout" 2>&1
+    "$MT" index --db "$TMP/v$th" --input "$TMP/mqv.jsonl" --threads "$th" \
+        --embedder use-lite --segment-mb 1 --json --no-progress \
+        >>"$TMP/tout" 2>&1
+done
+nt=$(same_index "$TMP/t1" "$TMP/t2")
+nv=$(same_index "$TMP/v1" "$TMP/v2")
+bad=$("$MT" index --db "$TMP/t1" --threads 65 2>&1)
+if [ "${nt:-0}" -ge 7 ] && [ "${nv:-0}" -ge 7 ] &&
+    ls "$TMP"/v2/index/*.vec >/dev/null 2>&1 &&
+    echo "$bad" | grep -q -- '--threads must be'; then
+    ok "--threads 1 and 2 write the same segments ($nt and $nv files)"
+else
+    not_ok "--threads 1 and 2 write the same segments" "files: $nt, $nv" \
+        "$(cat "$TMP/tout")" "$bad" "$(ls -l "$TMP"/t1/index "$TMP"/t2/index \
+        "$TMP"/v1/index "$TMP"/v2/index)"
+fi

@@ -444,6 +444,7 @@ static enum mt_status oom_cycle(const char *dir)
 
     mt_index_default_build_params(&bp);
     bp.rebuild = 1;
+    bp.threads = 2; /* the analysis threads' failures too, on any machine */
     if (st == MT_OK)
         st = mt_index_build(s, &bp, NULL, NULL);
     mt_store_close(s);

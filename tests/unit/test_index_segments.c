@@ -3,6 +3,7 @@
  * appended by later builds) ranks and scores every search alike. */
 #include "check.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,6 +133,7 @@ struct spec {
     uint64_t seg_bytes;
     int float_norms;
     uint32_t max_segments;
+    uint32_t threads; /* analysis threads (0: one per online core) */
 };
 
 static void build_params(struct mt_index_build_params *bp,
@@ -150,6 +152,7 @@ static void build_params(struct mt_index_build_params *bp,
     bp->segment_bytes = sp->seg_bytes;
     bp->bm25_float_norms = sp->float_norms;
     bp->max_segments = sp->max_segments ? sp->max_segments : 64;
+    bp->threads = sp->threads;
 }
 
 /* Builds the store at 'leaf' as sp says; no build rewrites the whole
@@ -182,7 +185,7 @@ static uint32_t make_index(const char *leaf, int parts, uint64_t seg_bytes,
                            int float_norms, char *dir, size_t n)
 {
     int cuts[8];
-    struct spec sp = {cuts, (size_t)parts, seg_bytes, float_norms, 0};
+    struct spec sp = {cuts, (size_t)parts, seg_bytes, float_norms, 0, 0};
     int p;
 
     for (p = 0; p < parts; p++)
@@ -348,7 +351,7 @@ static void test_segments_merge_smallest_not_rebuild(void **state)
 {
     static const int cuts[] = {1000, 1100, 1180, 1250, 1330, 1400,
                                1470, 1540, 1620, 1700, NDOCS};
-    struct spec sp = {cuts, 11, 0, 1, 4};
+    struct spec sp = {cuts, 11, 0, 1, 4, 0};
     char one[128], many[128];
     struct mt_index_build_result r;
     (void)state;
@@ -367,7 +370,7 @@ static void test_segments_merge_smallest_not_rebuild(void **state)
 static void test_segments_killed_merge_leaves_index(void **state)
 {
     static const int cuts[] = {1000, 1100, 1200, 1300};
-    struct spec sp = {cuts, 4, 0, 1, 4};
+    struct spec sp = {cuts, 4, 0, 1, 4, 0};
     struct mt_index_build_params bp;
     struct mt_index_build_result r;
     struct mt_index_stats st;
@@ -403,7 +406,7 @@ static void test_segments_killed_merge_leaves_index(void **state)
 static void test_segments_full_ones_never_merge(void **state)
 {
     static const int cuts[] = {1500, NDOCS};
-    struct spec sp = {cuts, 2, 24 << 10, 1, 4};
+    struct spec sp = {cuts, 2, 24 << 10, 1, 4, 0};
     char one[128], many[128];
     struct mt_index_build_result r;
     (void)state;
@@ -411,6 +414,91 @@ static void test_segments_full_ones_never_merge(void **state)
     r = make_spec("full", &sp, many, sizeof many);
     CHECK(!r.merged && r.segments > 4);
     compare_all(one, many);
+}
+
+/* ==== Threads ==== */
+
+static void read_all(const char *path, char **buf, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    long len;
+
+    CHECK(f != NULL);
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    len = ftell(f);
+    CHECK(len >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    *buf = malloc((size_t)len + 1);
+    CHECK(*buf != NULL);
+    CHECK(fread(*buf, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+}
+
+/* Every file of a's index is in b's with the same bytes, and b has no
+ * other; returns how many segment files there are. */
+static size_t same_files(const char *a, const char *b)
+{
+    char da[512], db[512], pa[1024], pb[1024];
+    DIR *d;
+    struct dirent *e;
+    size_t files = 0, segs = 0;
+
+    snprintf(da, sizeof da, "%s/index", a);
+    snprintf(db, sizeof db, "%s/index", b);
+    d = opendir(da);
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL) {
+        char *x, *y;
+        size_t nx, ny;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(pa, sizeof pa, "%s/%s", da, e->d_name);
+        snprintf(pb, sizeof pb, "%s/%s", db, e->d_name);
+        read_all(pa, &x, &nx);
+        read_all(pb, &y, &ny);
+        if (nx != ny || memcmp(x, y, nx) != 0)
+            fail_msg("%s differs from %s (%zu vs %zu bytes)", pb, pa, ny, nx);
+        free(x);
+        free(y);
+        files++;
+        segs += strncmp(e->d_name, "seg-", 4) == 0;
+    }
+    closedir(d);
+    d = opendir(db);
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL)
+        files -= e->d_name[0] != '.';
+    closedir(d);
+    CHECK(files == 0);
+    return segs;
+}
+
+/* The same store indexed on 1, 2 and 5 analysis threads writes the same
+ * bytes: split into many segments by the memory limit (byte norms), and
+ * appended by eleven builds with tiered merges, with vectors. */
+static void test_segments_threads_write_same_bytes(void **state)
+{
+    static const int cuts[] = {1000, 1100, 1180, 1250, 1330, 1400,
+                               1470, 1540, 1620, 1700, NDOCS};
+    static const int all[] = {NDOCS};
+    static const uint32_t threads[] = {1, 2, 5};
+    char ref[2][128], dir[128], leaf[32];
+    struct mt_index_build_result r;
+    size_t i, k;
+    (void)state;
+    for (k = 0; k < 2; k++)
+        for (i = 0; i < sizeof threads / sizeof *threads; i++) {
+            struct spec sp = {all, 1, 24 << 10, 0, 0, threads[i]};
+            if (k == 1) {
+                struct spec m = {cuts, 11, 0, 1, 4, threads[i]};
+                sp = m;
+            }
+            snprintf(leaf, sizeof leaf, "thr-%zu-%u", k, threads[i]);
+            r = make_spec(leaf, &sp, i ? dir : ref[k], sizeof dir);
+            CHECK(k == 1 ? r.segments_merged >= 2 : r.segments >= 6);
+            if (i)
+                CHECK(same_files(ref[k], dir) >= 2 * r.segments);
+        }
 }
 
 int main(void)
@@ -421,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_segments_merge_smallest_not_rebuild),
         cmocka_unit_test(test_segments_killed_merge_leaves_index),
         cmocka_unit_test(test_segments_full_ones_never_merge),
+        cmocka_unit_test(test_segments_threads_write_same_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
