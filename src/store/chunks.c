@@ -1,5 +1,6 @@
 /* Chunk access for the search index: iteration in id order, the id span
  * that detects deletions, and fetching a hit's chunk with its document. */
+#include <stdint.h>
 #include <string.h>
 
 #include "medtrust/core.h"
@@ -100,6 +101,30 @@ static const char *col_text(sqlite3_stmt *st, int i)
     return (const char *)sqlite3_column_text(st, i);
 }
 
+/* Copies the row's five strings (NUL included; NULL stays NULL) into
+ * s->chunk_copy and points out's fields at them. */
+static enum mt_status copy_row(struct mt_store *s, sqlite3_stmt *st,
+                               struct mt_chunk_info *out)
+{
+    const char **dst[5] = {&out->doc_id, &out->title, &out->text, &out->source,
+                           &out->metadata};
+    size_t off[5];
+    enum mt_status rc = MT_OK;
+    int i;
+
+    mtx_buf_reset(&s->chunk_copy);
+    for (i = 0; rc == MT_OK && i < 5; i++) {
+        const char *v = col_text(st, i);
+        off[i] = v ? s->chunk_copy.len : SIZE_MAX;
+        if (v)
+            rc = mtx_buf_append(&s->chunk_copy, v,
+                                (size_t)sqlite3_column_bytes(st, i) + 1);
+    }
+    for (i = 0; rc == MT_OK && i < 5; i++)
+        *dst[i] = off[i] == SIZE_MAX ? NULL : s->chunk_copy.data + off[i];
+    return rc;
+}
+
 enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
                                   struct mt_chunk_info *out,
                                   struct mt_error *err)
@@ -113,21 +138,26 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
     if (rc != MT_OK)
         return rc;
     st = s->st_chunk_get;
-    sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, chunk_id);
     step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        rc = copy_row(s, st, out);
+        out->chunk_id = chunk_id;
+        out->ordinal = (uint32_t)sqlite3_column_int(st, 5);
+    }
+    /* Reset now, not at the next call: a statement left on its row keeps
+     * its read transaction open, so a long-lived reader (an open index,
+     * the server's pool) would search an old snapshot of the store for
+     * ever and hold the WAL from being checkpointed back to its start. */
+    sqlite3_reset(st);
     if (step == SQLITE_DONE)
         return mt_fail(err, MT_ENOTFOUND, "%s: chunk %lld no longer exists",
                        s->dir, (long long)chunk_id);
     if (step != SQLITE_ROW)
         return mtx_store_dberr(s, step, "reading a chunk", err);
-    out->chunk_id = chunk_id;
-    out->doc_id = col_text(st, 0);
-    out->title = col_text(st, 1);
-    out->text = col_text(st, 2);
-    out->source = col_text(st, 3);
-    out->metadata = col_text(st, 4);
-    out->ordinal = (uint32_t)sqlite3_column_int(st, 5);
+    if (rc != MT_OK)
+        return mt_fail(err, rc, "%s: chunk %lld: out of memory", s->dir,
+                       (long long)chunk_id);
     return MT_OK;
 }
 

@@ -431,6 +431,7 @@ static enum mt_status store_init(struct mt_store *s, const char *dir,
     enum mt_status st;
 
     s->params = *params;
+    s->chunk_copy = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     snprintf(s->analyzer, sizeof s->analyzer, "%s",
              params->analyzer ? params->analyzer : "english");
     s->params.analyzer = s->analyzer;
@@ -486,6 +487,7 @@ void mt_store_close(struct mt_store *s)
     mtx_store_finalize_cached(s);
     if (s->db)
         sqlite3_close_v2(s->db);
+    mtx_buf_free(&s->chunk_copy);
     mt_free(s->stats_names);
     mt_free(s->dir);
     mt_free(s);

@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include "core/buf.h"
 #include "medtrust/store.h"
 
 struct mt_analyzer;
@@ -24,6 +25,7 @@ struct mt_store {
     sqlite3_stmt *st_del_chunks;
     sqlite3_stmt *st_ins_chunk;
     sqlite3_stmt *st_chunk_get; /* for mt_store_chunk_get */
+    struct mt_buf chunk_copy;   /* its last row's strings, copied */
     int number_fn;              /* mtx_number() registered (meta_filter.c) */
     struct mtx_ckpt *ckpt;      /* background checkpoints (ckpt.c), or NULL */
 };

@@ -414,6 +414,39 @@ static void test_store_migrates_chunk_text_to_ranges(void **state)
                             "'runs_idem') WHERE name = 'idem'") == 1);
 }
 
+/* A reader's mt_store_chunk_get leaves no read transaction open: the
+ * next one sees what a writer committed since (a statement left on its
+ * row kept the first snapshot, so the deleted chunk was still found),
+ * and the fields it returned are whole. */
+static void test_store_chunk_get_sees_later_writes(void **state)
+{
+    char dir[128];
+    struct mt_store_params p;
+    struct mt_store *w = NULL, *r = NULL;
+    struct mt_chunk_info ci;
+    int64_t src = 0;
+    int del = 0;
+    (void)state;
+    dir_path(dir, sizeof dir, "snapshot");
+    CHECK_OK(mt_store_open(dir, NULL, &w, NULL));
+    CHECK_OK(mt_store_source(w, "src", &src, NULL));
+    put_text(w, src, "a", "Aspirin thins the blood.");
+    mt_store_default_params(&p);
+    p.read_only = 1;
+    CHECK_OK(mt_store_open(dir, &p, &r, NULL));
+    CHECK_OK(mt_store_chunk_get(r, 1, &ci, NULL));
+    CHECK(strcmp(ci.doc_id, "a") == 0 && strcmp(ci.title, "T") == 0);
+    CHECK(strcmp(ci.text, "Aspirin thins the blood.") == 0);
+    CHECK(strcmp(ci.source, "src") == 0 &&
+          strcmp(ci.metadata, "{\"k\":1}") == 0);
+    CHECK(ci.chunk_id == 1 && ci.ordinal == 0);
+    CHECK_OK(mt_store_delete(w, src, "a", &del, NULL));
+    CHECK(del == 1);
+    CHECK(mt_store_chunk_get(r, 1, &ci, NULL) == MT_ENOTFOUND);
+    mt_store_close(r);
+    mt_store_close(w);
+}
+
 static void test_store_rollback_drops_batch(void **state)
 {
     char dir[128];
@@ -584,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_store_chunks_are_ranges_of_the_document),
         cmocka_unit_test(test_store_migrates_chunk_text_to_ranges),
         cmocka_unit_test(test_store_rollback_drops_batch),
+        cmocka_unit_test(test_store_chunk_get_sees_later_writes),
         cmocka_unit_test(test_store_background_checkpoints),
         cmocka_unit_test(test_store_survives_every_allocation_failure),
         cmocka_unit_test(test_ingest_reports_bad_line_and_skips),
