@@ -516,16 +516,20 @@ static enum mt_status rerank(struct result *r, const char *query,
     return st;
 }
 
-static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
-                                const struct mt_scored *c, size_t n,
-                                const char *query,
-                                const struct mt_search_params *p,
-                                struct mt_error *err)
+/* Reads the candidates' chunks from the store, in order, until 'keep'
+ * live hits (all of them with doc sums, then sorted by their sums);
+ * *used: how many candidates that took. */
+static enum mt_status collect_hits(struct mt_index *idx, struct result *r,
+                                   const struct mt_scored *c, size_t n,
+                                   const struct mt_search_params *p,
+                                   size_t *used, struct mt_error *err)
 {
     uint32_t keep = first_stage_k(p);
     size_t i;
     enum mt_status st = MT_OK;
 
+    mtx_arena_reset(&r->arena); /* a second pass drops the first's hits */
+    r->pub.n = 0;
     r->pub.hits = mtx_arena_alloc(&r->arena, (n + 1) * sizeof *r->pub.hits);
     if (!r->pub.hits)
         return mt_fail(err, MT_ENOMEM, "search: out of memory");
@@ -533,6 +537,7 @@ static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
     st = mt_store_begin_read(idx->store, err);
     for (i = 0; st == MT_OK && i < n && (p->doc_sum || r->pub.n < keep); i++)
         st = add_hit(idx, r, &c[i], p, err);
+    *used = i;
     if (st == MT_OK)
         st = mt_store_commit(idx->store, err);
     else
@@ -541,7 +546,18 @@ static enum mt_status fill_hits(struct mt_index *idx, struct result *r,
         qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, hit_cmp);
     if (r->pub.n > keep)
         r->pub.n = keep;
-    if (st == MT_OK && p->rerank_depth && p->rerank && r->pub.n)
+    return st;
+}
+
+/* The rerank stage, then the top k ranked. */
+static enum mt_status finish_hits(struct result *r, const char *query,
+                                  const struct mt_search_params *p,
+                                  struct mt_error *err)
+{
+    size_t i;
+    enum mt_status st = MT_OK;
+
+    if (p->rerank_depth && p->rerank && r->pub.n)
         st = rerank(r, query, p, err);
     if (r->pub.n > p->k)
         r->pub.n = p->k;
@@ -583,6 +599,35 @@ static size_t depth(const struct mt_search_params *p)
     if ((p->doc_sum || p->mode != MT_SEARCH_BM25) && p->retrieve_k > want)
         want = p->retrieve_k;
     return want;
+}
+
+/* A plain BM25 top k (no doc sums) asks the segments for k + 1 first:
+ * block-max pruning runs with the k-th score as its threshold, and the
+ * 16 spare candidates of depth() lower it for every query although they
+ * are needed only when the store lost a hit's chunk (BENCHMARKS.md, «1M
+ * BM25 public-API overhead»). 0: no such first pass. */
+static size_t quick_depth(const struct mt_search_params *p)
+{
+    if (p->mode != MT_SEARCH_BM25 || p->doc_sum)
+        return 0;
+    return (size_t)first_stage_k(p) + 1;
+}
+
+/* Whether the k + 1 pass's hits are the ones depth() would give. With
+ * fewer than k + 1 candidates there was nothing deeper. Otherwise the
+ * candidates scoring above the last one are the deep list's first ones
+ * in the same order (a segment's list is in double order, the merged one
+ * by float score then chunk id: one past the list can tie the last at
+ * float precision and sort before it), so the hits are the same when the
+ * k-th live one came from them: not when the k-th and (k+1)-th tie, nor
+ * when a chunk gone from the store left fewer than k live above it. */
+static int quick_pass_ok(const struct result *r, const struct mt_scored *c,
+                         size_t nc, size_t want, size_t used)
+{
+    if (nc < want)
+        return 1;
+    return r->pub.n == want - 1 && used > 0 &&
+           c[used - 1].score > c[want - 1].score;
 }
 
 /* Dense candidates: every segment's vectors searched for 'want'. */
@@ -663,7 +708,7 @@ fuse(struct mt_index *idx, const struct mt_search_params *p,
 
 static enum mt_status candidates(struct mt_index *idx, const char *query,
                                  const struct mt_search_params *p, int64_t sid,
-                                 int meta, struct result *r,
+                                 int meta, size_t want, struct result *r,
                                  struct mt_scored **c, size_t *nc,
                                  struct mt_error *err)
 {
@@ -676,10 +721,9 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
         st = analyse(idx, query, &terms, &nq, err);
     r->pub.query_terms = (uint32_t)nq;
     if (st == MT_OK && nq > 0)
-        st = bm25_lists(idx, terms, nq, p, sid, meta, depth(p), &lex, &nlex,
-                        err);
+        st = bm25_lists(idx, terms, nq, p, sid, meta, want, &lex, &nlex, err);
     if (st == MT_OK && p->mode != MT_SEARCH_BM25)
-        st = dense_lists(idx, p, sid, meta, depth(p), &sem, &nsem, err);
+        st = dense_lists(idx, p, sid, meta, want, &sem, &nsem, err);
     if (st != MT_OK || p->mode != MT_SEARCH_HYBRID) {
         *c = p->mode == MT_SEARCH_DENSE ? sem : lex;
         *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;
@@ -688,14 +732,30 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
     return fuse(idx, p, lex, nlex, sem, nsem, c, nc, err);
 }
 
+/* Candidates at depth 'want' and their chunks from the store. */
+static enum mt_status hits_at(struct mt_index *idx, const char *query,
+                              const struct mt_search_params *p, int64_t sid,
+                              int meta, size_t want, struct result *r,
+                              int *quick_ok, struct mt_error *err)
+{
+    struct mt_scored *cands = NULL;
+    size_t nc = 0, used = 0;
+    enum mt_status st =
+        candidates(idx, query, p, sid, meta, want, r, &cands, &nc, err);
+
+    if (st == MT_OK && nc > 0)
+        st = collect_hits(idx, r, cands, nc, p, &used, err);
+    *quick_ok = st == MT_OK && quick_pass_ok(r, cands, nc, want, used);
+    return st;
+}
+
 static enum mt_status run_search(struct mt_index *idx, const char *query,
                                  const struct mt_search_params *p,
                                  struct result *r, struct mt_error *err)
 {
-    struct mt_scored *cands = NULL;
-    size_t nc = 0;
+    size_t quick = quick_depth(p);
     int64_t sid = -1;
-    int meta = 0;
+    int meta = 0, ok = 0;
     enum mt_status st = check_params(p, err);
 
     if (st == MT_OK)
@@ -707,10 +767,12 @@ static enum mt_status run_search(struct mt_index *idx, const char *query,
                                  idx->nsegs, &meta, err);
     if (st == MT_OK && meta && idx->filter.total == 0)
         return MT_OK; /* nothing matches: no hits */
+    if (st == MT_OK && quick)
+        st = hits_at(idx, query, p, sid, meta, quick, r, &ok, err);
+    if (st == MT_OK && !ok)
+        st = hits_at(idx, query, p, sid, meta, depth(p), r, &ok, err);
     if (st == MT_OK)
-        st = candidates(idx, query, p, sid, meta, r, &cands, &nc, err);
-    if (st == MT_OK && nc > 0)
-        st = fill_hits(idx, r, cands, nc, query, p, err);
+        st = finish_hits(r, query, p, err);
     return st;
 }
 

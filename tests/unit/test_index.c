@@ -534,6 +534,116 @@ static void test_index_rerank_stage_reorders_top_r(void **state)
     mt_index_close(idx);
 }
 
+/* Documents d00..d29: "gout" and i filler words, so BM25 ranks them in
+ * id order (a longer document scores lower); with 'same', one text for
+ * all, so every score ties. */
+static void put_ranked(struct mt_store *s, int same)
+{
+    char id[16], text[256];
+    int i, j, n;
+
+    for (i = 0; i < 30; i++) {
+        snprintf(id, sizeof id, "d%02d", i);
+        n = snprintf(text, sizeof text, "gout");
+        for (j = 0; j < (same ? 3 : i); j++)
+            n += snprintf(text + n, sizeof text - (size_t)n, " filler");
+        put(s, "a", id, NULL, text);
+    }
+}
+
+static struct mt_search_result *top(struct mt_index *idx, uint32_t k)
+{
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+
+    mt_search_default_params(&p);
+    p.k = k;
+    CHECK_OK(mt_index_search(idx, "gout", &p, &r, NULL));
+    return r;
+}
+
+static void check_ids(const struct mt_search_result *r, int first, int n)
+{
+    char id[16];
+    int i;
+
+    CHECK(r->n == (size_t)n);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "d%02d", first + i);
+        CHECK(strcmp(r->hits[i].doc_id, id) == 0);
+        CHECK(r->hits[i].rank == (uint32_t)i + 1);
+    }
+}
+
+/* A top k first asks the segments for k + 1 hits; chunks deleted from
+ * the store since the build send the search back to the full depth, so
+ * k live hits still come back (k + 1 alone would give k - 2 here). */
+static void test_index_top_k_refills_after_deleted_chunks(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_result *r;
+    int64_t sid = 0;
+    int i, del = 0;
+    (void)state;
+    store_path(dir, sizeof dir, "refill");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    put_ranked(s, 0);
+    build(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    r = top(idx, 10);
+    check_ids(r, 0, 10);
+    mt_search_result_free(r);
+    CHECK_OK(mt_store_source(s, "a", &sid, NULL));
+    for (i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "d%02d", i);
+        CHECK_OK(mt_store_delete(s, sid, id, &del, NULL));
+        CHECK(del == 1);
+    }
+    r = top(idx, 10);
+    check_ids(r, 3, 10);
+    mt_search_result_free(r);
+    r = top(idx, 27); /* 30 docs, 3 gone: all that is left */
+    check_ids(r, 3, 27);
+    mt_search_result_free(r);
+    mt_index_close(idx);
+    mt_store_close(s);
+}
+
+/* Equal scores rank by chunk id, and a top k is the first k of a deeper
+ * top k' whether or not the k-th and (k+1)-th tie. */
+static void test_index_top_k_ties_rank_by_chunk_id(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_result *r, *deep;
+    uint32_t k;
+    size_t i;
+    (void)state;
+    store_path(dir, sizeof dir, "ties");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    put_ranked(s, 1);
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    deep = top(idx, 30);
+    check_ids(deep, 0, 30);
+    for (k = 1; k < 30; k++) {
+        r = top(idx, k);
+        CHECK(r->n == k);
+        for (i = 0; i < k; i++) {
+            CHECK(r->hits[i].chunk_id == deep->hits[i].chunk_id);
+            CHECK(r->hits[i].score == deep->hits[i].score);
+        }
+        mt_search_result_free(r);
+    }
+    mt_search_result_free(deep);
+    mt_index_close(idx);
+}
+
 static void put_meta(struct mt_store *s, const char *id, const char *meta)
 {
     struct mt_doc d = {id, "Trial", "aspirin trial outcome", 21, meta};
@@ -847,6 +957,8 @@ int main(void)
         cmocka_unit_test(test_index_ignores_and_collects_orphans),
         cmocka_unit_test(test_index_survives_every_allocation_failure),
         cmocka_unit_test(test_index_rerank_stage_reorders_top_r),
+        cmocka_unit_test(test_index_top_k_refills_after_deleted_chunks),
+        cmocka_unit_test(test_index_top_k_ties_rank_by_chunk_id),
         cmocka_unit_test(test_index_metadata_filter_keeps_range),
         cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
         cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
