@@ -27,7 +27,9 @@
  * r4 fills "hnsw" / "hnsw_more" as before (the first r4 graph is the one
  * kept as mt.hnsw); every other variant's builds follow in
  * "hnsw_variants". Each build names its "variant"; every graph is
- * written (file_bytes), the others then removed.
+ * written (file_bytes) and the sweep searches it as mtx_hnsw_open maps
+ * it from that file (the links in the file's encoding, as `query` and
+ * `serve` search them); all files but mt.hnsw are then removed.
  * Prints one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +168,10 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     if (mtx_hnsw_write(h, path, NULL) != MT_OK)
         return -1;
     bytes = bu_file_size(path);
+    mtx_hnsw_free(h);
+    h = NULL; /* the sweep searches the graph as a search opens it */
+    if (mtx_hnsw_open(path, &h, NULL) != MT_OK)
+        return -1;
     if (!keep)
         remove(path);
     printf("{\"variant\":\"%s\",\"M\":%u,\"ef_construction\":%u,\"threads\":%u,"
