@@ -3,7 +3,8 @@
  * instruction count (valgrind --tool=callgrind
  * --toggle-collect=mtx_hnsw_search) compares two files or two binaries on
  * one graph. With OUT it writes the graph again instead (the current
- * format: a version 2 file becomes version 3, its links packed).
+ * format: a version 2 or 3 file becomes version 4, its level 0 in
+ * Elias-Fano blocks).
  * Usage: vec_query FILE DATADIR DIMS Q EF
  *        vec_query FILE --rewrite OUT
  * Prints one JSON object. */

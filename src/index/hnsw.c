@@ -1,7 +1,7 @@
 /* HNSW (Malkov & Yashunin) over int8 codes: seeded level assignment,
  * heuristic neighbour selection as in hnswlib, a build on all cores with
  * locked link lists (or a serial, deterministic one), pooled per-query
- * scratch with a visited bitset, and a checksummed mmapped file. */
+ * scratch with a visited bitset; its file format is hnsw_file.c. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,16 +10,12 @@
 #include <unistd.h>
 
 #include "index/hnsw.h"
+#include "index/hnsw_int.h"
 #include "index/simd.h"
 #include "medtrust/core.h"
 
-#define HNSW_MAGIC "MTHNSW02"
-#define HNSW_VERSION 3u           /* 3: links bit-packed (HMET's link_bits) */
-#define HNSW_OLDEST_VERSION 2u    /* 2: links as u32, still read */
-#define HNSW_OLD_MAGIC "MTHNSW01" /* the format before the segment one */
-#define HNSW_MAX_LEVEL 30u
-#define HNSW_MAX_M 128u
-#define NONE UINT32_MAX
+#define NONE HNSW_NONE
+#define PACK_SLACK HNSW_PACK_SLACK
 
 /* Per-query (or per-build) scratch; all buffers grow by doubling, so a
  * warm scratch never allocates. */
@@ -63,36 +59,6 @@ struct build_sync {
     pthread_mutex_t stripes[BUILD_STRIPES];
     atomic_uint next;  /* next node to insert */
     atomic_int failed; /* an insert ran out of memory: all stop */
-};
-
-struct mt_hnsw {
-    struct mt_hnsw_params p;
-    const struct mt_vecset *vs;
-    struct mt_vecset *own_vs;
-    const struct mt_simd_kernels *k;
-    const int8_t *codes; /* the set's codes and scales, cached for the */
-    const float *scales; /* inner loop (the set is immutable while indexed) */
-    uint32_t n;
-    uint32_t dims;
-    uint32_t M0; /* level-0 degree, 2*M */
-    uint32_t max_level;
-    uint32_t entry;
-    uint64_t n_upper; /* upper-level link blocks */
-    uint32_t lbits;   /* bits of each entry (count or id) of a link block:
-                         32 while building and in version 2 files (u32
-                         entries), else the fewest that hold n - 1 and M0
-                         (link_bits) */
-    const uint8_t *levels;
-    const uint32_t *upper_off; /* first upper block of each node */
-    const void *links0;        /* n blocks of [count, M0 ids] */
-    const void *upper;         /* n_upper blocks of [count, M ids] */
-    uint8_t *levels_mem;
-    uint32_t *upper_off_mem;
-    uint32_t *links0_mem;
-    uint32_t *upper_mem;
-    struct mtx_vec_file *file; /* owned when opened from a file */
-    struct pool *pool;
-    struct build_sync *sync; /* during a parallel build only, else NULL */
 };
 
 /* ==== Heaps ==== */
@@ -260,7 +226,6 @@ static uint32_t max_links(const struct mt_hnsw *h, uint32_t level)
  * 20K vectors (15 bits) a level-0 block of M 16 takes 62 bytes instead
  * of 132: the graph was over half of what a default file adds to the
  * codes (BENCHMARKS.md, "int8r file"). */
-#define PACK_SLACK 8u
 
 /* Bits that hold every value 0..x (at least 1). */
 static uint32_t bits_for(uint64_t x)
@@ -300,17 +265,6 @@ static uint32_t entry_get(const void *a, uint64_t e, uint32_t bits)
     return (uint32_t)((w >> (pos & 7)) & ((1ull << bits) - 1));
 }
 
-/* Sets entry e (zero before) of a packed array. */
-static void entry_put(unsigned char *a, uint64_t e, uint32_t bits, uint32_t v)
-{
-    uint64_t pos = e * bits;
-    uint64_t w;
-
-    memcpy(&w, a + (pos >> 3), sizeof w);
-    w |= (uint64_t)v << (pos & 7);
-    memcpy(a + (pos >> 3), &w, sizeof w);
-}
-
 /* Unpacks the block at bit 'pos' of a ('bits' wide entries, < 32) into
  * l; returns the count. The bit position steps on instead of being
  * multiplied out again for each entry. */
@@ -333,8 +287,160 @@ static uint32_t unpack_block(const unsigned char *a, uint64_t pos,
     return c;
 }
 
+/* ==== Level 0 as Elias-Fano blocks (version 4) ====
+ *
+ * Node id's level-0 list is the block at bit id * ef.bits, every block
+ * the same size, so it is still found by its id. The ids, sorted
+ * ascending, are split into ef.lo low bits and the rest ("high"): the
+ * high part of the i-th id sets bit high + i of the block's first
+ * ef.high bits (M0 + ((n - 1) >> ef.lo) + 1 of them: room for M0 ids at
+ * the top of the id range), and its low bits follow those, ef.lo bits
+ * each, M0 slots (unused ones zero). A block holds no count: it is the number
+ * of bits set in the high part. Elias (1974), Fano (1971); as in Vigna's
+ * "Quasi-succinct indices" (WSDM 2013), except that ef.lo is chosen for
+ * the largest list (M0 ids) and fixed per file so that every block has
+ * one size. At 1M vectors and M0 32 a block is 542 bits (67.75 bytes)
+ * against 33 x 20 packed bits (82.5 bytes); at 20K 360 bits (45 bytes)
+ * against 62. Sorting a list does not change a search's results: the
+ * neighbours of an expanded node are all offered before the next one is
+ * taken, and what a search keeps is the best ef of a total order
+ * (mtx_vec_hit_better breaks ties by id), whatever the order of offers
+ * (test_hnsw.c compares the hits with the build's unsorted arrays). */
+#define EF_CHUNK 56u /* high-part bits read at once: one load, any shift */
+
+/* Bits of a block with 'lo' low bits for ids below n. */
+static uint64_t ef_block_bits(uint32_t n, uint32_t M0, uint32_t lo)
+{
+    uint64_t high = (uint64_t)M0 + (n > 0 ? (uint64_t)(n - 1) >> lo : 0) + 1;
+
+    return high + (uint64_t)M0 * lo;
+}
+
+/* The layout for n ids and lists of up to M0: the low-bit width that
+ * makes the block smallest (the smallest such width on a tie), which is
+ * floor(log2(n / M0)) or next to it. */
+static struct ef_geom ef_layout(uint32_t n, uint32_t M0)
+{
+    struct ef_geom g = {0, 0, ef_block_bits(n, M0, 0)};
+    uint32_t lo;
+
+    for (lo = 1; lo < 32; lo++) {
+        uint64_t b = ef_block_bits(n, M0, lo);
+        if (b < g.bits) {
+            g.bits = b;
+            g.lo = lo;
+        }
+    }
+    g.high = (uint32_t)(g.bits - (uint64_t)M0 * g.lo);
+    return g;
+}
+
+/* 'width' (<= 57) bits of a at bit pos; the array has 8 bytes of slack. */
+static uint64_t bits_get(const unsigned char *a, uint64_t pos, uint32_t width)
+{
+    uint64_t w;
+
+    memcpy(&w, a + (pos >> 3), sizeof w);
+    return (w >> (pos & 7)) & ((1ull << width) - 1);
+}
+
+/* High-part bits [base, base + EF_CHUNK) of the block at bit pos, those
+ * past the high part cleared. */
+static uint64_t ef_chunk(const struct mt_hnsw *h, uint64_t pos, uint32_t base)
+{
+    uint32_t left = h->ef.high - base;
+
+    return bits_get(h->links0, pos + base, left < EF_CHUNK ? left : EF_CHUNK);
+}
+
+/* Decodes node id's level-0 block into l as [count, ids ascending];
+ * returns the count. Each set bit of the high part is the next id: its
+ * position less the ids before it is the id's high part. */
+static uint32_t unpack_ef(const struct mt_hnsw *h, uint32_t id, uint32_t *l)
+{
+    const unsigned char *a = h->links0;
+    uint64_t pos = (uint64_t)id * h->ef.bits;
+    uint64_t low = pos + h->ef.high;
+    uint32_t lo = h->ef.lo;
+    uint32_t c = 0;
+    uint32_t base;
+
+    for (base = 0; base < h->ef.high; base += EF_CHUNK) {
+        uint64_t w = ef_chunk(h, pos, base);
+        while (w) {
+            uint32_t hi = base + (uint32_t)__builtin_ctzll(w) - c;
+            w &= w - 1;
+            l[++c] = (hi << lo) | (uint32_t)bits_get(a, low, lo);
+            low += lo;
+        }
+    }
+    l[0] = c;
+    return c;
+}
+
+/* Node id's level-0 block holds at most M0 ids, each below n: the high
+ * part's set bits are counted before unpack_ef writes that many. (An id
+ * whose high part would not fit 32 bits wraps; what is checked is that
+ * every id a search reads is below n.) */
+static int ef_block_ok(const struct mt_hnsw *h, uint32_t id)
+{
+    uint32_t l[2 * HNSW_MAX_M + 1];
+    uint64_t pos = (uint64_t)id * h->ef.bits;
+    uint32_t c = 0;
+    uint32_t base;
+    uint32_t i;
+
+    for (base = 0; base < h->ef.high; base += EF_CHUNK)
+        c += (uint32_t)__builtin_popcountll(ef_chunk(h, pos, base));
+    if (c > h->M0)
+        return 0;
+    unpack_ef(h, id, l);
+    for (i = 1; i <= c; i++)
+        if (l[i] >= h->n)
+            return 0;
+    return 1;
+}
+
+/* ==== Nodes with upper levels ==== */
+
+/* Index of node id in a version 4 file's table; n_up when absent. */
+static uint32_t up_find(const struct mt_hnsw *h, uint32_t id)
+{
+    uint32_t lo = 0;
+    uint32_t hi = h->n_up;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (h->up_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < h->n_up && h->up_ids[lo] == id ? lo : h->n_up;
+}
+
+static uint32_t level_of(const struct mt_hnsw *h, uint32_t id)
+{
+    uint32_t j;
+
+    if (h->levels)
+        return h->levels[id];
+    j = up_find(h, id);
+    return j < h->n_up ? h->up_first[j + 1] - h->up_first[j] : 0;
+}
+
+/* First upper block of node id (level >= 1). The table's binary search
+ * costs about 16 steps at 1M vectors, and a query takes it only on the
+ * upper levels' few greedy hops. */
+static uint32_t upper_first(const struct mt_hnsw *h, uint32_t id)
+{
+    if (h->upper_off)
+        return h->upper_off[id];
+    return h->up_first[up_find(h, id)];
+}
+
 /* The array and first entry of node id's block on 'level' (<= its
- * level). */
+ * level), for [count, ids] blocks. */
 static const void *block_of(const struct mt_hnsw *h, uint32_t id,
                             uint32_t level, uint64_t *e)
 {
@@ -342,7 +448,7 @@ static const void *block_of(const struct mt_hnsw *h, uint32_t id,
         *e = (uint64_t)id * (h->M0 + 1);
         return h->links0;
     }
-    *e = ((uint64_t)h->upper_off[id] + level - 1) * (h->p.M + 1);
+    *e = ((uint64_t)upper_first(h, id) + level - 1) * (h->p.M + 1);
     return h->upper;
 }
 
@@ -354,8 +460,11 @@ static uint32_t read_links(const struct mt_hnsw *h, uint32_t id, uint32_t level,
                            uint32_t *l)
 {
     uint64_t e;
-    const void *a = block_of(h, id, level, &e);
+    const void *a;
 
+    if (level == 0 && h->ef.bits)
+        return unpack_ef(h, id, l);
+    a = block_of(h, id, level, &e);
     if (h->lbits == 32) {
         const uint32_t *src = (const uint32_t *)a + e;
         memcpy(l, src, ((size_t)src[0] + 1) * sizeof *l);
@@ -369,9 +478,37 @@ static const void *block_addr(const struct mt_hnsw *h, uint32_t id,
                               uint32_t level)
 {
     uint64_t e;
-    const unsigned char *a = block_of(h, id, level, &e);
+    const unsigned char *a;
 
+    if (level == 0 && h->ef.bits)
+        return (const unsigned char *)h->links0 +
+               (((uint64_t)id * h->ef.bits) >> 3);
+    a = block_of(h, id, level, &e);
     return a + ((e * h->lbits) >> 3);
+}
+
+/* Node id's block on 'level' holds at most max_links ids, each < n and,
+ * on an upper level, of a node on that level (a search reads that
+ * node's block there next). */
+int mtx_hnsw_block_ok(const struct mt_hnsw *h, uint32_t id, uint32_t level)
+{
+    uint64_t e;
+    const void *a;
+    uint32_t c;
+    uint32_t i;
+
+    if (level == 0 && h->ef.bits)
+        return ef_block_ok(h, id);
+    a = block_of(h, id, level, &e);
+    c = entry_get(a, e, h->lbits);
+    if (c > max_links(h, level))
+        return 0;
+    for (i = 1; i <= c; i++) {
+        uint32_t x = entry_get(a, e + i, h->lbits);
+        if (x >= h->n || (level > 0 && level_of(h, x) < level))
+            return 0;
+    }
+    return 1;
 }
 
 /* The build's own u32 block of node id on 'level'. */
@@ -847,9 +984,8 @@ static int params_ok(const struct mt_hnsw_params *p)
            p->ef_search >= 1 && p->threads <= BUILD_MAX_THREADS;
 }
 
-/* An index with no graph yet: parameters, kernels and the scratch pool. */
-static enum mt_status hnsw_alloc(const struct mt_hnsw_params *p,
-                                 struct mt_hnsw **out)
+enum mt_status mtx_hnsw_alloc(const struct mt_hnsw_params *p,
+                              struct mt_hnsw **out)
 {
     struct mt_hnsw *h = mt_calloc(1, sizeof *h);
 
@@ -983,7 +1119,7 @@ enum mt_status mtx_hnsw_build(const struct mt_vecset *vs,
     *out = NULL;
     if (!params_ok(&p))
         return MT_EINVAL;
-    st = hnsw_alloc(&p, &h);
+    st = mtx_hnsw_alloc(&p, &h);
     if (st != MT_OK)
         return st;
     h->vs = vs;
@@ -1042,259 +1178,30 @@ struct mt_hnsw_params mtx_hnsw_params_of(const struct mt_hnsw *h)
     return h->p;
 }
 
-/* ==== Files ==== */
+/* ==== For hnsw_file.c ==== */
 
-/* An HNSW file is a vector file (vec.h, "Files") holding the set's
- * sections and these, 64-byte aligned:
- *   HMET  u64 M, max_level, entry, n_upper, ef_construction, ef_search,
- *         seed, rescore, link_bits (in an old file: its header's
- *         aux[1..8]; version 2 and old files have no link_bits: 32)
- *   HLEV  n level bytes
- *   HOFF  n u32: each node's first upper block
- *   HL0_  n level-0 blocks of [count, M0 ids], link_bits an entry
- *         ("Link blocks"; version 2: u32)
- *   HUP_  n_upper blocks of [count, M ids], the same
- * Version 3 packs the links; version 2 files still open (u32 links),
- * and an older binary refuses a version 3 file by its version number.
- * Files written before ("MTHNSW01") open through the old reader. */
-#define HNSW_META 9
-#define HNSW_META_V2 8
-#define PACK_CHUNK 8192u /* entries packed per write; a multiple of 8 */
-#define SEC_META MT_SEG_ID('H', 'M', 'E', 'T')
-#define SEC_LEVELS MT_SEG_ID('H', 'L', 'E', 'V')
-#define SEC_UPPER_OFF MT_SEG_ID('H', 'O', 'F', 'F')
-#define SEC_LINKS0 MT_SEG_ID('H', 'L', '0', '_')
-#define SEC_UPPER MT_SEG_ID('H', 'U', 'P', '_')
-
-static const struct mtx_vec_kind hnsw_kind = {
-    HNSW_MAGIC, HNSW_VERSION, HNSW_OLDEST_VERSION, HNSW_OLD_MAGIC};
-
-static void hnsw_meta(const struct mt_hnsw *h, uint64_t m[HNSW_META])
+uint32_t mtx_hnsw_read_links(const struct mt_hnsw *h, uint32_t id,
+                             uint32_t level, uint32_t *l)
 {
-    m[0] = h->p.M;
-    m[1] = h->max_level;
-    m[2] = h->entry;
-    m[3] = h->n_upper;
-    m[4] = h->p.ef_construction;
-    m[5] = h->p.ef_search;
-    m[6] = h->p.seed;
-    m[7] = (uint64_t)h->p.rescore;
-    m[8] = link_bits(h);
+    return read_links(h, id, level, l);
 }
 
-/* Writes 'entries' entries of the array 'a' (h->lbits wide) as one
- * section of 'bits'-wide entries, PACK_CHUNK at a time so that the
- * writer's memory stays small. */
-static enum mt_status put_links(const struct mt_hnsw *h,
-                                struct mt_seg_writer *w, uint32_t id,
-                                const void *a, uint64_t entries, uint32_t bits,
-                                struct mt_error *err)
+uint32_t mtx_hnsw_level_of(const struct mt_hnsw *h, uint32_t id)
 {
-    size_t cap = PACK_CHUNK / 8 * bits + PACK_SLACK;
-    unsigned char *buf = mt_malloc(cap);
-    enum mt_status st = mtx_seg_writer_begin(w, id, err);
-    uint64_t done;
-
-    if (!buf)
-        st = mt_fail(err, MT_ENOMEM, "hnsw: out of memory");
-    for (done = 0; st == MT_OK && done < entries; done += PACK_CHUNK) {
-        uint64_t n = entries - done < PACK_CHUNK ? entries - done : PACK_CHUNK;
-        uint64_t i;
-        memset(buf, 0, cap);
-        for (i = 0; i < n; i++)
-            entry_put(buf, i, bits, entry_get(a, done + i, h->lbits));
-        st = mtx_seg_writer_write(w, buf, (size_t)((n * bits + 7) / 8), err);
-    }
-    if (st == MT_OK) {
-        memset(buf, 0, PACK_SLACK);
-        st = mtx_seg_writer_write(w, buf, PACK_SLACK, err);
-    }
-    mt_free(buf);
-    return st;
+    return level_of(h, id);
 }
 
-static enum mt_status put_graph(const struct mt_hnsw *h,
-                                struct mt_seg_writer *w, struct mt_error *err)
+uint32_t mtx_hnsw_link_bits(const struct mt_hnsw *h)
 {
-    size_t n = h->n;
-    uint64_t meta[HNSW_META];
-    enum mt_status st;
-
-    hnsw_meta(h, meta);
-    st = mtx_vec_file_put(w, SEC_META, meta, sizeof meta, err);
-    if (st == MT_OK)
-        st = mtx_vec_file_put(w, SEC_LEVELS, h->levels, n, err);
-    if (st == MT_OK)
-        st = mtx_vec_file_put(w, SEC_UPPER_OFF, h->upper_off, n * 4, err);
-    if (st == MT_OK)
-        st = put_links(h, w, SEC_LINKS0, h->links0, (uint64_t)n * (h->M0 + 1),
-                       (uint32_t)meta[8], err);
-    if (st == MT_OK)
-        st = put_links(h, w, SEC_UPPER, h->upper, h->n_upper * (h->p.M + 1),
-                       (uint32_t)meta[8], err);
-    return st;
+    return link_bits(h);
 }
 
-enum mt_status mtx_hnsw_write(const struct mt_hnsw *h, const char *path,
-                              struct mt_error *err)
+size_t mtx_hnsw_packed_bytes(uint64_t entries, uint32_t bits)
 {
-    struct mt_seg_writer *w = NULL;
-    enum mt_status st = mtx_vec_file_create(path, &hnsw_kind, &w, err);
-
-    if (st != MT_OK)
-        return st;
-    st = mtx_vecset_put_sections(h->vs, w, err);
-    if (st == MT_OK)
-        st = put_graph(h, w, err);
-    if (st != MT_OK) {
-        mtx_seg_writer_abort(w);
-        return st;
-    }
-    return mtx_seg_writer_commit(w, err);
+    return packed_bytes(entries, bits);
 }
 
-/* Metadata fields (hnsw_meta) into p; 0 when out of range. */
-static int read_meta(struct mt_hnsw_params *p, const uint64_t m[HNSW_META])
+struct ef_geom mtx_hnsw_ef_layout(uint32_t n, uint32_t M0)
 {
-    *p = mtx_hnsw_default_params();
-    if (m[0] < 2 || m[0] > HNSW_MAX_M || m[1] > HNSW_MAX_LEVEL ||
-        m[3] > UINT32_MAX || m[4] < 1 || m[4] > UINT32_MAX || m[5] < 1 ||
-        m[5] > UINT32_MAX || m[7] > 1 || m[8] < 1 || m[8] > 32)
-        return 0;
-    p->M = (uint32_t)m[0];
-    p->ef_construction = (uint32_t)m[4];
-    p->ef_search = (uint32_t)m[5];
-    p->seed = m[6];
-    p->rescore = (int)m[7];
-    return 1;
-}
-
-/* Node id's block on 'level' holds at most max_links ids, each < n. */
-static int block_ok(const struct mt_hnsw *h, uint32_t id, uint32_t level)
-{
-    uint64_t e;
-    const void *a = block_of(h, id, level, &e);
-    uint32_t c = entry_get(a, e, h->lbits);
-    uint32_t i;
-
-    if (c > max_links(h, level))
-        return 0;
-    for (i = 1; i <= c; i++)
-        if (entry_get(a, e + i, h->lbits) >= h->n)
-            return 0;
-    return 1;
-}
-
-/* Checks every level, block offset and link, so that a file with a valid
- * checksum but a bad graph cannot make a search read out of bounds. */
-static int graph_ok(const struct mt_hnsw *h)
-{
-    uint32_t i;
-    uint32_t l;
-
-    if (h->n == 0)
-        return h->entry == NONE && h->n_upper == 0;
-    if (h->entry >= h->n || h->levels[h->entry] != h->max_level)
-        return 0;
-    for (i = 0; i < h->n; i++) {
-        if (h->levels[i] > h->max_level ||
-            (uint64_t)h->upper_off[i] + h->levels[i] > h->n_upper)
-            return 0;
-        for (l = 0; l <= h->levels[i]; l++)
-            if (!block_ok(h, i, l))
-                return 0;
-    }
-    return 1;
-}
-
-/* Takes the graph's arrays, in the order written. */
-static enum mt_status take_graph(struct mt_hnsw *h, struct mt_error *err)
-{
-    struct mtx_vec_file *f = h->file;
-    size_t n = h->n;
-    const void *p[4] = {NULL, NULL, NULL, NULL};
-    enum mt_status st;
-
-    st = mtx_vec_file_take(f, SEC_LEVELS, n, &p[0], err);
-    if (st == MT_OK)
-        st = mtx_vec_file_take(f, SEC_UPPER_OFF, n * 4, &p[1], err);
-    if (st == MT_OK)
-        st = mtx_vec_file_take(
-            f, SEC_LINKS0, packed_bytes((uint64_t)n * (h->M0 + 1), h->lbits),
-            &p[2], err);
-    if (st == MT_OK)
-        st = mtx_vec_file_take(
-            f, SEC_UPPER, packed_bytes(h->n_upper * (h->p.M + 1), h->lbits),
-            &p[3], err);
-    if (st == MT_OK)
-        st = mtx_vec_file_done(f, err);
-    if (st != MT_OK)
-        return st;
-    h->levels = p[0];
-    h->upper_off = p[1];
-    h->links0 = p[2];
-    h->upper = p[3];
-    if (!graph_ok(h))
-        return mt_fail(err, MT_EPARSE, "%s: bad graph", mtx_vec_file_name(f));
-    return MT_OK;
-}
-
-static enum mt_status open_mapped(struct mt_hnsw *h, const uint64_t m[],
-                                  struct mt_error *err)
-{
-    enum mt_status st = mtx_vecset_view(h->file, &h->own_vs, err);
-
-    if (st != MT_OK)
-        return st;
-    h->vs = h->own_vs;
-    h->n = mtx_vecset_count(h->vs);
-    h->codes = mtx_vecset_codes(h->vs);
-    h->scales = mtx_vecset_scales(h->vs);
-    h->dims = mtx_vecset_dims(h->vs);
-    h->max_level = (uint32_t)m[1];
-    h->entry = m[2] > NONE ? 0 : (uint32_t)m[2];
-    h->n_upper = m[3];
-    h->lbits = (uint32_t)m[8];
-    if (m[2] > NONE)
-        return mt_fail(err, MT_EPARSE, "%s: bad graph",
-                       mtx_vec_file_name(h->file));
-    return take_graph(h, err);
-}
-
-enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
-                             struct mt_error *err)
-{
-    struct mt_hnsw_params p;
-    struct mtx_vec_file *f = NULL;
-    uint64_t m[HNSW_META];
-    struct mt_hnsw *h;
-    enum mt_status st;
-
-    *out = NULL;
-    st = mtx_vec_file_open(path, &hnsw_kind, &f, err);
-    if (st != MT_OK)
-        return st;
-    m[8] = 32; /* version 2 and old files: u32 links */
-    st = mtx_vec_file_meta(
-        f, SEC_META, m, mtx_vec_file_version(f) >= 3 ? HNSW_META : HNSW_META_V2,
-        err);
-    if (st == MT_OK && !read_meta(&p, m))
-        st = mt_fail(err, MT_EPARSE, "%s: bad graph header", path);
-    if (st != MT_OK) {
-        mtx_vec_file_close(f);
-        return st;
-    }
-    st = hnsw_alloc(&p, &h);
-    if (st != MT_OK) {
-        mtx_vec_file_close(f);
-        return mt_fail(err, st, "%s: out of memory", path);
-    }
-    h->file = f;
-    st = open_mapped(h, m, err);
-    if (st != MT_OK) {
-        mtx_hnsw_free(h);
-        return st;
-    }
-    *out = h;
-    return MT_OK;
+    return ef_layout(n, M0);
 }

@@ -359,37 +359,121 @@ static long section_at(const unsigned char *b, long n, uint32_t id)
     return off;
 }
 
-/* Entry e of a packed link array at p, 'bits' wide (hnsw.c, "Link
- * blocks": little-endian bit fields). */
-static uint32_t packed_get(const unsigned char *p, uint64_t e, uint32_t bits)
+/* 300 default vectors, M 16: upper-level ids up to 299 and counts up to
+ * 16 take 9 bits an entry; a level-0 Elias-Fano block (hnsw.c, "Level 0
+ * as Elias-Fano blocks") has 3 low bits an id (the smallest block: 32 +
+ * (299 >> 3) + 1 = 70 high-part bits and 32 x 3 low bits, 166 bits). */
+#define BAD_N 300
+#define BAD_BITS 9
+#define BAD_LO 3
+#define BAD_HIGH 70
+#define BAD_BLOCK 166
+
+/* 'width' bits of p at bit pos. */
+static uint32_t bits_at(const unsigned char *p, uint64_t pos, uint32_t width)
 {
-    uint64_t pos = e * bits, w;
+    uint64_t w;
     memcpy(&w, p + pos / 8, 8);
-    return (uint32_t)((w >> (pos % 8)) & ((1ull << bits) - 1));
+    return (uint32_t)((w >> (pos % 8)) & ((1ull << width) - 1));
 }
 
-static void packed_set(unsigned char *p, uint64_t e, uint32_t bits, uint32_t v)
+/* Decodes block 'node' of a level-0 section here, independently of
+ * hnsw.c: the i-th set bit of the high part, at position p, is an id of
+ * high part p - i whose low bits are the i-th low field. Returns the
+ * count (ids holds the first 64). */
+static uint32_t ef_ids(const unsigned char *l0, uint32_t node, uint32_t *ids)
 {
-    uint64_t pos = e * bits, w, mask = ((1ull << bits) - 1) << (pos % 8);
+    uint64_t at = (uint64_t)node * BAD_BLOCK;
+    uint32_t c = 0, p;
+    for (p = 0; p < BAD_HIGH; p++) {
+        if (!bits_at(l0, at + p, 1))
+            continue;
+        if (c < 64)
+            ids[c] = ((p - c) << BAD_LO) |
+                     bits_at(l0, at + BAD_HIGH + c * BAD_LO, BAD_LO);
+        c++;
+    }
+    return c;
+}
+
+static void expect_bad_graph(const char *path, unsigned char *b, long n)
+{
+    struct mt_hnsw *h = (struct mt_hnsw *)1;
+    reseal(b, n);
+    put_bytes(path, b, n);
+    CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
+    expect_rejected(path, "graph.hnsw");
+}
+
+/* The first id not in the table of nodes with upper levels (HUID). */
+static uint32_t level0_only(const unsigned char *ids, uint32_t n_up)
+{
+    uint32_t x = 0, j, v;
+    for (j = 0; j < n_up; j++, x++) {
+        memcpy(&v, ids + 4 * j, 4);
+        if (v != x)
+            break;
+    }
+    return x;
+}
+
+static void set_bits(unsigned char *p, uint64_t pos, uint32_t width, uint32_t v)
+{
+    uint64_t w, mask = ((1ull << width) - 1) << (pos % 8);
     memcpy(&w, p + pos / 8, 8);
     w = (w & ~mask) | ((uint64_t)v << (pos % 8));
     memcpy(p + pos / 8, &w, 8);
 }
 
-/* 300 default vectors, M 16: ids up to 299 and counts up to 32 take 9
- * bits an entry. */
-#define BAD_N 300
-#define BAD_BITS 9
+/* Each change to a good file image 'b' (a copy of 'good') is refused. */
+static void corrupt_graph(const char *path, unsigned char *b,
+                          const unsigned char *good, long n)
+{
+    long l0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
+    long up = section_at(b, n, MT_SEG_ID('H', 'U', 'P', '_'));
+    long uid = section_at(b, n, MT_SEG_ID('H', 'U', 'I', 'D'));
+    long ufs = section_at(b, n, MT_SEG_ID('H', 'U', 'F', 'S'));
+    uint32_t n_up, v, w;
+    memcpy(&n_up, b + section_at(b, n, MT_SEG_ID('H', 'M', 'E', 'T')) + 72, 4);
+    CHECK(n_up >= 2 && n_up < BAD_N / 4);
+    /* the top high-part bit: an id of high part >= 69 - 31, past node 299
+     * (a real id sets bit (id >> 3) + i <= 37 + 31 at most) */
+    set_bits(b + l0, BAD_HIGH - 1, 1, 1);
+    expect_bad_graph(path, b, n);
+    memcpy(b, good, (size_t)n);
+    set_bits(b + l0, 0, 32, UINT32_MAX); /* 32 + 1 ids */
+    set_bits(b + l0, 32, 1, 1);
+    expect_bad_graph(path, b, n);
+    memcpy(b, good, (size_t)n);
+    CHECK(bits_at(b + up, 0, BAD_BITS) >= 1); /* first node's level 1 */
+    set_bits(b + up, BAD_BITS, BAD_BITS, level0_only(b + uid, n_up));
+    expect_bad_graph(path, b, n);
+    memcpy(b, good, (size_t)n);
+    memcpy(&v, b + uid, 4); /* the table out of order */
+    memcpy(&w, b + uid + 4, 4);
+    memcpy(b + uid, &w, 4);
+    memcpy(b + uid + 4, &v, 4);
+    expect_bad_graph(path, b, n);
+    memcpy(b, good, (size_t)n);
+    memcpy(&v, b + ufs + 4 * n_up, 4); /* not ending at n_upper */
+    v++;
+    memcpy(b + ufs + 4 * n_up, &v, 4);
+    expect_bad_graph(path, b, n);
+    memcpy(b, good, (size_t)n);
+}
 
+/* A file with a valid checksum but a bad graph is refused: a level-0 id
+ * past the last node, more than M0 ids in a block, an upper-level link
+ * to a node without that level, the table of upper nodes out of order
+ * or not adding up to the upper blocks. */
 static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
 {
     struct mt_vecset *s;
     struct mt_hnsw *h;
     char path[128];
-    unsigned char *b;
-    uint32_t w[2];
-    long n, links0;
-    uint32_t i;
+    unsigned char *b, *good;
+    uint32_t ids[64], c, i, j;
+    long n, l0;
     (void)state;
     snprintf(path, sizeof path, "%s/graph.hnsw", tmpdir);
     CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
@@ -400,31 +484,26 @@ static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
     mtx_hnsw_free(h);
     mtx_vecset_free(s);
     file_bytes(path, &b, &n);
-    links0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
-    w[0] = packed_get(b + links0, 0, BAD_BITS);
-    w[1] = packed_get(b + links0, 1, BAD_BITS);
-    CHECK(w[0] >= 1 && w[0] <= 32 && w[1] < BAD_N); /* offsets are right */
+    l0 = section_at(b, n, MT_SEG_ID('H', 'L', '0', '_'));
+    for (i = 0; i < BAD_N; i++) { /* the layout is as said */
+        c = ef_ids(b + l0, i, ids);
+        CHECK(c >= 1 && c <= 32);
+        for (j = 0; j < c; j++)
+            CHECK(ids[j] < BAD_N && (j == 0 || ids[j] >= ids[j - 1]));
+    }
     reseal(b, n);
     put_bytes(path, b, n);
     CHECK_OK(mtx_hnsw_open(path, &h, NULL)); /* reseal alone is harmless */
     mtx_hnsw_free(h);
-    packed_set(b + links0, 1, BAD_BITS, BAD_N); /* past the last node */
-    reseal(b, n);
-    put_bytes(path, b, n);
-    h = (struct mt_hnsw *)1;
-    CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE && h == NULL);
-    expect_rejected(path, "graph.hnsw");
-    packed_set(b + links0, 1, BAD_BITS, w[1]);
-    packed_set(b + links0, 0, BAD_BITS, 33); /* more links than M0 */
-    reseal(b, n);
-    put_bytes(path, b, n);
-    expect_rejected(path, "graph.hnsw");
-    packed_set(b + links0, 0, BAD_BITS, w[0]);
-    reseal(b, n);
+    good = malloc((size_t)n);
+    CHECK(good != NULL);
+    memcpy(good, b, (size_t)n);
+    corrupt_graph(path, b, good, n);
     memset(b + section_at(b, n, MT_VEC_SEC_META), 0, 8); /* dims 0 */
     reseal(b, n);
     put_bytes(path, b, n);
     CHECK(mtx_hnsw_open(path, &h, NULL) == MT_EPARSE);
+    free(good);
     free(b);
 }
 
@@ -473,34 +552,49 @@ static void test_hnsw_opens_file_written_before_segments(void **state)
     mtx_hnsw_free(old);
 }
 
-/* The HL0_ section's size and HMET's link_bits (its 9th field) of the
- * graph file at path. */
-static void link_layout(const char *path, size_t *l0_bytes, uint64_t *bits)
+/* Section 'id' of the graph file at path: its size, and its first
+ * 'want' bytes into out when 'want' > 0. */
+static size_t section_of(const char *path, uint32_t id, void *out, size_t want)
 {
     struct mt_seg *sg;
     const void *p;
     size_t size;
     CHECK_OK(mtx_seg_open(path, "MTHNSW02", 0, &sg, NULL));
-    CHECK(mtx_seg_version(sg) == 3);
-    CHECK_OK(
-        mtx_seg_section(sg, MT_SEG_ID('H', 'L', '0', '_'), &p, l0_bytes, NULL));
-    CHECK_OK(
-        mtx_seg_section(sg, MT_SEG_ID('H', 'M', 'E', 'T'), &p, &size, NULL));
-    CHECK(size == 9 * 8);
-    memcpy(bits, (const char *)p + 8 * 8, 8);
+    CHECK(mtx_seg_version(sg) == 4);
+    CHECK_OK(mtx_seg_section(sg, id, &p, &size, NULL));
+    CHECK(size >= want);
+    if (want > 0)
+        memcpy(out, p, want);
     mtx_seg_close(sg);
+    return size;
 }
 
-/* Links take the fewest bits that hold every id and count: the level-0
- * section is n * (2M + 1) entries of that width plus 8 bytes of slack
- * (u32 entries before: 4 bytes each), and searches find what the graph
- * in memory finds. */
-static void test_hnsw_links_packed_to_fewest_bits(void **state)
+/* The smallest Elias-Fano block for n ids and lists of up to m0, over
+ * every low-bit width (what the issue asks: floor(log2(n / m0)) low
+ * bits, then the high parts in unary). */
+static uint64_t ef_block(uint32_t n, uint32_t m0)
+{
+    uint64_t best = UINT64_MAX, b;
+    uint32_t lo;
+    for (lo = 0; lo < 32; lo++) {
+        b = (uint64_t)m0 * (lo + 1) + ((n - 1) >> lo) + 1;
+        best = b < best ? b : best;
+    }
+    return best;
+}
+
+/* The level-0 section is n fixed-size Elias-Fano blocks (plus 8 bytes of
+ * slack), the upper links take the fewest bits that hold every id and
+ * count, the table of nodes with upper levels takes 8 bytes each and
+ * the per-node level and offset arrays are gone; searches find what the
+ * graph in memory finds. */
+static void test_hnsw_links_elias_fano_and_packed(void **state)
 {
     static const struct {
-        uint32_t n, M, bits;
-    } cases[] = {
-        {300, 16, 9}, {512, 16, 9}, {513, 16, 10}, {100, 64, 8}, {2, 2, 3}};
+        uint32_t n, M, bits, block;
+    } cases[] = {{300, 16, 9, 166},     {512, 16, 9, 192}, {513, 16, 10, 193},
+                 {100, 64, 8, 228},     {2, 2, 3, 6},      {20000, 16, 15, 360},
+                 {1000000, 16, 20, 542}};
     char path[128];
     uint32_t c, i, n1, n2;
     (void)state;
@@ -510,22 +604,42 @@ static void test_hnsw_links_packed_to_fewest_bits(void **state)
         struct mt_vecset *s;
         struct mt_hnsw *h, *o;
         struct mt_vec_hit h1[10], h2[10];
-        size_t l0;
-        uint64_t bits, entries = (uint64_t)cases[c].n * (2 * cases[c].M + 1);
+        struct mt_seg *sg;
+        const void *q;
+        size_t size;
+        uint64_t m[10];
+        CHECK(ef_block(cases[c].n, 2 * cases[c].M) == cases[c].block);
+        if (cases[c].n > 2000)
+            continue; /* the block sizes of the issue's sets, not built */
         p.M = cases[c].M;
         CHECK_OK(mtx_vecset_new(DIMS, NULL, &s));
         for (i = 0; i < cases[c].n; i++)
             CHECK_OK(mtx_vecset_add(s, data + i * DIMS, NULL));
         CHECK_OK(mtx_hnsw_build(s, &p, &h));
         CHECK_OK(mtx_hnsw_write(h, path, NULL));
-        link_layout(path, &l0, &bits);
-        CHECK(bits == cases[c].bits);
-        CHECK(l0 == (entries * bits + 7) / 8 + 8);
+        CHECK(section_of(path, MT_SEG_ID('H', 'M', 'E', 'T'), m, sizeof m) ==
+              sizeof m);
+        CHECK(m[8] == cases[c].bits);
+        CHECK(section_of(path, MT_SEG_ID('H', 'L', '0', '_'), NULL, 0) ==
+              ((uint64_t)cases[c].n * cases[c].block + 7) / 8 + 8);
+        CHECK(section_of(path, MT_SEG_ID('H', 'U', 'P', '_'), NULL, 0) ==
+              (m[3] * (cases[c].M + 1) * m[8] + 7) / 8 + 8);
+        CHECK(section_of(path, MT_SEG_ID('H', 'U', 'I', 'D'), NULL, 0) ==
+              m[9] * 4);
+        CHECK(section_of(path, MT_SEG_ID('H', 'U', 'F', 'S'), NULL, 0) ==
+              m[9] * 4 + 4);
+        CHECK(m[9] <= m[3] && (m[3] == 0) == (m[9] == 0));
+        CHECK_OK(mtx_seg_open(path, "MTHNSW02", 0, &sg, NULL));
+        CHECK(mtx_seg_section(sg, MT_SEG_ID('H', 'L', 'E', 'V'), &q, &size,
+                              NULL) != MT_OK);
+        CHECK(mtx_seg_section(sg, MT_SEG_ID('H', 'O', 'F', 'F'), &q, &size,
+                              NULL) != MT_OK);
+        mtx_seg_close(sg);
         CHECK_OK(mtx_hnsw_open(path, &o, NULL));
         for (i = 0; i < 20; i++) {
-            const float *q = queries + i * DIMS;
-            CHECK_OK(mtx_hnsw_search(h, q, 10, 0, NULL, h1, &n1));
-            CHECK_OK(mtx_hnsw_search(o, q, 10, 0, NULL, h2, &n2));
+            const float *qv = queries + i * DIMS;
+            CHECK_OK(mtx_hnsw_search(h, qv, 10, 0, NULL, h1, &n1));
+            CHECK_OK(mtx_hnsw_search(o, qv, 10, 0, NULL, h2, &n2));
             CHECK(n1 == n2 && memcmp(h1, h2, n1 * sizeof *h1) == 0);
         }
         mtx_hnsw_free(o);
@@ -536,23 +650,22 @@ static void test_hnsw_links_packed_to_fewest_bits(void **state)
 
 /* tests/unit/legacy/v2.hnsw is what the version 2 writer made (u32 links,
  * commit 88d6e1b) of the 48 legacy vectors, default set, M 4, serial
- * build: it opens, finds what a build of the same vectors finds today,
- * and writing it again gives a smaller version 3 file with the same
- * hits. A version past 3 is refused by its number. */
-static void test_hnsw_opens_version2_file(void **state)
+ * build, and v3.hnsw what the version 3 writer made of them (links
+ * packed, commit 04b4254): each opens, finds what a build of the same
+ * vectors finds today, and writing it again gives a smaller version 4
+ * file with the same hits. A version past 4 is refused by its number. */
+static void opens_old_file(const char *old_path)
 {
-    const char *v2 = "tests/unit/legacy/v2.hnsw";
     struct mt_hnsw_params p = mtx_hnsw_default_params();
     struct mt_hnsw *old, *conv, *fresh;
     struct mt_vecset *s;
     struct mt_error err;
     char path[128];
     unsigned char *b;
-    long n, n2;
-    uint32_t i, four = 4;
+    long n, n_old;
+    uint32_t i, five = 5;
     float v[LEGACY_DIMS];
-    (void)state;
-    if (mtx_hnsw_open(v2, &old, &err) != MT_OK)
+    if (mtx_hnsw_open(old_path, &old, &err) != MT_OK)
         fail_msg("%s", err.msg);
     CHECK(mtx_hnsw_count(old) == LEGACY_N && mtx_hnsw_params_of(old).M == 4);
     CHECK_OK(mtx_vecset_new(LEGACY_DIMS, NULL, &s));
@@ -564,24 +677,41 @@ static void test_hnsw_opens_version2_file(void **state)
     p.threads = 1;
     CHECK_OK(mtx_hnsw_build(s, &p, &fresh));
     same_graph_hits(old, fresh);
-    snprintf(path, sizeof path, "%s/v3.hnsw", tmpdir);
+    snprintf(path, sizeof path, "%s/v4.hnsw", tmpdir);
     CHECK_OK(mtx_hnsw_write(old, path, &err));
     CHECK_OK(mtx_hnsw_open(path, &conv, &err));
     same_graph_hits(old, conv);
     mtx_hnsw_free(conv);
-    file_bytes(v2, &b, &n2);
+    file_bytes(old_path, &b, &n_old);
     free(b);
     file_bytes(path, &b, &n);
-    CHECK(memcmp(b + 12, "\3\0\0\0", 4) == 0 && n < n2);
-    memcpy(b + 12, &four, 4);
+    CHECK(memcmp(b + 12, "\4\0\0\0", 4) == 0 && n < n_old);
+    memcpy(b + 12, &five, 4);
     reseal(b, n);
     put_bytes(path, b, n);
     CHECK(mtx_hnsw_open(path, &conv, &err) == MT_EPARSE && conv == NULL);
-    CHECK(strstr(err.msg, "unsupported version 4") != NULL);
+    CHECK(strstr(err.msg, "unsupported version 5") != NULL);
     free(b);
     mtx_hnsw_free(fresh);
     mtx_vecset_free(s);
     mtx_hnsw_free(old);
+}
+
+static void test_hnsw_opens_version2_file(void **state)
+{
+    (void)state;
+    opens_old_file("tests/unit/legacy/v2.hnsw");
+}
+
+static void test_hnsw_opens_version3_file(void **state)
+{
+    unsigned char *b;
+    long n;
+    (void)state;
+    file_bytes("tests/unit/legacy/v3.hnsw", &b, &n);
+    CHECK(n > 16 && memcmp(b + 12, "\3\0\0\0", 4) == 0);
+    free(b);
+    opens_old_file("tests/unit/legacy/v3.hnsw");
 }
 
 static void test_hnsw_default_ef_grows_with_size(void **state)
@@ -783,8 +913,9 @@ int main(void)
         cmocka_unit_test(test_hnsw_rejects_truncated_and_flipped),
         cmocka_unit_test(test_hnsw_rejects_bad_graph_with_valid_checksum),
         cmocka_unit_test(test_hnsw_opens_file_written_before_segments),
-        cmocka_unit_test(test_hnsw_links_packed_to_fewest_bits),
+        cmocka_unit_test(test_hnsw_links_elias_fano_and_packed),
         cmocka_unit_test(test_hnsw_opens_version2_file),
+        cmocka_unit_test(test_hnsw_opens_version3_file),
         cmocka_unit_test(test_hnsw_default_ef_grows_with_size),
         cmocka_unit_test(test_hnsw_rescore_modes),
         cmocka_unit_test(test_hnsw_filter_honoured),
