@@ -147,6 +147,22 @@ static inline int bu_dcmp(const void *a, const void *b)
 }
 
 /* Median of v[0..n) (sorts v). */
+/* Milliseconds the calling thread has waited runnable for a core
+ * (/proc/thread-self/schedstat's second field); 0 where the kernel has
+ * none. */
+static inline double bu_runq_ms(void)
+{
+    unsigned long long run = 0, wait = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+    if (!f)
+        return 0.0;
+    if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+        wait = 0;
+    fclose(f);
+    return (double)wait / 1e6;
+}
+
 static inline double bu_median(double *v, size_t n)
 {
     if (n == 0)

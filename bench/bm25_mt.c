@@ -78,21 +78,6 @@ struct span {
     long majflt, minflt, vcsw, ivcsw;
 };
 
-/* Milliseconds this thread has waited runnable for a core
- * (/proc/self/schedstat's second field); 0 where the kernel has none. */
-static double runq_ms(void)
-{
-    unsigned long long run = 0, wait = 0;
-    FILE *f = fopen("/proc/self/schedstat", "r");
-
-    if (!f)
-        return 0.0;
-    if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-        wait = 0;
-    fclose(f);
-    return (double)wait / 1e6;
-}
-
 static double cpu_ms(void)
 {
     struct timespec ts;
@@ -125,7 +110,7 @@ static void span_mark(struct span *s, int sign)
     getrusage(RUSAGE_SELF, &ru);
     s->wall += sign * bu_wall_ms();
     s->cpu += sign * cpu_ms();
-    s->runq += sign * runq_ms();
+    s->runq += sign * bu_runq_ms();
     s->steal += sign * steal_ms();
     s->majflt += sign * ru.ru_majflt;
     s->minflt += sign * ru.ru_minflt;

@@ -82,21 +82,6 @@ static int load(struct data *dt, const char *dir)
     return dt->gt && sz == (size_t)dt->nq * 10 * sizeof(uint32_t) ? 0 : -1;
 }
 
-/* Seconds this thread has waited on a run queue (ready, not running);
- * 0 when the kernel does not say. */
-static double runq_s(void)
-{
-    unsigned long long run = 0, wait = 0;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-
-    if (!f)
-        return 0.0;
-    if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-        wait = 0;
-    fclose(f);
-    return (double)wait / 1e9;
-}
-
 /* Flat int8 scan over the first nflat queries: mean ms and recall. */
 static void bench_flat(const struct mt_vecset *vs, const struct data *dt,
                        uint32_t nflat)
@@ -158,10 +143,10 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     rss1 = bu_rss();
     t0 = bu_now_ms();
     w0 = bu_wall_ms();
-    q0 = runq_s();
+    q0 = (bu_runq_ms() / 1e3);
     if (mtx_hnsw_build(vs, &hp, &h) != MT_OK)
         return -1;
-    runq = runq_s() - q0;
+    runq = (bu_runq_ms() / 1e3) - q0;
     wall = bu_wall_ms() - w0;
     build_ms = bu_now_ms() - t0;
     rss2 = bu_rss();
