@@ -48,24 +48,30 @@ static double build(const char *dir, int float_norms, uint64_t *chunks)
     return (bu_now_ms() - t0) / 1e3;
 }
 
+/* The top 10 of query q through the public API (the caller frees it). */
+static struct mt_search_result *api_top10(struct mt_index *idx, const char *q)
+{
+    struct mt_search_params p;
+    struct mt_error err = {0};
+    struct mt_search_result *r = NULL;
+
+    mt_search_default_params(&p);
+    p.k = 10;
+    if (mt_index_search(idx, q, &p, &r, &err) != MT_OK)
+        die("search", &err);
+    return r;
+}
+
 /* Not inlined, so callgrind's --toggle-collect=api_pass and core_pass
  * count the two paths' instructions apart. */
 __attribute__((noinline)) static double api_pass(struct mt_index *idx, char **q,
                                                  size_t nq)
 {
-    struct mt_search_params p;
-    struct mt_error err = {0};
     double t0 = bu_now_ms();
     size_t i;
 
-    mt_search_default_params(&p);
-    p.k = 10;
-    for (i = 0; i < nq; i++) {
-        struct mt_search_result *r = NULL;
-        if (mt_index_search(idx, q[i], &p, &r, &err) != MT_OK)
-            die("search", &err);
-        mt_search_result_free(r);
-    }
+    for (i = 0; i < nq; i++)
+        mt_search_result_free(api_top10(idx, q[i]));
     return (bu_now_ms() - t0) / (double)nq;
 }
 
@@ -145,17 +151,11 @@ static void fnv_str(uint64_t *h, const char *s)
  * their check passes agree. */
 static uint64_t check_pass(struct mt_index *idx, char **q, size_t nq)
 {
-    struct mt_search_params p;
-    struct mt_error err = {0};
     uint64_t h = MTX_FNV1A_INIT;
     size_t i, j;
 
-    mt_search_default_params(&p);
-    p.k = 10;
     for (i = 0; i < nq; i++) {
-        struct mt_search_result *r = NULL;
-        if (mt_index_search(idx, q[i], &p, &r, &err) != MT_OK)
-            die("search", &err);
+        struct mt_search_result *r = api_top10(idx, q[i]);
         h = mtx_fnv1a(h, &r->n, sizeof r->n);
         for (j = 0; j < r->n; j++) {
             const struct mt_search_hit *x = &r->hits[j];
