@@ -198,6 +198,7 @@ const struct cli_verb cli_verb_import = {
     "            question (id mq-<SHA-1 prefix of the answer, white space\n"
     "            folded>, as in the prepared corpus), metadata\n"
     "            source, url, focus, qtype; --queries writes the questions.\n"
+    "            <Document>, NINDS's <doc> and <DiseaseFile> roots.\n"
     "  pubmedqa  ori_pqal.json and same-shape sets: one document per PMID\n"
     "            (contexts as 'LABEL: text'), metadata year, mesh, label;\n"
     "            --queries writes the questions.\n"

@@ -4,7 +4,10 @@
  * the same answer in two files is one document. That is the rule of the
  * prepared ../shared/data/medquad/corpus.jsonl: all 15,809 of its ids are
  * the SHA-1 of their text folded so. Reads both schemas:
- * Document/QAPairs/QAPair and NINDS's lower-case doc/qaPairs/pair. */
+ * Document/QAPairs/QAPair and NINDS's lower-case doc/qaPairs/pair. Five
+ * files of the upstream tree (four in 6_NINDS_QA, one in 9_CDC_QA) have
+ * the root <DiseaseFile fid source url> around the same Focus and QAPairs:
+ * read exactly as <Document>. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -33,6 +36,12 @@ static int is(const char *name, const char *a, const char *b)
     return strcasecmp(name, a) == 0 || strcasecmp(name, b) == 0;
 }
 
+/* The root elements of a MedQuAD file. */
+static int is_root(const char *name)
+{
+    return is(name, "Document", "doc") || strcasecmp(name, "DiseaseFile") == 0;
+}
+
 static void keep_attr(char *dst, size_t n, const char **attrs, const char *name)
 {
     const char *v = mtx_xml_attr(attrs, name);
@@ -53,13 +62,14 @@ static enum mt_status on_start(struct mt_xml *x, const char *name,
 {
     struct medquad *m = user;
 
-    if (mtx_xml_depth(x) == 1 && !is(name, "Document", "doc"))
+    if (mtx_xml_depth(x) == 1 && !is_root(name))
         return mt_fail(mtx_xml_error(x), MT_EPARSE,
                        "not a MedQuAD file: the root element is <%s>, not "
-                       "<Document>",
+                       "<Document> or <DiseaseFile>",
                        name);
     if (mtx_xml_depth(x) == 1) {
-        /* Document@source, or doc@corpus in the NINDS variant. */
+        /* Document@source (DiseaseFile@source), or doc@corpus in the
+         * NINDS variant. */
         keep_attr(m->source, sizeof m->source, attrs,
                   mtx_xml_attr(attrs, "source") ? "source" : "corpus");
         keep_attr(m->url, sizeof m->url, attrs, "url");

@@ -280,6 +280,30 @@ else
     not_ok "medquad: non-ASCII and entities"
 fi
 
+# Five files of the upstream tree have the root <DiseaseFile fid source url>
+# around the same Focus and QAPairs (no sample holds one): the same file
+# with that root gives the same documents, ids, metadata and queries.
+for f in 9_CDC_QA/0000419.xml 1_CancerGov_QA/$(ls "$F/medquad/1_CancerGov_QA" | head -1); do
+    b=$(basename "$f" .xml)
+    cp "$F/medquad/$f" "$TMP/doc-$b.xml"
+    sed -e 's/<Document id=/<DiseaseFile fid=/' -e 's#</Document>#</DiseaseFile>#' \
+        "$F/medquad/$f" >"$TMP/df-$b.xml"
+done
+"$MT" import medquad --jsonl "$TMP/mqdoc.jsonl" --queries "$TMP/mqdocq.jsonl" \
+    --no-progress "$TMP"/doc-*.xml >/dev/null 2>"$TMP/err"
+"$MT" import medquad --jsonl "$TMP/mqdf.jsonl" --queries "$TMP/mqdfq.jsonl" \
+    --no-progress --json "$TMP"/df-*.xml >"$TMP/res" 2>>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$TMP"/df-*.xml | grep -c '<DiseaseFile fid=')" -eq 2 ] &&
+    [ -s "$TMP/mqdf.jsonl" ] && cmp -s "$TMP/mqdoc.jsonl" "$TMP/mqdf.jsonl" &&
+    cmp -s "$TMP/mqdocq.jsonl" "$TMP/mqdfq.jsonl" &&
+    grep -q '"url":"http://www.cdc.gov/nczved/divisions/dfbmd/diseases/typhoid_fever/","focus":"Typhoid Fever"' "$TMP/mqdf.jsonl" &&
+    grep -q '"skipped":0' "$TMP/res"; then
+    ok "medquad: a <DiseaseFile> root reads as <Document> (same ids, text, url, focus, queries)"
+else
+    not_ok "medquad: <DiseaseFile> root" "rc=$rc" "$(cat "$TMP/err" "$TMP/res")"
+fi
+
 # ==== pubmedqa ====
 "$MT" import pubmedqa --jsonl "$TMP/pq.jsonl" --queries "$TMP/pqq.jsonl" \
     --no-progress --json "$F/pubmedqa/ori_pqal.json" >"$TMP/res" 2>"$TMP/err"
