@@ -94,7 +94,20 @@ static char *reply_schema(const struct run *r, const struct call *c)
 struct inflight {
     struct run *r;
     struct call *c;
+    char *bad; /* the last unusable reply, for the repair turn */
 };
+
+/* Keeps the first completion of an unusable reply for the repair turn. */
+static void keep_bad(struct inflight *f, const struct mt_chat_result *res)
+{
+    mt_free(f->bad);
+    f->bad = res->n > 0 && res->texts[0] ? mt_strdup(res->texts[0]) : NULL;
+}
+
+static const char *bad_reply(void *user)
+{
+    return ((const struct inflight *)user)->bad;
+}
 
 /* One request and its validation. */
 static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
@@ -133,8 +146,10 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
                             json_integer((json_int_t)(res.seconds * 1000)));
         usage_trace(rec, &res);
         kept = take_replies(r, c, &res, rec, why, wn);
-        if (!kept)
+        if (!kept) {
             c->u.parse_failures++;
+            keep_bad(f, &res);
+        }
         mt_chat_result_free(&res);
     }
     json_object_set_new(rec, "ok", json_boolean(kept > 0));
@@ -154,8 +169,8 @@ static int cancelled(void *user)
     return p->cancelled && p->cancelled(p->cancelled_user, f->r->note_id);
 }
 
-/* Messages: system, user, history, then (after a bad reply) the reply and
- * the parse error. m has room for nhist + 4. */
+/* Messages: system, user, history (the loop adds the bad reply and the
+ * parse error after a bad reply). m has room for nhist + 4. */
 static size_t build_msgs(const struct call *c, struct mt_llm_message *m,
                          const char *sys, const char *user)
 {
@@ -173,7 +188,7 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
                                 const char *user)
 {
     struct mt_llm_message *m = mt_calloc(c->nhist + 4, sizeof *m);
-    struct inflight f = {r, c};
+    struct inflight f = {r, c, NULL};
     struct mtx_llmcall lc;
     enum mtx_outcome last = MTX_OUTCOME_FAILED;
     char why[512] = "";
@@ -186,7 +201,9 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     lc.attempt = attempt;
     lc.cancelled = cancelled;
     lc.user = &f;
+    lc.bad_reply = bad_reply;
     st = mtx_llmcall_run(&lc, &last, why, sizeof why);
+    mt_free(f.bad);
     mt_free(m);
     if (st != MT_OK)
         return st;

@@ -5,6 +5,7 @@
 
 #include "llmcall/llmcall.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 
 enum mt_status mtx_llmcall_render(const struct mt_prompts *p, const char *name,
                                   const char *const *keys,
@@ -32,35 +33,67 @@ void mtx_llmcall_failed_why(enum mt_status st, const struct mt_error *e,
              e->msg[0] ? e->msg : mt_status_str(st));
 }
 
+/* The bad reply of the last attempt, cut to MTX_REPAIR_ECHO_MAX bytes at
+ * a character boundary (a new string), or "" when none was kept. */
+static char *echo_of(const struct mtx_llmcall *c)
+{
+    const char *t = c->bad_reply ? c->bad_reply(c->user) : NULL;
+    size_t n;
+
+    if (!t)
+        return mt_strdup("");
+    n = strlen(t);
+    if (n > MTX_REPAIR_ECHO_MAX)
+        n = mtx_utf8_cut(t, n, MTX_REPAIR_ECHO_MAX);
+    return mt_strndup(t, n);
+}
+
+/* Appends [assistant(bad reply), user(fix)] to m (room for two more). */
+static enum mt_status add_repair(const struct mtx_llmcall *c,
+                                 struct mt_llm_message *m, size_t *nm,
+                                 char **echo, char *fix, size_t fn,
+                                 const char *why)
+{
+    *echo = echo_of(c);
+    if (!*echo)
+        return MT_ENOMEM;
+    snprintf(fix, fn,
+             "Your reply could not be used (%.500s). "
+             "Reply again with only the JSON object the "
+             "instructions ask for.",
+             why);
+    m[(*nm)++] = (struct mt_llm_message){"assistant", *echo};
+    m[(*nm)++] = (struct mt_llm_message){"user", fix};
+    return MT_OK;
+}
+
 enum mt_status mtx_llmcall_run(const struct mtx_llmcall *c,
                                enum mtx_outcome *last, char *why, size_t wn)
 {
-    struct mt_llm_message *m = mt_calloc(c->nmsgs + 1, sizeof *m);
+    struct mt_llm_message *m = mt_calloc(c->nmsgs + 2, sizeof *m);
     enum mtx_outcome out = MTX_OUTCOME_FAILED;
+    enum mt_status st = MT_OK;
+    char *echo = NULL;
     char fix[700];
     int k;
 
     if (!m)
         return MT_ENOMEM;
     memcpy(m, c->msgs, c->nmsgs * sizeof *m);
-    for (k = 0; k < 2 && out != MTX_OUTCOME_OK; k++) {
+    for (k = 0; k < 2 && out != MTX_OUTCOME_OK && st == MT_OK; k++) {
         size_t nm = c->nmsgs;
 
         if (c->cancelled && c->cancelled(c->user)) {
-            mt_free(m);
-            return MT_ECANCELED;
+            st = MT_ECANCELED;
+            break;
         }
-        if (k == 1 && out == MTX_OUTCOME_BAD_REPLY) {
-            snprintf(fix, sizeof fix,
-                     "Your reply could not be used (%.500s). "
-                     "Reply again with only the JSON object the "
-                     "instructions ask for.",
-                     why);
-            m[nm++] = (struct mt_llm_message){"user", fix};
-        }
-        out = c->attempt(c->user, m, nm, k, why, wn);
+        if (k == 1 && out == MTX_OUTCOME_BAD_REPLY)
+            st = add_repair(c, m, &nm, &echo, fix, sizeof fix, why);
+        if (st == MT_OK)
+            out = c->attempt(c->user, m, nm, k, why, wn);
     }
+    mt_free(echo);
     mt_free(m);
     *last = out;
-    return MT_OK;
+    return st;
 }

@@ -45,11 +45,22 @@ struct mtx_llmcall {
     int (*cancelled)(void *user); /* polled before each request; may be
                                      NULL */
     void *user;
+    /* The text of the unusable reply the last attempt got (borrowed, valid
+     * until the next attempt), or NULL; may be NULL. The repeat echoes it
+     * as the assistant turn before the fix, so roles alternate. */
+    const char *(*bad_reply)(void *user);
 };
 
-/* Runs up to two attempts: after a bad reply the second one appends a
- * user message naming the problem (why) and asking for the JSON object
- * alone; after a failed request it repeats the same messages. *last gets
+/* Longest bad reply echoed back in the repair turn (bytes, cut at a
+ * character boundary): enough for the model to see what it wrote. */
+#define MTX_REPAIR_ECHO_MAX 8192
+
+/* Runs up to two attempts: after a bad reply the second one appends the
+ * reply as an assistant turn and a user message naming the problem (why)
+ * and asking for the JSON object alone ([system, user, assistant(bad),
+ * user(fix)]: chat templates that require alternating roles, such as
+ * Mistral-Instruct's, refuse two user turns in a row); after a failed
+ * request it repeats the same messages. *last gets
  * the last attempt's outcome and 'why' its reason. MT_OK, MT_ECANCELED
  * (c->cancelled said stop) or MT_ENOMEM. */
 enum mt_status mtx_llmcall_run(const struct mtx_llmcall *c,

@@ -23,6 +23,7 @@ struct openai {
     enum mt_response_format rf; /* what this endpoint is sent now */
     int rf_auto;                /* 1: rf may still fall back */
     int n_one;                  /* 1: the endpoint refused n > 1 */
+    int fold_sys; /* 1: the endpoint's template has no system role */
 };
 
 static void openai_free(void *self)
@@ -132,6 +133,90 @@ static int n_fall_back(struct openai *o, uint32_t sent,
                "from now on",
                o->url, (unsigned)sent, e->msg);
     return 1;
+}
+
+/* A refusal of the messages' roles by a chat template without a system
+ * role: Mistral-Instruct v0.1/v0.2's raises "Conversation roles must
+ * alternate user/assistant/user/assistant/..." (vLLM answers 400, TGI
+ * 422), others say "System role not supported". */
+static int refuses_roles(const struct mt_error *e)
+{
+    char low[MT_ERROR_MSG_MAX];
+
+    return refused(e, low, sizeof low) &&
+           (strstr(low, "roles must alternate") || strstr(low, "system role") ||
+            strstr(low, "system message"));
+}
+
+static int has_system(const struct mt_llm_message *m, size_t nm)
+{
+    return nm > 0 && strcmp(m[0].role, "system") == 0;
+}
+
+/* Folds the system prompt into the first user turn from now on after a
+ * refusal of the roles of a request that had one; returns 1 when the call
+ * should be made again. */
+static int sys_fall_back(struct openai *o, const struct mt_llm_message *m,
+                         size_t nm, const struct mt_error *e)
+{
+    int first;
+
+    if (!has_system(m, nm) || !refuses_roles(e))
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    first = !o->fold_sys;
+    o->fold_sys = 1;
+    pthread_mutex_unlock(&o->mu);
+    if (first)
+        mt_log(MT_LOG_WARN,
+               "%s refused a system message (%s): its chat template has no "
+               "system role; sending the system prompt at the head of the "
+               "first user turn from now on",
+               o->url, e->msg);
+    return 1;
+}
+
+static int fold_sys(struct openai *o)
+{
+    int v;
+
+    pthread_mutex_lock(&o->mu);
+    v = o->fold_sys;
+    pthread_mutex_unlock(&o->mu);
+    return v;
+}
+
+/* m with its system message folded into the first user turn, as
+ * templates without a system role expect ("SYSTEM\n\nUSER"; a system
+ * message alone becomes the user turn): a new array in *out of *nout
+ * messages whose first content is *joined (both mt_free). */
+static enum mt_status fold_messages(const struct mt_llm_message *m, size_t nm,
+                                    struct mt_llm_message **out, size_t *nout,
+                                    char **joined)
+{
+    int with_user = nm > 1 && strcmp(m[1].role, "user") == 0;
+    size_t skip = with_user ? 2 : 1;
+    size_t a = strlen(m[0].content);
+    size_t b = with_user ? strlen(m[1].content) : 0;
+
+    *out = mt_calloc(nm - skip + 1, sizeof **out);
+    *joined = mt_malloc(a + b + 3);
+    if (!*out || !*joined) {
+        mt_free(*out);
+        mt_free(*joined);
+        return MT_ENOMEM;
+    }
+    memcpy(*joined, m[0].content, a);
+    if (with_user) {
+        memcpy(*joined + a, "\n\n", 2);
+        memcpy(*joined + a + 2, m[1].content, b + 1);
+    } else {
+        (*joined)[a] = '\0';
+    }
+    (*out)[0] = (struct mt_llm_message){"user", *joined};
+    memcpy(*out + 1, m + skip, (nm - skip) * sizeof **out);
+    *nout = nm - skip + 1;
+    return MT_OK;
 }
 
 static int n_one(struct openai *o)
@@ -411,7 +496,7 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
 
 /* One request of 'want' completions (1 when streaming), sent again in a
  * simpler response format when auto mode meets a refusal. */
-static enum mt_status one_round(struct openai *o,
+static enum mt_status round_as_is(struct openai *o,
                                 const struct mt_llm_message *m, size_t nm,
                                 const struct mt_chat_params *p, uint64_t seed,
                                 struct mt_chat_result *r, uint32_t *got,
@@ -442,6 +527,33 @@ static enum mt_status one_round(struct openai *o,
     return st;
 }
 
+/* One round, with the system prompt folded into the first user turn when
+ * the endpoint's template has no system role (learnt from its refusal,
+ * then the round is sent again folded). */
+static enum mt_status one_round(struct openai *o,
+                                const struct mt_llm_message *m, size_t nm,
+                                const struct mt_chat_params *p, uint64_t seed,
+                                struct mt_chat_result *r, uint32_t *got,
+                                struct mt_error *err)
+{
+    struct mt_llm_message *fm = NULL;
+    char *joined = NULL;
+    size_t fn = 0;
+    enum mt_status st;
+
+    if (!fold_sys(o) || !has_system(m, nm)) {
+        st = round_as_is(o, m, nm, p, seed, r, got, err);
+        if (st == MT_OK || !sys_fall_back(o, m, nm, err))
+            return st;
+    }
+    if (fold_messages(m, nm, &fm, &fn, &joined) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    st = round_as_is(o, fm, fn, p, seed, r, got, err);
+    mt_free(fm);
+    mt_free(joined);
+    return st;
+}
+
 /* Servers that ignore n (older llama.cpp) return one choice: the rest are
  * requested again with the remaining count and a shifted seed; a server
  * that refuses n > 1 (llama-server now) is asked one at a time. A
@@ -452,9 +564,13 @@ static enum mt_status openai_chat(void *self, const struct mt_llm_message *m,
                                   struct mt_error *err)
 {
     struct openai *o = self;
+    struct mt_error mine = {MT_OK, ""};
     uint32_t got = 0;
     uint64_t round;
     enum mt_status st = mtx_chat_result_init(r, p->n);
+
+    if (!err) /* the fallbacks read the refusal's message */
+        err = &mine;
 
     if (st != MT_OK)
         return mt_fail(err, st, "chat: out of memory");

@@ -248,7 +248,13 @@ struct inflight {
     struct mt_chat_params cp;
     int json;
     char **reply;
+    char *bad; /* the last unusable reply, for the repair turn */
 };
+
+static const char *bad_reply(void *user)
+{
+    return ((const struct inflight *)user)->bad;
+}
 
 /* One request; MTX_OUTCOME_OK with *reply set when the reply is usable. */
 static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
@@ -275,6 +281,8 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     u->completion_tokens += res.completion_tokens;
     u->estimated_calls += res.tokens_estimated ? 1 : 0;
     if (f->json && !(o = mtx_reply_extract(res.texts[0], why, wn))) {
+        mt_free(f->bad);
+        f->bad = mt_strdup(res.texts[0]);
         mt_chat_result_free(&res);
         return MTX_OUTCOME_BAD_REPLY;
     }
@@ -309,7 +317,7 @@ enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_llm_message m[2];
     struct inflight f;
-    struct mtx_llmcall lc = {m, 2, attempt, cancelled, &f};
+    struct mtx_llmcall lc = {m, 2, attempt, cancelled, &f, bad_reply};
     enum mtx_outcome last = MTX_OUTCOME_FAILED;
     enum mt_status st =
         mtx_llmcall_render(r->q->prompts, name, keys, vals, nvars, &sys, &user);
@@ -318,6 +326,7 @@ enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     f.l = l;
     f.json = json;
     f.reply = reply;
+    f.bad = NULL;
     mt_chat_default_params(&f.cp);
     f.cp.temperature = temperature;
     f.cp.max_tokens = max_tokens;
@@ -333,6 +342,7 @@ enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     m[1] = (struct mt_llm_message){"user", user.data};
     if (st == MT_OK)
         st = mtx_llmcall_run(&lc, &last, why, wn);
+    mt_free(f.bad);
     mtx_buf_free(&sys);
     mtx_buf_free(&user);
     if (st != MT_OK)
