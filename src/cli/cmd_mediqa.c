@@ -36,6 +36,10 @@ static const struct cli_opt mediqa_opts[] = {
      "keep the notes OUT.journal says are done; failed "
      "ones are checked again",
      0},
+    {"force", 0, NULL,
+     "start over although OUT.journal holds notes of an earlier run "
+     "(they are discarded)",
+     0},
     {"fallback-on-failure", 0, NULL,
      "write a failed note's fallback line (by default "
      "it is left out)",
@@ -251,6 +255,24 @@ static enum mt_status trace_trim(const char *path, struct mt_error *err)
     return MT_OK;
 }
 
+/* A rerun without --resume would empty OUT.journal and lose the notes an
+ * earlier (perhaps crashed) run finished: refused unless --force. (Notes
+ * journaled as failed alone are no loss: any run checks them again.) */
+static enum mt_status refuse_overwrite(const struct cli_args *a,
+                                       const char *jpath, struct mt_error *err)
+{
+    size_t done, failed;
+
+    if (cli_get(a, "resume") || cli_get(a, "force") ||
+        journal_count(jpath, &done, &failed) != 0 || done == 0)
+        return MT_OK;
+    return mt_fail(err, MT_EINVAL,
+                   "%s holds %zu finished notes of an earlier run (and %zu "
+                   "failed): --resume keeps them and checks the rest; "
+                   "--force starts over and discards them",
+                   jpath, done, failed);
+}
+
 static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
                                size_t *resumed, struct mt_error *err)
 {
@@ -261,6 +283,8 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
     enum mt_status st;
 
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
+    if (refuse_overwrite(a, jpath, err) != MT_OK)
+        return err->status;
     st = journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, s,
                       &s->journal, err);
     if (st != MT_OK)
@@ -363,7 +387,9 @@ const struct cli_verb cli_verb_mediqa = {
     "of OUT unless --fallback-on-failure is given; the summary names it,\n"
     "--trace gives the reason, --resume checks it again, and the exit\n"
     "status is 1. A second run on the same OUT while one is running is\n"
-    "refused (OUT.journal is locked).\n"
+    "refused (OUT.journal is locked), and so is a rerun without --resume\n"
+    "while OUT.journal holds notes of an earlier run (--force discards\n"
+    "them and starts over).\n"
     "\n"
     "On more than one machine (README, \"Running on more than one\n"
     "machine\"): mediqa --state URL --enqueue --data FILE.csv [agent\n"

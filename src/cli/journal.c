@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -109,6 +110,38 @@ enum mt_status journal_open(const char *path, int resume, journal_fn fn,
     }
     *out = j;
     return MT_OK;
+}
+
+/* Counts one line of a journal being surveyed. */
+static void count_line(const char *line, size_t n, size_t *done, size_t *failed)
+{
+    json_t *o = json_loadb(line, n, 0, NULL);
+
+    if (o && json_is_string(json_object_get(o, "id")))
+        *(json_object_get(o, "failed") ? failed : done) += 1;
+    json_decref(o);
+}
+
+int journal_count(const char *path, size_t *done, size_t *failed)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+
+    *done = *failed = 0;
+    if (!f)
+        return -1;
+    if (flock(fileno(f), LOCK_SH | LOCK_NB) != 0) {
+        fclose(f); /* a run holds it: journal_open says so */
+        return -1;
+    }
+    while ((n = getline(&line, &cap, f)) > 0)
+        if (line[n - 1] == '\n') /* a torn last line is no note */
+            count_line(line, (size_t)n - 1, done, failed);
+    free(line);
+    fclose(f);
+    return 0;
 }
 
 enum mt_status journal_append(struct journal *j, const char *id,

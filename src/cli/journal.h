@@ -31,6 +31,12 @@ enum mt_status journal_append(struct journal *j, const char *id,
                               const char *line, const char *failed,
                               struct mt_error *err);
 
+/* Counts the notes an existing journal holds, without changing it: *done
+ * finished, *failed journaled as failed (a torn last line is neither).
+ * -1 when it cannot be read or another run holds its lock (journal_open
+ * then says which). */
+int journal_count(const char *path, size_t *done, size_t *failed);
+
 void journal_close(struct journal *j);
 
 /* The parallel half of a resumable batch (mediqa, ask --batch): worker

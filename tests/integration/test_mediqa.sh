@@ -86,6 +86,31 @@ else
     not_ok "kill -9 and --resume (rc $rc, before $done_before, calls $calls)" "$(tail -3 "$TMP/err")"
 fi
 
+# A rerun on the same --out without --resume would empty the journal and
+# lose the 40 finished notes: refused, naming how many it holds, the
+# journal untouched; --force starts over.
+cp "$TMP/k.txt.journal" "$TMP/journal.full"
+"$MT" mediqa --llm "$SPEC" --data "$TMP/s40.csv" --strategy single \
+    --out "$TMP/k.txt" --jobs 4 --no-progress >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && cmp -s "$TMP/k.txt.journal" "$TMP/journal.full" &&
+    grep -q "k.txt.journal holds 40 finished notes of an earlier run (and 0 failed): --resume keeps them and checks the rest; --force starts over" "$TMP/err"; then
+    ok "mediqa without --resume refuses to overwrite a journal of 40 notes, saying so"
+else
+    not_ok "mediqa journal overwrite refusal (rc $rc)" "$(tail -3 "$TMP/err")"
+fi
+stub_start force
+"$MT" mediqa --llm "$SPEC" --data "$TMP/s40.csv" --strategy single \
+    --out "$TMP/k.txt" --jobs 4 --no-progress --force >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/force.log")" -eq 40 ] &&
+    [ "$(grep -c '"line"' "$TMP/k.txt.journal")" -eq 40 ] &&
+    valid_run "$TMP/s40.csv" "$TMP/k.txt"; then
+    ok "mediqa --force starts over: all 40 notes checked again"
+else
+    not_ok "mediqa --force (rc $rc)" "$(tail -3 "$TMP/err")"
+fi
+
 # Fault injection: 30% of calls fail (HTTP 500) or come back garbled.
 # Notes whose verdict fell back because calls failed are failed (exit 1);
 # --fallback-on-failure still writes their lines.
@@ -93,7 +118,7 @@ for s in guards react-reflex single; do
     stub_start "fault-$s" --fault-rate 0.3 --seed 11
     nr=$([ "$s" = react-reflex ] && echo --no-retrieval) # no corpus here
     "$MT" mediqa --llm "$SPEC" --data "$TMP/s40.csv" --strategy "$s" $nr \
-        --retries 0 --out "$TMP/f.txt" --jobs 8 --trace "$TMP/f.jsonl" \
+        --retries 0 --out "$TMP/f.txt" --jobs 8 --trace "$TMP/f.jsonl" --force \
         --no-progress --json --fallback-on-failure >"$TMP/f.json" 2>"$TMP/err"
     rc=$?
     if [ $rc -le 1 ] && valid_run "$TMP/s40.csv" "$TMP/f.txt" &&
