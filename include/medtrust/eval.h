@@ -54,6 +54,13 @@ const struct mt_eval_note *mt_eval_ref_note(const struct mt_eval_ref *r,
 long mt_eval_ref_find(const struct mt_eval_ref *r, const char *id);
 /* 1 when the CSV has an "Important Words" column (KPCS possible). */
 int mt_eval_ref_has_keywords(const struct mt_eval_ref *r);
+/* Keeps only the notes for which keep(note, user) is nonzero, in order
+ * (e.g. the notes a partial submission predicts). MT_ENOMEM leaves 'r' as
+ * it was. */
+enum mt_status mt_eval_ref_keep(struct mt_eval_ref *r,
+                                int (*keep)(const struct mt_eval_note *n,
+                                            void *user),
+                                void *user, struct mt_error *err);
 void mt_eval_ref_free(struct mt_eval_ref *r);
 
 /* ==== Submissions (MEDIQA-CORR run files) ==== */

@@ -33,6 +33,10 @@ static const struct cli_opt score_opts[] = {
      0},
     {"kpcs-alpha", 0, "X", "KPCS alpha in [0,1] (default 0.5)", 0},
     {"no-kpcs", 0, NULL, "do not compute KPCS", 0},
+    {"only-predicted", 0, NULL,
+     "score only the reference notes every --pred predicts (by default a "
+     "note without a prediction counts as wrong)",
+     0},
     {"bertscore-scores", 0, "FILE",
      "per-pair BERTScore F1 ('ID SCORE' a line, e.g. from the official "
      "bert_score run), one per --pred in order; instead of --bertscore-model",
@@ -156,20 +160,69 @@ static void print_diags(const struct mt_eval_sub *s,
 static enum mt_status load_run(struct score_ctx *c, size_t i, const char **bl,
                                size_t nbl, struct mt_error *err)
 {
-    struct mt_eval_params p = c->params;
     enum mt_status st = mt_eval_sub_load(c->preds[i], &c->sub[i], err);
 
     if (st == MT_OK && nbl > 0)
         st = mt_eval_scores_load(bl[i], &c->bleurt[i], err);
     if (st == MT_OK && c->nbfs > 0)
         st = mt_eval_scores_load(c->bfs[i], &c->bert_file[i], err);
+    return st;
+}
+
+static enum mt_status score_one(struct score_ctx *c, size_t i,
+                                struct mt_error *err)
+{
+    struct mt_eval_params p = c->params;
+    const struct mt_eval_result *r;
+    enum mt_status st;
+
     p.bleurt = c->bleurt[i];
     p.bertscore = c->bert_file[i];
-    if (st == MT_OK)
-        st = mt_eval_score(c->ref, c->sub[i], &p, &c->res[i], err);
-    if (st == MT_OK)
-        print_diags(c->sub[i], c->res[i]);
-    return st;
+    st = mt_eval_score(c->ref, c->sub[i], &p, &c->res[i], err);
+    if (st != MT_OK)
+        return st;
+    r = c->res[i];
+    print_diags(c->sub[i], r);
+    if (r->predicted < r->notes)
+        mt_log(MT_LOG_WARN,
+               "%s: %zu of the %zu reference notes have no prediction; they "
+               "count as wrong (--only-predicted scores only the predicted "
+               "notes)",
+               c->preds[i], r->notes - r->predicted, r->notes);
+    return MT_OK;
+}
+
+/* --only-predicted: a note stays when every run predicts it, so runs
+ * compared side by side (paired) are scored over the same notes. */
+static int predicted_by_all(const struct mt_eval_note *n, void *user)
+{
+    const struct score_ctx *c = user;
+    size_t i;
+
+    for (i = 0; i < c->nrun; i++)
+        if (mt_eval_sub_find(c->sub[i], n->id) < 0)
+            return 0;
+    return 1;
+}
+
+static enum mt_status keep_predicted(struct score_ctx *c, struct mt_error *err)
+{
+    size_t all = mt_eval_ref_count(c->ref);
+    enum mt_status st = mt_eval_ref_keep(c->ref, predicted_by_all, c, err);
+
+    if (st != MT_OK)
+        return st;
+    if (mt_eval_ref_count(c->ref) == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "--only-predicted: no reference note is predicted%s "
+                       "(do the Text IDs match the reference's?)",
+                       c->nrun > 1 ? " by every --pred" : "");
+    mt_log(MT_LOG_INFO,
+           "--only-predicted: scoring the %zu of %zu reference notes %s "
+           "predicts",
+           mt_eval_ref_count(c->ref), all,
+           c->nrun > 1 ? "every --pred" : "the submission");
+    return MT_OK;
 }
 
 /* ==== Text output ==== */
@@ -399,6 +452,10 @@ static int score_run(struct cli_args *a)
         st = mt_eval_ref_load(ref, &c.ref, &err);
     for (i = 0; st == MT_OK && i < c.nrun; i++)
         st = load_run(&c, i, bl, nbl, &err);
+    if (st == MT_OK && cli_get(a, "only-predicted"))
+        st = keep_predicted(&c, &err);
+    for (i = 0; st == MT_OK && i < c.nrun; i++)
+        st = score_one(&c, i, &err);
     if (st == MT_OK && report)
         st = write_report(&c, report, &err);
     if (st == MT_OK && c.json)
@@ -437,6 +494,10 @@ const struct cli_verb cli_verb_score = {
     "MedErrBench EN test only 48 of 104 gold corrections contain their\n"
     "keyword verbatim; 97 with --kpcs-match normalized). A correct NA counts\n"
     "once in KPCS (the published code counted it twice).\n"
+    "A reference note without a prediction counts as wrong, and score\n"
+    "warns how many there are; --only-predicted scores only the notes the\n"
+    "submission predicts (with several --pred, those every one predicts),\n"
+    "which is not the official figure.\n"
     "Several --pred files give a side-by-side table with paired bootstrap\n"
     "differences against the first run.",
     score_opts,

@@ -292,6 +292,30 @@ int mt_eval_ref_has_keywords(const struct mt_eval_ref *r)
     return r->has_kw;
 }
 
+enum mt_status mt_eval_ref_keep(struct mt_eval_ref *r,
+                                int (*keep)(const struct mt_eval_note *n,
+                                            void *user),
+                                void *user, struct mt_error *err)
+{
+    struct mt_ev_map ids = {0};
+    size_t i, k = 0;
+
+    for (i = 0; i < r->n; i++) /* the new map first: r stays whole */
+        if (keep(&r->notes[i], user) &&
+            mtx_ev_map_put(&ids, mtx_str_from(r->notes[i].id), (long)k++) !=
+                MT_OK) {
+            mtx_ev_map_free(&ids);
+            return mt_fail(err, MT_ENOMEM, "out of memory");
+        }
+    for (i = 0, k = 0; i < r->n; i++)
+        if (mtx_ev_map_get(&ids, mtx_str_from(r->notes[i].id)) == (long)k)
+            r->notes[k++] = r->notes[i];
+    mtx_ev_map_free(&r->ids);
+    r->ids = ids;
+    r->n = k;
+    return MT_OK;
+}
+
 void mt_eval_ref_free(struct mt_eval_ref *r)
 {
     if (!r)

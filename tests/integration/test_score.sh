@@ -218,3 +218,46 @@ if "$GEN" embed "$TMP/tiny.gguf" "$VOCAB" >/dev/null 2>&1; then
 else
     not_ok "make_tiny_gguf made a classifier" "llama.cpp missing? (run make bootstrap)"
 fi
+
+# A partial submission (the first 10 of the 574 MEDEC notes, all correct):
+# scored as the official script does (the 564 missing count as wrong) with
+# a warning saying how many have no prediction; --only-predicted scores the
+# 10 alone; with two runs, only the notes both predict.
+head -10 "$TMP/perfect.txt" >"$TMP/part10.txt"
+head -4 "$TMP/perfect.txt" >"$TMP/part4.txt"
+"$MT" score --ref "$MEDEC" --pred "$TMP/part10.txt" --json >"$TMP/out.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(field 'd["notes"], d["predicted"]')" = "(574, 10)" ] &&
+    [ "$(field 'round(d["error_flag_accuracy"] * 574)')" = 10 ] &&
+    grep -q "part10.txt: 564 of the 574 reference notes have no prediction; they count as wrong (--only-predicted" "$TMP/err"; then
+    ok "score: a partial submission is scored over all notes, with a warning naming the 564 unpredicted"
+else
+    not_ok "score: partial submission warning" "rc=$rc" "$(cat "$TMP/err")"
+fi
+"$MT" score --ref "$MEDEC" --pred "$TMP/part10.txt" --only-predicted --json \
+    >"$TMP/out.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(field 'd["notes"], d["predicted"], d["error_flag_accuracy"]')" = "(10, 10, 1.0)" ] &&
+    grep -q 'only-predicted: scoring the 10 of 574 reference notes' "$TMP/err" &&
+    ! grep -q 'no prediction' "$TMP/err"; then
+    ok "score --only-predicted: the 10 predicted notes alone (accuracy 1.0)"
+else
+    not_ok "score --only-predicted" "rc=$rc" "$(cat "$TMP/err")" "$(cat "$TMP/out.json")"
+fi
+"$MT" score --ref "$MEDEC" --pred "$TMP/part10.txt" --pred "$TMP/part4.txt" \
+    --only-predicted >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^reference: 4 notes' "$TMP/out" &&
+    grep -q 'scoring the 4 of 574 reference notes every --pred predicts' "$TMP/err"; then
+    ok "score --only-predicted with two runs: the notes both predict"
+else
+    not_ok "score --only-predicted, two runs" "rc=$rc" "$(cat "$TMP/err")" "$(head -3 "$TMP/out")"
+fi
+echo "nosuch-1 0 -1 NA" >"$TMP/none.txt"
+"$MT" score --ref "$MEDEC" --pred "$TMP/none.txt" --only-predicted >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'no reference note is predicted' "$TMP/err"; then
+    ok "score --only-predicted with no matching id fails, saying so"
+else
+    not_ok "score --only-predicted, none" "rc=$rc" "$(cat "$TMP/err")"
+fi
