@@ -154,8 +154,15 @@ install: all
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmedtrust.a
 	install -m 644 $(HDRS) $(DESTDIR)$(PREFIX)/include/medtrust/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' \
-	    -e 's|@LIBS@|$(LDLIBS_ALL)|' medtrust.pc.in \
+	    -e 's|@LIBS@|$(PC_LIBS)|' medtrust.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/medtrust.pc
+
+# What a program linking the installed libmedtrust.a (a static library)
+# needs after it: the libraries, llama.cpp's from PREFIX/lib/medtrust
+# (PC_LIBS_LLAMA, mk/model.mk), and the sanitizers a SANITIZE=1 build
+# was compiled with.
+PC_LIBS = $(filter-out $(LLAMA_LIB)/%,$(LDLIBS_ALL)) $(PC_LIBS_LLAMA) \
+          $(if $(filter 1,$(SANITIZE)),$(SAN))
 
 clean:
 	rm -rf build

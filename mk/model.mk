@@ -24,6 +24,11 @@ LLAMA_COPY := $(patsubst $(LLAMA_BIN)/%,$(LLAMA_LIB)/%,\
 LDLIBS_ALL += $(LLAMA_LIB)/libllama.v0.5.0.so $(LLAMA_LIB)/libggml.v0.5.0.so \
               $(LLAMA_LIB)/libggml-base.so
 LDFLAGS += -Wl,-rpath,'$$ORIGIN/lib/medtrust:$$ORIGIN/../lib/medtrust'
+# The installed medtrust.pc names the copies `make install` puts in
+# PREFIX/lib/medtrust (never the build tree's), with a run path to them.
+PC_LIBS_LLAMA := -L$${libdir}/medtrust -l:libllama.v0.5.0.so \
+                 -l:libggml.v0.5.0.so -l:libggml-base.so \
+                 -Wl,-rpath,$${libdir}/medtrust
 
 # Everything that links links the library, so the copies come first.
 $(LIB): | $(LLAMA_COPY)

@@ -51,3 +51,55 @@ if ! make -n -C "$ROOT" all BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \
 else
     not_ok "missing pkg-config library" "$(tail -3 "$TMP/pkg.log")"
 fi
+
+# A program of the user's, built against the install with its medtrust.pc
+# (moved under DESTDIR, so pkg-config is told the prefix): it compiles,
+# links (every library the static libmedtrust.a needs, llama.cpp's from
+# PREFIX/lib/medtrust, never the build tree), runs, opens a store and loads
+# a GGUF model.
+cat >"$TMP/user.c" <<'C'
+#include <stdio.h>
+#include <medtrust/core.h>
+#include <medtrust/model.h>
+#include <medtrust/store.h>
+int main(int argc, char **argv)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct mt_store *s = NULL;
+    struct mt_llm *l = NULL;
+    (void)argc;
+    if (mt_store_open(argv[1], NULL, &s, &err) != MT_OK ||
+        mt_llm_open(argv[2], NULL, &l, &err) != MT_OK) {
+        fprintf(stderr, "user: %s\n", err.msg);
+        return 1;
+    }
+    printf("medtrust %s: store schema %d, model open\n", mt_version(),
+           mt_store_schema_version(s));
+    mt_llm_close(l);
+    mt_store_close(s);
+    return 0;
+}
+C
+pc=$P/lib/pkgconfig/medtrust.pc
+if grep -q "$ROOT\|build/" "$pc"; then
+    not_ok "medtrust.pc names no build-tree path" "$(cat "$pc")"
+else
+    ok "medtrust.pc names no build-tree path"
+fi
+# shellcheck disable=SC2046 # pkg-config's flags are words
+if flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --define-variable=prefix="$P" \
+    --cflags --libs medtrust 2>"$TMP/pc.err") &&
+    cc -std=c11 -o "$TMP/user" "$TMP/user.c" $flags >"$TMP/cc.log" 2>&1 &&
+    "$TMP/user" "$TMP/userdb" "gguf:$TMP/chat.gguf" >"$TMP/user.out" 2>&1 &&
+    grep -q 'model open' "$TMP/user.out"; then
+    ok "a program compiles and links with the installed medtrust.pc and runs"
+else
+    not_ok "linking with medtrust.pc" "$(cat "$TMP/pc.err" "$TMP/cc.log" \
+        "$TMP/user.out" 2>/dev/null | tail -8)"
+fi
+libs=$(ldd "$TMP/user" 2>/dev/null | grep -E 'libllama|libggml')
+if [ -n "$libs" ] && ! echo "$libs" | grep -v -q "$P/lib/medtrust/"; then
+    ok "the program finds llama.cpp in PREFIX/lib/medtrust"
+else
+    not_ok "the program's llama.cpp" "$libs"
+fi
