@@ -43,6 +43,19 @@ void mt_alloc_fail_reset(void);
 /* Returns how many allocations failed by injection since the last reset. */
 long mt_alloc_failures(void);
 
+/* Testing: after 'n' more successful file operations (a write, fsync,
+ * fdatasync or rename of medtrust's own files; SQLite's are not counted)
+ * every one fails with 'errnum' (ENOSPC or EIO; 0 means ENOSPC) until
+ * mt_io_fail_reset(), as a disk that filled up stays full. n < 0 disables
+ * injection. The binary reads MEDTRUST_IO_FAIL=N[:EIO] at its first file
+ * operation. Thread-safe. */
+void mt_io_fail_after(long n, int errnum);
+void mt_io_fail_reset(void);
+/* File operations counted and failed by injection since the last
+ * mt_io_fail_after. */
+long mt_io_ops(void);
+long mt_io_failures(void);
+
 /* ==== Logging ==== */
 enum mt_log_level {
     MT_LOG_DEBUG,

@@ -21,7 +21,8 @@ extern "C" {
     X(EUNSUPPORTED, "unsupported")                                             \
     X(ECANCELED, "canceled")                                                   \
     X(EMODEL, "the model calls failed")                                        \
-    X(EINTERNAL, "internal error")
+    X(EINTERNAL, "internal error")                                             \
+    X(EWRITE, "out of space or I/O error")
 
 enum mt_status {
 #define X(name, text) MT_##name,
@@ -57,7 +58,8 @@ enum mt_status mt_error_prefix(struct mt_error *err, const char *fmt, ...)
 void mt_error_clear(struct mt_error *err);
 
 /* Exit status for the CLI convention: 0 ok, 1 bad input or request,
- * 2 internal failure. */
+ * 2 internal failure, 3 a file or standard output could not be written
+ * (MT_EWRITE: out of space or an I/O error). */
 int mt_status_exit_code(enum mt_status st);
 
 #ifdef __cplusplus

@@ -15,6 +15,7 @@
 #include "cli/agent_opts.h"
 #include "cli/journal.h"
 #include "cli/mediqa.h"
+#include "core/buf.h"
 #include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -68,7 +69,8 @@ struct run_state {
     struct work_queue q; /* q.mu also guards the counts below */
     struct mt_agent *agent;
     struct journal *journal;
-    FILE *trace;
+    FILE *trace;            /* through the file layer (core/file.h) */
+    const char *trace_path; /* --trace */
     struct mt_progress *bar;
     struct mt_check_usage total;
     size_t done;
@@ -78,22 +80,44 @@ struct run_state {
 
 /* ==== Checking ==== */
 
+/* The note's trace line, written and synced before its journal line: a
+ * note whose trace line could not be written stays out of the journal,
+ * so --resume checks it again and the trace misses nothing. */
+static enum mt_status trace_write(struct run_state *s, const char *line,
+                                  struct mt_error *err)
+{
+    int bad;
+
+    pthread_mutex_lock(&s->q.mu);
+    bad = fprintf(s->trace, "%s\n", line) < 0 ||
+          mtx_file_flush_sync(s->trace, 1) != 0;
+    pthread_mutex_unlock(&s->q.mu);
+    if (!bad)
+        return MT_OK;
+    return mt_fail(err, mtx_file_errno_status(errno),
+                   "--trace %s: cannot write: %s: free space on its disk, "
+                   "then run again with --resume",
+                   s->trace_path, strerror(errno));
+}
+
 static void record(struct run_state *s, struct mtx_note *x,
                    struct mediqa_outcome *o)
 {
     struct mt_error err = {MT_OK, ""};
     enum mt_status st =
-        o->line ? journal_append(s->journal, x->id, o->line,
-                                 o->failed ? o->err.msg : NULL, &err)
-                : mt_fail(&err, MT_ENOMEM, "out of memory");
+        o->line ? MT_OK : mt_fail(&err, MT_ENOMEM, "out of memory");
 
+    if (st == MT_OK && o->trace)
+        st = trace_write(s, o->trace, &err);
+    if (st == MT_OK)
+        st = journal_append(s->journal, x->id, o->line,
+                            o->failed ? o->err.msg : NULL, &err);
     pthread_mutex_lock(&s->q.mu);
-    x->line = o->line;
-    o->line = NULL;
+    x->line = st == MT_OK ? o->line : NULL;
+    if (st == MT_OK)
+        o->line = NULL;
     x->failed = o->failed;
     work_fail_locked(&s->q, st, &err);
-    if (o->trace)
-        fprintf(s->trace, "%s\n", o->trace);
     mediqa_usage_add(&s->total, &o->usage);
     s->failed += (size_t)o->failed;
     s->fallback += (size_t)o->fallback;
@@ -229,30 +253,52 @@ static void summary(const struct run_state *s, const struct cli_args *a,
     failed_json(s);
 }
 
-/* A run killed while writing its trace can leave a torn last line; a
- * resumed run cuts the file back to its last whole line before appending,
- * so every line of the trace stays one JSON object. (The note of a torn
- * line is journaled or checked again; only its trace line is lost.) */
-static enum mt_status trace_trim(const char *path, struct mt_error *err)
+/* Whether trace line 'l' (n bytes) belongs to a note --resume replayed. */
+static int trace_keep(const struct run_state *s, const char *l, size_t n)
 {
-    int fd = open(path, O_RDWR);
-    off_t end, at;
-    char c = '\n';
+    json_t *o = json_loadb(l, n, 0, NULL);
+    const char *id = json_string_value(json_object_get(o, "id"));
+    size_t i;
+    int keep = 0;
 
-    if (fd < 0)
-        return errno == ENOENT ? MT_OK
-                               : mt_fail(err, MT_EIO, "--trace %s: %s", path,
-                                         strerror(errno));
-    end = lseek(fd, 0, SEEK_END);
-    for (at = end; at > 0; at--)
-        if (pread(fd, &c, 1, at - 1) != 1 || c == '\n')
-            break;
-    if (at < end && ftruncate(fd, at) != 0) {
-        close(fd);
-        return mt_fail(err, MT_EIO, "--trace %s: %s", path, strerror(errno));
+    for (i = 0; id && !keep && i < s->n; i++)
+        keep = s->notes[i].resumed && strcmp(s->notes[i].id, id) == 0;
+    json_decref(o);
+    return keep;
+}
+
+/* A resumed run keeps the trace lines of the notes it replayed from the
+ * journal and drops the rest (a torn last line of a killed run, the line
+ * of a note whose journal line was never written, a failed note checked
+ * again), so the trace ends with one line per note, as an unbroken run's.
+ * The file is replaced atomically. */
+static enum mt_status trace_prune(const struct run_state *s, const char *path,
+                                  struct mt_error *err)
+{
+    struct mt_buf in = MT_BUF_INIT((size_t)1 << 32);
+    struct mt_buf out = MT_BUF_INIT((size_t)1 << 32);
+    enum mt_status st = mtx_file_read_all(path, &in, err);
+    size_t i = 0;
+
+    if (st == MT_ENOTFOUND)
+        return MT_OK;
+    while (st == MT_OK && i < in.len) {
+        const char *nl = memchr(in.data + i, '\n', in.len - i);
+        size_t n = nl ? (size_t)(nl - in.data) - i : 0;
+        if (!nl)
+            break; /* torn */
+        if (trace_keep(s, in.data + i, n))
+            st = mtx_buf_append(&out, in.data + i, n + 1);
+        i += n + 1;
     }
-    close(fd);
-    return MT_OK;
+    if (st == MT_OK)
+        st =
+            mtx_file_write_atomic(path, out.data ? out.data : "", out.len, err);
+    else if (st == MT_ENOMEM)
+        mt_fail(err, st, "--trace %s: out of memory", path);
+    mtx_buf_free(&in);
+    mtx_buf_free(&out);
+    return st;
 }
 
 /* A rerun without --resume would empty OUT.journal and lose the notes an
@@ -291,10 +337,13 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
         return st;
     for (i = 0, *resumed = 0; i < s->n; i++)
         *resumed += (size_t)s->notes[i].resumed;
-    if (tp && cli_get(a, "resume") && trace_trim(tp, err) != MT_OK)
+    if (tp && cli_get(a, "resume") && trace_prune(s, tp, err) != MT_OK)
         return err->status;
-    if (tp && !(s->trace = fopen(tp, cli_get(a, "resume") ? "a" : "w")))
-        return mt_fail(err, MT_EIO, "--trace %s: cannot open", tp);
+    s->trace_path = tp;
+    if (tp && !(s->trace =
+                    mtx_file_fopen(tp, cli_get(a, "resume") ? "a" : "w", 0644)))
+        return mt_fail(err, mtx_file_errno_status(errno),
+                       "--trace %s: cannot open: %s", tp, strerror(errno));
     pp.label = "mediqa";
     pp.total = s->n;
     pp.quiet = cli_get(a, "no-progress") != NULL;
@@ -315,8 +364,10 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
         st = work_run(&s->q, jobs, check_note, s, err);
     if (s->bar) /* NULL when the run could not open (issue 16) */
         mtx_progress_finish(s->bar);
-    if (s->trace)
-        fflush(s->trace);
+    if (s->trace && mtx_file_flush_sync(s->trace, 1) != 0 && st == MT_OK)
+        st = mt_fail(err, mtx_file_errno_status(errno),
+                     "--trace %s: cannot write: %s", s->trace_path,
+                     strerror(errno));
     if (st == MT_OK)
         st = mediqa_write(s->notes, s->n, cli_get(a, "out"),
                           cli_get(a, "fallback-on-failure") != NULL, err);
@@ -361,8 +412,10 @@ static int mediqa_run(struct cli_args *a)
         st = mediqa_go(a, &s, (unsigned)jobs, &err);
     mt_agent_close(s.agent);
     journal_close(s.journal);
-    if (s.trace)
-        fclose(s.trace);
+    if (s.trace && fclose(s.trace) != 0 && st == MT_OK)
+        st = mt_fail(&err, mtx_file_errno_status(errno),
+                     "--trace %s: cannot write: %s", s.trace_path,
+                     strerror(errno));
     mtx_progress_free(s.bar);
     mtx_notes_free(s.notes, s.n);
     work_destroy(&s.q);

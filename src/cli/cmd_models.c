@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "core/jsonl.h"
+#include "core/redact.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/embed.h"
@@ -47,9 +48,10 @@ struct check_ctx {
     int failed;
 };
 
-static void report(struct check_ctx *c, const char *kind, const char *spec,
+static void report(struct check_ctx *c, const char *kind, const char *raw,
                    enum mt_status st, const char *detail)
 {
+    char spec[1024];
     const char *status = c->no_check   ? "unchecked"
                          : st == MT_OK ? "ok"
                                        : "failed";
@@ -58,6 +60,7 @@ static void report(struct check_ctx *c, const char *kind, const char *spec,
 
     if (st != MT_OK && !c->no_check)
         c->failed = 1;
+    mtx_redact(raw, spec, sizeof spec); /* never print a key or password */
     if (!c->json) {
         printf("%-14s %-40s %s%s%s\n", kind, spec, status,
                detail[0] ? ": " : "", detail);

@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/redact.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
@@ -55,7 +56,7 @@ static void print_index(const char *db, int json)
     struct mt_index *idx = NULL;
     struct mt_index_stats st;
     uint32_t dims = 0;
-    const char *emb;
+    char emb[1024];
 
     if (mt_index_open(db, &idx, NULL) != MT_OK) {
         if (!json)
@@ -65,7 +66,8 @@ static void print_index(const char *db, int json)
         return;
     }
     mt_index_stats(idx, &st);
-    emb = mt_index_embedder(idx, &dims);
+    /* the embedder spec the index records, its secrets cut out */
+    mtx_redact(mt_index_embedder(idx, &dims), emb, sizeof emb);
     if (json) {
         json_t *o = json_pack(
             "{s:{s:i,s:i,s:I,s:I,s:I,s:s,s:i}}", "index", "segments",

@@ -158,19 +158,27 @@ enum mt_status journal_append(struct journal *j, const char *id,
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
     enum mt_status st = s ? mtx_buf_printf(&b, "%s\n", s) : MT_ENOMEM;
+    int e = 0;
 
     json_decref(o);
     mt_free(s);
     if (st == MT_OK) {
         pthread_mutex_lock(&j->mu);
         st = mtx_file_write_all(j->fd, b.data, b.len);
-        if (st == MT_OK && fdatasync(j->fd) != 0)
-            st = MT_EIO;
+        if (st == MT_OK && mtx_file_fdatasync(j->fd) != 0)
+            st = MT_EWRITE;
+        e = errno;
+        if (st == MT_EWRITE) /* a part line is cut off again on --resume */
+            st = mtx_file_errno_status(e);
         pthread_mutex_unlock(&j->mu);
     }
     mtx_buf_free(&b);
+    if (st == MT_ENOMEM)
+        return mt_fail(err, st, "%s: cannot record note %s: out of memory",
+                       j->path, id);
     if (st != MT_OK)
-        return mt_fail(err, st, "%s: cannot record note %s", j->path, id);
+        return mt_fail(err, st, "%s: cannot record note %s: %s", j->path, id,
+                       strerror(e));
     return MT_OK;
 }
 

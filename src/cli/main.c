@@ -1,4 +1,5 @@
 /* medtrust command: global flags, logging to stderr, and the verb table. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +38,32 @@ static void usage(FILE *f)
                "Environment: MEDTRUST_DATA (data sets, default "
                "../shared/data).\n"
                "Exit status: 0 success, 1 bad input or request, 2 internal "
-               "failure.\n");
+               "failure,\n3 a file or standard output could not be written "
+               "(out of space or I/O error).\n");
+}
+
+/* A result on a full disk or a failing pipe is lost: that is a failure,
+ * never exit 0 (every buffered byte is flushed and the close checked). */
+static int close_stdout(int rc)
+{
+    int bad = ferror(stdout);
+    int e = 0;
+
+    if (fflush(stdout) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad)
+        return rc;
+    fprintf(stderr,
+            "medtrust: error: standard output: write failed: %s: free "
+            "space on its disk or check the device, then run again\n",
+            e ? strerror(e) : "output lost");
+    return rc ? rc : mt_status_exit_code(MT_EWRITE);
 }
 
 static int run_verb(const struct cli_verb *v, int argc, char **argv)
@@ -61,11 +87,11 @@ int main(int argc, char **argv)
     while (argc > 1 && argv[1][0] == '-') {
         if (strcmp(argv[1], "--version") == 0) {
             printf("medtrust %s\n", mt_version());
-            return 0;
+            return close_stdout(0);
         }
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
             usage(stdout);
-            return 0;
+            return close_stdout(0);
         }
         if (strcmp(argv[1], "--verbose") == 0 || strcmp(argv[1], "-v") == 0)
             level = MT_LOG_DEBUG;
@@ -84,7 +110,7 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < NVERBS; i++)
         if (strcmp(argv[1], verbs[i]->name) == 0)
-            return run_verb(verbs[i], argc - 1, argv + 1);
+            return close_stdout(run_verb(verbs[i], argc - 1, argv + 1));
     fprintf(stderr, "medtrust: unknown verb '%s'\n\n", argv[1]);
     usage(stderr);
     return 1;

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/redact.h"
 #include "medtrust/core.h"
 
 static mt_log_fn log_fn;
@@ -30,6 +31,7 @@ void mt_log(enum mt_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    mtx_redact_inplace(msg, sizeof msg); /* no spec or URL shows a secret */
     log_fn(level, msg, log_user);
 }
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/redact.h"
 #include "medtrust/status.h"
 
 static const char *const status_text[] = {
@@ -29,6 +30,7 @@ enum mt_status mt_fail(struct mt_error *err, enum mt_status st, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    mtx_redact_inplace(err->msg, sizeof err->msg); /* specs, URLs */
     return st;
 }
 
@@ -50,6 +52,7 @@ enum mt_status mt_error_prefix(struct mt_error *err, const char *fmt, ...)
              old[0] ? old : mt_status_str(err->status));
     both[MT_ERROR_MSG_MAX - 1] = '\0';
     memcpy(err->msg, both, MT_ERROR_MSG_MAX);
+    mtx_redact_inplace(err->msg, sizeof err->msg);
     return err->status;
 }
 
@@ -74,6 +77,8 @@ int mt_status_exit_code(enum mt_status st)
     case MT_EIO:
     case MT_EMODEL:
         return 1;
+    case MT_EWRITE:
+        return 3;
     default:
         return 2;
     }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/redact.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
 #include "medtrust/publish.h"
@@ -39,19 +40,14 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
                            (json_int_t)s->p.llm_jobs));
 }
 
-/* A spec for display: the user:password@ part of a URL is cut out. */
+/* A spec for display, its secrets cut out (core/redact.h). */
 static json_t *spec_json(const char *spec)
 {
-    const char *at = spec ? strchr(spec, '@') : NULL;
-    const char *scheme = spec ? strstr(spec, "://") : NULL;
-    char buf[512];
+    char *r = spec ? mtx_redact_dup(spec) : NULL;
+    json_t *j = r ? json_string(r) : json_null();
 
-    if (!spec)
-        return json_null();
-    if (!at || !scheme || at < scheme || strchr(scheme + 3, '/') < at)
-        return json_string(spec);
-    snprintf(buf, sizeof buf, "%.*s%s", (int)(scheme + 3 - spec), spec, at + 1);
-    return json_string(buf);
+    mt_free(r);
+    return j;
 }
 
 /* Every MEDTRUST_LLM_<ROLE> variable (not the _TIMEOUT setting). */
@@ -138,7 +134,8 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
         !emb[0])
         e = json_null();
     else
-        e = json_pack("{s:s,s:I}", "spec", emb, "dims", (json_int_t)dims);
+        e = json_pack("{s:o,s:I}", "spec", spec_json(emb), "dims",
+                      (json_int_t)dims);
     mtx_srv_json(
         rs, 200,
         json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm", "default",

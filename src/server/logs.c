@@ -12,6 +12,26 @@
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 
+/* The data folder holds logs, batch uploads and results: an existing one
+ * open to others is tightened to 0700, as a new one is made. */
+static enum mt_status make_private(const char *dir, struct mt_error *err)
+{
+    struct stat sb;
+
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return mt_fail(err, MT_EINVAL, "--data-dir %s: not a folder", dir);
+    if ((sb.st_mode & 077) == 0)
+        return MT_OK;
+    if (chmod(dir, 0700) != 0)
+        return mt_fail(err, MT_EIO,
+                       "--data-dir %s: mode %03o lets others read it and "
+                       "chmod 0700 failed: %s: give a folder you own",
+                       dir, (unsigned)(sb.st_mode & 0777), strerror(errno));
+    mt_log(MT_LOG_WARN, "--data-dir %s: mode was %03o; made it 0700", dir,
+           (unsigned)(sb.st_mode & 0777));
+    return MT_OK;
+}
+
 static enum mt_status open_one(struct mt_server *s, struct srv_log *l,
                                const char *name, struct mt_error *err)
 {
@@ -43,7 +63,9 @@ enum mt_status mtx_srv_logs_open(struct mt_server *s, struct mt_error *err)
     if (mkdir(s->data_dir, 0700) != 0 && errno != EEXIST)
         return mt_fail(err, MT_EIO, "%s: cannot create: %s", s->data_dir,
                        strerror(errno));
-    st = open_one(s, &s->access, "access.log", err);
+    st = make_private(s->data_dir, err);
+    if (st == MT_OK)
+        st = open_one(s, &s->access, "access.log", err);
     if (st == MT_OK)
         st = open_one(s, &s->audit, "audit.log", err);
     return st;

@@ -13,6 +13,7 @@
 #include "medtrust/accounts.h"
 #include "medtrust/core.h"
 #include "store/state_int.h"
+#include "text/utf8.h"
 
 /* ==== Helpers ==== */
 
@@ -127,6 +128,24 @@ static enum mt_status found_one(enum mt_status st, const struct mtx_query *q,
 
 /* ==== Users ==== */
 
+/* User names are one account whatever their case or compatibility form
+ * ("Alice", "alice", fullwidth letters): each is compared by its NFKC
+ * case fold (utf8proc, text/utf8.h), and a stored name, always ASCII
+ * (mt_user_name_valid), folds to SQL's lower(name). Where an older store
+ * holds two names that fold alike, the exact one wins, then the oldest. */
+#define USER_BY_NAME                                                           \
+    " FROM users WHERE lower(name)=? ORDER BY name=? DESC, id LIMIT 1"
+
+static enum mt_status name_key(const char *name, char **key,
+                               struct mt_error *err)
+{
+    enum mt_status st = mtx_text_fold(name, strlen(name), key, NULL, NULL);
+
+    if (st == MT_EPARSE) /* not UTF-8: no stored name folds to it */
+        return mt_fail(err, MT_ENOTFOUND, "user: not found");
+    return st == MT_OK ? MT_OK : mt_fail(err, st, "out of memory");
+}
+
 static enum mt_status check_password(const char *pw, struct mt_error *err)
 {
     size_t n = pw ? strlen(pw) : 0;
@@ -169,7 +188,12 @@ enum mt_status mt_user_add(struct mt_state *s, const char *name,
                        "a user name is 1 to %d of A-Z a-z 0-9 . _ -",
                        MT_USER_NAME_MAX);
     if (mt_user_get(s, name, &u, NULL) == MT_OK)
-        return mt_fail(err, MT_EINVAL, "user '%s' already exists", name);
+        return mt_fail(err, MT_EINVAL,
+                       "user '%s' already exists%s%s%s: user names are "
+                       "compared without regard to case",
+                       name, strcmp(u.name, name) ? " (as '" : "",
+                       strcmp(u.name, name) ? u.name : "",
+                       strcmp(u.name, name) ? "')" : "");
     st = hash_password(password, hash, err);
     if (st == MT_OK)
         st = mtx_state_exec(s, &q, err,
@@ -186,9 +210,14 @@ enum mt_status mt_user_del(struct mt_state *s, const char *name,
                            struct mt_error *err)
 {
     struct mtx_query q = {NULL, NULL, 0, 0};
-    enum mt_status st =
-        mtx_state_exec(s, &q, err, "DELETE FROM users WHERE name=?", "s", name);
+    struct mt_user u;
+    enum mt_status st = mt_user_get(s, name, &u, NULL);
 
+    if (st == MT_ENOTFOUND)
+        return mt_fail(err, MT_ENOTFOUND, "no user '%s'", name);
+    if (st == MT_OK)
+        st = mtx_state_exec(s, &q, err, "DELETE FROM users WHERE id=?", "I",
+                            u.id);
     if (st == MT_OK && q.changes == 0)
         return mt_fail(err, MT_ENOTFOUND, "no user '%s'", name);
     return st;
@@ -220,12 +249,16 @@ enum mt_status mt_user_get(struct mt_state *s, const char *name,
     struct mt_user u;
     struct user_out o = {&u, NULL, 0, NULL};
     struct mtx_query q = {read_user, &o, 0, 0};
-    enum mt_status st = mtx_state_exec(s, &q, err,
-                                       "SELECT id, name, role, created_at"
-                                       " FROM users WHERE name=?",
-                                       "s", name);
+    char *key = NULL;
+    enum mt_status st = name_key(name, &key, err);
 
-    st = found_one(st, &q, "user", err);
+    if (st == MT_OK)
+        st = mtx_state_exec(s, &q, err,
+                            "SELECT id, name, role, created_at" USER_BY_NAME,
+                            "ss", key, name);
+    mt_free(key);
+    if (st == MT_OK)
+        st = found_one(st, &q, "user", err);
     if (st == MT_OK)
         *out = u;
     return st;
@@ -254,12 +287,16 @@ static enum mt_status load_hash(struct mt_state *s, const char *name,
 {
     struct user_out o = {u, hash, crypto_pwhash_STRBYTES, NULL};
     struct mtx_query q = {read_user, &o, 0, 0};
-    enum mt_status st = mtx_state_exec(s, &q, err,
-                                       "SELECT id, name, role, created_at,"
-                                       " pwhash FROM users WHERE name=?",
-                                       "s", name);
+    char *key = NULL;
+    enum mt_status st = name_key(name, &key, err);
 
-    return found_one(st, &q, "user", err);
+    if (st == MT_OK)
+        st = mtx_state_exec(s, &q, err,
+                            "SELECT id, name, role, created_at,"
+                            " pwhash" USER_BY_NAME,
+                            "ss", key, name);
+    mt_free(key);
+    return st == MT_OK ? found_one(st, &q, "user", err) : st;
 }
 
 enum mt_status mt_user_verify(struct mt_state *s, const char *name,

@@ -1,12 +1,14 @@
 /* Unit tests for src/core: status, alloc injection, buffers, arena. */
 #include "check.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/arena.h"
 #include "core/buf.h"
 #include "core/file.h"
+#include "core/redact.h"
 #include "medtrust/core.h"
 
 static void test_status_table_has_text(void **state)
@@ -158,6 +160,146 @@ static void test_file_atomic_replaces_whole_or_not_at_all(void **state)
     CHECK(rmdir(tmp) == 0 && unlink(path) == 0 && rmdir(dir) == 0);
 }
 
+/* ==== Redaction: each form a spec or URL can take ==== */
+
+static void redacts(const char *in, const char *want)
+{
+    char out[512];
+    char *d = mtx_redact_dup(in);
+
+    mtx_redact(in, out, sizeof out);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "redact(%s) = %s, want %s\n", in, out, want);
+    CHECK(strcmp(out, want) == 0);
+    CHECK(d && strcmp(d, want) == 0);
+    mt_free(d);
+}
+
+static void test_redact_user_info(void **state)
+{
+    (void)state;
+    redacts("openai:http://user:pw@127.0.0.1:8080/v1#m",
+            "openai:http://***@127.0.0.1:8080/v1#m");
+    /* no path: the issue's leak */
+    redacts("openai:http://user:pw@host:9#m", "openai:http://***@host:9#m");
+    redacts("http://user:pw@host:9", "http://***@host:9");
+    redacts("https://tok@h", "https://***@h");
+    redacts("http://u:p@ss@h/x", "http://***@h/x"); /* '@' in the password */
+    /* nothing secret: unchanged */
+    redacts("openai:http://127.0.0.1:8080/v1#m@x",
+            "openai:http://127.0.0.1:8080/v1#m@x");
+    redacts("gguf:/models/a@b.gguf", "gguf:/models/a@b.gguf");
+    redacts("use-lite", "use-lite");
+    redacts("", "");
+}
+
+static void test_redact_every_url_of_a_pool(void **state)
+{
+    (void)state;
+    redacts("openai:http://a:1@h1:1,http://b:2@h2:2/v1,https://c@h3#m",
+            "openai:http://***@h1:1,http://***@h2:2/v1,https://***@h3#m");
+    redacts("openai:http://h1,http://u:p@h2#m",
+            "openai:http://h1,http://***@h2#m");
+    redacts("openai:http://h1/?key=k1,http://u:p@h2/?api_key=k2#m",
+            "openai:http://h1/?key=***,http://***@h2/?api_key=***#m");
+}
+
+static void test_redact_key_like_query(void **state)
+{
+    (void)state;
+    redacts("http://h/v1?api_key=sk-123", "http://h/v1?api_key=***");
+    redacts("http://h/?key=a&model=x&token=b#m",
+            "http://h/?key=***&model=x&token=***#m");
+    redacts("http://h/?access_token=a;apiKey=b&X-Amz-Signature=c&pwd=d",
+            "http://h/?access_token=***;apiKey=***&X-Amz-Signature=***&"
+            "pwd=***");
+    redacts("http://h/?password=a&client_secret=b&flag&v=1",
+            "http://h/?password=***&client_secret=***&flag&v=1");
+}
+
+/* In running text (an error, a log line) every URL is found; what
+ * mt_fail and mt_log record is redacted already. */
+static void test_redact_in_messages(void **state)
+{
+    struct mt_error err;
+    char cut[12];
+    (void)state;
+    redacts("http://u:p@h:1/v1/chat: HTTP 401 (see http://x/?token=t )",
+            "http://***@h:1/v1/chat: HTTP 401 (see http://x/?token=*** )");
+    redacts("'openai:http://u:p@h' needs BASE_URL#MODEL",
+            "'openai:http://***@h' needs BASE_URL#MODEL");
+    mt_fail(&err, MT_EIO, "%s: cannot reach", "http://me:secret@h:1/v1");
+    CHECK(strcmp(err.msg, "http://***@h:1/v1: cannot reach") == 0);
+    mt_fail(&err, MT_EIO, "x");
+    mt_error_prefix(&err, "openai:http://h/?api_key=%s", "sk-1");
+    CHECK(strstr(err.msg, "sk-1") == NULL && strstr(err.msg, "api_key=***"));
+    /* a cut buffer still ends in a NUL and says how long it would be */
+    CHECK(mtx_redact("http://u:p@h/abc", cut, sizeof cut) == 16);
+    CHECK(strlen(cut) == sizeof cut - 1 && strstr(cut, "u:p") == NULL);
+}
+
+/* ==== I/O fault injection ==== */
+
+/* The Nth write, fsync or rename fails with the errno asked for, and
+ * keeps failing (a full disk stays full) until reset; atomic replacement
+ * then fails with MT_EWRITE naming the file and leaves the old one. */
+static void test_io_injection_fails_nth(void **state)
+{
+    char dir[] = "/tmp/mt-iofail-XXXXXX";
+    char path[64], got[32];
+    struct mt_error err;
+    long n, ops;
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/f", dir);
+    mt_io_fail_after(-1, 0);
+    CHECK_OK(mtx_file_write_atomic(path, "old", 3, &err));
+    ops = mt_io_ops(); /* write, fsync, rename, fsync of the folder */
+    CHECK(ops == 4);
+    for (n = 0; n < ops; n++) {
+        mt_io_fail_after(n, n % 2 ? EIO : ENOSPC);
+        CHECK(mtx_file_write_atomic(path, "new", 3, &err) == MT_EWRITE);
+        CHECK(strstr(err.msg, path) != NULL);
+        CHECK(strstr(err.msg, n % 2 ? "Input/output" : "No space") != NULL);
+        CHECK(mt_io_failures() == 1);
+        slurp(path, got, sizeof got);
+        CHECK(strcmp(got, n < 3 ? "old" : "new") == 0); /* renamed: new */
+    }
+    mt_io_fail_after(0, ENOSPC);
+    CHECK(mtx_file_write_all(1, "x", 1) == MT_EWRITE && errno == ENOSPC);
+    CHECK(mtx_file_fsync(1) == -1 && mtx_file_rename("a", "b") == -1);
+    CHECK(mt_io_failures() == 3);
+    mt_io_fail_reset();
+    CHECK_OK(mtx_file_write_atomic(path, "ok", 2, &err));
+    CHECK(mt_status_exit_code(MT_EWRITE) == 3);
+    CHECK(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
+/* A stream from mtx_file_fopen writes through the layer: an injected
+ * failure shows at fflush or fclose, never as a silent loss. */
+static void test_io_stream_checks_writes(void **state)
+{
+    char dir[] = "/tmp/mt-iostream-XXXXXX";
+    char path[64], got[32];
+    FILE *f;
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t", dir);
+    mt_io_fail_reset();
+    f = mtx_file_fopen(path, "w", 0644);
+    CHECK(f && fprintf(f, "a\n") == 2 && mtx_file_flush_sync(f, 1) == 0);
+    CHECK(mtx_file_fileno(f) >= 0 && fclose(f) == 0);
+    f = mtx_file_fopen(path, "a", 0644);
+    mt_io_fail_after(0, ENOSPC);
+    CHECK(f && fprintf(f, "b\n") == 2);
+    CHECK(mtx_file_flush_sync(f, 1) == -1 && errno == ENOSPC);
+    fclose(f);
+    mt_io_fail_reset();
+    slurp(path, got, sizeof got);
+    CHECK(strcmp(got, "a\n") == 0);
+    CHECK(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +312,12 @@ int main(void)
         cmocka_unit_test(test_fnv1a_matches_reference),
         cmocka_unit_test(test_arena_aligns_and_resets),
         cmocka_unit_test(test_file_atomic_replaces_whole_or_not_at_all),
+        cmocka_unit_test(test_redact_user_info),
+        cmocka_unit_test(test_redact_every_url_of_a_pool),
+        cmocka_unit_test(test_redact_key_like_query),
+        cmocka_unit_test(test_redact_in_messages),
+        cmocka_unit_test(test_io_injection_fails_nth),
+        cmocka_unit_test(test_io_stream_checks_writes),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
