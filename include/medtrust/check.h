@@ -31,6 +31,13 @@ const char *mt_strategy_str(enum mt_strategy s);
 #define MT_AGENT_MAX_SOURCES 16
 #define MT_AGENT_SEARCH_AUTO (-1) /* mt_agent_params.search_mode */
 
+/* What react-reflex answers when MedEval rejected all M rounds. */
+enum mt_on_exhausted {
+    MT_EXHAUSTED_NO_ERROR,    /* "no error" (the paper's Figure 1, E) */
+    MT_EXHAUSTED_LAST_ANSWER, /* the last answer MedEval reviewed (the
+                                 published reflexion.py) */
+};
+
 struct mt_agent_params {
     enum mt_strategy strategy;
     const char *llm_spec;       /* every role's model unless
@@ -74,6 +81,12 @@ struct mt_agent_params {
     uint32_t n_evals;           /* MedEval samples (5) */
     double accept_mean;         /* accept when mean final >= this (3.8) */
     double accept_min;          /* ... and true min final >= this (3) */
+    uint32_t eval_quorum;       /* usable MedEval reviews a round needs
+                                   to be accepted, at most n_evals (3) */
+    int on_exhausted;           /* after M rejected rounds:
+                                   MT_EXHAUSTED_NO_ERROR (default, the
+                                   paper) or MT_EXHAUSTED_LAST_ANSWER (the
+                                   published code) */
     uint32_t retrieve_k;        /* first-stage hits per search (50) */
     uint32_t rerank_k;          /* hits injected after reranking (20) */
     float w_lex, w_sem;         /* hybrid search's weights of BM25 and

@@ -46,6 +46,8 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->n_evals = 5;
     p->accept_mean = 3.8;
     p->accept_min = 3;
+    p->eval_quorum = 3;
+    p->on_exhausted = MT_EXHAUSTED_NO_ERROR;
     p->retrieve_k = 50;
     p->rerank_k = 20;
     p->w_lex = 0.7f;

@@ -325,17 +325,22 @@ static enum mt_status do_search(struct run *r, struct round *rd,
 }
 
 /* Records the step's observation, thought and action for MedEval and
- * MedReFlex; returns the new step (borrowed) or NULL. */
+ * MedReFlex: a search with its query, a final_mistake with its answer
+ * ("answer", the action; never an empty query); returns the new step
+ * (borrowed) or NULL. */
 static json_t *step_record(struct round *rd, json_t *o, json_t *act)
 {
     const char *ob = mtx_reply_str(o, "observation");
     const char *th = mtx_reply_str(o, "thought");
+    const char *name = mtx_reply_str(act, "name");
     const char *q = mtx_reply_str(act, "query");
-    json_t *sj =
-        json_pack("{s:s,s:s,s:s}", "observation", ob ? ob : "", "thought",
-                  th ? th : "", "action", mtx_reply_str(act, "name"));
+    int final = strcmp(name, "final_mistake") == 0;
+    json_t *sj = json_pack("{s:s,s:s,s:s}", "observation", ob ? ob : "",
+                           "thought", th ? th : "", "action", name);
 
-    if (sj && q)
+    if (sj && final)
+        json_object_set(sj, "answer", act);
+    else if (sj && q)
         json_object_set_new(sj, "query", json_string(q));
     if (!sj || json_array_append_new(rd->steps, sj) != 0)
         return NULL;
@@ -443,18 +448,44 @@ static size_t fit_budget(json_t *steps, size_t budget)
     return dropped;
 }
 
+/* A final step as the answer it is: the verdict, the sentence and the
+ * correction, as the reviewers must judge them. */
+static enum mt_status render_answer(const json_t *a, struct mt_buf *out)
+{
+    const char *es = mtx_reply_str(a, "error_sentence");
+    const char *cs = mtx_reply_str(a, "corrected_sentence");
+    long sid = -1;
+    int flag = 0;
+
+    mtx_reply_bool(a, "is_error", &flag);
+    mtx_reply_int(a, "sentence_id", -1, 1L << 30, &sid);
+    if (!flag || sid < 0)
+        return mtx_buf_append_str(out, "final_mistake (the answer): the note "
+                                       "holds no error\n");
+    return mtx_buf_printf(out,
+                          "final_mistake (the answer): sentence %ld is "
+                          "wrong\n  error sentence: %s\n  corrected "
+                          "sentence: %s\n",
+                          sid, es ? es : "", cs ? cs : "");
+}
+
 static enum mt_status render_step(const json_t *sj, size_t k,
                                   struct mt_buf *out)
 {
     const json_t *ps = json_object_get(sj, "passages");
-    const char *q = mtx_reply_str(sj, "query");
+    const json_t *ans = json_object_get(sj, "answer");
+    const char *q = ans ? NULL : mtx_reply_str(sj, "query");
     size_t j;
     size_t cut = 0;
     enum mt_status st = mtx_buf_printf(
         out, "Step %zu\nObservation: %s\nThought: %s\nAction: %s", k,
         mtx_reply_str(sj, "observation"), mtx_reply_str(sj, "thought"),
-        q ? "search(\"" : "final_mistake\n");
+        q ? "search(\"" : "");
 
+    if (st == MT_OK && ans)
+        st = render_answer(ans, out);
+    else if (st == MT_OK && !q)
+        st = mtx_buf_append_str(out, "(none)\n");
     if (st == MT_OK && q)
         st = mtx_buf_printf(out, "%s\")\nPassages found:\n", q);
     for (j = 0; st == MT_OK && j < json_array_size(ps); j++) {
@@ -524,7 +555,7 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
 
     for (i = 0; i < json_array_size(c->objs) && k < 64; i++) {
         const json_t *o = json_array_get(c->objs, i);
-        const char *cm = mtx_reply_str(o, "comment");
+        const char *cm = mtx_reply_str(o, "final_reasoning");
         long v[N_SCORES] = {0};
         int j;
 
@@ -540,6 +571,16 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
     return k;
 }
 
+/* Usable reviews a round needs (p.eval_quorum, at most the reviewers
+ * asked): an answer is never accepted on the word of one reviewer when
+ * the others' replies were lost. */
+static size_t quorum(const struct run *r)
+{
+    uint32_t q = r->a->p.eval_quorum;
+
+    return q < r->a->p.n_evals ? q : r->a->p.n_evals;
+}
+
 static void medeval_event(struct run *r, const int *finals, size_t n,
                           int accepted, double mean, int min)
 {
@@ -552,10 +593,14 @@ static void medeval_event(struct run *r, const int *finals, size_t n,
     for (i = 0; i < n; i++)
         json_array_append_new(fa, json_integer(finals[i]));
     mtx_run_event(r, "medeval",
-                  json_pack("{s:o,s:f,s:i,s:b,s:f,s:s?}", "finals", fa, "mean",
-                            mean, "min", min, "accepted", accepted,
-                            "published_min", pub, "rule",
+                  json_pack("{s:o,s:f,s:i,s:b,s:f,s:i,s:i,s:s?}", "finals", fa,
+                            "mean", mean, "min", min, "accepted", accepted,
+                            "published_min", pub, "usable", (json_int_t)n,
+                            "quorum", (json_int_t)quorum(r), "rule",
                             !n ? "no usable review: not accepted"
+                            : n < quorum(r)
+                                ? "fewer usable reviews than the quorum: "
+                                  "not accepted"
                             : pub_accepts != accepted
                                 ? "the published code's minimum (mean and "
                                   "last score) would have decided otherwise"
@@ -588,7 +633,8 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     st = mtx_call_do(r, &c);
     n = st == MT_OK ? collect_reviews(&c, rd, finals) : 0;
     *accepted = mt_medeval_accept(finals, n, r->a->p.accept_mean,
-                                  r->a->p.accept_min, &mean, &min);
+                                  r->a->p.accept_min, &mean, &min) &&
+                n >= quorum(r);
     if (st == MT_OK)
         medeval_event(r, finals, n, *accepted, mean, min);
     mtx_call_free(&c);
@@ -652,6 +698,22 @@ static int check_parser(struct run *r, json_t *o, void *u, char *why, size_t n)
     return 0;
 }
 
+/* Whether the parser's reply names the accepted answer's sentence (and
+ * flag): only then may its wording replace MedReAct's correction. */
+static int same_sentence(const struct run *r, const struct final_answer *acc,
+                         const json_t *o)
+{
+    int flag = -1;
+    long sid = -2;
+
+    if (!o)
+        return 0;
+    mtx_reply_bool(o, "is_error", &flag);
+    if (mtx_reply_int(o, "sentence_id", -1, (long)r->nsents, &sid) != 0)
+        sid = -2;
+    return flag == acc->flag && (!acc->flag || sid == acc->sid);
+}
+
 /* Records where the parser's reply disagreed with the accepted answer. */
 static void parser_disagreement(struct run *r, const struct final_answer *acc,
                                 json_t *o)
@@ -668,15 +730,16 @@ static void parser_disagreement(struct run *r, const struct final_answer *acc,
                   json_pack("{s:i,s:i,s:i,s:i,s:s}", "accepted_flag", acc->flag,
                             "accepted_sentence_id", acc->sid, "parser_flag",
                             flag, "parser_sentence_id", (json_int_t)sid, "rule",
-                            "the parser formats; the flag and sentence "
-                            "MedEval accepted stand"));
+                            "the parser formats; the flag, sentence and "
+                            "correction MedEval accepted stand"));
 }
 
 /* MedFinalParser formats, it does not decide (paper, section 3: it turns
  * the accepted answer into the output and restores the note's style in
  * the corrected sentence). The error flag and sentence id are the ones
  * MedEval accepted; only the corrected sentence's wording is taken from
- * the parser's reply, when it gives one. (The published code reparses
+ * the parser's reply, when it gives one for the same sentence (another
+ * sentence's correction would be written under the accepted id). (The published code reparses
  * the whole history with find_and_correct, which may change the verdict;
  * we knowingly keep the reviewed one.) */
 static enum mt_status final_parser(struct run *r, json_t *answer,
@@ -701,6 +764,8 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
                  "MedReAct answer is used as it stands");
     else if (st == MT_OK)
         parser_disagreement(r, &acc, mtx_call_obj(&c));
+    if (st == MT_OK && !same_sentence(r, &acc, mtx_call_obj(&c)))
+        corr = NULL; /* another sentence's wording: MedReAct's stands */
     if (st == MT_OK)
         st = mtx_run_verdict(r, acc.flag, acc.sid,
                              corr && *corr ? corr : acc.corr);
@@ -737,15 +802,56 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     return st;
 }
 
+/* After M rejected rounds: "no error" (the paper's Figure 1, E), or with
+ * --on-exhausted last-answer the last answer MedEval reviewed, through
+ * MedFinalParser, as the published reflexion.py outputs it (its reported
+ * 0.599 was scored so). Without any reviewed answer both give no error. */
+static enum mt_status exhausted(struct run *r, json_t *last)
+{
+    char *ans;
+    enum mt_status st;
+
+    if (last && r->a->p.on_exhausted == MT_EXHAUSTED_LAST_ANSWER) {
+        mtx_run_event(r, "rounds",
+                      json_pack("{s:s}", "rule",
+                                "no answer accepted in any round: the last "
+                                "answer MedEval reviewed stands "
+                                "(--on-exhausted last-answer, as the "
+                                "published code)"));
+        ans = dump(last);
+        st = ans ? final_parser(r, last, ans) : MT_ENOMEM;
+        mt_free(ans);
+        return st;
+    }
+    /* MedEval rejecting every answer is the paper's "no error"; no
+     * answer because the model calls failed is a fallback */
+    r->fallback = r->down > 0;
+    mtx_run_event(r, "rounds",
+                  json_pack("{s:s}", "rule",
+                            "no answer "
+                            "accepted in any round: no error"));
+    return mtx_run_verdict(r, 0, -1, NULL);
+}
+
+/* Keeps a copy of the round's answer when MedEval reviewed one. */
+static enum mt_status keep_last(const struct round *rd, json_t **last)
+{
+    if (!rd->answer)
+        return MT_OK;
+    json_decref(*last);
+    *last = json_deep_copy(rd->answer);
+    return *last ? MT_OK : MT_ENOMEM;
+}
+
 /* Up to M rounds. After a rejected round MedReFlex reflects and its
- * lesson joins the memory of the next; after the M-th rejected round the
- * answer is "no error" (paper, Figure 1, E). The published loop also
- * calls MedReFlex after the M-th round, whose lesson is never read; that
- * call is skipped. */
+ * lesson joins the memory of the next; after the M-th rejected round see
+ * exhausted(). The published loop also calls MedReFlex after the M-th
+ * round, whose lesson is never read; that call is skipped. */
 enum mt_status mtx_strategy_react(struct run *r)
 {
     struct mt_buf memory = MT_BUF_INIT(TEXT_MAX);
     struct round rd;
+    json_t *last = NULL;
     uint32_t k;
     int accepted = 0;
     enum mt_status st = mtx_buf_reserve(&memory, 1);
@@ -762,7 +868,8 @@ enum mt_status mtx_strategy_react(struct run *r)
         st = react_round(r, &rd, memory.data, &accepted);
         if (st != MT_OK || accepted)
             break;
-        if (k + 1 < r->a->p.max_rounds) {
+        st = keep_last(&rd, &last);
+        if (st == MT_OK && k + 1 < r->a->p.max_rounds) {
             char *ans = dump(rd.answer);
 
             st = ans ? medreflex(r, &rd, ans, &memory, k) : MT_ENOMEM;
@@ -778,15 +885,9 @@ enum mt_status mtx_strategy_react(struct run *r)
         st = ans ? final_parser(r, rd.answer, ans) : MT_ENOMEM;
         mt_free(ans);
     } else if (st == MT_OK) {
-        /* MedEval rejecting every answer is the paper's "no error"; no
-         * answer because the model calls failed is a fallback */
-        r->fallback = r->down > 0;
-        mtx_run_event(r, "rounds",
-                      json_pack("{s:s}", "rule",
-                                "no answer "
-                                "accepted in any round: no error"));
-        st = mtx_run_verdict(r, 0, -1, NULL);
+        st = exhausted(r, last);
     }
+    json_decref(last);
     round_free(&rd);
     mtx_buf_free(&memory);
     return st;

@@ -1,6 +1,7 @@
 /* Parsing of the agent options shared by `check` and `mediqa`. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/agent_opts.h"
 
@@ -24,6 +25,7 @@ static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
     if (get_u32(a, "steps", 1, 32, &p->max_steps) < 0 ||
         get_u32(a, "rounds", 1, 32, &p->max_rounds) < 0 ||
         get_u32(a, "evaluators", 1, 64, &p->n_evals) < 0 ||
+        get_u32(a, "eval-quorum", 1, 64, &p->eval_quorum) < 0 ||
         get_u32(a, "retrieve-k", 1, 10000, &p->retrieve_k) < 0 ||
         get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
         get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
@@ -62,6 +64,24 @@ static int read_examples(const struct cli_args *a, struct mt_agent_params *p)
     return 0;
 }
 
+/* --on-exhausted no-error|last-answer. */
+static int read_exhausted(const struct cli_args *a, struct mt_agent_params *p)
+{
+    const char *v = cli_get(a, "on-exhausted");
+
+    if (!v || strcmp(v, "no-error") == 0)
+        return 0;
+    if (strcmp(v, "last-answer") == 0) {
+        p->on_exhausted = MT_EXHAUSTED_LAST_ANSWER;
+        return 0;
+    }
+    fprintf(stderr,
+            "medtrust: --on-exhausted must be no-error or last-answer, not "
+            "'%s'\n",
+            v);
+    return -1;
+}
+
 int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
 {
     const char *s = cli_get(a, "strategy");
@@ -81,6 +101,8 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     p->embedder_spec = cli_get(a, "embedder");
     if (cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
         read_examples(a, p) < 0)
+        return -1;
+    if (read_exhausted(a, p) < 0)
         return -1;
     p->no_retrieval = cli_get(a, "no-retrieval") != NULL;
     p->sources = cli_get_all(a, "source", &p->n_sources);

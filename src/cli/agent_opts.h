@@ -62,6 +62,15 @@
         {"evaluators", 0, "N", "MedEval samples, 1..64 (default 5)", 0},       \
         {"accept-mean", 0, "X", "accept when mean final >= X (3.8)", 0},       \
         {"accept-min", 0, "X", "... and minimum final >= X (3)", 0},           \
+        {"eval-quorum", 0, "N",                                                \
+         "usable MedEval reviews a round needs to be accepted (3; at most "   \
+         "--evaluators)",                                                      \
+         0},                                                                   \
+        {"on-exhausted", 0, "RULE",                                            \
+         "after --rounds rejected rounds: no-error (default, the paper) or "   \
+         "last-answer (the last answer MedEval reviewed, as the published "    \
+         "code)",                                                              \
+         0},                                                                   \
         {"retrieve-k", 0, "N", "search hits before reranking (50)", 0},        \
         {"rerank-k", 0, "N", "search hits shown to the agent (20)", 0},        \
         {"temperature", 0, "X", "agents' temperature (0)", 0},                 \

@@ -27,22 +27,34 @@
 #define FINAL_REQ                                                              \
     "\"is_error\",\"sentence_id\",\"error_sentence\",\"corrected_sentence\""
 
-/* react's action holds both kinds' fields (the subset has no anyOf): the
- * reply check reads "query" for a search and the final fields for
- * final_mistake. */
+/* react's action is one of two shapes (anyOf: a grammar with two
+ * branches, response_format alike): a search names its query, a
+ * final_mistake carries the answer's fields and no query, so a final step
+ * is never stored or shown as a search. */
+#define SEARCH_ACT                                                             \
+    OBJ("\"name\":{\"enum\":[\"search\"]},\"query\":" STR(120),             \
+        "\"name\",\"query\"")
+#define FINAL_ACT                                                              \
+    OBJ("\"name\":{\"enum\":[\"final_mistake\"]}," FINAL_PROPS,              \
+        "\"name\"," FINAL_REQ)
+
 static const char react[] =
-    OBJ("\"observation\":" STR(300) ",\"thought\":" STR(300) ",\"action\":" OBJ(
-            "\"name\":{\"enum\":[\"search\",\"final_mistake\"]},\"query\":" STR(
-                120) "," FINAL_PROPS,
-            "\"name\",\"query\"," FINAL_REQ),
+    OBJ("\"observation\":" STR(300) ",\"thought\":" STR(
+            300) ",\"action\":{\"anyOf\":[" SEARCH_ACT "," FINAL_ACT "]}",
         "\"observation\",\"thought\",\"action\"");
 
-static const char eval[] =
-    OBJ("\"validity\":" GRADE ",\"preciseness\":" GRADE ",\"confidence\":" GRADE
-        ",\"relevance\":" GRADE ",\"completeness\":" GRADE ",\"final\":" GRADE
-        ",\"comment\":" STR(300),
-        "\"validity\",\"preciseness\",\"confidence\",\"relevance\","
-        "\"completeness\",\"final\",\"comment\"");
+/* MedEval reasons before it scores, criterion by criterion, as the
+ * published Evaluation (correction/definitions.py: validity_reasoning,
+ * validity_score, ...): keys are generated in schema order, so no score
+ * is written before its reasons. */
+#define CRIT(k) "\"" k "_reasoning\":" STR(300) ",\"" k "\":" GRADE
+#define CRIT_REQ(k) "\"" k "_reasoning\",\"" k "\""
+static const char eval[] = OBJ(
+    CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
+        "relevance") "," CRIT("completeness") "," CRIT("final"),
+    CRIT_REQ("validity") "," CRIT_REQ("preciseness") "," CRIT_REQ(
+        "confidence") "," CRIT_REQ("relevance") "," CRIT_REQ("completeness") ","
+        CRIT_REQ("final"));
 
 static const char reflect[] =
     OBJ("\"reflection\":" STR(400) ",\"plan\":" STR(400),

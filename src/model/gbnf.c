@@ -238,9 +238,36 @@ static enum mt_status union_rule(struct gb *g, json_t *s, json_t *types,
     return emit(g, &b, name, n);
 }
 
+/* "anyOf" / "oneOf": [A, B, ...] becomes the alternation A | B | ...
+ * (a grammar cannot tell "exactly one" from "at least one"; the branches
+ * the schemas use are disjoint, each pinning its own "name"). */
+static enum mt_status alt_rule(struct gb *g, json_t *alts, int depth,
+                               char *name, size_t n)
+{
+    struct mt_buf b = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+    enum mt_status st = json_array_size(alts)
+                            ? MT_OK
+                            : mt_fail(g->err, MT_EPARSE,
+                                      "schema: 'anyOf' needs branches");
+    char alt[32];
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < json_array_size(alts); i++) {
+        st = node(g, json_array_get(alts, i), depth + 1, alt, sizeof alt);
+        if (st == MT_OK)
+            st = mtx_buf_printf(&b, "%s%s", i ? " | " : "", alt);
+    }
+    if (st != MT_OK) {
+        mtx_buf_free(&b);
+        return st;
+    }
+    return emit(g, &b, name, n);
+}
+
 static enum mt_status node(struct gb *g, json_t *s, int depth, char *name,
                            size_t n)
 {
+    json_t *any = json_object_get(s, "anyOf");
     json_t *type = json_object_get(s, "type");
     json_t *c = json_object_get(s, "const");
 
@@ -250,8 +277,12 @@ static enum mt_status node(struct gb *g, json_t *s, int depth, char *name,
         return mt_fail(g->err, MT_EPARSE,
                        "schema: a schema must be an "
                        "object");
+    if (!any)
+        any = json_object_get(s, "oneOf");
     if (json_object_get(s, "enum"))
         return enum_rule(g, json_object_get(s, "enum"), name, n);
+    if (json_is_array(any))
+        return alt_rule(g, any, depth, name, n);
     if (c) {
         json_t *one = json_pack("[O]", c);
         enum mt_status st = enum_rule(g, one, name, n);

@@ -187,11 +187,227 @@ static void test_templates_without_system_role_get_it_folded(void **state)
     script_stop(&s);
 }
 
+/* ==== MedReAct'N'MedReFlex ==== */
+
+static struct mt_agent *open_react(const struct script *s, uint32_t rounds,
+                                   int on_exhausted)
+{
+    struct mt_agent_params p;
+
+    mt_agent_default_params(&p);
+    p.db_dir = db_dir;
+    p.max_rounds = rounds;
+    p.on_exhausted = on_exhausted;
+    return open_with(s, &p);
+}
+
+/* The request of 'role' number i (0-based) as text (free with free()). */
+static char *nth_text(const struct script *s, const char *role, size_t i)
+{
+    json_t *reqs = script_requests(s, role);
+    char *t = i < json_array_size(reqs) ? script_text(json_array_get(reqs, i))
+                                        : strdup("");
+
+    json_decref(reqs);
+    return t;
+}
+
+/* The reply schema a recorded request was sent (borrowed). */
+static json_t *sent_schema(const json_t *rec)
+{
+    return json_object_get(
+        json_object_get(json_object_get(json_object_get(rec, "request"),
+                                        "response_format"),
+                        "json_schema"),
+        "schema");
+}
+
+static const char final_scenario[] =
+    "react search aspirin loading\n"
+    "react final 2 He is given aspirin and admitted.\n"
+    "eval scores 2\neval scores 5\n"
+    "reflect {\"reflection\":\"r\",\"plan\":\"p\"}\n"
+    "parser answer 2 He is given aspirin and admitted.\n";
+
+/* A final_mistake step reaches MedEval and MedReFlex as the answer it is,
+ * never as an empty search; the action's schema has one branch per
+ * action, the final one without a query. */
+static void test_final_step_is_shown_as_the_answer(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    json_t *reqs, *act, *br;
+    size_t i;
+    char *t;
+
+    (void)state;
+    script_start(&s, final_scenario);
+    a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
+    check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    for (i = 0; i < 2; i++) {
+        t = nth_text(&s, i ? "reflect" : "eval", 0);
+        CHECK(strstr(t, "search(\"\")") == NULL);
+        CHECK(strstr(t, "Action: search(\"aspirin loading\")") != NULL);
+        CHECK(strstr(t, "Action: final_mistake (the answer): sentence 2 is "
+                        "wrong") != NULL);
+        CHECK(strstr(t, "corrected sentence: He is given aspirin and "
+                        "admitted.") != NULL);
+        free(t);
+    }
+    CHECK(strstr(r.trace, "\"query\":\"\"") == NULL);
+    reqs = script_requests(&s, "react");
+    act = json_object_get(
+        json_object_get(sent_schema(json_array_get(reqs, 0)), "properties"),
+        "action");
+    CHECK(json_array_size(json_object_get(act, "anyOf")) == 2);
+    br = json_array_get(json_object_get(act, "anyOf"), 1);
+    CHECK(json_object_get(json_object_get(br, "properties"), "query") == NULL);
+    CHECK(json_object_get(json_object_get(br, "properties"),
+                          "corrected_sentence") != NULL);
+    br = json_array_get(json_object_get(act, "anyOf"), 0);
+    CHECK(json_object_get(json_object_get(br, "properties"), "query") != NULL);
+    json_decref(reqs);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* MedEval is asked each criterion's reasoning before its score (the
+ * published Evaluation's order); the reviews MedReFlex reads carry the
+ * final reasoning. */
+static void test_medeval_reasons_before_it_scores(void **state)
+{
+    static const char *const k[] = {"validity",  "preciseness",
+                                    "confidence", "relevance",
+                                    "completeness", "final"};
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    json_t *reqs, *props;
+    const char *key;
+    json_t *v;
+    char order[512] = "";
+    char want[512] = "";
+    size_t i;
+    char *t;
+
+    (void)state;
+    script_start(&s, final_scenario);
+    a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
+    check_note(a, &r);
+    reqs = script_requests(&s, "eval");
+    props = json_object_get(sent_schema(json_array_get(reqs, 0)),
+                            "properties");
+    json_object_foreach(props, key, v)
+    {
+        strcat(order, key);
+        strcat(order, " ");
+    }
+    for (i = 0; i < 6; i++) {
+        strcat(want, k[i]);
+        strcat(want, "_reasoning ");
+        strcat(want, k[i]);
+        strcat(want, " ");
+    }
+    CHECK(strcmp(order, want) == 0);
+    t = nth_text(&s, "eval", 0);
+    CHECK(strstr(t, "\"validity_reasoning\"") != NULL);
+    CHECK(strstr(t, "\"validity_reasoning\"") < strstr(t, "\"validity\":"));
+    free(t);
+    t = nth_text(&s, "reflect", 0);
+    CHECK(strstr(t, "Reviewer 1: validity 2") != NULL);
+    CHECK(strstr(t, "final 2. scripted") != NULL);
+    free(t);
+    json_decref(reqs);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+/* One usable review of five is no acceptance, however good it is: a
+ * round needs the quorum (3), and the trace records both numbers. */
+static void test_medeval_needs_a_quorum_of_usable_reviews(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char roles[256];
+
+    (void)state;
+    script_start(&s, "react final 2 He is given aspirin and admitted.\n"
+                     "eval scores 5\neval not json at all\n"
+                     "parser answer 2 He is given aspirin and admitted.\n");
+    a = open_react(&s, 1, MT_EXHAUSTED_NO_ERROR);
+    check_note(a, &r);
+    CHECK(r.error_flag == 0 && r.sentence_id == -1);
+    CHECK(strstr(r.trace, "\"finals\":[5]") != NULL);
+    CHECK(strstr(r.trace, "\"usable\":1") != NULL);
+    CHECK(strstr(r.trace, "\"quorum\":3") != NULL);
+    CHECK(strstr(r.trace, "fewer usable reviews than the quorum") != NULL);
+    CHECK(strcmp(script_roles(&s, roles, sizeof roles), "react eval") == 0);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+static const char rejected_scenario[] =
+    "react final 2 He is given aspirin and admitted.\n"
+    "react final 2 He is given aspirin and taken for PCI.\n"
+    "eval scores 2\n"
+    "reflect {\"reflection\":\"r\",\"plan\":\"p\"}\n"
+    "parser answer 2 He is given aspirin and taken for primary PCI.\n";
+
+/* After M rejected rounds the paper answers "no error"; with
+ * --on-exhausted last-answer the last answer MedEval reviewed goes
+ * through MedFinalParser, as the published code outputs it. */
+static void test_on_exhausted_last_answer(void **state)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char roles[256];
+    char *t;
+
+    (void)state;
+    script_start(&s, rejected_scenario);
+    a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
+    check_note(a, &r);
+    CHECK(r.error_flag == 0 && r.sentence_id == -1);
+    CHECK(strstr(r.trace, "no answer accepted in any round: no error"));
+    CHECK(strcmp(script_roles(&s, roles, sizeof roles),
+                 "react eval reflect react eval") == 0);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+
+    script_start(&s, rejected_scenario);
+    a = open_react(&s, 2, MT_EXHAUSTED_LAST_ANSWER);
+    check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    CHECK(strcmp(r.corrected_sentence,
+                 "He is given aspirin and taken for primary PCI.") == 0);
+    CHECK(strstr(r.trace, "--on-exhausted last-answer") != NULL);
+    CHECK(strcmp(script_roles(&s, roles, sizeof roles),
+                 "react eval reflect react eval parser") == 0);
+    t = nth_text(&s, "parser", 0); /* the second round's answer */
+    CHECK(strstr(t, "taken for PCI") != NULL);
+    free(t);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repair_echoes_the_bad_reply_as_assistant),
         cmocka_unit_test(test_templates_without_system_role_get_it_folded),
+        cmocka_unit_test(test_final_step_is_shown_as_the_answer),
+        cmocka_unit_test(test_medeval_reasons_before_it_scores),
+        cmocka_unit_test(test_medeval_needs_a_quorum_of_usable_reviews),
+        cmocka_unit_test(test_on_exhausted_last_answer),
     };
 
     mtx_jsonl_init_alloc();

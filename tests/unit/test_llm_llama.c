@@ -3,6 +3,8 @@
  * tokenising, deterministic sampling, grammar-constrained JSON, embedding
  * shapes and normalisation, rerank scores, classifier labels, and errors. */
 #include "check.h"
+
+#include "llmcall/reply.h"
 #include "tiny_gguf.h"
 
 #include <math.h>
@@ -155,6 +157,31 @@ static void test_chat_schema_output_parses(void **state)
     mt_chat_result_free(&r);
     cp.grammar = "root ::= undefined-rule";
     CHECK(mt_llm_chat(l, msgs, 2, &cp, &r, &err) == MT_EINVAL);
+}
+
+/* The agents' reply schemas become grammars llama.cpp accepts: react's
+ * action is an alternation of two branches (anyOf), MedEval's reasoning
+ * precedes each score. A short reply under each starts as JSON does. */
+static void test_agent_schemas_are_grammars_llama_accepts(void **state)
+{
+    static const char *const prompts[] = {"react", "eval", "parser",
+                                          "guard_detect_1"};
+    struct mt_llm *l = open_chat(512);
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err = {MT_OK, ""};
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof prompts / sizeof *prompts; i++) {
+        mt_chat_default_params(&cp);
+        cp.max_tokens = 6;
+        cp.json_schema = mtx_reply_schema(prompts[i]);
+        CHECK(cp.json_schema != NULL);
+        if (mt_llm_chat(l, msgs, 2, &cp, &r, &err) != MT_OK)
+            fail_msg("%s: %s", prompts[i], err.msg);
+        CHECK(r.texts[0][0] == '{');
+        mt_chat_result_free(&r);
+    }
 }
 
 static void test_chat_prompt_over_context_is_clear(void **state)
@@ -400,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_chat_greedy_is_deterministic),
         cmocka_unit_test(test_chat_n_samples_same_seed_same_text),
         cmocka_unit_test(test_chat_schema_output_parses),
+        cmocka_unit_test(test_agent_schemas_are_grammars_llama_accepts),
         cmocka_unit_test(test_chat_prompt_over_context_is_clear),
         cmocka_unit_test(test_chat_stops_at_stop_string),
         cmocka_unit_test(test_chat_streams_pieces_that_make_the_text),

@@ -423,14 +423,15 @@ static void parser_case(const char *parser_line, const char *corr)
 
 /* The parser formats, it does not decide: a reply saying "no error"
  * keeps MedEval's verdict and MedReAct's wording; one naming another
- * sentence keeps the sentence and lends only its wording. Both are
- * recorded. */
+ * sentence keeps the sentence and MedReAct's wording too (another
+ * sentence's correction is never written under the accepted id). Both
+ * are recorded. */
 static void test_parser_formats_but_never_decides(void **state)
 {
     (void)state;
     parser_case("parser answer -1", "He is given aspirin and admitted.");
     parser_case("parser answer 1 He is given aspirin, then admitted.",
-                "He is given aspirin, then admitted.");
+                "He is given aspirin and admitted.");
 }
 
 /* Without a corpus react-reflex refuses; --no-retrieval runs it and the
