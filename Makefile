@@ -6,7 +6,11 @@ BUILD     ?= build
 CC        ?= gcc
 CXX       ?= g++
 PREFIX    ?= /usr/local
-MEDTRUST_DATA ?= $(abspath ../shared/data)
+# The data sets (README, "Data sets"): ../shared/data beside the clone
+# when it holds them, else ./data, where `make demo` fetches them
+# (scripts/fetch-data). tests/run.sh alone defaults to ../shared/data.
+SHARED_DATA := $(wildcard ../shared/data/medquad/corpus.jsonl)
+MEDTRUST_DATA ?= $(abspath $(if $(SHARED_DATA),../shared/data,data))
 export MEDTRUST_DATA
 
 CSTD := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
@@ -137,7 +141,10 @@ test: bootstrap
 lint: bootstrap
 	@bash scripts/lint
 
-demo: bootstrap
+# The demo's bootstrap installs only what the demo uses (scripts/bootstrap
+# --demo: no PostgreSQL, Chromium, clang, cmake or llama-server build).
+demo:
+	@bash scripts/bootstrap --demo
 	@$(MAKE) --no-print-directory all
 	@bash scripts/demo
 
