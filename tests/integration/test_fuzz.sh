@@ -1,33 +1,98 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target that `make fuzz` built (build/fuzz/fuzzers,
 # or $MEDTRUST_FUZZ_BUILD) for a few seconds ($MEDTRUST_FUZZ_SECONDS,
-# default 5) on its seed corpus: tests/fuzz/http_seeds for the HTTP
-# harness, files the vector and segment harnesses write themselves, the
-# format samples' XML for the XML scanner's. One
-# test per target: it passes when the run ends without a crash, leak,
-# sanitizer report or timeout and executed at least one input.
+# default 5; `make fuzz FUZZ_SECONDS=600` runs this with that) on its seed
+# corpus: the committed seeds of tests/fuzz/NAME_seeds (the regression
+# inputs of what the fuzzers found, among them), files some harnesses
+# write themselves (vectors, segments, schemas), small samples of the
+# upstream formats in $MEDTRUST_DATA/formats (copied at run time, never
+# committed) and replies, CSV and JSONL written here. One test per
+# target: it passes when the run ends without a crash, leak, sanitizer
+# report or timeout and executed at least one input.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 F=${MEDTRUST_FUZZ_BUILD:-$ROOT/build/fuzz}/fuzzers
 SECS=${MEDTRUST_FUZZ_SECONDS:-5}
 LOGS=${MEDTRUST_BUILD:-$ROOT/build/test}/test-logs
 TARGETS=$(cd "$ROOT/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
+FMT=$DATA/formats
 for t in $TARGETS; do
     need "$t built by make fuzz" "$F/$t"
 done
+need "the format samples" "$FMT/pubmed" "$FMT/pmc" "$FMT/medquad" \
+    "$FMT/pubmedqa/ori_pqal.json"
+
+# put DIR NAME BYTES...: writes printf-formatted BYTES into DIR/NAME.
+put() { local d=$1 n=$2; shift 2; printf "$@" >"$d/$n"; }
+
+# by_path DIR FILES...: copies each file, named by its path under formats/
+# (MedQuAD's folders share file names).
+by_path() {
+    local d=$1 s
+    shift
+    for s in "$@"; do cp "$s" "$d/$(echo "${s#"$FMT"/}" | tr / _)"; done
+}
+
+csv_seeds() { # DIR PREFIX: CSV files; PREFIX is the harness's option byte
+    put "$1" a.csv "$2"'id,title,text\n1,Aspirin,"Aspirin, taken daily, ""may"" help."\n2,,plain\n'
+    put "$1" b.csv "$2"'\xef\xbb\xbfid,text\r\n"a\r\nb",x\r\n3,"multi\nline"\r\n'
+    put "$1" c.csv "$2"'id\ttext\n7\tone\ttoo many\n"open quote\n'
+}
+
+jsonl_seeds() {
+    head -c 3000 "$DATA/pubmedqa/corpus.jsonl" | head -3 >"$1/pqa.part"
+    { printf '\0'; cat "$1/pqa.part"; } >"$1/pqa.jsonl"
+    { printf '\1'; cat "$1/pqa.part"; printf '{"x":\n[1]\n\n'; } >"$1/bad.jsonl"
+    put "$1" long.jsonl '\2{"id":"%0100d"}\r\n\xef\xbb\xbf{}\n' 7
+    rm -f "$1/pqa.part"
+}
+
+pubmedqa_seed() { # the first three questions of the labelled set
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps(dict(list(d.items())[:3])))' "$FMT/pubmedqa/ori_pqal.json" >"$1/pqal3.json"
+    head -c 4000 "$FMT/pubmedqa/test_ground_truth.json" >"$1/truth_head.json"
+}
+
+reply_seeds() {
+    put "$1" plain '{"sentence_id": 3, "correction": "Aspirin.", "confidence": "85%%"}'
+    put "$1" fence 'Here:\n```json\n{"verdict":"SUPPORT","ok":"yes"}\n```\n'
+    put "$1" prose 'I think {"a": {"b": "}"}} and {"error": true, "sentence_id": "2"}.'
+    put "$1" repair 'no json at all\0{"final": {"id": -1}}'
+}
+
+llm_seeds() { # option byte (1 stream, 2 two completions, 4 HTTP 500) + body
+    put "$1" plain '\0{"choices":[{"index":0,"message":{"role":"assistant","content":"{\\"answer\\": 1}"}}],"usage":{"prompt_tokens":9,"completion_tokens":4}}'
+    put "$1" two '\2{"choices":[{"message":{"content":"a"}},{"message":{"content":"b\\u00e9"}}]}'
+    put "$1" stream '\1data: {"choices":[{"delta":{"content":"{\\"a\\""}}]}\n\ndata: {"choices":[{"delta":{"content":": 1}"}}]}\r\n\r\ndata: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\r\rdata: [DONE]\n\n'
+    put "$1" split '\1: comment\nevent: x\ndata: {"choices":\ndata: [{"delta":{"content":"\\u00e9t\\u00e9"}}]}\n\ndata: {"error":{"message":"boom"}}\n\n'
+    put "$1" e500 '\4{"error":{"message":"overloaded"}}'
+}
 
 # seed_corpus TARGET DIR: fills DIR with the target's seeds.
 seed_corpus() {
-    case $1 in
-    fuzz_http) cp "$ROOT"/tests/fuzz/http_seeds/* "$2/" ;;
-    fuzz_http_wire) cp "$ROOT"/tests/fuzz/http_wire_seeds/* "$2/" ;;
-    fuzz_vec) FUZZ_VEC_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
-    fuzz_segment) FUZZ_SEGMENT_SEED=$2 "$F/$1" -runs=0 "$2" >/dev/null 2>&1 ;;
-    fuzz_xml) # MedQuAD's folders share file names: name each by its path
-        for s in "$DATA"/formats/pubmed/*.xml "$DATA"/formats/medquad/*/*.xml \
-            "$DATA"/formats/pmc/efetch_pmc.xml; do
-            cp "$s" "$2/$(echo "${s#"$DATA"/formats/}" | tr / _)"
-        done ;;
+    local t=$1 d=$2
+    if [ -d "$ROOT/tests/fuzz/${t#fuzz_}_seeds" ]; then
+        cp "$ROOT/tests/fuzz/${t#fuzz_}_seeds"/* "$d/"
+    fi
+    case $t in
+    fuzz_vec) FUZZ_VEC_SEED=$d "$F/$t" -runs=0 "$d" >/dev/null 2>&1 ;;
+    fuzz_segment) FUZZ_SEGMENT_SEED=$d "$F/$t" -runs=0 "$d" >/dev/null 2>&1 ;;
+    fuzz_gbnf) FUZZ_GBNF_SEED=$d "$F/$t" -runs=0 "$d" >/dev/null 2>&1 ;;
+    fuzz_xml) by_path "$d" "$FMT"/pubmed/*.xml "$FMT"/medquad/*/*.xml \
+        "$FMT"/pmc/efetch_pmc.xml ;;
+    fuzz_import_pubmed) by_path "$d" "$FMT"/pubmed/* ;;
+    fuzz_import_pmc) by_path "$d" "$FMT"/pmc/* ;;
+    fuzz_import_medquad) by_path "$d" "$FMT"/medquad/*/*.xml ;;
+    fuzz_import_pubmedqa) pubmedqa_seed "$d" ;;
+    fuzz_import_medrag)
+        put "$d" m.jsonl '{"id":"pubmed23n0001_0","title":"T","content":"C.","contents":"T. C."}\n{"id":"x","contents":"only"}\n' ;;
+    fuzz_import_csv) csv_seeds "$d" '' ;;
+    fuzz_csv) csv_seeds "$d" '\0' && put "$d" small.csv '\4a,b,c,d,e\n"%070d"\n' 1 ;;
+    fuzz_jsonl) jsonl_seeds "$d" ;;
+    fuzz_reply) reply_seeds "$d" ;;
+    fuzz_llm_reply) llm_seeds "$d" ;;
     esac
 }
 
@@ -37,9 +102,9 @@ for t in $TARGETS; do
     seed_corpus "$t" "$c"
     n=$(ls "$c" | wc -l)
     # -detect_leaks stays on (ASan); artifacts land in $TMP, not the tree.
-    (cd "$TMP" && timeout $((SECS + 60)) "$F/$t" -max_total_time="$SECS" \
-        -max_len=65536 -timeout=20 -artifact_prefix="$TMP/$t-" "$c") \
-        >"$TMP/$t.log" 2>&1
+    (cd "$TMP" && timeout $((SECS + 120)) "$F/$t" -max_total_time="$SECS" \
+        -max_len=65536 -timeout=20 -rss_limit_mb=4096 \
+        -artifact_prefix="$TMP/$t-" "$c") >"$TMP/$t.log" 2>&1
     rc=$?
     runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$TMP/$t.log" | tail -1)
     if [ $rc -eq 0 ] && [ "$n" -gt 0 ] && [ "${runs:-0}" -gt 0 ]; then
