@@ -5,6 +5,7 @@
 #include "core/csv.h"
 #include "corpus/corpus_int.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 
 struct cols {
     long id;
@@ -56,7 +57,13 @@ static enum mt_status read_header(struct mt_import_ctx *c, struct mt_csv *r,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; i < k->n; i++) {
         struct mt_str f = mtx_csv_field(r, i);
+        size_t bad;
 
+        if (mtx_utf8_validate(f.p, f.n, &bad) != MT_OK)
+            return mt_fail(err, MT_EPARSE,
+                           "%s:1: header field %zu is not UTF-8 (byte %zu): "
+                           "convert the file to UTF-8",
+                           path, i + 1, bad + 1);
         k->names[i] = mt_strndup(f.p, f.n);
         if (!k->names[i])
             return mt_fail(err, MT_ENOMEM, "out of memory");
@@ -77,6 +84,27 @@ static enum mt_status meta_fields(const struct cols *k, struct mt_csv *r,
             continue;
         if (json_object_set_new(meta, k->names[i], json_stringn(f.p, f.n)))
             return MT_ENOMEM;
+    }
+    return MT_OK;
+}
+
+/* A record's fields become JSON strings, which must be UTF-8: a field
+ * that is not is the file's fault, named by line and column (jansson
+ * would refuse it as if memory had run out). */
+static enum mt_status check_utf8(const struct cols *k, struct mt_csv *r,
+                                 const char *path, struct mt_error *err)
+{
+    size_t i;
+    size_t bad;
+
+    for (i = 0; i < k->n && i < mtx_csv_nfields(r); i++) {
+        struct mt_str f = mtx_csv_field(r, i);
+
+        if (mtx_utf8_validate(f.p, f.n, &bad) != MT_OK)
+            return mt_fail(err, MT_EPARSE,
+                           "%s:%zu: column '%.100s' is not UTF-8 (byte %zu "
+                           "of the field): convert the file to UTF-8",
+                           path, mtx_csv_line(r), k->names[i], bad + 1);
     }
     return MT_OK;
 }
@@ -120,8 +148,11 @@ enum mt_status mtx_import_csv(struct mt_import_ctx *c, const char *path,
 
     if (st == MT_OK)
         st = read_header(c, r, path, &k, err);
-    while (st == MT_OK && (st = mtx_csv_next(r, &got, err)) == MT_OK && got)
-        st = csv_row(c, r, &k, path, err);
+    while (st == MT_OK && (st = mtx_csv_next(r, &got, err)) == MT_OK && got) {
+        st = check_utf8(&k, r, path, err);
+        if (st == MT_OK)
+            st = csv_row(c, r, &k, path, err);
+    }
     for (i = 0; k.names && i < k.n; i++)
         mt_free(k.names[i]);
     mt_free(k.names);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration (issue 16, item 11): readers name the file and line and say
 # what is wrong: a reference CSV row with fewer fields than its header, a
-# submission line holding a NUL byte, `index --input DIR`; an empty index
+# submission line holding a NUL byte, `index --input DIR`, a CSV import
+# field that is not UTF-8; an empty index
 # input is a warning with the count 0, and an error under --strict.
 . "$(dirname "$0")/lib.sh"
 REF="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
@@ -64,4 +65,17 @@ if [ $rc -eq 1 ] && grep -q "empty.jsonl: 0 documents" "$TMP/err"; then
     ok "index --strict of an empty file exits 1"
 else
     not_ok "index --strict empty (rc $rc)" "$(cat "$TMP/err")"
+fi
+# A CSV import field that is not UTF-8 (found by fuzz_import_csv: it was
+# refused as "out of memory", and a metadata column's without the file)
+# is named by file, line and column.
+printf 'id,title,text,extra\n1,Aspirin,fine,ok\n2,Bad,text,a\x90b\n' >"$TMP/latin.csv"
+"$MT" import csv --jsonl "$TMP/latin.jsonl" --id-col id --text-col text \
+    --title-col title "$TMP/latin.csv" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "latin.csv:3: column 'extra' is not UTF-8" "$TMP/err" &&
+    ! grep -q "out of memory" "$TMP/err"; then
+    ok "a CSV field that is not UTF-8 is named by file, line and column"
+else
+    not_ok "CSV not UTF-8 (rc $rc)" "$(cat "$TMP/err")"
 fi
