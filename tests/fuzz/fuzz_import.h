@@ -19,11 +19,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64];
 
+static void remove_dir(void)
+{
+    rmdir(dir);
+}
+
 static void make_dir(void)
 {
     snprintf(dir, sizeof dir, "/tmp/mt-fuzz-import-XXXXXX");
     if (!mkdtemp(dir))
         abort();
+    atexit(remove_dir);
 }
 
 /* Writes the input to DIR/in.EXT; returns the path (static). */

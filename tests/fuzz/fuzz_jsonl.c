@@ -19,6 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path[64];
 
+static void remove_input(void)
+{
+    unlink(path);
+}
+
 /* The file the reader reads: made once, rewritten for each input. */
 static int write_input(const uint8_t *data, size_t size)
 {
@@ -32,6 +37,7 @@ static int write_input(const uint8_t *data, size_t size)
         if (fd < 0)
             abort();
         close(fd);
+        atexit(remove_input);
     }
     f = fopen(path, "wb");
     if (!f)
