@@ -88,4 +88,18 @@ enum mt_status mtx_ev_diff_ci(const struct mt_eval_result *a,
 #define MT_EV_FLAG (-1)
 #define MT_EV_SENT (-2)
 
+/* ==== MedGuards' ROUGE-1 (rouge_score.c) ==== */
+
+/* Stems the ASCII lowercase word w[0..n) in place as NLTK's
+ * PorterStemmer (NLTK_EXTENSIONS mode) does; returns the new length
+ * (never longer). */
+size_t mtx_porter_stem(char *w, size_t n);
+
+/* ROUGE-1 F of hyp against ref as Google's rouge_score 0.1.2 with
+ * use_stemmer=True (MedGuards' KPCS): ASCII alphanumeric tokens,
+ * lower-cased, Porter-stemmed beyond 3 characters, counted as bags.
+ * MT_OK or MT_ENOMEM. */
+enum mt_status mtx_rouge_score_r1(const char *hyp, size_t hn, const char *ref,
+                                  size_t rn, double *f);
+
 #endif

@@ -310,13 +310,16 @@ static int no_keywords(const struct sctx *c, const struct mt_eval_note *n)
 }
 
 /* KPCS = kw * (alpha + (1 - alpha) * mean(ROUGE-1, BERTScore, BLEURT)),
- * the mean over the computed ones, i.e. the aggregate. */
+ * the mean over the computed ones, with MedGuards' own ROUGE-1 (Google's
+ * rouge_score, stemmed: mtx_rouge_score_r1), not the MEDIQA-CORR one the
+ * rouge1 column reports. */
 static enum mt_status kpcs_pair(struct sctx *c, size_t i,
                                 const struct mt_eval_pred *pr,
                                 struct mt_eval_note_score *ns)
 {
     const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
     double a = c->p.kpcs_alpha;
+    double m[MT_EVAL_METRIC_COUNT];
     int kw;
 
     if (ns->kw == KW_NONE) { /* no gate: left out of KPCS (summarise) */
@@ -328,7 +331,12 @@ static enum mt_status kpcs_pair(struct sctx *c, size_t i,
     if (kw < 0)
         return mt_fail(c->err, MT_ENOMEM, "out of memory");
     ns->kw = kw;
-    ns->m[MT_EVAL_KPCS] = kw * (a + (1.0 - a) * ns->m[MT_EVAL_AGGREGATE]);
+    memcpy(m, ns->m, sizeof m);
+    if (mtx_rouge_score_r1(pr->correction, strlen(pr->correction),
+                           n->correction, strlen(n->correction),
+                           &m[MT_EVAL_ROUGE1]) != MT_OK)
+        return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    ns->m[MT_EVAL_KPCS] = kw * (a + (1.0 - a) * aggregate(m));
     return MT_OK;
 }
 

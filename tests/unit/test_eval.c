@@ -7,6 +7,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "eval/eval_int.h" /* mtx_rouge_score_r1: KPCS's own ROUGE-1 */
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
 
@@ -240,17 +241,22 @@ static void test_score_composite_and_pairs_mean(void **state)
 static void test_score_kpcs_exact_and_normalized(void **state)
 {
     /* Note 0: keyword "gout" present, identical text: kpcs = 0.5 + 0.5 *
-     * R1. Note 2: keyword "aspirin" absent ("Aspirin"): 0 exact; with
-     * normalized matching 0.5 + 0.5 * R1(pred, gold). Note 1 both NA: 1,
-     * once. */
+     * 1 (MedGuards' ROUGE-1, rouge_score's, is exactly 1 here, where the
+     * MEDIQA-CORR one is 2/(2+1e-8)). Note 2: keyword "aspirin" absent
+     * ("Aspirin"): 0 exact; with normalized matching 0.5 + 0.5 *
+     * R1(pred, gold) of rouge_score. Note 1 both NA: 1, once. */
     struct mt_eval_params p;
-    double r1 = 2.0 / (2.0 + 1e-8);
+    double r1 = 1.0;
     const char *sub = "en-t-0 1 2 The patient has gout.\n"
                       "en-t-1 0 -1 NA\n"
                       "en-t-2 1 1 Start Aspirin, then review.\n";
     struct mt_eval_result *r = score(sub, NULL);
-    double pair2 = r->per_note[2].m[MT_EVAL_ROUGE1];
+    double pair2 = -1; /* against the gold "Start aspirin, then review." */
     (void)state;
+    CHECK_OK(mtx_rouge_score_r1("Start Aspirin, then review.", 27,
+                                "Start aspirin, then review.", 27, &pair2));
+    /* lower-cased tokens: 1, where the case-keeping MEDIQA-CORR one is not */
+    CHECK(pair2 == 1.0 && r->per_note[2].m[MT_EVAL_ROUGE1] < 0.9);
     CHECK(r->per_note[0].kw == 1 && r->per_note[2].kw == 0);
     CHECK(fabs(r->per_note[0].m[MT_EVAL_KPCS] - (0.5 + 0.5 * r1)) < EPS);
     CHECK(r->per_note[2].m[MT_EVAL_KPCS] == 0.0);
@@ -279,6 +285,7 @@ static void test_score_kpcs_header_case_and_empty_keywords(void **state)
         "en-k-1,x,1,Diagnosis,1,The patient has gout.,  \n"
         "en-k-2,x,0,NA,-1,NA,NA\n";
     double r1 = 2.0 / (2.0 + 1e-8);
+    double kr1 = 1.0; /* rouge_score's ROUGE-1 of identical text */
     struct mt_eval_ref *rf = NULL;
     struct mt_eval_sub *sb;
     struct mt_eval_result *r = NULL;
@@ -294,7 +301,7 @@ static void test_score_kpcs_header_case_and_empty_keywords(void **state)
     CHECK(r->metrics & (1u << MT_EVAL_KPCS));
     CHECK(r->per_note[0].kw == 1 && r->per_note[1].kw == -2);
     CHECK(r->kpcs_no_keywords == 1);
-    CHECK(fabs(r->composite[MT_EVAL_KPCS] - (0.5 + 0.5 * r1 + 1.0) / 2.0) <
+    CHECK(fabs(r->composite[MT_EVAL_KPCS] - (0.5 + 0.5 * kr1 + 1.0) / 2.0) <
           EPS);
     /* the other metrics still score all three notes */
     CHECK(fabs(r->composite[MT_EVAL_ROUGE1] - (2 * r1 + 1.0) / 3.0) < EPS);
@@ -547,7 +554,8 @@ static void test_score_bertscore_enters_aggregate_and_kpcs(void **state)
     CHECK(fabs(r->composite[MT_EVAL_BERTSCORE] - 2.5 / 3.0) < EPS);
     CHECK(fabs(m0[MT_EVAL_AGGREGATE] -
                (m0[MT_EVAL_ROUGE1] + m0[MT_EVAL_BERTSCORE]) / 2.0) < EPS);
-    CHECK(fabs(m0[MT_EVAL_KPCS] - (0.5 + 0.5 * m0[MT_EVAL_AGGREGATE])) < EPS);
+    /* KPCS's ROUGE-1 is rouge_score's: "a d" vs "a b" gives 0.5 exactly */
+    CHECK(fabs(m0[MT_EVAL_KPCS] - (0.5 + 0.5 * (0.5 + 0.5) / 2.0)) < EPS);
     CHECK(strcmp(r->bert_model, "fake") == 0 && !r->bert_idf);
     CHECK(!r->bert_rescaled);
     mt_eval_result_free(r);
