@@ -88,6 +88,16 @@ static enum mt_status parse_data(struct oembed *o, json_t *reply, size_t n,
     return MT_OK;
 }
 
+/* The reply's byte budget: a float is at most ~26 bytes of JSON
+ * ("-1.2345678901234567e-05, "); before the probe the dimension is not
+ * known, so up to 16,384 a vector. */
+static size_t reply_budget(const struct oembed *o, size_t n)
+{
+    size_t dims = o->dims ? o->dims : 16384;
+
+    return n * (dims * 32 + 256) + ((size_t)1 << 20);
+}
+
 /* One request for texts[idx[0..n)] into rows out[idx[j]]. */
 static enum mt_status request(struct oembed *o, const struct mt_str *texts,
                               const size_t *idx, size_t n, float *tmp,
@@ -105,7 +115,8 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
                 in, json_stringn(texts[idx[j]].p, texts[idx[j]].n)) != 0)
             st = MT_ENOMEM;
     if (st == MT_OK)
-        st = mtx_http_post_json(o->http, "embeddings", b, &reply, NULL, err);
+        st = mtx_http_post_json(o->http, "embeddings", b, reply_budget(o, n),
+                                &reply, NULL, err);
     else
         mt_fail(err, st, "embed: out of memory (or text not UTF-8)");
     if (st == MT_OK)

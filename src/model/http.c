@@ -19,7 +19,7 @@
 #include "model/http.h"
 #include "model/http_pool.h"
 
-#define HTTP_MAX_REPLY ((size_t)256 << 20)
+#define HTTP_MAX_REPLY MT_HTTP_MAX_REPLY
 #define HTTP_MAX_RETRY_AFTER_S 600.0
 
 struct mt_http {
@@ -271,7 +271,7 @@ static enum mt_status sse_line(struct sse *s, const char *p, size_t n)
         st = mtx_buf_append(&s->data, p, n);
     if (st != MT_OK)
         return mt_fail(&s->err, st, "event %zu is larger than %zu bytes",
-                       s->events + 1, SSE_MAX_EVENT);
+                       s->events + 1, s->data.max - 1);
     return MT_OK;
 }
 
@@ -284,7 +284,7 @@ static enum mt_status sse_feed(struct sse *s, const char *p, size_t n)
 
     if (st != MT_OK)
         return mt_fail(&s->err, st, "event %zu is larger than %zu bytes",
-                       s->events + 1, SSE_MAX_EVENT);
+                       s->events + 1, s->line.max - 1);
     for (i = 0; st == MT_OK && !s->done && i < s->line.len; i++) {
         char c = s->line.data[i];
         if (c != '\n' && c != '\r')
@@ -569,8 +569,11 @@ static enum verdict classify(const struct mt_http *h, const char *url,
         return V_FAIL;
     }
     if (a->cc == CURLE_WRITE_ERROR) {
-        mt_fail(err, MT_ELIMIT, "%s: reply larger than %zu bytes", url,
-                HTTP_MAX_REPLY);
+        mt_fail(err, MT_ELIMIT,
+                "%s: the reply passed %zu bytes, more than the request "
+                "asked for (its budget follows from max_tokens): the "
+                "server does not honour max_tokens",
+                url, a->body.max - 1);
         return V_FAIL;
     }
     if (a->cc != CURLE_OK) {
@@ -677,10 +680,11 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
 /* One request with retries: a plain JSON reply into *reply, or (s set)
  * a stream of events to s's callbacks. */
 static enum mt_status post(struct mt_http *h, const char *endpoint,
-                           const json_t *body, struct sse *s, json_t **reply,
-                           const char **served, struct mt_error *err)
+                           const json_t *body, size_t max_reply, struct sse *s,
+                           json_t **reply, const char **served,
+                           struct mt_error *err)
 {
-    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(max_reply + 1),
                         MT_OK, NULL,     s};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
@@ -691,6 +695,8 @@ static enum mt_status post(struct mt_http *h, const char *endpoint,
     if (!text)
         return mt_fail(err, MT_ENOMEM, "http: out of memory");
     st = run_attempts(h, endpoint, text, &a, &at, e);
+    mt_free(text);
+    text = NULL;
     if (st == MT_OK && !s) {
         char url[2048];
         snprintf(url, sizeof url, "%s/%s", at, endpoint);
@@ -703,28 +709,40 @@ static enum mt_status post(struct mt_http *h, const char *endpoint,
     return st;
 }
 
-enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
-                                  const json_t *body, json_t **reply,
-                                  const char **served, struct mt_error *err)
+/* The caller's budget, or the hard cap when it gave none or more. */
+static size_t budget(size_t max_reply)
 {
-    return post(h, endpoint, body, NULL, reply, served, err);
+    return max_reply == 0 || max_reply > HTTP_MAX_REPLY ? HTTP_MAX_REPLY
+                                                        : max_reply;
+}
+
+enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
+                                  const json_t *body, size_t max_reply,
+                                  json_t **reply, const char **served,
+                                  struct mt_error *err)
+{
+    return post(h, endpoint, body, budget(max_reply), NULL, reply, served,
+                err);
 }
 
 enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
-                                 const json_t *body,
+                                 const json_t *body, size_t max_reply,
                                  const struct mt_http_sse *cb,
                                  const char **served, struct mt_error *err)
 {
+    size_t ev = budget(max_reply) < SSE_MAX_EVENT ? budget(max_reply)
+                                                  : SSE_MAX_EVENT;
     struct sse s = {cb,
-                    MT_BUF_INIT(SSE_MAX_EVENT),
-                    MT_BUF_INIT(SSE_MAX_EVENT),
+                    MT_BUF_INIT(ev + 1),
+                    MT_BUF_INIT(ev + 1),
                     0,
                     0,
                     0,
                     0,
                     0,
                     {MT_OK, ""}};
-    enum mt_status st = post(h, endpoint, body, &s, NULL, served, err);
+    enum mt_status st =
+        post(h, endpoint, body, budget(max_reply), &s, NULL, served, err);
 
     mtx_buf_free(&s.line);
     mtx_buf_free(&s.data);

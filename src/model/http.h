@@ -38,14 +38,19 @@ enum mt_status mtx_http_bad_field(const char *url, struct mt_error *err,
                                   const char *arr, size_t i, const char *rest);
 
 /* POSTs 'body' to BASE/v1/'endpoint' (e.g. "chat/completions") and parses
- * the 200 reply into *reply (caller json_decref's it). Retries as above
+ * the 200 reply into *reply (caller json_decref's it). 'max_reply' is the
+ * reply's byte budget, which follows from the request (its max_tokens,
+ * its number of inputs): a reply past it is MT_ELIMIT, not retried; 0 (or
+ * more than MT_HTTP_MAX_REPLY) means MT_HTTP_MAX_REPLY. Retries as above
  * (on another endpoint of a pool when one is ready); 401, 404 and
  * context-length refusals fail at once with a message naming the setting
  * to fix. *served (may be NULL) gets the base URL of the endpoint of the
  * last attempt, valid while h lives. Thread-safe. */
+#define MT_HTTP_MAX_REPLY ((size_t)256 << 20)
 enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
-                                  const json_t *body, json_t **reply,
-                                  const char **served, struct mt_error *err);
+                                  const json_t *body, size_t max_reply,
+                                  json_t **reply, const char **served,
+                                  struct mt_error *err);
 
 /* A streamed reply ("stream": true): on_event gets each server-sent
  * event's data parsed as a JSON object (borrowed for the call) and
@@ -61,11 +66,14 @@ struct mt_http_sse {
 };
 
 /* POSTs 'body' like mtx_http_post_json and reads the 200 reply as
- * server-sent events until "data: [DONE]". A stream cut off before it,
+ * server-sent events until "data: [DONE]"; one event may hold up to
+ * 'max_reply' bytes (and never more than 16 MiB), past it the call is
+ * MT_ELIMIT. The callbacks bound what the events add up to. A stream cut
+ * off before it,
  * or an {"error":...} event, is a failed attempt, retried as a 5xx is;
  * a reply that is plain JSON is MT_EPARSE. Thread-safe. */
 enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
-                                 const json_t *body,
+                                 const json_t *body, size_t max_reply,
                                  const struct mt_http_sse *cb,
                                  const char **served, struct mt_error *err);
 

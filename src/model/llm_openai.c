@@ -15,6 +15,31 @@
  * (the usual rule of thumb for English BPE vocabularies). */
 #define BYTES_PER_TOKEN_ESTIMATE 4
 
+/* Budgets that follow from the request, so that a server that ignores
+ * max_tokens (a 200 MB reply to a 1,024-token request, an endless
+ * stream) is a failed call at a bounded cost, never an answer: one
+ * completion's text may hold TEXT_PER_TOKEN bytes per token asked for
+ * (real tokens average about 4; the longest vocabulary entries, runs of
+ * spaces or '=', are some hundreds, which the margin absorbs) plus
+ * TEXT_MARGIN; a plain reply 4 times that per completion (JSON escapes a
+ * byte as up to 6) plus REPLY_MARGIN for the envelope; a stream at most
+ * 2 events per token plus STREAM_EVENT_MARGIN (role, finish and usage
+ * events carry no token). */
+#define TEXT_PER_TOKEN 64
+#define TEXT_MARGIN ((size_t)256 << 10)
+#define REPLY_MARGIN ((size_t)64 << 10)
+#define STREAM_EVENT_MARGIN 64
+
+static size_t text_budget(const struct mt_chat_params *p)
+{
+    return (size_t)p->max_tokens * TEXT_PER_TOKEN + TEXT_MARGIN;
+}
+
+static size_t reply_budget(const struct mt_chat_params *p, uint32_t n)
+{
+    return (size_t)n * 4 * text_budget(p) + REPLY_MARGIN;
+}
+
 struct openai {
     struct mt_http *http;
     char *model;
@@ -340,9 +365,10 @@ static enum mt_status bad_field(const struct openai *o, struct mt_error *err,
                    field);
 }
 
-static enum mt_status take_choices(const struct openai *o, json_t *reply,
-                                   struct mt_chat_result *r, uint32_t *got,
-                                   struct mt_error *err)
+static enum mt_status take_choices(const struct openai *o,
+                                   const struct mt_chat_params *p,
+                                   json_t *reply, struct mt_chat_result *r,
+                                   uint32_t *got, struct mt_error *err)
 {
     json_t *ch = json_object_get(reply, "choices");
     char f[64];
@@ -357,6 +383,12 @@ static enum mt_status take_choices(const struct openai *o, json_t *reply,
             snprintf(f, sizeof f, "choices[%zu].message.content", i);
             return bad_field(o, err, f);
         }
+        if (strlen(t) >= text_budget(p))
+            return mt_fail(err, MT_ELIMIT,
+                           "%s: choices[%zu] passed %zu bytes, the budget "
+                           "for max_tokens %u: the server does not honour "
+                           "max_tokens",
+                           o->url, i, text_budget(p), (unsigned)p->max_tokens);
         r->texts[*got] = mt_strdup(t);
         if (!r->texts[*got])
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -414,6 +446,7 @@ struct stream {
     struct mt_buf text;
     struct mt_chat_result usage; /* only its token counts are used */
     int had_usage;
+    size_t events; /* in this attempt */
 };
 
 /* {"choices":[{"delta":{"content":"..."}}], "usage":...}: the usage may
@@ -433,10 +466,22 @@ static enum mt_status on_event(void *ctx, const json_t *ev,
         return bad_field(s->o, err, "choices");
     if (c && !json_is_null(c) && !t)
         return bad_field(s->o, err, "choices[0].delta.content");
+    if (++s->events > 2 * (size_t)s->p->max_tokens + STREAM_EVENT_MARGIN)
+        return mt_fail(err, MT_ELIMIT,
+                       "the stream passed %zu events for max_tokens %u: "
+                       "the server does not honour max_tokens",
+                       s->events - 1, (unsigned)s->p->max_tokens);
     st = take_usage(s->o, ev, &s->usage, &s->had_usage, err);
     if (st != MT_OK || !t || n == 0)
         return st;
-    if (mtx_buf_append(&s->text, t, n) != MT_OK)
+    st = mtx_buf_append(&s->text, t, n);
+    if (st == MT_ELIMIT)
+        return mt_fail(err, st,
+                       "the streamed completion passed %zu bytes, the "
+                       "budget for max_tokens %u: the server does not "
+                       "honour max_tokens",
+                       s->text.max - 1, (unsigned)s->p->max_tokens);
+    if (st != MT_OK)
         return mt_fail(err, MT_ENOMEM, "chat: out of memory");
     if (s->p->on_token(s->p->on_token_ctx, s->i, t, n) != 0)
         return mt_fail(err, MT_ECANCELED, "chat: stopped by the caller");
@@ -448,6 +493,7 @@ static void on_restart(void *ctx)
     struct stream *s = ctx;
 
     mtx_buf_reset(&s->text);
+    s->events = 0;
     s->usage.prompt_tokens = s->usage.completion_tokens = 0;
     s->had_usage = 0;
     s->p->on_token(s->p->on_token_ctx, s->i, NULL, 0);
@@ -459,10 +505,11 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
                                   struct mt_chat_result *r, uint32_t *got,
                                   int *had, struct mt_error *err)
 {
-    struct stream s = {o, p, *got, MT_BUF_INIT(MT_BUF_DEFAULT_MAX), {0}, 0};
+    struct stream s = {o, p, *got, MT_BUF_INIT(text_budget(p) + 1), {0}, 0, 0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
-    enum mt_status st = mtx_http_post_sse(o->http, "chat/completions", b, &cb,
-                                          &r->endpoint, err);
+    enum mt_status st =
+        mtx_http_post_sse(o->http, "chat/completions", b, reply_budget(p, 1),
+                          &cb, &r->endpoint, err);
 
     if (st == MT_OK && mtx_buf_reserve(&s.text, 1) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -479,15 +526,17 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
 /* ==== Calls ==== */
 
 static enum mt_status post_plain(struct openai *o, const json_t *b,
+                                 const struct mt_chat_params *p, uint32_t want,
                                  struct mt_chat_result *r, uint32_t *got,
                                  int *had, struct mt_error *err)
 {
     json_t *reply = NULL;
-    enum mt_status st = mtx_http_post_json(o->http, "chat/completions", b,
-                                           &reply, &r->endpoint, err);
+    enum mt_status st =
+        mtx_http_post_json(o->http, "chat/completions", b,
+                           reply_budget(p, want), &reply, &r->endpoint, err);
 
     if (st == MT_OK)
-        st = take_choices(o, reply, r, got, err);
+        st = take_choices(o, p, reply, r, got, err);
     if (st == MT_OK)
         st = take_usage(o, reply, r, had, err);
     json_decref(reply);
@@ -516,7 +565,7 @@ static enum mt_status round_as_is(struct openai *o,
         if (p->on_token)
             st = post_stream(o, b, p, r, got, &had, err);
         else
-            st = post_plain(o, b, r, got, &had, err);
+            st = post_plain(o, b, p, want, r, got, &had, err);
         json_decref(b);
         if (st == MT_OK || (!n_fall_back(o, want, err) &&
                             (!p->json_schema || !rf_fall_back(o, f, err))))

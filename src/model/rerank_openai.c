@@ -70,6 +70,16 @@ static enum mt_status parse_results(const struct orerank *o, json_t *reply,
     return MT_OK;
 }
 
+static size_t docs_bytes(const struct mt_str *docs, size_t n)
+{
+    size_t b = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        b += docs[i].n;
+    return b;
+}
+
 static enum mt_status orerank_score(void *self, struct mt_str query,
                                     const struct mt_str *docs, size_t n,
                                     float *scores, struct mt_error *err)
@@ -88,8 +98,11 @@ static enum mt_status orerank_score(void *self, struct mt_str query,
             st = MT_EINVAL;
     if (st != MT_OK)
         mt_fail(err, st, "rerank: out of memory or text that is not UTF-8");
-    else
-        st = mtx_http_post_json(o->http, "rerank", b, &reply, NULL, err);
+    else /* a reply may echo the documents (JSON-escaped: x6 at worst) */
+        st = mtx_http_post_json(o->http, "rerank", b,
+                                6 * docs_bytes(docs, n) + n * 1024 +
+                                    ((size_t)1 << 20),
+                                &reply, NULL, err);
     if (st == MT_OK)
         st = parse_results(o, reply, n, scores, err);
     json_decref(reply);
