@@ -154,7 +154,9 @@ struct mt_run {
     int64_t user_id;        /* 0 when the user was deleted */
     const char *user;       /* name at the time of the run */
     const char *kind;       /* "score", "check", ... */
-    const char *status;     /* "queued", "running", "done", "failed" */
+    const char *status;     /* "queued", "running", "done", "failed",
+                               "interrupted" (its server stopped while it
+                               was queued or running; a batch resumes) */
     const char *input_hash; /* SHA-256 hex of the input, or NULL */
     const char *result;     /* JSON text, or NULL */
     const char *error;      /* message, or NULL */
@@ -175,6 +177,19 @@ enum mt_status mt_run_create(struct mt_state *s, int64_t user_id,
 enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
                              const char *result, const char *error,
                              struct mt_error *err);
+
+/* Marks every "queued" or "running" run "interrupted" with error 'why'
+ * (and finished_at): for a server that starts on a store no other server
+ * uses, none of them has a job any more. *n (may be NULL) gets how many. */
+enum mt_status mt_run_interrupt_unfinished(struct mt_state *s,
+                                           const char *why, int64_t *n,
+                                           struct mt_error *err);
+
+/* Ends run 'id' as "failed" with error 'why' when it is "interrupted";
+ * *done is 1 when it was. */
+enum mt_status mt_run_finish_interrupted(struct mt_state *s, int64_t id,
+                                         const char *why, int *done,
+                                         struct mt_error *err);
 
 /* Calls fn with run 'id' (strings valid during the call); MT_ENOTFOUND
  * when absent. */

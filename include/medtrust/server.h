@@ -79,6 +79,15 @@ struct mt_server_params {
     int headless;              /* no HTTP: runs the shared queue's checks
                                   and asks only (needs state_url;
                                   `medtrust worker --serve-jobs`) */
+    size_t replay_max;         /* bytes of a job's events kept for streams
+                                  opened late, default 1 MiB: past it the
+                                  oldest go (the final "done" is always
+                                  kept) and a stream that wanted them
+                                  gets a "missed" event saying how many */
+    uint32_t sse_idle_s;       /* an event stream with nothing to send
+                                  this long gets a keep-alive comment, so
+                                  a client that went away is noticed and
+                                  its stream closed; default 15 */
     double event_retention_s;  /* with a shared state: a finished run's
                                   event rows are deleted this long after
                                   it ended; default 604800 (7 days);

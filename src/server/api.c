@@ -23,6 +23,7 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
 {
     size_t queued, running;
     int down = mtx_srv_state_down(s);
+    json_t *o;
 
     (void)rq;
     (void)id;
@@ -31,13 +32,19 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
     running = s->running;
     pthread_mutex_unlock(&s->job_mu);
     /* readiness for a load balancer: 503 while the shared state is away */
-    mtx_srv_json(rs, down ? 503 : 200,
-                 json_pack("{s:s,s:b,s:s,s:s,s:{s:I,s:I,s:I}}", "status",
-                           down ? "unavailable" : "ok", "ready", !down, "state",
-                           down ? "unreachable" : "ok", "version", mt_version(),
-                           "jobs", "queued", (json_int_t)queued, "running",
-                           (json_int_t)running, "max_running",
-                           (json_int_t)s->p.llm_jobs));
+    o = json_pack("{s:s,s:b,s:s,s:s,s:{s:I,s:I,s:I}}", "status",
+                  down ? "unavailable" : "ok", "ready", !down, "state",
+                  down ? "unreachable" : "ok", "version", mt_version(), "jobs",
+                  "queued", (json_int_t)queued, "running", (json_int_t)running,
+                  "max_running", (json_int_t)s->p.llm_jobs);
+    if (o)
+        json_object_set_new(
+            o, "limits",
+            json_pack("{s:I,s:I,s:I,s:I}", "open_files", (json_int_t)s->nofile,
+                      "max_connections", (json_int_t)s->conn_cap,
+                      "event_streams", (json_int_t)mtx_srv_sse_open(s),
+                      "streams_per_run", (json_int_t)SRV_STREAMS_PER_JOB));
+    mtx_srv_json(rs, down ? 503 : 200, o);
 }
 
 /* A spec for display, its secrets cut out (core/redact.h). */

@@ -768,7 +768,7 @@ static enum mt_status on_run(const struct mt_run *r, void *user)
 }
 
 /* 0 when run 'id' is the caller's (or they are an admin), a batch and
- * failed; else sets 404 or 409 and returns -1. */
+ * failed or interrupted; else sets 404 or 409 and returns -1. */
 static int resumable(struct mt_server *s, struct srv_req *rq,
                      struct srv_resp *rs, int64_t id)
 {
@@ -789,10 +789,11 @@ static int resumable(struct mt_server *s, struct srv_req *rq,
     else if (!c.batch)
         mtx_srv_error(rs, 409, "run %lld is not a batch; only batches resume",
                       (long long)id);
-    else if (strcmp(c.status, "failed") != 0)
+    else if (strcmp(c.status, "failed") != 0 &&
+             strcmp(c.status, "interrupted") != 0)
         mtx_srv_error(rs, 409,
                       "run %lld is %s; only a failed (cancelled, timed out) "
-                      "batch resumes",
+                      "or interrupted batch resumes",
                       (long long)id, c.status);
     else
         return 0;

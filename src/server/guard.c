@@ -120,6 +120,34 @@ static struct srv_conn *conn_of(struct MHD_Connection *c)
     return ci ? ci->socket_context : NULL;
 }
 
+/* Connections kept free below the cap, so that a new one always finds a
+ * place: a client with a request to make is served, however many sit
+ * idle. */
+#define CONN_HEADROOM 8
+
+/* Near the connection cap, the oldest connection that waits for a
+ * request (idle, or trickling its headers) is shut down to make room for
+ * the new one 'x' (conn_mu held). */
+static void make_room(struct mt_server *s, const struct srv_conn *x)
+{
+    struct srv_conn *c, *oldest = NULL;
+
+    if (s->conn_cap == 0 || s->nconns + CONN_HEADROOM < s->conn_cap)
+        return;
+    for (c = s->conns; c; c = c->next)
+        if (c != x && c->in_headers && c->fd != MHD_INVALID_SOCKET &&
+            (!oldest || c->t0 <= oldest->t0))
+            oldest = c;
+    if (!oldest)
+        return;
+    oldest->in_headers = 0;
+    if (shutdown(oldest->fd, SHUT_RDWR) == 0 && s->evicted++ % 100 == 0)
+        mt_log(MT_LOG_WARN,
+               "http: %zu connections, near the cap of %u: closed the one "
+               "idle longest (%zu so far)",
+               s->nconns, s->conn_cap, s->evicted);
+}
+
 static void conn_started(struct mt_server *s, struct MHD_Connection *c,
                          void **ctx)
 {
@@ -138,6 +166,8 @@ static void conn_started(struct mt_server *s, struct MHD_Connection *c,
     if (s->conns)
         s->conns->prev = x;
     s->conns = x;
+    s->nconns++;
+    make_room(s, x);
     pthread_mutex_unlock(&s->conn_mu);
 }
 
@@ -156,6 +186,7 @@ static void conn_closed(struct mt_server *s, void **ctx)
         s->conns = x->next;
     if (x->next)
         x->next->prev = x->prev;
+    s->nconns--;
     pthread_mutex_unlock(&s->conn_mu);
     mt_free(x);
     *ctx = NULL;
@@ -189,6 +220,8 @@ static void reap(struct mt_server *s, double now)
     struct srv_conn *x;
     unsigned n = 0;
 
+    if (s->p.header_timeout_s == 0)
+        return;
     for (x = s->conns; x; x = x->next) {
         if (!x->in_headers || now - x->t0 < s->p.header_timeout_s)
             continue;
@@ -211,6 +244,9 @@ static void *reaper(void *arg)
     pthread_mutex_lock(&s->conn_mu);
     while (!s->reaper_stop) {
         reap(s, mtx_srv_now());
+        pthread_mutex_unlock(&s->conn_mu);
+        mtx_srv_sse_tick(s, mtx_srv_now());
+        pthread_mutex_lock(&s->conn_mu);
         ts = mtx_srv_deadline(0.25); /* deadlines are whole seconds */
         pthread_cond_timedwait(&s->conn_cv, &s->conn_mu, &ts);
     }
@@ -220,7 +256,7 @@ static void *reaper(void *arg)
 
 enum mt_status mtx_srv_guard_start(struct mt_server *s, struct mt_error *err)
 {
-    if (s->p.header_timeout_s == 0)
+    if (s->p.header_timeout_s == 0 && s->p.sse_idle_s == 0)
         return MT_OK;
     if (pthread_create(&s->reaper, NULL, reaper, s) != 0)
         return mt_fail(err, MT_EINTERNAL, "cannot start a thread");

@@ -25,8 +25,15 @@ struct srv_job {
     srv_job_fn fn;
     void *arg;
     void (*arg_free)(void *arg);
-    char **ev; /* SSE text of each event */
-    size_t nev, evcap;
+    /* The replay log: the SSE text of events first..first+nkept-1 in
+     * ev[head..head+nkept), at most params.replay_max bytes in all but
+     * the newest (a "done" is always kept); older ones are dropped and a
+     * stream that wanted them is told so ("missed"). */
+    char **ev;
+    size_t head, nkept, evcap;
+    size_t first;   /* seq of the oldest kept event */
+    size_t evbytes; /* bytes of the kept events */
+    size_t streams; /* event streams open on it (server.c) */
     int done;
     int on_thread; /* a worker runs it now, on 'thread' */
     int mirror;    /* replays another server's run from the state's rows */
@@ -76,8 +83,8 @@ static void job_free(struct srv_job *j)
 
     if (j->arg_free)
         j->arg_free(j->arg);
-    for (i = 0; i < j->nev; i++)
-        mt_free(j->ev[i]);
+    for (i = 0; i < j->nkept; i++)
+        mt_free(j->ev[j->head + i]);
     mt_free(j->ev);
     mt_free(j->wait);
     mtx_buf_free(&j->tok);
@@ -239,33 +246,71 @@ static void row_put(struct srv_job *j, const char *type, const char *data)
     pthread_mutex_unlock(&j->row_mu);
 }
 
+/* Drops the oldest kept event (job_mu held). */
+static void drop_oldest(struct srv_job *j)
+{
+    char *e = j->ev[j->head];
+
+    j->evbytes -= strlen(e);
+    mt_free(e);
+    j->ev[j->head++] = NULL;
+    j->nkept--;
+    j->first++;
+}
+
+/* Room for one more event at the end of ev: the kept ones move to the
+ * front once the dropped ones take half the array (job_mu held). */
+static int make_room(struct srv_job *j)
+{
+    char **grown;
+    size_t cap;
+
+    if (j->head > 0 && j->head >= j->evcap / 2) {
+        memmove(j->ev, j->ev + j->head, j->nkept * sizeof *j->ev);
+        j->head = 0;
+    }
+    if (j->head + j->nkept < j->evcap)
+        return 1;
+    cap = j->evcap ? 2 * j->evcap : 8;
+    grown = mt_realloc(j->ev, cap * sizeof *grown);
+    if (!grown)
+        return 0;
+    j->ev = grown;
+    j->evcap = cap;
+    return 1;
+}
+
+/* Keeps the event text 'txt' (taken); past the byte cap the oldest events
+ * go first. Returns 0 when there was no memory for it (txt freed). */
+static int keep_event(struct srv_job *j, char *txt)
+{
+    size_t n = strlen(txt);
+
+    while (j->nkept > 0 && j->evbytes + n > j->s->p.replay_max)
+        drop_oldest(j);
+    if (!make_room(j)) {
+        mt_free(txt);
+        return 0;
+    }
+    j->ev[j->head + j->nkept++] = txt;
+    j->evbytes += n;
+    return 1;
+}
+
 static void emit_text(struct srv_job *j, const char *type, const char *data)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
-    char **grown;
-    int64_t seq = -1;
+    int kept;
 
     if (mtx_buf_printf(&b, "event: %s\ndata: %s\n\n", type, data) != MT_OK) {
         mtx_buf_free(&b);
         return;
     }
     pthread_mutex_lock(&j->s->job_mu);
-    if (j->nev == j->evcap) {
-        size_t cap = j->evcap ? 2 * j->evcap : 8;
-        grown = mt_realloc(j->ev, cap * sizeof *grown);
-        if (grown) {
-            j->ev = grown;
-            j->evcap = cap;
-        }
-    }
-    if (j->nev < j->evcap) {
-        seq = (int64_t)j->nev;
-        j->ev[j->nev++] = mtx_buf_take(&b);
-    }
+    kept = keep_event(j, mtx_buf_take(&b));
     wake_locked(j);
     pthread_mutex_unlock(&j->s->job_mu);
-    mtx_buf_free(&b);
-    if (seq >= 0 && j->s->state_url && !j->mirror && !j->replay)
+    if (kept && j->s->state_url && !j->mirror && !j->replay)
         row_put(j, type, data);
 }
 
@@ -344,8 +389,49 @@ void mtx_srv_job_sleep(struct srv_job *j, unsigned ms)
         nanosleep(&ts, NULL);
 }
 
-size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
-                        size_t *off, char *buf, size_t max, int *end,
+/* The cursor's next event text into c->cur (job_mu held): a "missed"
+ * event when the events it wanted were dropped, else the next kept one.
+ * Returns 0 when there is none yet (or no memory). */
+static int cursor_load(struct srv_job *j, struct srv_cursor *c)
+{
+    char tmp[192];
+
+    if (c->ev < j->first) {
+        snprintf(tmp, sizeof tmp,
+                 "event: missed\ndata: {\"events\":%zu,\"first\":%zu,"
+                 "\"reason\":\"the job's replay log keeps its last %zu "
+                 "bytes\"}\n\n",
+                 j->first - c->ev, j->first, j->s->p.replay_max);
+        c->cur = mt_strdup(tmp);
+        if (c->cur)
+            c->ev = j->first;
+    } else if (c->ev < j->first + j->nkept) {
+        c->cur = mt_strdup(j->ev[j->head + (c->ev - j->first)]);
+        c->ev += c->cur != NULL;
+    }
+    c->off = 0;
+    c->len = c->cur ? strlen(c->cur) : 0;
+    return c->cur != NULL;
+}
+
+/* Registers the waiter (job_mu held); 0 without memory. */
+static int add_waiter(struct srv_job *j, void *waiter, void (*wake)(void *))
+{
+    if (j->nwait == j->waitcap) {
+        size_t cap = j->waitcap ? 2 * j->waitcap : 4;
+        struct srv_waiter *g = mt_realloc(j->wait, cap * sizeof *g);
+        if (!g)
+            return 0;
+        j->wait = g;
+        j->waitcap = cap;
+    }
+    j->wait[j->nwait].w = waiter;
+    j->wait[j->nwait++].wake = wake;
+    return 1;
+}
+
+size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j,
+                        struct srv_cursor *c, char *buf, size_t max, int *end,
                         void *waiter, void (*suspend)(void *waiter),
                         void (*wake)(void *waiter))
 {
@@ -353,38 +439,47 @@ size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
 
     *end = 0;
     pthread_mutex_lock(&s->job_mu);
-    if (*ev < j->nev) {
-        const char *e = j->ev[*ev];
-        size_t left = strlen(e) - *off;
-        n = left < max ? left : max;
-        memcpy(buf, e + *off, n);
-        *off += n;
-        if (*off == strlen(e)) {
-            (*ev)++;
-            *off = 0;
+    if (c->cur || cursor_load(j, c)) {
+        n = c->len - c->off < max ? c->len - c->off : max;
+        memcpy(buf, c->cur + c->off, n);
+        c->off += n;
+        if (c->off == c->len) {
+            mt_free(c->cur);
+            c->cur = NULL;
         }
     } else if (j->done || s->jobs_cancel) {
         *end = 1;
-    } else if (j->nwait < 64) {
-        if (j->nwait == j->waitcap) {
-            size_t cap = j->waitcap ? 2 * j->waitcap : 4;
-            struct srv_waiter *g = mt_realloc(j->wait, cap * sizeof *g);
-            if (!g) {
-                *end = 1;
-                pthread_mutex_unlock(&s->job_mu);
-                return 0;
-            }
-            j->wait = g;
-            j->waitcap = cap;
-        }
-        j->wait[j->nwait].w = waiter;
-        j->wait[j->nwait++].wake = wake;
+    } else if (add_waiter(j, waiter, wake)) {
         suspend(waiter);
     } else {
-        *end = 1; /* too many streams on one job */
+        *end = 1;
     }
     pthread_mutex_unlock(&s->job_mu);
     return n;
+}
+
+void mtx_srv_cursor_free(struct srv_cursor *c)
+{
+    mt_free(c->cur);
+    c->cur = NULL;
+}
+
+int mtx_srv_job_attach(struct mt_server *s, struct srv_job *j)
+{
+    int ok;
+
+    pthread_mutex_lock(&s->job_mu);
+    ok = j->streams < SRV_STREAMS_PER_JOB;
+    j->streams += (size_t)ok;
+    pthread_mutex_unlock(&s->job_mu);
+    return ok;
+}
+
+void mtx_srv_job_detach(struct mt_server *s, struct srv_job *j)
+{
+    pthread_mutex_lock(&s->job_mu);
+    j->streams--;
+    pthread_mutex_unlock(&s->job_mu);
 }
 
 void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
@@ -400,6 +495,22 @@ void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter)
     pthread_mutex_unlock(&s->job_mu);
 }
 
+int mtx_srv_job_poke(struct mt_server *s, struct srv_job *j, void *waiter)
+{
+    size_t i;
+    int found = 0;
+
+    pthread_mutex_lock(&s->job_mu);
+    for (i = 0; i < j->nwait && !found; i++)
+        if (j->wait[i].w == waiter) {
+            j->wait[i].wake(waiter);
+            j->wait[i] = j->wait[--j->nwait];
+            found = 1;
+        }
+    pthread_mutex_unlock(&s->job_mu);
+    return found;
+}
+
 void mtx_srv_jobs_wake_all(struct mt_server *s)
 {
     struct srv_job *j;
@@ -412,17 +523,49 @@ void mtx_srv_jobs_wake_all(struct mt_server *s)
 
 /* ==== Running ==== */
 
-static void record(struct mt_server *s, int64_t run, const char *status,
-                   const char *result, const char *error)
+static enum mt_status record(struct mt_server *s, int64_t run,
+                             const char *status, const char *result,
+                             const char *error, struct mt_error *err)
 {
-    struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
 
-    if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
-        mt_run_update(l->state, run, status, result, error, &err);
-    if (err.status != MT_OK)
-        mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)run, err.msg);
+    mt_error_clear(err);
+    if (mtx_srv_lease_get(s, &l, err) == MT_OK)
+        mt_run_update(l->state, run, status, result, error, err);
+    if (err->status != MT_OK)
+        mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)run, err->msg);
     mtx_srv_lease_put(s, l);
+    return err->status;
+}
+
+/* A run's final status: a failed write (disk full, the database busy or
+ * away) is tried again after 0.1, 0.4 and 1.6 s; when the last try fails
+ * too it is surfaced: the caller says so in the "done" event, and the
+ * run, left "running", is marked interrupted when the server starts next. */
+#define RECORD_TRIES 4
+
+static enum mt_status record_final(struct mt_server *s, int64_t run,
+                                   const char *status, const char *result,
+                                   const char *error, struct mt_error *err)
+{
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    enum mt_status st = MT_OK;
+    int i;
+
+    for (i = 0; i < RECORD_TRIES; i++) {
+        if (i > 0) {
+            nanosleep(&ts, NULL);
+            ts.tv_nsec *= 4;
+            if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+                ts.tv_sec += ts.tv_nsec / (1000 * 1000 * 1000);
+                ts.tv_nsec %= 1000 * 1000 * 1000;
+            }
+        }
+        st = record(s, run, status, result, error, err);
+        if (st == MT_OK || st == MT_ENOTFOUND)
+            break;
+    }
+    return st;
 }
 
 /* A row job still holds its row (its lease did not run out while it ran:
@@ -468,6 +611,7 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
                    const struct mt_error *err)
 {
     struct mt_error qerr = {MT_OK, ""};
+    struct mt_error werr = {MT_OK, ""};
     char *txt = st == MT_OK && result ? json_dumps(result, JSON_COMPACT) : NULL;
     const char *msg = err->msg[0] ? err->msg : mt_status_str(st);
     json_t *done;
@@ -476,14 +620,21 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
         mtx_srv_json_text_free(txt);
         return;
     }
-    record(j->s, j->run, st == MT_OK ? "done" : "failed", txt,
-           st == MT_OK ? NULL : msg);
+    record_final(j->s, j->run, st == MT_OK ? "done" : "failed", txt,
+                 st == MT_OK ? NULL : msg, &werr);
     if (st == MT_OK)
         done = json_pack("{s:I,s:s,s:O?}", "id", (json_int_t)j->run, "status",
                          "done", "result", result);
     else
         done = json_pack("{s:I,s:s,s:s}", "id", (json_int_t)j->run, "status",
                          "failed", "error", msg);
+    if (done && werr.status != MT_OK)
+        json_object_set_new(
+            done, "warning",
+            json_sprintf("this status could not be saved (%s): the run "
+                         "shows as running until the server restarts, "
+                         "then as interrupted",
+                         werr.msg));
     mtx_srv_job_emit(j, "done", done);
     mtx_srv_json_text_free(txt);
     /* after the run's row and its "done": a crash before this line makes
@@ -517,7 +668,8 @@ static void run_job(struct mt_server *s, struct srv_job *j)
                      j->cancel ? "cancelled before it ran"
                                : "the server stopped before the job ran");
     } else {
-        record(s, j->run, "running", NULL, NULL);
+        record(s, j->run, "running", NULL, NULL, &err);
+        mt_error_clear(&err);
         mtx_srv_job_emit(j, "status", running_json(j));
         st = j->fn(j, j->arg, &result, &err);
         if (st == MT_OK && mtx_srv_now() > j->deadline)
@@ -837,12 +989,13 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
                                   struct mt_error *err)
 {
     struct srv_job *j = mtx_srv_job_new(s, run_id, spec->kind);
+    struct mt_error e2 = {MT_OK, ""};
     enum mt_status st;
 
     if (!j) {
         if (spec->arg_free)
             spec->arg_free(spec->arg);
-        record(s, run_id, "failed", NULL, "out of memory");
+        record(s, run_id, "failed", NULL, "out of memory", &e2);
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
     j->fn = spec->fn;
@@ -850,7 +1003,7 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
     j->arg_free = spec->arg_free;
     st = enqueue(s, j, err);
     if (st != MT_OK) {
-        record(s, run_id, "failed", NULL, err ? err->msg : "not queued");
+        record(s, run_id, "failed", NULL, err ? err->msg : "not queued", &e2);
         job_free(j);
     }
     return st;

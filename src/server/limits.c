@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "core/buf.h"
@@ -236,4 +237,55 @@ void mtx_srv_login_ok(struct mt_server *s, const char *name, const char *remote)
     throttle(s, ka)->fails = 0;
     throttle(s, kb)->fails = 0;
     pthread_mutex_unlock(&s->rl_mu);
+}
+
+/* ==== Descriptors ==== */
+
+/* Descriptors kept for everything but client connections: stdio, the
+ * listen socket, logs, store and state handles (a few per lease), model
+ * sockets and MHD's own per thread. */
+#define SRV_FD_RESERVE 64
+#define SRV_FD_PER_THREAD 8
+#define SRV_CONN_MAX 65536
+#define SRV_NOFILE_INFINITY ((rlim_t)1 << 20)
+
+/* Raises the soft RLIMIT_NOFILE to the hard one (a soft limit of 256 or
+ * 1024 is common and far below what a server needs). */
+static uint64_t raise_nofile(void)
+{
+    struct rlimit r;
+    rlim_t want;
+
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return 1024;
+    want = r.rlim_max == RLIM_INFINITY ? SRV_NOFILE_INFINITY : r.rlim_max;
+    if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want) {
+        struct rlimit n = {want, r.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &n) == 0)
+            r.rlim_cur = want;
+        else
+            mt_log(MT_LOG_WARN,
+                   "server: cannot raise the open-file limit from %llu to "
+                   "%llu",
+                   (unsigned long long)r.rlim_cur, (unsigned long long)want);
+    }
+    return r.rlim_cur == RLIM_INFINITY ? SRV_NOFILE_INFINITY : r.rlim_cur;
+}
+
+void mtx_srv_size_conns(struct mt_server *s)
+{
+    uint64_t reserve =
+        SRV_FD_RESERVE + SRV_FD_PER_THREAD * ((uint64_t)s->p.threads +
+                                              s->p.llm_jobs);
+    uint64_t cap;
+
+    s->nofile = raise_nofile();
+    cap = s->nofile > 2 * reserve ? s->nofile - reserve : s->nofile / 2;
+    if (cap > SRV_CONN_MAX)
+        cap = SRV_CONN_MAX;
+    if (cap < 2 * (uint64_t)s->p.threads)
+        cap = 2 * (uint64_t)s->p.threads;
+    s->conn_cap = (uint32_t)cap;
+    mt_log(MT_LOG_INFO, "server: %llu open files, at most %u connections",
+           (unsigned long long)s->nofile, s->conn_cap);
 }

@@ -3,9 +3,12 @@
  * and the synthetic sleep job (test equipment) that exercises the job
  * queue like a slow model call. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "medtrust/core.h"
@@ -163,6 +166,77 @@ void mtx_srv_run_events(struct mt_server *s, struct srv_req *rq,
     mtx_srv_job_mirror(s, id); /* a run of another server (shared state) */
 }
 
+/* ==== Runs left unfinished by a server that stopped ==== */
+
+/* A single-node server holds DB/server.lock (flock) while it runs; the
+ * one that gets it knows no other server runs jobs on this store, so
+ * every queued or running run has lost its job (the server died, was
+ * killed with -9, or could not write the final status) and is marked
+ * "interrupted": an end state that a batch resumes from its journal.
+ * With a shared state (PostgreSQL) a dead server's claimed rows go back
+ * to the queue when their lease runs out (shared_jobs.c) instead. */
+enum mt_status mtx_srv_runs_recover(struct mt_server *s, struct mt_error *err)
+{
+    struct srv_lease *l = NULL;
+    char path[4096];
+    int64_t n = 0;
+    enum mt_status st;
+
+    s->store_lock = -1;
+    if (s->state_url)
+        return MT_OK;
+    snprintf(path, sizeof path, "%s/server.lock", s->db_dir);
+    s->store_lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->store_lock < 0)
+        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    if (flock(s->store_lock, LOCK_EX | LOCK_NB) != 0) {
+        mt_log(MT_LOG_WARN,
+               "server: another server runs on %s: its queued and running "
+               "runs are left as they are",
+               s->db_dir);
+        return MT_OK;
+    }
+    st = mtx_srv_lease_get(s, &l, err);
+    if (st == MT_OK)
+        st = mt_run_interrupt_unfinished(
+            l->state,
+            "interrupted: the server stopped while this run was queued or "
+            "running (a batch resumes from its journal: POST "
+            "/v1/runs/ID/resume)",
+            &n, err);
+    mtx_srv_lease_put(s, l);
+    if (st == MT_OK && n > 0)
+        mt_log(MT_LOG_WARN,
+               "server: %lld run%s left queued or running by a server that "
+               "stopped: marked interrupted",
+               (long long)n, n == 1 ? "" : "s");
+    return st;
+}
+
+void mtx_srv_runs_unlock(struct mt_server *s)
+{
+    if (s->store_lock >= 0)
+        close(s->store_lock); /* releases the flock */
+    s->store_lock = -1;
+}
+
+/* An interrupted run has no job to stop: cancelling it ends it as
+ * failed, "cancelled". 1 when it was interrupted (and is failed now). */
+static int cancel_interrupted(struct mt_server *s, int64_t id)
+{
+    struct srv_lease *l = NULL;
+    struct mt_error err = {MT_OK, ""};
+    int done = 0;
+
+    if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
+        mt_run_finish_interrupted(l->state, id, "cancelled (it was interrupted)",
+                                  &done, &err);
+    mtx_srv_lease_put(s, l);
+    return done;
+}
+
+/* ==== Cancel ==== */
+
 /* With a shared state the job may run on another server: flag the run
  * for it (it reads the flag within a second). 1 when the run was
  * unfinished. */
@@ -190,6 +264,14 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
+    if (cancel_interrupted(s, id)) {
+        mtx_srv_audit(s, NULL, rq, "cancel",
+                      json_pack("{s:I}", "run_id", (json_int_t)id));
+        mtx_srv_json(rs, 200,
+                     json_pack("{s:I,s:s}", "run_id", (json_int_t)id,
+                               "status", "failed"));
+        return;
+    }
     if (!mtx_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {
         mtx_srv_error(rs, 409, "run %lld has already finished", (long long)id);
         return;
@@ -323,7 +405,23 @@ void mtx_srv_run_report(struct mt_server *s, struct srv_req *rq,
 struct sleep_arg {
     unsigned ms;
     unsigned steps;
+    unsigned pad; /* bytes of "pad" in each step event (replay-log tests) */
 };
+
+#define SLEEP_PAD_MAX 65536
+
+static json_t *step_json(const struct sleep_arg *a, unsigned i)
+{
+    json_t *o = json_pack("{s:i,s:i}", "step", (int)i, "of", (int)a->steps);
+    char *pad = a->pad ? mt_malloc(a->pad) : NULL;
+
+    if (o && pad) {
+        memset(pad, 'x', a->pad);
+        json_object_set_new(o, "pad", json_stringn(pad, a->pad));
+    }
+    mt_free(pad);
+    return o;
+}
 
 static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
@@ -336,9 +434,7 @@ static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
         if (mtx_srv_job_canceled(j))
             return mt_fail(err, MT_ECANCELED, "job cancelled at step %u",
                            i + 1);
-        mtx_srv_job_emit(
-            j, "step",
-            json_pack("{s:i,s:i}", "step", (int)i + 1, "of", (int)a->steps));
+        mtx_srv_job_emit(j, "step", step_json(a, i + 1));
     }
     *result =
         json_pack("{s:i,s:i}", "slept_ms", (int)a->ms, "steps", (int)a->steps);
@@ -349,16 +445,21 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
                       struct sleep_arg *a)
 {
     json_t *o = NULL;
-    json_t *ms, *steps;
+    json_t *ms, *steps, *pad;
 
     a->ms = 1000;
     a->steps = 3;
+    a->pad = 0;
     if (rq->body_len == 0)
         return 0;
     if (mtx_srv_body_json(rq, rs, &o) != 0)
         return -1;
     ms = json_object_get(o, "ms");
     steps = json_object_get(o, "steps");
+    pad = json_object_get(o, "pad");
+    if (json_is_integer(pad) && json_integer_value(pad) >= 0 &&
+        json_integer_value(pad) <= SLEEP_PAD_MAX)
+        a->pad = (unsigned)json_integer_value(pad);
     if (json_is_integer(ms) && json_integer_value(ms) >= 0 &&
         json_integer_value(ms) <= 600000)
         a->ms = (unsigned)json_integer_value(ms);

@@ -77,6 +77,8 @@ void mt_server_default_params(struct mt_server_params *p)
     p->session_ttl_s = 12 * 3600;
     p->job_lease_s = 30;
     p->event_retention_s = 7 * 86400;
+    p->replay_max = (size_t)1 << 20;
+    p->sse_idle_s = 15;
 }
 
 /* ==== Store leases ==== */
@@ -162,6 +164,8 @@ static enum mt_status copy_params(struct mt_server *s,
         return mt_fail(err, MT_EINVAL,
                        "a server without HTTP runs the shared queue's "
                        "jobs: it needs a shared state and 1 LLM job or more");
+    if (s->p.replay_max == 0)
+        s->p.replay_max = (size_t)1 << 20;
     s->db_dir = mt_strdup(p->db_dir);
     s->listen = mt_strdup(p->listen ? p->listen : "127.0.0.1:8080");
     s->data_dir = p->data_dir ? mt_strdup(p->data_dir) : NULL;
@@ -317,6 +321,7 @@ enum mt_status mtx_srv_init(struct mt_server *s,
 {
     enum mt_status st;
 
+    s->store_lock = -1;
     pthread_mutex_init(&s->lease_mu, NULL);
     pthread_mutex_init(&s->rl_mu, NULL);
     pthread_mutex_init(&s->req_mu, NULL);
@@ -327,6 +332,7 @@ enum mt_status mtx_srv_init(struct mt_server *s,
     pthread_mutex_init(&s->agent_mu, NULL);
     pthread_mutex_init(&s->qa_mu, NULL);
     pthread_mutex_init(&s->conn_mu, NULL);
+    pthread_mutex_init(&s->sse_mu, NULL);
     pthread_cond_init(&s->conn_cv, NULL);
     pthread_cond_init(&s->state_cv, NULL);
     if (mt_accounts_init() != MT_OK)
@@ -336,6 +342,8 @@ enum mt_status mtx_srv_init(struct mt_server *s,
         st = mtx_srv_logs_open(s, err);
     if (st == MT_OK)
         st = state_start(s, p->registration, err);
+    if (st == MT_OK)
+        st = mtx_srv_runs_recover(s, err);
     if (st == MT_OK)
         st = open_retriever(s, err);
     if (st == MT_OK)
@@ -356,6 +364,7 @@ void mtx_srv_fini(struct mt_server *s)
         lease_close(l);
     }
     mt_retriever_close(s->ret);
+    mtx_srv_runs_unlock(s);
     mtx_srv_logs_close(s);
     mt_free(s->buckets);
     mt_free(s->throttle);
@@ -371,6 +380,7 @@ void mtx_srv_fini(struct mt_server *s)
     pthread_mutex_destroy(&s->agent_mu);
     pthread_mutex_destroy(&s->qa_mu);
     pthread_mutex_destroy(&s->conn_mu);
+    pthread_mutex_destroy(&s->sse_mu);
     pthread_cond_destroy(&s->conn_cv);
     pthread_mutex_destroy(&s->lease_mu);
     pthread_mutex_destroy(&s->rl_mu);
@@ -383,62 +393,156 @@ void mtx_srv_fini(struct mt_server *s)
 
 /* ==== Event streams ==== */
 
-struct sse {
+struct srv_sse {
     struct mt_server *s;
     struct srv_job *j;
     struct MHD_Connection *c;
-    size_t ev, off;
+    struct srv_cursor cur;
+    struct srv_sse *prev, *next; /* s->sse_list, under s->sse_mu */
+    double last;             /* when it last sent bytes */
+    int ping;                /* send a keep-alive comment next */
 };
 
 static void sse_suspend(void *w)
 {
-    MHD_suspend_connection(((struct sse *)w)->c);
+    MHD_suspend_connection(((struct srv_sse *)w)->c);
 }
 
 static void sse_wake(void *w)
 {
-    MHD_resume_connection(((struct sse *)w)->c);
+    MHD_resume_connection(((struct srv_sse *)w)->c);
 }
+
+#define SSE_STR2(x) #x
+#define SSE_STR(x) SSE_STR2(x)
+
+/* A comment line: EventSource ignores it; writing it finds a client that
+ * went away. */
+static const char keep_alive[] = ": keep-alive\n\n";
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    struct sse *x = cls;
-    int end = 0;
+    struct srv_sse *x = cls;
+    int end = 0, ping;
     size_t n;
 
     (void)pos;
-    n = mtx_srv_job_read(x->s, x->j, &x->ev, &x->off, buf, max, &end, x,
-                         sse_suspend, sse_wake);
+    pthread_mutex_lock(&x->s->sse_mu);
+    ping = x->ping && !x->cur.cur && max >= sizeof keep_alive - 1;
+    x->ping = 0;
+    pthread_mutex_unlock(&x->s->sse_mu);
+    if (ping) {
+        memcpy(buf, keep_alive, sizeof keep_alive - 1);
+        n = sizeof keep_alive - 1;
+    } else {
+        n = mtx_srv_job_read(x->s, x->j, &x->cur, buf, max, &end, x,
+                             sse_suspend, sse_wake);
+    }
     if (end)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n > 0) {
+        pthread_mutex_lock(&x->s->sse_mu);
+        x->last = mtx_srv_now();
+        pthread_mutex_unlock(&x->s->sse_mu);
+    }
     return (ssize_t)n;
 }
 
 static void sse_free(void *cls)
 {
-    struct sse *x = cls;
+    struct srv_sse *x = cls;
+    struct mt_server *s = x->s;
 
-    mtx_srv_job_unwait(x->s, x->j, x);
-    mtx_srv_job_release(x->s, x->j);
+    pthread_mutex_lock(&s->sse_mu);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        s->sse_list = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    s->sse_open--;
+    pthread_mutex_unlock(&s->sse_mu);
+    mtx_srv_job_unwait(s, x->j, x);
+    mtx_srv_job_detach(s, x->j);
+    mtx_srv_job_release(s, x->j);
+    mtx_srv_cursor_free(&x->cur);
     mt_free(x);
+}
+
+void mtx_srv_sse_tick(struct mt_server *s, double now)
+{
+    struct srv_sse *x;
+
+    if (s->p.sse_idle_s == 0)
+        return;
+    pthread_mutex_lock(&s->sse_mu);
+    for (x = s->sse_list; x; x = x->next)
+        if (!x->ping && now - x->last >= s->p.sse_idle_s) {
+            x->ping = 1;
+            x->last = now; /* the next one after another idle bound */
+            mtx_srv_job_poke(s, x->j, x);
+        }
+    pthread_mutex_unlock(&s->sse_mu);
+}
+
+size_t mtx_srv_sse_open(struct mt_server *s)
+{
+    size_t n;
+
+    pthread_mutex_lock(&s->sse_mu);
+    n = s->sse_open;
+    pthread_mutex_unlock(&s->sse_mu);
+    return n;
+}
+
+/* The answer to one stream too many on a job: 429 with an "error" event
+ * a client can read (and Retry-After), not a stream that ends cleanly. */
+static struct MHD_Response *too_many_streams(struct srv_resp *rs)
+{
+    static const char ev[] =
+        "event: error\ndata: {\"error\":\"too_many_streams\",\"message\":"
+        "\"this run already has the most event streams one run may have "
+        "open (" SSE_STR(SRV_STREAMS_PER_JOB) "): close one, or read the "
+        "run with GET /v1/runs/ID\"}\n\n";
+
+    rs->status = 429;
+    rs->retry_after = 5;
+    return MHD_create_response_from_buffer(sizeof ev - 1, (void *)(uintptr_t)ev,
+                                           MHD_RESPMEM_PERSISTENT);
 }
 
 /* A live job streams; a finished one answers with the body the handler
  * prepared (its final state as one "done" event). */
 static struct MHD_Response *sse_response(struct mt_server *s,
-                                         struct MHD_Connection *c, int64_t run)
+                                         struct MHD_Connection *c,
+                                         struct srv_resp *rs)
 {
-    struct srv_job *j = mtx_srv_job_find(s, run);
-    struct sse *x = j ? mt_calloc(1, sizeof *x) : NULL;
+    struct srv_job *j = mtx_srv_job_find(s, rs->sse_run);
+    struct srv_sse *x;
     struct MHD_Response *r;
 
+    if (j && !mtx_srv_job_attach(s, j)) {
+        mtx_srv_job_release(s, j);
+        return too_many_streams(rs);
+    }
+    x = j ? mt_calloc(1, sizeof *x) : NULL;
     if (!x) {
+        if (j)
+            mtx_srv_job_detach(s, j);
         mtx_srv_job_release(s, j);
         return NULL;
     }
     x->s = s;
     x->j = j;
     x->c = c;
+    x->last = mtx_srv_now();
+    pthread_mutex_lock(&s->sse_mu);
+    x->next = s->sse_list;
+    if (s->sse_list)
+        s->sse_list->prev = x;
+    s->sse_list = x;
+    s->sse_open++;
+    pthread_mutex_unlock(&s->sse_mu);
     r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, x,
                                           sse_free);
     if (!r)
@@ -516,8 +620,7 @@ static enum MHD_Result send_resp(struct mt_server *s, struct MHD_Connection *c,
                                  struct srv_resp *rs)
 {
     static char empty[1];
-    struct MHD_Response *r =
-        rs->sse_run ? sse_response(s, c, rs->sse_run) : NULL;
+    struct MHD_Response *r = rs->sse_run ? sse_response(s, c, rs) : NULL;
     enum MHD_Result ret;
 
     if (!r && rs->static_body)
@@ -774,13 +877,15 @@ static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
 
     if (st != MT_OK)
         return st;
+    mtx_srv_size_conns(s);
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->mhd = MHD_start_daemon(
         flags, 0, on_accept, s, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, s, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->p.threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)s->p.timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+        (unsigned)s->p.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)s->conn_cap,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION,

@@ -22,6 +22,7 @@ struct mt_agent;
 struct mt_qa;
 struct srv_job;
 struct srv_conn;
+struct srv_sse;
 
 /* ==== Requests and responses ==== */
 
@@ -237,8 +238,19 @@ struct mt_server {
     pthread_mutex_t conn_mu;
     pthread_cond_t conn_cv;
     struct srv_conn *conns;
+    size_t nconns;  /* in conns */
+    size_t evicted; /* idle ones closed near the cap (guard.c) */
     pthread_t reaper;
     int reaper_on, reaper_stop;
+    /* open event streams (server.c), for keep-alives */
+    pthread_mutex_t sse_mu;
+    struct srv_sse *sse_list;
+    size_t sse_open;
+    /* RLIMIT_NOFILE at start (raised to its hard limit) and the
+     * connection cap sized from it (limits.c) */
+    uint64_t nofile;
+    uint32_t conn_cap;
+    int store_lock; /* DB/server.lock, flocked (runs.c); -1 = none */
 };
 
 /* Monotonic seconds. */
@@ -281,6 +293,18 @@ void mtx_srv_lease_put(struct mt_server *s, struct srv_lease *l);
 /* 1 while a --state server waits for PostgreSQL, which was away when it
  * started (server.c): it is not ready. */
 int mtx_srv_state_down(struct mt_server *s);
+
+/* Streams that sent nothing for params.sse_idle_s get a keep-alive
+ * comment (server.c; the guard's reaper thread calls it). */
+void mtx_srv_sse_tick(struct mt_server *s, double now);
+/* Event streams open now. */
+size_t mtx_srv_sse_open(struct mt_server *s);
+
+/* On start (runs.c): a single-node server takes DB/server.lock and marks
+ * the runs a stopped server left queued or running "interrupted";
+ * mtx_srv_runs_unlock lets the lock go at the end. */
+enum mt_status mtx_srv_runs_recover(struct mt_server *s, struct mt_error *err);
+void mtx_srv_runs_unlock(struct mt_server *s);
 
 /* ==== Response helpers (router.c) ==== */
 
@@ -456,6 +480,11 @@ void mtx_srv_report_share(struct mt_server *s, int64_t id);
 
 /* ==== Rate limits (limits.c) ==== */
 
+/* Raises RLIMIT_NOFILE's soft limit to the hard one and sizes the
+ * connection cap (s->conn_cap) from what it allows: the descriptors left
+ * after a reserve for the store, logs, model sockets and threads. */
+void mtx_srv_size_conns(struct mt_server *s);
+
 /* Takes one token from key's bucket. Returns 0 when allowed, else the
  * seconds to wait (>= 1). */
 unsigned mtx_srv_rate_take(struct mt_server *s, const char *key);
@@ -523,14 +552,36 @@ void mtx_srv_job_sleep(struct srv_job *j, unsigned ms);
  * run 'run_id' and takes a reference, or returns NULL. */
 struct srv_job *mtx_srv_job_find(struct mt_server *s, int64_t run_id);
 void mtx_srv_job_release(struct mt_server *s, struct srv_job *j);
-/* Copies up to max bytes of the stream from event *ev, byte *off on.
- * Returns bytes copied; 0 with *end set when the stream is over; 0 with
- * *end clear when nothing is ready (then 'waiter' is registered and
- * 'wake(waiter)' is called, under the job lock, once there is more). */
-size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j, size_t *ev,
-                        size_t *off, char *buf, size_t max, int *end,
+/* Event streams open on one job at most; one more is refused with a 429
+ * whose body is an "error" event, too_many_streams (server.c). */
+#define SRV_STREAMS_PER_JOB 64
+/* Counts a stream on j: 1, or 0 when SRV_STREAMS_PER_JOB are open. */
+int mtx_srv_job_attach(struct mt_server *s, struct srv_job *j);
+void mtx_srv_job_detach(struct mt_server *s, struct srv_job *j);
+
+/* Where one stream is in a job's events: 'ev' the seq of the next event
+ * to load, 'cur' (owned) the rest of the one being sent. Zero it to start
+ * from the first event; free it with mtx_srv_cursor_free. */
+struct srv_cursor {
+    size_t ev;
+    char *cur;
+    size_t len, off;
+};
+void mtx_srv_cursor_free(struct srv_cursor *c);
+
+/* Copies up to max bytes of the stream at cursor c: when the events it
+ * wants were dropped from the replay log (params.replay_max) it first
+ * gets a "missed" event ({"events","first","reason"}). Returns bytes
+ * copied; 0 with *end set when the stream is over; 0 with *end clear
+ * when nothing is ready (then 'waiter' is registered and 'wake(waiter)'
+ * is called, under the job lock, once there is more). */
+size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j,
+                        struct srv_cursor *c, char *buf, size_t max, int *end,
                         void *waiter, void (*suspend)(void *waiter),
                         void (*wake)(void *waiter));
+/* Removes 'waiter' if it waits on j; returns 1 when it did and 'wake' was
+ * called for it (the stream then reads again). */
+int mtx_srv_job_poke(struct mt_server *s, struct srv_job *j, void *waiter);
 /* With a shared state: when no job here holds run 'run_id', starts a
  * mirror job that streams the run's events from the state's rows (another
  * server runs it, or ran it), so that mtx_srv_job_find finds it. */

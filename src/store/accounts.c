@@ -560,6 +560,37 @@ enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
     return st;
 }
 
+enum mt_status mt_run_interrupt_unfinished(struct mt_state *s,
+                                           const char *why, int64_t *n,
+                                           struct mt_error *err)
+{
+    struct mtx_query q = {NULL, NULL, 0, 0};
+    enum mt_status st = mtx_state_exec(
+        s, &q, err,
+        "UPDATE runs SET status='interrupted', error=?, finished_at=?"
+        " WHERE status IN ('queued','running')",
+        "sI", why, now_s());
+
+    if (n)
+        *n = st == MT_OK ? (int64_t)q.changes : 0;
+    return st;
+}
+
+enum mt_status mt_run_finish_interrupted(struct mt_state *s, int64_t id,
+                                         const char *why, int *done,
+                                         struct mt_error *err)
+{
+    struct mtx_query q = {NULL, NULL, 0, 0};
+    enum mt_status st = mtx_state_exec(
+        s, &q, err,
+        "UPDATE runs SET status='failed', error=?, finished_at=?"
+        " WHERE id=? AND status='interrupted'",
+        "sII", why, now_s(), id);
+
+    *done = st == MT_OK && q.changes > 0;
+    return st;
+}
+
 #define RUN_COLS                                                               \
     "SELECT id, COALESCE(user_id, 0), username, kind, status, input_hash,"     \
     " %s, error, created_at, COALESCE(finished_at, 0) FROM runs"

@@ -7,6 +7,10 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +66,10 @@ static int server_teardown(void **state)
     return teardown(state);
 }
 
+/* Set by a test before start(): 0 keeps the default. */
+static size_t opt_replay_max;
+static uint32_t opt_sse_idle_s;
+
 static struct mt_server *start(double rate, size_t max_body)
 {
     struct mt_server_params p;
@@ -80,6 +88,12 @@ static struct mt_server *start(double rate, size_t max_body)
     p.test_routes = 1;
     p.threads = 2;
     p.llm_jobs = 2;
+    if (opt_replay_max)
+        p.replay_max = opt_replay_max;
+    if (opt_sse_idle_s) {
+        p.sse_idle_s = opt_sse_idle_s;
+        p.max_conns_per_ip = 0; /* 64 streams and a client, one address */
+    }
     if (mt_server_start(&p, &srv, &err) != MT_OK)
         fprintf(stderr, "start: %s\n", err.msg);
     CHECK(srv != NULL);
@@ -453,6 +467,165 @@ static void test_server_sse_streams_job_events(void **state)
     mt_server_stop(srv, 1);
 }
 
+/* Waits (at most 60 s) until run 'id' is no longer queued or running. */
+static void wait_finished(struct client *cl, long id)
+{
+    char path[64];
+    int i;
+
+    snprintf(path, sizeof path, "/v1/runs/%ld", id);
+    for (i = 0; i < 600; i++) {
+        assert_int_equal(req(cl, "GET", path, NULL, 0), 200);
+        if (!strstr(cl->body.data, "\"queued\"") &&
+            !strstr(cl->body.data, "\"running\""))
+            return;
+        usleep(100 * 1000);
+    }
+    fail_msg("run %ld did not finish", id);
+}
+
+/* A job's replay log keeps its last replay_max bytes and its "done": a
+ * stream opened after 200 steps of 4 KiB each is told how many events it
+ * missed ("missed"), then gets the newest steps in order, then "done". */
+static void test_server_replay_log_is_capped(void **state)
+{
+    struct mt_server *srv;
+    struct client a;
+    char path[64];
+    const char *m, *last;
+    long id;
+    int steps;
+
+    (void)state;
+    opt_replay_max = (size_t)64 << 10;
+    srv = start(0, 1 << 20);
+    opt_replay_max = 0;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/jobs/sleep",
+                         "{\"ms\":0,\"steps\":200,\"pad\":4096}", 1),
+                     202);
+    {
+        json_t *o = body_json(&a);
+        id = (long)json_integer_value(json_object_get(o, "run_id"));
+        json_decref(o);
+    }
+    wait_finished(&a, id);
+    snprintf(path, sizeof path, "/v1/runs/%ld/events", id);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    m = strstr(a.body.data, "event: missed\ndata: {\"events\":");
+    CHECK(m == a.body.data); /* first */
+    steps = count(a.body.data, "event: step\n");
+    CHECK(steps > 0 && steps < 20); /* 64 KiB hold at most 15 of them */
+    /* the kept ones are the newest, the missed count adds up */
+    CHECK(atoi(m + strlen("event: missed\ndata: {\"events\":")) ==
+          201 - steps); /* the status event and the older steps */
+    last = strstr(a.body.data, "\"step\":200,");
+    CHECK(last != NULL && strstr(last, "event: done\n") != NULL);
+    CHECK(a.body.len < ((size_t)64 << 10) + 4096);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
+/* Raw loopback connection to the server with one request sent. */
+static int raw_get(uint16_t port, const char *path, const char *bearer)
+{
+    struct sockaddr_in sa;
+    char rq[512];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    snprintf(rq, sizeof rq,
+             "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path, bearer);
+    CHECK(write(fd, rq, strlen(rq)) == (ssize_t)strlen(rq));
+    return fd;
+}
+
+/* Reads from fd until 'want' has come (at most 30 s); 1 when it did. */
+static int read_until(int fd, const char *want)
+{
+    char buf[8192];
+    size_t n = 0;
+    struct timeval tv = {30, 0};
+    ssize_t r;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (n + 1 < sizeof buf &&
+           (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
+        n += (size_t)r;
+        buf[n] = '\0';
+        if (strstr(buf, want))
+            return 1;
+    }
+    return 0;
+}
+
+static long health_streams(struct client *cl)
+{
+    json_t *o;
+    long n;
+
+    assert_int_equal(req(cl, "GET", "/v1/health", NULL, 0), 200);
+    o = body_json(cl);
+    n = (long)json_integer_value(
+        json_object_get(json_object_get(o, "limits"), "event_streams"));
+    json_decref(o);
+    return n;
+}
+
+/* 64 streams on one run are served; the 65th is 429 with an "error"
+ * event too_many_streams (not a clean end); idle streams get keep-alive
+ * comments, and those whose client went away are closed. */
+static void test_server_stream_cap_and_reaping(void **state)
+{
+    struct mt_server *srv;
+    struct client a;
+    char path[64], bearer[MT_TOKEN_SIZE + 32];
+    int fds[64];
+    long id;
+    int i;
+    json_t *o;
+
+    (void)state;
+    opt_sse_idle_s = 1;
+    srv = start(0, 1 << 20);
+    opt_sse_idle_s = 0;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/tokens", "{\"name\":\"s\"}", 1),
+                     201);
+    o = body_json(&a);
+    snprintf(bearer, sizeof bearer, "Authorization: Bearer %s",
+             json_string_value(json_object_get(o, "token")));
+    json_decref(o);
+    id = start_sleep_job(&a, 60000, 2);
+    snprintf(path, sizeof path, "/v1/runs/%ld/events", id);
+    for (i = 0; i < 64; i++) {
+        fds[i] = raw_get(mt_server_port(srv), path, bearer);
+        CHECK(read_until(fds[i], "event: status"));
+    }
+    assert_int_equal(health_streams(&a), 64);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 429);
+    CHECK(strstr(a.body.data, "event: error\n") != NULL);
+    CHECK(strstr(a.body.data, "\"error\":\"too_many_streams\"") != NULL);
+    /* an idle stream gets a keep-alive comment (sse_idle_s 1) */
+    CHECK(read_until(fds[0], ": keep-alive\n\n"));
+    for (i = 1; i < 64; i++)
+        close(fds[i]);
+    for (i = 0; i < 300 && health_streams(&a) > 1; i++)
+        usleep(100 * 1000);
+    assert_int_equal(health_streams(&a), 1);
+    close(fds[0]);
+    snprintf(path, sizeof path, "/v1/runs/%ld/cancel", id);
+    assert_int_equal(req(&a, "POST", path, NULL, 1), 202);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
 static enum mt_status copy_status(const struct mt_run *r, void *user)
 {
     snprintf(user, 16, "%s", r->status);
@@ -518,6 +691,8 @@ int main(void)
         cmocka_unit_test(test_server_score_records_run),
         cmocka_unit_test(test_server_check_without_llm_says_how),
         cmocka_unit_test(test_server_sse_streams_job_events),
+        cmocka_unit_test(test_server_replay_log_is_capped),
+        cmocka_unit_test(test_server_stream_cap_and_reaping),
         cmocka_unit_test(test_server_stop_lets_jobs_finish),
         cmocka_unit_test(test_server_stop_cancels_past_grace),
     };
