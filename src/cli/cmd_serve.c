@@ -58,7 +58,18 @@ static const struct cli_opt serve_opts[] = {
      0},
     {"max-conns-per-ip", 0, "N",
      "connections from one client address, 0..100000, "
-     "0 = no cap (default 64)",
+     "0 = no cap (default 64); all connections are capped by the open-file "
+     "limit, raised to its hard limit at start (GET /v1/health: limits)",
+     0},
+    {"sse-idle", 0, "S",
+     "an event stream with nothing to send for S seconds gets a "
+     "keep-alive comment, so a client that went away is found and its "
+     "stream closed, 0..3600, 0 = none (default 15)",
+     0},
+    {"replay-max", 0, "BYTES",
+     "bytes of a run's events kept for a stream opened late, 4096..1 GiB "
+     "(default 1048576): older ones are dropped and such a stream gets a "
+     "\"missed\" event; the final \"done\" is always kept",
      0},
     {"login-failures", 0, "N",
      "wrong passwords in a row that lock an account "
@@ -148,7 +159,13 @@ static int read_guards(struct cli_args *a, struct mt_server_params *p)
 {
     unsigned long ht = p->header_timeout_s, mc = p->max_conns_per_ip;
     unsigned long lf = p->login_failures, ll = (unsigned long)p->login_lock_s;
+    unsigned long si = p->sse_idle_s, rm = p->replay_max;
 
+    if (cli_get_uint(a, "sse-idle", 0, 3600, &si) < 0 ||
+        cli_get_uint(a, "replay-max", 4096, 1ul << 30, &rm) < 0)
+        return -1;
+    p->sse_idle_s = (uint32_t)si;
+    p->replay_max = rm;
     if (cli_get_uint(a, "header-timeout", 0, 3600, &ht) < 0 ||
         cli_get_uint(a, "max-conns-per-ip", 0, 100000, &mc) < 0 ||
         cli_get_uint(a, "login-failures", 0, 1000, &lf) < 0 ||
