@@ -133,11 +133,14 @@ static int opinion_of(struct run *r, const struct call *c, int locate,
                   : read_detect(o, d, why, sizeof why);
 }
 
-static void describe(char *buf, size_t n, const struct opinion *d, int locate)
+static void describe(char *buf, size_t n, const struct opinion *d, int has,
+                     int locate)
 {
     /* reasoning, then the decision, then the confidence, in the order
      * the agent wrote them (MedGuards' chain-of-thought decomposition) */
-    if (locate)
+    if (!has) /* MedGuards shows the arbiter the failed agent's "ERROR" */
+        snprintf(buf, n, "ERROR: this reviewer gave no usable answer.");
+    else if (locate)
         snprintf(buf, n,
                  "Reasoning: %s Sentence: %d \"%s\". Confidence: "
                  "%.2f.",
@@ -166,12 +169,32 @@ static const struct stage locate_stage = {
     1, "guard_locate_1", "guard_locate_2", "guard_locate_arbiter", check_locate,
 };
 
-/* The disagreement: the arbiter sees both opinions and confidences; when
- * its reply is unusable the more confident agent wins (on a tie: the
- * INCORRECT verdict, or agent 1's sentence). */
+/* The arbiter's fallback when its reply is unusable: the one agent that
+ * answered, else the more confident agent (on a tie: the INCORRECT
+ * verdict, or agent 1's sentence). */
+static void no_arbiter(const struct stage *s, const struct opinion *d,
+                       const int *has, int *out, const char **rule)
+{
+    if (!has[0] || !has[1]) {
+        *out = has[0] ? d[0].value : d[1].value;
+        *rule = "one agent failed and the arbiter's reply was unusable: "
+                "the other's answer stands";
+    } else if (d[0].conf != d[1].conf) {
+        *out = d[0].conf > d[1].conf ? d[0].value : d[1].value;
+        *rule = "arbiter unusable: the more confident agent wins";
+    } else {
+        *out = s->locate ? d[0].value : 1;
+        *rule = s->locate ? "arbiter unusable, equal confidence: agent 1"
+                          : "arbiter unusable, equal confidence: INCORRECT";
+    }
+}
+
+/* The disagreement, or one agent's failure (MedGuards arbitrates both:
+ * a failed call's "ERROR"/"UNKNOWN" never agrees): the arbiter sees both
+ * opinions and confidences, a failed agent's as ERROR. */
 static enum mt_status arbitrate(struct run *r, const struct stage *s,
-                                const struct opinion *d, int *out,
-                                const char **rule)
+                                const struct opinion *d, const int *has,
+                                int *out, const char **rule)
 {
     static const char *const keys[] = {"SENTENCES", "AGENT1", "AGENT2"};
     char *desc = mt_malloc(2 * DESC_MAX);
@@ -185,20 +208,16 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
     vals[0] = r->block;
     vals[1] = desc;
     vals[2] = desc + DESC_MAX;
-    describe(desc, DESC_MAX, &d[0], s->locate);
-    describe(desc + DESC_MAX, DESC_MAX, &d[1], s->locate);
+    describe(desc, DESC_MAX, &d[0], has[0], s->locate);
+    describe(desc + DESC_MAX, DESC_MAX, &d[1], has[1], s->locate);
     call_init(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
     st = mtx_call_do(r, &c);
     if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
         *out = da.value;
-        *rule = "the arbiter decided";
-    } else if (d[0].conf != d[1].conf) {
-        *out = d[0].conf > d[1].conf ? d[0].value : d[1].value;
-        *rule = "arbiter unusable: the more confident agent wins";
+        *rule = has[0] && has[1] ? "the arbiter decided"
+                                 : "one agent failed: the arbiter decided";
     } else {
-        *out = s->locate ? d[0].value : 1;
-        *rule = s->locate ? "arbiter unusable, equal confidence: agent 1"
-                          : "arbiter unusable, equal confidence: INCORRECT";
+        no_arbiter(s, d, has, out, rule);
     }
     mtx_call_free(&c);
     mt_free(desc);
@@ -215,17 +234,12 @@ static enum mt_status decide(struct run *r, const struct stage *s,
         r->fallback = 1;
         return MT_OK;
     }
-    if (!has[0] || !has[1]) {
-        *out = has[0] ? d[0].value : d[1].value;
-        *rule = "one agent failed: the other's answer stands";
-        return MT_OK;
-    }
-    if (d[0].value == d[1].value) {
+    if (has[0] && has[1] && d[0].value == d[1].value) {
         *out = d[0].value;
         *rule = "the agents agree";
         return MT_OK;
     }
-    return arbitrate(r, s, d, out, rule);
+    return arbitrate(r, s, d, has, out, rule);
 }
 
 static json_t *opinion_json(const struct opinion *d, int has)

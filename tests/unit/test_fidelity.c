@@ -399,6 +399,85 @@ static void test_on_exhausted_last_answer(void **state)
     script_stop(&s);
 }
 
+/* ==== MedGuards ==== */
+
+/* Request i of 'role' with its line breaks as spaces (prompts wrap). */
+static char *flat_text(const struct script *s, const char *role, size_t i)
+{
+    char *t = nth_text(s, role, i);
+    char *p;
+
+    for (p = t; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    return t;
+}
+
+/* The prompts follow MedGuards' (Doubao_MedGuards.py): detection agent 2
+ * looks most closely at the diagnosis; localisation never asserts that
+ * there is an error and hints that it is more likely in a conclusion
+ * sentence. When one agent of a stage gives no usable answer the arbiter
+ * still decides, shown that agent's answer as ERROR, as MedGuards'
+ * arbitration does for a failed call. */
+static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char roles[512];
+    char *t;
+    size_t i;
+    static const char *const loc[] = {"guard_locate_1", "guard_locate_2",
+                                      "guard_locate_arbiter"};
+
+    (void)st;
+    script_start(
+        &s, "guard_detect_1 {\"reasoning\":\"R1: STEMI needs PCI\","
+            "\"verdict\":\"INCORRECT\",\"confidence\":0.9}\n"
+            "guard_detect_2 not json at all\n"
+            "guard_detect_arbiter {\"reasoning\":\"agent 1 is right\","
+            "\"verdict\":\"INCORRECT\",\"confidence\":0.8}\n"
+            "guard_locate_1 not json at all\n"
+            "guard_locate_2 {\"reasoning\":\"L2: discharge\",\"sentence\":"
+            "\"He is given aspirin and sent home.\",\"confidence\":0.7}\n"
+            "guard_locate_arbiter {\"reasoning\":\"L2 is right\",\"sentence\":"
+            "\"He is given aspirin and sent home.\",\"confidence\":0.8}\n"
+            "guard_correct {\"reasoning\":\"admit for PCI\",\"corrected_"
+            "sentence\":\"He is given aspirin and sent for PCI.\","
+            "\"confidence\":0.8}\n");
+    a = open_strategy(&s, MT_STRATEGY_GUARDS);
+    check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == 2);
+    script_roles(&s, roles, sizeof roles);
+    CHECK(script_count(roles, "guard_detect_arbiter") == 1);
+    CHECK(script_count(roles, "guard_locate_arbiter") == 1);
+    CHECK(script_count(r.trace, "one agent failed: the arbiter decided") ==
+          2);
+    t = flat_text(&s, "guard_detect_2", 0);
+    CHECK(strstr(t, "look at the diagnosis most closely") != NULL);
+    free(t);
+    t = nth_text(&s, "guard_detect_arbiter", 0);
+    CHECK(strstr(t, "Reasoning: R1: STEMI needs PCI Verdict: INCORRECT.") !=
+          NULL);
+    CHECK(strstr(t, "ERROR: this reviewer gave no usable answer.") != NULL);
+    free(t);
+    for (i = 0; i < 3; i++) {
+        t = flat_text(&s, loc[i], 0);
+        CHECK(strstr(t, "more likely to be a conclusion sentence") != NULL);
+        CHECK(strstr(t, "either correct or holds at most one medical "
+                        "error") != NULL);
+        CHECK(strstr(t, "holds one medical error in") == NULL);
+        free(t);
+    }
+    t = nth_text(&s, "guard_locate_arbiter", 0);
+    CHECK(strstr(t, "ERROR: this reviewer gave no usable answer.") != NULL);
+    CHECK(strstr(t, "L2: discharge") != NULL);
+    free(t);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_medeval_reasons_before_it_scores),
         cmocka_unit_test(test_medeval_needs_a_quorum_of_usable_reviews),
         cmocka_unit_test(test_on_exhausted_last_answer),
+        cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
     };
 
     mtx_jsonl_init_alloc();
