@@ -164,7 +164,7 @@ import_batches() {
         rm -rf "$SRC"
         mv "$d" "$SRC"
         cp "$SRC/queries.jsonl" "$RUN/queries/$(printf %04d "$f").jsonl"
-        timed "$stem" "$MT" import pubmed --db "$DB" --json --no-progress \
+        timed "$stem" "$MT" import pubmed --db "$DB" --json --no-progress --no-index \
             "$SRC"/*.xml.gz
         rm -rf "$SRC"
         mv "$stem.out" "$stem.json"
@@ -243,7 +243,7 @@ else
     rm -rf "$DB"
     log "import pubmed ($(ls "$SRC"/*.xml.gz | wc -l) files)"
     /usr/bin/time -v -o "$P.import.time" \
-        "$MT" import pubmed --db "$DB" --json --no-progress "$SRC"/*.xml.gz \
+        "$MT" import pubmed --db "$DB" --json --no-progress --no-index "$SRC"/*.xml.gz \
         >"$P.import.json"
     du -sbL "$SRC" | cut -f1 >"$P.input_bytes"
     log "index (BM25, embedder none)"

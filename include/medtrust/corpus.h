@@ -39,6 +39,18 @@ struct mt_import_params {
      * input bytes read so far and their total; may be NULL. */
     void (*progress)(uint64_t done_bytes, uint64_t total_bytes, void *user);
     void *progress_user;
+    /* An input file or record that cannot be read (malformed, truncated
+     * gzip, refused as hostile, unreadable) is skipped: 'on_skip' (may be
+     * NULL) gets "FILE:LINE: why" on the calling thread, it is counted in
+     * the result, and the import goes on. With 'strict' the first such
+     * error ends the import instead, as an error. */
+    int strict;
+    void (*on_skip)(const char *what, void *user);
+    void *skip_user;
+    /* Folder walks follow a symbolic link that leads out of the folder
+     * given (as find -L); without it such a link is skipped and named
+     * through on_skip. A link within the folder is always followed. */
+    int follow_symlinks;
 };
 
 /* Fills 'p' with the defaults: no store, no output, batch 1000. */
@@ -55,6 +67,12 @@ struct mt_import_result {
     uint64_t deleted;   /* documents deleted (PubMed DeleteCitation) */
     uint64_t delete_missing; /* deletions of documents not stored */
     uint64_t queries;        /* questions written to queries_out */
+    /* Input files that could not be read whole: missing or unreadable, or
+     * an error part way (what was read before it is written; the file is
+     * not marked imported, so a rerun reads it again). */
+    uint64_t bad_files;
+    uint64_t bad_records;   /* records skipped for an error; files go on */
+    uint64_t links_skipped; /* symbolic links out of a folder not followed */
 };
 
 /* The format names mt_import accepts, NULL-terminated. */
@@ -64,10 +82,13 @@ extern const char *const mt_import_formats[];
  * "medquad", "pubmedqa", "medrag", "csv"). A folder argument is walked for
  * the format's files (pmc: *.nxml, medquad: *.xml) in name order. A file a
  * store already took in whole (same path, size and mtime) is skipped, so a
- * rerun after a crash resumes with the first unfinished file. On failure
- * the batch being written is rolled back (earlier batches stay, as with
- * mt_store_ingest_jsonl), no output file is left behind, and 'err' names
- * the file and the line or record. 'res' (may be NULL) gets the counts. */
+ * rerun after a crash resumes with the first unfinished file. A file or
+ * record that cannot be read is skipped and counted (see 'strict'): the
+ * import succeeds with the rest, unless it is the only input file, or no
+ * input file could be read at all. On failure the batch being written is
+ * rolled back (earlier batches stay, as with mt_store_ingest_jsonl), no
+ * output file is left behind, and 'err' names the file and the line or
+ * record. 'res' (may be NULL) gets the counts. */
 enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
                          const struct mt_import_params *params,
                          struct mt_import_result *res, struct mt_error *err);

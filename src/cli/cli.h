@@ -99,6 +99,19 @@ void cli_print_help(const struct cli_verb *v);
 /* Prints "medtrust: ERROR: message" and a hint; returns the exit code. */
 int cli_fail(const struct mt_error *err, enum mt_status st);
 
+struct mt_index_build_result;
+
+/* Brings the search index of store 's' up to date as 'medtrust index
+ * --db DIR' with no other option does (new chunks in a new segment, a
+ * rebuild after deletions; the index's own embedder, for a new index
+ * $MEDTRUST_EMBEDDER, else use-lite; 'embedder' overrides when not NULL),
+ * with a progress bar unless 'quiet' and its summary line on stdout unless
+ * 'json'. 'res' (may be NULL) gets the build's counts. */
+enum mt_status cli_index_update(struct mt_store *s, const char *embedder,
+                                int quiet, int json,
+                                struct mt_index_build_result *res,
+                                struct mt_error *err);
+
 /* Verbs. */
 extern const struct cli_verb cli_verb_index;
 extern const struct cli_verb cli_verb_import;

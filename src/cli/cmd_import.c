@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "core/progress.h"
 #include "medtrust/corpus.h"
+#include "medtrust/index.h"
 #include "medtrust/publish.h"
 #include "medtrust/store.h"
 
@@ -46,10 +47,48 @@ static const struct cli_opt import_opts[] = {
      "chunk size in characters for a new store, 1..1000000 (default 1000)", 0},
     {"chunk-overlap", 0, "N",
      "chunk overlap in characters for a new store (default 200)", 0},
+    {"strict", 0, NULL,
+     "a file or record that cannot be read ends the import as an error "
+     "(default: it is skipped with a warning naming FILE:LINE and why, "
+     "counted, and the rest is imported; the exit status is then 1)",
+     0},
+    {"follow-symlinks", 0, NULL,
+     "in folders, follow symbolic links that lead out of the folder given, "
+     "as find -L (default: such links are skipped and named; links within "
+     "it are followed)",
+     0},
+    {"no-index", 0, NULL,
+     "--db: do not bring the search index up to date at the end (for a "
+     "bulk load in many steps; let the last step index, or run 'medtrust "
+     "index --db DIR')",
+     0},
+    {"embedder", 'e', "SPEC",
+     "--db: the embedder of the search index update, as 'medtrust index "
+     "--embedder' (default: the index's own; for a new index "
+     "$MEDTRUST_EMBEDDER, else use-lite)",
+     0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
 };
+
+#define SKIPS_LISTED 1000 /* skipped inputs named in --json */
+
+/* What the import skipped, for --json (the CLI is single-threaded; the
+ * library calls on_skip on this thread). */
+static json_t *o_skips;
+static uint64_t o_skips_more;
+
+/* Each skipped file, record or link: a warning now, a line of --json. */
+static void on_skip(const char *what, void *user)
+{
+    (void)user;
+    fprintf(stderr, "medtrust: warning: %s (skipped)\n", what);
+    if (o_skips && json_array_size(o_skips) < SKIPS_LISTED)
+        json_array_append_new(o_skips, json_string(what));
+    else
+        o_skips_more++;
+}
 
 static void on_progress(uint64_t done, uint64_t total, void *user)
 {
@@ -76,6 +115,9 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     p->id_col = cli_get(a, "id-col");
     p->text_col = cli_get(a, "text-col");
     p->title_col = cli_get(a, "title-col");
+    p->strict = cli_get(a, "strict") != NULL;
+    p->follow_symlinks = cli_get(a, "follow-symlinks") != NULL;
+    p->on_skip = on_skip;
     if (!cli_get(a, "db") == !p->jsonl_out) {
         fprintf(stderr, "medtrust import: give exactly one of --db DIR and "
                         "--jsonl FILE\nTry 'medtrust import --help'.\n");
@@ -89,29 +131,59 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     return 0;
 }
 
+static uint64_t skipped_any(const struct mt_import_result *r)
+{
+    return r->bad_files + r->bad_records + r->links_skipped;
+}
+
+/* The search index update of an import into a store: NULL when there was
+ * none (--jsonl, --no-index). */
+struct index_done {
+    int ran;
+    struct mt_index_build_result br;
+};
+
+static void print_json(const char *format, const struct mt_import_result *r,
+                       double rate, const struct index_done *ix)
+{
+    json_t *o = json_pack(
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "format", format,
+        "files", (json_int_t)r->files, "resumed", (json_int_t)r->resumed,
+        "records", (json_int_t)r->records, "documents",
+        (json_int_t)r->documents, "unchanged", (json_int_t)r->unchanged,
+        "chunks", (json_int_t)r->chunks, "skipped", (json_int_t)r->skipped,
+        "deleted", (json_int_t)r->deleted, "delete_missing",
+        (json_int_t)r->delete_missing, "queries", (json_int_t)r->queries,
+        "records_per_s", rate);
+
+    if (!o)
+        return;
+    json_object_set_new(o, "bad_files", json_integer((json_int_t)r->bad_files));
+    json_object_set_new(o, "bad_records",
+                        json_integer((json_int_t)r->bad_records));
+    json_object_set_new(o, "links_skipped",
+                        json_integer((json_int_t)r->links_skipped));
+    json_object_set_new(o, "skips",
+                        o_skips ? json_incref(o_skips) : json_array());
+    json_object_set_new(o, "skips_not_listed",
+                        json_integer((json_int_t)o_skips_more));
+    json_object_set_new(o, "index",
+                        ix && ix->ran
+                            ? json_pack("{s:I,s:I,s:b}", "chunks_added",
+                                        (json_int_t)ix->br.chunks_added,
+                                        "segments", (json_int_t)ix->br.segments,
+                                        "rebuilt", ix->br.merged)
+                            : json_null());
+    json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(o);
+}
+
 static void print_result(const char *format, const struct mt_import_result *r,
-                         double secs, int json)
+                         double secs)
 {
     double rate = secs > 0 ? (double)r->records / secs : 0.0;
 
-    if (json) {
-        json_t *o = json_pack(
-            "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "format",
-            format, "files", (json_int_t)r->files, "resumed",
-            (json_int_t)r->resumed, "records", (json_int_t)r->records,
-            "documents", (json_int_t)r->documents, "unchanged",
-            (json_int_t)r->unchanged, "chunks", (json_int_t)r->chunks,
-            "skipped", (json_int_t)r->skipped, "deleted",
-            (json_int_t)r->deleted, "delete_missing",
-            (json_int_t)r->delete_missing, "queries", (json_int_t)r->queries,
-            "records_per_s", rate);
-        if (o) {
-            json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            putchar('\n');
-            json_decref(o);
-        }
-        return;
-    }
     printf("%s: %llu files, %llu records: %llu documents written, %llu "
            "chunks, %llu unchanged, %llu skipped without text, %llu deleted "
            "(%llu not found); %llu queries; %.0f records/s\n",
@@ -124,6 +196,13 @@ static void print_result(const char *format, const struct mt_import_result *r,
     if (r->resumed)
         printf("%llu files were already imported whole and were skipped\n",
                (unsigned long long)r->resumed);
+    if (skipped_any(r))
+        printf("could not be read and skipped: %llu files, %llu records; "
+               "%llu symbolic links out of a folder not followed (each is "
+               "named above; what was read is written; exit status 1)\n",
+               (unsigned long long)r->bad_files,
+               (unsigned long long)r->bad_records,
+               (unsigned long long)r->links_skipped);
 }
 
 static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
@@ -154,6 +233,28 @@ static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
     return st;
 }
 
+/* After an import into a store: the search index brought up to date,
+ * unless --no-index. */
+static enum mt_status update_index(struct cli_args *a, struct mt_store *s,
+                                   struct index_done *ix, struct mt_error *err)
+{
+    int json = cli_get(a, "json") != NULL;
+
+    if (!s)
+        return MT_OK;
+    if (cli_get(a, "no-index")) {
+        if (!json)
+            printf("search index not updated (--no-index): the last step "
+                   "of the load indexes, or run 'medtrust index --db %s'\n",
+                   cli_get(a, "db"));
+        return MT_OK;
+    }
+    ix->ran = 1;
+    return cli_index_update(s, cli_get(a, "embedder"),
+                            cli_get(a, "no-progress") != NULL, json, &ix->br,
+                            err);
+}
+
 static int import_run(struct cli_args *a)
 {
     struct mt_import_params p;
@@ -161,12 +262,16 @@ static int import_run(struct cli_args *a)
     struct mt_import_result r;
     struct mt_error err = {MT_OK, ""};
     struct mt_store *s = NULL;
+    struct index_done ix;
     double secs = 0;
+    int json = cli_get(a, "json") != NULL;
     enum mt_status st = MT_OK;
 
     if (read_opts(a, &p) < 0 || cli_store_params_read(a, &sp) < 0)
         return 1;
     memset(&r, 0, sizeof r);
+    memset(&ix, 0, sizeof ix);
+    o_skips = json_array();
     if (cli_get(a, "db"))
         st = mt_publish_refuse_writes(cli_get(a, "db"), &err);
     if (st == MT_OK && cli_get(a, "db"))
@@ -174,11 +279,19 @@ static int import_run(struct cli_args *a)
     p.store = s;
     if (st == MT_OK)
         st = run_import(a, &p, &r, &secs, &err);
+    if (st == MT_OK && !json)
+        print_result(a->pos[0], &r, secs);
+    if (st == MT_OK)
+        st = update_index(a, s, &ix, &err);
+    if (st == MT_OK && json)
+        print_json(a->pos[0], &r, secs > 0 ? (double)r.records / secs : 0.0,
+                   &ix);
     mt_store_close(s);
+    json_decref(o_skips);
+    o_skips = NULL;
     if (st != MT_OK)
         return cli_fail(&err, st);
-    print_result(a->pos[0], &r, secs, cli_get(a, "json") != NULL);
-    return 0;
+    return skipped_any(&r) ? 1 : 0;
 }
 
 const struct cli_verb cli_verb_import = {
@@ -211,10 +324,18 @@ const struct cli_verb cli_verb_import = {
     "in the order given, one after another. A store is written in "
     "transactional\n"
     "batches; each file read whole is recorded, so a rerun after a crash\n"
-    "skips those files and resumes with the first unfinished one. On bad\n"
-    "input the error names the file, line and record, and the batch in\n"
-    "flight is rolled back; --jsonl and --queries files appear only on\n"
-    "success. Then 'medtrust index --db DIR' builds the search index.",
+    "skips those files and resumes with the first unfinished one.\n"
+    "A file or record that cannot be read (malformed, a truncated .gz,\n"
+    "refused as hostile, unreadable) is skipped with a warning naming\n"
+    "FILE:LINE and why, and counted; the rest is imported, what a file\n"
+    "held before its error included (the file is read again by a rerun).\n"
+    "Exit status 1 when anything was skipped, 0 when nothing was; when\n"
+    "nothing at all could be read, or under --strict at the first such\n"
+    "error, the import fails: the batch in flight is rolled back and no\n"
+    "--jsonl or --queries file appears. Folders are walked without\n"
+    "following symbolic links out of them (--follow-symlinks). With --db\n"
+    "the search index is brought up to date at the end, as 'medtrust\n"
+    "index --db DIR' does (--no-index leaves it).",
     import_opts,
     import_run,
 };

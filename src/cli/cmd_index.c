@@ -373,6 +373,7 @@ static enum mt_status with_embedder(struct mt_store *s, const char *spec,
 
 static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
                                   int rebuild, const char *embedder,
+                                  struct mt_index_build_result *res,
                                   struct mt_error *err)
 {
     struct mt_index_build_params bp;
@@ -428,7 +429,24 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
                (unsigned long long)br.chunks_added,
                br.merged ? " (rebuilt)" : "", br.segments,
                br.segments == 1 ? "" : "s");
+    if (st == MT_OK && res)
+        *res = br;
     return st;
+}
+
+enum mt_status cli_index_update(struct mt_store *s, const char *embedder,
+                                int quiet, int json,
+                                struct mt_index_build_result *res,
+                                struct mt_error *err)
+{
+    struct index_opts o;
+
+    memset(&o, 0, sizeof o);
+    o.vec_store = MT_VEC_STORE_RESIDUAL;
+    o.segment_mb = ULONG_MAX;
+    o.json = json;
+    o.quiet = quiet;
+    return build_index(s, &o, 0, embedder, res, err);
 }
 
 /* Refuses inputs that are not files before the store is touched. */
@@ -505,7 +523,7 @@ static int index_run(struct cli_args *a)
     }
     if (st == MT_OK && !cli_get(a, "no-search-index"))
         st = build_index(s, &o, cli_get(a, "rebuild") != NULL,
-                         cli_get(a, "embedder"), &err);
+                         cli_get(a, "embedder"), NULL, &err);
     mt_store_close(s);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }

@@ -57,7 +57,7 @@ void mtx_jsonl_init_alloc(void)
 
 struct mt_jsonl_params mtx_jsonl_default_params(void)
 {
-    struct mt_jsonl_params p = {0, (size_t)64 << 20};
+    struct mt_jsonl_params p = {0, (size_t)64 << 20, NULL, NULL};
 
     return p;
 }
@@ -206,11 +206,22 @@ static enum mt_status bad_line(struct mt_jsonl *r, struct mt_error *err,
                                enum mt_status st, size_t lineno,
                                const char *why)
 {
-    if (r->params.skip_bad) {
-        r->skipped++;
+    struct mt_error e;
+
+    if (!r->params.skip_bad)
+        return fail_line(r, err, st, lineno, why);
+    r->skipped++;
+    if (!r->params.on_bad)
         return MT_OK;
+    mt_fail(&e, st, "%s:%zu: %s", r->name, lineno, why);
+    st = r->params.on_bad(&e, r->params.bad_user);
+    if (st != MT_OK) {
+        r->ferr = e;
+        r->failed = st;
+        if (err)
+            *err = e;
     }
-    return fail_line(r, err, st, lineno, why);
+    return st;
 }
 
 /* Reads and parses one line into r->cur (left NULL for a blank or skipped

@@ -15,6 +15,11 @@ struct mt_jsonl;
 struct mt_jsonl_params {
     int skip_bad;    /* nonzero: skip bad or over-long lines, count them */
     size_t max_line; /* bytes in one line, default 64 MiB */
+    /* With skip_bad, called (when set) for each line skipped with its
+     * error, "FILE:LINE: why"; a status other than MT_OK it returns ends
+     * the reading with that error (sticky, as any). */
+    enum mt_status (*on_bad)(struct mt_error *e, void *user);
+    void *bad_user;
 };
 
 /* Returns the defaults: skip_bad 0, max_line 64 MiB. */

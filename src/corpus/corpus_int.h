@@ -43,6 +43,16 @@ enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
 /* Counts a record read (and skipped, when 'skipped'). */
 void mtx_sink_record(struct mt_sink *k, int skipped);
 
+/* A record the importer cannot read, with err (which names FILE:LINE and
+ * why) filled: under --strict returns err's status, and the import ends
+ * there; else the writer names it through on_skip and counts it as a bad
+ * record, err is cleared and the importer goes on (MT_OK). */
+enum mt_status mtx_sink_skip(struct mt_sink *k, struct mt_error *err);
+
+/* Is 'st' a fault of the input (a file or record that can be skipped), not
+ * of memory or of the output? */
+int mtx_input_error(enum mt_status st);
+
 /* Tells the sink how many input bytes of the current file were read, for
  * progress. */
 void mtx_sink_read(struct mt_sink *k, uint64_t bytes_in_file);
@@ -95,6 +105,17 @@ void mtx_out_read(struct mtx_out *k, uint64_t bytes_in_file);
 /* Writes one encoded query line (without its newline), if queries go out. */
 enum mt_status mtx_out_query_line(struct mtx_out *k, const char *line, size_t n,
                                   struct mt_error *err);
+
+/* Names a file ('file') or record that was skipped through on_skip and
+ * counts it. */
+void mtx_out_skip(struct mtx_out *k, const char *what, int file);
+
+/* Ends the current file after an error part way: commits what was
+ * written, without the mark (a rerun reads the file again). */
+enum mt_status mtx_out_file_partial(struct mtx_out *k, struct mt_error *err);
+
+/* The counts so far. */
+const struct mt_import_result *mtx_out_result(const struct mtx_out *k);
 
 /* Ends the current file: commits and records it as imported whole. */
 enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err);
@@ -160,6 +181,10 @@ struct mt_buf *mtx_xml_captured(const struct mt_xml *x);
 size_t mtx_xml_depth(const struct mt_xml *x);
 /* Is the current path 'suffix' or does it end in "/suffix"? */
 int mtx_xml_at(const struct mt_xml *x, const char *suffix);
+/* A record a handler cannot read, with mtx_xml_error(x) filled: skipped
+ * (mtx_sink_skip, the message prefixed with "FILE:LINE: ") and MT_OK, or
+ * under --strict the error's status for the handler to return. */
+enum mt_status mtx_xml_skip(struct mt_xml *x, struct mt_sink *k);
 /* Compressed bytes read so far from the file (for progress). */
 uint64_t mtx_xml_offset(const struct mt_xml *x);
 /* The error a handler fills before returning a failure. */
@@ -248,8 +273,10 @@ struct mtx_in_file {
 };
 
 /* Parses files[0..n) on p->threads threads (0: the online CPUs) into 'out',
- * each file's documents written in order and the files in input order,
- * the first failure ending the run with its message in err. */
+ * each file's documents written in order and the files in input order.
+ * A file that fails with an input error (mtx_input_error) is skipped after
+ * what was read before the error, unless p->strict or n is 1; any other
+ * failure ends the run with its message in err. */
 enum mt_status mtx_pipe_run(mtx_import_fn fn, const struct mtx_in_file *files,
                             size_t n, const struct mt_import_params *p,
                             struct mtx_out *out, struct mt_error *err);

@@ -152,6 +152,8 @@ enum mt_status mtx_import_csv(struct mt_import_ctx *c, const char *path,
         st = check_utf8(&k, r, path, err);
         if (st == MT_OK)
             st = csv_row(c, r, &k, path, err);
+        if (st != MT_OK) /* a row without an id or not UTF-8: skipped */
+            st = mtx_sink_skip(c->sink, err);
     }
     for (i = 0; k.names && i < k.n; i++)
         mt_free(k.names[i]);

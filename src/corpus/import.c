@@ -2,10 +2,12 @@
  * run over every input file through one sink. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/jsonl.h"
 #include "corpus/corpus_int.h"
@@ -103,30 +105,129 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static enum mt_status walk(const struct format *fm, const char *dir, int depth,
-                           struct files *f, struct mt_error *err);
+/* A walk over the folders given: what it finds and what it skipped. */
+struct walk {
+    const struct format *fm;
+    const struct mt_import_params *p;
+    struct files *f;
+    char root[PATH_MAX];           /* the real path of the folder given */
+    dev_t dev[WALK_DEPTH_MAX + 2]; /* the folders open above, for loops */
+    ino_t ino[WALK_DEPTH_MAX + 2];
+    uint64_t bad_files;
+    uint64_t links_skipped;
+};
 
-static enum mt_status walk_entry(const struct format *fm, const char *dir,
-                                 const char *name, int depth, struct files *f,
+/* An input that cannot be read, met before any parsing (err says why):
+ * named and counted, or under --strict the error. A link out of the
+ * folder ('link') is skipped by rule, not for an error: never fatal. */
+static enum mt_status skip(struct walk *w, int link, struct mt_error *err)
+{
+    enum mt_status st = err->status;
+
+    if (!link && (w->p->strict || !mtx_input_error(st)))
+        return st;
+    if (link)
+        w->links_skipped++;
+    else
+        w->bad_files++;
+    if (w->p->on_skip)
+        w->p->on_skip(err->msg, w->p->skip_user);
+    err->status = MT_OK;
+    err->msg[0] = '\0';
+    return MT_OK;
+}
+
+static enum mt_status walk(struct walk *w, const char *dir, int depth,
+                           struct mt_error *err);
+
+/* Is the real path 'real' inside the folder given? */
+static int inside(const struct walk *w, const char *real)
+{
+    size_t n = strlen(w->root);
+
+    if (strcmp(w->root, "/") == 0)
+        return 1;
+    return strncmp(real, w->root, n) == 0 && (!real[n] || real[n] == '/');
+}
+
+/* A symbolic link at 'path': *follow is 1 when it stays in the folder (or
+ * --follow-symlinks, as find -L), else it is skipped and named. */
+static enum mt_status link_rule(struct walk *w, const char *path, int *follow,
+                                struct mt_error *err)
+{
+    char real[PATH_MAX];
+
+    *follow = 0;
+    if (!realpath(path, real)) {
+        mt_fail(err, MT_EIO, "%s: a symbolic link that leads nowhere: %s", path,
+                strerror(errno));
+        return skip(w, 0, err);
+    }
+    if (w->p->follow_symlinks || inside(w, real)) {
+        *follow = 1;
+        return MT_OK;
+    }
+    mt_fail(err, MT_EINVAL,
+            "%s: a symbolic link to %s, outside %s: not followed "
+            "(--follow-symlinks follows it)",
+            path, real, w->root);
+    return skip(w, 1, err);
+}
+
+/* Has folder sb been entered above (a loop of links)? Records it at
+ * 'depth' when not. */
+static int seen(struct walk *w, const struct stat *sb, int depth)
+{
+    int i;
+
+    for (i = 0; i < depth; i++)
+        if (w->dev[i] == sb->st_dev && w->ino[i] == sb->st_ino)
+            return 1;
+    w->dev[depth] = sb->st_dev;
+    w->ino[depth] = sb->st_ino;
+    return 0;
+}
+
+static enum mt_status walk_entry(struct walk *w, const char *dir,
+                                 const char *name, int depth,
                                  struct mt_error *err)
 {
     char path[4096];
     struct stat sb;
+    int follow = 1;
+    enum mt_status st;
 
     if (name[0] == '.')
         return MT_OK;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return mt_fail(err, MT_ELIMIT, "%s/%s: path too long", dir, name);
-    if (stat(path, &sb) != 0)
-        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >=
+        sizeof path) {
+        mt_fail(err, MT_ELIMIT, "%s/%s: path too long", dir, name);
+        return skip(w, 0, err);
+    }
+    if (lstat(path, &sb) != 0) {
+        mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+        return skip(w, 0, err);
+    }
+    st = S_ISLNK(sb.st_mode) ? link_rule(w, path, &follow, err) : MT_OK;
+    if (st != MT_OK || !follow)
+        return st;
+    if (stat(path, &sb) != 0) {
+        mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+        return skip(w, 0, err);
+    }
+    if (S_ISDIR(sb.st_mode) && depth + 1 <= WALK_DEPTH_MAX &&
+        seen(w, &sb, depth + 1)) {
+        mt_fail(err, MT_EPARSE, "%s: a loop of symbolic links", path);
+        return skip(w, 0, err);
+    }
     if (S_ISDIR(sb.st_mode))
-        return walk(fm, path, depth + 1, f, err);
-    return wanted(fm, name) ? files_add(f, path, err) : MT_OK;
+        return walk(w, path, depth + 1, err);
+    return wanted(w->fm, name) ? files_add(w->f, path, err) : MT_OK;
 }
 
 /* Adds the format's files under 'dir', in name order within each folder. */
-static enum mt_status walk(const struct format *fm, const char *dir, int depth,
-                           struct files *f, struct mt_error *err)
+static enum mt_status walk(struct walk *w, const char *dir, int depth,
+                           struct mt_error *err)
 {
     struct files names = {NULL, 0, 0, 0};
     struct dirent *e;
@@ -134,39 +235,61 @@ static enum mt_status walk(const struct format *fm, const char *dir, int depth,
     enum mt_status st = MT_OK;
     size_t i;
 
-    if (depth > WALK_DEPTH_MAX)
-        return mt_fail(err, MT_ELIMIT, "%s: folders nested too deep", dir);
+    if (depth > WALK_DEPTH_MAX) {
+        mt_fail(err, MT_ELIMIT, "%s: folders nested too deep (more than %d)",
+                dir, WALK_DEPTH_MAX);
+        return skip(w, 0, err);
+    }
     d = opendir(dir);
-    if (!d)
-        return mt_fail(err, MT_EIO, "%s: %s", dir, strerror(errno));
+    if (!d) {
+        mt_fail(err, MT_EIO, "%s: %s", dir, strerror(errno));
+        return skip(w, 0, err);
+    }
     while (st == MT_OK && (e = readdir(d)) != NULL)
         st = files_add(&names, e->d_name, err);
     closedir(d);
     if (st == MT_OK && names.n)
         qsort(names.v, names.n, sizeof *names.v, by_name);
     for (i = 0; st == MT_OK && i < names.n; i++)
-        st = walk_entry(fm, dir, names.v[i], depth, f, err);
+        st = walk_entry(w, dir, names.v[i], depth, err);
     files_free(&names);
     return st;
 }
 
-static enum mt_status collect(const struct format *fm, const char *const *paths,
-                              size_t n, struct files *f, struct mt_error *err)
+/* A folder given: walked with links kept inside it. */
+static enum mt_status walk_top(struct walk *w, const char *dir,
+                               const struct stat *sb, struct mt_error *err)
+{
+    if (!realpath(dir, w->root))
+        snprintf(w->root, sizeof w->root, "%s", dir);
+    seen(w, sb, 0);
+    return walk(w, dir, 0, err);
+}
+
+static enum mt_status collect(struct walk *w, const char *const *paths,
+                              size_t n, struct mt_error *err)
 {
     struct stat sb;
     enum mt_status st = MT_OK;
     size_t i;
 
     for (i = 0; st == MT_OK && i < n; i++) {
-        if (stat(paths[i], &sb) != 0)
-            return mt_fail(err, MT_EIO, "%s: %s", paths[i], strerror(errno));
-        if (S_ISDIR(sb.st_mode))
-            st = walk(fm, paths[i], 0, f, err);
-        else
-            st = files_add(f, paths[i], err);
+        if (stat(paths[i], &sb) != 0) {
+            mt_fail(err, MT_EIO, "%s: %s", paths[i], strerror(errno));
+            st = skip(w, 0, err);
+        } else if (S_ISDIR(sb.st_mode)) {
+            st = walk_top(w, paths[i], &sb, err);
+        } else {
+            st = files_add(w->f, paths[i], err);
+        }
     }
-    if (st == MT_OK && f->n == 0)
-        st = mt_fail(err, MT_EINVAL, "no %s input files found", fm->name);
+    if (st == MT_OK && w->f->n == 0 && w->bad_files)
+        st = mt_fail(err, MT_EIO,
+                     "nothing could be read: every input was skipped (%llu; "
+                     "see the warnings)",
+                     (unsigned long long)w->bad_files);
+    else if (st == MT_OK && w->f->n == 0)
+        st = mt_fail(err, MT_EINVAL, "no %s input files found", w->fm->name);
     return st;
 }
 
@@ -231,6 +354,31 @@ static const struct format *find_format(const char *name)
     return NULL;
 }
 
+/* Ends the run: commits and renames the outputs when it went well and
+ * something could be read (a run whose every file was skipped fails, and
+ * leaves no output), with the walk's skips added to the counts. */
+static enum mt_status finish(struct mtx_out *out, enum mt_status st,
+                             const struct walk *w, struct mt_import_result *res,
+                             struct mt_error *err)
+{
+    const struct mt_import_result *r = mtx_out_result(out);
+    struct mt_error after = {MT_OK, ""};
+    enum mt_status closed;
+
+    if (st == MT_OK && r->bad_files && !r->files && !r->resumed && !r->records)
+        st = mt_fail(err, MT_EIO,
+                     "nothing could be read: every input file was skipped "
+                     "(%llu; see the warnings)",
+                     (unsigned long long)(r->bad_files + w->bad_files));
+    /* After a failure the first error stays in err. */
+    closed = mtx_out_close(out, st == MT_OK, res, st == MT_OK ? err : &after);
+    if (res) {
+        res->bad_files += w->bad_files;
+        res->links_skipped += w->links_skipped;
+    }
+    return st == MT_OK ? closed : st;
+}
+
 enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
                          const struct mt_import_params *params,
                          struct mt_import_result *res, struct mt_error *err)
@@ -238,6 +386,7 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     const struct format *fm = find_format(format ? format : "");
     struct mt_import_params p = *params;
     struct files f = {NULL, 0, 0, 0};
+    struct walk w;
     struct mtx_in_file *in = NULL;
     struct mtx_out *out = NULL;
     struct mt_error local = {MT_OK, ""};
@@ -254,7 +403,11 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
                        format ? format : "");
     mtx_jsonl_init_alloc();
     p.no_chunk = p.no_chunk || fm->whole;
-    st = collect(fm, paths, n, &f, err);
+    memset(&w, 0, sizeof w);
+    w.fm = fm;
+    w.p = &p;
+    w.f = &f;
+    st = collect(&w, paths, n, err);
     if (st == MT_OK)
         st = in_files(fm, &f, &p, &in, err);
     if (st == MT_OK)
@@ -263,14 +416,8 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
         mtx_out_set_total(out, f.bytes);
         st = mtx_pipe_run(fm->run, in, f.n, &p, out, err);
     }
-    if (out) {
-        /* After a failure the first error stays in err. */
-        struct mt_error after = {MT_OK, ""};
-        enum mt_status closed =
-            mtx_out_close(out, st == MT_OK, res, st == MT_OK ? err : &after);
-
-        st = st == MT_OK ? closed : st;
-    }
+    if (out)
+        st = finish(out, st, &w, res, err);
     mt_free(in);
     files_free(&f);
     return st;

@@ -44,15 +44,29 @@ static enum mt_status medrag_line(struct mt_import_ctx *c, json_t *o,
     return MT_OK;
 }
 
+/* A line that is not JSON, or too long: skipped unless --strict. */
+static enum mt_status bad_line(struct mt_error *e, void *user)
+{
+    return mtx_sink_skip(user, e);
+}
+
 enum mt_status mtx_import_medrag(struct mt_import_ctx *c, const char *path,
                                  struct mt_error *err)
 {
+    struct mt_jsonl_params jp = mtx_jsonl_default_params();
     struct mt_jsonl *r = NULL;
     json_t *o = NULL;
-    enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
+    enum mt_status st;
 
-    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o)
+    jp.skip_bad = !c->p->strict;
+    jp.on_bad = bad_line;
+    jp.bad_user = c->sink;
+    st = mtx_jsonl_open(path, &jp, &r, err);
+    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o) {
         st = medrag_line(c, o, path, mtx_jsonl_line(r), err);
+        if (st != MT_OK) /* a record without an id or text */
+            st = mtx_sink_skip(c->sink, err);
+    }
     mtx_jsonl_close(r);
     return st;
 }

@@ -31,6 +31,7 @@ enum op {
     OP_DEL = 'D',   /* id */
     OP_QUERY = 'Q', /* a queries line */
     OP_COUNT = 'C', /* records and skipped since the last, bytes read */
+    OP_SKIP = 'W',  /* a record skipped for an error: "FILE:LINE: why" */
 };
 
 struct block {
@@ -144,12 +145,24 @@ static enum mt_status hand_over(struct mt_sink *k, struct mt_error *err)
     return stop ? mt_fail(err, MT_ECANCELED, "canceled") : MT_OK;
 }
 
-static enum mt_status added(struct mt_sink *k, enum mt_status st,
-                            const char *id, struct mt_error *err)
+/* Takes a half-written operation back out of the block (at 'len'), so
+ * that what a file read before an error can still be written. */
+static void undo(struct mt_buf *b, size_t len)
 {
-    if (st != MT_OK)
+    if (b->data) {
+        b->len = len;
+        b->data[len] = '\0';
+    }
+}
+
+static enum mt_status added(struct mt_sink *k, enum mt_status st,
+                            const char *id, size_t len, struct mt_error *err)
+{
+    if (st != MT_OK) {
+        undo(&k->blk, len);
         return mt_fail(err, st, "record %s: out of memory or over the limit",
                        id);
+    }
     return k->blk.len >= BLOCK_BYTES ? hand_over(k, err) : MT_OK;
 }
 
@@ -243,10 +256,8 @@ static enum mt_status put_direct(struct mt_sink *k, const struct mt_sink_doc *d)
         st = put_str(b, d->text, d->text_len);
     if (st == MT_OK)
         st = put_fields(b, d, !k->pp->store);
-    if (st != MT_OK && b->data) {
-        b->len = len; /* no half operation in the block */
-        b->data[len] = '\0';
-    }
+    if (st != MT_OK)
+        undo(b, len); /* no half operation in the block */
     return st;
 }
 
@@ -254,11 +265,12 @@ enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
                             struct mt_error *err)
 {
     struct mt_buf *b = &k->blk;
+    size_t len = b->len;
     char *js;
     enum mt_status st = MT_OK;
 
     if (d->fields)
-        return added(k, put_direct(k, d), d->id, err);
+        return added(k, put_direct(k, d), d->id, len, err);
     js = k->pp->store ? (d->meta ? dump(d->meta) : NULL) : doc_line(d);
     if (!js && (d->meta || !k->pp->store))
         return mt_fail(err, MT_ENOMEM, "record %s: out of memory", d->id);
@@ -278,17 +290,43 @@ enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
             st = put_str(b, js, js ? strlen(js) : 0);
     }
     mt_free(js); /* jansson allocates through mt_malloc (import.c) */
-    return added(k, st, d->id, err);
+    return added(k, st, d->id, len, err);
 }
 
 enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
                                struct mt_error *err)
 {
+    size_t len = k->blk.len;
     enum mt_status st = mtx_buf_putc(&k->blk, OP_DEL);
 
     if (st == MT_OK)
         st = put_str(&k->blk, id, strlen(id));
-    return added(k, st, id, err);
+    return added(k, st, id, len, err);
+}
+
+int mtx_input_error(enum mt_status st)
+{
+    return st == MT_EPARSE || st == MT_ELIMIT || st == MT_EIO ||
+           st == MT_EUNSUPPORTED;
+}
+
+enum mt_status mtx_sink_skip(struct mt_sink *k, struct mt_error *err)
+{
+    size_t len = k->blk.len;
+    enum mt_status st = err->status;
+
+    if (k->pp->p->strict || !mtx_input_error(st))
+        return st;
+    st = mtx_buf_putc(&k->blk, OP_SKIP);
+    if (st == MT_OK)
+        st = put_str(&k->blk, err->msg, strlen(err->msg));
+    if (st != MT_OK) {
+        undo(&k->blk, len);
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    err->status = MT_OK;
+    err->msg[0] = '\0';
+    return k->blk.len >= BLOCK_BYTES ? hand_over(k, err) : MT_OK;
 }
 
 void mtx_sink_record(struct mt_sink *k, int skipped)
@@ -310,6 +348,7 @@ enum mt_status mtx_sink_query(struct mt_sink *k, const char *id,
 {
     json_t *o;
     char *line = NULL;
+    size_t len;
     enum mt_status st = MT_ENOMEM;
 
     if (!k->pp->p->queries_out)
@@ -321,11 +360,12 @@ enum mt_status mtx_sink_query(struct mt_sink *k, const char *id,
     json_decref(o);
     if (!line)
         return mt_fail(err, MT_ENOMEM, "query %s: out of memory", id);
+    len = k->blk.len;
     st = mtx_buf_putc(&k->blk, OP_QUERY);
     if (st == MT_OK)
         st = put_str(&k->blk, line, strlen(line));
     mt_free(line);
-    return added(k, st, id, err);
+    return added(k, st, id, len, err);
 }
 
 /* ==== Parser threads ==== */
@@ -336,7 +376,9 @@ static void parse_one(struct pipe *pp, size_t i)
     struct mt_sink k;
     struct mt_import_ctx c = {&k, pp->p};
     struct mt_error err = {MT_OK, ""};
+    struct mt_error after = {MT_OK, ""};
     enum mt_status st = MT_OK;
+    enum mt_status fin;
 
     memset(&k, 0, sizeof k);
     k.pp = pp;
@@ -344,8 +386,10 @@ static void parse_one(struct pipe *pp, size_t i)
     k.blk = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     if (!sl->skip)
         st = pp->fn(&c, pp->files[i].path, &err);
-    if (st == MT_OK)
-        st = hand_over(&k, &err);
+    /* After an error too: the records read before it are written when the
+     * file is skipped (the block holds whole operations only). */
+    fin = hand_over(&k, st == MT_OK ? &err : &after);
+    st = st == MT_OK ? fin : st;
     mtx_buf_free(&k.blk);
     pthread_mutex_lock(&pp->mu);
     sl->done = 1;
@@ -441,6 +485,9 @@ static enum mt_status apply(struct mtx_out *out, const struct mt_buf *b,
             s = get_str(&at, &n);
             st = mtx_out_query_line(out, s, n, err);
             break;
+        case OP_SKIP:
+            mtx_out_skip(out, get_str(&at, &n), 0);
+            break;
         case OP_COUNT: {
             uint64_t records = get_u64(&at);
             uint64_t skipped = get_u64(&at);
@@ -491,6 +538,19 @@ static void move_to(struct pipe *pp, size_t i)
     pthread_mutex_unlock(&pp->mu);
 }
 
+/* A file whose parser failed: an input error skips it (named, counted, what
+ * was read before the error kept) unless --strict; others end the run. */
+static enum mt_status file_failed(struct pipe *pp, struct mtx_out *out,
+                                  const struct slot *sl, struct mt_error *err)
+{
+    if (pp->p->strict || !mtx_input_error(sl->st)) {
+        *err = sl->err;
+        return sl->st;
+    }
+    mtx_out_skip(out, sl->err.msg, 1);
+    return mtx_out_file_partial(out, err);
+}
+
 /* Writes file i as its parser reads it. */
 static enum mt_status write_file(struct pipe *pp, struct mtx_out *out, size_t i,
                                  struct mt_error *err)
@@ -517,10 +577,8 @@ static enum mt_status write_file(struct pipe *pp, struct mtx_out *out, size_t i,
     }
     if (st != MT_OK)
         return st;
-    if (sl->st != MT_OK) {
-        *err = sl->err;
-        return sl->st;
-    }
+    if (sl->st != MT_OK)
+        return file_failed(pp, out, sl, err);
     return skip ? MT_OK : mtx_out_file_end(out, err);
 }
 

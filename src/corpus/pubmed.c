@@ -326,9 +326,11 @@ static enum mt_status end_record(struct pubmed *m, struct mt_xml *x,
 
     m->in_record = 0;
     mtx_squash_space(&m->pmid);
-    if (m->pmid.len == 0)
-        return mt_fail(err, MT_EPARSE, "PubmedArticle %llu has no PMID",
-                       (unsigned long long)m->n);
+    if (m->pmid.len == 0) {
+        mt_fail(err, MT_EPARSE, "PubmedArticle %llu has no PMID",
+                (unsigned long long)m->n);
+        return mtx_xml_skip(x, m->c->sink);
+    }
     mtx_sink_read(m->c->sink, mtx_xml_offset(x));
     mtx_sink_record(m->c->sink, m->text.len == 0);
     if (m->text.len == 0)

@@ -261,6 +261,28 @@ enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err)
     return st;
 }
 
+void mtx_out_skip(struct mtx_out *k, const char *what, int file)
+{
+    if (file)
+        k->res.bad_files++;
+    else
+        k->res.bad_records++;
+    if (k->p.on_skip)
+        k->p.on_skip(what, k->p.skip_user);
+}
+
+enum mt_status mtx_out_file_partial(struct mtx_out *k, struct mt_error *err)
+{
+    k->done_bytes += k->cur_size;
+    k->file_bytes = 0;
+    return commit(k, err);
+}
+
+const struct mt_import_result *mtx_out_result(const struct mtx_out *k)
+{
+    return &k->res;
+}
+
 /* ==== Documents ==== */
 
 enum mt_status mtx_out_put_line(struct mtx_out *k, const char *line, size_t n,

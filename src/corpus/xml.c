@@ -1144,6 +1144,20 @@ struct mt_error *mtx_xml_error(struct mt_xml *x)
     return &x->err;
 }
 
+enum mt_status mtx_xml_skip(struct mt_xml *x, struct mt_sink *k)
+{
+    struct mt_error e = x->err;
+    enum mt_status st;
+
+    mt_error_prefix(&e, "%s:%lu", x->file, line_at(x, x->tok));
+    st = mtx_sink_skip(k, &e);
+    if (st == MT_OK)
+        x->err = e; /* cleared */
+    else if (e.status != x->err.status)
+        x->err = e; /* out of memory on the way */
+    return st;
+}
+
 uint64_t mtx_xml_offset(const struct mt_xml *x)
 {
     return x->gz ? mtx_gz_offset(x->gz) : x->mem_at;

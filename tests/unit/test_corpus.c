@@ -406,6 +406,74 @@ static void test_import_survives_every_allocation_failure(void **state)
     mt_store_close(s);
 }
 
+/* ==== Skipping what cannot be read ==== */
+
+struct skips {
+    char first[MT_ERROR_MSG_MAX];
+    int n;
+};
+
+static void on_skip(const char *what, void *user)
+{
+    struct skips *k = user;
+
+    if (k->n++ == 0)
+        snprintf(k->first, sizeof k->first, "%s", what);
+}
+
+static enum mt_status skip_import(const char *bad, const char *out, int strict,
+                                  struct skips *k, struct mt_import_result *r,
+                                  struct mt_error *err)
+{
+    char a[512];
+    char b[512];
+    const char *paths[3] = {a, bad, b};
+    struct mt_import_params p;
+
+    test_data_path(a, sizeof a, "formats/pubmed/pubmed1.xml");
+    test_data_path(b, sizeof b, "formats/pubmed/pubmed4.xml");
+    mt_import_default_params(&p);
+    p.jsonl_out = out;
+    p.threads = 2;
+    p.strict = strict;
+    p.on_skip = on_skip;
+    p.skip_user = k;
+    memset(k, 0, sizeof *k);
+    memset(r, 0, sizeof *r);
+    return mt_import("pubmed", paths, 3, &p, r, err);
+}
+
+/* A malformed file between two good ones is skipped, named by FILE:LINE
+ * through on_skip and counted; the good ones are written. Under strict
+ * it is the import's error and no output appears. */
+static void test_import_skips_a_bad_file_unless_strict(void **state)
+{
+    char bad[256];
+    char out[256];
+    char want[300];
+    struct skips k;
+    struct mt_import_result r;
+    struct mt_error err = {MT_OK, ""};
+    FILE *f;
+    (void)state;
+    snprintf(bad, sizeof bad, "%s/bad.xml", tmpl);
+    snprintf(out, sizeof out, "%s/skip.jsonl", tmpl);
+    f = fopen(bad, "w");
+    CHECK(f != NULL);
+    fputs("<?xml version=\"1.0\"?>\n<PubmedArticleSet>\n<Oops></Nope>\n", f);
+    CHECK(fclose(f) == 0);
+    CHECK_OK(skip_import(bad, out, 0, &k, &r, &err));
+    CHECK(r.files == 2 && r.bad_files == 1 && r.bad_records == 0);
+    CHECK(r.documents > 0 && k.n == 1);
+    snprintf(want, sizeof want, "%s:3: malformed XML", bad);
+    CHECK(strncmp(k.first, want, strlen(want)) == 0);
+    CHECK(access(out, F_OK) == 0);
+    unlink(out);
+    CHECK(skip_import(bad, out, 1, &k, &r, &err) == MT_EPARSE);
+    CHECK(strncmp(err.msg, want, strlen(want)) == 0);
+    CHECK(k.n == 0 && access(out, F_OK) != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_gz_members_at_read_edges),
         cmocka_unit_test(test_store_delete_and_whole_chunk),
         cmocka_unit_test(test_import_survives_every_allocation_failure),
+        cmocka_unit_test(test_import_skips_a_bad_file_unless_strict),
     };
     return cmocka_run_group_tests_name("corpus", tests, setup, teardown);
 }

@@ -168,6 +168,64 @@ static void test_jsonl_skip_bad_counts_skipped_lines(void **state)
     unlink(path);
 }
 
+/* on_bad hears each skipped line as "FILE:LINE: why"; a status it returns
+ * ends the reading with that error. */
+struct bad_seen {
+    char msg[4][MT_ERROR_MSG_MAX];
+    size_t n;
+    size_t stop_at; /* fail on this call (1-based), 0 never */
+};
+
+static enum mt_status on_bad(struct mt_error *e, void *user)
+{
+    struct bad_seen *b = user;
+
+    if (b->n < 4)
+        snprintf(b->msg[b->n], sizeof b->msg[0], "%s", e->msg);
+    b->n++;
+    if (b->stop_at && b->n == b->stop_at)
+        return mt_fail(e, MT_ENOMEM, "stopped by on_bad");
+    return MT_OK;
+}
+
+static void test_jsonl_on_bad_names_file_and_line(void **state)
+{
+    const char *text = "{\"id\": 1}\nnot json\n[1]\n{\"id\": 4}\n";
+    struct mt_jsonl_params p = mtx_jsonl_default_params();
+    struct bad_seen b;
+    struct mt_jsonl *r = NULL;
+    struct mt_error err;
+    json_t *o = NULL;
+    char path[64];
+    char want[128];
+    (void)state;
+    memset(&b, 0, sizeof b);
+    write_temp(path, sizeof path, text);
+    p.skip_bad = 1;
+    p.on_bad = on_bad;
+    p.bad_user = &b;
+    CHECK_OK(mtx_jsonl_open(path, &p, &r, &err));
+    expect_id(r, 1, 1);
+    expect_id(r, 4, 4);
+    expect_eof(r);
+    assert_int_equal(b.n, 2);
+    snprintf(want, sizeof want, "%s:2: invalid JSON", path);
+    CHECK(strncmp(b.msg[0], want, strlen(want)) == 0);
+    snprintf(want, sizeof want, "%s:3: not a JSON object", path);
+    CHECK(strcmp(b.msg[1], want) == 0);
+    mtx_jsonl_close(r);
+    /* the second bad line's callback fails: the reader stops there */
+    memset(&b, 0, sizeof b);
+    b.stop_at = 2;
+    CHECK_OK(mtx_jsonl_open(path, &p, &r, &err));
+    expect_id(r, 1, 1);
+    CHECK(mtx_jsonl_next(r, &o, &err) == MT_ENOMEM);
+    CHECK(strcmp(err.msg, "stopped by on_bad") == 0);
+    CHECK(mtx_jsonl_next(r, &o, &err) == MT_ENOMEM); /* sticky */
+    mtx_jsonl_close(r);
+    unlink(path);
+}
+
 /* A line much longer than one read block is read whole. */
 static void test_jsonl_long_line_spans_read_blocks(void **state)
 {
@@ -285,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_jsonl_non_object_line_is_parse_error),
         cmocka_unit_test(test_jsonl_long_line_is_limit_error),
         cmocka_unit_test(test_jsonl_skip_bad_counts_skipped_lines),
+        cmocka_unit_test(test_jsonl_on_bad_names_file_and_line),
         cmocka_unit_test(test_jsonl_long_line_spans_read_blocks),
         cmocka_unit_test(test_jsonl_oom_fails_cleanly_then_succeeds),
         cmocka_unit_test(test_jsonl_medquad_corpus_has_15809_objects),
