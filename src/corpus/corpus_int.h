@@ -107,8 +107,12 @@ enum mt_status mtx_out_query_line(struct mtx_out *k, const char *line, size_t n,
                                   struct mt_error *err);
 
 /* Names a file ('file') or record that was skipped through on_skip and
- * counts it. */
-void mtx_out_skip(struct mtx_out *k, const char *what, int file);
+ * counts it; 'st' is why (the first file's is kept, mtx_out_first). */
+void mtx_out_skip(struct mtx_out *k, enum mt_status st, const char *what,
+                  int file);
+
+/* The first file skipped (status MT_OK when none was). */
+const struct mt_error *mtx_out_first(const struct mtx_out *k);
 
 /* Ends the current file after an error part way: commits what was
  * written, without the mark (a rerun reads the file again). */

@@ -115,6 +115,7 @@ struct walk {
     ino_t ino[WALK_DEPTH_MAX + 2];
     uint64_t bad_files;
     uint64_t links_skipped;
+    struct mt_error first; /* the first input skipped for an error */
 };
 
 /* An input that cannot be read, met before any parsing (err says why):
@@ -126,6 +127,8 @@ static enum mt_status skip(struct walk *w, int link, struct mt_error *err)
 
     if (!link && (w->p->strict || !mtx_input_error(st)))
         return st;
+    if (!link && w->first.status == MT_OK)
+        w->first = *err;
     if (link)
         w->links_skipped++;
     else
@@ -266,6 +269,20 @@ static enum mt_status walk_top(struct walk *w, const char *dir,
     return walk(w, dir, 0, err);
 }
 
+/* No input could be read at all: the import's error is the first
+ * input's (so it names its file), with how many more there were. */
+static enum mt_status nothing_read(const struct mt_error *first,
+                                   uint64_t skipped, struct mt_error *err)
+{
+    char more[96] = "";
+
+    if (skipped > 1)
+        snprintf(more, sizeof more, " (and %llu more inputs skipped)",
+                 (unsigned long long)(skipped - 1));
+    return mt_fail(err, first->status, "nothing could be read: %s%s",
+                   first->msg, more);
+}
+
 static enum mt_status collect(struct walk *w, const char *const *paths,
                               size_t n, struct mt_error *err)
 {
@@ -284,10 +301,7 @@ static enum mt_status collect(struct walk *w, const char *const *paths,
         }
     }
     if (st == MT_OK && w->f->n == 0 && w->bad_files)
-        st = mt_fail(err, MT_EIO,
-                     "nothing could be read: every input was skipped (%llu; "
-                     "see the warnings)",
-                     (unsigned long long)w->bad_files);
+        st = nothing_read(&w->first, w->bad_files, err);
     else if (st == MT_OK && w->f->n == 0)
         st = mt_fail(err, MT_EINVAL, "no %s input files found", w->fm->name);
     return st;
@@ -366,10 +380,9 @@ static enum mt_status finish(struct mtx_out *out, enum mt_status st,
     enum mt_status closed;
 
     if (st == MT_OK && r->bad_files && !r->files && !r->resumed && !r->records)
-        st = mt_fail(err, MT_EIO,
-                     "nothing could be read: every input file was skipped "
-                     "(%llu; see the warnings)",
-                     (unsigned long long)(r->bad_files + w->bad_files));
+        st = nothing_read(w->first.status != MT_OK ? &w->first
+                                                   : mtx_out_first(out),
+                          r->bad_files + w->bad_files, err);
     /* After a failure the first error stays in err. */
     closed = mtx_out_close(out, st == MT_OK, res, st == MT_OK ? err : &after);
     if (res) {

@@ -486,7 +486,7 @@ static enum mt_status apply(struct mtx_out *out, const struct mt_buf *b,
             st = mtx_out_query_line(out, s, n, err);
             break;
         case OP_SKIP:
-            mtx_out_skip(out, get_str(&at, &n), 0);
+            mtx_out_skip(out, MT_EPARSE, get_str(&at, &n), 0);
             break;
         case OP_COUNT: {
             uint64_t records = get_u64(&at);
@@ -547,7 +547,7 @@ static enum mt_status file_failed(struct pipe *pp, struct mtx_out *out,
         *err = sl->err;
         return sl->st;
     }
-    mtx_out_skip(out, sl->err.msg, 1);
+    mtx_out_skip(out, sl->st, sl->err.msg, 1);
     return mtx_out_file_partial(out, err);
 }
 

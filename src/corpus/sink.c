@@ -39,6 +39,7 @@ struct mtx_out {
     uint64_t file_bytes; /* read of the current file */
     uint64_t cur_size;
     struct mt_import_result res;
+    struct mt_error first; /* the first file skipped */
 };
 
 /* ==== Temporary outputs ==== */
@@ -261,8 +262,11 @@ enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err)
     return st;
 }
 
-void mtx_out_skip(struct mtx_out *k, const char *what, int file)
+void mtx_out_skip(struct mtx_out *k, enum mt_status st, const char *what,
+                  int file)
 {
+    if (file && k->first.status == MT_OK)
+        mt_fail(&k->first, st, "%s", what);
     if (file)
         k->res.bad_files++;
     else
@@ -281,6 +285,11 @@ enum mt_status mtx_out_file_partial(struct mtx_out *k, struct mt_error *err)
 const struct mt_import_result *mtx_out_result(const struct mtx_out *k)
 {
     return &k->res;
+}
+
+const struct mt_error *mtx_out_first(const struct mtx_out *k)
+{
+    return &k->first;
 }
 
 /* ==== Documents ==== */
