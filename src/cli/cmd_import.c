@@ -250,9 +250,15 @@ static enum mt_status update_index(struct cli_args *a, struct mt_store *s,
         return MT_OK;
     }
     ix->ran = 1;
-    return cli_index_update(s, cli_get(a, "embedder"),
-                            cli_get(a, "no-progress") != NULL, json, &ix->br,
-                            err);
+    if (cli_index_update(s, cli_get(a, "embedder"),
+                         cli_get(a, "no-progress") != NULL, json, &ix->br,
+                         err) == MT_OK)
+        return MT_OK;
+    return mt_error_prefix(err,
+                           "the import is committed, but the search index "
+                           "was not updated (fix this, then run 'medtrust "
+                           "index --db %s')",
+                           cli_get(a, "db"));
 }
 
 static int import_run(struct cli_args *a)

@@ -407,6 +407,9 @@ else
 fi
 
 if "$MT" import --help | grep -q -- '--id-col NAME' &&
+    "$MT" import --help | grep -q -- '--strict' &&
+    "$MT" import --help | grep -q -- '--no-index' &&
+    "$MT" import --help | grep -q -- '--follow-symlinks' &&
     "$MT" import --help | grep -q 'DeleteCitation'; then
     ok "import --help lists the formats and options"
 else

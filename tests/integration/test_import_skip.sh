@@ -144,6 +144,40 @@ else
     not_ok "truncated .gz keeps what was read" "rc=$rc n=$n" "$(cat "$TMP/res" "$TMP/err")"
 fi
 
+# hostile files in a folder (a gzip bomb whose one tag inflates to 40 MB,
+# elements nested 300 deep) are refused as before, each now a skipped file;
+# --strict keeps the first refusal the import's error
+mkdir -p "$TMP/hostile"
+cp "$PM/pubmed1.xml" "$TMP/hostile/a.xml"
+python3 - "$TMP/hostile" <<'EOF'
+import gzip, sys
+d = sys.argv[1]
+with gzip.open(d + "/b-bomb.xml.gz", "wb", 9) as f:
+    f.write(b'<?xml version="1.0"?>\n<PubmedArticleSet>\n<')
+    for _ in range(40):
+        f.write(b"a" * (1 << 20))
+open(d + "/c-deep.xml", "w").write(
+    '<?xml version="1.0"?>\n<PubmedArticleSet>\n' + "<x>" * 300 + "</x>" * 300 +
+    "</PubmedArticleSet>\n")
+EOF
+cp "$PM/pubmed4.xml" "$TMP/hostile/d.xml"
+"$MT" import pubmed --jsonl "$TMP/h.jsonl" --no-progress --json "$TMP/hostile" \
+    >"$TMP/res" 2>"$TMP/err"
+rc=$?
+"$MT" import pubmed --jsonl "$TMP/hs.jsonl" --no-progress --strict "$TMP/hostile" \
+    >/dev/null 2>"$TMP/err2"
+rc2=$?
+if [ $rc -eq 1 ] && [ "$(jget "$TMP/res" files)" = 2 ] && [ "$(jget "$TMP/res" bad_files)" = 2 ] &&
+    [ -s "$TMP/h.jsonl" ] &&
+    grep -Eq '^medtrust: warning: .*/b-bomb.xml.gz:[0-9]+: .*over 16 MiB.*\(skipped\)$' "$TMP/err" &&
+    grep -Eq '^medtrust: warning: .*/c-deep.xml:[0-9]+: .*\(skipped\)$' "$TMP/err" &&
+    [ $rc2 -eq 1 ] && [ ! -e "$TMP/hs.jsonl" ] &&
+    grep -q '^medtrust: error: .*/b-bomb.xml.gz' "$TMP/err2"; then
+    ok "hostile files (gzip bomb, deep nesting) are refused by file and line: skipped, or under --strict the error"
+else
+    not_ok "hostile files skipped" "rc=$rc rc2=$rc2" "$(cat "$TMP/res" "$TMP/err" "$TMP/err2")"
+fi
+
 # the only input cannot be read: nothing written, an error, exit 1
 "$MT" import pubmed --jsonl "$TMP/none.jsonl" --no-progress "$F/pmc/efetch_pmc.xml" \
     >/dev/null 2>"$TMP/err"
@@ -182,19 +216,22 @@ EOF
 cat >"$TMP/textbooks/chunk/B.jsonl" <<'EOF'
 {"id": "B_0", "title": "B", "content": "Kidneys filter blood."}
 EOF
+ln -s nowhere.jsonl "$TMP/textbooks/chunk/C.jsonl" # a file that cannot be opened
 "$MT" import medrag --jsonl "$TMP/mr.jsonl" --no-progress --json "$TMP/textbooks" \
     >"$TMP/res" 2>"$TMP/err"
 rc=$?
-"$MT" import medrag --jsonl "$TMP/mrs.jsonl" --no-progress --strict "$TMP/textbooks" \
+"$MT" import medrag --jsonl "$TMP/mrs.jsonl" --no-progress --strict \
+    "$TMP/textbooks/chunk/A.jsonl" "$TMP/textbooks/chunk/B.jsonl" \
     >/dev/null 2>"$TMP/err2"
 rc2=$?
 if [ $rc -eq 1 ] && [ "$(jget "$TMP/res" files)" = 2 ] && [ "$(jget "$TMP/res" bad_records)" = 2 ] &&
-    [ "$(jget "$TMP/res" bad_files)" = 0 ] && [ "$(wc -l <"$TMP/mr.jsonl")" -eq 3 ] &&
+    [ "$(jget "$TMP/res" bad_files)" = 1 ] && [ "$(wc -l <"$TMP/mr.jsonl")" -eq 3 ] &&
+    grep -q 'C.jsonl: a symbolic link that leads nowhere' "$TMP/err" &&
     grep -q 'A.jsonl:2: invalid JSON' "$TMP/err" &&
     grep -q "A.jsonl:3: field 'id' missing" "$TMP/err" &&
     [ $rc2 -eq 1 ] && [ ! -e "$TMP/mrs.jsonl" ] &&
     grep -q '^medtrust: error: .*A.jsonl:2: invalid JSON' "$TMP/err2"; then
-    ok "medrag: a line that is not JSON and one without an id are skipped and named; --strict stops at the first"
+    ok "medrag: a line that is not JSON and one without an id are skipped and named, a file that cannot be opened too; --strict stops at the first"
 else
     not_ok "medrag: record skips" "rc=$rc rc2=$rc2" "$(cat "$TMP/res" "$TMP/err" "$TMP/err2")"
 fi
@@ -297,4 +334,16 @@ if [ $rc -eq 0 ] && grep -q 'search index not updated (--no-index)' "$TMP/out" &
     ok "import --no-index leaves the index for a later step, which indexes both loads"
 else
     not_ok "import --no-index" "rc=$rc rc2=$rc2" "$(cat "$TMP/out" "$TMP/err" "$TMP/err2" "$TMP/res" "$TMP/err3")"
+fi
+
+# the index update fails (a bad embedder): the import stays committed and
+# the error says how to finish
+"$MT" import pubmed --db "$TMP/e" --no-progress --embedder bogus:x "$PM/pubmed1.xml" \
+    >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "the import is committed, but the search index was not updated (fix this, then run 'medtrust index --db $TMP/e'): embedder 'bogus:x'" "$TMP/err" &&
+    [ "$(sqlite3 "$TMP/e/store.db" 'SELECT COUNT(*) FROM documents')" = 1 ]; then
+    ok "import --db: a failed index update keeps the import and says what to run"
+else
+    not_ok "import --db index failure" "rc=$rc" "$(cat "$TMP/err")"
 fi
