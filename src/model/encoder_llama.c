@@ -331,14 +331,33 @@ static enum mt_status map_labels(struct lenc *e, const char *path,
         if (e->label_map[i] < 0)
             return mt_fail(err, MT_EINVAL,
                            "gguf:%s: no '%s' label among the classifier's "
-                           "outputs: give an NLI model in --nli",
+                           "outputs: give an NLI model in --nli, or name "
+                           "its outputs (gguf:PATH?preset=verifai, or "
+                           "?labels=NO_EVIDENCE,SUPPORT,CONTRADICT)",
                            path, want[i]);
     }
     return MT_OK;
 }
 
+/* Positional labels: output at[i] means label i. */
+static enum mt_status set_labels(struct lenc *e, const char *path,
+                                 const int *at, struct mt_error *err)
+{
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        if (at[i] < 0 || (uint32_t)at[i] >= e->dims)
+            return mt_fail(err, MT_EINVAL,
+                           "gguf:%s: the classifier has %u outputs, so "
+                           "labels= names at most %u: fix --nli",
+                           path, (unsigned)e->dims, (unsigned)e->dims);
+        e->label_map[i] = at[i];
+    }
+    return MT_OK;
+}
+
 enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
-                                  struct mtx_llama_cls **out,
+                                  const int *at, struct mtx_llama_cls **out,
                                   struct mt_error *err)
 {
     struct mtx_llama_cls *c = mt_calloc(1, sizeof *c);
@@ -348,7 +367,8 @@ enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = lenc_open(path, MT_LLAMA_CLASSIFY, "--nli", threads, &c->e, err);
     if (st == MT_OK)
-        st = map_labels(c->e, path, err);
+        st = at ? set_labels(c->e, path, at, err)
+                : map_labels(c->e, path, err);
     if (st != MT_OK) {
         mtx_llama_cls_free(c);
         return st;
@@ -420,10 +440,11 @@ enum mt_status mtx_reranker_open_llama(const char *path,
 }
 
 enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
-                                  struct mtx_llama_cls **out,
+                                  const int *at, struct mtx_llama_cls **out,
                                   struct mt_error *err)
 {
     (void)threads;
+    (void)at;
     (void)out;
     return no_llama(path, err);
 }

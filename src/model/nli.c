@@ -1,6 +1,7 @@
 /* NLI front end: the gguf classifier, or a prompted judge on a chat model
  * (as VerifAI compared with GPT-4) constrained to a JSON label. */
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -14,7 +15,128 @@
 struct mt_nli {
     struct mtx_llama_cls *cls;
     struct mt_llm *llm;
+    int claim_first; /* the pair is [CLS] claim [SEP] evidence [SEP] */
 };
+
+/* A gguf verifier's options, after '?' in its spec (&-separated):
+ *   preset=mnli     labels by the model's names (entailment,
+ *                   contradiction, neutral), evidence first: MNLI models
+ *                   are trained premise (evidence), then hypothesis
+ *                   (claim). The default.
+ *   preset=verifai  VerifAI's DeBERTa: positional labels [NO_EVIDENCE,
+ *                   SUPPORT, CONTRADICT] and claim first ("[CLS] claim
+ *                   [SEP] title\n\nabstract [SEP]", verification.py).
+ *   labels=A,B,C    the meaning of outputs 0, 1, 2 (SUPPORT, CONTRADICT,
+ *                   NO_EVIDENCE, or MNLI's names)
+ *   pair=claim-first | evidence-first */
+struct cls_opts {
+    int positional; /* at[] holds the outputs */
+    int at[3];      /* output index of SUPPORT, CONTRADICT, NO_EVIDENCE */
+    int claim_first;
+};
+
+/* The label index (enum mt_nli_label) a labels= word names, or -1. */
+static int label_word(const char *w, size_t n)
+{
+    static const char *const names[][2] = {
+        {"SUPPORT", "entailment"},
+        {"CONTRADICT", "contradiction"},
+        {"NO_EVIDENCE", "neutral"},
+    };
+    int i, j;
+
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 2; j++)
+            if (strlen(names[i][j]) == n && strncasecmp(w, names[i][j], n) == 0)
+                return i;
+    return -1;
+}
+
+static int parse_labels(const char *v, size_t n, struct cls_opts *o)
+{
+    int seen = 0;
+    int k = 0;
+    size_t a = 0;
+
+    o->at[0] = o->at[1] = o->at[2] = -1;
+    while (a <= n && k < 3) {
+        size_t b = a;
+        int l;
+
+        while (b < n && v[b] != ',')
+            b++;
+        l = label_word(v + a, b - a);
+        if (l < 0 || (seen & (1 << l)))
+            return -1;
+        seen |= 1 << l;
+        o->at[l] = k++;
+        a = b + 1;
+    }
+    o->positional = 1;
+    return k == 3 && a > n ? 0 : -1;
+}
+
+static int parse_opt(const char *p, size_t n, struct cls_opts *o)
+{
+    if (n == 11 && strncmp(p, "preset=mnli", n) == 0) {
+        o->positional = o->claim_first = 0;
+        return 0;
+    }
+    if (n == 14 && strncmp(p, "preset=verifai", n) == 0) {
+        o->positional = o->claim_first = 1;
+        o->at[0] = 1; /* SUPPORT */
+        o->at[1] = 2; /* CONTRADICT */
+        o->at[2] = 0; /* NO_EVIDENCE */
+        return 0;
+    }
+    if (n == 16 && strncmp(p, "pair=claim-first", n) == 0)
+        return o->claim_first = 1, 0;
+    if (n == 19 && strncmp(p, "pair=evidence-first", n) == 0)
+        return o->claim_first = 0, 0;
+    if (n > 7 && strncmp(p, "labels=", 7) == 0)
+        return parse_labels(p + 7, n - 7, o);
+    return -1;
+}
+
+/* Splits "PATH?opts" into a new path string and o. */
+static enum mt_status cls_spec(const char *arg, char **path,
+                               struct cls_opts *o, struct mt_error *err)
+{
+    const char *q = strrchr(arg, '?');
+    const char *p = q ? q + 1 : NULL;
+
+    memset(o, 0, sizeof *o);
+    while (p && *p) {
+        size_t n = strcspn(p, "&");
+
+        if (parse_opt(p, n, o) != 0)
+            return mt_fail(err, MT_EINVAL,
+                           "--nli gguf:%s: unknown option '%.*s': use "
+                           "preset=mnli|verifai, labels=A,B,C (SUPPORT, "
+                           "CONTRADICT, NO_EVIDENCE in output order) or "
+                           "pair=claim-first|evidence-first",
+                           arg, (int)n, p);
+        p += n + (p[n] == '&');
+    }
+    *path = q ? mt_strndup(arg, (size_t)(q - arg)) : mt_strdup(arg);
+    return *path ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+static enum mt_status open_cls(const char *arg,
+                               const struct mt_reranker_params *p,
+                               struct mt_nli *n, struct mt_error *err)
+{
+    struct cls_opts o;
+    char *path = NULL;
+    enum mt_status st = cls_spec(arg, &path, &o, err);
+
+    if (st == MT_OK)
+        st = mtx_llama_cls_open(path, p ? p->threads : 0,
+                                o.positional ? o.at : NULL, &n->cls, err);
+    n->claim_first = o.claim_first;
+    mt_free(path);
+    return st;
+}
 
 static const char *const label_names[3] = {"SUPPORT", "CONTRADICT",
                                            "NO_EVIDENCE"};
@@ -72,7 +194,7 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
     if (!n)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     if (ms.kind == 0)
-        st = mtx_llama_cls_open(ms.arg, p ? p->threads : 0, &n->cls, err);
+        st = open_cls(ms.arg, p, n, err);
     else
         st = open_judge(ms.arg, p, n, err);
     if (st != MT_OK) {
@@ -146,8 +268,10 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
     enum mt_status st;
     int i;
 
-    if (n->cls)
+    if (n->cls && n->claim_first)
         st = mtx_llama_cls_probs(n->cls, claim, evidence, pr, err);
+    else if (n->cls) /* MNLI: premise = the evidence, hypothesis = claim */
+        st = mtx_llama_cls_probs(n->cls, evidence, claim, pr, err);
     else
         st = judge(n, claim, evidence, pr, err);
     if (st != MT_OK)

@@ -10,8 +10,12 @@
 
 /* The gguf classifier backend (src/model/encoder_llama.c). */
 struct mtx_llama_cls;
+/* Opens the classifier at path. 'at' gives, for SUPPORT, CONTRADICT and
+ * NO_EVIDENCE in that order, the index of the model's output that means
+ * it (positional labels, as VerifAI's model has); NULL finds them by
+ * the model's label names (entailment, contradiction, neutral). */
 enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
-                                  struct mtx_llama_cls **out,
+                                  const int *at, struct mtx_llama_cls **out,
                                   struct mt_error *err);
 /* Softmax probabilities indexed by enum mt_nli_label. */
 enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,

@@ -1,6 +1,6 @@
 /* Verification of (claim, cited document) pairs: the NLI classifier
- * (input "claim [SEP] title abstract", as VerifAI) or the prompted LLM
- * judge, the closest document sentence as evidence, and the overall
+ * (its spec sets the pair order and label map, src/model/nli.c) or the
+ * prompted LLM judge, the closest document sentence as evidence, and the overall
  * verdict of a claim. */
 #include <ctype.h>
 #include <stdio.h>
@@ -136,7 +136,7 @@ static enum mt_status judge_nli(struct mt_nli *nli, const char *claim,
     float probs[3] = {0, 0, 0};
     enum mt_status st;
 
-    /* claim first: VerifAI's classifier reads "claim [SEP] abstract" */
+    /* the pair's order is the verifier spec's (src/model/nli.c) */
     st = mt_nli_classify(nli, claim, doc, probs, &l, &e);
     if (st != MT_OK) {
         snprintf(why, wn, "NLI classifier failed: %s",

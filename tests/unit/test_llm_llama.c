@@ -421,6 +421,66 @@ static void test_classifier_maps_nli_labels(void **state)
     CHECK(strstr(err.msg, "--nli") != NULL);
 }
 
+/* Probabilities of one pair under a verifier spec (dir's classify.gguf
+ * with the options after '?'). */
+static void nli_probs(const char *opts, const char *claim, const char *ev,
+                      float pr[3])
+{
+    struct mt_nli *n = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_nli_label lab;
+    char spec[400];
+
+    snprintf(spec, sizeof spec, "gguf:%s/classify.gguf%s", dir, opts);
+    if (mt_nli_open(spec, NULL, &n, &err) != MT_OK)
+        fail_msg("%s: %s", spec, err.msg);
+    CHECK_OK(mt_nli_classify(n, claim, ev, pr, &lab, &err));
+    mt_nli_close(n);
+}
+
+/* The verifier's label map and pair order are the spec's: by default an
+ * MNLI model reads the evidence first (premise, then the claim as
+ * hypothesis); pair=claim-first swaps them (the same numbers as the
+ * swapped inputs); labels= names the outputs by position, and
+ * preset=verifai is VerifAI's [NO_EVIDENCE, SUPPORT, CONTRADICT], claim
+ * first. The tiny model's outputs are named entailment, neutral,
+ * contradiction. */
+static void test_verifier_labels_and_pair_order_are_options(void **state)
+{
+    const char *a = "Aspirin was given.";
+    const char *b = "No drug was given at all.";
+    float d[3], c[3], sw[3], pos[3], v[3];
+    struct mt_nli *n = NULL;
+    struct mt_error err = {MT_OK, ""};
+    char spec[400];
+    int i;
+    (void)state;
+    if (!dir[0])
+        MISSING(
+            "the tiny GGUF models (tests/fixtures/make_tiny_gguf, llama.cpp)");
+    nli_probs("", a, b, d);
+    nli_probs("?preset=mnli", a, b, pos);
+    for (i = 0; i < 3; i++)
+        CHECK(d[i] == pos[i]);
+    nli_probs("?pair=claim-first", b, a, sw); /* swapped inputs */
+    for (i = 0; i < 3; i++)
+        CHECK(d[i] == sw[i]);
+    nli_probs("?pair=claim-first", a, b, c);
+    CHECK(c[0] != d[0] || c[1] != d[1]);
+    nli_probs("?labels=SUPPORT,NO_EVIDENCE,CONTRADICT", a, b, pos);
+    for (i = 0; i < 3; i++)
+        CHECK(d[i] == pos[i]);
+    nli_probs("?preset=verifai", a, b, v);
+    CHECK(v[MT_NLI_SUPPORT] == c[MT_NLI_NO_EVIDENCE]); /* output 1 */
+    CHECK(v[MT_NLI_CONTRADICT] == c[MT_NLI_CONTRADICT]); /* output 2 */
+    CHECK(v[MT_NLI_NO_EVIDENCE] == c[MT_NLI_SUPPORT]);   /* output 0 */
+    snprintf(spec, sizeof spec, "gguf:%s/classify.gguf?labels=SUPPORT", dir);
+    CHECK(mt_nli_open(spec, NULL, &n, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "labels=A,B,C") != NULL);
+    snprintf(spec, sizeof spec, "gguf:%s/classify.gguf?pair=sideways", dir);
+    CHECK(mt_nli_open(spec, NULL, &n, &err) == MT_EINVAL && n == NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -428,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_chat_n_samples_same_seed_same_text),
         cmocka_unit_test(test_chat_schema_output_parses),
         cmocka_unit_test(test_agent_schemas_are_grammars_llama_accepts),
+        cmocka_unit_test(test_verifier_labels_and_pair_order_are_options),
         cmocka_unit_test(test_chat_prompt_over_context_is_clear),
         cmocka_unit_test(test_chat_stops_at_stop_string),
         cmocka_unit_test(test_chat_streams_pieces_that_make_the_text),
