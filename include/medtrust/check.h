@@ -185,15 +185,20 @@ struct mt_check_result {
     enum mt_strategy strategy;
     struct mt_check_usage usage;
     char *trace;  /* JSON array text, one object per step */
-    int fallback; /* 1 when the verdict is a fallback */
+    int fallback; /* 1 when the verdict is a fallback: no answer of the
+                     model's (then mt_agent_check failed, MT_EMODEL) */
+    char *fallback_why; /* why it is, in words; NULL when it is not */
 };
 
 /* Checks one note. Each role retries once, then applies its documented
- * fallback (docs/agents.md), and the trace says why. When the verdict is
- * such a fallback because a role's model calls failed (HTTP, time-out;
- * not a badly formed reply), the call fails with MT_EMODEL and 'out'
- * still holds that fallback verdict, its usage and trace (free it):
- * a failed call must never pass for an answer. Fails otherwise only for
+ * fallback (docs/agents.md), and the trace says why. When the verdict
+ * itself is such a fallback (it exists only because the model's calls
+ * failed, by HTTP error or time-out, or its replies were unusable after
+ * the repeat: out->fallback, with out->fallback_why), the call fails with
+ * MT_EMODEL and 'out' still holds that fallback verdict, its usage and
+ * trace (free it): a botched or failed call must never pass for an
+ * answer. A well-formed reply that decides "no error" is an answer (MT_OK,
+ * fallback 0). Fails otherwise only for
  * bad input (MT_EINVAL: empty note or one that is not UTF-8 text;
  * MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad Sentences field),
  * MT_ECANCELED (params.cancelled said stop) or MT_ENOMEM; then 'out' is
@@ -208,7 +213,8 @@ void mt_check_result_free(struct mt_check_result *r);
 
 /* The result as compact JSON text: {"error_flag","error_sentence_id",
  * "error_sentence","corrected_sentence","corrected_text","strategy",
- * "usage":{...},"trace":[...]} (trace only when with_trace). Caller frees
+ * "usage":{...},"fallback":bool,"fallback_why"? (when fallback),
+ * "trace":[...]} (trace only when with_trace). Caller frees
  * with mt_free; NULL when out of memory. */
 char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
 

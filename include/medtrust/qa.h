@@ -196,12 +196,13 @@ struct mt_qa_result {
 /* Answers 'question': retrieves, answers with citations, splits the
  * answer into claims and verifies each (claim, cited document) pair. A
  * claim's overall verdict: CONTRADICT if any cited document contradicts
- * it, else SUPPORT if any supports it, else NO_EVIDENCE if any was
- * verified, else UNVERIFIED if the verifier failed, else NO_REFERENCE.
- * Verifier failures never fail the call: the result is partial and its
- * notes say why. When the answering model's calls failed, the call fails
- * with MT_EMODEL and *out still holds the empty result with its notes
- * (free it): a failed call must never pass for an answer. Fails for bad
+ * it, else UNVERIFIED if the verifier failed on any pair (that pair might
+ * have contradicted), else SUPPORT if any supports it, else NO_EVIDENCE
+ * if any was verified, else NO_REFERENCE. When the answering model's
+ * calls failed or it answered nothing (an empty reply, after a repeat),
+ * or a claim is UNVERIFIED (its verdict was never given), the call fails
+ * with MT_EMODEL and *out still holds the result with its notes (free
+ * it): a failed or botched call must never pass for an answer. Fails for bad
  * input (MT_EINVAL: empty question,
  * not UTF-8, no corpus; MT_ELIMIT: over max_question_bytes), search
  * failures and MT_ENOMEM; then *out is NULL. Thread-safe. */

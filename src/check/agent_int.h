@@ -54,9 +54,13 @@ struct run {
     int flag;
     int sid;
     char *corr; /* owned; the corrected sentence */
-    int fallback;
+    int fallback;               /* the verdict is a fallback: no answer */
     uint32_t down;              /* roles whose model calls failed outright */
     char down_why[256];         /* the last such failure */
+    uint32_t undecided;         /* react-reflex rounds that ended for want
+                                   of a usable reply (not by MedEval) */
+    char fb_why[320];           /* why the verdict is (or would be) a
+                                   fallback: "ROLE: the last reason" */
     const char *note_id;        /* borrowed mt_note.id, for params.on_step */
     const char *const *sources; /* search filter (borrowed) */
     size_t n_sources;
@@ -88,6 +92,7 @@ struct call {
     json_t *records; /* trace records of this call */
     struct mt_check_usage u;
     char down_why[256]; /* set when no reply came because the calls failed */
+    char why[256];      /* set when !ok: the last attempt's problem */
 };
 
 /* Runs the call: up to two requests (a parse failure repeats with the
@@ -107,6 +112,12 @@ void mtx_call_free(struct call *c);
 
 /* The first valid reply object (borrowed), or NULL. */
 json_t *mtx_call_obj(const struct call *c);
+
+/* Records why 'role' gave the verdict no usable answer ("ROLE: why" in
+ * r->fb_why, the last one kept); with 'verdict', the verdict is now a
+ * fallback (r->fallback), which mt_agent_check reports as MT_EMODEL. */
+void mtx_run_no_answer(struct run *r, const char *role, const char *why,
+                       int verdict);
 
 /* Appends {"step": step, ...fields of 'o' (stolen)} to the trace. */
 void mtx_run_event(struct run *r, const char *step, json_t *o);

@@ -208,8 +208,11 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     if (st != MT_OK)
         return st;
     c->ok = last == MTX_OUTCOME_OK;
-    if (!c->ok)
+    if (!c->ok) {
         c->u.fallbacks++;
+        snprintf(c->why, sizeof c->why, "%.250s",
+                 why[0] ? why : "no usable reply");
+    }
     /* the role has no answer because the backend failed, not because the
      * model answered badly: the run reports it up (MT_EMODEL) */
     if (last == MTX_OUTCOME_FAILED)
@@ -225,6 +228,7 @@ enum mt_status mtx_call_run(struct run *r, struct call *c)
 
     c->ok = 0;
     c->down_why[0] = '\0';
+    c->why[0] = '\0';
     memset(&c->u, 0, sizeof c->u);
     c->objs = json_array();
     c->records = json_array();
@@ -337,6 +341,15 @@ enum mt_status mtx_call_pair(struct run *r, struct call *a, struct call *b)
     merge(r, a, crit);
     merge(r, b, 0);
     return MT_OK;
+}
+
+void mtx_run_no_answer(struct run *r, const char *role, const char *why,
+                       int verdict)
+{
+    snprintf(r->fb_why, sizeof r->fb_why, "%s: %.280s", role,
+             why && *why ? why : "no usable reply");
+    if (verdict)
+        r->fallback = 1;
 }
 
 void mtx_run_event(struct run *r, const char *step, json_t *o)

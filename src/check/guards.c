@@ -231,7 +231,7 @@ static enum mt_status decide(struct run *r, const struct stage *s,
     if (!has[0] && !has[1]) {
         *out = s->locate ? -1 : 0;
         *rule = "both agents failed: no error";
-        r->fallback = 1;
+        r->fallback = 1; /* run_stage says why */
         return MT_OK;
     }
     if (has[0] && has[1] && d[0].value == d[1].value) {
@@ -267,6 +267,11 @@ static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
     has[1] = opinion_of(r, &c[1], s->locate, &d[1]) == 0;
     if (st == MT_OK)
         st = decide(r, s, d, has, out, &rule);
+    if (st == MT_OK && !has[0] && !has[1])
+        mtx_run_no_answer(r,
+                          s->locate ? "guard_locate (both agents)"
+                                    : "guard_detect (both agents)",
+                          c[1].why[0] ? c[1].why : c[0].why, 1);
     if (st == MT_OK)
         mtx_run_event(r, s->locate ? "guards_locate" : "guards_detect",
                       json_pack("{s:o,s:o,s:i,s:s}", "agent1",
@@ -297,7 +302,7 @@ static enum mt_status correct(struct run *r, int sid)
         st = mtx_run_verdict(
             r, 1, sid, mtx_reply_str(mtx_call_obj(&c), "corrected_sentence"));
     } else if (st == MT_OK) {
-        r->fallback = 1;
+        mtx_run_no_answer(r, "guard_correct", c.why, 1);
         mtx_run_event(r, "fallback",
                       json_pack("{s:s,s:s}", "role", "guard_correct", "rule",
                                 "no usable correction: the "

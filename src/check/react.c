@@ -367,10 +367,13 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     st = mtx_call_do(r, &c);
     act = json_object_get(mtx_call_obj(&c), "action");
     *done = 1;
-    if (st == MT_OK && !c.ok)
+    if (st == MT_OK && !c.ok) {
+        r->undecided++; /* no answer for MedEval to judge: not a "no" */
+        mtx_run_no_answer(r, "react", c.why, 0);
         fallback(r, "react",
                  "no usable step: the round ends without an "
                  "answer");
+    }
     if (st == MT_OK && act && !(sj = step_record(rd, mtx_call_obj(&c), act)))
         st = MT_ENOMEM;
     if (st == MT_OK && sj &&
@@ -632,6 +635,14 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     c.temperature = r->a->p.eval_temperature;
     st = mtx_call_do(r, &c);
     n = st == MT_OK ? collect_reviews(&c, rd, finals) : 0;
+    if (st == MT_OK && n < quorum(r)) { /* the answer was never judged */
+        char why[300];
+
+        snprintf(why, sizeof why, "%s%s%zu usable reviews of the %zu needed",
+                 c.why, c.why[0] ? "; " : "", n, quorum(r));
+        r->undecided++;
+        mtx_run_no_answer(r, "eval", why, 0);
+    }
     *accepted = mt_medeval_accept(finals, n, r->a->p.accept_mean,
                                   r->a->p.accept_min, &mean, &min) &&
                 n >= quorum(r);
@@ -823,9 +834,12 @@ static enum mt_status exhausted(struct run *r, json_t *last)
         mt_free(ans);
         return st;
     }
-    /* MedEval rejecting every answer is the paper's "no error"; no
-     * answer because the model calls failed is a fallback */
-    r->fallback = r->down > 0;
+    /* MedEval rejecting every answer is the paper's "no error"; a round
+     * that ended for want of a usable reply (a failed call or an unusable
+     * one: MedReAct's step, or MedEval's reviews short of the quorum)
+     * decided nothing, so the "no error" is then a fallback, not the
+     * model's answer */
+    r->fallback = r->down > 0 || r->undecided > 0;
     mtx_run_event(r, "rounds",
                   json_pack("{s:s}", "rule",
                             "no answer "

@@ -237,6 +237,25 @@ static char *corrected_text(const struct run *r)
     return mtx_buf_take(&b);
 }
 
+/* Why the verdict is a fallback, as mt_check_result.fallback_why and the
+ * MT_EMODEL message say it. */
+static char *fallback_why(const struct run *r)
+{
+    char buf[640];
+
+    if (r->down)
+        snprintf(buf, sizeof buf,
+                 "the verdict is a fallback: the model calls of %u role%s "
+                 "failed (%s)",
+                 r->down, r->down == 1 ? "" : "s", r->down_why);
+    else
+        snprintf(buf, sizeof buf,
+                 "the verdict is a fallback: the model gave no usable "
+                 "reply (%s)",
+                 r->fb_why[0] ? r->fb_why : "no usable reply");
+    return mt_strdup(buf);
+}
+
 static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
 {
     memset(o, 0, sizeof *o);
@@ -245,6 +264,10 @@ static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
     o->strategy = r->a->p.strategy;
     o->usage = r->u;
     o->fallback = r->fallback;
+    if (r->fallback && !(o->fallback_why = fallback_why(r))) {
+        mt_check_result_free(o);
+        return MT_ENOMEM;
+    }
     o->error_sentence = r->flag
                             ? mt_strndup(r->sents[r->sid].p, r->sents[r->sid].n)
                             : mt_strdup("");
@@ -291,11 +314,11 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                                 "sentence_id", r.sid, "fallback", r.fallback));
     if (st == MT_OK)
         st = fill_result(&r, out);
-    if (st == MT_OK && r.fallback && r.down) /* 'out' holds the fallback */
-        st = mt_fail(err, MT_EMODEL,
-                     "the verdict is a fallback: the model calls of %u "
-                     "role%s failed (%s)",
-                     r.down, r.down == 1 ? "" : "s", r.down_why);
+    /* a verdict that exists only because the model's calls failed or its
+     * replies were unusable (after the repeat) is no answer: 'out' holds
+     * the fallback, and the check fails */
+    if (st == MT_OK && r.fallback)
+        st = mt_fail(err, MT_EMODEL, "%s", out->fallback_why);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "checker: out of memory");
     if (st == MT_ECANCELED)
@@ -312,6 +335,7 @@ void mt_check_result_free(struct mt_check_result *r)
     mt_free(r->corrected_sentence);
     mt_free(r->corrected_text);
     mt_free(r->trace);
+    mt_free(r->fallback_why);
     memset(r, 0, sizeof *r);
 }
 
@@ -356,6 +380,13 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
         mt_strategy_str(r->strategy), "usage", mtx_check_usage_json(&r->usage));
     char *s;
 
+    if (o) { /* a fallback verdict is never the model's answer */
+        json_object_set_new(o, "fallback", json_boolean(r->fallback));
+        if (r->fallback)
+            json_object_set_new(o, "fallback_why",
+                                json_string(r->fallback_why ? r->fallback_why
+                                                            : ""));
+    }
     if (o && with_trace) {
         json_t *t = r->trace ? json_loads(r->trace, 0, NULL) : NULL;
 

@@ -60,7 +60,7 @@ enum mt_status mtx_strategy_single(struct run *r)
     enum mt_status st = mtx_agent_examples_for(r, &vals[1], &knn);
 
     if (st == MT_EMODEL) {
-        r->fallback = 1;
+        mtx_run_no_answer(r, "single", r->down_why, 1);
         mtx_run_event(r, "fallback",
                       json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
                                 "no examples could be chosen: no error", "why",
@@ -84,10 +84,10 @@ enum mt_status mtx_strategy_single(struct run *r)
         mtx_check_final(r, mtx_call_obj(&c), &f, (char[8]){0}, 8);
         st = mtx_run_verdict(r, f.flag, f.sid, f.corr);
     } else if (st == MT_OK) {
-        r->fallback = 1;
+        mtx_run_no_answer(r, "single", c.why, 1);
         mtx_run_event(r, "fallback",
-                      json_pack("{s:s,s:s}", "role", "single", "rule",
-                                "no usable answer: no error"));
+                      json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
+                                "no usable answer: no error", "why", c.why));
         st = mtx_run_verdict(r, 0, -1, NULL);
     }
     mtx_call_free(&c);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli/agent_opts.h"
 #include "cli/search_opts.h"
 #include "core/buf.h"
@@ -44,7 +46,10 @@ static void print_text(const struct mt_check_result *r)
 {
     const struct mt_check_usage *u = &r->usage;
 
-    if (r->error_flag)
+    if (r->fallback) /* no answer of the model's: never "no error found" */
+        printf("check failed: no verdict from the model\n  %s\n",
+               r->fallback_why ? r->fallback_why : "fallback verdict");
+    else if (r->error_flag)
         printf("error: sentence %d\n  %s\ncorrection:\n  %s\n", r->sentence_id,
                r->error_sentence, r->corrected_sentence);
     else
@@ -55,7 +60,24 @@ static void print_text(const struct mt_check_result *r)
            (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens,
            u->estimated_calls ? " (estimated: no usage from the server)" : "",
-           r->fallback ? " (fallback verdict: see --json trace)" : "");
+           r->fallback ? " (the trace, with --json, shows each call)" : "");
+}
+
+/* The result as JSON, with "error" first when the check failed. */
+static char *result_json(const struct mt_check_result *r,
+                         const struct mt_error *err, int failed)
+{
+    char *js = mt_check_result_json(r, 1);
+    json_t *o = failed && js ? json_loads(js, 0, NULL) : NULL;
+    json_t *e = o ? json_pack("{s:s}", "error", err->msg) : NULL;
+
+    if (e && json_object_update(e, o) == 0) {
+        mt_free(js);
+        js = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    }
+    json_decref(o);
+    json_decref(e);
+    return js;
 }
 
 static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
@@ -76,9 +98,10 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
     n.meta = n.nmeta ? c : NULL;
     if (st == MT_OK)
         st = mt_agent_check(ag, &n, &r, err);
-    /* MT_EMODEL: the fallback verdict is shown, and the exit status is 1 */
+    /* MT_EMODEL: no verdict of the model's (it failed, or its replies
+     * were unusable): the failure is shown, and the exit status is 1 */
     if ((st == MT_OK || st == MT_EMODEL) && cli_get(a, "json")) {
-        js = mt_check_result_json(&r, 1);
+        js = result_json(&r, err, st != MT_OK);
         if (js)
             printf("%s\n", js);
         if (!js)
@@ -124,7 +147,10 @@ const struct cli_verb cli_verb_check = {
     "--json prints {\"error_flag\",\"error_sentence_id\",\"error_sentence\",\n"
     "\"corrected_sentence\",\"corrected_text\",\"strategy\",\"usage\",\n"
     "\"trace\"}. A model that fails or answers garbage gets one repeat,\n"
-    "then the role's fallback (docs/agents.md); the trace says which.",
+    "then the role's fallback (docs/agents.md); the trace says which. When\n"
+    "the verdict itself would be a fallback (no usable reply decided it),\n"
+    "the check fails: it prints \"check failed\" and why (--json: \"error\",\n"
+    "\"fallback\": true, \"fallback_why\") and exits 1.",
     check_opts,
     check_run,
 };

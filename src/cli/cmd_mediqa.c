@@ -42,8 +42,8 @@ static const struct cli_opt mediqa_opts[] = {
      "(they are discarded)",
      0},
     {"fallback-on-failure", 0, NULL,
-     "write a failed note's fallback line (by default "
-     "it is left out)",
+     "write a failed note's fallback line, which no model reply decided "
+     "(by default it is left out); the exit status is still 1",
      0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {"json", 'j', NULL, "print a JSON summary of the run on stdout", 0},
@@ -75,7 +75,7 @@ struct run_state {
     struct mt_check_usage total;
     size_t done;
     size_t failed;   /* notes whose check failed (see note.failed) */
-    size_t fallback; /* notes with a fallback verdict */
+    size_t fallback; /* failed notes whose verdict was a fallback */
 };
 
 /* ==== Checking ==== */
@@ -217,7 +217,8 @@ static void summary(const struct run_state *s, const struct cli_args *a,
 
     fprintf(stderr,
             "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
-            "failed, %zu fallback verdicts); %u LLM calls (%u "
+            "failed, %zu of them for a fallback verdict: no usable model "
+            "reply); %u LLM calls (%u "
             "on critical paths), %u failed calls, %u unusable replies, %u "
             "role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
             s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
@@ -435,9 +436,11 @@ const struct cli_verb cli_verb_mediqa = {
     "Sentences field when the CSV has one. Each finished note is appended\n"
     "to OUT.journal and synced, so after a crash --resume keeps every\n"
     "finished note and checks only the rest; OUT is written atomically at\n"
-    "the end. A note whose check fails (bad input, or a fallback verdict\n"
-    "because its model calls failed) is journaled as failed and left out\n"
-    "of OUT unless --fallback-on-failure is given; the summary names it,\n"
+    "the end. A note whose check fails (bad input, or a fallback verdict:\n"
+    "its model calls failed or the model's replies were unusable after the\n"
+    "repeat, so no reply of the model decided it) is journaled as failed\n"
+    "and left out of OUT unless --fallback-on-failure is given (then its\n"
+    "fallback line, e.g. \"ID 0 -1 NA\", is written); the summary names it,\n"
     "--trace gives the reason, --resume checks it again, and the exit\n"
     "status is 1. A second run on the same OUT while one is running is\n"
     "refused (OUT.journal is locked), and so is a rerun without --resume\n"

@@ -1006,8 +1006,10 @@ static enum mt_status replay_load(struct job *j, struct replay *p,
     return st;
 }
 
-/* Splits the notes: replayed when the recorded run has its line and every
- * MedEval round is decided as before, else rerun. */
+/* Splits the notes: replayed when the recorded run has its line, its check
+ * did not fail (a fallback line written by --fallback-on-failure is no
+ * answer to replay) and every MedEval round is decided as before, else
+ * rerun. */
 static void replay_split(const struct job *j, struct replay *p)
 {
     double mean, min;
@@ -1018,6 +1020,7 @@ static void replay_split(const struct job *j, struct replay *p)
         const char *id = p->rows.id[i];
 
         if (json_object_get(p->src_sub, id) &&
+            !json_object_get(json_object_get(p->src_trace, id), "error") &&
             sweep_rounds_replayable(json_object_get(p->rounds, id), mean, min))
             p->nreplayed++;
         else

@@ -256,6 +256,15 @@ static const char *bad_reply(void *user)
     return ((const struct inflight *)user)->bad;
 }
 
+/* 1 when s holds more than white space. */
+static int has_text(const char *s)
+{
+    for (; s && *s; s++)
+        if (*s != ' ' && (*s < '\t' || *s > '\r'))
+            return 1;
+    return 0;
+}
+
 /* One request; MTX_OUTCOME_OK with *reply set when the reply is usable. */
 static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
                                 size_t nm, int k, char *why, size_t wn)
@@ -287,6 +296,13 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
         return MTX_OUTCOME_BAD_REPLY;
     }
     json_decref(o);
+    if (!f->json && !has_text(res.texts[0])) {
+        /* an empty answer is none: repeated as it is (a JSON repair
+         * request would not fit prose), then no answer, MT_EMODEL */
+        snprintf(why, wn, "the model returned an empty answer");
+        mt_chat_result_free(&res);
+        return MTX_OUTCOME_FAILED;
+    }
     *f->reply = mt_strdup(res.texts[0]);
     mt_chat_result_free(&res);
     return *f->reply ? MTX_OUTCOME_OK : MTX_OUTCOME_BAD_REPLY;

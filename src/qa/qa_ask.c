@@ -171,6 +171,19 @@ static const char *no_answer_note(const struct mt_qa_result *res)
     return "no answer: the model calls failed";
 }
 
+/* The verifier's reason on the first UNVERIFIED pair. */
+static const char *unverified_why(const struct mt_qa_result *res)
+{
+    size_t i, k;
+
+    for (i = 0; i < res->nclaims; i++)
+        for (k = 0; k < res->claims[i].nverdicts; k++)
+            if (res->claims[i].verdicts[k].label == MT_QA_UNVERIFIED &&
+                res->claims[i].verdicts[k].error)
+                return res->claims[i].verdicts[k].error;
+    return "no reason given";
+}
+
 void mt_qa_ask_default_params(const struct mt_qa *q,
                               struct mt_qa_ask_params *ap)
 {
@@ -232,7 +245,7 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
                               struct mt_qa_result **out, struct mt_error *err)
 {
     struct mt_arena *mem;
-    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0, {0}};
+    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0, {0}, 0};
     double t0 = now_s();
     enum mt_status st = check_question(q, question, err);
 
@@ -268,6 +281,12 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
     *out = r.res;
     if (r.answer_failed) /* the empty result is kept; it is no answer */
         return mt_fail(err, MT_EMODEL, "%s", no_answer_note(r.res));
+    if (r.unverified) /* the result is kept; its verdicts are not given */
+        return mt_fail(err, MT_EMODEL,
+                       "%zu of %zu claims were never verified (the "
+                       "verifier failed: %s): they are UNVERIFIED, not "
+                       "SUPPORT or NO_EVIDENCE",
+                       r.unverified, r.res->nclaims, unverified_why(r.res));
     return MT_OK;
 }
 

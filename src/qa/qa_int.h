@@ -47,6 +47,8 @@ struct qa_run {
     int answer_failed;     /* the model gave no answer (noted) */
     struct mt_qa_params p; /* the handle's, with this question's settings
                               (mt_qa_ask_params) */
+    size_t unverified;     /* claims whose verdict was never given: the
+                              verifier failed on a pair, none contradicts */
 };
 
 /* Adds a note (why the result is partial) to the run. */

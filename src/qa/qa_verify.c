@@ -78,11 +78,14 @@ enum mt_qa_label mtx_qa_from_nli(int nli_label)
 
 enum mt_qa_label mtx_qa_overall(const struct mt_qa_verdict *v, size_t n)
 {
+    /* A contradiction decides alone; a pair the verifier failed on might
+     * have contradicted, so SUPPORT and NO_EVIDENCE need every verdict
+     * given: a claim whose verdict was never given is UNVERIFIED. */
     static const enum mt_qa_label order[] = {
         MT_QA_CONTRADICT,
+        MT_QA_UNVERIFIED,
         MT_QA_SUPPORT,
         MT_QA_NO_EVIDENCE,
-        MT_QA_UNVERIFIED,
     };
     size_t i, k;
 
@@ -296,6 +299,8 @@ enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err)
                          "the verifier failed on %u of %u (claim, "
                          "document) pairs: they are UNVERIFIED",
                          res->usage.verify_failures, res->usage.verifications);
+    for (i = 0; st == MT_OK && i < res->nclaims; i++)
+        r->unverified += res->claims[i].label == MT_QA_UNVERIFIED;
     return st;
 }
 
@@ -305,7 +310,7 @@ enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
 {
     struct mt_arena mem = MT_ARENA_INIT(4096);
     struct mt_qa_result res;
-    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}};
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}, 0};
     char why[512] = "";
     enum mt_status st;
 

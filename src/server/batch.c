@@ -362,15 +362,24 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
  * with such notes is failed, not done. The journal keeps the finished
  * notes (and the report of those is on disk when any was scored); a
  * resume checks only the failed ones again. */
-static enum mt_status fail_notes(const struct progress *p, json_t **result,
+static enum mt_status fail_notes(const struct progress *p,
+                                 const struct mtx_note *v, json_t **result,
                                  struct mt_error *err)
 {
+    char ids[320] = "";
+    size_t i, k = 0, at = 0;
+
+    for (i = 0; i < p->total && at + 1 < sizeof ids; i++)
+        if (!v[i].line && k++ < 8)
+            at += (size_t)snprintf(ids + at, sizeof ids - at, "%s%.60s",
+                                   k > 1 ? ", " : "", v[i].id);
     json_decref(*result);
     *result = NULL;
     return mt_fail(err, MT_EMODEL,
-                   "%zu of %zu notes failed (their model calls failed): "
+                   "%zu of %zu notes failed (%s%s: their model calls failed "
+                   "or the model's replies were unusable, so no verdict): "
                    "resume the run to check them again",
-                   p->failed, p->total);
+                   p->failed, p->total, ids, k > 8 ? ", ..." : "");
 }
 
 static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
@@ -392,7 +401,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
     }
     /* Scored when any note has an answer (failed notes are left out). */
     if (st == MT_OK && p.failed == p.total && p.total)
-        st = fail_notes(&p, result, err);
+        st = fail_notes(&p, v, result, err);
     sub = st == MT_OK ? submission(v, p.total) : NULL;
     if (st == MT_OK && !sub)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
@@ -408,7 +417,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
                                       (json_int_t)p.failed, "resumed",
                                       (json_int_t)p.resumed));
     if (st == MT_OK && p.failed)
-        st = fail_notes(&p, result, err);
+        st = fail_notes(&p, v, result, err);
     mtx_notes_free(v, p.total);
     mt_free(csv);
     mt_free(sub);

@@ -224,22 +224,28 @@ stub_start nocite --qa nocite
 ask_note "ask: an answer citing nothing is reported, not invented" \
     "cites none" --llm "$SPEC" "$Q"
 stub_start empty --qa empty
-ask_note "ask: an empty answer is reported" "empty answer" --llm "$SPEC" "$Q"
+WANT_RC=1 ask_note "ask: an empty answer is no answer: reported, exit 1" \
+    "empty answer" --llm "$SPEC" "$Q"
 WANT_RC=1 ask_note "ask: a dead model gives an honest empty result, exit 1" \
     "no answer" --llm "openai:http://127.0.0.1:9#none" --retries 0 "$Q"
 stub_start judge --garble qa_judge
 "$MT" ask --db "$TMP/db" --llm "$SPEC" --json "$Q" >"$TMP/g.json" 2>"$TMP/err"
-if py "$TMP/g.json" <<'PY'; then
+rc=$?
+if [ $rc -eq 1 ] && grep -q "never verified" "$TMP/err" &&
+    py "$TMP/g.json" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 vs = [v for c in r["claims"] for v in c["verdicts"]]
 assert any(v["label"] == "UNVERIFIED" and v["error"] for v in vs)
 assert any("verifier failed" in n for n in r["notes"])
 assert all(v["label"] in ("UNVERIFIED", "NO_REFERENCE") for v in vs)
+# a claim whose verdict was never given is never SUPPORT or NO_EVIDENCE
+assert all(c["label"] in ("UNVERIFIED", "NO_REFERENCE") for c in r["claims"])
+assert any(c["label"] == "UNVERIFIED" for c in r["claims"])
 PY
-    ok "ask: a judge that answers garbage leaves pairs UNVERIFIED with the reason"
+    ok "ask: a judge that answers garbage leaves claims UNVERIFIED with the reason, exit 1"
 else
-    not_ok "ask garbled judge" "$(head -c 500 "$TMP/g.json")" "$(tail -2 "$TMP/err")"
+    not_ok "ask garbled judge (rc $rc)" "$(head -c 500 "$TMP/g.json")" "$(tail -2 "$TMP/err")"
 fi
 
 # ---- batch: kill -9 mid-run, then --resume ----

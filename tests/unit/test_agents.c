@@ -458,16 +458,37 @@ static void test_guards_confidence_decides_when_arbiter_fails(void **state)
     astub_stop(&s);
 }
 
+/* Checks the note expecting MT_EMODEL: a verdict no reply decided. */
+static void check_note_fails(struct mt_agent *a, struct mt_check_result *r)
+{
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
+    struct mt_error err;
+
+    CHECK(mt_agent_check(a, &n, r, &err) == MT_EMODEL);
+    CHECK(r->fallback == 1 && r->fallback_why && r->trace);
+    CHECK(strcmp(err.msg, r->fallback_why) == 0);
+    CHECK(strstr(err.msg, "the verdict is a fallback") != NULL);
+}
+
 static void test_single_falls_back_after_one_repeat(void **state)
 {
     struct astub s;
     struct mt_agent *a;
     struct mt_check_result r;
+    char *js;
 
     (void)state;
     astub_start(&s, "--bad-id", NULL, NULL);
     a = open_agent(&s, MT_STRATEGY_SINGLE);
-    check_note(a, &r);
+    /* the replies were well-formed JSON with an impossible sentence id:
+     * unusable, so the "no error" is a fallback and the check fails */
+    check_note_fails(a, &r);
+    CHECK(strstr(r.fallback_why, "no usable reply (single: ") != NULL);
+    CHECK(strstr(r.fallback_why, "sentence_id") != NULL);
+    js = mt_check_result_json(&r, 0);
+    CHECK(js && strstr(js, "\"fallback\":true,\"fallback_why\":") != NULL);
+    mt_free(js);
     CHECK(r.error_flag == 0 && r.sentence_id == -1 && r.fallback == 1);
     CHECK(r.usage.llm_calls == 2 && r.usage.parse_failures == 2);
     CHECK(r.usage.fallbacks == 1);
@@ -498,6 +519,73 @@ static void test_react_rejects_on_true_minimum_for_all_rounds(void **state)
     mt_check_result_free(&r);
     mt_agent_close(a);
     astub_stop(&s);
+}
+
+/* Issue 29: a verdict that exists only because the model's replies were
+ * unusable (after the repeat) fails the check, in every strategy and at
+ * every role whose fallback decides the verdict. */
+static void test_botched_replies_fail_every_strategy(void **state)
+{
+    static const struct {
+        const char *garble;
+        enum mt_strategy st;
+        const char *why;
+    } cases[] = {
+        {"single", MT_STRATEGY_SINGLE, "(single: "},
+        {"guard_detect", MT_STRATEGY_GUARDS, "(guard_detect (both agents): "},
+        {"guard_locate", MT_STRATEGY_GUARDS, "(guard_locate (both agents): "},
+        {"guard_correct", MT_STRATEGY_GUARDS, "(guard_correct: "},
+        {"react", MT_STRATEGY_REACT_REFLEX, "(react: "},
+        {"eval", MT_STRATEGY_REACT_REFLEX, "(eval: "},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct astub s;
+        struct mt_agent *a;
+        struct mt_check_result r;
+
+        astub_start(&s, "--garble", cases[i].garble, NULL);
+        a = open_agent(&s, cases[i].st);
+        check_note_fails(a, &r);
+        CHECK(strstr(r.fallback_why, "no usable reply") != NULL);
+        CHECK(strstr(r.fallback_why, cases[i].why) != NULL);
+        CHECK(r.usage.failed_calls == 0 && r.usage.parse_failures >= 2);
+        mt_check_result_free(&r);
+        mt_agent_close(a);
+        astub_stop(&s);
+    }
+}
+
+/* A well-formed reply that decides "no error" is the model's answer. */
+static void test_decided_no_error_is_an_answer(void **state)
+{
+    static const enum mt_strategy st[] = {
+        MT_STRATEGY_SINGLE, MT_STRATEGY_GUARDS, MT_STRATEGY_REACT_REFLEX};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 3; i++) {
+        struct astub s;
+        struct mt_agent *a;
+        struct mt_check_result r;
+        char *js;
+
+        astub_start(&s, "--no-error", NULL, NULL);
+        a = open_agent(&s, st[i]);
+        check_note(a, &r);
+        CHECK(r.error_flag == 0 && r.sentence_id == -1);
+        CHECK(r.fallback == 0 && r.fallback_why == NULL);
+        CHECK(r.usage.fallbacks == 0);
+        js = mt_check_result_json(&r, 0);
+        CHECK(js && strstr(js, "\"fallback\":false") != NULL &&
+              strstr(js, "fallback_why") == NULL);
+        mt_free(js);
+        mt_check_result_free(&r);
+        mt_agent_close(a);
+        astub_stop(&s);
+    }
 }
 
 static void test_bad_input_is_refused(void **state)
@@ -545,6 +633,8 @@ int main(void)
         cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
         cmocka_unit_test(test_single_falls_back_after_one_repeat),
         cmocka_unit_test(test_react_rejects_on_true_minimum_for_all_rounds),
+        cmocka_unit_test(test_botched_replies_fail_every_strategy),
+        cmocka_unit_test(test_decided_no_error_is_an_answer),
         cmocka_unit_test(test_bad_input_is_refused),
     };
 

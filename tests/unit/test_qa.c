@@ -166,7 +166,11 @@ static void test_overall_verdict_rule(void **state)
     CHECK(overall2(MT_QA_SUPPORT, MT_QA_NO_REFERENCE) == MT_QA_SUPPORT);
     CHECK(overall2(MT_QA_NO_EVIDENCE, MT_QA_SUPPORT) == MT_QA_SUPPORT);
     CHECK(overall2(MT_QA_NO_EVIDENCE, MT_QA_NO_REFERENCE) == MT_QA_NO_EVIDENCE);
-    CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_EVIDENCE) == MT_QA_NO_EVIDENCE);
+    /* a pair never verified might have contradicted: only CONTRADICT
+     * decides without it (issue 29: not SUPPORT, not NO_EVIDENCE) */
+    CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_EVIDENCE) == MT_QA_UNVERIFIED);
+    CHECK(overall2(MT_QA_SUPPORT, MT_QA_UNVERIFIED) == MT_QA_UNVERIFIED);
+    CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_CONTRADICT) == MT_QA_CONTRADICT);
     CHECK(overall2(MT_QA_UNVERIFIED, MT_QA_NO_REFERENCE) == MT_QA_UNVERIFIED);
     CHECK(overall2(MT_QA_NO_REFERENCE, MT_QA_NO_REFERENCE) ==
           MT_QA_NO_REFERENCE);
@@ -338,7 +342,7 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     struct mt_qa *q = open_qa();
     struct mt_arena mem = MT_ARENA_INIT(4096);
     struct mt_qa_result res;
-    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}};
+    struct qa_run r = {q, &mem, &res, MT_BUF_INIT(1 << 16), 0, 0, {0}, 0};
     struct mt_qa_doc doc = {"A1", "Aspirin", "Aspirin lowers risk.", 1, NULL};
     const char *refs[2] = {"99999999", "A1"};
     struct mt_qa_claim c;
@@ -363,6 +367,7 @@ static void test_unretrieved_citation_is_never_classified(void **state)
     CHECK(c.verdicts[0].label == MT_QA_NO_REFERENCE);
     CHECK(c.verdicts[1].label == MT_QA_UNVERIFIED && c.verdicts[1].error);
     CHECK(c.label == MT_QA_UNVERIFIED);
+    CHECK(r.unverified == 1); /* mt_qa_ask fails such a question */
     CHECK(res.usage.verifications == 1 && res.usage.verify_failures == 1);
     CHECK(r.nnotes == 1); /* "the verifier failed on 1 of 1 ..." */
     mtx_buf_free(&r.notes);
