@@ -184,9 +184,9 @@ struct mt_check_result {
     char *corrected_text;     /* the note with the correction applied */
     enum mt_strategy strategy;
     struct mt_check_usage usage;
-    char *trace;  /* JSON array text, one object per step */
-    int fallback; /* 1 when the verdict is a fallback: no answer of the
-                     model's (then mt_agent_check failed, MT_EMODEL) */
+    char *trace;        /* JSON array text, one object per step */
+    int fallback;       /* 1 when the verdict is a fallback: no answer of the
+                           model's (then mt_agent_check failed, MT_EMODEL) */
     char *fallback_why; /* why it is, in words; NULL when it is not */
 };
 

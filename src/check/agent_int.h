@@ -53,7 +53,7 @@ struct run {
     struct mt_check_usage u;
     int flag;
     int sid;
-    char *corr; /* owned; the corrected sentence */
+    char *corr;                 /* owned; the corrected sentence */
     int fallback;               /* the verdict is a fallback: no answer */
     uint32_t down;              /* roles whose model calls failed outright */
     char down_why[256];         /* the last such failure */

@@ -383,9 +383,9 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
     if (o) { /* a fallback verdict is never the model's answer */
         json_object_set_new(o, "fallback", json_boolean(r->fallback));
         if (r->fallback)
-            json_object_set_new(o, "fallback_why",
-                                json_string(r->fallback_why ? r->fallback_why
-                                                            : ""));
+            json_object_set_new(
+                o, "fallback_why",
+                json_string(r->fallback_why ? r->fallback_why : ""));
     }
     if (o && with_trace) {
         json_t *t = r->trace ? json_loads(r->trace, 0, NULL) : NULL;

@@ -217,7 +217,8 @@ static void collect_summary(const struct collect *c, int64_t run,
 
     fprintf(stderr,
             "mediqa: run %lld: %zu notes (%zu failed, %zu of them for a "
-            "fallback verdict: no usable model reply); %u LLM calls (%u on critical paths), %u failed "
+            "fallback verdict: no usable model reply); %u LLM calls (%u on "
+            "critical paths), %u failed "
             "calls, %u unusable replies, %u role fallbacks; %lld jobs "
             "claimed again after a lease ran out\n",
             (long long)run, c->n, c->failed, c->fallback, u->llm_calls,

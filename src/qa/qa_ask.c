@@ -245,7 +245,8 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
                               struct mt_qa_result **out, struct mt_error *err)
 {
     struct mt_arena *mem;
-    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20), 0, 0, {0}, 0};
+    struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20),
+                       0, 0,    {0},  0};
     double t0 = now_s();
     enum mt_status st = check_question(q, question, err);
 
