@@ -329,3 +329,48 @@ PY
 else
     not_ok "server batch resume" "$(cat "$TMP/scode")" "$(head -c 600 "$TMP/s2.run")"
 fi
+
+# ---- server checks and asks: a botched run is failed, with the reason ----
+for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${SERVE_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+SERVE_PIDS=()
+stub_start garbled --garble single
+serve_start garbled --llm "$SPEC" --data-dir "$TMP/slogs3"
+# run_of BODY-FILE: the finished run's record, in $TMP/run.json
+run_of() {
+    local run
+    run=$(py "$TMP/body" <<<'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])')
+    curl -sN "${A[@]}" "$U/v1/runs/$run/events" >"$TMP/run.sse"
+    curl -s "${A[@]}" "$U/v1/runs/$run" >"$TMP/run.json"
+}
+code "${A[@]}" "$U/v1/check" -d "$(py "$TMP/note.txt" <<<'import json,sys; print(json.dumps({"note": open(sys.argv[1]).read(), "strategy": "single"}))')" >/dev/null
+run_of
+if py "$TMP/run.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed", r
+assert "the verdict is a fallback" in r["error"] and "no usable reply" in r["error"], r
+assert not r.get("result"), r
+PY
+    ok "POST /v1/check with garbage replies: the run is failed, with the reason"
+else
+    not_ok "server check with garbage" "$(head -c 500 "$TMP/run.json")"
+fi
+for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+for p in "${SERVE_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+SERVE_PIDS=()
+stub_start judge --garble qa_judge
+serve_start judge --llm "$SPEC" --data-dir "$TMP/slogs4"
+code "${A[@]}" "$U/v1/ask" -d '{"question":"Do mitochondria play a role in remodelling lace plant leaves during programmed cell death?"}' >/dev/null
+run_of
+if py "$TMP/run.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed", r
+assert "never verified" in r["error"] and "UNVERIFIED" in r["error"], r
+assert not r.get("result"), r
+PY
+    ok "POST /v1/ask whose judge answers garbage: the run is failed, claims never verified"
+else
+    not_ok "server ask with a garbled judge" "$(head -c 500 "$TMP/run.json")"
+fi
