@@ -162,6 +162,40 @@ static void test_ref_missing_columns_named(void **state)
                           "Corrected Sentence") != NULL);
 }
 
+/* mt_eval_ref_keep (score --only-predicted): the kept notes in order,
+ * found by id at their new index, the others gone. */
+static int keep_odd(const struct mt_eval_note *n, void *user)
+{
+    (void)user;
+    return n->id[5] == '1' || n->id[5] == '3';
+}
+
+static int keep_none(const struct mt_eval_note *n, void *user)
+{
+    (void)n;
+    (void)user;
+    return 0;
+}
+
+static void test_ref_keep_subset(void **state)
+{
+    struct mt_eval_ref *r = load_ref();
+
+    (void)state;
+    CHECK_OK(mt_eval_ref_keep(r, keep_odd, NULL, NULL));
+    CHECK(mt_eval_ref_count(r) == 2);
+    CHECK(strcmp(mt_eval_ref_note(r, 0)->id, "en-t-1") == 0);
+    CHECK(strcmp(mt_eval_ref_note(r, 1)->id, "en-t-3") == 0);
+    CHECK(strcmp(mt_eval_ref_note(r, 1)->correction, "NA") == 0);
+    CHECK(mt_eval_ref_find(r, "en-t-3") == 1);
+    CHECK(mt_eval_ref_find(r, "en-t-1") == 0);
+    CHECK(mt_eval_ref_find(r, "en-t-0") == -1);
+    CHECK(mt_eval_ref_find(r, "en-t-2") == -1);
+    CHECK_OK(mt_eval_ref_keep(r, keep_none, NULL, NULL));
+    CHECK(mt_eval_ref_count(r) == 0 && mt_eval_ref_find(r, "en-t-1") == -1);
+    mt_eval_ref_free(r);
+}
+
 static void test_ref_real_files_have_columns(void **state)
 {
     static const char *const files[] = {
@@ -718,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_ref_reads_columns_and_na),
         cmocka_unit_test(test_ref_missing_columns_named),
         cmocka_unit_test(test_ref_real_files_have_columns),
+        cmocka_unit_test(test_ref_keep_subset),
         cmocka_unit_test(test_score_accuracy_over_all_notes),
         cmocka_unit_test(test_score_composite_and_pairs_mean),
         cmocka_unit_test(test_score_kpcs_exact_and_normalized),
