@@ -35,7 +35,23 @@ static long find_known(const struct cite_ctx *c, const char *p, size_t n)
     return -1;
 }
 
-/* The id an item names: pre + id + suf, or a bare known id. */
+/* "PMID: 123", "PMID 123" or "PMID123" (any case): the digits into id. */
+static int pmid_form(struct mt_str it, struct mt_str *id)
+{
+    size_t i = 4;
+
+    if (it.n <= 4 || strncasecmp(it.p, "PMID", 4) != 0)
+        return 0;
+    while (i < it.n && (it.p[i] == ':' || it.p[i] == ' '))
+        i++;
+    *id = (struct mt_str){it.p + i, it.n - i};
+    for (; i < it.n; i++)
+        if (!isdigit((unsigned char)it.p[i]))
+            return 0;
+    return id->n > 0;
+}
+
+/* The id an item names: pre + id + suf, "PMID: id", or a bare known id. */
 static int item_id(const struct cite_ctx *c, struct mt_str it,
                    struct mt_str *id)
 {
@@ -43,6 +59,8 @@ static int item_id(const struct cite_ctx *c, struct mt_str it,
     size_t ns = strlen(c->suf);
 
     it = mtx_str_trim(it);
+    if (pmid_form(it, id))
+        return 1;
     if (it.n > np + ns && memcmp(it.p, c->pre, np) == 0 &&
         memcmp(it.p + it.n - ns, c->suf, ns) == 0) {
         *id = mtx_str_trim((struct mt_str){it.p + np, it.n - np - ns});
@@ -116,8 +134,54 @@ static void trim_tail(struct mt_buf *t)
         t->data[--t->len] = '\0';
 }
 
+static int id_char(char ch)
+{
+    return isalnum((unsigned char)ch) || ch == '_' || ch == '-';
+}
+
+/* A citation standing in the text without brackets, as VerifAI matches
+ * "PUBMED:\d+" anywhere: the label (pre + id + suf, the id of letters,
+ * digits, '_' or '-') or "PMID: digits", at a word start. Returns its
+ * length (0: none) and its id. */
+static size_t inline_cite(const struct cite_ctx *c, const char *p, size_t n,
+                          struct mt_str *id)
+{
+    size_t np = strlen(c->pre);
+    size_t ns = strlen(c->suf);
+    size_t k = np;
+
+    if (np > 0 && n > np && memcmp(p, c->pre, np) == 0) {
+        while (k < n && id_char(p[k]) && (ns == 0 || p[k] != c->suf[0]))
+            k++;
+        if (k > np && k + ns <= n && memcmp(p + k, c->suf, ns) == 0) {
+            *id = (struct mt_str){p + np, k - np};
+            return k + ns;
+        }
+    }
+    if (n > 4 && strncasecmp(p, "PMID", 4) == 0) {
+        k = 4;
+        while (k < n && (p[k] == ':' || p[k] == ' '))
+            k++;
+        while (k < n && isdigit((unsigned char)p[k]))
+            k++;
+        if (pmid_form((struct mt_str){p, k}, id))
+            return k;
+    }
+    return 0;
+}
+
+/* The closing bracket of a group opening at p[0] ('[' or '('), or NULL. */
+static const char *group_end(const char *p, size_t n)
+{
+    if (p[0] == '[')
+        return memchr(p, ']', n);
+    return p[0] == '(' ? memchr(p, ')', n) : NULL;
+}
+
 /* One sentence p[0..n): its text without citation groups, and its
- * citations; groups that open it go to 'prev' (may be NULL). */
+ * citations: groups in [...] or (...) whose every item is a citation,
+ * and labels or PMIDs standing alone; those that open it go to 'prev'
+ * (may be NULL). */
 static enum mt_status parse_sent(const struct cite_ctx *c, const char *p,
                                  size_t n, struct mt_qa_sent *s,
                                  struct mt_qa_sent *prev)
@@ -128,12 +192,22 @@ static enum mt_status parse_sent(const struct cite_ctx *c, const char *p,
     int lead = 1;
 
     while (st == MT_OK && i < n) {
-        const char *e = p[i] == '[' ? memchr(p + i, ']', n - i) : NULL;
+        const char *e = group_end(p + i, n - i);
         struct mt_qa_sent *to = lead && prev ? prev : s;
+        struct mt_str id;
+        size_t k = i == 0 || !id_char(p[i - 1])
+                       ? inline_cite(c, p + i, n - i, &id)
+                       : 0;
 
         if (e && cite_group(c, p + i + 1, (size_t)(e - (p + i)) - 1, to, &st)) {
             trim_tail(&t);
             i = (size_t)(e - p) + 1;
+            continue;
+        }
+        if (k > 0) {
+            trim_tail(&t);
+            st = add_ref(c, to, id);
+            i += k;
             continue;
         }
         lead = lead && isspace((unsigned char)p[i]);

@@ -3,11 +3,13 @@
  * server (tests/fixtures/script_server.c). */
 #include "check.h"
 
+#include "core/arena.h"
 #include "core/jsonl.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
+#include "qa/qa_int.h"
 #include "script.h"
 #include "tmpdir.h"
 
@@ -478,6 +480,41 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
     script_stop(&s);
 }
 
+/* ==== VerifAI ==== */
+
+/* Citations as VerifAI finds them ("PUBMED:\d+" anywhere in a sentence),
+ * in brackets or parentheses, and PMIDs in the answer's own style ("PMID:
+ * 44", a bare known id in parentheses); a parenthesis that cites nothing
+ * known stays text. */
+static void test_citations_anywhere_and_bare_pmids(void **state)
+{
+    static const char *known[] = {"11", "22", "33", "44"};
+    struct mt_arena a = MT_ARENA_INIT(4096);
+    struct mt_qa_sent *s = NULL;
+    size_t n = 0;
+
+    (void)state;
+    CHECK_OK(mtx_qa_parse_answer(
+        &a,
+        "Aspirin helps PUBMED:11. Statins too (PUBMED:22, PUBMED:33). "
+        "Trials agree (PMID: 44) and PMID 11 too. Costs rose (2019) and "
+        "XPUBMED:22 is no label. Bare ids cite (33).",
+        "PUBMED:", "", known, 4, &s, &n));
+    CHECK(n == 5);
+    CHECK(strcmp(s[0].text, "Aspirin helps.") == 0);
+    CHECK(s[0].nrefs == 1 && strcmp(s[0].refs[0], "11") == 0);
+    CHECK(strcmp(s[1].text, "Statins too.") == 0 && s[1].nrefs == 2);
+    CHECK(strcmp(s[1].refs[1], "33") == 0 && s[1].docs[1] == 2);
+    CHECK(strcmp(s[2].text, "Trials agree and too.") == 0);
+    CHECK(s[2].nrefs == 2 && strcmp(s[2].refs[0], "44") == 0 &&
+          strcmp(s[2].refs[1], "11") == 0);
+    CHECK(strcmp(s[3].text, "Costs rose (2019) and XPUBMED:22 is no "
+                            "label.") == 0);
+    CHECK(s[3].nrefs == 0);
+    CHECK(strcmp(s[4].text, "Bare ids cite.") == 0 && s[4].nrefs == 1);
+    mtx_arena_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_medeval_needs_a_quorum_of_usable_reviews),
         cmocka_unit_test(test_on_exhausted_last_answer),
         cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
+        cmocka_unit_test(test_citations_anywhere_and_bare_pmids),
     };
 
     mtx_jsonl_init_alloc();
