@@ -15,7 +15,8 @@
 # It checks that every set is built, the broken file skipped, named and the
 # set kept as partial; that a set whose download fails is listed failed
 # with why, the exit status is 1 and the others are still built; a rerun
-# that does nothing; checksum and digest refusals; no network.
+# that does nothing; a MedErrBench CSV that is not MEDEC-format skipped
+# (partial); sets not asked for; checksum and digest refusals; no network.
 . "$(dirname "$0")/lib.sh"
 F="$DATA/formats"
 M="$TMP/mirror"
@@ -251,6 +252,25 @@ if [ $rc -eq 1 ] &&
     ok "fetch-data: a download with the wrong checksum fails its set (removed); sets not asked for are skipped"
 else
     not_ok "fetch-data: bad checksum" "rc=$rc" "$(tail -6 "$TMP/out")"
+fi
+
+# ==== A MedErrBench CSV that is not MEDEC-format: skipped, set partial ====
+cp "$MB_TGZ" "$TMP/mb.good"
+T=$TMP/src/MedErrBench-754c2e083b79
+printf 'id,note\r\n1,a note without the MEDEC columns\r\n' \
+    >"$T/datasets/test/reviewed_data_EN_test.csv"
+pack MedErrBench-754c2e083b79 "$MB_TGZ"
+run "$TMP/h" mederrbench
+mv "$TMP/mb.good" "$MB_TGZ"
+if [ $rc -eq 0 ] &&
+    [ "$(status mederrbench)" = "partial  1 files skipped (listed in mederrbench/skipped.txt); 8 CSVs kept" ] &&
+    grep -q '^datasets/test/reviewed_data_EN_test.csv: .*missing column(s): Text ID' "$TMP/h/mederrbench/skipped.txt" &&
+    [ ! -e "$TMP/h/mederrbench/test/reviewed_data_EN_test.csv" ] &&
+    [ "$(ls "$TMP"/h/mederrbench/*/*.csv | wc -l)" -eq 8 ]; then
+    ok "fetch-data: a MedErrBench CSV that is not MEDEC-format is skipped and listed; the set partial, the 8 others kept"
+else
+    not_ok "fetch-data: bad MedErrBench CSV" "rc=$rc" "$(tail -6 "$TMP/out")" \
+        "$(cat "$TMP/h/mederrbench/skipped.txt" 2>&1)"
 fi
 
 # ==== A MedQuAD tree that is not the pinned one is refused ====
