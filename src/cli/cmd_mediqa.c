@@ -38,7 +38,7 @@ static const struct cli_opt mediqa_opts[] = {
      "ones are checked again",
      0},
     {"force", 0, NULL,
-     "start over although OUT.journal holds notes of an earlier run "
+     "start over although OUT.journal holds finished notes of an earlier run "
      "(they are discarded)",
      0},
     {"fallback-on-failure", 0, NULL,
@@ -444,8 +444,8 @@ const struct cli_verb cli_verb_mediqa = {
     "--trace gives the reason, --resume checks it again, and the exit\n"
     "status is 1. A second run on the same OUT while one is running is\n"
     "refused (OUT.journal is locked), and so is a rerun without --resume\n"
-    "while OUT.journal holds notes of an earlier run (--force discards\n"
-    "them and starts over).\n"
+    "while OUT.journal holds finished notes of an earlier run (--force\n"
+    "discards them and starts over).\n"
     "\n"
     "On more than one machine (README, \"Running on more than one\n"
     "machine\"): mediqa --state URL --enqueue --data FILE.csv [agent\n"
