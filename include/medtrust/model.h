@@ -102,6 +102,15 @@ struct mt_chat_result {
     int tokens_estimated;       /* 1 when a server reported no usage and
                                    the token counts are estimates (about 4
                                    bytes a token) */
+    char **reasoning;           /* NULL, or n entries, each NULL or the
+                                   completion's reasoning: the server's
+                                   "reasoning" / "reasoning_content" field
+                                   or a "<think>...</think>" block (also
+                                   one the chat template opened in the
+                                   prompt, "...</think>answer"). Never
+                                   part of texts, which hold the answer
+                                   after it; for traces, never for a
+                                   conversation's history. Not cached */
     const char *endpoint;       /* openai: the base URL that answered
                                    (of "URL1,URL2#MODEL", the last request
                                    of the call); owned by the model handle,

@@ -50,6 +50,26 @@ static void usage_trace(json_t *rec, const struct mt_chat_result *res)
         json_object_set_new(rec, "endpoint", json_string(res->endpoint));
 }
 
+/* The completions' reasoning (a reasoning model's thinking, which the
+ * backend keeps apart from the reply: never parsed, never sent back in a
+ * conversation's history) as "reasoning": one entry a completion, null
+ * where it had none; nothing when none had any. */
+static void reasoning_trace(json_t *rec, const struct mt_chat_result *res)
+{
+    json_t *a;
+    uint32_t i;
+
+    if (!res->reasoning)
+        return;
+    a = json_array();
+    for (i = 0; a && i < res->n; i++)
+        json_array_append_new(a, res->reasoning[i]
+                                     ? text_json(res->reasoning[i],
+                                                 TRACE_REPLY_MAX)
+                                     : json_null());
+    json_object_set_new(rec, "reasoning", a);
+}
+
 /* Validates each completion; keeps the valid ones. Returns the number
  * kept; 'why' gets the last problem. */
 static size_t take_replies(struct run *r, struct call *c,
@@ -76,6 +96,7 @@ static size_t take_replies(struct run *r, struct call *c,
         kept++;
     }
     json_object_set_new(rec, "replies", raws);
+    reasoning_trace(rec, res);
     return kept;
 }
 

@@ -68,8 +68,74 @@ void mt_chat_result_free(struct mt_chat_result *r)
         return;
     for (i = 0; r->texts && i < r->n; i++)
         mt_free(r->texts[i]);
+    for (i = 0; r->reasoning && i < r->n; i++)
+        mt_free(r->reasoning[i]);
     mt_free(r->texts);
+    mt_free(r->reasoning);
     memset(r, 0, sizeof *r);
+}
+
+enum mt_status mtx_chat_reasoning_add(struct mt_chat_result *r, uint32_t i,
+                                      const char *t, size_t n)
+{
+    char *old;
+    size_t a;
+    char *j;
+
+    if (!r->reasoning)
+        r->reasoning = mt_calloc(r->n ? r->n : 1, sizeof *r->reasoning);
+    if (!r->reasoning)
+        return MT_ENOMEM;
+    old = r->reasoning[i];
+    a = old ? strlen(old) : 0;
+    j = mt_malloc(a + (old ? 1 : 0) + n + 1);
+    if (!j)
+        return MT_ENOMEM;
+    if (old) {
+        memcpy(j, old, a);
+        j[a++] = '\n';
+    }
+    memcpy(j + a, t, n);
+    j[a + n] = '\0';
+    mt_free(old);
+    r->reasoning[i] = j;
+    return MT_OK;
+}
+
+/* Splits completion i at its reasoning's end (see mtx_chat_split_think). */
+static enum mt_status split_one(struct mt_chat_result *r, uint32_t i)
+{
+    const char *t = r->texts[i];
+    const char *h = t + strspn(t, " \t\r\n");
+    int opened = strncmp(h, "<think>", 7) == 0;
+    const char *from = opened ? h + 7 : t;
+    const char *close = strstr(from, "</think>");
+    const char *ans;
+    char *keep;
+
+    if (!close && !opened)
+        return MT_OK;
+    ans = close ? close + 8 : from + strlen(from);
+    if (mtx_chat_reasoning_add(r, i, from, (size_t)((close ? close : ans) -
+                                                    from)) != MT_OK)
+        return MT_ENOMEM;
+    ans += strspn(ans, " \t\r\n");
+    keep = mt_strdup(ans);
+    if (!keep)
+        return MT_ENOMEM;
+    mt_free(r->texts[i]);
+    r->texts[i] = keep;
+    return MT_OK;
+}
+
+enum mt_status mtx_chat_split_think(struct mt_chat_result *r)
+{
+    uint32_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (r->texts[i] && split_one(r, i) != MT_OK)
+            return MT_ENOMEM;
+    return MT_OK;
 }
 
 /* ==== Opening and routing ==== */
@@ -364,6 +430,8 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
         }
     }
     st = l->m.ops->chat(l->m.self, msgs, n_msgs, p, res, err);
+    if (st == MT_OK && mtx_chat_split_think(res) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
     if (st == MT_OK && l->m.cache)
         cache_store(l, key, res);
 done:

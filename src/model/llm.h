@@ -21,6 +21,17 @@ enum mt_status mtx_llm_llama_open(const char *path,
 /* Allocates room for n texts in a zeroed result. */
 enum mt_status mtx_chat_result_init(struct mt_chat_result *r, uint32_t n);
 
+/* Appends t[0..n) to completion i's reasoning (allocating r->reasoning
+ * on first use; a second piece joins the first after a newline). */
+enum mt_status mtx_chat_reasoning_add(struct mt_chat_result *r, uint32_t i,
+                                      const char *t, size_t n);
+
+/* Moves a "<think>...</think>" block (or, for templates that open <think>
+ * in the prompt, everything before a lone "</think>") at the head of each
+ * completion into its reasoning; an unclosed "<think>" is all reasoning
+ * and leaves an empty answer. */
+enum mt_status mtx_chat_split_think(struct mt_chat_result *r);
+
 /* The messages as a JSON array of {"role","content"}; NULL when out of
  * memory. */
 json_t *mtx_chat_messages_json(const struct mt_llm_message *msgs, size_t n);

@@ -365,36 +365,85 @@ static enum mt_status bad_field(const struct openai *o, struct mt_error *err,
                    field);
 }
 
+/* The reasoning a server returns beside the answer: vLLM's "reasoning"
+ * (it renamed "reasoning_content", then removed the old name), llama-server's
+ * and DeepSeek's "reasoning_content". NULL when there is none. */
+static json_t *reasoning_of(const json_t *msg)
+{
+    json_t *t = json_object_get(msg, "reasoning");
+
+    if (!json_is_string(t))
+        t = json_object_get(msg, "reasoning_content");
+    return json_is_string(t) && json_string_length(t) > 0 ? t : NULL;
+}
+
+/* A completion with reasoning and no answer: the model spent its
+ * max_tokens thinking (finish_reason "length") or answered nothing. */
+static enum mt_status no_answer(const struct openai *o,
+                                const struct mt_chat_params *p,
+                                const json_t *choice, size_t i,
+                                struct mt_error *err)
+{
+    const char *fr =
+        json_string_value(json_object_get(choice, "finish_reason"));
+
+    if (fr && strcmp(fr, "length") == 0)
+        return mt_fail(err, MT_ELIMIT,
+                       "%s: choices[%zu] spent all of max_tokens %u on "
+                       "reasoning and gave no answer: raise --max-tokens "
+                       "or lower the model's reasoning effort",
+                       o->url, i, (unsigned)p->max_tokens);
+    return MT_OK;
+}
+
+/* Completion i of the reply into r->texts[*got] (and its reasoning). */
+static enum mt_status take_choice(const struct openai *o,
+                                  const struct mt_chat_params *p,
+                                  const json_t *choice, size_t i,
+                                  struct mt_chat_result *r, uint32_t *got,
+                                  struct mt_error *err)
+{
+    json_t *msg = json_object_get(choice, "message");
+    json_t *c = json_object_get(msg, "content");
+    json_t *why = reasoning_of(msg);
+    const char *t = json_string_value(c);
+    char f[64];
+
+    if (!t && !(why && (!c || json_is_null(c)))) {
+        snprintf(f, sizeof f, "choices[%zu].message.content", i);
+        return bad_field(o, err, f);
+    }
+    if (why && (!t || !*t) && no_answer(o, p, choice, i, err) != MT_OK)
+        return err->status;
+    if (t && strlen(t) >= text_budget(p))
+        return mt_fail(err, MT_ELIMIT,
+                       "%s: choices[%zu] passed %zu bytes, the budget "
+                       "for max_tokens %u: the server does not honour "
+                       "max_tokens",
+                       o->url, i, text_budget(p), (unsigned)p->max_tokens);
+    r->texts[*got] = mt_strdup(t ? t : "");
+    if (!r->texts[*got] ||
+        (why && mtx_chat_reasoning_add(r, *got, json_string_value(why),
+                                       json_string_length(why)) != MT_OK))
+        return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    (*got)++;
+    return MT_OK;
+}
+
 static enum mt_status take_choices(const struct openai *o,
                                    const struct mt_chat_params *p,
                                    json_t *reply, struct mt_chat_result *r,
                                    uint32_t *got, struct mt_error *err)
 {
     json_t *ch = json_object_get(reply, "choices");
-    char f[64];
     size_t i;
+    enum mt_status st = MT_OK;
 
     if (!json_is_array(ch) || json_array_size(ch) == 0)
         return bad_field(o, err, "choices");
-    for (i = 0; i < json_array_size(ch) && *got < r->n; i++) {
-        json_t *msg = json_object_get(json_array_get(ch, i), "message");
-        const char *t = json_string_value(json_object_get(msg, "content"));
-        if (!t) {
-            snprintf(f, sizeof f, "choices[%zu].message.content", i);
-            return bad_field(o, err, f);
-        }
-        if (strlen(t) >= text_budget(p))
-            return mt_fail(err, MT_ELIMIT,
-                           "%s: choices[%zu] passed %zu bytes, the budget "
-                           "for max_tokens %u: the server does not honour "
-                           "max_tokens",
-                           o->url, i, text_budget(p), (unsigned)p->max_tokens);
-        r->texts[*got] = mt_strdup(t);
-        if (!r->texts[*got])
-            return mt_fail(err, MT_ENOMEM, "chat: out of memory");
-        (*got)++;
-    }
-    return MT_OK;
+    for (i = 0; st == MT_OK && i < json_array_size(ch) && *got < r->n; i++)
+        st = take_choice(o, p, json_array_get(ch, i), i, r, got, err);
+    return st;
 }
 
 /* Adds the reply's usage to r; *had is set when there was one. */
@@ -444,13 +493,35 @@ struct stream {
     const struct mt_chat_params *p;
     uint32_t i; /* completion index passed to on_token */
     struct mt_buf text;
+    struct mt_buf why;           /* delta.reasoning(_content) pieces */
     struct mt_chat_result usage; /* only its token counts are used */
     int had_usage;
     size_t events; /* in this attempt */
 };
 
-/* {"choices":[{"delta":{"content":"..."}}], "usage":...}: the usage may
- * come in a chunk of its own with no choices (OpenAI's include_usage). */
+/* A streamed piece of reasoning (delta.reasoning, or
+ * delta.reasoning_content): kept apart, never passed to on_token. */
+static enum mt_status take_why(struct stream *s, const json_t *d,
+                               struct mt_error *err)
+{
+    json_t *w = reasoning_of(d);
+    enum mt_status st;
+
+    if (!w)
+        return MT_OK;
+    st = mtx_buf_append(&s->why, json_string_value(w), json_string_length(w));
+    if (st == MT_ELIMIT)
+        return mt_fail(err, st,
+                       "the streamed reasoning passed %zu bytes, the "
+                       "budget for max_tokens %u: the server does not "
+                       "honour max_tokens",
+                       s->why.max - 1, (unsigned)s->p->max_tokens);
+    return st == MT_OK ? MT_OK : mt_fail(err, MT_ENOMEM, "chat: out of memory");
+}
+
+/* {"choices":[{"delta":{"content":"..."}}], "usage":...}: with usage
+ * reporting on, the last chunk has "choices": [] and only the usage
+ * (OpenAI's include_usage); each delta may carry reasoning instead. */
 static enum mt_status on_event(void *ctx, const json_t *ev,
                                struct mt_error *err)
 {
@@ -472,6 +543,8 @@ static enum mt_status on_event(void *ctx, const json_t *ev,
                        "the server does not honour max_tokens",
                        s->events - 1, (unsigned)s->p->max_tokens);
     st = take_usage(s->o, ev, &s->usage, &s->had_usage, err);
+    if (st == MT_OK)
+        st = take_why(s, d, err);
     if (st != MT_OK || !t || n == 0)
         return st;
     st = mtx_buf_append(&s->text, t, n);
@@ -493,10 +566,27 @@ static void on_restart(void *ctx)
     struct stream *s = ctx;
 
     mtx_buf_reset(&s->text);
+    mtx_buf_reset(&s->why);
     s->events = 0;
     s->usage.prompt_tokens = s->usage.completion_tokens = 0;
     s->had_usage = 0;
     s->p->on_token(s->p->on_token_ctx, s->i, NULL, 0);
+}
+
+/* The gathered stream into r->texts[*got] and its reasoning. */
+static enum mt_status stream_take(struct stream *s, struct mt_chat_result *r,
+                                  uint32_t *got, int *had, struct mt_error *err)
+{
+    if (mtx_buf_reserve(&s->text, 1) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    if (s->why.len > 0 &&
+        mtx_chat_reasoning_add(r, *got, s->why.data, s->why.len) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "chat: out of memory");
+    r->texts[(*got)++] = mtx_buf_take(&s->text);
+    r->prompt_tokens += s->usage.prompt_tokens;
+    r->completion_tokens += s->usage.completion_tokens;
+    *had = s->had_usage;
+    return MT_OK;
 }
 
 /* One streamed request for completion r->texts[*got]. */
@@ -505,21 +595,23 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
                                   struct mt_chat_result *r, uint32_t *got,
                                   int *had, struct mt_error *err)
 {
-    struct stream s = {o, p, *got, MT_BUF_INIT(text_budget(p) + 1), {0}, 0, 0};
+    struct stream s = {o,
+                       p,
+                       *got,
+                       MT_BUF_INIT(text_budget(p) + 1),
+                       MT_BUF_INIT(text_budget(p) + 1),
+                       {0},
+                       0,
+                       0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
     enum mt_status st =
         mtx_http_post_sse(o->http, "chat/completions", b, reply_budget(p, 1),
                           &cb, &r->endpoint, err);
 
-    if (st == MT_OK && mtx_buf_reserve(&s.text, 1) != MT_OK)
-        st = mt_fail(err, MT_ENOMEM, "chat: out of memory");
-    if (st == MT_OK) {
-        r->texts[(*got)++] = mtx_buf_take(&s.text);
-        r->prompt_tokens += s.usage.prompt_tokens;
-        r->completion_tokens += s.usage.completion_tokens;
-        *had = s.had_usage;
-    }
+    if (st == MT_OK)
+        st = stream_take(&s, r, got, had, err);
     mtx_buf_free(&s.text);
+    mtx_buf_free(&s.why);
     return st;
 }
 

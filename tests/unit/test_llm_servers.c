@@ -1,0 +1,321 @@
+/* Unit tests for the OpenAI client against the servers users have, each
+ * played by the loopback stub with the bodies and errors its
+ * documentation gives: reasoning text (vLLM's "reasoning", llama-server's
+ * and DeepSeek's "reasoning_content", <think> blocks and the lone
+ * "</think>" of templates that open <think> in the prompt), streamed and
+ * not, and the usage-only last chunk of a stream. */
+#include "check.h"
+
+#include "llmcall/reply.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "stub.h"
+
+static const struct mt_llm_message msgs[] = {
+    {"system", "You are terse."},
+    {"user", "Is the note correct?"},
+};
+
+/* A chat.completion whose one choice's message is MSG (a JSON object's
+ * members), finishing with FR. */
+#define COMPLETION(msg, fr)                                                    \
+    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,"    \
+    "\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":"         \
+    "\"assistant\"," msg "},\"logprobs\":null,\"finish_reason\":\"" fr "\"}]," \
+    "\"usage\":{\"prompt_tokens\":20,\"total_tokens\":60,"                     \
+    "\"completion_tokens\":40}}"
+
+#define DRAFT "draft {\\\"verdict\\\":\\\"CORRECT\\\"} but wait"
+#define FINAL "{\\\"verdict\\\":\\\"INCORRECT\\\"}"
+
+static struct mt_llm *open_llm(const struct stub *s)
+{
+    struct mt_llm_params p;
+    struct mt_llm *l = NULL;
+    struct mt_error err;
+    char spec[128];
+
+    mt_llm_default_params(&p);
+    p.timeout_s = 5;
+    p.max_retries = 0;
+    snprintf(spec, sizeof spec, "openai:%s#m", s->url);
+    CHECK_OK(mt_llm_open(spec, &p, &l, &err));
+    return l;
+}
+
+/* The verdict the reply parser reads from completion 0. */
+static int verdict_is(const struct mt_chat_result *r, const char *want)
+{
+    char why[256];
+    json_t *o = mtx_reply_extract(r->texts[0], why, sizeof why);
+    const char *v = json_string_value(json_object_get(o, "verdict"));
+    int same = v && strcmp(v, want) == 0;
+
+    json_decref(o);
+    return same;
+}
+
+/* One plain call answered by 'reply'; r holds the result. */
+static enum mt_status call_once(const char *reply, struct mt_chat_result *r,
+                                struct mt_error *err)
+{
+    struct stub s;
+    struct mt_llm *l;
+    char script[8192];
+    enum mt_status st;
+
+    snprintf(script, sizeof script, "reply 200 0 - %s\n", reply);
+    stub_start(&s, script);
+    l = open_llm(&s);
+    st = mt_llm_chat(l, msgs, 2, NULL, r, err);
+    mt_llm_close(l);
+    stub_stop(&s);
+    return st;
+}
+
+/* ==== Reasoning, not streamed ==== */
+
+static void test_vllm_reasoning_field_is_kept_apart(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    CHECK_OK(call_once(COMPLETION("\"content\":\"" FINAL "\",\"reasoning\":"
+                                  "\"" DRAFT "\",\"tool_calls\":[]",
+                                  "stop"),
+                       &r, &err));
+    CHECK(strcmp(r.texts[0], "{\"verdict\":\"INCORRECT\"}") == 0);
+    CHECK(r.reasoning && r.reasoning[0]);
+    CHECK(strstr(r.reasoning[0], "CORRECT") != NULL);
+    CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+}
+
+static void test_reasoning_content_of_llama_server_and_deepseek(void **st)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)st;
+    CHECK_OK(call_once(COMPLETION("\"content\":\"" FINAL "\","
+                                  "\"reasoning_content\":\"" DRAFT "\"",
+                                  "stop"),
+                       &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(r.reasoning && strstr(r.reasoning[0], "but wait") != NULL);
+    mt_chat_result_free(&r);
+}
+
+/* Qwen3.5's template opens <think> in the prompt: the reply holds only the
+ * closing tag. Today's parser took the first JSON that parsed: the draft. */
+static void test_lone_closing_think_of_prompt_opened_templates(void **st)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)st;
+    CHECK_OK(call_once(COMPLETION("\"content\":\"" DRAFT "\\n</think>\\n\\n" FINAL
+                                  "\"",
+                                  "stop"),
+                       &r, &err));
+    CHECK(strcmp(r.texts[0], "{\"verdict\":\"INCORRECT\"}") == 0);
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(r.reasoning && strstr(r.reasoning[0], "draft") == r.reasoning[0]);
+    CHECK(strstr(r.reasoning[0], "</think>") == NULL);
+    mt_chat_result_free(&r);
+}
+
+static void test_think_block_then_answer(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    CHECK_OK(call_once(COMPLETION("\"content\":\"<think>\\n" DRAFT
+                                  "\\n</think>\\n\\n" FINAL "\"",
+                                  "stop"),
+                       &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(r.reasoning && strncmp(r.reasoning[0], "\ndraft", 6) == 0);
+    mt_chat_result_free(&r);
+
+    /* no think at all: untouched, no reasoning */
+    CHECK_OK(call_once(COMPLETION("\"content\":\"" FINAL "\"", "stop"), &r,
+                       &err));
+    CHECK(verdict_is(&r, "INCORRECT") && r.reasoning == NULL);
+    mt_chat_result_free(&r);
+}
+
+/* A think block cut by max_tokens leaves no answer: the draft inside must
+ * never be read as one. */
+static void test_unclosed_think_is_no_answer(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    char why[128];
+    (void)state;
+    CHECK_OK(call_once(COMPLETION("\"content\":\"<think>" DRAFT "\"", "length"),
+                       &r, &err));
+    CHECK(r.texts[0][0] == '\0');
+    CHECK(mtx_reply_extract(r.texts[0], why, sizeof why) == NULL);
+    CHECK(r.reasoning && strstr(r.reasoning[0], "CORRECT") != NULL);
+    mt_chat_result_free(&r);
+}
+
+/* vLLM: a reasoning parser that used all of max_tokens sends content null. */
+static void test_reasoning_only_cut_by_max_tokens_fails_clearly(void **st)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)st;
+    CHECK(call_once(COMPLETION("\"content\":null,\"reasoning\":\"" DRAFT "\"",
+                               "length"),
+                    &r, &err) == MT_ELIMIT);
+    CHECK(strstr(err.msg, "spent all of max_tokens 512 on reasoning") != NULL);
+    CHECK(strstr(err.msg, "--max-tokens") != NULL);
+    CHECK(r.texts == NULL);
+    /* content null and no reasoning is still a malformed reply */
+    CHECK(call_once(COMPLETION("\"content\":null", "stop"), &r, &err) ==
+          MT_EPARSE);
+    CHECK(strstr(err.msg, "choices[0].message.content") != NULL);
+}
+
+/* ==== Streamed ==== */
+
+struct seen {
+    char text[512];
+    int pieces;
+};
+
+static int on_token(void *ctx, uint32_t i, const char *piece, size_t len)
+{
+    struct seen *s = ctx;
+    size_t n = strlen(s->text);
+
+    (void)i;
+    if (!piece)
+        return 0;
+    CHECK(n + len < sizeof s->text);
+    memcpy(s->text + n, piece, len);
+    s->text[n + len] = '\0';
+    s->pieces++;
+    return 0;
+}
+
+#define CHUNK(delta)                                                           \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
+    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{" delta "},"       \
+    "\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}"
+#define LAST_CHUNK                                                             \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
+    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},"                 \
+    "\"logprobs\":null,\"finish_reason\":\"stop\"}],\"usage\":null}"
+/* OpenAI's stream_options.include_usage: one more chunk, choices empty */
+#define USAGE_CHUNK                                                            \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
+    "\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":21,"         \
+    "\"completion_tokens\":9,\"total_tokens\":30}}"
+
+static enum mt_status stream_once(const char *events, struct seen *seen,
+                                  struct mt_chat_result *r,
+                                  struct mt_error *err)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    char script[8192];
+    enum mt_status st;
+
+    snprintf(script, sizeof script, "sse [%s]\n", events);
+    stub_start(&s, script);
+    l = open_llm(&s);
+    mt_chat_default_params(&cp);
+    memset(seen, 0, sizeof *seen);
+    cp.on_token = on_token;
+    cp.on_token_ctx = seen;
+    st = mt_llm_chat(l, msgs, 2, &cp, r, err);
+    mt_llm_close(l);
+    stub_stop(&s);
+    return st;
+}
+
+static void test_stream_reasoning_deltas_kept_apart(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    struct seen seen;
+    (void)state;
+    /* vLLM: delta.reasoning */
+    CHECK_OK(stream_once(CHUNK("\"role\":\"assistant\",\"content\":\"\"") ","
+                         CHUNK("\"reasoning\":\"draft {\\\"verdict\\\":\"") ","
+                         CHUNK("\"reasoning\":\"\\\"CORRECT\\\"}\"") ","
+                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
+                         "," USAGE_CHUNK,
+                         &seen, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(strcmp(seen.text, r.texts[0]) == 0 && seen.pieces == 1);
+    CHECK(r.reasoning &&
+          strcmp(r.reasoning[0], "draft {\"verdict\":\"CORRECT\"}") == 0);
+    CHECK(r.prompt_tokens == 21 && r.completion_tokens == 9);
+    CHECK(!r.tokens_estimated);
+    mt_chat_result_free(&r);
+    /* llama-server and DeepSeek: delta.reasoning_content */
+    CHECK_OK(stream_once(CHUNK("\"reasoning_content\":\"hmm\"") ","
+                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
+                         "," USAGE_CHUNK,
+                         &seen, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(r.reasoning && strcmp(r.reasoning[0], "hmm") == 0);
+    mt_chat_result_free(&r);
+}
+
+static void test_stream_think_tags_in_content(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    struct seen seen;
+    (void)state;
+    CHECK_OK(stream_once(CHUNK("\"content\":\"" DRAFT "\"") ","
+                         CHUNK("\"content\":\"</think>\\n\\n\"") ","
+                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
+                         "," USAGE_CHUNK,
+                         &seen, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    CHECK(r.reasoning && strstr(r.reasoning[0], "but wait") != NULL);
+    mt_chat_result_free(&r);
+}
+
+/* With usage reporting on, the last chunk has "choices": [] and is usage
+ * only; a stream without it counts estimated tokens. */
+static void test_stream_usage_only_last_chunk(void **state)
+{
+    struct mt_chat_result r;
+    struct mt_error err;
+    struct seen seen;
+    (void)state;
+    CHECK_OK(stream_once(CHUNK("\"role\":\"assistant\"") ","
+                         CHUNK("\"content\":\"yes\"") "," LAST_CHUNK
+                         "," USAGE_CHUNK,
+                         &seen, &r, &err));
+    CHECK(strcmp(r.texts[0], "yes") == 0 && strcmp(seen.text, "yes") == 0);
+    CHECK(r.prompt_tokens == 21 && r.completion_tokens == 9);
+    CHECK(!r.tokens_estimated && r.reasoning == NULL);
+    mt_chat_result_free(&r);
+    CHECK_OK(stream_once(CHUNK("\"content\":\"yes\"") "," LAST_CHUNK, &seen,
+                         &r, &err));
+    CHECK(strcmp(r.texts[0], "yes") == 0 && r.tokens_estimated);
+    mt_chat_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vllm_reasoning_field_is_kept_apart),
+        cmocka_unit_test(test_reasoning_content_of_llama_server_and_deepseek),
+        cmocka_unit_test(test_lone_closing_think_of_prompt_opened_templates),
+        cmocka_unit_test(test_think_block_then_answer),
+        cmocka_unit_test(test_unclosed_think_is_no_answer),
+        cmocka_unit_test(test_reasoning_only_cut_by_max_tokens_fails_clearly),
+        cmocka_unit_test(test_stream_reasoning_deltas_kept_apart),
+        cmocka_unit_test(test_stream_think_tags_in_content),
+        cmocka_unit_test(test_stream_usage_only_last_chunk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
