@@ -750,9 +750,9 @@ static void parser_disagreement(struct run *r, const struct final_answer *acc,
  * the corrected sentence). The error flag and sentence id are the ones
  * MedEval accepted; only the corrected sentence's wording is taken from
  * the parser's reply, when it gives one for the same sentence (another
- * sentence's correction would be written under the accepted id). (The published code reparses
- * the whole history with find_and_correct, which may change the verdict;
- * we knowingly keep the reviewed one.) */
+ * sentence's correction would be written under the accepted id). (The published
+ * code reparses the whole history with find_and_correct, which may change the
+ * verdict; we knowingly keep the reviewed one.) */
 static enum mt_status final_parser(struct run *r, json_t *answer,
                                    char *answer_text)
 {

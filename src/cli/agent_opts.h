@@ -63,7 +63,7 @@
         {"accept-mean", 0, "X", "accept when mean final >= X (3.8)", 0},       \
         {"accept-min", 0, "X", "... and minimum final >= X (3)", 0},           \
         {"eval-quorum", 0, "N",                                                \
-         "usable MedEval reviews a round needs to be accepted (3; at most "   \
+         "usable MedEval reviews a round needs to be accepted (3; at most "    \
          "--evaluators)",                                                      \
          0},                                                                   \
         {"on-exhausted", 0, "RULE",                                            \

@@ -15,7 +15,7 @@
          "(default MEDTRUST_LLM; MEDTRUST_LLM_QA wins)",                       \
          0},                                                                   \
         {"nli", 0, "SPEC",                                                     \
-         "verifier: gguf:PATH[?preset=mnli|verifai] (NLI classifier; "        \
+         "verifier: gguf:PATH[?preset=mnli|verifai] (NLI classifier; "         \
          "also ?labels=A,B,C&pair=claim-first|evidence-first) or llm "         \
          "(prompted judge, MEDTRUST_LLM_JUDGE); default MEDTRUST_NLI, else "   \
          "llm",                                                                \

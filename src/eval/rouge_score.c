@@ -231,7 +231,7 @@ static void step2(char *w, size_t *n)
 static void step3(char *w, size_t *n)
 {
     static const struct rule r[] = {
-        {"icate", "ic", C_M0}, {"ative", "", C_M0}, {"alize", "al", C_M0},
+        {"icate", "ic", C_M0}, {"ative", "", C_M0},  {"alize", "al", C_M0},
         {"iciti", "ic", C_M0}, {"ical", "ic", C_M0}, {"ful", "", C_M0},
         {"ness", "", C_M0},
     };
@@ -270,11 +270,11 @@ static void step5(char *w, size_t *n)
 static int irregular(char *w, size_t *n)
 {
     static const char *const forms[][2] = {
-        {"skies", "sky"},       {"sky", "sky"},         {"dying", "die"},
-        {"lying", "lie"},       {"tying", "tie"},       {"news", "news"},
-        {"innings", "inning"},  {"inning", "inning"},   {"outings", "outing"},
+        {"skies", "sky"},       {"sky", "sky"},          {"dying", "die"},
+        {"lying", "lie"},       {"tying", "tie"},        {"news", "news"},
+        {"innings", "inning"},  {"inning", "inning"},    {"outings", "outing"},
         {"outing", "outing"},   {"cannings", "canning"}, {"canning", "canning"},
-        {"howe", "howe"},       {"proceed", "proceed"}, {"exceed", "exceed"},
+        {"howe", "howe"},       {"proceed", "proceed"},  {"exceed", "exceed"},
         {"succeed", "succeed"},
     };
     size_t i;

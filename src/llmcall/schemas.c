@@ -32,10 +32,10 @@
  * final_mistake carries the answer's fields and no query, so a final step
  * is never stored or shown as a search. */
 #define SEARCH_ACT                                                             \
-    OBJ("\"name\":{\"enum\":[\"search\"]},\"query\":" STR(120),             \
+    OBJ("\"name\":{\"enum\":[\"search\"]},\"query\":" STR(120),                \
         "\"name\",\"query\"")
 #define FINAL_ACT                                                              \
-    OBJ("\"name\":{\"enum\":[\"final_mistake\"]}," FINAL_PROPS,              \
+    OBJ("\"name\":{\"enum\":[\"final_mistake\"]}," FINAL_PROPS,                \
         "\"name\"," FINAL_REQ)
 
 static const char react[] =
@@ -49,12 +49,12 @@ static const char react[] =
  * is written before its reasons. */
 #define CRIT(k) "\"" k "_reasoning\":" STR(300) ",\"" k "\":" GRADE
 #define CRIT_REQ(k) "\"" k "_reasoning\",\"" k "\""
-static const char eval[] = OBJ(
-    CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
-        "relevance") "," CRIT("completeness") "," CRIT("final"),
-    CRIT_REQ("validity") "," CRIT_REQ("preciseness") "," CRIT_REQ(
-        "confidence") "," CRIT_REQ("relevance") "," CRIT_REQ("completeness") ","
-        CRIT_REQ("final"));
+static const char eval[] =
+    OBJ(CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
+            "relevance") "," CRIT("completeness") "," CRIT("final"),
+        CRIT_REQ("validity") "," CRIT_REQ("preciseness") "," CRIT_REQ("confiden"
+                                                                      "ce") "," CRIT_REQ(
+            "relevance") "," CRIT_REQ("completeness") "," CRIT_REQ("final"));
 
 static const char reflect[] =
     OBJ("\"reflection\":" STR(400) ",\"plan\":" STR(400),

@@ -367,8 +367,7 @@ enum mt_status mtx_llama_cls_open(const char *path, uint32_t threads,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = lenc_open(path, MT_LLAMA_CLASSIFY, "--nli", threads, &c->e, err);
     if (st == MT_OK)
-        st = at ? set_labels(c->e, path, at, err)
-                : map_labels(c->e, path, err);
+        st = at ? set_labels(c->e, path, at, err) : map_labels(c->e, path, err);
     if (st != MT_OK) {
         mtx_llama_cls_free(c);
         return st;

@@ -245,10 +245,10 @@ static enum mt_status alt_rule(struct gb *g, json_t *alts, int depth,
                                char *name, size_t n)
 {
     struct mt_buf b = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
-    enum mt_status st = json_array_size(alts)
-                            ? MT_OK
-                            : mt_fail(g->err, MT_EPARSE,
-                                      "schema: 'anyOf' needs branches");
+    enum mt_status st =
+        json_array_size(alts)
+            ? MT_OK
+            : mt_fail(g->err, MT_EPARSE, "schema: 'anyOf' needs branches");
     char alt[32];
     size_t i;
 

@@ -638,10 +638,10 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
 /* One request of 'want' completions (1 when streaming), sent again in a
  * simpler response format when auto mode meets a refusal. */
 static enum mt_status round_as_is(struct openai *o,
-                                const struct mt_llm_message *m, size_t nm,
-                                const struct mt_chat_params *p, uint64_t seed,
-                                struct mt_chat_result *r, uint32_t *got,
-                                struct mt_error *err)
+                                  const struct mt_llm_message *m, size_t nm,
+                                  const struct mt_chat_params *p, uint64_t seed,
+                                  struct mt_chat_result *r, uint32_t *got,
+                                  struct mt_error *err)
 {
     uint32_t from = *got;
     enum mt_status st;

@@ -99,8 +99,8 @@ static int parse_opt(const char *p, size_t n, struct cls_opts *o)
 }
 
 /* Splits "PATH?opts" into a new path string and o. */
-static enum mt_status cls_spec(const char *arg, char **path,
-                               struct cls_opts *o, struct mt_error *err)
+static enum mt_status cls_spec(const char *arg, char **path, struct cls_opts *o,
+                               struct mt_error *err)
 {
     const char *q = strrchr(arg, '?');
     const char *p = q ? q + 1 : NULL;

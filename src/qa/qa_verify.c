@@ -1,7 +1,7 @@
 /* Verification of (claim, cited document) pairs: the NLI classifier
  * (its spec sets the pair order and label map, src/model/nli.c) or the
- * prompted LLM judge, the closest document sentence as evidence, and the overall
- * verdict of a claim. */
+ * prompted LLM judge, the closest document sentence as evidence, and the
+ * overall verdict of a claim. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>

@@ -218,9 +218,9 @@ static char *nth_text(const struct script *s, const char *role, size_t i)
 static json_t *sent_schema(const json_t *rec)
 {
     return json_object_get(
-        json_object_get(json_object_get(json_object_get(rec, "request"),
-                                        "response_format"),
-                        "json_schema"),
+        json_object_get(
+            json_object_get(json_object_get(rec, "request"), "response_format"),
+            "json_schema"),
         "schema");
 }
 
@@ -281,9 +281,8 @@ static void test_final_step_is_shown_as_the_answer(void **state)
  * final reasoning. */
 static void test_medeval_reasons_before_it_scores(void **state)
 {
-    static const char *const k[] = {"validity",  "preciseness",
-                                    "confidence", "relevance",
-                                    "completeness", "final"};
+    static const char *const k[] = {"validity",  "preciseness",  "confidence",
+                                    "relevance", "completeness", "final"};
     struct script s;
     struct mt_agent *a;
     struct mt_check_result r;
@@ -300,8 +299,7 @@ static void test_medeval_reasons_before_it_scores(void **state)
     a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
     check_note(a, &r);
     reqs = script_requests(&s, "eval");
-    props = json_object_get(sent_schema(json_array_get(reqs, 0)),
-                            "properties");
+    props = json_object_get(sent_schema(json_array_get(reqs, 0)), "properties");
     json_object_foreach(props, key, v)
     {
         strcat(order, key);
@@ -329,12 +327,17 @@ static void test_medeval_reasons_before_it_scores(void **state)
 }
 
 /* One usable review of five is no acceptance, however good it is: a
- * round needs the quorum (3), and the trace records both numbers. */
+ * round needs the quorum (3), and the trace records both numbers. The
+ * answer was never judged, so the check fails as a fallback (issue 29
+ * §3) rather than reporting the model's "no error". */
 static void test_medeval_needs_a_quorum_of_usable_reviews(void **state)
 {
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
     struct script s;
     struct mt_agent *a;
     struct mt_check_result r;
+    struct mt_error err;
     char roles[256];
 
     (void)state;
@@ -342,11 +345,12 @@ static void test_medeval_needs_a_quorum_of_usable_reviews(void **state)
                      "eval scores 5\neval not json at all\n"
                      "parser answer 2 He is given aspirin and admitted.\n");
     a = open_react(&s, 1, MT_EXHAUSTED_NO_ERROR);
-    check_note(a, &r);
-    CHECK(r.error_flag == 0 && r.sentence_id == -1);
+    CHECK(mt_agent_check(a, &n, &r, &err) == MT_EMODEL);
+    CHECK(r.fallback && r.error_flag == 0 && r.sentence_id == -1);
     CHECK(strstr(r.trace, "\"finals\":[5]") != NULL);
     CHECK(strstr(r.trace, "\"usable\":1") != NULL);
     CHECK(strstr(r.trace, "\"quorum\":3") != NULL);
+    CHECK(strstr(r.trace, "\"accepted\":false") != NULL);
     CHECK(strstr(r.trace, "fewer usable reviews than the quorum") != NULL);
     CHECK(strcmp(script_roles(&s, roles, sizeof roles), "react eval") == 0);
     mt_check_result_free(&r);
@@ -453,8 +457,7 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
     script_roles(&s, roles, sizeof roles);
     CHECK(script_count(roles, "guard_detect_arbiter") == 1);
     CHECK(script_count(roles, "guard_locate_arbiter") == 1);
-    CHECK(script_count(r.trace, "one agent failed: the arbiter decided") ==
-          2);
+    CHECK(script_count(r.trace, "one agent failed: the arbiter decided") == 2);
     t = flat_text(&s, "guard_detect_2", 0);
     CHECK(strstr(t, "look at the diagnosis most closely") != NULL);
     free(t);

@@ -471,7 +471,7 @@ static void test_verifier_labels_and_pair_order_are_options(void **state)
     for (i = 0; i < 3; i++)
         CHECK(d[i] == pos[i]);
     nli_probs("?preset=verifai", a, b, v);
-    CHECK(v[MT_NLI_SUPPORT] == c[MT_NLI_NO_EVIDENCE]); /* output 1 */
+    CHECK(v[MT_NLI_SUPPORT] == c[MT_NLI_NO_EVIDENCE]);   /* output 1 */
     CHECK(v[MT_NLI_CONTRADICT] == c[MT_NLI_CONTRADICT]); /* output 2 */
     CHECK(v[MT_NLI_NO_EVIDENCE] == c[MT_NLI_SUPPORT]);   /* output 0 */
     snprintf(spec, sizeof spec, "gguf:%s/classify.gguf?labels=SUPPORT", dir);

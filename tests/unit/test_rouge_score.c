@@ -35,8 +35,8 @@ static size_t check_stems(FILE *f)
         n = mtx_porter_stem(w, n);
         w[n] = '\0';
         if (strcmp(w, tab + 1) != 0)
-            fail_msg("stem of '%.*s': '%s', NLTK '%s'", (int)(tab - line),
-                     line, w, tab + 1);
+            fail_msg("stem of '%.*s': '%s', NLTK '%s'", (int)(tab - line), line,
+                     w, tab + 1);
         k++;
     }
     return k;
