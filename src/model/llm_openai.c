@@ -49,7 +49,18 @@ struct openai {
     int rf_auto;                /* 1: rf may still fall back */
     int n_one;                  /* 1: the endpoint refused n > 1 */
     int fold_sys; /* 1: the endpoint's template has no system role */
+    unsigned lim; /* LIM_* learnt from the endpoint's refusals */
 };
+
+/* What OpenAI's reasoning models (o1, o3, gpt-5...) refuse, learnt from
+ * their 400s and remembered for the endpoint: max_tokens (they want
+ * max_completion_tokens, which also counts the hidden reasoning tokens:
+ * REASONING_TOKENS are added for them), and any temperature or top_p but
+ * the default. */
+#define LIM_MCT 1u
+#define LIM_NO_TEMP 2u
+#define LIM_NO_TOP_P 4u
+#define REASONING_TOKENS 4096
 
 static void openai_free(void *self)
 {
@@ -158,6 +169,63 @@ static int n_fall_back(struct openai *o, uint32_t sent,
                "from now on",
                o->url, (unsigned)sent, e->msg);
     return 1;
+}
+
+/* The LIM_* bits a refusal asks for: OpenAI's "Unsupported parameter:
+ * 'max_tokens' is not supported with this model. Use
+ * 'max_completion_tokens' instead." and "Unsupported value: 'temperature'
+ * does not support 0 with this model. Only the default (1) value is
+ * supported." (also for 'top_p'). */
+static unsigned refused_lims(const struct mt_error *e)
+{
+    char low[MT_ERROR_MSG_MAX];
+    unsigned bits = 0;
+
+    if (!refused(e, low, sizeof low) || !strstr(low, "unsupported"))
+        return 0;
+    if (strstr(low, "'max_tokens'"))
+        bits |= LIM_MCT;
+    if (strstr(low, "'temperature'"))
+        bits |= LIM_NO_TEMP;
+    if (strstr(low, "'top_p'"))
+        bits |= LIM_NO_TOP_P;
+    return bits;
+}
+
+static unsigned lims_now(struct openai *o)
+{
+    unsigned v;
+
+    pthread_mutex_lock(&o->mu);
+    v = o->lim;
+    pthread_mutex_unlock(&o->mu);
+    return v;
+}
+
+/* Learns what a refusal of a request sent with 'sent' asks to leave out
+ * or rename; returns 1 when the call should be made again (the endpoint's
+ * limits have changed since it was sent). */
+static int lim_fall_back(struct openai *o, unsigned sent,
+                         const struct mt_error *e)
+{
+    unsigned bits = refused_lims(e);
+    int again;
+
+    if (!bits)
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    if ((o->lim | bits) != o->lim)
+        mt_log(MT_LOG_WARN,
+               "%s refused a sampling or limit field (%s); sending%s%s%s "
+               "from now on",
+               o->url, e->msg,
+               bits & LIM_MCT ? " max_completion_tokens for max_tokens" : "",
+               bits & LIM_NO_TEMP ? " no temperature" : "",
+               bits & LIM_NO_TOP_P ? " no top_p" : "");
+    o->lim |= bits;
+    again = o->lim != sent;
+    pthread_mutex_unlock(&o->mu);
+    return again;
 }
 
 /* A refusal of the messages' roles by a chat template without a system
@@ -331,21 +399,37 @@ static int add_stream(json_t *b, const struct mt_chat_params *p)
                                json_pack("{s:b}", "include_usage", 1));
 }
 
+/* temperature, top_p and the token limit, as the endpoint takes them. */
+static int add_limits(json_t *b, const struct mt_chat_params *p, unsigned lim)
+{
+    json_int_t mt = (json_int_t)p->max_tokens;
+
+    if (!(lim & LIM_NO_TEMP) &&
+        json_object_set_new(b, "temperature", json_real((double)p->temperature)))
+        return -1;
+    if (!(lim & LIM_NO_TOP_P) &&
+        json_object_set_new(b, "top_p", json_real((double)p->top_p)))
+        return -1;
+    if (lim & LIM_MCT)
+        return json_object_set_new(b, "max_completion_tokens",
+                                   json_integer(mt + REASONING_TOKENS));
+    return json_object_set_new(b, "max_tokens", json_integer(mt));
+}
+
 static enum mt_status make_body(const struct openai *o,
                                 const struct mt_llm_message *m, size_t nm,
                                 const struct mt_chat_params *p, uint32_t n,
                                 uint64_t seed, enum mt_response_format f,
-                                json_t **out, struct mt_error *err)
+                                unsigned lim, json_t **out,
+                                struct mt_error *err)
 {
-    json_t *b = json_pack(
-        "{s:s,s:o,s:f,s:f,s:I,s:I,s:I}", "model", o->model, "messages",
-        mtx_chat_messages_json(m, nm), "temperature", (double)p->temperature,
-        "top_p", (double)p->top_p, "max_tokens", (json_int_t)p->max_tokens, "n",
-        (json_int_t)n, "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
+    json_t *b = json_pack("{s:s,s:o,s:I,s:I}", "model", o->model, "messages",
+                          mtx_chat_messages_json(m, nm), "n", (json_int_t)n,
+                          "seed", (json_int_t)(seed & 0x7fffffffffffffffULL));
     struct mt_error e = {MT_OK, ""};
 
-    if (!b || add_stops(b, p) != 0 || add_stream(b, p) != 0 ||
-        add_format(b, p, f, &e) != 0) {
+    if (!b || add_limits(b, p, lim) != 0 || add_stops(b, p) != 0 ||
+        add_stream(b, p) != 0 || add_format(b, p, f, &e) != 0) {
         json_decref(b);
         if (e.status == MT_OK)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");
@@ -649,9 +733,10 @@ static enum mt_status round_as_is(struct openai *o,
 
     for (;;) {
         enum mt_response_format f = rf_now(o);
+        unsigned lim = lims_now(o);
         uint32_t want = p->on_token || n_one(o) ? 1 : r->n - *got;
         json_t *b = NULL;
-        st = make_body(o, m, nm, p, want, seed, f, &b, err);
+        st = make_body(o, m, nm, p, want, seed, f, lim, &b, err);
         if (st != MT_OK)
             return st;
         if (p->on_token)
@@ -660,6 +745,7 @@ static enum mt_status round_as_is(struct openai *o,
             st = post_plain(o, b, p, want, r, got, &had, err);
         json_decref(b);
         if (st == MT_OK || (!n_fall_back(o, want, err) &&
+                            !lim_fall_back(o, lim, err) &&
                             (!p->json_schema || !rf_fall_back(o, f, err))))
             break;
     }

@@ -304,6 +304,71 @@ static void test_stream_usage_only_last_chunk(void **state)
     mt_chat_result_free(&r);
 }
 
+/* ==== Limits and sampling ==== */
+
+/* OpenAI's reasoning models, as its API answers them. */
+#define REFUSE_MAX_TOKENS                                                      \
+    "reply 400 0 - {\"error\":{\"message\":\"Unsupported parameter: "         \
+    "'max_tokens' is not supported with this model. Use "                      \
+    "'max_completion_tokens' instead.\",\"type\":\"invalid_request_error\","  \
+    "\"param\":\"max_tokens\",\"code\":\"unsupported_parameter\"}}\n"
+#define REFUSE_TEMPERATURE                                                     \
+    "reply 400 0 - {\"error\":{\"message\":\"Unsupported value: "             \
+    "'temperature' does not support 0 with this model. Only the default "     \
+    "(1) value is supported.\",\"type\":\"invalid_request_error\","           \
+    "\"param\":\"temperature\",\"code\":\"unsupported_value\"}}\n"
+
+static void test_reasoning_model_limits_step_down_once(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    char body[8192];
+    (void)state;
+    stub_start(&s, REFUSE_MAX_TOKENS REFUSE_TEMPERATURE
+               "reply 200 0 - " COMPLETION("\"content\":\"" FINAL "\"",
+                                           "stop") "\n");
+    l = open_llm(&s);
+    mt_chat_default_params(&cp);
+    cp.max_tokens = 32;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 3);
+    CHECK(strstr(body, "\"max_completion_tokens\":4128") != NULL);
+    CHECK(strstr(body, "\"max_tokens\"") == NULL);
+    CHECK(strstr(body, "\"temperature\"") == NULL);
+    CHECK(strstr(body, "\"top_p\"") != NULL);
+    /* remembered: the next call goes out right the first time */
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 4);
+    CHECK(strstr(body, "\"max_completion_tokens\"") != NULL);
+    CHECK(strstr(body, "\"temperature\"") == NULL);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+/* The same refusal again (the field already left out) is final, as is a
+ * 400 about anything else. */
+static void test_limit_refusal_not_looped(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_result r;
+    struct mt_error err;
+    (void)state;
+    stub_start(&s, REFUSE_TEMPERATURE);
+    l = open_llm(&s);
+    CHECK(mt_llm_chat(l, msgs, 2, NULL, &r, &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "'temperature' does not support") != NULL);
+    CHECK(stub_requests(&s, NULL, NULL, 0) == 2);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +381,8 @@ int main(void)
         cmocka_unit_test(test_stream_reasoning_deltas_kept_apart),
         cmocka_unit_test(test_stream_think_tags_in_content),
         cmocka_unit_test(test_stream_usage_only_last_chunk),
+        cmocka_unit_test(test_reasoning_model_limits_step_down_once),
+        cmocka_unit_test(test_limit_refusal_not_looped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
