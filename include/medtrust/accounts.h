@@ -181,9 +181,8 @@ enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
 /* Marks every "queued" or "running" run "interrupted" with error 'why'
  * (and finished_at): for a server that starts on a store no other server
  * uses, none of them has a job any more. *n (may be NULL) gets how many. */
-enum mt_status mt_run_interrupt_unfinished(struct mt_state *s,
-                                           const char *why, int64_t *n,
-                                           struct mt_error *err);
+enum mt_status mt_run_interrupt_unfinished(struct mt_state *s, const char *why,
+                                           int64_t *n, struct mt_error *err);
 
 /* Ends run 'id' as "failed" with error 'why' when it is "interrupted";
  * *done is 1 when it was. */

@@ -721,8 +721,7 @@ enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
                                   json_t **reply, const char **served,
                                   struct mt_error *err)
 {
-    return post(h, endpoint, body, budget(max_reply), NULL, reply, served,
-                err);
+    return post(h, endpoint, body, budget(max_reply), NULL, reply, served, err);
 }
 
 enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
@@ -730,17 +729,10 @@ enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
                                  const struct mt_http_sse *cb,
                                  const char **served, struct mt_error *err)
 {
-    size_t ev = budget(max_reply) < SSE_MAX_EVENT ? budget(max_reply)
-                                                  : SSE_MAX_EVENT;
-    struct sse s = {cb,
-                    MT_BUF_INIT(ev + 1),
-                    MT_BUF_INIT(ev + 1),
-                    0,
-                    0,
-                    0,
-                    0,
-                    0,
-                    {MT_OK, ""}};
+    size_t ev =
+        budget(max_reply) < SSE_MAX_EVENT ? budget(max_reply) : SSE_MAX_EVENT;
+    struct sse s = {cb, MT_BUF_INIT(ev + 1), MT_BUF_INIT(ev + 1), 0, 0, 0, 0,
+                    0,  {MT_OK, ""}};
     enum mt_status st =
         post(h, endpoint, body, budget(max_reply), &s, NULL, served, err);
 

@@ -275,8 +275,8 @@ static uint64_t raise_nofile(void)
 void mtx_srv_size_conns(struct mt_server *s)
 {
     uint64_t reserve =
-        SRV_FD_RESERVE + SRV_FD_PER_THREAD * ((uint64_t)s->p.threads +
-                                              s->p.llm_jobs);
+        SRV_FD_RESERVE +
+        SRV_FD_PER_THREAD * ((uint64_t)s->p.threads + s->p.llm_jobs);
     uint64_t cap;
 
     s->nofile = raise_nofile();

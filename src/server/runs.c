@@ -229,8 +229,8 @@ static int cancel_interrupted(struct mt_server *s, int64_t id)
     int done = 0;
 
     if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
-        mt_run_finish_interrupted(l->state, id, "cancelled (it was interrupted)",
-                                  &done, &err);
+        mt_run_finish_interrupted(
+            l->state, id, "cancelled (it was interrupted)", &done, &err);
     mtx_srv_lease_put(s, l);
     return done;
 }
@@ -268,8 +268,8 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
         mtx_srv_audit(s, NULL, rq, "cancel",
                       json_pack("{s:I}", "run_id", (json_int_t)id));
         mtx_srv_json(rs, 200,
-                     json_pack("{s:I,s:s}", "run_id", (json_int_t)id,
-                               "status", "failed"));
+                     json_pack("{s:I,s:s}", "run_id", (json_int_t)id, "status",
+                               "failed"));
         return;
     }
     if (!mtx_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {

@@ -399,8 +399,8 @@ struct srv_sse {
     struct MHD_Connection *c;
     struct srv_cursor cur;
     struct srv_sse *prev, *next; /* s->sse_list, under s->sse_mu */
-    double last;             /* when it last sent bytes */
-    int ping;                /* send a keep-alive comment next */
+    double last;                 /* when it last sent bytes */
+    int ping;                    /* send a keep-alive comment next */
 };
 
 static void sse_suspend(void *w)
@@ -503,7 +503,7 @@ static struct MHD_Response *too_many_streams(struct srv_resp *rs)
         "event: error\ndata: {\"error\":\"too_many_streams\",\"message\":"
         "\"this run already has the most event streams one run may have "
         "open (" SSE_STR(SRV_STREAMS_PER_JOB) "): close one, or read the "
-        "run with GET /v1/runs/ID\"}\n\n";
+                                              "run with GET /v1/runs/ID\"}\n\n";
 
     rs->status = 429;
     rs->retry_after = 5;
@@ -513,9 +513,8 @@ static struct MHD_Response *too_many_streams(struct srv_resp *rs)
 
 /* A live job streams; a finished one answers with the body the handler
  * prepared (its final state as one "done" event). */
-static struct MHD_Response *sse_response(struct mt_server *s,
-                                         struct MHD_Connection *c,
-                                         struct srv_resp *rs)
+static struct MHD_Response *
+sse_response(struct mt_server *s, struct MHD_Connection *c, struct srv_resp *rs)
 {
     struct srv_job *j = mtx_srv_job_find(s, rs->sse_run);
     struct srv_sse *x;
@@ -885,8 +884,7 @@ static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
         mhd_log, s, MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)s->p.threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)s->p.timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)s->conn_cap,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        (unsigned)s->conn_cap, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_CONNECTION,
         mtx_srv_conn_notify, s, MHD_OPTION_PER_IP_CONNECTION_LIMIT,

@@ -560,9 +560,8 @@ enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
     return st;
 }
 
-enum mt_status mt_run_interrupt_unfinished(struct mt_state *s,
-                                           const char *why, int64_t *n,
-                                           struct mt_error *err)
+enum mt_status mt_run_interrupt_unfinished(struct mt_state *s, const char *why,
+                                           int64_t *n, struct mt_error *err)
 {
     struct mtx_query q = {NULL, NULL, 0, 0};
     enum mt_status st = mtx_state_exec(
@@ -581,11 +580,11 @@ enum mt_status mt_run_finish_interrupted(struct mt_state *s, int64_t id,
                                          struct mt_error *err)
 {
     struct mtx_query q = {NULL, NULL, 0, 0};
-    enum mt_status st = mtx_state_exec(
-        s, &q, err,
-        "UPDATE runs SET status='failed', error=?, finished_at=?"
-        " WHERE id=? AND status='interrupted'",
-        "sII", why, now_s(), id);
+    enum mt_status st =
+        mtx_state_exec(s, &q, err,
+                       "UPDATE runs SET status='failed', error=?, finished_at=?"
+                       " WHERE id=? AND status='interrupted'",
+                       "sII", why, now_s(), id);
 
     *done = st == MT_OK && q.changes > 0;
     return st;

@@ -539,8 +539,8 @@ static int raw_get(uint16_t port, const char *path, const char *bearer)
     sa.sin_port = htons(port);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
-    snprintf(rq, sizeof rq,
-             "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path, bearer);
+    snprintf(rq, sizeof rq, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path,
+             bearer);
     CHECK(write(fd, rq, strlen(rq)) == (ssize_t)strlen(rq));
     return fd;
 }
@@ -596,8 +596,7 @@ static void test_server_stream_cap_and_reaping(void **state)
     opt_sse_idle_s = 0;
     client_init(&a, mt_server_port(srv));
     login(&a, "alice", "alice-password");
-    assert_int_equal(req(&a, "POST", "/v1/tokens", "{\"name\":\"s\"}", 1),
-                     201);
+    assert_int_equal(req(&a, "POST", "/v1/tokens", "{\"name\":\"s\"}", 1), 201);
     o = body_json(&a);
     snprintf(bearer, sizeof bearer, "Authorization: Bearer %s",
              json_string_value(json_object_get(o, "token")));
