@@ -31,9 +31,12 @@ struct srv_job {
      * stream that wanted them is told so ("missed"). */
     char **ev;
     size_t head, nkept, evcap;
-    size_t first;   /* seq of the oldest kept event */
-    size_t evbytes; /* bytes of the kept events */
-    size_t streams; /* event streams open on it (server.c) */
+    size_t first;         /* seq of the oldest kept event */
+    size_t evbytes;       /* bytes of the kept events */
+    size_t streams;       /* event streams open on it (server.c) */
+    size_t loaded;        /* events before this seq were taken by some stream */
+    struct mt_buf merged; /* the text of the last event, a plain token
+                             event that more may join; len 0 = none */
     int done;
     int on_thread; /* a worker runs it now, on 'thread' */
     int mirror;    /* replays another server's run from the state's rows */
@@ -63,6 +66,11 @@ struct srv_job {
 #define TOKEN_ROW_S 0.1
 #define TOKEN_ROW_MAX 4096
 
+/* In the replay log, plain token events that no stream has taken yet are
+ * merged into one event of up to this many bytes of text: a stream
+ * opened late gets the answer in a few events, not thousands. */
+#define TOKEN_MERGE_MAX 16384
+
 /* Frees text from json_dumps with jansson's own allocator. */
 void mtx_srv_json_text_free(char *txt)
 {
@@ -88,6 +96,7 @@ static void job_free(struct srv_job *j)
     mt_free(j->ev);
     mt_free(j->wait);
     mtx_buf_free(&j->tok);
+    mtx_buf_free(&j->merged);
     mtx_queue_job_free(&j->qj);
     pthread_mutex_destroy(&j->row_mu);
     mt_free(j);
@@ -102,6 +111,7 @@ struct srv_job *mtx_srv_job_new(struct mt_server *s, int64_t run,
     if (!j)
         return NULL;
     j->tok = tok;
+    j->merged = MT_BUF_INIT(TOKEN_MERGE_MAX + 1);
     j->s = s;
     j->run = run;
     j->refs = 1;
@@ -280,14 +290,21 @@ static int make_room(struct srv_job *j)
     return 1;
 }
 
+/* Drops the oldest events past the byte cap, keeping at least 'keep'
+ * (job_mu held). */
+static void trim(struct srv_job *j, size_t add, size_t keep)
+{
+    while (j->nkept > keep && j->evbytes + add > j->s->p.replay_max)
+        drop_oldest(j);
+}
+
 /* Keeps the event text 'txt' (taken); past the byte cap the oldest events
  * go first. Returns 0 when there was no memory for it (txt freed). */
 static int keep_event(struct srv_job *j, char *txt)
 {
     size_t n = strlen(txt);
 
-    while (j->nkept > 0 && j->evbytes + n > j->s->p.replay_max)
-        drop_oldest(j);
+    trim(j, n, 0);
     if (!make_room(j)) {
         mt_free(txt);
         return 0;
@@ -297,7 +314,55 @@ static int keep_event(struct srv_job *j, char *txt)
     return 1;
 }
 
-static void emit_text(struct srv_job *j, const char *type, const char *data)
+/* Joins token text 'piece' to the last kept event when it is a plain
+ * token event no stream has taken yet (job_mu held); 1 when it did. */
+static int merge_token(struct srv_job *j, const char *piece, size_t n)
+{
+    size_t last = j->first + j->nkept - 1;
+    json_t *o;
+    char *data, *txt = NULL;
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
+
+    if (j->nkept == 0 || j->merged.len == 0 || last < j->loaded ||
+        mtx_buf_append(&j->merged, piece, n) != MT_OK)
+        return 0;
+    o = json_pack("{s:s%}", "text", j->merged.data, j->merged.len);
+    data = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (data && mtx_buf_printf(&b, "event: token\ndata: %s\n\n", data) == MT_OK)
+        txt = mtx_buf_take(&b);
+    mtx_buf_free(&b);
+    mtx_srv_json_text_free(data);
+    if (!txt) {
+        j->merged.len -= n;
+        return 0;
+    }
+    j->evbytes += strlen(txt) - strlen(j->ev[j->head + j->nkept - 1]);
+    mt_free(j->ev[j->head + j->nkept - 1]);
+    j->ev[j->head + j->nkept - 1] = txt;
+    trim(j, 0, 1);
+    return 1;
+}
+
+/* Keeps one event; 'piece' (n bytes) is the text of a plain token event,
+ * which may join the last one, else NULL. */
+static int keep_ev_locked(struct srv_job *j, char *txt, const char *piece,
+                          size_t n)
+{
+    if (piece && merge_token(j, piece, n)) {
+        mt_free(txt);
+        return 1;
+    }
+    mtx_buf_reset(&j->merged);
+    if (!keep_event(j, txt))
+        return 0;
+    if (piece && mtx_buf_append(&j->merged, piece, n) != MT_OK)
+        mtx_buf_reset(&j->merged);
+    return 1;
+}
+
+static void emit_piece(struct srv_job *j, const char *type, const char *data,
+                       const char *piece, size_t n)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
     int kept;
@@ -307,11 +372,16 @@ static void emit_text(struct srv_job *j, const char *type, const char *data)
         return;
     }
     pthread_mutex_lock(&j->s->job_mu);
-    kept = keep_event(j, mtx_buf_take(&b));
+    kept = keep_ev_locked(j, mtx_buf_take(&b), piece, n);
     wake_locked(j);
     pthread_mutex_unlock(&j->s->job_mu);
     if (kept && j->s->state_url && !j->mirror && !j->replay)
         row_put(j, type, data);
+}
+
+static void emit_text(struct srv_job *j, const char *type, const char *data)
+{
+    emit_piece(j, type, data, NULL, 0);
 }
 
 void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
@@ -319,10 +389,15 @@ void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data)
     char *txt =
         data ? json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
+    json_t *t = json_object_get(data, "text");
+    int plain = strcmp(type, "token") == 0 && json_object_size(data) == 1 &&
+                json_is_string(t) && json_string_length(t) > 0 &&
+                json_string_length(t) <= TOKEN_MERGE_MAX;
+
+    if (txt)
+        emit_piece(j, type, txt, plain ? json_string_value(t) : NULL,
+                   plain ? json_string_length(t) : 0);
     json_decref(data);
-    if (!txt)
-        return;
-    emit_text(j, type, txt);
     mtx_srv_json_text_free(txt);
 }
 
@@ -408,6 +483,8 @@ static int cursor_load(struct srv_job *j, struct srv_cursor *c)
     } else if (c->ev < j->first + j->nkept) {
         c->cur = mt_strdup(j->ev[j->head + (c->ev - j->first)]);
         c->ev += c->cur != NULL;
+        if (c->ev > j->loaded)
+            j->loaded = c->ev; /* that event may not grow any more */
     }
     c->off = 0;
     c->len = c->cur ? strlen(c->cur) : 0;

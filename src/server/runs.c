@@ -260,11 +260,13 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
                         struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 0, 0};
+    int live;
 
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
-    if (cancel_interrupted(s, id)) {
+    live = mtx_srv_job_cancel(s, id); /* first: it needs no write */
+    if (!live && cancel_interrupted(s, id)) {
         mtx_srv_audit(s, NULL, rq, "cancel",
                       json_pack("{s:I}", "run_id", (json_int_t)id));
         mtx_srv_json(rs, 200,
@@ -272,7 +274,7 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
                                "failed"));
         return;
     }
-    if (!mtx_srv_job_cancel(s, id) && !cancel_elsewhere(s, id)) {
+    if (!live && !cancel_elsewhere(s, id)) {
         mtx_srv_error(rs, 409, "run %lld has already finished", (long long)id);
         return;
     }
@@ -405,7 +407,8 @@ void mtx_srv_run_report(struct mt_server *s, struct srv_req *rq,
 struct sleep_arg {
     unsigned ms;
     unsigned steps;
-    unsigned pad; /* bytes of "pad" in each step event (replay-log tests) */
+    unsigned pad;    /* bytes of "pad" in each step event (replay-log tests) */
+    unsigned tokens; /* token events {"text":"tN "} before each step */
 };
 
 #define SLEEP_PAD_MAX 65536
@@ -423,6 +426,18 @@ static json_t *step_json(const struct sleep_arg *a, unsigned i)
     return o;
 }
 
+static void emit_tokens(struct srv_job *j, const struct sleep_arg *a,
+                        unsigned step)
+{
+    char t[32];
+    unsigned k;
+
+    for (k = 0; k < a->tokens; k++) {
+        snprintf(t, sizeof t, "t%u ", step * a->tokens + k);
+        mtx_srv_job_emit(j, "token", json_pack("{s:s}", "text", t));
+    }
+}
+
 static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
@@ -434,6 +449,7 @@ static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
         if (mtx_srv_job_canceled(j))
             return mt_fail(err, MT_ECANCELED, "job cancelled at step %u",
                            i + 1);
+        emit_tokens(j, a, i);
         mtx_srv_job_emit(j, "step", step_json(a, i + 1));
     }
     *result =
@@ -445,11 +461,12 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
                       struct sleep_arg *a)
 {
     json_t *o = NULL;
-    json_t *ms, *steps, *pad;
+    json_t *ms, *steps, *pad, *tok;
 
     a->ms = 1000;
     a->steps = 3;
     a->pad = 0;
+    a->tokens = 0;
     if (rq->body_len == 0)
         return 0;
     if (mtx_srv_body_json(rq, rs, &o) != 0)
@@ -457,6 +474,10 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
     ms = json_object_get(o, "ms");
     steps = json_object_get(o, "steps");
     pad = json_object_get(o, "pad");
+    tok = json_object_get(o, "tokens");
+    if (json_is_integer(tok) && json_integer_value(tok) >= 0 &&
+        json_integer_value(tok) <= 10000)
+        a->tokens = (unsigned)json_integer_value(tok);
     if (json_is_integer(pad) && json_integer_value(pad) >= 0 &&
         json_integer_value(pad) <= SLEEP_PAD_MAX)
         a->pad = (unsigned)json_integer_value(pad);

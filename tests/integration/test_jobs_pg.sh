@@ -129,13 +129,16 @@ for name in sys.argv[1:3]:
 (na, ta, ka), (nb, tb, kb) = out.values()
 assert ta == tb and ta, (ta[:80], tb[:80])
 assert ka == kb, (ka, kb)
-lo, hi = sorted((na, nb))
-assert hi > 3 and lo < hi, (na, nb)   # the runner's pieces; fewer rows
-print(hi, lo)
+# the runner's own replay log merges the pieces no stream took yet (issue
+# 39), so either side may have fewer token events; B's are the rows
+assert na >= 1 and nb >= 1, (na, nb)
+pieces = len(ta.split())  # the stub streams a word a piece
+assert pieces > 3 and nb < pieces, (pieces, na, nb)  # coalesced rows
+print(na, nb)
 PY
 if out=$(python3 "$TMP/tok.py" "$TMP/c3.sse" "$TMP/b3.sse" 2>"$TMP/py.err"); then
     read -r hi lo <<<"$out"
-    ok "the answer's $hi token events reach the other server as $lo rows, the same text"
+    ok "the answer's token events ($hi on the runner) reach the other server as $lo rows, the same text"
 else not_ok "token rows" "$(tail -3 "$TMP/py.err")"; fi
 rows=$(psql -Atq "$PG_URL" -c "SELECT count(*) FROM run_events WHERE run_id = $RUN3 AND type = 'token'")
 [ -n "$rows" ] && [ "$rows" -ge 1 ] && [ "$rows" = "$lo" ] &&

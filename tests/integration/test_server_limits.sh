@@ -6,6 +6,9 @@
 #   it resumes from its journal to the results of an uninterrupted batch
 #   (mediqa's), redoing only the notes the journal lacks; an interrupted
 #   run that is cancelled ends "failed" (not 409 "already finished").
+# - A final status write that fails (the store locked by another process)
+#   is retried; when every try fails the "done" event says so and the run
+#   is interrupted at the next start.
 # - With `ulimit -n 256` (soft and hard), 300 idle connections from many
 #   loopback addresses leave /v1/health answering: the open-file limit is
 #   raised to the hard one, the connection cap sized from it, and the
@@ -103,6 +106,75 @@ expect "... then it still resumes (202)" 202 "${A[@]}" -X POST \
 curl -sN "${A[@]}" "$U/v1/runs/$RUN2/events" >/dev/null
 [ "$(run_field "$RUN2" status)" = done ] && ok "... to done" ||
     not_ok "resume after cancel" "$(run_field "$RUN2" status)"
+for p in "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+for p in "${SERVE_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+SERVE_PIDS=()
+
+# ==== A final status write that fails: retried, then surfaced ====
+# A job is cancelled while another process holds the store's write lock
+# (BEGIN EXCLUSIVE): held 12 s, the second try (after SQLite's 10 s busy
+# wait) writes its status; held until the job's "done" event, every try
+# fails and the event says so, the run stays "running", and the next
+# server marks it interrupted.
+serve_start w1 --rate-limit 0 --test-routes
+hold_lock() { # hold_lock SECONDS|SSE-FILE: locks, touches $TMP/locked
+    py "$TMP/db/store.db" "$1" "$TMP/locked" <<'PY'
+import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[3], "w").close()
+if sys.argv[2].isdigit():
+    time.sleep(int(sys.argv[2]))
+else:
+    t0 = time.time()
+    while time.time() - t0 < 300:
+        if "event: done" in open(sys.argv[2]).read():
+            break
+        time.sleep(0.2)
+c.execute("ROLLBACK")
+PY
+}
+# end_locked NAME HOLD: a long job streamed into NAME.sse is cancelled
+# while the store is locked (HOLD as hold_lock's), so its final status
+# write meets the lock; sets RUN.
+end_locked() {
+    expect "a sleep job is queued" 202 "${A[@]}" "$U/v1/jobs/sleep" \
+        -d '{"ms":60000,"steps":1}'
+    RUN=$(py "$TMP/body" <<<'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])')
+    curl -sN "${A[@]}" "$U/v1/runs/$RUN/events" >"$TMP/$1.sse" &
+    local curl=$!
+    for _ in $(seq 200); do
+        [ "$(run_field "$RUN" status)" = running ] && break
+        sleep 0.05
+    done
+    rm -f "$TMP/locked"
+    hold_lock "$2" &
+    local lock=$!
+    for _ in $(seq 600); do
+        [ -f "$TMP/locked" ] && break
+        sleep 0.05
+    done
+    code "${A[@]}" -X POST "$U/v1/runs/$RUN/cancel" >/dev/null
+    wait "$lock"
+    wait "$curl"
+}
+end_locked retry 12
+if [ "$(run_field "$RUN" status)" = failed ] && grep -q 'cancelled' "$TMP/retry.sse" &&
+    ! grep -q '"warning"' "$TMP/retry.sse" &&
+    grep -q "run $RUN: .*database is locked" "$TMP/w1.err"; then
+    ok "a final status write that meets a locked store is tried again and lands"
+else not_ok "final status retried" "$(run_field "$RUN" status)" "$(tail -c 300 "$TMP/retry.sse")"; fi
+end_locked lost "$TMP/lost.sse"
+if grep -q '"warning":"this status could not be saved' "$TMP/lost.sse" &&
+    [ "$(run_field "$RUN" status)" = running ]; then
+    ok "when every try fails, the done event says the status was not saved"
+else not_ok "final status surfaced" "$(run_field "$RUN" status)" "$(tail -c 300 "$TMP/lost.sse")"; fi
+kill "${SERVE_PIDS[-1]}"
+wait "${SERVE_PIDS[-1]}" 2>/dev/null
+serve_start w2 --rate-limit 0
+[ "$(run_field "$RUN" status)" = interrupted ] &&
+    ok "... and the next server marks that run interrupted" ||
+    not_ok "unsaved run at restart" "$(run_field "$RUN" status)"
 for p in "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 for p in "${SERVE_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 SERVE_PIDS=()

@@ -527,6 +527,55 @@ static void test_server_replay_log_is_capped(void **state)
     mt_server_stop(srv, 1);
 }
 
+/* Token events that no stream has taken are merged in the replay log: a
+ * stream opened after 2,000 pieces gets their text, in order, in a few
+ * events (the steps between them end a merge). */
+static void test_server_replay_merges_tokens(void **state)
+{
+    struct mt_server *srv = start(0, 1 << 20);
+    struct client a;
+    struct mt_buf want = MT_BUF_INIT((size_t)1 << 20);
+    struct mt_buf got = MT_BUF_INIT((size_t)1 << 20);
+    char path[64], t[32];
+    const char *p;
+    long id;
+    int i, n;
+    json_t *o;
+
+    (void)state;
+    client_init(&a, mt_server_port(srv));
+    login(&a, "alice", "alice-password");
+    assert_int_equal(req(&a, "POST", "/v1/jobs/sleep",
+                         "{\"ms\":0,\"steps\":2,\"tokens\":1000}", 1),
+                     202);
+    o = body_json(&a);
+    id = (long)json_integer_value(json_object_get(o, "run_id"));
+    json_decref(o);
+    wait_finished(&a, id);
+    snprintf(path, sizeof path, "/v1/runs/%ld/events", id);
+    assert_int_equal(req(&a, "GET", path, NULL, 0), 200);
+    n = count(a.body.data, "event: token\n");
+    CHECK(n >= 2 && n < 20); /* 2 x 1,000 pieces of ~6 bytes: 16 KiB each */
+    for (i = 0; i < 2000; i++) {
+        snprintf(t, sizeof t, "t%d ", i);
+        CHECK_OK(mtx_buf_append_str(&want, t));
+    }
+    for (p = a.body.data; (p = strstr(p, "event: token\ndata: ")) != NULL;) {
+        const char *d = p + strlen("event: token\ndata: ");
+        json_t *e = json_loadb(d, strcspn(d, "\n"), 0, NULL);
+        CHECK_OK(mtx_buf_append_str(
+            &got, json_string_value(json_object_get(e, "text"))));
+        json_decref(e);
+        p = d;
+    }
+    assert_string_equal(got.data, want.data);
+    CHECK(strstr(a.body.data, "event: missed") == NULL);
+    mtx_buf_free(&want);
+    mtx_buf_free(&got);
+    client_free(&a);
+    mt_server_stop(srv, 1);
+}
+
 /* Raw loopback connection to the server with one request sent. */
 static int raw_get(uint16_t port, const char *path, const char *bearer)
 {
@@ -691,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_server_check_without_llm_says_how),
         cmocka_unit_test(test_server_sse_streams_job_events),
         cmocka_unit_test(test_server_replay_log_is_capped),
+        cmocka_unit_test(test_server_replay_merges_tokens),
         cmocka_unit_test(test_server_stream_cap_and_reaping),
         cmocka_unit_test(test_server_stop_lets_jobs_finish),
         cmocka_unit_test(test_server_stop_cancels_past_grace),
