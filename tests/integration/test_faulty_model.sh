@@ -10,7 +10,9 @@
 # reason), and a --resume against the healthy model completes every note,
 # redoing only the failed ones. Some notes are correct (the model decides
 # "no error" for them): those well-formed answers are kept. `check` prints
-# the failure and exits 1 for every strategy.
+# the failure and exits 1 for every strategy; a server check or ask whose
+# replies were garbage ends failed with the reason; `sweep` marks a run
+# with failed notes failed and `--replay` reruns those notes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 need_verb mediqa ask serve
@@ -373,4 +375,36 @@ PY
     ok "POST /v1/ask whose judge answers garbage: the run is failed, claims never verified"
 else
     not_ok "server ask with a garbled judge" "$(head -c 500 "$TMP/run.json")"
+fi
+
+# ---- sweep: a run with failed notes is failed; --replay reruns them ----
+stub_start sweep "${FAULTS[@]}"
+"$MT" sweep --data "$MEDEC" --sample 12 --seed 7 --runs 1 \
+    --grid eval_avg=3.8 --strategy react-reflex --no-retrieval --rounds 2 \
+    --retries 0 --timeout 3 --llm "$SPEC" --fallback-on-failure \
+    --no-progress --out "$TMP/sw" >/dev/null 2>"$TMP/sw.err"
+rc=$?
+"$MT" sweep --replay "$TMP/sw" --out "$TMP/sw2" --grid eval_avg=3.8,3.0 \
+    --no-progress >/dev/null 2>"$TMP/sw2.err"
+if [ $rc -eq 1 ] && grep -q "^failed" "$TMP/sw/cell-001/run-1/done" &&
+    py "$TMP/sw" "$TMP/sw2" <<'PY'; then
+import csv, glob, json, sys
+a, b = sys.argv[1:]
+tr = [json.loads(l) for l in open(a + "/cell-001/run-1/trace.jsonl")]
+failed = sorted(t["id"] for t in tr if "error" in t)
+assert failed, "no note failed"
+sub = [l.split(" ")[0] for l in open(a + "/cell-001/run-1/submission.txt")]
+assert set(failed) <= set(sub)  # --fallback-on-failure wrote their lines
+cells = sorted(glob.glob(b + "/cell-*/run-1"))
+assert len(cells) == 2, cells
+for d in cells:
+    rp = json.load(open(d + "/replay.json"))
+    rerun = sorted(r["Text ID"] for r in csv.DictReader(open(d + "/rerun.csv")))
+    # a fallback line is no answer to replay: the failed notes are rerun
+    assert set(failed) <= set(rerun), (failed, rerun)
+    assert rp["rerun"] == len(rerun) and rp["replayed"] + rp["rerun"] == 12, rp
+PY
+    ok "sweep: a run whose notes failed is marked failed (exit 1), and --replay reruns the failed notes instead of replaying their fallback lines"
+else
+    not_ok "sweep with faults (rc $rc)" "$(tail -2 "$TMP/sw.err")" "$(tail -2 "$TMP/sw2.err")"
 fi
