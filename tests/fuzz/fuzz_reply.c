@@ -3,8 +3,9 @@
  * replies cut at the first NUL byte. The first is read as every caller
  * reads one (the JSON object in the whole text, a code fence or the
  * first balanced {...}; every member through each typed getter); when it
- * is unusable the loop sends the "fix" message naming why and the second
- * reply is read the same way. Then each agent schema is bound to the
+ * is unusable the loop repeats the call with the reply echoed as the
+ * assistant's turn (cut at a character boundary) and the "fix" message
+ * naming why, and the second reply is read the same way. Then each agent schema is bound to the
  * reply's lines as sentences (mtx_reply_schema_for) and must stay JSON.
  * Never a crash, a leak or a read past the text. Built by `make fuzz`
  * (mk/fuzz.mk); tests/integration/test_fuzz.sh seeds it with replies of
@@ -56,14 +57,39 @@ static void read_members(json_t *o)
     (void)d;
 }
 
+/* The second request: the first reply echoed as the assistant's turn (a
+ * prefix of at most MTX_REPAIR_ECHO_MAX bytes), then the fix message. */
+static void check_repair(const struct replies *r,
+                         const struct mt_llm_message *m, size_t nm)
+{
+    const char *echo;
+    size_t n;
+
+    if (nm != 3 || strcmp(m[1].role, "assistant") != 0 ||
+        strcmp(m[2].role, "user") != 0 ||
+        !strstr(m[2].content, "could not be used"))
+        __builtin_trap();
+    echo = m[1].content;
+    n = strlen(echo);
+    if (n > MTX_REPAIR_ECHO_MAX || strncmp(echo, r->text[0], n) != 0)
+        __builtin_trap();
+}
+
+static const char *bad_reply(void *user)
+{
+    const struct replies *r = user;
+
+    return r->text[0];
+}
+
 static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
                                 size_t nm, int k, char *why, size_t wn)
 {
     struct replies *r = user;
     json_t *o;
 
-    if (k == 1 && !(nm == 2 && strstr(m[1].content, "could not be used")))
-        __builtin_trap(); /* the second request carries the fix message */
+    if (k == 1)
+        check_repair(r, m, nm);
     o = mtx_reply_extract(r->text[k], why, wn);
     if (!o) {
         if (!why[0] || strlen(why) >= wn)
@@ -110,7 +136,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const struct mt_llm_message msgs[] = {{"system", "[agent:fuzz]"}};
     char *copy = mt_malloc(size + 2);
     struct replies r = {{NULL, NULL}};
-    struct mtx_llmcall c = {msgs, 1, attempt, NULL, &r};
+    struct mtx_llmcall c = {.msgs = msgs,
+                            .nmsgs = 1,
+                            .attempt = attempt,
+                            .user = &r,
+                            .bad_reply = bad_reply};
     enum mtx_outcome last;
     char why[300];
     size_t first;

@@ -62,6 +62,19 @@ reply_seeds() {
     put "$1" repair 'no json at all\0{"final": {"id": -1}}'
 }
 
+eval_seeds() { # option byte (0 reference CSV, 1 submission, 2 scores)
+    python3 - "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" "$1/ref.csv" <<'PY'
+import csv, io, sys
+csv.field_size_limit(10**9)
+rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))[:4]
+b = io.StringIO()
+csv.writer(b).writerows(rows)
+open(sys.argv[2], "wb").write(b"\0" + b.getvalue().encode())
+PY
+    put "$1" sub.txt '\1ms-val-0 1 3 "Aspirin is given."\r\nms-val-1 0 -1 NA\nbad line\nms-val-0 1 2 x\n'
+    put "$1" scores.txt '\2# BLEURT\nms-val-0 0.5\nms-val-1\t0.25\nid,score\n'
+}
+
 llm_seeds() { # option byte (1 stream, 2 two completions, 4 HTTP 500) + body
     put "$1" plain '\0{"choices":[{"index":0,"message":{"role":"assistant","content":"{\\"answer\\": 1}"}}],"usage":{"prompt_tokens":9,"completion_tokens":4}}'
     put "$1" two '\2{"choices":[{"message":{"content":"a"}},{"message":{"content":"b\\u00e9"}}]}'
@@ -92,6 +105,7 @@ seed_corpus() {
     fuzz_csv) csv_seeds "$d" '\0' && put "$d" small.csv '\4a,b,c,d,e\n"%070d"\n' 1 ;;
     fuzz_jsonl) jsonl_seeds "$d" ;;
     fuzz_reply) reply_seeds "$d" ;;
+    fuzz_eval) eval_seeds "$d" ;;
     fuzz_llm_reply) llm_seeds "$d" ;;
     esac
 }
