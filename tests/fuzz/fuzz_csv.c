@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.max_record = 64;
         p.max_fields = 4;
     }
-    st = mtx_csv_open_mem("fuzz.csv", (const char *)data + 1, size - 1, &p,
-                          &c, &err);
+    st = mtx_csv_open_mem("fuzz.csv", (const char *)data + 1, size - 1, &p, &c,
+                          &err);
     if (st != MT_OK)
         __builtin_trap(); /* opening memory cannot fail */
     while (st == MT_OK && got) {

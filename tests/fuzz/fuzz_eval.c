@@ -86,8 +86,7 @@ static enum mt_status read_sub(const char *d, size_t n, struct mt_error *err)
     return st;
 }
 
-static enum mt_status read_scores(const char *d, size_t n,
-                                  struct mt_error *err)
+static enum mt_status read_scores(const char *d, size_t n, struct mt_error *err)
 {
     struct mt_eval_scores *sc = NULL;
     enum mt_status st = mt_eval_scores_load(write_input(d, n), &sc, err);

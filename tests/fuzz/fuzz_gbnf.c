@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     static const char *const prompts[] = {
-        "react",        "eval",         "reflect",       "parser", "single",
+        "react",        "eval",         "reflect",       "parser",  "single",
         "guard_detect", "guard_locate", "guard_correct", "qa_judge"};
     const char *dir = getenv("FUZZ_GBNF_SEED");
     size_t i;

@@ -5,10 +5,10 @@
  * first balanced {...}; every member through each typed getter); when it
  * is unusable the loop repeats the call with the reply echoed as the
  * assistant's turn (cut at a character boundary) and the "fix" message
- * naming why, and the second reply is read the same way. Then each agent schema is bound to the
- * reply's lines as sentences (mtx_reply_schema_for) and must stay JSON.
- * Never a crash, a leak or a read past the text. Built by `make fuzz`
- * (mk/fuzz.mk); tests/integration/test_fuzz.sh seeds it with replies of
+ * naming why, and the second reply is read the same way. Then each agent schema
+ * is bound to the reply's lines as sentences (mtx_reply_schema_for) and must
+ * stay JSON. Never a crash, a leak or a read past the text. Built by `make
+ * fuzz` (mk/fuzz.mk); tests/integration/test_fuzz.sh seeds it with replies of
  * the agents' shapes. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,7 +40,8 @@ static void read_members(json_t *o)
     double dv;
     int b;
 
-    json_object_foreach(o, key, v) {
+    json_object_foreach(o, key, v)
+    {
         if (mtx_reply_int(o, key, -1, 1000, &lv) == 0)
             l += lv;
         if (mtx_reply_bool(o, key, &b) == 0)
