@@ -31,6 +31,17 @@ const char *mt_strategy_str(enum mt_strategy s);
 #define MT_AGENT_MAX_SOURCES 16
 #define MT_AGENT_SEARCH_AUTO (-1) /* mt_agent_params.search_mode */
 
+/* The checker's roles, for the per-role settings below. */
+enum mt_agent_role {
+    MT_AGENT_ROLE_REACT,   /* MedReAct's steps */
+    MT_AGENT_ROLE_EVAL,    /* MedEval */
+    MT_AGENT_ROLE_REFLECT, /* MedReFlex */
+    MT_AGENT_ROLE_PARSER,  /* MedFinalParser */
+    MT_AGENT_ROLE_GUARD,   /* every MedGuards agent */
+    MT_AGENT_ROLE_SINGLE,  /* single */
+    MT_AGENT_ROLE_COUNT
+};
+
 /* What react-reflex answers when MedEval rejected all M rounds. */
 enum mt_on_exhausted {
     MT_EXHAUSTED_NO_ERROR,    /* "no error" (the paper's Figure 1, E) */
@@ -95,6 +106,13 @@ struct mt_agent_params {
     float temperature;          /* agents other than MedEval (0) */
     float eval_temperature;     /* MedEval sampling temperature (1.0) */
     uint32_t max_tokens;        /* completion budget per call (1024) */
+    /* Per-role overrides, indexed by enum mt_agent_role: a temperature
+     * >= 0 replaces temperature (eval_temperature for MedEval), a token
+     * limit > 0 replaces max_tokens. Defaults -1 and 0 (the shared
+     * settings). IryoNLP's published configs: react 0.1 / 1024, eval
+     * 1.0 / 1200, reflect 0.1 / 512, parser 0.0 / 512. */
+    float role_temperature[MT_AGENT_ROLE_COUNT];
+    uint32_t role_max_tokens[MT_AGENT_ROLE_COUNT];
     uint64_t seed;              /* sampling seed (42) */
     size_t max_note_bytes;      /* longer notes are refused (256 KiB) */
     uint32_t max_few_shot;      /* examples from few_shot_path or

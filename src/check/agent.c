@@ -47,6 +47,10 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->accept_mean = 3.8;
     p->accept_min = 3;
     p->eval_quorum = 3;
+    for (int i = 0; i < MT_AGENT_ROLE_COUNT; i++) {
+        p->role_temperature[i] = -1;
+        p->role_max_tokens[i] = 0;
+    }
     p->on_exhausted = MT_EXHAUSTED_NO_ERROR;
     p->retrieve_k = 50;
     p->rerank_k = 20;

@@ -24,6 +24,11 @@ enum agent_role {
     ROLE_COUNT
 };
 
+/* mt_agent_params' per-role arrays are indexed by this enum too */
+_Static_assert(ROLE_COUNT == (int)MT_AGENT_ROLE_COUNT &&
+                   ROLE_PARSER == (int)MT_AGENT_ROLE_PARSER,
+               "enum agent_role follows enum mt_agent_role");
+
 #define AGENT_NSTRS 8 /* strings of mt_agent_params copied */
 
 struct knn_examples;

@@ -146,9 +146,13 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     size_t kept = 0;
 
     mt_chat_default_params(&cp);
-    cp.temperature = c->temperature;
+    cp.temperature = r->a->p.role_temperature[c->role] >= 0
+                         ? r->a->p.role_temperature[c->role]
+                         : c->temperature;
     cp.n = c->n ? c->n : 1;
-    cp.max_tokens = r->a->p.max_tokens;
+    cp.max_tokens = r->a->p.role_max_tokens[c->role]
+                        ? r->a->p.role_max_tokens[c->role]
+                        : r->a->p.max_tokens;
     cp.seed = r->a->p.seed + (uint64_t)k;
     schema = reply_schema(r, c);
     cp.json_schema = schema;

@@ -64,6 +64,53 @@ static int read_examples(const struct cli_args *a, struct mt_agent_params *p)
     return 0;
 }
 
+/* The role a ROLE=VALUE setting names (its length in *n), or -1. */
+static int role_of(const char *s, size_t *n)
+{
+    static const char *const names[MT_AGENT_ROLE_COUNT] = {
+        "react", "eval", "reflect", "parser", "guard", "single"};
+    int i;
+
+    *n = strcspn(s, "=");
+    for (i = 0; i < MT_AGENT_ROLE_COUNT; i++)
+        if (strlen(names[i]) == *n && strncmp(s, names[i], *n) == 0)
+            return i;
+    return -1;
+}
+
+/* --role-temperature ROLE=X and --role-max-tokens ROLE=N, repeatable. */
+static int read_roles(const struct cli_args *a, struct mt_agent_params *p)
+{
+    static const char *const opt[2] = {"role-temperature", "role-max-tokens"};
+    size_t i, k, n, cnt;
+
+    for (k = 0; k < 2; k++) {
+        const char **v = cli_get_all(a, opt[k], &cnt);
+
+        for (i = 0; i < cnt; i++) {
+            int r = role_of(v[i], &n);
+            char *end = NULL;
+            double x = r >= 0 && v[i][n] ? strtod(v[i] + n + 1, &end) : -1;
+
+            if (r < 0 || !end || *end || end == v[i] + n + 1 || x < 0 ||
+                (k == 0 && x > 2) || (k == 1 && (x < 1 || x > 1e6 ||
+                                                 x != (double)(long)x))) {
+                fprintf(stderr,
+                        "medtrust: --%s takes ROLE=%s with ROLE one of "
+                        "react, eval, reflect, parser, guard, single, not "
+                        "'%s'\n",
+                        opt[k], k ? "N (1..1000000)" : "X (0..2)", v[i]);
+                return -1;
+            }
+            if (k == 0)
+                p->role_temperature[r] = (float)x;
+            else
+                p->role_max_tokens[r] = (uint32_t)x;
+        }
+    }
+    return 0;
+}
+
 /* --on-exhausted no-error|last-answer. */
 static int read_exhausted(const struct cli_args *a, struct mt_agent_params *p)
 {
@@ -102,7 +149,7 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
     if (cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
         read_examples(a, p) < 0)
         return -1;
-    if (read_exhausted(a, p) < 0)
+    if (read_exhausted(a, p) < 0 || read_roles(a, p) < 0)
         return -1;
     p->no_retrieval = cli_get(a, "no-retrieval") != NULL;
     p->sources = cli_get_all(a, "source", &p->n_sources);

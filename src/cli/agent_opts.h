@@ -77,6 +77,15 @@
         {"seed", 0, "N", "sampling seed of the model calls (42)", 0},          \
         {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
         {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
+        {"role-temperature", 0, "ROLE=X",                                      \
+         "one role's temperature (react, eval, reflect, parser, guard, "      \
+         "single; IryoNLP's configs: react=0.1 eval=1.0 "         \
+         "reflect=0.1 parser=0)",                                              \
+         1},                                                                   \
+        {"role-max-tokens", 0, "ROLE=N",                                       \
+         "one role's completion budget (IryoNLP's configs: "      \
+         "react=1024 eval=1200 reflect=512 parser=512)",                       \
+         1},                                                                   \
         {"no-grammar", 0, NULL,                                                \
          "let gguf models answer freely (default: a grammar from each "        \
          "role's reply schema keeps their JSON well-formed)",                  \

@@ -252,6 +252,12 @@ head -c 4096 /dev/urandom >"$TMP/bin.txt"
 bad "binary garbage is refused as not UTF-8" "UTF-8" "$TMP/bin.txt"
 bad "an unknown strategy is refused" "strategy" --strategy nope "$TMP/note.txt"
 bad "a missing file is reported" "no-such" "$TMP/no-such.txt"
+bad "an unknown role setting is refused" "ROLE one of" \
+    --role-temperature bogus=1 "$TMP/note.txt"
+bad "a fractional role token limit is refused" "ROLE=N" \
+    --role-max-tokens eval=1.5 "$TMP/note.txt"
+bad "an unknown --on-exhausted rule is refused" "last-answer" \
+    --on-exhausted maybe "$TMP/note.txt"
 
 # The call cache: a rerun with the same note and models costs no calls.
 stub_start cache

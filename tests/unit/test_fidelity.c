@@ -3,6 +3,8 @@
  * server (tests/fixtures/script_server.c). */
 #include "check.h"
 
+#include <math.h>
+
 #include "core/arena.h"
 #include "core/jsonl.h"
 #include "medtrust/check.h"
@@ -518,6 +520,58 @@ static void test_citations_anywhere_and_bare_pmids(void **state)
     mtx_arena_free(&a);
 }
 
+/* Per-role temperatures and token limits reach each role's requests
+ * (IryoNLP's published configs: react 0.1 / 1024, eval 1.0 / 1200,
+ * reflect 0.1 / 512, parser 0.0 / 512); roles without one keep the
+ * shared settings. */
+static void test_role_settings_reach_each_role(void **state)
+{
+    static const struct {
+        const char *role;
+        double t;
+        long max;
+    } want[] = {
+        {"react", 0.1, 1024},
+        {"eval", 1.0, 1200},
+        {"reflect", 0.1, 512},
+        {"parser", 0.0, 512},
+    };
+    struct mt_agent_params p;
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    size_t i;
+
+    (void)state;
+    script_start(&s, final_scenario);
+    mt_agent_default_params(&p);
+    p.db_dir = db_dir;
+    p.max_rounds = 2;
+    p.max_tokens = 700;
+    p.role_temperature[MT_AGENT_ROLE_REACT] = 0.1f;
+    p.role_temperature[MT_AGENT_ROLE_REFLECT] = 0.1f;
+    p.role_max_tokens[MT_AGENT_ROLE_EVAL] = 1200;
+    p.role_max_tokens[MT_AGENT_ROLE_REFLECT] = 512;
+    p.role_max_tokens[MT_AGENT_ROLE_PARSER] = 512;
+    p.role_max_tokens[MT_AGENT_ROLE_REACT] = 1024;
+    a = open_with(&s, &p);
+    check_note(a, &r);
+    for (i = 0; i < sizeof want / sizeof *want; i++) {
+        json_t *reqs = script_requests(&s, want[i].role);
+        json_t *rq = json_object_get(json_array_get(reqs, 0), "request");
+
+        CHECK(json_array_size(reqs) > 0);
+        CHECK(fabs(json_number_value(json_object_get(rq, "temperature")) -
+                   want[i].t) < 1e-6);
+        CHECK(json_integer_value(json_object_get(rq, "max_tokens")) ==
+              want[i].max);
+        json_decref(reqs);
+    }
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_on_exhausted_last_answer),
         cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
         cmocka_unit_test(test_citations_anywhere_and_bare_pmids),
+        cmocka_unit_test(test_role_settings_reach_each_role),
     };
 
     mtx_jsonl_init_alloc();
