@@ -270,6 +270,29 @@ static void *beat_main(void *arg)
     return NULL;
 }
 
+/* Runs that no server's job holds any more (a dead server's claimed rows
+ * go back to the queue when their lease runs out; these have no row, or
+ * only a finished one) are marked interrupted. Older than two leases and
+ * a minute: a run is queued within milliseconds of its creation. */
+static void interrupt_orphans(struct mt_server *s)
+{
+    struct mt_error e = {MT_OK, ""};
+    double older = 2 * s->p.job_lease_s + 60;
+    int64_t n = 0;
+
+    if (mtx_queue_orphans(s->queue->pg, older,
+                          "interrupted: no server holds its job any more "
+                          "(a batch resumes from its journal: POST "
+                          "/v1/runs/ID/resume)",
+                          &n, &e) != MT_OK)
+        mt_log(MT_LOG_WARN, "server: orphaned runs: %s", e.msg);
+    else if (n > 0)
+        mt_log(MT_LOG_WARN,
+               "server: %lld run%s that no server's job holds: marked "
+               "interrupted",
+               (long long)n, n == 1 ? "" : "s");
+}
+
 enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err)
 {
     struct mt_error why = {MT_OK, ""};
@@ -286,6 +309,8 @@ enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err)
              s->p.headless ? "worker" : "serve", host, (long)getpid());
     if (queue_pg(s, &why) != MT_OK) /* its threads connect when it is back */
         mt_log(MT_LOG_WARN, "server: the shared queue: %s", why.msg);
+    else
+        interrupt_orphans(s);
     s->queue->beat_on =
         pthread_create(&s->queue->beat, NULL, beat_main, s) == 0;
     if (!s->queue->beat_on)

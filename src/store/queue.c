@@ -294,6 +294,33 @@ enum mt_status mtx_queue_finish(struct mtx_pg *pg,
                    (long long)job->seq);
 }
 
+enum mt_status mtx_queue_orphans(struct mtx_pg *pg, double older_s,
+                                 const char *why, int64_t *n,
+                                 struct mt_error *err)
+{
+    char ob[32];
+    const char *pa[2] = {why, ob};
+    int64_t changed = 0;
+    enum mt_status st;
+
+    snprintf(ob, sizeof ob, "%lld", (long long)older_s);
+    /* a server job's payload is {"kind":...,"run":ID,"body":...}
+     * (shared_jobs.c); a run whose text no unfinished row holds has no
+     * job anywhere */
+    st = mtx_pg_cmd(
+        pg,
+        "UPDATE runs SET status = 'interrupted', error = $1,"
+        " finished_at = extract(epoch from now())::bigint"
+        " WHERE status IN ('queued', 'running')"
+        "  AND created_at < extract(epoch from now())::bigint - $2::bigint"
+        "  AND NOT EXISTS (SELECT 1 FROM queue_jobs q WHERE q.state <> 'done'"
+        "   AND position('\"run\":' || runs.id::text || ',' in q.payload) > 0)",
+        2, pa, &changed, err);
+    if (n)
+        *n = st == MT_OK ? changed : 0;
+    return st;
+}
+
 enum mt_status mtx_queue_release(struct mtx_pg *pg,
                                  const struct mtx_queue_job *job,
                                  struct mt_error *err)

@@ -107,4 +107,12 @@ enum mt_status mtx_queue_results(struct mtx_pg *pg, int64_t run,
                                  mtx_queue_result_fn fn, void *user,
                                  struct mt_error *err);
 
+/* Marks "interrupted" the runs of the shared state (its runs table) that
+ * are queued or running, older than older_s seconds, and that no
+ * unfinished queue row holds: their server died before it queued them,
+ * or their job ended without its status written. *n gets how many. */
+enum mt_status mtx_queue_orphans(struct mtx_pg *pg, double older_s,
+                                 const char *why, int64_t *n,
+                                 struct mt_error *err);
+
 #endif

@@ -245,6 +245,23 @@ wait "$WPID" && ok "... and the worker stops on SIGTERM" ||
     ok "worker --serve-jobs without --db is refused, naming it" ||
     not_ok "serve-jobs without db" "$(cat "$TMP/nodb.err")"
 
+# ==== Runs no job holds: interrupted at a server's start (issue 39) ====
+# An old "running" run with no queue row (its server died before queueing
+# it, or its status was never written) is marked interrupted; a run
+# created just now without a row yet is left alone.
+old=$(psql -Atq "$PG_URL" -c "INSERT INTO runs(user_id, username, kind, status, idem, created_at) SELECT id, name, 'check', 'running', 'orphan-39', extract(epoch from now())::bigint - 3600 FROM users WHERE name = 'alice' RETURNING id" | head -1)
+new=$(psql -Atq "$PG_URL" -c "INSERT INTO runs(user_id, username, kind, status, idem) SELECT id, name, 'check', 'queued', 'fresh-39' FROM users WHERE name = 'alice' RETURNING id" | head -1)
+serve_start o --state "$PG_URL" --rate-limit 0 --llm-jobs 0
+st_old=$(psql -Atq "$PG_URL" -c "SELECT status FROM runs WHERE id = $old")
+st_new=$(psql -Atq "$PG_URL" -c "SELECT status FROM runs WHERE id = $new")
+[ "$st_old" = interrupted ] && [ "$st_new" = queued ] &&
+    grep -q "no server's job holds: marked interrupted" "$TMP/o.err" &&
+    ok "a run no job holds is marked interrupted at start, a fresh one is not" ||
+    not_ok "orphaned runs" "old '$st_old' new '$st_new'" "$(tail -2 "$TMP/o.err")"
+expect "... and cancelling it ends it (200)" 200 "${A[@]}" -X POST \
+    "$U/v1/runs/$old/cancel"
+psql -Atq "$PG_URL" -c "DELETE FROM runs WHERE id = $new" >/dev/null
+
 # ==== Stop ====
 rc=0
 for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
