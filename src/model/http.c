@@ -485,7 +485,11 @@ static int mentions_context(const char *msg)
     for (i = 0; msg[i] && i + 1 < sizeof low; i++)
         low[i] = (char)tolower((unsigned char)msg[i]);
     low[i] = '\0';
-    return strstr(low, "context") != NULL ||
+    /* not a bare "context": OpenAI's schema errors say "In context=(...)" */
+    return strstr(low, "context length") != NULL ||
+           strstr(low, "context size") != NULL ||
+           strstr(low, "context window") != NULL ||
+           strstr(low, "context_length") != NULL ||
            strstr(low, "too many tokens") != NULL ||
            strstr(low, "maximum input length") != NULL;
 }

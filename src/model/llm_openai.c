@@ -60,6 +60,9 @@ struct openai {
 #define LIM_MCT 1u
 #define LIM_NO_TEMP 2u
 #define LIM_NO_TOP_P 4u
+/* OpenAI's strict json_schema permits no minLength / maxLength ("'maxLength'
+ * is not permitted"): after that refusal schemas go without them. */
+#define LIM_NO_STRLEN 8u
 #define REASONING_TOKENS 4096
 
 static void openai_free(void *self)
@@ -192,6 +195,19 @@ static unsigned refused_lims(const struct mt_error *e)
     return bits;
 }
 
+/* OpenAI's "Invalid schema for response_format 'response': In
+ * context=(...), 'maxLength' is not permitted." */
+static unsigned refused_strlen(const struct mt_error *e)
+{
+    char low[MT_ERROR_MSG_MAX];
+
+    if (!refused(e, low, sizeof low) || !strstr(low, "schema") ||
+        !strstr(low, "not permitted"))
+        return 0;
+    return strstr(low, "maxlength") || strstr(low, "minlength") ? LIM_NO_STRLEN
+                                                                : 0;
+}
+
 static unsigned lims_now(struct openai *o)
 {
     unsigned v;
@@ -208,7 +224,7 @@ static unsigned lims_now(struct openai *o)
 static int lim_fall_back(struct openai *o, unsigned sent,
                          const struct mt_error *e)
 {
-    unsigned bits = refused_lims(e);
+    unsigned bits = refused_lims(e) | refused_strlen(e);
     int again;
 
     if (!bits)
@@ -216,12 +232,13 @@ static int lim_fall_back(struct openai *o, unsigned sent,
     pthread_mutex_lock(&o->mu);
     if ((o->lim | bits) != o->lim)
         mt_log(MT_LOG_WARN,
-               "%s refused a sampling or limit field (%s); sending%s%s%s "
+               "%s refused a field of the request (%s); sending%s%s%s%s "
                "from now on",
                o->url, e->msg,
                bits & LIM_MCT ? " max_completion_tokens for max_tokens" : "",
                bits & LIM_NO_TEMP ? " no temperature" : "",
-               bits & LIM_NO_TOP_P ? " no top_p" : "");
+               bits & LIM_NO_TOP_P ? " no top_p" : "",
+               bits & LIM_NO_STRLEN ? " schemas without string lengths" : "");
     o->lim |= bits;
     again = o->lim != sent;
     pthread_mutex_unlock(&o->mu);
@@ -347,8 +364,43 @@ static int rf_fall_back(struct openai *o, enum mt_response_format sent,
 
 /* ==== Request ==== */
 
+/* s made what strict servers accept (OpenAI's strict json_schema): every
+ * object closed ("additionalProperties": false) with all of its
+ * properties required; without minLength / maxLength when 'nolen'. The
+ * agents' schemas already require every field they name. */
+static void strict_schema(json_t *s, int nolen)
+{
+    json_t *props = json_object_get(s, "properties");
+    const char *k;
+    json_t *v;
+    size_t i;
+
+    if (json_is_object(props)) {
+        json_t *req = json_array();
+        json_object_foreach(props, k, v)
+            json_array_append_new(req, json_string(k));
+        json_object_set_new(s, "required", req);
+        json_object_set_new(s, "additionalProperties", json_false());
+    }
+    if (nolen && json_is_object(s)) {
+        json_object_del(s, "maxLength");
+        json_object_del(s, "minLength");
+    }
+    if (json_is_object(s))
+        json_object_foreach(s, k, v)
+            strict_schema(v, nolen);
+    else if (json_is_array(s))
+        json_array_foreach(s, i, v)
+            strict_schema(v, nolen);
+}
+
+/* The reply's format as the endpoint takes it now: llama.cpp's raw GBNF
+ * "grammar", or response_format json_schema (strict) or json_object;
+ * nothing at MT_RF_NONE, where the prompt asks for the JSON and the
+ * caller validates it. Never vLLM's removed guided_json. */
 static int add_format(json_t *b, const struct mt_chat_params *p,
-                      enum mt_response_format f, struct mt_error *err)
+                      enum mt_response_format f, unsigned lim,
+                      struct mt_error *err)
 {
     json_error_t je;
     json_t *schema;
@@ -367,6 +419,7 @@ static int add_format(json_t *b, const struct mt_chat_params *p,
         mt_fail(err, MT_EINVAL, "chat: json_schema is not JSON: %s", je.text);
         return -1;
     }
+    strict_schema(schema, (lim & LIM_NO_STRLEN) != 0);
     return json_object_set_new(
         b, "response_format",
         json_pack("{s:s,s:{s:s,s:o,s:b}}", "type", "json_schema", "json_schema",
@@ -429,7 +482,7 @@ static enum mt_status make_body(const struct openai *o,
     struct mt_error e = {MT_OK, ""};
 
     if (!b || add_limits(b, p, lim) != 0 || add_stops(b, p) != 0 ||
-        add_stream(b, p) != 0 || add_format(b, p, f, &e) != 0) {
+        add_stream(b, p) != 0 || add_format(b, p, f, lim, &e) != 0) {
         json_decref(b);
         if (e.status == MT_OK)
             return mt_fail(err, MT_ENOMEM, "chat: out of memory");

@@ -369,6 +369,108 @@ static void test_limit_refusal_not_looped(void **state)
     stub_stop(&s);
 }
 
+/* ==== Structured output ==== */
+
+#define OK_LINE                                                                \
+    "reply 200 0 - " COMPLETION("\"content\":\"" FINAL "\"", "stop") "\n"
+/* a field the schema does not require, and a bounded string */
+#define SCHEMA                                                                 \
+    "{\"type\":\"object\",\"properties\":{\"verdict\":{\"type\":"           \
+    "\"string\",\"maxLength\":20},\"why\":{\"type\":\"object\","              \
+    "\"properties\":{\"text\":{\"type\":\"string\"}}}},"                      \
+    "\"required\":[\"verdict\"]}"
+
+/* Makes one call with SCHEMA against 'script'; body gets the last
+ * request; returns the number of requests. */
+static int schema_call(const char *script, enum mt_status want, char *body,
+                       size_t n)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    int count;
+
+    stub_start(&s, script);
+    l = open_llm(&s);
+    mt_chat_default_params(&cp);
+    cp.json_schema = SCHEMA;
+    assert_int_equal(mt_llm_chat(l, msgs, 2, &cp, &r, &err), want);
+    if (want == MT_OK)
+        CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+    count = stub_requests(&s, NULL, body, n);
+    mt_llm_close(l);
+    stub_stop(&s);
+    return count;
+}
+
+/* vLLM (which removed guided_json) and OpenAI's strict mode alike get
+ * response_format json_schema, strict, every object closed and every
+ * property required. */
+static void test_schema_sent_strict_and_closed(void **state)
+{
+    char body[8192];
+    (void)state;
+    CHECK(schema_call(OK_LINE, MT_OK, body, sizeof body) == 1);
+    CHECK(strstr(body, "guided_json") == NULL);
+    CHECK(strstr(body, "\"type\":\"json_schema\"") != NULL);
+    CHECK(strstr(body, "\"strict\":true") != NULL);
+    CHECK(strstr(body, "\"required\":[\"verdict\",\"why\"]") != NULL);
+    CHECK(strstr(body, "\"required\":[\"text\"]") != NULL);
+    CHECK(strstr(body, "\"required\":[\"text\"],\"additionalProperties\":"
+                       "false}},\"required\":[\"verdict\",\"why\"],"
+                       "\"additionalProperties\":false}") != NULL);
+    CHECK(strstr(body, "\"maxLength\":20") != NULL);
+}
+
+/* OpenAI's strict mode refuses string lengths: the schema goes again
+ * without them, still as json_schema. */
+static void test_openai_strict_refusal_of_max_length(void **state)
+{
+    char body[8192];
+    (void)state;
+    CHECK(schema_call(
+              "reply 400 0 - {\"error\":{\"message\":\"Invalid schema for "
+              "response_format 'response': In context=('properties', "
+              "'verdict'), 'maxLength' is not permitted.\",\"type\":"
+              "\"invalid_request_error\",\"param\":\"response_format\","
+              "\"code\":null}}\n" OK_LINE,
+              MT_OK, body, sizeof body) == 2);
+    CHECK(strstr(body, "\"type\":\"json_schema\"") != NULL);
+    CHECK(strstr(body, "maxLength") == NULL);
+}
+
+/* llama-server started with a grammar (--grammar-file) refuses any
+ * json_schema with it, json_object too (it becomes a schema): the
+ * step-down ends at no response_format, the prompt and validation. */
+#define BOTH_REFUSED                                                           \
+    "reply 400 0 - {\"error\":{\"code\":400,\"message\":\"Either "            \
+    "\\\"json_schema\\\" or \\\"grammar\\\" can be specified, but not "     \
+    "both\",\"type\":\"invalid_request_error\"}}\n"
+static void test_llama_server_grammar_conflict_ends_at_prompting(void **st)
+{
+    char body[8192];
+    (void)st;
+    CHECK(schema_call(BOTH_REFUSED BOTH_REFUSED OK_LINE, MT_OK, body,
+                      sizeof body) == 3);
+    CHECK(strstr(body, "response_format") == NULL);
+    CHECK(strstr(body, "\"grammar\"") == NULL);
+}
+
+/* LM Studio answers 400 to json_object, its error a bare string. */
+static void test_lm_studio_refuses_json_object(void **state)
+{
+    char body[8192];
+    (void)state;
+    CHECK(schema_call(BOTH_REFUSED
+                      "reply 400 0 - {\"error\":\"'response_format.type' "
+                      "must be 'json_schema' or 'text'\"}\n" OK_LINE,
+                      MT_OK, body, sizeof body) == 3);
+    CHECK(strstr(body, "response_format") == NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +485,10 @@ int main(void)
         cmocka_unit_test(test_stream_usage_only_last_chunk),
         cmocka_unit_test(test_reasoning_model_limits_step_down_once),
         cmocka_unit_test(test_limit_refusal_not_looped),
+        cmocka_unit_test(test_schema_sent_strict_and_closed),
+        cmocka_unit_test(test_openai_strict_refusal_of_max_length),
+        cmocka_unit_test(test_llama_server_grammar_conflict_ends_at_prompting),
+        cmocka_unit_test(test_lm_studio_refuses_json_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
