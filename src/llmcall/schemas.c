@@ -10,8 +10,16 @@
 #include "llmcall/reply.h"
 #include "core/buf.h"
 #include "medtrust/core.h"
+#include "text/utf8.h"
 
 #define STR(n) "{\"type\":\"string\",\"maxLength\":" #n "}"
+/* Free-text fields (thoughts, reasoning, plans) are bounded generously:
+ * the completion's token limit is what bounds a reply; these caps only
+ * make sure a grammar-bound string closes. A sentence field's cap is
+ * derived from the note (mtx_reply_schema_for: twice its longest
+ * sentence, at least SENT_CAP). */
+#define REASON STR(1500)
+#define SENT_CAP 400
 #define BOOL "{\"type\":\"boolean\"}"
 #define INT "{\"type\":\"integer\"}"
 #define CONF "{\"type\":\"number\"}"
@@ -39,15 +47,14 @@
         "\"name\"," FINAL_REQ)
 
 static const char react[] =
-    OBJ("\"observation\":" STR(300) ",\"thought\":" STR(
-            300) ",\"action\":{\"anyOf\":[" SEARCH_ACT "," FINAL_ACT "]}",
+    OBJ("\"observation\":" REASON ",\"thought\":" REASON ",\"action\":{\"anyOf\":[" SEARCH_ACT "," FINAL_ACT "]}",
         "\"observation\",\"thought\",\"action\"");
 
 /* MedEval reasons before it scores, criterion by criterion, as the
  * published Evaluation (correction/definitions.py: validity_reasoning,
  * validity_score, ...): keys are generated in schema order, so no score
  * is written before its reasons. */
-#define CRIT(k) "\"" k "_reasoning\":" STR(300) ",\"" k "\":" GRADE
+#define CRIT(k) "\"" k "_reasoning\":" STR(800) ",\"" k "\":" GRADE
 #define CRIT_REQ(k) "\"" k "_reasoning\",\"" k "\""
 static const char eval[] =
     OBJ(CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
@@ -57,37 +64,36 @@ static const char eval[] =
             "relevance") "," CRIT_REQ("completeness") "," CRIT_REQ("final"));
 
 static const char reflect[] =
-    OBJ("\"reflection\":" STR(400) ",\"plan\":" STR(400),
+    OBJ("\"reflection\":" REASON ",\"plan\":" REASON,
         "\"reflection\",\"plan\"");
 
 static const char parser[] =
-    OBJ(FINAL_PROPS ",\"reasoning\":" STR(200), FINAL_REQ ",\"reasoning\"");
+    OBJ(FINAL_PROPS ",\"reasoning\":" REASON, FINAL_REQ ",\"reasoning\"");
 
 static const char single[] =
-    OBJ("\"reasoning\":" STR(400) "," FINAL_PROPS, "\"reasoning\"," FINAL_REQ);
+    OBJ("\"reasoning\":" REASON "," FINAL_PROPS, "\"reasoning\"," FINAL_REQ);
 
 /* MedGuards' first principle is chain-of-thought decomposition: the
  * agent reasons, then decides, then says how sure it is. Keys are
  * generated in schema order (GBNF and json_schema alike), so "reasoning"
  * comes first and the verdict cannot be written before the reasons. */
 static const char detect[] =
-    OBJ("\"reasoning\":" STR(
-            400) ",\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},"
+    OBJ("\"reasoning\":" REASON ",\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},"
                  "\"confidence\":" CONF,
         "\"reasoning\",\"verdict\",\"confidence\"");
 
 static const char locate[] = OBJ(
-    "\"reasoning\":" STR(400) ",\"sentence\":" STR(400) ",\"confidence\":" CONF,
+    "\"reasoning\":" REASON ",\"sentence\":" STR(400) ",\"confidence\":" CONF,
     "\"reasoning\",\"sentence\",\"confidence\"");
 
 static const char correct[] =
-    OBJ("\"reasoning\":" STR(300) ",\"corrected_sentence\":" STR(
+    OBJ("\"reasoning\":" REASON ",\"corrected_sentence\":" STR(
             400) ",\"confidence\":" CONF,
         "\"reasoning\",\"corrected_sentence\",\"confidence\"");
 
 static const char judge[] =
     OBJ("\"label\":{\"enum\":[\"SUPPORT\",\"CONTRADICT\",\"NO_EVIDENCE\"]},"
-        "\"confidence\":" CONF ",\"reasoning\":" STR(300),
+        "\"confidence\":" CONF ",\"reasoning\":" STR(1000),
         "\"label\",\"confidence\",\"reasoning\"");
 
 #define SID_KEY "\"sentence_id\":" INT
@@ -195,8 +201,89 @@ static char *splice(const char *s, const char *at, enum bound bound,
     return mtx_buf_take(&b);
 }
 
+/* s with every "KEY":{...,"maxLength":SENT_CAP} of the sentence fields
+ * given 'cap' instead (a new string, or NULL when out of memory). */
+static char *sentence_caps(const char *s, size_t cap)
+{
+    static const char *const keys[] = {"\"error_sentence\":",
+                                       "\"corrected_sentence\":"};
+    static const char old[] = "\"maxLength\":400}";
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
+    enum mt_status st = MT_OK;
+    const char *p = s;
+
+    while (st == MT_OK && *p) {
+        const char *hit = NULL;
+        size_t i, k = 0;
+
+        for (i = 0; i < 2; i++) {
+            const char *h = strstr(p, keys[i]);
+
+            if (h && (!hit || h < hit)) {
+                hit = h;
+                k = strlen(keys[i]);
+            }
+        }
+        if (!hit) {
+            st = mtx_buf_append_str(&b, p);
+            break;
+        }
+        st = mtx_buf_append(&b, p, (size_t)(hit - p) + k);
+        p = hit + k;
+        hit = strstr(p, old);
+        if (st == MT_OK && hit && hit - p < 40) { /* this key's own cap */
+            st = mtx_buf_append(&b, p, (size_t)(hit - p));
+            if (st == MT_OK)
+                st = mtx_buf_printf(&b, "\"maxLength\":%zu}", cap);
+            p = hit + strlen(old);
+        }
+    }
+    if (st != MT_OK) {
+        mtx_buf_free(&b);
+        return NULL;
+    }
+    return mtx_buf_take(&b);
+}
+
+/* Twice the note's longest sentence in characters, at least SENT_CAP: a
+ * correction may be longer than the sentence it fixes (MEDEC has one of
+ * 625 characters). */
+static size_t sentence_cap(const struct mt_str *sents, size_t nsents)
+{
+    size_t cap = SENT_CAP;
+    size_t i;
+
+    for (i = 0; sents && i < nsents; i++) {
+        size_t c = 2 * mtx_utf8_count(sents[i].p, sents[i].n);
+
+        if (c > cap)
+            cap = c;
+    }
+    return cap;
+}
+
+/* The schema bound to the note (see reply.h), with its sentence caps. */
+static char *schema_bound(const char *prompt, const struct mt_str *sents,
+                          size_t nsents);
+
 char *mtx_reply_schema_for(const char *prompt, const struct mt_str *sents,
                            size_t nsents)
+{
+    char *s = schema_bound(prompt, sents, nsents);
+    size_t cap = sentence_cap(sents, nsents);
+    char *c;
+
+    if (!s || cap == SENT_CAP)
+        return s;
+    c = sentence_caps(s, cap);
+    if (!c) /* out of memory: the default caps */
+        return s;
+    mt_free(s);
+    return c;
+}
+
+static char *schema_bound(const char *prompt, const struct mt_str *sents,
+                          size_t nsents)
 {
     int i = schema_index(prompt);
     enum bound bound = i < 0 ? BOUND_NONE : schemas[i].bound;

@@ -572,6 +572,49 @@ static void test_role_settings_reach_each_role(void **state)
     script_stop(&s);
 }
 
+/* ==== Grammar caps ==== */
+
+/* A sentence field's cap follows the note: twice its longest sentence
+ * (a 700-character sentence gets 1400, where a fixed 400 would cut its
+ * correction); free-text fields get 1500 characters, the token limit
+ * being what bounds the reply. */
+static void test_sentence_caps_follow_the_note(void **state)
+{
+    static char text[1024];
+    struct mt_note n = {"t", text, 0, NULL, 0, NULL, 0, NULL, 0};
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    struct mt_error err;
+    json_t *reqs, *props;
+    size_t i;
+
+    (void)state;
+    strcpy(text, "A 62-year-old man has chest pain. He is given ");
+    for (i = strlen(text); i < 46 + 650; i++)
+        text[i] = i % 7 ? 'a' : ' ';
+    strcpy(text + i, "spirin.");
+    n.text_len = strlen(text);
+    script_start(&s, "single answer 1 He is given aspirin.\n");
+    a = open_strategy(&s, MT_STRATEGY_SINGLE);
+    CHECK_OK(mt_agent_check(a, &n, &r, &err));
+    reqs = script_requests(&s, "single");
+    props = json_object_get(sent_schema(json_array_get(reqs, 0)),
+                            "properties");
+    CHECK(json_integer_value(json_object_get(
+              json_object_get(props, "corrected_sentence"), "maxLength")) ==
+          2 * (json_int_t)(n.text_len - 34));
+    CHECK(json_integer_value(json_object_get(
+              json_object_get(props, "error_sentence"), "maxLength")) ==
+          2 * (json_int_t)(n.text_len - 34));
+    CHECK(json_integer_value(json_object_get(
+              json_object_get(props, "reasoning"), "maxLength")) == 1500);
+    json_decref(reqs);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -584,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
         cmocka_unit_test(test_citations_anywhere_and_bare_pmids),
         cmocka_unit_test(test_role_settings_reach_each_role),
+        cmocka_unit_test(test_sentence_caps_follow_the_note),
     };
 
     mtx_jsonl_init_alloc();
