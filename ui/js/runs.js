@@ -69,7 +69,7 @@ async function showRun(id) {
   const run = res.data;
   box.append(el('h2', {id: 'run-detail-h', tabindex: '-1'},
       'Run ' + run.id + ' (' + run.kind + ', ' + run.status + ')'));
-  if (run.status === 'failed') {
+  if (run.status === 'failed' || run.status === 'interrupted') {
     box.append(el('p', {class: 'msg error'}, run.error || 'failed'));
   } else if (run.result && (run.kind === 'score' || run.kind === 'batch')) {
     box.append(...scoreDetail(run));
