@@ -56,6 +56,14 @@ void mt_io_fail_reset(void);
 long mt_io_ops(void);
 long mt_io_failures(void);
 
+/* Testing, power loss as SQLite's crash tests simulate it: the file
+ * operation after 'n' more (counted as above) does not happen; instead
+ * every file written through the layer loses what no fsync covered,
+ * renames no fsync of their folder made durable are undone, and the
+ * process is killed (SIGKILL). n < 0 disables it. The binary reads
+ * MEDTRUST_IO_CRASH=N. Linux only; for tests, never for use. */
+void mt_io_crash_after(long n);
+
 /* ==== Logging ==== */
 enum mt_log_level {
     MT_LOG_DEBUG,

@@ -6,6 +6,7 @@
  * journal, so a rerun costs no model calls and --resume skips finished
  * items, as mediqa does. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,17 +541,25 @@ static enum mt_status filter_to(const struct keep_set *k, struct cli_args *a,
 
     if (out) {
         snprintf(tmp, sizeof tmp, "%s.part", out);
-        f = fopen(tmp, "wb");
+        f = mtx_file_fopen(tmp, "wb", 0666);
         if (!f)
-            return mt_fail(err, MT_EIO, "%s: cannot create", tmp);
+            return mt_fail(err, mtx_file_errno_status(errno),
+                           "%s: cannot create: %s", tmp, strerror(errno));
     }
     st = filter_docs(k, cli_get(a, "input"), label, f, counts, err);
     if (!out)
         return st;
+    if (st == MT_OK && mtx_file_flush_sync(f, 0) != 0)
+        st = mt_fail(err, mtx_file_errno_status(errno), "%s: write failed: %s",
+                     tmp, strerror(errno));
     if (fclose(f) != 0 && st == MT_OK)
-        st = mt_fail(err, MT_EIO, "%s: write failed", tmp);
-    if (st == MT_OK && rename(tmp, out) != 0)
-        st = mt_fail(err, MT_EIO, "%s: cannot rename into place", out);
+        st = mt_fail(err, mtx_file_errno_status(errno), "%s: write failed: %s",
+                     tmp, strerror(errno));
+    if (st == MT_OK && mtx_file_rename(tmp, out) != 0)
+        st = mt_fail(err, mtx_file_errno_status(errno),
+                     "%s: cannot rename into place: %s", out, strerror(errno));
+    if (st == MT_OK)
+        st = mtx_file_sync_dir(out, err);
     if (st != MT_OK)
         remove(tmp);
     return st;

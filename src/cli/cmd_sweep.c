@@ -847,7 +847,7 @@ static int score_run(const struct job *j)
         argv_push(&b, bm);
     }
     rc = run_self(b.v, tmp);
-    if (rc == 0 && rename(tmp, j->path[P_SCORE]) != 0)
+    if (rc == 0 && mtx_file_rename(tmp, j->path[P_SCORE]) != 0)
         rc = -1;
     argv_free(&b);
     return rc;

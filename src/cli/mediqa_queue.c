@@ -4,6 +4,7 @@
  * --collect RUN waits for the run, then writes the submission exactly as a
  * one-machine run writes it: one line per note in CSV order, a failed
  * note left out unless --fallback-on-failure. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,8 +263,9 @@ static enum mt_status collect_go(const struct cli_args *a, struct mtx_pg *pg,
     c->n = st == MT_OK ? (size_t)k->total : 0;
     if (st == MT_OK && !(c->notes = mt_calloc(c->n + 1, sizeof *c->notes)))
         st = mt_fail(err, MT_ENOMEM, "out of memory");
-    if (st == MT_OK && tp && !(c->trace = fopen(tp, "w")))
-        st = mt_fail(err, MT_EIO, "--trace %s: cannot open", tp);
+    if (st == MT_OK && tp && !(c->trace = mtx_file_fopen(tp, "w", 0644)))
+        st = mt_fail(err, mtx_file_errno_status(errno),
+                     "--trace %s: cannot open: %s", tp, strerror(errno));
     if (st == MT_OK)
         st = mtx_queue_results(pg, run, on_result, c, err);
     if (st == MT_OK && c->got != c->n)
@@ -272,6 +274,9 @@ static enum mt_status collect_go(const struct cli_args *a, struct mtx_pg *pg,
     else if (st == MT_EPARSE || st == MT_ENOMEM)
         mt_fail(err, st, "run %lld: a job's result is unreadable",
                 (long long)run);
+    if (st == MT_OK && c->trace && mtx_file_flush_sync(c->trace, 0) != 0)
+        st = mt_fail(err, mtx_file_errno_status(errno),
+                     "--trace %s: cannot write: %s", tp, strerror(errno));
     if (st == MT_OK)
         st = mediqa_write(c->notes, c->n, cli_get(a, "out"),
                           cli_get(a, "fallback-on-failure") != NULL, err);

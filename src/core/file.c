@@ -15,6 +15,7 @@
 
 #include "core/buf.h"
 #include "core/file.h"
+#include "core/file_int.h"
 #include "medtrust/core.h"
 
 /* ==== Fault injection ==== */
@@ -91,35 +92,28 @@ enum mt_status mtx_file_errno_status(int e)
                : MT_EIO;
 }
 
-enum mt_status mtx_file_write_all(int fd, const void *p, size_t n)
+/* In crash-test mode (core/file_int.h) every operation runs alone and
+ * may be the one at which the power goes. */
+static int op_begin(void)
 {
-    const char *c = p;
-
-    if (n > 0 && io_fault())
-        return MT_EWRITE;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return MT_EWRITE;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return MT_OK;
+    if (!mtx_crash_on())
+        return 0;
+    mtx_crash_lock();
+    mtx_crash_step();
+    return 1;
 }
 
-enum mt_status mtx_file_pwrite_all(int fd, const void *p, size_t n, off_t off)
+static void op_end(int crash)
 {
-    const char *c = p;
+    if (crash)
+        mtx_crash_unlock();
+}
 
-    if (n > 0 && io_fault())
-        return MT_EWRITE;
+static enum mt_status write_at(int fd, const char *c, size_t n, off_t off,
+                               int positioned)
+{
     while (n > 0) {
-        ssize_t w = pwrite(fd, c, n, off);
+        ssize_t w = positioned ? pwrite(fd, c, n, off) : write(fd, c, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -134,19 +128,67 @@ enum mt_status mtx_file_pwrite_all(int fd, const void *p, size_t n, off_t off)
     return MT_OK;
 }
 
+static enum mt_status write_op(int fd, const void *p, size_t n, off_t off,
+                               int positioned)
+{
+    enum mt_status st;
+    int crash;
+
+    if (n == 0)
+        return MT_OK;
+    crash = op_begin();
+    if (crash)
+        mtx_crash_track(fd);
+    st = io_fault() ? MT_EWRITE : write_at(fd, p, n, off, positioned);
+    op_end(crash);
+    return st;
+}
+
+enum mt_status mtx_file_write_all(int fd, const void *p, size_t n)
+{
+    return write_op(fd, p, n, 0, 0);
+}
+
+enum mt_status mtx_file_pwrite_all(int fd, const void *p, size_t n, off_t off)
+{
+    return write_op(fd, p, n, off, 1);
+}
+
+static int sync_op(int fd, int data_only)
+{
+    int crash = op_begin();
+    int rc = io_fault() ? -1 : data_only ? fdatasync(fd) : fsync(fd);
+    int e = errno;
+
+    if (crash && rc == 0)
+        mtx_crash_synced(fd);
+    op_end(crash);
+    errno = e;
+    return rc;
+}
+
 int mtx_file_fsync(int fd)
 {
-    return io_fault() ? -1 : fsync(fd);
+    return sync_op(fd, 0);
 }
 
 int mtx_file_fdatasync(int fd)
 {
-    return io_fault() ? -1 : fdatasync(fd);
+    return sync_op(fd, 1);
 }
 
 int mtx_file_rename(const char *from, const char *to)
 {
-    return io_fault() ? -1 : rename(from, to);
+    int crash = op_begin();
+    int k = crash ? mtx_crash_rename_begin(from, to) : -1;
+    int rc = io_fault() ? -1 : rename(from, to);
+    int e = errno;
+
+    if (crash)
+        mtx_crash_rename_end(k, rc == 0);
+    op_end(crash);
+    errno = e;
+    return rc;
 }
 
 /* ==== Streams ==== */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "corpus/corpus_int.h"
 #include "medtrust/accounts.h"
 #include "medtrust/core.h"
@@ -54,10 +55,10 @@ static enum mt_status out_open(struct tmp_out *o, const char *path,
     if (!o->path || !o->tmp)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     snprintf(o->tmp, n, "%s.part-%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "wb");
+    o->f = mtx_file_fopen(o->tmp, "wb", 0666);
     if (!o->f)
-        return mt_fail(err, MT_EIO, "%s: cannot create: %s", o->tmp,
-                       strerror(errno));
+        return mt_fail(err, mtx_file_errno_status(errno),
+                       "%s: cannot create: %s", o->tmp, strerror(errno));
     return MT_OK;
 }
 
@@ -67,12 +68,17 @@ static enum mt_status out_close(struct tmp_out *o, int ok, struct mt_error *err)
     enum mt_status st = MT_OK;
 
     if (o->f) {
-        if (ok && (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0))
-            st = mt_fail(err, MT_EIO, "%s: %s", o->tmp, strerror(errno));
+        if (ok && mtx_file_flush_sync(o->f, 0) != 0)
+            st = mt_fail(err, mtx_file_errno_status(errno), "%s: %s", o->tmp,
+                         strerror(errno));
         if (fclose(o->f) != 0 && ok && st == MT_OK)
-            st = mt_fail(err, MT_EIO, "%s: %s", o->tmp, strerror(errno));
-        if (ok && st == MT_OK && rename(o->tmp, o->path) != 0)
-            st = mt_fail(err, MT_EIO, "%s: %s", o->path, strerror(errno));
+            st = mt_fail(err, mtx_file_errno_status(errno), "%s: %s", o->tmp,
+                         strerror(errno));
+        if (ok && st == MT_OK && mtx_file_rename(o->tmp, o->path) != 0)
+            st = mt_fail(err, mtx_file_errno_status(errno), "%s: %s", o->path,
+                         strerror(errno));
+        if (ok && st == MT_OK)
+            st = mtx_file_sync_dir(o->path, err);
         if (!ok || st != MT_OK)
             unlink(o->tmp);
     }
@@ -86,8 +92,8 @@ static enum mt_status out_line(struct tmp_out *o, const char *line, size_t n,
                                struct mt_error *err)
 {
     if (fwrite(line, 1, n, o->f) != n || fputc('\n', o->f) == EOF)
-        return mt_fail(err, MT_EIO, "%s: write failed: %s", o->tmp,
-                       strerror(errno));
+        return mt_fail(err, mtx_file_errno_status(errno),
+                       "%s: write failed: %s", o->tmp, strerror(errno));
     return MT_OK;
 }
 

@@ -64,13 +64,14 @@ static enum mt_status path_join(char *buf, const char *a, const char *b,
 static enum mt_status sync_folder(const char *dir, struct mt_error *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd < 0 ? -1 : fsync(fd);
+    int rc = fd < 0 ? -1 : mtx_file_fsync(fd);
+    int e = errno;
 
     if (fd >= 0)
         close(fd);
-    if (rc != 0 && errno != EINVAL)
-        return mt_fail(err, MT_EIO, "%s: cannot sync: %s", dir,
-                       strerror(errno));
+    if (rc != 0 && e != EINVAL)
+        return mt_fail(err, mtx_file_errno_status(e), "%s: cannot sync: %s",
+                       dir, strerror(e));
     return MT_OK;
 }
 
@@ -420,9 +421,9 @@ static enum mt_status build_snapshot(const char *db_dir, const char *pub,
         st = put_store(db_dir, tmp, err);
     if (st == MT_OK)
         st = write_list(tmp, name, res, err);
-    if (st == MT_OK && rename(tmp, snap) != 0)
-        st = mt_fail(err, MT_EIO, "%s: rename failed: %s", snap,
-                     strerror(errno));
+    if (st == MT_OK && mtx_file_rename(tmp, snap) != 0)
+        st = mt_fail(err, mtx_file_errno_status(errno), "%s: rename failed: %s",
+                     snap, strerror(errno));
     if (st != MT_OK)
         remove_tree(tmp, 1);
     return st;

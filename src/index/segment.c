@@ -166,8 +166,9 @@ static enum mt_status w_raw(struct mt_seg_writer *w, const void *p, size_t n,
                             struct mt_error *err)
 {
     const unsigned char *s = p;
+    enum mt_status st = MT_OK;
 
-    while (n) {
+    while (n && st == MT_OK) {
         size_t room = WBUF_SIZE - w->blen;
         size_t c = n < room ? n : room;
         memcpy(w->buf + w->blen, s, c);
@@ -175,10 +176,10 @@ static enum mt_status w_raw(struct mt_seg_writer *w, const void *p, size_t n,
         w->pos += c;
         s += c;
         n -= c;
-        if (w->blen == WBUF_SIZE && w_flush(w, err) != MT_OK)
-            return MT_EIO;
+        if (w->blen == WBUF_SIZE)
+            st = w_flush(w, err);
     }
-    return MT_OK;
+    return st;
 }
 
 static enum mt_status w_pad(struct mt_seg_writer *w, struct mt_error *err)
@@ -331,8 +332,9 @@ static enum mt_status w_table(struct mt_seg_writer *w, uint32_t *table_crc,
         put64(e + 16, w->ents[i].size);
         put64(e + 24, w->ents[i].crc);
         crc = mtx_crc32c(crc, e, sizeof e);
-        if (w_raw(w, e, sizeof e, err) != MT_OK)
-            return MT_EIO;
+        enum mt_status st = w_raw(w, e, sizeof e, err);
+        if (st != MT_OK)
+            return st;
     }
     *table_crc = crc;
     return MT_OK;
@@ -352,9 +354,9 @@ static enum mt_status w_header(struct mt_seg_writer *w, uint64_t table_off,
     put32(h + 36, w->align == MT_SEG_ALIGN ? 0 : w->align); /* 0: as before */
     put64(h + 40, table_crc);
     put64(h + 56, mtx_crc32c(0, h, 56));
-    if (pwrite(w->file.fd, h, sizeof h, 0) != (ssize_t)sizeof h)
-        return mt_fail(err, MT_EIO, "%s: write header: %s", w->file.tmp,
-                       strerror(errno));
+    if (mtx_file_pwrite_all(w->file.fd, h, sizeof h, 0) != MT_OK)
+        return mt_fail(err, mtx_file_errno_status(errno),
+                       "%s: write header: %s", w->file.tmp, strerror(errno));
     return MT_OK;
 }
 
@@ -363,15 +365,18 @@ static enum mt_status w_finish(struct mt_seg_writer *w, struct mt_error *err)
     uint64_t table_off;
     uint32_t table_crc = 0;
 
+    enum mt_status st;
+
     w_end_section(w);
-    if (w_pad(w, err) != MT_OK)
-        return MT_EIO;
+    st = w_pad(w, err);
     table_off = w->pos;
-    if (w_table(w, &table_crc, err) != MT_OK || w_flush(w, err) != MT_OK)
-        return MT_EIO;
-    if (w_header(w, table_off, table_crc, err) != MT_OK)
-        return MT_EIO;
-    return mtx_file_atomic_commit(&w->file, err);
+    if (st == MT_OK)
+        st = w_table(w, &table_crc, err);
+    if (st == MT_OK)
+        st = w_flush(w, err);
+    if (st == MT_OK)
+        st = w_header(w, table_off, table_crc, err);
+    return st == MT_OK ? mtx_file_atomic_commit(&w->file, err) : st;
 }
 
 enum mt_status mtx_seg_writer_commit(struct mt_seg_writer *w,

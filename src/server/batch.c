@@ -18,6 +18,7 @@
 
 #include "core/buf.h"
 #include "core/csv.h"
+#include "core/file.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
 #include "eval/notes.h"
@@ -83,26 +84,13 @@ static enum mt_status write_file(const struct batch_arg *a, const char *name,
                                  struct mt_error *err)
 {
     char *path = file_path(a, name);
-    char tmp[4200];
-    FILE *f;
-    int ok;
+    enum mt_status st;
 
     if (!path)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    f = fopen(tmp, "wb");
-    ok = f && fwrite(data, 1, n, f) == n && fflush(f) == 0 &&
-         fsync(fileno(f)) == 0;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    if (ok)
-        ok = rename(tmp, path) == 0;
-    if (!ok)
-        mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
-    if (!ok)
-        unlink(tmp);
+    st = mtx_file_write_atomic(path, data, n, err); /* core/file.h */
     mt_free(path);
-    return ok ? MT_OK : MT_EIO;
+    return st;
 }
 
 /* Reads DIR/NAME whole into *out (NUL-terminated). */
@@ -198,17 +186,19 @@ static size_t journal_read(const struct batch_arg *a, struct mtx_note *v,
     return resumed;
 }
 
-static enum mt_status journal_add(FILE *f, const char *id, const char *line,
-                                  struct mt_error *err)
+static enum mt_status journal_add(FILE *f, const char *path, const char *id,
+                                  const char *line, struct mt_error *err)
 {
     json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    int ok = t && fprintf(f, "%s\n", t) > 0 && fflush(f) == 0 &&
-             fdatasync(fileno(f)) == 0;
+    int ok = t && fprintf(f, "%s\n", t) > 0 && mtx_file_flush_sync(f, 1) == 0;
+    int e = t ? errno : ENOMEM;
 
     json_decref(o);
     free(t); /* jansson's default allocator */
-    return ok ? MT_OK : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
+    return ok ? MT_OK
+              : mt_fail(err, e == ENOMEM ? MT_ENOMEM : mtx_file_errno_status(e),
+                        "%s: cannot record note %s: %s", path, id, strerror(e));
 }
 
 /* ==== The job ==== */
@@ -327,11 +317,12 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
 {
     struct mt_agent *agent = NULL, *own = NULL;
     char *jp = file_path(a, "journal.jsonl");
-    FILE *f = jp ? fopen(jp, "ab") : NULL;
+    FILE *f = jp ? mtx_file_fopen(jp, "ab", 0644) : NULL;
     enum mt_status st =
         f ? mtx_srv_checker(a->s, a->strat, a->set, NULL, MT_AGENT_SEARCH_AUTO,
                             a->model, &agent, &own, err)
-          : mt_fail(err, MT_EIO, "journal: %s", strerror(errno));
+          : mt_fail(err, mtx_file_errno_status(errno), "%s: %s",
+                    jp ? jp : "journal", strerror(errno));
     size_t i;
 
     for (i = 0; st == MT_OK && i < p->total; i++) {
@@ -346,7 +337,7 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
         }
         v[i].line = check_note(a, agent, &v[i]);
         if (v[i].line)
-            st = journal_add(f, v[i].id, v[i].line, err);
+            st = journal_add(f, jp, v[i].id, v[i].line, err);
         p->done += v[i].line != NULL;
         p->failed += v[i].line == NULL;
         emit_progress(j, p, v[i].id);
@@ -662,8 +653,10 @@ void mtx_srv_batch(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
     if (st != MT_OK) {
         set_status(s, id, "failed", err.msg);
         mt_free(a);
-        mtx_srv_fail(rs, st == MT_EIO || st == MT_ENOMEM ? st : MT_EINVAL,
-                     &err);
+        mtx_srv_fail(
+            rs,
+            st == MT_EIO || st == MT_ENOMEM || st == MT_EWRITE ? st : MT_EINVAL,
+            &err);
     } else if ((st = queue(s, a, rq->body, &err)) != MT_OK) {
         rs->retry_after = 5;
         mtx_srv_error(rs, 503, "%s", err.msg);

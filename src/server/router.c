@@ -121,6 +121,8 @@ void mtx_srv_fail(struct srv_resp *rs, enum mt_status st,
         code = 501;
     else if (st == MT_ECANCELED || st == MT_EIO)
         code = 503; /* EIO: a backend (the shared state) is away */
+    else if (st == MT_EWRITE)
+        code = 507; /* Insufficient Storage: the disk is full or failing */
     if (code >= 500)
         mt_log(MT_LOG_ERROR, "server: %s", msg);
     mtx_srv_error(rs, code, "%s", msg);

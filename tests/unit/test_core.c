@@ -2,7 +2,10 @@
 #include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/arena.h"
@@ -300,6 +303,70 @@ static void test_io_stream_checks_writes(void **state)
     CHECK(unlink(path) == 0 && rmdir(dir) == 0);
 }
 
+/* Runs fn in a child whose power goes at file operation n; 1 when the
+ * child died of it (SIGKILL), 0 when it finished. */
+static int crashed_at(long n, void (*fn)(const char *), const char *path)
+{
+    int ws = 0;
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        mt_io_crash_after(n);
+        fn(path);
+        _exit(0);
+    }
+    CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid);
+    return WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL;
+}
+
+static void append_two(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+    mtx_file_write_all(fd, "a\n", 2);
+    mtx_file_fdatasync(fd);
+    mtx_file_write_all(fd, "b\n", 2);
+    mtx_file_fdatasync(fd);
+    close(fd);
+}
+
+static void replace_new(const char *path)
+{
+    mtx_file_write_atomic(path, "new", 3, NULL);
+}
+
+/* Power loss: an append loses what came after the last fdatasync; an
+ * atomic replacement leaves the old file or the new one, never a torn or
+ * missing one, at whichever operation the power goes. */
+static void test_io_power_loss_drops_unsynced(void **state)
+{
+    char dir[] = "/tmp/mt-crash-XXXXXX";
+    char path[64], got[32];
+    static const char *const want[] = {"", "", "a\n", "a\n", "a\nb\n"};
+    long n;
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/j", dir);
+    for (n = 0; n < 5; n++) {
+        unlink(path);
+        CHECK(crashed_at(n, append_two, path) == (n < 4));
+        if (access(path, F_OK) == 0)
+            slurp(path, got, sizeof got);
+        else
+            got[0] = '\0';
+        CHECK(strcmp(got, want[n]) == 0);
+    }
+    snprintf(path, sizeof path, "%s/f", dir);
+    for (n = 0; n < 5; n++) {
+        CHECK_OK(mtx_file_write_atomic(path, "old", 3, NULL));
+        CHECK(crashed_at(n, replace_new, path) == (n < 4));
+        slurp(path, got, sizeof got);
+        CHECK(strcmp(got, n < 4 ? "old" : "new") == 0);
+    }
+    snprintf(got, sizeof got, "rm -rf %s", dir);
+    CHECK(system(got) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_redact_in_messages),
         cmocka_unit_test(test_io_injection_fails_nth),
         cmocka_unit_test(test_io_stream_checks_writes),
+        cmocka_unit_test(test_io_power_loss_drops_unsynced),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
