@@ -12,6 +12,7 @@
 
 #include "core/file.h"
 #include "eval/report_int.h"
+#include "core/redact.h"
 #include "medtrust/core.h"
 
 /* ==== Output helpers ==== */
@@ -57,22 +58,28 @@ static const char *html_escape(char c)
     }
 }
 
-void mtx_ev_html_text(struct mt_ev_out *o, const char *s, size_t max)
+void mtx_ev_html_text(struct mt_ev_out *o, const char *text, size_t max)
 {
+    /* a report shows no secret of a spec or URL (a swept --llm, say) */
+    char *red = text && strstr(text, "://") ? mtx_redact_dup(text) : NULL;
+    const char *s = red ? red : text ? text : "";
     size_t chars = 0;
     size_t i;
 
+    if (text && strstr(text, "://") && !red)
+        s = "";
     for (i = 0; s[i]; i++) {
         const char *e = html_escape(s[i]);
         if (((unsigned char)s[i] & 0xc0) != 0x80 && max && chars++ >= max) {
             mtx_ev_outs(o, "&#8230;");
-            return;
+            break;
         }
         if (e)
             mtx_ev_outs(o, e);
         else
             out_n(o, s + i, 1);
     }
+    mt_free(red);
 }
 
 /* ==== Word diff ==== */

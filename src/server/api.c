@@ -117,6 +117,9 @@ static json_t *index_build(const struct mt_server *s)
         return json_null();
     }
     json_object_del(o, "pid");
+    json_object_set_new(
+        o, "embedder",
+        spec_json(json_string_value(json_object_get(o, "embedder"))));
     return o;
 }
 

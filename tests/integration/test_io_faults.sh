@@ -200,12 +200,32 @@ CRASH=
 # refused, 507), and after a restart without the fault POST
 # /v1/runs/ID/resume (or the batch again) ends with the unfaulted
 # submission ----
-. "$(dirname "$0")/api_lib.sh"
+SERVE_PIDS=()
+trap 'for p in "${STUB_PIDS[@]}" "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
 "$MT" index --db "$TMP/bdb0" --input "$TMP/c.jsonl" --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/bdb0" alice 2>/dev/null
 BODY=$(python3 -c 'import json,sys; print(json.dumps({"data": open(sys.argv[1], encoding="utf-8").read(), "strategy": "single", "name": "io"}))' "$TMP/s6.csv")
 "$MT" mediqa --llm "$SPEC" --data "$TMP/s6.csv" --strategy single \
     --no-progress --out "$TMP/bref.txt" >/dev/null 2>&1
+# serve_up NAME ARGS...: serve_start with up to 60 s to start (a loaded
+# machine; no timing is asserted).
+serve_up() {
+    local name=$1 csrf
+    shift
+    "$MT" serve --db "$SERVE_DB" --listen 127.0.0.1:0 "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    SERVE_PIDS+=($!)
+    for _ in $(seq 600); do
+        grep -q listening "$TMP/$name.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
+    curl -s -c "$TMP/$name.jar" "$U/v1/login" -H "Content-Type: application/json" \
+        -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
+    csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
+    A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")
+}
 stop_servers() {
     local p
     for p in "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -232,7 +252,7 @@ for ((n = 0; n < 60; n++)); do
     rm -rf "$TMP/bdb" "$TMP/bl"
     cp -a "$TMP/bdb0" "$TMP/bdb"
     RUN=
-    SERVE_DB=$TMP/bdb MEDTRUST_IO_FAIL=$(fault $n) serve_start bf --llm "$SPEC" \
+    SERVE_DB=$TMP/bdb MEDTRUST_IO_FAIL=$(fault $n) serve_up bf --llm "$SPEC" \
         --data-dir "$TMP/bl"
     batch_go
     stop_servers
@@ -249,12 +269,12 @@ for ((n = 0; n < 60; n++)); do
         BAD="batch at op $n: status $STATUS: $(head -c 300 "$TMP/run.json" "$TMP/body" 2>/dev/null)"
         break
     fi
-    SERVE_DB=$TMP/bdb serve_start bok --llm "$SPEC" --data-dir "$TMP/bl"
+    SERVE_DB=$TMP/bdb serve_up bok --llm "$SPEC" --data-dir "$TMP/bl"
     batch_go
     stop_servers
     if [ "$STATUS" != done ] ||
         ! cmp -s "$TMP/bdb/batches/run-$RUN/submission.txt" "$TMP/bref.txt"; then
-        BAD="batch at op $n: after a restart the resumed run is $STATUS and its submission differs"
+        BAD="batch at op $n: after a restart the resumed run is $STATUS and its submission differs: $(tail -2 "$TMP/bok.err") $(head -c 300 "$TMP/body")"
         break
     fi
 done
