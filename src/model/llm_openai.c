@@ -30,6 +30,14 @@
 #define REPLY_MARGIN ((size_t)64 << 10)
 #define STREAM_EVENT_MARGIN 64
 
+/* Silent truncation (Ollama's /v1 cuts a prompt at its default context,
+ * 2,048 or 4,096 tokens, whatever was asked): no tokenizer makes fewer
+ * tokens than one per MAX_BYTES_PER_TOKEN bytes of text (English averages
+ * about 4), so a server that reports fewer prompt tokens than that for a
+ * prompt of at least TRUNCATION_MIN_BYTES read only part of it. */
+#define MAX_BYTES_PER_TOKEN 8
+#define TRUNCATION_MIN_BYTES 8192
+
 static size_t text_budget(const struct mt_chat_params *p)
 {
     return (size_t)p->max_tokens * TEXT_PER_TOKEN + TEXT_MARGIN;
@@ -622,6 +630,38 @@ static void estimate_usage(const struct mt_llm_message *m, size_t nm,
     r->tokens_estimated = 1;
 }
 
+static size_t prompt_bytes(const struct mt_llm_message *m, size_t nm)
+{
+    size_t bytes = 0;
+    size_t i;
+
+    for (i = 0; i < nm; i++)
+        bytes += strlen(m[i].content);
+    return bytes;
+}
+
+/* Fails a call whose server reported reading 'read' prompt tokens of a
+ * prompt that cannot be so few: it cut the prompt without saying so. */
+static enum mt_status check_truncation(const struct openai *o,
+                                       const struct mt_llm_message *m,
+                                       size_t nm, uint64_t read,
+                                       struct mt_error *err)
+{
+    size_t bytes = prompt_bytes(m, nm);
+    size_t least = bytes / MAX_BYTES_PER_TOKEN;
+
+    if (bytes < TRUNCATION_MIN_BYTES || read >= least)
+        return MT_OK;
+    return mt_fail(err, MT_ELIMIT,
+                   "%s: the server read %llu prompt tokens of a %zu-byte "
+                   "prompt (at least %zu tokens): it cut the prompt without "
+                   "saying so, as Ollama's /v1 does at its default context "
+                   "(2,048 or 4,096 tokens) whatever was asked; raise the "
+                   "server's context (Ollama: OLLAMA_CONTEXT_LENGTH, or "
+                   "PARAMETER num_ctx in a Modelfile) or shorten the input",
+                   o->url, (unsigned long long)read, bytes, least);
+}
+
 /* ==== Streaming ==== */
 
 /* One streamed completion being gathered. */
@@ -781,6 +821,7 @@ static enum mt_status round_as_is(struct openai *o,
                                   struct mt_error *err)
 {
     uint32_t from = *got;
+    uint64_t read = r->prompt_tokens;
     enum mt_status st;
     int had = 0;
 
@@ -802,6 +843,8 @@ static enum mt_status round_as_is(struct openai *o,
                             (!p->json_schema || !rf_fall_back(o, f, err))))
             break;
     }
+    if (st == MT_OK && had)
+        st = check_truncation(o, m, nm, r->prompt_tokens - read, err);
     if (st == MT_OK && !had)
         estimate_usage(m, nm, r, from, *got);
     return st;

@@ -6,6 +6,8 @@
  * not, and the usage-only last chunk of a stream. */
 #include "check.h"
 
+#include <stdlib.h>
+
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
@@ -471,6 +473,70 @@ static void test_lm_studio_refuses_json_object(void **state)
     CHECK(strstr(body, "response_format") == NULL);
 }
 
+/* ==== Silent truncation ==== */
+
+/* Ollama's /v1 reply (its system_fingerprint), having read PT tokens. */
+#define OLLAMA(pt)                                                             \
+    "reply 200 0 - {\"id\":\"chatcmpl-391\",\"object\":\"chat.completion\","  \
+    "\"created\":1733000000,\"model\":\"llama3.2\",\"system_fingerprint\":"   \
+    "\"fp_ollama\",\"choices\":[{\"index\":0,\"message\":{\"role\":"          \
+    "\"assistant\",\"content\":\"" FINAL "\"},\"finish_reason\":\"stop\"}],"  \
+    "\"usage\":{\"prompt_tokens\":" #pt ",\"completion_tokens\":12,"          \
+    "\"total_tokens\":" #pt "}}\n"
+
+/* A call with a 40,000-byte note (about 9,000 tokens), streamed or not. */
+static enum mt_status long_call(const char *script, int stream,
+                                struct mt_error *err)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct seen seen;
+    struct mt_llm_message m[2] = {{"system", "You are terse."}, {"user", ""}};
+    char *note = malloc(40001);
+    enum mt_status st;
+    size_t i;
+
+    assert_non_null(note);
+    for (i = 0; i < 40000; i++)
+        note[i] = "The patient was given 5 mg of warfarin. "[i % 40];
+    note[40000] = '\0';
+    m[1].content = note;
+    stub_start(&s, script);
+    l = open_llm(&s);
+    mt_chat_default_params(&cp);
+    memset(&seen, 0, sizeof seen);
+    if (stream) {
+        cp.on_token = on_token;
+        cp.on_token_ctx = &seen;
+    }
+    st = mt_llm_chat(l, m, 2, &cp, &r, err);
+    if (st == MT_OK)
+        CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+    mt_llm_close(l);
+    stub_stop(&s);
+    free(note);
+    return st;
+}
+
+static void test_ollama_silent_truncation_fails_the_call(void **state)
+{
+    struct mt_error err;
+    (void)state;
+    CHECK(long_call(OLLAMA(2048), 0, &err) == MT_ELIMIT);
+    CHECK(strstr(err.msg, "read 2048 prompt tokens of a 40014-byte") != NULL);
+    CHECK(strstr(err.msg, "cut the prompt without saying so") != NULL);
+    CHECK(strstr(err.msg, "OLLAMA_CONTEXT_LENGTH") != NULL);
+    /* the stub streams the same usage in its last chunk */
+    CHECK(long_call(OLLAMA(4096), 1, &err) == MT_ELIMIT);
+    CHECK(strstr(err.msg, "read 4096 prompt tokens") != NULL);
+    /* a server that read it all */
+    CHECK_OK(long_call(OLLAMA(9012), 0, &err));
+    CHECK_OK(long_call(OLLAMA(9012), 1, &err));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_openai_strict_refusal_of_max_length),
         cmocka_unit_test(test_llama_server_grammar_conflict_ends_at_prompting),
         cmocka_unit_test(test_lm_studio_refuses_json_object),
+        cmocka_unit_test(test_ollama_silent_truncation_fails_the_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
