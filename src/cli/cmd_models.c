@@ -213,7 +213,9 @@ const struct cli_verb cli_verb_models = {
     "reranker and the NLI model, and checks each: local models are loaded,\n"
     "and an LLM must answer a one-token chat. Exit status 1 when any check\n"
     "fails. Specs: openai:BASE_URL#MODEL (key from MEDTRUST_API_KEY or\n"
-    "OPENAI_API_KEY), gguf:PATH, and use-lite for the embedder.",
+    "OPENAI_API_KEY), azure:https://RESOURCE.openai.azure.com#DEPLOYMENT\n"
+    "(or .../openai/v1#DEPLOYMENT; key from AZURE_OPENAI_API_KEY),\n"
+    "gguf:PATH, and use-lite for the embedder.",
     models_opts,
     models_run,
 };

@@ -181,7 +181,9 @@ enum mt_status mtx_embedder_open_openai(const char *url, const char *model,
                                  lp.backoff_base_s,
                                  lp.backoff_max_s,
                                  lp.max_concurrency,
-                                 "--embedder"};
+                                 "--embedder",
+                                 NULL,
+                                 0};
     if (!o || !(o->model = mt_strdup(model)))
         goto fail;
     st = mtx_http_new(url, &hp, &o->http, err);

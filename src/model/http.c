@@ -72,11 +72,11 @@ static void curl_init(void)
 
 /* ==== Setup ==== */
 
-static char *env_key(void)
+static char *env_key(const char *var)
 {
-    const char *k = getenv("MEDTRUST_API_KEY");
+    const char *k = getenv(var ? var : "MEDTRUST_API_KEY");
 
-    if (!k || !*k)
+    if (!var && (!k || !*k))
         k = getenv("OPENAI_API_KEY");
     return k && *k ? mt_strdup(k) : NULL;
 }
@@ -110,7 +110,7 @@ enum mt_status mtx_http_new(const char *base_url,
     snprintf(h->setting, sizeof h->setting, "%s",
              p->setting ? p->setting : "the model spec");
     h->p.setting = h->setting;
-    h->key = env_key();
+    h->key = env_key(p->key_env);
     h->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
              (uint64_t)(uintptr_t)h;
     pthread_mutex_init(&h->mu, NULL);
@@ -389,7 +389,10 @@ static struct curl_slist *make_headers(const struct mt_http *h)
         return NULL;
     t = curl_slist_append(l, "Expect:");
     if (t && h->key) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->key);
+        snprintf(auth, sizeof auth,
+                 h->p.api_key_header ? "api-key: %s"
+                                     : "Authorization: Bearer %s",
+                 h->key);
         t = curl_slist_append(t, auth);
         memset(auth, 0, sizeof auth);
     }
@@ -502,9 +505,12 @@ static enum mt_status fail_status(const struct mt_http *h, const char *url,
     server_message(a, m, sizeof m);
     if (a->code == 401 || a->code == 403)
         return mt_fail(err, MT_EINVAL,
-                       "%s: HTTP %ld unauthorized: set MEDTRUST_API_KEY (or "
-                       "OPENAI_API_KEY) to a valid key (server said: %s)",
-                       url, a->code, m);
+                       "%s: HTTP %ld unauthorized: set %s to a valid key "
+                       "(server said: %s)",
+                       url, a->code,
+                       h->p.key_env ? h->p.key_env
+                                    : "MEDTRUST_API_KEY (or OPENAI_API_KEY)",
+                       m);
     if (a->code == 404)
         return mt_fail(err, MT_ENOTFOUND,
                        "%s: HTTP 404 not found: check BASE_URL and MODEL in "

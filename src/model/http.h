@@ -19,10 +19,15 @@ struct mt_http_params {
     double backoff_max_s;     /* cap on one computed delay */
     uint32_t max_concurrency; /* requests in flight, >= 1 */
     const char *setting;      /* named in errors, e.g. "--llm/MEDTRUST_LLM" */
+    const char *key_env;      /* the key's variable, NULL: MEDTRUST_API_KEY
+                                 or else OPENAI_API_KEY */
+    int api_key_header;       /* 1: "api-key: KEY" (Azure), else
+                                 "Authorization: Bearer KEY" */
 };
 
 /* Creates a client for 'base_url' (copied; "/v1" is appended unless it
- * already ends in it), or for a comma-separated list of base URLs of one
+ * already ends in it or names an Azure deployment, .../openai/deployments/
+ * NAME), or for a comma-separated list of base URLs of one
  * model: an endpoint pool (model/http_pool.h) spreads the requests and
  * takes failing endpoints out. The API key is read from
  * MEDTRUST_API_KEY, then OPENAI_API_KEY. On success *out owns the client

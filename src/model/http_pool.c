@@ -46,7 +46,8 @@ static char *make_base(const char *url, size_t n)
         return NULL;
     memcpy(b, url, n);
     b[n] = '\0';
-    if (n < 3 || strcmp(b + n - 3, "/v1") != 0)
+    if ((n < 3 || strcmp(b + n - 3, "/v1") != 0) &&
+        !strstr(b, "/openai/deployments/")) /* Azure's legacy path */
         memcpy(b + n, "/v1", 4);
     return b;
 }

@@ -143,7 +143,7 @@ enum mt_status mtx_chat_split_think(struct mt_chat_result *r)
 enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
                            struct mt_llm **out, struct mt_error *err)
 {
-    static const char *const kinds[] = {"openai", "gguf"};
+    static const char *const kinds[] = {"openai", "gguf", "azure"};
     struct mt_llm_params d;
     struct mtx_spec ms;
     enum mt_status st;
@@ -156,15 +156,17 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         return mt_fail(err, MT_EINVAL,
                        "no LLM configured: set --llm or "
                        "MEDTRUST_LLM (openai:BASE_URL#MODEL or gguf:PATH)");
-    st = mtx_spec_parse(spec, kinds, 2, "--llm/MEDTRUST_LLM", &ms, err);
+    st = mtx_spec_parse(spec, kinds, 3, "--llm/MEDTRUST_LLM", &ms, err);
     if (st == MT_ENOTFOUND)
         return mt_fail(err, MT_EINVAL,
-                       "unknown LLM spec '%s': use openai:BASE_URL#MODEL or "
-                       "gguf:PATH in --llm or MEDTRUST_LLM",
+                       "unknown LLM spec '%s': use openai:BASE_URL#MODEL, "
+                       "azure:BASE_URL#DEPLOYMENT or gguf:PATH in --llm or "
+                       "MEDTRUST_LLM",
                        spec);
     if (st == MT_OK)
-        st = ms.kind == 0 ? mtx_llm_openai_open(ms.url, ms.model, p, out, err)
-                          : mtx_llm_llama_open(ms.arg, p, out, err);
+        st = ms.kind == 0   ? mtx_llm_openai_open(ms.url, ms.model, p, out, err)
+             : ms.kind == 2 ? mtx_llm_azure_open(ms.url, ms.model, p, out, err)
+                            : mtx_llm_llama_open(ms.arg, p, out, err);
     mtx_spec_free(&ms);
     if (st == MT_OK && p->cache_path) {
         st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);

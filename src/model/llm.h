@@ -14,6 +14,14 @@
 enum mt_status mtx_llm_openai_open(const char *url, const char *model,
                                    const struct mt_llm_params *p,
                                    struct mt_llm **out, struct mt_error *err);
+/* Azure OpenAI: BASE#DEPLOYMENT, the legacy path
+ * (BASE/openai/deployments/DEPLOYMENT/chat/completions?api-version=V; V
+ * from "?api-version=V" on BASE, else AZURE_OPENAI_API_VERSION, else
+ * 2024-10-21) or, for a BASE ending in /openai/v1, the v1 path; the key
+ * from AZURE_OPENAI_API_KEY in the api-key header. */
+enum mt_status mtx_llm_azure_open(const char *url, const char *deployment,
+                                  const struct mt_llm_params *p,
+                                  struct mt_llm **out, struct mt_error *err);
 enum mt_status mtx_llm_llama_open(const char *path,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err);

@@ -52,6 +52,7 @@ struct openai {
     struct mt_http *http;
     char *model;
     char url[512];
+    char ep[160]; /* "chat/completions", with Azure's api-version */
     pthread_mutex_t mu;
     enum mt_response_format rf; /* what this endpoint is sent now */
     int rf_auto;                /* 1: rf may still fall back */
@@ -782,7 +783,7 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
                        0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
     enum mt_status st =
-        mtx_http_post_sse(o->http, "chat/completions", b, reply_budget(p, 1),
+        mtx_http_post_sse(o->http, o->ep, b, reply_budget(p, 1),
                           &cb, &r->endpoint, err);
 
     if (st == MT_OK)
@@ -801,7 +802,7 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
 {
     json_t *reply = NULL;
     enum mt_status st =
-        mtx_http_post_json(o->http, "chat/completions", b,
+        mtx_http_post_json(o->http, o->ep, b,
                            reply_budget(p, want), &reply, &r->endpoint, err);
 
     if (st == MT_OK)
@@ -909,13 +910,17 @@ static const struct mtx_model_ops openai_ops = {
     .chat = openai_chat,
 };
 
-enum mt_status mtx_llm_openai_open(const char *url, const char *model,
-                                   const struct mt_llm_params *p,
-                                   struct mt_llm **out, struct mt_error *err)
+/* Opens the client for base 'url' (endpoint 'ep' under it), with the key
+ * from 'key_env' (NULL: MEDTRUST_API_KEY or OPENAI_API_KEY). */
+static enum mt_status chat_open(const char *url, const char *ep,
+                                const char *model, const char *key_env,
+                                const struct mt_llm_params *p,
+                                struct mt_llm **out, struct mt_error *err)
 {
     struct mt_http_params hp = {p->timeout_s,       p->max_retries,
                                 p->backoff_base_s,  p->backoff_max_s,
-                                p->max_concurrency, "--llm/MEDTRUST_LLM"};
+                                p->max_concurrency, "--llm/MEDTRUST_LLM",
+                                key_env,            key_env != NULL};
     struct openai *o = mt_calloc(1, sizeof *o);
     enum mt_status st;
 
@@ -924,6 +929,7 @@ enum mt_status mtx_llm_openai_open(const char *url, const char *model,
     pthread_mutex_init(&o->mu, NULL);
     o->rf_auto = p->response_format == MT_RF_AUTO;
     o->rf = o->rf_auto ? MT_RF_JSON_SCHEMA : p->response_format;
+    snprintf(o->ep, sizeof o->ep, "%s", ep);
     o->model = mt_strdup(model);
     if (!o->model) {
         openai_free(o);
@@ -934,6 +940,54 @@ enum mt_status mtx_llm_openai_open(const char *url, const char *model,
         openai_free(o);
         return st;
     }
-    mtx_http_url(o->http, "chat/completions", o->url, sizeof o->url);
+    mtx_http_url(o->http, o->ep, o->url, sizeof o->url);
     return MTX_MODEL_TAKE(out, &openai_ops, o, err);
+}
+
+enum mt_status mtx_llm_openai_open(const char *url, const char *model,
+                                   const struct mt_llm_params *p,
+                                   struct mt_llm **out, struct mt_error *err)
+{
+    return chat_open(url, "chat/completions", model, NULL, p, out, err);
+}
+
+/* ==== Azure OpenAI ==== */
+
+#define AZURE_API_VERSION "2024-10-21" /* the latest GA data-plane API */
+#define AZURE_KEY_ENV "AZURE_OPENAI_API_KEY"
+
+static int ends_with(const char *s, size_t n, const char *tail)
+{
+    size_t k = strlen(tail);
+
+    return n >= k && strncmp(s + n - k, tail, k) == 0;
+}
+
+enum mt_status mtx_llm_azure_open(const char *url, const char *deployment,
+                                  const struct mt_llm_params *p,
+                                  struct mt_llm **out, struct mt_error *err)
+{
+    const char *q = strstr(url, "?api-version=");
+    const char *env = getenv("AZURE_OPENAI_API_VERSION");
+    size_t n = q ? (size_t)(q - url) : strlen(url);
+    char base[1024];
+    char ep[160];
+
+    while (n > 0 && url[n - 1] == '/')
+        n--;
+    if (ends_with(url, n, "/openai/v1")) /* the v1 API: no api-version */
+        return chat_open(url, "chat/completions", deployment, AZURE_KEY_ENV,
+                         p, out, err);
+    if (n + strlen(deployment) + 32 > sizeof base ||
+        strchr(deployment, '/') || strchr(deployment, '?'))
+        return mt_fail(err, MT_EINVAL,
+                       "'azure:%s#%s' needs the form azure:https://RESOURCE."
+                       "openai.azure.com#DEPLOYMENT (or .../openai/v1#"
+                       "DEPLOYMENT): fix --llm/MEDTRUST_LLM",
+                       url, deployment);
+    snprintf(base, sizeof base, "%.*s/openai/deployments/%s", (int)n, url,
+             deployment);
+    snprintf(ep, sizeof ep, "chat/completions?api-version=%.100s",
+             q ? q + 13 : env && *env ? env : AZURE_API_VERSION);
+    return chat_open(base, ep, deployment, AZURE_KEY_ENV, p, out, err);
 }

@@ -7,16 +7,18 @@
 
 /* Splits "BASE_URL#MODEL" into two new strings; 'setting' names the
  * option in errors. */
-static enum mt_status split_url(const char *rest, const char *setting,
-                                char **url, char **model, struct mt_error *err)
+static enum mt_status split_url(const char *kind, const char *rest,
+                                const char *setting, char **url, char **model,
+                                struct mt_error *err)
 {
     const char *h = strrchr(rest, '#');
 
     if (!h || h == rest || !h[1])
         return mt_fail(err, MT_EINVAL,
-                       "'openai:%s' needs the form openai:BASE_URL#MODEL: "
-                       "fix %s",
-                       rest, setting);
+                       "'%s:%s' needs the form %s:BASE_URL#%s: fix %s", kind,
+                       rest, kind,
+                       strcmp(kind, "azure") == 0 ? "DEPLOYMENT" : "MODEL",
+                       setting);
     *url = mt_strndup(rest, (size_t)(h - rest));
     *model = mt_strdup(h + 1);
     if (!*url || !*model) {
@@ -43,11 +45,14 @@ enum mt_status mtx_spec_parse(const char *spec, const char *const *kinds,
             continue;
         out->kind = i;
         out->arg = spec[k] ? spec + k + 1 : NULL;
+        int url = strcmp(kinds[i], "openai") == 0 ||
+                  strcmp(kinds[i], "azure") == 0;
         if ((strcmp(kinds[i], "gguf") == 0 && (!out->arg || !*out->arg)) ||
-            (strcmp(kinds[i], "openai") == 0 && !out->arg))
+            (url && !out->arg))
             return MT_ENOTFOUND;
-        if (strcmp(kinds[i], "openai") == 0)
-            return split_url(out->arg, setting, &out->url, &out->model, err);
+        if (url)
+            return split_url(kinds[i], out->arg, setting, &out->url,
+                             &out->model, err);
         return MT_OK;
     }
     return MT_ENOTFOUND;

@@ -11,7 +11,8 @@
 struct mtx_spec {
     size_t kind;       /* index of the matched kind in the caller's list */
     const char *arg;   /* after "KIND:", NULL when absent (borrowed) */
-    char *url, *model; /* kind "openai": BASE_URL and MODEL (owned) */
+    char *url, *model; /* kinds "openai" and "azure": BASE_URL and MODEL
+                          (the deployment for azure; owned) */
 };
 
 /* Matches 'spec' against kinds[0..n): a kind alone, or followed by ':' and

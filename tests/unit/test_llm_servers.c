@@ -537,6 +537,82 @@ static void test_ollama_silent_truncation_fails_the_call(void **state)
     CHECK_OK(long_call(OLLAMA(9012), 1, &err));
 }
 
+/* ==== Azure OpenAI ==== */
+
+/* One call through KIND:STUB_URL TAIL; line gets the
+ * stub's log line ("SEQ ACTIVE PATH AUTH BODY"). */
+static enum mt_status azure_call(const char *script, const char *kind,
+                                 const char *tail,
+                                 char *line, size_t n, struct mt_error *err)
+{
+    struct stub s;
+    struct mt_llm *l = NULL;
+    struct mt_llm_params p;
+    struct mt_chat_result r;
+    char spec[256];
+    enum mt_status st;
+
+    stub_start(&s, script);
+    snprintf(spec, sizeof spec, "%s:%s%s", kind, s.url, tail);
+    mt_llm_default_params(&p);
+    p.timeout_s = 5;
+    p.max_retries = 0;
+    CHECK_OK(mt_llm_open(spec, &p, &l, err));
+    st = mt_llm_chat(l, msgs, 2, NULL, &r, err);
+    mt_chat_result_free(&r);
+    stub_requests(&s, NULL, line, n);
+    mt_llm_close(l);
+    stub_stop(&s);
+    return st;
+}
+
+static void test_azure_legacy_and_v1_paths(void **state)
+{
+    char line[8192];
+    struct mt_error err;
+    (void)state;
+    setenv("AZURE_OPENAI_API_KEY", "az-secret", 1);
+    unsetenv("AZURE_OPENAI_API_VERSION");
+    CHECK_OK(azure_call(OK_LINE, "azure", "#gpt-4o", line, sizeof line, &err));
+    CHECK(strstr(line, " /openai/deployments/gpt-4o/chat/completions"
+                       "?api-version=2024-10-21 api-key=az-secret {") != NULL);
+    CHECK_OK(azure_call(OK_LINE, "azure", "/?api-version=2025-01-01-preview#dep",
+                        line, sizeof line, &err));
+    CHECK(strstr(line, " /openai/deployments/dep/chat/completions"
+                       "?api-version=2025-01-01-preview api-key=") != NULL);
+    setenv("AZURE_OPENAI_API_VERSION", "2024-06-01", 1);
+    CHECK_OK(azure_call(OK_LINE, "azure", "#dep", line, sizeof line, &err));
+    CHECK(strstr(line, "?api-version=2024-06-01 ") != NULL);
+    unsetenv("AZURE_OPENAI_API_VERSION");
+    /* the v1 API: no api-version, the deployment as the model */
+    CHECK_OK(azure_call(OK_LINE, "azure", "/openai/v1#gpt-4o", line,
+                        sizeof line, &err));
+    CHECK(strstr(line, " /openai/v1/chat/completions api-key=az-secret {") !=
+          NULL);
+    CHECK(strstr(line, "\"model\":\"gpt-4o\"") != NULL);
+    /* openai: keeps its bearer token */
+    setenv("MEDTRUST_API_KEY", "mt-secret", 1);
+    CHECK_OK(azure_call(OK_LINE, "openai", "#m", line, sizeof line, &err));
+    CHECK(strstr(line, " /v1/chat/completions bearer=mt-secret {") != NULL);
+    unsetenv("MEDTRUST_API_KEY");
+    unsetenv("AZURE_OPENAI_API_KEY");
+}
+
+static void test_azure_401_names_its_key(void **state)
+{
+    char line[8192];
+    struct mt_error err;
+    (void)state;
+    CHECK(azure_call("reply 401 0 - {\"error\":{\"code\":\"401\","
+                     "\"message\":\"Access denied due to invalid "
+                     "subscription key or wrong API endpoint.\"}}\n",
+                     "azure", "#gpt-4o", line, sizeof line,
+                     &err) == MT_EINVAL);
+    CHECK(strstr(err.msg, "set AZURE_OPENAI_API_KEY") != NULL);
+    CHECK(strstr(err.msg, "Access denied") != NULL);
+    CHECK(strstr(line, " - {") != NULL); /* no key set: none sent */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_llama_server_grammar_conflict_ends_at_prompting),
         cmocka_unit_test(test_lm_studio_refuses_json_object),
         cmocka_unit_test(test_ollama_silent_truncation_fails_the_call),
+        cmocka_unit_test(test_azure_legacy_and_v1_paths),
+        cmocka_unit_test(test_azure_401_names_its_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
