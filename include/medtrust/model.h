@@ -49,7 +49,14 @@ struct mt_llm_params {
     double backoff_max_s;     /* cap on one retry delay (30) */
     uint32_t max_concurrency; /* HTTP requests in flight per backend (4) */
     uint32_t threads;         /* llama.cpp threads, 0 = online CPUs */
-    uint32_t n_ctx;           /* llama.cpp context, 0 = min(model, 4096) */
+    /* The model's context in tokens (prompt and completion together).
+     * gguf: a cap on the model's trained context (0 = the trained
+     * context, capped so the KV cache takes at most a quarter of the
+     * memory); openai: what the server's context is, for a server that
+     * cannot be asked (0 = ask llama-server's GET /props, else learn it
+     * from the first context-length refusal); with /props too, the
+     * smaller wins (--ctx) */
+    uint32_t n_ctx;
     const char *cache_path;   /* SQLite call cache file; NULL = no cache */
     enum mt_response_format response_format; /* openai only (auto) */
 };
@@ -151,6 +158,34 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
 /* Backend name ("openai" or "gguf") and model name; owned by the handle. */
 const char *mt_llm_backend(const struct mt_llm *l);
 const char *mt_llm_model(const struct mt_llm *l);
+
+/* The model's context in tokens (prompt and completion together), as far
+ * as it is known; 0 while unknown. gguf: the context the model was opened
+ * with. openai: mt_llm_params.n_ctx, capped by what the server says
+ * (llama-server's GET /props, default_generation_settings.n_ctx: one
+ * slot's context, asked once on the first call), else the figure read
+ * from a context-length refusal of an earlier chat (llama-server's,
+ * vLLM's or OpenAI's wording), which also makes later counts err higher
+ * when the server counted more than the estimate. Thread-safe. */
+uint32_t mt_llm_n_ctx(struct mt_llm *l);
+
+/* How mt_llm_count_tokens counts. */
+enum mt_token_count {
+    MT_TOKENS_VOCAB,    /* the gguf model's own vocabulary: exact */
+    MT_TOKENS_SERVER,   /* the server's POST /tokenize (llama-server) */
+    MT_TOKENS_ESTIMATE, /* a token per 3 ASCII bytes, one per other
+                           character, scaled up after a refusal */
+};
+
+/* Counts the tokens of s[0..n) for budgeting a prompt (the text alone:
+ * no chat template, no special tokens). *how (may be NULL) says how it
+ * was counted. The first count on an openai handle tries /tokenize once;
+ * a server without it is estimated from then on. Thread-safe. */
+uint32_t mt_llm_count_tokens(struct mt_llm *l, const char *s, size_t n,
+                             enum mt_token_count *how);
+
+/* "vocab", "server" or "estimate". */
+const char *mt_token_count_str(enum mt_token_count how);
 
 /* Closes the backend; NULL is allowed. No call may be in flight. */
 void mt_llm_close(struct mt_llm *l);

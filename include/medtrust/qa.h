@@ -190,6 +190,22 @@ struct mt_qa_result {
     const char *const *notes;  /* why the result is partial, if it is */
     size_t nnotes;
     struct mt_qa_usage usage;
+    /* What of the documents the answer model was shown, fitted to its
+     * context: docs_shown of ndocs in rank order (the last one cut at a
+     * sentence boundary when doc_cut), bytes_shown of bytes bytes of
+     * their text, in budget_tokens of ctx_tokens (0: the context is
+     * unknown and every document was shown); 'counted' says how tokens
+     * were counted ("vocab", "server" or "estimate"; NULL when none
+     * were) */
+    struct {
+        uint32_t ctx_tokens;
+        uint32_t budget_tokens;
+        size_t docs_shown;
+        int doc_cut;
+        size_t bytes_shown;
+        size_t bytes;
+        const char *counted;
+    } fit;
     void *mem_; /* private */
 };
 

@@ -76,6 +76,12 @@ int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
      0},                                                                       \
         {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
         {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0},      \
+        {"ctx", 0, "N",                                                        \
+         "the LLM's context in tokens, 256..10000000: caps a gguf: model's "   \
+         "trained context (default: trained, capped by memory); for an "       \
+         "openai: server, its context (default: llama-server's /props, else " \
+         "what its first context-length error says)",                          \
+         0},                                                                   \
     {                                                                          \
         "response-format", 0, "MODE",                                          \
             "how openai: servers are asked for JSON replies: auto (default: "  \
@@ -84,7 +90,7 @@ int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
             0                                                                  \
     }
 
-/* Reads --cache, --timeout, --retries and --response-format into p (whose
+/* Reads --cache, --timeout, --retries, --ctx and --response-format into p (whose
  * defaults stay when an option is absent); prints an error and returns -1 when
  * one is invalid. */
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);

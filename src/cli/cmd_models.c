@@ -36,6 +36,10 @@ static const struct cli_opt models_opts[] = {
      "bound on each check, 1..86400 (default 120 "
      "or MEDTRUST_LLM_TIMEOUT)",
      0},
+    {"ctx", 0, "N",
+     "the LLM's context in tokens, 256..10000000 (caps a gguf: model's "
+     "trained context; an openai: server's context when it cannot say)",
+     0},
     {"no-check", 0, NULL, "list only; do not load anything", 0},
     {"json", 'j', NULL, "print one JSON object per model", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -43,6 +47,7 @@ static const struct cli_opt models_opts[] = {
 
 struct check_ctx {
     double timeout;
+    uint32_t n_ctx;
     int json;
     int no_check;
     int failed;
@@ -75,9 +80,25 @@ static void report(struct check_ctx *c, const char *kind, const char *raw,
     json_decref(o);
 }
 
-static enum mt_status check_llm(const char *spec, double timeout, char *detail,
-                                size_t n, struct mt_error *err)
+/* "context N tokens" and where it came from, or that it is unknown. */
+static void context_detail(struct mt_llm *l, char *buf, size_t n)
 {
+    uint32_t c = mt_llm_n_ctx(l);
+    int gguf = strcmp(mt_llm_backend(l), "gguf") == 0;
+
+    if (c)
+        snprintf(buf, n, "context %u tokens%s", (unsigned)c,
+                 gguf ? "" : " (a slot's, or --ctx)");
+    else
+        snprintf(buf, n, "context unknown (the server does not say: set "
+                         "--ctx, or it is read from its first "
+                         "context-length error)");
+}
+
+static enum mt_status check_llm(const char *spec, const struct check_ctx *c,
+                                char *detail, size_t n, struct mt_error *err)
+{
+    char cx[160];
     static const struct mt_llm_message ping[] = {{"user", "ping"}};
     struct mt_llm_params p;
     struct mt_chat_params cp;
@@ -86,16 +107,18 @@ static enum mt_status check_llm(const char *spec, double timeout, char *detail,
     enum mt_status st;
 
     mt_llm_default_params(&p);
-    p.timeout_s = timeout;
+    p.timeout_s = c->timeout;
     p.max_retries = 1;
+    p.n_ctx = c->n_ctx;
     mt_chat_default_params(&cp);
     cp.max_tokens = 1;
     st = mt_llm_open(spec, &p, &l, err);
     if (st == MT_OK)
         st = mt_llm_chat(l, ping, 1, &cp, &r, err);
     if (st == MT_OK) {
-        snprintf(detail, n, "%s model %s, answered in %.2f s",
-                 mt_llm_backend(l), mt_llm_model(l), r.seconds);
+        context_detail(l, cx, sizeof cx);
+        snprintf(detail, n, "%s model %s, %s, answered in %.2f s",
+                 mt_llm_backend(l), mt_llm_model(l), cx, r.seconds);
         mt_chat_result_free(&r);
     }
     mt_llm_close(l);
@@ -142,7 +165,7 @@ static void check_one(struct check_ctx *c, const char *kind, const char *spec)
         return;
     }
     if (!c->no_check && strncmp(kind, "llm", 3) == 0)
-        st = check_llm(spec, c->timeout, detail, sizeof detail, &err);
+        st = check_llm(spec, c, detail, sizeof detail, &err);
     else if (!c->no_check)
         st = check_other(kind, spec, c->timeout, detail, sizeof detail, &err);
     if (st != MT_OK)
@@ -180,13 +203,16 @@ static const char *opt_or_env(struct cli_args *a, const char *opt,
 
 static int models_run(struct cli_args *a)
 {
-    struct check_ctx c = {MT_LLM_DEFAULT_TIMEOUT_S, 0, 0, 0};
+    struct check_ctx c = {MT_LLM_DEFAULT_TIMEOUT_S, 0, 0, 0, 0};
     const char *emb;
     unsigned long t = 0;
+    unsigned long cx = 0;
 
     mtx_jsonl_init_alloc();
-    if (cli_get_uint(a, "timeout", 1, 86400, &t) < 0)
+    if (cli_get_uint(a, "timeout", 1, 86400, &t) < 0 ||
+        cli_get_uint(a, "ctx", 256, 10000000, &cx) < 0)
         return 1;
+    c.n_ctx = (uint32_t)cx;
     if (t)
         c.timeout = (double)t;
     else if (getenv("MEDTRUST_LLM_TIMEOUT"))

@@ -26,6 +26,11 @@ struct mtx_model_ops {
     enum mt_status (*chat)(void *self, const struct mt_llm_message *msgs,
                            size_t n_msgs, const struct mt_chat_params *p,
                            struct mt_chat_result *res, struct mt_error *err);
+    /* LLMs, may be NULL: the context in tokens (0 = unknown) */
+    uint32_t (*n_ctx)(void *self);
+    /* LLMs, may be NULL (an estimate then): the tokens of s[0..n) */
+    uint32_t (*count)(void *self, const char *s, size_t n,
+                      enum mt_token_count *how);
     /* Embedders: n texts into out (n * dims floats, row-major), and the
      * native output dimension */
     enum mt_status (*embed)(void *self, const struct mt_str *texts, size_t n,

@@ -411,7 +411,10 @@ static void set_opts(CURL *c, const struct mt_http *h, const char *url,
     if (ms <= 0)
         ms = 1;
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    else
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms < 30000 ? ms : 30000L);
@@ -748,6 +751,29 @@ enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
 
     mtx_buf_free(&s.line);
     mtx_buf_free(&s.data);
+    return st;
+}
+
+enum mt_status mtx_http_get_json(struct mt_http *h, const char *endpoint,
+                                 json_t **reply, struct mt_error *err)
+{
+    struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(HTTP_MAX_REPLY),
+                        MT_OK, NULL,     NULL};
+    struct mt_error local = {MT_OK, ""};
+    struct mt_error *e = err ? err : &local;
+    char url[2048];
+    enum mt_status st;
+
+    snprintf(url, sizeof url, "%s/%s", mtx_http_pool_base(h->pool, 0),
+             endpoint);
+    st = attempt_once(h, url, NULL, &a);
+    if (st != MT_OK)
+        st = mt_fail(e, st, "http: out of memory");
+    else if (classify(h, url, &a, e) != V_OK)
+        st = e->status != MT_OK ? e->status : MT_EIO;
+    else
+        st = parse_reply(url, &a, reply, e);
+    mtx_buf_free(&a.body);
     return st;
 }
 

@@ -57,6 +57,12 @@ enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
                                   json_t **reply, const char **served,
                                   struct mt_error *err);
 
+/* GETs BASE/v1/'endpoint' of the first endpoint, once (no retries: for
+ * optional facts such as llama-server's "../props"; curl resolves the
+ * dot segments), and parses the 200 reply into *reply. Thread-safe. */
+enum mt_status mtx_http_get_json(struct mt_http *h, const char *endpoint,
+                                 json_t **reply, struct mt_error *err);
+
 /* A streamed reply ("stream": true): on_event gets each server-sent
  * event's data parsed as a JSON object (borrowed for the call) and
  * returns MT_OK to go on; anything else ends the call with that status

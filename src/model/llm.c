@@ -218,6 +218,104 @@ const char *mt_llm_model(const struct mt_llm *l)
     return l->m.ops->model(l->m.self);
 }
 
+/* ==== Context and token counts ==== */
+
+uint32_t mt_llm_n_ctx(struct mt_llm *l)
+{
+    return l->m.ops->n_ctx ? l->m.ops->n_ctx(l->m.self) : 0;
+}
+
+uint32_t mtx_llm_estimate_tokens(const char *s, size_t n)
+{
+    size_t ascii = 0;
+    size_t other = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)s[i];
+
+        if (b < 0x80)
+            ascii++;
+        else if ((b & 0xC0) != 0x80)
+            other++;
+    }
+    ascii = (ascii + 2) / 3 + other;
+    return ascii > UINT32_MAX ? UINT32_MAX : (uint32_t)ascii;
+}
+
+uint32_t mt_llm_count_tokens(struct mt_llm *l, const char *s, size_t n,
+                             enum mt_token_count *how)
+{
+    enum mt_token_count h = MT_TOKENS_ESTIMATE;
+    uint32_t t;
+
+    if (l->m.ops->count)
+        t = l->m.ops->count(l->m.self, s, n, &h);
+    else
+        t = mtx_llm_estimate_tokens(s, n);
+    if (how)
+        *how = h;
+    return t;
+}
+
+const char *mt_token_count_str(enum mt_token_count how)
+{
+    return how == MT_TOKENS_VOCAB    ? "vocab"
+           : how == MT_TOKENS_SERVER ? "server"
+                                     : "estimate";
+}
+
+/* The number right after the first 'key' in low that has one (spaces
+ * and an opening bracket between are skipped), or 0. */
+static uint32_t number_after(const char *low, const char *key)
+{
+    const char *p;
+    unsigned long v;
+
+    for (p = strstr(low, key); p; p = strstr(p + 1, key)) {
+        const char *d = p + strlen(key);
+
+        while (*d == ' ' || *d == '(')
+            d++;
+        if (!isdigit((unsigned char)*d))
+            continue;
+        v = strtoul(d, NULL, 10);
+        return v > UINT32_MAX ? 0 : (uint32_t)v;
+    }
+    return 0;
+}
+
+int mtx_llm_parse_ctx_error(const char *msg, uint32_t *ctx, uint32_t *prompt)
+{
+    static const char *const ctx_keys[] = {
+        "available context size", /* llama-server */
+        "maximum context length is", /* vLLM, OpenAI */
+        "max context size",          /* llama-server, no context shift */
+    };
+    static const char *const prompt_keys[] = {
+        "request (", "input (", "has", "resulted in", "requested",
+    };
+    char low[MT_ERROR_MSG_MAX];
+    const char *m;
+    size_t i;
+
+    for (i = 0; msg[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)tolower((unsigned char)msg[i]);
+    low[i] = '\0';
+    *ctx = *prompt = 0;
+    for (i = 0; !*ctx && i < sizeof ctx_keys / sizeof *ctx_keys; i++)
+        *ctx = number_after(low, ctx_keys[i]);
+    /* "(N in the messages, M in the completion)": the prompt is N */
+    m = strstr(low, " in the messages");
+    while (m && m > low && isdigit((unsigned char)m[-1]))
+        m--;
+    if (m && isdigit((unsigned char)*m))
+        *prompt = (uint32_t)strtoul(m, NULL, 10);
+    for (i = 0; !*prompt && i < sizeof prompt_keys / sizeof *prompt_keys; i++)
+        *prompt = number_after(low, prompt_keys[i]);
+    return *ctx > 0;
+}
+
 /* ==== Requests ==== */
 
 /* Validates n_msgs and p (n, n_stop, roles). */

@@ -26,6 +26,21 @@ enum mt_status mtx_llm_llama_open(const char *path,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err);
 
+/* Estimated tokens of s[0..n): one per 3 ASCII bytes (rounded up) and
+ * one per other UTF-8 character. English runs near 4 bytes a token in
+ * the usual BPE vocabularies and CJK near a token a character, so this
+ * errs high, which is the safe side for a budget. */
+uint32_t mtx_llm_estimate_tokens(const char *s, size_t n);
+
+/* Reads a context-length refusal's message: the model's context into
+ * *ctx and, when the message says it, the prompt's tokens into *prompt
+ * (else 0). Knows llama-server ("request (N tokens) exceeds the
+ * available context size (C tokens)"), vLLM and OpenAI ("maximum context
+ * length is C tokens. However, you requested T tokens (N in the
+ * messages, M in the completion)", "your request has N input tokens",
+ * "your messages resulted in N tokens"). Returns 1 when C was found. */
+int mtx_llm_parse_ctx_error(const char *msg, uint32_t *ctx, uint32_t *prompt);
+
 /* Allocates room for n texts in a zeroed result. */
 enum mt_status mtx_chat_result_init(struct mt_chat_result *r, uint32_t n);
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "medtrust/core.h"
 #include "model/llm.h"
@@ -14,7 +15,8 @@
 #include "model/gbnf.h"
 #include "model/llama_rt.h"
 
-#define LCHAT_DEFAULT_CTX 4096u
+#define LCHAT_MIN_CTX 256u
+#define LCHAT_MAX_BATCH 2048u
 #define SETTING "--llm/MEDTRUST_LLM"
 
 struct lchat {
@@ -285,7 +287,7 @@ static enum mt_status prepare(struct lchat *c, const struct mt_llm_message *m,
         return mt_fail(err, MT_ELIMIT,
                        "gguf %s: the prompt is %d tokens "
                        "but the context holds %u: shorten the input, or "
-                       "raise the context size (n_ctx)",
+                       "raise the context (--ctx)",
                        c->ls.name, *np, c->n_ctx);
     }
     return MT_OK;
@@ -325,6 +327,21 @@ static enum mt_status run_samples(struct lchat *c, const llama_token *toks,
     return MT_OK;
 }
 
+/* Decodes toks[0..n) in batches of at most n_batch tokens (a context
+ * longer than LCHAT_MAX_BATCH takes its prompt in several). */
+static int decode_prompt(struct lchat *c, llama_token *toks, int32_t n)
+{
+    int32_t b = (int32_t)llama_n_batch(c->ls.ctx);
+    int32_t at;
+
+    for (at = 0; at < n; at += b) {
+        int32_t k = n - at < b ? n - at : b;
+        if (llama_decode(c->ls.ctx, llama_batch_get_one(toks + at, k)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static enum mt_status
 lchat_locked(struct lchat *c, const struct mt_llm_message *m, size_t nm,
              const struct mt_chat_params *p, const char *grammar,
@@ -337,7 +354,7 @@ lchat_locked(struct lchat *c, const struct mt_llm_message *m, size_t nm,
     if (st != MT_OK)
         return st;
     llama_memory_clear(llama_get_memory(c->ls.ctx), true);
-    if (np > 1 && llama_decode(c->ls.ctx, llama_batch_get_one(toks, np - 1)))
+    if (decode_prompt(c, toks, np - 1) != 0)
         st = mt_fail(err, MT_EINTERNAL,
                      "gguf %s: decoding the prompt "
                      "failed",
@@ -370,12 +387,78 @@ static enum mt_status lchat_chat(void *self, const struct mt_llm_message *m,
     return st;
 }
 
+static uint32_t lchat_n_ctx(void *self)
+{
+    return ((const struct lchat *)self)->n_ctx;
+}
+
+/* The vocabulary's own count (llama_tokenize reads the vocabulary only,
+ * so no lock); the estimate when tokenising fails. */
+static uint32_t lchat_count(void *self, const char *s, size_t n,
+                            enum mt_token_count *how)
+{
+    struct lchat *c = self;
+    llama_token *t = NULL;
+    int32_t nt = 0;
+
+    if (mtx_llama_tokenize(c->ls.vocab, s, n, 0, &t, &nt, NULL) != MT_OK) {
+        *how = MT_TOKENS_ESTIMATE;
+        return mtx_llm_estimate_tokens(s, n);
+    }
+    mt_free(t);
+    *how = MT_TOKENS_VOCAB;
+    return nt > 0 ? (uint32_t)nt : 0;
+}
+
 static const struct mtx_model_ops lchat_ops = {
     .name = "gguf",
     .free = lchat_free,
     .model = lchat_model,
     .chat = lchat_chat,
+    .n_ctx = lchat_n_ctx,
+    .count = lchat_count,
 };
+
+/* The most tokens whose KV cache (f16 keys and values, every layer) fits
+ * a quarter of the machine's memory; UINT32_MAX when unknown. */
+static uint32_t memory_cap(const struct llama_model *m)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long psize = sysconf(_SC_PAGESIZE);
+    int32_t head = llama_model_n_head(m);
+    double kv_embd;
+    double per_tok;
+    double cap;
+
+    if (pages <= 0 || psize <= 0 || head <= 0)
+        return UINT32_MAX;
+    kv_embd = (double)llama_model_n_embd(m) / head * llama_model_n_head_kv(m);
+    per_tok = 2.0 * 2.0 * llama_model_n_layer(m) * kv_embd;
+    if (per_tok <= 0)
+        return UINT32_MAX;
+    cap = (double)pages * (double)psize / 4.0 / per_tok;
+    return cap >= UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+}
+
+/* The context to open: the trained one, capped by --ctx and by memory,
+ * at least LCHAT_MIN_CTX. */
+static uint32_t pick_ctx(const struct lchat *c, const struct mt_llm_params *p)
+{
+    uint32_t train = (uint32_t)llama_model_n_ctx_train(c->ls.model);
+    uint32_t mem = memory_cap(c->ls.model);
+    uint32_t n = train ? train : 4096u;
+
+    if (p->n_ctx && p->n_ctx < n)
+        n = p->n_ctx;
+    if (mem < n) {
+        mt_log(MT_LOG_WARN,
+               "gguf %s: a %u-token context would not fit a quarter of the "
+               "memory; opening %u tokens (--ctx)",
+               c->ls.name, n, mem);
+        n = mem;
+    }
+    return n < LCHAT_MIN_CTX ? LCHAT_MIN_CTX : n;
+}
 
 enum mt_status mtx_llm_llama_open(const char *path,
                                   const struct mt_llm_params *p,
@@ -383,7 +466,6 @@ enum mt_status mtx_llm_llama_open(const char *path,
 {
     struct llama_context_params cp = llama_context_default_params();
     struct lchat *c = mt_calloc(1, sizeof *c);
-    uint32_t train;
     enum mt_status st;
 
     if (!c)
@@ -391,12 +473,9 @@ enum mt_status mtx_llm_llama_open(const char *path,
     st = mtx_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
     if (st != MT_OK)
         goto fail;
-    train = (uint32_t)llama_model_n_ctx_train(c->ls.model);
-    c->n_ctx = p->n_ctx ? p->n_ctx : LCHAT_DEFAULT_CTX;
-    if (!p->n_ctx && train && train < c->n_ctx)
-        c->n_ctx = train;
+    c->n_ctx = pick_ctx(c, p);
     cp.n_ctx = c->n_ctx;
-    cp.n_batch = c->n_ctx;
+    cp.n_batch = c->n_ctx < LCHAT_MAX_BATCH ? c->n_ctx : LCHAT_MAX_BATCH;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = mtx_llama_threads(p->threads);
     cp.no_perf = true;

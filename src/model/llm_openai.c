@@ -59,6 +59,11 @@ struct openai {
     int n_one;                  /* 1: the endpoint refused n > 1 */
     int fold_sys; /* 1: the endpoint's template has no system role */
     unsigned lim; /* LIM_* learnt from the endpoint's refusals */
+    uint32_t ctx_opt;           /* --ctx (mt_llm_params.n_ctx), 0 unset */
+    uint32_t ctx_server;        /* /props or a refusal said, 0 unknown */
+    int props_asked;            /* 1 once GET /props was tried */
+    int tokenize;               /* 0 untried, 1 works, -1 absent */
+    double scale;               /* estimates times this (>= 1) */
 };
 
 /* What OpenAI's reasoning models (o1, o3, gpt-5...) refuse, learnt from
@@ -369,6 +374,120 @@ static int rf_fall_back(struct openai *o, enum mt_response_format sent,
     again = o->rf_auto && o->rf != sent;
     pthread_mutex_unlock(&o->mu);
     return again;
+}
+
+/* ==== Context and token counts ==== */
+
+/* llama-server's GET /props: default_generation_settings.n_ctx, the
+ * context of one slot (-c divided by --parallel). 0 when the server has
+ * no such page (vLLM, OpenAI) or does not answer. */
+static uint32_t ask_props(struct openai *o)
+{
+    struct mt_error e = {MT_OK, ""};
+    json_t *r = NULL;
+    json_int_t v;
+
+    if (mtx_http_get_json(o->http, "../props", &r, &e) != MT_OK)
+        return 0;
+    v = json_integer_value(json_object_get(
+        json_object_get(r, "default_generation_settings"), "n_ctx"));
+    json_decref(r);
+    if (v > 0 && v <= (json_int_t)UINT32_MAX)
+        mt_log(MT_LOG_INFO, "%s: the server's context is %ld tokens a slot",
+               o->url, (long)v);
+    return v > 0 && v <= (json_int_t)UINT32_MAX ? (uint32_t)v : 0;
+}
+
+static uint32_t openai_n_ctx(void *self)
+{
+    struct openai *o = self;
+    uint32_t c;
+    int ask;
+
+    pthread_mutex_lock(&o->mu);
+    ask = !o->props_asked;
+    o->props_asked = 1;
+    pthread_mutex_unlock(&o->mu);
+    c = ask ? ask_props(o) : 0;
+    pthread_mutex_lock(&o->mu);
+    if (c && (!o->ctx_server || c < o->ctx_server))
+        o->ctx_server = c;
+    c = o->ctx_server;
+    if (o->ctx_opt && (!c || o->ctx_opt < c))
+        c = o->ctx_opt;
+    pthread_mutex_unlock(&o->mu);
+    return c;
+}
+
+/* POST /tokenize {"content": s} (llama-server): the tokens' count, or
+ * -1 when the server cannot (the first such failure ends the tries). */
+static long ask_tokenize(struct openai *o, const char *s, size_t n)
+{
+    struct mt_error e = {MT_OK, ""};
+    json_t *b = json_pack("{s:s%}", "content", s, n);
+    json_t *r = NULL;
+    json_t *t;
+    long c = -1;
+
+    if (b && mtx_http_post_json(o->http, "../tokenize", b, &r, NULL, &e) ==
+                 MT_OK &&
+        json_is_array(t = json_object_get(r, "tokens")))
+        c = (long)json_array_size(t);
+    json_decref(b);
+    json_decref(r);
+    return c;
+}
+
+static uint32_t openai_count(void *self, const char *s, size_t n,
+                             enum mt_token_count *how)
+{
+    struct openai *o = self;
+    double scale;
+    int tk;
+    long c;
+
+    pthread_mutex_lock(&o->mu);
+    tk = o->tokenize;
+    scale = o->scale;
+    pthread_mutex_unlock(&o->mu);
+    c = tk >= 0 ? ask_tokenize(o, s, n) : -1;
+    if (tk == 0) {
+        pthread_mutex_lock(&o->mu);
+        o->tokenize = c >= 0 ? 1 : -1;
+        pthread_mutex_unlock(&o->mu);
+    }
+    *how = c >= 0 ? MT_TOKENS_SERVER : MT_TOKENS_ESTIMATE;
+    if (c >= 0)
+        return c > (long)UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    return (uint32_t)((double)mtx_llm_estimate_tokens(s, n) * scale + 0.999);
+}
+
+/* After a context-length refusal: keeps the context the message names
+ * and, when it also names the prompt's tokens, how much higher than the
+ * estimate the server counted, so later estimates err high enough. */
+static void learn_ctx(struct openai *o, const struct mt_llm_message *m,
+                      size_t nm, const struct mt_error *e)
+{
+    uint32_t ctx;
+    uint32_t prompt;
+    size_t est = 0;
+    size_t i;
+
+    if (e->status != MT_ELIMIT || !mtx_llm_parse_ctx_error(e->msg, &ctx,
+                                                            &prompt))
+        return;
+    for (i = 0; i < nm; i++)
+        est += mtx_llm_estimate_tokens(m[i].content, strlen(m[i].content));
+    pthread_mutex_lock(&o->mu);
+    if (!o->ctx_server || ctx < o->ctx_server)
+        o->ctx_server = ctx;
+    if (est && prompt && (double)prompt / (double)est > o->scale)
+        o->scale = (double)prompt / (double)est;
+    pthread_mutex_unlock(&o->mu);
+    mt_log(MT_LOG_WARN,
+           "%s refused a prompt as longer than its %u-token context; "
+           "prompts are fitted to it from now on (--ctx sets it at start)",
+           o->url, ctx);
 }
 
 /* ==== Request ==== */
@@ -839,6 +958,8 @@ static enum mt_status round_as_is(struct openai *o,
         else
             st = post_plain(o, b, p, want, r, got, &had, err);
         json_decref(b);
+        if (st == MT_ELIMIT && err)
+            learn_ctx(o, m, nm, err);
         if (st == MT_OK || (!n_fall_back(o, want, err) &&
                             !lim_fall_back(o, lim, err) &&
                             (!p->json_schema || !rf_fall_back(o, f, err))))
@@ -908,6 +1029,8 @@ static const struct mtx_model_ops openai_ops = {
     .free = openai_free,
     .model = openai_model,
     .chat = openai_chat,
+    .n_ctx = openai_n_ctx,
+    .count = openai_count,
 };
 
 /* Opens the client for base 'url' (endpoint 'ep' under it), with the key
@@ -930,6 +1053,8 @@ static enum mt_status chat_open(const char *url, const char *ep,
     o->rf_auto = p->response_format == MT_RF_AUTO;
     o->rf = o->rf_auto ? MT_RF_JSON_SCHEMA : p->response_format;
     snprintf(o->ep, sizeof o->ep, "%s", ep);
+    o->ctx_opt = p->n_ctx;
+    o->scale = 1.0;
     o->model = mt_strdup(model);
     if (!o->model) {
         openai_free(o);

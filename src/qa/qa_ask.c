@@ -7,7 +7,10 @@
 #include <jansson.h>
 
 #include "qa/qa_int.h"
+#include "llmcall/fit.h"
+#include "llmcall/llmcall.h"
 #include "medtrust/core.h"
+#include "medtrust/model.h"
 #include "text/utf8.h"
 
 #define DOCS_MAX ((size_t)64 << 20)
@@ -43,49 +46,213 @@ static enum mt_status check_question(const struct mt_qa *q, const char *s,
 
 /* ==== The answer ==== */
 
-/* "<documents>[LABEL] title\ntext\n\n...</documents>" */
-static enum mt_status docs_block(const struct qa_run *r, struct mt_buf *b)
+/* One document's entry, "[LABEL] title\ntext\n\n", with text[0..n). */
+static enum mt_status doc_entry(const struct qa_run *r,
+                                const struct mt_qa_doc *d, size_t n,
+                                struct mt_buf *b)
 {
-    const struct mt_qa_result *res = r->res;
+    return mtx_buf_printf(b, "[%s%s%s] %s\n%.*s\n\n", r->q->label_pre,
+                          d->doc_id, r->q->label_suf, d->title ? d->title : "",
+                          (int)n, d->text);
+}
+
+static uint32_t count(const struct qa_run *r, const struct mt_buf *b)
+{
+    return mt_llm_count_tokens(r->q->answer_llm, b->data ? b->data : "",
+                               b->len, NULL);
+}
+
+/* Adds document d whole when it fits the tokens left (*left), else cut
+ * at a sentence boundary to fit; returns 1 when no more will fit. */
+static int fit_doc(struct qa_run *r, const struct mt_qa_doc *d,
+                   uint32_t *left, struct mt_buf *b, enum mt_status *st)
+{
+    struct mt_buf e = MT_BUF_INIT(DOCS_MAX);
+    size_t n = strlen(d->text);
+    uint32_t t;
+
+    *st = doc_entry(r, d, n, &e);
+    t = *st == MT_OK ? count(r, &e) : 0;
+    if (*st == MT_OK && t <= *left) {
+        *st = mtx_buf_append(b, e.data, e.len);
+        r->res->fit.docs_shown++;
+        r->res->fit.bytes_shown += n;
+        *left -= t;
+        mtx_buf_free(&e);
+        return *left == 0;
+    }
+    mtx_buf_reset(&e);
+    if (*st == MT_OK)
+        *st = doc_entry(r, d, 0, &e); /* the label and title alone */
+    t = *st == MT_OK ? count(r, &e) : UINT32_MAX;
+    n = t < *left ? mtx_fit_cut(d->text, n, *left - t, mtx_fit_count_llm,
+                                r->q->answer_llm)
+                  : 0;
+    mtx_buf_reset(&e);
+    if (*st == MT_OK && n > 0)
+        *st = doc_entry(r, d, n, &e);
+    if (*st == MT_OK && n > 0) {
+        *st = mtx_buf_append(b, e.data, e.len);
+        r->res->fit.docs_shown++;
+        r->res->fit.bytes_shown += n;
+        r->res->fit.doc_cut = 1;
+    }
+    mtx_buf_free(&e);
+    return 1;
+}
+
+/* "<documents>[LABEL] title\ntext\n\n...</documents>": whole documents in
+ * rank order while they fit 'budget' tokens, the next one cut at a
+ * sentence boundary, the rest left out (the model's context is known and
+ * smaller than all of them); every document when budget is UINT32_MAX. */
+static enum mt_status docs_block(struct qa_run *r, uint32_t budget,
+                                 struct mt_buf *b)
+{
+    struct mt_qa_result *res = r->res;
     enum mt_status st = mtx_buf_append_str(b, "<documents>\n");
+    uint32_t left = budget;
     size_t i;
 
+    res->fit.docs_shown = res->fit.bytes_shown = res->fit.bytes = 0;
+    res->fit.doc_cut = 0;
+    for (i = 0; i < res->ndocs; i++)
+        res->fit.bytes += strlen(res->docs[i].text);
     for (i = 0; st == MT_OK && i < res->ndocs; i++) {
         const struct mt_qa_doc *d = &res->docs[i];
 
-        st =
-            mtx_buf_printf(b, "[%s%s%s] %s\n%s\n\n", r->q->label_pre, d->doc_id,
-                           r->q->label_suf, d->title ? d->title : "", d->text);
+        if (budget != UINT32_MAX) {
+            if (fit_doc(r, d, &left, b, &st))
+                break;
+            continue;
+        }
+        st = doc_entry(r, d, strlen(d->text), b);
+        res->fit.docs_shown++;
+        res->fit.bytes_shown += strlen(d->text);
     }
     if (st == MT_OK)
         st = mtx_buf_append_str(b, "</documents>");
     return st;
 }
 
-static enum mt_status answer(struct qa_run *r)
+/* The answer prompt's variables; vals[1] (the documents) is left NULL. */
+static enum mt_status answer_vals(const struct qa_run *r, struct mt_buf *label,
+                                  const char **vals)
 {
-    static const char *const keys[] = {"QUESTION", "DOCUMENTS", "LABEL",
-                                       "FINAL"};
-    struct mt_buf docs = MT_BUF_INIT(DOCS_MAX);
-    struct mt_buf label = MT_BUF_INIT(256);
-    const char *vals[4];
-    char why[512] = "";
-    char *reply = NULL;
-    enum mt_status st = docs_block(r, &docs);
-
-    if (st == MT_OK)
-        st = mtx_buf_printf(&label, "%sID%s", r->q->label_pre, r->q->label_suf);
     vals[0] = r->res->question;
-    vals[1] = docs.data;
-    vals[2] = label.data;
+    vals[1] = NULL;
     vals[3] = r->q->p.final_verdict
                   ? "Finish with one last line that reads 'Answer: yes', "
                     "'Answer: no' or 'Answer: maybe'."
                   : "";
+    if (mtx_buf_printf(label, "%sID%s", r->q->label_pre, r->q->label_suf) !=
+        MT_OK)
+        return MT_ENOMEM;
+    vals[2] = label->data;
+    return MT_OK;
+}
+
+static const char *const answer_keys[] = {"QUESTION", "DOCUMENTS", "LABEL",
+                                          "FINAL"};
+
+/* The tokens the documents may take: the context less --max-tokens and
+ * the prompt around them (rendered with no documents); UINT32_MAX while
+ * the context is unknown. */
+static uint32_t docs_budget(struct qa_run *r, const char **vals)
+{
+    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_llm *l = r->q->answer_llm;
+    uint32_t n_ctx = mt_llm_n_ctx(l);
+    uint32_t fixed = 0;
+    enum mt_token_count how = MT_TOKENS_ESTIMATE;
+
+    r->res->fit.ctx_tokens = n_ctx;
+    vals[1] = "<documents>\n</documents>";
+    if (n_ctx && mtx_llmcall_render(r->q->prompts, "qa_answer", answer_keys,
+                                    vals, 4, &sys, &user) == MT_OK) {
+        fixed = mt_llm_count_tokens(l, sys.data, sys.len, &how) +
+                mt_llm_count_tokens(l, user.data, user.len, NULL);
+        r->res->fit.counted = mt_token_count_str(how);
+    }
+    vals[1] = NULL;
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
+    r->res->fit.budget_tokens =
+        mtx_fit_budget(n_ctx, r->p.max_tokens, fixed, 2);
+    return r->res->fit.budget_tokens;
+}
+
+/* Says in the notes what the model's context left out. */
+static enum mt_status fit_note(struct qa_run *r)
+{
+    const struct mt_qa_result *res = r->res;
+
+    if (res->fit.docs_shown == res->ndocs && !res->fit.doc_cut)
+        return MT_OK;
+    return mtx_qa_note(
+        r,
+        "the answer model's context (%u tokens, %u for documents after the "
+        "prompt and --max-tokens %u) held %zu of %zu documents (%zu of %zu "
+        "bytes%s); the rest were left out",
+        (unsigned)res->fit.ctx_tokens, (unsigned)res->fit.budget_tokens,
+        (unsigned)r->p.max_tokens, res->fit.docs_shown, res->ndocs,
+        res->fit.bytes_shown, res->fit.bytes,
+        res->fit.doc_cut ? ", the last cut at a sentence boundary" : "");
+}
+
+/* The documents fitted to the context and the answer call; *refit is set
+ * when the context was unknown before the call and a refusal taught it. */
+static enum mt_status answer_once(struct qa_run *r, const char **vals,
+                                  char **reply, char *why, size_t wn,
+                                  int *refit)
+{
+    struct mt_buf docs = MT_BUF_INIT(DOCS_MAX);
+    uint32_t budget = docs_budget(r, vals);
+    enum mt_status st = docs_block(r, budget, &docs);
+
+    if (st == MT_OK && budget != UINT32_MAX && r->res->fit.docs_shown == 0) {
+        snprintf(why, wn,
+                 "the answer model's context (%u tokens) has no room for "
+                 "a document after the question and --max-tokens %u: "
+                 "lower --max-tokens or raise the context (--ctx)",
+                 (unsigned)r->res->fit.ctx_tokens, (unsigned)r->p.max_tokens);
+        st = MT_EIO;
+    } else if (st == MT_OK) {
+        vals[1] = docs.data;
+        st = mtx_qa_chat(r, r->q->answer_llm, "qa_answer", answer_keys, vals,
+                         4, r->q->p.temperature, r->p.max_tokens, 0, reply,
+                         why, wn);
+    }
+    *refit = st == MT_EIO && budget == UINT32_MAX &&
+             mt_llm_n_ctx(r->q->answer_llm) > 0;
+    mtx_buf_free(&docs);
+    return st;
+}
+
+static enum mt_status answer(struct qa_run *r)
+{
+    struct mt_buf label = MT_BUF_INIT(256);
+    const char *vals[4];
+    char why[512] = "";
+    char *reply = NULL;
+    int refit = 0;
+    enum mt_status st = answer_vals(r, &label, vals);
+
     if (st == MT_OK)
-        st = mtx_qa_chat(r, r->q->answer_llm, "qa_answer", keys, vals, 4,
-                         r->q->p.temperature, r->q->p.max_tokens, 0, &reply,
-                         why, sizeof why);
+        st = answer_once(r, vals, &reply, why, sizeof why, &refit);
+    if (refit) { /* one retry, the prompt fitted to what the refusal said */
+        st = mtx_qa_note(r,
+                         "the server refused the prompt as longer than its "
+                         "%u-token context: the documents were fitted to it "
+                         "and the question asked again",
+                         (unsigned)mt_llm_n_ctx(r->q->answer_llm));
+        if (st == MT_OK)
+            st = answer_once(r, vals, &reply, why, sizeof why, &refit);
+    }
+    if (st == MT_OK || st == MT_EIO) {
+        enum mt_status sn = fit_note(r);
+        st = sn != MT_OK ? sn : st;
+    }
     r->answer_failed = st == MT_EIO;
     if (st == MT_EIO) /* the model failed twice: an honest empty answer */
         st = mtx_qa_note(r, "no answer: %s", why);
@@ -93,7 +260,6 @@ static enum mt_status answer(struct qa_run *r)
     if (st == MT_OK && !r->res->answer)
         st = MT_ENOMEM;
     mt_free(reply);
-    mtx_buf_free(&docs);
     mtx_buf_free(&label);
     return st;
 }
@@ -374,6 +540,21 @@ static json_t *sentences_json(const struct mt_qa_result *r)
     return a;
 }
 
+/* What the answer model was shown of the documents (mt_qa_result.fit):
+ * null when the context was unknown and everything was shown. */
+static json_t *fit_json(const struct mt_qa_result *r)
+{
+    if (!r->fit.ctx_tokens)
+        return json_null();
+    return json_pack("{s:I,s:I,s:I,s:I,s:b,s:I,s:I,s:s?}", "ctx_tokens",
+                     (json_int_t)r->fit.ctx_tokens, "budget_tokens",
+                     (json_int_t)r->fit.budget_tokens, "documents_shown",
+                     (json_int_t)r->fit.docs_shown, "documents",
+                     (json_int_t)r->ndocs, "last_cut", r->fit.doc_cut,
+                     "bytes_shown", (json_int_t)r->fit.bytes_shown, "bytes",
+                     (json_int_t)r->fit.bytes, "counted", r->fit.counted);
+}
+
 static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
 {
     json_t *claims = json_array();
@@ -398,6 +579,7 @@ static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
     json_object_set_new(o, "final_verdict", str_or_null(r->final_verdict));
     json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "usage", usage_json(&r->usage));
+    json_object_set_new(o, "context", fit_json(r));
     return o;
 }
 

@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "qa/qa_int.h"
+#include "llmcall/fit.h"
+#include "llmcall/llmcall.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "model/nli.h"
@@ -98,17 +100,59 @@ enum mt_qa_label mtx_qa_overall(const struct mt_qa_verdict *v, size_t n)
 
 /* ==== One pair ==== */
 
+static const char *const judge_keys[] = {"CLAIM", "DOCUMENT"};
+
+/* The bytes of doc the judge's context holds after the claim, its prompt
+ * and JUDGE_TOKENS: all of it while the context is unknown, else cut at
+ * a sentence boundary (0: not even a sentence fits). */
+static size_t judge_fit(struct qa_run *r, const char *claim, const char *doc)
+{
+    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_llm *l = r->q->judge_llm;
+    const char *vals[2] = {claim, ""};
+    uint32_t n_ctx = mt_llm_n_ctx(l);
+    uint32_t fixed = 0;
+    size_t keep = strlen(doc);
+
+    if (n_ctx && mtx_llmcall_render(r->q->prompts, "qa_judge", judge_keys,
+                                    vals, 2, &sys, &user) == MT_OK) {
+        fixed = mt_llm_count_tokens(l, sys.data, sys.len, NULL) +
+                mt_llm_count_tokens(l, user.data, user.len, NULL);
+        keep = mtx_fit_cut(doc, keep,
+                           mtx_fit_budget(n_ctx, JUDGE_TOKENS, fixed, 2),
+                           mtx_fit_count_llm, l);
+    }
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
+    return keep;
+}
+
 static enum mt_status judge_llm(struct qa_run *r, const char *claim,
                                 const char *doc, enum mt_qa_label *label,
                                 float *score, char *why, size_t wn)
 {
-    static const char *const keys[] = {"CLAIM", "DOCUMENT"};
-    const char *vals[2] = {claim, doc};
+    size_t keep = judge_fit(r, claim, doc);
+    char *cut = keep < strlen(doc) ? mt_strndup(doc, keep) : NULL;
+    const char *vals[2] = {claim, cut ? cut : doc};
     char *reply = NULL;
     json_t *o = NULL;
     double conf = 1;
-    enum mt_status st = mtx_qa_chat(r, r->q->judge_llm, "qa_judge", keys, vals,
-                                    2, 0, JUDGE_TOKENS, 1, &reply, why, wn);
+    enum mt_status st = MT_OK;
+
+    if (keep == 0 && *doc) {
+        snprintf(why, wn,
+                 "the judge's context (%u tokens) has no room for the "
+                 "document after the claim: raise the context (--ctx)",
+                 (unsigned)mt_llm_n_ctx(r->q->judge_llm));
+        st = MT_ELIMIT;
+    } else if (keep < strlen(doc) && !cut) {
+        st = MT_ENOMEM;
+    }
+    if (st == MT_OK)
+        st = mtx_qa_chat(r, r->q->judge_llm, "qa_judge", judge_keys, vals, 2,
+                         0, JUDGE_TOKENS, 1, &reply, why, wn);
+    mt_free(cut);
 
     if (st == MT_OK)
         o = mtx_reply_extract(reply, why, wn);

@@ -1,0 +1,43 @@
+/* Fitting a prompt to the model's context: the budget arithmetic and the
+ * cut of a text at a sentence boundary, shared by question answering and
+ * the checker. Names: mtx_ (cross-file internals). */
+#ifndef MT_LLMCALL_FIT_H
+#define MT_LLMCALL_FIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "medtrust/model.h"
+
+/* What a chat template adds around the messages, in tokens: a start, and
+ * role markers per message (ChatML: "<|im_start|>user\n...<|im_end|>\n"
+ * is 5 tokens; Llama 3's headers 5; the margin covers the rest). */
+#define MTX_FIT_BASE_TOKENS 16u
+#define MTX_FIT_MSG_TOKENS 8u
+
+/* Counts the tokens of s[0..n); 'user' is the counter's own. */
+typedef uint32_t (*mtx_count_fn)(void *user, const char *s, size_t n);
+
+/* mtx_count_fn over a struct mt_llm given as 'user'
+ * (mt_llm_count_tokens). */
+uint32_t mtx_fit_count_llm(void *user, const char *s, size_t n);
+
+/* Tokens left for the part of a prompt that can be cut:
+ *   n_ctx - max_tokens - fixed - (BASE + MSG * nmsgs),
+ * 0 when that is not positive; UINT32_MAX when n_ctx is 0 (the context
+ * is unknown: nothing is cut). 'fixed' is the rest of the prompt. */
+uint32_t mtx_fit_budget(uint32_t n_ctx, uint32_t max_tokens, uint32_t fixed,
+                        size_t nmsgs);
+
+/* The longest prefix of text[0..n) that ends at the end of a sentence
+ * (mtx_sentences_split) and counts at most 'budget' tokens: its length in
+ * bytes, n when the whole text fits, 0 when not even the first sentence
+ * does (or out of memory). Counts about log2(sentences) prefixes. */
+size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
+                   mtx_count_fn count, void *user);
+
+/* Tokens of the messages' contents plus the template's overhead. */
+uint32_t mtx_fit_count_msgs(const struct mt_llm_message *m, size_t n,
+                            mtx_count_fn count, void *user);
+
+#endif
