@@ -71,6 +71,7 @@ struct run {
     size_t n_sources;
     const struct mt_meta_cond *meta; /* mt_note.meta (borrowed) */
     size_t nmeta;
+    char fail_why[320]; /* why the note failed (MT_ELIMIT: no fit) */
 };
 
 /* Validates one parsed reply; returns 0 when usable, else writes why. */
@@ -98,6 +99,13 @@ struct call {
     struct mt_check_usage u;
     char down_why[256]; /* set when no reply came because the calls failed */
     char why[256];      /* set when !ok: the last attempt's problem */
+    /* Fits the prompt to the role model's context before the call is
+     * sent (may be NULL): sets vals or hist, or returns MT_ELIMIT with
+     * 'fail' saying why the note cannot be checked. Called again for the
+     * one retry after a refusal taught an unknown context. */
+    enum mt_status (*fit)(struct run *r, struct call *c);
+    void *fit_user;
+    char fail[320];
 };
 
 /* Runs the call: up to two requests (a parse failure repeats with the
@@ -142,6 +150,33 @@ struct final_answer {
     const char *corr; /* borrowed from the reply object */
 };
 int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
+
+/* ==== Fitting prompts to the model's context (fit.c) ==== */
+
+/* The role's model context in tokens; 0 when unknown. */
+uint32_t mtx_role_ctx(const struct run *r, enum agent_role role);
+
+/* Tokens of c's prompt rendered as it stands now (system, user and its
+ * history; template overhead included) counted with the role's model. */
+enum mt_status mtx_call_tokens(struct run *r, const struct call *c,
+                               uint32_t *out);
+
+/* What the role's context leaves after --max-tokens and c's prompt as it
+ * stands: *room tokens (0: the prompt does not fit), UINT32_MAX when the
+ * context is unknown. */
+enum mt_status mtx_call_room(struct run *r, const struct call *c,
+                             uint32_t *room);
+
+/* A fit for calls nothing of which may be cut (single, the guards, the
+ * parser): MT_ELIMIT with c->fail set when the prompt does not fit. */
+enum mt_status mtx_fit_whole(struct run *r, struct call *c);
+
+/* Marks passages of 'searches' (a JSON array of objects with a
+ * "passages" array) dropped (null), the oldest search first and within it
+ * the lowest-ranked passage first, until about 'excess' tokens (counted
+ * with l, two more a passage for its "[k] " label) are gone. Returns how
+ * many were dropped. */
+size_t mtx_drop_passages(json_t *searches, uint32_t excess, struct mt_llm *l);
 
 /* Loads the few-shot examples of `single`: the fixed ones into
  * a->examples, or with examples_path every training note, embedded, into

@@ -181,6 +181,8 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     if (!kept)
         json_object_set_new(rec, "error", json_string(why));
     json_array_append_new(c->records, rec);
+    if (st == MT_ELIMIT) /* refused as too long: not repeated as is */
+        return MTX_OUTCOME_TOO_LONG;
     if (st != MT_OK)
         return MTX_OUTCOME_FAILED;
     return kept > 0 ? MTX_OUTCOME_OK : MTX_OUTCOME_BAD_REPLY;
@@ -240,31 +242,67 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     }
     /* the role has no answer because the backend failed, not because the
      * model answered badly: the run reports it up (MT_EMODEL) */
-    if (last == MTX_OUTCOME_FAILED)
+    if (last == MTX_OUTCOME_FAILED || last == MTX_OUTCOME_TOO_LONG)
         snprintf(c->down_why, sizeof c->down_why, "%.250s", why);
     return MT_OK;
 }
 
-enum mt_status mtx_call_run(struct run *r, struct call *c)
+/* Fits (c->fit), renders and runs the call once. */
+static enum mt_status run_once(struct run *r, struct call *c)
 {
     struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
+    enum mt_status st = c->fit ? c->fit(r, c) : MT_OK;
+
+    if (st == MT_OK)
+        st = mtx_llmcall_render(r->a->prompts, c->prompt, c->keys, c->vals,
+                                c->nvars, &sys, &user);
+    if (st == MT_OK)
+        st = call_loop(r, c, sys.data, user.data);
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
+    return st;
+}
+
+/* A call whose context was unknown and whose server refused the prompt as
+ * too long (the refusal taught the context) is fitted and sent once more;
+ * the trace keeps both tries' records. */
+static enum mt_status refit_once(struct run *r, struct call *c, uint32_t ctx0)
+{
+    uint32_t ctx = mtx_role_ctx(r, c->role);
+    json_t *rec;
+
+    if (c->ok || !c->fit || ctx0 || !ctx || !c->down_why[0])
+        return MT_OK;
+    rec = json_pack("{s:s,s:s,s:I,s:s}", "step", "context_retry", "role",
+                    c->prompt, "ctx_tokens", (json_int_t)ctx, "rule",
+                    "the server refused the prompt as longer than its "
+                    "context: fitted to it and sent once more");
+    if (!rec || json_array_append_new(c->records, rec) != 0)
+        return MT_ENOMEM;
+    c->ok = 0;
+    c->down_why[0] = '\0';
+    c->u.fallbacks = 0;
+    return run_once(r, c);
+}
+
+enum mt_status mtx_call_run(struct run *r, struct call *c)
+{
+    uint32_t ctx0 = c->fit ? mtx_role_ctx(r, c->role) : 0;
     enum mt_status st;
 
     c->ok = 0;
     c->down_why[0] = '\0';
     c->why[0] = '\0';
+    c->fail[0] = '\0';
     memset(&c->u, 0, sizeof c->u);
     c->objs = json_array();
     c->records = json_array();
     if (!c->objs || !c->records)
         return MT_ENOMEM;
-    st = mtx_llmcall_render(r->a->prompts, c->prompt, c->keys, c->vals,
-                            c->nvars, &sys, &user);
+    st = run_once(r, c);
     if (st == MT_OK)
-        st = call_loop(r, c, sys.data, user.data);
-    mtx_buf_free(&sys);
-    mtx_buf_free(&user);
+        st = refit_once(r, c, ctx0);
     return st;
 }
 
@@ -320,12 +358,20 @@ static void merge(struct run *r, const struct call *c, uint32_t crit)
     notify(r, from);
 }
 
+/* A note that does not fit the context fails with c's reason. */
+static void take_fail(struct run *r, const struct call *c, enum mt_status st)
+{
+    if (st == MT_ELIMIT && c->fail[0] && !r->fail_why[0])
+        snprintf(r->fail_why, sizeof r->fail_why, "%s", c->fail);
+}
+
 enum mt_status mtx_call_do(struct run *r, struct call *c)
 {
     enum mt_status st = mtx_call_run(r, c);
 
     if (st == MT_OK)
         merge(r, c, c->u.critical_calls);
+    take_fail(r, c, st);
     return st;
 }
 
@@ -355,6 +401,8 @@ enum mt_status mtx_call_pair(struct run *r, struct call *a, struct call *b)
         pthread_join(t, NULL);
     else
         pair_main(&jb);
+    take_fail(r, a, st);
+    take_fail(r, b, jb.st);
     if (st == MT_OK)
         st = jb.st;
     if (st != MT_OK)

@@ -117,6 +117,7 @@ static void call_init(struct call *c, const char *prompt, reply_check_fn check,
     c->vals = vals;
     c->nvars = nvars;
     c->temperature = temp;
+    c->fit = mtx_fit_whole; /* a note longer than the context fails */
 }
 
 /* Reads the opinion of a finished call; -1 when it has none. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "check/agent_int.h"
+#include "llmcall/fit.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 
@@ -32,6 +33,10 @@ struct round {
     char **owned;
     json_t *answer; /* final_mistake action */
     struct mt_buf reviews;
+    /* per search: {"hist": index of its observation in hist, "query",
+     * "passages", "failed"}, to render the observation again with
+     * passages left out when the history outgrows the context */
+    json_t *obs;
 };
 
 /* ==== MedEval acceptance ==== */
@@ -190,6 +195,7 @@ static void round_free(struct round *rd)
     json_decref(rd->steps);
     mtx_buf_free(&rd->reviews);
     json_decref(rd->answer);
+    json_decref(rd->obs);
     memset(rd, 0, sizeof *rd);
 }
 
@@ -198,12 +204,13 @@ static enum mt_status round_init(struct round *rd)
     memset(rd, 0, sizeof *rd);
     rd->reviews = MT_BUF_INIT(TEXT_MAX);
     rd->steps = json_array();
-    return rd->steps ? MT_OK : MT_ENOMEM;
+    rd->obs = json_array();
+    return rd->steps && rd->obs ? MT_OK : MT_ENOMEM;
 }
 
 /* The observation MedReAct reads after search(q): the passages, or why
  * there are none. */
-static enum mt_status observation(struct run *r, const char *q,
+static enum mt_status observation(const struct run *r, const char *q,
                                   const json_t *passages, const char *failed,
                                   struct mt_buf *obs)
 {
@@ -211,9 +218,21 @@ static enum mt_status observation(struct run *r, const char *q,
         mtx_buf_printf(obs, "Observation: passages found for \"%s\":\n", q);
     size_t i;
 
-    for (i = 0; st == MT_OK && i < json_array_size(passages); i++)
-        st = mtx_buf_printf(obs, "[%zu] %s\n", i + 1,
-                            json_string_value(json_array_get(passages, i)));
+    size_t cut = 0;
+
+    for (i = 0; st == MT_OK && i < json_array_size(passages); i++) {
+        const char *t = json_string_value(json_array_get(passages, i));
+
+        if (t)
+            st = mtx_buf_printf(obs, "[%zu] %s\n", i + 1, t);
+        else
+            cut++;
+    }
+    if (st == MT_OK && cut)
+        st = mtx_buf_printf(obs,
+                            "(%zu passages of this search left out to fit "
+                            "the model's context)\n",
+                            cut);
     if (st == MT_OK && failed)
         st = mtx_buf_printf(obs, "The search failed: %s\n", failed);
     else if (st == MT_OK && !r->a->p.db_dir)
@@ -317,6 +336,13 @@ static enum mt_status do_search(struct run *r, struct round *rd,
         st = hist_push(rd, "assistant", mt_strdup(c->raw));
     if (st == MT_OK)
         st = hist_push(rd, "user", mtx_buf_take(&obs));
+    if (st == MT_OK &&
+        json_array_append_new(
+            rd->obs, json_pack("{s:I,s:s,s:O,s:s?}", "hist",
+                               (json_int_t)(rd->nhist - 1), "query", q,
+                               "passages", passages, "failed",
+                               err.msg[0] ? err.msg : NULL)) != 0)
+        st = MT_ENOMEM;
     json_decref(ids);
     json_decref(srcs);
     json_decref(passages);
@@ -347,6 +373,160 @@ static json_t *step_record(struct round *rd, json_t *o, json_t *act)
     return sj;
 }
 
+/* A prompt that fills the context before its variable part: MT_ELIMIT,
+ * with mtx_fit_whole's reason when it has one. */
+static enum mt_status fit_full(struct run *r, struct call *c)
+{
+    if (mtx_fit_whole(r, c) == MT_OK)
+        snprintf(c->fail, sizeof c->fail,
+                 "the note and the %s prompt fill the model's context "
+                 "(%u tokens) with --max-tokens %u: use a model with a "
+                 "longer context (--ctx) or lower --max-tokens",
+                 c->prompt, (unsigned)mtx_role_ctx(r, c->role),
+                 (unsigned)r->a->p.max_tokens);
+    return MT_ELIMIT;
+}
+
+/* ==== MedReAct's history, fitted to the context ==== */
+
+/* The history sent with a MedReAct step: the round's, or a copy whose
+ * observations are rendered again with passages left out. */
+struct react_fit {
+    struct round *rd;
+    struct mt_llm_message *msgs; /* the fitted copy (owned) */
+    char **own;                  /* its observations rendered again */
+    size_t nown;
+};
+
+static void react_fit_free(struct react_fit *f)
+{
+    size_t i;
+
+    for (i = 0; i < f->nown; i++)
+        mt_free(f->own[i]);
+    mt_free(f->own);
+    mt_free(f->msgs);
+    f->own = NULL;
+    f->msgs = NULL;
+    f->nown = 0;
+}
+
+/* One observation of 'obs' rendered again into f->own. */
+static enum mt_status obs_again(const struct run *r, struct react_fit *f,
+                                const json_t *o)
+{
+    struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
+    size_t h = (size_t)json_integer_value(json_object_get(o, "hist"));
+    enum mt_status st = observation(
+        r, mtx_reply_str(o, "query"), json_object_get(o, "passages"),
+        mtx_reply_str(o, "failed"), &b);
+
+    if (st == MT_OK)
+        st = mtx_buf_reserve(&b, 1);
+    if (st == MT_OK) {
+        f->own[f->nown++] = mtx_buf_take(&b);
+        if (h < f->rd->nhist)
+            f->msgs[h].content = f->own[f->nown - 1];
+    }
+    mtx_buf_free(&b);
+    return st;
+}
+
+/* f->msgs: the round's history with every observation from 'obs'. */
+static enum mt_status hist_from(const struct run *r, struct react_fit *f,
+                                const json_t *obs)
+{
+    const struct round *rd = f->rd;
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    react_fit_free(f);
+    f->msgs = mt_calloc(rd->nhist + 1, sizeof *f->msgs);
+    f->own = mt_calloc(json_array_size(obs) + 1, sizeof *f->own);
+    if (!f->msgs || !f->own)
+        return MT_ENOMEM;
+    memcpy(f->msgs, rd->hist, rd->nhist * sizeof *f->msgs);
+    for (i = 0; st == MT_OK && i < json_array_size(obs); i++)
+        st = obs_again(r, f, json_array_get(obs, i));
+    return st;
+}
+
+static uint32_t hist_tokens(const struct run *r, const struct call *c)
+{
+    uint64_t t = 0;
+    size_t i;
+
+    for (i = 0; i < c->nhist; i++)
+        t += mt_llm_count_tokens(r->a->llm[c->role], c->hist[i].content,
+                                 strlen(c->hist[i].content), NULL) +
+             MTX_FIT_MSG_TOKENS;
+    return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* Leaves passages out of the history's observations (the oldest search
+ * first, its lowest-ranked passage first) until it fits 'room'. */
+static enum mt_status trim_hist(struct run *r, struct call *c,
+                                struct react_fit *f, uint32_t room)
+{
+    json_t *obs = json_deep_copy(f->rd->obs);
+    uint32_t t = hist_tokens(r, c);
+    size_t dropped = 0;
+    enum mt_status st = obs ? MT_OK : MT_ENOMEM;
+    int k;
+
+    for (k = 0; st == MT_OK && t > room && k < 4; k++) {
+        size_t d = mtx_drop_passages(obs, t - room, r->a->llm[ROLE_REACT]);
+        if (!d)
+            break;
+        dropped += d;
+        st = hist_from(r, f, obs);
+        c->hist = f->msgs;
+        t = hist_tokens(r, c);
+    }
+    json_decref(obs);
+    if (st == MT_OK && t > room) {
+        snprintf(c->fail, sizeof c->fail,
+                 "MedReAct's history (%u tokens) does not fit the react "
+                 "model's context (%u tokens for it) even with every passage "
+                 "left out: use a model with a longer context (--ctx), fewer "
+                 "--steps or a lower --max-tokens",
+                 (unsigned)t, (unsigned)room);
+        return MT_ELIMIT;
+    }
+    if (st == MT_OK && dropped)
+        mtx_run_event(
+            r, "context_budget",
+            json_pack("{s:s,s:I,s:I,s:I,s:s}", "role", "react", "ctx_tokens",
+                      (json_int_t)mtx_role_ctx(r, ROLE_REACT),
+                      "budget_tokens", (json_int_t)room, "passages_dropped",
+                      (json_int_t)dropped, "rule",
+                      "passages were left out of MedReAct's history to fit "
+                      "the model's context: the oldest search's "
+                      "lowest-ranked first"));
+    return st;
+}
+
+/* The step's fit: the prompt alone must fit with --max-tokens; the
+ * history takes what is left, trimmed of passages when it is more. */
+static enum mt_status fit_react(struct run *r, struct call *c)
+{
+    struct react_fit *f = c->fit_user;
+    uint32_t room = UINT32_MAX;
+    enum mt_status st;
+
+    react_fit_free(f);
+    c->hist = NULL;
+    c->nhist = 0;
+    st = mtx_call_room(r, c, &room);
+    if (st == MT_OK && room == 0)
+        st = fit_full(r, c);
+    c->hist = f->rd->hist;
+    c->nhist = f->rd->nhist;
+    if (st != MT_OK || room == UINT32_MAX || c->nhist == 0)
+        return st;
+    return trim_hist(r, c, f, room);
+}
+
 /* One MedReAct step; *done is set when the round's steps are over. */
 static enum mt_status react_step(struct run *r, struct round *rd,
                                  const char *memory, int *done)
@@ -354,6 +534,7 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     static const char *const keys[] = {"SENTENCES", "MEMORY", "STEPS"};
     char steps[16];
     const char *vals[3] = {r->block, memory, steps};
+    struct react_fit f = {rd, NULL, NULL, 0};
     struct call c;
     json_t *act;
     json_t *sj = NULL;
@@ -364,7 +545,10 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     c.hist = rd->hist;
     c.nhist = rd->nhist;
     c.temperature = r->a->p.temperature;
+    c.fit = fit_react;
+    c.fit_user = &f;
     st = mtx_call_do(r, &c);
+    react_fit_free(&f);
     act = json_object_get(mtx_call_obj(&c), "action");
     *done = 1;
     if (st == MT_OK && !c.ok) {
@@ -389,67 +573,6 @@ static enum mt_status react_step(struct run *r, struct round *rd,
 }
 
 /* ==== The trajectory MedEval and MedReFlex read ==== */
-
-/* Estimated tokens of s: a token per 4 ASCII bytes (the usual English
- * rate of GPT tokenizers) and one per other character (CJK and Arabic
- * run near a token a character), so the budget errs on the safe side. */
-static size_t est_tokens(const char *s)
-{
-    size_t ascii = 0;
-    size_t other = 0;
-
-    for (; s && *s; s++) {
-        unsigned char b = (unsigned char)*s;
-
-        if (b < 0x80)
-            ascii++;
-        else if ((b & 0xC0) != 0x80)
-            other++;
-    }
-    return (ascii + 3) / 4 + other;
-}
-
-static size_t steps_tokens(const json_t *steps)
-{
-    size_t t = 0;
-    size_t i;
-    size_t j;
-
-    for (i = 0; i < json_array_size(steps); i++) {
-        const json_t *sj = json_array_get(steps, i);
-        const json_t *ps = json_object_get(sj, "passages");
-
-        t += est_tokens(mtx_reply_str(sj, "observation")) +
-             est_tokens(mtx_reply_str(sj, "thought")) +
-             est_tokens(mtx_reply_str(sj, "query")) + 16;
-        for (j = 0; j < json_array_size(ps); j++)
-            t += est_tokens(json_string_value(json_array_get(ps, j))) + 2;
-    }
-    return t;
-}
-
-/* Marks passages dropped, oldest first, until the steps fit 'budget';
- * returns how many (their entries become JSON null). */
-static size_t fit_budget(json_t *steps, size_t budget)
-{
-    size_t total = steps_tokens(steps);
-    size_t dropped = 0;
-    size_t i;
-    size_t j;
-
-    for (i = 0; total > budget && i < json_array_size(steps); i++) {
-        json_t *ps = json_object_get(json_array_get(steps, i), "passages");
-
-        for (j = 0; total > budget && j < json_array_size(ps); j++) {
-            size_t t = est_tokens(json_string_value(json_array_get(ps, j))) + 2;
-
-            json_array_set_new(ps, j, json_null());
-            total -= t < total ? t : total;
-            dropped++;
-        }
-    }
-    return dropped;
-}
 
 /* A final step as the answer it is: the verdict, the sentence and the
  * correction, as the reviewers must judge them. */
@@ -509,36 +632,92 @@ static enum mt_status render_step(const json_t *sj, size_t k,
     return st;
 }
 
-/* The round's steps with their passages, as the published code passes
- * the whole ReAct history (observations, thoughts, actions and their
- * results) to MedEval and MedReFlex, bounded by p.evidence_tokens: the
- * oldest passages go first, and the trace says how many went. Writes a
- * new string into *out. */
-static enum mt_status trajectory(struct run *r, const struct round *rd,
-                                 const char *role, char **out)
+static enum mt_status render_traj(const json_t *steps, struct mt_buf *b)
 {
-    struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
-    json_t *steps = json_deep_copy(rd->steps);
-    size_t dropped = steps ? fit_budget(steps, r->a->p.evidence_tokens) : 0;
-    enum mt_status st = steps ? mtx_buf_reserve(&b, 1) : MT_ENOMEM;
+    enum mt_status st = mtx_buf_reserve(b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < json_array_size(steps); i++)
-        st = render_step(json_array_get(steps, i), i + 1, &b);
+        st = render_step(json_array_get(steps, i), i + 1, b);
     if (st == MT_OK && json_array_size(steps) == 0)
-        st = mtx_buf_append_str(&b, "(no steps)\n");
+        st = mtx_buf_append_str(b, "(no steps)\n");
+    return st;
+}
+
+/* The round's steps with their passages, as the published code passes
+ * the whole ReAct history (observations, thoughts, actions and their
+ * results) to MedEval and MedReFlex, bounded by 'budget' tokens (counted
+ * with the role's model): passages go, the oldest search's lowest-ranked
+ * first, and the trace says how many went. Writes a new string into
+ * *out. */
+static enum mt_status trajectory(struct run *r, const struct round *rd,
+                                 enum agent_role role, uint32_t budget,
+                                 char **out)
+{
+    struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
+    struct mt_llm *l = r->a->llm[role];
+    json_t *steps = json_deep_copy(rd->steps);
+    enum mt_status st = steps ? render_traj(steps, &b) : MT_ENOMEM;
+    uint32_t t = st == MT_OK ? mt_llm_count_tokens(l, b.data, b.len, NULL) : 0;
+    size_t dropped = 0;
+    int k;
+
+    for (k = 0; st == MT_OK && t > budget && k < 4; k++) {
+        size_t d = mtx_drop_passages(steps, t - budget, l);
+        if (!d)
+            break;
+        dropped += d;
+        mtx_buf_reset(&b);
+        st = render_traj(steps, &b);
+        t = mt_llm_count_tokens(l, b.data, b.len, NULL);
+    }
     if (st == MT_OK && dropped)
-        mtx_run_event(r, "evidence_budget",
-                      json_pack("{s:s,s:i,s:i,s:s}", "role", role,
-                                "budget_tokens",
-                                (json_int_t)r->a->p.evidence_tokens,
-                                "passages_dropped", (json_int_t)dropped, "rule",
-                                "the oldest passages were left out to fit "
-                                "the token budget"));
+        mtx_run_event(
+            r, "evidence_budget",
+            json_pack("{s:s,s:I,s:I,s:I,s:s}", "role",
+                      role == ROLE_EVAL ? "eval" : "reflect", "budget_tokens",
+                      (json_int_t)budget, "ctx_tokens",
+                      (json_int_t)mtx_role_ctx(r, role), "passages_dropped",
+                      (json_int_t)dropped, "rule",
+                      "passages were left out to fit the token budget "
+                      "(--evidence-tokens, or what the model's context "
+                      "leaves): the oldest search's lowest-ranked first"));
     json_decref(steps);
     *out = st == MT_OK ? mtx_buf_take(&b) : NULL;
     mtx_buf_free(&b);
     return st;
+}
+
+/* MedEval's and MedReFlex's fit: the trajectory gets what the context
+ * leaves after --max-tokens and the rest of the prompt, at most
+ * --evidence-tokens. */
+struct traj_fit {
+    const struct round *rd;
+    const char **vals;
+    size_t slot; /* the TRAJECTORY variable */
+    char *traj;  /* owned */
+};
+
+static enum mt_status fit_traj(struct run *r, struct call *c)
+{
+    struct traj_fit *f = c->fit_user;
+    uint32_t budget = r->a->p.evidence_tokens;
+    uint32_t room = UINT32_MAX;
+    enum mt_status st;
+
+    f->vals[f->slot] = "";
+    mt_free(f->traj);
+    f->traj = NULL;
+    st = mtx_call_room(r, c, &room);
+    if (st == MT_OK && room == 0)
+        return fit_full(r, c);
+    if (room < budget)
+        budget = room;
+    if (st == MT_OK)
+        st = trajectory(r, f->rd, c->role, budget, &f->traj);
+    if (st == MT_OK)
+        f->vals[f->slot] = f->traj;
+    return st == MT_OK ? mtx_fit_whole(r, c) : st;
 }
 
 /* ==== MedEval ==== */
@@ -617,22 +796,21 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
                               int *accepted)
 {
     static const char *const keys[] = {"SENTENCES", "TRAJECTORY", "ANSWER"};
-    const char *vals[3] = {r->block, NULL, answer};
-    char *traj = NULL;
+    const char *vals[3] = {r->block, "", answer};
+    struct traj_fit tf = {rd, vals, 1, NULL};
     int finals[64];
     double mean;
     int min;
     size_t n;
     struct call c;
-    enum mt_status st = trajectory(r, rd, "eval", &traj);
+    enum mt_status st;
 
     *accepted = 0;
-    if (st != MT_OK)
-        return st;
-    vals[1] = traj;
     call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
     c.n = r->a->p.n_evals;
     c.temperature = r->a->p.eval_temperature;
+    c.fit = fit_traj;
+    c.fit_user = &tf;
     st = mtx_call_do(r, &c);
     n = st == MT_OK ? collect_reviews(&c, rd, finals) : 0;
     if (st == MT_OK && n < quorum(r)) { /* the answer was never judged */
@@ -649,7 +827,7 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     if (st == MT_OK)
         medeval_event(r, finals, n, *accepted, mean, min);
     mtx_call_free(&c);
-    mt_free(traj);
+    mt_free(tf.traj);
     return st;
 }
 
@@ -660,19 +838,18 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
 {
     static const char *const keys[] = {"SENTENCES", "MEMORY", "TRAJECTORY",
                                        "ANSWER", "REVIEWS"};
-    const char *vals[5] = {r->block, memory->data ? memory->data : "", NULL,
+    const char *vals[5] = {r->block, memory->data ? memory->data : "", "",
                            answer,
                            rd->reviews.data ? rd->reviews.data : "none"};
-    char *traj = NULL;
+    struct traj_fit tf = {rd, vals, 2, NULL};
     struct call c;
     const json_t *o;
-    enum mt_status st = trajectory(r, rd, "reflect", &traj);
+    enum mt_status st;
 
-    if (st != MT_OK)
-        return st;
-    vals[2] = traj;
     call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
     c.temperature = r->a->p.temperature;
+    c.fit = fit_traj;
+    c.fit_user = &tf;
     st = mtx_call_do(r, &c);
     o = mtx_call_obj(&c);
     if (st == MT_OK && o)
@@ -692,7 +869,7 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
                             round + 1);
     }
     mtx_call_free(&c);
-    mt_free(traj);
+    mt_free(tf.traj);
     return st;
 }
 
@@ -767,6 +944,7 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
     mtx_check_final(r, answer, &acc, why, sizeof why);
     call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
     c.temperature = r->a->p.temperature;
+    c.fit = mtx_fit_whole;
     st = mtx_call_do(r, &c);
     corr = mtx_reply_str(mtx_call_obj(&c), "corrected_sentence");
     if (st == MT_OK && !c.ok)

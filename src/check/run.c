@@ -321,6 +321,8 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
         st = mt_fail(err, MT_EMODEL, "%s", out->fallback_why);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "checker: out of memory");
+    if (st == MT_ELIMIT && r.fail_why[0])
+        mt_fail(err, st, "%s", r.fail_why);
     if (st == MT_ECANCELED)
         mt_fail(err, st, "the check was cancelled");
     run_free(&r);

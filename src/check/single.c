@@ -50,6 +50,30 @@ int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
     return 0;
 }
 
+/* The few-shot examples go first when the prompt does not fit the
+ * context (the trace says so); the note itself is never cut: a note that
+ * does not fit without them fails. */
+static enum mt_status fit_single(struct run *r, struct call *c)
+{
+    const char **vals = c->fit_user;
+    enum mt_status st = mtx_fit_whole(r, c);
+
+    if (st != MT_ELIMIT || !vals[1] || !vals[1][0])
+        return st;
+    vals[1] = "";
+    c->fail[0] = '\0';
+    st = mtx_fit_whole(r, c);
+    if (st == MT_OK)
+        mtx_run_event(r, "context_budget",
+                      json_pack("{s:s,s:I,s:s}", "role", "single",
+                                "ctx_tokens",
+                                (json_int_t)mtx_role_ctx(r, ROLE_SINGLE),
+                                "rule",
+                                "the few-shot examples were left out to fit "
+                                "the model's context"));
+    return st;
+}
+
 enum mt_status mtx_strategy_single(struct run *r)
 {
     static const char *const keys[] = {"SENTENCES", "EXAMPLES"};
@@ -78,6 +102,8 @@ enum mt_status mtx_strategy_single(struct run *r)
     c.temperature = r->a->p.temperature;
     c.check = mtx_check_final;
     c.check_user = &f;
+    c.fit = fit_single;
+    c.fit_user = vals;
     st = mtx_call_do(r, &c);
     if (st == MT_OK && c.ok) {
         /* re-check the kept reply: f may hold a later, rejected one */

@@ -80,7 +80,9 @@ enum mt_status mtx_llmcall_run(const struct mtx_llmcall *c,
     if (!m)
         return MT_ENOMEM;
     memcpy(m, c->msgs, c->nmsgs * sizeof *m);
-    for (k = 0; k < 2 && out != MTX_OUTCOME_OK && st == MT_OK; k++) {
+    for (k = 0; k < 2 && out != MTX_OUTCOME_OK && out != MTX_OUTCOME_TOO_LONG &&
+                st == MT_OK;
+         k++) {
         size_t nm = c->nmsgs;
 
         if (c->cancelled && c->cancelled(c->user)) {

@@ -29,6 +29,9 @@ enum mtx_outcome {
     MTX_OUTCOME_OK,        /* a usable reply */
     MTX_OUTCOME_FAILED,    /* the backend failed (HTTP, time-out) */
     MTX_OUTCOME_BAD_REPLY, /* a reply came, but could not be used */
+    MTX_OUTCOME_TOO_LONG,  /* the backend refused the prompt as longer
+                              than the model's context: a failure that
+                              the same request repeated cannot mend */
 };
 
 /* One request of the loop: attempt k (0 or 1) of messages m[0..nm). Writes

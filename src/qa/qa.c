@@ -284,7 +284,7 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     if (st != MT_OK) {
         u->failed_calls++;
         mtx_llmcall_failed_why(st, &e, why, wn);
-        return MTX_OUTCOME_FAILED;
+        return st == MT_ELIMIT ? MTX_OUTCOME_TOO_LONG : MTX_OUTCOME_FAILED;
     }
     u->prompt_tokens += res.prompt_tokens;
     u->completion_tokens += res.completion_tokens;

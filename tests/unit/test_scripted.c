@@ -5,12 +5,14 @@
 
 #include "core/buf.h"
 #include "core/jsonl.h"
+#include "llmcall/fit.h"
 #include "medtrust/check.h"
 #include "medtrust/qa.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
 #include "medtrust/retrieve.h"
+#include "model/llm.h"
 #include "script.h"
 #include "tiny_gguf.h"
 #include "tmpdir.h"
@@ -370,8 +372,9 @@ static void test_medeval_rejects_what_the_published_rule_accepted(void **st)
     script_stop(&s);
 }
 
-/* A token budget too small for every passage drops the oldest first and
- * says so. */
+/* A token budget too small for every passage drops the oldest search's
+ * passages first (lowest-ranked first) and says so. The budget counts the
+ * whole trajectory (estimated: a token per 3 ASCII bytes). */
 static void test_evidence_budget_drops_oldest_passages(void **state)
 {
     struct script s;
@@ -385,7 +388,7 @@ static void test_evidence_budget_drops_oldest_passages(void **state)
                      "react final 2 He is admitted.\n"
                      "eval scores 5\n"
                      "parser answer 2 He is admitted.\n");
-    a = open_react(&s, 1, 90);
+    a = open_react(&s, 1, 130);
     check_note(a, &r);
     t = nth_text(&s, "eval", 0);
     CHECK(strstr(t, "Troponin rises") == NULL);
@@ -1090,6 +1093,114 @@ static void test_answer_keeps_every_sentence_and_gaps_go_by_sentence(void **st)
     script_stop(&s);
 }
 
+/* Estimated tokens of a logged request's messages, as the client
+ * estimates a prompt (model/llm.h). */
+static uint32_t request_estimate(const json_t *rec)
+{
+    json_t *m = json_object_get(json_object_get(rec, "request"), "messages");
+    uint32_t t = 0;
+    size_t i;
+
+    for (i = 0; i < json_array_size(m); i++) {
+        const char *c = json_string_value(
+            json_object_get(json_array_get(m, i), "content"));
+        t += mtx_llm_estimate_tokens(c, strlen(c));
+    }
+    return t;
+}
+
+static int has_note(const struct mt_qa_result *r, const char *text)
+{
+    size_t i;
+
+    for (i = 0; i < r->nnotes; i++)
+        if (strstr(r->notes[i], text))
+            return 1;
+    return 0;
+}
+
+static struct mt_qa *open_qa(const struct script *s)
+{
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+
+    mt_qa_default_params(&p);
+    p.db_dir = qa_dir;
+    p.llm_spec = s->spec;
+    p.embedder_spec = "none";
+    p.llm.max_retries = 0;
+    p.max_tokens = 64;
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_NLI");
+    CHECK_OK(mt_qa_open(&p, &q, NULL));
+    return q;
+}
+
+/* An OpenAI-compatible server that cannot say its context (no /props)
+ * refuses the first prompt with llama-server's context-length error: the
+ * client reads the context from it, fits the documents to it (the last
+ * cut at a sentence boundary or left out) and asks once more; the notes
+ * and the result's "context" say what was shown. The refusal is not
+ * repeated as is. */
+static void test_ask_refits_once_after_a_context_refusal(void **st)
+{
+    static const char q_text[] = "statins cholesterol aspirin ulcer trials";
+    char sc[1024];
+    struct script s;
+    struct mt_qa *q;
+    struct mt_qa_result *r = NULL;
+    json_t *reqs;
+    uint32_t full;
+    uint32_t ctx;
+    char *js;
+
+    (void)st;
+    /* first the whole prompt, to know its size */
+    script_start(&s, "qa_answer Statins help [PUBMED:22].\n");
+    q = open_qa(&s);
+    CHECK_OK(mt_qa_ask(q, q_text, &r, NULL));
+    CHECK(r->fit.ctx_tokens == 0 && r->fit.docs_shown == 2);
+    reqs = script_requests(&s, "qa_answer");
+    full = request_estimate(json_array_get(reqs, 0));
+    json_decref(reqs);
+    mt_qa_result_free(r);
+    mt_qa_close(q);
+    script_stop(&s);
+    /* a context 20 tokens short of it with the answer's 64 */
+    ctx = full + 64 + MTX_FIT_BASE_TOKENS + 2 * MTX_FIT_MSG_TOKENS - 20;
+    snprintf(sc, sizeof sc,
+             "qa_answer http 400 {\"error\":{\"code\":400,\"message\":"
+             "\"request (%u tokens) exceeds the available context size (%u "
+             "tokens), try increasing it\",\"type\":"
+             "\"exceed_context_size_error\",\"n_prompt_tokens\":%u,"
+             "\"n_ctx\":%u}}\n"
+             "qa_answer Statins help [PUBMED:22].\n",
+             full, ctx, full, ctx);
+    script_start(&s, sc);
+    q = open_qa(&s);
+    CHECK_OK(mt_qa_ask(q, q_text, &r, NULL));
+    reqs = script_requests(&s, "qa_answer");
+    CHECK(json_array_size(reqs) == 2); /* refused once, then fitted */
+    CHECK(request_estimate(json_array_get(reqs, 1)) + 64 +
+              MTX_FIT_BASE_TOKENS + 2 * MTX_FIT_MSG_TOKENS <=
+          ctx);
+    CHECK(r->fit.ctx_tokens == ctx);
+    CHECK(r->fit.docs_shown < 2 || r->fit.doc_cut);
+    CHECK(r->fit.bytes_shown < r->fit.bytes);
+    CHECK(strcmp(r->fit.counted, "estimate") == 0);
+    CHECK(has_note(r, "refused the prompt as longer than its"));
+    CHECK(has_note(r, "of 2 documents"));
+    CHECK(has_note(r, "the rest were left out"));
+    CHECK(strstr(r->answer, "Statins help") != NULL);
+    js = mt_qa_result_json(r);
+    CHECK(strstr(js, "\"context\":{\"ctx_tokens\":") != NULL);
+    mt_free(js);
+    json_decref(reqs);
+    mt_qa_result_free(r);
+    mt_qa_close(q);
+    script_stop(&s);
+}
+
 /* mt_retriever_urls (one store handle for all hits: /v1/search) gives
  * each hit mt_retriever_url's link: a document's "url", PubMed's page for
  * a PMID; NULL for a chunk that is gone. */
@@ -1154,6 +1265,7 @@ int main(void)
         cmocka_unit_test(
             test_answer_keeps_every_sentence_and_gaps_go_by_sentence),
         cmocka_unit_test(test_retriever_urls_match_each_hits_own),
+        cmocka_unit_test(test_ask_refits_once_after_a_context_refusal),
     };
 
     mtx_jsonl_init_alloc();
