@@ -72,10 +72,12 @@ struct mt_agent_params {
     const char *const *sources; /* search only these corpus sources (up to
                                    MT_AGENT_MAX_SOURCES); copied */
     size_t n_sources;           /* 0 = every source */
-    uint32_t evidence_tokens;   /* budget of the trajectory with its
-                                   passages shown to MedEval and MedReFlex,
-                                   in estimated tokens; oldest passages
-                                   are dropped first (12000) */
+    uint32_t evidence_tokens;   /* most tokens of the trajectory with
+                                   its passages shown to MedEval and
+                                   MedReFlex, less when the model's
+                                   context leaves less; the oldest
+                                   search's lowest-ranked passages are
+                                   dropped first (12000) */
     const char *reranker_spec;  /* cross-encoder for the rerank stage */
     int search_mode;            /* MedReAct's search: MT_SEARCH_BM25,
                                    _DENSE or _HYBRID (medtrust/index.h),

@@ -57,7 +57,7 @@ struct mt_llm_params {
      * from the first context-length refusal); with /props too, the
      * smaller wins (--ctx) */
     uint32_t n_ctx;
-    const char *cache_path;   /* SQLite call cache file; NULL = no cache */
+    const char *cache_path; /* SQLite call cache file; NULL = no cache */
     enum mt_response_format response_format; /* openai only (auto) */
 };
 

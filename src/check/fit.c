@@ -69,12 +69,12 @@ enum mt_status mtx_fit_whole(struct run *r, struct call *c)
     if (st != MT_OK || (uint64_t)t + r->a->p.max_tokens <= n_ctx)
         return st;
     snprintf(c->fail, sizeof c->fail,
-             "the note does not fit the %s model's context: its %s prompt "
-             "is %u tokens and --max-tokens %u, the context %u tokens (the "
+             "the note does not fit the model's context: the %s prompt is "
+             "%u tokens and --max-tokens %u, the context %u tokens (the "
              "note is not cut): use a model with a longer context (--ctx) "
              "or lower --max-tokens",
-             c->prompt, c->prompt, (unsigned)t,
-             (unsigned)r->a->p.max_tokens, (unsigned)n_ctx);
+             c->prompt, (unsigned)t, (unsigned)r->a->p.max_tokens,
+             (unsigned)n_ctx);
     return MT_ELIMIT;
 }
 

@@ -337,11 +337,11 @@ static enum mt_status do_search(struct run *r, struct round *rd,
     if (st == MT_OK)
         st = hist_push(rd, "user", mtx_buf_take(&obs));
     if (st == MT_OK &&
-        json_array_append_new(
-            rd->obs, json_pack("{s:I,s:s,s:O,s:s?}", "hist",
-                               (json_int_t)(rd->nhist - 1), "query", q,
-                               "passages", passages, "failed",
-                               err.msg[0] ? err.msg : NULL)) != 0)
+        json_array_append_new(rd->obs,
+                              json_pack("{s:I,s:s,s:O,s:s?}", "hist",
+                                        (json_int_t)(rd->nhist - 1), "query", q,
+                                        "passages", passages, "failed",
+                                        err.msg[0] ? err.msg : NULL)) != 0)
         st = MT_ENOMEM;
     json_decref(ids);
     json_decref(srcs);
@@ -371,6 +371,19 @@ static json_t *step_record(struct round *rd, json_t *o, json_t *act)
     if (!sj || json_array_append_new(rd->steps, sj) != 0)
         return NULL;
     return sj;
+}
+
+/* What a call's variable part may take of 'room' when the room of the
+ * repair turn stays free (MTX_FIT_REPAIR_TOKENS), but at most half of it:
+ * in a small context the passages keep half, and a long bad reply's
+ * repair may then not fit (the call fails; the trace says why). */
+static uint32_t leave_repair(const struct run *r, uint32_t room)
+{
+    uint32_t k = MTX_FIT_REPAIR_TOKENS(r->a->p.max_tokens);
+
+    if (k > room / 2)
+        k = room / 2;
+    return room - k;
 }
 
 /* A prompt that fills the context before its variable part: MT_ELIMIT,
@@ -417,9 +430,9 @@ static enum mt_status obs_again(const struct run *r, struct react_fit *f,
 {
     struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
     size_t h = (size_t)json_integer_value(json_object_get(o, "hist"));
-    enum mt_status st = observation(
-        r, mtx_reply_str(o, "query"), json_object_get(o, "passages"),
-        mtx_reply_str(o, "failed"), &b);
+    enum mt_status st = observation(r, mtx_reply_str(o, "query"),
+                                    json_object_get(o, "passages"),
+                                    mtx_reply_str(o, "failed"), &b);
 
     if (st == MT_OK)
         st = mtx_buf_reserve(&b, 1);
@@ -463,17 +476,37 @@ static uint32_t hist_tokens(const struct run *r, const struct call *c)
     return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
+/* Leaves the oldest exchanges (a step's reply and its observation) out
+ * of f->msgs until the history fits 'room' (the newest is kept when
+ * nothing older is left); returns how many went. */
+static size_t drop_exchanges(const struct run *r, struct call *c,
+                             struct react_fit *f, uint32_t room, uint32_t *t)
+{
+    size_t skip = 0;
+
+    while (*t > room && skip + 2 < f->rd->nhist) {
+        skip += 2;
+        c->hist = f->msgs + skip;
+        c->nhist = f->rd->nhist - skip;
+        *t = hist_tokens(r, c);
+    }
+    return skip / 2;
+}
+
 /* Leaves passages out of the history's observations (the oldest search
- * first, its lowest-ranked passage first) until it fits 'room'. */
+ * first, its lowest-ranked passage first) until it fits 'room'; when the
+ * replies alone are more, the oldest exchanges go too. */
 static enum mt_status trim_hist(struct run *r, struct call *c,
                                 struct react_fit *f, uint32_t room)
 {
     json_t *obs = json_deep_copy(f->rd->obs);
     uint32_t t = hist_tokens(r, c);
     size_t dropped = 0;
-    enum mt_status st = obs ? MT_OK : MT_ENOMEM;
+    size_t gone = 0;
+    enum mt_status st = obs ? hist_from(r, f, obs) : MT_ENOMEM;
     int k;
 
+    c->hist = f->msgs;
     for (k = 0; st == MT_OK && t > room && k < 4; k++) {
         size_t d = mtx_drop_passages(obs, t - room, r->a->llm[ROLE_REACT]);
         if (!d)
@@ -484,25 +517,19 @@ static enum mt_status trim_hist(struct run *r, struct call *c,
         t = hist_tokens(r, c);
     }
     json_decref(obs);
-    if (st == MT_OK && t > room) {
-        snprintf(c->fail, sizeof c->fail,
-                 "MedReAct's history (%u tokens) does not fit the react "
-                 "model's context (%u tokens for it) even with every passage "
-                 "left out: use a model with a longer context (--ctx), fewer "
-                 "--steps or a lower --max-tokens",
-                 (unsigned)t, (unsigned)room);
-        return MT_ELIMIT;
-    }
-    if (st == MT_OK && dropped)
+    if (st == MT_OK && t > room)
+        gone = drop_exchanges(r, c, f, room, &t);
+    if (st == MT_OK && (dropped || gone))
         mtx_run_event(
             r, "context_budget",
-            json_pack("{s:s,s:I,s:I,s:I,s:s}", "role", "react", "ctx_tokens",
-                      (json_int_t)mtx_role_ctx(r, ROLE_REACT),
+            json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "role", "react",
+                      "ctx_tokens", (json_int_t)mtx_role_ctx(r, ROLE_REACT),
                       "budget_tokens", (json_int_t)room, "passages_dropped",
-                      (json_int_t)dropped, "rule",
+                      (json_int_t)dropped, "steps_dropped", (json_int_t)gone,
+                      "rule",
                       "passages were left out of MedReAct's history to fit "
-                      "the model's context: the oldest search's "
-                      "lowest-ranked first"));
+                      "the model's context, the oldest search's "
+                      "lowest-ranked first; then the oldest steps"));
     return st;
 }
 
@@ -524,7 +551,7 @@ static enum mt_status fit_react(struct run *r, struct call *c)
     c->nhist = f->rd->nhist;
     if (st != MT_OK || room == UINT32_MAX || c->nhist == 0)
         return st;
-    return trim_hist(r, c, f, room);
+    return trim_hist(r, c, f, leave_repair(r, room));
 }
 
 /* One MedReAct step; *done is set when the round's steps are over. */
@@ -711,8 +738,8 @@ static enum mt_status fit_traj(struct run *r, struct call *c)
     st = mtx_call_room(r, c, &room);
     if (st == MT_OK && room == 0)
         return fit_full(r, c);
-    if (room < budget)
-        budget = room;
+    if (room != UINT32_MAX && leave_repair(r, room) < budget)
+        budget = leave_repair(r, room);
     if (st == MT_OK)
         st = trajectory(r, f->rd, c->role, budget, &f->traj);
     if (st == MT_OK)

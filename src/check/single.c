@@ -65,8 +65,7 @@ static enum mt_status fit_single(struct run *r, struct call *c)
     st = mtx_fit_whole(r, c);
     if (st == MT_OK)
         mtx_run_event(r, "context_budget",
-                      json_pack("{s:s,s:I,s:s}", "role", "single",
-                                "ctx_tokens",
+                      json_pack("{s:s,s:I,s:s}", "role", "single", "ctx_tokens",
                                 (json_int_t)mtx_role_ctx(r, ROLE_SINGLE),
                                 "rule",
                                 "the few-shot examples were left out to fit "

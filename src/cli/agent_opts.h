@@ -19,8 +19,9 @@
         {"source", 0, "NAME",                                                  \
          "search only this corpus source (repeatable: their union)", 1},       \
         {"evidence-tokens", 0, "N",                                            \
-         "token budget of the trajectory and passages shown to MedEval and "   \
-         "MedReFlex; oldest passages dropped first (12000)",                   \
+         "most tokens of the trajectory and passages shown to MedEval and "    \
+         "MedReFlex, less when the model's context leaves less; the oldest "   \
+         "search's lowest-ranked passages are dropped first (12000)",          \
          0},                                                                   \
         {"llm", 'l', "SPEC",                                                   \
          "model for every role: openai:URL#MODEL or "                          \

@@ -79,7 +79,7 @@ int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
         {"ctx", 0, "N",                                                        \
          "the LLM's context in tokens, 256..10000000: caps a gguf: model's "   \
          "trained context (default: trained, capped by memory); for an "       \
-         "openai: server, its context (default: llama-server's /props, else " \
+         "openai: server, its context (default: llama-server's /props, else "  \
          "what its first context-length error says)",                          \
          0},                                                                   \
     {                                                                          \
@@ -90,9 +90,9 @@ int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
             0                                                                  \
     }
 
-/* Reads --cache, --timeout, --retries, --ctx and --response-format into p (whose
- * defaults stay when an option is absent); prints an error and returns -1 when
- * one is invalid. */
+/* Reads --cache, --timeout, --retries, --ctx and --response-format into p
+ * (whose defaults stay when an option is absent); prints an error and returns
+ * -1 when one is invalid. */
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);
 
 /* Reads --analyzer, --chunk-size and --chunk-overlap (the settings of a

@@ -90,9 +90,10 @@ static void context_detail(struct mt_llm *l, char *buf, size_t n)
         snprintf(buf, n, "context %u tokens%s", (unsigned)c,
                  gguf ? "" : " (a slot's, or --ctx)");
     else
-        snprintf(buf, n, "context unknown (the server does not say: set "
-                         "--ctx, or it is read from its first "
-                         "context-length error)");
+        snprintf(buf, n,
+                 "context unknown (the server does not say: set "
+                 "--ctx, or it is read from its first "
+                 "context-length error)");
 }
 
 static enum mt_status check_llm(const char *spec, const struct check_ctx *c,

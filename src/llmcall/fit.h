@@ -15,6 +15,13 @@
 #define MTX_FIT_BASE_TOKENS 16u
 #define MTX_FIT_MSG_TOKENS 8u
 
+/* Room kept free in a JSON call's prompt for its repair turn (llmcall.c:
+ * the bad reply echoed, up to the answer's max_tokens, and the fix
+ * message, under 700 bytes), so that a repair never overflows a context
+ * that the first prompt filled. */
+#define MTX_FIT_REPAIR_TOKENS(max_tokens)                                      \
+    ((max_tokens) + 250u + 2u * MTX_FIT_MSG_TOKENS)
+
 /* Counts the tokens of s[0..n); 'user' is the counter's own. */
 typedef uint32_t (*mtx_count_fn)(void *user, const char *s, size_t n);
 

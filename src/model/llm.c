@@ -288,7 +288,7 @@ static uint32_t number_after(const char *low, const char *key)
 int mtx_llm_parse_ctx_error(const char *msg, uint32_t *ctx, uint32_t *prompt)
 {
     static const char *const ctx_keys[] = {
-        "available context size", /* llama-server */
+        "available context size",    /* llama-server */
         "maximum context length is", /* vLLM, OpenAI */
         "max context size",          /* llama-server, no context shift */
     };

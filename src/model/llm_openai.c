@@ -59,11 +59,12 @@ struct openai {
     int n_one;                  /* 1: the endpoint refused n > 1 */
     int fold_sys; /* 1: the endpoint's template has no system role */
     unsigned lim; /* LIM_* learnt from the endpoint's refusals */
-    uint32_t ctx_opt;           /* --ctx (mt_llm_params.n_ctx), 0 unset */
-    uint32_t ctx_server;        /* /props or a refusal said, 0 unknown */
-    int props_asked;            /* 1 once GET /props was tried */
-    int tokenize;               /* 0 untried, 1 works, -1 absent */
-    double scale;               /* estimates times this (>= 1) */
+    uint32_t ctx_opt;         /* --ctx (mt_llm_params.n_ctx), 0 unset */
+    uint32_t ctx_server;      /* /props or a refusal said, 0 unknown */
+    int props_asked;          /* 1 once GET /props was tried */
+    pthread_mutex_t props_mu; /* held while /props is asked */
+    int tokenize;             /* 0 untried, 1 works, -1 absent */
+    double scale;             /* estimates times this (>= 1) */
 };
 
 /* What OpenAI's reasoning models (o1, o3, gpt-5...) refuse, learnt from
@@ -86,6 +87,7 @@ static void openai_free(void *self)
     if (!o)
         return;
     pthread_mutex_destroy(&o->mu);
+    pthread_mutex_destroy(&o->props_mu);
     mtx_http_free(o->http);
     mt_free(o->model);
     mt_free(o);
@@ -404,11 +406,13 @@ static uint32_t openai_n_ctx(void *self)
     uint32_t c;
     int ask;
 
+    pthread_mutex_lock(&o->props_mu); /* others wait for the answer */
     pthread_mutex_lock(&o->mu);
     ask = !o->props_asked;
     o->props_asked = 1;
     pthread_mutex_unlock(&o->mu);
     c = ask ? ask_props(o) : 0;
+    pthread_mutex_unlock(&o->props_mu);
     pthread_mutex_lock(&o->mu);
     if (c && (!o->ctx_server || c < o->ctx_server))
         o->ctx_server = c;
@@ -429,8 +433,8 @@ static long ask_tokenize(struct openai *o, const char *s, size_t n)
     json_t *t;
     long c = -1;
 
-    if (b && mtx_http_post_json(o->http, "../tokenize", b, &r, NULL, &e) ==
-                 MT_OK &&
+    if (b &&
+        mtx_http_post_json(o->http, "../tokenize", b, &r, NULL, &e) == MT_OK &&
         json_is_array(t = json_object_get(r, "tokens")))
         c = (long)json_array_size(t);
     json_decref(b);
@@ -473,8 +477,8 @@ static void learn_ctx(struct openai *o, const struct mt_llm_message *m,
     size_t est = 0;
     size_t i;
 
-    if (e->status != MT_ELIMIT || !mtx_llm_parse_ctx_error(e->msg, &ctx,
-                                                            &prompt))
+    if (e->status != MT_ELIMIT ||
+        !mtx_llm_parse_ctx_error(e->msg, &ctx, &prompt))
         return;
     for (i = 0; i < nm; i++)
         est += mtx_llm_estimate_tokens(m[i].content, strlen(m[i].content));
@@ -1050,6 +1054,7 @@ static enum mt_status chat_open(const char *url, const char *ep,
     if (!o)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     pthread_mutex_init(&o->mu, NULL);
+    pthread_mutex_init(&o->props_mu, NULL);
     o->rf_auto = p->response_format == MT_RF_AUTO;
     o->rf = o->rf_auto ? MT_RF_JSON_SCHEMA : p->response_format;
     snprintf(o->ep, sizeof o->ep, "%s", ep);

@@ -58,14 +58,14 @@ static enum mt_status doc_entry(const struct qa_run *r,
 
 static uint32_t count(const struct qa_run *r, const struct mt_buf *b)
 {
-    return mt_llm_count_tokens(r->q->answer_llm, b->data ? b->data : "",
-                               b->len, NULL);
+    return mt_llm_count_tokens(r->q->answer_llm, b->data ? b->data : "", b->len,
+                               NULL);
 }
 
 /* Adds document d whole when it fits the tokens left (*left), else cut
  * at a sentence boundary to fit; returns 1 when no more will fit. */
-static int fit_doc(struct qa_run *r, const struct mt_qa_doc *d,
-                   uint32_t *left, struct mt_buf *b, enum mt_status *st)
+static int fit_doc(struct qa_run *r, const struct mt_qa_doc *d, uint32_t *left,
+                   struct mt_buf *b, enum mt_status *st)
 {
     struct mt_buf e = MT_BUF_INIT(DOCS_MAX);
     size_t n = strlen(d->text);
@@ -219,9 +219,9 @@ static enum mt_status answer_once(struct qa_run *r, const char **vals,
         st = MT_EIO;
     } else if (st == MT_OK) {
         vals[1] = docs.data;
-        st = mtx_qa_chat(r, r->q->answer_llm, "qa_answer", answer_keys, vals,
-                         4, r->q->p.temperature, r->p.max_tokens, 0, reply,
-                         why, wn);
+        st = mtx_qa_chat(r, r->q->answer_llm, "qa_answer", answer_keys, vals, 4,
+                         r->q->p.temperature, r->p.max_tokens, 0, reply, why,
+                         wn);
     }
     *refit = st == MT_EIO && budget == UINT32_MAX &&
              mt_llm_n_ctx(r->q->answer_llm) > 0;

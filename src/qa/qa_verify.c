@@ -115,10 +115,11 @@ static size_t judge_fit(struct qa_run *r, const char *claim, const char *doc)
     uint32_t fixed = 0;
     size_t keep = strlen(doc);
 
-    if (n_ctx && mtx_llmcall_render(r->q->prompts, "qa_judge", judge_keys,
-                                    vals, 2, &sys, &user) == MT_OK) {
+    if (n_ctx && mtx_llmcall_render(r->q->prompts, "qa_judge", judge_keys, vals,
+                                    2, &sys, &user) == MT_OK) {
         fixed = mt_llm_count_tokens(l, sys.data, sys.len, NULL) +
                 mt_llm_count_tokens(l, user.data, user.len, NULL);
+        fixed += MTX_FIT_REPAIR_TOKENS(JUDGE_TOKENS) / 2; /* most repairs */
         keep = mtx_fit_cut(doc, keep,
                            mtx_fit_budget(n_ctx, JUDGE_TOKENS, fixed, 2),
                            mtx_fit_count_llm, l);
@@ -150,8 +151,8 @@ static enum mt_status judge_llm(struct qa_run *r, const char *claim,
         st = MT_ENOMEM;
     }
     if (st == MT_OK)
-        st = mtx_qa_chat(r, r->q->judge_llm, "qa_judge", judge_keys, vals, 2,
-                         0, JUDGE_TOKENS, 1, &reply, why, wn);
+        st = mtx_qa_chat(r, r->q->judge_llm, "qa_judge", judge_keys, vals, 2, 0,
+                         JUDGE_TOKENS, 1, &reply, why, wn);
     mt_free(cut);
 
     if (st == MT_OK)

@@ -163,7 +163,8 @@ static void test_parse_openai_refusal(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_budget_is_context_less_answer_prompt_and_template),
+        cmocka_unit_test(
+            test_budget_is_context_less_answer_prompt_and_template),
         cmocka_unit_test(test_cut_keeps_whole_sentences_that_fit),
         cmocka_unit_test(test_cut_by_estimate),
         cmocka_unit_test(test_estimate_errs_high),

@@ -1102,8 +1102,8 @@ static uint32_t request_estimate(const json_t *rec)
     size_t i;
 
     for (i = 0; i < json_array_size(m); i++) {
-        const char *c = json_string_value(
-            json_object_get(json_array_get(m, i), "content"));
+        const char *c =
+            json_string_value(json_object_get(json_array_get(m, i), "content"));
         t += mtx_llm_estimate_tokens(c, strlen(c));
     }
     return t;
@@ -1181,8 +1181,8 @@ static void test_ask_refits_once_after_a_context_refusal(void **st)
     CHECK_OK(mt_qa_ask(q, q_text, &r, NULL));
     reqs = script_requests(&s, "qa_answer");
     CHECK(json_array_size(reqs) == 2); /* refused once, then fitted */
-    CHECK(request_estimate(json_array_get(reqs, 1)) + 64 +
-              MTX_FIT_BASE_TOKENS + 2 * MTX_FIT_MSG_TOKENS <=
+    CHECK(request_estimate(json_array_get(reqs, 1)) + 64 + MTX_FIT_BASE_TOKENS +
+              2 * MTX_FIT_MSG_TOKENS <=
           ctx);
     CHECK(r->fit.ctx_tokens == ctx);
     CHECK(r->fit.docs_shown < 2 || r->fit.doc_cut);
