@@ -51,7 +51,7 @@ enum mt_status mtx_call_room(struct run *r, const struct call *c,
     if (!n_ctx)
         return MT_OK;
     st = mtx_call_tokens(r, c, &t); /* the template's overhead included */
-    used = (uint64_t)t + r->a->p.max_tokens;
+    used = (uint64_t)t + mtx_fit_answer(n_ctx, r->a->p.max_tokens);
     if (st == MT_OK)
         *room = used < n_ctx ? (uint32_t)(n_ctx - used) : 0;
     return st;
@@ -66,7 +66,8 @@ enum mt_status mtx_fit_whole(struct run *r, struct call *c)
     if (!n_ctx)
         return MT_OK;
     st = mtx_call_tokens(r, c, &t);
-    if (st != MT_OK || (uint64_t)t + r->a->p.max_tokens <= n_ctx)
+    if (st != MT_OK ||
+        (uint64_t)t + mtx_fit_answer(n_ctx, r->a->p.max_tokens) <= n_ctx)
         return st;
     snprintf(c->fail, sizeof c->fail,
              "the note does not fit the model's context: the %s prompt is "

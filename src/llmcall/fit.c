@@ -12,11 +12,16 @@ uint32_t mtx_fit_count_llm(void *user, const char *s, size_t n)
     return mt_llm_count_tokens(user, s, n, NULL);
 }
 
+uint32_t mtx_fit_answer(uint32_t n_ctx, uint32_t max_tokens)
+{
+    return max_tokens <= n_ctx / 2 ? max_tokens : n_ctx / 2;
+}
+
 uint32_t mtx_fit_budget(uint32_t n_ctx, uint32_t max_tokens, uint32_t fixed,
                         size_t nmsgs)
 {
-    uint64_t used = (uint64_t)max_tokens + fixed + MTX_FIT_BASE_TOKENS +
-                    (uint64_t)MTX_FIT_MSG_TOKENS * nmsgs;
+    uint64_t used = (uint64_t)mtx_fit_answer(n_ctx, max_tokens) + fixed +
+                    MTX_FIT_BASE_TOKENS + (uint64_t)MTX_FIT_MSG_TOKENS * nmsgs;
 
     if (n_ctx == 0)
         return UINT32_MAX;

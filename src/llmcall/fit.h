@@ -29,8 +29,14 @@ typedef uint32_t (*mtx_count_fn)(void *user, const char *s, size_t n);
  * (mt_llm_count_tokens). */
 uint32_t mtx_fit_count_llm(void *user, const char *s, size_t n);
 
+/* The room kept for the answer: max_tokens, but at most half the context
+ * (servers such as llama-server stop an answer where the context ends
+ * rather than refuse a max_tokens past it; a prompt keeps half). 0 for
+ * n_ctx 0. */
+uint32_t mtx_fit_answer(uint32_t n_ctx, uint32_t max_tokens);
+
 /* Tokens left for the part of a prompt that can be cut:
- *   n_ctx - max_tokens - fixed - (BASE + MSG * nmsgs),
+ *   n_ctx - mtx_fit_answer(n_ctx, max_tokens) - fixed - (BASE + MSG * nmsgs),
  * 0 when that is not positive; UINT32_MAX when n_ctx is 0 (the context
  * is unknown: nothing is cut). 'fixed' is the rest of the prompt. */
 uint32_t mtx_fit_budget(uint32_t n_ctx, uint32_t max_tokens, uint32_t fixed,

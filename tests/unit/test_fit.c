@@ -18,8 +18,13 @@ static void test_budget_is_context_less_answer_prompt_and_template(void **s)
     CHECK(mtx_fit_budget(2048, 256, 700, 2) == 1060);
     CHECK(mtx_fit_budget(2048, 256, 700, 4) == 1044);
     /* nothing left, or less than nothing: 0, never a wrap-around */
-    CHECK(mtx_fit_budget(2048, 2048, 0, 2) == 0);
     CHECK(mtx_fit_budget(2048, 1024, 1100, 2) == 0);
+    CHECK(mtx_fit_budget(1000, 100, UINT32_MAX, 2) == 0);
+    /* an answer past half the context keeps half: the prompt the rest */
+    CHECK(mtx_fit_answer(2048, 3072) == 1024);
+    CHECK(mtx_fit_answer(2048, 1024) == 1024);
+    CHECK(mtx_fit_answer(2048, 256) == 256);
+    CHECK(mtx_fit_budget(2048, 3072, 0, 2) == 2048 - 1024 - 32);
     CHECK(mtx_fit_budget(1000, UINT32_MAX, UINT32_MAX, 2) == 0);
     /* an unknown context cuts nothing */
     CHECK(mtx_fit_budget(0, 256, 700, 2) == UINT32_MAX);
