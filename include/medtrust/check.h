@@ -115,15 +115,15 @@ struct mt_agent_params {
      * 1.0 / 1200, reflect 0.1 / 512, parser 0.0 / 512. */
     float role_temperature[MT_AGENT_ROLE_COUNT];
     uint32_t role_max_tokens[MT_AGENT_ROLE_COUNT];
-    uint64_t seed;              /* sampling seed (42) */
-    size_t max_note_bytes;      /* longer notes are refused (256 KiB) */
-    uint32_t max_few_shot;      /* examples from few_shot_path or
-                                   examples_path, per note (3) */
-    int grammar;                /* 1 (default): gguf models answer under a
-                                   grammar made from each role's reply
-                                   schema, so their JSON always parses;
-                                   OpenAI-compatible servers are not sent
-                                   one */
+    uint64_t seed;         /* sampling seed (42) */
+    size_t max_note_bytes; /* longer notes are refused (256 KiB) */
+    uint32_t max_few_shot; /* examples from few_shot_path or
+                              examples_path, per note (3) */
+    int grammar;           /* 1 (default): gguf models answer under a
+                              grammar made from each role's reply
+                              schema, so their JSON always parses;
+                              OpenAI-compatible servers are not sent
+                              one */
     /* Called with each trace record as a check adds it, so a caller can
      * follow the trajectory live: the note's id (mt_note.id, may be NULL)
      * and the record as compact JSON text, both valid during the call.

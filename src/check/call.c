@@ -63,10 +63,9 @@ static void reasoning_trace(json_t *rec, const struct mt_chat_result *res)
         return;
     a = json_array();
     for (i = 0; a && i < res->n; i++)
-        json_array_append_new(a, res->reasoning[i]
-                                     ? text_json(res->reasoning[i],
-                                                 TRACE_REPLY_MAX)
-                                     : json_null());
+        json_array_append_new(
+            a, res->reasoning[i] ? text_json(res->reasoning[i], TRACE_REPLY_MAX)
+                                 : json_null());
     json_object_set_new(rec, "reasoning", a);
 }
 

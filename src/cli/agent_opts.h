@@ -79,12 +79,12 @@
         {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
         {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
         {"role-temperature", 0, "ROLE=X",                                      \
-         "one role's temperature (react, eval, reflect, parser, guard, "      \
-         "single; IryoNLP's configs: react=0.1 eval=1.0 "         \
+         "one role's temperature (react, eval, reflect, parser, guard, "       \
+         "single; IryoNLP's configs: react=0.1 eval=1.0 "                      \
          "reflect=0.1 parser=0)",                                              \
          1},                                                                   \
         {"role-max-tokens", 0, "ROLE=N",                                       \
-         "one role's completion budget (IryoNLP's configs: "      \
+         "one role's completion budget (IryoNLP's configs: "                   \
          "react=1024 eval=1200 reflect=512 parser=512)",                       \
          1},                                                                   \
         {"no-grammar", 0, NULL,                                                \

@@ -116,8 +116,8 @@ static enum mt_status split_one(struct mt_chat_result *r, uint32_t i)
     if (!close && !opened)
         return MT_OK;
     ans = close ? close + 8 : from + strlen(from);
-    if (mtx_chat_reasoning_add(r, i, from, (size_t)((close ? close : ans) -
-                                                    from)) != MT_OK)
+    if (mtx_chat_reasoning_add(r, i, from,
+                               (size_t)((close ? close : ans) - from)) != MT_OK)
         return MT_ENOMEM;
     ans += strspn(ans, " \t\r\n");
     keep = mt_strdup(ans);

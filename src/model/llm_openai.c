@@ -57,11 +57,11 @@ struct openai {
     enum mt_response_format rf; /* what this endpoint is sent now */
     int rf_auto;                /* 1: rf may still fall back */
     int n_one;                  /* 1: the endpoint refused n > 1 */
-    int fold_sys; /* 1: the endpoint's template has no system role */
-    unsigned lim; /* LIM_* learnt from the endpoint's refusals */
-    uint32_t ctx_opt;         /* --ctx (mt_llm_params.n_ctx), 0 unset */
-    uint32_t ctx_server;      /* /props or a refusal said, 0 unknown */
-    int props_asked;          /* 1 once GET /props was tried */
+    int fold_sys;        /* 1: the endpoint's template has no system role */
+    unsigned lim;        /* LIM_* learnt from the endpoint's refusals */
+    uint32_t ctx_opt;    /* --ctx (mt_llm_params.n_ctx), 0 unset */
+    uint32_t ctx_server; /* /props or a refusal said, 0 unknown */
+    int props_asked;     /* 1 once GET /props was tried */
     pthread_mutex_t props_mu; /* held while /props is asked */
     int tokenize;             /* 0 untried, 1 works, -1 absent */
     double scale;             /* estimates times this (>= 1) */
@@ -434,7 +434,8 @@ static long ask_tokenize(struct openai *o, const char *s, size_t n)
     long c = -1;
 
     if (b &&
-        mtx_http_post_json(o->http, "../tokenize", b, &r, NULL, &e) == MT_OK &&
+        mtx_http_post_json(o->http, "../tokenize", b, 0, &r, NULL, &e) ==
+            MT_OK &&
         json_is_array(t = json_object_get(r, "tokens")))
         c = (long)json_array_size(t);
     json_decref(b);
@@ -590,7 +591,8 @@ static int add_limits(json_t *b, const struct mt_chat_params *p, unsigned lim)
     json_int_t mt = (json_int_t)p->max_tokens;
 
     if (!(lim & LIM_NO_TEMP) &&
-        json_object_set_new(b, "temperature", json_real((double)p->temperature)))
+        json_object_set_new(b, "temperature",
+                            json_real((double)p->temperature)))
         return -1;
     if (!(lim & LIM_NO_TOP_P) &&
         json_object_set_new(b, "top_p", json_real((double)p->top_p)))
@@ -964,9 +966,9 @@ static enum mt_status round_as_is(struct openai *o,
         json_decref(b);
         if (st == MT_ELIMIT && err)
             learn_ctx(o, m, nm, err);
-        if (st == MT_OK || (!n_fall_back(o, want, err) &&
-                            !lim_fall_back(o, lim, err) &&
-                            (!p->json_schema || !rf_fall_back(o, f, err))))
+        if (st == MT_OK ||
+            (!n_fall_back(o, want, err) && !lim_fall_back(o, lim, err) &&
+             (!p->json_schema || !rf_fall_back(o, f, err))))
             break;
     }
     if (st == MT_OK && had)
