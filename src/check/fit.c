@@ -66,8 +66,10 @@ enum mt_status mtx_fit_whole(struct run *r, struct call *c)
     if (!n_ctx)
         return MT_OK;
     st = mtx_call_tokens(r, c, &t);
+    /* the answer keeps --max-tokens, at most an eighth of the context
+     * here: llama-server ends a longer answer where its context ends */
     if (st != MT_OK ||
-        (uint64_t)t + mtx_fit_answer(n_ctx, r->a->p.max_tokens) <= n_ctx)
+        (uint64_t)t + mtx_fit_answer(n_ctx / 4, r->a->p.max_tokens) <= n_ctx)
         return st;
     snprintf(c->fail, sizeof c->fail,
              "the note does not fit the model's context: the %s prompt is "

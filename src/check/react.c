@@ -386,20 +386,6 @@ static uint32_t leave_repair(const struct run *r, uint32_t room)
     return room - k;
 }
 
-/* A prompt that fills the context before its variable part: MT_ELIMIT,
- * with mtx_fit_whole's reason when it has one. */
-static enum mt_status fit_full(struct run *r, struct call *c)
-{
-    if (mtx_fit_whole(r, c) == MT_OK)
-        snprintf(c->fail, sizeof c->fail,
-                 "the note and the %s prompt fill the model's context "
-                 "(%u tokens) with --max-tokens %u: use a model with a "
-                 "longer context (--ctx) or lower --max-tokens",
-                 c->prompt, (unsigned)mtx_role_ctx(r, c->role),
-                 (unsigned)r->a->p.max_tokens);
-    return MT_ELIMIT;
-}
-
 /* ==== MedReAct's history, fitted to the context ==== */
 
 /* The history sent with a MedReAct step: the round's, or a copy whose
@@ -545,8 +531,8 @@ static enum mt_status fit_react(struct run *r, struct call *c)
     c->hist = NULL;
     c->nhist = 0;
     st = mtx_call_room(r, c, &room);
-    if (st == MT_OK && room == 0)
-        st = fit_full(r, c);
+    if (st == MT_OK && room == 0) /* the history goes; may the rest? */
+        st = mtx_fit_whole(r, c);
     c->hist = f->rd->hist;
     c->nhist = f->rd->nhist;
     if (st != MT_OK || room == UINT32_MAX || c->nhist == 0)
@@ -650,10 +636,7 @@ static enum mt_status render_step(const json_t *sj, size_t k,
             cut++;
     }
     if (st == MT_OK && cut)
-        st = mtx_buf_printf(out,
-                            "(%zu passages of this search left out to fit "
-                            "the token budget)\n",
-                            cut);
+        st = mtx_buf_printf(out, "(%zu passages left out)\n", cut);
     else if (st == MT_OK && q && json_array_size(ps) == 0)
         st = mtx_buf_append_str(out, "(none)\n");
     return st;
@@ -736,8 +719,10 @@ static enum mt_status fit_traj(struct run *r, struct call *c)
     mt_free(f->traj);
     f->traj = NULL;
     st = mtx_call_room(r, c, &room);
-    if (st == MT_OK && room == 0)
-        return fit_full(r, c);
+    if (st == MT_OK && room == 0) /* the passages go; may the rest? */
+        st = mtx_fit_whole(r, c);
+    if (st != MT_OK)
+        return st;
     if (room != UINT32_MAX && leave_repair(r, room) < budget)
         budget = leave_repair(r, room);
     if (st == MT_OK)

@@ -388,12 +388,12 @@ static void test_evidence_budget_drops_oldest_passages(void **state)
                      "react final 2 He is admitted.\n"
                      "eval scores 5\n"
                      "parser answer 2 He is admitted.\n");
-    a = open_react(&s, 1, 130);
+    a = open_react(&s, 1, 160);
     check_note(a, &r);
     t = nth_text(&s, "eval", 0);
     CHECK(strstr(t, "Troponin rises") == NULL);
     CHECK(strstr(t, "Aspirin loading dose") != NULL);
-    CHECK(strstr(t, "1 passages of this search left out") != NULL);
+    CHECK(strstr(t, "(1 passages left out)") != NULL);
     free(t);
     CHECK(strstr(r.trace, "\"step\":\"evidence_budget\"") != NULL);
     CHECK(strstr(r.trace, "\"passages_dropped\":1") != NULL);
@@ -1156,7 +1156,8 @@ static void test_ask_refits_once_after_a_context_refusal(void **st)
 
     (void)st;
     /* first the whole prompt, to know its size */
-    script_start(&s, "qa_answer Statins help [PUBMED:22].\n");
+    script_start(&s, "qa_answer Statins help [PUBMED:22].\n"
+                     "qa_judge {\"label\":\"SUPPORT\",\"confidence\":0.9}\n");
     q = open_qa(&s);
     CHECK_OK(mt_qa_ask(q, q_text, &r, NULL));
     CHECK(r->fit.ctx_tokens == 0 && r->fit.docs_shown == 2);
@@ -1178,7 +1179,12 @@ static void test_ask_refits_once_after_a_context_refusal(void **st)
              full, ctx, full, ctx);
     script_start(&s, sc);
     q = open_qa(&s);
-    CHECK_OK(mt_qa_ask(q, q_text, &r, NULL));
+    /* the judge's context has no room for the cited document after its
+     * claim, prompt and answer: that claim is never verified, and ask
+     * says so (MT_EMODEL, the result kept) */
+    CHECK(mt_qa_ask(q, q_text, &r, NULL) == MT_EMODEL && r);
+    CHECK(r->nclaims == 1 && r->claims[0].nverdicts == 1);
+    CHECK(strstr(r->claims[0].verdicts[0].error, "judge's context") != NULL);
     reqs = script_requests(&s, "qa_answer");
     CHECK(json_array_size(reqs) == 2); /* refused once, then fitted */
     CHECK(request_estimate(json_array_get(reqs, 1)) + 64 + MTX_FIT_BASE_TOKENS +
