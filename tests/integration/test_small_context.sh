@@ -112,7 +112,12 @@ for path in sorted(glob.glob(f"{d}/c_*.json")):
     name = os.path.basename(path)[:-5]
     rc = open(f"{d}/{name}.rc").read().strip()
     err = open(f"{d}/{name}.err").read()
-    assert rc == "0", (name, rc, err[-400:])
+    # a random model may botch a reply (exit 1, #29 §3); what must never
+    # happen is a request the server refuses: no failed call, no context
+    # error
+    assert rc == "0" or ("no usable reply" in err and "exceed" not in err
+                         and "does not fit" not in err), (
+        name, rc, err[-400:])
     r = json.load(open(path))
     assert r["usage"]["failed_calls"] == 0, (name, r["usage"], err[-400:])
     for t in r["trace"]:
