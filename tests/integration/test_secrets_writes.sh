@@ -55,6 +55,12 @@ expect "login as ALICE (alice's account)" 200 "$U/v1/login" \
     -d '{"username":"ALICE","password":"alice-password"}'
 grep -q '"name":"alice"' "$TMP/body" || grep -q 'alice' "$TMP/body" ||
     not_ok "ALICE logs into alice" "$(head -c 300 "$TMP/body")"
+expect "login as fullwidth ＡＬＩＣＥ (NFKC: alice's account)" 200 "$U/v1/login" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"\uff21\uff2c\uff29\uff23\uff25","password":"alice-password"}'
+expect "a wrong password for ALICE is still refused" 401 "$U/v1/login" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"ALICE","password":"wrong-password"}'
 if echo 'other-password1' | "$MT" user add --db "$TMP/db" Alice \
     >"$TMP/out" 2>&1; then
     not_ok "user add Alice is refused beside alice" "$(cat "$TMP/out")"
