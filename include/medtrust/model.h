@@ -187,6 +187,15 @@ uint32_t mt_llm_count_tokens(struct mt_llm *l, const char *s, size_t n,
 /* "vocab", "server" or "estimate". */
 const char *mt_token_count_str(enum mt_token_count how);
 
+/* openai: and azure: the server profile the endpoint got (its kind,
+ * detected once from its first reply or refusal: llama-server, vllm,
+ * ollama, lm-studio, openai, azure, deepseek or openai-compatible; its
+ * auth header, URL shape, token-limit field, whether temperature is sent,
+ * the structured-output dialect and where the reasoning text goes, as
+ * learnt so far); valid until the next call on the handle. NULL for other
+ * backends. */
+const char *mt_llm_profile(struct mt_llm *l);
+
 /* Closes the backend; NULL is allowed. No call may be in flight. */
 void mt_llm_close(struct mt_llm *l);
 

@@ -116,10 +116,17 @@ static enum mt_status check_llm(const char *spec, const struct check_ctx *c,
     st = mt_llm_open(spec, &p, &l, err);
     if (st == MT_OK)
         st = mt_llm_chat(l, ping, 1, &cp, &r, err);
+    if (st == MT_ELIMIT && strstr(err->msg, "on reasoning")) {
+        /* a reasoning model thinks past a 1-token ping: it answered */
+        st = MT_OK;
+        memset(&r, 0, sizeof r);
+    }
     if (st == MT_OK) {
+        const char *prof = mt_llm_profile(l);
         context_detail(l, cx, sizeof cx);
-        snprintf(detail, n, "%s model %s, %s, answered in %.2f s",
-                 mt_llm_backend(l), mt_llm_model(l), cx, r.seconds);
+        snprintf(detail, n, "%s model %s, %s, answered in %.2f s%s%s",
+                 mt_llm_backend(l), mt_llm_model(l), cx, r.seconds,
+                 prof ? "; server profile: " : "", prof ? prof : "");
         mt_chat_result_free(&r);
     }
     mt_llm_close(l);
@@ -238,8 +245,12 @@ const struct cli_verb cli_verb_models = {
     "Lists the LLM (--llm or MEDTRUST_LLM), each per-role override\n"
     "(MEDTRUST_LLM_<ROLE>, e.g. MEDTRUST_LLM_EVAL), the embedder, the\n"
     "reranker and the NLI model, and checks each: local models are loaded,\n"
-    "and an LLM must answer a one-token chat. Exit status 1 when any check\n"
-    "fails. Specs: openai:BASE_URL#MODEL (key from MEDTRUST_API_KEY or\n"
+    "and an LLM must answer a one-token chat; an openai: or azure: LLM's\n"
+    "line ends with the server profile its endpoint got (llama-server,\n"
+    "vllm, ollama, lm-studio, openai, azure, deepseek or\n"
+    "openai-compatible: auth, URL, token-limit field, temperature,\n"
+    "structured-output dialect, reasoning field). Exit status 1 when any\n"
+    "check fails. Specs: openai:BASE_URL#MODEL (key from MEDTRUST_API_KEY or\n"
     "OPENAI_API_KEY), azure:https://RESOURCE.openai.azure.com#DEPLOYMENT\n"
     "(or .../openai/v1#DEPLOYMENT; key from AZURE_OPENAI_API_KEY),\n"
     "gguf:PATH, and use-lite for the embedder.",

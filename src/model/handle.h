@@ -21,6 +21,8 @@ struct mtx_model_ops {
     void (*free)(void *self);
     /* LLMs and rerankers: the model's name (the cache's model key) */
     const char *(*model)(const void *self);
+    /* LLMs, may be NULL: the server profile the backend detected */
+    const char *(*profile)(void *self);
     /* LLMs: fills res (zeroed on entry) with p->n completions; must be
      * thread-safe when the backend allows concurrent calls */
     enum mt_status (*chat)(void *self, const struct mt_llm_message *msgs,

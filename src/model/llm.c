@@ -316,6 +316,11 @@ int mtx_llm_parse_ctx_error(const char *msg, uint32_t *ctx, uint32_t *prompt)
     return *ctx > 0;
 }
 
+const char *mt_llm_profile(struct mt_llm *l)
+{
+    return l->m.ops->profile ? l->m.ops->profile(l->m.self) : NULL;
+}
+
 /* ==== Requests ==== */
 
 /* Validates n_msgs and p (n, n_stop, roles). */

@@ -10,6 +10,7 @@
 #include "medtrust/core.h"
 #include "model/http.h"
 #include "model/llm.h"
+#include "model/openai_profile.h"
 
 /* Without a "usage" object, tokens are estimated at this many bytes each
  * (the usual rule of thumb for English BPE vocabularies). */
@@ -62,9 +63,12 @@ struct openai {
     uint32_t ctx_opt;    /* --ctx (mt_llm_params.n_ctx), 0 unset */
     uint32_t ctx_server; /* /props or a refusal said, 0 unknown */
     int props_asked;     /* 1 once GET /props was tried */
-    pthread_mutex_t props_mu; /* held while /props is asked */
-    int tokenize;             /* 0 untried, 1 works, -1 absent */
-    double scale;             /* estimates times this (>= 1) */
+    pthread_mutex_t props_mu;  /* held while /props is asked */
+    int tokenize;              /* 0 untried, 1 works, -1 absent */
+    double scale;              /* estimates times this (>= 1) */
+    int api_key;               /* Azure's api-key header */
+    enum mtx_server_kind kind; /* detected once (model/openai_profile.h) */
+    char desc[768];            /* mt_llm_profile's line */
 };
 
 /* What OpenAI's reasoning models (o1, o3, gpt-5...) refuse, learnt from
@@ -98,6 +102,51 @@ static const char *openai_model(const void *self)
     return ((const struct openai *)self)->model;
 }
 
+/* ==== Server profile ==== */
+
+/* Sets the endpoint's kind once: from its first reply, or from a refusal
+ * that names it. */
+static void detect_reply(struct openai *o, const json_t *reply)
+{
+    pthread_mutex_lock(&o->mu);
+    if (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC)
+        o->kind = mtx_server_kind_of_reply(reply);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void detect_error(struct openai *o, const struct mt_error *e)
+{
+    enum mtx_server_kind k = mtx_server_kind_of_error(e->msg);
+
+    pthread_mutex_lock(&o->mu);
+    if (k != MTX_SK_UNKNOWN &&
+        (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC))
+        o->kind = k;
+    pthread_mutex_unlock(&o->mu);
+}
+
+static const char *rf_name(enum mt_response_format f);
+
+static const char *openai_profile(void *self)
+{
+    struct openai *o = self;
+    struct mtx_server_state st;
+
+    pthread_mutex_lock(&o->mu);
+    st = (struct mtx_server_state){o->kind,
+                                   o->url,
+                                   o->api_key,
+                                   (o->lim & LIM_MCT) != 0,
+                                   (o->lim & LIM_NO_TEMP) != 0,
+                                   rf_name(o->rf),
+                                   (o->lim & LIM_NO_STRLEN) != 0,
+                                   o->n_one,
+                                   o->fold_sys};
+    mtx_server_profile(o->desc, sizeof o->desc, &st);
+    pthread_mutex_unlock(&o->mu);
+    return o->desc;
+}
+
 /* ==== Response format ==== */
 
 static const char *const rf_names[] = {"auto", "json_schema", "json_object",
@@ -114,6 +163,12 @@ enum mt_status mt_response_format_parse(const char *s,
             return MT_OK;
         }
     return MT_EINVAL;
+}
+
+static const char *rf_name(enum mt_response_format f)
+{
+    return f == MT_RF_NONE ? "no response_format (prompt and validation)"
+                           : mt_response_format_name(f);
 }
 
 const char *mt_response_format_name(enum mt_response_format f)
@@ -504,14 +559,14 @@ static void learn_ctx(struct openai *o, const struct mt_llm_message *m,
 static void strict_schema(json_t *s, int nolen)
 {
     json_t *props = json_object_get(s, "properties");
-    const char *k;
-    json_t *v;
+    void *it;
     size_t i;
 
     if (json_is_object(props)) {
         json_t *req = json_array();
-        json_object_foreach(props, k, v)
-            json_array_append_new(req, json_string(k));
+        for (it = json_object_iter(props); it;
+             it = json_object_iter_next(props, it))
+            json_array_append_new(req, json_string(json_object_iter_key(it)));
         json_object_set_new(s, "required", req);
         json_object_set_new(s, "additionalProperties", json_false());
     }
@@ -519,12 +574,10 @@ static void strict_schema(json_t *s, int nolen)
         json_object_del(s, "maxLength");
         json_object_del(s, "minLength");
     }
-    if (json_is_object(s))
-        json_object_foreach(s, k, v)
-            strict_schema(v, nolen);
-    else if (json_is_array(s))
-        json_array_foreach(s, i, v)
-            strict_schema(v, nolen);
+    for (it = json_object_iter(s); it; it = json_object_iter_next(s, it))
+        strict_schema(json_object_iter_value(it), nolen);
+    for (i = 0; i < json_array_size(s); i++)
+        strict_schema(json_array_get(s, i), nolen);
 }
 
 /* The reply's format as the endpoint takes it now: llama.cpp's raw GBNF
@@ -792,7 +845,7 @@ static enum mt_status check_truncation(const struct openai *o,
 
 /* One streamed completion being gathered. */
 struct stream {
-    const struct openai *o;
+    struct openai *o;
     const struct mt_chat_params *p;
     uint32_t i; /* completion index passed to on_token */
     struct mt_buf text;
@@ -838,6 +891,7 @@ static enum mt_status on_event(void *ctx, const json_t *ev,
 
     if (ch && !json_is_array(ch))
         return bad_field(s->o, err, "choices");
+    detect_reply(s->o, ev);
     if (c && !json_is_null(c) && !t)
         return bad_field(s->o, err, "choices[0].delta.content");
     if (++s->events > 2 * (size_t)s->p->max_tokens + STREAM_EVENT_MARGIN)
@@ -907,9 +961,8 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
                        0,
                        0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
-    enum mt_status st =
-        mtx_http_post_sse(o->http, o->ep, b, reply_budget(p, 1),
-                          &cb, &r->endpoint, err);
+    enum mt_status st = mtx_http_post_sse(o->http, o->ep, b, reply_budget(p, 1),
+                                          &cb, &r->endpoint, err);
 
     if (st == MT_OK)
         st = stream_take(&s, r, got, had, err);
@@ -926,10 +979,11 @@ static enum mt_status post_plain(struct openai *o, const json_t *b,
                                  int *had, struct mt_error *err)
 {
     json_t *reply = NULL;
-    enum mt_status st =
-        mtx_http_post_json(o->http, o->ep, b,
-                           reply_budget(p, want), &reply, &r->endpoint, err);
+    enum mt_status st = mtx_http_post_json(
+        o->http, o->ep, b, reply_budget(p, want), &reply, &r->endpoint, err);
 
+    if (st == MT_OK)
+        detect_reply(o, reply);
     if (st == MT_OK)
         st = take_choices(o, p, reply, r, got, err);
     if (st == MT_OK)
@@ -966,6 +1020,8 @@ static enum mt_status round_as_is(struct openai *o,
         json_decref(b);
         if (st == MT_ELIMIT && err)
             learn_ctx(o, m, nm, err);
+        if (st != MT_OK)
+            detect_error(o, err);
         if (st == MT_OK ||
             (!n_fall_back(o, want, err) && !lim_fall_back(o, lim, err) &&
              (!p->json_schema || !rf_fall_back(o, f, err))))
@@ -1034,6 +1090,7 @@ static const struct mtx_model_ops openai_ops = {
     .name = "openai",
     .free = openai_free,
     .model = openai_model,
+    .profile = openai_profile,
     .chat = openai_chat,
     .n_ctx = openai_n_ctx,
     .count = openai_count,
@@ -1046,10 +1103,10 @@ static enum mt_status chat_open(const char *url, const char *ep,
                                 const struct mt_llm_params *p,
                                 struct mt_llm **out, struct mt_error *err)
 {
-    struct mt_http_params hp = {p->timeout_s,       p->max_retries,
-                                p->backoff_base_s,  p->backoff_max_s,
-                                p->max_concurrency, "--llm/MEDTRUST_LLM",
-                                key_env,            key_env != NULL};
+    struct mt_http_params hp = {
+        p->timeout_s,     p->max_retries,     p->backoff_base_s,
+        p->backoff_max_s, p->max_concurrency, "--llm/MEDTRUST_LLM",
+        key_env,          key_env != NULL};
     struct openai *o = mt_calloc(1, sizeof *o);
     enum mt_status st;
 
@@ -1062,6 +1119,8 @@ static enum mt_status chat_open(const char *url, const char *ep,
     snprintf(o->ep, sizeof o->ep, "%s", ep);
     o->ctx_opt = p->n_ctx;
     o->scale = 1.0;
+    o->api_key = key_env != NULL;
+    o->kind = key_env ? MTX_SK_AZURE : MTX_SK_UNKNOWN;
     o->model = mt_strdup(model);
     if (!o->model) {
         openai_free(o);
@@ -1108,10 +1167,10 @@ enum mt_status mtx_llm_azure_open(const char *url, const char *deployment,
     while (n > 0 && url[n - 1] == '/')
         n--;
     if (ends_with(url, n, "/openai/v1")) /* the v1 API: no api-version */
-        return chat_open(url, "chat/completions", deployment, AZURE_KEY_ENV,
-                         p, out, err);
-    if (n + strlen(deployment) + 32 > sizeof base ||
-        strchr(deployment, '/') || strchr(deployment, '?'))
+        return chat_open(url, "chat/completions", deployment, AZURE_KEY_ENV, p,
+                         out, err);
+    if (n + strlen(deployment) + 32 > sizeof base || strchr(deployment, '/') ||
+        strchr(deployment, '?'))
         return mt_fail(err, MT_EINVAL,
                        "'azure:%s#%s' needs the form azure:https://RESOURCE."
                        "openai.azure.com#DEPLOYMENT (or .../openai/v1#"
@@ -1120,6 +1179,8 @@ enum mt_status mtx_llm_azure_open(const char *url, const char *deployment,
     snprintf(base, sizeof base, "%.*s/openai/deployments/%s", (int)n, url,
              deployment);
     snprintf(ep, sizeof ep, "chat/completions?api-version=%.100s",
-             q ? q + 13 : env && *env ? env : AZURE_API_VERSION);
+             q             ? q + 13
+             : env && *env ? env
+                           : AZURE_API_VERSION);
     return chat_open(base, ep, deployment, AZURE_KEY_ENV, p, out, err);
 }

@@ -122,9 +122,8 @@ enum mt_status mtx_reranker_open_openai(const char *url, const char *model,
                                         struct mt_reranker **out,
                                         struct mt_error *err)
 {
-    struct mt_http_params hp = {p->timeout_s, p->max_retries,     0.5,
-                                30,           p->max_concurrency, "--reranker",
-                                NULL,         0};
+    struct mt_http_params hp = {p->timeout_s,       p->max_retries, 0.5,  30,
+                                p->max_concurrency, "--reranker",   NULL, 0};
     struct orerank *o = mt_calloc(1, sizeof *o);
     enum mt_status st;
 

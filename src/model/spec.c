@@ -14,11 +14,10 @@ static enum mt_status split_url(const char *kind, const char *rest,
     const char *h = strrchr(rest, '#');
 
     if (!h || h == rest || !h[1])
-        return mt_fail(err, MT_EINVAL,
-                       "'%s:%s' needs the form %s:BASE_URL#%s: fix %s", kind,
-                       rest, kind,
-                       strcmp(kind, "azure") == 0 ? "DEPLOYMENT" : "MODEL",
-                       setting);
+        return mt_fail(
+            err, MT_EINVAL, "'%s:%s' needs the form %s:BASE_URL#%s: fix %s",
+            kind, rest, kind,
+            strcmp(kind, "azure") == 0 ? "DEPLOYMENT" : "MODEL", setting);
     *url = mt_strndup(rest, (size_t)(h - rest));
     *model = mt_strdup(h + 1);
     if (!*url || !*model) {
@@ -45,8 +44,8 @@ enum mt_status mtx_spec_parse(const char *spec, const char *const *kinds,
             continue;
         out->kind = i;
         out->arg = spec[k] ? spec + k + 1 : NULL;
-        int url = strcmp(kinds[i], "openai") == 0 ||
-                  strcmp(kinds[i], "azure") == 0;
+        int url =
+            strcmp(kinds[i], "openai") == 0 || strcmp(kinds[i], "azure") == 0;
         if ((strcmp(kinds[i], "gguf") == 0 && (!out->arg || !*out->arg)) ||
             (url && !out->arg))
             return MT_ENOTFOUND;

@@ -162,6 +162,15 @@ else
     not_ok "streamed equals plain" "$(cat "$TMP/stream.json")" "$(tail -3 "$TMP/err")"
 fi
 
+# the real llama-server is detected as such from its first reply (its
+# "timings"), and `models` says which profile the endpoint got
+"$MT" models --llm "$CHAT" --embedder none >"$TMP/models.txt" 2>"$TMP/err"
+if grep -q "server profile: llama-server (auth Authorization: Bearer; $URL/v1/chat/completions; max_tokens; temperature sent" "$TMP/models.txt"; then
+    ok "models: the real llama-server gets the llama-server profile"
+else
+    not_ok "models: llama-server profile" "$(cat "$TMP/models.txt")" "$(tail -3 "$TMP/err")"
+fi
+
 # llama-server with one slot refuses n > 1 (HTTP 400 "Field 'n'"): the
 # client asks again one completion a request, says so once, and gets n
 kill "$PID"

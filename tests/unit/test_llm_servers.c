@@ -21,7 +21,7 @@ static const struct mt_llm_message msgs[] = {
 /* A chat.completion whose one choice's message is MSG (a JSON object's
  * members), finishing with FR. */
 #define COMPLETION(msg, fr)                                                    \
-    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,"    \
+    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,"     \
     "\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":{\"role\":"         \
     "\"assistant\"," msg "},\"logprobs\":null,\"finish_reason\":\"" fr "\"}]," \
     "\"usage\":{\"prompt_tokens\":20,\"total_tokens\":60,"                     \
@@ -114,8 +114,8 @@ static void test_lone_closing_think_of_prompt_opened_templates(void **st)
     struct mt_chat_result r;
     struct mt_error err;
     (void)st;
-    CHECK_OK(call_once(COMPLETION("\"content\":\"" DRAFT "\\n</think>\\n\\n" FINAL
-                                  "\"",
+    CHECK_OK(call_once(COMPLETION("\"content\":\"" DRAFT
+                                  "\\n</think>\\n\\n" FINAL "\"",
                                   "stop"),
                        &r, &err));
     CHECK(strcmp(r.texts[0], "{\"verdict\":\"INCORRECT\"}") == 0);
@@ -139,8 +139,8 @@ static void test_think_block_then_answer(void **state)
     mt_chat_result_free(&r);
 
     /* no think at all: untouched, no reasoning */
-    CHECK_OK(call_once(COMPLETION("\"content\":\"" FINAL "\"", "stop"), &r,
-                       &err));
+    CHECK_OK(
+        call_once(COMPLETION("\"content\":\"" FINAL "\"", "stop"), &r, &err));
     CHECK(verdict_is(&r, "INCORRECT") && r.reasoning == NULL);
     mt_chat_result_free(&r);
 }
@@ -202,17 +202,17 @@ static int on_token(void *ctx, uint32_t i, const char *piece, size_t len)
 }
 
 #define CHUNK(delta)                                                           \
-    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
-    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{" delta "},"       \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"        \
+    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{" delta "},"         \
     "\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}"
 #define LAST_CHUNK                                                             \
-    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
-    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},"                 \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"        \
+    "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},"                  \
     "\"logprobs\":null,\"finish_reason\":\"stop\"}],\"usage\":null}"
 /* OpenAI's stream_options.include_usage: one more chunk, choices empty */
 #define USAGE_CHUNK                                                            \
-    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"       \
-    "\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":21,"         \
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,"        \
+    "\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":21,"          \
     "\"completion_tokens\":9,\"total_tokens\":30}}"
 
 static enum mt_status stream_once(const char *events, struct seen *seen,
@@ -245,12 +245,17 @@ static void test_stream_reasoning_deltas_kept_apart(void **state)
     struct seen seen;
     (void)state;
     /* vLLM: delta.reasoning */
-    CHECK_OK(stream_once(CHUNK("\"role\":\"assistant\",\"content\":\"\"") ","
-                         CHUNK("\"reasoning\":\"draft {\\\"verdict\\\":\"") ","
-                         CHUNK("\"reasoning\":\"\\\"CORRECT\\\"}\"") ","
-                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
-                         "," USAGE_CHUNK,
-                         &seen, &r, &err));
+    CHECK_OK(stream_once(
+        CHUNK("\"role\":\"assistant\",\"content\":\"\"") "," CHUNK(
+            "\"reasoning"
+            "\":\"draft "
+            "{\\\"verdic"
+            "t\\\":\"") "," CHUNK("\"reasoning\":\"\\\"CORRECT\\\"}"
+                                  "\"") "," CHUNK("\"content\":"
+                                                  "\"" FINAL
+                                                  "\"") "," LAST_CHUNK
+                                                        "," USAGE_CHUNK,
+        &seen, &r, &err));
     CHECK(verdict_is(&r, "INCORRECT"));
     CHECK(strcmp(seen.text, r.texts[0]) == 0 && seen.pieces == 1);
     CHECK(r.reasoning &&
@@ -259,9 +264,9 @@ static void test_stream_reasoning_deltas_kept_apart(void **state)
     CHECK(!r.tokens_estimated);
     mt_chat_result_free(&r);
     /* llama-server and DeepSeek: delta.reasoning_content */
-    CHECK_OK(stream_once(CHUNK("\"reasoning_content\":\"hmm\"") ","
-                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
-                         "," USAGE_CHUNK,
+    CHECK_OK(stream_once(CHUNK("\"reasoning_content\":\"hmm\"") "," CHUNK(
+                             "\"content\":\"" FINAL "\"") "," LAST_CHUNK
+                                                          "," USAGE_CHUNK,
                          &seen, &r, &err));
     CHECK(verdict_is(&r, "INCORRECT"));
     CHECK(r.reasoning && strcmp(r.reasoning[0], "hmm") == 0);
@@ -274,11 +279,12 @@ static void test_stream_think_tags_in_content(void **state)
     struct mt_error err;
     struct seen seen;
     (void)state;
-    CHECK_OK(stream_once(CHUNK("\"content\":\"" DRAFT "\"") ","
-                         CHUNK("\"content\":\"</think>\\n\\n\"") ","
-                         CHUNK("\"content\":\"" FINAL "\"") "," LAST_CHUNK
-                         "," USAGE_CHUNK,
-                         &seen, &r, &err));
+    CHECK_OK(stream_once(
+        CHUNK("\"content\":\"" DRAFT "\"") "," CHUNK(
+            "\"content\":\"</think>\\n\\n\"") "," CHUNK("\"content\":\"" FINAL
+                                                        "\"") "," LAST_CHUNK
+                                                              "," USAGE_CHUNK,
+        &seen, &r, &err));
     CHECK(verdict_is(&r, "INCORRECT"));
     CHECK(r.reasoning && strstr(r.reasoning[0], "but wait") != NULL);
     mt_chat_result_free(&r);
@@ -292,16 +298,16 @@ static void test_stream_usage_only_last_chunk(void **state)
     struct mt_error err;
     struct seen seen;
     (void)state;
-    CHECK_OK(stream_once(CHUNK("\"role\":\"assistant\"") ","
-                         CHUNK("\"content\":\"yes\"") "," LAST_CHUNK
-                         "," USAGE_CHUNK,
+    CHECK_OK(stream_once(CHUNK("\"role\":\"assistant\"") "," CHUNK(
+                             "\"content\":\"yes\"") "," LAST_CHUNK
+                                                    "," USAGE_CHUNK,
                          &seen, &r, &err));
     CHECK(strcmp(r.texts[0], "yes") == 0 && strcmp(seen.text, "yes") == 0);
     CHECK(r.prompt_tokens == 21 && r.completion_tokens == 9);
     CHECK(!r.tokens_estimated && r.reasoning == NULL);
     mt_chat_result_free(&r);
-    CHECK_OK(stream_once(CHUNK("\"content\":\"yes\"") "," LAST_CHUNK, &seen,
-                         &r, &err));
+    CHECK_OK(stream_once(CHUNK("\"content\":\"yes\"") "," LAST_CHUNK, &seen, &r,
+                         &err));
     CHECK(strcmp(r.texts[0], "yes") == 0 && r.tokens_estimated);
     mt_chat_result_free(&r);
 }
@@ -310,14 +316,14 @@ static void test_stream_usage_only_last_chunk(void **state)
 
 /* OpenAI's reasoning models, as its API answers them. */
 #define REFUSE_MAX_TOKENS                                                      \
-    "reply 400 0 - {\"error\":{\"message\":\"Unsupported parameter: "         \
+    "reply 400 0 - {\"error\":{\"message\":\"Unsupported parameter: "          \
     "'max_tokens' is not supported with this model. Use "                      \
-    "'max_completion_tokens' instead.\",\"type\":\"invalid_request_error\","  \
+    "'max_completion_tokens' instead.\",\"type\":\"invalid_request_error\","   \
     "\"param\":\"max_tokens\",\"code\":\"unsupported_parameter\"}}\n"
 #define REFUSE_TEMPERATURE                                                     \
-    "reply 400 0 - {\"error\":{\"message\":\"Unsupported value: "             \
-    "'temperature' does not support 0 with this model. Only the default "     \
-    "(1) value is supported.\",\"type\":\"invalid_request_error\","           \
+    "reply 400 0 - {\"error\":{\"message\":\"Unsupported value: "              \
+    "'temperature' does not support 0 with this model. Only the default "      \
+    "(1) value is supported.\",\"type\":\"invalid_request_error\","            \
     "\"param\":\"temperature\",\"code\":\"unsupported_value\"}}\n"
 
 static void test_reasoning_model_limits_step_down_once(void **state)
@@ -329,9 +335,9 @@ static void test_reasoning_model_limits_step_down_once(void **state)
     struct mt_error err;
     char body[8192];
     (void)state;
-    stub_start(&s, REFUSE_MAX_TOKENS REFUSE_TEMPERATURE
-               "reply 200 0 - " COMPLETION("\"content\":\"" FINAL "\"",
-                                           "stop") "\n");
+    stub_start(
+        &s, REFUSE_MAX_TOKENS REFUSE_TEMPERATURE
+        "reply 200 0 - " COMPLETION("\"content\":\"" FINAL "\"", "stop") "\n");
     l = open_llm(&s);
     mt_chat_default_params(&cp);
     cp.max_tokens = 32;
@@ -377,9 +383,9 @@ static void test_limit_refusal_not_looped(void **state)
     "reply 200 0 - " COMPLETION("\"content\":\"" FINAL "\"", "stop") "\n"
 /* a field the schema does not require, and a bounded string */
 #define SCHEMA                                                                 \
-    "{\"type\":\"object\",\"properties\":{\"verdict\":{\"type\":"           \
-    "\"string\",\"maxLength\":20},\"why\":{\"type\":\"object\","              \
-    "\"properties\":{\"text\":{\"type\":\"string\"}}}},"                      \
+    "{\"type\":\"object\",\"properties\":{\"verdict\":{\"type\":"              \
+    "\"string\",\"maxLength\":20},\"why\":{\"type\":\"object\","               \
+    "\"properties\":{\"text\":{\"type\":\"string\"}}}},"                       \
     "\"required\":[\"verdict\"]}"
 
 /* Makes one call with SCHEMA against 'script'; body gets the last
@@ -448,8 +454,8 @@ static void test_openai_strict_refusal_of_max_length(void **state)
  * json_schema with it, json_object too (it becomes a schema): the
  * step-down ends at no response_format, the prompt and validation. */
 #define BOTH_REFUSED                                                           \
-    "reply 400 0 - {\"error\":{\"code\":400,\"message\":\"Either "            \
-    "\\\"json_schema\\\" or \\\"grammar\\\" can be specified, but not "     \
+    "reply 400 0 - {\"error\":{\"code\":400,\"message\":\"Either "             \
+    "\\\"json_schema\\\" or \\\"grammar\\\" can be specified, but not "        \
     "both\",\"type\":\"invalid_request_error\"}}\n"
 static void test_llama_server_grammar_conflict_ends_at_prompting(void **st)
 {
@@ -477,11 +483,11 @@ static void test_lm_studio_refuses_json_object(void **state)
 
 /* Ollama's /v1 reply (its system_fingerprint), having read PT tokens. */
 #define OLLAMA(pt)                                                             \
-    "reply 200 0 - {\"id\":\"chatcmpl-391\",\"object\":\"chat.completion\","  \
-    "\"created\":1733000000,\"model\":\"llama3.2\",\"system_fingerprint\":"   \
-    "\"fp_ollama\",\"choices\":[{\"index\":0,\"message\":{\"role\":"          \
-    "\"assistant\",\"content\":\"" FINAL "\"},\"finish_reason\":\"stop\"}],"  \
-    "\"usage\":{\"prompt_tokens\":" #pt ",\"completion_tokens\":12,"          \
+    "reply 200 0 - {\"id\":\"chatcmpl-391\",\"object\":\"chat.completion\","   \
+    "\"created\":1733000000,\"model\":\"llama3.2\",\"system_fingerprint\":"    \
+    "\"fp_ollama\",\"choices\":[{\"index\":0,\"message\":{\"role\":"           \
+    "\"assistant\",\"content\":\"" FINAL "\"},\"finish_reason\":\"stop\"}],"   \
+    "\"usage\":{\"prompt_tokens\":" #pt ",\"completion_tokens\":12,"           \
     "\"total_tokens\":" #pt "}}\n"
 
 /* A call with a 40,000-byte note (about 9,000 tokens), streamed or not. */
@@ -542,8 +548,8 @@ static void test_ollama_silent_truncation_fails_the_call(void **state)
 /* One call through KIND:STUB_URL TAIL; line gets the
  * stub's log line ("SEQ ACTIVE PATH AUTH BODY"). */
 static enum mt_status azure_call(const char *script, const char *kind,
-                                 const char *tail,
-                                 char *line, size_t n, struct mt_error *err)
+                                 const char *tail, char *line, size_t n,
+                                 struct mt_error *err)
 {
     struct stub s;
     struct mt_llm *l = NULL;
@@ -576,8 +582,9 @@ static void test_azure_legacy_and_v1_paths(void **state)
     CHECK_OK(azure_call(OK_LINE, "azure", "#gpt-4o", line, sizeof line, &err));
     CHECK(strstr(line, " /openai/deployments/gpt-4o/chat/completions"
                        "?api-version=2024-10-21 api-key=az-secret {") != NULL);
-    CHECK_OK(azure_call(OK_LINE, "azure", "/?api-version=2025-01-01-preview#dep",
-                        line, sizeof line, &err));
+    CHECK_OK(azure_call(OK_LINE, "azure",
+                        "/?api-version=2025-01-01-preview#dep", line,
+                        sizeof line, &err));
     CHECK(strstr(line, " /openai/deployments/dep/chat/completions"
                        "?api-version=2025-01-01-preview api-key=") != NULL);
     setenv("AZURE_OPENAI_API_VERSION", "2024-06-01", 1);
@@ -606,11 +613,107 @@ static void test_azure_401_names_its_key(void **state)
     CHECK(azure_call("reply 401 0 - {\"error\":{\"code\":\"401\","
                      "\"message\":\"Access denied due to invalid "
                      "subscription key or wrong API endpoint.\"}}\n",
-                     "azure", "#gpt-4o", line, sizeof line,
-                     &err) == MT_EINVAL);
+                     "azure", "#gpt-4o", line, sizeof line, &err) == MT_EINVAL);
     CHECK(strstr(err.msg, "set AZURE_OPENAI_API_KEY") != NULL);
     CHECK(strstr(err.msg, "Access denied") != NULL);
     CHECK(strstr(line, " - {") != NULL); /* no key set: none sent */
+}
+
+/* ==== Server profiles ==== */
+
+/* The profile after one call against 'script' through KIND:URL TAIL. */
+static void profile_after(const char *script, const char *kind,
+                          const char *tail, char *prof, size_t n)
+{
+    struct stub s;
+    struct mt_llm *l = NULL;
+    struct mt_llm_params p;
+    struct mt_chat_result r;
+    struct mt_chat_params cp;
+    struct mt_error err;
+    char spec[256];
+
+    stub_start(&s, script);
+    snprintf(spec, sizeof spec, "%s:%s%s", kind, s.url, tail);
+    mt_llm_default_params(&p);
+    p.timeout_s = 5;
+    p.max_retries = 0;
+    CHECK_OK(mt_llm_open(spec, &p, &l, &err));
+    if (strcmp(kind, "openai") == 0) /* azure: known from the spec */
+        CHECK(strstr(mt_llm_profile(l), "not detected yet") ==
+              mt_llm_profile(l));
+    mt_chat_default_params(&cp);
+    cp.json_schema = SCHEMA;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    mt_chat_result_free(&r);
+    snprintf(prof, n, "%s", mt_llm_profile(l));
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
+/* Each server's reply as its documentation shows it. */
+#define LLAMA_REPLY                                                            \
+    "reply 200 0 - {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,"     \
+    "\"message\":{\"role\":\"assistant\",\"content\":\"" FINAL "\"}}],"        \
+    "\"created\":1,\"model\":\"m\",\"system_fingerprint\":\"b5500-abc\","      \
+    "\"object\":\"chat.completion\",\"usage\":{\"completion_tokens\":5,"       \
+    "\"prompt_tokens\":9,\"total_tokens\":14},\"id\":\"chatcmpl-x\","          \
+    "\"timings\":{\"prompt_n\":9,\"predicted_n\":5}}\n"
+#define VLLM_REPLY                                                             \
+    "reply 200 0 - {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\","     \
+    "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":"     \
+    "{\"role\":\"assistant\",\"reasoning\":null,\"content\":\"" FINAL "\","    \
+    "\"tool_calls\":[]},\"logprobs\":null,\"finish_reason\":\"stop\","         \
+    "\"stop_reason\":null}],\"usage\":{\"prompt_tokens\":9,"                   \
+    "\"total_tokens\":14,\"completion_tokens\":5},\"prompt_logprobs\":null}\n"
+#define OPENAI_REPLY                                                           \
+    "reply 200 0 - {\"id\":\"chatcmpl-B9\",\"object\":\"chat.completion\","    \
+    "\"created\":1,\"model\":\"o3-mini\",\"choices\":[{\"index\":0,"           \
+    "\"message\":{\"role\":\"assistant\",\"content\":\"" FINAL "\","           \
+    "\"refusal\":null},\"finish_reason\":\"stop\"}],\"usage\":"                \
+    "{\"prompt_tokens\":9,\"completion_tokens\":5,\"total_tokens\":14},"       \
+    "\"service_tier\":\"default\",\"system_fingerprint\":\"fp_44\"}\n"
+
+static void test_profiles_detected_once_per_endpoint(void **state)
+{
+    char prof[1024];
+    (void)state;
+    profile_after(LLAMA_REPLY, "openai", "#m", prof, sizeof prof);
+    CHECK(
+        strncmp(prof, "llama-server (auth Authorization: Bearer; http://",
+                strlen("llama-server (auth Authorization: Bearer; http://")) ==
+        0);
+    CHECK(strstr(prof, "/v1/chat/completions; max_tokens; temperature "
+                       "sent; structured output response_format or grammar "
+                       "(GBNF), sending json_schema; reasoning in "
+                       "reasoning_content)") != NULL);
+    profile_after(VLLM_REPLY, "openai", "#m", prof, sizeof prof);
+    CHECK(strncmp(prof, "vllm (", strlen("vllm (")) == 0 &&
+          strstr(prof, "reasoning in reasoning)") != NULL);
+    profile_after(OLLAMA(20), "openai", "#m", prof, sizeof prof);
+    CHECK(strncmp(prof, "ollama (", strlen("ollama (")) == 0);
+    profile_after(REFUSE_MAX_TOKENS REFUSE_TEMPERATURE OPENAI_REPLY, "openai",
+                  "#o3-mini", prof, sizeof prof);
+    CHECK(strncmp(prof, "openai (", strlen("openai (")) == 0);
+    CHECK(strstr(prof, "; max_completion_tokens; temperature left out;") !=
+          NULL);
+    profile_after(OK_LINE, "azure", "#gpt-4o", prof, sizeof prof);
+    CHECK(strncmp(prof, "azure (auth api-key header; http://",
+                  strlen("azure (auth api-key header; http://")) == 0);
+    CHECK(strstr(prof, "/openai/deployments/gpt-4o/chat/completions?"
+                       "api-version=") != NULL);
+    /* LM Studio is known by its refusal of json_object */
+    profile_after("reply 400 0 - {\"error\":\"Invalid response_format: the "
+                  "model's json_schema failed to compile\"}\n"
+                  "reply 400 0 - {\"error\":\"'response_format.type' "
+                  "must be 'json_schema' or 'text'\"}\n" OK_LINE,
+                  "openai", "#m", prof, sizeof prof);
+    CHECK(strncmp(prof, "lm-studio (", strlen("lm-studio (")) == 0);
+    CHECK(strstr(prof, "sending no response_format (prompt and validation)") !=
+          NULL);
+    profile_after(OK_LINE, "openai", "#m", prof, sizeof prof);
+    CHECK(strncmp(prof, "openai-compatible (", strlen("openai-compatible (")) ==
+          0);
 }
 
 int main(void)
@@ -634,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_ollama_silent_truncation_fails_the_call),
         cmocka_unit_test(test_azure_legacy_and_v1_paths),
         cmocka_unit_test(test_azure_401_names_its_key),
+        cmocka_unit_test(test_profiles_detected_once_per_endpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,46 @@
+/* Server profiles of the OpenAI-compatible backend: which kind of server
+ * an endpoint is (from its first reply or refusal) and what it takes.
+ * Names: mtx_ (docs/architecture.md). */
+#ifndef MT_MODEL_OPENAI_PROFILE_H
+#define MT_MODEL_OPENAI_PROFILE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+enum mtx_server_kind {
+    MTX_SK_UNKNOWN = 0, /* nothing answered yet */
+    MTX_SK_GENERIC,     /* answered, with no sign of a known kind */
+    MTX_SK_LLAMA,
+    MTX_SK_VLLM,
+    MTX_SK_OLLAMA,
+    MTX_SK_LMSTUDIO,
+    MTX_SK_OPENAI,
+    MTX_SK_AZURE,
+    MTX_SK_DEEPSEEK,
+};
+
+/* The kind a chat.completion (or a stream's chunk) shows, GENERIC when
+ * it shows none. */
+enum mtx_server_kind mtx_server_kind_of_reply(const json_t *reply);
+
+/* The kind a refusal's message shows, UNKNOWN when it shows none. */
+enum mtx_server_kind mtx_server_kind_of_error(const char *msg);
+
+/* What the backend sends an endpoint now. */
+struct mtx_server_state {
+    enum mtx_server_kind kind;
+    const char *url;    /* the chat URL */
+    int api_key;        /* 1: "api-key" header, else Bearer */
+    int mct;            /* max_completion_tokens */
+    int no_temp;        /* temperature left out */
+    const char *format; /* response_format now: json_schema, ... none */
+    int no_strlen;      /* schemas without string lengths */
+    int n_one;          /* one completion a request */
+    int fold_sys;       /* system prompt folded into the user turn */
+};
+
+/* One line: "KIND (auth ..., URL, limit field, temperature, structured
+ * output, reasoning field)". */
+void mtx_server_profile(char *buf, size_t n, const struct mtx_server_state *s);
+
+#endif
