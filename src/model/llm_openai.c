@@ -33,10 +33,11 @@
 
 /* Silent truncation (Ollama's /v1 cuts a prompt at its default context,
  * 2,048 or 4,096 tokens, whatever was asked): no tokenizer makes fewer
- * tokens than one per MAX_BYTES_PER_TOKEN bytes of text (English averages
- * about 4), so a server that reports fewer prompt tokens than that for a
- * prompt of at least TRUNCATION_MIN_BYTES read only part of it. */
-#define MAX_BYTES_PER_TOKEN 8
+ * tokens than 3/8 of mtx_llm_estimate_tokens' count (a token per 3 ASCII
+ * bytes: one per 8 bytes of English, which averages about 4), so a server
+ * that reports fewer prompt tokens than that for a prompt of at least
+ * TRUNCATION_MIN_BYTES read only part of it. */
+#define LEAST_OF_ESTIMATE(e) ((e)*3 / 8)
 #define TRUNCATION_MIN_BYTES 8192
 
 static size_t text_budget(const struct mt_chat_params *p)
@@ -448,6 +449,11 @@ static uint32_t ask_props(struct openai *o)
         return 0;
     v = json_integer_value(json_object_get(
         json_object_get(r, "default_generation_settings"), "n_ctx"));
+    if (json_is_object(json_object_get(r, "default_generation_settings"))) {
+        pthread_mutex_lock(&o->mu); /* only llama-server has this page */
+        o->kind = MTX_SK_LLAMA;
+        pthread_mutex_unlock(&o->mu);
+    }
     json_decref(r);
     if (v > 0 && v <= (json_int_t)UINT32_MAX)
         mt_log(MT_LOG_INFO, "%s: the server's context is %ld tokens a slot",
@@ -827,7 +833,12 @@ static enum mt_status check_truncation(const struct openai *o,
                                        struct mt_error *err)
 {
     size_t bytes = prompt_bytes(m, nm);
-    size_t least = bytes / MAX_BYTES_PER_TOKEN;
+    size_t least = 0;
+    size_t i;
+
+    for (i = 0; i < nm; i++)
+        least += mtx_llm_estimate_tokens(m[i].content, strlen(m[i].content));
+    least = LEAST_OF_ESTIMATE(least);
 
     if (bytes < TRUNCATION_MIN_BYTES || read >= least)
         return MT_OK;

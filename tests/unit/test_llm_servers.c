@@ -716,6 +716,30 @@ static void test_profiles_detected_once_per_endpoint(void **state)
           0);
 }
 
+/* llama-server's /props (asked once for the context) tells the kind
+ * before any chat. */
+static void test_profile_from_props(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    (void)state;
+    stub_start(&s, "props 200 0 - {\"default_generation_settings\":{\"n_ctx\":"
+                   "2048,\"params\":{}},\"total_slots\":4,\"model_path\":"
+                   "\"m.gguf\",\"chat_template\":\"\"}\n" OK_LINE);
+    l = open_llm(&s);
+    CHECK(mt_llm_n_ctx(l) == 2048);
+    CHECK(strncmp(mt_llm_profile(l), "llama-server (", 14) == 0);
+    mt_llm_close(l);
+    stub_stop(&s);
+    /* a server without /props stays undetected until it answers */
+    stub_start(&s, OK_LINE);
+    l = open_llm(&s);
+    CHECK(mt_llm_n_ctx(l) == 0);
+    CHECK(strncmp(mt_llm_profile(l), "not detected yet", 16) == 0);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -738,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_azure_legacy_and_v1_paths),
         cmocka_unit_test(test_azure_401_names_its_key),
         cmocka_unit_test(test_profiles_detected_once_per_endpoint),
+        cmocka_unit_test(test_profile_from_props),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
