@@ -1250,10 +1250,64 @@ static void test_retriever_urls_match_each_hits_own(void **st)
     mt_retriever_close(r);
 }
 
+/* The retriever's remaining public calls on a BM25-only store: a hit's
+ * document metadata (its "url" kept), a chunk that does not exist, and
+ * the refusals that say what is missing: no reranker, no embedder, dense
+ * and hybrid search on an index without vectors (naming the mode and the
+ * command that builds them). */
+static void test_retriever_metadata_and_refusals(void **st)
+{
+    static const enum mt_search_mode modes[] = {MT_SEARCH_DENSE,
+                                                MT_SEARCH_HYBRID};
+    struct mt_retriever_params rp;
+    struct mt_search_params sp;
+    struct mt_retriever *r = NULL;
+    struct mt_search_result *res = NULL;
+    struct mt_error e = {MT_OK, ""};
+    struct mt_str t = {"statins", 7};
+    char *json = NULL;
+    float f[4];
+    size_t i;
+
+    (void)st;
+    mt_retriever_default_params(&rp);
+    rp.db_dir = qa_dir;
+    rp.embedder_spec = "none";
+    CHECK_OK(mt_retriever_open(&rp, &r, NULL));
+    CHECK_OK(mt_retriever_check(r, NULL));
+    mt_search_default_params(&sp);
+    sp.mode = MT_SEARCH_BM25;
+    CHECK_OK(
+        mt_retriever_search(r, "statins cholesterol trials", &sp, &res, NULL));
+    CHECK(res->n >= 1 && strcmp(res->hits[0].doc_id, "22") == 0);
+    CHECK_OK(mt_retriever_metadata(r, res->hits[0].chunk_id, &json, NULL));
+    CHECK(json && strstr(json, "\"url\":\"https://example.org/t\""));
+    mt_free(json);
+    json = NULL;
+    CHECK(mt_retriever_metadata(r, 1000000, &json, NULL) == MT_ENOTFOUND);
+    CHECK(json == NULL);
+    mt_search_result_free(res);
+    CHECK(!mt_retriever_has_reranker(r));
+    CHECK(mt_retriever_rerank(r, "q", &t, 1, f, &e) == MT_EINVAL);
+    CHECK(strstr(e.msg, "no reranker"));
+    CHECK(mt_retriever_dims(r) == 0 && !mt_retriever_has_vectors(r));
+    CHECK(mt_retriever_embed(r, &t, 1, f, &e) == MT_EINVAL);
+    for (i = 0; i < 2; i++) {
+        res = NULL;
+        sp.mode = modes[i];
+        CHECK(mt_retriever_search(r, "statins", &sp, &res, &e) == MT_EINVAL);
+        CHECK(res == NULL);
+        CHECK(strstr(e.msg, mt_search_mode_str(modes[i])) &&
+              strstr(e.msg, "--embedder use-lite"));
+    }
+    mt_retriever_close(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_plays_queues_and_records_requests),
+        cmocka_unit_test(test_retriever_metadata_and_refusals),
         cmocka_unit_test(
             test_both_judges_read_claim_and_evidence_the_right_way),
         cmocka_unit_test(test_react_searches_n_times_then_reflects),
