@@ -4,7 +4,8 @@
 # as tests/run.sh takes, picks fewer; the fuzzers run on their own build
 # and add nothing here) and prints the line and branch coverage of each
 # folder of src/ and the whole library (scripts/coverage, from gcov's
-# own counts). Expensive: the whole suite, once.
+# own counts). Expensive: the whole suite, once; build nothing in
+# build/cov while it runs (a rebuilt object's counts no longer match).
 COV_BUILD  ?= build/cov
 COV_SUITES ?= !(test_fuzz)
 COV_FLAGS  := --coverage -fprofile-update=atomic
