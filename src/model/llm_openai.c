@@ -83,6 +83,12 @@ struct openai {
 /* OpenAI's strict json_schema permits no minLength / maxLength ("'maxLength'
  * is not permitted"): after that refusal schemas go without them. */
 #define LIM_NO_STRLEN 8u
+/* A model that reasons in its output (a reasoning field, a <think>
+ * block): its thinking counts against max_tokens on vLLM, llama-server,
+ * Ollama and the rest, so a judge's 32 tokens would hold no answer. Learnt
+ * from a reply that carried reasoning (or ran out of tokens reasoning,
+ * then sent again once), it gets REASONING_TOKENS more. */
+#define LIM_REASONS 16u
 #define REASONING_TOKENS 4096
 
 static void openai_free(void *self)
@@ -647,7 +653,8 @@ static int add_stream(json_t *b, const struct mt_chat_params *p)
 /* temperature, top_p and the token limit, as the endpoint takes them. */
 static int add_limits(json_t *b, const struct mt_chat_params *p, unsigned lim)
 {
-    json_int_t mt = (json_int_t)p->max_tokens;
+    json_int_t mt = (json_int_t)p->max_tokens +
+                    (lim & (LIM_MCT | LIM_REASONS) ? REASONING_TOKENS : 0);
 
     if (!(lim & LIM_NO_TEMP) &&
         json_object_set_new(b, "temperature",
@@ -658,7 +665,7 @@ static int add_limits(json_t *b, const struct mt_chat_params *p, unsigned lim)
         return -1;
     if (lim & LIM_MCT)
         return json_object_set_new(b, "max_completion_tokens",
-                                   json_integer(mt + REASONING_TOKENS));
+                                   json_integer(mt));
     return json_object_set_new(b, "max_tokens", json_integer(mt));
 }
 
@@ -864,6 +871,7 @@ struct stream {
     struct mt_chat_result usage; /* only its token counts are used */
     int had_usage;
     size_t events; /* in this attempt */
+    size_t extra;  /* reasoning tokens allowed beyond max_tokens */
 };
 
 /* A streamed piece of reasoning (delta.reasoning, or
@@ -905,7 +913,8 @@ static enum mt_status on_event(void *ctx, const json_t *ev,
     detect_reply(s->o, ev);
     if (c && !json_is_null(c) && !t)
         return bad_field(s->o, err, "choices[0].delta.content");
-    if (++s->events > 2 * (size_t)s->p->max_tokens + STREAM_EVENT_MARGIN)
+    if (++s->events >
+        2 * ((size_t)s->p->max_tokens + s->extra) + STREAM_EVENT_MARGIN)
         return mt_fail(err, MT_ELIMIT,
                        "the stream passed %zu events for max_tokens %u: "
                        "the server does not honour max_tokens",
@@ -970,16 +979,48 @@ static enum mt_status post_stream(struct openai *o, const json_t *b,
                        MT_BUF_INIT(text_budget(p) + 1),
                        {0},
                        0,
-                       0};
+                       0,
+                       lims_now(o) & (LIM_MCT | LIM_REASONS) ? REASONING_TOKENS
+                                                             : 0};
     struct mt_http_sse cb = {on_event, on_restart, &s};
-    enum mt_status st = mtx_http_post_sse(o->http, o->ep, b, reply_budget(p, 1),
-                                          &cb, &r->endpoint, err);
+    enum mt_status st;
+
+    st = mtx_http_post_sse(o->http, o->ep, b, reply_budget(p, 1), &cb,
+                           &r->endpoint, err);
 
     if (st == MT_OK)
         st = stream_take(&s, r, got, had, err);
     mtx_buf_free(&s.text);
     mtx_buf_free(&s.why);
     return st;
+}
+
+/* After a reply whose completions reasoned, or a call that ran out of
+ * tokens reasoning, later requests allow REASONING_TOKENS more; returns 1
+ * when the call should be sent again (the latter, once). */
+static int reasons_learn(struct openai *o, unsigned sent, enum mt_status st,
+                         const struct mt_chat_result *r, uint32_t from,
+                         uint32_t to, const struct mt_error *e)
+{
+    int saw = st == MT_ELIMIT && e && strstr(e->msg, "on reasoning and gave");
+    uint32_t i;
+    int first;
+
+    for (i = from; st == MT_OK && i < to && !saw; i++)
+        saw = (r->reasoning && r->reasoning[i]) ||
+              strstr(r->texts[i], "</think>") != NULL;
+    if (!saw || (sent & LIM_REASONS))
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    first = !(o->lim & LIM_REASONS);
+    o->lim |= LIM_REASONS;
+    pthread_mutex_unlock(&o->mu);
+    if (first)
+        mt_log(MT_LOG_WARN,
+               "%s: the model reasons before it answers; allowing %d more "
+               "tokens a request for its reasoning from now on",
+               o->url, REASONING_TOKENS);
+    return st == MT_ELIMIT;
 }
 
 /* ==== Calls ==== */
@@ -1033,6 +1074,8 @@ static enum mt_status round_as_is(struct openai *o,
             learn_ctx(o, m, nm, err);
         if (st != MT_OK)
             detect_error(o, err);
+        if (reasons_learn(o, lim, st, r, from, *got, err))
+            continue;
         if (st == MT_OK ||
             (!n_fall_back(o, want, err) && !lim_fall_back(o, lim, err) &&
              (!p->json_schema || !rf_fall_back(o, f, err))))

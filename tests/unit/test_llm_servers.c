@@ -377,6 +377,58 @@ static void test_limit_refusal_not_looped(void **state)
     stub_stop(&s);
 }
 
+/* A judge's 32 tokens are too few for a model that reasons first (vLLM
+ * with a reasoning parser): the call is sent again once with room for the
+ * reasoning, and the endpoint keeps it. */
+static void test_reasoning_budget_sized_for_the_endpoint(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    char body[8192];
+    (void)state;
+    stub_start(
+        &s,
+        "reply 200 0 - " COMPLETION(
+            "\"content\":null,\"reasoning\":\"" DRAFT "\"",
+            "length") "\nreply 200 0 - " COMPLETION("\"content\":\"" FINAL
+                                                    "\",\"reasoning\":\"" DRAFT
+                                                    "\"",
+                                                    "stop") "\n");
+    l = open_llm(&s);
+    mt_chat_default_params(&cp);
+    cp.max_tokens = 32;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 2);
+    CHECK(strstr(body, "\"max_tokens\":4128") != NULL);
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 3);
+    CHECK(strstr(body, "\"max_tokens\":4128") != NULL);
+    mt_llm_close(l);
+    stub_stop(&s);
+    /* a reply that reasoned within its budget is learnt from too */
+    stub_start(&s, "reply 200 0 - " COMPLETION("\"content\":\"" DRAFT
+                                               "</think>" FINAL "\"",
+                                               "stop") "\n");
+    l = open_llm(&s);
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    CHECK(verdict_is(&r, "INCORRECT"));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, body, sizeof body) == 1);
+    CHECK(strstr(body, "\"max_tokens\":32}") != NULL);
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    mt_chat_result_free(&r);
+    stub_requests(&s, NULL, body, sizeof body);
+    CHECK(strstr(body, "\"max_tokens\":4128") != NULL);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
 /* ==== Structured output ==== */
 
 #define OK_LINE                                                                \
@@ -754,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_stream_usage_only_last_chunk),
         cmocka_unit_test(test_reasoning_model_limits_step_down_once),
         cmocka_unit_test(test_limit_refusal_not_looped),
+        cmocka_unit_test(test_reasoning_budget_sized_for_the_endpoint),
         cmocka_unit_test(test_schema_sent_strict_and_closed),
         cmocka_unit_test(test_openai_strict_refusal_of_max_length),
         cmocka_unit_test(test_llama_server_grammar_conflict_ends_at_prompting),
