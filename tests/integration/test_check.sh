@@ -321,3 +321,28 @@ PY
         not_ok "gguf grammar" "$(tail -3 "$TMP/g.err")"
     fi
 fi
+
+# A model that reasons first: its draft (a valid answer saying "correct")
+# sits in a <think> block before the answer, or in the message's
+# "reasoning" field (vLLM). The answer after it is the verdict, never the
+# draft (the first JSON that parsed once won), and the reasoning is kept
+# in the trace, apart from the replies.
+for how in think reasoning; do
+    stub_start "r_$how" "--$how"
+    for s in single guards react-reflex; do
+        "$MT" check --llm "$SPEC" --strategy "$s" $(nr "$s") --json \
+            "$TMP/note.txt" >"$TMP/r_$how.$s.json" 2>"$TMP/err"
+        if py "$TMP/r_$how.$s.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["error_flag"] == 1 and r["error_sentence_id"] == 2, r
+calls = [t for t in r["trace"] if t.get("step") == "call"]
+assert calls and all("Draft:" in x for t in calls for x in t["reasoning"]), calls[0]
+assert not any("Draft:" in x or "<think>" in x for t in calls for x in t["replies"])
+PY
+            ok "check --strategy $s, a model reasoning in $how: the answer after it decides, the reasoning is in the trace"
+        else
+            not_ok "reasoning ($how, $s)" "$(head -c 600 "$TMP/r_$how.$s.json")" "$(tail -3 "$TMP/err")"
+        fi
+    done
+done
