@@ -325,14 +325,17 @@ fi
 # A model that reasons first: its draft (a valid answer saying "correct")
 # sits in a <think> block before the answer, or in the message's
 # "reasoning" field (vLLM). The answer after it is the verdict, never the
-# draft (the first JSON that parsed once won), and the reasoning is kept
-# in the trace, apart from the replies.
+# draft (the first JSON that parsed once won), the reasoning is kept in
+# the trace, apart from the replies, and never sent back (MedReAct's
+# history holds the answers alone).
 for how in think reasoning; do
     stub_start "r_$how" "--$how"
     for s in single guards react-reflex; do
         "$MT" check --llm "$SPEC" --strategy "$s" $(nr "$s") --json \
             "$TMP/note.txt" >"$TMP/r_$how.$s.json" 2>"$TMP/err"
-        if py "$TMP/r_$how.$s.json" <<'PY'; then
+        if ! grep -q REASONING_SENT_BACK "$TMP/r_$how.log" &&
+            grep -q '^OK' "$TMP/r_$how.log" &&
+            py "$TMP/r_$how.$s.json" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["error_flag"] == 1 and r["error_sentence_id"] == 2, r
