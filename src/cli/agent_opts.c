@@ -93,8 +93,8 @@ static int read_roles(const struct cli_args *a, struct mt_agent_params *p)
             double x = r >= 0 && v[i][n] ? strtod(v[i] + n + 1, &end) : -1;
 
             if (r < 0 || !end || *end || end == v[i] + n + 1 || x < 0 ||
-                (k == 0 && x > 2) || (k == 1 && (x < 1 || x > 1e6 ||
-                                                 x != (double)(long)x))) {
+                (k == 0 && x > 2) ||
+                (k == 1 && (x < 1 || x > 1e6 || x != (double)(long)x))) {
                 fprintf(stderr,
                         "medtrust: --%s takes ROLE=%s with ROLE one of "
                         "react, eval, reflect, parser, guard, single, not "

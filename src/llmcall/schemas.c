@@ -47,7 +47,8 @@
         "\"name\"," FINAL_REQ)
 
 static const char react[] =
-    OBJ("\"observation\":" REASON ",\"thought\":" REASON ",\"action\":{\"anyOf\":[" SEARCH_ACT "," FINAL_ACT "]}",
+    OBJ("\"observation\":" REASON ",\"thought\":" REASON
+        ",\"action\":{\"anyOf\":[" SEARCH_ACT "," FINAL_ACT "]}",
         "\"observation\",\"thought\",\"action\"");
 
 /* MedEval reasons before it scores, criterion by criterion, as the
@@ -56,16 +57,15 @@ static const char react[] =
  * is written before its reasons. */
 #define CRIT(k) "\"" k "_reasoning\":" STR(800) ",\"" k "\":" GRADE
 #define CRIT_REQ(k) "\"" k "_reasoning\",\"" k "\""
-static const char eval[] =
-    OBJ(CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
-            "relevance") "," CRIT("completeness") "," CRIT("final"),
-        CRIT_REQ("validity") "," CRIT_REQ("preciseness") "," CRIT_REQ("confiden"
-                                                                      "ce") "," CRIT_REQ(
-            "relevance") "," CRIT_REQ("completeness") "," CRIT_REQ("final"));
+static const char eval[] = OBJ(
+    CRIT("validity") "," CRIT("preciseness") "," CRIT("confidence") "," CRIT(
+        "relevance") "," CRIT("completeness") "," CRIT("final"),
+    CRIT_REQ("validity") "," CRIT_REQ("preciseness") "," CRIT_REQ(
+        "confiden"
+        "ce") "," CRIT_REQ("relevance") "," CRIT_REQ("completeness") "," CRIT_REQ("final"));
 
-static const char reflect[] =
-    OBJ("\"reflection\":" REASON ",\"plan\":" REASON,
-        "\"reflection\",\"plan\"");
+static const char reflect[] = OBJ("\"reflection\":" REASON ",\"plan\":" REASON,
+                                  "\"reflection\",\"plan\"");
 
 static const char parser[] =
     OBJ(FINAL_PROPS ",\"reasoning\":" REASON, FINAL_REQ ",\"reasoning\"");
@@ -78,8 +78,9 @@ static const char single[] =
  * generated in schema order (GBNF and json_schema alike), so "reasoning"
  * comes first and the verdict cannot be written before the reasons. */
 static const char detect[] =
-    OBJ("\"reasoning\":" REASON ",\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},"
-                 "\"confidence\":" CONF,
+    OBJ("\"reasoning\":" REASON
+        ",\"verdict\":{\"enum\":[\"CORRECT\",\"INCORRECT\"]},"
+        "\"confidence\":" CONF,
         "\"reasoning\",\"verdict\",\"confidence\"");
 
 static const char locate[] = OBJ(
@@ -87,8 +88,8 @@ static const char locate[] = OBJ(
     "\"reasoning\",\"sentence\",\"confidence\"");
 
 static const char correct[] =
-    OBJ("\"reasoning\":" REASON ",\"corrected_sentence\":" STR(
-            400) ",\"confidence\":" CONF,
+    OBJ("\"reasoning\":" REASON
+        ",\"corrected_sentence\":" STR(400) ",\"confidence\":" CONF,
         "\"reasoning\",\"corrected_sentence\",\"confidence\"");
 
 static const char judge[] =

@@ -599,8 +599,7 @@ static void test_sentence_caps_follow_the_note(void **state)
     a = open_strategy(&s, MT_STRATEGY_SINGLE);
     CHECK_OK(mt_agent_check(a, &n, &r, &err));
     reqs = script_requests(&s, "single");
-    props = json_object_get(sent_schema(json_array_get(reqs, 0)),
-                            "properties");
+    props = json_object_get(sent_schema(json_array_get(reqs, 0)), "properties");
     CHECK(json_integer_value(json_object_get(
               json_object_get(props, "corrected_sentence"), "maxLength")) ==
           2 * (json_int_t)(n.text_len - 34));
