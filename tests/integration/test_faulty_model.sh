@@ -130,11 +130,36 @@ if py "$TMP/kinds" "$TMP/botched" <<'PY'; then
 import sys
 kinds = set(",".join(open(sys.argv[1]).read().split()).split(","))
 assert {"500", "HANG", "GARBLED", "SCHEMA", "OK"} <= kinds, kinds
-assert sum(int(x) for x in open(sys.argv[2]).read().split()) > 0
 PY
-    ok "the faults were HTTP 500s, hangs, garbage and schema-violating JSON, and some replies botched a note into a would-be 'no error'"
+    ok "the faults were HTTP 500s, hangs, garbage and schema-violating JSON ($(paste -sd+ "$TMP/botched") notes botched into a would-be 'no error')"
 else
     not_ok "fault kinds" "$(cat "$TMP/kinds" "$TMP/botched" 2>/dev/null)"
+fi
+
+# ---- the regression itself, whatever the fault hashes pick ----
+# Which notes the 30% faults botch depends on a hash of each request body,
+# so a prompt edit moves them. Here every reply is unusable: each note whose
+# reference has an error would have read "no error" from the fallback (the
+# issue's "ms-test-15 0 -1 NA"); every one must be failed, none written.
+stub_start garb-mediqa --garble single --no-error-when "$OK_WORD"
+"$MT" mediqa --llm "$SPEC" --data "$TMP/notes.csv" --strategy single \
+    --retries 0 --jobs 4 --out "$TMP/g.txt" --trace "$TMP/g.jsonl" \
+    --no-progress 2>"$TMP/g.err"
+rc=$?
+if [ $rc -eq 1 ] && [ ! -s "$TMP/g.txt" ] &&
+    py "$TMP/g.jsonl" "$TMP/ref-single.txt" <<'PY'; then
+import json, sys
+tr = [json.loads(l) for l in open(sys.argv[1])]
+ref = dict(l.split(" ", 1) for l in open(sys.argv[2]).read().splitlines())
+assert len(tr) == 40, len(tr)
+assert all("no usable reply" in t["error"] for t in tr), tr[0]
+botched = [t["id"] for t in tr
+           if t["error_flag"] == 0 and not ref[t["id"]].startswith("0 ")]
+assert len(botched) == 26, botched
+PY
+    ok "mediqa single, every reply unusable: the 26 notes with an error that the fallback would write as 'no error' are failed, no line written, exit 1"
+else
+    not_ok "mediqa single, every reply unusable (rc $rc)" "$(tail -3 "$TMP/g.err")" "$(head -c 300 "$TMP/g.txt")"
 fi
 
 # ---- mediqa --fallback-on-failure: written, still failed ----
