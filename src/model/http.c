@@ -755,10 +755,11 @@ enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
 }
 
 enum mt_status mtx_http_get_json(struct mt_http *h, const char *endpoint,
-                                 json_t **reply, struct mt_error *err)
+                                 size_t max_reply, json_t **reply,
+                                 struct mt_error *err)
 {
-    struct attempt a = {0,     CURLE_OK, "",  -1, MT_BUF_INIT(HTTP_MAX_REPLY),
-                        MT_OK, NULL,     NULL};
+    struct attempt a = {
+        0, CURLE_OK, "", -1, MT_BUF_INIT(budget(max_reply)), MT_OK, NULL, NULL};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
     char url[2048];

@@ -59,9 +59,13 @@ enum mt_status mtx_http_post_json(struct mt_http *h, const char *endpoint,
 
 /* GETs BASE/v1/'endpoint' of the first endpoint, once (no retries: for
  * optional facts such as llama-server's "../props"; curl resolves the
- * dot segments), and parses the 200 reply into *reply. Thread-safe. */
+ * dot segments), and parses the 200 reply into *reply. A reply past
+ * 'max_reply' bytes (0 or more than MT_HTTP_MAX_REPLY: that cap) fails:
+ * a server that floods every path must not cost more than the page is
+ * worth (issue 39). Thread-safe. */
 enum mt_status mtx_http_get_json(struct mt_http *h, const char *endpoint,
-                                 json_t **reply, struct mt_error *err);
+                                 size_t max_reply, json_t **reply,
+                                 struct mt_error *err);
 
 /* A streamed reply ("stream": true): on_event gets each server-sent
  * event's data parsed as a JSON object (borrowed for the call) and

@@ -442,6 +442,10 @@ static int rf_fall_back(struct openai *o, enum mt_response_format sent,
 
 /* ==== Context and token counts ==== */
 
+/* llama-server's /props is a few KiB (its chat template the most of it):
+ * a bigger page is a server flooding every path. */
+#define PROPS_MAX_REPLY ((size_t)1 << 20)
+
 /* llama-server's GET /props: default_generation_settings.n_ctx, the
  * context of one slot (-c divided by --parallel). 0 when the server has
  * no such page (vLLM, OpenAI) or does not answer. */
@@ -451,7 +455,8 @@ static uint32_t ask_props(struct openai *o)
     json_t *r = NULL;
     json_int_t v;
 
-    if (mtx_http_get_json(o->http, "../props", &r, &e) != MT_OK)
+    if (mtx_http_get_json(o->http, "../props", PROPS_MAX_REPLY, &r, &e) !=
+        MT_OK)
         return 0;
     v = json_integer_value(json_object_get(
         json_object_get(r, "default_generation_settings"), "n_ctx"));
@@ -490,6 +495,13 @@ static uint32_t openai_n_ctx(void *self)
     return c;
 }
 
+/* The /tokenize reply's bytes: at most one token a byte of content, each
+ * id at most 10 digits and a comma, plus the object around them. */
+static size_t tokenize_budget(size_t n)
+{
+    return n > ((size_t)64 << 20) ? 0 : 12 * n + 65536;
+}
+
 /* POST /tokenize {"content": s} (llama-server): the tokens' count, or
  * -1 when the server cannot (the first such failure ends the tries). */
 static long ask_tokenize(struct openai *o, const char *s, size_t n)
@@ -501,8 +513,8 @@ static long ask_tokenize(struct openai *o, const char *s, size_t n)
     long c = -1;
 
     if (b &&
-        mtx_http_post_json(o->http, "../tokenize", b, 0, &r, NULL, &e) ==
-            MT_OK &&
+        mtx_http_post_json(o->http, "../tokenize", b, tokenize_budget(n), &r,
+                           NULL, &e) == MT_OK &&
         json_is_array(t = json_object_get(r, "tokens")))
         c = (long)json_array_size(t);
     json_decref(b);
