@@ -7,10 +7,13 @@
 #include "core/redact.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
+#include "medtrust/publish.h"
 #include "medtrust/store.h"
 
 static const struct cli_opt stats_opts[] = {
-    {"db", 'd', "DIR", "store directory (required)", 0},
+    {"db", 'd', "DIR",
+     "store directory, or a publish folder (its CURRENT snapshot) (required)",
+     0},
     {"json", 'j', NULL, "print one JSON object per source and the total", 0},
     {"check", 0, NULL, "also run the database integrity check", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -92,6 +95,7 @@ static int stats_run(struct cli_args *a)
     struct mt_store_params sp;
     struct mt_error err = {MT_OK, ""};
     struct mt_store *s = NULL;
+    char dir[4096];
     int json = cli_get(a, "json") != NULL;
     enum mt_status st;
 
@@ -102,7 +106,11 @@ static int stats_run(struct cli_args *a)
     mt_store_default_params(&sp);
     sp.create = 0;
     sp.read_only = 1; /* a reader: an older schema is read as it is */
-    st = mt_store_open(cli_get(a, "db"), &sp, &s, &err);
+    /* a publish folder reads as the snapshot its CURRENT names, as search
+     * does (include/medtrust/publish.h) */
+    st = mt_publish_resolve(cli_get(a, "db"), dir, sizeof dir, &err);
+    if (st == MT_OK)
+        st = mt_store_open(dir, &sp, &s, &err);
     if (st == MT_OK && cli_get(a, "check"))
         st = mt_store_check(s, &err);
     if (st == MT_OK) {
@@ -110,7 +118,7 @@ static int stats_run(struct cli_args *a)
         st = mt_store_stats(s, print_counts, &json, &err);
     }
     if (st == MT_OK)
-        print_index(cli_get(a, "db"), json);
+        print_index(dir, json);
     mt_store_close(s);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }

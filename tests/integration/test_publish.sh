@@ -30,6 +30,11 @@ if "$MT" search --db "$PUB" --json lace plant perforations 2>"$TMP/err" | grep -
 else
     not_ok "search on a publish folder" "$(cat "$TMP/err")"
 fi
+if "$MT" stats --db "$PUB" --check --json 2>"$TMP/err" | grep -q '"documents": *20[,}]'; then
+    ok "stats --db --check on a publish folder reads the snapshot CURRENT names"
+else
+    not_ok "stats on a publish folder" "$(cat "$TMP/err")"
+fi
 
 # A node: a copy of the publish folder, its own accounts beside it.
 cp -a "$PUB" "$NODE"
