@@ -228,6 +228,10 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     lc.cancelled = cancelled;
     lc.user = &f;
     lc.bad_reply = bad_reply;
+    lc.llm = r->a->llm[c->role];
+    lc.max_tokens = r->a->p.role_max_tokens[c->role]
+                        ? r->a->p.role_max_tokens[c->role]
+                        : r->a->p.max_tokens;
     st = mtx_llmcall_run(&lc, &last, why, sizeof why);
     mt_free(f.bad);
     mt_free(m);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmcall/fit.h"
 #include "llmcall/llmcall.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
@@ -33,11 +34,50 @@ void mtx_llmcall_failed_why(enum mt_status st, const struct mt_error *e,
              e->msg[0] ? e->msg : mt_status_str(st));
 }
 
+/* Tokens the echo may take in the repeat of m[0..nm): the model's context
+ * less the answer's room, the messages and the fix (FIX_TOKENS bounds its
+ * 700 bytes); UINT32_MAX when the context is unknown. */
+#define FIX_TOKENS 250u
+static uint32_t echo_budget(const struct mtx_llmcall *c,
+                            const struct mt_llm_message *m, size_t nm)
+{
+    uint32_t n_ctx = c->llm ? mt_llm_n_ctx(c->llm) : 0;
+
+    if (n_ctx == 0)
+        return UINT32_MAX;
+    return mtx_fit_budget(
+        n_ctx, c->max_tokens,
+        mtx_fit_count_msgs(m, nm, mtx_fit_count_llm, c->llm) + FIX_TOKENS, 2);
+}
+
+/* The longest prefix of t[0..n) at a character boundary that counts at
+ * most 'budget' tokens (a reply is no prose: no sentence cut); a few
+ * counts, each shrinking by the measured ratio. */
+static size_t echo_cut(const struct mtx_llmcall *c, const char *t, size_t n,
+                       uint32_t budget)
+{
+    int i;
+
+    for (i = 0; i < 8 && n > 0; i++) {
+        uint32_t k = mtx_fit_count_llm(c->llm, t, n);
+        size_t want;
+
+        if (k <= budget)
+            return n;
+        want = (size_t)((double)n * budget / k * 0.9);
+        n = mtx_utf8_cut(t, n, want < n ? want : n - 1);
+    }
+    return i < 8 ? n : 0;
+}
+
 /* The bad reply of the last attempt, cut to MTX_REPAIR_ECHO_MAX bytes at
- * a character boundary (a new string), or "" when none was kept. */
-static char *echo_of(const struct mtx_llmcall *c)
+ * a character boundary and to what the model's context leaves beside
+ * m[0..nm) (a new string), or "" when none was kept. */
+static char *echo_of(const struct mtx_llmcall *c,
+                     const struct mt_llm_message *m, size_t nm)
 {
     const char *t = c->bad_reply ? c->bad_reply(c->user) : NULL;
+    uint32_t budget;
     size_t n;
 
     if (!t)
@@ -45,6 +85,9 @@ static char *echo_of(const struct mtx_llmcall *c)
     n = strlen(t);
     if (n > MTX_REPAIR_ECHO_MAX)
         n = mtx_utf8_cut(t, n, MTX_REPAIR_ECHO_MAX);
+    budget = echo_budget(c, m, nm);
+    if (budget != UINT32_MAX)
+        n = budget ? echo_cut(c, t, n, budget) : 0;
     return mt_strndup(t, n);
 }
 
@@ -54,7 +97,7 @@ static enum mt_status add_repair(const struct mtx_llmcall *c,
                                  char **echo, char *fix, size_t fn,
                                  const char *why)
 {
-    *echo = echo_of(c);
+    *echo = echo_of(c, m, *nm);
     if (!*echo)
         return MT_ENOMEM;
     snprintf(fix, fn,

@@ -8,6 +8,7 @@
 #define MT_LLMCALL_LLMCALL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/buf.h"
 #include "llmcall/prompt.h"
@@ -52,6 +53,12 @@ struct mtx_llmcall {
      * until the next attempt), or NULL; may be NULL. The repeat echoes it
      * as the assistant turn before the fix, so roles alternate. */
     const char *(*bad_reply)(void *user);
+    /* The model the call goes to, so that the repeat's echo of the bad
+     * reply is cut to what its context leaves (a reply that ran to the
+     * end of a small context cannot be echoed whole); may be NULL (the
+     * echo is cut at MTX_REPAIR_ECHO_MAX only). */
+    struct mt_llm *llm;
+    uint32_t max_tokens; /* the answer's, for the room the repeat keeps */
 };
 
 /* Longest bad reply echoed back in the repair turn (bytes, cut at a
