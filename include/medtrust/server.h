@@ -49,8 +49,8 @@ struct mt_server_params {
     int secure_cookies;        /* mark cookies Secure (when behind TLS) */
     int test_routes;           /* test equipment: POST /v1/jobs/sleep */
     const char *registration;  /* "open" or "closed" stored at start;
-                                  NULL keeps the stored setting (default
-                                  open) */
+                                  NULL keeps the stored setting (none
+                                  stored: closed) */
     const char *llm_spec;      /* model of every checker role unless
                                   MEDTRUST_LLM_<ROLE> is set: openai:URL#M
                                   or gguf:PATH; NULL = MEDTRUST_LLM; with

@@ -99,7 +99,12 @@ static const struct cli_opt serve_opts[] = {
      0},
     {"registration", 0, "open|closed",
      "store whether anyone may register "
-     "(default: keep the stored setting, initially open)",
+     "(default: keep the stored setting, initially closed: an admin adds "
+     "accounts with 'medtrust user add' or opens it in Settings)",
+     0},
+    {"open-registration", 0, NULL,
+     "let anyone register an account, as a public service would (the same "
+     "as --registration open)",
      0},
     {"llm-choice", 0, "NAME=SPEC",
      "another model a request may choose (\"model\": NAME in POST /v1/ask, "
@@ -232,6 +237,16 @@ static int serve_run(struct cli_args *a)
         p.listen = cli_get(a, "listen");
     p.data_dir = cli_get(a, "data-dir");
     p.registration = cli_get(a, "registration");
+    if (cli_get(a, "open-registration")) {
+        if (p.registration && strcmp(p.registration, "open") != 0) {
+            fprintf(stderr,
+                    "medtrust serve: --open-registration and "
+                    "--registration %s disagree: give one\n",
+                    p.registration);
+            return 1;
+        }
+        p.registration = "open";
+    }
     p.llm_spec = cli_get(a, "llm");
     if (join_choices(a, choices, sizeof choices) < 0)
         return 1;

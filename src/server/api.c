@@ -47,18 +47,33 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
     mtx_srv_json(rs, down ? 503 : 200, o);
 }
 
-/* A spec for display, its secrets cut out (core/redact.h). */
-static json_t *spec_json(const char *spec)
+/* A spec for display: an admin's has its secrets cut out
+ * (core/redact.h); anyone else gets the model's name only, never the
+ * endpoint or the path it is served from (openai:URL#MODEL -> MODEL,
+ * gguf:/models/x.gguf -> gguf:x.gguf, openai:URL -> openai). */
+static json_t *spec_json(const char *spec, int admin)
 {
-    char *r = spec ? mtx_redact_dup(spec) : NULL;
+    char *r = spec && admin ? mtx_redact_dup(spec) : NULL;
     json_t *j = r ? json_string(r) : json_null();
+    const char *hash = spec ? strrchr(spec, '#') : NULL;
+    const char *colon = spec ? strchr(spec, ':') : NULL;
+    const char *slash = spec ? strrchr(spec, '/') : NULL;
 
     mt_free(r);
-    return j;
+    if (admin || !spec)
+        return j;
+    json_decref(j);
+    if (hash && hash[1])
+        return json_string(hash + 1);
+    if (!colon || strncmp(spec, "openai:", 7) == 0)
+        return json_stringn(spec,
+                            colon ? (size_t)(colon - spec) : strlen(spec));
+    return json_sprintf("%.*s:%s", (int)(colon - spec), spec,
+                        slash && slash > colon ? slash + 1 : colon + 1);
 }
 
 /* Every MEDTRUST_LLM_<ROLE> variable (not the _TIMEOUT setting). */
-static json_t *role_specs(void)
+static json_t *role_specs(int admin)
 {
     extern char **environ;
     static const char pre[] = "MEDTRUST_LLM_";
@@ -80,7 +95,7 @@ static json_t *role_specs(void)
             continue;
         for (n = 0; role[n]; n++)
             role[n] = (char)tolower((unsigned char)role[n]);
-        json_object_set_new(o, role, spec_json(eq + 1));
+        json_object_set_new(o, role, spec_json(eq + 1, admin));
     }
     return o;
 }
@@ -99,7 +114,7 @@ static json_t *check_ready(const struct mt_server *s)
 /* The index build running on this store (medtrust index keeps
  * DIR/MT_INDEX_BUILD_STATUS while it works), or JSON null: none, or the
  * file of a build that died (its process gone, or silent for 5 minutes). */
-static json_t *index_build(const struct mt_server *s)
+static json_t *index_build(const struct mt_server *s, int admin)
 {
     char path[4200];
     json_t *o;
@@ -119,7 +134,7 @@ static json_t *index_build(const struct mt_server *s)
     json_object_del(o, "pid");
     json_object_set_new(
         o, "embedder",
-        spec_json(json_string_value(json_object_get(o, "embedder"))));
+        spec_json(json_string_value(json_object_get(o, "embedder")), admin));
     return o;
 }
 
@@ -131,9 +146,9 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
     char emb[128] = "";
     char dir[4096];
     uint32_t dims = 0;
+    int admin = rq->user.role == MT_ROLE_ADMIN;
     json_t *e;
 
-    (void)rq;
     (void)id;
     /* "runs_jobs" is false on a front end (--llm-jobs 0): "check" and "ask"
      * then say what this server has, not what the nodes running its jobs
@@ -144,17 +159,18 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
         !emb[0])
         e = json_null();
     else
-        e = json_pack("{s:o,s:I}", "spec", spec_json(emb), "dims",
+        e = json_pack("{s:o,s:I}", "spec", spec_json(emb, admin), "dims",
                       (json_int_t)dims);
-    mtx_srv_json(
-        rs, 200,
-        json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm", "default",
-                  spec_json(llm && *llm ? llm : s->llm_spec), "roles",
-                  role_specs(), "embedder", e, "index_build", index_build(s),
-                  "check", check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
-                  spec_json(nli && *nli ? nli : "llm"), "reranker",
-                  mt_retriever_has_reranker(s->ret), "runs_jobs",
-                  mtx_srv_runs_jobs(s)));
+    mtx_srv_json(rs, 200,
+                 json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm",
+                           "default",
+                           spec_json(llm && *llm ? llm : s->llm_spec, admin),
+                           "roles", role_specs(admin), "embedder", e,
+                           "index_build", index_build(s, admin), "check",
+                           check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
+                           spec_json(nli && *nli ? nli : "llm", admin),
+                           "reranker", mt_retriever_has_reranker(s->ret),
+                           "runs_jobs", mtx_srv_runs_jobs(s)));
 }
 
 /* ==== Sources ==== */

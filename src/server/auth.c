@@ -284,11 +284,11 @@ void mtx_srv_logout(struct mt_server *s, struct srv_req *rq,
 static int registration_open(struct srv_lease *l, struct mt_error *err,
                              enum mt_status *st)
 {
-    char v[16] = "open";
+    char v[16] = "closed"; /* closed unless an admin or serve opened it */
     int found = 0;
 
     *st = mt_setting_get(l->state, "registration", v, sizeof v, &found, err);
-    return *st == MT_OK && strcmp(v, "closed") != 0;
+    return *st == MT_OK && found && strcmp(v, "open") == 0;
 }
 
 void mtx_srv_register(struct mt_server *s, struct srv_req *rq,

@@ -110,6 +110,7 @@ struct srv_conn {
     MHD_socket fd;
     double t0;      /* when the current request line could start */
     int in_headers; /* waiting for a request line and headers */
+    int got_line;   /* ... and its request line has come */
 };
 
 static struct srv_conn *conn_of(struct MHD_Connection *c)
@@ -210,15 +211,34 @@ void mtx_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
         return;
     pthread_mutex_lock(&s->conn_mu);
     x->in_headers = in_headers;
+    x->got_line = 0;
     x->t0 = mtx_srv_now();
     pthread_mutex_unlock(&s->conn_mu);
 }
 
-/* Shuts down every connection past the deadline; MHD then closes it. */
+void mtx_srv_conn_line(struct mt_server *s, struct MHD_Connection *c)
+{
+    struct srv_conn *x = conn_of(c);
+
+    if (!x)
+        return;
+    pthread_mutex_lock(&s->conn_mu);
+    x->got_line = 1;
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+/* Shuts down every connection past the deadline; MHD then closes it.
+ * One that sent a request line and then stalled in its headers is what
+ * the deadline is for (a slow-headers client): a warning. One without a
+ * whole request line is most often a browser's preconnect socket
+ * (Chromium opens a spare one on every page view and may never use it)
+ * or an idle keep-alive, so only a debug line says so (a client that
+ * trickles its request line is cut all the same, just as quietly). */
 static void reap(struct mt_server *s, double now)
 {
     struct srv_conn *x;
-    unsigned n = 0;
+    unsigned n[2] = {0, 0}; /* [0] no request line, [1] stalled headers */
+    int i;
 
     if (s->p.header_timeout_s == 0)
         return;
@@ -227,13 +247,16 @@ static void reap(struct mt_server *s, double now)
             continue;
         x->in_headers = 0;
         if (x->fd != MHD_INVALID_SOCKET && shutdown(x->fd, SHUT_RDWR) == 0)
-            n++;
+            n[x->got_line != 0]++;
     }
-    if (n)
-        mt_log(MT_LOG_WARN,
-               "http: closed %u connection%s without a request line "
-               "and headers after %u s",
-               n, n == 1 ? "" : "s", s->p.header_timeout_s);
+    for (i = 0; i < 2; i++)
+        if (n[i])
+            mt_log(i ? MT_LOG_WARN : MT_LOG_DEBUG,
+                   "http: closed %u connection%s %s after %u s", n[i],
+                   n[i] == 1 ? "" : "s",
+                   i ? "whose headers did not arrive"
+                     : "without a request line (preconnect or idle)",
+                   s->p.header_timeout_s);
 }
 
 static void *reaper(void *arg)

@@ -46,6 +46,12 @@ void mtx_srv_conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
 void mtx_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
                         int in_headers);
 
+/* Marks that the connection's request line has arrived (its headers may
+ * still be on the way): the header deadline then warns when it closes
+ * it, where a connection that never sent a request line (a browser's
+ * preconnect socket, an idle keep-alive) is closed quietly. */
+void mtx_srv_conn_line(struct mt_server *s, struct MHD_Connection *c);
+
 /* Starts and stops the thread that shuts down connections still without
  * a complete request line and headers header_timeout_s after they could
  * start (0 = no deadline). */

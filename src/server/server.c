@@ -747,7 +747,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     struct mt_server *s = cls;
     struct conn *cc = mt_calloc(1, sizeof *cc);
 
-    (void)c;
+    mtx_srv_conn_line(s, c);
     if (!cc)
         return NULL;
     /* MHD hands over its own request-line buffer, which it clobbers

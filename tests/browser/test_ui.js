@@ -36,6 +36,7 @@ function check(name, cond, detail) {
 // and status when it is provoked).
 const errors = [];
 const expected = [];
+const icons = []; // requests for a favicon file
 const isExpected = (url, status) => expected.some((e) =>
   url.split('?')[0].endsWith(e.path) && status === e.status);
 function watch(page) {
@@ -48,6 +49,9 @@ function watch(page) {
     }
   });
   page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('request', (r) => {
+    if (/favicon/.test(r.url())) icons.push(r.url());
+  });
   page.on('response', (r) => {
     if (r.status() >= 400 && !isExpected(r.url(), r.status())) {
       errors.push('HTTP ' + r.status() + ' ' + r.url());
@@ -920,6 +924,12 @@ async function main() {
   const r = await page.goto(base + '/');
   await page.waitForURL(/\/login$/, {timeout: 10000});
   check('after logout the app sends you to the login page', r.ok());
+  // The icon is inline: a page that moves on at once (logged out, just
+  // logged in) has no icon request to abort (favicon.svg ERR_ABORTED).
+  const icon = await page.$eval('link[rel="icon"]', (l) => l.href);
+  check('the login page\'s icon is inline, so no icon request is made ' +
+      'or aborted', icon.startsWith('data:image/svg+xml,') &&
+      icons.length === 0, icon.slice(0, 40) + ' ' + icons.join(','));
   check('no console errors', errors.length === 0, errors.join(' | '));
   await ctx.close();
 }

@@ -39,6 +39,22 @@ start main --max-conns-per-ip 8
 timeout 120 python3 "$H" "$PORT" "$PID" smuggle hang body rss cap=8
 start slow --header-timeout 2
 timeout 60 python3 "$H" "$PORT" "$PID" trickle=2
+# A socket that never sends a byte (Chromium's preconnect) is cut at the
+# same deadline, but only a debug line says so (no warning).
+cut=$(python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(6)
+try:
+    print("cut" if s.recv(1) == b"" else "data")
+except OSError as e:
+    print(e)' "$PORT")
+sleep 0.3
+if [ "$cut" = cut ] && ! grep -q 'without a request line' "$TMP/slow.err"; then
+    ok "a silent preconnect socket is cut at the deadline without a warning"
+else
+    not_ok "silent socket at the header deadline" "$cut" \
+        "$(grep http: "$TMP/slow.err" | tail -3)"
+fi
 start login --data-dir "$TMP/logs" --login-failures 3 --login-lock 1
 timeout 60 python3 "$H" "$PORT" "$PID" csrf guess=3
 if grep -q '"action":"login_locked"' "$TMP/logs/audit.log" &&

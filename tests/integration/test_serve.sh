@@ -94,6 +94,11 @@ expect "revoking a token" 200 "${A[@]}" -X DELETE "$MAIN/v1/tokens/$TID"
 expect "a revoked token is 401" 401 "${T[@]}" "$MAIN/v1/search" \
     -d '{"query":"gout"}'
 
+expect "a fresh store's registration is closed (403)" 403 "$MAIN/v1/register" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"carol","password":"carol-password"}'
+grep -q 'registration is closed' "$TMP/body" && ok "the 403 says registration is closed" ||
+    not_ok "closed registration's 403" "$(cat "$TMP/body")"
 expect "admin closes registration" 200 "${A[@]}" -X PUT \
     "$MAIN/v1/settings" -d '{"registration":"closed"}'
 expect "registration closed is 403" 403 "$MAIN/v1/register" -H "Content-Type: application/json" \
@@ -217,3 +222,36 @@ if [ $n429 -ge 2 ] && grep -qi 'retry' "$TMP/body"; then
 else not_ok "429" "$n429 $(cat "$TMP/body")"; fi
 kill -TERM "$PID_lim"
 wait "$PID_lim"
+
+# serve --open-registration opens it; /v1/models shows a user the model
+# names only (no endpoint URL or file path), an admin the specs.
+serve_start reg --open-registration --rate-limit 0 \
+    --llm 'openai:http://127.0.0.1:9/v1#tiny-model' \
+    --llm-choice 'other=gguf:/models/secret/dir/other.gguf'
+expect "serve --open-registration lets anyone register" 201 "$U/v1/register" \
+    -H "Content-Type: application/json" \
+    -d '{"username":"erin","password":"erin-password"}'
+curl -s -c "$TMP/ejar" "$U/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"erin","password":"erin-password"}' >/dev/null
+expect "a user's GET /v1/models" 200 -b "$TMP/ejar" "$U/v1/models"
+if python3 - "$TMP/body" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["llm"]["default"] == "tiny-model", m["llm"]
+assert "127.0.0.1" not in json.dumps(m) and "/models/" not in json.dumps(m), m
+PY
+then ok "a user's /v1/models names the model, never its endpoint"; else
+    not_ok "a user's /v1/models" "$(head -c 400 "$TMP/body")"; fi
+curl -s -c "$TMP/ajar" "$U/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"alice","password":"alice-password"}' >/dev/null
+expect "an admin's GET /v1/models" 200 -b "$TMP/ajar" "$U/v1/models"
+grep -q 'openai:http://127.0.0.1:9/v1#tiny-model' "$TMP/body" &&
+    ok "an admin's /v1/models shows the spec" ||
+    not_ok "an admin's /v1/models" "$(head -c 400 "$TMP/body")"
+kill -TERM "$PID_reg"
+wait "$PID_reg"
+"$MT" serve --db "$TMP/db" --open-registration --registration closed \
+    --listen 127.0.0.1:0 >/dev/null 2>"$TMP/both.err"
+[ $? -ne 0 ] && grep -q 'disagree' "$TMP/both.err" &&
+    ok "--open-registration with --registration closed is refused" ||
+    not_ok "conflicting registration options" "$(cat "$TMP/both.err")"

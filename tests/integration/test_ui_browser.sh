@@ -60,7 +60,7 @@ echo "$ADMIN_PW" | "$MT" user add --db "$TMP/db" admin --admin 2>/dev/null
 
 stub_start ui --delay 120 --token-delay 40 --eval-finals 5,5,5,5,4
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" \
-    --llm-choice "stub-b=$SPEC" \
+    --llm-choice "stub-b=$SPEC" --open-registration \
     --data-dir "$TMP/logs" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
 for _ in $(seq 100); do
@@ -87,4 +87,10 @@ if [ $rc -eq 0 ] && ! grep -q "aspirin" "$TMP/logs/"*.log; then
     ok "the server stops cleanly; logs hold no note text"
 else
     not_ok "server stop" "rc=$rc" "$(tail -3 "$TMP/serve.err")"
+fi
+if grep -q 'without a request line' "$TMP/serve.err"; then
+    not_ok "Chromium's preconnect sockets are not warned about" \
+        "$(grep 'request line' "$TMP/serve.err" | head -2)"
+else
+    ok "Chromium's preconnect sockets are not warned about"
 fi
