@@ -1,5 +1,6 @@
 /* medtrust corpus importers: the formats researchers have their corpora in
- * (PubMed baseline XML, PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV),
+ * (PubMed baseline XML, PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV,
+ * Parquet),
  * streamed into a store or into corpus JSONL. One importer handle runs in
  * one thread at a time. */
 #ifndef MEDTRUST_CORPUS_H
@@ -35,6 +36,10 @@ struct mt_import_params {
     const char *id_col;
     const char *text_col;
     const char *title_col;
+    /* parquet: further columns copied into each document's metadata under
+     * their names (csv takes every other column instead). */
+    const char *const *meta_cols;
+    size_t n_meta_cols;
     /* Called after each committed batch and at each file's end with the
      * input bytes read so far and their total; may be NULL. */
     void (*progress)(uint64_t done_bytes, uint64_t total_bytes, void *user);
@@ -79,7 +84,8 @@ struct mt_import_result {
 extern const char *const mt_import_formats[];
 
 /* Imports 'paths' (n of them) in format 'format' ("pubmed", "pmc",
- * "medquad", "pubmedqa", "medrag", "csv"). A folder argument is walked for
+ * "medquad", "pubmedqa", "medrag", "csv",
+ * "parquet"). A folder argument is walked for
  * the format's files (pmc: *.nxml, medquad: *.xml) in name order. A file a
  * store already took in whole (same path, size and mtime) is skipped, so a
  * rerun after a crash resumes with the first unfinished file. A file or

@@ -1,6 +1,6 @@
 /* medtrust import: corpora in the formats users have them (PubMed XML,
- * PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV) into a store or into
- * corpus JSONL. */
+ * PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV, Parquet) into a store
+ * or into corpus JSONL. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -26,13 +26,22 @@ static const struct cli_opt import_opts[] = {
      0},
     {"source", 's', "NAME",
      "source name (default: the format's name; medrag: the corpus folder "
-     "above chunk/; csv: the file's base name)",
+     "above chunk/; csv, parquet: the file's base name)",
      0},
     {"no-chunk", 0, NULL,
      "store each text as one chunk, not re-chunked (always so for medrag)", 0},
-    {"id-col", 0, "NAME", "csv: the column holding the id (required)", 0},
-    {"text-col", 0, "NAME", "csv: the column holding the text (required)", 0},
-    {"title-col", 0, "NAME", "csv: the column holding the title", 0},
+    {"id-col", 0, "NAME",
+     "csv, parquet: the column holding the id (required; parquet: strings "
+     "or integers)",
+     0},
+    {"text-col", 0, "NAME",
+     "csv, parquet: the column holding the text (required)", 0},
+    {"title-col", 0, "NAME", "csv, parquet: the column holding the title", 0},
+    {"meta-col", 0, "NAME",
+     "parquet: a column copied into each document's metadata under its "
+     "name (strings, integers, floats, booleans; nulls left out); may be "
+     "given more than once",
+     1},
     {"batch", 'b', "N", "documents per transaction, 1..1000000 (default 1000)",
      0},
     {"threads", 't', "N",
@@ -115,6 +124,7 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     p->id_col = cli_get(a, "id-col");
     p->text_col = cli_get(a, "text-col");
     p->title_col = cli_get(a, "title-col");
+    p->meta_cols = cli_get_all(a, "meta-col", &p->n_meta_cols);
     p->strict = cli_get(a, "strict") != NULL;
     p->follow_symlinks = cli_get(a, "follow-symlinks") != NULL;
     p->on_skip = on_skip;
@@ -302,7 +312,7 @@ static int import_run(struct cli_args *a)
 
 const struct cli_verb cli_verb_import = {
     "import",
-    "import PubMed, PMC, MedQuAD, PubMedQA, MedRAG or CSV corpora",
+    "import PubMed, PMC, MedQuAD, PubMedQA, MedRAG, CSV or Parquet corpora",
     "FORMAT (--db DIR | --jsonl FILE) [OPTIONS] FILE|FOLDER...",
     "FORMAT is one of:\n"
     "  pubmed    NLM baseline/update files (*.xml, *.xml.gz): id = PMID,\n"
@@ -325,6 +335,13 @@ const struct cli_verb cli_verb_import = {
     "            per line, as is.\n"
     "  csv       any CSV with a header: --id-col, --text-col [--title-col];\n"
     "            other columns become metadata.\n"
+    "  parquet   Parquet tables (Hugging Face datasets, pandas/pyarrow;\n"
+    "            *.parquet, or a folder): --id-col, --text-col\n"
+    "            [--title-col] [--meta-col ...] name flat columns; one\n"
+    "            document a row, read a row group at a time; --no-chunk for\n"
+    "            pre-chunked datasets (MedWiki). Pages v1 and v2, PLAIN and\n"
+    "            dictionary values, SNAPPY, GZIP, ZSTD or none; nested\n"
+    "            columns are refused by name.\n"
     "Inputs stream (memory does not grow with their size); .gz is read\n"
     "for the XML and JSON formats. Files are parsed in parallel and written\n"
     "in the order given, one after another. A store is written in "

@@ -30,10 +30,11 @@ static const struct format formats[] = {
     {"pubmedqa", mtx_import_pubmedqa, "pubmedqa", {".json", NULL, NULL}, 0},
     {"medrag", mtx_import_medrag, NULL, {".jsonl", NULL, NULL}, 1},
     {"csv", mtx_import_csv, NULL, {".csv", NULL, NULL}, 0},
+    {"parquet", mtx_import_parquet, NULL, {".parquet", NULL, NULL}, 0},
 };
 
 const char *const mt_import_formats[] = {"pubmed", "pmc", "medquad", "pubmedqa",
-                                         "medrag", "csv", NULL};
+                                         "medrag", "csv", "parquet", NULL};
 
 void mt_import_default_params(struct mt_import_params *p)
 {
@@ -412,7 +413,7 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     if (!fm)
         return mt_fail(err, MT_EINVAL,
                        "unknown format '%s' (pubmed, pmc, medquad, pubmedqa, "
-                       "medrag, csv)",
+                       "medrag, csv, parquet)",
                        format ? format : "");
     mtx_jsonl_init_alloc();
     p.no_chunk = p.no_chunk || fm->whole;

@@ -18,6 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64];
+static const char *const meta_cols[] = {"year", "n64", "score", "f32", "flag"};
 
 static void remove_dir(void)
 {
@@ -79,6 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.id_col = "id";
     p.text_col = "text";
     p.title_col = "title";
+    p.meta_cols = meta_cols; /* parquet: numbers and booleans too */
+    p.n_meta_cols = sizeof meta_cols / sizeof meta_cols[0];
     memset(&res, 0, sizeof res);
     st = mt_import(FUZZ_FORMAT, &path, 1, &p, &res, &err);
     if (st == MT_ENOMEM || st == MT_EINTERNAL ||
