@@ -105,6 +105,10 @@ struct mt_qa_params {
      * outlives the answerer) instead of opening one on db_dir,
      * embedder_spec and reranker_spec. NULL = open one (default). */
     struct mt_retriever *retriever;
+    /* 1: open the answer model (role "qa") only when a spec or the
+     * environment names one, as `medtrust verify` needs it only for
+     * --decompose; 0 (default): a corpus needs it. */
+    int answer_optional;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

@@ -129,6 +129,28 @@ enum mt_status mt_retriever_document(struct mt_retriever *r,
                                      char **text, size_t *len,
                                      struct mt_error *err);
 
+/* A document read back whole, by what names it (mt_retriever_lookup).
+ * Every string belongs to it: free with mt_retrieved_doc_free. */
+struct mt_retrieved_doc {
+    char *doc_id; /* the corpus's own id */
+    char *title;  /* may be NULL */
+    char *text;   /* the document's text, up to the 'max' asked for */
+    size_t len;
+    char *url; /* its link, as mt_retriever_url's; may be NULL */
+};
+
+/* The document a citation names: 'field' "id", "doi" or "url" and its
+ * 'key' (mt_store_find_doc), rebuilt from its chunks up to at least 'max'
+ * bytes, into *out (zeroed first). MT_ENOTFOUND when the store holds no
+ * such document. Thread-safe. */
+enum mt_status mt_retriever_lookup(struct mt_retriever *r, const char *field,
+                                   const char *key, size_t max,
+                                   struct mt_retrieved_doc *out,
+                                   struct mt_error *err);
+
+/* Frees what 'd' holds (not d itself) and zeroes it; NULL is allowed. */
+void mt_retrieved_doc_free(struct mt_retrieved_doc *d);
+
 #ifdef __cplusplus
 }
 #endif

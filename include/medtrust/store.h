@@ -210,6 +210,16 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
                                   struct mt_chunk_info *out,
                                   struct mt_error *err);
 
+/* The first chunk of the document a citation names, by 'field': "id"
+ * (the corpus's own id, exactly), "doi" (metadata "doi", ASCII letters
+ * compared case-insensitively) or "url" (metadata "url", exactly). The
+ * first such document in store order wins. MT_ENOTFOUND when none;
+ * MT_EINVAL for another field. The DOI and URL lookups scan the
+ * documents' metadata. */
+enum mt_status mt_store_find_doc(struct mt_store *s, const char *field,
+                                 const char *key, int64_t *chunk_id,
+                                 struct mt_error *err);
+
 /* A condition on a document's metadata (VerifAI's PubMed filters). With
  * 'text', the field 'key' holds when it is a string containing 'text', or
  * an array with a string element containing it (authors,

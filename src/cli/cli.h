@@ -137,5 +137,6 @@ extern const struct cli_verb cli_verb_serve;
 extern const struct cli_verb cli_verb_user;
 extern const struct cli_verb cli_verb_worker;
 extern const struct cli_verb cli_verb_publish;
+extern const struct cli_verb cli_verb_verify;
 
 #endif

@@ -14,6 +14,7 @@ static const struct cli_verb *const verbs[] = {
     &cli_verb_embed,          &cli_verb_models, &cli_verb_serve,
     &cli_verb_user,           &cli_verb_import, &cli_verb_corpus,
     &cli_verb_sweep,          &cli_verb_worker, &cli_verb_publish,
+    &cli_verb_verify,
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

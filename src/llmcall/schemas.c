@@ -97,6 +97,10 @@ static const char judge[] =
         "\"confidence\":" CONF ",\"reasoning\":" STR(1000),
         "\"label\",\"confidence\",\"reasoning\"");
 
+/* `medtrust verify --decompose`: a sentence's atomic claims (FActScore). */
+static const char decompose[] =
+    OBJ("\"claims\":{\"type\":\"array\",\"items\":" STR(400) "}", "\"claims\"");
+
 #define SID_KEY "\"sentence_id\":" INT
 #define SID_MAX 1024 /* notes longer than this keep a plain integer */
 
@@ -127,6 +131,7 @@ static const struct {
     {"guard_locate", locate, BOUND_QUOTE},
     {"guard_correct", correct, BOUND_NONE},
     {"qa_judge", judge, BOUND_NONE},
+    {"verify_decompose", decompose, BOUND_NONE},
 };
 
 static int schema_index(const char *prompt)

@@ -131,7 +131,8 @@ static enum mt_status open_parts(struct mt_qa *q, struct mt_error *err)
 
     if (st == MT_OK)
         st = mtx_prompts_load(q->p.prompts_dir, &q->prompts, err);
-    if (st == MT_OK && q->p.db_dir) {
+    if (st == MT_OK && q->p.db_dir &&
+        (!q->p.answer_optional || mt_llm_role_spec("qa", q->p.llm_spec))) {
         st = mt_llm_open_role("qa", q->p.llm_spec, &q->p.llm, &q->answer_llm,
                               err);
         if (st != MT_OK)

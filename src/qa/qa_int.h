@@ -136,6 +136,23 @@ enum mt_qa_label mtx_qa_from_nli(int nli_label);
  * caller frees with mt_free; NULL when out of memory. */
 char *mtx_qa_claim_json(const struct mt_qa_claim *c);
 
+/* Judges one (claim, document text) pair with the verifier: the NLI
+ * classifier, else the LLM judge (counted in r->res->usage). On failure
+ * 'why' says what went wrong. */
+enum mt_status mtx_qa_judge(struct qa_run *r, const char *claim,
+                            const char *doc, enum mt_qa_label *label,
+                            float *score, char *why, size_t wn);
+
+/* The sentence of doc closest to the claim by embedding dot product, kept
+ * in the run's arena into *out. */
+enum mt_status mtx_qa_evidence(struct qa_run *r, const char *claim,
+                               const char *doc, const char **out,
+                               struct mt_error *err);
+
+/* "title text" of document d, as the verifier reads it (caller frees
+ * with mt_free); NULL when out of memory. */
+char *mtx_qa_premise(const struct mt_qa_doc *d);
+
 /* Verifies every claim of r->res against its cited documents, calling
  * params.on_claim as each claim's verdicts become final. */
 enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err);

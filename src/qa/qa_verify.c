@@ -196,7 +196,7 @@ static enum mt_status judge_nli(struct mt_nli *nli, const char *claim,
     return MT_OK;
 }
 
-static enum mt_status judge(struct qa_run *r, const char *claim,
+enum mt_status mtx_qa_judge(struct qa_run *r, const char *claim,
                             const char *doc, enum mt_qa_label *label,
                             float *score, char *why, size_t wn)
 {
@@ -212,8 +212,7 @@ static enum mt_status judge(struct qa_run *r, const char *claim,
     return st;
 }
 
-/* The sentence of doc closest to the claim by embedding dot product. */
-static enum mt_status evidence(struct qa_run *r, const char *claim,
+enum mt_status mtx_qa_evidence(struct qa_run *r, const char *claim,
                                const char *doc, const char **out,
                                struct mt_error *err)
 {
@@ -256,8 +255,7 @@ static long doc_index(const struct mt_qa_result *res, const char *id)
     return -1;
 }
 
-/* "title text" of document d, as the verifier reads it. */
-static char *premise(const struct mt_qa_doc *d)
+char *mtx_qa_premise(const struct mt_qa_doc *d)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
 
@@ -281,10 +279,10 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
         v->label = MT_QA_NO_REFERENCE;
         return MT_OK;
     }
-    doc = premise(&r->res->docs[d]);
+    doc = mtx_qa_premise(&r->res->docs[d]);
     if (!doc)
         return mt_fail(err, MT_ENOMEM, "ask: out of memory");
-    st = judge(r, c->text, doc, &v->label, &v->score, why, sizeof why);
+    st = mtx_qa_judge(r, c->text, doc, &v->label, &v->score, why, sizeof why);
     mt_free(doc);
     if (st == MT_ENOMEM)
         return mt_fail(err, st, "ask: out of memory");
@@ -296,7 +294,8 @@ static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
         return v->error ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
     }
     if (v->label == MT_QA_SUPPORT || v->label == MT_QA_CONTRADICT)
-        st = evidence(r, c->text, r->res->docs[d].text, &v->evidence, err);
+        st = mtx_qa_evidence(r, c->text, r->res->docs[d].text, &v->evidence,
+                             err);
     return st == MT_ENOMEM ? st : MT_OK; /* evidence is optional */
 }
 
@@ -363,7 +362,7 @@ enum mt_status mt_qa_verify(struct mt_qa *q, const char *claim,
     r.p = q->p;
     if (!claim || !evidence_text)
         return mt_fail(err, MT_EINVAL, "verify: claim and evidence needed");
-    st = judge(&r, claim, evidence_text, label, score, why, sizeof why);
+    st = mtx_qa_judge(&r, claim, evidence_text, label, score, why, sizeof why);
     mtx_buf_free(&r.notes);
     mtx_arena_free(&mem);
     if (st != MT_OK)

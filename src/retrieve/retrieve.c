@@ -597,6 +597,98 @@ enum mt_status mt_retriever_document(struct mt_retriever *r,
     return MT_OK;
 }
 
+/* ==== Documents by name ==== */
+
+void mt_retrieved_doc_free(struct mt_retrieved_doc *d)
+{
+    if (!d)
+        return;
+    mt_free(d->doc_id);
+    mt_free(d->title);
+    mt_free(d->text);
+    mt_free(d->url);
+    memset(d, 0, sizeof *d);
+}
+
+/* Chunk 'id' as a hit whose strings are copies (the store's are valid
+ * only until its next chunk read); *keep holds them. */
+static enum mt_status lookup_hit(struct mt_store *s, int64_t id,
+                                 struct mt_search_hit *h, char **keep,
+                                 struct mt_error *err)
+{
+    struct mt_chunk_info ci;
+    enum mt_status st = mt_store_chunk_get(s, id, &ci, err);
+
+    if (st != MT_OK)
+        return st;
+    keep[0] = mt_strdup(ci.doc_id);
+    keep[1] = ci.title ? mt_strdup(ci.title) : NULL;
+    keep[2] = mt_strdup(ci.text);
+    keep[3] = mt_strdup(ci.source);
+    if (!keep[0] || !keep[2] || !keep[3] || (ci.title && !keep[1]))
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    memset(h, 0, sizeof *h);
+    h->chunk_id = id;
+    h->doc_id = keep[0];
+    h->title = keep[1];
+    h->text = keep[2];
+    h->source = keep[3];
+    return MT_OK;
+}
+
+static enum mt_status lookup_on(struct worker *w, const char *field,
+                                const char *key, size_t max,
+                                struct mt_retrieved_doc *out,
+                                struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 28);
+    struct mt_search_hit h;
+    char *keep[4] = {NULL, NULL, NULL, NULL};
+    int64_t id = 0;
+    enum mt_status st = mt_store_find_doc(w->store, field, key, &id, err);
+
+    if (st == MT_OK)
+        st = lookup_hit(w->store, id, &h, keep, err);
+    if (st == MT_OK && whole_doc(w->store, &h, max, &b) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    if (st == MT_OK)
+        st = hit_url(w, &h, &out->url, err);
+    if (st == MT_OK) {
+        out->doc_id = keep[0];
+        out->title = keep[1];
+        out->text = b.data;
+        out->len = b.len;
+        keep[0] = keep[1] = NULL;
+        b.data = NULL;
+    }
+    mtx_buf_free(&b);
+    mt_free(keep[0]);
+    mt_free(keep[1]);
+    mt_free(keep[2]);
+    mt_free(keep[3]);
+    return st;
+}
+
+enum mt_status mt_retriever_lookup(struct mt_retriever *r, const char *field,
+                                   const char *key, size_t max,
+                                   struct mt_retrieved_doc *out,
+                                   struct mt_error *err)
+{
+    struct worker *w = NULL;
+    enum mt_status st = borrow(r, &w, err);
+
+    memset(out, 0, sizeof *out);
+    if (st == MT_OK)
+        st = worker_store(w, err);
+    if (st == MT_OK)
+        st = lookup_on(w, field, key, max, out, err);
+    if (w)
+        give_back(r, w);
+    if (st != MT_OK)
+        mt_retrieved_doc_free(out);
+    return st;
+}
+
 /* ==== Open and close ==== */
 
 static enum mt_status copy_params(struct mt_retriever *r,

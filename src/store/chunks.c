@@ -183,3 +183,52 @@ enum mt_status mt_store_source_find(struct mt_store *s, const char *name,
     sqlite3_finalize(st);
     return rc;
 }
+
+/* ==== Documents a citation names ==== */
+
+static const char *find_doc_sql(const char *field)
+{
+#define FIND_HEAD                                                              \
+    "SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE "
+#define FIND_TAIL " ORDER BY d.id, c.ordinal LIMIT 1"
+    if (strcmp(field, "id") == 0)
+        return FIND_HEAD "d.ext_id = ?1" FIND_TAIL;
+    if (strcmp(field, "doi") == 0)
+        return FIND_HEAD "json_valid(d.metadata) AND "
+                         "lower(json_extract(d.metadata, '$.doi')) = "
+                         "lower(?1)" FIND_TAIL;
+    if (strcmp(field, "url") == 0)
+        return FIND_HEAD "json_valid(d.metadata) AND "
+                         "json_extract(d.metadata, '$.url') = ?1" FIND_TAIL;
+    return NULL;
+#undef FIND_HEAD
+#undef FIND_TAIL
+}
+
+enum mt_status mt_store_find_doc(struct mt_store *s, const char *field,
+                                 const char *key, int64_t *chunk_id,
+                                 struct mt_error *err)
+{
+    const char *sql = field ? find_doc_sql(field) : NULL;
+    sqlite3_stmt *st = NULL;
+    enum mt_status rc;
+    int step;
+
+    if (!sql || !key)
+        return mt_fail(err, MT_EINVAL, "find a document: field %s unknown",
+                       field ? field : "(none)");
+    rc = mtx_store_prepare(s, sql, &st, err);
+    if (rc != MT_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *chunk_id = sqlite3_column_int64(st, 0);
+    else if (step == SQLITE_DONE)
+        rc = mt_fail(err, MT_ENOTFOUND, "%s: no document with %s '%s'", s->dir,
+                     field, key);
+    else
+        rc = mtx_store_dberr(s, step, "looking up a document", err);
+    sqlite3_finalize(st);
+    return rc;
+}

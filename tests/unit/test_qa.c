@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "qa/qa_int.h"
+#include "qa/verify_int.h"
 #include "retrieve/retrieve_int.h"
 #include "core/jsonl.h"
 #include "medtrust/qa.h"
@@ -405,6 +406,114 @@ static void test_open_refuses_bad_params(void **state)
     CHECK(strstr(e.msg, "{id}") != NULL);
 }
 
+/* ==== medtrust verify: the text's reading (src/qa/verify_text.c) ==== */
+
+static void test_verify_quote_found_stitched_and_invented(void **state)
+{
+    const char *doc = "Aspirin reduces the risk of recurrent myocardial "
+                      "infarction.\n  Low-dose aspirin is given daily after "
+                      "a heart attack.";
+
+    (void)state;
+    /* case, white space and curly quotes normalised */
+    CHECK(mtx_vf_quote("aspirin  reduces the risk of recurrent", doc) ==
+          MT_QUOTE_FOUND);
+    CHECK(mtx_vf_quote("infarction. Low\xE2\x80\x90"
+                       "dose aspirin",
+                       doc) == MT_QUOTE_FOUND);
+    /* an ellipsis joins parts that stand in order */
+    CHECK(mtx_vf_quote("aspirin reduces ... after a heart attack", doc) ==
+          MT_QUOTE_FOUND);
+    CHECK(mtx_vf_quote("after a heart attack ... aspirin reduces", doc) ==
+          MT_QUOTE_STITCHED);
+    /* a frankenquote: two real runs that are not together */
+    CHECK(mtx_vf_quote("aspirin reduces the risk of a heart attack", doc) ==
+          MT_QUOTE_STITCHED);
+    CHECK(mtx_vf_quote("aspirin cures every form of cancer", doc) ==
+          MT_QUOTE_NOT_FOUND);
+    /* words, not parts of words */
+    CHECK(mtx_vf_quote("spirin reduces the risk", doc) == MT_QUOTE_NOT_FOUND);
+}
+
+static void test_verify_parse_citations_and_quotes(void **state)
+{
+    struct mt_arena a = MT_ARENA_INIT(4096);
+    struct vf_sent s;
+    const char *t = "As \"statins lower the LDL level\" showed [PMID: 12, 34] "
+                    "(doi:10.1000/x.1; https://doi.org/10.2000/Y) and "
+                    "https://pubmed.ncbi.nlm.nih.gov/77/ and PUBMED:5 "
+                    "(2019) [1].";
+
+    (void)state;
+    CHECK_OK(mtx_vf_parse(&a, t, strlen(t), "PUBMED:", "", &s));
+    assert_int_equal(s.ncites, 7);
+    assert_string_equal(s.cites[0].field, "id");
+    assert_string_equal(s.cites[0].key, "12");
+    assert_string_equal(s.cites[1].key, "34");
+    assert_string_equal(s.cites[2].field, "doi");
+    assert_string_equal(s.cites[2].key, "10.1000/x.1");
+    assert_string_equal(s.cites[3].field, "doi");
+    assert_string_equal(s.cites[3].key, "10.2000/Y");
+    assert_string_equal(s.cites[4].key, "77"); /* PubMed's page: a PMID */
+    assert_string_equal(s.cites[5].key, "5");
+    assert_string_equal(s.cites[6].key, "1"); /* bare digits in [...] */
+    /* "(2019)" is no citation: bare digits cite only in square brackets */
+    assert_string_equal(s.text, "As \"statins lower the LDL level\" showed "
+                                "and and (2019).");
+    assert_int_equal(s.nquotes, 1);
+    assert_string_equal(s.quotes[0], "statins lower the LDL level");
+    mtx_arena_free(&a);
+}
+
+static void test_verify_sentences_headings_and_claims(void **state)
+{
+    const char *t = "# Summary\nBackground\nDoes it work? Aspirin helps "
+                    "after a heart attack. Yes.\nThe main result was clear\n";
+    struct mt_span *sp = NULL;
+    size_t n = 0, i;
+    static const int claim[] = {0, 0, 0, 1, 0, 1};
+
+    (void)state;
+    CHECK_OK(mtx_vf_split(t, strlen(t), &sp, &n, NULL));
+    assert_int_equal(n, 6);
+    assert_int_equal(sp[0].start, 0);
+    assert_int_equal(sp[0].end, 9); /* "# Summary" */
+    assert_memory_equal(t + sp[1].start, "Background", 10);
+    for (i = 0; i < n; i++)
+        assert_int_equal(mtx_vf_is_claim(t, strlen(t), t + sp[i].start,
+                                         sp[i].end - sp[i].start, 4),
+                         claim[i]);
+    mt_free(sp);
+}
+
+static void
+test_verify_rule_contradiction_wins_failure_never_no_evidence(void **state)
+{
+    struct mt_verify_evidence ev[3];
+    long by = -2;
+
+    (void)state;
+    memset(ev, 0, sizeof ev);
+    ev[0].label = MT_VERDICT_SUPPORT;
+    ev[0].score = 0.9f;
+    ev[1].label = MT_VERDICT_CONTRADICT;
+    ev[1].score = 0.6f;
+    ev[2].label = MT_VERDICT_NO_EVIDENCE;
+    ev[2].score = 0.9f;
+    assert_int_equal(mtx_vf_decide(ev, 3, 0.5f, 0.5f, &by),
+                     MT_VERDICT_CONTRADICT);
+    assert_int_equal(by, 1);
+    assert_int_equal(mtx_vf_decide(ev, 3, 0.5f, 0.7f, &by), MT_VERDICT_SUPPORT);
+    assert_int_equal(by, 0);
+    assert_int_equal(mtx_vf_decide(ev, 3, 0.95f, 0.7f, &by),
+                     MT_VERDICT_NO_EVIDENCE);
+    assert_int_equal(by, -1);
+    ev[2].label = MT_VERDICT_FAILED; /* it might have contradicted */
+    assert_int_equal(mtx_vf_decide(ev, 3, 0.5f, 0.7f, &by), MT_VERDICT_FAILED);
+    assert_int_equal(mtx_vf_decide(ev, 3, 0.5f, 0.5f, &by),
+                     MT_VERDICT_CONTRADICT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +531,11 @@ int main(void)
         cmocka_unit_test(test_unretrieved_citation_is_never_classified),
         cmocka_unit_test(test_chunk_overlap_is_joined),
         cmocka_unit_test(test_open_refuses_bad_params),
+        cmocka_unit_test(test_verify_quote_found_stitched_and_invented),
+        cmocka_unit_test(test_verify_parse_citations_and_quotes),
+        cmocka_unit_test(test_verify_sentences_headings_and_claims),
+        cmocka_unit_test(
+            test_verify_rule_contradiction_wins_failure_never_no_evidence),
     };
 
     return cmocka_run_group_tests(tests, make_db, teardown);

@@ -1,0 +1,506 @@
+/* medtrust verify: any medical text (an argument, a file or stdin) checked
+ * sentence by sentence against the corpus; or a JSONL batch of texts in
+ * parallel, journaled so --resume finishes a killed run. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "cli/journal.h"
+#include "cli/qa_opts.h"
+#include "core/buf.h"
+#include "core/file.h"
+#include "core/jsonl.h"
+#include "core/progress.h"
+#include "medtrust/core.h"
+#include "medtrust/verify.h"
+
+#define TEXT_READ_MAX ((size_t)16 << 20)
+
+static const struct cli_opt verify_opts[] = {
+    QA_OPTS,
+    {"json", 'j', NULL, "print the result as one JSON object", 0},
+    {"decompose", 0, NULL,
+     "the LLM splits each claim sentence into atomic claims (FActScore; "
+     "needs --llm)",
+     0},
+    {"support-min", 0, "X",
+     "a SUPPORT judgement counts from this score, 0..1 (default 0.5)", 0},
+    {"contradict-min", 0, "X",
+     "a CONTRADICT judgement counts from this score, 0..1 (default 0.5)", 0},
+    {"min-words", 0, "N",
+     "shorter sentences are NOT_A_CLAIM, 1..100 (default 4)", 0},
+    {"cited-only", 0, NULL,
+     "judge a cited claim against its cited documents only (default: "
+     "also search when they do not decide it)",
+     0},
+    {"max-text", 0, "N", "longest text in bytes (default 1048576)", 0},
+    {"batch", 'b', "FILE",
+     "JSONL of {\"id\",\"text\"}: verify each (needs --out)", 0},
+    {"out", 'o', "FILE", "batch results, one JSON line per text in input order",
+     0},
+    {"jobs", 'J', "N", "batch texts at once, 1..256 (default 4)", 0},
+    {"limit", 'n', "N", "only the first N batch texts", 0},
+    {"resume", 'r', NULL, "keep the texts OUT.journal says are done", 0},
+    {"no-progress", 0, NULL, "do not show a progress bar", 0},
+    {NULL, 0, NULL, NULL, 0},
+};
+
+/* ==== Settings ==== */
+
+static int read_params(const struct cli_args *a, const struct mt_qa *q,
+                       struct mt_verify_params *vp)
+{
+    double sm = 0.5, cm = 0.5;
+    unsigned long k = 5, mw = 4, mx = (size_t)1 << 20;
+
+    mt_verify_default_params(q, vp);
+    if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0 ||
+        cli_get_uint(a, "min-words", 1, 100, &mw) < 0 ||
+        cli_get_uint(a, "max-text", 1, TEXT_READ_MAX, &mx) < 0 ||
+        cli_get_double(a, "support-min", 0, 1, &sm) < 0 ||
+        cli_get_double(a, "contradict-min", 0, 1, &cm) < 0)
+        return -1;
+    vp->k = (uint32_t)k;
+    vp->min_words = (uint32_t)mw;
+    vp->max_text_bytes = mx;
+    vp->support_min = (float)sm;
+    vp->contradict_min = (float)cm;
+    vp->decompose = cli_get(a, "decompose") != NULL;
+    vp->search_cited = cli_get(a, "cited-only") == NULL;
+    return 0;
+}
+
+/* ==== Text form ==== */
+
+static void print_evidence(const struct mt_verify_evidence *e, int decided)
+{
+    printf("      %s %s%s", decided ? "*" : "-", e->doc_id,
+           e->cited ? " (cited)" : "");
+    if (e->label == MT_VERDICT_NO_REFERENCE)
+        printf(": NO_REFERENCE (not in the store)\n");
+    else if (e->label == MT_VERDICT_FAILED)
+        printf(": FAILED (%s)\n", e->error ? e->error : "no reason given");
+    else
+        printf(": %s %.2f%s%s%s%s%s\n", mt_verdict_str(e->label),
+               (double)e->score, e->sentence ? "  \"" : "",
+               e->sentence ? e->sentence : "", e->sentence ? "\"" : "",
+               e->url ? "  " : "", e->url ? e->url : "");
+}
+
+static void print_claim(const struct mt_verify_claim *c, int several)
+{
+    size_t i;
+
+    if (several)
+        printf("    claim [%s] %s\n", mt_verdict_str(c->verdict), c->text);
+    for (i = 0; i < c->nquotes; i++) {
+        const struct mt_verify_quote *q = &c->quotes[i];
+        const char *where = q->status == MT_QUOTE_FOUND      ? " in "
+                            : q->status == MT_QUOTE_STITCHED ? " pieced from "
+                                                             : " not in ";
+
+        printf("      quote %s: \"%s\"%s%s\n", mt_quote_status_str(q->status),
+               q->text, q->doc_id ? where : "", q->doc_id ? q->doc_id : "");
+    }
+    if (c->error)
+        printf("      FAILED: %s\n", c->error);
+    for (i = 0; i < c->nevidence; i++)
+        print_evidence(&c->evidence[i], (long)i == c->decided_by);
+}
+
+static void print_text(const struct mt_verify_result *r)
+{
+    size_t i, k;
+
+    for (i = 0; i < r->nsentences; i++) {
+        const struct mt_verify_sentence *s = &r->sentences[i];
+
+        printf("[%s] %s  (bytes %zu-%zu)\n", mt_verdict_str(s->status), s->text,
+               s->start, s->end);
+        for (k = 0; k < s->nclaims; k++)
+            print_claim(&s->claims[k], s->nclaims > 1);
+    }
+    printf("\nSummary (%s search):", r->search);
+    for (i = 0; i < MT_VERDICT_N; i++)
+        if (r->counts[i])
+            printf(" %s %zu", mt_verdict_str((enum mt_verdict)i), r->counts[i]);
+    printf("\n");
+    for (i = 0; i < r->nnotes; i++)
+        printf("%s%s\n", i ? "  " : "Notes:\n  ", r->notes[i]);
+    printf("%u LLM calls, %u verifications, %.1f s\n", r->usage.llm_calls,
+           r->usage.verifications, r->usage.seconds);
+}
+
+/* ==== One text ==== */
+
+static int is_file(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The text: stdin for "-", a file's contents when the one argument names
+ * a file, else the arguments joined by spaces. */
+static enum mt_status read_text(const struct cli_args *a, struct mt_buf *b,
+                                struct mt_error *err)
+{
+    char chunk[65536];
+    size_t k;
+    int i;
+    enum mt_status st = mtx_buf_reserve(b, 1);
+
+    if (a->npos == 1 && strcmp(a->pos[0], "-") == 0) {
+        while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, stdin)))
+            st = mtx_buf_append(b, chunk, k);
+        return st == MT_OK
+                   ? MT_OK
+                   : mt_fail(err, st, "stdin: over %zu bytes", TEXT_READ_MAX);
+    }
+    if (a->npos == 1 && is_file(a->pos[0]))
+        return mtx_file_read_all(a->pos[0], b, err);
+    for (i = 0; st == MT_OK && i < a->npos; i++)
+        st = mtx_buf_printf(b, "%s%s", i ? " " : "", a->pos[i]);
+    return st == MT_OK ? MT_OK : mt_fail(err, st, "the text is too long");
+}
+
+static enum mt_status verify_one(const struct cli_args *a, struct mt_qa *q,
+                                 const struct mt_verify_params *vp,
+                                 struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT(TEXT_READ_MAX);
+    struct mt_verify_result *r = NULL;
+    enum mt_status st = read_text(a, &b, err);
+    char *js;
+
+    if (st == MT_OK)
+        st = mt_verify_text(q, b.data, vp, &r, err);
+    /* MT_EMODEL: the result is shown with its FAILED claims, exit 1 */
+    if (r && cli_get(a, "json")) {
+        js = mt_verify_result_json(r);
+        if (js)
+            printf("%s\n", js);
+        else
+            st = mt_fail(err, MT_ENOMEM, "out of memory");
+        mt_free(js);
+    } else if (r) {
+        print_text(r);
+    }
+    mt_verify_result_free(r);
+    mtx_buf_free(&b);
+    return st;
+}
+
+/* ==== Batch ==== */
+
+struct vitem {
+    char *id;
+    char *text;
+    char *line; /* the result as one JSON line, once done */
+    int resumed;
+    int failed;
+};
+
+struct vbatch {
+    struct mt_qa *q;
+    const struct mt_verify_params *vp;
+    struct vitem *v;
+    size_t n;
+    struct work_queue wq; /* wq.mu also guards the counts */
+    struct journal *journal;
+    struct mt_progress *bar;
+    size_t resumed, done, failed;
+};
+
+static void items_free(struct vitem *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; v && i < n; i++) {
+        mt_free(v[i].id);
+        mt_free(v[i].text);
+        mt_free(v[i].line);
+    }
+    mt_free(v);
+}
+
+static enum mt_status item_read(json_t *o, struct vitem *x)
+{
+    const char *id = json_string_value(json_object_get(o, "id"));
+    const char *t = json_string_value(json_object_get(o, "text"));
+
+    memset(x, 0, sizeof *x);
+    if (!id || !t)
+        return MT_EPARSE;
+    x->id = mt_strdup(id);
+    x->text = mt_strdup(t);
+    return x->id && x->text ? MT_OK : MT_ENOMEM;
+}
+
+static enum mt_status items_load(const char *path, size_t limit,
+                                 struct vbatch *b, struct mt_error *err)
+{
+    struct mt_jsonl_params jp = mtx_jsonl_default_params();
+    struct mt_jsonl *r = NULL;
+    json_t *o = NULL; /* owned by the reader */
+    size_t cap = 0;
+    enum mt_status st = mtx_jsonl_open(path, &jp, &r, err);
+
+    while (st == MT_OK && (!limit || b->n < limit)) {
+        st = mtx_jsonl_next(r, &o, err);
+        if (st != MT_OK || !o)
+            break;
+        if (b->n == cap) {
+            struct vitem *x =
+                mt_realloc(b->v, (cap ? cap * 2 : 64) * sizeof *x);
+
+            if (!x) {
+                st = mt_fail(err, MT_ENOMEM, "out of memory");
+                break;
+            }
+            b->v = x;
+            cap = cap ? cap * 2 : 64;
+        }
+        st = item_read(o, &b->v[b->n]);
+        b->n += st != MT_EPARSE;
+        if (st == MT_EPARSE)
+            mt_fail(err, st,
+                    "%s:%zu: each line needs string \"id\" and \"text\" "
+                    "fields",
+                    path, mtx_jsonl_line(r));
+        else if (st == MT_ENOMEM)
+            mt_fail(err, st, "out of memory");
+    }
+    mtx_jsonl_close(r);
+    return st;
+}
+
+static void record(struct vbatch *b, struct vitem *x, char *line,
+                   const struct mt_error *e)
+{
+    struct mt_error err = {MT_OK, ""};
+    int ok = e->status == MT_OK;
+    enum mt_status st = !line        ? mt_fail(&err, MT_ENOMEM, "out of memory")
+                        : b->journal ? journal_append(b->journal, x->id, line,
+                                                      ok ? NULL : e->msg, &err)
+                                     : MT_OK;
+
+    pthread_mutex_lock(&b->wq.mu);
+    x->line = line;
+    x->failed = !ok;
+    work_fail_locked(&b->wq, st, &err);
+    b->done += ok != 0;
+    b->failed += ok == 0;
+    pthread_mutex_unlock(&b->wq.mu);
+    mtx_progress_add(b->bar, 1);
+}
+
+/* {"id":ID,...result}, with "error" too when a claim FAILED (the result
+ * is kept: its other verdicts stand); {"id","error"} when there is none. */
+static char *result_line(const struct vitem *x,
+                         const struct mt_verify_result *r,
+                         const struct mt_error *e)
+{
+    char *js = r ? mt_verify_result_json(r) : NULL;
+    json_t *o = js ? json_loads(js, 0, NULL) : NULL;
+    char *line;
+
+    mt_free(js);
+    if (o && e->status != MT_OK)
+        json_object_set_new(o, "error", json_string(e->msg));
+    js = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    line = work_line(x->id, js,
+                     r ? NULL
+                       : json_pack("{s:s,s:s}", "id", x->id, "error", e->msg));
+    return line;
+}
+
+static void verify_item(size_t i, void *user)
+{
+    struct vbatch *b = user;
+    struct vitem *x = &b->v[i];
+    struct mt_verify_result *r = NULL;
+    struct mt_error err = {MT_OK, ""};
+    enum mt_status st;
+
+    if (x->resumed)
+        return;
+    st = mt_verify_text(b->q, x->text, b->vp, &r, &err);
+    if (st != MT_OK && !err.msg[0])
+        snprintf(err.msg, sizeof err.msg, "%s", mt_status_str(st));
+    err.status = st; /* MT_EMODEL: journaled as failed, verified again */
+    record(b, x, result_line(x, r, &err), &err);
+    mt_verify_result_free(r);
+}
+
+static void on_resumed(const char *id, const char *line, void *user)
+{
+    struct vbatch *b = user;
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        struct vitem *x = &b->v[i];
+
+        if (x->resumed || strcmp(x->id, id) != 0)
+            continue;
+        x->line = mt_strdup(line);
+        x->resumed = x->line != NULL;
+        b->resumed += (size_t)x->resumed;
+        return;
+    }
+}
+
+static const char *item_line(size_t i, void *user)
+{
+    const struct vitem *v = user;
+
+    return v[i].line ? v[i].line : "{}";
+}
+
+static enum mt_status batch_start(const struct cli_args *a, struct vbatch *b,
+                                  const char *jpath, struct mt_error *err)
+{
+    struct mt_progress_params pp = mtx_progress_default_params();
+    enum mt_status st = journal_open(jpath, cli_get(a, "resume") != NULL,
+                                     on_resumed, b, &b->journal, err);
+
+    if (st != MT_OK)
+        return st;
+    pp.label = "verify";
+    pp.total = b->n;
+    pp.quiet = cli_get(a, "no-progress") != NULL;
+    st = mtx_progress_new(&pp, &b->bar);
+    if (st != MT_OK)
+        return mt_fail(err, st, "out of memory");
+    mtx_progress_update(b->bar, b->resumed);
+    return MT_OK;
+}
+
+static void batch_report(const struct vbatch *b)
+{
+    size_t i, k = 0;
+
+    fprintf(stderr,
+            "verify: %zu texts (%zu resumed, %zu verified, %zu "
+            "failed: see their \"error\")\n",
+            b->n, b->resumed, b->done, b->failed);
+    for (i = 0; i < b->n; i++) {
+        if (!b->v[i].failed || k++ >= 50)
+            continue;
+        if (k == 1)
+            fprintf(stderr, "verify: failed (--resume verifies them again):");
+        fprintf(stderr, " %s", b->v[i].id);
+    }
+    if (k)
+        fputc('\n', stderr);
+}
+
+static enum mt_status verify_batch(const struct cli_args *a, struct mt_qa *q,
+                                   const struct mt_verify_params *vp,
+                                   unsigned jobs, size_t limit,
+                                   struct mt_error *err)
+{
+    struct vbatch b;
+    char jpath[4200];
+    enum mt_status st;
+
+    memset(&b, 0, sizeof b);
+    b.q = q;
+    b.vp = vp;
+    snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
+    st = items_load(cli_get(a, "batch"), limit, &b, err);
+    work_init(&b.wq, b.n);
+    if (st == MT_OK)
+        st = batch_start(a, &b, jpath, err);
+    if (st == MT_OK)
+        st = work_run(&b.wq, jobs, verify_item, &b, err);
+    if (b.bar)
+        mtx_progress_finish(b.bar);
+    mtx_progress_free(b.bar);
+    journal_close(b.journal);
+    work_destroy(&b.wq);
+    if (st == MT_OK)
+        st = work_write_lines(cli_get(a, "out"), b.n, item_line, b.v, err);
+    if (st == MT_OK)
+        batch_report(&b);
+    if (st == MT_OK && b.failed)
+        st = mt_fail(err, MT_EMODEL, "%zu text%s failed", b.failed,
+                     b.failed == 1 ? "" : "s");
+    items_free(b.v, b.n);
+    return st;
+}
+
+/* ==== The verb ==== */
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "medtrust verify: %s\nTry 'medtrust verify --help'.\n",
+            msg);
+    return 1;
+}
+
+static int verify_run(struct cli_args *a)
+{
+    struct mt_qa_params p;
+    struct mt_verify_params vp;
+    struct mt_qa *q = NULL;
+    struct mt_error err = {MT_OK, ""};
+    unsigned long jobs = 4, limit = 0;
+    int batch = cli_get(a, "batch") != NULL;
+    enum mt_status st;
+
+    if (qa_opts_read(a, &p) < 0 || cli_get_uint(a, "jobs", 1, 256, &jobs) < 0 ||
+        cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
+        return 1;
+    if (!p.db_dir)
+        return usage_error("give --db DIR (a store built by 'medtrust "
+                           "index')");
+    if (batch && (!cli_get(a, "out") || a->npos))
+        return usage_error("--batch needs --out FILE and no TEXT");
+    if (!batch && a->npos == 0)
+        return usage_error("give a TEXT, a FILE, or - to read stdin");
+    p.answer_optional = 1; /* a chat model only for --decompose */
+    p.llm.max_concurrency = (uint32_t)jobs * 2;
+    st = mt_qa_open(&p, &q, &err);
+    if (st == MT_OK && read_params(a, q, &vp) < 0) {
+        mt_qa_close(q);
+        return 1;
+    }
+    if (st == MT_OK)
+        st = batch ? verify_batch(a, q, &vp, (unsigned)jobs, limit, &err)
+                   : verify_one(a, q, &vp, &err);
+    mt_qa_close(q);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_verify = {
+    "verify",
+    "verify any medical text sentence by sentence against the corpus",
+    "--db DIR [--nli SPEC | --llm SPEC] [-k 5] [--json] TEXT|FILE|-  or  "
+    "--batch TEXTS.jsonl --out RESULTS.jsonl",
+    "Splits the text into sentences, each kept in order with its byte span;\n"
+    "questions, headings and fragments under --min-words are NOT_A_CLAIM.\n"
+    "Each other sentence is a claim (--decompose: the LLM's atomic claims).\n"
+    "Citations ([PMID], PMID: N, DOI, a stored document's URL) are looked\n"
+    "up first: an id the store does not hold is NO_REFERENCE; a quotation\n"
+    "that is not verbatim in the cited document (or stitched from separate\n"
+    "places) is MISQUOTED, before any model is asked. The cited documents,\n"
+    "then the top -k (5) of a hybrid search, are judged by --nli (or the\n"
+    "--llm judge): CONTRADICT when one contradicts with a score of at least\n"
+    "--contradict-min, else FAILED when a judgement failed, else SUPPORT\n"
+    "when one supports with at least --support-min, else NO_EVIDENCE.\n"
+    "A FAILED claim (a model call failed) exits 1 with the result printed\n"
+    "(in a batch: journaled as failed, verified again by --resume). --json\n"
+    "prints "
+    "{\"sentences\":[{\"text\",\"span\",\"status\",\"claims\":[{\"text\",\n"
+    "\"verdict\",\"cites\",\"quotes\",\"evidence\":[{\"doc\",\"label\","
+    "\"score\",\n"
+    "\"sentence\",\"url\",\"cited\"}],\"decided_by\"}]}],\"summary\","
+    "\"search\",\n"
+    "\"notes\",\"usage\"}. docs/verify.md has the whole rule.",
+    verify_opts,
+    verify_run,
+};
