@@ -415,6 +415,88 @@ async function cancelCheck(page) {
   await audit(page, 'check_error', 'Check with an error shown');
 }
 
+// A check on a model whose replies are all garbage (MedReAct's, or the
+// guard agents'): the run fails and the page says so in words; nothing
+// reads "no error found", no badge is green, and the trajectory numbers
+// a retry as an attempt of its step.
+async function failedCheck(page, strategy, model) {
+  await page.goto(base + '/#check');
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
+  await page.fill('#check-note', NOTE);
+  await page.selectOption('#check-strategy', strategy);
+  await page.selectOption('#check-model', model);
+  if (strategy === 'react-reflex') {
+    await page.fill('#check-steps', '2');
+    await page.fill('#check-rounds', '1');
+  }
+  await page.click('#check-btn');
+  await page.waitForSelector('#check-failed', {timeout: 90000});
+  const text = await page.textContent('#check-result');
+  const why = await page.textContent('#check-failed-why');
+  const green = await page.$$eval('#check-result .badge.ok',
+      (b) => b.map((x) => x.closest('li').dataset.step + ':' + x.textContent));
+  check('a ' + strategy + ' check whose every ' + (strategy === 'guards' ?
+    'guard agent' : 'MedReAct step') + ' failed shows as failed, with ' +
+      'the reason in words', await page.$('#check-verdict') === null &&
+      text.includes('check failed') && !/no error found/i.test(text) &&
+      /fallback|failed|unusable/.test(why) && why.length > 30,
+  why + ' | ' + text.slice(0, 200));
+  check('... and no step of it is green but the calls that answered',
+      green.every((g) => g.startsWith('call:')) &&
+      !green.some((g) => /no error/.test(g)), green.join(','));
+  const heads = await page.$$eval('#check-trace > li > .step-kind',
+      (h) => h.map((x) => x.textContent + ' ' +
+        x.parentNode.querySelector('.muted').textContent));
+  return heads;
+}
+
+async function failedChecks(page) {
+  const heads = await failedCheck(page, 'react-reflex', 'broken-react');
+  // "MedReAct step 2 ... attempt 2" repeats step 2: the same number.
+  const react = heads.filter((h) => h.startsWith('MedReAct step'));
+  const nums = react.map((h) => [Number(h.split(' ')[2]), / attempt 2/.test(h)]);
+  check('the trajectory numbers a retry as an attempt of its step',
+      react.length >= 2 && nums.some(([, a]) => a) &&
+      nums.every(([n, a], i) => (a ? i > 0 && n === nums[i - 1][0] :
+        n === (i ? nums[i - 1][0] + 1 : 1))), react.join(' | '));
+  const words = await page.$$eval('#check-trace > li', (l) => l.map((x) =>
+    x.dataset.step + '=' + x.querySelector('.step-kind').textContent));
+  check('trajectory headings are words, not raw rule names',
+      words.every((w) => !/=(round|rounds|fallback|[a-z]+_[a-z_]+)\b/.test(w)),
+      words.join(' | '));
+  await audit(page, 'check_failed', 'Check with a failed check');
+  await docShot(page, 'check_failed', '#check-result');
+  await failedCheck(page, 'guards', 'broken-guards');
+  const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
+    l.map((x) => x.textContent));
+  check('guards whose agents failed say so, never "no error" for a failed ' +
+      'agent', arb.length > 0 && arb.every((t) => t.includes('failed: no ' +
+      'usable answer') && t.includes('a call failed')), arb.join(' | ')
+      .slice(0, 300));
+  await page.selectOption('#check-model', ''); // the page keeps its state
+}
+
+// The trajectory's rendering of replies the library reads (trace.js):
+// confidences on 0..1 or 0..100 (said which), "invalid" for the rest.
+async function confidenceRendering(page) {
+  const got = await page.evaluate(async () => {
+    const t = await import('/js/trace.js');
+    const rec = (c) => ({step: 'call', role: 'guard', ok: true, attempt: 1,
+      prompt: 'guard_detect_1', replies: ['{"verdict":"CORRECT",' +
+        '"confidence":' + c + ',"reasoning":"r"}']});
+    return ['0.85', '85', '1111111111111111111', '1e999', '-0.5', '"high"']
+        .map((c) => t.renderStep(rec(c), {}).textContent);
+  });
+  const conf = got.map((g) => (g.match(/Confidence: (.*?)(Reasoning|$)/) ||
+    [])[1] || '');
+  check('confidences read on 0..1 or 0..100 (said which), "invalid" for ' +
+      'the rest', conf[0].startsWith('85% (given as 0.85, on 0 to 1)') &&
+      conf[1].startsWith('85% (given as 85, on 0 to 100)') &&
+      conf.slice(2).every((c) => c.startsWith('invalid') && !/%/.test(c)),
+  conf.join(' | '));
+}
+
 async function checks(page) {
   // The settings panel: the paper's N, M and thresholds, bounded by the
   // server's limits (GET /v1/limits) and sent with the check.
@@ -559,7 +641,8 @@ async function askFilters(page) {
   const models = await page.$$eval('#ask-model option', (o) =>
     o.map((x) => x.value).join(','));
   check('the ask panel offers the server\'s models to choose',
-      await page.isVisible('#ask-model') && models === ',stub-b', models);
+      await page.isVisible('#ask-model') &&
+      models === ',stub-b,broken-react,broken-guards', models);
   await page.selectOption('#ask-model', 'stub-b');
   expected.push({path: '/v1/ask', status: 400});
   const bad = page.waitForResponse((r) => r.url().endsWith('/v1/ask'));
@@ -913,6 +996,8 @@ async function main() {
   check('log in with the form', await logIn(page, 'carol', 'carol-password'));
   await search(page);
   await checks(page);
+  await failedChecks(page);
+  await confidenceRendering(page);
   await cancelCheck(page);
   await ask(page);
   await batch(page);

@@ -58,9 +58,16 @@ PY
 ADMIN_PW=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
 echo "$ADMIN_PW" | "$MT" user add --db "$TMP/db" admin --admin 2>/dev/null
 
+# Two broken models besides: every MedReAct reply, or every guard
+# agent's, is garbage (a check on them must show as failed).
+stub_start bad-react --garble react
+BAD_REACT=$SPEC
+stub_start bad-guard --garble guard
+BAD_GUARD=$SPEC
 stub_start ui --delay 120 --token-delay 40 --eval-finals 5,5,5,5,4
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" \
-    --llm-choice "stub-b=$SPEC" --open-registration \
+    --llm-choice "stub-b=$SPEC" --llm-choice "broken-react=$BAD_REACT" \
+    --llm-choice "broken-guards=$BAD_GUARD" --open-registration \
     --data-dir "$TMP/logs" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
 for _ in $(seq 100); do

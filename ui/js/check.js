@@ -43,8 +43,22 @@ function noteView(note, r) {
   return box;
 }
 
+// A check that ended without the model's verdict: failed, with the
+// reason in words (the run's error, or the result's fallback_why).
+export function renderCheckFailure(why, fallback) {
+  return el('div', {class: 'panel', id: 'check-failed'},
+      el('h2', {}, 'Verdict'),
+      el('p', {class: 'verdict failed'}, el('span', {class: 'badge bad'},
+          fallback ? 'fallback: no model answer' : 'check failed'), ' ',
+      'No verdict from the model: this is not a result.'),
+      el('p', {id: 'check-failed-why'}, why || 'the check failed'));
+}
+
 export function renderCheckResult(r, note) {
   const u = r.usage || {};
+  // A fallback verdict (a result kept by a worker or an older server) is
+  // no answer of the model's: never shown as "no error found".
+  if (r.fallback) return renderCheckFailure(r.fallback_why, true);
   const verdict = r.error_flag ?
     'Error found in sentence ' + r.error_sentence_id + ' (counting from 0)' :
     'No error found';
@@ -183,8 +197,13 @@ async function submit(ev) {
     btn.disabled = false;
     cancel.done();
     if (run.status !== 'done') {
+      const why = run.error || 'the check failed';
       $('check-status').textContent = 'Run ' + id + ' failed.';
-      $('check-msg').textContent = run.error || 'the check failed';
+      $('check-msg').textContent = why;
+      // Cancelled: the message says it all; else no verdict, in words.
+      if (!/cancel/.test(why)) {
+        verdict.append(renderCheckFailure(why, false));
+      }
       return;
     }
     $('check-status').textContent = 'Run ' + id + ' done.';

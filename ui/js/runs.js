@@ -16,15 +16,29 @@ function summary(run) {
   if (!r) return run.error || '';
   if (run.kind === 'score' || run.kind === 'batch') {
     return 'flag acc ' + f2(r.error_flag_accuracy) + ', sentence acc ' +
-        f2(r.error_sentence_accuracy) + ', aggregate ' +
+        f2(r.error_sentence_accuracy) + ', ' +
+        'aggregate' + aggregateLabel(r.composite || {}).slice(9) + ' ' +
         f2(r.composite && r.composite.aggregate);
   }
   if (run.kind === 'check') {
+    if (r.fallback) return 'fallback: no model answer';
     return r.error_flag ? 'error in sentence ' + r.error_sentence_id :
       'no error';
   }
   if (run.kind === 'ask') return (r.claims || []).length + ' claims';
   return '';
+}
+
+// The aggregate's caveat, as the report says it: the official
+// MEDIQA-CORR aggregate is the mean of ROUGE-1, BERTScore and BLEURT;
+// without both of the latter it is the mean of what was given.
+export function aggregateLabel(c) {
+  const bert = typeof c.bertscore === 'number';
+  const bleurt = typeof c.bleurt === 'number';
+  if (bert && bleurt) return 'Aggregate (ROUGE-1, BERTScore, BLEURT)';
+  if (!bert && !bleurt) return 'Aggregate (ROUGE-only, not official)';
+  return 'Aggregate (ROUGE-1 and ' + (bert ? 'BERTScore' : 'BLEURT') +
+      ' only, not official)';
 }
 
 // A score or batch run's metrics, its per-error-type table and its HTML
@@ -39,7 +53,8 @@ export function scoreDetail(run, frameId) {
       typeof c.bertscore === 'number' ? [[r.bertscore_label || 'BERTScore',
         f2(c.bertscore)]] : [],
       typeof c.bleurt === 'number' ? [['BLEURT', f2(c.bleurt)]] : [],
-      [['Aggregate', f2(c.aggregate)], ['Notes', String(r.notes || 0)]]);
+      [[aggregateLabel(c), f2(c.aggregate)],
+        ['Notes', String(r.notes || 0)]]);
   const types = Object.entries((r.breakdown || {}).error_type || {});
   return [table('Scores of ' + (r.run || 'the run'), ['Metric', 'Value'], rows),
     ...(types.length ? [table('By error type', ['Error type', 'Notes',

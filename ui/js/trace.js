@@ -22,6 +22,40 @@ export function parseReply(s) {
 
 const pct = (x) => (typeof x === 'number' ? Math.round(x * 100) + '%' : '?');
 
+// A confidence as a model wrote it, checked as the library reads it
+// (llmcall/reply.c mtx_reply_conf): a number from 0 to 1, or from 0 to
+// 100 read as a percentage; anything else (1e18, Infinity, -3, "high")
+// is "invalid", never a percentage. Says which scale it was read on.
+export function confidence(x) {
+  const d = typeof x === 'string' && x.trim() !== '' ? Number(x) : x;
+  if (x === undefined || x === null) return undefined;
+  if (typeof d !== 'number' || !Number.isFinite(d) || d < 0 || d > 100) {
+    return 'invalid (' + String(x).slice(0, 40) + ': not 0 to 1 or 0 to 100)';
+  }
+  return d <= 1 ? Math.round(d * 100) + '% (given as ' + d + ', on 0 to 1)' :
+    Math.round(d) + '% (given as ' + d + ', on 0 to 100)';
+}
+
+// Trace step names in words, for headings.
+const STEP_WORDS = {
+  round: 'Round ended without an accepted answer',
+  rounds: 'Every round used',
+  retrieval: 'Retrieval',
+  context_budget: 'Context budget: passages or steps left out',
+  evidence_budget: 'Evidence budget: passages left out',
+  parser_disagreed: 'Final parser disagreed',
+  sentences: 'Sentence split',
+  few_shot: 'Few-shot examples',
+};
+
+// Model roles in words.
+const ROLE_WORDS = {react: 'MedReAct', eval: 'MedEval',
+  reflect: 'MedReFlex reflection', parser: 'final parser',
+  guard: 'guard agent', guard_correct: 'guard corrector',
+  arbiter: 'arbiter', single: 'single call'};
+const roleWords = (r) => ROLE_WORDS[r] || String(r || 'a role')
+    .replace(/_/g, ' ');
+
 function kv(label, value) {
   if (value === undefined || value === null || value === '') return null;
   return el('div', {}, el('span', {class: 'muted'}, label + ': '),
@@ -44,8 +78,10 @@ function finalAnswer(o) {
 
 // ==== Model calls, by role ====
 
+// A retry (attempt 2 or more) is the same MedReAct step again, not a
+// new one.
 function reactCall(rec, o, state) {
-  state.react = (state.react || 0) + 1;
+  if (!(rec.attempt > 1) || !state.react) state.react = (state.react || 0) + 1;
   const act = (o && o.action) || {};
   const body = [kv('Observation', o && o.observation),
     kv('Thought', o && o.thought)];
@@ -73,7 +109,7 @@ function guardCall(rec, o) {
     const what = m[1] === 'detect' ? 'detects' : 'locates';
     return ['Guard agent ' + m[2] + ' ' + what, [
       kv('Verdict', o && o.verdict), kv('Sentence', o && o.sentence),
-      kv('Confidence', o && pct(o.confidence)),
+      kv('Confidence', o && confidence(o.confidence)),
       kv('Reasoning', o && o.reasoning)]];
   }
   return ['Guard corrector', [kv('Correction', o && o.corrected_sentence),
@@ -142,16 +178,23 @@ function searchStep(rec) {
           'ids: ' + (rec.hits || []).join(', ')))]];
 }
 
+// The guards' stage: each agent's opinion (null: its calls failed, never
+// "no error"), the decision and the rule that made it; a decision that
+// stands only because a call failed is marked.
 function arbiterStep(rec) {
   const loc = rec.step === 'guards_locate';
-  const v = (a) => (loc ? 'sentence ' + a.value :
-    (a.value ? 'error' : 'no error'));
-  const a1 = rec.agent1 || {};
-  const a2 = rec.agent2 || {};
-  return ['Arbiter (' + (loc ? 'locate' : 'detect') + ')', [], [
-    kv('Agent 1', v(a1) + ', confidence ' + pct(a1.confidence)),
-    kv('Agent 2', v(a2) + ', confidence ' + pct(a2.confidence)),
-    kv('Decision', v({value: rec.decision}) + ' (' + rec.rule + ')')]];
+  const v = (x) => (loc ? 'sentence ' + x : (x ? 'error' : 'no error'));
+  const agent = (a) => (a && typeof a === 'object' ?
+    v(a.value) + ', confidence ' + (a.confidence >= 0 && a.confidence <= 1 ?
+      pct(a.confidence) : confidence(a.confidence)) :
+    'failed: no usable answer');
+  const failed = !rec.agent1 || !rec.agent2 ||
+      /failed|unusable/.test(rec.rule || '');
+  return ['Arbiter (' + (loc ? 'locates the sentence' : 'detects an error') +
+      ')', failed ? [el('span', {class: 'badge bad'}, 'a call failed')] : [], [
+    kv('Agent 1', agent(rec.agent1)),
+    kv('Agent 2', agent(rec.agent2)),
+    kv('Decision', v(rec.decision) + ' (' + rec.rule + ')')]];
 }
 
 function otherStep(rec) {
@@ -161,13 +204,22 @@ function otherStep(rec) {
           'not accepted')], [kv('Final scores', (rec.finals || []).join(', ')),
         kv('Mean', rec.mean), kv('Minimum', rec.min), kv('Rule', rec.rule)]];
     case 'verdict':
+      // A fallback verdict is no answer of the model's: never green.
+      if (rec.fallback) {
+        return ['Verdict', [el('span', {class: 'badge bad'},
+            'fallback: no model answer')], [kv('Why', rec.fallback_why ||
+            'no usable reply from the model decided it; the steps above ' +
+            'say which calls failed')]];
+      }
       return ['Verdict', [badge(!rec.error_flag, 'no error',
-          'error in sentence ' + rec.sentence_id)],
-      [rec.fallback ? kv('Note', 'fallback verdict') : null]];
+          'error in sentence ' + rec.sentence_id)], []];
     case 'fallback':
-      return ['Fallback (' + rec.role + ')', [], [kv('Rule', rec.rule)]];
+      return ['Fallback: the ' + roleWords(rec.role) + ' gave no usable ' +
+          'answer', [el('span', {class: 'badge bad'}, 'fallback')],
+      [kv('What stands instead', rec.rule)]];
     default:
-      return [rec.step, [], [kv('Rule', rec.rule), kv('Why', rec.why)]];
+      return [STEP_WORDS[rec.step] || String(rec.step).replace(/_/g, ' '),
+        [], [kv('Rule', rec.rule), kv('Why', rec.why)]];
   }
 }
 
