@@ -27,6 +27,7 @@
          "model for every role: openai:URL#MODEL or "                          \
          "gguf:PATH (default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",         \
          0},                                                                   \
+        CLI_LORA_OPT,                                                          \
         {"prompts", 0, "DIR",                                                  \
          "NAME.txt files here replace built-in "                               \
          "prompts",                                                            \

@@ -26,6 +26,7 @@ struct cli_args {
     size_t nmulti[CLI_MAX_OPTS];
     char **pos; /* positional arguments */
     int npos;
+    char *owned; /* a value cli_parse made (--llm with --lora's adapters) */
 };
 
 struct cli_verb {
@@ -65,6 +66,25 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
 /* Parses a search mode option (bm25, dense or hybrid) into *mode (an enum
  * mt_search_mode as int) the same way; leaves *mode when absent. */
 int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode);
+
+/* The --lora row of every verb that takes --llm; cli_parse applies it
+ * (cli_lora_apply). */
+#define CLI_LORA_OPT                                                           \
+    {                                                                          \
+        "lora", 0, "ADAPTER[:SCALE]",                                          \
+            "LoRA adapter GGUF applied to a gguf: LLM at SCALE (default 1): "  \
+            "the "                                                             \
+            "default LLM (--llm, else MEDTRUST_LLM) becomes "                  \
+            "gguf:BASE?lora=ADAPTER[:SCALE]; a per-role spec takes ?lora= "    \
+            "itself",                                                          \
+            1                                                                  \
+    }
+
+/* Adds the --lora values to the default LLM's spec: the --llm value
+ * becomes gguf:BASE?lora=A[:S]&lora=B (or MEDTRUST_LLM, when that is the
+ * spec the model layer picks). Prints an error and returns 1 when the
+ * LLM is not a gguf: model; 0 otherwise (also without --lora). */
+int cli_lora_apply(struct cli_args *a);
 
 /* Option rows for how every model call is made (call cache, timeout,
  * retries); spliced into the tables of the verbs that call models and read

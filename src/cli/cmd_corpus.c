@@ -33,6 +33,7 @@ static const struct cli_opt corpus_opts[] = {
      0},
     {"llm", 'l', "SPEC",
      "vote: openai:URL#MODEL or gguf:PATH (default $MEDTRUST_LLM)", 0},
+    CLI_LORA_OPT,
     {"votes", 'n', "N", "vote: questions per item, 1..64 (default 5)", 0},
     {"min-yes", 'm', "N",
      "vote: yes votes an item needs to be kept (default 4)", 0},

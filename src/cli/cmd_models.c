@@ -23,6 +23,7 @@ static const struct cli_opt models_opts[] = {
      "openai:BASE_URL#MODEL or gguf:PATH (default "
      "MEDTRUST_LLM)",
      0},
+    CLI_LORA_OPT,
     {"embedder", 'e', "SPEC",
      "embedder (default MEDTRUST_EMBEDDER, else "
      "use-lite)",

@@ -115,6 +115,7 @@ static const struct cli_opt serve_opts[] = {
      "model for POST /v1/check and /v1/ask: openai:URL#MODEL or gguf:PATH "
      "(default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",
      0},
+    CLI_LORA_OPT,
     {"reranker", 0, "SPEC",
      "cross-encoder of the server's searches: react-reflex's rerank stage "
      "(50 first-stage hits, 20 kept) and Ask's documents; gguf:PATH or "

@@ -34,6 +34,7 @@ static const struct cli_opt worker_opts[] = {
      "the model endpoints this worker calls for every role, replacing the "
      "run's --llm (default: the run's, else MEDTRUST_LLM)",
      0},
+    CLI_LORA_OPT,
     {"cache", 0, "FILE|URL",
      "call cache replacing the run's --cache (a postgresql:// URL is "
      "shared by every worker)",

@@ -103,7 +103,7 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
     }
     a->pos = argv + optind;
     a->npos = argc - optind;
-    return 0;
+    return cli_lora_apply(a);
 }
 
 void cli_args_free(struct cli_args *a)
@@ -112,6 +112,7 @@ void cli_args_free(struct cli_args *a)
 
     for (i = 0; i < CLI_MAX_OPTS; i++)
         mt_free(a->multi[i]);
+    mt_free(a->owned);
     memset(a, 0, sizeof *a);
 }
 

@@ -14,6 +14,7 @@
          "answer model: openai:URL#MODEL or gguf:PATH "                        \
          "(default MEDTRUST_LLM; MEDTRUST_LLM_QA wins)",                       \
          0},                                                                   \
+        CLI_LORA_OPT,                                                          \
         {"nli", 0, "SPEC",                                                     \
          "verifier: gguf:PATH[?preset=mnli|verifai] (NLI classifier; "         \
          "also ?labels=A,B,C&pair=claim-first|evidence-first) or llm "         \

@@ -1,9 +1,13 @@
-/* llama.cpp chat backend (gguf:PATH): the model's own chat template, a
- * seeded sampler chain, GBNF from a JSON schema, and n samples that share
- * the prompt's KV cache (the prompt is decoded once; each sample rewinds to
- * it). One context per handle, serialised by a mutex. */
+/* llama.cpp chat backend (gguf:PATH[?lora=ADAPTER[:SCALE]&...]): the
+ * model's own chat template, a seeded sampler chain, GBNF from a JSON
+ * schema, n samples that share the prompt's KV cache (the prompt is decoded
+ * once; each sample rewinds to it), and LoRA adapters loaded once per
+ * handle and applied to its context. One context per handle, serialised
+ * by a mutex. */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,24 +23,43 @@
 #define LCHAT_MAX_BATCH 2048u
 #define SETTING "--llm/MEDTRUST_LLM"
 
+#define LCHAT_MAX_LORA 8
+
 struct lchat {
     struct mtx_llama_session ls;
     uint32_t n_ctx;
+    /* LoRA adapters, loaded once for this handle and applied to its
+     * context (llama_set_adapters_lora) with their scales */
+    struct llama_adapter_lora *lora[LCHAT_MAX_LORA];
+    float scale[LCHAT_MAX_LORA];
+    size_t n_lora;
+    char *name; /* "base.gguf+adapter.gguf[:SCALE]...", or NULL without
+                   adapters: the model's name and so the cache's key */
 };
 
 static void lchat_free(void *self)
 {
     struct lchat *c = self;
+    size_t i;
 
     if (!c)
         return;
+    /* the context refers to the adapters, and they to the model */
+    if (c->ls.ctx)
+        llama_free(c->ls.ctx);
+    c->ls.ctx = NULL;
+    for (i = 0; i < c->n_lora; i++)
+        llama_adapter_lora_free(c->lora[i]);
     mtx_llama_session_close(&c->ls);
+    mt_free(c->name);
     mt_free(c);
 }
 
 static const char *lchat_model(const void *self)
 {
-    return ((const struct lchat *)self)->ls.name;
+    const struct lchat *c = self;
+
+    return c->name ? c->name : c->ls.name;
 }
 
 /* ==== Prompt ==== */
@@ -460,17 +483,180 @@ static uint32_t pick_ctx(const struct lchat *c, const struct mt_llm_params *p)
     return n < LCHAT_MIN_CTX ? LCHAT_MIN_CTX : n;
 }
 
-enum mt_status mtx_llm_llama_open(const char *path,
+/* ==== LoRA adapters ==== */
+
+/* "gguf:BASE?lora=A[:SCALE]&lora=B[:SCALE]": the base path and the
+ * adapters (--lora ADAPTER[:SCALE] adds them to the --llm spec). */
+struct lora_spec {
+    char *base;
+    char *path[LCHAT_MAX_LORA];
+    float scale[LCHAT_MAX_LORA];
+    size_t n;
+};
+
+static void lora_spec_free(struct lora_spec *l)
+{
+    size_t i;
+
+    mt_free(l->base);
+    for (i = 0; i < l->n; i++)
+        mt_free(l->path[i]);
+    memset(l, 0, sizeof *l);
+}
+
+/* One "lora=PATH[:SCALE]" of n bytes: a SCALE is what follows the last
+ * ':' when all of it reads as a finite number (default 1). */
+static enum mt_status lora_item(const char *v, size_t n, struct lora_spec *l,
+                                struct mt_error *err)
+{
+    const char *colon = NULL;
+    char num[32];
+    char *end = NULL;
+    float sc = 1;
+    size_t k;
+
+    for (k = n; k > 0 && !colon; k--)
+        if (v[k - 1] == ':')
+            colon = v + k - 1;
+    k = colon ? n - (size_t)(colon + 1 - v) : 0;
+    if (colon && k > 0 && k < sizeof num) {
+        memcpy(num, colon + 1, k);
+        num[k] = '\0';
+        sc = strtof(num, &end);
+        if (*end != '\0' || !isfinite(sc))
+            colon = NULL, sc = 1;
+    } else {
+        colon = NULL;
+    }
+    if (l->n == LCHAT_MAX_LORA)
+        return mt_fail(err, MT_ELIMIT,
+                       "gguf:%s: more than %d LoRA adapters (--lora)", l->base,
+                       LCHAT_MAX_LORA);
+    l->path[l->n] = mt_strndup(v, colon ? (size_t)(colon - v) : n);
+    if (!l->path[l->n])
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    l->scale[l->n++] = sc;
+    return MT_OK;
+}
+
+static enum mt_status lora_spec_parse(const char *arg, struct lora_spec *l,
+                                      struct mt_error *err)
+{
+    const char *q = strchr(arg, '?');
+    const char *p = q ? q + 1 : NULL;
+    enum mt_status st = MT_OK;
+
+    memset(l, 0, sizeof *l);
+    l->base = q ? mt_strndup(arg, (size_t)(q - arg)) : mt_strdup(arg);
+    if (!l->base)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    while (st == MT_OK && p && *p) {
+        size_t n = strcspn(p, "&");
+        if (n > 5 && strncmp(p, "lora=", 5) == 0)
+            st = lora_item(p + 5, n - 5, l, err);
+        else
+            st = mt_fail(err, MT_EINVAL,
+                         "gguf:%s: unknown option '%.*s': the one option "
+                         "of a gguf: LLM is lora=ADAPTER.gguf[:SCALE] "
+                         "(repeatable, joined by '&')",
+                         arg, (int)n, p);
+        p += n + (p[n] == '&');
+    }
+    return st;
+}
+
+/* Loads adapter i of l into c's model. */
+static enum mt_status lora_load(struct lchat *c, const struct lora_spec *l,
+                                size_t i, struct mt_error *err)
+{
+    FILE *f = fopen(l->path[i], "rb");
+    struct llama_adapter_lora *a;
+
+    if (!f)
+        return mt_fail(err, MT_ENOTFOUND,
+                       "gguf:%s: cannot open the LoRA adapter %s: fix the "
+                       "path in --lora or ?lora=",
+                       l->base, l->path[i]);
+    fclose(f);
+    a = llama_adapter_lora_init(c->ls.model, l->path[i]);
+    if (!a)
+        return mt_fail(err, MT_EPARSE,
+                       "gguf:%s: the LoRA adapter %s does not load: it "
+                       "must be a LoRA GGUF (general.type adapter, "
+                       "adapter.type lora) made for this base model, its "
+                       "architecture and shapes (llama.cpp's "
+                       "convert_lora_to_gguf.py --base writes one); "
+                       "llama.cpp's reason is in the log (warning)",
+                       l->base, l->path[i]);
+    c->lora[c->n_lora] = a;
+    c->scale[c->n_lora++] = l->scale[i];
+    if (llama_adapter_get_alora_n_invocation_tokens(a) > 0)
+        return mt_fail(err, MT_EUNSUPPORTED,
+                       "gguf:%s: %s is an activated LoRA (aLoRA), which "
+                       "medtrust does not apply: use a plain LoRA adapter",
+                       l->base, l->path[i]);
+    return MT_OK;
+}
+
+/* Loads every adapter and names the model "base+adapter[:scale]...". */
+static enum mt_status lora_open(struct lchat *c, const struct lora_spec *l,
+                                struct mt_error *err)
+{
+    struct mt_buf name = MT_BUF_INIT(64 * 1024);
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    if (l->n == 0)
+        return MT_OK;
+    st = mtx_buf_printf(&name, "%s", c->ls.name);
+    for (i = 0; st == MT_OK && i < l->n; i++) {
+        const char *slash = strrchr(l->path[i], '/');
+        st = mtx_buf_printf(&name, "+%s", slash ? slash + 1 : l->path[i]);
+        if (st == MT_OK && l->scale[i] != 1.0f)
+            st = mtx_buf_printf(&name, ":%g", (double)l->scale[i]);
+    }
+    if (st != MT_OK) {
+        mtx_buf_free(&name);
+        return mt_fail(err, st, "out of memory");
+    }
+    c->name = mtx_buf_take(&name);
+    mtx_buf_free(&name);
+    for (i = 0; st == MT_OK && i < l->n; i++)
+        st = lora_load(c, l, i, err);
+    return st;
+}
+
+/* Applies the adapters to the context (after it is made). */
+static enum mt_status lora_apply(struct lchat *c, struct mt_error *err)
+{
+    if (c->n_lora == 0)
+        return MT_OK;
+    if (llama_set_adapters_lora(c->ls.ctx, c->lora, c->n_lora, c->scale) != 0)
+        return mt_fail(err, MT_EINTERNAL,
+                       "gguf:%s: llama.cpp could not apply the LoRA "
+                       "adapters to the context",
+                       c->ls.name);
+    return MT_OK;
+}
+
+enum mt_status mtx_llm_llama_open(const char *spec,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err)
 {
     struct llama_context_params cp = llama_context_default_params();
     struct lchat *c = mt_calloc(1, sizeof *c);
+    struct lora_spec l;
+    const char *path;
     enum mt_status st;
 
     if (!c)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    st = mtx_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
+    st = lora_spec_parse(spec, &l, err);
+    path = l.base;
+    if (st == MT_OK)
+        st = mtx_llama_session_open(&c->ls, path, MT_LLAMA_CHAT, SETTING, err);
+    if (st == MT_OK)
+        st = lora_open(c, &l, err);
     if (st != MT_OK)
         goto fail;
     c->n_ctx = pick_ctx(c, p);
@@ -480,11 +666,15 @@ enum mt_status mtx_llm_llama_open(const char *path,
     cp.n_threads = cp.n_threads_batch = mtx_llama_threads(p->threads);
     cp.no_perf = true;
     st = mtx_llama_session_context(&c->ls, path, cp, err);
+    if (st == MT_OK)
+        st = lora_apply(c, err);
     if (st != MT_OK)
         goto fail;
     c->n_ctx = llama_n_ctx(c->ls.ctx); /* llama.cpp may round it up */
+    lora_spec_free(&l);
     return MTX_MODEL_TAKE(out, &lchat_ops, c, err);
 fail:
+    lora_spec_free(&l);
     lchat_free(c);
     return st;
 }
