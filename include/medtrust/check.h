@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "params.h"
 #include "retrieve.h"
 #include "status.h"
 
@@ -145,6 +146,13 @@ struct mt_agent_params {
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
  * evaluators, 50 -> 20 retrieval) and mt_llm_default_params. */
 void mt_agent_default_params(struct mt_agent_params *p);
+
+/* The settings table of struct mt_agent_params (medtrust/params.h): each
+ * numeric knob's CLI option, POST /v1/check member, bounds (and the
+ * server's lower caps) and help. `check`, `mediqa`, `sweep` and `worker`
+ * read their options from it, the server its request members, and GET
+ * /v1/limits lists it. Immutable; safe from any thread. */
+extern const struct mt_param_table mt_agent_param_table;
 
 struct mt_agent;
 

@@ -5,43 +5,12 @@
 
 #include "cli/agent_opts.h"
 
-static int get_u32(const struct cli_args *a, const char *name, unsigned long lo,
-                   unsigned long hi, uint32_t *out)
-{
-    unsigned long v = *out;
-
-    if (cli_get_uint(a, name, lo, hi, &v) < 0)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
+/* The numeric settings, from mt_agent_param_table (CLI_PARAM rows). */
 static int read_numbers(const struct cli_args *a, struct mt_agent_params *p)
 {
-    unsigned long seed = (unsigned long)p->seed;
-    double t = p->temperature;
-    double et = p->eval_temperature;
-
-    if (get_u32(a, "steps", 1, 32, &p->max_steps) < 0 ||
-        get_u32(a, "rounds", 1, 32, &p->max_rounds) < 0 ||
-        get_u32(a, "evaluators", 1, 64, &p->n_evals) < 0 ||
-        get_u32(a, "eval-quorum", 1, 64, &p->eval_quorum) < 0 ||
-        get_u32(a, "retrieve-k", 1, 10000, &p->retrieve_k) < 0 ||
-        get_u32(a, "rerank-k", 1, 10000, &p->rerank_k) < 0 ||
-        get_u32(a, "max-tokens", 1, 1000000, &p->max_tokens) < 0 ||
-        get_u32(a, "evidence-tokens", 100, 10000000, &p->evidence_tokens) < 0 ||
-        get_u32(a, "shots", 1, 64, &p->max_few_shot) < 0 ||
-        get_u32(a, "dims", 1, 65536, &p->dims) < 0 ||
-        cli_get_uint(a, "seed", 0, 0x7fffffffUL, &seed) < 0 ||
-        cli_get_double(a, "accept-mean", 1, 5, &p->accept_mean) < 0 ||
-        cli_get_double(a, "accept-min", 1, 5, &p->accept_min) < 0 ||
-        cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
-        cli_get_double(a, "eval-temperature", 0, 2, &et) < 0 ||
+    if (cli_params_read(a, &mt_agent_param_table, p) < 0 ||
         cli_llm_params_read(a, &p->llm) < 0)
         return -1;
-    p->seed = seed;
-    p->temperature = (float)t;
-    p->eval_temperature = (float)et;
     p->grammar = cli_get(a, "no-grammar") == NULL;
     if (p->rerank_k > p->retrieve_k) {
         fprintf(stderr, "medtrust: --rerank-k must not exceed "

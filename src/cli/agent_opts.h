@@ -6,6 +6,9 @@
 #include "cli/cli.h"
 #include "medtrust/check.h"
 
+#define AGENT_T (&mt_agent_param_table)
+
+/* The numeric rows are generated from mt_agent_param_table. */
 #define AGENT_OPTS                                                             \
     {"strategy", 'S', "S", "react-reflex (default), guards or single", 0},     \
         {"db", 'd', "DIR",                                                     \
@@ -18,11 +21,7 @@
          0},                                                                   \
         {"source", 0, "NAME",                                                  \
          "search only this corpus source (repeatable: their union)", 1},       \
-        {"evidence-tokens", 0, "N",                                            \
-         "most tokens of the trajectory and passages shown to MedEval and "    \
-         "MedReFlex, less when the model's context leaves less; the oldest "   \
-         "search's lowest-ranked passages are dropped first (12000)",          \
-         0},                                                                   \
+        CLI_PARAM("evidence-tokens", AGENT_T),                                 \
         {"llm", 'l', "SPEC",                                                   \
          "model for every role: openai:URL#MODEL or "                          \
          "gguf:PATH (default MEDTRUST_LLM; MEDTRUST_LLM_<ROLE> wins)",         \
@@ -42,7 +41,7 @@
          "column when there is one (MedPrompt kNN; embedded with "             \
          "--embedder, else the --db index's embedder)",                        \
          0},                                                                   \
-        {"shots", 0, "K", "examples per note for single, 1..64 (3)", 0},       \
+        CLI_PARAM("shots", AGENT_T),                                           \
         {"search-mode", 0, "MODE",                                             \
          "MedReAct's search: dense, hybrid or bm25 (default hybrid when the "  \
          "index has vectors, else bm25; the trace says which ran)",            \
@@ -51,34 +50,23 @@
          "query embedder for dense/hybrid search and --examples (default: "    \
          "the index's own)",                                                   \
          0},                                                                   \
-        {"dims", 0, "N",                                                       \
-         "truncate query vectors to N dimensions (Matryoshka; the paper: "     \
-         "256), which must be the index's (default: the index's)",             \
-         0},                                                                   \
+        CLI_PARAM("dims", AGENT_T),                                            \
         {"reranker", 0, "SPEC",                                                \
          "cross-encoder reranking the --retrieve-k hits to --rerank-k: "       \
          "gguf:PATH or openai:URL#MODEL",                                      \
          0},                                                                   \
-        {"steps", 0, "N", "MedReAct steps per round, 1..32 (default 4)", 0},   \
-        {"rounds", 0, "M", "MedReFlex rounds, 1..32 (default 5)", 0},          \
-        {"evaluators", 0, "N", "MedEval samples, 1..64 (default 5)", 0},       \
-        {"accept-mean", 0, "X", "accept when mean final >= X (3.8)", 0},       \
-        {"accept-min", 0, "X", "... and minimum final >= X (3)", 0},           \
-        {"eval-quorum", 0, "N",                                                \
-         "usable MedEval reviews a round needs to be accepted (3; at most "    \
-         "--evaluators)",                                                      \
-         0},                                                                   \
+        CLI_PARAM("steps", AGENT_T), CLI_PARAM("rounds", AGENT_T),             \
+        CLI_PARAM("evaluators", AGENT_T), CLI_PARAM("accept-mean", AGENT_T),   \
+        CLI_PARAM("accept-min", AGENT_T), CLI_PARAM("eval-quorum", AGENT_T),   \
         {"on-exhausted", 0, "RULE",                                            \
          "after --rounds rejected rounds: no-error (default, the paper) or "   \
          "last-answer (the last answer MedEval reviewed, as the published "    \
          "code)",                                                              \
          0},                                                                   \
-        {"retrieve-k", 0, "N", "search hits before reranking (50)", 0},        \
-        {"rerank-k", 0, "N", "search hits shown to the agent (20)", 0},        \
-        {"temperature", 0, "X", "agents' temperature (0)", 0},                 \
-        {"seed", 0, "N", "sampling seed of the model calls (42)", 0},          \
-        {"eval-temperature", 0, "X", "MedEval temperature (1.0)", 0},          \
-        {"max-tokens", 0, "N", "completion budget per call (1024)", 0},        \
+        CLI_PARAM("retrieve-k", AGENT_T), CLI_PARAM("rerank-k", AGENT_T),      \
+        CLI_PARAM("temperature", AGENT_T), CLI_PARAM("seed", AGENT_T),         \
+        CLI_PARAM("eval-temperature", AGENT_T),                                \
+        CLI_PARAM("max-tokens", AGENT_T),                                      \
         {"role-temperature", 0, "ROLE=X",                                      \
          "one role's temperature (react, eval, reflect, parser, guard, "       \
          "single; IryoNLP's configs: react=0.1 eval=1.0 "                      \

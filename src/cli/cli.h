@@ -6,10 +6,15 @@
 #include <stddef.h>
 
 #include "medtrust/model.h"
+#include "medtrust/params.h"
 #include "medtrust/store.h"
 #include "medtrust/status.h"
 
 #define CLI_MAX_OPTS 64
+
+/* The option tables list rows positionally and leave 'table' out (C
+ * makes it NULL); only CLI_PARAM rows set it. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 struct cli_opt {
     const char *name; /* long name, without "--" */
@@ -17,7 +22,21 @@ struct cli_opt {
     const char *arg;  /* metavariable, or NULL for a flag */
     const char *help; /* one line; say the default and bounds */
     int repeat;       /* may be given more than once */
+    /* A setting of a params struct: its metavariable, help, bounds and
+     * default come from this table's descriptor of option 'name' (arg
+     * and help are NULL), and cli_params_read reads it. */
+    const struct mt_param_table *table;
 };
+
+/* The metavariable of option row o (NULL for a flag), a CLI_PARAM row's
+ * from its descriptor. */
+const char *cli_opt_arg(const struct cli_opt *o);
+
+/* An option row generated from settings table T's descriptor NAME. */
+#define CLI_PARAM(name, t)                                                     \
+    {                                                                          \
+        name, 0, NULL, NULL, 0, t                                              \
+    }
 
 struct cli_args {
     const struct cli_opt *opts;
@@ -62,6 +81,13 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
                    double hi, double *out);
 int cli_get_float(const struct cli_args *a, const char *name, double lo,
                   double hi, float *out);
+
+/* Reads every option of a->opts generated from table t (CLI_PARAM) into
+ * 'params' (t's struct, already holding its defaults) within the
+ * descriptor's bounds; prints an error and returns -1 when one is
+ * invalid. */
+int cli_params_read(const struct cli_args *a, const struct mt_param_table *t,
+                    void *params);
 
 /* Parses a search mode option (bm25, dense or hybrid) into *mode (an enum
  * mt_search_mode as int) the same way; leaves *mode when absent. */

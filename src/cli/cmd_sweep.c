@@ -189,7 +189,7 @@ static enum mt_status axis_parse(struct sweep *s, const char *spec,
         return MT_ENOMEM;
     s->nax++;
     o = find_opt(sweep_opts, x->option);
-    if (!o || is_reserved(x->option) || !o->arg)
+    if (!o || is_reserved(x->option) || !cli_opt_arg(o))
         return mt_fail(err, MT_EINVAL,
                        "--grid %s: not a mediqa option with a value a sweep "
                        "can vary (see medtrust mediqa --help)",
@@ -321,8 +321,8 @@ static int push_given(struct argv_buf *b, const struct cli_args *a, size_t i)
     }
     if (!a->val[i])
         return 0;
-    return o->arg ? argv_own(b, fmtnew("--%s=%s", o->name, a->val[i]))
-                  : argv_own(b, fmtnew("--%s", o->name));
+    return cli_opt_arg(o) ? argv_own(b, fmtnew("--%s=%s", o->name, a->val[i]))
+                          : argv_own(b, fmtnew("--%s", o->name));
 }
 
 static int swept(const struct sweep *s, const char *option)

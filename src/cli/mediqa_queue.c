@@ -50,7 +50,7 @@ static json_t *given_options(const struct cli_args *a)
 
         if (!n)
             continue;
-        if (!x->arg)
+        if (!cli_opt_arg(x))
             v = json_true();
         else if (!x->repeat)
             v = json_string(cli_get(a, x->name));

@@ -17,6 +17,19 @@ static size_t count_opts(const struct cli_opt *o)
     return n;
 }
 
+/* The descriptor a CLI_PARAM row names (NULL for a plain row). */
+static const struct mt_param *opt_param(const struct cli_opt *o)
+{
+    return o->table ? mt_param_find(o->table, o->name, 0) : NULL;
+}
+
+const char *cli_opt_arg(const struct cli_opt *o)
+{
+    const struct mt_param *d = opt_param(o);
+
+    return d ? d->arg : o->arg;
+}
+
 /* Builds the getopt_long tables; help is index n. */
 static void build_tables(const struct cli_opt *o, size_t n, struct option *lo,
                          char *so)
@@ -27,12 +40,12 @@ static void build_tables(const struct cli_opt *o, size_t n, struct option *lo,
     so[k++] = ':';
     for (i = 0; i < n; i++) {
         lo[i].name = o[i].name;
-        lo[i].has_arg = o[i].arg ? required_argument : no_argument;
+        lo[i].has_arg = cli_opt_arg(&o[i]) ? required_argument : no_argument;
         lo[i].flag = NULL;
         lo[i].val = 256 + (int)i;
         if (o[i].key) {
             so[k++] = (char)o[i].key;
-            if (o[i].arg)
+            if (cli_opt_arg(&o[i]))
                 so[k++] = ':';
         }
     }
@@ -190,6 +203,39 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
     return 0;
 }
 
+static int read_param(const struct cli_args *a, const struct mt_param *d,
+                      void *params)
+{
+    double x = mt_param_get(d, params);
+    unsigned long u = (unsigned long)x;
+
+    if (mt_param_is_integer(d)) {
+        if (cli_get_uint(a, d->option, (unsigned long)d->lo,
+                         (unsigned long)d->hi, &u) < 0)
+            return -1;
+        x = (double)u;
+    } else if (cli_get_double(a, d->option, d->lo, d->hi, &x) < 0) {
+        return -1;
+    }
+    if (cli_get(a, d->option))
+        mt_param_set(d, params, x);
+    return 0;
+}
+
+int cli_params_read(const struct cli_args *a, const struct mt_param_table *t,
+                    void *params)
+{
+    const struct cli_opt *o;
+
+    for (o = a->opts; o && o->name; o++) {
+        const struct mt_param *d = o->table == t ? opt_param(o) : NULL;
+
+        if (d && read_param(a, d, params) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int cli_get_search_mode(const struct cli_args *a, const char *name, int *mode)
 {
     const char *s = cli_get(a, name);
@@ -241,22 +287,55 @@ int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p)
     return 0;
 }
 
+/* A number as --help shows it: whole numbers without decimals. */
+static void num_text(char *buf, size_t n, double x)
+{
+    snprintf(buf, n, "%.10g", x);
+}
+
+/* A CLI_PARAM row's help: what it sets, its bounds and its default, and
+ * the server's lower cap where it has one. */
+static void param_help(const struct cli_opt *o, char *buf, size_t n)
+{
+    const struct mt_param *d = opt_param(o);
+    char lo[32], hi[32], def[64], cap[64] = "";
+
+    if (!d) {
+        snprintf(buf, n, "%s", o->help ? o->help : "");
+        return;
+    }
+    num_text(lo, sizeof lo, d->lo);
+    num_text(hi, sizeof hi, d->hi);
+    if (d->def_text)
+        snprintf(def, sizeof def, "%s", d->def_text);
+    else
+        num_text(def, sizeof def, mt_param_default(o->table, d));
+    if (mt_param_max(d, 1) < d->hi) {
+        snprintf(cap, sizeof cap, "; serve: at most ");
+        num_text(cap + strlen(cap), sizeof cap - strlen(cap),
+                 mt_param_max(d, 1));
+    }
+    snprintf(buf, n, "%s, %s..%s (default %s%s)", d->help, lo, hi, def, cap);
+}
+
 void cli_print_help(const struct cli_verb *v)
 {
     const struct cli_opt *o;
-    char left[64];
+    char left[64], help[512];
 
     printf("Usage: medtrust %s %s\n\n%s\n\nOptions:\n", v->name, v->usage,
            v->summary);
     for (o = v->opts; o->name; o++) {
+        const char *arg = cli_opt_arg(o);
+
         if (o->key)
             snprintf(left, sizeof left, "-%c, --%s%s%s", o->key, o->name,
-                     o->arg ? " " : "", o->arg ? o->arg : "");
+                     arg ? " " : "", arg ? arg : "");
         else
-            snprintf(left, sizeof left, "    --%s%s%s", o->name,
-                     o->arg ? " " : "", o->arg ? o->arg : "");
-        printf("  %-28s %s%s\n", left, o->help,
-               o->repeat ? " (repeatable)" : "");
+            snprintf(left, sizeof left, "    --%s%s%s", o->name, arg ? " " : "",
+                     arg ? arg : "");
+        param_help(o, help, sizeof help);
+        printf("  %-28s %s%s\n", left, help, o->repeat ? " (repeatable)" : "");
     }
     printf("  %-28s %s\n", "-h, --help", "show this help and exit");
     if (v->details)

@@ -28,8 +28,9 @@ struct batch_arg {
     struct mt_server *s;
     int64_t run;
     enum mt_strategy strat;
-    double set[4]; /* mt_srv_check_fields' values */
-    int model;     /* "model": an --llm-choice index, -1 = --llm */
+    struct mt_agent_params set; /* mtx_srv_batch_settings (the rest are
+                                   the defaults) */
+    int model;                  /* "model": an --llm-choice index, -1 = --llm */
     char name[128];
     char dir[4096];    /* DB/batches/run-ID */
     int has_bleurt;    /* DIR/bleurt.txt: per-pair BLEURT scores */
@@ -319,7 +320,7 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     char *jp = file_path(a, "journal.jsonl");
     FILE *f = jp ? mtx_file_fopen(jp, "ab", 0644) : NULL;
     enum mt_status st =
-        f ? mtx_srv_checker(a->s, a->strat, a->set, NULL, MT_AGENT_SEARCH_AUTO,
+        f ? mtx_srv_checker(a->s, a->strat, &a->set, MT_AGENT_SEARCH_AUTO,
                             a->model, &agent, &own, err)
           : mt_fail(err, mtx_file_errno_status(errno), "%s: %s",
                     jp ? jp : "journal", strerror(errno));
@@ -419,13 +420,22 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* The settings a resume needs, in DIR/params.json; the model by its
  * --llm-choice name (null: the server's --llm). */
+/* The value of the batch's setting i (mtx_srv_batch_settings). */
+static double setting(const struct batch_arg *a, size_t i)
+{
+    return mt_param_get(
+        mt_param_find(&mt_agent_param_table, mtx_srv_batch_settings[i], 1),
+        &a->set);
+}
+
 static char *params_text(const struct batch_arg *a)
 {
-    json_t *o = json_pack(
-        "{s:s,s:s,s:b,s:b,s:[ffff],s:s?}", "strategy",
-        mt_strategy_str(a->strat), "name", a->name, "bleurt", a->has_bleurt,
-        "bertscore", a->has_bertscore, "settings", a->set[0], a->set[1],
-        a->set[2], a->set[3], "model", mtx_srv_model_name(a->s, a->model));
+    json_t *o =
+        json_pack("{s:s,s:s,s:b,s:b,s:[ffff],s:s?}", "strategy",
+                  mt_strategy_str(a->strat), "name", a->name, "bleurt",
+                  a->has_bleurt, "bertscore", a->has_bertscore, "settings",
+                  setting(a, 0), setting(a, 1), setting(a, 2), setting(a, 3),
+                  "model", mtx_srv_model_name(a->s, a->model));
     char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
     char *out = t ? mt_strdup(t) : NULL;
 
@@ -463,12 +473,15 @@ static enum mt_status params_read(struct batch_arg *a, struct mt_error *err)
     strat = json_string_value(json_object_get(o, "strategy"));
     name = json_string_value(json_object_get(o, "name"));
     set = json_object_get(o, "settings");
-    if (!strat || !name || json_array_size(set) != 4 ||
+    if (!strat || !name || json_array_size(set) != SRV_BATCH_NSET ||
         mt_strategy_parse(strat, &a->strat) != MT_OK)
         st = mt_fail(err, MT_EPARSE, "%s/params.json: not a batch's settings",
                      a->dir);
-    for (i = 0; st == MT_OK && i < 4; i++)
-        a->set[i] = json_number_value(json_array_get(set, i));
+    mt_agent_default_params(&a->set);
+    for (i = 0; st == MT_OK && i < SRV_BATCH_NSET; i++)
+        mt_param_set(
+            mt_param_find(&mt_agent_param_table, mtx_srv_batch_settings[i], 1),
+            &a->set, json_number_value(json_array_get(set, i)));
     if (st == MT_OK)
         st = params_model(a, json_object_get(o, "model"), err);
     if (st == MT_OK) {
@@ -578,7 +591,7 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
         mtx_srv_error(rs, 400,
                       "\"%s\" must be the text of a per-pair score file",
                       bad_scores(*o, "bleurt") ? "bleurt" : "bertscore");
-    else if (mtx_srv_check_settings(*o, a->set, rs) == 0 &&
+    else if (mtx_srv_check_settings(*o, &a->set, rs) == 0 &&
              mtx_srv_model_read(s, *o, &a->model, rs) == 0) {
         snprintf(a->name, sizeof a->name, "%s",
                  name && *name ? name : mt_strategy_str(a->strat));
@@ -681,9 +694,9 @@ static char *upload_text(const struct batch_arg *a, struct mt_error *err)
     char *txt = NULL, *out = NULL;
     size_t i, n;
 
-    for (i = 0; o && i < mt_srv_check_nfields; i++)
-        json_object_set_new(o, mt_srv_check_fields[i].name,
-                            json_real(a->set[i]));
+    for (i = 0; o && i < SRV_BATCH_NSET; i++)
+        json_object_set_new(o, mtx_srv_batch_settings[i],
+                            json_real(setting(a, i)));
     for (i = 0; o && i < 3; i++) {
         if (!has[i])
             continue;

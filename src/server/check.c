@@ -14,41 +14,19 @@
 
 #define PASSAGE_CHARS 360 /* bytes of a passage in a step */
 
-/* The bounded members of POST /v1/check: react-reflex's paper settings
- * (Algorithm 1's N and M, MedEval's acceptance thresholds); defaults are
- * mt_agent_default_params'. */
-const struct srv_field mt_srv_check_fields[] = {
-    {"max_steps", 1, 12, 4, 1, "MedReAct steps (searches) per round, N"},
-    {"max_rounds", 1, 10, 5, 1, "MedReFlex rounds, M"},
-    {"accept_mean", 1, 5, 3.8, 0,
-     "MedEval: accept when the mean final "
-     "score reaches this"},
-    {"accept_min", 1, 5, 3, 0,
-     "MedEval: ... and the lowest final score "
-     "reaches this"},
-};
-#define NSET (sizeof mt_srv_check_fields / sizeof mt_srv_check_fields[0])
-const size_t mt_srv_check_nfields = NSET;
+/* The bounded members of POST /v1/check are mt_agent_param_table's that
+ * have a request field (medtrust/params.h: bounds, the server's caps and
+ * the defaults of mt_agent_default_params); a batch takes only the
+ * paper's settings (Algorithm 1's N and M, MedEval's thresholds). */
+const char *const mtx_srv_batch_settings[SRV_BATCH_NSET] = {
+    "max_steps", "max_rounds", "accept_mean", "accept_min"};
 
-/* MedReAct's search depths (check/search.c: the paper's retrieve 50,
- * rerank to 20); the hybrid weights and years are Ask's fields
- * (mtx_srv_weights_years). The top bounds are ours: 20 passages of 1,200
- * bytes already fill much of a small model's context. */
-static const struct srv_field depth_fields[] = {
-    {"retrieve_k", 1, 200, 50, 1, "MedReAct: first-stage hits of a search"},
-    {"rerank_k", 1, 50, 20, 1,
-     "MedReAct: hits given to the model (after reranking), at most "
-     "retrieve_k"},
-};
-/* check_arg.srch's defaults: retrieve_k, rerank_k, w_lex, w_sem. */
-static const double srch_def[SRV_CHECK_NSRCH] = {50, 20, 0.7, 0.3};
-
+/* GET /v1/limits' check.fields: the table's members, then Ask's years. */
 json_t *mtx_srv_check_fields_json(void)
 {
-    json_t *o = mtx_srv_fields_json(mt_srv_check_fields, NSET);
+    json_t *o = mtx_srv_params_json(&mt_agent_param_table);
 
-    json_object_update_new(o, mtx_srv_fields_json(depth_fields, 2));
-    json_object_update_new(o, mtx_srv_fields_json(mt_srv_ask_fields + 1, 4));
+    json_object_update_new(o, mtx_srv_fields_json(mt_srv_ask_fields + 3, 2));
     return o;
 }
 
@@ -61,9 +39,9 @@ static const char *const roles_single[] = {"single", NULL};
 struct check_arg {
     struct mt_agent *agent; /* the server's, lives until mtx_srv_fini, or own */
     struct mt_agent *own;   /* a checker of this job's own settings */
-    double set[NSET];       /* mt_srv_check_fields' values */
-    double srch[SRV_CHECK_NSRCH]; /* retrieve_k, rerank_k, w_lex, w_sem */
-    int32_t year_from, year_to;   /* 0: open */
+    struct mt_agent_params set; /* mt_agent_param_table's request
+                                   members (the rest unused) */
+    int32_t year_from, year_to; /* 0: open */
     char *note;
     size_t len;
     char *sentences; /* MEDEC Sentences field, or NULL */
@@ -274,11 +252,11 @@ static int cancelled(void *user, const char *note_id)
 
 /* ==== Checkers ==== */
 
-/* Opens a checker; 'set' (mt_srv_check_fields' values) and 'srch'
- * (check_arg.srch) or NULL for the defaults. */
+/* Opens a checker; 'set' (mt_agent_param_table's request members)
+ * or NULL for the defaults. */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 const double *set, const double *srch,
-                                 int mode, int model, struct mt_agent **out,
+                                 const struct mt_agent_params *set, int mode,
+                                 int model, struct mt_agent **out,
                                  struct mt_error *err)
 {
     struct mt_agent_params p;
@@ -294,39 +272,24 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
     p.cancelled = cancelled;
     p.cancelled_user = s;
     p.search_mode = mode; /* auto: hybrid once the index has vectors */
-    if (set) {
-        p.max_steps = (uint32_t)set[0];
-        p.max_rounds = (uint32_t)set[1];
-        p.accept_mean = set[2];
-        p.accept_min = set[3];
-    }
-    if (srch) {
-        p.retrieve_k = (uint32_t)srch[0];
-        p.rerank_k = (uint32_t)srch[1];
-        p.w_lex = (float)srch[2];
-        p.w_sem = (float)srch[3];
-    }
+    if (set)
+        mt_param_copy_fields(&mt_agent_param_table, &p, set);
     return mt_agent_open(&p, out, err);
 }
 
 /* 1 when react-reflex settings differ from the defaults (the other
  * strategies have none). */
-static int custom_settings(enum mt_strategy st, const double *set,
-                           const double *srch, int mode)
+static int custom_settings(enum mt_strategy st,
+                           const struct mt_agent_params *set, int mode)
 {
-    size_t i;
+    struct mt_agent_params def;
 
     if (st != MT_STRATEGY_REACT_REFLEX)
         return 0;
     if (mode != MT_AGENT_SEARCH_AUTO)
         return 1;
-    for (i = 0; i < mt_srv_check_nfields; i++)
-        if (set[i] != mt_srv_check_fields[i].def)
-            return 1;
-    for (i = 0; srch && i < SRV_CHECK_NSRCH; i++)
-        if (srch[i] != srch_def[i])
-            return 1;
-    return 0;
+    mt_agent_default_params(&def);
+    return mt_param_fields_differ(&mt_agent_param_table, set, &def);
 }
 
 /* The checker for a job: the shared one of strategy 'st' and model
@@ -334,22 +297,21 @@ static int custom_settings(enum mt_strategy st, const double *set,
  * *own that the job closes. Opening one per job costs a model open (cheap
  * for openai:, a model load for gguf:); the defaults never pay it. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, const double *srch, int mode,
+                               const struct mt_agent_params *set, int mode,
                                int model, struct mt_agent **out,
                                struct mt_agent **own, struct mt_error *err)
 {
     struct mt_agent **shared = &s->agents[model + 1][st];
     enum mt_status rc = MT_OK;
 
-    if (custom_settings(st, set, srch, mode)) {
-        rc = agent_open(s, st, set, srch, mode, model, own, err);
+    if (custom_settings(st, set, mode)) {
+        rc = agent_open(s, st, set, mode, model, own, err);
         *out = *own;
         return rc;
     }
     pthread_mutex_lock(&s->agent_mu);
     if (!*shared)
-        rc = agent_open(s, st, NULL, NULL, MT_AGENT_SEARCH_AUTO, model, shared,
-                        err);
+        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, model, shared, err);
     *out = *shared;
     pthread_mutex_unlock(&s->agent_mu);
     return rc;
@@ -439,12 +401,15 @@ static int read_sources(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs)
+int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
+                           struct srv_resp *rs)
 {
     size_t i;
 
-    for (i = 0; i < mt_srv_check_nfields; i++)
-        if (mtx_srv_field(o, &mt_srv_check_fields[i], &set[i], rs) != 0)
+    mt_agent_default_params(set);
+    for (i = 0; i < SRV_BATCH_NSET; i++)
+        if (mtx_srv_param_read(o, &mt_agent_param_table,
+                               mtx_srv_batch_settings[i], set, rs) != 0)
             return -1;
     return 0;
 }
@@ -470,25 +435,23 @@ static int read_mode(json_t *o, struct check_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-/* Reads "retrieve_k", "rerank_k", "w_lex", "w_sem", "year_from" and
- * "year_to" into a; returns -1 after answering 400. */
+/* Reads the table's search members ("retrieve_k", "rerank_k", "w_lex",
+ * "w_sem"), then "year_from" and "year_to" (with Ask's checks of both
+ * weights and of the years) into a; returns -1 after answering 400. */
 static int read_search(json_t *o, struct check_arg *a, struct srv_resp *rs)
 {
     double w[4];
 
-    if (mtx_srv_field(o, &depth_fields[0], &a->srch[0], rs) ||
-        mtx_srv_field(o, &depth_fields[1], &a->srch[1], rs) ||
+    if (mtx_srv_params_read(o, &mt_agent_param_table, &a->set, rs) ||
         mtx_srv_weights_years(o, w, rs))
         return -1;
-    if (a->srch[1] > a->srch[0]) {
+    if (a->set.rerank_k > a->set.retrieve_k) {
         mtx_srv_error(rs, 400,
                       "\"rerank_k\" (%g) is more than "
                       "\"retrieve_k\" (%g)",
-                      a->srch[1], a->srch[0]);
+                      (double)a->set.rerank_k, (double)a->set.retrieve_k);
         return -1;
     }
-    a->srch[2] = w[0];
-    a->srch[3] = w[1];
     a->year_from = (int32_t)w[2];
     a->year_to = (int32_t)w[3];
     return 0;
@@ -513,7 +476,7 @@ static void search_conds(struct check_arg *a)
 
 /* Reads {"note","strategy","sentences","source","search_mode","author",
  * "journal","publication_type","model"}, the settings of
- * mt_srv_check_fields and read_search's into a new job argument. */
+ * mtx_srv_batch_settings and read_search's into a new job argument. */
 static struct check_arg *read_body(struct mt_server *s,
                                    const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)
@@ -521,7 +484,7 @@ static struct check_arg *read_body(struct mt_server *s,
     json_t *o = NULL;
     const char *note, *strat, *sents;
     struct check_arg *a = NULL;
-    double set[NSET];
+    struct mt_agent_params set;
 
     if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
@@ -538,9 +501,9 @@ static struct check_arg *read_body(struct mt_server *s,
         mtx_srv_error(rs, 400,
                       "\"strategy\" is react-reflex, guards or "
                       "single");
-    else if (mtx_srv_check_settings(o, set, rs) == 0 &&
+    else if (mtx_srv_check_settings(o, &set, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
-        memcpy(a->set, set, sizeof a->set);
+        a->set = set;
         a->len = strlen(note);
         a->note = mt_strdup(note);
         a->slen = sents ? strlen(sents) : 0;
@@ -690,8 +653,8 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
     }
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
-                        &a->agent, &a->own, err) != MT_OK) {
+    if (mtx_srv_checker(s, strat, &a->set, a->search_mode, a->model, &a->agent,
+                        &a->own, err) != MT_OK) {
         arg_free(a);
         return err->status;
     }
@@ -720,8 +683,8 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         return;
     }
     if (mtx_srv_runs_jobs(s) &&
-        mtx_srv_checker(s, strat, a->set, a->srch, a->search_mode, a->model,
-                        &a->agent, &a->own, &err) != MT_OK) {
+        mtx_srv_checker(s, strat, &a->set, a->search_mode, a->model, &a->agent,
+                        &a->own, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;

@@ -321,7 +321,7 @@ void mtx_srv_fail(struct srv_resp *rs, enum mt_status st,
 int mtx_srv_body_json(const struct srv_req *rq, struct srv_resp *rs,
                       json_t **out);
 
-/* ==== Bounded request fields (ui.c) ==== */
+/* ==== Bounded request fields (fields.c) ==== */
 
 /* A numeric member of a request body with its bounds and default: the
  * route enforces them (400 naming the member and its bounds) and GET
@@ -341,17 +341,31 @@ int mtx_srv_field(json_t *o, const struct srv_field *f, double *out,
  * integer, what}}. */
 json_t *mtx_srv_fields_json(const struct srv_field *f, size_t n);
 
+/* Reads every member of settings table t that has a request field from o
+ * into 'params' (t's struct, holding its defaults), within the server's
+ * bounds (mt_param_max). Returns 0, or sets a 400 response naming the
+ * member and its bounds and returns -1. */
+int mtx_srv_params_read(json_t *o, const struct mt_param_table *t, void *params,
+                        struct srv_resp *rs);
+/* The same for the one member 'field' of t (none: 0). */
+int mtx_srv_param_read(json_t *o, const struct mt_param_table *t,
+                       const char *field, void *params, struct srv_resp *rs);
+/* t's request members as GET /v1/limits shows them: {field: {min, max,
+ * default, integer, what, option (the CLI's --option, when there is one),
+ * cli_max (the CLI's highest value, where the server caps lower)}}. */
+json_t *mtx_srv_params_json(const struct mt_param_table *t);
+
 /* The bounded fields of each route (search in api.c, ask.c, check.c). */
 extern const struct srv_field mt_srv_search_fields[];
 extern const size_t mt_srv_search_nfields;
 extern const struct srv_field mt_srv_ask_fields[];
 extern const size_t mt_srv_ask_nfields;
-extern const struct srv_field mt_srv_check_fields[];
-extern const size_t mt_srv_check_nfields;
-/* A check's search settings: retrieve_k, rerank_k, w_lex, w_sem. */
-#define SRV_CHECK_NSRCH 4
-/* GET /v1/limits' check.fields: mt_srv_check_fields, the search depths,
- * and Ask's weights and years. */
+/* The members of mt_agent_param_table a batch takes (POST /v1/batch and
+ * DIR/params.json's "settings", in this order). */
+#define SRV_BATCH_NSET 4
+extern const char *const mtx_srv_batch_settings[SRV_BATCH_NSET];
+/* GET /v1/limits' check.fields: mt_agent_param_table's request members
+ * and Ask's years. */
 json_t *mtx_srv_check_fields_json(void);
 
 /* ==== Handlers (auth.c, api.c), each (server, request, response, id) ==== */
@@ -429,8 +443,10 @@ int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
  * into w[0..3] (ask.c; checks read the same): 0 is an open year; both
  * weights 0 or years out of order are 400. Returns 0, or -1 after a 400. */
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs);
-/* Reads mt_srv_check_fields into set[]; -1 after a 400. */
-int mtx_srv_check_settings(json_t *o, double *set, struct srv_resp *rs);
+/* Fills *set with the defaults and reads mtx_srv_batch_settings into it;
+ * -1 after a 400. */
+int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
+                           struct srv_resp *rs);
 /* 1 when every role of strategy 'st' has a model (always, for a chosen
  * --llm-choice 'model' >= 0, and on a front end that runs no jobs:
  * mtx_srv_runs_jobs), else sets a 503 that says what to configure and
@@ -439,12 +455,12 @@ int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
 /* The checker for a job of strategy 'st' on model 'model' (-1: --llm, or
  * an --llm-choice index): the shared one (opened on first use), or, for
- * settings 'set' or search settings 'srch' (SRV_CHECK_NSRCH values, NULL =
- * the defaults) or a react-reflex search mode (mt_agent_params.
- * search_mode) other than MT_AGENT_SEARCH_AUTO, a new one in *own that
- * the caller closes. */
+ * settings 'set' (mt_agent_param_table's request members; the rest is not
+ * read) other than the defaults or a react-reflex search mode
+ * (mt_agent_params.search_mode) other than MT_AGENT_SEARCH_AUTO, a new one
+ * in *own that the caller closes. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const double *set, const double *srch, int mode,
+                               const struct mt_agent_params *set, int mode,
                                int model, struct mt_agent **out,
                                struct mt_agent **own, struct mt_error *err);
 

@@ -42,7 +42,8 @@ import json, sys
 l = json.load(open(sys.argv[1]))
 c = l["check"]["fields"]
 assert c["max_rounds"] == {"min": 1, "max": 10, "default": 5, "integer": True,
-                           "what": "MedReFlex rounds, M"}, c
+                           "what": "MedReFlex rounds, M", "option": "rounds",
+                           "cli_max": 32}, c
 assert c["accept_mean"]["default"] == 3.8 and not c["accept_mean"]["integer"]
 assert l["ask"]["fields"]["k"]["max"] == 100 and l["ask"]["question_bytes"] == 8192
 assert l["check"]["note_bytes"] == 262144 and l["body_bytes"] > 0, l

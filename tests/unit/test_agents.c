@@ -615,6 +615,31 @@ static void test_bad_input_is_refused(void **state)
     astub_stop(&s);
 }
 
+/* Every numeric setting of the checker has a sound descriptor: its
+ * default (mt_agent_default_params) within its bounds (or said in words),
+ * a server cap only below the CLI's bound, and no member named twice. */
+static void test_agent_param_table_is_sound(void **state)
+{
+    const struct mt_param_table *t = &mt_agent_param_table;
+    (void)state;
+    size_t i, j;
+
+    CHECK(t->n >= 10 && t->size == sizeof(struct mt_agent_params));
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        double def = mt_param_default(t, d);
+
+        CHECK(d->option || d->field);
+        CHECK(d->help && d->arg && d->lo <= d->hi);
+        CHECK(d->def_text || mt_param_valid(d, def, 0));
+        CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
+        CHECK(!d->field || mt_param_valid(d, def, 1));
+        for (j = 0; j < i; j++)
+            CHECK(t->params[j].offset != d->offset);
+    }
+    CHECK(mt_param_find(t, "steps", 0) == mt_param_find(t, "max_steps", 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_botched_replies_fail_every_strategy),
         cmocka_unit_test(test_decided_no_error_is_an_answer),
         cmocka_unit_test(test_bad_input_is_refused),
+        cmocka_unit_test(test_agent_param_table_is_sound),
     };
 
     mtx_jsonl_init_alloc();

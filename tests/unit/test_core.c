@@ -13,6 +13,7 @@
 #include "core/file.h"
 #include "core/redact.h"
 #include "medtrust/core.h"
+#include "medtrust/params.h"
 
 static void test_status_table_has_text(void **state)
 {
@@ -367,10 +368,74 @@ static void test_io_power_loss_drops_unsynced(void **state)
     CHECK(system(got) == 0);
 }
 
+/* ==== Settings tables (medtrust/params.h) ==== */
+
+struct demo_params {
+    uint32_t n;
+    uint64_t seed;
+    float w;
+    double x;
+};
+
+static void demo_defaults(void *p)
+{
+    struct demo_params *d = p;
+
+    d->n = 4;
+    d->seed = 42;
+    d->w = 0.7f;
+    d->x = 3.8;
+}
+
+static const struct mt_param demo[] = {
+    {"n", "n", offsetof(struct demo_params, n), MT_PARAM_U32, 1, 32, 12, "N",
+     "steps", NULL},
+    {"seed", NULL, offsetof(struct demo_params, seed), MT_PARAM_U64, 0,
+     0x7fffffff, 0, "N", "seed", NULL},
+    {NULL, "w", offsetof(struct demo_params, w), MT_PARAM_F32, 0, 1, 0, "X",
+     "weight", NULL},
+    {"x", "x", offsetof(struct demo_params, x), MT_PARAM_F64, 1, 5, 0, "X",
+     "threshold", NULL},
+};
+static const struct mt_param_table demo_table = {
+    "demo_params", demo, 4, sizeof(struct demo_params), demo_defaults};
+
+static void test_params_table_reads_writes_and_bounds(void **state)
+{
+    struct demo_params p, q;
+    (void)state;
+    const struct mt_param *n = mt_param_find(&demo_table, "n", 0);
+    const struct mt_param *w = mt_param_find(&demo_table, "w", 1);
+
+    demo_defaults(&p);
+    CHECK(n == &demo[0] && w == &demo[2]);
+    CHECK(!mt_param_find(&demo_table, "w", 0));    /* no CLI option */
+    CHECK(!mt_param_find(&demo_table, "seed", 1)); /* no request field */
+    /* a float reads back as the decimal that was set, not 0.69999998 */
+    CHECK(mt_param_get(w, &p) == 0.7);
+    CHECK(mt_param_default(&demo_table, &demo[3]) == 3.8);
+    CHECK(mt_param_default(&demo_table, &demo[1]) == 42);
+    /* the server's cap is lower than the CLI's bound */
+    CHECK(mt_param_max(n, 0) == 32 && mt_param_max(n, 1) == 12);
+    CHECK(mt_param_valid(n, 32, 0) && !mt_param_valid(n, 32, 1));
+    CHECK(!mt_param_valid(n, 2.5, 0) && !mt_param_valid(n, 0, 0));
+    CHECK(mt_param_valid(w, 0.25, 1) && !mt_param_valid(w, 0.0 / 0.0, 1));
+    mt_param_set(n, &p, 9);
+    mt_param_set(&demo[1], &p, 7);
+    CHECK(p.n == 9 && p.seed == 7);
+    /* only members with a request field are copied and compared */
+    demo_defaults(&q);
+    CHECK(!mt_param_fields_differ(&demo_table, &p, &p));
+    CHECK(mt_param_fields_differ(&demo_table, &p, &q));
+    mt_param_copy_fields(&demo_table, &q, &p);
+    CHECK(q.n == 9 && q.seed == 42);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_table_has_text),
+        cmocka_unit_test(test_params_table_reads_writes_and_bounds),
         cmocka_unit_test(test_fail_records_message),
         cmocka_unit_test(test_alloc_injection_fails_nth),
         cmocka_unit_test(test_buf_refuses_growth_past_max),

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Integration (issue 33 §3): the CLI and the server read one settings
+# table per params struct (medtrust/params.h). GET /v1/limits' check
+# fields are compared with what `check --help` and `mediqa --help` print
+# for the same setting: the same minimum and default, and the same
+# maximum unless the table gives the server a lower cap, which the field
+# then names ("cli_max") and the help says ("serve: at most N"). The
+# bounds are then exercised: a value one past the server's cap is 400 on
+# the server, and one past the CLI's is refused by the CLI, naming both.
+. "$(dirname "$0")/lib.sh"
+need_verb serve check mediqa
+unset MEDTRUST_LLM
+trap 'kill "$SPID" 2>/dev/null; rm -rf "$TMP"' EXIT
+
+printf '{"id":"d1","title":"Aspirin","text":"Aspirin is given for chest pain."}\n' \
+    >"$TMP/c.jsonl"
+"$MT" index --db "$TMP/db" --input "$TMP/c.jsonl" --no-progress \
+    >/dev/null 2>&1
+echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
+"$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 >"$TMP/s.out" \
+    2>"$TMP/s.err" &
+SPID=$!
+for _ in $(seq 100); do
+    grep -q listening "$TMP/s.out" 2>/dev/null && break
+    sleep 0.1
+done
+U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/s.out")
+curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"alice","password":"alice-password"}' >"$TMP/login"
+CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/login")
+curl -s -b "$TMP/jar" "$U/v1/limits" >"$TMP/limits.json"
+"$MT" check --help >"$TMP/check.help"
+"$MT" mediqa --help >"$TMP/mediqa.help"
+
+if python3 - "$TMP/limits.json" "$TMP/check.help" "$TMP/mediqa.help" \
+    >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, re, sys
+fields = json.load(open(sys.argv[1]))["check"]["fields"]
+helps = [open(p).read() for p in sys.argv[2:]]
+shared = 0
+for name, f in fields.items():
+    opt = f.get("option")
+    if not opt:
+        continue
+    for h in helps:
+        m = re.search(r"--%s \S+ +.*, ([0-9.e+-]+)\.\.([0-9.e+-]+) "
+                      r"\(default ([0-9.]+)(?:; serve: at most ([0-9.]+))?\)"
+                      % re.escape(opt), h)
+        assert m, "--%s: no range in --help" % opt
+        lo, hi, d, cap = m.groups()
+        assert float(lo) == f["min"], (name, lo, f)
+        assert float(d) == f["default"], (name, d, f)
+        if "cli_max" in f:
+            assert float(hi) == f["cli_max"] and f["max"] < f["cli_max"], f
+            assert cap is not None and float(cap) == f["max"], (name, cap, f)
+        else:
+            assert float(hi) == f["max"] and cap is None, (name, hi, f)
+    shared += 1
+# every setting the CLI and the server share is compared
+assert shared >= 6, shared
+print(shared)
+PY
+    ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared check settings"
+else not_ok "/v1/limits vs --help" "$(tail -5 "$TMP/cmp")"; fi
+
+# The caps are the ones enforced: one past the server's cap of each
+# capped setting is 400 naming it; the CLI refuses one past its own.
+python3 - "$TMP/limits.json" >"$TMP/caps" <<'PY'
+import json, sys
+for k, f in json.load(open(sys.argv[1]))["check"]["fields"].items():
+    if "cli_max" in f:
+        print(k, f["option"], int(f["max"]) + 1, int(f["cli_max"]) + 1)
+PY
+[ -s "$TMP/caps" ] && ok "the table caps some settings lower on the server" ||
+    not_ok "server caps" "$(cat "$TMP/limits.json")"
+while read -r field opt over_srv over_cli; do
+    got=$(curl -s -o "$TMP/body" -w '%{http_code}' -b "$TMP/jar" \
+        -H "X-CSRF-Token: $CSRF" "$U/v1/check" \
+        -d "{\"note\":\"He is given aspirin.\",\"$field\":$over_srv}")
+    if [ "$got" = 400 ] && grep -q "\"$field\\\\\" must be an integer in" "$TMP/body"; then
+        ok "POST /v1/check: $field=$over_srv is 400"
+    else not_ok "$field over the server's cap" "$got $(cat "$TMP/body")"; fi
+    if ! "$MT" check --llm openai:http://127.0.0.1:9#m --no-retrieval \
+        "--$opt" "$over_cli" - </dev/null >/dev/null 2>"$TMP/err" &&
+        grep -q -- "--$opt must be an integer in 1\.\.$((over_cli - 1))" "$TMP/err"; then
+        ok "check --$opt $over_cli is refused"
+    else not_ok "--$opt over the CLI's bound" "$(cat "$TMP/err")"; fi
+done <"$TMP/caps"
