@@ -85,7 +85,7 @@ extern const char *const mt_import_formats[];
 
 /* Imports 'paths' (n of them) in format 'format' ("pubmed", "pmc",
  * "medquad", "pubmedqa", "medrag", "csv",
- * "parquet"). A folder argument is walked for
+ * "parquet", "pdf"). A folder argument is walked for
  * the format's files (pmc: *.nxml, medquad: *.xml) in name order. A file a
  * store already took in whole (same path, size and mtime) is skipped, so a
  * rerun after a crash resumes with the first unfinished file. A file or

@@ -1,5 +1,5 @@
 /* medtrust import: corpora in the formats users have them (PubMed XML,
- * PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV, Parquet) into a store
+ * PMC JATS, MedQuAD, PubMedQA, MedRAG chunks, CSV, Parquet, PDF) into a store
  * or into corpus JSONL. */
 #include <stdio.h>
 #include <string.h>
@@ -312,7 +312,8 @@ static int import_run(struct cli_args *a)
 
 const struct cli_verb cli_verb_import = {
     "import",
-    "import PubMed, PMC, MedQuAD, PubMedQA, MedRAG, CSV or Parquet corpora",
+    "import PubMed, PMC, MedQuAD, PubMedQA, MedRAG, CSV, Parquet or PDF "
+    "corpora",
     "FORMAT (--db DIR | --jsonl FILE) [OPTIONS] FILE|FOLDER...",
     "FORMAT is one of:\n"
     "  pubmed    NLM baseline/update files (*.xml, *.xml.gz): id = PMID,\n"
@@ -342,6 +343,13 @@ const struct cli_verb cli_verb_import = {
     "            pre-chunked datasets (MedWiki). Pages v1 and v2, PLAIN and\n"
     "            dictionary values, SNAPPY, GZIP, ZSTD or none; nested\n"
     "            columns are refused by name.\n"
+    "  pdf       born-digital PDFs (*.pdf, or a folder) through Poppler:\n"
+    "            one document a page (id FILE#pN, metadata page, pages,\n"
+    "            file), in reading order (columns left to right), words\n"
+    "            hyphenated at line ends joined, headers and footers\n"
+    "            repeated on most pages dropped; title from the document\n"
+    "            info, else the first large line. A PDF without text (a\n"
+    "            scan) is skipped and named: no OCR.\n"
     "Inputs stream (memory does not grow with their size); .gz is read\n"
     "for the XML and JSON formats. Files are parsed in parallel and written\n"
     "in the order given, one after another. A store is written in "

@@ -299,5 +299,7 @@ enum mt_status mtx_import_csv(struct mt_import_ctx *c, const char *path,
                               struct mt_error *err);
 enum mt_status mtx_import_parquet(struct mt_import_ctx *c, const char *path,
                                   struct mt_error *err);
+enum mt_status mtx_import_pdf(struct mt_import_ctx *c, const char *path,
+                              struct mt_error *err);
 
 #endif

@@ -31,10 +31,12 @@ static const struct format formats[] = {
     {"medrag", mtx_import_medrag, NULL, {".jsonl", NULL, NULL}, 1},
     {"csv", mtx_import_csv, NULL, {".csv", NULL, NULL}, 0},
     {"parquet", mtx_import_parquet, NULL, {".parquet", NULL, NULL}, 0},
+    {"pdf", mtx_import_pdf, "pdf", {".pdf", ".PDF", NULL}, 0},
 };
 
-const char *const mt_import_formats[] = {"pubmed", "pmc", "medquad", "pubmedqa",
-                                         "medrag", "csv", "parquet", NULL};
+const char *const mt_import_formats[] = {"pubmed",   "pmc",    "medquad",
+                                         "pubmedqa", "medrag", "csv",
+                                         "parquet",  "pdf",    NULL};
 
 void mt_import_default_params(struct mt_import_params *p)
 {
@@ -413,7 +415,7 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
     if (!fm)
         return mt_fail(err, MT_EINVAL,
                        "unknown format '%s' (pubmed, pmc, medquad, pubmedqa, "
-                       "medrag, csv, parquet)",
+                       "medrag, csv, parquet, pdf)",
                        format ? format : "");
     mtx_jsonl_init_alloc();
     p.no_chunk = p.no_chunk || fm->whole;

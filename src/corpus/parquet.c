@@ -419,6 +419,8 @@ static enum mt_status grow(struct mtx_pq_val **v, size_t *cap, size_t need)
     size_t cap2 = *cap ? *cap : 1024;
     struct mtx_pq_val *nv;
 
+    if (need == 0) /* a page of no values still gets an array */
+        need = 1;
     if (need <= *cap)
         return MT_OK;
     while (cap2 < need)

@@ -102,6 +102,9 @@ seed_corpus() {
     fuzz_import_medrag)
         put "$d" m.jsonl '{"id":"pubmed23n0001_0","title":"T","content":"C.","contents":"T. C."}\n{"id":"x","contents":"only"}\n' ;;
     fuzz_import_csv) csv_seeds "$d" '' ;;
+    fuzz_import_pdf) # cairo's PDFs, drawn by the test build's fixture
+        ASAN_OPTIONS=detect_leaks=0 \
+            "${MEDTRUST_BUILD:-$ROOT/build/test}/fixtures/make_pdf" "$d" ;;
     fuzz_csv) csv_seeds "$d" '\0' && put "$d" small.csv '\4a,b,c,d,e\n"%070d"\n' 1 ;;
     fuzz_jsonl) jsonl_seeds "$d" ;;
     fuzz_reply) reply_seeds "$d" ;;
