@@ -1,6 +1,7 @@
-# medtrust build: GNU make, out-of-tree. `make` builds build/medtrust and
-# build/libmedtrust.a; `make test` builds a sanitized tree in build/test
-# with -Werror and runs every suite. See README.md.
+# medtrust build: GNU make, out-of-tree. `make` builds build/medtrust,
+# build/libmedtrust.a and build/libmedtrust.so; `make test` builds a
+# sanitized tree in build/test with -Werror and runs every suite. See
+# README.md.
 
 BUILD     ?= build
 CC        ?= gcc
@@ -33,8 +34,12 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 PKG_MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) \
                  2>/dev/null && echo y),,$(p)))
 
-CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -Iinclude -Isrc $(PKG_CFLAGS) \
-              -MMD -MP $(EXTRA_CFLAGS)
+# -fPIC: the same objects make libmedtrust.a and libmedtrust.so (one
+# compile); -fno-semantic-interposition keeps -fPIE's inlining of global
+# functions within a file, since the .so binds its own symbols anyway
+# (-Bsymbolic below).
+CFLAGS_ALL := $(CSTD) $(WARN) $(OPT) -fPIC -fno-semantic-interposition \
+              -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lstemmer -lpthread -lm $(EXTRA_LDLIBS)
 ifeq ($(SANITIZE),1)
 CFLAGS_ALL += $(SAN)
@@ -54,6 +59,16 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 LIB      := $(BUILD)/libmedtrust.a
 BIN      := $(BUILD)/medtrust
+# The shared library: libmedtrust.so.MAJOR is its SONAME, bumped when the
+# C API breaks; libmedtrust.so links against it. Only the mt_ names the
+# public headers declare are exported (the version script is generated
+# from include/medtrust/*.h; scripts/lint checks the result with nm -D).
+SO_VERSION := 0.1.0
+SO_MAJOR   := 0
+SO_NAME    := libmedtrust.so.$(SO_MAJOR)
+SO_REAL    := $(BUILD)/libmedtrust.so.$(SO_VERSION)
+SO         := $(BUILD)/libmedtrust.so
+SO_MAP     := $(BUILD)/libmedtrust.map
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -91,7 +106,7 @@ endif
         check-headers
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(LIB)
+all: $(BIN) $(LIB) $(SO)
 
 bootstrap:
 	@bash scripts/bootstrap
@@ -105,6 +120,28 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	@ar rcs $@ $^
+
+# Every mt_ name in the public headers (types and macros too: a version
+# script entry that matches no symbol is ignored); nothing else is global.
+$(SO_MAP): $(HDRS)
+	@mkdir -p $(dir $@)
+	@{ echo 'MEDTRUST_$(SO_MAJOR) {'; echo '  global:'; \
+	  grep -ohE '\bmt_[A-Za-z0-9_]+' $(HDRS) | sort -u | sed 's/.*/    &;/'; \
+	  echo '  local: *;'; echo '};'; } >$@
+
+# The whole archive, so every public function is in it whether or not
+# anything in the library calls it. $$ORIGIN/medtrust finds llama.cpp's
+# libraries beside an installed PREFIX/lib/libmedtrust.so.
+$(SO_REAL): $(LIB) $(SO_MAP)
+	@echo "  LD      $@"
+	@$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(SO_MAP) \
+	    -Wl,-Bsymbolic -Wl,-z,defs -Wl,-rpath,'$$ORIGIN/medtrust' -o $@ \
+	    -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive $(LDFLAGS) \
+	    $(LDLIBS_ALL)
+
+$(SO): $(SO_REAL)
+	@ln -sf $(notdir $(SO_REAL)) $(BUILD)/$(SO_NAME)
+	@ln -sf $(SO_NAME) $@
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL)
@@ -130,7 +167,7 @@ $(BUILD)/headers.ok: $(HDRS)
 	done
 	@touch $@
 
-unit-build: $(BIN) $(UNIT_BIN) $(FIX_BIN) $(BUILD)/headers.ok
+unit-build: $(BIN) $(SO) $(UNIT_BIN) $(FIX_BIN) $(BUILD)/headers.ok
 
 test: bootstrap
 	@$(MAKE) --no-print-directory BUILD=build/test SANITIZE=1 WERROR=1 \
@@ -159,6 +196,9 @@ install: all
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/medtrust
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libmedtrust.a
+	install -m 755 $(SO_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(notdir $(SO_REAL)) $(DESTDIR)$(PREFIX)/lib/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(PREFIX)/lib/libmedtrust.so
 	install -m 644 $(HDRS) $(DESTDIR)$(PREFIX)/include/medtrust/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' \
 	    -e 's|@LIBS@|$(PC_LIBS)|' medtrust.pc.in \

@@ -118,6 +118,13 @@ struct mt_index_build_params {
     /* Called as chunks are analysed; may be NULL. */
     void (*progress)(uint64_t done, uint64_t total, void *user);
     void *progress_user;
+    /* Polled on the calling thread every 64 chunks (a Ctrl-C handler's
+     * flag, a Python caller's KeyboardInterrupt): nonzero stops the build
+     * with MT_ECANCELED. Segments already finished stay named in the
+     * MANIFEST, so an append or a new index resumes after them; a rebuild
+     * or a merge leaves the index as it was. NULL = never (default). */
+    int (*cancelled)(void *user);
+    void *cancelled_user;
 };
 
 void mt_index_default_build_params(struct mt_index_build_params *p);

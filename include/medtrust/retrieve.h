@@ -151,6 +151,49 @@ enum mt_status mt_retriever_lookup(struct mt_retriever *r, const char *field,
 /* Frees what 'd' holds (not d itself) and zeroes it; NULL is allowed. */
 void mt_retrieved_doc_free(struct mt_retrieved_doc *d);
 
+/* ==== Building the index with an embedder ==== */
+
+/* Settings of mt_index_update: the build's own, and which embedder makes
+ * its vectors. Strings are borrowed for the call. */
+struct mt_index_update_params {
+    /* embed, embed_user, embedder and dims are set by mt_index_update
+     * from the fields below; the rest (threads, progress, cancelled...)
+     * is passed on. */
+    struct mt_index_build_params build;
+    const char *embedder_spec; /* NULL or "" = the one the index records;
+                                  for a new index $MEDTRUST_EMBEDDER, else
+                                  "use-lite"; "none" = BM25 only */
+    uint32_t dims;             /* Matryoshka truncation of the vectors:
+                                  0 = the index's own with its embedder,
+                                  else the embedder's dimension */
+    const char *embed_cache;   /* SQLite cache of chunk embeddings, so a
+                                  rebuild re-embeds nothing it has seen;
+                                  NULL = none */
+};
+
+/* Fills 'p': mt_index_default_build_params, the index's embedder, no
+ * truncation, no cache. */
+void mt_index_update_default_params(struct mt_index_update_params *p);
+
+/* The embedder spec an update of the store in 'dir' with 'spec' (as
+ * mt_index_update_params.embedder_spec) uses, into buf ("none" for BM25
+ * only), and in *dims (may be NULL) the truncation it keeps (0 = the
+ * embedder's own). MT_EINVAL when 'dims' truncates and there is no
+ * embedder. */
+enum mt_status mt_index_pick_embedder(const char *dir, const char *spec,
+                                      uint32_t dims, char *buf, size_t n,
+                                      uint32_t *dims_out, struct mt_error *err);
+
+/* Brings the index of store 's' up to date as `medtrust index` does:
+ * opens the embedder mt_index_pick_embedder names (an existing index
+ * keeps its own, even none), then mt_index_build. A different embedder or
+ * truncation than the index's rebuilds its vectors. 'res' may be NULL.
+ * Not thread-safe against another build of the same store. */
+enum mt_status mt_index_update(struct mt_store *s,
+                               const struct mt_index_update_params *p,
+                               struct mt_index_build_result *res,
+                               struct mt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #include "medtrust/store.h"
 #include "medtrust/model.h"
 #include "medtrust/publish.h"
+#include "medtrust/retrieve.h"
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
@@ -315,120 +316,77 @@ static void on_build(uint64_t done, uint64_t total, void *user)
     pthread_mutex_unlock(&b->mu);
 }
 
-/* The embedder when --embedder is absent: an existing index keeps its
- * own (even none); a new one gets $MEDTRUST_EMBEDDER, else the built-in
- * USE-lite, so dense and hybrid search work with no configuration. */
-static const char *default_embedder(struct mt_store *s)
+static void build_params(const struct index_opts *o, int rebuild,
+                         struct mt_index_build_params *bp)
 {
-    char manifest[4200];
-    const char *env = getenv("MEDTRUST_EMBEDDER");
-
-    snprintf(manifest, sizeof manifest, "%s/index/MANIFEST", mt_store_dir(s));
-    if (access(manifest, F_OK) == 0)
-        return NULL;
-    return env && *env ? env : "use-lite";
+    bp->rebuild = rebuild;
+    if (o->hnsw_min)
+        bp->hnsw_min = o->hnsw_min;
+    bp->threads = o->threads;
+    bp->hnsw_threads = o->hnsw_threads;
+    bp->vec_store = o->vec_store;
+    if (o->segment_mb != ULONG_MAX)
+        bp->segment_bytes = (uint64_t)o->segment_mb << 20;
+    if (o->max_segments)
+        bp->max_segments = o->max_segments;
 }
 
-/* Opens the build's embedder: 'spec', else (NULL or "") the one the index
- * records; none for "none" or an index without vectors. */
-static enum mt_status with_embedder(struct mt_store *s, const char *spec,
-                                    struct mt_index_build_params *bp,
-                                    struct mt_embedder **e,
-                                    struct mt_error *err)
+static void print_build(const struct mt_index_build_result *br)
 {
-    struct mt_embedder_params ep;
-    char recorded[128] = "";
-    uint32_t dims = 0;
-    const char *use;
-    enum mt_status st = mt_index_peek_embedder(mt_store_dir(s), recorded,
-                                               sizeof recorded, &dims, err);
-
-    if (!spec)
-        spec = default_embedder(s);
-    if (!spec || !*spec)
-        spec = recorded[0] ? recorded : NULL;
-    use = spec ? spec : "none";
-    /* the index's own embedder keeps the index's truncation */
-    if (!o_dims && dims && strcmp(use, recorded) == 0)
-        o_dims = dims;
-    if (st == MT_OK && o_dims && strcmp(use, "none") == 0)
-        st = mt_fail(err, MT_EINVAL,
-                     "--dims truncates chunk vectors, and there is no "
-                     "embedder");
-    if (st != MT_OK || strcmp(use, "none") == 0)
-        return st;
-    mt_embedder_default_params(&ep);
-    ep.cache_path = o_cache;
-    ep.dims = o_dims; /* Matryoshka: 0 = the embedder's own */
-    st = mt_embedder_open(spec, &ep, e, err);
-    if (st != MT_OK)
-        return st;
-    bp->embed = mt_embedder_index_fn;
-    bp->embed_user = *e;
-    bp->dims = mt_embedder_dims(*e);
-    snprintf(o_name, sizeof o_name, "%s", spec);
-    bp->embedder = o_name;
-    return MT_OK;
+    if (br->segments_merged)
+        printf("search index: merged the %u smallest segments\n",
+               br->segments_merged);
+    printf("search index: %llu chunks added%s, %u segment%s\n",
+           (unsigned long long)br->chunks_added, br->merged ? " (rebuilt)" : "",
+           br->segments, br->segments == 1 ? "" : "s");
 }
 
+/* The build with its embedder chosen by the library (mt_index_update:
+ * --embedder, else the index's own, else $MEDTRUST_EMBEDDER or USE-lite
+ * for a new index), a progress line and the status file. */
 static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
                                   int rebuild, const char *embedder,
                                   struct mt_index_build_result *res,
                                   struct mt_error *err)
 {
-    struct mt_index_build_params bp;
+    struct mt_index_update_params up;
     struct mt_index_build_result br;
     struct mt_progress_params pp = mtx_progress_default_params();
     struct build_progress b;
-    struct mt_embedder *e = NULL;
-    uint64_t total = 0;
     enum mt_status st;
 
-    mt_index_default_build_params(&bp);
-    bp.rebuild = rebuild;
-    if (o->hnsw_min)
-        bp.hnsw_min = o->hnsw_min;
-    bp.threads = o->threads;
-    bp.hnsw_threads = o->hnsw_threads;
-    bp.vec_store = o->vec_store;
-    if (o->segment_mb != ULONG_MAX)
-        bp.segment_bytes = (uint64_t)o->segment_mb << 20;
-    if (o->max_segments)
-        bp.max_segments = o->max_segments;
-    st = with_embedder(s, embedder, &bp, &e, err);
+    mt_index_update_default_params(&up);
+    build_params(o, rebuild, &up.build);
+    up.embedder_spec = embedder;
+    up.dims = o_dims;
+    up.embed_cache = o_cache;
+    st = mt_index_pick_embedder(mt_store_dir(s), embedder, o_dims, o_name,
+                                sizeof o_name, NULL, err);
     if (st != MT_OK)
         return st;
+    if (strcmp(o_name, "none") == 0)
+        o_name[0] = '\0';
     pp.label = "search index";
     pp.quiet = o->quiet;
-    pp.total = total;
     memset(&b, 0, sizeof b);
     st = mtx_progress_new(&pp, &b.bar);
-    if (st != MT_OK) {
-        mt_embedder_close(e);
+    if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    }
     pthread_mutex_init(&b.mu, NULL);
     snprintf(b.path, sizeof b.path, "%s/%s", mt_store_dir(s),
              MT_INDEX_BUILD_STATUS);
     b.started = time(NULL);
     b.t0 = now_s();
-    bp.progress = on_build;
-    bp.progress_user = &b;
-    st = mt_index_build(s, &bp, &br, err);
+    up.build.progress = on_build;
+    up.build.progress_user = &b;
+    st = mt_index_update(s, &up, &br, err);
     unlink(b.path);
     pthread_mutex_destroy(&b.mu);
     if (st == MT_OK && br.chunks_added)
         mtx_progress_finish(b.bar);
     mtx_progress_free(b.bar);
-    mt_embedder_close(e);
-    if (st == MT_OK && !o->json && br.segments_merged)
-        printf("search index: merged the %u smallest segments\n",
-               br.segments_merged);
     if (st == MT_OK && !o->json)
-        printf("search index: %llu chunks added%s, %u segment%s\n",
-               (unsigned long long)br.chunks_added,
-               br.merged ? " (rebuilt)" : "", br.segments,
-               br.segments == 1 ? "" : "s");
+        print_build(&br);
     if (st == MT_OK && res)
         *res = br;
     return st;

@@ -120,6 +120,12 @@ static enum mt_status on_chunk(const struct mtx_achunk *c, void *user)
     b->done++;
     if (st == MT_OK && b->p->progress && (b->done == 1 || b->done % 1024 == 0))
         b->p->progress(b->done, b->total, b->p->progress_user);
+    if (st == MT_OK && b->p->cancelled && b->done % 64 == 0 &&
+        b->p->cancelled(b->p->cancelled_user))
+        st = mt_fail(b->err, MT_ECANCELED,
+                     "index build: canceled after %llu of %llu chunks; run "
+                     "it again to resume",
+                     (unsigned long long)b->done, (unsigned long long)b->total);
     if (st == MT_OK && over_budget(b))
         st = flush_segment(b);
     return st;

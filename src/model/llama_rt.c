@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/selfpath.h"
 #include "medtrust/core.h"
 #include "model/llama_rt.h"
 
@@ -32,10 +33,32 @@ static void on_log(enum ggml_log_level level, const char *text, void *user)
 
 static char lib_dir[4096 + 64];
 
+/* libmedtrust.so's own: medtrust/ beside an installed PREFIX/lib/
+ * libmedtrust.so, lib/medtrust/ beside the build tree's. 0 when found. */
+static int beside_library(void)
+{
+    static const char *const rels[] = {"medtrust", "lib/medtrust"};
+    char dir[4096];
+    char probe[4096 + 64];
+    size_t i;
+
+    if (mtx_lib_dir(dir, sizeof dir) != 0)
+        return -1;
+    for (i = 0; i < sizeof rels / sizeof rels[0]; i++) {
+        snprintf(probe, sizeof probe, "%s/%s/libggml-base.so", dir, rels[i]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(lib_dir, sizeof lib_dir, "%s/%s", dir, rels[i]);
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* Where the CPU backends (libggml-cpu-*.so) are: $MEDTRUST_LLAMA_LIB, else
  * ../lib/medtrust beside the executable when `make install` put them
  * there, else lib/medtrust beside it (the build tree's copy, mk/model.mk),
- * else the third_party folder the library was built from. */
+ * else beside libmedtrust.so when a program loaded that, else the
+ * third_party folder the library was built from. */
 static void find_lib_dir(void)
 {
     const char *env = getenv("MEDTRUST_LLAMA_LIB");
@@ -59,8 +82,11 @@ static void find_lib_dir(void)
         return;
     }
     snprintf(probe, sizeof probe, "%s/lib/medtrust/libggml-base.so", exe);
-    if (access(probe, R_OK) == 0)
+    if (access(probe, R_OK) == 0) {
         snprintf(lib_dir, sizeof lib_dir, "%s/lib/medtrust", exe);
+        return;
+    }
+    beside_library();
 }
 
 static void do_init(void)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/selfpath.h"
 #include "medtrust/core.h"
 #include "model/use_lite.h"
 
@@ -45,15 +46,25 @@ static char *try_path(const char *dir, const char *rel)
     return readable(path) ? mt_strdup(path) : NULL;
 }
 
+static const char *const rels[] = {WEIGHTS_NAME, "../" WEIGHTS_NAME,
+                                   "../share/medtrust/" WEIGHTS_NAME,
+                                   "../../" WEIGHTS_NAME};
+
+static char *in_rels(const char *dir)
+{
+    char *found = NULL;
+    size_t i;
+
+    for (i = 0; i < sizeof rels / sizeof rels[0] && !found; i++)
+        found = try_path(dir, rels[i]);
+    return found;
+}
+
 static char *beside_binary(void)
 {
-    static const char *const rels[] = {WEIGHTS_NAME, "../" WEIGHTS_NAME,
-                                       "../share/medtrust/" WEIGHTS_NAME,
-                                       "../../" WEIGHTS_NAME};
     char exe[PATH_MAX];
-    char *slash, *found = NULL;
+    char *slash;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    size_t i;
 
     if (n <= 0)
         return NULL;
@@ -62,9 +73,16 @@ static char *beside_binary(void)
     if (!slash)
         return NULL;
     *slash = '\0';
-    for (i = 0; i < sizeof rels / sizeof rels[0] && !found; i++)
-        found = try_path(exe, rels[i]);
-    return found;
+    return in_rels(exe);
+}
+
+/* Beside libmedtrust.so, for a program that loads it (Python): the build
+ * tree's build/use-lite.mtw, or PREFIX/lib/../share/medtrust. */
+static char *beside_library(void)
+{
+    char dir[PATH_MAX];
+
+    return mtx_lib_dir(dir, sizeof dir) == 0 ? in_rels(dir) : NULL;
 }
 
 char *mtx_ul_find_weights(struct mt_error *err)
@@ -80,6 +98,8 @@ char *mtx_ul_find_weights(struct mt_error *err)
         return NULL;
     }
     found = beside_binary();
+    if (!found)
+        found = beside_library();
     if (!found)
         found = try_path(MT_USE_LITE_DATADIR, WEIGHTS_NAME);
     if (!found)

@@ -16,6 +16,13 @@ else
     exit 0
 fi
 P=$TMP/root/opt/mt
+if [ -L "$P/lib/libmedtrust.so" ] && [ -L "$P/lib/libmedtrust.so.0" ] &&
+    readelf -d "$P/lib/libmedtrust.so.0.1.0" |
+    grep -q 'SONAME.*\[libmedtrust\.so\.0\]'; then
+    ok "make install installs libmedtrust.so with its SONAME links"
+else
+    not_ok "installed shared library" "$(ls -l "$P/lib")"
+fi
 libs=$(ldd "$P/bin/medtrust" | grep -E 'libllama|libggml')
 if [ -n "$libs" ] && ! echo "$libs" | grep -v -q "$P/bin/../lib/medtrust/"; then
     ok "the installed binary links llama.cpp from PREFIX/lib/medtrust"
@@ -96,6 +103,11 @@ if flags=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --define-variable=prefix=
 else
     not_ok "linking with medtrust.pc" "$(cat "$TMP/pc.err" "$TMP/cc.log" \
         "$TMP/user.out" 2>/dev/null | tail -8)"
+fi
+if ldd "$TMP/user" | grep -q "libmedtrust.so.0 => $P/lib/libmedtrust.so.0"; then
+    ok "the program links the installed libmedtrust.so"
+else
+    not_ok "the program's libmedtrust" "$(ldd "$TMP/user" | grep medtrust)"
 fi
 libs=$(ldd "$TMP/user" 2>/dev/null | grep -E 'libllama|libggml')
 if [ -n "$libs" ] && ! echo "$libs" | grep -v -q "$P/lib/medtrust/"; then

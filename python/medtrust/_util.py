@@ -1,0 +1,80 @@
+"""Calling into the library: status checks, cancellation and Ctrl-C."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Optional, TypeVar
+
+from . import _lib
+from .errors import error_for
+
+T = TypeVar("T")
+
+
+def check(st: int, err: _lib.Error_) -> None:
+    """Raises the Error subclass for a failed status, with the C message."""
+    if st == 0:
+        return
+    msg = err.msg.decode("utf-8", "replace")
+    if not msg:
+        msg = (_lib.lib().mt_status_str(st) or b"").decode()
+    raise error_for(st, msg)
+
+
+class Cancel:
+    """A flag the C side polls through a callback (the ``cancelled``
+    fields); set on Ctrl-C or by ``set()`` from another thread."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        ev = self.event
+        # Two shapes: int (*)(void *) and int (*)(void *, const char *).
+        self.fn0 = _lib.CANCEL0_FN(lambda user: 1 if ev.is_set() else 0)
+        self.fn1 = _lib.CANCEL1_FN(lambda user, note: 1 if ev.is_set() else 0)
+
+    def set(self) -> None:
+        self.event.set()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+def interruptible(fn: Callable[[], T], cancel: Cancel) -> T:
+    """Runs ``fn`` (a C call that polls ``cancel``) so Ctrl-C stops it.
+
+    On the main thread the call runs on a helper thread while the main
+    thread waits: Python delivers KeyboardInterrupt only to the main
+    thread, and only between bytecodes, never inside a C call. On Ctrl-C
+    the flag is set, the C call stops at its next poll and returns as the
+    library does when cancelled (a store or index is left as it was, or
+    resumable), and KeyboardInterrupt is raised then. On another thread
+    ``fn`` runs where it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    box: Dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["r"] = fn()
+        except BaseException as e:  # passed to the caller below
+            box["e"] = e
+
+    t = threading.Thread(target=target, name="medtrust-call", daemon=True)
+    t.start()
+    interrupted = False
+    while t.is_alive():
+        try:
+            t.join()
+        except KeyboardInterrupt:
+            interrupted = True
+            cancel.set()
+    if interrupted:
+        raise KeyboardInterrupt
+    if "e" in box:
+        raise box["e"]
+    return box["r"]
+
+
+def opt_str(v: Optional[str]) -> Optional[bytes]:
+    return None if v is None else str(v).encode("utf-8")

@@ -1,0 +1,92 @@
+"""Shared fixtures of the Python package's tests (run by
+tests/integration/test_python.sh, which sets MEDTRUST_LIB to the build
+under test's libmedtrust.so and MEDTRUST_BIN to its medtrust)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+BUILD = Path(os.environ.get("MEDTRUST_BUILD", ROOT / "build" / "test"))
+BIN = os.environ.get("MEDTRUST_BIN", str(BUILD / "medtrust"))
+DATA = Path(os.environ.get("MEDTRUST_DATA", ROOT.parent / "shared" / "data"))
+os.environ.setdefault("MEDTRUST_LIB", str(BUILD / "libmedtrust.so"))
+
+
+def sub_env(**extra: str) -> Dict[str, str]:
+    """The environment for a child process: without the libasan preload
+    this Python runs under (the medtrust binary and fixtures link their
+    own; llama-server must not get it), leak checks back on."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["ASAN_OPTIONS"] = env.get("MT_CHILD_ASAN_OPTIONS",
+                                  "detect_leaks=1:abort_on_error=1")
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess:
+    """Runs the medtrust binary under test."""
+    r = subprocess.run([BIN, *args], capture_output=True, text=True,
+                       env=sub_env(**extra))
+    if check and r.returncode != 0:
+        raise AssertionError(f"medtrust {' '.join(args)}: exit "
+                             f"{r.returncode}\n{r.stderr[-2000:]}")
+    return r
+
+
+def json_lines(text: str) -> List[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 MedQuAD answers as corpus JSONL (the shipped data set)."""
+    src = DATA / "medquad" / "corpus.jsonl"
+    if not src.exists():
+        pytest.fail(f"{src} missing: set MEDTRUST_DATA (see README, Data sets)")
+    out = tmp_path_factory.mktemp("corpus") / "medquad.jsonl"
+    with open(src, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as g:
+        for i, line in enumerate(f):
+            if i == 200:
+                break
+            g.write(line)
+    return out
+
+
+@pytest.fixture(scope="session")
+def docs(corpus: Path) -> List[dict]:
+    with open(corpus, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="session")
+def cli_store(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus indexed by `medtrust index` (BM25 only)."""
+    db = tmp_path_factory.mktemp("cli") / "db"
+    cli("index", "--db", str(db), "--input", str(corpus), "--embedder",
+        "none", "--no-progress")
+    return db
+
+
+@pytest.fixture(scope="session")
+def py_store(corpus: Path, docs: List[dict],
+             tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same corpus added and indexed from Python (source named as the
+    CLI names it: the file's base name)."""
+    import medtrust
+
+    db = tmp_path_factory.mktemp("py") / "db"
+    with medtrust.Store(db) as st:
+        st.add(docs, source=corpus.stem)
+        st.index(embedder="none")
+    return db
