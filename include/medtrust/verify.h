@@ -97,6 +97,9 @@ struct mt_verify_evidence {
     const char *sentence;  /* the document's sentence closest to the claim
                               (SUPPORT and CONTRADICT), else NULL */
     int cited;             /* 1: the text cites this document */
+    const char *text;      /* the document's text the verifier read (up to
+                              doc_chars), NULL for NO_REFERENCE; not in
+                              the JSON */
     const char *error;     /* why FAILED, else NULL */
 };
 
@@ -155,6 +158,24 @@ enum mt_status mt_verify_text(struct mt_qa *q, const char *text,
                               const struct mt_verify_params *vp,
                               struct mt_verify_result **out,
                               struct mt_error *err);
+
+/* The document that 'field' ("id", "doi" or "url") and 'key' name, read
+ * through the answerer's retriever (mt_retriever_lookup, whole up to
+ * 'max' bytes): MT_ENOTFOUND when the store holds none. Thread-safe. */
+enum mt_status mt_verify_lookup(struct mt_qa *q, const char *field,
+                                const char *key, size_t max,
+                                struct mt_retrieved_doc *out,
+                                struct mt_error *err);
+
+/* Verifies 'claim' as one claim: not split into sentences and never
+ * NOT_A_CLAIM (the claims of a claim-verification set). The result holds
+ * one sentence, the whole text trimmed, with its claim (or, with
+ * decompose, the model's atomic claims). Otherwise as mt_verify_text.
+ * Thread-safe. */
+enum mt_status mt_verify_one_claim(struct mt_qa *q, const char *claim,
+                                   const struct mt_verify_params *vp,
+                                   struct mt_verify_result **out,
+                                   struct mt_error *err);
 
 void mt_verify_result_free(struct mt_verify_result *r);
 

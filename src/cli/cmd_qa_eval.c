@@ -28,6 +28,13 @@ static const struct cli_opt qa_eval_opts[] = {
      "CSV with claim, evidence and label columns: "
      "score the verifier only",
      0},
+    {"verify", 0, "FILE",
+     "CSV with claim, evidence (text or document id) and label columns "
+     "(HealthVer, SciFact): verify each claim against --db as `verify` "
+     "does",
+     0},
+    {"given-evidence", 0, NULL,
+     "with --verify: judge the gold (claim, evidence) pair only", 0},
     {"out", 'o', "FILE",
      "per-question results (JSONL), journaled for "
      "--resume",
@@ -361,24 +368,30 @@ static int qa_eval_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     unsigned long jobs = 4, limit = 0;
     int claims = cli_get(a, "claims") != NULL;
+    int verify = cli_get(a, "verify") != NULL;
+    int given = cli_get(a, "given-evidence") != NULL;
     enum mt_status st;
 
     if (qa_opts_read(a, &p) < 0 || cli_get_uint(a, "jobs", 1, 256, &jobs) < 0 ||
         cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
         return 1;
-    if (claims == (cli_get(a, "queries") != NULL) || a->npos ||
-        (!claims && !p.db_dir)) {
+    if (claims + verify + (cli_get(a, "queries") != NULL) != 1 || a->npos ||
+        (!claims && !p.db_dir && !(verify && given)) || (given && !verify)) {
         fprintf(stderr, "medtrust qa-eval: give --queries FILE.jsonl with "
-                        "--db DIR, or --claims FILE.csv\nTry 'medtrust qa-eval "
-                        "--help'.\n");
+                        "--db DIR, --verify FILE.csv with --db DIR (or "
+                        "--given-evidence), or --claims FILE.csv\nTry "
+                        "'medtrust qa-eval --help'.\n");
         return 1;
     }
     if (claims)
-        p.db_dir = NULL; /* the verifier alone */
+        p.db_dir = NULL;        /* the verifier alone */
+    p.answer_optional = verify; /* a chat model only for --decompose */
     p.final_verdict = 1;
     p.llm.max_concurrency = (uint32_t)jobs * 2;
     st = mt_qa_open(&p, &q, &err);
-    if (st == MT_OK)
+    if (st == MT_OK && verify)
+        st = qa_eval_verify(a, q, (unsigned)jobs, limit, &err);
+    else if (st == MT_OK)
         st = claims ? eval_claims(a, q, (unsigned)jobs, limit, &err)
                     : eval_queries(a, q, (unsigned)jobs, limit, &err);
     mt_qa_close(q);
@@ -398,7 +411,13 @@ const struct cli_verb cli_verb_qa_eval = {
     "(hallucinated citations). With --claims, runs the verifier (--nli)\n"
     "on each row and reports accuracy and macro-F1 over SUPPORT,\n"
     "CONTRADICT and NO_EVIDENCE (labels such as supports/refutes/NEI are\n"
-    "read too; rows with other labels are skipped and counted).",
+    "read too; rows with other labels are skipped and counted). With\n"
+    "--verify, verifies each claim as `medtrust verify` does (the top -k\n"
+    "documents of a search, judged, the verdict rule of docs/verify.md)\n"
+    "and reports evidence recall@k (the gold evidence, a document id or\n"
+    "text, among the documents found), accuracy, macro-F1, the confusion\n"
+    "matrix (a FAILED verdict is OTHER, counted wrong) and 95% bootstrap\n"
+    "intervals; --given-evidence judges the gold pair only.",
     qa_eval_opts,
     qa_eval_run,
 };

@@ -117,4 +117,13 @@ enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
                              size_t limit, struct qa_item **v, size_t *n,
                              struct qa_batch_stats *bs, struct mt_error *err);
 
+/* qa-eval --verify FILE.csv (src/cli/qa_eval_verify.c): verifies each
+ * claim of a HealthVer/SciFact-shaped CSV as `medtrust verify` does (or,
+ * with --given-evidence, the gold pair alone) and prints evidence
+ * recall@k, accuracy, macro-F1, the confusion matrix and bootstrap
+ * intervals. MT_EMODEL after the report when a claim failed. */
+enum mt_status qa_eval_verify(const struct cli_args *a, struct mt_qa *q,
+                              unsigned jobs, size_t limit,
+                              struct mt_error *err);
+
 #endif

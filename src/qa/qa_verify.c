@@ -43,6 +43,7 @@ static const struct {
     {"nei", MT_QA_NO_EVIDENCE},
     {"neutral", MT_QA_NO_EVIDENCE},
     {"not enough info", MT_QA_NO_EVIDENCE},
+    {"not_enough_info", MT_QA_NO_EVIDENCE},
     {"no_evidence", MT_QA_NO_EVIDENCE},
     {"no evidence", MT_QA_NO_EVIDENCE},
     {"no_reference", MT_QA_NO_REFERENCE},

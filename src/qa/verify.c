@@ -38,6 +38,7 @@ struct vrun {
     const char *text;
     size_t tn;
     size_t failed; /* FAILED claims */
+    int whole;     /* the text is one claim (mt_verify_claim) */
 };
 
 void mt_verify_default_params(const struct mt_qa *q,
@@ -125,6 +126,7 @@ static enum mt_status judge_doc(struct vrun *v, const char *claim,
     e->doc_id = d->doc_id;
     e->title = d->title;
     e->url = d->url;
+    e->text = d->text;
     if (!prem)
         return mt_fail(err, MT_ENOMEM, "verify: out of memory");
     st = cancelled(v)
@@ -519,10 +521,10 @@ static enum mt_status one_sentence(struct vrun *v, size_t si,
                       v->r.q->label_suf, &ps);
     if (st != MT_OK)
         return mt_fail(err, st, "verify: out of memory");
-    if (!mtx_vf_is_claim(v->text, v->tn, v->text + s->start, s->end - s->start,
-                         v->vp.min_words) ||
-        !mtx_vf_is_claim(ps.text, strlen(ps.text), ps.text, strlen(ps.text),
-                         v->vp.min_words)) {
+    if (!v->whole && (!mtx_vf_is_claim(v->text, v->tn, v->text + s->start,
+                                       s->end - s->start, v->vp.min_words) ||
+                      !mtx_vf_is_claim(ps.text, strlen(ps.text), ps.text,
+                                       strlen(ps.text), v->vp.min_words))) {
         s->status = MT_VERDICT_NOT_A_CLAIM;
         v->res->counts[MT_VERDICT_NOT_A_CLAIM]++;
         return MT_OK;
@@ -588,8 +590,20 @@ static enum mt_status make_sentences(struct vrun *v, struct mt_error *err)
 {
     struct mt_span *sp = NULL;
     size_t n = 0, i;
-    enum mt_status st = mtx_vf_split(v->text, v->tn, &sp, &n, err);
+    enum mt_status st = MT_OK;
 
+    if (v->whole) { /* one span: the text trimmed */
+        struct mt_str t = mtx_str_trim((struct mt_str){v->text, v->tn});
+
+        sp = mt_malloc(sizeof *sp);
+        if (!sp)
+            return mt_fail(err, MT_ENOMEM, "verify: out of memory");
+        sp[0].start = (size_t)(t.p - v->text);
+        sp[0].end = sp[0].start + t.n;
+        n = 1;
+    } else {
+        st = mtx_vf_split(v->text, v->tn, &sp, &n, err);
+    }
     if (st != MT_OK)
         return st;
     v->res->sentences =
@@ -687,10 +701,10 @@ static enum mt_status vrun_init(struct vrun *v, struct mt_qa *q,
     return MT_OK;
 }
 
-enum mt_status mt_verify_text(struct mt_qa *q, const char *text,
-                              const struct mt_verify_params *vp,
-                              struct mt_verify_result **out,
-                              struct mt_error *err)
+static enum mt_status verify(struct mt_qa *q, const char *text,
+                             const struct mt_verify_params *vp, int whole,
+                             struct mt_verify_result **out,
+                             struct mt_error *err)
 {
     struct mt_verify_params dp;
     struct vrun v;
@@ -706,6 +720,7 @@ enum mt_status mt_verify_text(struct mt_qa *q, const char *text,
     if (st != MT_OK)
         return st;
     st = vrun_init(&v, q, text, vp);
+    v.whole = whole;
     if (st == MT_OK)
         st = run_text(&v, err);
     else
@@ -726,6 +741,34 @@ enum mt_status mt_verify_text(struct mt_qa *q, const char *text,
                        "verdict was never given",
                        v.failed, v.failed == 1 ? "" : "s");
     return MT_OK;
+}
+
+enum mt_status mt_verify_text(struct mt_qa *q, const char *text,
+                              const struct mt_verify_params *vp,
+                              struct mt_verify_result **out,
+                              struct mt_error *err)
+{
+    return verify(q, text, vp, 0, out, err);
+}
+
+enum mt_status mt_verify_one_claim(struct mt_qa *q, const char *claim,
+                                   const struct mt_verify_params *vp,
+                                   struct mt_verify_result **out,
+                                   struct mt_error *err)
+{
+    return verify(q, claim, vp, 1, out, err);
+}
+
+enum mt_status mt_verify_lookup(struct mt_qa *q, const char *field,
+                                const char *key, size_t max,
+                                struct mt_retrieved_doc *out,
+                                struct mt_error *err)
+{
+    if (!q->p.db_dir) {
+        memset(out, 0, sizeof *out);
+        return mt_fail(err, MT_EINVAL, "verify: no corpus: give --db DIR");
+    }
+    return mt_retriever_lookup(q->ret, field, key, max, out, err);
 }
 
 void mt_verify_result_free(struct mt_verify_result *r)

@@ -233,3 +233,70 @@ PY
 else
     not_ok "verify --batch resume" "rc=$rc done1=$done1 calls2=$calls2" "$(tail -3 "$TMP/err")"
 fi
+
+# ---- qa-eval --verify: a HealthVer/SciFact-shaped CSV, numbers by hand ----
+cat >"$TMP/e.script" <<'EOF'
+qa_judge if /<claim>\nStatins cause/ http 500 {"error":"scripted failure"}
+qa_judge if /<claim>\nStatins lower/ {"label":"SUPPORT","confidence":0.9}
+qa_judge if /<claim>\nMetformin/ {"label":"CONTRADICT","confidence":0.9}
+qa_judge if /<claim>\nBleeding/ {"label":"CONTRADICT","confidence":0.9}
+qa_judge if /<claim>\nLow-dose/ {"label":"SUPPORT","confidence":0.9}
+qa_judge {"label":"NO_EVIDENCE","confidence":0.6}
+EOF
+script_start e
+# gold / predicted (the script): 1 S/S, 2 S/C, 3 C/C, 4 N/N (nothing
+# found), 5 N/S, 6 C/FAILED; row 7's label is none of the three (skipped).
+# Evidence: ids 1003, 1002, 1003 and two texts; row 5's text is not in the
+# document found, row 4 has none.
+cat >"$TMP/claims.csv" <<'EOF'
+id,evidence,claim,label,topic_ip
+1,1003,Statins lower LDL cholesterol levels,Supports,t
+2,Metformin is the first-line drug for type 2 diabetes.,Metformin is the first-line drug for diabetes,SUPPORT,t
+3,1002,Bleeding rose with aspirin in trials,Refutes,t
+4,,Influenza vaccines prevent all infections,NOT_ENOUGH_INFO,t
+5,Statins lower LDL cholesterol,Low-dose aspirin is given daily after a heart attack,Neutral,t
+6,1003,Statins cause muscle pain in adults,CONTRADICT,t
+7,1003,Statins are popular,maybe,t
+EOF
+"$MT" qa-eval --verify "$TMP/claims.csv" --db "$TMP/db" --llm "$SPEC" \
+    --retries 0 -k 1 --json --no-progress >"$TMP/q.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "1 claim failed" "$TMP/err" && py "$TMP/q.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+near = lambda a, b: abs(a - b) < 5e-5
+assert r["claims"] == 6 and r["skipped"] == 1 and r["failed"] == 1, r
+assert r["confusion"]["counts"] == [[1, 1, 0, 0], [0, 1, 0, 1], [1, 0, 1, 0]], r
+assert near(r["accuracy"], 3 / 6)
+# F1 = 2TP / (predicted + gold): S 2/4, C 2/4, N 2/3
+assert near(r["f1"]["SUPPORT"], 0.5) and near(r["f1"]["CONTRADICT"], 0.5)
+assert near(r["f1"]["NO_EVIDENCE"], 2 / 3)
+assert near(r["macro_f1"], (0.5 + 0.5 + 2 / 3) / 3)
+# recall@1 over the 5 claims with evidence: rows 1, 2, 3, 6 found, 5 not
+assert r["recall_claims"] == 5 and near(r["evidence_recall_at_k"], 4 / 5)
+for k in ("accuracy", "macro_f1", "evidence_recall_at_k"):
+    ci = r[{"accuracy": "accuracy_ci95", "macro_f1": "macro_f1_ci95",
+            "evidence_recall_at_k": "recall_ci95"}[k]]
+    assert 0 <= ci[0] <= r[k] <= ci[1] <= 1, (k, ci)
+PY
+    ok "qa-eval --verify: accuracy, macro-F1, confusion and recall@k as computed by hand"
+else
+    not_ok "qa-eval --verify (rc $rc)" "$(cat "$TMP/q.json")" "$(tail -2 "$TMP/err")"
+fi
+"$MT" qa-eval --verify "$TMP/claims.csv" --db "$TMP/db" --llm "$SPEC" \
+    --retries 0 --given-evidence --json --no-progress >"$TMP/g.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && py "$TMP/g.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+near = lambda a, b: abs(a - b) < 5e-5
+# row 4 has no evidence to judge: skipped with row 7
+assert r["claims"] == 5 and r["skipped"] == 2 and r["given_evidence"], r
+assert r["confusion"]["counts"] == [[1, 1, 0, 0], [0, 1, 0, 1], [1, 0, 0, 0]], r
+assert near(r["accuracy"], 2 / 5) and near(r["macro_f1"], 1 / 3)
+assert r["evidence_recall_at_k"] is None
+PY
+    ok "qa-eval --verify --given-evidence: the gold pairs alone, by hand"
+else
+    not_ok "qa-eval --given-evidence (rc $rc)" "$(cat "$TMP/g.json")" "$(tail -2 "$TMP/err")"
+fi
