@@ -314,6 +314,10 @@ struct mt_nli;
 /* Opens the classifier named by 'spec':
  *   gguf:PATH  a classifier whose labels (classifier.output_labels) name
  *              entailment, contradiction and neutral;
+ *   onnx:DIR   an ONNX export (model.onnx or onnx/model.onnx, config.json,
+ *              tokenizer.json) whose config.json id2label names them
+ *              (MNLI's, SciFact's SUPPORT / CONTRADICT / NOT ENOUGH INFO,
+ *              FEVER's); both take ?preset=, ?labels=, ?pair= options;
  *   llm        a prompted judge on MEDTRUST_LLM_NLI, else MEDTRUST_LLM;
  *   llm:SPEC   the same on the chat model SPEC (openai:... or gguf:...).
  * 'p' may be NULL (threads and timeout are used). On success *out owns the
@@ -333,6 +337,12 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
 
 /* "SUPPORT", "CONTRADICT" or "NO_EVIDENCE". */
 const char *mt_nli_label_str(enum mt_nli_label l);
+
+/* onnx: classifiers: how the model's outputs map onto the labels and
+ * which text comes first, e.g. "onnx:DIR: output 0 (entailment) ->
+ * SUPPORT; ...; pair evidence first"; NULL for other backends. Owned by
+ * the handle. */
+const char *mt_nli_describe(const struct mt_nli *n);
 
 /* Closes the handle; NULL is allowed. */
 void mt_nli_close(struct mt_nli *n);

@@ -17,7 +17,7 @@ static const struct cli_opt embed_opts[] = {
     {"cache", 0, "FILE",
      "SQLite call cache: texts embedded before cost nothing (default off)", 0},
     {"embedder", 'e', "SPEC",
-     "use-lite (default), gguf:PATH or "
+     "use-lite (default), gguf:PATH, onnx:DIR[?pooling=cls|mean|max] or "
      "openai:BASE_URL#MODEL (or MEDTRUST_EMBEDDER)",
      0},
     {"input", 'i', "FILE",
@@ -221,7 +221,8 @@ const struct cli_verb cli_verb_embed = {
     "{\"text\",\"error\"} for a text that failed; the others go on, and\n"
     "the exit status is then 1). Vectors are\n"
     "unit length. The embedder is use-lite (built in) unless --embedder or\n"
-    "MEDTRUST_EMBEDDER names gguf:PATH or openai:BASE_URL#MODEL (key from\n"
+    "MEDTRUST_EMBEDDER names gguf:PATH, onnx:DIR (an ONNX export folder)\n"
+    "or openai:BASE_URL#MODEL (key from\n"
     "MEDTRUST_API_KEY or OPENAI_API_KEY).",
     embed_opts,
     embed_run,

@@ -30,7 +30,7 @@ static const struct cli_opt models_opts[] = {
      0},
     {"reranker", 'r', "SPEC", "reranker (default MEDTRUST_RERANKER)", 0},
     {"nli", 'n', "SPEC",
-     "NLI classifier: gguf:PATH, llm or llm:SPEC "
+     "NLI classifier: gguf:PATH, onnx:DIR, llm or llm:SPEC "
      "(default MEDTRUST_NLI)",
      0},
     {"timeout", 0, "SECONDS",
@@ -156,6 +156,8 @@ static enum mt_status check_other(const char *kind, const char *spec,
         st = mt_reranker_open(spec, &rp, &r, err);
     } else {
         st = mt_nli_open(spec, &rp, &nli, err);
+        if (st == MT_OK && mt_nli_describe(nli))
+            snprintf(detail, n, "%s", mt_nli_describe(nli));
     }
     mt_embedder_close(e);
     mt_reranker_close(r);
@@ -254,7 +256,9 @@ const struct cli_verb cli_verb_models = {
     "check fails. Specs: openai:BASE_URL#MODEL (key from MEDTRUST_API_KEY or\n"
     "OPENAI_API_KEY), azure:https://RESOURCE.openai.azure.com#DEPLOYMENT\n"
     "(or .../openai/v1#DEPLOYMENT; key from AZURE_OPENAI_API_KEY),\n"
-    "gguf:PATH, and use-lite for the embedder.",
+    "gguf:PATH, onnx:DIR (an ONNX export folder: embedder, reranker or NLI;\n"
+    "an NLI line says how its id2label maps onto SUPPORT, CONTRADICT and\n"
+    "NO_EVIDENCE), and use-lite for the embedder.",
     models_opts,
     models_run,
 };

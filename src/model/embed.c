@@ -11,6 +11,7 @@
 #include "model/embed.h"
 #include "model/embed_llama.h"
 #include "model/embed_openai.h"
+#include "model/onnx_enc.h"
 #include "model/spec.h"
 #include "model/use_lite.h"
 
@@ -73,6 +74,8 @@ static enum mt_status open_backend(const struct mtx_spec *ms,
                                  out, err);
     if (ms->kind == 1)
         return mtx_embedder_open_llama(ms->arg, params, out, err);
+    if (ms->kind == 3)
+        return mtx_embedder_open_onnx(ms->arg, params, out, err);
     return mtx_embedder_open_openai(ms->url, ms->model, params, out, err);
 }
 
@@ -80,17 +83,18 @@ enum mt_status mt_embedder_open(const char *spec,
                                 const struct mt_embedder_params *params,
                                 struct mt_embedder **out, struct mt_error *err)
 {
-    static const char *const kinds[] = {"use-lite", "gguf", "openai"};
+    static const char *const kinds[] = {"use-lite", "gguf", "openai", "onnx"};
     struct mt_embedder *e = NULL;
     struct mtx_spec ms;
     enum mt_status st;
 
     if (!spec || !*spec)
         spec = "use-lite";
-    st = mtx_spec_parse(spec, kinds, 3, "--embedder", &ms, err);
+    st = mtx_spec_parse(spec, kinds, 4, "--embedder", &ms, err);
     if (st == MT_ENOTFOUND)
         return mt_fail(err, MT_EINVAL,
-                       "embedder '%s': expected use-lite[:FILE], gguf:PATH or "
+                       "embedder '%s': expected use-lite[:FILE], gguf:PATH, "
+                       "onnx:DIR[?pooling=cls|mean|max] or "
                        "openai:BASE_URL#MODEL",
                        spec);
     if (st == MT_OK)

@@ -1,5 +1,7 @@
 /* NLI front end: the gguf classifier, or a prompted judge on a chat model
  * (as VerifAI compared with GPT-4) constrained to a JSON label. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -10,12 +12,16 @@
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/nli.h"
+#include "model/onnx_enc.h"
 #include "model/spec.h"
 
 struct mt_nli {
     struct mtx_llama_cls *cls;
     struct mt_llm *llm;
+    struct mtx_onnx *onnx;
+    int at[3]; /* onnx: output index of SUPPORT, CONTRADICT, NO_EVIDENCE */
     int claim_first; /* the pair is [CLS] claim [SEP] evidence [SEP] */
+    char desc[600];  /* the spec's mapping of outputs to labels */
 };
 
 /* A gguf verifier's options, after '?' in its spec (&-separated):
@@ -98,6 +104,9 @@ static int parse_opt(const char *p, size_t n, struct cls_opts *o)
     return -1;
 }
 
+static const char *const label_names[3] = {"SUPPORT", "CONTRADICT",
+                                           "NO_EVIDENCE"};
+
 /* Splits "PATH?opts" into a new path string and o. */
 static enum mt_status cls_spec(const char *arg, char **path, struct cls_opts *o,
                                struct mt_error *err)
@@ -111,7 +120,7 @@ static enum mt_status cls_spec(const char *arg, char **path, struct cls_opts *o,
 
         if (parse_opt(p, n, o) != 0)
             return mt_fail(err, MT_EINVAL,
-                           "--nli gguf:%s: unknown option '%.*s': use "
+                           "--nli %s: unknown option '%.*s': use "
                            "preset=mnli|verifai, labels=A,B,C (SUPPORT, "
                            "CONTRADICT, NO_EVIDENCE in output order) or "
                            "pair=claim-first|evidence-first",
@@ -120,6 +129,127 @@ static enum mt_status cls_spec(const char *arg, char **path, struct cls_opts *o,
     }
     *path = q ? mt_strndup(arg, (size_t)(q - arg)) : mt_strdup(arg);
     return *path ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+/* ==== onnx: classifiers ==== */
+
+/* The label an id2label name means (SciFact's, MNLI's and FEVER's names,
+ * any case, spaces, '_' and '-' ignored), or -1. */
+static int label_meaning(const char *name)
+{
+    static const char *const words[][7] = {
+        {"entailment", "entails", "entailed", "support", "supports",
+         "supported", NULL},
+        {"contradiction", "contradict", "contradicts", "contradicted",
+         "refutes", "refute", "refuted"},
+        {"neutral", "notenoughinfo", "nei", "noevidence", "noinfo",
+         "notenoughevidence", NULL},
+    };
+    char k[64];
+    size_t n = 0;
+    int i, j;
+
+    for (; *name && n + 1 < sizeof k; name++)
+        if (*name != ' ' && *name != '_' && *name != '-')
+            k[n++] = *name;
+    k[n] = '\0';
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 7 && words[i][j]; j++)
+            if (strcasecmp(k, words[i][j]) == 0)
+                return i;
+    return -1;
+}
+
+/* Maps config.json's id2label onto SUPPORT, CONTRADICT, NO_EVIDENCE. */
+static enum mt_status map_labels(struct mt_nli *n, const char *dir,
+                                 struct mt_error *err)
+{
+    size_t i, nl = mtx_onnx_nlabels(n->onnx);
+    int seen = 0;
+
+    for (i = 0; i < nl && nl == 3; i++) {
+        int l = label_meaning(mtx_onnx_label(n->onnx, i));
+        if (l < 0 || (seen & (1 << l)))
+            break;
+        seen |= 1 << l;
+        n->at[l] = (int)i;
+    }
+    if (seen == 7)
+        return MT_OK;
+    return mt_fail(err, MT_EINVAL,
+                   "--nli onnx:%s: config.json's id2label (%zu labels: "
+                   "%s, %s, %s) does not name entailment/SUPPORT, "
+                   "contradiction/CONTRADICT and neutral/NOT ENOUGH INFO: "
+                   "say what outputs 0, 1, 2 mean with ?labels=A,B,C or "
+                   "?preset=verifai",
+                   dir, nl, nl > 0 ? mtx_onnx_label(n->onnx, 0) : "-",
+                   nl > 1 ? mtx_onnx_label(n->onnx, 1) : "-",
+                   nl > 2 ? mtx_onnx_label(n->onnx, 2) : "-");
+}
+
+static void describe(struct mt_nli *n, const char *spec)
+{
+    size_t k = (size_t)snprintf(n->desc, sizeof n->desc, "%.200s:", spec);
+    int l;
+
+    for (l = 0; l < 3 && k < sizeof n->desc; l++) {
+        const char *name = mtx_onnx_label(n->onnx, (size_t)n->at[l]);
+        k += (size_t)snprintf(n->desc + k, sizeof n->desc - k,
+                              " output %d (%.40s) -> %s;", n->at[l],
+                              name ? name : "unnamed", label_names[l]);
+    }
+    if (k < sizeof n->desc)
+        snprintf(n->desc + k, sizeof n->desc - k, " pair %s first",
+                 n->claim_first ? "claim" : "evidence");
+}
+
+static enum mt_status open_onnx(const char *arg,
+                                const struct mt_reranker_params *p,
+                                struct mt_nli *n, struct mt_error *err)
+{
+    struct cls_opts o;
+    char *dir = NULL;
+    enum mt_status st = cls_spec(arg ? arg : "", &dir, &o, err);
+
+    if (st == MT_OK)
+        st = mtx_onnx_open(dir, p ? p->threads : 0, "--nli", &n->onnx, err);
+    n->claim_first = o.claim_first;
+    if (st == MT_OK && o.positional)
+        memcpy(n->at, o.at, sizeof n->at);
+    else if (st == MT_OK)
+        st = map_labels(n, dir, err);
+    mt_free(dir);
+    return st;
+}
+
+/* Softmax over the pair's logits, read through n->at. */
+static enum mt_status onnx_probs(struct mt_nli *n, const char *claim,
+                                 const char *evidence, float probs[3],
+                                 struct mt_error *err)
+{
+    struct mt_str a = mtx_str_from(n->claim_first ? claim : evidence);
+    struct mt_str b = mtx_str_from(n->claim_first ? evidence : claim);
+    int64_t d[4] = {0};
+    size_t nd = 0, k;
+    float *o = NULL;
+    double mx, s = 0;
+    enum mt_status st = mtx_onnx_forward(
+        n->onnx, &a, &b, 1,
+        mtx_onnx_has_output(n->onnx, "logits") ? "logits" : NULL, &o, d, &nd,
+        NULL, err);
+
+    if (st == MT_OK && (nd != 2 || d[0] != 1 || d[1] != 3))
+        st = mt_fail(err, MT_EUNSUPPORTED,
+                     "--nli onnx:%s: the output is not [batch, 3] logits",
+                     mtx_onnx_dir(n->onnx));
+    for (k = 0, mx = st == MT_OK ? (double)o[0] : 0; st == MT_OK && k < 3; k++)
+        mx = (double)o[k] > mx ? (double)o[k] : mx;
+    for (k = 0; st == MT_OK && k < 3; k++)
+        s += exp((double)o[k] - mx);
+    for (k = 0; st == MT_OK && k < 3; k++)
+        probs[k] = (float)(exp((double)o[n->at[k]] - mx) / s);
+    mt_free(o);
+    return st;
 }
 
 static enum mt_status open_cls(const char *arg,
@@ -137,9 +267,6 @@ static enum mt_status open_cls(const char *arg,
     mt_free(path);
     return st;
 }
-
-static const char *const label_names[3] = {"SUPPORT", "CONTRADICT",
-                                           "NO_EVIDENCE"};
 
 static const char judge_system[] =
     "You verify a claim against a reference text. Answer with JSON "
@@ -180,23 +307,27 @@ static enum mt_status open_judge(const char *spec,
 enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
                            struct mt_nli **out, struct mt_error *err)
 {
-    static const char *const kinds[] = {"gguf", "llm"};
+    static const char *const kinds[] = {"gguf", "llm", "onnx"};
     struct mtx_spec ms;
     struct mt_nli *n;
-    enum mt_status st = mtx_spec_parse(spec, kinds, 2, "--nli", &ms, err);
+    enum mt_status st = mtx_spec_parse(spec, kinds, 3, "--nli", &ms, err);
 
     if (st != MT_OK)
         return mt_fail(err, MT_EINVAL,
-                       "unknown NLI spec '%s': use gguf:PATH, llm or "
-                       "llm:SPEC in --nli",
+                       "unknown NLI spec '%s': use gguf:PATH, "
+                       "onnx:DIR[?options], llm or llm:SPEC in --nli",
                        spec ? spec : "");
     n = mt_calloc(1, sizeof *n);
     if (!n)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     if (ms.kind == 0)
         st = open_cls(ms.arg, p, n, err);
+    else if (ms.kind == 2)
+        st = open_onnx(ms.arg, p, n, err);
     else
         st = open_judge(ms.arg, p, n, err);
+    if (st == MT_OK && n->onnx)
+        describe(n, spec);
     if (st != MT_OK) {
         mt_nli_close(n);
         return st;
@@ -272,6 +403,8 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
         st = mtx_llama_cls_probs(n->cls, claim, evidence, pr, err);
     else if (n->cls) /* MNLI: premise = the evidence, hypothesis = claim */
         st = mtx_llama_cls_probs(n->cls, evidence, claim, pr, err);
+    else if (n->onnx)
+        st = onnx_probs(n, claim, evidence, pr, err);
     else
         st = judge(n, claim, evidence, pr, err);
     if (st != MT_OK)
@@ -290,6 +423,12 @@ void mt_nli_close(struct mt_nli *n)
     if (!n)
         return;
     mtx_llama_cls_free(n->cls);
+    mtx_onnx_close(n->onnx);
     mt_llm_close(n->llm);
     mt_free(n);
+}
+
+const char *mt_nli_describe(const struct mt_nli *n)
+{
+    return n && n->desc[0] ? n->desc : NULL;
 }

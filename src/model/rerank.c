@@ -7,6 +7,7 @@
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/llm.h"
+#include "model/onnx_enc.h"
 #include "model/rerank.h"
 #include "model/spec.h"
 
@@ -30,7 +31,7 @@ enum mt_status mt_reranker_open(const char *spec,
                                 const struct mt_reranker_params *p,
                                 struct mt_reranker **out, struct mt_error *err)
 {
-    static const char *const kinds[] = {"openai", "gguf"};
+    static const char *const kinds[] = {"openai", "gguf", "onnx"};
     struct mt_reranker_params d;
     struct mtx_spec ms;
     enum mt_status st;
@@ -39,16 +40,18 @@ enum mt_status mt_reranker_open(const char *spec,
         mt_reranker_default_params(&d);
         p = &d;
     }
-    st = mtx_spec_parse(spec, kinds, 2, "--reranker", &ms, err);
+    st = mtx_spec_parse(spec, kinds, 3, "--reranker", &ms, err);
     if (st == MT_ENOTFOUND)
         return mt_fail(err, MT_EINVAL,
-                       "unknown reranker spec '%s': use "
-                       "gguf:PATH or openai:BASE_URL#MODEL in --reranker",
+                       "unknown reranker spec '%s': use gguf:PATH, "
+                       "onnx:DIR or openai:BASE_URL#MODEL in --reranker",
                        spec ? spec : "");
-    if (st == MT_OK)
-        st = ms.kind == 0
-                 ? mtx_reranker_open_openai(ms.url, ms.model, p, out, err)
-                 : mtx_reranker_open_llama(ms.arg, p, out, err);
+    if (st == MT_OK && ms.kind == 0)
+        st = mtx_reranker_open_openai(ms.url, ms.model, p, out, err);
+    else if (st == MT_OK && ms.kind == 1)
+        st = mtx_reranker_open_llama(ms.arg, p, out, err);
+    else if (st == MT_OK)
+        st = mtx_reranker_open_onnx(ms.arg, p, out, err);
     mtx_spec_free(&ms);
     if (st == MT_OK && p->cache_path) {
         st = mtx_model_cache_open(&(*out)->m, p->cache_path, NULL, err);

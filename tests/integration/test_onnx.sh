@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# onnx:DIR models against transformers.js (issue 30): tiny ONNX export
+# folders written by tests/fixtures/make_tiny_onnx.py (Debian python3-onnx),
+# run by medtrust through ONNX Runtime's C API and by transformers.js
+# (tests/fixtures/onnx_ref.mjs, offline) on the same folder.
+#  - tokenizer.json in C, token id for token id (and type ids), for one
+#    tokenizer of each kind (WordPiece, Unigram, byte-level BPE), on
+#    tests/onnx/texts.json (accents, CJK, Arabic, emoji, long words,
+#    controls, full-width forms), their pairs, and a text of 900+ tokens.
+#    Left out, as transformers.js differs from Hugging Face's tokenizers
+#    (the Rust library, which medtrust follows): an empty second text
+#    (transformers.js drops the pair), CJK outside the BMP (it does not pad
+#    them), a capital sigma ending a word (its toLowerCase gives final
+#    sigma), and truncation (it cuts the ids after the special tokens,
+#    dropping the last [SEP]; here the longest-first rule is checked on
+#    its untruncated ids).
+#  - medtrust embed = the feature-extraction pipeline (CLS from the
+#    export's sentence-transformers config; mean by ?pooling=mean).
+#  - --nli onnx: = softmax of the text-classification pipeline's tokenizer
+#    call with text_pair and model, read through id2label; --reranker
+#    onnx: = sigmoid of the single logit.
+#  - errors name the file and the reason.
+. "$(dirname "$0")/lib.sh"
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${MEDTRUST_BUILD:-$ROOT/build/test}
+PROBE=$BUILD/fixtures/onnx_probe
+export MEDTRUST_TJS=$ROOT/third_party/transformers-js/node_modules/@huggingface/transformers
+PY=/usr/bin/python3
+need "transformers.js, node and the probe" "$MEDTRUST_TJS/package.json" \
+    "$(command -v node)" "$PROBE" "$ROOT/third_party/onnxruntime/lib/libonnxruntime.so.1"
+if ! $PY -c 'import onnx, numpy' 2>/dev/null; then
+    not_ok "python3-onnx and python3-numpy" "run make bootstrap"
+    exit 1
+fi
+
+D=$TMP/models
+if $PY "$ROOT/tests/fixtures/make_tiny_onnx.py" "$D" 2>"$TMP/gen.err"; then
+    ok "tiny ONNX export folders written"
+else
+    not_ok "tiny ONNX export folders written" "$(tail -3 "$TMP/gen.err")"
+    exit 1
+fi
+ref() { node "$ROOT/tests/fixtures/onnx_ref.mjs" "$@"; }
+
+# ==== Tokenizers, id for id ====
+$PY - "$ROOT/tests/onnx/texts.json" >"$TMP/items.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+items = [{"text": x} for x in t]
+items += [{"text": t[i], "pair": t[(i + 1) % len(t)]} for i in range(len(t))
+          if t[(i + 1) % len(t)]]
+items.append({"text": " ".join(t[:3]) * 12})          # 900+ tokens
+items.append({"text": t[8], "pair": " ".join(t[:4]) * 8})
+print(json.dumps(items, ensure_ascii=False))
+PY
+# compare KIND JS C: ids equal, and type ids unless KIND is roberta (its
+# post-processor gives none that the graph reads)
+compare_tok() {
+    $PY - "$@" <<'PY'
+import json, sys
+kind, js, c = sys.argv[1], json.load(open(sys.argv[2])), \
+    [json.loads(l) for l in open(sys.argv[3])]
+bad = [i for i, (a, b) in enumerate(zip(js, c))
+       if a["ids"] != b["ids"] or
+       (kind != "roberta" and a["type_ids"] != b["type_ids"])]
+if len(js) != len(c) or bad or max(len(x["ids"]) for x in js) < 513:
+    print("items", len(js), len(c), "differ at", bad[:5])
+    for i in bad[:2]:
+        print(" js", js[i]["ids"][:30]); print("  c", c[i]["ids"][:30])
+    sys.exit(1)
+PY
+}
+for m in bert deberta roberta; do
+    name="tokenizer.json ($m: $(jq -r .model.type "$D/$m/tokenizer.json" 2>/dev/null || echo $m)) = transformers.js on $(grep -c . "$ROOT/tests/onnx/texts.json") texts, pairs, 900+ tokens"
+    if ref tok "$D/$m" "$TMP/items.json" >"$TMP/js_$m.json" 2>"$TMP/err" &&
+        "$PROBE" tok "$D/$m/tokenizer.json" "$TMP/items.json" >"$TMP/c_$m.jsonl" 2>>"$TMP/err" &&
+        compare_tok "$m" "$TMP/js_$m.json" "$TMP/c_$m.jsonl" >"$TMP/cmp" 2>&1; then
+        ok "$name"
+    else
+        not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -6)"
+    fi
+done
+
+# Truncation to 40 with a pair: the tokenizers library's longest-first rule
+# on transformers.js's untruncated ids, [SEP] kept at the end.
+$PY - >"$TMP/long.json" <<'PY'
+import json
+a = "hypertension increases the risk of stroke " * 20
+print(json.dumps([{"text": a, "pair": "metformin reduced mortality " * 30},
+                  {"text": "short claim", "pair": a},
+                  {"text": a}]))
+PY
+name="pair truncation keeps both texts and the last [SEP] (longest first)"
+if ref tok "$D/bert" "$TMP/long.json" >"$TMP/js_long.json" 2>"$TMP/err" &&
+    "$PROBE" tok "$D/bert/tokenizer.json" "$TMP/long.json" 40 >"$TMP/c_long.jsonl" 2>>"$TMP/err" &&
+    $PY - "$TMP/js_long.json" "$TMP/c_long.jsonl" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+js = json.load(open(sys.argv[1]))
+c = [json.loads(l) for l in open(sys.argv[2])]
+CLS, SEP = js[0]["ids"][0], js[0]["ids"][-1]
+for full, got in zip(js, c):
+    ids, ty = full["ids"], full["type_ids"]
+    a = [i for i, t in zip(ids[1:], ty[1:]) if t == 0][:-1]
+    b = [i for i, t in zip(ids, ty) if t == 1][:-1]
+    pair = any(ty)
+    room = 40 - (3 if pair else 2)
+    while len(a) + len(b) > room:
+        if pair and len(b) >= len(a):
+            b.pop()
+        else:
+            a.pop()
+    want = [CLS] + a + [SEP] + (b + [SEP] if pair else [])
+    if got["ids"] != want:
+        print("want", want, "\ngot ", got["ids"]); sys.exit(1)
+PY
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" | tail -5)"
+fi
+
+# ==== Embeddings ====
+# close FILE_JS FILE_MT TOL: JS rows vs `medtrust embed --json` rows
+close_vecs() {
+    $PY - "$@" <<'PY'
+import json, sys
+js = json.load(open(sys.argv[1]))
+mt = [json.loads(l)["vector"] for l in open(sys.argv[2])]
+tol = float(sys.argv[3])
+worst = max(abs(x - y) for r, s in zip(js, mt) for x, y in zip(r, s))
+if len(js) != len(mt) or any(len(r) != len(s) for r, s in zip(js, mt)) \
+        or worst > tol:
+    print("rows", len(js), len(mt), "worst", worst); sys.exit(1)
+print("worst", worst)
+PY
+}
+$PY - "$ROOT/tests/onnx/texts.json" >"$TMP/embed_in.jsonl" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))[:-2]:
+    if "\0" not in t:  # C strings from here on (the tokenizer test has NUL)
+        print(json.dumps({"text": t}, ensure_ascii=False))
+PY
+for spec in "bert cls" "roberta?pooling=mean mean"; do
+    set -- $spec
+    dir=${1%%\?*}
+    name="medtrust embed --embedder onnx:$1 = feature-extraction pooling $2"
+    $PY -c 'import json,sys; print(json.dumps({"texts": [json.loads(l)["text"] for l in open(sys.argv[1])], "pooling": sys.argv[2]}))' \
+        "$TMP/embed_in.jsonl" "$2" >"$TMP/embed_ref_in.json"
+    if ref embed "$D/$dir" "$TMP/embed_ref_in.json" >"$TMP/js_emb.json" 2>"$TMP/err" &&
+        "$MT" embed --json --embedder "onnx:$D/$1" --input "$TMP/embed_in.jsonl" \
+            >"$TMP/mt_emb.jsonl" 2>>"$TMP/err" &&
+        close_vecs "$TMP/js_emb.json" "$TMP/mt_emb.jsonl" 1e-5 >"$TMP/cmp" 2>&1; then
+        ok "$name ($(cat "$TMP/cmp"))"
+    else
+        not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -5)"
+    fi
+done
+
+# ==== NLI and reranker ====
+$PY - "$ROOT/tests/onnx/texts.json" >"$TMP/pairs.json" <<'PY'
+import json, sys
+t = [x for x in json.load(open(sys.argv[1])) if "\0" not in x]
+p = [{"a": "Metformin reduced mortality.",
+      "b": "In a trial of 100 patients, metformin reduced mortality."},
+     {"a": "Warfarin is safe with antibiotics.",
+      "b": "Warfarin interacts with many antibiotics, raising the INR."}]
+p += [{"a": t[i], "b": t[i + 1]} for i in range(0, 12)]
+print(json.dumps(p, ensure_ascii=False))
+PY
+$PY -c 'import json,sys; print(json.dumps([{"a": x["b"], "b": x["a"]} for x in json.load(open(sys.argv[1]))], ensure_ascii=False))' \
+    "$TMP/pairs.json" >"$TMP/pairs_rev.json"
+# nli_check NAME SPEC JSIN: medtrust's probabilities (SUPPORT, CONTRADICT,
+# NO_EVIDENCE) = the softmax of transformers.js's logits through id2label
+nli_check() {
+    local name=$1 spec=$2 jsin=$3 dir=${2#onnx:}
+    dir=${dir%%\?*}
+    if ref pairs "$dir" "$jsin" >"$TMP/js_nli.json" 2>"$TMP/err" &&
+        "$PROBE" nli "$spec" "$TMP/pairs.json" >"$TMP/mt_nli.jsonl" 2>"$TMP/map" &&
+        $PY - "$TMP/js_nli.json" "$TMP/mt_nli.jsonl" "$dir/config.json" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, math, sys
+js = json.load(open(sys.argv[1]))
+mt = [json.loads(l) for l in open(sys.argv[2])]
+lab = json.load(open(sys.argv[3]))["id2label"]
+want = {"entailment": 0, "SUPPORT": 0, "contradiction": 1, "CONTRADICT": 1,
+        "neutral": 2, "NOT ENOUGH INFO": 2}
+worst = 0
+for row, m in zip(js, mt):
+    e = [math.exp(x - max(row)) for x in row]
+    p = [x / sum(e) for x in e]
+    ours = [0.0] * 3
+    for i, x in enumerate(p):
+        ours[want[lab[str(i)]]] = x
+    worst = max(worst, max(abs(a - b) for a, b in zip(ours, m["probs"])))
+    top = ["SUPPORT", "CONTRADICT", "NO_EVIDENCE"][ours.index(max(ours))]
+    if top != m["label"]:
+        print("label", top, m["label"]); sys.exit(1)
+if len(js) != len(mt) or worst > 1e-5:
+    print("rows", len(js), len(mt), "worst", worst); sys.exit(1)
+print("worst", worst)
+PY
+        ok "$name ($(cat "$TMP/cmp"))"
+    else
+        not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" "$TMP/map" 2>/dev/null | tail -5)"
+    fi
+}
+# MNLI labels, evidence first (the default): transformers.js gets
+# (evidence, claim)
+nli_check "--nli onnx: (MNLI id2label, evidence first) = transformers.js" \
+    "onnx:$D/bert-nli" "$TMP/pairs_rev.json"
+grep -q "output 0 (entailment) -> SUPPORT; output 2 (contradiction) -> CONTRADICT; output 1 (neutral) -> NO_EVIDENCE; pair evidence first" "$TMP/map" &&
+    ok "the NLI mapping is said (id2label -> SUPPORT/CONTRADICT/NO_EVIDENCE)" ||
+    not_ok "the NLI mapping is said" "$(cat "$TMP/map")"
+nli_check "--nli onnx:?pair=claim-first (SciFact id2label, Unigram) = transformers.js" \
+    "onnx:$D/deberta?pair=claim-first" "$TMP/pairs.json"
+
+name="--reranker onnx: = sigmoid of transformers.js's logit"
+if ref pairs "$D/bert-rank" "$TMP/pairs.json" >"$TMP/js_rank.json" 2>"$TMP/err" &&
+    "$PROBE" rerank "onnx:$D/bert-rank" "$TMP/pairs.json" >"$TMP/mt_rank.jsonl" 2>>"$TMP/err" &&
+    $PY - "$TMP/js_rank.json" "$TMP/mt_rank.jsonl" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, math, sys
+js = json.load(open(sys.argv[1]))
+mt = [json.loads(l)["score"] for l in open(sys.argv[2])]
+worst = max(abs(1 / (1 + math.exp(-r[0])) - s) for r, s in zip(js, mt))
+if len(js) != len(mt) or worst > 1e-5:
+    print("rows", len(js), len(mt), "worst", worst); sys.exit(1)
+print("worst", worst)
+PY
+    ok "$name ($(cat "$TMP/cmp"))"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" | tail -5)"
+fi
+
+# ==== medtrust models ====
+name="medtrust models loads onnx: embedder, reranker and NLI"
+if "$MT" models --embedder "onnx:$D/bert" --reranker "onnx:$D/bert-rank" \
+    --nli "onnx:$D/bert-nli" >"$TMP/models.out" 2>&1 &&
+    grep -q "^embedder .*ok: 16 dimensions" "$TMP/models.out" &&
+    grep -q "^reranker .*ok" "$TMP/models.out" &&
+    grep -q "^nli .*ok: .*entailment) -> SUPPORT" "$TMP/models.out"; then
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/models.out")"
+fi
+
+# ==== A model that does not load says which file and why ====
+# fails NAME PATTERN CMD...: CMD exits non-zero with PATTERN on stderr
+fails() {
+    local name=$1 pat=$2
+    shift 2
+    if "$@" >"$TMP/out" 2>"$TMP/err"; then
+        not_ok "$name" "exited 0"
+    elif cat "$TMP/out" "$TMP/err" | grep -q -- "$pat"; then
+        ok "$name"
+    else
+        not_ok "$name" "wanted /$pat/" "$(cat "$TMP/err")"
+    fi
+}
+fails "a folder without a model is named" "onnx:$TMP/none: no model.onnx or onnx/model.onnx" \
+    "$MT" embed --embedder "onnx:$TMP/none" x
+cp -r "$D/bert" "$TMP/notok" && rm "$TMP/notok/tokenizer.json"
+fails "a missing tokenizer.json is named" "$TMP/notok/tokenizer.json is missing" \
+    "$MT" embed --embedder "onnx:$TMP/notok" x
+cp -r "$D/bert" "$TMP/badonnx" && head -c 100 "$D/bert/onnx/model.onnx" >"$TMP/badonnx/onnx/model.onnx"
+fails "a corrupt model.onnx is named with ONNX Runtime's reason" \
+    "$TMP/badonnx/onnx/model.onnx: ONNX Runtime cannot load the model" \
+    "$MT" embed --embedder "onnx:$TMP/badonnx" x
+cp -r "$D/bert" "$TMP/badtok" && printf '{"model": {"type": "WordLevel"}}' >"$TMP/badtok/tokenizer.json"
+fails "an unsupported tokenizer model is named" "badtok/tokenizer.json: model type 'WordLevel' is not supported" \
+    "$MT" embed --embedder "onnx:$TMP/badtok" x
+cp -r "$D/bert-rank" "$TMP/generic"
+fails "an NLI model whose id2label names no NLI labels says how to map them" \
+    "does not name entailment/SUPPORT.*?labels=A,B,C" \
+    "$MT" models --nli "onnx:$TMP/generic"
+fails "a missing ONNX Runtime says how to get one" \
+    "cannot load ONNX Runtime (.*): run .make bootstrap.* MEDTRUST_ONNXRUNTIME" \
+    env MEDTRUST_ONNXRUNTIME=$TMP/none.so "$MT" embed --embedder "onnx:$D/bert" x
