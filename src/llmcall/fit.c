@@ -1,11 +1,11 @@
 /* Fitting prompts to the model's context: budget arithmetic, and cutting
- * a text at a sentence boundary by binary search over its sentence ends
- * (the token count of a prefix grows with its length). */
+ * a text to a budget at a sentence or a character boundary. */
 #include <string.h>
 
 #include "llmcall/fit.h"
 #include "medtrust/core.h"
 #include "text/sentence.h"
+#include "text/utf8.h"
 
 uint32_t mtx_fit_count_llm(void *user, const char *s, size_t n)
 {
@@ -39,8 +39,10 @@ uint32_t mtx_fit_count_msgs(const struct mt_llm_message *m, size_t n,
     return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
-size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
-                   mtx_count_fn count, void *user)
+/* The longest sentence-ending prefix that fits, by binary search over the
+ * sentence ends (the token count of a prefix grows with its length). */
+static size_t cut_sentences(const char *text, size_t n, uint32_t budget,
+                            mtx_count_fn count, void *user)
 {
     struct mt_span *s = NULL;
     size_t ns = 0;
@@ -48,8 +50,6 @@ size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
     size_t hi;
     size_t keep;
 
-    if (count(user, text, n) <= budget)
-        return n;
     if (mtx_sentences_split(text, n, &s, &ns, NULL) != MT_OK || ns == 0) {
         mt_free(s);
         return 0;
@@ -66,4 +66,33 @@ size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
     keep = lo ? s[lo - 1].end : 0;
     mt_free(s);
     return keep;
+}
+
+/* A character-boundary prefix that fits: the length scaled by
+ * budget / tokens (less a tenth), at most MTX_FIT_CHAR_TRIES times. */
+static size_t cut_chars(const char *text, size_t n, uint32_t budget,
+                        mtx_count_fn count, void *user)
+{
+    int i;
+
+    for (i = 0; i < MTX_FIT_CHAR_TRIES && n > 0; i++) {
+        uint32_t k = count(user, text, n);
+        size_t want;
+
+        if (k <= budget)
+            return n;
+        want = (size_t)((double)n * budget / k * 0.9);
+        n = mtx_utf8_cut(text, n, want < n ? want : n - 1);
+    }
+    return i < MTX_FIT_CHAR_TRIES ? n : 0;
+}
+
+size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
+                   enum mtx_fit_unit unit, mtx_count_fn count, void *user)
+{
+    if (count(user, text, n) <= budget)
+        return n;
+    if (unit == MTX_FIT_CHARS)
+        return cut_chars(text, n, budget, count, user);
+    return cut_sentences(text, n, budget, count, user);
 }

@@ -42,12 +42,22 @@ uint32_t mtx_fit_answer(uint32_t n_ctx, uint32_t max_tokens);
 uint32_t mtx_fit_budget(uint32_t n_ctx, uint32_t max_tokens, uint32_t fixed,
                         size_t nmsgs);
 
-/* The longest prefix of text[0..n) that ends at the end of a sentence
- * (mtx_sentences_split) and counts at most 'budget' tokens: its length in
- * bytes, n when the whole text fits, 0 when not even the first sentence
- * does (or out of memory). Counts about log2(sentences) prefixes. */
+/* Where mtx_fit_cut may cut: at the end of a sentence
+ * (mtx_sentences_split; passages, documents), or at any character (a
+ * model's bad reply, echoed in a repair turn, has no sentences to keep). */
+enum mtx_fit_unit { MTX_FIT_SENTENCES, MTX_FIT_CHARS };
+
+/* Counts a char cut may take before it gives up (returns 0). */
+#define MTX_FIT_CHAR_TRIES 8
+
+/* A prefix of text[0..n) that counts at most 'budget' tokens and ends at
+ * a 'unit' boundary: its length in bytes, n when the whole text fits, 0
+ * when none does (or out of memory). MTX_FIT_SENTENCES gives the longest
+ * such prefix, counting about log2(sentences) prefixes; MTX_FIT_CHARS
+ * scales the length by budget / tokens (less a tenth) until it fits, at
+ * most MTX_FIT_CHAR_TRIES counts, so it may keep less than the longest. */
 size_t mtx_fit_cut(const char *text, size_t n, uint32_t budget,
-                   mtx_count_fn count, void *user);
+                   enum mtx_fit_unit unit, mtx_count_fn count, void *user);
 
 /* Tokens of the messages' contents plus the template's overhead. */
 uint32_t mtx_fit_count_msgs(const struct mt_llm_message *m, size_t n,

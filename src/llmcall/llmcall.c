@@ -50,26 +50,6 @@ static uint32_t echo_budget(const struct mtx_llmcall *c,
         mtx_fit_count_msgs(m, nm, mtx_fit_count_llm, c->llm) + FIX_TOKENS, 2);
 }
 
-/* The longest prefix of t[0..n) at a character boundary that counts at
- * most 'budget' tokens (a reply is no prose: no sentence cut); a few
- * counts, each shrinking by the measured ratio. */
-static size_t echo_cut(const struct mtx_llmcall *c, const char *t, size_t n,
-                       uint32_t budget)
-{
-    int i;
-
-    for (i = 0; i < 8 && n > 0; i++) {
-        uint32_t k = mtx_fit_count_llm(c->llm, t, n);
-        size_t want;
-
-        if (k <= budget)
-            return n;
-        want = (size_t)((double)n * budget / k * 0.9);
-        n = mtx_utf8_cut(t, n, want < n ? want : n - 1);
-    }
-    return i < 8 ? n : 0;
-}
-
 /* The bad reply of the last attempt, cut to MTX_REPAIR_ECHO_MAX bytes at
  * a character boundary and to what the model's context leaves beside
  * m[0..nm) (a new string), or "" when none was kept. */
@@ -87,7 +67,9 @@ static char *echo_of(const struct mtx_llmcall *c,
         n = mtx_utf8_cut(t, n, MTX_REPAIR_ECHO_MAX);
     budget = echo_budget(c, m, nm);
     if (budget != UINT32_MAX)
-        n = budget ? echo_cut(c, t, n, budget) : 0;
+        n = budget ? mtx_fit_cut(t, n, budget, MTX_FIT_CHARS,
+                                mtx_fit_count_llm, c->llm)
+                   : 0;
     return mt_strndup(t, n);
 }
 

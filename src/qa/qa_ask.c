@@ -85,8 +85,8 @@ static int fit_doc(struct qa_run *r, const struct mt_qa_doc *d, uint32_t *left,
     if (*st == MT_OK)
         *st = doc_entry(r, d, 0, &e); /* the label and title alone */
     t = *st == MT_OK ? count(r, &e) : UINT32_MAX;
-    n = t < *left ? mtx_fit_cut(d->text, n, *left - t, mtx_fit_count_llm,
-                                r->q->answer_llm)
+    n = t < *left ? mtx_fit_cut(d->text, n, *left - t, MTX_FIT_SENTENCES,
+                                mtx_fit_count_llm, r->q->answer_llm)
                   : 0;
     mtx_buf_reset(&e);
     if (*st == MT_OK && n > 0)

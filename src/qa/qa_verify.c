@@ -123,7 +123,7 @@ static size_t judge_fit(struct qa_run *r, const char *claim, const char *doc)
         fixed += MTX_FIT_REPAIR_TOKENS(JUDGE_TOKENS) / 2; /* most repairs */
         keep = mtx_fit_cut(doc, keep,
                            mtx_fit_budget(n_ctx, JUDGE_TOKENS, fixed, 2),
-                           mtx_fit_count_llm, l);
+                           MTX_FIT_SENTENCES, mtx_fit_count_llm, l);
     }
     mtx_buf_free(&sys);
     mtx_buf_free(&user);

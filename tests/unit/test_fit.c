@@ -45,18 +45,43 @@ static void test_cut_keeps_whole_sentences_that_fit(void **s)
     size_t n = strlen(t);
 
     (void)s;
-    CHECK(mtx_fit_cut(t, n, (uint32_t)n, bytes, NULL) == n); /* all fits */
-    CHECK(mtx_fit_cut(t, n, 1000, bytes, NULL) == n);
+    /* all fits */
+    CHECK(mtx_fit_cut(t, n, (uint32_t)n, MTX_FIT_SENTENCES, bytes, NULL) == n);
+    CHECK(mtx_fit_cut(t, n, 1000, MTX_FIT_SENTENCES, bytes, NULL) == n);
     /* "Aspirin inhibits platelets." is 27 bytes; the second sentence ends
      * at 50 ("...300 mg."): the cut falls at the last end that fits,
      * never inside a sentence, and "300 mg." does not end one early */
-    CHECK(mtx_fit_cut(t, n, 27, bytes, NULL) == 27);
-    CHECK(mtx_fit_cut(t, n, 49, bytes, NULL) == 27);
-    CHECK(mtx_fit_cut(t, n, 50, bytes, NULL) == 50);
-    CHECK(mtx_fit_cut(t, n, (uint32_t)n - 1, bytes, NULL) == 50);
+    CHECK(mtx_fit_cut(t, n, 27, MTX_FIT_SENTENCES, bytes, NULL) == 27);
+    CHECK(mtx_fit_cut(t, n, 49, MTX_FIT_SENTENCES, bytes, NULL) == 27);
+    CHECK(mtx_fit_cut(t, n, 50, MTX_FIT_SENTENCES, bytes, NULL) == 50);
+    CHECK(mtx_fit_cut(t, n, (uint32_t)n - 1, MTX_FIT_SENTENCES, bytes, NULL) ==
+          50);
     /* not even the first sentence: nothing */
-    CHECK(mtx_fit_cut(t, n, 26, bytes, NULL) == 0);
-    CHECK(mtx_fit_cut(t, n, 0, bytes, NULL) == 0);
+    CHECK(mtx_fit_cut(t, n, 26, MTX_FIT_SENTENCES, bytes, NULL) == 0);
+    CHECK(mtx_fit_cut(t, n, 0, MTX_FIT_SENTENCES, bytes, NULL) == 0);
+}
+
+/* A bad reply echoed in a repair turn is cut at any character, never
+ * inside one, to at most the budget (one token a byte here: the length
+ * scaled by budget / tokens, less a tenth). */
+static void test_cut_chars_at_a_character_boundary(void **s)
+{
+    const char *t = "{\"thought\": \"caf\xc3\xa9 \xe5\xbf\x83 cut";
+    size_t n = strlen(t);
+    size_t k;
+    uint32_t b;
+
+    (void)s;
+    CHECK(mtx_fit_cut(t, n, (uint32_t)n, MTX_FIT_CHARS, bytes, NULL) == n);
+    for (b = 1; b < n; b++) {
+        k = mtx_fit_cut(t, n, b, MTX_FIT_CHARS, bytes, NULL);
+        CHECK(k <= b);
+        CHECK(k == 0 || (t[k] & 0xC0) != 0x80); /* not inside a character */
+    }
+    /* no sentence end needed: a reply with none still keeps a prefix */
+    CHECK(mtx_fit_cut(t, n, 20, MTX_FIT_CHARS, bytes, NULL) > 0);
+    CHECK(mtx_fit_cut(t, n, 20, MTX_FIT_SENTENCES, bytes, NULL) == 0);
+    CHECK(mtx_fit_cut(t, n, 0, MTX_FIT_CHARS, bytes, NULL) == 0);
 }
 
 static uint32_t estimate(void *u, const char *s, size_t n)
@@ -71,9 +96,9 @@ static void test_cut_by_estimate(void **s)
                     "Troponin rose.";
 
     (void)s;
-    CHECK(mtx_fit_cut(t, strlen(t), 9, estimate, NULL) == 27);
-    CHECK(mtx_fit_cut(t, strlen(t), 8, estimate, NULL) == 0);
-    CHECK(mtx_fit_cut(t, strlen(t), 16, estimate, NULL) == 47);
+    CHECK(mtx_fit_cut(t, strlen(t), 9, MTX_FIT_SENTENCES, estimate, NULL) == 27);
+    CHECK(mtx_fit_cut(t, strlen(t), 8, MTX_FIT_SENTENCES, estimate, NULL) == 0);
+    CHECK(mtx_fit_cut(t, strlen(t), 16, MTX_FIT_SENTENCES, estimate, NULL) == 47);
 }
 
 static void test_estimate_errs_high(void **s)
@@ -171,6 +196,7 @@ int main(void)
         cmocka_unit_test(
             test_budget_is_context_less_answer_prompt_and_template),
         cmocka_unit_test(test_cut_keeps_whole_sentences_that_fit),
+        cmocka_unit_test(test_cut_chars_at_a_character_boundary),
         cmocka_unit_test(test_cut_by_estimate),
         cmocka_unit_test(test_estimate_errs_high),
         cmocka_unit_test(test_parse_llama_server_refusal),
