@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "medtrust/check.h"
 
 struct script {
     pid_t pid;
@@ -164,6 +165,50 @@ static inline int script_count(const char *hay, const char *needle)
         hay += strlen(needle);
     }
     return k;
+}
+
+/* The note the scripted checks read: an inferior STEMI sent home. */
+static const char script_note_text[] =
+    "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
+    "II, III and aVF. He is given aspirin and sent home.";
+
+/* Opens a checker with 'p' on the scripted server: no retries, a 10 s
+ * timeout, MEDTRUST_LLM ignored. */
+static inline struct mt_agent *script_open_agent(const struct script *s,
+                                                 struct mt_agent_params *p)
+{
+    struct mt_agent *a = NULL;
+    struct mt_error err;
+
+    p->llm_spec = s->spec;
+    p->llm.max_retries = 0;
+    p->llm.timeout_s = 10;
+    unsetenv("MEDTRUST_LLM");
+    CHECK_OK(mt_agent_open(p, &a, &err));
+    return a;
+}
+
+/* Checks script_note_text (id "t") into r; the check must succeed. */
+static inline void script_check_note(struct mt_agent *a,
+                                     struct mt_check_result *r)
+{
+    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1,
+                        NULL, 0, NULL, 0, NULL, 0};
+    struct mt_error err;
+
+    CHECK_OK(mt_agent_check(a, &n, r, &err));
+}
+
+/* The request of 'role' number i (0-based) as text (free with free()). */
+static inline char *script_nth_text(const struct script *s, const char *role,
+                                    size_t i)
+{
+    json_t *reqs = script_requests(s, role);
+    char *t = i < json_array_size(reqs) ? script_text(json_array_get(reqs, i))
+                                        : strdup("");
+
+    json_decref(reqs);
+    return t;
 }
 
 #endif

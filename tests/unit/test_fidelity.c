@@ -52,24 +52,6 @@ static int make_db(void **state)
     return rc;
 }
 
-static const char note_text[] =
-    "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
-    "II, III and aVF. He is given aspirin and sent home.";
-
-static struct mt_agent *open_with(const struct script *s,
-                                  struct mt_agent_params *p)
-{
-    struct mt_agent *a = NULL;
-    struct mt_error err;
-
-    p->llm_spec = s->spec;
-    p->llm.max_retries = 0;
-    p->llm.timeout_s = 10;
-    unsetenv("MEDTRUST_LLM");
-    CHECK_OK(mt_agent_open(p, &a, &err));
-    return a;
-}
-
 static struct mt_agent *open_strategy(const struct script *s,
                                       enum mt_strategy strategy)
 {
@@ -79,16 +61,7 @@ static struct mt_agent *open_strategy(const struct script *s,
     p.strategy = strategy;
     if (strategy == MT_STRATEGY_REACT_REFLEX)
         p.db_dir = db_dir;
-    return open_with(s, &p);
-}
-
-static void check_note(struct mt_agent *a, struct mt_check_result *r)
-{
-    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
-                        NULL, 0};
-    struct mt_error err;
-
-    CHECK_OK(mt_agent_check(a, &n, r, &err));
+    return script_open_agent(s, &p);
 }
 
 /* The roles of a recorded request's messages, space-separated. */
@@ -131,7 +104,7 @@ static void test_repair_echoes_the_bad_reply_as_assistant(void **state)
     script_start(&s, "single not json at all\n"
                      "single answer 2 He is given aspirin and admitted.\n");
     a = open_strategy(&s, MT_STRATEGY_SINGLE);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     reqs = script_requests(&s, "single");
     CHECK(json_array_size(reqs) == 2);
@@ -167,7 +140,7 @@ static void test_templates_without_system_role_get_it_folded(void **state)
                      "single not json at all\n"
                      "single answer 2 He is given aspirin and admitted.\n");
     a = open_strategy(&s, MT_STRATEGY_SINGLE);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     CHECK(strcmp(r.corrected_sentence, "He is given aspirin and admitted.") ==
           0);
@@ -202,18 +175,7 @@ static struct mt_agent *open_react(const struct script *s, uint32_t rounds,
     p.db_dir = db_dir;
     p.max_rounds = rounds;
     p.on_exhausted = on_exhausted;
-    return open_with(s, &p);
-}
-
-/* The request of 'role' number i (0-based) as text (free with free()). */
-static char *nth_text(const struct script *s, const char *role, size_t i)
-{
-    json_t *reqs = script_requests(s, role);
-    char *t = i < json_array_size(reqs) ? script_text(json_array_get(reqs, i))
-                                        : strdup("");
-
-    json_decref(reqs);
-    return t;
+    return script_open_agent(s, &p);
 }
 
 /* The reply schema a recorded request was sent (borrowed). */
@@ -248,10 +210,10 @@ static void test_final_step_is_shown_as_the_answer(void **state)
     (void)state;
     script_start(&s, final_scenario);
     a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     for (i = 0; i < 2; i++) {
-        t = nth_text(&s, i ? "reflect" : "eval", 0);
+        t = script_nth_text(&s, i ? "reflect" : "eval", 0);
         CHECK(strstr(t, "search(\"\")") == NULL);
         CHECK(strstr(t, "Action: search(\"aspirin loading\")") != NULL);
         CHECK(strstr(t, "Action: final_mistake (the answer): sentence 2 is "
@@ -299,7 +261,7 @@ static void test_medeval_reasons_before_it_scores(void **state)
     (void)state;
     script_start(&s, final_scenario);
     a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
-    check_note(a, &r);
+    script_check_note(a, &r);
     reqs = script_requests(&s, "eval");
     props = json_object_get(sent_schema(json_array_get(reqs, 0)), "properties");
     json_object_foreach(props, key, v)
@@ -314,11 +276,11 @@ static void test_medeval_reasons_before_it_scores(void **state)
         strcat(want, " ");
     }
     CHECK(strcmp(order, want) == 0);
-    t = nth_text(&s, "eval", 0);
+    t = script_nth_text(&s, "eval", 0);
     CHECK(strstr(t, "\"validity_reasoning\"") != NULL);
     CHECK(strstr(t, "\"validity_reasoning\"") < strstr(t, "\"validity\":"));
     free(t);
-    t = nth_text(&s, "reflect", 0);
+    t = script_nth_text(&s, "reflect", 0);
     CHECK(strstr(t, "Reviewer 1: validity 2") != NULL);
     CHECK(strstr(t, "final 2. scripted") != NULL);
     free(t);
@@ -334,7 +296,7 @@ static void test_medeval_reasons_before_it_scores(void **state)
  * §3) rather than reporting the model's "no error". */
 static void test_medeval_needs_a_quorum_of_usable_reviews(void **state)
 {
-    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1, NULL, 0, NULL, 0,
                         NULL, 0};
     struct script s;
     struct mt_agent *a;
@@ -381,7 +343,7 @@ static void test_on_exhausted_last_answer(void **state)
     (void)state;
     script_start(&s, rejected_scenario);
     a = open_react(&s, 2, MT_EXHAUSTED_NO_ERROR);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 0 && r.sentence_id == -1);
     CHECK(strstr(r.trace, "no answer accepted in any round: no error"));
     CHECK(strcmp(script_roles(&s, roles, sizeof roles),
@@ -392,14 +354,14 @@ static void test_on_exhausted_last_answer(void **state)
 
     script_start(&s, rejected_scenario);
     a = open_react(&s, 2, MT_EXHAUSTED_LAST_ANSWER);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     CHECK(strcmp(r.corrected_sentence,
                  "He is given aspirin and taken for primary PCI.") == 0);
     CHECK(strstr(r.trace, "--on-exhausted last-answer") != NULL);
     CHECK(strcmp(script_roles(&s, roles, sizeof roles),
                  "react eval reflect react eval parser") == 0);
-    t = nth_text(&s, "parser", 0); /* the second round's answer */
+    t = script_nth_text(&s, "parser", 0); /* the second round's answer */
     CHECK(strstr(t, "taken for PCI") != NULL);
     free(t);
     mt_check_result_free(&r);
@@ -412,7 +374,7 @@ static void test_on_exhausted_last_answer(void **state)
 /* Request i of 'role' with its line breaks as spaces (prompts wrap). */
 static char *flat_text(const struct script *s, const char *role, size_t i)
 {
-    char *t = nth_text(s, role, i);
+    char *t = script_nth_text(s, role, i);
     char *p;
 
     for (p = t; *p; p++)
@@ -454,7 +416,7 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
             "sentence\":\"He is given aspirin and sent for PCI.\","
             "\"confidence\":0.8}\n");
     a = open_strategy(&s, MT_STRATEGY_GUARDS);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     script_roles(&s, roles, sizeof roles);
     CHECK(script_count(roles, "guard_detect_arbiter") == 1);
@@ -463,7 +425,7 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
     t = flat_text(&s, "guard_detect_2", 0);
     CHECK(strstr(t, "look at the diagnosis most closely") != NULL);
     free(t);
-    t = nth_text(&s, "guard_detect_arbiter", 0);
+    t = script_nth_text(&s, "guard_detect_arbiter", 0);
     CHECK(strstr(t, "Reasoning: R1: STEMI needs PCI Verdict: INCORRECT.") !=
           NULL);
     CHECK(strstr(t, "ERROR: this reviewer gave no usable answer.") != NULL);
@@ -476,7 +438,7 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
         CHECK(strstr(t, "holds one medical error in") == NULL);
         free(t);
     }
-    t = nth_text(&s, "guard_locate_arbiter", 0);
+    t = script_nth_text(&s, "guard_locate_arbiter", 0);
     CHECK(strstr(t, "ERROR: this reviewer gave no usable answer.") != NULL);
     CHECK(strstr(t, "L2: discharge") != NULL);
     free(t);
@@ -554,8 +516,8 @@ static void test_role_settings_reach_each_role(void **state)
     p.role_max_tokens[MT_AGENT_ROLE_REFLECT] = 512;
     p.role_max_tokens[MT_AGENT_ROLE_PARSER] = 512;
     p.role_max_tokens[MT_AGENT_ROLE_REACT] = 1024;
-    a = open_with(&s, &p);
-    check_note(a, &r);
+    a = script_open_agent(&s, &p);
+    script_check_note(a, &r);
     for (i = 0; i < sizeof want / sizeof *want; i++) {
         json_t *reqs = script_requests(&s, want[i].role);
         json_t *rq = json_object_get(json_array_get(reqs, 0), "request");

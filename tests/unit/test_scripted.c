@@ -146,24 +146,6 @@ static int remove_db(void **state)
     return teardown(state);
 }
 
-static const char note_text[] =
-    "A 62-year-old man has crushing chest pain. ECG shows ST elevation in "
-    "II, III and aVF. He is given aspirin and sent home.";
-
-static struct mt_agent *open_with(const struct script *s,
-                                  struct mt_agent_params *p)
-{
-    struct mt_agent *a = NULL;
-    struct mt_error err;
-
-    p->llm_spec = s->spec;
-    p->llm.max_retries = 0;
-    p->llm.timeout_s = 10;
-    unsetenv("MEDTRUST_LLM");
-    CHECK_OK(mt_agent_open(p, &a, &err));
-    return a;
-}
-
 static struct mt_agent *open_agent(const struct script *s,
                                    enum mt_strategy strategy)
 {
@@ -171,16 +153,7 @@ static struct mt_agent *open_agent(const struct script *s,
 
     mt_agent_default_params(&p);
     p.strategy = strategy;
-    return open_with(s, &p);
-}
-
-static void check_note(struct mt_agent *a, struct mt_check_result *r)
-{
-    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
-                        NULL, 0};
-    struct mt_error err;
-
-    CHECK_OK(mt_agent_check(a, &n, r, &err));
+    return script_open_agent(s, &p);
 }
 
 /* ==== The equipment itself ==== */
@@ -198,7 +171,7 @@ static void test_server_plays_queues_and_records_requests(void **state)
     script_start(&s, "single not json at all\n"
                      "single answer 2 He is given aspirin and admitted.\n");
     a = open_agent(&s, MT_STRATEGY_SINGLE);
-    check_note(a, &r);
+    script_check_note(a, &r);
     /* the first entry is unusable, so the call repeats and gets the
      * second, which then repeats for ever */
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
@@ -231,18 +204,7 @@ static struct mt_agent *open_react(const struct script *s, uint32_t rounds,
         p.max_rounds = rounds;
     if (budget)
         p.evidence_tokens = budget;
-    return open_with(s, &p);
-}
-
-/* The request of 'role' number i (0-based) as text (free with free()). */
-static char *nth_text(const struct script *s, const char *role, size_t i)
-{
-    json_t *reqs = script_requests(s, role);
-    char *t = i < json_array_size(reqs) ? script_text(json_array_get(reqs, i))
-                                        : strdup("");
-
-    json_decref(reqs);
-    return t;
+    return script_open_agent(s, &p);
 }
 
 static const char loop_scenario[] =
@@ -278,15 +240,15 @@ static void test_react_searches_n_times_then_reflects(void **state)
     (void)state;
     script_start(&s, loop_scenario);
     a = open_react(&s, 0, 0);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(strcmp(script_roles(&s, roles, sizeof roles),
                  "react react react react reflect react react eval reflect "
                  "react eval parser") == 0);
-    t = nth_text(&s, "react", 3); /* the 4th step may still search */
+    t = script_nth_text(&s, "react", 3); /* the 4th step may still search */
     CHECK(strstr(t, "one step left") == NULL);
     CHECK(script_count(t, "Observation: passages found") == 3);
     free(t);
-    t = nth_text(&s, "reflect", 0); /* all four searches' passages */
+    t = script_nth_text(&s, "reflect", 0); /* all four searches' passages */
     CHECK(strstr(t, "Inferior STEMI needs emergency reperfusion") != NULL);
     CHECK(strstr(t, "Aspirin loading dose is 300 mg") != NULL);
     CHECK(strstr(t, "Troponin rises three hours") != NULL);
@@ -297,19 +259,19 @@ static void test_react_searches_n_times_then_reflects(void **state)
     CHECK(json_integer_value(json_object_get(
               json_object_get(json_array_get(ev, 0), "request"), "n")) == 5);
     json_decref(ev);
-    t = nth_text(&s, "eval", 0);
+    t = script_nth_text(&s, "eval", 0);
     CHECK(strstr(t, "Wiki article: reperfusion restores") != NULL);
     CHECK(strstr(t, "taken for primary PCI") != NULL);
     free(t);
-    t = nth_text(&s, "reflect", 1); /* all five reviews, the first lesson */
+    t = script_nth_text(&s, "reflect", 1); /* all five reviews, the first lesson */
     CHECK(script_count(t, "Reviewer ") == 5);
     CHECK(strstr(t, "Reviewer 5: validity 2") != NULL);
     CHECK(strstr(t, "plan one") != NULL);
     free(t);
-    t = nth_text(&s, "react", 6); /* round 3 remembers both lessons */
+    t = script_nth_text(&s, "react", 6); /* round 3 remembers both lessons */
     CHECK(strstr(t, "plan one") && strstr(t, "plan two"));
     free(t);
-    t = nth_text(&s, "parser", 0);
+    t = script_nth_text(&s, "parser", 0);
     CHECK(strstr(t, "2 | He is given aspirin and sent home.") != NULL);
     CHECK(strstr(t, "sent for primary PCI") != NULL);
     free(t);
@@ -335,7 +297,7 @@ static void test_react_concludes_no_error_after_m_rounds(void **state)
                      "eval scores 2\n"
                      "reflect {\"reflection\":\"r\",\"plan\":\"p\"}\n");
     a = open_react(&s, 0, 0);
-    check_note(a, &r);
+    script_check_note(a, &r);
     script_roles(&s, roles, sizeof roles);
     CHECK(script_count(roles, "react") == 5);
     CHECK(script_count(roles, "eval") == 5);
@@ -361,7 +323,7 @@ static void test_medeval_rejects_what_the_published_rule_accepted(void **st)
     script_start(&s, "react final 2 He is admitted.\n"
                      "eval scores 2\neval scores 5\n");
     a = open_react(&s, 1, 0);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 0);
     CHECK(strstr(r.trace, "\"finals\":[2,5,5,5,5]") != NULL);
     CHECK(strstr(r.trace, "\"accepted\":false") != NULL);
@@ -389,8 +351,8 @@ static void test_evidence_budget_drops_oldest_passages(void **state)
                      "eval scores 5\n"
                      "parser answer 2 He is admitted.\n");
     a = open_react(&s, 1, 160);
-    check_note(a, &r);
-    t = nth_text(&s, "eval", 0);
+    script_check_note(a, &r);
+    t = script_nth_text(&s, "eval", 0);
     CHECK(strstr(t, "Troponin rises") == NULL);
     CHECK(strstr(t, "Aspirin loading dose") != NULL);
     CHECK(strstr(t, "(1 passages left out)") != NULL);
@@ -415,7 +377,7 @@ static void parser_case(const char *parser_line, const char *corr)
              parser_line);
     script_start(&s, sc);
     a = open_react(&s, 1, 0);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     CHECK(strcmp(r.corrected_sentence, corr) == 0);
     CHECK(strstr(r.trace, "\"step\":\"parser_disagreed\"") != NULL);
@@ -456,11 +418,11 @@ static void test_react_without_corpus_needs_no_retrieval(void **state)
     CHECK(mt_agent_open(&p, &a, &err) == MT_EINVAL && a == NULL);
     CHECK(strstr(err.msg, "--no-retrieval") && strstr(err.msg, "--db"));
     p.no_retrieval = 1;
-    a = open_with(&s, &p);
-    check_note(a, &r);
+    a = script_open_agent(&s, &p);
+    script_check_note(a, &r);
     CHECK(strstr(r.trace, "--no-retrieval: MedReAct runs without a corpus") !=
           NULL);
-    t = nth_text(&s, "react", 1);
+    t = script_nth_text(&s, "react", 1);
     CHECK(strstr(t, "No medical corpus is configured") != NULL);
     free(t);
     mt_check_result_free(&r);
@@ -476,7 +438,7 @@ static void source_case(const char *const *agent_src, size_t na,
     struct mt_agent_params p;
     struct mt_agent *a;
     struct mt_check_result r;
-    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1, NULL, 0, NULL, 0,
                         NULL, 0};
     struct mt_error err;
     char *t;
@@ -488,11 +450,11 @@ static void source_case(const char *const *agent_src, size_t na,
     p.db_dir = db_dir;
     p.sources = agent_src;
     p.n_sources = na;
-    a = open_with(&s, &p);
+    a = script_open_agent(&s, &p);
     n.sources = note_src;
     n.n_sources = nn;
     CHECK_OK(mt_agent_check(a, &n, &r, &err));
-    t = nth_text(&s, "react", 1);
+    t = script_nth_text(&s, "react", 1);
     CHECK((strstr(t, "Inferior STEMI needs") != NULL) == want_g);
     CHECK((strstr(t, "Wiki article") != NULL) == want_w);
     free(t);
@@ -559,7 +521,7 @@ static json_t *first_search(struct mt_agent *a, const struct script *s,
     json_t *tr, *ev = NULL;
     size_t i;
 
-    check_note(a, &r);
+    script_check_note(a, &r);
     tr = json_loads(r.trace, 0, NULL);
     for (i = 0; !ev && i < json_array_size(tr); i++) {
         json_t *o = json_array_get(tr, i);
@@ -570,7 +532,7 @@ static json_t *first_search(struct mt_agent *a, const struct script *s,
     }
     json_decref(tr);
     mt_check_result_free(&r);
-    *obs = nth_text(s, "react", 1);
+    *obs = script_nth_text(s, "react", 1);
     return ev;
 }
 
@@ -781,7 +743,7 @@ static void expected_order(const char **ids)
     CHECK_OK(mt_embedder_open("use-lite", NULL, &e, NULL));
     d = mt_embedder_dims(e);
     v = calloc(5 * d, sizeof *v);
-    t[0] = mtx_str_from(note_text);
+    t[0] = mtx_str_from(script_note_text);
     for (i = 0; i < 4; i++)
         t[i + 1] = mtx_str_from(texts[i]);
     CHECK_OK(mt_embedder_embed(e, t, 5, v, NULL));
@@ -858,7 +820,7 @@ static void test_single_takes_the_nearest_examples_in_order(void **state)
     script_start(&s, "single answer 2 He is admitted.\n");
     a = open_knn(&s, ex_path, "use-lite", &err);
     CHECK(a != NULL);
-    check_note(a, &r);
+    script_check_note(a, &r);
     reqs = script_requests(&s, "single");
     sys = script_msg(json_array_get(reqs, 0), "system");
     for (i = 0; i < 3; i++) {
@@ -934,7 +896,7 @@ static void test_guards_reason_first_and_arbiters_see_both(void **state)
             "sentence\":\"He is given aspirin and sent for PCI.\","
             "\"confidence\":0.8}\n");
     a = open_agent(&s, MT_STRATEGY_GUARDS);
-    check_note(a, &r);
+    script_check_note(a, &r);
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     reqs = script_requests(&s, NULL);
     CHECK(json_array_size(reqs) == 7);
@@ -955,13 +917,13 @@ static void test_guards_reason_first_and_arbiters_see_both(void **state)
         free(sc);
     }
     json_decref(reqs);
-    t = nth_text(&s, "guard_detect_arbiter", 0);
+    t = script_nth_text(&s, "guard_detect_arbiter", 0);
     CHECK(strstr(t, "Reasoning: R1: STEMI needs PCI Verdict: INCORRECT. "
                     "Confidence: 0.90.") != NULL);
     CHECK(strstr(t, "Reasoning: R2: looks routine Verdict: CORRECT. "
                     "Confidence: 0.35.") != NULL);
     free(t);
-    t = nth_text(&s, "guard_locate_arbiter", 0);
+    t = script_nth_text(&s, "guard_locate_arbiter", 0);
     CHECK(strstr(t, "L1: discharge") && strstr(t, "Confidence: 0.70."));
     CHECK(strstr(t, "L2: the ECG") && strstr(t, "Confidence: 0.40."));
     free(t);
