@@ -15,38 +15,9 @@
 
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char path[64];
-
-static void remove_input(void)
-{
-    unlink(path);
-}
-
-static const char *write_input(const char *data, size_t size)
-{
-    FILE *f;
-    size_t put;
-
-    if (!path[0]) {
-        int fd;
-        snprintf(path, sizeof path, "/tmp/mt-fuzz-eval-XXXXXX");
-        fd = mkstemp(path);
-        if (fd < 0)
-            abort();
-        close(fd);
-        atexit(remove_input);
-    }
-    f = fopen(path, "wb");
-    if (!f)
-        abort();
-    put = fwrite(data, 1, size, f);
-    if (fclose(f) != 0 || put != size)
-        abort();
-    return path;
-}
 
 static enum mt_status read_ref(const char *d, size_t n, struct mt_error *err)
 {
@@ -89,7 +60,8 @@ static enum mt_status read_sub(const char *d, size_t n, struct mt_error *err)
 static enum mt_status read_scores(const char *d, size_t n, struct mt_error *err)
 {
     struct mt_eval_scores *sc = NULL;
-    enum mt_status st = mt_eval_scores_load(write_input(d, n), &sc, err);
+    const char *path = fuzz_write_temp("/tmp/mt-fuzz-eval-XXXXXX", d, n);
+    enum mt_status st = mt_eval_scores_load(path, &sc, err);
     double v;
 
     if (st == MT_OK)

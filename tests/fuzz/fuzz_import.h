@@ -14,6 +14,7 @@
 
 #include "medtrust/core.h"
 #include "medtrust/corpus.h"
+#include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,16 +39,9 @@ static const char *write_input(const uint8_t *data, size_t size,
                                const char *ext)
 {
     static char path[96];
-    FILE *f;
-    size_t put;
 
     snprintf(path, sizeof path, "%s/in%s", dir, ext);
-    f = fopen(path, "wb");
-    if (!f)
-        abort();
-    put = fwrite(data, 1, size, f);
-    if (fclose(f) != 0 || put != size)
-        abort();
+    fuzz_write_file(path, data, size);
     return path;
 }
 

@@ -14,39 +14,9 @@
 
 #include "core/jsonl.h"
 #include "medtrust/core.h"
+#include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char path[64];
-
-static void remove_input(void)
-{
-    unlink(path);
-}
-
-/* The file the reader reads: made once, rewritten for each input. */
-static int write_input(const uint8_t *data, size_t size)
-{
-    FILE *f;
-    size_t put;
-
-    if (!path[0]) {
-        int fd;
-        snprintf(path, sizeof path, "/tmp/mt-fuzz-jsonl-XXXXXX");
-        fd = mkstemp(path);
-        if (fd < 0)
-            abort();
-        close(fd);
-        atexit(remove_input);
-    }
-    f = fopen(path, "wb");
-    if (!f)
-        abort();
-    put = fwrite(data, 1, size, f);
-    if (fclose(f) != 0 || put != size)
-        abort();
-    return 0;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -55,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mt_jsonl *r = NULL;
     enum mt_status st;
     json_t *o = NULL;
+    const char *path;
     size_t objs = 0;
 
     if (size < 1)
@@ -62,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.skip_bad = data[0] & 1;
     if (data[0] & 2)
         p.max_line = 64;
-    write_input(data + 1, size - 1);
+    path = fuzz_write_temp("/tmp/mt-fuzz-jsonl-XXXXXX", data + 1, size - 1);
     st = mtx_jsonl_open(path, &p, &r, &err);
     if (st != MT_OK)
         abort(); /* a file that exists opens */
