@@ -173,7 +173,8 @@ enum mt_status mt_run_create(struct mt_state *s, int64_t user_id,
                              struct mt_error *err);
 
 /* Sets a run's status and, when non-NULL, its result JSON and error;
- * "done" and "failed" also set finished_at. MT_ENOTFOUND for no such run. */
+ * "done" and "failed" also set finished_at, and "done" clears the error
+ * (a resumed run that completes has none). MT_ENOTFOUND for no such run. */
 enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
                              const char *result, const char *error,
                              struct mt_error *err);

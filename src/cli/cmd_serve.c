@@ -214,6 +214,24 @@ static int join_choices(const struct cli_args *a, char *buf, size_t n)
     return 0;
 }
 
+/* --registration and --open-registration (the same as --registration
+ * open); -1 after saying that they disagree. */
+static int read_registration(struct cli_args *a, struct mt_server_params *p)
+{
+    p->registration = cli_get(a, "registration");
+    if (!cli_get(a, "open-registration"))
+        return 0;
+    if (p->registration && strcmp(p->registration, "open") != 0) {
+        fprintf(stderr,
+                "medtrust serve: --open-registration and --registration %s "
+                "disagree: give one\n",
+                p->registration);
+        return -1;
+    }
+    p->registration = "open";
+    return 0;
+}
+
 static int serve_run(struct cli_args *a)
 {
     struct mt_server_params p;
@@ -237,17 +255,8 @@ static int serve_run(struct cli_args *a)
     if (cli_get(a, "listen"))
         p.listen = cli_get(a, "listen");
     p.data_dir = cli_get(a, "data-dir");
-    p.registration = cli_get(a, "registration");
-    if (cli_get(a, "open-registration")) {
-        if (p.registration && strcmp(p.registration, "open") != 0) {
-            fprintf(stderr,
-                    "medtrust serve: --open-registration and "
-                    "--registration %s disagree: give one\n",
-                    p.registration);
-            return 1;
-        }
-        p.registration = "open";
-    }
+    if (read_registration(a, &p) < 0)
+        return 1;
     p.llm_spec = cli_get(a, "llm");
     if (join_choices(a, choices, sizeof choices) < 0)
         return 1;

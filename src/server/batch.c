@@ -158,6 +158,24 @@ static enum mt_status load_notes(const char *csv, size_t len, size_t max,
     return st;
 }
 
+/* Whether the CSV has any of MEDEC's gold columns: then it is scored
+ * (and must have them all), else it is an unlabeled set of notes. */
+static int csv_labeled(const char *csv, size_t len)
+{
+    static const char *const gold[] = {"Error Flag", "Error Sentence ID",
+                                       "Corrected Sentence"};
+    struct mt_csv *c = NULL;
+    int got = 0, any = 0;
+    size_t i;
+
+    if (mtx_csv_open_mem("data", csv, len, NULL, &c, NULL) == MT_OK &&
+        mtx_csv_next(c, &got, NULL) == MT_OK && got)
+        for (i = 0; i < sizeof gold / sizeof gold[0]; i++)
+            any |= mtx_csv_find(c, gold[i]) >= 0;
+    mtx_csv_close(c);
+    return any;
+}
+
 /* ==== The journal: one {"id","line"} a finished note ==== */
 
 /* Gives notes the lines the journal holds; a torn last line (a crash
@@ -226,9 +244,33 @@ static void emit_progress(struct srv_job *j, const struct progress *p,
                   "id", id));
 }
 
+/* Appends the note's trace line to traces.jsonl (as `mediqa --trace`
+ * writes them: {"id", "error"? when it failed, ...the result with its
+ * trace}); a trace that cannot be written is logged, the note stands. */
+static void trace_add(FILE *f, const char *id, const struct mt_check_result *r,
+                      const struct mt_error *err, int failed)
+{
+    char *res = r && r->trace ? mt_check_result_json(r, 1) : NULL;
+    json_t *o = json_pack("{s:s}", "id", id);
+    json_t *x = res ? json_loads(res, 0, NULL) : NULL;
+    char *t;
+
+    if (o && failed)
+        json_object_set_new(o, "error", json_string(err->msg));
+    if (o && x)
+        json_object_update(o, x);
+    t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (!f || !t || fprintf(f, "%s\n", t) < 0 || fflush(f) != 0)
+        mt_log(MT_LOG_WARN, "server: batch note %s: trace not written", id);
+    free(t); /* jansson's default allocator */
+    json_decref(x);
+    json_decref(o);
+    mt_free(res);
+}
+
 /* Checks one note: its submission line, or NULL when the check failed. */
 static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
-                        const struct mtx_note *x)
+                        const struct mtx_note *x, FILE *traces)
 {
     struct mt_error err = {MT_OK, ""};
     char nid[600];
@@ -247,6 +289,7 @@ static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
     n.sentences = x->sents;
     n.sentences_len = x->sents ? strlen(x->sents) : 0;
     st = mt_agent_check(agent, &n, &r, &err);
+    trace_add(traces, x->id, &r, &err, st != MT_OK);
     if (st != MT_OK) {
         mt_log(MT_LOG_WARN, "server: batch run %lld note %s: %s",
                (long long)a->run, x->id, err.msg);
@@ -318,7 +361,9 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
 {
     struct mt_agent *agent = NULL, *own = NULL;
     char *jp = file_path(a, "journal.jsonl");
+    char *tp = file_path(a, "traces.jsonl");
     FILE *f = jp ? mtx_file_fopen(jp, "ab", 0644) : NULL;
+    FILE *tf = tp ? mtx_file_fopen(tp, "ab", 0644) : NULL;
     enum mt_status st =
         f ? mtx_srv_checker(a->s, a->strat, &a->set, MT_AGENT_SEARCH_AUTO,
                             a->model, &agent, &own, err)
@@ -336,7 +381,7 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
                          p->done, p->total, (long long)a->run);
             break;
         }
-        v[i].line = check_note(a, agent, &v[i]);
+        v[i].line = check_note(a, agent, &v[i], tf);
         if (v[i].line)
             st = journal_add(f, jp, v[i].id, v[i].line, err);
         p->done += v[i].line != NULL;
@@ -345,8 +390,11 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     }
     if (f)
         fclose(f);
+    if (tf)
+        fclose(tf);
     mt_agent_close(own);
     mt_free(jp);
+    mt_free(tp);
     return st;
 }
 
@@ -382,6 +430,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
     struct mtx_note *v = NULL;
     char *csv = NULL, *sub = NULL;
     size_t len = 0;
+    int labeled;
     enum mt_status st = read_file(a, "data.csv", &csv, &len, err);
 
     if (st == MT_OK)
@@ -399,15 +448,19 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
         st = write_file(a, "submission.txt", sub, strlen(sub), err);
-    if (st == MT_OK)
+    labeled = st == MT_OK && csv_labeled(csv, len);
+    if (labeled)
         st = score(a, csv, sub, result, err);
+    else if (st == MT_OK &&
+             !(*result = json_pack("{s:s,s:b}", "run", a->name, "labeled", 0)))
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
-        json_object_set_new(*result, "batch",
-                            json_pack("{s:s,s:I,s:I,s:I}", "strategy",
-                                      mt_strategy_str(a->strat), "notes",
-                                      (json_int_t)p.total, "failed",
-                                      (json_int_t)p.failed, "resumed",
-                                      (json_int_t)p.resumed));
+        json_object_set_new(
+            *result, "batch",
+            json_pack("{s:s,s:I,s:I,s:I,s:b}", "strategy",
+                      mt_strategy_str(a->strat), "notes", (json_int_t)p.total,
+                      "failed", (json_int_t)p.failed, "resumed",
+                      (json_int_t)p.resumed, "labeled", labeled));
     if (st == MT_OK && p.failed)
         st = fail_notes(&p, v, result, err);
     mtx_notes_free(v, p.total);
@@ -503,8 +556,10 @@ static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
     return mtx_srv_job_submit_body(s, a->run, &spec, body, err);
 }
 
-/* Checks the CSV before a run is made: its notes and the gold labels the
- * score needs (an error names the line and field). */
+/* Checks the CSV before a run is made: its notes and, when it has gold
+ * columns, the labels the score needs (an error names the line and
+ * field). An unlabeled CSV (Text ID and Text only, as `mediqa` takes) is
+ * checked without a score. */
 static enum mt_status check_csv(const char *csv, struct mt_error *err)
 {
     struct mt_eval_ref *ref = NULL;
@@ -513,7 +568,7 @@ static enum mt_status check_csv(const char *csv, struct mt_error *err)
     enum mt_status st =
         load_notes(csv, strlen(csv), SRV_BATCH_NOTES_MAX, &v, &n, err);
 
-    if (st == MT_OK)
+    if (st == MT_OK && csv_labeled(csv, strlen(csv)))
         st = mt_eval_ref_load_mem("data", csv, strlen(csv), &ref, err);
     mt_eval_ref_free(ref);
     mtx_notes_free(v, n);

@@ -56,6 +56,8 @@ static const struct route routes[] = {
     {"GET", "/v1/runs/{id}/events", USER, 0, mtx_srv_run_events, 0},
     {"POST", "/v1/runs/{id}/cancel", USER, 0, mtx_srv_run_cancel, 0},
     {"GET", "/v1/runs/{id}/report", USER, 0, mtx_srv_run_report, 0},
+    {"GET", "/v1/runs/{id}/submission", USER, 0, mtx_srv_batch_submission, 0},
+    {"GET", "/v1/runs/{id}/traces", USER, 0, mtx_srv_batch_traces, 0},
     {"GET", "/v1/models", USER, 0, mtx_srv_models, 0},
     {"GET", "/v1/sources", USER, 0, mtx_srv_sources, 0},
     {"POST", "/v1/jobs/sleep", USER, 1, mtx_srv_sleep_job, 0},

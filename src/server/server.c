@@ -605,6 +605,8 @@ static void add_headers(struct mt_server *s, struct MHD_Response *r,
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
     if (rs->cookie[0])
         MHD_add_response_header(r, "Set-Cookie", rs->cookie);
+    if (rs->disposition[0])
+        MHD_add_response_header(r, "Content-Disposition", rs->disposition);
     if (rs->retry_after) {
         snprintf(num, sizeof num, "%u", rs->retry_after);
         MHD_add_response_header(r, "Retry-After", num);

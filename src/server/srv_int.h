@@ -58,6 +58,7 @@ struct srv_resp {
     const char *csp; /* Content-Security-Policy (static), or NULL */
     int frame_self;  /* may be framed by this origin (reports) */
     int close;       /* "Connection: close": the body was not read */
+    char disposition[128]; /* Content-Disposition (downloads), or "" */
 };
 
 /* ==== Store leases: one store (and index) handle per thread at a time ==== */
@@ -390,6 +391,11 @@ void mtx_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
 void mtx_srv_batch(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
 void mtx_srv_batch_resume(struct mt_server *, struct srv_req *,
+                          struct srv_resp *, int64_t);
+/* downloads.c */
+void mtx_srv_batch_submission(struct mt_server *, struct srv_req *,
+                              struct srv_resp *, int64_t);
+void mtx_srv_batch_traces(struct mt_server *, struct srv_req *,
                           struct srv_resp *, int64_t);
 void mtx_srv_tokens_list(struct mt_server *, struct srv_req *,
                          struct srv_resp *, int64_t);

@@ -545,15 +545,18 @@ enum mt_status mt_run_update(struct mt_state *s, int64_t id, const char *status,
                              struct mt_error *err)
 {
     struct mtx_query q = {NULL, NULL, 0, 0};
-    int fin = strcmp(status, "done") == 0 || strcmp(status, "failed") == 0;
-    /* the flag is compared, not used as a boolean: SQLite and PostgreSQL
-     * then agree on its type */
+    int done = strcmp(status, "done") == 0;
+    int fin = done || strcmp(status, "failed") == 0;
+    /* the flags are compared, not used as booleans: SQLite and PostgreSQL
+     * then agree on their type. A run that ends done has no error: a
+     * resumed batch's "cancelled after ..." is cleared. */
     enum mt_status st = mtx_state_exec(
         s, &q, err,
         "UPDATE runs SET status=?, result=COALESCE(?, result),"
-        " error=COALESCE(?, error), finished_at=CASE WHEN ? = 1 THEN ?"
-        " ELSE finished_at END WHERE id=?",
-        "sssIII", status, result, error, (int64_t)fin, now_s(), id);
+        " error=CASE WHEN ? = 1 THEN NULL ELSE COALESCE(?, error) END,"
+        " finished_at=CASE WHEN ? = 1 THEN ? ELSE finished_at END WHERE id=?",
+        "ssIsIII", status, result, (int64_t)done, error, (int64_t)fin, now_s(),
+        id);
 
     if (st == MT_OK && q.changes == 0)
         return mt_fail(err, MT_ENOTFOUND, "no run %lld", (long long)id);

@@ -855,7 +855,11 @@ async function runs(page) {
   await page.waitForFunction(() => [...document.querySelectorAll(
       '#runs-table tbody td:nth-child(7)')].some((t) =>
     t.textContent.includes('aggregate')));
-  check('runs show their scores', true);
+  const sums = await page.$$eval('#runs-table tbody td:nth-child(7)',
+      (t) => t.map((x) => x.textContent));
+  check('a score without BERTScore and BLEURT says its aggregate is ' +
+      'ROUGE-only, not official', sums.some((t) =>
+    t.includes('aggregate (ROUGE-only, not official)')), sums.join(' | '));
   await page.click('button[aria-label="Open run ' + run + '"]');
   await page.waitForSelector('#run-report');
   const frame = await (await page.$('#run-report')).contentFrame();
@@ -870,11 +874,11 @@ async function runs(page) {
 // Batch evaluation: a MEDEC CSV uploaded, progress to 3 of 3, the score
 // report with its charts and a table per error type; then a slower batch
 // cancelled after its first note and resumed to the end.
-async function startBatch(page, strategy, scores, model) {
+async function startBatch(page, strategy, scores, model, csvFile) {
   await page.goto(base + '/#batch');
   await page.waitForFunction(() =>
     document.getElementById('batch-data-lim').textContent.length > 0);
-  await page.setInputFiles('#batch-data', medecCsv);
+  await page.setInputFiles('#batch-data', csvFile || medecCsv);
   // bleurt.txt and bertscore.txt lie beside the CSV (0.25 and 0.75 a note)
   for (const f of scores ? ['bleurt', 'bertscore'] : []) {
     await page.setInputFiles('#batch-' + f,
@@ -921,6 +925,10 @@ async function batch(page) {
       rows.some((r) => r.startsWith('BERTScore')) &&
       rows.some((r) => r.startsWith('BLEURT')), JSON.stringify(c) + ' ' +
       rows.join(' | '));
+  check('with BERTScore and BLEURT the aggregate is the official three',
+      rows.some((r) => r.startsWith('Aggregate (ROUGE-1, BERTScore, BLEURT)')),
+      rows.join(' | '));
+  await batchDownloads(page, first, true);
   check('the batch page says the server\'s upload limits',
       (await page.textContent('#batch-data-lim')).includes(
           String(lim.batch.notes_max) + ' notes'));
@@ -944,6 +952,55 @@ async function batch(page) {
       run.status === 'done' && run.result.batch.resumed >= 1 &&
       run.result.batch.notes === 3, JSON.stringify(run.result &&
           run.result.batch));
+  check('a resumed batch that completes has no "cancelled after" error',
+      !run.error && !(await page.textContent('#batch-msg')),
+      JSON.stringify(run.error));
+  await unlabeledBatch(page);
+}
+
+// The run's downloads: the submission (a MEDIQA-CORR line a note), the
+// traces (a JSON line a note, with its trajectory) and the report, each
+// an attachment; fetched as the page's links would.
+async function batchDownloads(page, id, labeled) {
+  const links = await page.$$eval('#batch-downloads a', (a) =>
+    a.map((x) => x.getAttribute('href')));
+  const want = ['submission', 'traces'].concat(labeled ? ['report'] : [])
+      .map((w) => '/v1/runs/' + id + '/' + w);
+  check('the batch offers its ' + want.length + ' downloads',
+      links.join(',') === want.join(','), links.join(','));
+  const got = await page.evaluate(async (urls) => Promise.all(urls.map(
+      async (u) => {
+        const r = await fetch(u);
+        return [r.status, r.headers.get('content-disposition') || '',
+          await r.text()];
+      })), want.slice(0, 2));
+  const sub = got[0][2].trim().split('\n');
+  const traces = got[1][2].trim().split('\n').map((l) => JSON.parse(l));
+  check('the submission downloads: a MEDIQA-CORR line for each note',
+      got[0][0] === 200 && /attachment; filename="run-\d+-submission.txt"/
+          .test(got[0][1]) && sub.length === 3 &&
+      sub.every((l) => /^\S+ [01] -?\d+ /.test(l)), got[0].join(' | ')
+      .slice(0, 300));
+  check('the traces download: a JSON line for each note with its ' +
+      'trajectory', got[1][0] === 200 && /\.jsonl"/.test(got[1][1]) &&
+      traces.length >= 3 && traces.every((t) => t.id &&
+        Array.isArray(t.trace) && t.trace.length > 0),
+  got[1][1] + ' ' + got[1][2].slice(0, 200));
+}
+
+// A CSV without gold columns: checked, downloadable, not scored.
+async function unlabeledBatch(page) {
+  const csv = medecCsv.replace(/\.csv$/, '-unlabeled.csv');
+  const id = await startBatch(page, 'single', false, '', csv);
+  await page.waitForSelector('#batch-downloads', {timeout: 120000});
+  const run = await page.evaluate((i) => fetch('/v1/runs/' + i).then((r) =>
+    r.json()), id);
+  check('an unlabeled CSV (Text ID and Text) is checked, not scored',
+      run.status === 'done' && run.result.labeled === false &&
+      run.result.batch.notes === 3 && await page.isVisible('#batch-unlabeled') &&
+      await page.$('#batch-report') === null, JSON.stringify(run).slice(0, 300));
+  await batchDownloads(page, id, false);
+  await audit(page, 'batch_unlabeled', 'Batch of unlabeled notes');
 }
 
 async function settings(page) {

@@ -47,6 +47,11 @@ expect "a CSV without MEDEC columns is 400" 400 "${A[@]}" "$U/v1/batch" \
     -d "$(body "$TMP/bad.csv")"
 grep -q 'Text ID' "$TMP/body" && ok "... saying which columns" ||
     not_ok "bad CSV message" "$(cat "$TMP/body")"
+printf 'Text ID,Text,Error Flag\n1,x,0\n' >"$TMP/part.csv"
+expect "a CSV with some gold columns but not all is 400" 400 "${A[@]}" \
+    "$U/v1/batch" -d "$(body "$TMP/part.csv")"
+grep -q 'missing column' "$TMP/body" && ok "... naming the missing ones" ||
+    not_ok "partly labeled CSV message" "$(cat "$TMP/body")"
 expect "an unknown strategy is 400" 400 "${A[@]}" "$U/v1/batch" \
     -d "$(body "$TMP/s6.csv" '{"strategy":"nope"}')"
 expect "a setting out of range is 400" 400 "${A[@]}" "$U/v1/batch" \
@@ -104,7 +109,7 @@ cli = json.load(open(sys.argv[3]))
 cli = cli[0] if isinstance(cli, list) else cli
 assert open(sys.argv[4]).read() == open(sys.argv[5]).read()
 assert api["batch"] == {"strategy": "single", "notes": 6, "failed": 0,
-                        "resumed": 0}, api["batch"]
+                        "resumed": 0, "labeled": True}, api["batch"]
 for k in ("error_flag_accuracy", "error_sentence_accuracy", "composite",
           "breakdown", "metrics_used"):
     assert api[k] == cli[k], (k, api[k], cli[k])
@@ -118,6 +123,18 @@ expect "the batch has its HTML report" 200 "${A[@]}" \
     "$U/v1/runs/$RUN/report"
 grep -q '<svg' "$TMP/body" && ok "... with charts" ||
     not_ok "report charts" "$(head -c 200 "$TMP/body")"
+expect "the batch's submission downloads" 200 "${A[@]}" \
+    "$U/v1/runs/$RUN/submission"
+cmp -s "$TMP/body" "$TMP/db/batches/run-$RUN/submission.txt" &&
+    ok "... as the submission file the run wrote" ||
+    not_ok "submission download" "$(head -c 200 "$TMP/body")"
+expect "the batch's traces download" 200 "${A[@]}" "$U/v1/runs/$RUN/traces"
+[ "$(python3 -c 'import json, sys
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["trace"]))' "$TMP/body")" = 6 ] &&
+    ok "... a JSON line with its trajectory for each of the 6 notes" ||
+    not_ok "traces download" "$(head -c 200 "$TMP/body")"
+expect "a run that is not a batch has no submission (404)" 404 "${A[@]}" \
+    "$U/v1/runs/999999/submission"
 expect "a done batch does not resume (409)" 409 "${A[@]}" -X POST \
     "$U/v1/runs/$RUN/resume"
 

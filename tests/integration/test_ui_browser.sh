@@ -48,6 +48,11 @@ import csv, sys
 csv.field_size_limit(10**9)
 rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
 csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:4])
+# the same notes unlabeled: Text ID and Text only (as mediqa takes them)
+h = rows[0]
+cols = [h.index("Text ID"), h.index("Text")]
+csv.writer(open(sys.argv[2][:-4] + "-unlabeled.csv", "w", encoding="utf-8",
+                newline="")).writerows([[r[c] for c in cols] for r in rows[:4]])
 # per-pair BLEURT and BERTScore files beside it, as the official runs
 # write them, for the batch page's uploads
 d = sys.argv[2].rsplit("/", 1)[0]

@@ -1,4 +1,5 @@
-// Batch page: uploads a MEDEC-format CSV (and optional BLEURT and
+// Batch page: uploads a MEDEC-format CSV, labeled or not (Text ID and
+// Text are enough; then nothing is scored), and optional BLEURT and
 // BERTScore per-pair scores, as the official scorer's runs write them) to
 // POST /v1/batch, follows the run's "progress" events (notes done and
 // failed, rate, ETA) on a progress bar, and shows the score report (the
@@ -9,7 +10,7 @@ import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
 import {limits, model, offerModels} from './limits.js';
-import {scoreDetail} from './runs.js';
+import {downloads, scoreDetail} from './runs.js';
 
 let uploadMax = 0;
 let runId = 0;
@@ -46,12 +47,21 @@ function ended(run) {
     return;
   }
   const b = run.result.batch || {};
+  const labeled = run.result.labeled !== false;
   $('batch-status').textContent = 'Run ' + runId + ' done: ' + b.notes +
       ' notes' + (b.failed ? ', ' + b.failed + ' failed (scored as ' +
       'missing)' : '') + '.';
+  out.append(downloads(runId, labeled));
+  if (!labeled) {
+    out.append(el('p', {class: 'muted', id: 'batch-unlabeled'}, 'The CSV ' +
+        'has no gold columns (Error Flag, Error Sentence ID, Corrected ' +
+        'Sentence): the notes were checked, nothing was scored.'));
+    return;
+  }
   out.append(el('div', {class: 'panel', id: 'batch-report'},
       el('h2', {}, 'Scores'), scoreDetail({id: runId, result: run.result}, 'batch-frame')));
 }
+
 
 function follow() {
   $('batch-msg').textContent = '';

@@ -14,6 +14,9 @@ const f2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '–');
 function summary(run) {
   const r = run.result;
   if (!r) return run.error || '';
+  if (run.kind === 'batch' && r.labeled === false) {
+    return (r.batch || {}).notes + ' notes checked, unlabeled: no scores';
+  }
   if (run.kind === 'score' || run.kind === 'batch') {
     return 'flag acc ' + f2(r.error_flag_accuracy) + ', sentence acc ' +
         f2(r.error_sentence_accuracy) + ', ' +
@@ -39,6 +42,18 @@ export function aggregateLabel(c) {
   if (!bert && !bleurt) return 'Aggregate (ROUGE-only, not official)';
   return 'Aggregate (ROUGE-1 and ' + (bert ? 'BERTScore' : 'BLEURT') +
       ' only, not official)';
+}
+
+// Links to the run's files: the submission (one MEDIQA-CORR line a
+// note), every note's trace (JSON lines) and, when scored, the report.
+export function downloads(id, labeled) {
+  const a = (what, text) => el('li', {}, el('a', {href: '/v1/runs/' + id +
+      '/' + what, download: '', id: 'batch-dl-' + what}, text));
+  return el('div', {class: 'panel', id: 'batch-downloads'},
+      el('h2', {}, 'Downloads'), el('ul', {}, a('submission', 'Submission ' +
+          '(MEDIQA-CORR lines, .txt)'), a('traces', 'Traces (each note\'s ' +
+          'check and trajectory, JSON lines)'), labeled ?
+        a('report', 'Score report (HTML)') : null));
 }
 
 // A score or batch run's metrics, its per-error-type table and its HTML
@@ -86,7 +101,11 @@ async function showRun(id) {
       'Run ' + run.id + ' (' + run.kind + ', ' + run.status + ')'));
   if (run.status === 'failed' || run.status === 'interrupted') {
     box.append(el('p', {class: 'msg error'}, run.error || 'failed'));
+  } else if (run.result && run.kind === 'batch' &&
+      run.result.labeled === false) {
+    box.append(downloads(run.id, false));
   } else if (run.result && (run.kind === 'score' || run.kind === 'batch')) {
+    if (run.kind === 'batch') box.append(downloads(run.id, true));
     box.append(...scoreDetail(run));
   } else if (run.result && run.kind === 'check') {
     box.append(...checkDetail(run));
