@@ -23,6 +23,9 @@ from .errors import (
     InvalidArgumentError, LimitError, ModelError, NotFoundError,
     OutOfMemoryError, ParseError, UnsupportedError, WriteError,
 )
+from .check import CheckResult, Checker, settings_help
+from .qa import Answer, Answerer, ask, verify
+from .score import Score, score
 from .store import AddResult, Hit, IndexResult, Store
 
 __version__ = "0.1.0"
@@ -47,6 +50,8 @@ def library_path() -> str:
 
 
 __all__ = [
+    "Answer", "Answerer", "CheckResult", "Checker", "Score", "ask", "score",
+    "settings_help", "verify",
     "AddResult", "CanceledError", "DatabaseError", "Error", "Hit",
     "IndexResult", "InputOutputError", "InternalError",
     "InvalidArgumentError", "LimitError", "ModelError", "NotFoundError",

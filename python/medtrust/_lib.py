@@ -298,6 +298,8 @@ class ImportParams(Structure):
         ("id_col", c_char_p),
         ("text_col", c_char_p),
         ("title_col", c_char_p),
+        ("meta_cols", POINTER(c_char_p)),
+        ("n_meta_cols", c_size_t),
         ("progress", PROGRESS2_FN),
         ("progress_user", c_void_p),
         ("strict", c_int),
@@ -326,6 +328,239 @@ IMPORT_COUNTS = (
 
 class ImportResult(Structure):
     _fields_ = [(name, c_uint64) for name in IMPORT_COUNTS]
+
+
+ON_CLAIM_FN = CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_char_p)
+ON_VCLAIM_FN = CFUNCTYPE(None, c_void_p, c_size_t, c_size_t, c_size_t, c_char_p)
+ON_TOKEN_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_size_t)
+
+
+class LlmParams(Structure):
+    _fields_ = [
+        ("timeout_s", c_double),
+        ("max_retries", c_uint32),
+        ("backoff_base_s", c_double),
+        ("backoff_max_s", c_double),
+        ("max_concurrency", c_uint32),
+        ("threads", c_uint32),
+        ("n_ctx", c_uint32),
+        ("cache_path", c_char_p),
+        ("response_format", c_int),
+    ]
+
+
+AGENT_ROLES = ("react", "eval", "reflect", "parser", "guard", "single")
+
+
+class AgentParams(Structure):
+    _fields_ = [
+        ("strategy", c_int),
+        ("llm_spec", c_char_p),
+        ("llm", LlmParams),
+        ("prompts_dir", c_char_p),
+        ("few_shot_path", c_char_p),
+        ("examples_path", c_char_p),
+        ("db_dir", c_char_p),
+        ("no_retrieval", c_int),
+        ("sources", POINTER(c_char_p)),
+        ("n_sources", c_size_t),
+        ("evidence_tokens", c_uint32),
+        ("reranker_spec", c_char_p),
+        ("search_mode", c_int),
+        ("embedder_spec", c_char_p),
+        ("dims", c_uint32),
+        ("max_steps", c_uint32),
+        ("max_rounds", c_uint32),
+        ("n_evals", c_uint32),
+        ("accept_mean", c_double),
+        ("accept_min", c_double),
+        ("eval_quorum", c_uint32),
+        ("on_exhausted", c_int),
+        ("retrieve_k", c_uint32),
+        ("rerank_k", c_uint32),
+        ("w_lex", c_float),
+        ("w_sem", c_float),
+        ("chunk_chars", c_uint32),
+        ("temperature", c_float),
+        ("eval_temperature", c_float),
+        ("max_tokens", c_uint32),
+        ("role_temperature", c_float * len(AGENT_ROLES)),
+        ("role_max_tokens", c_uint32 * len(AGENT_ROLES)),
+        ("seed", c_uint64),
+        ("max_note_bytes", c_size_t),
+        ("max_few_shot", c_uint32),
+        ("grammar", c_int),
+        ("on_step", STEP_FN),
+        ("on_step_user", c_void_p),
+        ("cancelled", CANCEL1_FN),
+        ("cancelled_user", c_void_p),
+        ("retriever", c_void_p),
+    ]
+
+
+class Note(Structure):
+    _fields_ = [
+        ("id", c_char_p),
+        ("text", c_char_p),
+        ("text_len", c_size_t),
+        ("sentences", c_char_p),
+        ("sentences_len", c_size_t),
+        ("sources", POINTER(c_char_p)),
+        ("n_sources", c_size_t),
+        ("meta", POINTER(MetaCond)),
+        ("nmeta", c_size_t),
+    ]
+
+
+class CheckUsage(Structure):
+    _fields_ = [
+        ("llm_calls", c_uint32),
+        ("critical_calls", c_uint32),
+        ("prompt_tokens", c_uint64),
+        ("completion_tokens", c_uint64),
+        ("failed_calls", c_uint32),
+        ("parse_failures", c_uint32),
+        ("fallbacks", c_uint32),
+        ("estimated_calls", c_uint32),
+    ]
+
+
+class CheckResult(Structure):
+    _fields_ = [
+        ("error_flag", c_int),
+        ("sentence_id", c_int),
+        ("error_sentence", c_void_p),
+        ("corrected_sentence", c_void_p),
+        ("corrected_text", c_void_p),
+        ("strategy", c_int),
+        ("usage", CheckUsage),
+        ("trace", c_void_p),
+        ("fallback", c_int),
+        ("fallback_why", c_void_p),
+    ]
+
+
+class Param(Structure):
+    _fields_ = [
+        ("option", c_char_p),
+        ("field", c_char_p),
+        ("offset", c_size_t),
+        ("type", c_int),
+        ("lo", c_double),
+        ("hi", c_double),
+        ("server_hi", c_double),
+        ("arg", c_char_p),
+        ("help", c_char_p),
+        ("def_text", c_char_p),
+    ]
+
+
+class ParamTable(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("params", POINTER(Param)),
+        ("n", c_size_t),
+        ("size", c_size_t),
+        ("defaults", c_void_p),
+    ]
+
+
+class QaParams(Structure):
+    _fields_ = [
+        ("db_dir", c_char_p),
+        ("llm_spec", c_char_p),
+        ("llm", LlmParams),
+        ("nli_spec", c_char_p),
+        ("embedder_spec", c_char_p),
+        ("reranker_spec", c_char_p),
+        ("prompts_dir", c_char_p),
+        ("w_lex", c_float),
+        ("w_sem", c_float),
+        ("k", c_uint32),
+        ("rerank_depth", c_uint32),
+        ("source", c_char_p),
+        ("year_from", c_int32),
+        ("year_to", c_int32),
+        ("author", c_char_p),
+        ("journal", c_char_p),
+        ("pub_type", c_char_p),
+        ("search_mode", c_int),
+        ("label_format", c_char_p),
+        ("max_tokens", c_uint32),
+        ("temperature", c_float),
+        ("seed", c_uint64),
+        ("doc_chars", c_uint32),
+        ("max_question_bytes", c_size_t),
+        ("final_verdict", c_int),
+        ("on_claim", ON_CLAIM_FN),
+        ("on_claim_user", c_void_p),
+        ("cancelled", CANCEL0_FN),
+        ("cancelled_user", c_void_p),
+        ("on_answer_token", ON_TOKEN_FN),
+        ("on_answer_token_user", c_void_p),
+        ("retriever", c_void_p),
+        ("answer_optional", c_int),
+    ]
+
+
+class QaAskParams(Structure):
+    _fields_ = [
+        ("k", c_uint32),
+        ("w_lex", c_float),
+        ("w_sem", c_float),
+        ("source", c_char_p),
+        ("year_from", c_int32),
+        ("year_to", c_int32),
+        ("author", c_char_p),
+        ("journal", c_char_p),
+        ("pub_type", c_char_p),
+        ("search_mode", c_int),
+        ("on_claim", ON_CLAIM_FN),
+        ("on_claim_user", c_void_p),
+        ("cancelled", CANCEL0_FN),
+        ("cancelled_user", c_void_p),
+        ("on_answer_token", ON_TOKEN_FN),
+        ("on_answer_token_user", c_void_p),
+    ]
+
+
+class VerifyParams(Structure):
+    _fields_ = [
+        ("k", c_uint32),
+        ("w_lex", c_float),
+        ("w_sem", c_float),
+        ("source", c_char_p),
+        ("year_from", c_int32),
+        ("year_to", c_int32),
+        ("author", c_char_p),
+        ("journal", c_char_p),
+        ("pub_type", c_char_p),
+        ("search_mode", c_int),
+        ("support_min", c_float),
+        ("contradict_min", c_float),
+        ("min_words", c_uint32),
+        ("decompose", c_int),
+        ("search_cited", c_int),
+        ("max_text_bytes", c_size_t),
+        ("on_claim", ON_VCLAIM_FN),
+        ("on_claim_user", c_void_p),
+        ("cancelled", CANCEL0_FN),
+        ("cancelled_user", c_void_p),
+    ]
+
+
+MORE_STRUCTS = {
+    "mt_llm_params": LlmParams,
+    "mt_agent_params": AgentParams,
+    "mt_note": Note,
+    "mt_check_usage": CheckUsage,
+    "mt_check_result": CheckResult,
+    "mt_param": Param,
+    "mt_param_table": ParamTable,
+    "mt_qa_params": QaParams,
+    "mt_qa_ask_params": QaAskParams,
+    "mt_verify_params": VerifyParams,
+}
 
 
 # ==== Functions ====
@@ -388,11 +623,54 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
         [c_char_p, POINTER(c_char_p), c_size_t, POINTER(ImportParams),
          POINTER(ImportResult), _E],
     ),
+    "mt_agent_default_params": (None, [POINTER(AgentParams)]),
+    "mt_strategy_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "mt_agent_open": (c_int, [POINTER(AgentParams), POINTER(_P), _E]),
+    "mt_agent_close": (None, [_P]),
+    "mt_agent_check": (
+        c_int, [_P, POINTER(Note), POINTER(CheckResult), _E]),
+    "mt_check_result_free": (None, [POINTER(CheckResult)]),
+    "mt_check_result_json": (c_void_p, [POINTER(CheckResult), c_int]),
+    "mt_check_submission_line": (c_void_p, [c_char_p, POINTER(CheckResult)]),
+    "mt_param_find": (
+        POINTER(Param), [POINTER(ParamTable), c_char_p, c_int]),
+    "mt_param_valid": (c_int, [POINTER(Param), c_double, c_int]),
+    "mt_param_set": (None, [POINTER(Param), c_void_p, c_double]),
+    "mt_param_get": (c_double, [POINTER(Param), c_void_p]),
+    "mt_param_is_integer": (c_int, [POINTER(Param)]),
+    "mt_param_max": (c_double, [POINTER(Param), c_int]),
+    "mt_qa_default_params": (None, [POINTER(QaParams)]),
+    "mt_qa_open": (c_int, [POINTER(QaParams), POINTER(_P), _E]),
+    "mt_qa_close": (None, [_P]),
+    "mt_qa_ask_default_params": (None, [_P, POINTER(QaAskParams)]),
+    "mt_qa_ask_with": (
+        c_int, [_P, c_char_p, POINTER(QaAskParams), POINTER(c_void_p), _E]),
+    "mt_qa_result_json": (c_void_p, [c_void_p]),
+    "mt_qa_result_free": (None, [c_void_p]),
+    "mt_verify_default_params": (None, [_P, POINTER(VerifyParams)]),
+    "mt_verify_text": (
+        c_int, [_P, c_char_p, POINTER(VerifyParams), POINTER(c_void_p), _E]),
+    "mt_verify_result_json": (c_void_p, [c_void_p]),
+    "mt_verify_result_free": (None, [c_void_p]),
+    "mt_eval_ref_load": (c_int, [c_char_p, POINTER(c_void_p), _E]),
+    "mt_eval_ref_free": (None, [c_void_p]),
+    "mt_eval_sub_load": (c_int, [c_char_p, POINTER(c_void_p), _E]),
+    "mt_eval_sub_parse": (
+        c_int, [c_char_p, c_char_p, c_size_t, POINTER(c_void_p), _E]),
+    "mt_eval_sub_free": (None, [c_void_p]),
+    "mt_eval_sub_ndiag": (c_size_t, [c_void_p]),
+    "mt_eval_sub_diag": (c_char_p, [c_void_p, c_size_t]),
+    "mt_eval_score": (
+        c_int, [c_void_p, c_void_p, c_void_p, POINTER(c_void_p), _E]),
+    "mt_eval_result_json": (
+        c_int, [c_void_p, c_void_p, c_char_p, POINTER(c_void_p), _E]),
+    "mt_eval_result_free": (None, [c_void_p]),
 }
 
 # Names whose absence is tolerated (a library built before they landed);
 # the calls that need them say so.
-_OPTIONAL: "set[str]" = set()
+_OPTIONAL: "set[str]" = {"mt_verify_default_params", "mt_verify_text",
+                          "mt_verify_result_json", "mt_verify_result_free"}
 
 
 class _Lib:

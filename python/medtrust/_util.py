@@ -78,3 +78,39 @@ def interruptible(fn: Callable[[], T], cancel: Cancel) -> T:
 
 def opt_str(v: Optional[str]) -> Optional[bytes]:
     return None if v is None else str(v).encode("utf-8")
+
+
+class Busy:
+    """Counts the calls in flight on a handle so ``close()`` waits for
+    them (closing a C handle under a running call would free what it
+    uses) and refuses new ones once closing."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.cv = threading.Condition()
+        self.n = 0
+        self.closed = False
+
+    def __enter__(self) -> "Busy":
+        with self.cv:
+            if self.closed:
+                from .errors import InvalidArgumentError
+                raise InvalidArgumentError(f"the {self.what} is closed")
+            self.n += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self.cv:
+            self.n -= 1
+            self.cv.notify_all()
+
+    def close(self, cancel: Optional[Callable[[], None]] = None) -> bool:
+        """Marks the handle closed, cancels (``cancel``) and waits for the
+        calls in flight; True for the first close."""
+        with self.cv:
+            first = not self.closed
+            self.closed = True
+            if self.n and cancel:
+                cancel()
+            self.cv.wait_for(lambda: self.n == 0)
+        return first

@@ -15,7 +15,7 @@ from typing import (
 
 from . import _lib
 from ._lib import b
-from ._util import Cancel, check, interruptible
+from ._util import Busy, Cancel, check, interruptible
 from .errors import InvalidArgumentError
 
 MODES = ("bm25", "dense", "hybrid")
@@ -138,6 +138,7 @@ class Store:
         self._lock = threading.Lock()
         self._ret: Optional[int] = None
         self._ret_lock = threading.Lock()
+        self._busy = Busy("store")
         p = _lib.StoreParams()
         L.mt_store_default_params(ctypes.byref(p))
         self._analyzer = b(analyzer)
@@ -155,8 +156,12 @@ class Store:
     # ==== Life cycle ====
 
     def close(self) -> None:
-        """Closes the store and its search handles. Idempotent."""
+        """Closes the store and its search handles, once the searches
+        running on other threads are done. Idempotent."""
         L = _lib.lib()
+        busy = getattr(self, "_busy", None)
+        if busy is not None:
+            busy.close()
         with self._ret_lock:
             if self._ret:
                 L.mt_retriever_close(self._ret)
@@ -489,6 +494,12 @@ class Store:
         p.nmeta = L.mt_search_pubmed_conds(strs[0], strs[1], strs[2], conds)
         if p.nmeta:
             p.meta = conds
+        with self._busy:
+            return self._search(query, p, with_metadata)
+
+    def _search(self, query: str, p: _lib.SearchParams,
+                with_metadata: bool) -> List[Hit]:
+        L = _lib.lib()
         ret = self._retriever()
         out = ctypes.POINTER(_lib.SearchResult)()
         err = _lib.Error_()

@@ -90,3 +90,60 @@ def py_store(corpus: Path, docs: List[dict],
         st.add(docs, source=corpus.stem)
         st.index(embedder="none")
     return db
+
+
+class Stub:
+    """tests/fixtures/agent_stub on loopback: the role-aware OpenAI-
+    compatible model the C suites check against."""
+
+    def __init__(self, tmp: Path, *args: str) -> None:
+        self.log = tmp / "stub.log"
+        self.proc = subprocess.Popen(
+            [str(BUILD / "fixtures" / "agent_stub"), "--log", str(self.log),
+             *args], stdout=subprocess.PIPE, text=True, env=sub_env())
+        assert self.proc.stdout is not None
+        port = self.proc.stdout.readline().strip()
+        assert port.isdigit(), f"agent_stub printed {port!r}"
+        self.spec = f"openai:http://127.0.0.1:{port}#stub"
+
+    def calls(self) -> int:
+        try:
+            return len(self.log.read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def stub(tmp_path: Path):
+    s = Stub(tmp_path)
+    yield s
+    s.stop()
+
+
+NOTE = ("A 62-year-old man has crushing chest pain.\n"
+        "ECG shows ST elevation in II, III and aVF.\n"
+        "He is given aspirin and sent home.\n")
+
+
+@pytest.fixture(scope="session")
+def medec_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 6 notes of MEDEC's validation split, as a MEDEC CSV."""
+    import csv
+    src = DATA / "medec" / \
+        "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
+    if not src.exists():
+        pytest.fail(f"{src} missing: set MEDTRUST_DATA")
+    out = tmp_path_factory.mktemp("medec") / "notes.csv"
+    with open(src, newline="", encoding="utf-8") as f, \
+            open(out, "w", newline="", encoding="utf-8") as g:
+        r = csv.reader(f)
+        w = csv.writer(g)
+        for i, row in enumerate(r):
+            if i > 6:
+                break
+            w.writerow(row)
+    return out
