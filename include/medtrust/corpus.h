@@ -40,6 +40,10 @@ struct mt_import_params {
      * their names (csv takes every other column instead). */
     const char *const *meta_cols;
     size_t n_meta_cols;
+    /* parquet: a column naming each row's source (a store's source, as
+     * --source names one for a file); a null or empty value: the file's
+     * source. With jsonl_out the value goes into the line as "source". */
+    const char *source_col;
     /* Called after each committed batch and at each file's end with the
      * input bytes read so far and their total; may be NULL. */
     void (*progress)(uint64_t done_bytes, uint64_t total_bytes, void *user);

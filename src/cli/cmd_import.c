@@ -42,6 +42,11 @@ static const struct cli_opt import_opts[] = {
      "name (strings, integers, floats, booleans; nulls left out); may be "
      "given more than once",
      1},
+    {"source-col", 0, "NAME",
+     "parquet: a column naming each row's source (as --source names one "
+     "for a file; a null or empty value: the file's source), for datasets "
+     "that mix sources, such as the guidelines'",
+     0},
     {"batch", 'b', "N", "documents per transaction, 1..1000000 (default 1000)",
      0},
     {"threads", 't', "N",
@@ -125,6 +130,7 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     p->text_col = cli_get(a, "text-col");
     p->title_col = cli_get(a, "title-col");
     p->meta_cols = cli_get_all(a, "meta-col", &p->n_meta_cols);
+    p->source_col = cli_get(a, "source-col");
     p->strict = cli_get(a, "strict") != NULL;
     p->follow_symlinks = cli_get(a, "follow-symlinks") != NULL;
     p->on_skip = on_skip;

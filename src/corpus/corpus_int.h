@@ -35,6 +35,11 @@ struct mt_sink_doc {
 enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
                             struct mt_error *err);
 
+/* The documents put after this go into source 'source' (a store only;
+ * "" goes back to the file's own source). */
+enum mt_status mtx_sink_source(struct mt_sink *k, const char *source,
+                               struct mt_error *err);
+
 /* Deletes document 'id' of the current source (store only; JSONL output
  * counts it in delete_missing, as a stream cannot take a line back). */
 enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
@@ -94,6 +99,10 @@ enum mt_status mtx_out_put_line(struct mtx_out *k, const char *line, size_t n,
                                 struct mt_error *err);
 
 enum mt_status mtx_out_delete(struct mtx_out *k, const char *id,
+                              struct mt_error *err);
+
+/* Switches the source of the documents that follow ("": the file's). */
+enum mt_status mtx_out_source(struct mtx_out *k, const char *source,
                               struct mt_error *err);
 
 /* Adds records read and skipped to the counts. */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -236,6 +237,25 @@ static const struct top *top_of_leaf(const struct mtx_pq *q, size_t leaf)
     return NULL;
 }
 
+/* A missing column, named with the file's columns (the first 400 bytes of
+ * their names), so the right --*-col is one read away. */
+static enum mt_status no_column(const struct mtx_pq *q, const char *name,
+                                struct mt_error *err)
+{
+    char list[400] = "";
+    size_t t, o = 0;
+
+    for (t = 0; t < q->ntops && o + 1 < sizeof list; t++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", t ? ", " : "",
+                         q->m.s[q->tops[t].schema].name);
+
+        o += w > 0 ? (size_t)w : 0;
+    }
+    return mt_fail(err, MT_EPARSE,
+                   "%s: no column named '%s' (its columns: %s%s)", q->path,
+                   name, list, o + 1 >= sizeof list ? "..." : "");
+}
+
 enum mt_status mtx_pq_find(struct mtx_pq *q, const char *name, size_t *col,
                            int *type, struct mt_error *err)
 {
@@ -263,7 +283,7 @@ enum mt_status mtx_pq_find(struct mtx_pq *q, const char *name, size_t *col,
         *type = s->type;
         return MT_OK;
     }
-    return mt_fail(err, MT_EPARSE, "%s: no column named '%s'", q->path, name);
+    return no_column(q, name, err);
 }
 
 size_t mtx_pq_groups(const struct mtx_pq *q)

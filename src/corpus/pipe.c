@@ -26,12 +26,14 @@
 /* Operations in a block: a tag, then its fields. Strings are a u32
  * length, the bytes and a NUL, so the writer reads them in place. */
 enum op {
-    OP_DOC = 'P',   /* id, title (may be absent), text, metadata JSON */
-    OP_LINE = 'L',  /* a JSONL document line */
-    OP_DEL = 'D',   /* id */
-    OP_QUERY = 'Q', /* a queries line */
-    OP_COUNT = 'C', /* records and skipped since the last, bytes read */
-    OP_SKIP = 'W',  /* a record skipped for an error: "FILE:LINE: why" */
+    OP_DOC = 'P',    /* id, title (may be absent), text, metadata JSON */
+    OP_LINE = 'L',   /* a JSONL document line */
+    OP_DEL = 'D',    /* id */
+    OP_QUERY = 'Q',  /* a queries line */
+    OP_COUNT = 'C',  /* records and skipped since the last, bytes read */
+    OP_SKIP = 'W',   /* a record skipped for an error: "FILE:LINE: why" */
+    OP_SOURCE = 'S', /* the source of the documents that follow ("": the
+                        file's own) */
 };
 
 struct block {
@@ -293,6 +295,17 @@ enum mt_status mtx_sink_put(struct mt_sink *k, const struct mt_sink_doc *d,
     return added(k, st, d->id, len, err);
 }
 
+enum mt_status mtx_sink_source(struct mt_sink *k, const char *source,
+                               struct mt_error *err)
+{
+    size_t len = k->blk.len;
+    enum mt_status st = mtx_buf_putc(&k->blk, OP_SOURCE);
+
+    if (st == MT_OK)
+        st = put_str(&k->blk, source, strlen(source));
+    return added(k, st, source, len, err);
+}
+
 enum mt_status mtx_sink_delete(struct mt_sink *k, const char *id,
                                struct mt_error *err)
 {
@@ -487,6 +500,9 @@ static enum mt_status apply(struct mtx_out *out, const struct mt_buf *b,
             break;
         case OP_SKIP:
             mtx_out_skip(out, MT_EPARSE, get_str(&at, &n), 0);
+            break;
+        case OP_SOURCE:
+            st = mtx_out_source(out, get_str(&at, &n), err);
             break;
         case OP_COUNT: {
             uint64_t records = get_u64(&at);

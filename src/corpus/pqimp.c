@@ -13,7 +13,7 @@
 #include "text/utf8.h"
 
 #define META_MAX 64
-#define COLS_MAX (3 + META_MAX)
+#define COLS_MAX (4 + META_MAX)
 
 struct pqi {
     struct mt_import_ctx *c;
@@ -24,10 +24,13 @@ struct pqi {
     const char *name[COLS_MAX];
     struct mtx_pq_col col[COLS_MAX];
     size_t title; /* index in col, 0: none */
+    size_t src;   /* the --source-col's index in col, 0: none */
     size_t meta0; /* first meta column's index */
     uint64_t row; /* rows of the file before this group */
     struct mt_buf id;
     struct mt_buf titlebuf;
+    struct mt_buf srcbuf;
+    char cur_src[256]; /* the source last handed to the sink */
 };
 
 /* Adds column 'name' (option --opt) to those read; 'strings' asks for a
@@ -69,6 +72,10 @@ static enum mt_status columns(struct pqi *x, struct mt_error *err)
     if (st == MT_OK && p->title_col) {
         x->title = x->ncols;
         st = want(x, "title-col", p->title_col, 1, 0, err);
+    }
+    if (st == MT_OK && p->source_col) {
+        x->src = x->ncols;
+        st = want(x, "source-col", p->source_col, 1, 0, err);
     }
     x->meta0 = x->ncols;
     for (i = 0; st == MT_OK && i < p->n_meta_cols; i++)
@@ -150,6 +157,33 @@ static enum mt_status row_meta(struct pqi *x, size_t g, size_t r, json_t *m,
     return MT_OK;
 }
 
+/* The row's --source-col value: into the store, a switch of source when
+ * it changes; into JSONL, a "source" field of the line. */
+static enum mt_status row_source(struct pqi *x, size_t g, size_t r,
+                                 json_t **meta, struct mt_error *err)
+{
+    const struct mtx_pq_col *c = &x->col[x->src];
+    const char *s = c->v[r].null ? "" : cstr(&x->srcbuf, str_of(c, r));
+
+    if (!s)
+        return bad_row(x, g, r, x->name[x->src], "is not UTF-8", err);
+    if (strlen(s) >= sizeof x->cur_src)
+        return bad_row(x, g, r, x->name[x->src],
+                       "(the source) is longer than 255 bytes", err);
+    if (x->c->p->jsonl_out) {
+        if (!*s)
+            return MT_OK;
+        if ((!*meta && !(*meta = json_object())) ||
+            json_object_set_new(*meta, "source", json_string(s)) != 0)
+            return mt_fail(err, MT_ENOMEM, "out of memory");
+        return MT_OK;
+    }
+    if (strcmp(s, x->cur_src) == 0)
+        return MT_OK;
+    snprintf(x->cur_src, sizeof x->cur_src, "%s", s);
+    return mtx_sink_source(x->c->sink, s, err);
+}
+
 /* The row's id: the string, or an integer in decimal. */
 static const char *row_id(struct pqi *x, size_t r)
 {
@@ -193,6 +227,8 @@ static enum mt_status row_put(struct pqi *x, size_t g, size_t r,
     if (x->meta0 < x->ncols && !d.meta)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = d.meta ? row_meta(x, g, r, d.meta, err) : MT_OK;
+    if (st == MT_OK && x->src)
+        st = row_source(x, g, r, &d.meta, err);
     mtx_sink_record(x->c->sink, 0);
     if (st == MT_OK && mtx_sink_put(x->c->sink, &d, err) != MT_OK)
         st = mt_error_prefix(err, "%s: row %" PRIu64, x->path, x->row + r + 1);
@@ -232,6 +268,7 @@ enum mt_status mtx_import_parquet(struct mt_import_ctx *c, const char *path,
     x->path = path;
     x->id = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     x->titlebuf = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+    x->srcbuf = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
     st = mtx_pq_open(path, &x->q, err);
     if (st == MT_OK)
         st = columns(x, err);
@@ -241,6 +278,7 @@ enum mt_status mtx_import_parquet(struct mt_import_ctx *c, const char *path,
         mtx_pq_col_free(&x->col[i]);
     mtx_buf_free(&x->id);
     mtx_buf_free(&x->titlebuf);
+    mtx_buf_free(&x->srcbuf);
     mtx_pq_close(x->q);
     mt_free(x);
     return st;

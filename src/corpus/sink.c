@@ -33,6 +33,7 @@ struct mtx_out {
     uint32_t in_batch;
     int64_t source_id;
     char source[256];
+    char file_source[256]; /* the current file's, for mtx_out_source("") */
     char mark_key[PATH_MAX + 16]; /* settings key of the current file */
     char mark_val[320];
     uint64_t total_bytes;
@@ -242,6 +243,7 @@ enum mt_status mtx_out_file_begin(struct mtx_out *k, const char *path,
 {
     enum mt_status st = use_source(k, source, err);
 
+    snprintf(k->file_source, sizeof k->file_source, "%s", source);
     k->file_bytes = 0;
     if (st == MT_OK)
         st = marked(k, path, source, skip, err);
@@ -251,6 +253,13 @@ enum mt_status mtx_out_file_begin(struct mtx_out *k, const char *path,
         report(k);
     }
     return st;
+}
+
+enum mt_status mtx_out_source(struct mtx_out *k, const char *source,
+                              struct mt_error *err)
+{
+    /* the file's mark (mark_val) keeps the file's own source */
+    return use_source(k, *source ? source : k->file_source, err);
 }
 
 enum mt_status mtx_out_file_end(struct mtx_out *k, struct mt_error *err)

@@ -115,3 +115,33 @@ if [ $rc -eq 0 ] && [ "$docs" = 2449 ] && [ "$chunks" = 2449 ] &&
 else
     not_ok "--db --no-chunk" "rc=$rc docs=$docs chunks=$chunks year=$y" "$(cat "$TMP/err" | head -5)"
 fi
+
+# --source-col: each row's source from a column (null: the file's source)
+"$MT" import parquet --db "$TMP/dbs" --no-progress --source rest \
+    --id-col id --text-col text --source-col title \
+    "$P/aw_v1_dict_snappy.parquet" >/dev/null 2>"$TMP/err"
+rc=$?
+q="select count(*) from documents d join sources s on s.id = d.source_id"
+want=$(sqlite3 "$TMP/dbs/store.db" "$q" 2>&1)
+nulls=$(sqlite3 "$TMP/dbs/store.db" "$q where s.name = 'rest'" 2>&1)
+expn=$(grep -vc '"title"' "$P/expected.jsonl")
+"$MT" import parquet --jsonl "$TMP/s.jsonl" --no-progress --id-col id \
+    --text-col text --source-col title "$P/hw_snappy.parquet" >/dev/null 2>&1
+if [ $rc -eq 0 ] && [ "$want" = 2449 ] && [ "$nulls" = "$expn" ] &&
+    python3 - "$TMP/s.jsonl" "$P/expected.jsonl" "$TMP/dbs/store.db" <<'PY'
+import json, sqlite3, sys
+got = [json.loads(l) for l in open(sys.argv[1])]
+want = [json.loads(l) for l in open(sys.argv[2])]
+assert [g.get("source") for g in got] == [w.get("title") for w in want]
+db = sqlite3.connect(sys.argv[3])
+titles = {w["id"]: w.get("title", "rest") for w in want}
+rows = db.execute("select d.ext_id, s.name from documents d join sources s"
+                  " on s.id = d.source_id").fetchall()
+assert len(rows) == len(titles)
+assert all(titles[i] == s for i, s in rows), "a row in the wrong source"
+PY
+then
+    ok "--source-col: each row in the source its column names (the file's for a null); JSONL lines carry it as \"source\""
+else
+    not_ok "--source-col" "rc=$rc docs=$want rest=$nulls want $expn" "$(head -5 "$TMP/err")"
+fi
