@@ -50,6 +50,28 @@ enum mt_on_exhausted {
                                  published reflexion.py) */
 };
 
+/* A passage a check retrieved, for verifying its correction. */
+struct mt_check_passage {
+    const char *id;   /* the document's id */
+    const char *text; /* its text, or NULL: the verifier reads the
+                         document by its id */
+};
+
+/* Verifies a proposed correction against evidence (issue 32): given the
+ * corrected sentence, the original (erroneous) one and the passages the
+ * run retrieved (react-reflex; none for guards and single, whose hook
+ * searches itself), sets *json to an object {"verdict_corrected",
+ * "verdict_original","evidence":[...]} as mt_malloc'd text the checker
+ * frees. A failure leaves the verdict as it is; the trace says why. */
+typedef enum mt_status (*mt_check_verify_fn)(
+    void *user, const char *corrected, const char *original,
+    const struct mt_check_passage *passages, size_t n, char **json,
+    struct mt_error *err);
+
+/* Documents of a react-reflex run given to the hook, best-ranked first
+ * (one from each search in turn; the search steps' "hits"). */
+#define MT_CHECK_VERIFY_PASSAGES 5
+
 struct mt_agent_params {
     enum mt_strategy strategy;
     const char *llm_spec;       /* every role's model unless
@@ -141,6 +163,14 @@ struct mt_agent_params {
      * instead of opening one on db_dir and reranker_spec. NULL = open one
      * (default). */
     struct mt_retriever *retriever;
+    /* Called once per note whose verdict is an error with a correction
+     * (not a fallback), on the checking thread, to verify the correction
+     * (`check --verify-correction`; medtrust/verify.h's
+     * mt_verify_correction behind it). Its object goes to the result's
+     * correction_evidence and to the trace (step "correction_evidence").
+     * NULL = none (default). */
+    mt_check_verify_fn verify_correction;
+    void *verify_correction_user;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
@@ -216,6 +246,10 @@ struct mt_check_result {
     int fallback;       /* 1 when the verdict is a fallback: no answer of the
                            model's (then mt_agent_check failed, MT_EMODEL) */
     char *fallback_why; /* why it is, in words; NULL when it is not */
+    char *correction_evidence; /* params.verify_correction's object
+                                  {"verdict_corrected","verdict_original",
+                                  "evidence"} as JSON text; NULL when the
+                                  correction was not verified */
 };
 
 /* Checks one note. Each role retries once, then applies its documented
@@ -242,8 +276,8 @@ void mt_check_result_free(struct mt_check_result *r);
 /* The result as compact JSON text: {"error_flag","error_sentence_id",
  * "error_sentence","corrected_sentence","corrected_text","strategy",
  * "usage":{...},"fallback":bool,"fallback_why"? (when fallback),
- * "trace":[...]} (trace only when with_trace). Caller frees
- * with mt_free; NULL when out of memory. */
+ * "correction_evidence"? (when verified), "trace":[...]} (trace only when
+ * with_trace). Caller frees with mt_free; NULL when out of memory. */
 char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
 
 /* The MEDIQA-CORR submission line for note 'id' (no newline):

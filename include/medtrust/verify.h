@@ -167,6 +167,24 @@ enum mt_status mt_verify_lookup(struct mt_qa *q, const char *field,
                                 struct mt_retrieved_doc *out,
                                 struct mt_error *err);
 
+/* Verifies a proposed correction (issue 32): the corrected and the
+ * original sentence are each judged against the same documents, the n
+ * given passages (ids[i], texts[i]: the ones a check retrieved; texts or
+ * texts[i] NULL: the document read by its id, up to doc_chars, skipped
+ * when the store no longer holds it) or, when
+ * n == 0, the top k of a search for the corrected sentence, with the
+ * verdict rule of mt_verify_text. *json (caller frees with mt_free) gets
+ * {"verdict_corrected","verdict_original","strongest" (the correction
+ * supported and the original contradicted),"source" ("run" or the search
+ * mode),"evidence":[{"doc","title","url","corrected":{"label","score",
+ * "sentence"},"original":{...}}]}. A failed judgement is FAILED in it,
+ * not a failure of the call. Thread-safe. */
+enum mt_status mt_verify_correction(struct mt_qa *q, const char *corrected,
+                                    const char *original,
+                                    const char *const *ids,
+                                    const char *const *texts, size_t n,
+                                    char **json, struct mt_error *err);
+
 /* Verifies 'claim' as one claim: not split into sentences and never
  * NOT_A_CLAIM (the claims of a claim-verification set). The result holds
  * one sentence, the whole text trimmed, with its claim (or, with

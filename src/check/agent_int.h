@@ -135,6 +135,13 @@ void mtx_run_no_answer(struct run *r, const char *role, const char *why,
 /* Appends {"step": step, ...fields of 'o' (stolen)} to the trace. */
 void mtx_run_event(struct run *r, const char *step, json_t *o);
 
+/* Calls params.verify_correction on the run's correction (the run's
+ * retrieved passages, src/check/correction.c) and records its object as
+ * the trace step "correction_evidence"; *out gets the object's text
+ * (caller frees), NULL when the verifier failed (the step then holds its
+ * "error"). MT_ENOMEM is the only failure. */
+enum mt_status mtx_check_verify_correction(struct run *r, char **out);
+
 /* Sets the verdict: flag 1 with sentence 'sid' and correction 'corr', or
  * no error (flag 0). */
 enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,

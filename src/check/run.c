@@ -299,6 +299,7 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out, struct mt_error *err)
 {
     struct run r;
+    char *ce = NULL; /* the correction's evidence (issue 32) */
     enum mt_status st;
 
     memset(out, 0, sizeof *out);
@@ -312,8 +313,14 @@ enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
         mtx_run_event(&r, "verdict",
                       json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
                                 "sentence_id", r.sid, "fallback", r.fallback));
+    if (st == MT_OK && r.flag && !r.fallback && a->p.verify_correction)
+        st = mtx_check_verify_correction(&r, &ce);
     if (st == MT_OK)
         st = fill_result(&r, out);
+    if (st == MT_OK)
+        out->correction_evidence = ce;
+    else
+        mt_free(ce);
     /* a verdict that exists only because the model's calls failed or its
      * replies were unusable (after the repeat) is no answer: 'out' holds
      * the fallback, and the check fails */
@@ -338,6 +345,7 @@ void mt_check_result_free(struct mt_check_result *r)
     mt_free(r->corrected_text);
     mt_free(r->trace);
     mt_free(r->fallback_why);
+    mt_free(r->correction_evidence);
     memset(r, 0, sizeof *r);
 }
 
@@ -388,6 +396,12 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
             json_object_set_new(
                 o, "fallback_why",
                 json_string(r->fallback_why ? r->fallback_why : ""));
+    }
+    if (o && r->correction_evidence) {
+        json_t *ce = json_loads(r->correction_evidence, 0, NULL);
+
+        if (ce)
+            json_object_set_new(o, "correction_evidence", ce);
     }
     if (o && with_trace) {
         json_t *t = r->trace ? json_loads(r->trace, 0, NULL) : NULL;

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "cli/agent_opts.h"
+#include "cli/correction.h"
 #include "cli/search_opts.h"
 #include "core/buf.h"
 #include "medtrust/core.h"
@@ -16,6 +17,7 @@
 static const struct cli_opt check_opts[] = {
     AGENT_OPTS,
     CLI_META_FILTER_OPTS, /* react-reflex's searches, as POST /v1/check's */
+    CORRECTION_OPTS,
     {"json", 'j', NULL, "print the result and its trace as one JSON object", 0},
     {NULL, 0, NULL, NULL, 0},
 };
@@ -42,6 +44,22 @@ static enum mt_status read_note(const char *path, struct mt_buf *b,
     return st == MT_OK ? mtx_buf_reserve(b, 1) : st;
 }
 
+/* The correction's evidence (--verify-correction): both verdicts. */
+static void print_evidence(const char *ce)
+{
+    json_t *o = ce ? json_loads(ce, 0, NULL) : NULL;
+
+    if (o)
+        printf("evidence (%s): the correction %s, the original %s%s\n",
+               json_string_value(json_object_get(o, "source")),
+               json_string_value(json_object_get(o, "verdict_corrected")),
+               json_string_value(json_object_get(o, "verdict_original")),
+               json_is_true(json_object_get(o, "strongest"))
+                   ? " (the strongest case)"
+                   : "");
+    json_decref(o);
+}
+
 static void print_text(const struct mt_check_result *r)
 {
     const struct mt_check_usage *u = &r->usage;
@@ -54,6 +72,7 @@ static void print_text(const struct mt_check_result *r)
                r->error_sentence, r->corrected_sentence);
     else
         printf("no error found\n");
+    print_evidence(r->correction_evidence);
     printf("strategy %s: %u LLM calls, %llu prompt + %llu completion "
            "tokens%s%s\n",
            mt_strategy_str(r->strategy), u->llm_calls,
@@ -119,6 +138,7 @@ static int check_run(struct cli_args *a)
 {
     struct mt_agent_params p;
     struct mt_agent *ag = NULL;
+    struct mt_qa *vq = NULL; /* the correction's verifier */
     struct mt_error err = {MT_OK, ""};
     enum mt_status st;
 
@@ -129,10 +149,13 @@ static int check_run(struct cli_args *a)
                         "Try 'medtrust check --help'.\n");
         return 1;
     }
-    st = mt_agent_open(&p, &ag, &err);
+    st = correction_open(a, &p, &vq, &err);
+    if (st == MT_OK)
+        st = mt_agent_open(&p, &ag, &err);
     if (st == MT_OK)
         st = check_one(a, ag, &err);
     mt_agent_close(ag);
+    mt_qa_close(vq);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
 
@@ -150,7 +173,14 @@ const struct cli_verb cli_verb_check = {
     "then the role's fallback (docs/agents.md); the trace says which. When\n"
     "the verdict itself would be a fallback (no usable reply decided it),\n"
     "the check fails: it prints \"check failed\" and why (--json: \"error\",\n"
-    "\"fallback\": true, \"fallback_why\") and exits 1.",
+    "\"fallback\": true, \"fallback_why\") and exits 1.\n"
+    "--verify-correction (on by default when --nli or MEDTRUST_NLI names\n"
+    "a verifier) judges the corrected and the erroneous sentence against\n"
+    "the passages react-reflex retrieved (guards, single: a search of\n"
+    "--db for the correction), as `medtrust verify` judges a claim, and\n"
+    "adds \"correction_evidence\": {\"verdict_corrected\",\n"
+    "\"verdict_original\",\"strongest\",\"source\",\"evidence\"} to the\n"
+    "result and a step to the trace. The submission format is unchanged.",
     check_opts,
     check_run,
 };

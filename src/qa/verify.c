@@ -759,6 +759,168 @@ enum mt_status mt_verify_one_claim(struct mt_qa *q, const char *claim,
     return verify(q, claim, vp, 1, out, err);
 }
 
+/* ==== A correction (issue 32) ==== */
+
+/* A passage's document: its text when given, else read by its id. */
+static enum mt_status passage_doc(struct vrun *v, const char *id,
+                                  const char *text, struct vdoc *d,
+                                  struct mt_error *err)
+{
+    struct mt_retrieved_doc rd;
+    enum mt_status st;
+
+    *d = (struct vdoc){keep(v, id), NULL, NULL, keep(v, text), NULL};
+    if (!text && !v->r.q->p.db_dir)
+        return MT_ENOTFOUND; /* nothing to read it from */
+    if (text)
+        return d->doc_id && d->text ? MT_OK : MT_ENOMEM;
+    st = mt_retriever_lookup(v->r.q->ret, "id", id, v->r.q->p.doc_chars, &rd,
+                             err);
+    if (st != MT_OK)
+        return st;
+    d->title = keep(v, rd.title);
+    d->url = keep(v, rd.url);
+    d->text = mtx_qa_keep(&v->r, rd.text,
+                          mtx_utf8_cut(rd.text, rd.len, v->r.q->p.doc_chars));
+    mt_retrieved_doc_free(&rd);
+    return d->doc_id && d->text ? MT_OK : MT_ENOMEM;
+}
+
+/* The documents both sentences are judged against: the given passages,
+ * else the top k of a search for the corrected sentence. */
+static enum mt_status correction_docs(struct vrun *v, const char *corrected,
+                                      const char *const *ids,
+                                      const char *const *texts, size_t n,
+                                      struct vclaim *vc, struct mt_error *err)
+{
+    size_t i;
+
+    vc->cap = (n > v->vp.k ? n : v->vp.k) + 1;
+    vc->c->evidence =
+        mtx_arena_alloc(v->r.mem, vc->cap * sizeof *vc->c->evidence);
+    vc->docs = mt_calloc(vc->cap, sizeof *vc->docs);
+    if (!vc->c->evidence || !vc->docs)
+        return mt_fail(err, MT_ENOMEM, "verify: out of memory");
+    vc->c->decided_by = -1;
+    if (n == 0)
+        return search_docs(v, corrected, vc, err);
+    for (i = 0; i < n; i++) {
+        enum mt_status st = passage_doc(v, ids[i], texts ? texts[i] : NULL,
+                                        &vc->docs[vc->c->nevidence], err);
+
+        if (st == MT_ENOTFOUND) /* gone from the store since the run */
+            continue;
+        if (st != MT_OK)
+            return st;
+        memset(&vc->c->evidence[vc->c->nevidence++], 0,
+               sizeof *vc->c->evidence);
+    }
+    return MT_OK;
+}
+
+/* Judges 'text' against the documents of 'from' (its docs), into c. */
+static enum mt_status correction_side(struct vrun *v, const char *text,
+                                      const struct vclaim *from,
+                                      struct mt_verify_claim *c,
+                                      struct mt_error *err)
+{
+    struct vclaim vc = {c, from->docs, from->cap};
+    enum mt_status st;
+
+    c->text = text;
+    c->decided_by = -1;
+    c->evidence = mtx_arena_alloc(v->r.mem, from->cap * sizeof *c->evidence);
+    if (!c->evidence)
+        return mt_fail(err, MT_ENOMEM, "verify: out of memory");
+    memset(c->evidence, 0, from->cap * sizeof *c->evidence);
+    c->nevidence = from->c->nevidence;
+    st = judge_from(v, &vc, 0, err);
+    if (st == MT_OK)
+        c->verdict = mtx_vf_decide(c->evidence, c->nevidence, v->vp.support_min,
+                                   v->vp.contradict_min, &c->decided_by);
+    return st;
+}
+
+static json_t *side_json(const struct mt_verify_evidence *e)
+{
+    json_t *o = json_pack("{s:s,s:f,s:o}", "label", mt_verdict_str(e->label),
+                          "score", (double)e->score, "sentence",
+                          e->sentence ? json_string(e->sentence) : json_null());
+
+    if (o && e->error)
+        json_object_set_new(o, "error", json_string(e->error));
+    return o;
+}
+
+static char *correction_json(const struct mt_verify_claim *cc,
+                             const struct mt_verify_claim *co, int searched,
+                             const char *search)
+{
+    json_t *ev = json_array();
+    json_t *o;
+    char *s;
+    size_t i;
+
+    for (i = 0; i < cc->nevidence; i++) {
+        const struct mt_verify_evidence *e = &cc->evidence[i];
+
+        json_array_append_new(
+            ev,
+            json_pack("{s:s,s:o,s:o,s:o,s:o}", "doc", e->doc_id, "title",
+                      e->title ? json_string(e->title) : json_null(), "url",
+                      e->url ? json_string(e->url) : json_null(), "corrected",
+                      side_json(e), "original", side_json(&co->evidence[i])));
+    }
+    o = json_pack("{s:s,s:s,s:b,s:s,s:o}", "verdict_corrected",
+                  mt_verdict_str(cc->verdict), "verdict_original",
+                  mt_verdict_str(co->verdict), "strongest",
+                  cc->verdict == MT_VERDICT_SUPPORT &&
+                      co->verdict == MT_VERDICT_CONTRADICT,
+                  "source", searched ? search : "run", "evidence", ev);
+    s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return s;
+}
+
+enum mt_status mt_verify_correction(struct mt_qa *q, const char *corrected,
+                                    const char *original,
+                                    const char *const *ids,
+                                    const char *const *texts, size_t n,
+                                    char **json, struct mt_error *err)
+{
+    struct mt_verify_params vp;
+    struct mt_verify_claim cc, co;
+    struct vclaim vc = {&cc, NULL, 0};
+    struct vrun v;
+    enum mt_status st;
+
+    *json = NULL;
+    memset(&cc, 0, sizeof cc);
+    memset(&co, 0, sizeof co);
+    mt_verify_default_params(q, &vp);
+    if (n == 0 && !q->p.db_dir)
+        return mt_fail(err, MT_EINVAL,
+                       "verify the correction: no passages and no corpus "
+                       "to search (give --db DIR)");
+    st = vrun_init(&v, q, corrected, &vp);
+    if (st == MT_OK)
+        st = correction_docs(&v, corrected, ids, texts, n, &vc, err);
+    if (st == MT_OK)
+        st = correction_side(&v, corrected, &vc, &cc, err);
+    if (st == MT_OK)
+        st = correction_side(&v, original, &vc, &co, err);
+    if (st == MT_OK) {
+        *json = correction_json(&cc, &co, n == 0, v.qres.search);
+        st = *json ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    mt_free(vc.docs);
+    mtx_buf_free(&v.r.notes);
+    if (v.r.mem)
+        mtx_arena_free(v.r.mem);
+    mt_free(v.r.mem);
+    return st;
+}
+
 enum mt_status mt_verify_lookup(struct mt_qa *q, const char *field,
                                 const char *key, size_t max,
                                 struct mt_retrieved_doc *out,

@@ -300,3 +300,54 @@ PY
 else
     not_ok "qa-eval --given-evidence (rc $rc)" "$(cat "$TMP/g.json")" "$(tail -2 "$TMP/err")"
 fi
+
+# ---- check --verify-correction: the correction and the original judged ----
+cat >"$TMP/c.script" <<'EOF'
+react search statins LDL cholesterol
+react final 1 Statins lower LDL cholesterol.
+eval scores 5
+parser answer 1 Statins lower LDL cholesterol.
+single answer 1 Statins lower LDL cholesterol.
+qa_judge if /<claim>\nStatins lower/ {"label":"SUPPORT","confidence":0.9}
+qa_judge if /<claim>\nStatins raise/ {"label":"CONTRADICT","confidence":0.85}
+qa_judge {"label":"NO_EVIDENCE","confidence":0.6}
+EOF
+script_start c
+printf 'A 60-year-old man has high cholesterol. Statins raise LDL cholesterol. He is followed up in clinic.\n' >"$TMP/note.txt"
+"$MT" check --db "$TMP/db" --llm "$SPEC" --retries 0 --verify-correction \
+    --json "$TMP/note.txt" >"$TMP/c.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && py "$TMP/c.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["error_flag"] == 1 and r["error_sentence_id"] == 1, r
+ce = r["correction_evidence"]
+assert ce["source"] == "run", ce  # the passages react-reflex retrieved
+assert ce["verdict_corrected"] == "SUPPORT" and ce["verdict_original"] == "CONTRADICT"
+assert ce["strongest"] is True
+docs = [e["doc"] for e in ce["evidence"]]
+assert "1003" in docs and len(docs) <= 5, docs
+e = ce["evidence"][docs.index("1003")]
+assert e["corrected"]["label"] == "SUPPORT" and e["original"]["label"] == "CONTRADICT"
+steps = [t for t in r["trace"] if t.get("step") == "correction_evidence"]
+assert len(steps) == 1 and steps[0]["verdict_corrected"] == "SUPPORT", steps
+PY
+    ok "check --verify-correction (react-reflex): the run's passages judge both sentences"
+else
+    not_ok "check --verify-correction react (rc $rc)" "$(head -c 800 "$TMP/c.json")" "$(tail -3 "$TMP/err")"
+fi
+"$MT" check --db "$TMP/db" --llm "$SPEC" --retries 0 --strategy single \
+    --verify-correction "$TMP/note.txt" >"$TMP/c.txt" 2>"$TMP/err"
+"$MT" check --db "$TMP/db" --llm "$SPEC" --retries 0 --strategy single \
+    --json "$TMP/note.txt" >"$TMP/c2.json" 2>"$TMP/err2"
+if grep -q "evidence (bm25): the correction SUPPORT, the original CONTRADICT (the strongest case)" "$TMP/c.txt" &&
+    py "$TMP/c2.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["error_flag"] == 1 and "correction_evidence" not in r
+assert not [t for t in r["trace"] if t.get("step") == "correction_evidence"]
+PY
+    ok "check --strategy single --verify-correction searches; off without a verifier"
+else
+    not_ok "check single --verify-correction" "$(cat "$TMP/c.txt")" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/c2.json")"
+fi

@@ -238,8 +238,8 @@ static void test_reply_schemas_make_grammars(void **state)
         mt_free(g);
     }
     /* react eval reflect parser single, 3 detect, 3 locate, correct,
-     * qa_judge */
-    CHECK(with == 13);
+     * qa_judge, verify_decompose */
+    CHECK(with == 14);
     {
         /* guards: the grammar writes the reasoning, then the decision,
          * then the confidence (MedGuards' chain-of-thought order) */
