@@ -31,6 +31,7 @@ struct mt_http {
     pthread_cond_t cv;
     uint32_t active;
     uint64_t rng;
+    char server[64]; /* the first reply's Server header, "" until one */
 };
 
 /* A streamed (server-sent events) reply being read: complete lines are
@@ -58,6 +59,7 @@ struct attempt {
     enum mt_status wst; /* why the body callback stopped, if it did */
     CURL *curl;         /* during the transfer */
     struct sse *sse;    /* NULL for a plain JSON reply */
+    char server[64];    /* the reply's Server header, "" when none */
 };
 
 enum verdict { V_OK, V_RETRY, V_FAIL };
@@ -117,6 +119,13 @@ enum mt_status mtx_http_new(const char *base_url,
     pthread_cond_init(&h->cv, NULL);
     *out = h;
     return MT_OK;
+}
+
+void mtx_http_server(struct mt_http *h, char *buf, size_t n)
+{
+    pthread_mutex_lock(&h->mu);
+    snprintf(buf, n, "%s", h->server);
+    pthread_mutex_unlock(&h->mu);
 }
 
 void mtx_http_free(struct mt_http *h)
@@ -354,7 +363,22 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
     return n;
 }
 
-/* Parses "Retry-After: <seconds | HTTP-date>". */
+/* Keeps "Server: NAME" (the server profile's hint) in a->server. */
+static void server_header(struct attempt *a, const char *p, size_t n)
+{
+    size_t k = 7;
+
+    while (k < n && (p[k] == ' ' || p[k] == '\t'))
+        k++;
+    while (n > k && isspace((unsigned char)p[n - 1]))
+        n--;
+    if (n - k >= sizeof a->server)
+        n = k + sizeof a->server - 1;
+    memcpy(a->server, p + k, n - k);
+    a->server[n - k] = '\0';
+}
+
+/* Parses "Retry-After: <seconds | HTTP-date>" and keeps "Server:". */
 static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
 {
     struct attempt *a = user;
@@ -362,6 +386,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
     char line[256];
     char *v;
 
+    if (n >= 7 && strncasecmp(p, "server:", 7) == 0)
+        server_header(a, p, n);
     if (n < 12 || n >= sizeof line || strncasecmp(p, "retry-after:", 12))
         return n;
     memcpy(line, p + 12, n - 12);
@@ -437,6 +463,7 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
     a->code = 0;
     a->retry_after = -1;
     a->curl_msg[0] = '\0';
+    a->server[0] = '\0';
     if (!c || !hdr) {
         curl_slist_free_all(hdr);
         curl_easy_cleanup(c);
@@ -454,6 +481,12 @@ static enum mt_status attempt_once(struct mt_http *h, const char *url,
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->code);
     if (a->cc == CURLE_OK && a->sse && a->sse->streamed)
         sse_finish(a);
+    if (a->server[0]) {
+        pthread_mutex_lock(&h->mu);
+        if (!h->server[0])
+            memcpy(h->server, a->server, sizeof h->server);
+        pthread_mutex_unlock(&h->mu);
+    }
     curl_slist_free_all(hdr);
     curl_easy_cleanup(c);
     a->curl = NULL;
@@ -698,7 +731,7 @@ static enum mt_status post(struct mt_http *h, const char *endpoint,
                            struct mt_error *err)
 {
     struct attempt a = {0,     CURLE_OK, "", -1, MT_BUF_INIT(max_reply + 1),
-                        MT_OK, NULL,     s};
+                        MT_OK, NULL,     s,  ""};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
     const char *at = NULL;
@@ -759,7 +792,8 @@ enum mt_status mtx_http_get_json(struct mt_http *h, const char *endpoint,
                                  struct mt_error *err)
 {
     struct attempt a = {
-        0, CURLE_OK, "", -1, MT_BUF_INIT(budget(max_reply)), MT_OK, NULL, NULL};
+        0,     CURLE_OK, "",   -1, MT_BUF_INIT(budget(max_reply)),
+        MT_OK, NULL,     NULL, ""};
     struct mt_error local = {MT_OK, ""};
     struct mt_error *e = err ? err : &local;
     char url[2048];

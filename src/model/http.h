@@ -97,6 +97,10 @@ enum mt_status mtx_http_post_sse(struct mt_http *h, const char *endpoint,
 void mtx_http_url(const struct mt_http *h, const char *endpoint, char *buf,
                   size_t n);
 
+/* The Server header of the first reply that had one (any endpoint of a
+ * pool), "" until then, copied into buf. Thread-safe. */
+void mtx_http_server(struct mt_http *h, char *buf, size_t n);
+
 /* Frees the client; NULL is allowed. No request may be in flight. */
 void mtx_http_free(struct mt_http *h);
 

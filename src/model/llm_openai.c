@@ -69,6 +69,7 @@ struct openai {
     double scale;              /* estimates times this (>= 1) */
     int api_key;               /* Azure's api-key header */
     enum mtx_server_kind kind; /* detected once (model/openai_profile.h) */
+    const char *how;           /* what told it (a static string) */
     char desc[768];            /* mt_llm_profile's line */
 };
 
@@ -111,34 +112,61 @@ static const char *openai_model(const void *self)
 
 /* ==== Server profile ==== */
 
-/* Sets the endpoint's kind once: from its first reply, or from a refusal
- * that names it. */
-static void detect_reply(struct openai *o, const json_t *reply)
+/* Sets the endpoint's kind to k, saying what told it, unless a kind is
+ * known already: the first sign wins (GET /props and /v1/models, asked
+ * once for the context, the Server header, a reply's own fields, a
+ * refusal's wording). k GENERIC only marks an endpoint that answered. */
+static void set_kind(struct openai *o, enum mtx_server_kind k, const char *how)
 {
     pthread_mutex_lock(&o->mu);
-    if (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC)
-        o->kind = mtx_server_kind_of_reply(reply);
+    if (k != MTX_SK_UNKNOWN &&
+        (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC)) {
+        o->kind = k;
+        o->how = k == MTX_SK_GENERIC ? NULL : how;
+    }
     pthread_mutex_unlock(&o->mu);
+}
+
+/* The kind the Server header of the replies so far names. */
+static enum mtx_server_kind header_kind(struct openai *o)
+{
+    char server[64];
+
+    mtx_http_server(o->http, server, sizeof server);
+    return mtx_server_kind_of_header(server);
+}
+
+static void detect_reply(struct openai *o, const json_t *reply)
+{
+    enum mtx_server_kind k = mtx_server_kind_of_reply(reply);
+
+    if (k == MTX_SK_GENERIC && header_kind(o) != MTX_SK_UNKNOWN)
+        set_kind(o, header_kind(o), "its Server header");
+    set_kind(o, k, "its first reply's fields");
 }
 
 static void detect_error(struct openai *o, const struct mt_error *e)
 {
     enum mtx_server_kind k = mtx_server_kind_of_error(e->msg);
 
-    pthread_mutex_lock(&o->mu);
-    if (k != MTX_SK_UNKNOWN &&
-        (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC))
-        o->kind = k;
-    pthread_mutex_unlock(&o->mu);
+    if (k != MTX_SK_UNKNOWN)
+        set_kind(o, k, "a refusal's wording");
+    else
+        set_kind(o, header_kind(o), "its Server header");
 }
 
 static const char *rf_name(enum mt_response_format f);
+
+static uint32_t openai_n_ctx(void *self);
 
 static const char *openai_profile(void *self)
 {
     struct openai *o = self;
     struct mtx_server_state st;
+    char server[64];
 
+    (void)openai_n_ctx(o); /* asks /props and /v1/models once */
+    mtx_http_server(o->http, server, sizeof server);
     pthread_mutex_lock(&o->mu);
     st = (struct mtx_server_state){o->kind,
                                    o->url,
@@ -148,7 +176,9 @@ static const char *openai_profile(void *self)
                                    rf_name(o->rf),
                                    (o->lim & LIM_NO_STRLEN) != 0,
                                    o->n_one,
-                                   o->fold_sys};
+                                   o->fold_sys,
+                                   o->how,
+                                   server};
     mtx_server_profile(o->desc, sizeof o->desc, &st);
     pthread_mutex_unlock(&o->mu);
     return o->desc;
@@ -460,16 +490,58 @@ static uint32_t ask_props(struct openai *o)
         return 0;
     v = json_integer_value(json_object_get(
         json_object_get(r, "default_generation_settings"), "n_ctx"));
-    if (json_is_object(json_object_get(r, "default_generation_settings"))) {
-        pthread_mutex_lock(&o->mu); /* only llama-server has this page */
-        o->kind = MTX_SK_LLAMA;
-        pthread_mutex_unlock(&o->mu);
-    }
+    /* only llama-server has this page */
+    if (json_is_object(json_object_get(r, "default_generation_settings")))
+        set_kind(o, MTX_SK_LLAMA, "GET /props");
     json_decref(r);
     if (v > 0 && v <= (json_int_t)UINT32_MAX)
         mt_log(MT_LOG_INFO, "%s: the server's context is %ld tokens a slot",
                o->url, (long)v);
     return v > 0 && v <= (json_int_t)UINT32_MAX ? (uint32_t)v : 0;
+}
+
+/* A /v1/models list: OpenAI's and OpenRouter's run to a few hundred
+ * entries. */
+#define MODELS_MAX_REPLY ((size_t)4 << 20)
+
+/* GET /v1/models, for a server /props did not tell: its kind from the
+ * entries' "owned_by" and vLLM's context, max_model_len. 0 when it has no
+ * such list or says no context. */
+static uint32_t ask_models(struct openai *o)
+{
+    struct mt_error e = {MT_OK, ""};
+    enum mtx_server_kind k;
+    json_t *r = NULL;
+    uint32_t ctx = 0;
+    int known;
+
+    pthread_mutex_lock(&o->mu);
+    known = o->kind != MTX_SK_UNKNOWN && o->kind != MTX_SK_GENERIC;
+    pthread_mutex_unlock(&o->mu);
+    if (known ||
+        mtx_http_get_json(o->http, "models", MODELS_MAX_REPLY, &r, &e) != MT_OK)
+        return 0;
+    k = mtx_server_kind_of_models(r, o->model, &ctx);
+    json_decref(r);
+    set_kind(o, k, "GET /v1/models");
+    if (ctx)
+        mt_log(MT_LOG_INFO,
+               "%s: the server's context is %u tokens (its "
+               "/v1/models max_model_len)",
+               o->url, ctx);
+    return ctx;
+}
+
+/* Asks once what the server is and its context: llama-server's /props,
+ * else /v1/models, else its Server header so far. */
+static uint32_t probe(struct openai *o)
+{
+    uint32_t c = ask_props(o);
+
+    if (!c)
+        c = ask_models(o);
+    set_kind(o, header_kind(o), "its Server header");
+    return c;
 }
 
 static uint32_t openai_n_ctx(void *self)
@@ -483,7 +555,7 @@ static uint32_t openai_n_ctx(void *self)
     ask = !o->props_asked;
     o->props_asked = 1;
     pthread_mutex_unlock(&o->mu);
-    c = ask ? ask_props(o) : 0;
+    c = ask ? probe(o) : 0;
     pthread_mutex_unlock(&o->props_mu);
     pthread_mutex_lock(&o->mu);
     if (c && (!o->ctx_server || c < o->ctx_server))

@@ -65,18 +65,77 @@ enum mtx_server_kind mtx_server_kind_of_error(const char *msg)
     return MTX_SK_UNKNOWN;
 }
 
+enum mtx_server_kind mtx_server_kind_of_header(const char *server)
+{
+    /* cpp-httplib's default in llama-server; vLLM's uvicorn, Ollama's Go
+     * server and LM Studio name nothing of their own */
+    if (server && strncmp(server, "llama.cpp", 9) == 0)
+        return MTX_SK_LLAMA;
+    return MTX_SK_UNKNOWN;
+}
+
+/* "owned_by" as each server's /v1/models sets it. */
+static enum mtx_server_kind owner_kind(const char *o)
+{
+    static const struct {
+        const char *owner;
+        enum mtx_server_kind kind;
+    } owners[] = {
+        {"llamacpp", MTX_SK_LLAMA},
+        {"vllm", MTX_SK_VLLM},
+        {"library", MTX_SK_OLLAMA}, /* Ollama: the model's namespace */
+        {"organization_owner", MTX_SK_LMSTUDIO},
+        {"deepseek", MTX_SK_DEEPSEEK},
+        {"openai", MTX_SK_OPENAI},
+        {"system", MTX_SK_OPENAI},
+        {"openai-internal", MTX_SK_OPENAI},
+    };
+    size_t i;
+
+    for (i = 0; o && i < sizeof owners / sizeof *owners; i++)
+        if (strcmp(o, owners[i].owner) == 0)
+            return owners[i].kind;
+    return MTX_SK_UNKNOWN;
+}
+
+enum mtx_server_kind mtx_server_kind_of_models(const json_t *list,
+                                               const char *model, uint32_t *ctx)
+{
+    const json_t *data = json_object_get(list, "data");
+    const json_t *e = json_array_get(data, 0);
+    json_int_t len;
+    size_t i;
+
+    for (i = 0; model && i < json_array_size(data); i++) {
+        const char *id =
+            json_string_value(json_object_get(json_array_get(data, i), "id"));
+        if (id && strcmp(id, model) == 0)
+            e = json_array_get(data, i);
+    }
+    len = json_integer_value(json_object_get(e, "max_model_len"));
+    *ctx = len > 0 && len <= (json_int_t)UINT32_MAX ? (uint32_t)len : 0;
+    return owner_kind(json_string_value(json_object_get(e, "owned_by")));
+}
+
 void mtx_server_profile(char *buf, size_t n, const struct mtx_server_state *s)
 {
     size_t k = (size_t)s->kind < sizeof kinds / sizeof *kinds ? s->kind : 0;
+    char how[160] = "";
 
-    snprintf(buf, n,
-             "%s (auth %s; %s; %s; temperature %s; structured output %s, "
-             "sending %s%s; reasoning in %s%s%s)",
-             kinds[k].name,
-             s->api_key ? "api-key header" : "Authorization: Bearer", s->url,
-             s->mct ? "max_completion_tokens" : "max_tokens",
-             s->no_temp ? "left out" : "sent", kinds[k].dialect, s->format,
-             s->no_strlen ? " without string lengths" : "", kinds[k].reasoning,
-             s->n_one ? "; n = 1 a request" : "",
-             s->fold_sys ? "; system prompt folded into the user turn" : "");
+    if (s->how || (s->server && s->server[0]))
+        snprintf(how, sizeof how, "; detected from %s%s%s%s",
+                 s->how ? s->how : "nothing yet",
+                 s->server && s->server[0] ? " (Server: " : "",
+                 s->server && s->server[0] ? s->server : "",
+                 s->server && s->server[0] ? ")" : "");
+    snprintf(
+        buf, n,
+        "%s (auth %s; %s; %s; temperature %s; structured output %s, "
+        "sending %s%s; reasoning in %s%s%s%s)",
+        kinds[k].name, s->api_key ? "api-key header" : "Authorization: Bearer",
+        s->url, s->mct ? "max_completion_tokens" : "max_tokens",
+        s->no_temp ? "left out" : "sent", kinds[k].dialect, s->format,
+        s->no_strlen ? " without string lengths" : "", kinds[k].reasoning,
+        s->n_one ? "; n = 1 a request" : "",
+        s->fold_sys ? "; system prompt folded into the user turn" : "", how);
 }

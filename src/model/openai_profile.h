@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum mtx_server_kind {
     MTX_SK_UNKNOWN = 0, /* nothing answered yet */
@@ -26,6 +27,18 @@ enum mtx_server_kind mtx_server_kind_of_reply(const json_t *reply);
 /* The kind a refusal's message shows, UNKNOWN when it shows none. */
 enum mtx_server_kind mtx_server_kind_of_error(const char *msg);
 
+/* The kind a reply's Server header names (llama-server's "llama.cpp"),
+ * UNKNOWN when it names none. */
+enum mtx_server_kind mtx_server_kind_of_header(const char *server);
+
+/* The kind a GET /v1/models list shows (its entries' "owned_by":
+ * llamacpp, vllm, library (Ollama), organization_owner (LM Studio),
+ * deepseek, openai or system), UNKNOWN when it shows none. The entry
+ * named 'model' is read, else the first. *ctx gets vLLM's max_model_len
+ * for it (0 when absent). */
+enum mtx_server_kind
+mtx_server_kind_of_models(const json_t *list, const char *model, uint32_t *ctx);
+
 /* What the backend sends an endpoint now. */
 struct mtx_server_state {
     enum mtx_server_kind kind;
@@ -37,6 +50,9 @@ struct mtx_server_state {
     int no_strlen;      /* schemas without string lengths */
     int n_one;          /* one completion a request */
     int fold_sys;       /* system prompt folded into the user turn */
+    const char *how;    /* what told the kind ("its first reply", "GET
+                           /props", ...), NULL while unknown */
+    const char *server; /* the Server header seen, "" when none */
 };
 
 /* One line: "KIND (auth ..., URL, limit field, temperature, structured

@@ -8,7 +8,8 @@
 # for one adapter at scale 1 and two at 0.5 and 1, and differs from the
 # base model's. --lora on the verbs, the call cache keyed on the adapters,
 # and the refusals (an openai: LLM, a missing file, a model that is not
-# an adapter, an unknown option). A missing llama-server fails.
+# an adapter, an unknown option). Also the real server's profile line
+# (what told it, its Server header). A missing llama-server fails.
 . "$(dirname "$0")/lib.sh"
 B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -90,6 +91,14 @@ local_run "gguf:$TMP/chat.gguf?lora=$TMP/a1.gguf:0.5&lora=$TMP/a2.gguf" >"$TMP/l
 
 serve --lora "$TMP/a1.gguf"
 server_tokens "$TMP/s1.json"
+# the server profile names what told it, and the Server header seen
+"$MT" models --llm "openai:$URL#chat" --embedder none >"$TMP/prof.txt" 2>"$TMP/err"
+# (models pings first: the reply's own fields tell it before /props)
+if grep -qE "server profile: llama-server \(auth Authorization: Bearer; $URL/v1/chat/completions; .*; detected from (its first reply's fields|GET /props) \(Server: llama\.cpp\)\)" "$TMP/prof.txt"; then
+    ok "models: the real llama-server's profile says what told it, and its Server header"
+else
+    not_ok "models: llama-server profile source" "$(cat "$TMP/prof.txt")" "$(tail -3 "$TMP/err")"
+fi
 kill "$PID"
 wait "$PID" 2>/dev/null
 same "one adapter (llama-server --lora): greedy tokens in process equal the server's" \

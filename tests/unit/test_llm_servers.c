@@ -738,10 +738,11 @@ static void test_profiles_detected_once_per_endpoint(void **state)
     CHECK(strstr(prof, "/v1/chat/completions; max_tokens; temperature "
                        "sent; structured output response_format or grammar "
                        "(GBNF), sending json_schema; reasoning in "
-                       "reasoning_content)") != NULL);
+                       "reasoning_content; detected from its first reply's "
+                       "fields)") != NULL);
     profile_after(VLLM_REPLY, "openai", "#m", prof, sizeof prof);
     CHECK(strncmp(prof, "vllm (", strlen("vllm (")) == 0 &&
-          strstr(prof, "reasoning in reasoning)") != NULL);
+          strstr(prof, "reasoning in reasoning; detected from") != NULL);
     profile_after(OLLAMA(20), "openai", "#m", prof, sizeof prof);
     CHECK(strncmp(prof, "ollama (", strlen("ollama (")) == 0);
     profile_after(REFUSE_MAX_TOKENS REFUSE_TEMPERATURE OPENAI_REPLY, "openai",
@@ -792,6 +793,97 @@ static void test_profile_from_props(void **state)
     stub_stop(&s);
 }
 
+/* The profile and context of a fresh handle on a stub playing 'script',
+ * asked before any chat (as `medtrust models` and the prompt fitting ask
+ * it). */
+static uint32_t probe_profile(const char *script, const char *model, char *prof,
+                              size_t n)
+{
+    struct stub s;
+    struct mt_llm *l = NULL;
+    struct mt_llm_params p;
+    struct mt_error err;
+    char spec[256];
+    uint32_t ctx;
+
+    stub_start(&s, script);
+    mt_llm_default_params(&p);
+    p.timeout_s = 5;
+    p.max_retries = 0;
+    snprintf(spec, sizeof spec, "openai:%s#%s", s.url, model);
+    CHECK_OK(mt_llm_open(spec, &p, &l, &err));
+    ctx = mt_llm_n_ctx(l);
+    snprintf(prof, n, "%s", mt_llm_profile(l));
+    mt_llm_close(l);
+    stub_stop(&s);
+    return ctx;
+}
+
+/* GET /v1/models, asked once when /props is missing: each server's list
+ * as its documentation shows it, told apart by "owned_by"; vLLM's
+ * max_model_len is its context. */
+static void test_profile_from_models_list(void **state)
+{
+    char prof[1024];
+    (void)state;
+    CHECK(probe_profile(
+              "models 200 0 - {\"object\":\"list\",\"data\":[{\"id\":"
+              "\"meta-llama/Llama-3.1-8B-Instruct\",\"object\":\"model\","
+              "\"created\":1715000000,\"owned_by\":\"vllm\",\"root\":"
+              "\"meta-llama/Llama-3.1-8B-Instruct\",\"parent\":null,"
+              "\"max_model_len\":8192,\"permission\":[]},{\"id\":\"pqa\","
+              "\"object\":\"model\",\"created\":1715000000,\"owned_by\":"
+              "\"vllm\",\"root\":\"/m/pqa\",\"parent\":"
+              "\"meta-llama/Llama-3.1-8B-Instruct\",\"max_model_len\":4096}]}"
+              "\n" OK_LINE,
+              "pqa", prof, sizeof prof) == 4096);
+    CHECK(strncmp(prof, "vllm (", 6) == 0);
+    CHECK(strstr(prof, "; detected from GET /v1/models)") != NULL);
+    CHECK(probe_profile("models 200 0 - {\"object\":\"list\",\"data\":[{"
+                        "\"id\":\"llama3.2:latest\",\"object\":\"model\","
+                        "\"created\":1721000000,\"owned_by\":\"library\"}]}"
+                        "\n" OK_LINE,
+                        "llama3.2", prof, sizeof prof) == 0);
+    CHECK(strncmp(prof, "ollama (", 8) == 0);
+    probe_profile("models 200 0 - {\"data\":[{\"id\":\"qwen2.5-7b-instruct\","
+                  "\"object\":\"model\",\"owned_by\":\"organization_owner\"}],"
+                  "\"object\":\"list\"}\n" OK_LINE,
+                  "qwen2.5-7b-instruct", prof, sizeof prof);
+    CHECK(strncmp(prof, "lm-studio (", 11) == 0);
+    probe_profile("models 200 0 - {\"object\":\"list\",\"data\":[{\"id\":"
+                  "\"deepseek-chat\",\"object\":\"model\",\"owned_by\":"
+                  "\"deepseek\"},{\"id\":\"deepseek-reasoner\",\"object\":"
+                  "\"model\",\"owned_by\":\"deepseek\"}]}\n" OK_LINE,
+                  "deepseek-reasoner", prof, sizeof prof);
+    CHECK(strncmp(prof, "deepseek (", 10) == 0);
+    probe_profile("models 200 0 - {\"object\":\"list\",\"data\":[{\"id\":"
+                  "\"gpt-4o\",\"object\":\"model\",\"created\":1715367049,"
+                  "\"owned_by\":\"system\"}]}\n" OK_LINE,
+                  "gpt-4o", prof, sizeof prof);
+    CHECK(strncmp(prof, "openai (", 8) == 0);
+    /* a list that names no known owner tells nothing */
+    probe_profile("models 200 0 - {\"object\":\"list\",\"data\":[{\"id\":"
+                  "\"m\",\"object\":\"model\",\"owned_by\":\"me\"}]}\n" OK_LINE,
+                  "m", prof, sizeof prof);
+    CHECK(strncmp(prof, "not detected yet", 16) == 0);
+}
+
+/* llama-server's "Server: llama.cpp" header tells it on a reply whose
+ * body shows nothing (here a bare completion, and its 404 to /props). */
+static void test_profile_from_server_header(void **state)
+{
+    char prof[1024];
+    (void)state;
+    probe_profile("header Server: llama.cpp\n" OK_LINE, "m", prof, sizeof prof);
+    CHECK(strncmp(prof, "llama-server (", 14) == 0);
+    CHECK(strstr(prof, "; detected from its Server header (Server: "
+                       "llama.cpp))") != NULL);
+    /* another Server header is shown, and tells nothing by itself */
+    probe_profile("header Server: uvicorn\n" OK_LINE, "m", prof, sizeof prof);
+    CHECK(strncmp(prof, "not detected yet", 16) == 0);
+    CHECK(strstr(prof, "detected from nothing yet (Server: uvicorn))") != NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -816,6 +908,8 @@ int main(void)
         cmocka_unit_test(test_azure_401_names_its_key),
         cmocka_unit_test(test_profiles_detected_once_per_endpoint),
         cmocka_unit_test(test_profile_from_props),
+        cmocka_unit_test(test_profile_from_models_list),
+        cmocka_unit_test(test_profile_from_server_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
