@@ -44,6 +44,10 @@ struct mt_import_params {
      * --source names one for a file); a null or empty value: the file's
      * source. With jsonl_out the value goes into the line as "source". */
     const char *source_col;
+    /* parquet: rows whose source_col value is one of these are left out
+     * (counted as skipped), as IryoNLP left ICRC out of the guidelines. */
+    const char *const *exclude_sources;
+    size_t n_exclude_sources;
     /* Called after each committed batch and at each file's end with the
      * input bytes read so far and their total; may be NULL. */
     void (*progress)(uint64_t done_bytes, uint64_t total_bytes, void *user);

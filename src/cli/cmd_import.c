@@ -47,6 +47,10 @@ static const struct cli_opt import_opts[] = {
      "for a file; a null or empty value: the file's source), for datasets "
      "that mix sources, such as the guidelines'",
      0},
+    {"exclude-source", 0, "NAME",
+     "parquet with --source-col: leave out the rows of source NAME "
+     "(counted as skipped); may be given more than once",
+     1},
     {"batch", 'b', "N", "documents per transaction, 1..1000000 (default 1000)",
      0},
     {"threads", 't', "N",
@@ -131,6 +135,8 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     p->title_col = cli_get(a, "title-col");
     p->meta_cols = cli_get_all(a, "meta-col", &p->n_meta_cols);
     p->source_col = cli_get(a, "source-col");
+    p->exclude_sources =
+        cli_get_all(a, "exclude-source", &p->n_exclude_sources);
     p->strict = cli_get(a, "strict") != NULL;
     p->follow_symlinks = cli_get(a, "follow-symlinks") != NULL;
     p->on_skip = on_skip;

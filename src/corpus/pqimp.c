@@ -184,6 +184,23 @@ static enum mt_status row_source(struct pqi *x, size_t g, size_t r,
     return mtx_sink_source(x->c->sink, s, err);
 }
 
+/* Is the row's source one --exclude-source names? */
+static int excluded(struct pqi *x, size_t r)
+{
+    const struct mt_import_params *p = x->c->p;
+    const struct mtx_pq_col *c = &x->col[x->src];
+    struct mt_str s;
+    size_t i;
+
+    if (!x->src || c->v[r].null)
+        return 0;
+    s = str_of(c, r);
+    for (i = 0; i < p->n_exclude_sources; i++)
+        if (mtx_str_eq_c(s, p->exclude_sources[i]))
+            return 1;
+    return 0;
+}
+
 /* The row's id: the string, or an integer in decimal. */
 static const char *row_id(struct pqi *x, size_t r)
 {
@@ -204,12 +221,12 @@ static enum mt_status row_put(struct pqi *x, size_t g, size_t r,
     size_t bad;
     enum mt_status st;
 
-    if (x->col[0].v[r].null)
-        return bad_row(x, g, r, x->name[0], "(the id) is null", err);
-    if (x->col[1].v[r].null || text.n == 0) {
-        mtx_sink_record(x->c->sink, 1); /* no text: counted as skipped */
+    if (excluded(x, r) || x->col[1].v[r].null || text.n == 0) {
+        mtx_sink_record(x->c->sink, 1); /* counted as skipped */
         return MT_OK;
     }
+    if (x->col[0].v[r].null)
+        return bad_row(x, g, r, x->name[0], "(the id) is null", err);
     d.id = row_id(x, r);
     if (!d.id || !d.id[0])
         return bad_row(x, g, r, x->name[0],

@@ -145,3 +145,24 @@ then
 else
     not_ok "--source-col" "rc=$rc docs=$want rest=$nulls want $expn" "$(head -5 "$TMP/err")"
 fi
+
+# --exclude-source: the rows of the sources named are left out
+x=$(sed -n 2p "$P/expected.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["title"])')
+"$MT" import parquet --jsonl "$TMP/x.jsonl" --no-progress --json --id-col id \
+    --text-col text --source-col title --exclude-source "$x" \
+    --exclude-source nothing-such "$P/aw_v2_dict_zstd.parquet" >"$TMP/res" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$TMP/x.jsonl" "$P/expected.jsonl" "$x" "$TMP/res" <<'PY'
+import json, sys
+got = [json.loads(l)["id"] for l in open(sys.argv[1])]
+want = [w["id"] for w in map(json.loads, open(sys.argv[2]))
+        if w.get("title") != sys.argv[3]]
+assert got == want, (len(got), len(want))
+res = json.load(open(sys.argv[4]))
+assert res["skipped"] == 51 + 2449 - len(want), res["skipped"]
+PY
+then
+    ok "--exclude-source leaves out the rows of that source, counted as skipped"
+else
+    not_ok "--exclude-source" "rc=$rc" "$(head -5 "$TMP/err")"
+fi
