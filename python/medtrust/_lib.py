@@ -104,7 +104,8 @@ def _load() -> ctypes.CDLL:
     if _needs_asan(path):
         raise OSError(
             "%s was built with sanitizers (make test's build): run Python "
-            "with LD_PRELOAD=$(gcc -print-file-name=libasan.so) "
+            "with LD_PRELOAD=\"$(gcc -print-file-name=libasan.so) "
+            "$(gcc -print-file-name=libstdc++.so)\" "
             "ASAN_OPTIONS=detect_leaks=0, or use the plain build "
             "(build/libmedtrust.so from `make`)" % path
         )

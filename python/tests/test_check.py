@@ -134,3 +134,23 @@ def test_check_many_return_exceptions(stub: Any) -> None:
                                 return_exceptions=True))
     assert isinstance(out[0], medtrust.InvalidArgumentError)
     assert isinstance(out[1], medtrust.CheckResult) and out[1].error_flag
+
+
+def test_examples_quickstart_runs(stub: Any, medec_small: Path,
+                                  corpus: Path, tmp_path: Path) -> None:
+    """examples/quickstart.py, the script a user starts from, end to end
+    against the stub: index, search, check, score."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py"),
+         "--db", str(tmp_path / "db"), "--corpus", str(corpus), "--docs",
+         "50", "--embedder", "none", "--notes", str(medec_small), "--n",
+         "3", "--llm", stub.spec, "--strategy", "react-reflex"],
+        capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout
+    assert "indexed: 50 new documents" in out
+    assert "1. " in out and "error flag accuracy" in out
+    assert out.count("ms-val-") == 3

@@ -4,7 +4,8 @@
 #
 # make test's build is sanitized, and so is its libmedtrust.so: Python
 # loads it with the ASan runtime preloaded (it must come first in the
-# process), so the package's calls run under ASan and UBSan as the C
+# process; a separate unsanitized build would cost a second compile of the
+# library in every make test), so the package's calls run under ASan and UBSan as the C
 # suites do, at no extra compile. Leak checks are off in the Python
 # process only (the interpreter keeps its memory until exit); the
 # binaries the tests start get them back (conftest.sub_env).
@@ -19,7 +20,12 @@ if ! "$PY" -c 'import pytest' 2>/dev/null; then
 fi
 export MEDTRUST_LIB="$B/libmedtrust.so"
 if readelf -d "$MEDTRUST_LIB" | grep -q 'NEEDED.*libasan'; then
-    export LD_PRELOAD=$(gcc -print-file-name=libasan.so)
+    # libstdc++ too: ASan finds the C++ runtime's __cxa_throw when it
+    # starts, and llama.cpp's (loaded later by the library) throws and
+    # catches exceptions; without it the first one aborts in ASan's
+    # interceptor
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+    export LD_PRELOAD
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 fi
 cd "$ROOT/python" || exit 1
