@@ -271,11 +271,23 @@ static void mark_edges(struct pdf *d)
 /* ==== A page's text ==== */
 
 /* Does 'l' end in a hyphen that splits a word ("differ-" + "ence")? */
-static int hyphen_split(const struct line *l, const struct line *next)
+/* The bytes of the hyphen that ends l when it splits a word ("differ-" +
+ * "ence"): '-', U+2010 HYPHEN or U+00AD SOFT HYPHEN after a letter, the
+ * next line starting lower-case; else 0. */
+static size_t hyphen_split(const struct line *l, const struct line *next)
 {
-    return l->n >= 2 && l->p[l->n - 1] == '-' &&
-           isalpha((unsigned char)l->p[l->n - 2]) &&
-           islower((unsigned char)next->p[0]);
+    static const char *const hy[] = {"-", "\xe2\x80\x90", "\xc2\xad"};
+    size_t i, k;
+
+    if (!islower((unsigned char)next->p[0]))
+        return 0;
+    for (i = 0; i < sizeof hy / sizeof hy[0]; i++) {
+        k = strlen(hy[i]);
+        if (l->n > k && memcmp(l->p + l->n - k, hy[i], k) == 0 &&
+            isalpha((unsigned char)l->p[l->n - k - 1]))
+            return k;
+    }
+    return 0;
 }
 
 /* The page's kept lines joined with a space, a word hyphenated at a line
@@ -289,13 +301,17 @@ static enum mt_status page_text(struct pdf *d, const struct page *p)
     mtx_buf_reset(&d->out);
     for (j = 0; st == MT_OK && j < p->nl; j++) {
         const struct line *l = p->l[j];
+        size_t hy;
 
         if (l->drop)
             continue;
-        if (prev && hyphen_split(prev, l))
-            d->out.len--, d->out.data[d->out.len] = '\0';
-        else if (prev)
+        hy = prev ? hyphen_split(prev, l) : 0;
+        if (hy) {
+            d->out.len -= hy;
+            d->out.data[d->out.len] = '\0';
+        } else if (prev) {
             st = mtx_buf_putc(&d->out, ' ');
+        }
         if (st == MT_OK)
             st = mtx_buf_append(&d->out, l->p, l->n);
         prev = l;
