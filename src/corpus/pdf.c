@@ -151,7 +151,7 @@ static enum mt_status split_lines(struct page *p, const PopplerRectangle *r,
         struct line ln = {s, n, 0, 1e300, 1e300, -1e300, -1e300};
         const char *q;
 
-        for (q = s; q < s + n; q = g_utf8_next_char(q), ci++) {
+        for (q = s; q < s + n; q += g_utf8_skip[*(const guchar *)q], ci++) {
             if (ci < nr && !isspace((unsigned char)*q)) {
                 ln.x0 = r[ci].x1 < ln.x0 ? r[ci].x1 : ln.x0;
                 ln.y0 = r[ci].y1 < ln.y0 ? r[ci].y1 : ln.y0;
