@@ -248,11 +248,55 @@ async function logOut(page) {
   return page.isVisible('#login-btn');
 }
 
+// Opens a page's collapsed Settings control (a <details>).
+async function openSettings(page, p) {
+  await page.$eval('#' + p + '-settings', (d) => {
+    d.open = true;
+  });
+}
+
+// Settings collapsed behind one control whose line says the values in
+// force: on a fresh load at 390 px each page's button is above the fold
+// with the panel closed; the line follows a change.
+async function collapsedSettings(page) {
+  const vp = page.viewportSize();
+  await page.setViewportSize({width: 390, height: HEIGHT});
+  for (const [p, btn] of [['search', 'search-btn'], ['check', 'check-btn'],
+    ['ask', 'ask-btn']]) {
+    await page.goto(base + '/#' + p);
+    await page.reload();
+    await page.waitForFunction((x) => document.getElementById(x +
+        '-settings-now').textContent.length > 0, p);
+    const r = await page.evaluate(([x, b]) => [
+      document.getElementById(x + '-settings').open,
+      document.getElementById(b).getBoundingClientRect().bottom,
+      document.getElementById(x + '-settings-now').textContent], [p, btn]);
+    check('the ' + p + ' page\'s settings are collapsed with the values ' +
+        'in one line, its button above the fold at 390 px', !r[0] &&
+        r[1] <= HEIGHT && r[2].length > 10, JSON.stringify(r));
+    if (p === 'check') {
+      const before = r[2];
+      check('the check settings line says the paper\'s defaults',
+          /N 4 · M 5 · accept mean ≥ 3\.8, lowest ≥ 3 · top 20 of 50/
+              .test(before), before);
+      await openSettings(page, 'check');
+      await page.fill('#check-rounds', '2');
+      const after = await page.textContent('#check-settings-now');
+      check('the settings line follows a change', after.includes('M 2') &&
+          !after.includes('M 5'), after);
+      await page.fill('#check-rounds', '5');
+      await shot(page, 'check_settings_390');
+    }
+  }
+  await page.setViewportSize(vp);
+}
+
 async function search(page) {
   await page.goto(base + '/#search');
   await page.waitForSelector('#search-source option:nth-child(2)',
       {state: 'attached'});
   await page.fill('#search-q', 'gout treatment');
+  await openSettings(page, 'search');
   await page.click('#search-btn');
   await page.waitForSelector('#search-hits li', {timeout: 10000});
   const hits = await page.$$eval('#search-hits li', (l) => l.length);
@@ -362,6 +406,7 @@ async function checkNote(page, strategy, settings) {
     document.getElementById('check-k-lim').textContent.length > 0);
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
+  await openSettings(page, 'check');
   for (const [id, v] of Object.entries(settings || {})) {
     if (await page.$eval(id, (e) => e.type === 'range')) {
       await page.$eval(id, (e, x) => {
@@ -400,6 +445,7 @@ async function cancelCheck(page) {
   await page.goto(base + '/#check');
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', 'react-reflex');
+  await openSettings(page, 'check');
   await page.fill('#check-rounds', '5');
   await page.fill('#check-min', '5');
   await page.click('#check-btn');
@@ -425,6 +471,7 @@ async function failedCheck(page, strategy, model) {
     document.getElementById('check-k-lim').textContent.length > 0);
   await page.fill('#check-note', NOTE);
   await page.selectOption('#check-strategy', strategy);
+  await openSettings(page, 'check');
   await page.selectOption('#check-model', model);
   if (strategy === 'react-reflex') {
     await page.fill('#check-steps', '2');
@@ -615,6 +662,7 @@ async function checks(page) {
 async function askFilters(page) {
   await page.waitForSelector('#ask-source option:nth-child(2)',
       {state: 'attached'});
+  await openSettings(page, 'ask');
   const opts = await page.$$eval('#ask-source option', (o) =>
     o.map((x) => x.value));
   check('the Ask page offers the store\'s sources', opts.length > 1 &&
@@ -1051,6 +1099,7 @@ async function main() {
   check('log out returns to the login page', await logOut(page));
   await loginError(page);
   check('log in with the form', await logIn(page, 'carol', 'carol-password'));
+  await collapsedSettings(page);
   await search(page);
   await checks(page);
   await failedChecks(page);

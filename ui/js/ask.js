@@ -10,6 +10,7 @@ import {$, clear, docHref, el} from './dom.js';
 import {followRun} from './check.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {bound, limits, model, offerModels} from './limits.js';
+import {collapse, common, val, years} from './collapse.js';
 import {showWeight} from './search.js';
 import {liveAnswer} from './stream.js';
 
@@ -204,8 +205,17 @@ async function submit(ev) {
   }, {token: text.token});
 }
 
+// The Ask settings in one line.
+function describe() {
+  return ['top ' + val('ask-k'), val('ask-mode') || 'mode as the index allows',
+    val('ask-source') ? 'source ' + val('ask-source') : 'all sources',
+    years('ask-year-from', 'ask-year-to'),
+    model('ask') ? 'model ' + model('ask') : ''].concat(common('ask'));
+}
+
 export async function initAsk() {
   mountFilters('ask');
+  const summarize = collapse('ask', describe);
   $('ask-form').addEventListener('submit', submit);
   $('ask-w').addEventListener('input', showWeights);
   const [lim, models] = await Promise.all([limits(), api('GET', '/v1/models'),
@@ -220,6 +230,7 @@ export async function initAsk() {
     $('ask-w').value = String(Math.round(f.w_sem.default * 100));
   }
   showWeights();
+  summarize();
   if (!lim) return;
   boundFilters('ask', lim.ask.filter_bytes);
   const modes = lim.ask.modes || ['bm25'];
@@ -227,4 +238,5 @@ export async function initAsk() {
   $('ask-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   offerModels('ask', lim); // when the server has more than its --llm
+  summarize();
 }

@@ -9,6 +9,7 @@ import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {bound, limits, model, offerModels} from './limits.js';
+import {collapse, common, val, years} from './collapse.js';
 
 // The paper settings' inputs, by the server's field names.
 const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
@@ -216,6 +217,20 @@ async function submit(ev) {
 let hasVectors = false;
 const showWeights = () => showWeight('check-w', 'check-w-val', hasVectors);
 
+// The Check settings in one line (the model; react-reflex's N, M,
+// thresholds, depths, mode, source, years, filters and weights).
+function describe() {
+  const m = model('check') ? 'model ' + model('check') : 'the server\'s model';
+  if ($('check-strategy').value !== 'react-reflex') return [m];
+  return [m, 'N ' + val('check-steps'), 'M ' + val('check-rounds'),
+    'accept mean ≥ ' + val('check-mean') + ', lowest ≥ ' + val('check-min'),
+    'top ' + val('check-k') + ' of ' + val('check-retrieve'),
+    val('check-mode') || 'mode as the index allows',
+    val('check-source') ? 'source ' + val('check-source') : 'all sources',
+    years('check-year-from', 'check-year-to')].concat(common('check'));
+}
+let summarize = () => {};
+
 // Says up front when the chosen strategy has no model configured (the
 // server refuses such a check with the same advice); a front end that runs
 // no jobs (serve --llm-jobs 0) leaves that to the nodes that run them.
@@ -231,10 +246,12 @@ function strategyHint() {
   }
   $('check-strategy-hint').textContent = text;
   $('check-config').hidden = sel.value !== 'react-reflex';
+  summarize();
 }
 
 export async function initCheck() {
   mountFilters('check');
+  summarize = collapse('check', describe);
   $('check-strategy').addEventListener('change', strategyHint);
   $('check-form').addEventListener('submit', submit);
   $('check-w').addEventListener('input', showWeights);

@@ -7,6 +7,7 @@ import {api, errorText, fillSources} from './api.js';
 import {$, clear, docHref, el, highlight, queryTerms} from './dom.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {limits} from './limits.js';
+import {collapse, common} from './collapse.js';
 
 let hasVectors = false;
 let building = null; // /v1/models index_build: vectors on their way
@@ -94,10 +95,12 @@ async function submit(ev) {
 
 export async function initSearch() {
   mountFilters('search');
+  const summarize = collapse('search', () => common('search'));
   $('search-form').addEventListener('submit', submit);
   $('search-w').addEventListener('input', showWeights);
   const [models, lim] = await Promise.all([api('GET', '/v1/models'),
     limits(), fillSources($('search-source'))]);
   if (lim) boundFilters('search', lim.search.filter_bytes);
   vectorsFrom(models);
+  summarize();
 }
