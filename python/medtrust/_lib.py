@@ -399,6 +399,8 @@ class AgentParams(Structure):
         ("cancelled", CANCEL1_FN),
         ("cancelled_user", c_void_p),
         ("retriever", c_void_p),
+        ("verify_correction", c_void_p),
+        ("verify_correction_user", c_void_p),
     ]
 
 
@@ -441,6 +443,7 @@ class CheckResult(Structure):
         ("trace", c_void_p),
         ("fallback", c_int),
         ("fallback_why", c_void_p),
+        ("correction_evidence", c_void_p),
     ]
 
 

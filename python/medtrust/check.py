@@ -41,6 +41,8 @@ class CheckResult:
         fallback: True when the verdict is no answer of the model's (then
             ``check`` raised ModelError carrying this result).
         fallback_why: why, in words, or None.
+        correction_evidence: the correction's evidence when the library
+            verified it (``check --verify-correction``), else None.
     """
 
     id: str
@@ -55,6 +57,7 @@ class CheckResult:
     fallback: bool = False
     fallback_why: Optional[str] = None
     submission: str = ""
+    correction_evidence: Optional[Any] = None
 
     def submission_line(self) -> str:
         """The MEDIQA-CORR submission line: ``ID FLAG SENTENCE CORRECTION``
@@ -415,4 +418,5 @@ def _result(nid: str, r: _lib.CheckResult) -> CheckResult:
         corrected_text=o["corrected_text"], strategy=o["strategy"],
         usage=o.get("usage", {}), trace=o.get("trace", []),
         fallback=bool(o.get("fallback")), fallback_why=o.get("fallback_why"),
-        submission=line or "")
+        submission=line or "",
+        correction_evidence=o.get("correction_evidence"))
