@@ -30,8 +30,8 @@ static const struct cli_opt models_opts[] = {
      0},
     {"reranker", 'r', "SPEC", "reranker (default MEDTRUST_RERANKER)", 0},
     {"nli", 'n', "SPEC",
-     "NLI classifier: gguf:PATH, onnx:DIR, llm or llm:SPEC "
-     "(default MEDTRUST_NLI)",
+     "NLI classifier: gguf:PATH, onnx:DIR, llm, llm:SPEC or "
+     "minicheck:SPEC (default MEDTRUST_NLI)",
      0},
     {"timeout", 0, "SECONDS",
      "bound on each check, 1..86400 (default 120 "

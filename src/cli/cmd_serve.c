@@ -122,8 +122,9 @@ static const struct cli_opt serve_opts[] = {
      "openai:URL#MODEL (default none)",
      0},
     {"nli", 0, "SPEC",
-     "verifier of /v1/ask claims: gguf:PATH (NLI classifier) or llm "
-     "(the model as judge); default MEDTRUST_NLI, else llm",
+     "verifier of /v1/ask claims: gguf:PATH (NLI classifier), llm "
+     "(the model as judge) or minicheck:SPEC (a MiniCheck model); default "
+     "MEDTRUST_NLI, else llm",
      0},
     {"secure-cookies", 0, NULL, "mark cookies Secure (behind TLS)", 0},
     {"test-routes", 0, NULL, "test equipment: enable POST /v1/jobs/sleep", 0},

@@ -17,9 +17,10 @@
         CLI_LORA_OPT,                                                          \
         {"nli", 0, "SPEC",                                                     \
          "verifier: gguf:PATH[?preset=mnli|verifai] (NLI classifier; "         \
-         "also ?labels=A,B,C&pair=claim-first|evidence-first) or llm "         \
-         "(prompted judge, MEDTRUST_LLM_JUDGE); default MEDTRUST_NLI, else "   \
-         "llm",                                                                \
+         "also ?labels=A,B,C&pair=claim-first|evidence-first), llm "           \
+         "(prompted judge, MEDTRUST_LLM_JUDGE) or minicheck:SPEC (a "          \
+         "MiniCheck model, e.g. Bespoke-MiniCheck-7B: Yes/No per sentence); "  \
+         "default MEDTRUST_NLI, else llm",                                     \
          0},                                                                   \
         {"embedder", 'e', "SPEC",                                              \
          "query and claim embedder: use-lite, "                                \

@@ -1,5 +1,6 @@
-/* NLI front end: the gguf classifier, or a prompted judge on a chat model
- * (as VerifAI compared with GPT-4) constrained to a JSON label. */
+/* NLI front end: the gguf classifier, a prompted judge on a chat model
+ * (as VerifAI compared with GPT-4) constrained to a JSON label, or a
+ * MiniCheck model's Yes/No (nli_minicheck.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct mt_nli {
     struct mtx_onnx *onnx;
     int at[3]; /* onnx: output index of SUPPORT, CONTRADICT, NO_EVIDENCE */
     int claim_first; /* the pair is [CLS] claim [SEP] evidence [SEP] */
+    int minicheck;   /* llm is a MiniCheck model (minicheck:SPEC) */
     char desc[600];  /* the spec's mapping of outputs to labels */
 };
 
@@ -307,15 +309,16 @@ static enum mt_status open_judge(const char *spec,
 enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
                            struct mt_nli **out, struct mt_error *err)
 {
-    static const char *const kinds[] = {"gguf", "llm", "onnx"};
+    static const char *const kinds[] = {"gguf", "llm", "onnx", "minicheck"};
     struct mtx_spec ms;
     struct mt_nli *n;
-    enum mt_status st = mtx_spec_parse(spec, kinds, 3, "--nli", &ms, err);
+    enum mt_status st = mtx_spec_parse(spec, kinds, 4, "--nli", &ms, err);
 
     if (st != MT_OK)
         return mt_fail(err, MT_EINVAL,
                        "unknown NLI spec '%s': use gguf:PATH, "
-                       "onnx:DIR[?options], llm or llm:SPEC in --nli",
+                       "onnx:DIR[?options], llm, llm:SPEC, minicheck or "
+                       "minicheck:SPEC in --nli",
                        spec ? spec : "");
     n = mt_calloc(1, sizeof *n);
     if (!n)
@@ -326,8 +329,15 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
         st = open_onnx(ms.arg, p, n, err);
     else
         st = open_judge(ms.arg, p, n, err);
+    n->minicheck = ms.kind == 3;
     if (st == MT_OK && n->onnx)
         describe(n, spec);
+    if (st == MT_OK && n->minicheck)
+        snprintf(n->desc, sizeof n->desc,
+                 "%s: MiniCheck's Yes = SUPPORT, No = NO_EVIDENCE (it never "
+                 "says CONTRADICT); the claim's sentences each against the "
+                 "document's chunks",
+                 spec);
     if (st != MT_OK) {
         mt_nli_close(n);
         return st;
@@ -405,6 +415,8 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
         st = mtx_llama_cls_probs(n->cls, evidence, claim, pr, err);
     else if (n->onnx)
         st = onnx_probs(n, claim, evidence, pr, err);
+    else if (n->minicheck)
+        st = mtx_minicheck_probs(n->llm, claim, evidence, pr, err);
     else
         st = judge(n, claim, evidence, pr, err);
     if (st != MT_OK)

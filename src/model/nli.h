@@ -23,4 +23,12 @@ enum mt_status mtx_llama_cls_probs(struct mtx_llama_cls *c, const char *premise,
                                    struct mt_error *err);
 void mtx_llama_cls_free(struct mtx_llama_cls *c);
 
+/* The MiniCheck verifier (src/model/nli_minicheck.c) on chat model l:
+ * probs SUPPORT 1 when every sentence of the claim is supported by some
+ * chunk of the document, else NO_EVIDENCE 1 (MiniCheck answers Yes/No;
+ * it never says CONTRADICT). MT_EPARSE when the model answers neither. */
+enum mt_status mtx_minicheck_probs(struct mt_llm *l, const char *claim,
+                                   const char *doc, float probs[3],
+                                   struct mt_error *err);
+
 #endif

@@ -12,6 +12,8 @@
 #include "model/embed_openai.h"
 #include "model/http_pool.h"
 #include "model/nli.h"
+#include <jansson.h>
+
 #include "model/rerank.h"
 #include "stub.h"
 
@@ -476,6 +478,129 @@ static void test_nli_llm_judge_reads_label(void **state)
     stub_stop(&s);
 }
 
+/* Request i (from 1) of the stub's log, its JSON body parsed. */
+static json_t *logged_request(const struct stub *s, int i)
+{
+    char line[16384];
+    FILE *f = fopen(s->log, "r");
+    json_t *j = NULL;
+    int k = 0;
+
+    while (f && !j && fgets(line, sizeof line, f)) {
+        char *b = line;
+        int sp;
+        if (++k != i)
+            continue;
+        for (sp = 0; sp < 4 && b; sp++) /* "SEQ ACTIVE PATH AUTH BODY" */
+            if ((b = strchr(b, ' ')) != NULL)
+                b++;
+        j = b ? json_loads(b, 0, NULL) : NULL;
+    }
+    if (f)
+        fclose(f);
+    return j;
+}
+
+static const char *msg_of(const json_t *req, size_t i)
+{
+    return json_string_value(json_object_get(
+        json_array_get(json_object_get(req, "messages"), i), "content"));
+}
+
+/* minicheck:SPEC sends the MiniCheck authors' prompt (their
+ * minicheck/utils.py, verbatim), greedy and one token, each sentence of
+ * the claim on its own: supported only when every sentence is. */
+static void test_nli_minicheck_prompt_and_sentences(void **state)
+{
+    struct stub s;
+    struct mt_nli *n = NULL;
+    struct mt_error err;
+    enum mt_nli_label lab;
+    float pr[3];
+    char spec[128];
+    json_t *q;
+    (void)state;
+    stub_start(&s, JUDGE("Yes") JUDGE("Yes") JUDGE("No") JUDGE(" no.")
+                       JUDGE("Maybe"));
+    snprintf(spec, sizeof spec, "minicheck:openai:%s#bespoke-minicheck", s.url);
+    CHECK_OK(mt_nli_open(spec, NULL, &n, &err));
+    CHECK(strstr(mt_nli_describe(n), "No = NO_EVIDENCE") != NULL);
+    CHECK_OK(mt_nli_classify(n, "Aspirin was given.",
+                             "The patient got aspirin on day 2.", pr, &lab,
+                             &err));
+    CHECK(lab == MT_NLI_SUPPORT && pr[MT_NLI_SUPPORT] == 1.0f);
+    q = logged_request(&s, 1);
+    CHECK(q != NULL);
+    CHECK(strcmp(msg_of(q, 0),
+                 "Determine whether the provided claim is consistent with "
+                 "the corresponding document. Consistency in this context "
+                 "implies that all information presented in the claim is "
+                 "substantiated by the document. If not, it should be "
+                 "considered inconsistent. Please assess the claim's "
+                 "consistency with the document by responding with either "
+                 "\"Yes\" or \"No\".") == 0);
+    CHECK(strcmp(msg_of(q, 1), "Document: The patient got aspirin on day "
+                               "2.\nClaim: Aspirin was given.") == 0);
+    CHECK(json_integer_value(json_object_get(q, "max_tokens")) == 1);
+    CHECK(json_number_value(json_object_get(q, "temperature")) == 0.0);
+    CHECK(json_object_get(q, "response_format") == NULL);
+    json_decref(q);
+    /* two sentences: the first supported, the second not */
+    CHECK_OK(mt_nli_classify(n, "Aspirin was given. Heparin was started.",
+                             "The patient got aspirin.", pr, &lab, &err));
+    CHECK(lab == MT_NLI_NO_EVIDENCE && pr[MT_NLI_NO_EVIDENCE] == 1.0f &&
+          pr[MT_NLI_CONTRADICT] == 0.0f);
+    q = logged_request(&s, 3);
+    CHECK(q && strcmp(msg_of(q, 1), "Document: The patient got aspirin."
+                                    "\nClaim: Heparin was started.") == 0);
+    json_decref(q);
+    /* a first sentence unsupported ends the claim: one call */
+    CHECK_OK(mt_nli_classify(n, "A. B.", "C.", NULL, &lab, &err));
+    CHECK(lab == MT_NLI_NO_EVIDENCE && stub_requests(&s, NULL, NULL, 0) == 4);
+    CHECK(mt_nli_classify(n, "a", "b", NULL, &lab, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "not Yes or No") != NULL);
+    mt_nli_close(n);
+    stub_stop(&s);
+}
+
+/* A document longer than the context (less 300 tokens for the claim, as
+ * the authors' LLMCheck keeps) goes in chunks of whole sentences; a claim
+ * is supported when any chunk supports it. */
+static void test_nli_minicheck_document_chunks(void **state)
+{
+    struct stub s;
+    struct mt_nli *n = NULL;
+    struct mt_error err;
+    enum mt_nli_label lab;
+    char spec[128];
+    char doc[4096];
+    json_t *q;
+    size_t i;
+    (void)state;
+    stub_start(&s, "props 200 0 - {\"default_generation_settings\":{"
+                   "\"n_ctx\":800}}\n" JUDGE("No") JUDGE("Yes"));
+    /* two sentences of about 300 estimated tokens each (3 bytes a token) */
+    memset(doc, 0, sizeof doc);
+    for (i = 0; i < 2; i++) {
+        char sent[1000];
+        memset(sent, 'a' + (int)i, 899);
+        sent[0] = (char)('A' + (int)i);
+        sent[899] = '\0';
+        strcat(doc, sent);
+        strcat(doc, i ? "." : ". ");
+    }
+    snprintf(spec, sizeof spec, "minicheck:openai:%s#m", s.url);
+    CHECK_OK(mt_nli_open(spec, NULL, &n, &err));
+    CHECK_OK(mt_nli_classify(n, "Claim here.", doc, NULL, &lab, &err));
+    CHECK(lab == MT_NLI_SUPPORT && stub_requests(&s, NULL, NULL, 0) == 2);
+    q = logged_request(&s, 2);
+    CHECK(q && strncmp(msg_of(q, 1), "Document: Bbbb", 14) == 0 &&
+          strstr(msg_of(q, 1), "Aaaa") == NULL);
+    json_decref(q);
+    mt_nli_close(n);
+    stub_stop(&s);
+}
+
 static void test_specs_and_role_routing(void **state)
 {
     struct mt_llm *l = NULL;
@@ -673,6 +798,8 @@ int main(void)
         cmocka_unit_test(test_embeddings_parse_normalise_and_cache),
         cmocka_unit_test(test_embedder_open_fails_clearly),
         cmocka_unit_test(test_nli_llm_judge_reads_label),
+        cmocka_unit_test(test_nli_minicheck_prompt_and_sentences),
+        cmocka_unit_test(test_nli_minicheck_document_chunks),
         cmocka_unit_test(test_specs_and_role_routing),
         cmocka_unit_test(test_chat_survives_allocation_failures),
         cmocka_unit_test(test_timeout_default_from_environment),
