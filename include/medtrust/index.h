@@ -88,6 +88,11 @@ struct mt_index_build_params {
      * in the manifest; a different name forces a rebuild); dims is the
      * embedder's output dimension. */
     const char *embedder;
+    /* The embedder queries take when it is not the documents' own (an
+     * asymmetric retriever such as MedCPT's query and article encoders):
+     * recorded in the manifest beside 'embedder' (a change rebuilds); NULL
+     * or "" = the same. Its vectors must have dims dimensions. */
+    const char *query_embedder;
     uint32_t dims;
     mt_index_embed_fn embed;
     void *embed_user;
@@ -266,6 +271,12 @@ const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims);
  * the dimension into *dims. */
 enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
                                       uint32_t *dims, struct mt_error *err);
+
+/* The query embedder the index of the store in 'dir' records (see
+ * mt_index_build_params.query_embedder) into buf: "" when queries take
+ * the documents' embedder or there is no index. */
+enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
+                                            size_t n, struct mt_error *err);
 
 #ifdef __cplusplus
 }

@@ -169,6 +169,13 @@ struct mt_index_update_params {
     const char *embed_cache;   /* SQLite cache of chunk embeddings, so a
                                   rebuild re-embeds nothing it has seen;
                                   NULL = none */
+    /* The query embedder of an asymmetric retriever (MedCPT: a query
+     * encoder beside the article encoder), recorded in the index and
+     * used by every search of it (mt_retriever); it must give the
+     * documents' dimension. NULL = the one the index records while its
+     * embedder stays the same (none after a change); "" = none (queries
+     * take the documents' embedder). */
+    const char *query_embedder_spec;
 };
 
 /* Fills 'p': mt_index_default_build_params, the index's embedder, no

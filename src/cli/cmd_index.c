@@ -93,9 +93,15 @@ static const struct cli_opt index_opts[] = {
      0},
     {"embedder", 'e', "SPEC",
      "embed chunks for dense and hybrid search: "
-     "use-lite, gguf:PATH, openai:URL#MODEL, or none (default: what the "
-     "index already uses; for a new index $MEDTRUST_EMBEDDER, else "
-     "use-lite)",
+     "use-lite, gguf:PATH, onnx:DIR, openai:URL#MODEL, or none (default: "
+     "what the index already uses; for a new index $MEDTRUST_EMBEDDER, "
+     "else use-lite)",
+     0},
+    {"query-embedder", 0, "SPEC",
+     "the embedder queries take, for an asymmetric retriever (MedCPT's "
+     "query encoder beside --embedder's article encoder); recorded in the "
+     "index so every search uses it; \"\" = none (default: what the index "
+     "records while its embedder stays)",
      0},
     {"dims", 0, "N",
      "keep the first N dimensions of each chunk vector, renormalised "
@@ -254,6 +260,7 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
  * STYLE.md allows globals in cli/). */
 static char o_name[128];
 static const char *o_cache; /* --cache */
+static const char *o_query; /* --query-embedder, NULL = keep */
 static uint32_t o_dims;     /* --dims, 0 = none given */
 
 /* A build's progress: the line on stderr, and DIR/MT_INDEX_BUILD_STATUS
@@ -360,6 +367,7 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     up.embedder_spec = embedder;
     up.dims = o_dims;
     up.embed_cache = o_cache;
+    up.query_embedder_spec = o_query;
     st = mt_index_pick_embedder(mt_store_dir(s), embedder, o_dims, o_name,
                                 sizeof o_name, NULL, err);
     if (st != MT_OK)
@@ -463,6 +471,7 @@ static int index_run(struct cli_args *a)
     /* Without --input, only an existing store's search index is updated. */
     o.sp.create = n > 0;
     o_cache = cli_get(a, "cache");
+    o_query = cli_get(a, "query-embedder");
     v = 0;
     if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
         return 1;

@@ -28,6 +28,10 @@ static const struct cli_opt models_opts[] = {
      "embedder (default MEDTRUST_EMBEDDER, else "
      "use-lite)",
      0},
+    {"query-embedder", 0, "SPEC",
+     "an asymmetric retriever's query embedder (as `index "
+     "--query-embedder` records it), checked when given",
+     0},
     {"reranker", 'r', "SPEC", "reranker (default MEDTRUST_RERANKER)", 0},
     {"nli", 'n', "SPEC",
      "NLI classifier: gguf:PATH, onnx:DIR, llm, llm:SPEC or "
@@ -148,7 +152,8 @@ static enum mt_status check_other(const char *kind, const char *spec,
     mt_embedder_default_params(&ep);
     mt_reranker_default_params(&rp);
     ep.timeout_s = rp.timeout_s = timeout;
-    if (strcmp(kind, "embedder") == 0) {
+    if (strncmp(kind, "embedder", 8) == 0 ||
+        strcmp(kind, "query-embedder") == 0) {
         st = mt_embedder_open(spec, &ep, &e, err);
         if (st == MT_OK)
             snprintf(detail, n, "%u dimensions", mt_embedder_dims(e));
@@ -235,6 +240,8 @@ static int models_run(struct cli_args *a)
     emb = opt_or_env(a, "embedder", "MEDTRUST_EMBEDDER", "use-lite");
     /* "none" means an index without vectors: no embedder to check */
     check_one(&c, "embedder", strcmp(emb, "none") == 0 ? NULL : emb);
+    if (cli_get(a, "query-embedder"))
+        check_one(&c, "query-embedder", cli_get(a, "query-embedder"));
     check_one(&c, "reranker",
               opt_or_env(a, "reranker", "MEDTRUST_RERANKER", NULL));
     check_one(&c, "nli", opt_or_env(a, "nli", "MEDTRUST_NLI", NULL));

@@ -46,15 +46,15 @@
          0},                                                                   \
         CLI_META_FILTER_OPTS,                                                  \
         {"embedder", 'e', "SPEC",                                              \
-         "query embedder for dense/hybrid "                                    \
-         "(default: the one the index was built with)",                        \
+         "query embedder for dense/hybrid (default: the index's query "        \
+         "embedder when it records one, else the one it was built with)",      \
          0},                                                                   \
         {"rerank", 0, "R",                                                     \
          "rerank stage: score the top R hits with the "                        \
          "reranker, keep the top k (IryoNLP: 50 -> 20)",                       \
          0},                                                                   \
         {"reranker", 0, "SPEC",                                                \
-         "cross-encoder for --rerank: gguf:PATH or "                           \
+         "cross-encoder for --rerank: gguf:PATH, onnx:DIR or "                 \
          "openai:URL#MODEL (without one the order passes through)",            \
          0},                                                                   \
     {                                                                          \

@@ -221,6 +221,12 @@ static const char *embedder_name(const struct mt_index_build_params *p)
     return p->embedder && *p->embedder ? p->embedder : "custom";
 }
 
+/* The query embedder recorded: only beside vectors. */
+static const char *query_name(const struct mt_index_build_params *p)
+{
+    return p->embed && p->query_embedder ? p->query_embedder : "";
+}
+
 /* ==== Tiered merge ==== */
 
 /* Segments m->segs[a, b) to merge into one before appending; a == b for
@@ -402,6 +408,7 @@ static enum mt_status plan(struct mt_store *s, struct mt_manifest *m,
     *full = p->rebuild || upto != indexed_chunks(m) ||
             strcmp(m->analyzer, mt_store_settings(s)->analyzer) != 0 ||
             strcmp(m->embedder, embedder_name(p)) != 0 ||
+            strcmp(m->query_embedder, query_name(p)) != 0 ||
             (p->embed && m->dims != p->dims);
     *todo = *full ? all : all - upto;
     return MT_OK;
@@ -460,6 +467,8 @@ static enum mt_status save_manifest(struct build *b)
     snprintf(m->analyzer, sizeof m->analyzer, "%s",
              mt_store_settings(b->s)->analyzer);
     snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
+    snprintf(m->query_embedder, sizeof m->query_embedder, "%s",
+             query_name(b->p));
     m->dims = b->p->embed ? b->p->dims : 0;
     return mtx_manifest_save(b->dir, m, b->err);
 }

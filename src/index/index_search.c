@@ -822,6 +822,23 @@ const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims)
     return idx->m.embedder;
 }
 
+enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
+                                            size_t n, struct mt_error *err)
+{
+    struct mt_manifest m;
+    char idir[4096];
+    int found = 0;
+    enum mt_status st;
+
+    mtx_index_dir(dir, idir, sizeof idir);
+    st = mtx_manifest_load(idir, &m, &found, err);
+    if (st != MT_OK)
+        return st;
+    snprintf(buf, n, "%s", m.query_embedder);
+    mtx_manifest_free(&m);
+    return MT_OK;
+}
+
 enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
                                       uint32_t *dims, struct mt_error *err)
 {

@@ -38,6 +38,13 @@ static json_t *manifest_json(const struct mt_manifest *m)
                   "next_segment", (int)m->next_seg, "analyzer", m->analyzer,
                   "max_chunk_id", (json_int_t)m->max_chunk_id, "embedder",
                   m->embedder, "dims", (int)m->dims, "segments", segs);
+    /* written only when set, so an index without one reads as before */
+    if (o && m->query_embedder[0] &&
+        json_object_set_new(o, "query_embedder",
+                            json_string(m->query_embedder)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -119,6 +126,10 @@ static enum mt_status load_json(const char *dir, json_t *o,
     m->dims = (uint32_t)dims;
     snprintf(m->analyzer, sizeof m->analyzer, "%s", an);
     snprintf(m->embedder, sizeof m->embedder, "%s", emb);
+    snprintf(m->query_embedder, sizeof m->query_embedder, "%s",
+             json_string_value(json_object_get(o, "query_embedder"))
+                 ? json_string_value(json_object_get(o, "query_embedder"))
+                 : "");
     for (i = 0; st == MT_OK && i < json_array_size(segs); i++)
         st = load_seg(dir, json_array_get(segs, i), m, err);
     return st;

@@ -25,6 +25,7 @@ struct mt_manifest {
     char analyzer[32];
     int64_t max_chunk_id; /* every chunk id <= this is indexed */
     char embedder[128];   /* "" when the index has no vectors */
+    char query_embedder[256]; /* "" when queries take 'embedder' */
     uint32_t dims;
     struct mt_manifest_seg *segs;
     size_t nsegs;

@@ -148,10 +148,14 @@ static enum mt_status probe_dims(struct oemb *e, struct mt_error *err)
                                          d, &nd, NULL, err);
 
     mt_free(o);
-    if (st == MT_OK && (nd < 2 || d[nd - 1] <= 0 || d[nd - 1] > 65536))
+    if (st == MT_OK &&
+        (nd != (sent ? 2u : 3u) || d[nd - 1] <= 0 || d[nd - 1] > 65536))
         st = mt_fail(err, MT_EUNSUPPORTED,
-                     "onnx:%s: the output has no vector dimension",
-                     mtx_onnx_dir(e->m));
+                     "--embedder onnx:%s: the output is [%zu dimensions], "
+                     "not token vectors [batch, tokens, hidden] (an "
+                     "embedder needs last_hidden_state or "
+                     "sentence_embedding)",
+                     mtx_onnx_dir(e->m), nd);
     if (st == MT_OK)
         e->dims = (uint32_t)d[nd - 1];
     return st;

@@ -255,7 +255,7 @@ static enum mt_status open_embedder(struct mt_retriever *r,
                                     struct mt_error *err)
 {
     struct mt_embedder_params p;
-    char rec[128] = "";
+    char rec[128] = "", qrec[256] = "";
     char dir[DIR_MAX];
     const char *spec = r->emb_spec;
     enum mt_status st = MT_OK;
@@ -278,6 +278,12 @@ static enum mt_status open_embedder(struct mt_retriever *r,
     if (has_dir)
         st = mt_index_peek_embedder(dir, rec, sizeof rec, &r->index_dims,
                                     &r->emb_err);
+    if (st == MT_OK && has_dir)
+        st = mt_index_peek_query_embedder(dir, qrec, sizeof qrec,
+                                          &r->emb_err);
+    /* an asymmetric retriever's queries take its query encoder */
+    if (!spec && qrec[0])
+        spec = qrec;
     if (!spec && rec[0])
         spec = rec;
     if (st == MT_OK && spec && !r->no_embedder) {

@@ -61,6 +61,43 @@ enum mt_status mt_index_pick_embedder(const char *dir, const char *spec,
     return MT_OK;
 }
 
+/* The query embedder to record: the one named, else the index's while its
+ * embedder stays. One named is opened once to check that its vectors have
+ * the documents' width. */
+static enum mt_status pick_query(struct mt_store *s,
+                                 const struct mt_index_update_params *p,
+                                 const char *name,
+                                 const struct mt_embedder_params *ep,
+                                 uint32_t dims, const char **out, char *buf,
+                                 size_t n, struct mt_error *err)
+{
+    char rec[128] = "";
+    uint32_t rd = 0;
+    struct mt_embedder *q = NULL;
+    enum mt_status st = MT_OK;
+
+    buf[0] = '\0';
+    if (p->query_embedder_spec) {
+        snprintf(buf, n, "%s", p->query_embedder_spec);
+    } else if (mt_index_peek_embedder(mt_store_dir(s), rec, sizeof rec, &rd,
+                                      NULL) == MT_OK &&
+               strcmp(rec, name) == 0) {
+        st = mt_index_peek_query_embedder(mt_store_dir(s), buf, n, err);
+    }
+    *out = buf;
+    if (st != MT_OK || !buf[0] || !p->query_embedder_spec)
+        return st;
+    st = mt_embedder_open(buf, ep, &q, err);
+    if (st == MT_OK && mt_embedder_dims(q) != dims)
+        st = mt_fail(err, MT_EINVAL,
+                     "--query-embedder %s gives %u dimensions, the "
+                     "documents' embedder %s %u: an asymmetric pair must "
+                     "match",
+                     buf, mt_embedder_dims(q), name, dims);
+    mt_embedder_close(q);
+    return st;
+}
+
 enum mt_status mt_index_update(struct mt_store *s,
                                const struct mt_index_update_params *p,
                                struct mt_index_build_result *res,
@@ -69,7 +106,7 @@ enum mt_status mt_index_update(struct mt_store *s,
     struct mt_index_build_params bp = p->build;
     struct mt_embedder_params ep;
     struct mt_embedder *e = NULL;
-    char name[4096];
+    char name[4096], qname[4096];
     uint32_t dims = 0;
     enum mt_status st =
         mt_index_pick_embedder(mt_store_dir(s), p->embedder_spec, p->dims, name,
@@ -93,7 +130,11 @@ enum mt_status mt_index_update(struct mt_store *s,
         bp.dims = mt_embedder_dims(e);
         bp.embedder = name;
     }
-    st = mt_index_build(s, &bp, res, err);
+    if (st == MT_OK && e)
+        st = pick_query(s, p, name, &ep, bp.dims, &bp.query_embedder, qname,
+                        sizeof qname, err);
+    if (st == MT_OK)
+        st = mt_index_build(s, &bp, res, err);
     mt_embedder_close(e);
     return st;
 }

@@ -274,3 +274,51 @@ fails "an NLI model whose id2label names no NLI labels says how to map them" \
 fails "a missing ONNX Runtime says how to get one" \
     "cannot load ONNX Runtime (.*): run .make bootstrap.* MEDTRUST_ONNXRUNTIME" \
     env MEDTRUST_ONNXRUNTIME=$TMP/none.so "$MT" embed --embedder "onnx:$D/bert" x
+
+# ==== An asymmetric retriever: --query-embedder (MedCPT's two encoders) ====
+# The roberta folder plays the query encoder, bert (mean pooling) the
+# article encoder: the index records both, and a search's queries take the
+# query encoder (its scores equal those of naming it with --embedder, and
+# differ from the article encoder's).
+$PY - >"$TMP/docs.jsonl" <<'PY'
+import json
+docs = ["Metformin is first-line therapy for type 2 diabetes mellitus.",
+        "Hypertension increases the risk of stroke and myocardial infarction.",
+        "Warfarin interacts with many antibiotics, raising the INR.",
+        "She was diagnosed with community-acquired pneumonia."]
+for i, d in enumerate(docs):
+    print(json.dumps({"id": f"d{i}", "title": f"doc {i}", "text": d}))
+PY
+Q="onnx:$D/roberta?pooling=mean"
+A="onnx:$D/bert?pooling=mean"
+name="index --query-embedder records both encoders in the MANIFEST"
+if "$MT" index --db "$TMP/db" --input "$TMP/docs.jsonl" --embedder "$A" \
+    --query-embedder "$Q" --no-progress >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "\"embedder\": \"$A\"" "$TMP/db/index/MANIFEST" &&
+    grep -q "\"query_embedder\": \"$Q\"" "$TMP/db/index/MANIFEST"; then
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/err" "$TMP/db/index/MANIFEST" 2>/dev/null | tail -8)"
+fi
+scores() { "$MT" search --db "$TMP/db" --mode dense --json -k 4 "$@" \
+    "metformin for diabetes" | $PY -c 'import json,sys; print(" ".join("%s:%.5f" % (h["doc_id"], h["score"]) for h in map(json.loads, sys.stdin)))'; }
+default=$(scores 2>&1)
+query=$(scores --embedder "$Q" 2>&1)
+article=$(scores --embedder "$A" 2>&1)
+if [ -n "$default" ] && [ "$default" = "$query" ] && [ "$default" != "$article" ]; then
+    ok "dense search embeds queries with the recorded query encoder"
+else
+    not_ok "dense search embeds queries with the recorded query encoder" \
+        "default: $default" "query: $query" "article: $article"
+fi
+"$MT" index --db "$TMP/db" --input "$TMP/docs.jsonl" --source again \
+    --no-progress >/dev/null 2>"$TMP/err"
+grep -q "\"query_embedder\": \"$Q\"" "$TMP/db/index/MANIFEST" &&
+    ok "a later index run keeps the query encoder" ||
+    not_ok "a later index run keeps the query encoder" "$(cat "$TMP/err" "$TMP/db/index/MANIFEST" | tail -5)"
+fails "a query encoder of another width is refused" \
+    "query-embedder onnx:.*bert24 gives 24 dimensions, the documents' embedder .* 16" \
+    "$MT" index --db "$TMP/db2" --input "$TMP/docs.jsonl" --embedder "$A" \
+    --query-embedder "onnx:$D/bert24" --no-progress
+fails "a classifier is refused as an embedder" "bert-rank: the output is .*not token vectors" \
+    "$MT" embed --embedder "onnx:$D/bert-rank" x
