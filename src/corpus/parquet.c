@@ -29,7 +29,16 @@
 #endif
 
 /* Encodings (parquet.thrift's Encoding). */
-enum { ENC_PLAIN = 0, ENC_PLAIN_DICT = 2, ENC_RLE = 3, ENC_RLE_DICT = 8 };
+enum {
+    ENC_PLAIN = 0,
+    ENC_PLAIN_DICT = 2,
+    ENC_RLE = 3,
+    ENC_DELTA_INTS = 5,
+    ENC_DELTA_LENGTHS = 6,
+    ENC_DELTA_STRINGS = 7,
+    ENC_RLE_DICT = 8,
+    ENC_SPLIT = 9
+};
 /* Codecs (CompressionCodec). */
 enum { CODEC_NONE = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
 
@@ -625,6 +634,39 @@ static enum mt_status dict_page(struct reader *r, const struct mtx_pq_page *h,
     return MT_OK;
 }
 
+/* DELTA_BINARY_PACKED integers, DELTA_LENGTH_BYTE_ARRAY and
+ * DELTA_BYTE_ARRAY strings (pq_delta.c). */
+static enum mt_status delta_values(struct reader *r, int enc, const uint8_t *p,
+                                   size_t n, size_t k, struct mtx_pq_val *out)
+{
+    int type = r->c->type;
+    int64_t *v;
+    size_t used = 0, i;
+    enum mt_status st;
+
+    if (enc != ENC_DELTA_INTS) {
+        if (type != MTX_PQ_BYTE_ARRAY)
+            return rfail(r, MT_EPARSE, "a DELTA_*_BYTE_ARRAY page of numbers");
+        st = mtx_pq_delta_strings(p, n, enc == ENC_DELTA_STRINGS, out, k,
+                                  &r->c->heap);
+        return st == MT_OK ? MT_OK : rfail(r, st, "DELTA strings malformed");
+    }
+    if (type != MTX_PQ_INT32 && type != MTX_PQ_INT64)
+        return rfail(r, MT_EPARSE,
+                     "a DELTA_BINARY_PACKED page of non-integers");
+    v = mt_malloc((k ? k : 1) * sizeof *v);
+    if (!v)
+        return rfail(r, MT_ENOMEM, "");
+    if (mtx_pq_delta_ints(p, n, type == MTX_PQ_INT32, v, k, &used) != 0) {
+        mt_free(v);
+        return rfail(r, MT_EPARSE, "DELTA_BINARY_PACKED values malformed");
+    }
+    for (i = 0; i < k; i++)
+        out[i] = (struct mtx_pq_val){{v[i]}, 0, 0};
+    mt_free(v);
+    return MT_OK;
+}
+
 /* Decodes k values of encoding enc from p (n bytes) into out. */
 static enum mt_status page_values(struct reader *r, int enc, const uint8_t *p,
                                   size_t n, size_t k, struct mtx_pq_val *out)
@@ -645,11 +687,21 @@ static enum mt_status page_values(struct reader *r, int enc, const uint8_t *p,
             out[i] = (struct mtx_pq_val){{r->ix[i]}, 0, 0};
         return MT_OK;
     }
+    if (enc >= ENC_DELTA_INTS && enc <= ENC_DELTA_STRINGS)
+        return delta_values(r, enc, p, n, k, out);
+    if (enc == ENC_SPLIT)
+        return mtx_pq_split(p, n, c->type, out, k) == 0
+                   ? MT_OK
+                   : rfail(r, MT_EPARSE,
+                           "BYTE_STREAM_SPLIT values end "
+                           "early, or of a type it does not "
+                           "hold");
     if (enc != ENC_PLAIN_DICT && enc != ENC_RLE_DICT)
         return mt_fail(r->err, MT_EUNSUPPORTED,
                        "%s: row group %zu, column '%s': encoding %d is not "
-                       "read (PLAIN and dictionary only; rewrite the file "
-                       "with pyarrow's defaults)",
+                       "read (PLAIN, dictionary, RLE booleans, DELTA_* and "
+                       "BYTE_STREAM_SPLIT are); rewrite the file with "
+                       "pyarrow's defaults",
                        r->q->path, r->g, r->name, enc);
     if (k &&
         (n < 1 || p[0] > 32 || rle_decode(p + 1, n - 1, p[0], r->ix, k) != 0))

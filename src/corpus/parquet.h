@@ -137,4 +137,24 @@ enum mt_status mtx_pq_read(struct mtx_pq *q, size_t g, size_t col,
                            struct mtx_pq_col *c, struct mt_error *err);
 void mtx_pq_col_free(struct mtx_pq_col *c);
 
+/* ==== Delta and split encodings (pq_delta.c) ==== */
+
+/* DELTA_BINARY_PACKED: exactly k integers (32-bit ones wrap at 32 bits)
+ * from p (n bytes) into out; *used is the bytes they took. -1 when
+ * malformed or short. */
+int mtx_pq_delta_ints(const uint8_t *p, size_t n, int bits32, int64_t *out,
+                      size_t k, size_t *used);
+
+/* DELTA_LENGTH_BYTE_ARRAY (prefixed 0) or DELTA_BYTE_ARRAY (prefixed 1):
+ * k strings into heap, out[i] naming each. MT_EPARSE, MT_ENOMEM,
+ * MT_ELIMIT. */
+enum mt_status mtx_pq_delta_strings(const uint8_t *p, size_t n, int prefixed,
+                                    struct mtx_pq_val *out, size_t k,
+                                    struct mt_buf *heap);
+
+/* BYTE_STREAM_SPLIT: k numbers of 'type' (INT32, INT64, FLOAT, DOUBLE).
+ * -1 when short or of another type. */
+int mtx_pq_split(const uint8_t *p, size_t n, int type, struct mtx_pq_val *out,
+                 size_t k);
+
 #endif

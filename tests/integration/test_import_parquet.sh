@@ -25,8 +25,9 @@ META=(--meta-col year --meta-col n64 --meta-col score --meta-col f32
     --meta-col flag)
 
 # each writer setting: the rows, value for value
-for f in hw_snappy hw_plain_none aw_v1_dict_snappy aw_v1_plain_none \
-    aw_v1_dict_gzip aw_v2_dict_zstd aw_v2_plain_gzip aw_v1_plain_zstd; do
+for f in hw_snappy hw_plain_none hw_delta aw_v1_dict_snappy \
+    aw_v1_plain_none aw_v1_dict_gzip aw_v2_dict_zstd aw_v2_plain_gzip \
+    aw_v1_plain_zstd aw_v2_delta_snappy; do
     "$MT" import parquet --jsonl "$TMP/$f.jsonl" --no-progress --json \
         --id-col id --text-col text --title-col title "${META[@]}" \
         "$P/$f.parquet" >"$TMP/res" 2>"$TMP/err"
