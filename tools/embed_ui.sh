@@ -35,7 +35,7 @@ ctype() {
         echo "0};"
         i=$((i + 1))
     done
-    echo "const struct mt_ui_asset mt_ui_assets[] = {"
+    echo "const struct mt_ui_asset mtx_ui_assets[] = {"
     i=0
     for f in $files; do
         echo "    {\"/$f\", \"$(ctype "$f")\", a$i, sizeof a$i - 1},"
@@ -43,6 +43,6 @@ ctype() {
     done
     echo "    {0, 0, 0, 0},"
     echo "};"
-    echo "const size_t mt_ui_asset_count = $i;"
+    echo "const size_t mtx_ui_asset_count = $i;"
 } >"$tmp"
 mv "$tmp" "$out"

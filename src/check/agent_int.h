@@ -108,6 +108,12 @@ struct call {
     char fail[320];
 };
 
+/* Clears *c and sets what every role call names: the role, its prompt,
+ * its reply check and the template variables (borrowed). */
+void mtx_call_init(struct call *c, enum agent_role role, const char *prompt,
+                   reply_check_fn check, const char *const *keys,
+                   const char *const *vals, size_t nvars);
+
 /* Runs the call: up to two requests (a parse failure repeats with the
  * error appended, a failed request repeats as is), validating each reply.
  * Counts a fallback when nothing valid came back. Touches only 'c', so

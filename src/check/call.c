@@ -289,6 +289,19 @@ static enum mt_status refit_once(struct run *r, struct call *c, uint32_t ctx0)
     return run_once(r, c);
 }
 
+void mtx_call_init(struct call *c, enum agent_role role, const char *prompt,
+                   reply_check_fn check, const char *const *keys,
+                   const char *const *vals, size_t nvars)
+{
+    memset(c, 0, sizeof *c);
+    c->role = role;
+    c->prompt = prompt;
+    c->check = check;
+    c->keys = keys;
+    c->vals = vals;
+    c->nvars = nvars;
+}
+
 enum mt_status mtx_call_run(struct run *r, struct call *c)
 {
     uint32_t ctx0 = c->fit ? mtx_role_ctx(r, c->role) : 0;

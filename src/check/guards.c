@@ -105,19 +105,15 @@ static int check_correct(struct run *r, json_t *o, void *u, char *why, size_t n)
     return -1;
 }
 
-static void call_init(struct call *c, const char *prompt, reply_check_fn check,
-                      const char *const *keys, const char *const *vals,
-                      size_t nvars, float temp)
+/* A guard's call: mtx_call_init's, at the guards' temperature, and a
+ * note longer than the context fails (never cut). */
+static void guard_call(struct call *c, const char *prompt, reply_check_fn check,
+                       const char *const *keys, const char *const *vals,
+                       size_t nvars, float temp)
 {
-    memset(c, 0, sizeof *c);
-    c->role = ROLE_GUARD;
-    c->prompt = prompt;
-    c->check = check;
-    c->keys = keys;
-    c->vals = vals;
-    c->nvars = nvars;
+    mtx_call_init(c, ROLE_GUARD, prompt, check, keys, vals, nvars);
     c->temperature = temp;
-    c->fit = mtx_fit_whole; /* a note longer than the context fails */
+    c->fit = mtx_fit_whole;
 }
 
 /* Reads the opinion of a finished call; -1 when it has none. */
@@ -211,7 +207,7 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
     vals[2] = desc + DESC_MAX;
     describe(desc, DESC_MAX, &d[0], has[0], s->locate);
     describe(desc + DESC_MAX, DESC_MAX, &d[1], has[1], s->locate);
-    call_init(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
+    guard_call(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
     st = mtx_call_do(r, &c);
     if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
         *out = da.value;
@@ -261,8 +257,8 @@ static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
     const char *rule = "";
     enum mt_status st;
 
-    call_init(&c[0], s->p1, s->check, keys, vals, 1, r->a->p.temperature);
-    call_init(&c[1], s->p2, s->check, keys, vals, 1, r->a->p.temperature);
+    guard_call(&c[0], s->p1, s->check, keys, vals, 1, r->a->p.temperature);
+    guard_call(&c[1], s->p2, s->check, keys, vals, 1, r->a->p.temperature);
     st = mtx_call_pair(r, &c[0], &c[1]);
     has[0] = opinion_of(r, &c[0], s->locate, &d[0]) == 0;
     has[1] = opinion_of(r, &c[1], s->locate, &d[1]) == 0;
@@ -296,8 +292,8 @@ static enum mt_status correct(struct run *r, int sid)
     if (!sent)
         return MT_ENOMEM;
     snprintf(id, sizeof id, "%d", sid);
-    call_init(&c, "guard_correct", check_correct, keys, vals, 3,
-              r->a->p.temperature);
+    guard_call(&c, "guard_correct", check_correct, keys, vals, 3,
+               r->a->p.temperature);
     st = mtx_call_do(r, &c);
     if (st == MT_OK && c.ok) {
         st = mtx_run_verdict(

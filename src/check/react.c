@@ -148,19 +148,6 @@ static void fallback(struct run *r, const char *role, const char *rule)
                   json_pack("{s:s,s:s}", "role", role, "rule", rule));
 }
 
-static void call_init(struct call *c, enum agent_role role, const char *prompt,
-                      reply_check_fn check, const char *const *keys,
-                      const char *const *vals, size_t nvars)
-{
-    memset(c, 0, sizeof *c);
-    c->role = role;
-    c->prompt = prompt;
-    c->check = check;
-    c->keys = keys;
-    c->vals = vals;
-    c->nvars = nvars;
-}
-
 /* ==== MedReAct ==== */
 
 static enum mt_status hist_push(struct round *rd, const char *role, char *owned)
@@ -554,7 +541,7 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     enum mt_status st;
 
     snprintf(steps, sizeof steps, "%u", (unsigned)r->a->p.max_steps);
-    call_init(&c, ROLE_REACT, "react", check_react, keys, vals, 3);
+    mtx_call_init(&c, ROLE_REACT, "react", check_react, keys, vals, 3);
     c.hist = rd->hist;
     c.nhist = rd->nhist;
     c.temperature = r->a->p.temperature;
@@ -818,7 +805,7 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
     enum mt_status st;
 
     *accepted = 0;
-    call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
+    mtx_call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
     c.n = r->a->p.n_evals;
     c.temperature = r->a->p.eval_temperature;
     c.fit = fit_traj;
@@ -858,7 +845,7 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
     const json_t *o;
     enum mt_status st;
 
-    call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
+    mtx_call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
     c.temperature = r->a->p.temperature;
     c.fit = fit_traj;
     c.fit_user = &tf;
@@ -954,7 +941,7 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
     enum mt_status st;
 
     mtx_check_final(r, answer, &acc, why, sizeof why);
-    call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
+    mtx_call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
     c.temperature = r->a->p.temperature;
     c.fit = mtx_fit_whole;
     st = mtx_call_do(r, &c);

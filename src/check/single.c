@@ -92,14 +92,8 @@ enum mt_status mtx_strategy_single(struct run *r)
     }
     if (st != MT_OK)
         return st;
-    memset(&c, 0, sizeof c);
-    c.role = ROLE_SINGLE;
-    c.prompt = "single";
-    c.keys = keys;
-    c.vals = vals;
-    c.nvars = 2;
+    mtx_call_init(&c, ROLE_SINGLE, "single", mtx_check_final, keys, vals, 2);
     c.temperature = r->a->p.temperature;
-    c.check = mtx_check_final;
     c.check_user = &f;
     c.fit = fit_single;
     c.fit_user = vals;

@@ -160,18 +160,11 @@ static enum mt_status read_items(struct vote_run *r, const char *path,
 static char *read_file(const char *path, struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
-    char chunk[4096];
-    size_t got;
-    FILE *f = fopen(path, "rb");
 
-    if (!f) {
-        mt_fail(err, MT_EIO, "%s: cannot open", path);
+    if (mtx_file_read_all(path, &b, err) != MT_OK) {
+        mtx_buf_free(&b);
         return NULL;
     }
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (mtx_buf_append(&b, chunk, got) != MT_OK)
-            break;
-    fclose(f);
     if (!strstr(b.data ? b.data : "", "{{text}}")) {
         mtx_buf_free(&b);
         mt_fail(err, MT_EINVAL, "%s: the prompt has no {{text}} placeholder",

@@ -23,20 +23,27 @@ struct format {
     int whole;          /* texts are chunks already */
 };
 
-static const struct format formats[] = {
-    {"pubmed", mtx_import_pubmed, "pubmed", {".xml", ".xml.gz", NULL}, 0},
-    {"pmc", mtx_import_pmc, "pmc", {".nxml", ".xml", NULL}, 0},
-    {"medquad", mtx_import_medquad, "medquad", {".xml", NULL, NULL}, 0},
-    {"pubmedqa", mtx_import_pubmedqa, "pubmedqa", {".json", NULL, NULL}, 0},
-    {"medrag", mtx_import_medrag, NULL, {".jsonl", NULL, NULL}, 1},
-    {"csv", mtx_import_csv, NULL, {".csv", NULL, NULL}, 0},
-    {"parquet", mtx_import_parquet, NULL, {".parquet", NULL, NULL}, 0},
-    {"pdf", mtx_import_pdf, "pdf", {".pdf", ".PDF", NULL}, 0},
-};
+/* The format table, once: NAME, reader, default source (NULL: from the
+ * file's name), the file name endings taken from a folder, and whether
+ * texts are chunks already. It yields formats[] and mt_import_formats[]. */
+#define IMPORT_FORMATS(X)                                                      \
+    X("pubmed", mtx_import_pubmed, "pubmed", ".xml", ".xml.gz", 0)             \
+    X("pmc", mtx_import_pmc, "pmc", ".nxml", ".xml", 0)                        \
+    X("medquad", mtx_import_medquad, "medquad", ".xml", NULL, 0)               \
+    X("pubmedqa", mtx_import_pubmedqa, "pubmedqa", ".json", NULL, 0)           \
+    X("medrag", mtx_import_medrag, NULL, ".jsonl", NULL, 1)                    \
+    X("csv", mtx_import_csv, NULL, ".csv", NULL, 0)                            \
+    X("parquet", mtx_import_parquet, NULL, ".parquet", NULL, 0)                \
+    X("pdf", mtx_import_pdf, "pdf", ".pdf", ".PDF", 0)
 
-const char *const mt_import_formats[] = {"pubmed",   "pmc",    "medquad",
-                                         "pubmedqa", "medrag", "csv",
-                                         "parquet",  "pdf",    NULL};
+#define FORMAT_ROW(name, run, source, ext1, ext2, whole)                       \
+    {name, run, source, {ext1, ext2, NULL}, whole},
+static const struct format formats[] = {IMPORT_FORMATS(FORMAT_ROW)};
+#undef FORMAT_ROW
+
+#define FORMAT_NAME(name, run, source, ext1, ext2, whole) name,
+const char *const mt_import_formats[] = {IMPORT_FORMATS(FORMAT_NAME) NULL};
+#undef FORMAT_NAME
 
 void mt_import_default_params(struct mt_import_params *p)
 {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
 #include "text/utf8.h"
@@ -132,24 +133,15 @@ enum mt_status mtx_ev_read_file(const char *path, char **data, size_t *n,
                                 struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT(EV_MAX_FILE);
-    char chunk[1 << 16];
-    size_t got;
-    enum mt_status st = MT_OK;
-    FILE *f = fopen(path, "rb");
+    enum mt_status st = mtx_file_read_all(path, &b, err);
 
-    if (!f)
-        return mt_fail(err, MT_EIO, "%s: cannot open: %s", path,
-                       strerror(errno));
-    while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mtx_buf_append(&b, chunk, got);
-    if (st == MT_OK && ferror(f))
-        st = MT_EIO;
-    if (st == MT_OK)
-        st = mtx_buf_reserve(&b, 1);
-    fclose(f);
+    if (st == MT_OK && (st = mtx_buf_reserve(&b, 1)) != MT_OK)
+        mt_fail(err, st, "%s: cannot read: %s", path, mt_status_str(st));
     if (st != MT_OK) {
         mtx_buf_free(&b);
-        return mt_fail(err, st, "%s: cannot read: %s", path, mt_status_str(st));
+        if (st == MT_ENOTFOUND && err) /* as any file that cannot open */
+            err->status = MT_EIO;
+        return st == MT_ENOTFOUND ? MT_EIO : st;
     }
     *n = b.len;
     *data = mtx_buf_take(&b);

@@ -122,16 +122,6 @@ static void heap_pop(struct heap *h, int worst_top)
         h->a[i] = x;
 }
 
-static int hit_cmp(const void *a, const void *b)
-{
-    const struct mt_vec_hit *x = a;
-    const struct mt_vec_hit *y = b;
-
-    if (mtx_vec_hit_better(*x, *y))
-        return -1;
-    return mtx_vec_hit_better(*y, *x);
-}
-
 /* ==== Scratch pool ==== */
 
 static void scratch_free(struct scratch *s)
@@ -672,7 +662,7 @@ static enum mt_status results_sorted(struct scratch *s)
         return MT_ENOMEM;
     memcpy(s->sel.a, s->res.a, (size_t)s->res.n * sizeof *s->res.a);
     s->sel.n = s->res.n;
-    qsort(s->sel.a, s->sel.n, sizeof *s->sel.a, hit_cmp);
+    qsort(s->sel.a, s->sel.n, sizeof *s->sel.a, mtx_vec_hit_cmp);
     return MT_OK;
 }
 
@@ -835,7 +825,7 @@ static enum mt_status add_backlink_locked(struct mt_hnsw *h, struct scratch *s,
     }
     s->bl.a[m].id = q;
     s->bl.a[m].score = sim_nodes(h, e, q);
-    qsort(s->bl.a, m + 1, sizeof *s->bl.a, hit_cmp);
+    qsort(s->bl.a, m + 1, sizeof *s->bl.a, mtx_vec_hit_cmp);
     l[0] = select_neighbors(h, s->bl.a, m + 1, m);
     for (i = 0; i < l[0]; i++)
         l[i + 1] = s->bl.a[i].id;

@@ -475,7 +475,7 @@ static enum mt_status add_hit(struct mt_index *idx, struct result *r,
     return MT_OK;
 }
 
-static int hit_cmp(const void *a, const void *b)
+static int search_hit_cmp(const void *a, const void *b)
 {
     const struct mt_search_hit *x = a;
     const struct mt_search_hit *y = b;
@@ -512,7 +512,7 @@ static enum mt_status rerank(struct result *r, const char *query,
     for (i = 0; st == MT_OK && i < n; i++)
         r->pub.hits[i].score = scores[i];
     if (st == MT_OK && n > 1)
-        qsort(r->pub.hits, n, sizeof *r->pub.hits, hit_cmp);
+        qsort(r->pub.hits, n, sizeof *r->pub.hits, search_hit_cmp);
     return st;
 }
 
@@ -543,7 +543,7 @@ static enum mt_status collect_hits(struct mt_index *idx, struct result *r,
     else
         mt_store_rollback(idx->store);
     if (p->doc_sum && r->pub.n > 1)
-        qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, hit_cmp);
+        qsort(r->pub.hits, r->pub.n, sizeof *r->pub.hits, search_hit_cmp);
     if (r->pub.n > keep)
         r->pub.n = keep;
     return st;

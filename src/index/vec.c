@@ -146,7 +146,7 @@ int mtx_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score)
     return 1;
 }
 
-static int hit_cmp(const void *a, const void *b)
+int mtx_vec_hit_cmp(const void *a, const void *b)
 {
     const struct mt_vec_hit *x = a;
     const struct mt_vec_hit *y = b;
@@ -159,7 +159,7 @@ static int hit_cmp(const void *a, const void *b)
 void mtx_vec_topk_sort(struct mt_vec_topk *t)
 {
     if (t->n > 1)
-        qsort(t->h, t->n, sizeof *t->h, hit_cmp);
+        qsort(t->h, t->n, sizeof *t->h, mtx_vec_hit_cmp);
 }
 
 /* ==== Vector sets ==== */

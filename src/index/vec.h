@@ -184,6 +184,9 @@ struct mt_vec_topk {
 int mtx_vec_topk_push(struct mt_vec_topk *t, uint32_t id, float score);
 /* Sorts the kept hits best first; the heap is consumed. */
 void mtx_vec_topk_sort(struct mt_vec_topk *t);
+/* qsort comparator of struct mt_vec_hit: the better hit first
+ * (mtx_vec_hit_better), for every sort of vector hits. */
+int mtx_vec_hit_cmp(const void *a, const void *b);
 /* Non-zero when a ranks before b (higher score, then lower id). */
 static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
 {

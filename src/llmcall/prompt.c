@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/file.h"
 #include "llmcall/prompt.h"
 #include "medtrust/core.h"
 
@@ -58,27 +59,20 @@ static int split(struct prompt *p, const char *text, size_t n)
     return 0;
 }
 
+/* A prompt file that is not there is MT_ENOTFOUND and no error: the
+ * built-in prompt stands. */
 static enum mt_status read_file(const char *path, char **out, size_t *n,
                                 struct mt_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    struct mt_error e = {MT_OK, ""};
     struct mt_buf b = MT_BUF_INIT(PROMPT_MAX);
-    char chunk[4096];
-    size_t k;
-    enum mt_status st = MT_OK;
+    enum mt_status st = mtx_file_read_all(path, &b, &e);
 
-    if (!f)
-        return errno == ENOENT
-                   ? MT_ENOTFOUND
-                   : mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
-    while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mtx_buf_append(&b, chunk, k);
-    if (st == MT_OK)
-        st = mtx_buf_reserve(&b, 1);
-    fclose(f);
+    if (st == MT_OK && (st = mtx_buf_reserve(&b, 1)) != MT_OK)
+        mt_fail(&e, st, "%s: %s", path, mt_status_str(st));
     if (st != MT_OK) {
         mtx_buf_free(&b);
-        return mt_fail(err, st, "%s: %s", path, mt_status_str(st));
+        return st == MT_ENOTFOUND ? st : mt_fail(err, st, "%s", e.msg);
     }
     *n = b.len;
     *out = mtx_buf_take(&b);

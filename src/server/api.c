@@ -245,14 +245,14 @@ static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
 
 /* The bounded members of POST /v1/search; defaults are the library's
  * (mt_search_default_params). */
-const struct srv_field mt_srv_search_fields[] = {
+const struct srv_field mtx_srv_search_fields[] = {
     {"k", 1, 1000, 10, 1, "hits returned"},
     {"w_lex", 0, 1e6, 0.7, 0, "hybrid weight of BM25"},
     {"w_sem", 0, 1e6, 0.3, 0, "hybrid weight of vectors"},
     {"retrieve", 1, 100000, 50, 1, "first-stage hits of each retriever"},
 };
-const size_t mt_srv_search_nfields =
-    sizeof mt_srv_search_fields / sizeof mt_srv_search_fields[0];
+const size_t mtx_srv_search_nfields =
+    sizeof mtx_srv_search_fields / sizeof mtx_srv_search_fields[0];
 
 /* Reads {"query","k","mode","w_lex","w_sem","source","retrieve",
  * "author","journal","publication_type"}; the filters go into m, which
@@ -262,7 +262,7 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
                          struct srv_resp *rs)
 {
     const char *mode = json_string_value(json_object_get(o, "mode"));
-    const struct srv_field *f = mt_srv_search_fields;
+    const struct srv_field *f = mtx_srv_search_fields;
     double k, wl, ws, r;
 
     *q = json_string_value(json_object_get(o, "query"));

@@ -194,15 +194,15 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
 /* The bounded members of POST /v1/ask. Defaults are the answerer's
  * (mt_qa_default_params, VerifAI's 10 documents and 0.7/0.3 fusion); a
  * year of 0 means an open end. */
-const struct srv_field mt_srv_ask_fields[] = {
+const struct srv_field mtx_srv_ask_fields[] = {
     {"k", 1, 100, 10, 1, "documents given to the model"},
     {"w_lex", 0, 1, 0.7, 0, "hybrid weight of BM25"},
     {"w_sem", 0, 1, 0.3, 0, "hybrid weight of vectors"},
     {"year_from", 1, 99999, 0, 1, "first publication year"},
     {"year_to", 1, 99999, 0, 1, "last publication year"},
 };
-const size_t mt_srv_ask_nfields =
-    sizeof mt_srv_ask_fields / sizeof mt_srv_ask_fields[0];
+const size_t mtx_srv_ask_nfields =
+    sizeof mtx_srv_ask_fields / sizeof mtx_srv_ask_fields[0];
 
 /* "search_mode": one of the modes the index serves now (GET /v1/limits'
  * ask.modes), else 400; absent = as the index allows. */
@@ -240,7 +240,7 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
 
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs)
 {
-    const struct srv_field *f = mt_srv_ask_fields;
+    const struct srv_field *f = mtx_srv_ask_fields;
     size_t i;
 
     for (i = 0; i < 4; i++)
@@ -263,7 +263,7 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
     json_t *src = json_object_get(o, "source");
     double n, w[4];
 
-    if (mtx_srv_field(o, &mt_srv_ask_fields[0], &n, rs) ||
+    if (mtx_srv_field(o, &mtx_srv_ask_fields[0], &n, rs) ||
         mtx_srv_weights_years(o, w, rs))
         return -1;
     if (src && !json_is_null(src) &&

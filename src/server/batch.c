@@ -94,34 +94,25 @@ static enum mt_status write_file(const struct batch_arg *a, const char *name,
     return st;
 }
 
-/* Reads DIR/NAME whole into *out (NUL-terminated). */
+/* Reads DIR/NAME whole into *out (NUL-terminated); a missing file is
+ * MT_EIO, as any file a batch's folder must hold. */
 static enum mt_status read_file(const struct batch_arg *a, const char *name,
                                 char **out, size_t *n, struct mt_error *err)
 {
     char *path = file_path(a, name);
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    char chunk[65536];
-    size_t got;
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    enum mt_status st = MT_OK;
+    enum mt_status st = path ? mtx_file_read_all(path, &b, err)
+                             : mt_fail(err, MT_ENOMEM, "out of memory");
 
-    if (!f) {
-        st = mt_fail(err, path ? MT_EIO : MT_ENOMEM, "%s: %s",
-                     path ? path : name, strerror(errno));
-        mt_free(path);
-        return st;
-    }
-    while (st == MT_OK && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mtx_buf_append(&b, chunk, got);
-    fclose(f);
     mt_free(path);
+    if (st == MT_OK)
+        st = mtx_buf_reserve(&b, 1); /* an empty file reads "" */
     *n = b.len;
     *out = st == MT_OK ? mtx_buf_take(&b) : NULL;
     mtx_buf_free(&b);
-    if (st == MT_OK && !*out)
-        *out = mt_strdup("");
-    return st == MT_OK && *out ? MT_OK
-                               : mt_fail(err, MT_ENOMEM, "out of memory");
+    if (st == MT_ENOTFOUND && err)
+        err->status = MT_EIO;
+    return st == MT_ENOTFOUND ? MT_EIO : st;
 }
 
 /* ==== Notes ==== */

@@ -26,7 +26,7 @@ json_t *mtx_srv_check_fields_json(void)
 {
     json_t *o = mtx_srv_params_json(&mt_agent_param_table);
 
-    json_object_update_new(o, mtx_srv_fields_json(mt_srv_ask_fields + 3, 2));
+    json_object_update_new(o, mtx_srv_fields_json(mtx_srv_ask_fields + 3, 2));
     return o;
 }
 
@@ -470,8 +470,8 @@ static void search_conds(struct check_arg *a)
     c = &a->conds[a->nconds++];
     memset(c, 0, sizeof *c);
     c->key = "year";
-    c->min = a->year_from ? a->year_from : mt_srv_ask_fields[3].lo;
-    c->max = a->year_to ? a->year_to : mt_srv_ask_fields[4].hi;
+    c->min = a->year_from ? a->year_from : mtx_srv_ask_fields[3].lo;
+    c->max = a->year_to ? a->year_to : mtx_srv_ask_fields[4].hi;
 }
 
 /* Reads {"note","strategy","sentences","source","search_mode","author",

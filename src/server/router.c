@@ -187,14 +187,14 @@ static void serve_static(struct srv_req *rq, struct srv_resp *rs)
         path = "/login.html";
     else if (strcmp(path, "/favicon.ico") == 0)
         path = "/favicon.svg";
-    for (i = 0; i < mt_ui_asset_count; i++) {
-        if (strcmp(mt_ui_assets[i].path, path) != 0)
+    for (i = 0; i < mtx_ui_asset_count; i++) {
+        if (strcmp(mtx_ui_assets[i].path, path) != 0)
             continue;
         rs->status = 200;
         rs->csp = ui_csp;
-        rs->type = mt_ui_assets[i].type;
-        rs->static_body = mt_ui_assets[i].data;
-        rs->len = mt_ui_assets[i].len;
+        rs->type = mtx_ui_assets[i].type;
+        rs->static_body = mtx_ui_assets[i].data;
+        rs->len = mtx_ui_assets[i].len;
         return;
     }
     mtx_srv_error(rs, 404, "not found");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/file.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 
@@ -302,23 +303,6 @@ void mtx_srv_report_path(const struct mt_server *s, int64_t id, char *buf,
     snprintf(buf, n, "%s/reports/run-%lld.html", s->db_dir, (long long)id);
 }
 
-static enum mt_status read_file(const char *path, struct mt_buf *b)
-{
-    FILE *f = fopen(path, "rb");
-    char chunk[65536];
-    size_t k;
-    enum mt_status st = MT_OK;
-
-    if (!f)
-        return errno == ENOENT ? MT_ENOTFOUND : MT_EIO;
-    while (st == MT_OK && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        st = mtx_buf_append(b, chunk, k);
-    if (st == MT_OK && ferror(f))
-        st = MT_EIO;
-    fclose(f);
-    return st;
-}
-
 void mtx_srv_report_share(struct mt_server *s, int64_t id)
 {
     struct mt_error err = {MT_OK, ""};
@@ -329,7 +313,7 @@ void mtx_srv_report_share(struct mt_server *s, int64_t id)
     if (!s->p.state_url)
         return;
     mtx_srv_report_path(s, id, path, sizeof path);
-    if (read_file(path, &b) != MT_OK)
+    if (mtx_file_read_all(path, &b, NULL) != MT_OK)
         mt_fail(&err, MT_EIO, "cannot read %s", path);
     else if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
         mt_run_report_put(l->state, id, b.data ? b.data : "", &err);
@@ -381,7 +365,7 @@ void mtx_srv_run_report(struct mt_server *s, struct srv_req *rq,
     json_decref(c.out);
     mtx_srv_report_path(s, id, path, sizeof path);
     if (st == MT_OK)
-        st = read_file(path, &b);
+        st = mtx_file_read_all(path, &b, NULL);
     if (st == MT_ENOTFOUND && kind_ok)
         st = shared_report(s, id, &b);
     if (st != MT_OK) {

@@ -12,8 +12,8 @@ struct mt_ui_asset {
     size_t len;
 };
 
-/* mt_ui_asset_count entries, then one all-zero sentinel. */
-extern const struct mt_ui_asset mt_ui_assets[];
-extern const size_t mt_ui_asset_count;
+/* mtx_ui_asset_count entries, then one all-zero sentinel. */
+extern const struct mt_ui_asset mtx_ui_assets[];
+extern const size_t mtx_ui_asset_count;
 
 #endif
