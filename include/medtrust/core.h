@@ -24,6 +24,12 @@ struct mt_str {
 /* Returns MT_VERSION_STRING. */
 const char *mt_version(void);
 
+/* sizeof(struct NAME) for a struct of the public headers ("mt_agent_params",
+ * "mt_search_hit"...), 0 for a name it does not know: a binding that lays
+ * the structs out itself (the Python package) checks its layout against
+ * the library it loaded before it passes one. Thread-safe. */
+size_t mt_struct_size(const char *name);
+
 /* ==== Allocation ====
  * Every allocation in medtrust goes through these, so tests can make the
  * n-th allocation fail. They behave as malloc/calloc/realloc/free. */

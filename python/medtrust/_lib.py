@@ -556,6 +556,8 @@ class VerifyParams(Structure):
     ]
 
 
+#: Every mirrored struct by its C name: checked against the library's
+#: mt_struct_size at load, and field by field by tests/test_abi.py.
 MORE_STRUCTS = {
     "mt_llm_params": LlmParams,
     "mt_agent_params": AgentParams,
@@ -568,6 +570,18 @@ MORE_STRUCTS = {
     "mt_qa_ask_params": QaAskParams,
     "mt_verify_params": VerifyParams,
 }
+STRUCTS: "dict[str, Any]" = {
+    "mt_error": Error_, "mt_str": Str, "mt_store_params": StoreParams,
+    "mt_doc": Doc, "mt_put_result": PutResult,
+    "mt_store_counts": StoreCounts,
+    "mt_index_build_params": IndexBuildParams,
+    "mt_index_build_result": IndexBuildResult,
+    "mt_index_update_params": IndexUpdateParams, "mt_meta_cond": MetaCond,
+    "mt_search_params": SearchParams, "mt_search_hit": SearchHit,
+    "mt_search_result": SearchResult, "mt_retriever_params": RetrieverParams,
+    "mt_embedder_params": EmbedderParams, "mt_import_params": ImportParams,
+    "mt_import_result": ImportResult, **MORE_STRUCTS,
+}
 
 
 # ==== Functions ====
@@ -576,6 +590,7 @@ _P = c_void_p
 _E = POINTER(Error_)
 _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
     "mt_version": (c_char_p, []),
+    "mt_struct_size": (c_size_t, [c_char_p]),
     "mt_status_str": (c_char_p, [c_int]),
     "mt_free": (None, [c_void_p]),
     "mt_log_set": (None, [LOG_FN, c_void_p, c_int]),
@@ -676,7 +691,7 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
 
 # Names whose absence is tolerated (a library built before they landed);
 # the calls that need them say so.
-_OPTIONAL: "set[str]" = {"mt_verify_default_params", "mt_verify_text",
+_OPTIONAL: "set[str]" = {"mt_struct_size", "mt_verify_default_params", "mt_verify_text",
                           "mt_verify_result_json", "mt_verify_result_free"}
 
 
@@ -695,6 +710,27 @@ class _Lib:
                 raise
             fn.restype = res
             fn.argtypes = args
+        self._check_layout()
+
+    def _check_layout(self) -> None:
+        """Refuses a library whose structs have another size than this
+        package's mirrors (its headers changed since the package was
+        written): passing one would corrupt memory."""
+        size = getattr(self.dll, "mt_struct_size", None)
+        if size is None:
+            return
+        bad = []
+        for name, cls in STRUCTS.items():
+            n = size(name.encode())
+            if n and n != ctypes.sizeof(cls):
+                bad.append(f"{name} ({n} bytes, the package's "
+                           f"{ctypes.sizeof(cls)})")
+        if bad:
+            raise OSError(
+                f"{self.path} does not match this medtrust package: "
+                f"{', '.join(bad)}: install the package from the same "
+                "checkout as the library (pip install ./python), or set "
+                "MEDTRUST_LIB to the library it was made for")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.dll, name)

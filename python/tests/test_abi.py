@@ -12,26 +12,7 @@ import pytest
 from medtrust import _lib
 from conftest import ROOT
 
-STRUCTS = {
-    "mt_error": _lib.Error_,
-    "mt_str": _lib.Str,
-    "mt_store_params": _lib.StoreParams,
-    "mt_doc": _lib.Doc,
-    "mt_put_result": _lib.PutResult,
-    "mt_store_counts": _lib.StoreCounts,
-    "mt_index_build_params": _lib.IndexBuildParams,
-    "mt_index_build_result": _lib.IndexBuildResult,
-    "mt_index_update_params": _lib.IndexUpdateParams,
-    "mt_meta_cond": _lib.MetaCond,
-    "mt_search_params": _lib.SearchParams,
-    "mt_search_hit": _lib.SearchHit,
-    "mt_search_result": _lib.SearchResult,
-    "mt_retriever_params": _lib.RetrieverParams,
-    "mt_embedder_params": _lib.EmbedderParams,
-    "mt_import_params": _lib.ImportParams,
-    "mt_import_result": _lib.ImportResult,
-}
-STRUCTS.update(getattr(_lib, "MORE_STRUCTS", {}))
+STRUCTS = _lib.STRUCTS
 
 
 def test_structures_match_the_headers(tmp_path: Path) -> None:
@@ -58,3 +39,21 @@ def test_structures_match_the_headers(tmp_path: Path) -> None:
         for f in cls._fields_:
             assert int(c[f"{cname}.{f[0]}"]) == getattr(cls, f[0]).offset, \
                 f"{cname}.{f[0]}"
+
+
+def test_the_library_reports_the_same_sizes() -> None:
+    """mt_struct_size, which the package checks at load, knows every
+    mirrored struct and agrees with ctypes."""
+    L = _lib.lib()
+    for name, cls in STRUCTS.items():
+        assert L.mt_struct_size(name.encode()) == ctypes.sizeof(cls), name
+    assert L.mt_struct_size(b"mt_no_such_struct") == 0
+
+
+def test_a_mismatched_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Short(ctypes.Structure):
+        _fields_ = [("status", ctypes.c_int)]
+    monkeypatch.setitem(_lib.STRUCTS, "mt_error", Short)
+    with pytest.raises(OSError) as ei:
+        _lib._Lib()
+    assert "mt_error (516 bytes, the package's 4)" in str(ei.value)
