@@ -40,9 +40,9 @@ static int lora_error(const char *why, const char *spec)
     fprintf(stderr,
             "medtrust: ERROR: --lora %s%s%s: LoRA adapters apply to a "
             "gguf:BASE.gguf model (--llm gguf:PATH, or MEDTRUST_LLM). For "
-            "an openai: server, load the adapter in the server and choose "
-            "it by model name (llama-server --lora, vLLM --lora-modules "
-            "NAME=PATH, then openai:URL#NAME)\n",
+            "an openai: server, load the adapter in the server (llama-server "
+            "--lora FILE applies it to every request; vLLM --lora-modules "
+            "NAME=PATH, then openai:URL#NAME picks it by model name)\n",
             why, spec ? " " : "", spec ? spec : "");
     return 1;
 }

@@ -153,6 +153,16 @@ else
     not_ok "models --lora" "$(cat "$TMP/models.json")" "$(tail -3 "$TMP/err")"
 fi
 
+# an argv rebuilt from parsed options (sweep's runs) gives the spec made
+# here and the --lora again: an adapter already in the spec is not added twice
+"$MT" models --llm "gguf:$TMP/chat.gguf?lora=$TMP/a1.gguf" --lora "$TMP/a1.gguf" \
+    --embedder none --no-check --json >"$TMP/twice.json" 2>"$TMP/err"
+if grep -q "\"spec\":\"gguf:$TMP/chat.gguf?lora=$TMP/a1.gguf\"" "$TMP/twice.json"; then
+    ok "--lora naming an adapter the spec already has adds it once"
+else
+    not_ok "--lora idempotent" "$(cat "$TMP/twice.json")" "$(tail -3 "$TMP/err")"
+fi
+
 printf 'A 62-year-old man has chest pain.\nHe is given aspirin.\n' >"$TMP/note.txt"
 MEDTRUST_LLM="gguf:$TMP/chat.gguf" "$MT" check --strategy single --max-tokens 8 \
     --lora "$TMP/a2.gguf" --cache "$TMP/check.db" "$TMP/note.txt" \
@@ -176,8 +186,8 @@ refused() { # NAME WANT CMD...: exits non-zero and its output holds WANT
         not_ok "$name" "$(tail -3 "$TMP/err")"
     fi
 }
-refused "--lora with an openai: LLM says to choose the adapter by model name" \
-    "llama-server --lora, vLLM --lora-modules NAME=PATH" \
+refused "--lora with an openai: LLM says to load the adapter in the server" \
+    "then openai:URL#NAME picks it by model name" \
     "$MT" models --llm "openai:http://127.0.0.1:9#m" --lora "$TMP/a1.gguf" --embedder none
 refused "a missing adapter is named" "cannot open the LoRA adapter $TMP/nope.gguf" \
     "$MT" models --llm "gguf:$TMP/chat.gguf" --lora "$TMP/nope.gguf" --embedder none
