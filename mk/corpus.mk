@@ -5,6 +5,19 @@ LDLIBS_ALL += -lisal -lz
 # import parquet (parquet.c) decompresses pages with Snappy (libsnappy-dev),
 # zstd (libzstd-dev) and zlib.
 LDLIBS_ALL += -lsnappy -lzstd
+# Named when missing, as the Makefile names PKGS (else a bare "poppler.h:
+# No such file" would be all a build without the bootstrap says); not for
+# the goals that run the bootstrap first (the Makefile's
+# NO_BOOTSTRAP_GOALS, set after this file is read).
+ifneq ($(filter-out bootstrap test lint demo bench clean,$(or \
+        $(MAKECMDGOALS),all)),)
+CORPUS_MISSING := $(foreach p,poppler-glib snappy libzstd,$(if $(shell \
+                    pkg-config --exists $(p) 2>/dev/null && echo y),,$(p)))
+ifneq ($(strip $(CORPUS_MISSING)),)
+$(error pkg-config finds no $(strip $(CORPUS_MISSING)): run scripts/bootstrap \
+  (it installs libpoppler-glib-dev, libsnappy-dev and libzstd-dev))
+endif
+endif
 # import pdf (pdf.c) reads text through Poppler's GLib API
 # (libpoppler-glib-dev); its headers (GLib's) are system headers here, so
 # our warnings do not apply to them.
