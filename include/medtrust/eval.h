@@ -127,7 +127,9 @@ enum mt_status mt_rouge(const char *hyp, size_t hyp_n, const char *ref,
 
 /* Token embeddings of one text; the encoder fills 'vecs' (ntok * dim floats,
  * allocated with mt_malloc, owned by the caller) and 'ids' (ntok token ids
- * for idf, mt_malloc'd, may be left NULL when idf is not used). */
+ * for idf, mt_malloc'd, may be left NULL when idf is not used). An id
+ * below 0 marks a special token ([CLS], [SEP]) whose row stays a
+ * candidate for the best match but weighs 0, as bert_score weighs them. */
 struct mt_token_encoder {
     const char *model; /* label, e.g. "microsoft/deberta-xlarge-mnli" */
     enum mt_status (*encode)(void *user, const char *text, size_t n,

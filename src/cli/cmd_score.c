@@ -9,6 +9,7 @@
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
+#include "model/onnx_enc.h"
 #include "model/token_encoder.h"
 
 extern const struct cli_verb cli_verb_score;
@@ -41,8 +42,15 @@ static const struct cli_opt score_opts[] = {
      "per-pair BERTScore F1 ('ID SCORE' a line, e.g. from the official "
      "bert_score run), one per --pred in order; instead of --bertscore-model",
      1},
-    {"bertscore-model", 0, "gguf:PATH",
-     "compute BERTScore with this llama.cpp encoder's per-token embeddings", 0},
+    {"bertscore-model", 0, "SPEC",
+     "compute BERTScore from this encoder's per-token embeddings: "
+     "onnx:DIR (an ONNX export, as bert_score runs it) or gguf:PATH (a "
+     "llama.cpp encoder)",
+     0},
+    {"bertscore-layer", 0, "N",
+     "the layer bert_score reads (microsoft/deberta-xlarge-mnli: 40); the "
+     "model must end there (export it truncated to N layers), 1..1000",
+     0},
     {"bertscore-baseline", 0, "B|P,R,F|FILE",
      "rescale BERTScore as (x - b) / (1 - b): one baseline, three, or a "
      "file (bert_score's LAYER,P,R,F tables accepted)",
@@ -64,6 +72,7 @@ struct score_ctx {
     size_t nrun;
     struct mt_eval_params params;
     struct mtx_tok_encoder *tok;  /* BERTScore encoder, or NULL */
+    struct mtx_onnx *onnx;        /* or an ONNX export */
     struct mt_token_encoder bert; /* eval's view of 'tok' */
     double base[3];               /* BERTScore baselines */
     int json;
@@ -80,28 +89,86 @@ static enum mt_status tok_encode(void *user, const char *text, size_t n,
     return mtx_tok_encoder_encode(user, text, n, vecs, ids, ntok, dim, err);
 }
 
+static enum mt_status onnx_encode(void *user, const char *text, size_t n,
+                                  float **vecs, int32_t **ids, size_t *ntok,
+                                  size_t *dim, struct mt_error *err)
+{
+    return mtx_onnx_token_vectors(user, text, n, vecs, ids, ntok, dim, err);
+}
+
+/* Opens the encoder; *layers is the layer its output comes from. */
+static enum mt_status open_encoder(const char *spec, struct score_ctx *c,
+                                   uint32_t *layers, struct mt_error *err)
+{
+    const char *name;
+    enum mt_status st;
+
+    if (strncmp(spec, "onnx:", 5) != 0) {
+        st = mtx_tok_encoder_open(spec, NULL, &c->tok, err);
+        if (st != MT_OK)
+            return st;
+        *layers = mtx_tok_encoder_layers(c->tok);
+        c->bert.model = mtx_tok_encoder_model(c->tok);
+        c->bert.encode = tok_encode;
+        c->bert.user = c->tok;
+        return MT_OK;
+    }
+    st = mtx_onnx_open(spec + 5, 0, "--bertscore-model", &c->onnx, err);
+    if (st != MT_OK)
+        return st;
+    *layers = mtx_onnx_layers(c->onnx);
+    name = strrchr(mtx_onnx_dir(c->onnx), '/');
+    c->bert.model = name && name[1] ? name + 1 : mtx_onnx_dir(c->onnx);
+    c->bert.encode = onnx_encode;
+    c->bert.user = c->onnx;
+    return MT_OK;
+}
+
+/* --bertscore-layer N: bert_score truncates the model to N layers and
+ * reads the last; an encoder here can only give its last layer. */
+static enum mt_status check_layer(struct cli_args *a, const char *spec,
+                                  uint32_t *layers, struct mt_error *err)
+{
+    unsigned long n = 0;
+
+    if (cli_get_uint(a, "bertscore-layer", 1, 1000, &n) < 0)
+        return MT_EINVAL;
+    if (!n)
+        return MT_OK;
+    if (*layers && *layers != n)
+        return mt_fail(err, MT_EINVAL,
+                       "--bertscore-layer %lu: %s ends at layer %u; "
+                       "bert_score reads layer %lu of a model cut to that "
+                       "many layers: export it so (README, \"The papers' "
+                       "own models\")",
+                       n, spec, *layers, n);
+    *layers = (uint32_t)n;
+    return MT_OK;
+}
+
 static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
                                 struct mt_error *err)
 {
     const char *spec = cli_get(a, "bertscore-model");
     const char *base = cli_get(a, "bertscore-baseline");
+    uint32_t layers = 0;
     enum mt_status st;
 
-    if (!spec && (base || cli_get(a, "bertscore-idf")))
+    if (!spec &&
+        (base || cli_get(a, "bertscore-idf") || cli_get(a, "bertscore-layer")))
         return mt_fail(err, MT_EINVAL,
-                       "--bertscore-baseline and "
-                       "--bertscore-idf need --bertscore-model gguf:PATH");
+                       "--bertscore-baseline, --bertscore-layer and "
+                       "--bertscore-idf need --bertscore-model onnx:DIR or "
+                       "gguf:PATH");
     if (!spec)
         return MT_OK;
-    st = mtx_tok_encoder_open(spec, NULL, &c->tok, err);
+    st = open_encoder(spec, c, &layers, err);
+    if (st == MT_OK)
+        st = check_layer(a, spec, &layers, err);
     if (st == MT_OK && base) /* bert_score's table row = the output layer */
-        st = mt_bertscore_baseline_load(
-            base, (long)mtx_tok_encoder_layers(c->tok), c->base, err);
+        st = mt_bertscore_baseline_load(base, (long)layers, c->base, err);
     if (st != MT_OK)
         return st;
-    c->bert.model = mtx_tok_encoder_model(c->tok);
-    c->bert.encode = tok_encode;
-    c->bert.user = c->tok;
     c->params.bert = &c->bert;
     c->params.bert_idf = cli_get(a, "bertscore-idf") != NULL;
     c->params.bert_base = base ? c->base : NULL;
@@ -394,6 +461,7 @@ static void ctx_free(struct score_ctx *c)
     }
     mt_eval_ref_free(c->ref);
     mtx_tok_encoder_close(c->tok);
+    mtx_onnx_close(c->onnx);
 }
 
 static int check_args(const struct score_ctx *c, size_t nbl)
@@ -470,8 +538,8 @@ const struct cli_verb cli_verb_score = {
     "score",
     "score MEDIQA-CORR submissions against a MEDEC-format reference",
     "--ref FILE.csv --pred RUN.txt [--pred ...] [--json] [--report "
-    "OUT.html] [--bertscore-model gguf:PATH [--bertscore-baseline B] "
-    "[--bertscore-idf]]",
+    "OUT.html] [--bertscore-model onnx:DIR|gguf:PATH [--bertscore-layer N] "
+    "[--bertscore-baseline B] [--bertscore-idf]]",
     "Computes what the official MEDIQA-CORR 2024 script computes: error-flag\n"
     "and error-sentence accuracy over all reference notes (a missing\n"
     "prediction is wrong), and per-note correction scores (both NA: 1; one\n"
@@ -479,12 +547,14 @@ const struct cli_verb cli_verb_score = {
     "by the number of notes (composite), plus their mean over scored pairs.\n"
     "ROUGE is the Python `rouge` package's. BLEURT comes from a file\n"
     "(--bleurt-scores), and so may BERTScore (--bertscore-scores, e.g. the\n"
-    "official run's per-pair F1). Else BERTScore needs --bertscore-model\n"
-    "gguf:PATH, any\n"
+    "official run's per-pair F1). Else BERTScore needs --bertscore-model:\n"
+    "onnx:DIR, an ONNX export run as bert_score runs it (text stripped,\n"
+    "special tokens in, their rows weighing 0), or gguf:PATH, any\n"
     "llama.cpp encoder (e.g. a BERT GGUF), read per token with pooling off\n"
-    "and special tokens left out; it is labelled 'BERTScore (model X)' and\n"
-    "is not the official score, which used microsoft/deberta-xlarge-mnli\n"
-    "(layer 40, rescaled with its baseline). --bertscore-baseline rescales\n"
+    "and special tokens left out; it is labelled 'BERTScore (model X)'.\n"
+    "The official score used microsoft/deberta-xlarge-mnli, layer 40\n"
+    "(--bertscore-layer 40 with an export cut to 40 layers), rescaled with\n"
+    "its baseline. --bertscore-baseline rescales\n"
     "as bert_score does, (x - b) / (1 - b), from one value, P,R,F or a file\n"
     "(in a bert_score LAYER,P,R,F table the row of the model's last layer).\n"
     "--bertscore-idf weights tokens by idf over the reference corrections.\n"

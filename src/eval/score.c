@@ -131,8 +131,11 @@ static enum mt_status enc_text(struct sctx *c, const char *s, struct enc *x)
     enum mt_status st = e->encode(e->user, s, strlen(s), &x->v, &x->ids, &x->n,
                                   &x->dim, c->err);
     size_t i;
+    int special = 0;
 
-    if (st != MT_OK || !c->idf || x->n == 0)
+    for (i = 0; st == MT_OK && x->ids && i < x->n; i++)
+        special |= x->ids[i] < 0;
+    if (st != MT_OK || (!c->idf && !special) || x->n == 0)
         return st;
     if (!x->ids)
         return mt_fail(c->err, MT_EINVAL,
@@ -140,8 +143,12 @@ static enum mt_status enc_text(struct sctx *c, const char *s, struct enc *x)
     x->w = mt_malloc(x->n * sizeof *x->w);
     if (!x->w)
         return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    /* special tokens weigh 0 (bert_score sets their idf to 0), the others
+     * their idf, or 1 without idf */
     for (i = 0; i < x->n; i++)
-        x->w[i] = mt_idf_get(c->idf, x->ids[i]);
+        x->w[i] = x->ids[i] < 0 ? 0.0
+                  : c->idf      ? mt_idf_get(c->idf, x->ids[i])
+                                : 1.0;
     return MT_OK;
 }
 

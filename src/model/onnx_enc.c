@@ -20,6 +20,7 @@ struct mtx_onnx {
     char *dir;
     size_t max_len;
     uint32_t hidden; /* config.json's hidden size, 0 when unknown */
+    uint32_t layers; /* config.json's num_hidden_layers, 0 when unknown */
     char **labels;   /* id2label, by id */
     size_t nlabels;
     enum mtx_onnx_pool st_pool;
@@ -114,6 +115,9 @@ static enum mt_status read_config(struct mtx_onnx *m, struct mt_error *err)
         return st;
     type = json_string_value(json_object_get(cfg, "model_type"));
     m->hidden = (uint32_t)json_size(cfg, "hidden_size");
+    m->layers = (uint32_t)json_size(cfg, "num_hidden_layers");
+    if (!m->layers)
+        m->layers = (uint32_t)json_size(cfg, "n_layers"); /* DistilBERT */
     if (!m->hidden)
         m->hidden = (uint32_t)json_size(cfg, "dim"); /* DistilBERT */
     m->max_len = json_size(cfg, "max_position_embeddings");
@@ -256,6 +260,11 @@ size_t mtx_onnx_nlabels(const struct mtx_onnx *m)
     return m->nlabels;
 }
 
+uint32_t mtx_onnx_layers(const struct mtx_onnx *m)
+{
+    return m->layers;
+}
+
 int mtx_onnx_has_output(const struct mtx_onnx *m, const char *name)
 {
     return mtx_ort_has_output(m->ort, name);
@@ -350,5 +359,56 @@ enum mt_status mtx_onnx_forward(struct mtx_onnx *m, const struct mt_str *a,
             mtx_hf_enc_free(&e[i]);
     if (!encs)
         mt_free(e);
+    return st;
+}
+
+/* ==== Token vectors (BERTScore) ==== */
+
+/* Whitespace at either end, as Python's str.strip() takes it. */
+static int edge_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x1c || c == 0x1d ||
+           c == 0x1e || c == 0x1f;
+}
+
+enum mt_status mtx_onnx_token_vectors(struct mtx_onnx *m, const char *text,
+                                      size_t n, float **vecs, int32_t **ids,
+                                      size_t *ntok, size_t *dim,
+                                      struct mt_error *err)
+{
+    struct mt_str s = {text, n};
+    struct mtx_hf_enc e = {0};
+    int64_t d[4] = {0};
+    size_t nd = 0, i;
+    float *o = NULL;
+    enum mt_status st;
+
+    while (s.n && edge_space((unsigned char)s.p[0]))
+        s.p++, s.n--;
+    while (s.n && edge_space((unsigned char)s.p[s.n - 1]))
+        s.n--;
+    *vecs = NULL;
+    *ids = NULL;
+    st = mtx_onnx_forward(m, &s, NULL, 1, NULL, &o, d, &nd, &e, err);
+    if (st == MT_OK && (nd != 3 || d[0] != 1 || (size_t)d[1] != e.n))
+        st = mt_fail(err, MT_EUNSUPPORTED,
+                     "--bertscore-model onnx:%s: the output is not token "
+                     "vectors [1, %zu, hidden]",
+                     m->dir, e.n);
+    if (st == MT_OK && !(*ids = mt_malloc((e.n ? e.n : 1) * sizeof **ids)))
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    for (i = 0; st == MT_OK && i < e.n; i++)
+        (*ids)[i] = e.special[i] ? -1 - e.ids[i] : e.ids[i];
+    if (st == MT_OK) {
+        *vecs = o;
+        *ntok = e.n;
+        *dim = (size_t)d[2];
+        o = NULL;
+    } else {
+        mt_free(*ids);
+        *ids = NULL;
+    }
+    mt_free(o);
+    mtx_hf_enc_free(&e);
     return st;
 }

@@ -47,6 +47,22 @@ enum mt_status mtx_onnx_forward(struct mtx_onnx *m, const struct mt_str *a,
 const char *mtx_onnx_label(const struct mtx_onnx *m, size_t i);
 size_t mtx_onnx_nlabels(const struct mtx_onnx *m);
 
+/* config.json's num_hidden_layers (0 when it does not say): the layer
+ * last_hidden_state comes from. */
+uint32_t mtx_onnx_layers(const struct mtx_onnx *m);
+
+/* BERTScore's token vectors of one text, as bert_score encodes it: the
+ * text stripped of whitespace at both ends, the special tokens added
+ * (their rows kept: bert_score lets them be a best match, with weight 0),
+ * cut to the model's length, last_hidden_state read. *ids marks a special
+ * token as -1 - id. The signature fits struct mt_token_encoder's encode
+ * (include/medtrust/eval.h); *vecs and *ids are the caller's (mt_free).
+ * Thread-safe. */
+enum mt_status mtx_onnx_token_vectors(struct mtx_onnx *m, const char *text,
+                                      size_t n, float **vecs, int32_t **ids,
+                                      size_t *ntok, size_t *dim,
+                                      struct mt_error *err);
+
 /* 1 when the graph has an output of that name. */
 int mtx_onnx_has_output(const struct mtx_onnx *m, const char *name);
 

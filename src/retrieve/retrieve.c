@@ -279,8 +279,7 @@ static enum mt_status open_embedder(struct mt_retriever *r,
         st = mt_index_peek_embedder(dir, rec, sizeof rec, &r->index_dims,
                                     &r->emb_err);
     if (st == MT_OK && has_dir)
-        st = mt_index_peek_query_embedder(dir, qrec, sizeof qrec,
-                                          &r->emb_err);
+        st = mt_index_peek_query_embedder(dir, qrec, sizeof qrec, &r->emb_err);
     /* an asymmetric retriever's queries take its query encoder */
     if (!spec && qrec[0])
         spec = qrec;

@@ -64,12 +64,10 @@ enum mt_status mt_index_pick_embedder(const char *dir, const char *spec,
 /* The query embedder to record: the one named, else the index's while its
  * embedder stays. One named is opened once to check that its vectors have
  * the documents' width. */
-static enum mt_status pick_query(struct mt_store *s,
-                                 const struct mt_index_update_params *p,
-                                 const char *name,
-                                 const struct mt_embedder_params *ep,
-                                 uint32_t dims, const char **out, char *buf,
-                                 size_t n, struct mt_error *err)
+static enum mt_status
+pick_query(struct mt_store *s, const struct mt_index_update_params *p,
+           const char *name, const struct mt_embedder_params *ep, uint32_t dims,
+           const char **out, char *buf, size_t n, struct mt_error *err)
 {
     char rec[128] = "";
     uint32_t rd = 0;

@@ -322,3 +322,51 @@ fails "a query encoder of another width is refused" \
     --query-embedder "onnx:$D/bert24" --no-progress
 fails "a classifier is refused as an embedder" "bert-rank: the output is .*not token vectors" \
     "$MT" embed --embedder "onnx:$D/bert-rank" x
+
+# ==== BERTScore from an ONNX export ====
+# medtrust score --bertscore-model onnx:DIR = bert_score's math (greedy
+# cosine matching, [CLS]/[SEP] rows matchable with weight 0, baseline
+# rescaling) on transformers.js's token vectors of the same folder.
+printf '%s\n' 'Text ID,Text,Error Flag,Error Type,Error Sentence ID,Corrected Sentence' \
+    't-0,x,1,Diagnosis,2,The patient has gout.' \
+    't-1,x,1,Management,1,Metformin is first-line therapy for type 2 diabetes.' \
+    't-2,x,1,Diagnosis,3,She was diagnosed with community-acquired pneumonia.' \
+    't-3,x,0,NA,-1,NA' >"$TMP/small.csv"
+printf '%s\n' 't-0 1 2 "The patient has acute gout."' \
+    't-1 1 1 "Insulin is first-line therapy for diabetes."' \
+    't-2 1 3 "She has pneumonia, café résumé."' 't-3 0 -1 NA' >"$TMP/small.txt"
+cat >"$TMP/bs_in.json" <<'JSON'
+{"baseline": [0.3, 0.4, 0.35], "pairs": [
+ {"cand": "The patient has acute gout.", "ref": "The patient has gout."},
+ {"cand": "Insulin is first-line therapy for diabetes.",
+  "ref": "Metformin is first-line therapy for type 2 diabetes."},
+ {"cand": "She has pneumonia, café résumé.",
+  "ref": "She was diagnosed with community-acquired pneumonia."}]}
+JSON
+printf 'LAYER,P,R,F\n0,0.1,0.1,0.1\n1,0.3,0.4,0.35\n' >"$TMP/base.csv"
+name="score --bertscore-model onnx: (layer 1, baseline file) = bert_score's math on transformers.js's vectors"
+if ref bertscore "$D/bert" "$TMP/bs_in.json" >"$TMP/js_bs.json" 2>"$TMP/err" &&
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" --json \
+        --bertscore-model "onnx:$D/bert" --bertscore-layer 1 \
+        --bertscore-baseline "$TMP/base.csv" >"$TMP/mt_bs.json" 2>>"$TMP/err" &&
+    $PY - "$TMP/js_bs.json" "$TMP/mt_bs.json" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+js = json.load(open(sys.argv[1]))
+mt = json.load(open(sys.argv[2]))
+clip = lambda x: min(1.0, max(0.0, x))
+want = sum(clip(x["f"]) for x in js) / len(js)
+got = mt["pairs_mean"]["bertscore"]
+comp = (sum(clip(x["f"]) for x in js) + 1) / 4   # the NA note scores 1
+if abs(want - got) > 1e-5 or abs(comp - mt["composite"]["bertscore"]) > 1e-5 \
+        or mt["bertscore_baseline"] != [0.3, 0.4, 0.35]:
+    print("want", want, comp, "got", got, mt["composite"]["bertscore"]); sys.exit(1)
+print("F", ", ".join("%.4f" % x["f"] for x in js), "diff %.1e" % abs(want - got))
+PY
+    ok "$name ($(cat "$TMP/cmp"))"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -5)"
+fi
+fails "--bertscore-layer past the export's last layer says how to export" \
+    "--bertscore-layer 40: onnx:.*bert ends at layer 1" \
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
+    --bertscore-model "onnx:$D/bert" --bertscore-layer 40
