@@ -116,6 +116,22 @@ if [ $rc -eq 0 ] && [ "$docs" = 2449 ] && [ "$chunks" = 2449 ] &&
 else
     not_ok "--db --no-chunk" "rc=$rc docs=$docs chunks=$chunks year=$y" "$(cat "$TMP/err" | head -5)"
 fi
+# ... and a --meta-col number is what search --filter filters on
+"$MT" search --db "$TMP/db" --json -k 100 --filter year=1960..1965 aspirin \
+    >"$TMP/hits" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$TMP/hits" "$P/expected.jsonl" <<'PY'
+import json, sys
+year = {o["id"]: o.get("year") for o in map(json.loads, open(sys.argv[2]))}
+hits = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert hits, "no hit"
+assert all(1960 <= (year[h["doc_id"]] or 0) <= 1965 for h in hits), hits[:2]
+PY
+then
+    ok "search --filter year=1960..1965 keeps only rows whose year column is in range"
+else
+    not_ok "metadata filter" "rc=$rc" "$(head -3 "$TMP/hits" "$TMP/err")"
+fi
 
 # --source-col: each row's source from a column (null: the file's source)
 "$MT" import parquet --db "$TMP/dbs" --no-progress --source rest \

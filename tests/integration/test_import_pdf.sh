@@ -89,8 +89,10 @@ fi
     "$TMP/pdf/guideline.pdf" >/dev/null 2>"$TMP/err"
 rc=$?
 pg=$(sqlite3 "$TMP/db/store.db" "select json_extract(metadata,'\$.page') from documents where ext_id='guideline#p2'" 2>&1)
-if [ $rc -eq 0 ] && [ "$pg" = 2 ]; then
-    ok "--db: each page a document with its page in the metadata"
+hits=$("$MT" search --db "$TMP/db" --json --filter page=2..2 adults 2>&1 |
+    python3 -c 'import json,sys; print(" ".join(json.loads(l)["doc_id"] for l in sys.stdin if l.startswith("{")))')
+if [ $rc -eq 0 ] && [ "$pg" = 2 ] && [ "$hits" = 'guideline#p2' ]; then
+    ok "--db: each page a document with its page in the metadata; search --filter page=2..2 finds only page 2"
 else
-    not_ok "--db" "rc=$rc page=$pg" "$(head -5 "$TMP/err")"
+    not_ok "--db" "rc=$rc page=$pg hits=$hits" "$(head -5 "$TMP/err")"
 fi
