@@ -37,6 +37,8 @@ static const struct route routes[] = {
     {"POST", "/v1/register", OPEN, 0, mtx_srv_register, 0},
     {"POST", "/v1/logout", USER, 0, mtx_srv_logout, 0},
     {"GET", "/v1/me", USER, 0, mtx_srv_me, 0},
+    {"GET", "/v1/me/settings", USER, 0, mtx_srv_prefs_get, 0},
+    {"PUT", "/v1/me/settings", USER, 0, mtx_srv_prefs_put, 0},
     {"GET", "/v1/session", OPEN, 0, mtx_srv_session, 0},
     {"GET", "/v1/limits", USER, 0, mtx_srv_limits, 0},
     {"GET", "/v1/tokens", USER, 0, mtx_srv_tokens_list, 0},

@@ -387,6 +387,13 @@ void mtx_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
                      int64_t);
 void mtx_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
+/* GET /v1/limits' object (a new reference; NULL when out of memory). */
+json_t *mtx_srv_limits_json(struct mt_server *s);
+/* prefs.c: GET and PUT /v1/me/settings, the caller's own defaults */
+void mtx_srv_prefs_get(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
+void mtx_srv_prefs_put(struct mt_server *, struct srv_req *, struct srv_resp *,
+                       int64_t);
 /* batch.c */
 void mtx_srv_batch(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);

@@ -43,25 +43,27 @@ void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
 {
     (void)rq;
     (void)id;
-    mtx_srv_json(
-        rs, 200,
-        json_pack(
-            "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
-            "s:{s:o,s:I,s:I,s:[sss]},s:{s:I,s:I}}",
-            "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s),
-            "models", mtx_srv_models_json(s), "search", "fields",
-            mtx_srv_fields_json(mtx_srv_search_fields, mtx_srv_search_nfields),
-            "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
-            "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",
-            "fields",
-            mtx_srv_fields_json(mtx_srv_ask_fields, mtx_srv_ask_nfields),
-            "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
-            (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
-            (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
-            "check", "fields", mtx_srv_check_fields_json(), "note_bytes",
-            (json_int_t)SRV_NOTE_MAX, "filter_bytes",
-            (json_int_t)(SRV_FILTER_MAX - 1), "strategies", "react-reflex",
-            "guards", "single", "batch", "notes_max",
-            (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
-            (json_int_t)s->p.max_body));
+    mtx_srv_json(rs, 200, mtx_srv_limits_json(s));
+}
+
+json_t *mtx_srv_limits_json(struct mt_server *s)
+{
+    return json_pack(
+        "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
+        "s:{s:o,s:I,s:I,s:[sss]},s:{s:I,s:I}}",
+        "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
+        mtx_srv_models_json(s), "search", "fields",
+        mtx_srv_fields_json(mtx_srv_search_fields, mtx_srv_search_nfields),
+        "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
+        "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",
+        "fields", mtx_srv_fields_json(mtx_srv_ask_fields, mtx_srv_ask_nfields),
+        "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
+        (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
+        (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
+        "check", "fields", mtx_srv_check_fields_json(), "note_bytes",
+        (json_int_t)SRV_NOTE_MAX, "filter_bytes",
+        (json_int_t)(SRV_FILTER_MAX - 1), "strategies", "react-reflex",
+        "guards", "single", "batch", "notes_max",
+        (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
+        (json_int_t)s->p.max_body);
 }

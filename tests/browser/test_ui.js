@@ -9,7 +9,8 @@
 // saves screenshots at both widths.
 // Usage: node test_ui.js BASE_URL SHOT_DIR PROFILE_DIR ADMIN_PASSWORD MEDEC_CSV
 //        META_JSON (doc id -> the authors, journal, publication_types the
-//        store's PubMedQA documents were given)
+//        store's PubMedQA documents were given) [after-restart: only check,
+//        on a restarted server, that the per-user defaults survived]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -17,7 +18,7 @@ const TP = path.join(__dirname, '../../third_party/browser/node_modules');
 const pw = require(path.join(TP, 'playwright-core'));
 const AXE = fs.readFileSync(path.join(TP, 'axe-core/axe.min.js'), 'utf8');
 
-const [base, shots, profile, adminPw, medecCsv, metaJson] =
+const [base, shots, profile, adminPw, medecCsv, metaJson, mode] =
     process.argv.slice(2);
 const META = JSON.parse(fs.readFileSync(metaJson, 'utf8'));
 let failed = 0;
@@ -289,6 +290,56 @@ async function collapsedSettings(page) {
     }
   }
   await page.setViewportSize(vp);
+}
+
+// Per-user defaults: the Check panel's values saved with "Save as my
+// defaults" (PUT /v1/me/settings), bounded by the server's limits (a
+// value past them is refused), put back in the panel on the next load.
+const MINE = {rounds: '3', source: 'pubmedqa', min: '4'};
+async function userDefaults(page) {
+  await page.goto(base + '/#check');
+  await page.reload();
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
+  await openSettings(page, 'check');
+  await page.fill('#check-rounds', MINE.rounds);
+  await page.fill('#check-min', MINE.min);
+  await page.selectOption('#check-source', MINE.source);
+  const resp = page.waitForResponse((r) => r.url().endsWith('/v1/me/settings') &&
+      r.request().method() === 'PUT');
+  await page.click('#check-save');
+  const r = await resp;
+  const sent = r.request().postDataJSON().check || {};
+  check('"Save as my defaults" stores the Check panel\'s values',
+      r.status() === 200 && sent.max_rounds === 3 && sent.accept_min === 4 &&
+      sent.source === 'pubmedqa' && sent.max_steps === 4,
+  r.status() + ' ' + JSON.stringify(sent));
+  expected.push({path: '/v1/me/settings', status: 400});
+  const bad = await page.evaluate(async () => {
+    const res = await fetch('/v1/me/settings', {method: 'PUT', headers: {
+      'Content-Type': 'application/json',
+      'X-CSRF-Token': sessionStorage.getItem('medtrust.csrf')},
+    body: JSON.stringify({check: {max_rounds: 99}})});
+    return [res.status, (await res.json()).error];
+  });
+  check('a default past the server\'s limits is refused, saying the bounds',
+      bad[0] === 400 && /max_rounds.*1 to 10/.test(bad[1]), bad.join(' '));
+  await page.reload();
+  check('the saved defaults fill the Check panel on the next load',
+      await mineShown(page), await page.textContent('#check-settings-now'));
+  await audit(page, 'check_defaults', 'Check with saved defaults');
+}
+
+// Whether the Check panel shows MINE (the line and the inputs).
+async function mineShown(page) {
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
+  await page.waitForFunction(() => / M 3 /.test(
+      document.getElementById('check-settings-now').textContent), null,
+  {timeout: 10000}).catch(() => {});
+  const v = await page.evaluate(() => ['check-rounds', 'check-min',
+    'check-source', 'check-steps'].map((id) => document.getElementById(id).value));
+  return v.join(',') === [MINE.rounds, MINE.min, MINE.source, '4'].join(',');
 }
 
 async function search(page) {
@@ -1082,6 +1133,27 @@ async function settings(page) {
 
 let page = null;
 
+// After the server restarted on the same store: carol's defaults are
+// still hers, the admin's panel has the server's.
+async function afterRestart() {
+  check('carol logs in again after the restart',
+      await logIn(page, 'carol', 'carol-password'));
+  await page.goto(base + '/#check');
+  check('per-user defaults survive a server restart', await mineShown(page),
+      await page.textContent('#check-settings-now'));
+  check('log out', await logOut(page));
+  check('the admin logs in', await logIn(page, 'admin', adminPw));
+  await page.goto(base + '/#check');
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
+  const v = await page.evaluate(() => ['check-rounds', 'check-source']
+      .map((id) => document.getElementById(id).value).join(','));
+  check('another user\'s panel keeps the server\'s defaults', v === '5,',
+      v);
+  check('no console errors after the restart', errors.length === 0,
+      errors.join(' | '));
+}
+
 async function main() {
   fs.mkdirSync(shots, {recursive: true});
   const ctx = await pw.chromium.launchPersistentContext(profile, {
@@ -1095,6 +1167,11 @@ async function main() {
   page = ctx.pages()[0] || await ctx.newPage();
   page.setDefaultTimeout(20000);
   watch(page);
+  if (mode === 'after-restart') {
+    await afterRestart();
+    await ctx.close();
+    return;
+  }
   await register(page, 'carol', 'carol-password');
   check('log out returns to the login page', await logOut(page));
   await loginError(page);
@@ -1108,6 +1185,7 @@ async function main() {
   await ask(page);
   await batch(page);
   await runs(page);
+  await userDefaults(page);
   check('log out', await logOut(page));
   check('the admin logs in', await logIn(page, 'admin', adminPw));
   await settings(page);

@@ -84,6 +84,29 @@ expect "a user may not change settings (403)" 403 -b "$TMP/bjar" \
     -d '{"registration":"closed"}'
 expect "an admin may list users" 200 "${A[@]}" "$MAIN/v1/users"
 
+# A user's own defaults (PUT/GET /v1/me/settings), bounded by /v1/limits.
+B=(-b "$TMP/bjar" -H "X-CSRF-Token: $BC")
+expect "a user saves their own search defaults" 200 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"search":{"k":5,"author":"Kim"},"ask":{"k":20}}'
+expect "... and reads them back" 200 -b "$TMP/bjar" "$MAIN/v1/me/settings"
+grep -q '"settings":{"ask":{"k":20},"search":{"author":"Kim","k":5}}' "$TMP/body" &&
+    ok "... as saved" || not_ok "own defaults read back" "$(cat "$TMP/body")"
+expect "an admin's defaults are their own" 200 "${A[@]}" "$MAIN/v1/me/settings"
+grep -q '"settings":{}' "$TMP/body" && ok "... (none saved)" ||
+    not_ok "admin's own defaults" "$(cat "$TMP/body")"
+expect "a default past the server's limit is 400" 400 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"ask":{"k":1000}}'
+grep -q 'k.. must be a whole number from 1 to 100' "$TMP/body" &&
+    ok "... naming the bounds" || not_ok "limit message" "$(cat "$TMP/body")"
+expect "an unknown setting is 400" 400 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"check":{"max_steps":2,"colour":"red"}}'
+expect "an unknown panel is 400" 400 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"layout":{}}'
+expect "null forgets a panel" 200 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"ask":null}'
+grep -q '"settings":{"search":{"author":"Kim","k":5}}' "$TMP/body" &&
+    ok "... the others kept" || not_ok "null panel" "$(cat "$TMP/body")"
+
 expect "token created" 201 "${A[@]}" -X POST "$MAIN/v1/tokens" -d '{"name":"ci"}'
 TOK=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$TMP/body")
 TID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/body")

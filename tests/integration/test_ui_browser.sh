@@ -100,6 +100,26 @@ if [ $rc -eq 0 ] && ! grep -q "aspirin" "$TMP/logs/"*.log; then
 else
     not_ok "server stop" "rc=$rc" "$(tail -3 "$TMP/serve.err")"
 fi
+
+# The same store served again: the users' own defaults are still there.
+"$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" \
+    --data-dir "$TMP/logs" >"$TMP/serve2.out" 2>"$TMP/serve2.err" &
+SERVE_PID=$!
+for _ in $(seq 100); do
+    grep -q listening "$TMP/serve2.out" 2>/dev/null && break
+    sleep 0.1
+done
+PORT=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/\1/p' "$TMP/serve2.out")
+if [ -n "$PORT" ]; then
+    timeout 120 node "$ROOT/tests/browser/test_ui.js" "http://127.0.0.1:$PORT" \
+        "$LOGS" "$TMP/profile2" "$ADMIN_PW" "$TMP/medec3.csv" "$TMP/meta.json" \
+        after-restart || echo "# browser test (after the restart) failed"
+else
+    not_ok "server restarted" "$(tail -3 "$TMP/serve2.err")"
+fi
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID"
+SERVE_PID=
 if grep -q 'without a request line' "$TMP/serve.err"; then
     not_ok "Chromium's preconnect sockets are not warned about" \
         "$(grep 'request line' "$TMP/serve.err" | head -2)"

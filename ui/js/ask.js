@@ -10,7 +10,7 @@ import {$, clear, docHref, el} from './dom.js';
 import {followRun} from './check.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {bound, limits, model, offerModels} from './limits.js';
-import {collapse, common, val, years} from './collapse.js';
+import {applyMine, collapse, common, val, years} from './collapse.js';
 import {showWeight} from './search.js';
 import {liveAnswer} from './stream.js';
 
@@ -238,5 +238,7 @@ export async function initAsk() {
   $('ask-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   offerModels('ask', lim); // when the server has more than its --llm
+  await applyMine('ask'); // the user's own defaults, within those bounds
+  showWeights();
   summarize();
 }

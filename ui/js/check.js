@@ -9,7 +9,7 @@ import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {bound, limits, model, offerModels} from './limits.js';
-import {collapse, common, val, years} from './collapse.js';
+import {applyMine, collapse, common, val, years} from './collapse.js';
 
 // The paper settings' inputs, by the server's field names.
 const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
@@ -277,5 +277,7 @@ export async function initCheck() {
   if (lim) boundFilters('check', lim.check.filter_bytes);
   offerModels('check', lim);
   ready = res.ok && res.data.runs_jobs !== false ? res.data.check : null;
+  await applyMine('check'); // the user's own defaults, within those bounds
+  showWeights();
   strategyHint();
 }

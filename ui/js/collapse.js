@@ -2,6 +2,7 @@
 // VerifAI's configuration window) whose summary line says the values in
 // force, kept up to date as they change.
 import {$, el} from './dom.js';
+import {api, errorText} from './api.js';
 
 // 'prefix'-settings becomes a collapsed panel; describe() returns the
 // current values as short phrases.
@@ -15,6 +16,7 @@ export function collapse(prefix, describe) {
   };
   box.addEventListener('input', update);
   box.addEventListener('change', update);
+  saveButton(prefix);
   update();
   return update;
 }
@@ -43,4 +45,75 @@ export function years(from, to) {
   const b = val(to);
   if (!a && !b) return '';
   return 'years ' + (a || '…') + ' to ' + (b || '…');
+}
+
+// ==== Per-user defaults (GET and PUT /v1/me/settings) ====
+
+// Each panel's settings by the server's names: the input's id, and
+// whether it holds a number (the weight slider holds w_sem in percent).
+const FIELDS = {
+  search: {k: 'search-k', source: 'search-source', author: 'search-author',
+    journal: 'search-journal', publication_type: 'search-pubtype',
+    w_sem: 'search-w'},
+  ask: {k: 'ask-k', year_from: 'ask-year-from', year_to: 'ask-year-to',
+    source: 'ask-source', search_mode: 'ask-mode', author: 'ask-author',
+    journal: 'ask-journal', publication_type: 'ask-pubtype',
+    model: 'ask-model', w_sem: 'ask-w'},
+  check: {strategy: 'check-strategy', max_steps: 'check-steps',
+    max_rounds: 'check-rounds', accept_mean: 'check-mean',
+    accept_min: 'check-min', retrieve_k: 'check-retrieve',
+    rerank_k: 'check-k', year_from: 'check-year-from',
+    year_to: 'check-year-to', source: 'check-source',
+    search_mode: 'check-mode', author: 'check-author',
+    journal: 'check-journal', publication_type: 'check-pubtype',
+    model: 'check-model', w_sem: 'check-w'},
+};
+
+let saved = null;
+function mine() {
+  if (!saved) {
+    saved = api('GET', '/v1/me/settings').then((r) =>
+      (r.ok ? r.data.settings : {}));
+  }
+  return saved;
+}
+
+// Panel p's values as the server takes them (empty ones left out).
+function collect(p) {
+  const out = {};
+  for (const [k, id] of Object.entries(FIELDS[p])) {
+    const e = $(id);
+    if (!e || e.disabled || e.value === '' || e.closest('[hidden]')) continue;
+    if (k === 'w_sem') out[k] = Number(e.value) / 100;
+    else if (e.type === 'number') out[k] = Number(e.value);
+    else out[k] = e.value;
+  }
+  return out;
+}
+
+// Puts the user's saved defaults for panel p into its inputs (after the
+// page set the server's defaults and limits), then tells the page.
+export async function applyMine(p) {
+  const d = (await mine())[p] || {};
+  for (const [k, v] of Object.entries(d)) {
+    const e = $(FIELDS[p][k] || '');
+    if (!e || e.disabled) continue;
+    e.value = k === 'w_sem' ? String(Math.round(v * 100)) : String(v);
+    e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input',
+        {bubbles: true}));
+  }
+}
+
+// A "Save as my defaults" button at the end of panel p's settings.
+export function saveButton(p) {
+  const msg = el('p', {class: 'hint', id: p + '-save-msg', role: 'status'});
+  const btn = el('button', {type: 'button', class: 'secondary',
+    id: p + '-save'}, 'Save as my defaults');
+  btn.addEventListener('click', async () => {
+    const res = await api('PUT', '/v1/me/settings', {[p]: collect(p)});
+    msg.textContent = res.ok ? 'Saved: these are your defaults from now ' +
+        'on, on any device.' : errorText(res);
+    if (res.ok) saved = Promise.resolve(res.data.settings);
+  });
+  $(p + '-settings').append(el('div', {class: 'row'}, btn), msg);
 }

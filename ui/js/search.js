@@ -7,7 +7,7 @@ import {api, errorText, fillSources} from './api.js';
 import {$, clear, docHref, el, highlight, queryTerms} from './dom.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {limits} from './limits.js';
-import {collapse, common} from './collapse.js';
+import {applyMine, collapse, common} from './collapse.js';
 
 let hasVectors = false;
 let building = null; // /v1/models index_build: vectors on their way
@@ -102,5 +102,7 @@ export async function initSearch() {
     limits(), fillSources($('search-source'))]);
   if (lim) boundFilters('search', lim.search.filter_bytes);
   vectorsFrom(models);
+  await applyMine('search'); // the user's own defaults
+  showWeights();
   summarize();
 }
