@@ -129,7 +129,10 @@ struct mt_chat_result {
 void mt_chat_result_free(struct mt_chat_result *r);
 
 /* Opens the backend named by 'spec': "openai:BASE_URL#MODEL" (key from
- * MEDTRUST_API_KEY or OPENAI_API_KEY) or "gguf:PATH". 'params' may be NULL
+ * MEDTRUST_API_KEY or OPENAI_API_KEY) or "gguf:PATH", with LoRA adapters
+ * "gguf:PATH?lora=ADAPTER[:SCALE]&lora=..." (loaded once for the handle,
+ * applied to its context; the model name, and so the cache key, names
+ * them: "base.gguf+adapter.gguf:0.5"). 'params' may be NULL
  * for defaults and is copied. On success *out owns the handle (free with
  * mt_llm_close); on failure *out is unchanged and 'err' names the setting
  * to fix. */
@@ -163,7 +166,8 @@ const char *mt_llm_model(const struct mt_llm *l);
  * as it is known; 0 while unknown. gguf: the context the model was opened
  * with. openai: mt_llm_params.n_ctx, capped by what the server says
  * (llama-server's GET /props, default_generation_settings.n_ctx: one
- * slot's context, asked once on the first call), else the figure read
+ * slot's context, asked once on the first call; without /props, vLLM's
+ * GET /v1/models max_model_len), else the figure read
  * from a context-length refusal of an earlier chat (llama-server's,
  * vLLM's or OpenAI's wording), which also makes later counts err higher
  * when the server counted more than the estimate. Thread-safe. */
@@ -187,13 +191,15 @@ uint32_t mt_llm_count_tokens(struct mt_llm *l, const char *s, size_t n,
 /* "vocab", "server" or "estimate". */
 const char *mt_token_count_str(enum mt_token_count how);
 
-/* openai: and azure: the server profile the endpoint got (its kind,
- * detected once from its first reply or refusal: llama-server, vllm,
- * ollama, lm-studio, openai, azure, deepseek or openai-compatible; its
- * auth header, URL shape, token-limit field, whether temperature is sent,
- * the structured-output dialect and where the reasoning text goes, as
- * learnt so far); valid until the next call on the handle. NULL for other
- * backends. */
+/* openai: and azure: the server profile the endpoint got (its kind:
+ * llama-server, vllm, ollama, lm-studio, openai, azure, deepseek or
+ * openai-compatible, detected once from the first of GET /props, GET
+ * /v1/models, the Server header, its first reply or refusal; its auth
+ * header, URL shape, token-limit field, whether temperature is sent, the
+ * structured-output dialect, where the reasoning text goes, as learnt so
+ * far, and what told the kind). The first call asks /props and
+ * /v1/models if no call has (as mt_llm_n_ctx does). Valid until the next
+ * call on the handle. NULL for other backends. */
 const char *mt_llm_profile(struct mt_llm *l);
 
 /* Closes the backend; NULL is allowed. No call may be in flight. */
