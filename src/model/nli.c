@@ -330,8 +330,10 @@ enum mt_status mt_nli_open(const char *spec, const struct mt_reranker_params *p,
     else
         st = open_judge(ms.arg, p, n, err);
     n->minicheck = ms.kind == 3;
-    if (st == MT_OK && n->onnx)
+    if (st == MT_OK && n->onnx) {
         describe(n, spec);
+        mt_log(MT_LOG_INFO, "nli %s", n->desc);
+    }
     if (st == MT_OK && n->minicheck)
         snprintf(n->desc, sizeof n->desc,
                  "%s: MiniCheck's Yes = SUPPORT, No = NO_EVIDENCE (it never "

@@ -2,6 +2,7 @@
  * of libonnxruntime-dev 1.21 (API version 21), which any later library
  * serves through OrtGetApiBase()->GetApi(ORT_API_VERSION). One OrtEnv for
  * the process (kept to the end: ONNX Runtime's own threads may use it). */
+#include "core/selfpath.h"
 #include "medtrust/core.h"
 #include "model/ort_rt.h"
 
@@ -34,29 +35,46 @@ struct mtx_ort {
     size_t nout;
 };
 
+/* The folder to look in: libmedtrust.so's (its medtrust/ beside it when
+ * installed, lib/medtrust in the build tree), else the program's. */
+static int base_dir(char *dir, size_t n)
+{
+    ssize_t k;
+    char *slash;
+
+    if (mtx_lib_dir(dir, n) == 0)
+        return 1;
+    k = readlink("/proc/self/exe", dir, n - 1);
+    dir[k > 0 ? k : 0] = '\0';
+    slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    return 0;
+}
+
 /* dlopens the library: MEDTRUST_ONNXRUNTIME, else the copy beside the
- * running program (lib/medtrust or ../lib/medtrust, as the build tree and
- * `make install` lay it out; looked up by path because a dlopen from a
- * sanitized build does not see the program's run path), else the system
- * loader's libonnxruntime.so.1. */
+ * program or libmedtrust.so (as the build tree and `make install` lay it
+ * out; looked up by path because a dlopen from a sanitized build does not
+ * see the program's run path), else the system loader's
+ * libonnxruntime.so.1. */
 static void *open_lib(void)
 {
-    static const char *const rel[] = {"/lib/medtrust/", "/../lib/medtrust/"};
+    static const char *const rel[2][2] = {
+        {"/lib/medtrust/", "/../lib/medtrust/"}, /* beside the program */
+        {"/medtrust/", "/lib/medtrust/"},        /* beside the library */
+    };
     const char *env_lib = getenv("MEDTRUST_ONNXRUNTIME");
-    char exe[4096], path[4200];
-    ssize_t n;
-    char *slash;
+    char dir[4096], path[4200];
+    int lib;
     size_t i;
     void *h;
 
     if (env_lib && *env_lib)
         return dlopen(env_lib, RTLD_NOW | RTLD_LOCAL);
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    slash = strrchr(exe, '/');
-    for (i = 0; slash && i < 2; i++) {
-        snprintf(path, sizeof path, "%.*s%slibonnxruntime.so.1",
-                 (int)(slash - exe), exe, rel[i]);
+    lib = base_dir(dir, sizeof dir);
+    for (i = 0; dir[0] && i < 2; i++) {
+        snprintf(path, sizeof path, "%s%slibonnxruntime.so.1", dir,
+                 rel[lib][i]);
         h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (h)
             return h;
