@@ -21,12 +21,36 @@ enum mt_strategy {
     MT_STRATEGY_REACT_REFLEX, /* IryoNLP MedReAct'N'MedReFlex (default) */
     MT_STRATEGY_GUARDS,       /* MedGuards: detect, localise, correct */
     MT_STRATEGY_SINGLE,       /* one chain-of-thought call, few-shot */
+    MT_STRATEGY_COUNT         /* how many there are */
 };
 
-/* Parses "react-reflex", "guards" or "single"; MT_EINVAL otherwise. */
+/* A strategy as the one strategy table (src/check/strategy.c) declares
+ * it; the CLI's help, the server's checks, GET /v1/limits and the web
+ * UI's choices are made from it. Static data. */
+struct mt_strategy_info {
+    enum mt_strategy id;
+    const char *name;         /* "react-reflex", as parsed and printed */
+    const char *title;        /* "MedReAct'N'MedReFlex" */
+    const char *summary;      /* one or two sentences for help and the UI */
+    const char *const *roles; /* the roles it calls (MEDTRUST_LLM_<ROLE>,
+                                 lower case), NULL-terminated */
+    int needs_retriever;      /* 1: it searches a corpus (refused without
+                                 one unless no_retrieval) */
+    int needs_examples;       /* 1: it shows few-shot examples
+                                 (few_shot_path, examples_path) */
+};
+
+/* Strategy s's entry, or NULL when s is not one. Thread-safe. */
+const struct mt_strategy_info *mt_strategy_get(enum mt_strategy s);
+
+/* Parses a strategy's name; MT_EINVAL otherwise. */
 enum mt_status mt_strategy_parse(const char *s, enum mt_strategy *out);
-/* Returns the strategy's name (static string). */
+/* Returns the strategy's name (static string; "unknown" when s is not
+ * one). */
 const char *mt_strategy_str(enum mt_strategy s);
+/* Writes the names as a sentence lists them ("react-reflex, guards or
+ * single") into buf (n bytes, NUL-terminated, cut to fit); returns buf. */
+char *mt_strategy_list(char *buf, size_t n);
 
 /* Settings of a checker. Strings are copied by mt_agent_open. */
 #define MT_AGENT_MAX_SOURCES 16
@@ -142,6 +166,8 @@ struct mt_agent_params {
     size_t max_note_bytes; /* longer notes are refused (256 KiB) */
     uint32_t max_few_shot; /* examples from few_shot_path or
                               examples_path, per note (3) */
+    uint32_t hit_chars;    /* bytes kept of each hit's text in a search
+                              trace record's "passages" (360) */
     int grammar;           /* 1 (default): gguf models answer under a
                               grammar made from each role's reply
                               schema, so their JSON always parses;
@@ -269,6 +295,67 @@ struct mt_check_result {
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out,
                               struct mt_error *err);
+
+/* Settings of one check, replacing the handle's for that call (callbacks
+ * and their user pointers borrowed for the call), so one checker serves
+ * notes of every strategy and setting: a server keeps one per model. The
+ * fields mean what they mean in mt_agent_params; what is not here (models,
+ * prompts, corpus, examples, per-role overrides, grammar) is the
+ * handle's. */
+struct mt_agent_check_params {
+    enum mt_strategy strategy; /* the roles and parts it needs are opened
+                                  on first use (mt_agent_prepare) */
+    uint32_t max_steps;        /* N, >= 1 */
+    uint32_t max_rounds;       /* M, >= 1 */
+    uint32_t n_evals;          /* 1..64 */
+    double accept_mean;
+    double accept_min;
+    uint32_t eval_quorum;
+    int on_exhausted;
+    int search_mode;     /* MT_SEARCH_* or MT_AGENT_SEARCH_AUTO; dense and
+                            hybrid need vectors the query embedder matches */
+    uint32_t retrieve_k; /* >= rerank_k */
+    uint32_t rerank_k;   /* >= 1 */
+    float w_lex, w_sem;
+    uint32_t chunk_chars;
+    uint32_t evidence_tokens;
+    uint32_t hit_chars;
+    float temperature;
+    float eval_temperature;
+    uint32_t max_tokens;
+    uint64_t seed;
+    /* As mt_agent_params' on_step and cancelled, for this call only:
+     * note_id is the note's mt_note.id. NULL = none. */
+    void (*on_step)(void *user, const char *note_id, const char *step_json);
+    void *on_step_user;
+    int (*cancelled)(void *user, const char *note_id);
+    void *cancelled_user;
+};
+
+/* Fills 'cp' with the handle's settings and callbacks. Thread-safe. */
+void mt_agent_check_default_params(const struct mt_agent *a,
+                                   struct mt_agent_check_params *cp);
+
+/* Opens what strategy 's' needs that the checker has not opened yet: its
+ * roles' models (MEDTRUST_LLM_<ROLE>), the corpus search of react-reflex
+ * (refused, MT_EINVAL, on a checker with neither db_dir, a retriever nor
+ * no_retrieval), the few-shot examples of `single`. mt_agent_open does
+ * it for params.strategy and mt_agent_check_with on a strategy's first
+ * note; a caller that wants a bad spec refused up front calls it first.
+ * Idempotent; thread-safe (a lock is held while opening). */
+enum mt_status mt_agent_prepare(struct mt_agent *a, enum mt_strategy s,
+                                struct mt_error *err);
+
+/* mt_agent_check with this note's settings and callbacks; cp == NULL uses
+ * the handle's. MT_EINVAL when a setting is out of range (steps, rounds
+ * >= 1, evaluators 1..64, retrieve_k >= rerank_k >= 1, a dense or hybrid
+ * search_mode on an index without vectors) or the strategy's parts cannot
+ * be opened (mt_agent_prepare's failure). Thread-safe. */
+enum mt_status mt_agent_check_with(struct mt_agent *a,
+                                   const struct mt_note *note,
+                                   const struct mt_agent_check_params *cp,
+                                   struct mt_check_result *out,
+                                   struct mt_error *err);
 
 /* Frees the strings of 'r' and zeroes it; NULL is allowed. */
 void mt_check_result_free(struct mt_check_result *r);

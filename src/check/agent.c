@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "check/agent_int.h"
+#include "check/strategy.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "medtrust/retrieve.h"
@@ -14,27 +15,6 @@
 static const char *const route_names[ROLE_COUNT] = {
     "react", "eval", "reflect", "parser", "guard", "single",
 };
-
-static const char *const strategy_names[] = {"react-reflex", "guards",
-                                             "single"};
-
-enum mt_status mt_strategy_parse(const char *s, enum mt_strategy *out)
-{
-    size_t i;
-
-    for (i = 0; s && i < 3; i++) {
-        if (strcmp(s, strategy_names[i]) == 0) {
-            *out = (enum mt_strategy)i;
-            return MT_OK;
-        }
-    }
-    return MT_EINVAL;
-}
-
-const char *mt_strategy_str(enum mt_strategy s)
-{
-    return (unsigned)s < 3 ? strategy_names[s] : "unknown";
-}
 
 void mt_agent_default_params(struct mt_agent_params *p)
 {
@@ -65,6 +45,7 @@ void mt_agent_default_params(struct mt_agent_params *p)
     p->max_note_bytes = (size_t)256 << 10;
     p->max_few_shot = 3;
     p->evidence_tokens = 12000;
+    p->hit_chars = 360;
     p->search_mode = MT_AGENT_SEARCH_AUTO;
 }
 
@@ -101,28 +82,27 @@ static enum mt_status copy_params(struct mt_agent *a,
 
 static int role_used(enum mt_strategy s, int role)
 {
-    if (s == MT_STRATEGY_GUARDS)
-        return role == ROLE_GUARD;
-    if (s == MT_STRATEGY_SINGLE)
-        return role == ROLE_SINGLE;
-    return role <= ROLE_PARSER;
+    return mtx_strategy_calls(s, route_names[role]);
 }
 
-/* Opens each role's model once per distinct spec. */
-static enum mt_status open_models(struct mt_agent *a, struct mt_error *err)
+/* Opens each model role 's' calls once per distinct spec, sharing the
+ * handle of a role opened before (by this strategy or another). */
+static enum mt_status open_models(struct mt_agent *a, enum mt_strategy s,
+                                  struct mt_error *err)
 {
     const char *spec[ROLE_COUNT];
     int i;
     int j;
 
+    for (i = 0; i < ROLE_COUNT; i++)
+        spec[i] = mt_llm_role_spec(route_names[i], a->p.llm_spec);
     for (i = 0; i < ROLE_COUNT; i++) {
         enum mt_status st;
 
-        if (!role_used(a->p.strategy, i))
+        if (!role_used(s, i) || a->llm[i])
             continue;
-        spec[i] = mt_llm_role_spec(route_names[i], a->p.llm_spec);
-        for (j = 0; j < i; j++)
-            if (a->llm[j] && spec[j] && spec[i] &&
+        for (j = 0; j < ROLE_COUNT && !a->llm[i]; j++)
+            if (j != i && a->llm[j] && spec[j] && spec[i] &&
                 strcmp(spec[i], spec[j]) == 0)
                 a->llm[i] = a->llm[j];
         if (a->llm[i])
@@ -144,6 +124,8 @@ static enum mt_status open_retriever(struct mt_agent *a, struct mt_error *err)
     struct mt_retriever_params rp;
     int embeds = a->p.search_mode != MT_SEARCH_BM25 || a->p.examples_path;
 
+    if (a->ret)
+        return MT_OK;
     if (a->p.retriever) {
         a->ret = a->p.retriever;
         return MT_OK;
@@ -162,11 +144,9 @@ static enum mt_status open_retriever(struct mt_agent *a, struct mt_error *err)
 /* An explicit dense or hybrid search needs vectors the query embedder
  * matches; --dims only truncates those queries. (auto is decided per
  * search, so a server's index that gains vectors switches to hybrid.) */
-static enum mt_status check_search_mode(struct mt_agent *a,
-                                        struct mt_error *err)
+enum mt_status mtx_agent_search_mode_check(struct mt_agent *a, int m,
+                                           struct mt_error *err)
 {
-    int m = a->p.search_mode;
-
     if (m == MT_SEARCH_BM25 && a->p.dims)
         return mt_fail(err, MT_EINVAL,
                        "--dims truncates the query vectors of dense and "
@@ -214,22 +194,73 @@ static enum mt_status check_sources(struct mt_agent *a, struct mt_error *err)
     return st;
 }
 
+/* Without a corpus MedReAct's search finds nothing, which is not
+ * MedReAct'N'MedReFlex as the paper runs it (semantic search over
+ * ClinicalCorp, section 3): no silent degradation. Only an explicit
+ * no_retrieval runs it so, and the trace says so. */
+static int react_without_corpus(const struct mt_agent_params *p,
+                                enum mt_strategy s)
+{
+    return mt_strategy_get(s) && mt_strategy_get(s)->needs_retriever &&
+           !p->db_dir && !p->retriever && !p->no_retrieval;
+}
+
+static enum mt_status no_corpus(enum mt_strategy s, struct mt_error *err)
+{
+    return mt_fail(err, MT_EINVAL,
+                   "%s searches a medical corpus: give --db "
+                   "DIR (a store built with 'medtrust index'), or "
+                   "--no-retrieval to run MedReAct without one",
+                   mt_strategy_str(s));
+}
+
+/* Opens strategy s's parts (a->mu held): its models, the corpus search
+ * of a strategy that searches, the few-shot examples of one that shows
+ * them (whose kNN selection embeds through the retriever). */
+static enum mt_status prepare_locked(struct mt_agent *a, enum mt_strategy s,
+                                     struct mt_error *err)
+{
+    const struct mt_strategy_info *in = mt_strategy_get(s);
+    enum mt_status st;
+
+    if (a->ready & (1u << s))
+        return MT_OK;
+    if (react_without_corpus(&a->p, s))
+        return no_corpus(s, err);
+    st = open_models(a, s, err);
+    if (st == MT_OK &&
+        (in->needs_retriever || (in->needs_examples && a->p.examples_path)))
+        st = open_retriever(a, err);
+    if (st == MT_OK && in->needs_retriever)
+        st = mtx_agent_search_mode_check(a, a->p.search_mode, err);
+    if (st == MT_OK && in->needs_examples && !a->examples && !a->knn)
+        st = mtx_agent_examples_load(a, err);
+    if (st == MT_OK && a->p.db_dir && in->needs_retriever)
+        st = check_sources(a, err);
+    if (st == MT_OK)
+        a->ready |= 1u << s;
+    return st;
+}
+
+enum mt_status mt_agent_prepare(struct mt_agent *a, enum mt_strategy s,
+                                struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (!mt_strategy_get(s))
+        return mt_fail(err, MT_EINVAL, "checker: no strategy %d", (int)s);
+    pthread_mutex_lock(&a->mu);
+    st = prepare_locked(a, s, err);
+    pthread_mutex_unlock(&a->mu);
+    return st;
+}
+
 static enum mt_status open_parts(struct mt_agent *a, struct mt_error *err)
 {
     enum mt_status st = mtx_prompts_load(a->p.prompts_dir, &a->prompts, err);
 
     if (st == MT_OK)
-        st = open_models(a, err);
-    if (st == MT_OK &&
-        (a->p.strategy == MT_STRATEGY_REACT_REFLEX ||
-         (a->p.strategy == MT_STRATEGY_SINGLE && a->p.examples_path)))
-        st = open_retriever(a, err);
-    if (st == MT_OK && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
-        st = check_search_mode(a, err);
-    if (st == MT_OK && a->p.strategy == MT_STRATEGY_SINGLE)
-        st = mtx_agent_examples_load(a, err);
-    if (st == MT_OK && a->p.db_dir && a->p.strategy == MT_STRATEGY_REACT_REFLEX)
-        st = check_sources(a, err);
+        st = prepare_locked(a, a->p.strategy, err);
     return st;
 }
 
@@ -242,26 +273,21 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
     if (!params || params->max_steps == 0 || params->max_rounds == 0 ||
         params->n_evals == 0 || params->n_evals > 64 || params->rerank_k == 0 ||
         params->retrieve_k < params->rerank_k ||
-        params->n_sources > MT_AGENT_MAX_SOURCES)
+        params->n_sources > MT_AGENT_MAX_SOURCES ||
+        !mt_strategy_get(params->strategy))
         return mt_fail(err, MT_EINVAL,
                        "checker: steps, rounds and "
                        "evaluators (1..64) must be positive, retrieve-k "
-                       ">= rerank-k >= 1 and at most %d sources given",
+                       ">= rerank-k >= 1, at most %d sources given and the "
+                       "strategy one of the table's",
                        MT_AGENT_MAX_SOURCES);
-    /* No silent degradation: without a corpus MedReAct's search finds
-     * nothing, which is not MedReAct'N'MedReFlex as the paper runs it
-     * (semantic search over ClinicalCorp, section 3). Only an explicit
-     * no_retrieval runs it so, and the trace says so. */
-    if (params->strategy == MT_STRATEGY_REACT_REFLEX && !params->db_dir &&
-        !params->no_retrieval)
-        return mt_fail(err, MT_EINVAL,
-                       "react-reflex searches a medical corpus: give --db "
-                       "DIR (a store built with 'medtrust index'), or "
-                       "--no-retrieval to run MedReAct without one");
+    if (react_without_corpus(params, params->strategy))
+        return no_corpus(params->strategy, err);
     mtx_jsonl_init_alloc(); /* JSON values through mt_malloc */
     a = mt_calloc(1, sizeof *a);
     if (!a)
         return mt_fail(err, MT_ENOMEM, "checker: out of memory");
+    pthread_mutex_init(&a->mu, NULL);
     st = copy_params(a, params);
     if (st != MT_OK)
         mt_fail(err, st, "checker: out of memory");
@@ -293,5 +319,6 @@ void mt_agent_close(struct mt_agent *a)
         mt_free(a->strs[i]);
     for (i = 0; i < MT_AGENT_MAX_SOURCES; i++)
         mt_free(a->sources[i]);
+    pthread_mutex_destroy(&a->mu);
     mt_free(a);
 }

@@ -44,11 +44,15 @@ struct mt_agent {
     struct knn_examples *knn; /* examples_path: picked per note */
     struct mt_retriever *ret; /* search(); NULL without a corpus */
     int ret_owned;            /* 1 when opened here (not params.retriever) */
+    pthread_mutex_t mu;       /* held while mt_agent_prepare opens parts */
+    unsigned ready;           /* bit s: strategy s's parts are open */
 };
 
 /* One note being checked. */
 struct run {
     struct mt_agent *a;
+    struct mt_agent_params p; /* the handle's, with the call's settings
+                                 (mt_agent_check_with) over them */
     struct mt_str text;
     struct mt_str *sents;
     size_t nsents;
@@ -148,22 +152,6 @@ void mtx_run_event(struct run *r, const char *step, json_t *o);
  * "error"). MT_ENOMEM is the only failure. */
 enum mt_status mtx_check_verify_correction(struct run *r, char **out);
 
-/* Sets the verdict: flag 1 with sentence 'sid' and correction 'corr', or
- * no error (flag 0). */
-enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
-                               const char *corr);
-
-/* Final-answer check shared by single, the parser and MedReAct's
- * final_mistake: is_error, sentence_id (mapped from error_sentence by
- * fuzzy matching when out of range), corrected_sentence. On success
- * writes the answer into 'user' (struct final_answer *). */
-struct final_answer {
-    int flag;
-    int sid;
-    const char *corr; /* borrowed from the reply object */
-};
-int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n);
-
 /* ==== Fitting prompts to the model's context (fit.c) ==== */
 
 /* The role's model context in tokens; 0 when unknown. */
@@ -191,6 +179,12 @@ enum mt_status mtx_fit_whole(struct run *r, struct call *c);
  * many were dropped. */
 size_t mtx_drop_passages(json_t *searches, uint32_t excess, struct mt_llm *l);
 
+/* MT_EINVAL when search mode m cannot run on the checker's index: bm25
+ * with --dims, dense or hybrid without vectors the query embedder
+ * matches. */
+enum mt_status mtx_agent_search_mode_check(struct mt_agent *a, int m,
+                                           struct mt_error *err);
+
 /* Loads the few-shot examples of `single`: the fixed ones into
  * a->examples, or with examples_path every training note, embedded, into
  * a->knn. */
@@ -206,21 +200,23 @@ enum mt_status mtx_agent_examples_for(struct run *r, const char **out,
 /* Frees a->knn; NULL is allowed. */
 void mtx_agent_examples_free(struct knn_examples *k);
 
-/* Strategies. */
-enum mt_status mtx_strategy_single(struct run *r);
-enum mt_status mtx_strategy_guards(struct run *r);
-enum mt_status mtx_strategy_react(struct run *r);
+/* What one search gives MedReAct and its trace record (JSON arrays). */
+struct search_out {
+    json_t *passages; /* "TITLE: text" cut to chunk_chars, for the model */
+    json_t *ids;      /* document ids */
+    json_t *srcs;     /* sources ("" for none) */
+    json_t *hits;     /* {"doc_id","title","source","text","cut","url"},
+                         text cut to hit_chars */
+};
 
-/* Searches the corpus for 'query' in the search mode (params.search_mode,
- * auto decided now), retrieve_k deep, reranked to rerank_k when a
- * reranker is set; only the run's sources when given. Appends each
- * passage ("TITLE: text", cut to chunk_chars) to 'passages' and its
- * document id to 'ids' and its source to 'srcs' (JSON arrays), and sets
- * *mode to the mode's name ("none" without a corpus, when it appends
- * nothing). */
+/* Searches the corpus for 'query' in the search mode (the run's
+ * search_mode, auto decided now), retrieve_k deep, reranked to rerank_k
+ * when a reranker is set; only the run's sources when given. Appends each
+ * hit to o's arrays and sets *mode to the mode's name ("none" without a
+ * corpus, when it appends nothing). */
 enum mt_status mtx_agent_search(const struct run *r, const char *query,
-                                json_t *passages, json_t *ids, json_t *srcs,
-                                const char **mode, struct mt_error *err);
+                                struct search_out *o, const char **mode,
+                                struct mt_error *err);
 
 /* The statistic the published code compared with the minimum threshold:
  * min(mean of all finals, last final) (see react.c). 0 when n == 0. */

@@ -105,7 +105,7 @@ static size_t take_replies(struct run *r, struct call *c,
  * to when the server refuses it). */
 static char *reply_schema(const struct run *r, const struct call *c)
 {
-    if (!r->a->p.grammar)
+    if (!r->p.grammar)
         return NULL;
     return mtx_reply_schema_for(c->prompt, r->sents, r->nsents);
 }
@@ -145,14 +145,14 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     size_t kept = 0;
 
     mt_chat_default_params(&cp);
-    cp.temperature = r->a->p.role_temperature[c->role] >= 0
-                         ? r->a->p.role_temperature[c->role]
+    cp.temperature = r->p.role_temperature[c->role] >= 0
+                         ? r->p.role_temperature[c->role]
                          : c->temperature;
     cp.n = c->n ? c->n : 1;
-    cp.max_tokens = r->a->p.role_max_tokens[c->role]
-                        ? r->a->p.role_max_tokens[c->role]
-                        : r->a->p.max_tokens;
-    cp.seed = r->a->p.seed + (uint64_t)k;
+    cp.max_tokens = r->p.role_max_tokens[c->role]
+                        ? r->p.role_max_tokens[c->role]
+                        : r->p.max_tokens;
+    cp.seed = r->p.seed + (uint64_t)k;
     schema = reply_schema(r, c);
     cp.json_schema = schema;
     st = mt_llm_chat(r->a->llm[c->role], m, nm, &cp, &res, &err);
@@ -190,7 +190,7 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
 static int cancelled(void *user)
 {
     const struct inflight *f = user;
-    const struct mt_agent_params *p = &f->r->a->p;
+    const struct mt_agent_params *p = &f->r->p;
 
     return p->cancelled && p->cancelled(p->cancelled_user, f->r->note_id);
 }
@@ -229,9 +229,9 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     lc.user = &f;
     lc.bad_reply = bad_reply;
     lc.llm = r->a->llm[c->role];
-    lc.max_tokens = r->a->p.role_max_tokens[c->role]
-                        ? r->a->p.role_max_tokens[c->role]
-                        : r->a->p.max_tokens;
+    lc.max_tokens = r->p.role_max_tokens[c->role]
+                        ? r->p.role_max_tokens[c->role]
+                        : r->p.max_tokens;
     st = mtx_llmcall_run(&lc, &last, why, sizeof why);
     mt_free(f.bad);
     mt_free(m);
@@ -341,12 +341,12 @@ static void notify(struct run *r, size_t from)
 {
     size_t i;
 
-    for (i = from; r->a->p.on_step && i < json_array_size(r->trace); i++) {
+    for (i = from; r->p.on_step && i < json_array_size(r->trace); i++) {
         char *txt = json_dumps(json_array_get(r->trace, i),
                                JSON_COMPACT | JSON_PRESERVE_ORDER);
 
         if (txt)
-            r->a->p.on_step(r->a->p.on_step_user, r->note_id, txt);
+            r->p.on_step(r->p.on_step_user, r->note_id, txt);
         mt_free(txt); /* jansson allocates through mt_malloc here */
     }
 }

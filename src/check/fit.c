@@ -51,7 +51,7 @@ enum mt_status mtx_call_room(struct run *r, const struct call *c,
     if (!n_ctx)
         return MT_OK;
     st = mtx_call_tokens(r, c, &t); /* the template's overhead included */
-    used = (uint64_t)t + mtx_fit_answer(n_ctx, r->a->p.max_tokens);
+    used = (uint64_t)t + mtx_fit_answer(n_ctx, r->p.max_tokens);
     if (st == MT_OK)
         *room = used < n_ctx ? (uint32_t)(n_ctx - used) : 0;
     return st;
@@ -69,14 +69,14 @@ enum mt_status mtx_fit_whole(struct run *r, struct call *c)
     /* the answer keeps --max-tokens, at most an eighth of the context
      * here: llama-server ends a longer answer where its context ends */
     if (st != MT_OK ||
-        (uint64_t)t + mtx_fit_answer(n_ctx / 4, r->a->p.max_tokens) <= n_ctx)
+        (uint64_t)t + mtx_fit_answer(n_ctx / 4, r->p.max_tokens) <= n_ctx)
         return st;
     snprintf(c->fail, sizeof c->fail,
              "the note does not fit the model's context: the %s prompt is "
              "%u tokens and --max-tokens %u, the context %u tokens (the "
              "note is not cut): use a model with a longer context (--ctx) "
              "or lower --max-tokens",
-             c->prompt, (unsigned)t, (unsigned)r->a->p.max_tokens,
+             c->prompt, (unsigned)t, (unsigned)r->p.max_tokens,
              (unsigned)n_ctx);
     return MT_ELIMIT;
 }

@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "check/agent_int.h"
+#include "check/strategy.h"
+#include "check/verdict.h"
 #include "check/match.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
@@ -207,7 +209,7 @@ static enum mt_status arbitrate(struct run *r, const struct stage *s,
     vals[2] = desc + DESC_MAX;
     describe(desc, DESC_MAX, &d[0], has[0], s->locate);
     describe(desc + DESC_MAX, DESC_MAX, &d[1], has[1], s->locate);
-    guard_call(&c, s->arbiter, s->check, keys, vals, 3, r->a->p.temperature);
+    guard_call(&c, s->arbiter, s->check, keys, vals, 3, r->p.temperature);
     st = mtx_call_do(r, &c);
     if (st == MT_OK && opinion_of(r, &c, s->locate, &da) == 0) {
         *out = da.value;
@@ -257,8 +259,8 @@ static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
     const char *rule = "";
     enum mt_status st;
 
-    guard_call(&c[0], s->p1, s->check, keys, vals, 1, r->a->p.temperature);
-    guard_call(&c[1], s->p2, s->check, keys, vals, 1, r->a->p.temperature);
+    guard_call(&c[0], s->p1, s->check, keys, vals, 1, r->p.temperature);
+    guard_call(&c[1], s->p2, s->check, keys, vals, 1, r->p.temperature);
     st = mtx_call_pair(r, &c[0], &c[1]);
     has[0] = opinion_of(r, &c[0], s->locate, &d[0]) == 0;
     has[1] = opinion_of(r, &c[1], s->locate, &d[1]) == 0;
@@ -293,7 +295,7 @@ static enum mt_status correct(struct run *r, int sid)
         return MT_ENOMEM;
     snprintf(id, sizeof id, "%d", sid);
     guard_call(&c, "guard_correct", check_correct, keys, vals, 3,
-               r->a->p.temperature);
+               r->p.temperature);
     st = mtx_call_do(r, &c);
     if (st == MT_OK && c.ok) {
         st = mtx_run_verdict(

@@ -313,7 +313,7 @@ static void record(struct run *r, const struct knn_examples *k,
 static enum mt_status knn_text(struct run *r, const float *q, char **out)
 {
     const struct knn_examples *k = r->a->knn;
-    size_t want = r->a->p.max_few_shot;
+    size_t want = r->p.max_few_shot;
     size_t *best = mt_calloc(want + 1, sizeof *best);
     float *sim = mt_calloc(want + 1, sizeof *sim);
     struct mt_buf b = MT_BUF_INIT((size_t)16 << 20);

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "check/agent_int.h"
+#include "check/strategy.h"
+#include "check/verdict.h"
 #include "llmcall/fit.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
@@ -222,7 +224,7 @@ static enum mt_status observation(const struct run *r, const char *q,
                             cut);
     if (st == MT_OK && failed)
         st = mtx_buf_printf(obs, "The search failed: %s\n", failed);
-    else if (st == MT_OK && !r->a->p.db_dir)
+    else if (st == MT_OK && !r->p.db_dir)
         st = mtx_buf_append_str(obs, "No medical corpus is configured "
                                      "(--no-retrieval): rely on your own "
                                      "knowledge.\n");
@@ -259,20 +261,22 @@ static double weight(float w)
  * dense, hybrid; none without a corpus), its depths (retrieve_k, k) and
  * hybrid weights, and whether a cross-encoder reranked, the hits' ids and
  * sources, the run's source filter and metadata conditions ("meta") when it has
- * them, and the search's time (medtrust sweep reads hit_sources and ms for the
- * papers' Fig. 3 and Fig. 7). A reader can run the same search again from it.
+ * them, the search's time (medtrust sweep reads hit_sources and ms for the
+ * papers' Fig. 3 and Fig. 7) and the hits themselves ("passages": id,
+ * title, source, text cut to hit_chars, link), so a reader (the server's
+ * step events, the UI) shows them without searching again.
  */
 static json_t *search_event(const struct run *r, const char *q,
-                            const char *mode, json_t *ids, json_t *hit_src,
+                            const char *mode, const struct search_out *so,
                             double ms)
 {
     json_t *o =
         json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:b,s:O,s:O,s:f}", "query", q,
-                  "mode", mode, "retrieve_k", (json_int_t)r->a->p.retrieve_k,
-                  "k", (json_int_t)r->a->p.rerank_k, "w_lex",
-                  weight(r->a->p.w_lex), "w_sem", weight(r->a->p.w_sem),
-                  "reranked", r->a->ret && mt_retriever_has_reranker(r->a->ret),
-                  "hits", ids, "hit_sources", hit_src, "ms", ms);
+                  "mode", mode, "retrieve_k", (json_int_t)r->p.retrieve_k, "k",
+                  (json_int_t)r->p.rerank_k, "w_lex", weight(r->p.w_lex),
+                  "w_sem", weight(r->p.w_sem), "reranked",
+                  r->a->ret && mt_retriever_has_reranker(r->a->ret), "hits",
+                  so->ids, "hit_sources", so->srcs, "ms", ms);
     json_t *src = r->n_sources ? json_array() : NULL;
     json_t *meta = meta_json(r);
     size_t i;
@@ -287,6 +291,8 @@ static json_t *search_event(const struct run *r, const char *q,
         json_object_set_new(o, "meta", meta);
     else
         json_decref(meta);
+    if (o)
+        json_object_set(o, "passages", so->hits);
     return o;
 }
 
@@ -299,23 +305,24 @@ static enum mt_status do_search(struct run *r, struct round *rd,
 {
     struct mt_buf obs = MT_BUF_INIT(TEXT_MAX);
     struct mt_error err = {MT_OK, ""};
-    json_t *ids = json_array();
-    json_t *srcs = json_array();
-    json_t *passages = json_array();
-    enum mt_status st = ids && srcs && passages ? MT_OK : MT_ENOMEM;
+    struct search_out so = {json_array(), json_array(), json_array(),
+                            json_array()};
+    json_t *passages = so.passages;
+    enum mt_status st =
+        so.passages && so.ids && so.srcs && so.hits ? MT_OK : MT_ENOMEM;
     const char *mode = "none";
     struct timespec t0, t1;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (st == MT_OK)
-        st = mtx_agent_search(r, q, passages, ids, srcs, &mode, &err);
+        st = mtx_agent_search(r, q, &so, &mode, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
     mtx_run_event(r, "search",
-                  search_event(r, q, mode, ids, srcs,
+                  search_event(r, q, mode, &so,
                                (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
     json_object_set(sj, "passages", passages);
@@ -330,8 +337,9 @@ static enum mt_status do_search(struct run *r, struct round *rd,
                                         "passages", passages, "failed",
                                         err.msg[0] ? err.msg : NULL)) != 0)
         st = MT_ENOMEM;
-    json_decref(ids);
-    json_decref(srcs);
+    json_decref(so.ids);
+    json_decref(so.srcs);
+    json_decref(so.hits);
     json_decref(passages);
     mtx_buf_free(&obs);
     return st;
@@ -366,7 +374,7 @@ static json_t *step_record(struct round *rd, json_t *o, json_t *act)
  * repair may then not fit (the call fails; the trace says why). */
 static uint32_t leave_repair(const struct run *r, uint32_t room)
 {
-    uint32_t k = MTX_FIT_REPAIR_TOKENS(r->a->p.max_tokens);
+    uint32_t k = MTX_FIT_REPAIR_TOKENS(r->p.max_tokens);
 
     if (k > room / 2)
         k = room / 2;
@@ -540,11 +548,11 @@ static enum mt_status react_step(struct run *r, struct round *rd,
     json_t *sj = NULL;
     enum mt_status st;
 
-    snprintf(steps, sizeof steps, "%u", (unsigned)r->a->p.max_steps);
+    snprintf(steps, sizeof steps, "%u", (unsigned)r->p.max_steps);
     mtx_call_init(&c, ROLE_REACT, "react", check_react, keys, vals, 3);
     c.hist = rd->hist;
     c.nhist = rd->nhist;
-    c.temperature = r->a->p.temperature;
+    c.temperature = r->p.temperature;
     c.fit = fit_react;
     c.fit_user = &f;
     st = mtx_call_do(r, &c);
@@ -698,7 +706,7 @@ struct traj_fit {
 static enum mt_status fit_traj(struct run *r, struct call *c)
 {
     struct traj_fit *f = c->fit_user;
-    uint32_t budget = r->a->p.evidence_tokens;
+    uint32_t budget = r->p.evidence_tokens;
     uint32_t room = UINT32_MAX;
     enum mt_status st;
 
@@ -757,9 +765,9 @@ static size_t collect_reviews(const struct call *c, struct round *rd,
  * the others' replies were lost. */
 static size_t quorum(const struct run *r)
 {
-    uint32_t q = r->a->p.eval_quorum;
+    uint32_t q = r->p.eval_quorum;
 
-    return q < r->a->p.n_evals ? q : r->a->p.n_evals;
+    return q < r->p.n_evals ? q : r->p.n_evals;
 }
 
 static void medeval_event(struct run *r, const int *finals, size_t n,
@@ -767,8 +775,7 @@ static void medeval_event(struct run *r, const int *finals, size_t n,
 {
     json_t *fa = json_array();
     double pub = mtx_medeval_published_min(finals, n);
-    int pub_accepts =
-        n && mean >= r->a->p.accept_mean && pub >= r->a->p.accept_min;
+    int pub_accepts = n && mean >= r->p.accept_mean && pub >= r->p.accept_min;
     size_t i;
 
     for (i = 0; i < n; i++)
@@ -806,8 +813,8 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
 
     *accepted = 0;
     mtx_call_init(&c, ROLE_EVAL, "eval", check_eval, keys, vals, 3);
-    c.n = r->a->p.n_evals;
-    c.temperature = r->a->p.eval_temperature;
+    c.n = r->p.n_evals;
+    c.temperature = r->p.eval_temperature;
     c.fit = fit_traj;
     c.fit_user = &tf;
     st = mtx_call_do(r, &c);
@@ -820,8 +827,8 @@ static enum mt_status medeval(struct run *r, struct round *rd, char *answer,
         r->undecided++;
         mtx_run_no_answer(r, "eval", why, 0);
     }
-    *accepted = mt_medeval_accept(finals, n, r->a->p.accept_mean,
-                                  r->a->p.accept_min, &mean, &min) &&
+    *accepted = mt_medeval_accept(finals, n, r->p.accept_mean, r->p.accept_min,
+                                  &mean, &min) &&
                 n >= quorum(r);
     if (st == MT_OK)
         medeval_event(r, finals, n, *accepted, mean, min);
@@ -846,7 +853,7 @@ static enum mt_status medreflex(struct run *r, struct round *rd, char *answer,
     enum mt_status st;
 
     mtx_call_init(&c, ROLE_REFLECT, "reflect", check_reflect, keys, vals, 5);
-    c.temperature = r->a->p.temperature;
+    c.temperature = r->p.temperature;
     c.fit = fit_traj;
     c.fit_user = &tf;
     st = mtx_call_do(r, &c);
@@ -942,7 +949,7 @@ static enum mt_status final_parser(struct run *r, json_t *answer,
 
     mtx_check_final(r, answer, &acc, why, sizeof why);
     mtx_call_init(&c, ROLE_PARSER, "parser", check_parser, keys, vals, 2);
-    c.temperature = r->a->p.temperature;
+    c.temperature = r->p.temperature;
     c.fit = mtx_fit_whole;
     st = mtx_call_do(r, &c);
     corr = mtx_reply_str(mtx_call_obj(&c), "corrected_sentence");
@@ -974,7 +981,7 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     enum mt_status st = MT_OK;
 
     *accepted = 0;
-    for (step = 0; st == MT_OK && !done && step < r->a->p.max_steps; step++)
+    for (step = 0; st == MT_OK && !done && step < r->p.max_steps; step++)
         st = react_step(r, rd, memory, &done);
     if (st == MT_OK && !rd->answer)
         mtx_run_event(r, "round",
@@ -999,7 +1006,7 @@ static enum mt_status exhausted(struct run *r, json_t *last)
     char *ans;
     enum mt_status st;
 
-    if (last && r->a->p.on_exhausted == MT_EXHAUSTED_LAST_ANSWER) {
+    if (last && r->p.on_exhausted == MT_EXHAUSTED_LAST_ANSWER) {
         mtx_run_event(r, "rounds",
                       json_pack("{s:s}", "rule",
                                 "no answer accepted in any round: the last "
@@ -1048,19 +1055,19 @@ enum mt_status mtx_strategy_react(struct run *r)
     enum mt_status st = mtx_buf_reserve(&memory, 1);
 
     memset(&rd, 0, sizeof rd);
-    if (st == MT_OK && !r->a->p.db_dir)
+    if (st == MT_OK && !r->p.db_dir)
         mtx_run_event(r, "retrieval",
                       json_pack("{s:s}", "rule",
                                 "--no-retrieval: MedReAct runs without a "
                                 "corpus, unlike the paper"));
     if (st == MT_OK)
         st = round_init(&rd);
-    for (k = 0; st == MT_OK && k < r->a->p.max_rounds; k++) {
+    for (k = 0; st == MT_OK && k < r->p.max_rounds; k++) {
         st = react_round(r, &rd, memory.data, &accepted);
         if (st != MT_OK || accepted)
             break;
         st = keep_last(&rd, &last);
-        if (st == MT_OK && k + 1 < r->a->p.max_rounds) {
+        if (st == MT_OK && k + 1 < r->p.max_rounds) {
             char *ans = dump(rd.answer);
 
             st = ans ? medreflex(r, &rd, ans, &memory, k) : MT_ENOMEM;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check/agent_int.h"
+#include "check/strategy.h"
 #include "check/usage.h"
 #include "medtrust/core.h"
 #include "text/sentence.h"
@@ -38,6 +39,96 @@ static enum mt_status check_input(const struct mt_agent *a,
         if (n->text[i] != ' ' && (n->text[i] < '\t' || n->text[i] > '\r'))
             return MT_OK;
     return mt_fail(err, MT_EINVAL, "the note is empty (only white space)");
+}
+
+/* ==== Settings of one call ==== */
+
+void mt_agent_check_default_params(const struct mt_agent *a,
+                                   struct mt_agent_check_params *cp)
+{
+    const struct mt_agent_params *p = &a->p;
+
+    memset(cp, 0, sizeof *cp);
+    cp->strategy = p->strategy;
+    cp->max_steps = p->max_steps;
+    cp->max_rounds = p->max_rounds;
+    cp->n_evals = p->n_evals;
+    cp->accept_mean = p->accept_mean;
+    cp->accept_min = p->accept_min;
+    cp->eval_quorum = p->eval_quorum;
+    cp->on_exhausted = p->on_exhausted;
+    cp->search_mode = p->search_mode;
+    cp->retrieve_k = p->retrieve_k;
+    cp->rerank_k = p->rerank_k;
+    cp->w_lex = p->w_lex;
+    cp->w_sem = p->w_sem;
+    cp->chunk_chars = p->chunk_chars;
+    cp->evidence_tokens = p->evidence_tokens;
+    cp->hit_chars = p->hit_chars;
+    cp->temperature = p->temperature;
+    cp->eval_temperature = p->eval_temperature;
+    cp->max_tokens = p->max_tokens;
+    cp->seed = p->seed;
+    cp->on_step = p->on_step;
+    cp->on_step_user = p->on_step_user;
+    cp->cancelled = p->cancelled;
+    cp->cancelled_user = p->cancelled_user;
+}
+
+/* The call's settings over the handle's copy in p. */
+static void call_settings(struct mt_agent_params *p,
+                          const struct mt_agent_check_params *cp)
+{
+    p->strategy = cp->strategy;
+    p->max_steps = cp->max_steps;
+    p->max_rounds = cp->max_rounds;
+    p->n_evals = cp->n_evals;
+    p->accept_mean = cp->accept_mean;
+    p->accept_min = cp->accept_min;
+    p->eval_quorum = cp->eval_quorum;
+    p->on_exhausted = cp->on_exhausted;
+    p->search_mode = cp->search_mode;
+    p->retrieve_k = cp->retrieve_k;
+    p->rerank_k = cp->rerank_k;
+    p->w_lex = cp->w_lex;
+    p->w_sem = cp->w_sem;
+    p->chunk_chars = cp->chunk_chars;
+    p->evidence_tokens = cp->evidence_tokens;
+    p->hit_chars = cp->hit_chars;
+    p->temperature = cp->temperature;
+    p->eval_temperature = cp->eval_temperature;
+    p->max_tokens = cp->max_tokens;
+    p->seed = cp->seed;
+    p->on_step = cp->on_step;
+    p->on_step_user = cp->on_step_user;
+    p->cancelled = cp->cancelled;
+    p->cancelled_user = cp->cancelled_user;
+}
+
+/* The call's settings are in range, its strategy's parts open and its
+ * search mode one the index can run (as mt_agent_open checks them). */
+static enum mt_status check_settings(struct mt_agent *a,
+                                     const struct mt_agent_check_params *cp,
+                                     struct mt_error *err)
+{
+    enum mt_status st;
+
+    if (cp->max_steps == 0 || cp->max_rounds == 0 || cp->n_evals == 0 ||
+        cp->n_evals > 64 || cp->rerank_k == 0 ||
+        cp->retrieve_k < cp->rerank_k ||
+        cp->search_mode < MT_AGENT_SEARCH_AUTO ||
+        cp->search_mode > (int)MT_SEARCH_HYBRID)
+        return mt_fail(err, MT_EINVAL,
+                       "check: steps, rounds and evaluators (1..64) must be "
+                       "positive, retrieve-k >= rerank-k >= 1 and the "
+                       "search mode auto, bm25, dense or hybrid");
+    st = mt_agent_prepare(a, cp->strategy, err);
+    if (st != MT_OK)
+        return st;
+    if (!mt_strategy_get(cp->strategy)->needs_retriever ||
+        cp->search_mode == a->p.search_mode)
+        return MT_OK;
+    return mtx_agent_search_mode_check(a, cp->search_mode, err);
 }
 
 static enum mt_status from_field(struct run *r, const struct mt_note *n,
@@ -116,16 +207,21 @@ static enum mt_status make_block(struct run *r)
 }
 
 static enum mt_status run_init(struct run *r, struct mt_agent *a,
-                               const struct mt_note *n, struct mt_error *err)
+                               const struct mt_note *n,
+                               const struct mt_agent_check_params *cp,
+                               struct mt_error *err)
 {
     enum mt_status st = MT_EPARSE;
 
     memset(r, 0, sizeof *r);
     r->a = a;
+    r->p = a->p;
+    if (cp)
+        call_settings(&r->p, cp);
     r->sid = -1;
     r->note_id = n->id;
-    r->sources = n->n_sources ? n->sources : r->a->p.sources;
-    r->n_sources = n->n_sources ? n->n_sources : r->a->p.n_sources;
+    r->sources = n->n_sources ? n->sources : r->p.sources;
+    r->n_sources = n->n_sources ? n->n_sources : r->p.n_sources;
     if (r->n_sources > MT_AGENT_MAX_SOURCES)
         r->n_sources = MT_AGENT_MAX_SOURCES;
     r->meta = n->meta;
@@ -160,28 +256,6 @@ static void run_free(struct run *r)
     mt_free(r->sents);
     mt_free(r->block);
     mt_free(r->corr);
-}
-
-enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
-                               const char *corr)
-{
-    char *c = NULL;
-
-    if (flag && (sid < 0 || (size_t)sid >= r->nsents))
-        flag = 0;
-    if (flag && (!corr || !*corr)) /* never an empty correction */
-        corr = NULL;
-    if (flag) {
-        c = corr ? mt_strdup(corr)
-                 : mt_strndup(r->sents[sid].p, r->sents[sid].n);
-        if (!c)
-            return MT_ENOMEM;
-    }
-    mt_free(r->corr);
-    r->corr = c;
-    r->flag = flag;
-    r->sid = flag ? sid : -1;
-    return MT_OK;
 }
 
 /* ==== Result ==== */
@@ -261,7 +335,7 @@ static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
     memset(o, 0, sizeof *o);
     o->error_flag = r->flag;
     o->sentence_id = r->sid;
-    o->strategy = r->a->p.strategy;
+    o->strategy = r->p.strategy;
     o->usage = r->u;
     o->fallback = r->fallback;
     if (r->fallback && !(o->fallback_why = fallback_why(r))) {
@@ -284,29 +358,32 @@ static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
 
 static enum mt_status dispatch(struct run *r)
 {
-    switch (r->a->p.strategy) {
-    case MT_STRATEGY_GUARDS:
-        return mtx_strategy_guards(r);
-    case MT_STRATEGY_SINGLE:
-        return mtx_strategy_single(r);
-    case MT_STRATEGY_REACT_REFLEX:
-    default:
-        return mtx_strategy_react(r);
-    }
+    return mtx_strategy_def(r->p.strategy)->run(r);
 }
 
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out, struct mt_error *err)
+{
+    return mt_agent_check_with(a, note, NULL, out, err);
+}
+
+enum mt_status mt_agent_check_with(struct mt_agent *a,
+                                   const struct mt_note *note,
+                                   const struct mt_agent_check_params *cp,
+                                   struct mt_check_result *out,
+                                   struct mt_error *err)
 {
     struct run r;
     char *ce = NULL; /* the correction's evidence (issue 32) */
     enum mt_status st;
 
     memset(out, 0, sizeof *out);
-    st = check_input(a, note, err);
+    st = cp ? check_settings(a, cp, err) : MT_OK;
+    if (st == MT_OK)
+        st = check_input(a, note, err);
     if (st != MT_OK)
         return st;
-    st = run_init(&r, a, note, err);
+    st = run_init(&r, a, note, cp, err);
     if (st == MT_OK)
         st = dispatch(&r);
     if (st == MT_OK)

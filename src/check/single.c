@@ -1,54 +1,12 @@
-/* The single strategy: one chain-of-thought call with few-shot examples;
- * also the final-answer check shared with MedReAct and the parser. */
+/* The single strategy: one chain-of-thought call with few-shot examples. */
 #include <stdio.h>
 #include <string.h>
 
 #include "check/agent_int.h"
-#include "check/match.h"
+#include "check/strategy.h"
+#include "check/verdict.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
-
-/* Maps a quoted error sentence to an id; -1 when it matches none. */
-static int quote_id(struct run *r, const char *q, double *score)
-{
-    *score = 0;
-    if (!q || !*q)
-        return -1;
-    return mtx_match_sentence(mtx_str_from(q), r->sents, r->nsents,
-                              MT_MATCH_MIN, score);
-}
-
-int mtx_check_final(struct run *r, json_t *o, void *user, char *why, size_t n)
-{
-    struct final_answer *f = user;
-    const char *q = mtx_reply_str(o, "error_sentence");
-    long sid = -1;
-    double score;
-
-    if (mtx_reply_bool(o, "is_error", &f->flag) != 0) {
-        snprintf(why, n, "\"is_error\" must be true or false");
-        return -1;
-    }
-    f->sid = -1;
-    f->corr = mtx_reply_str(o, "corrected_sentence");
-    if (!f->flag)
-        return 0;
-    if (mtx_reply_int(o, "sentence_id", 0, (long)r->nsents - 1, &sid) != 0)
-        sid = quote_id(r, q, &score);
-    if (sid < 0) {
-        snprintf(why, n,
-                 "\"sentence_id\" must be a sentence id from 0 to "
-                 "%zu (or \"error_sentence\" must quote one)",
-                 r->nsents - 1);
-        return -1;
-    }
-    if (!f->corr || !*f->corr) {
-        snprintf(why, n, "\"corrected_sentence\" is missing or empty");
-        return -1;
-    }
-    f->sid = (int)sid;
-    return 0;
-}
 
 /* The few-shot examples go first when the prompt does not fit the
  * context (the trace says so); the note itself is never cut: a note that
@@ -93,7 +51,7 @@ enum mt_status mtx_strategy_single(struct run *r)
     if (st != MT_OK)
         return st;
     mtx_call_init(&c, ROLE_SINGLE, "single", mtx_check_final, keys, vals, 2);
-    c.temperature = r->a->p.temperature;
+    c.temperature = r->p.temperature;
     c.check_user = &f;
     c.fit = fit_single;
     c.fit_user = vals;

@@ -104,10 +104,10 @@ int agent_opts_read(const struct cli_args *a, struct mt_agent_params *p)
 
     mt_agent_default_params(p);
     if (s && mt_strategy_parse(s, &p->strategy) != MT_OK) {
-        fprintf(stderr,
-                "medtrust: --strategy must be react-reflex, guards "
-                "or single, not '%s'\n",
-                s);
+        char names[128];
+
+        fprintf(stderr, "medtrust: --strategy must be %s, not '%s'\n",
+                mt_strategy_list(names, sizeof names), s);
         return -1;
     }
     p->db_dir = cli_get(a, "db");

@@ -164,9 +164,8 @@ const struct cli_verb cli_verb_check = {
     "find and correct a medical error in a clinical note",
     "[OPTIONS] FILE|-",
     "Splits the note into sentences (ids from 0, as in MEDEC) and runs the\n"
-    "strategy: react-reflex (MedReAct'N'MedReFlex), guards (MedGuards) or\n"
-    "single (one call). Each role's model is MEDTRUST_LLM_<ROLE> (react,\n"
-    "eval, reflect, parser, guard, single), else --llm or MEDTRUST_LLM.\n"
+    "strategy (above). Each role's model is MEDTRUST_LLM_<ROLE> (the\n"
+    "strategy's roles), else --llm or MEDTRUST_LLM.\n"
     "--json prints {\"error_flag\",\"error_sentence_id\",\"error_sentence\",\n"
     "\"corrected_sentence\",\"corrected_text\",\"strategy\",\"usage\",\n"
     "\"trace\"}. A model that fails or answers garbage gets one repeat,\n"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 
@@ -318,6 +319,32 @@ static void param_help(const struct cli_opt *o, char *buf, size_t n)
     snprintf(buf, n, "%s, %s..%s (default %s%s)", d->help, lo, hi, def, cap);
 }
 
+/* The strategy table, under the options of a verb that takes
+ * --strategy. */
+static void print_strategies(const struct cli_verb *v)
+{
+    const struct cli_opt *o;
+    int i;
+
+    for (o = v->opts; o->name && strcmp(o->name, "strategy") != 0; o++)
+        ;
+    if (!o->name)
+        return;
+    printf("\nStrategies (--strategy):\n");
+    for (i = 0; i < MT_STRATEGY_COUNT; i++) {
+        const struct mt_strategy_info *in =
+            mt_strategy_get((enum mt_strategy)i);
+        const char *const *r;
+
+        printf("  %-28s %s: %s\n  %-28s roles:", in->name, in->title,
+               in->summary, "");
+        for (r = in->roles; *r; r++)
+            printf(" %s", *r);
+        printf("%s%s\n", in->needs_retriever ? "; searches --db" : "",
+               in->needs_examples ? "; few-shot examples" : "");
+    }
+}
+
 void cli_print_help(const struct cli_verb *v)
 {
     const struct cli_opt *o;
@@ -338,6 +365,7 @@ void cli_print_help(const struct cli_verb *v)
         printf("  %-28s %s%s\n", left, help, o->repeat ? " (repeatable)" : "");
     }
     printf("  %-28s %s\n", "-h, --help", "show this help and exit");
+    print_strategies(v);
     if (v->details)
         printf("\n%s\n", v->details);
 }

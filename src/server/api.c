@@ -100,15 +100,23 @@ static json_t *role_specs(int admin)
     return o;
 }
 
-/* Which checker strategies have a model for each of their roles. */
+/* Which checker strategies have a model for each of their roles (the
+ * strategy table's roles). */
 static json_t *check_ready(const struct mt_server *s)
 {
-    int react = mtx_srv_llm_spec(s, "react") && mtx_srv_llm_spec(s, "eval") &&
-                mtx_srv_llm_spec(s, "reflect") && mtx_srv_llm_spec(s, "parser");
+    json_t *o = json_object();
+    int i;
 
-    return json_pack("{s:b,s:b,s:b}", "react-reflex", react, "guards",
-                     mtx_srv_llm_spec(s, "guard") != NULL, "single",
-                     mtx_srv_llm_spec(s, "single") != NULL);
+    for (i = 0; o && i < MT_STRATEGY_COUNT; i++) {
+        const struct mt_strategy_info *in =
+            mt_strategy_get((enum mt_strategy)i);
+        const char *const *r = in->roles;
+
+        while (*r && mtx_srv_llm_spec(s, *r))
+            r++;
+        json_object_set_new(o, in->name, json_boolean(*r == NULL));
+    }
+    return o;
 }
 
 /* The index build running on this store (medtrust index keeps

@@ -261,25 +261,22 @@ static void trace_add(FILE *f, const char *id, const struct mt_check_result *r,
 
 /* Checks one note: its submission line, or NULL when the check failed. */
 static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
+                        const struct mt_agent_check_params *cp,
                         const struct mtx_note *x, FILE *traces)
 {
     struct mt_error err = {MT_OK, ""};
-    char nid[600];
     struct mt_note n;
     struct mt_check_result r;
     enum mt_status st;
     char *line;
 
-    /* "run-ID/NOTE": routes cancel polls to this run's job; check.c's
-     * on_step does not stream a batch's steps. */
-    snprintf(nid, sizeof nid, "run-%lld/%s", (long long)a->run, x->id);
     memset(&n, 0, sizeof n); /* no source filter: the checker's own */
-    n.id = nid;
+    n.id = x->id;
     n.text = x->text;
     n.text_len = strlen(x->text);
     n.sentences = x->sents;
     n.sentences_len = x->sents ? strlen(x->sents) : 0;
-    st = mt_agent_check(agent, &n, &r, &err);
+    st = mt_agent_check_with(agent, &n, cp, &r, &err);
     trace_add(traces, x->id, &r, &err, st != MT_OK);
     if (st != MT_OK) {
         mt_log(MT_LOG_WARN, "server: batch run %lld note %s: %s",
@@ -344,23 +341,39 @@ static enum mt_status score(const struct batch_arg *a, const char *csv,
     return st;
 }
 
+/* cp.cancelled: the batch's job was asked to stop (polled before each
+ * model call, so a cancel does not wait for the note to end). */
+static int note_cancelled(void *user, const char *note_id)
+{
+    (void)note_id;
+    return mtx_srv_job_canceled(user);
+}
+
 /* Checks every note the journal does not hold; MT_ECANCELED when asked
  * to stop (the journal keeps what is done). */
 static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
                                 struct mtx_note *v, struct progress *p,
                                 struct mt_error *err)
 {
-    struct mt_agent *agent = NULL, *own = NULL;
+    struct mt_agent *agent = NULL;
+    struct mt_agent_check_params cp;
     char *jp = file_path(a, "journal.jsonl");
     char *tp = file_path(a, "traces.jsonl");
     FILE *f = jp ? mtx_file_fopen(jp, "ab", 0644) : NULL;
     FILE *tf = tp ? mtx_file_fopen(tp, "ab", 0644) : NULL;
     enum mt_status st =
-        f ? mtx_srv_checker(a->s, a->strat, &a->set, MT_AGENT_SEARCH_AUTO,
-                            a->model, &agent, &own, err)
+        f ? mtx_srv_checker(a->s, a->strat, a->model, &agent, err)
           : mt_fail(err, mtx_file_errno_status(errno), "%s: %s",
                     jp ? jp : "journal", strerror(errno));
     size_t i;
+
+    memset(&cp, 0, sizeof cp);
+    if (st == MT_OK) { /* a batch streams progress, not steps */
+        mtx_srv_check_params(agent, a->strat, &a->set, MT_AGENT_SEARCH_AUTO,
+                             &cp);
+        cp.cancelled = note_cancelled;
+        cp.cancelled_user = j;
+    }
 
     for (i = 0; st == MT_OK && i < p->total; i++) {
         if (v[i].line)
@@ -372,7 +385,7 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
                          p->done, p->total, (long long)a->run);
             break;
         }
-        v[i].line = check_note(a, agent, &v[i], tf);
+        v[i].line = check_note(a, agent, &cp, &v[i], tf);
         if (v[i].line)
             st = journal_add(f, jp, v[i].id, v[i].line, err);
         p->done += v[i].line != NULL;
@@ -383,7 +396,6 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
         fclose(f);
     if (tf)
         fclose(tf);
-    mt_agent_close(own);
     mt_free(jp);
     mt_free(tp);
     return st;
@@ -620,6 +632,7 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
                      struct srv_resp *rs, json_t **o, struct batch_arg *a)
 {
     const char *strat, *name;
+    char names[128];
 
     if (mtx_srv_body_json(rq, rs, o) != 0)
         return -1;
@@ -631,8 +644,8 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
         mtx_srv_error(rs, 400,
                       "\"data\" must be the text of a MEDEC-format CSV");
     else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
-        mtx_srv_error(rs, 400,
-                      "\"strategy\" is react-reflex, guards or single");
+        mtx_srv_error(rs, 400, "\"strategy\" is %s",
+                      mt_strategy_list(names, sizeof names));
     else if (bad_scores(*o, "bleurt") || bad_scores(*o, "bertscore"))
         mtx_srv_error(rs, 400,
                       "\"%s\" must be the text of a per-pair score file",

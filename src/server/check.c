@@ -1,7 +1,9 @@
 /* POST /v1/check: a clinical note checked on the job queue (the model
  * never runs on a network thread), recorded as a run whose result is the
  * CLI's `check --json` object, its trace streamed step by step as
- * Server-Sent Events. One checker per strategy is opened on first use. */
+ * Server-Sent Events. One checker per model is opened on first use; each
+ * job's strategy, settings and callbacks are its own call's
+ * (mt_agent_check_with). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +13,6 @@
 #include "text/utf8.h"
 #include "medtrust/model.h"
 #include "server/srv_int.h"
-
-#define PASSAGE_CHARS 360 /* bytes of a passage in a step */
 
 /* The bounded members of POST /v1/check are mt_agent_param_table's that
  * have a request field (medtrust/params.h: bounds, the server's caps and
@@ -30,15 +30,9 @@ json_t *mtx_srv_check_fields_json(void)
     return o;
 }
 
-/* Roles each strategy calls (MEDTRUST_LLM_<ROLE>). */
-static const char *const roles_react[] = {"react", "eval", "reflect", "parser",
-                                          NULL};
-static const char *const roles_guards[] = {"guard", NULL};
-static const char *const roles_single[] = {"single", NULL};
-
 struct check_arg {
-    struct mt_agent *agent; /* the server's, lives until mtx_srv_fini, or own */
-    struct mt_agent *own;   /* a checker of this job's own settings */
+    struct mt_agent *agent; /* the server's, lives until mtx_srv_fini */
+    struct mt_agent_check_params cp; /* this job's settings */
     struct mt_agent_params set; /* mt_agent_param_table's request
                                    members (the rest unused) */
     int32_t year_from, year_to; /* 0: open */
@@ -46,7 +40,6 @@ struct check_arg {
     size_t len;
     char *sentences; /* MEDEC Sentences field, or NULL */
     size_t slen;
-    char id[32]; /* "run-ID": the note id that routes steps to the job */
     char *sources[MT_AGENT_MAX_SOURCES]; /* "source" filter, or none */
     size_t n_sources;
     int search_mode;      /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
@@ -61,271 +54,111 @@ const char *mtx_srv_llm_spec(const struct mt_server *s, const char *role)
     return mt_llm_role_spec(role, s->llm_spec);
 }
 
-static const char *const *strategy_roles(enum mt_strategy st)
-{
-    if (st == MT_STRATEGY_GUARDS)
-        return roles_guards;
-    if (st == MT_STRATEGY_SINGLE)
-        return roles_single;
-    return roles_react;
-}
+/* ==== Steps: the checker's trace records become "step" events ==== */
 
-/* ==== Steps: the agent's trace records become "step" events ==== */
-
-/* A passage the UI shows, with its document's link (mt_retriever_url). */
-static json_t *passage_json(struct mt_server *s, const struct mt_search_hit *h)
-{
-    size_t n = mtx_utf8_cut(h->text, strlen(h->text), PASSAGE_CHARS);
-    char *url = NULL;
-    json_t *o;
-
-    (void)mt_retriever_url(s->ret, h, &url, NULL); /* none: null */
-    o = json_pack("{s:s,s:s?,s:s#,s:b,s:s?}", "doc_id", h->doc_id, "title",
-                  h->title, "text", h->text, (int)n, "cut", n < strlen(h->text),
-                  "url", url);
-    mt_free(url);
-    return o;
-}
-
-/* The search conditions a step's "meta" records (check/react.c's
- * meta_json: KEY: text, or [min, max]) into c; returns how many. */
-static size_t step_conds(json_t *step, struct mt_meta_cond *c)
-{
-    json_t *meta = json_object_get(step, "meta");
-    const char *key;
-    json_t *v;
-    size_t n = 0;
-
-    json_object_foreach(meta, key, v)
-    {
-        if (n == MT_SEARCH_MAX_META)
-            break;
-        memset(&c[n], 0, sizeof c[n]);
-        c[n].key = key;
-        c[n].text = json_string_value(v);
-        c[n].min = json_number_value(json_array_get(v, 0));
-        c[n].max = json_number_value(json_array_get(v, 1));
-        n += c[n].text || json_array_size(v) == 2;
-    }
-    return n;
-}
-
-/* The depths and weights the step records (check/react.c's search_event;
- * a trace from before they were recorded: the defaults, k its n hits). */
-static void step_depths(json_t *step, size_t n, struct mt_search_params *p)
-{
-    json_t *k = json_object_get(step, "k");
-    json_t *rk = json_object_get(step, "retrieve_k");
-    json_t *wl = json_object_get(step, "w_lex");
-    json_t *ws = json_object_get(step, "w_sem");
-
-    p->k = json_is_integer(k) ? (uint32_t)json_integer_value(k) : (uint32_t)n;
-    p->retrieve_k = json_is_integer(rk) ? (uint32_t)json_integer_value(rk)
-                                        : (p->k > 50 ? p->k : 50);
-    if (json_is_number(wl) && json_is_number(ws)) {
-        p->w_lex = (float)json_number_value(wl);
-        p->w_sem = (float)json_number_value(ws);
-    }
-}
-
-/* Appends to 'out' the passage of each of the step's hit ids (in their
- * order) that result r holds and 'out' does not yet. */
-static void put_passages(struct mt_server *s, const struct mt_search_result *r,
-                         json_t *ids, json_t *found, json_t *out)
-{
-    size_t i, k;
-
-    for (i = 0; i < json_array_size(ids); i++) {
-        const char *id = json_string_value(json_array_get(ids, i));
-
-        if (!id || json_is_true(json_array_get(found, i)))
-            continue;
-        for (k = 0; k < r->n && strcmp(r->hits[k].doc_id, id); k++)
-            ;
-        if (k < r->n) {
-            json_array_set_new(out, i, passage_json(s, &r->hits[k]));
-            json_array_set_new(found, i, json_true());
-        }
-    }
-}
-
-/* The trace keeps only the ids of a search's hits. The step records what
- * the checker's search was (the query, its mode, its depths and hybrid
- * weights, whether the server's cross-encoder reranked it, the source
- * filter and the metadata conditions, years too), and the server's
- * checkers search as check/search.c does (retrieve retrieve_k, keep k,
- * rerank all retrieve_k), so running the same search again here, one per
- * source, finds the same passages for the UI to show. A reranked step must be
- * reranked again: the first-stage top k is another list. */
-static void add_passages(struct mt_server *s, json_t *step)
-{
-    const char *q = json_string_value(json_object_get(step, "query"));
-    json_t *ids = json_object_get(step, "hits");
-    json_t *srcs = json_object_get(step, "sources");
-    size_t n = json_array_size(ids), nsrc = json_array_size(srcs), i;
-    struct mt_meta_cond c[MT_SEARCH_MAX_META];
-    struct mt_search_params p;
-    json_t *out = json_array(), *found = json_array(), *pass = json_array();
-
-    for (i = 0; out && found && i < n; i++)
-        if (json_array_append_new(out, json_null()) != 0 ||
-            json_array_append_new(found, json_false()) != 0)
-            break;
-    if (!q || !n || i < n || !pass) {
-        json_decref(out);
-        json_decref(found);
-        json_decref(pass);
-        return;
-    }
-    mt_search_default_params(&p);
-    if (mt_search_mode_parse(json_string_value(json_object_get(step, "mode")),
-                             &p.mode) != MT_OK)
-        p.mode = MT_SEARCH_BM25;
-    step_depths(step, n, &p);
-    if (json_is_true(json_object_get(step, "reranked")))
-        p.rerank_depth = p.retrieve_k;
-    p.nmeta = step_conds(step, c);
-    p.meta = p.nmeta ? c : NULL;
-    for (i = 0; i < (nsrc ? nsrc : 1); i++) {
-        struct mt_search_result *r = NULL;
-
-        p.source = json_string_value(json_array_get(srcs, i));
-        if (mt_retriever_search(s->ret, q, &p, &r, NULL) == MT_OK)
-            put_passages(s, r, ids, found, out);
-        mt_search_result_free(r);
-    }
-    for (i = 0; i < n; i++) /* ids no search found again are left out */
-        if (json_is_object(json_array_get(out, i)))
-            json_array_append(pass, json_array_get(out, i));
-    json_decref(out);
-    json_decref(found);
-    json_object_set_new(step, "passages", pass);
-}
-
-/* The live job of the check whose note id is "run-ID" (a reference the
- * caller releases), or NULL. */
-static struct srv_job *note_job(struct mt_server *s, const char *note_id)
-{
-    long long run = 0;
-
-    if (!note_id || sscanf(note_id, "run-%lld", &run) != 1 || run <= 0)
-        return NULL;
-    return mtx_srv_job_find(s, (int64_t)run);
-}
-
-/* params.on_step: routes the record to the check's live job. */
+/* cp.on_step: the record (a search's with its hits and their links, as
+ * the checker keeps them) is the job's next "step" event as it is. */
 static void on_step(void *user, const char *note_id, const char *step_json)
 {
-    struct mt_server *s = user;
-    struct srv_job *j = note_job(s, note_id);
-    const char *kind;
-    json_t *o;
-
-    /* A batch's notes ("run-ID/NOTE") stream progress, not steps. */
-    if (!j || strchr(note_id, '/')) {
-        mtx_srv_job_release(s, j);
-        return;
-    }
-    o = json_loads(step_json, 0, NULL);
-    kind = json_string_value(json_object_get(o, "step"));
-    if (kind && strcmp(kind, "search") == 0)
-        add_passages(s, o);
-    mtx_srv_job_emit(j, "step", o);
-    mtx_srv_job_release(s, j);
+    (void)note_id;
+    mtx_srv_job_emit_text(user, "step", step_json);
 }
 
-/* params.cancelled: whether the check's job was asked to stop (a user's
- * cancel, its timeout, or shutdown). The agent may call it from a second
- * thread (guards' pairs), so the job is found by note id, not by thread. */
+/* cp.cancelled: whether the check's job was asked to stop (a user's
+ * cancel, its timeout, or shutdown). The checker may call it from a
+ * second thread (guards' pairs); the job outlives the call. */
 static int cancelled(void *user, const char *note_id)
 {
-    struct mt_server *s = user;
-    struct srv_job *j = note_job(s, note_id);
-    int c;
-
-    if (!j)
-        return 0;
-    c = mtx_srv_job_canceled(j);
-    mtx_srv_job_release(s, j);
-    return c;
+    (void)note_id;
+    return mtx_srv_job_canceled(user);
 }
 
 /* ==== Checkers ==== */
 
-/* Opens a checker; 'set' (mt_agent_param_table's request members)
- * or NULL for the defaults. */
+/* Opens the checker of model 'model' for strategy st first: the server's
+ * retriever searches for react-reflex, auto search mode (hybrid once the
+ * index has vectors). */
 static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
-                                 const struct mt_agent_params *set, int mode,
                                  int model, struct mt_agent **out,
                                  struct mt_error *err)
 {
     struct mt_agent_params p;
-    int has_index = mt_retriever_check(s->ret, NULL) == MT_OK;
 
     mt_agent_default_params(&p);
     p.strategy = st;
     p.llm_spec = mtx_srv_model_spec(s, model); /* MEDTRUST_LLM_<ROLE> wins */
-    p.db_dir = has_index ? s->db_dir : NULL;   /* react-reflex's search() */
-    p.retriever = has_index ? s->ret : NULL;
-    p.on_step = on_step;
-    p.on_step_user = s;
-    p.cancelled = cancelled;
-    p.cancelled_user = s;
-    p.search_mode = mode; /* auto: hybrid once the index has vectors */
-    if (set)
-        mt_param_copy_fields(&mt_agent_param_table, &p, set);
+    p.db_dir = s->db_dir;                      /* react-reflex's search() */
+    p.retriever = s->ret;
+    p.search_mode = MT_AGENT_SEARCH_AUTO;
     return mt_agent_open(&p, out, err);
 }
 
-/* 1 when react-reflex settings differ from the defaults (the other
- * strategies have none). */
-static int custom_settings(enum mt_strategy st,
-                           const struct mt_agent_params *set, int mode)
+/* A strategy that searches needs the server's index: without one it
+ * cannot start (as mt_agent_open refuses it without a corpus). */
+static enum mt_status need_index(struct mt_server *s, enum mt_strategy st,
+                                 struct mt_error *err)
 {
-    struct mt_agent_params def;
-
-    if (st != MT_STRATEGY_REACT_REFLEX)
-        return 0;
-    if (mode != MT_AGENT_SEARCH_AUTO)
-        return 1;
-    mt_agent_default_params(&def);
-    return mt_param_fields_differ(&mt_agent_param_table, set, &def);
+    if (!mt_strategy_get(st)->needs_retriever ||
+        mt_retriever_check(s->ret, NULL) == MT_OK)
+        return MT_OK;
+    return mt_fail(err, MT_EINVAL,
+                   "%s searches a medical corpus: give --db "
+                   "DIR (a store built with 'medtrust index'), or "
+                   "--no-retrieval to run MedReAct without one",
+                   mt_strategy_str(st));
 }
 
-/* The checker for a job: the shared one of strategy 'st' and model
- * 'model' (opened on first use), or, for settings of its own, a new one in
- * *own that the job closes. Opening one per job costs a model open (cheap
- * for openai:, a model load for gguf:); the defaults never pay it. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const struct mt_agent_params *set, int mode,
                                int model, struct mt_agent **out,
-                               struct mt_agent **own, struct mt_error *err)
+                               struct mt_error *err)
 {
-    struct mt_agent **shared = &s->agents[model + 1][st];
-    enum mt_status rc = MT_OK;
+    struct mt_agent **shared = &s->agents[model + 1];
+    enum mt_status rc = need_index(s, st, err);
 
-    if (custom_settings(st, set, mode)) {
-        rc = agent_open(s, st, set, mode, model, own, err);
-        *out = *own;
+    if (rc != MT_OK)
         return rc;
-    }
     pthread_mutex_lock(&s->agent_mu);
     if (!*shared)
-        rc = agent_open(s, st, NULL, MT_AGENT_SEARCH_AUTO, model, shared, err);
+        rc = agent_open(s, st, model, shared, err);
     *out = *shared;
     pthread_mutex_unlock(&s->agent_mu);
+    if (rc == MT_OK)
+        rc = mt_agent_prepare(*out, st, err);
     return rc;
+}
+
+void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
+                          const struct mt_agent_params *set, int mode,
+                          struct mt_agent_check_params *cp)
+{
+    struct mt_agent_params p;
+
+    mt_agent_check_default_params(a, cp);
+    mt_agent_default_params(&p);
+    if (set) /* the request's members of mt_agent_param_table */
+        mt_param_copy_fields(&mt_agent_param_table, &p, set);
+    cp->strategy = st;
+    cp->search_mode = mode; /* auto: hybrid once the index has vectors */
+    cp->max_steps = p.max_steps;
+    cp->max_rounds = p.max_rounds;
+    cp->accept_mean = p.accept_mean;
+    cp->accept_min = p.accept_min;
+    cp->retrieve_k = p.retrieve_k;
+    cp->rerank_k = p.rerank_k;
+    cp->w_lex = p.w_lex;
+    cp->w_sem = p.w_sem;
+    cp->on_step = NULL;
+    cp->cancelled = NULL;
 }
 
 void mtx_srv_agents_close(struct mt_server *s)
 {
-    size_t m, i;
+    size_t m;
 
-    for (m = 0; m < 1 + SRV_MODELS_MAX; m++)
-        for (i = 0; i < 3; i++) {
-            mt_agent_close(s->agents[m][i]);
-            s->agents[m][i] = NULL;
-        }
+    for (m = 0; m < 1 + SRV_MODELS_MAX; m++) {
+        mt_agent_close(s->agents[m]);
+        s->agents[m] = NULL;
+    }
 }
 
 /* ==== The job ==== */
@@ -336,7 +169,6 @@ static void arg_free(void *p)
 
     if (!a)
         return;
-    mt_agent_close(a->own);
     mt_free(a->note);
     mt_free(a->sentences);
     while (a->n_sources > 0)
@@ -348,14 +180,19 @@ static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct check_arg *a = arg;
-    struct mt_note n = {a->id,        a->note,  a->len,
+    struct mt_note n = {NULL,         a->note,  a->len,
                         a->sentences, a->slen,  (const char *const *)a->sources,
                         a->n_sources, a->conds, a->nconds};
     struct mt_check_result r;
-    enum mt_status st = mt_agent_check(a->agent, &n, &r, err);
-    char *txt = st == MT_OK ? mt_check_result_json(&r, 1) : NULL;
+    enum mt_status st;
+    char *txt;
 
-    (void)j; /* the checker cannot be interrupted; its calls time out */
+    a->cp.on_step = on_step; /* steps stream to this job, which polls */
+    a->cp.on_step_user = j;  /* cancel before each model call */
+    a->cp.cancelled = cancelled;
+    a->cp.cancelled_user = j;
+    st = mt_agent_check_with(a->agent, &n, &a->cp, &r, err);
+    txt = st == MT_OK ? mt_check_result_json(&r, 1) : NULL;
     if (st == MT_OK && txt)
         *result = json_loads(txt, 0, NULL);
     if (st == MT_OK && !*result)
@@ -485,6 +322,7 @@ static struct check_arg *read_body(struct mt_server *s,
     const char *note, *strat, *sents;
     struct check_arg *a = NULL;
     struct mt_agent_params set;
+    char names[128];
 
     if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
@@ -498,9 +336,8 @@ static struct check_arg *read_body(struct mt_server *s,
                       "bytes",
                       SRV_NOTE_MAX);
     else if (strat && mt_strategy_parse(strat, st) != MT_OK)
-        mtx_srv_error(rs, 400,
-                      "\"strategy\" is react-reflex, guards or "
-                      "single");
+        mtx_srv_error(rs, 400, "\"strategy\" is %s",
+                      mt_strategy_list(names, sizeof names));
     else if (mtx_srv_check_settings(o, &set, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->set = set;
@@ -534,7 +371,7 @@ int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
         return 1; /* every role has the chosen model's spec */
     if (!mtx_srv_runs_jobs(s))
         return 1; /* the node that claims the row checks its own */
-    for (r = strategy_roles(st); *r; r++)
+    for (r = mt_strategy_get(st)->roles; *r; r++)
         if (!mtx_srv_llm_spec(s, *r))
             break;
     if (!*r)
@@ -578,7 +415,8 @@ static int sources_known(struct srv_lease *l, const struct check_arg *a,
 static int mode_usable(struct mt_server *s, enum mt_strategy st,
                        const struct check_arg *a, struct srv_resp *rs)
 {
-    if (st != MT_STRATEGY_REACT_REFLEX || a->search_mode == MT_SEARCH_BM25 ||
+    if (!mt_strategy_get(st)->needs_retriever ||
+        a->search_mode == MT_SEARCH_BM25 ||
         a->search_mode == MT_AGENT_SEARCH_AUTO ||
         mt_retriever_has_vectors(s->ret))
         return 1;
@@ -622,7 +460,6 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
         mtx_srv_fail(rs, st, &err);
         return 0;
     }
-    snprintf(a->id, sizeof a->id, "run-%lld", (long long)id);
     st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
     if (st == MT_OK)
         return id;
@@ -653,12 +490,12 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
     }
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_checker(s, strat, &a->set, a->search_mode, a->model, &a->agent,
-                        &a->own, err) != MT_OK) {
+    if (mtx_srv_checker(s, strat, a->model, &a->agent, err) != MT_OK) {
         arg_free(a);
         return err->status;
     }
-    snprintf(a->id, sizeof a->id, "run-%lld", (long long)run);
+    (void)run;
+    mtx_srv_check_params(a->agent, strat, &a->set, a->search_mode, &a->cp);
     spec->kind = "check";
     spec->fn = check_fn;
     spec->arg = a;
@@ -683,12 +520,13 @@ void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         return;
     }
     if (mtx_srv_runs_jobs(s) &&
-        mtx_srv_checker(s, strat, &a->set, a->search_mode, a->model, &a->agent,
-                        &a->own, &err) != MT_OK) {
+        mtx_srv_checker(s, strat, a->model, &a->agent, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the checker could not start: %s", err.msg);
         return;
     }
+    if (a->agent)
+        mtx_srv_check_params(a->agent, strat, &a->set, a->search_mode, &a->cp);
     model = a->model; /* submit takes a */
     id = submit(s, rq, rs, a, strat);
     if (!id)

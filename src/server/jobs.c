@@ -379,7 +379,8 @@ static void emit_piece(struct srv_job *j, const char *type, const char *data,
         row_put(j, type, data);
 }
 
-static void emit_text(struct srv_job *j, const char *type, const char *data)
+void mtx_srv_job_emit_text(struct srv_job *j, const char *type,
+                           const char *data)
 {
     emit_piece(j, type, data, NULL, 0);
 }
@@ -828,7 +829,7 @@ static enum mt_status replay_row(int64_t seq, const char *type,
 {
     struct srv_job *j = user;
 
-    emit_text(j, type, data);
+    mtx_srv_job_emit_text(j, type, data);
     j->row_next = seq + 1;
     return MT_OK;
 }
@@ -925,7 +926,7 @@ static enum mt_status mirror_event(int64_t seq, const char *type,
 {
     struct mirror_ctx *c = user;
 
-    emit_text(c->j, type, data);
+    mtx_srv_job_emit_text(c->j, type, data);
     c->last = seq;
     c->done |= strcmp(type, "done") == 0;
     return MT_OK;
@@ -950,7 +951,7 @@ static enum mt_status mirror_final(const struct mt_run *r, void *user)
     txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (txt)
-        emit_text(c->j, "done", txt);
+        mtx_srv_job_emit_text(c->j, "done", txt);
     mtx_srv_json_text_free(txt);
     c->done = 1;
     return MT_OK;

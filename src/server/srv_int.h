@@ -221,10 +221,11 @@ struct mt_server {
     int jobs_cancel; /* running jobs should give up */
     size_t mirrors;  /* mirror threads running (jobs.c) */
     struct srv_queue *queue; /* with a shared state (shared_jobs.c) */
-    /* note checkers, one per strategy and model (agents[0]: --llm,
-     * agents[1 + i]: --llm-choice i), opened on first use (check.c) */
+    /* note checkers, one per model (agents[0]: --llm, agents[1 + i]:
+     * --llm-choice i), opened on first use (check.c); every strategy and
+     * setting runs on it through mt_agent_check_with */
     pthread_mutex_t agent_mu;
-    struct mt_agent *agents[1 + SRV_MODELS_MAX][3];
+    struct mt_agent *agents[1 + SRV_MODELS_MAX];
     char *llm_spec;
     /* the question answerer, opened on first use (ask.c), and one per
      * chosen model (models.c) */
@@ -466,16 +467,19 @@ int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
  * returns 0. */
 int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
-/* The checker for a job of strategy 'st' on model 'model' (-1: --llm, or
- * an --llm-choice index): the shared one (opened on first use), or, for
- * settings 'set' (mt_agent_param_table's request members; the rest is not
- * read) other than the defaults or a react-reflex search mode
- * (mt_agent_params.search_mode) other than MT_AGENT_SEARCH_AUTO, a new one
- * in *own that the caller closes. */
+/* The checker of model 'model' (-1: --llm, or an --llm-choice index),
+ * opened on first use and shared by every check and batch of that model;
+ * strategy st's parts are opened now (mt_agent_prepare), so a bad role
+ * spec, or react-reflex without an index, fails here. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
-                               const struct mt_agent_params *set, int mode,
                                int model, struct mt_agent **out,
-                               struct mt_agent **own, struct mt_error *err);
+                               struct mt_error *err);
+/* One job's settings on checker 'a': strategy st, the request members of
+ * mt_agent_param_table in 'set' (NULL: the defaults), search mode 'mode'
+ * (mt_agent_params.search_mode); no callbacks. */
+void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
+                          const struct mt_agent_params *set, int mode,
+                          struct mt_agent_check_params *cp);
 
 /* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
  * --json` does into *json (caller frees) and writes the HTML report to
@@ -565,6 +569,9 @@ enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
                                   struct mt_error *err);
 /* Appends an event ("step", ...) with 'data' (taken) and wakes streams. */
 void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
+/* mtx_srv_job_emit with 'data' already JSON text (borrowed). */
+void mtx_srv_job_emit_text(struct srv_job *j, const char *type,
+                           const char *data);
 /* The job the calling worker thread is running, with a reference taken
  * (mtx_srv_job_release), or NULL: routes a library callback that runs on
  * the job's thread to its job. */

@@ -38,6 +38,38 @@ static json_t *jobs_json(const struct mt_server *s)
                      (json_int_t)s->p.job_timeout_s);
 }
 
+/* The strategy table: its names (GET /v1/limits' check.strategies) or,
+ * with 'info', its entries (check.strategy_info: name, title, summary,
+ * roles, needs_retriever, needs_examples), from which the UI offers its
+ * choices. */
+static json_t *strategies_json(int info)
+{
+    json_t *a = json_array();
+    int i;
+
+    for (i = 0; a && i < MT_STRATEGY_COUNT; i++) {
+        const struct mt_strategy_info *in =
+            mt_strategy_get((enum mt_strategy)i);
+        json_t *roles = json_array();
+        const char *const *r;
+
+        for (r = in->roles; roles && *r; r++)
+            json_array_append_new(roles, json_string(*r));
+        if (!info) {
+            json_decref(roles);
+            json_array_append_new(a, json_string(in->name));
+            continue;
+        }
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s,s:o,s:b,s:b}", "name", in->name, "title",
+                         in->title, "summary", in->summary, "roles",
+                         roles ? roles : json_array(), "needs_retriever",
+                         in->needs_retriever, "needs_examples",
+                         in->needs_examples));
+    }
+    return a;
+}
+
 void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
                     struct srv_resp *rs, int64_t id)
 {
@@ -50,7 +82,7 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
 {
     return json_pack(
         "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
-        "s:{s:o,s:I,s:I,s:[sss]},s:{s:I,s:I}}",
+        "s:{s:o,s:I,s:I,s:o,s:o},s:{s:I,s:I}}",
         "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
         mtx_srv_models_json(s), "search", "fields",
         mtx_srv_fields_json(mtx_srv_search_fields, mtx_srv_search_nfields),
@@ -62,8 +94,8 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
         "check", "fields", mtx_srv_check_fields_json(), "note_bytes",
         (json_int_t)SRV_NOTE_MAX, "filter_bytes",
-        (json_int_t)(SRV_FILTER_MAX - 1), "strategies", "react-reflex",
-        "guards", "single", "batch", "notes_max",
+        (json_int_t)(SRV_FILTER_MAX - 1), "strategies", strategies_json(0),
+        "strategy_info", strategies_json(1), "batch", "notes_max",
         (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
         (json_int_t)s->p.max_body);
 }

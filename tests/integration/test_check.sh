@@ -45,8 +45,19 @@ r = json.load(open(sys.argv[1]))
 s = [t for t in r["trace"] if t.get("step") == "search"]
 assert s and 0 < len(s[0]["hits"]) <= 20, s
 assert r["error_flag"] == 1
+# each search record carries its hits: id, title, source, text cut to
+# 360 bytes, the link (issue 33 §1)
+keys = ["doc_id", "title", "source", "text", "cut", "url"]
+for t in s:
+    p = t["passages"]
+    assert [h["doc_id"] for h in p] == t["hits"], t
+    assert [h["source"] for h in p] == t["hit_sources"], t
+    assert all(list(h) == keys for h in p), p[0]
+    assert all(len(h["text"].encode()) <= 360 for h in p), p[0]
+    assert all(h["text"] and h["url"] for h in p), p[0]
+assert any(h["cut"] for t in s for h in t["passages"]), s[0]
 PY
-    ok "react-reflex search() injects up to 20 passages from the index"
+    ok "react-reflex search() injects up to 20 passages from the index; the trace carries the hits"
 else
     not_ok "react-reflex with --db" "$(head -c 400 "$TMP/db.json")" "$(tail -3 "$TMP/err")"
 fi

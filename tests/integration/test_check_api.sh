@@ -50,6 +50,31 @@ assert l["check"]["note_bytes"] == 262144 and l["body_bytes"] > 0, l
 PY
     ok "/v1/limits lists each setting's bounds and default"
 else not_ok "/v1/limits" "$(head -c 400 "$TMP/body")"; fi
+# One strategy table (issue 33 §2): /v1/limits' strategies, `check --help`
+# and the 400 for an unknown strategy all name the same ones.
+"$MT" check --help >"$TMP/check.help"
+cp "$TMP/body" "$TMP/limits.json"
+expect "an unknown strategy is 400" 400 "${A[@]}" "$U/v1/check" \
+    -d '{"note":"x.","strategy":"nope"}'
+if python3 - "$TMP/limits.json" "$TMP/check.help" "$TMP/body" <<'PY'; then
+import json, sys
+c = json.load(open(sys.argv[1]))["check"]
+info = c["strategy_info"]
+names = [s["name"] for s in info]
+assert names == c["strategies"] == ["react-reflex", "guards", "single"], c
+assert info[0]["roles"] == ["react", "eval", "reflect", "parser"], info[0]
+assert [s["needs_retriever"] for s in info] == [True, False, False], info
+assert [s["needs_examples"] for s in info] == [False, False, True], info
+assert all(s["title"] and s["summary"] for s in info), info
+help = open(sys.argv[2]).read().split("Strategies (--strategy):")[1]
+for s in info:
+    assert ("  " + s["name"]) in help and s["summary"] in help, (s, help)
+    assert ("roles: " + " ".join(s["roles"])) in help, (s, help)
+err = json.load(open(sys.argv[3]))["error"]
+assert "react-reflex, guards or single" in err, err
+PY
+    ok "/v1/limits, check --help and the API's errors list the strategy table"
+else not_ok "strategy table" "$(head -c 400 "$TMP/limits.json")"; fi
 expect "a check naming an unknown source is 400" 400 "${A[@]}" "$U/v1/check" \
     -d '{"note":"He is given aspirin.","source":["pubmedqa","nosuch"]}'
 expect "a source that is not a name is 400" 400 "${A[@]}" "$U/v1/check" \

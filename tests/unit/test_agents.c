@@ -356,6 +356,37 @@ static void test_strategy_names_round_trip(void **state)
     CHECK(mt_strategy_parse("react", &s) == MT_EINVAL);
 }
 
+/* The strategy table: every entry parses back to itself, names its roles
+ * and needs; the names list is the sentence the errors print. */
+static void test_strategy_table_is_whole(void **state)
+{
+    char buf[128];
+    char tiny[8];
+    int i;
+
+    (void)state;
+    for (i = 0; i < MT_STRATEGY_COUNT; i++) {
+        const struct mt_strategy_info *in =
+            mt_strategy_get((enum mt_strategy)i);
+        enum mt_strategy s;
+
+        CHECK(in && in->id == (enum mt_strategy)i);
+        CHECK_OK(mt_strategy_parse(in->name, &s));
+        CHECK(s == in->id && strcmp(mt_strategy_str(s), in->name) == 0);
+        CHECK(in->title && in->summary && in->roles && in->roles[0]);
+    }
+    CHECK(mt_strategy_get(MT_STRATEGY_COUNT) == NULL);
+    CHECK(strcmp(mt_strategy_str(MT_STRATEGY_COUNT), "unknown") == 0);
+    CHECK(mt_strategy_get(MT_STRATEGY_REACT_REFLEX)->needs_retriever);
+    CHECK(!mt_strategy_get(MT_STRATEGY_GUARDS)->needs_retriever);
+    CHECK(mt_strategy_get(MT_STRATEGY_SINGLE)->needs_examples);
+    CHECK(strcmp(mt_strategy_get(MT_STRATEGY_REACT_REFLEX)->roles[3],
+                 "parser") == 0);
+    CHECK(strcmp(mt_strategy_list(buf, sizeof buf),
+                 "react-reflex, guards or single") == 0);
+    CHECK(strcmp(mt_strategy_list(tiny, sizeof tiny), "react-r") == 0);
+}
+
 /* ==== Against the role-aware stub (tests/fixtures/agent_stub) ==== */
 
 #include <signal.h>
@@ -640,6 +671,116 @@ static void test_agent_param_table_is_sound(void **state)
     CHECK(mt_param_find(t, "steps", 0) == mt_param_find(t, "max_steps", 1));
 }
 
+/* ==== Per-call settings and callbacks (mt_agent_check_with) ==== */
+
+struct step_seen {
+    size_t n;        /* records seen */
+    size_t searches; /* "search" records, each with "passages" */
+    int polls;       /* cancelled() calls */
+    int stop_at;     /* cancelled() says stop at this poll; 0 = never */
+};
+
+static void count_step(void *user, const char *note_id, const char *step)
+{
+    struct step_seen *c = user;
+
+    CHECK(note_id && strcmp(note_id, "t") == 0);
+    c->n++;
+    if (strstr(step, "\"step\":\"search\"")) {
+        CHECK(strstr(step, "\"passages\":[") != NULL);
+        c->searches++;
+    }
+}
+
+static int stop_when(void *user, const char *note_id)
+{
+    struct step_seen *c = user;
+
+    (void)note_id;
+    return ++c->polls == c->stop_at;
+}
+
+static enum mt_status check_with(struct mt_agent *a,
+                                 const struct mt_agent_check_params *cp,
+                                 struct mt_check_result *r)
+{
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
+    struct mt_error err;
+
+    return mt_agent_check_with(a, &n, cp, r, &err);
+}
+
+/* One checker, opened for single, runs guards and react-reflex notes
+ * with their own settings and callbacks; the handle's stay as they were. */
+static void test_check_with_per_call_settings(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_agent_check_params cp;
+    struct mt_check_result r;
+    struct step_seen seen = {0, 0, 0, 0};
+
+    (void)state;
+    astub_start(&s, "--eval-finals", "2,5,5,5,5", NULL);
+    a = open_agent(&s, MT_STRATEGY_SINGLE);
+    mt_agent_check_default_params(a, &cp);
+    CHECK(cp.strategy == MT_STRATEGY_SINGLE && cp.max_rounds == 5);
+    CHECK(cp.on_step == NULL && cp.hit_chars == 360);
+    cp.strategy = MT_STRATEGY_REACT_REFLEX; /* its roles open now */
+    cp.max_rounds = 1;                      /* one rejected round */
+    cp.on_step = count_step;
+    cp.on_step_user = &seen;
+    CHECK_OK(check_with(a, &cp, &r));
+    CHECK(r.strategy == MT_STRATEGY_REACT_REFLEX && r.error_flag == 0);
+    CHECK(r.usage.llm_calls == 3); /* search, final_mistake, MedEval */
+    CHECK(seen.n > 0 && seen.searches == 1);
+    CHECK(strstr(r.trace, "\"passages\":[]") != NULL); /* no corpus */
+    mt_check_result_free(&r);
+    cp.strategy = MT_STRATEGY_GUARDS;
+    CHECK_OK(check_with(a, &cp, &r));
+    CHECK(r.strategy == MT_STRATEGY_GUARDS && r.usage.llm_calls >= 5);
+    mt_check_result_free(&r);
+    seen.n = 0; /* the handle's own settings: single, no callback */
+    check_note(a, &r);
+    CHECK(r.strategy == MT_STRATEGY_SINGLE && r.usage.llm_calls == 1);
+    CHECK(seen.n == 0);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
+/* A call's cancel callback gets its own user pointer and stops that
+ * check; out-of-range settings are refused before any model call. */
+static void test_check_with_cancel_and_bad_settings(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_agent_check_params cp;
+    struct mt_check_result r;
+    struct step_seen seen = {0, 0, 0, 2};
+
+    (void)state;
+    astub_start(&s, "--eval-finals", "2,5,5,5,5", NULL);
+    a = open_agent(&s, MT_STRATEGY_REACT_REFLEX);
+    mt_agent_check_default_params(a, &cp);
+    cp.cancelled = stop_when;
+    cp.cancelled_user = &seen;
+    CHECK(check_with(a, &cp, &r) == MT_ECANCELED);
+    CHECK(seen.polls == 2 && r.trace == NULL);
+    cp.cancelled = NULL;
+    cp.rerank_k = 0;
+    CHECK(check_with(a, &cp, &r) == MT_EINVAL);
+    cp.rerank_k = 20;
+    cp.n_evals = 65;
+    CHECK(check_with(a, &cp, &r) == MT_EINVAL);
+    cp.n_evals = 5;
+    cp.strategy = (enum mt_strategy)7;
+    CHECK(check_with(a, &cp, &r) == MT_EINVAL);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -655,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_reply_schemas_make_grammars),
         cmocka_unit_test(test_reply_schema_for_oom_gives_unbound),
         cmocka_unit_test(test_strategy_names_round_trip),
+        cmocka_unit_test(test_strategy_table_is_whole),
         cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
         cmocka_unit_test(test_single_falls_back_after_one_repeat),
         cmocka_unit_test(test_react_rejects_on_true_minimum_for_all_rounds),
@@ -662,6 +804,8 @@ int main(void)
         cmocka_unit_test(test_decided_no_error_is_an_answer),
         cmocka_unit_test(test_bad_input_is_refused),
         cmocka_unit_test(test_agent_param_table_is_sound),
+        cmocka_unit_test(test_check_with_per_call_settings),
+        cmocka_unit_test(test_check_with_cancel_and_bad_settings),
     };
 
     mtx_jsonl_init_alloc();

@@ -9,7 +9,7 @@
 import {api, errorText} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
-import {limits, model, offerModels} from './limits.js';
+import {limits, model, offerModels, offerStrategies} from './limits.js';
 import {downloads, scoreDetail} from './runs.js';
 
 let uploadMax = 0;
@@ -122,6 +122,7 @@ export async function initBatch() {
   $('batch-resume').addEventListener('click', resume);
   const lim = await limits();
   if (!lim) return;
+  offerStrategies('batch-strategy', lim, false);
   offerModels('batch', lim);
   uploadMax = lim.batch.upload_bytes;
   $('batch-data-lim').textContent = 'At most ' + lim.batch.notes_max +

@@ -8,7 +8,8 @@ import {$, clear, el} from './dom.js';
 import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
-import {bound, limits, model, offerModels} from './limits.js';
+import {bound, limits, model, offerModels, offerStrategies} from
+  './limits.js';
 import {applyMine, collapse, common, val, years} from './collapse.js';
 
 // The paper settings' inputs, by the server's field names.
@@ -18,14 +19,10 @@ const SETTINGS = {max_steps: 'check-steps', max_rounds: 'check-rounds',
 // The years (empty: open), as Ask's.
 const YEARS = {year_from: 'check-year-from', year_to: 'check-year-to'};
 
-const HINTS = {
-  'react-reflex': 'Searches the corpus step by step, has five reviewers ' +
-      'score the answer and reflects when they reject it. Slowest, most ' +
-      'thorough.',
-  'guards': 'Two agents detect and locate the error, an arbiter settles ' +
-      'disagreements, one agent corrects it.',
-  'single': 'One prompted call: the fastest baseline.',
-};
+// The strategy table's entries by name (GET /v1/limits), once loaded.
+let strategies = {};
+const searches = (name) => !!(strategies[name] &&
+    strategies[name].needs_retriever);
 
 // The note (or, without it, the corrected note) with the error marked.
 function noteView(note, r) {
@@ -162,7 +159,7 @@ async function submit(ev) {
   $('check-msg').textContent = '';
   btn.disabled = true;
   const body = {note, strategy};
-  if (strategy === 'react-reflex') {
+  if (searches(strategy)) {
     for (const [k, id] of Object.entries(SETTINGS)) {
       if ($(id).value !== '') body[k] = Number($(id).value);
     }
@@ -221,7 +218,7 @@ const showWeights = () => showWeight('check-w', 'check-w-val', hasVectors);
 // thresholds, depths, mode, source, years, filters and weights).
 function describe() {
   const m = model('check') ? 'model ' + model('check') : 'the server\'s model';
-  if ($('check-strategy').value !== 'react-reflex') return [m];
+  if (!searches($('check-strategy').value)) return [m];
   return [m, 'N ' + val('check-steps'), 'M ' + val('check-rounds'),
     'accept mean ≥ ' + val('check-mean') + ', lowest ≥ ' + val('check-min'),
     'top ' + val('check-k') + ' of ' + val('check-retrieve'),
@@ -238,14 +235,14 @@ let ready = null;
 
 function strategyHint() {
   const sel = $('check-strategy');
-  let text = HINTS[sel.value] || '';
+  let text = strategies[sel.value] ? strategies[sel.value].summary : '';
   if (ready && ready[sel.value] === false) {
     text += ' No language model is configured for it: start the server ' +
         'with --llm openai:BASE_URL#MODEL or --llm gguf:PATH, or set ' +
         'MEDTRUST_LLM.';
   }
   $('check-strategy-hint').textContent = text;
-  $('check-config').hidden = sel.value !== 'react-reflex';
+  $('check-config').hidden = !searches(sel.value);
   summarize();
 }
 
@@ -258,6 +255,7 @@ export async function initCheck() {
   strategyHint();
   const [lim, res] = await Promise.all([limits(), api('GET', '/v1/models'),
     fillSources($('check-source'))]);
+  strategies = offerStrategies('check-strategy', lim, true);
   const f = lim ? lim.check.fields : {};
   for (const [k, id] of Object.entries(SETTINGS)) bound(id, id + '-lim', f[k]);
   for (const [k, id] of Object.entries(YEARS)) {

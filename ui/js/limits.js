@@ -54,3 +54,19 @@ export function model(prefix) {
   return box && !box.hidden && $(prefix + '-model') ?
     $(prefix + '-model').value : '';
 }
+
+// Fills select 'id' with the checker's strategies, from the one strategy
+// table the server reads (GET /v1/limits' check.strategy_info): each
+// option's value is the strategy's name, its text the name and, with
+// 'titled', its title. Returns the entries by name ({} without limits).
+export function offerStrategies(id, lim, titled) {
+  const info = (lim && lim.check && lim.check.strategy_info) || [];
+  const sel = $(id);
+  const byName = {};
+  for (const s of info) {
+    byName[s.name] = s;
+    sel.append(el('option', {value: s.name},
+        titled ? s.name + ': ' + s.title : s.name));
+  }
+  return byName;
+}
