@@ -393,6 +393,7 @@ class AgentParams(Structure):
         ("seed", c_uint64),
         ("max_note_bytes", c_size_t),
         ("max_few_shot", c_uint32),
+        ("hit_chars", c_uint32),
         ("grammar", c_int),
         ("on_step", STEP_FN),
         ("on_step_user", c_void_p),
