@@ -172,6 +172,7 @@ class IndexBuildParams(Structure):
         ("max_segments", c_uint32),
         ("rebuild", c_int),
         ("embedder", c_char_p),
+        ("query_embedder", c_char_p),
         ("dims", c_uint32),
         ("embed", c_void_p),
         ("embed_user", c_void_p),
@@ -204,6 +205,7 @@ class IndexUpdateParams(Structure):
         ("embedder_spec", c_char_p),
         ("dims", c_uint32),
         ("embed_cache", c_char_p),
+        ("query_embedder_spec", c_char_p),
     ]
 
 

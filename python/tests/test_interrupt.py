@@ -14,14 +14,22 @@ import medtrust
 from conftest import ROOT, cli
 
 CHILD = r"""
-import os, signal, sys
+import os, signal, sys, threading
 import medtrust
 st = medtrust.Store(sys.argv[1])
 sent = []
+handled = threading.Event()
+def on_sigint(sig, frame):  # Python's own behaviour, and a mark
+    handled.set()
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, on_sigint)
 def progress(done, total):
     if not sent:  # Ctrl-C as a terminal sends it, at the first chunk
         sent.append(done)
         os.kill(os.getpid(), signal.SIGINT)
+        # the build goes on only once the main thread took the signal,
+        # however loaded the machine (the flag is polled 63 chunks on)
+        handled.wait(60)
 try:
     st.index(embedder="use-lite", progress=progress)
 except KeyboardInterrupt:

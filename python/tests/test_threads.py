@@ -108,6 +108,6 @@ def test_ctrl_c_during_check(tmp_path: Path) -> None:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err[-2000:]
         assert out.strip() == "interrupted"
-        assert stub.calls() == 1  # react-reflex would make many more
+        assert stub.calls() <= 1  # the one in flight; react-reflex makes many
     finally:
         stub.stop()

@@ -115,3 +115,47 @@ if [ -n "$libs" ] && ! echo "$libs" | grep -v -q "$P/lib/medtrust/"; then
 else
     not_ok "the program's llama.cpp" "$libs"
 fi
+
+# The Python package installed against the installed library (not the
+# build tree), used from elsewhere: it finds PREFIX/lib/libmedtrust.so.0,
+# and the library finds the USE-lite weights (PREFIX/share/medtrust) and
+# llama.cpp's CPU backends (PREFIX/lib/medtrust) beside itself, as the
+# binary does beside it. The library of this build is sanitized: the ASan
+# runtime (and libstdc++, for llama.cpp's exceptions) goes first.
+PY=/usr/bin/python3
+if MEDTRUST_PREFIX=$P MEDTRUST_BUILD_DIR=$TMP/none PIP_NO_CACHE_DIR=1 \
+    "$PY" -m pip install --no-build-isolation --no-index --no-deps \
+    --target "$TMP/site" "$ROOT/python" >"$TMP/pip.log" 2>&1; then
+    ok "pip install ./python against the installed library"
+else
+    not_ok "pip install ./python" "$(tail -5 "$TMP/pip.log")"
+fi
+pre=
+readelf -d "$P/lib/libmedtrust.so.0" | grep -q 'NEEDED.*libasan' &&
+    pre="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+(cd "$TMP" && env -u MEDTRUST_LIB -u MEDTRUST_USE_LITE -u MEDTRUST_LLAMA_LIB \
+    PYTHONPATH="$TMP/site" LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 \
+    "$PY" - "$TMP/pydb" "gguf:$TMP/chat.gguf" >"$TMP/py.out" 2>&1) <<'PY'
+import logging, sys
+logging.basicConfig(level=logging.DEBUG, format="%(message)s")
+import medtrust
+print("lib", medtrust.library_path())
+st = medtrust.Store(sys.argv[1])
+st.add([{"id": "1", "text": "Aspirin lowers fever."}])
+st.index(embedder="use-lite")
+print("hits", len(st.search("fever", mode="hybrid")))
+c = medtrust.Checker(llm=sys.argv[2], strategy="single", max_tokens=4)
+try:
+    c.check("A man has a fever. He is given aspirin.")
+except medtrust.ModelError:
+    pass  # a random model's reply: the model ran
+print("checked")
+PY
+if grep -q "^lib $P/lib/libmedtrust.so.0" "$TMP/py.out" &&
+    grep -q "use-lite: loaded $P/lib/../share/medtrust" "$TMP/py.out" &&
+    grep -q "loaded CPU backend from $P/lib/medtrust/" "$TMP/py.out" &&
+    grep -q "^hits 1" "$TMP/py.out" && grep -q "^checked" "$TMP/py.out"; then
+    ok "the package uses the installed library, its weights and backends"
+else
+    not_ok "python over the install" "$(grep -E '^lib|^hits|loaded|Error|error' "$TMP/py.out" | head -8)"
+fi
