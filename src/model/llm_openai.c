@@ -459,7 +459,11 @@ static int rf_fall_back(struct openai *o, enum mt_response_format sent,
         return 0;
     pthread_mutex_lock(&o->mu);
     if (o->rf_auto && o->rf == sent && sent != MT_RF_NONE) {
-        o->rf = sent == MT_RF_JSON_SCHEMA ? MT_RF_JSON_OBJECT : MT_RF_NONE;
+        /* LM Studio answers 400 to json_object (its profile's dialect is
+         * json_schema only): a server known as LM Studio skips that step */
+        o->rf = sent == MT_RF_JSON_SCHEMA && o->kind != MTX_SK_LMSTUDIO
+                    ? MT_RF_JSON_OBJECT
+                    : MT_RF_NONE;
         mt_log(MT_LOG_WARN,
                "%s refused response_format %s (%s); sending %s from now on "
                "(--response-format)",

@@ -868,6 +868,37 @@ static void test_profile_from_models_list(void **state)
     CHECK(strncmp(prof, "not detected yet", 16) == 0);
 }
 
+/* A server known as LM Studio (its /v1/models) whose json_schema is
+ * refused steps down straight to no response_format: it refuses
+ * json_object too, so that step would cost a request for nothing. */
+static void test_lm_studio_profile_skips_json_object(void **state)
+{
+    struct stub s;
+    struct mt_llm *l;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    char last[8192];
+    (void)state;
+    stub_start(&s, "models 200 0 - {\"data\":[{\"id\":\"m\",\"object\":"
+                   "\"model\",\"owned_by\":\"organization_owner\"}],"
+                   "\"object\":\"list\"}\n"
+                   "reply 400 0 - {\"error\":\"Invalid response_format: the "
+                   "model's json_schema failed to compile\"}\n" OK_LINE);
+    l = open_llm(&s);
+    CHECK(mt_llm_n_ctx(l) == 0); /* asks /props, then /v1/models */
+    CHECK(strncmp(mt_llm_profile(l), "lm-studio (", 11) == 0);
+    mt_chat_default_params(&cp);
+    cp.json_schema = SCHEMA;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    mt_chat_result_free(&r);
+    CHECK(stub_requests(&s, NULL, last, sizeof last) == 2);
+    CHECK(strstr(last, "response_format") == NULL);
+    CHECK(strstr(mt_llm_profile(l), "sending no response_format") != NULL);
+    mt_llm_close(l);
+    stub_stop(&s);
+}
+
 /* llama-server's "Server: llama.cpp" header tells it on a reply whose
  * body shows nothing (here a bare completion, and its 404 to /props). */
 static void test_profile_from_server_header(void **state)
@@ -910,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_profile_from_props),
         cmocka_unit_test(test_profile_from_models_list),
         cmocka_unit_test(test_profile_from_server_header),
+        cmocka_unit_test(test_lm_studio_profile_skips_json_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
