@@ -19,25 +19,7 @@ for i, l in enumerate(sys.stdin):
     --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 
-# serve_start NAME ARGS...: starts a server on $SERVE_DB (default
-# $TMP/db); sets U, A (curl auth args).
-serve_start() {
-    local name=$1 csrf
-    shift
-    "$MT" serve --db "${SERVE_DB:-$TMP/db}" --listen 127.0.0.1:0 "$@" \
-        >"$TMP/$name.out" 2>"$TMP/$name.err" &
-    SERVE_PIDS+=($!)
-    for _ in $(seq 100); do
-        grep -q listening "$TMP/$name.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
-    curl -s -c "$TMP/$name.jar" "$U/v1/login" -H "Content-Type: application/json" \
-        -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
-    csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
-    A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")
-}
-code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
+. "$(dirname "${BASH_SOURCE[0]}")/serve_lib.sh"
 expect() { # expect NAME CODE CURL-ARGS...
     local name=$1 want=$2 got
     shift 2

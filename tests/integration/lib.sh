@@ -43,3 +43,15 @@ check() {
         not_ok "$name" "command: $*" "$(tail -5 "$TMP/err")"
     fi
 }
+
+# csv_head SRC N OUT: the header and the first N records of the CSV SRC
+# (a MEDEC file: quoted notes span lines), written as Python's csv does.
+csv_head() {
+    python3 - "$@" <<'PY'
+import csv, sys
+csv.field_size_limit(10**9)
+rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
+w = csv.writer(open(sys.argv[3], "w", encoding="utf-8", newline=""))
+w.writerows(rows[:int(sys.argv[2]) + 1])
+PY
+}

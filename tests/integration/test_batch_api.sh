@@ -13,13 +13,7 @@ unset MEDTRUST_LLM MEDTRUST_LLM_SINGLE
 . "$(dirname "$0")/api_lib.sh"
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 
-py "$MEDEC" "$TMP/s6.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-w = csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline=""))
-w.writerows(rows[:7])
-PY
+csv_head "$MEDEC" 6 "$TMP/s6.csv"
 # body CSV [EXTRA-JSON-MEMBERS]: a batch request with the CSV's text.
 body() {
     local extra='{}'

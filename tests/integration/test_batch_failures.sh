@@ -13,12 +13,7 @@ export MEDTRUST_LLM_TIMEOUT=20
 unset MEDTRUST_LLM MEDTRUST_LLM_QA MEDTRUST_LLM_JUDGE MEDTRUST_NLI
 DEAD="openai:http://127.0.0.1:9#none" # nothing listens on the discard port
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
-python3 - "$MEDEC" "$TMP/s5.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:6])
-PY
+csv_head "$MEDEC" 5 "$TMP/s5.csv"
 IDS="ms-val-0 ms-val-1 ms-val-2 ms-val-3 ms-val-4"
 
 # ---- mediqa with a dead model: every note failed, none written ----

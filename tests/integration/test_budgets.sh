@@ -11,6 +11,7 @@
 # and `guards` to 1,375 MB and both exited 0; the figures now are in
 # docs/server.md ("Limits").
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 need_verb serve ask check
 unset MEDTRUST_LLM MEDTRUST_LLM_SINGLE MEDTRUST_LLM_QA MEDTRUST_LLM_JUDGE \
     MEDTRUST_NLI
@@ -59,15 +60,12 @@ for mode in flood huge endless; do
                 "$(tail -2 "$TMP/err")" "stdout $(wc -c <"$TMP/out") bytes"
         fi
     done
+    rm -f "$TMP/s.out"
     "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --rate-limit 0 \
         --llm "$SPEC" >"$TMP/s.out" 2>"$TMP/s.err" &
     SP=$!
     PIDS+=($SP)
-    for _ in $(seq 100); do
-        grep -q listening "$TMP/s.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    U=$(sed -n 's/^listening on \(http:.*\)$/\1/p' "$TMP/s.out")
+    U=$(serve_url "$TMP/s.out")
     timeout 320 python3 "$(dirname "$0")/rss_probe.py" "$U" "$SP" alice \
         alice-password >"$TMP/probe.json" 2>"$TMP/probe.err"
     if python3 - "$TMP/probe.json" "$SERVE_CEIL_KB" <<'PY'; then

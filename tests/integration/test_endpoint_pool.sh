@@ -15,13 +15,7 @@ export MEDTRUST_LLM_TIMEOUT=20
 unset MEDTRUST_LLM
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 
-py "$MEDEC" 80 "$TMP/s.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-w = csv.writer(open(sys.argv[3], "w", encoding="utf-8", newline=""))
-w.writerows(rows[:int(sys.argv[2]) + 1])
-PY
+csv_head "$MEDEC" 80 "$TMP/s.csv"
 urls=()
 for n in a b c; do
     extra=()

@@ -294,12 +294,7 @@ fi
 # ---- a server batch (POST /v1/batch) ----
 . "$(dirname "$0")/api_lib.sh"
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
-py "$MEDEC" "$TMP/s16.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:17])
-PY
+csv_head "$MEDEC" 16 "$TMP/s16.csv"
 stub_start sref
 "$MT" mediqa --llm "$SPEC" --data "$TMP/s16.csv" --strategy single \
     --out "$TMP/sref.txt" --no-progress 2>/dev/null

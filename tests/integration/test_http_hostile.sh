@@ -12,6 +12,7 @@
 # owner gets in after the lock; login takes only JSON from this origin.
 # Bounded: at most 42 connections, every wait under 10 s.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 need_verb serve
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -23,15 +24,13 @@ echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 start() {
     local name=$1
     shift
+    rm -f "$TMP/$name.out"
     "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --rate-limit 0 "$@" \
         >"$TMP/$name.out" 2>"$TMP/$name.err" &
     PID=$!
     PIDS+=($PID)
-    for _ in $(seq 100); do
-        grep -q listening "$TMP/$name.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    PORT=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/\1/p' "$TMP/$name.out")
+    PORT=$(serve_url "$TMP/$name.out")
+    PORT=${PORT##*:}
 }
 H="$(dirname "$0")/http_hostile.py"
 

@@ -165,13 +165,7 @@ verify_publish() {
 loop "publish" run_publish verify_publish
 
 # ---- mediqa: journal and submission; --resume ends as an unbroken run ----
-python3 - "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" \
-    "$TMP/s6.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:7])
-PY
+csv_head "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" 6 "$TMP/s6.csv"
 stub_start main
 mq() { "$MT" mediqa --llm "$SPEC" --data "$TMP/s6.csv" --strategy single \
     --no-progress --jobs 2 --out "$TMP/$1.txt" --trace "$TMP/$1.jsonl" "${@:2}"; }
@@ -202,30 +196,13 @@ CRASH=
 # submission ----
 SERVE_PIDS=()
 trap 'for p in "${STUB_PIDS[@]}" "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
-code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
 "$MT" index --db "$TMP/bdb0" --input "$TMP/c.jsonl" --no-progress >/dev/null 2>&1
 echo 'alice-password' | "$MT" user add --db "$TMP/bdb0" alice 2>/dev/null
 BODY=$(python3 -c 'import json,sys; print(json.dumps({"data": open(sys.argv[1], encoding="utf-8").read(), "strategy": "single", "name": "io"}))' "$TMP/s6.csv")
 "$MT" mediqa --llm "$SPEC" --data "$TMP/s6.csv" --strategy single \
     --no-progress --out "$TMP/bref.txt" >/dev/null 2>&1
-# serve_up NAME ARGS...: serve_start with up to 60 s to start (a loaded
-# machine; no timing is asserted).
-serve_up() {
-    local name=$1 csrf
-    shift
-    "$MT" serve --db "$SERVE_DB" --listen 127.0.0.1:0 "$@" \
-        >"$TMP/$name.out" 2>"$TMP/$name.err" &
-    SERVE_PIDS+=($!)
-    for _ in $(seq 600); do
-        grep -q listening "$TMP/$name.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
-    curl -s -c "$TMP/$name.jar" "$U/v1/login" -H "Content-Type: application/json" \
-        -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
-    csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
-    A=(-b "$TMP/$name.jar" -H "X-CSRF-Token: $csrf")
-}
+. "$(dirname "$0")/serve_lib.sh"
+SERVE_WAIT=600 # a loaded machine: up to 60 s to start (no timing is asserted)
 stop_servers() {
     local p
     for p in "${SERVE_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -252,7 +229,7 @@ for ((n = 0; n < 60; n++)); do
     rm -rf "$TMP/bdb" "$TMP/bl"
     cp -a "$TMP/bdb0" "$TMP/bdb"
     RUN=
-    SERVE_DB=$TMP/bdb MEDTRUST_IO_FAIL=$(fault $n) serve_up bf --llm "$SPEC" \
+    SERVE_DB=$TMP/bdb MEDTRUST_IO_FAIL=$(fault $n) serve_start bf --llm "$SPEC" \
         --data-dir "$TMP/bl"
     batch_go
     stop_servers
@@ -269,7 +246,7 @@ for ((n = 0; n < 60; n++)); do
         BAD="batch at op $n: status $STATUS: $(head -c 300 "$TMP/run.json" "$TMP/body" 2>/dev/null)"
         break
     fi
-    SERVE_DB=$TMP/bdb serve_up bok --llm "$SPEC" --data-dir "$TMP/bl"
+    SERVE_DB=$TMP/bdb serve_start bok --llm "$SPEC" --data-dir "$TMP/bl"
     batch_go
     stop_servers
     if [ "$STATUS" != done ] ||

@@ -142,13 +142,7 @@ for delay in 0.05 0.2 0.35; do
 done
 
 # ---- mediqa --trace ----
-python3 - "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" \
-    "$TMP/notes.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:25])
-PY
+csv_head "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" 24 "$TMP/notes.csv"
 stub_start main --delay 300
 # (run in a subshell: exec makes the kill land on medtrust itself)
 mq() { exec "$MT" mediqa --llm "$SPEC" --data "$TMP/notes.csv" --strategy single \

@@ -12,15 +12,7 @@ export MEDTRUST_LLM_TIMEOUT=20
 unset MEDTRUST_LLM
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 
-slice() { # slice N OUT: the first N notes of MEDEC as a CSV
-    py "$MEDEC" "$1" "$2" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-w = csv.writer(open(sys.argv[3], "w", encoding="utf-8", newline=""))
-w.writerows(rows[:int(sys.argv[2]) + 1])
-PY
-}
+slice() { csv_head "$MEDEC" "$1" "$2"; } # slice N OUT: MEDEC's first N notes
 # valid_run CSV RUN: every note has one valid line, in CSV order.
 valid_run() {
     py "$1" "$2" <<'PY'

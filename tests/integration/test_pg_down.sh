@@ -6,6 +6,7 @@
 # applied then), a login works, and the worker, started before, finishes
 # a batch queued after.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 . "$(dirname "$0")/pg_lib.sh"
 need_verb serve worker mediqa
@@ -26,8 +27,7 @@ SPID=$!
     2>"$TMP/werr" &
 PIDS+=($!)
 WPID=$!
-for _ in $(seq 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.1; done
-U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/out")
+U=$(serve_url "$TMP/out")
 code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
 LOGIN=(-H "Content-Type: application/json" -d '{"username":"alice","password":"alice-password"}')
 h=$(code "$U/v1/health")

@@ -7,6 +7,7 @@
 # whole; then the next search sees it, without a restart, while searches
 # running throughout all get their answers. Older snapshots are pruned.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 export MEDTRUST_EMBEDDER=none
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -41,8 +42,7 @@ cp -a "$PUB" "$NODE"
 echo 'alice-password' | "$MT" user add --db "$NODE" alice 2>/dev/null
 "$MT" serve --db "$NODE" --listen 127.0.0.1:0 --rate-limit 0 >"$TMP/out" 2>"$TMP/serr" &
 PIDS+=($!)
-for _ in $(seq 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.1; done
-U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/out")
+U=$(serve_url "$TMP/out")
 curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
 csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")

@@ -107,13 +107,7 @@ full "models --json" "$MT" models --no-check --json
 full "--version" "$MT" --version
 
 # ---- mediqa --trace onto a disk that fills up ----
-python3 - "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" \
-    "$TMP/s12.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:13])
-PY
+csv_head "$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv" 12 "$TMP/s12.csv"
 mq() { "$MT" mediqa --llm "$SPEC" --data "$TMP/s12.csv" --strategy single \
     --no-progress --jobs 2 "$@"; }
 mq --out "$TMP/ref.txt" --trace "$TMP/ref.jsonl" >/dev/null 2>&1

@@ -4,6 +4,7 @@
 # score equal to `score --json`, 400/401/403/413/429, path traversal, an
 # event stream, logs without secrets, and graceful shutdown on SIGTERM.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 MT=${MEDTRUST_SERVE_BIN:-$MT}
 need_verb serve
 unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
@@ -20,18 +21,14 @@ check "user list shows roles" sh -c \
 serve_start() {
     local name=$1
     shift
+    rm -f "$TMP/$name.out"
     "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 "$@" \
         >"$TMP/$name.out" 2>"$TMP/$name.err" &
     eval "PID_$name=$!"
-    for _ in $(seq 100); do
-        grep -q listening "$TMP/$name.out" 2>/dev/null && break
-        sleep 0.1
-    done
-    U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/$name.out")
+    U=$(serve_url "$TMP/$name.out")
 }
 serve_start main --data-dir "$TMP/logs" --test-routes --rate-limit 0
 MAIN=$U
-code() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
 expect() { # expect NAME CODE CURL-ARGS...
     local name=$1 want=$2 got
     shift 2

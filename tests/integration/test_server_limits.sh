@@ -20,12 +20,7 @@ need_verb serve
 unset MEDTRUST_LLM MEDTRUST_LLM_SINGLE
 . "$(dirname "$0")/api_lib.sh"
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
-py "$MEDEC" "$TMP/s6.csv" <<'PY'
-import csv, sys
-csv.field_size_limit(10**9)
-rows = list(csv.reader(open(sys.argv[1], encoding="utf-8")))
-csv.writer(open(sys.argv[2], "w", encoding="utf-8", newline="")).writerows(rows[:7])
-PY
+csv_head "$MEDEC" 6 "$TMP/s6.csv"
 BODY=$(py "$TMP/s6.csv" <<'PY'
 import json, sys
 print(json.dumps({"data": open(sys.argv[1], encoding="utf-8").read(),
@@ -201,11 +196,7 @@ fi
     >"$TMP/lim.out" 2>"$TMP/lim.err" &
 LPID=$!
 SERVE_PIDS+=($LPID)
-for _ in $(seq 100); do
-    grep -q listening "$TMP/lim.out" 2>/dev/null && break
-    sleep 0.1
-done
-U=$(sed -n 's/^listening on \(http:.*\)$/\1/p' "$TMP/lim.out")
+U=$(serve_url "$TMP/lim.out")
 python3 - "$U" <<'PY' || not_ok "300 idle connections" "the client failed"
 import json, socket, sys, time, urllib.parse, http.client
 u = urllib.parse.urlparse(sys.argv[1])

@@ -7,6 +7,7 @@
 # follows: bm25 on the BM25-only index, hybrid once the vectors land, and
 # "search_mode" runs the mode asked for (dense refused without vectors).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/serve_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 export MEDTRUST_EMBEDDER=none
 unset MEDTRUST_LLM MEDTRUST_LLM_REACT MEDTRUST_LLM_EVAL MEDTRUST_LLM_REFLECT \
@@ -22,8 +23,7 @@ echo 'alice-password' | "$MT" user add --db "$TMP/db" alice 2>/dev/null
 "$MT" serve --db "$TMP/db" --listen 127.0.0.1:0 --llm "$SPEC" >"$TMP/out" \
     2>"$TMP/err" &
 PIDS+=($!)
-for _ in $(seq 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.1; done
-U=$(sed -n 's/^listening on http:\/\/[a-z0-9.]*:\([0-9]*\)$/http:\/\/127.0.0.1:\1/p' "$TMP/out")
+U=$(serve_url "$TMP/out")
 curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/body"
 csrf=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/body")
