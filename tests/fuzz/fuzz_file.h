@@ -11,13 +11,14 @@
 
 static char fuzz_temp[96];
 
-static void fuzz_temp_remove(void)
+static inline void fuzz_temp_remove(void)
 {
     unlink(fuzz_temp);
 }
 
 /* Writes the SIZE bytes of DATA to PATH, replacing what it held. */
-static void fuzz_write_file(const char *path, const void *data, size_t size)
+static inline void fuzz_write_file(const char *path, const void *data,
+                                   size_t size)
 {
     FILE *f = fopen(path, "wb");
     size_t put;
@@ -32,8 +33,8 @@ static void fuzz_write_file(const char *path, const void *data, size_t size)
 /* Writes DATA to this process's temporary file, made on first use from
  * TEMPLATE ("/tmp/mt-fuzz-NAME-XXXXXX") and removed at exit; returns its
  * path. */
-static const char *fuzz_write_temp(const char *tmpl, const void *data,
-                                   size_t size)
+static inline const char *fuzz_write_temp(const char *tmpl, const void *data,
+                                          size_t size)
 {
     if (!fuzz_temp[0]) {
         int fd;

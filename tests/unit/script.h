@@ -192,8 +192,15 @@ static inline struct mt_agent *script_open_agent(const struct script *s,
 static inline void script_check_note(struct mt_agent *a,
                                      struct mt_check_result *r)
 {
-    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1,
-                        NULL, 0, NULL, 0, NULL, 0};
+    struct mt_note n = {"t",
+                        script_note_text,
+                        sizeof script_note_text - 1,
+                        NULL,
+                        0,
+                        NULL,
+                        0,
+                        NULL,
+                        0};
     struct mt_error err;
 
     CHECK_OK(mt_agent_check(a, &n, r, &err));

@@ -96,9 +96,11 @@ static void test_cut_by_estimate(void **s)
                     "Troponin rose.";
 
     (void)s;
-    CHECK(mtx_fit_cut(t, strlen(t), 9, MTX_FIT_SENTENCES, estimate, NULL) == 27);
+    CHECK(mtx_fit_cut(t, strlen(t), 9, MTX_FIT_SENTENCES, estimate, NULL) ==
+          27);
     CHECK(mtx_fit_cut(t, strlen(t), 8, MTX_FIT_SENTENCES, estimate, NULL) == 0);
-    CHECK(mtx_fit_cut(t, strlen(t), 16, MTX_FIT_SENTENCES, estimate, NULL) == 47);
+    CHECK(mtx_fit_cut(t, strlen(t), 16, MTX_FIT_SENTENCES, estimate, NULL) ==
+          47);
 }
 
 static void test_estimate_errs_high(void **s)
