@@ -74,6 +74,14 @@ struct mt_verify_params {
     void (*on_claim)(void *user, size_t sentence, size_t claim, size_t n,
                      const char *claim_json);
     void *on_claim_user;
+    /* Called once the text is split, with the n sentences as a compact
+     * JSON array [{"text","span"}], and with each sentence once its
+     * status is final (its object in mt_verify_result_json's
+     * "sentences"), in order, on the verifying thread; both use
+     * on_claim_user. NULL = none. */
+    void (*on_split)(void *user, size_t n, const char *sentences_json);
+    void (*on_sentence)(void *user, size_t index, size_t n,
+                        const char *sentence_json);
     /* Polled before each model call: nonzero stops the verification with
      * MT_ECANCELED. NULL = never. */
     int (*cancelled)(void *user);

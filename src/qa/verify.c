@@ -655,13 +655,64 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* o (taken) as compact text in *txt (caller frees); MT_ENOMEM when none. */
+static enum mt_status emit(json_t *o, char **txt)
+{
+    *txt = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return *txt ? MT_OK : MT_ENOMEM;
+}
+
+static enum mt_status report_split(struct vrun *v)
+{
+    json_t *a;
+    char *txt = NULL;
+    size_t i;
+    enum mt_status st;
+
+    if (!v->vp.on_split)
+        return MT_OK;
+    a = json_array();
+    for (i = 0; a && i < v->res->nsentences; i++) {
+        const struct mt_verify_sentence *s = &v->res->sentences[i];
+
+        json_array_append_new(a, json_pack("{s:s,s:[I,I]}", "text", s->text,
+                                           "span", (json_int_t)s->start,
+                                           (json_int_t)s->end));
+    }
+    st = emit(a, &txt);
+    if (st == MT_OK)
+        v->vp.on_split(v->vp.on_claim_user, v->res->nsentences, txt);
+    mt_free(txt);
+    return st;
+}
+
+static enum mt_status report_sentence(struct vrun *v, size_t i)
+{
+    char *txt = NULL;
+    enum mt_status st;
+
+    if (!v->vp.on_sentence)
+        return MT_OK;
+    st = emit(mtx_vf_sentence_json(&v->res->sentences[i]), &txt);
+    if (st == MT_OK)
+        v->vp.on_sentence(v->vp.on_claim_user, i, v->res->nsentences, txt);
+    mt_free(txt);
+    return st;
+}
+
 static enum mt_status run_text(struct vrun *v, struct mt_error *err)
 {
     size_t i;
     enum mt_status st = make_sentences(v, err);
 
-    for (i = 0; st == MT_OK && i < v->res->nsentences; i++)
+    if (st == MT_OK && report_split(v) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "verify: out of memory");
+    for (i = 0; st == MT_OK && i < v->res->nsentences; i++) {
         st = one_sentence(v, i, err);
+        if (st == MT_OK && report_sentence(v, i) != MT_OK)
+            st = mt_fail(err, MT_ENOMEM, "verify: out of memory");
+    }
     if (st == MT_OK && v->qres.usage.verify_failures)
         st = mtx_qa_note(&v->r,
                          "the verifier failed on %u of %u (claim, "

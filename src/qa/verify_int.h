@@ -77,6 +77,10 @@ enum mt_verdict mtx_vf_decide(const struct mt_verify_evidence *ev, size_t n,
                               float support_min, float contradict_min,
                               long *by);
 
+/* Sentence s as its JSON object (mt_verify_result_json's); NULL when
+ * out of memory. */
+json_t *mtx_vf_sentence_json(const struct mt_verify_sentence *s);
+
 /* Claim c as its JSON object (mt_verify_result_json's); NULL when out of
  * memory. */
 json_t *mtx_vf_claim_json(const struct mt_verify_claim *c);

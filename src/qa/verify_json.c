@@ -82,7 +82,7 @@ json_t *mtx_vf_claim_json(const struct mt_verify_claim *c)
     return o;
 }
 
-static json_t *sentence_json(const struct mt_verify_sentence *s)
+json_t *mtx_vf_sentence_json(const struct mt_verify_sentence *s)
 {
     json_t *claims = json_array();
     size_t i;
@@ -113,7 +113,7 @@ static json_t *result_json(const struct mt_verify_result *r)
     size_t i;
 
     for (i = 0; i < r->nsentences; i++)
-        json_array_append_new(sents, sentence_json(&r->sentences[i]));
+        json_array_append_new(sents, mtx_vf_sentence_json(&r->sentences[i]));
     for (i = 0; i < MT_VERDICT_N; i++)
         json_object_set_new(sum, verdict_names[i],
                             json_integer((json_int_t)r->counts[i]));

@@ -24,7 +24,7 @@ struct ask_arg {
 /* ==== Models ==== */
 
 /* The verifier is the LLM judge unless an NLI classifier is named. */
-static int judge_is_llm(const struct mt_server *s)
+int mtx_srv_judge_is_llm(const struct mt_server *s)
 {
     const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
 
@@ -36,7 +36,7 @@ static const char *missing_role(const struct mt_server *s)
 {
     if (!mtx_srv_llm_spec(s, "qa"))
         return "QA";
-    if (judge_is_llm(s) && !mtx_srv_llm_spec(s, "judge"))
+    if (mtx_srv_judge_is_llm(s) && !mtx_srv_llm_spec(s, "judge"))
         return "JUDGE";
     return NULL;
 }
@@ -105,8 +105,8 @@ static int on_token(void *user, const char *piece, size_t len)
 
 /* The server's one answerer, opened on first use; each question brings its
  * own settings (mt_qa_ask_params), so one serves every filter. */
-static enum mt_status qa_get(struct mt_server *s, int model, struct mt_qa **out,
-                             struct mt_error *err)
+enum mt_status mtx_srv_qa_get(struct mt_server *s, int model,
+                              struct mt_qa **out, struct mt_error *err)
 {
     struct mt_qa **qa = model >= 0 ? &s->qa_choice[model] : &s->qa;
     struct mt_qa_params p;
@@ -119,6 +119,8 @@ static enum mt_status qa_get(struct mt_server *s, int model, struct mt_qa **out,
         p.retriever = s->ret;
         p.llm_spec = mtx_srv_model_spec(s, model);
         p.nli_spec = s->nli_spec;
+        p.answer_optional = 1; /* POST /v1/verify needs no answer model;
+                                  /v1/ask refuses first without one */
         st = mt_qa_open(&p, qa, err);
     }
     *out = *qa;
@@ -423,7 +425,7 @@ enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
     }
     if (!a)
         return mtx_srv_resp_failure(&rs, err);
-    if (qa_get(s, a->key.model, &a->qa, err) != MT_OK) {
+    if (mtx_srv_qa_get(s, a->key.model, &a->qa, err) != MT_OK) {
         arg_free(a);
         return err->status;
     }
@@ -448,7 +450,7 @@ void mtx_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
         return;
     }
     if (mtx_srv_runs_jobs(s) &&
-        qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
+        mtx_srv_qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
         arg_free(a);
         mtx_srv_error(rs, 503, "the question answerer could not start: %s",
                       err.msg);

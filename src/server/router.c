@@ -51,6 +51,7 @@ static const struct route routes[] = {
     {"POST", "/v1/score", USER, 0, mtx_srv_score, 1},
     {"POST", "/v1/check", USER, 0, mtx_srv_check, 1},
     {"POST", "/v1/ask", USER, 0, mtx_srv_ask, 0},
+    {"POST", "/v1/verify", USER, 0, mtx_srv_verify, 0},
     {"POST", "/v1/batch", USER, 0, mtx_srv_batch, 1},
     {"POST", "/v1/runs/{id}/resume", USER, 0, mtx_srv_batch_resume, 0},
     {"GET", "/v1/runs", USER, 0, mtx_srv_runs_list, 0},

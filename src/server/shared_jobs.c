@@ -22,7 +22,7 @@
 
 /* The kinds a server claims. Scores run in their request (no model, no
  * job to lose). */
-#define SRV_QUEUE_KINDS "{check,ask,batch,sleep}"
+#define SRV_QUEUE_KINDS "{check,ask,verify,batch,sleep}"
 #define POLL_S 0.25  /* between claims while the queue is empty */
 #define RETRY_S 1.0  /* after a failed claim (PostgreSQL away) */
 #define HELD_MAX 512 /* rows heartbeated at once (llm_jobs <= 256) */
@@ -41,9 +41,8 @@ static const struct {
     const char *kind;
     srv_job_build_fn build;
 } builders[] = {
-    {"check", mtx_srv_check_job},
-    {"ask", mtx_srv_ask_job},
-    {"batch", mtx_srv_batch_job},
+    {"check", mtx_srv_check_job},       {"ask", mtx_srv_ask_job},
+    {"verify", mtx_srv_verify_job},     {"batch", mtx_srv_batch_job},
     {"sleep", mtx_srv_sleep_job_build},
 };
 

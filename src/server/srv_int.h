@@ -54,10 +54,10 @@ struct srv_resp {
     const unsigned char *static_body; /* embedded asset, not freed */
     char cookie[320];                 /* Set-Cookie value, or "" */
     unsigned retry_after;             /* seconds, for 429 and 503; 0 = none */
-    int64_t sse_run; /* > 0: stream this run's job events instead */
-    const char *csp; /* Content-Security-Policy (static), or NULL */
-    int frame_self;  /* may be framed by this origin (reports) */
-    int close;       /* "Connection: close": the body was not read */
+    int64_t sse_run;       /* > 0: stream this run's job events instead */
+    const char *csp;       /* Content-Security-Policy (static), or NULL */
+    int frame_self;        /* may be framed by this origin (reports) */
+    int close;             /* "Connection: close": the body was not read */
     char disposition[128]; /* Content-Disposition (downloads), or "" */
 };
 
@@ -114,6 +114,7 @@ struct srv_log {
 #define SRV_QUERY_MAX 4096 /* bytes of a search query */
 #define SRV_QUESTION_MAX ((size_t)8 << 10) /* the answerer's own limit */
 #define SRV_NOTE_MAX ((size_t)256 << 10)   /* the checker's own limit */
+#define SRV_TEXT_MAX ((size_t)60 << 10)    /* a text POST /v1/verify takes */
 
 #define SRV_FILTER_MAX 256 /* bytes of an author/journal filter, NUL too */
 
@@ -427,6 +428,8 @@ void mtx_srv_check(struct mt_server *, struct srv_req *, struct srv_resp *,
                    int64_t);
 void mtx_srv_ask(struct mt_server *, struct srv_req *, struct srv_resp *,
                  int64_t);
+void mtx_srv_verify(struct mt_server *, struct srv_req *, struct srv_resp *,
+                    int64_t);
 void mtx_srv_sources(struct mt_server *, struct srv_req *, struct srv_resp *,
                      int64_t);
 void mtx_srv_run_report(struct mt_server *, struct srv_req *, struct srv_resp *,
@@ -499,6 +502,21 @@ void mtx_srv_qa_close(struct mt_server *s);
 /* 1 when POST /v1/ask has the models it needs (answer, and the judge
  * unless an NLI classifier verifies). */
 int mtx_srv_ask_ready(const struct mt_server *s);
+
+/* The server's answerer for --llm (model -1) or --llm-choice 'model',
+ * opened on first use (ask.c); POST /v1/ask and /v1/verify share it. */
+enum mt_status mtx_srv_qa_get(struct mt_server *s, int model,
+                              struct mt_qa **out, struct mt_error *err);
+
+/* 1 when the verifier is the LLM judge (no NLI classifier named). */
+int mtx_srv_judge_is_llm(const struct mt_server *s);
+
+/* 1 when POST /v1/verify has its verifier (verify.c). */
+int mtx_srv_verify_ready(const struct mt_server *s);
+
+/* The bounded members of POST /v1/verify (verify.c). */
+extern const struct srv_field mtx_srv_verify_fields[];
+extern const size_t mtx_srv_verify_nfields;
 
 /* The model spec of role 'role' ("react", "guard", ...): its
  * MEDTRUST_LLM_<ROLE>, else --llm, else MEDTRUST_LLM; NULL when none. */
@@ -643,6 +661,9 @@ enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
 enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
                                const char *body, struct srv_job_spec *spec,
                                struct mt_error *err);
+enum mt_status mtx_srv_verify_job(struct mt_server *s, int64_t run,
+                                  const char *body, struct srv_job_spec *spec,
+                                  struct mt_error *err);
 enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
                                  const char *body, struct srv_job_spec *spec,
                                  struct mt_error *err);

@@ -80,7 +80,7 @@ void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
 
 json_t *mtx_srv_limits_json(struct mt_server *s)
 {
-    return json_pack(
+    json_t *o = json_pack(
         "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
         "s:{s:o,s:I,s:I,s:o,s:o},s:{s:I,s:I}}",
         "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
@@ -98,4 +98,13 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         "strategy_info", strategies_json(1), "batch", "notes_max",
         (json_int_t)SRV_BATCH_NOTES_MAX, "upload_bytes",
         (json_int_t)s->p.max_body);
+
+    if (o) /* POST /v1/verify's, beside ask's (its search settings) */
+        json_object_set_new(
+            o, "verify",
+            json_pack("{s:o,s:I}", "fields",
+                      mtx_srv_fields_json(mtx_srv_verify_fields,
+                                          mtx_srv_verify_nfields),
+                      "text_bytes", (json_int_t)SRV_TEXT_MAX));
+    return o;
 }

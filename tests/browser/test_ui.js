@@ -881,6 +881,71 @@ async function ask(page) {
   await askRendering(page);
 }
 
+// The Verify page: a pasted text split into sentences (grey while
+// pending), each coloured as its claims are judged (the stub's judge:
+// SUPPORT on 3+ shared words, CONTRADICT on "not"), the evidence on hover
+// and on focus, then the summary.
+const VERIFY_TEXT = 'Does the lace plant make holes in its leaves? The ' +
+    'lace plant produces perforations in its leaves through programmed ' +
+    'cell death. Mitochondria do not change during programmed cell death ' +
+    'in the lace plant. Zebras enjoy purple umbrellas on quiet Sundays.';
+
+async function verifyPage(page) {
+  await page.goto(base + '/#verify');
+  await page.waitForSelector('#verify-mode option:nth-child(2)',
+      {state: 'attached', timeout: 20000});
+  check('the verify panel shows the server\'s limits',
+      (await page.textContent('#verify-k-lim')).includes('default 5'),
+      await page.textContent('#verify-k-lim'));
+  await a11y(page, 'Verify');
+  await audit(page, 'verify', 'Verify');
+  await page.fill('#verify-t', VERIFY_TEXT);
+  await recordOrder(page, 'verify-result', [
+    ['pending', '#verify-text .claim.PENDING'],
+    ['judged', '#verify-text .claim.SUPPORT'],
+    ['summary', '#verify-summary']]);
+  const resp = page.waitForResponse((r) => r.url().endsWith('/v1/verify'));
+  await page.click('#verify-btn');
+  const r = await resp;
+  check('verify queues a run (202)', r.status() === 202, 'status=' + r.status());
+  await page.waitForSelector('#verify-summary', {timeout: 120000});
+  const order = await page.evaluate(() => window.order);
+  check('the sentences show pending, then coloured as judged, then the ' +
+      'summary', order.join(',') === 'pending,judged,summary',
+  order.join(','));
+  const labels = await page.$$eval('#verify-text > .claim', (c) =>
+    c.map((x) => [x.dataset.label, getComputedStyle(x).backgroundColor]));
+  const bg = Object.fromEntries(labels);
+  check('verify colours every sentence by its status',
+      labels.map((l) => l[0]).join(',') ===
+      'NOT_A_CLAIM,SUPPORT,CONTRADICT,NO_EVIDENCE' &&
+      new Set(Object.values(bg)).size === 4 &&
+      labels.every(([, b]) => b !== 'rgba(0, 0, 0, 0)'),
+  JSON.stringify(labels));
+  const sel = '#verify-text .claim.SUPPORT';
+  await page.hover(sel);
+  const tip = await page.textContent(sel + ' .tip');
+  const hrefs = await page.$$eval(sel + ' .tip a', (a) => a.map((x) => x.href));
+  check('hovering a sentence shows its evidence sentence and link',
+      await page.isVisible(sel + ' .tip') && tip.includes('Closest sentence') &&
+      tip.includes('produces perforations in its leaves through PCD') &&
+      hrefs.includes('https://pubmed.ncbi.nlm.nih.gov/21645374/'),
+  tip + ' ' + hrefs.join(' '));
+  await page.mouse.move(0, 0);
+  await page.locator('#verify-text .claim.CONTRADICT').focus();
+  check('focusing a sentence shows it too',
+      await page.isVisible('#verify-text .claim:focus .tip'));
+  check('the summary counts the verdicts, and nothing stray follows it',
+      (await page.textContent('#verify-summary')).includes('1 SUPPORT') &&
+      !(await page.textContent('#verify-panel')).includes('null'),
+      await page.textContent('#verify-panel'));
+  await page.focus(sel);
+  await audit(page, 'verify_live', 'Verify with a verified text');
+  await page.focus(sel);
+  await docShot(page, 'verify', '#verify-result');
+  await a11y(page, 'Verify with a verified text');
+}
+
 // The Ask page's rendering of the documented /v1/ask JSON (whatever the
 // route answers today): one claim of each verdict, coloured, with the
 // cited document's title and closest sentence on hover and on focus.
@@ -1183,6 +1248,7 @@ async function main() {
   await confidenceRendering(page);
   await cancelCheck(page);
   await ask(page);
+  await verifyPage(page);
   await batch(page);
   await runs(page);
   await userDefaults(page);

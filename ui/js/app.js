@@ -7,11 +7,13 @@ import {$} from './dom.js';
 import {initSearch} from './search.js';
 import {initCheck} from './check.js';
 import {initAsk} from './ask.js';
+import {initVerify} from './verify.js';
 import {initBatch} from './batch.js';
 import {initRuns, loadRuns} from './runs.js';
 import {initSettings, loadSettings} from './settings.js';
 
-const PAGES = ['search', 'check', 'ask', 'batch', 'runs', 'settings'];
+const PAGES = ['search', 'check', 'ask', 'verify', 'batch', 'runs',
+  'settings'];
 let me = null;
 
 function show() {
@@ -52,7 +54,7 @@ async function start() {
     setCsrf('');
     location.href = '/login';
   });
-  loads.push(initCheck(), initAsk(), initBatch());
+  loads.push(initCheck(), initAsk(), initVerify(), initBatch());
   initRuns(me);
   initSettings();
   window.addEventListener('hashchange', show);

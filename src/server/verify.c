@@ -1,0 +1,368 @@
+/* POST /v1/verify: any medical text verified sentence by sentence
+ * (`medtrust verify`, docs/verify.md) on the job queue, recorded as a run
+ * whose result is the CLI's `verify --json` object. Its events: a "step"
+ * {"step":"sentences"} with every sentence and span once the text is
+ * split, a "step" {"step":"claim"} as each claim's verdict is final and a
+ * "step" {"step":"sentence"} as each sentence's status is, so the Verify
+ * page colours the text claim by claim. It runs on the server's answerer
+ * (ask.c), so it shares its retriever and verifier. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "medtrust/core.h"
+#include "medtrust/verify.h"
+#include "server/srv_int.h"
+
+struct verify_arg {
+    struct mt_server *s;
+    struct mt_qa *qa; /* the server's, borrowed */
+    struct srv_qa_key key;
+    double support_min, contradict_min;
+    int decompose;
+    char *text;
+};
+
+int mtx_srv_verify_ready(const struct mt_server *s)
+{
+    return !mtx_srv_judge_is_llm(s) || mtx_srv_llm_spec(s, "judge") != NULL;
+}
+
+/* ==== Events ==== */
+
+static int cancelled(void *user)
+{
+    struct mt_server *s = user;
+    struct srv_job *j = mtx_srv_job_self(s);
+    int c;
+
+    if (!j)
+        return 0;
+    c = mtx_srv_job_canceled(j);
+    mtx_srv_job_release(s, j);
+    return c;
+}
+
+/* A "step" event {"step":STEP, MEMBERS..., KEY: the JSON text 'js'}. */
+static void step(void *user, json_t *o, const char *key, const char *js)
+{
+    struct mt_server *s = user;
+    struct srv_job *j = mtx_srv_job_self(s);
+    json_t *v = json_loads(js, 0, NULL);
+
+    if (j && o && v && json_object_set_new(o, key, v) == 0)
+        mtx_srv_job_emit(j, "step", o);
+    else {
+        json_decref(o);
+        json_decref(v);
+    }
+    if (j)
+        mtx_srv_job_release(s, j);
+}
+
+static void on_split(void *user, size_t n, const char *js)
+{
+    step(user, json_pack("{s:s,s:I}", "step", "sentences", "of", (json_int_t)n),
+         "sentences", js);
+}
+
+static void on_claim(void *user, size_t si, size_t ci, size_t n, const char *js)
+{
+    step(user,
+         json_pack("{s:s,s:I,s:I,s:I}", "step", "claim", "sentence",
+                   (json_int_t)si, "index", (json_int_t)ci, "of",
+                   (json_int_t)n),
+         "claim", js);
+}
+
+static void on_sentence(void *user, size_t i, size_t n, const char *js)
+{
+    step(user,
+         json_pack("{s:s,s:I,s:I}", "step", "sentence", "index", (json_int_t)i,
+                   "of", (json_int_t)n),
+         "sentence", js);
+}
+
+/* ==== The job ==== */
+
+static void arg_free(void *p)
+{
+    struct verify_arg *a = p;
+
+    if (!a)
+        return;
+    mt_free(a->text);
+    mt_free(a);
+}
+
+static void job_params(const struct verify_arg *a, struct mt_verify_params *vp)
+{
+    mt_verify_default_params(a->qa, vp);
+    vp->k = a->key.k;
+    vp->w_lex = a->key.w_lex;
+    vp->w_sem = a->key.w_sem;
+    vp->source = a->key.source[0] ? a->key.source : NULL;
+    vp->year_from = a->key.year_from;
+    vp->year_to = a->key.year_to;
+    vp->author = a->key.meta.author[0] ? a->key.meta.author : NULL;
+    vp->journal = a->key.meta.journal[0] ? a->key.meta.journal : NULL;
+    vp->pub_type = a->key.meta.pub_type[0] ? a->key.meta.pub_type : NULL;
+    vp->search_mode = a->key.mode;
+    vp->support_min = (float)a->support_min;
+    vp->contradict_min = (float)a->contradict_min;
+    vp->decompose = a->decompose;
+    vp->max_text_bytes = SRV_TEXT_MAX;
+    vp->on_claim = on_claim;
+    vp->on_split = on_split;
+    vp->on_sentence = on_sentence;
+    vp->on_claim_user = a->s;
+    vp->cancelled = cancelled;
+    vp->cancelled_user = a->s;
+}
+
+static enum mt_status verify_fn(struct srv_job *j, void *arg, json_t **result,
+                                struct mt_error *err)
+{
+    struct verify_arg *a = arg;
+    struct mt_verify_params vp;
+    struct mt_verify_result *r = NULL;
+    enum mt_status st;
+    char *txt;
+
+    (void)j; /* a cancel reaches the verifier through params.cancelled */
+    job_params(a, &vp);
+    st = mt_verify_text(a->qa, a->text, &vp, &r, err);
+    txt = st == MT_OK ? mt_verify_result_json(r) : NULL;
+    if (txt)
+        *result = json_loads(txt, 0, NULL);
+    if (st == MT_OK && !*result)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_free(txt);
+    mt_verify_result_free(r);
+    return st;
+}
+
+/* ==== The route ==== */
+
+/* The bounded members of POST /v1/verify (docs/verify.md); "k" is the
+ * documents searched per claim. */
+const struct srv_field mtx_srv_verify_fields[] = {
+    {"k", 1, 100, 5, 1, "documents searched per claim"},
+    {"support_min", 0, 1, 0.5, 0, "score from which a SUPPORT counts"},
+    {"contradict_min", 0, 1, 0.5, 0, "score from which a CONTRADICT counts"},
+};
+const size_t mtx_srv_verify_nfields =
+    sizeof mtx_srv_verify_fields / sizeof mtx_srv_verify_fields[0];
+
+/* "k", the weights and years (as /v1/ask's), "source", the thresholds. */
+static int read_settings(json_t *o, struct verify_arg *a, struct srv_resp *rs)
+{
+    json_t *src = json_object_get(o, "source");
+    double k, w[4];
+
+    if (mtx_srv_field(o, &mtx_srv_verify_fields[0], &k, rs) ||
+        mtx_srv_field(o, &mtx_srv_verify_fields[1], &a->support_min, rs) ||
+        mtx_srv_field(o, &mtx_srv_verify_fields[2], &a->contradict_min, rs) ||
+        mtx_srv_weights_years(o, w, rs))
+        return -1;
+    if (src && !json_is_null(src) &&
+        (!json_is_string(src) || json_string_length(src) >= SRV_SOURCE_MAX)) {
+        mtx_srv_error(rs, 400,
+                      "\"source\" must be a source name of at most %d bytes",
+                      SRV_SOURCE_MAX - 1);
+        return -1;
+    }
+    a->key.k = (uint32_t)k;
+    a->key.w_lex = (float)w[0];
+    a->key.w_sem = (float)w[1];
+    a->key.year_from = (int32_t)w[2];
+    a->key.year_to = (int32_t)w[3];
+    snprintf(a->key.source, sizeof a->key.source, "%s",
+             json_string_value(src) ? json_string_value(src) : "");
+    a->decompose = json_is_true(json_object_get(o, "decompose"));
+    return 0;
+}
+
+/* "search_mode": bm25, dense or hybrid (GET /v1/limits' ask.modes). */
+static int read_mode(struct mt_server *s, json_t *o, int *mode,
+                     struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, "search_mode");
+    json_t *ok;
+    enum mt_search_mode m;
+    size_t i;
+
+    *mode = -1;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) ||
+        mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
+        mtx_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
+        return -1;
+    }
+    ok = mtx_srv_modes_json(s);
+    for (i = 0; i < json_array_size(ok); i++)
+        if (strcmp(json_string_value(json_array_get(ok, i)),
+                   json_string_value(v)) == 0)
+            *mode = (int)m;
+    json_decref(ok);
+    if (*mode >= 0)
+        return 0;
+    mtx_srv_error(rs, 400,
+                  "\"search_mode\" %s needs the index's vectors: search bm25, "
+                  "or build them with 'medtrust index --embedder use-lite'",
+                  json_string_value(v));
+    return -1;
+}
+
+/* Reads {"text","k","w_lex","w_sem","source","year_from","year_to",
+ * "author","journal","publication_type","search_mode","model",
+ * "support_min","contradict_min","decompose"}. */
+static struct verify_arg *
+read_body(struct mt_server *s, const struct srv_req *rq, struct srv_resp *rs)
+{
+    struct verify_arg *a = mt_calloc(1, sizeof *a);
+    json_t *o = NULL;
+    const char *t;
+    int ok = 0;
+
+    if (!a) {
+        mtx_srv_error(rs, 500, "out of memory");
+        return NULL;
+    }
+    if (mtx_srv_body_json(rq, rs, &o) != 0) {
+        mt_free(a);
+        return NULL;
+    }
+    t = json_string_value(json_object_get(o, "text"));
+    if (!t || mtx_str_trim(mtx_str_from(t)).n == 0 || strlen(t) > SRV_TEXT_MAX)
+        mtx_srv_error(rs, 400,
+                      "\"text\" must be the text to verify, 1 to %zu bytes",
+                      SRV_TEXT_MAX);
+    else if (read_settings(o, a, rs) == 0 &&
+             mtx_srv_meta_read(o, &a->key.meta, rs) == 0 &&
+             read_mode(s, o, &a->key.mode, rs) == 0 &&
+             mtx_srv_model_read(s, o, &a->key.model, rs) == 0)
+        ok = (a->text = mt_strdup(t)) != NULL;
+    if (!ok && rs->status != 400)
+        mtx_srv_error(rs, 500, "out of memory");
+    json_decref(o);
+    a->s = s;
+    if (!ok) {
+        arg_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* 503 with what to set when the verifier has no model. */
+static int verifier_configured(struct mt_server *s, const struct verify_arg *a,
+                               struct srv_resp *rs)
+{
+    if ((mtx_srv_verify_ready(s) &&
+         (!a->decompose || mtx_srv_llm_spec(s, "qa") != NULL)) ||
+        !mtx_srv_runs_jobs(s))
+        return 1;
+    mtx_srv_error(rs, 503,
+                  "no verifier is configured, so texts cannot be verified. "
+                  "Start the server with --nli gguf:PATH (an NLI classifier) "
+                  "or --llm openai:BASE_URL#MODEL / gguf:PATH (the LLM judge; "
+                  "MEDTRUST_LLM_JUDGE for this role alone)%s.",
+                  a->decompose ? "; \"decompose\" needs --llm" : "");
+    return 0;
+}
+
+static int64_t submit(struct mt_server *s, struct srv_req *rq,
+                      struct srv_resp *rs, struct verify_arg *a)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_job_spec spec = {"verify", verify_fn, a, arg_free};
+    struct srv_lease *l = NULL;
+    char h[MT_SECRET_SIZE];
+    size_t n = strlen(a->text);
+    int64_t id = 0;
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
+
+    mt_sha256_hex(a->text, n, h);
+    if (st == MT_OK)
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, "verify", h,
+                           &id, &err);
+    if (st == MT_OK)
+        mtx_srv_audit(s, l, rq, "verify",
+                      json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
+                                "text_sha256", h, "bytes", (json_int_t)n, "k",
+                                (int)a->key.k));
+    if (l)
+        mtx_srv_lease_put(s, l);
+    if (st != MT_OK) {
+        arg_free(a);
+        mtx_srv_fail(rs, st, &err);
+        return 0;
+    }
+    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
+    if (st == MT_OK)
+        return id;
+    rs->retry_after = 5;
+    mtx_srv_error(rs, 503, "%s", err.msg);
+    return 0;
+}
+
+enum mt_status mtx_srv_verify_job(struct mt_server *s, int64_t run,
+                                  const char *body, struct srv_job_spec *spec,
+                                  struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    struct verify_arg *a;
+
+    (void)run;
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    a = read_body(s, &rq, &rs);
+    if (a && !verifier_configured(s, a, &rs)) {
+        arg_free(a);
+        a = NULL;
+    }
+    if (!a)
+        return mtx_srv_resp_failure(&rs, err);
+    if (mtx_srv_qa_get(s, a->key.model, &a->qa, err) != MT_OK) {
+        arg_free(a);
+        return err->status;
+    }
+    spec->kind = "verify";
+    spec->fn = verify_fn;
+    spec->arg = a;
+    spec->arg_free = arg_free;
+    return MT_OK;
+}
+
+void mtx_srv_verify(struct mt_server *s, struct srv_req *rq,
+                    struct srv_resp *rs, int64_t id)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct verify_arg *a = read_body(s, rq, rs);
+    char ev[64];
+
+    if (!a)
+        return;
+    if (!verifier_configured(s, a, rs)) {
+        arg_free(a);
+        return;
+    }
+    if (mtx_srv_runs_jobs(s) &&
+        mtx_srv_qa_get(s, a->key.model, &a->qa, &err) != MT_OK) {
+        arg_free(a);
+        mtx_srv_error(rs, 503, "the verifier could not start: %s", err.msg);
+        return;
+    }
+    id = submit(s, rq, rs, a);
+    if (!id)
+        return;
+    snprintf(ev, sizeof ev, "/v1/runs/%lld/events", (long long)id);
+    mtx_srv_json(rs, 202,
+                 json_pack("{s:I,s:s,s:s}", "run_id", (json_int_t)id, "status",
+                           "queued", "events", ev));
+}
