@@ -23,8 +23,8 @@ struct mt_manifest {
     uint64_t generation;
     uint32_t next_seg; /* number for the next new segment */
     char analyzer[32];
-    int64_t max_chunk_id; /* every chunk id <= this is indexed */
-    char embedder[128];   /* "" when the index has no vectors */
+    int64_t max_chunk_id;     /* every chunk id <= this is indexed */
+    char embedder[128];       /* "" when the index has no vectors */
     char query_embedder[256]; /* "" when queries take 'embedder' */
     uint32_t dims;
     struct mt_manifest_seg *segs;

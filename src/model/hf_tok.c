@@ -300,20 +300,32 @@ static size_t tpl_specials(const struct tpl *p)
 }
 
 /* Cuts a (and b) so that with the template's special tokens the total is
- * at most max: one token at a time from the longer, b on a tie. */
+ * at most max, as the tokenizers library's longest_first does it: the
+ * shorter text is kept whole when the longer can take the rest; else each
+ * gets half, the longer (b on a tie) the odd token. (Python's slow
+ * tokenizers give the odd token to the other text.) */
 static void truncate_pair(struct mtx_idv *a, struct mtx_idv *b, size_t max,
                           size_t specials)
 {
     size_t room = max > specials ? max - specials : 0;
+    size_t n1, n2;
+    int swap;
 
-    while (a->n + (b ? b->n : 0) > room) {
-        if (b && b->n >= a->n && b->n > 0)
-            b->n--;
-        else if (a->n > 0)
-            a->n--;
-        else
-            break;
+    if (!b) {
+        a->n = a->n < room ? a->n : room;
+        return;
     }
+    if (a->n + b->n <= room)
+        return;
+    swap = a->n > b->n;
+    n1 = swap ? b->n : a->n; /* the shorter */
+    n2 = n1 > room ? n1 : (n1 > room - n1 ? n1 : room - n1);
+    if (n1 + n2 > room) {
+        n1 = room / 2;
+        n2 = n1 + room % 2;
+    }
+    a->n = a->n < (swap ? n2 : n1) ? a->n : (swap ? n2 : n1);
+    b->n = b->n < (swap ? n1 : n2) ? b->n : (swap ? n1 : n2);
 }
 
 static enum mt_status emit(struct mtx_hf_enc *e, size_t *k, int32_t id,

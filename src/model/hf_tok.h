@@ -32,9 +32,10 @@ enum mt_status mtx_hf_tok_load(const char *path, struct mtx_hf_tok **out,
 
 /* Encodes text a (and b, the second text of a pair, when b is not NULL)
  * with the post-processor's special tokens. Invalid UTF-8 becomes U+FFFD.
- * max_len > 0 truncates as the tokenizers library does (longest first
- * for a pair, one token at a time from the longer text, the second on a
- * tie, before the special tokens are added, so [SEP] is kept).
+ * max_len > 0 truncates as the tokenizers library does (longest_first
+ * for a pair: the shorter text whole when the longer can take the rest,
+ * else half each, the longer the odd token; before the special tokens are
+ * added, so [SEP] is kept).
  * Thread-safe: the tokenizer is read-only once loaded. */
 enum mt_status mtx_hf_tok_encode(const struct mtx_hf_tok *t, const char *a,
                                  size_t na, const char *b, size_t nb,

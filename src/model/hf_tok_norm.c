@@ -4,9 +4,11 @@
  * BertNormalizer pads CJK characters outside the BMP too (transformers.js
  * walks UTF-16 units and misses them), Punctuation isolates each mark
  * (transformers.js keeps a run together), Whitespace's \w is Unicode
- * (transformers.js's is ASCII). Precompiled is applied as transformers.js
- * applies it (controls dropped, spaces mapped, NFKC) rather than through
- * the SentencePiece charsmap, which it approximates. */
+ * (transformers.js's is ASCII). Precompiled runs the SentencePiece
+ * charsmap as the Rust library does (transformers.js approximates it with
+ * NFKC); a Precompiled without a charsmap gets transformers.js's
+ * approximation. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
@@ -14,6 +16,7 @@
 
 #include "medtrust/core.h"
 #include "model/hf_tok_int.h"
+#include "text/utf8.h"
 
 enum norm_kind {
     N_BERT,
@@ -36,9 +39,16 @@ struct mtx_hf_norm {
     int left, right;                      /* Strip */
     struct mtx_cpv pat, content;          /* Replace, Prepend */
     size_t min_rep; /* Replace: pat[0] repeated >= min_rep; 0 = literal */
+    uint32_t *trie; /* Precompiled: the charsmap's double array, or NULL */
+    size_t ntrie;
+    char *repl; /* its NUL-separated replacements */
+    size_t nrepl;
     struct mtx_hf_norm **seq;
     size_t nseq;
 };
+
+static enum mt_status charsmap_apply(const struct mtx_hf_norm *n,
+                                     struct mtx_cpv *t);
 
 /* ==== Unicode helpers ==== */
 
@@ -283,7 +293,7 @@ static enum mt_status prepend(const struct mtx_hf_norm *n, struct mtx_cpv *t)
 
 /* SentencePiece's nmt_nfkc as transformers.js applies it: controls
  * dropped, the space-like characters mapped to ' ', then NFKC. */
-static enum mt_status precompiled(struct mtx_cpv *t)
+static enum mt_status approx_nfkc(struct mtx_cpv *t)
 {
     size_t i, k = 0;
 
@@ -334,7 +344,7 @@ enum mt_status mtx_hf_norm_apply(const struct mtx_hf_norm *n, struct mtx_cpv *t)
     case N_PREPEND:
         return prepend(n, t);
     case N_PRECOMPILED:
-        return precompiled(t);
+        return n->trie ? charsmap_apply(n, t) : approx_nfkc(t);
     case N_SEQ:
         for (i = 0; st == MT_OK && i < n->nseq; i++)
             st = mtx_hf_norm_apply(n->seq[i], t);
@@ -354,7 +364,174 @@ void mtx_hf_norm_free(struct mtx_hf_norm *n)
     mt_free(n->seq);
     mtx_cpv_free(&n->pat);
     mtx_cpv_free(&n->content);
+    mt_free(n->trie);
+    mt_free(n->repl);
     mt_free(n);
+}
+
+/* ==== SentencePiece's precompiled charsmap ==== */
+
+/* The value of the shortest key in the charsmap's double array (darts)
+ * that is a prefix of s[0..n), or -1: what Hugging Face's spm_precompiled
+ * takes (its first common-prefix result). */
+static long first_prefix(const struct mtx_hf_norm *m, const unsigned char *s,
+                         size_t n)
+{
+    size_t pos, i;
+    uint32_t u = m->trie[0];
+
+#define DA_OFFSET(u) (((u) >> 10) << (((u) & (1u << 9)) >> 6))
+    pos = DA_OFFSET(u);
+    for (i = 0; i < n && s[i]; i++) {
+        pos ^= s[i];
+        if (pos >= m->ntrie)
+            return -1;
+        u = m->trie[pos];
+        if ((u & ((1u << 31) | 0xFFu)) != s[i])
+            return -1;
+        pos ^= DA_OFFSET(u);
+        if (((u >> 8) & 1u) && pos < m->ntrie)
+            return (long)(m->trie[pos] & ((1u << 31) - 1));
+    }
+#undef DA_OFFSET
+    return -1;
+}
+
+/* Appends the replacement of chunk s[0..n) to o; 0 when there is none. */
+static int transform(const struct mtx_hf_norm *m, const char *s, size_t n,
+                     struct mtx_cpv *o, enum mt_status *st)
+{
+    long v = first_prefix(m, (const unsigned char *)s, n);
+    size_t e;
+
+    if (v < 0 || (size_t)v >= m->nrepl)
+        return 0;
+    e = (size_t)v;
+    while (e < m->nrepl && m->repl[e])
+        e++;
+    *st = mtx_cp_decode(m->repl + v, e - (size_t)v, o);
+    return 1;
+}
+
+/* One grapheme cluster c[0..k): replaced whole when it is under 6 bytes
+ * and a rule matches, else character by character (spm_precompiled's
+ * normalize_string, "weird" by its author's own word, kept as it is). */
+static enum mt_status charsmap_grapheme(const struct mtx_hf_norm *m,
+                                        const uint32_t *c, size_t k,
+                                        struct mtx_cpv *o)
+{
+    size_t len = 0, i;
+    char *s = mtx_cp_utf8(c, k, &len);
+    enum mt_status st = s ? MT_OK : MT_ENOMEM;
+
+    if (st == MT_OK && len < 6 && transform(m, s, len, o, &st)) {
+        mt_free(s);
+        return st;
+    }
+    for (i = 0; st == MT_OK && i < k; i++) {
+        char one[4];
+        size_t w = mtx_utf8_encode((int32_t)c[i], one);
+        if (!transform(m, one, w, o, &st))
+            st = mtx_cpv_push(o, c[i]);
+    }
+    mt_free(s);
+    return st;
+}
+
+static enum mt_status charsmap_apply(const struct mtx_hf_norm *n,
+                                     struct mtx_cpv *t)
+{
+    struct mtx_cpv o = {0};
+    enum mt_status st = MT_OK;
+    utf8proc_int32_t state = 0;
+    size_t a = 0, i;
+
+    for (i = 1; st == MT_OK && i <= t->n; i++) {
+        if (i < t->n && !utf8proc_grapheme_break_stateful(
+                            (utf8proc_int32_t)t->c[i - 1],
+                            (utf8proc_int32_t)t->c[i], &state))
+            continue;
+        st = charsmap_grapheme(n, t->c + a, i - a, &o);
+        a = i;
+        state = 0;
+    }
+    if (st == MT_OK)
+        cpv_swap(t, &o);
+    mtx_cpv_free(&o);
+    return st;
+}
+
+static int b64(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Decodes base64 s (padding optional) into a new buffer. */
+static unsigned char *b64_decode(const char *s, size_t n, size_t *out)
+{
+    unsigned char *d = mt_malloc(n / 4 * 3 + 3);
+    uint32_t acc = 0;
+    size_t i, k = 0;
+    int bits = 0;
+
+    for (i = 0; d && i < n && s[i] != '='; i++) {
+        int v = b64((unsigned char)s[i]);
+        if (v < 0) {
+            mt_free(d);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            d[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out = k;
+    return d;
+}
+
+/* [u32 trie bytes][trie: u32 units, little-endian][replacements]. */
+static enum mt_status read_charsmap(const json_t *j, const char *path,
+                                    struct mtx_hf_norm *n, struct mt_error *err)
+{
+    const json_t *v = json_object_get(j, "precompiled_charsmap");
+    size_t len = 0, ts, i;
+    unsigned char *b;
+
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return MT_OK; /* none: transformers.js's approximation */
+    b = b64_decode(json_string_value(v), json_string_length(v), &len);
+    ts = len >= 4 ? (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 |
+                        (size_t)b[3] << 24
+                  : 0;
+    if (!b || ts == 0 || ts % 4 || ts > len - 4) {
+        mt_free(b);
+        return mt_fail(err, MT_EPARSE,
+                       "%s: normalizer Precompiled: precompiled_charsmap is "
+                       "not a SentencePiece charsmap",
+                       path);
+    }
+    n->ntrie = ts / 4;
+    n->trie = mt_malloc(ts);
+    n->nrepl = len - 4 - ts;
+    n->repl = mt_malloc(n->nrepl + 1);
+    for (i = 0; n->trie && i < n->ntrie; i++)
+        n->trie[i] = (uint32_t)b[4 + 4 * i] | (uint32_t)b[5 + 4 * i] << 8 |
+                     (uint32_t)b[6 + 4 * i] << 16 |
+                     (uint32_t)b[7 + 4 * i] << 24;
+    if (n->repl)
+        memcpy(n->repl, b + 4 + ts, n->nrepl);
+    mt_free(b);
+    if (!n->trie || !n->repl)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    return MT_OK;
 }
 
 /* ==== Reading normalizers ==== */
@@ -468,6 +645,8 @@ static enum mt_status norm_fields(const json_t *j, const char *path,
         st = jstr_cp(j, "prepend", &n->content);
     } else if (n->k == N_SEQ) {
         return norm_seq(j, path, n, err);
+    } else if (n->k == N_PRECOMPILED) {
+        return read_charsmap(j, path, n, err);
     }
     if (st == MT_EUNSUPPORTED)
         return mt_fail(err, st,

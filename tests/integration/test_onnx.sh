@@ -7,13 +7,14 @@
 #    tokenizer of each kind (WordPiece, Unigram, byte-level BPE), on
 #    tests/onnx/texts.json (accents, CJK, Arabic, emoji, long words,
 #    controls, full-width forms), their pairs, and a text of 900+ tokens.
-#    Left out, as transformers.js differs from Hugging Face's tokenizers
-#    (the Rust library, which medtrust follows): an empty second text
-#    (transformers.js drops the pair), CJK outside the BMP (it does not pad
-#    them), a capital sigma ending a word (its toLowerCase gives final
-#    sigma), and truncation (it cuts the ids after the special tokens,
-#    dropping the last [SEP]; here the longest-first rule is checked on
-#    its untruncated ids).
+#    Left out there, as transformers.js differs from Hugging Face's
+#    tokenizers (the Rust library, which medtrust follows): an empty second
+#    text (transformers.js drops the pair), CJK outside the BMP (it does
+#    not pad them), a capital sigma ending a word (its toLowerCase gives
+#    final sigma), truncation (it cuts the ids after the special tokens,
+#    dropping the last [SEP]) and a SentencePiece charsmap (it applies
+#    NFKC instead). Those are compared with the Rust library itself
+#    (third_party/venv-hf), every tokenizer, untruncated and truncated.
 #  - medtrust embed = the feature-extraction pipeline (CLS from the
 #    export's sentence-transformers config; mean by ?pooling=mean).
 #  - --nli onnx: = softmax of the text-classification pipeline's tokenizer
@@ -82,42 +83,82 @@ for m in bert deberta roberta; do
     fi
 done
 
-# Truncation to 40 with a pair: the tokenizers library's longest-first rule
-# on transformers.js's untruncated ids, [SEP] kept at the end.
-$PY - >"$TMP/long.json" <<'PY'
-import json
-a = "hypertension increases the risk of stroke " * 20
-print(json.dumps([{"text": a, "pair": "metformin reduced mortality " * 30},
-                  {"text": "short claim", "pair": a},
-                  {"text": a}]))
-PY
-name="pair truncation keeps both texts and the last [SEP] (longest first)"
-if ref tok "$D/bert" "$TMP/long.json" >"$TMP/js_long.json" 2>"$TMP/err" &&
-    "$PROBE" tok "$D/bert/tokenizer.json" "$TMP/long.json" 40 >"$TMP/c_long.jsonl" 2>>"$TMP/err" &&
-    $PY - "$TMP/js_long.json" "$TMP/c_long.jsonl" >"$TMP/cmp" 2>&1 <<'PY'; then
-import json, sys
-js = json.load(open(sys.argv[1]))
-c = [json.loads(l) for l in open(sys.argv[2])]
-CLS, SEP = js[0]["ids"][0], js[0]["ids"][-1]
-for full, got in zip(js, c):
-    ids, ty = full["ids"], full["type_ids"]
-    a = [i for i, t in zip(ids[1:], ty[1:]) if t == 0][:-1]
-    b = [i for i, t in zip(ids, ty) if t == 1][:-1]
-    pair = any(ty)
-    room = 40 - (3 if pair else 2)
-    while len(a) + len(b) > room:
-        if pair and len(b) >= len(a):
-            b.pop()
+# ==== The same tokenizers against Hugging Face's tokenizers (Rust) ====
+# The library itself (third_party/venv-hf), on the same items plus what
+# transformers.js gets otherwise (a capital sigma ending a word, CJK past
+# the BMP, an empty second text, compatibility characters), untruncated
+# and truncated to 5, 7, 40 and 100 (longest_first); the Unigram tokenizer
+# with a real SentencePiece nmt_nfkc charsmap (sentencepiece writes it).
+HFPY=$ROOT/third_party/venv-hf/bin/python
+need "Hugging Face tokenizers (make bootstrap)" "$HFPY"
+cat >"$TMP/charsmap.py" <<'PY'
+import base64, io, json, sys, sentencepiece as spm
+texts = ["the patient presented with acute chest pain"] * 50 + \
+    ["metformin is first line therapy for type 2 diabetes"] * 50
+m = io.BytesIO()
+spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=m,
+                               vocab_size=30, minloglevel=2,
+                               normalization_rule_name="nmt_nfkc")
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80:
+            return v, i
+def fields(b):  # protobuf wire format: (field, bytes) of length-delimited
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        if k & 7 == 2:
+            n, i = varint(b, i); yield k >> 3, b[i:i + n]; i += n
+        elif k & 7 == 0:
+            _, i = varint(b, i)
         else:
-            a.pop()
-    want = [CLS] + a + [SEP] + (b + [SEP] if pair else [])
-    if got["ids"] != want:
-        print("want", want, "\ngot ", got["ids"]); sys.exit(1)
+            i += 4 if k & 7 == 5 else 8
+spec = [v for f, v in fields(m.getvalue()) if f == 3][0]      # normalizer_spec
+cmap = [v for f, v in fields(spec) if f == 2][0]              # precompiled_charsmap
+t = json.load(open(sys.argv[1]))
+t["normalizer"]["normalizers"][1]["precompiled_charsmap"] = \
+    base64.b64encode(cmap).decode()
+json.dump(t, open(sys.argv[2], "w"), ensure_ascii=False)
 PY
-    ok "$name"
+cat >"$TMP/rust_ref.py" <<'PY'
+import json, sys
+from tokenizers import Tokenizer
+t = Tokenizer.from_file(sys.argv[1])
+if int(sys.argv[3]):
+    t.enable_truncation(max_length=int(sys.argv[3]), strategy="longest_first")
+for it in json.load(open(sys.argv[2])):
+    e = t.encode(it["text"], it.get("pair"))
+    print(json.dumps({"ids": e.ids, "type_ids": e.type_ids}))
+PY
+$PY - "$ROOT/tests/onnx/texts.json" >"$TMP/items_hf.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1])) + [
+    "\u039f\u0394\u039f\u03a3 \u039f\u0394\u039f\u03a3.",
+    "\U00020000\U00020001 ext-B \U0002a6a5",
+    "\ufb01 \u210c \u2460 \u337b \uff76 \u00bc \u212b \u2126 \u212a"]
+items = [{"text": x} for x in t]
+items += [{"text": t[i], "pair": t[(i + 1) % len(t)]} for i in range(len(t))]
+items.append({"text": " ".join(t[:3]) * 12, "pair": t[8] * 3})
+print(json.dumps(items, ensure_ascii=False))
+PY
+if "$HFPY" "$TMP/charsmap.py" "$D/deberta/tokenizer.json" "$TMP/spm.json" 2>"$TMP/err"; then
+    ok "a Unigram tokenizer.json with sentencepiece's nmt_nfkc charsmap written"
 else
-    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" | tail -5)"
+    not_ok "a Unigram tokenizer.json with sentencepiece's nmt_nfkc charsmap" "$(tail -3 "$TMP/err")"
 fi
+for f in "$D/bert/tokenizer.json" "$D/roberta/tokenizer.json" "$TMP/spm.json"; do
+    bad=""
+    for L in 0 5 7 40 100; do
+        "$HFPY" "$TMP/rust_ref.py" "$f" "$TMP/items_hf.json" $L >"$TMP/r.jsonl" 2>"$TMP/err" &&
+            "$PROBE" tok "$f" "$TMP/items_hf.json" $L >"$TMP/c.jsonl" 2>>"$TMP/err" &&
+            cmp -s "$TMP/r.jsonl" <($PY -c 'import json,sys; [print(json.dumps(json.loads(l))) for l in open(sys.argv[1])]' "$TMP/c.jsonl") ||
+            bad="$bad $L"
+    done
+    name="$(basename "$(dirname "$f")")/$(basename "$f") = Hugging Face tokenizers, untruncated and cut to 5, 7, 40, 100"
+    [ -z "$bad" ] && ok "$name" || not_ok "$name" "differs at max_len$bad" "$(tail -3 "$TMP/err")"
+done
 
 # ==== Embeddings ====
 # close FILE_JS FILE_MT TOL: JS rows vs `medtrust embed --json` rows
