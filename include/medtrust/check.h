@@ -262,7 +262,8 @@ struct mt_check_usage {
 /* The verdict on one note. Owned by the caller: mt_check_result_free. */
 struct mt_check_result {
     int error_flag;           /* 1 when the note holds an error */
-    int sentence_id;          /* 0-based, -1 when none */
+    int sentence_id;          /* 0-based, -1 when none (guards may set
+                                 error_flag 1 with -1: not located) */
     char *error_sentence;     /* "" when none */
     char *corrected_sentence; /* "NA" when none */
     char *corrected_text;     /* the note with the correction applied */
@@ -370,7 +371,8 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
 /* The MEDIQA-CORR submission line for note 'id' (no newline):
  * "<id> <flag> <sentence id or -1> <corrected sentence or NA>", with line
  * breaks in the correction turned into spaces. r == NULL gives the
- * fallback line "<id> 0 -1 NA". Caller frees with mt_free. */
+ * fallback line "<id> 0 -1 NA"; an error detected but not located
+ * (guards) gives "<id> 1 -1 NA". Caller frees with mt_free. */
 char *mt_check_submission_line(const char *id, const struct mt_check_result *r);
 
 #ifdef __cplusplus

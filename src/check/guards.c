@@ -323,6 +323,14 @@ enum mt_status mtx_strategy_guards(struct run *r)
         st = run_stage(r, &locate_stage, &sid);
     if (st != MT_OK)
         return st;
+    if (verdict && sid < 0 && !r->fallback) {
+        /* Detection said INCORRECT, localisation answered NONE: the
+         * published code (Doubao_MedGuards.py) keeps flag 1 with no
+         * sentence, written `ID 1 -1 NA` (see docs/agents.md for how the
+         * official scorer counts that line). */
+        mtx_run_verdict_unlocated(r); /* the verdict event records it */
+        return MT_OK;
+    }
     if (!verdict || sid < 0)
         return mtx_run_verdict(r, 0, -1, NULL);
     return correct(r, sid);

@@ -280,7 +280,7 @@ static char *corrected_text(const struct run *r)
     size_t i;
     enum mt_status st = MT_OK;
 
-    if (!r->flag)
+    if (!r->flag || r->sid < 0) /* no error, or one not located */
         return mt_strndup(r->text.p, r->text.n);
     s = r->sents[r->sid];
     if (r->sents_in_text)
@@ -342,10 +342,10 @@ static enum mt_status fill_result(struct run *r, struct mt_check_result *o)
         mt_check_result_free(o);
         return MT_ENOMEM;
     }
-    o->error_sentence = r->flag
+    o->error_sentence = r->flag && r->sid >= 0
                             ? mt_strndup(r->sents[r->sid].p, r->sents[r->sid].n)
                             : mt_strdup("");
-    o->corrected_sentence = mt_strdup(r->flag ? r->corr : "NA");
+    o->corrected_sentence = mt_strdup(r->flag && r->corr ? r->corr : "NA");
     o->corrected_text = corrected_text(r);
     o->trace = json_dumps(r->trace, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!o->error_sentence || !o->corrected_sentence || !o->corrected_text ||
@@ -390,7 +390,8 @@ enum mt_status mt_agent_check_with(struct mt_agent *a,
         mtx_run_event(&r, "verdict",
                       json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
                                 "sentence_id", r.sid, "fallback", r.fallback));
-    if (st == MT_OK && r.flag && !r.fallback && a->p.verify_correction)
+    if (st == MT_OK && r.flag && r.sid >= 0 && !r.fallback &&
+        a->p.verify_correction)
         st = mtx_check_verify_correction(&r, &ce);
     if (st == MT_OK)
         st = fill_result(&r, out);
@@ -496,11 +497,13 @@ char *mt_check_submission_line(const char *id, const struct mt_check_result *r)
     const char *c = r ? r->corrected_sentence : NULL;
     enum mt_status st;
 
-    if (!r || !r->error_flag || !c || !*c)
+    if (r && r->error_flag && r->sentence_id < 0) /* guards: not located */
+        st = mtx_buf_printf(&b, "%s 1 -1 NA", id);
+    else if (!r || !r->error_flag || !c || !*c)
         st = mtx_buf_printf(&b, "%s 0 -1 NA", id);
     else
         st = mtx_buf_printf(&b, "%s 1 %d ", id, r->sentence_id);
-    if (st == MT_OK && r && r->error_flag && c && *c)
+    if (st == MT_OK && r && r->error_flag && r->sentence_id >= 0 && c && *c)
         st = put_flat(&b, mtx_str_from(c));
     if (st != MT_OK) {
         mtx_buf_free(&b);

@@ -33,6 +33,14 @@ enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
     return MT_OK;
 }
 
+void mtx_run_verdict_unlocated(struct run *r)
+{
+    mt_free(r->corr);
+    r->corr = NULL;
+    r->flag = 1;
+    r->sid = -1;
+}
+
 /* Maps a quoted error sentence to an id; -1 when it matches none. */
 static int quote_id(struct run *r, const char *q, double *score)
 {

@@ -10,6 +10,10 @@
 enum mt_status mtx_run_verdict(struct run *r, int flag, int sid,
                                const char *corr);
 
+/* Sets MedGuards' "error detected, not located" verdict: flag 1 with no
+ * sentence (-1) and no correction (the official line `ID 1 -1 NA`). */
+void mtx_run_verdict_unlocated(struct run *r);
+
 /* Final-answer check shared by single, the parser and MedReAct's
  * final_mistake: is_error, sentence_id (mapped from error_sentence by
  * fuzzy matching when out of range), corrected_sentence. On success

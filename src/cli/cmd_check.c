@@ -67,6 +67,8 @@ static void print_text(const struct mt_check_result *r)
     if (r->fallback) /* no answer of the model's: never "no error found" */
         printf("check failed: no verdict from the model\n  %s\n",
                r->fallback_why ? r->fallback_why : "fallback verdict");
+    else if (r->error_flag && r->sentence_id < 0)
+        printf("error detected, but no sentence located (no correction)\n");
     else if (r->error_flag)
         printf("error: sentence %d\n  %s\ncorrection:\n  %s\n", r->sentence_id,
                r->error_sentence, r->corrected_sentence);

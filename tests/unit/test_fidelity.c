@@ -447,6 +447,43 @@ static void test_guards_follow_medguards_prompts_and_arbitration(void **st)
     script_stop(&s);
 }
 
+/* Detection says INCORRECT, both localisation agents answer NONE: flag 1
+ * with no sentence, as Doubao_MedGuards.py keeps it; the official line is
+ * `t 1 -1 NA` and no correction is made. */
+static void test_guards_unlocated_error_keeps_flag_1(void **st)
+{
+    struct script s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    char roles[512];
+    char *line;
+
+    (void)st;
+    script_start(&s, "guard_detect_1 {\"reasoning\":\"wrong\",\"verdict\":"
+                     "\"INCORRECT\",\"confidence\":0.9}\n"
+                     "guard_detect_2 {\"reasoning\":\"wrong\",\"verdict\":"
+                     "\"INCORRECT\",\"confidence\":0.9}\n"
+                     "guard_locate_1 {\"reasoning\":\"unsure\",\"sentence\":"
+                     "\"NONE\",\"confidence\":0.6}\n"
+                     "guard_locate_2 {\"reasoning\":\"unsure\",\"sentence\":"
+                     "\"NONE\",\"confidence\":0.6}\n");
+    a = open_strategy(&s, MT_STRATEGY_GUARDS);
+    script_check_note(a, &r);
+    CHECK(r.error_flag == 1 && r.sentence_id == -1 && !r.fallback);
+    CHECK(strcmp(r.corrected_sentence, "NA") == 0);
+    CHECK(strcmp(r.error_sentence, "") == 0);
+    CHECK(strcmp(r.corrected_text, script_note_text) == 0);
+    script_roles(&s, roles, sizeof roles);
+    CHECK(script_count(roles, "guard_correct") == 0);
+    CHECK(script_count(roles, "arbiter") == 0);
+    line = mt_check_submission_line("t", &r);
+    CHECK(line && strcmp(line, "t 1 -1 NA") == 0);
+    mt_free(line);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
 /* ==== VerifAI ==== */
 
 /* Citations as VerifAI finds them ("PUBMED:\d+" anywhere in a sentence),
@@ -586,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_medeval_needs_a_quorum_of_usable_reviews),
         cmocka_unit_test(test_on_exhausted_last_answer),
         cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
+        cmocka_unit_test(test_guards_unlocated_error_keeps_flag_1),
         cmocka_unit_test(test_citations_anywhere_and_bare_pmids),
         cmocka_unit_test(test_role_settings_reach_each_role),
         cmocka_unit_test(test_sentence_caps_follow_the_note),

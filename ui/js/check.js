@@ -57,8 +57,11 @@ export function renderCheckResult(r, note) {
   // A fallback verdict (a result kept by a worker or an older server) is
   // no answer of the model's: never shown as "no error found".
   if (r.fallback) return renderCheckFailure(r.fallback_why, true);
-  const verdict = r.error_flag ?
+  // MedGuards may detect an error it cannot locate: flag 1, sentence -1.
+  const located = r.error_flag && r.error_sentence_id >= 0;
+  const verdict = located ?
     'Error found in sentence ' + r.error_sentence_id + ' (counting from 0)' :
+    r.error_flag ? 'Error detected, but no sentence located (no correction)' :
     'No error found';
   const parts = [
     el('h2', {}, 'Verdict'),
@@ -66,7 +69,7 @@ export function renderCheckResult(r, note) {
     el('h3', {}, note ? 'The note' : 'The corrected note'),
     noteView(note, r),
   ];
-  if (r.error_flag) {
+  if (located) {
     parts.push(el('h3', {}, 'Correction'),
         el('div', {id: 'check-diff'},
             renderDiff(r.error_sentence, r.corrected_sentence)));

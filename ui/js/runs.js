@@ -25,6 +25,7 @@ function summary(run) {
   }
   if (run.kind === 'check') {
     if (r.fallback) return 'fallback: no model answer';
+    if (r.error_flag && r.error_sentence_id < 0) return 'error, not located';
     return r.error_flag ? 'error in sentence ' + r.error_sentence_id :
       'no error';
   }
