@@ -12,6 +12,7 @@
 #include "medtrust/core.h"
 #include "text/utf8.h"
 #include "medtrust/model.h"
+#include "medtrust/verify.h"
 #include "server/srv_int.h"
 
 /* The bounded members of POST /v1/check are mt_agent_param_table's that
@@ -75,6 +76,47 @@ static int cancelled(void *user, const char *note_id)
 
 /* ==== Checkers ==== */
 
+/* check's verify_correction hook (issue 32): the correction and the
+ * original judged by the server's answerer (mt_verify_correction). */
+static enum mt_status verify_hook(void *user, const char *corrected,
+                                  const char *original,
+                                  const struct mt_check_passage *ps, size_t n,
+                                  char **json, struct mt_error *err)
+{
+    const char *ids[MT_CHECK_VERIFY_PASSAGES + 1];
+    size_t i;
+
+    if (n > MT_CHECK_VERIFY_PASSAGES)
+        n = MT_CHECK_VERIFY_PASSAGES;
+    for (i = 0; i < n; i++)
+        ids[i] = ps[i].id; /* the documents are read by their ids */
+    return mt_verify_correction(user, corrected, original, ids, NULL, n, json,
+                                err);
+}
+
+/* With a verifier configured (serve --nli, or MEDTRUST_NLI), every
+ * correction is verified against the run's documents, as `check
+ * --verify-correction` does; the result and trace carry its evidence. */
+static void verify_corrections(struct mt_server *s, int model,
+                               struct mt_agent_params *p)
+{
+    const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
+    struct mt_error e = {MT_OK, ""};
+    struct mt_qa *qa = NULL;
+
+    if (!nli || !*nli || strcmp(nli, "llm") == 0)
+        return;
+    if (mtx_srv_qa_get(s, model, &qa, &e) != MT_OK) {
+        mt_log(MT_LOG_WARN,
+               "server: corrections are not verified: the verifier could "
+               "not start: %s",
+               e.msg);
+        return;
+    }
+    p->verify_correction = verify_hook;
+    p->verify_correction_user = qa;
+}
+
 /* Opens the checker of model 'model' for strategy st first: the server's
  * retriever searches for react-reflex, auto search mode (hybrid once the
  * index has vectors). */
@@ -90,6 +132,7 @@ static enum mt_status agent_open(struct mt_server *s, enum mt_strategy st,
     p.db_dir = s->db_dir;                      /* react-reflex's search() */
     p.retriever = s->ret;
     p.search_mode = MT_AGENT_SEARCH_AUTO;
+    verify_corrections(s, model, &p);
     return mt_agent_open(&p, out, err);
 }
 

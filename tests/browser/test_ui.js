@@ -946,6 +946,39 @@ async function verifyPage(page) {
   await a11y(page, 'Verify with a verified text');
 }
 
+// The Check page's rendering of a result's documented
+// "correction_evidence" (check --verify-correction; a server verifies
+// corrections when it has an --nli verifier): both verdicts and each
+// document beside the diff.
+async function checkEvidenceRendering(page) {
+  await page.goto(base + '/#check');
+  const sample = {error_flag: 1, error_sentence_id: 1,
+    error_sentence: 'Statins raise LDL cholesterol.',
+    corrected_sentence: 'Statins lower LDL cholesterol.',
+    corrected_text: 'Statins lower LDL cholesterol.', strategy: 'single',
+    usage: {}, fallback: false,
+    correction_evidence: {verdict_corrected: 'SUPPORT',
+      verdict_original: 'CONTRADICT', strongest: true, source: 'run',
+      evidence: [{doc: '1003', title: 'Statins', url:
+        'https://pubmed.ncbi.nlm.nih.gov/1003/',
+      corrected: {label: 'SUPPORT', score: 0.9,
+        sentence: 'Statins lower LDL cholesterol.'},
+      original: {label: 'CONTRADICT', score: 0.85, sentence: null}}]}};
+  await page.evaluate(async (r) => {
+    const m = await import('/js/check.js');
+    document.getElementById('check-result').replaceChildren(
+        m.renderCheckResult(r, null));
+  }, sample);
+  const t = await page.textContent('#check-evidence');
+  const link = await page.$eval('#check-evidence a', (a) => a.href);
+  check('the Check page shows the correction\'s evidence beside the diff',
+      await page.isVisible('#check-diff') &&
+      t.includes('The correction: SUPPORT; the original: CONTRADICT') &&
+      t.includes('the strongest case') && t.includes('Statins') &&
+      link === 'https://pubmed.ncbi.nlm.nih.gov/1003/', t);
+  await audit(page, 'check_evidence', 'Check with a correction\'s evidence');
+}
+
 // The Ask page's rendering of the documented /v1/ask JSON (whatever the
 // route answers today): one claim of each verdict, coloured, with the
 // cited document's title and closest sentence on hover and on focus.
@@ -1249,6 +1282,7 @@ async function main() {
   await cancelCheck(page);
   await ask(page);
   await verifyPage(page);
+  await checkEvidenceRendering(page);
   await batch(page);
   await runs(page);
   await userDefaults(page);

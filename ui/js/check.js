@@ -4,7 +4,7 @@
 // correction. renderCheckResult is shared with the Runs page.
 import {api, errorText, fillSources} from './api.js';
 import {showWeight} from './search.js';
-import {$, clear, el} from './dom.js';
+import {$, clear, docHref, el} from './dom.js';
 import {renderDiff} from './diff.js';
 import {renderStep} from './trace.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
@@ -52,6 +52,36 @@ export function renderCheckFailure(why, fallback) {
       el('p', {id: 'check-failed-why'}, why || 'the check failed'));
 }
 
+// One sentence's verdict on one document: label, score, closest sentence.
+function sideItem(name, v) {
+  if (!v) return null;
+  return el('div', {}, name + ': ', el('span', {class: 'label-' + v.label},
+      v.label), typeof v.score === 'number' ? ' ' + v.score.toFixed(2) : '',
+  v.sentence ? [' · “', v.sentence, '”'] : '');
+}
+
+// The evidence for a correction (check's "correction_evidence", issue
+// 32): the corrected and the original sentence each judged against the
+// run's documents, beside the diff; nothing when it was not verified.
+function correctionEvidence(ce) {
+  if (!ce || !ce.verdict_corrected) return null;
+  return el('div', {id: 'check-evidence'},
+      el('h3', {}, 'Evidence for the correction'),
+      el('p', {}, 'The correction: ', el('span', {class: 'label-' +
+          ce.verdict_corrected}, ce.verdict_corrected), '; the original: ',
+      el('span', {class: 'label-' + ce.verdict_original},
+          ce.verdict_original),
+      ce.strongest ? ' (the strongest case: the evidence supports the ' +
+        'correction and contradicts the original)' : '',
+      el('span', {class: 'muted'}, ce.source === 'run' ?
+        ' Judged against the documents the run retrieved.' :
+        ' Judged against a ' + ce.source + ' search for the correction.')),
+      el('ul', {}, (ce.evidence || []).map((e) => el('li', {},
+          el('strong', {}, e.title || e.doc), ' ', docHref({url: e.url,
+            doc_id: e.doc}), sideItem('correction', e.corrected),
+          sideItem('original', e.original)))));
+}
+
 export function renderCheckResult(r, note) {
   const u = r.usage || {};
   // A fallback verdict (a result kept by a worker or an older server) is
@@ -72,7 +102,8 @@ export function renderCheckResult(r, note) {
   if (located) {
     parts.push(el('h3', {}, 'Correction'),
         el('div', {id: 'check-diff'},
-            renderDiff(r.error_sentence, r.corrected_sentence)));
+            renderDiff(r.error_sentence, r.corrected_sentence)),
+        correctionEvidence(r.correction_evidence));
   }
   parts.push(el('p', {class: 'muted'}, 'Strategy ' + r.strategy + ': ' +
       (u.llm_calls || 0) + ' model calls, ' + (u.prompt_tokens || 0) +
