@@ -407,6 +407,35 @@ class AgentParams(Structure):
     ]
 
 
+class AgentCheckParams(Structure):
+    _fields_ = [
+        ("strategy", c_int),
+        ("max_steps", c_uint32),
+        ("max_rounds", c_uint32),
+        ("n_evals", c_uint32),
+        ("accept_mean", c_double),
+        ("accept_min", c_double),
+        ("eval_quorum", c_uint32),
+        ("on_exhausted", c_int),
+        ("search_mode", c_int),
+        ("retrieve_k", c_uint32),
+        ("rerank_k", c_uint32),
+        ("w_lex", c_float),
+        ("w_sem", c_float),
+        ("chunk_chars", c_uint32),
+        ("evidence_tokens", c_uint32),
+        ("hit_chars", c_uint32),
+        ("temperature", c_float),
+        ("eval_temperature", c_float),
+        ("max_tokens", c_uint32),
+        ("seed", c_uint64),
+        ("on_step", STEP_FN),
+        ("on_step_user", c_void_p),
+        ("cancelled", CANCEL1_FN),
+        ("cancelled_user", c_void_p),
+    ]
+
+
 class Note(Structure):
     _fields_ = [
         ("id", c_char_p),
@@ -565,6 +594,7 @@ MORE_STRUCTS = {
     "mt_llm_params": LlmParams,
     "mt_agent_params": AgentParams,
     "mt_note": Note,
+    "mt_agent_check_params": AgentCheckParams,
     "mt_check_usage": CheckUsage,
     "mt_check_result": CheckResult,
     "mt_param": Param,
@@ -654,6 +684,10 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
     "mt_agent_close": (None, [_P]),
     "mt_agent_check": (
         c_int, [_P, POINTER(Note), POINTER(CheckResult), _E]),
+    "mt_agent_check_default_params": (None, [_P, POINTER(AgentCheckParams)]),
+    "mt_agent_check_with": (
+        c_int, [_P, POINTER(Note), POINTER(AgentCheckParams),
+                POINTER(CheckResult), _E]),
     "mt_check_result_free": (None, [POINTER(CheckResult)]),
     "mt_check_result_json": (c_void_p, [POINTER(CheckResult), c_int]),
     "mt_check_submission_line": (c_void_p, [c_char_p, POINTER(CheckResult)]),
@@ -694,7 +728,8 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
 
 # Names whose absence is tolerated (a library built before they landed);
 # the calls that need them say so.
-_OPTIONAL: "set[str]" = {"mt_struct_size", "mt_verify_default_params", "mt_verify_text",
+_OPTIONAL: "set[str]" = {"mt_struct_size", "mt_agent_check_default_params",
+                          "mt_agent_check_with", "mt_verify_default_params", "mt_verify_text",
                           "mt_verify_result_json", "mt_verify_result_free"}
 
 

@@ -18,7 +18,7 @@ from typing import (
 from . import _lib
 from ._lib import b
 from ._util import Busy, Cancel, check
-from .errors import Error, InvalidArgumentError, ModelError
+from .errors import Error, InvalidArgumentError, ModelError, UnsupportedError
 
 SEARCH_MODES = {"auto": -1, "bm25": 0, "dense": 1, "hybrid": 2}
 NoteArg = Union[str, Mapping[str, Any]]
@@ -104,6 +104,51 @@ def _apply_settings(p: _lib.AgentParams, settings: Mapping[str, Any]) -> None:
                 f"{key}={value}: must be in {c.lo:g}..{c.hi:g}"
                 + (" and whole" if L.mt_param_is_integer(d) else ""))
         L.mt_param_set(d, ctypes.byref(p), v)
+
+
+def _member(key: str) -> str:
+    """The mt_agent_params member a setting names (through the table's
+    offset), for the per-call struct that has the same members."""
+    L = _lib.lib()
+    t = _table()
+    d = L.mt_param_find(ctypes.byref(t), key.replace("_", "-").encode(), 0)
+    if not d:
+        d = L.mt_param_find(ctypes.byref(t), key.encode(), 1)
+    if not d:
+        raise InvalidArgumentError(
+            f"unknown setting {key!r}: one of "
+            f"{', '.join(sorted(settings_help()))}")
+    for name, *_ in _lib.AgentParams._fields_:
+        if getattr(_lib.AgentParams, name).offset == d.contents.offset:
+            return name
+    raise InvalidArgumentError(f"setting {key!r} has no member")  # pragma: no cover
+
+
+def _call_params(h: int, strategy: Optional[str],
+                 settings: Mapping[str, Any]) -> "_lib.AgentCheckParams":
+    """mt_agent_check_params: the handle's, with this call's strategy and
+    settings (each checked against the table's bounds on a scratch
+    mt_agent_params first)."""
+    L = _lib.lib()
+    cp = _lib.AgentCheckParams()
+    L.mt_agent_check_default_params(h, ctypes.byref(cp))
+    if strategy is not None:
+        st = ctypes.c_int()
+        if L.mt_strategy_parse(b(strategy), ctypes.byref(st)) != 0:
+            raise InvalidArgumentError(
+                f"strategy must be react-reflex, guards or single, not "
+                f"{strategy!r}")
+        cp.strategy = st.value
+    scratch = _lib.AgentParams()
+    L.mt_agent_default_params(ctypes.byref(scratch))
+    _apply_settings(scratch, settings)
+    for key in settings:
+        name = _member(key)
+        if not hasattr(_lib.AgentCheckParams, name):
+            raise InvalidArgumentError(
+                f"{key} is the checker's, not a call's: give it to Checker()")
+        setattr(cp, name, getattr(scratch, name))
+    return cp
 
 
 class Checker:
@@ -254,14 +299,25 @@ class Checker:
         return f"note-{next(self._ids)}"
 
     def _run(self, note: NoteArg, nid: str,
-             on_step: Optional[Callable[[str, Any], None]]) -> CheckResult:
+             on_step: Optional[Callable[[str, Any], None]],
+             strategy: Optional[str] = None,
+             settings: Optional[Mapping[str, Any]] = None) -> CheckResult:
         with self._busy:
-            return self._run_open(note, nid, on_step)
+            return self._run_open(note, nid, on_step, strategy, settings)
 
     def _run_open(self, note: NoteArg, nid: str,
-                  on_step: Optional[Callable[[str, Any], None]]
+                  on_step: Optional[Callable[[str, Any], None]],
+                  strategy: Optional[str] = None,
+                  settings: Optional[Mapping[str, Any]] = None
                   ) -> CheckResult:
         L = _lib.lib()
+        cp = None
+        if strategy is not None or settings:
+            if not hasattr(L.dll, "mt_agent_check_with"):
+                raise UnsupportedError(
+                    "this libmedtrust has no per-call settings "
+                    "(mt_agent_check_with): give them to Checker()")
+            cp = _call_params(self._h, strategy, settings or {})
         if isinstance(note, str):
             text, sentences, sources = note, None, None
         elif isinstance(note, Mapping):
@@ -289,8 +345,13 @@ class Checker:
         r = _lib.CheckResult()
         err = _lib.Error_()
         try:
-            st = L.mt_agent_check(self._h, ctypes.byref(n), ctypes.byref(r),
-                                  ctypes.byref(err))
+            if cp is None:
+                st = L.mt_agent_check(self._h, ctypes.byref(n),
+                                      ctypes.byref(r), ctypes.byref(err))
+            else:  # this call's strategy and settings, the same callbacks
+                st = L.mt_agent_check_with(self._h, ctypes.byref(n),
+                                           ctypes.byref(cp), ctypes.byref(r),
+                                           ctypes.byref(err))
         finally:
             self._steps.pop(nid, None)
         try:
@@ -306,10 +367,14 @@ class Checker:
         return result
 
     def check(self, note: NoteArg, *,
-              on_step: Optional[Callable[[str, Any], None]] = None
-              ) -> CheckResult:
+              on_step: Optional[Callable[[str, Any], None]] = None,
+              strategy: Optional[str] = None, **settings: Any) -> CheckResult:
         """Checks one note: a str, or a dict with ``text`` and optionally
         ``id``, ``sentences`` (MEDEC's Sentences field) and ``sources``.
+
+        ``strategy`` and ``**settings`` (steps, rounds, evaluators,
+        temperature, ...) apply to this call only (mt_agent_check_with):
+        one Checker serves every strategy; the models stay the handle's.
 
         Raises ModelError (with ``.result``, the fallback verdict and its
         trace) when no usable reply of the model's decided the verdict;
@@ -317,8 +382,8 @@ class Checker:
         Ctrl-C stops it before its next model call (KeyboardInterrupt).
         """
         nid = self._note_id(note)
-        return self._interruptible(lambda: self._run(note, nid, on_step),
-                                   [nid])
+        return self._interruptible(
+            lambda: self._run(note, nid, on_step, strategy, settings), [nid])
 
     def _interruptible(self, fn: Callable[[], Any], ids: List[str]) -> Any:
         if threading.current_thread() is not threading.main_thread():
@@ -349,14 +414,16 @@ class Checker:
 
     def check_many(self, notes: Iterable[NoteArg], jobs: int = 4, *,
                    progress: bool = True,
-                   return_exceptions: bool = False
+                   return_exceptions: bool = False,
+                   strategy: Optional[str] = None, **settings: Any
                    ) -> Iterator[Union[CheckResult, Error]]:
         """Checks many notes, ``jobs`` at once, yielding results in input
         order (a tqdm bar on stderr when tqdm is installed and
         ``progress``). With ``return_exceptions`` a note that failed yields
         its Error (a ModelError carries ``.result``) and the rest go on;
         else the first failure is raised when its turn comes. Ctrl-C stops
-        every note in flight before its next model call."""
+        every note in flight before its next model call. ``strategy`` and
+        ``**settings`` apply to these notes only, as in ``check``."""
         items = list(notes)
         ids = [self._note_id(n) for n in items]
         bar = None
@@ -367,7 +434,8 @@ class Checker:
             except ImportError:
                 bar = None
         pool = cf.ThreadPoolExecutor(max_workers=max(1, jobs))
-        futs = [pool.submit(self._run, n, i, None) for n, i in zip(items, ids)]
+        futs = [pool.submit(self._run, n, i, None, strategy, settings)
+                for n, i in zip(items, ids)]
         try:
             for f in futs:
                 try:

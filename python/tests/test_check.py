@@ -154,3 +154,34 @@ def test_examples_quickstart_runs(stub: Any, medec_small: Path,
     assert "indexed: 50 new documents" in out
     assert "1. " in out and "error flag accuracy" in out
     assert out.count("ms-val-") == 3
+
+
+def test_per_call_strategy_and_settings(stub: Any, tmp_path: Path) -> None:
+    """One Checker, each call its own strategy and settings
+    (mt_agent_check_with): the same verdict and trace as `medtrust check`
+    opened with them."""
+    note = tmp_path / "note.txt"
+    note.write_text(NOTE)
+    with medtrust.Checker(llm=stub.spec, strategy="single",
+                          no_retrieval=True) as c:
+        for strategy, settings, flags in (
+                ("guards", {}, []),
+                ("react-reflex", {"steps": 1, "rounds": 2, "evaluators": 2,
+                                  "eval_quorum": 1},
+                 ["--no-retrieval", "--steps", "1", "--rounds", "2",
+                  "--evaluators", "2", "--eval-quorum", "1"])):
+            want = json.loads(cli("check", "--llm", stub.spec, "--strategy",
+                                  strategy, *flags, "--json",
+                                  str(note)).stdout)
+            r = c.check({"id": str(note), "text": NOTE}, strategy=strategy,
+                        **settings)
+            assert r.strategy == want["strategy"] == strategy
+            assert _untimed(r.trace) == _untimed(want["trace"])
+        with pytest.raises(medtrust.InvalidArgumentError):
+            c.check(NOTE, steps=0)
+        with pytest.raises(medtrust.InvalidArgumentError) as ei:
+            c.check(NOTE, shots=2)  # the handle's, not a call's
+        assert "Checker()" in str(ei.value)
+        out = list(c.check_many([NOTE, NOTE], jobs=2, progress=False,
+                                strategy="guards"))
+        assert [r.strategy for r in out] == ["guards", "guards"]

@@ -44,6 +44,7 @@ static const struct {
     S(mt_llm_params),
     S(mt_agent_params),
     S(mt_note),
+    S(mt_agent_check_params),
     S(mt_check_usage),
     S(mt_check_result),
     S(mt_param),
