@@ -83,3 +83,35 @@ PY
 else
     not_ok "verify over HTTP" "$(cat "$TMP/v.code")" "$(head -c 900 "$TMP/v.sse")" "$(tail -2 "$TMP/err")"
 fi
+
+# ==== POST /v1/check verifies its correction when --nli names a verifier ====
+cat >"$TMP/c.script" <<'EOF'
+single answer 1 Statins lower LDL cholesterol.
+- if /Claim:\nStatins lower/ {"label":"SUPPORT"}
+- if /Claim:\nStatins raise/ {"label":"CONTRADICT"}
+- {"label":"NO_EVIDENCE"}
+EOF
+"$MEDTRUST_BUILD/fixtures/script_server" "$TMP/c.script" "$TMP/c.log" >"$TMP/c.port" &
+STUB_PIDS+=($!)
+for _ in $(seq 50); do [ -s "$TMP/c.port" ] && break; sleep 0.1; done
+CS="openai:http://127.0.0.1:$(head -1 "$TMP/c.port")#scripted"
+serve_start nli --llm "$CS" --nli "llm:$CS"
+NOTE='A 60-year-old man has high cholesterol. Statins raise LDL cholesterol. He is followed up in clinic.'
+code "${A[@]}" "$U/v1/check" -d "$(python3 -c 'import json,sys; print(json.dumps({"note": sys.argv[1], "strategy": "single"}))' "$NOTE")" >"$TMP/c.code"
+run=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("run_id", 0))' "$TMP/body")
+curl -sN "${A[@]}" "$U/v1/runs/$run/events" >/dev/null
+curl -s "${A[@]}" "$U/v1/runs/$run" >"$TMP/c.run"
+if [ "$(cat "$TMP/c.code")" = 202 ] && py "$TMP/c.run" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "done", r
+res = r["result"]
+ce = res["correction_evidence"]
+assert ce["verdict_corrected"] == "SUPPORT" and ce["verdict_original"] == "CONTRADICT", ce
+assert ce["strongest"] and ce["source"] in ("bm25", "hybrid", "dense"), ce
+assert any(t.get("step") == "correction_evidence" for t in res["trace"])
+PY
+    ok "POST /v1/check with --nli: the result and trace carry correction_evidence"
+else
+    not_ok "/v1/check correction_evidence" "$(cat "$TMP/c.code")" "$(head -c 800 "$TMP/c.run")"
+fi
