@@ -15,6 +15,7 @@
 #include "cli/agent_opts.h"
 #include "cli/journal.h"
 #include "cli/mediqa.h"
+#include "cli/correction.h"
 #include "core/buf.h"
 #include "core/file.h"
 #include "core/progress.h"
@@ -22,6 +23,7 @@
 
 static const struct cli_opt mediqa_opts[] = {
     AGENT_OPTS,
+    CORRECTION_OPTS, /* --trace carries each correction's evidence */
     {"data", 'D', "FILE",
      "MEDEC-format CSV: Text ID, Text, and Sentences "
      "when present (required)",
@@ -384,6 +386,7 @@ static int mediqa_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     unsigned long jobs = 4;
     unsigned long limit = 0;
+    struct mt_qa *vq = NULL; /* the corrections' verifier */
     enum mt_status st;
 
     memset(&s, 0, sizeof s);
@@ -408,10 +411,13 @@ static int mediqa_run(struct cli_args *a)
     st = mediqa_load(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
     s.q.n = s.n;
     if (st == MT_OK)
+        st = correction_open(a, &p, &vq, &err);
+    if (st == MT_OK)
         st = mt_agent_open(&p, &s.agent, &err);
     if (st == MT_OK)
         st = mediqa_go(a, &s, (unsigned)jobs, &err);
     mt_agent_close(s.agent);
+    mt_qa_close(vq);
     journal_close(s.journal);
     if (s.trace && fclose(s.trace) != 0 && st == MT_OK)
         st = mt_fail(&err, mtx_file_errno_status(errno),

@@ -351,3 +351,21 @@ PY
 else
     not_ok "check single --verify-correction" "$(cat "$TMP/c.txt")" "$(tail -3 "$TMP/err")" "$(head -c 300 "$TMP/c2.json")"
 fi
+
+# ---- mediqa --verify-correction: the trace carries it, the submission is unchanged ----
+printf 'Text ID,Text\nn1,A 60-year-old man has high cholesterol. Statins raise LDL cholesterol. He is followed up in clinic.\n' >"$TMP/notes.csv"
+"$MT" mediqa --data "$TMP/notes.csv" --strategy single --db "$TMP/db" \
+    --llm "$SPEC" --retries 0 --verify-correction --out "$TMP/run.txt" \
+    --trace "$TMP/trace.jsonl" --no-progress >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$TMP/run.txt")" = "n1 1 1 Statins lower LDL cholesterol." ] &&
+    py "$TMP/trace.jsonl" <<'PY'; then
+import json, sys
+t = json.loads(open(sys.argv[1]).readline())
+ce = t["correction_evidence"]
+assert ce["verdict_corrected"] == "SUPPORT" and ce["verdict_original"] == "CONTRADICT", ce
+PY
+    ok "mediqa --verify-correction: the trace carries correction_evidence, the submission line is unchanged"
+else
+    not_ok "mediqa --verify-correction (rc $rc)" "$(cat "$TMP/run.txt")" "$(head -c 400 "$TMP/trace.jsonl")" "$(tail -2 "$TMP/err")"
+fi
