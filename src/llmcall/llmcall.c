@@ -67,8 +67,8 @@ static char *echo_of(const struct mtx_llmcall *c,
         n = mtx_utf8_cut(t, n, MTX_REPAIR_ECHO_MAX);
     budget = echo_budget(c, m, nm);
     if (budget != UINT32_MAX)
-        n = budget ? mtx_fit_cut(t, n, budget, MTX_FIT_CHARS,
-                                mtx_fit_count_llm, c->llm)
+        n = budget ? mtx_fit_cut(t, n, budget, MTX_FIT_CHARS, mtx_fit_count_llm,
+                                 c->llm)
                    : 0;
     return mt_strndup(t, n);
 }

@@ -296,8 +296,15 @@ static void test_medeval_reasons_before_it_scores(void **state)
  * §3) rather than reporting the model's "no error". */
 static void test_medeval_needs_a_quorum_of_usable_reviews(void **state)
 {
-    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1, NULL, 0, NULL, 0,
-                        NULL, 0};
+    struct mt_note n = {"t",
+                        script_note_text,
+                        sizeof script_note_text - 1,
+                        NULL,
+                        0,
+                        NULL,
+                        0,
+                        NULL,
+                        0};
     struct script s;
     struct mt_agent *a;
     struct mt_check_result r;

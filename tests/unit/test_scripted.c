@@ -263,7 +263,8 @@ static void test_react_searches_n_times_then_reflects(void **state)
     CHECK(strstr(t, "Wiki article: reperfusion restores") != NULL);
     CHECK(strstr(t, "taken for primary PCI") != NULL);
     free(t);
-    t = script_nth_text(&s, "reflect", 1); /* all five reviews, the first lesson */
+    t = script_nth_text(&s, "reflect",
+                        1); /* all five reviews, the first lesson */
     CHECK(script_count(t, "Reviewer ") == 5);
     CHECK(strstr(t, "Reviewer 5: validity 2") != NULL);
     CHECK(strstr(t, "plan one") != NULL);
@@ -438,8 +439,15 @@ static void source_case(const char *const *agent_src, size_t na,
     struct mt_agent_params p;
     struct mt_agent *a;
     struct mt_check_result r;
-    struct mt_note n = {"t",  script_note_text, sizeof script_note_text - 1, NULL, 0, NULL, 0,
-                        NULL, 0};
+    struct mt_note n = {"t",
+                        script_note_text,
+                        sizeof script_note_text - 1,
+                        NULL,
+                        0,
+                        NULL,
+                        0,
+                        NULL,
+                        0};
     struct mt_error err;
     char *t;
 
