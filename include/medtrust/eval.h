@@ -136,6 +136,12 @@ struct mt_token_encoder {
                              float **vecs, int32_t **ids, size_t *ntok,
                              size_t *dim, struct mt_error *err);
     void *user;
+    /* 1 when encode works as bert_score's sent_encode and model forward
+     * do (an onnx: export: text stripped, special tokens in, their rows
+     * matchable with weight 0); 'layer' is the layer the vectors come
+     * from (0 = unknown). Zero-initialised for other encoders. */
+    int as_bert_score;
+    uint32_t layer;
 };
 
 struct mt_bertscore {
@@ -278,6 +284,8 @@ struct mt_eval_result {
     int bert_rescaled;   /* BERTScore rescaled with bert_base */
     double bert_base[3]; /* P, R, F baselines when bert_rescaled */
     int bert_file;       /* BERTScore read from a per-pair scores file */
+    int bert_exact;      /* computed as bert_score computes it */
+    uint32_t bert_layer; /* the encoder's layer, 0 = unknown */
 };
 
 /* Scores 'sub' against 'ref' as the official MEDIQA-CORR 2024 script does

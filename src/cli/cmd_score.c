@@ -118,9 +118,12 @@ static enum mt_status open_encoder(const char *spec, struct score_ctx *c,
         return st;
     *layers = mtx_onnx_layers(c->onnx);
     name = strrchr(mtx_onnx_dir(c->onnx), '/');
-    c->bert.model = name && name[1] ? name + 1 : mtx_onnx_dir(c->onnx);
+    c->bert.model = mtx_onnx_name(c->onnx)
+                        ? mtx_onnx_name(c->onnx)
+                        : (name && name[1] ? name + 1 : mtx_onnx_dir(c->onnx));
     c->bert.encode = onnx_encode;
     c->bert.user = c->onnx;
+    c->bert.as_bert_score = 1;
     return MT_OK;
 }
 
@@ -167,6 +170,7 @@ static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
         st = check_layer(a, spec, &layers, err);
     if (st == MT_OK && base) /* bert_score's table row = the output layer */
         st = mt_bertscore_baseline_load(base, (long)layers, c->base, err);
+    c->bert.layer = layers;
     if (st != MT_OK)
         return st;
     c->params.bert = &c->bert;

@@ -21,6 +21,15 @@ const char *mtx_ev_bert_note(const struct mt_eval_result *r)
     if (r->bert_file)
         return "read from a per-pair scores file: as comparable with "
                "published MEDIQA-CORR BERTScore as the run that wrote it";
+    if (mt_bertscore_official_model(r->bert_model) && r->bert_exact &&
+        r->bert_layer == 40 && r->bert_rescaled && !r->bert_idf)
+        return "the official run's model, layer 40, rescaled with its "
+               "baseline, idf off, computed as bert_score computes it: "
+               "comparable with published MEDIQA-CORR BERTScore";
+    if (mt_bertscore_official_model(r->bert_model) && r->bert_exact)
+        return "the official run's model, computed as bert_score computes "
+               "it, but not with the official settings (layer 40, its "
+               "baseline, idf off): not comparable with published numbers";
     if (mt_bertscore_official_model(r->bert_model))
         return "the official run's model, but llama.cpp gives the last "
                "layer's token states where the official bert_score run reads "

@@ -490,6 +490,8 @@ static enum mt_status result_new(struct sctx *c)
     r->bert_model = mt_strdup(e->model ? e->model : "unnamed");
     r->bert_idf = c->p.bert_idf != 0;
     r->bert_rescaled = c->p.bert_base != NULL;
+    r->bert_exact = e->as_bert_score != 0;
+    r->bert_layer = e->layer;
     if (c->p.bert_base)
         memcpy(r->bert_base, c->p.bert_base, sizeof r->bert_base);
     return r->bert_model ? MT_OK : MT_ENOMEM;

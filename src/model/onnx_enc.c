@@ -21,6 +21,7 @@ struct mtx_onnx {
     size_t max_len;
     uint32_t hidden; /* config.json's hidden size, 0 when unknown */
     uint32_t layers; /* config.json's num_hidden_layers, 0 when unknown */
+    char *name;      /* config.json's _name_or_path, or NULL */
     char **labels;   /* id2label, by id */
     size_t nlabels;
     enum mtx_onnx_pool st_pool;
@@ -116,6 +117,10 @@ static enum mt_status read_config(struct mtx_onnx *m, struct mt_error *err)
     type = json_string_value(json_object_get(cfg, "model_type"));
     m->hidden = (uint32_t)json_size(cfg, "hidden_size");
     m->layers = (uint32_t)json_size(cfg, "num_hidden_layers");
+    if (json_string_value(json_object_get(cfg, "_name_or_path")) &&
+        *json_string_value(json_object_get(cfg, "_name_or_path")))
+        m->name =
+            mt_strdup(json_string_value(json_object_get(cfg, "_name_or_path")));
     if (!m->layers)
         m->layers = (uint32_t)json_size(cfg, "n_layers"); /* DistilBERT */
     if (!m->hidden)
@@ -260,6 +265,11 @@ size_t mtx_onnx_nlabels(const struct mtx_onnx *m)
     return m->nlabels;
 }
 
+const char *mtx_onnx_name(const struct mtx_onnx *m)
+{
+    return m->name;
+}
+
 uint32_t mtx_onnx_layers(const struct mtx_onnx *m)
 {
     return m->layers;
@@ -291,6 +301,7 @@ void mtx_onnx_close(struct mtx_onnx *m)
     for (i = 0; i < m->nlabels; i++)
         mt_free(m->labels[i]);
     mt_free(m->labels);
+    mt_free(m->name);
     mt_free(m->dir);
     mt_free(m);
 }

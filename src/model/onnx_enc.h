@@ -47,6 +47,10 @@ enum mt_status mtx_onnx_forward(struct mtx_onnx *m, const struct mt_str *a,
 const char *mtx_onnx_label(const struct mtx_onnx *m, size_t i);
 size_t mtx_onnx_nlabels(const struct mtx_onnx *m);
 
+/* config.json's _name_or_path (the model it was saved from, e.g.
+ * "microsoft/deberta-xlarge-mnli"), or NULL. */
+const char *mtx_onnx_name(const struct mtx_onnx *m);
+
 /* config.json's num_hidden_layers (0 when it does not say): the layer
  * last_hidden_state comes from. */
 uint32_t mtx_onnx_layers(const struct mtx_onnx *m);

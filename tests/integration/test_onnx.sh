@@ -411,3 +411,26 @@ fails "--bertscore-layer past the export's last layer says how to export" \
     "--bertscore-layer 40: onnx:.*bert ends at layer 1" \
     "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" \
     --bertscore-model "onnx:$D/bert" --bertscore-layer 40
+# The official settings are recognised: an export whose config.json names
+# microsoft/deberta-xlarge-mnli (as save_pretrained records it) and ends at
+# layer 40, rescaled with a baseline, idf off.
+cp -r "$D/bert" "$TMP/dxl40"
+$PY - "$TMP/dxl40/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update({"_name_or_path": "microsoft/deberta-xlarge-mnli", "num_hidden_layers": 40})
+json.dump(c, open(sys.argv[1], "w"))
+PY
+name="score says an export of the official model at layer 40 with its baseline is comparable with the published BERTScore"
+if "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" --json \
+    --bertscore-model "onnx:$TMP/dxl40" --bertscore-layer 40 \
+    --bertscore-baseline 0.3,0.4,0.35 >"$TMP/off.json" 2>"$TMP/err" &&
+    grep -q '"bertscore_model":"microsoft/deberta-xlarge-mnli"' "$TMP/off.json" &&
+    grep -q 'layer 40, rescaled with its baseline, idf off, computed as bert_score computes it: comparable' "$TMP/off.json" &&
+    "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" --json \
+        --bertscore-model "onnx:$TMP/dxl40" >"$TMP/unoff.json" 2>>"$TMP/err" &&
+    grep -q 'not with the official settings' "$TMP/unoff.json"; then
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/err" "$TMP/off.json" 2>/dev/null | tail -5)"
+fi

@@ -559,7 +559,7 @@ static const char bert_csv[] =
 static struct mt_eval_result *score_fake(int idf, const double *base)
 {
     static const char run[] = "b-0 1 1 a d\nb-1 1 1 a c\nb-2 0 -1 NA\n";
-    struct mt_token_encoder te = {"fake", fake_encode, NULL};
+    struct mt_token_encoder te = {"fake", fake_encode, NULL, 0, 0};
     struct mt_eval_params p;
     struct mt_eval_ref *r = NULL;
     struct mt_eval_sub *s = parse(run, MT_OK, NULL);
