@@ -12,6 +12,7 @@
 #include "params.h"
 #include "retrieve.h"
 #include "status.h"
+#include "trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -364,8 +365,10 @@ void mt_check_result_free(struct mt_check_result *r);
 /* The result as compact JSON text: {"error_flag","error_sentence_id",
  * "error_sentence","corrected_sentence","corrected_text","strategy",
  * "usage":{...},"fallback":bool,"fallback_why"? (when fallback),
- * "correction_evidence"? (when verified), "trace":[...]} (trace only when
- * with_trace). Caller frees with mt_free; NULL when out of memory. */
+ * "correction_evidence"? (when verified), "trace_version":MT_TRACE_VERSION,
+ * "trace":[...]} (the last two only when with_trace; the records as
+ * medtrust/trace.h declares them). Caller frees with mt_free; NULL when out
+ * of memory. */
 char *mt_check_result_json(const struct mt_check_result *r, int with_trace);
 
 /* The MEDIQA-CORR submission line for note 'id' (no newline):

@@ -12,6 +12,7 @@
 #include "core/buf.h"
 #include "medtrust/check.h"
 #include "medtrust/index.h"
+#include "medtrust/trace.h"
 
 /* Model routing roles (MEDTRUST_LLM_<ROLE>). */
 enum agent_role {
@@ -142,8 +143,9 @@ json_t *mtx_call_obj(const struct call *c);
 void mtx_run_no_answer(struct run *r, const char *role, const char *why,
                        int verdict);
 
-/* Appends {"step": step, ...fields of 'o' (stolen)} to the trace. */
-void mtx_run_event(struct run *r, const char *step, json_t *o);
+/* Appends {"step": kind's name, ...fields of 'o' (stolen)} to the trace;
+ * the keys are the kind's (MT_TRACE_RECORDS in medtrust/trace.h). */
+void mtx_run_event(struct run *r, enum mt_trace_kind kind, json_t *o);
 
 /* Calls params.verify_correction on the run's correction (the run's
  * retrieved passages, src/check/correction.c) and records its object as

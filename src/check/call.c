@@ -17,7 +17,8 @@ static const char *const role_names[ROLE_COUNT] = {
 
 static json_t *record_new(const struct call *c, int attempt)
 {
-    return json_pack("{s:s,s:s,s:s,s:i}", "step", "call", "role",
+    return json_pack("{s:s,s:s,s:s,s:i}", "step",
+                     mt_trace_kind_get(MT_TRACE_CALL)->name, "role",
                      role_names[c->role], "prompt", c->prompt, "attempt",
                      attempt + 1);
 }
@@ -76,6 +77,7 @@ static size_t take_replies(struct run *r, struct call *c,
                            char *why, size_t wn)
 {
     json_t *raws = json_array();
+    json_t *parsed = json_array();
     size_t kept = 0;
     uint32_t i;
 
@@ -83,6 +85,9 @@ static size_t take_replies(struct run *r, struct call *c,
         json_t *o = mtx_reply_extract(res->texts[i], why, wn);
 
         json_array_append_new(raws, text_json(res->texts[i], TRACE_REPLY_MAX));
+        /* the object as extracted (null: none), valid or not, so a
+         * reader never extracts JSON from the raw text again */
+        json_array_append_new(parsed, o ? json_deep_copy(o) : json_null());
         if (o && c->check(r, o, c->check_user, why, wn) != 0) {
             json_decref(o);
             o = NULL;
@@ -95,6 +100,7 @@ static size_t take_replies(struct run *r, struct call *c,
         kept++;
     }
     json_object_set_new(rec, "replies", raws);
+    json_object_set_new(rec, "parsed", parsed);
     reasoning_trace(rec, res);
     return kept;
 }
@@ -277,7 +283,8 @@ static enum mt_status refit_once(struct run *r, struct call *c, uint32_t ctx0)
 
     if (c->ok || !c->fit || ctx0 || !ctx || !c->down_why[0])
         return MT_OK;
-    rec = json_pack("{s:s,s:s,s:I,s:s}", "step", "context_retry", "role",
+    rec = json_pack("{s:s,s:s,s:I,s:s}", "step",
+                    mt_trace_kind_get(MT_TRACE_CONTEXT_RETRY)->name, "role",
                     c->prompt, "ctx_tokens", (json_int_t)ctx, "rule",
                     "the server refused the prompt as longer than its "
                     "context: fitted to it and sent once more");
@@ -441,13 +448,13 @@ void mtx_run_no_answer(struct run *r, const char *role, const char *why,
         r->fallback = 1;
 }
 
-void mtx_run_event(struct run *r, const char *step, json_t *o)
+void mtx_run_event(struct run *r, enum mt_trace_kind kind, json_t *o)
 {
     size_t from = json_array_size(r->trace);
 
     if (!o)
         o = json_object();
-    json_object_set_new(o, "step", json_string(step));
+    json_object_set_new(o, "step", json_string(mt_trace_kind_get(kind)->name));
     json_array_append_new(r->trace, o);
     notify(r, from);
 }

@@ -85,6 +85,6 @@ enum mt_status mtx_check_verify_correction(struct run *r, char **out)
                       err.msg[0] ? err.msg : "the verifier gave no object");
     }
     json_object_set_new(o, "passages", json_integer((json_int_t)n));
-    mtx_run_event(r, "correction_evidence", o);
+    mtx_run_event(r, MT_TRACE_CORRECTION_EVIDENCE, o);
     return MT_OK;
 }

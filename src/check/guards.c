@@ -272,11 +272,12 @@ static enum mt_status run_stage(struct run *r, const struct stage *s, int *out)
                                     : "guard_detect (both agents)",
                           c[1].why[0] ? c[1].why : c[0].why, 1);
     if (st == MT_OK)
-        mtx_run_event(r, s->locate ? "guards_locate" : "guards_detect",
-                      json_pack("{s:o,s:o,s:i,s:s}", "agent1",
-                                opinion_json(&d[0], has[0]), "agent2",
-                                opinion_json(&d[1], has[1]), "decision", *out,
-                                "rule", rule));
+        mtx_run_event(
+            r, s->locate ? MT_TRACE_GUARDS_LOCATE : MT_TRACE_GUARDS_DETECT,
+            json_pack("{s:o,s:o,s:i,s:s}", "agent1",
+                      opinion_json(&d[0], has[0]), "agent2",
+                      opinion_json(&d[1], has[1]), "decision", *out, "rule",
+                      rule));
     mtx_call_free(&c[0]);
     mtx_call_free(&c[1]);
     return st;
@@ -302,7 +303,7 @@ static enum mt_status correct(struct run *r, int sid)
             r, 1, sid, mtx_reply_str(mtx_call_obj(&c), "corrected_sentence"));
     } else if (st == MT_OK) {
         mtx_run_no_answer(r, "guard_correct", c.why, 1);
-        mtx_run_event(r, "fallback",
+        mtx_run_event(r, MT_TRACE_FALLBACK,
                       json_pack("{s:s,s:s}", "role", "guard_correct", "rule",
                                 "no usable correction: the "
                                 "sentence is kept as it stands"));

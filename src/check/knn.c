@@ -304,7 +304,7 @@ static void record(struct run *r, const struct knn_examples *k,
         json_array_append_new(ids, json_string(k->rows[best[i]].id));
         json_array_append_new(sims, json_real((double)sim[i]));
     }
-    mtx_run_event(r, "few_shot",
+    mtx_run_event(r, MT_TRACE_FEW_SHOT,
                   json_pack("{s:s,s:o*,s:o*,s:I}", "selection", "knn",
                             "examples", ids, "similarity", sims, "skipped_rows",
                             (json_int_t)k->skipped));

@@ -146,7 +146,7 @@ static int check_reflect(struct run *r, json_t *o, void *u, char *why, size_t n)
 /* Records that 'role' fell back, and the rule applied. */
 static void fallback(struct run *r, const char *role, const char *rule)
 {
-    mtx_run_event(r, "fallback",
+    mtx_run_event(r, MT_TRACE_FALLBACK,
                   json_pack("{s:s,s:s}", "role", role, "rule", rule));
 }
 
@@ -321,7 +321,7 @@ static enum mt_status do_search(struct run *r, struct round *rd,
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
-    mtx_run_event(r, "search",
+    mtx_run_event(r, MT_TRACE_SEARCH,
                   search_event(r, q, mode, &so,
                                (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
                                    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
@@ -502,7 +502,7 @@ static enum mt_status trim_hist(struct run *r, struct call *c,
         gone = drop_exchanges(r, c, f, room, &t);
     if (st == MT_OK && (dropped || gone))
         mtx_run_event(
-            r, "context_budget",
+            r, MT_TRACE_CONTEXT_BUDGET,
             json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "role", "react",
                       "ctx_tokens", (json_int_t)mtx_role_ctx(r, ROLE_REACT),
                       "budget_tokens", (json_int_t)room, "passages_dropped",
@@ -678,7 +678,7 @@ static enum mt_status trajectory(struct run *r, const struct round *rd,
     }
     if (st == MT_OK && dropped)
         mtx_run_event(
-            r, "evidence_budget",
+            r, MT_TRACE_EVIDENCE_BUDGET,
             json_pack("{s:s,s:I,s:I,s:I,s:s}", "role",
                       role == ROLE_EVAL ? "eval" : "reflect", "budget_tokens",
                       (json_int_t)budget, "ctx_tokens",
@@ -780,7 +780,7 @@ static void medeval_event(struct run *r, const int *finals, size_t n,
 
     for (i = 0; i < n; i++)
         json_array_append_new(fa, json_integer(finals[i]));
-    mtx_run_event(r, "medeval",
+    mtx_run_event(r, MT_TRACE_MEDEVAL,
                   json_pack("{s:o,s:f,s:i,s:b,s:f,s:i,s:i,s:s?}", "finals", fa,
                             "mean", mean, "min", min, "accepted", accepted,
                             "published_min", pub, "usable", (json_int_t)n,
@@ -920,7 +920,7 @@ static void parser_disagreement(struct run *r, const struct final_answer *acc,
         sid = -2;
     if (flag == acc->flag && (!acc->flag || sid == acc->sid))
         return;
-    mtx_run_event(r, "parser_disagreed",
+    mtx_run_event(r, MT_TRACE_PARSER_DISAGREED,
                   json_pack("{s:i,s:i,s:i,s:i,s:s}", "accepted_flag", acc->flag,
                             "accepted_sentence_id", acc->sid, "parser_flag",
                             flag, "parser_sentence_id", (json_int_t)sid, "rule",
@@ -984,7 +984,7 @@ static enum mt_status react_round(struct run *r, struct round *rd,
     for (step = 0; st == MT_OK && !done && step < r->p.max_steps; step++)
         st = react_step(r, rd, memory, &done);
     if (st == MT_OK && !rd->answer)
-        mtx_run_event(r, "round",
+        mtx_run_event(r, MT_TRACE_ROUND,
                       json_pack("{s:s}", "rule",
                                 "no final_mistake in this round: not "
                                 "accepted"));
@@ -1007,7 +1007,7 @@ static enum mt_status exhausted(struct run *r, json_t *last)
     enum mt_status st;
 
     if (last && r->p.on_exhausted == MT_EXHAUSTED_LAST_ANSWER) {
-        mtx_run_event(r, "rounds",
+        mtx_run_event(r, MT_TRACE_ROUNDS,
                       json_pack("{s:s}", "rule",
                                 "no answer accepted in any round: the last "
                                 "answer MedEval reviewed stands "
@@ -1024,7 +1024,7 @@ static enum mt_status exhausted(struct run *r, json_t *last)
      * decided nothing, so the "no error" is then a fallback, not the
      * model's answer */
     r->fallback = r->down > 0 || r->undecided > 0;
-    mtx_run_event(r, "rounds",
+    mtx_run_event(r, MT_TRACE_ROUNDS,
                   json_pack("{s:s}", "rule",
                             "no answer "
                             "accepted in any round: no error"));
@@ -1056,7 +1056,7 @@ enum mt_status mtx_strategy_react(struct run *r)
 
     memset(&rd, 0, sizeof rd);
     if (st == MT_OK && !r->p.db_dir)
-        mtx_run_event(r, "retrieval",
+        mtx_run_event(r, MT_TRACE_RETRIEVAL,
                       json_pack("{s:s}", "rule",
                                 "--no-retrieval: MedReAct runs without a "
                                 "corpus, unlike the paper"));

@@ -236,7 +236,7 @@ static enum mt_status run_init(struct run *r, struct mt_agent *a,
         st = from_field(r, n, &e2);
         if (st == MT_EPARSE)
             mtx_run_event(
-                r, "sentences",
+                r, MT_TRACE_SENTENCES,
                 json_pack("{s:s,s:s}", "source", "split", "why", e2.msg));
         else if (st != MT_OK)
             return mt_fail(err, st, "%s", e2.msg);
@@ -387,7 +387,7 @@ enum mt_status mt_agent_check_with(struct mt_agent *a,
     if (st == MT_OK)
         st = dispatch(&r);
     if (st == MT_OK)
-        mtx_run_event(&r, "verdict",
+        mtx_run_event(&r, MT_TRACE_VERDICT,
                       json_pack("{s:i,s:i,s:b}", "error_flag", r.flag,
                                 "sentence_id", r.sid, "fallback", r.fallback));
     if (st == MT_OK && r.flag && r.sid >= 0 && !r.fallback &&
@@ -484,6 +484,7 @@ char *mt_check_result_json(const struct mt_check_result *r, int with_trace)
     if (o && with_trace) {
         json_t *t = r->trace ? json_loads(r->trace, 0, NULL) : NULL;
 
+        json_object_set_new(o, "trace_version", json_integer(MT_TRACE_VERSION));
         json_object_set_new(o, "trace", t ? t : json_array());
     }
     s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;

@@ -22,7 +22,7 @@ static enum mt_status fit_single(struct run *r, struct call *c)
     c->fail[0] = '\0';
     st = mtx_fit_whole(r, c);
     if (st == MT_OK)
-        mtx_run_event(r, "context_budget",
+        mtx_run_event(r, MT_TRACE_CONTEXT_BUDGET,
                       json_pack("{s:s,s:I,s:s}", "role", "single", "ctx_tokens",
                                 (json_int_t)mtx_role_ctx(r, ROLE_SINGLE),
                                 "rule",
@@ -42,7 +42,7 @@ enum mt_status mtx_strategy_single(struct run *r)
 
     if (st == MT_EMODEL) {
         mtx_run_no_answer(r, "single", r->down_why, 1);
-        mtx_run_event(r, "fallback",
+        mtx_run_event(r, MT_TRACE_FALLBACK,
                       json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
                                 "no examples could be chosen: no error", "why",
                                 r->down_why));
@@ -62,7 +62,7 @@ enum mt_status mtx_strategy_single(struct run *r)
         st = mtx_run_verdict(r, f.flag, f.sid, f.corr);
     } else if (st == MT_OK) {
         mtx_run_no_answer(r, "single", c.why, 1);
-        mtx_run_event(r, "fallback",
+        mtx_run_event(r, MT_TRACE_FALLBACK,
                       json_pack("{s:s,s:s,s:s}", "role", "single", "rule",
                                 "no usable answer: no error", "why", c.why));
         st = mtx_run_verdict(r, 0, -1, NULL);

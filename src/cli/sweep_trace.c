@@ -9,6 +9,17 @@
 
 /* ==== Reading the trace file ==== */
 
+/* Whether line o's "trace_version" is one this medtrust reads: absent
+ * (version 1, written before the format had one) up to MT_TRACE_VERSION;
+ * the sweep's statistics read keys every version has. */
+static int version_readable(json_t *o)
+{
+    json_t *v = json_object_get(o, "trace_version");
+
+    return !v || (json_is_integer(v) && json_integer_value(v) >= 1 &&
+                  json_integer_value(v) <= MT_TRACE_VERSION);
+}
+
 /* {"ID": line object}: the last line of each note wins (a resumed run
  * appends the notes it checked again). */
 enum mt_status sweep_trace_load(const char *path, json_t **out,
@@ -37,6 +48,15 @@ enum mt_status sweep_trace_load(const char *path, json_t **out,
         if (!o || !id)
             st = mt_fail(err, MT_EPARSE, "%s:%zu: not a trace line (%s)", path,
                          lineno, o ? "no \"id\"" : je.text);
+        else if (!version_readable(o))
+            st = mt_fail(err, MT_EPARSE,
+                         "%s:%zu: trace version %s: this medtrust reads "
+                         "versions 1 to %d; use the medtrust that wrote it",
+                         path, lineno,
+                         json_is_integer(json_object_get(o, "trace_version"))
+                             ? "newer"
+                             : "not a number",
+                         MT_TRACE_VERSION);
         else
             json_object_set(notes, id, o);
         json_decref(o);

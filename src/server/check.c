@@ -34,9 +34,9 @@ json_t *mtx_srv_check_fields_json(void)
 struct check_arg {
     struct mt_agent *agent; /* the server's, lives until mtx_srv_fini */
     struct mt_agent_check_params cp; /* this job's settings */
-    struct mt_agent_params set; /* mt_agent_param_table's request
-                                   members (the rest unused) */
-    int32_t year_from, year_to; /* 0: open */
+    struct mt_agent_params set;      /* mt_agent_param_table's request
+                                        members (the rest unused) */
+    int32_t year_from, year_to;      /* 0: open */
     char *note;
     size_t len;
     char *sentences; /* MEDEC Sentences field, or NULL */

@@ -160,6 +160,57 @@ for c in s["cells"]:
 assert reran > 0, "no threshold changed a decision"
 PY
 
+# Old traces still read (issue 33 §5): the same sweep with its traces
+# rewritten as version 1 wrote them (no "trace_version", no search
+# "passages", no call "parsed") replays to the same cells; a trace of a
+# newer version is refused naming its file and line.
+rm -rf "$TMP/a1" && cp -r "$TMP/a" "$TMP/a1"
+py "$TMP/a1" <<'PY' >"$TMP/v1" 2>&1
+import glob, json, sys
+n = 0
+for f in glob.glob(sys.argv[1] + "/**/*.jsonl", recursive=True):
+    out = []
+    for line in open(f):
+        o = json.loads(line)
+        if "trace_version" in o:
+            assert o.pop("trace_version") == 2, f
+            for t in o.get("trace", []):
+                t.pop("passages" if t.get("step") == "search" else "parsed", None)
+            n += 1
+        out.append(json.dumps(o) + "\n")
+    open(f, "w").writelines(out)
+assert n > 0, "no trace line had a version"
+print(n)
+PY
+if "$MT" sweep --replay "$TMP/a1" --out "$TMP/r1" --grid eval_avg=3.0,3.8 \
+    --grid eval_min=2,3 --no-progress >/dev/null 2>"$TMP/err" &&
+    py "$TMP/r" "$TMP/r1" <<'PY'; then
+import json, sys, filecmp
+a = json.load(open(sys.argv[1] + "/summary.json"))["cells"]
+b = json.load(open(sys.argv[2] + "/summary.json"))["cells"]
+assert [[r["replay"] for r in c["runs"]] for c in a] == \
+    [[r["replay"] for r in c["runs"]] for c in b]
+for c in a:
+    for r in range(len(c["runs"])):
+        p = "/cell-%03d/run-%d/submission.txt" % (c["cell"], r + 1)
+        assert filecmp.cmp(sys.argv[1] + p, sys.argv[2] + p, shallow=False), p
+PY
+    ok "sweep --replay reads version-1 traces as before ($(cat "$TMP/v1") lines)"
+else
+    not_ok "version-1 traces" "$(tail -3 "$TMP/err")"
+fi
+t=$(grep -l trace_version -r "$TMP/a" --include=*.jsonl | head -1)
+rm -rf "$TMP/a2" && cp -r "$TMP/a" "$TMP/a2"
+t2=${t/"$TMP/a/"/"$TMP/a2/"}
+sed -i '1s/"trace_version":2/"trace_version":99/' "$t2"
+if ! "$MT" sweep --replay "$TMP/a2" --out "$TMP/r2" --grid eval_avg=3.0 \
+    --no-progress >/dev/null 2>"$TMP/err" &&
+    grep -q "$(basename "$t2"):1: trace version newer" "$TMP/err"; then
+    ok "a trace of a newer version is refused, naming the file and line"
+else
+    not_ok "newer trace version" "$(tail -3 "$TMP/err")"
+fi
+
 figs=fig-metric-0,fig-latency-0,fig-turns-0,fig-sources
 if timeout 120 node "$ROOT/tests/browser/test_sweep.js" "$TMP/a/report.html" \
     "$LOGS/sweep_report.png" "$TMP/profile" "$figs" >"$TMP/b.tap" 2>&1 &&

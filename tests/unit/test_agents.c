@@ -10,6 +10,8 @@
 #include "llmcall/prompt.h"
 #include "llmcall/reply.h"
 #include "medtrust/check.h"
+#include "core/buf.h"
+#include "core/file.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/gbnf.h"
@@ -394,6 +396,8 @@ static void test_strategy_table_is_whole(void **state)
 #include <sys/wait.h>
 #include <unistd.h>
 
+static size_t trace_conforms(const char *t, int *seen);
+
 struct astub {
     pid_t pid;
     char spec[96];
@@ -480,6 +484,12 @@ static void test_guards_confidence_decides_when_arbiter_fails(void **state)
      * and 2 (first, 0.4) differ and the arbiter picks the last one */
     CHECK(r.error_flag == 1 && r.sentence_id == 2);
     CHECK(strstr(r.trace, "the more confident agent wins") != NULL);
+    {
+        int seen[MT_TRACE_KIND_COUNT] = {0};
+
+        trace_conforms(r.trace, seen);
+        CHECK(seen[MT_TRACE_FALLBACK] || seen[MT_TRACE_GUARDS_DETECT]);
+    }
     CHECK(r.usage.parse_failures == 2 && r.usage.fallbacks == 1);
     /* 2 detect + 2 arbiter + 2 locate + 1 arbiter + 1 correct */
     CHECK(r.usage.llm_calls == 8);
@@ -781,6 +791,140 @@ static void test_check_with_cancel_and_bad_settings(void **state)
     astub_stop(&s);
 }
 
+/* ==== The trace format (medtrust/trace.h) ==== */
+
+/* Every record of trace text 't' (a JSON array) is one the declaration
+ * allows at the current version; returns how many kinds were seen, and
+ * marks them in 'seen'. */
+static size_t trace_conforms(const char *t, int *seen)
+{
+    json_t *a = json_loads(t, 0, NULL);
+    size_t i, kinds = 0;
+
+    CHECK(json_is_array(a));
+    for (i = 0; i < json_array_size(a); i++) {
+        char *rec = json_dumps(json_array_get(a, i), JSON_COMPACT);
+        const char *step =
+            json_string_value(json_object_get(json_array_get(a, i), "step"));
+        struct mt_error err = {MT_OK, ""};
+        enum mt_trace_kind k;
+
+        if (mt_trace_record_check(rec, strlen(rec), MT_TRACE_VERSION, &err) !=
+            MT_OK)
+            fail_msg("%s: %s", err.msg, rec);
+        CHECK_OK(mt_trace_kind_parse(step, &k));
+        kinds += !seen[k];
+        seen[k] = 1;
+        mt_free(rec);
+    }
+    json_decref(a);
+    return kinds;
+}
+
+/* The number of keys of a space-separated list ("*" not counted). */
+static size_t nkeys(const char *list, json_t *o)
+{
+    char key[64];
+    size_t n = 0;
+
+    while (*list) {
+        size_t len = strcspn(list, " ");
+
+        CHECK(len < sizeof key);
+        memcpy(key, list, len);
+        key[len] = '\0';
+        if (len && strcmp(key, "*") != 0) {
+            if (!json_object_get(o, key))
+                fail_msg("golden record lacks declared key \"%s\"", key);
+            n++;
+        }
+        list += len;
+        list += *list == ' ';
+    }
+    return n;
+}
+
+/* One golden record a kind (tests/golden/trace/KIND.json): it passes the
+ * check and holds exactly the keys its kind declares, so a key added to
+ * or dropped from the declaration shows here; an undeclared key, a
+ * missing required one (current version only) and a newer version are
+ * refused. */
+static void test_trace_goldens_match_the_declaration(void **state)
+{
+    int k;
+
+    (void)state;
+    for (k = 0; k < MT_TRACE_KIND_COUNT; k++) {
+        const struct mt_trace_kind_info *in =
+            mt_trace_kind_get((enum mt_trace_kind)k);
+        struct mt_buf b = MT_BUF_INIT((size_t)1 << 20);
+        struct mt_error err = {MT_OK, ""};
+        char path[256], *bad;
+        json_t *o;
+
+        snprintf(path, sizeof path, "tests/golden/trace/%s.json", in->name);
+        CHECK_OK(mtx_file_read_all(path, &b, &err));
+        if (mt_trace_record_check(b.data, b.len, MT_TRACE_VERSION, &err))
+            fail_msg("%s: %s", path, err.msg);
+        o = json_loads(b.data, 0, NULL);
+        CHECK(json_object_size(o) ==
+              1 + nkeys(in->required, o) + nkeys(in->optional, o));
+        json_object_set_new(o, "bogus_key", json_true());
+        bad = json_dumps(o, JSON_COMPACT);
+        CHECK(mt_trace_record_check(bad, strlen(bad), 1, &err) ==
+                  MT_EPARSE ||
+              strstr(in->optional, "*"));
+        mt_free(bad);
+        json_object_del(o, "bogus_key");
+        json_object_del(o, "step");
+        json_object_set_new(o, "step", json_string(in->name));
+        json_object_del(o, json_object_iter_key(json_object_iter(o)));
+        bad = json_dumps(o, JSON_COMPACT);
+        CHECK(mt_trace_record_check(bad, strlen(bad), MT_TRACE_VERSION,
+                                    &err) == MT_EPARSE);
+        CHECK(strstr(err.msg, "is missing") != NULL);
+        CHECK_OK(mt_trace_record_check(bad, strlen(bad), 1, &err));
+        CHECK(mt_trace_record_check(bad, strlen(bad), MT_TRACE_VERSION + 1,
+                                    &err) == MT_EINVAL);
+        mt_free(bad);
+        json_decref(o);
+        mtx_buf_free(&b);
+    }
+    CHECK(mt_trace_kind_get(MT_TRACE_KIND_COUNT) == NULL);
+}
+
+/* What the checker writes follows the declaration: every record of a
+ * react-reflex, guards and single run against the stub. */
+static void test_trace_records_follow_the_declaration(void **state)
+{
+    static const enum mt_strategy st[] = {
+        MT_STRATEGY_REACT_REFLEX, MT_STRATEGY_GUARDS, MT_STRATEGY_SINGLE};
+    int seen[MT_TRACE_KIND_COUNT] = {0};
+    struct astub s;
+    size_t i;
+
+    (void)state;
+    astub_start(&s, "--eval-finals", "2,5,5,5,5", NULL);
+    for (i = 0; i < 3; i++) {
+        struct mt_agent *a = open_agent(&s, st[i]);
+        struct mt_check_result r;
+        char *js;
+
+        check_note(a, &r);
+        trace_conforms(r.trace, seen);
+        js = mt_check_result_json(&r, 1);
+        CHECK(js && strstr(js, "\"trace_version\":2,\"trace\":[") != NULL);
+        mt_free(js);
+        mt_check_result_free(&r);
+        mt_agent_close(a);
+    }
+    astub_stop(&s);
+    CHECK(seen[MT_TRACE_CALL] && seen[MT_TRACE_SEARCH]);
+    CHECK(seen[MT_TRACE_MEDEVAL] && seen[MT_TRACE_ROUNDS]);
+    CHECK(seen[MT_TRACE_RETRIEVAL] && seen[MT_TRACE_VERDICT]);
+    CHECK(seen[MT_TRACE_GUARDS_DETECT] && seen[MT_TRACE_GUARDS_LOCATE]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -806,6 +950,8 @@ int main(void)
         cmocka_unit_test(test_agent_param_table_is_sound),
         cmocka_unit_test(test_check_with_per_call_settings),
         cmocka_unit_test(test_check_with_cancel_and_bad_settings),
+        cmocka_unit_test(test_trace_goldens_match_the_declaration),
+        cmocka_unit_test(test_trace_records_follow_the_declaration),
     };
 
     mtx_jsonl_init_alloc();

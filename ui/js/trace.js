@@ -20,6 +20,14 @@ export function parseReply(s) {
   }
 }
 
+// Reply i of call record 'rec' as an object: the one the checker parsed
+// (trace version 2's "parsed"), else, for an older trace, extracted from
+// its raw text as the checker does.
+function reply(rec, i) {
+  if (Array.isArray(rec.parsed)) return rec.parsed[i] || null;
+  return parseReply((rec.replies || [])[i]);
+}
+
 const pct = (x) => (typeof x === 'number' ? Math.round(x * 100) + '%' : '?');
 
 // A confidence as a model wrote it, checked as the library reads it
@@ -94,7 +102,7 @@ function evalCall(rec) {
   const heads = ['#', 'validity', 'preciseness', 'confidence', 'relevance',
     'completeness', 'final', 'comment'];
   const rows = (rec.replies || []).map((r, i) => {
-    const o = parseReply(r) || {};
+    const o = reply(rec, i) || {};
     return [String(i + 1)].concat(heads.slice(1).map((h) =>
       o[h] === undefined ? '' : String(o[h])));
   });
@@ -117,7 +125,7 @@ function guardCall(rec, o) {
 }
 
 function callStep(rec, state) {
-  const o = parseReply((rec.replies || [])[0]);
+  const o = reply(rec, 0);
   let title;
   let body;
   if (rec.role === 'react') [title, body] = reactCall(rec, o, state);
