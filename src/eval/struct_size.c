@@ -1,7 +1,8 @@
 /* mt_struct_size: the size of each public struct, so a binding that lays
  * them out itself (python/medtrust/_lib.py, over ctypes) refuses a library
  * whose headers changed under it instead of passing a struct of the wrong
- * shape. Only public headers are included, which every layer may. */
+ * shape. It lives in eval, the lowest layer above every header it
+ * includes (the layering check of make lint). */
 #include <string.h>
 
 #include "medtrust/check.h"
