@@ -211,6 +211,15 @@ struct mt_search_params {
      * Borrowed for the call; NULL = none. */
     const struct mt_meta_cond *meta;
     size_t nmeta;
+    /* Hybrid: each list (BM25, dense) is cut to its first fusion_depth
+     * chunks before fusion; VerifAI fuses the top 10 of each over whole
+     * abstracts. 0 (default) = the lists as deep as retrieve_k. */
+    uint32_t fusion_depth;
+    /* 1: the lexical query also drops NLTK's 179 English stop words
+     * before the index's analyzer reads it, as VerifAI's query parser
+     * does (the dense query is the text as given); 0 (default) = the
+     * analyzer's own stop set only (Lucene's 33 for English). */
+    int nltk_stopwords;
 };
 
 #define MT_SEARCH_MAX_META 8

@@ -109,6 +109,14 @@ struct mt_qa_params {
      * environment names one, as `medtrust verify` needs it only for
      * --decompose; 0 (default): a corpus needs it. */
     int answer_optional;
+    /* Hybrid search: each list cut to its first fusion_depth chunks
+     * before fusion (VerifAI: 10, over whole abstracts); 0 (default) =
+     * as deep as the search's first stage (50 or more). */
+    uint32_t fusion_depth;
+    /* 1: the lexical query drops NLTK's 179 English stop words, as
+     * VerifAI's query parser does; 0 (default) = the index analyzer's
+     * stop set only (Lucene's 33 for English). */
+    int nltk_stopwords;
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

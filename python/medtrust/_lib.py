@@ -242,6 +242,8 @@ class SearchParams(Structure):
         ("filter_max", c_double),
         ("meta", POINTER(MetaCond)),
         ("nmeta", c_size_t),
+        ("fusion_depth", c_uint32),
+        ("nltk_stopwords", c_int),
     ]
 
 
@@ -539,6 +541,8 @@ class QaParams(Structure):
         ("on_answer_token_user", c_void_p),
         ("retriever", c_void_p),
         ("answer_optional", c_int),
+        ("fusion_depth", c_uint32),
+        ("nltk_stopwords", c_int),
     ]
 
 

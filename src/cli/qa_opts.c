@@ -58,7 +58,8 @@ int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
 {
     mt_qa_default_params(p);
     if (get_floats(a, p) < 0 || get_uints(a, p) < 0 ||
-        cli_get_search_mode(a, "search-mode", &p->search_mode) < 0)
+        cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
+        cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0)
         return -1;
     p->author = cli_get(a, "author");
     p->journal = cli_get(a, "journal");

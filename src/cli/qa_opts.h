@@ -37,6 +37,7 @@
          0},                                                                   \
         {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7)", 0},           \
         {"w-sem", 0, "X", "hybrid weight of vectors (default 0.3)", 0},        \
+        CLI_VERIFAI_LEX_OPTS,                                                  \
         {"source", 's', "NAME", "only documents of this source", 0},           \
         {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \
         {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},     \

@@ -80,6 +80,19 @@ static void read_meta(const struct cli_args *a, struct mt_search_params *p)
     p->meta = p->nmeta ? c : NULL;
 }
 
+int cli_verifai_lex_read(const struct cli_args *a, uint32_t *fusion_depth,
+                         int *nltk_stopwords)
+{
+    unsigned long v = *fusion_depth;
+
+    if (cli_get_uint(a, "fusion-depth", 1, 100000, &v) < 0)
+        return -1;
+    *fusion_depth = (uint32_t)v;
+    if (cli_get(a, "nltk-stopwords"))
+        *nltk_stopwords = 1;
+    return 0;
+}
+
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs)
 {
@@ -108,7 +121,8 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
         return -1;
     *jobs = (unsigned)v;
     p->doc_sum = cli_get(a, "doc-sum") != NULL;
-    if (read_filter(a, p) < 0)
+    if (cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0 ||
+        read_filter(a, p) < 0)
         return -1;
     read_meta(a, p);
     p->source = cli_get(a, "source");

@@ -19,6 +19,22 @@
      "publication_types) containing TEXT", 0}
 /* clang-format on */
 
+/* VerifAI's fusion depth and query stop words, shared by search,
+ * retrieval-eval, ask and qa-eval. */
+/* clang-format off */
+#define CLI_VERIFAI_LEX_OPTS                                                   \
+    {"fusion-depth", 0, "N",                                                   \
+     "hybrid: fuse only the first N chunks of each list, 1..100000 "           \
+     "(default: the whole first stage; VerifAI fuses 10 abstracts)", 0},       \
+    {"nltk-stopwords", 0, NULL,                                                \
+     "lexical query drops NLTK's 179 English stop words (VerifAI); "           \
+     "default: the index analyzer's own (Lucene's 33)", 0}
+/* clang-format on */
+
+/* Reads --fusion-depth and --nltk-stopwords; -1 (printed) when invalid. */
+int cli_verifai_lex_read(const struct cli_args *a, uint32_t *fusion_depth,
+                         int *nltk_stopwords);
+
 /* Option table rows for the search parameters; spliced into each verb's
  * table by the SEARCH_OPTS macro. */
 #define SEARCH_OPTS                                                            \
@@ -39,6 +55,7 @@
          "index's, from the segment size; more is slower and finds more)",     \
          0},                                                                   \
         {"doc-sum", 0, NULL, "sum chunk scores per document (VerifAI)", 0},    \
+        CLI_VERIFAI_LEX_OPTS,                                                  \
         {"source", 's', "NAME", "only hits from this source", 0},              \
         {"filter", 0, "KEY=MIN..MAX",                                          \
          "keep documents whose metadata number KEY is in range, e.g. "         \

@@ -10,6 +10,7 @@
 #include "core/arena.h"
 #include "index/bm25.h"
 #include "index/fusion.h"
+#include "text/stopwords.h"
 #include "index/index_int.h"
 #include "index/segment.h"
 #include "index/vec.h"
@@ -360,6 +361,31 @@ static enum mt_status analyse(struct mt_index *idx, const char *q,
     return MT_OK;
 }
 
+/* The lexical query's terms: with nltk_stopwords, VerifAI's query
+ * parser's NLTK stop words go first, then the index's analyzer. */
+static enum mt_status lex_analyse(struct mt_index *idx, const char *q,
+                                  const struct mt_search_params *p,
+                                  struct mt_str **terms, size_t *n,
+                                  struct mt_error *err)
+{
+    char *f;
+    char *kept;
+    enum mt_status st;
+
+    if (!p->nltk_stopwords)
+        return analyse(idx, q, terms, n, err);
+    f = mtx_drop_nltk_stopwords(q);
+    if (!f)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    /* the terms point into the text: it lives in the search's scratch */
+    kept = mtx_arena_strndup(&idx->scratch, f, strlen(f));
+    mt_free(f);
+    if (!kept)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    st = analyse(idx, kept, terms, n, err);
+    return st;
+}
+
 /* Collection statistics for a query over several segments, as Lucene's
  * IndexSearcher computes them (N and the length sum over all leaves, df
  * summed per term), so a document scores the same in whichever segment
@@ -573,11 +599,12 @@ static enum mt_status check_params(const struct mt_search_params *p,
         return mt_fail(err, MT_EINVAL, "k must be in 1..10000, not %u", p->k);
     if ((unsigned)p->mode > MT_SEARCH_HYBRID)
         return mt_fail(err, MT_EINVAL, "unknown search mode");
-    if (p->retrieve_k > 100000 || p->rerank_depth > 10000)
+    if (p->retrieve_k > 100000 || p->rerank_depth > 10000 ||
+        p->fusion_depth > 100000)
         return mt_fail(err, MT_EINVAL,
-                       "retrieve depth %u or rerank depth "
-                       "%u is too large (100000, 10000)",
-                       p->retrieve_k, p->rerank_depth);
+                       "retrieve depth %u, rerank depth %u or fusion "
+                       "depth %u is too large (100000, 10000, 100000)",
+                       p->retrieve_k, p->rerank_depth, p->fusion_depth);
     return MT_OK;
 }
 
@@ -718,7 +745,7 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
     enum mt_status st = MT_OK;
 
     if (p->mode != MT_SEARCH_DENSE)
-        st = analyse(idx, query, &terms, &nq, err);
+        st = lex_analyse(idx, query, p, &terms, &nq, err);
     r->pub.query_terms = (uint32_t)nq;
     if (st == MT_OK && nq > 0)
         st = bm25_lists(idx, terms, nq, p, sid, meta, want, &lex, &nlex, err);
@@ -729,6 +756,10 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
         *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;
         return st;
     }
+    if (p->fusion_depth && nlex > p->fusion_depth) /* lists are sorted */
+        nlex = p->fusion_depth;
+    if (p->fusion_depth && nsem > p->fusion_depth)
+        nsem = p->fusion_depth;
     return fuse(idx, p, lex, nlex, sem, nsem, c, nc, err);
 }
 

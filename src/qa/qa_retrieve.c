@@ -108,6 +108,8 @@ static void search_params(const struct mt_qa_params *p,
     sp->w_lex = p->w_lex;
     sp->w_sem = p->w_sem;
     sp->source = p->source;
+    sp->fusion_depth = p->fusion_depth;
+    sp->nltk_stopwords = p->nltk_stopwords;
     sp->meta = c;
     sp->nmeta = nc;
 }

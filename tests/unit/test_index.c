@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "index/fusion.h"
+#include "text/stopwords.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
@@ -822,6 +823,80 @@ static void test_index_metadata_filters_search_inside_first_stage(void **s)
     mt_index_close(idx);
 }
 
+/* --fusion-depth: each hybrid list is cut to its first N chunks before
+ * fusion (VerifAI fuses the top 10 of each), so the fused union holds at
+ * most 2N candidates; without it, the lists are the first stage's 50. */
+static void test_index_fusion_depth_cuts_each_list(void **s)
+{
+    static const float q[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+    char dir[128];
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    (void)s;
+    store_path(dir, sizeof dir, "fusion");
+    build_angles(dir, MT_VEC_STORE_FLOAT, 100000); /* flat: exact lists */
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.mode = MT_SEARCH_HYBRID;
+    p.k = 10;
+    p.query_vec = q;
+    p.query_dims = 8;
+    CHECK_OK(mt_index_search(idx, "aspirin", &p, &r, NULL));
+    CHECK(r->n == 10);
+    mt_search_result_free(r);
+    p.fusion_depth = 2;
+    CHECK_OK(mt_index_search(idx, "aspirin", &p, &r, NULL));
+    CHECK(r->n >= 2 && r->n <= 4);
+    /* dense's first (smith0, on the query's axis) is fused in */
+    CHECK(strcmp(r->hits[0].doc_id, "smith0") == 0);
+    mt_search_result_free(r);
+    p.fusion_depth = 100001;
+    CHECK(mt_index_search(idx, "aspirin", &p, &r, NULL) == MT_EINVAL);
+    mt_index_close(idx);
+}
+
+/* NLTK's English stop words (VerifAI's query parser) as published: 179
+ * words, and a lexical query drops them only when asked ("what" and
+ * "during" are not in Lucene's 33). */
+static void test_index_nltk_stopwords_for_lexical_queries(void **state)
+{
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    char *f;
+    size_t i;
+    (void)state;
+    CHECK(mtx_nltk_english_count() == 179);
+    for (i = 1; i < mtx_nltk_english_count(); i++)
+        CHECK(strcmp(mtx_nltk_english_word(i - 1),
+                     mtx_nltk_english_word(i)) < 0);
+    CHECK(mtx_nltk_english_stop("mightn't", 8));
+    CHECK(mtx_nltk_english_stop("should've", 9));
+    CHECK(!mtx_nltk_english_stop("gout", 4));
+    f = mtx_drop_nltk_stopwords("What causes GOUT during the night?  Why");
+    CHECK(f && strcmp(f, "causes GOUT night?") == 0);
+    mt_free(f);
+    store_path(dir, sizeof dir, "nltk");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    CHECK_OK(mt_index_search(idx, "what about gout during", &p, &r, NULL));
+    CHECK(r->query_terms == 4 && r->n == 1);
+    mt_search_result_free(r);
+    p.nltk_stopwords = 1;
+    CHECK_OK(mt_index_search(idx, "what about gout during", &p, &r, NULL));
+    CHECK(r->query_terms == 1 && r->n == 1);
+    CHECK(strcmp(r->hits[0].doc_id, "d3") == 0);
+    mt_search_result_free(r);
+    mt_index_close(idx);
+}
+
 static void test_index_metadata_filter_refuses_bad_key(void **state)
 {
     char dir[128];
@@ -961,6 +1036,8 @@ int main(void)
         cmocka_unit_test(test_index_top_k_ties_rank_by_chunk_id),
         cmocka_unit_test(test_index_metadata_filter_keeps_range),
         cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
+        cmocka_unit_test(test_index_fusion_depth_cuts_each_list),
+        cmocka_unit_test(test_index_nltk_stopwords_for_lexical_queries),
         cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
         cmocka_unit_test(test_index_vector_stores_trade_bytes_for_precision),
         cmocka_unit_test(test_index_build_splits_segments_at_memory_limit),
