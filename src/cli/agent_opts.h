@@ -53,7 +53,7 @@
         CLI_PARAM("dims", AGENT_T),                                            \
         {"reranker", 0, "SPEC",                                                \
          "cross-encoder reranking the --retrieve-k hits to --rerank-k: "       \
-         "gguf:PATH or openai:URL#MODEL",                                      \
+         "gguf:PATH, onnx:DIR or openai:URL#MODEL",                            \
          0},                                                                   \
         CLI_PARAM("steps", AGENT_T), CLI_PARAM("rounds", AGENT_T),             \
         CLI_PARAM("evaluators", AGENT_T), CLI_PARAM("accept-mean", AGENT_T),   \

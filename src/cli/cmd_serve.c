@@ -122,7 +122,7 @@ static const struct cli_opt serve_opts[] = {
      "openai:URL#MODEL (default none)",
      0},
     {"nli", 0, "SPEC",
-     "verifier of /v1/ask claims: gguf:PATH (NLI classifier), llm "
+     "verifier of /v1/ask claims: gguf:PATH or onnx:DIR (NLI classifier), llm "
      "(the model as judge) or minicheck:SPEC (a MiniCheck model); default "
      "MEDTRUST_NLI, else llm",
      0},

@@ -10,7 +10,8 @@
 
 #define CORRECTION_OPTS                                                        \
     {"nli", 0, "SPEC",                                                         \
-     "verifier of the correction: gguf:PATH[?preset=mnli|verifai] or llm "     \
+     "verifier of the correction: gguf:PATH or onnx:DIR "                      \
+     "[?preset=mnli|verifai] or llm "                                          \
      "(the judge, MEDTRUST_LLM_JUDGE, else --llm); default MEDTRUST_NLI",      \
      0},                                                                       \
         {"verify-correction", 0, NULL,                                         \

@@ -16,7 +16,8 @@
          0},                                                                   \
         CLI_LORA_OPT,                                                          \
         {"nli", 0, "SPEC",                                                     \
-         "verifier: gguf:PATH[?preset=mnli|verifai] (NLI classifier; "         \
+         "verifier: gguf:PATH or onnx:DIR [?preset=mnli|verifai] (NLI "        \
+         "classifier; "                                                        \
          "also ?labels=A,B,C&pair=claim-first|evidence-first), llm "           \
          "(prompted judge, MEDTRUST_LLM_JUDGE) or minicheck:SPEC (a "          \
          "MiniCheck model, e.g. Bespoke-MiniCheck-7B: Yes/No per sentence); "  \
