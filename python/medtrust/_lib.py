@@ -587,6 +587,8 @@ class VerifyParams(Structure):
         ("max_text_bytes", c_size_t),
         ("on_claim", ON_VCLAIM_FN),
         ("on_claim_user", c_void_p),
+        ("on_split", c_void_p),
+        ("on_sentence", c_void_p),
         ("cancelled", CANCEL0_FN),
         ("cancelled_user", c_void_p),
     ]
