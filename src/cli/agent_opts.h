@@ -10,7 +10,7 @@
 
 /* The numeric rows are generated from mt_agent_param_table. */
 #define AGENT_OPTS                                                             \
-    {"strategy", 'S', "S", "react-reflex (default), guards or single", 0},     \
+    {"strategy", 'S', "S", "default react-reflex (Strategies below)", 0},      \
         {"db", 'd', "DIR",                                                     \
          "corpus store searched by react-reflex (required by react-reflex "    \
          "unless --no-retrieval)",                                             \
