@@ -124,22 +124,33 @@ void mtx_vocab_free(struct mtx_vocab *v)
 
 /* ==== WordPiece ==== */
 
-/* The id of prefix (when 'cont') + c[a..b), or -1. */
+/* UTF-8 of c[0..n) appended at d (room for 4 bytes a code point). */
+static size_t put_utf8(const uint32_t *c, size_t n, char *d)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < n; i++)
+        k += mtx_utf8_encode((int32_t)c[i], d + k);
+    return k;
+}
+
+/* The id of prefix + c[a..b), or -1 (a stack key for the usual short
+ * pieces: this runs for every candidate piece). */
 static int32_t piece_id(const struct mtx_hf_model *m, const uint32_t *c,
                         size_t a, size_t b, const char *prefix)
 {
-    size_t pn = prefix ? strlen(prefix) : 0, n = 0;
-    char *s = mtx_cp_utf8(c + a, b - a, &n);
-    char *k = s ? mt_malloc(pn + n + 1) : NULL;
+    size_t pn = prefix ? strlen(prefix) : 0, need = pn + 4 * (b - a), n;
+    char small[256];
+    char *k = need <= sizeof small ? small : mt_malloc(need + 1);
     int32_t id = -1;
 
     if (k) {
         memcpy(k, prefix ? prefix : "", pn);
-        memcpy(k + pn, s, n);
-        id = mtx_vocab_get(&m->vocab, k, pn + n);
+        n = pn + put_utf8(c + a, b - a, k + pn);
+        id = mtx_vocab_get(&m->vocab, k, n);
     }
-    mt_free(k);
-    mt_free(s);
+    if (k != small)
+        mt_free(k);
     return id;
 }
 
@@ -249,21 +260,19 @@ struct sym {
 static int32_t merge_rank(const struct mtx_hf_model *m, const struct sym *a,
                           const struct sym *b)
 {
-    size_t na = 0, nb = 0;
-    char *sa = mtx_cp_utf8(a->c, a->n, &na);
-    char *sb = mtx_cp_utf8(b->c, b->n, &nb);
-    char *k = sa && sb ? mt_malloc(na + nb + 1) : NULL;
+    size_t need = 4 * (a->n + b->n) + 1, na;
+    char small[256];
+    char *k = need <= sizeof small ? small : mt_malloc(need);
     int32_t r = -1;
 
     if (k) {
-        memcpy(k, sa, na);
+        na = put_utf8(a->c, a->n, k);
         k[na] = '\0';
-        memcpy(k + na + 1, sb, nb);
-        r = mtx_vocab_get(&m->ranks, k, na + nb + 1);
+        r = mtx_vocab_get(&m->ranks, k,
+                          na + 1 + put_utf8(b->c, b->n, k + na + 1));
     }
-    mt_free(k);
-    mt_free(sa);
-    mt_free(sb);
+    if (k != small)
+        mt_free(k);
     return r;
 }
 
