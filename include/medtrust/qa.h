@@ -117,6 +117,17 @@ struct mt_qa_params {
      * VerifAI's query parser does; 0 (default) = the index analyzer's
      * stop set only (Lucene's 33 for English). */
     int nltk_stopwords;
+    /* How an uncited sentence between two claims is attributed: by its
+     * best dot product with a sentence of each claim's cited abstracts
+     * (MT_QA_ATTRIB_SENTENCE, the default: VerifAI's blog), or with each
+     * cited document embedded whole (MT_QA_ATTRIB_DOCUMENT: VerifAI's
+     * published verification.py). An enum mt_qa_attribution. */
+    int attribution;
+};
+
+enum mt_qa_attribution {
+    MT_QA_ATTRIB_SENTENCE,
+    MT_QA_ATTRIB_DOCUMENT,
 };
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */

@@ -543,6 +543,7 @@ class QaParams(Structure):
         ("answer_optional", c_int),
         ("fusion_depth", c_uint32),
         ("nltk_stopwords", c_int),
+        ("attribution", c_int),
     ]
 
 

@@ -54,12 +54,30 @@ static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
     return 0;
 }
 
+static int get_attribution(const struct cli_args *a, struct mt_qa_params *p)
+{
+    const char *v = cli_get(a, "attribution");
+
+    if (!v || strcmp(v, "sentence") == 0)
+        return 0;
+    if (strcmp(v, "document") == 0) {
+        p->attribution = MT_QA_ATTRIB_DOCUMENT;
+        return 0;
+    }
+    fprintf(stderr,
+            "medtrust: --attribution must be sentence or document, "
+            "not '%s'\n",
+            v);
+    return -1;
+}
+
 int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
 {
     mt_qa_default_params(p);
     if (get_floats(a, p) < 0 || get_uints(a, p) < 0 ||
         cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
-        cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0)
+        cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0 ||
+        get_attribution(a, p) < 0)
         return -1;
     p->author = cli_get(a, "author");
     p->journal = cli_get(a, "journal");

@@ -38,6 +38,12 @@
          0},                                                                   \
         {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7)", 0},           \
         {"w-sem", 0, "X", "hybrid weight of vectors (default 0.3)", 0},        \
+        {"attribution", 0, "RULE",                                             \
+         "an uncited sentence between two claims joins the one whose "         \
+         "cited abstracts hold the closest sentence (sentence, default: "      \
+         "VerifAI's blog) or whose cited document is closest whole "           \
+         "(document: VerifAI's published code)",                              \
+         0},                                                                   \
         CLI_VERIFAI_LEX_OPTS,                                                  \
         {"source", 's', "NAME", "only documents of this source", 0},           \
         {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \

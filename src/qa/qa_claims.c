@@ -417,15 +417,58 @@ const char *mtx_qa_final_word(const char *answer)
 
 /* ==== Claims of a result ==== */
 
+/* Room in *t for 'need' spans. */
+static enum mt_status grow(struct mt_str **t, size_t *cap, size_t need)
+{
+    struct mt_str *g;
+
+    if (need <= *cap)
+        return MT_OK;
+    g = mt_realloc(*t, 2 * need * sizeof *g);
+    if (!g)
+        return MT_ENOMEM;
+    *t = g;
+    *cap = 2 * need;
+    return MT_OK;
+}
+
+/* The spans document d adds: its sentences, or the document whole with
+ * MT_QA_ATTRIB_DOCUMENT (VerifAI's published verification.py embeds each
+ * cited document whole: its shown text, up to doc_chars). */
+static enum mt_status doc_spans(const struct qa_run *r, const char *d,
+                                struct mt_str **t, size_t *nt, size_t *cap,
+                                struct mt_error *err)
+{
+    struct mt_span *sp = NULL;
+    size_t ns = 0, k;
+    enum mt_status st;
+
+    if (r->p.attribution == MT_QA_ATTRIB_DOCUMENT) {
+        st = grow(t, cap, *nt + 2);
+        if (st == MT_OK)
+            (*t)[(*nt)++] = mtx_str_from(d);
+        return st;
+    }
+    st = mtx_sentences_split(d, strlen(d), &sp, &ns, err);
+    if (st == MT_OK)
+        st = grow(t, cap, *nt + ns + 1);
+    for (k = 0; st == MT_OK && k < ns; k++)
+        (*t)[(*nt)++] =
+            (struct mt_str){d + sp[k].start, sp[k].end - sp[k].start};
+    mt_free(sp);
+    return st;
+}
+
 /* The answer's sentences, then every sentence of every document (each
- * document's from off[d] on), as spans in t; returns the count. */
+ * document's from off[d] on), or each document whole with
+ * MT_QA_ATTRIB_DOCUMENT, as spans in t; returns the count. */
 static enum mt_status gap_texts(const struct qa_run *r,
                                 const struct mt_qa_sent *s, size_t n,
                                 struct mt_str **t, size_t *nt, size_t *off,
                                 struct mt_error *err)
 {
     const struct mt_qa_result *res = r->res;
-    size_t cap = n + 16, i, k;
+    size_t cap = n + 16, i;
     enum mt_status st = MT_OK;
 
     *nt = 0;
@@ -433,25 +476,8 @@ static enum mt_status gap_texts(const struct qa_run *r,
     for (i = 0; *t && i < n; i++)
         (*t)[(*nt)++] = mtx_str_from(s[i].text);
     for (i = 0; st == MT_OK && *t && i < res->ndocs; i++) {
-        const char *d = res->docs[i].text;
-        struct mt_span *sp = NULL;
-        size_t ns = 0;
-        struct mt_str *g;
-
         off[i] = *nt - n;
-        st = mtx_sentences_split(d, strlen(d), &sp, &ns, err);
-        if (st == MT_OK && *nt + ns + 1 > cap) {
-            cap = 2 * (*nt + ns + 1);
-            g = mt_realloc(*t, cap * sizeof *g);
-            if (!g)
-                st = MT_ENOMEM;
-            else
-                *t = g;
-        }
-        for (k = 0; st == MT_OK && k < ns; k++)
-            (*t)[(*nt)++] =
-                (struct mt_str){d + sp[k].start, sp[k].end - sp[k].start};
-        mt_free(sp);
+        st = doc_spans(r, res->docs[i].text, t, nt, &cap, err);
     }
     off[res->ndocs] = *t ? *nt - n : 0;
     return *t ? st : mt_fail(err, MT_ENOMEM, "ask: out of memory");

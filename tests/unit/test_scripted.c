@@ -1063,6 +1063,41 @@ static void test_answer_keeps_every_sentence_and_gaps_go_by_sentence(void **st)
     script_stop(&s);
 }
 
+/* --attribution document (VerifAI's published verification.py): the same
+ * answer as above, and the uncited sentence now goes to the right claim,
+ * whose single-sentence abstract is closer as a whole document. */
+static void test_answer_gaps_by_whole_document_as_published(void **st)
+{
+    struct script s;
+    struct mt_qa_params p;
+    struct mt_qa *q = NULL;
+    struct mt_qa_result *r = NULL;
+
+    (void)st;
+    script_start(&s, "qa_answer Here is what we know. Statins help the heart "
+                     "[PUBMED:11]. Statins lower LDL cholesterol levels. "
+                     "Statin trials agree [PUBMED:22]. More work is needed.\n"
+                     "qa_judge {\"label\":\"SUPPORT\",\"confidence\":0.9}\n");
+    mt_qa_default_params(&p);
+    p.db_dir = qa_dir;
+    p.llm_spec = s.spec;
+    p.embedder_spec = "none";
+    p.llm.max_retries = 0;
+    p.attribution = MT_QA_ATTRIB_DOCUMENT;
+    unsetenv("MEDTRUST_LLM");
+    unsetenv("MEDTRUST_NLI");
+    CHECK_OK(mt_qa_open(&p, &q, NULL));
+    CHECK_OK(
+        mt_qa_ask(q, "statins cholesterol aspirin ulcer trials", &r, NULL));
+    CHECK(r->nclaims == 2 && r->nsentences == 5);
+    CHECK(r->sentences[1].claim == 0 && r->sentences[2].claim == 1);
+    CHECK(r->sentences[3].claim == 1);
+    CHECK(strstr(r->claims[1].text, "Statins lower LDL cholesterol levels."));
+    mt_qa_result_free(r);
+    mt_qa_close(q);
+    script_stop(&s);
+}
+
 /* Estimated tokens of a logged request's messages, as the client
  * estimates a prompt (model/llm.h). */
 static uint32_t request_estimate(const json_t *rec)
@@ -1294,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_guards_reason_first_and_arbiters_see_both),
         cmocka_unit_test(
             test_answer_keeps_every_sentence_and_gaps_go_by_sentence),
+        cmocka_unit_test(test_answer_gaps_by_whole_document_as_published),
         cmocka_unit_test(test_retriever_urls_match_each_hits_own),
         cmocka_unit_test(test_ask_refits_once_after_a_context_refusal),
     };
