@@ -871,8 +871,7 @@ static void test_trace_goldens_match_the_declaration(void **state)
               1 + nkeys(in->required, o) + nkeys(in->optional, o));
         json_object_set_new(o, "bogus_key", json_true());
         bad = json_dumps(o, JSON_COMPACT);
-        CHECK(mt_trace_record_check(bad, strlen(bad), 1, &err) ==
-                  MT_EPARSE ||
+        CHECK(mt_trace_record_check(bad, strlen(bad), 1, &err) == MT_EPARSE ||
               strstr(in->optional, "*"));
         mt_free(bad);
         json_object_del(o, "bogus_key");
@@ -880,8 +879,8 @@ static void test_trace_goldens_match_the_declaration(void **state)
         json_object_set_new(o, "step", json_string(in->name));
         json_object_del(o, json_object_iter_key(json_object_iter(o)));
         bad = json_dumps(o, JSON_COMPACT);
-        CHECK(mt_trace_record_check(bad, strlen(bad), MT_TRACE_VERSION,
-                                    &err) == MT_EPARSE);
+        CHECK(mt_trace_record_check(bad, strlen(bad), MT_TRACE_VERSION, &err) ==
+              MT_EPARSE);
         CHECK(strstr(err.msg, "is missing") != NULL);
         CHECK_OK(mt_trace_record_check(bad, strlen(bad), 1, &err));
         CHECK(mt_trace_record_check(bad, strlen(bad), MT_TRACE_VERSION + 1,
@@ -917,8 +916,7 @@ static void trace_matches_goldens(const char *t, int *done)
         json_object_del(o, "ms");
         json_object_del(o, "endpoint");
         txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        snprintf(path, sizeof path, "tests/golden/trace/written/%s.json",
-                 step);
+        snprintf(path, sizeof path, "tests/golden/trace/written/%s.json", step);
         if (getenv("MEDTRUST_UPDATE_GOLDEN")) {
             FILE *f = fopen(path, "w");
 
@@ -927,8 +925,7 @@ static void trace_matches_goldens(const char *t, int *done)
             CHECK_OK(mtx_file_read_all(path, &b, &err));
             if (b.len == 0 || strncmp(b.data, txt, b.len - 1) != 0 ||
                 strlen(txt) != b.len - 1)
-                fail_msg("%s differs from the record written:\n%s", path,
-                         txt);
+                fail_msg("%s differs from the record written:\n%s", path, txt);
         }
         mt_free(txt);
         mtx_buf_free(&b);
