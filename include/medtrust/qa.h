@@ -210,6 +210,9 @@ struct mt_qa_result {
     size_t ndocs;
     const char *search;        /* "hybrid", "dense" or "bm25" */
     const char *final_verdict; /* "yes", "no", "maybe" or NULL */
+    const char *verifier;      /* how the NLI classifier's outputs map onto
+                                  the labels (an onnx: model's id2label,
+                                  mt_nli_describe), or NULL */
     const char *const *notes;  /* why the result is partial, if it is */
     size_t nnotes;
     struct mt_qa_usage usage;

@@ -432,6 +432,9 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
         memset(r.res, 0, sizeof *r.res);
         r.res->mem_ = mem;
         r.res->search = "bm25";
+        if (q->nli && mt_nli_describe(q->nli))
+            r.res->verifier = mtx_qa_keep(&r, mt_nli_describe(q->nli),
+                                          strlen(mt_nli_describe(q->nli)));
         st = pipeline(&r, question, err);
     }
     if (st == MT_OK)
@@ -577,6 +580,8 @@ static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
     json_object_set_new(o, "documents", docs);
     json_object_set_new(o, "search", json_string(r->search));
     json_object_set_new(o, "final_verdict", str_or_null(r->final_verdict));
+    if (r->verifier) /* the trace says how the classifier's labels map */
+        json_object_set_new(o, "verifier", json_string(r->verifier));
     json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "usage", usage_json(&r->usage));
     json_object_set_new(o, "context", fit_json(r));

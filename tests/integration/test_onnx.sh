@@ -434,3 +434,25 @@ if "$MT" score --ref "$TMP/small.csv" --pred "$TMP/small.txt" --json \
 else
     not_ok "$name" "$(cat "$TMP/err" "$TMP/off.json" 2>/dev/null | tail -5)"
 fi
+
+# ==== The verifier's label mapping in an answer's trace ====
+# `ask --nli onnx:` against the role-aware loopback stub over the four
+# documents indexed above: the JSON names the id2label mapping, and the
+# verdicts carry the mapped labels.
+. "$(dirname "$0")/agent_lib.sh"
+stub_start main
+name="ask --nli onnx: records the id2label mapping in its JSON"
+if MEDTRUST_LLM_TIMEOUT=20 "$MT" ask --db "$TMP/db" --llm "$SPEC" \
+    --nli "onnx:$D/bert-nli" --search-mode bm25 --json \
+    "Is metformin first-line therapy for diabetes?" >"$TMP/ask.json" 2>"$TMP/err" &&
+    $PY - "$TMP/ask.json" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert "output 0 (entailment) -> SUPPORT" in r["verifier"], r.get("verifier")
+vs = [v for c in r["claims"] for v in c["verdicts"] if v["label"] != "NO_REFERENCE"]
+assert vs and all(v["label"] in ("SUPPORT", "CONTRADICT", "NO_EVIDENCE") for v in vs), vs
+PY
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -4)" "$(head -c 400 "$TMP/ask.json")"
+fi
