@@ -130,6 +130,17 @@ struct mt_index_build_params {
      * or a merge leaves the index as it was. NULL = never (default). */
     int (*cancelled)(void *user);
     void *cancelled_user;
+    /* Vectors made elsewhere instead of embedding the chunks (embed must
+     * still be set: its name and dims are recorded, and queries take it).
+     * A path ending in .npy: a NumPy float32 or float16 array of shape
+     * (n, dims), whose row i is the vector of the chunk id on line i of
+     * vector_ids (NULL: the .npy path with .ids in place of .npy). Any
+     * other path: JSONL {"id": CHUNK_ID, "vector": [dims numbers]}. Rows
+     * match chunks by the store's chunk id; every chunk the build indexes
+     * needs one (MT_ENOTFOUND names the first missing), a repeated id or
+     * another width is refused with the file and line. NULL = embed. */
+    const char *vectors_from;
+    const char *vector_ids;
 };
 
 void mt_index_default_build_params(struct mt_index_build_params *p);

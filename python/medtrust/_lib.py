@@ -187,6 +187,8 @@ class IndexBuildParams(Structure):
         ("progress_user", c_void_p),
         ("cancelled", CANCEL0_FN),
         ("cancelled_user", c_void_p),
+        ("vectors_from", c_char_p),
+        ("vector_ids", c_char_p),
     ]
 
 

@@ -109,6 +109,19 @@ static const struct cli_opt index_opts[] = {
      "(default: what the index already uses with its embedder, else the "
      "embedder's own)",
      0},
+    {"vectors-from", 0, "FILE",
+     "take chunk vectors made elsewhere instead of embedding: FILE.npy "
+     "(NumPy float32 or float16, shape n x d, row i the vector of the "
+     "chunk id on line i of --vector-ids) or JSONL {\"id\":CHUNK_ID,"
+     "\"vector\":[...]}; matched by the store's chunk id (search --json "
+     "prints it); every chunk indexed needs one, d must be the embedder's "
+     "dimension; --embedder names the model that made them (queries take "
+     "it)",
+     0},
+    {"vector-ids", 0, "FILE",
+     "the chunk ids of --vectors-from's .npy rows, one a line (default: "
+     "the .npy path with .ids in place of .npy)",
+     0},
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     {NULL, 0, NULL, NULL, 0},
@@ -262,6 +275,8 @@ static char o_name[128];
 static const char *o_cache; /* --cache */
 static const char *o_query; /* --query-embedder, NULL = keep */
 static uint32_t o_dims;     /* --dims, 0 = none given */
+static const char *o_vfrom; /* --vectors-from */
+static const char *o_vids;  /* --vector-ids */
 
 /* A build's progress: the line on stderr, and DIR/MT_INDEX_BUILD_STATUS
  * for a server on the same store (make demo serves BM25 while the vectors
@@ -336,6 +351,8 @@ static void build_params(const struct index_opts *o, int rebuild,
         bp->segment_bytes = (uint64_t)o->segment_mb << 20;
     if (o->max_segments)
         bp->max_segments = o->max_segments;
+    bp->vectors_from = o_vfrom;
+    bp->vector_ids = o_vids;
 }
 
 static void print_build(const struct mt_index_build_result *br)
@@ -472,6 +489,12 @@ static int index_run(struct cli_args *a)
     o.sp.create = n > 0;
     o_cache = cli_get(a, "cache");
     o_query = cli_get(a, "query-embedder");
+    o_vfrom = cli_get(a, "vectors-from");
+    o_vids = cli_get(a, "vector-ids");
+    if (o_vids && !o_vfrom) {
+        fprintf(stderr, "medtrust index: --vector-ids needs --vectors-from\n");
+        return 1;
+    }
     v = 0;
     if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
         return 1;

@@ -54,6 +54,7 @@ struct build {
     uint64_t done, total; /* chunks analysed in this build, of total */
     int64_t max_id;       /* the largest chunk id in the segment */
     struct mt_vbuild vb;
+    struct mtx_vimport *vi; /* --vectors-from */
     struct mt_error *err;
 };
 
@@ -112,7 +113,8 @@ static enum mt_status on_chunk(const struct mtx_achunk *c, void *user)
     if (st == MT_OK)
         st = add_field(b, doc, c, MT_BM25_FIELD_TEXT);
     if (st == MT_OK)
-        st = mtx_vbuild_add(&b->vb, c->title, c->text, c->text_len, b->err);
+        st = mtx_vbuild_add(&b->vb, c->chunk_id, c->title, c->text, c->text_len,
+                            b->err);
     if (st == MT_OK && push_ids(b, c->chunk_id, c->source_id) != MT_OK)
         st = mt_fail(b->err, MT_ENOMEM, "index build: out of memory");
     if (c->chunk_id > b->max_id)
@@ -429,6 +431,7 @@ static enum mt_status segment_open(struct build *b)
     st = mtx_bm25_builder_new(&bp, &b->bm, b->err);
     if (st == MT_OK)
         st = mtx_vbuild_init(&b->vb, p, b->err);
+    b->vb.vi = b->vi;
     b->n = 0;
     b->max_id = 0;
     return st;
@@ -445,16 +448,25 @@ static enum mt_status build_open(struct build *b, struct mt_store *s,
                                  const struct mt_index_build_params *p,
                                  struct mt_error *err)
 {
+    enum mt_status st;
+
     memset(b, 0, sizeof *b);
     b->p = p;
     b->s = s;
     b->err = err;
+    if (p->embed && p->vectors_from && *p->vectors_from) {
+        st = mtx_vimport_open(p->vectors_from, p->vector_ids, p->dims, &b->vi,
+                              err);
+        if (st != MT_OK)
+            return st;
+    }
     return segment_open(b);
 }
 
 static void build_close(struct build *b)
 {
     segment_close(b);
+    mtx_vimport_close(b->vi);
     mt_free(b->cids);
     mt_free(b->srcs);
 }

@@ -65,6 +65,24 @@ struct mt_hnsw;
 struct mt_vec_hit;
 struct mt_vec_filter;
 
+/* ==== Precomputed vectors (vec_import.c) ==== */
+
+/* Vectors made elsewhere, by chunk id: 'path' ending in .npy is a NumPy
+ * float32/float16 array of shape (n, dims) whose row i belongs to the
+ * chunk id on line i of 'ids' (NULL: path with .ids for .npy); any other
+ * path is JSONL {"id": CHUNK_ID, "vector": [dims numbers]}. Refuses,
+ * naming the file and line, a malformed header or line, a repeated id and
+ * a width other than 'dims'. */
+struct mtx_vimport;
+enum mt_status mtx_vimport_open(const char *path, const char *ids,
+                                uint32_t dims, struct mtx_vimport **out,
+                                struct mt_error *err);
+/* Copies the vector of chunk_id into out (dims floats); MT_ENOTFOUND,
+ * naming the file, when it has none. */
+enum mt_status mtx_vimport_get(const struct mtx_vimport *vi, int64_t chunk_id,
+                               float *out, struct mt_error *err);
+void mtx_vimport_close(struct mtx_vimport *vi);
+
 /* Accumulates chunk texts, embeds them in batches through the caller's
  * callback and collects the vectors of one new segment. */
 struct mt_vbuild {
@@ -78,14 +96,16 @@ struct mt_vbuild {
     size_t n;
     struct mt_arena *arena;
     float *out;
+    const struct mtx_vimport *vi; /* borrowed: vectors by chunk id */
 };
 
 enum mt_status mtx_vbuild_init(struct mt_vbuild *v,
                                const struct mt_index_build_params *p,
                                struct mt_error *err);
-/* Queues "title. text" for embedding; embeds when the batch is full. */
-enum mt_status mtx_vbuild_add(struct mt_vbuild *v, const char *title,
-                              const char *text, size_t len,
+/* Queues "title. text" for embedding; embeds when the batch is full.
+ * With v->vi set, takes chunk_id's vector from it instead. */
+enum mt_status mtx_vbuild_add(struct mt_vbuild *v, int64_t chunk_id,
+                              const char *title, const char *text, size_t len,
                               struct mt_error *err);
 /* Embeds what is queued. */
 enum mt_status mtx_vbuild_flush(struct mt_vbuild *v, struct mt_error *err);

@@ -86,8 +86,27 @@ enum mt_status mtx_vbuild_flush(struct mt_vbuild *v, struct mt_error *err)
     return st;
 }
 
-enum mt_status mtx_vbuild_add(struct mt_vbuild *v, const char *title,
-                              const char *text, size_t len,
+/* A precomputed vector, checked as the embedder's would be. */
+static enum mt_status add_given(struct mt_vbuild *v, int64_t chunk_id,
+                                struct mt_error *err)
+{
+    enum mt_status st = mtx_vimport_get(v->vi, chunk_id, v->out, err);
+
+    if (st != MT_OK)
+        return st;
+    st = mtx_vecset_add(v->vs, v->out, NULL);
+    if (st == MT_EINVAL)
+        return mt_fail(err, st,
+                       "--vectors-from: the vector of chunk id %lld is zero "
+                       "or not finite",
+                       (long long)chunk_id);
+    if (st != MT_OK)
+        return mt_fail(err, st, "index build: %s", mt_status_str(st));
+    return MT_OK;
+}
+
+enum mt_status mtx_vbuild_add(struct mt_vbuild *v, int64_t chunk_id,
+                              const char *title, const char *text, size_t len,
                               struct mt_error *err)
 {
     size_t tl = title ? strlen(title) : 0;
@@ -95,6 +114,8 @@ enum mt_status mtx_vbuild_add(struct mt_vbuild *v, const char *title,
 
     if (!v->fn)
         return MT_OK;
+    if (v->vi)
+        return add_given(v, chunk_id, err);
     p = mtx_arena_alloc(v->arena, tl + 2 + len + 1);
     if (!p)
         return mt_fail(err, MT_ENOMEM, "index build: out of memory");

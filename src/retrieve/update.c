@@ -116,6 +116,12 @@ enum mt_status mt_index_update(struct mt_store *s,
     bp.embed_user = NULL;
     bp.embedder = NULL;
     bp.dims = 0;
+    if (bp.vectors_from && *bp.vectors_from && strcmp(name, "none") == 0)
+        return mt_fail(err, MT_EINVAL,
+                       "--vectors-from %s: the index has no embedder: name "
+                       "the model that made the vectors with --embedder "
+                       "(queries are embedded with it)",
+                       bp.vectors_from);
     if (strcmp(name, "none") != 0) {
         mt_embedder_default_params(&ep);
         ep.cache_path = p->embed_cache;
