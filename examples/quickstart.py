@@ -12,7 +12,6 @@ or ./data; see README, "Data sets").
 """
 
 import argparse
-import csv
 import itertools
 import json
 import os
@@ -39,14 +38,6 @@ def read_jsonl(path: Path, n: int):
     with open(path, encoding="utf-8") as f:
         for line in itertools.islice(f, n):
             yield json.loads(line)
-
-
-def read_notes(path: Path, n: int):
-    """MEDEC-format notes: Text ID, Text and Sentences columns."""
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in itertools.islice(csv.DictReader(f), n):
-            yield {"id": row["Text ID"], "text": row["Text"],
-                   "sentences": row.get("Sentences") or None}
 
 
 def main() -> int:
@@ -83,7 +74,7 @@ def main() -> int:
         return 0
 
     # 3. Check notes: react-reflex searches the store built above.
-    notes = list(read_notes(Path(a.notes), a.n))
+    notes = medtrust.read_notes(a.notes, limit=a.n)
     with medtrust.Checker(db=a.db, llm=a.llm, strategy=a.strategy) as checker:
         results = []
         for r in checker.check_many(notes, jobs=4, return_exceptions=True):

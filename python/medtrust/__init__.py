@@ -24,6 +24,7 @@ from .errors import (
     OutOfMemoryError, ParseError, UnsupportedError, WriteError,
 )
 from .check import CheckResult, Checker, settings_help
+from .frames import read_notes, to_pandas
 from .qa import Answer, Answerer, ask, verify
 from .score import Score, score
 from .store import AddResult, Hit, IndexResult, Store
@@ -51,7 +52,7 @@ def library_path() -> str:
 
 __all__ = [
     "Answer", "Answerer", "CheckResult", "Checker", "Score", "ask", "score",
-    "settings_help", "verify",
+    "read_notes", "settings_help", "to_pandas", "verify",
     "AddResult", "CanceledError", "DatabaseError", "Error", "Hit",
     "IndexResult", "InputOutputError", "InternalError",
     "InvalidArgumentError", "LimitError", "ModelError", "NotFoundError",

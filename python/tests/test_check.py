@@ -185,3 +185,24 @@ def test_per_call_strategy_and_settings(stub: Any, tmp_path: Path) -> None:
         out = list(c.check_many([NOTE, NOTE], jobs=2, progress=False,
                                 strategy="guards"))
         assert [r.strategy for r in out] == ["guards", "guards"]
+
+
+def test_read_notes_and_to_pandas(stub: Any, medec_small: Path,
+                                  py_store: Path) -> None:
+    """read_notes gives check_many what `medtrust mediqa --data` reads;
+    to_pandas makes frames of results and hits."""
+    notes = medtrust.read_notes(medec_small)
+    assert notes == medec_notes(medec_small)
+    assert medtrust.read_notes(medec_small, limit=2) == notes[:2]
+    pd = pytest.importorskip("pandas")
+    with medtrust.Checker(llm=stub.spec, strategy="single") as c:
+        results = list(c.check_many(notes[:3], progress=False))
+    df = medtrust.to_pandas(results)
+    assert isinstance(df, pd.DataFrame) and len(df) == 3
+    assert list(df["id"]) == [n["id"] for n in notes[:3]]
+    assert "trace" not in df.columns and df["error_flag"].dtype == bool
+    with medtrust.Store(py_store) as st:
+        hits = st.search("leukemia", k=4, mode="bm25")
+    hf = medtrust.to_pandas(hits)
+    assert list(hf["id"]) == [h.id for h in hits]
+    assert list(hf["score"]) == [h.score for h in hits]
