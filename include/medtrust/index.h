@@ -231,8 +231,14 @@ struct mt_search_params {
      * does (the dense query is the text as given); 0 (default) = the
      * analyzer's own stop set only (Lucene's 33 for English). */
     int nltk_stopwords;
+    /* More sources: hits from any of these or 'source' (one search over
+     * their union: one BM25 and one dense list, one fusion, one rerank),
+     * at most MT_SEARCH_MAX_SOURCES. Borrowed for the call; 0 = none. */
+    const char *const *sources;
+    size_t nsources;
 };
 
+#define MT_SEARCH_MAX_SOURCES 16
 #define MT_SEARCH_MAX_META 8
 
 /* VerifAI's PubMed filters as conditions, on the metadata a PubMed import

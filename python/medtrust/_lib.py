@@ -246,6 +246,8 @@ class SearchParams(Structure):
         ("nmeta", c_size_t),
         ("fusion_depth", c_uint32),
         ("nltk_stopwords", c_int),
+        ("sources", POINTER(c_char_p)),
+        ("nsources", c_size_t),
     ]
 
 

@@ -91,12 +91,14 @@ static enum mt_search_mode search_mode(const struct run *r)
                                                : MT_SEARCH_BM25;
 }
 
-/* One search, filtered to 'source' (NULL: every source) and the run's
- * metadata conditions. */
-static enum mt_status search_one(const struct run *r, const char *query,
-                                 enum mt_search_mode mode, const char *source,
-                                 struct mt_search_result **res,
-                                 struct mt_error *err)
+/* One search over the union of the run's sources (none: every source),
+ * with the run's metadata conditions: one BM25 and one dense list, one
+ * fusion, one rerank of retrieve_k (IryoNLP's fix_source takes one
+ * source; the union is ours, for runs over several corpora). */
+static enum mt_status search_union(const struct run *r, const char *query,
+                                   enum mt_search_mode mode,
+                                   struct mt_search_result **res,
+                                   struct mt_error *err)
 {
     struct mt_agent *a = r->a;
     struct mt_search_params sp;
@@ -107,52 +109,13 @@ static enum mt_status search_one(const struct run *r, const char *query,
     sp.retrieve_k = r->p.retrieve_k;
     sp.w_lex = r->p.w_lex;
     sp.w_sem = r->p.w_sem;
-    sp.source = source;
+    sp.sources = r->sources;
+    sp.nsources = r->n_sources;
     sp.meta = r->meta;
     sp.nmeta = r->nmeta;
     if (mt_retriever_has_reranker(a->ret))
         sp.rerank_depth = r->p.retrieve_k;
     return mt_retriever_search(a->ret, query, &sp, res, err);
-}
-
-/* Several sources: one search per source, the hits merged by score and
- * cut to rerank_k. The index filters on one source at a time; BM25,
- * dense (cosine) and cross-encoder scores are comparable across these
- * searches (one index, one IDF table, absolute scores), so the merge
- * equals one search over the union of the sources. Hybrid scores are
- * not quite: each search scales its lists by their own top score, so the
- * merge only approximates the union's fusion. (IryoNLP's fix_source
- * takes one source; the union is ours, for runs over several corpora.) */
-static enum mt_status search_sources(const struct run *r, const char *query,
-                                     enum mt_search_mode mode,
-                                     struct search_out *o, struct mt_error *err)
-{
-    struct mt_search_result *res[MT_AGENT_MAX_SOURCES] = {NULL};
-    size_t at[MT_AGENT_MAX_SOURCES] = {0};
-    struct mt_search_result one;
-    enum mt_status st = MT_OK;
-    size_t i, n = r->n_sources, k;
-
-    for (i = 0; st == MT_OK && i < n; i++)
-        st = search_one(r, query, mode, r->sources[i], &res[i], err);
-    for (k = 0; st == MT_OK && k < r->p.rerank_k; k++) {
-        size_t best = n;
-
-        for (i = 0; i < n; i++)
-            if (at[i] < res[i]->n &&
-                (best == n ||
-                 res[i]->hits[at[i]].score > res[best]->hits[at[best]].score))
-                best = i;
-        if (best == n)
-            break;
-        one = *res[best];
-        one.hits = &res[best]->hits[at[best]++];
-        one.n = 1;
-        st = put_result(r, &one, o);
-    }
-    for (i = 0; i < n; i++)
-        mt_search_result_free(res[i]);
-    return st;
 }
 
 enum mt_status mtx_agent_search(const struct run *r, const char *query,
@@ -169,14 +132,9 @@ enum mt_status mtx_agent_search(const struct run *r, const char *query,
         return MT_OK;
     m = search_mode(r);
     *mode = mt_search_mode_str(m);
-    if (r->n_sources > 1) {
-        st = search_sources(r, query, m, o, err);
-    } else {
-        st = search_one(r, query, m, r->n_sources ? r->sources[0] : NULL, &res,
-                        err);
-        if (st == MT_OK)
-            st = put_result(r, res, o);
-        mt_search_result_free(res);
-    }
+    st = search_union(r, query, m, &res, err);
+    if (st == MT_OK)
+        st = put_result(r, res, o);
+    mt_search_result_free(res);
     return st;
 }

@@ -312,19 +312,36 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* What a segment's search may return: its docs of one source (sid >= 0)
- * and, under a metadata filter, those whose bit is set. */
+/* The sources a search is restricted to: source and sources[] of the
+ * params, as store ids; n == 0 = every source. */
+struct src_set {
+    int64_t id[MT_SEARCH_MAX_SOURCES + 1];
+    size_t n;
+};
+
+/* What a segment's search may return: its docs of the source set (when
+ * it names any) and, under a metadata filter, those whose bit is set. */
 struct src_filter {
     const uint32_t *srcs;
-    int64_t sid;
+    const struct src_set *ss;
     const uint8_t *bits;
 };
+
+static int in_set(const struct src_set *ss, uint32_t src)
+{
+    size_t i;
+
+    for (i = 0; i < ss->n; i++)
+        if ((uint32_t)ss->id[i] == src)
+            return 1;
+    return 0;
+}
 
 static int accept_src(uint32_t doc, void *user)
 {
     const struct src_filter *f = user;
 
-    if (f->sid >= 0 && f->srcs[doc] != (uint32_t)f->sid)
+    if (f->ss->n && !in_set(f->ss, f->srcs[doc]))
         return 0;
     return !f->bits || mtx_meta_filter_has(f->bits, doc);
 }
@@ -423,7 +440,8 @@ static enum mt_status bm25_coll(struct mt_index *idx,
 /* Searches every segment for its top 'want' and merges them. */
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
-                                 const struct mt_search_params *p, int64_t sid,
+                                 const struct mt_search_params *p,
+                                 const struct src_set *ss,
                                  int meta, size_t want, struct mt_scored **out,
                                  size_t *nout, struct mt_error *err)
 {
@@ -432,7 +450,7 @@ static enum mt_status bm25_lists(struct mt_index *idx,
         mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
         mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, sid, NULL};
+    struct src_filter f = {NULL, ss, NULL};
     struct mt_bm25_coll coll;
     size_t i, j, nh, n = 0;
     enum mt_status st;
@@ -443,7 +461,7 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     sp.k1 = p->k1;
     sp.b = p->b;
     sp.ctx = idx->ctx;
-    sp.accept = sid >= 0 || meta ? accept_src : NULL;
+    sp.accept = ss->n || meta ? accept_src : NULL;
     sp.accept_user = &f;
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
         if (!seg_filter(idx, i, meta, &f))
@@ -608,13 +626,26 @@ static enum mt_status check_params(const struct mt_search_params *p,
     return MT_OK;
 }
 
-static enum mt_status source_id(struct mt_index *idx, const char *name,
-                                int64_t *sid, struct mt_error *err)
+/* The store ids of p's source and sources[]; a name the store does not
+ * know fails (MT_ENOTFOUND). */
+static enum mt_status source_ids(struct mt_index *idx,
+                                 const struct mt_search_params *p,
+                                 struct src_set *ss, struct mt_error *err)
 {
-    *sid = -1;
-    if (!name)
-        return MT_OK;
-    return mt_store_source_find(idx->store, name, sid, err);
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    ss->n = 0;
+    if (p->nsources > MT_SEARCH_MAX_SOURCES)
+        return mt_fail(err, MT_EINVAL, "at most %d sources, not %zu",
+                       MT_SEARCH_MAX_SOURCES, p->nsources);
+    if (p->source)
+        st = mt_store_source_find(idx->store, p->source, &ss->id[ss->n++],
+                                  err);
+    for (i = 0; st == MT_OK && i < p->nsources; i++)
+        st = mt_store_source_find(idx->store, p->sources[i], &ss->id[ss->n++],
+                                  err);
+    return st;
 }
 
 /* Candidate depth: enough for k live hits after deleted chunks are
@@ -659,7 +690,8 @@ static int quick_pass_ok(const struct result *r, const struct mt_scored *c,
 
 /* Dense candidates: every segment's vectors searched for 'want'. */
 static enum mt_status dense_lists(struct mt_index *idx,
-                                  const struct mt_search_params *p, int64_t sid,
+                                  const struct mt_search_params *p,
+                                 const struct src_set *ss,
                                   int meta, size_t want, struct mt_scored **out,
                                   size_t *nout, struct mt_error *err)
 {
@@ -667,7 +699,7 @@ static enum mt_status dense_lists(struct mt_index *idx,
         mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
     struct mt_scored *all =
         mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, sid, NULL};
+    struct src_filter f = {NULL, ss, NULL};
     struct mt_vec_filter vf = {accept_src, &f};
     size_t i, j, n = 0;
     uint32_t nh = 0;
@@ -679,7 +711,7 @@ static enum mt_status dense_lists(struct mt_index *idx,
         if (!seg_filter(idx, i, meta, &f))
             continue;
         st = mtx_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want,
-                             p->ef, sid >= 0 || meta ? &vf : NULL,
+                             p->ef, ss->n || meta ? &vf : NULL,
                              meta ? idx->filter.count[i] : UINT32_MAX, hits,
                              &nh);
         for (j = 0; st == MT_OK && j < nh; j++) {
@@ -734,7 +766,8 @@ fuse(struct mt_index *idx, const struct mt_search_params *p,
 }
 
 static enum mt_status candidates(struct mt_index *idx, const char *query,
-                                 const struct mt_search_params *p, int64_t sid,
+                                 const struct mt_search_params *p,
+                                 const struct src_set *ss,
                                  int meta, size_t want, struct result *r,
                                  struct mt_scored **c, size_t *nc,
                                  struct mt_error *err)
@@ -748,9 +781,9 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
         st = lex_analyse(idx, query, p, &terms, &nq, err);
     r->pub.query_terms = (uint32_t)nq;
     if (st == MT_OK && nq > 0)
-        st = bm25_lists(idx, terms, nq, p, sid, meta, want, &lex, &nlex, err);
+        st = bm25_lists(idx, terms, nq, p, ss, meta, want, &lex, &nlex, err);
     if (st == MT_OK && p->mode != MT_SEARCH_BM25)
-        st = dense_lists(idx, p, sid, meta, want, &sem, &nsem, err);
+        st = dense_lists(idx, p, ss, meta, want, &sem, &nsem, err);
     if (st != MT_OK || p->mode != MT_SEARCH_HYBRID) {
         *c = p->mode == MT_SEARCH_DENSE ? sem : lex;
         *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;
@@ -765,14 +798,15 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
 
 /* Candidates at depth 'want' and their chunks from the store. */
 static enum mt_status hits_at(struct mt_index *idx, const char *query,
-                              const struct mt_search_params *p, int64_t sid,
+                              const struct mt_search_params *p,
+                                 const struct src_set *ss,
                               int meta, size_t want, struct result *r,
                               int *quick_ok, struct mt_error *err)
 {
     struct mt_scored *cands = NULL;
     size_t nc = 0, used = 0;
     enum mt_status st =
-        candidates(idx, query, p, sid, meta, want, r, &cands, &nc, err);
+        candidates(idx, query, p, ss, meta, want, r, &cands, &nc, err);
 
     if (st == MT_OK && nc > 0)
         st = collect_hits(idx, r, cands, nc, p, &used, err);
@@ -785,23 +819,23 @@ static enum mt_status run_search(struct mt_index *idx, const char *query,
                                  struct result *r, struct mt_error *err)
 {
     size_t quick = quick_depth(p);
-    int64_t sid = -1;
+    struct src_set ss;
     int meta = 0, ok = 0;
     enum mt_status st = check_params(p, err);
 
     if (st == MT_OK)
         st = check_vectors(idx, p, err);
     if (st == MT_OK)
-        st = source_id(idx, p->source, &sid, err);
+        st = source_ids(idx, p, &ss, err);
     if (st == MT_OK)
         st = mtx_meta_filter_get(&idx->filter, idx->store, p, idx->fsegs,
                                  idx->nsegs, &meta, err);
     if (st == MT_OK && meta && idx->filter.total == 0)
         return MT_OK; /* nothing matches: no hits */
     if (st == MT_OK && quick)
-        st = hits_at(idx, query, p, sid, meta, quick, r, &ok, err);
+        st = hits_at(idx, query, p, &ss, meta, quick, r, &ok, err);
     if (st == MT_OK && !ok)
-        st = hits_at(idx, query, p, sid, meta, depth(p), r, &ok, err);
+        st = hits_at(idx, query, p, &ss, meta, depth(p), r, &ok, err);
     if (st == MT_OK)
         st = finish_hits(r, query, p, err);
     return st;

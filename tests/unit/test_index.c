@@ -897,6 +897,57 @@ static void test_index_nltk_stopwords_for_lexical_queries(void **state)
     mt_index_close(idx);
 }
 
+/* Several sources are one search over their union (what a check with
+ * several --source filters runs): hits of any of them, k in all, and
+ * 'source' joins 'sources'; an unknown name or too many are refused. */
+static void test_index_sources_search_their_union(void **state)
+{
+    static const char *const ab[] = {"a", "b"};
+    static const char *const a_only[] = {"a"};
+    static const char *const many[17] = {"a"};
+    char dir[128];
+    struct mt_store *s = NULL;
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    struct mt_search_result *r = NULL;
+    size_t i;
+    (void)state;
+    store_path(dir, sizeof dir, "union");
+    CHECK_OK(mt_store_open(dir, NULL, &s, NULL));
+    seed(s);
+    put(s, "c", "d4", "Gout", "Gout flares and asthma attacks at night.");
+    build(s);
+    mt_store_close(s);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    p.sources = ab;
+    p.nsources = 2;
+    CHECK_OK(mt_index_search(idx, "gout asthma", &p, &r, NULL));
+    CHECK(r->n == 2);
+    for (i = 0; i < r->n; i++)
+        CHECK(strcmp(r->hits[i].doc_id, "d4") != 0);
+    mt_search_result_free(r);
+    p.k = 1;
+    CHECK_OK(mt_index_search(idx, "gout asthma", &p, &r, NULL));
+    CHECK(r->n == 1); /* k over the union, not k per source */
+    mt_search_result_free(r);
+    p.k = 10;
+    p.source = "c";
+    p.sources = a_only;
+    p.nsources = 1;
+    CHECK_OK(mt_index_search(idx, "gout asthma", &p, &r, NULL));
+    CHECK(r->n == 2 && strcmp(r->hits[0].doc_id, "d4") == 0);
+    CHECK(strcmp(r->hits[1].doc_id, "d2") == 0);
+    mt_search_result_free(r);
+    p.source = "nope";
+    CHECK(mt_index_search(idx, "gout", &p, &r, NULL) == MT_ENOTFOUND);
+    p.source = NULL;
+    p.sources = many;
+    p.nsources = 17;
+    CHECK(mt_index_search(idx, "gout", &p, &r, NULL) == MT_EINVAL);
+    mt_index_close(idx);
+}
+
 static void test_index_metadata_filter_refuses_bad_key(void **state)
 {
     char dir[128];
@@ -1038,6 +1089,7 @@ int main(void)
         cmocka_unit_test(test_index_metadata_filters_search_inside_first_stage),
         cmocka_unit_test(test_index_fusion_depth_cuts_each_list),
         cmocka_unit_test(test_index_nltk_stopwords_for_lexical_queries),
+        cmocka_unit_test(test_index_sources_search_their_union),
         cmocka_unit_test(test_index_metadata_filter_refuses_bad_key),
         cmocka_unit_test(test_index_vector_stores_trade_bytes_for_precision),
         cmocka_unit_test(test_index_build_splits_segments_at_memory_limit),
