@@ -276,6 +276,15 @@ enum mt_status mt_index_search(struct mt_index *idx, const char *query,
                                struct mt_error *err);
 void mt_search_result_free(struct mt_search_result *r);
 
+/* Groups r's hits by document, as VerifAI lists them: lead[i] becomes the
+ * index of the best-ranked hit of hit i's document (hits come best
+ * first), so hit i heads its document's group when lead[i] == i, and the
+ * groups in the order of their heads are the documents best first.
+ * 'lead' has room for r->n entries; *ngroups gets the number of
+ * documents. O(n log n). MT_ENOMEM leaves 'lead' unset. Thread-safe. */
+enum mt_status mt_search_group(const struct mt_search_result *r, size_t *lead,
+                               size_t *ngroups);
+
 struct mt_index_stats {
     uint32_t segments;         /* segments in use */
     uint32_t damaged_segments; /* left out: checksum or size wrong */

@@ -18,8 +18,18 @@ static const struct cli_opt search_opts[] = {
      "per query",
      0},
     {"json", 'j', NULL, "one JSON object per hit", 0},
+    {"group", 'g', "documents|chunks",
+     "documents: each document once, at its best passage's place, its other "
+     "passages in \"more\" (k documents from the best 4k passages), as "
+     "VerifAI and POST /v1/search list them; chunks: every passage "
+     "(default chunks, the ranked list retrieval-eval scores)",
+     0},
     {NULL, 0, NULL, NULL, 0},
 };
+
+/* Passages searched per document asked for with --group documents (as
+ * the server's /v1/search). */
+#define GROUP_DEPTH 4
 
 static json_t *hit_json(const struct mt_search_hit *h)
 {
@@ -28,6 +38,59 @@ static json_t *hit_json(const struct mt_search_hit *h)
                      "score", h->score, "title", h->title, "text", h->text,
                      "source", h->source);
 }
+
+/* The hits grouped by document, at most k (0: every group): each the
+ * document's best hit, ranked among the documents, with "more". NULL when
+ * out of memory. */
+static json_t *groups_json(const struct mt_search_result *r, size_t k)
+{
+    size_t *lead = mt_malloc((r->n ? r->n : 1) * sizeof *lead);
+    json_t *a = lead ? json_array() : NULL;
+    size_t i, j, n = 0, ng = 0;
+
+    if (a && mt_search_group(r, lead, &ng) != MT_OK) {
+        json_decref(a);
+        a = NULL;
+    }
+    for (i = 0; a && i < r->n && (!k || n < k); i++) {
+        json_t *h, *more;
+        if (lead[i] != i)
+            continue;
+        more = json_array();
+        h = hit_json(&r->hits[i]);
+        for (j = i + 1; h && more && j < r->n; j++)
+            if (lead[j] == i)
+                json_array_append_new(
+                    more, json_pack("{s:i,s:I,s:f,s:s}", "rank",
+                                    (int)r->hits[j].rank, "chunk_id",
+                                    (json_int_t)r->hits[j].chunk_id, "score",
+                                    r->hits[j].score, "text", r->hits[j].text));
+        json_object_set_new(h, "rank", json_integer((json_int_t)++n));
+        json_object_set_new(h, "more", more);
+        json_array_append_new(a, h);
+    }
+    mt_free(lead);
+    return a;
+}
+
+/* 1 with --group documents, 0 with chunks (the default), -1 after saying
+ * what it takes. */
+static int group_docs(const struct cli_args *a)
+{
+    const char *g = cli_get(a, "group");
+
+    if (!g || strcmp(g, "chunks") == 0)
+        return 0;
+    if (strcmp(g, "documents") == 0)
+        return 1;
+    fprintf(stderr,
+            "medtrust search: --group is documents or chunks, not "
+            "'%s'\n",
+            g);
+    return -1;
+}
+
+static size_t want_k; /* documents asked for with --group documents */
 
 static void print_json(json_t *o)
 {
@@ -66,7 +129,11 @@ static void on_result(const struct batch_query *q, size_t i,
         json_decref(hits);
         return;
     }
-    for (j = 0; hits && j < res->n; j++)
+    if (want_k) {
+        json_decref(hits);
+        hits = groups_json(res, want_k);
+    }
+    for (j = 0; hits && !want_k && j < res->n; j++)
         json_array_append_new(hits, hit_json(&res->hits[j]));
     print_json(json_pack("{s:s,s:o}", "query_id", q->id, "hits", hits));
 }
@@ -108,6 +175,40 @@ static char *join_query(const struct cli_args *a)
     return q;
 }
 
+/* The groups as JSON lines, or as text: each document's best passage
+ * with how many more it has among the hits. */
+static enum mt_status print_groups(const struct mt_search_result *r, int json)
+{
+    json_t *g = groups_json(r, want_k);
+    size_t i;
+
+    if (!g)
+        return MT_ENOMEM;
+    for (i = 0; i < json_array_size(g); i++) {
+        json_t *h = json_array_get(g, i);
+        const char *t = json_string_value(json_object_get(h, "text"));
+        const char *title = json_string_value(json_object_get(h, "title"));
+        if (json) {
+            print_json(json_incref(h));
+            continue;
+        }
+        printf("%2zu. %.4f  %s  [%s]  %s\n", i + 1,
+               json_number_value(json_object_get(h, "score")),
+               json_string_value(json_object_get(h, "doc_id")),
+               json_string_value(json_object_get(h, "source")),
+               title ? title : "");
+        printf("    %.240s%s\n", t, strlen(t) > 240 ? "..." : "");
+        if (json_array_size(json_object_get(h, "more")))
+            printf("    (%zu more passages of this document)\n",
+                   json_array_size(json_object_get(h, "more")));
+    }
+    if (!json)
+        printf("%zu documents from %zu hits in %.2f ms\n", json_array_size(g),
+               r->n, r->elapsed_ms);
+    json_decref(g);
+    return MT_OK;
+}
+
 static int run_one(struct mt_retriever *ret, const struct cli_args *a,
                    const struct mt_search_params *params)
 {
@@ -118,7 +219,9 @@ static int run_one(struct mt_retriever *ret, const struct cli_args *a,
     enum mt_status st;
 
     st = q ? mt_retriever_search(ret, q, params, &r, &err) : MT_ENOMEM;
-    if (st == MT_OK && cli_get(a, "json"))
+    if (st == MT_OK && want_k)
+        st = print_groups(r, cli_get(a, "json") != NULL);
+    else if (st == MT_OK && cli_get(a, "json"))
         for (i = 0; i < r->n; i++)
             print_json(hit_json(&r->hits[i]));
     else if (st == MT_OK)
@@ -139,10 +242,15 @@ static int search_run(struct cli_args *a)
     enum mt_status st;
     int rc;
 
-    if (search_opts_read(a, &p, &jobs) < 0 ||
+    int docs = group_docs(a);
+
+    if (docs < 0 || search_opts_read(a, &p, &jobs) < 0 ||
         cli_get_uint(a, "k", 1, 10000, &k) < 0)
         return 1;
     p.k = (uint32_t)k;
+    want_k = docs ? k : 0;
+    if (docs) /* k documents from the best passages, as /v1/search */
+        p.k = (uint32_t)(k * GROUP_DEPTH > 40000 ? 40000 : k * GROUP_DEPTH);
     if (!queries && a->npos == 0) {
         fprintf(stderr, "medtrust search: give a QUERY or --queries FILE\n"
                         "Try 'medtrust search --help'.\n");
@@ -170,7 +278,10 @@ const struct cli_verb cli_verb_search = {
     "fuses them 0.7/0.3, as VerifAI does. With --json each hit is\n"
     "{\"rank\",\"doc_id\",\"chunk_id\",\"score\",\"title\",\"text\",\"source\"}"
     ";"
-    "\nwith --queries each line is {\"query_id\",\"hits\":[...]}.",
+    "\nwith --queries each line is {\"query_id\",\"hits\":[...]}. With\n"
+    "--group documents each hit is a document (rank among the documents)\n"
+    "with \"more\": [{\"rank\",\"chunk_id\",\"score\",\"text\"}], its other\n"
+    "passages among the hits, as POST /v1/search answers by default.",
     search_opts,
     search_run,
 };

@@ -543,6 +543,25 @@ static json_t *sentences_json(const struct mt_qa_result *r)
     return a;
 }
 
+#define DOC_PREVIEW 400 /* bytes of a titleless document's text shown */
+
+/* One document of the answer; one without a title (PubMedQA's abstracts)
+ * also gets "preview", its text's opening, for the page to show as its
+ * title and on hover. */
+static json_t *doc_json(const struct mt_qa_doc *d)
+{
+    json_t *o = json_pack("{s:s,s:o,s:f,s:o}", "doc_id", d->doc_id, "title",
+                          str_or_null(d->title), "score", d->score, "url",
+                          str_or_null(d->url));
+    size_t n = d->text ? strlen(d->text) : 0;
+
+    if (o && !d->title && n)
+        json_object_set_new(
+            o, "preview",
+            json_stringn(d->text, mtx_utf8_cut(d->text, n, DOC_PREVIEW)));
+    return o;
+}
+
 /* What the answer model was shown of the documents (mt_qa_result.fit):
  * null when the context was unknown and everything was shown. */
 static json_t *fit_json(const struct mt_qa_result *r)
@@ -568,11 +587,7 @@ static json_t *lists_json(const struct mt_qa_result *r, json_t *o)
     for (i = 0; i < r->nclaims; i++)
         json_array_append_new(claims, claim_json(&r->claims[i]));
     for (i = 0; i < r->ndocs; i++)
-        json_array_append_new(docs, json_pack("{s:s,s:o,s:f,s:o}", "doc_id",
-                                              r->docs[i].doc_id, "title",
-                                              str_or_null(r->docs[i].title),
-                                              "score", r->docs[i].score, "url",
-                                              str_or_null(r->docs[i].url)));
+        json_array_append_new(docs, doc_json(&r->docs[i]));
     for (i = 0; i < r->nnotes; i++)
         json_array_append_new(notes, json_string(r->notes[i]));
     json_object_set_new(o, "claims", claims);

@@ -262,6 +262,39 @@ const struct srv_field mtx_srv_search_fields[] = {
 const size_t mtx_srv_search_nfields =
     sizeof mtx_srv_search_fields / sizeof mtx_srv_search_fields[0];
 
+/* Passages searched per document asked for when hits are grouped by
+ * document: k documents come from the best GROUP_DEPTH * k passages (fewer
+ * documents when those hold fewer). */
+#define GROUP_DEPTH 4
+
+/* The index's best search mode, /v1/search's default (GET /v1/limits
+ * says it): hybrid when it has vectors, else bm25. */
+enum mt_search_mode mtx_srv_best_mode(struct mt_server *s)
+{
+    return mt_retriever_check(s->ret, NULL) == MT_OK &&
+                   mt_retriever_has_vectors(s->ret)
+               ? MT_SEARCH_HYBRID
+               : MT_SEARCH_BM25;
+}
+
+/* "group": documents (the default: each document once, as VerifAI lists
+ * them) or chunks; *docs is 1 for documents. -1 after answering 400. */
+static int read_group(json_t *o, int *docs, struct srv_resp *rs)
+{
+    const char *g = json_string_value(json_object_get(o, "group"));
+    json_t *v = json_object_get(o, "group");
+
+    *docs = 1;
+    if (!v || json_is_null(v) || (g && strcmp(g, "documents") == 0))
+        return 0;
+    if (g && strcmp(g, "chunks") == 0) {
+        *docs = 0;
+        return 0;
+    }
+    mtx_srv_error(rs, 400, "\"group\" is documents (the default) or chunks");
+    return -1;
+}
+
 /* Reads {"query","k","mode","w_lex","w_sem","source","retrieve",
  * "author","journal","publication_type"}; the filters go into m, which
  * p->meta then points into (c). */
@@ -300,17 +333,54 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     return 0;
 }
 
+/* The document groups of the hits, at most k: each its best hit (ranked
+ * among the documents) with "more", the document's other passages. */
+static json_t *groups_json(const struct mt_search_result *r, char **urls,
+                           size_t k, const size_t *lead)
+{
+    json_t *a = json_array();
+    size_t i, j, n = 0;
+
+    for (i = 0; a && i < r->n && n < k; i++) {
+        json_t *h, *more;
+        if (lead[i] != i)
+            continue;
+        more = json_array();
+        h = hit_json(&r->hits[i], urls[i]);
+        for (j = i + 1; h && more && j < r->n; j++)
+            if (lead[j] == i)
+                json_array_append_new(
+                    more, json_pack("{s:i,s:I,s:f,s:s}", "rank",
+                                    (int)r->hits[j].rank, "chunk_id",
+                                    (json_int_t)r->hits[j].chunk_id, "score",
+                                    r->hits[j].score, "text", r->hits[j].text));
+        json_object_set_new(h, "rank", json_integer((json_int_t)++n));
+        json_object_set_new(h, "more", more);
+        json_array_append_new(a, h);
+    }
+    return a;
+}
+
 /* The hits with their links, looked up on one store handle for the whole
- * request (a failed lookup: every url null). */
-static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r)
+ * request (a failed lookup: every url null); grouped by document unless
+ * 'k' is 0 (chunks). */
+static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r,
+                         size_t k)
 {
     char **urls = mt_calloc(r->n ? r->n : 1, sizeof *urls);
-    json_t *a = urls ? json_array() : NULL;
-    size_t i;
+    size_t *lead = k ? mt_malloc((r->n ? r->n : 1) * sizeof *lead) : NULL;
+    size_t i, ng = 0;
+    json_t *a = urls && (!k || lead) ? json_array() : NULL;
 
     if (a)
         (void)mt_retriever_urls(s->ret, r->hits, r->n, urls, NULL);
-    for (i = 0; a && i < r->n; i++)
+    if (a && k) {
+        json_decref(a);
+        a = mt_search_group(r, lead, &ng) == MT_OK
+                ? groups_json(r, urls, k, lead)
+                : NULL;
+    }
+    for (i = 0; a && !k && i < r->n; i++)
         if (json_array_append_new(a, hit_json(&r->hits[i], urls[i])) != 0) {
             json_decref(a);
             a = NULL;
@@ -318,7 +388,10 @@ static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r)
     for (i = 0; urls && i < r->n; i++)
         mt_free(urls[i]);
     mt_free(urls);
-    return a ? json_pack("{s:o}", "hits", a) : NULL;
+    mt_free(lead);
+    return a ? json_pack("{s:s,s:s,s:o}", "group", k ? "documents" : "chunks",
+                         "mode", "", "hits", a)
+             : NULL;
 }
 
 static void search_audit(struct mt_server *s, struct srv_req *rq, const char *q,
@@ -344,18 +417,27 @@ void mtx_srv_search(struct mt_server *s, struct srv_req *rq,
     const char *q = NULL;
     json_t *o = NULL;
     enum mt_status st;
+    uint32_t k;
+    int docs = 1;
 
     (void)id;
     mt_search_default_params(&p);
+    p.mode = mtx_srv_best_mode(s); /* "mode" absent: the index's best */
     if (mtx_srv_body_json(rq, rs, &o) != 0 ||
-        search_params(o, &p, &q, &m, c, rs) != 0) {
+        search_params(o, &p, &q, &m, c, rs) != 0 ||
+        read_group(o, &docs, rs) != 0) {
         json_decref(o);
         return;
     }
+    k = p.k;
+    if (docs) /* k documents from the best passages */
+        p.k = p.k * GROUP_DEPTH > 4000 ? 4000 : p.k * GROUP_DEPTH;
     st = mt_retriever_search(s->ret, q, &p, &r, &err);
     if (st == MT_OK) {
+        json_t *j = hits_json(s, r, docs ? k : 0);
         search_audit(s, rq, q, &p, r->n);
-        mtx_srv_json(rs, 200, hits_json(s, r));
+        json_object_set_new(j, "mode", json_string(mt_search_mode_str(p.mode)));
+        mtx_srv_json(rs, 200, j);
     } else {
         mtx_srv_fail(rs, st, &err);
     }

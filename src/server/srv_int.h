@@ -389,6 +389,9 @@ void mtx_srv_session(struct mt_server *, struct srv_req *, struct srv_resp *,
                      int64_t);
 void mtx_srv_limits(struct mt_server *, struct srv_req *, struct srv_resp *,
                     int64_t);
+/* The index's best search mode (hybrid with vectors, else bm25): the
+ * default of POST /v1/search, said in GET /v1/limits. */
+enum mt_search_mode mtx_srv_best_mode(struct mt_server *s);
 /* GET /v1/limits' object (a new reference; NULL when out of memory). */
 json_t *mtx_srv_limits_json(struct mt_server *s);
 /* prefs.c: GET and PUT /v1/me/settings, the caller's own defaults */

@@ -81,13 +81,14 @@ void mtx_srv_limits(struct mt_server *s, struct srv_req *rq,
 json_t *mtx_srv_limits_json(struct mt_server *s)
 {
     json_t *o = json_pack(
-        "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I},s:{s:o,s:I,s:I,s:I,s:o},"
+        "{s:I,s:o,s:o,s:{s:o,s:I,s:[sss],s:I,s:s},s:{s:o,s:I,s:I,s:I,s:o},"
         "s:{s:o,s:I,s:I,s:o,s:o},s:{s:I,s:I}}",
         "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
         mtx_srv_models_json(s), "search", "fields",
         mtx_srv_fields_json(mtx_srv_search_fields, mtx_srv_search_nfields),
         "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
-        "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "ask",
+        "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1),
+        "default_mode", mt_search_mode_str(mtx_srv_best_mode(s)), "ask",
         "fields", mtx_srv_fields_json(mtx_srv_ask_fields, mtx_srv_ask_nfields),
         "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
         (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",

@@ -266,8 +266,11 @@ async function collapsedSettings(page) {
     ['ask', 'ask-btn']]) {
     await page.goto(base + '/#' + p);
     await page.reload();
-    await page.waitForFunction((x) => document.getElementById(x +
-        '-settings-now').textContent.length > 0, p);
+    // the line once the page has its limits (and the user's defaults)
+    await page.waitForFunction((x) => {
+      const t = document.getElementById(x + '-settings-now').textContent;
+      return t.length > 0 && (x !== 'check' || /N \d/.test(t));
+    }, p);
     const r = await page.evaluate(([x, b]) => [
       document.getElementById(x + '-settings').open,
       document.getElementById(b).getBoundingClientRect().bottom,
@@ -364,7 +367,7 @@ async function search(page) {
   const w = await page.$eval('#search-w', (e) => e.value);
   await page.selectOption('#search-source', 'medquad');
   await page.click('#search-btn');
-  await page.waitForFunction(() => /hits \(hybrid\)/.test(
+  await page.waitForFunction(() => /documents \(\d+ passages, hybrid\)/.test(
       document.getElementById('search-status').textContent));
   const src = await page.$$eval('#search-hits .hit-meta', (m) =>
     m.map((x) => x.textContent.split(' ')[0]));
@@ -376,8 +379,72 @@ async function search(page) {
       await hitLinks(page, (id, h) => id.startsWith('mq-') &&
         /^https?:\/\//.test(h) && !PUBMED.test(h)));
   await searchFilters(page);
+  await searchGrouped(page);
   await audit(page, 'search', 'Search with results');
   await a11y(page, 'Search');
+}
+
+// Search lists documents, as VerifAI does: each once (its best passage,
+// the others behind "N more passages"); a document without a title
+// (PubMedQA) shows its first sentence, its text on hover; /v1/search's
+// default mode is the index's best, as /v1/limits says.
+async function searchGrouped(page) {
+  const lim = await page.evaluate(() => fetch('/v1/limits').then((r) =>
+    r.json()));
+  const req = page.waitForRequest((r) => r.url().endsWith('/v1/search'));
+  const resp = page.waitForResponse((r) => r.url().endsWith('/v1/search'));
+  await page.fill('#search-q', 'patients with disease');
+  await page.click('#search-btn');
+  const sent = (await req).postDataJSON();
+  const got = await (await resp).json();
+  const ids = got.hits.map((h) => h.doc_id);
+  check('search groups by document by default: each document once',
+      !('group' in sent) && got.group === 'documents' && ids.length > 0 &&
+      new Set(ids).size === ids.length, JSON.stringify(sent) + ' ' +
+      ids.join(','));
+  const bare = await page.evaluate(() => fetch('/v1/search', {method: 'POST',
+    headers: {'Content-Type': 'application/json',
+      'X-CSRF-Token': sessionStorage.getItem('medtrust.csrf')},
+    body: JSON.stringify({query: 'disease'})}).then((r) => r.json()));
+  check('one default search mode, the index\'s best, said in /v1/limits',
+      lim.search.default_mode === 'hybrid' && bare.mode === 'hybrid',
+      lim.search.default_mode + ' ' + bare.mode);
+  await page.waitForFunction(() => /documents \(/.test(
+      document.getElementById('search-status').textContent));
+  const untitled = await page.$$eval('#search-hits > li', (l) => l.map((x) =>
+    [x.querySelector('.hit-meta').textContent.split(' · ')[1],
+      x.querySelector('.hit-title').textContent,
+      x.querySelector('.hit-title').getAttribute('title') || '']));
+  const pq = untitled.filter(([id]) => /^\d+$/.test(id));
+  check('a document without a title shows its first sentence, its text ' +
+      'on hover', pq.length > 0 && pq.every(([id, t, tip]) => t !== id &&
+      t.length > 10 && tip.startsWith(t.replace(/…$/, ''))),
+  JSON.stringify(pq.slice(0, 2)).slice(0, 300));
+  // The rendering of a document with more passages (trace of /v1/search's
+  // grouped answer).
+  const r = await page.evaluate(async () => {
+    const m = await import('/js/search.js');
+    const li = m.hitItem({doc_id: '123', title: null, source: 'pubmedqa',
+      score: 2, text: 'Aspirin lowers risk. It was studied in 2001.',
+      more: [{rank: 3, text: 'More on aspirin.'}, {rank: 5,
+        text: 'Even more.'}]}, ['aspirin']);
+    const box = document.getElementById('search-hits');
+    box.replaceChildren(li);
+    const d = li.querySelector('details.more');
+    const closed = d && !d.open;
+    d.querySelector('summary').click();
+    return [li.querySelector('.hit-title').textContent, closed,
+      d.querySelector('summary').textContent,
+      [...d.querySelectorAll('li')].map((x) => x.textContent).join('|'),
+      d.open];
+  });
+  check('a document\'s other passages sit behind "2 more passages", ' +
+      'expandable', r[0] === 'Aspirin lowers risk.' && r[1] &&
+      r[2] === '2 more passages of this document' &&
+      r[3] === 'More on aspirin.|Even more.' && r[4], JSON.stringify(r));
+  await page.click('#search-btn');
+  await page.waitForFunction(() => /documents \(/.test(
+      document.getElementById('search-status').textContent));
 }
 
 const PUBMED = /^https:\/\/pubmed\.ncbi\.nlm\.nih\.gov\/(\d+)\/$/;
@@ -407,7 +474,7 @@ async function searchFilters(page) {
   const req = page.waitForRequest((r) => r.url().endsWith('/v1/search'));
   await page.click('#search-btn');
   const sent = (await req).postDataJSON();
-  await page.waitForFunction(() => /hits \(/.test(
+  await page.waitForFunction(() => /documents \(/.test(
       document.getElementById('search-status').textContent));
   const ids = await page.$$eval('#search-hits .hit-meta', (m) =>
     m.map((x) => x.textContent.split(' · ')[1]));
@@ -860,6 +927,15 @@ async function ask(page) {
   const tip = await page.textContent(sel + ' .tip');
   const titles = await page.$$eval('#ask-result li[id^="doc-"] > strong',
       (t) => t.map((x) => x.textContent));
+  const pmTitles = await page.$$eval('#ask-result li[id^="doc-"]', (l) =>
+    l.filter((x) => /^doc-\d+$/.test(x.id)).map((x) => [x.id.slice(4),
+      x.querySelector('strong').textContent,
+      x.querySelector('strong').getAttribute('title') || '']));
+  check('Ask\'s titleless documents (PubMedQA) show their first sentence ' +
+      'as title and a preview on hover', pmTitles.length > 0 &&
+      pmTitles.every(([id, t, tip]) => t !== id && t.length > 10 &&
+        tip.length > t.length - 2), JSON.stringify(pmTitles.slice(0, 2))
+      .slice(0, 300));
   check('hovering a claim shows the cited document and evidence',
       await page.isVisible(sel + ' .tip') &&
       titles.some((t) => tip.includes(t)) &&

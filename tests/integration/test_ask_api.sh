@@ -186,7 +186,7 @@ grep -q 'journal.. must be a string of at most 255 bytes' "$TMP/body" &&
 expect "a non-string author is 400" 400 "${A[@]}" "$U/v1/ask" \
     -d "$(body "$Q" '{"author":7}')"
 expect "search with an author filter" 200 "${A[@]}" "$U/v1/search" \
-    -d '{"query":"cell death","k":5,"author":"AUTHOR 3"}'
+    -d '{"query":"cell death","k":5,"author":"AUTHOR 3","group":"chunks"}'
 if py "$TMP/body" "$TMP/c.jsonl" <<'PY'; then
 import json, sys
 hits = json.load(open(sys.argv[1]))["hits"]

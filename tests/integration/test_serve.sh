@@ -57,20 +57,60 @@ grep -q 'malformed JSON' "$TMP/body" && ok "400 says what is wrong" ||
 
 expect "search works" 200 "${A[@]}" "$MAIN/v1/search" \
     -d '{"query":"symptoms of gout","k":5}'
-"$MT" search --db "$TMP/db" --json -k 5 "symptoms of gout" >"$TMP/cli.jsonl"
+"$MT" search --db "$TMP/db" --json -k 5 --group documents "symptoms of gout" \
+    >"$TMP/cli.jsonl"
 if python3 - "$TMP/body" "$TMP/cli.jsonl" "$TMP/c.jsonl" <<'PY'
 import json, sys
-api = json.load(open(sys.argv[1]))["hits"]
+body = json.load(open(sys.argv[1]))
+api = body["hits"]
 cli = [json.loads(l) for l in open(sys.argv[2])]
 docs = {json.loads(l)["id"]: json.loads(l) for l in open(sys.argv[3])}
 # plus "url": a MedQuAD document's own url metadata
 urls = [h.pop("url") for h in api]
+assert body["group"] == "documents" and body["mode"] == "bm25", body
 assert api == cli and len(api) == 5, (api[:1], cli[:1])
 assert urls == [docs[h["doc_id"]]["url"] for h in api], urls
 assert all(u.startswith("https://") for u in urls), urls
 PY
-then ok "search returns the CLI's hit objects, with each document's url"; else
+then ok "search returns the CLI's (--group documents) hit objects, with each document's url"; else
     not_ok "search returns the CLI's hit objects"; fi
+# By document (the default): each document once, its other passages in
+# "more"; by chunk: the CLI's passages.
+expect "search by chunk" 200 "${A[@]}" "$MAIN/v1/search" \
+    -d '{"query":"symptoms treatment","k":12,"group":"chunks"}'
+cp "$TMP/body" "$TMP/chunks.json"
+expect "search by document" 200 "${A[@]}" "$MAIN/v1/search" \
+    -d '{"query":"symptoms treatment","k":12}'
+"$MT" search --db "$TMP/db" --json -k 12 "symptoms treatment" >"$TMP/cli12.jsonl"
+if python3 - "$TMP/chunks.json" "$TMP/body" "$TMP/cli12.jsonl" <<'PY'
+import json, sys
+chunks = json.load(open(sys.argv[1]))["hits"]
+docs = json.load(open(sys.argv[2]))["hits"]
+cli = [json.loads(l) for l in open(sys.argv[3])]
+for h in chunks:
+    h.pop("url")
+assert chunks == cli, "group chunks is the CLI's default list"
+ids = [h["doc_id"] for h in docs]
+assert len(ids) == len(set(ids)) == 12, ids
+assert [h["rank"] for h in docs] == list(range(1, 13))
+assert any(h["more"] for h in docs), "some document has more passages"
+for h in docs:  # each head is its document's best passage
+    assert all(m["score"] <= h["score"] for m in h["more"]), h
+# the chunk list's first documents, in their order, lead the grouped list
+seen = []
+for c in chunks:
+    if c["doc_id"] not in seen:
+        seen.append(c["doc_id"])
+assert ids[:len(seen)] == seen[:len(ids)], (ids, seen)
+PY
+then ok "search groups by document by default (best passage, the others in \"more\"), group chunks lists passages"; else
+    not_ok "search grouping" "$(head -c 300 "$TMP/body")"; fi
+expect "an unknown group is 400" 400 "${A[@]}" "$MAIN/v1/search" \
+    -d '{"query":"gout","group":"sentences"}'
+expect "limits say the default search mode" 200 "${A[@]}" "$MAIN/v1/limits"
+grep -q '"default_mode":"bm25"' "$TMP/body" &&
+    ok "... the index's best (bm25: no vectors)" ||
+    not_ok "default_mode in limits" "$(head -c 300 "$TMP/body")"
 
 curl -s -c "$TMP/bjar" "$MAIN/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"bob","password":"bob-password"}' >"$TMP/body"

@@ -6,7 +6,7 @@
 // document's title and its closest sentence. A refusal (no model
 // configured, bad input) shows the server's own words.
 import {api, errorText, fillSources} from './api.js';
-import {$, clear, docHref, el} from './dom.js';
+import {$, clear, docHref, el, previewOf, titleOf} from './dom.js';
 import {followRun} from './check.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {bound, limits, model, offerModels} from './limits.js';
@@ -33,7 +33,8 @@ function verdictItem(v, docs) {
   const d = docs.get(v.doc_id) || {};
   return el('li', {},
       el('span', {class: 'label-' + v.label}, v.label), ' ',
-      el('strong', {}, d.title || v.doc_id), ' (', docLink(v.doc_id, docs), ')',
+      el('strong', {}, d.doc_id ? titleOf(d) : v.doc_id), ' (',
+      docLink(v.doc_id, docs), ')',
       typeof v.score === 'number' ? ', score ' + v.score.toFixed(2) : '',
       v.evidence_sentence ? el('div', {}, el('span', {class: 'muted'},
           'Closest sentence: '), '“' + v.evidence_sentence + '”') : null);
@@ -98,7 +99,8 @@ export function renderAsk(r) {
           'Partial result: ' + r.notes.join(' ')) : null,
       el('h3', {}, 'Documents'),
       el('ol', {}, (r.documents || []).map((d) => el('li', {
-        id: 'doc-' + d.doc_id}, el('strong', {}, d.title || d.doc_id), ' ',
+        id: 'doc-' + d.doc_id}, el('strong', {class: 'doc-title',
+        title: d.title ? null : previewOf(d) || null}, titleOf(d)), ' ',
       el('span', {class: 'muted'}, d.doc_id + (typeof d.score === 'number' ?
           ' · score ' + d.score.toFixed(3) : '')), ' ', docHref(d)))),
       r.search ? el('p', {class: 'muted'}, 'Search: ' + r.search + '.') :

@@ -109,3 +109,19 @@ export function mountTemplate(tplId, boxId, prefix) {
   }
   box.append(copy);
 }
+
+// A document's title, or for one without (PubMedQA's abstracts) its
+// first sentence, cut at 160 characters: what VerifAI shows as a heading.
+export function titleOf(d) {
+  if (d.title) return d.title;
+  const t = String(d.text || d.preview || '').trim();
+  const m = t.match(/^([^]{10,160}?[.?!])(\s|$)/);
+  if (m) return m[1];
+  return t ? (t.length > 160 ? t.slice(0, 159) + '…' : t) : d.doc_id;
+}
+
+// The hover preview of a document: its opening text, up to 400 characters.
+export function previewOf(d) {
+  const t = String(d.text || d.preview || '').trim();
+  return t.length > 400 ? t.slice(0, 399) + '…' : t;
+}

@@ -4,7 +4,8 @@
 // (PubMed for a PMID, else its url). Author, journal and publication
 // type filter on the documents' metadata inside the search.
 import {api, errorText, fillSources} from './api.js';
-import {$, clear, docHref, el, highlight, queryTerms} from './dom.js';
+import {$, clear, docHref, el, highlight, previewOf, queryTerms, titleOf}
+  from './dom.js';
 import {addFilters, boundFilters, mountFilters} from './filters.js';
 import {limits} from './limits.js';
 import {applyMine, collapse, common} from './collapse.js';
@@ -60,12 +61,20 @@ function vectorsFrom(models) {
   }
 }
 
-function hitItem(h, terms) {
+// One document: its title (or first sentence), the best passage, and
+// its other passages among the hits behind "N more passages".
+export function hitItem(h, terms) {
+  const more = h.more || [];
   return el('li', {},
-      el('strong', {}, highlight(h.title || h.doc_id, terms)),
+      el('strong', {class: 'hit-title', title: h.title ? null : previewOf(h)},
+          highlight(titleOf(h), terms)),
       el('div', {class: 'hit-meta'}, h.source + ' · ' + h.doc_id +
           ' · score ' + h.score.toFixed(3), ' ', docHref(h)),
-      el('div', {}, highlight(h.text, terms)));
+      el('div', {}, highlight(h.text, terms)),
+      more.length ? el('details', {class: 'more'}, el('summary', {},
+          more.length + ' more passage' + (more.length > 1 ? 's' : '') +
+          ' of this document'), el('ul', {}, more.map((m) => el('li',
+          {class: 'passage'}, highlight(m.text, terms))))) : null);
 }
 
 async function submit(ev) {
@@ -89,8 +98,11 @@ async function submit(ev) {
   }
   const terms = queryTerms(q);
   res.data.hits.forEach((h) => list.append(hitItem(h, terms)));
-  $('search-status').textContent = res.data.hits.length + ' hits (' +
-      body.mode + ') in ' + Math.round(performance.now() - t0) + ' ms.';
+  const passages = res.data.hits.reduce((n, h) =>
+    n + 1 + (h.more || []).length, 0);
+  $('search-status').textContent = res.data.hits.length + ' documents (' +
+      passages + ' passages, ' + res.data.mode + ') in ' +
+      Math.round(performance.now() - t0) + ' ms.';
 }
 
 export async function initSearch() {
