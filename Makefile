@@ -51,7 +51,7 @@ endif
 
 # Library layers, lowest first (docs/architecture.md).
 LAYERS   := core text store corpus index model retrieve llmcall check qa eval \
-            server
+            batch server
 
 LIB_SRC  := $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)

@@ -14,11 +14,12 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "core/buf.h"
 #include "core/file.h"
 #include "core/jsonl.h"
 #include "core/progress.h"
+#include "llmcall/prompt.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 
@@ -38,8 +39,9 @@ static const struct cli_opt corpus_opts[] = {
     {"min-yes", 'm', "N",
      "vote: yes votes an item needs to be kept (default 4)", 0},
     {"prompt", 'p', "FILE",
-     "vote: the question; {{text}} stands for the item (default: is this "
-     "topic medical? answer yes or no)",
+     "vote: the question; {{text}} stands for the item (default: the "
+     "built-in prompt corpus_vote.txt's user part: is this topic medical? "
+     "answer yes or no)",
      0},
     {"jobs", 'J', "N", "vote: items in parallel, 1..64 (default 4)", 0},
     {"resume", 'r', NULL,
@@ -53,13 +55,6 @@ static const struct cli_opt corpus_opts[] = {
     CLI_MODEL_CALL_OPTS,
     {NULL, 0, NULL, NULL, 0},
 };
-
-/* IryoNLP's MedWiki prompt is not published with its code; this one asks
- * the same question of the same input (a topic's top words). */
-static const char default_prompt[] =
-    "Here are the most representative words of a topic found in a "
-    "collection of Wikipedia articles:\n\n{{text}}\n\nIs this topic "
-    "medical? Answer with one word: yes or no.";
 
 struct item {
     char *id;
@@ -75,9 +70,9 @@ struct vote_run {
     struct mt_llm *llm;
     unsigned votes;
     unsigned min_yes;
-    struct journal *journal;
+    struct mtx_journal *journal;
     struct mt_progress *bar;
-    struct work_queue q;
+    struct mtx_work_queue q;
     size_t failed;
     size_t kept;
 };
@@ -196,18 +191,37 @@ static const char *vote_of(const char *reply)
     return "other";
 }
 
+/* The vote's question with {{text}} the item (llmcall's renderer). */
 static char *fill_prompt(const char *tmpl, const char *text)
 {
-    const char *at = strstr(tmpl, "{{text}}");
+    static const char *const keys[] = {"text"};
+    const char *vals[] = {text};
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 26);
 
-    if (mtx_buf_append(&b, tmpl, (size_t)(at - tmpl)) != MT_OK ||
-        mtx_buf_append_str(&b, text) != MT_OK ||
-        mtx_buf_append_str(&b, at + 8) != MT_OK) {
+    if (mtx_prompt_render(mtx_str_from(tmpl), keys, vals, 1, &b) != MT_OK ||
+        mtx_buf_reserve(&b, 1) != MT_OK) {
         mtx_buf_free(&b);
         return NULL;
     }
     return mtx_buf_take(&b);
+}
+
+/* The user part of the built-in prompt corpus_vote.txt (llmcall's
+ * prompts; its system part is not sent). */
+static char *builtin_prompt(struct mt_error *err)
+{
+    struct mt_prompts *p = NULL;
+    struct mt_str sys, user;
+    char *out = NULL;
+
+    if (mtx_prompts_load(NULL, &p, err) != MT_OK)
+        return NULL;
+    if (mtx_prompts_get(p, "corpus_vote", &sys, &user) == 0)
+        out = mt_strndup(user.p, user.n);
+    else
+        mt_fail(err, MT_EINTERNAL, "no built-in prompt corpus_vote");
+    mtx_prompts_free(p);
+    return out;
 }
 
 /* Asks 'votes' times; each vote its own call with its own seed, so the
@@ -262,7 +276,7 @@ static char *vote_line(struct vote_run *r, struct item *x, int *keep,
         mt_fail(err, st, "out of memory");
     }
     json_decref(votes);
-    return res ? work_line(x->id, res, NULL) : NULL;
+    return res ? mtx_work_line(x->id, res, NULL) : NULL;
 }
 
 static void vote_item(size_t i, void *user)
@@ -278,14 +292,15 @@ static void vote_item(size_t i, void *user)
     if (x->resumed)
         return;
     line = vote_line(r, x, &keep, &err);
-    st = line ? journal_append(r->journal, x->id, line, NULL, &jerr) : MT_OK;
+    st =
+        line ? mtx_journal_append(r->journal, x->id, line, NULL, &jerr) : MT_OK;
     pthread_mutex_lock(&r->q.mu);
     x->line = line;
     r->failed += line == NULL;
     r->kept += line && keep;
     if (!line)
         mt_log(MT_LOG_ERROR, "item %s: %s", x->id, err.msg);
-    work_fail_locked(&r->q, st, &jerr);
+    mtx_work_fail_locked(&r->q, st, &jerr);
     pthread_mutex_unlock(&r->q.mu);
     mtx_progress_add(r->bar, 1);
 }
@@ -362,15 +377,15 @@ static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
 
     if (st == MT_OK)
         r->prompt = cli_get(a, "prompt") ? read_file(cli_get(a, "prompt"), err)
-                                         : mt_strdup(default_prompt);
+                                         : builtin_prompt(err);
     if (st == MT_OK && !r->prompt)
         st = err->status != MT_OK ? err->status : MT_ENOMEM;
     if (st == MT_OK)
         st = mt_llm_open_role("vote", cli_get(a, "llm"), lp, &r->llm, err);
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
     if (st == MT_OK)
-        st = journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, r,
-                          &r->journal, err);
+        st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed,
+                              r, &r->journal, err);
     pp.label = "vote";
     pp.total = r->n;
     pp.quiet = cli_get(a, "no-progress") != NULL;
@@ -394,9 +409,9 @@ static void vote_free(struct vote_run *r)
     mt_free(r->items);
     mt_free(r->prompt);
     mtx_progress_free(r->bar);
-    journal_close(r->journal);
+    mtx_journal_close(r->journal);
     mt_llm_close(r->llm);
-    work_destroy(&r->q);
+    mtx_work_destroy(&r->q);
 }
 
 static int run_vote(struct cli_args *a)
@@ -408,7 +423,7 @@ static int run_vote(struct cli_args *a)
     enum mt_status st;
 
     memset(&r, 0, sizeof r);
-    work_init(&r.q, 0);
+    mtx_work_init(&r.q, 0);
     if (vote_opts(a, &r, &jobs, &lp) < 0) {
         vote_free(&r);
         return 1;
@@ -416,7 +431,7 @@ static int run_vote(struct cli_args *a)
     st = vote_open(a, &r, &lp, &err);
     r.q.n = r.n;
     if (st == MT_OK)
-        st = work_run(&r.q, jobs, vote_item, &r, &err);
+        st = mtx_work_run(&r.q, jobs, vote_item, &r, &err);
     if (st == MT_OK)
         mtx_progress_finish(r.bar);
     if (st == MT_OK)

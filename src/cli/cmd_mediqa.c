@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "cli/agent_opts.h"
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/mediqa.h"
 #include "cli/correction.h"
 #include "core/buf.h"
@@ -68,9 +68,9 @@ static const struct cli_opt mediqa_opts[] = {
 struct run_state {
     struct mtx_note *notes;
     size_t n;
-    struct work_queue q; /* q.mu also guards the counts below */
+    struct mtx_work_queue q; /* q.mu also guards the counts below */
     struct mt_agent *agent;
-    struct journal *journal;
+    struct mtx_journal *journal;
     FILE *trace;            /* through the file layer (core/file.h) */
     const char *trace_path; /* --trace */
     struct mt_progress *bar;
@@ -112,14 +112,14 @@ static void record(struct run_state *s, struct mtx_note *x,
     if (st == MT_OK && o->trace)
         st = trace_write(s, o->trace, &err);
     if (st == MT_OK)
-        st = journal_append(s->journal, x->id, o->line,
-                            o->failed ? o->err.msg : NULL, &err);
+        st = mtx_journal_append(s->journal, x->id, o->line,
+                                o->failed ? o->err.msg : NULL, &err);
     pthread_mutex_lock(&s->q.mu);
     x->line = st == MT_OK ? o->line : NULL;
     if (st == MT_OK)
         o->line = NULL;
     x->failed = o->failed;
-    work_fail_locked(&s->q, st, &err);
+    mtx_work_fail_locked(&s->q, st, &err);
     mediqa_usage_add(&s->total, &o->usage);
     s->failed += (size_t)o->failed;
     s->fallback += (size_t)o->fallback;
@@ -313,7 +313,7 @@ static enum mt_status refuse_overwrite(const struct cli_args *a,
     size_t done, failed;
 
     if (cli_get(a, "resume") || cli_get(a, "force") ||
-        journal_count(jpath, &done, &failed) != 0 || done == 0)
+        mtx_journal_count(jpath, &done, &failed) != 0 || done == 0)
         return MT_OK;
     return mt_fail(err, MT_EINVAL,
                    "%s holds %zu finished notes of an earlier run (and %zu "
@@ -334,8 +334,8 @@ static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
     if (refuse_overwrite(a, jpath, err) != MT_OK)
         return err->status;
-    st = journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, s,
-                      &s->journal, err);
+    st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, s,
+                          &s->journal, err);
     if (st != MT_OK)
         return st;
     for (i = 0, *resumed = 0; i < s->n; i++)
@@ -364,7 +364,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
     enum mt_status st = open_run(a, s, &resumed, err);
 
     if (st == MT_OK)
-        st = work_run(&s->q, jobs, check_note, s, err);
+        st = mtx_work_run(&s->q, jobs, check_note, s, err);
     if (s->bar) /* NULL when the run could not open (issue 16) */
         mtx_progress_finish(s->bar);
     if (s->trace && mtx_file_flush_sync(s->trace, 1) != 0 && st == MT_OK)
@@ -407,7 +407,7 @@ static int mediqa_run(struct cli_args *a)
         return 1;
     }
     p.llm.max_concurrency = (uint32_t)jobs * 2; /* guards pairs */
-    work_init(&s.q, 0);
+    mtx_work_init(&s.q, 0);
     st = mediqa_load(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
     s.q.n = s.n;
     if (st == MT_OK)
@@ -418,14 +418,14 @@ static int mediqa_run(struct cli_args *a)
         st = mediqa_go(a, &s, (unsigned)jobs, &err);
     mt_agent_close(s.agent);
     mt_qa_close(vq);
-    journal_close(s.journal);
+    mtx_journal_close(s.journal);
     if (s.trace && fclose(s.trace) != 0 && st == MT_OK)
         st = mt_fail(&err, mtx_file_errno_status(errno),
                      "--trace %s: cannot write: %s", s.trace_path,
                      strerror(errno));
     mtx_progress_free(s.bar);
     mtx_notes_free(s.notes, s.n);
-    work_destroy(&s.q);
+    mtx_work_destroy(&s.q);
     if (st != MT_OK)
         return cli_fail(&err, st);
     return s.failed ? 1 : 0; /* a failed note is never a success */

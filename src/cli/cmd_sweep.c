@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli/agent_opts.h"
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/sweep.h"
 #include "core/buf.h"
 #include "core/csv.h"

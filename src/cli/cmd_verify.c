@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/qa_opts.h"
 #include "core/buf.h"
 #include "core/file.h"
@@ -208,8 +208,8 @@ struct vbatch {
     const struct mt_verify_params *vp;
     struct vitem *v;
     size_t n;
-    struct work_queue wq; /* wq.mu also guards the counts */
-    struct journal *journal;
+    struct mtx_work_queue wq; /* wq.mu also guards the counts */
+    struct mtx_journal *journal;
     struct mt_progress *bar;
     size_t resumed, done, failed;
 };
@@ -282,15 +282,16 @@ static void record(struct vbatch *b, struct vitem *x, char *line,
 {
     struct mt_error err = {MT_OK, ""};
     int ok = e->status == MT_OK;
-    enum mt_status st = !line        ? mt_fail(&err, MT_ENOMEM, "out of memory")
-                        : b->journal ? journal_append(b->journal, x->id, line,
-                                                      ok ? NULL : e->msg, &err)
-                                     : MT_OK;
+    enum mt_status st = !line ? mt_fail(&err, MT_ENOMEM, "out of memory")
+                        : b->journal
+                            ? mtx_journal_append(b->journal, x->id, line,
+                                                 ok ? NULL : e->msg, &err)
+                            : MT_OK;
 
     pthread_mutex_lock(&b->wq.mu);
     x->line = line;
     x->failed = !ok;
-    work_fail_locked(&b->wq, st, &err);
+    mtx_work_fail_locked(&b->wq, st, &err);
     b->done += ok != 0;
     b->failed += ok == 0;
     pthread_mutex_unlock(&b->wq.mu);
@@ -312,9 +313,9 @@ static char *result_line(const struct vitem *x,
         json_object_set_new(o, "error", json_string(e->msg));
     js = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
-    line = work_line(x->id, js,
-                     r ? NULL
-                       : json_pack("{s:s,s:s}", "id", x->id, "error", e->msg));
+    line = mtx_work_line(
+        x->id, js,
+        r ? NULL : json_pack("{s:s,s:s}", "id", x->id, "error", e->msg));
     return line;
 }
 
@@ -364,8 +365,8 @@ static enum mt_status batch_start(const struct cli_args *a, struct vbatch *b,
                                   const char *jpath, struct mt_error *err)
 {
     struct mt_progress_params pp = mtx_progress_default_params();
-    enum mt_status st = journal_open(jpath, cli_get(a, "resume") != NULL,
-                                     on_resumed, b, &b->journal, err);
+    enum mt_status st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL,
+                                         on_resumed, b, &b->journal, err);
 
     if (st != MT_OK)
         return st;
@@ -412,18 +413,18 @@ static enum mt_status verify_batch(const struct cli_args *a, struct mt_qa *q,
     b.vp = vp;
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
     st = items_load(cli_get(a, "batch"), limit, &b, err);
-    work_init(&b.wq, b.n);
+    mtx_work_init(&b.wq, b.n);
     if (st == MT_OK)
         st = batch_start(a, &b, jpath, err);
     if (st == MT_OK)
-        st = work_run(&b.wq, jobs, verify_item, &b, err);
+        st = mtx_work_run(&b.wq, jobs, verify_item, &b, err);
     if (b.bar)
         mtx_progress_finish(b.bar);
     mtx_progress_free(b.bar);
-    journal_close(b.journal);
-    work_destroy(&b.wq);
+    mtx_journal_close(b.journal);
+    mtx_work_destroy(&b.wq);
     if (st == MT_OK)
-        st = work_write_lines(cli_get(a, "out"), b.n, item_line, b.v, err);
+        st = mtx_work_write_lines(cli_get(a, "out"), b.n, item_line, b.v, err);
     if (st == MT_OK)
         batch_report(&b);
     if (st == MT_OK && b.failed)

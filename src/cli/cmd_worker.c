@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "batch/heartbeat.h"
 #include "cli/agent_opts.h"
 #include "check/usage.h"
 #include "cli/mediqa.h"
@@ -460,11 +461,6 @@ static void *work_thread(void *arg)
     return NULL;
 }
 
-struct beat {
-    struct worker *w;
-    volatile int over; /* set once the work threads are joined */
-};
-
 /* Extends the leases of the jobs in hand and refreshes the progress bar
  * (done/total of the queue, all workers together) in one statement,
  * which reads the runs' own counts rather than counting job rows. */
@@ -492,19 +488,10 @@ static void beat_once(struct worker *w)
     mtx_progress_update(w->bar, (uint64_t)(pr.done - w->base_done));
 }
 
-static void *beat_thread(void *arg)
+/* The heartbeat's call (batch/heartbeat.h). */
+static void beat_fn(void *w)
 {
-    struct beat *b = arg;
-    double every = b->w->lease_s / 3 < 1 ? b->w->lease_s / 3 : 1;
-
-    while (!b->over) {
-        double t;
-
-        beat_once(b->w);
-        for (t = 0; t < every && !b->over; t += 0.05)
-            usleep(50 * 1000);
-    }
-    return NULL;
+    beat_once(w);
 }
 
 /* ==== The verb ==== */
@@ -549,10 +536,13 @@ static int read_opts(const struct cli_args *a, struct worker *w)
 
 static enum mt_status work(struct worker *w, struct mt_error *err)
 {
-    pthread_t t[MAX_HELD], hb;
-    struct beat b = {w, 0};
+    pthread_t t[MAX_HELD];
+    struct mtx_heartbeat hb;
     unsigned i, started = 0;
-    int beating = pthread_create(&hb, NULL, beat_thread, &b) == 0;
+
+    /* none: the leases run out while the jobs run, and other workers
+     * take them over (their results win; ours are refused) */
+    (void)mtx_heartbeat_start(&hb, w->lease_s, beat_fn, w, NULL);
 
     for (i = 0; i < w->jobs; i++)
         if (pthread_create(&t[started], NULL, work_thread, w) == 0)
@@ -561,9 +551,7 @@ static enum mt_status work(struct worker *w, struct mt_error *err)
         work_thread(w);
     for (i = 0; i < started; i++)
         pthread_join(t[i], NULL);
-    b.over = 1;
-    if (beating)
-        pthread_join(hb, NULL);
+    mtx_heartbeat_stop(&hb);
     if (w->fatal == MT_OK)
         beat_once(w); /* the bar's last state */
     if (w->fatal != MT_OK)

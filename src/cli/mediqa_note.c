@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "cli/agent_opts.h"
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/mediqa.h"
 #include "core/buf.h"
 #include "core/csv.h"
@@ -60,7 +60,7 @@ enum mt_status mediqa_write(const struct mtx_note *v, size_t n,
 {
     struct submission s = {v, with_failed};
 
-    return work_write_lines(path, n, submission_line, &s, err);
+    return mtx_work_write_lines(path, n, submission_line, &s, err);
 }
 
 /* ==== Checking ==== */
@@ -95,11 +95,11 @@ static char *trace_line(const char *id, const struct mt_check_result *r,
     }
     mtx_buf_free(&b);
     mt_free(es);
-    return work_line(id, res,
-                     res ? NULL
-                         : json_pack("{s:s,s:s,s:s}", "id", id, "error",
-                                     err->msg, "rule",
-                                     "the check failed: no verdict"));
+    return mtx_work_line(id, res,
+                         res ? NULL
+                             : json_pack("{s:s,s:s,s:s}", "id", id, "error",
+                                         err->msg, "rule",
+                                         "the check failed: no verdict"));
 }
 
 void mediqa_check(struct mt_agent *agent, const char *id, const char *text,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/qa_opts.h"
 #include "core/buf.h"
 #include "core/csv.h"
@@ -42,7 +42,7 @@ struct vset {
     int given;
     struct vrow *rows;
     size_t n, skipped;
-    struct work_queue wq;
+    struct mtx_work_queue wq;
     struct mt_progress *bar;
 };
 
@@ -450,9 +450,9 @@ static enum mt_status run_set(const struct cli_args *a, struct vset *s,
     st = mtx_progress_new(&pp, &s->bar);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    work_init(&s->wq, s->n);
-    st = work_run(&s->wq, jobs, judge_row, s, err);
-    work_destroy(&s->wq);
+    mtx_work_init(&s->wq, s->n);
+    st = mtx_work_run(&s->wq, jobs, judge_row, s, err);
+    mtx_work_destroy(&s->wq);
     mtx_progress_finish(s->bar);
     mtx_progress_free(s->bar);
     return st;

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/qa_opts.h"
 #include "core/jsonl.h"
 #include "core/progress.h"
@@ -196,8 +196,8 @@ enum mt_status qa_items_load(const char *path, size_t limit,
 struct batch {
     struct mt_qa *q;
     struct qa_item *v;
-    struct work_queue wq; /* wq.mu also guards stats */
-    struct journal *journal;
+    struct mtx_work_queue wq; /* wq.mu also guards stats */
+    struct mtx_journal *journal;
     struct mt_progress *bar;
     struct qa_batch_stats stats;
 };
@@ -206,10 +206,10 @@ struct batch {
 static char *result_line(const struct qa_item *x, const struct mt_qa_result *r,
                          const struct mt_error *e)
 {
-    return work_line(x->id, r ? mt_qa_result_json(r) : NULL,
-                     r ? NULL
-                       : json_pack("{s:s,s:s,s:s}", "id", x->id, "question",
-                                   x->query, "error", e->msg));
+    return mtx_work_line(x->id, r ? mt_qa_result_json(r) : NULL,
+                         r ? NULL
+                           : json_pack("{s:s,s:s,s:s}", "id", x->id, "question",
+                                       x->query, "error", e->msg));
 }
 
 static void record(struct batch *b, struct qa_item *x, char *line,
@@ -217,15 +217,16 @@ static void record(struct batch *b, struct qa_item *x, char *line,
 {
     struct mt_error err = {MT_OK, ""};
     int ok = e->status == MT_OK;
-    enum mt_status st = !line        ? mt_fail(&err, MT_ENOMEM, "out of memory")
-                        : b->journal ? journal_append(b->journal, x->id, line,
-                                                      ok ? NULL : e->msg, &err)
-                                     : MT_OK;
+    enum mt_status st = !line ? mt_fail(&err, MT_ENOMEM, "out of memory")
+                        : b->journal
+                            ? mtx_journal_append(b->journal, x->id, line,
+                                                 ok ? NULL : e->msg, &err)
+                            : MT_OK;
 
     pthread_mutex_lock(&b->wq.mu);
     x->line = line;
     x->failed = !ok;
-    work_fail_locked(&b->wq, st, &err);
+    mtx_work_fail_locked(&b->wq, st, &err);
     b->stats.answered += ok != 0;
     b->stats.failed += ok == 0;
     pthread_mutex_unlock(&b->wq.mu);
@@ -274,8 +275,8 @@ static enum mt_status start(struct batch *b, const struct qa_batch_params *bp,
     enum mt_status st = MT_OK;
 
     if (bp->journal)
-        st = journal_open(bp->journal, bp->resume, on_resumed, b, &b->journal,
-                          err);
+        st = mtx_journal_open(bp->journal, bp->resume, on_resumed, b,
+                              &b->journal, err);
     if (st != MT_OK)
         return st;
     pp.label = bp->label;
@@ -298,15 +299,15 @@ enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
     memset(&b, 0, sizeof b);
     b.q = q;
     b.v = v;
-    work_init(&b.wq, n);
+    mtx_work_init(&b.wq, n);
     st = start(&b, bp, err);
     if (st == MT_OK)
-        st = work_run(&b.wq, bp->jobs ? bp->jobs : 1, ask_one, &b, err);
+        st = mtx_work_run(&b.wq, bp->jobs ? bp->jobs : 1, ask_one, &b, err);
     if (b.bar)
         mtx_progress_finish(b.bar);
     mtx_progress_free(b.bar);
-    journal_close(b.journal);
-    work_destroy(&b.wq);
+    mtx_journal_close(b.journal);
+    mtx_work_destroy(&b.wq);
     *stats = b.stats;
     return st;
 }
@@ -360,6 +361,6 @@ enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
     if (st == MT_OK)
         st = qa_batch_run(q, *v, *n, &bp, bs, err);
     if (st == MT_OK && out)
-        st = work_write_lines(out, *n, item_line, *v, err);
+        st = mtx_work_write_lines(out, *n, item_line, *v, err);
     return st;
 }

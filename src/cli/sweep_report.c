@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "cli/sweep.h"
 #include "core/file.h"
 #include "eval/report_int.h"

@@ -18,6 +18,7 @@
 
 #include "core/buf.h"
 #include "core/csv.h"
+#include "batch/journal.h"
 #include "core/file.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
@@ -169,46 +170,43 @@ static int csv_labeled(const char *csv, size_t len)
 
 /* ==== The journal: one {"id","line"} a finished note ==== */
 
-/* Gives notes the lines the journal holds; a torn last line (a crash
- * mid-write) is ignored. Returns the number resumed. */
-static size_t journal_read(const struct batch_arg *a, struct mtx_note *v,
-                           size_t n)
-{
-    char *txt = NULL, *p, *nl;
-    size_t len = 0, k, resumed = 0;
-    struct mt_error err = {MT_OK, ""};
+/* The batch layer's journal (batch/journal.h, as `mediqa --resume`'s):
+ * DIR/journal.jsonl, locked while the job runs, each note fdatasync'd,
+ * a torn last line (a crash mid-write) cut on the next open. */
+struct resumed {
+    struct mtx_note *v;
+    size_t n, count;
+};
 
-    if (read_file(a, "journal.jsonl", &txt, &len, &err) != MT_OK)
-        return 0;
-    for (p = txt; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
-        json_t *o = json_loadb(p, (size_t)(nl - p), 0, NULL);
-        const char *id = json_string_value(json_object_get(o, "id"));
-        const char *line = json_string_value(json_object_get(o, "line"));
-        for (k = 0; id && line && k < n; k++)
-            if (!v[k].line && strcmp(v[k].id, id) == 0) {
-                v[k].line = mt_strdup(line);
-                resumed += v[k].line != NULL;
-                break;
-            }
-        json_decref(o);
-    }
-    mt_free(txt);
-    return resumed;
+/* Gives the note 'id' the line the journal holds. */
+static void resume_note(const char *id, const char *line, void *user)
+{
+    struct resumed *r = user;
+    size_t k;
+
+    for (k = 0; k < r->n; k++)
+        if (!r->v[k].line && strcmp(r->v[k].id, id) == 0) {
+            r->v[k].line = mt_strdup(line);
+            r->count += r->v[k].line != NULL;
+            return;
+        }
 }
 
-static enum mt_status journal_add(FILE *f, const char *path, const char *id,
-                                  const char *line, struct mt_error *err)
+/* Opens DIR/journal.jsonl, giving notes the lines it holds; *resumed gets
+ * how many. */
+static enum mt_status journal_start(const struct batch_arg *a,
+                                    struct mtx_note *v, size_t n,
+                                    size_t *resumed, struct mtx_journal **out,
+                                    struct mt_error *err)
 {
-    json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
-    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    int ok = t && fprintf(f, "%s\n", t) > 0 && mtx_file_flush_sync(f, 1) == 0;
-    int e = t ? errno : ENOMEM;
+    struct resumed r = {v, n, 0};
+    char *jp = file_path(a, "journal.jsonl");
+    enum mt_status st = jp ? mtx_journal_open(jp, 1, resume_note, &r, out, err)
+                           : mt_fail(err, MT_ENOMEM, "out of memory");
 
-    json_decref(o);
-    free(t); /* jansson's default allocator */
-    return ok ? MT_OK
-              : mt_fail(err, e == ENOMEM ? MT_ENOMEM : mtx_file_errno_status(e),
-                        "%s: cannot record note %s: %s", path, id, strerror(e));
+    mt_free(jp);
+    *resumed = r.count;
+    return st;
 }
 
 /* ==== The job ==== */
@@ -353,18 +351,13 @@ static int note_cancelled(void *user, const char *note_id)
  * to stop (the journal keeps what is done). */
 static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
                                 struct mtx_note *v, struct progress *p,
-                                struct mt_error *err)
+                                struct mtx_journal *jr, struct mt_error *err)
 {
     struct mt_agent *agent = NULL;
     struct mt_agent_check_params cp;
-    char *jp = file_path(a, "journal.jsonl");
     char *tp = file_path(a, "traces.jsonl");
-    FILE *f = jp ? mtx_file_fopen(jp, "ab", 0644) : NULL;
     FILE *tf = tp ? mtx_file_fopen(tp, "ab", 0644) : NULL;
-    enum mt_status st =
-        f ? mtx_srv_checker(a->s, a->strat, a->model, &agent, err)
-          : mt_fail(err, mtx_file_errno_status(errno), "%s: %s",
-                    jp ? jp : "journal", strerror(errno));
+    enum mt_status st = mtx_srv_checker(a->s, a->strat, a->model, &agent, err);
     size_t i;
 
     memset(&cp, 0, sizeof cp);
@@ -387,16 +380,13 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
         }
         v[i].line = check_note(a, agent, &cp, &v[i], tf);
         if (v[i].line)
-            st = journal_add(f, jp, v[i].id, v[i].line, err);
+            st = mtx_journal_append(jr, v[i].id, v[i].line, NULL, err);
         p->done += v[i].line != NULL;
         p->failed += v[i].line == NULL;
         emit_progress(j, p, v[i].id);
     }
-    if (f)
-        fclose(f);
     if (tf)
         fclose(tf);
-    mt_free(jp);
     mt_free(tp);
     return st;
 }
@@ -431,6 +421,7 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
     struct batch_arg *a = arg;
     struct progress p = {0, 0, 0, 0, mtx_srv_now()};
     struct mtx_note *v = NULL;
+    struct mtx_journal *jr = NULL;
     char *csv = NULL, *sub = NULL;
     size_t len = 0;
     int labeled;
@@ -438,11 +429,14 @@ static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
 
     if (st == MT_OK)
         st = load_notes(csv, len, SRV_BATCH_NOTES_MAX, &v, &p.total, err);
+    if (st == MT_OK)
+        st = journal_start(a, v, p.total, &p.resumed, &jr, err);
     if (st == MT_OK) {
-        p.resumed = p.done = journal_read(a, v, p.total);
+        p.done = p.resumed;
         emit_progress(j, &p, NULL);
-        st = check_all(j, a, v, &p, err);
+        st = check_all(j, a, v, &p, jr, err);
     }
+    mtx_journal_close(jr);
     /* Scored when any note has an answer (failed notes are left out). */
     if (st == MT_OK && p.failed == p.total && p.total)
         st = fail_notes(&p, v, result, err);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch/heartbeat.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 #include "store/queue.h"
@@ -31,9 +32,7 @@ struct srv_queue {
     pthread_mutex_t mu; /* guards pg */
     struct mtx_pg *pg;  /* submits and heartbeats; NULL until it connects */
     char node[160];     /* its name in the queue: serve|worker:HOST:PID */
-    pthread_t beat;
-    int beat_on;
-    volatile int beat_stop;
+    struct mtx_heartbeat beat; /* leases and pruning (batch/heartbeat.h) */
     double next_prune;
 };
 
@@ -253,20 +252,12 @@ static void beat_once(struct mt_server *s)
                n - kept, n);
 }
 
-static void *beat_main(void *arg)
+/* The heartbeat's call: the leases of the rows running here, then the
+ * old event rows. */
+static void beat_main(void *arg)
 {
-    struct mt_server *s = arg;
-    double every = s->p.job_lease_s / 3 < 1 ? s->p.job_lease_s / 3 : 1;
-
-    while (!s->queue->beat_stop) {
-        double t;
-
-        beat_once(s);
-        prune(s);
-        for (t = 0; t < every && !s->queue->beat_stop; t += 0.05)
-            usleep(50 * 1000);
-    }
-    return NULL;
+    beat_once(arg);
+    prune(arg);
 }
 
 /* Runs that no server's job holds any more (a dead server's claimed rows
@@ -310,11 +301,8 @@ enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err)
         mt_log(MT_LOG_WARN, "server: the shared queue: %s", why.msg);
     else
         interrupt_orphans(s);
-    s->queue->beat_on =
-        pthread_create(&s->queue->beat, NULL, beat_main, s) == 0;
-    if (!s->queue->beat_on)
-        return mt_fail(err, MT_EINTERNAL, "cannot start the heartbeat");
-    return MT_OK;
+    return mtx_heartbeat_start(&s->queue->beat, s->p.job_lease_s, beat_main, s,
+                               err);
 }
 
 void mtx_srv_queue_stop(struct mt_server *s)
@@ -323,9 +311,7 @@ void mtx_srv_queue_stop(struct mt_server *s)
 
     if (!q)
         return;
-    q->beat_stop = 1;
-    if (q->beat_on)
-        pthread_join(q->beat, NULL);
+    mtx_heartbeat_stop(&q->beat);
     mtx_pg_close(q->pg);
     pthread_mutex_destroy(&q->mu);
     mt_free(q);

@@ -11,19 +11,19 @@
 
 #include <jansson.h>
 
-#include "cli/journal.h"
+#include "batch/journal.h"
 #include "core/buf.h"
 #include "core/file.h"
 #include "medtrust/core.h"
 
-struct journal {
+struct mtx_journal {
     int fd;
     char *path;
     pthread_mutex_t mu;
 };
 
 /* Replays complete lines; returns the length of the good prefix. */
-static size_t replay(const char *d, size_t n, journal_fn fn, void *user)
+static size_t replay(const char *d, size_t n, mtx_journal_fn fn, void *user)
 {
     size_t i = 0;
     size_t good = 0;
@@ -47,7 +47,7 @@ static size_t replay(const char *d, size_t n, journal_fn fn, void *user)
     return good;
 }
 
-static enum mt_status load(int fd, journal_fn fn, void *user,
+static enum mt_status load(int fd, mtx_journal_fn fn, void *user,
                            struct mt_error *err, const char *path)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
@@ -72,7 +72,7 @@ static enum mt_status load(int fd, journal_fn fn, void *user,
 
 /* Opens without O_TRUNC, so a run refused by the lock leaves the
  * other's journal whole, then empties it once the lock is held. */
-static enum mt_status open_locked(struct journal *j, const char *path,
+static enum mt_status open_locked(struct mtx_journal *j, const char *path,
                                   struct mt_error *err)
 {
     j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -87,11 +87,11 @@ static enum mt_status open_locked(struct journal *j, const char *path,
     return MT_OK;
 }
 
-enum mt_status journal_open(const char *path, int resume, journal_fn fn,
-                            void *user, struct journal **out,
-                            struct mt_error *err)
+enum mt_status mtx_journal_open(const char *path, int resume, mtx_journal_fn fn,
+                                void *user, struct mtx_journal **out,
+                                struct mt_error *err)
 {
-    struct journal *j = mt_calloc(1, sizeof *j);
+    struct mtx_journal *j = mt_calloc(1, sizeof *j);
     enum mt_status st;
 
     if (!j || !(j->path = mt_strdup(path))) {
@@ -105,7 +105,7 @@ enum mt_status journal_open(const char *path, int resume, journal_fn fn,
     else if (st == MT_OK && ftruncate(j->fd, 0) != 0)
         st = mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
     if (st != MT_OK) {
-        journal_close(j);
+        mtx_journal_close(j);
         return st;
     }
     *out = j;
@@ -122,7 +122,7 @@ static void count_line(const char *line, size_t n, size_t *done, size_t *failed)
     json_decref(o);
 }
 
-int journal_count(const char *path, size_t *done, size_t *failed)
+int mtx_journal_count(const char *path, size_t *done, size_t *failed)
 {
     FILE *f = fopen(path, "r");
     char *line = NULL;
@@ -133,7 +133,7 @@ int journal_count(const char *path, size_t *done, size_t *failed)
     if (!f)
         return -1;
     if (flock(fileno(f), LOCK_SH | LOCK_NB) != 0) {
-        fclose(f); /* a run holds it: journal_open says so */
+        fclose(f); /* a run holds it: mtx_journal_open says so */
         return -1;
     }
     while ((n = getline(&line, &cap, f)) > 0)
@@ -144,9 +144,9 @@ int journal_count(const char *path, size_t *done, size_t *failed)
     return 0;
 }
 
-enum mt_status journal_append(struct journal *j, const char *id,
-                              const char *line, const char *failed,
-                              struct mt_error *err)
+enum mt_status mtx_journal_append(struct mtx_journal *j, const char *id,
+                                  const char *line, const char *failed,
+                                  struct mt_error *err)
 {
     json_t *o = json_pack("{s:s,s:s}", "id", id, "line", line);
 
@@ -182,7 +182,7 @@ enum mt_status journal_append(struct journal *j, const char *id,
     return MT_OK;
 }
 
-void journal_close(struct journal *j)
+void mtx_journal_close(struct mtx_journal *j)
 {
     if (!j)
         return;
@@ -195,20 +195,20 @@ void journal_close(struct journal *j)
 
 /* ==== Work queue ==== */
 
-void work_init(struct work_queue *q, size_t n)
+void mtx_work_init(struct mtx_work_queue *q, size_t n)
 {
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->mu, NULL);
     q->n = n;
 }
 
-void work_destroy(struct work_queue *q)
+void mtx_work_destroy(struct mtx_work_queue *q)
 {
     pthread_mutex_destroy(&q->mu);
 }
 
-void work_fail_locked(struct work_queue *q, enum mt_status st,
-                      const struct mt_error *err)
+void mtx_work_fail_locked(struct mtx_work_queue *q, enum mt_status st,
+                          const struct mt_error *err)
 {
     if (st == MT_OK || q->fatal != MT_OK)
         return;
@@ -217,8 +217,8 @@ void work_fail_locked(struct work_queue *q, enum mt_status st,
 }
 
 struct work_arg {
-    struct work_queue *q;
-    work_fn fn;
+    struct mtx_work_queue *q;
+    mtx_work_fn fn;
     void *user;
 };
 
@@ -239,8 +239,8 @@ static void *work_thread(void *arg)
     }
 }
 
-enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
-                        void *user, struct mt_error *err)
+enum mt_status mtx_work_run(struct mtx_work_queue *q, unsigned jobs,
+                            mtx_work_fn fn, void *user, struct mt_error *err)
 {
     struct work_arg w = {q, fn, user};
     pthread_t *t = mt_calloc(jobs ? jobs : 1, sizeof *t);
@@ -262,7 +262,7 @@ enum mt_status work_run(struct work_queue *q, unsigned jobs, work_fn fn,
     return q->fatal;
 }
 
-char *work_line(const char *id, char *result, json_t *failure)
+char *mtx_work_line(const char *id, char *result, json_t *failure)
 {
     json_t *jid = json_string(id);
     char *ids = jid ? json_dumps(jid, JSON_ENCODE_ANY) : NULL;
@@ -282,8 +282,9 @@ char *work_line(const char *id, char *result, json_t *failure)
     return s;
 }
 
-enum mt_status work_write_lines(const char *path, size_t n, work_line_fn line,
-                                void *user, struct mt_error *err)
+enum mt_status mtx_work_write_lines(const char *path, size_t n,
+                                    mtx_work_line_fn line, void *user,
+                                    struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
     enum mt_status st = mtx_buf_reserve(&b, 1);
