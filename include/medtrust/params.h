@@ -17,10 +17,12 @@ extern "C" {
 
 /* The C type of the member a descriptor names. */
 enum mt_param_type {
-    MT_PARAM_U32, /* uint32_t */
-    MT_PARAM_U64, /* uint64_t */
-    MT_PARAM_F32, /* float */
-    MT_PARAM_F64, /* double */
+    MT_PARAM_U32,  /* uint32_t */
+    MT_PARAM_U64,  /* uint64_t */
+    MT_PARAM_F32,  /* float */
+    MT_PARAM_F64,  /* double */
+    MT_PARAM_I32,  /* int32_t */
+    MT_PARAM_SIZE, /* size_t */
 };
 
 /* One setting of a params struct. */

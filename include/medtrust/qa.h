@@ -10,6 +10,7 @@
 
 #include "model.h"
 #include "retrieve.h"
+#include "params.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -132,6 +133,12 @@ enum mt_qa_attribution {
 
 /* Fills 'p' with the defaults above and mt_llm_default_params. */
 void mt_qa_default_params(struct mt_qa_params *p);
+
+/* The settings table of struct mt_qa_params (medtrust/params.h): each
+ * numeric knob's CLI option (`ask`, `qa-eval`), POST /v1/ask member,
+ * bounds (and the server's lower caps) and help; GET /v1/limits lists
+ * it. Immutable; safe from any thread. */
+extern const struct mt_param_table mt_qa_param_table;
 
 struct mt_qa;
 

@@ -37,6 +37,11 @@ const char *cli_opt_arg(const struct cli_opt *o);
     {                                                                          \
         name, 0, NULL, NULL, 0, t                                              \
     }
+/* The same with a short option letter. */
+#define CLI_PARAM_KEY(name, key, t)                                            \
+    {                                                                          \
+        name, key, NULL, NULL, 0, t                                            \
+    }
 
 struct cli_args {
     const struct cli_opt *opts;

@@ -15,45 +15,6 @@
 
 /* ==== Options ==== */
 
-static int get_floats(const struct cli_args *a, struct mt_qa_params *p)
-{
-    double wl = p->w_lex, ws = p->w_sem, t = p->temperature;
-
-    if (cli_get_double(a, "w-lex", 0, 1000, &wl) < 0 ||
-        cli_get_double(a, "w-sem", 0, 1000, &ws) < 0 ||
-        cli_get_double(a, "temperature", 0, 2, &t) < 0 ||
-        cli_llm_params_read(a, &p->llm) < 0)
-        return -1;
-    p->w_lex = (float)wl;
-    p->w_sem = (float)ws;
-    p->temperature = (float)t;
-    return 0;
-}
-
-static int get_uints(const struct cli_args *a, struct mt_qa_params *p)
-{
-    unsigned long k = p->k, rr = p->rerank_depth, mt = p->max_tokens;
-    unsigned long dc = p->doc_chars, mq = p->max_question_bytes;
-    unsigned long yf = 0, yt = 0;
-
-    if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0 ||
-        cli_get_uint(a, "rerank", 1, 10000, &rr) < 0 ||
-        cli_get_uint(a, "max-tokens", 16, 65536, &mt) < 0 ||
-        cli_get_uint(a, "doc-chars", 64, 1000000, &dc) < 0 ||
-        cli_get_uint(a, "max-question", 1, 1 << 24, &mq) < 0 ||
-        cli_get_uint(a, "year-from", 1, 99999, &yf) < 0 ||
-        cli_get_uint(a, "year-to", 1, 99999, &yt) < 0)
-        return -1;
-    p->k = (uint32_t)k;
-    p->rerank_depth = (uint32_t)rr;
-    p->max_tokens = (uint32_t)mt;
-    p->doc_chars = (uint32_t)dc;
-    p->max_question_bytes = mq;
-    p->year_from = (int32_t)yf;
-    p->year_to = (int32_t)yt;
-    return 0;
-}
-
 static int get_attribution(const struct cli_args *a, struct mt_qa_params *p)
 {
     const char *v = cli_get(a, "attribution");
@@ -74,7 +35,8 @@ static int get_attribution(const struct cli_args *a, struct mt_qa_params *p)
 int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
 {
     mt_qa_default_params(p);
-    if (get_floats(a, p) < 0 || get_uints(a, p) < 0 ||
+    if (cli_params_read(a, &mt_qa_param_table, p) < 0 ||
+        cli_llm_params_read(a, &p->llm) < 0 ||
         cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
         cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0 ||
         get_attribution(a, p) < 0)

@@ -8,6 +8,9 @@
 #include "cli/search_opts.h" /* CLI_META_FILTER_OPTS */
 #include "medtrust/qa.h"
 
+#define QA_T (&mt_qa_param_table)
+
+/* The numeric rows are generated from mt_qa_param_table. */
 #define QA_OPTS                                                                \
     {"db", 'd', "DIR", "corpus store to search (required to answer)", 0},      \
         {"llm", 'l', "SPEC",                                                   \
@@ -31,23 +34,17 @@
          "cross-encoder: retrieve --rerank "                                   \
          "documents, keep -k",                                                 \
          0},                                                                   \
-        {"rerank", 0, "N", "documents reranked, 1..10000 (default 50)", 0},    \
-        {"top-k", 'k', "N",                                                    \
-         "documents given to the model, 1..1000 "                              \
-         "(default 10)",                                                       \
-         0},                                                                   \
-        {"w-lex", 0, "X", "hybrid weight of BM25 (default 0.7)", 0},           \
-        {"w-sem", 0, "X", "hybrid weight of vectors (default 0.3)", 0},        \
+        CLI_PARAM("rerank", QA_T), CLI_PARAM_KEY("top-k", 'k', QA_T),          \
+        CLI_PARAM("w-lex", QA_T), CLI_PARAM("w-sem", QA_T),                    \
         {"attribution", 0, "RULE",                                             \
          "an uncited sentence between two claims joins the one whose "         \
          "cited abstracts hold the closest sentence (sentence, default: "      \
          "VerifAI's blog) or whose cited document is closest whole "           \
-         "(document: VerifAI's published code)",                              \
+         "(document: VerifAI's published code)",                               \
          0},                                                                   \
         CLI_VERIFAI_LEX_OPTS,                                                  \
         {"source", 's', "NAME", "only documents of this source", 0},           \
-        {"year-from", 0, "Y", "only documents whose metadata year >= Y", 0},   \
-        {"year-to", 0, "Y", "only documents whose metadata year <= Y", 0},     \
+        CLI_PARAM("year-from", QA_T), CLI_PARAM("year-to", QA_T),              \
         CLI_META_FILTER_OPTS,                                                  \
         {"search-mode", 0, "MODE",                                             \
          "bm25, dense or hybrid (default hybrid when the index has "           \
@@ -57,13 +54,8 @@
          "citation label, {id} = document id "                                 \
          "(default PUBMED:{id})",                                              \
          0},                                                                   \
-        {"max-tokens", 0, "N", "answer length budget, 16..65536 (1024)", 0},   \
-        {"temperature", 0, "X", "answer temperature, 0..2 (default 0)", 0},    \
-        {"doc-chars", 0, "N",                                                  \
-         "bytes of each document shown, 64..1000000 "                          \
-         "(4000)",                                                             \
-         0},                                                                   \
-        {"max-question", 0, "N", "longest question in bytes (8192)", 0},       \
+        CLI_PARAM("max-tokens", QA_T), CLI_PARAM("temperature", QA_T),         \
+        CLI_PARAM("doc-chars", QA_T), CLI_PARAM("max-question", QA_T),         \
         {"prompts", 0, "DIR",                                                  \
          "qa_*.txt files here replace built-in "                               \
          "prompts",                                                            \

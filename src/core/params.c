@@ -19,10 +19,18 @@ double mt_param_get(const struct mt_param *d, const void *params)
     char txt[32];
     uint32_t u;
     uint64_t w;
+    int32_t i;
+    size_t z;
     float f;
     double x;
 
     switch (d->type) {
+    case MT_PARAM_I32:
+        memcpy(&i, p, sizeof i);
+        return i;
+    case MT_PARAM_SIZE:
+        memcpy(&z, p, sizeof z);
+        return (double)z;
     case MT_PARAM_U32:
         memcpy(&u, p, sizeof u);
         return u;
@@ -47,8 +55,16 @@ void mt_param_set(const struct mt_param *d, void *params, double v)
     uint32_t u = (uint32_t)v;
     uint64_t w = (uint64_t)v;
     float f = (float)v;
+    int32_t i = (int32_t)v;
+    size_t z = (size_t)v;
 
     switch (d->type) {
+    case MT_PARAM_I32:
+        memcpy(p, &i, sizeof i);
+        return;
+    case MT_PARAM_SIZE:
+        memcpy(p, &z, sizeof z);
+        return;
     case MT_PARAM_U32:
         memcpy(p, &u, sizeof u);
         return;
@@ -66,7 +82,7 @@ void mt_param_set(const struct mt_param *d, void *params, double v)
 
 int mt_param_is_integer(const struct mt_param *d)
 {
-    return d->type == MT_PARAM_U32 || d->type == MT_PARAM_U64;
+    return d->type != MT_PARAM_F32 && d->type != MT_PARAM_F64;
 }
 
 double mt_param_max(const struct mt_param *d, int server)
@@ -78,7 +94,7 @@ int mt_param_valid(const struct mt_param *d, double v, int server)
 {
     if (!(v >= d->lo && v <= mt_param_max(d, server)))
         return 0; /* NaN too */
-    return !mt_param_is_integer(d) || v == (double)(uint64_t)v;
+    return !mt_param_is_integer(d) || v == (double)(int64_t)v;
 }
 
 double mt_param_default(const struct mt_param_table *t,
@@ -110,7 +126,11 @@ const struct mt_param *mt_param_find(const struct mt_param_table *t,
 
 static size_t type_size(enum mt_param_type type)
 {
-    return type == MT_PARAM_U32 || type == MT_PARAM_F32 ? 4 : 8;
+    if (type == MT_PARAM_SIZE)
+        return sizeof(size_t);
+    return type == MT_PARAM_U32 || type == MT_PARAM_F32 || type == MT_PARAM_I32
+               ? 4
+               : 8;
 }
 
 void mt_param_copy_fields(const struct mt_param_table *t, void *dst,

@@ -193,18 +193,10 @@ static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== The route ==== */
 
-/* The bounded members of POST /v1/ask. Defaults are the answerer's
- * (mt_qa_default_params, VerifAI's 10 documents and 0.7/0.3 fusion); a
- * year of 0 means an open end. */
-const struct srv_field mtx_srv_ask_fields[] = {
-    {"k", 1, 100, 10, 1, "documents given to the model"},
-    {"w_lex", 0, 1, 0.7, 0, "hybrid weight of BM25"},
-    {"w_sem", 0, 1, 0.3, 0, "hybrid weight of vectors"},
-    {"year_from", 1, 99999, 0, 1, "first publication year"},
-    {"year_to", 1, 99999, 0, 1, "last publication year"},
-};
-const size_t mtx_srv_ask_nfields =
-    sizeof mtx_srv_ask_fields / sizeof mtx_srv_ask_fields[0];
+/* The bounded members of POST /v1/ask are mt_qa_param_table's that have
+ * a request field ("k", "w_lex", "w_sem", "year_from", "year_to": bounds,
+ * the server's caps and the answerer's defaults, VerifAI's 10 documents
+ * and 0.7/0.3 fusion); a year of 0 (absent) means an open end. */
 
 /* "search_mode": one of the modes the index serves now (GET /v1/limits'
  * ask.modes), else 400; absent = as the index allows. */
@@ -242,12 +234,18 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
 
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs)
 {
-    const struct srv_field *f = mtx_srv_ask_fields;
+    static const char *const names[4] = {"w_lex", "w_sem", "year_from",
+                                         "year_to"};
+    const struct mt_param_table *t = &mt_qa_param_table;
+    struct mt_qa_params q;
     size_t i;
 
-    for (i = 0; i < 4; i++)
-        if (mtx_srv_field(o, &f[1 + i], &w[i], rs))
+    mt_qa_default_params(&q);
+    for (i = 0; i < 4; i++) {
+        if (mtx_srv_param_read(o, t, names[i], &q, rs))
             return -1;
+        w[i] = mt_param_get(mt_param_find(t, names[i], 1), &q);
+    }
     if (w[0] + w[1] <= 0) {
         mtx_srv_error(rs, 400, "\"w_lex\" and \"w_sem\" cannot both be 0");
         return -1;
@@ -263,9 +261,11 @@ int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs)
 static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
 {
     json_t *src = json_object_get(o, "source");
-    double n, w[4];
+    struct mt_qa_params q;
+    double w[4];
 
-    if (mtx_srv_field(o, &mtx_srv_ask_fields[0], &n, rs) ||
+    mt_qa_default_params(&q);
+    if (mtx_srv_param_read(o, &mt_qa_param_table, "k", &q, rs) ||
         mtx_srv_weights_years(o, w, rs))
         return -1;
     if (src && !json_is_null(src) &&
@@ -277,7 +277,7 @@ static int read_key(json_t *o, struct srv_qa_key *k, struct srv_resp *rs)
         return -1;
     }
     memset(k, 0, sizeof *k);
-    k->k = (uint32_t)n;
+    k->k = q.k;
     k->w_lex = (float)w[0];
     k->w_sem = (float)w[1];
     k->year_from = (int32_t)w[2];

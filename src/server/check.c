@@ -10,6 +10,7 @@
 
 #include "medtrust/check.h"
 #include "medtrust/core.h"
+#include "medtrust/qa.h"
 #include "text/utf8.h"
 #include "medtrust/model.h"
 #include "medtrust/verify.h"
@@ -22,12 +23,17 @@
 const char *const mtx_srv_batch_settings[SRV_BATCH_NSET] = {
     "max_steps", "max_rounds", "accept_mean", "accept_min"};
 
-/* GET /v1/limits' check.fields: the table's members, then Ask's years. */
+/* GET /v1/limits' check.fields: the table's members, then Ask's years
+ * (mt_qa_param_table's). */
 json_t *mtx_srv_check_fields_json(void)
 {
     json_t *o = mtx_srv_params_json(&mt_agent_param_table);
 
-    json_object_update_new(o, mtx_srv_fields_json(mtx_srv_ask_fields + 3, 2));
+    json_t *ask = mtx_srv_params_json(&mt_qa_param_table);
+
+    json_object_set(o, "year_from", json_object_get(ask, "year_from"));
+    json_object_set(o, "year_to", json_object_get(ask, "year_to"));
+    json_decref(ask);
     return o;
 }
 
@@ -350,8 +356,11 @@ static void search_conds(struct check_arg *a)
     c = &a->conds[a->nconds++];
     memset(c, 0, sizeof *c);
     c->key = "year";
-    c->min = a->year_from ? a->year_from : mtx_srv_ask_fields[3].lo;
-    c->max = a->year_to ? a->year_to : mtx_srv_ask_fields[4].hi;
+    c->min = a->year_from
+                 ? a->year_from
+                 : mt_param_find(&mt_qa_param_table, "year_from", 1)->lo;
+    c->max = a->year_to ? a->year_to
+                        : mt_param_find(&mt_qa_param_table, "year_to", 1)->hi;
 }
 
 /* Reads {"note","strategy","sentences","source","search_mode","author",

@@ -358,11 +358,9 @@ int mtx_srv_param_read(json_t *o, const struct mt_param_table *t,
  * cli_max (the CLI's highest value, where the server caps lower)}}. */
 json_t *mtx_srv_params_json(const struct mt_param_table *t);
 
-/* The bounded fields of each route (search in api.c, ask.c, check.c). */
+/* The bounded fields of search (api.c); ask and check read settings tables. */
 extern const struct srv_field mtx_srv_search_fields[];
 extern const size_t mtx_srv_search_nfields;
-extern const struct srv_field mtx_srv_ask_fields[];
-extern const size_t mtx_srv_ask_nfields;
 /* The members of mt_agent_param_table a batch takes (POST /v1/batch and
  * DIR/params.json's "settings", in this order). */
 #define SRV_BATCH_NSET 4
@@ -459,7 +457,7 @@ int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
 
 #define SRV_BATCH_NOTES_MAX 1000 /* notes of one POST /v1/batch */
 
-/* Reads mtx_srv_ask_fields' "w_lex", "w_sem", "year_from" and "year_to"
+/* Reads mt_qa_param_table's "w_lex", "w_sem", "year_from" and "year_to"
  * into w[0..3] (ask.c; checks read the same): 0 is an open year; both
  * weights 0 or years out of order are 400. Returns 0, or -1 after a 400. */
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs);

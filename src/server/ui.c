@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "medtrust/core.h"
+#include "medtrust/qa.h"
 #include "server/srv_int.h"
 
 /* GET /v1/session: {"authenticated":false}, or GET /v1/me's object with
@@ -89,8 +90,8 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
         "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1),
         "default_mode", mt_search_mode_str(mtx_srv_best_mode(s)), "ask",
-        "fields", mtx_srv_fields_json(mtx_srv_ask_fields, mtx_srv_ask_nfields),
-        "question_bytes", (json_int_t)SRV_QUESTION_MAX, "source_bytes",
+        "fields", mtx_srv_params_json(&mt_qa_param_table), "question_bytes",
+        (json_int_t)SRV_QUESTION_MAX, "source_bytes",
         (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
         (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
         "check", "fields", mtx_srv_check_fields_json(), "note_bytes",

@@ -8,7 +8,7 @@
 # bounds are then exercised: a value one past the server's cap is 400 on
 # the server, and one past the CLI's is refused by the CLI, naming both.
 . "$(dirname "$0")/lib.sh"
-need_verb serve check mediqa
+need_verb serve check mediqa ask qa-eval
 unset MEDTRUST_LLM
 trap 'kill "$SPID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
@@ -29,14 +29,15 @@ curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/login"
 CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/login")
 curl -s -b "$TMP/jar" "$U/v1/limits" >"$TMP/limits.json"
-"$MT" check --help >"$TMP/check.help"
-"$MT" mediqa --help >"$TMP/mediqa.help"
+for v in check mediqa ask qa-eval; do "$MT" "$v" --help >"$TMP/$v.help"; done
 
-if python3 - "$TMP/limits.json" "$TMP/check.help" "$TMP/mediqa.help" \
-    >"$TMP/cmp" 2>&1 <<'PY'; then
+# compare SECTION HELP...: each field of /v1/limits' SECTION.fields that
+# names a CLI option against that option's line in each --help.
+compare() {
+    python3 - "$TMP/limits.json" "$@" <<'PY'
 import json, re, sys
-fields = json.load(open(sys.argv[1]))["check"]["fields"]
-helps = [open(p).read() for p in sys.argv[2:]]
+fields = json.load(open(sys.argv[1]))[sys.argv[2]]["fields"]
+helps = [open(p).read() for p in sys.argv[3:]]
 shared = 0
 for name, f in fields.items():
     opt = f.get("option")
@@ -44,24 +45,32 @@ for name, f in fields.items():
         continue
     for h in helps:
         m = re.search(r"--%s \S+ +.*, ([0-9.e+-]+)\.\.([0-9.e+-]+) "
-                      r"\(default ([0-9.]+)(?:; serve: at most ([0-9.]+))?\)"
+                      r"\(default ([^;)]+)(?:; serve: at most ([0-9.]+))?\)"
                       % re.escape(opt), h)
         assert m, "--%s: no range in --help" % opt
         lo, hi, d, cap = m.groups()
         assert float(lo) == f["min"], (name, lo, f)
-        assert float(d) == f["default"], (name, d, f)
+        if re.fullmatch(r"[0-9.]+", d):
+            assert float(d) == f["default"], (name, d, f)
+        else:  # a default in words ("any"): no value in the range
+            assert not f["min"] <= f["default"] <= f["max"], (name, d, f)
         if "cli_max" in f:
             assert float(hi) == f["cli_max"] and f["max"] < f["cli_max"], f
             assert cap is not None and float(cap) == f["max"], (name, cap, f)
         else:
             assert float(hi) == f["max"] and cap is None, (name, hi, f)
     shared += 1
-# every setting the CLI and the server share is compared
-assert shared >= 6, shared
 print(shared)
 PY
+}
+if compare check "$TMP/check.help" "$TMP/mediqa.help" >"$TMP/cmp" 2>&1 &&
+    [ "$(cat "$TMP/cmp")" -ge 6 ]; then
     ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared check settings"
-else not_ok "/v1/limits vs --help" "$(tail -5 "$TMP/cmp")"; fi
+else not_ok "/v1/limits vs check --help" "$(tail -5 "$TMP/cmp")"; fi
+if compare ask "$TMP/ask.help" "$TMP/qa-eval.help" >"$TMP/cmp" 2>&1 &&
+    [ "$(cat "$TMP/cmp")" -ge 5 ]; then
+    ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared ask settings"
+else not_ok "/v1/limits vs ask --help" "$(tail -5 "$TMP/cmp")"; fi
 
 # The caps are the ones enforced: one past the server's cap of each
 # capped setting is 400 naming it; the CLI refuses one past its own.

@@ -514,10 +514,46 @@ test_verify_rule_contradiction_wins_failure_never_no_evidence(void **state)
                      MT_VERDICT_CONTRADICT);
 }
 
+/* Every numeric setting of the answerer has a sound descriptor: its
+ * default (mt_qa_default_params) within its bounds or said in words (an
+ * open year), a server cap only below the CLI's bound, no member twice. */
+static void test_qa_param_table_is_sound(void **state)
+{
+    const struct mt_param_table *t = &mt_qa_param_table;
+    size_t i, j;
+
+    (void)state;
+    CHECK(t->n >= 8 && t->size == sizeof(struct mt_qa_params));
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        double def = mt_param_default(t, d);
+
+        CHECK(d->option && d->help && d->arg && d->lo <= d->hi);
+        CHECK(d->def_text || mt_param_valid(d, def, 0));
+        CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
+        for (j = 0; j < i; j++)
+            CHECK(t->params[j].offset != d->offset);
+    }
+    /* an int32 and a size_t member read and write through the table */
+    {
+        struct mt_qa_params p;
+        const struct mt_param *y = mt_param_find(t, "year_from", 1);
+        const struct mt_param *q = mt_param_find(t, "max-question", 0);
+
+        mt_qa_default_params(&p);
+        CHECK(mt_param_get(y, &p) == 0 && mt_param_get(q, &p) == 8192);
+        mt_param_set(y, &p, 1999);
+        mt_param_set(q, &p, 100);
+        CHECK(p.year_from == 1999 && p.max_question_bytes == 100);
+        CHECK(!mt_param_valid(y, 0, 1) && mt_param_valid(y, 99999, 1));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_citations_groups_leading_and_unknown),
+        cmocka_unit_test(test_qa_param_table_is_sound),
         cmocka_unit_test(test_parse_empty_and_uncited_answers),
         cmocka_unit_test(test_merge_uncited_by_hand_computed_similarity),
         cmocka_unit_test(test_merge_unknown_documents_and_no_vectors_go_left),
