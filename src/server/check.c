@@ -27,12 +27,19 @@ const char *const mtx_srv_batch_settings[SRV_BATCH_NSET] = {
  * (mt_qa_param_table's). */
 json_t *mtx_srv_check_fields_json(void)
 {
+    static const char *const years[] = {"year_from", "year_to"};
     json_t *o = mtx_srv_params_json(&mt_agent_param_table);
-
     json_t *ask = mtx_srv_params_json(&mt_qa_param_table);
+    size_t i;
 
-    json_object_set(o, "year_from", json_object_get(ask, "year_from"));
-    json_object_set(o, "year_to", json_object_get(ask, "year_to"));
+    for (i = 0; o && i < 2; i++) {
+        json_t *y = json_deep_copy(json_object_get(ask, years[i]));
+
+        /* `check` has no --year-from: the CLI names belong to `ask` */
+        json_object_del(y, "option");
+        json_object_del(y, "cli_max");
+        json_object_set_new(o, years[i], y);
+    }
     json_decref(ask);
     return o;
 }
