@@ -214,8 +214,9 @@ enum mt_status mt_store_chunk_get(struct mt_store *s, int64_t chunk_id,
  * (the corpus's own id, exactly), "doi" (metadata "doi", ASCII letters
  * compared case-insensitively) or "url" (metadata "url", exactly). The
  * first such document in store order wins. MT_ENOTFOUND when none;
- * MT_EINVAL for another field. The DOI and URL lookups scan the
- * documents' metadata. */
+ * MT_EINVAL for another field. An id is found through the documents'
+ * (source, id) index, one probe per source; the DOI and URL lookups scan
+ * the documents' metadata. */
 enum mt_status mt_store_find_doc(struct mt_store *s, const char *field,
                                  const char *key, int64_t *chunk_id,
                                  struct mt_error *err);

@@ -191,8 +191,11 @@ static const char *find_doc_sql(const char *field)
 #define FIND_HEAD                                                              \
     "SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE "
 #define FIND_TAIL " ORDER BY d.id, c.ordinal LIMIT 1"
+    /* through the (source_id, ext_id) index, one probe per source,
+     * instead of a scan of the documents */
     if (strcmp(field, "id") == 0)
-        return FIND_HEAD "d.ext_id = ?1" FIND_TAIL;
+        return FIND_HEAD "d.source_id IN (SELECT id FROM sources) AND "
+                         "d.ext_id = ?1" FIND_TAIL;
     if (strcmp(field, "doi") == 0)
         return FIND_HEAD "json_valid(d.metadata) AND "
                          "lower(json_extract(d.metadata, '$.doi')) = "
