@@ -441,8 +441,8 @@ static enum mt_status bm25_coll(struct mt_index *idx,
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
                                  const struct mt_search_params *p,
-                                 const struct src_set *ss,
-                                 int meta, size_t want, struct mt_scored **out,
+                                 const struct src_set *ss, int meta,
+                                 size_t want, struct mt_scored **out,
                                  size_t *nout, struct mt_error *err)
 {
     struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
@@ -640,8 +640,7 @@ static enum mt_status source_ids(struct mt_index *idx,
         return mt_fail(err, MT_EINVAL, "at most %d sources, not %zu",
                        MT_SEARCH_MAX_SOURCES, p->nsources);
     if (p->source)
-        st = mt_store_source_find(idx->store, p->source, &ss->id[ss->n++],
-                                  err);
+        st = mt_store_source_find(idx->store, p->source, &ss->id[ss->n++], err);
     for (i = 0; st == MT_OK && i < p->nsources; i++)
         st = mt_store_source_find(idx->store, p->sources[i], &ss->id[ss->n++],
                                   err);
@@ -691,8 +690,8 @@ static int quick_pass_ok(const struct result *r, const struct mt_scored *c,
 /* Dense candidates: every segment's vectors searched for 'want'. */
 static enum mt_status dense_lists(struct mt_index *idx,
                                   const struct mt_search_params *p,
-                                 const struct src_set *ss,
-                                  int meta, size_t want, struct mt_scored **out,
+                                  const struct src_set *ss, int meta,
+                                  size_t want, struct mt_scored **out,
                                   size_t *nout, struct mt_error *err)
 {
     struct mt_vec_hit *hits =
@@ -767,8 +766,8 @@ fuse(struct mt_index *idx, const struct mt_search_params *p,
 
 static enum mt_status candidates(struct mt_index *idx, const char *query,
                                  const struct mt_search_params *p,
-                                 const struct src_set *ss,
-                                 int meta, size_t want, struct result *r,
+                                 const struct src_set *ss, int meta,
+                                 size_t want, struct result *r,
                                  struct mt_scored **c, size_t *nc,
                                  struct mt_error *err)
 {
@@ -799,9 +798,9 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
 /* Candidates at depth 'want' and their chunks from the store. */
 static enum mt_status hits_at(struct mt_index *idx, const char *query,
                               const struct mt_search_params *p,
-                                 const struct src_set *ss,
-                              int meta, size_t want, struct result *r,
-                              int *quick_ok, struct mt_error *err)
+                              const struct src_set *ss, int meta, size_t want,
+                              struct result *r, int *quick_ok,
+                              struct mt_error *err)
 {
     struct mt_scored *cands = NULL;
     size_t nc = 0, used = 0;

@@ -871,8 +871,8 @@ static void test_index_nltk_stopwords_for_lexical_queries(void **state)
     (void)state;
     CHECK(mtx_nltk_english_count() == 179);
     for (i = 1; i < mtx_nltk_english_count(); i++)
-        CHECK(strcmp(mtx_nltk_english_word(i - 1),
-                     mtx_nltk_english_word(i)) < 0);
+        CHECK(strcmp(mtx_nltk_english_word(i - 1), mtx_nltk_english_word(i)) <
+              0);
     CHECK(mtx_nltk_english_stop("mightn't", 8));
     CHECK(mtx_nltk_english_stop("should've", 9));
     CHECK(!mtx_nltk_english_stop("gout", 4));
