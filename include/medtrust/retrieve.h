@@ -176,6 +176,12 @@ struct mt_index_update_params {
      * embedder stays the same (none after a change); "" = none (queries
      * take the documents' embedder). */
     const char *query_embedder_spec;
+    /* Embedding through a server: embed_jobs requests of build.embed_batch
+     * texts each in flight at once (an openai: spec's endpoints share
+     * them; a local embedder takes it as its thread count), so each call
+     * of the build embeds embed_jobs x embed_batch chunks. 0 = one
+     * request a call (default). */
+    uint32_t embed_jobs;
 };
 
 /* Fills 'p': mt_index_default_build_params, the index's embedder, no

@@ -208,6 +208,7 @@ class IndexUpdateParams(Structure):
         ("dims", c_uint32),
         ("embed_cache", c_char_p),
         ("query_embedder_spec", c_char_p),
+        ("embed_jobs", c_uint32),
     ]
 
 

@@ -109,6 +109,16 @@ static const struct cli_opt index_opts[] = {
      "(default: what the index already uses with its embedder, else the "
      "embedder's own)",
      0},
+    {"embed-jobs", 0, "N",
+     "embedding requests in flight at once, 1..256, each of --embed-batch "
+     "chunks, spread over an openai:URL[,URL...]#MODEL embedder's servers "
+     "(a local embedder's threads); vectors are committed to the embedding "
+     "cache (--cache, default DIR/embed-cache.db) as each call of N "
+     "requests completes, so a killed build, run again, re-embeds only "
+     "what was in flight (default: one request a call)",
+     0},
+    {"embed-batch", 0, "N",
+     "chunks per embedding request, 1..65536 (default 64)", 0},
     {"vectors-from", 0, "FILE",
      "take chunk vectors made elsewhere instead of embedding: FILE.npy "
      "(NumPy float32 or float16, shape n x d, row i the vector of the "
@@ -276,7 +286,10 @@ static const char *o_cache; /* --cache */
 static const char *o_query; /* --query-embedder, NULL = keep */
 static uint32_t o_dims;     /* --dims, 0 = none given */
 static const char *o_vfrom; /* --vectors-from */
-static const char *o_vids;  /* --vector-ids */
+static uint32_t o_jobs;     /* --embed-jobs, 0 = none */
+static uint32_t o_ebatch;   /* --embed-batch, 0 = default */
+static char o_cache_buf[4200];
+static const char *o_vids; /* --vector-ids */
 
 /* A build's progress: the line on stderr, and DIR/MT_INDEX_BUILD_STATUS
  * for a server on the same store (make demo serves BM25 while the vectors
@@ -385,6 +398,14 @@ static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
     up.dims = o_dims;
     up.embed_cache = o_cache;
     up.query_embedder_spec = o_query;
+    up.embed_jobs = o_jobs;
+    if (o_ebatch)
+        up.build.embed_batch = o_ebatch;
+    if (o_jobs && !o_cache) {
+        snprintf(o_cache_buf, sizeof o_cache_buf, "%s/embed-cache.db",
+                 mt_store_dir(s));
+        up.embed_cache = o_cache_buf;
+    }
     st = mt_index_pick_embedder(mt_store_dir(s), embedder, o_dims, o_name,
                                 sizeof o_name, NULL, err);
     if (st != MT_OK)
@@ -499,6 +520,14 @@ static int index_run(struct cli_args *a)
     if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
         return 1;
     o_dims = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "embed-jobs", 1, 256, &v) < 0)
+        return 1;
+    o_jobs = (uint32_t)v;
+    v = 0;
+    if (cli_get_uint(a, "embed-batch", 1, 65536, &v) < 0)
+        return 1;
+    o_ebatch = (uint32_t)v;
     st = check_inputs(inputs, n, &err);
     if (st == MT_OK)
         st = mt_publish_refuse_writes(o.db, &err);

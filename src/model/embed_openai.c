@@ -1,6 +1,9 @@
-/* OpenAI-compatible embedder: POST /v1/embeddings with every text of a
- * call in one request; replies are checked field by field. Caching is the
- * embedder front end's (params.cache_path, model/embed.c). */
+/* OpenAI-compatible embedder: POST /v1/embeddings, every text of a call
+ * in one request, or (params.batch_size B) in requests of B texts of
+ * which params.threads N are in flight at once, spread over the spec's
+ * endpoints by the HTTP pool; replies are checked field by field. Caching
+ * is the embedder front end's (params.cache_path, model/embed.c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,13 +13,16 @@
 #include "model/llm.h"
 
 #define EMBED_MAX_DIMS 65536
+#define JOBS_MAX 256
 
 #define NO_INDEX MT_HTTP_NO_INDEX
 
 struct oembed {
     struct mt_http *http;
     char *model;
-    uint32_t dims; /* 0 until the probe */
+    uint32_t dims;  /* 0 until the probe */
+    uint32_t jobs;  /* requests in flight, >= 1 */
+    uint32_t batch; /* texts per request, 0 = a call's all */
     char url[512];
 };
 
@@ -128,11 +134,74 @@ static enum mt_status request(struct oembed *o, const struct mt_str *texts,
 
 /* ==== Embedding ==== */
 
+/* A call split into requests of o->batch texts, taken in turn by up to
+ * o->jobs threads; the first failure stops the taking and is returned. */
+struct split {
+    struct oembed *o;
+    const struct mt_str *texts;
+    const size_t *idx;
+    size_t n;
+    float *out;
+    size_t next; /* first text of the next request; guarded by mu */
+    pthread_mutex_t mu;
+    enum mt_status st;
+    struct mt_error err;
+};
+
+static void *split_main(void *arg)
+{
+    struct split *s = arg;
+    struct mt_error e = {MT_OK, ""};
+
+    for (;;) {
+        size_t at, m;
+        enum mt_status st;
+        pthread_mutex_lock(&s->mu);
+        at = s->next;
+        m = s->st == MT_OK && at < s->n ? s->n - at : 0;
+        m = m > s->o->batch ? s->o->batch : m;
+        s->next += m;
+        pthread_mutex_unlock(&s->mu);
+        if (m == 0)
+            return NULL;
+        st = request(s->o, s->texts, s->idx + at, m, s->out + at * s->o->dims,
+                     &e);
+        pthread_mutex_lock(&s->mu);
+        if (st != MT_OK && s->st == MT_OK) {
+            s->st = st;
+            s->err = e;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static enum mt_status embed_split(struct split *s, struct mt_error *err)
+{
+    pthread_t th[JOBS_MAX];
+    size_t reqs = (s->n + s->o->batch - 1) / s->o->batch;
+    size_t nt = reqs < s->o->jobs ? reqs : s->o->jobs, i, started = 0;
+
+    pthread_mutex_init(&s->mu, NULL);
+    for (i = 1; i < nt; i++)
+        if (pthread_create(&th[i], NULL, split_main, s) == 0)
+            started = i;
+        else
+            break;
+    split_main(s); /* the calling thread takes requests too */
+    for (i = 1; i <= started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&s->mu);
+    if (s->st != MT_OK && err)
+        *err = s->err;
+    return s->st;
+}
+
 static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
                                    size_t n, float *out, struct mt_error *err)
 {
     struct oembed *o = self;
     size_t *idx = mt_malloc((n ? n : 1) * sizeof *idx);
+    struct split s;
     enum mt_status st;
     size_t i;
 
@@ -140,7 +209,18 @@ static enum mt_status oembed_embed(void *self, const struct mt_str *texts,
         return mt_fail(err, MT_ENOMEM, "embed: out of memory");
     for (i = 0; i < n; i++)
         idx[i] = i;
-    st = n ? request(o, texts, idx, n, out, err) : MT_OK;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.texts = texts;
+    s.idx = idx;
+    s.n = n;
+    s.out = out;
+    if (n == 0)
+        st = MT_OK;
+    else if (o->batch == 0 || n <= o->batch)
+        st = request(o, texts, idx, n, out, err);
+    else
+        st = embed_split(&s, err);
     mt_free(idx);
     return st;
 }
@@ -186,6 +266,12 @@ enum mt_status mtx_embedder_open_openai(const char *url, const char *model,
                                  0};
     if (!o || !(o->model = mt_strdup(model)))
         goto fail;
+    o->jobs = p->threads ? p->threads : 1;
+    if (o->jobs > JOBS_MAX)
+        o->jobs = JOBS_MAX;
+    o->batch = p->batch_size;
+    if (hp.max_concurrency < o->jobs)
+        hp.max_concurrency = o->jobs;
     st = mtx_http_new(url, &hp, &o->http, err);
     if (st != MT_OK)
         goto fail;

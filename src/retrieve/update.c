@@ -126,6 +126,11 @@ enum mt_status mt_index_update(struct mt_store *s,
         mt_embedder_default_params(&ep);
         ep.cache_path = p->embed_cache;
         ep.dims = dims; /* Matryoshka: 0 = the embedder's own */
+        if (p->embed_jobs) {
+            ep.threads = p->embed_jobs;
+            ep.batch_size = p->build.embed_batch ? p->build.embed_batch : 64;
+            bp.embed_batch = p->embed_jobs * ep.batch_size;
+        }
         st = mt_embedder_open(name, &ep, &e, err);
         if (st != MT_OK)
             return st;
