@@ -140,8 +140,10 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
                            struct mt_llm **out, struct mt_error *err);
 
 /* Returns the spec for agent role 'role' (e.g. "eval"): the value of
- * MEDTRUST_LLM_<ROLE> (upper-cased), else MEDTRUST_LLM, else 'fallback'
- * (may be NULL). The string belongs to the environment or the caller. */
+ * MEDTRUST_LLM_<ROLE> (upper-cased), else 'fallback' (the caller's --llm;
+ * may be NULL or ""), else MEDTRUST_LLM: an option given on the command
+ * line beats the environment's default model, a role's own variable beats
+ * both. The string belongs to the environment or the caller. */
 const char *mt_llm_role_spec(const char *role, const char *fallback);
 
 /* mt_llm_open on mt_llm_role_spec(role, fallback). MT_EINVAL when no spec

@@ -189,8 +189,11 @@ const char *mt_llm_role_spec(const char *role, const char *fallback)
     }
     name[k] = '\0';
     v = role && *role ? getenv(name) : NULL;
-    if (!v || !*v)
-        v = getenv("MEDTRUST_LLM");
+    if (v && *v)
+        return v;
+    if (fallback && *fallback) /* --llm before MEDTRUST_LLM, as documented */
+        return fallback;
+    v = getenv("MEDTRUST_LLM");
     return v && *v ? v : fallback;
 }
 

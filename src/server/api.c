@@ -169,16 +169,17 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
     else
         e = json_pack("{s:o,s:I}", "spec", spec_json(emb, admin), "dims",
                       (json_int_t)dims);
-    mtx_srv_json(rs, 200,
-                 json_pack("{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm",
-                           "default",
-                           spec_json(llm && *llm ? llm : s->llm_spec, admin),
-                           "roles", role_specs(admin), "embedder", e,
-                           "index_build", index_build(s, admin), "check",
-                           check_ready(s), "ask", mtx_srv_ask_ready(s), "nli",
-                           spec_json(nli && *nli ? nli : "llm", admin),
-                           "reranker", mt_retriever_has_reranker(s->ret),
-                           "runs_jobs", mtx_srv_runs_jobs(s)));
+    mtx_srv_json(
+        rs, 200,
+        json_pack(
+            "{s:{s:o,s:o},s:o,s:o,s:o,s:b,s:o,s:b,s:b}", "llm", "default",
+            spec_json(s->llm_spec && *s->llm_spec ? s->llm_spec : llm, admin),
+            "roles", role_specs(admin), "embedder", e, "index_build",
+            index_build(s, admin), "check", check_ready(s), "ask",
+            mtx_srv_ask_ready(s), "nli",
+            spec_json(nli && *nli ? nli : "llm", admin), "reranker",
+            mt_retriever_has_reranker(s->ret), "runs_jobs",
+            mtx_srv_runs_jobs(s)));
 }
 
 /* ==== Sources ==== */

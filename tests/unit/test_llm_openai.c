@@ -619,7 +619,10 @@ static void test_specs_and_role_routing(void **state)
     CHECK(mt_llm_open_role("eval", NULL, NULL, &l, &err) == MT_EINVAL);
     CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:d") == 0);
     setenv("MEDTRUST_LLM", "gguf:all", 1);
-    CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:all") == 0);
+    /* an option (the fallback) before the environment's default model */
+    CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:d") == 0);
+    CHECK(strcmp(mt_llm_role_spec("eval", NULL), "gguf:all") == 0);
+    CHECK(strcmp(mt_llm_role_spec("eval", ""), "gguf:all") == 0);
     setenv("MEDTRUST_LLM_EVAL", "gguf:cheap", 1);
     CHECK(strcmp(mt_llm_role_spec("eval", "gguf:d"), "gguf:cheap") == 0);
     CHECK(strcmp(mt_llm_role_spec("agent", NULL), "gguf:all") == 0);
