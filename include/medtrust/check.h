@@ -198,6 +198,11 @@ struct mt_agent_params {
      * NULL = none (default). */
     mt_check_verify_fn verify_correction;
     void *verify_correction_user;
+    /* 1: MedReAct, MedEval and MedReFlex are shown each search's passages
+     * most relevant last, each with its source and score (as IryoNLP's
+     * published code orders them); 0 (default): most relevant first,
+     * "TITLE: text", as the paper's figures show them. */
+    uint32_t passages_last;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5

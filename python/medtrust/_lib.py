@@ -411,6 +411,7 @@ class AgentParams(Structure):
         ("retriever", c_void_p),
         ("verify_correction", c_void_p),
         ("verify_correction_user", c_void_p),
+        ("passages_last", c_uint32),
     ]
 
 

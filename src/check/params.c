@@ -34,6 +34,12 @@ static const struct mt_param agent_params[] = {
      "MedEval: accept when the mean final score reaches this", NULL},
     {"accept-min", "accept_min", P(accept_min), MT_PARAM_F64, 1, 5, 0, "X",
      "MedEval: ... and the lowest final score reaches this", NULL},
+    {"passages-last", "passages_last", P(passages_last), MT_PARAM_U32, 0, 1, 0,
+     "0|1",
+     "1: each search's passages are shown most relevant last, with their "
+     "source and score (IryoNLP's published code); 0: most relevant first "
+     "(the paper's figures)",
+     NULL},
     {"eval-quorum", NULL, P(eval_quorum), MT_PARAM_U32, 1, 64, 0, "N",
      "usable MedEval reviews a round needs to be accepted (at most "
      "--evaluators)",

@@ -197,6 +197,28 @@ static enum mt_status round_init(struct round *rd)
     return rd->steps && rd->obs ? MT_OK : MT_ENOMEM;
 }
 
+/* Appends the passages as "[rank] text" lines, most relevant first, or
+ * last with 'last' (IryoNLP's published order); a dropped one (null)
+ * counts in *cut. */
+static enum mt_status put_passages(const json_t *ps, uint32_t last,
+                                   struct mt_buf *out, size_t *cut)
+{
+    size_t n = json_array_size(ps);
+    size_t j;
+    enum mt_status st = MT_OK;
+
+    for (j = 0; st == MT_OK && j < n; j++) {
+        size_t k = last ? n - 1 - j : j;
+        const char *t = json_string_value(json_array_get(ps, k));
+
+        if (t)
+            st = mtx_buf_printf(out, "[%zu] %s\n", k + 1, t);
+        else
+            (*cut)++;
+    }
+    return st;
+}
+
 /* The observation MedReAct reads after search(q): the passages, or why
  * there are none. */
 static enum mt_status observation(const struct run *r, const char *q,
@@ -205,18 +227,10 @@ static enum mt_status observation(const struct run *r, const char *q,
 {
     enum mt_status st =
         mtx_buf_printf(obs, "Observation: passages found for \"%s\":\n", q);
-    size_t i;
-
     size_t cut = 0;
 
-    for (i = 0; st == MT_OK && i < json_array_size(passages); i++) {
-        const char *t = json_string_value(json_array_get(passages, i));
-
-        if (t)
-            st = mtx_buf_printf(obs, "[%zu] %s\n", i + 1, t);
-        else
-            cut++;
-    }
+    st = st == MT_OK ? put_passages(passages, r->p.passages_last, obs, &cut)
+                     : st;
     if (st == MT_OK && cut)
         st = mtx_buf_printf(obs,
                             "(%zu passages of this search left out to fit "
@@ -603,13 +617,12 @@ static enum mt_status render_answer(const json_t *a, struct mt_buf *out)
                           sid, es ? es : "", cs ? cs : "");
 }
 
-static enum mt_status render_step(const json_t *sj, size_t k,
+static enum mt_status render_step(const json_t *sj, size_t k, uint32_t last,
                                   struct mt_buf *out)
 {
     const json_t *ps = json_object_get(sj, "passages");
     const json_t *ans = json_object_get(sj, "answer");
     const char *q = ans ? NULL : mtx_reply_str(sj, "query");
-    size_t j;
     size_t cut = 0;
     enum mt_status st = mtx_buf_printf(
         out, "Step %zu\nObservation: %s\nThought: %s\nAction: %s", k,
@@ -622,14 +635,8 @@ static enum mt_status render_step(const json_t *sj, size_t k,
         st = mtx_buf_append_str(out, "(none)\n");
     if (st == MT_OK && q)
         st = mtx_buf_printf(out, "%s\")\nPassages found:\n", q);
-    for (j = 0; st == MT_OK && j < json_array_size(ps); j++) {
-        const char *t = json_string_value(json_array_get(ps, j));
-
-        if (t)
-            st = mtx_buf_printf(out, "[%zu] %s\n", j + 1, t);
-        else
-            cut++;
-    }
+    if (st == MT_OK)
+        st = put_passages(ps, last, out, &cut);
     if (st == MT_OK && cut)
         st = mtx_buf_printf(out, "(%zu passages left out)\n", cut);
     else if (st == MT_OK && q && json_array_size(ps) == 0)
@@ -637,13 +644,14 @@ static enum mt_status render_step(const json_t *sj, size_t k,
     return st;
 }
 
-static enum mt_status render_traj(const json_t *steps, struct mt_buf *b)
+static enum mt_status render_traj(const json_t *steps, uint32_t last,
+                                  struct mt_buf *b)
 {
     enum mt_status st = mtx_buf_reserve(b, 1);
     size_t i;
 
     for (i = 0; st == MT_OK && i < json_array_size(steps); i++)
-        st = render_step(json_array_get(steps, i), i + 1, b);
+        st = render_step(json_array_get(steps, i), i + 1, last, b);
     if (st == MT_OK && json_array_size(steps) == 0)
         st = mtx_buf_append_str(b, "(no steps)\n");
     return st;
@@ -662,7 +670,8 @@ static enum mt_status trajectory(struct run *r, const struct round *rd,
     struct mt_buf b = MT_BUF_INIT(TEXT_MAX);
     struct mt_llm *l = r->a->llm[role];
     json_t *steps = json_deep_copy(rd->steps);
-    enum mt_status st = steps ? render_traj(steps, &b) : MT_ENOMEM;
+    enum mt_status st =
+        steps ? render_traj(steps, r->p.passages_last, &b) : MT_ENOMEM;
     uint32_t t = st == MT_OK ? mt_llm_count_tokens(l, b.data, b.len, NULL) : 0;
     size_t dropped = 0;
     int k;
@@ -673,7 +682,7 @@ static enum mt_status trajectory(struct run *r, const struct round *rd,
             break;
         dropped += d;
         mtx_buf_reset(&b);
-        st = render_traj(steps, &b);
+        st = render_traj(steps, r->p.passages_last, &b);
         t = mt_llm_count_tokens(l, b.data, b.len, NULL);
     }
     if (st == MT_OK && dropped)

@@ -44,9 +44,15 @@ static enum mt_status put_hits(const struct run *r,
         size_t n = mtx_utf8_cut(h->text, strlen(h->text), r->p.chunk_chars);
 
         line.len = 0;
-        st =
-            mtx_buf_printf(&line, "%s: %.*s%s", h->title ? h->title : h->doc_id,
-                           (int)n, h->text, n < strlen(h->text) ? "..." : "");
+        if (r->p.passages_last) /* IryoNLP's code: with source and score */
+            st = mtx_buf_printf(&line, "%s (source: %s, score: %.4f): ",
+                                h->title ? h->title : h->doc_id,
+                                h->source ? h->source : "", h->score);
+        else
+            st = mtx_buf_printf(&line, "%s: ", h->title ? h->title : h->doc_id);
+        if (st == MT_OK)
+            st = mtx_buf_printf(&line, "%.*s%s", (int)n, h->text,
+                                n < strlen(h->text) ? "..." : "");
         if (st == MT_OK &&
             (json_array_append_new(o->passages, json_string(line.data)) != 0 ||
              json_array_append_new(o->ids, json_string(h->doc_id)) != 0 ||

@@ -64,6 +64,7 @@
          "code)",                                                              \
          0},                                                                   \
         CLI_PARAM("retrieve-k", AGENT_T), CLI_PARAM("rerank-k", AGENT_T),      \
+        CLI_PARAM("passages-last", AGENT_T),                                   \
         CLI_PARAM("temperature", AGENT_T), CLI_PARAM("seed", AGENT_T),         \
         CLI_PARAM("eval-temperature", AGENT_T),                                \
         CLI_PARAM("max-tokens", AGENT_T),                                      \

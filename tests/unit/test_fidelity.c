@@ -240,6 +240,50 @@ static void test_final_step_is_shown_as_the_answer(void **state)
     script_stop(&s);
 }
 
+/* Passages in rank order, "TITLE: text" (the paper's figures), or with
+ * passages_last most relevant last with their source and score (IryoNLP's
+ * published code), in MedReAct's observation and MedEval's trajectory. */
+static void passages_case(uint32_t last)
+{
+    struct script s;
+    struct mt_agent_params p;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    const char *one, *two;
+    char *t;
+    size_t i;
+
+    script_start(&s, "react search STEMI PCI reperfusion aspirin\n"
+                     "react final 2 He is given aspirin and admitted.\n"
+                     "eval scores 5\n"
+                     "parser answer 2 He is given aspirin and admitted.\n");
+    mt_agent_default_params(&p);
+    p.db_dir = db_dir;
+    p.passages_last = last;
+    a = script_open_agent(&s, &p);
+    script_check_note(a, &r);
+    for (i = 0; i < 2; i++) {
+        t = script_nth_text(&s, i ? "eval" : "react", i ? 0 : 1);
+        one = strstr(t, last ? "[1] STEMI (source: guidelines, score: "
+                             : "[1] STEMI: Inferior STEMI");
+        two = strstr(t, last ? "[2] Aspirin (source: guidelines, score: "
+                             : "[2] Aspirin: Aspirin loading");
+        CHECK(one != NULL && two != NULL);
+        CHECK(last ? two < one : one < two);
+        free(t);
+    }
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    script_stop(&s);
+}
+
+static void test_passages_order_and_format(void **state)
+{
+    (void)state;
+    passages_case(0);
+    passages_case(1);
+}
+
 /* MedEval is asked each criterion's reasoning before its score (the
  * published Evaluation's order); the reviews MedReFlex reads carry the
  * final reasoning. */
@@ -631,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_on_exhausted_last_answer),
         cmocka_unit_test(test_guards_follow_medguards_prompts_and_arbitration),
         cmocka_unit_test(test_guards_unlocated_error_keeps_flag_1),
+        cmocka_unit_test(test_passages_order_and_format),
         cmocka_unit_test(test_citations_anywhere_and_bare_pmids),
         cmocka_unit_test(test_role_settings_reach_each_role),
         cmocka_unit_test(test_sentence_caps_follow_the_note),
