@@ -303,13 +303,15 @@ const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims);
 
 /* Reads the embedder recorded in the index of the store in 'dir' without
  * opening the index: writes it into buf ("" when none or no index) and
- * the dimension into *dims. */
+ * the dimension into *dims. A spec longer than n - 1 bytes is refused
+ * (MT_ELIMIT), never cut: specs are paths or URLs, so 4096 bytes fit. */
 enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
                                       uint32_t *dims, struct mt_error *err);
 
 /* The query embedder the index of the store in 'dir' records (see
  * mt_index_build_params.query_embedder) into buf: "" when queries take
- * the documents' embedder or there is no index. */
+ * the documents' embedder or there is no index. Too long for buf: as
+ * mt_index_peek_embedder(). */
 enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
                                             size_t n, struct mt_error *err);
 

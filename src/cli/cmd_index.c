@@ -281,7 +281,7 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
 
 /* The embedder name recorded in the manifest (the CLI is single-threaded;
  * STYLE.md allows globals in cli/). */
-static char o_name[128];
+static char o_name[4096];
 static const char *o_cache; /* --cache */
 static const char *o_query; /* --query-embedder, NULL = keep */
 static uint32_t o_dims;     /* --dims, 0 = none given */

@@ -478,9 +478,10 @@ static enum mt_status save_manifest(struct build *b)
     m->generation++;
     snprintf(m->analyzer, sizeof m->analyzer, "%s",
              mt_store_settings(b->s)->analyzer);
-    snprintf(m->embedder, sizeof m->embedder, "%s", embedder_name(b->p));
-    snprintf(m->query_embedder, sizeof m->query_embedder, "%s",
-             query_name(b->p));
+    if (mtx_manifest_set_embedders(m, embedder_name(b->p),
+                                   query_name(b->p)) != MT_OK)
+        return mt_fail(b->err, MT_ENOMEM, "%s/MANIFEST: out of memory",
+                       b->dir);
     m->dims = b->p->embed ? b->p->dims : 0;
     return mtx_manifest_save(b->dir, m, b->err);
 }

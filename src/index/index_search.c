@@ -886,6 +886,21 @@ const char *mt_index_embedder(const struct mt_index *idx, uint32_t *dims)
     return idx->m.embedder;
 }
 
+/* A recorded spec into the caller's buffer, whole or refused: a cut spec
+ * names another model (and makes every build rebuild the vectors). */
+static enum mt_status copy_spec(const char *idir, const char *field,
+                                const char *spec, char *buf, size_t n,
+                                struct mt_error *err)
+{
+    if (n == 0 || strlen(spec) >= n)
+        return mt_fail(err, MT_ELIMIT,
+                       "%s/MANIFEST: the %s spec is %zu bytes, over the "
+                       "%zu this caller reads; pass a larger buffer",
+                       idir, field, strlen(spec), n ? n - 1 : 0);
+    memcpy(buf, spec, strlen(spec) + 1);
+    return MT_OK;
+}
+
 enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
                                             size_t n, struct mt_error *err)
 {
@@ -898,9 +913,9 @@ enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
     st = mtx_manifest_load(idir, &m, &found, err);
     if (st != MT_OK)
         return st;
-    snprintf(buf, n, "%s", m.query_embedder);
+    st = copy_spec(idir, "query_embedder", m.query_embedder, buf, n, err);
     mtx_manifest_free(&m);
-    return MT_OK;
+    return st;
 }
 
 enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
@@ -915,8 +930,8 @@ enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
     st = mtx_manifest_load(idir, &m, &found, err);
     if (st != MT_OK)
         return st;
-    snprintf(buf, n, "%s", m.embedder);
+    st = copy_spec(idir, "embedder", m.embedder, buf, n, err);
     *dims = m.dims;
     mtx_manifest_free(&m);
-    return MT_OK;
+    return st;
 }

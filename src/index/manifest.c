@@ -125,11 +125,10 @@ static enum mt_status load_json(const char *dir, json_t *o,
     m->max_chunk_id = maxid;
     m->dims = (uint32_t)dims;
     snprintf(m->analyzer, sizeof m->analyzer, "%s", an);
-    snprintf(m->embedder, sizeof m->embedder, "%s", emb);
-    snprintf(m->query_embedder, sizeof m->query_embedder, "%s",
-             json_string_value(json_object_get(o, "query_embedder"))
-                 ? json_string_value(json_object_get(o, "query_embedder"))
-                 : "");
+    if (mtx_manifest_set_embedders(
+            m, emb, json_string_value(json_object_get(o, "query_embedder"))) !=
+        MT_OK)
+        return mt_fail(err, MT_ENOMEM, "%s/MANIFEST: out of memory", dir);
     for (i = 0; st == MT_OK && i < json_array_size(segs); i++)
         st = load_seg(dir, json_array_get(segs, i), m, err);
     return st;
@@ -147,6 +146,8 @@ enum mt_status mtx_manifest_load(const char *dir, struct mt_manifest *m,
     m->next_seg = 1;
     snprintf(path, sizeof path, "%s/MANIFEST", dir);
     *found = access(path, F_OK) == 0;
+    if (mtx_manifest_set_embedders(m, "", "") != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "%s: out of memory", path);
     if (!*found)
         return MT_OK;
     o = json_load_file(path, 0, &je);
@@ -157,6 +158,24 @@ enum mt_status mtx_manifest_load(const char *dir, struct mt_manifest *m,
     if (st != MT_OK)
         mtx_manifest_free(m);
     return st;
+}
+
+enum mt_status mtx_manifest_set_embedders(struct mt_manifest *m,
+                                          const char *emb, const char *qemb)
+{
+    char *e = mt_strdup(emb ? emb : "");
+    char *q = mt_strdup(qemb ? qemb : "");
+
+    if (!e || !q) {
+        mt_free(e);
+        mt_free(q);
+        return MT_ENOMEM;
+    }
+    mt_free(m->embedder);
+    mt_free(m->query_embedder);
+    m->embedder = e;
+    m->query_embedder = q;
+    return MT_OK;
 }
 
 enum mt_status mtx_manifest_add(struct mt_manifest *m,
@@ -176,4 +195,8 @@ void mtx_manifest_free(struct mt_manifest *m)
     mt_free(m->segs);
     m->segs = NULL;
     m->nsegs = 0;
+    mt_free(m->embedder);
+    mt_free(m->query_embedder);
+    m->embedder = NULL;
+    m->query_embedder = NULL;
 }

@@ -23,9 +23,12 @@ struct mt_manifest {
     uint64_t generation;
     uint32_t next_seg; /* number for the next new segment */
     char analyzer[32];
-    int64_t max_chunk_id;     /* every chunk id <= this is indexed */
-    char embedder[128];       /* "" when the index has no vectors */
-    char query_embedder[256]; /* "" when queries take 'embedder' */
+    int64_t max_chunk_id; /* every chunk id <= this is indexed */
+    /* Owned, any length (an onnx: path or openai:URL#MODEL spec must
+     * round-trip whole, or every later build sees a change and rebuilds
+     * the vectors); never NULL after mtx_manifest_load() succeeds. */
+    char *embedder;       /* "" when the index has no vectors */
+    char *query_embedder; /* "" when queries take 'embedder' */
     uint32_t dims;
     struct mt_manifest_seg *segs;
     size_t nsegs;
@@ -39,6 +42,11 @@ enum mt_status mtx_manifest_load(const char *dir, struct mt_manifest *m,
 /* Writes DIR/MANIFEST atomically. */
 enum mt_status mtx_manifest_save(const char *dir, const struct mt_manifest *m,
                                  struct mt_error *err);
+
+/* Replaces the recorded embedder specs with copies of emb and qemb (NULL
+ * reads as ""); MT_ENOMEM leaves m unchanged. */
+enum mt_status mtx_manifest_set_embedders(struct mt_manifest *m,
+                                          const char *emb, const char *qemb);
 
 /* Appends a segment; MT_ENOMEM leaves m unchanged. */
 enum mt_status mtx_manifest_add(struct mt_manifest *m,

@@ -255,7 +255,7 @@ static enum mt_status open_embedder(struct mt_retriever *r,
                                     struct mt_error *err)
 {
     struct mt_embedder_params p;
-    char rec[128] = "", qrec[256] = "";
+    char rec[4096] = "", qrec[4096] = "";
     char dir[DIR_MAX];
     const char *spec = r->emb_spec;
     enum mt_status st = MT_OK;

@@ -33,7 +33,7 @@ enum mt_status mt_index_pick_embedder(const char *dir, const char *spec,
                                       uint32_t dims, char *buf, size_t n,
                                       uint32_t *dims_out, struct mt_error *err)
 {
-    char recorded[128] = "";
+    char recorded[4096] = "";
     uint32_t rdims = 0;
     const char *use;
     enum mt_status st =
@@ -69,7 +69,7 @@ pick_query(struct mt_store *s, const struct mt_index_update_params *p,
            const char *name, const struct mt_embedder_params *ep, uint32_t dims,
            const char **out, char *buf, size_t n, struct mt_error *err)
 {
-    char rec[128] = "";
+    char rec[4096] = "";
     uint32_t rd = 0;
     struct mt_embedder *q = NULL;
     enum mt_status st = MT_OK;

@@ -151,7 +151,7 @@ void mtx_srv_models(struct mt_server *s, struct srv_req *rq,
 {
     const char *llm = getenv("MEDTRUST_LLM");
     const char *nli = s->nli_spec ? s->nli_spec : getenv("MEDTRUST_NLI");
-    char emb[128] = "";
+    char emb[4096] = "";
     char dir[4096];
     uint32_t dims = 0;
     int admin = rq->user.role == MT_ROLE_ADMIN;

@@ -341,7 +341,7 @@ if "$MT" index --db "$TMP/db" --input "$TMP/docs.jsonl" --embedder "$A" \
 else
     not_ok "$name" "$(cat "$TMP/err" "$TMP/db/index/MANIFEST" 2>/dev/null | tail -8)"
 fi
-scores() { "$MT" search --db "$TMP/db" --mode dense --json -k 4 "$@" \
+scores() { "$MT" search --db "${DB:-$TMP/db}" --mode dense --json -k 4 "$@" \
     "metformin for diabetes" | $PY -c 'import json,sys; print(" ".join("%s:%.5f" % (h["doc_id"], h["score"]) for h in map(json.loads, sys.stdin)))'; }
 default=$(scores 2>&1)
 query=$(scores --embedder "$Q" 2>&1)
@@ -357,6 +357,29 @@ fi
 grep -q "\"query_embedder\": \"$Q\"" "$TMP/db/index/MANIFEST" &&
     ok "a later index run keeps the query encoder" ||
     not_ok "a later index run keeps the query encoder" "$(cat "$TMP/err" "$TMP/db/index/MANIFEST" | tail -5)"
+# Specs of any length round-trip through the MANIFEST (it once kept 127
+# bytes of 'embedder', 255 of 'query_embedder'): a later run, naming the
+# specs again or not, finds nothing changed and rebuilds no vectors.
+L=$TMP/$(printf 'long-export-folder-%.0s' 1 2 3 4 5 6 7 8 9 10 11 12)
+mkdir -p "$L" && cp -r "$D/bert" "$L/article" && cp -r "$D/roberta" "$L/query"
+LA="onnx:$L/article?pooling=mean"
+LQ="onnx:$L/query?pooling=mean"
+name="long onnx: specs (${#LA}, ${#LQ} bytes) round-trip: no rebuild later"
+"$MT" index --db "$TMP/dbl" --input "$TMP/docs.jsonl" --embedder "$LA" \
+    --query-embedder "$LQ" --no-progress >"$TMP/l1" 2>"$TMP/err"
+"$MT" index --db "$TMP/dbl" --input "$TMP/docs.jsonl" --no-progress \
+    >"$TMP/l2" 2>>"$TMP/err"
+"$MT" index --db "$TMP/dbl" --input "$TMP/docs.jsonl" --embedder "$LA" \
+    --query-embedder "$LQ" --no-progress >"$TMP/l3" 2>>"$TMP/err"
+if [ "${#LQ}" -gt 256 ] && grep -q "4 chunks added" "$TMP/l1" &&
+    grep -q "0 chunks added," "$TMP/l2" && grep -q "0 chunks added," "$TMP/l3" &&
+    grep -qF "\"embedder\": \"$LA\"" "$TMP/dbl/index/MANIFEST" &&
+    grep -qF "\"query_embedder\": \"$LQ\"" "$TMP/dbl/index/MANIFEST" &&
+    [ "$(DB=$TMP/dbl scores 2>&1)" = "$query" ]; then
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/l1" "$TMP/l2" "$TMP/l3" "$TMP/err" | tail -8)"
+fi
 fails "a query encoder of another width is refused" \
     "query-embedder onnx:.*bert24 gives 24 dimensions, the documents' embedder .* 16" \
     "$MT" index --db "$TMP/db2" --input "$TMP/docs.jsonl" --embedder "$A" \
