@@ -152,6 +152,10 @@ struct mt_verify_result {
     const char *const *notes;
     size_t nnotes;
     struct mt_qa_usage usage;
+    /* how the answerer's NLI classifier's labels map onto SUPPORT/
+     * CONTRADICT/NO_EVIDENCE (mt_nli_describe, as mt_qa_result.verifier),
+     * or NULL when the verifier says nothing of it (an LLM verifier) */
+    const char *verifier;
     void *mem_; /* private */
 };
 

@@ -127,6 +127,8 @@ static void print_text(const struct mt_verify_result *r)
         if (r->counts[i])
             printf(" %s %zu", mt_verdict_str((enum mt_verdict)i), r->counts[i]);
     printf("\n");
+    if (r->verifier)
+        printf("Verifier: %s\n", r->verifier);
     for (i = 0; i < r->nnotes; i++)
         printf("%s%s\n", i ? "  " : "Notes:\n  ", r->notes[i]);
     printf("%u LLM calls, %u verifications, %.1f s\n", r->usage.llm_calls,

@@ -785,6 +785,9 @@ static enum mt_status verify(struct mt_qa *q, const char *text,
     }
     v.res->usage = v.qres.usage;
     v.res->usage.seconds = now_s() - t0;
+    /* asked after the run: the classifier says its mapping once loaded */
+    if (q->nli && mt_nli_describe(q->nli))
+        v.res->verifier = keep(&v, mt_nli_describe(q->nli));
     *out = v.res;
     if (v.failed)
         return mt_fail(err, MT_EMODEL,

@@ -122,6 +122,8 @@ static json_t *result_json(const struct mt_verify_result *r)
     json_object_set_new(o, "sentences", sents);
     json_object_set_new(o, "summary", sum);
     json_object_set_new(o, "search", json_string(r->search));
+    if (r->verifier) /* the trace says how the classifier's labels map */
+        json_object_set_new(o, "verifier", json_string(r->verifier));
     json_object_set_new(o, "notes", notes);
     json_object_set_new(o, "usage", usage_json(&r->usage));
     return o;

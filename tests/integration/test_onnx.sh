@@ -479,3 +479,22 @@ PY
 else
     not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -4)" "$(head -c 400 "$TMP/ask.json")"
 fi
+
+# `verify --nli onnx:` records the same mapping: in --json (what a batch
+# and /v1/verify write) and in the text output.
+name="verify --nli onnx: records the id2label mapping in its JSON and text"
+T="Metformin is first-line therapy for type 2 diabetes."
+if MEDTRUST_LLM_TIMEOUT=20 "$MT" verify --db "$TMP/db" --llm "$SPEC" \
+    --nli "onnx:$D/bert-nli" --json "$T" >"$TMP/verify.json" 2>"$TMP/err" &&
+    MEDTRUST_LLM_TIMEOUT=20 "$MT" verify --db "$TMP/db" --llm "$SPEC" \
+        --nli "onnx:$D/bert-nli" "$T" >"$TMP/verify.txt" 2>>"$TMP/err" &&
+    grep -q "^Verifier: .*output 0 (entailment) -> SUPPORT" "$TMP/verify.txt" &&
+    $PY - "$TMP/verify.json" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert "output 0 (entailment) -> SUPPORT" in r["verifier"], r.get("verifier")
+PY
+    ok "$name"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" "$TMP/verify.txt" 2>/dev/null | tail -6)"
+fi
