@@ -25,6 +25,11 @@ struct route {
     int test_only; /* only with params.test_routes */
     srv_handler fn;
     int big; /* takes bodies up to params.max_body, else SMALL_BODY */
+    /* GET /v1/openapi.json's: the request members (a section of GET
+     * /v1/limits, from the tables the route's parser reads; NULL: none)
+     * and the statuses the handler itself answers beside the router's */
+    const char *body;
+    const char *errs;
 };
 
 /* Bodies of the routes that take no note or submission: credentials,
@@ -32,38 +37,46 @@ struct route {
 #define SMALL_BODY ((size_t)64 << 10)
 
 static const struct route routes[] = {
-    {"GET", "/v1/health", OPEN, 0, mtx_srv_health, 0},
-    {"POST", "/v1/login", OPEN, 0, mtx_srv_login, 0},
-    {"POST", "/v1/register", OPEN, 0, mtx_srv_register, 0},
-    {"POST", "/v1/logout", USER, 0, mtx_srv_logout, 0},
-    {"GET", "/v1/me", USER, 0, mtx_srv_me, 0},
-    {"GET", "/v1/me/settings", USER, 0, mtx_srv_prefs_get, 0},
-    {"PUT", "/v1/me/settings", USER, 0, mtx_srv_prefs_put, 0},
-    {"GET", "/v1/session", OPEN, 0, mtx_srv_session, 0},
-    {"GET", "/v1/limits", USER, 0, mtx_srv_limits, 0},
-    {"GET", "/v1/tokens", USER, 0, mtx_srv_tokens_list, 0},
-    {"POST", "/v1/tokens", USER, 0, mtx_srv_token_create, 0},
-    {"DELETE", "/v1/tokens/{id}", USER, 0, mtx_srv_token_revoke, 0},
-    {"GET", "/v1/users", ADMIN, 0, mtx_srv_users, 0},
-    {"GET", "/v1/settings", ADMIN, 0, mtx_srv_settings_get, 0},
-    {"PUT", "/v1/settings", ADMIN, 0, mtx_srv_settings_put, 0},
-    {"POST", "/v1/search", USER, 0, mtx_srv_search, 0},
-    {"POST", "/v1/score", USER, 0, mtx_srv_score, 1},
-    {"POST", "/v1/check", USER, 0, mtx_srv_check, 1},
-    {"POST", "/v1/ask", USER, 0, mtx_srv_ask, 0},
-    {"POST", "/v1/verify", USER, 0, mtx_srv_verify, 0},
-    {"POST", "/v1/batch", USER, 0, mtx_srv_batch, 1},
-    {"POST", "/v1/runs/{id}/resume", USER, 0, mtx_srv_batch_resume, 0},
-    {"GET", "/v1/runs", USER, 0, mtx_srv_runs_list, 0},
-    {"GET", "/v1/runs/{id}", USER, 0, mtx_srv_run_get, 0},
-    {"GET", "/v1/runs/{id}/events", USER, 0, mtx_srv_run_events, 0},
-    {"POST", "/v1/runs/{id}/cancel", USER, 0, mtx_srv_run_cancel, 0},
-    {"GET", "/v1/runs/{id}/report", USER, 0, mtx_srv_run_report, 0},
-    {"GET", "/v1/runs/{id}/submission", USER, 0, mtx_srv_batch_submission, 0},
-    {"GET", "/v1/runs/{id}/traces", USER, 0, mtx_srv_batch_traces, 0},
-    {"GET", "/v1/models", USER, 0, mtx_srv_models, 0},
-    {"GET", "/v1/sources", USER, 0, mtx_srv_sources, 0},
-    {"POST", "/v1/jobs/sleep", USER, 1, mtx_srv_sleep_job, 0},
+    {"GET", "/v1/health", OPEN, 0, mtx_srv_health, 0, NULL, ""},
+    {"POST", "/v1/login", OPEN, 0, mtx_srv_login, 0, NULL, "400 401 415 429"},
+    {"POST", "/v1/register", OPEN, 0, mtx_srv_register, 0, NULL, "400 403 409"},
+    {"POST", "/v1/logout", USER, 0, mtx_srv_logout, 0, NULL, ""},
+    {"GET", "/v1/me", USER, 0, mtx_srv_me, 0, NULL, ""},
+    {"GET", "/v1/me/settings", USER, 0, mtx_srv_prefs_get, 0, NULL, ""},
+    {"PUT", "/v1/me/settings", USER, 0, mtx_srv_prefs_put, 0, NULL, "400"},
+    {"GET", "/v1/session", OPEN, 0, mtx_srv_session, 0, NULL, ""},
+    {"GET", "/v1/openapi.json", OPEN, 0, mtx_srv_openapi, 0, NULL, ""},
+    {"GET", "/v1/limits", USER, 0, mtx_srv_limits, 0, NULL, ""},
+    {"GET", "/v1/tokens", USER, 0, mtx_srv_tokens_list, 0, NULL, ""},
+    {"POST", "/v1/tokens", USER, 0, mtx_srv_token_create, 0, NULL, "400"},
+    {"DELETE", "/v1/tokens/{id}", USER, 0, mtx_srv_token_revoke, 0, NULL,
+     "404"},
+    {"GET", "/v1/users", ADMIN, 0, mtx_srv_users, 0, NULL, ""},
+    {"GET", "/v1/settings", ADMIN, 0, mtx_srv_settings_get, 0, NULL, ""},
+    {"PUT", "/v1/settings", ADMIN, 0, mtx_srv_settings_put, 0, NULL, "400"},
+    {"POST", "/v1/search", USER, 0, mtx_srv_search, 0, "search", "400 503"},
+    {"POST", "/v1/score", USER, 0, mtx_srv_score, 1, NULL, "400"},
+    {"POST", "/v1/check", USER, 0, mtx_srv_check, 1, "check", "400 503"},
+    {"POST", "/v1/ask", USER, 0, mtx_srv_ask, 0, "ask", "400 503"},
+    {"POST", "/v1/verify", USER, 0, mtx_srv_verify, 0, "verify", "400 503"},
+    {"POST", "/v1/batch", USER, 0, mtx_srv_batch, 1, "batch", "400 503"},
+    {"POST", "/v1/runs/{id}/resume", USER, 0, mtx_srv_batch_resume, 0, NULL,
+     "404 409 503"},
+    {"GET", "/v1/runs", USER, 0, mtx_srv_runs_list, 0, NULL, ""},
+    {"GET", "/v1/runs/{id}", USER, 0, mtx_srv_run_get, 0, NULL, "404"},
+    {"GET", "/v1/runs/{id}/events", USER, 0, mtx_srv_run_events, 0, NULL,
+     "404 503"},
+    {"POST", "/v1/runs/{id}/cancel", USER, 0, mtx_srv_run_cancel, 0, NULL,
+     "404 409"},
+    {"GET", "/v1/runs/{id}/report", USER, 0, mtx_srv_run_report, 0, NULL,
+     "404"},
+    {"GET", "/v1/runs/{id}/submission", USER, 0, mtx_srv_batch_submission, 0,
+     NULL, "404"},
+    {"GET", "/v1/runs/{id}/traces", USER, 0, mtx_srv_batch_traces, 0, NULL,
+     "404"},
+    {"GET", "/v1/models", USER, 0, mtx_srv_models, 0, NULL, ""},
+    {"GET", "/v1/sources", USER, 0, mtx_srv_sources, 0, NULL, ""},
+    {"POST", "/v1/jobs/sleep", USER, 1, mtx_srv_sleep_job, 0, NULL, "400 503"},
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
@@ -355,4 +368,35 @@ void mtx_srv_handle(struct mt_server *s, struct srv_req *rq,
     if (!access_ok(s, rq, r, rs) || !rate_ok(s, rq, r, rs))
         return;
     r->fn(s, rq, rs, id);
+}
+
+/* ==== GET /v1/openapi.json ==== */
+
+/* The document is the route table walked: each route's path, method,
+ * access, CSRF, body limit, request members and statuses (openapi.c). */
+void mtx_srv_openapi(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id)
+{
+    static const char *const level[] = {"open", "user", "admin"};
+    json_t *limits = mtx_srv_limits_json(s);
+    json_t *doc = mtx_srv_openapi_doc();
+    size_t i, small = SMALL_BODY < s->p.max_body ? SMALL_BODY : s->p.max_body;
+
+    (void)rq;
+    (void)id;
+    for (i = 0; doc && i < NROUTES; i++) {
+        const struct route *r = &routes[i];
+        struct srv_op op = {r->method,
+                            r->pattern,
+                            level[r->access],
+                            r->big ? s->p.max_body : small,
+                            r->body,
+                            r->errs,
+                            r->fn != mtx_srv_health};
+
+        if (!r->test_only || s->p.test_routes)
+            mtx_srv_openapi_add(doc, &op, limits);
+    }
+    json_decref(limits);
+    mtx_srv_json(rs, 200, doc);
 }

@@ -365,6 +365,26 @@ extern const size_t mtx_srv_search_nfields;
  * DIR/params.json's "settings", in this order). */
 #define SRV_BATCH_NSET 4
 extern const char *const mtx_srv_batch_settings[SRV_BATCH_NSET];
+/* ==== GET /v1/openapi.json (openapi.c; router.c walks its table) ==== */
+
+/* One route as the document describes it. */
+struct srv_op {
+    const char *method, *pattern;
+    const char *access; /* "open", "user" or "admin" */
+    size_t max_body;
+    const char *body; /* its section of GET /v1/limits, or NULL */
+    const char *errs; /* the handler's own statuses, "400 503" */
+    int rate_limited;
+};
+/* The document without paths ({"openapi": "3.1.0", "info", "components",
+ * "paths": {}}). */
+json_t *mtx_srv_openapi_doc(void);
+/* Adds op to doc's paths; 'limits' is GET /v1/limits' object. */
+void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op,
+                         json_t *limits);
+void mtx_srv_openapi(struct mt_server *s, struct srv_req *rq,
+                     struct srv_resp *rs, int64_t id);
+
 /* GET /v1/limits' check.fields: mt_agent_param_table's request members
  * and Ask's years. */
 json_t *mtx_srv_check_fields_json(void);

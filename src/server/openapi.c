@@ -1,0 +1,235 @@
+/* GET /v1/openapi.json: an OpenAPI 3.1 document made from the route table
+ * (router.c walks it: path, method, access, body limit, statuses) and the
+ * request-field tables, taken from GET /v1/limits' object, which is made
+ * from the same tables the routes' parsers read (fields.c). Nothing here
+ * names a bound: a changed table changes the document. */
+#include <stdio.h>
+#include <string.h>
+
+#include "medtrust/core.h"
+#include "server/srv_int.h"
+
+static const char *const status_text[][2] = {
+    {"400", "a member is missing, malformed or out of its bounds (named)"},
+    {"401", "no valid session cookie or Bearer token"},
+    {"403", "missing or wrong X-CSRF-Token, or an admin route"},
+    {"404", "no such object (or path)"},
+    {"409", "the object is in a state that forbids this"},
+    {"413", "the body is larger than x-max-body-bytes"},
+    {"415", "the body is not JSON"},
+    {"429", "rate limited: retry after the Retry-After header's seconds"},
+    {"503", "a model or the job queue is unavailable"},
+};
+
+json_t *mtx_srv_openapi_doc(void)
+{
+    return json_pack(
+        "{s:s,s:{s:s,s:s,s:s},s:{},s:{s:{s:{s:s,s:s},s:{s:s,s:s,s:s}},"
+        "s:{s:{s:s,s:{s:{s:s}},s:[s]}}}}",
+        "openapi", "3.1.0", "info", "title", "medtrust", "version", "1",
+        "description",
+        "The medtrust /v1 API, generated from the server's route table "
+        "and request-field tables.",
+        "paths", "components", "securitySchemes", "bearer", "type", "http",
+        "scheme", "bearer", "session", "type", "apiKey", "in", "cookie", "name",
+        "mt_session", "schemas", "Error", "type", "object", "properties",
+        "error", "type", "string", "required", "error");
+}
+
+/* A bound as the schema writes it: whole for an integer member. */
+static json_t *bound(json_t *f, const char *key, int integer)
+{
+    double x = json_number_value(json_object_get(f, key));
+
+    return integer ? json_integer((json_int_t)x) : json_real(x);
+}
+
+/* A member of GET /v1/limits ({min, max, default, integer, what}) as a
+ * JSON Schema. */
+static json_t *number_schema(json_t *f)
+{
+    int integer = json_is_true(json_object_get(f, "integer"));
+
+    return json_pack(
+        "{s:s,s:o,s:o,s:o,s:O}", "type", integer ? "integer" : "number",
+        "minimum", bound(f, "min", integer), "maximum",
+        bound(f, "max", integer), "default", bound(f, "default", integer),
+        "description", json_object_get(f, "what"));
+}
+
+/* Adds the members of 'fields' (all, or those named in 'only'). */
+static void add_numbers(json_t *props, json_t *fields, const char *const *only,
+                        size_t n)
+{
+    const char *k;
+    json_t *f;
+    size_t i;
+
+    json_object_foreach(fields, k, f)
+    {
+        for (i = 0; only && i < n && strcmp(only[i], k) != 0; i++)
+            ;
+        if (!only || i < n)
+            json_object_set_new(props, k, number_schema(f));
+    }
+}
+
+static void add_string(json_t *props, const char *name, json_t *max_bytes,
+                       const char *what)
+{
+    json_t *o = json_pack("{s:s,s:s}", "type", "string", "description", what);
+
+    if (o && max_bytes)
+        json_object_set_new(o, "maxLength", json_copy(max_bytes));
+    json_object_set_new(props, name, o);
+}
+
+static void add_filters(json_t *props, json_t *sec)
+{
+    static const char *const f[] = {"author", "journal", "publication_type"};
+    size_t i;
+
+    for (i = 0; i < 3; i++)
+        add_string(props, f[i], json_object_get(sec, "filter_bytes"),
+                   "metadata filter (bytes)");
+}
+
+/* The members a section's route reads beside its numeric tables; returns
+ * the required one. */
+static const char *add_texts(json_t *props, const char *key, json_t *limits)
+{
+    json_t *sec = json_object_get(limits, key);
+    json_t *src =
+        json_object_get(json_object_get(limits, "ask"), "source_bytes");
+
+    if (strcmp(key, "batch") == 0) {
+        add_string(props, "data", json_object_get(sec, "upload_bytes"),
+                   "the MEDIQA CSV");
+        add_string(props, "strategy", NULL, "a check strategy");
+        add_string(props, "name", NULL, "the run's name");
+        return "data";
+    }
+    add_filters(props, sec);
+    if (strcmp(key, "search") != 0)
+        add_string(props, "source", src, "the source searched (bytes)");
+    if (strcmp(key, "search") == 0) {
+        add_string(props, "query", json_object_get(sec, "query_bytes"),
+                   "the query (bytes)");
+        return "query";
+    }
+    if (strcmp(key, "ask") == 0) {
+        add_string(props, "question", json_object_get(sec, "question_bytes"),
+                   "the question (bytes)");
+        return "question";
+    }
+    if (strcmp(key, "verify") == 0) {
+        add_string(props, "text", json_object_get(sec, "text_bytes"),
+                   "the text whose claims are verified (bytes)");
+        return "text";
+    }
+    add_string(props, "note", json_object_get(sec, "note_bytes"),
+               "the clinical note (bytes)");
+    add_string(props, "strategy", NULL, "a check strategy");
+    return "note";
+}
+
+/* The request body of section 'key' of GET /v1/limits: its "fields"
+ * (batch: the check settings it takes; verify: also ask's weights and
+ * years, which its parser reads from the same table) and its texts. */
+static json_t *body_schema(const char *key, json_t *limits)
+{
+    static const char *const wy[] = {"w_lex", "w_sem", "year_from", "year_to"};
+    json_t *props = json_object();
+    const char *req;
+
+    if (strcmp(key, "batch") == 0)
+        add_numbers(
+            props, json_object_get(json_object_get(limits, "check"), "fields"),
+            (const char *const *)mtx_srv_batch_settings, SRV_BATCH_NSET);
+    else
+        add_numbers(props,
+                    json_object_get(json_object_get(limits, key), "fields"),
+                    NULL, 0);
+    if (strcmp(key, "verify") == 0)
+        add_numbers(props,
+                    json_object_get(json_object_get(limits, "ask"), "fields"),
+                    wy, 4);
+    req = add_texts(props, key, limits);
+    return json_pack("{s:{s:{s:{s:s,s:o,s:[s]}}}}", "content",
+                     "application/json", "schema", "type", "object",
+                     "properties", props, "required", req);
+}
+
+static void add_status(json_t *resp, const char *code)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof status_text / sizeof status_text[0]; i++)
+        if (strcmp(status_text[i][0], code) == 0)
+            json_object_set_new(
+                resp, code,
+                json_pack("{s:s,s:{s:{s:{s:s}}}}", "description",
+                          status_text[i][1], "content", "application/json",
+                          "schema", "$ref", "#/components/schemas/Error"));
+}
+
+/* The statuses op can answer: the router's (from its access, body and
+ * path) and the handler's own (op->errs). */
+static json_t *responses(const struct srv_op *op)
+{
+    json_t *r = json_pack("{s:{s:s}}", "2XX", "description", "success");
+    int body =
+        strcmp(op->method, "POST") == 0 || strcmp(op->method, "PUT") == 0;
+    char buf[64], *tok, *save = NULL;
+
+    if (body) {
+        add_status(r, "400");
+        add_status(r, "413");
+    }
+    if (strcmp(op->access, "open") != 0) {
+        add_status(r, "401");
+        if (strcmp(op->access, "admin") == 0 || strcmp(op->method, "GET") != 0)
+            add_status(r, "403");
+    }
+    if (strstr(op->pattern, "{id}"))
+        add_status(r, "404");
+    if (op->rate_limited)
+        add_status(r, "429");
+    snprintf(buf, sizeof buf, "%s", op->errs ? op->errs : "");
+    for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        add_status(r, tok);
+    return r;
+}
+
+void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op, json_t *limits)
+{
+    json_t *paths = json_object_get(doc, "paths");
+    json_t *item = json_object_get(paths, op->pattern);
+    int open = strcmp(op->access, "open") == 0;
+    char m[8];
+    json_t *o;
+    size_t i;
+
+    for (i = 0; op->method[i] && i < sizeof m - 1; i++)
+        m[i] = (char)(op->method[i] - 'A' + 'a');
+    m[i] = '\0';
+    if (!item) {
+        item = json_object();
+        json_object_set_new(paths, op->pattern, item);
+    }
+    o = json_pack("{s:o,s:s,s:b,s:I,s:o}", "security",
+                  open ? json_array()
+                       : json_pack("[{s:[]},{s:[]}]", "bearer", "session"),
+                  "x-access", op->access, "x-csrf",
+                  !open && strcmp(op->method, "GET") != 0, "x-max-body-bytes",
+                  (json_int_t)op->max_body, "responses", responses(op));
+    if (o && strstr(op->pattern, "{id}"))
+        json_object_set_new(o, "parameters",
+                            json_pack("[{s:s,s:s,s:b,s:{s:s,s:i}}]", "name",
+                                      "id", "in", "path", "required", 1,
+                                      "schema", "type", "integer", "minimum",
+                                      1));
+    if (o && op->body)
+        json_object_set_new(o, "requestBody", body_schema(op->body, limits));
+    json_object_set_new(item, m, o);
+}
