@@ -60,11 +60,19 @@ static int in_list(const json_t *a, const char *v)
     return 0;
 }
 
-/* A number member: one of the panel's fields, within its bounds. */
-static int number_ok(const json_t *p, const char *k, const json_t *v, char *why,
-                     size_t n)
+/* A number member: one of the panel's fields, within its bounds (Verify
+ * takes Ask's years and weights besides its own fields, as
+ * POST /v1/verify does). */
+static int number_ok(const json_t *lim, const json_t *p, const char *k,
+                     const json_t *v, char *why, size_t n)
 {
-    const json_t *f = json_object_get(json_object_get(p, "fields"), k);
+    const json_t *f =
+        json_object_get(json_object_get(p, "fields"), k)
+            ? json_object_get(json_object_get(p, "fields"), k)
+        : p == json_object_get(lim, "verify")
+            ? json_object_get(
+                  json_object_get(json_object_get(lim, "ask"), "fields"), k)
+            : NULL;
     double x = json_number_value(v);
     double lo = json_number_value(json_object_get(f, "min"));
     double hi = json_number_value(json_object_get(f, "max"));
@@ -132,7 +140,7 @@ static int panel_ok(const json_t *lim, const char *name, json_t *o,
     }
     json_object_foreach(o, k, v)
     {
-        if (json_is_number(v) ? number_ok(p, k, v, why, sizeof why)
+        if (json_is_number(v) ? number_ok(lim, p, k, v, why, sizeof why)
             : json_is_string(v)
                 ? text_ok(lim, p, k, json_string_value(v), why, sizeof why)
                 : (snprintf(why, sizeof why, "must be a number or text"), 0))

@@ -171,7 +171,10 @@ async function unreachable(page) {
       const r = e.getBoundingClientRect();
       const vis = r.width > 0 && r.height > 0 &&
           getComputedStyle(e).visibility !== 'hidden';
-      if (!vis || e.disabled || e.closest('[hidden]')) return;
+      // a closed <details> (a collapsed Settings) hides all but its summary
+      const shut = e.closest('details:not([open])');
+      if (!vis || e.disabled || e.closest('[hidden]') ||
+          (shut && !e.closest('summary'))) return;
       e.dataset.tabid = String(i);
       out.push(String(i));
     });
@@ -263,7 +266,7 @@ async function collapsedSettings(page) {
   const vp = page.viewportSize();
   await page.setViewportSize({width: 390, height: HEIGHT});
   for (const [p, btn] of [['search', 'search-btn'], ['check', 'check-btn'],
-    ['ask', 'ask-btn']]) {
+    ['ask', 'ask-btn'], ['verify', 'verify-btn']]) {
     await page.goto(base + '/#' + p);
     await page.reload();
     // the line once the page has its limits (and the user's defaults)
@@ -380,6 +383,13 @@ async function search(page) {
         /^https?:\/\//.test(h) && !PUBMED.test(h)));
   await searchFilters(page);
   await searchGrouped(page);
+  await page.$$eval('#search-hits details.more', (d) => {
+    if (d[0]) d[0].open = true; // the README's shot shows one expanded
+  });
+  await page.$eval('#search-settings', (d) => {
+    d.open = false;
+  });
+  await docShot(page, 'search', '#search-h');
   await audit(page, 'search', 'Search with results');
   await a11y(page, 'Search');
 }

@@ -143,6 +143,10 @@ expect "null forgets a panel" 200 "${B[@]}" -X PUT \
     "$MAIN/v1/me/settings" -d '{"ask":null}'
 grep -q '"settings":{"search":{"author":"Kim","k":5}}' "$TMP/body" &&
     ok "... the others kept" || not_ok "null panel" "$(cat "$TMP/body")"
+expect "Verify's defaults take its own fields and Ask's years" 200 "${B[@]}" \
+    -X PUT "$MAIN/v1/me/settings" -d '{"verify":{"k":7,"year_from":2000}}'
+expect "... bounded as /v1/limits says" 400 "${B[@]}" -X PUT \
+    "$MAIN/v1/me/settings" -d '{"verify":{"k":101}}'
 
 expect "token created" 201 "${A[@]}" -X POST "$MAIN/v1/tokens" -d '{"name":"ci"}'
 TOK=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$TMP/body")

@@ -115,7 +115,9 @@ export function mountTemplate(tplId, boxId, prefix) {
 export function titleOf(d) {
   if (d.title) return d.title;
   const t = String(d.text || d.preview || '').trim();
-  const m = t.match(/^([^]{10,160}?[.?!])(\s|$)/);
+  // a sentence ends at . ? or ! before a capital or the end ("60.7 vs.
+  // 20.7%" does not end one)
+  const m = t.match(/^([^]{10,160}?[.?!])(\s+[A-Z(\[]|$)/);
   if (m) return m[1];
   return t ? (t.length > 160 ? t.slice(0, 159) + '…' : t) : d.doc_id;
 }

@@ -65,9 +65,13 @@ function vectorsFrom(models) {
 // its other passages among the hits behind "N more passages".
 export function hitItem(h, terms) {
   const more = h.more || [];
+  // Without a title, the document's earliest passage among the hits (its
+  // abstract's opening when that came back) gives the title and preview.
+  const first = more.reduce((a, m) => (m.chunk_id < a.chunk_id ? m : a), h);
+  const t = {doc_id: h.doc_id, title: h.title, text: first.text};
   return el('li', {},
-      el('strong', {class: 'hit-title', title: h.title ? null : previewOf(h)},
-          highlight(titleOf(h), terms)),
+      el('strong', {class: 'hit-title', title: h.title ? null : previewOf(t)},
+          highlight(titleOf(t), terms)),
       el('div', {class: 'hit-meta'}, h.source + ' · ' + h.doc_id +
           ' · score ' + h.score.toFixed(3), ' ', docHref(h)),
       el('div', {}, highlight(h.text, terms)),

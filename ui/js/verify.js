@@ -5,6 +5,7 @@
 // orange, NO_REFERENCE and NOT_A_CLAIM grey); hovering or focusing a sentence
 // shows its claims' evidence: the document, its verdict and score, the
 // closest sentence and its link. The settings panel is Ask's.
+import {applyMine, collapse, common, val, years} from './collapse.js';
 import {api, errorText, fillSources} from './api.js';
 import {$, clear, el} from './dom.js';
 import {followRun} from './check.js';
@@ -166,8 +167,19 @@ async function upload() {
   if (f) $('verify-t').value = await f.text();
 }
 
+// The Verify settings in one line.
+function describe() {
+  return ['top ' + val('verify-k') + ' a claim',
+    val('verify-mode') || 'mode as the index allows',
+    val('verify-source') ? 'source ' + val('verify-source') : 'all sources',
+    years('verify-year-from', 'verify-year-to'),
+    $('verify-decompose').checked ? 'atomic claims' : 'whole sentences']
+      .concat(common('verify'));
+}
+
 export async function initVerify() {
   mountFilters('verify');
+  const summarize = collapse('verify', describe);
   $('verify-form').addEventListener('submit', submit);
   $('verify-file').addEventListener('change', upload);
   $('verify-w').addEventListener('input', showWeights);
@@ -184,6 +196,7 @@ export async function initVerify() {
     $('verify-w').value = String(Math.round(af.w_sem.default * 100));
   }
   showWeights();
+  summarize();
   if (!lim) return;
   if (lim.verify) $('verify-t').maxLength = lim.verify.text_bytes;
   boundFilters('verify', lim.ask.filter_bytes);
@@ -192,4 +205,7 @@ export async function initVerify() {
   $('verify-mode-lim').textContent = 'This index serves ' + modes.join(', ') +
       (modes.length > 1 ? '; default hybrid.' : ' only (no vectors).');
   offerModels('verify', lim);
+  await applyMine('verify'); // the user's own defaults, within the limits
+  showWeights();
+  summarize();
 }
