@@ -116,6 +116,18 @@ static const char *openai_model(const void *self)
  * known already: the first sign wins (GET /props and /v1/models, asked
  * once for the context, the Server header, a reply's own fields, a
  * refusal's wording). k GENERIC only marks an endpoint that answered. */
+/* What the kind's documentation says its requests must be, before any
+ * refusal (o->mu held or o not shared yet). */
+static void apply_preset(struct openai *o)
+{
+    struct mtx_server_preset ps;
+
+    mtx_server_preset(o->kind, o->model, &ps);
+    o->lim |= (ps.mct ? LIM_MCT : 0u) | (ps.no_temp ? LIM_NO_TEMP : 0u) |
+              (ps.no_top_p ? LIM_NO_TOP_P : 0u);
+    o->n_one |= ps.n_one;
+}
+
 static void set_kind(struct openai *o, enum mtx_server_kind k, const char *how)
 {
     pthread_mutex_lock(&o->mu);
@@ -123,6 +135,7 @@ static void set_kind(struct openai *o, enum mtx_server_kind k, const char *how)
         (o->kind == MTX_SK_UNKNOWN || o->kind == MTX_SK_GENERIC)) {
         o->kind = k;
         o->how = k == MTX_SK_GENERIC ? NULL : how;
+        apply_preset(o);
     }
     pthread_mutex_unlock(&o->mu);
 }
@@ -1268,6 +1281,7 @@ static enum mt_status chat_open(const char *url, const char *ep,
         openai_free(o);
         return mt_fail(err, MT_ENOMEM, "out of memory");
     }
+    apply_preset(o); /* Azure's is known from its spec */
     st = mtx_http_new(url, &hp, &o->http, err);
     if (st != MT_OK) {
         openai_free(o);

@@ -117,6 +117,36 @@ enum mtx_server_kind mtx_server_kind_of_models(const json_t *list,
     return owner_kind(json_string_value(json_object_get(e, "owned_by")));
 }
 
+/* OpenAI's reasoning models by name ("o3-mini", "o1-2024-12-17",
+ * "gpt-5-mini"): its reasoning guide's list; gpt-5-chat is not one. An
+ * Azure deployment's name is the user's, so only one named like its
+ * model is told. */
+static int reasoning_model(const char *m)
+{
+    static const char *const o_series[] = {"o1", "o3", "o4"};
+    size_t i;
+
+    if (!m)
+        return 0;
+    for (i = 0; i < sizeof o_series / sizeof *o_series; i++)
+        if (strncmp(m, o_series[i], 2) == 0 && (m[2] == '\0' || m[2] == '-'))
+            return 1;
+    return strncmp(m, "gpt-5", 5) == 0 && strncmp(m, "gpt-5-chat", 10) != 0 &&
+           (m[5] == '\0' || m[5] == '-' || m[5] == '.');
+}
+
+void mtx_server_preset(enum mtx_server_kind k, const char *model,
+                       struct mtx_server_preset *p)
+{
+    memset(p, 0, sizeof *p);
+    if ((k == MTX_SK_OPENAI || k == MTX_SK_AZURE) && reasoning_model(model)) {
+        p->mct = 1;
+        p->no_temp = 1;
+        p->no_top_p = 1;
+    }
+    p->n_one = k == MTX_SK_OLLAMA || k == MTX_SK_LMSTUDIO;
+}
+
 void mtx_server_profile(char *buf, size_t n, const struct mtx_server_state *s)
 {
     size_t k = (size_t)s->kind < sizeof kinds / sizeof *kinds ? s->kind : 0;

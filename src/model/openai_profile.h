@@ -39,6 +39,25 @@ enum mtx_server_kind mtx_server_kind_of_header(const char *server);
 enum mtx_server_kind
 mtx_server_kind_of_models(const json_t *list, const char *model, uint32_t *ctx);
 
+/* What a kind's documentation says its requests must be, set as soon as
+ * the kind is known (the refusal step-down stays for the rest):
+ * OpenAI's and Azure OpenAI's reasoning models (o1, o3, o4-mini, the
+ * gpt-5 family but gpt-5-chat) take max_completion_tokens and only the
+ * default temperature and top_p; Ollama's and LM Studio's OpenAI
+ * endpoints list no 'n' among the fields they take (one completion a
+ * request). */
+struct mtx_server_preset {
+    int mct;      /* max_completion_tokens for max_tokens */
+    int no_temp;  /* leave temperature out */
+    int no_top_p; /* leave top_p out */
+    int n_one;    /* one completion a request */
+};
+
+/* The preset of kind k serving 'model' (NULL: none known); all zero for
+ * a kind whose documentation asks nothing of it. */
+void mtx_server_preset(enum mtx_server_kind k, const char *model,
+                       struct mtx_server_preset *p);
+
 /* What the backend sends an endpoint now. */
 struct mtx_server_state {
     enum mtx_server_kind kind;

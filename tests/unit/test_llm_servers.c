@@ -745,8 +745,10 @@ static void test_profiles_detected_once_per_endpoint(void **state)
           strstr(prof, "reasoning in reasoning; detected from") != NULL);
     profile_after(OLLAMA(20), "openai", "#m", prof, sizeof prof);
     CHECK(strncmp(prof, "ollama (", strlen("ollama (")) == 0);
-    profile_after(REFUSE_MAX_TOKENS REFUSE_TEMPERATURE OPENAI_REPLY, "openai",
-                  "#o3-mini", prof, sizeof prof);
+    /* the first refusal's wording tells OpenAI, and its reasoning model's
+     * documented preset leaves temperature out with no second refusal */
+    profile_after(REFUSE_MAX_TOKENS OPENAI_REPLY, "openai", "#o3-mini", prof,
+                  sizeof prof);
     CHECK(strncmp(prof, "openai (", strlen("openai (")) == 0);
     CHECK(strstr(prof, "; max_completion_tokens; temperature left out;") !=
           NULL);
@@ -899,6 +901,99 @@ static void test_lm_studio_profile_skips_json_object(void **state)
     stub_stop(&s);
 }
 
+/* One chat on a stub playing 'script' with 'model' after the profile was
+ * asked (GET /props, then /v1/models); every request's line into body,
+ * the number of chat requests returned. */
+static int chat_after_probe(const char *script, const char *model, uint32_t n,
+                            char *body, size_t bn)
+{
+    struct stub s;
+    struct mt_llm *l = NULL;
+    struct mt_llm_params p;
+    struct mt_chat_params cp;
+    struct mt_chat_result r;
+    struct mt_error err;
+    char spec[256];
+    FILE *f;
+    int k;
+
+    stub_start(&s, script);
+    mt_llm_default_params(&p);
+    p.timeout_s = 5;
+    p.max_retries = 0;
+    snprintf(spec, sizeof spec, "openai:%s#%s", s.url, model);
+    CHECK_OK(mt_llm_open(spec, &p, &l, &err));
+    (void)mt_llm_n_ctx(l);
+    mt_chat_default_params(&cp);
+    cp.max_tokens = 32;
+    cp.n = n;
+    CHECK_OK(mt_llm_chat(l, msgs, 2, &cp, &r, &err));
+    CHECK(r.n == n);
+    mt_chat_result_free(&r);
+    k = stub_requests(&s, NULL, NULL, 0);
+    f = fopen(s.log, "r");
+    body[f ? fread(body, 1, bn - 1, f) : 0] = '\0';
+    if (f)
+        fclose(f);
+    mt_llm_close(l);
+    stub_stop(&s);
+    return k;
+}
+
+/* vLLM's reply to n = 2 */
+#define VLLM_REPLY2                                                            \
+    "reply 200 0 - {\"id\":\"chatcmpl-2\",\"object\":\"chat.completion\","     \
+    "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"message\":"     \
+    "{\"role\":\"assistant\",\"content\":\"" FINAL "\"},\"finish_reason\":"    \
+    "\"stop\",\"stop_reason\":null},{\"index\":1,\"message\":{\"role\":"       \
+    "\"assistant\",\"content\":\"" FINAL "\"},\"finish_reason\":\"stop\","     \
+    "\"stop_reason\":null}],\"usage\":{\"prompt_tokens\":9,"                   \
+    "\"total_tokens\":19,\"completion_tokens\":10}}\n"
+#define OPENAI_MODELS(ID)                                                      \
+    "models 200 0 - {\"object\":\"list\",\"data\":[{\"id\":\"" ID "\","        \
+    "\"object\":\"model\",\"created\":1715367049,\"owned_by\":\"system\"}]}"   \
+    "\n"
+
+/* A kind known before the first chat gets what its documentation says at
+ * once, with no refusal to learn it from: OpenAI's reasoning models
+ * max_completion_tokens and no temperature or top_p (others keep
+ * max_tokens and temperature); Ollama and LM Studio, which take no 'n',
+ * one completion a request. */
+static void test_profile_presets_before_any_refusal(void **state)
+{
+    char body[8192];
+    (void)state;
+    CHECK(chat_after_probe(OPENAI_MODELS("o3-mini") OPENAI_REPLY, "o3-mini", 1,
+                           body, sizeof body) == 1);
+    CHECK(strstr(body, "\"max_completion_tokens\":4128") != NULL);
+    CHECK(strstr(body, "\"max_tokens\"") == NULL);
+    CHECK(strstr(body, "\"temperature\"") == NULL);
+    CHECK(strstr(body, "\"top_p\"") == NULL);
+    CHECK(chat_after_probe(OPENAI_MODELS("gpt-5-mini") OPENAI_REPLY,
+                           "gpt-5-mini", 1, body, sizeof body) == 1);
+    CHECK(strstr(body, "\"max_completion_tokens\"") != NULL);
+    CHECK(chat_after_probe(OPENAI_MODELS("gpt-4o") OPENAI_REPLY, "gpt-4o", 1,
+                           body, sizeof body) == 1);
+    CHECK(strstr(body, "\"max_tokens\":32") != NULL);
+    CHECK(strstr(body, "\"temperature\"") != NULL);
+    /* the refusal step-down stays the fallback for what no list tells */
+    CHECK(chat_after_probe(REFUSE_MAX_TOKENS OPENAI_REPLY, "o3-mini", 1, body,
+                           sizeof body) == 2);
+    CHECK(strstr(body, "\"max_completion_tokens\"") != NULL);
+    /* Ollama: two completions asked one a request */
+    CHECK(chat_after_probe("models 200 0 - {\"object\":\"list\",\"data\":"
+                           "[{\"id\":\"llama3.2:latest\",\"object\":"
+                           "\"model\",\"owned_by\":\"library\"}]}\n" OK_LINE,
+                           "llama3.2", 2, body, sizeof body) == 2);
+    CHECK(strstr(body, "\"n\":1") != NULL && strstr(body, "\"n\":2") == NULL);
+    /* vLLM takes n: both in one request */
+    CHECK(chat_after_probe("models 200 0 - {\"object\":\"list\",\"data\":"
+                           "[{\"id\":\"m\",\"object\":\"model\","
+                           "\"owned_by\":\"vllm\"}]}\n" VLLM_REPLY2,
+                           "m", 2, body, sizeof body) == 1);
+    CHECK(strstr(body, "\"n\":2") != NULL);
+}
+
 /* llama-server's "Server: llama.cpp" header tells it on a reply whose
  * body shows nothing (here a bare completion, and its 404 to /props). */
 static void test_profile_from_server_header(void **state)
@@ -942,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_profile_from_models_list),
         cmocka_unit_test(test_profile_from_server_header),
         cmocka_unit_test(test_lm_studio_profile_skips_json_object),
+        cmocka_unit_test(test_profile_presets_before_any_refusal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
