@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# PubMed hybrid, end to end (issue 37): generated baseline files
+# (bench/gen_pubmed.c, as bench/pubmed.sh) -> `import pubmed` -> a BM25
+# build (`index --embedder none`), then generated clustered vectors of
+# 256 dimensions for every chunk (Debian python3-numpy, fixed seed,
+# float16 .npy + ids, written a block at a time) indexed with
+# `index --rebuild --embedder use-lite --dims 256 --vectors-from` (queries
+# are embedded by USE-lite truncated to 256: the latency is real, the
+# relevance of dense hits over generated vectors is not), then BM25, dense
+# and hybrid latency (retrieval-eval, p50/p95; it reports no p99 yet) at 1 and 2 query
+# threads, with sizes, peak RSS and the machine's load. Writes
+# RUN/hybrid-N.{json,md}.
+#
+#   BUILD=build MEDTRUST_BENCH_PUBMED=30000 bash bench/pubmed_hybrid.sh RUN
+#   MEDTRUST_BENCH_CLUSTERS  centres of the generated vectors (default 1000)
+#   MEDTRUST_BENCH_HNSW_MIN  index --hnsw-min (default the index's: 100000)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${BUILD:-build}
+B=$BUILD/bench
+MT=${MEDTRUST_BENCH_MT:-$BUILD/medtrust}
+DATA=${MEDTRUST_DATA:-$ROOT/../shared/data}
+N=${MEDTRUST_BENCH_PUBMED:-30000}
+K=${MEDTRUST_BENCH_CLUSTERS:-1000}
+RUN=${1:-$B/results/hybrid-$(date +%Y%m%d-%H%M%S)}
+SRC=$B/pubmed/src-$N
+DB=$B/pubmed/hybrid-$N
+P=$RUN/hybrid-$N
+PY=/usr/bin/python3 # Debian's, with python3-numpy
+mkdir -p "$RUN" "$B/pubmed"
+log() { printf 'bench hybrid: %s: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+tv() { /usr/bin/time -v -o "$1.time" "${@:2}"; }
+
+[ -x "$B/gen_pubmed" ] || { log "make $B/gen_pubmed first"; exit 2; }
+if [ ! -f "$SRC/.stamp" ]; then
+    log "generating $N records into $SRC"
+    rm -rf "$SRC"
+    "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$SRC"
+    touch "$SRC/.stamp"
+fi
+rm -rf "$DB"
+log "import pubmed"
+tv "$P.import" "$MT" import pubmed --db "$DB" --json --no-progress --no-index \
+    "$SRC"/*.xml.gz >"$P.import.json"
+log "BM25 build"
+tv "$P.bm25" "$MT" index --db "$DB" --embedder none --no-progress >/dev/null
+log "generated vectors ($K clusters, 256 dims, float16)"
+tv "$P.gen" "$PY" - "$DB/store.db" "$P" "$K" <<'PY'
+import sqlite3, sys
+import numpy as np
+db, p, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = sqlite3.connect(db)
+n = c.execute("select count(*) from chunks").fetchone()[0]
+rng = np.random.default_rng(20250101)
+centres = rng.standard_normal((k, 256), dtype=np.float32)
+out = np.lib.format.open_memmap(p + ".vec.npy", mode="w+",
+                                dtype=np.float16, shape=(n, 256))
+ids = open(p + ".vec.ids", "w")
+cur = c.execute("select id from chunks order by id")
+at = 0
+while True:
+    rows = cur.fetchmany(1 << 16)
+    if not rows:
+        break
+    m = len(rows)
+    v = centres[rng.integers(0, k, m)] + \
+        0.5 * rng.standard_normal((m, 256), dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    out[at:at + m] = v.astype(np.float16)
+    ids.write("".join("%d\n" % r[0] for r in rows))
+    at += m
+out.flush()
+ids.close()
+PY
+log "vector build (BM25 again + vectors)"
+tv "$P.vec" "$MT" index --db "$DB" --rebuild --embedder use-lite --dims 256 \
+    --vectors-from "$P.vec.npy" --no-progress \
+    ${MEDTRUST_BENCH_HNSW_MIN:+--hnsw-min "$MEDTRUST_BENCH_HNSW_MIN"} >/dev/null
+for mode in bm25 dense hybrid; do
+    for j in 1 2; do
+        log "$mode latency, $j thread(s)"
+        "$MT" retrieval-eval --db "$DB" --queries "$SRC/queries.jsonl" \
+            --mode "$mode" --jobs "$j" --json 2>/dev/null >"$P.$mode.$j.json"
+    done
+done
+du -sb "$DB/store.db" | cut -f1 >"$P.store_bytes"
+du -sb "$DB/index" | cut -f1 >"$P.index_bytes"
+"$PY" - "$P" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$P.md"
+import json, re, sys
+p, load = sys.argv[1], sys.argv[2]
+def tv(path):
+    t = open(path + ".time").read()
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", t).group(1)
+    secs = sum(float(x) * 60 ** i
+               for i, x in enumerate(reversed(wall.split(":"))))
+    rss = int(re.search(r"Maximum resident set size.*: (\d+)", t).group(1))
+    return secs, rss / 1024
+imp = json.load(open(p + ".import.json"))
+r = {"records": imp["records"], "chunks": imp["chunks"], "load": load,
+     "store_mb": int(open(p + ".store_bytes").read()) / 1e6,
+     "index_mb": int(open(p + ".index_bytes").read()) / 1e6}
+for part in ("import", "bm25", "gen", "vec"):
+    r[part + "_wall_s"], r[part + "_rss_mb"] = tv(p + "." + part)
+lat = {}
+for mode in ("bm25", "dense", "hybrid"):
+    for j in (1, 2):
+        l = json.load(open(f"{p}.{mode}.{j}.json"))["latency_ms"]
+        lat[f"{mode}/{j}"] = [l.get("p50"), l.get("p95"), l.get("p99")]
+r["latency_ms"] = lat
+json.dump(r, open(p + ".json", "w"), indent=1)
+print("| records | chunks | import s | BM25 build s | vector build s (BM25 + vectors) | store MB | index MB | peak RSS MB | load |")
+print("|---|---|---|---|---|---|---|---|---|")
+print(f"| {r['records']:,} | {r['chunks']:,} | {r['import_wall_s']:.1f} | "
+      f"{r['bm25_wall_s']:.1f} | {r['vec_wall_s']:.1f} | {r['store_mb']:.0f} | "
+      f"{r['index_mb']:.0f} | "
+      f"{max(r[k + '_rss_mb'] for k in ('import', 'bm25', 'vec')):.0f} | {load} |")
+print()
+print("| mode / query threads | p50 ms | p95 ms | p99 ms |")
+print("|---|---|---|---|")
+for k, v in lat.items():
+    print(f"| {k} | " + " | ".join("-" if x is None else f"{x:.2f}" for x in v) + " |")
+PY
