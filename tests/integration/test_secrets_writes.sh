@@ -36,15 +36,26 @@ else
         "$(head -3 "$TMP/m.txt")"
 fi
 
+echo 'root-password1' | "$MT" user add --db "$TMP/db" root --admin 2>/dev/null
 MEDTRUST_LLM_QA="openai:http://127.0.0.1:1/?key=$S3#m" \
     serve_start sec --llm "$POOL" --nli "llm:openai:http://x:$S4@127.0.0.1:1#m"
 expect "GET /v1/models" 200 "${A[@]}" "$U/v1/models"
 curl -s "${A[@]}" "$U/v1/check" -H 'Content-Type: application/json' \
     -d '{"text":"Chest pain. Sent home.","strategy":"single","no_retrieval":true}' \
     >/dev/null
+# a user (alice) gets the model names only; an admin the specs, redacted
+if ! leaks "$TMP/body" >/dev/null && ! grep -q '127.0.0.1' "$TMP/body" &&
+    grep -q '"default":"m"' "$TMP/body"; then
+    ok "/v1/models shows a user the model names only, no secret, no endpoint"
+else
+    not_ok "/v1/models for a user" "$(head -c 400 "$TMP/body")"
+fi
+curl -s -c "$TMP/root.jar" "$U/v1/login" -H "Content-Type: application/json" \
+    -d '{"username":"root","password":"root-password1"}' >/dev/null
+expect "GET /v1/models as an admin" 200 -b "$TMP/root.jar" "$U/v1/models"
 if ! leaks "$TMP/body" >/dev/null && grep -qF 'http://***@127.0.0.1:2' "$TMP/body" &&
     grep -qF 'key=***' "$TMP/body"; then
-    ok "/v1/models shows no secret of the --llm pool, a role or the NLI spec"
+    ok "/v1/models shows an admin no secret of the --llm pool, a role or the NLI spec"
 else
     not_ok "/v1/models hides secrets" "$(head -c 400 "$TMP/body")"
 fi
