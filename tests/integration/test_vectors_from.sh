@@ -61,6 +61,10 @@ open(d + "/bad.ids", "w").write("".join(
 with open(d + "/short.jsonl", "w") as f:
     for k, (i, v) in enumerate(zip(ids, vecs.tolist())):
         f.write(json.dumps({"id": i, "vector": v[:5] if k == 2 else v}) + "\n")
+with open(d + "/zero.jsonl", "w") as f:
+    for k, (i, v) in enumerate(zip(ids, vecs.tolist())):
+        f.write(json.dumps({"id": i, "vector": [0.0] * len(v) if k == 4
+                            else v}) + "\n")
 raw = open(d + "/v32.npy", "rb").read()
 open(d + "/trunc.npy", "wb").write(raw[:-10])
 open(d + "/nomagic.npy", "wb").write(b"PK" + raw[2:])
@@ -157,6 +161,9 @@ refused "a wrong width (.npy) names the file and both widths" \
 refused "a wrong width (JSONL) names the line" \
     "short.jsonl:3: \"vector\" has 5 dimensions, the embedder 512" \
     --vectors-from "$TMP/short.jsonl"
+refused "a zero vector names its chunk id" \
+    "the vector of chunk id $(sed -n 5p "$TMP/ids") is zero or not finite" \
+    --vectors-from "$TMP/zero.jsonl"
 refused "float64 is refused with what to do" \
     "f64.npy: .npy header .*'<f8'.*astype\('float32'\)" \
     --vectors-from "$TMP/f64.npy" --vector-ids "$TMP/ids"
