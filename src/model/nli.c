@@ -224,34 +224,55 @@ static enum mt_status open_onnx(const char *arg,
     return st;
 }
 
-/* Softmax over the pair's logits, read through n->at. */
+/* Pairs a forward pass of the onnx: classifier takes at once, padded to
+ * the longest (as the embedder batches its texts). */
+#define NLI_ONNX_BATCH 16
+
+/* Softmax over each pair's logits, read through n->at: m pairs (claim[i],
+ * evidence[i]) as one padded batch, probs[i] for pair i. */
+static enum mt_status onnx_probs_batch(struct mt_nli *n,
+                                       const char *const *claim,
+                                       const char *const *evidence, size_t m,
+                                       float (*probs)[3], struct mt_error *err)
+{
+    struct mt_str a[NLI_ONNX_BATCH], b[NLI_ONNX_BATCH];
+    int64_t d[4] = {0};
+    size_t nd = 0, i, k;
+    float *o = NULL;
+    enum mt_status st;
+
+    for (i = 0; i < m; i++) {
+        a[i] = mtx_str_from(n->claim_first ? claim[i] : evidence[i]);
+        b[i] = mtx_str_from(n->claim_first ? evidence[i] : claim[i]);
+    }
+    st = mtx_onnx_forward(
+        n->onnx, a, b, m,
+        mtx_onnx_has_output(n->onnx, "logits") ? "logits" : NULL, &o, d, &nd,
+        NULL, err);
+    if (st == MT_OK && (nd != 2 || d[0] != (int64_t)m || d[1] != 3))
+        st = mt_fail(err, MT_EUNSUPPORTED,
+                     "--nli onnx:%s: the output is not [batch, 3] logits",
+                     mtx_onnx_dir(n->onnx));
+    for (i = 0; st == MT_OK && i < m; i++) {
+        const float *x = o + 3 * i;
+        double mx = (double)x[0], s = 0;
+
+        for (k = 1; k < 3; k++)
+            mx = (double)x[k] > mx ? (double)x[k] : mx;
+        for (k = 0; k < 3; k++)
+            s += exp((double)x[k] - mx);
+        for (k = 0; k < 3; k++)
+            probs[i][k] = (float)(exp((double)x[n->at[k]] - mx) / s);
+    }
+    mt_free(o);
+    return st;
+}
+
 static enum mt_status onnx_probs(struct mt_nli *n, const char *claim,
                                  const char *evidence, float probs[3],
                                  struct mt_error *err)
 {
-    struct mt_str a = mtx_str_from(n->claim_first ? claim : evidence);
-    struct mt_str b = mtx_str_from(n->claim_first ? evidence : claim);
-    int64_t d[4] = {0};
-    size_t nd = 0, k;
-    float *o = NULL;
-    double mx, s = 0;
-    enum mt_status st = mtx_onnx_forward(
-        n->onnx, &a, &b, 1,
-        mtx_onnx_has_output(n->onnx, "logits") ? "logits" : NULL, &o, d, &nd,
-        NULL, err);
-
-    if (st == MT_OK && (nd != 2 || d[0] != 1 || d[1] != 3))
-        st = mt_fail(err, MT_EUNSUPPORTED,
-                     "--nli onnx:%s: the output is not [batch, 3] logits",
-                     mtx_onnx_dir(n->onnx));
-    for (k = 0, mx = st == MT_OK ? (double)o[0] : 0; st == MT_OK && k < 3; k++)
-        mx = (double)o[k] > mx ? (double)o[k] : mx;
-    for (k = 0; st == MT_OK && k < 3; k++)
-        s += exp((double)o[k] - mx);
-    for (k = 0; st == MT_OK && k < 3; k++)
-        probs[k] = (float)(exp((double)o[n->at[k]] - mx) / s);
-    mt_free(o);
-    return st;
+    return onnx_probs_batch(n, &claim, &evidence, 1, (float(*)[3])probs, err);
 }
 
 static enum mt_status open_cls(const char *arg,
@@ -430,6 +451,43 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
     if (probs)
         memcpy(probs, pr, sizeof pr);
     return MT_OK;
+}
+
+static enum mt_nli_label top_label(const float pr[3])
+{
+    enum mt_nli_label l = MT_NLI_SUPPORT;
+    int i;
+
+    for (i = 1; i < 3; i++)
+        if (pr[i] > pr[l])
+            l = (enum mt_nli_label)i;
+    return l;
+}
+
+enum mt_status mtx_nli_classify_batch(struct mt_nli *n,
+                                      const char *const *claim,
+                                      const char *const *evidence, size_t m,
+                                      float (*probs)[3],
+                                      enum mt_nli_label *label,
+                                      struct mt_error *err)
+{
+    size_t i, k;
+    enum mt_status st = MT_OK;
+
+    if (!n->onnx) { /* one pair a call: a chat judge, gguf, MiniCheck */
+        for (i = 0; st == MT_OK && i < m; i++)
+            st = mt_nli_classify(n, claim[i], evidence[i], probs[i], &label[i],
+                                 err);
+        return st;
+    }
+    for (i = 0; st == MT_OK && i < m; i += NLI_ONNX_BATCH) {
+        size_t c = m - i < NLI_ONNX_BATCH ? m - i : NLI_ONNX_BATCH;
+
+        st = onnx_probs_batch(n, claim + i, evidence + i, c, probs + i, err);
+        for (k = 0; st == MT_OK && k < c; k++)
+            label[i + k] = top_label(probs[i + k]);
+    }
+    return st;
 }
 
 void mt_nli_close(struct mt_nli *n)

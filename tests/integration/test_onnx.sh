@@ -254,6 +254,30 @@ grep -q "output 0 (entailment) -> SUPPORT; output 2 (contradiction) -> CONTRADIC
 nli_check "--nli onnx:?pair=claim-first (SciFact id2label, Unigram) = transformers.js" \
     "onnx:$D/deberta?pair=claim-first" "$TMP/pairs.json"
 
+# Pairs batched (padded batches of 16, mtx_nli_classify_batch) = one pair
+# a call, for both tokenizers and pair orders, over more than one batch.
+$PY -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])) + json.load(open(sys.argv[2])), ensure_ascii=False))' \
+    "$TMP/pairs.json" "$TMP/pairs_rev.json" >"$TMP/pairs_all.json"
+for spec in "onnx:$D/bert-nli" "onnx:$D/deberta?pair=claim-first"; do
+    name="--nli $spec: batched pairs = one pair a call"
+    if "$PROBE" nli "$spec" "$TMP/pairs_all.json" >"$TMP/one.jsonl" 2>"$TMP/err" &&
+        "$PROBE" nli-batch "$spec" "$TMP/pairs_all.json" >"$TMP/batch.jsonl" 2>>"$TMP/err" &&
+        $PY - "$TMP/one.jsonl" "$TMP/batch.jsonl" >"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+one = [json.loads(l) for l in open(sys.argv[1])]
+bat = [json.loads(l) for l in open(sys.argv[2])]
+assert len(one) == len(bat) > 16, (len(one), len(bat))
+worst = max(abs(a - b) for x, y in zip(one, bat)
+            for a, b in zip(x["probs"], y["probs"]))
+assert worst <= 1e-5 and all(x["label"] == y["label"] for x, y in zip(one, bat)), worst
+print("%d pairs, worst %.1e" % (len(one), worst))
+PY
+        ok "$name ($(cat "$TMP/cmp"))"
+    else
+        not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -4)"
+    fi
+done
+
 name="--reranker onnx: = sigmoid of transformers.js's logit"
 if ref pairs "$D/bert-rank" "$TMP/pairs.json" >"$TMP/js_rank.json" 2>"$TMP/err" &&
     "$PROBE" rerank "onnx:$D/bert-rank" "$TMP/pairs.json" >"$TMP/mt_rank.jsonl" 2>>"$TMP/err" &&
