@@ -245,10 +245,10 @@ static enum mt_status onnx_probs_batch(struct mt_nli *n,
         a[i] = mtx_str_from(n->claim_first ? claim[i] : evidence[i]);
         b[i] = mtx_str_from(n->claim_first ? evidence[i] : claim[i]);
     }
-    st = mtx_onnx_forward(
-        n->onnx, a, b, m,
-        mtx_onnx_has_output(n->onnx, "logits") ? "logits" : NULL, &o, d, &nd,
-        NULL, err);
+    st = mtx_onnx_forward(n->onnx, a, b, m,
+                          mtx_onnx_has_output(n->onnx, "logits") ? "logits"
+                                                                 : NULL,
+                          &o, d, &nd, NULL, err);
     if (st == MT_OK && (nd != 2 || d[0] != (int64_t)m || d[1] != 3))
         st = mt_fail(err, MT_EUNSUPPORTED,
                      "--nli onnx:%s: the output is not [batch, 3] logits",
@@ -464,12 +464,10 @@ static enum mt_nli_label top_label(const float pr[3])
     return l;
 }
 
-enum mt_status mtx_nli_classify_batch(struct mt_nli *n,
-                                      const char *const *claim,
-                                      const char *const *evidence, size_t m,
-                                      float (*probs)[3],
-                                      enum mt_nli_label *label,
-                                      struct mt_error *err)
+enum mt_status
+mtx_nli_classify_batch(struct mt_nli *n, const char *const *claim,
+                       const char *const *evidence, size_t m, float (*probs)[3],
+                       enum mt_nli_label *label, struct mt_error *err)
 {
     size_t i, k;
     enum mt_status st = MT_OK;
