@@ -254,6 +254,8 @@ static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
 
 /* The bounded members of POST /v1/search; defaults are the library's
  * (mt_search_default_params). */
+const struct srv_text mtx_srv_search_text = {"query",       1, 0,
+                                             SRV_QUERY_MAX, 0, "a string"};
 const struct srv_field mtx_srv_search_fields[] = {
     {"k", 1, 1000, 10, 1, "hits returned"},
     {"w_lex", 0, 1e6, 0.7, 0, "hybrid weight of BM25"},
@@ -307,14 +309,8 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     const struct srv_field *f = mtx_srv_search_fields;
     double k, wl, ws, r;
 
-    *q = json_string_value(json_object_get(o, "query"));
-    if (!*q || strlen(*q) > SRV_QUERY_MAX) {
-        mtx_srv_error(rs, 400,
-                      "\"query\" must be a string of at most %d "
-                      "bytes",
-                      SRV_QUERY_MAX);
+    if (mtx_srv_text(o, &mtx_srv_search_text, q, rs) != 0)
         return -1;
-    }
     if (mode && mt_search_mode_parse(mode, &p->mode) != MT_OK) {
         mtx_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
         return -1;

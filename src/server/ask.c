@@ -232,6 +232,9 @@ static int read_mode(struct mt_server *s, json_t *o, int *mode,
     return -1;
 }
 
+const struct srv_text mtx_srv_ask_text = {
+    "question", 1, 1, SRV_QUESTION_MAX, 1, "the question's text"};
+
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs)
 {
     static const char *const names[4] = {"w_lex", "w_sem", "year_from",
@@ -299,18 +302,12 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
 
     if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
-    q = json_string_value(json_object_get(o, "question"));
-    if (!q || mtx_str_trim(mtx_str_from(q)).n == 0 ||
-        strlen(q) > SRV_QUESTION_MAX)
-        mtx_srv_error(rs, 400,
-                      "\"question\" must be the question's text, 1 to %zu "
-                      "bytes",
-                      SRV_QUESTION_MAX);
-    else if (read_key(o, &key, rs) == 0 &&
-             mtx_srv_meta_read(o, &key.meta, rs) == 0 &&
-             read_mode(s, o, &key.mode, rs) == 0 &&
-             mtx_srv_model_read(s, o, &key.model, rs) == 0 &&
-             (a = mt_calloc(1, sizeof *a)) != NULL) {
+    if (mtx_srv_text(o, &mtx_srv_ask_text, &q, rs) == 0 &&
+        read_key(o, &key, rs) == 0 &&
+        mtx_srv_meta_read(o, &key.meta, rs) == 0 &&
+        read_mode(s, o, &key.mode, rs) == 0 &&
+        mtx_srv_model_read(s, o, &key.model, rs) == 0 &&
+        (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;
         a->key = key;
         a->question = mt_strdup(q);

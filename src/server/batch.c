@@ -620,12 +620,16 @@ static int bad_scores(json_t *o, const char *name)
     return v && !json_is_string(v);
 }
 
+/* POST /v1/batch's CSV: its size is the body's limit. */
+const struct srv_text mtx_srv_batch_text = {
+    "data", 1, 0, 0, 0, "the text of a MEDEC-format CSV"};
+
 /* Reads {"data","strategy","name","bleurt","bertscore","model"} and the
  * check settings. */
 static int read_body(struct mt_server *s, const struct srv_req *rq,
                      struct srv_resp *rs, json_t **o, struct batch_arg *a)
 {
-    const char *strat, *name;
+    const char *strat, *name, *data;
     char names[128];
 
     if (mtx_srv_body_json(rq, rs, o) != 0)
@@ -634,10 +638,9 @@ static int read_body(struct mt_server *s, const struct srv_req *rq,
     name = json_string_value(json_object_get(*o, "name"));
     a->s = s;
     a->strat = MT_STRATEGY_REACT_REFLEX;
-    if (!json_string_value(json_object_get(*o, "data")))
-        mtx_srv_error(rs, 400,
-                      "\"data\" must be the text of a MEDEC-format CSV");
-    else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
+    if (mtx_srv_text(*o, &mtx_srv_batch_text, &data, rs) != 0) {
+        /* its 400 names "data" */
+    } else if (strat && mt_strategy_parse(strat, &a->strat) != MT_OK)
         mtx_srv_error(rs, 400, "\"strategy\" is %s",
                       mt_strategy_list(names, sizeof names));
     else if (bad_scores(*o, "bleurt") || bad_scores(*o, "bertscore"))

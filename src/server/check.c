@@ -25,6 +25,9 @@ const char *const mtx_srv_batch_settings[SRV_BATCH_NSET] = {
 
 /* GET /v1/limits' check.fields: the table's members, then Ask's years
  * (mt_qa_param_table's). */
+const struct srv_text mtx_srv_check_text = {"note",       1, 1,
+                                            SRV_NOTE_MAX, 0, "the note's text"};
+
 json_t *mtx_srv_check_fields_json(void)
 {
     static const char *const years[] = {"year_from", "year_to"};
@@ -385,16 +388,12 @@ static struct check_arg *read_body(struct mt_server *s,
 
     if (mtx_srv_body_json(rq, rs, &o) != 0)
         return NULL;
-    note = json_string_value(json_object_get(o, "note"));
     strat = json_string_value(json_object_get(o, "strategy"));
     sents = json_string_value(json_object_get(o, "sentences"));
     *st = MT_STRATEGY_REACT_REFLEX;
-    if (!note || !*note || strlen(note) > SRV_NOTE_MAX)
-        mtx_srv_error(rs, 400,
-                      "\"note\" must be the note's text, 1 to %zu "
-                      "bytes",
-                      SRV_NOTE_MAX);
-    else if (strat && mt_strategy_parse(strat, st) != MT_OK)
+    if (mtx_srv_text(o, &mtx_srv_check_text, &note, rs) != 0) {
+        /* its 400 names "note" */
+    } else if (strat && mt_strategy_parse(strat, st) != MT_OK)
         mtx_srv_error(rs, 400, "\"strategy\" is %s",
                       mt_strategy_list(names, sizeof names));
     else if (mtx_srv_check_settings(o, &set, rs) == 0 &&

@@ -4,6 +4,7 @@
  * the same tables. */
 #include <string.h>
 
+#include "core/buf.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 
@@ -47,30 +48,66 @@ json_t *mtx_srv_fields_json(const struct srv_field *f, size_t n)
     return o;
 }
 
+/* ==== Text members ==== */
+
+static size_t text_len(const char *v, size_t n, int trim)
+{
+    if (!trim)
+        return n;
+    return mtx_str_trim(mtx_str_from(v)).n;
+}
+
+int mtx_srv_text(json_t *o, const struct srv_text *t, const char **out,
+                 struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, t->name);
+    size_t n = json_string_length(v);
+
+    *out = json_string_value(v);
+    if (!v && !t->required)
+        return 0;
+    if (*out && !memchr(*out, '\0', n) &&
+        text_len(*out, n, t->trim) >= t->min && (!t->max || n <= t->max))
+        return 0;
+    if (!t->max)
+        mtx_srv_error(rs, 400, "\"%s\" must be %s", t->name, t->what);
+    else if (t->min)
+        mtx_srv_error(rs, 400, "\"%s\" must be %s, %zu to %zu bytes", t->name,
+                      t->what, t->min, t->max);
+    else
+        mtx_srv_error(rs, 400, "\"%s\" must be %s of at most %zu bytes",
+                      t->name, t->what, t->max);
+    return -1;
+}
+
 /* ==== Metadata filters ==== */
 
-static int meta_one(json_t *o, const char *name, char *out, struct srv_resp *rs)
+const struct srv_text mtx_srv_filter_texts[3] = {
+    {"author", 0, 0, SRV_FILTER_MAX - 1, 0, "a string"},
+    {"journal", 0, 0, SRV_FILTER_MAX - 1, 0, "a string"},
+    {"publication_type", 0, 0, SRV_FILTER_MAX - 1, 0, "a string"},
+};
+
+static int meta_one(json_t *o, const struct srv_text *t, char *out,
+                    struct srv_resp *rs)
 {
-    json_t *v = json_object_get(o, name);
+    json_t *v = json_object_get(o, t->name);
+    const char *s;
 
     out[0] = '\0';
     if (!v || json_is_null(v))
         return 0;
-    if (!json_is_string(v) || json_string_length(v) >= SRV_FILTER_MAX ||
-        memchr(json_string_value(v), '\0', json_string_length(v))) {
-        mtx_srv_error(rs, 400, "\"%s\" must be a string of at most %d bytes",
-                      name, SRV_FILTER_MAX - 1);
+    if (mtx_srv_text(o, t, &s, rs) != 0)
         return -1;
-    }
-    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    memcpy(out, s, json_string_length(v) + 1);
     return 0;
 }
 
 int mtx_srv_meta_read(json_t *o, struct srv_meta *m, struct srv_resp *rs)
 {
-    if (meta_one(o, "author", m->author, rs) ||
-        meta_one(o, "journal", m->journal, rs) ||
-        meta_one(o, "publication_type", m->pub_type, rs))
+    if (meta_one(o, &mtx_srv_filter_texts[0], m->author, rs) ||
+        meta_one(o, &mtx_srv_filter_texts[1], m->journal, rs) ||
+        meta_one(o, &mtx_srv_filter_texts[2], m->pub_type, rs))
         return -1;
     return 0;
 }

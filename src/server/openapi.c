@@ -84,63 +84,47 @@ static void add_string(json_t *props, const char *name, json_t *max_bytes,
     json_object_set_new(props, name, o);
 }
 
-static void add_filters(json_t *props, json_t *sec)
+/* A text member's row (the one its parser reads) as a JSON Schema; the
+ * lengths are bytes, as the server counts them. */
+static void add_text(json_t *props, const struct srv_text *t)
 {
-    static const char *const f[] = {"author", "journal", "publication_type"};
-    size_t i;
+    json_t *o =
+        json_pack("{s:s,s:s}", "type", "string", "description", t->what);
 
-    for (i = 0; i < 3; i++)
-        add_string(props, f[i], json_object_get(sec, "filter_bytes"),
-                   "metadata filter (bytes)");
+    if (o && t->max)
+        json_object_set_new(o, "maxLength", json_integer((json_int_t)t->max));
+    if (o && t->min)
+        json_object_set_new(o, "minLength", json_integer((json_int_t)t->min));
+    json_object_set_new(props, t->name, o);
 }
 
-/* The members a section's route reads beside its numeric tables; returns
- * the required one. */
-static const char *add_texts(json_t *props, const char *key, json_t *limits)
+/* The texts a section's route reads beside its numeric tables: its own
+ * row, the metadata filters' rows (not batch), "source" and "strategy". */
+static void add_texts(json_t *props, const struct srv_op *op, json_t *limits)
 {
-    json_t *sec = json_object_get(limits, key);
     json_t *src =
         json_object_get(json_object_get(limits, "ask"), "source_bytes");
+    int batch = strcmp(op->body, "batch") == 0;
+    size_t i;
 
-    if (strcmp(key, "batch") == 0) {
-        add_string(props, "data", json_object_get(sec, "upload_bytes"),
-                   "the MEDIQA CSV");
+    if (op->text)
+        add_text(props, op->text);
+    for (i = 0; !batch && i < 3; i++)
+        add_text(props, &mtx_srv_filter_texts[i]);
+    if (batch || strcmp(op->body, "check") == 0)
         add_string(props, "strategy", NULL, "a check strategy");
-        add_string(props, "name", NULL, "the run's name");
-        return "data";
-    }
-    add_filters(props, sec);
-    if (strcmp(key, "search") != 0)
+    if (!batch && strcmp(op->body, "search") != 0)
         add_string(props, "source", src, "the source searched (bytes)");
-    if (strcmp(key, "search") == 0) {
-        add_string(props, "query", json_object_get(sec, "query_bytes"),
-                   "the query (bytes)");
-        return "query";
-    }
-    if (strcmp(key, "ask") == 0) {
-        add_string(props, "question", json_object_get(sec, "question_bytes"),
-                   "the question (bytes)");
-        return "question";
-    }
-    if (strcmp(key, "verify") == 0) {
-        add_string(props, "text", json_object_get(sec, "text_bytes"),
-                   "the text whose claims are verified (bytes)");
-        return "text";
-    }
-    add_string(props, "note", json_object_get(sec, "note_bytes"),
-               "the clinical note (bytes)");
-    add_string(props, "strategy", NULL, "a check strategy");
-    return "note";
 }
 
 /* The request body of section 'key' of GET /v1/limits: its "fields"
  * (batch: the check settings it takes; verify: also ask's weights and
  * years, which its parser reads from the same table) and its texts. */
-static json_t *body_schema(const char *key, json_t *limits)
+static json_t *body_schema(const struct srv_op *op, json_t *limits)
 {
     static const char *const wy[] = {"w_lex", "w_sem", "year_from", "year_to"};
     json_t *props = json_object();
-    const char *req;
+    const char *key = op->body;
 
     if (strcmp(key, "batch") == 0)
         add_numbers(
@@ -154,10 +138,11 @@ static json_t *body_schema(const char *key, json_t *limits)
         add_numbers(props,
                     json_object_get(json_object_get(limits, "ask"), "fields"),
                     wy, 4);
-    req = add_texts(props, key, limits);
-    return json_pack("{s:{s:{s:{s:s,s:o,s:[s]}}}}", "content",
+    add_texts(props, op, limits);
+    return json_pack("{s:{s:{s:{s:s,s:o,s:[s?]}}}}", "content",
                      "application/json", "schema", "type", "object",
-                     "properties", props, "required", req);
+                     "properties", props, "required",
+                     op->text && op->text->required ? op->text->name : NULL);
 }
 
 static void add_status(json_t *resp, const char *code)
@@ -230,6 +215,6 @@ void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op, json_t *limits)
                                       "schema", "type", "integer", "minimum",
                                       1));
     if (o && op->body)
-        json_object_set_new(o, "requestBody", body_schema(op->body, limits));
+        json_object_set_new(o, "requestBody", body_schema(op, limits));
     json_object_set_new(item, m, o);
 }

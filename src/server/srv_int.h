@@ -336,6 +336,26 @@ struct srv_field {
     const char *what; /* what it sets, for people */
 };
 
+/* A string member of a request body: the route's parser reads it through
+ * mtx_srv_text and GET /v1/openapi.json describes it from the same row. */
+struct srv_text {
+    const char *name;
+    int required;     /* 0: may be absent */
+    size_t min;       /* bytes (trimmed when 'trim') */
+    size_t max;       /* bytes; 0: only the body's limit */
+    int trim;         /* min counts the text without surrounding spaces */
+    const char *what; /* "the note's text", for the 400 and the document */
+};
+/* Reads o[t->name] into *out (NULL when absent and not required). Returns
+ * 0, or sets a 400 naming the member and its bytes and returns -1. */
+int mtx_srv_text(json_t *o, const struct srv_text *t, const char **out,
+                 struct srv_resp *rs);
+/* The metadata filters' rows (author, journal, publication_type). */
+extern const struct srv_text mtx_srv_filter_texts[3];
+/* Each route's required text (its row of the route table names it). */
+extern const struct srv_text mtx_srv_search_text, mtx_srv_check_text,
+    mtx_srv_ask_text, mtx_srv_verify_text, mtx_srv_batch_text;
+
 /* Reads o[f->name] into *out: f->def when absent or null. Returns 0, or
  * sets a 400 response and returns -1. */
 int mtx_srv_field(json_t *o, const struct srv_field *f, double *out,
@@ -373,6 +393,7 @@ struct srv_op {
     const char *access; /* "open", "user" or "admin" */
     size_t max_body;
     const char *body; /* its section of GET /v1/limits, or NULL */
+    const struct srv_text *text; /* its required text member, or NULL */
     const char *errs; /* the handler's own statuses, "400 503" */
     int rate_limited;
 };

@@ -147,6 +147,8 @@ static enum mt_status verify_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* The bounded members of POST /v1/verify (docs/verify.md); "k" is the
  * documents searched per claim. */
+const struct srv_text mtx_srv_verify_text = {
+    "text", 1, 1, SRV_TEXT_MAX, 1, "the text to verify"};
 const struct srv_field mtx_srv_verify_fields[] = {
     {"k", 1, 100, 5, 1, "documents searched per claim"},
     {"support_min", 0, 1, 0.5, 0, "score from which a SUPPORT counts"},
@@ -235,15 +237,11 @@ read_body(struct mt_server *s, const struct srv_req *rq, struct srv_resp *rs)
         mt_free(a);
         return NULL;
     }
-    t = json_string_value(json_object_get(o, "text"));
-    if (!t || mtx_str_trim(mtx_str_from(t)).n == 0 || strlen(t) > SRV_TEXT_MAX)
-        mtx_srv_error(rs, 400,
-                      "\"text\" must be the text to verify, 1 to %zu bytes",
-                      SRV_TEXT_MAX);
-    else if (read_settings(o, a, rs) == 0 &&
-             mtx_srv_meta_read(o, &a->key.meta, rs) == 0 &&
-             read_mode(s, o, &a->key.mode, rs) == 0 &&
-             mtx_srv_model_read(s, o, &a->key.model, rs) == 0)
+    if (mtx_srv_text(o, &mtx_srv_verify_text, &t, rs) == 0 &&
+        read_settings(o, a, rs) == 0 &&
+        mtx_srv_meta_read(o, &a->key.meta, rs) == 0 &&
+        read_mode(s, o, &a->key.mode, rs) == 0 &&
+        mtx_srv_model_read(s, o, &a->key.model, rs) == 0)
         ok = (a->text = mt_strdup(t)) != NULL;
     if (!ok && rs->status != 400)
         mtx_srv_error(rs, 500, "out of memory");

@@ -130,9 +130,19 @@ def walk_bounds(path, op, cookie, csrf):
                   (path, name, edge),
                   not (st == 400 and ('"%s"' % name) in error_of(b)) and
                   documented(op, st), "%d %s" % (st, b[:200]))
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    for name in schema.get("required", []):
+        body = base_body(props)
+        body.pop(name, None)
+        st, b, _ = call("POST", path, body, cookie=cookie, csrf=csrf)
+        check("POST %s without required %s is 400 naming it" % (path, name),
+              st == 400 and ('"%s"' % name) in error_of(b),
+              "%d %s" % (st, b[:200]))
+    check("POST %s names a required member" % path,
+          len(schema.get("required", [])) == 1, schema.get("required"))
     for name, s in sorted(props.items()):
         if s.get("type") == "string" and s.get("maxLength") and \
-                s["maxLength"] < 20000:
+                s["maxLength"] < 70000:
             body = base_body(props)
             body[name] = "a" * (s["maxLength"] + 1)
             st, b, _ = call("POST", path, body, cookie=cookie, csrf=csrf)
