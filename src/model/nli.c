@@ -453,6 +453,11 @@ enum mt_status mt_nli_classify(struct mt_nli *n, const char *claim,
     return MT_OK;
 }
 
+int mtx_nli_batches(const struct mt_nli *n)
+{
+    return n && n->onnx;
+}
+
 static enum mt_nli_label top_label(const float pr[3])
 {
     enum mt_nli_label l = MT_NLI_SUPPORT;

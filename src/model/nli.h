@@ -31,16 +31,17 @@ enum mt_status mtx_minicheck_probs(struct mt_llm *l, const char *claim,
                                    const char *doc, float probs[3],
                                    struct mt_error *err);
 
+/* 1 when mtx_nli_classify_batch runs n's pairs as batches (onnx:). */
+int mtx_nli_batches(const struct mt_nli *n);
+
 /* mt_nli_classify for m pairs (claim[i], evidence[i]): probs[i] and
  * label[i] as it gives them. An onnx: classifier runs them as padded
  * batches of up to 16 pairs (one forward pass each, equal to one pair a
  * call within float rounding); the other backends take one pair a call.
  * Stops at the first failure. Thread-safe. */
-enum mt_status mtx_nli_classify_batch(struct mt_nli *n,
-                                      const char *const *claim,
-                                      const char *const *evidence, size_t m,
-                                      float (*probs)[3],
-                                      enum mt_nli_label *label,
-                                      struct mt_error *err);
+enum mt_status
+mtx_nli_classify_batch(struct mt_nli *n, const char *const *claim,
+                       const char *const *evidence, size_t m, float (*probs)[3],
+                       enum mt_nli_label *label, struct mt_error *err);
 
 #endif

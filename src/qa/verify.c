@@ -11,6 +11,7 @@
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "medtrust/retrieve.h"
+#include "model/nli.h"
 #include "qa/verify_int.h"
 #include "text/utf8.h"
 
@@ -263,13 +264,86 @@ static enum mt_status search_docs(struct vrun *v, const char *claim,
     return st;
 }
 
+/* Pairs of one claim an onnx: classifier judges in one batched call. */
+#define VF_BATCH_MAX 64
+
+/* Evidence i from the batch's label l and probabilities p, as judge_doc
+ * sets it from mtx_qa_judge's. */
+static enum mt_status batch_fill(struct vrun *v, struct vclaim *vc, size_t i,
+                                 enum mt_nli_label l, const float p[3],
+                                 struct mt_error *err)
+{
+    struct mt_verify_evidence *e = &vc->c->evidence[i];
+    const struct vdoc *d = &vc->docs[i];
+    enum mt_status st;
+
+    v->r.res->usage.verifications++;
+    e->doc_id = d->doc_id;
+    e->title = d->title;
+    e->url = d->url;
+    e->text = d->text;
+    e->score = (unsigned)l < 3 ? p[l] : 0;
+    e->label = from_qa(mtx_qa_from_nli((int)l));
+    if (e->label == MT_VERDICT_NO_EVIDENCE)
+        return MT_OK;
+    st = mtx_qa_evidence(&v->r, vc->c->text, d->text, &e->sentence, err);
+    return st == MT_ENOMEM ? st : MT_OK; /* the sentence is optional */
+}
+
+/* An onnx: classifier's pairs, the claim against each document from
+ * 'from' on, as padded batches (mtx_nli_classify_batch): *done 1 when
+ * judged so; 0 (nothing set) when the batch failed or does not apply,
+ * and the documents are judged one a call, each failure its own. */
+static enum mt_status judge_batched(struct vrun *v, struct vclaim *vc,
+                                    size_t from, int *done,
+                                    struct mt_error *err)
+{
+    const char *cl[VF_BATCH_MAX], *prem[VF_BATCH_MAX];
+    char *own[VF_BATCH_MAX];
+    size_t at[VF_BATCH_MAX], m = 0, i;
+    float p[VF_BATCH_MAX][3];
+    enum mt_nli_label l[VF_BATCH_MAX];
+    struct mt_error e = {MT_OK, ""};
+    enum mt_status st = MT_OK;
+
+    *done = 0;
+    if (!mtx_nli_batches(v->r.q->nli) || cancelled(v))
+        return MT_OK;
+    for (i = from; st == MT_OK && i < vc->c->nevidence; i++) {
+        struct mt_qa_doc qd = {vc->docs[i].doc_id, vc->docs[i].title,
+                               vc->docs[i].text, 0, vc->docs[i].url};
+
+        if (!vc->docs[i].doc_id)
+            continue;
+        if (m == VF_BATCH_MAX)
+            break;
+        cl[m] = vc->c->text;
+        at[m] = i;
+        own[m] = mtx_qa_premise(&qd);
+        prem[m] = own[m];
+        st = own[m++] ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+    }
+    if (st == MT_OK && i == vc->c->nevidence && m > 0 &&
+        mtx_nli_classify_batch(v->r.q->nli, cl, prem, m, p, l, &e) == MT_OK) {
+        *done = 1;
+        for (i = 0; st == MT_OK && i < m; i++)
+            st = batch_fill(v, vc, at[i], l[i], p[i], err);
+    }
+    for (i = 0; i < m; i++)
+        mt_free(own[i]);
+    return st;
+}
+
 /* Judges the documents from evidence 'from' on. */
 static enum mt_status judge_from(struct vrun *v, struct vclaim *vc, size_t from,
                                  struct mt_error *err)
 {
     size_t i;
-    enum mt_status st = MT_OK;
+    int done = 0;
+    enum mt_status st = judge_batched(v, vc, from, &done, err);
 
+    if (st != MT_OK || done)
+        return st;
     for (i = from; st == MT_OK && i < vc->c->nevidence; i++)
         if (vc->docs[i].doc_id)
             st = judge_doc(v, vc->c->text, &vc->docs[i], &vc->c->evidence[i],

@@ -522,3 +522,35 @@ PY
 else
     not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" "$TMP/verify.txt" 2>/dev/null | tail -6)"
 fi
+
+# verify judges a claim's documents through an onnx: classifier as one
+# padded batch: each document's label and score equal the classifier's
+# one pair a call (onnx_probe nli) on the same pair (claim, "title text").
+name="verify --nli onnx: batched judgements = one pair a call"
+if MEDTRUST_LLM_TIMEOUT=20 "$MT" verify --db "$TMP/db" --llm "$SPEC" \
+    --nli "onnx:$D/bert-nli" -k 4 --json "$T" >"$TMP/vk.json" 2>"$TMP/err" &&
+    $PY - "$TMP/vk.json" "$TMP/docs.jsonl" "$T" >"$TMP/vpairs.json" 2>"$TMP/cmp" <<'PY' &&
+import json, sys
+r = json.load(open(sys.argv[1]))
+docs = {d["id"]: d for d in map(json.loads, open(sys.argv[2]))}
+ev = [e for s in r["sentences"] for c in s["claims"] for e in c["evidence"]]
+assert len(ev) >= 2, ev
+print(json.dumps([{"a": sys.argv[3], "b": docs[e["doc"]]["title"] + " " +
+                   docs[e["doc"]]["text"], "label": e["label"],
+                   "score": e["score"]} for e in ev]))
+PY
+    "$PROBE" nli "onnx:$D/bert-nli" "$TMP/vpairs.json" >"$TMP/vone.jsonl" 2>>"$TMP/err" &&
+    $PY - "$TMP/vpairs.json" "$TMP/vone.jsonl" >>"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+want = json.load(open(sys.argv[1]))
+got = [json.loads(l) for l in open(sys.argv[2])]
+idx = {"SUPPORT": 0, "CONTRADICT": 1, "NO_EVIDENCE": 2}
+for w, g in zip(want, got):
+    assert w["label"] == g["label"], (w, g)
+    assert abs(w["score"] - g["probs"][idx[g["label"]]]) <= 1e-5, (w, g)
+print("%d documents" % len(got))
+PY
+    ok "$name ($(tail -1 "$TMP/cmp"))"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -5)"
+fi
