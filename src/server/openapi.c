@@ -195,7 +195,7 @@ void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op, json_t *limits)
     json_t *o;
     size_t i;
 
-    for (i = 0; op->method[i] && i < sizeof m - 1; i++)
+    for (i = 0; i < sizeof m - 1 && op->method[i]; i++)
         m[i] = (char)(op->method[i] - 'A' + 'a');
     m[i] = '\0';
     if (!item) {

@@ -392,17 +392,16 @@ struct srv_op {
     const char *method, *pattern;
     const char *access; /* "open", "user" or "admin" */
     size_t max_body;
-    const char *body; /* its section of GET /v1/limits, or NULL */
+    const char *body;            /* its section of GET /v1/limits, or NULL */
     const struct srv_text *text; /* its required text member, or NULL */
-    const char *errs; /* the handler's own statuses, "400 503" */
+    const char *errs;            /* the handler's own statuses, "400 503" */
     int rate_limited;
 };
 /* The document without paths ({"openapi": "3.1.0", "info", "components",
  * "paths": {}}). */
 json_t *mtx_srv_openapi_doc(void);
 /* Adds op to doc's paths; 'limits' is GET /v1/limits' object. */
-void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op,
-                         json_t *limits);
+void mtx_srv_openapi_add(json_t *doc, const struct srv_op *op, json_t *limits);
 void mtx_srv_openapi(struct mt_server *s, struct srv_req *rq,
                      struct srv_resp *rs, int64_t id);
 
