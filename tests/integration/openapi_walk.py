@@ -173,7 +173,15 @@ def main():
     for path in ("/v1/check", "/v1/batch", "/v1/ask", "/v1/verify",
                  "/v1/search"):
         walk_bounds(path, paths[path]["post"], cookie, csrf)
-    # the body limit is the route's
+    # the body limit is the route's: uploads take GET /v1/limits'
+    # body_bytes, the others at most that
+    for path, item in sorted(paths.items()):
+        for method, op in sorted(item.items()):
+            mb = op["x-max-body-bytes"]
+            want = path in ("/v1/check", "/v1/batch", "/v1/score")
+            check("%s %s x-max-body-bytes %d" % (method.upper(), path, mb),
+                  (mb == lim["body_bytes"]) if want else
+                  (0 < mb <= lim["body_bytes"]), lim["body_bytes"])
     big = paths["/v1/search"]["post"]["x-max-body-bytes"]
     check("/v1/search's body limit is GET /v1/limits' or lower",
           0 < big <= lim["body_bytes"], big)
