@@ -359,45 +359,30 @@ static int source_known(struct srv_lease *l, const struct ask_arg *a,
     return 0;
 }
 
+/* The run's audit record: its id, the question's hash, size and k. */
+static json_t *audit_of(int64_t id, const char *h, void *arg)
+{
+    const struct ask_arg *a = arg;
+
+    return json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
+                     "question_sha256", h, "bytes",
+                     (json_int_t)strlen(a->question), "k", (int)a->key.k);
+}
+
+static int admit(struct srv_lease *l, void *arg, struct srv_resp *rs)
+{
+    return source_known(l, arg, rs);
+}
+
 /* Records the run, audits it by the question's hash and queues the job;
  * returns the run id or 0 (the argument is taken either way). */
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct ask_arg *a)
 {
-    struct mt_error err = {MT_OK, ""};
     struct srv_job_spec spec = {"ask", ask_fn, a, arg_free};
-    struct srv_lease *l = NULL;
-    char h[MT_SECRET_SIZE];
-    size_t n = strlen(a->question);
-    int64_t id = 0;
-    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
+    struct srv_run_req r = {a->question, strlen(a->question), audit_of, admit};
 
-    mt_sha256_hex(a->question, n, h);
-    if (st == MT_OK && !source_known(l, a, rs)) {
-        mtx_srv_lease_put(s, l);
-        arg_free(a);
-        return 0;
-    }
-    if (st == MT_OK)
-        st = mt_run_create(l->state, rq->user.id, rq->user.name, "ask", h, &id,
-                           &err);
-    if (st == MT_OK)
-        mtx_srv_audit(s, l, rq, "ask",
-                      json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
-                                "question_sha256", h, "bytes", (json_int_t)n,
-                                "k", (int)a->key.k));
-    mtx_srv_lease_put(s, l);
-    if (st != MT_OK) {
-        arg_free(a);
-        mtx_srv_fail(rs, st, &err);
-        return 0;
-    }
-    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
-    if (st == MT_OK)
-        return id;
-    rs->retry_after = 5;
-    mtx_srv_error(rs, 503, "%s", err.msg);
-    return 0;
+    return mtx_srv_run_submit(s, rq, rs, &spec, &r);
 }
 
 /* A queued question rebuilt where it is claimed (shared state): the body

@@ -59,9 +59,10 @@ struct check_arg {
     size_t slen;
     char *sources[MT_AGENT_MAX_SOURCES]; /* "source" filter, or none */
     size_t n_sources;
-    int search_mode;      /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
-    int model;            /* "model": an --llm-choice index, -1 = --llm */
-    struct srv_meta meta; /* "author", "journal", "publication_type" */
+    int search_mode; /* "search_mode", MT_AGENT_SEARCH_AUTO when absent */
+    int model;       /* "model": an --llm-choice index, -1 = --llm */
+    enum mt_strategy strat;       /* named in the run's audit record */
+    struct srv_meta meta;         /* "author", "journal", "publication_type" */
     struct mt_meta_cond conds[4]; /* meta's that are set, and the years */
     size_t nconds;
 };
@@ -486,44 +487,31 @@ static int mode_usable(struct mt_server *s, enum mt_strategy st,
     return 0;
 }
 
+/* The run's audit record: its id, strategy, the note's hash and size. */
+static json_t *audit_of(int64_t id, const char *h, void *arg)
+{
+    const struct check_arg *a = arg;
+
+    return json_pack("{s:I,s:s,s:s,s:I}", "run_id", (json_int_t)id, "strategy",
+                     mt_strategy_str(a->strat), "note_sha256", h, "bytes",
+                     (json_int_t)a->len);
+}
+
+static int admit(struct srv_lease *l, void *arg, struct srv_resp *rs)
+{
+    return sources_known(l, arg, rs);
+}
+
 /* Records the run and queues the job; returns the run id or 0. */
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct check_arg *a,
                       enum mt_strategy strat)
 {
-    struct mt_error err = {MT_OK, ""};
     struct srv_job_spec spec = {"check", check_fn, a, arg_free};
-    struct srv_lease *l = NULL;
-    char h[MT_SECRET_SIZE];
-    int64_t id = 0;
-    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
+    struct srv_run_req r = {a->note, a->len, audit_of, admit};
 
-    mt_sha256_hex(a->note, a->len, h);
-    if (st == MT_OK && !sources_known(l, a, rs)) {
-        mtx_srv_lease_put(s, l);
-        arg_free(a);
-        return 0;
-    }
-    if (st == MT_OK)
-        st = mt_run_create(l->state, rq->user.id, rq->user.name, "check", h,
-                           &id, &err);
-    if (st == MT_OK)
-        mtx_srv_audit(s, l, rq, "check",
-                      json_pack("{s:I,s:s,s:s,s:I}", "run_id", (json_int_t)id,
-                                "strategy", mt_strategy_str(strat),
-                                "note_sha256", h, "bytes", (json_int_t)a->len));
-    mtx_srv_lease_put(s, l);
-    if (st != MT_OK) {
-        arg_free(a);
-        mtx_srv_fail(rs, st, &err);
-        return 0;
-    }
-    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
-    if (st == MT_OK)
-        return id;
-    rs->retry_after = 5;
-    mtx_srv_error(rs, 503, "%s", err.msg);
-    return 0;
+    a->strat = strat;
+    return mtx_srv_run_submit(s, rq, rs, &spec, &r);
 }
 
 /* A queued check rebuilt where it is claimed (shared state): the body as

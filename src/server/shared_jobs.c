@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "batch/heartbeat.h"
+#include "medtrust/accounts.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 #include "store/queue.h"
@@ -110,6 +111,54 @@ enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
     pthread_cond_broadcast(&s->job_cv);
     pthread_mutex_unlock(&s->job_mu);
     return MT_OK;
+}
+
+/* Creates the run and writes its audit record; 0 with rs filled when the
+ * route's check refuses it or the state fails. */
+static int64_t run_create(struct mt_server *s, struct srv_req *rq,
+                          struct srv_resp *rs, const struct srv_job_spec *spec,
+                          const struct srv_run_req *r)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct srv_lease *l = NULL;
+    char h[MT_SECRET_SIZE];
+    int64_t id = 0;
+    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
+
+    mt_sha256_hex(r->text, r->len, h);
+    if (st == MT_OK && r->admit && !r->admit(l, spec->arg, rs)) {
+        mtx_srv_lease_put(s, l);
+        return 0;
+    }
+    if (st == MT_OK)
+        st = mt_run_create(l->state, rq->user.id, rq->user.name, spec->kind, h,
+                           &id, &err);
+    if (st == MT_OK)
+        mtx_srv_audit(s, l, rq, spec->kind, r->audit(id, h, spec->arg));
+    mtx_srv_lease_put(s, l);
+    if (st != MT_OK) {
+        mtx_srv_fail(rs, st, &err);
+        return 0;
+    }
+    return id;
+}
+
+int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
+                           struct srv_resp *rs, const struct srv_job_spec *spec,
+                           const struct srv_run_req *r)
+{
+    struct mt_error err = {MT_OK, ""};
+    int64_t id = run_create(s, rq, rs, spec, r);
+
+    if (id == 0) {
+        spec->arg_free(spec->arg);
+        return 0;
+    }
+    if (mtx_srv_job_submit_body(s, id, spec, rq->body, &err) == MT_OK)
+        return id;
+    rs->retry_after = 5;
+    mtx_srv_error(rs, 503, "%s", err.msg);
+    return 0;
 }
 
 /* ==== Claiming ==== */

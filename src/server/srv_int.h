@@ -720,6 +720,26 @@ enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
                                        const struct srv_job_spec *spec,
                                        const char *body, struct mt_error *err);
 
+/* How a route's run is recorded (mtx_srv_run_submit): the text it is
+ * keyed by (its SHA-256 is the run's key), the audit record of the run
+ * (a new object from the run id and that hash), and an optional check
+ * under the state's lease before the run exists (0: refused, rs filled;
+ * e.g. a source filter naming no stored source). */
+struct srv_run_req {
+    const char *text;
+    size_t len;
+    json_t *(*audit)(int64_t run_id, const char *sha256, void *arg);
+    int (*admit)(struct srv_lease *l, void *arg, struct srv_resp *rs);
+};
+
+/* Records run spec->kind for the request's user, audits it and queues
+ * its job with the request's body; returns the run id, or 0 with rs
+ * filled (503 with Retry-After when the queue is full). spec->arg is
+ * taken either way. */
+int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
+                           struct srv_resp *rs, const struct srv_job_spec *spec,
+                           const struct srv_run_req *r);
+
 /* Frees text from json_dumps with jansson's own allocator. */
 void mtx_srv_json_text_free(char *txt);
 

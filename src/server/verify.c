@@ -271,39 +271,25 @@ static int verifier_configured(struct mt_server *s, const struct verify_arg *a,
     return 0;
 }
 
+/* The run's audit record: its id, the text's hash, size and k. */
+static json_t *audit_of(int64_t id, const char *h, void *arg)
+{
+    const struct verify_arg *a = arg;
+
+    return json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
+                     "text_sha256", h, "bytes", (json_int_t)strlen(a->text),
+                     "k", (int)a->key.k);
+}
+
+/* Records the run, audits it by the text's hash and queues the job;
+ * returns the run id or 0 (the argument is taken either way). */
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct verify_arg *a)
 {
-    struct mt_error err = {MT_OK, ""};
     struct srv_job_spec spec = {"verify", verify_fn, a, arg_free};
-    struct srv_lease *l = NULL;
-    char h[MT_SECRET_SIZE];
-    size_t n = strlen(a->text);
-    int64_t id = 0;
-    enum mt_status st = mtx_srv_lease_get(s, &l, &err);
+    struct srv_run_req r = {a->text, strlen(a->text), audit_of, NULL};
 
-    mt_sha256_hex(a->text, n, h);
-    if (st == MT_OK)
-        st = mt_run_create(l->state, rq->user.id, rq->user.name, "verify", h,
-                           &id, &err);
-    if (st == MT_OK)
-        mtx_srv_audit(s, l, rq, "verify",
-                      json_pack("{s:I,s:s,s:I,s:i}", "run_id", (json_int_t)id,
-                                "text_sha256", h, "bytes", (json_int_t)n, "k",
-                                (int)a->key.k));
-    if (l)
-        mtx_srv_lease_put(s, l);
-    if (st != MT_OK) {
-        arg_free(a);
-        mtx_srv_fail(rs, st, &err);
-        return 0;
-    }
-    st = mtx_srv_job_submit_body(s, id, &spec, rq->body, &err);
-    if (st == MT_OK)
-        return id;
-    rs->retry_after = 5;
-    mtx_srv_error(rs, 503, "%s", err.msg);
-    return 0;
+    return mtx_srv_run_submit(s, rq, rs, &spec, &r);
 }
 
 enum mt_status mtx_srv_verify_job(struct mt_server *s, int64_t run,
