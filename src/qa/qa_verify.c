@@ -268,22 +268,118 @@ char *mtx_qa_premise(const struct mt_qa_doc *d)
     return mtx_buf_take(&b);
 }
 
+/* ==== Batched pairs ==== */
+
+/* A verdict's 'error' while judge_batched has set its label and score and
+ * verify_ref has still to add the evidence sentence. */
+static const char judged_in_batch[] = "judged in a batch";
+
+/* Every claim's (claim, cited document) pairs for an onnx: classifier. */
+struct qa_pairs {
+    const char **claim, **prem;
+    char **own;
+    struct mt_qa_verdict **v;
+    float (*p)[3];
+    enum mt_nli_label *l;
+    size_t n;
+};
+
+static void pairs_free(struct qa_pairs *b)
+{
+    size_t i;
+
+    for (i = 0; b->own && i < b->n; i++)
+        mt_free(b->own[i]);
+    mt_free(b->claim);
+    mt_free(b->prem);
+    mt_free(b->own);
+    mt_free(b->v);
+    mt_free(b->p);
+    mt_free(b->l);
+}
+
+static enum mt_status pairs_collect(struct qa_run *r, struct qa_pairs *b,
+                                    size_t cap)
+{
+    size_t i, k;
+
+    b->claim = mt_calloc(cap + 1, sizeof *b->claim);
+    b->prem = mt_calloc(cap + 1, sizeof *b->prem);
+    b->own = mt_calloc(cap + 1, sizeof *b->own);
+    b->v = mt_calloc(cap + 1, sizeof *b->v);
+    b->p = mt_calloc(cap + 1, sizeof *b->p);
+    b->l = mt_calloc(cap + 1, sizeof *b->l);
+    if (!b->claim || !b->prem || !b->own || !b->v || !b->p || !b->l)
+        return MT_ENOMEM;
+    for (i = 0; i < r->res->nclaims; i++) {
+        struct mt_qa_claim *c = &r->res->claims[i];
+
+        for (k = 0; k < c->nrefs; k++) {
+            long d = doc_index(r->res, c->verdicts[k].doc_id);
+
+            if (d < 0)
+                continue;
+            b->own[b->n] = mtx_qa_premise(&r->res->docs[d]);
+            if (!b->own[b->n])
+                return MT_ENOMEM;
+            b->prem[b->n] = b->own[b->n];
+            b->claim[b->n] = c->text;
+            b->v[b->n++] = &c->verdicts[k];
+        }
+    }
+    return MT_OK;
+}
+
+/* An onnx: classifier judges every claim's cited documents at once, as
+ * padded batches (mtx_nli_classify_batch); *judged[j] marks pair j's
+ * verdict as set. A failed batch sets nothing: the pairs are then judged
+ * one a call (verify_ref), each failure its own. */
+static enum mt_status judge_batched(struct qa_run *r, size_t cap,
+                                    struct mt_error *err)
+{
+    struct qa_pairs b;
+    struct mt_error e = {MT_OK, ""};
+    size_t j;
+    enum mt_status st;
+
+    memset(&b, 0, sizeof b);
+    if (!r->q->nli || !mtx_nli_batches(r->q->nli) || cap == 0)
+        return MT_OK;
+    st = pairs_collect(r, &b, cap);
+    if (st == MT_OK && b.n > 0 &&
+        mtx_nli_classify_batch(r->q->nli, b.claim, b.prem, b.n, b.p, b.l, &e) ==
+            MT_OK)
+        for (j = 0; j < b.n; j++) {
+            r->res->usage.verifications++;
+            b.v[j]->label = mtx_qa_from_nli((int)b.l[j]);
+            b.v[j]->score = (unsigned)b.l[j] < 3 ? b.p[j][b.l[j]] : 0;
+            b.v[j]->error = judged_in_batch; /* verify_ref clears it */
+        }
+    pairs_free(&b);
+    return st == MT_OK ? MT_OK : mt_fail(err, st, "ask: out of memory");
+}
+
 static enum mt_status verify_ref(struct qa_run *r, const struct mt_qa_claim *c,
                                  struct mt_qa_verdict *v, struct mt_error *err)
 {
     long d = doc_index(r->res, v->doc_id);
     char why[512] = "";
     char *doc;
-    enum mt_status st;
+    enum mt_status st = MT_OK;
 
     if (d < 0) { /* hallucinated: never shown to the verifier */
         v->label = MT_QA_NO_REFERENCE;
         return MT_OK;
     }
-    doc = mtx_qa_premise(&r->res->docs[d]);
-    if (!doc)
+    if (v->error == judged_in_batch) {
+        v->error = NULL;
+        doc = NULL;
+    } else if (!(doc = mtx_qa_premise(&r->res->docs[d]))) {
         return mt_fail(err, MT_ENOMEM, "ask: out of memory");
-    st = mtx_qa_judge(r, c->text, doc, &v->label, &v->score, why, sizeof why);
+    } else {
+        st = mtx_qa_judge(r, c->text, doc, &v->label, &v->score, why,
+                          sizeof why);
+    }
     mt_free(doc);
     if (st == MT_ENOMEM)
         return mt_fail(err, st, "ask: out of memory");
@@ -319,10 +415,10 @@ static enum mt_status report_claim(const struct qa_run *r, size_t i)
 enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err)
 {
     struct mt_qa_result *res = r->res;
-    size_t i, k;
+    size_t i, k, cap = 0;
     enum mt_status st = MT_OK;
 
-    for (i = 0; st == MT_OK && i < res->nclaims; i++) {
+    for (i = 0; i < res->nclaims; i++) {
         struct mt_qa_claim *c = &res->claims[i];
 
         c->verdicts =
@@ -330,10 +426,16 @@ enum mt_status mtx_qa_verify_claims(struct qa_run *r, struct mt_error *err)
         if (!c->verdicts)
             return mt_fail(err, MT_ENOMEM, "ask: out of memory");
         memset(c->verdicts, 0, (c->nrefs + 1) * sizeof *c->verdicts);
-        for (k = 0; st == MT_OK && k < c->nrefs; k++) {
+        for (k = 0; k < c->nrefs; k++)
             c->verdicts[k].doc_id = c->refs[k];
+        cap += c->nrefs;
+    }
+    st = judge_batched(r, cap, err);
+    for (i = 0; st == MT_OK && i < res->nclaims; i++) {
+        struct mt_qa_claim *c = &res->claims[i];
+
+        for (k = 0; st == MT_OK && k < c->nrefs; k++)
             st = verify_ref(r, c, &c->verdicts[k], err);
-        }
         c->nverdicts = c->nrefs;
         c->label = mtx_qa_overall(c->verdicts, c->nverdicts);
         if (st == MT_OK && report_claim(r, i) != MT_OK)

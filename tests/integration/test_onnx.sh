@@ -554,3 +554,35 @@ PY
 else
     not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -5)"
 fi
+
+# ask judges every claim's cited documents through an onnx: classifier as
+# padded batches across claims: each verdict equals the classifier's one
+# pair a call on the same pair (claim, "title text").
+name="ask --nli onnx: batched verdicts across claims = one pair a call"
+if $PY - "$TMP/ask.json" "$TMP/docs.jsonl" >"$TMP/apairs.json" 2>"$TMP/cmp" <<'PY' &&
+import json, sys
+r = json.load(open(sys.argv[1]))
+docs = {d["id"]: d for d in map(json.loads, open(sys.argv[2]))}
+out = [{"a": c["text"], "b": docs[v["doc_id"]]["title"] + " " +
+        docs[v["doc_id"]]["text"], "label": v["label"], "score": v["score"]}
+       for c in r["claims"] for v in c["verdicts"]
+       if v["label"] in ("SUPPORT", "CONTRADICT", "NO_EVIDENCE")]
+assert len(out) >= 2, out
+print(json.dumps(out))
+PY
+    "$PROBE" nli "onnx:$D/bert-nli" "$TMP/apairs.json" >"$TMP/aone.jsonl" 2>>"$TMP/err" &&
+    $PY - "$TMP/apairs.json" "$TMP/aone.jsonl" >>"$TMP/cmp" 2>&1 <<'PY'; then
+import json, sys
+want = json.load(open(sys.argv[1]))
+got = [json.loads(l) for l in open(sys.argv[2])]
+idx = {"SUPPORT": 0, "CONTRADICT": 1, "NO_EVIDENCE": 2}
+assert len(want) == len(got)
+for w, g in zip(want, got):
+    assert w["label"] == g["label"], (w, g)
+    assert abs(w["score"] - g["probs"][idx[g["label"]]]) <= 1e-5, (w, g)
+print("%d pairs" % len(got))
+PY
+    ok "$name ($(tail -1 "$TMP/cmp"))"
+else
+    not_ok "$name" "$(cat "$TMP/cmp" "$TMP/err" 2>/dev/null | tail -5)"
+fi
