@@ -54,6 +54,14 @@ static int close_stdout(int rc)
         bad = 1;
         e = errno;
     }
+    if (bad && !e) {
+        /* the failing write was earlier (a full buffer flushed mid-run)
+         * and its errno is gone: the output is already broken, so one
+         * more byte learns why (ENOSPC, EPIPE, EIO...) */
+        clearerr(stdout);
+        if (fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+            e = errno;
+    }
     if (fclose(stdout) != 0 && !bad) {
         bad = 1;
         e = errno;

@@ -478,10 +478,9 @@ static enum mt_status save_manifest(struct build *b)
     m->generation++;
     snprintf(m->analyzer, sizeof m->analyzer, "%s",
              mt_store_settings(b->s)->analyzer);
-    if (mtx_manifest_set_embedders(m, embedder_name(b->p),
-                                   query_name(b->p)) != MT_OK)
-        return mt_fail(b->err, MT_ENOMEM, "%s/MANIFEST: out of memory",
-                       b->dir);
+    if (mtx_manifest_set_embedders(m, embedder_name(b->p), query_name(b->p)) !=
+        MT_OK)
+        return mt_fail(b->err, MT_ENOMEM, "%s/MANIFEST: out of memory", b->dir);
     m->dims = b->p->embed ? b->p->dims : 0;
     return mtx_manifest_save(b->dir, m, b->err);
 }
