@@ -66,7 +66,8 @@ static enum mt_status put_sentences(struct mt_buf *b, struct mt_str text,
 /* The answer of one example as the single prompt's reply schema has it:
  * the file's reasoning first when it has a Reasoning column (MedPrompt's
  * chain-of-thought examples; Nori et al. let GPT-4 write that reasoning,
- * medtrust takes the file's own), then the verdict. */
+ * medtrust takes the file's own, which `medtrust examples --explain`
+ * writes), then the verdict. */
 static char *answer_json(struct mt_csv *c, const long *col, int flag)
 {
     struct mt_str sid = mtx_str_trim(mtx_csv_field(c, (size_t)col[C_SID]));

@@ -189,5 +189,6 @@ extern const struct cli_verb cli_verb_user;
 extern const struct cli_verb cli_verb_worker;
 extern const struct cli_verb cli_verb_publish;
 extern const struct cli_verb cli_verb_verify;
+extern const struct cli_verb cli_verb_examples;
 
 #endif

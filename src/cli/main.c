@@ -8,13 +8,13 @@
 #include "medtrust/core.h"
 
 static const struct cli_verb *const verbs[] = {
-    &cli_verb_index,          &cli_verb_stats,  &cli_verb_search,
-    &cli_verb_retrieval_eval, &cli_verb_score,  &cli_verb_check,
-    &cli_verb_mediqa,         &cli_verb_ask,    &cli_verb_qa_eval,
-    &cli_verb_embed,          &cli_verb_models, &cli_verb_serve,
-    &cli_verb_user,           &cli_verb_import, &cli_verb_corpus,
-    &cli_verb_sweep,          &cli_verb_worker, &cli_verb_publish,
-    &cli_verb_verify,
+    &cli_verb_index,          &cli_verb_stats,    &cli_verb_search,
+    &cli_verb_retrieval_eval, &cli_verb_score,    &cli_verb_check,
+    &cli_verb_mediqa,         &cli_verb_ask,      &cli_verb_qa_eval,
+    &cli_verb_embed,          &cli_verb_models,   &cli_verb_serve,
+    &cli_verb_user,           &cli_verb_import,   &cli_verb_corpus,
+    &cli_verb_sweep,          &cli_verb_worker,   &cli_verb_publish,
+    &cli_verb_verify,         &cli_verb_examples,
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

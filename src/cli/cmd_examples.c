@@ -1,0 +1,469 @@
+/* medtrust examples --explain: IryoNLP's reasoning.py as a tool. For each
+ * training note of a MEDEC-format CSV the model is asked once, given the
+ * note and its gold answer, for the reasoning that leads to that answer;
+ * the file comes back with a Reasoning column, which the single
+ * strategy's few-shot examples (--examples, --few-shot) then show. Calls
+ * go through the call cache (--cache), so a rerun costs no model calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch/journal.h"
+#include "cli/cli.h"
+#include "core/buf.h"
+#include "core/csv.h"
+#include "core/file.h"
+#include "core/progress.h"
+#include "check/examples.h"
+#include "llmcall/llmcall.h"
+#include "llmcall/prompt.h"
+#include "medtrust/core.h"
+#include "medtrust/model.h"
+#include "text/sentence.h"
+
+#define EXPLAIN_MAX_TOKENS 1200 /* IryoNLP's reasoning budget is a reply */
+
+static const struct cli_opt examples_opts[] = {
+    {"explain", 'e', NULL,
+     "ask the model, once a note, for the reasoning that leads from the "
+     "note to its gold answer, into a Reasoning column",
+     0},
+    {"data", 'd', "FILE",
+     "the training notes, a MEDEC-format CSV (Sentences, Error Flag, Error "
+     "Sentence ID, Corrected Sentence; Text ID and Error Sentence when "
+     "present)",
+     0},
+    {"out", 'o', "FILE",
+     "the examples file: the input's columns and Reasoning (written "
+     "atomically; give it to --examples or --few-shot)",
+     0},
+    {"llm", 'l', "SPEC",
+     "openai:URL#MODEL or gguf:PATH (default $MEDTRUST_LLM)", 0},
+    CLI_LORA_OPT,
+    {"jobs", 'J', "N", "notes in parallel, 1..64 (default 4)", 0},
+    {"no-progress", 0, NULL, "do not show a progress bar", 0},
+    CLI_MODEL_CALL_OPTS,
+    {NULL, 0, NULL, NULL, 0},
+};
+
+enum { K_ID, K_SENTS, K_FLAG, K_SID, K_ERR, K_CORR, K_REASON, K_N };
+
+static const char *const key_names[K_N] = {
+    "Text ID",        "Sentences",          "Error Flag", "Error Sentence ID",
+    "Error Sentence", "Corrected Sentence", "Reasoning",
+};
+
+struct note {
+    char **f; /* the row's fields */
+    size_t nf;
+    char *reasoning; /* the model's, or NULL when its call failed */
+    size_t line;
+};
+
+struct explain_run {
+    char **head;
+    size_t nhead;
+    long col[K_N];
+    struct note *notes;
+    size_t n;
+    struct mt_prompts *prompts;
+    struct mt_llm *llm;
+    struct mt_progress *bar;
+    struct mtx_work_queue q;
+    size_t failed;
+};
+
+/* ==== Reading the notes ==== */
+
+static char **copy_fields(struct mt_csv *c, size_t *nf)
+{
+    size_t n = mtx_csv_nfields(c);
+    char **f = mt_calloc(n ? n : 1, sizeof *f);
+    size_t i;
+
+    for (i = 0; f && i < n; i++) {
+        struct mt_str s = mtx_csv_field(c, i);
+
+        f[i] = mt_strndup(s.p ? s.p : "", s.n);
+        if (!f[i])
+            break;
+    }
+    if (f && i < n) {
+        while (i)
+            mt_free(f[--i]);
+        mt_free(f);
+        return NULL;
+    }
+    *nf = n;
+    return f;
+}
+
+static void free_fields(char **f, size_t n)
+{
+    size_t i;
+
+    for (i = 0; f && i < n; i++)
+        mt_free(f[i]);
+    mt_free(f);
+}
+
+static enum mt_status read_head(struct explain_run *r, struct mt_csv *c,
+                                const char *path, struct mt_error *err)
+{
+    int got = 0;
+    enum mt_status st = mtx_csv_next(c, &got, err);
+    int k;
+
+    if (st != MT_OK)
+        return st;
+    if (!got)
+        return mt_fail(err, MT_EPARSE, "%s: empty file (no header)", path);
+    for (k = 0; k < K_N; k++)
+        r->col[k] = mtx_csv_find(c, key_names[k]);
+    if (r->col[K_SENTS] < 0 || r->col[K_FLAG] < 0 || r->col[K_SID] < 0 ||
+        r->col[K_CORR] < 0)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: needs the columns Sentences, Error Flag, Error "
+                       "Sentence ID and Corrected Sentence (a MEDEC CSV)",
+                       path);
+    r->head = copy_fields(c, &r->nhead);
+    return r->head ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+static enum mt_status add_note(struct explain_run *r, struct mt_csv *c,
+                               size_t *cap, const char *path,
+                               struct mt_error *err)
+{
+    struct note *x;
+
+    if (mtx_csv_nfields(c) != r->nhead)
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: %zu fields where the header has %zu", path,
+                       mtx_csv_line(c), mtx_csv_nfields(c), r->nhead);
+    if (r->n == *cap) {
+        struct note *v = mt_realloc(r->notes, (*cap * 2 + 16) * sizeof *v);
+
+        if (!v)
+            return mt_fail(err, MT_ENOMEM, "out of memory");
+        r->notes = v;
+        *cap = *cap * 2 + 16;
+    }
+    x = &r->notes[r->n];
+    memset(x, 0, sizeof *x);
+    x->line = mtx_csv_line(c);
+    x->f = copy_fields(c, &x->nf);
+    if (!x->f)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    r->n++;
+    return MT_OK;
+}
+
+static enum mt_status read_notes(struct explain_run *r, const char *path,
+                                 struct mt_error *err)
+{
+    struct mt_csv *c = NULL;
+    size_t cap = 0;
+    int got = 1;
+    enum mt_status st;
+
+    if (mtx_examples_looks_like_eval(path))
+        return mt_fail(err, MT_EINVAL,
+                       "--data %s looks like an evaluation split "
+                       "(validation/test): explain a training split",
+                       path);
+    st = mtx_csv_open(path, NULL, &c, err);
+    if (st == MT_OK)
+        st = read_head(r, c, path, err);
+    while (st == MT_OK) {
+        st = mtx_csv_next(c, &got, err);
+        if (st != MT_OK || !got)
+            break;
+        st = add_note(r, c, &cap, path, err);
+    }
+    mtx_csv_close(c);
+    if (st == MT_OK && !r->n)
+        st = mt_fail(err, MT_EPARSE, "%s: no notes", path);
+    return st;
+}
+
+/* ==== Asking ==== */
+
+static const char *field(const struct explain_run *r, const struct note *x,
+                         int k)
+{
+    return r->col[k] >= 0 ? x->f[r->col[k]] : "";
+}
+
+/* The note's sentences as "id | sentence" lines, as the single prompt
+ * shows them; MT_EPARSE names the row whose Sentences field does not
+ * parse. */
+static enum mt_status put_sentences(const char *s, struct mt_buf *b,
+                                    struct mt_error *err)
+{
+    struct mt_medec_sentence *ms = NULL;
+    size_t n = 0;
+    size_t i;
+    enum mt_status st = mtx_medec_sentences_parse(s, strlen(s), &ms, &n, err);
+
+    for (i = 0; st == MT_OK && i < n; i++)
+        st = mtx_buf_printf(b, "%zu | %.*s\n", i,
+                            (int)(ms[i].span.end - ms[i].span.start),
+                            s + ms[i].span.start);
+    mt_free(ms);
+    return st == MT_OK ? mtx_buf_reserve(b, 1) : st;
+}
+
+/* The gold answer in words: the wrong sentence and its correction, or
+ * that the note holds no error (reasoning.py's input). */
+static enum mt_status put_answer(const struct explain_run *r,
+                                 const struct note *x, struct mt_buf *b)
+{
+    const char *fl = field(r, x, K_FLAG);
+
+    if (!(fl[0] == '1' && fl[1] == '\0'))
+        return mtx_buf_printf(b, "the note holds no medical error.%c", '\0');
+    return mtx_buf_printf(b,
+                          "sentence %s holds a medical error: \"%s\". "
+                          "Corrected: \"%s\".%c",
+                          field(r, x, K_SID), field(r, x, K_ERR),
+                          field(r, x, K_CORR), '\0');
+}
+
+static const char *note_id(const struct explain_run *r, const struct note *x,
+                           char *buf, size_t n)
+{
+    if (r->col[K_ID] >= 0 && field(r, x, K_ID)[0])
+        return field(r, x, K_ID);
+    snprintf(buf, n, "line %zu", x->line);
+    return buf;
+}
+
+/* One call: the rendered explain prompt, temperature 0; the reply's
+ * text trimmed is the reasoning. */
+static enum mt_status ask(struct explain_run *r, const char *id,
+                          const char *sents, const char *answer, char **out,
+                          struct mt_error *err)
+{
+    static const char *const keys[] = {"ID", "SENTENCES", "ANSWER"};
+    const char *vals[] = {id, sents, answer};
+    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
+    struct mt_chat_params cp;
+    struct mt_chat_result res;
+    enum mt_status st =
+        mtx_llmcall_render(r->prompts, "explain", keys, vals, 3, &sys, &user);
+
+    mt_chat_default_params(&cp);
+    cp.temperature = 0.0f;
+    cp.max_tokens = EXPLAIN_MAX_TOKENS;
+    if (st == MT_OK) {
+        struct mt_llm_message m[2] = {{"system", sys.data},
+                                      {"user", user.data}};
+
+        st = mt_llm_chat(r->llm, m, 2, &cp, &res, err);
+    } else {
+        mt_fail(err, st, "cannot render the explain prompt");
+    }
+    if (st == MT_OK) {
+        struct mt_str t = mtx_str_trim(mtx_str_from(res.n ? res.texts[0] : ""));
+
+        *out = t.n ? mt_strndup(t.p, t.n) : NULL;
+        st = *out ? MT_OK
+                  : mt_fail(err, MT_EPARSE, "the model's reply is empty");
+        mt_chat_result_free(&res);
+    }
+    mtx_buf_free(&sys);
+    mtx_buf_free(&user);
+    return st;
+}
+
+static void explain_note(size_t i, void *user)
+{
+    struct explain_run *r = user;
+    struct note *x = &r->notes[i];
+    struct mt_error err = {MT_OK, ""};
+    struct mt_buf s = MT_BUF_INIT((size_t)16 << 20);
+    struct mt_buf a = MT_BUF_INIT((size_t)16 << 20);
+    char idb[32];
+    const char *id = note_id(r, x, idb, sizeof idb);
+    char *why = NULL;
+    enum mt_status st = put_sentences(field(r, x, K_SENTS), &s, &err);
+
+    if (st == MT_OK)
+        st = put_answer(r, x, &a);
+    if (st == MT_OK)
+        st = ask(r, id, s.data, a.data, &why, &err);
+    pthread_mutex_lock(&r->q.mu);
+    x->reasoning = why;
+    r->failed += st != MT_OK;
+    if (st != MT_OK)
+        mt_log(MT_LOG_ERROR,
+               "note %s (line %zu): %s: its Reasoning is left "
+               "empty",
+               id, x->line, err.msg[0] ? err.msg : mt_status_str(st));
+    pthread_mutex_unlock(&r->q.mu);
+    mtx_buf_free(&s);
+    mtx_buf_free(&a);
+    mtx_progress_add(r->bar, 1);
+}
+
+/* ==== Writing ==== */
+
+static enum mt_status put_cell(struct mt_buf *b, const char *f, int first)
+{
+    size_t n = strlen(f);
+    int q = strpbrk(f, ",\"\r\n") != NULL;
+    enum mt_status st = first ? MT_OK : mtx_buf_putc(b, ',');
+    size_t j;
+
+    if (st == MT_OK && q)
+        st = mtx_buf_putc(b, '"');
+    for (j = 0; st == MT_OK && j < n; j++)
+        st = f[j] == '"' ? mtx_buf_append(b, "\"\"", 2) : mtx_buf_putc(b, f[j]);
+    if (st == MT_OK && q)
+        st = mtx_buf_putc(b, '"');
+    return st;
+}
+
+/* One row: the fields but an old Reasoning, then the new one. */
+static enum mt_status put_row(struct mt_buf *b, const struct explain_run *r,
+                              char *const *f, const char *reasoning)
+{
+    enum mt_status st = MT_OK;
+    size_t i;
+    int first = 1;
+
+    for (i = 0; st == MT_OK && i < r->nhead; i++) {
+        if ((long)i == r->col[K_REASON])
+            continue;
+        st = put_cell(b, f[i], first);
+        first = 0;
+    }
+    if (st == MT_OK)
+        st = put_cell(b, reasoning, first);
+    return st == MT_OK ? mtx_buf_append(b, "\r\n", 2) : st;
+}
+
+static enum mt_status write_examples(const struct explain_run *r,
+                                     const char *path, struct mt_error *err)
+{
+    struct mt_buf b = MT_BUF_INIT((size_t)1 << 31);
+    enum mt_status st = put_row(&b, r, r->head, "Reasoning");
+    size_t i;
+
+    for (i = 0; st == MT_OK && i < r->n; i++)
+        st = put_row(&b, r, r->notes[i].f,
+                     r->notes[i].reasoning ? r->notes[i].reasoning : "");
+    st = st == MT_OK ? mtx_file_write_atomic(path, b.data, b.len, err)
+                     : mt_fail(err, st, "%s: out of memory", path);
+    mtx_buf_free(&b);
+    return st;
+}
+
+/* ==== The run ==== */
+
+static int explain_opts(struct cli_args *a, unsigned *jobs,
+                        struct mt_llm_params *lp)
+{
+    unsigned long j = 4;
+
+    if (cli_get_uint(a, "jobs", 1, 64, &j) < 0)
+        return -1;
+    if (!cli_get(a, "explain") || !cli_get(a, "data") || !cli_get(a, "out")) {
+        fprintf(stderr, "medtrust examples: --explain, --data and --out are "
+                        "required\nTry 'medtrust examples --help'.\n");
+        return -1;
+    }
+    *jobs = (unsigned)j;
+    mt_llm_default_params(lp);
+    return cli_llm_params_read(a, lp);
+}
+
+static enum mt_status explain_open(struct cli_args *a, struct explain_run *r,
+                                   const struct mt_llm_params *lp,
+                                   struct mt_error *err)
+{
+    struct mt_progress_params pp = mtx_progress_default_params();
+    enum mt_status st = read_notes(r, cli_get(a, "data"), err);
+
+    if (st == MT_OK)
+        st = mtx_prompts_load(NULL, &r->prompts, err);
+    if (st == MT_OK)
+        st = mt_llm_open_role("explain", cli_get(a, "llm"), lp, &r->llm, err);
+    pp.label = "explain";
+    pp.total = r->n;
+    pp.quiet = cli_get(a, "no-progress") != NULL;
+    if (st == MT_OK && mtx_progress_new(&pp, &r->bar) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    return st;
+}
+
+static void explain_free(struct explain_run *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        free_fields(r->notes[i].f, r->notes[i].nf);
+        mt_free(r->notes[i].reasoning);
+    }
+    mt_free(r->notes);
+    free_fields(r->head, r->nhead);
+    mtx_prompts_free(r->prompts);
+    mtx_progress_free(r->bar);
+    mt_llm_close(r->llm);
+    mtx_work_destroy(&r->q);
+}
+
+static int examples_run(struct cli_args *a)
+{
+    struct explain_run r;
+    struct mt_llm_params lp;
+    struct mt_error err = {MT_OK, ""};
+    unsigned jobs = 4;
+    enum mt_status st;
+
+    memset(&r, 0, sizeof r);
+    mtx_work_init(&r.q, 0);
+    if (a->npos || explain_opts(a, &jobs, &lp) < 0) {
+        explain_free(&r);
+        return 1;
+    }
+    st = explain_open(a, &r, &lp, &err);
+    r.q.n = r.n;
+    if (st == MT_OK)
+        st = mtx_work_run(&r.q, jobs, explain_note, &r, &err);
+    if (st == MT_OK)
+        mtx_progress_finish(r.bar);
+    if (st == MT_OK)
+        st = write_examples(&r, cli_get(a, "out"), &err);
+    if (st == MT_OK)
+        fprintf(stderr, "examples: %zu notes, %zu explained, %zu failed\n", r.n,
+                r.n - r.failed, r.failed);
+    if (st == MT_OK && r.failed)
+        st = mt_fail(&err, MT_EIO,
+                     "%zu notes have no reasoning (their model calls failed: "
+                     "see above); run again with the same --cache to ask "
+                     "only for those",
+                     r.failed);
+    explain_free(&r);
+    return st == MT_OK ? 0 : cli_fail(&err, st);
+}
+
+const struct cli_verb cli_verb_examples = {
+    "examples",
+    "write few-shot examples for the single strategy (model-written reasoning)",
+    "--explain --data TRAIN.csv --out EXAMPLES.csv [--llm SPEC] "
+    "[--cache FILE] [--jobs N]",
+    "--explain asks the model once for each training note of a MEDEC-format\n"
+    "CSV, given the note and its gold answer (the wrong sentence and its\n"
+    "correction, or no error), for the reasoning that leads to that answer,\n"
+    "as IryoNLP's reasoning.py does (built-in prompt explain.txt,\n"
+    "temperature 0). OUT gets the input's columns and a Reasoning column (an\n"
+    "existing one is replaced); mediqa/check --strategy single --examples\n"
+    "OUT (or --few-shot OUT) shows it in each worked example. A note whose\n"
+    "call fails is named and its Reasoning left empty, never invented: the\n"
+    "file is still written and the exit status is 1. With --cache FILE a\n"
+    "rerun asks only for the notes not yet answered.",
+    examples_opts,
+    examples_run,
+};
