@@ -69,10 +69,15 @@ start s2 "$TMP/s2"
 "$MT" examples --explain --data "$TMP/train.csv" --out "$TMP/ex2.csv" \
     --llm "$SPEC" --jobs 1 --no-progress --cache "$TMP/cache.db" 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 0 ] && cmp -s "$TMP/ex.csv" "$TMP/ex2.csv" && [ ! -s "$TMP/s2.log" ]; then
-    ok "examples --explain: a rerun with the call cache makes no model calls"
+# Its own output as input: the Reasoning column is replaced, not doubled.
+"$MT" examples --explain --data "$TMP/ex.csv" --out "$TMP/ex4.csv" \
+    --llm "$SPEC" --jobs 2 --no-progress --cache "$TMP/cache.db" 2>>"$TMP/err"
+rc4=$?
+if [ $rc -eq 0 ] && [ $rc4 -eq 0 ] && cmp -s "$TMP/ex.csv" "$TMP/ex2.csv" &&
+    cmp -s "$TMP/ex.csv" "$TMP/ex4.csv" && [ ! -s "$TMP/s2.log" ]; then
+    ok "examples --explain: a rerun with the call cache makes no model calls; an existing Reasoning column is replaced"
 else
-    not_ok "examples --explain: cached rerun" "rc=$rc" "$(cat "$TMP/err")" "$(wc -l <"$TMP/s2.log")"
+    not_ok "examples --explain: cached rerun" "rc=$rc rc4=$rc4" "$(cat "$TMP/err")" "$(wc -l <"$TMP/s2.log")"
 fi
 
 # A failed call: named, its Reasoning empty, never invented; exit 1.
