@@ -508,9 +508,9 @@ static enum mt_status read_charsmap(const json_t *j, const char *path,
     if (!json_is_string(v) || json_string_length(v) == 0)
         return MT_OK; /* none: transformers.js's approximation */
     b = b64_decode(json_string_value(v), json_string_length(v), &len);
-    ts = len >= 4 ? (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 |
-                        (size_t)b[3] << 24
-                  : 0;
+    ts = b && len >= 4 ? (size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 |
+                             (size_t)b[3] << 24
+                       : 0;
     if (!b || ts == 0 || ts % 4 || ts > len - 4) {
         mt_free(b);
         return mt_fail(err, MT_EPARSE,
