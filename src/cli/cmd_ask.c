@@ -162,12 +162,6 @@ static enum mt_status ask_batch(const struct cli_args *a, struct mt_qa *q,
     return st;
 }
 
-static int usage_error(const char *msg)
-{
-    fprintf(stderr, "medtrust ask: %s\nTry 'medtrust ask --help'.\n", msg);
-    return 1;
-}
-
 static int ask_run(struct cli_args *a)
 {
     struct mt_qa_params p;
@@ -177,16 +171,11 @@ static int ask_run(struct cli_args *a)
     int batch = cli_get(a, "batch") != NULL;
     enum mt_status st;
 
-    if (qa_opts_read(a, &p) < 0 || cli_get_uint(a, "jobs", 1, 256, &jobs) < 0 ||
-        cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
+    static const struct qa_run_input in = {
+        "ask", "QUESTION", "give a QUESTION (or - to read it from stdin)"};
+
+    if (qa_run_args(a, &in, &p, &jobs, &limit) != 0)
         return 1;
-    if (!p.db_dir)
-        return usage_error("give --db DIR (a store built by 'medtrust "
-                           "index')");
-    if (batch && (!cli_get(a, "out") || a->npos))
-        return usage_error("--batch needs --out FILE and no QUESTION");
-    if (!batch && a->npos == 0)
-        return usage_error("give a QUESTION (or - to read it from stdin)");
     p.llm.max_concurrency = (uint32_t)jobs * 2;
     st = mt_qa_open(&p, &q, &err);
     if (st == MT_OK)

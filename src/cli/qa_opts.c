@@ -326,3 +326,32 @@ enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
         st = mtx_work_write_lines(out, *n, item_line, *v, err);
     return st;
 }
+
+static int qa_usage(const struct qa_run_input *in, const char *msg)
+{
+    fprintf(stderr, "medtrust %s: %s\nTry 'medtrust %s --help'.\n", in->verb,
+            msg, in->verb);
+    return 1;
+}
+
+int qa_run_args(const struct cli_args *a, const struct qa_run_input *in,
+                struct mt_qa_params *p, unsigned long *jobs,
+                unsigned long *limit)
+{
+    char msg[96];
+
+    if (qa_opts_read(a, p) < 0 || cli_get_uint(a, "jobs", 1, 256, jobs) < 0 ||
+        cli_get_uint(a, "limit", 1, 100000000, limit) < 0)
+        return 1;
+    if (!p->db_dir)
+        return qa_usage(in, "give --db DIR (a store built by 'medtrust "
+                            "index')");
+    if (cli_get(a, "batch") && (!cli_get(a, "out") || a->npos)) {
+        snprintf(msg, sizeof msg, "--batch needs --out FILE and no %s",
+                 in->input);
+        return qa_usage(in, msg);
+    }
+    if (!cli_get(a, "batch") && a->npos == 0)
+        return qa_usage(in, in->give);
+    return 0;
+}

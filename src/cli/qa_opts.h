@@ -66,6 +66,22 @@
  * -1 when one is invalid. */
 int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p);
 
+/* What ask and verify take besides the model options: VERB names the
+ * command in usage errors, INPUT its positional argument ("QUESTION",
+ * "TEXT") and GIVE what to say when it is missing. */
+struct qa_run_input {
+    const char *verb;
+    const char *input;
+    const char *give;
+};
+
+/* Reads qa_opts_read's options, --jobs and --limit, and checks --db and
+ * the input (a positional argument, or --batch with --out and none).
+ * 0, or 1 after saying why (a usage error names the verb's --help). */
+int qa_run_args(const struct cli_args *a, const struct qa_run_input *in,
+                struct mt_qa_params *p, unsigned long *jobs,
+                unsigned long *limit);
+
 /* One question of a batch: {"id","query","relevant"?,"answer"?}. */
 struct qa_item {
     char *id;
