@@ -158,9 +158,29 @@ static enum mt_status exec_locked(struct mt_cache *c, const char *sql,
     return MT_OK;
 }
 
-enum mt_status mtx_cache_put(struct mt_cache *c, const char *backend,
-                             const char *model, const char *request,
-                             const void *val, size_t n, struct mt_error *err)
+/* One (delete, insert) of the batch on the prepared statements. */
+static int put_row(sqlite3_stmt *d, sqlite3_stmt *s, const char *backend,
+                   const char *model, const char *request, const void *val,
+                   size_t n)
+{
+    int ok;
+
+    bind_key(d, backend, model, request);
+    bind_key(s, backend, model, request);
+    sqlite3_bind_blob64(s, 5, n ? val : "", n, SQLITE_STATIC);
+    ok = sqlite3_step(d) == SQLITE_DONE && sqlite3_step(s) == SQLITE_DONE;
+    sqlite3_reset(d);
+    sqlite3_reset(s);
+    return ok;
+}
+
+/* The whole batch in one transaction: every row or none (a killed
+ * process leaves the batch out, never half of it). */
+static enum mt_status put_many_sqlite(struct mt_cache *c, const char *backend,
+                                      const char *model, size_t n,
+                                      const char *const *requests,
+                                      const void *const *vals,
+                                      const size_t *lens, struct mt_error *err)
 {
     static const char del[] =
         "DELETE FROM model_calls WHERE hash = ?1 AND backend = ?2"
@@ -170,39 +190,55 @@ enum mt_status mtx_cache_put(struct mt_cache *c, const char *backend,
         " VALUES (?1, ?2, ?3, ?4, ?5)";
     sqlite3_stmt *d = NULL;
     sqlite3_stmt *s = NULL;
-    enum mt_status st;
+    enum mt_status st = exec_locked(c, "BEGIN IMMEDIATE", err);
+    size_t i;
 
-    pthread_mutex_lock(&c->mu);
-    if (c->pg) {
-        st = mtx_cache_pg_put(c->pg, key_hash(backend, model, request), backend,
-                              model, request, val, n, err);
-        goto out;
-    }
-    st = exec_locked(c, "BEGIN IMMEDIATE", err);
     if (st != MT_OK)
-        goto out;
+        return st;
     if (sqlite3_prepare_v2(c->db, del, -1, &d, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c->db, ins, -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(c->db, ins, -1, &s, NULL) != SQLITE_OK)
         st = db_fail(c, err, "write");
-        goto rollback;
-    }
-    bind_key(d, backend, model, request);
-    bind_key(s, backend, model, request);
-    sqlite3_bind_blob64(s, 5, n ? val : "", n, SQLITE_STATIC);
-    if (sqlite3_step(d) != SQLITE_DONE || sqlite3_step(s) != SQLITE_DONE) {
-        st = db_fail(c, err, "write");
-        goto rollback;
-    }
-    st = exec_locked(c, "COMMIT", err);
-    if (st == MT_OK)
-        goto out;
-rollback:
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-out:
+    for (i = 0; st == MT_OK && i < n; i++)
+        if (!put_row(d, s, backend, model, requests[i], vals[i], lens[i]))
+            st = db_fail(c, err, "write");
     sqlite3_finalize(d);
     sqlite3_finalize(s);
+    if (st == MT_OK)
+        st = exec_locked(c, "COMMIT", err);
+    if (st != MT_OK)
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+enum mt_status mtx_cache_put_many(struct mt_cache *c, const char *backend,
+                                  const char *model, size_t n,
+                                  const char *const *requests,
+                                  const void *const *vals, const size_t *lens,
+                                  struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+    size_t i;
+
+    if (n == 0)
+        return MT_OK;
+    pthread_mutex_lock(&c->mu);
+    if (!c->pg)
+        st = put_many_sqlite(c, backend, model, n, requests, vals, lens, err);
+    /* PostgreSQL: each row is its own absolute write (harmless when sent
+     * again after a lost reply), not one transaction. */
+    for (i = 0; c->pg && st == MT_OK && i < n; i++)
+        st = mtx_cache_pg_put(c->pg, key_hash(backend, model, requests[i]),
+                              backend, model, requests[i], vals[i], lens[i],
+                              err);
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+enum mt_status mtx_cache_put(struct mt_cache *c, const char *backend,
+                             const char *model, const char *request,
+                             const void *val, size_t n, struct mt_error *err)
+{
+    return mtx_cache_put_many(c, backend, model, 1, &request, &val, &n, err);
 }
 
 size_t mtx_cache_count(struct mt_cache *c)

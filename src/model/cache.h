@@ -30,6 +30,15 @@ enum mt_status mtx_cache_put(struct mt_cache *c, const char *backend,
                              const char *model, const char *request,
                              const void *val, size_t n, struct mt_error *err);
 
+/* Stores (replacing) n values at once: requests[i] -> vals[i] of lens[i]
+ * bytes. In SQLite the n rows are one transaction (all or none, and one
+ * commit instead of n); in PostgreSQL each row is its own write. */
+enum mt_status mtx_cache_put_many(struct mt_cache *c, const char *backend,
+                                  const char *model, size_t n,
+                                  const char *const *requests,
+                                  const void *const *vals, const size_t *lens,
+                                  struct mt_error *err);
+
 /* Number of stored entries, or 0 on error. */
 size_t mtx_cache_count(struct mt_cache *c);
 

@@ -225,15 +225,32 @@ static int cache_get_vec(struct mt_embedder *e, struct mt_str t, float *dst)
     return hit;
 }
 
-static void cache_put_vec(struct mt_embedder *e, struct mt_str t,
-                          const float *v)
+/* Stores the nm vectors just embedded in one cache transaction, so a
+ * build killed mid-call keeps every earlier call whole and none of this
+ * one; a cache that cannot be written only costs the re-embedding. */
+static void cache_put_vecs(struct mt_embedder *e, const struct mt_str *t,
+                           size_t nm, const float *v)
 {
-    char *key = cache_key(e, t);
+    char **keys = mt_calloc(nm, sizeof *keys);
+    const void **vals = mt_malloc(nm * sizeof *vals);
+    size_t *lens = mt_malloc(nm * sizeof *lens);
+    size_t i;
+    int ok = keys && vals && lens;
 
-    if (key)
-        mtx_model_cache_put(&e->m, key, v, (size_t)e->dims * sizeof(float),
-                            NULL);
-    mt_free(key);
+    for (i = 0; ok && i < nm; i++) {
+        keys[i] = cache_key(e, t[i]);
+        vals[i] = v + i * e->dims;
+        lens[i] = (size_t)e->dims * sizeof(float);
+        ok = keys[i] != NULL;
+    }
+    if (ok)
+        mtx_model_cache_put_many(&e->m, nm, (const char *const *)keys, vals,
+                                 lens, NULL);
+    for (i = 0; keys && i < nm; i++)
+        mt_free(keys[i]);
+    mt_free(keys);
+    mt_free(vals);
+    mt_free(lens);
 }
 
 /* Embeds only the texts the cache lacks, then stores them. */
@@ -256,11 +273,11 @@ static enum mt_status embed_cached(struct mt_embedder *e,
         }
     if (st == MT_OK && nm)
         st = embed_direct(e, mt, nm, tmp, err);
-    for (i = 0; st == MT_OK && i < nm; i++) {
+    for (i = 0; st == MT_OK && i < nm; i++)
         memcpy(out + miss[i] * e->dims, tmp + i * e->dims,
                e->dims * sizeof *tmp);
-        cache_put_vec(e, mt[i], tmp + i * e->dims);
-    }
+    if (st == MT_OK && nm)
+        cache_put_vecs(e, mt, nm, tmp);
     mt_free(miss);
     mt_free(mt);
     mt_free(tmp);

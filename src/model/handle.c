@@ -51,6 +51,18 @@ enum mt_status mtx_model_cache_put(const struct mtx_model *m, const char *key,
                          err);
 }
 
+enum mt_status mtx_model_cache_put_many(const struct mtx_model *m, size_t n,
+                                        const char *const *keys,
+                                        const void *const *v,
+                                        const size_t *lens,
+                                        struct mt_error *err)
+{
+    if (!m->cache)
+        return MT_OK;
+    return mtx_cache_put_many(m->cache, m->ops->name, m->cache_model, n, keys,
+                              v, lens, err);
+}
+
 void mtx_model_close(struct mtx_model *m)
 {
     if (!m)

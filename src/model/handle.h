@@ -101,6 +101,14 @@ enum mt_status mtx_model_cache_put(const struct mtx_model *m, const char *key,
                                    const void *v, size_t n,
                                    struct mt_error *err);
 
+/* Stores n values at once (mtx_cache_put_many: one SQLite transaction);
+ * MT_OK without a cache. */
+enum mt_status mtx_model_cache_put_many(const struct mtx_model *m, size_t n,
+                                        const char *const *keys,
+                                        const void *const *v,
+                                        const size_t *lens,
+                                        struct mt_error *err);
+
 /* Frees the backend state, the cache and the handle m starts; NULL is
  * allowed. */
 void mtx_model_close(struct mtx_model *m);
