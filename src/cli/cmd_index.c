@@ -126,7 +126,9 @@ static const struct cli_opt index_opts[] = {
      "\"vector\":[...]}; matched by the store's chunk id (search --json "
      "prints it); every chunk indexed needs one, d must be the embedder's "
      "dimension; --embedder names the model that made them (queries take "
-     "it)",
+     "it). FILE (and the ids file) may be a named pipe, or - for JSONL on "
+     "stdin: read once in order, its ids ascending (open the .npy pipe "
+     "first, then the ids pipe)",
      0},
     {"vector-ids", 0, "FILE",
      "the chunk ids of --vectors-from's .npy rows, one a line (default: "

@@ -93,18 +93,19 @@ static double pct(const double *v, size_t n, double p)
 static void report(struct acc *a, const struct mt_search_params *p, int js)
 {
     double n = a->n ? (double)a->n : 1.0;
-    double p50, p95;
+    double p50, p95, p99;
 
     qsort(a->lat, a->n, sizeof *a->lat, cmp_double);
     p50 = pct(a->lat, a->n, 0.50);
     p95 = pct(a->lat, a->n, 0.95);
+    p99 = pct(a->lat, a->n, 0.99);
     if (js) {
         json_t *o = json_pack(
-            "{s:I,s:I,s:s,s:I,s:f,s:f,s:f,s:f,s:{s:f,s:f}}", "queries",
+            "{s:I,s:I,s:s,s:I,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f}}", "queries",
             (json_int_t)a->n, "failed", (json_int_t)a->failed, "mode",
             mt_search_mode_str(p->mode), "k", (json_int_t)a->k, "recall",
             a->recall / n, "mrr@10", a->mrr / n, "ndcg@10", a->ndcg / n, "map",
-            a->map / n, "latency_ms", "p50", p50, "p95", p95);
+            a->map / n, "latency_ms", "p50", p50, "p95", p95, "p99", p99);
         json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
         putchar('\n');
         json_decref(o);
@@ -114,7 +115,7 @@ static void report(struct acc *a, const struct mt_search_params *p, int js)
            mt_search_mode_str(p->mode));
     printf("recall@%zu %.4f  MRR@10 %.4f  nDCG@10 %.4f  MAP %.4f\n", a->k,
            a->recall / n, a->mrr / n, a->ndcg / n, a->map / n);
-    printf("latency p50 %.3f ms  p95 %.3f ms\n", p50, p95);
+    printf("latency p50 %.3f ms  p95 %.3f ms  p99 %.3f ms\n", p50, p95, p99);
 }
 
 static int reval_run(struct cli_args *a)
@@ -164,7 +165,7 @@ const struct cli_verb cli_verb_retrieval_eval = {
     "measure retrieval quality and latency on a query set",
     "--db DIR --queries FILE.jsonl [OPTIONS]",
     "Prints recall@k, MRR@10, nDCG@10 and MAP over documents (a document's\n"
-    "best-ranked chunk stands for it), with latency p50 and p95 per query.",
+    "best-ranked chunk stands for it), with latency p50, p95 and p99 per query.",
     reval_opts,
     reval_run,
 };

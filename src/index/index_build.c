@@ -546,11 +546,14 @@ static enum mt_status run_build(struct mt_store *s, const char *dir,
 
     if (st != MT_OK || (!full && todo == 0))
         return st;
-    if (!full && pick_window(dir, m, p, &w) != MT_OK)
-        return mt_fail(err, MT_ENOMEM, "index build: out of memory");
+    st = build_open(&b, s, p, err);
+    /* A merge reads its chunks' vectors again, which a stream cannot
+     * give: with one, the index keeps more segments instead. */
+    if (st == MT_OK && !full && !mtx_vimport_is_stream(b.vi) &&
+        pick_window(dir, m, p, &w) != MT_OK)
+        st = mt_fail(err, MT_ENOMEM, "index build: out of memory");
     for (size_t i = w.a; i < w.b; i++)
         todo += m->segs[i].chunks;
-    st = build_open(&b, s, p, err);
     b.total = todo;
     b.dir = dir;
     b.m = m;

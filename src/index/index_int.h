@@ -78,9 +78,14 @@ enum mt_status mtx_vimport_open(const char *path, const char *ids,
                                 uint32_t dims, struct mtx_vimport **out,
                                 struct mt_error *err);
 /* Copies the vector of chunk_id into out (dims floats); MT_ENOTFOUND,
- * naming the file, when it has none. */
-enum mt_status mtx_vimport_get(const struct mtx_vimport *vi, int64_t chunk_id,
+ * naming the file, when it has none. A path that is not a regular file
+ * (a FIFO; "-" for stdin) is a stream, read once in order: ids must then
+ * ascend, and chunk ids must be asked for in ascending order (rows below
+ * the one asked are passed over). */
+enum mt_status mtx_vimport_get(struct mtx_vimport *vi, int64_t chunk_id,
                                float *out, struct mt_error *err);
+/* 1 when the vectors come from a stream (no chunk can be asked twice). */
+int mtx_vimport_is_stream(const struct mtx_vimport *vi);
 void mtx_vimport_close(struct mtx_vimport *vi);
 
 /* Accumulates chunk texts, embeds them in batches through the caller's
@@ -96,7 +101,7 @@ struct mt_vbuild {
     size_t n;
     struct mt_arena *arena;
     float *out;
-    const struct mtx_vimport *vi; /* borrowed: vectors by chunk id */
+    struct mtx_vimport *vi; /* borrowed: vectors by chunk id */
 };
 
 enum mt_status mtx_vbuild_init(struct mt_vbuild *v,

@@ -1,7 +1,14 @@
 /* Precomputed chunk vectors (index --vectors-from): a NumPy .npy file of
  * float32 or float16 rows, shape (n, d), with an ids file of one chunk id
  * a line (line i names row i), or JSONL {"id": CHUNK_ID, "vector": [...]}.
- * Rows are matched to the store's chunks by chunk id. */
+ * Rows are matched to the store's chunks by chunk id.
+ *
+ * A path that is not a regular file (a FIFO, /dev/stdin) is a stream:
+ * read once, front to back, a row at a time as the build asks for it
+ * (the ids file too, line by line), so vectors can be piped in without
+ * ever being on disk. The build asks in ascending chunk id order, so a
+ * stream's ids must ascend; rows with ids below the one asked are passed
+ * over (chunks a resumed build already indexed, or not in the store). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,6 +48,15 @@ struct mtx_vimport {
     size_t map_len;
     const unsigned char *data; /* .npy rows */
     float *vals;               /* JSONL rows */
+    /* A stream: the next row is read when asked for. */
+    int stream;
+    FILE *npy_fp;         /* the .npy stream, past its header */
+    FILE *ids_fp;         /* its ids, line by line */
+    struct mt_jsonl *jr;  /* a JSONL stream */
+    unsigned char *row;   /* the current row's .npy bytes */
+    int have;             /* a row read and not yet taken or passed */
+    int64_t cur, last;    /* its chunk id, and the one before it */
+    size_t line, rows;    /* its line (ids file or JSONL), rows read */
 };
 
 /* ==== .npy header ==== */
@@ -112,26 +128,54 @@ static enum mt_status npy_shape(struct mtx_vimport *vi, const char *h,
     return MT_OK;
 }
 
+/* The magic and version of the first 'have' (>= 12 or the file's all)
+ * bytes at b; the header dict's length in *hl and its offset in *off. */
+static enum mt_status npy_magic(const struct mtx_vimport *vi,
+                                const unsigned char *b, size_t have,
+                                size_t *hl, size_t *off, struct mt_error *err)
+{
+    if (have < 10 || memcmp(b, NPY_MAGIC, 6) != 0 || b[6] < 1 || b[6] > 3)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: not a NumPy .npy file (no \\x93NUMPY magic of "
+                       "version 1-3)",
+                       vi->path);
+    *hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8
+                    : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
+                          (size_t)b[11] << 24;
+    *off = b[6] == 1 ? 10 : 12;
+    if (*hl > NPY_HEADER_MAX)
+        return mt_fail(err, MT_EPARSE, "%s: .npy header of %zu bytes",
+                       vi->path, *hl);
+    return MT_OK;
+}
+
+/* Parses the header dict h (hl bytes, modified): dtype and shape. */
+static enum mt_status npy_dict(struct mtx_vimport *vi, char *h, size_t hl,
+                               struct mt_error *err)
+{
+    size_t k;
+    enum mt_status st;
+
+    h[hl] = '\0';
+    /* numpy pads the dict with spaces to 64 bytes and ends it with \n */
+    for (k = hl; k > 0 && (h[k - 1] == ' ' || h[k - 1] == '\n'); k--)
+        h[k - 1] = '\0';
+    st = npy_descr(vi, h, err);
+    return st == MT_OK ? npy_shape(vi, h, err) : st;
+}
+
 /* Checks the magic and version, parses the header dict, and points
  * vi->data at the rows, whose bytes must be exactly n * d * width. */
 static enum mt_status npy_header(struct mtx_vimport *vi, struct mt_error *err)
 {
     const unsigned char *b = vi->map;
-    size_t hl, off, need, k;
+    size_t hl, off, need;
     char *h;
-    enum mt_status st;
+    enum mt_status st = npy_magic(vi, b, vi->map_len, &hl, &off, err);
 
-    if (vi->map_len < 10 || memcmp(b, NPY_MAGIC, 6) != 0 || b[6] < 1 ||
-        b[6] > 3)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: not a NumPy .npy file (no \\x93NUMPY magic of "
-                       "version 1-3)",
-                       vi->path);
-    hl = b[6] == 1 ? (size_t)b[8] | (size_t)b[9] << 8
-                   : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 |
-                         (size_t)b[11] << 24;
-    off = b[6] == 1 ? 10 : 12;
-    if (hl > NPY_HEADER_MAX || off + hl > vi->map_len)
+    if (st != MT_OK)
+        return st;
+    if (off + hl > vi->map_len)
         return mt_fail(err, MT_EPARSE,
                        "%s: .npy header of %zu bytes runs past the file's "
                        "%zu",
@@ -140,13 +184,7 @@ static enum mt_status npy_header(struct mtx_vimport *vi, struct mt_error *err)
     if (!h)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     memcpy(h, b + off, hl);
-    h[hl] = '\0';
-    /* numpy pads the dict with spaces to 64 bytes and ends it with \n */
-    for (k = hl; k > 0 && (h[k - 1] == ' ' || h[k - 1] == '\n'); k--)
-        h[k - 1] = '\0';
-    st = npy_descr(vi, h, err);
-    if (st == MT_OK)
-        st = npy_shape(vi, h, err);
+    st = npy_dict(vi, h, hl, err);
     mt_free(h);
     if (st != MT_OK)
         return st;
@@ -334,7 +372,191 @@ static enum mt_status read_jsonl(struct mtx_vimport *vi, struct mt_error *err)
     return st == MT_OK ? sort_ids(vi, err) : st;
 }
 
+/* ==== Streams ==== */
+
+static int is_stream(const char *path)
+{
+    struct stat sb;
+
+    return strcmp(path, "-") == 0 ||
+           (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode));
+}
+
+/* Reads exactly n bytes (a FIFO gives them as they are written); 0 at
+ * the end of the stream or on an error. */
+static int read_full(FILE *f, void *dst, size_t n)
+{
+    return fread(dst, 1, n, f) == n;
+}
+
+static size_t row_bytes(const struct mtx_vimport *vi)
+{
+    return (size_t)vi->dims * (vi->f16 ? 2u : 4u);
+}
+
+/* Opens the .npy stream, reads its header (magic, dict) and opens the
+ * ids. A writer opens the .npy first, then the ids: each open of a FIFO
+ * waits for the other end, so this order must be the writer's too. */
+static enum mt_status open_npy_stream(struct mtx_vimport *vi,
+                                      struct mt_error *err)
+{
+    unsigned char head[12];
+    size_t hl, off;
+    char *h;
+    enum mt_status st;
+
+    vi->npy_fp = strcmp(vi->path, "-") == 0 ? stdin : fopen(vi->path, "rb");
+    if (!vi->npy_fp)
+        return mt_fail(err, MT_EIO, "--vectors-from %s: %s", vi->path,
+                       strerror(errno));
+    if (!read_full(vi->npy_fp, head, 10))
+        return mt_fail(err, MT_EPARSE, "%s: ended before its .npy header",
+                       vi->path);
+    if (head[6] >= 2 && head[6] <= 3 && !read_full(vi->npy_fp, head + 10, 2))
+        return mt_fail(err, MT_EPARSE, "%s: ended in its .npy header",
+                       vi->path);
+    st = npy_magic(vi, head, sizeof head, &hl, &off, err);
+    h = st == MT_OK ? mt_malloc(hl + 1) : NULL;
+    if (st == MT_OK && !h)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
+    if (st == MT_OK && !read_full(vi->npy_fp, h, hl))
+        st = mt_fail(err, MT_EPARSE, "%s: ended in its .npy header",
+                     vi->path);
+    if (st == MT_OK)
+        st = npy_dict(vi, h, hl, err);
+    mt_free(h);
+    (void)off;
+    return st;
+}
+
+static enum mt_status open_ids_stream(struct mtx_vimport *vi,
+                                      struct mt_error *err)
+{
+    vi->ids_fp = fopen(vi->ids_path, "r");
+    if (!vi->ids_fp)
+        return mt_fail(err, MT_EIO,
+                       "ids file %s: %s (give it with --vector-ids, one "
+                       "chunk id a line)",
+                       vi->ids_path, strerror(errno));
+    vi->row = mt_malloc(row_bytes(vi));
+    return vi->row ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
+}
+
+/* The next row of a .npy stream and its id line into vi->row, vi->cur. */
+static enum mt_status npy_next(struct mtx_vimport *vi, struct mt_error *err)
+{
+    char line[ID_LINE_MAX + 2];
+
+    if (vi->rows == vi->n)
+        return MT_ENOTFOUND; /* every row the header promised was read */
+    if (!fgets(line, sizeof line, vi->ids_fp))
+        return mt_fail(err, MT_EPARSE, "%s: %zu ids for the %zu rows of %s",
+                       vi->ids_path, vi->rows, vi->n, vi->path);
+    vi->line = vi->rows + 1;
+    if (parse_id(line, &vi->cur) != MT_OK)
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: '%.*s' is not a chunk id (a positive "
+                       "integer)",
+                       vi->ids_path, vi->line, (int)strcspn(line, "\r\n"),
+                       line);
+    if (!read_full(vi->npy_fp, vi->row, row_bytes(vi)))
+        return mt_fail(err, MT_EPARSE,
+                       "%s: ended after %zu of the %zu rows its header "
+                       "names: truncated",
+                       vi->path, vi->rows, vi->n);
+    return MT_OK;
+}
+
+/* The next line of a JSONL stream into vi->vals (one row), vi->cur. */
+static enum mt_status jsonl_next(struct mtx_vimport *vi, struct mt_error *err)
+{
+    json_t *o = NULL;
+    size_t cap = 1;
+    enum mt_status st = mtx_jsonl_next(vi->jr, &o, err);
+
+    if (st != MT_OK)
+        return st;
+    if (!o)
+        return MT_ENOTFOUND;
+    vi->n = 0; /* jsonl_row appends at n: keep the one row */
+    st = jsonl_row(vi, o, mtx_jsonl_line(vi->jr), &cap, err);
+    vi->line = mtx_jsonl_line(vi->jr);
+    vi->cur = vi->ids[0].id;
+    return st;
+}
+
+/* Reads the next row of a stream, its id above the last one's;
+ * MT_ENOTFOUND at the end. */
+static enum mt_status stream_next(struct mtx_vimport *vi,
+                                  struct mt_error *err)
+{
+    const char *where = vi->jr ? vi->path : vi->ids_path;
+    enum mt_status st = vi->jr ? jsonl_next(vi, err) : npy_next(vi, err);
+
+    if (st != MT_OK)
+        return st;
+    vi->rows++;
+    if (vi->rows > 1 && vi->cur == vi->last)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: chunk id %lld twice, on lines %zu and %zu: "
+                       "each chunk takes one vector",
+                       where, (long long)vi->cur, vi->line - 1, vi->line);
+    if (vi->rows > 1 && vi->cur < vi->last)
+        return mt_fail(err, MT_EPARSE,
+                       "%s:%zu: chunk id %lld after %lld: a stream is read "
+                       "once, in order, so its ids must ascend as the "
+                       "store's chunk ids do (sort the rows by chunk id)",
+                       where, vi->line, (long long)vi->cur,
+                       (long long)vi->last);
+    vi->last = vi->cur;
+    vi->have = 1;
+    return MT_OK;
+}
+
+static void copy_row(const struct mtx_vimport *vi, size_t row, float *out);
+
+/* The row of chunk_id: rows with smaller ids are passed over. */
+static enum mt_status stream_get(struct mtx_vimport *vi, int64_t chunk_id,
+                                 float *out, struct mt_error *err)
+{
+    const char *where = vi->jr ? vi->path : vi->ids_path;
+    enum mt_status st = MT_OK;
+
+    while (st == MT_OK && (!vi->have || vi->cur < chunk_id)) {
+        vi->have = 0;
+        st = stream_next(vi, err);
+    }
+    if (st == MT_ENOTFOUND)
+        return mt_fail(err, MT_ENOTFOUND,
+                       "%s: no vector for chunk id %lld: the stream ended "
+                       "after %zu rows (every chunk the index takes needs "
+                       "one)",
+                       where, (long long)chunk_id, vi->rows);
+    if (st != MT_OK)
+        return st;
+    if (vi->cur != chunk_id)
+        return mt_fail(err, MT_ENOTFOUND,
+                       "%s:%zu: no vector for chunk id %lld: the stream "
+                       "went on to chunk id %lld (every chunk the index "
+                       "takes needs one)",
+                       where, vi->line, (long long)chunk_id,
+                       (long long)vi->cur);
+    vi->have = 0;
+    copy_row(vi, 0, out);
+    return MT_OK;
+}
+
 /* ==== Opening and lookup ==== */
+
+static enum mt_status open_jsonl_stream(struct mtx_vimport *vi,
+                                        struct mt_error *err)
+{
+    size_t cap = 0;
+
+    if (grow_rows(vi, &cap) != MT_OK) /* room for the one current row */
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    return mtx_jsonl_open(vi->path, NULL, &vi->jr, err);
+}
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -346,7 +568,8 @@ static int ends_with(const char *s, const char *suffix)
 static enum mt_status open_npy(struct mtx_vimport *vi, const char *ids,
                                uint32_t dims, struct mt_error *err)
 {
-    enum mt_status st = npy_map(vi, err);
+    enum mt_status st = vi->stream ? open_npy_stream(vi, err)
+                                   : npy_map(vi, err);
 
     if (st != MT_OK)
         return st;
@@ -361,6 +584,8 @@ static enum mt_status open_npy(struct mtx_vimport *vi, const char *ids,
     else
         snprintf(vi->ids_path, sizeof vi->ids_path, "%.*s.ids",
                  (int)(strlen(vi->path) - 4), vi->path);
+    if (vi->stream)
+        return open_ids_stream(vi, err);
     vi->ids = mt_calloc(vi->n ? vi->n : 1, sizeof *vi->ids);
     if (!vi->ids)
         return mt_fail(err, MT_ENOMEM, "out of memory");
@@ -378,11 +603,12 @@ enum mt_status mtx_vimport_open(const char *path, const char *ids,
     if (!vi)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     snprintf(vi->path, sizeof vi->path, "%s", path);
+    vi->stream = is_stream(path);
     if (ends_with(path, ".npy")) {
         st = open_npy(vi, ids, dims, err);
     } else {
         vi->dims = dims;
-        st = read_jsonl(vi, err);
+        st = vi->stream ? open_jsonl_stream(vi, err) : read_jsonl(vi, err);
     }
     if (st != MT_OK) {
         mtx_vimport_close(vi);
@@ -417,17 +643,19 @@ static void copy_row(const struct mtx_vimport *vi, size_t row, float *out)
 {
     size_t i;
 
+    const unsigned char *data = vi->row ? vi->row : vi->data;
+
     if (vi->vals) {
         memcpy(out, vi->vals + row * vi->dims, vi->dims * sizeof *out);
         return;
     }
     for (i = 0; i < vi->dims; i++) {
-        const unsigned char *p = vi->data + (row * vi->dims + i) * 2u;
+        const unsigned char *p = data + (row * vi->dims + i) * 2u;
         if (vi->f16) {
             out[i] = half_to_float((uint16_t)(p[0] | p[1] << 8));
         } else {
             uint32_t bits;
-            p = vi->data + (row * vi->dims + i) * 4u;
+            p = data + (row * vi->dims + i) * 4u;
             bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                    (uint32_t)p[3] << 24;
             memcpy(&out[i], &bits, sizeof bits);
@@ -435,11 +663,13 @@ static void copy_row(const struct mtx_vimport *vi, size_t row, float *out)
     }
 }
 
-enum mt_status mtx_vimport_get(const struct mtx_vimport *vi, int64_t chunk_id,
+enum mt_status mtx_vimport_get(struct mtx_vimport *vi, int64_t chunk_id,
                                float *out, struct mt_error *err)
 {
     size_t lo = 0, hi = vi->n;
 
+    if (vi->stream)
+        return stream_get(vi, chunk_id, out, err);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (vi->ids[mid].id < chunk_id)
@@ -457,12 +687,23 @@ enum mt_status mtx_vimport_get(const struct mtx_vimport *vi, int64_t chunk_id,
     return MT_OK;
 }
 
+int mtx_vimport_is_stream(const struct mtx_vimport *vi)
+{
+    return vi && vi->stream;
+}
+
 void mtx_vimport_close(struct mtx_vimport *vi)
 {
     if (!vi)
         return;
     if (vi->map)
         munmap(vi->map, vi->map_len);
+    if (vi->npy_fp && vi->npy_fp != stdin)
+        fclose(vi->npy_fp);
+    if (vi->ids_fp)
+        fclose(vi->ids_fp);
+    mtx_jsonl_close(vi->jr);
+    mt_free(vi->row);
     mt_free(vi->ids);
     mt_free(vi->vals);
     mt_free(vi);
