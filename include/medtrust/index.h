@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "status.h"
 #include "store.h"
 
@@ -249,6 +250,12 @@ size_t mt_search_pubmed_conds(const char *author, const char *journal,
                               const char *pub_type, struct mt_meta_cond *c);
 
 void mt_search_default_params(struct mt_search_params *p);
+
+/* The settings table of struct mt_search_params (medtrust/params.h): each
+ * numeric knob's CLI option (`search`, `retrieval-eval`), POST /v1/search
+ * member, bounds (and the server's lower cap) and help; GET /v1/limits
+ * lists it. Immutable; safe from any thread. */
+extern const struct mt_param_table mt_search_param_table;
 
 struct mt_search_hit {
     uint32_t rank; /* 1-based */

@@ -12,7 +12,7 @@
 
 static const struct cli_opt search_opts[] = {
     SEARCH_OPTS,
-    {"k", 'k', "N", "hits to return, 1..10000 (default 10)", 0},
+    CLI_PARAM_KEY("k", 'k', SEARCH_T),
     {"queries", 'q', "FILE",
      "JSONL of {\"id\",\"query\"}: one output line "
      "per query",
@@ -244,10 +244,9 @@ static int search_run(struct cli_args *a)
 
     int docs = group_docs(a);
 
-    if (docs < 0 || search_opts_read(a, &p, &jobs) < 0 ||
-        cli_get_uint(a, "k", 1, 10000, &k) < 0)
+    if (docs < 0 || search_opts_read(a, &p, &jobs) < 0)
         return 1;
-    p.k = (uint32_t)k;
+    k = p.k;
     want_k = docs ? k : 0;
     if (docs) /* k documents from the best passages, as /v1/search */
         p.k = (uint32_t)(k * GROUP_DEPTH > 40000 ? 40000 : k * GROUP_DEPTH);

@@ -38,9 +38,9 @@ int qa_opts_read(const struct cli_args *a, struct mt_qa_params *p)
     if (cli_params_read(a, &mt_qa_param_table, p) < 0 ||
         cli_llm_params_read(a, &p->llm) < 0 ||
         cli_get_search_mode(a, "search-mode", &p->search_mode) < 0 ||
-        cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0 ||
         get_attribution(a, p) < 0)
         return -1;
+    p->nltk_stopwords = cli_nltk_stopwords(a);
     p->author = cli_get(a, "author");
     p->journal = cli_get(a, "journal");
     p->pub_type = cli_get(a, "pub-type");

@@ -42,7 +42,7 @@
          "VerifAI's blog) or whose cited document is closest whole "           \
          "(document: VerifAI's published code)",                               \
          0},                                                                   \
-        CLI_VERIFAI_LEX_OPTS,                                                  \
+        CLI_VERIFAI_LEX_OPTS(QA_T),                                               \
         {"source", 's', "NAME", "only documents of this source", 0},           \
         CLI_PARAM("year-from", QA_T), CLI_PARAM("year-to", QA_T),              \
         CLI_META_FILTER_OPTS,                                                  \

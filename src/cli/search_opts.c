@@ -80,50 +80,23 @@ static void read_meta(const struct cli_args *a, struct mt_search_params *p)
     p->meta = p->nmeta ? c : NULL;
 }
 
-int cli_verifai_lex_read(const struct cli_args *a, uint32_t *fusion_depth,
-                         int *nltk_stopwords)
+int cli_nltk_stopwords(const struct cli_args *a)
 {
-    unsigned long v = *fusion_depth;
-
-    if (cli_get_uint(a, "fusion-depth", 1, 100000, &v) < 0)
-        return -1;
-    *fusion_depth = (uint32_t)v;
-    if (cli_get(a, "nltk-stopwords"))
-        *nltk_stopwords = 1;
-    return 0;
+    return cli_get(a, "nltk-stopwords") != NULL;
 }
 
 int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
                      unsigned *jobs)
 {
-    unsigned long v;
+    unsigned long v = 0;
 
     mt_search_default_params(p);
-    if (read_mode(a, p) < 0 || cli_get_float(a, "k1", 0, 100, &p->k1) < 0 ||
-        cli_get_float(a, "b", 0, 1, &p->b) < 0 ||
-        cli_get_float(a, "w-lex", 0, 1000, &p->w_lex) < 0 ||
-        cli_get_float(a, "w-sem", 0, 1000, &p->w_sem) < 0)
-        return -1;
-    v = p->retrieve_k;
-    if (cli_get_uint(a, "retrieve", 1, 100000, &v) < 0)
-        return -1;
-    p->retrieve_k = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "rerank", 1, 10000, &v) < 0)
-        return -1;
-    p->rerank_depth = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "ef", 1, 10000, &v) < 0)
-        return -1;
-    p->ef = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "jobs", 0, 256, &v) < 0)
+    if (read_mode(a, p) < 0 || cli_params_read(a, &mt_search_param_table, p) < 0 ||
+        cli_get_uint(a, "jobs", 0, 256, &v) < 0 || read_filter(a, p) < 0)
         return -1;
     *jobs = (unsigned)v;
     p->doc_sum = cli_get(a, "doc-sum") != NULL;
-    if (cli_verifai_lex_read(a, &p->fusion_depth, &p->nltk_stopwords) < 0 ||
-        read_filter(a, p) < 0)
-        return -1;
+    p->nltk_stopwords = cli_nltk_stopwords(a);
     read_meta(a, p);
     p->source = cli_get(a, "source");
     if (!cli_get(a, "db")) {

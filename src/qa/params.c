@@ -20,6 +20,10 @@ static const struct mt_param qa_params[] = {
      "hybrid weight of BM25", NULL},
     {"w-sem", "w_sem", P(w_sem), MT_PARAM_F32, 0, 1000, 1, "X",
      "hybrid weight of vectors", NULL},
+    {"fusion-depth", NULL, P(fusion_depth), MT_PARAM_U32, 1, 100000, 0, "N",
+     "hybrid: fuse only the first N chunks of each list (VerifAI fuses "
+     "10 abstracts)",
+     "the whole first stage"},
     {"year-from", "year_from", P(year_from), MT_PARAM_I32, 1, 99999, 0, "Y",
      "first publication year", "any"},
     {"year-to", "year_to", P(year_to), MT_PARAM_I32, 1, 99999, 0, "Y",

@@ -252,18 +252,11 @@ static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
     return 0;
 }
 
-/* The bounded members of POST /v1/search; defaults are the library's
- * (mt_search_default_params). */
+/* The text of POST /v1/search; its bounded members are
+ * mt_search_param_table's that have a request field (k, w_lex, w_sem,
+ * retrieve), defaults mt_search_default_params'. */
 const struct srv_text mtx_srv_search_text = {"query",       1, 0,
                                              SRV_QUERY_MAX, 0, "a string"};
-const struct srv_field mtx_srv_search_fields[] = {
-    {"k", 1, 1000, 10, 1, "hits returned"},
-    {"w_lex", 0, 1e6, 0.7, 0, "hybrid weight of BM25"},
-    {"w_sem", 0, 1e6, 0.3, 0, "hybrid weight of vectors"},
-    {"retrieve", 1, 100000, 50, 1, "first-stage hits of each retriever"},
-};
-const size_t mtx_srv_search_nfields =
-    sizeof mtx_srv_search_fields / sizeof mtx_srv_search_fields[0];
 
 /* Passages searched per document asked for when hits are grouped by
  * document: k documents come from the best GROUP_DEPTH * k passages (fewer
@@ -306,22 +299,14 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
                          struct srv_resp *rs)
 {
     const char *mode = json_string_value(json_object_get(o, "mode"));
-    const struct srv_field *f = mtx_srv_search_fields;
-    double k, wl, ws, r;
-
     if (mtx_srv_text(o, &mtx_srv_search_text, q, rs) != 0)
         return -1;
     if (mode && mt_search_mode_parse(mode, &p->mode) != MT_OK) {
         mtx_srv_error(rs, 400, "\"mode\" is bm25, dense or hybrid");
         return -1;
     }
-    if (mtx_srv_field(o, &f[0], &k, rs) || mtx_srv_field(o, &f[1], &wl, rs) ||
-        mtx_srv_field(o, &f[2], &ws, rs) || mtx_srv_field(o, &f[3], &r, rs))
+    if (mtx_srv_params_read(o, &mt_search_param_table, p, rs) != 0)
         return -1;
-    p->k = (uint32_t)k;
-    p->w_lex = (float)wl;
-    p->w_sem = (float)ws;
-    p->retrieve_k = (uint32_t)r;
     p->source = json_string_value(json_object_get(o, "source"));
     if (mtx_srv_meta_read(o, m, rs) != 0)
         return -1;

@@ -379,8 +379,6 @@ int mtx_srv_param_read(json_t *o, const struct mt_param_table *t,
 json_t *mtx_srv_params_json(const struct mt_param_table *t);
 
 /* The bounded fields of search (api.c); ask and check read settings tables. */
-extern const struct srv_field mtx_srv_search_fields[];
-extern const size_t mtx_srv_search_nfields;
 /* The members of mt_agent_param_table a batch takes (POST /v1/batch and
  * DIR/params.json's "settings", in this order). */
 #define SRV_BATCH_NSET 4

@@ -86,7 +86,7 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         "s:{s:o,s:I,s:I,s:o,s:o},s:{s:I,s:I}}",
         "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
         mtx_srv_models_json(s), "search", "fields",
-        mtx_srv_fields_json(mtx_srv_search_fields, mtx_srv_search_nfields),
+        mtx_srv_params_json(&mt_search_param_table),
         "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
         "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1),
         "default_mode", mt_search_mode_str(mtx_srv_best_mode(s)), "ask",

@@ -8,7 +8,7 @@
 # bounds are then exercised: a value one past the server's cap is 400 on
 # the server, and one past the CLI's is refused by the CLI, naming both.
 . "$(dirname "$0")/lib.sh"
-need_verb serve check mediqa ask qa-eval
+need_verb serve check mediqa ask qa-eval search
 unset MEDTRUST_LLM
 trap 'kill "$SPID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
@@ -29,7 +29,7 @@ curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/login"
 CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/login")
 curl -s -b "$TMP/jar" "$U/v1/limits" >"$TMP/limits.json"
-for v in check mediqa ask qa-eval; do "$MT" "$v" --help >"$TMP/$v.help"; done
+for v in check mediqa ask qa-eval search; do "$MT" "$v" --help >"$TMP/$v.help"; done
 
 # compare SECTION HELP...: each field of /v1/limits' SECTION.fields that
 # names a CLI option against that option's line in each --help.
@@ -71,6 +71,43 @@ if compare ask "$TMP/ask.help" "$TMP/qa-eval.help" >"$TMP/cmp" 2>&1 &&
     [ "$(cat "$TMP/cmp")" -ge 5 ]; then
     ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared ask settings"
 else not_ok "/v1/limits vs ask --help" "$(tail -5 "$TMP/cmp")"; fi
+
+if compare search "$TMP/search.help" >"$TMP/cmp" 2>&1 &&
+    [ "$(cat "$TMP/cmp")" -ge 4 ]; then
+    ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared search settings"
+else not_ok "/v1/limits vs search --help" "$(tail -5 "$TMP/cmp")"; fi
+
+# Every shared search setting at its bounds: the highest value each side
+# takes is accepted there, and one past it refused, by POST /v1/search and
+# by `medtrust search` alike (the same ranges but where the table says the
+# server caps lower).
+python3 - "$TMP/limits.json" >"$TMP/sbounds" <<'PY'
+import json, sys
+for k, f in json.load(open(sys.argv[1]))["search"]["fields"].items():
+    if f.get("option"):
+        cli = f.get("cli_max", f["max"])
+        step = 1 if f["integer"] else 0.5
+        print(k, f["option"], "%g" % f["max"], "%g" % (f["max"] + step),
+              "%g" % cli, "%g" % (cli + step))
+PY
+[ "$(wc -l <"$TMP/sbounds")" -ge 4 ] && ok "/v1/limits names the CLI option of every search field" ||
+    not_ok "search fields with options" "$(cat "$TMP/sbounds")"
+while read -r field opt smax sover cmax cover; do
+    got=$(curl -s -o "$TMP/body" -w '%{http_code}' -b "$TMP/jar" \
+        -H "X-CSRF-Token: $CSRF" "$U/v1/search" \
+        -d "{\"query\":\"aspirin\",\"$field\":$smax}")
+    bad=$(curl -s -o "$TMP/body2" -w '%{http_code}' -b "$TMP/jar" \
+        -H "X-CSRF-Token: $CSRF" "$U/v1/search" \
+        -d "{\"query\":\"aspirin\",\"$field\":$sover}")
+    if [ "$got" = 200 ] && [ "$bad" = 400 ] && grep -q "\"$field\\\\\" must be" "$TMP/body2"; then
+        ok "POST /v1/search: $field=$smax is taken, $sover is 400"
+    else not_ok "/v1/search $field bounds" "$got $(cat "$TMP/body")" "$bad $(cat "$TMP/body2")"; fi
+    if "$MT" search --db "$TMP/db" "--$opt" "$cmax" aspirin >/dev/null 2>"$TMP/err" &&
+        ! "$MT" search --db "$TMP/db" "--$opt" "$cover" aspirin >/dev/null 2>"$TMP/err" &&
+        grep -q -- "--$opt must be an* [a-z]* in [0-9]*\.\.$cmax, not" "$TMP/err"; then
+        ok "search --$opt $cmax is taken, $cover refused"
+    else not_ok "search --$opt bounds" "$(cat "$TMP/err")"; fi
+done <"$TMP/sbounds"
 
 # The caps are the ones enforced: one past the server's cap of each
 # capped setting is 400 naming it; the CLI refuses one past its own.

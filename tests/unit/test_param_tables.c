@@ -1,0 +1,94 @@
+/* Unit tests for the settings tables (include/medtrust/params.h): every
+ * public table is sound (each descriptor names an option or a request
+ * member, has help and a metavariable, bounds in order, a default within
+ * them or said in words, a server cap only below the CLI's and only on a
+ * request member, and no two descriptors on one member or one name). */
+#include "check.h"
+
+#include <string.h>
+
+#include "medtrust/check.h"
+#include "medtrust/index.h"
+#include "medtrust/params.h"
+#include "medtrust/qa.h"
+
+static void check_names_unique(const struct mt_param_table *t, size_t i)
+{
+    const struct mt_param *d = &t->params[i];
+    size_t j;
+
+    for (j = 0; j < i; j++) {
+        const struct mt_param *e = &t->params[j];
+
+        CHECK(e->offset != d->offset);
+        CHECK(!d->option || !e->option || strcmp(d->option, e->option) != 0);
+        CHECK(!d->field || !e->field || strcmp(d->field, e->field) != 0);
+    }
+}
+
+static void check_table(const struct mt_param_table *t)
+{
+    size_t i;
+
+    CHECK(t->name && t->n > 0 && t->defaults && t->size > 0);
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        double def = mt_param_default(t, d);
+
+        CHECK(d->option || d->field);
+        CHECK(d->help && d->arg && d->lo <= d->hi);
+        CHECK(d->offset < t->size);
+        CHECK(d->def_text || mt_param_valid(d, def, 0));
+        CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
+        CHECK(!d->field || d->def_text || mt_param_valid(d, def, 1));
+        CHECK(!d->option || mt_param_find(t, d->option, 0) == d);
+        CHECK(!d->field || mt_param_find(t, d->field, 1) == d);
+        check_names_unique(t, i);
+    }
+}
+
+static void test_agent_table(void **state)
+{
+    (void)state;
+    check_table(&mt_agent_param_table);
+    CHECK(mt_agent_param_table.size == sizeof(struct mt_agent_params));
+}
+
+static void test_qa_table(void **state)
+{
+    (void)state;
+    check_table(&mt_qa_param_table);
+    CHECK(mt_qa_param_table.size == sizeof(struct mt_qa_params));
+}
+
+/* The search table: its defaults are mt_search_default_params' and what
+ * it writes lands in the member it names. */
+static void test_search_table(void **state)
+{
+    const struct mt_param_table *t = &mt_search_param_table;
+    struct mt_search_params p;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_search_params));
+    mt_search_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "k", 1)) == p.k);
+    CHECK(mt_param_default(t, mt_param_find(t, "w_lex", 1)) == 0.7);
+    mt_param_set(mt_param_find(t, "retrieve", 1), &p, 77);
+    CHECK(p.retrieve_k == 77);
+    mt_param_set(mt_param_find(t, "fusion-depth", 0), &p, 10);
+    CHECK(p.fusion_depth == 10);
+    CHECK(mt_param_max(mt_param_find(t, "k", 1), 1) <
+          mt_param_max(mt_param_find(t, "k", 1), 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agent_table),
+        cmocka_unit_test(test_qa_table),
+        cmocka_unit_test(test_search_table),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
