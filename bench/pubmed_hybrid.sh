@@ -17,6 +17,14 @@
 #   MEDTRUST_BENCH_SEGMENT_MB index --segment-mb (default the index's: 2048)
 #   MEDTRUST_BENCH_HYBRID_BM25=0    skip the BM25-only build
 #   MEDTRUST_BENCH_HYBRID_RESUME=1  continue a killed vector build (same RUN)
+#   MEDTRUST_BENCH_HYBRID_DB=DIR  a store bench/pubmed.sh imported already
+#                            (in batches: at 25M the input does not fit
+#                            the disk beside the store); no generation or
+#                            import, its old index is replaced
+#   MEDTRUST_BENCH_HYBRID_QUERIES=FILE  the queries (default SRC's; with
+#                            HYBRID_DB, pubmed.sh's RUN/queries.jsonl)
+#   MEDTRUST_BENCH_VECTORS   index --vectors (default the index's, int8r;
+#                            the 25M run needs int8r2 to fit the disk)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -28,7 +36,8 @@ N=${MEDTRUST_BENCH_PUBMED:-30000}
 K=${MEDTRUST_BENCH_CLUSTERS:-1000}
 RUN=${1:-$B/results/hybrid-$(date +%Y%m%d-%H%M%S)}
 SRC=$B/pubmed/src-$N
-DB=$B/pubmed/hybrid-$N
+DB=${MEDTRUST_BENCH_HYBRID_DB:-$B/pubmed/hybrid-$N}
+QUERIES=${MEDTRUST_BENCH_HYBRID_QUERIES:-$SRC/queries.jsonl}
 P=$RUN/hybrid-$N
 PY=/usr/bin/python3 # Debian's, with python3-numpy
 mkdir -p "$RUN" "$B/pubmed"
@@ -36,13 +45,18 @@ log() { printf 'bench hybrid: %s: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 tv() { /usr/bin/time -v -o "$1.time" "${@:2}"; }
 
 [ -x "$B/gen_pubmed" ] || { log "make $B/gen_pubmed first"; exit 2; }
-if [ ! -f "$SRC/.stamp" ]; then
+if [ -n "${MEDTRUST_BENCH_HYBRID_DB:-}" ]; then
+    [ -f "$DB/store.db" ] || { log "no store at $DB"; exit 2; }
+    MEDTRUST_BENCH_HYBRID_RESUME=${MEDTRUST_BENCH_HYBRID_RESUME:-0}
+    MEDTRUST_BENCH_HYBRID_BM25=0
+    SKIP_IMPORT=1
+elif [ ! -f "$SRC/.stamp" ]; then
     log "generating $N records into $SRC"
     rm -rf "$SRC"
     "$B/gen_pubmed" "$DATA/pubmedqa/corpus.jsonl" "$N" "$SRC"
     touch "$SRC/.stamp"
 fi
-if [ "${MEDTRUST_BENCH_HYBRID_RESUME:-0}" != 1 ]; then
+if [ "${MEDTRUST_BENCH_HYBRID_RESUME:-0}" != 1 ] && [ -z "${SKIP_IMPORT:-}" ]; then
     rm -rf "$DB"
     log "import pubmed"
     tv "$P.import" "$MT" import pubmed --db "$DB" --json --no-progress \
@@ -113,6 +127,7 @@ log "vector build (BM25 + generated vectors through a pipe, $K clusters)"
 gen_vectors
 tv "$P.vec" "$MT" index --db "$DB" --embedder use-lite --dims 256 \
     --vectors-from "$P.vec.npy" --no-progress \
+    ${MEDTRUST_BENCH_VECTORS:+--vectors "$MEDTRUST_BENCH_VECTORS"} \
     ${MEDTRUST_BENCH_SEGMENT_MB:+--segment-mb "$MEDTRUST_BENCH_SEGMENT_MB"} \
     ${MEDTRUST_BENCH_HNSW_MIN:+--hnsw-min "$MEDTRUST_BENCH_HNSW_MIN"} >"$P.vec.out"
 wait "$GEN" || true
@@ -120,15 +135,15 @@ rm -f "$P.vec.npy" "$P.vec.ids"
 for mode in bm25 dense hybrid; do
     for j in 1 2; do
         log "$mode latency, $j thread(s)"
-        "$MT" retrieval-eval --db "$DB" --queries "$SRC/queries.jsonl" \
+        "$MT" retrieval-eval --db "$DB" --queries "$QUERIES" \
             --mode "$mode" --jobs "$j" --json 2>/dev/null >"$P.$mode.$j.json"
     done
 done
 du -sb "$DB/store.db" | cut -f1 >"$P.store_bytes"
 du -sb "$DB/index" | cut -f1 >"$P.index_bytes"
-"$PY" - "$P" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$P.md"
-import json, re, sys
-p, load = sys.argv[1], sys.argv[2]
+"$PY" - "$P" "$(cut -d' ' -f1-3 /proc/loadavg)" "$DB" <<'PY' | tee "$P.md"
+import json, re, sqlite3, sys
+p, load, db = sys.argv[1], sys.argv[2], sys.argv[3]
 def tv(path):
     t = open(path + ".time").read()
     wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", t).group(1)
@@ -136,7 +151,12 @@ def tv(path):
                for i, x in enumerate(reversed(wall.split(":"))))
     rss = int(re.search(r"Maximum resident set size.*: (\d+)", t).group(1))
     return secs, rss / 1024
-imp = json.load(open(p + ".import.json"))
+try:
+    imp = json.load(open(p + ".import.json"))
+except OSError:  # a store imported by bench/pubmed.sh
+    c = sqlite3.connect(db + "/store.db")
+    imp = {"records": c.execute("select count(*) from documents").fetchone()[0],
+           "chunks": c.execute("select count(*) from chunks").fetchone()[0]}
 r = {"records": imp["records"], "chunks": imp["chunks"], "load": load,
      "store_mb": int(open(p + ".store_bytes").read()) / 1e6,
      "index_mb": int(open(p + ".index_bytes").read()) / 1e6}
