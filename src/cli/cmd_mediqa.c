@@ -19,6 +19,7 @@
 #include "core/buf.h"
 #include "core/file.h"
 #include "core/progress.h"
+#include "medtrust/batch.h"
 #include "medtrust/core.h"
 
 static const struct cli_opt mediqa_opts[] = {
@@ -65,96 +66,14 @@ static const struct cli_opt mediqa_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-struct run_state {
-    struct mtx_note *notes;
-    size_t n;
-    struct mtx_work_queue q; /* q.mu also guards the counts below */
-    struct mt_agent *agent;
-    struct mtx_journal *journal;
-    FILE *trace;            /* through the file layer (core/file.h) */
-    const char *trace_path; /* --trace */
-    struct mt_progress *bar;
-    struct mt_check_usage total;
-    size_t done;
-    size_t failed;   /* notes whose check failed (see note.failed) */
-    size_t fallback; /* failed notes whose verdict was a fallback */
-};
-
-/* ==== Checking ==== */
-
-/* The note's trace line, written and synced before its journal line: a
- * note whose trace line could not be written stays out of the journal,
- * so --resume checks it again and the trace misses nothing. */
-static enum mt_status trace_write(struct run_state *s, const char *line,
-                                  struct mt_error *err)
+/* The run's progress bar, moved as notes finish. */
+static void on_progress(void *user, const struct mt_batch_progress *p,
+                        const struct mt_batch_note *note)
 {
-    int bad;
-
-    pthread_mutex_lock(&s->q.mu);
-    bad = fprintf(s->trace, "%s\n", line) < 0 ||
-          mtx_file_flush_sync(s->trace, 1) != 0;
-    pthread_mutex_unlock(&s->q.mu);
-    if (!bad)
-        return MT_OK;
-    return mt_fail(err, mtx_file_errno_status(errno),
-                   "--trace %s: cannot write: %s: free space on its disk, "
-                   "then run again with --resume",
-                   s->trace_path, strerror(errno));
-}
-
-static void record(struct run_state *s, struct mtx_note *x,
-                   struct mediqa_outcome *o)
-{
-    struct mt_error err = {MT_OK, ""};
-    enum mt_status st =
-        o->line ? MT_OK : mt_fail(&err, MT_ENOMEM, "out of memory");
-
-    if (st == MT_OK && o->trace)
-        st = trace_write(s, o->trace, &err);
-    if (st == MT_OK)
-        st = mtx_journal_append(s->journal, x->id, o->line,
-                                o->failed ? o->err.msg : NULL, &err);
-    pthread_mutex_lock(&s->q.mu);
-    x->line = st == MT_OK ? o->line : NULL;
-    if (st == MT_OK)
-        o->line = NULL;
-    x->failed = o->failed;
-    mtx_work_fail_locked(&s->q, st, &err);
-    mediqa_usage_add(&s->total, &o->usage);
-    s->failed += (size_t)o->failed;
-    s->fallback += (size_t)o->fallback;
-    s->done++;
-    pthread_mutex_unlock(&s->q.mu);
-    mtx_progress_add(s->bar, 1);
-}
-
-static void check_note(size_t i, void *user)
-{
-    struct run_state *s = user;
-    struct mtx_note *x = &s->notes[i];
-    struct mediqa_outcome o;
-
-    if (x->resumed)
-        return;
-    mediqa_check(s->agent, x->id, x->text, x->sents, s->trace != NULL, &o);
-    record(s, x, &o);
-    mediqa_outcome_free(&o);
-}
-
-/* ==== The run ==== */
-
-static void on_resumed(const char *id, const char *line, void *user)
-{
-    struct run_state *s = user;
-    size_t i;
-
-    for (i = 0; i < s->n; i++) {
-        if (s->notes[i].resumed || strcmp(s->notes[i].id, id) != 0)
-            continue;
-        s->notes[i].line = mt_strdup(line);
-        s->notes[i].resumed = s->notes[i].line != NULL;
-        return;
-    }
+    if (note)
+        mtx_progress_add(user, 1);
+    else
+        mtx_progress_update(user, p->resumed);
 }
 
 static double cpu_seconds(void)
@@ -176,54 +95,59 @@ static double wall_seconds(void)
 
 /* Names the failed notes on stderr (the first FAILED_SHOWN of them). */
 #define FAILED_SHOWN 50
-static void failed_ids(const struct run_state *s, int kept)
+static void failed_ids(const struct mt_batch *b, size_t failed, int kept)
 {
+    struct mt_batch_note x;
     size_t i, k = 0;
 
-    if (!s->failed)
+    if (!failed)
         return;
     fprintf(stderr,
             "mediqa: %zu note%s failed (%s; --resume checks them "
             "again; reasons in --trace and OUT.journal):",
-            s->failed, s->failed == 1 ? "" : "s",
+            failed, failed == 1 ? "" : "s",
             kept ? "fallback lines written" : "left out of the submission");
-    for (i = 0; i < s->n; i++)
-        if (s->notes[i].failed && k++ < FAILED_SHOWN)
-            fprintf(stderr, " %s", s->notes[i].id);
+    for (i = 0; mt_batch_note_get(b, i, &x) == MT_OK; i++)
+        if (x.failed && k++ < FAILED_SHOWN)
+            fprintf(stderr, " %s", x.id);
     if (k > FAILED_SHOWN)
         fprintf(stderr, " ... and %zu more", k - FAILED_SHOWN);
     fputc('\n', stderr);
 }
 
 /* The failed note ids as a JSON array, then the closing brace. */
-static void failed_json(const struct run_state *s)
+static void failed_json(const struct mt_batch *b)
 {
     json_t *v = json_array();
+    struct mt_batch_note x;
     char *txt;
     size_t i;
 
-    for (i = 0; v && i < s->n; i++)
-        if (s->notes[i].failed)
-            json_array_append_new(v, json_string(s->notes[i].id));
+    for (i = 0; v && mt_batch_note_get(b, i, &x) == MT_OK; i++)
+        if (x.failed)
+            json_array_append_new(v, json_string(x.id));
     txt = v ? json_dumps(v, JSON_COMPACT) : NULL;
     printf("%s}\n", txt ? txt : "null");
     mt_free(txt);
     json_decref(v);
 }
 
-static void summary(const struct run_state *s, const struct cli_args *a,
-                    size_t resumed, double wall, double cpu)
+static void summary(const struct mt_batch *b, const struct cli_args *a,
+                    double wall, double cpu)
 {
-    const struct mt_check_usage *u = &s->total;
-    size_t k = s->done ? s->done : 1;
+    struct mt_batch_progress s;
+    const struct mt_check_usage *u = &s.usage;
+    size_t k;
 
+    mt_batch_progress_get(b, &s);
+    k = s.checked ? s.checked : 1;
     fprintf(stderr,
             "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
             "failed, %zu of them for a fallback verdict: no usable model "
             "reply); %u LLM calls (%u "
             "on critical paths), %u failed calls, %u unusable replies, %u "
             "role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
-            s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
+            s.total, s.resumed, s.checked, s.failed, s.fallback, u->llm_calls,
             u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
             wall, cpu * 1000 / (double)k);
     fprintf(stderr,
@@ -232,7 +156,7 @@ static void summary(const struct run_state *s, const struct cli_args *a,
             (unsigned long long)u->prompt_tokens,
             (unsigned long long)u->completion_tokens, u->estimated_calls,
             u->llm_calls);
-    failed_ids(s, cli_get(a, "fallback-on-failure") != NULL);
+    failed_ids(b, s.failed, cli_get(a, "fallback-on-failure") != NULL);
     if (cli_get(a, "no-retrieval"))
         fprintf(stderr, "mediqa: --no-retrieval: MedReAct searched no "
                         "corpus\n");
@@ -249,59 +173,11 @@ static void summary(const struct run_state *s, const struct cli_args *a,
            "\"estimated_token_calls\":%u,\"failed_calls\":%u,"
            "\"parse_failures\":%u,\"fallbacks\":%u,"
            "\"wall_s\":%.3f,\"cpu_s\":%.3f,\"failed_ids\":",
-           s->n, resumed, s->done, s->failed, s->fallback, u->llm_calls,
+           s.total, s.resumed, s.checked, s.failed, s.fallback, u->llm_calls,
            u->critical_calls, (unsigned long long)u->prompt_tokens,
            (unsigned long long)u->completion_tokens, u->estimated_calls,
            u->failed_calls, u->parse_failures, u->fallbacks, wall, cpu);
-    failed_json(s);
-}
-
-/* Whether trace line 'l' (n bytes) belongs to a note --resume replayed. */
-static int trace_keep(const struct run_state *s, const char *l, size_t n)
-{
-    json_t *o = json_loadb(l, n, 0, NULL);
-    const char *id = json_string_value(json_object_get(o, "id"));
-    size_t i;
-    int keep = 0;
-
-    for (i = 0; id && !keep && i < s->n; i++)
-        keep = s->notes[i].resumed && strcmp(s->notes[i].id, id) == 0;
-    json_decref(o);
-    return keep;
-}
-
-/* A resumed run keeps the trace lines of the notes it replayed from the
- * journal and drops the rest (a torn last line of a killed run, the line
- * of a note whose journal line was never written, a failed note checked
- * again), so the trace ends with one line per note, as an unbroken run's.
- * The file is replaced atomically. */
-static enum mt_status trace_prune(const struct run_state *s, const char *path,
-                                  struct mt_error *err)
-{
-    struct mt_buf in = MT_BUF_INIT((size_t)1 << 32);
-    struct mt_buf out = MT_BUF_INIT((size_t)1 << 32);
-    enum mt_status st = mtx_file_read_all(path, &in, err);
-    size_t i = 0;
-
-    if (st == MT_ENOTFOUND)
-        return MT_OK;
-    while (st == MT_OK && i < in.len) {
-        const char *nl = memchr(in.data + i, '\n', in.len - i);
-        size_t n = nl ? (size_t)(nl - in.data) - i : 0;
-        if (!nl)
-            break; /* torn */
-        if (trace_keep(s, in.data + i, n))
-            st = mtx_buf_append(&out, in.data + i, n + 1);
-        i += n + 1;
-    }
-    if (st == MT_OK)
-        st =
-            mtx_file_write_atomic(path, out.data ? out.data : "", out.len, err);
-    else if (st == MT_ENOMEM)
-        mt_fail(err, st, "--trace %s: out of memory", path);
-    mtx_buf_free(&in);
-    mtx_buf_free(&out);
-    return st;
+    failed_json(b);
 }
 
 /* A rerun without --resume would empty OUT.journal and lose the notes an
@@ -322,74 +198,58 @@ static enum mt_status refuse_overwrite(const struct cli_args *a,
                    jpath, done, failed);
 }
 
-static enum mt_status open_run(const struct cli_args *a, struct run_state *s,
-                               size_t *resumed, struct mt_error *err)
+/* Runs the batch on the library's note runner (medtrust/batch.h) with a
+ * progress bar, then writes the submission and the summary. */
+static enum mt_status mediqa_go(const struct cli_args *a, struct mt_batch *b,
+                                struct mt_agent *agent, unsigned jobs,
+                                struct mt_error *err)
 {
     char jpath[4200];
-    const char *tp = cli_get(a, "trace");
+    struct mt_batch_params bp;
     struct mt_progress_params pp = mtx_progress_default_params();
-    size_t i;
+    struct mt_progress *bar = NULL;
+    double t0 = wall_seconds();
     enum mt_status st;
 
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
     if (refuse_overwrite(a, jpath, err) != MT_OK)
         return err->status;
-    st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed, s,
-                          &s->journal, err);
-    if (st != MT_OK)
-        return st;
-    for (i = 0, *resumed = 0; i < s->n; i++)
-        *resumed += (size_t)s->notes[i].resumed;
-    if (tp && cli_get(a, "resume") && trace_prune(s, tp, err) != MT_OK)
-        return err->status;
-    s->trace_path = tp;
-    if (tp && !(s->trace =
-                    mtx_file_fopen(tp, cli_get(a, "resume") ? "a" : "w", 0644)))
-        return mt_fail(err, mtx_file_errno_status(errno),
-                       "--trace %s: cannot open: %s", tp, strerror(errno));
     pp.label = "mediqa";
-    pp.total = s->n;
+    pp.total = mt_batch_count(b);
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mtx_progress_new(&pp, &s->bar);
+    if (mtx_progress_new(&pp, &bar) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    mt_batch_default_params(&bp);
+    bp.jobs = jobs;
+    bp.resume = cli_get(a, "resume") != NULL;
+    bp.journal_path = jpath;
+    bp.trace_path = cli_get(a, "trace");
+    bp.on_progress = on_progress;
+    bp.user = bar;
+    st = mt_batch_run(b, agent, &bp, err);
+    mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     if (st == MT_OK)
-        mtx_progress_update(s->bar, *resumed);
-    return st == MT_OK ? MT_OK : mt_fail(err, st, "out of memory");
-}
-
-static enum mt_status mediqa_go(const struct cli_args *a, struct run_state *s,
-                                unsigned jobs, struct mt_error *err)
-{
-    size_t resumed = 0;
-    double t0 = wall_seconds();
-    enum mt_status st = open_run(a, s, &resumed, err);
-
+        st = mt_batch_write_submission(
+            b, cli_get(a, "out"), cli_get(a, "fallback-on-failure") != NULL,
+            err);
     if (st == MT_OK)
-        st = mtx_work_run(&s->q, jobs, check_note, s, err);
-    if (s->bar) /* NULL when the run could not open (issue 16) */
-        mtx_progress_finish(s->bar);
-    if (s->trace && mtx_file_flush_sync(s->trace, 1) != 0 && st == MT_OK)
-        st = mt_fail(err, mtx_file_errno_status(errno),
-                     "--trace %s: cannot write: %s", s->trace_path,
-                     strerror(errno));
-    if (st == MT_OK)
-        st = mediqa_write(s->notes, s->n, cli_get(a, "out"),
-                          cli_get(a, "fallback-on-failure") != NULL, err);
-    if (st == MT_OK)
-        summary(s, a, resumed, wall_seconds() - t0, cpu_seconds());
+        summary(b, a, wall_seconds() - t0, cpu_seconds());
     return st;
 }
 
 static int mediqa_run(struct cli_args *a)
 {
     struct mt_agent_params p;
-    struct run_state s;
+    struct mt_batch *b = NULL;
+    struct mt_batch_progress prog;
+    struct mt_agent *agent = NULL;
     struct mt_error err = {MT_OK, ""};
     unsigned long jobs = 4;
     unsigned long limit = 0;
     struct mt_qa *vq = NULL; /* the corrections' verifier */
     enum mt_status st;
 
-    memset(&s, 0, sizeof s);
     if (cli_get(a, "enqueue") || cli_get(a, "collect"))
         return mediqa_queue_main(a);
     if (cli_get(a, "state") || cli_get(a, "no-wait")) {
@@ -407,28 +267,22 @@ static int mediqa_run(struct cli_args *a)
         return 1;
     }
     p.llm.max_concurrency = (uint32_t)jobs * 2; /* guards pairs */
-    mtx_work_init(&s.q, 0);
-    st = mediqa_load(cli_get(a, "data"), limit, &s.notes, &s.n, &err);
-    s.q.n = s.n;
+    st = mt_batch_open_csv(cli_get(a, "data"), limit, &b, &err);
     if (st == MT_OK)
         st = correction_open(a, &p, &vq, &err);
     if (st == MT_OK)
-        st = mt_agent_open(&p, &s.agent, &err);
+        st = mt_agent_open(&p, &agent, &err);
     if (st == MT_OK)
-        st = mediqa_go(a, &s, (unsigned)jobs, &err);
-    mt_agent_close(s.agent);
+        st = mediqa_go(a, b, agent, (unsigned)jobs, &err);
+    mt_agent_close(agent);
     mt_qa_close(vq);
-    mtx_journal_close(s.journal);
-    if (s.trace && fclose(s.trace) != 0 && st == MT_OK)
-        st = mt_fail(&err, mtx_file_errno_status(errno),
-                     "--trace %s: cannot write: %s", s.trace_path,
-                     strerror(errno));
-    mtx_progress_free(s.bar);
-    mtx_notes_free(s.notes, s.n);
-    mtx_work_destroy(&s.q);
+    memset(&prog, 0, sizeof prog);
+    if (b)
+        mt_batch_progress_get(b, &prog);
+    mt_batch_free(b);
     if (st != MT_OK)
         return cli_fail(&err, st);
-    return s.failed ? 1 : 0; /* a failed note is never a success */
+    return prog.failed ? 1 : 0; /* a failed note is never a success */
 }
 
 const struct cli_verb cli_verb_mediqa = {

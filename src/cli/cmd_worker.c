@@ -304,7 +304,7 @@ static void held_del(struct worker *w, int64_t id)
 
 /* The job's result: {"id","line","fallback","usage","failed"?,"trace"},
  * what --collect reads back (cli/mediqa_queue.c). */
-static char *job_result(const char *id, const struct mediqa_outcome *o)
+static char *job_result(const char *id, const struct mtx_batch_outcome *o)
 {
     json_t *r = o->line ? json_pack("{s:s,s:s,s:b,s:o}", "id", id, "line",
                                     o->line, "fallback", o->fallback, "usage",
@@ -367,7 +367,7 @@ static void do_job(struct worker *w, const struct mtx_queue_job *j)
     const char *text = json_string_value(json_object_get(p, "text"));
     const char *sents = json_string_value(json_object_get(p, "sentences"));
     struct mt_error err = {MT_OK, ""};
-    struct mediqa_outcome o;
+    struct mtx_batch_outcome o;
     struct run_agent *r = NULL;
     char *res;
     enum mt_status st;
@@ -383,12 +383,12 @@ static void do_job(struct worker *w, const struct mtx_queue_job *j)
         json_decref(p);
         return;
     }
-    mediqa_check(r->agent, id, text, sents, 1, &o);
+    mtx_batch_check_note(r->agent, NULL, id, text, sents, 1, &o);
     run_release(w, r);
     res = job_result(id, &o);
     finish(w, j, res, o.failed);
     mt_free(res);
-    mediqa_outcome_free(&o);
+    mtx_batch_outcome_free(&o);
     json_decref(p);
 }
 

@@ -113,7 +113,7 @@ static int enqueue(const struct cli_args *a, const char *url)
     if (agent_opts_read(a, &p) < 0 ||
         cli_get_uint(a, "limit", 1, 100000000, &limit) < 0)
         return 1;
-    st = mediqa_load(cli_get(a, "data"), limit, &v, &n, &err);
+    st = mtx_batch_notes_load(cli_get(a, "data"), limit, &v, &n, &err);
     o = st == MT_OK ? given_options(a) : NULL;
     opts = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
@@ -168,7 +168,7 @@ static enum mt_status on_result(int64_t seq, const char *result, int failed,
     x->line = mt_strdup(line);
     x->failed = failed;
     mtx_check_usage_read(json_object_get(o, "usage"), &u);
-    mediqa_usage_add(&c->total, &u);
+    mtx_batch_usage_add(&c->total, &u);
     c->fallback += json_is_true(json_object_get(o, "fallback"));
     c->failed += (size_t)failed;
     c->got++;
@@ -278,7 +278,7 @@ static enum mt_status collect_go(const struct cli_args *a, struct mtx_pg *pg,
         st = mt_fail(err, mtx_file_errno_status(errno),
                      "--trace %s: cannot write: %s", tp, strerror(errno));
     if (st == MT_OK)
-        st = mediqa_write(c->notes, c->n, cli_get(a, "out"),
+        st = mtx_batch_notes_write(c->notes, c->n, cli_get(a, "out"),
                           cli_get(a, "fallback-on-failure") != NULL, err);
     return st;
 }

@@ -14,6 +14,7 @@ void mtx_notes_free(struct mtx_note *v, size_t n)
         mt_free(v[i].text);
         mt_free(v[i].sents);
         mt_free(v[i].line);
+        mt_free(v[i].error);
     }
     mt_free(v);
 }

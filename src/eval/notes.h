@@ -15,6 +15,8 @@ struct mtx_note {
     char *line;  /* submission line once finished */
     int resumed;
     int failed; /* its check failed: 'line' is a fallback */
+    int fallback; /* ... for a fallback verdict (batch/run.c) */
+    char *error;  /* why it failed (batch/run.c), else NULL */
 };
 
 /* Reads the header of 'c': col[0..2] become the columns of Text ID, Text

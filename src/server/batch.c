@@ -18,11 +18,10 @@
 
 #include "core/buf.h"
 #include "core/csv.h"
-#include "batch/journal.h"
 #include "core/file.h"
+#include "medtrust/batch.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
-#include "eval/notes.h"
 #include "server/srv_int.h"
 
 struct batch_arg {
@@ -118,38 +117,6 @@ static enum mt_status read_file(const struct batch_arg *a, const char *name,
 
 /* ==== Notes ==== */
 
-/* The notes of a MEDEC-format CSV: Text ID, Text and, when present,
- * Sentences (so sentence ids are the data set's own). At most max. */
-static enum mt_status load_notes(const char *csv, size_t len, size_t max,
-                                 struct mtx_note **out, size_t *n,
-                                 struct mt_error *err)
-{
-    struct mt_csv *c = NULL;
-    long col[3];
-    enum mt_status st = mtx_csv_open_mem("data", csv, len, NULL, &c, err);
-
-    *n = 0;
-    if (st == MT_OK && !mtx_notes_columns(c, col, &st, err) && st == MT_OK)
-        st = mt_fail(err, MT_EPARSE,
-                     "data: a MEDEC-format CSV needs the columns Text ID "
-                     "and Text");
-    /* one past the limit, to tell a file that holds more */
-    if (st == MT_OK)
-        st = mtx_notes_read(c, "data", col, max + 1, out, n, err);
-    mtx_csv_close(c);
-    if (st == MT_OK && (*n == 0 || *n > max)) {
-        st = *n ? mt_fail(err, MT_ELIMIT,
-                          "data: more than %zu notes; a batch takes at "
-                          "most %zu (split the file)",
-                          max, max)
-                : mt_fail(err, MT_EPARSE, "data: no notes");
-        mtx_notes_free(*out, *n);
-        *out = NULL;
-        *n = 0;
-    }
-    return st;
-}
-
 /* Whether the CSV has any of MEDEC's gold columns: then it is scored
  * (and must have them all), else it is an unlabeled set of notes. */
 static int csv_labeled(const char *csv, size_t len)
@@ -168,50 +135,11 @@ static int csv_labeled(const char *csv, size_t len)
     return any;
 }
 
-/* ==== The journal: one {"id","line"} a finished note ==== */
-
-/* The batch layer's journal (batch/journal.h, as `mediqa --resume`'s):
- * DIR/journal.jsonl, locked while the job runs, each note fdatasync'd,
- * a torn last line (a crash mid-write) cut on the next open. */
-struct resumed {
-    struct mtx_note *v;
-    size_t n, count;
-};
-
-/* Gives the note 'id' the line the journal holds. */
-static void resume_note(const char *id, const char *line, void *user)
-{
-    struct resumed *r = user;
-    size_t k;
-
-    for (k = 0; k < r->n; k++)
-        if (!r->v[k].line && strcmp(r->v[k].id, id) == 0) {
-            r->v[k].line = mt_strdup(line);
-            r->count += r->v[k].line != NULL;
-            return;
-        }
-}
-
-/* Opens DIR/journal.jsonl, giving notes the lines it holds; *resumed gets
- * how many. */
-static enum mt_status journal_start(const struct batch_arg *a,
-                                    struct mtx_note *v, size_t n,
-                                    size_t *resumed, struct mtx_journal **out,
-                                    struct mt_error *err)
-{
-    struct resumed r = {v, n, 0};
-    char *jp = file_path(a, "journal.jsonl");
-    enum mt_status st = jp ? mtx_journal_open(jp, 1, resume_note, &r, out, err)
-                           : mt_fail(err, MT_ENOMEM, "out of memory");
-
-    mt_free(jp);
-    *resumed = r.count;
-    return st;
-}
-
 /* ==== The job ==== */
 
 struct progress {
+    struct srv_job *j;
+    const struct batch_arg *a;
     size_t total, done, failed, resumed;
     double t0;
 };
@@ -233,72 +161,21 @@ static void emit_progress(struct srv_job *j, const struct progress *p,
                   "id", id));
 }
 
-/* Appends the note's trace line to traces.jsonl (as `mediqa --trace`
- * writes them: {"id", "error"? when it failed, ...the result with its
- * trace}); a trace that cannot be written is logged, the note stands. */
-static void trace_add(FILE *f, const char *id, const struct mt_check_result *r,
-                      const struct mt_error *err, int failed)
+/* The runner's progress (medtrust/batch.h): "done" counts the notes
+ * finished (resumed or checked), "failed" those whose check failed; a
+ * failed note is logged. */
+static void on_progress(void *user, const struct mt_batch_progress *bp,
+                        const struct mt_batch_note *note)
 {
-    char *res = r && r->trace ? mt_check_result_json(r, 1) : NULL;
-    json_t *o = json_pack("{s:s}", "id", id);
-    json_t *x = res ? json_loads(res, 0, NULL) : NULL;
-    char *t;
+    struct progress *p = user;
 
-    if (o && failed)
-        json_object_set_new(o, "error", json_string(err->msg));
-    if (o && x)
-        json_object_update(o, x);
-    t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    if (!f || !t || fprintf(f, "%s\n", t) < 0 || fflush(f) != 0)
-        mt_log(MT_LOG_WARN, "server: batch note %s: trace not written", id);
-    free(t); /* jansson's default allocator */
-    json_decref(x);
-    json_decref(o);
-    mt_free(res);
-}
-
-/* Checks one note: its submission line, or NULL when the check failed. */
-static char *check_note(const struct batch_arg *a, struct mt_agent *agent,
-                        const struct mt_agent_check_params *cp,
-                        const struct mtx_note *x, FILE *traces)
-{
-    struct mt_error err = {MT_OK, ""};
-    struct mt_note n;
-    struct mt_check_result r;
-    enum mt_status st;
-    char *line;
-
-    memset(&n, 0, sizeof n); /* no source filter: the checker's own */
-    n.id = x->id;
-    n.text = x->text;
-    n.text_len = strlen(x->text);
-    n.sentences = x->sents;
-    n.sentences_len = x->sents ? strlen(x->sents) : 0;
-    st = mt_agent_check_with(agent, &n, cp, &r, &err);
-    trace_add(traces, x->id, &r, &err, st != MT_OK);
-    if (st != MT_OK) {
+    p->resumed = bp->resumed;
+    p->failed = bp->failed;
+    p->done = bp->resumed + bp->checked - bp->failed;
+    if (note && note->failed)
         mt_log(MT_LOG_WARN, "server: batch run %lld note %s: %s",
-               (long long)a->run, x->id, err.msg);
-        mt_check_result_free(&r); /* MT_EMODEL leaves the fallback in r */
-        return NULL;
-    }
-    line = mt_check_submission_line(x->id, &r);
-    mt_check_result_free(&r);
-    return line;
-}
-
-/* The submission: every checked note's line, in the CSV's order. */
-static char *submission(const struct mtx_note *v, size_t n)
-{
-    struct mt_buf b = MT_BUF_INIT((size_t)1 << 30);
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (v[i].line && mtx_buf_printf(&b, "%s\n", v[i].line) != MT_OK) {
-            mtx_buf_free(&b);
-            return NULL;
-        }
-    return b.len ? mtx_buf_take(&b) : mt_strdup("");
+               (long long)p->a->run, note->id, note->error);
+    emit_progress(p->j, p, note ? note->id : NULL);
 }
 
 /* Scores the submission against the CSV and writes the report. */
@@ -347,46 +224,57 @@ static int note_cancelled(void *user, const char *note_id)
     return mtx_srv_job_canceled(user);
 }
 
-/* Checks every note the journal does not hold; MT_ECANCELED when asked
- * to stop (the journal keeps what is done). */
+static int batch_cancelled(void *user)
+{
+    const struct progress *p = user;
+
+    return mtx_srv_job_canceled(p->j);
+}
+
+/* Checks every note the journal (DIR/journal.jsonl: each finished note
+ * fdatasync'd, failed ones left out) does not hold, one at a time, on the
+ * library's note runner, each note's trace line in DIR/traces.jsonl;
+ * MT_ECANCELED when asked to stop (the journal keeps what is done). */
 static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
-                                struct mtx_note *v, struct progress *p,
-                                struct mtx_journal *jr, struct mt_error *err)
+                                struct mt_batch *b, struct progress *p,
+                                struct mt_error *err)
 {
     struct mt_agent *agent = NULL;
     struct mt_agent_check_params cp;
+    struct mt_batch_params bp;
+    char *jp = file_path(a, "journal.jsonl");
     char *tp = file_path(a, "traces.jsonl");
-    FILE *tf = tp ? mtx_file_fopen(tp, "ab", 0644) : NULL;
-    enum mt_status st = mtx_srv_checker(a->s, a->strat, a->model, &agent, err);
-    size_t i;
+    enum mt_status st = jp && tp ? MT_OK
+                                 : mt_fail(err, MT_ENOMEM, "out of memory");
 
-    memset(&cp, 0, sizeof cp);
+    if (st == MT_OK)
+        st = mtx_srv_checker(a->s, a->strat, a->model, &agent, err);
     if (st == MT_OK) { /* a batch streams progress, not steps */
         mtx_srv_check_params(agent, a->strat, &a->set, MT_AGENT_SEARCH_AUTO,
                              &cp);
         cp.cancelled = note_cancelled;
         cp.cancelled_user = j;
+        mt_batch_default_params(&bp);
+        bp.jobs = 1;
+        bp.resume = 1;
+        bp.journal_failed = 0;
+        bp.journal_path = jp;
+        bp.trace_path = tp;
+        bp.check = &cp;
+        bp.on_progress = on_progress;
+        bp.cancelled = batch_cancelled;
+        bp.user = p;
+        p->j = j;
+        p->a = a;
+        st = mt_batch_run(b, agent, &bp, err);
     }
-
-    for (i = 0; st == MT_OK && i < p->total; i++) {
-        if (v[i].line)
-            continue;
-        if (mtx_srv_job_canceled(j)) {
-            st = mt_fail(err, MT_ECANCELED,
-                         "cancelled after %zu of %zu notes; POST "
-                         "/v1/runs/%lld/resume continues",
-                         p->done, p->total, (long long)a->run);
-            break;
-        }
-        v[i].line = check_note(a, agent, &cp, &v[i], tf);
-        if (v[i].line)
-            st = mtx_journal_append(jr, v[i].id, v[i].line, NULL, err);
-        p->done += v[i].line != NULL;
-        p->failed += v[i].line == NULL;
-        emit_progress(j, p, v[i].id);
-    }
-    if (tf)
-        fclose(tf);
+    mtx_srv_checker_put(a->s, agent);
+    if (st == MT_ECANCELED)
+        st = mt_fail(err, MT_ECANCELED,
+                     "cancelled after %zu of %zu notes; POST "
+                     "/v1/runs/%lld/resume continues",
+                     p->done, p->total, (long long)a->run);
+    mt_free(jp);
     mt_free(tp);
     return st;
 }
@@ -396,16 +284,18 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
  * notes (and the report of those is on disk when any was scored); a
  * resume checks only the failed ones again. */
 static enum mt_status fail_notes(const struct progress *p,
-                                 const struct mtx_note *v, json_t **result,
+                                 const struct mt_batch *b, json_t **result,
                                  struct mt_error *err)
 {
+    struct mt_batch_note x;
     char ids[320] = "";
     size_t i, k = 0, at = 0;
 
     for (i = 0; i < p->total && at + 1 < sizeof ids; i++)
-        if (!v[i].line && k++ < 8)
+        if (mt_batch_note_get(b, i, &x) == MT_OK && (x.failed || !x.line) &&
+            k++ < 8)
             at += (size_t)snprintf(ids + at, sizeof ids - at, "%s%.60s",
-                                   k > 1 ? ", " : "", v[i].id);
+                                   k > 1 ? ", " : "", x.id);
     json_decref(*result);
     *result = NULL;
     return mt_fail(err, MT_EMODEL,
@@ -415,52 +305,59 @@ static enum mt_status fail_notes(const struct progress *p,
                    p->failed, p->total, ids, k > 8 ? ", ..." : "");
 }
 
-static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
-                               struct mt_error *err)
+/* The batch's result: the score when the CSV is labeled, and "batch". */
+static enum mt_status batch_result(const struct batch_arg *a,
+                                   const struct progress *p, const char *csv,
+                                   size_t len, const char *sub,
+                                   json_t **result, struct mt_error *err)
 {
-    struct batch_arg *a = arg;
-    struct progress p = {0, 0, 0, 0, mtx_srv_now()};
-    struct mtx_note *v = NULL;
-    struct mtx_journal *jr = NULL;
-    char *csv = NULL, *sub = NULL;
-    size_t len = 0;
-    int labeled;
-    enum mt_status st = read_file(a, "data.csv", &csv, &len, err);
+    int labeled = csv_labeled(csv, len);
+    enum mt_status st = MT_OK;
 
-    if (st == MT_OK)
-        st = load_notes(csv, len, SRV_BATCH_NOTES_MAX, &v, &p.total, err);
-    if (st == MT_OK)
-        st = journal_start(a, v, p.total, &p.resumed, &jr, err);
-    if (st == MT_OK) {
-        p.done = p.resumed;
-        emit_progress(j, &p, NULL);
-        st = check_all(j, a, v, &p, jr, err);
-    }
-    mtx_journal_close(jr);
-    /* Scored when any note has an answer (failed notes are left out). */
-    if (st == MT_OK && p.failed == p.total && p.total)
-        st = fail_notes(&p, v, result, err);
-    sub = st == MT_OK ? submission(v, p.total) : NULL;
-    if (st == MT_OK && !sub)
-        st = mt_fail(err, MT_ENOMEM, "out of memory");
-    if (st == MT_OK)
-        st = write_file(a, "submission.txt", sub, strlen(sub), err);
-    labeled = st == MT_OK && csv_labeled(csv, len);
     if (labeled)
         st = score(a, csv, sub, result, err);
-    else if (st == MT_OK &&
-             !(*result = json_pack("{s:s,s:b}", "run", a->name, "labeled", 0)))
+    else if (!(*result = json_pack("{s:s,s:b}", "run", a->name, "labeled", 0)))
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
         json_object_set_new(
             *result, "batch",
             json_pack("{s:s,s:I,s:I,s:I,s:b}", "strategy",
-                      mt_strategy_str(a->strat), "notes", (json_int_t)p.total,
-                      "failed", (json_int_t)p.failed, "resumed",
-                      (json_int_t)p.resumed, "labeled", labeled));
+                      mt_strategy_str(a->strat), "notes", (json_int_t)p->total,
+                      "failed", (json_int_t)p->failed, "resumed",
+                      (json_int_t)p->resumed, "labeled", labeled));
+    return st;
+}
+
+static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
+                               struct mt_error *err)
+{
+    struct batch_arg *a = arg;
+    struct progress p;
+    struct mt_batch *b = NULL;
+    char *csv = NULL, *sub = NULL;
+    size_t len = 0;
+    enum mt_status st = read_file(a, "data.csv", &csv, &len, err);
+
+    memset(&p, 0, sizeof p);
+    p.t0 = mtx_srv_now();
+    if (st == MT_OK)
+        st = mt_batch_open_csv_text("data", csv, len, SRV_BATCH_NOTES_MAX, &b,
+                                    err);
+    p.total = b ? mt_batch_count(b) : 0;
+    if (st == MT_OK)
+        st = check_all(j, a, b, &p, err);
+    /* Scored when any note has an answer (failed notes are left out). */
+    if (st == MT_OK && p.failed == p.total && p.total)
+        st = fail_notes(&p, b, result, err);
+    if (st == MT_OK)
+        st = mt_batch_submission(b, 0, &sub, err);
+    if (st == MT_OK)
+        st = write_file(a, "submission.txt", sub, strlen(sub), err);
+    if (st == MT_OK)
+        st = batch_result(a, &p, csv, len, sub, result, err);
     if (st == MT_OK && p.failed)
-        st = fail_notes(&p, v, result, err);
-    mtx_notes_free(v, p.total);
+        st = fail_notes(&p, b, result, err);
+    mt_batch_free(b);
     mt_free(csv);
     mt_free(sub);
     return st;
@@ -560,15 +457,14 @@ static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
 static enum mt_status check_csv(const char *csv, struct mt_error *err)
 {
     struct mt_eval_ref *ref = NULL;
-    struct mtx_note *v = NULL;
-    size_t n = 0;
-    enum mt_status st =
-        load_notes(csv, strlen(csv), SRV_BATCH_NOTES_MAX, &v, &n, err);
+    struct mt_batch *b = NULL;
+    enum mt_status st = mt_batch_open_csv_text("data", csv, strlen(csv),
+                                               SRV_BATCH_NOTES_MAX, &b, err);
 
     if (st == MT_OK && csv_labeled(csv, strlen(csv)))
         st = mt_eval_ref_load_mem("data", csv, strlen(csv), &ref, err);
     mt_eval_ref_free(ref);
-    mtx_notes_free(v, n);
+    mt_batch_free(b);
     return st;
 }
 

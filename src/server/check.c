@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/checkers.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/qa.h"
@@ -48,7 +49,8 @@ json_t *mtx_srv_check_fields_json(void)
 }
 
 struct check_arg {
-    struct mt_agent *agent; /* the server's, lives until mtx_srv_fini */
+    struct mt_server *s;
+    struct mt_agent *agent; /* the server's model's, held until arg_free */
     struct mt_agent_check_params cp; /* this job's settings */
     struct mt_agent_params set;      /* mt_agent_param_table's request
                                         members (the rest unused) */
@@ -168,23 +170,45 @@ static enum mt_status need_index(struct mt_server *s, enum mt_strategy st,
                    mt_strategy_str(st));
 }
 
+/* The cache's open function: key is the model's index + 1, arg the
+ * strategy asked for first. */
+static enum mt_status checker_open(void *user, const char *key, void *arg,
+                                   struct mt_agent **out, struct mt_error *err)
+{
+    return agent_open(user, *(const enum mt_strategy *)arg, atoi(key) - 1,
+                      out, err);
+}
+
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
                                int model, struct mt_agent **out,
                                struct mt_error *err)
 {
-    struct mt_agent **shared = &s->agents[model + 1];
+    char key[16];
     enum mt_status rc = need_index(s, st, err);
 
+    *out = NULL;
     if (rc != MT_OK)
         return rc;
     pthread_mutex_lock(&s->agent_mu);
-    if (!*shared)
-        rc = agent_open(s, st, model, shared, err);
-    *out = *shared;
+    if (!s->checkers) /* one checker a model: nothing is ever evicted */
+        rc = mtx_checkers_new(1 + SRV_MODELS_MAX, checker_open, s,
+                              &s->checkers, err);
     pthread_mutex_unlock(&s->agent_mu);
+    snprintf(key, sizeof key, "%d", model + 1);
+    if (rc == MT_OK)
+        rc = mtx_checkers_get(s->checkers, key, &st, out, err);
     if (rc == MT_OK)
         rc = mt_agent_prepare(*out, st, err);
+    if (rc != MT_OK) {
+        mtx_checkers_put(s->checkers, *out);
+        *out = NULL;
+    }
     return rc;
+}
+
+void mtx_srv_checker_put(struct mt_server *s, struct mt_agent *a)
+{
+    mtx_checkers_put(s->checkers, a);
 }
 
 void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
@@ -213,12 +237,8 @@ void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
 
 void mtx_srv_agents_close(struct mt_server *s)
 {
-    size_t m;
-
-    for (m = 0; m < 1 + SRV_MODELS_MAX; m++) {
-        mt_agent_close(s->agents[m]);
-        s->agents[m] = NULL;
-    }
+    mtx_checkers_free(s->checkers);
+    s->checkers = NULL;
 }
 
 /* ==== The job ==== */
@@ -229,6 +249,8 @@ static void arg_free(void *p)
 
     if (!a)
         return;
+    if (a->agent)
+        mtx_srv_checker_put(a->s, a->agent);
     mt_free(a->note);
     mt_free(a->sentences);
     while (a->n_sources > 0)
@@ -399,6 +421,7 @@ static struct check_arg *read_body(struct mt_server *s,
                       mt_strategy_list(names, sizeof names));
     else if (mtx_srv_check_settings(o, &set, rs) == 0 &&
              (a = mt_calloc(1, sizeof *a)) != NULL) {
+        a->s = s;
         a->set = set;
         a->len = strlen(note);
         a->note = mt_strdup(note);

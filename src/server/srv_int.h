@@ -222,11 +222,12 @@ struct mt_server {
     int jobs_cancel; /* running jobs should give up */
     size_t mirrors;  /* mirror threads running (jobs.c) */
     struct srv_queue *queue; /* with a shared state (shared_jobs.c) */
-    /* note checkers, one per model (agents[0]: --llm, agents[1 + i]:
-     * --llm-choice i), opened on first use (check.c); every strategy and
-     * setting runs on it through mt_agent_check_with */
+    /* note checkers, one per model (--llm, or --llm-choice i), in the
+     * batch layer's checker cache (batch/checkers.h), made on first use
+     * under agent_mu (check.c); every strategy and setting runs on a
+     * model's checker through mt_agent_check_with */
     pthread_mutex_t agent_mu;
-    struct mt_agent *agents[1 + SRV_MODELS_MAX];
+    struct mtx_checkers *checkers;
     char *llm_spec;
     /* the question answerer, opened on first use (ask.c), and one per
      * chosen model (models.c) */
@@ -510,12 +511,15 @@ int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
 int mtx_srv_check_models(struct mt_server *s, enum mt_strategy st, int model,
                          struct srv_resp *rs);
 /* The checker of model 'model' (-1: --llm, or an --llm-choice index),
- * opened on first use and shared by every check and batch of that model;
+ * opened on first use and shared by every check and batch of that model
+ * (held until mtx_srv_checker_put);
  * strategy st's parts are opened now (mt_agent_prepare), so a bad role
  * spec, or react-reflex without an index, fails here. */
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
                                int model, struct mt_agent **out,
                                struct mt_error *err);
+/* Gives back a checker mtx_srv_checker gave (NULL is allowed). */
+void mtx_srv_checker_put(struct mt_server *s, struct mt_agent *a);
 /* One job's settings on checker 'a': strategy st, the request members of
  * mt_agent_param_table in 'set' (NULL: the defaults), search mode 'mode'
  * (mt_agent_params.search_mode); no callbacks. */
