@@ -2,7 +2,8 @@
 
 The same engine as the ``medtrust`` command: corpus stores and hybrid
 search (``Store``), sentence vectors (``embed``), clinical-note checking
-(``Checker``), verified question answering (``ask``) and the MEDIQA-CORR
+(``Checker``; batches of notes, journaled and resumable:
+``Checker.run_batch``), verified question answering (``ask``) and the MEDIQA-CORR
 scorer (``score``). Failures raise ``medtrust.Error`` subclasses named
 after the C status (``InvalidArgumentError``, ``ModelError``, ...) with the
 library's message. Long calls release the GIL, and Ctrl-C stops them
@@ -23,6 +24,7 @@ from .errors import (
     InvalidArgumentError, LimitError, ModelError, NotFoundError,
     OutOfMemoryError, ParseError, UnsupportedError, WriteError,
 )
+from .batch import BatchNote, BatchResult
 from .check import CheckResult, Checker, settings_help
 from .frames import read_notes, to_pandas
 from .qa import Answer, Answerer, ask, verify
@@ -51,7 +53,7 @@ def library_path() -> str:
 
 
 __all__ = [
-    "Answer", "Answerer", "CheckResult", "Checker", "Score", "ask", "score",
+    "Answer", "Answerer", "BatchNote", "BatchResult", "CheckResult", "Checker", "Score", "ask", "score",
     "read_notes", "settings_help", "to_pandas", "verify",
     "AddResult", "CanceledError", "DatabaseError", "Error", "Hit",
     "IndexResult", "InputOutputError", "InternalError",

@@ -601,6 +601,46 @@ class VerifyParams(Structure):
     ]
 
 
+class BatchProgress(Structure):
+    _fields_ = [
+        ("total", c_size_t),
+        ("resumed", c_size_t),
+        ("checked", c_size_t),
+        ("failed", c_size_t),
+        ("fallback", c_size_t),
+        ("usage", CheckUsage),
+    ]
+
+
+class BatchNote(Structure):
+    _fields_ = [
+        ("id", c_char_p),
+        ("line", c_char_p),
+        ("error", c_char_p),
+        ("failed", c_int),
+        ("fallback", c_int),
+        ("resumed", c_int),
+    ]
+
+
+BATCH_PROGRESS_FN = CFUNCTYPE(None, c_void_p, POINTER(BatchProgress),
+                              POINTER(BatchNote))
+
+
+class BatchParams(Structure):
+    _fields_ = [
+        ("jobs", c_uint32),
+        ("resume", c_int),
+        ("journal_failed", c_int),
+        ("journal_path", c_char_p),
+        ("trace_path", c_char_p),
+        ("check", POINTER(AgentCheckParams)),
+        ("on_progress", BATCH_PROGRESS_FN),
+        ("cancelled", CANCEL0_FN),
+        ("user", c_void_p),
+    ]
+
+
 #: Every mirrored struct by its C name: checked against the library's
 #: mt_struct_size at load, and field by field by tests/test_abi.py.
 MORE_STRUCTS = {
@@ -615,6 +655,9 @@ MORE_STRUCTS = {
     "mt_qa_params": QaParams,
     "mt_qa_ask_params": QaAskParams,
     "mt_verify_params": VerifyParams,
+    "mt_batch_progress": BatchProgress,
+    "mt_batch_note": BatchNote,
+    "mt_batch_params": BatchParams,
 }
 STRUCTS: "dict[str, Any]" = {
     "mt_error": Error_, "mt_str": Str, "mt_store_params": StoreParams,
@@ -737,13 +780,29 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
     "mt_eval_result_json": (
         c_int, [c_void_p, c_void_p, c_char_p, POINTER(c_void_p), _E]),
     "mt_eval_result_free": (None, [c_void_p]),
+    "mt_batch_default_params": (None, [POINTER(BatchParams)]),
+    "mt_batch_open_csv": (c_int, [c_char_p, c_size_t, POINTER(_P), _E]),
+    "mt_batch_open_csv_text": (
+        c_int, [c_char_p, c_char_p, c_size_t, c_size_t, POINTER(_P), _E]),
+    "mt_batch_run": (c_int, [_P, _P, POINTER(BatchParams), _E]),
+    "mt_batch_progress_get": (None, [_P, POINTER(BatchProgress)]),
+    "mt_batch_count": (c_size_t, [_P]),
+    "mt_batch_note_get": (c_int, [_P, c_size_t, POINTER(BatchNote)]),
+    "mt_batch_submission": (c_int, [_P, c_int, POINTER(c_void_p), _E]),
+    "mt_batch_write_submission": (c_int, [_P, c_char_p, c_int, _E]),
+    "mt_batch_free": (None, [_P]),
 }
 
 # Names whose absence is tolerated (a library built before they landed);
 # the calls that need them say so.
 _OPTIONAL: "set[str]" = {"mt_struct_size", "mt_agent_check_default_params",
                           "mt_agent_check_with", "mt_verify_default_params", "mt_verify_text",
-                          "mt_verify_result_json", "mt_verify_result_free"}
+                          "mt_verify_result_json", "mt_verify_result_free",
+                          "mt_batch_default_params", "mt_batch_open_csv",
+                          "mt_batch_open_csv_text", "mt_batch_run",
+                          "mt_batch_progress_get", "mt_batch_count",
+                          "mt_batch_note_get", "mt_batch_submission",
+                          "mt_batch_write_submission", "mt_batch_free"}
 
 
 class _Lib:

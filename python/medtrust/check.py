@@ -11,7 +11,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from typing import (
-    Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
     Sequence, Union,
 )
 
@@ -19,6 +19,9 @@ from . import _lib
 from ._lib import b
 from ._util import Busy, Cancel, check
 from .errors import Error, InvalidArgumentError, ModelError, UnsupportedError
+
+if TYPE_CHECKING:
+    from .batch import BatchResult
 
 SEARCH_MODES = {"auto": -1, "bm25": 0, "dense": 1, "hybrid": 2}
 NoteArg = Union[str, Mapping[str, Any]]
@@ -453,6 +456,46 @@ class Checker:
             self._cancelled.difference_update(ids)
             if bar is not None:
                 bar.close()
+
+    def run_batch(self, data: Union[str, "os.PathLike[str]"],
+                  out: Optional[Union[str, "os.PathLike[str]"]] = None, *,
+                  journal: Optional[Union[str, "os.PathLike[str]"]] = None,
+                  trace: Optional[Union[str, "os.PathLike[str]"]] = None,
+                  jobs: int = 4, resume: bool = False, limit: int = 0,
+                  with_failed: bool = False,
+                  on_progress: Optional[Callable[[Dict[str, int],
+                                                  Optional[str]], None]] = None
+                  ) -> "BatchResult":
+        """Checks the notes of a MEDEC-format CSV (Text ID, Text and, when
+        present, Sentences) on the library's note runner, as ``medtrust
+        mediqa --data DATA --out OUT`` does: ``jobs`` notes at once, each
+        finished note journaled (``journal``, by default OUT.journal; none
+        without ``out``) so a run with ``resume=True`` keeps the finished
+        notes and checks only the rest; ``trace`` gets one JSON line per
+        note; ``out`` the submission, written atomically (a failed note's
+        fallback line only with ``with_failed``). ``limit`` reads only the
+        first notes. ``on_progress(counts, note_id)`` is called once at
+        the start (note_id None) and after each note, from the checking
+        threads. A note whose check failed is reported in the result
+        (``failed``), not raised. Ctrl-C stops the run (KeyboardInterrupt):
+        no new note starts, the notes in flight stop before their next
+        model call, the journal keeps what is done."""
+        from .batch import BatchResult, run_batch  # noqa: F401
+        if jobs < 1 or jobs > 512:
+            raise InvalidArgumentError(f"jobs is {jobs}: give 1..512")
+        tag = f"batch-{next(self._ids)}"
+
+        def stop() -> bool:  # Ctrl-C (_interruptible) or close()
+            return tag in self._cancelled or "*" in self._cancelled
+
+        def go() -> BatchResult:
+            with self._busy:
+                return run_batch(self._h or 0, data, out=out,
+                                 journal=journal, trace=trace, jobs=jobs,
+                                 resume=resume, limit=limit,
+                                 with_failed=with_failed,
+                                 on_progress=on_progress, stop=stop)
+        return self._interruptible(go, ["*", tag])
 
     def _wait(self, f: "cf.Future[CheckResult]", ids: List[str]) -> CheckResult:
         while True:

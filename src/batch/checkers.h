@@ -15,8 +15,7 @@ struct mtx_checkers;
 
 /* Opens the checker of 'key'; 'arg' is mtx_checkers_get's. */
 typedef enum mt_status (*mtx_checkers_open_fn)(void *user, const char *key,
-                                               void *arg,
-                                               struct mt_agent **out,
+                                               void *arg, struct mt_agent **out,
                                                struct mt_error *err);
 
 /* A cache of at most 'max' (>= 1) checkers opened by open(user, ...). */

@@ -17,8 +17,8 @@
 /* Reads the notes of an open CSV called 'name', at most 'limit' (0 =
  * all); a CSV without Text ID or Text is MT_EPARSE naming them. */
 static enum mt_status notes_read(struct mt_csv *c, const char *name,
-                                 size_t limit, struct mtx_note **out,
-                                 size_t *n, struct mt_error *err)
+                                 size_t limit, struct mtx_note **out, size_t *n,
+                                 struct mt_error *err)
 {
     long col[3];
     enum mt_status st = MT_OK;

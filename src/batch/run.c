@@ -353,8 +353,8 @@ static enum mt_status run_open(struct run *r, struct mt_error *err)
 static enum mt_status run_close(struct run *r, enum mt_status st,
                                 struct mt_error *err)
 {
-    int bad = r->trace && (mtx_file_flush_sync(r->trace, 1) != 0 ||
-                           fclose(r->trace) != 0);
+    int bad = r->trace &&
+              (mtx_file_flush_sync(r->trace, 1) != 0 || fclose(r->trace) != 0);
 
     mtx_journal_close(r->journal);
     if (bad && st == MT_OK)

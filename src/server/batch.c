@@ -244,8 +244,8 @@ static enum mt_status check_all(struct srv_job *j, const struct batch_arg *a,
     struct mt_batch_params bp;
     char *jp = file_path(a, "journal.jsonl");
     char *tp = file_path(a, "traces.jsonl");
-    enum mt_status st = jp && tp ? MT_OK
-                                 : mt_fail(err, MT_ENOMEM, "out of memory");
+    enum mt_status st =
+        jp && tp ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
 
     if (st == MT_OK)
         st = mtx_srv_checker(a->s, a->strat, a->model, &agent, err);
@@ -308,8 +308,8 @@ static enum mt_status fail_notes(const struct progress *p,
 /* The batch's result: the score when the CSV is labeled, and "batch". */
 static enum mt_status batch_result(const struct batch_arg *a,
                                    const struct progress *p, const char *csv,
-                                   size_t len, const char *sub,
-                                   json_t **result, struct mt_error *err)
+                                   size_t len, const char *sub, json_t **result,
+                                   struct mt_error *err)
 {
     int labeled = csv_labeled(csv, len);
     enum mt_status st = MT_OK;

@@ -175,8 +175,8 @@ static enum mt_status need_index(struct mt_server *s, enum mt_strategy st,
 static enum mt_status checker_open(void *user, const char *key, void *arg,
                                    struct mt_agent **out, struct mt_error *err)
 {
-    return agent_open(user, *(const enum mt_strategy *)arg, atoi(key) - 1,
-                      out, err);
+    return agent_open(user, *(const enum mt_strategy *)arg, atoi(key) - 1, out,
+                      err);
 }
 
 enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
@@ -191,8 +191,8 @@ enum mt_status mtx_srv_checker(struct mt_server *s, enum mt_strategy st,
         return rc;
     pthread_mutex_lock(&s->agent_mu);
     if (!s->checkers) /* one checker a model: nothing is ever evicted */
-        rc = mtx_checkers_new(1 + SRV_MODELS_MAX, checker_open, s,
-                              &s->checkers, err);
+        rc = mtx_checkers_new(1 + SRV_MODELS_MAX, checker_open, s, &s->checkers,
+                              err);
     pthread_mutex_unlock(&s->agent_mu);
     snprintf(key, sizeof key, "%d", model + 1);
     if (rc == MT_OK)

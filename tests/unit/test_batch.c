@@ -1,6 +1,6 @@
 /* The batch layer (src/batch/): the resumable journal that the CLI's batch
- * verbs and the server's POST /v1/batch share, and the queue workers'
- * heartbeat thread. */
+ * verbs and the server's POST /v1/batch share, the queue workers'
+ * heartbeat thread, and the checker cache. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batch/checkers.h"
 #include "batch/heartbeat.h"
 #include "batch/journal.h"
 #include "medtrust/core.h"
@@ -137,11 +138,80 @@ static void test_heartbeat_beats_until_stopped(void **state)
     mtx_heartbeat_stop(&h); /* twice: a no-op */
 }
 
+/* ==== The checker cache ==== */
+
+struct opens {
+    int n;         /* checkers opened */
+    int fail_next; /* the next open fails */
+    char last[16]; /* the key opened last */
+};
+
+/* Opens a real checker (guards: no corpus; the model is never called). */
+static enum mt_status open_checker(void *user, const char *key, void *arg,
+                                   struct mt_agent **out, struct mt_error *err)
+{
+    struct opens *o = user;
+    struct mt_agent_params p;
+
+    (void)arg;
+    if (o->fail_next) {
+        o->fail_next = 0;
+        return mt_fail(err, MT_EMODEL, "key %s: cannot open", key);
+    }
+    mt_agent_default_params(&p);
+    p.strategy = MT_STRATEGY_GUARDS;
+    p.llm_spec = "openai:http://127.0.0.1:9/v1#none";
+    o->n++;
+    snprintf(o->last, sizeof o->last, "%s", key);
+    return mt_agent_open(&p, out, err);
+}
+
+/* One checker a key, opened once and shared; when full, the least
+ * recently used one no job holds is closed, never one in use; a failed
+ * open keeps nothing. */
+static void test_checker_cache_shares_and_evicts_idle(void **state)
+{
+    struct opens o = {0, 0, ""};
+    struct mtx_checkers *c = NULL;
+    struct mt_agent *a = NULL, *a2 = NULL, *b = NULL, *x = NULL;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    CHECK(mtx_checkers_new(0, open_checker, &o, &c, &err) == MT_EINVAL);
+    CHECK_OK(mtx_checkers_new(2, open_checker, &o, &c, &err));
+    CHECK_OK(mtx_checkers_get(c, "a", NULL, &a, &err));
+    CHECK_OK(mtx_checkers_get(c, "a", NULL, &a2, &err));
+    CHECK(a && a == a2 && o.n == 1);
+    CHECK_OK(mtx_checkers_get(c, "b", NULL, &b, &err));
+    CHECK(b && b != a && o.n == 2 && mtx_checkers_count(c) == 2);
+    /* full, and both held: a third key waits for a job to end */
+    CHECK(mtx_checkers_get(c, "x", NULL, &x, &err) == MT_ELIMIT && !x);
+    CHECK(o.n == 2);
+    mtx_checkers_put(c, b); /* b idle, a still held twice */
+    mtx_checkers_put(c, a);
+    CHECK_OK(mtx_checkers_get(c, "x", NULL, &x, &err));
+    CHECK(o.n == 3 && strcmp(o.last, "x") == 0); /* b was closed */
+    CHECK(mtx_checkers_count(c) == 2);
+    CHECK_OK(mtx_checkers_get(c, "a", NULL, &a2, &err));
+    CHECK(a2 == a && o.n == 3); /* a stayed open */
+    mtx_checkers_put(c, a2);
+    mtx_checkers_put(c, x);
+    o.fail_next = 1;
+    CHECK(mtx_checkers_get(c, "y", NULL, &x, &err) == MT_EMODEL && !x);
+    CHECK(strstr(err.msg, "key y") != NULL);
+    CHECK(mtx_checkers_count(c) == 1); /* x made room, y kept nothing */
+    mtx_checkers_put(c, a);
+    mtx_checkers_put(c, NULL);
+    mtx_checkers_free(c);
+    mtx_checkers_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_resumes_and_cuts_torn_line),
         cmocka_unit_test(test_heartbeat_beats_until_stopped),
+        cmocka_unit_test(test_checker_cache_shares_and_evicts_idle),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

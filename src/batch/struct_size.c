@@ -1,10 +1,11 @@
 /* mt_struct_size: the size of each public struct, so a binding that lays
  * them out itself (python/medtrust/_lib.py, over ctypes) refuses a library
  * whose headers changed under it instead of passing a struct of the wrong
- * shape. It lives in eval, the lowest layer above every header it
+ * shape. It lives in batch, the lowest layer above every header it
  * includes (the layering check of make lint). */
 #include <string.h>
 
+#include "medtrust/batch.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/corpus.h"
@@ -56,6 +57,9 @@ static const struct {
     S(mt_qa_params),
     S(mt_qa_ask_params),
     S(mt_verify_params),
+    S(mt_batch_progress),
+    S(mt_batch_note),
+    S(mt_batch_params),
 };
 
 size_t mt_struct_size(const char *name)
