@@ -115,7 +115,7 @@ enum mt_status mtx_checkers_get(struct mtx_checkers *c, const char *key,
     *out = NULL;
     pthread_mutex_lock(&c->mu);
     st = find(c, key, arg, &e, err);
-    if (st == MT_OK) {
+    if (st == MT_OK && e) {
         e->users++;
         *out = e->agent;
     }
