@@ -89,9 +89,16 @@ struct mt_verify_params {
 };
 
 /* Fills 'vp' with the answerer's settings (filters, weights, search
- * mode), k = 5 and the defaults above. */
+ * mode), k = 5 and the defaults above; q NULL: mt_qa_default_params'
+ * settings. */
 void mt_verify_default_params(const struct mt_qa *q,
                               struct mt_verify_params *vp);
+
+/* The settings table of struct mt_verify_params (medtrust/params.h): each
+ * numeric knob's CLI option (`verify`), POST /v1/verify member, bounds
+ * (and the server's lower caps) and help; GET /v1/limits lists it.
+ * Immutable; safe from any thread. */
+extern const struct mt_param_table mt_verify_param_table;
 
 /* One document's verdict on a claim. */
 struct mt_verify_evidence {

@@ -16,26 +16,26 @@
 #include "medtrust/core.h"
 #include "medtrust/verify.h"
 
+/* The most bytes read as one text: --max-text's highest value
+ * (mt_verify_param_table). */
 #define TEXT_READ_MAX ((size_t)16 << 20)
+#define VERIFY_T (&mt_verify_param_table)
 
 static const struct cli_opt verify_opts[] = {
-    QA_OPTS,
+    QA_OPTS_K(CLI_PARAM_KEY("top-k", 'k', VERIFY_T)),
     {"json", 'j', NULL, "print the result as one JSON object", 0},
     {"decompose", 0, NULL,
      "the LLM splits each claim sentence into atomic claims (FActScore; "
      "needs --llm)",
      0},
-    {"support-min", 0, "X",
-     "a SUPPORT judgement counts from this score, 0..1 (default 0.5)", 0},
-    {"contradict-min", 0, "X",
-     "a CONTRADICT judgement counts from this score, 0..1 (default 0.5)", 0},
-    {"min-words", 0, "N",
-     "shorter sentences are NOT_A_CLAIM, 1..100 (default 4)", 0},
+    CLI_PARAM("support-min", VERIFY_T),
+    CLI_PARAM("contradict-min", VERIFY_T),
+    CLI_PARAM("min-words", VERIFY_T),
     {"cited-only", 0, NULL,
      "judge a cited claim against its cited documents only (default: "
      "also search when they do not decide it)",
      0},
-    {"max-text", 0, "N", "longest text in bytes (default 1048576)", 0},
+    CLI_PARAM("max-text", VERIFY_T),
     {"batch", 'b', "FILE",
      "JSONL of {\"id\",\"text\"}: verify each (needs --out)", 0},
     {"out", 'o', "FILE", "batch results, one JSON line per text in input order",
@@ -52,21 +52,9 @@ static const struct cli_opt verify_opts[] = {
 static int read_params(const struct cli_args *a, const struct mt_qa *q,
                        struct mt_verify_params *vp)
 {
-    double sm = 0.5, cm = 0.5;
-    unsigned long k = 5, mw = 4, mx = (size_t)1 << 20;
-
     mt_verify_default_params(q, vp);
-    if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0 ||
-        cli_get_uint(a, "min-words", 1, 100, &mw) < 0 ||
-        cli_get_uint(a, "max-text", 1, TEXT_READ_MAX, &mx) < 0 ||
-        cli_get_double(a, "support-min", 0, 1, &sm) < 0 ||
-        cli_get_double(a, "contradict-min", 0, 1, &cm) < 0)
+    if (cli_params_read(a, &mt_verify_param_table, vp) < 0)
         return -1;
-    vp->k = (uint32_t)k;
-    vp->min_words = (uint32_t)mw;
-    vp->max_text_bytes = mx;
-    vp->support_min = (float)sm;
-    vp->contradict_min = (float)cm;
     vp->decompose = cli_get(a, "decompose") != NULL;
     vp->search_cited = cli_get(a, "cited-only") == NULL;
     return 0;

@@ -10,8 +10,11 @@
 
 #define QA_T (&mt_qa_param_table)
 
-/* The numeric rows are generated from mt_qa_param_table. */
-#define QA_OPTS                                                                \
+/* The numeric rows are generated from mt_qa_param_table, but K_ROW, the
+ * -k row: ask's and qa-eval's from mt_qa_param_table too (QA_OPTS),
+ * verify's from mt_verify_param_table. */
+#define QA_OPTS QA_OPTS_K(CLI_PARAM_KEY("top-k", 'k', QA_T))
+#define QA_OPTS_K(K_ROW)                                                       \
     {"db", 'd', "DIR", "corpus store to search (required to answer)", 0},      \
         {"llm", 'l', "SPEC",                                                   \
          "answer model: openai:URL#MODEL or gguf:PATH "                        \
@@ -34,15 +37,15 @@
          "cross-encoder: retrieve --rerank "                                   \
          "documents, keep -k",                                                 \
          0},                                                                   \
-        CLI_PARAM("rerank", QA_T), CLI_PARAM_KEY("top-k", 'k', QA_T),          \
-        CLI_PARAM("w-lex", QA_T), CLI_PARAM("w-sem", QA_T),                    \
+        CLI_PARAM("rerank", QA_T), K_ROW, CLI_PARAM("w-lex", QA_T),            \
+        CLI_PARAM("w-sem", QA_T),                                              \
         {"attribution", 0, "RULE",                                             \
          "an uncited sentence between two claims joins the one whose "         \
          "cited abstracts hold the closest sentence (sentence, default: "      \
          "VerifAI's blog) or whose cited document is closest whole "           \
          "(document: VerifAI's published code)",                               \
          0},                                                                   \
-        CLI_VERIFAI_LEX_OPTS(QA_T),                                               \
+        CLI_VERIFAI_LEX_OPTS(QA_T),                                            \
         {"source", 's', "NAME", "only documents of this source", 0},           \
         CLI_PARAM("year-from", QA_T), CLI_PARAM("year-to", QA_T),              \
         CLI_META_FILTER_OPTS,                                                  \

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "medtrust/qa.h"
+#include "medtrust/verify.h"
 
 #define P(member) offsetof(struct mt_qa_params, member)
 
@@ -46,3 +47,35 @@ static void defaults(void *p)
 const struct mt_param_table mt_qa_param_table = {
     "mt_qa_params", qa_params, sizeof qa_params / sizeof qa_params[0],
     sizeof(struct mt_qa_params), defaults};
+
+/* The verifier's settings table (mt_verify_param_table): struct
+ * mt_verify_params' numeric knobs with their `verify` options and POST
+ * /v1/verify members; the defaults are mt_verify_default_params'. The
+ * search weights, years and filters of a verification are the
+ * answerer's (mt_qa_param_table). The server searches at most 100
+ * documents per claim (each one a verifier call on a shared worker). */
+#undef P
+#define P(member) offsetof(struct mt_verify_params, member)
+
+static const struct mt_param verify_params[] = {
+    {"top-k", "k", P(k), MT_PARAM_U32, 1, 1000, 100, "N",
+     "documents searched per claim", NULL},
+    {"support-min", "support_min", P(support_min), MT_PARAM_F32, 0, 1, 0, "X",
+     "a SUPPORT judgement counts from this score", NULL},
+    {"contradict-min", "contradict_min", P(contradict_min), MT_PARAM_F32, 0, 1,
+     0, "X", "a CONTRADICT judgement counts from this score", NULL},
+    {"min-words", NULL, P(min_words), MT_PARAM_U32, 1, 100, 0, "N",
+     "shorter sentences are NOT_A_CLAIM", NULL},
+    {"max-text", NULL, P(max_text_bytes), MT_PARAM_SIZE, 1, 16 << 20, 0, "N",
+     "longest text in bytes", NULL},
+};
+
+static void verify_defaults(void *p)
+{
+    mt_verify_default_params(NULL, p);
+}
+
+const struct mt_param_table mt_verify_param_table = {
+    "mt_verify_params", verify_params,
+    sizeof verify_params / sizeof verify_params[0],
+    sizeof(struct mt_verify_params), verify_defaults};

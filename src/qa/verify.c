@@ -42,20 +42,30 @@ struct vrun {
     int whole;     /* the text is one claim (mt_verify_claim) */
 };
 
+/* The answerer's search settings a verification starts from. */
+static void search_of(const struct mt_qa_params *p, struct mt_verify_params *vp)
+{
+    vp->w_lex = p->w_lex;
+    vp->w_sem = p->w_sem;
+    vp->source = p->source;
+    vp->year_from = p->year_from;
+    vp->year_to = p->year_to;
+    vp->author = p->author;
+    vp->journal = p->journal;
+    vp->pub_type = p->pub_type;
+    vp->search_mode = p->search_mode;
+}
+
 void mt_verify_default_params(const struct mt_qa *q,
                               struct mt_verify_params *vp)
 {
+    struct mt_qa_params d;
+
     memset(vp, 0, sizeof *vp);
+    if (!q)
+        mt_qa_default_params(&d);
+    search_of(q ? &q->p : &d, vp);
     vp->k = 5;
-    vp->w_lex = q->p.w_lex;
-    vp->w_sem = q->p.w_sem;
-    vp->source = q->p.source;
-    vp->year_from = q->p.year_from;
-    vp->year_to = q->p.year_to;
-    vp->author = q->p.author;
-    vp->journal = q->p.journal;
-    vp->pub_type = q->p.pub_type;
-    vp->search_mode = q->p.search_mode;
     vp->support_min = 0.5f;
     vp->contradict_min = 0.5f;
     vp->min_words = 4;

@@ -558,8 +558,6 @@ int mtx_srv_judge_is_llm(const struct mt_server *s);
 int mtx_srv_verify_ready(const struct mt_server *s);
 
 /* The bounded members of POST /v1/verify (verify.c). */
-extern const struct srv_field mtx_srv_verify_fields[];
-extern const size_t mtx_srv_verify_nfields;
 
 /* The model spec of role 'role' ("react", "guard", ...): its
  * MEDTRUST_LLM_<ROLE>, else --llm, else MEDTRUST_LLM; NULL when none. */

@@ -7,6 +7,7 @@
 
 #include "medtrust/core.h"
 #include "medtrust/qa.h"
+#include "medtrust/verify.h"
 #include "server/srv_int.h"
 
 /* GET /v1/session: {"authenticated":false}, or GET /v1/me's object with
@@ -86,11 +87,11 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         "s:{s:o,s:I,s:I,s:o,s:o},s:{s:I,s:I}}",
         "body_bytes", (json_int_t)s->p.max_body, "jobs", jobs_json(s), "models",
         mtx_srv_models_json(s), "search", "fields",
-        mtx_srv_params_json(&mt_search_param_table),
-        "query_bytes", (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense",
-        "hybrid", "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1),
-        "default_mode", mt_search_mode_str(mtx_srv_best_mode(s)), "ask",
-        "fields", mtx_srv_params_json(&mt_qa_param_table), "question_bytes",
+        mtx_srv_params_json(&mt_search_param_table), "query_bytes",
+        (json_int_t)SRV_QUERY_MAX, "modes", "bm25", "dense", "hybrid",
+        "filter_bytes", (json_int_t)(SRV_FILTER_MAX - 1), "default_mode",
+        mt_search_mode_str(mtx_srv_best_mode(s)), "ask", "fields",
+        mtx_srv_params_json(&mt_qa_param_table), "question_bytes",
         (json_int_t)SRV_QUESTION_MAX, "source_bytes",
         (json_int_t)(SRV_SOURCE_MAX - 1), "filter_bytes",
         (json_int_t)(SRV_FILTER_MAX - 1), "modes", mtx_srv_modes_json(s),
@@ -105,8 +106,7 @@ json_t *mtx_srv_limits_json(struct mt_server *s)
         json_object_set_new(
             o, "verify",
             json_pack("{s:o,s:I}", "fields",
-                      mtx_srv_fields_json(mtx_srv_verify_fields,
-                                          mtx_srv_verify_nfields),
-                      "text_bytes", (json_int_t)SRV_TEXT_MAX));
+                      mtx_srv_params_json(&mt_verify_param_table), "text_bytes",
+                      (json_int_t)SRV_TEXT_MAX));
     return o;
 }

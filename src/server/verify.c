@@ -145,27 +145,21 @@ static enum mt_status verify_fn(struct srv_job *j, void *arg, json_t **result,
 
 /* ==== The route ==== */
 
-/* The bounded members of POST /v1/verify (docs/verify.md); "k" is the
- * documents searched per claim. */
+/* The text of POST /v1/verify (docs/verify.md); its bounded members are
+ * mt_verify_param_table's that have a request field ("k", the documents
+ * searched per claim, and the thresholds). */
 const struct srv_text mtx_srv_verify_text = {
     "text", 1, 1, SRV_TEXT_MAX, 1, "the text to verify"};
-const struct srv_field mtx_srv_verify_fields[] = {
-    {"k", 1, 100, 5, 1, "documents searched per claim"},
-    {"support_min", 0, 1, 0.5, 0, "score from which a SUPPORT counts"},
-    {"contradict_min", 0, 1, 0.5, 0, "score from which a CONTRADICT counts"},
-};
-const size_t mtx_srv_verify_nfields =
-    sizeof mtx_srv_verify_fields / sizeof mtx_srv_verify_fields[0];
 
 /* "k", the weights and years (as /v1/ask's), "source", the thresholds. */
 static int read_settings(json_t *o, struct verify_arg *a, struct srv_resp *rs)
 {
     json_t *src = json_object_get(o, "source");
-    double k, w[4];
+    struct mt_verify_params vp;
+    double w[4];
 
-    if (mtx_srv_field(o, &mtx_srv_verify_fields[0], &k, rs) ||
-        mtx_srv_field(o, &mtx_srv_verify_fields[1], &a->support_min, rs) ||
-        mtx_srv_field(o, &mtx_srv_verify_fields[2], &a->contradict_min, rs) ||
+    mt_verify_default_params(NULL, &vp);
+    if (mtx_srv_params_read(o, &mt_verify_param_table, &vp, rs) ||
         mtx_srv_weights_years(o, w, rs))
         return -1;
     if (src && !json_is_null(src) &&
@@ -175,7 +169,9 @@ static int read_settings(json_t *o, struct verify_arg *a, struct srv_resp *rs)
                       SRV_SOURCE_MAX - 1);
         return -1;
     }
-    a->key.k = (uint32_t)k;
+    a->key.k = vp.k;
+    a->support_min = vp.support_min;
+    a->contradict_min = vp.contradict_min;
     a->key.w_lex = (float)w[0];
     a->key.w_sem = (float)w[1];
     a->key.year_from = (int32_t)w[2];

@@ -8,7 +8,7 @@
 # bounds are then exercised: a value one past the server's cap is 400 on
 # the server, and one past the CLI's is refused by the CLI, naming both.
 . "$(dirname "$0")/lib.sh"
-need_verb serve check mediqa ask qa-eval search
+need_verb serve check mediqa ask qa-eval search verify
 unset MEDTRUST_LLM
 trap 'kill "$SPID" 2>/dev/null; rm -rf "$TMP"' EXIT
 
@@ -29,7 +29,7 @@ curl -s -c "$TMP/jar" "$U/v1/login" -H "Content-Type: application/json" \
     -d '{"username":"alice","password":"alice-password"}' >"$TMP/login"
 CSRF=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["csrf_token"])' "$TMP/login")
 curl -s -b "$TMP/jar" "$U/v1/limits" >"$TMP/limits.json"
-for v in check mediqa ask qa-eval search; do "$MT" "$v" --help >"$TMP/$v.help"; done
+for v in check mediqa ask qa-eval search verify; do "$MT" "$v" --help >"$TMP/$v.help"; done
 
 # compare SECTION HELP...: each field of /v1/limits' SECTION.fields that
 # names a CLI option against that option's line in each --help.
@@ -76,6 +76,17 @@ if compare search "$TMP/search.help" >"$TMP/cmp" 2>&1 &&
     [ "$(cat "$TMP/cmp")" -ge 4 ]; then
     ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared search settings"
 else not_ok "/v1/limits vs search --help" "$(tail -5 "$TMP/cmp")"; fi
+
+if compare verify "$TMP/verify.help" >"$TMP/cmp" 2>&1 &&
+    [ "$(cat "$TMP/cmp")" -ge 3 ]; then
+    ok "/v1/limits and the CLI's --help agree on all $(cat "$TMP/cmp") shared verify settings"
+else not_ok "/v1/limits vs verify --help" "$(tail -5 "$TMP/cmp")"; fi
+# verify's -k is its own (documents searched per claim), not ask's
+if grep -q -- "--top-k N .*documents searched per claim, 1\.\.1000 (default 5; serve: at most 100)" "$TMP/verify.help" &&
+    ! "$MT" verify --db "$TMP/db" --llm openai:http://127.0.0.1:9#m --top-k 1001 aspirin >/dev/null 2>"$TMP/err" &&
+    grep -q -- "--top-k must be an integer in 1\.\.1000" "$TMP/err"; then
+    ok "verify --top-k is verify's setting, bounded as its help says"
+else not_ok "verify --top-k" "$(grep -- --top-k "$TMP/verify.help")" "$(cat "$TMP/err")"; fi
 
 # Every shared search setting at its bounds: the highest value each side
 # takes is accepted there, and one past it refused, by POST /v1/search and

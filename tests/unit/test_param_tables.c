@@ -11,6 +11,7 @@
 #include "medtrust/index.h"
 #include "medtrust/params.h"
 #include "medtrust/qa.h"
+#include "medtrust/verify.h"
 
 static void check_names_unique(const struct mt_param_table *t, size_t i)
 {
@@ -82,12 +83,30 @@ static void test_search_table(void **state)
           mt_param_max(mt_param_find(t, "k", 1), 0));
 }
 
+/* The verifier's table: its defaults are mt_verify_default_params'. */
+static void test_verify_table(void **state)
+{
+    const struct mt_param_table *t = &mt_verify_param_table;
+    struct mt_verify_params p;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_verify_params));
+    mt_verify_default_params(NULL, &p);
+    CHECK(mt_param_default(t, mt_param_find(t, "k", 1)) == p.k);
+    CHECK(mt_param_default(t, mt_param_find(t, "max-text", 0)) ==
+          (double)p.max_text_bytes);
+    mt_param_set(mt_param_find(t, "support_min", 1), &p, 0.25);
+    CHECK(p.support_min == 0.25f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent_table),
         cmocka_unit_test(test_qa_table),
         cmocka_unit_test(test_search_table),
+        cmocka_unit_test(test_verify_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
