@@ -208,6 +208,20 @@ enum mt_eval_kw_match {
     MT_EVAL_KW_NORMALIZED /* case-folded, whitespace runs collapsed */
 };
 
+/* Which ROUGE-1 KPCS takes (docs/agents.md, "KPCS"). */
+enum mt_eval_kpcs_rouge {
+    /* Each language's own, from MedGuards' code: English (and a note of
+     * no known language) Google's rouge_score with the Porter stemmer
+     * (evaluate_correction_keywords); Chinese jieba's words with
+     * rouge-chinese (eval_CN.py); Arabic the `rouge` package
+     * (evaluate_correction_with_ids_Arabic). The default. */
+    MT_EVAL_KPCS_ROUGE_LANGUAGE,
+    /* rouge_score for every language, as the published
+     * evaluate_correction_keywords computes KPCS: its ASCII-only tokens
+     * leave Chinese and Arabic little or nothing to match. */
+    MT_EVAL_KPCS_ROUGE_PUBLISHED
+};
+
 struct mt_eval_params {
     /* Per-pair scores read with mt_eval_scores_load (NULL: no BLEURT). */
     const struct mt_eval_scores *bleurt;
@@ -224,10 +238,16 @@ struct mt_eval_params {
     int kpcs;                /* compute KPCS (needs Important Words) */
     double kpcs_alpha;       /* kw * (alpha + (1 - alpha) * mean), 0.5 */
     enum mt_eval_kw_match kpcs_match;
+    enum mt_eval_kpcs_rouge kpcs_rouge;
+    /* Folder of jieba's dict.txt and hmm.txt for Chinese KPCS (NULL:
+     * $MEDTRUST_JIEBA_DIR, then the installed copy, then the source
+     * tree's third_party/jieba); read only when a Chinese pair is scored,
+     * and its absence then fails the run, saying what to do. */
+    const char *jieba_dir;
 };
 
 /* Defaults: no BLEURT or BERTScore, KPCS when the reference has keywords,
- * alpha 0.5, exact matching. */
+ * alpha 0.5, exact matching, each language's own ROUGE-1. */
 void mt_eval_default_params(struct mt_eval_params *p);
 
 /* Per-pair external scores ("<text id> <score>" a line, or TSV/CSV with the
@@ -286,6 +306,9 @@ struct mt_eval_result {
     int bert_file;       /* BERTScore read from a per-pair scores file */
     int bert_exact;      /* computed as bert_score computes it */
     uint32_t bert_layer; /* the encoder's layer, 0 = unknown */
+    enum mt_eval_kpcs_rouge kpcs_rouge; /* as the params asked */
+    size_t kpcs_pairs_zh; /* KPCS pairs scored with jieba + rouge-chinese */
+    size_t kpcs_pairs_ar; /* with the `rouge` package (Arabic) */
 };
 
 /* Scores 'sub' against 'ref' as the official MEDIQA-CORR 2024 script does

@@ -34,6 +34,18 @@ static const struct cli_opt score_opts[] = {
      0},
     {"kpcs-alpha", 0, "X", "KPCS alpha in [0,1] (default 0.5)", 0},
     {"no-kpcs", 0, NULL, "do not compute KPCS", 0},
+    {"kpcs-rouge", 0, "MODE",
+     "KPCS's ROUGE-1: language (default: each language's own, as MedGuards' "
+     "code scores it: English rouge_score, Chinese jieba words with "
+     "rouge-chinese, Arabic the rouge package) or published (rouge_score "
+     "for all, as evaluate_correction_keywords: Chinese and Arabic get "
+     "about 0)",
+     0},
+    {"jieba-dict", 0, "DIR",
+     "jieba's dict.txt and hmm.txt for Chinese KPCS (default: "
+     "$MEDTRUST_JIEBA_DIR, then PREFIX/share/medtrust/jieba, then the "
+     "source tree's third_party/jieba from scripts/bootstrap)",
+     0},
     {"only-predicted", 0, NULL,
      "score only the reference notes every --pred predicts (by default a "
      "note without a prediction counts as wrong)",
@@ -179,6 +191,21 @@ static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
     return MT_OK;
 }
 
+static int read_kpcs_rouge(const char *v, struct mt_eval_params *p)
+{
+    if (!v || strcmp(v, "language") == 0)
+        return 0;
+    if (strcmp(v, "published") == 0) {
+        p->kpcs_rouge = MT_EVAL_KPCS_ROUGE_PUBLISHED;
+        return 0;
+    }
+    fprintf(stderr,
+            "medtrust score: --kpcs-rouge is language or published, not "
+            "'%s'\n",
+            v);
+    return -1;
+}
+
 static int read_params(struct cli_args *a, struct mt_eval_params *p)
 {
     const char *m = cli_get(a, "kpcs-match");
@@ -187,6 +214,9 @@ static int read_params(struct cli_args *a, struct mt_eval_params *p)
 
     mt_eval_default_params(p);
     p->kpcs = cli_get(a, "no-kpcs") == NULL;
+    p->jieba_dir = cli_get(a, "jieba-dict");
+    if (read_kpcs_rouge(cli_get(a, "kpcs-rouge"), p) < 0)
+        return -1;
     if (m && strcmp(m, "normalized") == 0)
         p->kpcs_match = MT_EVAL_KW_NORMALIZED;
     else if (m && strcmp(m, "exact") != 0) {
@@ -543,7 +573,8 @@ const struct cli_verb cli_verb_score = {
     "score MEDIQA-CORR submissions against a MEDEC-format reference",
     "--ref FILE.csv --pred RUN.txt [--pred ...] [--json] [--report "
     "OUT.html] [--bertscore-model onnx:DIR|gguf:PATH [--bertscore-layer N] "
-    "[--bertscore-baseline B] [--bertscore-idf]]",
+    "[--bertscore-baseline B] [--bertscore-idf]] [--kpcs-rouge "
+    "language|published] [--jieba-dict DIR]",
     "Computes what the official MEDIQA-CORR 2024 script computes: error-flag\n"
     "and error-sentence accuracy over all reference notes (a missing\n"
     "prediction is wrong), and per-note correction scores (both NA: 1; one\n"
@@ -567,7 +598,12 @@ const struct cli_verb cli_verb_score = {
     "Words' column; the exact-substring keyword test is the default (in\n"
     "MedErrBench EN test only 48 of 104 gold corrections contain their\n"
     "keyword verbatim; 97 with --kpcs-match normalized). A correct NA counts\n"
-    "once in KPCS (the published code counted it twice).\n"
+    "once in KPCS (the published code counted it twice). KPCS's ROUGE-1 is\n"
+    "MedGuards' own per language (--kpcs-rouge): English (and unknown)\n"
+    "notes Google's rouge_score, stemmed; Chinese jieba's words (C,\n"
+    "equal to jieba 0.42.1, from its dictionary: --jieba-dict) scored by\n"
+    "rouge-chinese; Arabic the rouge package. A note's language is its\n"
+    "id's (en-, cn-, ara-), else its gold correction's script.\n"
     "A reference note without a prediction counts as wrong, and score\n"
     "warns how many there are; --only-predicted scores only the notes the\n"
     "submission predicts (with several --pred, those every one predicts),\n"

@@ -102,4 +102,22 @@ size_t mtx_porter_stem(char *w, size_t n);
 enum mt_status mtx_rouge_score_r1(const char *hyp, size_t hn, const char *ref,
                                   size_t rn, double *f);
 
+/* ==== MedGuards' Chinese ROUGE (rouge.c, kpcs_zh.c) ==== */
+
+/* mt_rouge as rouge-chinese 1.0.3 computes it: the same package but for
+ * its sentence split (cut_sent) in place of the '.' split. hyp and ref
+ * are text jieba has cut, tokens joined by single spaces. MT_EINVAL when
+ * either side has no sentence (it raises "Hypothesis is empty."). */
+enum mt_status mtx_rouge_chinese(const char *hyp, size_t hyp_n, const char *ref,
+                                 size_t ref_n, struct mt_rouge_scores *out);
+
+struct mtx_jieba;
+
+/* ROUGE-1 F of MedGuards' eval_CN.py (NLGMetrics.compute_rouge):
+ * Rouge().get_scores(' '.join(jieba.cut(hyp)), ' '.join(jieba.cut(ref)))
+ * [0]["rouge-1"]["f"]. MT_EINVAL when either side has no sentence, MT_OK
+ * or MT_ENOMEM. */
+enum mt_status mtx_kpcs_rouge1_zh(const struct mtx_jieba *j, const char *hyp,
+                                  const char *ref, double *f);
+
 #endif

@@ -7,22 +7,15 @@
 #include "core/file.h"
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
+#include "text/segment_zh.h"
 #include "text/utf8.h"
 
 #define EV_MAX_FILE ((size_t)1 << 30)
 
-/* Python's str.isspace(): the ASCII controls \t \n \v \f \r and
- * \x1c-\x1f, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028,
- * U+2029, U+202F, U+205F and U+3000. */
+/* Python's str.isspace() (text/segment_zh.c). */
 static int py_space_cp(int32_t c)
 {
-    if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f))
-        return 1;
-    if (c == 0x85 || c == 0xa0 || c == 0x1680 || c == 0x3000)
-        return 1;
-    if (c >= 0x2000 && c <= 0x200a)
-        return 1;
-    return c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f;
+    return mtx_py_isspace(c);
 }
 
 size_t mtx_ev_space_len(const char *p, size_t n)

@@ -10,6 +10,24 @@
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
 
+/* Which ROUGE-1 KPCS took, and for how many pairs the Chinese and the
+ * Arabic one. */
+static json_t *kpcs_rouge_obj(const struct mt_eval_result *r)
+{
+    json_t *o = json_object();
+
+    json_object_set_new(
+        o, "mode",
+        json_string(r->kpcs_rouge == MT_EVAL_KPCS_ROUGE_PUBLISHED
+                        ? "published"
+                        : "language"));
+    json_object_set_new(o, "pairs_zh",
+                        json_integer((json_int_t)r->kpcs_pairs_zh));
+    json_object_set_new(o, "pairs_ar",
+                        json_integer((json_int_t)r->kpcs_pairs_ar));
+    return o;
+}
+
 /* Metrics that make up the composite/pairs_mean objects, in key order. */
 static json_t *metric_obj(const struct mt_eval_result *r, const double *v)
 {
@@ -143,6 +161,8 @@ static json_t *run_obj(const struct mt_eval_result *r,
     json_object_set_new(o, "pairs", json_integer((json_int_t)r->pairs));
     json_object_set_new(o, "kpcs_no_keywords",
                         json_integer((json_int_t)r->kpcs_no_keywords));
+    if (r->metrics & (1u << MT_EVAL_KPCS))
+        json_object_set_new(o, "kpcs_rouge", kpcs_rouge_obj(r));
     json_object_set_new(o, "metrics_used", metrics_used(r));
     add_bert(o, r);
     json_object_set_new(o, "ci", ci_obj(r));

@@ -7,6 +7,7 @@
 
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
+#include "text/segment_zh.h"
 #include "text/utf8.h"
 
 static const char *const metric_keys[MT_EVAL_METRIC_COUNT] = {
@@ -32,7 +33,8 @@ struct sctx {
     struct mt_eval_params p;
     struct mt_eval_result *r;
     struct mt_error *err;
-    struct mt_idf *idf; /* BERTScore idf weights, or NULL */
+    struct mt_idf *idf;   /* BERTScore idf weights, or NULL */
+    struct mtx_jieba *jb; /* loaded at the first Chinese KPCS pair */
 };
 
 static enum mt_status warn(struct mt_eval_result *r, const char *fmt, ...)
@@ -316,10 +318,95 @@ static int no_keywords(const struct sctx *c, const struct mt_eval_note *n)
     return 0;
 }
 
+/* ==== KPCS ==== */
+
+/* The language KPCS scores a note in: its id's ("en-", "cn-", "ara-"...),
+ * else the script of its gold correction (any Han character: Chinese;
+ * else any Arabic letter: Arabic), else English. */
+static char kpcs_lang(const struct mt_eval_note *n)
+{
+    const char *s = n->correction;
+    size_t i = 0, len = strlen(s);
+    int arabic = 0;
+
+    if (n->language && *n->language)
+        return n->language[0];
+    while (i < len) {
+        int32_t cp;
+
+        i += mtx_utf8_decode(s + i, len - i, &cp);
+        if ((cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0x3400 && cp <= 0x4dbf))
+            return 'C';
+        arabic |= (cp >= 0x600 && cp <= 0x6ff) || (cp >= 0x750 && cp <= 0x77f);
+    }
+    return arabic ? 'A' : 'E';
+}
+
+static enum mt_status need_jieba(struct sctx *c)
+{
+    char *dir;
+    enum mt_status st;
+
+    if (c->jb)
+        return MT_OK;
+    dir = mtx_jieba_find_dir(c->p.jieba_dir, c->err);
+    if (!dir)
+        return MT_ENOTFOUND;
+    st = mtx_jieba_open(dir, &c->jb, c->err);
+    if (st == MT_OK)
+        mt_log(MT_LOG_DEBUG, "jieba: loaded %s", dir);
+    mt_free(dir);
+    return st;
+}
+
+/* A pair its ROUGE cannot score (no sentence left) scores 0, as the
+ * rouge1 column does; MedGuards' code would stop with an exception. */
+static enum mt_status rouge_none(struct sctx *c, const struct mt_eval_note *n,
+                                 double *f)
+{
+    *f = 0.0;
+    if (warn(c->r, "%s: prediction has no text for KPCS's ROUGE-1; scored 0",
+             n->id) != MT_OK)
+        return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    return MT_OK;
+}
+
+/* MedGuards' ROUGE-1 of the pair, in the note's language (see enum
+ * mt_eval_kpcs_rouge), clipped to [0, 1]. */
+static enum mt_status kpcs_rouge1(struct sctx *c, const struct mt_eval_note *n,
+                                  const char *hyp, double *f)
+{
+    char lang =
+        c->p.kpcs_rouge == MT_EVAL_KPCS_ROUGE_PUBLISHED ? 'E' : kpcs_lang(n);
+    struct mt_rouge_scores rs;
+    enum mt_status st;
+
+    if (lang == 'C') {
+        st = need_jieba(c);
+        if (st != MT_OK)
+            return st;
+        st = mtx_kpcs_rouge1_zh(c->jb, hyp, n->correction, f);
+        c->r->kpcs_pairs_zh++;
+    } else if (lang == 'A') {
+        st = mt_rouge(hyp, strlen(hyp), n->correction, strlen(n->correction),
+                      &rs);
+        *f = st == MT_OK ? rs.r1.f : 0.0;
+        c->r->kpcs_pairs_ar++;
+    } else {
+        st = mtx_rouge_score_r1(hyp, strlen(hyp), n->correction,
+                                strlen(n->correction), f);
+    }
+    if (st == MT_EINVAL)
+        return rouge_none(c, n, f);
+    if (st != MT_OK)
+        return mt_fail(c->err, st, "out of memory");
+    *f = mtx_ev_clip01(*f);
+    return MT_OK;
+}
+
 /* KPCS = kw * (alpha + (1 - alpha) * mean(ROUGE-1, BERTScore, BLEURT)),
- * the mean over the computed ones, with MedGuards' own ROUGE-1 (Google's
- * rouge_score, stemmed: mtx_rouge_score_r1), not the MEDIQA-CORR one the
- * rouge1 column reports. */
+ * the mean over the computed ones, with MedGuards' own ROUGE-1
+ * (kpcs_rouge1), not the MEDIQA-CORR one the rouge1 column reports. */
 static enum mt_status kpcs_pair(struct sctx *c, size_t i,
                                 const struct mt_eval_pred *pr,
                                 struct mt_eval_note_score *ns)
@@ -327,6 +414,7 @@ static enum mt_status kpcs_pair(struct sctx *c, size_t i,
     const struct mt_eval_note *n = mt_eval_ref_note(c->ref, i);
     double a = c->p.kpcs_alpha;
     double m[MT_EVAL_METRIC_COUNT];
+    enum mt_status st;
     int kw;
 
     if (ns->kw == KW_NONE) { /* no gate: left out of KPCS (summarise) */
@@ -339,10 +427,9 @@ static enum mt_status kpcs_pair(struct sctx *c, size_t i,
         return mt_fail(c->err, MT_ENOMEM, "out of memory");
     ns->kw = kw;
     memcpy(m, ns->m, sizeof m);
-    if (mtx_rouge_score_r1(pr->correction, strlen(pr->correction),
-                           n->correction, strlen(n->correction),
-                           &m[MT_EVAL_ROUGE1]) != MT_OK)
-        return mt_fail(c->err, MT_ENOMEM, "out of memory");
+    st = kpcs_rouge1(c, n, pr->correction, &m[MT_EVAL_ROUGE1]);
+    if (st != MT_OK)
+        return st;
     ns->m[MT_EVAL_KPCS] = kw * (a + (1.0 - a) * aggregate(m));
     return MT_OK;
 }
@@ -479,6 +566,7 @@ static enum mt_status result_new(struct sctx *c)
     if (!r->per_note)
         return MT_ENOMEM;
     r->metrics = metric_mask(c);
+    r->kpcs_rouge = c->p.kpcs_rouge;
     r->invalid_lines = mt_eval_sub_invalid(c->sub);
     if (!e && c->p.bertscore) {
         r->bert_file = 1;
@@ -502,7 +590,7 @@ enum mt_status mt_eval_score(const struct mt_eval_ref *ref,
                              const struct mt_eval_params *params,
                              struct mt_eval_result **out, struct mt_error *err)
 {
-    struct sctx c = {ref, sub, {0}, NULL, err, NULL};
+    struct sctx c = {ref, sub, {0}, NULL, err, NULL, NULL};
     enum mt_status st;
     size_t i;
 
@@ -518,6 +606,7 @@ enum mt_status mt_eval_score(const struct mt_eval_ref *ref,
     for (i = 0; st == MT_OK && i < c.r->notes; i++)
         st = score_note(&c, i);
     mt_idf_free(c.idf);
+    mtx_jieba_close(c.jb);
     if (st != MT_OK) {
         mt_eval_result_free(c.r);
         return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;

@@ -40,6 +40,21 @@ if grep -q "backends from $P/bin/../lib/medtrust" "$TMP/models" &&
 else
     not_ok "backends and weights from the install" "$(head -5 "$TMP/models")"
 fi
+# Chinese KPCS reads jieba's dictionary from PREFIX/share/medtrust/jieba.
+if [ -f "$ROOT/third_party/jieba/dict.txt" ]; then
+    printf '%s\n' 'Text ID,Sentences,Error Flag,Error Sentence ID,Corrected Sentence,Important Words' \
+        'cn-test-0,0 行肝功能检查。,1,0,行血氨检查。,血氨' >"$TMP/cn.csv"
+    echo 'cn-test-0 1 0 "行血氨检查。"' >"$TMP/cn.txt"
+    if "$P/bin/medtrust" --verbose score --ref "$TMP/cn.csv" \
+        --pred "$TMP/cn.txt" >"$TMP/cn.out" 2>&1 &&
+        grep -q "jieba: loaded $P/bin/../share/medtrust/jieba" "$TMP/cn.out"; then
+        ok "Chinese KPCS reads jieba's dictionary from the install"
+    else
+        not_ok "jieba's dictionary from the install" "$(tail -5 "$TMP/cn.out")"
+    fi
+else
+    not_ok "third_party/jieba (run scripts/bootstrap)"
+fi
 if "$P/bin/medtrust" models --llm "gguf:$TMP/chat.gguf" --json |
     grep -q '"kind":"llm","spec":"gguf:[^"]*","status":"ok"'; then
     ok "the installed binary loads a GGUF model"

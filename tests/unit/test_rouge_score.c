@@ -11,6 +11,7 @@
 
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
+#include "text/segment_zh.h"
 
 #define GOLD "tests/golden/rouge_score/"
 #define VENV_PY "third_party/venv/bin/python"
@@ -122,6 +123,59 @@ static void test_every_medec_word_as_nltk_stems_it(void **state)
     CHECK(pclose(p) == 0);
 }
 
+/* make.py's escapes: backslash-t and backslash-n. */
+static void unescape(char *s)
+{
+    char *o = s;
+
+    for (; *s; s++) {
+        if (s[0] == '\\' && (s[1] == 't' || s[1] == 'n')) {
+            *o++ = s[1] == 't' ? '\t' : '\n';
+            s++;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+}
+
+/* MedGuards' Chinese ROUGE-1 (jieba, then rouge-chinese) against the real
+ * packages' values (tests/golden/jieba/make.py pairs), within 1e-9. */
+static void test_rouge1_zh_is_eval_cns(void **state)
+{
+    FILE *f = fopen("tests/golden/jieba/pairs.tsv", "r");
+    struct mtx_jieba *j = NULL;
+    struct mt_error err = {0};
+    char line[8192];
+    size_t k = 0;
+
+    (void)state;
+    if (!f)
+        MISSING("tests/golden/jieba/pairs.tsv");
+    if (mtx_jieba_open("third_party/jieba", &j, &err) != MT_OK)
+        fail_msg("%s", err.msg);
+    while (fgets(line, sizeof line, f)) {
+        char *t1 = strchr(line, '\t');
+        char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        double want, got = -1;
+
+        if (!t2)
+            continue;
+        *t1 = *t2 = '\0';
+        want = strtod(t2 + 1, NULL);
+        unescape(line);
+        unescape(t1 + 1);
+        CHECK_OK(mtx_kpcs_rouge1_zh(j, line, t1 + 1, &got));
+        if (fabs(got - want) > 1e-9)
+            fail_msg("'%s' vs '%s': %.17g, rouge-chinese %.17g", line, t1 + 1,
+                     got, want);
+        k++;
+    }
+    fclose(f);
+    mtx_jieba_close(j);
+    CHECK(k >= 70);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_rouge1_is_rouge_scores),
         cmocka_unit_test(test_start_iv_antibiotics_is_one),
         cmocka_unit_test(test_every_medec_word_as_nltk_stems_it),
+        cmocka_unit_test(test_rouge1_zh_is_eval_cns),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,17 @@
+# jieba's data for Chinese KPCS (src/text/segment_zh*.c): scripts/bootstrap
+# extracts dict.txt and the HMM tables (hmm.txt) from the pinned jieba wheel
+# into third_party/jieba; `make install` copies them to
+# PREFIX/share/medtrust/jieba, where the runtime looks first.
+JIEBA_DATA := third_party/jieba
+
+$(BUILD)/obj/src/text/segment_zh_data.o: \
+    CFLAGS_ALL += -DMT_JIEBA_DATADIR='"$(PREFIX)/share/medtrust/jieba"'
+
+ifneq ($(wildcard $(JIEBA_DATA)/dict.txt),)
+.PHONY: install-jieba
+install: install-jieba
+install-jieba:
+	install -d $(DESTDIR)$(PREFIX)/share/medtrust/jieba
+	install -m 644 $(JIEBA_DATA)/dict.txt $(JIEBA_DATA)/hmm.txt \
+	    $(DESTDIR)$(PREFIX)/share/medtrust/jieba/
+endif
