@@ -169,10 +169,17 @@ $(BUILD)/headers.ok: $(HDRS)
 
 unit-build: $(BIN) $(SO) $(UNIT_BIN) $(FIX_BIN) $(BUILD)/headers.ok
 
+# The sanitized and fuzzing builds of `make test` run one compile per
+# core (TEST_JOBS, default nproc) unless make itself was given -j: a plain
+# `make test` (as .ci/run calls it) would otherwise compile one file at a
+# time.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_J     = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
+
 test: bootstrap
-	@$(MAKE) --no-print-directory BUILD=build/test SANITIZE=1 WERROR=1 \
-	    OPT="-O1 -g" unit-build
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory $(TEST_J) BUILD=build/test SANITIZE=1 \
+	    WERROR=1 OPT="-O1 -g" unit-build
+	@$(MAKE) --no-print-directory $(TEST_J) fuzz
 	@bash tests/run.sh build/test
 
 lint: bootstrap
