@@ -18,8 +18,8 @@ QUERIES = ["What are the symptoms of glaucoma?", "treatment for diabetes",
 
 
 def cli_search(db: Path, q: str, *args: str) -> List[dict]:
-    return json_lines(cli("search", "--db", str(db), "--json", *args,
-                          q).stdout)
+    return json_lines(cli("search", "--db", str(db), "--group", "chunks",
+                          "--json", *args, q).stdout)
 
 
 def test_add_index_search_returns_hits_with_fields(tmp_path: Path) -> None:

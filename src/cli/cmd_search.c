@@ -19,10 +19,10 @@ static const struct cli_opt search_opts[] = {
      0},
     {"json", 'j', NULL, "one JSON object per hit", 0},
     {"group", 'g', "documents|chunks",
-     "documents: each document once, at its best passage's place, its other "
-     "passages in \"more\" (k documents from the best 4k passages), as "
-     "VerifAI and POST /v1/search list them; chunks: every passage "
-     "(default chunks, the ranked list retrieval-eval scores)",
+     "documents (default): each document once, at its best passage's "
+     "place, its other passages in \"more\" (k documents from the best 4k "
+     "passages), as VerifAI and POST /v1/search list them; chunks: every "
+     "passage, the ranked list retrieval-eval scores",
      0},
     {NULL, 0, NULL, NULL, 0},
 };
@@ -73,16 +73,16 @@ static json_t *groups_json(const struct mt_search_result *r, size_t k)
     return a;
 }
 
-/* 1 with --group documents, 0 with chunks (the default), -1 after saying
- * what it takes. */
+/* 1 with --group documents (the default, as POST /v1/search), 0 with
+ * chunks, -1 after saying what it takes. */
 static int group_docs(const struct cli_args *a)
 {
     const char *g = cli_get(a, "group");
 
-    if (!g || strcmp(g, "chunks") == 0)
-        return 0;
-    if (strcmp(g, "documents") == 0)
+    if (!g || strcmp(g, "documents") == 0)
         return 1;
+    if (strcmp(g, "chunks") == 0)
+        return 0;
     fprintf(stderr,
             "medtrust search: --group is documents or chunks, not "
             "'%s'\n",
@@ -90,7 +90,7 @@ static int group_docs(const struct cli_args *a)
     return -1;
 }
 
-static size_t want_k; /* documents asked for with --group documents */
+static size_t want_k; /* documents asked for (0: --group chunks) */
 
 static void print_json(json_t *o)
 {
@@ -274,13 +274,15 @@ const struct cli_verb cli_verb_search = {
     "--db DIR [OPTIONS] QUERY... | --queries FILE.jsonl",
     "BM25 uses the corpus's analyzer; k1 and b default to Anserini's BEIR\n"
     "settings. Hybrid search normalises each list by its top score and\n"
-    "fuses them 0.7/0.3, as VerifAI does. With --json each hit is\n"
-    "{\"rank\",\"doc_id\",\"chunk_id\",\"score\",\"title\",\"text\",\"source\"}"
-    ";"
-    "\nwith --queries each line is {\"query_id\",\"hits\":[...]}. With\n"
-    "--group documents each hit is a document (rank among the documents)\n"
-    "with \"more\": [{\"rank\",\"chunk_id\",\"score\",\"text\"}], its other\n"
-    "passages among the hits, as POST /v1/search answers by default.",
+    "fuses them 0.7/0.3, as VerifAI does. Hits are grouped by document\n"
+    "(--group documents, the default, as VerifAI lists them and POST\n"
+    "/v1/search answers): each document once at its best passage, ranked\n"
+    "among the documents, \"N more passages\" of it among the hits. With\n"
+    "--json each hit is {\"rank\",\"doc_id\",\"chunk_id\",\"score\",\n"
+    "\"title\",\"text\",\"source\",\"more\":[{\"rank\",\"chunk_id\",\n"
+    "\"score\",\"text\"}]} (--group chunks: every passage, without\n"
+    "\"more\"); with --queries each line is {\"query_id\",\"hits\":[...]},\n"
+    "grouped the same way.",
     search_opts,
     search_run,
 };

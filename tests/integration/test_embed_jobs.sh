@@ -39,7 +39,7 @@ Q=("mitochondria programmed cell death" "infant bath" "laparotomy mortality")
 ranked() {
     local q
     for q in "${Q[@]}"; do
-        "$MT" search --db "$1" --mode dense --json -k 10 "$q" 2>&1 |
+        "$MT" search --db "$1" --mode dense --group chunks --json -k 10 "$q" 2>&1 |
             python3 -c 'import json,sys
 for l in sys.stdin:
     h = json.loads(l); print(h["chunk_id"], "%.4f" % h["score"])'

@@ -45,7 +45,7 @@ search_of() {
     local q m
     for q in "lace plant:hybrid" "cancer risk:bm25" "children:bm25"; do
         m=${q##*:}
-        "$MT" search --db "$1" --json --mode "$m" "${q%:*}" 2>/dev/null |
+        "$MT" search --db "$1" --group chunks --json --mode "$m" "${q%:*}" 2>/dev/null |
             python3 -c 'import json,sys
 for l in sys.stdin:
     h = json.loads(l)

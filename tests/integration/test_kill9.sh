@@ -88,7 +88,7 @@ done
 rc=$?
 read -r docs chunks ichunks dmg <<<"$(counts "$TMP/idb")"
 # the same search on every copy: one hit a copy, each document once
-ids=$("$MT" search --db "$TMP/idb" --json -k 10 leukemia 2>"$TMP/serr" |
+ids=$("$MT" search --db "$TMP/idb" --group chunks --json -k 10 leukemia 2>"$TMP/serr" |
     python3 -c 'import json,sys; print(" ".join(json.loads(l)["doc_id"] for l in sys.stdin))')
 nids=$(wc -w <<<"$ids")
 uniq=$(tr ' ' '\n' <<<"$ids" | sort -u | grep -c .)

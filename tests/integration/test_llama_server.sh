@@ -90,9 +90,9 @@ fi
     --no-progress >/dev/null 2>"$TMP/err"
 "$MT" index --db "$TMP/db_loc" --input "$TMP/corpus.jsonl" \
     --embedder "gguf:$TMP/embed.gguf" --no-progress >/dev/null 2>>"$TMP/err"
-"$MT" search --db "$TMP/db_srv" --mode dense --json -k 10 \
+"$MT" search --db "$TMP/db_srv" --mode dense --group chunks --json -k 10 \
     "mitochondria programmed cell death" >"$TMP/s_srv.json" 2>>"$TMP/err"
-"$MT" search --db "$TMP/db_loc" --mode dense --json -k 10 \
+"$MT" search --db "$TMP/db_loc" --mode dense --group chunks --json -k 10 \
     "mitochondria programmed cell death" >"$TMP/s_loc.json" 2>>"$TMP/err"
 if py "$TMP/s_srv.json" "$TMP/s_loc.json" 10 <<'PY'; then
 import json, sys
@@ -120,7 +120,7 @@ serve rerank "$TMP/rerank.gguf" --reranking -np 2
 for r in srv loc; do
     spec="openai:$URL#rerank"
     [ $r = loc ] && spec="gguf:$TMP/rerank.gguf"
-    "$MT" search --db "$TMP/db" --json -k 8 --rerank 20 --reranker "$spec" \
+    "$MT" search --db "$TMP/db" --group chunks --json -k 8 --rerank 20 --reranker "$spec" \
         "lace plant leaf remodelling" >"$TMP/r_$r.json" 2>>"$TMP/err"
 done
 if py "$TMP/r_srv.json" "$TMP/r_loc.json" 8 <<'PY'; then

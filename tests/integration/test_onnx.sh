@@ -365,7 +365,7 @@ if "$MT" index --db "$TMP/db" --input "$TMP/docs.jsonl" --embedder "$A" \
 else
     not_ok "$name" "$(cat "$TMP/err" "$TMP/db/index/MANIFEST" 2>/dev/null | tail -8)"
 fi
-scores() { "$MT" search --db "${DB:-$TMP/db}" --mode dense --json -k 4 "$@" \
+scores() { "$MT" search --db "${DB:-$TMP/db}" --mode dense --group chunks --json -k 4 "$@" \
     "metformin for diabetes" | $PY -c 'import json,sys; print(" ".join("%s:%.5f" % (h["doc_id"], h["score"]) for h in map(json.loads, sys.stdin)))'; }
 default=$(scores 2>&1)
 query=$(scores --embedder "$Q" 2>&1)

@@ -25,10 +25,55 @@ if [ "$n" -eq 5 ] && echo "$first" | grep -q '"rank":1,"doc_id":"mq-' &&
 else
     not_ok "search --json prints 5 ranked hits" "$out"
 fi
-if echo "$first" | python3 -c 'import json,sys; h=json.loads(sys.stdin.readline()); assert set(h)>={"rank","doc_id","chunk_id","score","title","text"}'; then
-    ok "each JSON hit has rank, doc_id, chunk_id, score, title, text"
+if echo "$first" | python3 -c 'import json,sys; h=json.loads(sys.stdin.readline()); assert set(h)>={"rank","doc_id","chunk_id","score","title","text","more"}'; then
+    ok "each JSON hit has rank, doc_id, chunk_id, score, title, text, more"
 else
     not_ok "JSON hit keys" "$first"
+fi
+# By document by default (as VerifAI and POST /v1/search): each document
+# once at its best passage, ranked among the documents, its other
+# passages in "more"; --group chunks is every passage, and the grouped
+# list is the chunk list's documents in their order. The text output
+# says how many more passages a document has.
+"$MT" search --db "$TMP/db" --json -k 12 glaucoma >"$TMP/docs"
+"$MT" search --db "$TMP/db" --json -k 48 --group chunks glaucoma \
+    >"$TMP/chunks"
+"$MT" search --db "$TMP/db" -k 12 glaucoma >"$TMP/text"
+"$MT" search --db "$TMP/db" -k 12 --group passages gout >/dev/null 2>"$TMP/gerr"
+grc=$?
+if python3 - "$TMP/docs" "$TMP/chunks" "$TMP/text" <<'PY'
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+chunks = [json.loads(l) for l in open(sys.argv[2])]
+text = open(sys.argv[3]).read()
+ids = [d["doc_id"] for d in docs]
+assert len(ids) == len(set(ids)) == 12, ids
+assert [d["rank"] for d in docs] == list(range(1, 13))
+assert all("more" not in c for c in chunks)
+seen = []
+for c in chunks:
+    if c["doc_id"] not in seen:
+        seen.append(c["doc_id"])
+assert ids == seen[:12], (ids, seen)
+more = {d["doc_id"]: len(d["more"]) for d in docs}
+assert any(more.values()), "no document has more passages"
+for d in docs:  # the head is the document's best passage among the 48
+    mine = [c for c in chunks if c["doc_id"] == d["doc_id"]]
+    assert d["chunk_id"] == mine[0]["chunk_id"], (d, mine[0])
+    assert len(d["more"]) == len(mine) - 1, (d["doc_id"], d["more"], mine)
+n = sum(1 for v in more.values() if v)
+assert text.count("more passages of this document") == n, text
+assert "12 documents from 48 hits" in text, text
+PY
+then
+    ok "search groups by document by default (best passage, 'N more passages'); --group chunks lists every passage"
+else
+    not_ok "search --group default" "$(head -c 400 "$TMP/docs")" "$(tail -2 "$TMP/text")"
+fi
+if [ $grc -eq 1 ] && grep -q -- "--group is documents or chunks, not 'passages'" "$TMP/gerr"; then
+    ok "an unknown --group is refused by name"
+else
+    not_ok "--group passages" "rc=$grc" "$(cat "$TMP/gerr")"
 fi
 
 out=$("$MT" search --db "$TMP/db" --source pubmedqa --json -k 3 "apoptosis")
@@ -50,7 +95,7 @@ else
 fi
 
 out=$("$MT" search --db "$TMP/db" "the of and" 2>&1)
-if echo "$out" | grep -q '^0 hits'; then
+if echo "$out" | grep -q '^0 documents from 0 hits'; then
     ok "a stop-word-only query gives no hits, not an error"
 else
     not_ok "stop-word-only query" "$out"

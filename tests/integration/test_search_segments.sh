@@ -47,8 +47,8 @@ PY
 
 for q in "symptoms of gout" "apoptosis in cancer cells" \
     "treatment of high blood pressure in children"; do
-    "$MT" search --db "$TMP/one" --json -k 20 "$q" >"$TMP/a" 2>&1
-    "$MT" search --db "$TMP/many" --json -k 20 "$q" >"$TMP/b" 2>&1
+    "$MT" search --db "$TMP/one" --group chunks --json -k 20 "$q" >"$TMP/a" 2>&1
+    "$MT" search --db "$TMP/many" --group chunks --json -k 20 "$q" >"$TMP/b" 2>&1
     if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
         ok "search '$q': the same 20 hits and scores"
     else
@@ -58,9 +58,9 @@ done
 
 head -200 "$DATA/medquad/queries-dev.jsonl" >"$TMP/q.jsonl"
 for src in "" pubmedqa; do
-    "$MT" search --db "$TMP/one" --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
+    "$MT" search --db "$TMP/one" --group chunks --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
         ${src:+--source $src} >"$TMP/a" 2>/dev/null
-    "$MT" search --db "$TMP/many" --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
+    "$MT" search --db "$TMP/many" --group chunks --queries "$TMP/q.jsonl" --jobs 2 -k 10 \
         ${src:+--source $src} >"$TMP/b" 2>/dev/null
     if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
         ok "--queries batch${src:+ --source $src}: the same hits for 200 queries"
@@ -101,8 +101,8 @@ else
     not_ok "the ninth append merges small segments" "$(cat "$TMP/out9")"
 fi
 head -100 "$DATA/pubmedqa/queries-dev.jsonl" >"$TMP/q9.jsonl"
-"$MT" search --db "$TMP/nine" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/a" 2>/dev/null
-"$MT" search --db "$TMP/nine1" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/b" 2>/dev/null
+"$MT" search --db "$TMP/nine" --group chunks --queries "$TMP/q9.jsonl" -k 10 >"$TMP/a" 2>/dev/null
+"$MT" search --db "$TMP/nine1" --group chunks --queries "$TMP/q9.jsonl" -k 10 >"$TMP/b" 2>/dev/null
 if same "$TMP/a" "$TMP/b" 2>"$TMP/err"; then
     ok "after the merge: the same hits and scores as one segment, 100 queries"
 else
@@ -116,7 +116,7 @@ for f in "$TMP"/part-0*; do
     "$MT" index --db "$TMP/three" --input "$f" --source pubmedqa \
         --max-segments 3 --no-progress >"$TMP/out3" 2>&1
 done
-"$MT" search --db "$TMP/three" --queries "$TMP/q9.jsonl" -k 10 >"$TMP/c" 2>/dev/null
+"$MT" search --db "$TMP/three" --group chunks --queries "$TMP/q9.jsonl" -k 10 >"$TMP/c" 2>/dev/null
 "$MT" index --db "$TMP/three" --max-segments 0 --no-progress >"$TMP/out0" 2>&1
 rc=$?
 if grep -q 'merged the 2 smallest segments' "$TMP/out3" &&

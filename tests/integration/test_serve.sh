@@ -81,7 +81,7 @@ expect "search by chunk" 200 "${A[@]}" "$MAIN/v1/search" \
 cp "$TMP/body" "$TMP/chunks.json"
 expect "search by document" 200 "${A[@]}" "$MAIN/v1/search" \
     -d '{"query":"symptoms treatment","k":12}'
-"$MT" search --db "$TMP/db" --json -k 12 "symptoms treatment" >"$TMP/cli12.jsonl"
+"$MT" search --db "$TMP/db" --json -k 12 --group chunks "symptoms treatment" >"$TMP/cli12.jsonl"
 if python3 - "$TMP/chunks.json" "$TMP/body" "$TMP/cli12.jsonl" <<'PY'
 import json, sys
 chunks = json.load(open(sys.argv[1]))["hits"]
@@ -89,7 +89,7 @@ docs = json.load(open(sys.argv[2]))["hits"]
 cli = [json.loads(l) for l in open(sys.argv[3])]
 for h in chunks:
     h.pop("url")
-assert chunks == cli, "group chunks is the CLI's default list"
+assert chunks == cli, "group chunks is the CLI's --group chunks list"
 ids = [h["doc_id"] for h in docs]
 assert len(ids) == len(set(ids)) == 12, ids
 assert [h["rank"] for h in docs] == list(range(1, 13))

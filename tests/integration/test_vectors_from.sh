@@ -77,7 +77,7 @@ Q=("lace plant programmed cell death" "infants bath maladies"
 ranked() {
     local q
     for q in "${Q[@]}"; do
-        "$MT" search --db "$2" --mode dense --json -k 5 "$q" 2>&1 |
+        "$MT" search --db "$2" --mode dense --group chunks --json -k 5 "$q" 2>&1 |
             "$PY" -c 'import json,sys
 for l in sys.stdin:
     h = json.loads(l); print(h["chunk_id"], "%.4f" % h["score"])'
