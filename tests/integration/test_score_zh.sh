@@ -2,7 +2,8 @@
 # Chinese KPCS: medtrust score on MedErrBench's CN test split, against
 # KPCS recomputed here by the real jieba 0.42.1 and rouge-chinese 1.0.3
 # (the venv scripts/bootstrap makes) as MedGuards' eval_CN.py calls them;
-# --kpcs-rouge published against rouge_score; a missing dictionary.
+# --kpcs-rouge published against rouge_score; a missing dictionary; the
+# ARA test split against the real `rouge` package (pltrdy 1.0.1).
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,9 +45,18 @@ for line in open(sys.argv[2], encoding="utf-8"):
     items = re.sub(r"\s+", " ", line.strip()).split()
     pred[items[0]] = "NA" if items[1] == "0" else " ".join(items[3:]).strip('"')
 zh, rs = Rouge(), rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+if sys.argv[3] == "ara":  # pltrdy's rouge, ahead of rouge-chinese's copy
+    sys.path.insert(0, sys.argv[4])
+    for m in [m for m in sys.modules if m == "rouge" or m.startswith("rouge.")]:
+        del sys.modules[m]
+    import rouge
+    assert not hasattr(rouge.Rouge, "cut_sent"), rouge.__file__
+    ara = rouge.Rouge()
 def r1(hyp, ref):
     if sys.argv[3] == "published":
         return rs.score(ref, hyp)["rouge1"].fmeasure
+    if sys.argv[3] == "ara":  # evaluate_correction_with_ids_Arabic's order
+        return ara.get_scores(ref, hyp)[0]["rouge-1"]["f"]
     h, r = " ".join(jieba.cut(hyp)), " ".join(jieba.cut(ref))
     return zh.get_scores(h, r)[0]["rouge-1"]["f"]
 total = 0.0
@@ -107,4 +117,24 @@ if MEDTRUST_JIEBA_DIR="$TMP/none" "$MT" score --ref "$CN" \
     ok "published KPCS needs no dictionary"
 else
     not_ok "published KPCS without a dictionary" "$(cat "$TMP/err")"
+fi
+
+# Arabic: the `rouge` package, as evaluate_correction_with_ids_Arabic calls
+# it. ARA_KP was computed so with the real package ($DATA/../reference/rouge,
+# pltrdy 1.0.1: expect.py ara ... that folder) on this generated run; with
+# that folder here the test recomputes it.
+ARA="$DATA/mederrbench/test/reviewed_data_ARA_test.csv"
+ARA_KP=0.8223938558059362
+"$PY" "$TMP/gen.py" "$ARA" "$TMP/ara.txt"
+if [ -f "$DATA/../reference/rouge/rouge.py" ]; then
+    ARA_KP=$("$PY" "$TMP/expect.py" "$ARA" "$TMP/ara.txt" ara "$DATA/../reference")
+fi
+if "$MT" score --ref "$ARA" --pred "$TMP/ara.txt" --json \
+    >"$TMP/out.json" 2>"$TMP/err" &&
+    [ "$(field "abs(d['composite']['kpcs'] - $ARA_KP) < 1e-9")" = True ] &&
+    [ "$(field "d['kpcs_rouge']['pairs_ar'] == d['pairs'] > 0")" = True ]; then
+    ok "MedErrBench ARA test: KPCS $ARA_KP as the rouge package gives it"
+else
+    not_ok "ARA KPCS (want $ARA_KP)" "$(head -c 800 "$TMP/out.json")" \
+        "$(tail -3 "$TMP/err")"
 fi

@@ -173,6 +173,68 @@ static void test_bad_line_is_named(void **state)
     CHECK(rmdir(dir) == 0);
 }
 
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void remove_dir(const char *dir)
+{
+    char path[256];
+
+    snprintf(path, sizeof path, "%s/dict.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/hmm.txt", dir);
+    unlink(path);
+    CHECK(rmdir(dir) == 0);
+}
+
+/* Every allocation of open and cut failing in turn: MT_ENOMEM, nothing
+ * half-made (LeakSanitizer), then the same tokens. A tiny dictionary and
+ * HMM: 北京 and 清华大学 are words, 我在 goes to the HMM. */
+static void test_out_of_memory_is_clean(void **state)
+{
+    char dir[] = "/tmp/mt_jieba_XXXXXX";
+    static const char s[] = "我在北京清华大学";
+    struct mtx_jieba *j = NULL;
+    struct mt_str *t = NULL;
+    size_t nt = 0;
+    long k;
+
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    write_file(dir, "dict.txt", "北京 10 ns\n清华大学 5 nt\n在 20 p\n");
+    write_file(dir, "hmm.txt",
+               "start B -0.26\nstart S -1.46\n"
+               "trans B E -0.51\ntrans E S -0.8\n"
+               "trans S S -0.66\nemit S 6211 -3.0\n"
+               "emit B 6211 -9.0\n");
+    for (k = 0; k < 100 && !j; k++) {
+        mt_alloc_fail_after(k);
+        CHECK(mtx_jieba_open(dir, &j, NULL) == (j ? MT_OK : MT_ENOMEM));
+        mt_alloc_fail_reset();
+    }
+    CHECK(j != NULL);
+    for (k = 0; k < 100 && !t; k++) {
+        mt_alloc_fail_after(k);
+        CHECK(mtx_jieba_cut(j, s, sizeof s - 1, &t, &nt) ==
+              (t ? MT_OK : MT_ENOMEM));
+        mt_alloc_fail_reset();
+    }
+    CHECK(t != NULL && nt == 4);
+    CHECK(t[2].n == 6 && memcmp(t[2].p, "北京", 6) == 0);
+    mt_free(t);
+    mtx_jieba_close(j);
+    remove_dir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_cut_is_jiebas_on_mederrbench),
         cmocka_unit_test(test_missing_dir_says_what_to_do),
         cmocka_unit_test(test_bad_line_is_named),
+        cmocka_unit_test(test_out_of_memory_is_clean),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
