@@ -1,367 +1,17 @@
-/* qa-eval --verify: `medtrust verify` measured on a claim-verification set
- * in HealthVer's or SciFact's CSV shape (claim, evidence text or document
- * id, label): evidence recall@k, verdict accuracy and macro-F1 against the
- * labels, the confusion matrix, and 95% bootstrap intervals; with
- * --given-evidence the verifier alone on the gold pair, as VerifAI's
- * SciFact and HealthVer tables are. */
-#include <ctype.h>
+/* qa-eval --claims and --verify: the claim-verification set scored by the
+ * batch layer (batch/claim_eval.c), printed here as text or JSON. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "batch/journal.h"
+#include "batch/claim_eval.h"
 #include "cli/qa_opts.h"
-#include "core/buf.h"
-#include "core/csv.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
-#include "medtrust/eval.h"
-#include "medtrust/verify.h"
-#include "qa/verify_int.h"
 
-#define NPRED 4 /* SUPPORT, CONTRADICT, NO_EVIDENCE, OTHER */
-#define EVIDENCE_MAX ((size_t)1 << 20)
+static const char *const pred_names[MTX_CLAIM_NPRED] = {"SUPPORT", "CONTRADICT",
+                                                        "NO_EVIDENCE", "OTHER"};
 
-static const char *const pred_names[NPRED] = {"SUPPORT", "CONTRADICT",
-                                              "NO_EVIDENCE", "OTHER"};
-
-struct vrow {
-    char *claim;
-    char *evidence; /* the gold evidence text, or NULL */
-    char *gold_doc; /* the gold document id, or NULL */
-    int gold;       /* 0 SUPPORT, 1 CONTRADICT, 2 NO_EVIDENCE */
-    int pred;       /* the same; 3: FAILED (or NO_REFERENCE, MISQUOTED) */
-    int failed;     /* a model call failed */
-    int hit;        /* the gold evidence among the documents found; -1:
-                       no evidence given, or --given-evidence */
-};
-
-struct vset {
-    struct mt_qa *q;
-    struct mt_verify_params vp;
-    int given;
-    struct vrow *rows;
-    size_t n, skipped;
-    struct mtx_work_queue wq;
-    struct mt_progress *bar;
-};
-
-/* ==== Reading the set ==== */
-
-static long col_of(struct mt_csv *c, const char *name)
-{
-    char cap[32];
-    long k = mtx_csv_find(c, name);
-
-    snprintf(cap, sizeof cap, "%c%s", toupper((unsigned char)name[0]),
-             name + 1);
-    return k >= 0 ? k : mtx_csv_find(c, cap);
-}
-
-/* An evidence field that names a stored document (one word the store
- * holds as an id) is a document id; anything else is the evidence's
- * text; an empty one is none. */
-static enum mt_status read_evidence(struct vset *s, struct vrow *r,
-                                    struct mt_str f)
-{
-    struct mt_retrieved_doc d;
-    char *e;
-
-    f = mtx_str_trim(f);
-    if (f.n == 0)
-        return MT_OK;
-    e = mt_strndup(f.p, f.n);
-    if (!e)
-        return MT_ENOMEM;
-    if (f.n <= 64 && !memchr(f.p, ' ', f.n) &&
-        mt_verify_lookup(s->q, "id", e, 64, &d, NULL) == MT_OK) {
-        mt_retrieved_doc_free(&d);
-        r->gold_doc = e;
-    } else {
-        r->evidence = e;
-    }
-    return MT_OK;
-}
-
-static enum mt_status add_row(struct vset *s, struct mt_csv *c, const long *col,
-                              size_t *cap)
-{
-    struct mt_str lab = mtx_str_trim(mtx_csv_field(c, (size_t)col[2]));
-    struct mt_str cl = mtx_csv_field(c, (size_t)col[0]);
-    enum mt_qa_label gold;
-    char lb[64];
-    struct vrow *r;
-
-    snprintf(lb, sizeof lb, "%.*s", (int)(lab.n < 63 ? lab.n : 63),
-             lab.p ? lab.p : "");
-    if (mt_qa_label_parse(lb, &gold) != MT_OK || gold > MT_QA_NO_EVIDENCE) {
-        s->skipped++;
-        return MT_OK;
-    }
-    if (s->n == *cap) {
-        r = mt_realloc(s->rows, (*cap ? *cap * 2 : 64) * sizeof *r);
-        if (!r)
-            return MT_ENOMEM;
-        s->rows = r;
-        *cap = *cap ? *cap * 2 : 64;
-    }
-    r = &s->rows[s->n];
-    memset(r, 0, sizeof *r);
-    r->gold = (int)gold;
-    r->hit = -1;
-    r->claim = mt_strndup(cl.p ? cl.p : "", cl.n);
-    if (!r->claim)
-        return MT_ENOMEM;
-    s->n++;
-    if (read_evidence(s, r, mtx_csv_field(c, (size_t)col[1])) != MT_OK)
-        return MT_ENOMEM;
-    if (s->given && !r->evidence && !r->gold_doc) { /* nothing to judge */
-        mt_free(r->claim);
-        s->n--;
-        s->skipped++;
-    }
-    return MT_OK;
-}
-
-static enum mt_status load_set(const char *path, size_t limit, struct vset *s,
-                               struct mt_error *err)
-{
-    struct mt_csv *c = NULL;
-    long col[3] = {-1, -1, -1};
-    size_t cap = 0;
-    int got = 0;
-    enum mt_status st = mtx_csv_open(path, NULL, &c, err);
-
-    if (st == MT_OK)
-        st = mtx_csv_next(c, &got, err);
-    if (st == MT_OK && got) {
-        col[0] = col_of(c, "claim");
-        col[1] = col_of(c, "evidence");
-        col[2] = col_of(c, "label");
-    }
-    if (st == MT_OK && (col[0] < 0 || col[1] < 0 || col[2] < 0))
-        st = mt_fail(err, MT_EPARSE,
-                     "%s: needs claim, evidence and label columns (a "
-                     "header line naming them, as HealthVer's and "
-                     "SciFact's CSV files have)",
-                     path);
-    while (st == MT_OK && (!limit || s->n < limit)) {
-        st = mtx_csv_next(c, &got, err);
-        if (st != MT_OK || !got)
-            break;
-        st = add_row(s, c, col, &cap);
-    }
-    mtx_csv_close(c);
-    return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
-}
-
-/* ==== Judging ==== */
-
-static int pred_of(enum mt_verdict v)
-{
-    return v == MT_VERDICT_SUPPORT       ? 0
-           : v == MT_VERDICT_CONTRADICT  ? 1
-           : v == MT_VERDICT_NO_EVIDENCE ? 2
-                                         : 3;
-}
-
-/* Whether evidence e is the gold: its id, or its text holding the gold
- * text (or held in it), normalised as quotes are. */
-static int is_gold(const struct vrow *r, const struct mt_verify_evidence *e)
-{
-    if (r->gold_doc)
-        return e->doc_id && strcmp(e->doc_id, r->gold_doc) == 0;
-    return e->text && (mtx_vf_quote(r->evidence, e->text) == MT_QUOTE_FOUND ||
-                       mtx_vf_quote(e->text, r->evidence) == MT_QUOTE_FOUND);
-}
-
-static int found_gold(const struct vrow *r, const struct mt_verify_result *res)
-{
-    size_t i, k, j;
-
-    for (i = 0; i < res->nsentences; i++)
-        for (k = 0; k < res->sentences[i].nclaims; k++)
-            for (j = 0; j < res->sentences[i].claims[k].nevidence; j++)
-                if (is_gold(r, &res->sentences[i].claims[k].evidence[j]))
-                    return 1;
-    return 0;
-}
-
-static void search_row(struct vset *s, struct vrow *r)
-{
-    struct mt_verify_result *res = NULL;
-    enum mt_status st = mt_verify_one_claim(s->q, r->claim, &s->vp, &res, NULL);
-
-    r->pred = res && res->nsentences ? pred_of(res->sentences[0].status) : 3;
-    r->failed = st != MT_OK;
-    if (r->gold_doc || r->evidence)
-        r->hit = res ? found_gold(r, res) : 0;
-    mt_verify_result_free(res);
-}
-
-/* The gold pair alone: the claim against the evidence text, or the gold
- * document's title and text. */
-static void given_row(struct vset *s, struct vrow *r)
-{
-    struct mt_retrieved_doc d;
-    struct mt_buf b = MT_BUF_INIT(EVIDENCE_MAX + 4096);
-    enum mt_qa_label l = MT_QA_NO_EVIDENCE;
-    float sc = 0;
-    enum mt_status st = MT_OK;
-
-    memset(&d, 0, sizeof d);
-    if (r->gold_doc)
-        st = mt_verify_lookup(s->q, "id", r->gold_doc, EVIDENCE_MAX, &d, NULL);
-    if (st == MT_OK)
-        st = r->gold_doc ? mtx_buf_printf(&b, "%s%s%s", d.title ? d.title : "",
-                                          d.title ? " " : "", d.text)
-                         : mtx_buf_append_str(&b, r->evidence);
-    if (st == MT_OK)
-        st = mt_qa_verify(s->q, r->claim, b.data, &l, &sc, NULL);
-    r->failed = st != MT_OK;
-    r->pred = st == MT_OK ? (int)l : 3;
-    mt_retrieved_doc_free(&d);
-    mtx_buf_free(&b);
-}
-
-static void judge_row(size_t i, void *user)
-{
-    struct vset *s = user;
-    struct vrow *r = &s->rows[i];
-
-    if (s->given)
-        given_row(s, r);
-    else
-        search_row(s, r);
-    mtx_progress_add(s->bar, 1);
-}
-
-/* ==== Metrics ==== */
-
-/* Macro-F1 over the three labels of rows idx[0..n) (F1 = 2 TP / (predicted
- * + gold), 0 when a label has no true positive; a row predicted OTHER
- * counts against its gold label's recall). */
-static double macro_f1(const struct vrow *rows, const size_t *idx, size_t n,
-                       double *f1)
-{
-    size_t cm[3][NPRED];
-    size_t i, k;
-    double m = 0;
-
-    memset(cm, 0, sizeof cm);
-    for (i = 0; i < n; i++)
-        cm[rows[idx ? idx[i] : i].gold][rows[idx ? idx[i] : i].pred]++;
-    for (k = 0; k < 3; k++) {
-        size_t tp = cm[k][k], pp = cm[0][k] + cm[1][k] + cm[2][k];
-        size_t gp = cm[k][0] + cm[k][1] + cm[k][2] + cm[k][3];
-        double f = tp ? 2.0 * (double)tp / (double)(pp + gp) : 0;
-
-        if (f1)
-            f1[k] = f;
-        m += f / 3;
-    }
-    return m;
-}
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-/* Percentile bootstrap (95%) of the macro-F1: rows resampled with
- * replacement, as mt_eval_bootstrap_ci resamples a mean. */
-static enum mt_status f1_ci(const struct vset *s, double *lo, double *hi)
-{
-    size_t *idx = mt_malloc((s->n + 1) * sizeof *idx);
-    double *m = mt_malloc(MT_EVAL_BOOT_RESAMPLES * sizeof *m);
-    uint64_t seed = MT_EVAL_BOOT_SEED;
-    size_t b, i, cut = (size_t)(0.025 * MT_EVAL_BOOT_RESAMPLES);
-
-    if (!idx || !m) {
-        mt_free(idx);
-        mt_free(m);
-        return MT_ENOMEM;
-    }
-    for (b = 0; b < MT_EVAL_BOOT_RESAMPLES; b++) {
-        for (i = 0; i < s->n; i++)
-            idx[i] = (size_t)(splitmix64(&seed) % s->n);
-        m[b] = macro_f1(s->rows, idx, s->n, NULL);
-    }
-    qsort(m, MT_EVAL_BOOT_RESAMPLES, sizeof *m, cmp_double);
-    *lo = m[cut];
-    *hi = m[MT_EVAL_BOOT_RESAMPLES - 1 - cut];
-    mt_free(idx);
-    mt_free(m);
-    return MT_OK;
-}
-
-/* The share of x[0..n) that is 1 and its 95% interval; NaN when n == 0. */
-static enum mt_status mean_ci(const double *x, size_t n, double *v, double *lo,
-                              double *hi)
-{
-    size_t i;
-    double sum = 0;
-
-    *v = *lo = *hi = -1;
-    if (n == 0)
-        return MT_OK;
-    for (i = 0; i < n; i++)
-        sum += x[i];
-    *v = sum / (double)n;
-    return mt_eval_bootstrap_ci(x, n, MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED,
-                                lo, hi);
-}
-
-struct vmetrics {
-    double acc, acc_lo, acc_hi;
-    double f1, f1_lo, f1_hi, per[3];
-    double rec, rec_lo, rec_hi;
-    size_t rec_n, failed;
-    size_t cm[3][NPRED];
-};
-
-static enum mt_status compute(const struct vset *s, struct vmetrics *m)
-{
-    double *ok = mt_calloc(s->n + 1, sizeof *ok);
-    double *hit = mt_calloc(s->n + 1, sizeof *hit);
-    size_t i;
-    enum mt_status st = ok && hit ? MT_OK : MT_ENOMEM;
-
-    memset(m, 0, sizeof *m);
-    for (i = 0; st == MT_OK && i < s->n; i++) {
-        const struct vrow *r = &s->rows[i];
-
-        ok[i] = r->pred == r->gold;
-        m->cm[r->gold][r->pred]++;
-        m->failed += (size_t)r->failed;
-        if (r->hit >= 0)
-            hit[m->rec_n++] = r->hit;
-    }
-    if (st == MT_OK)
-        st = mean_ci(ok, s->n, &m->acc, &m->acc_lo, &m->acc_hi);
-    if (st == MT_OK)
-        st = mean_ci(hit, m->rec_n, &m->rec, &m->rec_lo, &m->rec_hi);
-    m->f1 = macro_f1(s->rows, NULL, s->n, m->per);
-    m->f1_lo = m->f1_hi = -1;
-    if (st == MT_OK && s->n)
-        st = f1_ci(s, &m->f1_lo, &m->f1_hi);
-    mt_free(ok);
-    mt_free(hit);
-    return st;
-}
-
-/* ==== Report ==== */
+/* ==== --verify ==== */
 
 /* A number, or null when it is undefined (negative here). */
 static void num(double x)
@@ -372,15 +22,14 @@ static void num(double x)
         printf("%.4f", x);
 }
 
-static void print_json(const struct vset *s, const struct vmetrics *m)
+static void print_json(const struct mtx_claim_eval *m, int given, unsigned k)
 {
     size_t g, p;
 
     printf("{\"mode\":\"verify\",\"claims\":%zu,\"skipped\":%zu,"
            "\"failed\":%zu,\"given_evidence\":%s,\"k\":%u,"
            "\"evidence_recall_at_k\":",
-           s->n, s->skipped, m->failed, s->given ? "true" : "false",
-           (unsigned)s->vp.k);
+           m->claims, m->skipped, m->failed, given ? "true" : "false", k);
     num(m->rec);
     printf(",\"recall_ci95\":[");
     num(m->rec_lo);
@@ -395,98 +44,126 @@ static void print_json(const struct vset *s, const struct vmetrics *m)
            m->rec_n, m->acc, m->acc_lo, m->acc_hi, m->f1, m->f1_lo, m->f1_hi,
            m->per[0], m->per[1], m->per[2]);
     for (g = 0; g < 3; g++)
-        for (p = 0; p < NPRED; p++)
+        for (p = 0; p < MTX_CLAIM_NPRED; p++)
             printf("%s%zu%s", p == 0 ? (g ? ",[" : "[") : ",", m->cm[g][p],
-                   p == NPRED - 1 ? "]" : "");
+                   p == MTX_CLAIM_NPRED - 1 ? "]" : "");
     printf("]}}\n");
 }
 
-static void print_text(const struct vset *s, const struct vmetrics *m)
+static void print_text(const struct mtx_claim_eval *m, int given, unsigned k)
 {
     size_t g, p;
 
-    printf("claims %zu (skipped %zu with another label; %zu failed)%s\n", s->n,
-           s->skipped, m->failed, s->given ? ", the gold evidence given" : "");
-    if (!s->given && m->rec_n)
+    printf("claims %zu (skipped %zu with another label; %zu failed)%s\n",
+           m->claims, m->skipped, m->failed,
+           given ? ", the gold evidence given" : "");
+    if (!given && m->rec_n)
         printf("evidence recall@%u %.4f (95%% CI %.4f..%.4f, %zu claims "
                "with evidence)\n",
-               (unsigned)s->vp.k, m->rec, m->rec_lo, m->rec_hi, m->rec_n);
+               k, m->rec, m->rec_lo, m->rec_hi, m->rec_n);
     printf("accuracy %.4f (95%% CI %.4f..%.4f)\nmacro-F1 %.4f (95%% CI "
            "%.4f..%.4f; F1 SUPPORT %.4f, CONTRADICT %.4f, NO_EVIDENCE "
            "%.4f)\nconfusion (rows gold, columns predicted):\n%14s",
            m->acc, m->acc_lo, m->acc_hi, m->f1, m->f1_lo, m->f1_hi, m->per[0],
            m->per[1], m->per[2], "");
-    for (p = 0; p < NPRED; p++)
+    for (p = 0; p < MTX_CLAIM_NPRED; p++)
         printf(" %12s", pred_names[p]);
     for (g = 0; g < 3; g++) {
         printf("\n%14s", pred_names[g]);
-        for (p = 0; p < NPRED; p++)
+        for (p = 0; p < MTX_CLAIM_NPRED; p++)
             printf(" %12zu", m->cm[g][p]);
     }
     printf("\n");
 }
 
-static void free_set(struct vset *s)
+static void on_start(void *user, size_t n)
 {
-    size_t i;
-
-    for (i = 0; i < s->n; i++) {
-        mt_free(s->rows[i].claim);
-        mt_free(s->rows[i].evidence);
-        mt_free(s->rows[i].gold_doc);
-    }
-    mt_free(s->rows);
+    mtx_progress_set_total(user, n);
 }
 
-static enum mt_status run_set(const struct cli_args *a, struct vset *s,
-                              unsigned jobs, struct mt_error *err)
+static void on_claim(void *user)
+{
+    mtx_progress_add(user, 1);
+}
+
+/* The set judged under a progress bar. */
+static enum mt_status run_bar(const struct cli_args *a, struct mt_qa *q,
+                              struct mtx_claim_eval_params *cp,
+                              struct mtx_claim_eval *m, struct mt_error *err)
 {
     struct mt_progress_params pp = mtx_progress_default_params();
+    struct mt_progress *bar = NULL;
     enum mt_status st;
 
     pp.label = "qa-eval";
-    pp.total = s->n;
     pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mtx_progress_new(&pp, &s->bar);
+    st = mtx_progress_new(&pp, &bar);
     if (st != MT_OK)
         return mt_fail(err, st, "out of memory");
-    mtx_work_init(&s->wq, s->n);
-    st = mtx_work_run(&s->wq, jobs, judge_row, s, err);
-    mtx_work_destroy(&s->wq);
-    mtx_progress_finish(s->bar);
-    mtx_progress_free(s->bar);
+    cp->on_start = on_start;
+    cp->on_claim = on_claim;
+    cp->user = bar;
+    st = mtx_claim_eval_run(q, cp, m, err);
+    mtx_progress_finish(bar);
+    mtx_progress_free(bar);
     return st;
 }
 
 enum mt_status qa_eval_verify(const struct cli_args *a, struct mt_qa *q,
                               unsigned jobs, size_t limit, struct mt_error *err)
 {
-    struct vmetrics m;
-    struct vset s;
+    struct mtx_claim_eval_params cp;
+    struct mtx_claim_eval m;
     unsigned long k = 5;
+    int given = cli_get(a, "given-evidence") != NULL;
     enum mt_status st;
 
-    memset(&s, 0, sizeof s);
-    s.q = q;
-    s.given = cli_get(a, "given-evidence") != NULL;
-    mt_verify_default_params(q, &s.vp);
+    mtx_claim_eval_default_params(q, &cp);
     if (cli_get_uint(a, "top-k", 1, 1000, &k) < 0)
         return mt_fail(err, MT_EINVAL, "-k must be in 1..1000");
-    s.vp.k = (uint32_t)k;
-    st = load_set(cli_get(a, "verify"), limit, &s, err);
-    if (st == MT_OK)
-        st = run_set(a, &s, jobs, err);
-    if (st == MT_OK)
-        st = compute(&s, &m);
+    cp.vp.k = (uint32_t)k;
+    cp.path = cli_get(a, "verify");
+    cp.limit = limit;
+    cp.jobs = jobs;
+    cp.mode = given ? MTX_CLAIMS_GIVEN : MTX_CLAIMS_SEARCH;
+    st = run_bar(a, q, &cp, &m, err);
     if (st == MT_OK && cli_get(a, "json"))
-        print_json(&s, &m);
+        print_json(&m, given, cp.vp.k);
     else if (st == MT_OK)
-        print_text(&s, &m);
+        print_text(&m, given, cp.vp.k);
     if (st == MT_OK && m.failed)
         st = mt_fail(err, MT_EMODEL,
                      "%zu claim%s failed (a model call failed): counted "
                      "wrong, as OTHER",
                      m.failed, m.failed == 1 ? "" : "s");
-    free_set(&s);
-    return st == MT_ENOMEM ? mt_fail(err, st, "out of memory") : st;
+    return st;
+}
+
+/* ==== --claims ==== */
+
+enum mt_status qa_eval_claims(const struct cli_args *a, struct mt_qa *q,
+                              unsigned jobs, size_t limit, struct mt_error *err)
+{
+    struct mtx_claim_eval_params cp;
+    struct mtx_claim_eval m;
+    enum mt_status st;
+
+    mtx_claim_eval_default_params(q, &cp);
+    cp.path = cli_get(a, "claims");
+    cp.limit = limit;
+    cp.jobs = jobs;
+    st = mtx_claim_eval_run(q, &cp, &m, err);
+    if (st != MT_OK)
+        return st;
+    printf(cli_get(a, "json")
+               ? "{\"mode\":\"claims\",\"claims\":%zu,\"skipped\":%zu,"
+                 "\"failed\":%zu,\"accuracy\":%.4f,\"macro_f1\":%.4f,"
+                 "\"f1\":{\"SUPPORT\":%.4f,\"CONTRADICT\":%.4f,"
+                 "\"NO_EVIDENCE\":%.4f}}\n"
+               : "claims %zu (skipped %zu with another label, verifier "
+                 "failed on %zu)\naccuracy %.4f, macro-F1 %.4f (F1 SUPPORT "
+                 "%.4f, CONTRADICT %.4f, NO_EVIDENCE %.4f)\n",
+           m.claims, m.skipped, m.failed, m.acc < 0 ? 0 : m.acc, m.f1, m.per[0],
+           m.per[1], m.per[2]);
+    return MT_OK;
 }

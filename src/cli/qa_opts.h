@@ -146,4 +146,10 @@ enum mt_status qa_eval_verify(const struct cli_args *a, struct mt_qa *q,
                               unsigned jobs, size_t limit,
                               struct mt_error *err);
 
+/* qa-eval --claims FILE.csv (the same file): the verifier alone on each
+ * (claim, evidence) pair; prints accuracy and macro-F1. */
+enum mt_status qa_eval_claims(const struct cli_args *a, struct mt_qa *q,
+                              unsigned jobs, size_t limit,
+                              struct mt_error *err);
+
 #endif
