@@ -248,8 +248,12 @@ static int search_run(struct cli_args *a)
         return 1;
     k = p.k;
     want_k = docs ? k : 0;
-    if (docs) /* k documents from the best passages, as /v1/search */
-        p.k = (uint32_t)(k * GROUP_DEPTH > 40000 ? 40000 : k * GROUP_DEPTH);
+    if (docs) { /* k documents from the best passages, as /v1/search,
+                 * within the most passages a search returns */
+        uint32_t most =
+            (uint32_t)mt_param_find(&mt_search_param_table, "k", 1)->hi;
+        p.k = k > most / GROUP_DEPTH ? most : (uint32_t)(k * GROUP_DEPTH);
+    }
     if (!queries && a->npos == 0) {
         fprintf(stderr, "medtrust search: give a QUERY or --queries FILE\n"
                         "Try 'medtrust search --help'.\n");
