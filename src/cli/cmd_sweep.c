@@ -1,33 +1,24 @@
-/* medtrust sweep: a grid over mediqa's options, every cell run on the same
- * sampled notes and repeated with different seeds, each run scored by
- * `score`, summarised from its trace and drawn in one report. Every run is
- * the real `mediqa` and `score` verbs in a child process (this binary), so
- * a cell's numbers are exactly what those verbs print for its files, and
- * resume, journaling and the call cache are theirs. See sweep.h for the
- * folder layout. */
+/* medtrust sweep: the options of a sweep (batch/sweep.h, where the grid,
+ * the sample, the runs, the replay and the summary are), and the child
+ * processes it runs: every run is the real `mediqa` and `score` verbs of
+ * this binary, so a cell's numbers are exactly what those verbs print for
+ * its files, and resume, journaling and the call cache are theirs. */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "batch/sweep.h"
 #include "cli/agent_opts.h"
-#include "batch/journal.h"
-#include "cli/sweep.h"
 #include "core/buf.h"
-#include "core/csv.h"
-#include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
-#include "medtrust/store.h"
 
-#define MAX_AXES 8
 #define MAX_ARGS 160
-/* Largest sample, submission or merged trace a sweep writes. */
 #define SWEEP_BUF_MAX MT_BUF_DEFAULT_MAX
 
 static const struct cli_opt sweep_opts[] = {
@@ -62,35 +53,6 @@ static const char *const reserved[] = {
     NULL,
 };
 
-/* Names the papers' figures use for mediqa's options. */
-static const char *const aliases[][2] = {
-    {"eval_avg", "accept-mean"},
-    {"eval_min", "accept-min"},
-    {"model", "llm"},
-    {"react_steps", "steps"},
-    {"reflection_rounds", "rounds"},
-    {NULL, NULL},
-};
-
-struct axis {
-    char *key;    /* as the user wrote it */
-    char *option; /* mediqa's long option */
-    char **vals;
-    size_t nvals;
-};
-
-struct sweep {
-    const struct cli_args *a;
-    const char *out;
-    const char *replay;
-    struct axis ax[MAX_AXES];
-    size_t nax, ncell;
-    unsigned long runs, sample;
-    unsigned long long seed;
-    char sample_csv[4096];
-    int failed;
-};
-
 static char *fmtnew(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *fmtnew(const char *fmt, ...)
 {
@@ -108,8 +70,6 @@ static char *fmtnew(const char *fmt, ...)
     return mtx_buf_take(&b);
 }
 
-/* ==== The grid ==== */
-
 static const struct cli_opt *find_opt(const struct cli_opt *t, const char *name)
 {
     for (; t->name; t++)
@@ -126,102 +86,6 @@ static int is_reserved(const char *name)
         if (strcmp(reserved[i], name) == 0)
             return 1;
     return 0;
-}
-
-/* 'key' as a mediqa option name: an alias, or '_' read as '-'. */
-static char *option_of(const char *key)
-{
-    char *o;
-    size_t i;
-
-    for (i = 0; aliases[i][0]; i++)
-        if (strcmp(aliases[i][0], key) == 0)
-            return mt_strdup(aliases[i][1]);
-    o = mt_strdup(key);
-    for (i = 0; o && o[i]; i++)
-        if (o[i] == '_')
-            o[i] = '-';
-    return o;
-}
-
-static enum mt_status axis_values(struct axis *x, const char *list,
-                                  struct mt_error *err)
-{
-    char *dup = mt_strdup(list), *save = NULL, *tok;
-
-    if (!dup)
-        return MT_ENOMEM;
-    for (tok = strtok_r(dup, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        char **nv = mt_realloc(x->vals, (x->nvals + 1) * sizeof *nv);
-
-        if (!nv || !(nv[x->nvals] = mt_strdup(tok))) {
-            mt_free(nv ? NULL : dup);
-            x->vals = nv ? nv : x->vals;
-            mt_free(dup);
-            return MT_ENOMEM;
-        }
-        x->vals = nv;
-        x->nvals++;
-    }
-    mt_free(dup);
-    if (x->nvals == 0)
-        return mt_fail(err, MT_EINVAL, "--grid %s: no values", x->key);
-    return MT_OK;
-}
-
-static enum mt_status axis_parse(struct sweep *s, const char *spec,
-                                 struct mt_error *err)
-{
-    const char *eq = strchr(spec, '=');
-    struct axis *x = &s->ax[s->nax];
-    const struct cli_opt *o;
-    size_t i;
-
-    if (!eq || eq == spec)
-        return mt_fail(err, MT_EINVAL, "--grid '%s': write KEY=V1,V2,...",
-                       spec);
-    if (s->nax == MAX_AXES)
-        return mt_fail(err, MT_EINVAL, "at most %d --grid keys", MAX_AXES);
-    x->key = mt_strndup(spec, (size_t)(eq - spec));
-    x->option = x->key ? option_of(x->key) : NULL;
-    if (!x->option)
-        return MT_ENOMEM;
-    s->nax++;
-    o = find_opt(sweep_opts, x->option);
-    if (!o || is_reserved(x->option) || !cli_opt_arg(o))
-        return mt_fail(err, MT_EINVAL,
-                       "--grid %s: not a mediqa option with a value a sweep "
-                       "can vary (see medtrust mediqa --help)",
-                       x->key);
-    for (i = 0; i + 1 < s->nax; i++)
-        if (strcmp(s->ax[i].option, x->option) == 0)
-            return mt_fail(err, MT_EINVAL, "--grid %s given twice", x->key);
-    return axis_values(x, eq + 1, err);
-}
-
-/* Value index of axis k in cell c (the last axis varies fastest). */
-static size_t cell_value(const struct sweep *s, size_t c, size_t k)
-{
-    size_t j;
-
-    for (j = s->nax; j-- > k + 1;)
-        c /= s->ax[j].nvals;
-    return c % s->ax[k].nvals;
-}
-
-static void axes_free(struct sweep *s)
-{
-    size_t i, j;
-
-    for (i = 0; i < s->nax; i++) {
-        for (j = 0; j < s->ax[i].nvals; j++)
-            mt_free(s->ax[i].vals[j]);
-        mt_free(s->ax[i].vals);
-        mt_free(s->ax[i].key);
-        mt_free(s->ax[i].option);
-    }
-    s->nax = 0;
 }
 
 /* ==== Child processes ==== */
@@ -271,1082 +135,174 @@ static int run_self(const char *const *argv, const char *stdout_path)
     return WEXITSTATUS(status);
 }
 
-/* ==== Arguments of a cell's mediqa run ==== */
-
-struct argv_buf {
-    const char *v[MAX_ARGS + 1];
-    char *owned[MAX_ARGS];
-    size_t n, nowned;
-};
-
-static int argv_push(struct argv_buf *b, const char *s)
+/* The batch layer's run callback: the verb in a child process. */
+static int run_child(void *user, const char *const *argv,
+                     const char *stdout_path)
 {
-    if (b->n >= MAX_ARGS)
-        return -1;
-    b->v[b->n++] = s;
-    b->v[b->n] = NULL;
-    return 0;
+    (void)user;
+    return run_self(argv, stdout_path);
 }
 
-static int argv_own(struct argv_buf *b, char *s)
+/* A grid key's option: one of mediqa's with a value the sweep does not
+ * set itself. */
+static int option_ok(void *user, const char *option)
 {
-    if (!s || b->nowned >= MAX_ARGS) {
+    const struct cli_opt *o = find_opt(sweep_opts, option);
+
+    (void)user;
+    return o && !is_reserved(option) && cli_opt_arg(o);
+}
+
+struct args {
+    char *v[MAX_ARGS + 1];
+    size_t n;
+};
+
+static int args_push(struct args *b, char *s)
+{
+    if (!s || b->n >= MAX_ARGS) {
         mt_free(s);
         return -1;
     }
-    b->owned[b->nowned++] = s;
-    return argv_push(b, s);
+    b->v[b->n++] = s;
+    return 0;
 }
 
-static void argv_free(struct argv_buf *b)
+static void args_free(struct args *b)
 {
-    size_t i;
-
-    for (i = 0; i < b->nowned; i++)
-        mt_free(b->owned[i]);
-    memset(b, 0, sizeof *b);
+    while (b->n)
+        mt_free(b->v[--b->n]);
 }
 
 /* "--name" and its value(s) for an option given to the sweep. */
-static int push_given(struct argv_buf *b, const struct cli_args *a, size_t i)
+static int push_given(struct args *b, const struct cli_args *a, size_t i)
 {
     const struct cli_opt *o = &a->opts[i];
     size_t j;
 
     if (o->repeat) {
         for (j = 0; j < a->nmulti[i]; j++)
-            if (argv_own(b, fmtnew("--%s=%s", o->name, a->multi[i][j])) < 0)
+            if (args_push(b, fmtnew("--%s=%s", o->name, a->multi[i][j])) < 0)
                 return -1;
         return 0;
     }
     if (!a->val[i])
         return 0;
-    return cli_opt_arg(o) ? argv_own(b, fmtnew("--%s=%s", o->name, a->val[i]))
-                          : argv_own(b, fmtnew("--%s", o->name));
-}
-
-static int swept(const struct sweep *s, const char *option)
-{
-    size_t k;
-
-    for (k = 0; k < s->nax; k++)
-        if (strcmp(s->ax[k].option, option) == 0)
-            return 1;
-    return 0;
+    return cli_opt_arg(o) ? args_push(b, fmtnew("--%s=%s", o->name, a->val[i]))
+                          : args_push(b, fmtnew("--%s", o->name));
 }
 
 /* The options every run shares: what the sweep was given, less what it
- * sets itself and what the grid varies. */
-static int push_base(struct argv_buf *b, const struct sweep *s)
+ * sets itself (the batch layer drops what the grid varies). */
+static int base_args(struct args *b, const struct cli_args *a)
 {
     size_t i;
 
-    for (i = 0; s->a->opts[i].name; i++) {
-        const char *n = s->a->opts[i].name;
-
-        if (is_reserved(n) || swept(s, n) || strcmp(n, "no-progress") == 0)
-            continue;
-        if (push_given(b, s->a, i) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int push_cell(struct argv_buf *b, const struct sweep *s, size_t c)
-{
-    size_t k;
-
-    for (k = 0; k < s->nax; k++)
-        if (argv_own(b, fmtnew("--%s=%s", s->ax[k].option,
-                               s->ax[k].vals[cell_value(s, c, k)])) < 0)
+    for (i = 0; a->opts[i].name; i++)
+        if (!is_reserved(a->opts[i].name) && push_given(b, a, i) < 0)
             return -1;
     return 0;
 }
 
-/* ==== Files ==== */
-
-static char *run_dir(const char *out, size_t c, unsigned long r)
+/* score's extra arguments: the BLEURT and BERTScore files given. */
+static void score_args(const struct cli_args *a, const char **v)
 {
-    return fmtnew("%s/cell-%03zu/run-%lu", out, c + 1, r + 1);
-}
+    static const char *const names[] = {"bleurt-scores", "bertscore-model"};
+    static const char *const flags[] = {"--bleurt-scores", "--bertscore-model"};
+    size_t i, n = 0;
 
-static enum mt_status mkdirs(const char *path, struct mt_error *err)
-{
-    char p[4096];
-    size_t i, n = strlen(path);
-
-    if (n >= sizeof p)
-        return mt_fail(err, MT_EINVAL, "%s: path too long", path);
-    memcpy(p, path, n + 1);
-    for (i = 1; i <= n; i++)
-        if (p[i] == '/' || p[i] == '\0') {
-            char ch = p[i];
-
-            p[i] = '\0';
-            if (mkdir(p, 0700) != 0 && errno != EEXIST)
-                return mt_fail(err, MT_EIO, "%s: cannot create (%s)", p,
-                               strerror(errno));
-            p[i] = ch;
+    for (i = 0; i < 2; i++)
+        if (cli_get(a, names[i])) {
+            v[n++] = flags[i];
+            v[n++] = cli_get(a, names[i]);
         }
-    return MT_OK;
+    v[n] = NULL;
 }
 
-static int exists(const char *dir, const char *name)
-{
-    char p[4200];
-    struct stat st;
-
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return stat(p, &st) == 0;
-}
-
-static enum mt_status json_write(const char *path, const json_t *o,
-                                 struct mt_error *err)
-{
-    char *s = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    enum mt_status st;
-
-    if (!s)
-        return MT_ENOMEM;
-    st = mtx_file_write_atomic(path, s, strlen(s), err);
-    free(s);
-    return st;
-}
-
-static json_t *json_read(const char *path, struct mt_error *err)
-{
-    json_error_t je;
-    json_t *o = json_load_file(path, 0, &je);
-
-    if (!o)
-        mt_fail(err, MT_EPARSE, "%s:%d: %s", path, je.line, je.text);
-    return o;
-}
-
-/* ==== The sample ==== */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* The current record as one RFC 4180 line, quoting where needed. */
-static enum mt_status record_line(struct mt_csv *c, struct mt_buf *b)
-{
-    enum mt_status st = MT_OK;
-    size_t i, j;
-
-    for (i = 0; st == MT_OK && i < mtx_csv_nfields(c); i++) {
-        struct mt_str f = mtx_csv_field(c, i);
-        int q = memchr(f.p, ',', f.n) || memchr(f.p, '"', f.n) ||
-                memchr(f.p, '\n', f.n) || memchr(f.p, '\r', f.n);
-
-        if (i)
-            st = mtx_buf_putc(b, ',');
-        if (st == MT_OK && q)
-            st = mtx_buf_putc(b, '"');
-        for (j = 0; st == MT_OK && j < f.n; j++)
-            st = f.p[j] == '"' ? mtx_buf_append(b, "\"\"", 2)
-                               : mtx_buf_putc(b, f.p[j]);
-        if (st == MT_OK && q)
-            st = mtx_buf_putc(b, '"');
-    }
-    return st == MT_OK ? mtx_buf_append(b, "\r\n", 2) : st;
-}
-
-struct rows {
-    char **line; /* line[0] is the header */
-    char **id;
-    size_t n;
+/* The progress bar, made when the sweep knows its number of runs. */
+struct bar {
+    const struct cli_args *a;
+    struct mt_progress *p;
 };
 
-static void rows_free(struct rows *r)
+static void on_progress(void *user, uint64_t done, uint64_t total)
 {
-    size_t i;
+    struct bar *b = user;
 
-    for (i = 0; i < r->n; i++) {
-        mt_free(r->line[i]);
-        mt_free(r->id[i]);
+    if (!b->p) {
+        struct mt_progress_params pp = mtx_progress_default_params();
+
+        pp.label = "sweep runs";
+        pp.total = total;
+        pp.quiet = cli_get(b->a, "no-progress") != NULL;
+        if (mtx_progress_new(&pp, &b->p) != MT_OK)
+            return;
     }
-    mt_free(r->line);
-    mt_free(r->id);
-    memset(r, 0, sizeof *r);
+    mtx_progress_update(b->p, done);
 }
 
-static enum mt_status rows_push(struct rows *r, struct mt_csv *c, long idcol)
-{
-    struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
-    char **nl = mt_realloc(r->line, (r->n + 1) * sizeof *nl);
-    char **ni = nl ? mt_realloc(r->id, (r->n + 1) * sizeof *ni) : NULL;
-    struct mt_str id;
-
-    if (nl)
-        r->line = nl;
-    if (ni)
-        r->id = ni;
-    if (!nl || !ni || record_line(c, &b) != MT_OK) {
-        mtx_buf_free(&b);
-        return MT_ENOMEM;
-    }
-    id = (size_t)idcol < mtx_csv_nfields(c) ? mtx_csv_field(c, (size_t)idcol)
-                                            : mtx_str_from("");
-    r->id[r->n] = mt_strndup(id.p, id.n);
-    r->line[r->n++] = mtx_buf_take(&b);
-    return r->id[r->n - 1] ? MT_OK : MT_ENOMEM;
-}
-
-static enum mt_status rows_read(const char *path, struct rows *r,
-                                struct mt_error *err)
-{
-    struct mt_csv *c = NULL;
-    long idcol = -1;
-    int got = 1;
-    enum mt_status st = mtx_csv_open(path, NULL, &c, err);
-
-    while (st == MT_OK && (st = mtx_csv_next(c, &got, err)) == MT_OK && got) {
-        if (r->n == 0 && (idcol = mtx_csv_find(c, "Text ID")) < 0)
-            st = mt_fail(err, MT_EPARSE,
-                         "%s:1: no \"Text ID\" column: not a MEDEC-format CSV",
-                         path);
-        if (st == MT_OK)
-            st = rows_push(r, c, idcol);
-    }
-    mtx_csv_close(c);
-    if (st == MT_OK && r->n < 2)
-        st = mt_fail(err, MT_EPARSE, "%s: no notes", path);
-    return st;
-}
-
-/* Writes the header and rows 'pick' (in file order) to path. */
-static enum mt_status rows_write(const struct rows *r, const size_t *pick,
-                                 size_t n, const char *path,
-                                 struct mt_error *err)
-{
-    struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
-    enum mt_status st = mtx_buf_append_str(&b, r->line[0]);
-    size_t i;
-
-    for (i = 0; st == MT_OK && i < n; i++)
-        st = mtx_buf_append_str(&b, r->line[pick[i]]);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(path, b.data, b.len, err);
-    mtx_buf_free(&b);
-    return st;
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Draws 'sample' notes (all when 0 or more than there are) with the seed,
- * a partial Fisher-Yates shuffle, kept in file order. *ids gets them. */
-static enum mt_status sample_write(struct sweep *s, json_t **ids,
+/* Reads the sweep's own options into p; MT_EINVAL after saying why. */
+static enum mt_status sweep_params(const struct cli_args *a,
+                                   struct mtx_sweep_params *p,
                                    struct mt_error *err)
 {
-    struct rows r = {0};
-    size_t *pick = NULL, n, i, k;
-    uint64_t x = s->seed;
-    enum mt_status st = rows_read(cli_get(s->a, "data"), &r, err);
-
-    n = r.n > 0 ? r.n - 1 : 0;
-    k = s->sample && s->sample < n ? s->sample : n;
-    if (st == MT_OK && !(pick = mt_malloc((n ? n : 1) * sizeof *pick)))
-        st = MT_ENOMEM;
-    for (i = 0; st == MT_OK && i < n; i++)
-        pick[i] = i + 1;
-    for (i = 0; st == MT_OK && i < k; i++) {
-        size_t j = i + (size_t)(splitmix64(&x) % (n - i)), t = pick[i];
-
-        pick[i] = pick[j];
-        pick[j] = t;
-    }
-    if (st == MT_OK) {
-        qsort(pick, k, sizeof *pick, cmp_size);
-        st = rows_write(&r, pick, k, s->sample_csv, err);
-    }
-    *ids = json_array();
-    for (i = 0; st == MT_OK && i < k; i++)
-        json_array_append_new(*ids, json_string(r.id[pick[i]]));
-    mt_free(pick);
-    rows_free(&r);
-    return st;
-}
-
-/* ==== The plan: OUT/sweep.json ==== */
-
-static json_t *strs_json(const char *const *v, size_t n)
-{
-    json_t *a = json_array();
-    size_t i;
-
-    for (i = 0; a && i < n; i++)
-        json_array_append_new(a, json_string(v[i]));
-    return a;
-}
-
-static void array_extend_take(json_t *a, json_t *b)
-{
-    json_array_extend(a, b);
-    json_decref(b);
-}
-
-static json_t *axes_json(const struct sweep *s)
-{
-    json_t *a = json_array();
-    size_t k;
-
-    for (k = 0; a && k < s->nax; k++)
-        json_array_append_new(
-            a, json_pack("{s:s,s:s,s:o}", "key", s->ax[k].key, "option",
-                         s->ax[k].option, "values",
-                         strs_json((const char *const *)s->ax[k].vals,
-                                   s->ax[k].nvals)));
-    return a;
-}
-
-/* One cell: {"params":{key:value},"args":["--opt=value",...]}. */
-static json_t *cell_json(const struct sweep *s, size_t c)
-{
-    struct argv_buf b = {0};
-    json_t *params = json_object(), *o;
-    size_t k;
-
-    for (k = 0; k < s->nax; k++)
-        json_object_set_new(params, s->ax[k].key,
-                            json_string(s->ax[k].vals[cell_value(s, c, k)]));
-    if (push_cell(&b, s, c) < 0) {
-        argv_free(&b);
-        json_decref(params);
-        return NULL;
-    }
-    o = json_pack("{s:o,s:o}", "params", params, "args", strs_json(b.v, b.n));
-    argv_free(&b);
-    return o;
-}
-
-static json_t *plan_new(const struct sweep *s)
-{
-    struct argv_buf b = {0};
-    json_t *cells = json_array(), *plan;
-    size_t c;
-
-    for (c = 0; cells && c < s->ncell; c++)
-        json_array_append_new(cells, cell_json(s, c));
-    if (push_base(&b, s) < 0) {
-        argv_free(&b);
-        json_decref(cells);
-        return NULL;
-    }
-    plan = json_pack("{s:i,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "version", 1, "data",
-                     cli_get(s->a, "data"), "sample", (json_int_t)s->sample,
-                     "seed", (json_int_t)s->seed, "runs", (json_int_t)s->runs,
-                     "axes", axes_json(s), "base", strs_json(b.v, b.n), "cells",
-                     cells);
-    argv_free(&b);
-    return plan;
-}
-
-/* Writes the plan and the sample, or on a rerun checks that OUT holds
- * the same sweep. */
-static enum mt_status plan_settle(struct sweep *s, json_t *plan,
-                                  struct mt_error *err)
-{
-    char path[4200];
-    json_t *old, *ids = NULL;
-    enum mt_status st;
-
-    snprintf(path, sizeof path, "%s/sweep.json", s->out);
-    if (exists(s->out, "sweep.json") && exists(s->out, "sample.csv")) {
-        if (!(old = json_read(path, err)))
-            return MT_EPARSE;
-        json_object_del(old, "notes");
-        st = json_equal(old, plan)
-                 ? MT_OK
-                 : mt_fail(err, MT_EINVAL,
-                           "%s holds a different sweep (other options, grid, "
-                           "sample or seed): give another --out",
-                           path);
-        json_decref(old);
-        return st;
-    }
-    st = s->replay ? MT_OK : sample_write(s, &ids, err);
-    if (st == MT_OK && s->replay)
-        ids = json_array();
-    if (st == MT_OK) {
-        json_t *w = json_deep_copy(plan);
-
-        json_object_set_new(w, "notes", ids);
-        ids = NULL;
-        st = json_write(path, w, err);
-        json_decref(w);
-    }
-    json_decref(ids);
-    return st;
-}
-
-/* ==== Threshold replay: the plan ==== */
-
-static int is_threshold(const char *option)
-{
-    return strcmp(option, "accept-mean") == 0 ||
-           strcmp(option, "accept-min") == 0;
-}
-
-/* args less any threshold given in them (the replay sets its own). */
-static json_t *without_thresholds(const json_t *args)
-{
-    json_t *a = json_array();
-    size_t i;
-
-    for (i = 0; a && i < json_array_size(args); i++) {
-        const char *v = json_string_value(json_array_get(args, i));
-
-        if (v && strncmp(v, "--accept-mean", 13) != 0 &&
-            strncmp(v, "--accept-min", 12) != 0)
-            json_array_append_new(a, json_string(v));
-    }
-    return a;
-}
-
-/* Cell 'dc' of the recorded sweep crossed with threshold cell 'tc'. */
-static json_t *replay_cell(const struct sweep *s, const json_t *dcell,
-                           size_t dc, size_t tc)
-{
-    json_t *t = cell_json(s, tc), *params, *args;
-
-    if (!t)
-        return NULL;
-    params = json_deep_copy(json_object_get(dcell, "params"));
-    args = without_thresholds(json_object_get(dcell, "args"));
-    json_object_update(params, json_object_get(t, "params"));
-    json_array_extend(args, json_object_get(t, "args"));
-    json_decref(t);
-    return json_pack("{s:o,s:o,s:I}", "params", params, "args", args,
-                     "replay_of", (json_int_t)dc);
-}
-
-static enum mt_status plan_replay(const struct sweep *s, json_t **out,
-                                  struct mt_error *err)
-{
-    char path[4200];
-    json_t *old, *cells = json_array(), *axes;
-    size_t dc, tc, k;
-
-    for (k = 0; k < s->nax; k++)
-        if (!is_threshold(s->ax[k].option))
-            return mt_fail(err, MT_EINVAL,
-                           "--replay sweeps the MedEval thresholds only "
-                           "(eval_avg, eval_min), not %s",
-                           s->ax[k].key);
-    snprintf(path, sizeof path, "%s/sweep.json", s->replay);
-    if (!(old = json_read(path, err)))
-        return MT_EPARSE;
-    for (dc = 0; dc < json_array_size(json_object_get(old, "cells")); dc++)
-        for (tc = 0; tc < s->ncell; tc++)
-            json_array_append_new(
-                cells, replay_cell(
-                           s, json_array_get(json_object_get(old, "cells"), dc),
-                           dc, tc));
-    axes = json_deep_copy(json_object_get(old, "axes"));
-    array_extend_take(axes, axes_json(s));
-    *out = json_pack("{s:i,s:s,s:O,s:O,s:O,s:o,s:o,s:o,s:s}", "version", 1,
-                     "data", json_string_value(json_object_get(old, "data")),
-                     "sample", json_object_get(old, "sample"), "seed",
-                     json_object_get(old, "seed"), "runs",
-                     json_object_get(old, "runs"), "axes", axes, "base",
-                     without_thresholds(json_object_get(old, "base")), "cells",
-                     cells, "replay", s->replay);
-    json_decref(old);
-    return *out ? MT_OK : mt_fail(err, MT_EPARSE, "%s: not a sweep plan", path);
-}
-
-/* ==== Running a cell ==== */
-
-struct job {
-    struct sweep *s;
-    const json_t *plan;
-    const json_t *cell;
-    size_t c;
-    unsigned long r;
-    char *dir;
-    char path[4][4200]; /* submission, trace, score, stats */
-};
-
-enum { P_SUB, P_TRACE, P_SCORE, P_STATS };
-
-static void push_json_strs(struct argv_buf *b, const json_t *a)
-{
-    size_t i;
-
-    for (i = 0; i < json_array_size(a); i++)
-        argv_push(b, json_string_value(json_array_get(a, i)));
-}
-
-/* mediqa over 'data' with the cell's options and the run's seed. */
-static int mediqa_run(const struct job *j, const char *data, const char *sub,
-                      const char *trace)
-{
-    struct argv_buf b = {0};
-    char seed[32], *out = fmtnew("%s/mediqa.json", j->dir);
-    int rc;
-
-    snprintf(seed, sizeof seed, "--seed=%llu",
-             (unsigned long long)json_integer_value(
-                 json_object_get(j->plan, "seed")) +
-                 j->r);
-    argv_push(&b, "mediqa");
-    push_json_strs(&b, json_object_get(j->plan, "base"));
-    push_json_strs(&b, json_object_get(j->cell, "args"));
-    argv_push(&b, seed);
-    argv_push(&b, "--data");
-    argv_push(&b, data);
-    argv_push(&b, "--out");
-    argv_push(&b, sub);
-    argv_push(&b, "--trace");
-    argv_push(&b, trace);
-    argv_push(&b, "--resume");
-    argv_push(&b, "--no-progress");
-    if (argv_push(&b, "--json") < 0 || !out)
-        rc = -1;
-    else
-        rc = run_self(b.v, out);
-    mt_free(out);
-    argv_free(&b);
-    return rc;
-}
-
-/* `score --json` on the run's submission into score.json (atomically). */
-static int score_run(const struct job *j)
-{
-    struct argv_buf b = {0};
-    const char *bl = cli_get(j->s->a, "bleurt-scores");
-    const char *bm = cli_get(j->s->a, "bertscore-model");
-    char tmp[4300];
-    int rc;
-
-    snprintf(tmp, sizeof tmp, "%s.part", j->path[P_SCORE]);
-    argv_push(&b, "score");
-    argv_push(&b, "--ref");
-    argv_push(&b, j->s->sample_csv);
-    argv_push(&b, "--pred");
-    argv_push(&b, j->path[P_SUB]);
-    argv_push(&b, "--json");
-    if (bl) {
-        argv_push(&b, "--bleurt-scores");
-        argv_push(&b, bl);
-    }
-    if (bm) {
-        argv_push(&b, "--bertscore-model");
-        argv_push(&b, bm);
-    }
-    rc = run_self(b.v, tmp);
-    if (rc == 0 && mtx_file_rename(tmp, j->path[P_SCORE]) != 0)
-        rc = -1;
-    argv_free(&b);
-    return rc;
-}
-
-static enum mt_status stats_run(const struct job *j, struct mt_error *err)
-{
-    json_t *st = NULL;
-    enum mt_status s = sweep_trace_stats(j->path[P_TRACE], &st, err);
-
-    if (s == MT_OK)
-        s = json_write(j->path[P_STATS], st, err);
-    json_decref(st);
-    return s;
-}
-
-static enum mt_status replay_run(struct job *j, int *rc, struct mt_error *err);
-
-/* What a child's exit status means for the sweep. */
-static enum mt_status child_status(const char *what, const struct job *j,
-                                   int rc, struct mt_error *err)
-{
-    if (rc == 0 || (rc == 1 && strcmp(what, "mediqa") == 0))
-        return MT_OK;
-    if (rc >= 128)
-        return mt_fail(err, MT_ECANCELED,
-                       "%s of %s stopped by signal %d: rerun the same "
-                       "command to finish the sweep",
-                       what, j->dir, rc - 128);
-    return mt_fail(err, MT_EINVAL, "%s of %s failed (exit %d): see above", what,
-                   j->dir, rc);
-}
-
-static enum mt_status job_run(struct job *j, struct mt_error *err)
-{
-    int rc = 0;
-    enum mt_status st = mkdirs(j->dir, err);
-    char done[4200];
-
-    if (st == MT_OK && json_object_get(j->cell, "replay_of"))
-        st = replay_run(j, &rc, err);
-    else if (st == MT_OK) {
-        rc = mediqa_run(j, j->s->sample_csv, j->path[P_SUB], j->path[P_TRACE]);
-        st = child_status("mediqa", j, rc, err);
-    }
-    if (st == MT_OK && rc == 1 && !exists(j->dir, "submission.txt"))
-        st = mt_fail(err, MT_EINVAL,
-                     "mediqa wrote no submission in %s: see its message "
-                     "above",
-                     j->dir);
-    if (st == MT_OK && rc == 1)
-        j->s->failed = 1; /* some notes failed: mediqa named them */
-    if (st == MT_OK)
-        st = child_status("score", j, score_run(j), err);
-    if (st == MT_OK)
-        st = stats_run(j, err);
-    snprintf(done, sizeof done, "%s/done", j->dir);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(done, rc ? "failed\n" : "done\n", rc ? 7 : 5,
-                                   err);
-    return st;
-}
-
-/* ==== Threshold replay: one run ==== */
-
-/* The thresholds a replay cell sets (defaults for one it does not). */
-static void cell_thresholds(const json_t *cell, double *mean, double *min)
-{
-    const json_t *args = json_object_get(cell, "args");
-    struct mt_agent_params d;
-    size_t i;
-
-    mt_agent_default_params(&d);
-    *mean = d.accept_mean;
-    *min = d.accept_min;
-    for (i = 0; i < json_array_size(args); i++) {
-        const char *v = json_string_value(json_array_get(args, i));
-
-        if (strncmp(v, "--accept-mean=", 14) == 0)
-            *mean = strtod(v + 14, NULL);
-        else if (strncmp(v, "--accept-min=", 13) == 0)
-            *min = strtod(v + 13, NULL);
-    }
-}
-
-/* {"ID": submission line} of a submission file. */
-static json_t *sub_lines(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    json_t *o = json_object();
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-
-    while (f && o && (n = getline(&line, &cap, f)) > 0) {
-        char id[512];
-
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (sscanf(line, "%511s", id) == 1)
-            json_object_set_new(o, id, json_string(line));
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    return o;
-}
-
-struct replay {
-    json_t *src_sub, *src_trace, *rounds; /* of the recorded run */
-    json_t *new_sub, *new_trace;          /* of the notes rerun */
-    struct rows rows;                     /* the sample */
-    size_t *rerun, nrerun, nreplayed;
-};
-
-static void replay_free(struct replay *p)
-{
-    json_decref(p->src_sub);
-    json_decref(p->src_trace);
-    json_decref(p->rounds);
-    json_decref(p->new_sub);
-    json_decref(p->new_trace);
-    rows_free(&p->rows);
-    mt_free(p->rerun);
-}
-
-static enum mt_status replay_load(struct job *j, struct replay *p,
-                                  struct mt_error *err)
-{
-    char *src =
-        fmtnew("%s/cell-%03lld/run-%lu",
-               json_string_value(json_object_get(j->plan, "replay")),
-               json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
-               j->r + 1);
-    char path[4300];
-    enum mt_status st = src ? MT_OK : MT_ENOMEM;
-
-    if (st == MT_OK && !exists(src, "done"))
-        st = mt_fail(err, MT_EINVAL,
-                     "%s is not finished: finish that sweep before replaying "
-                     "it",
-                     src);
-    snprintf(path, sizeof path, "%s/trace.jsonl", src ? src : "");
-    if (st == MT_OK)
-        st = sweep_trace_load(path, &p->src_trace, err);
-    if (st == MT_OK)
-        st = sweep_trace_rounds(path, &p->rounds, err);
-    snprintf(path, sizeof path, "%s/submission.txt", src ? src : "");
-    if (st == MT_OK && !(p->src_sub = sub_lines(path)))
-        st = MT_ENOMEM;
-    if (st == MT_OK)
-        st = rows_read(j->s->sample_csv, &p->rows, err);
-    if (st == MT_OK && !(p->rerun = mt_malloc(p->rows.n * sizeof *p->rerun)))
-        st = MT_ENOMEM;
-    mt_free(src);
-    return st;
-}
-
-/* Splits the notes: replayed when the recorded run has its line, its check
- * did not fail (a fallback line written by --fallback-on-failure is no
- * answer to replay) and every MedEval round is decided as before, else
- * rerun. */
-static void replay_split(const struct job *j, struct replay *p)
-{
-    double mean, min;
-    size_t i;
-
-    cell_thresholds(j->cell, &mean, &min);
-    for (i = 1; i < p->rows.n; i++) {
-        const char *id = p->rows.id[i];
-
-        if (json_object_get(p->src_sub, id) &&
-            !json_object_get(json_object_get(p->src_trace, id), "error") &&
-            sweep_rounds_replayable(json_object_get(p->rounds, id), mean, min))
-            p->nreplayed++;
-        else
-            p->rerun[p->nrerun++] = i;
-    }
-}
-
-/* The run's submission and trace: each note from the recorded run or from
- * the rerun, in the sample's order. */
-static enum mt_status replay_merge(const struct job *j, struct replay *p,
-                                   struct mt_error *err)
-{
-    struct mt_buf sub = MT_BUF_INIT(SWEEP_BUF_MAX),
-                  tr = MT_BUF_INIT(SWEEP_BUF_MAX);
-    enum mt_status st = MT_OK;
-    size_t i;
-
-    for (i = 1; st == MT_OK && i < p->rows.n; i++) {
-        const char *id = p->rows.id[i];
-        int again = 0;
-        size_t k;
-        const json_t *line, *t;
-        char *ts;
-
-        for (k = 0; k < p->nrerun; k++)
-            again |= p->rerun[k] == i;
-        line = json_object_get(again ? p->new_sub : p->src_sub, id);
-        t = json_object_get(again ? p->new_trace : p->src_trace, id);
-        if (line)
-            st = mtx_buf_printf(&sub, "%s\n", json_string_value(line));
-        ts = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        if (st == MT_OK && ts)
-            st = mtx_buf_printf(&tr, "%s\n", ts);
-        free(ts);
-    }
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(j->path[P_SUB], sub.data ? sub.data : "",
-                                   sub.len, err);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(j->path[P_TRACE], tr.data ? tr.data : "",
-                                   tr.len, err);
-    mtx_buf_free(&sub);
-    mtx_buf_free(&tr);
-    return st;
-}
-
-static enum mt_status replay_rerun(struct job *j, struct replay *p, int *rc,
-                                   struct mt_error *err)
-{
-    char csv[4300], sub[4300], tr[4300];
-    enum mt_status st;
-
-    snprintf(csv, sizeof csv, "%s/rerun.csv", j->dir);
-    snprintf(sub, sizeof sub, "%s/rerun.txt", j->dir);
-    snprintf(tr, sizeof tr, "%s/rerun-trace.jsonl", j->dir);
-    st = rows_write(&p->rows, p->rerun, p->nrerun, csv, err);
-    if (st == MT_OK) {
-        *rc = mediqa_run(j, csv, sub, tr);
-        st = child_status("mediqa", j, *rc, err);
-    }
-    if (st == MT_OK && !(p->new_sub = sub_lines(sub)))
-        st = MT_ENOMEM;
-    if (st == MT_OK)
-        st = sweep_trace_load(tr, &p->new_trace, err);
-    return st;
-}
-
-static enum mt_status replay_run(struct job *j, int *rc, struct mt_error *err)
-{
-    struct replay p;
-    char path[4300];
-    json_t *o;
-    enum mt_status st;
-
-    memset(&p, 0, sizeof p);
-    *rc = 0;
-    st = replay_load(j, &p, err);
-    if (st == MT_OK)
-        replay_split(j, &p);
-    if (st == MT_OK && p.nrerun)
-        st = replay_rerun(j, &p, rc, err);
-    if (st == MT_OK)
-        st = replay_merge(j, &p, err);
-    snprintf(path, sizeof path, "%s/replay.json", j->dir);
-    o = json_pack("{s:I,s:I}", "replayed", (json_int_t)p.nreplayed, "rerun",
-                  (json_int_t)p.nrerun);
-    if (st == MT_OK)
-        st = json_write(path, o, err);
-    json_decref(o);
-    replay_free(&p);
-    return st;
-}
-
-/* ==== The summary and the report ==== */
-
-static json_t *read_opt(const char *dir, const char *name)
-{
-    char path[4300];
-    json_t *o;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    o = json_load_file(path, 0, NULL);
-    return o ? o : json_null();
-}
-
-static json_t *run_summary(const struct sweep *s, const json_t *plan, size_t c,
-                           unsigned long r)
-{
-    char *dir = run_dir(s->out, c, r);
-    json_t *o;
-    char done[16] = "";
-    char path[4300];
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/done", dir ? dir : "");
-    if ((f = fopen(path, "r"))) {
-        if (!fgets(done, sizeof done, f))
-            done[0] = '\0';
-        fclose(f);
-    }
-    done[strcspn(done, "\n")] = '\0';
-    o = json_pack(
-        "{s:I,s:s,s:o,s:o,s:o}", "seed",
-        json_integer_value(json_object_get(plan, "seed")) + (json_int_t)r,
-        "status", done[0] ? done : "missing", "score",
-        read_opt(dir, "score.json"), "stats", read_opt(dir, "stats.json"),
-        "replay", read_opt(dir, "replay.json"));
-    mt_free(dir);
-    return o;
-}
-
-static enum mt_status corpus_count(const struct mt_store_counts *c, void *u)
-{
-    if (c->source)
-        json_object_set_new(u, c->source, json_integer((json_int_t)c->chunks));
-    return MT_OK;
-}
-
-/* Chunks per source of the corpus the runs searched, when there is one. */
-static json_t *corpus_json(const struct sweep *s)
-{
-    const char *db = cli_get(s->a, "db");
-    struct mt_store *st = NULL;
-    struct mt_error err = {MT_OK, ""};
-    json_t *o = json_object();
-
-    if (!db || !exists(db, "store.db"))
-        return o;
-    if (mt_store_open(db, NULL, &st, &err) == MT_OK)
-        mt_store_stats(st, corpus_count, o, &err);
-    mt_store_close(st);
-    return o;
-}
-
-static enum mt_status summary_write(const struct sweep *s, const json_t *plan,
-                                    struct mt_error *err)
-{
-    const json_t *cells = json_object_get(plan, "cells");
-    json_t *out = json_array(), *sum;
-    char path[4200];
-    size_t c;
-    unsigned long r,
-        runs = (unsigned long)json_integer_value(json_object_get(plan, "runs"));
-    enum mt_status st;
-
-    for (c = 0; c < json_array_size(cells); c++) {
-        json_t *rs = json_array();
-
-        for (r = 0; r < runs; r++)
-            json_array_append_new(rs, run_summary(s, plan, c, r));
-        json_array_append_new(
-            out,
-            json_pack("{s:I,s:O,s:O*,s:o}", "cell", (json_int_t)c + 1, "params",
-                      json_object_get(json_array_get(cells, c), "params"),
-                      "replay_of",
-                      json_object_get(json_array_get(cells, c), "replay_of"),
-                      "runs", rs));
-    }
-    sum = json_pack("{s:O,s:O,s:o,s:o}", "axes", json_object_get(plan, "axes"),
-                    "runs", json_object_get(plan, "runs"), "cells", out,
-                    "corpus", corpus_json(s));
-    snprintf(path, sizeof path, "%s/summary.json", s->out);
-    st = json_write(path, sum, err);
-    snprintf(path, sizeof path, "%s/report.html", s->out);
-    if (st == MT_OK)
-        st = sweep_report_write(path, sum, err);
-    json_decref(sum);
-    return st;
-}
-
-/* ==== The verb ==== */
-
-static enum mt_status run_all(struct sweep *s, const json_t *plan,
-                              struct mt_progress *bar, struct mt_error *err)
-{
-    const json_t *cells = json_object_get(plan, "cells");
-    unsigned long runs =
-        (unsigned long)json_integer_value(json_object_get(plan, "runs"));
-    enum mt_status st = MT_OK;
-    size_t c;
-    unsigned long r;
-
-    for (c = 0; st == MT_OK && c < json_array_size(cells); c++)
-        for (r = 0; st == MT_OK && r < runs; r++) {
-            struct job j = {s,    plan, json_array_get(cells, c), c, r,
-                            NULL, {""}};
-
-            if (!(j.dir = run_dir(s->out, c, r)))
-                return MT_ENOMEM;
-            snprintf(j.path[P_SUB], sizeof j.path[0], "%s/submission.txt",
-                     j.dir);
-            snprintf(j.path[P_TRACE], sizeof j.path[0], "%s/trace.jsonl",
-                     j.dir);
-            snprintf(j.path[P_SCORE], sizeof j.path[0], "%s/score.json", j.dir);
-            snprintf(j.path[P_STATS], sizeof j.path[0], "%s/stats.json", j.dir);
-            if (!exists(j.dir, "done"))
-                st = job_run(&j, err);
-            mt_free(j.dir);
-            mtx_progress_add(bar, 1);
-        }
-    return st;
-}
-
-static enum mt_status sweep_setup(struct sweep *s, struct cli_args *a,
-                                  struct mt_error *err)
-{
-    const char **g;
-    size_t ng, i;
-    enum mt_status st = MT_OK;
-
-    s->a = a;
-    s->out = cli_get(a, "out");
-    s->replay = cli_get(a, "replay");
-    s->runs = 1;
-    s->seed = 42;
-    if (!s->out || (!s->replay && !cli_get(a, "data")))
+    unsigned long seed = 42;
+
+    memset(p, 0, sizeof *p);
+    p->out = cli_get(a, "out");
+    p->replay = cli_get(a, "replay");
+    p->data = cli_get(a, "data");
+    p->db = cli_get(a, "db");
+    p->runs = 1;
+    if (!p->out || (!p->replay && !p->data))
         return mt_fail(err, MT_EINVAL,
                        "--out and --data (or --replay DIR) are required");
-    {
-        unsigned long seed = 42;
-
-        if (cli_get_uint(a, "sample", 1, 1000000, &s->sample) < 0 ||
-            cli_get_uint(a, "runs", 1, 100, &s->runs) < 0 ||
-            cli_get_uint(a, "seed", 0, 0x7fffffffUL, &seed) < 0)
-            return MT_EINVAL;
-        s->seed = seed;
-    }
-    g = cli_get_all(a, "grid", &ng);
-    for (i = 0; st == MT_OK && i < ng; i++)
-        st = axis_parse(s, g[i], err);
-    for (s->ncell = 1, i = 0; st == MT_OK && i < s->nax; i++)
-        s->ncell *= s->ax[i].nvals;
-    if (st == MT_OK && s->ncell > 10000)
-        st = mt_fail(err, MT_EINVAL, "the grid has %zu cells: at most 10000",
-                     s->ncell);
-    snprintf(s->sample_csv, sizeof s->sample_csv, "%s/sample.csv", s->out);
-    return st == MT_OK ? mkdirs(s->out, err) : st;
-}
-
-/* The replay's sample is the recorded sweep's own. */
-static enum mt_status replay_sample(const struct sweep *s, struct mt_error *err)
-{
-    char src[4200];
-    struct rows r = {0};
-    size_t *pick, i;
-    enum mt_status st;
-
-    if (exists(s->out, "sample.csv"))
-        return MT_OK;
-    snprintf(src, sizeof src, "%s/sample.csv", s->replay);
-    st = rows_read(src, &r, err);
-    pick = st == MT_OK ? mt_malloc(r.n * sizeof *pick) : NULL;
-    for (i = 1; pick && i < r.n; i++)
-        pick[i - 1] = i;
-    if (st == MT_OK)
-        st = pick ? rows_write(&r, pick, r.n - 1, s->sample_csv, err)
-                  : MT_ENOMEM;
-    mt_free(pick);
-    rows_free(&r);
-    return st;
+    if (cli_get_uint(a, "sample", 1, 1000000, &p->sample) < 0 ||
+        cli_get_uint(a, "runs", 1, 100, &p->runs) < 0 ||
+        cli_get_uint(a, "seed", 0, 0x7fffffffUL, &seed) < 0)
+        return MT_EINVAL;
+    p->seed = seed;
+    p->grid = cli_get_all(a, "grid", &p->ngrid);
+    p->option_ok = option_ok;
+    p->run = run_child;
+    p->on_progress = on_progress;
+    return MT_OK;
 }
 
 static int cmd_sweep(struct cli_args *a)
 {
-    struct sweep s;
+    struct mtx_sweep_params p;
     struct mt_error err = {MT_OK, ""};
-    struct mt_progress *bar = NULL;
-    struct mt_progress_params pp = mtx_progress_default_params();
-    json_t *plan = NULL;
-    enum mt_status st;
+    struct args base = {{NULL}, 0};
+    const char *sargs[5];
+    struct bar bar = {a, NULL};
+    size_t cells = 0;
+    unsigned long runs = 0;
+    int failed = 0;
+    enum mt_status st = sweep_params(a, &p, &err);
 
-    memset(&s, 0, sizeof s);
-    st = sweep_setup(&s, a, &err);
-    if (st == MT_OK && s.replay)
-        st = plan_replay(&s, &plan, &err);
-    else if (st == MT_OK && !(plan = plan_new(&s)))
-        st = MT_ENOMEM;
-    if (st == MT_OK && s.replay)
-        st = replay_sample(&s, &err);
+    if (st == MT_OK && base_args(&base, a) < 0)
+        st = mt_fail(&err, MT_ENOMEM, "out of memory");
+    score_args(a, sargs);
+    p.base = (const char *const *)base.v;
+    p.nbase = base.n;
+    p.score_args = sargs;
+    p.user = &bar;
     if (st == MT_OK)
-        st = plan_settle(&s, plan, &err);
-    pp.label = "sweep runs";
-    pp.total = (uint64_t)json_array_size(json_object_get(plan, "cells")) *
-               (uint64_t)json_integer_value(json_object_get(plan, "runs"));
-    pp.quiet = cli_get(a, "no-progress") != NULL;
+        st = mtx_sweep_run(&p, &failed, &cells, &runs, &err);
+    if (bar.p)
+        mtx_progress_finish(bar.p);
+    mtx_progress_free(bar.p);
+    args_free(&base);
     if (st == MT_OK)
-        st = mtx_progress_new(&pp, &bar);
-    if (st == MT_OK)
-        st = run_all(&s, plan, bar, &err);
-    if (bar)
-        mtx_progress_finish(bar);
-    mtx_progress_free(bar);
-    if (st == MT_OK)
-        st = summary_write(&s, plan, &err);
-    if (st == MT_OK)
-        fprintf(stderr, "sweep: %zu cells x %lld runs in %s (report.html)%s\n",
-                json_array_size(json_object_get(plan, "cells")),
-                json_integer_value(json_object_get(plan, "runs")), s.out,
-                s.failed ? "; some notes failed, see each run's mediqa "
-                           "summary"
-                         : "");
-    json_decref(plan);
-    axes_free(&s);
+        fprintf(stderr, "sweep: %zu cells x %lu runs in %s (report.html)%s\n",
+                cells, runs, p.out,
+                failed ? "; some notes failed, see each run's mediqa "
+                         "summary"
+                       : "");
     if (st != MT_OK)
         return cli_fail(&err, st);
-    return s.failed ? 1 : 0;
+    return failed ? 1 : 0;
 }
 
 const struct cli_verb cli_verb_sweep = {

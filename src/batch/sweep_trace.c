@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/sweep.h"
+#include "batch/sweep.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 
@@ -22,8 +22,8 @@ static int version_readable(json_t *o)
 
 /* {"ID": line object}: the last line of each note wins (a resumed run
  * appends the notes it checked again). */
-enum mt_status sweep_trace_load(const char *path, json_t **out,
-                                struct mt_error *err)
+enum mt_status mtx_sweep_trace_load(const char *path, json_t **out,
+                                    struct mt_error *err)
 {
     FILE *f = fopen(path, "r");
     json_t *notes = json_object();
@@ -155,14 +155,14 @@ static double per(double v, double n)
     return n > 0 ? v / n : 0;
 }
 
-enum mt_status sweep_trace_stats(const char *trace_path, json_t **out,
-                                 struct mt_error *err)
+enum mt_status mtx_sweep_trace_stats(const char *trace_path, json_t **out,
+                                     struct mt_error *err)
 {
     struct tally t;
     json_t *notes = NULL, *v;
     const char *id;
     double n;
-    enum mt_status st = sweep_trace_load(trace_path, &notes, err);
+    enum mt_status st = mtx_sweep_trace_load(trace_path, &notes, err);
 
     if (st != MT_OK)
         return st;
@@ -188,12 +188,12 @@ enum mt_status sweep_trace_stats(const char *trace_path, json_t **out,
 
 /* ==== MedEval rounds and replay ==== */
 
-enum mt_status sweep_trace_rounds(const char *trace_path, json_t **out,
-                                  struct mt_error *err)
+enum mt_status mtx_sweep_trace_rounds(const char *trace_path, json_t **out,
+                                      struct mt_error *err)
 {
     json_t *notes = NULL, *line, *rounds = json_object();
     const char *id;
-    enum mt_status st = sweep_trace_load(trace_path, &notes, err);
+    enum mt_status st = mtx_sweep_trace_load(trace_path, &notes, err);
 
     if (st != MT_OK) {
         json_decref(rounds);
@@ -219,8 +219,8 @@ enum mt_status sweep_trace_rounds(const char *trace_path, json_t **out,
     return MT_OK;
 }
 
-int sweep_rounds_replayable(const json_t *rounds, double mean_min,
-                            double min_min)
+int mtx_sweep_rounds_replayable(const json_t *rounds, double mean_min,
+                                double min_min)
 {
     size_t i, j;
 

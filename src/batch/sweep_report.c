@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "batch/journal.h"
-#include "cli/sweep.h"
+#include "batch/sweep.h"
 #include "core/file.h"
 #include "eval/report_int.h"
 #include "medtrust/core.h"
@@ -619,8 +619,8 @@ static void page(struct mt_ev_out *o, const json_t *sum)
         o->st = MT_ENOMEM;
 }
 
-enum mt_status sweep_report_write(const char *path, const json_t *summary,
-                                  struct mt_error *err)
+enum mt_status mtx_sweep_report_write(const char *path, const json_t *summary,
+                                      struct mt_error *err)
 {
     struct mt_ev_out o = {MT_BUF_INIT(MT_BUF_DEFAULT_MAX), MT_OK};
     enum mt_status st;
