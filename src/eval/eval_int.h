@@ -113,6 +113,25 @@ enum mt_status mtx_rouge_chinese(const char *hyp, size_t hyp_n, const char *ref,
 
 struct mtx_jieba;
 
+/* The files of a jieba data folder (scripts/bootstrap extracts them into
+ * third_party/jieba; `make install` puts them in PREFIX/share/medtrust/
+ * jieba). */
+#define MTX_JIEBA_DICT "dict.txt"
+#define MTX_JIEBA_HMM "hmm.txt"
+
+/* Where the data folder is: 'given' when not NULL/empty, else
+ * $MEDTRUST_JIEBA_DIR, else the first folder holding dict.txt among
+ * ../share/medtrust/jieba beside the binary or libmedtrust.so,
+ * PREFIX/share/medtrust/jieba, and the source tree's third_party/jieba
+ * (beside, above or two above the binary, then under the working folder).
+ * Returns a copy (mt_free), or NULL with err saying what to do. */
+char *mtx_ev_jieba_find(const char *given, struct mt_error *err);
+
+/* Reads dir/dict.txt and dir/hmm.txt into a new handle (*out; close with
+ * mtx_jieba_close); on failure *out is NULL and err names the file. */
+enum mt_status mtx_ev_jieba_open(const char *dir, struct mtx_jieba **out,
+                                 struct mt_error *err);
+
 /* ROUGE-1 F of MedGuards' eval_CN.py (NLGMetrics.compute_rouge):
  * Rouge().get_scores(' '.join(jieba.cut(hyp)), ' '.join(jieba.cut(ref)))
  * [0]["rouge-1"]["f"]. MT_EINVAL when either side has no sentence, MT_OK

@@ -281,6 +281,23 @@ static void bert_note(struct mt_ev_out *o, const struct mt_eval_result *r)
     mtx_ev_outs(o, ".</p>\n");
 }
 
+/* Which ROUGE-1 KPCS took (enum mt_eval_kpcs_rouge). */
+static void kpcs_rouge_note(struct mt_ev_out *o, const struct mt_eval_result *r)
+{
+    if (r->kpcs_rouge == MT_EVAL_KPCS_ROUGE_PUBLISHED) {
+        mtx_ev_outs(o, "; KPCS's ROUGE-1 is Google's <code>rouge_score"
+                       "</code> for every language, as the published "
+                       "KPCS code computes it");
+        return;
+    }
+    mtx_ev_outf(o,
+                "; KPCS's ROUGE-1 is MedGuards' own per language: "
+                "<code>rouge_score</code> (English), jieba's words scored "
+                "by <code>rouge-chinese</code> (Chinese, %zu pairs), the "
+                "<code>rouge</code> package (Arabic, %zu pairs)",
+                r->kpcs_pairs_zh, r->kpcs_pairs_ar);
+}
+
 static void metric_note(struct mt_ev_out *o, const struct mt_eval_result *r)
 {
     mtx_ev_outs(o, "<p class=\"note\">Aggregate = mean of ROUGE-1");
@@ -300,8 +317,11 @@ static void metric_note(struct mt_ev_out *o, const struct mt_eval_result *r)
                 ". ROUGE is that of the Python <code>rouge</code> package. "
                 "Intervals: percentile bootstrap over notes, %d resamples, "
                 "seed %u. KPCS counts a correct NA once (the published "
-                "MedGuards code counted it twice).</p>\n",
+                "MedGuards code counted it twice)",
                 MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
+    if (r->metrics & (1u << MT_EVAL_KPCS))
+        kpcs_rouge_note(o, r);
+    mtx_ev_outs(o, ".</p>\n");
     if (r->metrics & (1u << MT_EVAL_BERTSCORE))
         bert_note(o, r);
 }

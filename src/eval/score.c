@@ -349,10 +349,10 @@ static enum mt_status need_jieba(struct sctx *c)
 
     if (c->jb)
         return MT_OK;
-    dir = mtx_jieba_find_dir(c->p.jieba_dir, c->err);
+    dir = mtx_ev_jieba_find(c->p.jieba_dir, c->err);
     if (!dir)
         return MT_ENOTFOUND;
-    st = mtx_jieba_open(dir, &c->jb, c->err);
+    st = mtx_ev_jieba_open(dir, &c->jb, c->err);
     if (st == MT_OK)
         mt_log(MT_LOG_DEBUG, "jieba: loaded %s", dir);
     mt_free(dir);

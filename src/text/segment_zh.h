@@ -13,19 +13,19 @@
 extern "C" {
 #endif
 
-/* The files of a jieba data folder. */
-#define MTX_JIEBA_DICT "dict.txt"
-#define MTX_JIEBA_HMM "hmm.txt"
-
-/* A loaded dictionary and HMM: read-only once open, so one handle may be
+/* A loaded dictionary and HMM: read-only once built, so one handle may be
  * shared by threads. */
 struct mtx_jieba;
 
-/* Loads dir/dict.txt and dir/hmm.txt. On success *out owns a new handle
- * (mtx_jieba_close); on failure *out is NULL and err names the file and
- * line it could not read. */
-enum mt_status mtx_jieba_open(const char *dir, struct mtx_jieba **out,
-                              struct mt_error *err);
+/* Builds a handle from the text of jieba's dict.txt (dict[0..dict_n), which
+ * the handle takes: freed with it, or here on failure) and of hmm.txt
+ * (hmm, NUL-terminated, borrowed and cut up in place). dict_name and
+ * hmm_name name them in errors. On failure *out is NULL and err says
+ * which line of which file is wrong. No I/O: the eval layer reads the
+ * files (mtx_ev_jieba_open). */
+enum mt_status mtx_jieba_load(char *dict, size_t dict_n, char *hmm,
+                              const char *dict_name, const char *hmm_name,
+                              struct mtx_jieba **out, struct mt_error *err);
 /* Frees j; NULL is a no-op. */
 void mtx_jieba_close(struct mtx_jieba *j);
 
@@ -35,14 +35,6 @@ void mtx_jieba_close(struct mtx_jieba *j);
  * own (Python would not have decoded the text). MT_OK or MT_ENOMEM. */
 enum mt_status mtx_jieba_cut(const struct mtx_jieba *j, const char *s, size_t n,
                              struct mt_str **toks, size_t *ntoks);
-
-/* Where the data folder is: 'given' when not NULL/empty, else
- * $MEDTRUST_JIEBA_DIR, else the first folder holding dict.txt among
- * ../share/medtrust/jieba beside the binary or libmedtrust.so,
- * PREFIX/share/medtrust/jieba, and the source tree's third_party/jieba
- * (beside, above or two above the binary, then under the working folder).
- * Returns a copy (mt_free), or NULL with err saying what to do. */
-char *mtx_jieba_find_dir(const char *given, struct mt_error *err);
 
 /* Python's str.isspace() for one code point (as the re module's \s and
  * str.split() use it). */

@@ -1,24 +1,13 @@
-/* jieba's data for segment_zh.c: the prefix dictionary (dict.txt read as
- * jieba's gen_pfdict reads it), the finalseg HMM tables (hmm.txt, dumped
- * from jieba's prob_*.py by scripts/bootstrap) and where to find them. */
-#include <errno.h>
-#include <limits.h>
+/* jieba's data for segment_zh.c, parsed from memory (the eval layer reads
+ * the files): the prefix dictionary (dict.txt as jieba's gen_pfdict reads
+ * it) and the finalseg HMM tables (hmm.txt, dumped from jieba's prob_*.py
+ * by scripts/bootstrap). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "core/buf.h"
-#include "core/file.h"
-#include "core/selfpath.h"
 #include "medtrust/core.h"
 #include "text/segment_zh_int.h"
-
-#ifndef MT_JIEBA_DATADIR
-#define MT_JIEBA_DATADIR "/usr/local/share/medtrust/jieba"
-#endif
-
-#define DATA_MAX ((size_t)64 << 20)
 
 /* ==== Prefix dictionary ==== */
 
@@ -135,24 +124,19 @@ static enum mt_status dict_line(struct mtx_jieba *j, size_t a, size_t b,
 static enum mt_status load_dict(struct mtx_jieba *j, const char *path,
                                 struct mt_error *err)
 {
-    struct mt_buf b = MT_BUF_INIT(DATA_MAX);
-    enum mt_status st = mtx_file_read_all(path, &b, err);
+    enum mt_status st = MT_OK;
     size_t a = 0, i, line = 1;
 
-    if (st != MT_OK)
-        return st;
-    j->text = b.data;
-    j->text_n = b.len;
-    if (b.len > UINT32_MAX)
+    if (j->text_n > UINT32_MAX)
         return mt_fail(err, MT_ELIMIT, "%s: over 4 GiB", path);
-    for (i = 0; i < b.len && st == MT_OK; i++) {
+    for (i = 0; i < j->text_n && st == MT_OK; i++) {
         if (j->text[i] != '\n')
             continue;
         st = dict_line(j, a, i, path, line++, err);
         a = i + 1;
     }
-    if (st == MT_OK && a < b.len)
-        st = dict_line(j, a, b.len, path, line, err);
+    if (st == MT_OK && a < j->text_n)
+        st = dict_line(j, a, j->text_n, path, line, err);
     if (st == MT_OK && j->total <= 0)
         st = mt_fail(err, MT_EPARSE, "%s: no words; rerun scripts/bootstrap",
                      path);
@@ -221,26 +205,22 @@ static enum mt_status hmm_line(struct mtx_jieba *j, char *line)
     return MT_EPARSE;
 }
 
-static enum mt_status load_hmm(struct mtx_jieba *j, const char *path,
+static enum mt_status load_hmm(struct mtx_jieba *j, char *hmm, const char *path,
                                struct mt_error *err)
 {
-    struct mt_buf b = MT_BUF_INIT(DATA_MAX);
-    enum mt_status st = mtx_file_read_all(path, &b, err);
+    enum mt_status st = MT_OK;
     size_t line = 1;
     char *p, *nl;
 
-    if (st != MT_OK)
-        return st;
     for (int s = 0; s < 4; s++)
         for (int t = 0; t < 4; t++)
             j->trans[s][t] = MTX_JB_MIN_FLOAT; /* trans_p[y0].get(y) */
-    for (p = b.data; st == MT_OK && p && *p; p = nl, line++) {
+    for (p = hmm; st == MT_OK && p && *p; p = nl, line++) {
         nl = strchr(p, '\n');
         if (nl)
             *nl++ = '\0';
         st = hmm_line(j, p);
     }
-    mtx_buf_free(&b);
     if (st == MT_ENOMEM)
         return mt_fail(err, st, "out of memory");
     if (st != MT_OK)
@@ -256,22 +236,23 @@ static enum mt_status load_hmm(struct mtx_jieba *j, const char *path,
     return MT_OK;
 }
 
-enum mt_status mtx_jieba_open(const char *dir, struct mtx_jieba **out,
-                              struct mt_error *err)
+enum mt_status mtx_jieba_load(char *dict, size_t dict_n, char *hmm,
+                              const char *dict_name, const char *hmm_name,
+                              struct mtx_jieba **out, struct mt_error *err)
 {
     struct mtx_jieba *j = mt_calloc(1, sizeof *j);
-    char path[PATH_MAX];
     enum mt_status st;
 
     *out = NULL;
-    if (!j)
+    if (!j) {
+        mt_free(dict);
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    snprintf(path, sizeof path, "%s/" MTX_JIEBA_DICT, dir);
-    st = load_dict(j, path, err);
-    if (st == MT_OK) {
-        snprintf(path, sizeof path, "%s/" MTX_JIEBA_HMM, dir);
-        st = load_hmm(j, path, err);
     }
+    j->text = dict;
+    j->text_n = dict_n;
+    st = load_dict(j, dict_name, err);
+    if (st == MT_OK)
+        st = load_hmm(j, hmm, hmm_name, err);
     if (st != MT_OK) {
         mtx_jieba_close(j);
         return st;
@@ -290,90 +271,4 @@ void mtx_jieba_close(struct mtx_jieba *j)
     for (int s = 0; s < 4; s++)
         mt_free(j->emit[s].row);
     mt_free(j);
-}
-
-/* ==== Finding the folder ==== */
-
-static char *try_dir(const char *dir, const char *rel)
-{
-    char path[PATH_MAX + 64];
-
-    snprintf(path, sizeof path, "%s%s%s/" MTX_JIEBA_DICT, dir, *rel ? "/" : "",
-             rel);
-    if (access(path, R_OK) != 0)
-        return NULL;
-    path[strlen(path) - strlen("/" MTX_JIEBA_DICT)] = '\0';
-    return mt_strdup(path);
-}
-
-static const char *const rels[] = {"../share/medtrust/jieba",
-                                   "third_party/jieba", "../third_party/jieba",
-                                   "../../third_party/jieba"};
-
-static char *in_rels(const char *dir)
-{
-    char *found = NULL;
-
-    for (size_t i = 0; i < sizeof rels / sizeof rels[0] && !found; i++)
-        found = try_dir(dir, rels[i]);
-    return found;
-}
-
-static char *beside_binary(void)
-{
-    char exe[PATH_MAX];
-    char *slash;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    return in_rels(exe);
-}
-
-static char *search(void)
-{
-    char dir[PATH_MAX];
-    char *found = beside_binary();
-
-    if (!found && mtx_lib_dir(dir, sizeof dir) == 0)
-        found = in_rels(dir);
-    if (!found)
-        found = try_dir(MT_JIEBA_DATADIR, "");
-    if (!found)
-        found = try_dir("third_party/jieba", "");
-    return found;
-}
-
-char *mtx_jieba_find_dir(const char *given, struct mt_error *err)
-{
-    const char *env = getenv("MEDTRUST_JIEBA_DIR");
-    const char *dir = given && *given ? given : env && *env ? env : NULL;
-    char *found;
-
-    if (dir) {
-        found = try_dir(dir, "");
-        if (!found)
-            mt_fail(err, MT_ENOTFOUND,
-                    "%s (%s) holds no readable " MTX_JIEBA_DICT ": point it "
-                    "at the folder scripts/bootstrap makes (third_party/"
-                    "jieba) or `make install` installs (share/medtrust/"
-                    "jieba)",
-                    dir,
-                    given && *given ? "--jieba-dict" : "MEDTRUST_JIEBA_DIR");
-        return found;
-    }
-    found = search();
-    if (!found)
-        mt_fail(err, MT_ENOTFOUND,
-                "jieba's dictionary (" MTX_JIEBA_DICT ", " MTX_JIEBA_HMM
-                ") not found: Chinese KPCS segments words as jieba does. "
-                "Run scripts/bootstrap (it extracts them into third_party/"
-                "jieba), then `make install`, or give --jieba-dict DIR "
-                "(MEDTRUST_JIEBA_DIR)");
-    return found;
 }

@@ -152,7 +152,7 @@ static void test_rouge1_zh_is_eval_cns(void **state)
     (void)state;
     if (!f)
         MISSING("tests/golden/jieba/pairs.tsv");
-    if (mtx_jieba_open("third_party/jieba", &j, &err) != MT_OK)
+    if (mtx_ev_jieba_open("third_party/jieba", &j, &err) != MT_OK)
         fail_msg("%s", err.msg);
     while (fgets(line, sizeof line, f)) {
         char *t1 = strchr(line, '\t');

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "medtrust/core.h"
+#include "eval/eval_int.h"
 #include "text/segment_zh.h"
 
 #define VENV_PY "third_party/venv/bin/python"
@@ -21,9 +22,9 @@ static int setup(void **state)
     struct mt_error err = {0};
 
     (void)state;
-    if (access(JIEBA_DIR "/" MTX_JIEBA_DICT, R_OK) != 0)
-        MISSING(JIEBA_DIR "/" MTX_JIEBA_DICT);
-    if (mtx_jieba_open(JIEBA_DIR, &jb, &err) != MT_OK)
+    if (access(JIEBA_DIR "/dict.txt", R_OK) != 0)
+        MISSING(JIEBA_DIR "/dict.txt");
+    if (mtx_ev_jieba_open(JIEBA_DIR, &jb, &err) != MT_OK)
         fail_msg("%s", err.msg);
     return 0;
 }
@@ -143,34 +144,12 @@ static void test_missing_dir_says_what_to_do(void **state)
     char *d;
 
     (void)state;
-    d = mtx_jieba_find_dir("/nonexistent/jieba", &err);
+    d = mtx_ev_jieba_find("/nonexistent/jieba", &err);
     CHECK(d == NULL);
     CHECK(strstr(err.msg, "--jieba-dict") != NULL);
-    d = mtx_jieba_find_dir(JIEBA_DIR, &err);
+    d = mtx_ev_jieba_find(JIEBA_DIR, &err);
     CHECK(d != NULL && strcmp(d, JIEBA_DIR) == 0);
     mt_free(d);
-}
-
-static void test_bad_line_is_named(void **state)
-{
-    char dir[] = "/tmp/mt_jieba_XXXXXX";
-    char path[256];
-    struct mt_error err = {0};
-    struct mtx_jieba *j = NULL;
-    FILE *f;
-
-    (void)state;
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof path, "%s/dict.txt", dir);
-    f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs("北京 10 ns\n清华x\n", f);
-    fclose(f);
-    CHECK(mtx_jieba_open(dir, &j, &err) == MT_EPARSE);
-    CHECK(j == NULL);
-    CHECK(strstr(err.msg, "dict.txt:2") != NULL);
-    unlink(path);
-    CHECK(rmdir(dir) == 0);
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -196,6 +175,28 @@ static void remove_dir(const char *dir)
     CHECK(rmdir(dir) == 0);
 }
 
+static void test_bad_line_is_named(void **state)
+{
+    char dir[] = "/tmp/mt_jieba_XXXXXX";
+    struct mt_error err = {0};
+    struct mtx_jieba *j = NULL;
+
+    (void)state;
+    CHECK(mkdtemp(dir) != NULL);
+    write_file(dir, "dict.txt", "北京 10 ns\n清华x\n");
+    write_file(dir, "hmm.txt",
+               "start B -0.26\nemit B 6211 -3.0\n"
+               "emit S 6211 -3.0\n");
+    CHECK(mtx_ev_jieba_open(dir, &j, &err) == MT_EPARSE);
+    CHECK(j == NULL);
+    CHECK(strstr(err.msg, "dict.txt:2") != NULL);
+    write_file(dir, "dict.txt", "北京 10 ns\n");
+    write_file(dir, "hmm.txt", "start B -0.26\nemit B 6211 x\n");
+    CHECK(mtx_ev_jieba_open(dir, &j, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "hmm.txt:2") != NULL);
+    remove_dir(dir);
+}
+
 /* Every allocation of open and cut failing in turn: MT_ENOMEM, nothing
  * half-made (LeakSanitizer), then the same tokens. A tiny dictionary and
  * HMM: 北京 and 清华大学 are words, 我在 goes to the HMM. */
@@ -218,7 +219,7 @@ static void test_out_of_memory_is_clean(void **state)
                "emit B 6211 -9.0\n");
     for (k = 0; k < 100 && !j; k++) {
         mt_alloc_fail_after(k);
-        CHECK(mtx_jieba_open(dir, &j, NULL) == (j ? MT_OK : MT_ENOMEM));
+        CHECK(mtx_ev_jieba_open(dir, &j, NULL) == (j ? MT_OK : MT_ENOMEM));
         mt_alloc_fail_reset();
     }
     CHECK(j != NULL);
