@@ -138,6 +138,45 @@ static void test_cut_rules(void **state)
     }
 }
 
+/* Any bytes (Han, ASCII, punctuation, whitespace, ill-formed UTF-8, NUL):
+ * the tokens are non-empty and cover the input in order. */
+static void test_any_bytes_are_covered(void **state)
+{
+    static const char *const parts[] = {
+        "北京", "清华", "大学",     "患",   "者",   "a",  "Z",  "9",  ".",
+        "%",    "-",    "+",        " ",    "\r\n", "\r", "\n", "。", "？",
+        "，",   "\xff", "\xe5\x8c", "\xc3", "Ｃ",   "…",  "\t", "'",  "\x00"};
+    const size_t np = sizeof parts / sizeof parts[0];
+    unsigned seed = 31;
+
+    (void)state;
+    for (int it = 0; it < 3000; it++) {
+        char s[256];
+        size_t n = 0, at = 0, nt;
+        struct mt_str *t;
+        enum mt_status st;
+        double f = -1;
+
+        for (int k = (int)(rand_r(&seed) % 24); k > 0; k--) {
+            const char *p = parts[(size_t)rand_r(&seed) % np];
+            size_t len = *p ? strlen(p) : 1;
+
+            memcpy(s + n, p, len);
+            n += len;
+        }
+        CHECK_OK(mtx_jieba_cut(jb, s, n, &t, &nt));
+        for (size_t k = 0; k < nt; k++) {
+            CHECK(t[k].p == s + at && t[k].n > 0);
+            at += t[k].n;
+        }
+        CHECK(at == n);
+        mt_free(t);
+        s[n] = '\0'; /* and rouge-chinese's split over the cut text */
+        st = mtx_kpcs_rouge1_zh(jb, s, "患者诊断。", &f);
+        CHECK(st == MT_EINVAL || (st == MT_OK && f >= 0 && f <= 1));
+    }
+}
+
 static void test_missing_dir_says_what_to_do(void **state)
 {
     struct mt_error err = {0};
@@ -241,6 +280,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cut_rules),
         cmocka_unit_test(test_cut_is_jiebas_on_mederrbench),
+        cmocka_unit_test(test_any_bytes_are_covered),
         cmocka_unit_test(test_missing_dir_says_what_to_do),
         cmocka_unit_test(test_bad_line_is_named),
         cmocka_unit_test(test_out_of_memory_is_clean),
