@@ -8,12 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
-#include "batch/heartbeat.h"
+#include "batch/qworker.h"
 #include "cli/agent_opts.h"
 #include "check/usage.h"
 #include "cli/mediqa.h"
@@ -62,11 +61,8 @@ static const struct cli_opt worker_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-#define MAX_HELD 512 /* jobs at once (the --jobs bound) */
-/* The runs this worker claims: a server's own checks and asks on the
- * same queue are left to the servers (and to workers that run them). */
-#define WORKER_KINDS "{mediqa}"
-#define MAX_RUNS 16 /* runs with an open checker */
+#define MAX_JOBS 512 /* the --jobs bound */
+#define MAX_RUNS 16  /* runs with an open checker */
 
 struct run_agent {
     int64_t run;
@@ -76,35 +72,17 @@ struct run_agent {
 };
 
 struct worker {
-    pthread_mutex_t mu; /* guards pg, held, the counts and fatal */
-    struct mtx_pg *pg;
+    struct mtx_qworker *qw; /* the queue worker loop (batch/qworker.h) */
     const struct cli_args *a;
-    char name[160];
-    double lease_s, poll_s;
-    int64_t only_run;
     unsigned jobs;
-    int64_t held[MAX_HELD];
-    size_t nheld;
     struct run_agent *runs[MAX_RUNS]; /* each its own allocation */
     size_t nruns;
     pthread_mutex_t run_mu; /* guards runs */
-    size_t done, failed, dropped;
-    double queue_s;    /* wall time in claim, finish and heartbeat calls */
-    int64_t base_done; /* jobs done when the bar started (-1: not yet) */
-    enum mt_status fatal;
-    struct mt_error fatal_err;
+    int64_t base_done;      /* jobs done when the bar started (-1: not yet) */
     struct mt_progress *bar;
 };
 
 static volatile sig_atomic_t stop_flag;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void on_stop(int sig)
 {
@@ -112,23 +90,10 @@ static void on_stop(int sig)
     stop_flag = 1;
 }
 
-static void fail_locked(struct worker *w, enum mt_status st,
-                        const struct mt_error *err)
+static int stopping(void *user)
 {
-    if (w->fatal == MT_OK) {
-        w->fatal = st;
-        w->fatal_err = *err;
-    }
-}
-
-static int stopping(struct worker *w)
-{
-    int s;
-
-    pthread_mutex_lock(&w->mu);
-    s = stop_flag || w->fatal != MT_OK;
-    pthread_mutex_unlock(&w->mu);
-    return s;
+    (void)user;
+    return stop_flag != 0;
 }
 
 /* ==== A run's checker ==== */
@@ -176,22 +141,28 @@ static enum mt_status run_params(struct worker *w, struct run_agent *r,
     return MT_OK;
 }
 
+struct run_row {
+    int64_t run;
+    char *kind, *opts;
+};
+
+static enum mt_status read_run(struct mtx_pg *pg, void *user,
+                               struct mt_error *err)
+{
+    struct run_row *rr = user;
+
+    return mtx_queue_run(pg, rr->run, &rr->kind, &rr->opts, err);
+}
+
 static enum mt_status run_open(struct worker *w, struct run_agent *r,
                                struct mt_error *err)
 {
     struct cli_args args;
     struct mt_agent_params p;
-    char *kind = NULL, *opts = NULL;
-    enum mt_status st;
+    struct run_row rr = {r->run, NULL, NULL};
+    enum mt_status st = mtx_qworker_call(w->qw, read_run, &rr, err);
 
-    pthread_mutex_lock(&w->mu);
-    st = mtx_queue_run(w->pg, r->run, &kind, &opts, err);
-    pthread_mutex_unlock(&w->mu);
-    if (st == MT_OK && strcmp(kind, "mediqa") != 0)
-        st = mt_fail(err, MT_EUNSUPPORTED,
-                     "run %lld: this worker runs mediqa jobs, not '%s'",
-                     (long long)r->run, kind);
-    if (st == MT_OK && !(r->opts = json_loads(opts, 0, NULL)))
+    if (st == MT_OK && !(r->opts = json_loads(rr.opts, 0, NULL)))
         st = mt_fail(err, MT_EPARSE, "run %lld: unreadable options",
                      (long long)r->run);
     memset(&args, 0, sizeof args);
@@ -204,8 +175,8 @@ static enum mt_status run_open(struct worker *w, struct run_agent *r,
                 (long long)r->run, why.msg);
     }
     cli_args_free(&args);
-    mt_free(kind);
-    mt_free(opts);
+    mt_free(rr.kind);
+    mt_free(rr.opts);
     return st;
 }
 
@@ -285,23 +256,6 @@ static void run_release(struct worker *w, struct run_agent *r)
 
 /* ==== Jobs ==== */
 
-static void held_add(struct worker *w, int64_t id)
-{
-    if (w->nheld < MAX_HELD)
-        w->held[w->nheld++] = id;
-}
-
-static void held_del(struct worker *w, int64_t id)
-{
-    size_t i;
-
-    for (i = 0; i < w->nheld; i++)
-        if (w->held[i] == id) {
-            w->held[i] = w->held[--w->nheld];
-            return;
-        }
-}
-
 /* The job's result: {"id","line","fallback","usage","failed"?,"trace"},
  * what --collect reads back (cli/mediqa_queue.c). */
 static char *job_result(const char *id, const struct mtx_batch_outcome *o)
@@ -321,48 +275,25 @@ static char *job_result(const char *id, const struct mtx_batch_outcome *o)
     return s;
 }
 
-static void finish(struct worker *w, const struct mtx_queue_job *j,
-                   const char *result, int failed)
+static void finish(struct mtx_qjob *j, const char *result, int failed)
 {
     struct mt_error err = {MT_OK, ""};
-    enum mt_status st;
 
-    double t0;
-
-    pthread_mutex_lock(&w->mu);
-    t0 = now_s();
-    st = result ? mtx_queue_finish(w->pg, j, result, failed, &err)
-                : mt_fail(&err, MT_ENOMEM, "out of memory");
-    w->queue_s += now_s() - t0;
-    held_del(w, j->id);
-    if (st == MT_OK) {
-        w->done++;
-        w->failed += (size_t)failed;
-    } else if (st == MT_ECANCELED) {
-        w->dropped++;
+    if (!result) {
+        mt_fail(&err, MT_ENOMEM, "out of memory");
+        mtx_qworker_fail(j->w, err.status, &err);
+    } else if (mtx_qjob_finish(j, result, failed, &err) == MT_ECANCELED) {
         mt_log(MT_LOG_WARN, "%s", err.msg);
-    } else {
-        fail_locked(w, st, &err);
     }
-    pthread_mutex_unlock(&w->mu);
 }
 
-/* Gives the job back to the queue at once (this worker cannot run it). */
-static void give_back(struct worker *w, const struct mtx_queue_job *j,
-                      enum mt_status why, const struct mt_error *werr)
+/* A mediqa job (the loop's callback): the note checked by its run's
+ * checker. A run that cannot run here gives its job back to the queue
+ * and ends this worker. */
+static void do_job(void *user, struct mtx_qjob *j)
 {
-    struct mt_error err = {MT_OK, ""};
-
-    pthread_mutex_lock(&w->mu);
-    mtx_queue_release(w->pg, j, &err);
-    held_del(w, j->id);
-    fail_locked(w, why, werr);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static void do_job(struct worker *w, const struct mtx_queue_job *j)
-{
-    json_t *p = json_loads(j->payload, 0, NULL);
+    struct worker *w = user;
+    json_t *p = json_loads(j->row.payload, 0, NULL);
     const char *id = json_string_value(json_object_get(p, "id"));
     const char *text = json_string_value(json_object_get(p, "text"));
     const char *sents = json_string_value(json_object_get(p, "sentences"));
@@ -374,141 +305,57 @@ static void do_job(struct worker *w, const struct mtx_queue_job *j)
 
     if (!id || !text) { /* --collect reports the unreadable result */
         json_decref(p);
-        finish(w, j, "{}", 1);
+        finish(j, "{}", 1);
         return;
     }
-    st = run_agent(w, j->run, &r, &err);
+    st = run_agent(w, j->row.run, &r, &err);
     if (st != MT_OK) {
-        give_back(w, j, st, &err);
+        mtx_qjob_release(j, NULL);
+        mtx_qworker_fail(j->w, st, &err);
         json_decref(p);
         return;
     }
     mtx_batch_check_note(r->agent, NULL, id, text, sents, 1, &o);
     run_release(w, r);
     res = job_result(id, &o);
-    finish(w, j, res, o.failed);
+    finish(j, res, o.failed);
     mt_free(res);
     mtx_batch_outcome_free(&o);
     json_decref(p);
 }
 
-/* ==== Threads ==== */
-
-/* Sleeps up to 's' seconds, waking early when asked to stop. */
-static void nap(double s)
+/* After each heartbeat: the progress bar (done/total of the queue, all
+ * workers together, from the runs' own counts). */
+static void on_beat(void *user, const struct mtx_queue_progress *pr)
 {
-    while (s > 0 && !stop_flag) {
-        double t = s < 0.1 ? s : 0.1;
+    struct worker *w = user;
 
-        usleep((useconds_t)(t * 1e6));
-        s -= t;
-    }
-}
-
-/* Nothing to claim: 1 when a draining worker's thread should stop (no
- * job is queued, and every running one is this worker's own, which its
- * other threads finish: only another worker's job could come back, once
- * its lease runs out), else waits --poll and returns 0. */
-static int idle(struct worker *w)
-{
-    struct mtx_queue_counts c;
-    struct mt_error err = {MT_OK, ""};
-    enum mt_status st = MT_OK;
-    int left = 1;
-
-    if (cli_get(w->a, "drain")) {
-        pthread_mutex_lock(&w->mu);
-        st = mtx_queue_counts(w->pg, w->only_run, WORKER_KINDS, &c, &err);
-        if (st != MT_OK)
-            fail_locked(w, st, &err);
-        left = st == MT_OK && (c.queued > 0 || c.running > (int64_t)w->nheld);
-        pthread_mutex_unlock(&w->mu);
-    }
-    if (!left)
-        return 1;
-    nap(w->poll_s);
-    return 0;
-}
-
-static void *work_thread(void *arg)
-{
-    struct worker *w = arg;
-
-    while (!stopping(w)) {
-        struct mtx_queue_job j;
-        struct mt_error err = {MT_OK, ""};
-        enum mt_status st;
-
-        double t0;
-
-        memset(&j, 0, sizeof j);
-        pthread_mutex_lock(&w->mu);
-        t0 = now_s();
-        st = mtx_queue_claim(w->pg, w->name, w->lease_s, w->only_run,
-                             WORKER_KINDS, &j, &err);
-        w->queue_s += now_s() - t0;
-        if (st == MT_OK)
-            held_add(w, j.id);
-        else if (st != MT_ENOTFOUND)
-            fail_locked(w, st, &err);
-        pthread_mutex_unlock(&w->mu);
-        if (st == MT_ENOTFOUND && idle(w))
-            break;
-        if (st == MT_OK)
-            do_job(w, &j);
-        mtx_queue_job_free(&j);
-    }
-    return NULL;
-}
-
-/* Extends the leases of the jobs in hand and refreshes the progress bar
- * (done/total of the queue, all workers together) in one statement,
- * which reads the runs' own counts rather than counting job rows. */
-static void beat_once(struct worker *w)
-{
-    struct mtx_queue_progress pr;
-    struct mt_error err = {MT_OK, ""};
-    enum mt_status st;
-
-    double t0;
-
-    pthread_mutex_lock(&w->mu);
-    t0 = now_s();
-    st = mtx_queue_beat(w->pg, w->name, w->lease_s, w->held, w->nheld,
-                        w->only_run, WORKER_KINDS, NULL, &pr, &err);
-    w->queue_s += now_s() - t0;
-    if (st != MT_OK)
-        fail_locked(w, st, &err);
-    pthread_mutex_unlock(&w->mu);
-    if (st != MT_OK)
+    if (!pr)
         return;
     if (w->base_done < 0) /* count what is done from now, for the rate */
-        w->base_done = pr.done;
-    mtx_progress_set_total(w->bar, (uint64_t)(pr.total - w->base_done));
-    mtx_progress_update(w->bar, (uint64_t)(pr.done - w->base_done));
-}
-
-/* The heartbeat's call (batch/heartbeat.h). */
-static void beat_fn(void *w)
-{
-    beat_once(w);
+        w->base_done = pr->done;
+    mtx_progress_set_total(w->bar, (uint64_t)(pr->total - w->base_done));
+    mtx_progress_update(w->bar, (uint64_t)(pr->done - w->base_done));
 }
 
 /* ==== The verb ==== */
 
-static int read_opts(const struct cli_args *a, struct worker *w)
+/* The runs this worker claims: a server's own checks and asks on the
+ * same queue are left to the servers (and to workers that run them). */
+static const struct mtx_qworker_kind worker_kinds[] = {{"mediqa", do_job}};
+
+static int read_opts(const struct cli_args *a, struct worker *w,
+                     struct mtx_qworker_params *qp)
 {
     unsigned long jobs = 4;
-    double lease = 30, poll = 1;
     const char *run = cli_get(a, "run");
     char *end = NULL;
-    char host[96] = "host";
 
-    if (cli_get_uint(a, "jobs", 1, MAX_HELD, &jobs) < 0 ||
-        cli_get_double(a, "lease", 1, 3600, &lease) < 0 ||
-        cli_get_double(a, "poll", 0.01, 3600, &poll) < 0)
+    if (cli_get_uint(a, "jobs", 1, MAX_JOBS, &jobs) < 0 ||
+        cli_get_double(a, "lease", 1, 3600, &qp->lease_s) < 0 ||
+        cli_get_double(a, "poll", 0.01, 3600, &qp->poll_s) < 0)
         return -1;
-    if (run && ((w->only_run = strtoll(run, &end, 10)) <= 0 || *end)) {
+    if (run && ((qp->run = strtoll(run, &end, 10)) <= 0 || *end)) {
         fprintf(stderr,
                 "medtrust worker: --run takes a run number, not "
                 "'%s'\n",
@@ -522,74 +369,19 @@ static int read_opts(const struct cli_args *a, struct worker *w)
                 a->pos[0]);
         return -1;
     }
-    gethostname(host, sizeof host - 1);
-    if (cli_get(a, "name"))
-        snprintf(w->name, sizeof w->name, "%s", cli_get(a, "name"));
-    else
-        snprintf(w->name, sizeof w->name, "%s:%ld", host, (long)getpid());
+    qp->name = cli_get(a, "name");
+    qp->threads = (unsigned)jobs;
+    qp->drain = cli_get(a, "drain") != NULL;
     w->jobs = (unsigned)jobs;
-    w->lease_s = lease;
-    w->poll_s = poll;
     w->a = a;
     return 0;
 }
 
-static enum mt_status work(struct worker *w, struct mt_error *err)
-{
-    pthread_t t[MAX_HELD];
-    struct mtx_heartbeat hb;
-    unsigned i, started = 0;
-
-    /* none: the leases run out while the jobs run, and other workers
-     * take them over (their results win; ours are refused) */
-    (void)mtx_heartbeat_start(&hb, w->lease_s, beat_fn, w, NULL);
-
-    for (i = 0; i < w->jobs; i++)
-        if (pthread_create(&t[started], NULL, work_thread, w) == 0)
-            started++;
-    if (started == 0)
-        work_thread(w);
-    for (i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    mtx_heartbeat_stop(&hb);
-    if (w->fatal == MT_OK)
-        beat_once(w); /* the bar's last state */
-    if (w->fatal != MT_OK)
-        *err = w->fatal_err;
-    return w->fatal;
-}
-
-/* PostgreSQL may be away when a worker starts (machines boot in any
- * order): the first connection is tried again with backoff (0.1 s
- * doubling to 5 s) while nothing answers at the URL (mtx_pg_down), until
- * it does or the worker is stopped. A wrong password or database still
- * fails at once. */
-static enum mt_status open_queue(struct worker *w, const char *url,
-                                 struct mt_error *err)
-{
-    double wait = 0.1;
-    int said = 0;
-    enum mt_status st;
-
-    while ((st = mtx_queue_open(url, &w->pg, err)) == MT_EIO && !stop_flag &&
-           mtx_pg_down(url)) {
-        if (!said++)
-            mt_log(MT_LOG_WARN,
-                   "worker: %s; waiting for PostgreSQL, trying again "
-                   "with backoff",
-                   err->msg);
-        nap(wait);
-        wait = wait * 2 > 5 ? 5 : wait * 2;
-    }
-    if (st == MT_OK && said)
-        mt_log(MT_LOG_INFO, "worker: PostgreSQL is reachable: starting");
-    return st;
-}
-
 /* --serve-jobs: the server's job code without HTTP claims the servers'
- * rows (checks, asks, batches) beside this worker's mediqa threads; *out stays
- * NULL without the option. */
-static enum mt_status serve_jobs(const struct worker *w, const char *url,
+ * rows (checks, asks, batches) beside this worker's mediqa threads; *out
+ * stays NULL without the option. */
+static enum mt_status serve_jobs(const struct worker *w,
+                                 const struct mtx_qworker_params *qp,
                                  struct mt_server **out, struct mt_error *err)
 {
     struct mt_server_params p;
@@ -602,10 +394,10 @@ static enum mt_status serve_jobs(const struct worker *w, const char *url,
         return mt_fail(err, MT_EINVAL,
                        "--serve-jobs needs --db DIR, the store the checks "
                        "and asks search");
-    p.state_url = url;
+    p.state_url = qp->url;
     p.llm_spec = cli_get(w->a, "llm");
     p.llm_jobs = w->jobs;
-    p.job_lease_s = w->lease_s;
+    p.job_lease_s = qp->lease_s;
     p.headless = 1;
     return mt_server_start(&p, out, err);
 }
@@ -616,27 +408,74 @@ static void worker_close(struct worker *w)
 
     for (i = 0; i < w->nruns; i++)
         run_free(w->runs[i]);
+    mtx_qworker_free(w->qw);
     mtx_progress_free(w->bar);
-    mtx_pg_close(w->pg);
-    pthread_mutex_destroy(&w->mu);
     pthread_mutex_destroy(&w->run_mu);
+}
+
+static void summary(const struct worker *w, const char *name)
+{
+    struct mtx_qworker_stats t;
+
+    memset(&t, 0, sizeof t);
+    if (w->qw)
+        mtx_qworker_stats(w->qw, &t);
+    fprintf(stderr,
+            "worker %s: %zu jobs done (%zu failed checks), %zu results "
+            "dropped (their lease was taken over), %.2f ms a job in queue "
+            "calls, %llu reconnects\n",
+            name, t.done, t.failed, t.dropped,
+            t.queue_s * 1000 / (double)(t.done ? t.done : 1),
+            (unsigned long long)t.reconnects);
+}
+
+/* The queue worker loop with this verb's options and callbacks. */
+static enum mt_status work(struct worker *w, struct mtx_qworker_params *qp,
+                           struct mt_server **srv, struct mt_error *err)
+{
+    enum mt_status st;
+
+    qp->kinds = worker_kinds;
+    qp->nkinds = 1;
+    qp->user = w;
+    qp->log_prefix = "worker";
+    qp->wait_for_pg = 1;
+    qp->progress = 1;
+    qp->on_beat = on_beat;
+    qp->stopping = stopping;
+    st = mtx_qworker_start(qp, &w->qw, err);
+    if (st == MT_OK)
+        st = serve_jobs(w, qp, srv, err);
+    if (st != MT_OK && w->qw)
+        stop_flag = 1; /* the threads end after the jobs in hand */
+    if (w->qw && mtx_qworker_stop(w->qw, st == MT_OK ? err : NULL) != MT_OK &&
+        st == MT_OK)
+        st = err->status;
+    return st;
 }
 
 static int worker_run(struct cli_args *a)
 {
-    static struct worker w; /* large (the held list); one per process */
+    struct worker w;
+    struct mtx_qworker_params qp;
     struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_error err = {MT_OK, ""};
     struct sigaction sa;
-    const char *url = mediqa_state_url(a, "medtrust worker");
     struct mt_server *srv = NULL;
+    char host[96] = "host", name[160];
     enum mt_status st;
 
     memset(&w, 0, sizeof w);
     w.base_done = -1;
-    if (!url || read_opts(a, &w) < 0)
+    mtx_qworker_default_params(&qp);
+    qp.url = mediqa_state_url(a, "medtrust worker");
+    if (!qp.url || read_opts(a, &w, &qp) < 0)
         return 1;
-    pthread_mutex_init(&w.mu, NULL);
+    gethostname(host, sizeof host - 1);
+    snprintf(name, sizeof name, "%s:%ld", host, (long)getpid());
+    if (qp.name)
+        snprintf(name, sizeof name, "%s", qp.name);
+    qp.name = name; /* HOST:PID unless --name */
     pthread_mutex_init(&w.run_mu, NULL);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -648,20 +487,10 @@ static int worker_run(struct cli_args *a)
     if (st != MT_OK)
         st = mt_fail(&err, st, "out of memory");
     if (st == MT_OK)
-        st = open_queue(&w, url, &err);
-    if (st == MT_OK)
-        st = serve_jobs(&w, url, &srv, &err);
-    if (st == MT_OK)
-        st = work(&w, &err);
+        st = work(&w, &qp, &srv, &err);
     mt_server_stop(srv, 600); /* the checks and asks in hand finish */
     mtx_progress_finish(w.bar);
-    fprintf(stderr,
-            "worker %s: %zu jobs done (%zu failed checks), %zu results "
-            "dropped (their lease was taken over), %.2f ms a job in queue "
-            "calls, %llu reconnects\n",
-            w.name, w.done, w.failed, w.dropped,
-            w.queue_s * 1000 / (double)(w.done ? w.done : 1),
-            w.pg ? (unsigned long long)mtx_pg_reconnects(w.pg) : 0ULL);
+    summary(&w, name);
     worker_close(&w);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }

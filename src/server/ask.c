@@ -385,37 +385,38 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     return mtx_srv_run_submit(s, rq, rs, &spec, &r);
 }
 
+/* The rebuilder's callbacks (mtx_srv_job_rebuild). */
+static void *rebuild_read(struct mt_server *s, const struct srv_req *rq,
+                          struct srv_resp *rs)
+{
+    return read_body(s, rq, rs);
+}
+
+static int rebuild_ready(struct mt_server *s, void *arg, struct srv_resp *rs)
+{
+    (void)arg;
+    return llm_configured(s, rs);
+}
+
+static enum mt_status rebuild_bind(struct mt_server *s, void *arg,
+                                   struct mt_error *err)
+{
+    struct ask_arg *a = arg;
+
+    return mtx_srv_qa_get(s, a->key.model, &a->qa, err);
+}
+
 /* A queued question rebuilt where it is claimed (shared state): the body
  * as the route read it, this server's answerer for its model. */
 enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
                                const char *body, struct srv_job_spec *spec,
                                struct mt_error *err)
 {
-    struct srv_req rq;
-    struct srv_resp rs;
-    struct ask_arg *a;
+    static const struct srv_job_rebuild r = {
+        "ask", ask_fn, arg_free, rebuild_read, rebuild_ready, rebuild_bind};
 
     (void)run;
-    memset(&rq, 0, sizeof rq);
-    memset(&rs, 0, sizeof rs);
-    rq.body = body;
-    rq.body_len = strlen(body);
-    a = read_body(s, &rq, &rs);
-    if (a && !llm_configured(s, &rs)) {
-        arg_free(a);
-        a = NULL;
-    }
-    if (!a)
-        return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_qa_get(s, a->key.model, &a->qa, err) != MT_OK) {
-        arg_free(a);
-        return err->status;
-    }
-    spec->kind = "ask";
-    spec->fn = ask_fn;
-    spec->arg = a;
-    spec->arg_free = arg_free;
-    return MT_OK;
+    return mtx_srv_job_rebuild(s, body, &r, spec, err);
 }
 
 void mtx_srv_ask(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,

@@ -537,39 +537,49 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
     return mtx_srv_run_submit(s, rq, rs, &spec, &r);
 }
 
+/* The rebuilder's callbacks (mtx_srv_job_rebuild): the strategy the
+ * body names is kept in the argument. */
+static void *rebuild_read(struct mt_server *s, const struct srv_req *rq,
+                          struct srv_resp *rs)
+{
+    enum mt_strategy strat;
+    struct check_arg *a = read_body(s, rq, rs, &strat);
+
+    if (a)
+        a->strat = strat;
+    return a;
+}
+
+static int rebuild_ready(struct mt_server *s, void *arg, struct srv_resp *rs)
+{
+    const struct check_arg *a = arg;
+
+    return mtx_srv_check_models(s, a->strat, a->model, rs);
+}
+
+static enum mt_status rebuild_bind(struct mt_server *s, void *arg,
+                                   struct mt_error *err)
+{
+    struct check_arg *a = arg;
+    enum mt_status st = mtx_srv_checker(s, a->strat, a->model, &a->agent, err);
+
+    if (st == MT_OK)
+        mtx_srv_check_params(a->agent, a->strat, &a->set, a->search_mode,
+                             &a->cp);
+    return st;
+}
+
 /* A queued check rebuilt where it is claimed (shared state): the body as
  * the route read it, this server's models and checker. */
 enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
                                  const char *body, struct srv_job_spec *spec,
                                  struct mt_error *err)
 {
-    struct srv_req rq;
-    struct srv_resp rs;
-    enum mt_strategy strat;
-    struct check_arg *a;
+    static const struct srv_job_rebuild r = {
+        "check", check_fn, arg_free, rebuild_read, rebuild_ready, rebuild_bind};
 
-    memset(&rq, 0, sizeof rq);
-    memset(&rs, 0, sizeof rs);
-    rq.body = body;
-    rq.body_len = strlen(body);
-    a = read_body(s, &rq, &rs, &strat);
-    if (a && !mtx_srv_check_models(s, strat, a->model, &rs)) {
-        arg_free(a);
-        a = NULL;
-    }
-    if (!a)
-        return mtx_srv_resp_failure(&rs, err);
-    if (mtx_srv_checker(s, strat, a->model, &a->agent, err) != MT_OK) {
-        arg_free(a);
-        return err->status;
-    }
     (void)run;
-    mtx_srv_check_params(a->agent, strat, &a->set, a->search_mode, &a->cp);
-    spec->kind = "check";
-    spec->fn = check_fn;
-    spec->arg = a;
-    spec->arg_free = arg_free;
-    return MT_OK;
+    return mtx_srv_job_rebuild(s, body, &r, spec, err);
 }
 
 void mtx_srv_check(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,

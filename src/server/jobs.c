@@ -11,7 +11,7 @@
 #include "core/buf.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
-#include "store/queue.h"
+#include "batch/qworker.h"
 
 struct srv_waiter {
     void *w;
@@ -50,14 +50,13 @@ struct srv_job {
     struct srv_job *qnext; /* queue */
     struct srv_job *lnext; /* live list */
     /* with a shared state: */
-    struct mtx_queue_job qj; /* its claimed row (qj.id 0: a local job) */
-    struct mtx_pg *qpg;      /* the claiming thread's connection */
-    const char *node;        /* this server's name in the queue */
-    int replay;              /* emitting an earlier attempt's rows */
-    pthread_mutex_t row_mu;  /* orders its event rows: */
-    int64_t row_next;        /* seq of its next event row */
-    struct mt_buf tok;       /* "token" text not yet in a row */
-    double tok_t0;           /* when the first of it came */
+    struct mtx_qjob *row;   /* its claimed row, lent by the queue worker
+                               loop while it runs (NULL: a local job) */
+    int replay;             /* emitting an earlier attempt's rows */
+    pthread_mutex_t row_mu; /* orders its event rows: */
+    int64_t row_next;       /* seq of its next event row */
+    struct mt_buf tok;      /* "token" text not yet in a row */
+    double tok_t0;          /* when the first of it came */
 };
 
 /* "token" events (an answer streamed piece by piece) reach the state as
@@ -97,7 +96,6 @@ static void job_free(struct srv_job *j)
     mt_free(j->wait);
     mtx_buf_free(&j->tok);
     mtx_buf_free(&j->merged);
-    mtx_queue_job_free(&j->qj);
     pthread_mutex_destroy(&j->row_mu);
     mt_free(j);
 }
@@ -651,13 +649,12 @@ static enum mt_status record_final(struct mt_server *s, int64_t run,
 static int row_held(struct srv_job *j)
 {
     struct mt_error err = {MT_OK, ""};
-    size_t kept = 0;
+    int held = mtx_qjob_held(j->row, &err);
 
-    if (mtx_queue_heartbeat(j->qpg, j->node, j->s->p.job_lease_s, &j->qj.id, 1,
-                            &kept, &err) != MT_OK)
+    if (err.status != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)j->run,
                err.msg);
-    return kept == 1;
+    return held;
 }
 
 /* For a job claimed from the shared queue: 1 when the attempt ends here
@@ -667,10 +664,10 @@ static int row_gives_up(struct srv_job *j, enum mt_status st)
 {
     struct mt_error err = {MT_OK, ""};
 
-    if (!j->qj.id)
+    if (!j->row)
         return 0;
     if (st != MT_OK && j->s->jobs_cancel && !j->cancel) {
-        mtx_queue_release(j->qpg, &j->qj, &err);
+        mtx_qjob_release(j->row, &err);
         mt_log(MT_LOG_INFO,
                "server: run %lld handed back to the queue (shutting down)",
                (long long)j->run);
@@ -717,9 +714,8 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
     mtx_srv_json_text_free(txt);
     /* after the run's row and its "done": a crash before this line makes
      * another server run the job again, never leaves the run unfinished */
-    if (j->qj.id &&
-        mtx_queue_finish(j->qpg, &j->qj, st == MT_OK ? "{}" : "{\"failed\":1}",
-                         st != MT_OK, &qerr) != MT_OK)
+    if (j->row && mtx_qjob_finish(j->row, st == MT_OK ? "{}" : "{\"failed\":1}",
+                                  st != MT_OK, &qerr) != MT_OK)
         mt_log(MT_LOG_ERROR, "server: run %lld: %s", (long long)j->run,
                qerr.msg);
 }
@@ -728,10 +724,11 @@ static void finish(struct srv_job *j, enum mt_status st, json_t *result,
  * more: an earlier server died, its events come first). */
 static json_t *running_json(const struct srv_job *j)
 {
-    if (!j->qj.id)
+    if (!j->row)
         return json_pack("{s:s}", "status", "running");
-    return json_pack("{s:s,s:s,s:I}", "status", "running", "node", j->node,
-                     "attempt", (json_int_t)j->qj.attempt);
+    return json_pack("{s:s,s:s,s:I}", "status", "running", "node",
+                     mtx_qworker_name(j->row->w), "attempt",
+                     (json_int_t)j->row->row.attempt);
 }
 
 static void run_job(struct mt_server *s, struct srv_job *j)
@@ -785,8 +782,7 @@ static void run_here(struct mt_server *s, struct srv_job *j)
         j->arg_free(j->arg);
     j->arg_free = NULL;
     j->arg = NULL;
-    mt_free(j->qj.payload); /* a batch's upload: not kept in the ring */
-    j->qj.payload = NULL;
+    j->row = NULL; /* the loop's again (a batch's upload with it) */
     pthread_mutex_lock(&s->job_mu);
     j->on_thread = 0;
     s->running--;
@@ -854,9 +850,8 @@ static void replay_rows(struct srv_job *j)
     mtx_srv_lease_put(j->s, l);
 }
 
-void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
-                         struct mtx_queue_job *qj, struct mtx_pg *pg,
-                         const char *node, const struct srv_job_spec *spec,
+void mtx_srv_job_run_row(struct mt_server *s, int64_t run, struct mtx_qjob *row,
+                         const struct srv_job_spec *spec,
                          const struct mt_error *why)
 {
     struct srv_job *j = mtx_srv_job_new(s, run, spec ? spec->kind : "row");
@@ -864,13 +859,10 @@ void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
     if (!j) {
         if (spec && spec->arg_free)
             spec->arg_free(spec->arg);
-        mtx_queue_release(pg, qj, NULL);
+        mtx_qjob_release(row, NULL);
         return;
     }
-    j->qj = *qj;
-    memset(qj, 0, sizeof *qj); /* taken */
-    j->qpg = pg;
-    j->node = node;
+    j->row = row;
     if (spec) {
         j->fn = spec->fn;
         j->arg = spec->arg;
@@ -881,26 +873,13 @@ void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
     s->live = j;
     s->running++;
     pthread_mutex_unlock(&s->job_mu);
-    if (j->qj.attempt > 1)
+    if (row->row.attempt > 1)
         replay_rows(j);
     if (!spec) {
         j->deadline = mtx_srv_now() + s->p.job_timeout_s;
         finish(j, why->status, NULL, why);
     }
     run_here(s, j);
-}
-
-size_t mtx_srv_job_rows(struct mt_server *s, int64_t *ids, size_t max)
-{
-    struct srv_job *j;
-    size_t n = 0;
-
-    pthread_mutex_lock(&s->job_mu);
-    for (j = s->live; j && n < max; j = j->lnext)
-        if (j->qj.id && !j->done)
-            ids[n++] = j->qj.id;
-    pthread_mutex_unlock(&s->job_mu);
-    return n;
 }
 
 /* ==== Mirrors: another server's run, streamed from the state ====
@@ -1096,17 +1075,15 @@ enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err)
 {
     size_t i;
 
-    void *(*fn)(void *) = s->state_url ? mtx_srv_claim_main : worker;
-
-    if (s->state_url && mtx_srv_queue_start(s, err) != MT_OK)
-        return err->status;
-    if (!mtx_srv_runs_jobs(s)) /* a shared state's front end: others do */
+    if (s->state_url) /* the queue worker loop's threads claim its rows */
+        return mtx_srv_queue_start(s, err);
+    if (!mtx_srv_runs_jobs(s))
         return MT_OK;
     s->workers = mt_calloc(s->p.llm_jobs, sizeof *s->workers);
     if (!s->workers)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; i < s->p.llm_jobs; i++) {
-        if (pthread_create(&s->workers[i], NULL, fn, s) != 0)
+        if (pthread_create(&s->workers[i], NULL, worker, s) != 0)
             return mt_fail(err, MT_EINTERNAL, "cannot start job workers");
         s->nworkers++;
     }
@@ -1133,7 +1110,7 @@ void mtx_srv_jobs_stop(struct mt_server *s, double grace_s)
     for (i = 0; i < s->nworkers; i++)
         pthread_join(s->workers[i], NULL);
     s->nworkers = 0;
-    mtx_srv_queue_stop(s); /* after the workers: their rows are settled */
+    mtx_srv_queue_stop(s); /* its threads finish the rows in hand */
     mt_free(s->workers);
     s->workers = NULL;
     pthread_mutex_lock(&s->job_mu);

@@ -16,24 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "batch/heartbeat.h"
+#include "batch/qworker.h"
 #include "medtrust/accounts.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 #include "store/queue.h"
 
-/* The kinds a server claims. Scores run in their request (no model, no
- * job to lose). */
-#define SRV_QUEUE_KINDS "{check,ask,verify,batch,sleep}"
-#define POLL_S 0.25  /* between claims while the queue is empty */
-#define RETRY_S 1.0  /* after a failed claim (PostgreSQL away) */
-#define HELD_MAX 512 /* rows heartbeated at once (llm_jobs <= 256) */
+#define POLL_S 0.25 /* between claims while the queue is empty */
+#define RETRY_S 1.0 /* after a failed claim (PostgreSQL away) */
 
 struct srv_queue {
-    pthread_mutex_t mu; /* guards pg */
-    struct mtx_pg *pg;  /* submits and heartbeats; NULL until it connects */
-    char node[160];     /* its name in the queue: serve|worker:HOST:PID */
-    struct mtx_heartbeat beat; /* leases and pruning (batch/heartbeat.h) */
+    struct mtx_qworker *qw; /* claims, leases, submits (batch/qworker.h) */
     double next_prune;
 };
 
@@ -61,15 +54,6 @@ enum mt_status mtx_srv_resp_failure(struct srv_resp *rs, struct mt_error *err)
     return st;
 }
 
-/* The queue's connection, opened on first use (PostgreSQL may have been
- * away when the server started); q->mu held. */
-static enum mt_status queue_pg(struct mt_server *s, struct mt_error *err)
-{
-    if (s->queue->pg)
-        return MT_OK;
-    return mtx_queue_open(s->state_url, &s->queue->pg, err);
-}
-
 static void run_failed(struct mt_server *s, int64_t run, const char *msg)
 {
     struct srv_lease *l = NULL;
@@ -79,13 +63,27 @@ static void run_failed(struct mt_server *s, int64_t run, const char *msg)
     mtx_srv_lease_put(s, l);
 }
 
+struct submit {
+    const char *kind;
+    const char *payload;
+    int64_t qrun;
+};
+
+static enum mt_status submit_row(struct mtx_pg *pg, void *user,
+                                 struct mt_error *err)
+{
+    struct submit *u = user;
+
+    return mtx_queue_submit(pg, u->kind, "{}", &u->payload, 1, &u->qrun, err);
+}
+
 enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
                                        const struct srv_job_spec *spec,
                                        const char *body, struct mt_error *err)
 {
+    struct submit u = {spec->kind, NULL, 0};
     json_t *o;
     char *txt;
-    int64_t qrun = 0;
     enum mt_status st;
 
     if (!s->state_url)
@@ -96,12 +94,9 @@ enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
                   (json_int_t)run_id, "body", body ? body : "");
     txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
-    pthread_mutex_lock(&s->queue->mu);
-    st = txt ? queue_pg(s, err) : mt_fail(err, MT_ENOMEM, "out of memory");
-    if (st == MT_OK)
-        st = mtx_queue_submit(s->queue->pg, spec->kind, "{}",
-                              (const char *const *)&txt, 1, &qrun, err);
-    pthread_mutex_unlock(&s->queue->mu);
+    u.payload = txt;
+    st = txt ? mtx_qworker_call(s->queue->qw, submit_row, &u, err)
+             : mt_fail(err, MT_ENOMEM, "out of memory");
     mtx_srv_json_text_free(txt);
     if (st != MT_OK) {
         run_failed(s, run_id, err->msg);
@@ -161,6 +156,39 @@ int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
     return 0;
 }
 
+/* ==== Rebuilding a claimed job ==== */
+
+enum mt_status mtx_srv_job_rebuild(struct mt_server *s, const char *body,
+                                   const struct srv_job_rebuild *r,
+                                   struct srv_job_spec *spec,
+                                   struct mt_error *err)
+{
+    struct srv_req rq;
+    struct srv_resp rs;
+    void *a;
+
+    memset(&rq, 0, sizeof rq);
+    memset(&rs, 0, sizeof rs);
+    rq.body = body;
+    rq.body_len = strlen(body);
+    a = r->read(s, &rq, &rs);
+    if (a && !r->ready(s, a, &rs)) {
+        r->arg_free(a);
+        a = NULL;
+    }
+    if (!a)
+        return mtx_srv_resp_failure(&rs, err);
+    if (r->bind(s, a, err) != MT_OK) {
+        r->arg_free(a);
+        return err->status;
+    }
+    spec->kind = r->kind;
+    spec->fn = r->fn;
+    spec->arg = a;
+    spec->arg_free = r->arg_free;
+    return MT_OK;
+}
+
 /* ==== Claiming ==== */
 
 static srv_job_build_fn builder(const char *kind)
@@ -173,81 +201,58 @@ static srv_job_build_fn builder(const char *kind)
     return NULL;
 }
 
-/* Rebuilds the claimed row's job and runs it here. */
-static void run_claimed(struct mt_server *s, struct mtx_pg *pg,
-                        struct mtx_queue_job *qj)
+/* A claimed row (the loop's callback, on its claiming thread): the job
+ * rebuilt from the body with its kind's builder and run here. */
+static void run_claimed(void *user, struct mtx_qjob *qj)
 {
+    struct mt_server *s = user;
     struct mt_error err = {MT_OK, ""};
-    json_t *p = json_loads(qj->payload, 0, NULL);
-    const char *kind = json_string_value(json_object_get(p, "kind"));
+    json_t *p = json_loads(qj->row.payload, 0, NULL);
     const char *body = json_string_value(json_object_get(p, "body"));
     int64_t run = json_integer_value(json_object_get(p, "run"));
-    srv_job_build_fn build = builder(kind);
+    srv_job_build_fn build = builder(qj->row.kind);
     struct srv_job_spec spec;
     enum mt_status st;
 
     if (run <= 0 || !body) { /* not a row a server wrote: fail it */
-        mtx_queue_finish(pg, qj, "{\"failed\":\"unreadable payload\"}", 1,
-                         NULL);
+        mtx_qjob_finish(qj, "{\"failed\":\"unreadable payload\"}", 1, NULL);
         json_decref(p);
         return;
     }
     memset(&spec, 0, sizeof spec);
     st = build ? build(s, run, body, &spec, &err)
                : mt_fail(&err, MT_EUNSUPPORTED, "this server runs no '%s' jobs",
-                         kind);
+                         qj->row.kind);
     if (st != MT_OK)
-        mt_error_prefix(&err, "%s cannot run it", s->queue->node);
-    mtx_srv_job_run_row(s, run, qj, pg, s->queue->node,
-                        st == MT_OK ? &spec : NULL, &err);
+        mt_error_prefix(&err, "%s cannot run it", mtx_qworker_name(qj->w));
+    mtx_srv_job_run_row(s, run, qj, st == MT_OK ? &spec : NULL, &err);
     json_decref(p);
 }
 
+/* The kinds a server claims. Scores run in their request (no model, no
+ * job to lose). */
+static const struct mtx_qworker_kind srv_kinds[] = {
+    {"check", run_claimed}, {"ask", run_claimed},   {"verify", run_claimed},
+    {"batch", run_claimed}, {"sleep", run_claimed},
+};
+
 /* Waits up to 's' seconds for a submit here or the server's stop. */
-static int claim_wait(struct mt_server *s, double secs)
+static int claim_wait(void *user, double secs)
 {
+    struct mt_server *s = user;
+
     return mtx_srv_nap(&s->job_mu, &s->job_cv, &s->jobs_stop, secs);
 }
 
-static int claim_stopping(struct mt_server *s)
+static int claim_stopping(void *user)
 {
+    struct mt_server *s = user;
     int stop;
 
     pthread_mutex_lock(&s->job_mu);
     stop = s->jobs_stop;
     pthread_mutex_unlock(&s->job_mu);
     return stop;
-}
-
-void *mtx_srv_claim_main(void *arg)
-{
-    struct mt_server *s = arg;
-    struct mtx_pg *pg = NULL; /* this thread's own connection */
-    int failing = 0;
-
-    while (!claim_stopping(s)) {
-        struct mt_error err = {MT_OK, ""};
-        struct mtx_queue_job qj;
-        enum mt_status st =
-            pg ? MT_OK : mtx_queue_open(s->state_url, &pg, &err);
-
-        memset(&qj, 0, sizeof qj);
-        if (st == MT_OK)
-            st = mtx_queue_claim(pg, s->queue->node, s->p.job_lease_s, 0,
-                                 SRV_QUEUE_KINDS, &qj, &err);
-        if (st == MT_OK) {
-            failing = 0;
-            run_claimed(s, pg, &qj);
-            mtx_queue_job_free(&qj);
-            continue;
-        }
-        if (st != MT_ENOTFOUND && !failing++)
-            mt_log(MT_LOG_ERROR, "server: the shared queue: %s", err.msg);
-        if (claim_wait(s, st == MT_ENOTFOUND ? POLL_S : RETRY_S))
-            break;
-    }
-    mtx_pg_close(pg);
-    return NULL;
 }
 
 /* ==== Heartbeats and pruning ==== */
@@ -277,49 +282,28 @@ static void prune(struct mt_server *s)
                (long long)gone, keep);
 }
 
-static void beat_once(struct mt_server *s)
+/* After each heartbeat (the leases of the rows running here): the old
+ * event rows. */
+static void on_beat(void *user, const struct mtx_queue_progress *p)
 {
-    struct mt_error err = {MT_OK, ""};
-    int64_t ids[HELD_MAX];
-    size_t n = mtx_srv_job_rows(s, ids, HELD_MAX), kept = n;
-    enum mt_status st = MT_OK;
-
-    if (n == 0)
-        return;
-    pthread_mutex_lock(&s->queue->mu);
-    st = queue_pg(s, &err);
-    if (st == MT_OK)
-        st = mtx_queue_heartbeat(s->queue->pg, s->queue->node, s->p.job_lease_s,
-                                 ids, n, &kept, &err);
-    pthread_mutex_unlock(&s->queue->mu);
-    if (st != MT_OK)
-        mt_log(MT_LOG_ERROR, "server: heartbeat: %s", err.msg);
-    else if (kept < n)
-        mt_log(MT_LOG_WARN,
-               "server: %zu of %zu running jobs were taken over (their "
-               "lease ran out)",
-               n - kept, n);
-}
-
-/* The heartbeat's call: the leases of the rows running here, then the
- * old event rows. */
-static void beat_main(void *arg)
-{
-    beat_once(arg);
-    prune(arg);
+    (void)p;
+    prune(user);
 }
 
 /* Runs that no server's job holds any more (a dead server's claimed rows
  * go back to the queue when their lease runs out; these have no row, or
  * only a finished one) are marked interrupted. Older than two leases and
  * a minute: a run is queued within milliseconds of its creation. */
-static void interrupt_orphans(struct mt_server *s)
+static enum mt_status interrupt_orphans(struct mtx_pg *pg, void *user,
+                                        struct mt_error *err)
 {
+    struct mt_server *s = user;
     struct mt_error e = {MT_OK, ""};
     double older = 2 * s->p.job_lease_s + 60;
     int64_t n = 0;
 
-    if (mtx_queue_orphans(s->queue->pg, older,
+    (void)err;
+    if (mtx_queue_orphans(pg, older,
                           "interrupted: no server holds its job any more "
                           "(a batch resumes from its journal: POST "
                           "/v1/runs/ID/resume)",
@@ -330,28 +314,54 @@ static void interrupt_orphans(struct mt_server *s)
                "server: %lld run%s that no server's job holds: marked "
                "interrupted",
                (long long)n, n == 1 ? "" : "s");
+    return MT_OK;
+}
+
+/* The queue worker loop with the server's kinds, its job threads
+ * (--llm-jobs, none on a front end), each on its own connection. */
+static void loop_params(struct mt_server *s, struct mtx_qworker_params *p,
+                        const char *node)
+{
+    mtx_qworker_default_params(p);
+    p->url = s->state_url;
+    p->name = node;
+    p->log_prefix = "server";
+    p->kinds = srv_kinds;
+    p->nkinds = sizeof srv_kinds / sizeof srv_kinds[0];
+    p->user = s;
+    p->threads = mtx_srv_runs_jobs(s) ? (unsigned)s->p.llm_jobs : 0;
+    p->lease_s = s->p.job_lease_s;
+    p->poll_s = POLL_S;
+    p->retry_s = RETRY_S;
+    p->conn_per_thread = 1;
+    p->on_beat = on_beat;
+    p->stopping = claim_stopping;
+    p->nap = claim_wait;
 }
 
 enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err)
 {
+    struct mtx_qworker_params p;
     struct mt_error why = {MT_OK, ""};
-    char host[96] = "host";
+    char host[96] = "host", node[160];
+    enum mt_status st;
 
     if (s->p.job_lease_s < 1)
         return mt_fail(err, MT_EINVAL, "the job lease is at least 1 second");
     s->queue = mt_calloc(1, sizeof *s->queue);
     if (!s->queue)
         return mt_fail(err, MT_ENOMEM, "out of memory");
-    pthread_mutex_init(&s->queue->mu, NULL);
     gethostname(host, sizeof host - 1);
-    snprintf(s->queue->node, sizeof s->queue->node, "%s:%s:%ld",
-             s->p.headless ? "worker" : "serve", host, (long)getpid());
-    if (queue_pg(s, &why) != MT_OK) /* its threads connect when it is back */
+    snprintf(node, sizeof node, "%s:%s:%ld", s->p.headless ? "worker" : "serve",
+             host, (long)getpid());
+    loop_params(s, &p, node);
+    st = mtx_qworker_start(&p, &s->queue->qw, err);
+    if (st != MT_OK)
+        return st;
+    /* its threads connect when PostgreSQL is back */
+    if (mtx_qworker_call(s->queue->qw, interrupt_orphans, s, &why) != MT_OK)
         mt_log(MT_LOG_WARN, "server: the shared queue: %s", why.msg);
-    else
-        interrupt_orphans(s);
-    return mtx_heartbeat_start(&s->queue->beat, s->p.job_lease_s, beat_main, s,
-                               err);
+    return MT_OK;
 }
 
 void mtx_srv_queue_stop(struct mt_server *s)
@@ -360,9 +370,7 @@ void mtx_srv_queue_stop(struct mt_server *s)
 
     if (!q)
         return;
-    mtx_heartbeat_stop(&q->beat);
-    mtx_pg_close(q->pg);
-    pthread_mutex_destroy(&q->mu);
+    mtx_qworker_free(q->qw); /* its threads finish the rows in hand */
     mt_free(q);
     s->queue = NULL;
 }

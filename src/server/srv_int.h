@@ -694,6 +694,30 @@ typedef enum mt_status (*srv_job_build_fn)(struct mt_server *s, int64_t run,
                                            struct srv_job_spec *spec,
                                            struct mt_error *err);
 
+/* How the job of a route that queues its body as it came (check, ask,
+ * verify) is rebuilt from that body where it is claimed: the route's own
+ * reader (a new argument, or NULL with rs filled), its readiness check
+ * (0 with rs filled: a model the route needs is not configured) and the
+ * binding of this server's model to the argument. */
+struct srv_job_rebuild {
+    const char *kind;
+    srv_job_fn fn;
+    void (*arg_free)(void *arg);
+    void *(*read)(struct mt_server *s, const struct srv_req *rq,
+                  struct srv_resp *rs);
+    int (*ready)(struct mt_server *s, void *arg, struct srv_resp *rs);
+    enum mt_status (*bind)(struct mt_server *s, void *arg,
+                           struct mt_error *err);
+};
+
+/* Rebuilds a job from its request 'body' with r's callbacks into *spec;
+ * a refusal of the reader or the check comes back as its message
+ * (mtx_srv_resp_failure). */
+enum mt_status mtx_srv_job_rebuild(struct mt_server *s, const char *body,
+                                   const struct srv_job_rebuild *r,
+                                   struct srv_job_spec *spec,
+                                   struct mt_error *err);
+
 /* The builders of POST /v1/check, POST /v1/ask, POST /v1/batch (and
  * resume) and the test sleep job. */
 enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
@@ -747,24 +771,21 @@ void mtx_srv_json_text_free(char *txt);
  * bodies with the routes' readers); frees rs's body. */
 enum mt_status mtx_srv_resp_failure(struct srv_resp *rs, struct mt_error *err);
 
-/* Opens the queue's connection and starts the heartbeat (shared_jobs.c);
- * mtx_srv_queue_stop ends both (after the worker threads). */
+/* Starts the queue worker loop (batch/qworker.h) with the server's job
+ * kinds: its claiming threads (--llm-jobs; none on a front end), the
+ * heartbeat (leases, then pruning) and the submits' connection
+ * (shared_jobs.c); mtx_srv_queue_stop waits for the threads (after
+ * jobs_stop) and ends it. */
 enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err);
 void mtx_srv_queue_stop(struct mt_server *s);
-/* A worker thread that claims rows until the server stops. */
-void *mtx_srv_claim_main(void *arg);
 
-struct mtx_queue_job;
-struct mtx_pg;
-/* Runs the claimed row 'qj' (taken) of run 'run' on the calling thread
- * (jobs.c): 'spec' as built, or NULL to fail the run with 'why'. 'pg' is
- * the claiming thread's connection, 'node' the server's queue name. */
-void mtx_srv_job_run_row(struct mt_server *s, int64_t run,
-                         struct mtx_queue_job *qj, struct mtx_pg *pg,
-                         const char *node, const struct srv_job_spec *spec,
+struct mtx_qjob;
+/* Runs the claimed row 'row' (lent until this returns) of run 'run' on
+ * the calling thread (jobs.c): 'spec' as built, or NULL to fail the run
+ * with 'why'. */
+void mtx_srv_job_run_row(struct mt_server *s, int64_t run, struct mtx_qjob *row,
+                         const struct srv_job_spec *spec,
                          const struct mt_error *why);
-/* The row ids of the row jobs running here (for heartbeats); up to max. */
-size_t mtx_srv_job_rows(struct mt_server *s, int64_t *ids, size_t max);
 /* A new job of run 'run' with one reference (jobs.c). */
 struct srv_job *mtx_srv_job_new(struct mt_server *s, int64_t run,
                                 const char *kind);

@@ -167,7 +167,8 @@ enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
         "  AND ($4::text[] IS NULL OR run_id IN (SELECT id FROM queue_runs"
         "   WHERE kind = ANY($4::text[])))"
         "  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
-        " RETURNING j.id, j.run_id, j.seq, j.attempt, j.payload";
+        " RETURNING j.id, j.run_id, j.seq, j.attempt, j.payload,"
+        " (SELECT kind FROM queue_runs WHERE id = j.run_id)";
     char lb[32], rb[24];
     const char *pa[4] = {worker, lb, mtx_pg_i64(rb, run), kinds};
     PGresult *r = NULL;
@@ -187,6 +188,7 @@ enum mt_status mtx_queue_claim(struct mtx_pg *pg, const char *worker,
     job->seq = mtx_pg_int(r, 0, 2);
     job->attempt = mtx_pg_int(r, 0, 3);
     job->payload = mt_strdup(mtx_pg_text(r, 0, 4));
+    snprintf(job->kind, sizeof job->kind, "%s", mtx_pg_text(r, 0, 5));
     PQclear(r);
     return job->payload ? MT_OK : mt_fail(err, MT_ENOMEM, "out of memory");
 }

@@ -34,6 +34,7 @@ struct mtx_queue_job {
     int64_t seq;
     int64_t attempt; /* the fencing token: 2 or more after a lease ran out */
     char *payload;
+    char kind[32]; /* its run's kind (cut to 31 bytes) */
 };
 
 void mtx_queue_job_free(struct mtx_queue_job *j);

@@ -4,11 +4,19 @@
  * lease that runs out hands the job to the next claim and fences off the
  * old one's result, heartbeats keep a job, a finish sent again is
  * harmless, release, counts, results in job order; the cache stores and
- * replaces binary values and a different request misses. */
+ * replaces binary values and a different request misses. The queue
+ * worker loop (src/batch/qworker.c): every job of its kind run once by its
+ * threads, on one shared connection or one each, the other kinds left,
+ * the loop draining; a callback that cannot run a job gives it back and
+ * ends the worker with its error; a beat's progress reaches on_beat. */
 #include <unistd.h>
 
 #include "check.h"
 
+#include <pthread.h>
+#include <string.h>
+
+#include "batch/qworker.h"
 #include "medtrust/core.h"
 #include "model/cache.h"
 #include "pg_fixture.h"
@@ -280,6 +288,156 @@ static void test_cache_pg_stores_binary_and_replaces(void **state)
     mtx_cache_close(d);
 }
 
+/* ==== The queue worker loop ==== */
+
+struct qw_seen {
+    pthread_mutex_t mu;
+    int runs[4];   /* how often job n ran */
+    int bad_kind;  /* a job of another kind reached the callback */
+    int beats;     /* on_beat calls with progress */
+    int64_t total; /* the last progress seen */
+};
+
+static void qw_job(void *user, struct mtx_qjob *j)
+{
+    struct qw_seen *s = user;
+    const char *n = strstr(j->row.payload, "\"n\":");
+    int i = n ? n[4] - '0' : -1;
+
+    pthread_mutex_lock(&s->mu);
+    if (i >= 0 && i < 4)
+        s->runs[i]++;
+    s->bad_kind |= strcmp(j->row.kind, "qw-test") != 0;
+    pthread_mutex_unlock(&s->mu);
+    CHECK_OK(mtx_qjob_finish(j, "{\"ok\":1}", i == 3, NULL));
+}
+
+static void qw_beat(void *user, const struct mtx_queue_progress *p)
+{
+    struct qw_seen *s = user;
+
+    pthread_mutex_lock(&s->mu);
+    s->beats += p != NULL;
+    if (p)
+        s->total = p->total;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static const struct mtx_qworker_kind qw_kinds[] = {{"qw-test", qw_job}};
+
+static void qw_params(struct mtx_qworker_params *p, struct qw_seen *s)
+{
+    mtx_qworker_default_params(p);
+    p->url = fx.url;
+    p->name = "qw";
+    p->kinds = qw_kinds;
+    p->nkinds = 1;
+    p->user = s;
+    p->threads = 3;
+    p->poll_s = 0.05;
+    p->drain = 1;
+    p->progress = 1;
+    p->on_beat = qw_beat;
+}
+
+/* Runs a draining loop over a fresh run of four qw-test jobs beside a run
+ * of another kind; each job once, the other run untouched. */
+static void qw_drain(int per_thread)
+{
+    static const char *const pl[] = {"{\"n\":0}", "{\"n\":1}", "{\"n\":2}",
+                                     "{\"n\":3}"};
+    struct mtx_pg *pg = open_queue();
+    struct mtx_qworker_params p;
+    struct mtx_qworker *w = NULL;
+    struct mtx_qworker_stats st;
+    struct mtx_queue_counts c;
+    struct qw_seen s;
+    int64_t run = 0, other = 0;
+    int i;
+
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    CHECK_OK(mtx_queue_submit(pg, "qw-other", "{}", pl, 2, &other, NULL));
+    CHECK_OK(mtx_queue_submit(pg, "qw-test", "{}", pl, 4, &run, NULL));
+    qw_params(&p, &s);
+    p.conn_per_thread = per_thread;
+    CHECK_OK(mtx_qworker_start(&p, &w, NULL));
+    CHECK_OK(mtx_qworker_stop(w, NULL));
+    mtx_qworker_stats(w, &st);
+    assert_int_equal(st.done, 4);
+    assert_int_equal(st.failed, 1);
+    assert_int_equal(st.dropped, 0);
+    assert_string_equal(mtx_qworker_name(w), "qw");
+    mtx_qworker_free(w);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(s.runs[i], 1);
+    assert_int_equal(s.bad_kind, 0);
+    assert_true(s.beats >= 1); /* at least the last one, at the end */
+    CHECK_OK(mtx_queue_counts(pg, run, NULL, &c, NULL));
+    assert_int_equal(c.done, 4);
+    assert_int_equal(c.failed, 1);
+    CHECK_OK(mtx_queue_counts(pg, other, NULL, &c, NULL));
+    assert_int_equal(c.queued, 2);
+    pthread_mutex_destroy(&s.mu);
+    mtx_pg_close(pg);
+}
+
+static void test_qworker_runs_each_job_once_shared(void **state)
+{
+    (void)state;
+    qw_drain(0);
+}
+
+static void test_qworker_runs_each_job_once_per_thread(void **state)
+{
+    (void)state;
+    qw_drain(1);
+}
+
+static void qw_refuse(void *user, struct mtx_qjob *j)
+{
+    struct mt_error err = {MT_OK, ""};
+
+    (void)user;
+    CHECK_OK(mtx_qjob_release(j, NULL));
+    mt_fail(&err, MT_EUNSUPPORTED, "cannot run job %lld here",
+            (long long)j->row.seq);
+    mtx_qworker_fail(j->w, err.status, &err);
+}
+
+/* A job the callback cannot run goes back to the queue, and the worker
+ * ends with the callback's error. */
+static void test_qworker_gives_back_and_fails(void **state)
+{
+    static const struct mtx_qworker_kind kinds[] = {{"qw-refused", qw_refuse}};
+    static const char *const pl[] = {"{}"};
+    struct mtx_pg *pg = open_queue();
+    struct mtx_qworker_params p;
+    struct mtx_qworker *w = NULL;
+    struct mtx_queue_counts c;
+    struct mt_error err = {MT_OK, ""};
+    struct qw_seen s;
+    int64_t run = 0;
+
+    (void)state;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    CHECK_OK(mtx_queue_submit(pg, "qw-refused", "{}", pl, 1, &run, NULL));
+    qw_params(&p, &s);
+    p.kinds = kinds;
+    p.threads = 1;
+    p.drain = 0; /* ended by the failure alone */
+    CHECK_OK(mtx_qworker_start(&p, &w, NULL));
+    assert_int_equal(mtx_qworker_stop(w, &err), MT_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "cannot run job 0 here"));
+    mtx_qworker_free(w);
+    CHECK_OK(mtx_queue_counts(pg, run, NULL, &c, NULL));
+    assert_int_equal(c.queued, 1);
+    assert_int_equal(c.done, 0);
+    pthread_mutex_destroy(&s.mu);
+    mtx_pg_close(pg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +448,9 @@ int main(void)
         cmocka_unit_test(test_queue_unknown_run_is_named),
         cmocka_unit_test(test_queue_kinds_and_beat_progress),
         cmocka_unit_test(test_cache_pg_stores_binary_and_replaces),
+        cmocka_unit_test(test_qworker_runs_each_job_once_shared),
+        cmocka_unit_test(test_qworker_runs_each_job_once_per_thread),
+        cmocka_unit_test(test_qworker_gives_back_and_fails),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
