@@ -234,6 +234,7 @@ static enum mt_status call_loop(struct run *r, struct call *c, const char *sys,
     lc.cancelled = cancelled;
     lc.user = &f;
     lc.bad_reply = bad_reply;
+    lc.fix = NULL; /* a JSON reply */
     lc.llm = r->a->llm[c->role];
     lc.max_tokens = r->p.role_max_tokens[c->role]
                         ? r->p.role_max_tokens[c->role]

@@ -18,7 +18,8 @@
 #include "core/buf.h"
 #include "core/file.h"
 #include "core/jsonl.h"
-#include "core/progress.h"
+#include "batch/rows.h"
+#include "llmcall/llmcall.h"
 #include "llmcall/prompt.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
@@ -61,20 +62,18 @@ struct item {
     char *text; /* what {{text}} becomes */
     char *line; /* the result line, once voted */
     int resumed;
+    int keep; /* voted (or resumed) "keep": true */
 };
 
 struct vote_run {
     struct item *items;
     size_t n;
     char *prompt;
-    struct mt_llm *llm;
+    struct mtx_rows *rows; /* the model over the items (batch/rows.h) */
     unsigned votes;
     unsigned min_yes;
     struct mtx_journal *journal;
-    struct mt_progress *bar;
-    struct mtx_work_queue q;
     size_t failed;
-    size_t kept;
 };
 
 /* ==== Reading the items ==== */
@@ -224,52 +223,121 @@ static char *builtin_prompt(struct mt_error *err)
     return out;
 }
 
-/* Asks 'votes' times; each vote its own call with its own seed, so the
- * call cache keeps five answers, not one (temperature 1.0, as IryoNLP). */
-static enum mt_status ask_votes(struct vote_run *r, const char *prompt,
-                                json_t *votes, unsigned *yes,
-                                struct mt_error *err)
+/* One vote's call through llmcall's loop (llmcall/llmcall.h), in its
+ * plain-text mode: a reply whose first word is neither yes nor no is
+ * asked once more ("Answer with one word: yes or no."), a failed request
+ * repeated; the last reply's first word is the vote. */
+struct ballot {
+    struct mt_llm *llm;
+    struct mt_chat_params cp;
+    char *reply; /* the last reply's text */
+    struct mt_error err;
+};
+
+static enum mtx_outcome ballot_attempt(void *user,
+                                       const struct mt_llm_message *m,
+                                       size_t nm, int k, char *why, size_t wn)
+{
+    struct ballot *b = user;
+    struct mt_chat_result res;
+    enum mt_status st;
+
+    (void)k;
+    mt_error_clear(&b->err);
+    st = mt_llm_chat(b->llm, m, nm, &b->cp, &res, &b->err);
+    if (st != MT_OK) {
+        mtx_llmcall_failed_why(st, &b->err, why, wn);
+        return st == MT_ELIMIT ? MTX_OUTCOME_TOO_LONG : MTX_OUTCOME_FAILED;
+    }
+    mt_free(b->reply);
+    b->reply = mt_strdup(res.n ? res.texts[0] : "");
+    mt_chat_result_free(&res);
+    if (!b->reply) {
+        mt_fail(&b->err, MT_ENOMEM, "out of memory");
+        return MTX_OUTCOME_FAILED;
+    }
+    if (strcmp(vote_of(b->reply), "other") != 0)
+        return MTX_OUTCOME_OK;
+    snprintf(why, wn, "its first word is neither yes nor no");
+    return MTX_OUTCOME_BAD_REPLY;
+}
+
+static const char *ballot_bad(void *user)
+{
+    return ((struct ballot *)user)->reply;
+}
+
+/* Vote v on the prompt: "yes", "no" or "other" into *vote. Each vote is
+ * its own call with its own seed, so the call cache keeps five answers,
+ * not one (temperature 1.0, as IryoNLP). */
+static enum mt_status ask_vote(struct mt_llm *llm, const char *prompt,
+                               unsigned v, const char **vote,
+                               struct mt_error *err)
 {
     struct mt_llm_message m = {"user", prompt};
-    struct mt_chat_params cp;
-    struct mt_chat_result res;
+    struct ballot b;
+    struct mtx_llmcall lc = {&m,   1,  ballot_attempt,
+                             NULL, &b, ballot_bad,
+                             llm,  8,  "Answer with one word: yes or no."};
+    enum mtx_outcome last = MTX_OUTCOME_FAILED;
+    char why[512] = "";
+    enum mt_status st;
+
+    memset(&b, 0, sizeof b);
+    b.llm = llm;
+    mt_chat_default_params(&b.cp);
+    b.cp.temperature = 1.0f;
+    b.cp.max_tokens = 8;
+    b.cp.seed = 1000 + v;
+    st = mtx_llmcall_run(&lc, &last, why, sizeof why);
+    if (st == MT_OK &&
+        (last == MTX_OUTCOME_OK || last == MTX_OUTCOME_BAD_REPLY))
+        *vote = vote_of(b.reply); /* still neither: "other" */
+    else if (st == MT_OK && b.err.status != MT_OK)
+        st = mt_fail(err, b.err.status, "%s", b.err.msg);
+    else
+        st = mt_fail(err, st == MT_OK ? MT_EIO : st, "%s",
+                     why[0] ? why : mt_status_str(st));
+    mt_free(b.reply);
+    return st;
+}
+
+static enum mt_status ask_votes(struct vote_run *r, struct mt_llm *llm,
+                                const char *prompt, json_t *votes,
+                                unsigned *yes, struct mt_error *err)
+{
     enum mt_status st = MT_OK;
     unsigned v;
 
-    mt_chat_default_params(&cp);
-    cp.temperature = 1.0f;
-    cp.max_tokens = 8;
     for (v = 0; st == MT_OK && v < r->votes; v++) {
-        const char *vote;
+        const char *vote = "other";
 
-        cp.seed = 1000 + v;
-        st = mt_llm_chat(r->llm, &m, 1, &cp, &res, err);
+        st = ask_vote(llm, prompt, v, &vote, err);
         if (st != MT_OK)
             break;
-        vote = vote_of(res.n ? res.texts[0] : "");
         *yes += strcmp(vote, "yes") == 0;
         json_array_append_new(votes, json_string(vote));
-        mt_chat_result_free(&res);
     }
     return st;
 }
 
-static char *vote_line(struct vote_run *r, struct item *x, int *keep,
+static char *vote_line(struct vote_run *r, struct mt_llm *llm, struct item *x,
                        struct mt_error *err)
 {
     char *prompt = fill_prompt(r->prompt, x->text);
     json_t *votes = json_array();
     unsigned yes = 0;
-    enum mt_status st =
-        prompt && votes ? ask_votes(r, prompt, votes, &yes, err) : MT_ENOMEM;
+    enum mt_status st = prompt && votes
+                            ? ask_votes(r, llm, prompt, votes, &yes, err)
+                            : MT_ENOMEM;
     char *res = NULL;
     json_t *o;
 
     mt_free(prompt);
-    *keep = yes >= r->min_yes;
+    x->keep = yes >= r->min_yes;
     if (st == MT_OK) {
         o = json_pack("{s:O,s:I,s:b}", "votes", votes, "yes", (json_int_t)yes,
-                      "keep", *keep);
+                      "keep", x->keep);
         res = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);
     } else if (err->status == MT_OK) {
@@ -279,30 +347,30 @@ static char *vote_line(struct vote_run *r, struct item *x, int *keep,
     return res ? mtx_work_line(x->id, res, NULL) : NULL;
 }
 
-static void vote_item(size_t i, void *user)
+/* One item (the rows runner's callback): its votes journaled, or the
+ * item named and counted as failed; a journal that cannot be written
+ * ends the run. */
+static enum mt_status vote_item(void *user, struct mt_llm *llm, size_t i,
+                                enum mtx_row_outcome *out,
+                                struct mt_error *jerr)
 {
     struct vote_run *r = user;
     struct item *x = &r->items[i];
     struct mt_error err = {MT_OK, ""};
-    struct mt_error jerr = {MT_OK, ""};
-    int keep = 0;
-    char *line;
-    enum mt_status st;
+    char *line = vote_line(r, llm, x, &err);
 
-    if (x->resumed)
-        return;
-    line = vote_line(r, x, &keep, &err);
-    st =
-        line ? mtx_journal_append(r->journal, x->id, line, NULL, &jerr) : MT_OK;
-    pthread_mutex_lock(&r->q.mu);
     x->line = line;
-    r->failed += line == NULL;
-    r->kept += line && keep;
-    if (!line)
+    if (!line) {
         mt_log(MT_LOG_ERROR, "item %s: %s", x->id, err.msg);
-    mtx_work_fail_locked(&r->q, st, &jerr);
-    pthread_mutex_unlock(&r->q.mu);
-    mtx_progress_add(r->bar, 1);
+        *out = MTX_ROW_FAILED;
+        return MT_OK;
+    }
+    return mtx_journal_append(r->journal, x->id, line, NULL, jerr);
+}
+
+static int item_resumed(void *user, size_t i)
+{
+    return ((struct vote_run *)user)->items[i].resumed;
 }
 
 /* ==== The vote run ==== */
@@ -317,7 +385,8 @@ static void on_resumed(const char *id, const char *line, void *user)
             continue;
         r->items[i].line = mt_strdup(line);
         r->items[i].resumed = r->items[i].line != NULL;
-        r->kept += r->items[i].resumed && strstr(line, "\"keep\":true");
+        r->items[i].keep =
+            r->items[i].resumed && strstr(line, "\"keep\":true") != NULL;
         return;
     }
 }
@@ -338,8 +407,8 @@ static enum mt_status write_votes(const struct vote_run *r, const char *path,
     return st;
 }
 
-static int vote_opts(struct cli_args *a, struct vote_run *r, unsigned *jobs,
-                     struct mt_llm_params *lp)
+static int vote_opts(struct cli_args *a, struct vote_run *r,
+                     struct mtx_rows_params *rp, struct mt_llm_params *lp)
 {
     unsigned long v = 5, m = 4, j = 4;
 
@@ -361,18 +430,21 @@ static int vote_opts(struct cli_args *a, struct vote_run *r, unsigned *jobs,
     }
     r->votes = (unsigned)v;
     r->min_yes = (unsigned)m;
-    *jobs = (unsigned)j;
+    mtx_rows_default_params(rp);
+    rp->role = "vote";
+    rp->llm_spec = cli_get(a, "llm");
+    rp->llm = lp;
+    rp->jobs = (unsigned)j;
+    rp->quiet = cli_get(a, "no-progress") != NULL;
     mt_llm_default_params(lp);
     return cli_llm_params_read(a, lp);
 }
 
 static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
-                                const struct mt_llm_params *lp,
+                                const struct mtx_rows_params *rp,
                                 struct mt_error *err)
 {
     char jpath[4200];
-    struct mt_progress_params pp = mtx_progress_default_params();
-    size_t i;
     enum mt_status st = read_items(r, cli_get(a, "input"), err);
 
     if (st == MT_OK)
@@ -381,19 +453,11 @@ static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,
     if (st == MT_OK && !r->prompt)
         st = err->status != MT_OK ? err->status : MT_ENOMEM;
     if (st == MT_OK)
-        st = mt_llm_open_role("vote", cli_get(a, "llm"), lp, &r->llm, err);
+        st = mtx_rows_open(rp, &r->rows, err);
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
     if (st == MT_OK)
         st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL, on_resumed,
                               r, &r->journal, err);
-    pp.label = "vote";
-    pp.total = r->n;
-    pp.quiet = cli_get(a, "no-progress") != NULL;
-    if (st == MT_OK && mtx_progress_new(&pp, &r->bar) != MT_OK)
-        st = mt_fail(err, MT_ENOMEM, "out of memory");
-    for (i = 0; st == MT_OK && i < r->n; i++)
-        if (r->items[i].resumed)
-            mtx_progress_add(r->bar, 1);
     return st;
 }
 
@@ -408,39 +472,43 @@ static void vote_free(struct vote_run *r)
     }
     mt_free(r->items);
     mt_free(r->prompt);
-    mtx_progress_free(r->bar);
     mtx_journal_close(r->journal);
-    mt_llm_close(r->llm);
-    mtx_work_destroy(&r->q);
+    mtx_rows_close(r->rows);
+}
+
+static size_t kept_items(const struct vote_run *r)
+{
+    size_t i, k = 0;
+
+    for (i = 0; i < r->n; i++)
+        k += r->items[i].line && r->items[i].keep;
+    return k;
 }
 
 static int run_vote(struct cli_args *a)
 {
     struct vote_run r;
+    struct mtx_rows_params rp;
     struct mt_llm_params lp;
     struct mt_error err = {MT_OK, ""};
-    unsigned jobs = 4;
     enum mt_status st;
 
     memset(&r, 0, sizeof r);
-    mtx_work_init(&r.q, 0);
-    if (vote_opts(a, &r, &jobs, &lp) < 0) {
+    if (vote_opts(a, &r, &rp, &lp) < 0) {
         vote_free(&r);
         return 1;
     }
-    st = vote_open(a, &r, &lp, &err);
-    r.q.n = r.n;
+    st = vote_open(a, &r, &rp, &err);
     if (st == MT_OK)
-        st = mtx_work_run(&r.q, jobs, vote_item, &r, &err);
-    if (st == MT_OK)
-        mtx_progress_finish(r.bar);
+        st = mtx_rows_run(r.rows, r.n, vote_item, item_resumed, &r, &r.failed,
+                          &err);
     if (st == MT_OK)
         st = write_votes(&r, cli_get(a, "out"), &err);
     if (st == MT_OK)
         fprintf(stderr,
                 "corpus vote: %zu items, %zu kept, %zu failed (run "
                 "again with --resume to retry them)\n",
-                r.n, r.kept, r.failed);
+                r.n, kept_items(&r), r.failed);
     if (st == MT_OK && r.failed)
         st = mt_fail(&err, MT_EIO, "%zu items could not be voted on", r.failed);
     vote_free(&r);
@@ -622,7 +690,9 @@ const struct cli_verb cli_verb_corpus = {
     "vote asks the model --votes times (temperature 1.0, one call a vote,\n"
     "each with its own seed) whether each item is medical, as IryoNLP\n"
     "built MedWiki from BERTopic topics; a reply whose first word is \"yes\"\n"
-    "is a yes vote. Items with at least --min-yes yes votes get \"keep\":\n"
+    "is a yes vote. A reply whose first word is neither yes nor no is asked\n"
+    "once more (\"Answer with one word: yes or no.\"); still neither, the\n"
+    "vote is \"other\". Items with at least --min-yes yes votes get \"keep\":\n"
     "true. Every finished item is journaled in OUT.journal: --resume keeps\n"
     "them and asks only about the rest; --cache FILE makes a whole rerun\n"
     "free of model calls. OUT is written, in input order, when all are\n"

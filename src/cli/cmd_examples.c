@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch/journal.h"
+#include "batch/rows.h"
 #include "cli/cli.h"
 #include "core/buf.h"
 #include "core/csv.h"
 #include "core/file.h"
-#include "core/progress.h"
 #include "check/examples.h"
 #include "llmcall/llmcall.h"
 #include "llmcall/prompt.h"
@@ -67,9 +66,7 @@ struct explain_run {
     struct note *notes;
     size_t n;
     struct mt_prompts *prompts;
-    struct mt_llm *llm;
-    struct mt_progress *bar;
-    struct mtx_work_queue q;
+    struct mtx_rows *rows; /* the model over the notes (batch/rows.h) */
     size_t failed;
 };
 
@@ -240,9 +237,9 @@ static const char *note_id(const struct explain_run *r, const struct note *x,
 
 /* One call: the rendered explain prompt, temperature 0; the reply's
  * text trimmed is the reasoning. */
-static enum mt_status ask(struct explain_run *r, const char *id,
-                          const char *sents, const char *answer, char **out,
-                          struct mt_error *err)
+static enum mt_status ask(struct explain_run *r, struct mt_llm *llm,
+                          const char *id, const char *sents, const char *answer,
+                          char **out, struct mt_error *err)
 {
     static const char *const keys[] = {"ID", "SENTENCES", "ANSWER"};
     const char *vals[] = {id, sents, answer};
@@ -260,7 +257,7 @@ static enum mt_status ask(struct explain_run *r, const char *id,
         struct mt_llm_message m[2] = {{"system", sys.data},
                                       {"user", user.data}};
 
-        st = mt_llm_chat(r->llm, m, 2, &cp, &res, err);
+        st = mt_llm_chat(llm, m, 2, &cp, &res, err);
     } else {
         mt_fail(err, st, "cannot render the explain prompt");
     }
@@ -277,7 +274,11 @@ static enum mt_status ask(struct explain_run *r, const char *id,
     return st;
 }
 
-static void explain_note(size_t i, void *user)
+/* One note (the rows runner's callback): its reasoning, or the note
+ * named and its Reasoning left empty. */
+static enum mt_status explain_note(void *user, struct mt_llm *llm, size_t i,
+                                   enum mtx_row_outcome *out,
+                                   struct mt_error *fatal)
 {
     struct explain_run *r = user;
     struct note *x = &r->notes[i];
@@ -289,22 +290,22 @@ static void explain_note(size_t i, void *user)
     char *why = NULL;
     enum mt_status st = put_sentences(field(r, x, K_SENTS), &s, &err);
 
+    (void)fatal;
     if (st == MT_OK)
         st = put_answer(r, x, &a);
     if (st == MT_OK)
-        st = ask(r, id, s.data, a.data, &why, &err);
-    pthread_mutex_lock(&r->q.mu);
+        st = ask(r, llm, id, s.data, a.data, &why, &err);
     x->reasoning = why;
-    r->failed += st != MT_OK;
-    if (st != MT_OK)
+    if (st != MT_OK) {
+        *out = MTX_ROW_FAILED;
         mt_log(MT_LOG_ERROR,
                "note %s (line %zu): %s: its Reasoning is left "
                "empty",
                id, x->line, err.msg[0] ? err.msg : mt_status_str(st));
-    pthread_mutex_unlock(&r->q.mu);
+    }
     mtx_buf_free(&s);
     mtx_buf_free(&a);
-    mtx_progress_add(r->bar, 1);
+    return MT_OK;
 }
 
 /* ==== Writing ==== */
@@ -362,7 +363,7 @@ static enum mt_status write_examples(const struct explain_run *r,
 
 /* ==== The run ==== */
 
-static int explain_opts(struct cli_args *a, unsigned *jobs,
+static int explain_opts(struct cli_args *a, struct mtx_rows_params *rp,
                         struct mt_llm_params *lp)
 {
     unsigned long j = 4;
@@ -374,27 +375,26 @@ static int explain_opts(struct cli_args *a, unsigned *jobs,
                         "required\nTry 'medtrust examples --help'.\n");
         return -1;
     }
-    *jobs = (unsigned)j;
+    mtx_rows_default_params(rp);
+    rp->role = "explain";
+    rp->llm_spec = cli_get(a, "llm");
+    rp->llm = lp;
+    rp->jobs = (unsigned)j;
+    rp->quiet = cli_get(a, "no-progress") != NULL;
     mt_llm_default_params(lp);
     return cli_llm_params_read(a, lp);
 }
 
 static enum mt_status explain_open(struct cli_args *a, struct explain_run *r,
-                                   const struct mt_llm_params *lp,
+                                   const struct mtx_rows_params *rp,
                                    struct mt_error *err)
 {
-    struct mt_progress_params pp = mtx_progress_default_params();
     enum mt_status st = read_notes(r, cli_get(a, "data"), err);
 
     if (st == MT_OK)
         st = mtx_prompts_load(NULL, &r->prompts, err);
     if (st == MT_OK)
-        st = mt_llm_open_role("explain", cli_get(a, "llm"), lp, &r->llm, err);
-    pp.label = "explain";
-    pp.total = r->n;
-    pp.quiet = cli_get(a, "no-progress") != NULL;
-    if (st == MT_OK && mtx_progress_new(&pp, &r->bar) != MT_OK)
-        st = mt_fail(err, MT_ENOMEM, "out of memory");
+        st = mtx_rows_open(rp, &r->rows, err);
     return st;
 }
 
@@ -409,31 +409,25 @@ static void explain_free(struct explain_run *r)
     mt_free(r->notes);
     free_fields(r->head, r->nhead);
     mtx_prompts_free(r->prompts);
-    mtx_progress_free(r->bar);
-    mt_llm_close(r->llm);
-    mtx_work_destroy(&r->q);
+    mtx_rows_close(r->rows);
 }
 
 static int examples_run(struct cli_args *a)
 {
     struct explain_run r;
+    struct mtx_rows_params rp;
     struct mt_llm_params lp;
     struct mt_error err = {MT_OK, ""};
-    unsigned jobs = 4;
     enum mt_status st;
 
     memset(&r, 0, sizeof r);
-    mtx_work_init(&r.q, 0);
-    if (a->npos || explain_opts(a, &jobs, &lp) < 0) {
+    if (a->npos || explain_opts(a, &rp, &lp) < 0) {
         explain_free(&r);
         return 1;
     }
-    st = explain_open(a, &r, &lp, &err);
-    r.q.n = r.n;
+    st = explain_open(a, &r, &rp, &err);
     if (st == MT_OK)
-        st = mtx_work_run(&r.q, jobs, explain_note, &r, &err);
-    if (st == MT_OK)
-        mtx_progress_finish(r.bar);
+        st = mtx_rows_run(r.rows, r.n, explain_note, NULL, &r, &r.failed, &err);
     if (st == MT_OK)
         st = write_examples(&r, cli_get(a, "out"), &err);
     if (st == MT_OK)

@@ -82,11 +82,10 @@ static enum mt_status add_repair(const struct mtx_llmcall *c,
     *echo = echo_of(c, m, *nm);
     if (!*echo)
         return MT_ENOMEM;
-    snprintf(fix, fn,
-             "Your reply could not be used (%.500s). "
-             "Reply again with only the JSON object the "
-             "instructions ask for.",
-             why);
+    snprintf(fix, fn, "Your reply could not be used (%.500s). %.150s", why,
+             c->fix ? c->fix
+                    : "Reply again with only the JSON object the "
+                      "instructions ask for.");
     m[(*nm)++] = (struct mt_llm_message){"assistant", *echo};
     m[(*nm)++] = (struct mt_llm_message){"user", fix};
     return MT_OK;

@@ -59,6 +59,11 @@ struct mtx_llmcall {
      * echo is cut at MTX_REPAIR_ECHO_MAX only). */
     struct mt_llm *llm;
     uint32_t max_tokens; /* the answer's, for the room the repeat keeps */
+    /* What the repair turn asks for after naming the problem: NULL for a
+     * JSON reply ("Reply again with only the JSON object the instructions
+     * ask for."); a plain-text reply names its own ("Answer with one
+     * word: yes or no."). */
+    const char *fix;
 };
 
 /* Longest bad reply echoed back in the repair turn (bytes, cut at a
@@ -67,9 +72,9 @@ struct mtx_llmcall {
 
 /* Runs up to two attempts: after a bad reply the second one appends the
  * reply as an assistant turn and a user message naming the problem (why)
- * and asking for the JSON object alone ([system, user, assistant(bad),
- * user(fix)]: chat templates that require alternating roles, such as
- * Mistral-Instruct's, refuse two user turns in a row); after a failed
+ * and asking for the JSON object alone, or c->fix ([system, user,
+ * assistant(bad), user(fix)]: chat templates that require alternating roles,
+ * such as Mistral-Instruct's, refuse two user turns in a row); after a failed
  * request it repeats the same messages. *last gets
  * the last attempt's outcome and 'why' its reason. MT_OK, MT_ECANCELED
  * (c->cancelled said stop) or MT_ENOMEM. */

@@ -334,8 +334,8 @@ enum mt_status mtx_qa_chat(struct qa_run *r, struct mt_llm *l, const char *name,
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_llm_message m[2];
     struct inflight f;
-    struct mtx_llmcall lc = {m,  2,         attempt, cancelled,
-                             &f, bad_reply, l,       max_tokens};
+    struct mtx_llmcall lc = {m,         2, attempt,    cancelled, &f,
+                             bad_reply, l, max_tokens, NULL};
     enum mtx_outcome last = MTX_OUTCOME_FAILED;
     enum mt_status st =
         mtx_llmcall_render(r->q->prompts, name, keys, vals, nvars, &sys, &user);

@@ -91,6 +91,27 @@ else
     not_ok "vote: resume" "$rc $rc2 first=$first" "$(cat "$TMP/err" "$TMP/err2" "$TMP/v3.jsonl")"
 fi
 
+# A reply that is neither yes nor no goes through llmcall's repair turn
+# (the reply echoed, then "Answer with one word: yes or no."): a yes then
+# counts; neither twice is an "other" vote.
+printf '%s\n' '{"id": "r1", "text": "sepsis"}' '{"id": "r2", "text": "opera"}' \
+    >"$TMP/two.jsonl"
+{ for v in "Perhaps" "Yes" "Hmm" "Dunno"; do reply "$v"; done; } >"$TMP/s5"
+start s5 "$TMP/s5"
+"$MT" corpus vote --input "$TMP/two.jsonl" --out "$TMP/v5.jsonl" \
+    --llm "$SPEC" --prompt "$TMP/prompt.txt" --votes 1 --min-yes 1 --jobs 1 \
+    --no-progress 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/s5.log")" -eq 4 ] &&
+    grep -qx '{"id":"r1","votes":\["yes"\],"yes":1,"keep":true}' "$TMP/v5.jsonl" &&
+    grep -qx '{"id":"r2","votes":\["other"\],"yes":0,"keep":false}' "$TMP/v5.jsonl" &&
+    [ "$(grep -c 'Answer with one word: yes or no.' "$TMP/s5.log")" -eq 2 ] &&
+    sed -n 2p "$TMP/s5.log" | grep -q '"role":"assistant","content":"Perhaps"'; then
+    ok "vote: a reply neither yes nor no is asked once more (llmcall's repair)"
+else
+    not_ok "vote: repair turn" "rc=$rc" "$(cat "$TMP/err" "$TMP/v5.jsonl"; head -c 600 "$TMP/s5.log")"
+fi
+
 # filter: documents labelled with their topic.
 cat >"$TMP/docs.jsonl" <<'EOF2'
 {"id": "d1", "topic": "t1", "text": "Insulin lowers blood glucose."}
