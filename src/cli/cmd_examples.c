@@ -8,19 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch/explain.h"
 #include "batch/rows.h"
 #include "cli/cli.h"
 #include "core/buf.h"
 #include "core/csv.h"
 #include "core/file.h"
 #include "check/examples.h"
-#include "llmcall/llmcall.h"
 #include "llmcall/prompt.h"
 #include "medtrust/core.h"
 #include "medtrust/model.h"
-#include "text/sentence.h"
-
-#define EXPLAIN_MAX_TOKENS 1200 /* IryoNLP's reasoning budget is a reply */
 
 static const struct cli_opt examples_opts[] = {
     {"explain", 'e', NULL,
@@ -183,47 +180,12 @@ static enum mt_status read_notes(struct explain_run *r, const char *path,
     return st;
 }
 
-/* ==== Asking ==== */
+/* ==== Asking (batch/explain.h) ==== */
 
 static const char *field(const struct explain_run *r, const struct note *x,
                          int k)
 {
     return r->col[k] >= 0 ? x->f[r->col[k]] : "";
-}
-
-/* The note's sentences as "id | sentence" lines, as the single prompt
- * shows them; MT_EPARSE names the row whose Sentences field does not
- * parse. */
-static enum mt_status put_sentences(const char *s, struct mt_buf *b,
-                                    struct mt_error *err)
-{
-    struct mt_medec_sentence *ms = NULL;
-    size_t n = 0;
-    size_t i;
-    enum mt_status st = mtx_medec_sentences_parse(s, strlen(s), &ms, &n, err);
-
-    for (i = 0; st == MT_OK && i < n; i++)
-        st = mtx_buf_printf(b, "%zu | %.*s\n", i,
-                            (int)(ms[i].span.end - ms[i].span.start),
-                            s + ms[i].span.start);
-    mt_free(ms);
-    return st == MT_OK ? mtx_buf_reserve(b, 1) : st;
-}
-
-/* The gold answer in words: the wrong sentence and its correction, or
- * that the note holds no error (reasoning.py's input). */
-static enum mt_status put_answer(const struct explain_run *r,
-                                 const struct note *x, struct mt_buf *b)
-{
-    const char *fl = field(r, x, K_FLAG);
-
-    if (!(fl[0] == '1' && fl[1] == '\0'))
-        return mtx_buf_printf(b, "the note holds no medical error.%c", '\0');
-    return mtx_buf_printf(b,
-                          "sentence %s holds a medical error: \"%s\". "
-                          "Corrected: \"%s\".%c",
-                          field(r, x, K_SID), field(r, x, K_ERR),
-                          field(r, x, K_CORR), '\0');
 }
 
 static const char *note_id(const struct explain_run *r, const struct note *x,
@@ -235,45 +197,6 @@ static const char *note_id(const struct explain_run *r, const struct note *x,
     return buf;
 }
 
-/* One call: the rendered explain prompt, temperature 0; the reply's
- * text trimmed is the reasoning. */
-static enum mt_status ask(struct explain_run *r, struct mt_llm *llm,
-                          const char *id, const char *sents, const char *answer,
-                          char **out, struct mt_error *err)
-{
-    static const char *const keys[] = {"ID", "SENTENCES", "ANSWER"};
-    const char *vals[] = {id, sents, answer};
-    struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
-    struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
-    struct mt_chat_params cp;
-    struct mt_chat_result res;
-    enum mt_status st =
-        mtx_llmcall_render(r->prompts, "explain", keys, vals, 3, &sys, &user);
-
-    mt_chat_default_params(&cp);
-    cp.temperature = 0.0f;
-    cp.max_tokens = EXPLAIN_MAX_TOKENS;
-    if (st == MT_OK) {
-        struct mt_llm_message m[2] = {{"system", sys.data},
-                                      {"user", user.data}};
-
-        st = mt_llm_chat(llm, m, 2, &cp, &res, err);
-    } else {
-        mt_fail(err, st, "cannot render the explain prompt");
-    }
-    if (st == MT_OK) {
-        struct mt_str t = mtx_str_trim(mtx_str_from(res.n ? res.texts[0] : ""));
-
-        *out = t.n ? mt_strndup(t.p, t.n) : NULL;
-        st = *out ? MT_OK
-                  : mt_fail(err, MT_EPARSE, "the model's reply is empty");
-        mt_chat_result_free(&res);
-    }
-    mtx_buf_free(&sys);
-    mtx_buf_free(&user);
-    return st;
-}
-
 /* One note (the rows runner's callback): its reasoning, or the note
  * named and its Reasoning left empty. */
 static enum mt_status explain_note(void *user, struct mt_llm *llm, size_t i,
@@ -283,28 +206,24 @@ static enum mt_status explain_note(void *user, struct mt_llm *llm, size_t i,
     struct explain_run *r = user;
     struct note *x = &r->notes[i];
     struct mt_error err = {MT_OK, ""};
-    struct mt_buf s = MT_BUF_INIT((size_t)16 << 20);
-    struct mt_buf a = MT_BUF_INIT((size_t)16 << 20);
     char idb[32];
-    const char *id = note_id(r, x, idb, sizeof idb);
-    char *why = NULL;
-    enum mt_status st = put_sentences(field(r, x, K_SENTS), &s, &err);
+    struct mtx_explain_note n = {note_id(r, x, idb, sizeof idb),
+                                 field(r, x, K_SENTS),
+                                 field(r, x, K_FLAG),
+                                 field(r, x, K_SID),
+                                 field(r, x, K_ERR),
+                                 field(r, x, K_CORR)};
+    enum mt_status st =
+        mtx_explain_note(r->prompts, llm, &n, &x->reasoning, &err);
 
     (void)fatal;
-    if (st == MT_OK)
-        st = put_answer(r, x, &a);
-    if (st == MT_OK)
-        st = ask(r, llm, id, s.data, a.data, &why, &err);
-    x->reasoning = why;
     if (st != MT_OK) {
         *out = MTX_ROW_FAILED;
         mt_log(MT_LOG_ERROR,
                "note %s (line %zu): %s: its Reasoning is left "
                "empty",
-               id, x->line, err.msg[0] ? err.msg : mt_status_str(st));
+               n.id, x->line, err.msg[0] ? err.msg : mt_status_str(st));
     }
-    mtx_buf_free(&s);
-    mtx_buf_free(&a);
     return MT_OK;
 }
 
