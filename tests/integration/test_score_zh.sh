@@ -138,3 +138,20 @@ else
     not_ok "ARA KPCS (want $ARA_KP)" "$(head -c 800 "$TMP/out.json")" \
         "$(tail -3 "$TMP/err")"
 fi
+
+# Ids without a language prefix: the gold correction's script decides.
+printf '%s\n' 'Text ID,Sentences,Error Flag,Error Sentence ID,Corrected Sentence,Important Words' \
+    'n1,0 行肝功能检查。,1,0,行血氨检查。,血氨' \
+    'n2,0 x,1,0,تم إعطاء الأنسولين.,الأنسولين' \
+    'n3,0 x,1,0,Start IV antibiotics.,antibiotics' >"$TMP/mixed.csv"
+printf '%s\n' 'n1 1 0 "行血氨检查。"' 'n2 1 0 "تم إعطاء الأنسولين."' \
+    'n3 1 0 "Start IV antibiotics."' >"$TMP/mixed.txt"
+if "$MT" score --ref "$TMP/mixed.csv" --pred "$TMP/mixed.txt" --json \
+    >"$TMP/out.json" 2>"$TMP/err" &&
+    [ "$(field "d['kpcs_rouge'] == {'mode': 'language', 'pairs_zh': 1, 'pairs_ar': 1}")" = True ] &&
+    [ "$(field "abs(d['composite']['kpcs'] - 1) < 1e-7")" = True ]; then
+    ok "a note without a language prefix is scored in its correction's script"
+else
+    not_ok "language by script" "$(head -c 600 "$TMP/out.json")" \
+        "$(tail -3 "$TMP/err")"
+fi
