@@ -203,6 +203,12 @@ struct mt_agent_params {
      * published code orders them); 0 (default): most relevant first,
      * "TITLE: text", as the paper's figures show them. */
     uint32_t passages_last;
+    /* 1: a verdict that is only the strategy's fallback (no usable reply
+     * of the model's decided it) is accepted: mt_agent_check succeeds
+     * with result.fallback 1 and its fallback_why, for a caller that
+     * shows it as such ("fallback: no model answer", never a plain "no
+     * error"); 0 (default): the check fails with MT_EMODEL. */
+    uint32_t allow_fallbacks;
 };
 
 /* Fills 'p' with the defaults above (the paper's N, M, thresholds, 5
@@ -277,7 +283,8 @@ struct mt_check_result {
     struct mt_check_usage usage;
     char *trace;        /* JSON array text, one object per step */
     int fallback;       /* 1 when the verdict is a fallback: no answer of the
-                           model's (then mt_agent_check failed, MT_EMODEL) */
+                           model's (then mt_agent_check failed, MT_EMODEL,
+                           unless params.allow_fallbacks) */
     char *fallback_why; /* why it is, in words; NULL when it is not */
     char *correction_evidence; /* params.verify_correction's object
                                   {"verdict_corrected","verdict_original",
@@ -292,13 +299,14 @@ struct mt_check_result {
  * the repeat: out->fallback, with out->fallback_why), the call fails with
  * MT_EMODEL and 'out' still holds that fallback verdict, its usage and
  * trace (free it): a botched or failed call must never pass for an
- * answer. A well-formed reply that decides "no error" is an answer (MT_OK,
- * fallback 0). Fails otherwise only for
- * bad input (MT_EINVAL: empty note or one that is not UTF-8 text;
- * MT_ELIMIT: over max_note_bytes; MT_EPARSE: bad Sentences field),
- * MT_ECANCELED (params.cancelled said stop) or MT_ENOMEM; then 'out' is
- * zeroed. Thread-safe: many
- * checks may run at once on one handle. */
+ * answer. With params.allow_fallbacks the call succeeds instead (MT_OK,
+ * out->fallback 1 with out->fallback_why): the caller asked for the
+ * fallback verdict and must show it as one. A well-formed reply that decides
+ * "no error" is an answer (MT_OK, fallback 0). Fails otherwise only for bad
+ * input (MT_EINVAL: empty note or one that is not UTF-8 text; MT_ELIMIT: over
+ * max_note_bytes; MT_EPARSE: bad Sentences field), MT_ECANCELED
+ * (params.cancelled said stop) or MT_ENOMEM; then 'out' is zeroed. Thread-safe:
+ * many checks may run at once on one handle. */
 enum mt_status mt_agent_check(struct mt_agent *a, const struct mt_note *note,
                               struct mt_check_result *out,
                               struct mt_error *err);
@@ -337,6 +345,8 @@ struct mt_agent_check_params {
     void *on_step_user;
     int (*cancelled)(void *user, const char *note_id);
     void *cancelled_user;
+    uint32_t passages_last;   /* 0 or 1 */
+    uint32_t allow_fallbacks; /* 0 or 1 */
 };
 
 /* Fills 'cp' with the handle's settings and callbacks. Thread-safe. */

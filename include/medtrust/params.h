@@ -35,7 +35,8 @@ struct mt_param {
     double server_hi;     /* the server deliberately caps lower (a model's
                              time per request, a prompt's size): its
                              highest value; 0 = hi */
-    const char *arg;      /* CLI metavariable ("N", "X") */
+    const char *arg;      /* CLI metavariable ("N", "X"); NULL: a flag
+                             (a 0..1 integer; given: 1) */
     const char *help;     /* what it sets, for people (no bounds) */
     const char *def_text; /* the default in words when it is no value in
                              lo..hi ("the index's"); NULL = the value */

@@ -412,6 +412,7 @@ class AgentParams(Structure):
         ("verify_correction", c_void_p),
         ("verify_correction_user", c_void_p),
         ("passages_last", c_uint32),
+        ("allow_fallbacks", c_uint32),
     ]
 
 
@@ -441,6 +442,8 @@ class AgentCheckParams(Structure):
         ("on_step_user", c_void_p),
         ("cancelled", CANCEL1_FN),
         ("cancelled_user", c_void_p),
+        ("passages_last", c_uint32),
+        ("allow_fallbacks", c_uint32),
     ]
 
 

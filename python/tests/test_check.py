@@ -128,6 +128,21 @@ def test_unreachable_model_raises_model_error_with_the_fallback() -> None:
     assert r.usage["failed_calls"] >= 1
 
 
+def test_allow_fallbacks_returns_the_fallback_marked() -> None:
+    """allow_fallbacks=1 (the Checker's, or one call's) returns the
+    fallback verdict instead of raising, marked fallback with why."""
+    spec = "openai:http://127.0.0.1:9/v1#none"
+    with medtrust.Checker(llm=spec, strategy="single", timeout=5,
+                          allow_fallbacks=1) as c:
+        r = c.check(NOTE)
+        assert r.fallback and "fallback" in (r.fallback_why or "")
+        with pytest.raises(medtrust.ModelError):
+            c.check(NOTE, allow_fallbacks=0)
+    with medtrust.Checker(llm=spec, strategy="single", timeout=5) as c:
+        r = c.check(NOTE, allow_fallbacks=1)
+    assert r.fallback and r.usage["failed_calls"] >= 1
+
+
 def test_check_many_return_exceptions(stub: Any) -> None:
     with medtrust.Checker(llm=stub.spec, strategy="single") as c:
         out = list(c.check_many(["", NOTE], jobs=2, progress=False,

@@ -40,6 +40,12 @@ static const struct mt_param agent_params[] = {
      "source and score (IryoNLP's published code); 0: most relevant first "
      "(the paper's figures)",
      NULL},
+    {"allow-fallbacks", "allow_fallbacks", P(allow_fallbacks), MT_PARAM_U32, 0,
+     1, 0, NULL,
+     "accept a verdict that is only the strategy's fallback (no usable "
+     "reply of the model's decided it): shown as \"fallback: no model "
+     "answer\", never as no error, instead of a failed check",
+     NULL},
     {"eval-quorum", NULL, P(eval_quorum), MT_PARAM_U32, 1, 64, 0, "N",
      "usable MedEval reviews a round needs to be accepted (at most "
      "--evaluators)",

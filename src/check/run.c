@@ -73,6 +73,8 @@ void mt_agent_check_default_params(const struct mt_agent *a,
     cp->on_step_user = p->on_step_user;
     cp->cancelled = p->cancelled;
     cp->cancelled_user = p->cancelled_user;
+    cp->passages_last = p->passages_last;
+    cp->allow_fallbacks = p->allow_fallbacks;
 }
 
 /* The call's settings over the handle's copy in p. */
@@ -103,6 +105,8 @@ static void call_settings(struct mt_agent_params *p,
     p->on_step_user = cp->on_step_user;
     p->cancelled = cp->cancelled;
     p->cancelled_user = cp->cancelled_user;
+    p->passages_last = cp->passages_last;
+    p->allow_fallbacks = cp->allow_fallbacks;
 }
 
 /* The call's settings are in range, its strategy's parts open and its
@@ -401,8 +405,9 @@ enum mt_status mt_agent_check_with(struct mt_agent *a,
         mt_free(ce);
     /* a verdict that exists only because the model's calls failed or its
      * replies were unusable (after the repeat) is no answer: 'out' holds
-     * the fallback, and the check fails */
-    if (st == MT_OK && r.fallback)
+     * the fallback, and the check fails, unless the caller allowed
+     * fallbacks (then it shows out->fallback as such) */
+    if (st == MT_OK && r.fallback && !r.p.allow_fallbacks)
         st = mt_fail(err, MT_EMODEL, "%s", out->fallback_why);
     if (st == MT_ENOMEM)
         mt_fail(err, st, "checker: out of memory");

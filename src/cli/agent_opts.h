@@ -58,6 +58,7 @@
         CLI_PARAM("steps", AGENT_T), CLI_PARAM("rounds", AGENT_T),             \
         CLI_PARAM("evaluators", AGENT_T), CLI_PARAM("accept-mean", AGENT_T),   \
         CLI_PARAM("accept-min", AGENT_T), CLI_PARAM("eval-quorum", AGENT_T),   \
+        CLI_PARAM("allow-fallbacks", AGENT_T),                                 \
         {"on-exhausted", 0, "RULE",                                            \
          "after --rounds rejected rounds: no-error (default, the paper) or "   \
          "last-answer (the last answer MedEval reviewed, as the published "    \

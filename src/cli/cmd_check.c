@@ -60,13 +60,34 @@ static void print_evidence(const char *ce)
     json_decref(o);
 }
 
-static void print_text(const struct mt_check_result *r)
+/* A fallback verdict the user allowed (--allow-fallbacks): marked as no
+ * answer of the model's, then what the strategy fell back to. */
+static void print_fallback(const struct mt_check_result *r)
+{
+    printf("fallback: no model answer (allowed by --allow-fallbacks)\n  %s\n",
+           r->fallback_why ? r->fallback_why : "fallback verdict");
+    if (!r->error_flag)
+        printf("fallback verdict: no error flagged (the strategy's default, "
+               "not a finding)\n");
+    else if (r->sentence_id < 0)
+        printf("fallback verdict: an error flagged, no sentence located\n");
+    else
+        printf("fallback verdict: sentence %d flagged\n  %s\ncorrection "
+               "(the fallback's):\n  %s\n",
+               r->sentence_id, r->error_sentence, r->corrected_sentence);
+}
+
+/* The verdict in words; 'failed': the check failed (MT_EMODEL) with a
+ * fallback verdict in r. */
+static void print_text(const struct mt_check_result *r, int failed)
 {
     const struct mt_check_usage *u = &r->usage;
 
-    if (r->fallback) /* no answer of the model's: never "no error found" */
+    if (r->fallback && failed) /* no answer: never "no error found" */
         printf("check failed: no verdict from the model\n  %s\n",
                r->fallback_why ? r->fallback_why : "fallback verdict");
+    else if (r->fallback)
+        print_fallback(r);
     else if (r->error_flag && r->sentence_id < 0)
         printf("error detected, but no sentence located (no correction)\n");
     else if (r->error_flag)
@@ -129,7 +150,7 @@ static enum mt_status check_one(const struct cli_args *a, struct mt_agent *ag,
             st = mt_fail(err, MT_ENOMEM, "out of memory");
         mt_free(js);
     } else if (st == MT_OK || st == MT_EMODEL) {
-        print_text(&r);
+        print_text(&r, st != MT_OK);
     }
     mt_check_result_free(&r);
     mtx_buf_free(&b);
@@ -174,7 +195,10 @@ const struct cli_verb cli_verb_check = {
     "then the role's fallback (docs/agents.md); the trace says which. When\n"
     "the verdict itself would be a fallback (no usable reply decided it),\n"
     "the check fails: it prints \"check failed\" and why (--json: \"error\",\n"
-    "\"fallback\": true, \"fallback_why\") and exits 1.\n"
+    "\"fallback\": true, \"fallback_why\") and exits 1. With\n"
+    "--allow-fallbacks it prints \"fallback: no model answer\", why, and\n"
+    "the fallback verdict (--json: \"fallback\": true, \"fallback_why\", no\n"
+    "\"error\") and exits 0: never \"no error found\".\n"
     "--verify-correction (on by default when --nli or MEDTRUST_NLI names\n"
     "a verifier) judges the corrected and the erroneous sentence against\n"
     "the passages react-reflex retrieved (guards, single: a search of\n"

@@ -305,6 +305,11 @@ static void param_help(const struct cli_opt *o, char *buf, size_t n)
         snprintf(buf, n, "%s", o->help ? o->help : "");
         return;
     }
+    if (!d->arg) { /* a flag: given is 1 */
+        snprintf(buf, n, "%s (default %s)", d->help,
+                 mt_param_default(o->table, d) ? "on" : "off");
+        return;
+    }
     num_text(lo, sizeof lo, d->lo);
     num_text(hi, sizeof hi, d->hi);
     if (d->def_text)

@@ -231,6 +231,8 @@ void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
     cp->rerank_k = p.rerank_k;
     cp->w_lex = p.w_lex;
     cp->w_sem = p.w_sem;
+    cp->passages_last = p.passages_last;
+    cp->allow_fallbacks = p.allow_fallbacks;
     cp->on_step = NULL;
     cp->cancelled = NULL;
 }

@@ -311,6 +311,7 @@ async function userDefaults(page) {
   await page.fill('#check-rounds', MINE.rounds);
   await page.fill('#check-min', MINE.min);
   await page.selectOption('#check-source', MINE.source);
+  await page.check('#check-fallbacks');
   const resp = page.waitForResponse((r) => r.url().endsWith('/v1/me/settings') &&
       r.request().method() === 'PUT');
   await page.click('#check-save');
@@ -318,7 +319,8 @@ async function userDefaults(page) {
   const sent = r.request().postDataJSON().check || {};
   check('"Save as my defaults" stores the Check panel\'s values',
       r.status() === 200 && sent.max_rounds === 3 && sent.accept_min === 4 &&
-      sent.source === 'pubmedqa' && sent.max_steps === 4,
+      sent.source === 'pubmedqa' && sent.max_steps === 4 &&
+      sent.allow_fallbacks === 1,
   r.status() + ' ' + JSON.stringify(sent));
   expected.push({path: '/v1/me/settings', status: 400});
   const bad = await page.evaluate(async () => {
@@ -344,8 +346,10 @@ async function mineShown(page) {
       document.getElementById('check-settings-now').textContent), null,
   {timeout: 10000}).catch(() => {});
   const v = await page.evaluate(() => ['check-rounds', 'check-min',
-    'check-source', 'check-steps'].map((id) => document.getElementById(id).value));
-  return v.join(',') === [MINE.rounds, MINE.min, MINE.source, '4'].join(',');
+    'check-source', 'check-steps'].map((id) => document.getElementById(id).value)
+      .concat(document.getElementById('check-fallbacks').checked));
+  return v.join(',') === [MINE.rounds, MINE.min, MINE.source, '4', true]
+      .join(',');
 }
 
 async function search(page) {
@@ -642,6 +646,7 @@ async function failedChecks(page) {
       words.join(' | '));
   await audit(page, 'check_failed', 'Check with a failed check');
   await docShot(page, 'check_failed', '#check-result');
+  await allowedFallback(page);
   await failedCheck(page, 'guards', 'broken-guards');
   const arb = await page.$$eval('[data-step^="guards_"]', (l) =>
     l.map((x) => x.textContent));
@@ -650,6 +655,52 @@ async function failedChecks(page) {
       'usable answer') && t.includes('a call failed')), arb.join(' | ')
       .slice(0, 300));
   await page.selectOption('#check-model', ''); // the page keeps its state
+}
+
+// The same broken model with "Allow fallbacks" on: the run is done, but
+// its verdict is the strategy's fallback, shown as "fallback: no model
+// answer" with the reason in words, never green and never "no error
+// found"; the Settings line says fallbacks are allowed.
+async function allowedFallback(page) {
+  await page.goto(base + '/#check');
+  await page.waitForFunction(() =>
+    document.getElementById('check-k-lim').textContent.length > 0);
+  await page.fill('#check-note', NOTE);
+  await page.selectOption('#check-strategy', 'react-reflex');
+  await openSettings(page, 'check');
+  await page.selectOption('#check-model', 'broken-react');
+  await page.fill('#check-steps', '2');
+  await page.fill('#check-rounds', '1');
+  await page.check('#check-fallbacks');
+  const line = await page.textContent('#check-settings-now');
+  const sent = page.waitForRequest((r) => r.url().endsWith('/v1/check'));
+  await page.click('#check-btn');
+  const body = (await sent).postDataJSON();
+  await page.waitForSelector('#check-fallback', {timeout: 90000});
+  const text = await page.textContent('#check-result');
+  const badge = await page.textContent('#check-verdict .badge');
+  const red = await page.$eval('#check-verdict .badge',
+      (b) => b.classList.contains('bad'));
+  const why = await page.textContent('#check-failed-why');
+  const status = await page.textContent('#check-status');
+  const green = await page.$$eval('#check-result .badge.ok', (b) =>
+    b.map((x) => (x.closest('li') ? x.closest('li').dataset.step : 'verdict') +
+      ':' + x.textContent));
+  check('"Allow fallbacks" is sent and said in the Settings line',
+      body.allow_fallbacks === 1 && /fallbacks allowed/.test(line),
+      JSON.stringify(body) + ' | ' + line);
+  check('an allowed fallback shows as "fallback: no model answer" with the ' +
+      'reason in words, never green, never "no error found"',
+  badge === 'fallback: no model answer' && red &&
+      /fallback/.test(why) && why.length > 30 &&
+      /Fallback verdict: no error flagged \(the strategy's default/.test(
+          text) && !/no error found/i.test(text) &&
+      !text.includes('check failed') && /fallback verdict/.test(status) &&
+      green.every((g) => g.startsWith('call:')),
+  [badge, why, status, green.join(','), text.slice(0, 200)].join(' | '));
+  await audit(page, 'check_fallback', 'Check with an allowed fallback');
+  await docShot(page, 'check_fallback', '#check-result');
+  await page.uncheck('#check-fallbacks');
 }
 
 // The trajectory's rendering of replies the library reads (trace.js):
@@ -1331,8 +1382,9 @@ async function afterRestart() {
   await page.waitForFunction(() =>
     document.getElementById('check-k-lim').textContent.length > 0);
   const v = await page.evaluate(() => ['check-rounds', 'check-source']
-      .map((id) => document.getElementById(id).value).join(','));
-  check('another user\'s panel keeps the server\'s defaults', v === '5,',
+      .map((id) => document.getElementById(id).value)
+      .concat(document.getElementById('check-fallbacks').checked).join(','));
+  check('another user\'s panel keeps the server\'s defaults', v === '5,,false',
       v);
   check('no console errors after the restart', errors.length === 0,
       errors.join(' | '));

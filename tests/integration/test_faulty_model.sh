@@ -10,8 +10,10 @@
 # reason), and a --resume against the healthy model completes every note,
 # redoing only the failed ones. Some notes are correct (the model decides
 # "no error" for them): those well-formed answers are kept. `check` prints
-# the failure and exits 1 for every strategy; a server check or ask whose
-# replies were garbage ends failed with the reason; `sweep` marks a run
+# the failure and exits 1 for every strategy (with --allow-fallbacks the
+# fallback verdict, marked as no model answer, exit 0); a server check or
+# ask whose replies were garbage ends failed with the reason (done, marked
+# fallback, when the request allowed fallbacks); `sweep` marks a run
 # with failed notes failed and `--replay` reruns those notes.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
@@ -162,6 +164,24 @@ else
     not_ok "mediqa single, every reply unusable (rc $rc)" "$(tail -3 "$TMP/g.err")" "$(head -c 300 "$TMP/g.txt")"
 fi
 
+# ---- mediqa --allow-fallbacks: the fallback lines asked for, done ----
+"$MT" mediqa --llm "$SPEC" --data "$TMP/notes.csv" --strategy single \
+    --retries 0 --jobs 4 --out "$TMP/ga.txt" --json --allow-fallbacks \
+    --no-progress >"$TMP/ga.json" 2>"$TMP/ga.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/ga.txt")" -eq 40 ] &&
+    py "$TMP/ga.json" "$TMP/ga.txt" <<'PY'; then
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["failed"] == 0 and s["fallback_verdicts"] == 40, s
+assert all(l.split(" ", 1)[1] == "0 -1 NA"
+           for l in open(sys.argv[2]).read().splitlines())
+PY
+    ok "mediqa --allow-fallbacks, every reply unusable: the 40 fallback lines written as asked, counted as fallback verdicts, none failed, exit 0"
+else
+    not_ok "mediqa --allow-fallbacks (rc $rc)" "$(tail -3 "$TMP/ga.err")" "$(head -c 300 "$TMP/ga.json")"
+fi
+
 # ---- mediqa --fallback-on-failure: written, still failed ----
 stub_start fb "${FAULTS[@]}"
 "$MT" mediqa --llm "$SPEC" --data "$TMP/notes.csv" --strategy single \
@@ -211,6 +231,29 @@ PY
         ok "check $s, garbage replies: prints 'check failed' and why (--json: error, fallback), exit 1"
     else
         not_ok "check $s with garbage (rc $rc/$rcj)" "$(cat "$TMP/c.out")" "$(tail -2 "$TMP/c.err")"
+    fi
+    # --allow-fallbacks: the fallback verdict, marked as no model answer
+    # with the reason, never "no error found"; exit 0 (asked for)
+    "$MT" check --llm "$SPEC" --strategy "$s" "${nr[@]}" --retries 0 \
+        --allow-fallbacks "$TMP/note.txt" >"$TMP/c.out" 2>"$TMP/c.err"
+    rc=$?
+    "$MT" check --llm "$SPEC" --strategy "$s" "${nr[@]}" --retries 0 --json \
+        --allow-fallbacks "$TMP/note.txt" >"$TMP/c.json" 2>/dev/null
+    rcj=$?
+    if [ $rc -eq 0 ] && [ $rcj -eq 0 ] &&
+        grep -q "^fallback: no model answer (allowed by --allow-fallbacks)" "$TMP/c.out" &&
+        grep -q "the verdict is a fallback: the model gave no usable reply" "$TMP/c.out" &&
+        grep -q "^fallback verdict: " "$TMP/c.out" &&
+        ! grep -q "no error found\|check failed" "$TMP/c.out" &&
+        py "$TMP/c.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert "error" not in r and r["fallback"] is True, r
+assert "no usable reply" in r["fallback_why"], r
+PY
+        ok "check $s --allow-fallbacks, garbage replies: 'fallback: no model answer', why and the fallback verdict (--json: fallback, no error), exit 0"
+    else
+        not_ok "check $s --allow-fallbacks (rc $rc/$rcj)" "$(cat "$TMP/c.out")" "$(tail -2 "$TMP/c.err")" "$(head -c 300 "$TMP/c.json")"
     fi
     stub_start "chkok-$s" --no-error
     "$MT" check --llm "$SPEC" --strategy "$s" "${nr[@]}" "$TMP/note.txt" \
@@ -377,6 +420,24 @@ PY
     ok "POST /v1/check with garbage replies: the run is failed, with the reason"
 else
     not_ok "server check with garbage" "$(head -c 500 "$TMP/run.json")"
+fi
+# "allow_fallbacks": 1: the run is done, its result the fallback verdict
+# marked as such with the reason; 2 is out of its 0..1 range (400)
+code "${A[@]}" "$U/v1/check" -d "$(py "$TMP/note.txt" <<<'import json,sys; print(json.dumps({"note": open(sys.argv[1]).read(), "strategy": "single", "allow_fallbacks": 1}))')" >/dev/null
+run_of
+bad=$(code "${A[@]}" "$U/v1/check" -d '{"note":"He is sent home.","allow_fallbacks":2}')
+cp "$TMP/body" "$TMP/bad.json"
+if [ "$bad" = 400 ] && grep -q '"allow_fallbacks\\" must be an integer in 0..1' "$TMP/bad.json" &&
+    py "$TMP/run.json" <<'PY'; then
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "done" and not r.get("error"), r
+res = r["result"]
+assert res["fallback"] is True and "no usable reply" in res["fallback_why"], res
+PY
+    ok "POST /v1/check with \"allow_fallbacks\": 1: done, the result marked fallback with the reason; 2 is 400"
+else
+    not_ok "server check allowing fallbacks" "$bad $(cat "$TMP/bad.json")" "$(head -c 500 "$TMP/run.json")"
 fi
 for p in "${SERVE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${SERVE_PIDS[@]}"; do wait "$p" 2>/dev/null; done

@@ -32,7 +32,8 @@ curl -s -b "$TMP/jar" "$U/v1/limits" >"$TMP/limits.json"
 for v in check mediqa ask qa-eval search verify; do "$MT" "$v" --help >"$TMP/$v.help"; done
 
 # compare SECTION HELP...: each field of /v1/limits' SECTION.fields that
-# names a CLI option against that option's line in each --help.
+# names a CLI option against that option's line in each --help (a flag,
+# such as --allow-fallbacks, is a 0..1 member whose default is off or on).
 compare() {
     python3 - "$TMP/limits.json" "$@" <<'PY'
 import json, re, sys
@@ -44,6 +45,13 @@ for name, f in fields.items():
     if not opt:
         continue
     for h in helps:
+        # a flag (no value): a 0..1 integer, given is 1
+        flag = re.search(r"--%s {2,}.*\(default (on|off)\)$" % re.escape(opt),
+                         h, re.M)
+        if flag:
+            assert f["min"] == 0 and f["max"] == 1 and f["integer"], (name, f)
+            assert f["default"] == (flag.group(1) == "on"), (name, f)
+            continue
         m = re.search(r"--%s \S+ +.*, ([0-9.e+-]+)\.\.([0-9.e+-]+) "
                       r"\(default ([^;)]+)(?:; serve: at most ([0-9.]+))?\)"
                       % re.escape(opt), h)

@@ -540,6 +540,36 @@ static void test_single_falls_back_after_one_repeat(void **state)
     astub_stop(&s);
 }
 
+/* allow_fallbacks on one call (mt_agent_check_with) accepts the fallback
+ * verdict: MT_OK, still marked fallback with why; 0 fails as before. */
+static void test_allow_fallbacks_returns_the_fallback(void **state)
+{
+    struct astub s;
+    struct mt_agent *a;
+    struct mt_check_result r;
+    struct mt_agent_check_params cp;
+    struct mt_note n = {"t",  note_text, sizeof note_text - 1, NULL, 0, NULL, 0,
+                        NULL, 0};
+    struct mt_error err;
+
+    (void)state;
+    astub_start(&s, "--bad-id", NULL, NULL);
+    a = open_agent(&s, MT_STRATEGY_SINGLE);
+    mt_agent_check_default_params(a, &cp);
+    CHECK(cp.allow_fallbacks == 0);
+    cp.allow_fallbacks = 1;
+    CHECK(mt_agent_check_with(a, &n, &cp, &r, &err) == MT_OK);
+    CHECK(r.fallback == 1 && r.fallback_why && r.error_flag == 0);
+    CHECK(strstr(r.fallback_why, "no usable reply (single: ") != NULL);
+    mt_check_result_free(&r);
+    cp.allow_fallbacks = 0;
+    CHECK(mt_agent_check_with(a, &n, &cp, &r, &err) == MT_EMODEL);
+    CHECK(r.fallback == 1);
+    mt_check_result_free(&r);
+    mt_agent_close(a);
+    astub_stop(&s);
+}
+
 static void test_react_rejects_on_true_minimum_for_all_rounds(void **state)
 {
     struct astub s;
@@ -658,6 +688,7 @@ static void test_bad_input_is_refused(void **state)
 
 /* Every numeric setting of the checker has a sound descriptor: its
  * default (mt_agent_default_params) within its bounds (or said in words),
+ * a metavariable unless it is a 0..1 flag,
  * a server cap only below the CLI's bound, and no member named twice. */
 static void test_agent_param_table_is_sound(void **state)
 {
@@ -671,7 +702,9 @@ static void test_agent_param_table_is_sound(void **state)
         double def = mt_param_default(t, d);
 
         CHECK(d->option || d->field);
-        CHECK(d->help && d->arg && d->lo <= d->hi);
+        /* no metavariable: a flag, a 0..1 integer */
+        CHECK(d->help && d->lo <= d->hi);
+        CHECK(d->arg || (mt_param_is_integer(d) && d->lo == 0 && d->hi == 1));
         CHECK(d->def_text || mt_param_valid(d, def, 0));
         CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
         CHECK(!d->field || mt_param_valid(d, def, 1));
@@ -986,6 +1019,7 @@ int main(void)
         cmocka_unit_test(test_strategy_table_is_whole),
         cmocka_unit_test(test_guards_confidence_decides_when_arbiter_fails),
         cmocka_unit_test(test_single_falls_back_after_one_repeat),
+        cmocka_unit_test(test_allow_fallbacks_returns_the_fallback),
         cmocka_unit_test(test_react_rejects_on_true_minimum_for_all_rounds),
         cmocka_unit_test(test_botched_replies_fail_every_strategy),
         cmocka_unit_test(test_decided_no_error_is_an_answer),

@@ -82,11 +82,41 @@ function correctionEvidence(ce) {
           sideItem('original', e.original)))));
 }
 
-export function renderCheckResult(r, note) {
+// The model use of a check, in one line.
+function usageLine(r) {
   const u = r.usage || {};
-  // A fallback verdict (a result kept by a worker or an older server) is
-  // no answer of the model's: never shown as "no error found".
-  if (r.fallback) return renderCheckFailure(r.fallback_why, true);
+  return el('p', {class: 'muted'}, 'Strategy ' + r.strategy + ': ' +
+      (u.llm_calls || 0) + ' model calls, ' + (u.prompt_tokens || 0) +
+      ' prompt and ' + (u.completion_tokens || 0) + ' completion tokens' +
+      (u.fallbacks ? ', ' + u.fallbacks + ' fallbacks' : '') + '.');
+}
+
+// A fallback verdict the user allowed ("Allow fallbacks"): marked as no
+// answer of the model's, never green, with the reason in words, then
+// what the strategy fell back to.
+function renderCheckFallback(r, note) {
+  const what = !r.error_flag ?
+    'no error flagged (the strategy\'s default, not a finding)' :
+    r.error_sentence_id < 0 ? 'an error flagged, no sentence located' :
+    'sentence ' + r.error_sentence_id + ' flagged, kept as it stands';
+  return el('div', {class: 'panel', id: 'check-fallback'},
+      el('h2', {}, 'Verdict'),
+      el('p', {class: 'verdict', id: 'check-verdict'},
+          el('span', {class: 'badge bad'}, 'fallback: no model answer'), ' ',
+          'Fallbacks were allowed: this is the strategy\'s fallback, not ' +
+          'the model\'s verdict.'),
+      el('p', {id: 'check-failed-why'}, r.fallback_why ||
+          'the model gave no usable answer'),
+      el('p', {id: 'check-fallback-verdict'}, 'Fallback verdict: ' + what +
+          '.'),
+      el('h3', {}, note ? 'The note' : 'The corrected note'),
+      noteView(note, r), usageLine(r));
+}
+
+export function renderCheckResult(r, note) {
+  // A fallback verdict (allowed by the request, or kept by a worker or an
+  // older server) is no answer of the model's: never "no error found".
+  if (r.fallback) return renderCheckFallback(r, note);
   // MedGuards may detect an error it cannot locate: flag 1, sentence -1.
   const located = r.error_flag && r.error_sentence_id >= 0;
   const verdict = located ?
@@ -105,10 +135,7 @@ export function renderCheckResult(r, note) {
             renderDiff(r.error_sentence, r.corrected_sentence)),
         correctionEvidence(r.correction_evidence));
   }
-  parts.push(el('p', {class: 'muted'}, 'Strategy ' + r.strategy + ': ' +
-      (u.llm_calls || 0) + ' model calls, ' + (u.prompt_tokens || 0) +
-      ' prompt and ' + (u.completion_tokens || 0) + ' completion tokens' +
-      (u.fallbacks ? ', ' + u.fallbacks + ' fallbacks' : '') + '.'));
+  parts.push(usageLine(r));
   return el('div', {class: 'panel', id: 'check-verdict-panel'}, parts);
 }
 
@@ -193,6 +220,7 @@ async function submit(ev) {
   $('check-msg').textContent = '';
   btn.disabled = true;
   const body = {note, strategy};
+  if ($('check-fallbacks').checked) body.allow_fallbacks = 1;
   if (searches(strategy)) {
     for (const [k, id] of Object.entries(SETTINGS)) {
       if ($(id).value !== '') body[k] = Number($(id).value);
@@ -238,7 +266,8 @@ async function submit(ev) {
       }
       return;
     }
-    $('check-status').textContent = 'Run ' + id + ' done.';
+    $('check-status').textContent = 'Run ' + id + (run.result.fallback ?
+      ' done: a fallback verdict, no model answer.' : ' done.');
     // A stream that joined late missed the steps: show them from the result.
     if (traj.count() === 0) (run.result.trace || []).forEach(traj.add);
     verdict.append(renderCheckResult(run.result, note));
@@ -252,8 +281,9 @@ const showWeights = () => showWeight('check-w', 'check-w-val', hasVectors);
 // thresholds, depths, mode, source, years, filters and weights).
 function describe() {
   const m = model('check') ? 'model ' + model('check') : 'the server\'s model';
-  if (!searches($('check-strategy').value)) return [m];
-  return [m, 'N ' + val('check-steps'), 'M ' + val('check-rounds'),
+  const fb = $('check-fallbacks').checked ? 'fallbacks allowed' : '';
+  if (!searches($('check-strategy').value)) return [m, fb];
+  return [m, fb, 'N ' + val('check-steps'), 'M ' + val('check-rounds'),
     'accept mean ≥ ' + val('check-mean') + ', lowest ≥ ' + val('check-min'),
     'top ' + val('check-k') + ' of ' + val('check-retrieve'),
     val('check-mode') || 'mode as the index allows',
@@ -291,6 +321,8 @@ export async function initCheck() {
     fillSources($('check-source'))]);
   strategies = offerStrategies('check-strategy', lim, true);
   const f = lim ? lim.check.fields : {};
+  $('check-fallbacks').checked = !!(f.allow_fallbacks &&
+    f.allow_fallbacks.default);
   for (const [k, id] of Object.entries(SETTINGS)) bound(id, id + '-lim', f[k]);
   for (const [k, id] of Object.entries(YEARS)) {
     bound(id, id + '-lim', f[k], true);

@@ -71,7 +71,8 @@ const FIELDS = {
     year_to: 'check-year-to', source: 'check-source',
     search_mode: 'check-mode', author: 'check-author',
     journal: 'check-journal', publication_type: 'check-pubtype',
-    model: 'check-model', w_sem: 'check-w'},
+    model: 'check-model', w_sem: 'check-w',
+    allow_fallbacks: 'check-fallbacks'},
 };
 
 let saved = null;
@@ -90,6 +91,7 @@ function collect(p) {
     const e = $(id);
     if (!e || e.disabled || e.value === '' || e.closest('[hidden]')) continue;
     if (k === 'w_sem') out[k] = Number(e.value) / 100;
+    else if (e.type === 'checkbox') out[k] = e.checked ? 1 : 0;
     else if (e.type === 'number') out[k] = Number(e.value);
     else out[k] = e.value;
   }
@@ -103,9 +105,10 @@ export async function applyMine(p) {
   for (const [k, v] of Object.entries(d)) {
     const e = $(FIELDS[p][k] || '');
     if (!e || e.disabled) continue;
-    e.value = k === 'w_sem' ? String(Math.round(v * 100)) : String(v);
-    e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input',
-        {bubbles: true}));
+    if (e.type === 'checkbox') e.checked = !!v;
+    else e.value = k === 'w_sem' ? String(Math.round(v * 100)) : String(v);
+    e.dispatchEvent(new Event(e.tagName === 'SELECT' ||
+        e.type === 'checkbox' ? 'change' : 'input', {bubbles: true}));
   }
 }
 
