@@ -477,6 +477,9 @@ enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
         mtx_hnsw_free(h);
         return st;
     }
+    /* The open read every byte in order (checksums, links); a search
+     * reads a few hundred scattered nodes. */
+    mtx_vec_file_advise_random(f);
     *out = h;
     return MT_OK;
 }

@@ -401,6 +401,12 @@ struct mt_seg {
     const unsigned char *table;
 };
 
+void mtx_seg_advise_random(const struct mt_seg *s)
+{
+    if (s && s->mapped && s->size)
+        (void)madvise((void *)(uintptr_t)s->base, s->size, MADV_RANDOM);
+}
+
 void mtx_seg_close(struct mt_seg *s)
 {
     if (!s)

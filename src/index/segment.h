@@ -105,6 +105,12 @@ enum mt_status mtx_seg_open_mem(const void *data, size_t n, const char *name,
                                 struct mt_seg **out, struct mt_error *err);
 
 /* Unmaps and frees. NULL is allowed. */
+/* Tells the kernel a mapped segment is read at random from here on
+ * (madvise MADV_RANDOM: no readahead around a fault), so that a file
+ * larger than the memory left for it pages in what a search touches
+ * rather than windows around it. A hint: errors are ignored. */
+void mtx_seg_advise_random(const struct mt_seg *s);
+
 void mtx_seg_close(struct mt_seg *s);
 
 /* The caller's format version from the header. */

@@ -243,6 +243,9 @@ enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,
                                  struct mtx_vec_file **out,
                                  struct mt_error *err);
 void mtx_vec_file_close(struct mtx_vec_file *f);
+/* After the open's checks: the mapping is read at random from here on
+ * (mtx_seg_advise_random; old files too). */
+void mtx_vec_file_advise_random(const struct mtx_vec_file *f);
 const char *mtx_vec_file_name(const struct mtx_vec_file *f);
 /* The file's format version: its segment header's, or 1 for a file in
  * the form written before the segment container. */

@@ -138,6 +138,14 @@ void mtx_vec_file_close(struct mtx_vec_file *f)
     mt_free(f);
 }
 
+void mtx_vec_file_advise_random(const struct mtx_vec_file *f)
+{
+    if (f && f->seg)
+        mtx_seg_advise_random(f->seg);
+    else if (f && f->base)
+        (void)madvise(f->base, f->size, MADV_RANDOM);
+}
+
 const char *mtx_vec_file_name(const struct mtx_vec_file *f)
 {
     return f->path;
