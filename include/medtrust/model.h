@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "params.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -64,6 +65,12 @@ struct mt_llm_params {
 /* Fills 'p' with the defaults above. timeout_s comes from
  * MEDTRUST_LLM_TIMEOUT when that is set to a positive number. */
 void mt_llm_default_params(struct mt_llm_params *p);
+
+/* The settings table of struct mt_llm_params (medtrust/params.h): the
+ * timeout, retries and context every verb that calls a model takes
+ * (--timeout, --retries, --ctx), with bounds and help. Immutable; safe
+ * from any thread. */
+extern const struct mt_param_table mt_llm_param_table;
 
 /* One chat message; both strings are borrowed for the call. */
 struct mt_llm_message {

@@ -125,14 +125,9 @@ int cli_lora_apply(struct cli_args *a);
      "call cache, an SQLite FILE or a postgresql:// URL that workers share: "  \
      "a rerun with the same inputs costs no model calls (default off)",        \
      0},                                                                       \
-        {"timeout", 0, "S", "seconds per model call (default 120)", 0},        \
-        {"retries", 0, "N", "HTTP retries per model call, 0..10 (4)", 0},      \
-        {"ctx", 0, "N",                                                        \
-         "the LLM's context in tokens, 256..10000000: caps a gguf: model's "   \
-         "trained context (default: trained, capped by memory); for an "       \
-         "openai: server, its context (default: llama-server's /props, else "  \
-         "what its first context-length error says)",                          \
-         0},                                                                   \
+        CLI_PARAM("timeout", &mt_llm_param_table),                             \
+        CLI_PARAM("retries", &mt_llm_param_table),                             \
+        CLI_PARAM("ctx", &mt_llm_param_table),                                 \
     {                                                                          \
         "response-format", 0, "MODE",                                          \
             "how openai: servers are asked for JSON replies: auto (default: "  \

@@ -267,16 +267,10 @@ int cli_get_float(const struct cli_args *a, const char *name, double lo,
 
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p)
 {
-    unsigned long re = p->max_retries;
-    unsigned long ctx = p->n_ctx;
     const char *rf = cli_get(a, "response-format");
 
-    if (cli_get_double(a, "timeout", 0.001, 86400, &p->timeout_s) < 0 ||
-        cli_get_uint(a, "retries", 0, 10, &re) < 0 ||
-        cli_get_uint(a, "ctx", 256, 10000000, &ctx) < 0)
+    if (cli_params_read(a, &mt_llm_param_table, p) < 0)
         return -1;
-    p->max_retries = (uint32_t)re;
-    p->n_ctx = (uint32_t)ctx;
     p->cache_path = cli_get(a, "cache");
     if (rf && mt_response_format_parse(rf, &p->response_format) != MT_OK) {
         fprintf(stderr,

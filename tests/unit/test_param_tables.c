@@ -9,6 +9,7 @@
 
 #include "medtrust/check.h"
 #include "medtrust/index.h"
+#include "medtrust/model.h"
 #include "medtrust/params.h"
 #include "medtrust/qa.h"
 #include "medtrust/verify.h"
@@ -100,6 +101,25 @@ static void test_verify_table(void **state)
     CHECK(p.support_min == 0.25f);
 }
 
+/* The model call's table: its defaults are mt_llm_default_params', and it
+ * names no request member (the server's models are set at start). */
+static void test_llm_table(void **state)
+{
+    const struct mt_param_table *t = &mt_llm_param_table;
+    struct mt_llm_params p;
+    size_t i;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_llm_params));
+    for (i = 0; i < t->n; i++)
+        CHECK(t->params[i].field == NULL && t->params[i].option);
+    mt_llm_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "retries", 0)) == p.max_retries);
+    mt_param_set(mt_param_find(t, "timeout", 0), &p, 2.5);
+    CHECK(p.timeout_s == 2.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -107,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_qa_table),
         cmocka_unit_test(test_search_table),
         cmocka_unit_test(test_verify_table),
+        cmocka_unit_test(test_llm_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
