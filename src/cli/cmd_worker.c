@@ -14,7 +14,8 @@
 
 #include "batch/qworker.h"
 #include "cli/agent_opts.h"
-#include "check/usage.h"
+#include "batch/checkers.h"
+#include "batch/note_queue.h"
 #include "cli/mediqa.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -64,21 +65,13 @@ static const struct cli_opt worker_opts[] = {
 #define MAX_JOBS 512 /* the --jobs bound */
 #define MAX_RUNS 16  /* runs with an open checker */
 
-struct run_agent {
-    int64_t run;
-    json_t *opts; /* holds the strings the parsed options point to */
-    struct mt_agent *agent;
-    int users; /* jobs checking with it now (under run_mu) */
-};
-
 struct worker {
     struct mtx_qworker *qw; /* the queue worker loop (batch/qworker.h) */
     const struct cli_args *a;
     unsigned jobs;
-    struct run_agent *runs[MAX_RUNS]; /* each its own allocation */
-    size_t nruns;
-    pthread_mutex_t run_mu; /* guards runs */
-    int64_t base_done;      /* jobs done when the bar started (-1: not yet) */
+    struct mtx_checkers *checkers; /* one per run (batch/checkers.h) */
+    json_t *kept;      /* every run's options: the strings they hold stay */
+    int64_t base_done; /* jobs done when the bar started (-1: not yet) */
     struct mt_progress *bar;
 };
 
@@ -100,7 +93,7 @@ static int stopping(void *user)
 
 /* The run's options, with this worker's --db, --llm and --cache over
  * them, parsed by the table `mediqa` uses (cli/mediqa.h). */
-static enum mt_status run_params(struct worker *w, struct run_agent *r,
+static enum mt_status run_params(struct worker *w, int64_t run, json_t *opts,
                                  struct cli_args *args,
                                  struct mt_agent_params *p,
                                  struct mt_error *err)
@@ -112,7 +105,7 @@ static enum mt_status run_params(struct worker *w, struct run_agent *r,
 
     memset(args, 0, sizeof *args);
     args->opts = mediqa_agent_opts;
-    json_object_foreach(r->opts, k, v)
+    json_object_foreach(opts, k, v)
     {
         int bad = 0;
 
@@ -127,7 +120,7 @@ static enum mt_status run_params(struct worker *w, struct run_agent *r,
             return mt_fail(err, MT_EINVAL,
                            "run %lld carries option --%s, which this worker "
                            "does not know (a newer medtrust queued it?)",
-                           (long long)r->run, k);
+                           (long long)run, k);
     }
     for (i = 0; i < sizeof own / sizeof own[0]; i++)
         if (cli_get(w->a, own[i]) && !(i == 0 && cli_get(args, "no-retrieval")))
@@ -136,7 +129,7 @@ static enum mt_status run_params(struct worker *w, struct run_agent *r,
         return mt_fail(err, MT_EINVAL,
                        "run %lld: its options are refused "
                        "(above)",
-                       (long long)r->run);
+                       (long long)run);
     p->llm.max_concurrency = w->jobs * 2; /* as mediqa: guards pairs */
     return MT_OK;
 }
@@ -154,25 +147,33 @@ static enum mt_status read_run(struct mtx_pg *pg, void *user,
     return mtx_queue_run(pg, rr->run, &rr->kind, &rr->opts, err);
 }
 
-static enum mt_status run_open(struct worker *w, struct run_agent *r,
-                               struct mt_error *err)
+/* The checker cache's open function: run 'arg''s options read from its
+ * row, this worker's over them, into a checker. */
+static enum mt_status run_open(void *user, const char *key, void *arg,
+                               struct mt_agent **out, struct mt_error *err)
 {
+    struct worker *w = user;
+    int64_t run = *(const int64_t *)arg;
     struct cli_args args;
     struct mt_agent_params p;
-    struct run_row rr = {r->run, NULL, NULL};
+    struct run_row rr = {run, NULL, NULL};
+    json_t *opts = NULL;
     enum mt_status st = mtx_qworker_call(w->qw, read_run, &rr, err);
 
-    if (st == MT_OK && !(r->opts = json_loads(rr.opts, 0, NULL)))
+    (void)key;
+    if (st == MT_OK && !(opts = json_loads(rr.opts, 0, NULL)))
         st = mt_fail(err, MT_EPARSE, "run %lld: unreadable options",
-                     (long long)r->run);
+                     (long long)run);
+    if (opts && json_array_append_new(w->kept, opts) != 0)
+        st = mt_fail(err, MT_ENOMEM, "out of memory");
     memset(&args, 0, sizeof args);
     if (st == MT_OK)
-        st = run_params(w, r, &args, &p, err);
-    if (st == MT_OK && (st = mt_agent_open(&p, &r->agent, err)) != MT_OK) {
+        st = run_params(w, run, opts, &args, &p, err);
+    if (st == MT_OK && (st = mt_agent_open(&p, out, err)) != MT_OK) {
         struct mt_error why = *err;
 
         mt_fail(err, st, "run %lld cannot run on this worker: %s",
-                (long long)r->run, why.msg);
+                (long long)run, why.msg);
     }
     cli_args_free(&args);
     mt_free(rr.kind);
@@ -180,100 +181,7 @@ static enum mt_status run_open(struct worker *w, struct run_agent *r,
     return st;
 }
 
-static void run_free(struct run_agent *r)
-{
-    if (!r)
-        return;
-    mt_agent_close(r->agent);
-    json_decref(r->opts);
-    mt_free(r);
-}
-
-/* Closes the least recently opened checker that no job uses. */
-static int run_evict(struct worker *w)
-{
-    size_t i;
-
-    for (i = 0; i < w->nruns; i++)
-        if (w->runs[i]->users == 0)
-            break;
-    if (i == w->nruns)
-        return -1;
-    run_free(w->runs[i]);
-    memmove(w->runs + i, w->runs + i + 1, (w->nruns - i - 1) * sizeof *w->runs);
-    w->nruns--;
-    return 0;
-}
-
-static enum mt_status run_find(struct worker *w, int64_t run,
-                               struct run_agent **out, struct mt_error *err)
-{
-    struct run_agent *r;
-    size_t i;
-    enum mt_status st;
-
-    for (i = 0; i < w->nruns; i++)
-        if (w->runs[i]->run == run) {
-            *out = w->runs[i];
-            return MT_OK;
-        }
-    if (w->nruns == MAX_RUNS && run_evict(w) != 0)
-        return mt_fail(err, MT_ELIMIT, "more than %d runs at once", MAX_RUNS);
-    if (!(r = mt_calloc(1, sizeof *r)))
-        return mt_fail(err, MT_ENOMEM, "out of memory");
-    r->run = run;
-    st = run_open(w, r, err);
-    if (st != MT_OK) {
-        run_free(r);
-        return st;
-    }
-    w->runs[w->nruns++] = r;
-    *out = r;
-    return MT_OK;
-}
-
-/* The checker of run 'run', opened on first use; give it back with
- * run_release. */
-static enum mt_status run_agent(struct worker *w, int64_t run,
-                                struct run_agent **out, struct mt_error *err)
-{
-    enum mt_status st;
-
-    pthread_mutex_lock(&w->run_mu);
-    st = run_find(w, run, out, err);
-    if (st == MT_OK)
-        (*out)->users++;
-    pthread_mutex_unlock(&w->run_mu);
-    return st;
-}
-
-static void run_release(struct worker *w, struct run_agent *r)
-{
-    pthread_mutex_lock(&w->run_mu);
-    r->users--;
-    pthread_mutex_unlock(&w->run_mu);
-}
-
 /* ==== Jobs ==== */
-
-/* The job's result: {"id","line","fallback","usage","failed"?,"trace"},
- * what --collect reads back (cli/mediqa_queue.c). */
-static char *job_result(const char *id, const struct mtx_batch_outcome *o)
-{
-    json_t *r = o->line ? json_pack("{s:s,s:s,s:b,s:o}", "id", id, "line",
-                                    o->line, "fallback", o->fallback, "usage",
-                                    mtx_check_usage_json(&o->usage))
-                        : NULL;
-    char *s;
-
-    if (r && o->failed)
-        json_object_set_new(r, "failed", json_string(o->err.msg));
-    if (r && o->trace)
-        json_object_set_new(r, "trace", json_string(o->trace));
-    s = r ? json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(r);
-    return s;
-}
 
 static void finish(struct mtx_qjob *j, const char *result, int failed)
 {
@@ -293,35 +201,34 @@ static void finish(struct mtx_qjob *j, const char *result, int failed)
 static void do_job(void *user, struct mtx_qjob *j)
 {
     struct worker *w = user;
-    json_t *p = json_loads(j->row.payload, 0, NULL);
-    const char *id = json_string_value(json_object_get(p, "id"));
-    const char *text = json_string_value(json_object_get(p, "text"));
-    const char *sents = json_string_value(json_object_get(p, "sentences"));
+    struct mtx_note_job n;
     struct mt_error err = {MT_OK, ""};
     struct mtx_batch_outcome o;
-    struct run_agent *r = NULL;
+    struct mt_agent *agent = NULL;
+    char key[32];
     char *res;
     enum mt_status st;
 
-    if (!id || !text) { /* --collect reports the unreadable result */
-        json_decref(p);
+    if (mtx_note_job_read(j->row.payload, &n) != 0) {
+        mtx_note_job_free(&n); /* --collect reports the unreadable result */
         finish(j, "{}", 1);
         return;
     }
-    st = run_agent(w, j->row.run, &r, &err);
+    snprintf(key, sizeof key, "%lld", (long long)j->row.run);
+    st = mtx_checkers_get(w->checkers, key, &j->row.run, &agent, &err);
     if (st != MT_OK) {
         mtx_qjob_release(j, NULL);
         mtx_qworker_fail(j->w, st, &err);
-        json_decref(p);
+        mtx_note_job_free(&n);
         return;
     }
-    mtx_batch_check_note(r->agent, NULL, id, text, sents, 1, &o);
-    run_release(w, r);
-    res = job_result(id, &o);
+    mtx_batch_check_note(agent, NULL, n.id, n.text, n.sents, 1, &o);
+    mtx_checkers_put(w->checkers, agent);
+    res = mtx_note_job_result(n.id, &o);
     finish(j, res, o.failed);
     mt_free(res);
     mtx_batch_outcome_free(&o);
-    json_decref(p);
+    mtx_note_job_free(&n);
 }
 
 /* After each heartbeat: the progress bar (done/total of the queue, all
@@ -342,7 +249,8 @@ static void on_beat(void *user, const struct mtx_queue_progress *pr)
 
 /* The runs this worker claims: a server's own checks and asks on the
  * same queue are left to the servers (and to workers that run them). */
-static const struct mtx_qworker_kind worker_kinds[] = {{"mediqa", do_job}};
+static const struct mtx_qworker_kind worker_kinds[] = {
+    {MTX_NOTE_QUEUE_KIND, do_job}};
 
 static int read_opts(const struct cli_args *a, struct worker *w,
                      struct mtx_qworker_params *qp)
@@ -404,13 +312,10 @@ static enum mt_status serve_jobs(const struct worker *w,
 
 static void worker_close(struct worker *w)
 {
-    size_t i;
-
-    for (i = 0; i < w->nruns; i++)
-        run_free(w->runs[i]);
     mtx_qworker_free(w->qw);
+    mtx_checkers_free(w->checkers);
+    json_decref(w->kept);
     mtx_progress_free(w->bar);
-    pthread_mutex_destroy(&w->run_mu);
 }
 
 static void summary(const struct worker *w, const char *name)
@@ -476,7 +381,6 @@ static int worker_run(struct cli_args *a)
     if (qp.name)
         snprintf(name, sizeof name, "%s", qp.name);
     qp.name = name; /* HOST:PID unless --name */
-    pthread_mutex_init(&w.run_mu, NULL);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
     sigaction(SIGTERM, &sa, NULL);
@@ -484,8 +388,10 @@ static int worker_run(struct cli_args *a)
     pp.label = "worker";
     pp.quiet = cli_get(a, "no-progress") != NULL;
     st = mtx_progress_new(&pp, &w.bar);
-    if (st != MT_OK)
-        st = mt_fail(&err, st, "out of memory");
+    if (st != MT_OK || !(w.kept = json_array()))
+        st = mt_fail(&err, MT_ENOMEM, "out of memory");
+    if (st == MT_OK)
+        st = mtx_checkers_new(MAX_RUNS, run_open, &w, &w.checkers, &err);
     if (st == MT_OK)
         st = work(&w, &qp, &srv, &err);
     mt_server_stop(srv, 600); /* the checks and asks in hand finish */
