@@ -123,6 +123,35 @@ if [ "${MEDTRUST_BENCH_HYBRID_RESUME:-0}" = 1 ]; then
 else
     rm -rf "$DB/index"
 fi
+# The disk the build will take, from the store's chunk count: BM25 about
+# 0.27 KB a chunk (the session-6 25M index), vectors 395 (int8r2) or 459
+# (int8r) bytes each (session 7's 1M files), against what is free on the
+# index's filesystem plus what the old index gives back; the build is
+# refused before it starts, not when the disk fills hours in.
+disk_check() {
+    local need
+    need=$("$PY" - "$DB" "${MEDTRUST_BENCH_VECTORS:-int8r}" <<'PY'
+import os, shutil, sqlite3, sys
+db, fmt = sys.argv[1], sys.argv[2]
+n = sqlite3.connect(db + "/store.db").execute("select count(*) from chunks").fetchone()[0]
+per = {"int8r2": 395, "int8": 331, "float32": 1400}.get(fmt, 459)
+need = n * (270 + per)
+old = 0
+for root, _, files in os.walk(db + "/index"):
+    old += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+free = shutil.disk_usage(db).free
+margin = 2 << 30
+print("%d %d %d %d" % (need, free + old, n, margin))
+PY
+)
+    set -- $need
+    if [ "$1" -gt $(($2 - $4)) ]; then
+        log "the index of $3 chunks needs about $(($1 >> 30)) GiB, $(($2 >> 30)) GiB" \
+            "would be free (2 GiB kept): free disk, or MEDTRUST_BENCH_VECTORS=int8r2"
+        exit 3
+    fi
+}
+[ "${MEDTRUST_BENCH_HYBRID_RESUME:-0}" = 1 ] || disk_check
 log "vector build (BM25 + generated vectors through a pipe, $K clusters)"
 gen_vectors
 tv "$P.vec" "$MT" index --db "$DB" --embedder use-lite --dims 256 \
