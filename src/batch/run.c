@@ -353,14 +353,19 @@ static enum mt_status run_open(struct run *r, struct mt_error *err)
 static enum mt_status run_close(struct run *r, enum mt_status st,
                                 struct mt_error *err)
 {
-    int bad = r->trace &&
-              (mtx_file_flush_sync(r->trace, 1) != 0 || fclose(r->trace) != 0);
+    int bad = r->trace && mtx_file_flush_sync(r->trace, 1) != 0;
+    int e = errno;
 
+    /* closed whether or not the flush failed, so its stream is freed */
+    if (r->trace && fclose(r->trace) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
     mtx_journal_close(r->journal);
     if (bad && st == MT_OK)
-        st = mt_fail(err, mtx_file_errno_status(errno),
+        st = mt_fail(err, mtx_file_errno_status(e),
                      "--trace %s: cannot write: %s", r->p->trace_path,
-                     strerror(errno));
+                     strerror(e));
     return st;
 }
 
