@@ -4,6 +4,12 @@
 # README.md.
 
 BUILD     ?= build
+# One name per build folder: a BUILD given as an absolute path inside the
+# checkout (tests/integration/test_install.sh passes one) is made relative,
+# so that its targets are named as the .d files (-MMD) and the saved
+# commands (.cmd, below) name them: otherwise make finds no header
+# dependency for them and misses a changed header.
+override BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(BUILD)))
 CC        ?= gcc
 CXX       ?= g++
 PREFIX    ?= /usr/local
@@ -103,7 +109,33 @@ endif
 endif
 
 .PHONY: all test unit-build lint demo bench install clean bootstrap \
-        check-headers
+        check-headers FORCE
+
+# Every object and program remembers the command that made it, in
+# TARGET.cmd beside it (as the Linux kernel's .cmd files do): a target
+# whose command changed (other flags, -fPIC, a -D, another compiler, a
+# different PREFIX baked in) is rebuilt as if its source had changed, so
+# that an old build folder never mixes objects of two sets of flags. The
+# compiler is recorded as the program it is (`cc`, `gcc` and `ccache gcc`
+# are the same compiler here), not as it was named.
+CC_ID := $(shell p=$$(command -v $(lastword $(filter-out -%,$(CC)))) && \
+           readlink -f "$$p")
+, := ,
+# sq STR: STR quoted for the shell's single quotes
+sq = '$(subst ','\'',$(1))'
+# same A,B: non-empty when the strings A and B are equal (findstring is
+# literal, filter would read % as a pattern)
+same = $(and $(findstring $(1),$(2)),$(findstring $(2),$(1)))
+# saved_cmd: the command that made $@ (empty when none was saved)
+saved_cmd = $(if $(wildcard $@.cmd),$(strip $(file <$@.cmd)))
+# cc_cmd LABEL,ARGS: a recipe line that runs $(CC) ARGS (printing
+# "  LABEL") when a prerequisite is newer than $@ or ARGS, or the compiler,
+# differ from what made it; it then saves the command in $@.cmd. Rules
+# that use it depend on FORCE.
+cc_cmd = $(if $(or $(filter-out FORCE,$?),$(if $(call same,$(strip \
+    $(CC_ID) $(2)),$(saved_cmd)),,changed)),@mkdir -p $(dir $@) && \
+    echo '  $(1)' && $(CC) $(2) && \
+    printf '%s\n' $(call sq,$(strip $(CC_ID) $(2))) >$@.cmd,@:)
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) $(SO)
@@ -111,10 +143,8 @@ all: $(BIN) $(LIB) $(SO)
 bootstrap:
 	@bash scripts/bootstrap
 
-$(BUILD)/obj/%.o: %.c
-	@mkdir -p $(dir $@)
-	@echo "  CC      $<"
-	@$(CC) $(CFLAGS_ALL) -c $< -o $@
+$(BUILD)/obj/%.o: %.c FORCE
+	$(call cc_cmd,CC      $<,$(CFLAGS_ALL) -c $< -o $@)
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -132,28 +162,26 @@ $(SO_MAP): $(HDRS)
 # The whole archive, so every public function is in it whether or not
 # anything in the library calls it. $$ORIGIN/medtrust finds llama.cpp's
 # libraries beside an installed PREFIX/lib/libmedtrust.so.
-$(SO_REAL): $(LIB) $(SO_MAP)
-	@echo "  LD      $@"
-	@$(CC) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=$(SO_MAP) \
-	    -Wl,-Bsymbolic -Wl,-z,defs -Wl,-rpath,'$$ORIGIN/medtrust' -o $@ \
-	    -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive $(LDFLAGS) \
-	    $(LDLIBS_ALL)
+$(SO_REAL): $(LIB) $(SO_MAP) FORCE
+	$(call cc_cmd,LD      $@,-shared -Wl$(,)-soname$(,)$(SO_NAME) \
+	    -Wl$(,)--version-script=$(SO_MAP) -Wl$(,)-Bsymbolic -Wl$(,)-z$(,)defs \
+	    -Wl$(,)-rpath$(,)'$$ORIGIN/medtrust' -o $@ -Wl$(,)--whole-archive \
+	    $(LIB) -Wl$(,)--no-whole-archive $(LDFLAGS) $(LDLIBS_ALL))
 
 $(SO): $(SO_REAL)
 	@ln -sf $(notdir $(SO_REAL)) $(BUILD)/$(SO_NAME)
 	@ln -sf $(SO_NAME) $@
 
-$(BIN): $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL)
+$(BIN): $(CLI_OBJ) $(LIB) FORCE
+	$(call cc_cmd,LD      $@,$(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS_ALL))
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< $(LIB) \
-	    $(LDFLAGS) $(LDLIBS_ALL) -lcmocka
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) FORCE
+	$(call cc_cmd,CCLD    $@,$(CFLAGS_ALL) -Wno-missing-prototypes -o $@ $< \
+	    $(LIB) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka)
 
-$(BUILD)/fixtures/%: tests/fixtures/%.c $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS_ALL)
+$(BUILD)/fixtures/%: tests/fixtures/%.c $(LIB) FORCE
+	$(call cc_cmd,CCLD    $@,$(CFLAGS_ALL) -o $@ $< $(LIB) $(LDFLAGS) \
+	    $(LDLIBS_ALL))
 
 # Every public header compiles alone as C11 and as C++.
 $(BUILD)/headers.ok: $(HDRS)

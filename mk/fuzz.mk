@@ -26,8 +26,6 @@ endif
 
 fuzz-build: $(FUZZ_BIN)
 
-$(BUILD)/fuzzers/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIB)
-	@mkdir -p $(dir $@)
-	@echo "  FUZZ    $@"
-	@$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -fsanitize=fuzzer \
-	    -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS_ALL)
+$(BUILD)/fuzzers/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(LIB) FORCE
+	$(call cc_cmd,FUZZ    $@,$(filter-out -MMD -MP,$(CFLAGS_ALL)) \
+	    -fsanitize=fuzzer -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS_ALL))

@@ -13,9 +13,7 @@ $(UI_GEN_C): tools/embed_ui.sh $(UI_FILES) $(wildcard ui)
 	@echo "  EMBED   ui/ -> $@"
 	@sh tools/embed_ui.sh $@ ui
 
-$(UI_GEN_O): $(UI_GEN_C) src/server/ui_assets.h
-	@mkdir -p $(dir $@)
-	@echo "  CC      $<"
-	@$(CC) $(CFLAGS_ALL) -c $< -o $@
+$(UI_GEN_O): $(UI_GEN_C) src/server/ui_assets.h FORCE
+	$(call cc_cmd,CC      $<,$(CFLAGS_ALL) -c $< -o $@)
 
 $(BUILD)/libmedtrust.a: $(UI_GEN_O)

@@ -16,14 +16,13 @@ $(BUILD)/obj/src/model/use_lite_file.o: \
 # The converter (tools/use_lite_conv.c) is build-time only, so it is linked
 # into the tool and not into the library.
 $(UL_CONV): tools/use_lite_convert.c tools/use_lite_conv.c \
-    tools/use_lite_conv.h $(UL_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -o $@ $(filter %.c,$^) \
-	    $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+    tools/use_lite_conv.h $(UL_LIB) FORCE
+	$(call cc_cmd,CCLD    $@,$(filter-out -MMD -MP,$(CFLAGS_ALL)) -o $@ \
+	    $(filter %.c,$^) $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL))
 
-$(UL_BENCH): bench/use_lite_bench.c $(UL_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(UL_LIB) $(LDFLAGS) $(LDLIBS_ALL)
+$(UL_BENCH): bench/use_lite_bench.c $(UL_LIB) FORCE
+	$(call cc_cmd,CCLD    $@,$(CFLAGS_ALL) -o $@ $< $(UL_LIB) $(LDFLAGS) \
+	    $(LDLIBS_ALL))
 
 ifneq ($(wildcard $(UL_DIR)/model.json),)
 $(UL_MTW): $(UL_CONV) $(UL_DIR)/model.json $(UL_DIR)/vocab.json

@@ -36,6 +36,19 @@ if [ -n "$PYDIR" ] && [ -x "$PYDIR/python3" ] &&
 fi
 LOGDIR="$ROOT/$BUILD/test-logs"
 mkdir -p "$LOGDIR"
+# Suites run side by side, MEDTRUST_TEST_JOBS at a time (default: one
+# per core, at least 2: most integration suites wait on servers and
+# subprocesses). Each suite has its own temporary folder, loopback ports
+# the kernel picks and its own PostgreSQL cluster, so none shares state
+# with another. The output is the same whatever the number: the suites'
+# lines come in their fixed order (units, then integration scripts, by
+# name), each once its suite and those before it have ended.
+JOBS=${MEDTRUST_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+if [ -z "${MEDTRUST_TEST_JOBS:-}" ]; then
+    [ "$JOBS" -ge 2 ] 2>/dev/null || JOBS=2
+    [ "$JOBS" -le 8 ] || JOBS=8
+fi
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 passed=0
 failed=0
 skipped=0
@@ -49,22 +62,6 @@ secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 times=() # "MS NAME" per suite, for the slowest-suites summary
 T0=$(now_ms)
 
-# report NAME P F S LOG MS: adds a suite's counts to the totals and prints
-# its line with its wall time; the skip reasons come from "$LOG.skips"
-# (one per line).
-report() {
-    local name=$1 p=$2 f=$3 s=$4 log=$5 ms=$6
-    passed=$((passed + p))
-    failed=$((failed + f))
-    skipped=$((skipped + s))
-    suites=$((suites + 1))
-    times+=("$ms $name")
-    printf '%-40s %3d passed, %d failed, %d skipped %7s s\n' "$name" "$p" \
-        "$f" "$s" "$(secs "$ms")"
-    [ -s "$log.skips" ] && sed 's/^/    skipped: /' "$log.skips"
-    rm -f "$log.skips"
-}
-
 # cmocka: a test that calls SKIP_BECAUSE (tests/unit/check.h) prints
 # "# SKIP why" between its "[ RUN ]" and "[ SKIPPED ]" lines.
 cmocka_skips() {
@@ -74,6 +71,22 @@ cmocka_skips() {
         /^\[  SKIPPED \] / && $4 == cur && $5 == "" {
             print cur ": " (why == "" ? "no reason given" : why)
         }' "$1"
+}
+
+# finish NAME LOG P F S MS EXCERPT: what a suite reports, written for the
+# parent (collect) to print in order: LOG.out its lines (counts and wall
+# time, skip reasons from LOG.skips, and when a test failed the log's
+# lines that match the extended regex EXCERPT), then LOG.res "P F S MS".
+finish() {
+    local name=$1 log=$2 p=$3 f=$4 s=$5 ms=$6 excerpt=$7
+    {
+        printf '%-40s %3d passed, %d failed, %d skipped %7s s\n' "$name" \
+            "$p" "$f" "$s" "$(secs "$ms")"
+        [ -s "$log.skips" ] && sed 's/^/    skipped: /' "$log.skips"
+        [ "$f" -ne 0 ] && grep -E "$excerpt" "$log" | head -20 | sed 's/^/    /'
+    } >"$log.out"
+    rm -f "$log.skips"
+    echo "$p $f $s $ms" >"$log.res.part" && mv "$log.res.part" "$log.res"
 }
 
 run_unit() {
@@ -96,11 +109,7 @@ run_unit() {
         f=1 # crashed or sanitizer abort before the summary
     fi
     cmocka_skips "$log" >"$log.skips"
-    report "$name" "$p" "$f" "$s" "$log" "$t"
-    if [ "$f" -ne 0 ]; then
-        failed_names+=("$name")
-        grep -E 'FAILED|ERROR|error|Sanitizer' "$log" | head -20 | sed 's/^/    /'
-    fi
+    finish "$name" "$log" "$p" "$f" "$s" "$t" 'FAILED|ERROR|error|Sanitizer'
 }
 
 # Integration scripts print TAP lines: "ok - name", "not ok - name", and
@@ -120,22 +129,103 @@ run_integration() {
         f=1
     fi
     sed -n 's/^ok - \(.*\) # SKIP \(.*\)$/\1: \2/p' "$log" >"$log.skips"
-    report "$name" "$p" "$f" "$s" "$log" "$t"
-    if [ "$f" -ne 0 ]; then
-        failed_names+=("$name")
-        grep -E '^not ok|^#' "$log" | head -20 | sed 's/^/    /'
-    fi
+    finish "$name" "$log" "$p" "$f" "$s" "$t" '^not ok|^#'
 }
 
+# The suites, in the order their lines are printed: NAMES (suite names),
+# RUNNERS (run_unit or run_integration) and FILES.
+NAMES=()
+RUNNERS=()
+FILES=()
 for bin in "$BUILD"/tests/test_*; do
     # shellcheck disable=SC2053 # FILTER is a pattern
     [[ $(basename "$bin") == $FILTER ]] || continue
-    [ -x "$bin" ] && run_unit "$bin"
+    [ -x "$bin" ] || continue
+    NAMES+=("$(basename "$bin")")
+    RUNNERS+=(run_unit)
+    FILES+=("$bin")
 done
 for sh in tests/integration/test_*.sh; do
     [[ $(basename "$sh" .sh) == $FILTER ]] || continue
-    [ -f "$sh" ] && run_integration "$sh"
+    [ -f "$sh" ] || continue
+    NAMES+=("$(basename "$sh" .sh)")
+    RUNNERS+=(run_integration)
+    FILES+=("$sh")
 done
+for n in "${NAMES[@]}"; do
+    rm -f "$LOGDIR/$n.log.res" "$LOGDIR/$n.log.out"
+done
+
+# The order they start in: the longest first (their times in the last
+# run's $LOGDIR/times, else those of SLOW below), so that no long suite
+# starts last and runs alone. A guess only: it changes no result.
+SLOW="test_io_faults test_fuzz test_llama_server test_batch_failures
+test_server_limits test_faulty_model test_check_api test_ask_api
+test_jobs_pg test_ui_browser test_kill9 test_index_cli test_http_hostile
+test_python"
+start_order() {
+    local i n ms
+    for i in "${!NAMES[@]}"; do
+        n=${NAMES[$i]}
+        ms=$(awk -v n="$n" '$2 == n { print $1 }' "$LOGDIR/times" 2>/dev/null)
+        if [ -z "$ms" ]; then
+            ms=0
+            [[ " ${SLOW//$'\n'/ } " == *" $n "* ]] && ms=1000000
+        fi
+        echo "$ms $i"
+    done | sort -k1,1rn -k2,2n -s | awk '{ print $2 }'
+}
+
+# collect: prints, in order, every suite that has ended and whose
+# predecessors have, and adds its counts to the totals.
+NEXT=0
+collect() {
+    local n log p f s ms
+    while [ "$NEXT" -lt ${#NAMES[@]} ]; do
+        n=${NAMES[$NEXT]}
+        log="$LOGDIR/$n.log"
+        [ -e "$log.res" ] || return 0
+        read -r p f s ms <"$log.res"
+        cat "$log.out"
+        rm -f "$log.res" "$log.out"
+        passed=$((passed + p))
+        failed=$((failed + f))
+        skipped=$((skipped + s))
+        suites=$((suites + 1))
+        times+=("$ms $n")
+        [ "$f" -ne 0 ] && failed_names+=("$n")
+        NEXT=$((NEXT + 1))
+    done
+}
+
+# Each suite is a job of its own process group (set -m), its input
+# /dev/null; Ctrl-C or a TERM stops every running suite with whatever it
+# started, as it would stop one suite run alone.
+set -m
+trap 'for j in $(jobs -p); do kill -TERM -- -"$j" 2>/dev/null; done; exit 130' \
+    INT TERM
+for i in $(start_order); do
+    while [ "$(jobs -pr | wc -l)" -ge "$JOBS" ]; do
+        wait -n
+        collect
+    done
+    "${RUNNERS[$i]}" "${FILES[$i]}" </dev/null &
+done
+while [ -n "$(jobs -pr)" ]; do
+    wait -n
+    collect
+done
+wait
+collect
+# this run's times, kept with those of suites it did not run
+if [ "$suites" -gt 0 ]; then
+    {
+        printf '%s\n' "${times[@]}"
+        [ ! -f "$LOGDIR/times" ] ||
+            awk 'NR == FNR { seen[$2] = 1; next } !($2 in seen)' \
+                <(printf '%s\n' "${times[@]}") "$LOGDIR/times"
+    } >"$LOGDIR/times.part" && mv "$LOGDIR/times.part" "$LOGDIR/times"
+fi
 
 if [ "$suites" -eq 0 ]; then
     echo "no suite matches '$FILTER'"

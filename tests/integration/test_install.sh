@@ -7,15 +7,17 @@ B=${MEDTRUST_BUILD:?MEDTRUST_BUILD not set}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 need "llama.cpp's prebuilt libraries" "$ROOT/third_party/llama-linux-x64"
 
-# The same variables as `make test`, so nothing is rebuilt.
+# The same variables as `make test` (its PREFIX too: the data folders under
+# PREFIX are baked into two objects, and make rebuilds what another PREFIX
+# changes), so nothing is rebuilt under the suites running beside this one.
 if make -s -C "$ROOT" install BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \
-    DESTDIR="$TMP/root" PREFIX=/opt/mt >"$TMP/make.log" 2>&1; then
-    ok "make install DESTDIR=... PREFIX=/opt/mt"
+    DESTDIR="$TMP/root" >"$TMP/make.log" 2>&1; then
+    ok "make install DESTDIR=..."
 else
     not_ok "make install" "$(tail -5 "$TMP/make.log")"
     exit 0
 fi
-P=$TMP/root/opt/mt
+P=$TMP/root${PREFIX:-/usr/local}
 if [ -L "$P/lib/libmedtrust.so" ] && [ -L "$P/lib/libmedtrust.so.0" ] &&
     readelf -d "$P/lib/libmedtrust.so.0.1.0" |
     grep -q 'SONAME.*\[libmedtrust\.so\.0\]'; then
@@ -72,6 +74,34 @@ if ! make -n -C "$ROOT" all BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" \
     ok "a library pkg-config cannot find stops make, naming it"
 else
     not_ok "missing pkg-config library" "$(tail -3 "$TMP/pkg.log")"
+fi
+
+# Incremental builds (dry runs of five objects, nothing is rebuilt): with
+# BUILD given as an absolute path, as here, a changed header (make -W)
+# rebuilds what includes it (the .d files name the targets relative), an
+# unchanged tree nothing, another compiler flag every object, and a
+# different PREFIX (baked into two objects) those two only.
+R=${B#"$ROOT"/} # make names the build folder relative to the checkout
+OBJS="src/core/buf src/core/jsonl src/cli/main src/model/use_lite_file src/eval/jieba_files"
+mk() {
+    make -n -C "$ROOT" BUILD="$B" SANITIZE=1 WERROR=1 OPT="-O1 -g" "$@" \
+        $(for o in $OBJS; do echo "$R/obj/$o.o"; done) 2>&1 |
+        grep -o "echo '  CC      [^']*'" | sed "s/^echo '  CC      //; s/'$//" |
+        sort | tr '\n' ' '
+}
+same=$(mk)
+hdr=$(mk -W src/core/buf.h)
+flag=$(mk EXTRA_CFLAGS=-DMT_FLAGS_PROBE)
+prefix=$(mk PREFIX=/opt/elsewhere)
+if [ -z "$same" ] && [[ "$hdr" == "src/core/buf.c src/core/jsonl.c "* ]] &&
+    [[ "$hdr" != *src/cli/main.c* ]] &&
+    [ "$flag" = "src/cli/main.c src/core/buf.c src/core/jsonl.c src/eval/jieba_files.c src/model/use_lite_file.c " ] &&
+    [ "$prefix" = "src/eval/jieba_files.c src/model/use_lite_file.c " ]; then
+    ok "make with an absolute BUILD: a changed header, flag or PREFIX rebuilds the objects it touches, nothing else"
+else
+    not_ok "incremental make (absolute BUILD, flags tracked)" \
+        "unchanged: $same" "-W src/core/buf.h: $hdr" "a new flag: $flag" \
+        "another PREFIX: $prefix"
 fi
 
 # A program of the user's, built against the install with its medtrust.pc
