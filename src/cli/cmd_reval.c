@@ -165,7 +165,8 @@ const struct cli_verb cli_verb_retrieval_eval = {
     "measure retrieval quality and latency on a query set",
     "--db DIR --queries FILE.jsonl [OPTIONS]",
     "Prints recall@k, MRR@10, nDCG@10 and MAP over documents (a document's\n"
-    "best-ranked chunk stands for it), with latency p50, p95 and p99 per query.",
+    "best-ranked chunk stands for it), with latency p50, p95 and p99 per "
+    "query.",
     reval_opts,
     reval_run,
 };

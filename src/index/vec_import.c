@@ -50,13 +50,13 @@ struct mtx_vimport {
     float *vals;               /* JSONL rows */
     /* A stream: the next row is read when asked for. */
     int stream;
-    FILE *npy_fp;         /* the .npy stream, past its header */
-    FILE *ids_fp;         /* its ids, line by line */
-    struct mt_jsonl *jr;  /* a JSONL stream */
-    unsigned char *row;   /* the current row's .npy bytes */
-    int have;             /* a row read and not yet taken or passed */
-    int64_t cur, last;    /* its chunk id, and the one before it */
-    size_t line, rows;    /* its line (ids file or JSONL), rows read */
+    FILE *npy_fp;        /* the .npy stream, past its header */
+    FILE *ids_fp;        /* its ids, line by line */
+    struct mt_jsonl *jr; /* a JSONL stream */
+    unsigned char *row;  /* the current row's .npy bytes */
+    int have;            /* a row read and not yet taken or passed */
+    int64_t cur, last;   /* its chunk id, and the one before it */
+    size_t line, rows;   /* its line (ids file or JSONL), rows read */
 };
 
 /* ==== .npy header ==== */
@@ -131,8 +131,8 @@ static enum mt_status npy_shape(struct mtx_vimport *vi, const char *h,
 /* The magic and version of the first 'have' (>= 12 or the file's all)
  * bytes at b; the header dict's length in *hl and its offset in *off. */
 static enum mt_status npy_magic(const struct mtx_vimport *vi,
-                                const unsigned char *b, size_t have,
-                                size_t *hl, size_t *off, struct mt_error *err)
+                                const unsigned char *b, size_t have, size_t *hl,
+                                size_t *off, struct mt_error *err)
 {
     if (have < 10 || memcmp(b, NPY_MAGIC, 6) != 0 || b[6] < 1 || b[6] > 3)
         return mt_fail(err, MT_EPARSE,
@@ -144,8 +144,8 @@ static enum mt_status npy_magic(const struct mtx_vimport *vi,
                           (size_t)b[11] << 24;
     *off = b[6] == 1 ? 10 : 12;
     if (*hl > NPY_HEADER_MAX)
-        return mt_fail(err, MT_EPARSE, "%s: .npy header of %zu bytes",
-                       vi->path, *hl);
+        return mt_fail(err, MT_EPARSE, "%s: .npy header of %zu bytes", vi->path,
+                       *hl);
     return MT_OK;
 }
 
@@ -420,8 +420,7 @@ static enum mt_status open_npy_stream(struct mtx_vimport *vi,
     if (st == MT_OK && !h)
         st = mt_fail(err, MT_ENOMEM, "out of memory");
     if (st == MT_OK && !read_full(vi->npy_fp, h, hl))
-        st = mt_fail(err, MT_EPARSE, "%s: ended in its .npy header",
-                     vi->path);
+        st = mt_fail(err, MT_EPARSE, "%s: ended in its .npy header", vi->path);
     if (st == MT_OK)
         st = npy_dict(vi, h, hl, err);
     mt_free(h);
@@ -487,8 +486,7 @@ static enum mt_status jsonl_next(struct mtx_vimport *vi, struct mt_error *err)
 
 /* Reads the next row of a stream, its id above the last one's;
  * MT_ENOTFOUND at the end. */
-static enum mt_status stream_next(struct mtx_vimport *vi,
-                                  struct mt_error *err)
+static enum mt_status stream_next(struct mtx_vimport *vi, struct mt_error *err)
 {
     const char *where = vi->jr ? vi->path : vi->ids_path;
     enum mt_status st = vi->jr ? jsonl_next(vi, err) : npy_next(vi, err);
@@ -568,8 +566,8 @@ static int ends_with(const char *s, const char *suffix)
 static enum mt_status open_npy(struct mtx_vimport *vi, const char *ids,
                                uint32_t dims, struct mt_error *err)
 {
-    enum mt_status st = vi->stream ? open_npy_stream(vi, err)
-                                   : npy_map(vi, err);
+    enum mt_status st =
+        vi->stream ? open_npy_stream(vi, err) : npy_map(vi, err);
 
     if (st != MT_OK)
         return st;
