@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -26,6 +27,12 @@ struct mt_store_params {
 
 /* Fills 'p' with the defaults above (create = 1, read_only = 0). */
 void mt_store_default_params(struct mt_store_params *p);
+
+/* The settings table of struct mt_store_params (medtrust/params.h): the
+ * chunk size and overlap `index` and `import` take for a new store
+ * (--chunk-size, --chunk-overlap), with bounds and help. Immutable; safe
+ * from any thread. */
+extern const struct mt_param_table mt_store_param_table;
 
 /* Opens or creates the store in directory 'dir'; 'params' (may be NULL)
  * is copied. A new store records the analyzer and chunker settings; an

@@ -31,14 +31,8 @@ static const struct cli_opt index_opts[] = {
      "analyzer for a new store: english, arabic, "
      "cjk, simple (default english)",
      0},
-    {"chunk-size", 0, "N",
-     "chunk size in characters for a new store, "
-     "1..1000000 (default 1000)",
-     0},
-    {"chunk-overlap", 0, "N",
-     "chunk overlap in characters for a new store "
-     "(default 200)",
-     0},
+    CLI_PARAM("chunk-size", &mt_store_param_table),
+    CLI_PARAM("chunk-overlap", &mt_store_param_table),
     {"batch", 'b', "N",
      "documents per transaction, 1..1000000 (default "
      "1000)",

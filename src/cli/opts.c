@@ -382,18 +382,19 @@ int cli_fail(const struct mt_error *err, enum mt_status st)
 
 int cli_store_params_read(const struct cli_args *a, struct mt_store_params *sp)
 {
-    unsigned long v;
+    const char *ov = cli_get(a, "chunk-overlap");
 
     mt_store_default_params(sp);
     if (cli_get(a, "analyzer"))
         sp->analyzer = cli_get(a, "analyzer");
-    v = sp->chunk_size;
-    if (cli_get_uint(a, "chunk-size", 1, 1000000, &v) < 0)
+    if (cli_params_read(a, &mt_store_param_table, sp) < 0)
         return -1;
-    sp->chunk_size = (uint32_t)v;
-    v = sp->chunk_overlap;
-    if (cli_get_uint(a, "chunk-overlap", 0, sp->chunk_size - 1, &v) < 0)
+    if (ov && sp->chunk_overlap >= sp->chunk_size) {
+        fprintf(stderr,
+                "medtrust: --chunk-overlap must be an integer in 0..%u, "
+                "not '%s'\n",
+                (unsigned)sp->chunk_size - 1, ov);
         return -1;
-    sp->chunk_overlap = (uint32_t)v;
+    }
     return 0;
 }

@@ -1,8 +1,9 @@
 /* Unit tests for the settings tables (include/medtrust/params.h): every
  * public table is sound (each descriptor names an option or a request
- * member, has help and a metavariable, bounds in order, a default within
- * them or said in words, a server cap only below the CLI's and only on a
- * request member, and no two descriptors on one member or one name). */
+ * member, has help and a metavariable (a 0|1 flag has none), bounds in
+ * order, a default within them or said in words, a server cap only below
+ * the CLI's and only on a request member, and no two descriptors on one
+ * member or one name). */
 #include "check.h"
 
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "medtrust/model.h"
 #include "medtrust/params.h"
 #include "medtrust/qa.h"
+#include "medtrust/store.h"
 #include "medtrust/verify.h"
 
 static void check_names_unique(const struct mt_param_table *t, size_t i)
@@ -38,7 +40,9 @@ static void check_table(const struct mt_param_table *t)
         double def = mt_param_default(t, d);
 
         CHECK(d->option || d->field);
-        CHECK(d->help && d->arg && d->lo <= d->hi);
+        CHECK(d->help && d->lo <= d->hi);
+        /* a flag (no metavariable) is an integer 0..1 */
+        CHECK(d->arg || (mt_param_is_integer(d) && d->lo == 0 && d->hi == 1));
         CHECK(d->offset < t->size);
         CHECK(d->def_text || mt_param_valid(d, def, 0));
         CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
@@ -120,6 +124,22 @@ static void test_llm_table(void **state)
     CHECK(p.timeout_s == 2.5);
 }
 
+/* The store's table: its defaults are mt_store_default_params'. */
+static void test_store_table(void **state)
+{
+    const struct mt_param_table *t = &mt_store_param_table;
+    struct mt_store_params p;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_store_params));
+    mt_store_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "chunk-size", 0)) ==
+          p.chunk_size);
+    mt_param_set(mt_param_find(t, "chunk-overlap", 0), &p, 7);
+    CHECK(p.chunk_overlap == 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +148,7 @@ int main(void)
         cmocka_unit_test(test_search_table),
         cmocka_unit_test(test_verify_table),
         cmocka_unit_test(test_llm_table),
+        cmocka_unit_test(test_store_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
