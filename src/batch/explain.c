@@ -1,5 +1,6 @@
 /* examples --explain's question (batch/explain.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "batch/explain.h"
@@ -8,37 +9,92 @@
 #include "medtrust/core.h"
 #include "text/sentence.h"
 
-#define EXPLAIN_MAX_TOKENS 1200 /* IryoNLP's reasoning budget is a reply */
+/* What IryoNLP published of reasoning.py's call (jpcorb20/
+ * iryonlp-mediqa-corr-2024): the skill skills/correction/correct_reasoning
+ * is a completion whose config.json sets temperature 1.0 and max_tokens 512
+ * (stop "<|im_end|>": a ChatML prompt, so a chat here), and whose one
+ * input, clinical_note, is str(ClinicalNote) of correction/definitions.py:
+ * "CLINICAL NOTE:\n" + the Sentences field + "\nOUTPUT:" + the gold
+ * answer as json.dumps({is_error, sentence_id, error_sentence,
+ * corrected_sentence}, indent=4, ensure_ascii=False), "NA" for an absent
+ * sentence. The user message is that input exactly. The skill's prompt
+ * text (skprompt.txt) is not published (the repository ignores *.txt):
+ * the instruction, the system part of explain.txt, is ours. */
+#define EXPLAIN_TEMPERATURE 1.0f /* correct_reasoning/config.json */
+#define EXPLAIN_MAX_TOKENS 512   /* correct_reasoning/config.json */
 
-/* The note's sentences as "id | sentence" lines, as the single prompt
- * shows them; MT_EPARSE when the Sentences field does not parse. */
-static enum mt_status put_sentences(const char *s, struct mt_buf *b,
-                                    struct mt_error *err)
+void mtx_explain_default_params(struct mtx_explain_params *p)
 {
-    struct mt_medec_sentence *ms = NULL;
-    size_t n = 0;
-    size_t i;
-    enum mt_status st = mtx_medec_sentences_parse(s, strlen(s), &ms, &n, err);
-
-    for (i = 0; st == MT_OK && i < n; i++)
-        st = mtx_buf_printf(b, "%zu | %.*s\n", i,
-                            (int)(ms[i].span.end - ms[i].span.start),
-                            s + ms[i].span.start);
-    mt_free(ms);
-    return st == MT_OK ? mtx_buf_reserve(b, 1) : st;
+    p->temperature = EXPLAIN_TEMPERATURE;
+    p->max_tokens = EXPLAIN_MAX_TOKENS;
 }
 
-/* The gold answer in words: the wrong sentence and its correction, or
- * that the note holds no error (reasoning.py's input). */
-static enum mt_status put_answer(const struct mtx_explain_note *n,
-                                 struct mt_buf *b)
+/* s as a JSON string as Python's json.dumps(ensure_ascii=False) writes
+ * it: '"', '\\' and the control characters escaped, the rest as it is. */
+static enum mt_status put_json_str(struct mt_buf *b, const char *s)
 {
-    if (strcmp(n->flag, "1") != 0)
-        return mtx_buf_printf(b, "the note holds no medical error.%c", '\0');
-    return mtx_buf_printf(b,
-                          "sentence %s holds a medical error: \"%s\". "
-                          "Corrected: \"%s\".%c",
-                          n->sid, n->error, n->corrected, '\0');
+    enum mt_status st = mtx_buf_printf(b, "\"");
+    const unsigned char *c;
+
+    for (c = (const unsigned char *)s; st == MT_OK && *c; c++) {
+        const char *e = *c == '"'    ? "\\\""
+                        : *c == '\\' ? "\\\\"
+                        : *c == '\n' ? "\\n"
+                        : *c == '\r' ? "\\r"
+                        : *c == '\t' ? "\\t"
+                        : *c == '\b' ? "\\b"
+                        : *c == '\f' ? "\\f"
+                                     : NULL;
+
+        if (e)
+            st = mtx_buf_printf(b, "%s", e);
+        else if (*c < 0x20)
+            st = mtx_buf_printf(b, "\\u%04x", *c);
+        else
+            st = mtx_buf_printf(b, "%c", *c);
+    }
+    return st == MT_OK ? mtx_buf_printf(b, "\"") : st;
+}
+
+/* The Error Sentence ID as the integer pandas reads, -1 when it is not
+ * one (MEDEC writes -1 for a note without error). */
+static long sentence_id(const char *sid)
+{
+    char *end;
+    long v = strtol(sid, &end, 10);
+
+    return end != sid && *end == '\0' ? v : -1;
+}
+
+/* The skill's input, str(ClinicalNote): the note, then the gold answer
+ * as reasoning.py's Mistake prints it (reasoning left out; error and
+ * correction only for a note with an error, else "NA"). The Sentences
+ * field must parse (MT_EPARSE naming it), as single's examples need. */
+static enum mt_status put_input(const struct mtx_explain_note *n,
+                                struct mt_buf *b, struct mt_error *err)
+{
+    struct mt_medec_sentence *ms = NULL;
+    size_t nms = 0;
+    int is_error = strcmp(n->flag, "1") == 0;
+    enum mt_status st = mtx_medec_sentences_parse(
+        n->sentences, strlen(n->sentences), &ms, &nms, err);
+
+    mt_free(ms);
+    if (st != MT_OK)
+        return st;
+    st = mtx_buf_printf(b,
+                        "CLINICAL NOTE:\n%s\nOUTPUT:{\n    \"is_error\": %d,\n"
+                        "    \"sentence_id\": %ld,\n    \"error_sentence\": ",
+                        n->sentences, is_error, sentence_id(n->sid));
+    if (st == MT_OK)
+        st = put_json_str(b, is_error && n->error[0] ? n->error : "NA");
+    if (st == MT_OK)
+        st = mtx_buf_printf(b, ",\n    \"corrected_sentence\": ");
+    if (st == MT_OK)
+        st = put_json_str(b, is_error && n->corrected[0] ? n->corrected : "NA");
+    if (st == MT_OK)
+        st = mtx_buf_printf(b, "\n}%c", '\0');
+    return st == MT_OK ? st : mt_fail(err, st, "out of memory");
 }
 
 /* One attempt of the loop: a reply with text is the reasoning; an empty
@@ -76,14 +132,16 @@ static enum mtx_outcome attempt(void *user, const struct mt_llm_message *m,
     return MTX_OUTCOME_FAILED;
 }
 
-/* The rendered explain prompt through the loop, temperature 0. */
-static enum mt_status ask(struct mt_llm *llm, struct mt_buf *sys,
-                          struct mt_buf *user, char **out, struct mt_error *err)
+/* The rendered explain prompt through the loop at ep's settings. */
+static enum mt_status ask(struct mt_llm *llm,
+                          const struct mtx_explain_params *ep,
+                          struct mt_buf *sys, struct mt_buf *user, char **out,
+                          struct mt_error *err)
 {
     struct mt_llm_message m[2] = {{"system", sys->data}, {"user", user->data}};
     struct reasoning r;
-    struct mtx_llmcall lc = {
-        m, 2, attempt, NULL, &r, NULL, llm, EXPLAIN_MAX_TOKENS, NULL};
+    struct mtx_llmcall lc = {m,    2,   attempt,        NULL, &r,
+                             NULL, llm, ep->max_tokens, NULL};
     enum mtx_outcome last = MTX_OUTCOME_FAILED;
     char why[512] = "";
     enum mt_status st;
@@ -91,8 +149,8 @@ static enum mt_status ask(struct mt_llm *llm, struct mt_buf *sys,
     memset(&r, 0, sizeof r);
     r.llm = llm;
     mt_chat_default_params(&r.cp);
-    r.cp.temperature = 0.0f;
-    r.cp.max_tokens = EXPLAIN_MAX_TOKENS;
+    r.cp.temperature = ep->temperature;
+    r.cp.max_tokens = ep->max_tokens;
     st = mtx_llmcall_run(&lc, &last, why, sizeof why);
     if (st == MT_OK && last == MTX_OUTCOME_OK) {
         *out = r.text;
@@ -108,30 +166,32 @@ static enum mt_status ask(struct mt_llm *llm, struct mt_buf *sys,
 }
 
 enum mt_status mtx_explain_note(const struct mt_prompts *p, struct mt_llm *llm,
+                                const struct mtx_explain_params *ep,
                                 const struct mtx_explain_note *n, char **out,
                                 struct mt_error *err)
 {
-    static const char *const keys[] = {"ID", "SENTENCES", "ANSWER"};
-    struct mt_buf s = MT_BUF_INIT((size_t)16 << 20);
-    struct mt_buf a = MT_BUF_INIT((size_t)16 << 20);
+    static const char *const keys[] = {"CLINICAL_NOTE"};
+    struct mtx_explain_params dp;
+    struct mt_buf in = MT_BUF_INIT((size_t)32 << 20);
     struct mt_buf sys = MT_BUF_INIT(MTX_PROMPT_MAX);
     struct mt_buf user = MT_BUF_INIT(MTX_PROMPT_MAX);
-    enum mt_status st = put_sentences(n->sentences, &s, err);
+    enum mt_status st = put_input(n, &in, err);
 
     *out = NULL;
-    if (st == MT_OK && (st = put_answer(n, &a)) != MT_OK)
-        mt_fail(err, st, "out of memory");
+    if (!ep) {
+        mtx_explain_default_params(&dp);
+        ep = &dp;
+    }
     if (st == MT_OK) {
-        const char *vals[] = {n->id, s.data, a.data};
+        const char *vals[] = {in.data};
 
-        st = mtx_llmcall_render(p, "explain", keys, vals, 3, &sys, &user);
+        st = mtx_llmcall_render(p, "explain", keys, vals, 1, &sys, &user);
         if (st != MT_OK)
             mt_fail(err, st, "cannot render the explain prompt");
     }
     if (st == MT_OK)
-        st = ask(llm, &sys, &user, out, err);
-    mtx_buf_free(&s);
-    mtx_buf_free(&a);
+        st = ask(llm, ep, &sys, &user, out, err);
+    mtx_buf_free(&in);
     mtx_buf_free(&sys);
     mtx_buf_free(&user);
     return st;

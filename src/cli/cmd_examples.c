@@ -37,6 +37,14 @@ static const struct cli_opt examples_opts[] = {
      "openai:URL#MODEL or gguf:PATH (default $MEDTRUST_LLM)", 0},
     CLI_LORA_OPT,
     {"jobs", 'J', "N", "notes in parallel, 1..64 (default 4)", 0},
+    {"temperature", 0, "X",
+     "sampling temperature, 0..2 (default 1.0, as IryoNLP's published "
+     "correct_reasoning config; 0 for a reproducible file)",
+     0},
+    {"max-tokens", 0, "N",
+     "the reasoning's token budget, 1..1000000 (default 512, as IryoNLP's "
+     "published config)",
+     0},
     {"no-progress", 0, NULL, "do not show a progress bar", 0},
     CLI_MODEL_CALL_OPTS,
     {NULL, 0, NULL, NULL, 0},
@@ -63,7 +71,8 @@ struct explain_run {
     struct note *notes;
     size_t n;
     struct mt_prompts *prompts;
-    struct mtx_rows *rows; /* the model over the notes (batch/rows.h) */
+    struct mtx_explain_params ep; /* --temperature, --max-tokens */
+    struct mtx_rows *rows;        /* the model over the notes (batch/rows.h) */
     size_t failed;
 };
 
@@ -214,7 +223,7 @@ static enum mt_status explain_note(void *user, struct mt_llm *llm, size_t i,
                                  field(r, x, K_ERR),
                                  field(r, x, K_CORR)};
     enum mt_status st =
-        mtx_explain_note(r->prompts, llm, &n, &x->reasoning, &err);
+        mtx_explain_note(r->prompts, llm, &r->ep, &n, &x->reasoning, &err);
 
     (void)fatal;
     if (st != MT_OK) {
@@ -282,13 +291,19 @@ static enum mt_status write_examples(const struct explain_run *r,
 
 /* ==== The run ==== */
 
-static int explain_opts(struct cli_args *a, struct mtx_rows_params *rp,
-                        struct mt_llm_params *lp)
+static int explain_opts(struct cli_args *a, struct explain_run *r,
+                        struct mtx_rows_params *rp, struct mt_llm_params *lp)
 {
     unsigned long j = 4;
+    unsigned long mt;
 
-    if (cli_get_uint(a, "jobs", 1, 64, &j) < 0)
+    mtx_explain_default_params(&r->ep);
+    mt = r->ep.max_tokens;
+    if (cli_get_uint(a, "jobs", 1, 64, &j) < 0 ||
+        cli_get_float(a, "temperature", 0, 2, &r->ep.temperature) < 0 ||
+        cli_get_uint(a, "max-tokens", 1, 1000000, &mt) < 0)
         return -1;
+    r->ep.max_tokens = (unsigned)mt;
     if (!cli_get(a, "explain") || !cli_get(a, "data") || !cli_get(a, "out")) {
         fprintf(stderr, "medtrust examples: --explain, --data and --out are "
                         "required\nTry 'medtrust examples --help'.\n");
@@ -340,7 +355,7 @@ static int examples_run(struct cli_args *a)
     enum mt_status st;
 
     memset(&r, 0, sizeof r);
-    if (a->npos || explain_opts(a, &rp, &lp) < 0) {
+    if (a->npos || explain_opts(a, &r, &rp, &lp) < 0) {
         explain_free(&r);
         return 1;
     }
@@ -366,12 +381,15 @@ const struct cli_verb cli_verb_examples = {
     "examples",
     "write few-shot examples for the single strategy (model-written reasoning)",
     "--explain --data TRAIN.csv --out EXAMPLES.csv [--llm SPEC] "
-    "[--cache FILE] [--jobs N]",
+    "[--cache FILE] [--jobs N] [--temperature X] [--max-tokens N]",
     "--explain asks the model once for each training note of a MEDEC-format\n"
     "CSV, given the note and its gold answer (the wrong sentence and its\n"
     "correction, or no error), for the reasoning that leads to that answer,\n"
-    "as IryoNLP's reasoning.py does (built-in prompt explain.txt,\n"
-    "temperature 0). OUT gets the input's columns and a Reasoning column (an\n"
+    "as IryoNLP's reasoning.py does: the model is sent its published input\n"
+    "(CLINICAL NOTE: the note's Sentences, then OUTPUT: the gold answer as\n"
+    "JSON) at its published temperature 1.0 and 512 tokens; the instruction\n"
+    "(built-in prompt explain.txt) is medtrust's, IryoNLP's not being\n"
+    "published. OUT gets the input's columns and a Reasoning column (an\n"
     "existing one is replaced); mediqa/check --strategy single --examples\n"
     "OUT (or --few-shot OUT) shows it in each worked example. A note whose\n"
     "call fails is named and its Reasoning left empty, never invented: the\n"

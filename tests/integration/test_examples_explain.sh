@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Integration: `medtrust examples --explain` (IryoNLP's reasoning.py)
 # against the loopback stub server (tests/fixtures/stub_server, scripted
-# replies): the prompt sent holds the note and its gold answer, the
+# replies): the model is sent reasoning.py's published input (CLINICAL
+# NOTE:, the Sentences, OUTPUT: and the gold answer as json.dumps writes
+# it) at the published temperature 1.0 and 512 tokens (--temperature and
+# --max-tokens change them), the
 # examples file gets the model's Reasoning column, a rerun with the call
 # cache asks nothing, a failed call is named and its Reasoning left empty
 # (exit 1), and `check --strategy single --examples` shows the reasoning in
@@ -28,7 +31,7 @@ start() { # NAME SCRIPT-FILE: sets SPEC
 cat >"$TMP/train.csv" <<'CSV'
 Text ID,Text,Sentences,Error Flag,Error Sentence ID,Error Sentence,Corrected Sentence
 t-mi,"A man has crushing chest pain and ST elevation. He is sent home.","0 A man has crushing chest pain and ST elevation.
-1 He is sent home.",1,1,He is sent home.,"He is taken for PCI, urgently."
+1 He is sent home.",1,1,He is sent home.,"He is taken for PCI, ""urgently"" – at 37 °C."
 t-flu,Influenza spreads through droplets.,0 Influenza spreads through droplets.,0,-1,NA,NA
 CSV
 
@@ -45,20 +48,23 @@ rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 assert [r["Text ID"] for r in rows] == ["t-mi", "t-flu"], rows
 assert rows[0]["Reasoning"].startswith("ST elevation with chest pain"), rows[0]
 assert rows[1]["Reasoning"].startswith("Droplet spread"), rows[1]
-assert rows[0]["Corrected Sentence"] == "He is taken for PCI, urgently."
+assert rows[0]["Corrected Sentence"] == 'He is taken for PCI, "urgently" – at 37 °C.'
 assert rows[0]["Sentences"].endswith("1 He is sent home.")
 reqs = [json.loads(l.split(" ", 4)[4]) for l in open(sys.argv[2])]
 assert len(reqs) == 2, len(reqs)
-u = [m["content"] for m in reqs[0]["messages"] if m["role"] == "user"][0]
-assert "0 | A man has crushing chest pain and ST elevation." in u, u
-assert "1 | He is sent home." in u, u
-assert 'sentence 1 holds a medical error: "He is sent home."' in u, u
-assert 'Corrected: "He is taken for PCI, urgently."' in u, u
-u = [m["content"] for m in reqs[1]["messages"] if m["role"] == "user"][0]
-assert "Influenza spreads through droplets." in u and "no medical error" in u, u
-assert reqs[0]["temperature"] == 0, reqs[0]
+# reasoning.py's clinical_note: str(ClinicalNote) of IryoNLP's
+# correction/definitions.py (Mistake's fields but reasoning, "NA" if none).
+want = ["CLINICAL NOTE:\n%s\nOUTPUT:%s" % (r["Sentences"], json.dumps({
+    "is_error": int(r["Error Flag"]), "sentence_id": int(r["Error Sentence ID"]),
+    "error_sentence": r["Error Sentence"] if r["Error Flag"] == "1" else "NA",
+    "corrected_sentence": r["Corrected Sentence"] if r["Error Flag"] == "1" else "NA"},
+    indent=4, ensure_ascii=False)) for r in rows]
+for q, w in zip(reqs, want):
+    assert [m["role"] for m in q["messages"]] == ["system", "user"], q
+    assert q["messages"][1]["content"] == w, (q["messages"][1]["content"], w)
+    assert q["temperature"] == 1.0 and q["max_tokens"] == 512, q
 PY
-    ok "examples --explain: the note and its gold answer sent, the reply in the Reasoning column"
+    ok "examples --explain: reasoning.py's published input sent at temperature 1.0 and 512 tokens, the reply in the Reasoning column"
 else
     not_ok "examples --explain" "rc=$rc" "$(cat "$TMP/err" "$TMP/ex.csv")"
 fi
@@ -84,17 +90,20 @@ fi
 { reply "Droplets it is."; echo 'reply 400 0 - {"error":"no"}'; } >"$TMP/s3"
 start s3 "$TMP/s3"
 "$MT" examples --explain --data "$TMP/train.csv" --out "$TMP/ex3.csv" \
-    --llm "$SPEC" --jobs 1 --no-progress --retries 0 2>"$TMP/err"
+    --llm "$SPEC" --jobs 1 --no-progress --retries 0 --temperature 0 \
+    --max-tokens 300 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 1 ] && grep -q 'note t-flu (line 4):.*Reasoning is left empty' "$TMP/err" &&
     grep -q '2 notes, 1 explained, 1 failed' "$TMP/err" &&
     grep -q '1 notes have no reasoning' "$TMP/err" &&
-    py "$TMP/ex3.csv" <<'PY'; then
-import csv, sys
+    py "$TMP/ex3.csv" "$TMP/s3.log" <<'PY'; then
+import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 assert rows[0]["Reasoning"] == "Droplets it is." and rows[1]["Reasoning"] == "", rows
+q = json.loads(open(sys.argv[2]).readline().split(" ", 4)[4])
+assert q["temperature"] == 0 and q["max_tokens"] == 300, q
 PY
-    ok "examples --explain: a failed call is named and its Reasoning left empty (exit 1)"
+    ok "examples --explain: --temperature and --max-tokens are sent; a failed call is named and its Reasoning left empty (exit 1)"
 else
     not_ok "examples --explain: failed call" "rc=$rc" "$(cat "$TMP/err")"
 fi
