@@ -63,7 +63,9 @@ struct mt_llm_params {
 };
 
 /* Fills 'p' with the defaults above. timeout_s comes from
- * MEDTRUST_LLM_TIMEOUT when that is set to a positive number. */
+ * MEDTRUST_LLM_TIMEOUT when that is set to a positive number, max_retries
+ * from MEDTRUST_LLM_RETRIES when that is a whole number 0..10 (a server,
+ * which has no --retries, takes it from there). */
 void mt_llm_default_params(struct mt_llm_params *p);
 
 /* The settings table of struct mt_llm_params (medtrust/params.h): the

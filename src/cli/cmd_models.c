@@ -200,7 +200,8 @@ static void check_roles(struct check_ctx *c)
         const char *eq = strchr(*e, '=');
         size_t k = eq ? (size_t)(eq - *e) : 0;
         if (strncmp(*e, "MEDTRUST_LLM_", 13) != 0 || k <= 13 ||
-            strncmp(*e, "MEDTRUST_LLM_TIMEOUT=", 21) == 0 || k > 50)
+            strncmp(*e, "MEDTRUST_LLM_TIMEOUT=", 21) == 0 ||
+            strncmp(*e, "MEDTRUST_LLM_RETRIES=", 21) == 0 || k > 50)
             continue;
         snprintf(kind, sizeof kind, "llm[%.*s]", (int)(k - 13), *e + 13);
         check_one(c, kind, eq + 1);

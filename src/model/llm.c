@@ -19,11 +19,14 @@
 void mt_llm_default_params(struct mt_llm_params *p)
 {
     const char *t = getenv("MEDTRUST_LLM_TIMEOUT");
+    const char *r = getenv("MEDTRUST_LLM_RETRIES");
     double v = t ? strtod(t, NULL) : 0;
+    char *end = NULL;
+    long n = r && *r ? strtol(r, &end, 10) : -1;
 
     memset(p, 0, sizeof *p);
     p->timeout_s = v > 0 ? v : MT_LLM_DEFAULT_TIMEOUT_S;
-    p->max_retries = 4;
+    p->max_retries = n >= 0 && n <= 10 && end && *end == '\0' ? (uint32_t)n : 4;
     p->backoff_base_s = 0.5;
     p->backoff_max_s = 30;
     p->max_concurrency = 4;

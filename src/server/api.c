@@ -72,7 +72,8 @@ static json_t *spec_json(const char *spec, int admin)
                         slash && slash > colon ? slash + 1 : colon + 1);
 }
 
-/* Every MEDTRUST_LLM_<ROLE> variable (not the _TIMEOUT setting). */
+/* Every MEDTRUST_LLM_<ROLE> variable (not the _TIMEOUT and _RETRIES
+ * settings). */
 static json_t *role_specs(int admin)
 {
     extern char **environ;
@@ -91,7 +92,7 @@ static json_t *role_specs(int admin)
             continue;
         memcpy(role, *e + sizeof pre - 1, n);
         role[n] = '\0';
-        if (strcmp(role, "TIMEOUT") == 0)
+        if (strcmp(role, "TIMEOUT") == 0 || strcmp(role, "RETRIES") == 0)
             continue;
         for (n = 0; role[n]; n++)
             role[n] = (char)tolower((unsigned char)role[n]);

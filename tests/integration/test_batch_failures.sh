@@ -148,7 +148,9 @@ fi
 # ---- a server check job whose model calls fail is failed ----
 if "$MT" serve --help >/dev/null 2>&1; then
     . "$(dirname "$0")/api_lib.sh"
-    serve_start dead --llm "$DEAD"
+    # (no retries: each call to the dead port would otherwise back off
+    # 0.5+1+2+4 s before it fails, a minute for the batch's five notes)
+    MEDTRUST_LLM_RETRIES=0 serve_start dead --llm "$DEAD"
     code "${A[@]}" "$U/v1/check" \
         -d '{"note":"A man has chest pain. He is sent home.","strategy":"single"}' >/dev/null
     RUN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body")
