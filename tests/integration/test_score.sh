@@ -2,10 +2,17 @@
 # medtrust score on the real MEDEC validation set and a MedErrBench EN test
 # split: submissions generated here from the references (into a temp dir,
 # never committed), checked against exact expectations and against the
-# Python reference ROUGE in tests/eval/rouge_ref.py.
+# real `rouge` package (pltrdy 1.0.1, what the official MEDIQA-CORR 2024
+# scorer imports): third_party/rouge-pltrdy (scripts/bootstrap), else
+# ../shared/reference/rouge; neither is a failure.
 set -u
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PY="$ROOT/third_party/venv/bin/python"
+ROUGE_DIR="$ROOT/third_party/rouge-pltrdy"
+[ -f "$ROUGE_DIR/rouge/rouge.py" ] || ROUGE_DIR="$DATA/../reference"
+need "the rouge package, pltrdy 1.0.1 (third_party/rouge-pltrdy)" "$PY" \
+    "$ROUGE_DIR/rouge/rouge.py"
 MEDEC="$DATA/medec/MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 EN="$DATA/mederrbench/test/reviewed_data_EN_test.csv"
 
@@ -26,12 +33,14 @@ with open(out, "w", encoding="utf-8") as f:
             f.write("%s 0 -1 NA\n" % r["Text ID"])
 EOF
 
-# expect.py CSV: composite ROUGE-1 and KPCS of the perfect submission, by
-# the Python reference implementation.
+# expect.py CSV ROUGE_DIR: composite ROUGE-1 and KPCS of the perfect
+# submission, by the real package (ahead of rouge-chinese's `rouge`).
 cat >"$TMP/expect.py" <<'EOF'
 import csv, sys
 sys.path.insert(0, sys.argv[2])
-import rouge_ref
+import rouge
+assert not hasattr(rouge.Rouge, "cut_sent"), rouge.__file__
+R = rouge.Rouge()
 rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8-sig")))
 r1 = kp = 0.0
 for r in rows:
@@ -41,7 +50,7 @@ for r in rows:
     h = " ".join(g.split())
     while h.startswith('"') and len(h) > 1: h = h[1:]
     while h.endswith('"') and len(h) > 1: h = h[:-1]
-    s = rouge_ref.score(h, g)[0]
+    s = R.get_scores(h, g)[0]["rouge-1"]["f"]
     r1 += s
     kw = r.get("Important Words")
     if kw is not None:
@@ -59,7 +68,7 @@ field() { python3 "$TMP/field.py" "$TMP/out.json" "$1"; }
 
 python3 "$TMP/gen.py" perfect "$MEDEC" "$TMP/perfect.txt"
 python3 "$TMP/gen.py" noerror "$MEDEC" "$TMP/noerror.txt"
-read -r R1 _ < <(python3 "$TMP/expect.py" "$MEDEC" "$ROOT/tests/eval")
+read -r R1 _ < <("$PY" "$TMP/expect.py" "$MEDEC" "$ROUGE_DIR")
 
 # (a) perfect submission
 if "$MT" score --ref "$MEDEC" --pred "$TMP/perfect.txt" --json \
@@ -88,7 +97,7 @@ fi
 
 # (c) MedErrBench EN test with KPCS and breakdowns
 python3 "$TMP/gen.py" perfect "$EN" "$TMP/en.txt"
-read -r _ KP < <(python3 "$TMP/expect.py" "$EN" "$ROOT/tests/eval")
+read -r _ KP < <("$PY" "$TMP/expect.py" "$EN" "$ROUGE_DIR")
 if "$MT" score --ref "$EN" --pred "$TMP/en.txt" --json \
     >"$TMP/out.json" 2>"$TMP/err" &&
     [ "$(field "abs(d['composite']['kpcs'] - $KP) < 1e-9")" = True ] &&
@@ -260,4 +269,14 @@ if [ $rc -eq 1 ] && grep -q 'no reference note is predicted' "$TMP/err"; then
     ok "score --only-predicted with no matching id fails, saying so"
 else
     not_ok "score --only-predicted, none" "rc=$rc" "$(cat "$TMP/err")"
+fi
+
+# test_eval_rouge's golden file is the real package's output, as committed.
+if "$PY" "$ROOT/tests/eval/rouge_golden.py" "$ROUGE_DIR" \
+    "$ROOT/tests/eval/rouge_pairs.tsv" >"$TMP/golden.tsv" 2>"$TMP/err" &&
+    cmp -s "$TMP/golden.tsv" "$ROOT/tests/eval/rouge_golden.tsv"; then
+    ok "tests/eval/rouge_golden.tsv is what the rouge package gives ($(wc -l <"$TMP/golden.tsv") pairs)"
+else
+    not_ok "rouge_golden.tsv differs from the rouge package" "$(tail -3 "$TMP/err")" \
+        "$(diff "$TMP/golden.tsv" "$ROOT/tests/eval/rouge_golden.tsv" | head -5)"
 fi

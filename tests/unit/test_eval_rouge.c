@@ -1,6 +1,7 @@
 /* ROUGE golden tests: hand-worked cases, then every pair of
- * tests/eval/rouge_golden.tsv (written by tests/eval/rouge_ref.py, the
- * Python reference of the `rouge` package's algorithm), to 1e-9. */
+ * tests/eval/rouge_golden.tsv (written by tests/eval/rouge_golden.py with
+ * the real `rouge` package, pltrdy 1.0.1, that the official MEDIQA-CORR
+ * scorer imports), to 1e-9. */
 #include "check.h"
 
 #include <math.h>
