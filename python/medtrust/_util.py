@@ -9,6 +9,7 @@ from . import _lib
 from .errors import error_for
 
 T = TypeVar("T")
+H = TypeVar("H", bound="Handle")
 
 
 def check(st: int, err: _lib.Error_) -> None:
@@ -114,3 +115,56 @@ class Busy:
                 cancel()
             self.cv.wait_for(lambda: self.n == 0)
         return first
+
+
+class Handle:
+    """A C handle's life cycle, shared by Store, Answerer and Checker:
+    ``close()`` (idempotent: marks the handle closed, cancels the calls in
+    flight with ``_cancel_running`` and waits for them, closes what
+    ``_close_more`` names, then frees the handle with the library's
+    ``_close_fn``), a context manager, a close when collected, and
+    ``_handle()``, which refuses a closed handle naming ``_what``."""
+
+    _what = "handle"  # what the error of a closed handle names
+    _close_fn = ""  # the library function that frees the handle
+    _h: Optional[int] = None
+
+    def _cancel_running(self) -> None:
+        """Asks the calls in flight to stop (before their next model
+        call); none by default."""
+
+    def _close_more(self) -> None:
+        """Closes what the subclass holds besides the handle."""
+
+    def _free(self) -> None:
+        if getattr(self, "_h", None):
+            getattr(_lib.lib(), self._close_fn)(self._h)
+            self._h = None
+
+    def close(self) -> None:
+        """Closes the handle once the calls running on other threads are
+        cancelled and done. Idempotent."""
+        busy = getattr(self, "_busy", None)
+        if busy is not None:
+            busy.close(self._cancel_running)
+        self._close_more()
+        self._free()
+
+    def __enter__(self: H) -> H:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self) -> int:
+        h = getattr(self, "_h", None)
+        if not h:
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"the {self._what} is closed")
+        return int(h)

@@ -17,7 +17,7 @@ from typing import (
 
 from . import _lib
 from ._lib import b
-from ._util import Busy, Cancel, check
+from ._util import Busy, Cancel, Handle, check
 from .errors import Error, InvalidArgumentError, ModelError, UnsupportedError
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def _call_params(h: int, strategy: Optional[str],
     return cp
 
 
-class Checker:
+class Checker(Handle):
     """A clinical-note checker: ``medtrust check`` as an object.
 
     Args:
@@ -271,28 +271,15 @@ class Checker:
         return 1 if nid in self._cancelled or "*" in self._cancelled else 0
 
     # ==== Life cycle ====
+    # close() (checks still running on other threads are cancelled before
+    # their next model call and waited for), the context manager and
+    # _handle() are Handle's.
 
-    def close(self) -> None:
-        """Closes the checker. Checks still running (on other threads) are
-        cancelled before their next model call and waited for. Idempotent."""
-        busy = getattr(self, "_busy", None)
-        if busy is not None:
-            busy.close(lambda: self._cancelled.add("*"))
-        if getattr(self, "_h", None):
-            _lib.lib().mt_agent_close(self._h)
-            self._h = None
+    _what = "checker"
+    _close_fn = "mt_agent_close"
 
-    def __enter__(self) -> "Checker":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    def _cancel_running(self) -> None:
+        self._cancelled.add("*")
 
     # ==== Checking ====
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _lib
 from ._lib import b
-from ._util import Busy, Cancel, check, interruptible
+from ._util import Busy, Cancel, Handle, check, interruptible
 from .check import SEARCH_MODES
 from .errors import InvalidArgumentError, ModelError, UnsupportedError
 
@@ -55,7 +55,7 @@ def _answer(o: Dict[str, Any]) -> Answer:
                   raw=o)
 
 
-class Answerer:
+class Answerer(Handle):
     """A question answerer (VerifAI), kept open for many questions.
 
     Args:
@@ -106,32 +106,16 @@ class Answerer:
                            ctypes.byref(err)), err)
         self._h: Optional[int] = h.value
 
-    def close(self) -> None:
-        """Closes the answerer; calls still running on other threads are
-        cancelled before their next model call and waited for."""
-        busy = getattr(self, "_busy", None)
-        if busy is not None:
-            busy.close(lambda: [c.set() for c in list(self._cancels)])
-        if getattr(self, "_h", None):
-            _lib.lib().mt_qa_close(self._h)
-            self._h = None
+    # close() (calls still running on other threads are cancelled before
+    # their next model call and waited for), the context manager and
+    # _handle() are Handle's.
 
-    def __enter__(self) -> "Answerer":
-        return self
+    _what = "answerer"
+    _close_fn = "mt_qa_close"
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _handle(self) -> int:
-        if not self._h:
-            raise InvalidArgumentError("the answerer is closed")
-        return self._h
+    def _cancel_running(self) -> None:
+        for c in list(self._cancels):
+            c.set()
 
     def ask(self, question: str, **kwargs: Any) -> Answer:
         """Answers ``question`` with citations and verifies each cited

@@ -15,7 +15,7 @@ from typing import (
 
 from . import _lib
 from ._lib import b
-from ._util import Busy, Cancel, check, interruptible
+from ._util import Busy, Cancel, Handle, check, interruptible
 from .errors import InvalidArgumentError
 
 MODES = ("bm25", "dense", "hybrid")
@@ -101,7 +101,7 @@ def _redact(spec: str) -> str:
     return re.sub(r"//[^/@#]*@", "//", spec)
 
 
-class Store:
+class Store(Handle):
     """A corpus store: a folder holding ``store.db`` (SQLite) and the
     search index ``index/``, the same store ``medtrust index --db DIR``
     writes and ``medtrust search --db DIR`` reads.
@@ -154,39 +154,21 @@ class Store:
         self._h: Optional[int] = h.value
 
     # ==== Life cycle ====
+    # close(), the context manager and _handle() are Handle's; a store
+    # also closes its search handles, and frees itself under its lock.
 
-    def close(self) -> None:
-        """Closes the store and its search handles, once the searches
-        running on other threads are done. Idempotent."""
-        L = _lib.lib()
-        busy = getattr(self, "_busy", None)
-        if busy is not None:
-            busy.close()
+    _what = "store"
+    _close_fn = "mt_store_close"
+
+    def _close_more(self) -> None:
         with self._ret_lock:
             if self._ret:
-                L.mt_retriever_close(self._ret)
+                _lib.lib().mt_retriever_close(self._ret)
                 self._ret = None
+
+    def _free(self) -> None:
         with self._lock:
-            if self._h:
-                L.mt_store_close(self._h)
-                self._h = None
-
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _handle(self) -> int:
-        if not self._h:
-            raise InvalidArgumentError("the store is closed")
-        return self._h
+            super()._free()
 
     @property
     def settings(self) -> Dict[str, Any]:
