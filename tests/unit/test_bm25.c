@@ -361,6 +361,27 @@ static void test_bm25_pruning_equals_exhaustive(void **state)
     mtx_bm25_close(idx);
 }
 
+/* Queries of 4-8 of the 40 commonest words: every list long, most of
+ * them essential, block checks failing often, so lazy cursors skip
+ * blocks undecoded and candidates at a skip target turn out to hold no
+ * posting (the cheaper path for many common terms). */
+static void test_bm25_common_terms_equal_exhaustive(void **state)
+{
+    struct mt_bm25 *idx = build_random("common.bm25");
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
+    struct mt_str q[8];
+    (void)state;
+    for (int it = 0; it < 400; it++) {
+        size_t nq = 4 + rnd() % 5;
+        for (size_t i = 0; i < nq; i++)
+            q[i] = mtx_str_from(vocab[rnd() % 40]);
+        sp.accept = it % 5 == 4 ? accept_mod3 : NULL;
+        compare_one(idx, q, nq, &sp,
+                    (size_t)(1 + it % 3 * 9)); /* k 1, 10, 19 */
+    }
+    mtx_bm25_close(idx);
+}
+
 /* ==== One-byte norms (format 2) and float lengths (format 1) ==== */
 
 /* The SmallFloat code of Lucene's BM25 norms (intToByte4 / byte4ToInt):
@@ -748,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_bm25_scores_match_hand_formula),
         cmocka_unit_test(test_bm25_scores_with_collection_stats),
         cmocka_unit_test(test_bm25_pruning_equals_exhaustive),
+        cmocka_unit_test(test_bm25_common_terms_equal_exhaustive),
         cmocka_unit_test(test_bm25_concurrent_searches_agree),
         cmocka_unit_test(test_bm25_norms_are_smallfloat),
         cmocka_unit_test(test_bm25_float_norms_still_read),
