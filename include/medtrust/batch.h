@@ -26,8 +26,9 @@ struct mt_batch_progress {
     size_t resumed;  /* finished notes kept from the journal */
     size_t checked;  /* notes checked by this run, the failed ones too */
     size_t failed;   /* of them, notes whose check failed */
-    size_t fallback; /* of the failed, notes with a fallback verdict: their
-                        model calls failed or no reply was usable */
+    size_t fallback; /* notes with a fallback verdict (their model calls
+                        failed or no reply was usable): failed ones, and
+                        ones allow_fallbacks let stand, not failed */
     struct mt_check_usage usage; /* summed over the notes checked */
 };
 

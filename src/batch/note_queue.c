@@ -162,7 +162,8 @@ static enum mt_status on_result(int64_t seq, const char *result, int failed,
     x->failed = failed;
     mtx_check_usage_read(json_object_get(o, "usage"), &u);
     mtx_batch_usage_add(&c->total, &u);
-    c->fallback += json_is_true(json_object_get(o, "fallback"));
+    x->fallback = json_is_true(json_object_get(o, "fallback"));
+    c->fallback += (size_t)x->fallback;
     c->failed += (size_t)failed;
     c->got++;
     if (r->trace && tr)

@@ -42,7 +42,8 @@ char *mtx_note_job_result(const char *id, const struct mtx_batch_outcome *o);
 
 /* What a run's results come to. */
 struct mtx_note_collect {
-    struct mtx_note *notes; /* by job number; only id, line, failed */
+    struct mtx_note *notes; /* by job number; only id, line, failed,
+                               fallback */
     size_t n, got, failed, fallback;
     struct mt_check_usage total;
 };

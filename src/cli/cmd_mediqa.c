@@ -132,22 +132,50 @@ static void failed_json(const struct mt_batch *b)
     json_decref(v);
 }
 
+void mediqa_failed_words(char *buf, size_t n, size_t failed,
+                         size_t fallback_failed, size_t fallback_allowed)
+{
+    int k = snprintf(buf, n, "%zu failed", failed);
+
+    if (k >= 0 && (size_t)k < n && fallback_failed)
+        k += snprintf(buf + k, n - (size_t)k,
+                      ", %zu of them for a fallback verdict", fallback_failed);
+    if (k >= 0 && (size_t)k < n && fallback_allowed)
+        snprintf(buf + k, n - (size_t)k, ", %zu fallback verdicts (allowed)",
+                 fallback_allowed);
+}
+
+/* The fallback verdicts of this run's notes: failed ones, allowed ones. */
+static void fallback_counts(const struct mt_batch *b, size_t *failed,
+                            size_t *allowed)
+{
+    struct mt_batch_note x;
+    size_t i;
+
+    *failed = *allowed = 0;
+    for (i = 0; mt_batch_note_get(b, i, &x) == MT_OK; i++)
+        if (x.fallback && !x.resumed)
+            ++*(x.failed ? failed : allowed);
+}
+
 static void summary(const struct mt_batch *b, const struct cli_args *a,
                     double wall, double cpu)
 {
     struct mt_batch_progress s;
     const struct mt_check_usage *u = &s.usage;
-    size_t k;
+    size_t k, fb_failed, fb_allowed;
+    char fw[160];
 
     mt_batch_progress_get(b, &s);
+    fallback_counts(b, &fb_failed, &fb_allowed);
+    mediqa_failed_words(fw, sizeof fw, s.failed, fb_failed, fb_allowed);
     k = s.checked ? s.checked : 1;
     fprintf(stderr,
-            "mediqa: %zu notes (%zu resumed, %zu checked, %zu "
-            "failed, %zu of them for a fallback verdict: no usable model "
-            "reply); %u LLM calls (%u "
-            "on critical paths), %u failed calls, %u unusable replies, %u "
-            "role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
-            s.total, s.resumed, s.checked, s.failed, s.fallback, u->llm_calls,
+            "mediqa: %zu notes (%zu resumed, %zu checked, %s%s); %u LLM "
+            "calls (%u on critical paths), %u failed calls, %u unusable "
+            "replies, %u role fallbacks; %.1f s wall, %.1f ms CPU per note\n",
+            s.total, s.resumed, s.checked, fw,
+            s.fallback ? ": no usable model reply" : "", u->llm_calls,
             u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
             wall, cpu * 1000 / (double)k);
     fprintf(stderr,

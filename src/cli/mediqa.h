@@ -14,6 +14,13 @@
  * with this table and agent_opts_read. */
 extern const struct cli_opt mediqa_agent_opts[];
 
+/* "N failed" and the fallback verdicts for the summary line, into buf:
+ * of the failed notes those failed for a fallback verdict, and apart from
+ * them the fallback verdicts that were allowed (--allow-fallbacks), which
+ * are not failures. */
+void mediqa_failed_words(char *buf, size_t n, size_t failed,
+                         size_t fallback_failed, size_t fallback_allowed);
+
 /* ==== The queue (mediqa --state, medtrust worker) ==== */
 
 /* The state URL: --state, else MEDTRUST_STATE; NULL after printing why

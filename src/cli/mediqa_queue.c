@@ -109,15 +109,19 @@ static void collect_summary(const struct mtx_note_collect *c, int64_t run,
                             const struct mtx_queue_counts *k, int json)
 {
     const struct mt_check_usage *u = &c->total;
-    size_t i, shown = 0;
+    size_t i, shown = 0, fb_failed = 0;
+    char fw[160];
 
+    for (i = 0; i < c->n; i++)
+        fb_failed += c->notes[i].fallback && c->notes[i].failed;
+    mediqa_failed_words(fw, sizeof fw, c->failed, fb_failed,
+                        c->fallback - fb_failed);
     fprintf(stderr,
-            "mediqa: run %lld: %zu notes (%zu failed, %zu of them for a "
-            "fallback verdict: no usable model reply); %u LLM calls (%u on "
-            "critical paths), %u failed "
-            "calls, %u unusable replies, %u role fallbacks; %lld jobs "
-            "claimed again after a lease ran out\n",
-            (long long)run, c->n, c->failed, c->fallback, u->llm_calls,
+            "mediqa: run %lld: %zu notes (%s%s); %u LLM calls (%u on "
+            "critical paths), %u failed calls, %u unusable replies, %u role "
+            "fallbacks; %lld jobs claimed again after a lease ran out\n",
+            (long long)run, c->n, fw,
+            c->fallback ? ": no usable model reply" : "", u->llm_calls,
             u->critical_calls, u->failed_calls, u->parse_failures, u->fallbacks,
             (long long)k->reclaimed);
     for (i = 0; c->failed && i < c->n; i++)

@@ -170,6 +170,8 @@ fi
     --no-progress >"$TMP/ga.json" 2>"$TMP/ga.err"
 rc=$?
 if [ $rc -eq 0 ] && [ "$(wc -l <"$TMP/ga.txt")" -eq 40 ] &&
+    grep -q '40 checked, 0 failed, 40 fallback verdicts (allowed): no usable model reply)' "$TMP/ga.err" &&
+    ! grep -q 'of them for a fallback' "$TMP/ga.err" &&
     py "$TMP/ga.json" "$TMP/ga.txt" <<'PY'; then
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -177,7 +179,7 @@ assert s["failed"] == 0 and s["fallback_verdicts"] == 40, s
 assert all(l.split(" ", 1)[1] == "0 -1 NA"
            for l in open(sys.argv[2]).read().splitlines())
 PY
-    ok "mediqa --allow-fallbacks, every reply unusable: the 40 fallback lines written as asked, counted as fallback verdicts, none failed, exit 0"
+    ok "mediqa --allow-fallbacks, every reply unusable: the 40 fallback lines written as asked, counted (and summed up) as allowed fallback verdicts, none failed, exit 0"
 else
     not_ok "mediqa --allow-fallbacks (rc $rc)" "$(tail -3 "$TMP/ga.err")" "$(head -c 300 "$TMP/ga.json")"
 fi
@@ -190,6 +192,8 @@ stub_start fb "${FAULTS[@]}"
 rc=$?
 if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/fb.txt")" -eq 40 ] &&
     grep -q "fallback lines written" "$TMP/err" &&
+    grep -Eq ' [1-9][0-9]* failed, [1-9][0-9]* of them for a fallback verdict' "$TMP/err" &&
+    ! grep -q '(allowed)' "$TMP/err" &&
     py "$TMP/fb.json" "$TMP/fb.txt.journal" <<'PY'; then
 import json, sys
 s = json.load(open(sys.argv[1]))
