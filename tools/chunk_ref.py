@@ -1,8 +1,29 @@
 #!/usr/bin/env python3
-"""Reference for src/text/chunk.c: LangChain RecursiveCharacterTextSplitter
-(separators ["\\n\\n", "\\n", " ", ""], keep_separator=True i.e. "start",
-strip_whitespace=True, length = len()) written independently, twice: once
-on strings as LangChain does it, once on offsets; the two must agree.
+"""Golden offsets for src/text/chunk.c from the real LangChain splitter.
+
+Imports LangChain's own RecursiveCharacterTextSplitter (upstream base.py and
+character.py, vendored unchanged in ../shared/reference/langchain_text_splitters;
+see its README) with the settings IryoNLP and MedRAG used: separators
+["\\n\\n", "\\n", " ", ""], keep_separator=True ("start"),
+strip_whitespace=True, length_function=len (code points). Nothing of the
+algorithm is written here: this is only a driver.
+
+Offsets: split_text() plus the forward search create_documents(...,
+add_start_index=True) does (upstream base.py): each chunk is
+text.find(chunk, previous start + len(previous chunk) - chunk_overlap), its
+end start + len(chunk). That is LangChain's own start_index, with one
+correction: a whitespace-only chunk is searched from the previous chunk's
+end instead. Such a chunk never went through _merge_splits (a merged window
+is stripped, so it is never whitespace-only); it is a split of >= chunk_size
+characters with no separator left, appended whole by _split_text, and every
+chunk before it came from text before it. LangChain's search misplaces it
+when chunk_overlap >= its length: for "  \n" at size 1, overlap 1,
+split_text gives " ", " ", "\n" (three chunks tiling the text) but
+start_index says 0, 0, 2; the driver says 0, 1, 2. No other chunk differs
+from start_index. The driver checks every chunk is text[start:end].
+
+Reference location: $MEDTRUST_REFERENCE, else $MEDTRUST_DATA/../reference,
+else ../shared/reference (from the repository root). Missing is an error.
 
 Usage:
   chunk_ref.py corpus JSONL [--first 40] [--every 200] [--over 3000]
@@ -15,174 +36,69 @@ Prints "id<TAB>chunk_index<TAB>byte_start<TAB>byte_end" per chunk (with
 len(text) > over. Synthetic lines are "id<TAB>size<TAB>overlap<TAB>text",
 text escaped with \\n \\t \\r \\s (space) \\\\ and \\xHH (one raw byte, so
 invalid UTF-8 can be written); '#' lines and blank lines are skipped.
-Bytes that are not UTF-8 decode with surrogateescape: one char per byte.
+Bytes that are not UTF-8 decode with surrogateescape: one char per byte
+(so len() counts a bad byte as one character, as src/text/chunk.c does).
 
 Regenerate the golden files from the repository root:
   python3 tools/chunk_ref.py corpus ../shared/data/medquad/corpus.jsonl \\
       --every 200 > tests/golden/chunk/medquad.expected
   python3 tools/chunk_ref.py corpus ../shared/data/pubmedqa/corpus.jsonl \\
       --every 50 > tests/golden/chunk/pubmedqa.expected
+  python3 tools/chunk_ref.py corpus ../shared/data/pubmedqa/corpus.jsonl \\
+      --every 50 --size 300 --overlap 50 \\
+      > tests/golden/chunk/pubmedqa_s300.expected
   python3 tools/chunk_ref.py synthetic tests/golden/chunk/synthetic.in \\
       > tests/golden/chunk/synthetic.expected
 """
 import argparse
 import json
-import re
+import os
 import sys
 
-SEPARATORS = ["\n\n", "\n", " ", ""]
+
+def reference_dir():
+    ref = os.environ.get("MEDTRUST_REFERENCE")
+    if not ref:
+        data = os.environ.get("MEDTRUST_DATA", "../shared/data")
+        ref = os.path.join(data, "..", "reference")
+    pkg = os.path.join(ref, "langchain_text_splitters", "character.py")
+    if not os.path.isfile(pkg):
+        raise SystemExit(
+            "chunk_ref: LangChain's splitter is not at %s; set "
+            "MEDTRUST_REFERENCE to the folder holding "
+            "langchain_text_splitters/ (../shared/reference)" % pkg)
+    return ref
 
 
-# ==== Version 1: strings, step by step as LangChain ====
-
-def str_split_keep_start(text, sep):
-    if sep == "":
-        parts = list(text)
-    else:
-        raw = re.split("(" + re.escape(sep) + ")", text)
-        parts = [raw[0]]
-        for i in range(1, len(raw), 2):
-            parts.append(raw[i] + raw[i + 1])
-    return [p for p in parts if p != ""]
-
-
-def str_merge(splits, size, overlap):
-    docs = []
-    cur = []
-    total = 0
-    for d in splits:
-        n = len(d)
-        if total + n > size:
-            if cur:
-                joined = "".join(cur).strip()
-                if joined:
-                    docs.append(joined)
-                while total > overlap or (total + n > size and total > 0):
-                    total -= len(cur[0])
-                    cur = cur[1:]
-        cur.append(d)
-        total += n
-    joined = "".join(cur).strip()
-    if joined:
-        docs.append(joined)
-    return docs
-
-
-def str_split(text, seps, size, overlap):
-    sep = seps[-1]
-    rest = []
-    for i, s in enumerate(seps):
-        if s == "":
-            sep = s
-            break
-        if re.search(re.escape(s), text):
-            sep = s
-            rest = seps[i + 1:]
-            break
-    final = []
-    good = []
-    for piece in str_split_keep_start(text, sep):
-        if len(piece) < size:
-            good.append(piece)
-            continue
-        if good:
-            final.extend(str_merge(good, size, overlap))
-            good = []
-        if rest:
-            final.extend(str_split(piece, rest, size, overlap))
-        else:
-            final.append(piece)
-    if good:
-        final.extend(str_merge(good, size, overlap))
-    return final
-
-
-# ==== Version 2: code-point offsets ====
-
-def off_pieces(text, s, e, sep):
-    if sep == "":
-        return [(i, i + 1) for i in range(s, e)]
-    out = []
-    start = s
-    m = text.find(sep, s, e)
-    while m != -1:
-        if m > start:
-            out.append((start, m))
-        start = m
-        m = text.find(sep, m + len(sep), e)
-    if e > start:
-        out.append((start, e))
-    return out
-
-
-def off_strip(text, s, e):
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return (s, e) if s < e else None
-
-
-class OffChunker:
-    def __init__(self, text, size, overlap):
-        self.text = text
-        self.size = size
-        self.overlap = overlap
-        self.out = []
-        self.win = []
-        self.total = 0
-
-    def emit_window(self):
-        if self.win:
-            r = off_strip(self.text, self.win[0][0], self.win[-1][1])
-            if r:
-                self.out.append(r)
-
-    def flush(self):
-        self.emit_window()
-        self.win = []
-        self.total = 0
-
-    def merge(self, p):
-        n = p[1] - p[0]
-        if self.total + n > self.size and self.win:
-            self.emit_window()
-            while self.total > self.overlap or (
-                    self.total + n > self.size and self.total > 0):
-                first = self.win.pop(0)
-                self.total -= first[1] - first[0]
-        self.win.append(p)
-        self.total += n
-
-    def split(self, s, e, lvl):
-        while SEPARATORS[lvl] != "" and \
-                self.text.find(SEPARATORS[lvl], s, e) == -1:
-            lvl += 1
-        for p in off_pieces(self.text, s, e, SEPARATORS[lvl]):
-            if p[1] - p[0] < self.size:
-                self.merge(p)
-                continue
-            self.flush()
-            if SEPARATORS[lvl] == "":
-                self.out.append(p)
-            else:
-                self.split(p[0], p[1], lvl + 1)
-        self.flush()
+sys.path.insert(0, reference_dir())
+from langchain_text_splitters import RecursiveCharacterTextSplitter  # noqa
 
 
 def chunk(text, size, overlap):
-    """Returns [(cp_start, cp_end, byte_start, byte_end)], checked against
-    the string version."""
-    c = OffChunker(text, size, overlap)
-    c.split(0, len(text), 0)
-    want = str_split(text, SEPARATORS, size, overlap)
-    got = [text[a:b] for a, b in c.out]
-    if got != want:
-        raise SystemExit("chunk_ref: offset and string versions disagree")
+    """Returns [(cp_start, cp_end, byte_start, byte_end)] of LangChain's
+    chunks of text."""
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=overlap,
+        separators=["\n\n", "\n", " ", ""], keep_separator=True,
+        strip_whitespace=True, length_function=len)
+    out = []
+    start, prev = 0, None
+    for piece in splitter.split_text(text):
+        if prev is None:
+            lo = 0
+        elif piece.isspace():
+            lo = start + len(prev)
+        else:
+            lo = start + len(prev) - overlap   # as create_documents
+        start = text.find(piece, max(0, lo))
+        if start < 0:
+            raise SystemExit("chunk_ref: chunk not found after %d" % lo)
+        prev = piece
+        out.append((start, start + len(piece)))
     cum = [0]
     for ch in text:
         cum.append(cum[-1] + len(ch.encode("utf-8", "surrogateescape")))
-    return [(a, b, cum[a], cum[b]) for a, b in c.out]
+    return [(a, b, cum[a], cum[b]) for a, b in out]
 
 
 def print_chunks(doc_id, chunks, cp):
@@ -192,7 +108,8 @@ def print_chunks(doc_id, chunks, cp):
 
 
 def run_corpus(args):
-    print("# generated by tools/chunk_ref.py corpus; offsets only")
+    print("# generated by tools/chunk_ref.py corpus (LangChain's "
+          "RecursiveCharacterTextSplitter); offsets only")
     print("#select first=%d every=%d over=%d size=%d overlap=%d" %
           (args.first, args.every, args.over, args.size, args.overlap))
     with open(args.file, encoding="utf-8") as f:
@@ -226,7 +143,8 @@ def unescape(raw):
 
 
 def run_synthetic(args):
-    print("# generated by tools/chunk_ref.py synthetic; offsets only")
+    print("# generated by tools/chunk_ref.py synthetic (LangChain's "
+          "RecursiveCharacterTextSplitter); offsets only")
     with open(args.file, "rb") as f:
         for line in f:
             line = line.rstrip(b"\n")

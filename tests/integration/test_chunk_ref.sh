@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# tools/chunk_ref.py (the Python reference chunker) still reproduces the
-# chunker golden files in tests/golden/chunk/ that test_chunk compares with.
+# The chunker golden files in tests/golden/chunk/ (that test_chunk compares
+# src/text/chunk.c with) are what LangChain's real RecursiveCharacterTextSplitter
+# gives: tools/chunk_ref.py imports it from ../shared/reference
+# ($MEDTRUST_REFERENCE, else $MEDTRUST_DATA/../reference) and reproduces
+# each file exactly. A missing reference is a failure, never a skip.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/lib.sh
 G=tests/golden/chunk
 REF=tools/chunk_ref.py
+export MEDTRUST_REFERENCE=${MEDTRUST_REFERENCE:-$DATA/../reference}
 
 need "python3 for the reference chunker" "$(command -v python3)"
+need "LangChain's splitter (../shared/reference, see its README.md)" \
+    "$MEDTRUST_REFERENCE/langchain_text_splitters/character.py"
 
 # same NAME EXPECTED CMD...: passes when CMD prints exactly EXPECTED.
 same() {

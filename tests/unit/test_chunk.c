@@ -1,5 +1,7 @@
-/* Unit tests for src/text/chunk: golden offsets made by tools/chunk_ref.py
- * (an independent Python reference of LangChain's splitter), properties
+/* Unit tests for src/text/chunk: golden offsets made by tools/chunk_ref.py,
+ * a driver of LangChain's real RecursiveCharacterTextSplitter (imported
+ * from ../shared/reference; test_chunk_ref checks the files are still what
+ * it gives), properties
  * over whole corpora, parameter checks and an OOM loop.
  *
  * Golden files (tests/golden/chunk/) hold offsets only, never corpus text.
