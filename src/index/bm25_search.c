@@ -224,49 +224,6 @@ static inline void c_seek(struct cursor *c, uint32_t target)
     c_settle(c, target);
 }
 
-/* Essential lists move lazily: past the end of a decoded block, or when a
- * failed block check skips them, a cursor only moves bi to the block that
- * may hold the target and takes the target as its doc, a lower bound on
- * its next posting, without decoding (dec != bi marks it). A block whose
- * bound keeps failing the checks is then never decoded; c_real() decodes
- * it when a candidate at that doc passes them. */
-static void c_skip(struct cursor *c, uint32_t target)
-{
-    if (c->doc >= target)
-        return;
-    if (c->dec == c->bi && c->n && c->docs[c->n - 1] >= target) {
-        c_settle(c, target); /* within the decoded block: no decode */
-        return;
-    }
-    while (c->bi < c->nblk && c->blk[c->bi].last < target)
-        c->bi++;
-    if (c->bi == c->nblk) {
-        c->doc = BM25_END;
-        return;
-    }
-    if (c->dec == c->bi) {
-        c_settle(c, target);
-        return;
-    }
-    c->doc = target;
-}
-
-static inline void c_next_lazy(struct cursor *c)
-{
-    if (++c->i < c->n && c->dec == c->bi)
-        c->doc = c->docs[c->i];
-    else
-        c_skip(c, c->doc + 1);
-}
-
-/* Makes a lazy cursor at doc d real: decodes its block and moves to its
- * first posting >= d. */
-static inline void c_real(struct cursor *c, uint32_t d)
-{
-    if (c->doc == d && c->dec != c->bi)
-        c_settle(c, d);
-}
-
 /* Moves bi to the block that may hold target without decoding; returns
  * that block's score bound (0 when the list is over) and lowers *last to
  * the block's last doc. */
@@ -385,7 +342,7 @@ static int ms_block_check(struct run *r, uint32_t d)
     if (!cannot_beat(r, sum))
         return 1;
     for (uint32_t i = r->ne; i < r->m; i++)
-        c_skip(r->c[i], last + 1);
+        c_seek(r->c[i], last + 1);
     return 0;
 }
 
@@ -393,20 +350,7 @@ static void advance_at(struct run *r, uint32_t d)
 {
     for (uint32_t i = r->ne; i < r->m; i++)
         if (r->c[i]->doc == d)
-            c_next_lazy(r->c[i]);
-}
-
-/* Decodes the lazy essential cursors at d; returns 1 when one of them
- * holds d (else d was only a lower bound and is no candidate). */
-static int ms_real(struct run *r, uint32_t d)
-{
-    int any = 0;
-
-    for (uint32_t i = r->ne; i < r->m; i++) {
-        c_real(r->c[i], d);
-        any |= r->c[i]->doc == d;
-    }
-    return any;
+            c_next(r->c[i]);
 }
 
 static void ms_offer(struct run *r, uint32_t d, double s)
@@ -429,8 +373,6 @@ static void ms_candidate(struct run *r, uint32_t d)
 
     if (full && !ms_block_check(r, d))
         return;
-    if (!ms_real(r, d))
-        return;
     if (r->accept && !r->accept(d, r->user)) {
         advance_at(r, d);
         return;
@@ -441,7 +383,7 @@ static void ms_candidate(struct run *r, uint32_t d)
             continue;
         r->ev[e_n] = tscore_len(c->w, c->wtf[c->i], doc_len(r, d), &r->sc);
         part += r->ev[e_n++];
-        c_next_lazy(c);
+        c_next(c);
     }
     for (uint32_t i = r->ne; i-- > 0;) {
         struct cursor *c = r->c[i];
