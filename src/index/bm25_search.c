@@ -387,7 +387,9 @@ static void ms_candidate(struct run *r, uint32_t d)
     }
     for (uint32_t i = r->ne; i-- > 0;) {
         struct cursor *c = r->c[i];
-        double rem = full ? fmin(r->cum[i], r->bcum[i]) : r->cum[i];
+        /* a plain compare, not libm's fmin (a call at -O2; bounds are
+         * never NaN) */
+        double rem = full && r->bcum[i] < r->cum[i] ? r->bcum[i] : r->cum[i];
         if (cannot_beat(r, part + rem))
             return;
         c_seek(c, d);
