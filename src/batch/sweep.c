@@ -54,23 +54,6 @@ struct sweep {
     int failed;
 };
 
-static char *fmtnew(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmtnew(const char *fmt, ...)
-{
-    struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
-    va_list ap;
-    enum mt_status st;
-
-    va_start(ap, fmt);
-    st = mtx_buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (st != MT_OK) {
-        mtx_buf_free(&b);
-        return NULL;
-    }
-    return mtx_buf_take(&b);
-}
-
 /* ==== The grid ==== */
 
 /* 'key' as a mediqa option name: an alias, or '_' read as '-'. */
@@ -245,7 +228,7 @@ static int push_cell(struct argv_buf *b, const struct sweep *s, size_t c)
     size_t k;
 
     for (k = 0; k < s->nax; k++)
-        if (argv_own(b, fmtnew("--%s=%s", s->ax[k].option,
+        if (argv_own(b, mtx_str_printf("--%s=%s", s->ax[k].option,
                                s->ax[k].vals[cell_value(s, c, k)])) < 0)
             return -1;
     return 0;
@@ -255,7 +238,7 @@ static int push_cell(struct argv_buf *b, const struct sweep *s, size_t c)
 
 static char *run_dir(const char *out, size_t c, unsigned long r)
 {
-    return fmtnew("%s/cell-%03zu/run-%lu", out, c + 1, r + 1);
+    return mtx_str_printf("%s/cell-%03zu/run-%lu", out, c + 1, r + 1);
 }
 
 static enum mt_status mkdirs(const char *path, struct mt_error *err)
@@ -681,7 +664,7 @@ static int mediqa_run(const struct job *j, const char *data, const char *sub,
                       const char *trace)
 {
     struct argv_buf b = {0};
-    char seed[32], *out = fmtnew("%s/mediqa.json", j->dir);
+    char seed[32], *out = mtx_str_printf("%s/mediqa.json", j->dir);
     int rc;
 
     snprintf(seed, sizeof seed, "--seed=%llu",
@@ -858,7 +841,7 @@ static enum mt_status replay_load(struct job *j, struct replay *p,
                                   struct mt_error *err)
 {
     char *src =
-        fmtnew("%s/cell-%03lld/run-%lu",
+        mtx_str_printf("%s/cell-%03lld/run-%lu",
                json_string_value(json_object_get(j->plan, "replay")),
                json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
                j->r + 1);

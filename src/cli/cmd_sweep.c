@@ -19,7 +19,6 @@
 #include "medtrust/core.h"
 
 #define MAX_ARGS 160
-#define SWEEP_BUF_MAX MT_BUF_DEFAULT_MAX
 
 static const struct cli_opt sweep_opts[] = {
     AGENT_OPTS,
@@ -52,23 +51,6 @@ static const char *const reserved[] = {
     "seed",  "no-progress", "score", "bleurt-scores", "bertscore-model",
     NULL,
 };
-
-static char *fmtnew(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmtnew(const char *fmt, ...)
-{
-    struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
-    va_list ap;
-    enum mt_status st;
-
-    va_start(ap, fmt);
-    st = mtx_buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (st != MT_OK) {
-        mtx_buf_free(&b);
-        return NULL;
-    }
-    return mtx_buf_take(&b);
-}
 
 static const struct cli_opt *find_opt(const struct cli_opt *t, const char *name)
 {
@@ -182,14 +164,14 @@ static int push_given(struct args *b, const struct cli_args *a, size_t i)
 
     if (o->repeat) {
         for (j = 0; j < a->nmulti[i]; j++)
-            if (args_push(b, fmtnew("--%s=%s", o->name, a->multi[i][j])) < 0)
+            if (args_push(b, mtx_str_printf("--%s=%s", o->name, a->multi[i][j])) < 0)
                 return -1;
         return 0;
     }
     if (!a->val[i])
         return 0;
-    return cli_opt_arg(o) ? args_push(b, fmtnew("--%s=%s", o->name, a->val[i]))
-                          : args_push(b, fmtnew("--%s", o->name));
+    return cli_opt_arg(o) ? args_push(b, mtx_str_printf("--%s=%s", o->name, a->val[i]))
+                          : args_push(b, mtx_str_printf("--%s", o->name));
 }
 
 /* The options every run shares: what the sweep was given, less what it

@@ -169,3 +169,19 @@ void mtx_buf_free(struct mt_buf *b)
     b->len = 0;
     b->cap = 0;
 }
+
+char *mtx_str_printf(const char *fmt, ...)
+{
+    struct mt_buf b = MT_BUF_INIT(MT_BUF_DEFAULT_MAX);
+    va_list ap;
+    enum mt_status st;
+
+    va_start(ap, fmt);
+    st = mtx_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (st != MT_OK) {
+        mtx_buf_free(&b);
+        return NULL;
+    }
+    return mtx_buf_take(&b);
+}

@@ -51,5 +51,8 @@ void mtx_buf_reset(struct mt_buf *b);
  * return NULL when nothing was ever appended. */
 char *mtx_buf_take(struct mt_buf *b);
 void mtx_buf_free(struct mt_buf *b);
+/* A new string formatted as printf does, at most MT_BUF_DEFAULT_MAX bytes
+ * (free with mt_free); NULL when it cannot be allocated or is too long. */
+char *mtx_str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -4,10 +4,13 @@
  * python3, which says nothing about where medtrust is installed. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/selfpath.h"
+#include "medtrust/core.h"
 
 /* An address inside this object (a function's would need a cast ISO C
  * forbids). */
@@ -32,4 +35,43 @@ int mtx_lib_dir(char *buf, size_t n)
         return -1;
     snprintf(buf, n, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
     return 0;
+}
+
+static char *in_rels(const char *dir, const char *const *rels, size_t n)
+{
+    char path[PATH_MAX + 64];
+
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, rels[i]);
+        if (access(path, R_OK) == 0)
+            return mt_strdup(path);
+    }
+    return NULL;
+}
+
+static int exe_dir(char *buf, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+    char *slash;
+
+    if (len <= 0)
+        return -1;
+    buf[len] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    return 0;
+}
+
+char *mtx_self_find(const char *const *rels, size_t n)
+{
+    char dir[PATH_MAX];
+    char *found = NULL;
+
+    if (exe_dir(dir, sizeof dir) == 0)
+        found = in_rels(dir, rels, n);
+    if (!found && mtx_lib_dir(dir, sizeof dir) == 0)
+        found = in_rels(dir, rels, n);
+    return found;
 }

@@ -10,4 +10,10 @@
  * (look beside /proc/self/exe then) or the folder does not fit. */
 int mtx_lib_dir(char *buf, size_t n);
 
+/* The first of rels[0..n) readable relative to the program's folder
+ * (/proc/self/exe), then to libmedtrust.so's: a new "FOLDER/REL" path (free
+ * with mt_free), or NULL. How installed and build-tree data files (USE-lite
+ * weights, jieba's dictionary) are found. */
+char *mtx_self_find(const char *const *rels, size_t n);
+
 #endif

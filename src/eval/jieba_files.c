@@ -22,58 +22,35 @@
 
 /* ==== Finding the folder ==== */
 
-static char *try_dir(const char *dir, const char *rel)
+/* dir, when it holds a readable dict.txt: a copy of it. */
+static char *try_dir(const char *dir)
 {
     char path[PATH_MAX + 64];
 
-    snprintf(path, sizeof path, "%s%s%s/" MTX_JIEBA_DICT, dir, *rel ? "/" : "",
-             rel);
+    snprintf(path, sizeof path, "%s/" MTX_JIEBA_DICT, dir);
     if (access(path, R_OK) != 0)
         return NULL;
     path[strlen(path) - strlen("/" MTX_JIEBA_DICT)] = '\0';
     return mt_strdup(path);
 }
 
-static const char *const rels[] = {"../share/medtrust/jieba",
-                                   "third_party/jieba", "../third_party/jieba",
-                                   "../../third_party/jieba"};
-
-static char *in_rels(const char *dir)
-{
-    char *found = NULL;
-
-    for (size_t i = 0; i < sizeof rels / sizeof rels[0] && !found; i++)
-        found = try_dir(dir, rels[i]);
-    return found;
-}
-
-static char *beside_binary(void)
-{
-    char exe[PATH_MAX];
-    char *slash;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    return in_rels(exe);
-}
+/* Beside the program or libmedtrust.so: PREFIX/{bin,lib}/../share, or the
+ * source tree's third_party from its build folders. */
+static const char *const rels[] = {
+    "../share/medtrust/jieba/" MTX_JIEBA_DICT,
+    "third_party/jieba/" MTX_JIEBA_DICT, "../third_party/jieba/" MTX_JIEBA_DICT,
+    "../../third_party/jieba/" MTX_JIEBA_DICT};
 
 static char *search(void)
 {
-    char dir[PATH_MAX];
-    char *found = beside_binary();
+    char *found = mtx_self_find(rels, sizeof rels / sizeof rels[0]);
 
-    if (!found && mtx_lib_dir(dir, sizeof dir) == 0)
-        found = in_rels(dir);
+    if (found) /* the folder, not its dict.txt */
+        found[strlen(found) - strlen("/" MTX_JIEBA_DICT)] = '\0';
     if (!found)
-        found = try_dir(MT_JIEBA_DATADIR, "");
+        found = try_dir(MT_JIEBA_DATADIR);
     if (!found)
-        found = try_dir("third_party/jieba", "");
+        found = try_dir("third_party/jieba");
     return found;
 }
 
@@ -84,7 +61,7 @@ char *mtx_ev_jieba_find(const char *given, struct mt_error *err)
     char *found;
 
     if (dir) {
-        found = try_dir(dir, "");
+        found = try_dir(dir);
         if (!found)
             mt_fail(err, MT_ENOTFOUND,
                     "%s (%s) holds no readable " MTX_JIEBA_DICT ": point it "

@@ -46,44 +46,11 @@ static char *try_path(const char *dir, const char *rel)
     return readable(path) ? mt_strdup(path) : NULL;
 }
 
+/* Beside the program or libmedtrust.so (Python): the build tree's
+ * build/use-lite.mtw, or PREFIX/{bin,lib}/../share/medtrust. */
 static const char *const rels[] = {WEIGHTS_NAME, "../" WEIGHTS_NAME,
                                    "../share/medtrust/" WEIGHTS_NAME,
                                    "../../" WEIGHTS_NAME};
-
-static char *in_rels(const char *dir)
-{
-    char *found = NULL;
-    size_t i;
-
-    for (i = 0; i < sizeof rels / sizeof rels[0] && !found; i++)
-        found = try_path(dir, rels[i]);
-    return found;
-}
-
-static char *beside_binary(void)
-{
-    char exe[PATH_MAX];
-    char *slash;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    return in_rels(exe);
-}
-
-/* Beside libmedtrust.so, for a program that loads it (Python): the build
- * tree's build/use-lite.mtw, or PREFIX/lib/../share/medtrust. */
-static char *beside_library(void)
-{
-    char dir[PATH_MAX];
-
-    return mtx_lib_dir(dir, sizeof dir) == 0 ? in_rels(dir) : NULL;
-}
 
 char *mtx_ul_find_weights(struct mt_error *err)
 {
@@ -97,9 +64,7 @@ char *mtx_ul_find_weights(struct mt_error *err)
                 strerror(errno));
         return NULL;
     }
-    found = beside_binary();
-    if (!found)
-        found = beside_library();
+    found = mtx_self_find(rels, sizeof rels / sizeof rels[0]);
     if (!found)
         found = try_path(MT_USE_LITE_DATADIR, WEIGHTS_NAME);
     if (!found)
