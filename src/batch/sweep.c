@@ -229,7 +229,7 @@ static int push_cell(struct argv_buf *b, const struct sweep *s, size_t c)
 
     for (k = 0; k < s->nax; k++)
         if (argv_own(b, mtx_str_printf("--%s=%s", s->ax[k].option,
-                               s->ax[k].vals[cell_value(s, c, k)])) < 0)
+                                       s->ax[k].vals[cell_value(s, c, k)])) < 0)
             return -1;
     return 0;
 }
@@ -840,11 +840,11 @@ static void replay_free(struct replay *p)
 static enum mt_status replay_load(struct job *j, struct replay *p,
                                   struct mt_error *err)
 {
-    char *src =
-        mtx_str_printf("%s/cell-%03lld/run-%lu",
-               json_string_value(json_object_get(j->plan, "replay")),
-               json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
-               j->r + 1);
+    char *src = mtx_str_printf(
+        "%s/cell-%03lld/run-%lu",
+        json_string_value(json_object_get(j->plan, "replay")),
+        json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
+        j->r + 1);
     char path[4300];
     enum mt_status st = src ? MT_OK : MT_ENOMEM;
 

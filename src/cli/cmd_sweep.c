@@ -164,14 +164,16 @@ static int push_given(struct args *b, const struct cli_args *a, size_t i)
 
     if (o->repeat) {
         for (j = 0; j < a->nmulti[i]; j++)
-            if (args_push(b, mtx_str_printf("--%s=%s", o->name, a->multi[i][j])) < 0)
+            if (args_push(
+                    b, mtx_str_printf("--%s=%s", o->name, a->multi[i][j])) < 0)
                 return -1;
         return 0;
     }
     if (!a->val[i])
         return 0;
-    return cli_opt_arg(o) ? args_push(b, mtx_str_printf("--%s=%s", o->name, a->val[i]))
-                          : args_push(b, mtx_str_printf("--%s", o->name));
+    return cli_opt_arg(o)
+               ? args_push(b, mtx_str_printf("--%s=%s", o->name, a->val[i]))
+               : args_push(b, mtx_str_printf("--%s", o->name));
 }
 
 /* The options every run shares: what the sweep was given, less what it

@@ -91,7 +91,8 @@ int search_opts_read(const struct cli_args *a, struct mt_search_params *p,
     unsigned long v = 0;
 
     mt_search_default_params(p);
-    if (read_mode(a, p) < 0 || cli_params_read(a, &mt_search_param_table, p) < 0 ||
+    if (read_mode(a, p) < 0 ||
+        cli_params_read(a, &mt_search_param_table, p) < 0 ||
         cli_get_uint(a, "jobs", 0, 256, &v) < 0 || read_filter(a, p) < 0)
         return -1;
     *jobs = (unsigned)v;

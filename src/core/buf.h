@@ -53,6 +53,7 @@ char *mtx_buf_take(struct mt_buf *b);
 void mtx_buf_free(struct mt_buf *b);
 /* A new string formatted as printf does, at most MT_BUF_DEFAULT_MAX bytes
  * (free with mt_free); NULL when it cannot be allocated or is too long. */
-char *mtx_str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *mtx_str_printf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 
 #endif

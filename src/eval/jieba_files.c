@@ -36,10 +36,10 @@ static char *try_dir(const char *dir)
 
 /* Beside the program or libmedtrust.so: PREFIX/{bin,lib}/../share, or the
  * source tree's third_party from its build folders. */
-static const char *const rels[] = {
-    "../share/medtrust/jieba/" MTX_JIEBA_DICT,
-    "third_party/jieba/" MTX_JIEBA_DICT, "../third_party/jieba/" MTX_JIEBA_DICT,
-    "../../third_party/jieba/" MTX_JIEBA_DICT};
+static const char *const rels[] = {"../share/medtrust/jieba/" MTX_JIEBA_DICT,
+                                   "third_party/jieba/" MTX_JIEBA_DICT,
+                                   "../third_party/jieba/" MTX_JIEBA_DICT,
+                                   "../../third_party/jieba/" MTX_JIEBA_DICT};
 
 static char *search(void)
 {

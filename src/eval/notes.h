@@ -14,7 +14,7 @@ struct mtx_note {
     char *sents; /* NULL without a Sentences column */
     char *line;  /* submission line once finished */
     int resumed;
-    int failed; /* its check failed: 'line' is a fallback */
+    int failed;   /* its check failed: 'line' is a fallback */
     int fallback; /* ... for a fallback verdict (batch/run.c) */
     char *error;  /* why it failed (batch/run.c), else NULL */
 };

@@ -11,8 +11,7 @@
 /* The server's lower cap: a search runs on a shared server thread, so it
  * returns at most 1,000 hits (the grouped default reads 4k passages). */
 static const struct mt_param search_params[] = {
-    {"k", "k", P(k), MT_PARAM_U32, 1, 10000, 1000, "N", "hits to return",
-     NULL},
+    {"k", "k", P(k), MT_PARAM_U32, 1, 10000, 1000, "N", "hits to return", NULL},
     {"k1", NULL, P(k1), MT_PARAM_F32, 0, 100, 0, "X",
      "BM25 k1 (default: Anserini's BEIR setting)", NULL},
     {"b", NULL, P(b), MT_PARAM_F32, 0, 1, 0, "X",
