@@ -77,7 +77,10 @@ def _arrived(stub: Stub) -> bool:
 
 
 CHILD = r"""
-import sys, medtrust
+import signal, sys, medtrust
+# Python's own Ctrl-C even when started with SIGINT ignored (a suite run
+# in the background of a shell without job control inherits that)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 c = medtrust.Checker(llm=sys.argv[1], strategy="react-reflex",
                      no_retrieval=True)
 print("ready", flush=True)
