@@ -141,6 +141,16 @@ int cli_lora_apply(struct cli_args *a);
  * -1 when one is invalid. */
 int cli_llm_params_read(const struct cli_args *a, struct mt_llm_params *p);
 
+struct mtx_rows_params;
+/* The settings of an "LLM over rows" run (batch/rows.h) of the model role
+ * ROLE on JOBS threads: --llm, --no-progress, then the model-call options
+ * read into lp (filled with the defaults first) as cli_llm_params_read;
+ * rp->llm points at lp. Prints an error and returns -1 when one is
+ * invalid. */
+int cli_rows_params_read(const struct cli_args *a, const char *role,
+                         unsigned jobs, struct mtx_rows_params *rp,
+                         struct mt_llm_params *lp);
+
 /* Reads --analyzer, --chunk-size and --chunk-overlap (the settings of a
  * new store) into sp after filling it with the defaults; prints an error
  * and returns -1 when one is invalid (index and import share them). */

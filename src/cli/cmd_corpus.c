@@ -235,14 +235,7 @@ static int vote_opts(struct cli_args *a, struct vote_run *r,
     }
     r->votes = (unsigned)v;
     r->min_yes = (unsigned)m;
-    mtx_rows_default_params(rp);
-    rp->role = "vote";
-    rp->llm_spec = cli_get(a, "llm");
-    rp->llm = lp;
-    rp->jobs = (unsigned)j;
-    rp->quiet = cli_get(a, "no-progress") != NULL;
-    mt_llm_default_params(lp);
-    return cli_llm_params_read(a, lp);
+    return cli_rows_params_read(a, "vote", (unsigned)j, rp, lp);
 }
 
 static enum mt_status vote_open(struct cli_args *a, struct vote_run *r,

@@ -309,14 +309,7 @@ static int explain_opts(struct cli_args *a, struct explain_run *r,
                         "required\nTry 'medtrust examples --help'.\n");
         return -1;
     }
-    mtx_rows_default_params(rp);
-    rp->role = "explain";
-    rp->llm_spec = cli_get(a, "llm");
-    rp->llm = lp;
-    rp->jobs = (unsigned)j;
-    rp->quiet = cli_get(a, "no-progress") != NULL;
-    mt_llm_default_params(lp);
-    return cli_llm_params_read(a, lp);
+    return cli_rows_params_read(a, "explain", (unsigned)j, rp, lp);
 }
 
 static enum mt_status explain_open(struct cli_args *a, struct explain_run *r,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "batch/rows.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
@@ -397,4 +398,18 @@ int cli_store_params_read(const struct cli_args *a, struct mt_store_params *sp)
         return -1;
     }
     return 0;
+}
+
+int cli_rows_params_read(const struct cli_args *a, const char *role,
+                         unsigned jobs, struct mtx_rows_params *rp,
+                         struct mt_llm_params *lp)
+{
+    mtx_rows_default_params(rp);
+    rp->role = role;
+    rp->llm_spec = cli_get(a, "llm");
+    rp->llm = lp;
+    rp->jobs = jobs;
+    rp->quiet = cli_get(a, "no-progress") != NULL;
+    mt_llm_default_params(lp);
+    return cli_llm_params_read(a, lp);
 }
