@@ -13,6 +13,7 @@
 #include "medtrust/core.h"
 #include "medtrust/model.h"
 #include "model/embed.h"
+#include "model/llm.h"
 #include "model/nli.h"
 #include "model/rerank.h"
 
@@ -190,21 +191,19 @@ static void check_one(struct check_ctx *c, const char *kind, const char *spec)
     report(c, kind, spec, st, detail);
 }
 
-/* Every MEDTRUST_LLM_<ROLE>=SPEC in the environment. */
+/* Every MEDTRUST_LLM_<ROLE>=SPEC in the environment (a ROLE of up to 37
+ * characters). */
 static void check_roles(struct check_ctx *c)
 {
-    char kind[64];
+    char role[38], kind[64];
+    const char *spec;
     char **e;
 
     for (e = environ; *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t k = eq ? (size_t)(eq - *e) : 0;
-        if (strncmp(*e, "MEDTRUST_LLM_", 13) != 0 || k <= 13 ||
-            strncmp(*e, "MEDTRUST_LLM_TIMEOUT=", 21) == 0 ||
-            strncmp(*e, "MEDTRUST_LLM_RETRIES=", 21) == 0 || k > 50)
+        if (!(spec = mtx_llm_env_role(*e, role, sizeof role)))
             continue;
-        snprintf(kind, sizeof kind, "llm[%.*s]", (int)(k - 13), *e + 13);
-        check_one(c, kind, eq + 1);
+        snprintf(kind, sizeof kind, "llm[%s]", role);
+        check_one(c, kind, spec);
     }
 }
 

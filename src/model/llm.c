@@ -179,6 +179,24 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
     return st;
 }
 
+const char *mtx_llm_env_role(const char *entry, char *role, size_t n)
+{
+    static const char pre[] = "MEDTRUST_LLM_";
+    const char *eq = strchr(entry, '=');
+    size_t k;
+
+    if (!eq || strncmp(entry, pre, sizeof pre - 1) != 0)
+        return NULL;
+    k = (size_t)(eq - entry) - (sizeof pre - 1);
+    if (k == 0 || k >= n)
+        return NULL;
+    memcpy(role, entry + sizeof pre - 1, k);
+    role[k] = '\0';
+    if (strcmp(role, "TIMEOUT") == 0 || strcmp(role, "RETRIES") == 0)
+        return NULL;
+    return eq + 1;
+}
+
 const char *mt_llm_role_spec(const char *role, const char *fallback)
 {
     char name[96] = "MEDTRUST_LLM_";

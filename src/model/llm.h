@@ -26,6 +26,12 @@ enum mt_status mtx_llm_llama_open(const char *path,
                                   const struct mt_llm_params *p,
                                   struct mt_llm **out, struct mt_error *err);
 
+/* Whether entry ("NAME=VALUE", from environ) is a MEDTRUST_LLM_<ROLE>
+ * model spec, not one of the settings MEDTRUST_LLM_TIMEOUT and _RETRIES:
+ * then its ROLE as written goes into role (n bytes; a longer one is not
+ * taken) and its spec is returned; else NULL. */
+const char *mtx_llm_env_role(const char *entry, char *role, size_t n);
+
 /* Estimated tokens of s[0..n): one per 3 ASCII bytes (rounded up) and
  * one per other UTF-8 character. English runs near 4 bytes a token in
  * the usual BPE vocabularies and CJK near a token a character, so this

@@ -14,6 +14,7 @@
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
 #include "medtrust/publish.h"
+#include "model/llm.h"
 #include "server/srv_int.h"
 
 /* ==== Health and models ==== */
@@ -77,26 +78,17 @@ static json_t *spec_json(const char *spec, int admin)
 static json_t *role_specs(int admin)
 {
     extern char **environ;
-    static const char pre[] = "MEDTRUST_LLM_";
     json_t *o = json_object();
     char role[64];
+    const char *spec;
     char **e;
 
     for (e = environ; o && e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t n;
-        if (strncmp(*e, pre, sizeof pre - 1) != 0 || !eq)
+        if (!(spec = mtx_llm_env_role(*e, role, sizeof role)))
             continue;
-        n = (size_t)(eq - *e) - (sizeof pre - 1);
-        if (n == 0 || n >= sizeof role)
-            continue;
-        memcpy(role, *e + sizeof pre - 1, n);
-        role[n] = '\0';
-        if (strcmp(role, "TIMEOUT") == 0 || strcmp(role, "RETRIES") == 0)
-            continue;
-        for (n = 0; role[n]; n++)
-            role[n] = (char)tolower((unsigned char)role[n]);
-        json_object_set_new(o, role, spec_json(eq + 1, admin));
+        for (size_t i = 0; role[i]; i++)
+            role[i] = (char)tolower((unsigned char)role[i]);
+        json_object_set_new(o, role, spec_json(spec, admin));
     }
     return o;
 }
