@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -92,7 +93,16 @@ struct mt_server_params {
                                   event rows are deleted this long after
                                   it ended; default 604800 (7 days);
                                   0 = kept */
+    uint32_t grace_s;          /* on SIGTERM `medtrust serve` gives
+                                  mt_server_stop this many seconds for
+                                  jobs; default 30 (the library reads it
+                                  only through its caller) */
 };
+
+/* The settings table of struct mt_server_params' numeric members and
+ * flags (`medtrust serve`'s options, their bounds and help; no request
+ * member sets them); the defaults are mt_server_default_params'. */
+extern const struct mt_param_table mt_server_param_table;
 
 /* Fills 'p' with the defaults above (db_dir NULL). */
 void mt_server_default_params(struct mt_server_params *p);

@@ -12,6 +12,10 @@
 
 extern const struct cli_verb cli_verb_serve;
 
+/* The numeric options and flags are struct mt_server_params' settings
+ * table's rows. */
+#define SERVER_T (&mt_server_param_table)
+
 static const struct cli_opt serve_opts[] = {
     {"db", 'd', "DIR",
      "store directory (required; created if missing), or a folder that "
@@ -29,74 +33,22 @@ static const struct cli_opt serve_opts[] = {
      "where access.log and audit.log go (default: "
      "no log files)",
      0},
-    {"threads", 't', "N", "network threads, 1..256 (default 4)", 0},
-    {"llm-jobs", 0, "N",
-     "model-bound jobs running at once, 1..256 (default 4); with --state "
-     "0 runs none here and needs no --llm (other servers and 'worker "
-     "--serve-jobs' do)",
-     0},
-    {"max-body", 0, "BYTES",
-     "largest request body, 1KiB..1GiB (default "
-     "8 MiB)",
-     0},
-    {"rate-limit", 0, "N",
-     "requests a second per account, 0 = none "
-     "(default 20)",
-     0},
-    {"rate-burst", 0, "N",
-     "requests allowed in a burst, 1..100000 "
-     "(default 40)",
-     0},
-    {"timeout", 0, "S",
-     "idle connection timeout in seconds, 1..3600 "
-     "(default 30)",
-     0},
-    {"header-timeout", 0, "S",
-     "the request line and headers must arrive within S "
-     "seconds of a connection or its previous answer, however slowly "
-     "they trickle, 0..3600, 0 = none (default 10)",
-     0},
-    {"max-conns-per-ip", 0, "N",
-     "connections from one client address, 0..100000, "
-     "0 = no cap (default 64); all connections are capped by the open-file "
-     "limit, raised to its hard limit at start (GET /v1/health: limits)",
-     0},
-    {"sse-idle", 0, "S",
-     "an event stream with nothing to send for S seconds gets a "
-     "keep-alive comment, so a client that went away is found and its "
-     "stream closed, 0..3600, 0 = none (default 15)",
-     0},
-    {"replay-max", 0, "BYTES",
-     "bytes of a run's events kept for a stream opened late, 4096..1 GiB "
-     "(default 1048576): older ones are dropped and such a stream gets a "
-     "\"missed\" event; the final \"done\" is always kept",
-     0},
-    {"login-failures", 0, "N",
-     "wrong passwords in a row that lock an account "
-     "(its address: 4 N), 0..1000, 0 = no throttle (default 5)",
-     0},
-    {"login-lock", 0, "S",
-     "the first lock in seconds, doubled with each "
-     "further wrong password up to 900, 1..3600 (default 2)",
-     0},
-    {"job-timeout", 0, "S",
-     "a job is cancelled after S seconds (default "
-     "600)",
-     0},
-    {"job-lease", 0, "S",
-     "with --state: seconds a claimed check or ask stays this server's "
-     "without a heartbeat; a dead server's jobs are claimed again after "
-     "it, 1..3600 (default 30)",
-     0},
-    {"event-retention", 0, "S",
-     "with --state: a finished run's event rows are deleted S seconds "
-     "after it ended (its result stays), 0 = kept (default 604800, "
-     "7 days)",
-     0},
-    {"grace", 0, "S",
-     "on SIGTERM, wait up to S seconds for jobs, 0..3600 "
-     "(default 30)",
-     0},
+    CLI_PARAM_KEY("threads", 't', SERVER_T),
+    CLI_PARAM("llm-jobs", SERVER_T),
+    CLI_PARAM("max-body", SERVER_T),
+    CLI_PARAM("rate-limit", SERVER_T),
+    CLI_PARAM("rate-burst", SERVER_T),
+    CLI_PARAM("timeout", SERVER_T),
+    CLI_PARAM("header-timeout", SERVER_T),
+    CLI_PARAM("max-conns-per-ip", SERVER_T),
+    CLI_PARAM("sse-idle", SERVER_T),
+    CLI_PARAM("replay-max", SERVER_T),
+    CLI_PARAM("login-failures", SERVER_T),
+    CLI_PARAM("login-lock", SERVER_T),
+    CLI_PARAM("job-timeout", SERVER_T),
+    CLI_PARAM("job-lease", SERVER_T),
+    CLI_PARAM("event-retention", SERVER_T),
+    CLI_PARAM("grace", SERVER_T),
     {"registration", 0, "open|closed",
      "store whether anyone may register "
      "(default: keep the stored setting, initially closed: an admin adds "
@@ -126,64 +78,10 @@ static const struct cli_opt serve_opts[] = {
      "(the model as judge) or minicheck:SPEC (a MiniCheck model); default "
      "MEDTRUST_NLI, else llm",
      0},
-    {"secure-cookies", 0, NULL, "mark cookies Secure (behind TLS)", 0},
-    {"test-routes", 0, NULL, "test equipment: enable POST /v1/jobs/sleep", 0},
+    CLI_PARAM("secure-cookies", SERVER_T),
+    CLI_PARAM("test-routes", SERVER_T),
     {NULL, 0, NULL, NULL, 0},
 };
-
-/* Reads the numeric options; -1 after printing an error. */
-static int read_nums(struct cli_args *a, struct mt_server_params *p,
-                     unsigned long *grace)
-{
-    unsigned long th = p->threads, lj = p->llm_jobs, mb = p->max_body;
-    unsigned long rl = 20, rb = p->rate_burst, to = p->timeout_s;
-    unsigned long jt = p->job_timeout_s;
-
-    if (cli_get_uint(a, "threads", 1, 256, &th) < 0 ||
-        cli_get_uint(a, "llm-jobs", 0, 256, &lj) < 0 ||
-        cli_get_uint(a, "max-body", 1024, 1ul << 30, &mb) < 0 ||
-        cli_get_uint(a, "rate-limit", 0, 1000000, &rl) < 0 ||
-        cli_get_uint(a, "rate-burst", 1, 100000, &rb) < 0 ||
-        cli_get_uint(a, "timeout", 1, 3600, &to) < 0 ||
-        cli_get_uint(a, "job-timeout", 1, 86400, &jt) < 0 ||
-        cli_get_uint(a, "grace", 0, 3600, grace) < 0)
-        return -1;
-    p->threads = (uint32_t)th;
-    p->llm_jobs = (uint32_t)lj;
-    p->max_body = mb;
-    p->rate_per_s = (double)rl;
-    p->rate_burst = (uint32_t)rb;
-    p->timeout_s = (uint32_t)to;
-    p->job_timeout_s = (uint32_t)jt;
-    if (cli_get_double(a, "job-lease", 1, 3600, &p->job_lease_s) < 0 ||
-        cli_get_double(a, "event-retention", 0, 1e9, &p->event_retention_s) < 0)
-        return -1;
-    return 0;
-}
-
-/* Reads the connection guards; -1 after printing an error. */
-static int read_guards(struct cli_args *a, struct mt_server_params *p)
-{
-    unsigned long ht = p->header_timeout_s, mc = p->max_conns_per_ip;
-    unsigned long lf = p->login_failures, ll = (unsigned long)p->login_lock_s;
-    unsigned long si = p->sse_idle_s, rm = p->replay_max;
-
-    if (cli_get_uint(a, "sse-idle", 0, 3600, &si) < 0 ||
-        cli_get_uint(a, "replay-max", 4096, 1ul << 30, &rm) < 0)
-        return -1;
-    p->sse_idle_s = (uint32_t)si;
-    p->replay_max = rm;
-    if (cli_get_uint(a, "header-timeout", 0, 3600, &ht) < 0 ||
-        cli_get_uint(a, "max-conns-per-ip", 0, 100000, &mc) < 0 ||
-        cli_get_uint(a, "login-failures", 0, 1000, &lf) < 0 ||
-        cli_get_uint(a, "login-lock", 1, 3600, &ll) < 0)
-        return -1;
-    p->login_failures = (uint32_t)lf;
-    p->login_lock_s = (double)ll;
-    p->header_timeout_s = (uint32_t)ht;
-    p->max_conns_per_ip = (uint32_t)mc;
-    return 0;
-}
 
 /* Blocks the stop signals in every thread so that only sigwait sees
  * them. */
@@ -239,7 +137,6 @@ static int serve_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     struct mt_server *s = NULL;
     static char choices[16384];
-    unsigned long grace = 30;
     sigset_t set;
     int sig = 0;
     enum mt_status st;
@@ -251,7 +148,7 @@ static int serve_run(struct cli_args *a)
                         "Try 'medtrust serve --help'.\n");
         return 1;
     }
-    if (read_nums(a, &p, &grace) < 0 || read_guards(a, &p) < 0)
+    if (cli_params_read(a, &mt_server_param_table, &p) < 0)
         return 1;
     if (cli_get(a, "listen"))
         p.listen = cli_get(a, "listen");
@@ -274,8 +171,6 @@ static int serve_run(struct cli_args *a)
                         "(without it the state stays in the store)\n");
         return 1;
     }
-    p.secure_cookies = cli_get(a, "secure-cookies") != NULL;
-    p.test_routes = cli_get(a, "test-routes") != NULL;
     block_signals(&set);
     st = mt_server_start(&p, &s, &err);
     if (st != MT_OK)
@@ -285,8 +180,9 @@ static int serve_run(struct cli_args *a)
            mt_server_port(s));
     fflush(stdout);
     sigwait(&set, &sig);
-    mt_log(MT_LOG_INFO, "signal %d: stopping (grace %lu s)", sig, grace);
-    mt_server_stop(s, (double)grace);
+    mt_log(MT_LOG_INFO, "signal %d: stopping (grace %u s)", sig,
+           (unsigned)p.grace_s);
+    mt_server_stop(s, (double)p.grace_s);
     return 0;
 }
 

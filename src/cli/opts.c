@@ -196,7 +196,7 @@ int cli_get_double(const struct cli_args *a, const char *name, double lo,
     v = strtod(s, &end);
     if (*end || end == s || !(v >= lo && v <= hi)) {
         fprintf(stderr,
-                "medtrust: --%s must be a number in %g..%g, not "
+                "medtrust: --%s must be a number in %.10g..%.10g, not "
                 "'%s'\n",
                 name, lo, hi, s);
         return -1;

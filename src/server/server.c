@@ -79,6 +79,7 @@ void mt_server_default_params(struct mt_server_params *p)
     p->event_retention_s = 7 * 86400;
     p->replay_max = (size_t)1 << 20;
     p->sse_idle_s = 15;
+    p->grace_s = 30;
 }
 
 /* ==== Store leases ==== */

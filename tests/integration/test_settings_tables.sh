@@ -151,3 +151,36 @@ while read -r field opt over_srv over_cli; do
         ok "check --$opt $over_cli is refused"
     else not_ok "--$opt over the CLI's bound" "$(cat "$TMP/err")"; fi
 done <"$TMP/caps"
+
+# serve's own settings (mt_server_param_table): every numeric option's
+# --help line says its bounds and default, the defaults are the ones
+# README's limits table gives, and one past each highest value is
+# refused before anything starts, naming the option and its bounds.
+"$MT" serve --help >"$TMP/serve.help"
+python3 - "$TMP/serve.help" >"$TMP/srvb" <<'PY'
+import re, sys
+h = open(sys.argv[1]).read()
+rows = re.findall(r"--([a-z-]+) \S+ +.*?, ([0-9.]+)\.\.([0-9.]+) "
+                  r"\(default ([0-9.]+)\)$", h, re.M)
+readme = {"max-body": "8388608", "max-conns-per-ip": "64", "sse-idle": "15",
+          "replay-max": "1048576", "header-timeout": "10",
+          "rate-limit": "20", "rate-burst": "40", "login-failures": "5",
+          "login-lock": "2", "grace": "30", "job-lease": "30",
+          "event-retention": "604800", "threads": "4", "llm-jobs": "4"}
+got = {o: d for o, lo, hi, d in rows}
+for o, d in readme.items():
+    assert got.get(o) == d, (o, got.get(o), d)
+for o, lo, hi, d in rows:
+    print(o, lo, hi, "%.10g" % (float(hi) + 1))
+PY
+if [ "$(wc -l <"$TMP/srvb")" -eq 16 ] &&
+    grep -q -- "--secure-cookies  *mark cookies Secure (behind TLS) (default off)" "$TMP/serve.help"; then
+    ok "serve --help gives every setting's bounds and the README's defaults"
+else not_ok "serve --help settings" "$(cat "$TMP/srvb")" "$(cat "$TMP/serve.help")"; fi
+while read -r opt lo hi over; do
+    if ! "$MT" serve --db "$TMP/nodb" "--$opt" "$over" >/dev/null 2>"$TMP/err" &&
+        grep -q -- "--$opt must be an* [a-z]* in $lo\.\.$hi, not '$over'" "$TMP/err" &&
+        [ ! -e "$TMP/nodb" ]; then
+        ok "serve --$opt $over is refused before the server starts"
+    else not_ok "serve --$opt over its bound" "$(cat "$TMP/err")"; fi
+done <"$TMP/srvb"

@@ -13,6 +13,7 @@
 #include "medtrust/model.h"
 #include "medtrust/params.h"
 #include "medtrust/qa.h"
+#include "medtrust/server.h"
 #include "medtrust/store.h"
 #include "medtrust/verify.h"
 
@@ -140,6 +141,34 @@ static void test_store_table(void **state)
     CHECK(p.chunk_overlap == 7);
 }
 
+/* The server's table: its defaults are mt_server_default_params', it
+ * names no request member (a server's settings are fixed at start), and
+ * what it writes lands in the member it names. */
+static void test_server_table(void **state)
+{
+    const struct mt_param_table *t = &mt_server_param_table;
+    struct mt_server_params p;
+    size_t i;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_server_params));
+    for (i = 0; i < t->n; i++)
+        CHECK(t->params[i].field == NULL && t->params[i].option);
+    mt_server_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "max-body", 0)) ==
+          (double)p.max_body);
+    CHECK(mt_param_default(t, mt_param_find(t, "grace", 0)) == 30);
+    CHECK(mt_param_default(t, mt_param_find(t, "secure-cookies", 0)) == 0);
+    mt_param_set(mt_param_find(t, "replay-max", 0), &p, 8192);
+    CHECK(p.replay_max == 8192);
+    mt_param_set(mt_param_find(t, "rate-limit", 0), &p, 0.5);
+    CHECK(p.rate_per_s == 0.5);
+    mt_param_set(mt_param_find(t, "test-routes", 0), &p, 1);
+    CHECK(p.test_routes == 1 && p.secure_cookies == 0);
+    CHECK(mt_param_find(t, "login-lock", 0)->lo == 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_verify_table),
         cmocka_unit_test(test_llm_table),
         cmocka_unit_test(test_store_table),
+        cmocka_unit_test(test_server_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
