@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "batch/folder.h"
 #include "core/redact.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
@@ -455,52 +456,6 @@ static int score_params(json_t *o, struct score_in *in, struct srv_resp *rs)
     return num_in(o, "kpcs_alpha", 0, 1, &in->params.kpcs_alpha, rs);
 }
 
-/* Writes the run's HTML report for GET /v1/runs/ID/report; a failure
- * is logged and leaves the run without a report. */
-static void save_report(const char *path, const struct mt_eval_ref *ref,
-                        const struct mt_eval_sub *sub,
-                        const struct mt_eval_result *res, const char *name)
-{
-    struct mt_eval_run run = {name, res, sub};
-    struct mt_error err = {MT_OK, ""};
-    char dir[4096];
-
-    snprintf(dir, sizeof dir, "%s", path);
-    if (strrchr(dir, '/'))
-        *strrchr(dir, '/') = '\0';
-    if ((mkdir(dir, 0750) != 0 && errno != EEXIST) ||
-        mt_eval_report_write(path, ref, &run, 1, &err) != MT_OK)
-        mt_log(MT_LOG_WARN, "server: no report at %s: %s", path,
-               err.msg[0] ? err.msg : strerror(errno));
-}
-
-enum mt_status mtx_srv_score_text(const char *rtext, const char *stext,
-                                  const char *name,
-                                  const struct mt_eval_params *p, char **json,
-                                  size_t *notes, const char *report,
-                                  struct mt_error *err)
-{
-    struct mt_eval_ref *ref = NULL;
-    struct mt_eval_sub *sub = NULL;
-    struct mt_eval_result *res = NULL;
-    enum mt_status st =
-        mt_eval_ref_load_mem("reference", rtext, strlen(rtext), &ref, err);
-
-    if (st == MT_OK)
-        st = mt_eval_sub_parse(name, stext, strlen(stext), &sub, err);
-    if (st == MT_OK)
-        st = mt_eval_score(ref, sub, p, &res, err);
-    if (st == MT_OK)
-        st = mt_eval_result_json(res, ref, name, json, err);
-    if (st == MT_OK)
-        save_report(report, ref, sub, res, name);
-    *notes = ref ? mt_eval_ref_count(ref) : 0;
-    mt_eval_result_free(res);
-    mt_eval_sub_free(sub);
-    mt_eval_ref_free(ref);
-    return st;
-}
-
 static char *input_hash(const struct score_in *in)
 {
     char a[MT_SECRET_SIZE], b[MT_SECRET_SIZE], both[2 * MT_SECRET_SIZE];
@@ -551,8 +506,8 @@ void mtx_srv_score(struct mt_server *s, struct srv_req *rq, struct srv_resp *rs,
                            &id, &err);
     if (st == MT_OK) {
         mtx_srv_report_path(s, id, report, sizeof report);
-        st = mtx_srv_score_text(in.ref, in.sub, in.name, &in.params, &json,
-                                &notes, report, &err);
+        st = mtx_batch_score_text(in.ref, in.sub, in.name, &in.params, &json,
+                                  &notes, report, &err);
         if (st == MT_OK)
             mtx_srv_report_share(s, id);
         /* Best effort: a failed update leaves the run "queued". */

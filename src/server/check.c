@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "batch/checkers.h"
+#include "batch/folder.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
 #include "medtrust/qa.h"
@@ -20,9 +21,7 @@
 /* The bounded members of POST /v1/check are mt_agent_param_table's that
  * have a request field (medtrust/params.h: bounds, the server's caps and
  * the defaults of mt_agent_default_params); a batch takes only the
- * paper's settings (Algorithm 1's N and M, MedEval's thresholds). */
-const char *const mtx_srv_batch_settings[SRV_BATCH_NSET] = {
-    "max_steps", "max_rounds", "accept_mean", "accept_min"};
+ * paper's settings (batch/folder.h: mtx_bfolder_settings). */
 
 /* GET /v1/limits' check.fields: the table's members, then Ask's years
  * (mt_qa_param_table's). */
@@ -328,9 +327,9 @@ int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
     size_t i;
 
     mt_agent_default_params(set);
-    for (i = 0; i < SRV_BATCH_NSET; i++)
+    for (i = 0; i < MTX_BFOLDER_NSET; i++)
         if (mtx_srv_param_read(o, &mt_agent_param_table,
-                               mtx_srv_batch_settings[i], set, rs) != 0)
+                               mtx_bfolder_settings[i], set, rs) != 0)
             return -1;
     return 0;
 }
@@ -400,7 +399,7 @@ static void search_conds(struct check_arg *a)
 
 /* Reads {"note","strategy","sentences","source","search_mode","author",
  * "journal","publication_type","model"}, the settings of
- * mtx_srv_batch_settings and read_search's into a new job argument. */
+ * mtx_bfolder_settings and read_search's into a new job argument. */
 static struct check_arg *read_body(struct mt_server *s,
                                    const struct srv_req *rq,
                                    struct srv_resp *rs, enum mt_strategy *st)

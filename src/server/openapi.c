@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "batch/folder.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 
@@ -129,7 +130,7 @@ static json_t *body_schema(const struct srv_op *op, json_t *limits)
     if (strcmp(key, "batch") == 0)
         add_numbers(
             props, json_object_get(json_object_get(limits, "check"), "fields"),
-            (const char *const *)mtx_srv_batch_settings, SRV_BATCH_NSET);
+            (const char *const *)mtx_bfolder_settings, MTX_BFOLDER_NSET);
     else
         add_numbers(props,
                     json_object_get(json_object_get(limits, key), "fields"),

@@ -381,9 +381,8 @@ json_t *mtx_srv_params_json(const struct mt_param_table *t);
 
 /* The bounded fields of search (api.c); ask and check read settings tables. */
 /* The members of mt_agent_param_table a batch takes (POST /v1/batch and
- * DIR/params.json's "settings", in this order). */
-#define SRV_BATCH_NSET 4
-extern const char *const mtx_srv_batch_settings[SRV_BATCH_NSET];
+ * DIR/params.json's "settings") are the batch layer's
+ * mtx_bfolder_settings (batch/folder.h). */
 /* ==== GET /v1/openapi.json (openapi.c; router.c walks its table) ==== */
 
 /* One route as the document describes it. */
@@ -500,7 +499,7 @@ int mtx_srv_authenticate(struct mt_server *s, struct srv_req *rq,
  * into w[0..3] (ask.c; checks read the same): 0 is an open year; both
  * weights 0 or years out of order are 400. Returns 0, or -1 after a 400. */
 int mtx_srv_weights_years(json_t *o, double *w, struct srv_resp *rs);
-/* Fills *set with the defaults and reads mtx_srv_batch_settings into it;
+/* Fills *set with the defaults and reads mtx_bfolder_settings into it;
  * -1 after a 400. */
 int mtx_srv_check_settings(json_t *o, struct mt_agent_params *set,
                            struct srv_resp *rs);
@@ -526,17 +525,6 @@ void mtx_srv_checker_put(struct mt_server *s, struct mt_agent *a);
 void mtx_srv_check_params(const struct mt_agent *a, enum mt_strategy st,
                           const struct mt_agent_params *set, int mode,
                           struct mt_agent_check_params *cp);
-
-/* Scores submission text 'sub' against MEDEC CSV text 'ref' as `score
- * --json` does into *json (caller frees) and writes the HTML report to
- * 'report' (a failure there is logged); *notes gets the reference's
- * count (api.c). */
-struct mt_eval_params;
-enum mt_status mtx_srv_score_text(const char *ref, const char *sub,
-                                  const char *name,
-                                  const struct mt_eval_params *p, char **json,
-                                  size_t *notes, const char *report,
-                                  struct mt_error *err);
 
 /* Closes the note checkers (after the job workers have stopped). */
 void mtx_srv_agents_close(struct mt_server *s);
