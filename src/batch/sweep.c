@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "batch/sweep.h"
+#include "batch/sweep_int.h"
 #include "core/buf.h"
 #include "core/csv.h"
 #include "core/file.h"
@@ -20,10 +20,7 @@
 #include "medtrust/core.h"
 #include "medtrust/store.h"
 
-#define MAX_AXES 8
 #define MAX_ARGS 160
-/* Largest sample, submission or merged trace a sweep writes. */
-#define SWEEP_BUF_MAX MT_BUF_DEFAULT_MAX
 
 /* Names the papers' figures use for mediqa's options. */
 static const char *const aliases[][2] = {
@@ -33,25 +30,6 @@ static const char *const aliases[][2] = {
     {"react_steps", "steps"},
     {"reflection_rounds", "rounds"},
     {NULL, NULL},
-};
-
-struct axis {
-    char *key;    /* as the user wrote it */
-    char *option; /* mediqa's long option */
-    char **vals;
-    size_t nvals;
-};
-
-struct sweep {
-    const struct mtx_sweep_params *p;
-    const char *out;
-    const char *replay;
-    struct axis ax[MAX_AXES];
-    size_t nax, ncell;
-    unsigned long runs, sample;
-    unsigned long long seed;
-    char sample_csv[4096];
-    int failed;
 };
 
 /* ==== The grid ==== */
@@ -262,7 +240,7 @@ static enum mt_status mkdirs(const char *path, struct mt_error *err)
     return MT_OK;
 }
 
-static int exists(const char *dir, const char *name)
+int mtx_sweep_exists(const char *dir, const char *name)
 {
     char p[4200];
     struct stat st;
@@ -271,8 +249,8 @@ static int exists(const char *dir, const char *name)
     return stat(p, &st) == 0;
 }
 
-static enum mt_status json_write(const char *path, const json_t *o,
-                                 struct mt_error *err)
+enum mt_status mtx_sweep_json_write(const char *path, const json_t *o,
+                                    struct mt_error *err)
 {
     char *s = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     enum mt_status st;
@@ -284,7 +262,7 @@ static enum mt_status json_write(const char *path, const json_t *o,
     return st;
 }
 
-static json_t *json_read(const char *path, struct mt_error *err)
+json_t *mtx_sweep_json_read(const char *path, struct mt_error *err)
 {
     json_error_t je;
     json_t *o = json_load_file(path, 0, &je);
@@ -329,13 +307,7 @@ static enum mt_status record_line(struct mt_csv *c, struct mt_buf *b)
     return st == MT_OK ? mtx_buf_append(b, "\r\n", 2) : st;
 }
 
-struct rows {
-    char **line; /* line[0] is the header */
-    char **id;
-    size_t n;
-};
-
-static void rows_free(struct rows *r)
+void mtx_sweep_rows_free(struct rows *r)
 {
     size_t i;
 
@@ -370,8 +342,8 @@ static enum mt_status rows_push(struct rows *r, struct mt_csv *c, long idcol)
     return r->id[r->n - 1] ? MT_OK : MT_ENOMEM;
 }
 
-static enum mt_status rows_read(const char *path, struct rows *r,
-                                struct mt_error *err)
+enum mt_status mtx_sweep_rows_read(const char *path, struct rows *r,
+                                   struct mt_error *err)
 {
     struct mt_csv *c = NULL;
     long idcol = -1;
@@ -393,9 +365,9 @@ static enum mt_status rows_read(const char *path, struct rows *r,
 }
 
 /* Writes the header and rows 'pick' (in file order) to path. */
-static enum mt_status rows_write(const struct rows *r, const size_t *pick,
-                                 size_t n, const char *path,
-                                 struct mt_error *err)
+enum mt_status mtx_sweep_rows_write(const struct rows *r, const size_t *pick,
+                                    size_t n, const char *path,
+                                    struct mt_error *err)
 {
     struct mt_buf b = MT_BUF_INIT(SWEEP_BUF_MAX);
     enum mt_status st = mtx_buf_append_str(&b, r->line[0]);
@@ -424,7 +396,7 @@ static enum mt_status sample_write(struct sweep *s, json_t **ids,
     struct rows r = {0};
     size_t *pick = NULL, n, i, k;
     uint64_t x = s->seed;
-    enum mt_status st = rows_read(s->p->data, &r, err);
+    enum mt_status st = mtx_sweep_rows_read(s->p->data, &r, err);
 
     n = r.n > 0 ? r.n - 1 : 0;
     k = s->sample && s->sample < n ? s->sample : n;
@@ -440,13 +412,13 @@ static enum mt_status sample_write(struct sweep *s, json_t **ids,
     }
     if (st == MT_OK) {
         qsort(pick, k, sizeof *pick, cmp_size);
-        st = rows_write(&r, pick, k, s->sample_csv, err);
+        st = mtx_sweep_rows_write(&r, pick, k, s->sample_csv, err);
     }
     *ids = json_array();
     for (i = 0; st == MT_OK && i < k; i++)
         json_array_append_new(*ids, json_string(r.id[pick[i]]));
     mt_free(pick);
-    rows_free(&r);
+    mtx_sweep_rows_free(&r);
     return st;
 }
 
@@ -462,13 +434,7 @@ static json_t *strs_json(const char *const *v, size_t n)
     return a;
 }
 
-static void array_extend_take(json_t *a, json_t *b)
-{
-    json_array_extend(a, b);
-    json_decref(b);
-}
-
-static json_t *axes_json(const struct sweep *s)
+json_t *mtx_sweep_axes_json(const struct sweep *s)
 {
     json_t *a = json_array();
     size_t k;
@@ -483,7 +449,7 @@ static json_t *axes_json(const struct sweep *s)
 }
 
 /* One cell: {"params":{key:value},"args":["--opt=value",...]}. */
-static json_t *cell_json(const struct sweep *s, size_t c)
+json_t *mtx_sweep_cell_json(const struct sweep *s, size_t c)
 {
     struct argv_buf b = {0};
     json_t *params = json_object(), *o;
@@ -509,7 +475,7 @@ static json_t *plan_new(const struct sweep *s)
     size_t c;
 
     for (c = 0; cells && c < s->ncell; c++)
-        json_array_append_new(cells, cell_json(s, c));
+        json_array_append_new(cells, mtx_sweep_cell_json(s, c));
     if (push_base(&b, s) < 0) {
         argv_free(&b);
         json_decref(cells);
@@ -518,7 +484,8 @@ static json_t *plan_new(const struct sweep *s)
     plan = json_pack("{s:i,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "version", 1, "data",
                      s->p->data, "sample", (json_int_t)s->sample, "seed",
                      (json_int_t)s->seed, "runs", (json_int_t)s->runs, "axes",
-                     axes_json(s), "base", strs_json(b.v, b.n), "cells", cells);
+                     mtx_sweep_axes_json(s), "base", strs_json(b.v, b.n),
+                     "cells", cells);
     argv_free(&b);
     return plan;
 }
@@ -533,8 +500,9 @@ static enum mt_status plan_settle(struct sweep *s, json_t *plan,
     enum mt_status st;
 
     snprintf(path, sizeof path, "%s/sweep.json", s->out);
-    if (exists(s->out, "sweep.json") && exists(s->out, "sample.csv")) {
-        if (!(old = json_read(path, err)))
+    if (mtx_sweep_exists(s->out, "sweep.json") &&
+        mtx_sweep_exists(s->out, "sample.csv")) {
+        if (!(old = mtx_sweep_json_read(path, err)))
             return MT_EPARSE;
         json_object_del(old, "notes");
         st = json_equal(old, plan)
@@ -554,102 +522,14 @@ static enum mt_status plan_settle(struct sweep *s, json_t *plan,
 
         json_object_set_new(w, "notes", ids);
         ids = NULL;
-        st = json_write(path, w, err);
+        st = mtx_sweep_json_write(path, w, err);
         json_decref(w);
     }
     json_decref(ids);
     return st;
 }
 
-/* ==== Threshold replay: the plan ==== */
-
-static int is_threshold(const char *option)
-{
-    return strcmp(option, "accept-mean") == 0 ||
-           strcmp(option, "accept-min") == 0;
-}
-
-/* args less any threshold given in them (the replay sets its own). */
-static json_t *without_thresholds(const json_t *args)
-{
-    json_t *a = json_array();
-    size_t i;
-
-    for (i = 0; a && i < json_array_size(args); i++) {
-        const char *v = json_string_value(json_array_get(args, i));
-
-        if (v && strncmp(v, "--accept-mean", 13) != 0 &&
-            strncmp(v, "--accept-min", 12) != 0)
-            json_array_append_new(a, json_string(v));
-    }
-    return a;
-}
-
-/* Cell 'dc' of the recorded sweep crossed with threshold cell 'tc'. */
-static json_t *replay_cell(const struct sweep *s, const json_t *dcell,
-                           size_t dc, size_t tc)
-{
-    json_t *t = cell_json(s, tc), *params, *args;
-
-    if (!t)
-        return NULL;
-    params = json_deep_copy(json_object_get(dcell, "params"));
-    args = without_thresholds(json_object_get(dcell, "args"));
-    json_object_update(params, json_object_get(t, "params"));
-    json_array_extend(args, json_object_get(t, "args"));
-    json_decref(t);
-    return json_pack("{s:o,s:o,s:I}", "params", params, "args", args,
-                     "replay_of", (json_int_t)dc);
-}
-
-static enum mt_status plan_replay(const struct sweep *s, json_t **out,
-                                  struct mt_error *err)
-{
-    char path[4200];
-    json_t *old, *cells = json_array(), *axes;
-    size_t dc, tc, k;
-
-    for (k = 0; k < s->nax; k++)
-        if (!is_threshold(s->ax[k].option))
-            return mt_fail(err, MT_EINVAL,
-                           "--replay sweeps the MedEval thresholds only "
-                           "(eval_avg, eval_min), not %s",
-                           s->ax[k].key);
-    snprintf(path, sizeof path, "%s/sweep.json", s->replay);
-    if (!(old = json_read(path, err)))
-        return MT_EPARSE;
-    for (dc = 0; dc < json_array_size(json_object_get(old, "cells")); dc++)
-        for (tc = 0; tc < s->ncell; tc++)
-            json_array_append_new(
-                cells, replay_cell(
-                           s, json_array_get(json_object_get(old, "cells"), dc),
-                           dc, tc));
-    axes = json_deep_copy(json_object_get(old, "axes"));
-    array_extend_take(axes, axes_json(s));
-    *out = json_pack("{s:i,s:s,s:O,s:O,s:O,s:o,s:o,s:o,s:s}", "version", 1,
-                     "data", json_string_value(json_object_get(old, "data")),
-                     "sample", json_object_get(old, "sample"), "seed",
-                     json_object_get(old, "seed"), "runs",
-                     json_object_get(old, "runs"), "axes", axes, "base",
-                     without_thresholds(json_object_get(old, "base")), "cells",
-                     cells, "replay", s->replay);
-    json_decref(old);
-    return *out ? MT_OK : mt_fail(err, MT_EPARSE, "%s: not a sweep plan", path);
-}
-
 /* ==== Running a cell ==== */
-
-struct job {
-    struct sweep *s;
-    const json_t *plan;
-    const json_t *cell;
-    size_t c;
-    unsigned long r;
-    char *dir;
-    char path[4][4200]; /* submission, trace, score, stats */
-};
-
-enum { P_SUB, P_TRACE, P_SCORE, P_STATS };
 
 static void push_json_strs(struct argv_buf *b, const json_t *a)
 {
@@ -660,8 +540,8 @@ static void push_json_strs(struct argv_buf *b, const json_t *a)
 }
 
 /* mediqa over 'data' with the cell's options and the run's seed. */
-static int mediqa_run(const struct job *j, const char *data, const char *sub,
-                      const char *trace)
+int mtx_sweep_mediqa_run(const struct job *j, const char *data, const char *sub,
+                         const char *trace)
 {
     struct argv_buf b = {0};
     char seed[32], *out = mtx_str_printf("%s/mediqa.json", j->dir);
@@ -722,16 +602,14 @@ static enum mt_status stats_run(const struct job *j, struct mt_error *err)
     enum mt_status s = mtx_sweep_trace_stats(j->path[P_TRACE], &st, err);
 
     if (s == MT_OK)
-        s = json_write(j->path[P_STATS], st, err);
+        s = mtx_sweep_json_write(j->path[P_STATS], st, err);
     json_decref(st);
     return s;
 }
 
-static enum mt_status replay_run(struct job *j, int *rc, struct mt_error *err);
-
 /* What a child's exit status means for the sweep. */
-static enum mt_status child_status(const char *what, const struct job *j,
-                                   int rc, struct mt_error *err)
+enum mt_status mtx_sweep_child_status(const char *what, const struct job *j,
+                                      int rc, struct mt_error *err)
 {
     if (rc == 0 || (rc == 1 && strcmp(what, "mediqa") == 0))
         return MT_OK;
@@ -751,12 +629,13 @@ static enum mt_status job_run(struct job *j, struct mt_error *err)
     char done[4200];
 
     if (st == MT_OK && json_object_get(j->cell, "replay_of"))
-        st = replay_run(j, &rc, err);
+        st = mtx_sweep_replay_run(j, &rc, err);
     else if (st == MT_OK) {
-        rc = mediqa_run(j, j->s->sample_csv, j->path[P_SUB], j->path[P_TRACE]);
-        st = child_status("mediqa", j, rc, err);
+        rc = mtx_sweep_mediqa_run(j, j->s->sample_csv, j->path[P_SUB],
+                                  j->path[P_TRACE]);
+        st = mtx_sweep_child_status("mediqa", j, rc, err);
     }
-    if (st == MT_OK && rc == 1 && !exists(j->dir, "submission.txt"))
+    if (st == MT_OK && rc == 1 && !mtx_sweep_exists(j->dir, "submission.txt"))
         st = mt_fail(err, MT_EINVAL,
                      "mediqa wrote no submission in %s: see its message "
                      "above",
@@ -764,217 +643,13 @@ static enum mt_status job_run(struct job *j, struct mt_error *err)
     if (st == MT_OK && rc == 1)
         j->s->failed = 1; /* some notes failed: mediqa named them */
     if (st == MT_OK)
-        st = child_status("score", j, score_run(j), err);
+        st = mtx_sweep_child_status("score", j, score_run(j), err);
     if (st == MT_OK)
         st = stats_run(j, err);
     snprintf(done, sizeof done, "%s/done", j->dir);
     if (st == MT_OK)
         st = mtx_file_write_atomic(done, rc ? "failed\n" : "done\n", rc ? 7 : 5,
                                    err);
-    return st;
-}
-
-/* ==== Threshold replay: one run ==== */
-
-/* The thresholds a replay cell sets (defaults for one it does not). */
-static void cell_thresholds(const json_t *cell, double *mean, double *min)
-{
-    const json_t *args = json_object_get(cell, "args");
-    struct mt_agent_params d;
-    size_t i;
-
-    mt_agent_default_params(&d);
-    *mean = d.accept_mean;
-    *min = d.accept_min;
-    for (i = 0; i < json_array_size(args); i++) {
-        const char *v = json_string_value(json_array_get(args, i));
-
-        if (strncmp(v, "--accept-mean=", 14) == 0)
-            *mean = strtod(v + 14, NULL);
-        else if (strncmp(v, "--accept-min=", 13) == 0)
-            *min = strtod(v + 13, NULL);
-    }
-}
-
-/* {"ID": submission line} of a submission file. */
-static json_t *sub_lines(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    json_t *o = json_object();
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-
-    while (f && o && (n = getline(&line, &cap, f)) > 0) {
-        char id[512];
-
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (sscanf(line, "%511s", id) == 1)
-            json_object_set_new(o, id, json_string(line));
-    }
-    free(line);
-    if (f)
-        fclose(f);
-    return o;
-}
-
-struct replay {
-    json_t *src_sub, *src_trace, *rounds; /* of the recorded run */
-    json_t *new_sub, *new_trace;          /* of the notes rerun */
-    struct rows rows;                     /* the sample */
-    size_t *rerun, nrerun, nreplayed;
-};
-
-static void replay_free(struct replay *p)
-{
-    json_decref(p->src_sub);
-    json_decref(p->src_trace);
-    json_decref(p->rounds);
-    json_decref(p->new_sub);
-    json_decref(p->new_trace);
-    rows_free(&p->rows);
-    mt_free(p->rerun);
-}
-
-static enum mt_status replay_load(struct job *j, struct replay *p,
-                                  struct mt_error *err)
-{
-    char *src = mtx_str_printf(
-        "%s/cell-%03lld/run-%lu",
-        json_string_value(json_object_get(j->plan, "replay")),
-        json_integer_value(json_object_get(j->cell, "replay_of")) + 1,
-        j->r + 1);
-    char path[4300];
-    enum mt_status st = src ? MT_OK : MT_ENOMEM;
-
-    if (st == MT_OK && !exists(src, "done"))
-        st = mt_fail(err, MT_EINVAL,
-                     "%s is not finished: finish that sweep before replaying "
-                     "it",
-                     src);
-    snprintf(path, sizeof path, "%s/trace.jsonl", src ? src : "");
-    if (st == MT_OK)
-        st = mtx_sweep_trace_load(path, &p->src_trace, err);
-    if (st == MT_OK)
-        st = mtx_sweep_trace_rounds(path, &p->rounds, err);
-    snprintf(path, sizeof path, "%s/submission.txt", src ? src : "");
-    if (st == MT_OK && !(p->src_sub = sub_lines(path)))
-        st = MT_ENOMEM;
-    if (st == MT_OK)
-        st = rows_read(j->s->sample_csv, &p->rows, err);
-    if (st == MT_OK && !(p->rerun = mt_malloc(p->rows.n * sizeof *p->rerun)))
-        st = MT_ENOMEM;
-    mt_free(src);
-    return st;
-}
-
-/* Splits the notes: replayed when the recorded run has its line, its check
- * did not fail (a fallback line written by --fallback-on-failure is no
- * answer to replay) and every MedEval round is decided as before, else
- * rerun. */
-static void replay_split(const struct job *j, struct replay *p)
-{
-    double mean, min;
-    size_t i;
-
-    cell_thresholds(j->cell, &mean, &min);
-    for (i = 1; i < p->rows.n; i++) {
-        const char *id = p->rows.id[i];
-
-        if (json_object_get(p->src_sub, id) &&
-            !json_object_get(json_object_get(p->src_trace, id), "error") &&
-            mtx_sweep_rounds_replayable(json_object_get(p->rounds, id), mean,
-                                        min))
-            p->nreplayed++;
-        else
-            p->rerun[p->nrerun++] = i;
-    }
-}
-
-/* The run's submission and trace: each note from the recorded run or from
- * the rerun, in the sample's order. */
-static enum mt_status replay_merge(const struct job *j, struct replay *p,
-                                   struct mt_error *err)
-{
-    struct mt_buf sub = MT_BUF_INIT(SWEEP_BUF_MAX),
-                  tr = MT_BUF_INIT(SWEEP_BUF_MAX);
-    enum mt_status st = MT_OK;
-    size_t i;
-
-    for (i = 1; st == MT_OK && i < p->rows.n; i++) {
-        const char *id = p->rows.id[i];
-        int again = 0;
-        size_t k;
-        const json_t *line, *t;
-        char *ts;
-
-        for (k = 0; k < p->nrerun; k++)
-            again |= p->rerun[k] == i;
-        line = json_object_get(again ? p->new_sub : p->src_sub, id);
-        t = json_object_get(again ? p->new_trace : p->src_trace, id);
-        if (line)
-            st = mtx_buf_printf(&sub, "%s\n", json_string_value(line));
-        ts = t ? json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        if (st == MT_OK && ts)
-            st = mtx_buf_printf(&tr, "%s\n", ts);
-        free(ts);
-    }
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(j->path[P_SUB], sub.data ? sub.data : "",
-                                   sub.len, err);
-    if (st == MT_OK)
-        st = mtx_file_write_atomic(j->path[P_TRACE], tr.data ? tr.data : "",
-                                   tr.len, err);
-    mtx_buf_free(&sub);
-    mtx_buf_free(&tr);
-    return st;
-}
-
-static enum mt_status replay_rerun(struct job *j, struct replay *p, int *rc,
-                                   struct mt_error *err)
-{
-    char csv[4300], sub[4300], tr[4300];
-    enum mt_status st;
-
-    snprintf(csv, sizeof csv, "%s/rerun.csv", j->dir);
-    snprintf(sub, sizeof sub, "%s/rerun.txt", j->dir);
-    snprintf(tr, sizeof tr, "%s/rerun-trace.jsonl", j->dir);
-    st = rows_write(&p->rows, p->rerun, p->nrerun, csv, err);
-    if (st == MT_OK) {
-        *rc = mediqa_run(j, csv, sub, tr);
-        st = child_status("mediqa", j, *rc, err);
-    }
-    if (st == MT_OK && !(p->new_sub = sub_lines(sub)))
-        st = MT_ENOMEM;
-    if (st == MT_OK)
-        st = mtx_sweep_trace_load(tr, &p->new_trace, err);
-    return st;
-}
-
-static enum mt_status replay_run(struct job *j, int *rc, struct mt_error *err)
-{
-    struct replay p;
-    char path[4300];
-    json_t *o;
-    enum mt_status st;
-
-    memset(&p, 0, sizeof p);
-    *rc = 0;
-    st = replay_load(j, &p, err);
-    if (st == MT_OK)
-        replay_split(j, &p);
-    if (st == MT_OK && p.nrerun)
-        st = replay_rerun(j, &p, rc, err);
-    if (st == MT_OK)
-        st = replay_merge(j, &p, err);
-    snprintf(path, sizeof path, "%s/replay.json", j->dir);
-    o = json_pack("{s:I,s:I}", "replayed", (json_int_t)p.nreplayed, "rerun",
-                  (json_int_t)p.nrerun);
-    if (st == MT_OK)
-        st = json_write(path, o, err);
-    json_decref(o);
-    replay_free(&p);
     return st;
 }
 
@@ -1031,7 +706,7 @@ static json_t *corpus_json(const struct sweep *s)
     struct mt_error err = {MT_OK, ""};
     json_t *o = json_object();
 
-    if (!db || !exists(db, "store.db"))
+    if (!db || !mtx_sweep_exists(db, "store.db"))
         return o;
     if (mt_store_open(db, NULL, &st, &err) == MT_OK)
         mt_store_stats(st, corpus_count, o, &err);
@@ -1067,7 +742,7 @@ static enum mt_status summary_write(const struct sweep *s, const json_t *plan,
                     "runs", json_object_get(plan, "runs"), "cells", out,
                     "corpus", corpus_json(s));
     snprintf(path, sizeof path, "%s/summary.json", s->out);
-    st = json_write(path, sum, err);
+    st = mtx_sweep_json_write(path, sum, err);
     snprintf(path, sizeof path, "%s/report.html", s->out);
     if (st == MT_OK)
         st = mtx_sweep_report_write(path, sum, err);
@@ -1108,7 +783,7 @@ static enum mt_status run_all(struct sweep *s, const json_t *plan,
                      j.dir);
             snprintf(j.path[P_SCORE], sizeof j.path[0], "%s/score.json", j.dir);
             snprintf(j.path[P_STATS], sizeof j.path[0], "%s/stats.json", j.dir);
-            if (!exists(j.dir, "done"))
+            if (!mtx_sweep_exists(j.dir, "done"))
                 st = job_run(&j, err);
             mt_free(j.dir);
             progress(s, ++done, total);
@@ -1143,29 +818,6 @@ static enum mt_status sweep_setup(struct sweep *s,
     return st == MT_OK ? mkdirs(s->out, err) : st;
 }
 
-/* The replay's sample is the recorded sweep's own. */
-static enum mt_status replay_sample(const struct sweep *s, struct mt_error *err)
-{
-    char src[4200];
-    struct rows r = {0};
-    size_t *pick, i;
-    enum mt_status st;
-
-    if (exists(s->out, "sample.csv"))
-        return MT_OK;
-    snprintf(src, sizeof src, "%s/sample.csv", s->replay);
-    st = rows_read(src, &r, err);
-    pick = st == MT_OK ? mt_malloc(r.n * sizeof *pick) : NULL;
-    for (i = 1; pick && i < r.n; i++)
-        pick[i - 1] = i;
-    if (st == MT_OK)
-        st = pick ? rows_write(&r, pick, r.n - 1, s->sample_csv, err)
-                  : MT_ENOMEM;
-    mt_free(pick);
-    rows_free(&r);
-    return st;
-}
-
 enum mt_status mtx_sweep_run(const struct mtx_sweep_params *p, int *failed,
                              size_t *cells, unsigned long *runs,
                              struct mt_error *err)
@@ -1177,11 +829,11 @@ enum mt_status mtx_sweep_run(const struct mtx_sweep_params *p, int *failed,
     memset(&s, 0, sizeof s);
     st = sweep_setup(&s, p, err);
     if (st == MT_OK && s.replay)
-        st = plan_replay(&s, &plan, err);
+        st = mtx_sweep_plan_replay(&s, &plan, err);
     else if (st == MT_OK && !(plan = plan_new(&s)))
         st = MT_ENOMEM;
     if (st == MT_OK && s.replay)
-        st = replay_sample(&s, err);
+        st = mtx_sweep_replay_sample(&s, err);
     if (st == MT_OK)
         st = plan_settle(&s, plan, err);
     if (st == MT_OK)

@@ -2,8 +2,9 @@
  * the same sampled notes and repeated with different seeds, each run
  * scored, summarised from its trace and drawn in one report; and the
  * threshold replay of a recorded sweep. The grid, the sample, the plan,
- * the runs, the replay and the summary are here (sweep.c), the trace
- * statistics in sweep_trace.c, the report in sweep_report.c; `medtrust
+ * the runs and the summary are in sweep.c, the replay in sweep_replay.c
+ * (their shared internals: sweep_int.h), the trace statistics in
+ * sweep_trace.c, the report in sweep_report.c; `medtrust
  * sweep` (cli/cmd_sweep.c) reads the options and runs each mediqa and
  * score command in a child process. A sweep lives in one folder:
  *   OUT/sweep.json            what was asked (checked again on a rerun)
