@@ -7,7 +7,6 @@
 
 #include <jansson.h>
 
-#include "cli/batch.h"
 #include "cli/search_opts.h"
 #include "eval/reval.h"
 #include "medtrust/core.h"
@@ -23,9 +22,9 @@ static const struct cli_opt reval_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-static void on_result(const struct batch_query *q, size_t i,
+static void on_result(void *user, const struct mtx_query *q, size_t i,
                       const struct mt_search_result *r, enum mt_status st,
-                      const struct mt_error *err, void *user)
+                      const struct mt_error *err)
 {
     struct mtx_reval *a = user;
 
@@ -68,7 +67,7 @@ static int reval_run(struct cli_args *a)
 {
     struct mt_search_params p;
     struct mt_error err = {MT_OK, ""};
-    struct batch_query *q = NULL;
+    struct mtx_query *q = NULL;
     struct mtx_reval acc;
     struct mt_retriever *ret = NULL;
     unsigned jobs = 0;
@@ -87,17 +86,15 @@ static int reval_run(struct cli_args *a)
     p.k = mtx_reval_depth(k);
     st = search_open_retriever(a, &p, 0, &ret, &err);
     if (st == MT_OK)
-        st = batch_load(cli_get(a, "queries"), &q, &n, &err);
+        st = mtx_queries_load(cli_get(a, "queries"), &q, &n, &err);
     if (st == MT_OK && mtx_reval_init(&acc, k, n) != MT_OK)
         st = mt_fail(&err, MT_ENOMEM, "out of memory");
     if (st == MT_OK)
-        st = batch_embed(q, n, ret, &err);
-    if (st == MT_OK)
-        st = batch_run(ret, q, n, &p, jobs, 1, on_result, &acc, &err);
+        st = search_batch_cli(ret, q, n, &p, jobs, on_result, &acc, &err);
     if (st == MT_OK)
         report(&acc, &p, cli_get(a, "json") != NULL);
     mtx_reval_free(&acc);
-    batch_free(q, n);
+    mtx_queries_free(q, n);
     mt_retriever_close(ret);
     return st == MT_OK ? (acc.failed ? 1 : 0) : cli_fail(&err, st);
 }

@@ -5,7 +5,6 @@
 
 #include <jansson.h>
 
-#include "cli/batch.h"
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
 #include "medtrust/retrieve.h"
@@ -114,9 +113,9 @@ static void print_text(const struct mt_search_result *r)
     printf("%zu hits in %.2f ms\n", r->n, r->elapsed_ms);
 }
 
-static void on_result(const struct batch_query *q, size_t i,
+static void on_result(void *user, const struct mtx_query *q, size_t i,
                       const struct mt_search_result *res, enum mt_status st,
-                      const struct mt_error *err, void *user)
+                      const struct mt_error *err)
 {
     json_t *hits = json_array();
     size_t j;
@@ -142,15 +141,13 @@ static int run_batch(struct mt_retriever *ret, const char *path,
                      const struct mt_search_params *p, unsigned jobs)
 {
     struct mt_error err = {MT_OK, ""};
-    struct batch_query *q = NULL;
+    struct mtx_query *q = NULL;
     size_t n = 0;
-    enum mt_status st = batch_load(path, &q, &n, &err);
+    enum mt_status st = mtx_queries_load(path, &q, &n, &err);
 
     if (st == MT_OK)
-        st = batch_embed(q, n, ret, &err);
-    if (st == MT_OK)
-        st = batch_run(ret, q, n, p, jobs, 1, on_result, NULL, &err);
-    batch_free(q, n);
+        st = search_batch_cli(ret, q, n, p, jobs, on_result, NULL, &err);
+    mtx_queries_free(q, n);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
 

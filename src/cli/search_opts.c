@@ -6,6 +6,7 @@
 
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
+#include "core/progress.h"
 #include "medtrust/retrieve.h"
 
 static int read_mode(const struct cli_args *a, struct mt_search_params *p)
@@ -123,4 +124,54 @@ enum mt_status search_open_retriever(const struct cli_args *a,
     if (rp.reranker_spec && !p->rerank_depth)
         p->rerank_depth = 50;
     return mt_retriever_open(&rp, out, err);
+}
+
+struct batch_cli {
+    struct mt_progress *bar;
+    mtx_search_batch_fn fn;
+    void *user;
+};
+
+static void on_progress(void *user, size_t done, size_t total)
+{
+    struct batch_cli *b = user;
+
+    (void)total;
+    mtx_progress_update(b->bar, done);
+}
+
+static void on_result(void *user, const struct mtx_query *q, size_t i,
+                      const struct mt_search_result *res, enum mt_status st,
+                      const struct mt_error *err)
+{
+    struct batch_cli *b = user;
+
+    b->fn(b->user, q, i, res, st, err);
+}
+
+enum mt_status search_batch_cli(struct mt_retriever *ret, struct mtx_query *q,
+                                size_t n, const struct mt_search_params *p,
+                                unsigned jobs, mtx_search_batch_fn fn,
+                                void *user, struct mt_error *err)
+{
+    struct mt_progress_params pp = mtx_progress_default_params();
+    struct mtx_search_batch_params bp;
+    struct batch_cli b = {NULL, fn, user};
+    enum mt_status st;
+
+    pp.label = "queries";
+    pp.total = n;
+    if (mtx_progress_new(&pp, &b.bar) != MT_OK)
+        return mt_fail(err, MT_ENOMEM, "out of memory");
+    mtx_search_batch_default_params(&bp);
+    bp.search = p;
+    bp.jobs = jobs;
+    bp.on_result = on_result;
+    bp.on_progress = on_progress;
+    bp.user = &b;
+    st = mtx_search_batch_run(ret, q, n, &bp, err);
+    if (st == MT_OK)
+        mtx_progress_finish(b.bar);
+    mtx_progress_free(b.bar);
+    return st;
 }

@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "medtrust/index.h"
+#include "retrieve/search_batch.h"
 
 /* The metadata filters (VerifAI's PubMed filters), shared by search,
  * retrieval-eval, ask and qa-eval. */
@@ -77,5 +78,12 @@ enum mt_status search_open_retriever(const struct cli_args *a,
                                      struct mt_search_params *p, int lazy,
                                      struct mt_retriever **out,
                                      struct mt_error *err);
+
+/* Runs the search batch of `search --queries` and `retrieval-eval`
+ * (mtx_search_batch_run) with a "queries" progress bar on stderr. */
+enum mt_status search_batch_cli(struct mt_retriever *ret, struct mtx_query *q,
+                                size_t n, const struct mt_search_params *p,
+                                unsigned jobs, mtx_search_batch_fn fn,
+                                void *user, struct mt_error *err);
 
 #endif

@@ -1,13 +1,14 @@
-/* Batch search: JSONL queries embedded in batches, searched in parallel
- * through the retriever (its pool of index handles), ordered output. */
+/* The search batch: JSONL queries embedded in batches, searched in
+ * parallel through the retriever (its pool of index handles), results in
+ * input order (moved here from src/cli/batch.c, issue 33). */
+#include <pthread.h>
 #include <string.h>
 
-#include "cli/batch.h"
 #include "core/buf.h"
 #include "core/jsonl.h"
 #include "core/pool.h"
-#include "core/progress.h"
 #include "medtrust/core.h"
+#include "retrieve/search_batch.h"
 
 #define BLOCK 256
 #define EMBED_BATCH 64
@@ -26,7 +27,7 @@ static char *id_string(json_t *v)
     return NULL;
 }
 
-static enum mt_status load_rel(struct batch_query *q, json_t *rel)
+static enum mt_status load_rel(struct mtx_query *q, json_t *rel)
 {
     size_t i;
 
@@ -45,7 +46,7 @@ static enum mt_status load_rel(struct batch_query *q, json_t *rel)
 }
 
 static enum mt_status load_one(const char *path, struct mt_jsonl *r, json_t *o,
-                               struct batch_query *q, struct mt_error *err)
+                               struct mtx_query *q, struct mt_error *err)
 {
     json_t *text = json_object_get(o, "query");
     enum mt_status st;
@@ -66,9 +67,9 @@ static enum mt_status load_one(const char *path, struct mt_jsonl *r, json_t *o,
     return MT_OK;
 }
 
-static enum mt_status grow(struct batch_query **v, size_t n, size_t *cap)
+static enum mt_status grow(struct mtx_query **v, size_t n, size_t *cap)
 {
-    struct batch_query *p;
+    struct mtx_query *p;
 
     if (n < *cap)
         return MT_OK;
@@ -80,11 +81,11 @@ static enum mt_status grow(struct batch_query **v, size_t n, size_t *cap)
     return MT_OK;
 }
 
-enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
-                          struct mt_error *err)
+enum mt_status mtx_queries_load(const char *path, struct mtx_query **out,
+                                size_t *n, struct mt_error *err)
 {
     struct mt_jsonl *r = NULL;
-    struct batch_query *v = NULL;
+    struct mtx_query *v = NULL;
     size_t cnt = 0, cap = 0;
     json_t *o = NULL;
     enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
@@ -100,7 +101,7 @@ enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
     }
     mtx_jsonl_close(r);
     if (st != MT_OK) {
-        batch_free(v, cnt);
+        mtx_queries_free(v, cnt);
         return st;
     }
     *out = v;
@@ -108,7 +109,7 @@ enum mt_status batch_load(const char *path, struct batch_query **out, size_t *n,
     return MT_OK;
 }
 
-void batch_free(struct batch_query *q, size_t n)
+void mtx_queries_free(struct mtx_query *q, size_t n)
 {
     size_t i, j;
 
@@ -123,7 +124,7 @@ void batch_free(struct batch_query *q, size_t n)
     mt_free(q);
 }
 
-static enum mt_status embed_some(struct batch_query *q, size_t n,
+static enum mt_status embed_some(struct mtx_query *q, size_t n,
                                  struct mt_retriever *ret, uint32_t dims,
                                  struct mt_error *err)
 {
@@ -149,8 +150,8 @@ static enum mt_status embed_some(struct batch_query *q, size_t n,
     return st;
 }
 
-enum mt_status batch_embed(struct batch_query *q, size_t n,
-                           struct mt_retriever *ret, struct mt_error *err)
+static enum mt_status embed_all(struct mtx_query *q, size_t n,
+                                struct mt_retriever *ret, struct mt_error *err)
 {
     uint32_t dims = mt_retriever_dims(ret);
     size_t i;
@@ -168,20 +169,21 @@ enum mt_status batch_embed(struct batch_query *q, size_t n,
 
 struct runner {
     struct mt_retriever *ret;
-    const struct batch_query *q;
-    const struct mt_search_params *p;
-    size_t base;
+    const struct mtx_query *q;
+    const struct mtx_search_batch_params *p;
+    struct mt_search_params search;
+    size_t base, n, done;
+    pthread_mutex_t mu; /* guards done and serializes on_progress */
     struct mt_search_result **res;
     enum mt_status *st;
     struct mt_error *errs;
-    struct mt_progress *bar;
     uint32_t dims; /* of the query vectors */
 };
 
 static void search_one(size_t i, void *arg)
 {
     struct runner *r = arg;
-    struct mt_search_params p = *r->p;
+    struct mt_search_params p = r->search;
     size_t qi = r->base + i;
 
     p.query_vec = r->q[qi].vec;
@@ -189,63 +191,72 @@ static void search_one(size_t i, void *arg)
     r->res[i] = NULL;
     r->st[i] = mt_retriever_search(r->ret, r->q[qi].query, &p, &r->res[i],
                                    &r->errs[i]);
-    mtx_progress_add(r->bar, 1);
+    if (!r->p->on_progress)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->p->on_progress(r->p->user, ++r->done, r->n);
+    pthread_mutex_unlock(&r->mu);
 }
 
-static void run_block(struct runner *r, struct mt_pool *pool, size_t n,
-                      batch_fn fn, void *user)
+static void run_block(struct runner *r, struct mt_pool *pool, size_t n)
 {
     size_t i;
 
     mtx_pool_parallel_for(pool, n, search_one, r);
     for (i = 0; i < n; i++) {
-        fn(&r->q[r->base + i], r->base + i, r->res[i], r->st[i], &r->errs[i],
-           user);
+        if (r->p->on_result)
+            r->p->on_result(r->p->user, &r->q[r->base + i], r->base + i,
+                            r->res[i], r->st[i], &r->errs[i]);
         mt_search_result_free(r->res[i]);
     }
 }
 
-static enum mt_status start(struct runner *r, unsigned jobs, size_t n,
-                            int progress, struct mt_pool **pool,
+static enum mt_status start(struct runner *r, struct mt_pool **pool,
                             struct mt_error *err)
 {
-    struct mt_progress_params pp = mtx_progress_default_params();
-    enum mt_status st = mtx_pool_new(jobs, pool);
+    enum mt_status st = mtx_pool_new(r->p->jobs, pool);
 
     if (st != MT_OK)
-        return mt_fail(err, st, "cannot start %u threads", jobs);
-    pp.label = "queries";
-    pp.total = n;
-    pp.quiet = !progress;
-    st = mtx_progress_new(&pp, &r->bar);
+        return mt_fail(err, st, "cannot start %u threads", r->p->jobs);
     r->res = mt_calloc(BLOCK, sizeof *r->res);
     r->st = mt_calloc(BLOCK, sizeof *r->st);
     r->errs = mt_calloc(BLOCK, sizeof *r->errs);
-    if (st != MT_OK || !r->res || !r->st || !r->errs)
+    if (!r->res || !r->st || !r->errs)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     return MT_OK;
 }
 
-enum mt_status batch_run(struct mt_retriever *ret, const struct batch_query *q,
-                         size_t n, const struct mt_search_params *p,
-                         unsigned jobs, int progress, batch_fn fn, void *user,
-                         struct mt_error *err)
+void mtx_search_batch_default_params(struct mtx_search_batch_params *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+enum mt_status mtx_search_batch_run(struct mt_retriever *ret,
+                                    struct mtx_query *q, size_t n,
+                                    const struct mtx_search_batch_params *p,
+                                    struct mt_error *err)
 {
     struct runner r;
     struct mt_pool *pool = NULL;
-    enum mt_status st;
+    enum mt_status st = embed_all(q, n, ret, err);
 
+    if (st != MT_OK)
+        return st;
     memset(&r, 0, sizeof r);
     r.ret = ret;
     r.q = q;
     r.p = p;
+    r.n = n;
+    if (p->search)
+        r.search = *p->search;
+    else
+        mt_search_default_params(&r.search);
     r.dims = mt_retriever_dims(ret);
-    st = start(&r, jobs, n, progress, &pool, err);
+    pthread_mutex_init(&r.mu, NULL);
+    st = start(&r, &pool, err);
     for (r.base = 0; st == MT_OK && r.base < n; r.base += BLOCK)
-        run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK, fn, user);
-    if (st == MT_OK)
-        mtx_progress_finish(r.bar);
-    mtx_progress_free(r.bar);
+        run_block(&r, pool, n - r.base < BLOCK ? n - r.base : BLOCK);
+    pthread_mutex_destroy(&r.mu);
     mt_free(r.res);
     mt_free(r.st);
     mt_free(r.errs);
