@@ -18,8 +18,12 @@
 #                                the end)
 #   MEDTRUST_BENCH_PUBMED_DB     the store (default BUILD/bench/pubmed/db-N;
 #                                kept when batches resume)
-#   MEDTRUST_BENCH_MIN_FREE_GB   stop before a batch or the index when / has
-#                                less free (default 12)
+#   MEDTRUST_BENCH_MIN_FREE_GB   stop (exit 3, resumable) before a batch or
+#                                the index when the store's filesystem would
+#                                keep less than this many GiB free after the
+#                                step (default 12: the step's own growth is
+#                                counted, about 2 GiB a batch of 20 files
+#                                and 0.3 KB a chunk for the index)
 #   MEDTRUST_BENCH_MT            the medtrust binary (default BUILD/medtrust),
 #                                read at each step
 #   MEDTRUST_BENCH_SEGMENT_MB    index --segment-mb (default: the index's)
@@ -56,20 +60,36 @@ P=$RUN/pubmed-$N
 mkdir -p "$RUN" "$B/pubmed"
 log() { printf 'bench pubmed: %s: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-free_gb() { df -Pk / | awk 'NR == 2 { printf "%d", $4 / 1048576 }'; }
+# GiB free on the filesystem that holds the store (not necessarily /).
+free_gb() {
+    local d=$DB
+    while [ ! -e "$d" ]; do d=$(dirname "$d"); done
+    df -Pk "$d" | awk 'NR == 2 { printf "%d", $4 / 1048576 }'
+}
+# need_disk STEP [GiB]: exit 3 (the run resumes when rerun) unless the
+# step's GiB of growth leave MIN_FREE_GB free.
 need_disk() {
     local f
     f=$(free_gb)
-    if [ "$f" -lt "$MIN_FREE_GB" ]; then
-        log "stopping before $1: $f GB free on /, under $MIN_FREE_GB GB"
+    if [ "$f" -lt $((MIN_FREE_GB + ${2:-0})) ]; then
+        log "stopping before $1: $f GB free, the step takes about ${2:-0}" \
+            "GB and $MIN_FREE_GB must stay free; free disk and rerun to resume"
         exit 3
     fi
 }
 
-# One /usr/bin/time -v step: STEM.time, stdout to STEM.out.
+# One /usr/bin/time -v step: STEM.time, stdout to STEM.out. A step run
+# again after a kill (a resumed index, a batch imported again) keeps the
+# earlier part's report as STEM.partK.time (K = 1, 2, ...: /usr/bin/time
+# writes one when its command is killed by a signal), so sum_times counts
+# every part's wall and CPU time.
 timed() {
-    local stem=$1
+    local stem=$1 k=1
     shift
+    if [ -f "$stem.time" ]; then
+        while [ -f "$stem.part$k.time" ]; do k=$((k + 1)); done
+        mv "$stem.time" "$stem.part$k.time"
+    fi
     /usr/bin/time -v -o "$stem.time" "$@" >"$stem.out"
 }
 
@@ -92,7 +112,7 @@ gen_batch() {
 index_step() {
     local stem=$RUN/index-$1
     [ -f "$stem.eval.json" ] && return 0
-    need_disk "index $1"
+    need_disk "index $1" "$(index_gb)"
     log "index (BM25, embedder none) after $2 records"
     timed "$stem" "$MT" index --db "$DB" --embedder none --no-progress \
         ${MEDTRUST_BENCH_SEGMENT_MB:+--segment-mb "$MEDTRUST_BENCH_SEGMENT_MB"}
@@ -105,6 +125,15 @@ index_step() {
     mv "$stem.eval.tmp" "$stem.eval.json"
     log "index after $2 records: $(cat "$stem.txt");" \
         "$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["latency_ms"]; print("BM25 p50 %.1f / p95 %.1f ms" % (l["p50"], l["p95"]))' "$stem.eval.json")"
+}
+
+# GiB the index of the store's chunks takes (0.3 KB a chunk: 0.26 at 25M).
+index_gb() {
+    python3 - "$DB/store.db" <<'PY'
+import sqlite3, sys
+n = sqlite3.connect(sys.argv[1]).execute("select count(*) from chunks").fetchone()[0]
+print(n * 300 // (1 << 30) + 1)
+PY
 }
 
 # The generator side of the batches: fills SRC.ahead/FFFF (each renamed
@@ -123,7 +152,7 @@ gen_ahead() {
             [ -n "${GEN_ONLY:-}" ] && return 0
             sleep 1
         done
-        need_disk "generating batch $f-$l"
+        need_disk "generating batch $f-$l" 1
         gen_batch "$f" "$l" "$d.tmp" "$RUN/batch-$(printf %04d "$f")"
         mv "$d.tmp" "$d"
     done
@@ -155,7 +184,7 @@ import_batches() {
             skipped_recs=$done_recs
             continue
         fi
-        need_disk "batch $f-$l"
+        need_disk "batch $f-$l" 2
         while [ ! -d "$d" ]; do
             kill -0 "$gen_pid" 2>/dev/null || [ -d "$d" ] ||
                 { log "the generator stopped before batch $f-$l"; exit 1; }
