@@ -1,5 +1,6 @@
 /* medtrust embed: sentence vectors from the configured embedder, for
- * texts on the command line or a JSONL file, one line per text. */
+ * texts on the command line or a JSONL file, one line per text: its
+ * options and lines; the batching is model/embed_texts.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +10,13 @@
 #include "cli/cli.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
-#include "model/embed.h"
+#include "model/embed_texts.h"
 
-#define EMBED_BATCH 128 /* texts per embedder call: enough for every thread */
+/* The sink's user: --json, and whether a text failed (exit status 1). */
+struct fails {
+    int json;
+    int failed;
+};
 
 static const struct cli_opt embed_opts[] = {
     {"cache", 0, "FILE",
@@ -33,15 +38,14 @@ static const struct cli_opt embed_opts[] = {
      "threads for local models, 1..1024 (default: "
      "all CPUs)",
      0},
-    {"timeout", 0, "SECONDS",
-     "bound on each remote call, 1..86400 "
-     "(default 120 or MEDTRUST_LLM_TIMEOUT)",
-     0},
+    CLI_PARAM("timeout", &mt_llm_param_table),
     {NULL, 0, NULL, NULL, 0},
 };
 
-static void print_vec(const char *text, const float *v, uint32_t d, int json)
+/* The sink's on_vec: a text's vector, one line. */
+static void print_vec(void *user, const char *text, const float *v, uint32_t d)
 {
+    int json = ((const struct fails *)user)->json;
     uint32_t k;
 
     if (json) {
@@ -56,13 +60,17 @@ static void print_vec(const char *text, const float *v, uint32_t d, int json)
     printf(json ? "]}\n" : "\n");
 }
 
-/* Prints the failure of one item so a batch job can go on. */
-static void print_error(const char *text, const struct mt_error *err, int json)
+/* The sink's on_fail: prints the failure of one item so a batch job can
+ * go on. */
+static void print_error(void *user, const char *text,
+                        const struct mt_error *err)
 {
+    struct fails *f = user;
     json_t *o = json_pack("{s:s,s:s}", "text", text, "error", err->msg);
     char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
-    if (json && t)
+    f->failed = 1;
+    if (f->json && t)
         printf("%s\n", t);
     else
         fprintf(stderr, "medtrust embed: %.60s: %s\n", text, err->msg);
@@ -70,92 +78,10 @@ static void print_error(const char *text, const struct mt_error *err, int json)
     json_decref(o);
 }
 
-/* Embeds and prints texts[0..n). When the batch fails, each text is tried
- * alone so that only the failing ones are reported (and *failed set). */
-static enum mt_status flush(struct mt_embedder *e, char *const *texts, size_t n,
-                            int json, int *failed, struct mt_error *err)
-{
-    struct mt_str s[EMBED_BATCH];
-    uint32_t d = mt_embedder_dims(e);
-    float *v = mt_malloc((n ? n : 1) * d * sizeof *v);
-    enum mt_status st;
-    size_t i;
-
-    if (!v)
-        return mt_fail(err, MT_ENOMEM, "embed: out of memory");
-    for (i = 0; i < n; i++)
-        s[i] = mtx_str_from(texts[i]);
-    st = mt_embedder_embed(e, s, n, v, err);
-    for (i = 0; i < n; i++) {
-        if (st == MT_OK) {
-            print_vec(texts[i], v + i * d, d, json);
-        } else if (mt_embedder_embed(e, s + i, 1, v, err) == MT_OK) {
-            print_vec(texts[i], v, d, json);
-        } else {
-            print_error(texts[i], err, json);
-            *failed = 1;
-        }
-    }
-    mt_free(v);
-    return MT_OK;
-}
-
-static enum mt_status embed_args(struct mt_embedder *e, char **pos, int n,
-                                 int json, int *failed, struct mt_error *err)
-{
-    enum mt_status st = MT_OK;
-    int i;
-
-    for (i = 0; st == MT_OK && i < n; i += EMBED_BATCH) {
-        int k = n - i < EMBED_BATCH ? n - i : EMBED_BATCH;
-        st = flush(e, pos + i, (size_t)k, json, failed, err);
-    }
-    return st;
-}
-
-static void free_texts(char **t, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        mt_free(t[i]);
-}
-
-static enum mt_status embed_file(struct mt_embedder *e, const char *path,
-                                 int json, int *failed, struct mt_error *err)
-{
-    struct mt_jsonl *r = NULL;
-    char *texts[EMBED_BATCH];
-    size_t n = 0;
-    json_t *o = NULL;
-    enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
-
-    while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o) {
-        const char *t = json_string_value(json_object_get(o, "text"));
-        if (!t) {
-            st = mt_fail(err, MT_EPARSE, "%s:%zu: no \"text\" string", path,
-                         mtx_jsonl_line(r));
-            break;
-        }
-        texts[n] = mt_strdup(t);
-        if (!texts[n])
-            st = mt_fail(err, MT_ENOMEM, "embed: out of memory");
-        else if (++n == EMBED_BATCH) {
-            st = flush(e, texts, n, json, failed, err);
-            free_texts(texts, n);
-            n = 0;
-        }
-    }
-    if (st == MT_OK && n)
-        st = flush(e, texts, n, json, failed, err);
-    free_texts(texts, n);
-    mtx_jsonl_close(r);
-    return st;
-}
-
 static int read_params(struct cli_args *a, struct mt_embedder_params *p)
 {
     unsigned long v = 0;
+    struct mt_llm_params lp; /* --timeout, as every model call has it */
 
     mt_embedder_default_params(p);
     if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
@@ -166,13 +92,10 @@ static int read_params(struct cli_args *a, struct mt_embedder_params *p)
         return -1;
     p->threads = (uint32_t)v;
     p->cache_path = cli_get(a, "cache");
-    v = 0;
-    if (cli_get_uint(a, "timeout", 1, 86400, &v) < 0)
+    mt_llm_default_params(&lp);
+    if (cli_params_read(a, &mt_llm_param_table, &lp) < 0)
         return -1;
-    if (v)
-        p->timeout_s = (double)v;
-    else if (getenv("MEDTRUST_LLM_TIMEOUT"))
-        p->timeout_s = atof(getenv("MEDTRUST_LLM_TIMEOUT"));
+    p->timeout_s = lp.timeout_s;
     return 0;
 }
 
@@ -181,10 +104,10 @@ static int embed_run(struct cli_args *a)
     struct mt_embedder_params p;
     struct mt_embedder *e = NULL;
     struct mt_error err = {MT_OK, ""};
-    const char *spec = cli_get(a, "embedder");
     const char *input = cli_get(a, "input");
     int json = cli_get(a, "json") != NULL;
-    int failed = 0;
+    struct fails f = {json, 0};
+    const struct mtx_embed_sink sink = {print_vec, print_error, &f};
     enum mt_status st;
 
     mtx_jsonl_init_alloc();
@@ -195,21 +118,16 @@ static int embed_run(struct cli_args *a)
                         "(not both)\nTry 'medtrust embed --help'.\n");
         return 1;
     }
-    /* MEDTRUST_EMBEDDER=none only means "index without vectors"; embedding
-     * itself then uses the built-in default. */
-    if (!spec)
-        spec = getenv("MEDTRUST_EMBEDDER");
-    if (spec && strcmp(spec, "none") == 0 && !cli_get(a, "embedder"))
-        spec = NULL;
-    st = mt_embedder_open(spec, &p, &e, &err);
+    st = mt_embedder_open(mtx_embed_spec(cli_get(a, "embedder")), &p, &e, &err);
     if (st == MT_OK && input)
-        st = embed_file(e, input, json, &failed, &err);
+        st = mtx_embed_jsonl(e, input, &sink, &err);
     else if (st == MT_OK)
-        st = embed_args(e, a->pos, a->npos, json, &failed, &err);
+        st = mtx_embed_texts(e, (const char *const *)a->pos, (size_t)a->npos,
+                             &sink, &err);
     mt_embedder_close(e);
     if (st != MT_OK)
         return cli_fail(&err, st);
-    return failed ? 1 : 0; /* failed items were reported one by one */
+    return f.failed ? 1 : 0; /* failed items were reported one by one */
 }
 
 const struct cli_verb cli_verb_embed = {
