@@ -173,10 +173,19 @@ struct mt_bm25_search_params {
     void *accept_user;
     /* Optional scratch; NULL allocates a temporary one per call. */
     struct mt_bm25_ctx *ctx;
+    /* Optional score floor (0: none): a score some k documents elsewhere
+     * are known to reach, e.g. the k-th best of the segments searched
+     * before this one. Documents scoring below it are skipped from the
+     * start, as if the top-k heap already held it; every document scoring
+     * at least 'floor' that belongs to this segment's top k is still
+     * returned in place, so the top k of this segment's hits merged with
+     * those k others is unchanged. Hits below the floor may be returned
+     * or not. */
+    double floor;
 };
 
 /* Returns k1 0.9, b 0.4, the segment's own statistics, no filter, no
- * context. */
+ * context, no floor. */
 struct mt_bm25_search_params mtx_bm25_default_search_params(void);
 
 /* Finds the k best documents for the query terms (already analysed like

@@ -70,6 +70,9 @@ uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
                          float *wtf)
 {
     const uint8_t *p = *pp;
+    /* docs after prev up to last: a gap must stay below it */
+    uint64_t room = (int64_t)last > prev ? (uint64_t)((int64_t)last - prev) : 0;
+    double w_text = (double)w[1];
     uint32_t i;
 
     for (i = 0; i < n; i++) {
@@ -78,13 +81,19 @@ uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
         uint64_t tt = 0;
         if (!get_varint(&p, end, &gap) || !get_varint(&p, end, &code))
             break;
-        if ((code & 1) && !get_varint(&p, end, &tt))
+        if (gap >= room) /* doc > last */
             break;
-        if ((int64_t)last - prev <= 0 ||
-            gap >= (uint64_t)((int64_t)last - prev)) /* doc > last */
-            break;
+        room -= gap + 1;
         prev += (int64_t)gap + 1;
         docs[i] = (uint32_t)prev;
+        /* no title tf: w_title x 0 + w_text x tf is w_text x tf exactly
+         * (bm25_weigh's value, one conversion and product fewer) */
+        if (!(code & 1)) {
+            wtf[i] = (float)(w_text * (double)(code >> 1));
+            continue;
+        }
+        if (!get_varint(&p, end, &tt))
+            break;
         wtf[i] = bm25_weigh(w, (double)tt, (double)(code >> 1));
     }
     *pp = p;

@@ -106,6 +106,9 @@ struct run {
     struct hent *heap; /* worst hit on top */
     size_t hn;
     size_t k;
+    double floor;        /* mt_bm25_search_params.floor */
+    uint32_t win_last;   /* block check: bcum[] holds for docs up to */
+    double win_sum;      /* this doc, and sums the bounds to this */
     const float *dl;     /* format 1 lengths, or NULL */
     const uint8_t *norm; /* format 2 norms, or NULL */
     double ntab[256];    /* tlen() of each norm's length, per query */
@@ -169,7 +172,7 @@ static enum mt_status ensure(void **p, size_t *cap, size_t need, size_t el)
 struct mt_bm25_search_params mtx_bm25_default_search_params(void)
 {
     struct mt_bm25_search_params p = {
-        MT_BM25_DEFAULT_K1, MT_BM25_DEFAULT_B, NULL, NULL, NULL, NULL};
+        MT_BM25_DEFAULT_K1, MT_BM25_DEFAULT_B, NULL, NULL, NULL, NULL, 0.0};
     return p;
 }
 
@@ -301,10 +304,20 @@ static void heap_offer(struct run *r, uint32_t doc, double s)
 }
 
 /* True when a document whose score is at most 'bound' cannot enter the
- * top k: ties lose too, since later documents rank after earlier ones. */
+ * top k: ties lose too, since later documents rank after earlier ones.
+ * Below the floor it cannot either; a tie with the floor may still win
+ * (its k documents are elsewhere), so that test is strict. */
 static inline int cannot_beat(const struct run *r, double bound)
 {
-    return r->hn == r->k && bound * (1.0 + SLACK) <= r->heap[0].s;
+    double b = bound * (1.0 + SLACK);
+
+    return (r->hn == r->k && b <= r->heap[0].s) || b < r->floor;
+}
+
+/* Whether pruning is on: a full heap, or a floor. */
+static inline int pruning(const struct run *r)
+{
+    return r->hn == r->k || r->floor > 0.0;
 }
 
 static int cmp_better(const void *a, const void *b)
@@ -335,9 +348,18 @@ static int ms_block_check(struct run *r, uint32_t d)
     uint32_t last = BM25_END - 1;
     double sum = 0.0;
 
-    for (uint32_t i = 0; i < r->m; i++) {
-        sum += c_shallow(r->c[i], d, &r->sc, &last);
-        r->bcum[i] = sum;
+    /* Up to the smallest block end of the last check every list is in
+     * the same block, so its sums hold: only the threshold moved. */
+    if (d <= r->win_last && r->win_last != BM25_END) {
+        last = r->win_last;
+        sum = r->win_sum;
+    } else {
+        for (uint32_t i = 0; i < r->m; i++) {
+            sum += c_shallow(r->c[i], d, &r->sc, &last);
+            r->bcum[i] = sum;
+        }
+        r->win_last = last;
+        r->win_sum = sum;
     }
     if (!cannot_beat(r, sum))
         return 1;
@@ -365,7 +387,7 @@ static void ms_offer(struct run *r, uint32_t d, double s)
  * The final sum runs in canonical (ascending index) order. */
 static void ms_candidate(struct run *r, uint32_t d)
 {
-    int full = r->hn == r->k;
+    int full = pruning(r);
     double part = 0.0;
     double s = 0.0;
     uint32_t ne_n = 0;
@@ -407,6 +429,8 @@ static void ms_candidate(struct run *r, uint32_t d)
 
 static void ms_run(struct run *r)
 {
+    while (r->ne < r->m && cannot_beat(r, r->cum[r->ne]))
+        r->ne++;
     while (r->ne < r->m) {
         uint32_t d = BM25_END;
         for (uint32_t i = r->ne; i < r->m; i++)
@@ -591,6 +615,8 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
         return mt_fail(err, MT_EINVAL,
                        "bm25: k1 must be in [0, 100] and "
                        "b in [0, 1]");
+    if (!(p.floor >= 0.0) || isinf(p.floor))
+        return mt_fail(err, MT_EINVAL, "bm25: floor must be finite and >= 0");
     if (k == 0 || nq == 0 || idx->meta.ndocs == 0)
         return MT_OK;
     if (!p.ctx && mtx_bm25_ctx_new(&tmp) != MT_OK)
@@ -601,6 +627,8 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
     r.norm = idx->norm;
     r.accept = p.accept;
     r.user = p.accept_user;
+    r.floor = ex ? 0.0 : p.floor;
+    r.win_last = BM25_END;
     st = run_setup(idx, q, nq, &p, p.ctx ? p.ctx : tmp, &r, ex);
     if (st == MT_OK && r.m > 0) {
         if (ex)

@@ -1,6 +1,7 @@
 /* Index search: opens the manifest's segments (mmapped), analyses the
  * query with the corpus's analyzer, searches every segment, merges, and
  * fetches each hit's chunk and document from the store. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,7 +438,31 @@ static enum mt_status bm25_coll(struct mt_index *idx,
     return MT_OK;
 }
 
-/* Searches every segment for its top 'want' and merges them. */
+/* A score floor for the next segment's search: once the segments searched
+ * so far hold 'want' hits, one scoring below the want-th of them (as the
+ * merge compares: the float score, then the chunk id) cannot enter the
+ * merged top 'want'. A hit whose score rounds to that float might still,
+ * by its chunk id, so the floor is the float just below it: a double
+ * under that rounds below the want-th. Sorts all[0..n) and drops what is
+ * past the want-th (it can never be merged in); returns the floor, 0
+ * while fewer than 'want' hits are held. */
+static double seg_floor(struct mt_scored *all, size_t *n, size_t want)
+{
+    float f;
+
+    if (*n < want)
+        return 0.0;
+    mtx_scored_sort(all, *n);
+    *n = want;
+    f = (float)all[want - 1].score;
+    return f > 0.0f ? (double)nextafterf(f, 0.0f) : 0.0;
+}
+
+/* Searches every segment for its top 'want' and merges them. Each
+ * segment after the first starts from the floor the ones before it give
+ * (seg_floor), so it skips what cannot be merged in from its first
+ * posting; the merged list is the one without floors (BENCHMARKS.md,
+ * «BM25 at 41.8M chunks: levers»). */
 static enum mt_status bm25_lists(struct mt_index *idx,
                                  const struct mt_str *terms, size_t nq,
                                  const struct mt_search_params *p,
@@ -466,6 +491,7 @@ static enum mt_status bm25_lists(struct mt_index *idx,
     for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
         if (!seg_filter(idx, i, meta, &f))
             continue;
+        sp.floor = seg_floor(all, &n, want);
         st = mtx_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
                              err);
         for (j = 0; st == MT_OK && j < nh; j++) {

@@ -382,6 +382,70 @@ static void test_bm25_common_terms_equal_exhaustive(void **state)
     mtx_bm25_close(idx);
 }
 
+/* A floor (the k-th score some other segment reached) never drops a
+ * document scoring above it: the exhaustive hits above the floor are the
+ * floor search's first hits, in order, with their scores. At the k-th
+ * exhaustive score (less a float step) that is the whole exhaustive top
+ * k; above every score, nothing; a floor that is not a finite number >= 0
+ * is refused. */
+static void floor_one(const struct mt_bm25 *idx, const struct mt_str *q,
+                      size_t nq, struct mt_bm25_search_params *sp, size_t k,
+                      double floor)
+{
+    struct mt_bm25_hit a[20], b[20];
+    size_t na = 99, nb = 98, above = 0;
+
+    sp->floor = 0.0;
+    CHECK_OK(mtx_bm25_search_exhaustive(idx, q, nq, sp, b, k, &nb, NULL));
+    sp->floor = floor;
+    CHECK_OK(mtx_bm25_search(idx, q, nq, sp, a, k, &na, NULL));
+    while (above < nb && (double)b[above].score > floor * (1.0 + 1e-6))
+        above++;
+    CHECK(na >= above && na <= k);
+    for (size_t i = 0; i < above; i++) {
+        assert_int_equal(a[i].doc, b[i].doc);
+        CHECK(memcmp(&a[i].score, &b[i].score, sizeof(float)) == 0);
+    }
+    for (size_t i = above; i < na; i++) /* below the floor: only real hits */
+        CHECK(a[i].score <= b[above ? above - 1 : 0].score);
+}
+
+static void test_bm25_floor_keeps_what_is_above_it(void **state)
+{
+    struct mt_bm25 *idx = build_random("floor.bm25");
+    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
+    struct mt_bm25_hit b[20];
+    struct mt_str q[8];
+    size_t nb = 0;
+    (void)state;
+    for (int it = 0; it < 600; it++) {
+        size_t nq = it % 2 ? 4 + rnd() % 5 : random_query(q);
+        size_t k = (size_t)(1 + it % 3 * 9); /* 1, 10, 19 */
+        for (size_t i = 0; it % 2 && i < nq; i++)
+            q[i] = mtx_str_from(vocab[rnd() % 40]); /* common terms */
+        sp.accept = it % 5 == 4 ? accept_mod3 : NULL;
+        sp.floor = 0.0;
+        CHECK_OK(mtx_bm25_search_exhaustive(idx, q, nq, &sp, b, k, &nb, NULL));
+        if (nb == 0)
+            continue;
+        if (nb == k) /* the k-th score: the whole top k, nothing else */
+            floor_one(idx, q, nq, &sp, k,
+                      (double)nextafterf(b[k - 1].score, 0.0f));
+        floor_one(idx, q, nq, &sp, k, rnd01() * 1.2 * (double)b[0].score);
+        floor_one(idx, q, nq, &sp, k, 2.0 * (double)b[0].score);
+    }
+    sp.floor = 1e300;
+    CHECK_OK(mtx_bm25_search(idx, q, 1, &sp, b, 10, &nb, NULL));
+    CHECK(nb == 0);
+    sp.floor = -1.0;
+    CHECK(mtx_bm25_search(idx, q, 1, &sp, b, 10, &nb, NULL) == MT_EINVAL);
+    sp.floor = INFINITY;
+    CHECK(mtx_bm25_search(idx, q, 1, &sp, b, 10, &nb, NULL) == MT_EINVAL);
+    sp.floor = NAN;
+    CHECK(mtx_bm25_search(idx, q, 1, &sp, b, 10, &nb, NULL) == MT_EINVAL);
+    mtx_bm25_close(idx);
+}
+
 /* ==== One-byte norms (format 2) and float lengths (format 1) ==== */
 
 /* The SmallFloat code of Lucene's BM25 norms (intToByte4 / byte4ToInt):
@@ -770,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_bm25_scores_with_collection_stats),
         cmocka_unit_test(test_bm25_pruning_equals_exhaustive),
         cmocka_unit_test(test_bm25_common_terms_equal_exhaustive),
+        cmocka_unit_test(test_bm25_floor_keeps_what_is_above_it),
         cmocka_unit_test(test_bm25_concurrent_searches_agree),
         cmocka_unit_test(test_bm25_norms_are_smallfloat),
         cmocka_unit_test(test_bm25_float_norms_still_read),
