@@ -6,11 +6,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "eval/bert_encoder.h"
 #include "eval/eval_int.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
-#include "model/onnx_enc.h"
-#include "model/token_encoder.h"
 
 extern const struct cli_verb cli_verb_score;
 
@@ -83,112 +82,37 @@ struct score_ctx {
     const char **preds;
     size_t nrun;
     struct mt_eval_params params;
-    struct mtx_tok_encoder *tok;  /* BERTScore encoder, or NULL */
-    struct mtx_onnx *onnx;        /* or an ONNX export */
-    struct mt_token_encoder bert; /* eval's view of 'tok' */
-    double base[3];               /* BERTScore baselines */
+    struct mtx_bert_encoder *bert; /* --bertscore-model, or NULL */
     int json;
 };
 
 /* ==== BERTScore encoder ==== */
 
-/* The adapter from src/model's token encoder to eval's callback: the eval
- * layer sits below the model layer and never includes it. */
-static enum mt_status tok_encode(void *user, const char *text, size_t n,
-                                 float **vecs, int32_t **ids, size_t *ntok,
-                                 size_t *dim, struct mt_error *err)
-{
-    return mtx_tok_encoder_encode(user, text, n, vecs, ids, ntok, dim, err);
-}
-
-static enum mt_status onnx_encode(void *user, const char *text, size_t n,
-                                  float **vecs, int32_t **ids, size_t *ntok,
-                                  size_t *dim, struct mt_error *err)
-{
-    return mtx_onnx_token_vectors(user, text, n, vecs, ids, ntok, dim, err);
-}
-
-/* Opens the encoder; *layers is the layer its output comes from. */
-static enum mt_status open_encoder(const char *spec, struct score_ctx *c,
-                                   uint32_t *layers, struct mt_error *err)
-{
-    const char *name;
-    enum mt_status st;
-
-    if (strncmp(spec, "onnx:", 5) != 0) {
-        st = mtx_tok_encoder_open(spec, NULL, &c->tok, err);
-        if (st != MT_OK)
-            return st;
-        *layers = mtx_tok_encoder_layers(c->tok);
-        c->bert.model = mtx_tok_encoder_model(c->tok);
-        c->bert.encode = tok_encode;
-        c->bert.user = c->tok;
-        return MT_OK;
-    }
-    st = mtx_onnx_open(spec + 5, 0, "--bertscore-model", &c->onnx, err);
-    if (st != MT_OK)
-        return st;
-    *layers = mtx_onnx_layers(c->onnx);
-    name = strrchr(mtx_onnx_dir(c->onnx), '/');
-    c->bert.model = mtx_onnx_name(c->onnx)
-                        ? mtx_onnx_name(c->onnx)
-                        : (name && name[1] ? name + 1 : mtx_onnx_dir(c->onnx));
-    c->bert.encode = onnx_encode;
-    c->bert.user = c->onnx;
-    c->bert.as_bert_score = 1;
-    return MT_OK;
-}
-
-/* --bertscore-layer N: bert_score truncates the model to N layers and
- * reads the last; an encoder here can only give its last layer. */
-static enum mt_status check_layer(struct cli_args *a, const char *spec,
-                                  uint32_t *layers, struct mt_error *err)
-{
-    unsigned long n = 0;
-
-    if (cli_get_uint(a, "bertscore-layer", 1, 1000, &n) < 0)
-        return MT_EINVAL;
-    if (!n)
-        return MT_OK;
-    if (*layers && *layers != n)
-        return mt_fail(err, MT_EINVAL,
-                       "--bertscore-layer %lu: %s ends at layer %u; "
-                       "bert_score reads layer %lu of a model cut to that "
-                       "many layers: export it so (README, \"The papers' "
-                       "own models\")",
-                       n, spec, *layers, n);
-    *layers = (uint32_t)n;
-    return MT_OK;
-}
-
+/* --bertscore-model and what goes with it: parsed here, the encoder
+ * opened by the eval layer. */
 static enum mt_status open_bert(struct cli_args *a, struct score_ctx *c,
                                 struct mt_error *err)
 {
-    const char *spec = cli_get(a, "bertscore-model");
-    const char *base = cli_get(a, "bertscore-baseline");
-    uint32_t layers = 0;
+    struct mtx_bert_encoder_params bp = {cli_get(a, "bertscore-model"), 0,
+                                         cli_get(a, "bertscore-baseline"),
+                                         cli_get(a, "bertscore-idf") != NULL};
+    unsigned long n = 0;
     enum mt_status st;
 
-    if (!spec &&
-        (base || cli_get(a, "bertscore-idf") || cli_get(a, "bertscore-layer")))
+    if (!bp.spec && (bp.baseline || bp.idf || cli_get(a, "bertscore-layer")))
         return mt_fail(err, MT_EINVAL,
                        "--bertscore-baseline, --bertscore-layer and "
                        "--bertscore-idf need --bertscore-model onnx:DIR or "
                        "gguf:PATH");
-    if (!spec)
+    if (!bp.spec)
         return MT_OK;
-    st = open_encoder(spec, c, &layers, err);
+    if (cli_get_uint(a, "bertscore-layer", 1, 1000, &n) < 0)
+        return MT_EINVAL;
+    bp.layer = (uint32_t)n;
+    st = mtx_bert_encoder_open(&bp, &c->bert, err);
     if (st == MT_OK)
-        st = check_layer(a, spec, &layers, err);
-    if (st == MT_OK && base) /* bert_score's table row = the output layer */
-        st = mt_bertscore_baseline_load(base, (long)layers, c->base, err);
-    c->bert.layer = layers;
-    if (st != MT_OK)
-        return st;
-    c->params.bert = &c->bert;
-    c->params.bert_idf = cli_get(a, "bertscore-idf") != NULL;
-    c->params.bert_base = base ? c->base : NULL;
-    return MT_OK;
+        mtx_bert_encoder_use(c->bert, &c->params);
+    return st;
 }
 
 static int read_kpcs_rouge(const char *v, struct mt_eval_params *p)
@@ -290,39 +214,6 @@ static enum mt_status score_one(struct score_ctx *c, size_t i,
                "count as wrong (--only-predicted scores only the predicted "
                "notes)",
                c->preds[i], r->notes - r->predicted, r->notes);
-    return MT_OK;
-}
-
-/* --only-predicted: a note stays when every run predicts it, so runs
- * compared side by side (paired) are scored over the same notes. */
-static int predicted_by_all(const struct mt_eval_note *n, void *user)
-{
-    const struct score_ctx *c = user;
-    size_t i;
-
-    for (i = 0; i < c->nrun; i++)
-        if (mt_eval_sub_find(c->sub[i], n->id) < 0)
-            return 0;
-    return 1;
-}
-
-static enum mt_status keep_predicted(struct score_ctx *c, struct mt_error *err)
-{
-    size_t all = mt_eval_ref_count(c->ref);
-    enum mt_status st = mt_eval_ref_keep(c->ref, predicted_by_all, c, err);
-
-    if (st != MT_OK)
-        return st;
-    if (mt_eval_ref_count(c->ref) == 0)
-        return mt_fail(err, MT_EINVAL,
-                       "--only-predicted: no reference note is predicted%s "
-                       "(do the Text IDs match the reference's?)",
-                       c->nrun > 1 ? " by every --pred" : "");
-    mt_log(MT_LOG_INFO,
-           "--only-predicted: scoring the %zu of %zu reference notes %s "
-           "predicts",
-           mt_eval_ref_count(c->ref), all,
-           c->nrun > 1 ? "every --pred" : "the submission");
     return MT_OK;
 }
 
@@ -494,8 +385,7 @@ static void ctx_free(struct score_ctx *c)
         mt_eval_scores_free(c->bert_file[i]);
     }
     mt_eval_ref_free(c->ref);
-    mtx_tok_encoder_close(c->tok);
-    mtx_onnx_close(c->onnx);
+    mtx_bert_encoder_close(c->bert);
 }
 
 static int check_args(const struct score_ctx *c, size_t nbl)
@@ -555,7 +445,7 @@ static int score_run(struct cli_args *a)
     for (i = 0; st == MT_OK && i < c.nrun; i++)
         st = load_run(&c, i, bl, nbl, &err);
     if (st == MT_OK && cli_get(a, "only-predicted"))
-        st = keep_predicted(&c, &err);
+        st = mtx_eval_keep_predicted(c.ref, c.sub, c.nrun, &err);
     for (i = 0; st == MT_OK && i < c.nrun; i++)
         st = score_one(&c, i, &err);
     if (st == MT_OK && report)
