@@ -12,6 +12,7 @@
 #include "core/buf.h"
 #include "core/csv.h"
 #include "core/file.h"
+#include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "medtrust/params.h"
 
@@ -225,18 +226,6 @@ enum mt_status mtx_bfolder_load(struct mtx_bfolder *f, struct mt_error *err)
     return st;
 }
 
-/* Frees text from json_dumps with jansson's own allocator. */
-static void json_text_free(char *txt)
-{
-    json_malloc_t m;
-    json_free_t fr;
-
-    if (!txt)
-        return;
-    json_get_alloc_funcs(&m, &fr);
-    fr(txt);
-}
-
 char *mtx_bfolder_upload(const struct mtx_bfolder *f, struct mt_error *err)
 {
     static const char *const files[] = {"data.csv", "bleurt.txt",
@@ -261,7 +250,7 @@ char *mtx_bfolder_upload(const struct mtx_bfolder *f, struct mt_error *err)
     }
     if (o && i == 3 && (txt = json_dumps(o, JSON_COMPACT)) != NULL) {
         out = mt_strdup(txt);
-        json_text_free(txt);
+        mtx_json_text_free(txt);
     }
     json_decref(o);
     if (!out && err && err->status == MT_OK)

@@ -55,6 +55,17 @@ void mtx_jsonl_init_alloc(void)
     pthread_once(&alloc_once, set_alloc);
 }
 
+void mtx_json_text_free(char *txt)
+{
+    json_malloc_t m;
+    json_free_t f;
+
+    if (!txt)
+        return;
+    json_get_alloc_funcs(&m, &f);
+    f(txt);
+}
+
 struct mt_jsonl_params mtx_jsonl_default_params(void)
 {
     struct mt_jsonl_params p = {0, (size_t)64 << 20, NULL, NULL};

@@ -32,6 +32,10 @@ struct mt_jsonl_params mtx_jsonl_default_params(void);
  * thread-safely), so callers need not. */
 void mtx_jsonl_init_alloc(void);
 
+/* Frees text from json_dumps with jansson's own allocator; NULL is
+ * allowed. */
+void mtx_json_text_free(char *txt);
+
 /* Opens 'path' ("-" reads stdin, which is not closed). 'params' may be NULL
  * for defaults and is copied. On success *out owns a reader (free with
  * mtx_jsonl_close); on failure *out is unchanged and 'err' (may be NULL)

@@ -29,10 +29,7 @@ void mtx_srv_health(struct mt_server *s, struct srv_req *rq,
 
     (void)rq;
     (void)id;
-    pthread_mutex_lock(&s->job_mu);
-    queued = s->queued;
-    running = s->running;
-    pthread_mutex_unlock(&s->job_mu);
+    mtx_jobs_counts(s->jobs, &queued, &running);
     /* readiness for a load balancer: 503 while the shared state is away */
     o = json_pack("{s:s,s:b,s:s,s:s,s:{s:I,s:I,s:I}}", "status",
                   down ? "unavailable" : "ok", "ready", !down, "state",

@@ -53,13 +53,13 @@ int mtx_srv_ask_ready(const struct mt_server *s)
 static int cancelled(void *user)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mtx_srv_job_self(s);
+    struct mtx_job *j = mtx_jobs_self(s->jobs);
     int c;
 
     if (!j)
         return 0;
-    c = mtx_srv_job_canceled(j);
-    mtx_srv_job_release(s, j);
+    c = mtx_job_canceled(j);
+    mtx_job_release(j);
     return c;
 }
 
@@ -67,18 +67,18 @@ static int cancelled(void *user)
 static void on_claim(void *user, size_t index, size_t n, const char *claim)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mtx_srv_job_self(s);
+    struct mtx_job *j = mtx_jobs_self(s->jobs);
     json_t *o;
 
     if (!j)
         return;
     o = json_loads(claim, 0, NULL);
     if (o)
-        mtx_srv_job_emit(j, "step",
-                         json_pack("{s:s,s:I,s:I,s:o}", "step", "claim",
-                                   "index", (json_int_t)index, "of",
-                                   (json_int_t)n, "claim", o));
-    mtx_srv_job_release(s, j);
+        mtx_job_emit(j, "step",
+                     json_pack("{s:s,s:I,s:I,s:o}", "step", "claim", "index",
+                               (json_int_t)index, "of", (json_int_t)n, "claim",
+                               o));
+    mtx_job_release(j);
 }
 
 /* params.on_answer_token: each piece of the answer as a "token" event
@@ -88,16 +88,16 @@ static void on_claim(void *user, size_t index, size_t n, const char *claim)
 static int on_token(void *user, const char *piece, size_t len)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mtx_srv_job_self(s);
+    struct mtx_job *j = mtx_jobs_self(s->jobs);
     int stop;
 
     if (!j)
         return 0;
-    mtx_srv_job_emit(j, "token",
-                     piece ? json_pack("{s:s%}", "text", piece, len)
-                           : json_pack("{s:b}", "reset", 1));
-    stop = mtx_srv_job_canceled(j);
-    mtx_srv_job_release(s, j);
+    mtx_job_emit(j, "token",
+                 piece ? json_pack("{s:s%}", "text", piece, len)
+                       : json_pack("{s:b}", "reset", 1));
+    stop = mtx_job_canceled(j);
+    mtx_job_release(j);
     return stop;
 }
 
@@ -152,7 +152,7 @@ static void arg_free(void *p)
     mt_free(a);
 }
 
-static enum mt_status ask_fn(struct srv_job *j, void *arg, json_t **result,
+static enum mt_status ask_fn(struct mtx_job *j, void *arg, json_t **result,
                              struct mt_error *err)
 {
     struct ask_arg *a = arg;
@@ -379,7 +379,7 @@ static int admit(struct srv_lease *l, void *arg, struct srv_resp *rs)
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct ask_arg *a)
 {
-    struct srv_job_spec spec = {"ask", ask_fn, a, arg_free};
+    struct mtx_job_spec spec = {"ask", ask_fn, a, arg_free};
     struct srv_run_req r = {a->question, strlen(a->question), audit_of, admit};
 
     return mtx_srv_run_submit(s, rq, rs, &spec, &r);
@@ -409,7 +409,7 @@ static enum mt_status rebuild_bind(struct mt_server *s, void *arg,
 /* A queued question rebuilt where it is claimed (shared state): the body
  * as the route read it, this server's answerer for its model. */
 enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
-                               const char *body, struct srv_job_spec *spec,
+                               const char *body, struct mtx_job_spec *spec,
                                struct mt_error *err)
 {
     static const struct srv_job_rebuild r = {

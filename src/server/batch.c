@@ -37,12 +37,12 @@ static void set_status(struct mt_server *s, int64_t run, const char *status,
 /* ==== The job ==== */
 
 struct progress {
-    struct srv_job *j;
+    struct mtx_job *j;
     const struct batch_arg *a;
     double t0;
 };
 
-static void emit_progress(struct srv_job *j, const struct progress *pr,
+static void emit_progress(struct mtx_job *j, const struct progress *pr,
                           const struct mtx_bfolder_progress *p, const char *id)
 {
     double el = mtx_srv_now() - pr->t0;
@@ -50,13 +50,12 @@ static void emit_progress(struct srv_job *j, const struct progress *pr,
     double rate = el > 0 && fresh ? (double)fresh / el : 0;
     double eta = rate > 0 ? (double)(p->total - p->done) / rate : -1;
 
-    mtx_srv_job_emit(
-        j, "progress",
-        json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s?}", "total",
-                  (json_int_t)p->total, "done", (json_int_t)p->done, "failed",
-                  (json_int_t)p->failed, "resumed", (json_int_t)p->resumed,
-                  "elapsed_s", el, "notes_per_min", rate * 60, "eta_s", eta,
-                  "id", id));
+    mtx_job_emit(j, "progress",
+                 json_pack("{s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s?}", "total",
+                           (json_int_t)p->total, "done", (json_int_t)p->done,
+                           "failed", (json_int_t)p->failed, "resumed",
+                           (json_int_t)p->resumed, "elapsed_s", el,
+                           "notes_per_min", rate * 60, "eta_s", eta, "id", id));
 }
 
 /* The folder run's progress: a failed note is logged. */
@@ -76,14 +75,14 @@ static void on_progress(void *user, const struct mtx_bfolder_progress *p,
 static int note_cancelled(void *user, const char *note_id)
 {
     (void)note_id;
-    return mtx_srv_job_canceled(user);
+    return mtx_job_canceled(user);
 }
 
 static int batch_cancelled(void *user)
 {
     const struct progress *pr = user;
 
-    return mtx_srv_job_canceled(pr->j);
+    return mtx_job_canceled(pr->j);
 }
 
 /* The model's checker, and the batch's settings on it (a batch streams
@@ -114,7 +113,7 @@ static void checker_put(void *user, struct mt_agent *agent)
 
 /* Runs the batch folder (batch/folder.h: the notes the journal does not
  * hold, the submission, the score); a cancel says how to resume. */
-static enum mt_status batch_fn(struct srv_job *j, void *arg, json_t **result,
+static enum mt_status batch_fn(struct mtx_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct batch_arg *a = arg;
@@ -181,7 +180,7 @@ static void folder_init(struct batch_arg *a)
 static enum mt_status queue(struct mt_server *s, struct batch_arg *a,
                             const char *body, struct mt_error *err)
 {
-    struct srv_job_spec spec = {"batch", batch_fn, a, mt_free};
+    struct mtx_job_spec spec = {"batch", batch_fn, a, mt_free};
 
     return mtx_srv_job_submit_body(s, a->run, &spec, body, err);
 }
@@ -328,7 +327,7 @@ static enum mt_status save_body(struct batch_arg *a, json_t *o,
  * written from the upload in 'body' (its notes are checked from the
  * start: the journal of another server stays there). */
 enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
-                                 const char *body, struct srv_job_spec *spec,
+                                 const char *body, struct mtx_job_spec *spec,
                                  struct mt_error *err)
 {
     struct srv_req rq;

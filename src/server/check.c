@@ -80,7 +80,7 @@ const char *mtx_srv_llm_spec(const struct mt_server *s, const char *role)
 static void on_step(void *user, const char *note_id, const char *step_json)
 {
     (void)note_id;
-    mtx_srv_job_emit_text(user, "step", step_json);
+    mtx_job_emit_text(user, "step", step_json);
 }
 
 /* cp.cancelled: whether the check's job was asked to stop (a user's
@@ -89,7 +89,7 @@ static void on_step(void *user, const char *note_id, const char *step_json)
 static int cancelled(void *user, const char *note_id)
 {
     (void)note_id;
-    return mtx_srv_job_canceled(user);
+    return mtx_job_canceled(user);
 }
 
 /* ==== Checkers ==== */
@@ -259,7 +259,7 @@ static void arg_free(void *p)
     mt_free(a);
 }
 
-static enum mt_status check_fn(struct srv_job *j, void *arg, json_t **result,
+static enum mt_status check_fn(struct mtx_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct check_arg *a = arg;
@@ -531,7 +531,7 @@ static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct check_arg *a,
                       enum mt_strategy strat)
 {
-    struct srv_job_spec spec = {"check", check_fn, a, arg_free};
+    struct mtx_job_spec spec = {"check", check_fn, a, arg_free};
     struct srv_run_req r = {a->note, a->len, audit_of, admit};
 
     a->strat = strat;
@@ -573,7 +573,7 @@ static enum mt_status rebuild_bind(struct mt_server *s, void *arg,
 /* A queued check rebuilt where it is claimed (shared state): the body as
  * the route read it, this server's models and checker. */
 enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
-                                 const char *body, struct srv_job_spec *spec,
+                                 const char *body, struct mtx_job_spec *spec,
                                  struct mt_error *err)
 {
     static const struct srv_job_rebuild r = {

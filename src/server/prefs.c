@@ -218,7 +218,7 @@ static enum mt_status prefs_store(struct mt_server *s, const struct srv_req *rq,
     if (st == MT_OK)
         st = mt_setting_put(l->state, key, t, err);
     mtx_srv_lease_put(s, l);
-    mtx_srv_json_text_free(t);
+    mtx_json_text_free(t);
     return st;
 }
 

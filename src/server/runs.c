@@ -164,7 +164,7 @@ void mtx_srv_run_events(struct mt_server *s, struct srv_req *rq,
     rs->status = 200;
     rs->type = "text/event-stream";
     rs->sse_run = id;
-    mtx_srv_job_mirror(s, id); /* a run of another server (shared state) */
+    mtx_jobs_mirror(s->jobs, id); /* a run of another server (shared state) */
 }
 
 /* ==== Runs left unfinished by a server that stopped ==== */
@@ -266,7 +266,7 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
-    live = mtx_srv_job_cancel(s, id); /* first: it needs no write */
+    live = mtx_jobs_cancel(s->jobs, id); /* first: it needs no write */
     if (!live && cancel_interrupted(s, id)) {
         mtx_srv_audit(s, NULL, rq, "cancel",
                       json_pack("{s:I}", "run_id", (json_int_t)id));
@@ -410,7 +410,7 @@ static json_t *step_json(const struct sleep_arg *a, unsigned i)
     return o;
 }
 
-static void emit_tokens(struct srv_job *j, const struct sleep_arg *a,
+static void emit_tokens(struct mtx_job *j, const struct sleep_arg *a,
                         unsigned step)
 {
     char t[32];
@@ -418,23 +418,23 @@ static void emit_tokens(struct srv_job *j, const struct sleep_arg *a,
 
     for (k = 0; k < a->tokens; k++) {
         snprintf(t, sizeof t, "t%u ", step * a->tokens + k);
-        mtx_srv_job_emit(j, "token", json_pack("{s:s}", "text", t));
+        mtx_job_emit(j, "token", json_pack("{s:s}", "text", t));
     }
 }
 
-static enum mt_status sleep_fn(struct srv_job *j, void *arg, json_t **result,
+static enum mt_status sleep_fn(struct mtx_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     const struct sleep_arg *a = arg;
     unsigned i;
 
     for (i = 0; i < a->steps; i++) {
-        mtx_srv_job_sleep(j, a->ms / a->steps);
-        if (mtx_srv_job_canceled(j))
+        mtx_job_sleep(j, a->ms / a->steps);
+        if (mtx_job_canceled(j))
             return mt_fail(err, MT_ECANCELED, "job cancelled at step %u",
                            i + 1);
         emit_tokens(j, a, i);
-        mtx_srv_job_emit(j, "step", step_json(a, i + 1));
+        mtx_job_emit(j, "step", step_json(a, i + 1));
     }
     *result =
         json_pack("{s:i,s:i}", "slept_ms", (int)a->ms, "steps", (int)a->steps);
@@ -477,7 +477,7 @@ static int sleep_args(const struct srv_req *rq, struct srv_resp *rs,
 
 enum mt_status mtx_srv_sleep_job_build(struct mt_server *s, int64_t run,
                                        const char *body,
-                                       struct srv_job_spec *spec,
+                                       struct mtx_job_spec *spec,
                                        struct mt_error *err)
 {
     struct srv_req rq;
@@ -508,7 +508,7 @@ void mtx_srv_sleep_job(struct mt_server *s, struct srv_req *rq,
     struct mt_error err = {MT_OK, ""};
     struct srv_lease *l = NULL;
     struct sleep_arg a, *arg;
-    struct srv_job_spec spec = {"sleep", sleep_fn, NULL, mt_free};
+    struct mtx_job_spec spec = {"sleep", sleep_fn, NULL, mt_free};
     enum mt_status st;
     char ev[64];
 

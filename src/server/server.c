@@ -327,9 +327,6 @@ enum mt_status mtx_srv_init(struct mt_server *s,
     pthread_mutex_init(&s->rl_mu, NULL);
     pthread_mutex_init(&s->req_mu, NULL);
     pthread_cond_init(&s->req_cv, NULL);
-    pthread_mutex_init(&s->job_mu, NULL);
-    pthread_cond_init(&s->job_cv, NULL);
-    pthread_cond_init(&s->idle_cv, NULL);
     pthread_mutex_init(&s->agent_mu, NULL);
     pthread_mutex_init(&s->qa_mu, NULL);
     pthread_mutex_init(&s->conn_mu, NULL);
@@ -358,6 +355,8 @@ void mtx_srv_fini(struct mt_server *s)
 
     state_wait_stop(s);
     mtx_srv_jobs_stop(s, 0);
+    mtx_jobs_free(s->jobs);
+    s->jobs = NULL;
     mtx_srv_agents_close(s); /* no job runs any more */
     mtx_srv_qa_close(s);
     while ((l = s->free_leases) != NULL) {
@@ -387,18 +386,15 @@ void mtx_srv_fini(struct mt_server *s)
     pthread_mutex_destroy(&s->rl_mu);
     pthread_mutex_destroy(&s->req_mu);
     pthread_cond_destroy(&s->req_cv);
-    pthread_mutex_destroy(&s->job_mu);
-    pthread_cond_destroy(&s->job_cv);
-    pthread_cond_destroy(&s->idle_cv);
 }
 
 /* ==== Event streams ==== */
 
 struct srv_sse {
     struct mt_server *s;
-    struct srv_job *j;
+    struct mtx_job *j;
     struct MHD_Connection *c;
-    struct srv_cursor cur;
+    struct mtx_job_cursor cur;
     struct srv_sse *prev, *next; /* s->sse_list, under s->sse_mu */
     double last;                 /* when it last sent bytes */
     int ping;                    /* send a keep-alive comment next */
@@ -436,8 +432,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
         memcpy(buf, keep_alive, sizeof keep_alive - 1);
         n = sizeof keep_alive - 1;
     } else {
-        n = mtx_srv_job_read(x->s, x->j, &x->cur, buf, max, &end, x,
-                             sse_suspend, sse_wake);
+        n = mtx_job_read(x->j, &x->cur, buf, max, &end, x, sse_suspend,
+                         sse_wake);
     }
     if (end)
         return MHD_CONTENT_READER_END_OF_STREAM;
@@ -463,10 +459,10 @@ static void sse_free(void *cls)
         x->next->prev = x->prev;
     s->sse_open--;
     pthread_mutex_unlock(&s->sse_mu);
-    mtx_srv_job_unwait(s, x->j, x);
-    mtx_srv_job_detach(s, x->j);
-    mtx_srv_job_release(s, x->j);
-    mtx_srv_cursor_free(&x->cur);
+    mtx_job_unwait(x->j, x);
+    mtx_job_detach(x->j);
+    mtx_job_release(x->j);
+    mtx_job_cursor_free(&x->cur);
     mt_free(x);
 }
 
@@ -481,7 +477,7 @@ void mtx_srv_sse_tick(struct mt_server *s, double now)
         if (!x->ping && now - x->last >= s->p.sse_idle_s) {
             x->ping = 1;
             x->last = now; /* the next one after another idle bound */
-            mtx_srv_job_poke(s, x->j, x);
+            mtx_job_poke(x->j, x);
         }
     pthread_mutex_unlock(&s->sse_mu);
 }
@@ -517,19 +513,19 @@ static struct MHD_Response *too_many_streams(struct srv_resp *rs)
 static struct MHD_Response *
 sse_response(struct mt_server *s, struct MHD_Connection *c, struct srv_resp *rs)
 {
-    struct srv_job *j = mtx_srv_job_find(s, rs->sse_run);
+    struct mtx_job *j = mtx_jobs_find(s->jobs, rs->sse_run);
     struct srv_sse *x;
     struct MHD_Response *r;
 
-    if (j && !mtx_srv_job_attach(s, j)) {
-        mtx_srv_job_release(s, j);
+    if (j && !mtx_job_attach(j)) {
+        mtx_job_release(j);
         return too_many_streams(rs);
     }
     x = j ? mt_calloc(1, sizeof *x) : NULL;
     if (!x) {
         if (j)
-            mtx_srv_job_detach(s, j);
-        mtx_srv_job_release(s, j);
+            mtx_job_detach(j);
+        mtx_job_release(j);
         return NULL;
     }
     x->s = s;
@@ -953,7 +949,7 @@ void mt_server_stop(struct mt_server *s, double grace_s)
     s->stopping = 1; /* no new connections (on_accept) */
     pthread_mutex_unlock(&s->req_mu);
     mtx_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
-    mtx_srv_jobs_wake_all(s);
+    mtx_jobs_wake_all(s->jobs);
     wait_requests(s, mtx_srv_now() + (grace_s > 1 ? grace_s : 1));
     if (s->mhd)
         MHD_stop_daemon(s->mhd);

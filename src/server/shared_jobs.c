@@ -78,7 +78,7 @@ static enum mt_status submit_row(struct mtx_pg *pg, void *user,
 }
 
 enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
-                                       const struct srv_job_spec *spec,
+                                       const struct mtx_job_spec *spec,
                                        const char *body, struct mt_error *err)
 {
     struct submit u = {spec->kind, NULL, 0};
@@ -87,7 +87,7 @@ enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
     enum mt_status st;
 
     if (!s->state_url)
-        return mtx_srv_job_submit(s, run_id, spec, err);
+        return mtx_jobs_submit(s->jobs, run_id, spec, err);
     if (spec->arg_free) /* the claiming server rebuilds it from the body */
         spec->arg_free(spec->arg);
     o = json_pack("{s:s,s:I,s:s}", "kind", spec->kind, "run",
@@ -97,21 +97,19 @@ enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
     u.payload = txt;
     st = txt ? mtx_qworker_call(s->queue->qw, submit_row, &u, err)
              : mt_fail(err, MT_ENOMEM, "out of memory");
-    mtx_srv_json_text_free(txt);
+    mtx_json_text_free(txt);
     if (st != MT_OK) {
         run_failed(s, run_id, err->msg);
         return st;
     }
-    pthread_mutex_lock(&s->job_mu); /* a worker here may take it at once */
-    pthread_cond_broadcast(&s->job_cv);
-    pthread_mutex_unlock(&s->job_mu);
+    mtx_jobs_poke(s->jobs); /* a worker here may take it at once */
     return MT_OK;
 }
 
 /* Creates the run and writes its audit record; 0 with rs filled when the
  * route's check refuses it or the state fails. */
 static int64_t run_create(struct mt_server *s, struct srv_req *rq,
-                          struct srv_resp *rs, const struct srv_job_spec *spec,
+                          struct srv_resp *rs, const struct mtx_job_spec *spec,
                           const struct srv_run_req *r)
 {
     struct mt_error err = {MT_OK, ""};
@@ -139,7 +137,7 @@ static int64_t run_create(struct mt_server *s, struct srv_req *rq,
 }
 
 int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
-                           struct srv_resp *rs, const struct srv_job_spec *spec,
+                           struct srv_resp *rs, const struct mtx_job_spec *spec,
                            const struct srv_run_req *r)
 {
     struct mt_error err = {MT_OK, ""};
@@ -160,7 +158,7 @@ int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
 
 enum mt_status mtx_srv_job_rebuild(struct mt_server *s, const char *body,
                                    const struct srv_job_rebuild *r,
-                                   struct srv_job_spec *spec,
+                                   struct mtx_job_spec *spec,
                                    struct mt_error *err)
 {
     struct srv_req rq;
@@ -211,7 +209,7 @@ static void run_claimed(void *user, struct mtx_qjob *qj)
     const char *body = json_string_value(json_object_get(p, "body"));
     int64_t run = json_integer_value(json_object_get(p, "run"));
     srv_job_build_fn build = builder(qj->row.kind);
-    struct srv_job_spec spec;
+    struct mtx_job_spec spec;
     enum mt_status st;
 
     if (run <= 0 || !body) { /* not a row a server wrote: fail it */
@@ -225,7 +223,7 @@ static void run_claimed(void *user, struct mtx_qjob *qj)
                          qj->row.kind);
     if (st != MT_OK)
         mt_error_prefix(&err, "%s cannot run it", mtx_qworker_name(qj->w));
-    mtx_srv_job_run_row(s, run, qj, st == MT_OK ? &spec : NULL, &err);
+    mtx_jobs_run_row(s->jobs, run, qj, st == MT_OK ? &spec : NULL, &err);
     json_decref(p);
 }
 
@@ -241,18 +239,14 @@ static int claim_wait(void *user, double secs)
 {
     struct mt_server *s = user;
 
-    return mtx_srv_nap(&s->job_mu, &s->job_cv, &s->jobs_stop, secs);
+    return mtx_jobs_nap(s->jobs, secs);
 }
 
 static int claim_stopping(void *user)
 {
     struct mt_server *s = user;
-    int stop;
 
-    pthread_mutex_lock(&s->job_mu);
-    stop = s->jobs_stop;
-    pthread_mutex_unlock(&s->job_mu);
-    return stop;
+    return mtx_jobs_stopping(s->jobs);
 }
 
 /* ==== Heartbeats and pruning ==== */

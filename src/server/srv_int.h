@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "batch/jobs.h"
+#include "core/jsonl.h"
 #include "medtrust/accounts.h"
 #include "medtrust/check.h"
 #include "medtrust/index.h"
@@ -20,7 +22,7 @@
 struct MHD_Daemon;
 struct mt_agent;
 struct mt_qa;
-struct srv_job;
+struct mtx_job;
 struct srv_conn;
 struct srv_sse;
 
@@ -171,9 +173,6 @@ json_t *mtx_srv_models_json(const struct mt_server *s);
 
 /* ==== The server ==== */
 
-/* Finished jobs whose events stay replayable (jobs.c). */
-#define SRV_JOBS_KEPT 64
-
 struct mt_server {
     struct mt_server_params p;
     char *db_dir, *listen, *data_dir;
@@ -205,22 +204,8 @@ struct mt_server {
     pthread_cond_t req_cv;
     long inflight;
     int stopping;
-    /* jobs */
-    pthread_mutex_t job_mu;
-    pthread_cond_t job_cv;  /* workers wait for work */
-    pthread_cond_t idle_cv; /* shutdown waits for the queue to drain */
-    struct srv_job *queue_head, *queue_tail;
-    struct srv_job *live; /* every job not yet freed */
-    /* the last SRV_JOBS_KEPT finished jobs, each holding one reference, so
-     * that a stream opened just after a job ended still replays it */
-    struct srv_job *kept[SRV_JOBS_KEPT];
-    size_t kept_next;
-    size_t queued, running;
-    pthread_t *workers;
-    size_t nworkers;
-    int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
-    int jobs_cancel; /* running jobs should give up */
-    size_t mirrors;  /* mirror threads running (jobs.c) */
+    /* jobs: the runtime (batch/jobs.h) */
+    struct mtx_jobs *jobs;
     struct srv_queue *queue; /* with a shared state (shared_jobs.c) */
     /* note checkers, one per model (--llm, or --llm-choice i), in the
      * batch layer's checker cache (batch/checkers.h), made on first use
@@ -583,21 +568,14 @@ void mtx_srv_audit(struct mt_server *s, struct srv_lease *l,
                    const struct srv_req *rq, const char *action,
                    json_t *detail);
 
-/* ==== Jobs (jobs.c) ==== */
+/* ==== Jobs (jobs.c over the batch layer's runtime, batch/jobs.h) ====
+ * Routes submit mtx_job_spec jobs to s->jobs (mtx_jobs_submit, or
+ * mtx_srv_job_submit_body below) and stream their events (server.c:
+ * mtx_jobs_find, mtx_job_read); a job function emits with mtx_job_emit
+ * and polls mtx_job_canceled. */
 
-/* A job function: does the work, emitting steps with mtx_srv_job_emit,
- * checking mtx_srv_job_canceled, and returns its result object in *result
- * (taken) or fails. */
-typedef enum mt_status (*srv_job_fn)(struct srv_job *j, void *arg,
-                                     json_t **result, struct mt_error *err);
-
-struct srv_job_spec {
-    const char *kind; /* "check", "ask", "sleep", ... */
-    srv_job_fn fn;
-    void *arg; /* taken: freed with arg_free */
-    void (*arg_free)(void *arg);
-};
-
+/* Starts s->jobs: the runtime with --llm-jobs workers, or, with a shared
+ * state, none and the queue worker loop (mtx_srv_queue_start). */
 enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err);
 /* 0 on a shared state's front end (--llm-jobs 0): its routes check a
  * request's fields and queue it, and need no model; the server or worker
@@ -605,70 +583,13 @@ enum mt_status mtx_srv_jobs_start(struct mt_server *s, struct mt_error *err);
  * (a run it cannot do fails there with the route's 503 message). */
 int mtx_srv_runs_jobs(const struct mt_server *s);
 /* Stops taking jobs, waits up to grace_s for queued and running jobs,
- * cancels the rest and joins the workers. */
+ * cancels the rest and joins the workers and the queue worker loop
+ * (s->jobs may be NULL: a half-built server). */
 void mtx_srv_jobs_stop(struct mt_server *s, double grace_s);
 
-/* Queues a job for run 'run_id'. MT_ELIMIT when the queue is full,
- * MT_ECANCELED when the server is stopping. The spec's arg is taken even
- * on failure. */
-enum mt_status mtx_srv_job_submit(struct mt_server *s, int64_t run_id,
-                                  const struct srv_job_spec *spec,
-                                  struct mt_error *err);
-/* Appends an event ("step", ...) with 'data' (taken) and wakes streams. */
-void mtx_srv_job_emit(struct srv_job *j, const char *type, json_t *data);
-/* mtx_srv_job_emit with 'data' already JSON text (borrowed). */
-void mtx_srv_job_emit_text(struct srv_job *j, const char *type,
-                           const char *data);
-/* The job the calling worker thread is running, with a reference taken
- * (mtx_srv_job_release), or NULL: routes a library callback that runs on
- * the job's thread to its job. */
-struct srv_job *mtx_srv_job_self(struct mt_server *s);
-/* 1 when the job should stop (timeout, shutdown or a user's cancel). */
-int mtx_srv_job_canceled(struct srv_job *j);
-/* Asks the live job of run 'run_id' to stop; returns 1 when one was
- * running or queued, 0 when there is none (finished or unknown). */
-int mtx_srv_job_cancel(struct mt_server *s, int64_t run_id);
-/* Sleeps up to ms milliseconds, waking early on cancellation. */
-void mtx_srv_job_sleep(struct srv_job *j, unsigned ms);
-
-/* Event streams (jobs.c; streamed by server.c). Finds the live job of
- * run 'run_id' and takes a reference, or returns NULL. */
-struct srv_job *mtx_srv_job_find(struct mt_server *s, int64_t run_id);
-void mtx_srv_job_release(struct mt_server *s, struct srv_job *j);
 /* Event streams open on one job at most; one more is refused with a 429
  * whose body is an "error" event, too_many_streams (server.c). */
 #define SRV_STREAMS_PER_JOB 64
-/* Counts a stream on j: 1, or 0 when SRV_STREAMS_PER_JOB are open. */
-int mtx_srv_job_attach(struct mt_server *s, struct srv_job *j);
-void mtx_srv_job_detach(struct mt_server *s, struct srv_job *j);
-
-/* Where one stream is in a job's events: 'ev' the seq of the next event
- * to load, 'cur' (owned) the rest of the one being sent. Zero it to start
- * from the first event; free it with mtx_srv_cursor_free. */
-struct srv_cursor {
-    size_t ev;
-    char *cur;
-    size_t len, off;
-};
-void mtx_srv_cursor_free(struct srv_cursor *c);
-
-/* Copies up to max bytes of the stream at cursor c: when the events it
- * wants were dropped from the replay log (params.replay_max) it first
- * gets a "missed" event ({"events","first","reason"}). Returns bytes
- * copied; 0 with *end set when the stream is over; 0 with *end clear
- * when nothing is ready (then 'waiter' is registered and 'wake(waiter)'
- * is called, under the job lock, once there is more). */
-size_t mtx_srv_job_read(struct mt_server *s, struct srv_job *j,
-                        struct srv_cursor *c, char *buf, size_t max, int *end,
-                        void *waiter, void (*suspend)(void *waiter),
-                        void (*wake)(void *waiter));
-/* Removes 'waiter' if it waits on j; returns 1 when it did and 'wake' was
- * called for it (the stream then reads again). */
-int mtx_srv_job_poke(struct mt_server *s, struct srv_job *j, void *waiter);
-/* With a shared state: when no job here holds run 'run_id', starts a
- * mirror job that streams the run's events from the state's rows (another
- * server runs it, or ran it), so that mtx_srv_job_find finds it. */
-void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id);
 /* ==== Jobs on the shared queue (shared_jobs.c, jobs.c) ====
  * With a shared state a job is a row of PostgreSQL's queue
  * (store/queue.h) that carries its kind, its run and its request body;
@@ -679,7 +600,7 @@ void mtx_srv_job_mirror(struct mt_server *s, int64_t run_id);
  * read it) into *spec, or fails saying why this server cannot run it. */
 typedef enum mt_status (*srv_job_build_fn)(struct mt_server *s, int64_t run,
                                            const char *body,
-                                           struct srv_job_spec *spec,
+                                           struct mtx_job_spec *spec,
                                            struct mt_error *err);
 
 /* How the job of a route that queues its body as it came (check, ask,
@@ -689,7 +610,7 @@ typedef enum mt_status (*srv_job_build_fn)(struct mt_server *s, int64_t run,
  * binding of this server's model to the argument. */
 struct srv_job_rebuild {
     const char *kind;
-    srv_job_fn fn;
+    mtx_job_fn fn;
     void (*arg_free)(void *arg);
     void *(*read)(struct mt_server *s, const struct srv_req *rq,
                   struct srv_resp *rs);
@@ -703,33 +624,33 @@ struct srv_job_rebuild {
  * (mtx_srv_resp_failure). */
 enum mt_status mtx_srv_job_rebuild(struct mt_server *s, const char *body,
                                    const struct srv_job_rebuild *r,
-                                   struct srv_job_spec *spec,
+                                   struct mtx_job_spec *spec,
                                    struct mt_error *err);
 
 /* The builders of POST /v1/check, POST /v1/ask, POST /v1/batch (and
  * resume) and the test sleep job. */
 enum mt_status mtx_srv_check_job(struct mt_server *s, int64_t run,
-                                 const char *body, struct srv_job_spec *spec,
+                                 const char *body, struct mtx_job_spec *spec,
                                  struct mt_error *err);
 enum mt_status mtx_srv_ask_job(struct mt_server *s, int64_t run,
-                               const char *body, struct srv_job_spec *spec,
+                               const char *body, struct mtx_job_spec *spec,
                                struct mt_error *err);
 enum mt_status mtx_srv_verify_job(struct mt_server *s, int64_t run,
-                                  const char *body, struct srv_job_spec *spec,
+                                  const char *body, struct mtx_job_spec *spec,
                                   struct mt_error *err);
 enum mt_status mtx_srv_batch_job(struct mt_server *s, int64_t run,
-                                 const char *body, struct srv_job_spec *spec,
+                                 const char *body, struct mtx_job_spec *spec,
                                  struct mt_error *err);
 enum mt_status mtx_srv_sleep_job_build(struct mt_server *s, int64_t run,
                                        const char *body,
-                                       struct srv_job_spec *spec,
+                                       struct mtx_job_spec *spec,
                                        struct mt_error *err);
 
 /* Queues the job of run 'run_id' whose request body is 'body': with a
  * shared state a row of the shared queue (the spec's arg is freed: the
- * claiming server rebuilds it from 'body'), else mtx_srv_job_submit. */
+ * claiming server rebuilds it from 'body'), else mtx_jobs_submit. */
 enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
-                                       const struct srv_job_spec *spec,
+                                       const struct mtx_job_spec *spec,
                                        const char *body, struct mt_error *err);
 
 /* How a route's run is recorded (mtx_srv_run_submit): the text it is
@@ -749,11 +670,8 @@ struct srv_run_req {
  * filled (503 with Retry-After when the queue is full). spec->arg is
  * taken either way. */
 int64_t mtx_srv_run_submit(struct mt_server *s, struct srv_req *rq,
-                           struct srv_resp *rs, const struct srv_job_spec *spec,
+                           struct srv_resp *rs, const struct mtx_job_spec *spec,
                            const struct srv_run_req *r);
-
-/* Frees text from json_dumps with jansson's own allocator. */
-void mtx_srv_json_text_free(char *txt);
 
 /* The route's 400/503 in 'rs' as a failure in err (the builders read
  * bodies with the routes' readers); frees rs's body. */
@@ -766,21 +684,5 @@ enum mt_status mtx_srv_resp_failure(struct srv_resp *rs, struct mt_error *err);
  * jobs_stop) and ends it. */
 enum mt_status mtx_srv_queue_start(struct mt_server *s, struct mt_error *err);
 void mtx_srv_queue_stop(struct mt_server *s);
-
-struct mtx_qjob;
-/* Runs the claimed row 'row' (lent until this returns) of run 'run' on
- * the calling thread (jobs.c): 'spec' as built, or NULL to fail the run
- * with 'why'. */
-void mtx_srv_job_run_row(struct mt_server *s, int64_t run, struct mtx_qjob *row,
-                         const struct srv_job_spec *spec,
-                         const struct mt_error *why);
-/* A new job of run 'run' with one reference (jobs.c). */
-struct srv_job *mtx_srv_job_new(struct mt_server *s, int64_t run,
-                                const char *kind);
-
-/* Removes 'waiter' from the job (when a stream goes away). */
-void mtx_srv_job_unwait(struct mt_server *s, struct srv_job *j, void *waiter);
-/* Wakes every waiting stream (shutdown). */
-void mtx_srv_jobs_wake_all(struct mt_server *s);
 
 #endif

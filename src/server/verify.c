@@ -34,13 +34,13 @@ int mtx_srv_verify_ready(const struct mt_server *s)
 static int cancelled(void *user)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mtx_srv_job_self(s);
+    struct mtx_job *j = mtx_jobs_self(s->jobs);
     int c;
 
     if (!j)
         return 0;
-    c = mtx_srv_job_canceled(j);
-    mtx_srv_job_release(s, j);
+    c = mtx_job_canceled(j);
+    mtx_job_release(j);
     return c;
 }
 
@@ -48,17 +48,17 @@ static int cancelled(void *user)
 static void step(void *user, json_t *o, const char *key, const char *js)
 {
     struct mt_server *s = user;
-    struct srv_job *j = mtx_srv_job_self(s);
+    struct mtx_job *j = mtx_jobs_self(s->jobs);
     json_t *v = json_loads(js, 0, NULL);
 
     if (j && o && v && json_object_set_new(o, key, v) == 0)
-        mtx_srv_job_emit(j, "step", o);
+        mtx_job_emit(j, "step", o);
     else {
         json_decref(o);
         json_decref(v);
     }
     if (j)
-        mtx_srv_job_release(s, j);
+        mtx_job_release(j);
 }
 
 static void on_split(void *user, size_t n, const char *js)
@@ -121,7 +121,7 @@ static void job_params(const struct verify_arg *a, struct mt_verify_params *vp)
     vp->cancelled_user = a->s;
 }
 
-static enum mt_status verify_fn(struct srv_job *j, void *arg, json_t **result,
+static enum mt_status verify_fn(struct mtx_job *j, void *arg, json_t **result,
                                 struct mt_error *err)
 {
     struct verify_arg *a = arg;
@@ -282,7 +282,7 @@ static json_t *audit_of(int64_t id, const char *h, void *arg)
 static int64_t submit(struct mt_server *s, struct srv_req *rq,
                       struct srv_resp *rs, struct verify_arg *a)
 {
-    struct srv_job_spec spec = {"verify", verify_fn, a, arg_free};
+    struct mtx_job_spec spec = {"verify", verify_fn, a, arg_free};
     struct srv_run_req r = {a->text, strlen(a->text), audit_of, NULL};
 
     return mtx_srv_run_submit(s, rq, rs, &spec, &r);
@@ -310,7 +310,7 @@ static enum mt_status rebuild_bind(struct mt_server *s, void *arg,
 
 /* A queued verification rebuilt where it is claimed (shared state). */
 enum mt_status mtx_srv_verify_job(struct mt_server *s, int64_t run,
-                                  const char *body, struct srv_job_spec *spec,
+                                  const char *body, struct mtx_job_spec *spec,
                                   struct mt_error *err)
 {
     static const struct srv_job_rebuild r = {"verify",      verify_fn,
