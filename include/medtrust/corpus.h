@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "params.h"
 #include "status.h"
 #include "store.h"
 
@@ -68,6 +69,12 @@ struct mt_import_params {
 
 /* Fills 'p' with the defaults: no store, no output, batch 1000. */
 void mt_import_default_params(struct mt_import_params *p);
+
+/* The settings table of struct mt_import_params' numeric members and
+ * flags (`import`'s --batch, --threads, --no-chunk, --strict and
+ * --follow-symlinks; params.h); the defaults are
+ * mt_import_default_params'. */
+extern const struct mt_param_table mt_import_param_table;
 
 struct mt_import_result {
     uint64_t files;     /* input files read to their end */

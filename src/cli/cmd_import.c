@@ -28,8 +28,7 @@ static const struct cli_opt import_opts[] = {
      "source name (default: the format's name; medrag: the corpus folder "
      "above chunk/; csv, parquet: the file's base name)",
      0},
-    {"no-chunk", 0, NULL,
-     "store each text as one chunk, not re-chunked (always so for medrag)", 0},
+    CLI_PARAM("no-chunk", &mt_import_param_table),
     {"id-col", 0, "NAME",
      "csv, parquet: the column holding the id (required; parquet: strings "
      "or integers)",
@@ -51,28 +50,16 @@ static const struct cli_opt import_opts[] = {
      "parquet with --source-col: leave out the rows of source NAME "
      "(counted as skipped); may be given more than once",
      1},
-    {"batch", 'b', "N", "documents per transaction, 1..1000000 (default 1000)",
-     0},
-    {"threads", 't', "N",
-     "input files parsed at once, each on a thread of its own, while one "
-     "thread writes, 1..8 (default: the online CPUs, at most 8)",
-     0},
+    CLI_PARAM_KEY("batch", 'b', &mt_import_param_table),
+    CLI_PARAM_KEY("threads", 't', &mt_import_param_table),
     {"analyzer", 'a', "NAME",
      "analyzer for a new store: english, arabic, cjk, simple (default "
      "english)",
      0},
     CLI_PARAM("chunk-size", &mt_store_param_table),
     CLI_PARAM("chunk-overlap", &mt_store_param_table),
-    {"strict", 0, NULL,
-     "a file or record that cannot be read ends the import as an error "
-     "(default: it is skipped with a warning naming FILE:LINE and why, "
-     "counted, and the rest is imported; the exit status is then 1)",
-     0},
-    {"follow-symlinks", 0, NULL,
-     "in folders, follow symbolic links that lead out of the folder given, "
-     "as find -L (default: such links are skipped and named; links within "
-     "it are followed)",
-     0},
+    CLI_PARAM("strict", &mt_import_param_table),
+    CLI_PARAM("follow-symlinks", &mt_import_param_table),
     {"no-index", 0, NULL,
      "--db: do not bring the search index up to date at the end (for a "
      "bulk load in many steps; let the last step index, or run 'medtrust "
@@ -114,20 +101,12 @@ static void on_progress(uint64_t done, uint64_t total, void *user)
 
 static int read_opts(struct cli_args *a, struct mt_import_params *p)
 {
-    unsigned long v = 1000;
-
     mt_import_default_params(p);
-    if (cli_get_uint(a, "batch", 1, 1000000, &v) < 0)
+    if (cli_params_read(a, &mt_import_param_table, p) < 0)
         return -1;
-    p->batch_size = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "threads", 1, 8, &v) < 0)
-        return -1;
-    p->threads = (uint32_t)v;
     p->jsonl_out = cli_get(a, "jsonl");
     p->queries_out = cli_get(a, "queries");
     p->source = cli_get(a, "source");
-    p->no_chunk = cli_get(a, "no-chunk") != NULL;
     p->id_col = cli_get(a, "id-col");
     p->text_col = cli_get(a, "text-col");
     p->title_col = cli_get(a, "title-col");
@@ -135,8 +114,6 @@ static int read_opts(struct cli_args *a, struct mt_import_params *p)
     p->source_col = cli_get(a, "source-col");
     p->exclude_sources =
         cli_get_all(a, "exclude-source", &p->n_exclude_sources);
-    p->strict = cli_get(a, "strict") != NULL;
-    p->follow_symlinks = cli_get(a, "follow-symlinks") != NULL;
     p->on_skip = on_skip;
     if (!cli_get(a, "db") == !p->jsonl_out) {
         fprintf(stderr, "medtrust import: give exactly one of --db DIR and "

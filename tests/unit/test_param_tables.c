@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "medtrust/check.h"
+#include "medtrust/corpus.h"
 #include "medtrust/index.h"
 #include "medtrust/model.h"
 #include "medtrust/params.h"
@@ -169,6 +170,28 @@ static void test_server_table(void **state)
     CHECK(mt_param_find(t, "login-lock", 0)->lo == 1);
 }
 
+/* The importer's table: its defaults are mt_import_default_params' (the
+ * threads' default, 0, is said in words), and it names no request
+ * member. */
+static void test_import_table(void **state)
+{
+    const struct mt_param_table *t = &mt_import_param_table;
+    struct mt_import_params p;
+    size_t i;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_import_params));
+    for (i = 0; i < t->n; i++)
+        CHECK(t->params[i].field == NULL && t->params[i].option);
+    mt_import_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "batch", 0)) == p.batch_size);
+    CHECK(mt_param_find(t, "threads", 0)->def_text != NULL);
+    mt_param_set(mt_param_find(t, "threads", 0), &p, 3);
+    mt_param_set(mt_param_find(t, "follow-symlinks", 0), &p, 1);
+    CHECK(p.threads == 3 && p.follow_symlinks == 1 && p.strict == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_llm_table),
         cmocka_unit_test(test_store_table),
         cmocka_unit_test(test_server_table),
+        cmocka_unit_test(test_import_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
