@@ -27,6 +27,10 @@ struct mt_state;
  * postgres://); such a state is shared by every node that names it. */
 int mt_state_is_shared(const char *url);
 
+/* The state a command names: 'given' (its --state), else $MEDTRUST_STATE;
+ * NULL when neither names one (an empty value names none). */
+const char *mt_state_url(const char *given);
+
 /* Opens the state 'url': a PostgreSQL URL (connecting and applying the
  * state's migrations), or "sqlite:DIR" or a plain DIR for the embedded
  * state in that store folder (created and migrated like mt_store_open).

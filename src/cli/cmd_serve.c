@@ -161,11 +161,7 @@ static int serve_run(struct cli_args *a)
     p.llm_choices = choices;
     p.nli_spec = cli_get(a, "nli");
     p.reranker_spec = cli_get(a, "reranker");
-    p.state_url = cli_get(a, "state");
-    if (!p.state_url)
-        p.state_url = getenv(MT_STATE_ENV);
-    if (p.state_url && !*p.state_url)
-        p.state_url = NULL;
+    p.state_url = mt_state_url(cli_get(a, "state"));
     if (p.state_url && !mt_state_is_shared(p.state_url)) {
         fprintf(stderr, "medtrust serve: --state takes a postgresql:// URL "
                         "(without it the state stays in the store)\n");

@@ -102,15 +102,11 @@ static int user_run(struct cli_args *a)
     struct mt_error err = {MT_OK, ""};
     struct mt_state *s = NULL;
     const char *db = cli_get(a, "db");
-    const char *url = cli_get(a, "state");
+    const char *url = mt_state_url(cli_get(a, "state"));
     const char *verb = a->npos > 0 ? a->pos[0] : "";
     int list = strcmp(verb, "list") == 0;
     enum mt_status st;
 
-    if (!url)
-        url = getenv(MT_STATE_ENV);
-    if (url && !*url)
-        url = NULL;
     if ((!db && !url) ||
         (strcmp(verb, "add") != 0 && strcmp(verb, "del") != 0 &&
          strcmp(verb, "passwd") != 0 && !list) ||

@@ -16,14 +16,13 @@
 #include "cli/mediqa.h"
 #include "core/file.h"
 #include "medtrust/core.h"
+#include "medtrust/state.h"
 #include "store/queue.h"
 
 const char *mediqa_state_url(const struct cli_args *a, const char *what)
 {
-    const char *u = cli_get(a, "state");
+    const char *u = mt_state_url(cli_get(a, "state"));
 
-    if (!u)
-        u = getenv("MEDTRUST_STATE");
     if (u && mtx_pg_is_url(u))
         return u;
     fprintf(stderr,

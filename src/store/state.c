@@ -76,6 +76,13 @@ int mt_state_is_shared(const char *url)
     return mtx_pg_is_url(url);
 }
 
+const char *mt_state_url(const char *given)
+{
+    const char *u = given ? given : getenv(MT_STATE_ENV);
+
+    return u && *u ? u : NULL;
+}
+
 static enum mt_status open_pg(const char *url, struct mt_state *s,
                               struct mt_error *err)
 {

@@ -520,6 +520,28 @@ static void test_bad_state_url(void **state)
     CHECK(!mt_state_is_shared("/var/db"));
 }
 
+/* The state a command names: its --state, else $MEDTRUST_STATE, an empty
+ * value naming none. */
+static void test_state_url(void **state)
+{
+    const char *saved = getenv(MT_STATE_ENV);
+    char *keep = saved ? strdup(saved) : NULL;
+
+    (void)state;
+    setenv(MT_STATE_ENV, "postgresql://env/db", 1);
+    CHECK(strcmp(mt_state_url(NULL), "postgresql://env/db") == 0);
+    CHECK(strcmp(mt_state_url("postgresql://opt/db"), "postgresql://opt/db") ==
+          0);
+    CHECK(mt_state_url("") == NULL); /* given empty: none, not the env's */
+    setenv(MT_STATE_ENV, "", 1);
+    CHECK(mt_state_url(NULL) == NULL);
+    unsetenv(MT_STATE_ENV);
+    CHECK(mt_state_url(NULL) == NULL);
+    if (keep)
+        setenv(MT_STATE_ENV, keep, 1);
+    free(keep);
+}
+
 #define BOTH(t)                                                                \
     cmocka_unit_test_prestate_setup_teardown(t, case_setup, case_teardown,     \
                                              &sqlite_engine),                  \
@@ -547,6 +569,7 @@ int main(void)
         PG_ONLY(test_pg_restart_under_handle),
         PG_ONLY(test_pg_migrates_once),
         cmocka_unit_test(test_bad_state_url),
+        cmocka_unit_test(test_state_url),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
