@@ -142,8 +142,8 @@ static enum mt_status ask_batch(const struct cli_args *a, struct mt_qa *q,
                                 unsigned jobs, size_t limit,
                                 struct mt_error *err)
 {
-    struct qa_batch_stats bs;
-    struct qa_item *v = NULL;
+    struct mtx_items_stats bs;
+    struct mtx_qa_item *v = NULL;
     size_t n = 0;
     enum mt_status st =
         qa_batch_file(a, "batch", "ask", q, jobs, limit, &v, &n, &bs, err);
@@ -152,10 +152,10 @@ static enum mt_status ask_batch(const struct cli_args *a, struct mt_qa *q,
         fprintf(stderr,
                 "ask: %zu questions (%zu resumed, %zu answered, "
                 "%zu failed: see their \"error\")\n",
-                n, bs.resumed, bs.answered, bs.failed);
+                n, bs.resumed, bs.done, bs.failed);
     if (st == MT_OK)
         qa_batch_failed_ids("ask", v, n);
-    qa_items_free(v, n);
+    mtx_qa_items_free(v, n);
     if (st == MT_OK && bs.failed) /* exit status 1, as mediqa's */
         return mt_fail(err, MT_EMODEL, "%zu question%s failed", bs.failed,
                        bs.failed == 1 ? "" : "s");

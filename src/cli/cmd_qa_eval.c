@@ -71,7 +71,7 @@ static void print_pubmedqa(const struct mtx_pubmedqa_score *t, int json)
            share(c[4], t->claims), t->pairs, share(t->no_reference, t->pairs));
 }
 
-static enum mt_status report_pubmedqa(const struct qa_item *v, size_t n,
+static enum mt_status report_pubmedqa(const struct mtx_qa_item *v, size_t n,
                                       int json, struct mt_error *err)
 {
     struct mtx_pubmedqa_score t;
@@ -80,7 +80,7 @@ static enum mt_status report_pubmedqa(const struct qa_item *v, size_t n,
     if (mtx_pubmedqa_init(&t, n) != MT_OK)
         return mt_fail(err, MT_ENOMEM, "out of memory");
     for (i = 0; i < n; i++)
-        mtx_pubmedqa_add(&t, v[i].line, v[i].gold, v[i].relevant, v[i].nrel);
+        mtx_pubmedqa_add(&t, v[i].it.line, v[i].gold, v[i].relevant, v[i].nrel);
     mtx_pubmedqa_finish(&t);
     print_pubmedqa(&t, json);
     mtx_pubmedqa_free(&t);
@@ -91,15 +91,15 @@ static enum mt_status eval_queries(const struct cli_args *a, struct mt_qa *q,
                                    unsigned jobs, size_t limit,
                                    struct mt_error *err)
 {
-    struct qa_batch_stats bs;
-    struct qa_item *v = NULL;
+    struct mtx_items_stats bs;
+    struct mtx_qa_item *v = NULL;
     size_t n = 0;
     enum mt_status st = qa_batch_file(a, "queries", "qa-eval", q, jobs, limit,
                                       &v, &n, &bs, err);
 
     if (st == MT_OK)
         st = report_pubmedqa(v, n, cli_get(a, "json") != NULL, err);
-    qa_items_free(v, n);
+    mtx_qa_items_free(v, n);
     return st;
 }
 

@@ -5,14 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jansson.h>
-
-#include "batch/journal.h"
 #include "cli/qa_opts.h"
 #include "core/buf.h"
 #include "core/file.h"
-#include "core/jsonl.h"
-#include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/verify.h"
 
@@ -185,242 +180,49 @@ static enum mt_status verify_one(const struct cli_args *a, struct mt_qa *q,
 
 /* ==== Batch ==== */
 
-struct vitem {
-    char *id;
-    char *text;
-    char *line; /* the result as one JSON line, once done */
-    int resumed;
-    int failed;
-};
-
-struct vbatch {
-    struct mt_qa *q;
-    const struct mt_verify_params *vp;
-    struct vitem *v;
-    size_t n;
-    struct mtx_work_queue wq; /* wq.mu also guards the counts */
-    struct mtx_journal *journal;
-    struct mt_progress *bar;
-    size_t resumed, done, failed;
-};
-
-static void items_free(struct vitem *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; v && i < n; i++) {
-        mt_free(v[i].id);
-        mt_free(v[i].text);
-        mt_free(v[i].line);
-    }
-    mt_free(v);
-}
-
-static enum mt_status item_read(json_t *o, struct vitem *x)
-{
-    const char *id = json_string_value(json_object_get(o, "id"));
-    const char *t = json_string_value(json_object_get(o, "text"));
-
-    memset(x, 0, sizeof *x);
-    if (!id || !t)
-        return MT_EPARSE;
-    x->id = mt_strdup(id);
-    x->text = mt_strdup(t);
-    return x->id && x->text ? MT_OK : MT_ENOMEM;
-}
-
-static enum mt_status items_load(const char *path, size_t limit,
-                                 struct vbatch *b, struct mt_error *err)
-{
-    struct mt_jsonl_params jp = mtx_jsonl_default_params();
-    struct mt_jsonl *r = NULL;
-    json_t *o = NULL; /* owned by the reader */
-    size_t cap = 0;
-    enum mt_status st = mtx_jsonl_open(path, &jp, &r, err);
-
-    while (st == MT_OK && (!limit || b->n < limit)) {
-        st = mtx_jsonl_next(r, &o, err);
-        if (st != MT_OK || !o)
-            break;
-        if (b->n == cap) {
-            struct vitem *x =
-                mt_realloc(b->v, (cap ? cap * 2 : 64) * sizeof *x);
-
-            if (!x) {
-                st = mt_fail(err, MT_ENOMEM, "out of memory");
-                break;
-            }
-            b->v = x;
-            cap = cap ? cap * 2 : 64;
-        }
-        st = item_read(o, &b->v[b->n]);
-        b->n += st != MT_EPARSE;
-        if (st == MT_EPARSE)
-            mt_fail(err, st,
-                    "%s:%zu: each line needs string \"id\" and \"text\" "
-                    "fields",
-                    path, mtx_jsonl_line(r));
-        else if (st == MT_ENOMEM)
-            mt_fail(err, st, "out of memory");
-    }
-    mtx_jsonl_close(r);
-    return st;
-}
-
-static void record(struct vbatch *b, struct vitem *x, char *line,
-                   const struct mt_error *e)
-{
-    struct mt_error err = {MT_OK, ""};
-    int ok = e->status == MT_OK;
-    enum mt_status st = !line ? mt_fail(&err, MT_ENOMEM, "out of memory")
-                        : b->journal
-                            ? mtx_journal_append(b->journal, x->id, line,
-                                                 ok ? NULL : e->msg, &err)
-                            : MT_OK;
-
-    pthread_mutex_lock(&b->wq.mu);
-    x->line = line;
-    x->failed = !ok;
-    mtx_work_fail_locked(&b->wq, st, &err);
-    b->done += ok != 0;
-    b->failed += ok == 0;
-    pthread_mutex_unlock(&b->wq.mu);
-    mtx_progress_add(b->bar, 1);
-}
-
-/* {"id":ID,...result}, with "error" too when a claim FAILED (the result
- * is kept: its other verdicts stand); {"id","error"} when there is none. */
-static char *result_line(const struct vitem *x,
-                         const struct mt_verify_result *r,
-                         const struct mt_error *e)
-{
-    char *js = r ? mt_verify_result_json(r) : NULL;
-    json_t *o = js ? json_loads(js, 0, NULL) : NULL;
-    char *line;
-
-    mt_free(js);
-    if (o && e->status != MT_OK)
-        json_object_set_new(o, "error", json_string(e->msg));
-    js = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    line = mtx_work_line(
-        x->id, js,
-        r ? NULL : json_pack("{s:s,s:s}", "id", x->id, "error", e->msg));
-    return line;
-}
-
-static void verify_item(size_t i, void *user)
-{
-    struct vbatch *b = user;
-    struct vitem *x = &b->v[i];
-    struct mt_verify_result *r = NULL;
-    struct mt_error err = {MT_OK, ""};
-    enum mt_status st;
-
-    if (x->resumed)
-        return;
-    st = mt_verify_text(b->q, x->text, b->vp, &r, &err);
-    if (st != MT_OK && !err.msg[0])
-        snprintf(err.msg, sizeof err.msg, "%s", mt_status_str(st));
-    err.status = st; /* MT_EMODEL: journaled as failed, verified again */
-    record(b, x, result_line(x, r, &err), &err);
-    mt_verify_result_free(r);
-}
-
-static void on_resumed(const char *id, const char *line, void *user)
-{
-    struct vbatch *b = user;
-    size_t i;
-
-    for (i = 0; i < b->n; i++) {
-        struct vitem *x = &b->v[i];
-
-        if (x->resumed || strcmp(x->id, id) != 0)
-            continue;
-        x->line = mt_strdup(line);
-        x->resumed = x->line != NULL;
-        b->resumed += (size_t)x->resumed;
-        return;
-    }
-}
-
-static const char *item_line(size_t i, void *user)
-{
-    const struct vitem *v = user;
-
-    return v[i].line ? v[i].line : "{}";
-}
-
-static enum mt_status batch_start(const struct cli_args *a, struct vbatch *b,
-                                  const char *jpath, struct mt_error *err)
-{
-    struct mt_progress_params pp = mtx_progress_default_params();
-    enum mt_status st = mtx_journal_open(jpath, cli_get(a, "resume") != NULL,
-                                         on_resumed, b, &b->journal, err);
-
-    if (st != MT_OK)
-        return st;
-    pp.label = "verify";
-    pp.total = b->n;
-    pp.quiet = cli_get(a, "no-progress") != NULL;
-    st = mtx_progress_new(&pp, &b->bar);
-    if (st != MT_OK)
-        return mt_fail(err, st, "out of memory");
-    mtx_progress_update(b->bar, b->resumed);
-    return MT_OK;
-}
-
-static void batch_report(const struct vbatch *b)
+static void batch_report(const struct mtx_verify_item *v, size_t n,
+                         const struct mtx_items_stats *bs)
 {
     size_t i, k = 0;
 
     fprintf(stderr,
             "verify: %zu texts (%zu resumed, %zu verified, %zu "
             "failed: see their \"error\")\n",
-            b->n, b->resumed, b->done, b->failed);
-    for (i = 0; i < b->n; i++) {
-        if (!b->v[i].failed || k++ >= 50)
+            n, bs->resumed, bs->done, bs->failed);
+    for (i = 0; i < n; i++) {
+        if (!v[i].it.failed || k++ >= 50)
             continue;
         if (k == 1)
             fprintf(stderr, "verify: failed (--resume verifies them again):");
-        fprintf(stderr, " %s", b->v[i].id);
+        fprintf(stderr, " %s", v[i].it.id);
     }
     if (k)
         fputc('\n', stderr);
 }
 
+/* The batch itself is the library's (src/batch/qa_batch.c). */
 static enum mt_status verify_batch(const struct cli_args *a, struct mt_qa *q,
                                    const struct mt_verify_params *vp,
                                    unsigned jobs, size_t limit,
                                    struct mt_error *err)
 {
-    struct vbatch b;
-    char jpath[4200];
-    enum mt_status st;
+    struct mtx_qa_batch_params bp = {
+        cli_get(a, "out"), cli_get(a, "resume") != NULL, jobs,
+        cli_get(a, "no-progress") != NULL, "verify"};
+    struct mtx_items_stats bs = {0, 0, 0};
+    struct mtx_verify_item *v = NULL;
+    size_t n = 0;
+    enum mt_status st =
+        mtx_verify_items_load(cli_get(a, "batch"), limit, &v, &n, err);
 
-    memset(&b, 0, sizeof b);
-    b.q = q;
-    b.vp = vp;
-    snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
-    st = items_load(cli_get(a, "batch"), limit, &b, err);
-    mtx_work_init(&b.wq, b.n);
     if (st == MT_OK)
-        st = batch_start(a, &b, jpath, err);
+        st = mtx_verify_batch_run(q, vp, v, n, &bp, &bs, err);
     if (st == MT_OK)
-        st = mtx_work_run(&b.wq, jobs, verify_item, &b, err);
-    if (b.bar)
-        mtx_progress_finish(b.bar);
-    mtx_progress_free(b.bar);
-    mtx_journal_close(b.journal);
-    mtx_work_destroy(&b.wq);
-    if (st == MT_OK)
-        st = mtx_work_write_lines(cli_get(a, "out"), b.n, item_line, b.v, err);
-    if (st == MT_OK)
-        batch_report(&b);
-    if (st == MT_OK && b.failed)
-        st = mt_fail(err, MT_EMODEL, "%zu text%s failed", b.failed,
-                     b.failed == 1 ? "" : "s");
-    items_free(b.v, b.n);
+        batch_report(v, n, &bs);
+    if (st == MT_OK && bs.failed)
+        st = mt_fail(err, MT_EMODEL, "%zu text%s failed", bs.failed,
+                     bs.failed == 1 ? "" : "s");
+    mtx_verify_items_free(v, n);
     return st;
 }
 

@@ -4,6 +4,7 @@
 #ifndef MT_CLI_QA_OPTS_H
 #define MT_CLI_QA_OPTS_H
 
+#include "batch/qa_batch.h"
 #include "cli/cli.h"
 #include "cli/search_opts.h" /* CLI_META_FILTER_OPTS */
 #include "medtrust/qa.h"
@@ -85,57 +86,20 @@ int qa_run_args(const struct cli_args *a, const struct qa_run_input *in,
                 struct mt_qa_params *p, unsigned long *jobs,
                 unsigned long *limit);
 
-/* One question of a batch: {"id","query","relevant"?,"answer"?}. */
-struct qa_item {
-    char *id;
-    char *query;
-    char **relevant; /* gold document ids (qa-eval) */
-    size_t nrel;
-    char *gold; /* gold yes/no/maybe, or NULL */
-    char *line; /* the result as one JSON line, once done */
-    int resumed;
-    int failed; /* its ask failed: 'line' holds the "error" */
-};
-
-/* Reads up to 'limit' (0 = all) questions from a JSONL file. */
-enum mt_status qa_items_load(const char *path, size_t limit,
-                             struct qa_item **out, size_t *n,
-                             struct mt_error *err);
-void qa_items_free(struct qa_item *v, size_t n);
-
-struct qa_batch_params {
-    const char *journal; /* OUT.journal, or NULL for none */
-    int resume;          /* keep the questions the journal holds */
-    unsigned jobs;       /* questions at once */
-    int quiet;           /* no progress bar */
-    const char *label;   /* progress label */
-};
-
-struct qa_batch_stats {
-    size_t resumed;
-    size_t answered;
-    size_t failed; /* questions whose ask failed: {"id","error"} lines,
-                    * journaled as failed so --resume asks them again */
-};
-
 /* Names the failed questions of v on stderr ('label': the verb). */
-void qa_batch_failed_ids(const char *label, const struct qa_item *v, size_t n);
-
-/* Answers every item not resumed with 'jobs' threads, each result
- * journaled (synced) as it finishes; every item's line is set. */
-enum mt_status qa_batch_run(struct mt_qa *q, struct qa_item *v, size_t n,
-                            const struct qa_batch_params *bp,
-                            struct qa_batch_stats *stats, struct mt_error *err);
+void qa_batch_failed_ids(const char *label, const struct mtx_qa_item *v,
+                         size_t n);
 
 /* The batch run of `ask --batch` and `qa-eval`: loads up to 'limit'
  * questions from the file of option 'input', answers them (journal
  * OUT.journal when --out is given; --resume, --no-progress; 'label' on
  * the progress bar) and writes --out when given. *v and *n are the
- * caller's to free (qa_items_free), whatever the result. */
+ * caller's to free (mtx_qa_items_free), whatever the result. The batch
+ * itself is the library's (batch/qa_batch.h). */
 enum mt_status qa_batch_file(const struct cli_args *a, const char *input,
                              const char *label, struct mt_qa *q, unsigned jobs,
-                             size_t limit, struct qa_item **v, size_t *n,
-                             struct qa_batch_stats *bs, struct mt_error *err);
+                             size_t limit, struct mtx_qa_item **v, size_t *n,
+                             struct mtx_items_stats *bs, struct mt_error *err);
 
 /* qa-eval --verify FILE.csv (src/cli/qa_eval_verify.c): verifies each
  * claim of a HealthVer/SciFact-shaped CSV as `medtrust verify` does (or,
