@@ -74,10 +74,11 @@ typedef enum mt_status (*mt_index_rerank_fn)(void *user, const char *query,
 
 /* Build settings. Merges keep about max_segments segments (mt_index_build
  * says when it keeps more). */
-/* While `medtrust index` builds, it keeps DIR/MT_INDEX_BUILD_STATUS up to
- * date (JSON: pid, embedder, done, total, rate, eta_s, started, updated;
- * written atomically about once a second, removed at the end), so a
- * server on the same store can show the build's progress. */
+/* While mt_index_run (medtrust/retrieve.h: `medtrust index`, `import
+ * --db`) builds, it keeps DIR/MT_INDEX_BUILD_STATUS up to date (JSON:
+ * pid, embedder, done, total, rate, eta_s, started, updated; written
+ * atomically about once a second, removed at the end), so a server on the
+ * same store can show the build's progress. */
 #define MT_INDEX_BUILD_STATUS "index-build.json"
 
 struct mt_index_build_params {

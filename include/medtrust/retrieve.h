@@ -207,6 +207,89 @@ enum mt_status mt_index_update(struct mt_store *s,
                                struct mt_index_build_result *res,
                                struct mt_error *err);
 
+/* ==== An index run: `medtrust index` as one call ==== */
+
+/* Settings of mt_index_run: JSONL inputs ingested into the store one after
+ * another, then its search index brought up to date. Strings are borrowed
+ * for the call. The callbacks (each may be NULL) run on the calling
+ * thread, but for update.build.progress, which the build's threads call. */
+struct mt_index_run_params {
+    /* The store's settings when mt_index_run creates it (only when it is
+     * given inputs); 'create' is set by the run. */
+    struct mt_store_params store;
+    /* How each input is ingested (source, batch_size, skip_bad); its
+     * progress callback is the run's: on_records. */
+    struct mt_ingest_params ingest;
+    int strict;       /* an input that held no document (nothing written,
+                         unchanged or skipped) is MT_EPARSE; 0 (default):
+                         a warning through on_warning */
+    int search_index; /* 1 (default): then bring the search index up to
+                         date (mt_index_update); 0: ingest only */
+    /* The build. embed_jobs without embed_cache caches the embeddings in
+     * DIR/embed-cache.db (so a killed build resumes); build.progress gets
+     * the build's progress as mt_index_update gives it; build.cancelled
+     * NULL: the run's 'cancelled'. */
+    struct mt_index_update_params update;
+    /* 1 (default): DIR/MT_INDEX_BUILD_STATUS is kept while the build runs
+     * (rewritten atomically at most once a second, removed at its end),
+     * so a server on the same store shows the build's progress. */
+    int build_status;
+    /* An input's ingest starts: 'lines' is its count of non-blank lines
+     * for a progress total (0 when unknown: stdin, a pipe). */
+    void (*on_input)(void *user, const char *path, uint64_t lines);
+    /* After each committed batch: the input's records handled so far. */
+    void (*on_records)(void *user, uint64_t records);
+    /* An input was ingested whole: what it did. */
+    void (*on_input_done)(void *user, const char *path,
+                          const struct mt_ingest_result *r);
+    /* A warning to show ("PATH: 0 documents: the input is empty"). */
+    void (*on_warning)(void *user, const char *message);
+    /* The search index build starts, with the embedder it uses ("none":
+     * BM25 only). */
+    void (*on_build)(void *user, const char *embedder);
+    /* Polled before each input and by the build (as its 'cancelled'):
+     * nonzero stops the run with MT_ECANCELED; an input's ingest runs to
+     * its end, committed batches stay, and a rerun resumes. */
+    int (*cancelled)(void *user);
+    void *user;
+};
+
+/* What an index run did. */
+struct mt_index_run_result {
+    uint64_t inputs;                /* inputs ingested whole */
+    struct mt_ingest_result ingest; /* summed over them */
+    int built;                      /* the search index was brought up to
+                                       date: 'build' says how */
+    struct mt_index_build_result build;
+};
+
+/* Fills 'p': mt_store_default_params, mt_ingest_default_params,
+ * mt_index_update_default_params, not strict, search index and build
+ * status on, no callbacks. */
+void mt_index_run_default_params(struct mt_index_run_params *p);
+
+/* Ingests the n JSONL files 'inputs' ("-" for stdin) into the store in
+ * 'dir' (created when missing and n > 0; without inputs only an existing
+ * store's search index is updated), then brings its search index up to
+ * date, as 'p' says (NULL: the defaults). A directory among the inputs is
+ * refused before the store is touched, and so is a published store
+ * (mt_publish_refuse_writes). Every input ingested stays committed when a
+ * later step fails; the build resumes as mt_index_build says. 'res' (may
+ * be NULL) is zeroed first. Not thread-safe against another build of the
+ * same store. */
+enum mt_status mt_index_run(const char *dir, const char *const *inputs,
+                            size_t n, const struct mt_index_run_params *p,
+                            struct mt_index_run_result *res,
+                            struct mt_error *err);
+
+/* As mt_index_run on the open store 's' (p->store unused; the caller
+ * refuses a published store): `medtrust import --db` and a program that
+ * holds the store use it, with n = 0 for the search index update only. */
+enum mt_status mt_index_run_store(struct mt_store *s, const char *const *inputs,
+                                  size_t n, const struct mt_index_run_params *p,
+                                  struct mt_index_run_result *res,
+                                  struct mt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

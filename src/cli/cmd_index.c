@@ -1,24 +1,16 @@
 /* medtrust index: ingest JSONL corpora into a store, with progress. */
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
-#include "medtrust/store.h"
-#include "medtrust/model.h"
-#include "medtrust/publish.h"
 #include "medtrust/retrieve.h"
+#include "medtrust/store.h"
 
 static const struct cli_opt index_opts[] = {
     {"db", 'd', "DIR", "store directory, created if missing (required)", 0},
@@ -133,95 +125,114 @@ static const struct cli_opt index_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-/* Counts non-blank lines so the progress bar can show a total; 0 when the
- * input is not a regular file. */
-static uint64_t count_lines(const char *path)
+static int read_uint(struct cli_args *a, const char *name, unsigned long lo,
+                     unsigned long hi, uint32_t *out)
 {
-    char buf[1 << 16];
-    uint64_t n = 0;
-    int last = '\n';
-    size_t got;
-    size_t i;
-    FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
+    unsigned long v = *out;
 
-    if (!f)
-        return 0;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        for (i = 0; i < got; i++) {
-            if (buf[i] == '\n' && last != '\n')
-                n++;
-            last = buf[i];
-        }
-    }
-    if (last != '\n')
-        n++;
-    fclose(f);
-    return n;
+    if (cli_get_uint(a, name, lo, hi, &v) < 0)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
 }
 
-static void on_progress(uint64_t records, void *user)
+/* The store, ingest and build settings (p holds the defaults). */
+static int read_opts(struct cli_args *a, struct mt_index_run_params *p)
 {
-    mtx_progress_update(user, records);
-}
+    struct mt_index_build_params *bp = &p->update.build;
+    unsigned long mb = ULONG_MAX;
 
-struct index_opts {
-    const char *db;
-    struct mt_store_params sp;
-    struct mt_ingest_params ip;
-    uint32_t hnsw_min;     /* 0: the index's default */
-    uint32_t threads;      /* 0: one per online core */
-    uint32_t hnsw_threads; /* 0: one per online core */
-    enum mt_vec_store vec_store;
-    unsigned long segment_mb; /* ULONG_MAX: the index's default */
-    uint32_t max_segments;    /* 0: the index's default */
-    int json;
-    int quiet;
-};
-
-static int read_opts(struct cli_args *a, struct index_opts *o)
-{
-    unsigned long v;
-
-    mt_ingest_default_params(&o->ip);
-    o->db = cli_get(a, "db");
-    if (cli_store_params_read(a, &o->sp) < 0)
+    if (cli_store_params_read(a, &p->store) < 0 ||
+        read_uint(a, "batch", 1, 1000000, &p->ingest.batch_size) < 0 ||
+        read_uint(a, "hnsw-min", 1, 4000000000UL, &bp->hnsw_min) < 0 ||
+        read_uint(a, "threads", 0, 64, &bp->threads) < 0)
         return -1;
-    v = o->ip.batch_size;
-    if (cli_get_uint(a, "batch", 1, 1000000, &v) < 0)
+    bp->hnsw_threads = bp->threads;
+    if (read_uint(a, "hnsw-threads", 0, 64, &bp->hnsw_threads) < 0)
         return -1;
-    o->ip.batch_size = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "hnsw-min", 1, 4000000000UL, &v) < 0)
-        return -1;
-    o->hnsw_min = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "threads", 0, 64, &v) < 0)
-        return -1;
-    o->threads = (uint32_t)v;
-    if (cli_get_uint(a, "hnsw-threads", 0, 64, &v) < 0)
-        return -1;
-    o->hnsw_threads = (uint32_t)v;
-    o->vec_store = MT_VEC_STORE_RESIDUAL;
     if (cli_get(a, "vectors") &&
-        mt_vec_store_parse(cli_get(a, "vectors"), &o->vec_store) != MT_OK) {
+        mt_vec_store_parse(cli_get(a, "vectors"), &bp->vec_store) != MT_OK) {
         fprintf(stderr,
                 "medtrust index: --vectors '%s': expected int8r, int8, "
                 "int8r2 or float32\n",
                 cli_get(a, "vectors"));
         return -1;
     }
-    o->segment_mb = ULONG_MAX;
-    if (cli_get_uint(a, "segment-mb", 0, 1048576, &o->segment_mb) < 0)
+    if (cli_get_uint(a, "segment-mb", 0, 1048576, &mb) < 0 ||
+        read_uint(a, "max-segments", 1, 65536, &bp->max_segments) < 0)
         return -1;
-    v = 0;
-    if (cli_get_uint(a, "max-segments", 1, 65536, &v) < 0)
-        return -1;
-    o->max_segments = (uint32_t)v;
-    o->ip.source = cli_get(a, "source");
-    o->ip.skip_bad = cli_get(a, "skip-bad") != NULL;
-    o->json = cli_get(a, "json") != NULL;
-    o->quiet = cli_get(a, "no-progress") != NULL;
+    if (mb != ULONG_MAX)
+        bp->segment_bytes = (uint64_t)mb << 20;
+    p->ingest.source = cli_get(a, "source");
+    p->ingest.skip_bad = cli_get(a, "skip-bad") != NULL;
+    p->strict = cli_get(a, "strict") != NULL;
+    p->search_index = cli_get(a, "no-search-index") == NULL;
+    bp->rebuild = cli_get(a, "rebuild") != NULL;
     return 0;
+}
+
+/* The embedder's settings, read after --db is known to be given. */
+static int read_embed_opts(struct cli_args *a, struct mt_index_update_params *u)
+{
+    u->embedder_spec = cli_get(a, "embedder");
+    u->embed_cache = cli_get(a, "cache");
+    u->query_embedder_spec = cli_get(a, "query-embedder");
+    u->build.vectors_from = cli_get(a, "vectors-from");
+    u->build.vector_ids = cli_get(a, "vector-ids");
+    if (u->build.vector_ids && !u->build.vectors_from) {
+        fprintf(stderr, "medtrust index: --vector-ids needs --vectors-from\n");
+        return -1;
+    }
+    if (read_uint(a, "dims", 1, 65536, &u->dims) < 0 ||
+        read_uint(a, "embed-jobs", 1, 256, &u->embed_jobs) < 0 ||
+        read_uint(a, "embed-batch", 1, 65536, &u->build.embed_batch) < 0)
+        return -1;
+    return 0;
+}
+
+/* The CLI's side of an index run: progress bars on stderr, results on
+ * stdout. */
+struct index_ui {
+    struct mt_progress *bar; /* the bar of the input or build running */
+    const char *source;      /* --source */
+    int json;
+    int quiet;
+};
+
+/* A new bar in place of the last one (none when out of memory: the run
+ * goes on without one). */
+static void bar_start(struct index_ui *ui, const char *label, uint64_t total)
+{
+    struct mt_progress_params pp = mtx_progress_default_params();
+
+    mtx_progress_free(ui->bar);
+    ui->bar = NULL;
+    pp.label = label;
+    pp.total = total;
+    pp.quiet = ui->quiet;
+    if (mtx_progress_new(&pp, &ui->bar) != MT_OK)
+        ui->bar = NULL;
+}
+
+static void bar_end(struct index_ui *ui, int finish)
+{
+    if (ui->bar && finish)
+        mtx_progress_finish(ui->bar);
+    mtx_progress_free(ui->bar);
+    ui->bar = NULL;
+}
+
+static void on_input(void *user, const char *path, uint64_t lines)
+{
+    bar_start(user, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, lines);
+}
+
+static void on_records(void *user, uint64_t records)
+{
+    struct index_ui *ui = user;
+
+    if (ui->bar)
+        mtx_progress_update(ui->bar, records);
 }
 
 static void print_result(const char *path, const char *source,
@@ -251,117 +262,50 @@ static void print_result(const char *path, const char *source,
     printf("\n");
 }
 
-static enum mt_status ingest_one(struct mt_store *s, const char *path,
-                                 struct index_opts *o,
-                                 struct mt_ingest_result *r,
-                                 struct mt_error *err)
+static void on_input_done(void *user, const char *path,
+                          const struct mt_ingest_result *r)
 {
-    struct mt_progress_params pp = mtx_progress_default_params();
-    struct mt_progress *bar = NULL;
-    enum mt_status st;
+    struct index_ui *ui = user;
 
-    pp.label = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    pp.total = count_lines(path);
-    pp.quiet = o->quiet;
-    st = mtx_progress_new(&pp, &bar);
-    if (st != MT_OK)
-        return st;
-    o->ip.progress = on_progress;
-    o->ip.progress_user = bar;
-    st = mt_store_ingest_jsonl(s, path, &o->ip, r, err);
-    if (st == MT_OK)
-        mtx_progress_finish(bar);
-    mtx_progress_free(bar);
-    return st;
+    bar_end(ui, 1);
+    print_result(path, ui->source, r, ui->json);
 }
 
-/* The embedder name recorded in the manifest (the CLI is single-threaded;
- * STYLE.md allows globals in cli/). */
-static char o_name[4096];
-static const char *o_cache; /* --cache */
-static const char *o_query; /* --query-embedder, NULL = keep */
-static uint32_t o_dims;     /* --dims, 0 = none given */
-static const char *o_vfrom; /* --vectors-from */
-static uint32_t o_jobs;     /* --embed-jobs, 0 = none */
-static uint32_t o_ebatch;   /* --embed-batch, 0 = default */
-static char o_cache_buf[4200];
-static const char *o_vids; /* --vector-ids */
-
-/* A build's progress: the line on stderr, and DIR/MT_INDEX_BUILD_STATUS
- * for a server on the same store (make demo serves BM25 while the vectors
- * are built; the UI shows their progress). */
-struct build_progress {
-    struct mt_progress *bar;
-    pthread_mutex_t mu;
-    char path[4200];
-    time_t started;
-    double t0;   /* monotonic seconds at the start */
-    double last; /* ... at the last status write */
-};
-
-static double now_s(void)
+static void on_warning(void *user, const char *message)
 {
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+    (void)user;
+    fprintf(stderr, "medtrust: warning: %s\n", message);
 }
 
-/* Rewrites the status file; a failure only costs the server its view. */
-static void write_status(struct build_progress *b, uint64_t done,
-                         uint64_t total, double t)
+static void on_build(void *user, const char *embedder)
 {
-    double secs = t - b->t0;
-    double rate = secs > 0 ? (double)done / secs : 0.0;
-    double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
-    json_t *o = json_pack(
-        "{s:I,s:s,s:I,s:I,s:f,s:f,s:I,s:I}", "pid", (json_int_t)getpid(),
-        "embedder", o_name[0] ? o_name : "none", "done", (json_int_t)done,
-        "total", (json_int_t)total, "rate", rate, "eta_s", eta, "started",
-        (json_int_t)b->started, "updated", (json_int_t)time(NULL));
-    char *js = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-    if (js)
-        mtx_file_write_atomic(b->path, js, strlen(js), NULL);
-    mt_free(js);
-    json_decref(o);
+    (void)embedder;
+    bar_start(user, "search index", 0);
 }
 
 /* The builder reports its total (chunks to index and embed) at its first
- * chunk, so the line shows done/total, rate and ETA from the first update;
- * the status file is rewritten at most once a second. */
-static void on_build(uint64_t done, uint64_t total, void *user)
+ * chunk, so the line shows done/total, rate and ETA from the first
+ * update. Called from the build's threads (the bar is thread-safe). */
+static void on_build_progress(uint64_t done, uint64_t total, void *user)
 {
-    struct build_progress *b = user;
-    double t;
+    struct index_ui *ui = user;
 
-    mtx_progress_set_total(b->bar, total);
-    mtx_progress_update(b->bar, done);
-    if (pthread_mutex_trylock(&b->mu) != 0)
-        return; /* another thread is writing it */
-    t = now_s();
-    if (b->last == 0 || t - b->last >= 1.0) {
-        b->last = t;
-        write_status(b, done, total, t);
-    }
-    pthread_mutex_unlock(&b->mu);
+    if (!ui->bar)
+        return;
+    mtx_progress_set_total(ui->bar, total);
+    mtx_progress_update(ui->bar, done);
 }
 
-static void build_params(const struct index_opts *o, int rebuild,
-                         struct mt_index_build_params *bp)
+static void ui_params(struct index_ui *ui, struct mt_index_run_params *p)
 {
-    bp->rebuild = rebuild;
-    if (o->hnsw_min)
-        bp->hnsw_min = o->hnsw_min;
-    bp->threads = o->threads;
-    bp->hnsw_threads = o->hnsw_threads;
-    bp->vec_store = o->vec_store;
-    if (o->segment_mb != ULONG_MAX)
-        bp->segment_bytes = (uint64_t)o->segment_mb << 20;
-    if (o->max_segments)
-        bp->max_segments = o->max_segments;
-    bp->vectors_from = o_vfrom;
-    bp->vector_ids = o_vids;
+    p->on_input = on_input;
+    p->on_records = on_records;
+    p->on_input_done = on_input_done;
+    p->on_warning = on_warning;
+    p->on_build = on_build;
+    p->update.build.progress = on_build_progress;
+    p->update.build.progress_user = ui;
+    p->user = ui;
 }
 
 static void print_build(const struct mt_index_build_result *br)
@@ -374,64 +318,16 @@ static void print_build(const struct mt_index_build_result *br)
            br->segments, br->segments == 1 ? "" : "s");
 }
 
-/* The build with its embedder chosen by the library (mt_index_update:
- * --embedder, else the index's own, else $MEDTRUST_EMBEDDER or USE-lite
- * for a new index), a progress line and the status file. */
-static enum mt_status build_index(struct mt_store *s, struct index_opts *o,
-                                  int rebuild, const char *embedder,
-                                  struct mt_index_build_result *res,
-                                  struct mt_error *err)
+/* After a run: the build's bar ended (its final line when it added
+ * chunks), its result printed. */
+static void run_done(struct index_ui *ui, enum mt_status st,
+                     const struct mt_index_run_result *r)
 {
-    struct mt_index_update_params up;
-    struct mt_index_build_result br;
-    struct mt_progress_params pp = mtx_progress_default_params();
-    struct build_progress b;
-    enum mt_status st;
+    int built = st == MT_OK && r->built;
 
-    mt_index_update_default_params(&up);
-    build_params(o, rebuild, &up.build);
-    up.embedder_spec = embedder;
-    up.dims = o_dims;
-    up.embed_cache = o_cache;
-    up.query_embedder_spec = o_query;
-    up.embed_jobs = o_jobs;
-    if (o_ebatch)
-        up.build.embed_batch = o_ebatch;
-    if (o_jobs && !o_cache) {
-        snprintf(o_cache_buf, sizeof o_cache_buf, "%s/embed-cache.db",
-                 mt_store_dir(s));
-        up.embed_cache = o_cache_buf;
-    }
-    st = mt_index_pick_embedder(mt_store_dir(s), embedder, o_dims, o_name,
-                                sizeof o_name, NULL, err);
-    if (st != MT_OK)
-        return st;
-    if (strcmp(o_name, "none") == 0)
-        o_name[0] = '\0';
-    pp.label = "search index";
-    pp.quiet = o->quiet;
-    memset(&b, 0, sizeof b);
-    st = mtx_progress_new(&pp, &b.bar);
-    if (st != MT_OK)
-        return mt_fail(err, st, "out of memory");
-    pthread_mutex_init(&b.mu, NULL);
-    snprintf(b.path, sizeof b.path, "%s/%s", mt_store_dir(s),
-             MT_INDEX_BUILD_STATUS);
-    b.started = time(NULL);
-    b.t0 = now_s();
-    up.build.progress = on_build;
-    up.build.progress_user = &b;
-    st = mt_index_update(s, &up, &br, err);
-    unlink(b.path);
-    pthread_mutex_destroy(&b.mu);
-    if (st == MT_OK && br.chunks_added)
-        mtx_progress_finish(b.bar);
-    mtx_progress_free(b.bar);
-    if (st == MT_OK && !o->json)
-        print_build(&br);
-    if (st == MT_OK && res)
-        *res = br;
-    return st;
+    bar_end(ui, built && r->build.chunks_added);
+    if (built && !ui->json)
+        print_build(&r->build);
 }
 
 enum mt_status cli_index_update(struct mt_store *s, const char *embedder,
@@ -439,107 +335,48 @@ enum mt_status cli_index_update(struct mt_store *s, const char *embedder,
                                 struct mt_index_build_result *res,
                                 struct mt_error *err)
 {
-    struct index_opts o;
+    struct index_ui ui = {NULL, NULL, json, quiet};
+    struct mt_index_run_params p;
+    struct mt_index_run_result r;
+    enum mt_status st;
 
-    memset(&o, 0, sizeof o);
-    o.vec_store = MT_VEC_STORE_RESIDUAL;
-    o.segment_mb = ULONG_MAX;
-    o.json = json;
-    o.quiet = quiet;
-    return build_index(s, &o, 0, embedder, res, err);
-}
-
-/* Refuses inputs that are not files before the store is touched. */
-static enum mt_status check_inputs(const char **in, size_t n,
-                                   struct mt_error *err)
-{
-    struct stat sb;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        if (strcmp(in[i], "-") == 0 || stat(in[i], &sb) != 0)
-            continue; /* stdin; a missing file is named when opened */
-        if (S_ISDIR(sb.st_mode))
-            return mt_fail(err, MT_EINVAL,
-                           "--input %s: is a directory: give a JSONL file "
-                           "(or - for stdin)",
-                           in[i]);
-    }
-    return MT_OK;
-}
-
-/* An input that held no document: a warning, an error under --strict. */
-static enum mt_status check_empty(const char *path,
-                                  const struct mt_ingest_result *r, int strict,
-                                  struct mt_error *err)
-{
-    if (r->documents + r->unchanged + r->skipped > 0)
-        return MT_OK;
-    if (strict)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: 0 documents: the input is empty (--strict)", path);
-    fprintf(stderr, "medtrust: warning: %s: 0 documents: the input is empty\n",
-            path);
-    return MT_OK;
+    mt_index_run_default_params(&p);
+    ui_params(&ui, &p);
+    p.update.embedder_spec = embedder;
+    st = mt_index_run_store(s, NULL, 0, &p, &r, err);
+    run_done(&ui, st, &r);
+    if (st == MT_OK && res)
+        *res = r.build;
+    return st;
 }
 
 static int index_run(struct cli_args *a)
 {
-    struct index_opts o;
+    struct mt_index_run_params p;
+    struct mt_index_run_result r;
     struct mt_error err = {MT_OK, ""};
-    struct mt_store *s = NULL;
-    struct mt_ingest_result r;
+    struct index_ui ui;
     size_t n = 0;
-    size_t i;
     const char **inputs = cli_get_all(a, "input", &n);
-    unsigned long v;
     enum mt_status st;
 
-    if (read_opts(a, &o) < 0)
+    mt_index_run_default_params(&p);
+    memset(&ui, 0, sizeof ui);
+    if (read_opts(a, &p) < 0)
         return 1;
-    if (!o.db) {
+    if (!cli_get(a, "db")) {
         fprintf(stderr, "medtrust index: --db is required\n"
                         "Try 'medtrust index --help'.\n");
         return 1;
     }
-    /* Without --input, only an existing store's search index is updated. */
-    o.sp.create = n > 0;
-    o_cache = cli_get(a, "cache");
-    o_query = cli_get(a, "query-embedder");
-    o_vfrom = cli_get(a, "vectors-from");
-    o_vids = cli_get(a, "vector-ids");
-    if (o_vids && !o_vfrom) {
-        fprintf(stderr, "medtrust index: --vector-ids needs --vectors-from\n");
+    if (read_embed_opts(a, &p.update) < 0)
         return 1;
-    }
-    v = 0;
-    if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
-        return 1;
-    o_dims = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "embed-jobs", 1, 256, &v) < 0)
-        return 1;
-    o_jobs = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "embed-batch", 1, 65536, &v) < 0)
-        return 1;
-    o_ebatch = (uint32_t)v;
-    st = check_inputs(inputs, n, &err);
-    if (st == MT_OK)
-        st = mt_publish_refuse_writes(o.db, &err);
-    if (st == MT_OK)
-        st = mt_store_open(o.db, &o.sp, &s, &err);
-    for (i = 0; st == MT_OK && i < n; i++) {
-        st = ingest_one(s, inputs[i], &o, &r, &err);
-        if (st == MT_OK)
-            print_result(inputs[i], o.ip.source, &r, o.json);
-        if (st == MT_OK)
-            st = check_empty(inputs[i], &r, cli_get(a, "strict") != NULL, &err);
-    }
-    if (st == MT_OK && !cli_get(a, "no-search-index"))
-        st = build_index(s, &o, cli_get(a, "rebuild") != NULL,
-                         cli_get(a, "embedder"), NULL, &err);
-    mt_store_close(s);
+    ui.source = p.ingest.source;
+    ui.json = cli_get(a, "json") != NULL;
+    ui.quiet = cli_get(a, "no-progress") != NULL;
+    ui_params(&ui, &p);
+    st = mt_index_run(cli_get(a, "db"), inputs, n, &p, &r, &err);
+    run_done(&ui, st, &r);
     return st == MT_OK ? 0 : cli_fail(&err, st);
 }
 
