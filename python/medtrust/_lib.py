@@ -158,6 +158,7 @@ class StoreCounts(Structure):
 
 COUNTS_FN = CFUNCTYPE(c_int, POINTER(StoreCounts), c_void_p)
 PROGRESS2_FN = CFUNCTYPE(None, c_uint64, c_uint64, c_void_p)
+RECORDS_FN = CFUNCTYPE(None, c_uint64, c_void_p)
 CANCEL0_FN = CFUNCTYPE(c_int, c_void_p)
 CANCEL1_FN = CFUNCTYPE(c_int, c_void_p, c_char_p)
 STEP_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
@@ -209,6 +210,58 @@ class IndexUpdateParams(Structure):
         ("embed_cache", c_char_p),
         ("query_embedder_spec", c_char_p),
         ("embed_jobs", c_uint32),
+    ]
+
+
+class IngestParams(Structure):
+    _fields_ = [
+        ("source", c_char_p),
+        ("batch_size", c_uint32),
+        ("skip_bad", c_int),
+        ("progress", RECORDS_FN),
+        ("progress_user", c_void_p),
+    ]
+
+
+class IngestResult(Structure):
+    _fields_ = [
+        ("documents", c_uint64),
+        ("unchanged", c_uint64),
+        ("chunks", c_uint64),
+        ("skipped", c_uint64),
+    ]
+
+
+RUN_INPUT_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64)
+RUN_RECORDS_FN = CFUNCTYPE(None, c_void_p, c_uint64)
+RUN_DONE_FN = CFUNCTYPE(None, c_void_p, c_char_p, POINTER(IngestResult))
+RUN_MSG_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+
+
+class IndexRunParams(Structure):
+    _fields_ = [
+        ("store", StoreParams),
+        ("ingest", IngestParams),
+        ("strict", c_int),
+        ("search_index", c_int),
+        ("update", IndexUpdateParams),
+        ("build_status", c_int),
+        ("on_input", RUN_INPUT_FN),
+        ("on_records", RUN_RECORDS_FN),
+        ("on_input_done", RUN_DONE_FN),
+        ("on_warning", RUN_MSG_FN),
+        ("on_build", RUN_MSG_FN),
+        ("cancelled", CANCEL0_FN),
+        ("user", c_void_p),
+    ]
+
+
+class IndexRunResult(Structure):
+    _fields_ = [
+        ("inputs", c_uint64),
+        ("ingest", IngestResult),
+        ("built", c_int),
+        ("build", IndexBuildResult),
     ]
 
 
@@ -669,6 +722,9 @@ STRUCTS: "dict[str, Any]" = {
     "mt_index_build_params": IndexBuildParams,
     "mt_index_build_result": IndexBuildResult,
     "mt_index_update_params": IndexUpdateParams, "mt_meta_cond": MetaCond,
+    "mt_ingest_params": IngestParams, "mt_ingest_result": IngestResult,
+    "mt_index_run_params": IndexRunParams,
+    "mt_index_run_result": IndexRunResult,
     "mt_search_params": SearchParams, "mt_search_hit": SearchHit,
     "mt_search_result": SearchResult, "mt_retriever_params": RetrieverParams,
     "mt_embedder_params": EmbedderParams, "mt_import_params": ImportParams,
@@ -702,6 +758,17 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
     "mt_index_update": (
         c_int,
         [_P, POINTER(IndexUpdateParams), POINTER(IndexBuildResult), _E],
+    ),
+    "mt_index_run_default_params": (None, [POINTER(IndexRunParams)]),
+    "mt_index_run": (
+        c_int,
+        [c_char_p, POINTER(c_char_p), c_size_t, POINTER(IndexRunParams),
+         POINTER(IndexRunResult), _E],
+    ),
+    "mt_index_run_store": (
+        c_int,
+        [_P, POINTER(c_char_p), c_size_t, POINTER(IndexRunParams),
+         POINTER(IndexRunResult), _E],
     ),
     "mt_index_peek_embedder": (
         c_int,

@@ -263,7 +263,9 @@ class Store(Handle):
               rebuild: bool = False, threads: int = 0,
               embed_cache: Optional[str] = None,
               progress: ProgressArg = False) -> IndexResult:
-        """Brings the search index up to date, as ``medtrust index`` does.
+        """Brings the search index up to date, as ``medtrust index`` does
+        (``mt_index_run``), keeping ``DIR/index-build.json`` while it builds
+        so that ``medtrust serve`` on the same store shows its progress.
 
         Args:
             embedder: ``"use-lite"``, ``"gguf:PATH"``, ``"openai:URL#MODEL"``
@@ -281,8 +283,9 @@ class Store(Handle):
         again resumes.
         """
         L = _lib.lib()
-        up = _lib.IndexUpdateParams()
-        L.mt_index_update_default_params(ctypes.byref(up))
+        rp = _lib.IndexRunParams()
+        L.mt_index_run_default_params(ctypes.byref(rp))
+        up = rp.update  # a view into rp
         spec, cache = b(embedder), b(embed_cache)
         up.embedder_spec = spec
         up.embed_cache = cache
@@ -295,17 +298,18 @@ class Store(Handle):
             up.build.progress = pfn
         cancel = Cancel()
         up.build.cancelled = cancel.fn0
-        res = _lib.IndexBuildResult()
+        run = _lib.IndexRunResult()
         err = _lib.Error_()
         with self._lock:
             h = self._handle()
             try:
-                st = interruptible(lambda: L.mt_index_update(
-                    h, ctypes.byref(up), ctypes.byref(res),
+                st = interruptible(lambda: L.mt_index_run_store(
+                    h, None, 0, ctypes.byref(rp), ctypes.byref(run),
                     ctypes.byref(err)), cancel)
             finally:
                 close_bar()
         check(st, err)
+        res = run.build
         return IndexResult(res.chunks_added, res.segments, bool(res.merged),
                            res.segments_merged)
 

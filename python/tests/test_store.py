@@ -22,6 +22,28 @@ def cli_search(db: Path, q: str, *args: str) -> List[dict]:
                           "--json", *args, q).stdout)
 
 
+def test_index_keeps_the_build_status_file_while_it_builds(
+        tmp_path: Path) -> None:
+    """As medtrust index does (mt_index_run): DIR/index-build.json says how
+    far the build is while it runs, for a server on the same store, and is
+    gone when it ends."""
+    seen: List[dict] = []
+    status = tmp_path / "db" / "index-build.json"
+
+    def progress(done: int, total: int) -> None:
+        if status.exists():
+            seen.append(json.loads(status.read_text()))
+
+    with medtrust.Store(tmp_path / "db") as st:
+        st.add([{"id": f"d{i}", "text": f"document number {i}"}
+                for i in range(5)])
+        assert st.index(embedder="none", progress=progress).chunks_added == 5
+    assert seen, "no status file seen during the build"
+    assert seen[0]["pid"] == os.getpid() and seen[0]["embedder"] == "none"
+    assert seen[0]["total"] == 5 and 0 <= seen[0]["done"] <= 5
+    assert not status.exists()
+
+
 def test_add_index_search_returns_hits_with_fields(tmp_path: Path) -> None:
     with medtrust.Store(tmp_path / "db") as st:
         r = st.add([
