@@ -131,6 +131,37 @@ static int read_registration(struct cli_args *a, struct mt_server_params *p)
     return 0;
 }
 
+/* Every option into p (filled with the defaults first; the --llm-choice
+ * lines go into choices, n bytes); -1 after printing an error. */
+static int read_params(struct cli_args *a, struct mt_server_params *p,
+                       char *choices, size_t n)
+{
+    mt_server_default_params(p);
+    p->db_dir = cli_get(a, "db");
+    if (!p->db_dir) {
+        fprintf(stderr, "medtrust serve: --db DIR is required\n"
+                        "Try 'medtrust serve --help'.\n");
+        return -1;
+    }
+    if (cli_params_read(a, &mt_server_param_table, p) < 0 ||
+        read_registration(a, p) < 0 || join_choices(a, choices, n) < 0)
+        return -1;
+    if (cli_get(a, "listen"))
+        p->listen = cli_get(a, "listen");
+    p->data_dir = cli_get(a, "data-dir");
+    p->llm_spec = cli_get(a, "llm");
+    p->llm_choices = choices;
+    p->nli_spec = cli_get(a, "nli");
+    p->reranker_spec = cli_get(a, "reranker");
+    p->state_url = mt_state_url(cli_get(a, "state"));
+    if (p->state_url && !mt_state_is_shared(p->state_url)) {
+        fprintf(stderr, "medtrust serve: --state takes a postgresql:// URL "
+                        "(without it the state stays in the store)\n");
+        return -1;
+    }
+    return 0;
+}
+
 static int serve_run(struct cli_args *a)
 {
     struct mt_server_params p;
@@ -141,32 +172,8 @@ static int serve_run(struct cli_args *a)
     int sig = 0;
     enum mt_status st;
 
-    mt_server_default_params(&p);
-    p.db_dir = cli_get(a, "db");
-    if (!p.db_dir) {
-        fprintf(stderr, "medtrust serve: --db DIR is required\n"
-                        "Try 'medtrust serve --help'.\n");
+    if (read_params(a, &p, choices, sizeof choices) < 0)
         return 1;
-    }
-    if (cli_params_read(a, &mt_server_param_table, &p) < 0)
-        return 1;
-    if (cli_get(a, "listen"))
-        p.listen = cli_get(a, "listen");
-    p.data_dir = cli_get(a, "data-dir");
-    if (read_registration(a, &p) < 0)
-        return 1;
-    p.llm_spec = cli_get(a, "llm");
-    if (join_choices(a, choices, sizeof choices) < 0)
-        return 1;
-    p.llm_choices = choices;
-    p.nli_spec = cli_get(a, "nli");
-    p.reranker_spec = cli_get(a, "reranker");
-    p.state_url = mt_state_url(cli_get(a, "state"));
-    if (p.state_url && !mt_state_is_shared(p.state_url)) {
-        fprintf(stderr, "medtrust serve: --state takes a postgresql:// URL "
-                        "(without it the state stays in the store)\n");
-        return 1;
-    }
     block_signals(&set);
     st = mt_server_start(&p, &s, &err);
     if (st != MT_OK)
