@@ -92,6 +92,12 @@ struct mt_bm25_ctx {
     size_t hcap;
     double *acc; /* exhaustive accumulators, one per doc */
     size_t acap;
+    double *wacc; /* a window's: sums (WIN), marks (WIN / 64), and */
+    size_t wacap;
+    uint64_t *wbits;
+    size_t wbcap;
+    uint32_t *wpos; /* where each list's window begins (m) */
+    size_t wpcap;
 };
 
 /* One search in progress. */
@@ -107,8 +113,9 @@ struct run {
     size_t hn;
     size_t k;
     double floor;        /* mt_bm25_search_params.floor */
-    uint32_t win_last;   /* block check: bcum[] holds for docs up to */
-    double win_sum;      /* this doc, and sums the bounds to this */
+    double *wacc;        /* a window's gathered sums, WIN */
+    uint64_t *wbits;     /* its docs with a sum, WIN / 64 */
+    uint32_t *wpos;      /* where each list's window begins, m */
     const float *dl;     /* format 1 lengths, or NULL */
     const uint8_t *norm; /* format 2 norms, or NULL */
     double ntab[256];    /* tlen() of each norm's length, per query */
@@ -147,6 +154,9 @@ void mtx_bm25_ctx_free(struct mt_bm25_ctx *ctx)
     mt_free(ctx->dbl);
     mt_free(ctx->heap);
     mt_free(ctx->acc);
+    mt_free(ctx->wacc);
+    mt_free(ctx->wbits);
+    mt_free(ctx->wpos);
     mt_free(ctx);
 }
 
@@ -340,33 +350,9 @@ static size_t emit(struct run *r, struct mt_bm25_hit *hits)
 
 /* ==== Block-max MaxScore ==== */
 
-/* Checks the candidate against the block bounds of every list. When it
- * fails, no doc up to the smallest block end can make the top k either,
- * so the essential lists jump past it. Returns 1 to go on scoring. */
-static int ms_block_check(struct run *r, uint32_t d)
-{
-    uint32_t last = BM25_END - 1;
-    double sum = 0.0;
-
-    /* Up to the smallest block end of the last check every list is in
-     * the same block, so its sums hold: only the threshold moved. */
-    if (d <= r->win_last && r->win_last != BM25_END) {
-        last = r->win_last;
-        sum = r->win_sum;
-    } else {
-        for (uint32_t i = 0; i < r->m; i++) {
-            sum += c_shallow(r->c[i], d, &r->sc, &last);
-            r->bcum[i] = sum;
-        }
-        r->win_last = last;
-        r->win_sum = sum;
-    }
-    if (!cannot_beat(r, sum))
-        return 1;
-    for (uint32_t i = r->ne; i < r->m; i++)
-        c_seek(r->c[i], last + 1);
-    return 0;
-}
+/* Docs one window spans at most (its accumulators and marks are in the
+ * context). */
+#define WIN 4096u
 
 static void advance_at(struct run *r, uint32_t d)
 {
@@ -382,19 +368,50 @@ static void ms_offer(struct run *r, uint32_t d, double s)
         r->ne++;
 }
 
-/* Scores candidate d. Essential lists are summed first; the others are
- * probed from the largest bound down while the doc can still qualify.
- * The final sum runs in canonical (ascending index) order. */
+/* Probes lists [0, ne) for d from the largest bound down, while 'part'
+ * and their bounds (their window's block bounds too when 'blocks') may
+ * still beat the threshold; their scores go to nv[] (*ne_n of them).
+ * Returns 0 when d cannot make the top k. */
+static int ms_probe(struct run *r, uint32_t d, uint32_t ne, double part,
+                    int blocks, uint32_t *ne_n)
+{
+    for (uint32_t i = ne; i-- > 0;) {
+        struct cursor *c = r->c[i];
+        /* a plain compare, not libm's fmin (a call at -O2; bounds are
+         * never NaN) */
+        double rem = blocks && r->bcum[i] < r->cum[i] ? r->bcum[i] : r->cum[i];
+        if (cannot_beat(r, part + rem))
+            return 0;
+        c_seek(c, d);
+        if (c->doc != d)
+            continue;
+        r->nv[*ne_n] = tscore_len(c->w, c->wtf[c->i], doc_len(r, d), &r->sc);
+        part += r->nv[(*ne_n)++];
+    }
+    return 1;
+}
+
+/* The score in canonical (ascending list) order: the probed lists' terms
+ * (nv[], filled from the highest list down), then the others' (ev[]). */
+static double ms_sum(const struct run *r, uint32_t ne_n, uint32_t e_n)
+{
+    double s = 0.0;
+
+    while (ne_n)
+        s += r->nv[--ne_n];
+    for (uint32_t j = 0; j < e_n; j++)
+        s += r->ev[j];
+    return s;
+}
+
+/* Scores candidate d while the heap fills (nothing is pruned yet): the
+ * essential lists at d, then the others probed. */
 static void ms_candidate(struct run *r, uint32_t d)
 {
-    int full = pruning(r);
     double part = 0.0;
-    double s = 0.0;
     uint32_t ne_n = 0;
     uint32_t e_n = 0;
 
-    if (full && !ms_block_check(r, d))
-        return;
     if (r->accept && !r->accept(d, r->user)) {
         advance_at(r, d);
         return;
@@ -407,24 +424,122 @@ static void ms_candidate(struct run *r, uint32_t d)
         part += r->ev[e_n++];
         c_next(c);
     }
-    for (uint32_t i = r->ne; i-- > 0;) {
-        struct cursor *c = r->c[i];
-        /* a plain compare, not libm's fmin (a call at -O2; bounds are
-         * never NaN) */
-        double rem = full && r->bcum[i] < r->cum[i] ? r->bcum[i] : r->cum[i];
-        if (cannot_beat(r, part + rem))
-            return;
-        c_seek(c, d);
-        if (c->doc != d)
-            continue;
-        r->nv[ne_n] = tscore_len(c->w, c->wtf[c->i], doc_len(r, d), &r->sc);
-        part += r->nv[ne_n++];
+    if (ms_probe(r, d, r->ne, part, 0, &ne_n))
+        ms_offer(r, d, ms_sum(r, ne_n, e_n));
+}
+
+/* Moves every list to the block that may hold lo without decoding, sums
+ * their block bounds into bcum[] and returns the sum; *hi gets the
+ * window's end: the smallest block end, at most WIN docs on, so every
+ * list stays in one block (one bound) through [lo, hi]. */
+static double win_bounds(struct run *r, uint32_t lo, uint32_t *hi)
+{
+    uint32_t last = BM25_END - 1;
+    double sum = 0.0;
+
+    for (uint32_t i = 0; i < r->m; i++) {
+        sum += c_shallow(r->c[i], lo, &r->sc, &last);
+        r->bcum[i] = sum;
     }
-    while (ne_n)
-        s += r->nv[--ne_n];
-    for (uint32_t j = 0; j < e_n; j++)
-        s += r->ev[j];
-    ms_offer(r, d, s);
+    *hi = last - lo >= WIN ? lo + WIN - 1 : last;
+    return sum;
+}
+
+/* Sums the window's postings of lists [ne_w, m) into wacc[], term at a
+ * time in ascending list order (the order ms_candidate adds them, so a
+ * doc's sum is the same double), marking their docs in wbits[]; wpos[i]
+ * keeps where list i's window begins in its decoded block. */
+static void win_gather(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
+{
+    memset(r->wbits, 0, ((hi - lo) / 64 + 1) * sizeof *r->wbits);
+    for (uint32_t i = ne_w; i < r->m; i++) {
+        struct cursor *c = r->c[i];
+        c_seek(c, lo);
+        r->wpos[i] = c->doc == BM25_END ? c->n : c->i;
+        for (uint32_t j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
+            uint32_t off = c->docs[j] - lo;
+            uint64_t bit = 1ull << (off & 63u);
+            double t =
+                tscore_len(c->w, c->wtf[j], doc_len(r, c->docs[j]), &r->sc);
+            if (r->wbits[off >> 6] & bit) {
+                r->wacc[off] += t;
+            } else {
+                r->wbits[off >> 6] |= bit;
+                r->wacc[off] = t;
+            }
+        }
+    }
+}
+
+/* Scores window doc d whose gathered sum 'part' may still beat the
+ * threshold: the probed lists [0, ne_w), then the gathered lists' terms
+ * again (the same values, found from wpos[] on) for the canonical sum. */
+static void win_candidate(struct run *r, uint32_t d, double part, uint32_t ne_w)
+{
+    uint32_t ne_n = 0;
+    uint32_t e_n = 0;
+
+    if (r->accept && !r->accept(d, r->user))
+        return;
+    if (!ms_probe(r, d, ne_w, part, 1, &ne_n))
+        return;
+    for (uint32_t i = ne_w; i < r->m; i++) {
+        const struct cursor *c = r->c[i];
+        uint32_t j = r->wpos[i];
+        while (j < c->n && c->docs[j] < d)
+            j++;
+        r->wpos[i] = j;
+        if (j < c->n && c->docs[j] == d)
+            r->ev[e_n++] = tscore_len(c->w, c->wtf[j], doc_len(r, d), &r->sc);
+    }
+    ms_offer(r, d, ms_sum(r, ne_n, e_n));
+}
+
+/* The window's marked docs in ascending order (ties rank by doc, so the
+ * order matters), each dropped at once when its gathered sum and the
+ * probed lists' bounds cannot beat the threshold. */
+static void win_score(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
+{
+    double rem = 0.0;
+
+    if (ne_w)
+        rem = r->bcum[ne_w - 1] < r->cum[ne_w - 1] ? r->bcum[ne_w - 1]
+                                                   : r->cum[ne_w - 1];
+    for (uint32_t w = 0; w <= (hi - lo) / 64; w++) {
+        for (uint64_t bits = r->wbits[w]; bits; bits &= bits - 1) {
+            uint32_t off = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (cannot_beat(r, r->wacc[off] + rem))
+                continue;
+            win_candidate(r, lo + off, r->wacc[off], ne_w);
+            if (r->ne == r->m)
+                return;
+        }
+    }
+}
+
+/* One window [lo, hi] (lo: the smallest essential doc) once the heap is
+ * full or a floor is set. Skipped whole when the lists' block bounds
+ * cannot beat the threshold (block-max). Otherwise the lists whose block
+ * bounds sum below the threshold (at least the non-essential ones) are
+ * probed per doc, the others gathered term at a time into accumulators,
+ * which costs a posting far less than a candidate step does, and only
+ * docs whose sum may still beat the threshold are scored, exactly as
+ * ms_candidate scores them. The essential lists then move past hi. */
+static void ms_window(struct run *r, uint32_t lo)
+{
+    uint32_t hi;
+    uint32_t ne0 = r->ne;
+    uint32_t ne_w = r->ne;
+    double sum = win_bounds(r, lo, &hi);
+
+    if (!cannot_beat(r, sum)) {
+        while (ne_w < r->m && cannot_beat(r, r->bcum[ne_w]))
+            ne_w++;
+        win_gather(r, lo, hi, ne_w);
+        win_score(r, lo, hi, ne_w);
+    }
+    for (uint32_t i = ne0; i < r->m; i++)
+        c_seek(r->c[i], hi + 1);
 }
 
 static void ms_run(struct run *r)
@@ -438,7 +553,10 @@ static void ms_run(struct run *r)
                 d = r->c[i]->doc;
         if (d == BM25_END)
             break;
-        ms_candidate(r, d);
+        if (pruning(r))
+            ms_window(r, d);
+        else
+            ms_candidate(r, d);
     }
 }
 
@@ -561,6 +679,13 @@ static enum mt_status run_alloc(struct mt_bm25_ctx *ctx, uint32_t m, size_t k,
         st = ensure((void **)&ctx->heap, &ctx->hcap, k, sizeof *ctx->heap);
     if (st == MT_OK && nacc)
         st = ensure((void **)&ctx->acc, &ctx->acap, nacc, sizeof *ctx->acc);
+    if (st == MT_OK)
+        st = ensure((void **)&ctx->wacc, &ctx->wacap, WIN, sizeof *ctx->wacc);
+    if (st == MT_OK)
+        st = ensure((void **)&ctx->wbits, &ctx->wbcap, WIN / 64,
+                    sizeof *ctx->wbits);
+    if (st == MT_OK)
+        st = ensure((void **)&ctx->wpos, &ctx->wpcap, m, sizeof *ctx->wpos);
     return st;
 }
 
@@ -591,6 +716,9 @@ static enum mt_status run_setup(const struct mt_bm25 *idx,
     r->ev = ctx->dbl + 2 * (size_t)r->m;
     r->nv = ctx->dbl + 3 * (size_t)r->m;
     r->heap = ctx->heap;
+    r->wacc = ctx->wacc;
+    r->wbits = ctx->wbits;
+    r->wpos = ctx->wpos;
     for (uint32_t i = 0; i < r->m; i++) {
         r->c[i] = &ctx->cur[i];
         c_init(r->c[i], idx, &ctx->qt[i]);
@@ -628,7 +756,6 @@ static enum mt_status search(const struct mt_bm25 *idx, const struct mt_str *q,
     r.accept = p.accept;
     r.user = p.accept_user;
     r.floor = ex ? 0.0 : p.floor;
-    r.win_last = BM25_END;
     st = run_setup(idx, q, nq, &p, p.ctx ? p.ctx : tmp, &r, ex);
     if (st == MT_OK && r.m > 0) {
         if (ex)
