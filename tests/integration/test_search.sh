@@ -85,13 +85,26 @@ fi
 
 head -50 "$DATA/medquad/queries-dev.jsonl" >"$TMP/q.jsonl"
 "$MT" search --db "$TMP/db" --queries "$TMP/q.jsonl" --jobs 2 -k 3 \
-    >"$TMP/batch" 2>/dev/null
+    >"$TMP/batch" 2>"$TMP/berr"
 first_id=$(head -1 "$TMP/q.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["id"])')
 if [ "$(wc -l <"$TMP/batch")" -eq 50 ] &&
-    head -1 "$TMP/batch" | grep -q "\"query_id\":\"$first_id\",\"hits\":\[{"; then
+    head -1 "$TMP/batch" | grep -q "\"query_id\":\"$first_id\",\"hits\":\[{" &&
+    python3 - "$TMP/q.jsonl" "$TMP/batch" <<'PY'; then
+import json, sys
+want = [json.loads(l)["id"] for l in open(sys.argv[1])]
+got = [json.loads(l)["query_id"] for l in open(sys.argv[2])]
+assert got == want, (got[:5], want[:5])
+PY
     ok "--queries with --jobs 2 prints one line per query, in input order"
 else
     not_ok "--queries batch output" "$(head -2 "$TMP/batch")"
+fi
+# The library's search batch reports each query searched to the CLI's
+# progress bar (stderr is no terminal here: plain lines, the last at 100%).
+if grep -q '^queries: 50/50 100.0%' "$TMP/berr"; then
+    ok "--queries: the progress bar counts every query searched (50/50)"
+else
+    not_ok "--queries progress" "$(tail -2 "$TMP/berr")"
 fi
 
 out=$("$MT" search --db "$TMP/db" "the of and" 2>&1)

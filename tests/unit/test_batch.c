@@ -1,6 +1,7 @@
 /* The batch layer (src/batch/): the resumable journal that the CLI's batch
- * verbs and the server's POST /v1/batch share, the queue workers'
- * heartbeat thread, and the checker cache. */
+ * verbs and the server's POST /v1/batch share, the resumable item batch
+ * of ask, qa-eval and verify, the queue workers' heartbeat thread, and the
+ * checker cache. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 
 #include "batch/checkers.h"
 #include "batch/heartbeat.h"
+#include "batch/items.h"
 #include "batch/journal.h"
 #include "medtrust/core.h"
 #include "tmpdir.h"
@@ -206,10 +208,127 @@ static void test_checker_cache_shares_and_evicts_idle(void **state)
     mtx_checkers_free(NULL);
 }
 
+/* ==== The item batch ==== */
+
+struct word_item {
+    struct mtx_item it;
+    char *word;
+};
+
+static enum mt_status word_read(void *p, json_t *o)
+{
+    struct word_item *x = p;
+
+    x->word = mt_strdup(json_string_value(json_object_get(o, "word")));
+    return x->word ? MT_OK : MT_ENOMEM;
+}
+
+static void word_free(void *p)
+{
+    mt_free(((struct word_item *)p)->word);
+}
+
+struct word_run {
+    pthread_mutex_t mu;
+    int calls;
+    int fail_bad; /* "bad" fails while set */
+};
+
+/* {"id":ID,"upper":WORD} or, for "bad" while fail_bad, a failure. */
+static char *word_line(void *user, void *item, struct mt_error *e)
+{
+    struct word_run *u = user;
+    struct word_item *x = item;
+    char buf[64];
+
+    pthread_mutex_lock(&u->mu);
+    u->calls++;
+    pthread_mutex_unlock(&u->mu);
+    if (u->fail_bad && strcmp(x->word, "bad") == 0) {
+        mt_fail(e, MT_EMODEL, "the model was down");
+        snprintf(buf, sizeof buf, "{\"id\":\"%s\",\"error\":\"down\"}",
+                 x->it.id);
+        return mt_strdup(buf);
+    }
+    snprintf(buf, sizeof buf, "{\"id\":\"%s\",\"len\":%zu}", x->it.id,
+             strlen(x->word));
+    return mt_strdup(buf);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[512];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Items are read with the fields they need (a line without one named by
+ * file and line), run on threads, each line journaled; a failed item is
+ * journaled as failed, so a resume runs it alone again; the output keeps
+ * the input's order. */
+static void test_items_run_journal_resume(void **state)
+{
+    char in[128], out[128], jpath[160];
+    struct mt_error err = {MT_OK, ""};
+    struct word_run u = {PTHREAD_MUTEX_INITIALIZER, 0, 1};
+    struct mtx_items_params p = {NULL, 0, 2, 1, "words", word_line, &u};
+    struct mtx_items_stats st;
+    void *v = NULL;
+    size_t n = 0;
+    FILE *f;
+
+    (void)state;
+    CHECK(tmpdir_make("mt-items") == 0);
+    snprintf(in, sizeof in, "%s/in.jsonl", tmpl);
+    snprintf(out, sizeof out, "%s/out.jsonl", tmpl);
+    snprintf(jpath, sizeof jpath, "%s.journal", out);
+    CHECK((f = fopen(in, "w")) != NULL);
+    fputs("{\"id\":\"a\",\"word\":\"gout\"}\n{\"id\":\"b\",\"word\":"
+          "\"bad\"}\n{\"id\":\"c\",\"word\":\"fever\"}\n{\"id\":\"d\"}\n",
+          f);
+    fclose(f);
+    CHECK(mtx_items_load(in, 0, sizeof(struct word_item), "word", word_read,
+                         word_free, &v, &n, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "in.jsonl:4: each line needs string \"id\" and "
+                          "\"word\" fields") != NULL &&
+          v == NULL && n == 0);
+    CHECK_OK(mtx_items_load(in, 3, sizeof(struct word_item), "word", word_read,
+                            word_free, &v, &n, &err));
+    CHECK(n == 3);
+    p.journal = jpath;
+    CHECK_OK(mtx_items_run(v, n, sizeof(struct word_item), &p, &st, &err));
+    CHECK(st.resumed == 0 && st.done == 2 && st.failed == 1 && u.calls == 3);
+    CHECK(MTX_ITEM(v, sizeof(struct word_item), 1)->failed);
+    CHECK_OK(mtx_items_write(out, v, n, sizeof(struct word_item), &err));
+    CHECK(strcmp(slurp(out),
+                 "{\"id\":\"a\",\"len\":4}\n{\"id\":\"b\","
+                 "\"error\":\"down\"}\n{\"id\":\"c\",\"len\":5}\n") == 0);
+    mtx_items_free(v, n, sizeof(struct word_item), word_free);
+    /* resumed: a and c kept from the journal, b run again */
+    CHECK_OK(mtx_items_load(in, 3, sizeof(struct word_item), "word", word_read,
+                            word_free, &v, &n, &err));
+    u.calls = 0;
+    u.fail_bad = 0;
+    p.resume = 1;
+    CHECK_OK(mtx_items_run(v, n, sizeof(struct word_item), &p, &st, &err));
+    CHECK(st.resumed == 2 && st.done == 1 && st.failed == 0 && u.calls == 1);
+    CHECK_OK(mtx_items_write(out, v, n, sizeof(struct word_item), &err));
+    CHECK(strcmp(slurp(out), "{\"id\":\"a\",\"len\":4}\n{\"id\":\"b\","
+                             "\"len\":3}\n{\"id\":\"c\",\"len\":5}\n") == 0);
+    mtx_items_free(v, n, sizeof(struct word_item), word_free);
+    CHECK(tmpdir_remove() == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_resumes_and_cuts_torn_line),
+        cmocka_unit_test(test_items_run_journal_resume),
         cmocka_unit_test(test_heartbeat_beats_until_stopped),
         cmocka_unit_test(test_checker_cache_shares_and_evicts_idle),
     };
