@@ -1,7 +1,8 @@
 /* The batch layer (src/batch/): the resumable journal that the CLI's batch
  * verbs and the server's POST /v1/batch share, the resumable item batch
- * of ask, qa-eval and verify, the queue workers' heartbeat thread, and the
- * checker cache. */
+ * of ask, qa-eval and verify, the queue workers' heartbeat thread, the
+ * checker cache, the batch folder and the job runtime the server runs
+ * its routes' jobs on. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -11,10 +12,14 @@
 #include <unistd.h>
 
 #include "batch/checkers.h"
+#include "batch/folder.h"
 #include "batch/heartbeat.h"
 #include "batch/items.h"
+#include "batch/jobs.h"
 #include "batch/journal.h"
 #include "medtrust/core.h"
+#include "medtrust/params.h"
+#include "medtrust/state.h"
 #include "tmpdir.h"
 
 struct seen {
@@ -324,6 +329,180 @@ static void test_items_run_journal_resume(void **state)
     CHECK(tmpdir_remove() == 0);
 }
 
+/* A batch folder saves its upload and settings and reads them back as
+ * a resume does; its upload comes back as one request body; a scores
+ * file that does not parse is refused naming it; a CSV with some of
+ * MEDEC's gold columns but not all is refused, one with none is
+ * unlabeled. */
+static void test_folder_saves_and_loads(void **state)
+{
+    static const char csv[] = "Text ID,Text\n1,x\n";
+    struct mtx_bfolder f, g;
+    struct mt_error err = {MT_OK, ""};
+    char *txt = NULL, *body = NULL;
+    size_t n = 0;
+    json_t *o;
+
+    (void)state;
+    CHECK(tmpdir_make("mt-folder") == 0);
+    memset(&f, 0, sizeof f);
+    mtx_bfolder_dir(tmpl, 7, f.dir, sizeof f.dir);
+    CHECK(strstr(f.dir, "/batches/run-7") != NULL);
+    f.strat = MT_STRATEGY_GUARDS;
+    mt_agent_default_params(&f.set);
+    mt_param_set(mt_param_find(&mt_agent_param_table, "max_steps", 1), &f.set,
+                 5);
+    snprintf(f.name, sizeof f.name, "nightly");
+    f.has_model = 1;
+    snprintf(f.model, sizeof f.model, "small");
+    f.has_bleurt = 1;
+    CHECK_OK(mtx_bfolder_check_csv(csv, 10, &err));
+    CHECK(!mtx_bfolder_labeled(csv, strlen(csv)));
+    CHECK(mtx_bfolder_check_csv("Text ID,Text,Error Flag\n1,x,0\n", 10, &err) !=
+          MT_OK);
+    CHECK(mtx_bfolder_save(&f, csv, "x y\n", NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "bleurt.txt") != NULL);
+    CHECK_OK(mtx_bfolder_save(&f, csv, "1 0.5\n", NULL, &err));
+    memset(&g, 0, sizeof g);
+    snprintf(g.dir, sizeof g.dir, "%s", f.dir);
+    CHECK_OK(mtx_bfolder_load(&g, &err));
+    CHECK(g.strat == MT_STRATEGY_GUARDS && strcmp(g.name, "nightly") == 0);
+    CHECK(g.has_model && strcmp(g.model, "small") == 0);
+    CHECK(g.has_bleurt && !g.has_bertscore && g.set.max_steps == 5);
+    CHECK_OK(mtx_bfolder_read(&g, "data.csv", &txt, &n, &err));
+    CHECK(n == strlen(csv) && strcmp(txt, csv) == 0);
+    mt_free(txt);
+    body = mtx_bfolder_upload(&g, &err);
+    o = body ? json_loads(body, 0, NULL) : NULL;
+    CHECK(o && strcmp(json_string_value(json_object_get(o, "data")), csv) == 0);
+    CHECK(json_number_value(json_object_get(o, "max_steps")) == 5);
+    CHECK(json_object_get(o, "bleurt") && !json_object_get(o, "bertscore"));
+    json_decref(o);
+    mt_free(body);
+    CHECK(mtx_bfolder_read(&g, "submission.txt", &txt, &n, &err) == MT_EIO);
+    CHECK(tmpdir_remove() == 0);
+}
+
+static struct mt_state *lend(void *user, void **lease, struct mt_error *err)
+{
+    (void)lease;
+    (void)err;
+    return user;
+}
+
+static void give_back(void *user, void *lease)
+{
+    (void)user;
+    (void)lease;
+}
+
+/* Emits *arg "step" events, then returns {"steps": *arg}. */
+static enum mt_status steps_fn(struct mtx_job *j, void *arg, json_t **result,
+                               struct mt_error *err)
+{
+    int i, n = *(const int *)arg;
+
+    (void)err;
+    for (i = 0; i < n; i++)
+        mtx_job_emit(j, "step", json_pack("{s:i}", "i", i));
+    *result = json_pack("{s:i}", "steps", n);
+    return MT_OK;
+}
+
+static enum mt_status on_status(const struct mt_run *r, void *user)
+{
+    snprintf(user, 16, "%s", r->status);
+    return MT_OK;
+}
+
+static void no_suspend(void *w)
+{
+    (void)w;
+}
+
+/* Everything a finished job's reader gets, from the first event. */
+static size_t read_all(struct mtx_job *j, char *out, size_t max)
+{
+    struct mtx_job_cursor c;
+    size_t n = 0, got;
+    int end = 0;
+
+    memset(&c, 0, sizeof c);
+    do {
+        got = mtx_job_read(j, &c, out + n, max - 1 - n, &end, NULL, no_suspend,
+                           no_suspend);
+        n += got;
+    } while (got > 0 && !end && n + 1 < max);
+    mtx_job_cursor_free(&c);
+    out[n] = '\0';
+    return n;
+}
+
+/* A job runs on a worker: its run goes running, then done with its
+ * result; a reader gets its status, each step and "done" in order; with
+ * a replay log smaller than the steps, a reader that comes late is told
+ * which events it missed and still gets "done". */
+static void test_jobs_run_and_replay(void **state)
+{
+    static int steps = 40;
+    struct mtx_job_spec spec = {"steps", steps_fn, &steps, NULL};
+    struct mtx_jobs_params p;
+    struct mtx_jobs *js = NULL;
+    struct mt_state *st = NULL;
+    struct mt_error err = {MT_OK, ""};
+    static const char first[] =
+        "event: status\ndata: {\"status\":\"running\"}\n\n"
+        "event: step\ndata: {\"i\":0}\n\n";
+    struct mtx_job *j;
+    char buf[16384], status[16] = "";
+    int64_t run = 0, run2 = 0;
+
+    (void)state;
+    CHECK(tmpdir_make("mt-jobs") == 0);
+    CHECK_OK(mt_state_open(tmpl, &st, &err));
+    CHECK_OK(mt_run_create(st, 0, NULL, "steps", NULL, &run, &err));
+    CHECK_OK(mt_run_create(st, 0, NULL, "steps", NULL, &run2, &err));
+    mtx_jobs_default_params(&p);
+    p.workers = 1;
+    p.state_get = lend;
+    p.state_put = give_back;
+    p.user = st;
+    CHECK_OK(mtx_jobs_start(&p, &js, &err));
+    CHECK_OK(mtx_jobs_submit(js, run, &spec, &err));
+    mtx_jobs_stop(js, 60); /* waits for the queue to drain */
+    CHECK(mtx_jobs_submit(js, run2, &spec, &err) == MT_ECANCELED);
+    CHECK_OK(mt_run_get(st, run, on_status, status, &err));
+    CHECK(strcmp(status, "done") == 0);
+    CHECK_OK(mt_run_get(st, run2, on_status, status, &err));
+    CHECK(strcmp(status, "failed") == 0); /* refused: the run says so */
+    j = mtx_jobs_find(js, run);
+    CHECK(j != NULL);
+    read_all(j, buf, sizeof buf);
+    CHECK(strncmp(buf, first, strlen(first)) == 0);
+    CHECK(strstr(buf, "event: step\ndata: {\"i\":39}\n\nevent: done\n") !=
+          NULL);
+    CHECK(strstr(buf, "\"result\":{\"steps\":40}") != NULL);
+    CHECK(strstr(buf, "missed") == NULL);
+    mtx_job_release(j);
+    mtx_jobs_free(js);
+    /* a replay log of 200 bytes keeps the last few events */
+    p.replay_max = 200;
+    CHECK_OK(mtx_jobs_start(&p, &js, &err));
+    CHECK_OK(mt_run_create(st, 0, NULL, "steps", NULL, &run, &err));
+    CHECK_OK(mtx_jobs_submit(js, run, &spec, &err));
+    mtx_jobs_stop(js, 60);
+    j = mtx_jobs_find(js, run);
+    CHECK(j != NULL);
+    read_all(j, buf, sizeof buf);
+    CHECK(strncmp(buf, "event: missed\ndata: {\"events\":", 30) == 0);
+    CHECK(strstr(buf, "event: done\n") != NULL);
+    CHECK(strstr(buf, "{\"i\":0}") == NULL);
+    mtx_job_release(j);
+    mtx_jobs_free(js);
+    mt_state_close(st);
+    CHECK(tmpdir_remove() == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +510,8 @@ int main(void)
         cmocka_unit_test(test_items_run_journal_resume),
         cmocka_unit_test(test_heartbeat_beats_until_stopped),
         cmocka_unit_test(test_checker_cache_shares_and_evicts_idle),
+        cmocka_unit_test(test_folder_saves_and_loads),
+        cmocka_unit_test(test_jobs_run_and_replay),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
