@@ -249,6 +249,11 @@ struct mt_embedder_params {
 
 void mt_embedder_default_params(struct mt_embedder_params *p);
 
+/* The settings table of struct mt_embedder_params' numeric knobs that
+ * `embed` takes (--dims, --threads; params.h); the defaults are
+ * mt_embedder_default_params'. */
+extern const struct mt_param_table mt_embedder_param_table;
+
 /* Opens the embedder named by 'spec': "use-lite", "gguf:PATH" or
  * "openai:BASE_URL#MODEL". 'params' may be NULL for defaults and is copied.
  * On success *out owns the handle (close with mt_embedder_close). */

@@ -30,14 +30,8 @@ static const struct cli_opt embed_opts[] = {
      "stdin",
      0},
     {"json", 'j', NULL, "print {\"text\",\"vector\":[...]} a line", 0},
-    {"dims", 'd', "N",
-     "truncate vectors to N dimensions (Matryoshka), "
-     "1..65536 (default: native)",
-     0},
-    {"threads", 't', "N",
-     "threads for local models, 1..1024 (default: "
-     "all CPUs)",
-     0},
+    CLI_PARAM_KEY("dims", 'd', &mt_embedder_param_table),
+    CLI_PARAM_KEY("threads", 't', &mt_embedder_param_table),
     CLI_PARAM("timeout", &mt_llm_param_table),
     {NULL, 0, NULL, NULL, 0},
 };
@@ -80,17 +74,11 @@ static void print_error(void *user, const char *text,
 
 static int read_params(struct cli_args *a, struct mt_embedder_params *p)
 {
-    unsigned long v = 0;
     struct mt_llm_params lp; /* --timeout, as every model call has it */
 
     mt_embedder_default_params(p);
-    if (cli_get_uint(a, "dims", 1, 65536, &v) < 0)
+    if (cli_params_read(a, &mt_embedder_param_table, p) < 0)
         return -1;
-    p->dims = (uint32_t)v;
-    v = 0;
-    if (cli_get_uint(a, "threads", 1, 1024, &v) < 0)
-        return -1;
-    p->threads = (uint32_t)v;
     p->cache_path = cli_get(a, "cache");
     mt_llm_default_params(&lp);
     if (cli_params_read(a, &mt_llm_param_table, &lp) < 0)

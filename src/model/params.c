@@ -30,3 +30,26 @@ static void defaults(void *p)
 const struct mt_param_table mt_llm_param_table = {
     "mt_llm_params", llm_params, sizeof llm_params / sizeof llm_params[0],
     sizeof(struct mt_llm_params), defaults};
+
+/* The embedder's settings table (mt_embedder_param_table): the knobs of
+ * struct mt_embedder_params that `embed` takes; its --timeout is the model
+ * call's (mt_llm_param_table, whose default MEDTRUST_LLM_TIMEOUT sets). */
+#undef P
+#define P(member) offsetof(struct mt_embedder_params, member)
+
+static const struct mt_param embedder_params[] = {
+    {"dims", NULL, P(dims), MT_PARAM_U32, 1, 65536, 0, "N",
+     "truncate vectors to N dimensions (Matryoshka)", "native"},
+    {"threads", NULL, P(threads), MT_PARAM_U32, 1, 1024, 0, "N",
+     "threads for local models", "all CPUs"},
+};
+
+static void embedder_defaults(void *p)
+{
+    mt_embedder_default_params(p);
+}
+
+const struct mt_param_table mt_embedder_param_table = {
+    "mt_embedder_params", embedder_params,
+    sizeof embedder_params / sizeof embedder_params[0],
+    sizeof(struct mt_embedder_params), embedder_defaults};

@@ -192,6 +192,23 @@ static void test_import_table(void **state)
     CHECK(p.threads == 3 && p.follow_symlinks == 1 && p.strict == 0);
 }
 
+/* The embedder's table: its defaults (native dims, all CPUs: 0) are
+ * said in words, and it names no request member. */
+static void test_embedder_table(void **state)
+{
+    const struct mt_param_table *t = &mt_embedder_param_table;
+    struct mt_embedder_params p;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_embedder_params));
+    mt_embedder_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "dims", 0)) == p.dims);
+    CHECK(mt_param_find(t, "dims", 0)->def_text != NULL);
+    mt_param_set(mt_param_find(t, "threads", 0), &p, 5);
+    CHECK(p.threads == 5 && p.dims == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_store_table),
         cmocka_unit_test(test_server_table),
         cmocka_unit_test(test_import_table),
+        cmocka_unit_test(test_embedder_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
