@@ -368,19 +368,15 @@ static void ms_offer(struct run *r, uint32_t d, double s)
         r->ne++;
 }
 
-/* Probes lists [0, ne) for d from the largest bound down, while 'part'
- * and their bounds (their window's block bounds too when 'blocks') may
- * still beat the threshold; their scores go to nv[] (*ne_n of them).
- * Returns 0 when d cannot make the top k. */
-static int ms_probe(struct run *r, uint32_t d, uint32_t ne, double part,
-                    int blocks, uint32_t *ne_n)
+/* Probes the non-essential lists for d from the largest bound down,
+ * while 'part' and their bounds may still beat the threshold; their
+ * scores go to nv[] (*ne_n of them). Returns 0 when d cannot make the
+ * top k. */
+static int ms_probe(struct run *r, uint32_t d, double part, uint32_t *ne_n)
 {
-    for (uint32_t i = ne; i-- > 0;) {
+    for (uint32_t i = r->ne; i-- > 0;) {
         struct cursor *c = r->c[i];
-        /* a plain compare, not libm's fmin (a call at -O2; bounds are
-         * never NaN) */
-        double rem = blocks && r->bcum[i] < r->cum[i] ? r->bcum[i] : r->cum[i];
-        if (cannot_beat(r, part + rem))
+        if (cannot_beat(r, part + r->cum[i]))
             return 0;
         c_seek(c, d);
         if (c->doc != d)
@@ -424,7 +420,7 @@ static void ms_candidate(struct run *r, uint32_t d)
         part += r->ev[e_n++];
         c_next(c);
     }
-    if (ms_probe(r, d, r->ne, part, 0, &ne_n))
+    if (ms_probe(r, d, part, &ne_n))
         ms_offer(r, d, ms_sum(r, ne_n, e_n));
 }
 
@@ -446,9 +442,9 @@ static double win_bounds(struct run *r, uint32_t lo, uint32_t *hi)
 }
 
 /* Sums the window's postings of lists [ne_w, m) into wacc[], term at a
- * time in ascending list order (the order ms_candidate adds them, so a
- * doc's sum is the same double), marking their docs in wbits[]; wpos[i]
- * keeps where list i's window begins in its decoded block. */
+ * time, marking their docs in wbits[] (the sums only filter: a doc left
+ * is scored again in canonical order); wpos[i] keeps where list i's
+ * window begins in its decoded block. */
 static void win_gather(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
 {
     memset(r->wbits, 0, ((hi - lo) / 64 + 1) * sizeof *r->wbits);
@@ -471,48 +467,80 @@ static void win_gather(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
     }
 }
 
-/* Scores window doc d whose gathered sum 'part' may still beat the
- * threshold: the probed lists [0, ne_w), then the gathered lists' terms
- * again (the same values, found from wpos[] on) for the canonical sum. */
-static void win_candidate(struct run *r, uint32_t d, double part, uint32_t ne_w)
+/* Adds list i's postings in [lo, hi] into wacc[] for the docs still
+ * marked (their sums may still beat the threshold); decodes its block
+ * only when some are. */
+static void win_merge(struct run *r, uint32_t i, uint32_t lo, uint32_t hi)
 {
-    uint32_t ne_n = 0;
-    uint32_t e_n = 0;
+    struct cursor *c = r->c[i];
+
+    c_seek(c, lo);
+    r->wpos[i] = c->doc == BM25_END ? c->n : c->i;
+    for (uint32_t j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
+        uint32_t off = c->docs[j] - lo;
+        if (r->wbits[off >> 6] & (1ull << (off & 63u)))
+            r->wacc[off] +=
+                tscore_len(c->w, c->wtf[j], doc_len(r, c->docs[j]), &r->sc);
+    }
+}
+
+/* Unmarks the docs whose sum and 'rem' (a bound on the lists not added
+ * yet) cannot beat the threshold; returns how many stay marked. */
+static uint32_t win_filter(struct run *r, uint32_t lo, uint32_t hi, double rem)
+{
+    uint32_t n = 0;
+
+    for (uint32_t w = 0; w <= (hi - lo) / 64; w++) {
+        for (uint64_t bits = r->wbits[w]; bits; bits &= bits - 1) {
+            uint32_t off = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (cannot_beat(r, r->wacc[off] + rem))
+                r->wbits[w] &= ~(1ull << (off & 63u));
+            else
+                n++;
+        }
+    }
+    return n;
+}
+
+/* Scores window doc d exactly: every list's term in canonical (ascending)
+ * order, found from wpos[] on, the sum ms_candidate would give. */
+static void win_exact(struct run *r, uint32_t d)
+{
+    double s = 0.0;
 
     if (r->accept && !r->accept(d, r->user))
         return;
-    if (!ms_probe(r, d, ne_w, part, 1, &ne_n))
-        return;
-    for (uint32_t i = ne_w; i < r->m; i++) {
+    for (uint32_t i = 0; i < r->m; i++) {
         const struct cursor *c = r->c[i];
         uint32_t j = r->wpos[i];
         while (j < c->n && c->docs[j] < d)
             j++;
         r->wpos[i] = j;
         if (j < c->n && c->docs[j] == d)
-            r->ev[e_n++] = tscore_len(c->w, c->wtf[j], doc_len(r, d), &r->sc);
+            s += tscore_len(c->w, c->wtf[j], doc_len(r, d), &r->sc);
     }
-    ms_offer(r, d, ms_sum(r, ne_n, e_n));
+    ms_offer(r, d, s);
 }
 
-/* The window's marked docs in ascending order (ties rank by doc, so the
- * order matters), each dropped at once when its gathered sum and the
- * probed lists' bounds cannot beat the threshold. */
+/* The probed lists [0, ne_w) are added list by list, from the largest
+ * bound down, into the marked docs' sums, each time after dropping the
+ * docs whose sum and the bounds of the lists still to add cannot beat
+ * the threshold (MaxScore's probing, a list at a time: a list is decoded
+ * only while some doc may still need it). The docs left are scored
+ * exactly in ascending order (ties rank by doc, so the order matters). */
 static void win_score(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
 {
-    double rem = 0.0;
-
-    if (ne_w)
-        rem = r->bcum[ne_w - 1] < r->cum[ne_w - 1] ? r->bcum[ne_w - 1]
-                                                   : r->cum[ne_w - 1];
+    for (uint32_t i = ne_w; i-- > 0;) {
+        double rem = r->bcum[i] < r->cum[i] ? r->bcum[i] : r->cum[i];
+        if (!win_filter(r, lo, hi, rem))
+            return;
+        win_merge(r, i, lo, hi);
+    }
     for (uint32_t w = 0; w <= (hi - lo) / 64; w++) {
         for (uint64_t bits = r->wbits[w]; bits; bits &= bits - 1) {
             uint32_t off = w * 64 + (uint32_t)__builtin_ctzll(bits);
-            if (cannot_beat(r, r->wacc[off] + rem))
-                continue;
-            win_candidate(r, lo + off, r->wacc[off], ne_w);
-            if (r->ne == r->m)
-                return;
+            if (!cannot_beat(r, r->wacc[off]))
+                win_exact(r, lo + off);
         }
     }
 }
