@@ -64,6 +64,56 @@ static inline int get_varint(const uint8_t **pp, const uint8_t *end,
     return 0;
 }
 
+/* 1 when no byte of [p, p + n) has its high bit set: every varint there
+ * is one byte long. */
+static int all_short(const uint8_t *p, size_t n)
+{
+    uint64_t acc = 0;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++)
+        acc |= p[i];
+    return !(acc & 0x8080808080808080ull);
+}
+
+/* mtx_bm25_decode over bytes that are all one-byte varints (the dense
+ * lists of common terms): the same postings, fewer tests a posting. */
+static uint32_t decode_short(const uint8_t **pp, const uint8_t *end,
+                             int64_t prev, uint64_t room, uint32_t n,
+                             const float w[MT_BM25_FIELDS], uint32_t *docs,
+                             float *wtf)
+{
+    const uint8_t *p = *pp;
+    double w_text = (double)w[1];
+    uint32_t i;
+
+    for (i = 0; i < n && end - p >= 2; i++) {
+        uint32_t gap = p[0];
+        uint32_t code = p[1];
+        if (gap >= room) /* doc > last */
+            break;
+        if ((code & 1) && end - p < 3)
+            break;
+        room -= gap + 1;
+        prev += (int64_t)gap + 1;
+        docs[i] = (uint32_t)prev;
+        if (code & 1) {
+            wtf[i] = bm25_weigh(w, (double)p[2], (double)(code >> 1));
+            p += 3;
+        } else {
+            wtf[i] = (float)(w_text * (double)(code >> 1));
+            p += 2;
+        }
+    }
+    *pp = p;
+    return i;
+}
+
 uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
                          uint32_t last, uint32_t n,
                          const float w[MT_BM25_FIELDS], uint32_t *docs,
@@ -73,8 +123,13 @@ uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
     /* docs after prev up to last: a gap must stay below it */
     uint64_t room = (int64_t)last > prev ? (uint64_t)((int64_t)last - prev) : 0;
     double w_text = (double)w[1];
+    /* n postings of one-byte varints take at most 3n bytes */
+    size_t span =
+        (size_t)(end - p) < 3 * (size_t)n ? (size_t)(end - p) : 3 * (size_t)n;
     uint32_t i;
 
+    if (all_short(p, span))
+        return decode_short(pp, p + span, prev, room, n, w, docs, wtf);
     for (i = 0; i < n; i++) {
         uint64_t gap;
         uint64_t code;

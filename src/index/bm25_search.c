@@ -444,15 +444,17 @@ static double win_bounds(struct run *r, uint32_t lo, uint32_t *hi)
 /* Sums the window's postings of lists [ne_w, m) into wacc[], term at a
  * time, marking their docs in wbits[] (the sums only filter: a doc left
  * is scored again in canonical order); wpos[i] keeps where list i's
- * window begins in its decoded block. */
+ * window begins in its decoded block, and its cursor's position is left
+ * past the window ('doc' stale until ms_window moves it). */
 static void win_gather(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
 {
     memset(r->wbits, 0, ((hi - lo) / 64 + 1) * sizeof *r->wbits);
     for (uint32_t i = ne_w; i < r->m; i++) {
         struct cursor *c = r->c[i];
+        uint32_t j;
         c_seek(c, lo);
         r->wpos[i] = c->doc == BM25_END ? c->n : c->i;
-        for (uint32_t j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
+        for (j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
             uint32_t off = c->docs[j] - lo;
             uint64_t bit = 1ull << (off & 63u);
             double t =
@@ -464,6 +466,9 @@ static void win_gather(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
                 r->wacc[off] = t;
             }
         }
+        /* past the window: its move to hi + 1 starts here, not rescans */
+        if (c->doc != BM25_END)
+            c->i = j;
     }
 }
 
