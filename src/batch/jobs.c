@@ -16,6 +16,7 @@
 #include "core/buf.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
+#include "store/queue.h"
 
 struct mtx_jobs {
     struct mtx_jobs_params p;
@@ -31,9 +32,10 @@ struct mtx_jobs {
     size_t queued, running;
     pthread_t *workers;
     size_t nworkers;
-    int jobs_stop;   /* no new jobs; workers exit when the queue is empty */
-    int jobs_cancel; /* running jobs should give up */
-    size_t mirrors;  /* mirror threads running */
+    int jobs_stop;     /* no new jobs; workers exit when the queue is empty */
+    int jobs_cancel;   /* running jobs should give up */
+    size_t mirrors;    /* mirror threads running */
+    double next_prune; /* when mtx_jobs_prune looks next */
 };
 
 struct job_waiter {
@@ -929,6 +931,83 @@ void mtx_jobs_run_row(struct mtx_jobs *js, int64_t run, struct mtx_qjob *row,
         finish(j, why->status, NULL, why);
     }
     run_here(js, j);
+}
+
+/* ==== Jobs as rows of the shared queue ==== */
+
+struct row_submit {
+    const char *kind;
+    const char *payload;
+    int64_t qrun;
+};
+
+static enum mt_status submit_row(struct mtx_pg *pg, void *user,
+                                 struct mt_error *err)
+{
+    struct row_submit *u = user;
+
+    return mtx_queue_submit(pg, u->kind, "{}", &u->payload, 1, &u->qrun, err);
+}
+
+enum mt_status mtx_jobs_row_submit(struct mtx_jobs *js, struct mtx_qworker *qw,
+                                   const char *kind, int64_t run,
+                                   const char *body, struct mt_error *err)
+{
+    struct row_submit u = {kind, NULL, 0};
+    json_t *o = json_pack("{s:s,s:I,s:s}", "kind", kind, "run", (json_int_t)run,
+                          "body", body ? body : "");
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    enum mt_status st;
+
+    json_decref(o);
+    u.payload = txt;
+    st = txt ? mtx_qworker_call(qw, submit_row, &u, err)
+             : mt_fail(err, MT_ENOMEM, "out of memory");
+    mtx_json_text_free(txt);
+    if (st == MT_OK)
+        mtx_jobs_poke(js); /* a worker here may take it at once */
+    return st;
+}
+
+int mtx_jobs_row_read(struct mtx_qjob *qj, int64_t *run, const char **body,
+                      json_t **payload)
+{
+    *payload = json_loads(qj->row.payload, 0, NULL);
+    *body = json_string_value(json_object_get(*payload, "body"));
+    *run = json_integer_value(json_object_get(*payload, "run"));
+    if (*run > 0 && *body)
+        return 1;
+    /* not a row a node wrote: fail it */
+    mtx_qjob_finish(qj, "{\"failed\":\"unreadable payload\"}", 1, NULL);
+    json_decref(*payload);
+    *payload = NULL;
+    return 0;
+}
+
+void mtx_jobs_prune(struct mtx_jobs *js, double keep_s)
+{
+    struct mt_error err = {MT_OK, ""};
+    struct mt_state *st;
+    void *l;
+    double now = now_s();
+    int64_t gone = 0;
+
+    if (keep_s <= 0 || now < js->next_prune)
+        return;
+    /* a short retention is looked at more often (tests), else each minute */
+    js->next_prune = now + (keep_s < 120 ? keep_s / 2 : 60);
+    if ((st = state_get(js, &l, &err)) != NULL)
+        mt_run_events_prune(st, (int64_t)time(NULL) - (int64_t)keep_s, 1000,
+                            &gone, &err);
+    state_put(js, l);
+    if (err.status != MT_OK)
+        mt_log(MT_LOG_ERROR, "%s: pruning run events: %s", js->p.log_prefix,
+               err.msg);
+    else if (gone > 0)
+        mt_log(MT_LOG_INFO,
+               "%s: pruned %lld event rows of runs that ended over "
+               "%.0f s ago",
+               js->p.log_prefix, (long long)gone, keep_s);
 }
 
 /* ==== Mirrors: another server's run, streamed from the state ====

@@ -108,6 +108,26 @@ struct mtx_job *mtx_jobs_self(struct mtx_jobs *js);
 /* Wakes every waiting reader (shutdown); NULL is allowed. */
 void mtx_jobs_wake_all(struct mtx_jobs *js);
 
+/* With a shared state a job is a row of the queue (store/queue.h) whose
+ * kind is the job's and whose payload is {"kind","run","body"}: its run
+ * and the request body the claiming node rebuilds the job from. Queues
+ * run 'run' so through the queue worker loop qw (body NULL: "") and wakes
+ * the threads in mtx_jobs_nap. */
+struct mtx_qworker;
+enum mt_status mtx_jobs_row_submit(struct mtx_jobs *js, struct mtx_qworker *qw,
+                                   const char *kind, int64_t run,
+                                   const char *body, struct mt_error *err);
+/* A claimed row's run and body (*payload holds the body: json_decref it);
+ * 0 when it is not a row a node wrote: the row is then finished as
+ * failed ("unreadable payload"). */
+int mtx_jobs_row_read(struct mtx_qjob *qj, int64_t *run, const char **body,
+                      json_t **payload);
+/* Deletes the event rows of runs that ended over keep_s seconds ago
+ * (keep_s <= 0: keeps them), 1,000 runs a call, when due: each minute, or
+ * every keep_s / 2 under two minutes. The queue worker loop's heartbeat
+ * calls it. */
+void mtx_jobs_prune(struct mtx_jobs *js, double keep_s);
+
 /* Gives back a reference (NULL is allowed). */
 void mtx_job_release(struct mtx_job *j);
 /* Appends an event ("step", ...) with 'data' (taken) and wakes readers. */

@@ -5,15 +5,16 @@
  * request body, not entries of one server's memory. Every server's
  * worker threads claim rows with SELECT ... FOR UPDATE SKIP LOCKED as
  * `medtrust worker` does, rebuild the job from the body with the route's
- * own reader, and run it with the job code of jobs.c; one heartbeat
- * thread per server extends the leases of the rows it runs, so when a
- * server dies (SIGKILL, a lost machine) its rows are claimed again once
- * their lease has run out, and the next attempt continues the run's
+ * own reader, and run it on the batch layer's job runtime (batch/jobs.h:
+ * the rows' payload, the run and its event rows, their pruning); one
+ * heartbeat thread per server extends the leases of the rows it runs, so
+ * when a server dies (SIGKILL, a lost machine) its rows are claimed again
+ * once their lease has run out, and the next attempt continues the run's
  * event rows, so a stream anywhere sees the whole run. The same thread
- * prunes old runs' event rows (event_retention_s). */
+ * prunes old runs' event rows (event_retention_s). This file keeps the
+ * server's kinds, their builders and the loop's settings. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "batch/qworker.h"
@@ -27,7 +28,6 @@
 
 struct srv_queue {
     struct mtx_qworker *qw; /* claims, leases, submits (batch/qworker.h) */
-    double next_prune;
 };
 
 static const struct {
@@ -63,47 +63,21 @@ static void run_failed(struct mt_server *s, int64_t run, const char *msg)
     mtx_srv_lease_put(s, l);
 }
 
-struct submit {
-    const char *kind;
-    const char *payload;
-    int64_t qrun;
-};
-
-static enum mt_status submit_row(struct mtx_pg *pg, void *user,
-                                 struct mt_error *err)
-{
-    struct submit *u = user;
-
-    return mtx_queue_submit(pg, u->kind, "{}", &u->payload, 1, &u->qrun, err);
-}
-
 enum mt_status mtx_srv_job_submit_body(struct mt_server *s, int64_t run_id,
                                        const struct mtx_job_spec *spec,
                                        const char *body, struct mt_error *err)
 {
-    struct submit u = {spec->kind, NULL, 0};
-    json_t *o;
-    char *txt;
     enum mt_status st;
 
     if (!s->state_url)
         return mtx_jobs_submit(s->jobs, run_id, spec, err);
     if (spec->arg_free) /* the claiming server rebuilds it from the body */
         spec->arg_free(spec->arg);
-    o = json_pack("{s:s,s:I,s:s}", "kind", spec->kind, "run",
-                  (json_int_t)run_id, "body", body ? body : "");
-    txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    u.payload = txt;
-    st = txt ? mtx_qworker_call(s->queue->qw, submit_row, &u, err)
-             : mt_fail(err, MT_ENOMEM, "out of memory");
-    mtx_json_text_free(txt);
-    if (st != MT_OK) {
+    st = mtx_jobs_row_submit(s->jobs, s->queue->qw, spec->kind, run_id, body,
+                             err);
+    if (st != MT_OK)
         run_failed(s, run_id, err->msg);
-        return st;
-    }
-    mtx_jobs_poke(s->jobs); /* a worker here may take it at once */
-    return MT_OK;
+    return st;
 }
 
 /* Creates the run and writes its audit record; 0 with rs filled when the
@@ -205,18 +179,15 @@ static void run_claimed(void *user, struct mtx_qjob *qj)
 {
     struct mt_server *s = user;
     struct mt_error err = {MT_OK, ""};
-    json_t *p = json_loads(qj->row.payload, 0, NULL);
-    const char *body = json_string_value(json_object_get(p, "body"));
-    int64_t run = json_integer_value(json_object_get(p, "run"));
     srv_job_build_fn build = builder(qj->row.kind);
     struct mtx_job_spec spec;
+    const char *body;
+    int64_t run;
+    json_t *p;
     enum mt_status st;
 
-    if (run <= 0 || !body) { /* not a row a server wrote: fail it */
-        mtx_qjob_finish(qj, "{\"failed\":\"unreadable payload\"}", 1, NULL);
-        json_decref(p);
+    if (!mtx_jobs_row_read(qj, &run, &body, &p))
         return;
-    }
     memset(&spec, 0, sizeof spec);
     st = build ? build(s, run, body, &spec, &err)
                : mt_fail(&err, MT_EUNSUPPORTED, "this server runs no '%s' jobs",
@@ -251,37 +222,14 @@ static int claim_stopping(void *user)
 
 /* ==== Heartbeats and pruning ==== */
 
-static void prune(struct mt_server *s)
-{
-    struct mt_error err = {MT_OK, ""};
-    struct srv_lease *l = NULL;
-    double keep = s->p.event_retention_s;
-    double now = mtx_srv_now();
-    int64_t gone = 0;
-
-    if (keep <= 0 || now < s->queue->next_prune)
-        return;
-    /* a short retention is looked at more often (tests), else each minute */
-    s->queue->next_prune = now + (keep < 120 ? keep / 2 : 60);
-    if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
-        mt_run_events_prune(l->state, (int64_t)time(NULL) - (int64_t)keep, 1000,
-                            &gone, &err);
-    mtx_srv_lease_put(s, l);
-    if (err.status != MT_OK)
-        mt_log(MT_LOG_ERROR, "server: pruning run events: %s", err.msg);
-    else if (gone > 0)
-        mt_log(MT_LOG_INFO,
-               "server: pruned %lld event rows of runs that ended over "
-               "%.0f s ago",
-               (long long)gone, keep);
-}
-
 /* After each heartbeat (the leases of the rows running here): the old
  * event rows. */
 static void on_beat(void *user, const struct mtx_queue_progress *p)
 {
+    struct mt_server *s = user;
+
     (void)p;
-    prune(user);
+    mtx_jobs_prune(s->jobs, s->p.event_retention_s);
 }
 
 /* Runs that no server's job holds any more (a dead server's claimed rows
