@@ -6,10 +6,14 @@
  * each event is also a row, and another node's run is mirrored from its
  * rows. Moved from src/server/jobs.c (issue 33): the server submits jobs
  * and streams their events. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "batch/jobs.h"
 #include "batch/qworker.h"
@@ -1008,6 +1012,73 @@ void mtx_jobs_prune(struct mtx_jobs *js, double keep_s)
                "%s: pruned %lld event rows of runs that ended over "
                "%.0f s ago",
                js->p.log_prefix, (long long)gone, keep_s);
+}
+
+/* ==== Runs without a job ==== */
+
+int mtx_jobs_cancel_run(struct mtx_jobs *js, int64_t run_id)
+{
+    struct mt_state *st;
+    void *l;
+    int done = 0, live = 0;
+
+    if (mtx_jobs_cancel(js, run_id)) /* first: it needs no write */
+        return MTX_CANCEL_LIVE;
+    if ((st = state_get(js, &l, NULL)) != NULL)
+        mt_run_finish_interrupted(st, run_id, "cancelled (it was interrupted)",
+                                  &done, NULL);
+    state_put(js, l);
+    if (done)
+        return MTX_CANCEL_ENDED;
+    if (!js->p.shared)
+        return MTX_CANCEL_NONE;
+    if ((st = state_get(js, &l, NULL)) != NULL)
+        mt_run_cancel_request(st, run_id, &live, NULL);
+    state_put(js, l);
+    return live ? MTX_CANCEL_FLAGGED : MTX_CANCEL_NONE;
+}
+
+enum mt_status mtx_jobs_recover(struct mt_state *st, const char *dir,
+                                const char *why, const char *log_prefix,
+                                int *lock_fd, struct mt_error *err)
+{
+    char path[4096];
+    int64_t n = 0;
+    enum mt_status rc;
+
+    snprintf(path, sizeof path, "%s/server.lock", dir);
+    *lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (*lock_fd < 0)
+        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
+    if (flock(*lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        mt_log(MT_LOG_WARN,
+               "%s: another server runs on %s: its queued and running "
+               "runs are left as they are",
+               log_prefix, dir);
+        return MT_OK;
+    }
+    rc = mt_run_interrupt_unfinished(st, why, &n, err);
+    if (rc == MT_OK && n > 0)
+        mt_log(MT_LOG_WARN,
+               "%s: %lld run%s left queued or running by a server that "
+               "stopped: marked interrupted",
+               log_prefix, (long long)n, n == 1 ? "" : "s");
+    return rc;
+}
+
+void mtx_jobs_orphans(struct mtx_pg *pg, double lease_s, const char *why,
+                      const char *log_prefix)
+{
+    struct mt_error e = {MT_OK, ""};
+    int64_t n = 0;
+
+    if (mtx_queue_orphans(pg, 2 * lease_s + 60, why, &n, &e) != MT_OK)
+        mt_log(MT_LOG_WARN, "%s: orphaned runs: %s", log_prefix, e.msg);
+    else if (n > 0)
+        mt_log(MT_LOG_WARN,
+               "%s: %lld run%s that no server's job holds: marked "
+               "interrupted",
+               log_prefix, (long long)n, n == 1 ? "" : "s");
 }
 
 /* ==== Mirrors: another server's run, streamed from the state ====

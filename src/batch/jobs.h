@@ -128,6 +128,40 @@ int mtx_jobs_row_read(struct mtx_qjob *qj, int64_t *run, const char **body,
  * calls it. */
 void mtx_jobs_prune(struct mtx_jobs *js, double keep_s);
 
+/* What mtx_jobs_cancel_run did. */
+enum {
+    MTX_CANCEL_NONE,   /* the run has already finished (or is unknown) */
+    MTX_CANCEL_LIVE,   /* its job here was asked to stop */
+    MTX_CANCEL_ENDED,  /* it was interrupted (no job holds it): it is
+                          failed now, "cancelled (it was interrupted)" */
+    MTX_CANCEL_FLAGGED /* shared state: the run is flagged for the node
+                          that runs it (its job reads the flag within a
+                          second) */
+};
+/* Asks run 'run_id' to stop: its live job here, else an interrupted run
+ * is ended, else (shared state) an unfinished run is flagged. */
+int mtx_jobs_cancel_run(struct mtx_jobs *js, int64_t run_id);
+
+/* Runs left unfinished by a runtime that stopped, single node: the
+ * runtime on store folder 'dir' holds DIR/server.lock (flock, *lock_fd;
+ * close it to let go) while it runs; the one that gets it knows no other
+ * runs jobs on this store, so every queued or running run has lost its
+ * job (its process died, was killed with -9, or could not write the
+ * final status) and is marked "interrupted" with error 'why' (an end
+ * state that a batch resumes from its journal). When another holds the
+ * lock, the runs are left as they are (logged). */
+enum mt_status mtx_jobs_recover(struct mt_state *st, const char *dir,
+                                const char *why, const char *log_prefix,
+                                int *lock_fd, struct mt_error *err);
+/* With a shared state: runs that no node's job holds any more (a dead
+ * node's claimed rows go back to the queue when their lease runs out;
+ * these have no row, or only a finished one) are marked interrupted with
+ * 'why'. Older than two leases and a minute: a run is queued within
+ * milliseconds of its creation. Failures are logged. */
+struct mtx_pg;
+void mtx_jobs_orphans(struct mtx_pg *pg, double lease_s, const char *why,
+                      const char *log_prefix);
+
 /* Gives back a reference (NULL is allowed). */
 void mtx_job_release(struct mtx_job *j);
 /* Appends an event ("step", ...) with 'data' (taken) and wakes readers. */

@@ -2,12 +2,9 @@
  * admins everyone's), the event-stream route, score runs' HTML reports,
  * and the synthetic sleep job (test equipment) that exercises the job
  * queue like a slow model call. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/buf.h"
@@ -169,48 +166,28 @@ void mtx_srv_run_events(struct mt_server *s, struct srv_req *rq,
 
 /* ==== Runs left unfinished by a server that stopped ==== */
 
-/* A single-node server holds DB/server.lock (flock) while it runs; the
- * one that gets it knows no other server runs jobs on this store, so
- * every queued or running run has lost its job (the server died, was
- * killed with -9, or could not write the final status) and is marked
- * "interrupted": an end state that a batch resumes from its journal.
- * With a shared state (PostgreSQL) a dead server's claimed rows go back
- * to the queue when their lease runs out (shared_jobs.c) instead. */
+/* A single-node server holds DB/server.lock and marks the runs a
+ * stopped server left queued or running "interrupted" (batch/jobs.h:
+ * mtx_jobs_recover). With a shared state (PostgreSQL) a dead server's
+ * claimed rows go back to the queue when their lease runs out
+ * (shared_jobs.c) instead. */
 enum mt_status mtx_srv_runs_recover(struct mt_server *s, struct mt_error *err)
 {
     struct srv_lease *l = NULL;
-    char path[4096];
-    int64_t n = 0;
     enum mt_status st;
 
     s->store_lock = -1;
     if (s->state_url)
         return MT_OK;
-    snprintf(path, sizeof path, "%s/server.lock", s->db_dir);
-    s->store_lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (s->store_lock < 0)
-        return mt_fail(err, MT_EIO, "%s: %s", path, strerror(errno));
-    if (flock(s->store_lock, LOCK_EX | LOCK_NB) != 0) {
-        mt_log(MT_LOG_WARN,
-               "server: another server runs on %s: its queued and running "
-               "runs are left as they are",
-               s->db_dir);
-        return MT_OK;
-    }
     st = mtx_srv_lease_get(s, &l, err);
     if (st == MT_OK)
-        st = mt_run_interrupt_unfinished(
-            l->state,
+        st = mtx_jobs_recover(
+            l->state, s->db_dir,
             "interrupted: the server stopped while this run was queued or "
             "running (a batch resumes from its journal: POST "
             "/v1/runs/ID/resume)",
-            &n, err);
+            "server", &s->store_lock, err);
     mtx_srv_lease_put(s, l);
-    if (st == MT_OK && n > 0)
-        mt_log(MT_LOG_WARN,
-               "server: %lld run%s left queued or running by a server that "
-               "stopped: marked interrupted",
-               (long long)n, n == 1 ? "" : "s");
     return st;
 }
 
@@ -221,38 +198,7 @@ void mtx_srv_runs_unlock(struct mt_server *s)
     s->store_lock = -1;
 }
 
-/* An interrupted run has no job to stop: cancelling it ends it as
- * failed, "cancelled". 1 when it was interrupted (and is failed now). */
-static int cancel_interrupted(struct mt_server *s, int64_t id)
-{
-    struct srv_lease *l = NULL;
-    struct mt_error err = {MT_OK, ""};
-    int done = 0;
-
-    if (mtx_srv_lease_get(s, &l, &err) == MT_OK)
-        mt_run_finish_interrupted(
-            l->state, id, "cancelled (it was interrupted)", &done, &err);
-    mtx_srv_lease_put(s, l);
-    return done;
-}
-
 /* ==== Cancel ==== */
-
-/* With a shared state the job may run on another server: flag the run
- * for it (it reads the flag within a second). 1 when the run was
- * unfinished. */
-static int cancel_elsewhere(struct mt_server *s, int64_t id)
-{
-    struct srv_lease *l = NULL;
-    int live = 0;
-
-    if (!s->p.state_url)
-        return 0;
-    if (mtx_srv_lease_get(s, &l, NULL) == MT_OK)
-        mt_run_cancel_request(l->state, id, &live, NULL);
-    mtx_srv_lease_put(s, l);
-    return live;
-}
 
 /* POST /v1/runs/ID/cancel: asks a queued or running job to stop (its
  * owner or an admin: load_run shows others' runs as 404). A check stops
@@ -261,13 +207,13 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
                         struct srv_resp *rs, int64_t id)
 {
     struct run_ctx c = {rq, NULL, 0, 0};
-    int live;
+    int how;
 
     if (load_run(s, rq, rs, id, &c) != 0)
         return;
     json_decref(c.out);
-    live = mtx_jobs_cancel(s->jobs, id); /* first: it needs no write */
-    if (!live && cancel_interrupted(s, id)) {
+    how = mtx_jobs_cancel_run(s->jobs, id);
+    if (how == MTX_CANCEL_ENDED) {
         mtx_srv_audit(s, NULL, rq, "cancel",
                       json_pack("{s:I}", "run_id", (json_int_t)id));
         mtx_srv_json(rs, 200,
@@ -275,7 +221,7 @@ void mtx_srv_run_cancel(struct mt_server *s, struct srv_req *rq,
                                "failed"));
         return;
     }
-    if (!live && !cancel_elsewhere(s, id)) {
+    if (how == MTX_CANCEL_NONE) {
         mtx_srv_error(rs, 409, "run %lld has already finished", (long long)id);
         return;
     }

@@ -232,30 +232,19 @@ static void on_beat(void *user, const struct mtx_queue_progress *p)
     mtx_jobs_prune(s->jobs, s->p.event_retention_s);
 }
 
-/* Runs that no server's job holds any more (a dead server's claimed rows
- * go back to the queue when their lease runs out; these have no row, or
- * only a finished one) are marked interrupted. Older than two leases and
- * a minute: a run is queued within milliseconds of its creation. */
+/* Runs that no server's job holds any more are marked interrupted
+ * (batch/jobs.h: mtx_jobs_orphans). */
 static enum mt_status interrupt_orphans(struct mtx_pg *pg, void *user,
                                         struct mt_error *err)
 {
     struct mt_server *s = user;
-    struct mt_error e = {MT_OK, ""};
-    double older = 2 * s->p.job_lease_s + 60;
-    int64_t n = 0;
 
     (void)err;
-    if (mtx_queue_orphans(pg, older,
-                          "interrupted: no server holds its job any more "
-                          "(a batch resumes from its journal: POST "
-                          "/v1/runs/ID/resume)",
-                          &n, &e) != MT_OK)
-        mt_log(MT_LOG_WARN, "server: orphaned runs: %s", e.msg);
-    else if (n > 0)
-        mt_log(MT_LOG_WARN,
-               "server: %lld run%s that no server's job holds: marked "
-               "interrupted",
-               (long long)n, n == 1 ? "" : "s");
+    mtx_jobs_orphans(pg, s->p.job_lease_s,
+                     "interrupted: no server holds its job any more "
+                     "(a batch resumes from its journal: POST "
+                     "/v1/runs/ID/resume)",
+                     "server");
     return MT_OK;
 }
 

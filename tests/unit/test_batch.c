@@ -503,6 +503,56 @@ static void test_jobs_run_and_replay(void **state)
     CHECK(tmpdir_remove() == 0);
 }
 
+/* A single-node runtime that gets DIR/server.lock marks the runs left
+ * queued or running interrupted; a second one, which does not get it,
+ * leaves them; cancelling an interrupted run ends it failed, a finished
+ * one is not cancelled. */
+static void test_jobs_recover_and_cancel(void **state)
+{
+    struct mtx_jobs_params p;
+    struct mtx_jobs *js = NULL;
+    struct mt_state *st = NULL;
+    struct mt_error err = {MT_OK, ""};
+    char status[16] = "";
+    int64_t queued = 0, running = 0, later = 0;
+    int fd = -1, fd2 = -1;
+
+    (void)state;
+    CHECK(tmpdir_make("mt-recover") == 0);
+    CHECK_OK(mt_state_open(tmpl, &st, &err));
+    CHECK_OK(mt_run_create(st, 0, NULL, "check", NULL, &queued, &err));
+    CHECK_OK(mt_run_create(st, 0, NULL, "check", NULL, &running, &err));
+    CHECK_OK(mt_run_update(st, running, "running", NULL, NULL, &err));
+    CHECK_OK(
+        mtx_jobs_recover(st, tmpl, "interrupted: test", "test", &fd, &err));
+    CHECK(fd >= 0);
+    CHECK_OK(mt_run_get(st, queued, on_status, status, &err));
+    CHECK(strcmp(status, "interrupted") == 0);
+    CHECK_OK(mt_run_get(st, running, on_status, status, &err));
+    CHECK(strcmp(status, "interrupted") == 0);
+    /* the lock is held: another runtime leaves the runs as they are */
+    CHECK_OK(mt_run_create(st, 0, NULL, "check", NULL, &later, &err));
+    CHECK_OK(
+        mtx_jobs_recover(st, tmpl, "interrupted: test", "test", &fd2, &err));
+    CHECK_OK(mt_run_get(st, later, on_status, status, &err));
+    CHECK(strcmp(status, "queued") == 0);
+    close(fd2);
+    close(fd);
+    mtx_jobs_default_params(&p);
+    p.state_get = lend;
+    p.state_put = give_back;
+    p.user = st;
+    CHECK_OK(mtx_jobs_start(&p, &js, &err));
+    CHECK(mtx_jobs_cancel_run(js, queued) == MTX_CANCEL_ENDED);
+    CHECK_OK(mt_run_get(st, queued, on_status, status, &err));
+    CHECK(strcmp(status, "failed") == 0);
+    CHECK(mtx_jobs_cancel_run(js, queued) == MTX_CANCEL_NONE);
+    mtx_jobs_stop(js, 0);
+    mtx_jobs_free(js);
+    mt_state_close(st);
+    CHECK(tmpdir_remove() == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_checker_cache_shares_and_evicts_idle),
         cmocka_unit_test(test_folder_saves_and_loads),
         cmocka_unit_test(test_jobs_run_and_replay),
+        cmocka_unit_test(test_jobs_recover_and_cancel),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
