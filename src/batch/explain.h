@@ -9,6 +9,9 @@
 #ifndef MTX_BATCH_EXPLAIN_H
 #define MTX_BATCH_EXPLAIN_H
 
+#include <stddef.h>
+
+#include "batch/rows.h"
 #include "llmcall/prompt.h"
 #include "medtrust/model.h"
 
@@ -39,5 +42,33 @@ enum mt_status mtx_explain_note(const struct mt_prompts *p, struct mt_llm *llm,
                                 const struct mtx_explain_params *ep,
                                 const struct mtx_explain_note *n, char **out,
                                 struct mt_error *err);
+
+/* ==== The run (explain_run.c) ==== */
+
+/* `medtrust examples --explain`: every note of the training CSV 'data'
+ * (refused when its name looks like an evaluation split) explained on
+ * the rows runner, then 'out' written atomically: the input's columns
+ * but an old Reasoning, then Reasoning (empty for a note whose call
+ * failed, which is named in the log and counted). */
+struct mtx_explain_run_params {
+    const char *data; /* the training notes, a MEDEC-format CSV */
+    const char *out;  /* the examples file */
+    struct mtx_explain_params ep;
+    struct mtx_rows_params rows; /* the model, --jobs, the bar */
+};
+
+struct mtx_explain_stats {
+    size_t notes;  /* read */
+    size_t failed; /* with no reasoning */
+};
+
+/* ep's defaults; rows as mtx_rows_default_params with role "explain". */
+void mtx_explain_run_default_params(struct mtx_explain_run_params *p);
+
+/* The file is written when only some notes failed (MT_OK, s->failed);
+ * errors name the file, line or column. */
+enum mt_status mtx_explain_run(const struct mtx_explain_run_params *p,
+                               struct mtx_explain_stats *s,
+                               struct mt_error *err);
 
 #endif

@@ -7,6 +7,9 @@
 #ifndef MTX_BATCH_VOTE_H
 #define MTX_BATCH_VOTE_H
 
+#include <stddef.h>
+
+#include "batch/rows.h"
 #include "medtrust/model.h"
 
 /* The user part of the built-in prompt corpus_vote.txt (its system part
@@ -27,5 +30,46 @@ char *mtx_vote_prompt_file(const char *path, struct mt_error *err);
 char *mtx_vote_item(struct mt_llm *llm, const char *tmpl, const char *text,
                     unsigned votes, unsigned min_yes, int *keep,
                     struct mt_error *err);
+
+/* ==== The vote run (vote_run.c) ==== */
+
+/* `medtrust corpus vote`: every item of 'input' voted on (mtx_vote_item)
+ * by the rows runner, each finished item journaled in OUT.journal, and
+ * OUT written atomically, one {"id",...result} line an item voted, in
+ * input order. */
+struct mtx_vote_params {
+    const char *input;  /* JSONL items {"id", "text"|"words"|"title"} */
+    const char *out;    /* the votes file; the journal is OUT.journal */
+    const char *prompt; /* the question's file, or NULL: the built-in */
+    unsigned votes;     /* questions an item, 1..64 (5) */
+    unsigned min_yes;   /* yes votes an item needs to be kept, <= votes (4) */
+    int resume;         /* keep the items OUT.journal holds */
+    struct mtx_rows_params rows; /* the model, --jobs, the bar; its
+                                    journal and resume are set here */
+};
+
+struct mtx_vote_stats {
+    size_t items;  /* read from the input */
+    size_t kept;   /* voted (or resumed) "keep": true */
+    size_t failed; /* not voted on (a call failed; named in the log) */
+};
+
+/* Defaults above; rows as mtx_rows_default_params with role "vote". */
+void mtx_vote_default_params(struct mtx_vote_params *p);
+
+/* Runs the vote. Items that could not be voted on are left out of OUT
+ * and counted in s->failed (a rerun with resume asks only for them);
+ * the result is MT_OK then. Errors name the file, line or item. */
+enum mt_status mtx_vote_run(const struct mtx_vote_params *p,
+                            struct mtx_vote_stats *s, struct mt_error *err);
+
+/* `medtrust corpus filter`: the documents of 'input' (JSONL) whose
+ * 'label' field (a string or integer; the document's "id" when it has no
+ * such field) names an item 'keep' (a votes file) has "keep": true, in
+ * order, to 'out' (atomically), or to stdout when 'out' is NULL.
+ * counts[1] gets the documents kept, counts[0] those dropped. */
+enum mt_status mtx_vote_filter(const char *keep, const char *input,
+                               const char *label, const char *out,
+                               size_t counts[2], struct mt_error *err);
 
 #endif
