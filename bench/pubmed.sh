@@ -86,7 +86,8 @@ need_disk() {
 timed() {
     local stem=$1 k=1
     shift
-    if [ -f "$stem.time" ]; then
+    # (an empty report: the machine stopped under it; nothing to keep)
+    if [ -s "$stem.time" ]; then
         while [ -f "$stem.part$k.time" ]; do k=$((k + 1)); done
         mv "$stem.time" "$stem.part$k.time"
     fi
@@ -237,6 +238,8 @@ import re, sys
 wall, user, sys_t, rss = 0.0, 0.0, 0.0, 0
 for f in sys.argv[2:]:
     t = open(f).read()
+    if "Elapsed" not in t:
+        continue  # a step the machine stopped under: no report
     w = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", t).group(1)
     wall += sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
     user += float(re.search(r"User time.*: (\S+)", t).group(1))

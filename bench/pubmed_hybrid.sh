@@ -59,7 +59,8 @@ log() { printf 'bench hybrid: %s: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # the earlier part's report as STEM.partK.time (the summary sums them).
 tv() {
     local k=1
-    if [ -f "$1.time" ]; then
+    # (an empty report: the machine stopped under it; nothing to keep)
+    if [ -s "$1.time" ]; then
         while [ -f "$1.part$k.time" ]; do k=$((k + 1)); done
         mv "$1.time" "$1.part$k.time"
     fi
@@ -317,6 +318,8 @@ def tv(path):
     wall = cpu = rss = 0.0
     for f in sorted(glob.glob(path + ".part*.time")) + [path + ".time"]:
         t = open(f).read()
+        if "Elapsed" not in t:
+            continue  # a part the machine stopped under: no report
         w = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", t).group(1)
         wall += sum(float(x) * 60 ** i
                     for i, x in enumerate(reversed(w.split(":"))))
