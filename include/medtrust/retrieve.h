@@ -268,6 +268,12 @@ struct mt_index_run_result {
  * status on, no callbacks. */
 void mt_index_run_default_params(struct mt_index_run_params *p);
 
+/* The settings table of struct mt_index_run_params (medtrust/params.h):
+ * the batch size, flags and build knobs `index` takes (--batch, --strict,
+ * --threads, --dims, --embed-jobs...), with bounds and help; no request
+ * member. Immutable; safe from any thread. */
+extern const struct mt_param_table mt_index_run_param_table;
+
 /* Ingests the n JSONL files 'inputs' ("-" for stdin) into the store in
  * 'dir' (created when missing and n > 0; without inputs only an existing
  * store's search index is updated), then brings its search index up to

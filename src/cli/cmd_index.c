@@ -25,36 +25,17 @@ static const struct cli_opt index_opts[] = {
      0},
     CLI_PARAM("chunk-size", &mt_store_param_table),
     CLI_PARAM("chunk-overlap", &mt_store_param_table),
-    {"batch", 'b', "N",
-     "documents per transaction, 1..1000000 (default "
-     "1000)",
-     0},
-    {"skip-bad", 0, NULL, "skip malformed lines and report how many", 0},
-    {"strict", 0, NULL,
-     "an input without a single document is an error "
-     "(exit 1), not a warning",
-     0},
+    CLI_PARAM_KEY("batch", 'b', &mt_index_run_param_table),
+    CLI_PARAM("skip-bad", &mt_index_run_param_table),
+    CLI_PARAM("strict", &mt_index_run_param_table),
     {"no-search-index", 0, NULL,
      "ingest only; do not update the search "
      "index",
      0},
-    {"rebuild", 0, NULL, "rebuild the search index from scratch", 0},
-    {"hnsw-min", 0, "N",
-     "new segments of at least N chunks get an HNSW graph over their "
-     "vectors, smaller ones are scanned exactly, 1..4000000000 (default "
-     "100000)",
-     0},
-    {"threads", 0, "N",
-     "threads of the search index build, 0..64: 0 one per online core "
-     "(default); N analyse chunks beside the thread that reads and "
-     "inverts them, 1 does it all on one; the segments are the same "
-     "bytes with any N. Also the default of --hnsw-threads",
-     0},
-    {"hnsw-threads", 0, "N",
-     "threads building an HNSW graph, 0..64: 0 one per online core "
-     "(default: as --threads), 1 the serial build, whose graph depends "
-     "only on the vectors (the same on every run)",
-     0},
+    CLI_PARAM("rebuild", &mt_index_run_param_table),
+    CLI_PARAM("hnsw-min", &mt_index_run_param_table),
+    CLI_PARAM("threads", &mt_index_run_param_table),
+    CLI_PARAM("hnsw-threads", &mt_index_run_param_table),
     {"vectors", 0, "KIND",
      "how new segments keep chunk vectors: int8r (default) int8 codes + "
      "a 4-bit residual, 1.5 bytes a dimension, recall@10 near 0.999; int8 "
@@ -67,12 +48,7 @@ static const struct cli_opt index_opts[] = {
      "builder holds N MiB, so memory stays bounded at any store size; "
      "0..1048576, 0 one segment however large (default 2048)",
      0},
-    {"max-segments", 0, "N",
-     "when one more segment would make more than N, first merge the "
-     "smallest neighbouring segments into one (never into one past the "
-     "--segment-mb budget, so a large index keeps more); 1..65536 "
-     "(default 8)",
-     0},
+    CLI_PARAM("max-segments", &mt_index_run_param_table),
     {"cache", 0, "FILE",
      "SQLite cache of chunk embeddings: a rebuild re-embeds nothing it "
      "has seen (default off)",
@@ -89,22 +65,9 @@ static const struct cli_opt index_opts[] = {
      "index so every search uses it; \"\" = none (default: what the index "
      "records while its embedder stays)",
      0},
-    {"dims", 0, "N",
-     "keep the first N dimensions of each chunk vector, renormalised "
-     "(Matryoshka; the IryoNLP paper: 256); a change rebuilds the vectors "
-     "(default: what the index already uses with its embedder, else the "
-     "embedder's own)",
-     0},
-    {"embed-jobs", 0, "N",
-     "embedding requests in flight at once, 1..256, each of --embed-batch "
-     "chunks, spread over an openai:URL[,URL...]#MODEL embedder's servers "
-     "(a local embedder's threads); vectors are committed to the embedding "
-     "cache (--cache, default DIR/embed-cache.db) as each call of N "
-     "requests completes, so a killed build, run again, re-embeds only "
-     "what was in flight (default: one request a call)",
-     0},
-    {"embed-batch", 0, "N",
-     "chunks per embedding request, 1..65536 (default 64)", 0},
+    CLI_PARAM("dims", &mt_index_run_param_table),
+    CLI_PARAM("embed-jobs", &mt_index_run_param_table),
+    CLI_PARAM("embed-batch", &mt_index_run_param_table),
     {"vectors-from", 0, "FILE",
      "take chunk vectors made elsewhere instead of embedding: FILE.npy "
      "(NumPy float32 or float16, shape n x d, row i the vector of the "
@@ -125,31 +88,18 @@ static const struct cli_opt index_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-static int read_uint(struct cli_args *a, const char *name, unsigned long lo,
-                     unsigned long hi, uint32_t *out)
-{
-    unsigned long v = *out;
-
-    if (cli_get_uint(a, name, lo, hi, &v) < 0)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
-/* The store, ingest and build settings (p holds the defaults). */
+/* The store, ingest and build settings (p holds the defaults): the
+ * settings table's, then the rows it cannot hold. */
 static int read_opts(struct cli_args *a, struct mt_index_run_params *p)
 {
     struct mt_index_build_params *bp = &p->update.build;
     unsigned long mb = ULONG_MAX;
 
     if (cli_store_params_read(a, &p->store) < 0 ||
-        read_uint(a, "batch", 1, 1000000, &p->ingest.batch_size) < 0 ||
-        read_uint(a, "hnsw-min", 1, 4000000000UL, &bp->hnsw_min) < 0 ||
-        read_uint(a, "threads", 0, 64, &bp->threads) < 0)
+        cli_params_read(a, &mt_index_run_param_table, p) < 0)
         return -1;
-    bp->hnsw_threads = bp->threads;
-    if (read_uint(a, "hnsw-threads", 0, 64, &bp->hnsw_threads) < 0)
-        return -1;
+    if (!cli_get(a, "hnsw-threads"))
+        bp->hnsw_threads = bp->threads;
     if (cli_get(a, "vectors") &&
         mt_vec_store_parse(cli_get(a, "vectors"), &bp->vec_store) != MT_OK) {
         fprintf(stderr,
@@ -158,16 +108,12 @@ static int read_opts(struct cli_args *a, struct mt_index_run_params *p)
                 cli_get(a, "vectors"));
         return -1;
     }
-    if (cli_get_uint(a, "segment-mb", 0, 1048576, &mb) < 0 ||
-        read_uint(a, "max-segments", 1, 65536, &bp->max_segments) < 0)
+    if (cli_get_uint(a, "segment-mb", 0, 1048576, &mb) < 0)
         return -1;
     if (mb != ULONG_MAX)
         bp->segment_bytes = (uint64_t)mb << 20;
     p->ingest.source = cli_get(a, "source");
-    p->ingest.skip_bad = cli_get(a, "skip-bad") != NULL;
-    p->strict = cli_get(a, "strict") != NULL;
     p->search_index = cli_get(a, "no-search-index") == NULL;
-    bp->rebuild = cli_get(a, "rebuild") != NULL;
     return 0;
 }
 
@@ -183,10 +129,6 @@ static int read_embed_opts(struct cli_args *a, struct mt_index_update_params *u)
         fprintf(stderr, "medtrust index: --vector-ids needs --vectors-from\n");
         return -1;
     }
-    if (read_uint(a, "dims", 1, 65536, &u->dims) < 0 ||
-        read_uint(a, "embed-jobs", 1, 256, &u->embed_jobs) < 0 ||
-        read_uint(a, "embed-batch", 1, 65536, &u->build.embed_batch) < 0)
-        return -1;
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "medtrust/model.h"
 #include "medtrust/params.h"
 #include "medtrust/qa.h"
+#include "medtrust/retrieve.h"
 #include "medtrust/server.h"
 #include "medtrust/store.h"
 #include "medtrust/verify.h"
@@ -47,6 +48,8 @@ static void check_table(const struct mt_param_table *t)
         CHECK(d->arg || (mt_param_is_integer(d) && d->lo == 0 && d->hi == 1));
         CHECK(d->offset < t->size);
         CHECK(d->def_text || mt_param_valid(d, def, 0));
+        /* --help shows at most 63 bytes of it (src/cli/opts.c) */
+        CHECK(!d->def_text || strlen(d->def_text) < 64);
         CHECK(d->server_hi == 0 || (d->server_hi < d->hi && d->field));
         CHECK(!d->field || d->def_text || mt_param_valid(d, def, 1));
         CHECK(!d->option || mt_param_find(t, d->option, 0) == d);
@@ -192,6 +195,35 @@ static void test_import_table(void **state)
     CHECK(p.threads == 3 && p.follow_symlinks == 1 && p.strict == 0);
 }
 
+/* The index run's table: its defaults are mt_index_run_default_params'
+ * (the build's threads and the run's embed settings, 0, are said in
+ * words), its members are nested ones, and it names no request member. */
+static void test_index_run_table(void **state)
+{
+    const struct mt_param_table *t = &mt_index_run_param_table;
+    struct mt_index_run_params p;
+    size_t i;
+
+    (void)state;
+    check_table(t);
+    CHECK(t->size == sizeof(struct mt_index_run_params));
+    for (i = 0; i < t->n; i++)
+        CHECK(t->params[i].field == NULL && t->params[i].option);
+    mt_index_run_default_params(&p);
+    CHECK(mt_param_default(t, mt_param_find(t, "batch", 0)) ==
+          p.ingest.batch_size);
+    CHECK(mt_param_default(t, mt_param_find(t, "hnsw-min", 0)) ==
+          p.update.build.hnsw_min);
+    CHECK(mt_param_default(t, mt_param_find(t, "max-segments", 0)) ==
+          p.update.build.max_segments);
+    CHECK(mt_param_find(t, "dims", 0)->def_text != NULL);
+    mt_param_set(mt_param_find(t, "embed-batch", 0), &p, 8);
+    mt_param_set(mt_param_find(t, "strict", 0), &p, 1);
+    mt_param_set(mt_param_find(t, "rebuild", 0), &p, 1);
+    CHECK(p.update.build.embed_batch == 8 && p.strict == 1 &&
+          p.update.build.rebuild == 1 && p.ingest.skip_bad == 0);
+}
+
 /* The embedder's table: its defaults (native dims, all CPUs: 0) are
  * said in words, and it names no request member. */
 static void test_embedder_table(void **state)
@@ -221,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_server_table),
         cmocka_unit_test(test_import_table),
         cmocka_unit_test(test_embedder_table),
+        cmocka_unit_test(test_index_run_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
