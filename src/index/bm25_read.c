@@ -81,35 +81,50 @@ static int all_short(const uint8_t *p, size_t n)
     return !(acc & 0x8080808080808080ull);
 }
 
+/* One posting of one-byte varints at p; returns its length, 2 or 3. */
+static inline size_t short_posting(const uint8_t *p, double w_text,
+                                   const float w[MT_BM25_FIELDS], int64_t *prev,
+                                   uint32_t *doc, float *wtf)
+{
+    uint32_t code = p[1];
+
+    *prev += (int64_t)p[0] + 1;
+    *doc = (uint32_t)*prev;
+    if (!(code & 1)) {
+        /* no title tf: w_title x 0 + w_text x tf is w_text x tf exactly
+         * (bm25_weigh's value, one conversion and product fewer) */
+        *wtf = (float)(w_text * (double)(code >> 1));
+        return 2;
+    }
+    *wtf = bm25_weigh(w, (double)p[2], (double)(code >> 1));
+    return 3;
+}
+
 /* mtx_bm25_decode over bytes that are all one-byte varints (the dense
- * lists of common terms): the same postings, fewer tests a posting. */
+ * lists of common terms): the same postings with fewer tests. The first
+ * (end - p) / 3 postings cannot run past end, so they go unchecked; no
+ * doc is checked against last on the way (n gaps under 128 cannot
+ * overflow), only the last one: UINT32_MAX when it passes last, and the
+ * caller decodes the block again the careful way. */
 static uint32_t decode_short(const uint8_t **pp, const uint8_t *end,
-                             int64_t prev, uint64_t room, uint32_t n,
+                             int64_t prev, uint32_t last, uint32_t n,
                              const float w[MT_BM25_FIELDS], uint32_t *docs,
                              float *wtf)
 {
     const uint8_t *p = *pp;
     double w_text = (double)w[1];
-    uint32_t i;
+    size_t safe = (size_t)(end - p) / 3;
+    uint32_t i = 0;
 
-    for (i = 0; i < n && end - p >= 2; i++) {
-        uint32_t gap = p[0];
-        uint32_t code = p[1];
-        if (gap >= room) /* doc > last */
+    for (; i < n && i < safe; i++)
+        p += short_posting(p, w_text, w, &prev, &docs[i], &wtf[i]);
+    for (; i < n && end - p >= 2; i++) {
+        if ((p[1] & 1) && end - p < 3)
             break;
-        if ((code & 1) && end - p < 3)
-            break;
-        room -= gap + 1;
-        prev += (int64_t)gap + 1;
-        docs[i] = (uint32_t)prev;
-        if (code & 1) {
-            wtf[i] = bm25_weigh(w, (double)p[2], (double)(code >> 1));
-            p += 3;
-        } else {
-            wtf[i] = (float)(w_text * (double)(code >> 1));
-            p += 2;
-        }
+        p += short_posting(p, w_text, w, &prev, &docs[i], &wtf[i]);
     }
+    if (i && prev > (int64_t)last)
+        return UINT32_MAX;
     *pp = p;
     return i;
 }
@@ -128,8 +143,11 @@ uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
         (size_t)(end - p) < 3 * (size_t)n ? (size_t)(end - p) : 3 * (size_t)n;
     uint32_t i;
 
-    if (all_short(p, span))
-        return decode_short(pp, p + span, prev, room, n, w, docs, wtf);
+    if (all_short(p, span)) {
+        i = decode_short(pp, p + span, prev, last, n, w, docs, wtf);
+        if (i != UINT32_MAX)
+            return i;
+    }
     for (i = 0; i < n; i++) {
         uint64_t gap;
         uint64_t code;

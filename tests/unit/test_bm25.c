@@ -446,6 +446,57 @@ static void test_bm25_floor_keeps_what_is_above_it(void **state)
     mtx_bm25_close(idx);
 }
 
+/* The postings decoder on blocks of one-byte varints (its fast path) and
+ * of longer ones: every posting back with its weighted tf, and a doc past
+ * 'last' or bytes that end inside a posting stop it at the postings
+ * before, as the careful path does. */
+static void decode_case(uint32_t first_gap, int title_last)
+{
+    static const float w[2] = {2.0f, 1.0f};
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0, len_before_last = 0;
+    uint32_t docs[MT_BM25_BLOCK], want[MT_BM25_BLOCK];
+    float wtf[MT_BM25_BLOCK];
+    const uint8_t *p;
+    uint32_t n = 100, doc = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t gap = i ? i % 7 : first_gap;
+        uint32_t tt = (i == n - 1 && title_last) || i % 11 == 3 ? 1 + i % 3 : 0;
+        doc = i ? doc + gap + 1 : gap;
+        want[i] = doc;
+        len_before_last = len;
+        CHECK_OK(mtx_bm25_put_posting(&buf, &len, &cap, gap, tt, 1 + i % 5));
+    }
+    p = buf;
+    CHECK(mtx_bm25_decode(&p, buf + len, -1, doc, n, w, docs, wtf) == n);
+    CHECK(p == buf + len);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t tt = (i == n - 1 && title_last) || i % 11 == 3 ? 1 + i % 3 : 0;
+        assert_int_equal(docs[i], want[i]);
+        CHECK(wtf[i] == bm25_weigh(w, tt, 1 + i % 5));
+    }
+    p = buf; /* the 60th doc past last: 59 */
+    CHECK(mtx_bm25_decode(&p, buf + len, -1, want[59] - 1, n, w, docs, wtf) ==
+          59);
+    p = buf; /* the last posting cut short */
+    CHECK(mtx_bm25_decode(&p, buf + len - 1, -1, doc, n, w, docs, wtf) ==
+          n - 1);
+    p = buf;
+    CHECK(mtx_bm25_decode(&p, buf + len_before_last, -1, doc, n, w, docs,
+                          wtf) == n - 1);
+    mt_free(buf);
+}
+
+static void test_bm25_decode_stops_at_damage(void **state)
+{
+    (void)state;
+    decode_case(3, 0);   /* all one-byte varints */
+    decode_case(3, 1);   /* the last posting has a title tf */
+    decode_case(300, 0); /* a two-byte gap: the careful path */
+    decode_case(300, 1);
+}
+
 /* ==== One-byte norms (format 2) and float lengths (format 1) ==== */
 
 /* The SmallFloat code of Lucene's BM25 norms (intToByte4 / byte4ToInt):
@@ -835,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_bm25_pruning_equals_exhaustive),
         cmocka_unit_test(test_bm25_common_terms_equal_exhaustive),
         cmocka_unit_test(test_bm25_floor_keeps_what_is_above_it),
+        cmocka_unit_test(test_bm25_decode_stops_at_damage),
         cmocka_unit_test(test_bm25_concurrent_searches_agree),
         cmocka_unit_test(test_bm25_norms_are_smallfloat),
         cmocka_unit_test(test_bm25_float_norms_still_read),
