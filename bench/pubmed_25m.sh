@@ -37,14 +37,15 @@ mkdir -p "$DIR/parts"
 say() { printf '== %s %s\n' "$(date -u +%FT%TZ)" "$*"; }
 
 # One line of figures: load, free GiB, store and index sizes, and per
-# running medtrust process its CPU seconds (user+sys), RSS and peak RSS.
+# running process of the run (medtrust, gen_pubmed, the vector
+# generator) its CPU seconds (user+sys), RSS and peak RSS.
 monitor_line() {
     local p procs="" t rss hwm
-    for p in $(pgrep -x medtrust -s 0 2>/dev/null || true); do
+    for p in $(pgrep -s 0 -x 'medtrust|gen_pubmed|python3' 2>/dev/null || true); do
         t=$(awk '{ printf "%.0f", ($14 + $15) / 100 }' "/proc/$p/stat" 2>/dev/null) || continue
         rss=$(awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$p/status" 2>/dev/null)
         hwm=$(awk '/^VmHWM/ { print int($2 / 1024) }' "/proc/$p/status" 2>/dev/null)
-        procs="$procs [pid $p $(tr '\0' ' ' <"/proc/$p/cmdline" | awk '{ print $2 }') cpu ${t}s rss ${rss}MB peak ${hwm}MB]"
+        procs="$procs [pid $p $(cat "/proc/$p/comm") $(tr '\0' ' ' <"/proc/$p/cmdline" | awk '{ print $2 }') cpu ${t}s rss ${rss}MB peak ${hwm}MB]"
     done
     printf '%s load %s free %sG store %s index %s%s\n' "$(date -u +%FT%TZ)" \
         "$(cut -d' ' -f1-3 /proc/loadavg)" \
