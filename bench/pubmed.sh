@@ -24,6 +24,10 @@
 #                                step (default 12: the step's own growth is
 #                                counted, about 2 GiB a batch of 20 files
 #                                and 0.3 KB a chunk for the index)
+#   MEDTRUST_BENCH_PUBMED_INDEX=0  with batches: import only, no index
+#                                or BM25 latency (the row says "-"; the
+#                                25M hybrid run's fallback when the
+#                                BM25-only index would not fit the disk)
 #   MEDTRUST_BENCH_MT            the medtrust binary (default BUILD/medtrust),
 #                                read at each step
 #   MEDTRUST_BENCH_SEGMENT_MB    index --segment-mb (default: the index's)
@@ -262,9 +266,14 @@ fi
 if [ "$BATCH" -gt 0 ]; then
     log "import pubmed in batches of $BATCH files into $DB"
     import_batches
-    index_step final "$N"
-    sum_times "$P.index.time" "$RUN"/index-*.time
-    cp "$RUN/index-final.eval.json" "$P.eval.json"
+    if [ "${MEDTRUST_BENCH_PUBMED_INDEX:-1}" != 0 ]; then
+        index_step final "$N"
+        sum_times "$P.index.time" "$RUN"/index-*.time
+        cp "$RUN/index-final.eval.json" "$P.eval.json"
+    else
+        log "no index (MEDTRUST_BENCH_PUBMED_INDEX=0)"
+        rm -f "$P.index.time" "$P.eval.json"
+    fi
 else
     if [ ! -f "$SRC/.stamp" ]; then
         log "generating $N records into $SRC"
@@ -288,7 +297,7 @@ else
         --json 2>/dev/null >"$P.eval.json"
 fi
 du -sb "$DB/store.db" | cut -f1 >"$P.store_bytes"
-du -sb "$DB/index" | cut -f1 >"$P.index_bytes"
+{ du -sb "$DB/index" 2>/dev/null || echo 0; } | cut -f1 >"$P.index_bytes"
 python3 - "$RUN" "$N" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$RUN/pubmed-$N.md"
 import json, re, sys
 run, n, load = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -302,9 +311,14 @@ def tv(path):
     return secs, cpu, rss
 p = f"{run}/pubmed-{n}"
 imp = json.load(open(p + ".import.json"))
-ev = json.load(open(p + ".eval.json"))
+nan = float("nan")
+try:
+    ev = json.load(open(p + ".eval.json"))
+    xw, xc, xr = tv(p + ".index.time")
+except OSError:  # MEDTRUST_BENCH_PUBMED_INDEX=0: no index
+    ev = {"latency_ms": {"p50": nan, "p95": nan}, "recall": nan, "queries": 0}
+    xw, xc, xr = nan, nan, 0
 iw, ic, ir = tv(p + ".import.time")
-xw, xc, xr = tv(p + ".index.time")
 chunks = imp["chunks"]
 r = {
     "records": imp["records"], "documents": imp["documents"],

@@ -97,6 +97,22 @@ def main():
     for f in (hyb + "/hybrid-25000000.paused",):
         if os.path.exists(f):
             print("paused:", open(f).read().strip())
+    ats = sorted({re.search(r"\.at-(\d+)\.", f).group(1)
+                  for f in glob.glob(hyb + "/hybrid-25000000.at-*.json")}, key=int)
+    for at in ats:
+        print()
+        print(f"latency of the index up to chunk id {int(at):,} (paused there):")
+        print("| mode / query threads | p50 ms | p95 ms | p99 ms | queries |")
+        print("|---|---|---|---|---|")
+        for mode in ("bm25", "dense", "hybrid"):
+            for j in (1, 2):
+                f = f"{hyb}/hybrid-25000000.at-{at}.{mode}.{j}.json"
+                if os.path.exists(f):
+                    o = json.load(open(f))
+                    lat = o["latency_ms"]
+                    print(f"| {mode}/{j} | " + " | ".join(
+                        "-" if lat.get(k) is None else f"{lat[k]:.2f}"
+                        for k in ("p50", "p95", "p99")) + f" | {o.get('queries')} |")
     for f in (run + "/pubmed-25000000.md", hyb + "/hybrid-25000000.md"):
         if os.path.exists(f):
             print()

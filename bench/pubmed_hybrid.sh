@@ -27,7 +27,10 @@
 #                            after the segment past which the next one
 #                            would not fit, or at once if free space falls
 #                            under this (losing the segment in progress);
-#                            MEDTRUST_BENCH_MIN_FREE_MB the same in MiB
+#                            MEDTRUST_BENCH_MIN_FREE_MB the same in MiB;
+#                            paused, it measures the latencies of the
+#                            index so far into RUN/hybrid-N.at-MAXID.*
+#                            (MEDTRUST_BENCH_HYBRID_PARTIAL_EVAL=0: not)
 #   MEDTRUST_BENCH_HYBRID_DB=DIR  a store bench/pubmed.sh imported already
 #                            (in batches: at 25M the input does not fit
 #                            the disk beside the store); no generation or
@@ -198,7 +201,7 @@ PY
     if [ "$2" -gt $(($3 - min)) ]; then
         log "not started: its next segment would leave under $MIN_FREE_MB MiB" \
             "free; free disk (or MEDTRUST_BENCH_VECTORS=int8r2) and rerun"
-        exit 3
+        paused
     fi
     [ "$1" -gt $(($3 - min)) ] &&
         log "the whole build does not fit: it will pause (exit 3) when the" \
@@ -262,6 +265,32 @@ watch_disk() {
         sleep 10
     done
 }
+# BM25 / dense / hybrid latency at 1 and 2 query threads into
+# PREFIX.MODE.J.json, each once (a rerun skips those written).
+latencies() {
+    local mode j
+    for mode in bm25 dense hybrid; do
+        for j in 1 2; do
+            [ -f "$1.$mode.$j.json" ] && continue
+            log "$mode latency, $j thread(s)"
+            "$MT" retrieval-eval --db "$DB" --queries "$QUERIES" \
+                --mode "$mode" --jobs "$j" --json 2>/dev/null >"$1.$mode.$j.tmp"
+            mv "$1.$mode.$j.tmp" "$1.$mode.$j.json"
+        done
+    done
+}
+# Paused for disk: the latencies of the index so far (its segments are
+# a whole index of the chunks up to its max_chunk_id), into
+# RUN/hybrid-N.at-MAXID.*, then exit 3.
+paused() {
+    local at
+    at=$(index_max_id)
+    if [ "$at" -gt 0 ] && [ "${MEDTRUST_BENCH_HYBRID_PARTIAL_EVAL:-1}" = 1 ]; then
+        log "latencies of the index so far (chunks up to id $at)"
+        latencies "$P.at-$at" || log "a latency run failed"
+    fi
+    exit 3
+}
 if [ -f "$P.vec.done" ]; then
     log "the vector build is done; latencies"
 else
@@ -292,20 +321,12 @@ else
     cat "$P.vec.part$k.out"
     if [ -f "$P.paused" ]; then
         log "paused ($(cut -d' ' -f2- "$P.paused")); rerun to resume"
-        exit 3
+        paused
     fi
     [ "$rc" = 0 ] || { log "the vector build failed ($rc); rerun to resume"; exit "$rc"; }
     touch "$P.vec.done"
 fi
-for mode in bm25 dense hybrid; do
-    for j in 1 2; do
-        [ -f "$P.$mode.$j.json" ] && continue
-        log "$mode latency, $j thread(s)"
-        "$MT" retrieval-eval --db "$DB" --queries "$QUERIES" \
-            --mode "$mode" --jobs "$j" --json 2>/dev/null >"$P.$mode.$j.tmp"
-        mv "$P.$mode.$j.tmp" "$P.$mode.$j.json"
-    done
-done
+latencies "$P"
 du -sb "$DB/store.db" | cut -f1 >"$P.store_bytes"
 du -sb "$DB/index" | cut -f1 >"$P.index_bytes"
 "$PY" - "$P" "$(cut -d' ' -f1-3 /proc/loadavg)" "$DB" <<'PY' | tee "$P.md"
