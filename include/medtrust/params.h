@@ -80,6 +80,15 @@ void mt_param_copy_fields(const struct mt_param_table *t, void *dst,
  * field. */
 int mt_param_fields_differ(const struct mt_param_table *t, const void *a,
                            const void *b);
+/* Checks every member t names in 'params' (t's struct) with
+ * mt_param_valid(d, value, server): MT_OK, or MT_EINVAL naming the first
+ * member out of its bounds (its option, else its request field), its
+ * value and the bounds. What a library entry point that takes a params
+ * struct calls, so every caller gets the bounds the CLI and the server
+ * take (mt_server_start checks mt_server_param_table). */
+enum mt_status mt_param_check(const struct mt_param_table *t,
+                              const void *params, int server,
+                              struct mt_error *err);
 
 #ifdef __cplusplus
 }

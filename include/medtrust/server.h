@@ -108,7 +108,10 @@ extern const struct mt_param_table mt_server_param_table;
 void mt_server_default_params(struct mt_server_params *p);
 
 /* Opens the store (migrating it to the accounts schema), starts the job
- * workers and the network threads, and listens. On success *out owns the
+ * workers and the network threads, and listens. Every member
+ * mt_server_param_table names must be within its bounds (serve's, also
+ * for a library caller or worker --serve-jobs): MT_EINVAL naming the
+ * first that is not, before anything starts. On success *out owns the
  * server (stop it with mt_server_stop); on failure *out is unchanged and
  * 'err' says why. */
 enum mt_status mt_server_start(const struct mt_server_params *p,

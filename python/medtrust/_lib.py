@@ -824,6 +824,7 @@ _SIGS: "dict[str, tuple[Any, list[Any]]]" = {
     "mt_param_get": (c_double, [POINTER(Param), c_void_p]),
     "mt_param_is_integer": (c_int, [POINTER(Param)]),
     "mt_param_max": (c_double, [POINTER(Param), c_int]),
+    "mt_param_check": (c_int, [POINTER(ParamTable), c_void_p, c_int, _E]),
     "mt_qa_default_params": (None, [POINTER(QaParams)]),
     "mt_qa_open": (c_int, [POINTER(QaParams), POINTER(_P), _E]),
     "mt_qa_close": (None, [_P]),

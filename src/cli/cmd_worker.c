@@ -40,7 +40,11 @@ static const struct cli_opt worker_opts[] = {
      "call cache replacing the run's --cache (a postgresql:// URL is "
      "shared by every worker)",
      0},
-    {"jobs", 'J', "N", "jobs checked at once, 1..512 (default 4)", 0},
+    {"jobs", 'J', "N",
+     "jobs checked at once, 1..512 (as mediqa's --jobs); with --serve-jobs "
+     "also the server jobs run at once, so at most serve --llm-jobs' "
+     "highest, 256 (default 4)",
+     0},
     {"lease", 0, "S",
      "seconds a claimed job stays ours without a heartbeat; a dead "
      "worker's jobs are claimed again after it, 1..3600 (default 30)",
@@ -62,7 +66,7 @@ static const struct cli_opt worker_opts[] = {
     {NULL, 0, NULL, NULL, 0},
 };
 
-#define MAX_JOBS 512 /* the --jobs bound */
+#define MAX_JOBS 512 /* the --jobs bound (mediqa's) */
 #define MAX_RUNS 16  /* runs with an open checker */
 
 struct worker {
@@ -252,6 +256,24 @@ static void on_beat(void *user, const struct mtx_queue_progress *pr)
 static const struct mtx_qworker_kind worker_kinds[] = {
     {MTX_NOTE_QUEUE_KIND, do_job}};
 
+/* With --serve-jobs, --jobs is also the server's llm_jobs: within the
+ * server table's bound (serve --llm-jobs'), which mt_server_start checks
+ * too. 0 when it is. */
+static int serve_jobs_bound(const struct cli_args *a, unsigned long jobs)
+{
+    const struct mt_param *d =
+        mt_param_find(&mt_server_param_table, "llm-jobs", 0);
+
+    if (!cli_get(a, "serve-jobs") || jobs <= d->hi)
+        return 0;
+    fprintf(stderr,
+            "medtrust worker: --jobs %lu with --serve-jobs: a server runs at "
+            "most %.0f jobs at once (serve --llm-jobs' bound); give --jobs "
+            "%.0f or less\n",
+            jobs, d->hi, d->hi);
+    return -1;
+}
+
 static int read_opts(const struct cli_args *a, struct worker *w,
                      struct mtx_qworker_params *qp)
 {
@@ -260,6 +282,7 @@ static int read_opts(const struct cli_args *a, struct worker *w,
     char *end = NULL;
 
     if (cli_get_uint(a, "jobs", 1, MAX_JOBS, &jobs) < 0 ||
+        serve_jobs_bound(a, jobs) < 0 ||
         cli_get_double(a, "lease", 1, 3600, &qp->lease_s) < 0 ||
         cli_get_double(a, "poll", 0.01, 3600, &qp->poll_s) < 0)
         return -1;

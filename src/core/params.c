@@ -162,3 +162,32 @@ int mt_param_fields_differ(const struct mt_param_table *t, const void *a,
     }
     return 0;
 }
+
+/* v as the CLI takes it: a whole number in full, else %g. */
+static const char *num(const struct mt_param *d, double v, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             mt_param_is_integer(d) && v == (double)(int64_t)v ? "%.0f" : "%g",
+             v);
+    return buf;
+}
+
+enum mt_status mt_param_check(const struct mt_param_table *t,
+                              const void *params, int server,
+                              struct mt_error *err)
+{
+    char a[40], b[40], c[40];
+    size_t i;
+
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        double v = mt_param_get(d, params);
+
+        if (!mt_param_valid(d, v, server))
+            return mt_fail(err, MT_EINVAL, "%s: %s is %s, not in %s..%s",
+                           t->name, d->option ? d->option : d->field,
+                           num(d, v, a, sizeof a), num(d, d->lo, b, sizeof b),
+                           num(d, mt_param_max(d, server), c, sizeof c));
+    }
+    return MT_OK;
+}

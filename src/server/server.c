@@ -901,10 +901,14 @@ static enum mt_status start_mhd(struct mt_server *s, struct mt_error *err)
 enum mt_status mt_server_start(const struct mt_server_params *p,
                                struct mt_server **out, struct mt_error *err)
 {
-    struct mt_server *s = mt_calloc(1, sizeof *s);
+    struct mt_server *s;
     enum mt_status st;
 
-    if (!s)
+    /* The bounds serve's options take (params.c), for every caller. */
+    st = mt_param_check(&mt_server_param_table, p, 0, err);
+    if (st != MT_OK)
+        return st;
+    if (!(s = mt_calloc(1, sizeof *s)))
         return mt_fail(err, MT_ENOMEM, "out of memory");
     st = mtx_srv_init(s, p, err);
     if (st == MT_OK && !p->headless)

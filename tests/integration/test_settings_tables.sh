@@ -184,3 +184,21 @@ while read -r opt lo hi over; do
         ok "serve --$opt $over is refused before the server starts"
     else not_ok "serve --$opt over its bound" "$(cat "$TMP/err")"; fi
 done <"$TMP/srvb"
+
+# worker --serve-jobs runs the server's jobs --jobs at a time: the same
+# bound as serve --llm-jobs (the server table's, which mt_server_start
+# checks for every caller), refused before the queue is reached; without
+# --serve-jobs --jobs keeps mediqa's 1..512.
+hi=$(awk '$1 == "llm-jobs" { print $3 }' "$TMP/srvb")
+over=$((hi + 1))
+if ! "$MT" worker --state postgresql://nobody@127.0.0.1:1/none --serve-jobs \
+    --db "$TMP/nodb" --jobs "$over" >/dev/null 2>"$TMP/err" &&
+    grep -q -- "--jobs $over with --serve-jobs: a server runs at most $hi jobs at once (serve --llm-jobs' bound); give --jobs $hi or less" "$TMP/err" &&
+    ! grep -q "PostgreSQL\|connect" "$TMP/err" && [ ! -e "$TMP/nodb" ]; then
+    ok "worker --serve-jobs --jobs $over is refused with serve --llm-jobs' bound"
+else not_ok "worker --serve-jobs --jobs over the server's bound" "$(cat "$TMP/err")"; fi
+if ! "$MT" worker --state postgresql://nobody@127.0.0.1:1/none \
+    --jobs 513 >/dev/null 2>"$TMP/err" &&
+    grep -q -- "--jobs must be an integer in 1\.\.512, not '513'" "$TMP/err"; then
+    ok "worker --jobs keeps mediqa's 1..512 without --serve-jobs"
+else not_ok "worker --jobs 513" "$(cat "$TMP/err")"; fi

@@ -173,6 +173,38 @@ static void test_server_table(void **state)
     CHECK(mt_param_find(t, "login-lock", 0)->lo == 1);
 }
 
+/* mt_server_start checks its settings against the table for every
+ * caller (issue 33): the defaults pass; one member past its bounds is
+ * refused naming it, its value and serve's bounds, before anything
+ * starts (no store is opened: db_dir is NULL here). */
+static void test_server_start_checks_table(void **state)
+{
+    const struct mt_param_table *t = &mt_server_param_table;
+    struct mt_server_params p;
+    struct mt_server *srv = (struct mt_server *)&p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_server_default_params(&p);
+    CHECK_OK(mt_param_check(t, &p, 0, NULL));
+    p.llm_jobs = 257; /* worker --serve-jobs --jobs took up to 512 */
+    assert_int_equal(mt_server_start(&p, &srv, &err), MT_EINVAL);
+    assert_ptr_equal(srv, (struct mt_server *)&p);
+    assert_string_equal(err.msg,
+                        "mt_server_params: llm-jobs is 257, not in 0..256");
+    p.llm_jobs = 256;
+    CHECK_OK(mt_param_check(t, &p, 0, NULL));
+    p.max_body = 1023;
+    assert_int_equal(mt_param_check(t, &p, 0, &err), MT_EINVAL);
+    assert_string_equal(err.msg, "mt_server_params: max-body is 1023, not in "
+                                 "1024..1073741824");
+    p.max_body = (size_t)8 << 20;
+    p.login_lock_s = 0.5;
+    assert_int_equal(mt_param_check(t, &p, 0, &err), MT_EINVAL);
+    assert_string_equal(err.msg,
+                        "mt_server_params: login-lock is 0.5, not in 1..3600");
+}
+
 /* The importer's table: its defaults are mt_import_default_params' (the
  * threads' default, 0, is said in words), and it names no request
  * member. */
@@ -251,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_llm_table),
         cmocka_unit_test(test_store_table),
         cmocka_unit_test(test_server_table),
+        cmocka_unit_test(test_server_start_checks_table),
         cmocka_unit_test(test_import_table),
         cmocka_unit_test(test_embedder_table),
         cmocka_unit_test(test_index_run_table),
