@@ -479,13 +479,21 @@ static void win_merge(struct run *r, uint32_t i, uint32_t lo, uint32_t hi)
 {
     struct cursor *c = r->c[i];
 
+    uint32_t j;
+
     c_seek(c, lo);
     r->wpos[i] = c->doc == BM25_END ? c->n : c->i;
-    for (uint32_t j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
+    for (j = r->wpos[i]; j < c->n && c->docs[j] <= hi; j++) {
         uint32_t off = c->docs[j] - lo;
         if (r->wbits[off >> 6] & (1ull << (off & 63u)))
             r->wacc[off] +=
                 tscore_len(c->w, c->wtf[j], doc_len(r, c->docs[j]), &r->sc);
+    }
+    /* on to its last posting in the window: the next window's seek
+     * starts there instead of rescanning this one */
+    if (c->doc != BM25_END && j > c->i) {
+        c->i = j - 1;
+        c->doc = c->docs[j - 1];
     }
 }
 
