@@ -247,9 +247,10 @@ struct mt_index_run_params {
     /* The search index build starts, with the embedder it uses ("none":
      * BM25 only). */
     void (*on_build)(void *user, const char *embedder);
-    /* Polled before each input and by the build (as its 'cancelled'):
-     * nonzero stops the run with MT_ECANCELED; an input's ingest runs to
-     * its end, committed batches stay, and a rerun resumes. */
+    /* Polled before each input, by its ingest before each batch and by
+     * the build (as their 'cancelled' where they have none): nonzero
+     * stops the run with MT_ECANCELED; committed batches and finished
+     * segments stay, and a rerun resumes. */
     int (*cancelled)(void *user);
     void *user;
 };

@@ -153,6 +153,11 @@ struct mt_ingest_params {
      * handled so far (written or skipped); may be NULL. */
     void (*progress)(uint64_t records, void *user);
     void *progress_user;
+    /* Polled before each batch: nonzero stops the ingest with
+     * MT_ECANCELED; the batches committed stay (ingesting the file again
+     * leaves them unchanged and goes on). NULL = never (default). */
+    int (*cancelled)(void *user);
+    void *cancelled_user;
 };
 
 void mt_ingest_default_params(struct mt_ingest_params *p);

@@ -220,6 +220,8 @@ class IngestParams(Structure):
         ("skip_bad", c_int),
         ("progress", RECORDS_FN),
         ("progress_user", c_void_p),
+        ("cancelled", CANCEL0_FN),
+        ("cancelled_user", c_void_p),
     ]
 
 

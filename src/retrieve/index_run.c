@@ -128,6 +128,10 @@ static enum mt_status ingest_one(struct mt_store *s, const char *path,
         p->on_input(p->user, path, count_lines(path));
     ip.progress = p->on_records ? on_records : NULL;
     ip.progress_user = &ctx;
+    if (!ip.cancelled) {
+        ip.cancelled = p->cancelled;
+        ip.cancelled_user = p->user;
+    }
     memset(&r, 0, sizeof r);
     st = mt_store_ingest_jsonl(s, path, &ip, &r, err);
     if (st != MT_OK)

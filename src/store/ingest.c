@@ -164,8 +164,15 @@ static enum mt_status ingest_run(struct ingest *in, struct mt_error *err)
     st = mtx_jsonl_open(in->path, &jp, &in->r, err);
     if (st != MT_OK)
         return st;
-    while (st == MT_OK && !eof)
-        st = ingest_batch(in, &eof, err);
+    while (st == MT_OK && !eof) {
+        if (in->p->cancelled && in->p->cancelled(in->p->cancelled_user))
+            st = mt_fail(err, MT_ECANCELED,
+                         "%s: cancelled after line %zu: the batches before "
+                         "it are committed; ingest it again to go on",
+                         in->path, mtx_jsonl_line(in->r));
+        else
+            st = ingest_batch(in, &eof, err);
+    }
     in->res.skipped += mtx_jsonl_skipped(in->r);
     return st;
 }

@@ -26,6 +26,8 @@ struct seen {
     int status_seen;  /* the status file existed at a progress call */
     int status_named; /* ... and named the embedder */
     int cancel;       /* what cancelled returns */
+    int cancel_at;    /* ... or 1 once this many records are in */
+    uint64_t records; /* the last on_records count */
 };
 
 static void logf_(void *user, const char *fmt, ...)
@@ -54,6 +56,7 @@ static void on_input(void *user, const char *path, uint64_t lines)
 
 static void on_records(void *user, uint64_t records)
 {
+    ((struct seen *)user)->records = records;
     logf_(user, "records %llu\n", (unsigned long long)records);
 }
 
@@ -95,7 +98,9 @@ static void on_progress(uint64_t done, uint64_t total, void *user)
 
 static int cancelled(void *user)
 {
-    return ((struct seen *)user)->cancel;
+    const struct seen *s = user;
+
+    return s->cancel || (s->cancel_at && s->records >= (uint64_t)s->cancel_at);
 }
 
 static void write_file(const char *path, const char *text)
@@ -237,6 +242,37 @@ static void test_index_run_stops_when_cancelled(void **state)
     CHECK(r.inputs == 3 && !r.built && !strstr(s.log, "build"));
 }
 
+/* A cancel between two batches of one input: the first batch stays
+ * committed, and running again ingests the rest. */
+static void test_index_run_cancels_between_batches(void **state)
+{
+    struct mt_index_run_params p;
+    struct mt_index_run_result r;
+    struct mt_error err = {MT_OK, ""};
+    struct seen s;
+    char in[3][256], db[256], want[512];
+    const char *const ptrs[1] = {in[0]};
+
+    (void)state;
+    inputs(in);
+    snprintf(db, sizeof db, "%s/between", tmpl);
+    params(&p, &s, db);
+    p.ingest.batch_size = 1;
+    s.cancel_at = 1;
+    CHECK(mt_index_run(db, ptrs, 1, &p, &r, &err) == MT_ECANCELED);
+    snprintf(want, sizeof want,
+             "%s: cancelled after line 1: the batches before it are "
+             "committed; ingest it again to go on",
+             in[0]);
+    assert_string_equal(err.msg, want);
+    assert_string_equal(s.log, "input two.jsonl 2\nrecords 1\n");
+    CHECK(r.inputs == 0 && !r.built);
+    params(&p, &s, db);
+    p.ingest.batch_size = 1;
+    CHECK_OK(mt_index_run(db, ptrs, 1, &p, &r, NULL));
+    CHECK(r.ingest.unchanged == 1 && r.ingest.documents == 1 && r.built);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_index_run_strict_refuses_an_empty_input),
         cmocka_unit_test(test_index_run_refuses_before_touching_the_store),
         cmocka_unit_test(test_index_run_stops_when_cancelled),
+        cmocka_unit_test(test_index_run_cancels_between_batches),
     };
     return cmocka_run_group_tests_name("index_run", tests, setup, teardown);
 }
