@@ -8,12 +8,13 @@
 #include "cli/cli.h"
 #include "eval/bert_encoder.h"
 #include "eval/eval_int.h"
+#include "eval/score_runs.h"
 #include "medtrust/core.h"
 #include "medtrust/eval.h"
 
 extern const struct cli_verb cli_verb_score;
 
-#define MAX_RUNS 16
+#define MAX_RUNS MTX_SCORE_RUNS_MAX
 
 static const struct cli_opt score_opts[] = {
     {"ref", 'r', "FILE.csv", "MEDEC-format reference CSV (required)", 0},
@@ -72,13 +73,9 @@ static const struct cli_opt score_opts[] = {
 };
 
 struct score_ctx {
-    struct mt_eval_ref *ref;
-    struct mt_eval_sub *sub[MAX_RUNS];
-    struct mt_eval_scores *bleurt[MAX_RUNS];
-    struct mt_eval_scores *bert_file[MAX_RUNS]; /* --bertscore-scores */
-    const char **bfs;
+    struct mtx_score_runs r; /* the runs, scored (eval/score_runs.h) */
+    const char **bfs;        /* --bertscore-scores */
     size_t nbfs;
-    struct mt_eval_result *res[MAX_RUNS];
     const char **preds;
     size_t nrun;
     struct mt_eval_params params;
@@ -171,52 +168,6 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-static void print_diags(const struct mt_eval_sub *s,
-                        const struct mt_eval_result *r)
-{
-    size_t i;
-
-    for (i = 0; i < mt_eval_sub_ndiag(s); i++)
-        mt_log(MT_LOG_WARN, "%s", mt_eval_sub_diag(s, i));
-    for (i = 0; i < r->nwarnings; i++)
-        mt_log(MT_LOG_WARN, "%s", r->warnings[i]);
-}
-
-static enum mt_status load_run(struct score_ctx *c, size_t i, const char **bl,
-                               size_t nbl, struct mt_error *err)
-{
-    enum mt_status st = mt_eval_sub_load(c->preds[i], &c->sub[i], err);
-
-    if (st == MT_OK && nbl > 0)
-        st = mt_eval_scores_load(bl[i], &c->bleurt[i], err);
-    if (st == MT_OK && c->nbfs > 0)
-        st = mt_eval_scores_load(c->bfs[i], &c->bert_file[i], err);
-    return st;
-}
-
-static enum mt_status score_one(struct score_ctx *c, size_t i,
-                                struct mt_error *err)
-{
-    struct mt_eval_params p = c->params;
-    const struct mt_eval_result *r;
-    enum mt_status st;
-
-    p.bleurt = c->bleurt[i];
-    p.bertscore = c->bert_file[i];
-    st = mt_eval_score(c->ref, c->sub[i], &p, &c->res[i], err);
-    if (st != MT_OK)
-        return st;
-    r = c->res[i];
-    print_diags(c->sub[i], r);
-    if (r->predicted < r->notes)
-        mt_log(MT_LOG_WARN,
-               "%s: %zu of the %zu reference notes have no prediction; they "
-               "count as wrong (--only-predicted scores only the predicted "
-               "notes)",
-               c->preds[i], r->notes - r->predicted, r->notes);
-    return MT_OK;
-}
-
 /* ==== Text output ==== */
 
 static void print_value(double v, double lo, double hi)
@@ -250,7 +201,7 @@ static const char *headline_label(int which)
 /* Width of the label column: BERTScore's row names its model. */
 static int label_width(const struct score_ctx *c)
 {
-    const char *m = c->res[0]->bert_model;
+    const char *m = c->r.res[0]->bert_model;
     size_t w = m ? strlen("BERTScore (model )") + strlen(m) : 0;
 
     return w > 26 ? (int)(w < 200 ? w : 200) : 26;
@@ -263,19 +214,19 @@ static void print_row(const struct score_ctx *c, int which)
     int w = label_width(c);
 
     if (which == MT_EVAL_BERTSCORE)
-        printf("BERTScore (model %s)%*s", c->res[0]->bert_model,
+        printf("BERTScore (model %s)%*s", c->r.res[0]->bert_model,
                w - (int)strlen("BERTScore (model )") -
-                   (int)strlen(c->res[0]->bert_model),
+                   (int)strlen(c->r.res[0]->bert_model),
                "");
     else
         printf("%-*s", w, headline_label(which));
     for (i = 0; i < c->nrun; i++) {
-        if (mtx_ev_headline_ci(c->res[i], which, &lo, &hi) != MT_OK)
+        if (mtx_ev_headline_ci(c->r.res[i], which, &lo, &hi) != MT_OK)
             lo = hi = MT_EV_NAN;
-        print_value(mtx_ev_headline(c->res[i], which), lo, hi);
+        print_value(mtx_ev_headline(c->r.res[i], which), lo, hi);
     }
     for (i = 1; i < c->nrun; i++) {
-        if (mtx_ev_diff_ci(c->res[i], c->res[0], which, &mean, &lo, &hi) !=
+        if (mtx_ev_diff_ci(c->r.res[i], c->r.res[0], which, &mean, &lo, &hi) !=
             MT_OK)
             mean = lo = hi = MT_EV_NAN;
         print_value(mean, lo, hi);
@@ -319,12 +270,12 @@ static void print_text(const struct score_ctx *c)
     size_t i;
     int k;
 
-    printf("reference: %zu notes\n", c->res[0]->notes);
+    printf("reference: %zu notes\n", c->r.res[0]->notes);
     for (i = 0; i < c->nrun; i++)
         printf("run %zu: %s: %zu predicted, %zu invalid lines, %zu scored "
                "pairs\n",
-               i + 1, base_name(c->preds[i]), c->res[i]->predicted,
-               c->res[i]->invalid_lines, c->res[i]->pairs);
+               i + 1, base_name(c->preds[i]), c->r.res[i]->predicted,
+               c->r.res[i]->invalid_lines, c->r.res[i]->pairs);
     printf("\n%-*s", label_width(c), "metric (95% CI)");
     for (i = 0; i < c->nrun; i++)
         printf(" %22.22s", base_name(c->preds[i]));
@@ -334,13 +285,13 @@ static void print_text(const struct score_ctx *c)
     print_row(c, MT_EV_FLAG);
     print_row(c, MT_EV_SENT);
     for (k = 0; k < MT_EVAL_METRIC_COUNT; k++)
-        if (c->res[0]->metrics & (1u << k))
+        if (c->r.res[0]->metrics & (1u << k))
             print_row(c, k);
     printf("\n");
-    print_metric_list(c->res[0]);
+    print_metric_list(c->r.res[0]);
     printf("CIs: percentile bootstrap over notes, %d resamples, seed %u.\n",
            MT_EVAL_BOOT_RESAMPLES, MT_EVAL_BOOT_SEED);
-    print_bert_info(c->res[0]);
+    print_bert_info(c->r.res[0]);
 }
 
 static enum mt_status print_json(const struct score_ctx *c,
@@ -351,7 +302,7 @@ static enum mt_status print_json(const struct score_ctx *c,
     enum mt_status st = MT_OK;
 
     for (i = 0; st == MT_OK && i < c->nrun; i++) {
-        st = mt_eval_result_json(c->res[i], c->ref, c->preds[i], &s, err);
+        st = mt_eval_result_json(c->r.res[i], c->r.ref, c->preds[i], &s, err);
         if (st == MT_OK)
             printf("%s\n", s);
         mt_free(s);
@@ -368,24 +319,32 @@ static enum mt_status write_report(const struct score_ctx *c, const char *path,
 
     for (i = 0; i < c->nrun; i++) {
         runs[i].name = base_name(c->preds[i]);
-        runs[i].result = c->res[i];
-        runs[i].sub = c->sub[i];
+        runs[i].result = c->r.res[i];
+        runs[i].sub = c->r.sub[i];
     }
-    return mt_eval_report_write(path, c->ref, runs, c->nrun, err);
+    return mt_eval_report_write(path, c->r.ref, runs, c->nrun, err);
 }
 
 static void ctx_free(struct score_ctx *c)
 {
+    mtx_score_runs_free(&c->r);
+    mtx_bert_encoder_close(c->bert);
+}
+
+/* Each --pred with its --bleurt-scores and --bertscore-scores. */
+static enum mt_status score_files(struct score_ctx *c, const char *ref,
+                                  const char **bl, size_t nbl, int only,
+                                  struct mt_error *err)
+{
+    struct mtx_score_run_files f[MAX_RUNS];
     size_t i;
 
-    for (i = 0; i < MAX_RUNS; i++) {
-        mt_eval_result_free(c->res[i]);
-        mt_eval_sub_free(c->sub[i]);
-        mt_eval_scores_free(c->bleurt[i]);
-        mt_eval_scores_free(c->bert_file[i]);
+    for (i = 0; i < c->nrun; i++) {
+        f[i].pred = c->preds[i];
+        f[i].bleurt = nbl ? bl[i] : NULL;
+        f[i].bertscore = c->nbfs ? c->bfs[i] : NULL;
     }
-    mt_eval_ref_free(c->ref);
-    mtx_bert_encoder_close(c->bert);
+    return mtx_score_runs(ref, f, c->nrun, only, &c->params, &c->r, err);
 }
 
 static int check_args(const struct score_ctx *c, size_t nbl)
@@ -420,7 +379,7 @@ static int score_run(struct cli_args *a)
 {
     struct score_ctx c;
     struct mt_error err = {MT_OK, ""};
-    size_t nbl = 0, i;
+    size_t nbl = 0;
     const char **bl = cli_get_all(a, "bleurt-scores", &nbl);
     const char *ref = cli_get(a, "ref");
     const char *report = cli_get(a, "report");
@@ -441,13 +400,8 @@ static int score_run(struct cli_args *a)
         return 1;
     st = open_bert(a, &c, &err);
     if (st == MT_OK)
-        st = mt_eval_ref_load(ref, &c.ref, &err);
-    for (i = 0; st == MT_OK && i < c.nrun; i++)
-        st = load_run(&c, i, bl, nbl, &err);
-    if (st == MT_OK && cli_get(a, "only-predicted"))
-        st = mtx_eval_keep_predicted(c.ref, c.sub, c.nrun, &err);
-    for (i = 0; st == MT_OK && i < c.nrun; i++)
-        st = score_one(&c, i, &err);
+        st = score_files(&c, ref, bl, nbl, cli_get(a, "only-predicted") != NULL,
+                         &err);
     if (st == MT_OK && report)
         st = write_report(&c, report, &err);
     if (st == MT_OK && c.json)
