@@ -4,19 +4,15 @@
 #include <time.h>
 
 #include "batch/heartbeat.h"
+#include "core/clock.h"
 #include "medtrust/core.h"
 
 /* Waits up to h->every_s or until asked to stop; 1 when asked. */
 static int nap(struct mtx_heartbeat *h)
 {
-    struct timespec until;
-    double whole;
+    struct timespec until = mtx_clock_deadline(h->every_s);
     int stop;
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    whole = (double)until.tv_nsec / 1e9 + h->every_s;
-    until.tv_sec += (time_t)whole;
-    until.tv_nsec = (long)((whole - (double)(time_t)whole) * 1e9);
     pthread_mutex_lock(&h->mu);
     while (!h->stop &&
            pthread_cond_timedwait(&h->wake, &h->mu, &until) != ETIMEDOUT)

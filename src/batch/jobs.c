@@ -18,6 +18,7 @@
 #include "batch/jobs.h"
 #include "batch/qworker.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "store/queue.h"
@@ -98,14 +99,6 @@ struct mtx_job {
  * merged into one event of up to this many bytes of text: a stream
  * opened late gets the answer in a few events, not thousands. */
 #define TOKEN_MERGE_MAX 16384
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The state, lent for one use (the caller's state_get); NULL with err
  * set when it cannot be had. */
@@ -279,7 +272,7 @@ static int token_add(struct mtx_job *j, const char *type, const char *data)
  * seen" skips none. */
 static void row_put(struct mtx_job *j, const char *type, const char *data)
 {
-    double now = now_s();
+    double now = mtx_clock_now();
     size_t before;
 
     pthread_mutex_lock(&j->row_mu);
@@ -448,7 +441,7 @@ static int remote_cancel(struct mtx_job *j)
 {
     struct mt_state *st;
     void *l;
-    double now = now_s();
+    double now = mtx_clock_now();
     int check, yes = 0;
 
     pthread_mutex_lock(&j->js->job_mu);
@@ -478,7 +471,7 @@ int mtx_job_canceled(struct mtx_job *j)
     pthread_mutex_unlock(&j->js->job_mu);
     if (!c && j->js->p.shared)
         c = remote_cancel(j);
-    return c || now_s() > j->deadline;
+    return c || mtx_clock_now() > j->deadline;
 }
 
 int mtx_jobs_cancel(struct mtx_jobs *js, int64_t run_id)
@@ -498,10 +491,10 @@ int mtx_jobs_cancel(struct mtx_jobs *js, int64_t run_id)
 
 void mtx_job_sleep(struct mtx_job *j, unsigned ms)
 {
-    double until = now_s() + ms / 1000.0;
+    double until = mtx_clock_now() + ms / 1000.0;
     struct timespec ts = {0, 10 * 1000 * 1000};
 
-    while (now_s() < until && !mtx_job_canceled(j))
+    while (mtx_clock_now() < until && !mtx_job_canceled(j))
         nanosleep(&ts, NULL);
 }
 
@@ -789,7 +782,7 @@ static void run_job(struct mtx_jobs *js, struct mtx_job *j)
     json_t *result = NULL;
     enum mt_status st;
 
-    j->deadline = now_s() + js->p.job_timeout_s;
+    j->deadline = mtx_clock_now() + js->p.job_timeout_s;
     if (mtx_job_canceled(j)) {
         st = mt_fail(&err, MT_ECANCELED,
                      j->cancel ? "cancelled before it ran"
@@ -799,7 +792,7 @@ static void run_job(struct mtx_jobs *js, struct mtx_job *j)
         mt_error_clear(&err);
         mtx_job_emit(j, "status", running_json(j));
         st = j->fn(j, j->arg, &result, &err);
-        if (st == MT_OK && now_s() > j->deadline)
+        if (st == MT_OK && mtx_clock_now() > j->deadline)
             st = mt_fail(&err, MT_ECANCELED, "the job timed out");
     }
     finish(j, st, result, &err);
@@ -931,7 +924,7 @@ void mtx_jobs_run_row(struct mtx_jobs *js, int64_t run, struct mtx_qjob *row,
     if (row->row.attempt > 1)
         replay_rows(j);
     if (!spec) {
-        j->deadline = now_s() + js->p.job_timeout_s;
+        j->deadline = mtx_clock_now() + js->p.job_timeout_s;
         finish(j, why->status, NULL, why);
     }
     run_here(js, j);
@@ -993,7 +986,7 @@ void mtx_jobs_prune(struct mtx_jobs *js, double keep_s)
     struct mt_error err = {MT_OK, ""};
     struct mt_state *st;
     void *l;
-    double now = now_s();
+    double now = mtx_clock_now();
     int64_t gone = 0;
 
     if (keep_s <= 0 || now < js->next_prune)
@@ -1166,7 +1159,8 @@ static void *mirror_main(void *arg)
             break;
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&js->job_mu);
-        stop = js->jobs_cancel || js->jobs_stop || now_s() > j->deadline;
+        stop =
+            js->jobs_cancel || js->jobs_stop || mtx_clock_now() > j->deadline;
         pthread_mutex_unlock(&js->job_mu);
     }
     pthread_mutex_lock(&js->job_mu);
@@ -1196,7 +1190,7 @@ void mtx_jobs_mirror(struct mtx_jobs *js, int64_t run_id)
         return;
     }
     j->mirror = 1; /* one reference: the mirror thread's, then the ring's */
-    j->deadline = now_s() + js->p.job_timeout_s;
+    j->deadline = mtx_clock_now() + js->p.job_timeout_s;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     ok = pthread_create(&j->thread, &at, mirror_main, j) == 0;
@@ -1315,32 +1309,17 @@ enum mt_status mtx_jobs_start(const struct mtx_jobs_params *p,
     return MT_OK;
 }
 
-/* An absolute CLOCK_REALTIME time secs from now (pthread_cond_timedwait). */
-static struct timespec deadline(double secs)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)secs;
-    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
 void mtx_jobs_stop(struct mtx_jobs *js, double grace_s)
 {
-    double until = now_s() + grace_s;
+    double until = mtx_clock_now() + grace_s;
     struct timespec ts;
     size_t i;
 
     pthread_mutex_lock(&js->job_mu);
     js->jobs_stop = 1;
     pthread_cond_broadcast(&js->job_cv);
-    while ((js->queued || js->running) && now_s() < until) {
-        ts = deadline(0.05);
+    while ((js->queued || js->running) && mtx_clock_now() < until) {
+        ts = mtx_clock_deadline(0.05);
         pthread_cond_timedwait(&js->idle_cv, &js->job_mu, &ts);
     }
     js->jobs_cancel = 1;
@@ -1393,15 +1372,7 @@ int mtx_jobs_stopping(struct mtx_jobs *js)
 
 int mtx_jobs_nap(struct mtx_jobs *js, double secs)
 {
-    struct timespec until = deadline(secs);
-    int stopped;
-
-    pthread_mutex_lock(&js->job_mu);
-    if (!js->jobs_stop)
-        pthread_cond_timedwait(&js->job_cv, &js->job_mu, &until);
-    stopped = js->jobs_stop;
-    pthread_mutex_unlock(&js->job_mu);
-    return stopped;
+    return mtx_clock_nap(&js->job_mu, &js->job_cv, &js->jobs_stop, secs);
 }
 
 void mtx_jobs_poke(struct mtx_jobs *js)

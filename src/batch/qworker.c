@@ -9,6 +9,7 @@
 #include "batch/heartbeat.h"
 #include "batch/qworker.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "medtrust/core.h"
 
 #define QW_THREADS_MAX 512
@@ -38,14 +39,6 @@ void mtx_qworker_default_params(struct mtx_qworker_params *p)
     p->threads = 4;
     p->lease_s = 30;
     p->poll_s = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ==== State (mu) ==== */
@@ -151,11 +144,11 @@ enum mt_status mtx_qjob_finish(struct mtx_qjob *j, const char *result,
     enum mt_status st;
 
     job_lock(j);
-    t0 = now_s();
+    t0 = mtx_clock_now();
     st = mtx_queue_finish(j->pg, &j->row, result, failed, err);
     job_unlock(j);
     pthread_mutex_lock(&w->mu);
-    w->st.queue_s += now_s() - t0;
+    w->st.queue_s += mtx_clock_now() - t0;
     held_del(w, j->row.id); /* its lease is no longer ours to extend */
     if (st == MT_OK) {
         w->st.done++;
@@ -241,13 +234,13 @@ static enum mt_status claim(struct mtx_qworker *w, struct mtx_qjob *j,
     } else if (!j->pg) {
         st = mtx_queue_open(w->p.url, &j->pg, err);
     }
-    t0 = now_s();
+    t0 = mtx_clock_now();
     if (st == MT_OK)
         st = mtx_queue_claim(j->pg, w->name, w->p.lease_s, w->p.run, w->kinds,
                              &j->row, err);
     if (!shared)
         pthread_mutex_lock(&w->mu);
-    w->st.queue_s += now_s() - t0;
+    w->st.queue_s += mtx_clock_now() - t0;
     if (st == MT_OK)
         held_add(w, j->row.id);
     else if (st != MT_ENOTFOUND)
@@ -328,14 +321,14 @@ static void beat_once(struct mtx_qworker *w)
     pthread_mutex_lock(&w->mu);
     n = kept = w->nheld;
     if (n > 0 || w->p.progress) {
-        t0 = now_s();
+        t0 = mtx_clock_now();
         st = shared_pg(w, &err);
         if (st == MT_OK)
             st = mtx_queue_beat(w->pg, w->name, w->p.lease_s, w->held, n,
                                 w->p.progress ? w->p.run : -1,
                                 w->p.progress ? w->kinds : NULL, &kept, &pr,
                                 &err);
-        w->st.queue_s += now_s() - t0;
+        w->st.queue_s += mtx_clock_now() - t0;
         if (st != MT_OK)
             queue_failed_locked(w, st, &err);
     }

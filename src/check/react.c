@@ -13,6 +13,7 @@
 #include "check/agent_int.h"
 #include "check/strategy.h"
 #include "check/verdict.h"
+#include "core/clock.h"
 #include "llmcall/fit.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
@@ -325,20 +326,16 @@ static enum mt_status do_search(struct run *r, struct round *rd,
     enum mt_status st =
         so.passages && so.ids && so.srcs && so.hits ? MT_OK : MT_ENOMEM;
     const char *mode = "none";
-    struct timespec t0, t1;
+    double t0 = mtx_clock_now(), ms;
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (st == MT_OK)
         st = mtx_agent_search(r, q, &so, &mode, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (mtx_clock_now() - t0) * 1e3;
     if (st != MT_OK && st != MT_ENOMEM) /* a failed search is observed */
         st = observation(r, q, passages, err.msg, &obs);
     else if (st == MT_OK)
         st = observation(r, q, passages, NULL, &obs);
-    mtx_run_event(r, MT_TRACE_SEARCH,
-                  search_event(r, q, mode, &so,
-                               (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                                   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6));
+    mtx_run_event(r, MT_TRACE_SEARCH, search_event(r, q, mode, &so, ms));
     json_object_set(sj, "passages", passages);
     if (st == MT_OK)
         st = hist_push(rd, "assistant", mt_strdup(c->raw));

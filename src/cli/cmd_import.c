@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/clock.h"
 #include "core/progress.h"
 #include "medtrust/corpus.h"
 #include "medtrust/index.h"
@@ -208,7 +209,7 @@ static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
 {
     struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
-    struct timespec t0, t1;
+    double t0;
     enum mt_status st;
 
     pp.label = "import (KiB read)";
@@ -218,12 +219,10 @@ static enum mt_status run_import(struct cli_args *a, struct mt_import_params *p,
         return mt_fail(err, st, "out of memory");
     p->progress = on_progress;
     p->progress_user = bar;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = mtx_clock_now();
     st = mt_import(a->pos[0], (const char *const *)(a->pos + 1),
                    (size_t)(a->npos - 1), p, r, err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    *secs = (double)(t1.tv_sec - t0.tv_sec) +
-            (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    *secs = mtx_clock_now() - t0;
     if (st == MT_OK)
         mtx_progress_finish(bar);
     mtx_progress_free(bar);

@@ -17,6 +17,7 @@
 #include "cli/mediqa.h"
 #include "cli/correction.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/file.h"
 #include "core/progress.h"
 #include "medtrust/batch.h"
@@ -83,14 +84,6 @@ static double cpu_seconds(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
-
-static double wall_seconds(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Names the failed notes on stderr (the first FAILED_SHOWN of them). */
@@ -236,7 +229,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct mt_batch *b,
     struct mt_batch_params bp;
     struct mt_progress_params pp = mtx_progress_default_params();
     struct mt_progress *bar = NULL;
-    double t0 = wall_seconds();
+    double t0 = mtx_clock_now();
     enum mt_status st;
 
     snprintf(jpath, sizeof jpath, "%s.journal", cli_get(a, "out"));
@@ -262,7 +255,7 @@ static enum mt_status mediqa_go(const struct cli_args *a, struct mt_batch *b,
             b, cli_get(a, "out"), cli_get(a, "fallback-on-failure") != NULL,
             err);
     if (st == MT_OK)
-        summary(b, a, wall_seconds() - t0, cpu_seconds());
+        summary(b, a, mtx_clock_now() - t0, cpu_seconds());
     return st;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
 
@@ -27,14 +28,6 @@ struct mt_progress {
     uint64_t last_step; /* plain mode: last 10 % step printed */
     int finished;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 struct mt_progress_params mtx_progress_default_params(void)
 {
@@ -72,7 +65,7 @@ enum mt_status mtx_progress_new(const struct mt_progress_params *params,
         mt_free(p);
         return MT_ENOMEM;
     }
-    p->t0 = now_s();
+    p->t0 = mtx_clock_now();
     p->last_draw = p->t0; /* plain lines: first after an interval */
     *out = p;
     return MT_OK;
@@ -191,7 +184,7 @@ static void maybe_draw(struct mt_progress *p)
 
     if (p->finished || p->params.quiet)
         return;
-    t = now_s();
+    t = mtx_clock_now();
     if (due(p, t))
         draw(p, t);
 }
@@ -242,7 +235,7 @@ void mtx_progress_finish(struct mt_progress *p)
         return;
     }
     p->finished = 1;
-    t = now_s();
+    t = mtx_clock_now();
     format_status(p, t, line, sizeof line);
     format_duration(el, sizeof el, t - p->t0);
     if (p->tty)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/arena.h"
+#include "core/clock.h"
 #include "index/bm25.h"
 #include "index/fusion.h"
 #include "text/stopwords.h"
@@ -304,14 +305,6 @@ void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st)
 }
 
 /* ==== Search ==== */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* The sources a search is restricted to: source and sources[] of the
  * params, as store ids; n == 0 = every source. */
@@ -873,7 +866,7 @@ enum mt_status mt_index_search(struct mt_index *idx, const char *query,
 {
     struct mt_search_params defaults;
     struct result *r = mt_calloc(1, sizeof *r);
-    double t0 = now_ms();
+    double t0 = mtx_clock_now();
     enum mt_status st;
 
     if (!r)
@@ -889,7 +882,7 @@ enum mt_status mt_index_search(struct mt_index *idx, const char *query,
         mt_search_result_free(&r->pub);
         return st;
     }
-    r->pub.elapsed_ms = now_ms() - t0;
+    r->pub.elapsed_ms = (mtx_clock_now() - t0) * 1e3;
     *out = &r->pub;
     return MT_OK;
 }

@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/http.h"
@@ -200,18 +201,6 @@ static double retry_delay(struct mt_http *h, uint32_t attempt, double ra)
     if (d > h->p.backoff_max_s)
         d = h->p.backoff_max_s;
     return d / 2 + jitter_unit(h) * d / 2;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-
-    if (s <= 0)
-        return;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 /* ==== Server-sent events ==== */
@@ -695,21 +684,21 @@ static enum mt_status run_attempts(struct mt_http *h, const char *endpoint,
         if (k > 0) {
             double d = retry_delay(h, k - 1, a->retry_after);
             if (mtx_http_pool_size(h->pool) > 1 &&
-                mtx_http_pool_other_ready(h->pool, at, mtx_http_pool_now()))
+                mtx_http_pool_other_ready(h->pool, at, mtx_clock_now()))
                 d = 0;
             mt_log(MT_LOG_WARN, "%s; retry %u/%u in %.2f s", e->msg, k,
                    h->p.max_retries + extra, d);
             if (a->sse && a->sse->events > 0 && a->sse->cb->on_restart)
                 a->sse->cb->on_restart(a->sse->cb->ctx);
-            sleep_s(d);
+            mtx_clock_sleep(d);
         }
-        at = mtx_http_pool_pick(h->pool, mtx_http_pool_now(), &probe);
+        at = mtx_http_pool_pick(h->pool, mtx_clock_now(), &probe);
         snprintf(url, sizeof url, "%s/%s", mtx_http_pool_base(h->pool, at),
                  endpoint);
         st = attempt_once(h, url, text, a);
         v = st == MT_OK ? classify(h, url, a, e) : V_FAIL;
-        mtx_http_pool_done(h->pool, at, probe, v == V_RETRY,
-                           mtx_http_pool_now(), e->msg);
+        mtx_http_pool_done(h->pool, at, probe, v == V_RETRY, mtx_clock_now(),
+                           e->msg);
         if (st != MT_OK)
             return mt_fail(e, st, "http: out of memory");
         if (v != V_RETRY)

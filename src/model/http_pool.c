@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "medtrust/core.h"
 #include "model/http_pool.h"
 
@@ -24,14 +25,6 @@ struct mtx_http_pool {
     size_t n;
     size_t turn; /* where ties start, so that calls take turns */
 };
-
-double mtx_http_pool_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ==== Setup ==== */
 

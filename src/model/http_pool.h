@@ -50,7 +50,4 @@ void mtx_http_pool_done(struct mtx_http_pool *p, size_t i, int probe,
  * may go there at once instead of waiting out a backoff. */
 int mtx_http_pool_other_ready(struct mtx_http_pool *p, size_t not, double now);
 
-/* Monotonic seconds, for 'now'. */
-double mtx_http_pool_now(void);
-
 #endif

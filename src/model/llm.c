@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/llm.h"
@@ -40,15 +41,6 @@ void mt_chat_default_params(struct mt_chat_params *p)
     p->max_tokens = 512;
     p->n = 1;
     p->seed = 42;
-}
-
-/* Seconds from a monotonic clock. */
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ==== Results ==== */
@@ -536,7 +528,7 @@ enum mt_status mt_llm_chat(struct mt_llm *l, const struct mt_llm_message *msgs,
                            struct mt_chat_result *res, struct mt_error *err)
 {
     struct mt_chat_params d;
-    double t0 = now_s();
+    double t0 = mtx_clock_now();
     char *key = NULL;
     enum mt_status st;
 
@@ -568,6 +560,6 @@ done:
     if (st != MT_OK)
         mt_chat_result_free(res);
     else
-        res->seconds = now_s() - t0;
+        res->seconds = mtx_clock_now() - t0;
     return st;
 }

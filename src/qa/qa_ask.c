@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "core/clock.h"
 #include "qa/qa_int.h"
 #include "llmcall/fit.h"
 #include "llmcall/llmcall.h"
@@ -14,14 +15,6 @@
 #include "text/utf8.h"
 
 #define DOCS_MAX ((size_t)64 << 20)
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static enum mt_status check_question(const struct mt_qa *q, const char *s,
                                      struct mt_error *err)
@@ -413,7 +406,7 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
     struct mt_arena *mem;
     struct qa_run r = {q, NULL, NULL, MT_BUF_INIT((size_t)1 << 20),
                        0, 0,    {0},  0};
-    double t0 = now_s();
+    double t0 = mtx_clock_now();
     enum mt_status st = check_question(q, question, err);
 
     *out = NULL;
@@ -447,7 +440,7 @@ enum mt_status mt_qa_ask_with(struct mt_qa *q, const char *question,
             return mt_fail(err, st, "the question was cancelled");
         return st == MT_ENOMEM ? mt_fail(err, st, "ask: out of memory") : st;
     }
-    r.res->usage.seconds = now_s() - t0;
+    r.res->usage.seconds = mtx_clock_now() - t0;
     *out = r.res;
     if (r.answer_failed) /* the empty result is kept; it is no answer */
         return mt_fail(err, MT_EMODEL, "%s", no_answer_note(r.res));

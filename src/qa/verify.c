@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "llmcall/reply.h"
 #include "medtrust/core.h"
 #include "medtrust/retrieve.h"
@@ -731,14 +732,6 @@ static enum mt_status finish_notes(struct vrun *v)
     return MT_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* o (taken) as compact text in *txt (caller frees); MT_ENOMEM when none. */
 static enum mt_status emit(json_t *o, char **txt)
 {
@@ -843,7 +836,7 @@ static enum mt_status verify(struct mt_qa *q, const char *text,
 {
     struct mt_verify_params dp;
     struct vrun v;
-    double t0 = now_s();
+    double t0 = mtx_clock_now();
     enum mt_status st;
 
     *out = NULL;
@@ -868,7 +861,7 @@ static enum mt_status verify(struct mt_qa *q, const char *text,
         return st;
     }
     v.res->usage = v.qres.usage;
-    v.res->usage.seconds = now_s() - t0;
+    v.res->usage.seconds = mtx_clock_now() - t0;
     /* asked after the run: the classifier says its mapping once loaded */
     if (q->nli && mt_nli_describe(q->nli))
         v.res->verifier = keep(&v, mt_nli_describe(q->nli));

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "core/clock.h"
 #include "core/file.h"
 #include "medtrust/core.h"
 #include "medtrust/publish.h"
@@ -158,14 +159,6 @@ struct build_status {
     void *progress_user;
 };
 
-static double now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Rewrites the status file; a failure only costs the server its view. */
 static void write_status(const struct build_status *b, uint64_t done,
                          uint64_t total, double t)
@@ -195,7 +188,7 @@ static void on_build_progress(uint64_t done, uint64_t total, void *user)
     double t;
 
     if (b->path[0] && pthread_mutex_trylock(&b->mu) == 0) {
-        t = now_s();
+        t = mtx_clock_now();
         if (b->last == 0 || t - b->last >= 1.0) {
             b->last = t;
             write_status(b, done, total, t);
@@ -256,7 +249,7 @@ static enum mt_status build(struct mt_store *s,
         p->on_build(p->user, name);
     b.embedder = name;
     b.started = time(NULL);
-    b.t0 = now_s();
+    b.t0 = mtx_clock_now();
     if (p->build_status)
         snprintf(b.path, sizeof b.path, "%s/%s", mt_store_dir(s),
                  MT_INDEX_BUILD_STATUS);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "batch/folder.h"
+#include "core/clock.h"
 #include "medtrust/batch.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
@@ -45,7 +46,7 @@ struct progress {
 static void emit_progress(struct mtx_job *j, const struct progress *pr,
                           const struct mtx_bfolder_progress *p, const char *id)
 {
-    double el = mtx_srv_now() - pr->t0;
+    double el = mtx_clock_now() - pr->t0;
     size_t fresh = p->done - p->resumed;
     double rate = el > 0 && fresh ? (double)fresh / el : 0;
     double eta = rate > 0 ? (double)(p->total - p->done) / rate : -1;
@@ -117,7 +118,7 @@ static enum mt_status batch_fn(struct mtx_job *j, void *arg, json_t **result,
                                struct mt_error *err)
 {
     struct batch_arg *a = arg;
-    struct progress pr = {j, a, mtx_srv_now()};
+    struct progress pr = {j, a, mtx_clock_now()};
     struct mtx_bfolder_run r;
     char report[4096];
     enum mt_status st;

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "medtrust/core.h"
 #include "server/guard.h"
 
@@ -160,7 +161,7 @@ static void conn_started(struct mt_server *s, struct MHD_Connection *c,
     if (!x)
         return;
     x->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
-    x->t0 = mtx_srv_now();
+    x->t0 = mtx_clock_now();
     x->in_headers = 1;
     pthread_mutex_lock(&s->conn_mu);
     x->next = s->conns;
@@ -212,7 +213,7 @@ void mtx_srv_conn_phase(struct mt_server *s, struct MHD_Connection *c,
     pthread_mutex_lock(&s->conn_mu);
     x->in_headers = in_headers;
     x->got_line = 0;
-    x->t0 = mtx_srv_now();
+    x->t0 = mtx_clock_now();
     pthread_mutex_unlock(&s->conn_mu);
 }
 
@@ -266,11 +267,11 @@ static void *reaper(void *arg)
 
     pthread_mutex_lock(&s->conn_mu);
     while (!s->reaper_stop) {
-        reap(s, mtx_srv_now());
+        reap(s, mtx_clock_now());
         pthread_mutex_unlock(&s->conn_mu);
-        mtx_srv_sse_tick(s, mtx_srv_now());
+        mtx_srv_sse_tick(s, mtx_clock_now());
         pthread_mutex_lock(&s->conn_mu);
-        ts = mtx_srv_deadline(0.25); /* deadlines are whole seconds */
+        ts = mtx_clock_deadline(0.25); /* deadlines are whole seconds */
         pthread_cond_timedwait(&s->conn_cv, &s->conn_mu, &ts);
     }
     pthread_mutex_unlock(&s->conn_mu);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "server/srv_int.h"
 
 static size_t key_hash(const char *k)
@@ -42,7 +43,7 @@ static struct srv_bucket *bucket(struct mt_server *s, const char *key,
 
 unsigned mtx_srv_rate_take(struct mt_server *s, const char *key)
 {
-    double now = mtx_srv_now();
+    double now = mtx_clock_now();
     double rate = s->p.rate_per_s;
     unsigned wait = 0;
     struct srv_bucket *b;
@@ -190,7 +191,7 @@ unsigned mtx_srv_login_wait(struct mt_server *s, const char *name,
 {
     char ka[80], kb[80];
     unsigned a, b;
-    double now = mtx_srv_now();
+    double now = mtx_clock_now();
 
     if (!s->p.login_failures)
         return 0;
@@ -209,7 +210,7 @@ unsigned mtx_srv_login_failed(struct mt_server *s, const char *name,
 {
     char ka[80], kb[80];
     unsigned a, b;
-    double now = mtx_srv_now();
+    double now = mtx_clock_now();
 
     if (!s->p.login_failures)
         return 0;

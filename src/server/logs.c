@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "medtrust/core.h"
 #include "server/srv_int.h"
 
@@ -113,7 +114,7 @@ void mtx_srv_log_access(struct mt_server *s, const struct srv_req *rq,
                         const struct srv_resp *rs)
 {
     /* milliseconds, rounded to microseconds */
-    double ms = (double)(long)((mtx_srv_now() - rq->t0) * 1e6) / 1000.0;
+    double ms = (double)(long)((mtx_clock_now() - rq->t0) * 1e6) / 1000.0;
     char ts[96];
 
     if (!s->access.f)

@@ -16,46 +16,11 @@
 #include <microhttpd.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 #include "medtrust/core.h"
 #include "server/guard.h"
 #include "server/srv_int.h"
 #include "store/pg.h"
-
-double mtx_srv_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct timespec mtx_srv_deadline(double secs)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)secs;
-    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
-
-int mtx_srv_nap(pthread_mutex_t *mu, pthread_cond_t *cv, const int *stop,
-                double secs)
-{
-    struct timespec until = mtx_srv_deadline(secs);
-    int stopped;
-
-    pthread_mutex_lock(mu);
-    if (!*stop)
-        pthread_cond_timedwait(cv, mu, &until);
-    stopped = *stop;
-    pthread_mutex_unlock(mu);
-    return stopped;
-}
 
 void mt_server_default_params(struct mt_server_params *p)
 {
@@ -237,7 +202,7 @@ int mtx_srv_state_down(struct mt_server *s)
 /* Waits up to 'sec' for the server to stop; 1 when it is stopping. */
 static int state_nap(struct mt_server *s, double sec)
 {
-    return mtx_srv_nap(&s->lease_mu, &s->state_cv, &s->state_wait_stop, sec);
+    return mtx_clock_nap(&s->lease_mu, &s->state_cv, &s->state_wait_stop, sec);
 }
 
 static void *state_wait_main(void *arg)
@@ -439,7 +404,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (n > 0) {
         pthread_mutex_lock(&x->s->sse_mu);
-        x->last = mtx_srv_now();
+        x->last = mtx_clock_now();
         pthread_mutex_unlock(&x->s->sse_mu);
     }
     return (ssize_t)n;
@@ -531,7 +496,7 @@ sse_response(struct mt_server *s, struct MHD_Connection *c, struct srv_resp *rs)
     x->s = s;
     x->j = j;
     x->c = c;
-    x->last = mtx_srv_now();
+    x->last = mtx_clock_now();
     pthread_mutex_lock(&s->sse_mu);
     x->next = s->sse_list;
     if (s->sse_list)
@@ -754,7 +719,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
      * parse_initial_message_line); cutting it there is safe */
     cc->nargs = mtx_srv_cut_args((char *)(uintptr_t)uri, SRV_MAX_ARGS);
     cc->body = MT_BUF_INIT(s->p.max_body + 1);
-    cc->t0 = mtx_srv_now();
+    cc->t0 = mtx_clock_now();
     pthread_mutex_lock(&s->req_mu);
     s->inflight++;
     pthread_mutex_unlock(&s->req_mu);
@@ -938,8 +903,8 @@ static void wait_requests(struct mt_server *s, double until)
     struct timespec ts;
 
     pthread_mutex_lock(&s->req_mu);
-    while (s->inflight > 0 && mtx_srv_now() < until) {
-        ts = mtx_srv_deadline(0.02);
+    while (s->inflight > 0 && mtx_clock_now() < until) {
+        ts = mtx_clock_deadline(0.02);
         pthread_cond_timedwait(&s->req_cv, &s->req_mu, &ts);
     }
     pthread_mutex_unlock(&s->req_mu);
@@ -954,7 +919,7 @@ void mt_server_stop(struct mt_server *s, double grace_s)
     pthread_mutex_unlock(&s->req_mu);
     mtx_srv_jobs_stop(s, grace_s); /* every job ends, streams are woken */
     mtx_jobs_wake_all(s->jobs);
-    wait_requests(s, mtx_srv_now() + (grace_s > 1 ? grace_s : 1));
+    wait_requests(s, mtx_clock_now() + (grace_s > 1 ? grace_s : 1));
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     mtx_srv_guard_stop(s);

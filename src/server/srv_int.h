@@ -242,17 +242,6 @@ struct mt_server {
     int store_lock; /* DB/server.lock, flocked (runs.c); -1 = none */
 };
 
-/* Monotonic seconds. */
-double mtx_srv_now(void);
-
-/* The CLOCK_REALTIME time 'secs' from now, for pthread_cond_timedwait. */
-struct timespec mtx_srv_deadline(double secs);
-
-/* Waits on cv (mu unlocked) up to 'secs' unless *stop is already set, as
- * the stop flag's setter signals cv under mu; returns *stop. */
-int mtx_srv_nap(pthread_mutex_t *mu, pthread_cond_t *cv, const int *stop,
-                double secs);
-
 /* Sets up everything but the network (store check, leases, limits, logs,
  * job workers); mtx_srv_fini undoes it and accepts a half-built server. */
 enum mt_status mtx_srv_init(struct mt_server *s,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "medtrust/core.h"
 #include "store/pg.h"
 
@@ -29,23 +30,6 @@ int mtx_pg_is_url(const char *s)
 {
     return s && (strncmp(s, "postgresql://", 13) == 0 ||
                  strncmp(s, "postgres://", 11) == 0);
-}
-
-static double now_mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    nanosleep(&ts, NULL);
 }
 
 /* Library code never prints: PostgreSQL's notices ("relation already
@@ -105,7 +89,7 @@ static enum mt_status connect_once(struct mtx_pg *pg, struct mt_error *err)
  * passed. */
 static enum mt_status reconnect(struct mtx_pg *pg, struct mt_error *err)
 {
-    double until = now_mono() + pg->reconnect_s;
+    double until = mtx_clock_now() + pg->reconnect_s;
     double wait = 0.05;
     enum mt_status st;
 
@@ -115,10 +99,10 @@ static enum mt_status reconnect(struct mtx_pg *pg, struct mt_error *err)
             pg->reconnects++;
             return MT_OK;
         }
-        if (st != MT_EIO || now_mono() + wait > until)
+        if (st != MT_EIO || mtx_clock_now() + wait > until)
             return mt_error_prefix(err, "reconnecting for %.0f s",
                                    pg->reconnect_s);
-        sleep_s(wait);
+        mtx_clock_sleep(wait);
         wait = wait * 2 > 1 ? 1 : wait * 2;
     }
 }
@@ -236,7 +220,7 @@ enum mt_status mtx_pg_exec(struct mtx_pg *pg, const char *sql, int n,
                            const char *const *params, PGresult **res,
                            struct mt_error *err)
 {
-    double until = now_mono() + pg->reconnect_s;
+    double until = mtx_clock_now() + pg->reconnect_s;
     PGresult *r;
     enum mt_status st;
 
@@ -252,7 +236,7 @@ enum mt_status mtx_pg_exec(struct mtx_pg *pg, const char *sql, int n,
             return mt_fail(err, MT_EIO, "%s: connection lost", pg->where);
         }
         /* a server that keeps dropping us gets reconnect_s in all */
-        if (now_mono() > until)
+        if (mtx_clock_now() > until)
             return lost_for_good(pg, err);
         st = reconnect(pg, err);
         if (st != MT_OK)
@@ -298,7 +282,7 @@ static enum mt_status txn_once(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
 enum mt_status mtx_pg_txn(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
                           struct mt_error *err)
 {
-    double until = now_mono() + pg->reconnect_s;
+    double until = mtx_clock_now() + pg->reconnect_s;
     enum mt_status st;
 
     if (pg->in_txn)
@@ -311,7 +295,7 @@ enum mt_status mtx_pg_txn(struct mtx_pg *pg, mtx_pg_txn_fn fn, void *user,
         if (!pg->lost && PQstatus(pg->conn) == CONNECTION_OK)
             return st;
         /* lost before COMMIT was acknowledged: run it all again */
-        if (now_mono() > until)
+        if (mtx_clock_now() > until)
             return lost_for_good(pg, err);
         st = reconnect(pg, err);
         if (st != MT_OK)

@@ -10,6 +10,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/file.h"
 #include "core/redact.h"
 #include "medtrust/core.h"
@@ -431,6 +432,30 @@ static void test_params_table_reads_writes_and_bounds(void **state)
     CHECK(q.n == 9 && q.seed == 42);
 }
 
+/* The clock: a deadline is normalised and in the future; a sleep lasts at
+ * least what it was asked; a nap with the stop flag set does not wait,
+ * one without it waits until its deadline or a signal. */
+static void test_clock_deadline_sleep_nap(void **state)
+{
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    struct timespec now, d = mtx_clock_deadline(1.999999999);
+    double t0;
+    int stop = 1;
+
+    (void)state;
+    clock_gettime(CLOCK_REALTIME, &now);
+    assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+    assert_true(d.tv_sec > now.tv_sec);
+    t0 = mtx_clock_now();
+    mtx_clock_sleep(0.02);
+    mtx_clock_sleep(-1);
+    assert_true(mtx_clock_now() - t0 >= 0.02);
+    assert_int_equal(mtx_clock_nap(&mu, &cv, &stop, 3600), 1);
+    stop = 0;
+    assert_int_equal(mtx_clock_nap(&mu, &cv, &stop, 0.01), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_io_injection_fails_nth),
         cmocka_unit_test(test_io_stream_checks_writes),
         cmocka_unit_test(test_io_power_loss_drops_unsynced),
+        cmocka_unit_test(test_clock_deadline_sleep_nap),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
