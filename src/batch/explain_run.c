@@ -211,18 +211,9 @@ static enum mt_status explain_note(void *user, struct mt_llm *llm, size_t i,
 
 static enum mt_status put_cell(struct mt_buf *b, const char *f, int first)
 {
-    size_t n = strlen(f);
-    int q = strpbrk(f, ",\"\r\n") != NULL;
     enum mt_status st = first ? MT_OK : mtx_buf_putc(b, ',');
-    size_t j;
 
-    if (st == MT_OK && q)
-        st = mtx_buf_putc(b, '"');
-    for (j = 0; st == MT_OK && j < n; j++)
-        st = f[j] == '"' ? mtx_buf_append(b, "\"\"", 2) : mtx_buf_putc(b, f[j]);
-    if (st == MT_OK && q)
-        st = mtx_buf_putc(b, '"');
-    return st;
+    return st == MT_OK ? mtx_csv_put_field(b, f, strlen(f)) : st;
 }
 
 /* One row: the fields but an old Reasoning, then the new one. */

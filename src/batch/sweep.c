@@ -287,22 +287,15 @@ static uint64_t splitmix64(uint64_t *x)
 static enum mt_status record_line(struct mt_csv *c, struct mt_buf *b)
 {
     enum mt_status st = MT_OK;
-    size_t i, j;
+    size_t i;
 
     for (i = 0; st == MT_OK && i < mtx_csv_nfields(c); i++) {
         struct mt_str f = mtx_csv_field(c, i);
-        int q = memchr(f.p, ',', f.n) || memchr(f.p, '"', f.n) ||
-                memchr(f.p, '\n', f.n) || memchr(f.p, '\r', f.n);
 
         if (i)
             st = mtx_buf_putc(b, ',');
-        if (st == MT_OK && q)
-            st = mtx_buf_putc(b, '"');
-        for (j = 0; st == MT_OK && j < f.n; j++)
-            st = f.p[j] == '"' ? mtx_buf_append(b, "\"\"", 2)
-                               : mtx_buf_putc(b, f.p[j]);
-        if (st == MT_OK && q)
-            st = mtx_buf_putc(b, '"');
+        if (st == MT_OK)
+            st = mtx_csv_put_field(b, f.p, f.n);
     }
     return st == MT_OK ? mtx_buf_append(b, "\r\n", 2) : st;
 }

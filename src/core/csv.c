@@ -474,3 +474,17 @@ void mtx_csv_close(struct mt_csv *c)
     mt_free(c->name);
     mt_free(c);
 }
+
+enum mt_status mtx_csv_put_field(struct mt_buf *b, const char *p, size_t n)
+{
+    int q = n && (memchr(p, ',', n) || memchr(p, '"', n) ||
+                  memchr(p, '\n', n) || memchr(p, '\r', n));
+    enum mt_status st = q ? mtx_buf_putc(b, '"') : MT_OK;
+    size_t j;
+
+    for (j = 0; st == MT_OK && j < n; j++)
+        st = p[j] == '"' ? mtx_buf_append(b, "\"\"", 2) : mtx_buf_putc(b, p[j]);
+    if (st == MT_OK && q)
+        st = mtx_buf_putc(b, '"');
+    return st;
+}

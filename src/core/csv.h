@@ -52,4 +52,10 @@ long mtx_csv_find(const struct mt_csv *c, const char *name);
 
 void mtx_csv_close(struct mt_csv *c);
 
+/* Appends the field p[0..n) to b as RFC 4180 writes it: between double
+ * quotes, each quote doubled, when it holds a comma, quote, CR or LF; as
+ * it is otherwise. Returns MT_OK or the buffer's MT_ENOMEM. The one CSV
+ * field writer (what this reader reads back). */
+enum mt_status mtx_csv_put_field(struct mt_buf *b, const char *p, size_t n);
+
 #endif

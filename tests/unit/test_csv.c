@@ -457,11 +457,47 @@ static void test_csv_every_dataset_file_has_expected_rows(void **state)
         check_data_file(&data_files[i]);
 }
 
+/* The field writer quotes what needs it, and the reader reads it back. */
+static void test_csv_put_field_round_trips(void **state)
+{
+    static const char *const f[] = {"plain", "", "a,b", "say \"hi\"",
+                                    "two\r\nlines"};
+    struct mt_buf b = MT_BUF_INIT(4096);
+    struct mt_csv *c = NULL;
+    struct mt_error err = {MT_OK, ""};
+    int got = 0;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 5; i++) {
+        if (i)
+            assert_int_equal(mtx_buf_putc(&b, ','), MT_OK);
+        assert_int_equal(mtx_csv_put_field(&b, f[i], strlen(f[i])), MT_OK);
+    }
+    assert_int_equal(mtx_buf_putc(&b, '\0'), MT_OK);
+    assert_string_equal(b.data,
+                        "plain,,\"a,b\",\"say \"\"hi\"\"\",\"two\r\nlines\"");
+    assert_int_equal(mtx_csv_open_mem("t", b.data, b.len - 1, NULL, &c, &err),
+                     MT_OK);
+    assert_int_equal(mtx_csv_next(c, &got, &err), MT_OK);
+    assert_true(got);
+    assert_int_equal(mtx_csv_nfields(c), 5);
+    for (i = 0; i < 5; i++) {
+        struct mt_str s = mtx_csv_field(c, i);
+
+        assert_int_equal(s.n, strlen(f[i]));
+        assert_memory_equal(s.n ? s.p : "", f[i], s.n);
+    }
+    mtx_csv_close(c);
+    mtx_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_quotes_newlines_and_empty_fields_parse),
         cmocka_unit_test(test_csv_crlf_and_bom_are_stripped),
+        cmocka_unit_test(test_csv_put_field_round_trips),
         cmocka_unit_test(test_csv_custom_delimiter_splits),
         cmocka_unit_test(test_csv_empty_input_has_no_records),
         cmocka_unit_test(test_csv_unterminated_quote_is_parse_error),
