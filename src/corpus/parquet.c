@@ -373,24 +373,6 @@ static enum mt_status inflate_page(struct mtx_pq_col *c, int codec,
 
 /* ==== RLE/bit-packed hybrid ==== */
 
-static int uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    unsigned sh = 0;
-
-    while (*p < end && sh < 64) {
-        uint8_t b = *(*p)++;
-
-        x |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) {
-            *v = x;
-            return 0;
-        }
-        sh += 7;
-    }
-    return -1;
-}
-
 static uint32_t bits_at(const uint8_t *p, uint64_t bit, int bw)
 {
     uint64_t x = 0;
@@ -415,7 +397,7 @@ static int rle_decode(const uint8_t *p, size_t n, int bw, uint32_t *out,
     while (got < cnt) {
         uint64_t h = 0, k;
 
-        if (uvarint(&p, end, &h) != 0)
+        if (mtx_pq_uvarint(&p, end, &h) != 0)
             return -1;
         if (h & 1) { /* bit-packed: h>>1 groups of 8 values, bw bytes each */
             uint64_t groups = h >> 1;

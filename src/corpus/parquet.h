@@ -139,6 +139,11 @@ void mtx_pq_col_free(struct mtx_pq_col *c);
 
 /* ==== Delta and split encodings (pq_delta.c) ==== */
 
+/* An unsigned LEB128 varint (the RLE/bit-packed hybrid's headers and the
+ * delta encodings' counts) from *p, not past 'end', into *v; *p is moved
+ * past it. -1 when it runs past end or beyond 64 bits. */
+int mtx_pq_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v);
+
 /* DELTA_BINARY_PACKED: exactly k integers (32-bit ones wrap at 32 bits)
  * from p (n bytes) into out; *used is the bytes they took. -1 when
  * malformed or short. */

@@ -11,7 +11,7 @@
 
 #define BLOCK_MAX ((uint64_t)1 << 20) /* values in a block */
 
-static int uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+int mtx_pq_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     uint64_t x = 0;
     unsigned sh = 0;
@@ -33,7 +33,7 @@ static int zigzag(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     uint64_t u = 0;
 
-    if (uvarint(p, end, &u) != 0)
+    if (mtx_pq_uvarint(p, end, &u) != 0)
         return -1;
     *v = (u >> 1) ^ (0 - (u & 1)); /* two's complement, kept unsigned */
     return 0;
@@ -72,9 +72,9 @@ struct dbp {
 
 static int dbp_header(struct dbp *d, size_t k)
 {
-    if (uvarint(&d->p, d->end, &d->block) != 0 ||
-        uvarint(&d->p, d->end, &d->mini) != 0 ||
-        uvarint(&d->p, d->end, &d->total) != 0 ||
+    if (mtx_pq_uvarint(&d->p, d->end, &d->block) != 0 ||
+        mtx_pq_uvarint(&d->p, d->end, &d->mini) != 0 ||
+        mtx_pq_uvarint(&d->p, d->end, &d->total) != 0 ||
         zigzag(&d->p, d->end, &d->v) != 0)
         return -1;
     if (d->block == 0 || d->block > BLOCK_MAX || d->block % 128 ||
