@@ -198,40 +198,6 @@ static enum mt_status ask_fn(struct mtx_job *j, void *arg, json_t **result,
  * the server's caps and the answerer's defaults, VerifAI's 10 documents
  * and 0.7/0.3 fusion); a year of 0 (absent) means an open end. */
 
-/* "search_mode": one of the modes the index serves now (GET /v1/limits'
- * ask.modes), else 400; absent = as the index allows. */
-static int read_mode(struct mt_server *s, json_t *o, int *mode,
-                     struct srv_resp *rs)
-{
-    json_t *v = json_object_get(o, "search_mode");
-    json_t *ok = NULL;
-    enum mt_search_mode m;
-    size_t i;
-
-    *mode = -1;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_string(v) ||
-        mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
-        mtx_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
-        return -1;
-    }
-    ok = mtx_srv_modes_json(s);
-    for (i = 0; i < json_array_size(ok); i++)
-        if (strcmp(json_string_value(json_array_get(ok, i)),
-                   json_string_value(v)) == 0)
-            *mode = (int)m;
-    json_decref(ok);
-    if (*mode >= 0)
-        return 0;
-    mtx_srv_error(rs, 400,
-                  "\"search_mode\" %s needs the index's vectors, and it has "
-                  "none for its embedder: search bm25, or build them with "
-                  "'medtrust index --embedder use-lite'",
-                  json_string_value(v));
-    return -1;
-}
-
 const struct srv_text mtx_srv_ask_text = {
     "question", 1, 1, SRV_QUESTION_MAX, 1, "the question's text"};
 
@@ -305,7 +271,7 @@ static struct ask_arg *read_body(struct mt_server *s, const struct srv_req *rq,
     if (mtx_srv_text(o, &mtx_srv_ask_text, &q, rs) == 0 &&
         read_key(o, &key, rs) == 0 &&
         mtx_srv_meta_read(o, &key.meta, rs) == 0 &&
-        read_mode(s, o, &key.mode, rs) == 0 &&
+        mtx_srv_mode_read(s, o, &key.mode, rs) == 0 &&
         mtx_srv_model_read(s, o, &key.model, rs) == 0 &&
         (a = mt_calloc(1, sizeof *a)) != NULL) {
         a->s = s;

@@ -125,6 +125,38 @@ json_t *mtx_srv_modes_json(struct mt_server *s)
     return json_pack("[s]", "bm25");
 }
 
+int mtx_srv_mode_read(struct mt_server *s, json_t *o, int *mode,
+                      struct srv_resp *rs)
+{
+    json_t *v = json_object_get(o, "search_mode");
+    json_t *ok = NULL;
+    enum mt_search_mode m;
+    size_t i;
+
+    *mode = -1;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) ||
+        mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
+        mtx_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
+        return -1;
+    }
+    ok = mtx_srv_modes_json(s);
+    for (i = 0; i < json_array_size(ok); i++)
+        if (strcmp(json_string_value(json_array_get(ok, i)),
+                   json_string_value(v)) == 0)
+            *mode = (int)m;
+    json_decref(ok);
+    if (*mode >= 0)
+        return 0;
+    mtx_srv_error(rs, 400,
+                  "\"search_mode\" %s needs the index's vectors, and it has "
+                  "none for its embedder: search bm25, or build them with "
+                  "'medtrust index --embedder use-lite'",
+                  json_string_value(v));
+    return -1;
+}
+
 /* ==== Settings tables (medtrust/params.h) ==== */
 
 /* Reads one table member: 400 naming it and its (server) bounds. */

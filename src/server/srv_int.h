@@ -137,6 +137,13 @@ size_t mtx_srv_meta_conds(const struct srv_meta *m, struct mt_meta_cond *c);
 /* The search modes the index serves now: ["bm25"], plus "dense" and
  * "hybrid" when it holds vectors for its embedder. */
 json_t *mtx_srv_modes_json(struct mt_server *s);
+/* Reads "search_mode" (POST /v1/ask's and /v1/verify's): one of the modes
+ * the index serves now (mtx_srv_modes_json) into *mode as an enum
+ * mt_search_mode, -1 when absent or null (as the index allows); returns
+ * 0, or -1 after a 400 (not a mode, or one needing vectors the index
+ * lacks). */
+int mtx_srv_mode_read(struct mt_server *s, json_t *o, int *mode,
+                      struct srv_resp *rs);
 
 /* The settings of one POST /v1/ask (mt_qa_ask_params). */
 struct srv_qa_key {

@@ -182,38 +182,6 @@ static int read_settings(json_t *o, struct verify_arg *a, struct srv_resp *rs)
     return 0;
 }
 
-/* "search_mode": bm25, dense or hybrid (GET /v1/limits' ask.modes). */
-static int read_mode(struct mt_server *s, json_t *o, int *mode,
-                     struct srv_resp *rs)
-{
-    json_t *v = json_object_get(o, "search_mode");
-    json_t *ok;
-    enum mt_search_mode m;
-    size_t i;
-
-    *mode = -1;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_string(v) ||
-        mt_search_mode_parse(json_string_value(v), &m) != MT_OK) {
-        mtx_srv_error(rs, 400, "\"search_mode\" is bm25, dense or hybrid");
-        return -1;
-    }
-    ok = mtx_srv_modes_json(s);
-    for (i = 0; i < json_array_size(ok); i++)
-        if (strcmp(json_string_value(json_array_get(ok, i)),
-                   json_string_value(v)) == 0)
-            *mode = (int)m;
-    json_decref(ok);
-    if (*mode >= 0)
-        return 0;
-    mtx_srv_error(rs, 400,
-                  "\"search_mode\" %s needs the index's vectors: search bm25, "
-                  "or build them with 'medtrust index --embedder use-lite'",
-                  json_string_value(v));
-    return -1;
-}
-
 /* Reads {"text","k","w_lex","w_sem","source","year_from","year_to",
  * "author","journal","publication_type","search_mode","model",
  * "support_min","contradict_min","decompose"}. */
@@ -236,7 +204,7 @@ read_body(struct mt_server *s, const struct srv_req *rq, struct srv_resp *rs)
     if (mtx_srv_text(o, &mtx_srv_verify_text, &t, rs) == 0 &&
         read_settings(o, a, rs) == 0 &&
         mtx_srv_meta_read(o, &a->key.meta, rs) == 0 &&
-        read_mode(s, o, &a->key.mode, rs) == 0 &&
+        mtx_srv_mode_read(s, o, &a->key.mode, rs) == 0 &&
         mtx_srv_model_read(s, o, &a->key.model, rs) == 0)
         ok = (a->text = mt_strdup(t)) != NULL;
     if (!ok && rs->status != 400)
