@@ -2,6 +2,8 @@
 // vec_gen's data: single-thread build with M 16, ef_construction 200,
 // memory, and an ef sweep of latency and recall@10 against exact float.
 // Usage: vec_hnswlib DATADIR N DIMS Q   (prints one JSON object)
+// MEDTRUST_BENCH_HNSW_M / MEDTRUST_BENCH_HNSW_EFC override M and
+// ef_construction, as for vec_mt.
 #include <hnswlib/hnswlib.h>
 
 #include <cstdint>
@@ -36,7 +38,11 @@ int main(int argc, char **argv)
     uint64_t rss0 = bu_rss();
     hnswlib::InnerProductSpace space(d);
     double t0 = bu_now_ms();
-    auto *alg = new hnswlib::HierarchicalNSW<float>(&space, n, 16, 200, 42);
+    const char *em = std::getenv("MEDTRUST_BENCH_HNSW_M");
+    const char *ee = std::getenv("MEDTRUST_BENCH_HNSW_EFC");
+    size_t M = em && std::atoi(em) > 0 ? (size_t)std::atoi(em) : 16;
+    size_t efc = ee && std::atoi(ee) > 0 ? (size_t)std::atoi(ee) : 200;
+    auto *alg = new hnswlib::HierarchicalNSW<float>(&space, n, M, efc, 42);
     for (size_t i = 0; i < n; i++)
         alg->addPoint(base + i * d, i);
     double build_s = (bu_now_ms() - t0) / 1e3;
@@ -45,10 +51,10 @@ int main(int argc, char **argv)
     alg->saveIndex(path);
 
     std::printf("{\"engine\":\"hnswlib\",\"clock\":\"%s\",\"n\":%zu,\"dims\":%zu,"
-                "\"queries\":%zu,\"hnsw\":{\"M\":16,\"ef_construction\":200,"
+                "\"queries\":%zu,\"hnsw\":{\"M\":%zu,\"ef_construction\":%zu,"
                 "\"build_s\":%.2f,\"index_rss\":%llu,\"file_bytes\":%llu,"
                 "\"sweep\":[",
-                bu_clock_name(), n, d, nq, build_s,
+                bu_clock_name(), n, d, nq, M, efc, build_s,
                 (unsigned long long)(rss1 - rss0),
                 (unsigned long long)bu_file_size(path.c_str()));
     std::remove(path.c_str());

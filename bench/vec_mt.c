@@ -30,6 +30,8 @@
  * written (file_bytes) and the sweep searches it as mtx_hnsw_open maps
  * it from that file (the links in the file's encoding, as `query` and
  * `serve` search them); all files but mt.hnsw are then removed.
+ * MEDTRUST_BENCH_HNSW_M and MEDTRUST_BENCH_HNSW_EFC override M (16) and
+ * ef_construction (200) for every build.
  * Prints one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +127,15 @@ static void bench_ef(const struct mt_hnsw *h, const struct data *dt,
            last ? "" : ",");
 }
 
+/* A positive integer from the environment, else 'dflt'. */
+static uint32_t env_u32(const char *name, uint32_t dflt)
+{
+    const char *v = getenv(name);
+    unsigned long x = v ? strtoul(v, NULL, 10) : 0;
+
+    return x > 0 ? (uint32_t)x : dflt;
+}
+
 /* Builds one graph on 'threads' threads, prints its JSON object (build
  * times, memory, sweep); writes it to 'path', kept when 'keep'. */
 static int bench_build(const struct mt_vecset *vs, const struct data *dt,
@@ -137,8 +148,8 @@ static int bench_build(const struct mt_vecset *vs, const struct data *dt,
     double t0, w0, q0, build_ms, wall, runq;
     uint32_t i;
 
-    hp.M = 16;
-    hp.ef_construction = 200;
+    hp.M = env_u32("MEDTRUST_BENCH_HNSW_M", 16);
+    hp.ef_construction = env_u32("MEDTRUST_BENCH_HNSW_EFC", 200);
     hp.threads = threads;
     rss1 = bu_rss();
     t0 = bu_now_ms();
