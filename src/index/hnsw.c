@@ -534,7 +534,7 @@ static float sim_q(const struct mt_hnsw *h, const int8_t *q, float qs,
 
 static float sim_nodes(const struct mt_hnsw *h, uint32_t a, uint32_t b)
 {
-    return sim_q(h, mtx_vecset_code(h->vs, a), mtx_vecset_scale(h->vs, a), b);
+    return sim_q(h, h->codes + (size_t)a * h->dims, h->scales[a], b);
 }
 
 /* ==== Search ==== */
@@ -591,7 +591,7 @@ static enum mt_status offer(struct scratch *s, struct mt_vec_hit x, uint32_t ef,
  * scale to stall the dot product. */
 static void prefetch_node(const struct mt_hnsw *h, uint32_t id)
 {
-    const char *c = (const char *)mtx_vecset_code(h->vs, id);
+    const char *c = (const char *)(h->codes + (size_t)id * h->dims);
     uint32_t off;
 
     for (off = 0; off < h->dims; off += 64)
@@ -655,15 +655,42 @@ static enum mt_status search_layer(const struct mt_hnsw *h, struct scratch *s,
     return MT_OK;
 }
 
-/* Moves the results heap into s->sel, sorted best first. */
+/* Moves the results heap into s->sel, sorted best first, emptying it:
+ * the heap's worst is popped into the last free slot until none is
+ * left. The order is mtx_vec_hit_better's total order, the one qsort
+ * with mtx_vec_hit_cmp gave; popping the heap it already is costs
+ * about half the instructions of a generic sort with a compare call a
+ * step (the build sorts ef_construction results for every node and
+ * level: about 5 % of its instructions went to qsort). */
 static enum mt_status results_sorted(struct scratch *s)
 {
+    uint32_t i = s->res.n;
+
     if (heap_reserve(&s->sel, s->res.n) != MT_OK)
         return MT_ENOMEM;
-    memcpy(s->sel.a, s->res.a, (size_t)s->res.n * sizeof *s->res.a);
     s->sel.n = s->res.n;
-    qsort(s->sel.a, s->sel.n, sizeof *s->sel.a, mtx_vec_hit_cmp);
+    while (i > 0) {
+        s->sel.a[--i] = s->res.a[0];
+        heap_pop(&s->res, 1);
+    }
     return MT_OK;
+}
+
+/* Sorts a[0..n) best first (mtx_vec_hit_better) by insertion: a pruned
+ * link list is short (2M + 1) and mostly in order already. */
+static void sort_hits_small(struct mt_vec_hit *a, uint32_t n)
+{
+    uint32_t i;
+
+    for (i = 1; i < n; i++) {
+        struct mt_vec_hit x = a[i];
+        uint32_t j = i;
+        while (j > 0 && mtx_vec_hit_better(x, a[j - 1])) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
 }
 
 /* Descends from the entry point to level 0 and searches it with ef. */
@@ -825,7 +852,7 @@ static enum mt_status add_backlink_locked(struct mt_hnsw *h, struct scratch *s,
     }
     s->bl.a[m].id = q;
     s->bl.a[m].score = sim_nodes(h, e, q);
-    qsort(s->bl.a, m + 1, sizeof *s->bl.a, mtx_vec_hit_cmp);
+    sort_hits_small(s->bl.a, m + 1);
     l[0] = select_neighbors(h, s->bl.a, m + 1, m);
     for (i = 0; i < l[0]; i++)
         l[i + 1] = s->bl.a[i].id;
