@@ -8,6 +8,7 @@
 #include "cli/search_opts.h"
 #include "medtrust/core.h"
 #include "medtrust/retrieve.h"
+#include "retrieve/hits_json.h"
 
 static const struct cli_opt search_opts[] = {
     SEARCH_OPTS,
@@ -29,48 +30,6 @@ static const struct cli_opt search_opts[] = {
 /* Passages searched per document asked for with --group documents (as
  * the server's /v1/search). */
 #define GROUP_DEPTH 4
-
-static json_t *hit_json(const struct mt_search_hit *h)
-{
-    return json_pack("{s:i,s:s,s:I,s:f,s:s?,s:s,s:s}", "rank", (int)h->rank,
-                     "doc_id", h->doc_id, "chunk_id", (json_int_t)h->chunk_id,
-                     "score", h->score, "title", h->title, "text", h->text,
-                     "source", h->source);
-}
-
-/* The hits grouped by document, at most k (0: every group): each the
- * document's best hit, ranked among the documents, with "more". NULL when
- * out of memory. */
-static json_t *groups_json(const struct mt_search_result *r, size_t k)
-{
-    size_t *lead = mt_malloc((r->n ? r->n : 1) * sizeof *lead);
-    json_t *a = lead ? json_array() : NULL;
-    size_t i, j, n = 0, ng = 0;
-
-    if (a && mt_search_group(r, lead, &ng) != MT_OK) {
-        json_decref(a);
-        a = NULL;
-    }
-    for (i = 0; a && i < r->n && (!k || n < k); i++) {
-        json_t *h, *more;
-        if (lead[i] != i)
-            continue;
-        more = json_array();
-        h = hit_json(&r->hits[i]);
-        for (j = i + 1; h && more && j < r->n; j++)
-            if (lead[j] == i)
-                json_array_append_new(
-                    more, json_pack("{s:i,s:I,s:f,s:s}", "rank",
-                                    (int)r->hits[j].rank, "chunk_id",
-                                    (json_int_t)r->hits[j].chunk_id, "score",
-                                    r->hits[j].score, "text", r->hits[j].text));
-        json_object_set_new(h, "rank", json_integer((json_int_t)++n));
-        json_object_set_new(h, "more", more);
-        json_array_append_new(a, h);
-    }
-    mt_free(lead);
-    return a;
-}
 
 /* 1 with --group documents (the default, as POST /v1/search), 0 with
  * chunks, -1 after saying what it takes. */
@@ -130,10 +89,10 @@ static void on_result(void *user, const struct mtx_query *q, size_t i,
     }
     if (want_k) {
         json_decref(hits);
-        hits = groups_json(res, want_k);
+        hits = mtx_hits_groups_json(res, want_k, NULL);
     }
     for (j = 0; hits && !want_k && j < res->n; j++)
-        json_array_append_new(hits, hit_json(&res->hits[j]));
+        json_array_append_new(hits, mtx_hit_json(&res->hits[j], 0, NULL));
     print_json(json_pack("{s:s,s:o}", "query_id", q->id, "hits", hits));
 }
 
@@ -176,7 +135,7 @@ static char *join_query(const struct cli_args *a)
  * with how many more it has among the hits. */
 static enum mt_status print_groups(const struct mt_search_result *r, int json)
 {
-    json_t *g = groups_json(r, want_k);
+    json_t *g = mtx_hits_groups_json(r, want_k, NULL);
     size_t i;
 
     if (!g)
@@ -220,7 +179,7 @@ static int run_one(struct mt_retriever *ret, const struct cli_args *a,
         st = print_groups(r, cli_get(a, "json") != NULL);
     else if (st == MT_OK && cli_get(a, "json"))
         for (i = 0; i < r->n; i++)
-            print_json(hit_json(&r->hits[i]));
+            print_json(mtx_hit_json(&r->hits[i], 0, NULL));
     else if (st == MT_OK)
         print_text(r);
     mt_search_result_free(r);

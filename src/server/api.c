@@ -16,6 +16,7 @@
 #include "medtrust/eval.h"
 #include "medtrust/publish.h"
 #include "model/llm.h"
+#include "retrieve/hits_json.h"
 #include "server/srv_int.h"
 
 /* ==== Health and models ==== */
@@ -215,17 +216,6 @@ void mtx_srv_sources(struct mt_server *s, struct srv_req *rq,
 
 /* ==== Search ==== */
 
-/* The object `medtrust search --json` prints, plus "url": the document's
- * link (its "url" metadata, else PubMed's page for a PMID; null when it
- * has neither), which the Search page links. */
-static json_t *hit_json(const struct mt_search_hit *h, const char *url)
-{
-    return json_pack(
-        "{s:i,s:s,s:I,s:f,s:s?,s:s,s:s,s:s?}", "rank", (int)h->rank, "doc_id",
-        h->doc_id, "chunk_id", (json_int_t)h->chunk_id, "score", h->score,
-        "title", h->title, "text", h->text, "source", h->source, "url", url);
-}
-
 static int num_in(json_t *o, const char *key, double lo, double hi, double *out,
                   struct srv_resp *rs)
 {
@@ -306,34 +296,6 @@ static int search_params(json_t *o, struct mt_search_params *p, const char **q,
     return 0;
 }
 
-/* The document groups of the hits, at most k: each its best hit (ranked
- * among the documents) with "more", the document's other passages. */
-static json_t *groups_json(const struct mt_search_result *r, char **urls,
-                           size_t k, const size_t *lead)
-{
-    json_t *a = json_array();
-    size_t i, j, n = 0;
-
-    for (i = 0; a && i < r->n && n < k; i++) {
-        json_t *h, *more;
-        if (lead[i] != i)
-            continue;
-        more = json_array();
-        h = hit_json(&r->hits[i], urls[i]);
-        for (j = i + 1; h && more && j < r->n; j++)
-            if (lead[j] == i)
-                json_array_append_new(
-                    more, json_pack("{s:i,s:I,s:f,s:s}", "rank",
-                                    (int)r->hits[j].rank, "chunk_id",
-                                    (json_int_t)r->hits[j].chunk_id, "score",
-                                    r->hits[j].score, "text", r->hits[j].text));
-        json_object_set_new(h, "rank", json_integer((json_int_t)++n));
-        json_object_set_new(h, "more", more);
-        json_array_append_new(a, h);
-    }
-    return a;
-}
-
 /* The hits with their links, looked up on one store handle for the whole
  * request (a failed lookup: every url null); grouped by document unless
  * 'k' is 0 (chunks). */
@@ -341,27 +303,24 @@ static json_t *hits_json(struct mt_server *s, const struct mt_search_result *r,
                          size_t k)
 {
     char **urls = mt_calloc(r->n ? r->n : 1, sizeof *urls);
-    size_t *lead = k ? mt_malloc((r->n ? r->n : 1) * sizeof *lead) : NULL;
-    size_t i, ng = 0;
-    json_t *a = urls && (!k || lead) ? json_array() : NULL;
+    size_t i;
+    json_t *a = urls ? json_array() : NULL;
 
     if (a)
         (void)mt_retriever_urls(s->ret, r->hits, r->n, urls, NULL);
     if (a && k) {
         json_decref(a);
-        a = mt_search_group(r, lead, &ng) == MT_OK
-                ? groups_json(r, urls, k, lead)
-                : NULL;
+        a = mtx_hits_groups_json(r, k, urls);
     }
     for (i = 0; a && !k && i < r->n; i++)
-        if (json_array_append_new(a, hit_json(&r->hits[i], urls[i])) != 0) {
+        if (json_array_append_new(a, mtx_hit_json(&r->hits[i], 1, urls[i])) !=
+            0) {
             json_decref(a);
             a = NULL;
         }
     for (i = 0; urls && i < r->n; i++)
         mt_free(urls[i]);
     mt_free(urls);
-    mt_free(lead);
     return a ? json_pack("{s:s,s:s,s:o}", "group", k ? "documents" : "chunks",
                          "mode", "", "hits", a)
              : NULL;
