@@ -920,8 +920,10 @@ static enum mt_status copy_spec(const char *idir, const char *field,
     return MT_OK;
 }
 
-enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
-                                            size_t n, struct mt_error *err)
+/* The manifest's "query_embedder" (query set) or "embedder" spec into
+ * buf, and its dims into *dims when not NULL. */
+static enum mt_status peek(const char *dir, int query, char *buf, size_t n,
+                           uint32_t *dims, struct mt_error *err)
 {
     struct mt_manifest m;
     char idir[4096];
@@ -932,25 +934,23 @@ enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
     st = mtx_manifest_load(idir, &m, &found, err);
     if (st != MT_OK)
         return st;
-    st = copy_spec(idir, "query_embedder", m.query_embedder, buf, n, err);
+    st = query
+             ? copy_spec(idir, "query_embedder", m.query_embedder, buf, n, err)
+             : copy_spec(idir, "embedder", m.embedder, buf, n, err);
+    if (dims)
+        *dims = m.dims;
     mtx_manifest_free(&m);
     return st;
+}
+
+enum mt_status mt_index_peek_query_embedder(const char *dir, char *buf,
+                                            size_t n, struct mt_error *err)
+{
+    return peek(dir, 1, buf, n, NULL, err);
 }
 
 enum mt_status mt_index_peek_embedder(const char *dir, char *buf, size_t n,
                                       uint32_t *dims, struct mt_error *err)
 {
-    struct mt_manifest m;
-    char idir[4096];
-    int found = 0;
-    enum mt_status st;
-
-    mtx_index_dir(dir, idir, sizeof idir);
-    st = mtx_manifest_load(idir, &m, &found, err);
-    if (st != MT_OK)
-        return st;
-    st = copy_spec(idir, "embedder", m.embedder, buf, n, err);
-    *dims = m.dims;
-    mtx_manifest_free(&m);
-    return st;
+    return peek(dir, 0, buf, n, dims, err);
 }
