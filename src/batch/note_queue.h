@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "batch/checkers.h"
 #include "batch/note.h"
+#include "batch/qworker.h"
 #include "store/queue.h"
 
 /* The run kind of a note batch. */
@@ -39,6 +41,15 @@ void mtx_note_job_free(struct mtx_note_job *j);
  * "failed"? (its message),"trace"?} (mt_free), what the collector reads;
  * NULL when out of memory. */
 char *mtx_note_job_result(const char *id, const struct mtx_batch_outcome *o);
+
+/* A mediqa job on a queue worker (`medtrust worker`'s callback for
+ * MTX_NOTE_QUEUE_KIND): its note checked (mtx_batch_check_note) by its
+ * run's checker from 'checkers' (the key the run's number, the open
+ * function's arg a pointer to it, int64_t), the result recorded
+ * (mtx_note_job_result). A payload that is not a note's is finished as
+ * failed with "{}" (mediqa --collect reports it). A run that cannot run
+ * here gives its job back to the queue and ends the worker. */
+void mtx_note_queue_job(struct mtx_checkers *checkers, struct mtx_qjob *j);
 
 /* What a run's results come to. */
 struct mtx_note_collect {

@@ -187,52 +187,10 @@ static enum mt_status run_open(void *user, const char *key, void *arg,
 
 /* ==== Jobs ==== */
 
-static void finish(struct mtx_qjob *j, const char *result, int failed)
-{
-    struct mt_error err = {MT_OK, ""};
-
-    if (!result) {
-        mt_fail(&err, MT_ENOMEM, "out of memory");
-        mtx_qworker_fail(j->w, err.status, &err);
-    } else if (mtx_qjob_finish(j, result, failed, &err) == MT_ECANCELED) {
-        mt_log(MT_LOG_WARN, "%s", err.msg);
-    }
-}
-
-/* A mediqa job (the loop's callback): the note checked by its run's
- * checker. A run that cannot run here gives its job back to the queue
- * and ends this worker. */
+/* A mediqa job (the loop's callback; batch/note_queue.h). */
 static void do_job(void *user, struct mtx_qjob *j)
 {
-    struct worker *w = user;
-    struct mtx_note_job n;
-    struct mt_error err = {MT_OK, ""};
-    struct mtx_batch_outcome o;
-    struct mt_agent *agent = NULL;
-    char key[32];
-    char *res;
-    enum mt_status st;
-
-    if (mtx_note_job_read(j->row.payload, &n) != 0) {
-        mtx_note_job_free(&n); /* --collect reports the unreadable result */
-        finish(j, "{}", 1);
-        return;
-    }
-    snprintf(key, sizeof key, "%lld", (long long)j->row.run);
-    st = mtx_checkers_get(w->checkers, key, &j->row.run, &agent, &err);
-    if (st != MT_OK) {
-        mtx_qjob_release(j, NULL);
-        mtx_qworker_fail(j->w, st, &err);
-        mtx_note_job_free(&n);
-        return;
-    }
-    mtx_batch_check_note(agent, NULL, n.id, n.text, n.sents, 1, &o);
-    mtx_checkers_put(w->checkers, agent);
-    res = mtx_note_job_result(n.id, &o);
-    finish(j, res, o.failed);
-    mt_free(res);
-    mtx_batch_outcome_free(&o);
-    mtx_note_job_free(&n);
+    mtx_note_queue_job(((struct worker *)user)->checkers, j);
 }
 
 /* After each heartbeat: the progress bar (done/total of the queue, all
