@@ -7,6 +7,7 @@
 
 #include "batch/items.h"
 #include "batch/journal.h"
+#include "core/buf.h"
 #include "core/jsonl.h"
 #include "core/progress.h"
 #include "medtrust/core.h"
@@ -26,20 +27,6 @@ void mtx_items_free(void *v, size_t n, size_t size, mtx_item_free_fn free_fn)
         mt_free(x->line);
     }
     mt_free(v);
-}
-
-static enum mt_status grow(void **v, size_t n, size_t size, size_t *cap)
-{
-    void *x;
-
-    if (n < *cap)
-        return MT_OK;
-    x = mt_realloc(*v, (*cap ? *cap * 2 : 64) * size);
-    if (!x)
-        return MT_ENOMEM;
-    *v = x;
-    *cap = *cap ? *cap * 2 : 64;
-    return MT_OK;
 }
 
 static enum mt_status read_item(struct mtx_item *x, size_t size, json_t *o,
@@ -72,7 +59,7 @@ enum mt_status mtx_items_load(const char *path, size_t limit, size_t size,
         st = mtx_jsonl_next(r, &o, err);
         if (st != MT_OK || !o)
             break;
-        st = grow(&v, *n, size, &cap);
+        st = mtx_grow(&v, &cap, *n + 1, size);
         if (st == MT_OK)
             st = read_item(MTX_ITEM(v, size, (*n)++), size, o, field, read);
         if (st == MT_EPARSE)

@@ -1,4 +1,5 @@
 /* Bounded buffers and slices. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -184,4 +185,23 @@ char *mtx_str_printf(const char *fmt, ...)
         return NULL;
     }
     return mtx_buf_take(&b);
+}
+
+enum mt_status mtx_grow(void **p, size_t *cap, size_t need, size_t el)
+{
+    size_t c = *cap ? *cap : 16;
+    void *q;
+
+    if (need <= *cap)
+        return MT_OK;
+    while (c < need && c <= SIZE_MAX / 2)
+        c *= 2;
+    if (c < need || c > SIZE_MAX / el)
+        return MT_ENOMEM;
+    q = mt_realloc(*p, c * el);
+    if (!q)
+        return MT_ENOMEM;
+    *p = q;
+    *cap = c;
+    return MT_OK;
 }

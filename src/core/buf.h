@@ -56,4 +56,10 @@ void mtx_buf_free(struct mt_buf *b);
 char *mtx_str_printf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
+/* Makes room for 'need' elements of 'el' bytes in the array *p of *cap
+ * (capacity doubled from 16, so appends are amortised O(1)); *p and *cap
+ * are unchanged on failure. Returns MT_OK, or MT_ENOMEM when out of
+ * memory or the size overflows. The one growable-array helper. */
+enum mt_status mtx_grow(void **p, size_t *cap, size_t need, size_t el);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "core/buf.h"
 #include "core/jsonl.h"
 #include "medtrust/core.h"
 #include "model/hf_tok_int.h"
@@ -44,26 +45,9 @@ struct mtx_hf_tok {
 
 /* ==== Small containers ==== */
 
-static enum mt_status grow(void **p, size_t *cap, size_t need, size_t el)
-{
-    size_t c = *cap ? *cap : 16;
-    void *q;
-
-    if (need <= *cap)
-        return MT_OK;
-    while (c < need)
-        c *= 2;
-    q = mt_realloc(*p, c * el);
-    if (!q)
-        return MT_ENOMEM;
-    *p = q;
-    *cap = c;
-    return MT_OK;
-}
-
 enum mt_status mtx_cpv_push(struct mtx_cpv *v, uint32_t c)
 {
-    if (grow((void **)&v->c, &v->cap, v->n + 1, sizeof *v->c) != MT_OK)
+    if (mtx_grow((void **)&v->c, &v->cap, v->n + 1, sizeof *v->c) != MT_OK)
         return MT_ENOMEM;
     v->c[v->n++] = c;
     return MT_OK;
@@ -80,9 +64,9 @@ enum mt_status mtx_pieces_push(struct mtx_pieces *p, const uint32_t *c,
 {
     struct mtx_cpv v = {0};
 
-    if (grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v) != MT_OK)
+    if (mtx_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v) != MT_OK)
         return MT_ENOMEM;
-    if (grow((void **)&v.c, &v.cap, n ? n : 1, sizeof *v.c) != MT_OK)
+    if (mtx_grow((void **)&v.c, &v.cap, n ? n : 1, sizeof *v.c) != MT_OK)
         return MT_ENOMEM;
     if (n)
         memcpy(v.c, c, n * sizeof *c);
@@ -103,7 +87,7 @@ void mtx_pieces_free(struct mtx_pieces *p)
 
 enum mt_status mtx_idv_push(struct mtx_idv *v, int32_t id)
 {
-    if (grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v) != MT_OK)
+    if (mtx_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v) != MT_OK)
         return MT_ENOMEM;
     v->v[v->n++] = id;
     return MT_OK;
@@ -187,7 +171,7 @@ static enum mt_status split_added(const struct mtx_hf_tok *t,
             i++;
             continue;
         }
-        st = grow((void **)out, &cap, *n + 2, sizeof **out);
+        st = mtx_grow((void **)out, &cap, *n + 2, sizeof **out);
         if (st != MT_OK)
             break;
         if (i > s)

@@ -417,21 +417,6 @@ const char *mtx_qa_final_word(const char *answer)
 
 /* ==== Claims of a result ==== */
 
-/* Room in *t for 'need' spans. */
-static enum mt_status grow(struct mt_str **t, size_t *cap, size_t need)
-{
-    struct mt_str *g;
-
-    if (need <= *cap)
-        return MT_OK;
-    g = mt_realloc(*t, 2 * need * sizeof *g);
-    if (!g)
-        return MT_ENOMEM;
-    *t = g;
-    *cap = 2 * need;
-    return MT_OK;
-}
-
 /* The spans document d adds: its sentences, or the document whole with
  * MT_QA_ATTRIB_DOCUMENT (VerifAI's published verification.py embeds each
  * cited document whole: its shown text, up to doc_chars). */
@@ -444,14 +429,14 @@ static enum mt_status doc_spans(const struct qa_run *r, const char *d,
     enum mt_status st;
 
     if (r->p.attribution == MT_QA_ATTRIB_DOCUMENT) {
-        st = grow(t, cap, *nt + 2);
+        st = mtx_grow((void **)t, cap, *nt + 2, sizeof **t);
         if (st == MT_OK)
             (*t)[(*nt)++] = mtx_str_from(d);
         return st;
     }
     st = mtx_sentences_split(d, strlen(d), &sp, &ns, err);
     if (st == MT_OK)
-        st = grow(t, cap, *nt + ns + 1);
+        st = mtx_grow((void **)t, cap, *nt + ns + 1, sizeof **t);
     for (k = 0; st == MT_OK && k < ns; k++)
         (*t)[(*nt)++] =
             (struct mt_str){d + sp[k].start, sp[k].end - sp[k].start};

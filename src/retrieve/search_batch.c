@@ -67,20 +67,6 @@ static enum mt_status load_one(const char *path, struct mt_jsonl *r, json_t *o,
     return MT_OK;
 }
 
-static enum mt_status grow(struct mtx_query **v, size_t n, size_t *cap)
-{
-    struct mtx_query *p;
-
-    if (n < *cap)
-        return MT_OK;
-    *cap = *cap ? *cap * 2 : 256;
-    p = mt_realloc(*v, *cap * sizeof *p);
-    if (!p)
-        return MT_ENOMEM;
-    *v = p;
-    return MT_OK;
-}
-
 enum mt_status mtx_queries_load(const char *path, struct mtx_query **out,
                                 size_t *n, struct mt_error *err)
 {
@@ -91,7 +77,7 @@ enum mt_status mtx_queries_load(const char *path, struct mtx_query **out,
     enum mt_status st = mtx_jsonl_open(path, NULL, &r, err);
 
     while (st == MT_OK && (st = mtx_jsonl_next(r, &o, err)) == MT_OK && o) {
-        st = grow(&v, cnt, &cap);
+        st = mtx_grow((void **)&v, &cap, cnt + 1, sizeof *v);
         if (st != MT_OK) {
             st = mt_fail(err, st, "%s: out of memory", path);
             break;

@@ -456,6 +456,32 @@ static void test_clock_deadline_sleep_nap(void **state)
     assert_int_equal(mtx_clock_nap(&mu, &cv, &stop, 0.01), 0);
 }
 
+/* mtx_grow: room for what is asked, doubling; on an overflow or a failed
+ * allocation the array and its capacity are as they were. */
+static void test_grow_doubles_and_keeps_on_failure(void **state)
+{
+    int *v = NULL;
+    size_t cap = 0;
+
+    (void)state;
+    assert_int_equal(mtx_grow((void **)&v, &cap, 1, sizeof *v), MT_OK);
+    assert_int_equal(cap, 16);
+    v[15] = 7;
+    assert_int_equal(mtx_grow((void **)&v, &cap, 100, sizeof *v), MT_OK);
+    assert_int_equal(cap, 128);
+    assert_int_equal(v[15], 7);
+    assert_int_equal(mtx_grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v),
+                     MT_ENOMEM);
+    assert_int_equal(mtx_grow((void **)&v, &cap, SIZE_MAX, 1), MT_ENOMEM);
+    assert_int_equal(cap, 128);
+    mt_alloc_fail_after(0);
+    assert_int_equal(mtx_grow((void **)&v, &cap, 129, sizeof *v), MT_ENOMEM);
+    mt_alloc_fail_reset();
+    assert_int_equal(cap, 128);
+    assert_int_equal(v[15], 7);
+    mt_free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_io_stream_checks_writes),
         cmocka_unit_test(test_io_power_loss_drops_unsynced),
         cmocka_unit_test(test_clock_deadline_sleep_nap),
+        cmocka_unit_test(test_grow_doubles_and_keeps_on_failure),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
