@@ -1,30 +1,11 @@
 /* `check --verify-correction` (issue 32): opens the verifier of proposed
- * corrections and adapts mt_verify_correction to the checker's hook. */
+ * corrections and sets it as the checker's hook (batch/correction.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/correction.h"
+#include "batch/correction.h"
 #include "medtrust/core.h"
-#include "medtrust/verify.h"
-
-static enum mt_status verify_hook(void *user, const char *corrected,
-                                  const char *original,
-                                  const struct mt_check_passage *ps, size_t n,
-                                  char **json, struct mt_error *err)
-{
-    const char *ids[MT_CHECK_VERIFY_PASSAGES + 1];
-    const char *texts[MT_CHECK_VERIFY_PASSAGES + 1];
-    size_t i;
-
-    if (n > MT_CHECK_VERIFY_PASSAGES)
-        n = MT_CHECK_VERIFY_PASSAGES;
-    for (i = 0; i < n; i++) {
-        ids[i] = ps[i].id;
-        texts[i] = ps[i].text;
-    }
-    return mt_verify_correction(user, corrected, original, ids, texts, n, json,
-                                err);
-}
 
 enum mt_status correction_open(const struct cli_args *a,
                                struct mt_agent_params *p, struct mt_qa **q,
@@ -49,7 +30,6 @@ enum mt_status correction_open(const struct cli_args *a,
     st = mt_qa_open(&qp, q, err);
     if (st != MT_OK)
         return mt_error_prefix(err, "--verify-correction");
-    p->verify_correction = verify_hook;
-    p->verify_correction_user = *q;
+    mtx_correction_attach(p, *q);
     return MT_OK;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "batch/checkers.h"
+#include "batch/correction.h"
 #include "batch/folder.h"
 #include "medtrust/check.h"
 #include "medtrust/core.h"
@@ -96,22 +97,6 @@ static int cancelled(void *user, const char *note_id)
 
 /* check's verify_correction hook (issue 32): the correction and the
  * original judged by the server's answerer (mt_verify_correction). */
-static enum mt_status verify_hook(void *user, const char *corrected,
-                                  const char *original,
-                                  const struct mt_check_passage *ps, size_t n,
-                                  char **json, struct mt_error *err)
-{
-    const char *ids[MT_CHECK_VERIFY_PASSAGES + 1];
-    size_t i;
-
-    if (n > MT_CHECK_VERIFY_PASSAGES)
-        n = MT_CHECK_VERIFY_PASSAGES;
-    for (i = 0; i < n; i++)
-        ids[i] = ps[i].id; /* the documents are read by their ids */
-    return mt_verify_correction(user, corrected, original, ids, NULL, n, json,
-                                err);
-}
-
 /* With a verifier configured (serve --nli, or MEDTRUST_NLI), every
  * correction is verified against the run's documents, as `check
  * --verify-correction` does; the result and trace carry its evidence. */
@@ -131,8 +116,7 @@ static void verify_corrections(struct mt_server *s, int model,
                e.msg);
         return;
     }
-    p->verify_correction = verify_hook;
-    p->verify_correction_user = qa;
+    mtx_correction_attach(p, qa);
 }
 
 /* Opens the checker of model 'model' for strategy st first: the server's
