@@ -425,25 +425,6 @@ static int rle_decode(const uint8_t *p, size_t n, int bw, uint32_t *out,
 
 /* ==== Values ==== */
 
-static enum mt_status grow(struct mtx_pq_val **v, size_t *cap, size_t need)
-{
-    size_t cap2 = *cap ? *cap : 1024;
-    struct mtx_pq_val *nv;
-
-    if (need == 0) /* a page of no values still gets an array */
-        need = 1;
-    if (need <= *cap)
-        return MT_OK;
-    while (cap2 < need)
-        cap2 *= 2;
-    nv = mt_realloc(*v, cap2 * sizeof *nv);
-    if (!nv)
-        return MT_ENOMEM;
-    *v = nv;
-    *cap = cap2;
-    return MT_OK;
-}
-
 static uint64_t le(const uint8_t *p, int n)
 {
     uint64_t x = 0;
@@ -607,7 +588,8 @@ static enum mt_status dict_page(struct reader *r, const struct mtx_pq_page *h,
         return rfail(r, MT_EPARSE,
                      "a dictionary page holds fewer bytes "
                      "than its values need");
-    st = grow(&c->dict, &c->dcap, k);
+    /* a page of no values still gets an array */
+    st = mtx_grow((void **)&c->dict, &c->dcap, k ? k : 1, sizeof *c->dict);
     if (st == MT_OK)
         st = plain(c->type, p, n, c->dict, k, &c->heap);
     if (st != MT_OK)
@@ -709,7 +691,8 @@ static enum mt_status page_add(struct reader *r, int enc, size_t nv,
 
     if ((int64_t)nv > r->rows - (int64_t)c->n)
         return rfail(r, MT_EPARSE, "more values than the row group has rows");
-    if (grow(&c->v, &c->cap, c->n + nv) != MT_OK)
+    if (mtx_grow((void **)&c->v, &c->cap, c->n + nv ? c->n + nv : 1,
+                 sizeof *c->v) != MT_OK)
         return rfail(r, MT_ENOMEM, "");
     for (i = 0; lv && i < nv; i++)
         if (lv[i] > 1)
