@@ -569,8 +569,8 @@ static void win_score(struct run *r, uint32_t lo, uint32_t hi, uint32_t ne_w)
 static void ms_window(struct run *r, uint32_t lo)
 {
     uint32_t hi;
-    uint32_t ne0 = r->ne;
-    uint32_t ne_w = r->ne;
+    uint32_t ne0 = r->ne; /* scoring may raise r->ne: seek from here */
+    uint32_t ne_w = ne0;
     double sum = win_bounds(r, lo, &hi);
 
     if (!cannot_beat(r, sum)) {
