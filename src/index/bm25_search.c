@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "index/bm25_int.h"
 #include "medtrust/core.h"
 
@@ -158,25 +159,6 @@ void mtx_bm25_ctx_free(struct mt_bm25_ctx *ctx)
     mt_free(ctx->wbits);
     mt_free(ctx->wpos);
     mt_free(ctx);
-}
-
-static enum mt_status ensure(void **p, size_t *cap, size_t need, size_t el)
-{
-    size_t c = *cap ? *cap : 16;
-    void *q;
-
-    if (need <= *cap)
-        return MT_OK;
-    while (c < need)
-        c *= 2;
-    if (c > SIZE_MAX / el)
-        return MT_ENOMEM;
-    q = mt_realloc(*p, c * el);
-    if (!q)
-        return MT_ENOMEM;
-    *p = q;
-    *cap = c;
-    return MT_OK;
 }
 
 struct mt_bm25_search_params mtx_bm25_default_search_params(void)
@@ -677,7 +659,7 @@ static enum mt_status prepare_terms(const struct mt_bm25 *idx,
     size_t u = 0;
     double N = idf_n(idx, coll);
 
-    if (ensure((void **)&ctx->qt, &ctx->qcap, nq, sizeof *qt) != MT_OK)
+    if (mtx_grow((void **)&ctx->qt, &ctx->qcap, nq, sizeof *qt) != MT_OK)
         return MT_ENOMEM;
     qt = ctx->qt;
     for (size_t j = 0; j < nq; j++) {
@@ -710,23 +692,23 @@ static enum mt_status run_alloc(struct mt_bm25_ctx *ctx, uint32_t m, size_t k,
 {
     enum mt_status st;
 
-    st = ensure((void **)&ctx->cur, &ctx->ccap, m, sizeof *ctx->cur);
+    st = mtx_grow((void **)&ctx->cur, &ctx->ccap, m, sizeof *ctx->cur);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->cp, &ctx->cpcap, m, sizeof *ctx->cp);
+        st = mtx_grow((void **)&ctx->cp, &ctx->cpcap, m, sizeof *ctx->cp);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->dbl, &ctx->dcap, 4 * (size_t)m,
-                    sizeof *ctx->dbl);
+        st = mtx_grow((void **)&ctx->dbl, &ctx->dcap, 4 * (size_t)m,
+                      sizeof *ctx->dbl);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->heap, &ctx->hcap, k, sizeof *ctx->heap);
+        st = mtx_grow((void **)&ctx->heap, &ctx->hcap, k, sizeof *ctx->heap);
     if (st == MT_OK && nacc)
-        st = ensure((void **)&ctx->acc, &ctx->acap, nacc, sizeof *ctx->acc);
+        st = mtx_grow((void **)&ctx->acc, &ctx->acap, nacc, sizeof *ctx->acc);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->wacc, &ctx->wacap, WIN, sizeof *ctx->wacc);
+        st = mtx_grow((void **)&ctx->wacc, &ctx->wacap, WIN, sizeof *ctx->wacc);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->wbits, &ctx->wbcap, WIN / 64,
-                    sizeof *ctx->wbits);
+        st = mtx_grow((void **)&ctx->wbits, &ctx->wbcap, WIN / 64,
+                      sizeof *ctx->wbits);
     if (st == MT_OK)
-        st = ensure((void **)&ctx->wpos, &ctx->wpcap, m, sizeof *ctx->wpos);
+        st = mtx_grow((void **)&ctx->wpos, &ctx->wpcap, m, sizeof *ctx->wpos);
     return st;
 }
 
