@@ -110,7 +110,8 @@ static enum mt_status dict_line(struct mtx_jieba *j, size_t a, size_t b,
     for (sp = a; sp < b && t[sp] != ' '; sp++)
         ;
     for (e = sp + 1; e < b && t[e] >= '0' && t[e] <= '9'; e++)
-        f = f * 10 + (t[e] - '0');
+        if (f <= (INT64_C(1) << 40)) /* past it: refused below, no overflow */
+            f = f * 10 + (t[e] - '0');
     if (sp >= b || sp == a || e == sp + 1 || (e < b && t[e] != ' ') ||
         f > (INT64_C(1) << 40))
         return mt_fail(err, MT_EPARSE,
