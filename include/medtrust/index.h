@@ -238,7 +238,20 @@ struct mt_search_params {
      * at most MT_SEARCH_MAX_SOURCES. Borrowed for the call; 0 = none. */
     const char *const *sources;
     size_t nsources;
+    /* Threads one search may use for its segments (Lucene's
+     * IndexSearcher with an executor over segment slices): the BM25 and
+     * dense lists of the index's segments are searched on up to this
+     * many threads (the calling one and workers the mt_index starts on
+     * first need and keeps), with the same hits, scores and order as on
+     * one. 0 (default) = auto: mt_index_search alone takes 1 (it cannot
+     * know how many searches its caller runs at once); mt_retriever_search
+     * takes the online cores divided by the searches it has in flight
+     * (at least 1), so N concurrent queries never ask for N x cores
+     * threads. At most MT_SEARCH_MAX_THREADS. */
+    uint32_t search_threads;
 };
+
+#define MT_SEARCH_MAX_THREADS 64
 
 #define MT_SEARCH_MAX_SOURCES 16
 #define MT_SEARCH_MAX_META 8
@@ -277,7 +290,10 @@ struct mt_search_result {
 
 /* Searches. On success *out is a result owned by the caller (free with
  * mt_search_result_free). An empty query or one of only stop words gives
- * zero hits; invalid UTF-8 is searched with its bad bytes skipped. */
+ * zero hits; invalid UTF-8 is searched with its bad bytes skipped. With
+ * params->search_threads > 1 the handle starts that many - 1 worker
+ * threads on first need and keeps them until mt_index_close (the handle
+ * itself stays one caller at a time). */
 enum mt_status mt_index_search(struct mt_index *idx, const char *query,
                                const struct mt_search_params *params,
                                struct mt_search_result **out,

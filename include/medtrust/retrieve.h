@@ -68,7 +68,9 @@ enum mt_status mt_retriever_check(struct mt_retriever *r, struct mt_error *err);
 /* Searches as mt_index_search does, on a pooled handle. Dense and hybrid
  * queries without p->query_vec are embedded here (MT_EINVAL when there is
  * no embedder); a rerank stage (p->rerank_depth > 0) without p->rerank
- * uses the retriever's reranker, or none. Thread-safe. */
+ * uses the retriever's reranker, or none. p->search_threads 0 (auto) is
+ * the online cores divided by the retriever's searches in flight, this
+ * one included (at least 1). Thread-safe. */
 enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
                                    const struct mt_search_params *p,
                                    struct mt_search_result **out,

@@ -304,6 +304,7 @@ class SearchParams(Structure):
         ("nltk_stopwords", c_int),
         ("sources", POINTER(c_char_p)),
         ("nsources", c_size_t),
+        ("search_threads", c_uint32),
     ]
 
 

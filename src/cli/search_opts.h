@@ -59,7 +59,8 @@ int cli_nltk_stopwords(const struct cli_args *a);
     {"reranker", 0, "SPEC",                                                    \
      "cross-encoder for --rerank: gguf:PATH, onnx:DIR or "                     \
      "openai:URL#MODEL (without one the order passes through)", 0},            \
-    {"jobs", 'J', "N", "threads for --queries, 0 = all CPUs (default 0)", 0}
+    {"jobs", 'J', "N", "threads for --queries, 0 = all CPUs (default 0)", 0}, \
+    CLI_PARAM("search-threads", SEARCH_T)
 /* clang-format on */
 
 /* Reads the shared options into p and *jobs (the settings table's rows

@@ -2,6 +2,7 @@
  * query with the corpus's analyzer, searches every segment, merges, and
  * fetches each hit's chunk and document from the store. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "core/arena.h"
 #include "core/clock.h"
+#include "core/pool.h"
 #include "index/bm25.h"
 #include "index/fusion.h"
 #include "text/stopwords.h"
@@ -35,7 +37,12 @@ struct mt_index {
     struct mt_manifest m;
     struct seg *segs;
     size_t nsegs;
-    struct mt_bm25_ctx *ctx;
+    /* BM25 scratch of each thread a search runs on ([0]: the caller's,
+     * made at open; the others on first need), and the workers of a
+     * search on several threads (search_threads - 1, started on first
+     * need and kept: see seg_lists) */
+    struct mt_bm25_ctx *ctx[MT_SEARCH_MAX_THREADS];
+    struct mt_pool *pool;
     struct mt_arena scratch;       /* per query */
     uint32_t bad_segs;             /* damaged segments left out */
     uint64_t ndocs;                /* BM25 N over the open segments */
@@ -241,7 +248,7 @@ static enum mt_status open_parts(struct mt_index *idx, const char *dir,
         st = open_segs(idx, idir, err);
     if (st == MT_OK)
         coll_totals(idx);
-    if (st == MT_OK && mtx_bm25_ctx_new(&idx->ctx) != MT_OK)
+    if (st == MT_OK && mtx_bm25_ctx_new(&idx->ctx[0]) != MT_OK)
         st = mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);
     if (st == MT_OK)
         st = filter_segs(idx, err);
@@ -278,7 +285,9 @@ void mt_index_close(struct mt_index *idx)
     mt_free(idx->segs);
     mtx_meta_filter_free(&idx->filter);
     mt_free(idx->fsegs);
-    mtx_bm25_ctx_free(idx->ctx);
+    mtx_pool_free(idx->pool); /* first: no worker runs past here */
+    for (i = 0; i < MT_SEARCH_MAX_THREADS; i++)
+        mtx_bm25_ctx_free(idx->ctx[i]);
     mtx_analyzer_free(idx->an);
     mtx_manifest_free(&idx->m);
     mt_store_close(idx->store);
@@ -451,50 +460,284 @@ static double seg_floor(struct mt_scored *all, size_t *n, size_t want)
     return f > 0.0f ? (double)nextafterf(f, 0.0f) : 0.0;
 }
 
-/* Searches every segment for its top 'want' and merges them. Each
- * segment after the first starts from the floor the ones before it give
- * (seg_floor), so it skips what cannot be merged in from its first
- * posting; the merged list is the one without floors (BENCHMARKS.md,
- * «BM25 at 41.8M chunks: levers»). */
-static enum mt_status bm25_lists(struct mt_index *idx,
-                                 const struct mt_str *terms, size_t nq,
-                                 const struct mt_search_params *p,
-                                 const struct src_set *ss, int meta,
-                                 size_t want, struct mt_scored **out,
-                                 size_t *nout, struct mt_error *err)
-{
-    struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
-    struct mt_bm25_hit *hits =
-        mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
-    struct mt_scored *all =
-        mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, ss, NULL};
-    struct mt_bm25_coll coll;
-    size_t i, j, nh, n = 0;
-    enum mt_status st;
+/* ==== Segments on several threads ==== */
 
-    if (!hits || !all)
-        return mt_fail(err, MT_ENOMEM, "search: out of memory");
-    st = bm25_coll(idx, terms, nq, &coll, &sp.coll, err);
-    sp.k1 = p->k1;
-    sp.b = p->b;
-    sp.ctx = idx->ctx;
-    sp.accept = ss->n || meta ? accept_src : NULL;
+/* One search's segment lists (seg_lists): work items 0..nlex-1 are the
+ * BM25 searches of segments 0..nlex-1, items nlex..nlex+nsem-1 the
+ * vector searches of segments 0..nsem-1. Each thread a search runs on
+ * (a runner) takes the next item from 'next' until none is left. */
+struct seg_job {
+    struct mt_index *idx;
+    const struct mt_str *terms;
+    size_t nq;
+    struct mt_bm25_search_params sp; /* ctx and accept_user per runner */
+    const struct mt_search_params *p;
+    const struct src_set *ss;
+    int meta;
+    size_t want;
+    size_t nlex, nsem;
+    atomic_size_t next;
+    struct runner *run;
+    struct mt_vec_hit *vhits; /* segment i's hits at vhits[i * want] */
+    uint32_t *vn;             /* and their number */
+    enum mt_status *vst;      /* and its search's status */
+};
+
+/* A runner's BM25 part: its own top 'want' of the segments it took, with
+ * its own floor (seg_floor). A hit outside it is behind 'want' hits of
+ * this runner's segments, so it is outside the merged top 'want' too:
+ * the merge of every runner's list is the one-thread merge, exactly. */
+struct runner {
+    struct seg_job *job;
+    struct mt_bm25_ctx *ctx;
+    struct mt_bm25_hit *hits; /* want */
+    struct mt_scored *all;    /* 2 * want: held + one segment's */
+    size_t n;
+    size_t fail_seg; /* the segment whose search failed */
+    enum mt_status st;
+    struct mt_error err;
+};
+
+static void lex_item(struct runner *r, size_t i)
+{
+    struct seg_job *j = r->job;
+    struct mt_bm25_search_params sp = j->sp;
+    struct src_filter f = {NULL, j->ss, NULL};
+    size_t k, nh = 0;
+
+    if (!seg_filter(j->idx, i, j->meta, &f))
+        return;
+    sp.ctx = r->ctx;
     sp.accept_user = &f;
-    for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
-        if (!seg_filter(idx, i, meta, &f))
-            continue;
-        sp.floor = seg_floor(all, &n, want);
-        st = mtx_bm25_search(idx->segs[i].bm, terms, nq, &sp, hits, want, &nh,
-                             err);
-        for (j = 0; st == MT_OK && j < nh; j++) {
-            all[n].key = idx->segs[i].cids[hits[j].doc];
-            all[n++].score = hits[j].score;
+    sp.floor = seg_floor(r->all, &r->n, j->want);
+    r->st = mtx_bm25_search(j->idx->segs[i].bm, j->terms, j->nq, &sp, r->hits,
+                            j->want, &nh, &r->err);
+    if (r->st != MT_OK) {
+        r->fail_seg = i;
+        return;
+    }
+    for (k = 0; k < nh; k++) {
+        r->all[r->n].key = j->idx->segs[i].cids[r->hits[k].doc];
+        r->all[r->n++].score = r->hits[k].score;
+    }
+}
+
+static void sem_item(struct seg_job *j, size_t i)
+{
+    struct src_filter f = {NULL, j->ss, NULL};
+    struct mt_vec_filter vf = {accept_src, &f};
+
+    j->vn[i] = 0;
+    j->vst[i] = MT_OK;
+    if (!seg_filter(j->idx, i, j->meta, &f))
+        return;
+    j->vst[i] =
+        mtx_vseg_search(&j->idx->segs[i].v, j->p->query_vec, (uint32_t)j->want,
+                        j->p->ef, j->ss->n || j->meta ? &vf : NULL,
+                        j->meta ? j->idx->filter.count[i] : UINT32_MAX,
+                        j->vhits + i * j->want, &j->vn[i]);
+}
+
+/* Takes items until none is left; a runner whose BM25 search failed
+ * takes no more (the others finish theirs). */
+static void runner_main(void *arg)
+{
+    struct runner *r = arg;
+    struct seg_job *j = r->job;
+    size_t i;
+
+    while (r->st == MT_OK &&
+           (i = atomic_fetch_add(&j->next, 1)) < j->nlex + j->nsem) {
+        if (i < j->nlex)
+            lex_item(r, i);
+        else
+            sem_item(j, i - j->nlex);
+    }
+}
+
+/* Threads for this search: search_threads (0: 1; the retriever resolves
+ * its auto), no more than there are items. */
+static size_t runners_for(const struct seg_job *j)
+{
+    size_t t = j->p->search_threads ? j->p->search_threads : 1;
+    size_t items = j->nlex + j->nsem;
+
+    if (t > MT_SEARCH_MAX_THREADS)
+        t = MT_SEARCH_MAX_THREADS;
+    return t < items ? t : (items ? items : 1);
+}
+
+/* The workers and scratch for t runners, kept on the handle for its next
+ * searches; returns how many runners it has them for (fewer when
+ * threads or memory run out: the search then runs on fewer, with the
+ * same hits). */
+static size_t ensure_runners(struct mt_index *idx, size_t t)
+{
+    size_t i;
+
+    if (t > 1 && (!idx->pool || mtx_pool_size(idx->pool) < t - 1)) {
+        struct mt_pool *np = NULL;
+        if (mtx_pool_new(t - 1, &np) == MT_OK) {
+            mtx_pool_free(idx->pool);
+            idx->pool = np;
+        }
+    }
+    if (!idx->pool)
+        return 1;
+    if (t > mtx_pool_size(idx->pool) + 1)
+        t = mtx_pool_size(idx->pool) + 1;
+    for (i = 1; i < t; i++)
+        if (!idx->ctx[i] && mtx_bm25_ctx_new(&idx->ctx[i]) != MT_OK)
+            return i;
+    return t;
+}
+
+/* Allocates t runners and, for the dense items, the per-segment hits,
+ * from the search's scratch (the calling thread's; runners only write
+ * into what they are given). */
+static enum mt_status job_alloc(struct seg_job *j, size_t t,
+                                struct mt_error *err)
+{
+    struct mt_arena *a = &j->idx->scratch;
+    size_t ns = j->idx->nsegs + 1, i;
+
+    j->run = mtx_arena_alloc(a, t * sizeof *j->run);
+    j->vhits = mtx_arena_alloc(a, (j->nsem * j->want + 1) * sizeof *j->vhits);
+    j->vn = mtx_arena_alloc(a, ns * sizeof *j->vn);
+    j->vst = mtx_arena_alloc(a, ns * sizeof *j->vst);
+    if (!j->run || !j->vhits || !j->vn || !j->vst)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; i < t; i++) {
+        struct runner *r = &j->run[i];
+        memset(r, 0, sizeof *r);
+        r->job = j;
+        r->ctx = j->idx->ctx[i];
+        r->hits = mtx_arena_alloc(a, (j->want + 1) * sizeof *r->hits);
+        r->all = mtx_arena_alloc(a, (2 * j->want + 1) * sizeof *r->all);
+        if (j->nlex && (!r->hits || !r->all))
+            return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    }
+    return MT_OK;
+}
+
+/* Runs runners 1..t-1 on the handle's workers and runner 0 here. A
+ * runner that cannot be queued leaves its items to the others. */
+static void run_job(struct seg_job *j, size_t t)
+{
+    size_t i;
+
+    atomic_init(&j->next, 0);
+    for (i = 1; i < t; i++)
+        (void)mtx_pool_submit(j->idx->pool, runner_main, &j->run[i]);
+    runner_main(&j->run[0]);
+    if (t > 1)
+        mtx_pool_wait(j->idx->pool);
+}
+
+/* The BM25 list: every runner's list merged, sorted, cut to 'want'. A
+ * failure reports the lowest segment that failed. */
+static enum mt_status lex_merge(struct seg_job *j, size_t t,
+                                struct mt_scored **out, size_t *nout,
+                                struct mt_error *err)
+{
+    struct runner *bad = NULL;
+    struct mt_scored *all;
+    size_t i, n = 0;
+
+    for (i = 0; i < t; i++)
+        if (j->run[i].st != MT_OK &&
+            (!bad || j->run[i].fail_seg < bad->fail_seg))
+            bad = &j->run[i];
+    if (bad) {
+        if (err)
+            *err = bad->err;
+        return bad->st;
+    }
+    all =
+        mtx_arena_alloc(&j->idx->scratch, (2 * t * j->want + 1) * sizeof *all);
+    if (!all)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; i < t; i++) {
+        memcpy(all + n, j->run[i].all, j->run[i].n * sizeof *all);
+        n += j->run[i].n;
+    }
+    mtx_scored_sort(all, n);
+    *out = all;
+    *nout = n < j->want ? n : j->want;
+    return MT_OK;
+}
+
+/* The dense list: every segment's hits in segment order, sorted, cut to
+ * 'want'. */
+static enum mt_status sem_merge(struct seg_job *j, struct mt_scored **out,
+                                size_t *nout, struct mt_error *err)
+{
+    struct mt_scored *all = mtx_arena_alloc(
+        &j->idx->scratch, (j->want * j->nsem + 1) * sizeof *all);
+    size_t i, k, n = 0;
+
+    if (!all)
+        return mt_fail(err, MT_ENOMEM, "search: out of memory");
+    for (i = 0; i < j->nsem; i++) {
+        const struct mt_vec_hit *h = j->vhits + i * j->want;
+        if (j->vst[i] != MT_OK)
+            return mt_fail(err, j->vst[i], "vector search: %s",
+                           mt_status_str(j->vst[i]));
+        for (k = 0; k < j->vn[i]; k++) {
+            all[n].key = j->idx->segs[i].cids[h[k].id];
+            all[n++].score = h[k].score;
         }
     }
     mtx_scored_sort(all, n);
     *out = all;
-    *nout = n < want ? n : want;
+    *nout = n < j->want ? n : j->want;
+    return MT_OK;
+}
+
+/* The BM25 list (when there are terms) and the dense list (dense and
+ * hybrid) of every segment, each segment's top 'want' merged into the
+ * top 'want'. On p->search_threads threads (runners_for), the segments
+ * of both lists shared among them; the lists are the one-thread lists,
+ * hit for hit, score for score, in the same order. */
+static enum mt_status
+seg_lists(struct mt_index *idx, const struct mt_str *terms, size_t nq,
+          const struct mt_search_params *p, const struct src_set *ss, int meta,
+          size_t want, struct mt_scored **lex, size_t *nlex,
+          struct mt_scored **sem, size_t *nsem, struct mt_error *err)
+{
+    struct seg_job j;
+    struct mt_bm25_coll coll;
+    size_t t;
+    enum mt_status st = MT_OK;
+
+    memset(&j, 0, sizeof j);
+    j.idx = idx;
+    j.terms = terms;
+    j.nq = nq;
+    j.p = p;
+    j.ss = ss;
+    j.meta = meta;
+    j.want = want;
+    j.nlex = p->mode != MT_SEARCH_DENSE && nq > 0 ? idx->nsegs : 0;
+    j.nsem = p->mode != MT_SEARCH_BM25 ? idx->nsegs : 0;
+    j.sp = mtx_bm25_default_search_params();
+    j.sp.k1 = p->k1;
+    j.sp.b = p->b;
+    j.sp.accept = ss->n || meta ? accept_src : NULL;
+    if (j.nlex)
+        st = bm25_coll(idx, terms, nq, &coll, &j.sp.coll, err);
+    t = runners_for(&j);
+    if (t > 1)
+        t = ensure_runners(idx, t);
+    if (st == MT_OK)
+        st = job_alloc(&j, t, err);
+    if (st != MT_OK)
+        return st;
+    run_job(&j, t);
+    if (j.nlex)
+        st = lex_merge(&j, t, lex, nlex, err);
+    if (st == MT_OK && j.nsem)
+        st = sem_merge(&j, sem, nsem, err);
     return st;
 }
 
@@ -706,45 +949,6 @@ static int quick_pass_ok(const struct result *r, const struct mt_scored *c,
            c[used - 1].score > c[want - 1].score;
 }
 
-/* Dense candidates: every segment's vectors searched for 'want'. */
-static enum mt_status dense_lists(struct mt_index *idx,
-                                  const struct mt_search_params *p,
-                                  const struct src_set *ss, int meta,
-                                  size_t want, struct mt_scored **out,
-                                  size_t *nout, struct mt_error *err)
-{
-    struct mt_vec_hit *hits =
-        mtx_arena_alloc(&idx->scratch, want * sizeof *hits);
-    struct mt_scored *all =
-        mtx_arena_alloc(&idx->scratch, (want * idx->nsegs + 1) * sizeof *all);
-    struct src_filter f = {NULL, ss, NULL};
-    struct mt_vec_filter vf = {accept_src, &f};
-    size_t i, j, n = 0;
-    uint32_t nh = 0;
-    enum mt_status st = MT_OK;
-
-    if (!hits || !all)
-        return mt_fail(err, MT_ENOMEM, "search: out of memory");
-    for (i = 0; st == MT_OK && i < idx->nsegs; i++) {
-        if (!seg_filter(idx, i, meta, &f))
-            continue;
-        st = mtx_vseg_search(&idx->segs[i].v, p->query_vec, (uint32_t)want,
-                             p->ef, ss->n || meta ? &vf : NULL,
-                             meta ? idx->filter.count[i] : UINT32_MAX, hits,
-                             &nh);
-        for (j = 0; st == MT_OK && j < nh; j++) {
-            all[n].key = idx->segs[i].cids[hits[j].id];
-            all[n++].score = hits[j].score;
-        }
-    }
-    if (st != MT_OK)
-        return mt_fail(err, st, "vector search: %s", mt_status_str(st));
-    mtx_scored_sort(all, n);
-    *out = all;
-    *nout = n < want ? n : want;
-    return MT_OK;
-}
-
 static enum mt_status check_vectors(struct mt_index *idx,
                                     const struct mt_search_params *p,
                                     struct mt_error *err)
@@ -798,10 +1002,9 @@ static enum mt_status candidates(struct mt_index *idx, const char *query,
     if (p->mode != MT_SEARCH_DENSE)
         st = lex_analyse(idx, query, p, &terms, &nq, err);
     r->pub.query_terms = (uint32_t)nq;
-    if (st == MT_OK && nq > 0)
-        st = bm25_lists(idx, terms, nq, p, ss, meta, want, &lex, &nlex, err);
-    if (st == MT_OK && p->mode != MT_SEARCH_BM25)
-        st = dense_lists(idx, p, ss, meta, want, &sem, &nsem, err);
+    if (st == MT_OK && (nq > 0 || p->mode != MT_SEARCH_BM25))
+        st = seg_lists(idx, terms, nq, p, ss, meta, want, &lex, &nlex, &sem,
+                       &nsem, err);
     if (st != MT_OK || p->mode != MT_SEARCH_HYBRID) {
         *c = p->mode == MT_SEARCH_DENSE ? sem : lex;
         *nc = p->mode == MT_SEARCH_DENSE ? nsem : nlex;

@@ -34,6 +34,13 @@ static const struct mt_param search_params[] = {
      "rerank stage: score the top R hits with --reranker, keep the top k "
      "(IryoNLP: 50 -> 20)",
      "none, 50 with --reranker"},
+    /* Not a request member: the server's searches share its threads, and
+     * auto divides the cores among the searches in flight. */
+    {"search-threads", NULL, P(search_threads), MT_PARAM_U32, 1,
+     MT_SEARCH_MAX_THREADS, 0, "N",
+     "threads one query's index segments are searched on (same hits as "
+     "on one)",
+     "auto: the CPUs divided by the queries in flight"},
 };
 
 static void defaults(void *p)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -58,6 +59,7 @@ struct mt_retriever {
     uint32_t index_dims; /* of the index's vectors, 0 = none */
     uint32_t dims;       /* params.dims: query truncation asked for */
     struct mt_reranker *reranker;
+    atomic_uint searching; /* mt_retriever_search calls in flight */
 };
 
 void mt_retriever_default_params(struct mt_retriever_params *p)
@@ -370,6 +372,24 @@ static enum mt_status embed_query(struct mt_retriever *r, const char *query,
     return st;
 }
 
+/* search_threads' auto (0): the online cores divided by the searches in
+ * flight, this one included (at least 1), as they stand when it starts:
+ * `search` alone gets every core, `search --queries --jobs N` and the
+ * server's concurrent requests share them instead of asking for N x
+ * cores threads. */
+static uint32_t auto_threads(unsigned inflight)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned long t;
+
+    if (cores < 1 || inflight < 1)
+        return 1;
+    t = (unsigned long)cores / inflight;
+    if (t > MT_SEARCH_MAX_THREADS)
+        t = MT_SEARCH_MAX_THREADS;
+    return t ? (uint32_t)t : 1;
+}
+
 enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
                                    const struct mt_search_params *p,
                                    struct mt_search_result **out,
@@ -391,7 +411,11 @@ enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
     if (st == MT_OK)
         st = borrow(r, &w, err);
     if (st == MT_OK) {
+        unsigned n = atomic_fetch_add(&r->searching, 1) + 1;
+        if (!sp.search_threads)
+            sp.search_threads = auto_threads(n);
         st = mt_index_search(w->idx, query, &sp, out, err);
+        atomic_fetch_sub(&r->searching, 1);
         give_back(r, w);
     }
     mt_free(vec);

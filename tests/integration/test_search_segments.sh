@@ -70,6 +70,38 @@ for src in "" pubmedqa; do
     fi
 done
 
+# One query's segments on 1, 2 and 4 threads (--search-threads): the
+# same output byte for byte (hits, scores, order), for a batch and for
+# one query, with -k 50, a source, a metadata filter and VerifAI's stop
+# words; a dropped segment or a wrong merge changes the bytes.
+cat "$TMP/q.jsonl" >"$TMP/qt.jsonl"
+head -100 "$DATA/pubmedqa/queries-dev.jsonl" >>"$TMP/qt.jsonl"
+threads_same() {
+    local t
+    for t in 1 2 4; do
+        "$MT" search --db "$TMP/many" --search-threads $t "$@" \
+            >"$TMP/t$t" 2>"$TMP/t$t.err" || return 1
+    done
+    [ -s "$TMP/t1" ] && cmp "$TMP/t1" "$TMP/t2" && cmp "$TMP/t1" "$TMP/t4"
+}
+for args in "-k 50" "-k 50 --source pubmedqa" "-k 50 --filter year=2005..2012" \
+    "-k 10 --nltk-stopwords --group documents"; do
+    # shellcheck disable=SC2086
+    if threads_same --group chunks --queries "$TMP/qt.jsonl" --jobs 1 $args &&
+        threads_same --group chunks --json $args "apoptosis in cancer cells"; then
+        ok "--search-threads 1, 2, 4: the same bytes ($args)"
+    else
+        not_ok "--search-threads 1, 2, 4 ($args)" "$(cat "$TMP"/t*.err | tail -5)"
+    fi
+done
+"$MT" search --db "$TMP/many" --search-threads 65 "gout" >"$TMP/out65" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q -- '--search-threads' "$TMP/out65"; then
+    ok "--search-threads 65 refused"
+else
+    not_ok "--search-threads 65 refused" "rc $rc: $(cat "$TMP/out65")"
+fi
+
 metrics() {
     "$MT" retrieval-eval --db "$1" --source medquad --json \
         --queries "$TMP/q.jsonl" 2>/dev/null | python3 -c \

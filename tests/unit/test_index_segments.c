@@ -206,7 +206,7 @@ struct query {
 };
 
 static void search(struct mt_index *idx, const struct query *q,
-                   struct mt_search_result **out)
+                   uint32_t threads, struct mt_search_result **out)
 {
     static const struct mt_meta_cond years = {"year", NULL, 2000, 2009};
     struct mt_search_params p;
@@ -223,6 +223,7 @@ static void search(struct mt_index *idx, const struct query *q,
     p.query_dims = DIMS;
     p.meta = q->years ? &years : NULL;
     p.nmeta = q->years ? 1 : 0;
+    p.search_threads = threads;
     CHECK_OK(mt_index_search(idx, q->text, &p, out, NULL));
 }
 
@@ -263,8 +264,31 @@ static const char *const texts[] = {
     "statin lipid outcome unknownword",
 };
 
-/* Every query in every mode, with and without filters, on both. */
-static void compare_all(const char *one_dir, const char *many_dir)
+/* The same hits in the same order with bit-identical scores. */
+static void identical_hits(const struct mt_search_result *a,
+                           const struct mt_search_result *b,
+                           const struct query *q, uint32_t threads)
+{
+    size_t i;
+
+    if (a->n != b->n)
+        fail_msg("'%s' mode %d on %u threads: %zu hits vs %zu on one", q->text,
+                 (int)q->mode, threads, b->n, a->n);
+    for (i = 0; i < a->n; i++)
+        if (a->hits[i].chunk_id != b->hits[i].chunk_id ||
+            a->hits[i].score != b->hits[i].score)
+            fail_msg("'%s' mode %d on %u threads, hit %zu: chunk %lld score "
+                     "%.17g vs chunk %lld score %.17g on one",
+                     q->text, (int)q->mode, threads, i,
+                     (long long)b->hits[i].chunk_id, b->hits[i].score,
+                     (long long)a->hits[i].chunk_id, a->hits[i].score);
+}
+
+/* Every query in every mode, with and without filters, on both, the
+ * many-segment index searched on 'threads' threads (and, past 1, also on
+ * one: the same hits bit for bit). */
+static void compare_all(const char *one_dir, const char *many_dir,
+                        uint32_t threads)
 {
     static const struct query shapes[] = {
         {NULL, MT_SEARCH_BM25, MT_FUSION_LINEAR, 10, 0, NULL, 0},
@@ -285,11 +309,16 @@ static void compare_all(const char *one_dir, const char *many_dir)
     for (i = 0; i < sizeof texts / sizeof *texts; i++)
         for (j = 0; j < sizeof shapes / sizeof *shapes; j++) {
             struct query q = shapes[j];
-            struct mt_search_result *a = NULL, *b = NULL;
+            struct mt_search_result *a = NULL, *b = NULL, *c = NULL;
             q.text = texts[i];
-            search(one, &q, &a);
-            search(many, &q, &b);
+            search(one, &q, 1, &a);
+            search(many, &q, threads, &b);
             same_hits(a, b, &q);
+            if (threads > 1) {
+                search(many, &q, 1, &c);
+                identical_hits(c, b, &q, threads);
+                mt_search_result_free(c);
+            }
             nonempty += a->n > 0;
             mt_search_result_free(a);
             mt_search_result_free(b);
@@ -322,7 +351,24 @@ static void test_segments_split_rank_as_one(void **state)
     CHECK(make_index("one", 1, 0, 1, one, sizeof one) == 1);
     CHECK(make_index("split", 1, 24 << 10, 1, many, sizeof many) >= 6);
     check_segments(many, 6);
-    compare_all(one, many);
+    compare_all(one, many, 1);
+}
+
+/* One query's segments searched on 2, 4 and 7 threads (the BM25 and the
+ * vector lists of 6+ segments shared among them): the hits of one
+ * segment, and bit for bit those of one thread. A segment whose hits a
+ * thread dropped, or a merge that kept the wrong ones, changes them. */
+static void test_segments_threads_search_as_one(void **state)
+{
+    static const uint32_t threads[] = {2, 4, 7};
+    char one[128], many[128];
+    size_t i;
+
+    (void)state;
+    CHECK(make_index("one-t", 1, 0, 1, one, sizeof one) == 1);
+    CHECK(make_index("split-t", 1, 24 << 10, 1, many, sizeof many) >= 6);
+    for (i = 0; i < sizeof threads / sizeof *threads; i++)
+        compare_all(one, many, threads[i]);
 }
 
 /* Appended by three later builds (the checkpointed import's shape), each
@@ -333,7 +379,7 @@ static void test_segments_appended_rank_as_one(void **state)
     (void)state;
     CHECK(make_index("one-b", 1, 0, 0, one, sizeof one) == 1);
     CHECK(make_index("appended", 3, 48 << 10, 0, many, sizeof many) >= 4);
-    compare_all(one, many);
+    compare_all(one, many, 1);
 }
 
 static int has_segment(const char *dir, const char *name)
@@ -361,7 +407,7 @@ static void test_segments_merge_smallest_not_rebuild(void **state)
     CHECK(has_segment(many, "seg-000001"));
     CHECK(!has_segment(many, "seg-000005")); /* merged away */
     check_segments(many, 3);
-    compare_all(one, many);
+    compare_all(one, many, 1);
 }
 
 /* A merge killed part-way (the embedder fails while the merged segment
@@ -398,7 +444,7 @@ static void test_segments_killed_merge_leaves_index(void **state)
     CHECK_OK(mt_index_build(s, &bp, &r, NULL));
     CHECK(!r.merged && r.segments <= 4);
     mt_store_close(s);
-    compare_all(one, many);
+    compare_all(one, many, 1);
 }
 
 /* Segments built to a 24 KiB budget are not merged (a merge would pass
@@ -413,7 +459,7 @@ static void test_segments_full_ones_never_merge(void **state)
     CHECK(make_index("one-f", 1, 0, 1, one, sizeof one) == 1);
     r = make_spec("full", &sp, many, sizeof many);
     CHECK(!r.merged && r.segments > 4);
-    compare_all(one, many);
+    compare_all(one, many, 1);
 }
 
 /* ==== Threads ==== */
@@ -506,6 +552,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_segments_split_rank_as_one),
         cmocka_unit_test(test_segments_appended_rank_as_one),
+        cmocka_unit_test(test_segments_threads_search_as_one),
         cmocka_unit_test(test_segments_merge_smallest_not_rebuild),
         cmocka_unit_test(test_segments_killed_merge_leaves_index),
         cmocka_unit_test(test_segments_full_ones_never_merge),
