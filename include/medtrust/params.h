@@ -81,11 +81,17 @@ void mt_param_copy_fields(const struct mt_param_table *t, void *dst,
 int mt_param_fields_differ(const struct mt_param_table *t, const void *a,
                            const void *b);
 /* Checks every member t names in 'params' (t's struct) with
- * mt_param_valid(d, value, server): MT_OK, or MT_EINVAL naming the first
- * member out of its bounds (its option, else its request field), its
- * value and the bounds. What a library entry point that takes a params
- * struct calls, so every caller gets the bounds the CLI and the server
- * take (mt_server_start checks mt_server_param_table). */
+ * mt_param_valid(d, value, server); a member whose default (the value
+ * t->defaults writes) is no value in its bounds, said in def_text ("the
+ * index's", "any"), also takes that default, which the CLI gives by
+ * leaving its option out. MT_OK, or MT_EINVAL
+ * naming the first member out of its bounds (its option, else its
+ * request field), its value and the bounds ("mt_agent_params: steps is
+ * 33, not in 1..32"; with a def_text, "... (or 0: the index's)"). What a
+ * library entry point that takes a params struct calls, so every caller
+ * gets the bounds the CLI and the server take: mt_server_start,
+ * mt_agent_open, mt_qa_open, mt_index_run and mt_index_run_store check
+ * their tables. */
 enum mt_status mt_param_check(const struct mt_param_table *t,
                               const void *params, int server,
                               struct mt_error *err);

@@ -9,7 +9,7 @@ import pytest
 
 import medtrust
 from medtrust import errors
-from conftest import ROOT
+from conftest import ROOT, cli
 
 
 def test_one_class_per_status_in_status_h() -> None:
@@ -42,6 +42,33 @@ def test_bad_arguments_raise_invalid_argument(tmp_path: Path) -> None:
         assert "'text'" in str(ei.value)
         with pytest.raises(medtrust.InvalidArgumentError):
             st.add([{"text": "no id"}])
+
+
+def test_settings_past_the_clis_bounds_raise_naming_them(tmp_path: Path) -> None:
+    """The library's entry points check their settings tables (as
+    mt_server_start does): Python gets the CLI's bounds and message
+    parts, before any model or store is opened."""
+    with pytest.raises(medtrust.InvalidArgumentError) as ei:
+        medtrust.Answerer(tmp_path / "none", "openai:http://127.0.0.1:9#x",
+                          temperature=3)
+    assert str(ei.value).endswith(
+        "mt_qa_params: temperature is 3, not in 0..2"), str(ei.value)
+    r = cli("ask", "--db", str(tmp_path / "none"), "--temperature", "3", "q",
+            check=False)
+    assert r.returncode != 0 and "--temperature" in r.stderr
+    assert "0..2" in r.stderr, r.stderr  # the same bounds
+    with pytest.raises(medtrust.InvalidArgumentError) as ei:
+        medtrust.Answerer(tmp_path / "none", "openai:http://127.0.0.1:9#x",
+                          max_tokens=8)
+    assert "max-tokens is 8, not in 16..65536" in str(ei.value)
+    with medtrust.Store(tmp_path / "db") as st:
+        st.add([{"id": "1", "text": "some text"}])
+        with pytest.raises(medtrust.InvalidArgumentError) as ei:
+            st.index(embedder="none", threads=65)
+        assert "mt_index_run_params: threads is 65, not in 0..64" in \
+            str(ei.value)
+        st.index(embedder="none", threads=64)  # the bound itself is taken
+        assert [h.id for h in st.search("text", mode="bm25")] == ["1"]
 
 
 def test_search_without_an_index_says_how_to_build_one(tmp_path: Path) -> None:

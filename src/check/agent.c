@@ -270,16 +270,18 @@ enum mt_status mt_agent_open(const struct mt_agent_params *params,
     struct mt_agent *a;
     enum mt_status st;
 
-    if (!params || params->max_steps == 0 || params->max_rounds == 0 ||
-        params->n_evals == 0 || params->n_evals > 64 || params->rerank_k == 0 ||
-        params->retrieve_k < params->rerank_k ||
+    if (!params)
+        return mt_fail(err, MT_EINVAL, "checker: no settings given");
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_agent_param_table, params, 0, err);
+    if (st != MT_OK)
+        return st;
+    if (params->retrieve_k < params->rerank_k ||
         params->n_sources > MT_AGENT_MAX_SOURCES ||
         !mt_strategy_get(params->strategy))
         return mt_fail(err, MT_EINVAL,
-                       "checker: steps, rounds and "
-                       "evaluators (1..64) must be positive, retrieve-k "
-                       ">= rerank-k >= 1, at most %d sources given and the "
-                       "strategy one of the table's",
+                       "checker: retrieve-k must be >= rerank-k, at most %d "
+                       "sources given and the strategy one of the table's",
                        MT_AGENT_MAX_SOURCES);
     if (react_without_corpus(params, params->strategy))
         return no_corpus(params->strategy, err);

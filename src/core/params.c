@@ -2,6 +2,7 @@
  * checking a params struct's members through their descriptors. */
 #include <assert.h>
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,22 +173,48 @@ static const char *num(const struct mt_param *d, double v, char *buf, size_t n)
     return buf;
 }
 
+/* The default a def_text describes when it is no value in the bounds (a
+ * dims of 0 is "the index's", a year of 0 "any": the CLI gives it by
+ * leaving the option out), read from 'defs' (t's defaults); else NAN. */
+static double outside_default(const struct mt_param *d, int server,
+                              const void *defs)
+{
+    double v = mt_param_get(d, defs);
+
+    return d->def_text && !mt_param_valid(d, v, server) ? v : (double)NAN;
+}
+
 enum mt_status mt_param_check(const struct mt_param_table *t,
                               const void *params, int server,
                               struct mt_error *err)
 {
-    char a[40], b[40], c[40];
+    union {
+        long double align;
+        unsigned char b[DEFAULTS_MAX];
+    } defs;
+    char a[40], b[40], c[40], z[40];
     size_t i;
 
+    assert(t->size <= sizeof defs.b);
+    t->defaults(defs.b);
     for (i = 0; i < t->n; i++) {
         const struct mt_param *d = &t->params[i];
         double v = mt_param_get(d, params);
+        double def = outside_default(d, server, defs.b);
+        const char *name = d->option ? d->option : d->field;
 
-        if (!mt_param_valid(d, v, server))
+        if (mt_param_valid(d, v, server) || v == def)
+            continue;
+        num(d, v, a, sizeof a);
+        num(d, d->lo, b, sizeof b);
+        num(d, mt_param_max(d, server), c, sizeof c);
+        if (isnan(def))
             return mt_fail(err, MT_EINVAL, "%s: %s is %s, not in %s..%s",
-                           t->name, d->option ? d->option : d->field,
-                           num(d, v, a, sizeof a), num(d, d->lo, b, sizeof b),
-                           num(d, mt_param_max(d, server), c, sizeof c));
+                           t->name, name, a, b, c);
+        /* say what else it takes */
+        return mt_fail(err, MT_EINVAL,
+                       "%s: %s is %s, not in %s..%s (or %s: %s)", t->name, name,
+                       a, b, c, num(d, def, z, sizeof z), d->def_text);
     }
     return MT_OK;
 }

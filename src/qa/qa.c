@@ -151,13 +151,14 @@ enum mt_status mt_qa_open(const struct mt_qa_params *params, struct mt_qa **out,
     struct mt_qa *q;
     enum mt_status st;
 
-    if (!params || params->k == 0 || params->k > 1000 ||
-        params->rerank_depth > 10000 || params->doc_chars < 64 ||
-        !params->label_format || params->max_question_bytes == 0)
-        return mt_fail(err, MT_EINVAL,
-                       "ask: k must be in 1..1000, the "
-                       "rerank depth at most 10000, doc-chars at least 64 "
-                       "and a label format given");
+    if (!params)
+        return mt_fail(err, MT_EINVAL, "ask: no settings given");
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_qa_param_table, params, 0, err);
+    if (st != MT_OK)
+        return st;
+    if (!params->label_format)
+        return mt_fail(err, MT_EINVAL, "ask: no label format given");
     mtx_jsonl_init_alloc(); /* JSON values through mt_malloc */
     q = mt_calloc(1, sizeof *q);
     if (!q)

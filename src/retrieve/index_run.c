@@ -281,7 +281,9 @@ enum mt_status mt_index_run_store(struct mt_store *s, const char *const *inputs,
     if (!res)
         res = &mine;
     memset(res, 0, sizeof *res);
-    st = check_inputs(inputs, n, err);
+    st = mt_param_check(&mt_index_run_param_table, p, 0, err);
+    if (st == MT_OK)
+        st = check_inputs(inputs, n, err);
     for (i = 0; st == MT_OK && i < n; i++) {
         if (p->cancelled && p->cancelled(p->user))
             return mt_fail(err, MT_ECANCELED,
@@ -313,7 +315,10 @@ enum mt_status mt_index_run(const char *dir, const char *const *inputs,
         memset(res, 0, sizeof *res);
     sp = p->store;
     sp.create = n > 0; /* without inputs, only an existing store */
-    st = check_inputs(inputs, n, err);
+    /* the CLI's bounds for every caller, before the store is touched */
+    st = mt_param_check(&mt_index_run_param_table, p, 0, err);
+    if (st == MT_OK)
+        st = check_inputs(inputs, n, err);
     if (st == MT_OK)
         st = mt_publish_refuse_writes(dir, err);
     if (st == MT_OK)

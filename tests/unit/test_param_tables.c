@@ -6,7 +6,9 @@
  * member or one name). */
 #include "check.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "medtrust/check.h"
 #include "medtrust/corpus.h"
@@ -18,6 +20,7 @@
 #include "medtrust/server.h"
 #include "medtrust/store.h"
 #include "medtrust/verify.h"
+#include "tmpdir.h"
 
 static void check_names_unique(const struct mt_param_table *t, size_t i)
 {
@@ -31,6 +34,21 @@ static void check_names_unique(const struct mt_param_table *t, size_t i)
         CHECK(!d->option || !e->option || strcmp(d->option, e->option) != 0);
         CHECK(!d->field || !e->field || strcmp(d->field, e->field) != 0);
     }
+}
+
+/* The defaults pass mt_param_check, a def_text's value (0: "the
+ * index's", "any") included: what an entry point refuses, nothing that
+ * works with the defaults. */
+static void check_defaults_pass(const struct mt_param_table *t)
+{
+    union {
+        long double align;
+        unsigned char b[4096];
+    } p;
+
+    CHECK(t->size <= sizeof p.b);
+    t->defaults(p.b);
+    CHECK_OK(mt_param_check(t, p.b, 0, NULL));
 }
 
 static void check_table(const struct mt_param_table *t)
@@ -56,6 +74,7 @@ static void check_table(const struct mt_param_table *t)
         CHECK(!d->field || mt_param_find(t, d->field, 1) == d);
         check_names_unique(t, i);
     }
+    check_defaults_pass(t);
 }
 
 static void test_agent_table(void **state)
@@ -273,6 +292,211 @@ static void test_embedder_table(void **state)
     CHECK(p.threads == 5 && p.dims == 0);
 }
 
+/* ==== Entry points check their tables ==== */
+
+/* An entry point under test: runs with 'params' (its table's struct),
+ * freeing what it opened. */
+typedef enum mt_status (*entry_fn)(const void *params, struct mt_error *err);
+
+/* v as the CLI writes it: an integer in full, else %g. */
+static const char *shown(const struct mt_param *d, double v, char *buf,
+                         size_t n)
+{
+    snprintf(buf, n, mt_param_is_integer(d) ? "%.0f" : "%g", v);
+    return buf;
+}
+
+/* Runs 'run' with d set to v in a copy of 'base' and checks that it is
+ * refused naming d, v and the CLI's bounds (and the default in words
+ * where d has one). */
+static void check_refused(const struct mt_param_table *t, entry_fn run,
+                          const void *base, const struct mt_param *d, double v)
+{
+    union {
+        long double align;
+        unsigned char b[4096];
+    } p;
+    struct mt_error err = {MT_OK, ""};
+    char want[512], a[40], lo[40], hi[40], def[40];
+
+    memcpy(p.b, base, t->size);
+    mt_param_set(d, p.b, v);
+    CHECK(mt_param_get(d, p.b) == v); /* representable: the test is real */
+    snprintf(want, sizeof want, "%s: %s is %s, not in %s..%s", t->name,
+             d->option ? d->option : d->field, shown(d, v, a, sizeof a),
+             shown(d, d->lo, lo, sizeof lo), shown(d, d->hi, hi, sizeof hi));
+    if (d->def_text && !mt_param_valid(d, mt_param_default(t, d), 0))
+        snprintf(
+            want + strlen(want), sizeof want - strlen(want), " (or %s: %s)",
+            shown(d, mt_param_default(t, d), def, sizeof def), d->def_text);
+    assert_int_equal(run(p.b, &err), MT_EINVAL);
+    assert_string_equal(err.msg, want);
+}
+
+/* Runs 'run' with d at v (within bounds) and checks that whatever else
+ * stops it, its bounds do not. */
+static void check_taken(const struct mt_param_table *t, entry_fn run,
+                        const void *base, const struct mt_param *d, double v)
+{
+    union {
+        long double align;
+        unsigned char b[4096];
+    } p;
+    struct mt_error err = {MT_OK, ""};
+
+    memcpy(p.b, base, t->size);
+    mt_param_set(d, p.b, v);
+    if (run(p.b, &err) != MT_OK)
+        CHECK(strncmp(err.msg, t->name, strlen(t->name)) != 0);
+}
+
+/* The largest value of d's type, as a double. */
+static double type_max(const struct mt_param *d)
+{
+    switch (d->type) {
+    case MT_PARAM_U32:
+        return 4294967295.0;
+    case MT_PARAM_I32:
+        return 2147483647.0;
+    case MT_PARAM_U64:
+    case MT_PARAM_SIZE:
+        return 1e18;
+    default:
+        return 1e30;
+    }
+}
+
+/* Every member of t one past each bound it has that its type can hold
+ * (below lo, above the CLI's hi) is refused by 'run'; a value below lo
+ * that is the default a def_text describes is taken, and so are lo and
+ * hi themselves (with_taken: the entry point runs cheaply there). */
+static void check_entry(const struct mt_param_table *t, entry_fn run,
+                        const void *base, int with_taken)
+{
+    size_t i, refused = 0;
+
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        double below = mt_param_is_integer(d) ? d->lo - 1 : d->lo - 0.5;
+        double above = mt_param_is_integer(d) ? d->hi + 1 : d->hi + 0.5;
+        int unsigned_type = d->type != MT_PARAM_I32 && mt_param_is_integer(d);
+
+        if (!(unsigned_type && d->lo == 0) &&
+            !(d->def_text && below == mt_param_default(t, d))) {
+            check_refused(t, run, base, d, below);
+            refused++;
+        }
+        if (above <= type_max(d)) {
+            check_refused(t, run, base, d, above);
+            refused++;
+        }
+        if (with_taken) {
+            check_taken(t, run, base, d, d->lo);
+            check_taken(t, run, base, d, d->hi);
+        }
+    }
+    CHECK(refused >= t->n); /* every member has a bound to refuse */
+}
+
+static enum mt_status agent_run(const void *p, struct mt_error *err)
+{
+    struct mt_agent *a = NULL;
+    enum mt_status st = mt_agent_open(p, &a, err);
+
+    mt_agent_close(a);
+    return st;
+}
+
+/* mt_agent_open refuses every setting out of the CLI's bounds (check's
+ * options) before it opens anything, naming it, its value and the
+ * bounds; the defaults, and lo and hi of each, pass them. */
+static void test_agent_open_checks_table(void **state)
+{
+    struct mt_agent_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_agent_default_params(&p);
+    p.strategy = MT_STRATEGY_SINGLE;
+    p.llm_spec = "openai:http://127.0.0.1:9#none"; /* never called */
+    check_entry(&mt_agent_param_table, agent_run, &p, 1);
+    p.max_steps = 33;
+    assert_int_equal(agent_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg, "mt_agent_params: steps is 33, not in 1..32");
+    p.max_steps = 4;
+    p.dims = 65537;
+    assert_int_equal(agent_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg, "mt_agent_params: dims is 65537, not in "
+                                 "1..65536 (or 0: the index's)");
+}
+
+static enum mt_status qa_run(const void *p, struct mt_error *err)
+{
+    struct mt_qa *q = NULL;
+    enum mt_status st = mt_qa_open(p, &q, err);
+
+    mt_qa_close(q);
+    return st;
+}
+
+/* mt_qa_open refuses every setting out of ask's bounds, naming it. */
+static void test_qa_open_checks_table(void **state)
+{
+    struct mt_qa_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_qa_default_params(&p);
+    p.db_dir = "/nonexistent/medtrust-param-check"; /* never opened */
+    check_entry(&mt_qa_param_table, qa_run, &p, 0);
+    p.temperature = 2.5f;
+    assert_int_equal(qa_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg,
+                        "mt_qa_params: temperature is 2.5, not in 0..2");
+}
+
+static char run_dir[96];
+
+static enum mt_status index_run_run(const void *p, struct mt_error *err)
+{
+    return mt_index_run(run_dir, NULL, 0, p, NULL, err);
+}
+
+static struct mt_store *run_store;
+
+static enum mt_status index_run_store_run(const void *p, struct mt_error *err)
+{
+    return mt_index_run_store(run_store, NULL, 0, p, NULL, err);
+}
+
+/* mt_index_run refuses every setting out of index's bounds before the
+ * store is touched (no folder is made), and so does mt_index_run_store
+ * before it reads or builds anything. */
+static void test_index_run_checks_table(void **state)
+{
+    const struct mt_param_table *t = &mt_index_run_param_table;
+    struct mt_index_run_params p;
+    struct mt_error err = {MT_OK, ""};
+    char db[128];
+
+    (void)state;
+    CHECK(tmpdir_make("mt-param-check") == 0);
+    snprintf(run_dir, sizeof run_dir, "%s/db", tmpl);
+    mt_index_run_default_params(&p);
+    check_entry(t, index_run_run, &p, 1);
+    CHECK(access(run_dir, F_OK) != 0); /* never created */
+    p.update.build.threads = 65;
+    assert_int_equal(index_run_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg,
+                        "mt_index_run_params: threads is 65, not in 0..64");
+    p.update.build.threads = 0;
+    snprintf(db, sizeof db, "%s/store", tmpl);
+    CHECK_OK(mt_store_open(db, NULL, &run_store, NULL));
+    check_entry(t, index_run_store_run, &p, 0);
+    mt_store_close(run_store);
+    run_store = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +511,9 @@ int main(void)
         cmocka_unit_test(test_import_table),
         cmocka_unit_test(test_embedder_table),
         cmocka_unit_test(test_index_run_table),
+        cmocka_unit_test(test_agent_open_checks_table),
+        cmocka_unit_test(test_qa_open_checks_table),
+        cmocka_unit_test_teardown(test_index_run_checks_table, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
