@@ -477,16 +477,25 @@ struct seg_job {
     size_t want;
     size_t nlex, nsem;
     atomic_size_t next;
+    /* The highest floor any runner has found so far, as the bits of a
+     * double (>= 0, so they order as the doubles do): shared, as
+     * Lucene's MaxScoreAccumulator shares the minimum competitive score
+     * among its slices. */
+    _Atomic uint64_t floor_bits;
     struct runner *run;
     struct mt_vec_hit *vhits; /* segment i's hits at vhits[i * want] */
     uint32_t *vn;             /* and their number */
     enum mt_status *vst;      /* and its search's status */
 };
 
-/* A runner's BM25 part: its own top 'want' of the segments it took, with
- * its own floor (seg_floor). A hit outside it is behind 'want' hits of
- * this runner's segments, so it is outside the merged top 'want' too:
- * the merge of every runner's list is the one-thread merge, exactly. */
+/* A runner's BM25 part: its own top 'want' of the segments it took,
+ * each searched from a floor (seg_floor of its own list, or a higher one
+ * another runner shared). A hit it leaves out is behind 'want' hits of
+ * its own segments or under a floor, so it is outside the merged top
+ * 'want' too; every hit of the merged top 'want' is at or above every
+ * floor and so returned in place, with its score. The merge of every
+ * runner's list is the one-thread merge, exactly, whichever runner took
+ * which segment and whenever a floor was shared. */
 struct runner {
     struct seg_job *job;
     struct mt_bm25_ctx *ctx;
@@ -497,6 +506,23 @@ struct runner {
     enum mt_status st;
     struct mt_error err;
 };
+
+/* Raises the shared floor to f (when higher); returns the shared floor
+ * after. Any runner's floor is valid for every segment: it is a float
+ * step below the want-th of 'want' hits that runner holds, so a hit
+ * under it is outside the merged top 'want' (seg_floor). */
+static double share_floor(struct seg_job *j, double f)
+{
+    uint64_t nf, cur = atomic_load(&j->floor_bits);
+    double c;
+
+    memcpy(&nf, &f, sizeof nf);
+    while (nf > cur &&
+           !atomic_compare_exchange_weak(&j->floor_bits, &cur, nf))
+        ;
+    memcpy(&c, &cur, sizeof c);
+    return nf > cur ? f : c;
+}
 
 static void lex_item(struct runner *r, size_t i)
 {
@@ -509,7 +535,7 @@ static void lex_item(struct runner *r, size_t i)
         return;
     sp.ctx = r->ctx;
     sp.accept_user = &f;
-    sp.floor = seg_floor(r->all, &r->n, j->want);
+    sp.floor = share_floor(j, seg_floor(r->all, &r->n, j->want));
     r->st = mtx_bm25_search(j->idx->segs[i].bm, j->terms, j->nq, &sp, r->hits,
                             j->want, &nh, &r->err);
     if (r->st != MT_OK) {
@@ -627,6 +653,7 @@ static void run_job(struct seg_job *j, size_t t)
     size_t i;
 
     atomic_init(&j->next, 0);
+    atomic_init(&j->floor_bits, 0);
     for (i = 1; i < t; i++)
         (void)mtx_pool_submit(j->idx->pool, runner_main, &j->run[i]);
     runner_main(&j->run[0]);
