@@ -517,8 +517,7 @@ static double share_floor(struct seg_job *j, double f)
     double c;
 
     memcpy(&nf, &f, sizeof nf);
-    while (nf > cur &&
-           !atomic_compare_exchange_weak(&j->floor_bits, &cur, nf))
+    while (nf > cur && !atomic_compare_exchange_weak(&j->floor_bits, &cur, nf))
         ;
     memcpy(&c, &cur, sizeof c);
     return nf > cur ? f : c;
