@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Integration (issue 19): two `medtrust serve --state postgresql://...` on
-# one throwaway PostgreSQL (tests/fixtures/pg_cluster.sh) and the agent
-# stub. A session made on A works on B and a logout on B ends it on A; a
+# Integration (issue 19): three `medtrust serve --state postgresql://...`
+# on one throwaway PostgreSQL (tests/fixtures/pg_cluster.sh) and the agent
+# stub (A and B front ends, C the one that runs the jobs). A session made
+# on A works on B and a logout on B ends it on A; a
 # check submitted on A streams on B with the same events, in the same
 # order, as on A; `user ... --state` manages the shared accounts while a
 # server without --state keeps its own (the embedded default); and a
@@ -39,11 +40,20 @@ cmp -s "$TMP/env-users" "$TMP/pg-users" &&
     not_ok "serve --state sqlite:" "$(cat "$TMP/bad.err")"
 
 # ==== Two servers, one state ====
-stub_start main --delay 100
-serve_start a --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+# Every server with job threads claims any queued job, whichever server
+# took it: C, on the stub, is the only one that runs jobs, and A and B
+# are front ends (--llm-jobs 0). When A and B ran jobs too, a loaded
+# machine let them claim the checks submitted on C below, which then ran
+# on their own model, never held (--hold-while), and ended before the
+# restart or the cancel meant for them.
+stub_start slow --delay 600 --hold-while "$TMP/hold"
+serve_start c --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+UC=$U
+AC=("${A[@]}")
+serve_start a --state "$PG_URL" --rate-limit 0 --llm-jobs 0
 UA=$U
 AA=("${A[@]}")
-serve_start b --llm "$SPEC" --state "$PG_URL" --rate-limit 0
+serve_start b --state "$PG_URL" --rate-limit 0 --llm-jobs 0
 UB=$U
 grep -q 'state in PostgreSQL' "$TMP/b.err" &&
     ok "serve says its state is in PostgreSQL" ||
@@ -116,15 +126,21 @@ expect "... ends the session on A" 401 "${AA[@]}" "$UA/v1/me"
 run_id() {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$TMP/body"
 }
-# stream_from_step URL FILE: streams URL (with C's session) into FILE in
-# the background (SSE_PID) and returns once its first step has arrived.
-stream_from_step() {
+# stream_bg URL FILE: streams URL (with C's session) into FILE in the
+# background (SSE_PID).
+stream_bg() {
     timeout 120 curl -sN "${AC[@]}" "$1" >"$2" &
     SSE_PID=$!
-    for _ in $(seq 200); do
-        grep -q '^event: step' "$2" 2>/dev/null && break
+}
+
+# wait_step FILE: waits until the stream in FILE has a step (at most
+# 60 s); 1 if none came.
+wait_step() {
+    for _ in $(seq 1200); do
+        grep -q '^event: step' "$1" 2>/dev/null && return 0
         sleep 0.05
     done
+    return 1
 }
 
 # wait_run URL: polls the run (with C's session) for up to 2 minutes until
@@ -140,26 +156,39 @@ wait_run() {
 }
 
 # ==== PostgreSQL restarted during a run ====
-stub_start slow --delay 600 --hold-while "$TMP/hold"
-serve_start c --llm "$SPEC" --state "$PG_URL" --rate-limit 0
-UC=$U
-AC=("${A[@]}")
+# The stub steps C's check one call at a time to its first step and holds
+# the next call (--hold-while) until PostgreSQL is back: the restart falls
+# in the middle of the run however loaded the machine is (free-running,
+# the check ends about 2 s after its first step).
+: >"$TMP/hold"
+calls0=$(wc -l <"$TMP/slow.log")
 expect "a slow check submitted on C is queued" 202 "${AC[@]}" "$UC/v1/check" -d "$REQ"
 RUN2=$(run_id)
-# B streams it from before the restart to its end
-stream_from_step "$UB/v1/runs/$RUN2/events" "$TMP/b2.sse"
+# C's own stream shows the first step at once; B streams it from before
+# the restart to its end (its mirror polls PostgreSQL)
+timeout 120 curl -sN "${AC[@]}" "$UC/v1/runs/$RUN2/events" >"$TMP/c2.sse" &
+CSSE_PID=$!
+stream_bg "$UB/v1/runs/$RUN2/events" "$TMP/b2.sse"
+step_to_first_step "$TMP/c2.sse" "$TMP/slow.log" "$TMP/hold" "$calls0" &&
+    wait_step "$TMP/b2.sse"
 code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
 grep -q '"status":"running"' "$TMP/body" && grep -q '^event: step' "$TMP/b2.sse" &&
     ok "the check is running, and streaming on B, when PostgreSQL restarts" ||
-    not_ok "running before the restart" "$(head -c 200 "$TMP/body")"
+    not_ok "running before the restart" "$(head -c 200 "$TMP/body")" \
+        "$(tail -c 200 "$TMP/b2.sse")"
 if pg_restart >"$TMP/restart.out" 2>&1; then
     ok "PostgreSQL restarts while the check runs"
 else not_ok "pg restart" "$(cat "$TMP/restart.out")"; fi
+code "${AC[@]}" "$UB/v1/runs/$RUN2" >/dev/null
+grep -q '"status":"running"' "$TMP/body" &&
+    ok "... and the check is still running, held, when it is back" ||
+    not_ok "running after the restart" "$(head -c 200 "$TMP/body")"
+rm -f "$TMP/hold"
 wait_run "$UB/v1/runs/$RUN2"
 [ "$status" = done ] && ok "the run finishes done after the restart (read on B)" ||
     not_ok "run after restart" "status '$status'" "$(tail -5 "$TMP/c.err")"
 wait "$SSE_PID"
-timeout 120 curl -sN "${AC[@]}" "$UC/v1/runs/$RUN2/events" >"$TMP/c2.sse"
+wait "$CSSE_PID"
 if n=$(python3 "$TMP/sse.py" "$TMP/c2.sse" "$TMP/b2.sse" 2>"$TMP/py.err"); then
     ok "B streamed the same $n events as C, across the restart"
 else not_ok "stream after restart" "$(tail -3 "$TMP/py.err")"; fi
