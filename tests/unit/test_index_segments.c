@@ -371,6 +371,62 @@ static void test_segments_threads_search_as_one(void **state)
         compare_all(one, many, threads[i]);
 }
 
+/* A hybrid search on 3 threads of a fresh handle (its workers and
+ * contexts made in the search) with the n-th allocation failing. */
+static enum mt_status oom_search(const char *dir, long n,
+                                 struct mt_search_result **out, long *failed)
+{
+    struct mt_index *idx = NULL;
+    struct mt_search_params p;
+    float v[DIMS];
+    const char *q = "renal dialysis trial placebo cohort dose outcome";
+    enum mt_status st;
+
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_search_default_params(&p);
+    embed_one(q, strlen(q), v);
+    p.mode = MT_SEARCH_HYBRID;
+    p.k = 20;
+    p.query_vec = v;
+    p.query_dims = DIMS;
+    p.search_threads = 3;
+    mt_alloc_fail_after(n);
+    st = mt_index_search(idx, q, &p, out, NULL);
+    *failed = mt_alloc_failures();
+    mt_alloc_fail_reset();
+    mt_index_close(idx);
+    return st;
+}
+
+/* Out of memory anywhere in a search on several threads (the workers,
+ * a thread's context, its lists, a worker's task): MT_ENOMEM, or, when
+ * the search went on (with fewer threads), the same hits; nothing leaks
+ * (ASan) and nothing else fails. */
+static void test_segments_threads_search_oom(void **state)
+{
+    struct mt_search_result *ref = NULL, *r = NULL;
+    struct query q = {"oom", MT_SEARCH_HYBRID, MT_FUSION_LINEAR, 20, 0, NULL,
+                      0};
+    char many[128];
+    long n, failed = 1;
+
+    (void)state;
+    CHECK(make_index("split-oom", 1, 24 << 10, 1, many, sizeof many) >= 6);
+    CHECK_OK(oom_search(many, -1, &ref, &failed));
+    CHECK(ref->n == 20);
+    failed = 1;
+    for (n = 0; n < 20000 && failed; n++) {
+        enum mt_status st = oom_search(many, n, &r, &failed);
+        CHECK(st == MT_OK || st == MT_ENOMEM);
+        if (st != MT_OK)
+            continue;
+        identical_hits(ref, r, &q, 3); /* maybe on fewer threads */
+        mt_search_result_free(r);
+    }
+    CHECK(!failed && n > 10);
+    mt_search_result_free(ref);
+}
+
 /* Appended by three later builds (the checkpointed import's shape), each
  * split further, with Lucene's one-byte norms. */
 static void test_segments_appended_rank_as_one(void **state)
@@ -553,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_segments_split_rank_as_one),
         cmocka_unit_test(test_segments_appended_rank_as_one),
         cmocka_unit_test(test_segments_threads_search_as_one),
+        cmocka_unit_test(test_segments_threads_search_oom),
         cmocka_unit_test(test_segments_merge_smallest_not_rebuild),
         cmocka_unit_test(test_segments_killed_merge_leaves_index),
         cmocka_unit_test(test_segments_full_ones_never_merge),
