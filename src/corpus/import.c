@@ -419,6 +419,10 @@ enum mt_status mt_import(const char *format, const char *const *paths, size_t n,
      * needs an error to write to even when the caller wants none. */
     if (!err)
         err = &local;
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_import_param_table, params, 0, err);
+    if (st != MT_OK)
+        return st;
     if (!fm)
         return mt_fail(err, MT_EINVAL,
                        "unknown format '%s' (pubmed, pmc, medquad, pubmedqa, "

@@ -90,6 +90,11 @@ enum mt_status mt_embedder_open(const char *spec,
 
     if (!spec || !*spec)
         spec = "use-lite";
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = params ? mt_param_check(&mt_embedder_param_table, params, 0, err)
+                : MT_OK;
+    if (st != MT_OK)
+        return st;
     st = mtx_spec_parse(spec, kinds, 4, "--embedder", &ms, err);
     if (st == MT_ENOTFOUND)
         return mt_fail(err, MT_EINVAL,

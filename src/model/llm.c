@@ -147,6 +147,10 @@ enum mt_status mt_llm_open(const char *spec, const struct mt_llm_params *p,
         mt_llm_default_params(&d);
         p = &d;
     }
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_llm_param_table, p, 0, err);
+    if (st != MT_OK)
+        return st;
     if (!spec || !*spec)
         return mt_fail(err, MT_EINVAL,
                        "no LLM configured: set --llm or "

@@ -497,6 +497,81 @@ static void test_index_run_checks_table(void **state)
     run_store = NULL;
 }
 
+static enum mt_status llm_run(const void *p, struct mt_error *err)
+{
+    struct mt_llm *l = NULL;
+    enum mt_status st =
+        mt_llm_open("openai:http://127.0.0.1:9#none", p, &l, err);
+
+    mt_llm_close(l);
+    return st;
+}
+
+/* mt_llm_open refuses every setting out of the CLI's bounds (--timeout,
+ * --retries, --ctx) before it opens the model. */
+static void test_llm_open_checks_table(void **state)
+{
+    struct mt_llm_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_llm_default_params(&p);
+    check_entry(&mt_llm_param_table, llm_run, &p, 1);
+    p.timeout_s = 0;
+    assert_int_equal(llm_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg,
+                        "mt_llm_params: timeout is 0, not in 0.001..86400");
+}
+
+static enum mt_status embedder_run(const void *p, struct mt_error *err)
+{
+    struct mt_embedder *e = NULL;
+    enum mt_status st =
+        mt_embedder_open("openai:http://127.0.0.1:9#none", p, &e, err);
+
+    mt_embedder_close(e);
+    return st;
+}
+
+/* mt_embedder_open refuses every setting out of embed's bounds before it
+ * opens the model (within them it would call the unreachable server). */
+static void test_embedder_open_checks_table(void **state)
+{
+    struct mt_embedder_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_embedder_default_params(&p);
+    check_entry(&mt_embedder_param_table, embedder_run, &p, 0);
+    p.dims = 65537;
+    assert_int_equal(embedder_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg, "mt_embedder_params: dims is 65537, not in "
+                                 "1..65536 (or 0: native)");
+}
+
+static enum mt_status import_run(const void *p, struct mt_error *err)
+{
+    const char *paths[] = {"/nonexistent/medtrust-param-check.xml"};
+
+    return mt_import("medquad", paths, 1, p, NULL, err);
+}
+
+/* mt_import refuses every setting out of import's bounds before it reads
+ * anything. */
+static void test_import_checks_table(void **state)
+{
+    struct mt_import_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    mt_import_default_params(&p);
+    check_entry(&mt_import_param_table, import_run, &p, 1);
+    p.threads = 9;
+    assert_int_equal(import_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg, "mt_import_params: threads is 9, not in 1..8 "
+                                 "(or 0: the online CPUs, at most 8)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +589,9 @@ int main(void)
         cmocka_unit_test(test_agent_open_checks_table),
         cmocka_unit_test(test_qa_open_checks_table),
         cmocka_unit_test_teardown(test_index_run_checks_table, teardown),
+        cmocka_unit_test(test_llm_open_checks_table),
+        cmocka_unit_test(test_embedder_open_checks_table),
+        cmocka_unit_test(test_import_checks_table),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
