@@ -632,8 +632,6 @@ static enum mt_status check_text(const struct mt_qa *q, const char *text,
 
     if (!q->p.db_dir)
         return mt_fail(err, MT_EINVAL, "verify: no corpus: give --db DIR");
-    if (vp->k == 0 || vp->k > 1000)
-        return mt_fail(err, MT_EINVAL, "verify: k must be in 1..1000");
     if (vp->decompose && !decompose_llm(q))
         return mt_fail(err, MT_EINVAL,
                        "verify: --decompose needs a chat model: give --llm "
@@ -844,7 +842,10 @@ static enum mt_status verify(struct mt_qa *q, const char *text,
         mt_verify_default_params(q, &dp);
         vp = &dp;
     }
-    st = check_text(q, text, vp, err);
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_verify_param_table, vp, 0, err);
+    if (st == MT_OK)
+        st = check_text(q, text, vp, err);
     if (st != MT_OK)
         return st;
     st = vrun_init(&v, q, text, vp);

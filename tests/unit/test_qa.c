@@ -5,6 +5,7 @@
  * input (empty, 100 KB, no hits) refused or answered honestly. */
 #include "check.h"
 
+#include <stdio.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -17,6 +18,7 @@
 #include "medtrust/core.h"
 #include "medtrust/index.h"
 #include "medtrust/store.h"
+#include "medtrust/verify.h"
 #include "model/nli.h"
 #include "tmpdir.h"
 
@@ -406,6 +408,51 @@ static void test_open_refuses_bad_params(void **state)
     CHECK(strstr(e.msg, "{id}") != NULL);
 }
 
+/* mt_verify_text and mt_verify_one_claim refuse every setting out of
+ * verify's bounds (mt_verify_param_table) before they read the text,
+ * naming it, its value and the bounds; the answerer's defaults pass. */
+static void test_verify_checks_table(void **state)
+{
+    const struct mt_param_table *t = &mt_verify_param_table;
+    struct mt_qa *q = open_qa();
+    struct mt_verify_params vp, bad;
+    struct mt_verify_result *r = NULL;
+    struct mt_error e = {MT_OK, ""};
+    char want[256];
+    size_t i;
+
+    (void)state;
+    mt_verify_default_params(q, &vp);
+    CHECK_OK(mt_param_check(t, &vp, 0, NULL));
+    for (i = 0; i < t->n; i++) {
+        const struct mt_param *d = &t->params[i];
+        int whole = mt_param_is_integer(d);
+        double v = whole ? d->hi + 1 : d->hi + 0.5;
+
+        bad = vp;
+        mt_param_set(d, &bad, v);
+        snprintf(want, sizeof want,
+                 whole ? "mt_verify_params: %s is %.0f, not in %.0f..%.0f"
+                       : "mt_verify_params: %s is %g, not in %g..%g",
+                 d->option, v, d->lo, d->hi);
+        assert_int_equal(
+            mt_verify_text(q, "Aspirin prevents infarction.", &bad, &r, &e),
+            MT_EINVAL);
+        assert_string_equal(e.msg, want);
+        CHECK(r == NULL);
+        assert_int_equal(mt_verify_one_claim(q, "Aspirin prevents infarction.",
+                                             &bad, &r, &e),
+                         MT_EINVAL);
+        assert_string_equal(e.msg, want);
+    }
+    bad = vp;
+    bad.min_words = 0;
+    assert_int_equal(mt_verify_text(q, "x", &bad, &r, &e), MT_EINVAL);
+    assert_string_equal(e.msg,
+                        "mt_verify_params: min-words is 0, not in 1..100");
+    mt_qa_close(q);
+}
+
 /* ==== medtrust verify: the text's reading (src/qa/verify_text.c) ==== */
 
 static void test_verify_quote_found_stitched_and_invented(void **state)
@@ -567,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_unretrieved_citation_is_never_classified),
         cmocka_unit_test(test_chunk_overlap_is_joined),
         cmocka_unit_test(test_open_refuses_bad_params),
+        cmocka_unit_test(test_verify_checks_table),
         cmocka_unit_test(test_verify_quote_found_stitched_and_invented),
         cmocka_unit_test(test_verify_parse_citations_and_quotes),
         cmocka_unit_test(test_verify_sentences_headings_and_claims),
