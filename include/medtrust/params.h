@@ -91,8 +91,10 @@ int mt_param_fields_differ(const struct mt_param_table *t, const void *a,
  * library entry point that takes a params struct calls, so every caller
  * gets the bounds the CLI and the server take: mt_server_start,
  * mt_agent_open, mt_qa_open, mt_index_run, mt_index_run_store,
- * mt_import, mt_llm_open, mt_embedder_open and, per call, mt_verify_text
- * and mt_verify_one_claim check their tables. */
+ * mt_import, mt_llm_open, mt_embedder_open, mt_store_open and, per call,
+ * mt_verify_text and mt_verify_one_claim check their tables
+ * (mt_index_search checks k and the depths itself, not yet
+ * mt_search_param_table's k1, b and weights). */
 enum mt_status mt_param_check(const struct mt_param_table *t,
                               const void *params, int server,
                               struct mt_error *err);

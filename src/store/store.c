@@ -464,6 +464,10 @@ enum mt_status mt_store_open(const char *dir,
         mt_store_default_params(&defaults);
         params = &defaults;
     }
+    /* the CLI's bounds for every caller (a library's, Python's) */
+    st = mt_param_check(&mt_store_param_table, params, 0, err);
+    if (st != MT_OK)
+        return st;
     s = mt_calloc(1, sizeof *s);
     if (!s)
         return mt_fail(err, MT_ENOMEM, "%s: out of memory", dir);

@@ -572,6 +572,37 @@ static void test_import_checks_table(void **state)
                                  "(or 0: the online CPUs, at most 8)");
 }
 
+static enum mt_status store_run(const void *p, struct mt_error *err)
+{
+    struct mt_store *s = NULL;
+    enum mt_status st = mt_store_open(run_dir, p, &s, err);
+
+    mt_store_close(s);
+    return st;
+}
+
+/* mt_store_open refuses a chunker setting out of index's and import's
+ * bounds before it touches the folder, even one an existing store would
+ * not use. */
+static void test_store_open_checks_table(void **state)
+{
+    struct mt_store_params p;
+    struct mt_error err = {MT_OK, ""};
+
+    (void)state;
+    CHECK(tmpdir_make("mt-param-store") == 0);
+    snprintf(run_dir, sizeof run_dir, "%s/db", tmpl);
+    mt_store_default_params(&p);
+    p.create = 0; /* within the bounds: "no store here", nothing made */
+    check_entry(&mt_store_param_table, store_run, &p, 1);
+    p.create = 1;
+    p.chunk_size = 0;
+    assert_int_equal(store_run(&p, &err), MT_EINVAL);
+    assert_string_equal(err.msg,
+                        "mt_store_params: chunk-size is 0, not in 1..1000000");
+    CHECK(access(run_dir, F_OK) != 0); /* never created */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_llm_open_checks_table),
         cmocka_unit_test(test_embedder_open_checks_table),
         cmocka_unit_test(test_import_checks_table),
+        cmocka_unit_test_teardown(test_store_open_checks_table, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
