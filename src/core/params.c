@@ -184,6 +184,30 @@ static double outside_default(const struct mt_param *d, int server,
     return d->def_text && !mt_param_valid(d, v, server) ? v : (double)NAN;
 }
 
+/* The error for d's value v, out of its bounds and not its outside
+ * default 'def' (NAN when it has none). */
+static enum mt_status refuse(const struct mt_param_table *t,
+                             const struct mt_param *d, double v, double def,
+                             int server, struct mt_error *err)
+{
+    char a[40], b[40], c[40], z[40];
+    const char *name = d->option ? d->option : d->field;
+
+    num(d, v, a, sizeof a);
+    num(d, d->lo, b, sizeof b);
+    num(d, mt_param_max(d, server), c, sizeof c);
+    if (isnan(def))
+        return mt_fail(err, MT_EINVAL, "%s: %s is %s, not in %s..%s", t->name,
+                       name, a, b, c);
+    /* say what else it takes */
+    return mt_fail(err, MT_EINVAL, "%s: %s is %s, not in %s..%s (or %s: %s)",
+                   t->name, name, a, b, c, num(d, def, z, sizeof z),
+                   d->def_text);
+}
+
+/* The table's defaults are filled only once a value is out of bounds:
+ * a check that passes (every per-call check of a valid request) reads
+ * nothing but the params. */
 enum mt_status mt_param_check(const struct mt_param_table *t,
                               const void *params, int server,
                               struct mt_error *err)
@@ -192,29 +216,23 @@ enum mt_status mt_param_check(const struct mt_param_table *t,
         long double align;
         unsigned char b[DEFAULTS_MAX];
     } defs;
-    char a[40], b[40], c[40], z[40];
+    int have_defs = 0;
     size_t i;
 
     assert(t->size <= sizeof defs.b);
-    t->defaults(defs.b);
     for (i = 0; i < t->n; i++) {
         const struct mt_param *d = &t->params[i];
-        double v = mt_param_get(d, params);
-        double def = outside_default(d, server, defs.b);
-        const char *name = d->option ? d->option : d->field;
+        double v = mt_param_get(d, params), def;
 
-        if (mt_param_valid(d, v, server) || v == def)
+        if (mt_param_valid(d, v, server))
             continue;
-        num(d, v, a, sizeof a);
-        num(d, d->lo, b, sizeof b);
-        num(d, mt_param_max(d, server), c, sizeof c);
-        if (isnan(def))
-            return mt_fail(err, MT_EINVAL, "%s: %s is %s, not in %s..%s",
-                           t->name, name, a, b, c);
-        /* say what else it takes */
-        return mt_fail(err, MT_EINVAL,
-                       "%s: %s is %s, not in %s..%s (or %s: %s)", t->name, name,
-                       a, b, c, num(d, def, z, sizeof z), d->def_text);
+        if (!have_defs) {
+            t->defaults(defs.b);
+            have_defs = 1;
+        }
+        def = outside_default(d, server, defs.b);
+        if (v != def)
+            return refuse(t, d, v, def, server, err);
     }
     return MT_OK;
 }

@@ -67,7 +67,7 @@ static void *worker(void *arg)
 
 /* ==== Lifecycle ==== */
 
-static size_t online_cpus(void)
+size_t mtx_online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -97,7 +97,7 @@ enum mt_status mtx_pool_new(size_t nthreads, struct mt_pool **out)
     enum mt_status st = MT_ENOMEM;
 
     if (nthreads == 0)
-        nthreads = online_cpus();
+        nthreads = mtx_online_cpus();
     if (nthreads > POOL_MAX_THREADS)
         nthreads = POOL_MAX_THREADS;
     p = mt_calloc(1, sizeof *p);

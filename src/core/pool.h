@@ -15,6 +15,9 @@ typedef void (*mt_pool_fn)(void *arg);
 /* One iteration of mtx_pool_parallel_for: index i in [0, n). */
 typedef void (*mt_pool_index_fn)(size_t i, void *arg);
 
+/* The online CPUs (sysconf; at least 1). */
+size_t mtx_online_cpus(void);
+
 /* Starts 'nthreads' workers (0 = the number of online CPUs; capped at 1024).
  * On success *out owns the pool (free with mtx_pool_free); on failure *out
  * is unchanged and the result is MT_ENOMEM, or MT_EINTERNAL when a thread

@@ -11,7 +11,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/pool.h"
 #include "corpus/corpus_int.h"
@@ -613,8 +612,7 @@ static enum mt_status find_done(struct pipe *pp, struct mtx_out *out,
 
 static size_t thread_count(const struct mt_import_params *p, size_t files)
 {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t n = p->threads ? p->threads : (size_t)(online > 0 ? online : 1);
+    size_t n = p->threads ? p->threads : mtx_online_cpus();
 
     n = n > THREADS_MAX ? THREADS_MAX : n;
     return n > files ? files : n;

@@ -7,8 +7,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "core/pool.h"
 #include "index/hnsw.h"
 #include "index/hnsw_int.h"
 #include "index/simd.h"
@@ -1030,12 +1030,9 @@ enum mt_status mtx_hnsw_alloc(const struct mt_hnsw_params *p,
  * never more than one per 64 vectors, so tiny sets build serially. */
 static uint32_t build_threads(const struct mt_hnsw *h)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t t = h->p.threads;
+    uint32_t t = h->p.threads ? h->p.threads : (uint32_t)mtx_online_cpus();
     uint32_t most = h->n / 64 + 1;
 
-    if (t == 0)
-        t = cores < 1 ? 1 : (uint32_t)cores;
     if (t > BUILD_MAX_THREADS)
         t = BUILD_MAX_THREADS;
     return t < most ? t : most;

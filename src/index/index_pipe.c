@@ -5,7 +5,6 @@
  * so the builder sees exactly the serial build's calls. */
 #include <pthread.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/arena.h"
 #include "core/pool.h"
@@ -304,8 +303,7 @@ static enum mt_status on_row(const struct mt_chunk_row *r, void *user)
 
 static size_t worker_count(uint32_t threads)
 {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t n = threads ? threads : (size_t)(online > 0 ? online : 1);
+    size_t n = threads ? threads : mtx_online_cpus();
 
     return n > THREADS_MAX ? THREADS_MAX : n;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/pool.h"
 #include "core/selfpath.h"
 #include "medtrust/core.h"
 #include "model/llama_rt.h"
@@ -154,11 +155,7 @@ void mtx_llama_session_close(struct mtx_llama_session *s)
 
 int32_t mtx_llama_threads(uint32_t threads)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-    if (threads)
-        return (int32_t)threads;
-    return n > 0 ? (int32_t)n : 1;
+    return threads ? (int32_t)threads : (int32_t)mtx_online_cpus();
 }
 
 /* ==== Loading ==== */

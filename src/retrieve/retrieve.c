@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "core/buf.h"
+#include "core/pool.h"
 #include "medtrust/core.h"
 #include "medtrust/publish.h"
 #include "medtrust/retrieve.h"
@@ -60,6 +60,7 @@ struct mt_retriever {
     uint32_t dims;       /* params.dims: query truncation asked for */
     struct mt_reranker *reranker;
     atomic_uint searching; /* mt_retriever_search calls in flight */
+    size_t cores;          /* online CPUs, read once at open */
 };
 
 void mt_retriever_default_params(struct mt_retriever_params *p)
@@ -377,14 +378,13 @@ static enum mt_status embed_query(struct mt_retriever *r, const char *query,
  * `search` alone gets every core, `search --queries --jobs N` and the
  * server's concurrent requests share them instead of asking for N x
  * cores threads. */
-static uint32_t auto_threads(unsigned inflight)
+static uint32_t auto_threads(size_t cores, unsigned inflight)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned long t;
+    size_t t;
 
-    if (cores < 1 || inflight < 1)
+    if (inflight < 1)
         return 1;
-    t = (unsigned long)cores / inflight;
+    t = cores / inflight;
     if (t > MT_SEARCH_MAX_THREADS)
         t = MT_SEARCH_MAX_THREADS;
     return t ? (uint32_t)t : 1;
@@ -413,7 +413,7 @@ enum mt_status mt_retriever_search(struct mt_retriever *r, const char *query,
     if (st == MT_OK) {
         unsigned n = atomic_fetch_add(&r->searching, 1) + 1;
         if (!sp.search_threads)
-            sp.search_threads = auto_threads(n);
+            sp.search_threads = auto_threads(r->cores, n);
         st = mt_index_search(w->idx, query, &sp, out, err);
         atomic_fetch_sub(&r->searching, 1);
         give_back(r, w);
@@ -769,6 +769,7 @@ enum mt_status mt_retriever_open(const struct mt_retriever_params *p,
         return mt_fail(err, MT_ENOMEM, "out of memory");
     pthread_mutex_init(&r->pool_mu, NULL);
     pthread_mutex_init(&r->emb_mu, NULL);
+    r->cores = mtx_online_cpus();
     st = copy_params(r, p);
     if (st != MT_OK)
         mt_fail(err, st, "out of memory");
