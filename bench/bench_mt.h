@@ -1,6 +1,6 @@
-/* medtrust pieces shared by bm25_mt and hybrid_mt: the BM25 core (one
- * mmapped segment, the store's analyzer, a reusable search context) and a
- * failure exit. */
+/* medtrust pieces shared by bm25_mt, hybrid_mt and index_recall: the BM25
+ * core (one mmapped segment, the store's analyzer, a reusable search
+ * context) and a failure exit. */
 #ifndef MT_BENCH_MT_H
 #define MT_BENCH_MT_H
 
@@ -14,7 +14,7 @@
 #include "medtrust/status.h"
 #include "text/analyzer.h"
 
-static void die(const char *what, const struct mt_error *err)
+static inline void die(const char *what, const struct mt_error *err)
 {
     fprintf(stderr, "bench: %s: %s\n", what, err ? err->msg : "failed");
     exit(1);
@@ -29,7 +29,8 @@ struct core {
 
 /* Opens the segment the MANIFEST lists last (after a rebuild, the only
  * one) of the store in 'dir'. */
-static void core_open(struct core *c, const char *dir, const char *analyzer)
+static inline void core_open(struct core *c, const char *dir,
+                             const char *analyzer)
 {
     char path[4096], name[256] = "";
     size_t n = 0;
@@ -49,8 +50,8 @@ static void core_open(struct core *c, const char *dir, const char *analyzer)
 }
 
 /* Analyses q and finds its top k (k <= 64) on the segment. */
-static size_t core_query(struct core *c, const char *q,
-                         struct mt_bm25_hit *hits, size_t k)
+static inline size_t core_query(struct core *c, const char *q,
+                                struct mt_bm25_hit *hits, size_t k)
 {
     struct mt_bm25_search_params sp = mtx_bm25_default_search_params();
     struct mt_str terms[4096];
@@ -58,8 +59,8 @@ static size_t core_query(struct core *c, const char *q,
     size_t nt = 0, nh = 0, j;
 
     sp.ctx = c->ctx;
-    if (mtx_analyzer_collect(c->an, q, strlen(q), &c->arena, &toks, &nt, NULL) !=
-        MT_OK)
+    if (mtx_analyzer_collect(c->an, q, strlen(q), &c->arena, &toks, &nt,
+                             NULL) != MT_OK)
         die("analyse", NULL);
     for (j = 0; j < nt && j < 4096; j++) {
         terms[j].p = toks[j].p;
@@ -71,7 +72,7 @@ static size_t core_query(struct core *c, const char *q,
     return nh;
 }
 
-static void core_close(struct core *c)
+static inline void core_close(struct core *c)
 {
     mtx_arena_free(&c->arena);
     mtx_bm25_ctx_free(c->ctx);

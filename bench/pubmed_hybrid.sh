@@ -105,28 +105,24 @@ fi
 # --rebuild), so a killed build, run again (MEDTRUST_BENCH_HYBRID_RESUME=1
 # with the same RUN), continues after its last saved segment. Each block
 # of 65,536 rows (by row number from the store's first chunk) has its own
-# seeded generator, so a resumed run streams only the chunks above the
-# index's max_chunk_id (the .npy header counts those), with the vectors
-# an unbroken run would have given them.
+# seeded generator (bench/pubmed_vectors.py, which pubmed_recall.py
+# shares), so a resumed run streams only the chunks above the index's
+# max_chunk_id (the .npy header counts those), with the vectors an
+# unbroken run would have given them.
 gen_vectors() {
     rm -f "$P.vec.npy" "$P.vec.ids"
     mkfifo "$P.vec.npy" "$P.vec.ids"
-    tv "$P.gen" "$PY" - "$DB/store.db" "$P" "$K" "$(index_max_id)" <<'PY' &
+    tv "$P.gen" "$PY" - "$DB/store.db" "$P" "$K" "$(index_max_id)" \
+        "$ROOT/bench" <<'PY' &
 import sqlite3, sys
 import numpy as np
 db, p, k, after = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-BLOCK, SEED = 1 << 16, 20250101
+sys.path.insert(0, sys.argv[5])
+from pubmed_vectors import BLOCK, block, centres
 c = sqlite3.connect(db)
 r0 = c.execute("select count(*) from chunks where id <= ?", (after,)).fetchone()[0]
 n = c.execute("select count(*) from chunks where id > ?", (after,)).fetchone()[0]
-centres = np.random.default_rng(SEED).standard_normal((k, 256), dtype=np.float32)
-def block(b):
-    # the vectors of rows b * BLOCK .. (b + 1) * BLOCK - 1, whole
-    rng = np.random.default_rng([SEED, b])
-    v = centres[rng.integers(0, k, BLOCK)] + \
-        0.5 * rng.standard_normal((BLOCK, 256), dtype=np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v.astype(np.float16)
+cent = centres(k)
 try:
     with open(p + ".vec.npy", "wb") as out:
         np.lib.format.write_array_header_1_0(
@@ -142,7 +138,7 @@ try:
                 if not rows:
                     break
                 m = len(rows)
-                v = block(row // BLOCK)[row % BLOCK:row % BLOCK + m]
+                v = block(cent, row // BLOCK)[row % BLOCK:row % BLOCK + m]
                 row += m
                 # blocks of 1,024: an ids block (< 64 KiB) always fits
                 # its pipe, so the writer never waits on one pipe while

@@ -7,7 +7,7 @@ BENCH_LIB  := $(BUILD)/libmedtrust.a
 BENCH_CFLAGS := $(filter-out -O2 -O1 -O0 -MMD -MP,$(CFLAGS_ALL)) -O2 -Ibench
 BENCH_CXXFLAGS := -std=c++17 -O3 -march=native -g -Wall -Wextra -Ibench \
                   -Iinclude -Isrc
-BENCH_C  := vec_mt vec_query bm25_mt hybrid_mt bm25_fts5
+BENCH_C  := vec_mt vec_query bm25_mt hybrid_mt bm25_fts5 index_recall
 BENCH_X  := bm25_xapian vec_hnswlib vec_faiss vec_usearch
 BENCH_BIN := $(BENCH_C:%=$(BENCH_DIR)/%) $(BENCH_X:%=$(BENCH_DIR)/%) \
              $(BENCH_DIR)/gen_corpus $(BENCH_DIR)/vec_gen $(BENCH_DIR)/membw \
