@@ -48,13 +48,14 @@ def main():
     best_id = np.zeros((a.queries, K), dtype=np.int64)
     qk = np.repeat(np.arange(a.queries), K)
     cur = c.execute("select id from chunks order by id")
-    row, t0, done = 0, time.monotonic(), False
+    row, t0, done, last = 0, time.monotonic(), False, 0
     while not done:
         ids = np.array([r[0] for r in cur.fetchmany(BLOCK)], dtype=np.int64)
         if len(ids) == 0:
             break
         if a.upto is not None and ids[-1] > a.upto:
             ids, done = ids[ids <= a.upto], True
+        last = int(ids[-1]) if len(ids) else last
         v = block(cent, row // BLOCK)[:len(ids)].astype(np.float32)
         v /= np.linalg.norm(v, axis=1, keepdims=True)  # as the index does
         s = q @ v.T  # queries x rows
@@ -84,7 +85,7 @@ def main():
             f.write(np.ascontiguousarray(arr).tobytes())
         os.replace(path + ".tmp", path)
     print(f"{a.out}.q.f32: {a.queries} queries; {a.out}.gt.u32: exact top "
-          f"{K} over the chunks up to id {int(ids[-1]) if len(ids) else 0}")
+          f"{K} over the chunks up to id {last}")
 
 
 if __name__ == "__main__":
