@@ -171,6 +171,16 @@ static inline double bu_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+/* The p-quantile of v[0..n) by nearest rank (sorts v); n > 0. */
+static inline double bu_percentile(double *v, size_t n, double p)
+{
+    size_t i;
+
+    bu_median(v, n); /* sorts */
+    i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
 static inline uint64_t bu_file_size(const char *path)
 {
     FILE *f = fopen(path, "rb");

@@ -18,15 +18,6 @@
 
 #define DEPTH 50
 
-static double percentile(double *v, size_t n, double p)
-{
-    size_t i;
-
-    bu_median(v, n); /* sorts */
-    i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
-
 int main(int argc, char **argv)
 {
     struct mt_bm25_hit bh[DEPTH];
@@ -83,8 +74,8 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < nq; i++)
         sum += lat[i];
-    p50 = percentile(lat, nq, 0.5);
-    p95 = percentile(lat, nq, 0.95);
+    p50 = bu_percentile(lat, nq, 0.5);
+    p95 = bu_percentile(lat, nq, 0.95);
     nv = mtx_hnsw_count(h);
     printf(
         "{\"engine\":\"medtrust\",\"clock\":\"%s\",\"chunks\":%u,"

@@ -17,15 +17,6 @@
 #include "bench_util.h"
 #include "medtrust/index.h"
 
-static double percentile(double *v, size_t n, double p)
-{
-    size_t i;
-
-    bu_median(v, n); /* sorts */
-    i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
-
 /* One pass over the queries at one ef: mean recall@10, latencies in lat. */
 static double run_ef(struct mt_index *idx, const float *q, const uint32_t *gt,
                      size_t nq, uint32_t dims, uint32_t ef, uint32_t threads,
@@ -105,9 +96,9 @@ int main(int argc, char **argv)
         printf("{\"ef\":%u,\"threads\":%u,\"queries\":%zu,\"recall10\":%.4f,"
                "\"mean_ms\":%.3f,\"p50_ms\":%.3f,\"p95_ms\":%.3f,"
                "\"rss\":%llu,\"load\":\"%s\"}\n",
-               ef, threads, nq, rec, sum / (double)nq, percentile(lat, nq, 0.5),
-               percentile(lat, nq, 0.95), (unsigned long long)bu_rss(),
-               bu_loadavg());
+               ef, threads, nq, rec, sum / (double)nq,
+               bu_percentile(lat, nq, 0.5), bu_percentile(lat, nq, 0.95),
+               (unsigned long long)bu_rss(), bu_loadavg());
         fflush(stdout);
     }
     mt_index_close(idx);

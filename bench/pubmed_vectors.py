@@ -15,21 +15,21 @@ def centres(k):
                                                        dtype=np.float32)
 
 
+def _draw(cent, rng, n):
+    """n unit vectors (float32): a random centre each, plus noise."""
+    v = cent[rng.integers(0, len(cent), n)] + \
+        0.5 * rng.standard_normal((n, DIMS), dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v
+
+
 def block(cent, b):
     """Rows b * BLOCK .. (b + 1) * BLOCK - 1, whole, as the build reads
     them (float16)."""
-    rng = np.random.default_rng([SEED, b])
-    v = cent[rng.integers(0, len(cent), BLOCK)] + \
-        0.5 * rng.standard_normal((BLOCK, DIMS), dtype=np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v.astype(np.float16)
+    return _draw(cent, np.random.default_rng([SEED, b]), BLOCK).astype(np.float16)
 
 
 def queries(cent, n):
     """n query vectors (float32, unit length) drawn as the rows are, from
     a generator no block uses."""
-    rng = np.random.default_rng([SEED, 1 << 40])
-    q = cent[rng.integers(0, len(cent), n)] + \
-        0.5 * rng.standard_normal((n, DIMS), dtype=np.float32)
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    return q
+    return _draw(cent, np.random.default_rng([SEED, 1 << 40]), n)
