@@ -99,10 +99,10 @@ void mtx_bm25_builder_free(struct mt_bm25_builder *b);
 /* ==== Reader ==== */
 struct mt_bm25;
 
-/* Maps the segment at 'path' and validates it completely: checksums of
- * every section and the structure (term order, block tables, bounds). A
- * truncated or damaged file is MT_EPARSE with a message naming the file
- * and section. On success *out owns the index (mtx_bm25_close()); on
+/* Maps the segment at 'path' and validates it: the checksums of every
+ * section but the postings (mtx_bm25_check() reads those) and the
+ * structure (term order, block tables, bounds). A truncated or damaged
+ * file is MT_EPARSE with a message naming the file and section. On success *out owns the index (mtx_bm25_close()); on
  * failure it is left unchanged. An open index is read-only: any number of
  * threads may search it at once. */
 enum mt_status mtx_bm25_open(const char *path, struct mt_bm25 **out,
@@ -114,6 +114,15 @@ enum mt_status mtx_bm25_open_mem(const void *data, size_t n, const char *name,
 
 /* Unmaps and frees. NULL is allowed. */
 void mtx_bm25_close(struct mt_bm25 *idx);
+
+/* Checks the CRC of every section, the postings' too, reading the whole
+ * file; step (NULL: none) is told the bytes checked as it goes, up to
+ * mtx_bm25_check_bytes() in all. MT_EPARSE naming the damaged section.
+ * Thread-safe. */
+enum mt_status mtx_bm25_check(const struct mt_bm25 *idx,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err);
+uint64_t mtx_bm25_check_bytes(const struct mt_bm25 *idx);
 
 struct mtx_bm25_stats {
     uint32_t docs;     /* N */

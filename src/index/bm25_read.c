@@ -175,12 +175,23 @@ uint32_t mtx_bm25_decode(const uint8_t **pp, const uint8_t *end, int64_t prev,
 
 /* ==== Open and validate ==== */
 
-/* Fuzz builds skip section CRCs so mutated inputs reach the structural
- * checks below (the conventional libFuzzer macro; never in production). */
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+/* The open checks the CRC of every section it reads (the tables the
+ * checks below walk, the lengths) and leaves the postings, nearly all of
+ * the file's bytes, to mtx_bm25_check(): a 25M-abstract index's postings
+ * are 10.8 GB, and reading them before each first search costs minutes
+ * and pushes out of the page cache what searches need. The postings'
+ * decoders are memory-safe on any bytes within their term's range (the
+ * fuzzer feeds them damaged files with no CRC checked at all), so damage
+ * there gives wrong scores, never a wrong read; `medtrust stats --check`
+ * finds it, as Lucene's CheckIndex does for its per-file checksums. Fuzz
+ * builds skip the CRCs at open too, so that mutated inputs reach the
+ * structural checks (the conventional libFuzzer macro; never in
+ * production). */
 #define OPEN_FLAGS MT_SEG_LAZY_CRC
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define CHECK_TABLES 0
 #else
-#define OPEN_FLAGS 0u
+#define CHECK_TABLES 1
 #endif
 
 struct mt_bm25_params mtx_bm25_default_params(void)
@@ -344,11 +355,30 @@ static enum mt_status check_term(const struct mt_bm25 *idx, uint32_t i,
     return MT_OK;
 }
 
+/* The CRCs of the sections the open reads: all but the postings. */
+static enum mt_status verify_tables(const struct mt_bm25 *idx,
+                                    struct mt_error *err)
+{
+    static const uint32_t ids[] = {BM25_SEC_META, BM25_SEC_TSTR, BM25_SEC_TERM,
+                                   BM25_SEC_BLKS};
+    uint32_t lens = mtx_seg_version(idx->seg) == BM25_VERSION_FLOAT
+                        ? BM25_SEC_DLEN
+                        : BM25_SEC_NORM;
+    enum mt_status st = mtx_seg_verify(idx->seg, lens, err);
+
+    for (size_t i = 0; st == MT_OK && i < sizeof ids / sizeof ids[0]; i++)
+        st = mtx_seg_verify(idx->seg, ids[i], err);
+    return st == MT_ENOTFOUND ? MT_EPARSE : st;
+}
+
 static enum mt_status validate(struct mt_bm25 *idx, struct mt_error *err)
 {
     uint64_t nblk = 0;
     uint64_t npost = 0;
-    enum mt_status st = load_meta(idx, err);
+    enum mt_status st = CHECK_TABLES ? verify_tables(idx, err) : MT_OK;
+
+    if (st == MT_OK)
+        st = load_meta(idx, err);
 
     if (st == MT_OK)
         st = load_sections(idx, err);
@@ -460,6 +490,18 @@ void mtx_bm25_term_range(const struct mt_bm25 *idx, uint32_t ti,
 
     *start = idx->post + idx->terms[ti].post_off;
     *end = idx->post + e;
+}
+
+enum mt_status mtx_bm25_check(const struct mt_bm25 *idx,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err)
+{
+    return mtx_seg_verify_all(idx->seg, step, user, err);
+}
+
+uint64_t mtx_bm25_check_bytes(const struct mt_bm25 *idx)
+{
+    return mtx_seg_payload(idx->seg);
 }
 
 void mtx_bm25_stats(const struct mt_bm25 *idx, struct mtx_bm25_stats *st)

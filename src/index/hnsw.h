@@ -69,12 +69,20 @@ void mtx_hnsw_free(struct mt_hnsw *h);
 enum mt_status mtx_hnsw_write(const struct mt_hnsw *h, const char *path,
                               struct mt_error *err);
 
-/* Maps an index written by mtx_hnsw_write, verifies its checksum and its
- * graph (link counts, ids, levels). On success *out owns it. MT_EIO when
- * it cannot be read, MT_EPARSE naming the file when truncated, corrupted
- * or foreign. */
+/* Maps an index written by mtx_hnsw_write, verifies its checksums (but
+ * for the vectors', which mtx_hnsw_check reads) and its graph (link
+ * counts, ids, levels). On success *out owns it. MT_EIO when it cannot be
+ * read, MT_EPARSE naming the file when truncated, corrupted or foreign. */
 enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
                              struct mt_error *err);
+
+/* An index from mtx_hnsw_open: checks every checksum of its file, the
+ * vectors' too, reading all of it (mtx_vec_file_check); one built in
+ * memory: MT_OK. */
+enum mt_status mtx_hnsw_check(const struct mt_hnsw *h,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err);
+uint64_t mtx_hnsw_check_bytes(const struct mt_hnsw *h);
 
 /* Approximate top-k of 'query' (dims floats): up to k hits, best first,
  * ties by ascending id, into 'hits' (room for k), their number in *n.

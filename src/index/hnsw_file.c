@@ -477,9 +477,21 @@ enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
         mtx_hnsw_free(h);
         return st;
     }
-    /* The open read every byte in order (checksums, links); a search
-     * reads a few hundred scattered nodes. */
+    /* The open read the tables and links in order (checksums, graph_ok);
+     * a search reads a few hundred scattered nodes. */
     mtx_vec_file_advise_random(f);
     *out = h;
     return MT_OK;
+}
+
+enum mt_status mtx_hnsw_check(const struct mt_hnsw *h,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err)
+{
+    return h->file ? mtx_vec_file_check(h->file, step, user, err) : MT_OK;
+}
+
+uint64_t mtx_hnsw_check_bytes(const struct mt_hnsw *h)
+{
+    return h->file ? mtx_vec_file_check_bytes(h->file) : 0;
 }

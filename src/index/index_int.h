@@ -132,6 +132,12 @@ struct mt_vseg {
 enum mt_status mtx_vseg_open(const char *idir, const char *name, uint32_t dims,
                              struct mt_vseg *out, struct mt_error *err);
 uint32_t mtx_vseg_count(const struct mt_vseg *v);
+/* Checks every checksum of the segment's vector file (mtx_hnsw_check,
+ * mtx_vecset_check), the bytes read told to step; and those bytes. */
+enum mt_status mtx_vseg_check(const struct mt_vseg *v,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err);
+uint64_t mtx_vseg_check_bytes(const struct mt_vseg *v);
 /* 'accepted': how many of the segment's vectors the filter accepts
  * (UINT32_MAX when unknown). A graph under a filter that accepts few
  * vectors can miss them, so below a tenth of the segment the search is

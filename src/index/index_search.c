@@ -313,6 +313,68 @@ void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st)
     }
 }
 
+/* ==== Checking every byte ==== */
+
+struct check_walk {
+    void (*progress)(uint64_t done, uint64_t total, void *user);
+    void *user;
+    uint64_t done;
+    uint64_t total;
+};
+
+static void check_step(uint64_t bytes, void *user)
+{
+    struct check_walk *w = user;
+
+    w->done += bytes;
+    if (w->progress)
+        w->progress(w->done, w->total, w->user);
+}
+
+/* The ids file was checked whole at open (it is read whole there). */
+static enum mt_status check_seg(const struct seg *sg, struct check_walk *w,
+                                struct mt_error *err)
+{
+    enum mt_status st = mtx_bm25_check(sg->bm, check_step, w, err);
+
+    return st == MT_OK ? mtx_vseg_check(&sg->v, check_step, w, err) : st;
+}
+
+enum mt_status mt_index_check(const struct mt_index *idx,
+                              void (*progress)(uint64_t done, uint64_t total,
+                                               void *user),
+                              void *user, struct mt_error *err)
+{
+    struct check_walk w = {progress, user, 0, 0};
+    struct mt_error first = {MT_OK, ""};
+    struct mt_error e;
+    uint32_t bad = 0;
+    size_t i;
+
+    for (i = 0; i < idx->nsegs; i++)
+        w.total += mtx_bm25_check_bytes(idx->segs[i].bm) +
+                   mtx_vseg_check_bytes(&idx->segs[i].v);
+    for (i = 0; i < idx->nsegs; i++) {
+        mt_error_clear(&e);
+        if (check_seg(&idx->segs[i], &w, &e) == MT_OK)
+            continue;
+        mt_log(MT_LOG_WARN, "damaged segment: %s", e.msg);
+        if (!bad++)
+            first = e;
+    }
+    if (bad)
+        return mt_fail(err, MT_EPARSE,
+                       "%u of %zu segments damaged (the first: %s); rebuild "
+                       "with 'medtrust index --db %s --rebuild'",
+                       bad, idx->nsegs, first.msg, idx->dir);
+    if (idx->bad_segs)
+        return mt_fail(err, MT_EPARSE,
+                       "%u segments were left out at open as damaged; "
+                       "rebuild with 'medtrust index --db %s --rebuild'",
+                       idx->bad_segs, idx->dir);
+    return MT_OK;
+}
+
 /* ==== Search ==== */
 
 /* The sources a search is restricted to: source and sources[] of the

@@ -205,6 +205,22 @@ uint32_t mtx_vseg_count(const struct mt_vseg *v)
     return v->vs ? mtx_vecset_count(v->vs) : 0;
 }
 
+enum mt_status mtx_vseg_check(const struct mt_vseg *v,
+                              void (*step)(uint64_t bytes, void *user),
+                              void *user, struct mt_error *err)
+{
+    if (v->h)
+        return mtx_hnsw_check(v->h, step, user, err);
+    return v->vs ? mtx_vecset_check(v->vs, step, user, err) : MT_OK;
+}
+
+uint64_t mtx_vseg_check_bytes(const struct mt_vseg *v)
+{
+    if (v->h)
+        return mtx_hnsw_check_bytes(v->h);
+    return v->vs ? mtx_vecset_check_bytes(v->vs) : 0;
+}
+
 enum mt_status mtx_vseg_search(const struct mt_vseg *v, const float *q,
                                uint32_t k, uint32_t ef,
                                const struct mt_vec_filter *filter,

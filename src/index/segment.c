@@ -477,6 +477,31 @@ static enum mt_status check_header(struct mt_seg *s, const char magic[8],
     return MT_OK;
 }
 
+/* Checks the CRC of the section at table entry e, a step at a time. */
+static enum mt_status entry_verify(const struct mt_seg *s,
+                                   const unsigned char *e, mtx_seg_step_fn step,
+                                   void *user, struct mt_error *err)
+{
+    const unsigned char *p = s->base + get64(e + 8);
+    size_t left = (size_t)get64(e + 16);
+    uint32_t crc = 0;
+    char ids[5];
+
+    do {
+        size_t n = left < MTX_SEG_VERIFY_STEP ? left : MTX_SEG_VERIFY_STEP;
+        crc = mtx_crc32c(crc, p, n);
+        p += n;
+        left -= n;
+        if (step && n)
+            step(n, user);
+    } while (left);
+    if (get64(e + 24) != crc)
+        return mt_fail(err, MT_EPARSE,
+                       "%s: section '%s' checksum mismatch",
+                       s->name, mtx_seg_id_str(get32(e), ids));
+    return MT_OK;
+}
+
 static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
                                   unsigned flags, struct mt_error *err)
 {
@@ -496,11 +521,8 @@ static enum mt_status check_entry(const struct mt_seg *s, uint32_t i,
         if (get32(s->table + (size_t)j * MT_SEG_ENTRY_SIZE) == id)
             return mt_fail(err, MT_EPARSE, "%s: duplicate section '%s'",
                            s->name, ids);
-    if (!(flags & MT_SEG_LAZY_CRC) &&
-        get64(e + 24) != mtx_crc32c(0, s->base + off, (size_t)size))
-        return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",
-                       s->name, ids);
-    return MT_OK;
+    return flags & MT_SEG_LAZY_CRC ? MT_OK
+                                   : entry_verify(s, e, NULL, NULL, err);
 }
 
 /* Sections must lie in table order, back to back, each followed by zero
@@ -657,13 +679,36 @@ enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
     const unsigned char *e = find_entry(s, id);
     char ids[5];
 
-    mtx_seg_id_str(id, ids);
     if (!e)
         return mt_fail(err, MT_ENOTFOUND, "%s: missing section '%s'", s->name,
-                       ids);
-    if (get64(e + 24) !=
-        mtx_crc32c(0, s->base + get64(e + 8), (size_t)get64(e + 16)))
-        return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",
-                       s->name, ids);
-    return MT_OK;
+                       mtx_seg_id_str(id, ids));
+    return entry_verify(s, e, NULL, NULL, err);
+}
+
+enum mt_status mtx_seg_verify_all(const struct mt_seg *s, mtx_seg_step_fn step,
+                                  void *user, struct mt_error *err)
+{
+    enum mt_status st = MT_OK;
+
+    for (uint32_t i = 0; st == MT_OK && i < s->n; i++)
+        st = entry_verify(s, s->table + (size_t)i * MT_SEG_ENTRY_SIZE, step,
+                          user, err);
+    return st;
+}
+
+int mtx_seg_entry(const struct mt_seg *s, uint32_t i, uint32_t *id)
+{
+    if (i >= s->n)
+        return 0;
+    *id = get32(s->table + (size_t)i * MT_SEG_ENTRY_SIZE);
+    return 1;
+}
+
+uint64_t mtx_seg_payload(const struct mt_seg *s)
+{
+    uint64_t n = 0;
+
+    for (uint32_t i = 0; i < s->n; i++)
+        n += get64(s->table + (size_t)i * MT_SEG_ENTRY_SIZE + 16);
+    return n;
 }

@@ -84,9 +84,11 @@ void mtx_seg_writer_abort(struct mt_seg_writer *w);
 /* ==== Reader ==== */
 struct mt_seg;
 
-/* Skip the section CRCs at open (the header and table are still checked);
- * mtx_seg_verify() checks a section later. For very large segments whose
- * pages should not all be touched at open. */
+/* Skip the section CRCs at open (the header, the table, the bounds and
+ * the padding are still checked); the caller checks the sections it reads
+ * at open with mtx_seg_verify() and the rest on demand with
+ * mtx_seg_verify_all(). For large segments whose pages should not all be
+ * read before the first search (an index of 41.8M chunks is 28 GB). */
 #define MT_SEG_LAZY_CRC 1u
 
 /* Maps 'path' read-only and checks magic, container version, size, header
@@ -132,6 +134,23 @@ enum mt_status mtx_seg_section(const struct mt_seg *s, uint32_t id,
 /* Checks the CRC of section 'id'; MT_EPARSE on mismatch. Thread-safe. */
 enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
                               struct mt_error *err);
+
+/* Told the bytes just checked by mtx_seg_verify_all(). */
+typedef void (*mtx_seg_step_fn)(uint64_t bytes, void *user);
+
+/* Checks every section's CRC in table order, MTX_SEG_VERIFY_STEP bytes
+ * at a time, calling step (NULL: none) after each piece; together the
+ * pieces add up to the sum of the section sizes. MT_EPARSE naming the
+ * file and the first damaged section. Thread-safe. */
+#define MTX_SEG_VERIFY_STEP ((size_t)64 << 20)
+enum mt_status mtx_seg_verify_all(const struct mt_seg *s, mtx_seg_step_fn step,
+                                  void *user, struct mt_error *err);
+
+/* The id of the i-th section in table order, in *id: 0 past the last. */
+int mtx_seg_entry(const struct mt_seg *s, uint32_t i, uint32_t *id);
+
+/* The sum of the section sizes: what mtx_seg_verify_all() reads. */
+uint64_t mtx_seg_payload(const struct mt_seg *s);
 
 /* Writes the printable form of 'id' (4 characters, '?' for others) and a
  * NUL into buf[5]; returns buf. */

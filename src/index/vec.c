@@ -593,6 +593,18 @@ enum mt_status mtx_vecset_open(const char *path, struct mt_vecset **out,
     return MT_OK;
 }
 
+enum mt_status mtx_vecset_check(const struct mt_vecset *vs,
+                                void (*step)(uint64_t bytes, void *user),
+                                void *user, struct mt_error *err)
+{
+    return vs->file ? mtx_vec_file_check(vs->file, step, user, err) : MT_OK;
+}
+
+uint64_t mtx_vecset_check_bytes(const struct mt_vecset *vs)
+{
+    return vs->file ? mtx_vec_file_check_bytes(vs->file) : 0;
+}
+
 /* ==== Search ==== */
 
 enum mt_status mtx_vecset_prepare_query(const struct mt_vecset *vs,

@@ -116,11 +116,20 @@ int mtx_vecset_has_float(const struct mt_vecset *vs);
 enum mt_status mtx_vecset_write(const struct mt_vecset *vs, const char *path,
                                 struct mt_error *err);
 
-/* Maps the set written at 'path' read-only and verifies its checksum. On
- * success *out owns it (mtx_vecset_free). A missing file is MT_EIO; a
- * truncated, corrupted or foreign file is MT_EPARSE naming the file. */
+/* Maps the set written at 'path' read-only and verifies its checksums,
+ * but for the vectors' own (mtx_vecset_check). On success *out owns it
+ * (mtx_vecset_free). A missing file is MT_EIO; a truncated, corrupted or
+ * foreign file is MT_EPARSE naming the file. */
 enum mt_status mtx_vecset_open(const char *path, struct mt_vecset **out,
                                struct mt_error *err);
+
+/* A set from mtx_vecset_open: checks every checksum of its file, the
+ * vectors' too, reading all of it (mtx_vec_file_check); a set made in
+ * memory: MT_OK. */
+enum mt_status mtx_vecset_check(const struct mt_vecset *vs,
+                                void (*step)(uint64_t bytes, void *user),
+                                void *user, struct mt_error *err);
+uint64_t mtx_vecset_check_bytes(const struct mt_vecset *vs);
 
 /* Exact search over the int8 codes: the query is quantised like the
  * vectors and score = dot_int32 * qscale * vscale; with refine or float
@@ -250,6 +259,15 @@ const char *mtx_vec_file_name(const struct mtx_vec_file *f);
 /* The file's format version: its segment header's, or 1 for a file in
  * the form written before the segment container. */
 uint32_t mtx_vec_file_version(const struct mtx_vec_file *f);
+
+/* Checks the CRC of every section, the vectors' too (the open leaves
+ * those), reading the whole file; step (NULL: none) is told the bytes
+ * checked, mtx_vec_file_check_bytes() in all. An old file was checked
+ * whole at open: MT_OK, 0 bytes. MT_EPARSE naming the damaged section. */
+enum mt_status mtx_vec_file_check(const struct mtx_vec_file *f,
+                                  void (*step)(uint64_t bytes, void *user),
+                                  void *user, struct mt_error *err);
+uint64_t mtx_vec_file_check_bytes(const struct mtx_vec_file *f);
 
 /* The n u64 fields of metadata section 'id'. An old file has its fields
  * in its header: MT_VEC_SEC_META is (dims, count, aux[0]), and any other

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "index/fusion.h"
+#include "index/segment.h"
 #include "text/stopwords.h"
 #include "medtrust/core.h"
 #include "medtrust/index.h"
@@ -768,6 +769,101 @@ static void build_authors(const char *dir)
     build_angles(dir, MT_VEC_STORE_RESIDUAL, 50);
 }
 
+/* Where section id of the segment file at path starts (its table:
+ * header u64 at 24, count u32 at 32; 32-byte entries of u32 id, u64
+ * offset at 8, u64 size at 16; src/index/segment.h); its size in *size. */
+static long section_of(const char *path, uint32_t id, long *size)
+{
+    unsigned char e[32];
+    uint64_t toff = 0, off = 0, n64 = 0;
+    uint32_t n = 0, got = 0, i;
+    FILE *f = fopen(path, "rb");
+    long at = -1;
+
+    CHECK(f != NULL);
+    CHECK(fseek(f, 24, SEEK_SET) == 0 && fread(&toff, 8, 1, f) == 1);
+    CHECK(fread(&n, 4, 1, f) == 1);
+    for (i = 0; i < n && at < 0; i++) {
+        CHECK(fseek(f, (long)(toff + 32u * i), SEEK_SET) == 0);
+        CHECK(fread(e, sizeof e, 1, f) == 1);
+        memcpy(&got, e, 4);
+        memcpy(&off, e + 8, 8);
+        memcpy(&n64, e + 16, 8);
+        if (got == id) {
+            at = (long)off;
+            *size = (long)n64;
+        }
+    }
+    fclose(f);
+    CHECK(at > 0 && *size > 0);
+    return at;
+}
+
+static uint64_t check_done, check_total;
+
+static void on_check(uint64_t done, uint64_t total, void *user)
+{
+    (void)user;
+    CHECK(done > check_done && done <= total);
+    check_done = done;
+    check_total = total;
+}
+
+/* Opening reads the tables; the postings' and the vectors' checksums
+ * are left to mt_index_check, which reads every byte, reports the
+ * bytes as it goes and names the damaged file and section. */
+static void test_index_check_reads_what_open_leaves(void **state)
+{
+    char dir[128], bm[256], hn[256];
+    struct mt_index *idx = NULL;
+    struct mt_index_stats st;
+    struct mt_search_result *r = NULL;
+    struct mt_error err;
+    long at, size;
+    (void)state;
+    store_path(dir, sizeof dir, "check");
+    build_angles(dir, MT_VEC_STORE_RESIDUAL, 50);
+    snprintf(bm, sizeof bm, "%s/index/seg-000001.bm25", dir);
+    snprintf(hn, sizeof hn, "%s/index/seg-000001.hnsw", dir);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    check_done = check_total = 0;
+    CHECK_OK(mt_index_check(idx, on_check, NULL, NULL));
+    CHECK(check_total > 0 && check_done == check_total);
+    CHECK_OK(mt_index_check(idx, NULL, NULL, NULL));
+    mt_index_close(idx);
+
+    at = section_of(hn, MT_SEG_ID('V', 'C', 'O', 'D'), &size);
+    flip_byte(hn, at + size / 2);
+    CHECK_OK(mt_index_open(dir, &idx, NULL)); /* the open does not read it */
+    mt_index_stats(idx, &st);
+    CHECK(st.segments == 1 && st.damaged_segments == 0);
+    CHECK(mt_index_check(idx, NULL, NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "1 of 1 segments damaged") != NULL);
+    CHECK(strstr(err.msg, "seg-000001.hnsw: section 'VCOD' checksum "
+                          "mismatch") != NULL);
+    CHECK(strstr(err.msg, "--rebuild") != NULL);
+    mt_index_close(idx);
+
+    at = section_of(bm, MT_SEG_ID('P', 'O', 'S', 'T'), &size);
+    flip_byte(bm, at + size / 2);
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    CHECK_OK(mt_index_search(idx, "aspirin", NULL, &r, NULL));
+    mt_search_result_free(r);
+    CHECK(mt_index_check(idx, NULL, NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "seg-000001.bm25: section 'POST' checksum "
+                          "mismatch") != NULL);
+    mt_index_close(idx);
+
+    at = section_of(bm, MT_SEG_ID('T', 'E', 'R', 'M'), &size);
+    flip_byte(bm, at + size / 2); /* a table: refused at open, left out */
+    CHECK_OK(mt_index_open(dir, &idx, NULL));
+    mt_index_stats(idx, &st);
+    CHECK(st.segments == 0 && st.damaged_segments == 1);
+    CHECK(mt_index_check(idx, NULL, NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "1 segments were left out") != NULL);
+    mt_index_close(idx);
+}
+
 static int all_doe(const struct mt_search_result *r)
 {
     size_t i;
@@ -1080,6 +1176,7 @@ int main(void)
         cmocka_unit_test(test_index_odd_queries_never_fail),
         cmocka_unit_test(test_index_reports_clear_errors),
         cmocka_unit_test(test_index_survives_corrupted_segment),
+        cmocka_unit_test(test_index_check_reads_what_open_leaves),
         cmocka_unit_test(test_index_ignores_and_collects_orphans),
         cmocka_unit_test(test_index_survives_every_allocation_failure),
         cmocka_unit_test(test_index_rerank_stage_reorders_top_r),

@@ -459,10 +459,24 @@ static void test_vecset_file_round_trip(void **state)
     CHECK(strstr(err.msg, "bad.vec") != NULL);
     copy_prefix(path, bad, 100);
     CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
+    /* the vectors' CRCs are left to mtx_vecset_check; the rest's are
+     * checked at open (VSCL: the scales, from byte 128) */
     copy_prefix(path, bad, sb.st_size);
     flip_byte(bad, sb.st_size / 2);
-    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
-    CHECK(strstr(err.msg, "checksum") != NULL);
+    CHECK_OK(mtx_vecset_open(bad, &vo, &err));
+    CHECK(mtx_vecset_check(vo, NULL, NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "bad.vec: section 'VFLT' checksum mismatch"));
+    mtx_vecset_free(vo);
+    copy_prefix(path, bad, sb.st_size);
+    flip_byte(bad, 200);
+    CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE && vo == NULL);
+    CHECK(strstr(err.msg, "bad.vec: section 'VSCL' checksum mismatch"));
+    copy_prefix(path, bad, sb.st_size);
+    CHECK_OK(mtx_vecset_open(bad, &vo, &err));
+    CHECK_OK(mtx_vecset_check(vo, NULL, NULL, &err));
+    CHECK(mtx_vecset_check_bytes(vo) > 500 * 48 * 5);
+    CHECK(mtx_vecset_check_bytes(vs) == 0 && mtx_vecset_check(vs, NULL, NULL, &err) == MT_OK);
+    mtx_vecset_free(vo);
     copy_prefix(path, bad, sb.st_size);
     flip_byte(bad, 12); /* the format version in the header */
     CHECK(mtx_vecset_open(bad, &vo, &err) == MT_EPARSE);
