@@ -102,9 +102,9 @@ struct mt_bm25;
 /* Maps the segment at 'path' and validates it: the checksums of every
  * section but the postings (mtx_bm25_check() reads those) and the
  * structure (term order, block tables, bounds). A truncated or damaged
- * file is MT_EPARSE with a message naming the file and section. On success *out owns the index (mtx_bm25_close()); on
- * failure it is left unchanged. An open index is read-only: any number of
- * threads may search it at once. */
+ * file is MT_EPARSE with a message naming the file and section. On success *out
+ * owns the index (mtx_bm25_close()); on failure it is left unchanged. An open
+ * index is read-only: any number of threads may search it at once. */
 enum mt_status mtx_bm25_open(const char *path, struct mt_bm25 **out,
                              struct mt_error *err);
 

@@ -496,8 +496,7 @@ static enum mt_status entry_verify(const struct mt_seg *s,
             step(n, user);
     } while (left);
     if (get64(e + 24) != crc)
-        return mt_fail(err, MT_EPARSE,
-                       "%s: section '%s' checksum mismatch",
+        return mt_fail(err, MT_EPARSE, "%s: section '%s' checksum mismatch",
                        s->name, mtx_seg_id_str(get32(e), ids));
     return MT_OK;
 }

@@ -317,7 +317,8 @@ static int expect_damaged(const char *path, const char *name)
     mt_error_clear(&err);
     CHECK(mtx_hnsw_check(o, NULL, NULL, &err) == MT_EPARSE);
     CHECK(strstr(err.msg, name) != NULL);
-    CHECK(strstr(err.msg, "section 'VCOD'") || strstr(err.msg, "section 'VRES'") ||
+    CHECK(strstr(err.msg, "section 'VCOD'") ||
+          strstr(err.msg, "section 'VRES'") ||
           strstr(err.msg, "section 'VFLT'"));
     mtx_hnsw_free(o);
     return 1;
@@ -347,15 +348,17 @@ static void test_hnsw_rejects_truncated_and_flipped(void **state)
         b[off] ^= (unsigned char)(1u << (i % 8));
     }
     CHECK(lazy > 0 && lazy < 24); /* the vectors are most of the file */
-    put_bytes(bad, b, n); /* unchanged copy still opens, and checks */
+    put_bytes(bad, b, n);         /* unchanged copy still opens, and checks */
     {
         struct mt_hnsw *o;
         CHECK_OK(mtx_hnsw_open(bad, &o, NULL));
         sum_steps_called = 0;
         sum_steps_bytes = 0;
         CHECK_OK(mtx_hnsw_check(o, sum_steps, NULL, NULL));
-        CHECK(sum_steps_called > 0 && sum_steps_bytes == mtx_hnsw_check_bytes(o));
-        CHECK(sum_steps_bytes > (uint64_t)n / 2 && sum_steps_bytes < (uint64_t)n);
+        CHECK(sum_steps_called > 0 &&
+              sum_steps_bytes == mtx_hnsw_check_bytes(o));
+        CHECK(sum_steps_bytes > (uint64_t)n / 2 &&
+              sum_steps_bytes < (uint64_t)n);
         mtx_hnsw_free(o);
     }
     free(b);

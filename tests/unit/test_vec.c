@@ -475,7 +475,8 @@ static void test_vecset_file_round_trip(void **state)
     CHECK_OK(mtx_vecset_open(bad, &vo, &err));
     CHECK_OK(mtx_vecset_check(vo, NULL, NULL, &err));
     CHECK(mtx_vecset_check_bytes(vo) > 500 * 48 * 5);
-    CHECK(mtx_vecset_check_bytes(vs) == 0 && mtx_vecset_check(vs, NULL, NULL, &err) == MT_OK);
+    CHECK(mtx_vecset_check_bytes(vs) == 0 &&
+          mtx_vecset_check(vs, NULL, NULL, &err) == MT_OK);
     mtx_vecset_free(vo);
     copy_prefix(path, bad, sb.st_size);
     flip_byte(bad, 12); /* the format version in the header */
