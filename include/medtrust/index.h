@@ -322,11 +322,13 @@ struct mt_index_stats {
 void mt_index_stats(const struct mt_index *idx, struct mt_index_stats *st);
 
 /* Reads every byte of the index's segment files and checks every
- * checksum. mt_index_open checks each segment's header, section table,
- * ids, term and block tables, lengths, graph links and scales, and leaves
- * the bulk (the postings and the vectors, 28 GB of a 28.2 GB index at
- * 41.8M chunks) to this, as Lucene leaves whole-file checksums to
- * CheckIndex: damage there would give wrong scores, never a crash. Every
+ * checksum and every graph link. mt_index_open checks each segment's
+ * header, section table, ids, term and block tables, lengths, scales and
+ * graph tables, and leaves the bulk (the postings, the vectors and the
+ * graph links: all but about 1 GB of a 28.2 GB index at 41.8M chunks) to
+ * this, as Lucene leaves whole-file checksums to CheckIndex; searches
+ * read that bulk defensively, so damage there gives wrong scores, never
+ * a crash. Every
  * segment is checked; a damaged one is logged (MT_LOG_WARN) and the call
  * ends MT_EPARSE naming the first, as it does when mt_index_open left
  * segments out. 'progress' (NULL: none) is told the bytes checked and

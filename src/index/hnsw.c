@@ -259,7 +259,7 @@ static uint32_t entry_get(const void *a, uint64_t e, uint32_t bits)
  * l; returns the count. The bit position steps on instead of being
  * multiplied out again for each entry. */
 static uint32_t unpack_block(const unsigned char *a, uint64_t pos,
-                             uint32_t bits, uint32_t *l)
+                             uint32_t bits, uint32_t most, uint32_t *l)
 {
     uint64_t mask = (1ull << bits) - 1;
     uint64_t w;
@@ -268,6 +268,7 @@ static uint32_t unpack_block(const unsigned char *a, uint64_t pos,
 
     memcpy(&w, a + (pos >> 3), sizeof w);
     c = (uint32_t)((w >> (pos & 7)) & mask);
+    c = c < most ? c : most; /* a damaged count: see read_links */
     l[0] = c;
     for (i = 1; i <= c; i++) {
         pos += bits;
@@ -346,25 +347,28 @@ static uint64_t ef_chunk(const struct mt_hnsw *h, uint64_t pos, uint32_t base)
 /* Decodes node id's level-0 block into l as [count, ids ascending];
  * returns the count. Each set bit of the high part is the next id: its
  * position less the ids before it is the id's high part. */
-static uint32_t unpack_ef(const struct mt_hnsw *h, uint32_t id, uint32_t *l)
+static uint32_t unpack_ef(const struct mt_hnsw *h, uint32_t id, uint32_t *l,
+                          uint32_t *top)
 {
     const unsigned char *a = h->links0;
     uint64_t pos = (uint64_t)id * h->ef.bits;
     uint64_t low = pos + h->ef.high;
     uint32_t lo = h->ef.lo;
     uint32_t c = 0;
+    uint32_t hi = 0;
     uint32_t base;
 
     for (base = 0; base < h->ef.high; base += EF_CHUNK) {
         uint64_t w = ef_chunk(h, pos, base);
-        while (w) {
-            uint32_t hi = base + (uint32_t)__builtin_ctzll(w) - c;
+        while (w && c < h->M0) { /* more bits set: damage, read_links */
+            hi = base + (uint32_t)__builtin_ctzll(w) - c;
             w &= w - 1;
             l[++c] = (hi << lo) | (uint32_t)bits_get(a, low, lo);
             low += lo;
         }
     }
     l[0] = c;
+    *top = hi; /* the high parts rise: the last is the largest */
     return c;
 }
 
@@ -377,6 +381,7 @@ static int ef_block_ok(const struct mt_hnsw *h, uint32_t id)
     uint32_t l[2 * HNSW_MAX_M + 1];
     uint64_t pos = (uint64_t)id * h->ef.bits;
     uint32_t c = 0;
+    uint32_t top;
     uint32_t base;
     uint32_t i;
 
@@ -384,7 +389,7 @@ static int ef_block_ok(const struct mt_hnsw *h, uint32_t id)
         c += (uint32_t)__builtin_popcountll(ef_chunk(h, pos, base));
     if (c > h->M0)
         return 0;
-    unpack_ef(h, id, l);
+    unpack_ef(h, id, l, &top);
     for (i = 1; i <= c; i++)
         if (l[i] >= h->n)
             return 0;
@@ -442,25 +447,55 @@ static const void *block_of(const struct mt_hnsw *h, uint32_t id,
     return h->upper;
 }
 
+/* The links of l[1..l[0]] that a search may follow: each below n and,
+ * on an upper level, of a node on that level (whose block there is read
+ * next); l[0] becomes their count. */
+static uint32_t sound_links(const struct mt_hnsw *h, uint32_t level,
+                            uint32_t *l)
+{
+    uint32_t c = 0;
+    uint32_t i;
+
+    for (i = 1; i <= l[0]; i++)
+        if (l[i] < h->n && (level == 0 || level_of(h, l[i]) >= level))
+            l[++c] = l[i];
+    l[0] = c;
+    return c;
+}
+
 /* Copies [count, ids...] of node id on 'level' into l (room for
- * max_links + 1); returns the count. The count is not checked here:
- * mtx_hnsw_open checks every block (graph_ok) and the build writes
- * none past max_links. */
+ * max_links + 1); returns the count. A file's blocks are not checked at
+ * open (a 41.8M-vector index has 3 GB of them; mtx_hnsw_check reads
+ * every one), so a block is read defensively: at most max_links ids,
+ * and only the sound ones kept (sound_links). Over a damaged block a
+ * search finds worse neighbours, never reads out of bounds. A few
+ * compares a link, against the distance each costs. */
 static uint32_t read_links(const struct mt_hnsw *h, uint32_t id, uint32_t level,
                            uint32_t *l)
 {
+    uint32_t most = max_links(h, level);
     uint64_t e;
     const void *a;
 
-    if (level == 0 && h->ef.bits)
-        return unpack_ef(h, id, l);
+    if (level == 0 && h->ef.bits) {
+        uint32_t top;
+        uint32_t c = unpack_ef(h, id, l, &top);
+        /* every id is below (top + 1) << lo: when that is at most n, all
+         * are sound without a look at each (a node's list, but near the
+         * top of the id range) */
+        if (((uint64_t)top + 1) << h->ef.lo <= h->n)
+            return c;
+        return sound_links(h, level, l);
+    }
     a = block_of(h, id, level, &e);
     if (h->lbits == 32) {
         const uint32_t *src = (const uint32_t *)a + e;
-        memcpy(l, src, ((size_t)src[0] + 1) * sizeof *l);
-        return l[0];
+        l[0] = src[0] < most ? src[0] : most;
+        memcpy(l + 1, src + 1, (size_t)l[0] * sizeof *l);
+    } else {
+        unpack_block(a, e * h->lbits, h->lbits, most, l);
     }
-    return unpack_block(a, e * h->lbits, h->lbits, l);
+    return sound_links(h, level, l);
 }
 
 /* Where node id's block on 'level' starts, for a prefetch. */

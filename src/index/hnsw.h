@@ -69,16 +69,18 @@ void mtx_hnsw_free(struct mt_hnsw *h);
 enum mt_status mtx_hnsw_write(const struct mt_hnsw *h, const char *path,
                               struct mt_error *err);
 
-/* Maps an index written by mtx_hnsw_write, verifies its checksums (but
- * for the vectors', which mtx_hnsw_check reads) and its graph (link
- * counts, ids, levels). On success *out owns it. MT_EIO when it cannot be
- * read, MT_EPARSE naming the file when truncated, corrupted or foreign. */
+/* Maps an index written by mtx_hnsw_write and verifies its checksums
+ * and its graph's tables (entry point, levels, block offsets), leaving
+ * the vectors and the links (checksums, counts, ids) to mtx_hnsw_check;
+ * a search reads each block defensively. On success *out owns it. MT_EIO
+ * when it cannot be read, MT_EPARSE naming the file when truncated,
+ * corrupted or foreign. */
 enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
                              struct mt_error *err);
 
 /* An index from mtx_hnsw_open: checks every checksum of its file, the
- * vectors' too, reading all of it (mtx_vec_file_check); one built in
- * memory: MT_OK. */
+ * vectors' and links' too, reading all of it (mtx_vec_file_check), then
+ * every block of the graph ("bad graph"); one built in memory: MT_OK. */
 enum mt_status mtx_hnsw_check(const struct mt_hnsw *h,
                               void (*step)(uint64_t bytes, void *user),
                               void *user, struct mt_error *err);

@@ -50,8 +50,11 @@
 #define SEC_LINKS0 MT_SEG_ID('H', 'L', '0', '_')
 #define SEC_UPPER MT_SEG_ID('H', 'U', 'P', '_')
 
+/* The links are read where a search goes (read_links checks each block
+ * it reads), their CRCs and every block by mtx_hnsw_check. */
+static const uint32_t hnsw_lazy[] = {SEC_LINKS0, SEC_UPPER, 0};
 static const struct mtx_vec_kind hnsw_kind = {
-    HNSW_MAGIC, HNSW_VERSION, HNSW_OLDEST_VERSION, HNSW_OLD_MAGIC};
+    HNSW_MAGIC, HNSW_VERSION, HNSW_OLDEST_VERSION, HNSW_OLD_MAGIC, hnsw_lazy};
 
 /* ==== Writing ==== */
 
@@ -328,18 +331,25 @@ static int dense_ok(const struct mt_hnsw *h)
     return 1;
 }
 
-/* Checks every level, block offset and link, so that a file with a valid
- * checksum but a bad graph cannot make a search read out of bounds. */
-static int graph_ok(const struct mt_hnsw *h)
+/* Checks the entry point, the levels and every block offset, so that a
+ * search, which reads each block defensively (hnsw.c, read_links),
+ * cannot read out of bounds: at open, O(nodes with upper levels) for a
+ * version 4 file. */
+static int tables_ok(const struct mt_hnsw *h)
+{
+    if (h->n == 0)
+        return h->entry == HNSW_NONE && h->n_upper == 0 && h->n_up == 0;
+    return h->entry < h->n && table_ok(h) && dense_ok(h) &&
+           mtx_hnsw_level_of(h, h->entry) == h->max_level;
+}
+
+/* Checks every block as written (counts, ids, levels), which the open
+ * leaves: mtx_hnsw_check. */
+static int blocks_ok(const struct mt_hnsw *h)
 {
     uint32_t i;
     uint32_t l;
 
-    if (h->n == 0)
-        return h->entry == HNSW_NONE && h->n_upper == 0 && h->n_up == 0;
-    if (h->entry >= h->n || !table_ok(h) || !dense_ok(h) ||
-        mtx_hnsw_level_of(h, h->entry) != h->max_level)
-        return 0;
     for (i = 0; i < h->n; i++) {
         uint32_t lv = mtx_hnsw_level_of(h, i);
         for (l = 0; l <= lv; l++)
@@ -407,7 +417,7 @@ static enum mt_status take_graph(struct mt_hnsw *h, int v4,
         return st;
     h->links0 = p[0];
     h->upper = p[1];
-    if (!graph_ok(h))
+    if (!tables_ok(h))
         return mt_fail(err, MT_EPARSE, "%s: bad graph", mtx_vec_file_name(f));
     return MT_OK;
 }
@@ -477,8 +487,8 @@ enum mt_status mtx_hnsw_open(const char *path, struct mt_hnsw **out,
         mtx_hnsw_free(h);
         return st;
     }
-    /* The open read the tables and links in order (checksums, graph_ok);
-     * a search reads a few hundred scattered nodes. */
+    /* The open read the tables in order (checksums, tables_ok); a
+     * search reads a few hundred scattered nodes. */
     mtx_vec_file_advise_random(f);
     *out = h;
     return MT_OK;
@@ -488,7 +498,15 @@ enum mt_status mtx_hnsw_check(const struct mt_hnsw *h,
                               void (*step)(uint64_t bytes, void *user),
                               void *user, struct mt_error *err)
 {
-    return h->file ? mtx_vec_file_check(h->file, step, user, err) : MT_OK;
+    enum mt_status st;
+
+    if (!h->file)
+        return MT_OK;
+    st = mtx_vec_file_check(h->file, step, user, err);
+    if (st == MT_OK && !blocks_ok(h))
+        st = mt_fail(err, MT_EPARSE, "%s: bad graph",
+                     mtx_vec_file_name(h->file));
+    return st;
 }
 
 uint64_t mtx_hnsw_check_bytes(const struct mt_hnsw *h)

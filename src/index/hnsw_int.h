@@ -88,8 +88,8 @@ size_t mtx_hnsw_packed_bytes(uint64_t entries, uint32_t bits);
 struct ef_geom mtx_hnsw_ef_layout(uint32_t n, uint32_t M0);
 
 /* Whether node id's block on 'level' holds at most max_links ids, each
- * below n and, on an upper level, of a node on that level (checked
- * when a file is opened, so a search cannot read out of bounds). */
+ * below n and, on an upper level, of a node on that level, as written
+ * (mtx_hnsw_check; a search reads only such links of any block). */
 int mtx_hnsw_block_ok(const struct mt_hnsw *h, uint32_t id, uint32_t level);
 
 #endif

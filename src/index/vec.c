@@ -439,9 +439,10 @@ float mtx_vecset_rescore(const struct mt_vecset *vs, const float *q,
 
 /* Version 3 adds the 2-bit residual (MT_VEC_FLAG_REFINE2); a set without
  * it is still written as version 2, which older binaries read. */
-static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 3u, 2u, "MTVECSET"};
+static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 3u, 2u, "MTVECSET",
+                                                NULL};
 static const struct mtx_vec_kind vecset_kind_v2 = {"MTVEC002", 2u, 2u,
-                                                   "MTVECSET"};
+                                                   "MTVECSET", NULL};
 
 static uint64_t vecset_flags(const struct mt_vecset *vs)
 {

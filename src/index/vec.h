@@ -240,6 +240,9 @@ struct mtx_vec_kind {
     uint32_t version;      /* the segment form's format version, written */
     uint32_t oldest;       /* the oldest segment-form version still read */
     const char *old_magic; /* 8 bytes, the form written before */
+    /* Sections besides the vectors' (codes, residuals, floats) whose CRC
+     * the open leaves to mtx_vec_file_check(), 0-terminated; NULL: none. */
+    const uint32_t *lazy;
 };
 
 /* An open, verified vector or graph file of either form. */

@@ -18,26 +18,34 @@
 #endif
 
 /* The open checks the CRC of every section but the vectors themselves
- * (payload_section): the metadata, the scales and the graph's links and
- * tables, which the open and every search read anyway. The codes,
- * residuals and floats, 16.9 GB of a 25M-abstract index's 28 GB, are left
- * to mtx_vec_file_check() (`medtrust stats --check`): reading them before
- * each first search costs minutes and evicts what searches need. Any
- * bytes there are valid codes (damage gives wrong distances, never a
- * wrong read); Lucene leaves its per-file checksums to CheckIndex the
- * same way. Fuzz builds skip the CRCs at open altogether so that
- * mutations reach the structural checks behind them
- * (tests/fuzz/fuzz_vec.c). */
+ * and the kind's lazy ones (payload_section): the metadata, the scales
+ * and a graph's tables, which the open reads. The codes, residuals and
+ * floats and a graph's links, all but a few MB of a 25M-abstract index's
+ * 16.9 GB of vector files, are left to mtx_vec_file_check() (`medtrust
+ * stats --check`): reading them before each first search costs minutes
+ * and evicts what searches need. Any bytes there are safe to search
+ * (every code is a code; a graph's blocks are read defensively, hnsw.c
+ * read_links), so damage gives wrong distances, never a wrong read;
+ * Lucene leaves its per-file checksums to CheckIndex the same way. Fuzz
+ * builds skip the CRCs at open altogether so that mutations reach the
+ * structural checks behind them (tests/fuzz/fuzz_vec.c). */
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 #define CHECK_AT_OPEN 0
 #else
 #define CHECK_AT_OPEN 1
 #endif
 
-static int payload_section(uint32_t id)
+static int payload_section(const struct mtx_vec_kind *k, uint32_t id)
 {
-    return id == MT_VEC_SEC_CODES || id == MT_VEC_SEC_REFINE ||
-           id == MT_VEC_SEC_FLOATS;
+    const uint32_t *l;
+
+    if (id == MT_VEC_SEC_CODES || id == MT_VEC_SEC_REFINE ||
+        id == MT_VEC_SEC_FLOATS)
+        return 1;
+    for (l = k->lazy; l && *l; l++)
+        if (*l == id)
+            return 1;
+    return 0;
 }
 
 /* ==== Files written before: header and hash ==== */
@@ -230,13 +238,14 @@ static enum mt_status peek(struct mtx_vec_file *f, int fd, char magic[8],
 
 /* The CRCs of every section that is not payload_section(). */
 static enum mt_status verify_tables(const struct mtx_vec_file *f,
+                                    const struct mtx_vec_kind *k,
                                     struct mt_error *err)
 {
     enum mt_status st = MT_OK;
     uint32_t id;
 
     for (uint32_t i = 0; st == MT_OK && mtx_seg_entry(f->seg, i, &id); i++)
-        if (!payload_section(id))
+        if (!payload_section(k, id))
             st = mtx_seg_verify(f->seg, id, err);
     return st;
 }
@@ -268,7 +277,7 @@ static enum mt_status file_open(struct mtx_vec_file *f,
                         mtx_seg_version(f->seg) > k->version))
         st = mt_fail(err, MT_EPARSE, "%s: unsupported version %u", f->path,
                      (unsigned)mtx_seg_version(f->seg));
-    return st == MT_OK && CHECK_AT_OPEN ? verify_tables(f, err) : st;
+    return st == MT_OK && CHECK_AT_OPEN ? verify_tables(f, k, err) : st;
 }
 
 enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,

@@ -1,7 +1,9 @@
 /* libFuzzer harness for the vector-set and HNSW file readers: each input
  * is written to a file and opened both ways; whatever opens is searched,
- * flat and through the graph, so the validated sections and links are
- * used. Built by `make fuzz` (mk/fuzz.mk); run from the repository root:
+ * flat and through the graph, so the validated sections are used and the
+ * links, which the open leaves to mtx_hnsw_check, are read defensively
+ * (hnsw.c, read_links); then the check runs. Built by `make fuzz` (mk/fuzz.mk);
+ * run from the repository root:
  *   FUZZ_VEC_SEED=CORPUS_DIR build/fuzz/fuzzers/fuzz_vec -max_len=65536 \
  *     CORPUS_DIR
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION skips the file checksums so
@@ -106,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (mtx_hnsw_open(path, &h, NULL) == MT_OK) {
         search_all(mtx_hnsw_vecset(h), h);
+        mtx_hnsw_check(h, NULL, NULL, NULL);
         mtx_hnsw_free(h);
     }
     return 0;

@@ -302,8 +302,8 @@ static void sum_steps(uint64_t bytes, void *user)
 }
 
 /* A damaged file is refused at open, or, where the damage is in the
- * vectors (whose checksums the open leaves), opens and fails
- * mtx_hnsw_check naming the section. Returns 1 for the second. */
+ * vectors or the links (whose checksums the open leaves), opens and
+ * fails mtx_hnsw_check naming the section. Returns 1 for the second. */
 static int expect_damaged(const char *path, const char *name)
 {
     struct mt_error err;
@@ -319,7 +319,9 @@ static int expect_damaged(const char *path, const char *name)
     CHECK(strstr(err.msg, name) != NULL);
     CHECK(strstr(err.msg, "section 'VCOD'") ||
           strstr(err.msg, "section 'VRES'") ||
-          strstr(err.msg, "section 'VFLT'"));
+          strstr(err.msg, "section 'VFLT'") ||
+          strstr(err.msg, "section 'HL0_'") ||
+          strstr(err.msg, "section 'HUP_'"));
     mtx_hnsw_free(o);
     return 1;
 }
@@ -447,6 +449,27 @@ static void expect_bad_graph(const char *path, unsigned char *b, long n)
     expect_rejected(path, "graph.hnsw");
 }
 
+/* A damaged link block (checksums resealed) opens, since the open reads
+ * no blocks; a search from every vector stays in bounds (ASan) and
+ * finds hits; mtx_hnsw_check refuses the graph. */
+static void expect_bad_links(const char *path, unsigned char *b, long n)
+{
+    struct mt_hnsw *h = NULL;
+    struct mt_vec_hit hits[10];
+    struct mt_error err;
+    uint32_t i, got;
+    reseal(b, n);
+    put_bytes(path, b, n);
+    CHECK_OK(mtx_hnsw_open(path, &h, NULL));
+    for (i = 0; i < BAD_N; i++) {
+        CHECK_OK(mtx_hnsw_search(h, data + i * DIMS, 10, 32, NULL, hits, &got));
+        CHECK(got > 0);
+    }
+    CHECK(mtx_hnsw_check(h, NULL, NULL, &err) == MT_EPARSE);
+    CHECK(strstr(err.msg, "graph.hnsw: bad graph") != NULL);
+    mtx_hnsw_free(h);
+}
+
 /* The first id not in the table of nodes with upper levels (HUID). */
 static uint32_t level0_only(const unsigned char *ids, uint32_t n_up)
 {
@@ -481,15 +504,18 @@ static void corrupt_graph(const char *path, unsigned char *b,
     /* the top high-part bit: an id of high part >= 69 - 31, past node 299
      * (a real id sets bit (id >> 3) + i <= 37 + 31 at most) */
     set_bits(b + l0, BAD_HIGH - 1, 1, 1);
-    expect_bad_graph(path, b, n);
+    expect_bad_links(path, b, n);
     memcpy(b, good, (size_t)n);
     set_bits(b + l0, 0, 32, UINT32_MAX); /* 32 + 1 ids */
     set_bits(b + l0, 32, 1, 1);
-    expect_bad_graph(path, b, n);
+    expect_bad_links(path, b, n);
     memcpy(b, good, (size_t)n);
     CHECK(bits_at(b + up, 0, BAD_BITS) >= 1); /* first node's level 1 */
     set_bits(b + up, BAD_BITS, BAD_BITS, level0_only(b + uid, n_up));
-    expect_bad_graph(path, b, n);
+    expect_bad_links(path, b, n);
+    memcpy(b, good, (size_t)n);
+    set_bits(b + up, 0, BAD_BITS, 30); /* a count past M */
+    expect_bad_links(path, b, n);
     memcpy(b, good, (size_t)n);
     memcpy(&v, b + uid, 4); /* the table out of order */
     memcpy(&w, b + uid + 4, 4);
@@ -504,10 +530,11 @@ static void corrupt_graph(const char *path, unsigned char *b,
     memcpy(b, good, (size_t)n);
 }
 
-/* A file with a valid checksum but a bad graph is refused: a level-0 id
- * past the last node, more than M0 ids in a block, an upper-level link
- * to a node without that level, the table of upper nodes out of order
- * or not adding up to the upper blocks. */
+/* A file with a valid checksum but a bad graph: a level-0 id past the
+ * last node, more than M0 ids in a block, an upper-level link to a node
+ * without that level or a count past M are read around by a search and
+ * refused by mtx_hnsw_check; the table of upper nodes out of order or not
+ * adding up to the upper blocks is refused at open. */
 static void test_hnsw_rejects_bad_graph_with_valid_checksum(void **state)
 {
     struct mt_vecset *s;
