@@ -18,8 +18,10 @@ static const struct cli_opt stats_opts[] = {
     {"json", 'j', NULL, "print one JSON object per source and the total", 0},
     {"check", 0, NULL,
      "also check the store (SQLite's integrity check) and every byte of the "
-     "search index (every checksum, the postings' and vectors' too, which "
-     "opening the index leaves; a progress bar in MB on stderr)",
+     "search index (every checksum and graph link, the postings', vectors' "
+     "and links' too, which opening the index leaves; a progress bar in MiB "
+     "on stderr for an index of 64 MiB or more); exits 1 naming the first "
+     "damaged file and section",
      0},
     {NULL, 0, NULL, NULL, 0},
 };
