@@ -52,7 +52,8 @@
 
 /* The links are read where a search goes (read_links checks each block
  * it reads), their CRCs and every block by mtx_hnsw_check. */
-static const uint32_t hnsw_lazy[] = {SEC_LINKS0, SEC_UPPER, 0};
+static const uint32_t hnsw_lazy[] = {MT_VEC_LAZY_SECTIONS, SEC_LINKS0,
+                                     SEC_UPPER, 0};
 static const struct mtx_vec_kind hnsw_kind = {
     HNSW_MAGIC, HNSW_VERSION, HNSW_OLDEST_VERSION, HNSW_OLD_MAGIC, hnsw_lazy};
 

@@ -684,23 +684,26 @@ enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
     return entry_verify(s, e, NULL, NULL, err);
 }
 
-enum mt_status mtx_seg_verify_all(const struct mt_seg *s, mtx_seg_step_fn step,
-                                  void *user, struct mt_error *err)
+static int skipped(const uint32_t *skip, uint32_t id)
+{
+    for (; skip && *skip; skip++)
+        if (*skip == id)
+            return 1;
+    return 0;
+}
+
+enum mt_status mtx_seg_verify_all(const struct mt_seg *s, const uint32_t *skip,
+                                  mtx_seg_step_fn step, void *user,
+                                  struct mt_error *err)
 {
     enum mt_status st = MT_OK;
 
-    for (uint32_t i = 0; st == MT_OK && i < s->n; i++)
-        st = entry_verify(s, s->table + (size_t)i * MT_SEG_ENTRY_SIZE, step,
-                          user, err);
+    for (uint32_t i = 0; st == MT_OK && i < s->n; i++) {
+        const unsigned char *e = s->table + (size_t)i * MT_SEG_ENTRY_SIZE;
+        if (!skipped(skip, get32(e)))
+            st = entry_verify(s, e, step, user, err);
+    }
     return st;
-}
-
-int mtx_seg_entry(const struct mt_seg *s, uint32_t i, uint32_t *id)
-{
-    if (i >= s->n)
-        return 0;
-    *id = get32(s->table + (size_t)i * MT_SEG_ENTRY_SIZE);
-    return 1;
 }
 
 uint64_t mtx_seg_payload(const struct mt_seg *s)

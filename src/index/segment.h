@@ -138,16 +138,17 @@ enum mt_status mtx_seg_verify(const struct mt_seg *s, uint32_t id,
 /* Told the bytes just checked by mtx_seg_verify_all(). */
 typedef void (*mtx_seg_step_fn)(uint64_t bytes, void *user);
 
-/* Checks every section's CRC in table order, MTX_SEG_VERIFY_STEP bytes
- * at a time, calling step (NULL: none) after each piece; together the
- * pieces add up to the sum of the section sizes. MT_EPARSE naming the
- * file and the first damaged section. Thread-safe. */
+/* Checks the CRC of every section not in 'skip' (0-terminated ids; NULL:
+ * none skipped) in table order, MTX_SEG_VERIFY_STEP bytes at a time,
+ * calling step (NULL: none) after each piece. A reader opened with
+ * MT_SEG_LAZY_CRC calls it with the sections its open leaves (what it
+ * reads checked at open) and with none on demand; with none skipped the
+ * pieces add up to mtx_seg_payload(). MT_EPARSE naming the file and the
+ * first damaged section. Thread-safe. */
 #define MTX_SEG_VERIFY_STEP ((size_t)64 << 20)
-enum mt_status mtx_seg_verify_all(const struct mt_seg *s, mtx_seg_step_fn step,
-                                  void *user, struct mt_error *err);
-
-/* The id of the i-th section in table order, in *id: 0 past the last. */
-int mtx_seg_entry(const struct mt_seg *s, uint32_t i, uint32_t *id);
+enum mt_status mtx_seg_verify_all(const struct mt_seg *s, const uint32_t *skip,
+                                  mtx_seg_step_fn step, void *user,
+                                  struct mt_error *err);
 
 /* The sum of the section sizes: what mtx_seg_verify_all() reads. */
 uint64_t mtx_seg_payload(const struct mt_seg *s);

@@ -439,10 +439,11 @@ float mtx_vecset_rescore(const struct mt_vecset *vs, const float *q,
 
 /* Version 3 adds the 2-bit residual (MT_VEC_FLAG_REFINE2); a set without
  * it is still written as version 2, which older binaries read. */
+static const uint32_t vecset_lazy[] = {MT_VEC_LAZY_SECTIONS, 0};
 static const struct mtx_vec_kind vecset_kind = {"MTVEC002", 3u, 2u, "MTVECSET",
-                                                NULL};
+                                                vecset_lazy};
 static const struct mtx_vec_kind vecset_kind_v2 = {"MTVEC002", 2u, 2u,
-                                                   "MTVECSET", NULL};
+                                                   "MTVECSET", vecset_lazy};
 
 static uint64_t vecset_flags(const struct mt_vecset *vs)
 {

@@ -233,6 +233,9 @@ static inline int mtx_vec_hit_better(struct mt_vec_hit a, struct mt_vec_hit b)
 #define MT_VEC_SEC_FLOATS MT_SEG_ID('V', 'F', 'L', 'T')
 #define MT_VEC_SEC_CODES MT_SEG_ID('V', 'C', 'O', 'D')
 #define MT_VEC_SEC_REFINE MT_SEG_ID('V', 'R', 'E', 'S')
+/* The vectors themselves: every file kind's mtx_vec_kind.lazy starts so. */
+#define MT_VEC_LAZY_SECTIONS                                                   \
+    MT_VEC_SEC_CODES, MT_VEC_SEC_REFINE, MT_VEC_SEC_FLOATS
 
 /* Which file: the magic of its segment form and of its old form. */
 struct mtx_vec_kind {
@@ -240,8 +243,8 @@ struct mtx_vec_kind {
     uint32_t version;      /* the segment form's format version, written */
     uint32_t oldest;       /* the oldest segment-form version still read */
     const char *old_magic; /* 8 bytes, the form written before */
-    /* Sections besides the vectors' (codes, residuals, floats) whose CRC
-     * the open leaves to mtx_vec_file_check(), 0-terminated; NULL: none. */
+    /* The sections whose CRC the open leaves to mtx_vec_file_check(),
+     * 0-terminated: the vectors' (MT_VEC_LAZY_SECTIONS) and the kind's. */
     const uint32_t *lazy;
 };
 

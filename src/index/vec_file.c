@@ -18,7 +18,7 @@
 #endif
 
 /* The open checks the CRC of every section but the vectors themselves
- * and the kind's lazy ones (payload_section): the metadata, the scales
+ * and the kind's lazy ones (mtx_vec_kind.lazy): the metadata, the scales
  * and a graph's tables, which the open reads. The codes, residuals and
  * floats and a graph's links, all but a few MB of a 25M-abstract index's
  * 16.9 GB of vector files, are left to mtx_vec_file_check() (`medtrust
@@ -34,19 +34,6 @@
 #else
 #define CHECK_AT_OPEN 1
 #endif
-
-static int payload_section(const struct mtx_vec_kind *k, uint32_t id)
-{
-    const uint32_t *l;
-
-    if (id == MT_VEC_SEC_CODES || id == MT_VEC_SEC_REFINE ||
-        id == MT_VEC_SEC_FLOATS)
-        return 1;
-    for (l = k->lazy; l && *l; l++)
-        if (*l == id)
-            return 1;
-    return 0;
-}
 
 /* ==== Files written before: header and hash ==== */
 
@@ -236,20 +223,6 @@ static enum mt_status peek(struct mtx_vec_file *f, int fd, char magic[8],
     return MT_OK;
 }
 
-/* The CRCs of every section that is not payload_section(). */
-static enum mt_status verify_tables(const struct mtx_vec_file *f,
-                                    const struct mtx_vec_kind *k,
-                                    struct mt_error *err)
-{
-    enum mt_status st = MT_OK;
-    uint32_t id;
-
-    for (uint32_t i = 0; st == MT_OK && mtx_seg_entry(f->seg, i, &id); i++)
-        if (!payload_section(k, id))
-            st = mtx_seg_verify(f->seg, id, err);
-    return st;
-}
-
 static enum mt_status file_open(struct mtx_vec_file *f,
                                 const struct mtx_vec_kind *k,
                                 struct mt_error *err)
@@ -277,7 +250,9 @@ static enum mt_status file_open(struct mtx_vec_file *f,
                         mtx_seg_version(f->seg) > k->version))
         st = mt_fail(err, MT_EPARSE, "%s: unsupported version %u", f->path,
                      (unsigned)mtx_seg_version(f->seg));
-    return st == MT_OK && CHECK_AT_OPEN ? verify_tables(f, k, err) : st;
+    if (st == MT_OK && CHECK_AT_OPEN)
+        st = mtx_seg_verify_all(f->seg, k->lazy, NULL, NULL, err);
+    return st;
 }
 
 enum mt_status mtx_vec_file_open(const char *path, const struct mtx_vec_kind *k,
@@ -307,7 +282,7 @@ enum mt_status mtx_vec_file_check(const struct mtx_vec_file *f,
                                   void *user, struct mt_error *err)
 {
     /* an old file's hash covers all of it and was checked at open */
-    return f->seg ? mtx_seg_verify_all(f->seg, step, user, err) : MT_OK;
+    return f->seg ? mtx_seg_verify_all(f->seg, NULL, step, user, err) : MT_OK;
 }
 
 uint64_t mtx_vec_file_check_bytes(const struct mtx_vec_file *f)
